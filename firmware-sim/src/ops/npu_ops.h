@@ -1,0 +1,76 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * npu_ops.h - the compute engine of firmware-sim: CONV2D, MATMUL, POOL,
+ * ELTWISE and LUT over on-chip SRAM (internal to firmware-sim).
+ *
+ * Each op comes in three parts used by the executor (exec.c):
+ *   npu_op_<op>_check()  - validates every field of a decoded instruction
+ *                          (enums, dims, zero-point ranges, shift ranges,
+ *                          reserved fields, and that every operand lies
+ *                          inside SRAM with 64-bit overflow-safe
+ *                          arithmetic) and fills its SRAM footprint and
+ *                          modeled cycles; returns NPU_JOB_OK or a status;
+ *   npu_op_<op>()        - computes a checked instruction, fast path
+ *                          (AVX-512 VNNI / AVX2 chosen at run time, or
+ *                          portable); returns the MACs executed;
+ *   npu_ref_<op>()       - the naive reference the fast path must equal
+ *                          bit for bit (golden tests).
+ */
+#ifndef NPU_OPS_H
+#define NPU_OPS_H
+
+#include <stdint.h>
+
+#include "npu_hw.h"
+
+/* A half-open SRAM byte range [begin, end). */
+struct npu_sram_range {
+	uint32_t begin;
+	uint32_t end;
+};
+
+#define NPU_OP_MAX_READS	4
+#define NPU_OP_MAX_WRITES	1
+
+/* What a checked instruction touches and costs. */
+struct npu_op_footprint {
+	struct npu_sram_range reads[NPU_OP_MAX_READS];
+	unsigned int num_reads;
+	struct npu_sram_range writes[NPU_OP_MAX_WRITES];
+	unsigned int num_writes;
+	uint64_t cycles;	/* compute cycles, without NPU_CYCLES_INSN_OVERHEAD */
+	uint64_t macs;		/* MACs the op will execute (0 for non-MAC ops) */
+};
+
+uint32_t npu_op_conv2d_check(const struct npu_insn_conv2d *insn,
+			     struct npu_op_footprint *fp);
+uint32_t npu_op_matmul_check(const struct npu_insn_matmul *insn,
+			     struct npu_op_footprint *fp);
+uint32_t npu_op_pool_check(const struct npu_insn_pool *insn,
+			   struct npu_op_footprint *fp);
+uint32_t npu_op_eltwise_check(const struct npu_insn_eltwise *insn,
+			      struct npu_op_footprint *fp);
+uint32_t npu_op_lut_check(const struct npu_insn_lut *insn,
+			  struct npu_op_footprint *fp);
+
+/* 'sram' is NPU_SRAM_SIZE bytes; the instruction must have passed check. */
+void npu_op_conv2d(const struct npu_insn_conv2d *insn, uint8_t *sram);
+void npu_op_matmul(const struct npu_insn_matmul *insn, uint8_t *sram);
+void npu_op_pool(const struct npu_insn_pool *insn, uint8_t *sram);
+void npu_op_eltwise(const struct npu_insn_eltwise *insn, uint8_t *sram);
+void npu_op_lut(const struct npu_insn_lut *insn, uint8_t *sram);
+
+void npu_ref_conv2d(const struct npu_insn_conv2d *insn, uint8_t *sram);
+void npu_ref_matmul(const struct npu_insn_matmul *insn, uint8_t *sram);
+void npu_ref_pool(const struct npu_insn_pool *insn, uint8_t *sram);
+void npu_ref_eltwise(const struct npu_insn_eltwise *insn, uint8_t *sram);
+void npu_ref_lut(const struct npu_insn_lut *insn, uint8_t *sram);
+
+/*
+ * Which implementation npu_op_*() use: "avx512vnni", "avx2" or "portable".
+ * NPU_SIM_ISA=portable|avx2|avx512vnni in the environment caps the choice
+ * (read once), so tests can cover every path on one machine.
+ */
+const char *npu_ops_impl_name(void);
+
+#endif /* NPU_OPS_H */

@@ -1,0 +1,111 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * cpu_kernels.h - fp32 compute kernels of the CPU backend (internal).
+ *
+ * The ONNX op implementations in cpu/ops/ call these for the heavy ops. All
+ * tensors are dense, row-major, NCHW for convolutions and pooling. Every
+ * kernel picks AVX-512 / AVX2+FMA / portable code once at run time (cpuid),
+ * and splits its work over the given thread pool (NULL: the calling thread).
+ */
+#ifndef NPU_CPU_KERNELS_H
+#define NPU_CPU_KERNELS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---- Thread pool: a fixed set of workers, one pool per session. ---- */
+struct npu_threadpool;
+
+/* 'threads' counts the caller too: 1 creates no worker. NULL on failure. */
+struct npu_threadpool *npu_threadpool_create(int threads);
+void npu_threadpool_destroy(struct npu_threadpool *pool);
+int npu_threadpool_size(const struct npu_threadpool *pool); /* NULL -> 1 */
+/*
+ * Run fn(ctx, i) for i in [0, count) over the pool's threads and the
+ * caller, returning when all are done. Not reentrant on one pool.
+ */
+void npu_threadpool_run(struct npu_threadpool *pool,
+			void (*fn)(void *ctx, size_t i), void *ctx,
+			size_t count);
+
+/* ---- GEMM ---- */
+
+/*
+ * C[M x N] = alpha * op(A)[M x K] * op(B)[K x N] + beta * C, where op(X)
+ * is X or X^T; lda/ldb/ldc are row strides in elements. beta == 0 means C
+ * is not read (may hold NaN).
+ */
+void npu_sgemm(bool trans_a, bool trans_b, size_t m, size_t n, size_t k,
+	       float alpha, const float *a, size_t lda, const float *b,
+	       size_t ldb, float beta, float *c, size_t ldc,
+	       struct npu_threadpool *pool);
+
+/* ---- Convolution, NCHW ---- */
+
+/* Activation applied in the kernel's epilogue (fused by the compiler). */
+enum npu_cpu_act {
+	NPU_CPU_ACT_NONE = 0,
+	NPU_CPU_ACT_RELU,
+	NPU_CPU_ACT_CLIP,	/* clamp to [act_min, act_max] */
+	NPU_CPU_ACT_LEAKY_RELU,	/* x < 0 ? alpha * x : x */
+	NPU_CPU_ACT_HARD_SIGMOID, /* clamp(alpha * x + beta, 0, 1) */
+	NPU_CPU_ACT_HARD_SWISH,	/* x * clamp(x / 6 + 0.5, 0, 1) */
+	NPU_CPU_ACT_SIGMOID,
+};
+
+struct npu_cpu_act_params {
+	enum npu_cpu_act kind;
+	float act_min, act_max;	/* CLIP */
+	float alpha, beta;	/* LEAKY_RELU, HARD_SIGMOID */
+};
+
+struct npu_conv2d_params {
+	size_t batch;
+	size_t in_c, in_h, in_w;
+	size_t out_c, out_h, out_w;
+	size_t k_h, k_w;
+	size_t stride_h, stride_w;
+	size_t dil_h, dil_w;
+	size_t pad_top, pad_left;	/* bottom / right follow from out_h/w */
+	size_t groups;
+	struct npu_cpu_act_params act;
+};
+
+/*
+ * y[N][out_c][out_h][out_w] = act(conv(x, w) + bias); w is
+ * [out_c][in_c / groups][k_h][k_w] (ONNX layout); bias may be NULL.
+ * 'scratch' must hold npu_conv2d_f32_scratch_size(p) bytes (or be NULL
+ * when that is 0). Depthwise and 1x1 convolutions take dedicated paths.
+ */
+size_t npu_conv2d_f32_scratch_size(const struct npu_conv2d_params *p,
+				   int threads);
+void npu_conv2d_f32(const struct npu_conv2d_params *p, const float *x,
+		    const float *w, const float *bias, float *y,
+		    void *scratch, struct npu_threadpool *pool);
+
+/* ---- Pooling, NCHW ---- */
+
+struct npu_pool2d_params {
+	size_t batch, channels;
+	size_t in_h, in_w, out_h, out_w;
+	size_t k_h, k_w, stride_h, stride_w, dil_h, dil_w;
+	size_t pad_top, pad_left, pad_bottom, pad_right;
+	bool count_include_pad;	/* average pooling */
+};
+
+void npu_maxpool2d_f32(const struct npu_pool2d_params *p, const float *x,
+		       float *y, struct npu_threadpool *pool);
+void npu_avgpool2d_f32(const struct npu_pool2d_params *p, const float *x,
+		       float *y, struct npu_threadpool *pool);
+
+/* ---- Elementwise helpers (vectorized, contiguous arrays) ---- */
+
+void npu_vec_act_f32(const struct npu_cpu_act_params *act, const float *x,
+		     float *y, size_t n);
+void npu_vec_exp_f32(const float *x, float *y, size_t n);
+
+/* Which code path the kernels run: "avx512", "avx2" or "portable". */
+const char *npu_cpu_kernels_isa(void);
+
+#endif /* NPU_CPU_KERNELS_H */

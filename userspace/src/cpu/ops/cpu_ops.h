@@ -1,0 +1,62 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * cpu_ops.h - the CPU backend's ONNX operators (internal).
+ *
+ * One file per op family (cpu/ops/op_<family>.c), each registering its ops
+ * in the table generated from cpu/ops/op_list.h. An op has:
+ *   infer()   - output types and shapes from the inputs' (and, for shape
+ *               ops such as Reshape, the constant inputs' values); rejects
+ *               unsupported types / attributes with a message naming the
+ *               node, the attribute or input, and the reason;
+ *   prepare() - optional: once per loaded graph (pack weights, precompute),
+ *               result in node->op_state, freed by release();
+ *   compute() - runs the op on concrete tensors; outputs are allocated by
+ *               the caller from the shapes infer() gave for these inputs.
+ */
+#ifndef NPU_CPU_OPS_H
+#define NPU_CPU_OPS_H
+
+#include "graph/npu_ir.h"
+
+struct npu_threadpool;
+
+struct npu_op_ctx {
+	struct npu_node *node;
+	const struct npu_tensor *const *inputs;	/* NULL: omitted optional */
+	size_t num_inputs;
+	struct npu_tensor *const *outputs;	/* NULL: omitted optional */
+	size_t num_outputs;
+	struct npu_threadpool *pool;
+	struct npu_error *err;
+};
+
+/*
+ * Shape inference input: the node with its input values' dtype / shape
+ * (and value->constant where known). Fills out_dtypes / out_shapes for
+ * each of node->num_outputs. Unknown dims propagate as -1.
+ */
+struct npu_infer_ctx {
+	const struct npu_node *node;
+	enum npu_dtype *out_dtypes;
+	struct npu_shape *out_shapes;
+	struct npu_error *err;
+};
+
+struct npu_op_def {
+	const char *op_type;	/* "Conv" */
+	const char *domain;	/* "" (ai.onnx) or "com.microsoft"... */
+	int since_version;	/* lowest opset this definition supports */
+	int max_version;	/* highest opset it was checked against */
+	npu_status (*infer)(struct npu_infer_ctx *ctx);
+	npu_status (*prepare)(struct npu_node *node, struct npu_error *err);
+	void (*release)(struct npu_node *node);
+	npu_status (*compute)(struct npu_op_ctx *ctx);
+};
+
+/* The definition for (domain, op_type) at 'opset', or NULL if unsupported. */
+const struct npu_op_def *npu_cpu_op_find(const char *domain,
+					 const char *op_type, int opset);
+/* Iterate all registered ops (for `npu ops`, docs and tests). */
+const struct npu_op_def *npu_cpu_op_at(size_t index);
+
+#endif /* NPU_CPU_OPS_H */
