@@ -1,0 +1,98 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * quant.h - int8 quantization arithmetic of the NPU compiler (internal).
+ *
+ * Everything here produces the exact integers firmware-sim consumes (see
+ * the requantization formula in npu_hw.h), so host-side predictions of NPU
+ * results are bit-exact: npu_requant_apply() is that formula.
+ */
+#ifndef NPU_COMPILER_QUANT_H
+#define NPU_COMPILER_QUANT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* real = scale * (q - zero_point), q in [-128, 127]. */
+struct npu_qparams {
+	float scale;
+	int32_t zero_point;
+};
+
+/* A fixed-point multiplier: real ≈ mult / 2^shift, shift in 1..62. */
+struct npu_requant {
+	int32_t mult;
+	uint8_t shift;
+};
+
+/*
+ * Fixed-point form of a positive real multiplier with 31 significant bits.
+ * Returns false when 'real' is not in the representable range
+ * (about 2^-31 .. 2^30) or not a positive finite number.
+ */
+bool npu_requant_from_real(double real, struct npu_requant *out);
+
+/* firmware-sim's requantization, bit for bit (64-bit, round half up). */
+int8_t npu_requant_apply(int64_t acc, struct npu_requant rq, int32_t zp_out,
+			 int8_t act_min, int8_t act_max);
+
+/*
+ * Asymmetric int8 parameters covering [min, max]; the range is widened to
+ * include 0 so that zero (padding, ReLU) is exact, and a degenerate range
+ * gets a tiny positive scale.
+ */
+struct npu_qparams npu_qparams_from_range(float min, float max);
+
+int8_t npu_quantize_value(float x, struct npu_qparams q);	/* round-half-even */
+float npu_dequantize_value(int8_t q, struct npu_qparams p);
+
+/*
+ * Symmetric per-output-channel weights: for each of 'channels' rows of
+ * 'per_channel' floats, scale = max|w| / 127 (1 for an all-zero row) and
+ * q = round(w / scale) in [-127, 127].
+ */
+void npu_quantize_weights_per_channel(const float *w, size_t channels,
+				      size_t per_channel, int8_t *q,
+				      float *scales);
+
+/* bias_q = round(bias / (input_scale * weight_scale)), saturated to int32. */
+int32_t npu_quantize_bias(float bias, float input_scale, float weight_scale);
+
+/*
+ * A 256-entry LUT for y = f(x) between two quantized domains:
+ * table[i] = quantize(f(dequantize(i - 128, in)), out).
+ */
+void npu_lut_build(float (*f)(float x, const void *arg), const void *arg,
+		   struct npu_qparams in, struct npu_qparams out,
+		   int8_t table[256]);
+
+/* ---- Calibration statistics for one tensor ---- */
+
+#define NPU_CALIB_BINS 2048
+
+enum npu_calib_method {
+	NPU_CALIB_MINMAX = 0,
+	NPU_CALIB_PERCENTILE,	/* clip the outer (100 - percentile)% per side */
+	NPU_CALIB_ENTROPY,	/* minimize KL divergence (TensorRT-style) */
+};
+
+/*
+ * Running min / max plus a symmetric histogram over [-range, range] whose
+ * range doubles (merging bin pairs) when a larger value arrives, so it
+ * needs one pass over the calibration data.
+ */
+struct npu_calib_stats {
+	float min, max;
+	double range;
+	uint64_t bins[NPU_CALIB_BINS];
+	uint64_t count;
+};
+
+void npu_calib_init(struct npu_calib_stats *st);
+void npu_calib_observe(struct npu_calib_stats *st, const float *x, size_t n);
+/* The [min, max] to quantize to under 'method' ('percentile' e.g. 99.99). */
+void npu_calib_range(const struct npu_calib_stats *st,
+		     enum npu_calib_method method, double percentile,
+		     float *min, float *max);
+
+#endif /* NPU_COMPILER_QUANT_H */
