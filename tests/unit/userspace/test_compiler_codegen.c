@@ -1,0 +1,446 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Code generation end to end: a segment of every op kind is tiled for a
+ * small SRAM budget (forcing row tiles, output-channel slices and double
+ * buffering), run on the simulator, and must equal firmware-sim's untiled
+ * reference ops bit for bit.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "compiler/codegen.h"
+#include "npu/npu_device.h"
+#include "ops/npu_ops.h"
+
+static uint64_t rng_state;
+
+static uint32_t rnd(void)
+{
+	rng_state = rng_state * 6364136223846793005ull + 1442695040888963407ull;
+	return (uint32_t)(rng_state >> 33);
+}
+
+static void fill_random(int8_t *p, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		p[i] = (int8_t)(rnd() & 0xff);
+}
+
+struct quant_arrays {
+	int32_t *bias, *mult;
+	uint8_t *shift;
+};
+
+static void make_quant(struct quant_arrays *q, uint32_t n, uint32_t k)
+{
+	uint32_t i;
+
+	q->bias = malloc(n * sizeof(*q->bias));
+	q->mult = malloc(n * sizeof(*q->mult));
+	q->shift = malloc(n);
+	for (i = 0; i < n; i++) {
+		q->bias[i] = (int32_t)(rnd() % 20001) - 10000;
+		q->mult[i] = (int32_t)((1u << 30) + rnd() % (1u << 30));
+		/* Accumulators of k products of 8-bit values: scale to ~int8. */
+		q->shift[i] = (uint8_t)(31 + 8 + (k > 64 ? 4 : 2) + rnd() % 2);
+	}
+}
+
+static void free_quant(struct quant_arrays *q)
+{
+	free(q->bias);
+	free(q->mult);
+	free(q->shift);
+}
+
+static uint32_t out_dim(uint32_t in, uint32_t k, uint32_t s, uint32_t d,
+			uint32_t p0, uint32_t p1)
+{
+	return (in + p0 + p1 - d * (k - 1) - 1) / s + 1;
+}
+
+/* Reference "SRAM": big enough to hold every tensor untiled. */
+#define REF_SIZE (4u << 20)
+
+struct ref {
+	uint8_t *mem;
+	uint32_t top;
+};
+
+static uint32_t ref_put(struct ref *r, const void *src, size_t n)
+{
+	uint32_t off = r->top;
+
+	if (src)
+		memcpy(r->mem + off, src, n);
+	r->top += (uint32_t)((n + 63) & ~63ull);
+	assert_true(r->top <= REF_SIZE);
+	return off;
+}
+
+static uint32_t ref_quant(struct ref *r, const struct quant_arrays *q, uint32_t n)
+{
+	uint32_t off = ref_put(r, NULL, (size_t)n * 5);
+
+	memcpy(r->mem + off, q->mult, (size_t)n * 4);
+	memcpy(r->mem + off + (size_t)n * 4, q->shift, n);
+	return off;
+}
+
+static void run_segment(uint32_t sram_budget)
+{
+	struct npu_device_options opts;
+	struct npu_device *dev = NULL;
+	struct npu_buffer *arena_buf, *const_buf, *cmd_buf;
+	struct npu_cmdbuf *cb;
+	struct npu_codegen_result res;
+	struct npu_codegen_target tgt;
+	struct npu_job_result jr;
+	struct npu_error err = { 0 };
+	struct quant_arrays q_conv, q_dw, q_mm, q_grp;
+	int8_t *w_conv, *w_dw, *w_mm, *w_grp, lut[256], bvec[40];
+	struct ref ref = { .mem = calloc(1, REF_SIZE) };
+	struct npu_act acts[8];
+	struct npu_lop lops[7];
+	struct npu_segment_program prog = { .acts = acts, .lops = lops };
+	uint32_t ref_off[8];
+	uint64_t arena_bytes = 0;
+	uint8_t *arena_map, *const_map, *cmd_map;
+	const void *stream;
+	size_t stream_size, i;
+	char msg[256];
+
+	rng_state = 42;
+	npu_device_options_init(&opts);
+	opts.backend = NPU_BACKEND_SIM;
+	opts.flags = NPU_DEVICE_NO_ENV;
+	assert_int_equal(npu_device_open(&opts, &dev, msg, sizeof(msg)), NPU_OK);
+
+	/* Tensors (NHWC int8). */
+	memset(acts, 0, sizeof(acts));
+	acts[0] = (struct npu_act){ .n = 2, .h = 13, .w = 11, .c = 24 };
+	acts[1] = (struct npu_act){ .n = 2, .h = 13, .w = 11, .c = 40 };	/* conv 3x3 */
+	acts[2] = (struct npu_act){ .n = 2, .h = out_dim(13, 3, 2, 1, 1, 1),
+				    .w = out_dim(11, 3, 2, 1, 1, 1), .c = 40 };	/* dw s2 + LUT */
+	acts[3] = (struct npu_act){ .n = 2, .h = out_dim(acts[2].h, 2, 2, 1, 0, 0),
+				    .w = out_dim(acts[2].w, 2, 2, 1, 0, 0), .c = 40 };	/* max pool */
+	acts[4] = acts[3];	/* add channel-broadcast constant */
+	acts[5] = (struct npu_act){ .n = 1, .h = 1, .w = acts[4].n * acts[4].h * acts[4].w,
+				    .c = 72 };	/* matmul over rows of act 4 */
+	acts[6] = acts[1];	/* grouped 1x1 conv of act 1, 4 groups */
+	acts[7] = acts[6];	/* standalone LUT */
+	for (i = 0; i < 8; i++) {
+		acts[i].q.zero_point = (int32_t)(rnd() % 41) - 20;
+		acts[i].offset = arena_bytes;
+		arena_bytes += (npu_act_bytes(&acts[i]) + 63) & ~63ull;
+	}
+	prog.num_acts = 8;
+
+	w_conv = malloc(40 * 3 * 3 * 24);
+	w_dw = malloc(40 * 3 * 3);
+	w_mm = malloc(72 * 40);
+	w_grp = malloc(40 * 10);
+	fill_random(w_conv, 40 * 3 * 3 * 24);
+	fill_random(w_dw, 40 * 9);
+	fill_random(w_mm, 72 * 40);
+	fill_random(w_grp, 40 * 10);
+	fill_random(lut, 256);
+	fill_random(bvec, 40);
+	make_quant(&q_conv, 40, 216);
+	make_quant(&q_dw, 40, 9);
+	make_quant(&q_mm, 72, 40);
+	make_quant(&q_grp, 40, 10);
+
+	memset(lops, 0, sizeof(lops));
+	lops[0] = (struct npu_lop){ .kind = NPU_LOP_CONV, .name = "conv3x3", .in = 0, .out = 1 };
+	lops[0].conv.weight = w_conv;
+	lops[0].conv.k_h = lops[0].conv.k_w = 3;
+	lops[0].conv.stride_h = lops[0].conv.stride_w = 1;
+	lops[0].conv.dil_h = lops[0].conv.dil_w = 1;
+	lops[0].conv.pad_top = lops[0].conv.pad_left = 1;
+	lops[0].conv.pad_bottom = lops[0].conv.pad_right = 1;
+	lops[0].conv.groups = 1;
+	lops[0].conv.q = (struct npu_lop_quant){ .bias = q_conv.bias, .mult = q_conv.mult,
+		.shift = q_conv.shift, .act_min = -100, .act_max = 120 };
+
+	lops[1] = (struct npu_lop){ .kind = NPU_LOP_CONV, .name = "dw3x3s2", .in = 1, .out = 2 };
+	lops[1].conv.weight = w_dw;
+	lops[1].conv.k_h = lops[1].conv.k_w = 3;
+	lops[1].conv.stride_h = lops[1].conv.stride_w = 2;
+	lops[1].conv.dil_h = lops[1].conv.dil_w = 1;
+	lops[1].conv.pad_top = lops[1].conv.pad_left = 1;
+	lops[1].conv.pad_bottom = lops[1].conv.pad_right = 1;
+	lops[1].conv.groups = 40;
+	lops[1].conv.q = (struct npu_lop_quant){ .bias = q_dw.bias, .mult = q_dw.mult,
+		.shift = q_dw.shift, .act_min = -128, .act_max = 127, .lut = lut,
+		.pre_act_zp = 5 };
+
+	lops[2] = (struct npu_lop){ .kind = NPU_LOP_POOL, .name = "maxpool", .in = 2, .out = 3 };
+	lops[2].pool.mode = NPU_POOL_MAX;
+	lops[2].pool.k_h = lops[2].pool.k_w = 2;
+	lops[2].pool.stride_h = lops[2].pool.stride_w = 2;
+	lops[2].pool.act_min = -128;
+	lops[2].pool.act_max = 127;
+
+	lops[3] = (struct npu_lop){ .kind = NPU_LOP_ELTWISE, .name = "add_bias_vec", .in = 3, .out = 4 };
+	lops[3].elt.mode = NPU_ELT_ADD;
+	lops[3].elt.bcast = NPU_BCAST_CHANNEL;
+	lops[3].elt.b_const = bvec;
+	lops[3].elt.b_count = 40;
+	lops[3].elt.mult_a = 1 << 20;
+	lops[3].elt.mult_b = 3 << 19;
+	lops[3].elt.shift = 21;
+	lops[3].elt.zp_b = -3;
+	lops[3].elt.act_min = -128;
+	lops[3].elt.act_max = 127;
+
+	lops[4] = (struct npu_lop){ .kind = NPU_LOP_MATMUL, .name = "fc", .in = 4, .out = 5 };
+	lops[4].matmul.weight = w_mm;
+	lops[4].matmul.q = (struct npu_lop_quant){ .bias = q_mm.bias, .mult = q_mm.mult,
+		.shift = q_mm.shift, .act_min = -128, .act_max = 127 };
+
+	lops[5] = (struct npu_lop){ .kind = NPU_LOP_CONV, .name = "grouped1x1", .in = 1, .out = 6 };
+	lops[5].conv.weight = w_grp;
+	lops[5].conv.k_h = lops[5].conv.k_w = 1;
+	lops[5].conv.stride_h = lops[5].conv.stride_w = 1;
+	lops[5].conv.dil_h = lops[5].conv.dil_w = 1;
+	lops[5].conv.groups = 4;
+	lops[5].conv.q = (struct npu_lop_quant){ .bias = NULL, .mult = q_grp.mult,
+		.shift = q_grp.shift, .act_min = -128, .act_max = 127 };
+
+	lops[6] = (struct npu_lop){ .kind = NPU_LOP_LUT, .name = "lut", .in = 6, .out = 7 };
+	lops[6].lut.table = lut;
+	prog.num_lops = 7;
+
+	/* Device buffers and code. */
+	assert_int_equal(npu_buffer_alloc(dev, arena_bytes, 0, &arena_buf), NPU_OK);
+	assert_int_equal(npu_buffer_map(arena_buf, (void **)&arena_map), NPU_OK);
+	fill_random((int8_t *)arena_map, npu_act_bytes(&acts[0]));
+	assert_int_equal(npu_cmdbuf_create(&cb), NPU_OK);
+	tgt.sram_size = sram_budget;
+	tgt.arena_va = npu_buffer_va(arena_buf);
+	tgt.consts_va = 0;	/* first pass: learn the constant blob's size */
+	assert_int_equal(npu_codegen_segment(&prog, &tgt, cb, &res, &err), NPU_OK);
+	assert_int_equal(npu_buffer_alloc(dev, res.consts_size, NPU_BUFFER_DEVICE_READ_ONLY,
+					  &const_buf), NPU_OK);
+	npu_codegen_result_free(&res);
+	npu_cmdbuf_reset(cb);
+	tgt.consts_va = npu_buffer_va(const_buf);
+	if (npu_codegen_segment(&prog, &tgt, cb, &res, &err) != NPU_OK)
+		fail_msg("codegen: %s", npu_error_msg(&err));
+	assert_int_equal(npu_buffer_map(const_buf, (void **)&const_map), NPU_OK);
+	memcpy(const_map, res.consts, res.consts_size);
+	stream = npu_cmdbuf_data(cb, &stream_size);
+	assert_int_equal(npu_buffer_alloc(dev, stream_size, NPU_BUFFER_DEVICE_READ_ONLY,
+					  &cmd_buf), NPU_OK);
+	assert_int_equal(npu_buffer_map(cmd_buf, (void **)&cmd_map), NPU_OK);
+	memcpy(cmd_map, stream, stream_size);
+	{
+		struct npu_buffer_use uses[] = {
+			{ arena_buf, NPU_ACCESS_READ_WRITE },
+			{ const_buf, NPU_ACCESS_READ_ONLY },
+		};
+		struct npu_submit s = {
+			.cmd = cmd_buf, .cmd_size = stream_size,
+			.buffers = uses, .num_buffers = 2,
+		};
+
+		if (npu_job_run(dev, &s, &jr) != NPU_OK)
+			fail_msg("job: %s (status %s at offset %u)", npu_device_last_error(dev),
+				 npu_job_status_str(jr.device_status), jr.error_offset);
+	}
+	assert_int_equal(jr.device_status, NPU_JOB_OK);
+	assert_true(jr.cycles >= res.ideal_mac_cycles);
+	assert_int_equal(jr.macs, res.macs);
+	printf("# sram %u KiB: %llu instructions, %llu cycles, ideal %llu, macs %llu\n",
+	       sram_budget / 1024, (unsigned long long)res.instructions,
+	       (unsigned long long)jr.cycles, (unsigned long long)res.ideal_mac_cycles,
+	       (unsigned long long)res.macs);
+
+	/* Reference: each op untiled, in one big buffer. */
+	for (i = 0; i < 8; i++)
+		ref_off[i] = ref_put(&ref, NULL, npu_act_bytes(&acts[i]));
+	memcpy(ref.mem + ref_off[0], arena_map + acts[0].offset, npu_act_bytes(&acts[0]));
+	for (i = 0; i < prog.num_lops; i++) {
+		const struct npu_lop *l = &lops[i];
+		const struct npu_act *in = &acts[l->in], *out = &acts[l->out];
+		uint32_t n;
+
+		for (n = 0; n < in->n && l->kind != NPU_LOP_MATMUL; n++) {
+			uint32_t in_off = ref_off[l->in] + n * in->h * in->w * in->c;
+			uint32_t out_off = ref_off[l->out] + n * out->h * out->w * out->c;
+
+			if (l->kind == NPU_LOP_CONV) {
+				const struct npu_lop_quant *q = &l->conv.q;
+				uint32_t wsz = out->c * l->conv.k_h * l->conv.k_w * (in->c / l->conv.groups);
+				struct npu_insn_conv2d cv = {
+					.input = in_off, .output = out_off,
+					.weight = ref_put(&ref, l->conv.weight, wsz),
+					.bias = q->bias ? ref_put(&ref, q->bias, out->c * 4) : 0,
+					.quant = 0,
+					.flags = q->bias ? 0 : NPU_CONV_NO_BIAS,
+					.in_h = (uint16_t)in->h, .in_w = (uint16_t)in->w,
+					.in_c = (uint16_t)in->c, .out_c = (uint16_t)out->c,
+					.out_h = (uint16_t)out->h, .out_w = (uint16_t)out->w,
+					.k_h = l->conv.k_h, .k_w = l->conv.k_w,
+					.stride_h = l->conv.stride_h, .stride_w = l->conv.stride_w,
+					.dil_h = l->conv.dil_h, .dil_w = l->conv.dil_w,
+					.pad_top = l->conv.pad_top, .pad_left = l->conv.pad_left,
+					.pad_bottom = l->conv.pad_bottom, .pad_right = l->conv.pad_right,
+					.groups = l->conv.groups,
+					.in_row_stride = in->w * in->c, .in_pixel_stride = in->c,
+					.out_row_stride = out->w * out->c, .out_pixel_stride = out->c,
+					.zp_in = (int16_t)in->q.zero_point,
+					.zp_out = (int16_t)(q->lut ? q->pre_act_zp : out->q.zero_point),
+					.act_min = q->act_min, .act_max = q->act_max,
+				};
+				struct quant_arrays qa = { .mult = (int32_t *)q->mult,
+							   .shift = (uint8_t *)q->shift };
+
+				cv.quant = ref_quant(&ref, &qa, out->c);
+				npu_ref_conv2d(&cv, ref.mem);
+				if (q->lut) {
+					struct npu_insn_lut lt = {
+						.input = out_off, .output = out_off,
+						.table = ref_put(&ref, q->lut, 256),
+						.count = out->h * out->w * out->c,
+					};
+					npu_ref_lut(&lt, ref.mem);
+				}
+			} else if (l->kind == NPU_LOP_POOL) {
+				struct npu_insn_pool p = {
+					.input = in_off, .output = out_off,
+					.mode = l->pool.mode, .flags = l->pool.flags, .c = (uint16_t)in->c,
+					.in_h = (uint16_t)in->h, .in_w = (uint16_t)in->w,
+					.out_h = (uint16_t)out->h, .out_w = (uint16_t)out->w,
+					.k_h = l->pool.k_h, .k_w = l->pool.k_w,
+					.stride_h = l->pool.stride_h, .stride_w = l->pool.stride_w,
+					.in_row_stride = in->w * in->c, .in_pixel_stride = in->c,
+					.out_row_stride = out->w * out->c, .out_pixel_stride = out->c,
+					.zp_in = (int16_t)in->q.zero_point,
+					.zp_out = (int16_t)out->q.zero_point,
+					.act_min = l->pool.act_min, .act_max = l->pool.act_max,
+				};
+				npu_ref_pool(&p, ref.mem);
+			} else if (l->kind == NPU_LOP_ELTWISE) {
+				struct npu_insn_eltwise el = {
+					.a = in_off, .b = ref_put(&ref, l->elt.b_const, l->elt.b_count),
+					.output = out_off, .count = out->h * out->w * out->c,
+					.mode = l->elt.mode, .bcast = l->elt.bcast, .shift = l->elt.shift,
+					.channels = out->c, .mult_a = l->elt.mult_a, .mult_b = l->elt.mult_b,
+					.zp_a = (int16_t)in->q.zero_point, .zp_b = l->elt.zp_b,
+					.zp_out = (int16_t)out->q.zero_point,
+					.act_min = l->elt.act_min, .act_max = l->elt.act_max,
+				};
+				npu_ref_eltwise(&el, ref.mem);
+			} else if (l->kind == NPU_LOP_LUT) {
+				struct npu_insn_lut lt = {
+					.input = in_off, .output = out_off,
+					.table = ref_put(&ref, l->lut.table, 256),
+					.count = out->h * out->w * out->c,
+				};
+				npu_ref_lut(&lt, ref.mem);
+			}
+		}
+		if (l->kind == NPU_LOP_MATMUL) {
+			const struct npu_lop_quant *q = &l->matmul.q;
+			struct quant_arrays qa = { .mult = (int32_t *)q->mult,
+						   .shift = (uint8_t *)q->shift };
+			struct npu_insn_matmul mm = {
+				.a = ref_off[l->in], .b = ref_put(&ref, l->matmul.weight, out->c * in->c),
+				.bias = ref_put(&ref, q->bias, out->c * 4),
+				.output = ref_off[l->out],
+				.m = in->n * in->h * in->w, .k = in->c, .n = out->c,
+				.a_stride = in->c, .out_stride = out->c,
+				.zp_a = (int16_t)in->q.zero_point,
+				.zp_out = (int16_t)out->q.zero_point,
+				.act_min = q->act_min, .act_max = q->act_max,
+			};
+
+			mm.quant = ref_quant(&ref, &qa, out->c);
+			npu_ref_matmul(&mm, ref.mem);
+		}
+	}
+	for (i = 1; i < 8; i++) {
+		if (memcmp(ref.mem + ref_off[i], arena_map + acts[i].offset,
+			   npu_act_bytes(&acts[i])))
+			fail_msg("tensor %zu (output of %s) differs from the reference", i,
+				 lops[i - 1].name);
+	}
+
+	npu_codegen_result_free(&res);
+	npu_cmdbuf_destroy(cb);
+	npu_buffer_free(cmd_buf);
+	npu_buffer_free(const_buf);
+	npu_buffer_free(arena_buf);
+	npu_device_close(dev);
+	free(w_conv);
+	free(w_dw);
+	free(w_mm);
+	free(w_grp);
+	free_quant(&q_conv);
+	free_quant(&q_dw);
+	free_quant(&q_mm);
+	free_quant(&q_grp);
+	free(ref.mem);
+}
+
+/* The whole segment fits at once: one tile per op. */
+static void test_segment_untiled_matches_reference(void **state)
+{
+	(void)state;
+	run_segment(NPU_SRAM_SIZE);
+}
+
+/* A 24 KiB budget splits rows, output channels and vectors into tiles. */
+static void test_segment_tiled_matches_reference(void **state)
+{
+	(void)state;
+	run_segment(24 * 1024);
+}
+
+static void test_too_small_sram_is_reported(void **state)
+{
+	struct npu_act acts[2] = {
+		{ .n = 1, .h = 4, .w = 200, .c = 64 },
+		{ .n = 1, .h = 4, .w = 200, .c = 64 },
+	};
+	int8_t w[64 * 64] = { 0 };
+	int32_t mult[64];
+	uint8_t shift[64];
+	struct npu_lop l = { .kind = NPU_LOP_CONV, .name = "wide", .in = 0, .out = 1 };
+	struct npu_segment_program prog = { .acts = acts, .num_acts = 2, .lops = &l, .num_lops = 1 };
+	char why[160] = "";
+
+	(void)state;
+	l.conv.weight = w;
+	l.conv.k_h = l.conv.k_w = 1;
+	l.conv.stride_h = l.conv.stride_w = l.conv.dil_h = l.conv.dil_w = 1;
+	l.conv.groups = 1;
+	l.conv.q.mult = mult;
+	l.conv.q.shift = shift;
+	assert_true(npu_lop_fits(&prog, &l, NPU_SRAM_SIZE, why, sizeof(why)));
+	assert_false(npu_lop_fits(&prog, &l, 16 * 1024, why, sizeof(why)));
+	assert_non_null(strstr(why, "SRAM"));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_segment_untiled_matches_reference),
+		cmocka_unit_test(test_segment_tiled_matches_reference),
+		cmocka_unit_test(test_too_small_sram_is_reported),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,1066 @@
+// SPDX-License-Identifier: MIT
+#include "compiler/codegen.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "npu/npu_device.h"
+
+#define SRAM_ALIGN 64u
+
+static uint64_t align_up(uint64_t v, uint64_t a)
+{
+	return (v + a - 1) / a * a;
+}
+
+uint64_t npu_act_bytes(const struct npu_act *a)
+{
+	return (uint64_t)a->n * a->h * a->w * a->c;
+}
+
+/* ---- Constant blob ---------------------------------------------------- */
+
+struct blob {
+	uint8_t *data;
+	size_t size, cap;
+};
+
+/* Append 'size' bytes (NULL: zeros) at a 64-byte boundary; returns offset. */
+static int blob_put(struct blob *b, const void *src, size_t size, size_t *off)
+{
+	size_t start = (size_t)align_up(b->size, SRAM_ALIGN);
+
+	if (start + size > b->cap) {
+		size_t cap = b->cap ? b->cap : 4096;
+		uint8_t *p;
+
+		while (cap < start + size)
+			cap *= 2;
+		p = realloc(b->data, cap);
+		if (!p)
+			return -1;
+		b->data = p;
+		b->cap = cap;
+	}
+	memset(b->data + b->size, 0, start - b->size);
+	if (src)
+		memcpy(b->data + start, src, size);
+	else
+		memset(b->data + start, 0, size);
+	b->size = start + size;
+	*off = start;
+	return 0;
+}
+
+/* ---- Channel slices (output-channel chunks of conv / matmul) ---------- */
+
+/*
+ * A slice of output channels [oc0, oc1) that one conv instruction computes:
+ * 'groups' whole groups, or a part of one group (groups = 1). in_c and
+ * in_offset select the input channels it reads from full-width rows.
+ */
+struct slice {
+	uint32_t oc0, oc1;
+	uint32_t groups, in_c, in_offset;
+	/* Offsets in the constant blob of this slice's block. */
+	size_t blob_off, blob_size;
+	uint32_t w_off, bias_off, quant_off, lut_off;	/* within the block */
+};
+
+/* Bytes of one slice's constants in SRAM: weights, bias, mult, shift, LUT. */
+static uint64_t slice_const_bytes(uint64_t channels, uint64_t weights_per_oc,
+				  bool bias, bool lut)
+{
+	uint64_t b = align_up(channels * weights_per_oc, SRAM_ALIGN);
+
+	if (bias)
+		b += align_up(channels * 4, SRAM_ALIGN);
+	b += align_up(channels * 5, SRAM_ALIGN);
+	if (lut)
+		b += 256;
+	return align_up(b, SRAM_ALIGN);
+}
+
+/* Output-channel slicing for 'out_c' channels in 'groups' groups of 'chunk'. */
+static size_t make_slices(uint32_t out_c, uint32_t in_c, uint32_t groups,
+			  uint32_t chunk, struct slice *s, size_t max)
+{
+	uint32_t opg = out_c / groups, ipg = in_c / groups, g, oc;
+	size_t n = 0;
+
+	if (chunk >= opg) {	/* whole groups per slice */
+		uint32_t per = chunk / opg;
+
+		for (g = 0; g < groups && n < max; g += per, n++) {
+			uint32_t g1 = g + per < groups ? g + per : groups;
+
+			s[n].oc0 = g * opg;
+			s[n].oc1 = g1 * opg;
+			s[n].groups = g1 - g;
+			s[n].in_c = (g1 - g) * ipg;
+			s[n].in_offset = g * ipg;
+		}
+		return n;
+	}
+	for (g = 0; g < groups; g++) {	/* parts of one group per slice */
+		for (oc = g * opg; oc < (g + 1) * opg && n < max; oc += chunk, n++) {
+			s[n].oc0 = oc;
+			s[n].oc1 = oc + chunk < (g + 1) * opg ? oc + chunk : (g + 1) * opg;
+			s[n].groups = 1;
+			s[n].in_c = ipg;
+			s[n].in_offset = g * ipg;
+		}
+	}
+	return n;
+}
+
+/* ---- Tiling plans ----------------------------------------------------- */
+
+struct plan {
+	uint32_t chunk;		/* output channels per slice */
+	uint32_t rows;		/* output rows (or matrix rows / elements) per tile */
+	uint32_t sram_consts, sram_in[2], sram_in2[2], sram_out[2];
+	uint64_t consts_bytes;
+};
+
+/* Input rows a conv / pool tile of 'rows' output rows needs at most. */
+static uint64_t window_rows(uint64_t rows, uint32_t stride, uint32_t dil,
+			    uint32_t k)
+{
+	return (rows - 1) * stride + (uint64_t)dil * (k - 1) + 1;
+}
+
+/*
+ * Lay out SRAM as [consts][in0][in1][in2_0][in2_1][out0][out1] for 'rows'
+ * per tile; returns false when it does not fit.
+ */
+static bool plan_layout(struct plan *p, uint64_t consts, uint64_t in_bytes,
+			uint64_t in2_bytes, uint64_t out_bytes, uint32_t sram)
+{
+	uint64_t off = align_up(consts, SRAM_ALIGN);
+	int i;
+
+	in_bytes = align_up(in_bytes, SRAM_ALIGN);
+	in2_bytes = align_up(in2_bytes, SRAM_ALIGN);
+	out_bytes = align_up(out_bytes, SRAM_ALIGN);
+	if (off + 2 * (in_bytes + in2_bytes + out_bytes) > sram)
+		return false;
+	p->sram_consts = 0;
+	p->consts_bytes = consts;
+	for (i = 0; i < 2; i++) {
+		p->sram_in[i] = (uint32_t)(off + i * in_bytes);
+		p->sram_in2[i] = (uint32_t)(off + 2 * in_bytes + i * in2_bytes);
+		p->sram_out[i] = (uint32_t)(off + 2 * (in_bytes + in2_bytes) + i * out_bytes);
+	}
+	return true;
+}
+
+static bool is_depthwise(const struct npu_lop *l, const struct npu_act *in,
+			 const struct npu_act *out)
+{
+	return l->conv.groups == in->c && in->c == out->c && l->conv.groups > 1;
+}
+
+/* Largest tile rows in [1, max_rows] that fit, by binary search; 0: none. */
+static uint32_t fit_rows(struct plan *p, uint64_t consts, uint32_t max_rows,
+			 uint64_t (*in_bytes)(const void *ctx, uint32_t rows),
+			 uint64_t (*out_bytes)(const void *ctx, uint32_t rows),
+			 uint64_t in2_per_row, const void *ctx, uint32_t sram)
+{
+	uint32_t lo = 0, hi = max_rows;
+
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo + 1) / 2;
+		struct plan t;
+
+		if (plan_layout(&t, consts, in_bytes(ctx, mid), in2_per_row * mid,
+				out_bytes(ctx, mid), sram))
+			lo = mid;
+		else
+			hi = mid - 1;
+	}
+	if (lo)
+		plan_layout(p, consts, in_bytes(ctx, lo), in2_per_row * lo,
+			    out_bytes(ctx, lo), sram);
+	return lo;
+}
+
+struct conv_ctx {
+	const struct npu_lop *l;
+	const struct npu_act *in, *out;
+	uint32_t chunk;
+	bool pool;
+};
+
+static uint64_t conv_in_bytes(const void *c, uint32_t rows)
+{
+	const struct conv_ctx *x = c;
+	uint32_t s = x->pool ? x->l->pool.stride_h : x->l->conv.stride_h;
+	uint32_t d = x->pool ? 1 : x->l->conv.dil_h;
+	uint32_t k = x->pool ? x->l->pool.k_h : x->l->conv.k_h;
+	uint64_t r = window_rows(rows, s, d, k);
+
+	if (r > x->in->h)
+		r = x->in->h;
+	return r * x->in->w * x->in->c;
+}
+
+static uint64_t conv_out_bytes(const void *c, uint32_t rows)
+{
+	const struct conv_ctx *x = c;
+
+	return (uint64_t)rows * x->out->w * x->chunk;
+}
+
+static bool plan_conv(const struct npu_segment_program *prog,
+		      const struct npu_lop *l, uint32_t sram, struct plan *p,
+		      char *why, size_t why_size)
+{
+	const struct npu_act *in = &prog->acts[l->in], *out = &prog->acts[l->out];
+	uint32_t groups = l->conv.groups, opg = out->c / groups;
+	uint64_t wpo = (uint64_t)l->conv.k_h * l->conv.k_w * (in->c / groups);
+	bool dw = is_depthwise(l, in, out);
+	struct conv_ctx ctx = { .l = l, .in = in, .out = out };
+	uint32_t chunk;
+
+	/* Whole layer first, then whole groups, then 32-channel multiples. */
+	for (chunk = out->c; chunk >= 1;) {
+		uint64_t consts = slice_const_bytes(chunk, wpo, l->conv.q.bias != NULL,
+						    l->conv.q.lut != NULL);
+
+		ctx.chunk = chunk;
+		if (consts < sram) {
+			p->chunk = chunk;
+			p->rows = fit_rows(p, consts, out->h, conv_in_bytes,
+					   conv_out_bytes, 0, &ctx, sram);
+			if (p->rows)
+				return true;
+		}
+		if (dw)
+			break;	/* depthwise slices would re-read everything */
+		if (chunk > opg)
+			chunk = (chunk / opg) > 1 ? (chunk / opg / 2) * opg : opg;
+		else if (chunk > NPU_MAC_COLS)
+			chunk = (chunk / 2 + NPU_MAC_COLS - 1) / NPU_MAC_COLS * NPU_MAC_COLS;
+		else
+			break;
+	}
+	snprintf(why, why_size, "one output row of %ux%u needs more than the %u KiB of SRAM",
+		 out->w, out->c, sram / 1024);
+	return false;
+}
+
+struct mm_ctx {
+	uint32_t k, chunk;
+};
+
+static uint64_t mm_in_bytes(const void *c, uint32_t rows)
+{
+	return (uint64_t)rows * ((const struct mm_ctx *)c)->k;
+}
+
+static uint64_t mm_out_bytes(const void *c, uint32_t rows)
+{
+	return (uint64_t)rows * ((const struct mm_ctx *)c)->chunk;
+}
+
+static bool plan_matmul(const struct npu_segment_program *prog,
+			const struct npu_lop *l, uint32_t sram, struct plan *p,
+			char *why, size_t why_size)
+{
+	const struct npu_act *in = &prog->acts[l->in], *out = &prog->acts[l->out];
+	uint64_t m = (uint64_t)in->n * in->h * in->w;
+	struct mm_ctx ctx = { .k = in->c };
+	uint32_t chunk = out->c;
+
+	if (m > UINT32_MAX) {
+		snprintf(why, why_size, "%llu rows exceed the MATMUL row limit",
+			 (unsigned long long)m);
+		return false;
+	}
+	for (;;) {
+		uint64_t consts = slice_const_bytes(chunk, in->c, l->matmul.q.bias != NULL,
+						    l->matmul.q.lut != NULL);
+
+		ctx.chunk = chunk;
+		if (consts < sram) {
+			p->chunk = chunk;
+			p->rows = fit_rows(p, consts, (uint32_t)m, mm_in_bytes,
+					   mm_out_bytes, 0, &ctx, sram);
+			if (p->rows)
+				return true;
+		}
+		if (chunk <= NPU_MAC_COLS)
+			break;
+		chunk = (chunk / 2 + NPU_MAC_COLS - 1) / NPU_MAC_COLS * NPU_MAC_COLS;
+	}
+	snprintf(why, why_size, "weights of one %u-column slice with K=%u do not fit in SRAM",
+		 NPU_MAC_COLS, in->c);
+	return false;
+}
+
+static bool plan_pool(const struct npu_segment_program *prog,
+		      const struct npu_lop *l, uint32_t sram, struct plan *p,
+		      char *why, size_t why_size)
+{
+	const struct npu_act *in = &prog->acts[l->in], *out = &prog->acts[l->out];
+	struct conv_ctx ctx = { .l = l, .in = in, .out = out, .chunk = out->c, .pool = true };
+
+	p->chunk = out->c;
+	p->rows = fit_rows(p, 0, out->h, conv_in_bytes, conv_out_bytes, 0, &ctx, sram);
+	if (p->rows)
+		return true;
+	snprintf(why, why_size, "one pooling window row of %ux%u does not fit in SRAM",
+		 in->w, in->c);
+	return false;
+}
+
+struct flat_ctx {
+	uint32_t unit;	/* bytes per 'row' of a flat tile */
+};
+
+static uint64_t flat_bytes(const void *c, uint32_t rows)
+{
+	return (uint64_t)rows * ((const struct flat_ctx *)c)->unit;
+}
+
+/* Eltwise / LUT: tiles of whole channel vectors ("rows" of c elements). */
+static bool plan_flat(const struct npu_segment_program *prog,
+		      const struct npu_lop *l, uint32_t sram, struct plan *p,
+		      char *why, size_t why_size)
+{
+	const struct npu_act *out = &prog->acts[l->out];
+	uint64_t vectors = npu_act_bytes(out) / out->c;
+	struct flat_ctx ctx = { .unit = out->c };
+	uint64_t consts = 0, in2 = 0;
+	uint32_t max_rows = vectors > UINT32_MAX ? UINT32_MAX : (uint32_t)vectors;
+
+	if (l->kind == NPU_LOP_LUT) {
+		consts = 256;
+	} else {
+		if (l->elt.b_const)
+			consts = align_up(l->elt.b_count, SRAM_ALIGN);
+		else
+			in2 = out->c;
+		if (l->elt.lut)
+			consts = align_up(consts, SRAM_ALIGN) + 256;
+	}
+	p->chunk = out->c;
+	/* Keep each tile's element count within the instruction's 32 bits. */
+	if ((uint64_t)max_rows * out->c > UINT32_MAX)
+		max_rows = UINT32_MAX / out->c;
+	p->rows = fit_rows(p, consts, max_rows, flat_bytes, flat_bytes, in2, &ctx, sram);
+	if (p->rows)
+		return true;
+	snprintf(why, why_size, "a vector of %u channels does not fit in SRAM", out->c);
+	return false;
+}
+
+static bool plan_lop(const struct npu_segment_program *prog,
+		     const struct npu_lop *l, uint32_t sram, struct plan *p,
+		     char *why, size_t why_size)
+{
+	memset(p, 0, sizeof(*p));
+	switch (l->kind) {
+	case NPU_LOP_CONV:
+		return plan_conv(prog, l, sram, p, why, why_size);
+	case NPU_LOP_MATMUL:
+		return plan_matmul(prog, l, sram, p, why, why_size);
+	case NPU_LOP_POOL:
+		return plan_pool(prog, l, sram, p, why, why_size);
+	case NPU_LOP_ELTWISE:
+	case NPU_LOP_LUT:
+		return plan_flat(prog, l, sram, p, why, why_size);
+	}
+	snprintf(why, why_size, "unknown op kind %d", (int)l->kind);
+	return false;
+}
+
+bool npu_lop_fits(const struct npu_segment_program *prog,
+		  const struct npu_lop *lop, uint32_t sram_size, char *why,
+		  size_t why_size)
+{
+	struct plan p;
+
+	return plan_lop(prog, lop, sram_size, &p, why, why_size);
+}
+
+/* ---- Emission ---------------------------------------------------------- */
+
+struct emitter {
+	const struct npu_segment_program *prog;
+	const struct npu_codegen_target *t;
+	struct npu_cmdbuf *cb;
+	struct blob blob;
+	struct npu_codegen_result *res;
+	struct npu_error *err;
+	const struct npu_lop *lop;
+};
+
+static npu_status emit_fail(struct emitter *e, npu_status st)
+{
+	return npu_error_set(e->err, st, "codegen: %s: %s",
+			     e->lop ? e->lop->name : "segment",
+			     npu_cmdbuf_last_error(e->cb));
+}
+
+#define EMIT(e, call) do {				\
+	npu_status _st = (call);			\
+	if (_st != NPU_OK)				\
+		return emit_fail((e), _st);		\
+} while (0)
+
+static uint64_t arena(const struct emitter *e, uint64_t off)
+{
+	return e->t->arena_va + off;
+}
+
+/* Copy a constant block from the blob into SRAM at 'sram' (after a SYNC). */
+static npu_status emit_consts(struct emitter *e, size_t blob_off, size_t size,
+			      uint32_t sram)
+{
+	if (!size)
+		return NPU_OK;
+	EMIT(e, npu_cmdbuf_barrier(e->cb));
+	EMIT(e, npu_cmdbuf_dma_copy_1d(e->cb, 0, NPU_SPACE_SRAM, sram, NPU_SPACE_VA,
+				       e->t->consts_va + blob_off, (uint32_t)size));
+	return NPU_OK;
+}
+
+/* Build the slice's constant block: weights, bias, mult[] + shift[], LUT. */
+static int put_slice_consts(struct blob *b, struct slice *s, const int8_t *weight,
+			    uint64_t wpo, const struct npu_lop_quant *q)
+{
+	uint32_t c = s->oc1 - s->oc0;
+	size_t start = (size_t)align_up(b->size, SRAM_ALIGN), off;
+	uint8_t *quant;
+	int rc;
+
+	if (blob_put(b, weight + (size_t)s->oc0 * wpo, (size_t)c * wpo, &off))
+		return -1;
+	s->blob_off = start;
+	s->w_off = (uint32_t)(off - start);
+	if (q->bias) {
+		if (blob_put(b, q->bias + s->oc0, (size_t)c * 4, &off))
+			return -1;
+		s->bias_off = (uint32_t)(off - start);
+	}
+	/* The ISA wants shift[] immediately after mult[]. */
+	quant = malloc((size_t)c * 5);
+	if (!quant)
+		return -1;
+	memcpy(quant, q->mult + s->oc0, (size_t)c * 4);
+	memcpy(quant + (size_t)c * 4, q->shift + s->oc0, c);
+	rc = blob_put(b, quant, (size_t)c * 5, &off);
+	free(quant);
+	if (rc)
+		return -1;
+	s->quant_off = (uint32_t)(off - start);
+	if (q->lut) {
+		if (blob_put(b, q->lut, 256, &off))
+			return -1;
+		s->lut_off = (uint32_t)(off - start);
+	}
+	s->blob_size = b->size - start;
+	return 0;
+}
+
+/*
+ * The double-buffered tile loop shared by every op. Tile i computes from
+ * buffer i % 2; the DMA engine writes back tile i-1 and prefetches i+1
+ * meanwhile. A slice change reloads constants behind a barrier.
+ */
+struct tile_ops {
+	size_t count;
+	npu_status (*consts)(struct emitter *e, void *ctx, size_t tile, bool *changed);
+	npu_status (*load)(struct emitter *e, void *ctx, size_t tile, int buf);
+	npu_status (*compute)(struct emitter *e, void *ctx, size_t tile, int buf);
+	npu_status (*store)(struct emitter *e, void *ctx, size_t tile, int buf,
+			    uint8_t flags);
+};
+
+static npu_status run_tiles(struct emitter *e, const struct tile_ops *ops, void *ctx)
+{
+	bool changed;
+	size_t i;
+	npu_status st;
+
+	if (!ops->count)
+		return NPU_OK;
+	st = ops->consts(e, ctx, 0, &changed);
+	if (st)
+		return st;
+	st = ops->load(e, ctx, 0, 0);
+	if (st)
+		return st;
+	for (i = 0; i < ops->count; i++) {
+		if (i > 0) {
+			st = ops->consts(e, ctx, i, &changed);
+			if (st)
+				return st;
+			/* New constants were loaded before tile i's prefetch landed. */
+		}
+		st = ops->compute(e, ctx, i, (int)(i % 2));
+		if (st)
+			return st;
+		if (i > 0) {
+			st = ops->store(e, ctx, i - 1, (int)((i - 1) % 2), 0);
+			if (st)
+				return st;
+		}
+		if (i + 1 < ops->count) {
+			st = ops->load(e, ctx, i + 1, (int)((i + 1) % 2));
+			if (st)
+				return st;
+		}
+	}
+	return ops->store(e, ctx, ops->count - 1, (int)((ops->count - 1) % 2),
+			  NPU_INSN_SYNC);
+}
+
+/* ---- CONV2D and POOL --------------------------------------------------- */
+
+struct conv_tiles {
+	const struct npu_lop *l;
+	const struct npu_act *in, *out;
+	struct plan p;
+	struct slice *slices;
+	size_t num_slices, cur_slice;
+	uint32_t row_tiles;	/* per image */
+	bool pool;
+};
+
+/* Tile index -> (slice, image, first output row). Slices outermost. */
+static void conv_tile(const struct conv_tiles *c, size_t tile, size_t *slice,
+		      uint32_t *img, uint32_t *r0, uint32_t *r1)
+{
+	size_t per_slice = (size_t)c->in->n * c->row_tiles;
+	uint32_t rt;
+
+	*slice = tile / per_slice;
+	*img = (uint32_t)(tile % per_slice / c->row_tiles);
+	rt = (uint32_t)(tile % c->row_tiles);
+	*r0 = rt * c->p.rows;
+	*r1 = *r0 + c->p.rows < c->out->h ? *r0 + c->p.rows : c->out->h;
+}
+
+struct window {
+	uint32_t ih0, in_h, pad_top, pad_bottom;
+};
+
+static void conv_window(const struct conv_tiles *c, uint32_t r0, uint32_t r1,
+			struct window *w)
+{
+	uint32_t stride = c->pool ? c->l->pool.stride_h : c->l->conv.stride_h;
+	uint32_t dil = c->pool ? 1 : c->l->conv.dil_h;
+	uint32_t k = c->pool ? c->l->pool.k_h : c->l->conv.k_h;
+	uint32_t pt = c->pool ? c->l->pool.pad_top : c->l->conv.pad_top;
+	int64_t start = (int64_t)r0 * stride - pt;
+	int64_t need = (int64_t)window_rows(r1 - r0, stride, dil, k);
+	int64_t end = start + need;
+	int64_t s = start < 0 ? 0 : start, t = end > c->in->h ? c->in->h : end;
+
+	w->ih0 = (uint32_t)s;
+	w->in_h = (uint32_t)(t - s);
+	w->pad_top = (uint32_t)(s - start);
+	w->pad_bottom = (uint32_t)(need - w->in_h - w->pad_top);
+}
+
+static npu_status conv_consts(struct emitter *e, void *ctx, size_t tile, bool *changed)
+{
+	struct conv_tiles *c = ctx;
+	uint32_t img, r0, r1;
+	size_t s;
+
+	conv_tile(c, tile, &s, &img, &r0, &r1);
+	*changed = tile == 0 || s != c->cur_slice;
+	if (!*changed || c->pool)
+		return NPU_OK;
+	c->cur_slice = s;
+	return emit_consts(e, c->slices[s].blob_off, c->slices[s].blob_size, c->p.sram_consts);
+}
+
+static npu_status conv_load(struct emitter *e, void *ctx, size_t tile, int buf)
+{
+	struct conv_tiles *c = ctx;
+	uint64_t row = (uint64_t)c->in->w * c->in->c;
+	struct window w;
+	uint32_t img, r0, r1;
+	size_t s;
+
+	conv_tile(c, tile, &s, &img, &r0, &r1);
+	conv_window(c, r0, r1, &w);
+	if (!w.in_h)
+		return NPU_OK;
+	EMIT(e, npu_cmdbuf_dma_copy_1d(e->cb, 0, NPU_SPACE_SRAM, c->p.sram_in[buf],
+				       NPU_SPACE_VA,
+				       arena(e, c->in->offset + ((uint64_t)img * c->in->h + w.ih0) * row),
+				       (uint32_t)(w.in_h * row)));
+	return NPU_OK;
+}
+
+static npu_status conv_compute(struct emitter *e, void *ctx, size_t tile, int buf)
+{
+	struct conv_tiles *c = ctx;
+	const struct npu_lop *l = c->l;
+	struct window w;
+	uint32_t img, r0, r1, oc;
+	size_t s;
+
+	conv_tile(c, tile, &s, &img, &r0, &r1);
+	conv_window(c, r0, r1, &w);
+	oc = c->pool ? c->out->c : c->slices[s].oc1 - c->slices[s].oc0;
+	if (c->pool) {
+		struct npu_insn_pool p = {
+			.hdr.flags = NPU_INSN_SYNC,
+			.input = c->p.sram_in[buf], .output = c->p.sram_out[buf],
+			.mode = l->pool.mode, .flags = l->pool.flags, .c = (uint16_t)oc,
+			.in_h = (uint16_t)w.in_h, .in_w = (uint16_t)c->in->w,
+			.out_h = (uint16_t)(r1 - r0), .out_w = (uint16_t)c->out->w,
+			.k_h = l->pool.k_h, .k_w = l->pool.k_w,
+			.stride_h = l->pool.stride_h, .stride_w = l->pool.stride_w,
+			.pad_top = (uint8_t)w.pad_top, .pad_bottom = (uint8_t)w.pad_bottom,
+			.pad_left = l->pool.pad_left, .pad_right = l->pool.pad_right,
+			.in_row_stride = c->in->w * c->in->c, .in_pixel_stride = c->in->c,
+			.out_row_stride = c->out->w * oc, .out_pixel_stride = oc,
+			.zp_in = (int16_t)c->in->q.zero_point,
+			.zp_out = (int16_t)c->out->q.zero_point,
+			.act_min = l->pool.act_min, .act_max = l->pool.act_max,
+		};
+
+		EMIT(e, npu_cmdbuf_pool(e->cb, &p));
+		return NPU_OK;
+	} else {
+		const struct slice *sl = &c->slices[s];
+		const struct npu_lop_quant *q = &l->conv.q;
+		struct npu_insn_conv2d cv = {
+			.hdr.flags = NPU_INSN_SYNC,
+			.input = c->p.sram_in[buf] + sl->in_offset,
+			.weight = c->p.sram_consts + sl->w_off,
+			.bias = q->bias ? c->p.sram_consts + sl->bias_off : 0,
+			.quant = c->p.sram_consts + sl->quant_off,
+			.output = c->p.sram_out[buf],
+			.flags = q->bias ? 0 : NPU_CONV_NO_BIAS,
+			.in_h = (uint16_t)w.in_h, .in_w = (uint16_t)c->in->w,
+			.in_c = (uint16_t)sl->in_c, .out_c = (uint16_t)oc,
+			.out_h = (uint16_t)(r1 - r0), .out_w = (uint16_t)c->out->w,
+			.k_h = l->conv.k_h, .k_w = l->conv.k_w,
+			.stride_h = l->conv.stride_h, .stride_w = l->conv.stride_w,
+			.dil_h = l->conv.dil_h, .dil_w = l->conv.dil_w,
+			.pad_top = (uint8_t)w.pad_top, .pad_bottom = (uint8_t)w.pad_bottom,
+			.pad_left = l->conv.pad_left, .pad_right = l->conv.pad_right,
+			.groups = (uint16_t)sl->groups,
+			.in_row_stride = c->in->w * c->in->c, .in_pixel_stride = c->in->c,
+			.out_row_stride = c->out->w * oc, .out_pixel_stride = oc,
+			.zp_in = (int16_t)c->in->q.zero_point, .zp_w = 0,
+			.zp_out = (int16_t)(q->lut ? q->pre_act_zp : c->out->q.zero_point),
+			.act_min = q->act_min, .act_max = q->act_max,
+		};
+
+		EMIT(e, npu_cmdbuf_conv2d(e->cb, &cv));
+		if (q->lut)
+			EMIT(e, npu_cmdbuf_lut(e->cb, 0, cv.output, cv.output,
+					       c->p.sram_consts + sl->lut_off,
+					       (r1 - r0) * c->out->w * oc));
+		return NPU_OK;
+	}
+}
+
+static npu_status conv_store(struct emitter *e, void *ctx, size_t tile, int buf,
+			     uint8_t flags)
+{
+	struct conv_tiles *c = ctx;
+	uint32_t img, r0, r1, oc0 = 0, oc1 = c->out->c;
+	uint64_t pixels, dst;
+	size_t s;
+
+	conv_tile(c, tile, &s, &img, &r0, &r1);
+	if (!c->pool) {
+		oc0 = c->slices[s].oc0;
+		oc1 = c->slices[s].oc1;
+	}
+	pixels = (uint64_t)(r1 - r0) * c->out->w;
+	dst = arena(e, c->out->offset + ((uint64_t)img * c->out->h + r0) * c->out->w * c->out->c + oc0);
+	if (oc1 - oc0 == c->out->c)
+		EMIT(e, npu_cmdbuf_dma_copy_1d(e->cb, flags, NPU_SPACE_VA, dst, NPU_SPACE_SRAM,
+					       c->p.sram_out[buf], (uint32_t)(pixels * c->out->c)));
+	else
+		EMIT(e, npu_cmdbuf_dma_copy_2d(e->cb, flags, NPU_SPACE_VA, dst, c->out->c,
+					       NPU_SPACE_SRAM, c->p.sram_out[buf], oc1 - oc0,
+					       (uint32_t)pixels, oc1 - oc0));
+	return NPU_OK;
+}
+
+static npu_status gen_conv_or_pool(struct emitter *e, const struct npu_lop *l,
+				   const struct plan *p)
+{
+	struct conv_tiles c = {
+		.l = l, .p = *p,
+		.in = &e->prog->acts[l->in], .out = &e->prog->acts[l->out],
+		.pool = l->kind == NPU_LOP_POOL,
+	};
+	struct tile_ops ops = {
+		.consts = conv_consts, .load = conv_load,
+		.compute = conv_compute, .store = conv_store,
+	};
+	npu_status st = NPU_OK;
+	size_t i;
+
+	c.row_tiles = (c.out->h + p->rows - 1) / p->rows;
+	if (!c.pool) {
+		uint64_t wpo = (uint64_t)l->conv.k_h * l->conv.k_w * (c.in->c / l->conv.groups);
+		size_t max = c.out->c;
+
+		c.slices = calloc(max, sizeof(*c.slices));
+		if (!c.slices)
+			return npu_error_set(e->err, NPU_ERR_NO_MEMORY, "codegen: %s: out of memory", l->name);
+		c.num_slices = make_slices(c.out->c, c.in->c, l->conv.groups, p->chunk,
+					   c.slices, max);
+		for (i = 0; i < c.num_slices; i++) {
+			if (put_slice_consts(&e->blob, &c.slices[i], l->conv.weight, wpo, &l->conv.q)) {
+				free(c.slices);
+				return npu_error_set(e->err, NPU_ERR_NO_MEMORY,
+						     "codegen: %s: out of memory", l->name);
+			}
+		}
+		e->res->macs += (uint64_t)c.out->n * c.out->h * c.out->w * c.out->c * wpo;
+	} else {
+		c.num_slices = 1;
+	}
+	ops.count = c.num_slices * c.in->n * c.row_tiles;
+	st = run_tiles(e, &ops, &c);
+	free(c.slices);
+	return st;
+}
+
+/* ---- MATMUL ------------------------------------------------------------ */
+
+struct mm_tiles {
+	const struct npu_lop *l;
+	const struct npu_act *in, *out;
+	struct plan p;
+	struct slice *slices;
+	size_t num_slices, cur_slice;
+	uint64_t m;
+	uint32_t row_tiles;
+};
+
+static void mm_tile(const struct mm_tiles *c, size_t tile, size_t *slice,
+		    uint64_t *r0, uint64_t *r1)
+{
+	*slice = tile / c->row_tiles;
+	*r0 = (uint64_t)(tile % c->row_tiles) * c->p.rows;
+	*r1 = *r0 + c->p.rows < c->m ? *r0 + c->p.rows : c->m;
+}
+
+static npu_status mm_consts(struct emitter *e, void *ctx, size_t tile, bool *changed)
+{
+	struct mm_tiles *c = ctx;
+	uint64_t r0, r1;
+	size_t s;
+
+	mm_tile(c, tile, &s, &r0, &r1);
+	*changed = tile == 0 || s != c->cur_slice;
+	if (!*changed)
+		return NPU_OK;
+	c->cur_slice = s;
+	return emit_consts(e, c->slices[s].blob_off, c->slices[s].blob_size, c->p.sram_consts);
+}
+
+static npu_status mm_load(struct emitter *e, void *ctx, size_t tile, int buf)
+{
+	struct mm_tiles *c = ctx;
+	uint64_t r0, r1;
+	size_t s;
+
+	mm_tile(c, tile, &s, &r0, &r1);
+	EMIT(e, npu_cmdbuf_dma_copy_1d(e->cb, 0, NPU_SPACE_SRAM, c->p.sram_in[buf],
+				       NPU_SPACE_VA, arena(e, c->in->offset + r0 * c->in->c),
+				       (uint32_t)((r1 - r0) * c->in->c)));
+	return NPU_OK;
+}
+
+static npu_status mm_compute(struct emitter *e, void *ctx, size_t tile, int buf)
+{
+	struct mm_tiles *c = ctx;
+	const struct npu_lop_quant *q = &c->l->matmul.q;
+	const struct slice *sl;
+	uint64_t r0, r1;
+	size_t s;
+	uint32_t n;
+
+	mm_tile(c, tile, &s, &r0, &r1);
+	sl = &c->slices[s];
+	n = sl->oc1 - sl->oc0;
+	{
+		struct npu_insn_matmul mm = {
+			.hdr.flags = NPU_INSN_SYNC,
+			.a = c->p.sram_in[buf],
+			.b = c->p.sram_consts + sl->w_off,
+			.bias = q->bias ? c->p.sram_consts + sl->bias_off : 0,
+			.quant = c->p.sram_consts + sl->quant_off,
+			.output = c->p.sram_out[buf],
+			.flags = q->bias ? 0 : NPU_CONV_NO_BIAS,
+			.m = (uint32_t)(r1 - r0), .k = c->in->c, .n = n,
+			.a_stride = c->in->c, .out_stride = n,
+			.zp_a = (int16_t)c->in->q.zero_point, .zp_b = 0,
+			.zp_out = (int16_t)(q->lut ? q->pre_act_zp : c->out->q.zero_point),
+			.act_min = q->act_min, .act_max = q->act_max,
+		};
+
+		EMIT(e, npu_cmdbuf_matmul(e->cb, &mm));
+		if (q->lut)
+			EMIT(e, npu_cmdbuf_lut(e->cb, 0, mm.output, mm.output,
+					       c->p.sram_consts + sl->lut_off,
+					       (uint32_t)(r1 - r0) * n));
+	}
+	return NPU_OK;
+}
+
+static npu_status mm_store(struct emitter *e, void *ctx, size_t tile, int buf,
+			   uint8_t flags)
+{
+	struct mm_tiles *c = ctx;
+	const struct slice *sl;
+	uint64_t r0, r1, dst;
+	size_t s;
+	uint32_t n;
+
+	mm_tile(c, tile, &s, &r0, &r1);
+	sl = &c->slices[s];
+	n = sl->oc1 - sl->oc0;
+	dst = arena(e, c->out->offset + r0 * c->out->c + sl->oc0);
+	if (n == c->out->c)
+		EMIT(e, npu_cmdbuf_dma_copy_1d(e->cb, flags, NPU_SPACE_VA, dst, NPU_SPACE_SRAM,
+					       c->p.sram_out[buf], (uint32_t)((r1 - r0) * n)));
+	else
+		EMIT(e, npu_cmdbuf_dma_copy_2d(e->cb, flags, NPU_SPACE_VA, dst, c->out->c,
+					       NPU_SPACE_SRAM, c->p.sram_out[buf], n,
+					       (uint32_t)(r1 - r0), n));
+	return NPU_OK;
+}
+
+static npu_status gen_matmul(struct emitter *e, const struct npu_lop *l,
+			     const struct plan *p)
+{
+	struct mm_tiles c = {
+		.l = l, .p = *p,
+		.in = &e->prog->acts[l->in], .out = &e->prog->acts[l->out],
+	};
+	struct tile_ops ops = {
+		.consts = mm_consts, .load = mm_load,
+		.compute = mm_compute, .store = mm_store,
+	};
+	npu_status st;
+	size_t i;
+
+	c.m = (uint64_t)c.in->n * c.in->h * c.in->w;
+	c.row_tiles = (uint32_t)((c.m + p->rows - 1) / p->rows);
+	c.slices = calloc(c.out->c, sizeof(*c.slices));
+	if (!c.slices)
+		return npu_error_set(e->err, NPU_ERR_NO_MEMORY, "codegen: %s: out of memory", l->name);
+	c.num_slices = make_slices(c.out->c, c.in->c, 1, p->chunk, c.slices, c.out->c);
+	for (i = 0; i < c.num_slices; i++) {
+		if (put_slice_consts(&e->blob, &c.slices[i], l->matmul.weight, c.in->c,
+				     &l->matmul.q)) {
+			free(c.slices);
+			return npu_error_set(e->err, NPU_ERR_NO_MEMORY,
+					     "codegen: %s: out of memory", l->name);
+		}
+	}
+	e->res->macs += c.m * c.out->c * c.in->c;
+	ops.count = c.num_slices * c.row_tiles;
+	st = run_tiles(e, &ops, &c);
+	free(c.slices);
+	return st;
+}
+
+/* ---- ELTWISE and LUT --------------------------------------------------- */
+
+struct flat_tiles {
+	const struct npu_lop *l;
+	const struct npu_act *a, *b, *out;
+	struct plan p;
+	uint64_t elems;		/* total elements */
+	uint64_t per_tile;	/* elements per tile */
+	uint32_t b_sram, lut_sram;
+	size_t blob_off, blob_size;
+};
+
+static void flat_tile(const struct flat_tiles *c, size_t tile, uint64_t *e0,
+		      uint64_t *e1)
+{
+	*e0 = tile * c->per_tile;
+	*e1 = *e0 + c->per_tile < c->elems ? *e0 + c->per_tile : c->elems;
+}
+
+static npu_status flat_consts(struct emitter *e, void *ctx, size_t tile, bool *changed)
+{
+	struct flat_tiles *c = ctx;
+
+	*changed = tile == 0;
+	if (!*changed)
+		return NPU_OK;
+	return emit_consts(e, c->blob_off, c->blob_size, c->p.sram_consts);
+}
+
+static npu_status flat_load(struct emitter *e, void *ctx, size_t tile, int buf)
+{
+	struct flat_tiles *c = ctx;
+	uint64_t e0, e1;
+
+	flat_tile(c, tile, &e0, &e1);
+	EMIT(e, npu_cmdbuf_dma_copy_1d(e->cb, 0, NPU_SPACE_SRAM, c->p.sram_in[buf],
+				       NPU_SPACE_VA, arena(e, c->a->offset + e0),
+				       (uint32_t)(e1 - e0)));
+	if (c->b)
+		EMIT(e, npu_cmdbuf_dma_copy_1d(e->cb, 0, NPU_SPACE_SRAM, c->p.sram_in2[buf],
+					       NPU_SPACE_VA, arena(e, c->b->offset + e0),
+					       (uint32_t)(e1 - e0)));
+	return NPU_OK;
+}
+
+static npu_status flat_compute(struct emitter *e, void *ctx, size_t tile, int buf)
+{
+	struct flat_tiles *c = ctx;
+	const struct npu_lop *l = c->l;
+	uint64_t e0, e1;
+	uint32_t n;
+
+	flat_tile(c, tile, &e0, &e1);
+	n = (uint32_t)(e1 - e0);
+	if (l->kind == NPU_LOP_LUT) {
+		EMIT(e, npu_cmdbuf_lut(e->cb, NPU_INSN_SYNC, c->p.sram_in[buf],
+				       c->p.sram_out[buf], c->lut_sram, n));
+		return NPU_OK;
+	} else {
+		struct npu_insn_eltwise el = {
+			.hdr.flags = NPU_INSN_SYNC,
+			.a = c->p.sram_in[buf],
+			.b = c->b ? c->p.sram_in2[buf] : c->b_sram,
+			.output = c->p.sram_out[buf],
+			.count = n,
+			.mode = l->elt.mode,
+			.bcast = l->elt.bcast,
+			.shift = l->elt.shift,
+			.channels = l->elt.bcast == NPU_BCAST_CHANNEL ? c->out->c : 0,
+			.mult_a = l->elt.mult_a, .mult_b = l->elt.mult_b,
+			.zp_a = (int16_t)c->a->q.zero_point,
+			.zp_b = c->b ? (int16_t)c->b->q.zero_point : l->elt.zp_b,
+			.zp_out = (int16_t)(l->elt.lut ? l->elt.pre_act_zp : c->out->q.zero_point),
+			.act_min = l->elt.act_min, .act_max = l->elt.act_max,
+		};
+
+		EMIT(e, npu_cmdbuf_eltwise(e->cb, &el));
+		if (l->elt.lut)
+			EMIT(e, npu_cmdbuf_lut(e->cb, 0, el.output, el.output, c->lut_sram, n));
+		return NPU_OK;
+	}
+}
+
+static npu_status flat_store(struct emitter *e, void *ctx, size_t tile, int buf,
+			     uint8_t flags)
+{
+	struct flat_tiles *c = ctx;
+	uint64_t e0, e1;
+
+	flat_tile(c, tile, &e0, &e1);
+	EMIT(e, npu_cmdbuf_dma_copy_1d(e->cb, flags, NPU_SPACE_VA,
+				       arena(e, c->out->offset + e0), NPU_SPACE_SRAM,
+				       c->p.sram_out[buf], (uint32_t)(e1 - e0)));
+	return NPU_OK;
+}
+
+static npu_status gen_flat(struct emitter *e, const struct npu_lop *l,
+			   const struct plan *p)
+{
+	struct flat_tiles c = {
+		.l = l, .p = *p,
+		.a = &e->prog->acts[l->in], .out = &e->prog->acts[l->out],
+	};
+	struct tile_ops ops = {
+		.consts = flat_consts, .load = flat_load,
+		.compute = flat_compute, .store = flat_store,
+	};
+	const int8_t *lut = l->kind == NPU_LOP_LUT ? l->lut.table : l->elt.lut;
+	size_t start = (size_t)align_up(e->blob.size, SRAM_ALIGN), off;
+
+	if (l->kind == NPU_LOP_ELTWISE && !l->elt.b_const)
+		c.b = &e->prog->acts[l->in2];
+	c.elems = npu_act_bytes(c.out);
+	c.per_tile = (uint64_t)p->rows * c.out->c;
+	c.blob_off = start;
+	if (l->kind == NPU_LOP_ELTWISE && l->elt.b_const) {
+		if (blob_put(&e->blob, l->elt.b_const, l->elt.b_count, &off))
+			goto oom;
+		c.b_sram = p->sram_consts + (uint32_t)(off - start);
+	}
+	if (lut) {
+		if (blob_put(&e->blob, lut, 256, &off))
+			goto oom;
+		c.lut_sram = p->sram_consts + (uint32_t)(off - start);
+	}
+	c.blob_size = e->blob.size > start ? e->blob.size - start : 0;
+	ops.count = (size_t)((c.elems + c.per_tile - 1) / c.per_tile);
+	return run_tiles(e, &ops, &c);
+oom:
+	return npu_error_set(e->err, NPU_ERR_NO_MEMORY, "codegen: %s: out of memory", l->name);
+}
+
+/* ---- Segment ----------------------------------------------------------- */
+
+npu_status npu_codegen_segment(const struct npu_segment_program *prog,
+			       const struct npu_codegen_target *target,
+			       struct npu_cmdbuf *cb,
+			       struct npu_codegen_result *result,
+			       struct npu_error *err)
+{
+	struct emitter e = { .prog = prog, .t = target, .cb = cb, .res = result, .err = err };
+	npu_status st = NPU_OK;
+	size_t i;
+
+	memset(result, 0, sizeof(*result));
+	for (i = 0; i < prog->num_lops && st == NPU_OK; i++) {
+		const struct npu_lop *l = &prog->lops[i];
+		char why[160];
+		struct plan p;
+
+		e.lop = l;
+		if (!plan_lop(prog, l, target->sram_size, &p, why, sizeof(why))) {
+			st = npu_error_set(err, NPU_ERR_UNSUPPORTED, "codegen: %s: %s",
+					   l->name, why);
+			break;
+		}
+		switch (l->kind) {
+		case NPU_LOP_CONV:
+		case NPU_LOP_POOL:
+			st = gen_conv_or_pool(&e, l, &p);
+			break;
+		case NPU_LOP_MATMUL:
+			st = gen_matmul(&e, l, &p);
+			break;
+		case NPU_LOP_ELTWISE:
+		case NPU_LOP_LUT:
+			st = gen_flat(&e, l, &p);
+			break;
+		}
+	}
+	if (st != NPU_OK) {
+		free(e.blob.data);
+		memset(result, 0, sizeof(*result));
+		return st;
+	}
+	result->consts = e.blob.data;
+	result->consts_size = e.blob.size;
+	result->ideal_mac_cycles = (result->macs + NPU_MAC_ROWS * NPU_MAC_COLS - 1) /
+				   (NPU_MAC_ROWS * NPU_MAC_COLS);
+	result->instructions = npu_cmdbuf_count(cb);
+	return NPU_OK;
+}
+
+void npu_codegen_result_free(struct npu_codegen_result *result)
+{
+	free(result->consts);
+	memset(result, 0, sizeof(*result));
+}

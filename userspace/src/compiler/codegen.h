@@ -1,0 +1,147 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * codegen.h - NPU code generation for one segment (internal).
+ *
+ * A segment is a list of lowered ops ("lops") over int8 NHWC activations
+ * that live in one device arena. Code generation tiles every op to the
+ * on-chip SRAM, lays out its constants (weights, bias, requantization,
+ * LUTs) in a read-only constant blob, and emits one command stream through
+ * the npu_cmdbuf builder:
+ *
+ *   - weights / bias / quant of an op stay resident in SRAM while it runs;
+ *     a conv or matmul whose constants do not fit is split into output
+ *     channel chunks, loaded one chunk at a time;
+ *   - activations stream through two input and two output SRAM buffers:
+ *     while the compute engine works on tile i, the DMA engine writes tile
+ *     i-1 back and fetches tile i+1 (double buffering). Each compute
+ *     instruction carries NPU_INSN_SYNC, which is exactly the dependency
+ *     the buffers need, so the device's hazard checker never fires.
+ *
+ * The tiling decision depends only on shapes and the SRAM size, so
+ * npu_lop_fits() lets the partitioner ask up front whether an op can run.
+ */
+#ifndef NPU_COMPILER_CODEGEN_H
+#define NPU_COMPILER_CODEGEN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/npu_error.h"
+#include "compiler/quant.h"
+#include "npu_hw.h"
+
+struct npu_cmdbuf;
+
+/* An int8 NHWC tensor at 'offset' in the segment's activation arena. */
+struct npu_act {
+	uint32_t n, h, w, c;
+	uint64_t offset;
+	struct npu_qparams q;
+};
+
+uint64_t npu_act_bytes(const struct npu_act *a);
+
+enum npu_lop_kind {
+	NPU_LOP_CONV,
+	NPU_LOP_MATMUL,		/* in [n*h*w][c] x weight [out.c][c] */
+	NPU_LOP_POOL,
+	NPU_LOP_ELTWISE,
+	NPU_LOP_LUT,
+};
+
+/* Per-output-channel requantization and bias, host arrays of out.c. */
+struct npu_lop_quant {
+	const int32_t *bias;	/* NULL: no bias */
+	const int32_t *mult;
+	const uint8_t *shift;
+	int8_t act_min, act_max;	/* fused Relu / Clip */
+	const int8_t *lut;	/* 256 entries: fused activation, or NULL */
+	int16_t pre_act_zp;	/* with a LUT: zero point of its input */
+};
+
+struct npu_lop {
+	enum npu_lop_kind kind;
+	const char *name;	/* source node, for messages */
+	uint32_t in, in2, out;	/* indices into the segment's acts[] */
+	union {
+		struct {
+			const int8_t *weight;	/* [out_c][k_h][k_w][in_c/groups] */
+			uint8_t k_h, k_w, stride_h, stride_w, dil_h, dil_w;
+			uint8_t pad_top, pad_left, pad_bottom, pad_right;
+			uint16_t groups;
+			struct npu_lop_quant q;
+		} conv;
+		struct {
+			const int8_t *weight;	/* [out.c][in.c] */
+			struct npu_lop_quant q;
+		} matmul;
+		struct {
+			uint8_t mode;		/* NPU_POOL_MAX / NPU_POOL_AVG */
+			uint8_t flags;		/* NPU_POOL_COUNT_PAD */
+			uint8_t k_h, k_w, stride_h, stride_w;
+			uint8_t pad_top, pad_left, pad_bottom, pad_right;
+			int8_t act_min, act_max;
+		} pool;
+		struct {
+			uint8_t mode;		/* NPU_ELT_ADD / NPU_ELT_MUL */
+			uint8_t bcast;		/* NPU_BCAST_* */
+			const int8_t *b_const;	/* constant b ('in2' unused), or NULL */
+			uint32_t b_count;	/* elements of b_const */
+			int32_t mult_a, mult_b;
+			uint8_t shift;
+			int16_t zp_b;
+			int8_t act_min, act_max;
+			const int8_t *lut;	/* fused activation, or NULL */
+			int16_t pre_act_zp;	/* with a LUT: zero point of its input */
+		} elt;
+		struct {
+			const int8_t *table;	/* 256 entries */
+		} lut;
+	};
+};
+
+struct npu_segment_program {
+	struct npu_act *acts;
+	size_t num_acts;
+	struct npu_lop *lops;
+	size_t num_lops;
+};
+
+/* What code generation produced and what the cycle model predicts. */
+struct npu_codegen_result {
+	uint8_t *consts;		/* constant blob, malloc'ed */
+	size_t consts_size;
+	uint64_t macs;			/* MACs the stream will execute */
+	uint64_t ideal_mac_cycles;	/* macs / MAC array size */
+	uint64_t instructions;
+};
+
+struct npu_codegen_target {
+	uint32_t sram_size;
+	uint64_t arena_va;	/* device VA of the activation arena */
+	uint64_t consts_va;	/* device VA where the constant blob will be */
+};
+
+/*
+ * Whether 'lop' can be tiled into 'sram_size' bytes. On false, 'why' gets
+ * a short reason ("one output row needs 3.1 MiB of SRAM").
+ */
+bool npu_lop_fits(const struct npu_segment_program *prog,
+		  const struct npu_lop *lop, uint32_t sram_size, char *why,
+		  size_t why_size);
+
+/*
+ * Emit the whole segment into 'cb' (which must be empty) and build the
+ * constant blob. The constant blob's content does not depend on consts_va,
+ * so a caller may generate once to learn its size, then place it.
+ */
+npu_status npu_codegen_segment(const struct npu_segment_program *prog,
+			       const struct npu_codegen_target *target,
+			       struct npu_cmdbuf *cb,
+			       struct npu_codegen_result *result,
+			       struct npu_error *err);
+
+void npu_codegen_result_free(struct npu_codegen_result *result);
+
+#endif /* NPU_COMPILER_CODEGEN_H */
