@@ -1,0 +1,333 @@
+// SPDX-License-Identifier: MIT
+/* The compiler's graph passes, each on a small hand-built graph. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "compiler/passes/passes.h"
+
+static struct npu_value *input(struct npu_graph *g, const char *name, int rank,
+			       const int64_t *dims)
+{
+	struct npu_value *v = npu_graph_add_value(g, name, NULL);
+
+	assert_non_null(v);
+	v->dtype = NPU_DTYPE_FLOAT;
+	v->shape.rank = rank;
+	memcpy(v->shape.dims, dims, rank * sizeof(*dims));
+	v->is_graph_input = true;
+	return v;
+}
+
+static struct npu_value *constant(struct npu_graph *g, const char *name, int rank,
+				  const int64_t *dims, const float *data)
+{
+	struct npu_shape s = { .rank = rank };
+	struct npu_tensor *t;
+	struct npu_value *v;
+
+	memcpy(s.dims, dims, rank * sizeof(*dims));
+	t = npu_tensor_create(NPU_DTYPE_FLOAT, &s);
+	assert_non_null(t);
+	memcpy(t->data, data, t->nbytes);
+	v = npu_graph_add_constant(g, name, t, NULL);
+	assert_non_null(v);
+	return v;
+}
+
+static struct npu_value *value_like(struct npu_graph *g, const char *name,
+				    const struct npu_value *like)
+{
+	struct npu_value *v = npu_graph_add_value(g, name, NULL);
+
+	assert_non_null(v);
+	v->dtype = like->dtype;
+	v->shape = like->shape;
+	return v;
+}
+
+static struct npu_node *node(struct npu_graph *g, const char *op, const char *name,
+			     struct npu_value **in, size_t nin, struct npu_value *out)
+{
+	struct npu_node *n = npu_graph_add_node(g, op, "", name, nin, 1, NULL);
+
+	assert_non_null(n);
+	memcpy(n->inputs, in, nin * sizeof(*in));
+	n->outputs[0] = out;
+	out->producer = n;
+	return n;
+}
+
+static void mark_output(struct npu_graph *g, struct npu_value *v)
+{
+	struct npu_value **outs = realloc(g->outputs, (g->num_outputs + 1) * sizeof(*outs));
+
+	assert_non_null(outs);
+	outs[g->num_outputs++] = v;
+	g->outputs = outs;
+	v->is_graph_output = true;
+}
+
+static size_t count_op(const struct npu_graph *g, const char *op)
+{
+	size_t i, n = 0;
+
+	for (i = 0; i < g->num_nodes; i++)
+		n += !strcmp(g->nodes[i]->op_type, op);
+	return n;
+}
+
+static void test_dead_nodes_keep_only_what_reaches_outputs(void **state)
+{
+	struct npu_graph *g = npu_graph_create("test");
+	int64_t d[2] = { 1, 4 };
+	struct npu_value *x = input(g, "x", 2, d);
+	struct npu_value *a = value_like(g, "a", x), *b = value_like(g, "b", x);
+	struct npu_value *c = value_like(g, "c", x);
+	struct npu_error err = { 0 };
+
+	(void)state;
+	node(g, "Relu", "used", &x, 1, a);
+	node(g, "Sigmoid", "unused", &x, 1, b);
+	node(g, "Tanh", "unused_chain", &b, 1, c);
+	mark_output(g, a);
+	assert_int_equal(npu_graph_sort(g, &err), NPU_OK);
+	assert_int_equal(npu_pass_dead_nodes(g, NULL, &err), NPU_OK);
+	assert_int_equal(g->num_nodes, 1);
+	assert_string_equal(g->nodes[0]->name, "used");
+	npu_graph_destroy(g);
+}
+
+static void test_batchnorm_folds_into_conv(void **state)
+{
+	struct npu_graph *g = npu_graph_create("test");
+	int64_t xd[4] = { 1, 1, 3, 3 }, wd[4] = { 2, 1, 1, 1 }, cd[1] = { 2 };
+	const float w[2] = { 2.0f, -1.0f }, b[2] = { 0.5f, 1.0f };
+	const float gamma[2] = { 3.0f, 0.5f }, beta[2] = { 0.1f, -0.2f };
+	const float mean[2] = { 1.0f, -1.0f }, var[2] = { 4.0f, 0.25f };
+	struct npu_value *x = input(g, "x", 4, xd);
+	struct npu_value *in[5];
+	struct npu_value *y = npu_graph_add_value(g, "y", NULL);
+	struct npu_value *z = npu_graph_add_value(g, "z", NULL);
+	struct npu_error err = { 0 };
+	struct npu_node *conv;
+	const float *nw, *nb;
+	int64_t n;
+	int c;
+
+	(void)state;
+	in[0] = x;
+	in[1] = constant(g, "w", 4, wd, w);
+	in[2] = constant(g, "b", 1, cd, b);
+	conv = node(g, "Conv", "conv", in, 3, y);
+	in[0] = y;
+	in[1] = constant(g, "gamma", 1, cd, gamma);
+	in[2] = constant(g, "beta", 1, cd, beta);
+	in[3] = constant(g, "mean", 1, cd, mean);
+	in[4] = constant(g, "var", 1, cd, var);
+	node(g, "BatchNormalization", "bn", in, 5, z);
+	mark_output(g, z);
+	assert_int_equal(npu_graph_sort(g, &err), NPU_OK);
+	assert_int_equal(npu_pass_fold_batchnorm(g, NULL, &err), NPU_OK);
+
+	assert_int_equal(count_op(g, "BatchNormalization"), 0);
+	assert_int_equal(g->num_nodes, 1);
+	assert_ptr_equal(conv->outputs[0], z);
+	assert_ptr_equal(z->producer, conv);
+	nw = npu_const_floats(conv->inputs[1], &n);
+	nb = npu_const_floats(conv->inputs[2], &n);
+	for (c = 0; c < 2; c++) {
+		double f = gamma[c] / sqrt(var[c] + 1e-5);
+
+		assert_true(fabs(nw[c] - w[c] * f) < 1e-6);
+		assert_true(fabs(nb[c] - ((b[c] - mean[c]) * f + beta[c])) < 1e-6);
+	}
+	npu_graph_destroy(g);
+}
+
+static void test_batchnorm_with_shared_conv_output_is_left_alone(void **state)
+{
+	struct npu_graph *g = npu_graph_create("test");
+	int64_t xd[4] = { 1, 1, 2, 2 }, wd[4] = { 1, 1, 1, 1 }, cd[1] = { 1 };
+	const float one = 1.0f;
+	struct npu_value *x = input(g, "x", 4, xd), *in[5];
+	struct npu_value *y = value_like(g, "y", x), *z = value_like(g, "z", x);
+	struct npu_error err = { 0 };
+
+	(void)state;
+	in[0] = x;
+	in[1] = constant(g, "w", 4, wd, &one);
+	node(g, "Conv", "conv", in, 2, y);
+	in[0] = y;
+	in[1] = constant(g, "g", 1, cd, &one);
+	in[2] = constant(g, "b", 1, cd, &one);
+	in[3] = constant(g, "m", 1, cd, &one);
+	in[4] = constant(g, "v", 1, cd, &one);
+	node(g, "BatchNormalization", "bn", in, 5, z);
+	mark_output(g, z);
+	mark_output(g, y);	/* the conv output is needed too: no fold */
+	assert_int_equal(npu_graph_sort(g, &err), NPU_OK);
+	assert_int_equal(npu_pass_fold_batchnorm(g, NULL, &err), NPU_OK);
+	assert_int_equal(count_op(g, "BatchNormalization"), 1);
+	npu_graph_destroy(g);
+}
+
+static void test_relu_and_clip_fuse_into_producers(void **state)
+{
+	struct npu_graph *g = npu_graph_create("test");
+	int64_t d[2] = { 2, 2 }, sd[1] = { 1 };
+	const float lo = -1.0f, hi = 6.0f;
+	struct npu_value *x = input(g, "x", 2, d), *y = input(g, "y", 2, d);
+	struct npu_value *s = value_like(g, "s", x), *r = value_like(g, "r", x);
+	struct npu_value *m = value_like(g, "m", x), *c = value_like(g, "c", x);
+	struct npu_value *in[3];
+	struct npu_error err = { 0 };
+	struct npu_node *add, *mm;
+
+	(void)state;
+	in[0] = x;
+	in[1] = y;
+	add = node(g, "Add", "add", in, 2, s);
+	node(g, "Relu", "relu", &s, 1, r);
+	in[0] = r;
+	in[1] = y;
+	mm = node(g, "MatMul", "mm", in, 2, m);
+	in[0] = m;
+	in[1] = constant(g, "lo", 0, sd, &lo);
+	in[2] = constant(g, "hi", 0, sd, &hi);
+	node(g, "Clip", "clip", in, 3, c)->opset = 13;
+	mark_output(g, c);
+	assert_int_equal(npu_graph_sort(g, &err), NPU_OK);
+	assert_int_equal(npu_pass_fuse_activation(g, NULL, &err), NPU_OK);
+
+	assert_int_equal(g->num_nodes, 2);
+	assert_string_equal(npu_node_attr_string_or(add, "npu_activation", ""), "Relu");
+	assert_string_equal(npu_node_attr_string_or(add, "npu_pre_activation", ""), "s");
+	assert_ptr_equal(add->outputs[0], r);
+	assert_string_equal(npu_node_attr_string_or(mm, "npu_activation", ""), "Clip");
+	assert_true(npu_node_attr_float_or(mm, "npu_activation_min", 0) == -1.0f);
+	assert_true(npu_node_attr_float_or(mm, "npu_activation_max", 0) == 6.0f);
+	assert_ptr_equal(c->producer, mm);
+	assert_int_equal(npu_graph_sort(g, &err), NPU_OK);
+	npu_graph_destroy(g);
+}
+
+static void test_activation_with_two_users_is_not_fused(void **state)
+{
+	struct npu_graph *g = npu_graph_create("test");
+	int64_t d[2] = { 2, 2 };
+	struct npu_value *x = input(g, "x", 2, d), *in[2] = { x, x };
+	struct npu_value *s = value_like(g, "s", x), *r = value_like(g, "r", x);
+	struct npu_error err = { 0 };
+
+	(void)state;
+	node(g, "Add", "add", in, 2, s);
+	node(g, "Relu", "relu", &s, 1, r);
+	mark_output(g, r);
+	mark_output(g, s);
+	assert_int_equal(npu_graph_sort(g, &err), NPU_OK);
+	assert_int_equal(npu_pass_fuse_activation(g, NULL, &err), NPU_OK);
+	assert_int_equal(g->num_nodes, 2);
+	npu_graph_destroy(g);
+}
+
+static struct npu_node *transpose(struct npu_graph *g, const char *name,
+				  struct npu_value *x, struct npu_value *y,
+				  const int64_t *perm)
+{
+	struct npu_node *t = node(g, "Transpose", name, &x, 1, y);
+
+	t->attrs = calloc(1, sizeof(*t->attrs));
+	t->attrs[0].name = strdup("perm");
+	t->attrs[0].type = NPU_ATTR_INTS;
+	t->attrs[0].ints = malloc(4 * sizeof(*perm));
+	memcpy(t->attrs[0].ints, perm, 4 * sizeof(*perm));
+	t->attrs[0].count = 4;
+	t->num_attrs = 1;
+	return t;
+}
+
+static void test_inverse_transposes_cancel(void **state)
+{
+	struct npu_graph *g = npu_graph_create("test");
+	int64_t d[4] = { 1, 2, 3, 4 };
+	const int64_t to_nhwc[4] = { 0, 2, 3, 1 }, to_nchw[4] = { 0, 3, 1, 2 };
+	const int64_t again[4] = { 0, 2, 3, 1 };
+	struct npu_value *x = input(g, "x", 4, d);
+	struct npu_value *a = value_like(g, "a", x), *b = value_like(g, "b", x);
+	struct npu_value *c = value_like(g, "c", x), *e = value_like(g, "e", x);
+	struct npu_error err = { 0 };
+
+	(void)state;
+	transpose(g, "t1", x, a, to_nhwc);
+	transpose(g, "t2", a, b, to_nchw);
+	node(g, "Relu", "relu", &b, 1, c);
+	transpose(g, "t3", c, e, again);
+	mark_output(g, e);
+	assert_int_equal(npu_graph_sort(g, &err), NPU_OK);
+	assert_int_equal(npu_pass_cancel_transposes(g, NULL, &err), NPU_OK);
+	assert_int_equal(npu_pass_dead_nodes(g, NULL, &err), NPU_OK);
+	assert_int_equal(count_op(g, "Transpose"), 1);	/* t3 is no inverse */
+	assert_ptr_equal(g->nodes[0]->inputs[0], x);	/* relu reads x now */
+	npu_graph_destroy(g);
+}
+
+static void test_qdq_pairs_become_fixed_qparams(void **state)
+{
+	struct npu_graph *g = npu_graph_create("test");
+	int64_t d[2] = { 1, 4 }, sd[1] = { 1 };
+	const float scale = 0.05f;
+	struct npu_value *x = input(g, "x", 2, d), *in[3];
+	struct npu_value *q = npu_graph_add_value(g, "q", NULL);
+	struct npu_value *dq = value_like(g, "dq", x), *r = value_like(g, "r", x);
+	struct npu_shape zs = { .rank = 0 };
+	struct npu_tensor *zp = npu_tensor_create(NPU_DTYPE_UINT8, &zs);
+	struct npu_qdq_table table = { 0 };
+	struct npu_error err = { 0 };
+	const struct npu_qparams *qp;
+
+	(void)state;
+	*(uint8_t *)zp->data = 130;
+	in[0] = x;
+	in[1] = constant(g, "scale", 0, sd, &scale);
+	in[2] = npu_graph_add_constant(g, "zp", zp, NULL);
+	q->dtype = NPU_DTYPE_UINT8;
+	q->shape = x->shape;
+	node(g, "QuantizeLinear", "q", in, 3, q);
+	in[0] = q;
+	node(g, "DequantizeLinear", "dq", in, 3, dq);
+	node(g, "Relu", "relu", &dq, 1, r);
+	mark_output(g, r);
+	assert_int_equal(npu_graph_sort(g, &err), NPU_OK);
+	assert_int_equal(npu_pass_qdq(g, &table, &err), NPU_OK);
+	assert_int_equal(g->num_nodes, 1);
+	assert_ptr_equal(g->nodes[0]->inputs[0], x);
+	qp = npu_qdq_lookup(&table, "x");
+	assert_non_null(qp);
+	assert_true(qp->scale == scale);
+	assert_int_equal(qp->zero_point, 2);	/* uint8 130 == int8 2 */
+	npu_qdq_table_free(&table);
+	npu_graph_destroy(g);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_dead_nodes_keep_only_what_reaches_outputs),
+		cmocka_unit_test(test_batchnorm_folds_into_conv),
+		cmocka_unit_test(test_batchnorm_with_shared_conv_output_is_left_alone),
+		cmocka_unit_test(test_relu_and_clip_fuse_into_producers),
+		cmocka_unit_test(test_activation_with_two_users_is_not_fused),
+		cmocka_unit_test(test_inverse_transposes_cancel),
+		cmocka_unit_test(test_qdq_pairs_become_fixed_qparams),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
