@@ -1,0 +1,270 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The whole compiler on a small CNN built by hand: passes, calibration,
+ * placement, int8 lowering, tiling, and the NpuSegment delegate on the
+ * simulator. The int8 result must stay within a stated tolerance of the
+ * fp32 CPU run of the same graph.
+ */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "compiler/compiler.h"
+#include "runtime/npu_runtime.h"
+
+static uint64_t seed;
+
+static float uniform(float lo, float hi)
+{
+	seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+	return lo + (hi - lo) * (float)((seed >> 11) / 9007199254740992.0);
+}
+
+static struct npu_value *val(struct npu_graph *g, const char *name, int rank,
+			     const int64_t *dims)
+{
+	struct npu_value *v = npu_graph_add_value(g, name, NULL);
+
+	assert_non_null(v);
+	v->dtype = NPU_DTYPE_FLOAT;
+	v->shape.rank = rank;
+	memcpy(v->shape.dims, dims, rank * sizeof(*dims));
+	return v;
+}
+
+static struct npu_value *weights(struct npu_graph *g, const char *name, int rank,
+				 const int64_t *dims, float lo, float hi)
+{
+	struct npu_shape s = { .rank = rank };
+	struct npu_tensor *t;
+	int64_t i;
+
+	memcpy(s.dims, dims, rank * sizeof(*dims));
+	t = npu_tensor_create(NPU_DTYPE_FLOAT, &s);
+	assert_non_null(t);
+	for (i = 0; i < npu_shape_numel(&s); i++)
+		((float *)t->data)[i] = uniform(lo, hi);
+	return npu_graph_add_constant(g, name, t, NULL);
+}
+
+static struct npu_node *add(struct npu_graph *g, const char *op, const char *name,
+			    struct npu_value **in, size_t nin, struct npu_value *out)
+{
+	struct npu_node *n = npu_graph_add_node(g, op, "", name, nin, 1, NULL);
+
+	assert_non_null(n);
+	n->opset = 13;
+	memcpy(n->inputs, in, nin * sizeof(*in));
+	n->outputs[0] = out;
+	out->producer = n;
+	return n;
+}
+
+static void set_ints(struct npu_node *n, const char *name, const int64_t *v, size_t count)
+{
+	struct npu_attr *a;
+
+	n->attrs = realloc(n->attrs, (n->num_attrs + 1) * sizeof(*n->attrs));
+	a = &n->attrs[n->num_attrs++];
+	memset(a, 0, sizeof(*a));
+	a->name = strdup(name);
+	a->type = NPU_ATTR_INTS;
+	a->ints = malloc(count * sizeof(*v));
+	memcpy(a->ints, v, count * sizeof(*v));
+	a->count = count;
+}
+
+static void set_int(struct npu_node *n, const char *name, int64_t v)
+{
+	struct npu_attr *a;
+
+	n->attrs = realloc(n->attrs, (n->num_attrs + 1) * sizeof(*n->attrs));
+	a = &n->attrs[n->num_attrs++];
+	memset(a, 0, sizeof(*a));
+	a->name = strdup(name);
+	a->type = NPU_ATTR_INT;
+	a->i = v;
+}
+
+/*
+ * x[1,8,20,20] -> Conv3x3(16)+BN+Relu -> MaxPool2 -> DWConv3x3+HardSwish
+ * -> Conv1x1(16) -> Add(residual) -> Resize-free head: GlobalAveragePool
+ * -> Flatten -> Gemm(10) -> Softmax (CPU-only op).
+ */
+static struct npu_graph *build_cnn(void)
+{
+	struct npu_graph *g = npu_graph_create("cnn");
+	const int64_t x_d[4] = { 1, 8, 20, 20 }, c1_d[4] = { 1, 16, 20, 20 };
+	const int64_t p_d[4] = { 1, 16, 10, 10 }, g_d[4] = { 1, 16, 1, 1 };
+	const int64_t f_d[2] = { 1, 16 }, o_d[2] = { 1, 10 };
+	const int64_t w1[4] = { 16, 8, 3, 3 }, wdw[4] = { 16, 1, 3, 3 };
+	const int64_t w2[4] = { 16, 16, 1, 1 }, c16[1] = { 16 }, wfc[2] = { 16, 10 };
+	const int64_t c10[1] = { 10 }, k3[2] = { 3, 3 }, k2[2] = { 2, 2 };
+	const int64_t pads1[4] = { 1, 1, 1, 1 };
+	struct npu_value *x = val(g, "x", 4, x_d), *in[5];
+	struct npu_value *c1 = val(g, "c1", 4, c1_d), *bn = val(g, "bn", 4, c1_d);
+	struct npu_value *r1 = val(g, "r1", 4, c1_d), *p1 = val(g, "p1", 4, p_d);
+	struct npu_value *dw = val(g, "dw", 4, p_d), *hs = val(g, "hs", 4, p_d);
+	struct npu_value *c2 = val(g, "c2", 4, p_d), *sum = val(g, "sum", 4, p_d);
+	struct npu_value *gap = val(g, "gap", 4, g_d), *flat = val(g, "flat", 2, f_d);
+	struct npu_value *fc = val(g, "fc", 2, o_d), *prob = val(g, "prob", 2, o_d);
+	struct npu_node *n;
+
+	x->is_graph_input = true;
+	g->inputs = malloc(sizeof(*g->inputs));
+	g->inputs[0] = x;
+	g->num_inputs = 1;
+	g->outputs = malloc(sizeof(*g->outputs));
+	g->outputs[0] = prob;
+	g->num_outputs = 1;
+	prob->is_graph_output = true;
+
+	in[0] = x;
+	in[1] = weights(g, "w1", 4, w1, -0.3f, 0.3f);
+	in[2] = weights(g, "b1", 1, c16, -0.1f, 0.1f);
+	n = add(g, "Conv", "conv1", in, 3, c1);
+	set_ints(n, "kernel_shape", k3, 2);
+	set_ints(n, "pads", pads1, 4);
+	in[0] = c1;
+	in[1] = weights(g, "gamma", 1, c16, 0.5f, 1.5f);
+	in[2] = weights(g, "beta", 1, c16, -0.2f, 0.2f);
+	in[3] = weights(g, "mean", 1, c16, -0.1f, 0.1f);
+	in[4] = weights(g, "var", 1, c16, 0.5f, 2.0f);
+	add(g, "BatchNormalization", "bn1", in, 5, bn);
+	add(g, "Relu", "relu1", &bn, 1, r1);
+	n = add(g, "MaxPool", "pool1", &r1, 1, p1);
+	set_ints(n, "kernel_shape", k2, 2);
+	set_ints(n, "strides", k2, 2);
+	in[0] = p1;
+	in[1] = weights(g, "wdw", 4, wdw, -0.5f, 0.5f);
+	n = add(g, "Conv", "dwconv", in, 2, dw);
+	set_ints(n, "kernel_shape", k3, 2);
+	set_ints(n, "pads", pads1, 4);
+	set_int(n, "group", 16);
+	add(g, "HardSwish", "hswish", &dw, 1, hs);
+	in[0] = hs;
+	in[1] = weights(g, "w2", 4, w2, -0.4f, 0.4f);
+	in[2] = weights(g, "b2", 1, c16, -0.1f, 0.1f);
+	add(g, "Conv", "conv2", in, 3, c2);
+	in[0] = c2;
+	in[1] = p1;
+	add(g, "Add", "residual", in, 2, sum);
+	add(g, "GlobalAveragePool", "gap", &sum, 1, gap);
+	add(g, "Flatten", "flatten", &gap, 1, flat);
+	in[0] = flat;
+	in[1] = weights(g, "wfc", 2, wfc, -0.5f, 0.5f);
+	in[2] = weights(g, "bfc", 1, c10, -0.1f, 0.1f);
+	add(g, "Gemm", "fc", in, 3, fc);
+	add(g, "Softmax", "softmax", &fc, 1, prob);
+	return g;
+}
+
+static void run_graph(struct npu_graph *g, const struct npu_tensor *x, float *out)
+{
+	struct npu_session_options so = { .threads = 1 };
+	struct npu_session *s;
+	struct npu_error err = { 0 };
+	const struct npu_tensor *t;
+
+	if (npu_session_create(g, &so, &s, &err) != NPU_OK)
+		fail_msg("session: %s", err.msg);
+	if (npu_session_run(s, &x, &err) != NPU_OK)
+		fail_msg("run: %s", err.msg);
+	t = npu_session_output(s, 0);
+	memcpy(out, t->data, t->nbytes);
+	npu_session_destroy(s);
+}
+
+static void test_cnn_int8_on_sim_matches_fp32(void **state)
+{
+	struct npu_graph *ref, *g;
+	struct npu_compile_options o;
+	struct npu_device_options dopts;
+	struct npu_device *dev;
+	struct npu_compiled *c = NULL;
+	struct npu_error err = { 0 };
+	struct npu_tensor *x;
+	float want[10], got[10], dot = 0, n1 = 0, n2 = 0;
+	size_t i, npu_nodes = 0, segments_nodes = 0;
+	char msg[256];
+	int k;
+
+	(void)state;
+	seed = 7;
+	ref = build_cnn();
+	seed = 7;
+	g = build_cnn();	/* same weights: same seed sequence */
+	seed = 99;
+	x = npu_tensor_create(NPU_DTYPE_FLOAT, &g->inputs[0]->shape);
+	for (k = 0; k < 8 * 20 * 20; k++)
+		((float *)x->data)[k] = uniform(-1.5f, 1.5f);
+	assert_int_equal(npu_graph_sort(ref, &err), NPU_OK);
+	assert_int_equal(npu_graph_infer(ref, true, &err), NPU_OK);
+	run_graph(ref, x, want);
+
+	npu_device_options_init(&dopts);
+	dopts.backend = NPU_BACKEND_SIM;
+	dopts.flags = NPU_DEVICE_NO_ENV;
+	assert_int_equal(npu_device_open(&dopts, &dev, msg, sizeof(msg)), NPU_OK);
+	npu_compile_options_init(&o);
+	o.device = dev;
+	o.calib_inputs = &x;
+	o.num_calib_sets = 1;
+	o.calib_method = NPU_CALIB_MINMAX;
+	assert_int_equal(npu_graph_sort(g, &err), NPU_OK);
+	assert_int_equal(npu_graph_infer(g, true, &err), NPU_OK);
+	if (npu_compile_graph(g, &o, &c, &err) != NPU_OK)
+		fail_msg("compile: %s", err.msg);
+
+	for (i = 0; i < c->num_records; i++) {
+		const struct npu_placement_record *r = &c->records[i];
+
+		print_message("# %-12s %-18s %s (%s)\n", r->node, r->op_type,
+			      r->placement == NPU_PLACE_NPU ? "npu" : "cpu", r->reason);
+		npu_nodes += r->placement == NPU_PLACE_NPU;
+		if (!strcmp(r->op_type, "Softmax") || !strcmp(r->op_type, "Flatten"))
+			assert_int_equal(r->placement, NPU_PLACE_CPU);
+	}
+	for (i = 0; i < c->num_segments; i++)
+		segments_nodes += c->segments[i]->num_nodes;
+	assert_int_equal(npu_nodes, segments_nodes);
+	/* BN folded, activations fused: conv1, pool, dwconv, conv2, add, gap. */
+	assert_true(npu_nodes >= 6);
+	assert_true(c->npu_macs * 10 >= c->total_macs * 9);
+	assert_true(c->arena_bytes <= c->arena_sum_bytes);
+	assert_true(c->arena_lower_bound <= c->arena_bytes);
+
+	run_graph(g, x, got);
+	for (k = 0; k < 10; k++) {
+		dot += want[k] * got[k];
+		n1 += want[k] * want[k];
+		n2 += got[k] * got[k];
+		print_message("# class %d: fp32 %.4f int8 %.4f\n", k, want[k], got[k]);
+	}
+	/* Stated tolerance for int8 end to end: cosine > 0.99, |err| < 0.05. */
+	assert_true(dot / sqrtf(n1 * n2) > 0.99f);
+	for (k = 0; k < 10; k++)
+		assert_true(fabsf(want[k] - got[k]) < 0.05f);
+
+	npu_graph_destroy(g);
+	npu_compiled_free(c);
+	npu_device_close(dev);
+	npu_graph_destroy(ref);
+	npu_tensor_destroy(x);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_cnn_int8_on_sim_matches_fp32),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

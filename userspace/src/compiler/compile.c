@@ -1,0 +1,680 @@
+// SPDX-License-Identifier: MIT
+/* The compiler driver: passes, calibration, placement, segments, code. */
+#include "compiler/compiler.h"
+#include "compiler/lower.h"
+#include "compiler/segment_rt.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+void npu_compile_options_init(struct npu_compile_options *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->calib_method = NPU_CALIB_PERCENTILE;
+	o->percentile = 99.99;
+	o->calib_seed = 1;
+	o->random_calib_sets = 4;
+}
+
+struct build {
+	struct npu_graph *g;
+	const struct npu_compile_options *o;
+	struct npu_device_info dev;
+	struct npu_compiled *c;
+	struct npu_node **rec_nodes;	/* records[i] describes rec_nodes[i] */
+	struct npu_calib_table calib;
+	struct npu_qdq_table qdq;
+	struct npu_qmap qmap;
+	struct npu_error *err;
+};
+
+static double now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static struct npu_placement_record *record_of(struct build *b,
+					      const struct npu_node *n)
+{
+	size_t i;
+
+	for (i = 0; i < b->c->num_records; i++)
+		if (b->rec_nodes[i] == n)
+			return &b->c->records[i];
+	return NULL;
+}
+
+static void place(struct build *b, struct npu_node *n, enum npu_placement p,
+		  const char *reason)
+{
+	struct npu_placement_record *r = record_of(b, n);
+
+	n->placement = p;
+	if (!r)
+		return;
+	r->placement = p;
+	r->segment = -1;
+	snprintf(r->reason, sizeof(r->reason), "%s", reason);
+	n->placement_reason = r->reason;
+}
+
+static npu_status make_records(struct build *b)
+{
+	size_t i;
+
+	b->c->records = calloc(b->g->num_nodes + 1, sizeof(*b->c->records));
+	b->rec_nodes = calloc(b->g->num_nodes + 1, sizeof(*b->rec_nodes));
+	if (!b->c->records || !b->rec_nodes)
+		return npu_error_set(b->err, NPU_ERR_NO_MEMORY, "compile: out of memory");
+	for (i = 0; i < b->g->num_nodes; i++) {
+		struct npu_node *n = b->g->nodes[i];
+		struct npu_placement_record *r = &b->c->records[i];
+		char label[32];
+
+		snprintf(label, sizeof(label), "#%zu", i);
+		r->node = strdup(n->name[0] ? n->name : label);
+		r->op_type = strdup(n->op_type);
+		if (!r->node || !r->op_type)
+			return npu_error_set(b->err, NPU_ERR_NO_MEMORY, "compile: out of memory");
+		r->macs = npu_node_macs(n);
+		r->segment = -1;
+		b->rec_nodes[i] = n;
+		b->c->total_macs += r->macs;
+		b->c->num_records++;
+	}
+	return NPU_OK;
+}
+
+static const char *npu_reason(const struct npu_node *n)
+{
+	if (!strcmp(n->op_type, "Conv"))
+		return "CONV2D on the MAC array";
+	if (!strcmp(n->op_type, "Gemm") || !strcmp(n->op_type, "MatMul"))
+		return "MATMUL on the MAC array";
+	if (strstr(n->op_type, "Pool"))
+		return "POOL on the vector unit";
+	if (!strcmp(n->op_type, "Add") || !strcmp(n->op_type, "Mul"))
+		return "ELTWISE on the vector unit";
+	return "LUT on the vector unit";
+}
+
+static void initial_placement(struct build *b)
+{
+	size_t i;
+
+	for (i = 0; i < b->g->num_nodes; i++) {
+		struct npu_node *n = b->g->nodes[i];
+		char why[160];
+
+		if (npu_node_supported(b->g, n, &b->dev, why, sizeof(why)))
+			place(b, n, NPU_PLACE_NPU, npu_reason(n));
+		else
+			place(b, n, NPU_PLACE_CPU, why);
+	}
+}
+
+/*
+ * Reorder nodes topologically, preferring to stay on the placement of the
+ * node just scheduled, so NPU nodes cluster into as few segments as the
+ * dependencies allow.
+ */
+static npu_status cluster_order(struct build *b)
+{
+	struct npu_graph *g = b->g;
+	size_t n = g->num_nodes, i, j, k, done;
+	size_t *indeg = calloc(n + 1, sizeof(*indeg));
+	bool *taken = calloc(n + 1, sizeof(*taken));
+	struct npu_node **order = calloc(n + 1, sizeof(*order));
+	enum npu_placement last = NPU_PLACE_CPU;
+
+	if (!indeg || !taken || !order) {
+		free(indeg);
+		free(taken);
+		free(order);
+		return npu_error_set(b->err, NPU_ERR_NO_MEMORY, "compile: out of memory");
+	}
+	for (i = 0; i < n; i++)
+		for (j = 0; j < g->nodes[i]->num_inputs; j++)
+			indeg[i] += g->nodes[i]->inputs[j] && g->nodes[i]->inputs[j]->producer;
+	for (done = 0; done < n; done++) {
+		size_t pick = n;
+
+		for (i = 0; i < n; i++) {
+			if (taken[i] || indeg[i])
+				continue;
+			if (pick == n)
+				pick = i;
+			if (g->nodes[i]->placement == last) {
+				pick = i;
+				break;
+			}
+		}
+		if (pick == n)
+			break;	/* cycle: npu_graph_sort reports it */
+		taken[pick] = true;
+		order[done] = g->nodes[pick];
+		last = g->nodes[pick]->placement;
+		for (k = 0; k < g->nodes[pick]->num_outputs; k++) {
+			const struct npu_value *v = g->nodes[pick]->outputs[k];
+
+			for (i = 0; v && i < n; i++)
+				for (j = 0; j < g->nodes[i]->num_inputs; j++)
+					indeg[i] -= g->nodes[i]->inputs[j] == v;
+		}
+	}
+	if (done == n)
+		memcpy(g->nodes, order, n * sizeof(*order));
+	free(indeg);
+	free(taken);
+	free(order);
+	return done == n ? NPU_OK : npu_error_set(b->err, NPU_ERR_MODEL, "compile: graph has a cycle");
+}
+
+/* Consecutive NPU nodes in the clustered order: [first, end). */
+struct span {
+	size_t first, end;
+};
+
+static size_t find_spans(const struct npu_graph *g, struct span *spans)
+{
+	size_t i = 0, count = 0;
+
+	while (i < g->num_nodes) {
+		if (g->nodes[i]->placement != NPU_PLACE_NPU) {
+			i++;
+			continue;
+		}
+		spans[count].first = i;
+		while (i < g->num_nodes && g->nodes[i]->placement == NPU_PLACE_NPU)
+			i++;
+		spans[count++].end = i;
+	}
+	return count;
+}
+
+static bool in_span(const struct npu_graph *g, const struct span *s,
+		    const struct npu_node *n)
+{
+	size_t i;
+
+	for (i = s->first; i < s->end; i++)
+		if (g->nodes[i] == n)
+			return true;
+	return false;
+}
+
+/*
+ * The cost model: a segment pays a job submission and the CPU-side
+ * quantize / layout conversion of everything crossing its boundary. It
+ * stays on the NPU only if its modeled time plus that cost beats the
+ * CPU's estimate (30 GFLOP/s for MACs, 1 ns per element otherwise).
+ */
+static bool segment_worth_it(const struct npu_graph *g, const struct span *s,
+			     char *why, size_t why_size)
+{
+	double macs = 0, elems = 0, boundary = 0, npu_cycles = 0, cpu_s, npu_s;
+	size_t i, j;
+
+	for (i = s->first; i < s->end; i++) {
+		const struct npu_node *n = g->nodes[i];
+		double out = (double)npu_shape_numel(&n->outputs[0]->shape);
+
+		macs += (double)npu_node_macs(n);
+		elems += out;
+		npu_cycles += (double)npu_node_macs(n) / (NPU_MAC_ROWS * NPU_MAC_COLS) +
+			      out / NPU_VECTOR_LANES + 2.0 * out / NPU_DMA_BYTES_PER_CYCLE;
+		for (j = 0; j < n->num_inputs; j++) {
+			const struct npu_value *v = n->inputs[j];
+
+			if (v && !v->constant && (!v->producer || !in_span(g, s, v->producer)))
+				boundary += (double)npu_shape_numel(&v->shape);
+		}
+		if (n->outputs[0]->is_graph_output)
+			boundary += out;
+	}
+	cpu_s = macs * 2.0 / 30e9 + elems * 1e-9;
+	npu_s = npu_cycles / (NPU_CLOCK_MHZ * 1e6) + boundary * 1e-9 + 30e-6;
+	if (npu_s <= cpu_s)
+		return true;
+	snprintf(why, why_size,
+		 "segment of %zu node(s) too small: est. NPU + transfers %.0f us > CPU %.0f us",
+		 s->end - s->first, npu_s * 1e6, cpu_s * 1e6);
+	return false;
+}
+
+static void segment_free(struct npu_segment *seg)
+{
+	size_t i;
+
+	if (!seg)
+		return;
+	for (i = 0; i < seg->num_owned; i++)
+		free(seg->owned[i]);
+	free(seg->owned);
+	free(seg->prog.acts);
+	free(seg->prog.lops);
+	free(seg->inputs);
+	free(seg->outputs);
+	free(seg->input_acts);
+	free(seg->output_acts);
+	free(seg->input_layout);
+	free(seg->output_layout);
+	free(seg->stream);
+	npu_codegen_result_free(&seg->code);
+	free(seg->first_node);
+	free(seg->last_node);
+	free(seg);
+}
+
+static bool used_outside(const struct npu_graph *g, const struct span *s,
+			 const struct npu_value *v)
+{
+	size_t i, j;
+
+	if (v->is_graph_output)
+		return true;
+	for (i = 0; i < g->num_nodes; i++) {
+		if (i >= s->first && i < s->end)
+			continue;
+		for (j = 0; j < g->nodes[i]->num_inputs; j++)
+			if (g->nodes[i]->inputs[j] == v)
+				return true;
+	}
+	return false;
+}
+
+/* Boundary values and the arena plan of a lowered segment. */
+static npu_status finish_segment(struct build *b, const struct span *s,
+				 struct npu_segment *seg, const uint32_t *act_of)
+{
+	struct npu_segment_program *p = &seg->prog;
+	struct npu_memplan_item *items = calloc(p->num_acts + 1, sizeof(*items));
+	size_t i, cap = p->num_acts + 1;
+
+	seg->inputs = calloc(cap, sizeof(*seg->inputs));
+	seg->outputs = calloc(cap, sizeof(*seg->outputs));
+	seg->input_acts = calloc(cap, sizeof(*seg->input_acts));
+	seg->output_acts = calloc(cap, sizeof(*seg->output_acts));
+	seg->input_layout = calloc(cap, sizeof(*seg->input_layout));
+	seg->output_layout = calloc(cap, sizeof(*seg->output_layout));
+	if (!items || !seg->inputs || !seg->outputs || !seg->input_acts ||
+	    !seg->output_acts || !seg->input_layout || !seg->output_layout) {
+		free(items);
+		return npu_error_set(b->err, NPU_ERR_NO_MEMORY, "compile: out of memory");
+	}
+	for (i = 0; i < b->g->num_values; i++) {
+		struct npu_value *v = b->g->values[i];
+		uint32_t a;
+
+		if (!act_of[i])
+			continue;
+		a = act_of[i] - 1;
+		if (!v->producer || !in_span(b->g, s, v->producer)) {
+			seg->inputs[seg->num_inputs] = v;
+			seg->input_layout[seg->num_inputs] = npu_value_layout(v);
+			seg->input_acts[seg->num_inputs++] = a;
+			items[a].first_step = 0;
+		} else if (used_outside(b->g, s, v)) {
+			seg->outputs[seg->num_outputs] = v;
+			seg->output_layout[seg->num_outputs] = npu_value_layout(v);
+			seg->output_acts[seg->num_outputs++] = a;
+			items[a].last_step = (uint32_t)p->num_lops;
+		}
+	}
+	for (i = 0; i < p->num_lops; i++) {
+		const struct npu_lop *l = &p->lops[i];
+		bool two = l->kind == NPU_LOP_ELTWISE && !l->elt.b_const;
+
+		if (items[l->in].last_step < i)
+			items[l->in].last_step = (uint32_t)i;
+		if (two && items[l->in2].last_step < i)
+			items[l->in2].last_step = (uint32_t)i;
+		items[l->out].first_step = (uint32_t)i;
+		if (items[l->out].last_step < i)
+			items[l->out].last_step = (uint32_t)i;
+	}
+	for (i = 0; i < p->num_acts; i++)
+		items[i].size = npu_act_bytes(&p->acts[i]);
+	if (npu_memplan(items, p->num_acts, 64, &seg->mem)) {
+		free(items);
+		return npu_error_set(b->err, NPU_ERR_NO_MEMORY, "compile: out of memory");
+	}
+	for (i = 0; i < p->num_acts; i++)
+		p->acts[i].offset = items[i].offset;
+	seg->arena_size = seg->mem.arena_bytes;
+	free(items);
+	return NPU_OK;
+}
+
+/*
+ * Lower every span. A node that cannot be lowered (say, a requantization
+ * multiplier out of range) goes to the CPU and *retry is set: the spans
+ * change, so the caller starts over.
+ */
+static npu_status lower_spans(struct build *b, const struct span *spans,
+			      size_t count, bool *retry)
+{
+	size_t k, i;
+
+	*retry = false;
+	for (k = 0; k < count; k++) {
+		const struct span *s = &spans[k];
+		struct npu_segment *seg = calloc(1, sizeof(*seg));
+		uint32_t *act_of = calloc(b->g->num_values + 1, sizeof(*act_of));
+		struct npu_lower_ctx lc = {
+			.graph = b->g, .qmap = &b->qmap, .calib = &b->calib,
+			.opts = b->o, .seg = seg, .act_of = act_of,
+		};
+		npu_status st = NPU_OK;
+
+		if (!seg || !act_of) {
+			free(seg);
+			free(act_of);
+			return npu_error_set(b->err, NPU_ERR_NO_MEMORY, "compile: out of memory");
+		}
+		seg->index = (int)b->c->num_segments;
+		seg->num_nodes = s->end - s->first;
+		for (i = s->first; i < s->end && !*retry; i++) {
+			struct npu_node *n = b->g->nodes[i];
+			char why[160];
+
+			if (!npu_lower_node(&lc, n, why, sizeof(why))) {
+				place(b, n, NPU_PLACE_CPU, why);
+				*retry = true;
+			}
+		}
+		if (!*retry) {
+			seg->first_node = strdup(b->g->nodes[s->first]->name);
+			seg->last_node = strdup(b->g->nodes[s->end - 1]->name);
+			st = finish_segment(b, s, seg, act_of);
+		}
+		free(act_of);
+		if (*retry || st) {
+			segment_free(seg);
+			return st;
+		}
+		for (i = s->first; i < s->end; i++) {
+			struct npu_placement_record *r = record_of(b, b->g->nodes[i]);
+
+			if (r)
+				r->segment = seg->index;
+		}
+		b->c->segments[b->c->num_segments++] = seg;
+	}
+	return NPU_OK;
+}
+
+static void drop_segments(struct npu_compiled *c)
+{
+	size_t i;
+
+	for (i = 0; i < c->num_segments; i++)
+		segment_free(c->segments[i]);
+	c->num_segments = 0;
+}
+
+static npu_status partition(struct build *b)
+{
+	struct span *spans = calloc(b->g->num_nodes + 1, sizeof(*spans));
+	size_t count, i, round;
+	npu_status st = NPU_OK;
+
+	b->c->segments = calloc(b->g->num_nodes + 1, sizeof(*b->c->segments));
+	if (!spans || !b->c->segments) {
+		free(spans);
+		return npu_error_set(b->err, NPU_ERR_NO_MEMORY, "compile: out of memory");
+	}
+	/* Each round moves at least one node to the CPU, so this ends. */
+	for (round = 0; round <= b->g->num_nodes; round++) {
+		bool changed = false;
+
+		st = cluster_order(b);
+		if (st)
+			break;
+		count = find_spans(b->g, spans);
+		for (i = 0; i < count; i++) {
+			char why[160];
+			size_t j;
+
+			if (segment_worth_it(b->g, &spans[i], why, sizeof(why)))
+				continue;
+			for (j = spans[i].first; j < spans[i].end; j++)
+				place(b, b->g->nodes[j], NPU_PLACE_CPU, why);
+			changed = true;
+		}
+		if (changed)
+			continue;
+		drop_segments(b->c);
+		st = lower_spans(b, spans, count, &changed);
+		if (st || !changed)
+			break;
+	}
+	free(spans);
+	return st;
+}
+
+/* Device buffers and code for every segment; one arena for all. */
+static npu_status generate(struct build *b, struct npu_buffer **arena_out)
+{
+	struct npu_compiled *c = b->c;
+	struct npu_buffer *arena = NULL;
+	void *arena_map = NULL;
+	size_t i;
+
+	for (i = 0; i < c->num_segments; i++) {
+		if (c->segments[i]->arena_size > c->arena_bytes)
+			c->arena_bytes = c->segments[i]->arena_size;
+		if (c->segments[i]->mem.lower_bound > c->arena_lower_bound)
+			c->arena_lower_bound = c->segments[i]->mem.lower_bound;
+		c->arena_sum_bytes += c->segments[i]->mem.sum_bytes;
+	}
+	*arena_out = NULL;
+	if (!c->num_segments)
+		return NPU_OK;
+	if (npu_buffer_alloc(b->o->device, c->arena_bytes, 0, &arena) ||
+	    npu_buffer_map(arena, &arena_map))
+		return npu_error_set(b->err, NPU_ERR_DEVICE, "compile: device arena of %llu bytes: %s",
+				     (unsigned long long)c->arena_bytes,
+				     npu_device_last_error(b->o->device));
+	*arena_out = arena;
+	for (i = 0; i < c->num_segments; i++) {
+		struct npu_segment *seg = c->segments[i];
+		struct npu_segment_rt *rt = calloc(1, sizeof(*rt));
+		struct npu_codegen_target t = {
+			.sram_size = b->dev.sram_size, .arena_va = npu_buffer_va(arena),
+		};
+		struct npu_cmdbuf *cb = NULL;
+		const void *stream;
+		void *map;
+		npu_status st;
+
+		if (!rt || npu_cmdbuf_create(&cb))
+			return npu_error_set(b->err, NPU_ERR_NO_MEMORY, "compile: out of memory");
+		seg->rt = rt;
+		rt->seg = seg;
+		rt->dev = b->o->device;
+		rt->arena = arena;
+		rt->arena_map = arena_map;
+		npu_cmdbuf_set_device(cb, b->o->device);
+		/* Pass 1 sizes the constant blob, pass 2 knows where it lives. */
+		st = npu_codegen_segment(&seg->prog, &t, cb, &seg->code, b->err);
+		if (!st && seg->code.consts_size) {
+			st = npu_buffer_alloc(b->o->device, seg->code.consts_size,
+					      NPU_BUFFER_DEVICE_READ_ONLY, &rt->consts);
+			if (st)
+				npu_error_set(b->err, st, "compile: constants of segment %d: %s",
+					      seg->index, npu_device_last_error(b->o->device));
+		}
+		if (!st) {
+			t.consts_va = rt->consts ? npu_buffer_va(rt->consts) : 0;
+			npu_codegen_result_free(&seg->code);
+			npu_cmdbuf_reset(cb);
+			st = npu_codegen_segment(&seg->prog, &t, cb, &seg->code, b->err);
+		}
+		if (!st && rt->consts && !npu_buffer_map(rt->consts, &map))
+			memcpy(map, seg->code.consts, seg->code.consts_size);
+		if (!st) {
+			stream = npu_cmdbuf_data(cb, &seg->stream_size);
+			seg->stream = malloc(seg->stream_size);
+			st = seg->stream ? npu_buffer_alloc(b->o->device, seg->stream_size,
+							    NPU_BUFFER_DEVICE_READ_ONLY, &rt->cmd)
+					 : NPU_ERR_NO_MEMORY;
+			if (!st && !npu_buffer_map(rt->cmd, &map)) {
+				memcpy(seg->stream, stream, seg->stream_size);
+				memcpy(map, stream, seg->stream_size);
+			} else if (!st) {
+				st = NPU_ERR_DEVICE;
+			}
+			if (st)
+				npu_error_set(b->err, st, "compile: command buffer of segment %d: %s",
+					      seg->index, npu_device_last_error(b->o->device));
+		}
+		npu_cmdbuf_destroy(cb);
+		if (st)
+			return st;
+	}
+	return NPU_OK;
+}
+
+/* Replace each segment's nodes by one NpuSegment node. */
+static npu_status rewrite(struct build *b)
+{
+	size_t i, k, j;
+
+	for (k = 0; k < b->c->num_segments; k++) {
+		struct npu_segment *seg = b->c->segments[k];
+		struct npu_node *sn;
+		char name[64];
+
+		snprintf(name, sizeof(name), "npu_segment_%d", seg->index);
+		sn = npu_graph_add_node(b->g, NPU_SEGMENT_OP, NPU_SEGMENT_DOMAIN, name,
+					seg->num_inputs, seg->num_outputs, b->err);
+		if (!sn)
+			return b->err->status;
+		sn->opset = 1;
+		sn->placement = NPU_PLACE_NPU;
+		sn->placement_reason = "compiled NPU segment";
+		for (i = 0; i < seg->num_inputs; i++)
+			sn->inputs[i] = seg->inputs[i];
+		/* Remove the segment's nodes, then let the new node produce its outputs. */
+		for (i = 0; i < b->g->num_nodes;) {
+			struct npu_placement_record *r = record_of(b, b->g->nodes[i]);
+
+			if (r && r->segment == seg->index) {
+				for (j = 0; j < b->c->num_records; j++)
+					if (b->rec_nodes[j] == b->g->nodes[i])
+						b->rec_nodes[j] = NULL;
+				npu_graph_remove_node(b->g, b->g->nodes[i]);
+			} else {
+				i++;
+			}
+		}
+		for (i = 0; i < seg->num_outputs; i++) {
+			sn->outputs[i] = seg->outputs[i];
+			seg->outputs[i]->producer = sn;
+		}
+		sn->op_state = seg->rt;
+	}
+	return npu_graph_sort(b->g, b->err);
+}
+
+static npu_status run_passes(struct build *b)
+{
+	const struct npu_pass before[] = {
+		{ "dead_nodes", npu_pass_dead_nodes, NULL },
+		{ "qdq", npu_pass_qdq, &b->qdq },
+		{ "fold_batchnorm", npu_pass_fold_batchnorm, NULL },
+		{ "cancel_transposes", npu_pass_cancel_transposes, NULL },
+		{ "dead_nodes", npu_pass_dead_nodes, NULL },
+	};
+
+	return npu_graph_run_passes(b->g, before, sizeof(before) / sizeof(before[0]), b->err);
+}
+
+npu_status npu_compile_graph(struct npu_graph *graph,
+			     const struct npu_compile_options *opts,
+			     struct npu_compiled **out, struct npu_error *err)
+{
+	const struct npu_pass fuse[] = {
+		{ "fuse_activation", npu_pass_fuse_activation, NULL },
+	};
+	struct build b = { .g = graph, .o = opts, .err = err };
+	struct npu_buffer *arena = NULL;
+	double t0 = now_ms();
+	npu_status st;
+	size_t i;
+
+	*out = NULL;
+	if (!opts->device)
+		return npu_error_set(err, NPU_ERR_INVALID_ARG, "compile: no device to compile for");
+	b.c = calloc(1, sizeof(*b.c));
+	if (!b.c)
+		return npu_error_set(err, NPU_ERR_NO_MEMORY, "compile: out of memory");
+	st = npu_device_get_info(opts->device, &b.dev);
+	if (st)
+		npu_error_set(err, st, "compile: %s", npu_device_last_error(opts->device));
+	if (!st)
+		st = run_passes(&b);
+	if (!st)
+		st = npu_calibrate(graph, opts, &b.calib, err);
+	if (!st)
+		st = npu_graph_run_passes(graph, fuse, 1, err);
+	if (!st)
+		st = make_records(&b);
+	if (!st)
+		st = npu_build_qmap(graph, &b.calib, &b.qdq, opts, &b.qmap, err);
+	if (!st) {
+		initial_placement(&b);
+		st = partition(&b);
+	}
+	for (i = 0; !st && i < b.c->num_records; i++)
+		if (b.c->records[i].placement == NPU_PLACE_NPU)
+			b.c->npu_macs += b.c->records[i].macs;
+	if (!st && !opts->cpu_only_placement)
+		st = generate(&b, &arena);
+	if (!st && !opts->cpu_only_placement)
+		st = rewrite(&b);
+	b.c->arena = arena;
+	b.c->compile_ms = now_ms() - t0;
+	npu_calib_table_free(&b.calib);
+	npu_qdq_table_free(&b.qdq);
+	npu_qmap_free(&b.qmap);
+	free(b.rec_nodes);
+	if (st) {
+		npu_compiled_free(b.c);
+		return st;
+	}
+	*out = b.c;
+	return NPU_OK;
+}
+
+void npu_compiled_free(struct npu_compiled *c)
+{
+	size_t i;
+
+	if (!c)
+		return;
+	for (i = 0; i < c->num_segments; i++) {
+		struct npu_segment_rt *rt = c->segments[i]->rt;
+
+		if (rt) {
+			npu_buffer_free(rt->consts);
+			npu_buffer_free(rt->cmd);
+			free(rt);
+		}
+		segment_free(c->segments[i]);
+	}
+	free(c->segments);
+	npu_buffer_free(c->arena);
+	for (i = 0; i < c->num_records; i++) {
+		free(c->records[i].node);
+		free(c->records[i].op_type);
+	}
+	free(c->records);
+	free(c);
+}

@@ -1,0 +1,160 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * compiler.h - the NPU compiler's pipeline (internal).
+ *
+ *   passes      fold constants and shape subgraphs, drop dead nodes, fold
+ *               BatchNorm, cancel transposes, recognise QDQ     (passes/)
+ *   calibrate   run the fp32 graph on the CPU over calibration inputs and
+ *               record every float value's range                (calibrate.c)
+ *   fuse        activations into their producers                (passes/)
+ *   place       every node: NPU when the device supports it with its exact
+ *               attributes and shapes, else CPU, with the reason (partition.c)
+ *   quantize    int8 parameters per NPU value (quantize.c)
+ *   segment     cluster NPU nodes into segments; a cost model sends
+ *               segments whose transfers outweigh their gain back to the
+ *               CPU                                              (partition.c)
+ *   lower       NPU nodes -> lops over NHWC int8 activations     (lower.c)
+ *   plan        liveness placement of each segment's tensors     (memplan.c)
+ *   codegen     command streams and constant blobs               (codegen.c)
+ *   delegate    each segment becomes one "NpuSegment" node (domain
+ *               "ai.npu") that the CPU runtime executes like any op: it
+ *               quantizes its inputs into the device arena, runs the job
+ *               and dequantizes the outputs                      (segment_op.c)
+ */
+#ifndef NPU_COMPILER_H
+#define NPU_COMPILER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "compiler/codegen.h"
+#include "compiler/memplan.h"
+#include "compiler/passes/passes.h"
+#include "compiler/quant.h"
+#include "graph/npu_ir.h"
+#include "npu/npu_device.h"
+
+#define NPU_SEGMENT_DOMAIN "ai.npu"
+#define NPU_SEGMENT_OP "NpuSegment"
+
+struct npu_segment_rt;
+
+/* Storage order of an NPU tensor in the arena. */
+enum npu_layout {
+	NPU_LAYOUT_ROWS = 0,	/* row-major as ONNX: [rows][last dim] */
+	NPU_LAYOUT_NHWC = 1,	/* a rank-4 NCHW value stored channels-last */
+};
+
+/* Calibration statistics of every float value, by value index. */
+struct npu_calib_table {
+	struct npu_calib_stats *stats;	/* [num_values] */
+	bool *seen;
+	size_t num_values;
+};
+
+struct npu_compile_options {
+	struct npu_device *device;	/* code is generated for this device */
+	enum npu_calib_method calib_method;
+	double percentile;		/* for NPU_CALIB_PERCENTILE */
+	/* Calibration inputs: sets x graph inputs, fp32, matching shapes. */
+	struct npu_tensor *const *calib_inputs;
+	size_t num_calib_sets;
+	uint64_t calib_seed;		/* random sets when num_calib_sets == 0 */
+	size_t random_calib_sets;	/* how many random sets (default 4) */
+	int threads;
+	bool cpu_only_placement;	/* explain only: place, generate nothing */
+};
+
+void npu_compile_options_init(struct npu_compile_options *o);
+
+/* Why a node ended up where it did, for `npu compile --explain`. */
+struct npu_placement_record {
+	char *node;		/* name (or "#index") */
+	char *op_type;
+	enum npu_placement placement;
+	char reason[160];
+	int segment;		/* -1 on the CPU */
+	uint64_t macs;
+};
+
+/* One NPU segment, compiled. */
+struct npu_segment {
+	int index;
+	struct npu_segment_program prog;
+	/* Host copies of constants the lops point to (owned). */
+	void **owned;
+	size_t num_owned, cap_owned;
+	/* Graph values crossing the boundary and their act / layout. */
+	struct npu_value **inputs, **outputs;
+	uint32_t *input_acts, *output_acts;
+	enum npu_layout *input_layout, *output_layout;
+	size_t num_inputs, num_outputs;
+	/* Generated code. */
+	uint8_t *stream;
+	size_t stream_size;
+	struct npu_codegen_result code;
+	struct npu_memplan_stats mem;
+	uint64_t arena_size;
+	size_t num_nodes;
+	char *first_node, *last_node;	/* for messages and traces */
+	struct npu_segment_rt *rt;	/* device binding (segment_rt.h) */
+};
+
+struct npu_compiled {
+	struct npu_placement_record *records;
+	size_t num_records;
+	struct npu_segment **segments;
+	size_t num_segments;
+	uint64_t total_macs, npu_macs;
+	uint64_t arena_bytes;		/* one device arena, max over segments */
+	uint64_t arena_sum_bytes;	/* every NPU tensor in its own buffer */
+	uint64_t arena_lower_bound;
+	double compile_ms;
+	struct npu_buffer *arena;	/* activations of every segment */
+};
+
+/*
+ * Compile 'graph' (already imported, sorted and inferred with fixed input
+ * shapes) in place: NPU segments are replaced by NpuSegment nodes bound to
+ * opts->device. On error the graph may have been rewritten by passes but
+ * is still a valid fp32 graph.
+ */
+npu_status npu_compile_graph(struct npu_graph *graph,
+			     const struct npu_compile_options *opts,
+			     struct npu_compiled **out, struct npu_error *err);
+void npu_compiled_free(struct npu_compiled *c);
+
+/* ---- Stages (one file each) ---- */
+
+/* calibrate.c: run the fp32 graph over the calibration sets. */
+npu_status npu_calibrate(struct npu_graph *graph,
+			 const struct npu_compile_options *opts,
+			 struct npu_calib_table *table, struct npu_error *err);
+void npu_calib_table_free(struct npu_calib_table *t);
+
+/* partition.c: can 'node' run on the NPU as it stands? (reason on false) */
+bool npu_node_supported(const struct npu_graph *g, const struct npu_node *n,
+			const struct npu_device_info *dev, char *why,
+			size_t why_size);
+
+/* The MACs of a node on any backend (0 for non-MAC ops). */
+uint64_t npu_node_macs(const struct npu_node *n);
+
+/* The activation function a node applies (fused attribute or its op). */
+struct npu_act_fn {
+	const char *op;		/* "Relu", "Clip", ... or NULL: none */
+	float alpha, beta, min, max;
+};
+
+bool npu_node_activation(const struct npu_node *n, struct npu_act_fn *fn);
+float npu_act_fn_apply(const struct npu_act_fn *fn, float x);
+
+/* segment_op.c: the NpuSegment op the CPU runtime calls. */
+struct npu_op_def;
+const struct npu_op_def *npu_segment_op_def(void);
+/* Bind a compiled segment to a node and the device that will run it. */
+npu_status npu_segment_bind(struct npu_node *node, struct npu_segment *seg,
+			    struct npu_device *dev, struct npu_error *err);
+
+#endif /* NPU_COMPILER_H */

@@ -1,0 +1,80 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * lower.h - from graph nodes to NPU lops over int8 NHWC activations
+ * (internal). Shared by placement (which asks whether a node's geometry
+ * fits the ISA) and the segment builder (which lowers it).
+ */
+#ifndef NPU_COMPILER_LOWER_H
+#define NPU_COMPILER_LOWER_H
+
+#include "compiler/compiler.h"
+
+/* Conv / pool geometry resolved from attributes and shapes (auto_pad too). */
+struct npu_conv_geom {
+	uint32_t n, c, h, w;		/* input */
+	uint32_t oc, oh, ow;		/* output */
+	uint32_t k_h, k_w, stride_h, stride_w, dil_h, dil_w;
+	uint32_t pad_top, pad_left, pad_bottom, pad_right;
+	uint32_t groups;
+	bool count_include_pad;		/* AveragePool */
+};
+
+/*
+ * Resolve and check a Conv / MaxPool / AveragePool / GlobalAveragePool
+ * against the ISA's field ranges. On false 'why' names the attribute.
+ */
+bool npu_conv_geometry(const struct npu_graph *g, const struct npu_node *n,
+		       struct npu_conv_geom *geo, char *why, size_t why_size);
+
+/* Whether an activation op type has a LUT / clamp form on the NPU. */
+bool npu_lut_function_known(const char *op_type);
+
+/*
+ * How constant 'b' broadcasts against activation 'a' on the NPU:
+ * NPU_BCAST_SCALAR, NPU_BCAST_CHANNEL (per channel of a's layout) or -1.
+ */
+int npu_bcast_kind(const struct npu_value *a, const struct npu_value *b);
+
+/* The layout a value gets in the arena, and its NHWC view there. */
+enum npu_layout npu_value_layout(const struct npu_value *v);
+void npu_value_act_dims(const struct npu_value *v, struct npu_act *act);
+
+/* Per-value int8 parameters, indexed by value->index. */
+struct npu_qmap {
+	struct npu_qparams *q;
+	bool *set;
+	size_t count;
+};
+
+/* quantize.c: parameters for every calibrated (or QDQ) float value. */
+npu_status npu_build_qmap(struct npu_graph *g, const struct npu_calib_table *calib,
+			  const struct npu_qdq_table *qdq,
+			  const struct npu_compile_options *opts,
+			  struct npu_qmap *qmap, struct npu_error *err);
+void npu_qmap_free(struct npu_qmap *qmap);
+
+struct npu_lower_ctx {
+	struct npu_graph *graph;
+	const struct npu_qmap *qmap;
+	const struct npu_calib_table *calib;
+	const struct npu_compile_options *opts;
+	struct npu_segment *seg;
+	uint32_t *act_of;	/* value index -> act index + 1 (0: none yet) */
+};
+
+/*
+ * Lower one node into seg->prog (appending acts and lops). On failure
+ * (e.g. a requantization multiplier out of range) nothing is appended
+ * that is used, and 'why' says what.
+ */
+bool npu_lower_node(struct npu_lower_ctx *lc, struct npu_node *n, char *why,
+		    size_t why_size);
+
+/* The act index for a value in the current segment (created on demand). */
+int npu_lower_act(struct npu_lower_ctx *lc, struct npu_value *v);
+
+/* The pre-activation quantization of a node with a LUT-fused activation. */
+bool npu_pre_activation_qparams(const struct npu_lower_ctx *lc,
+				const struct npu_node *n, struct npu_qparams *q);
+
+#endif /* NPU_COMPILER_LOWER_H */

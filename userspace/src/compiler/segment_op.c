@@ -1,0 +1,154 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The NpuSegment op: how the CPU runtime runs a compiled NPU segment, as
+ * a TFLite delegate kernel would. Inputs are quantized (and turned NHWC)
+ * straight into the device arena, the segment's command stream runs as one
+ * job, and the outputs are dequantized back to fp32 NCHW.
+ */
+#include "compiler/compiler.h"
+#include "compiler/segment_rt.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cpu/ops/cpu_ops.h"
+
+/* fp32 NCHW (or rows) -> int8 NHWC (or rows), with rounding to nearest even. */
+static void quantize_in(const struct npu_tensor *t, const struct npu_act *a,
+			enum npu_layout layout, int8_t *dst)
+{
+	const float *src = t->data;
+	float inv = 1.0f / a->q.scale;
+	uint64_t hw = (uint64_t)a->h * a->w, n, p, c;
+
+	if (layout == NPU_LAYOUT_ROWS) {
+		uint64_t i, count = npu_act_bytes(a);
+
+		for (i = 0; i < count; i++) {
+			long v = lrintf(src[i] * inv) + a->q.zero_point;
+
+			dst[i] = (int8_t)(v < -128 ? -128 : v > 127 ? 127 : v);
+		}
+		return;
+	}
+	for (n = 0; n < a->n; n++) {
+		for (c = 0; c < a->c; c++) {
+			const float *plane = src + (n * a->c + c) * hw;
+			int8_t *out = dst + n * hw * a->c + c;
+
+			for (p = 0; p < hw; p++) {
+				long v = lrintf(plane[p] * inv) + a->q.zero_point;
+
+				out[p * a->c] = (int8_t)(v < -128 ? -128 : v > 127 ? 127 : v);
+			}
+		}
+	}
+}
+
+static void dequantize_out(const int8_t *src, const struct npu_act *a,
+			   enum npu_layout layout, struct npu_tensor *t)
+{
+	float *dst = t->data, s = a->q.scale;
+	int32_t zp = a->q.zero_point;
+	uint64_t hw = (uint64_t)a->h * a->w, n, p, c;
+
+	if (layout == NPU_LAYOUT_ROWS) {
+		uint64_t i, count = npu_act_bytes(a);
+
+		for (i = 0; i < count; i++)
+			dst[i] = s * (float)(src[i] - zp);
+		return;
+	}
+	for (n = 0; n < a->n; n++) {
+		for (c = 0; c < a->c; c++) {
+			float *plane = dst + (n * a->c + c) * hw;
+			const int8_t *in = src + n * hw * a->c + c;
+
+			for (p = 0; p < hw; p++)
+				plane[p] = s * (float)(in[p * a->c] - zp);
+		}
+	}
+}
+
+static npu_status segment_infer(struct npu_infer_ctx *ctx)
+{
+	const struct npu_node *n = ctx->node;
+	size_t i;
+
+	/* Shapes were fixed at compile time; the outputs already carry them. */
+	for (i = 0; i < n->num_outputs; i++) {
+		ctx->out_dtypes[i] = NPU_DTYPE_FLOAT;
+		ctx->out_shapes[i] = n->outputs[i]->shape;
+	}
+	return NPU_OK;
+}
+
+static npu_status segment_compute(struct npu_op_ctx *ctx)
+{
+	struct npu_segment_rt *rt = ctx->node->op_state;
+	const struct npu_segment *seg;
+	struct npu_job_result res;
+	npu_status st;
+	size_t i;
+
+	if (!rt)
+		return npu_error_set(ctx->err, NPU_ERR_INTERNAL,
+				     "node '%s': NPU segment not bound to a device", ctx->node->name);
+	seg = rt->seg;
+	for (i = 0; i < seg->num_inputs; i++) {
+		const struct npu_act *a = &seg->prog.acts[seg->input_acts[i]];
+
+		if (ctx->inputs[i]->nbytes != npu_act_bytes(a) * sizeof(float))
+			return npu_error_set(ctx->err, NPU_ERR_INVALID_ARG,
+					     "NPU segment %d: input '%s' has %zu bytes, compiled for %llu",
+					     seg->index, seg->inputs[i]->name, ctx->inputs[i]->nbytes,
+					     (unsigned long long)(npu_act_bytes(a) * sizeof(float)));
+		quantize_in(ctx->inputs[i], a, seg->input_layout[i],
+			    (int8_t *)rt->arena_map + a->offset);
+	}
+	{
+		struct npu_buffer_use uses[2] = {
+			{ rt->arena, NPU_ACCESS_READ_WRITE },
+			{ rt->consts, NPU_ACCESS_READ_ONLY },
+		};
+		struct npu_submit s = {
+			.cmd = rt->cmd, .cmd_size = seg->stream_size,
+			.buffers = uses, .num_buffers = rt->consts ? 2 : 1,
+		};
+
+		st = npu_job_run(rt->dev, &s, &res);
+	}
+	if (st != NPU_OK)
+		return npu_error_set(ctx->err, st,
+				     "NPU segment %d (%s .. %s): %s (device status %s at command offset %u)",
+				     seg->index, seg->first_node, seg->last_node,
+				     npu_device_last_error(rt->dev),
+				     npu_job_status_str(res.device_status), res.error_offset);
+	rt->runs++;
+	rt->cycles += res.cycles;
+	rt->device_ns += res.device_end_ns - res.device_start_ns;
+	rt->last = res;
+	for (i = 0; i < seg->num_outputs; i++) {
+		const struct npu_act *a = &seg->prog.acts[seg->output_acts[i]];
+
+		dequantize_out((const int8_t *)rt->arena_map + a->offset, a,
+			       seg->output_layout[i], ctx->outputs[i]);
+	}
+	return NPU_OK;
+}
+
+static const struct npu_op_def segment_def = {
+	.op_type = NPU_SEGMENT_OP,
+	.domain = NPU_SEGMENT_DOMAIN,
+	.since_version = 1,
+	.max_version = 1,
+	.infer = segment_infer,
+	.compute = segment_compute,
+};
+
+const struct npu_op_def *npu_segment_op_def(void)
+{
+	return &segment_def;
+}
