@@ -139,7 +139,9 @@ static npu_status segment_compute(struct npu_op_ctx *ctx)
 	return NPU_OK;
 }
 
-static const struct npu_op_def segment_def = {
+/* Listed in cpu/ops/op_list.h, so the runtime finds it like any op. */
+extern const struct npu_op_def npu_cpu_op_npu_segment;
+const struct npu_op_def npu_cpu_op_npu_segment = {
 	.op_type = NPU_SEGMENT_OP,
 	.domain = NPU_SEGMENT_DOMAIN,
 	.since_version = 1,
@@ -150,5 +152,5 @@ static const struct npu_op_def segment_def = {
 
 const struct npu_op_def *npu_segment_op_def(void)
 {
-	return &segment_def;
+	return &npu_cpu_op_npu_segment;
 }
