@@ -247,14 +247,22 @@ static bool segment_worth_it(const struct npu_graph *g, const struct span *s,
 	return false;
 }
 
-static void segment_free(struct npu_segment *seg)
+void npu_segment_free(struct npu_segment *seg)
 {
 	size_t i;
 
 	if (!seg)
 		return;
+	if (seg->rt) {
+		npu_buffer_free(seg->rt->consts);
+		npu_buffer_free(seg->rt->cmd);
+		free(seg->rt);
+	}
 	for (i = 0; i < seg->num_owned; i++)
 		free(seg->owned[i]);
+	for (i = 0; seg->node_keys && i < seg->num_nodes; i++)
+		free(seg->node_keys[i]);
+	free(seg->node_keys);
 	free(seg->owned);
 	free(seg->prog.acts);
 	free(seg->prog.lops);
@@ -391,11 +399,14 @@ static npu_status lower_spans(struct build *b, const struct span *spans,
 		if (!*retry) {
 			seg->first_node = strdup(b->g->nodes[s->first]->name);
 			seg->last_node = strdup(b->g->nodes[s->end - 1]->name);
+			seg->node_keys = calloc(seg->num_nodes, sizeof(*seg->node_keys));
+			for (i = 0; seg->node_keys && i < seg->num_nodes; i++)
+				seg->node_keys[i] = strdup(b->g->nodes[s->first + i]->outputs[0]->name);
 			st = finish_segment(b, s, seg, act_of);
 		}
 		free(act_of);
 		if (*retry || st) {
-			segment_free(seg);
+			npu_segment_free(seg);
 			return st;
 		}
 		for (i = s->first; i < s->end; i++) {
@@ -414,7 +425,7 @@ static void drop_segments(struct npu_compiled *c)
 	size_t i;
 
 	for (i = 0; i < c->num_segments; i++)
-		segment_free(c->segments[i]);
+		npu_segment_free(c->segments[i]);
 	c->num_segments = 0;
 }
 
@@ -458,153 +469,175 @@ static npu_status partition(struct build *b)
 	return st;
 }
 
-/* Device buffers and code for every segment; one arena for all. */
-static npu_status generate(struct build *b, struct npu_buffer **arena_out)
+static struct npu_node *producer_of(struct npu_graph *g, const char *value)
 {
-	struct npu_compiled *c = b->c;
-	struct npu_buffer *arena = NULL;
-	void *arena_map = NULL;
+	struct npu_value *v = npu_graph_find_value(g, value);
+
+	return v ? v->producer : NULL;
+}
+
+/* Replace a bound segment's nodes by one NpuSegment node. */
+static npu_status rewrite_segment(struct npu_graph *g, struct npu_segment *seg,
+				  struct npu_error *err)
+{
+	struct npu_node *sn;
+	char name[64];
 	size_t i;
 
-	for (i = 0; i < c->num_segments; i++) {
-		if (c->segments[i]->arena_size > c->arena_bytes)
-			c->arena_bytes = c->segments[i]->arena_size;
-		if (c->segments[i]->mem.lower_bound > c->arena_lower_bound)
-			c->arena_lower_bound = c->segments[i]->mem.lower_bound;
-		c->arena_sum_bytes += c->segments[i]->mem.sum_bytes;
+	for (i = 0; i < seg->num_nodes; i++)
+		if (!producer_of(g, seg->node_keys[i]))
+			return npu_error_set(err, NPU_ERR_MODEL,
+					     "NPU segment %d: no node produces '%s' in this graph",
+					     seg->index, seg->node_keys[i]);
+	snprintf(name, sizeof(name), "npu_segment_%d", seg->index);
+	sn = npu_graph_add_node(g, NPU_SEGMENT_OP, NPU_SEGMENT_DOMAIN, name,
+				seg->num_inputs, seg->num_outputs, err);
+	if (!sn)
+		return err->status ? err->status : NPU_ERR_NO_MEMORY;
+	sn->opset = 1;
+	sn->placement = NPU_PLACE_NPU;
+	sn->placement_reason = "compiled NPU segment";
+	for (i = 0; i < seg->num_inputs; i++)
+		sn->inputs[i] = seg->inputs[i];
+	for (i = 0; i < seg->num_nodes; i++)
+		npu_graph_remove_node(g, producer_of(g, seg->node_keys[i]));
+	for (i = 0; i < seg->num_outputs; i++) {
+		sn->outputs[i] = seg->outputs[i];
+		seg->outputs[i]->producer = sn;
 	}
-	*arena_out = NULL;
-	if (!c->num_segments)
-		return NPU_OK;
-	if (npu_buffer_alloc(b->o->device, c->arena_bytes, 0, &arena) ||
-	    npu_buffer_map(arena, &arena_map))
-		return npu_error_set(b->err, NPU_ERR_DEVICE, "compile: device arena of %llu bytes: %s",
-				     (unsigned long long)c->arena_bytes,
-				     npu_device_last_error(b->o->device));
-	*arena_out = arena;
-	for (i = 0; i < c->num_segments; i++) {
-		struct npu_segment *seg = c->segments[i];
-		struct npu_segment_rt *rt = calloc(1, sizeof(*rt));
-		struct npu_codegen_target t = {
-			.sram_size = b->dev.sram_size, .arena_va = npu_buffer_va(arena),
-		};
-		struct npu_cmdbuf *cb = NULL;
-		const void *stream;
-		void *map;
-		npu_status st;
-
-		if (!rt || npu_cmdbuf_create(&cb))
-			return npu_error_set(b->err, NPU_ERR_NO_MEMORY, "compile: out of memory");
-		seg->rt = rt;
-		rt->seg = seg;
-		rt->dev = b->o->device;
-		rt->arena = arena;
-		rt->arena_map = arena_map;
-		npu_cmdbuf_set_device(cb, b->o->device);
-		/* Pass 1 sizes the constant blob, pass 2 knows where it lives. */
-		st = npu_codegen_segment(&seg->prog, &t, cb, &seg->code, b->err);
-		if (!st && seg->code.consts_size) {
-			st = npu_buffer_alloc(b->o->device, seg->code.consts_size,
-					      NPU_BUFFER_DEVICE_READ_ONLY, &rt->consts);
-			if (st)
-				npu_error_set(b->err, st, "compile: constants of segment %d: %s",
-					      seg->index, npu_device_last_error(b->o->device));
-		}
-		if (!st) {
-			t.consts_va = rt->consts ? npu_buffer_va(rt->consts) : 0;
-			npu_codegen_result_free(&seg->code);
-			npu_cmdbuf_reset(cb);
-			st = npu_codegen_segment(&seg->prog, &t, cb, &seg->code, b->err);
-		}
-		if (!st && rt->consts && !npu_buffer_map(rt->consts, &map))
-			memcpy(map, seg->code.consts, seg->code.consts_size);
-		if (!st) {
-			stream = npu_cmdbuf_data(cb, &seg->stream_size);
-			seg->stream = malloc(seg->stream_size);
-			st = seg->stream ? npu_buffer_alloc(b->o->device, seg->stream_size,
-							    NPU_BUFFER_DEVICE_READ_ONLY, &rt->cmd)
-					 : NPU_ERR_NO_MEMORY;
-			if (!st && !npu_buffer_map(rt->cmd, &map)) {
-				memcpy(seg->stream, stream, seg->stream_size);
-				memcpy(map, stream, seg->stream_size);
-			} else if (!st) {
-				st = NPU_ERR_DEVICE;
-			}
-			if (st)
-				npu_error_set(b->err, st, "compile: command buffer of segment %d: %s",
-					      seg->index, npu_device_last_error(b->o->device));
-		}
-		npu_cmdbuf_destroy(cb);
-		if (st)
-			return st;
-	}
+	sn->op_state = seg->rt;
 	return NPU_OK;
 }
 
-/* Replace each segment's nodes by one NpuSegment node. */
-static npu_status rewrite(struct build *b)
+/* Code and device buffers for one segment, in the shared arena. */
+static npu_status generate_segment(struct npu_segment *seg, struct npu_device *dev,
+				   uint32_t sram_size, struct npu_buffer *arena,
+				   void *arena_map, struct npu_error *err)
 {
-	size_t i, k, j;
+	struct npu_segment_rt *rt = calloc(1, sizeof(*rt));
+	struct npu_codegen_target t = { .sram_size = sram_size, .arena_va = npu_buffer_va(arena) };
+	struct npu_cmdbuf *cb = NULL;
+	const void *stream;
+	npu_status st;
+	void *map;
 
-	for (k = 0; k < b->c->num_segments; k++) {
-		struct npu_segment *seg = b->c->segments[k];
-		struct npu_node *sn;
-		char name[64];
-
-		snprintf(name, sizeof(name), "npu_segment_%d", seg->index);
-		sn = npu_graph_add_node(b->g, NPU_SEGMENT_OP, NPU_SEGMENT_DOMAIN, name,
-					seg->num_inputs, seg->num_outputs, b->err);
-		if (!sn)
-			return b->err->status;
-		sn->opset = 1;
-		sn->placement = NPU_PLACE_NPU;
-		sn->placement_reason = "compiled NPU segment";
-		for (i = 0; i < seg->num_inputs; i++)
-			sn->inputs[i] = seg->inputs[i];
-		/* Remove the segment's nodes, then let the new node produce its outputs. */
-		for (i = 0; i < b->g->num_nodes;) {
-			struct npu_placement_record *r = record_of(b, b->g->nodes[i]);
-
-			if (r && r->segment == seg->index) {
-				for (j = 0; j < b->c->num_records; j++)
-					if (b->rec_nodes[j] == b->g->nodes[i])
-						b->rec_nodes[j] = NULL;
-				npu_graph_remove_node(b->g, b->g->nodes[i]);
-			} else {
-				i++;
-			}
-		}
-		for (i = 0; i < seg->num_outputs; i++) {
-			sn->outputs[i] = seg->outputs[i];
-			seg->outputs[i]->producer = sn;
-		}
-		sn->op_state = seg->rt;
+	if (!rt || npu_cmdbuf_create(&cb)) {
+		free(rt);
+		return npu_error_set(err, NPU_ERR_NO_MEMORY, "compile: out of memory");
 	}
-	return npu_graph_sort(b->g, b->err);
+	seg->rt = rt;
+	rt->seg = seg;
+	rt->dev = dev;
+	rt->arena = arena;
+	rt->arena_map = arena_map;
+	npu_cmdbuf_set_device(cb, dev);
+	/* Pass 1 sizes the constant blob, pass 2 knows where it lives. */
+	st = npu_codegen_segment(&seg->prog, &t, cb, &seg->code, err);
+	if (!st && seg->code.consts_size) {
+		st = npu_buffer_alloc(dev, seg->code.consts_size, NPU_BUFFER_DEVICE_READ_ONLY,
+				      &rt->consts);
+		if (!st)
+			st = npu_buffer_map(rt->consts, &map);
+		if (st)
+			npu_error_set(err, st, "compile: constants of NPU segment %d: %s",
+				      seg->index, npu_device_last_error(dev));
+	}
+	if (!st) {
+		t.consts_va = rt->consts ? npu_buffer_va(rt->consts) : 0;
+		npu_codegen_result_free(&seg->code);
+		npu_cmdbuf_reset(cb);
+		st = npu_codegen_segment(&seg->prog, &t, cb, &seg->code, err);
+	}
+	if (!st && rt->consts)
+		memcpy(map, seg->code.consts, seg->code.consts_size);
+	if (!st) {
+		stream = npu_cmdbuf_data(cb, &seg->stream_size);
+		free(seg->stream);
+		seg->stream = malloc(seg->stream_size);
+		st = seg->stream ? npu_buffer_alloc(dev, seg->stream_size,
+						    NPU_BUFFER_DEVICE_READ_ONLY, &rt->cmd)
+				 : NPU_ERR_NO_MEMORY;
+		if (!st)
+			st = npu_buffer_map(rt->cmd, &map);
+		if (!st) {
+			memcpy(seg->stream, stream, seg->stream_size);
+			memcpy(map, stream, seg->stream_size);
+		} else {
+			npu_error_set(err, st, "compile: command buffer of NPU segment %d: %s",
+				      seg->index, npu_device_last_error(dev));
+		}
+	}
+	npu_cmdbuf_destroy(cb);
+	return st;
 }
 
-static npu_status run_passes(struct build *b)
+npu_status npu_compiled_bind(struct npu_compiled *c, struct npu_graph *graph,
+			     struct npu_device *dev, struct npu_error *err)
 {
-	const struct npu_pass before[] = {
+	struct npu_device_info info;
+	void *arena_map = NULL;
+	npu_status st;
+	size_t i;
+
+	c->arena_bytes = c->arena_lower_bound = c->arena_sum_bytes = 0;
+	for (i = 0; i < c->num_segments; i++) {
+		const struct npu_segment *seg = c->segments[i];
+
+		if (seg->arena_size > c->arena_bytes)
+			c->arena_bytes = seg->arena_size;
+		if (seg->mem.lower_bound > c->arena_lower_bound)
+			c->arena_lower_bound = seg->mem.lower_bound;
+		c->arena_sum_bytes += seg->mem.sum_bytes;
+	}
+	if (!c->num_segments)
+		return NPU_OK;
+	st = npu_device_get_info(dev, &info);
+	if (!st)
+		st = npu_buffer_alloc(dev, c->arena_bytes, 0, &c->arena);
+	if (!st)
+		st = npu_buffer_map(c->arena, &arena_map);
+	if (st)
+		return npu_error_set(err, st, "compile: device arena of %llu bytes: %s",
+				     (unsigned long long)c->arena_bytes, npu_device_last_error(dev));
+	for (i = 0; i < c->num_segments && !st; i++)
+		st = generate_segment(c->segments[i], dev, info.sram_size, c->arena, arena_map, err);
+	for (i = 0; i < c->num_segments && !st; i++)
+		st = rewrite_segment(graph, c->segments[i], err);
+	if (!st)
+		st = npu_graph_sort(graph, err);
+	return st;
+}
+
+npu_status npu_compile_passes_pre(struct npu_graph *graph,
+				  struct npu_qdq_table *qdq,
+				  struct npu_error *err)
+{
+	const struct npu_pass passes[] = {
 		{ "dead_nodes", npu_pass_dead_nodes, NULL },
-		{ "qdq", npu_pass_qdq, &b->qdq },
+		{ "qdq", npu_pass_qdq, qdq },
 		{ "fold_batchnorm", npu_pass_fold_batchnorm, NULL },
 		{ "cancel_transposes", npu_pass_cancel_transposes, NULL },
 		{ "dead_nodes", npu_pass_dead_nodes, NULL },
 	};
 
-	return npu_graph_run_passes(b->g, before, sizeof(before) / sizeof(before[0]), b->err);
+	return npu_graph_run_passes(graph, passes, sizeof(passes) / sizeof(passes[0]), err);
+}
+
+npu_status npu_compile_passes_fuse(struct npu_graph *graph,
+				   struct npu_error *err)
+{
+	const struct npu_pass fuse[] = {
+		{ "fuse_activation", npu_pass_fuse_activation, NULL },
+	};
+
+	return npu_graph_run_passes(graph, fuse, 1, err);
 }
 
 npu_status npu_compile_graph(struct npu_graph *graph,
 			     const struct npu_compile_options *opts,
 			     struct npu_compiled **out, struct npu_error *err)
 {
-	const struct npu_pass fuse[] = {
-		{ "fuse_activation", npu_pass_fuse_activation, NULL },
-	};
 	struct build b = { .g = graph, .o = opts, .err = err };
-	struct npu_buffer *arena = NULL;
 	double t0 = now_ms();
 	npu_status st;
 	size_t i;
@@ -619,11 +652,11 @@ npu_status npu_compile_graph(struct npu_graph *graph,
 	if (st)
 		npu_error_set(err, st, "compile: %s", npu_device_last_error(opts->device));
 	if (!st)
-		st = run_passes(&b);
+		st = npu_compile_passes_pre(graph, &b.qdq, err);
 	if (!st)
 		st = npu_calibrate(graph, opts, &b.calib, err);
 	if (!st)
-		st = npu_graph_run_passes(graph, fuse, 1, err);
+		st = npu_compile_passes_fuse(graph, err);
 	if (!st)
 		st = make_records(&b);
 	if (!st)
@@ -636,10 +669,7 @@ npu_status npu_compile_graph(struct npu_graph *graph,
 		if (b.c->records[i].placement == NPU_PLACE_NPU)
 			b.c->npu_macs += b.c->records[i].macs;
 	if (!st && !opts->cpu_only_placement)
-		st = generate(&b, &arena);
-	if (!st && !opts->cpu_only_placement)
-		st = rewrite(&b);
-	b.c->arena = arena;
+		st = npu_compiled_bind(b.c, graph, opts->device, err);
 	b.c->compile_ms = now_ms() - t0;
 	npu_calib_table_free(&b.calib);
 	npu_qdq_table_free(&b.qdq);
@@ -659,16 +689,8 @@ void npu_compiled_free(struct npu_compiled *c)
 
 	if (!c)
 		return;
-	for (i = 0; i < c->num_segments; i++) {
-		struct npu_segment_rt *rt = c->segments[i]->rt;
-
-		if (rt) {
-			npu_buffer_free(rt->consts);
-			npu_buffer_free(rt->cmd);
-			free(rt);
-		}
-		segment_free(c->segments[i]);
-	}
+	for (i = 0; i < c->num_segments; i++)
+		npu_segment_free(c->segments[i]);
 	free(c->segments);
 	npu_buffer_free(c->arena);
 	for (i = 0; i < c->num_records; i++) {

@@ -97,6 +97,8 @@ struct npu_segment {
 	struct npu_memplan_stats mem;
 	uint64_t arena_size;
 	size_t num_nodes;
+	/* The nodes it replaces, by their first output's (unique) name. */
+	char **node_keys;
 	char *first_node, *last_node;	/* for messages and traces */
 	struct npu_segment_rt *rt;	/* device binding (segment_rt.h) */
 };
@@ -124,6 +126,27 @@ npu_status npu_compile_graph(struct npu_graph *graph,
 			     const struct npu_compile_options *opts,
 			     struct npu_compiled **out, struct npu_error *err);
 void npu_compiled_free(struct npu_compiled *c);
+
+/*
+ * The graph rewrites compilation applies around calibration, exposed so
+ * that loading a compiled model reproduces the same graph: 'pre' before
+ * calibration (QDQ parameters land in *qdq), 'fuse' after it.
+ */
+npu_status npu_compile_passes_pre(struct npu_graph *graph,
+				  struct npu_qdq_table *qdq,
+				  struct npu_error *err);
+npu_status npu_compile_passes_fuse(struct npu_graph *graph,
+				   struct npu_error *err);
+
+/*
+ * Bind c's segments to 'device': allocate the arena, generate code and
+ * replace each segment's nodes in 'graph' by an NpuSegment node.
+ */
+npu_status npu_compiled_bind(struct npu_compiled *c, struct npu_graph *graph,
+			     struct npu_device *device, struct npu_error *err);
+
+/* Free one segment (and its device binding). */
+void npu_segment_free(struct npu_segment *seg);
 
 /* ---- Stages (one file each) ---- */
 
