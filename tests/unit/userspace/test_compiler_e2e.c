@@ -11,12 +11,15 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 #include <string.h>
 
 #include <cmocka.h>
 
 #include "compiler/compiler.h"
+#include "compiler/npub.h"
 #include "runtime/npu_runtime.h"
 
 static uint64_t seed;
@@ -261,10 +264,168 @@ static void test_cnn_int8_on_sim_matches_fp32(void **state)
 	npu_tensor_destroy(x);
 }
 
+static struct npu_device *open_sim(void)
+{
+	struct npu_device_options dopts;
+	struct npu_device *dev;
+	char msg[256];
+
+	npu_device_options_init(&dopts);
+	dopts.backend = NPU_BACKEND_SIM;
+	dopts.flags = NPU_DEVICE_NO_ENV;
+	assert_int_equal(npu_device_open(&dopts, &dev, msg, sizeof(msg)), NPU_OK);
+	return dev;
+}
+
+static struct npu_graph *inferred_cnn(void)
+{
+	struct npu_error err = { 0 };
+	struct npu_graph *g;
+
+	seed = 7;
+	g = build_cnn();
+	assert_int_equal(npu_graph_sort(g, &err), NPU_OK);
+	assert_int_equal(npu_graph_infer(g, true, &err), NPU_OK);
+	return g;
+}
+
+static uint8_t *read_all(const char *path, size_t *size)
+{
+	FILE *f = fopen(path, "rb");
+	uint8_t *d;
+	long n;
+
+	assert_non_null(f);
+	fseek(f, 0, SEEK_END);
+	n = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	d = malloc((size_t)n);
+	assert_int_equal(fread(d, 1, (size_t)n, f), (size_t)n);
+	fclose(f);
+	*size = (size_t)n;
+	return d;
+}
+
+/* Save, reload, re-bind: the same int8 program gives the same numbers. */
+static void test_npub_round_trip_is_bit_identical(void **state)
+{
+	static const char fake_onnx[] = "embedded model bytes";
+	struct npu_graph *g = inferred_cnn(), *g2 = inferred_cnn();
+	struct npu_device *dev = open_sim();
+	struct npu_compiled *c = NULL, *c2 = NULL;
+	struct npu_compile_options o;
+	struct npu_error err = { 0 };
+	struct npu_qdq_table qdq = { 0 };
+	struct npu_npub *f = NULL;
+	struct npu_tensor *x;
+	float first[10], second[10];
+	char path[] = "/tmp/npub-test-XXXXXX";
+	const void *model;
+	size_t size, msize;
+	uint8_t *bytes;
+	int fd = mkstemp(path), k;
+
+	(void)state;
+	assert_true(fd >= 0);
+	close(fd);
+	seed = 99;
+	x = npu_tensor_create(NPU_DTYPE_FLOAT, &g->inputs[0]->shape);
+	for (k = 0; k < 8 * 20 * 20; k++)
+		((float *)x->data)[k] = uniform(-1.5f, 1.5f);
+	npu_compile_options_init(&o);
+	o.device = dev;
+	if (npu_compile_graph(g, &o, &c, &err) != NPU_OK)
+		fail_msg("compile: %s", err.msg);
+	run_graph(g, x, first);
+	if (npu_npub_save(path, fake_onnx, sizeof(fake_onnx), g, c, &err) != NPU_OK)
+		fail_msg("save: %s", err.msg);
+
+	bytes = read_all(path, &size);
+	if (npu_npub_open(bytes, size, path, &f, &err) != NPU_OK)
+		fail_msg("open: %s", err.msg);
+	model = npu_npub_model(f, &msize);
+	assert_int_equal(msize, sizeof(fake_onnx));
+	assert_memory_equal(model, fake_onnx, msize);
+	assert_int_equal(npu_npub_num_inputs(f), 1);
+	assert_int_equal(npu_compile_passes_pre(g2, &qdq, &err), NPU_OK);
+	assert_int_equal(npu_compile_passes_fuse(g2, &err), NPU_OK);
+	if (npu_npub_instantiate(f, g2, dev, &c2, &err) != NPU_OK)
+		fail_msg("instantiate: %s", err.msg);
+	assert_int_equal(c2->num_segments, c->num_segments);
+	assert_int_equal(c2->num_records, c->num_records);
+	assert_int_equal(c2->npu_macs, c->npu_macs);
+	run_graph(g2, x, second);
+	assert_memory_equal(first, second, sizeof(first));
+
+	npu_npub_close(f);
+	npu_qdq_table_free(&qdq);
+	npu_graph_destroy(g2);
+	npu_graph_destroy(g);
+	npu_compiled_free(c2);
+	npu_compiled_free(c);
+	npu_device_close(dev);
+	npu_tensor_destroy(x);
+	free(bytes);
+	unlink(path);
+}
+
+/* Every truncation, a flipped byte, a bad magic or version: clean errors. */
+static void test_malformed_npub_is_rejected_with_a_reason(void **state)
+{
+	struct npu_graph *g = inferred_cnn();
+	struct npu_device *dev = open_sim();
+	struct npu_compiled *c = NULL;
+	struct npu_compile_options o;
+	struct npu_error err = { 0 };
+	struct npu_npub *f = NULL;
+	char path[] = "/tmp/npub-bad-XXXXXX";
+	uint8_t *bytes, *copy;
+	size_t size, n;
+	int fd = mkstemp(path);
+
+	(void)state;
+	close(fd);
+	npu_compile_options_init(&o);
+	o.device = dev;
+	o.cpu_only_placement = false;
+	assert_int_equal(npu_compile_graph(g, &o, &c, &err), NPU_OK);
+	assert_int_equal(npu_npub_save(path, "m", 1, g, c, &err), NPU_OK);
+	bytes = read_all(path, &size);
+	copy = malloc(size);
+
+	for (n = 0; n < size; n += (n < 64 ? 1 : 97)) {
+		memset(&err, 0, sizeof(err));
+		assert_int_not_equal(npu_npub_open(bytes, n, "cut.npub", &f, &err), NPU_OK);
+		assert_null(f);
+		assert_non_null(strstr(err.msg, "cut.npub"));
+	}
+	memcpy(copy, bytes, size);
+	copy[size / 2] ^= 0x40;
+	assert_int_equal(npu_npub_open(copy, size, "flip.npub", &f, &err), NPU_ERR_MODEL);
+	assert_non_null(strstr(err.msg, "checksum"));
+	memcpy(copy, bytes, size);
+	copy[0] = 'X';
+	assert_int_equal(npu_npub_open(copy, size, "magic.npub", &f, &err), NPU_ERR_MODEL);
+	assert_non_null(strstr(err.msg, "not a compiled model"));
+	memcpy(copy, bytes, size);
+	copy[4] = 9;
+	assert_int_equal(npu_npub_open(copy, size, "ver.npub", &f, &err), NPU_ERR_MODEL);
+	assert_non_null(strstr(err.msg, "version 9"));
+
+	free(copy);
+	free(bytes);
+	unlink(path);
+	npu_graph_destroy(g);
+	npu_compiled_free(c);
+	npu_device_close(dev);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_cnn_int8_on_sim_matches_fp32),
+		cmocka_unit_test(test_npub_round_trip_is_bit_identical),
+		cmocka_unit_test(test_malformed_npub_is_rejected_with_a_reason),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

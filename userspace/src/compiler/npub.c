@@ -1,0 +1,964 @@
+// SPDX-License-Identifier: MIT
+/*
+ * .npub files: a 32-byte header, then tagged sections. All integers are
+ * little-endian; strings are a u32 length and bytes; blobs a u64 length
+ * and bytes. The CRC-32 covers everything after the header.
+ */
+#include "compiler/npub.h"
+#include "compiler/lower.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "npu_sim.h"	/* npu_crc32 */
+
+enum npub_tag {
+	NPUB_MODEL = 1,
+	NPUB_INPUTS = 2,
+	NPUB_STATS = 3,
+	NPUB_RECORDS = 4,
+	NPUB_SEGMENT = 5,
+};
+
+#define NPUB_HEADER_SIZE 32
+#define NPUB_MAX_STRING 4096
+#define NPUB_MAX_COUNT (1u << 20)
+
+/* ---- Writing ---- */
+
+struct wbuf {
+	uint8_t *data;
+	size_t size, cap;
+	bool oom;
+};
+
+static void put(struct wbuf *w, const void *p, size_t n)
+{
+	if (w->oom)
+		return;
+	if (w->size + n > w->cap) {
+		size_t cap = w->cap ? w->cap : 1 << 16;
+		uint8_t *d;
+
+		while (cap < w->size + n)
+			cap *= 2;
+		d = realloc(w->data, cap);
+		if (!d) {
+			w->oom = true;
+			return;
+		}
+		w->data = d;
+		w->cap = cap;
+	}
+	if (n)
+		memcpy(w->data + w->size, p, n);
+	w->size += n;
+}
+
+static void put_u8(struct wbuf *w, uint8_t v) { put(w, &v, 1); }
+static void put_u16(struct wbuf *w, uint16_t v) { put(w, &v, 2); }
+static void put_u32(struct wbuf *w, uint32_t v) { put(w, &v, 4); }
+static void put_u64(struct wbuf *w, uint64_t v) { put(w, &v, 8); }
+static void put_f32(struct wbuf *w, float v) { put(w, &v, 4); }
+
+static void put_str(struct wbuf *w, const char *s)
+{
+	uint32_t n = s ? (uint32_t)strlen(s) : 0;
+
+	put_u32(w, n);
+	put(w, s, n);
+}
+
+static void put_blob(struct wbuf *w, const void *p, uint64_t n)
+{
+	put_u64(w, p ? n : 0);
+	if (p)
+		put(w, p, n);
+}
+
+/* Sections: tag, reserved, size (patched when the section ends). */
+static size_t begin_section(struct wbuf *w, uint32_t tag)
+{
+	size_t at;
+
+	put_u32(w, tag);
+	put_u32(w, 0);
+	at = w->size;
+	put_u64(w, 0);
+	return at;
+}
+
+static void end_section(struct wbuf *w, size_t at)
+{
+	uint64_t size = w->size - at - 8;
+
+	if (!w->oom)
+		memcpy(w->data + at, &size, 8);
+}
+
+static void put_quant(struct wbuf *w, const struct npu_lop_quant *q, uint32_t oc)
+{
+	put_u8(w, (uint8_t)q->act_min);
+	put_u8(w, (uint8_t)q->act_max);
+	put_u16(w, (uint16_t)q->pre_act_zp);
+	put_blob(w, q->bias, (uint64_t)oc * 4);
+	put_blob(w, q->mult, (uint64_t)oc * 4);
+	put_blob(w, q->shift, oc);
+	put_blob(w, q->lut, 256);
+}
+
+static void put_segment(struct wbuf *w, const struct npu_segment *seg)
+{
+	const struct npu_segment_program *p = &seg->prog;
+	size_t i;
+
+	put_u32(w, (uint32_t)seg->index);
+	put_u32(w, (uint32_t)seg->num_nodes);
+	for (i = 0; i < seg->num_nodes; i++)
+		put_str(w, seg->node_keys[i]);
+	put_str(w, seg->first_node);
+	put_str(w, seg->last_node);
+	put_u64(w, seg->arena_size);
+	put_u64(w, seg->mem.sum_bytes);
+	put_u64(w, seg->mem.lower_bound);
+	put_u32(w, (uint32_t)p->num_acts);
+	for (i = 0; i < p->num_acts; i++) {
+		const struct npu_act *a = &p->acts[i];
+
+		put_u32(w, a->n);
+		put_u32(w, a->h);
+		put_u32(w, a->w);
+		put_u32(w, a->c);
+		put_u64(w, a->offset);
+		put_f32(w, a->q.scale);
+		put_u32(w, (uint32_t)a->q.zero_point);
+	}
+	put_u32(w, (uint32_t)seg->num_inputs);
+	for (i = 0; i < seg->num_inputs; i++) {
+		put_str(w, seg->inputs[i]->name);
+		put_u32(w, seg->input_acts[i]);
+		put_u32(w, seg->input_layout[i]);
+	}
+	put_u32(w, (uint32_t)seg->num_outputs);
+	for (i = 0; i < seg->num_outputs; i++) {
+		put_str(w, seg->outputs[i]->name);
+		put_u32(w, seg->output_acts[i]);
+		put_u32(w, seg->output_layout[i]);
+	}
+	put_u32(w, (uint32_t)p->num_lops);
+	for (i = 0; i < p->num_lops; i++) {
+		const struct npu_lop *l = &p->lops[i];
+		const struct npu_act *in = &p->acts[l->in], *out = &p->acts[l->out];
+
+		put_u32(w, l->kind);
+		put_str(w, l->name);
+		put_u32(w, l->in);
+		put_u32(w, l->in2);
+		put_u32(w, l->out);
+		switch (l->kind) {
+		case NPU_LOP_CONV: {
+			const uint8_t g[10] = {
+				l->conv.k_h, l->conv.k_w, l->conv.stride_h, l->conv.stride_w,
+				l->conv.dil_h, l->conv.dil_w, l->conv.pad_top, l->conv.pad_left,
+				l->conv.pad_bottom, l->conv.pad_right,
+			};
+
+			put(w, g, sizeof(g));
+			put_u16(w, l->conv.groups);
+			put_quant(w, &l->conv.q, out->c);
+			put_blob(w, l->conv.weight, (uint64_t)out->c * l->conv.k_h * l->conv.k_w *
+				 (in->c / l->conv.groups));
+			break;
+		}
+		case NPU_LOP_MATMUL:
+			put_quant(w, &l->matmul.q, out->c);
+			put_blob(w, l->matmul.weight, (uint64_t)out->c * in->c);
+			break;
+		case NPU_LOP_POOL: {
+			const uint8_t g[12] = {
+				l->pool.mode, l->pool.flags, l->pool.k_h, l->pool.k_w,
+				l->pool.stride_h, l->pool.stride_w, l->pool.pad_top,
+				l->pool.pad_left, l->pool.pad_bottom, l->pool.pad_right,
+				(uint8_t)l->pool.act_min, (uint8_t)l->pool.act_max,
+			};
+
+			put(w, g, sizeof(g));
+			break;
+		}
+		case NPU_LOP_ELTWISE:
+			put_u8(w, l->elt.mode);
+			put_u8(w, l->elt.bcast);
+			put_u8(w, l->elt.shift);
+			put_u8(w, (uint8_t)l->elt.act_min);
+			put_u8(w, (uint8_t)l->elt.act_max);
+			put_u32(w, (uint32_t)l->elt.mult_a);
+			put_u32(w, (uint32_t)l->elt.mult_b);
+			put_u16(w, (uint16_t)l->elt.zp_b);
+			put_u16(w, (uint16_t)l->elt.pre_act_zp);
+			put_blob(w, l->elt.b_const, l->elt.b_count);
+			put_blob(w, l->elt.lut, 256);
+			break;
+		case NPU_LOP_LUT:
+			put_blob(w, l->lut.table, 256);
+			break;
+		}
+	}
+}
+
+npu_status npu_npub_save(const char *path, const void *onnx, size_t onnx_size,
+			 const struct npu_graph *graph,
+			 const struct npu_compiled *c, struct npu_error *err)
+{
+	struct wbuf w = { 0 };
+	uint32_t sections = 0, crc;
+	uint64_t file_size;
+	size_t at, i;
+	int j;
+	FILE *f;
+
+	put(&w, (uint8_t[NPUB_HEADER_SIZE]){ 0 }, NPUB_HEADER_SIZE);
+	at = begin_section(&w, NPUB_MODEL);
+	put(&w, onnx, onnx_size);
+	end_section(&w, at);
+	sections++;
+
+	at = begin_section(&w, NPUB_INPUTS);
+	put_u32(&w, (uint32_t)graph->num_inputs);
+	for (i = 0; i < graph->num_inputs; i++) {
+		put_str(&w, graph->inputs[i]->name);
+		put_u32(&w, (uint32_t)graph->inputs[i]->shape.rank);
+		for (j = 0; j < graph->inputs[i]->shape.rank; j++)
+			put_u64(&w, (uint64_t)graph->inputs[i]->shape.dims[j]);
+	}
+	end_section(&w, at);
+	sections++;
+
+	at = begin_section(&w, NPUB_STATS);
+	put_u64(&w, c->total_macs);
+	put_u64(&w, c->npu_macs);
+	end_section(&w, at);
+	sections++;
+
+	at = begin_section(&w, NPUB_RECORDS);
+	put_u32(&w, (uint32_t)c->num_records);
+	for (i = 0; i < c->num_records; i++) {
+		put_str(&w, c->records[i].node);
+		put_str(&w, c->records[i].op_type);
+		put_u32(&w, c->records[i].placement);
+		put_u32(&w, (uint32_t)c->records[i].segment);
+		put_u64(&w, c->records[i].macs);
+		put_str(&w, c->records[i].reason);
+	}
+	end_section(&w, at);
+	sections++;
+
+	for (i = 0; i < c->num_segments; i++) {
+		at = begin_section(&w, NPUB_SEGMENT);
+		put_segment(&w, c->segments[i]);
+		end_section(&w, at);
+		sections++;
+	}
+	if (w.oom) {
+		free(w.data);
+		return npu_error_set(err, NPU_ERR_NO_MEMORY, "%s: out of memory", path);
+	}
+	file_size = w.size;
+	crc = npu_crc32(0, w.data + NPUB_HEADER_SIZE, w.size - NPUB_HEADER_SIZE);
+	{
+		uint32_t magic = NPU_NPUB_MAGIC, hs = NPUB_HEADER_SIZE, zero = 0;
+		uint16_t major = NPU_NPUB_VERSION_MAJOR, minor = NPU_NPUB_VERSION_MINOR;
+
+		memcpy(w.data + 0, &magic, 4);
+		memcpy(w.data + 4, &major, 2);
+		memcpy(w.data + 6, &minor, 2);
+		memcpy(w.data + 8, &hs, 4);
+		memcpy(w.data + 12, &crc, 4);
+		memcpy(w.data + 16, &file_size, 8);
+		memcpy(w.data + 24, &sections, 4);
+		memcpy(w.data + 28, &zero, 4);
+	}
+	f = fopen(path, "wb");
+	if (!f || fwrite(w.data, 1, w.size, f) != w.size || fclose(f)) {
+		int e = errno;
+
+		if (f)
+			fclose(f);
+		free(w.data);
+		return npu_error_set(err, NPU_ERR_IO, "%s: %s", path, strerror(e));
+	}
+	free(w.data);
+	return NPU_OK;
+}
+
+/* ---- Reading ---- */
+
+struct rbuf {
+	const uint8_t *p;
+	size_t left;
+	const char *where;	/* section name, for messages */
+	struct npu_error *err;
+	const char *source;
+	bool bad;
+};
+
+static bool take(struct rbuf *r, void *out, size_t n, const char *field)
+{
+	if (r->bad)
+		return false;
+	if (n > r->left) {
+		npu_error_set(r->err, NPU_ERR_MODEL, "%s: %s: truncated at field '%s' (needs %zu bytes, %zu left)",
+			      r->source, r->where, field, n, r->left);
+		r->bad = true;
+		return false;
+	}
+	if (out)
+		memcpy(out, r->p, n);
+	r->p += n;
+	r->left -= n;
+	return true;
+}
+
+static uint8_t get_u8(struct rbuf *r, const char *f) { uint8_t v = 0; take(r, &v, 1, f); return v; }
+static uint16_t get_u16(struct rbuf *r, const char *f) { uint16_t v = 0; take(r, &v, 2, f); return v; }
+static uint32_t get_u32(struct rbuf *r, const char *f) { uint32_t v = 0; take(r, &v, 4, f); return v; }
+static uint64_t get_u64(struct rbuf *r, const char *f) { uint64_t v = 0; take(r, &v, 8, f); return v; }
+static float get_f32(struct rbuf *r, const char *f) { float v = 0; take(r, &v, 4, f); return v; }
+
+static bool fail(struct rbuf *r, const char *fmt, const char *field, unsigned long long v)
+{
+	char msg[200];
+
+	if (r->bad)
+		return false;
+	snprintf(msg, sizeof(msg), fmt, field, v);
+	npu_error_set(r->err, NPU_ERR_MODEL, "%s: %s: %s", r->source, r->where, msg);
+	r->bad = true;
+	return false;
+}
+
+static uint32_t get_count(struct rbuf *r, const char *field, uint32_t max)
+{
+	uint32_t n = get_u32(r, field);
+
+	if (!r->bad && n > max)
+		fail(r, "field '%s' = %llu is too large", field, n);
+	return r->bad ? 0 : n;
+}
+
+/* A NUL-terminated copy, owned by 'seg' when given, else malloc'ed. */
+static char *get_str(struct rbuf *r, const char *field)
+{
+	uint32_t n = get_count(r, field, NPUB_MAX_STRING);
+	char *s;
+
+	if (r->bad || n > r->left) {
+		take(r, NULL, n, field);
+		return NULL;
+	}
+	s = malloc(n + 1);
+	if (!s) {
+		npu_error_set(r->err, NPU_ERR_NO_MEMORY, "%s: out of memory", r->source);
+		r->bad = true;
+		return NULL;
+	}
+	take(r, s, n, field);
+	s[n] = '\0';
+	return s;
+}
+
+static void *seg_keep(struct npu_segment *seg, void *p)
+{
+	void **o;
+
+	if (!p)
+		return NULL;
+	o = realloc(seg->owned, (seg->num_owned + 1) * sizeof(*o));
+	if (!o) {
+		free(p);
+		return NULL;
+	}
+	seg->owned = o;
+	seg->owned[seg->num_owned++] = p;
+	return p;
+}
+
+/* A blob that must be exactly 'want' bytes (or empty when 'optional'). */
+static void *get_blob(struct rbuf *r, struct npu_segment *seg, uint64_t want,
+		      bool optional, const char *field)
+{
+	uint64_t n = get_u64(r, field);
+	void *p;
+
+	if (r->bad)
+		return NULL;
+	if (!n && optional)
+		return NULL;
+	if (n != want) {
+		fail(r, "blob '%s' has %llu bytes", field, n);
+		return NULL;
+	}
+	if (n > r->left) {
+		take(r, NULL, n, field);
+		return NULL;
+	}
+	p = seg_keep(seg, malloc(n ? n : 1));
+	if (!p) {
+		npu_error_set(r->err, NPU_ERR_NO_MEMORY, "%s: out of memory", r->source);
+		r->bad = true;
+		return NULL;
+	}
+	take(r, p, n, field);
+	return p;
+}
+
+static bool get_quant(struct rbuf *r, struct npu_segment *seg, struct npu_lop_quant *q,
+		      uint32_t oc)
+{
+	uint32_t i;
+
+	q->act_min = (int8_t)get_u8(r, "act_min");
+	q->act_max = (int8_t)get_u8(r, "act_max");
+	q->pre_act_zp = (int16_t)get_u16(r, "pre_act_zp");
+	q->bias = get_blob(r, seg, (uint64_t)oc * 4, true, "bias");
+	q->mult = get_blob(r, seg, (uint64_t)oc * 4, false, "mult");
+	q->shift = get_blob(r, seg, oc, false, "shift");
+	q->lut = get_blob(r, seg, 256, true, "lut");
+	if (r->bad)
+		return false;
+	if (q->act_min > q->act_max)
+		return fail(r, "%s %llu: act_min > act_max", "clamp", 0);
+	for (i = 0; i < oc; i++)
+		if (q->shift[i] < 1 || q->shift[i] > 62)
+			return fail(r, "%s of channel %llu outside 1..62", "shift", i);
+	return true;
+}
+
+static bool check_window(struct rbuf *r, uint32_t in, uint32_t out, uint32_t k,
+			 uint32_t s, uint32_t d, uint32_t p0, uint32_t p1,
+			 const char *what)
+{
+	uint64_t ext = (uint64_t)d * (k - 1) + 1;
+
+	if (!k || !s || !d || in + p0 + p1 < ext ||
+	    (in + p0 + p1 - ext) / s + 1 != out)
+		return fail(r, "%s geometry does not give output size %llu", what, out);
+	return true;
+}
+
+static bool get_lop(struct rbuf *r, struct npu_segment *seg, struct npu_lop *l)
+{
+	struct npu_segment_program *p = &seg->prog;
+	const struct npu_act *in, *out;
+	char *name;
+
+	l->kind = get_u32(r, "kind");
+	name = seg_keep(seg, get_str(r, "name"));
+	l->name = name ? name : "?";
+	l->in = get_u32(r, "in");
+	l->in2 = get_u32(r, "in2");
+	l->out = get_u32(r, "out");
+	if (r->bad)
+		return false;
+	if (l->kind > NPU_LOP_LUT)
+		return fail(r, "%s %llu is unknown", "op kind", l->kind);
+	if (l->in >= p->num_acts || l->out >= p->num_acts)
+		return fail(r, "%s %llu out of range", "tensor index", l->in > l->out ? l->in : l->out);
+	in = &p->acts[l->in];
+	out = &p->acts[l->out];
+	switch (l->kind) {
+	case NPU_LOP_CONV: {
+		uint8_t g[10];
+
+		take(r, g, sizeof(g), "conv geometry");
+		l->conv.k_h = g[0], l->conv.k_w = g[1], l->conv.stride_h = g[2];
+		l->conv.stride_w = g[3], l->conv.dil_h = g[4], l->conv.dil_w = g[5];
+		l->conv.pad_top = g[6], l->conv.pad_left = g[7];
+		l->conv.pad_bottom = g[8], l->conv.pad_right = g[9];
+		l->conv.groups = get_u16(r, "groups");
+		if (r->bad)
+			return false;
+		if (!l->conv.groups || in->c % l->conv.groups || out->c % l->conv.groups ||
+		    in->n != out->n)
+			return fail(r, "%s %llu does not divide the channels", "groups", l->conv.groups);
+		if (!check_window(r, in->h, out->h, l->conv.k_h, l->conv.stride_h, l->conv.dil_h,
+				  l->conv.pad_top, l->conv.pad_bottom, "conv height") ||
+		    !check_window(r, in->w, out->w, l->conv.k_w, l->conv.stride_w, l->conv.dil_w,
+				  l->conv.pad_left, l->conv.pad_right, "conv width") ||
+		    !get_quant(r, seg, &l->conv.q, out->c))
+			return false;
+		l->conv.weight = get_blob(r, seg, (uint64_t)out->c * l->conv.k_h * l->conv.k_w *
+					  (in->c / l->conv.groups), false, "weight");
+		break;
+	}
+	case NPU_LOP_MATMUL:
+		if ((uint64_t)in->n * in->h * in->w != (uint64_t)out->n * out->h * out->w)
+			return fail(r, "%s %llu: row counts differ", "matmul", 0);
+		if (!get_quant(r, seg, &l->matmul.q, out->c))
+			return false;
+		l->matmul.weight = get_blob(r, seg, (uint64_t)out->c * in->c, false, "weight");
+		break;
+	case NPU_LOP_POOL: {
+		uint8_t g[12];
+
+		take(r, g, sizeof(g), "pool geometry");
+		l->pool.mode = g[0], l->pool.flags = g[1], l->pool.k_h = g[2];
+		l->pool.k_w = g[3], l->pool.stride_h = g[4], l->pool.stride_w = g[5];
+		l->pool.pad_top = g[6], l->pool.pad_left = g[7], l->pool.pad_bottom = g[8];
+		l->pool.pad_right = g[9];
+		l->pool.act_min = (int8_t)g[10], l->pool.act_max = (int8_t)g[11];
+		if (r->bad)
+			return false;
+		if (l->pool.mode > NPU_POOL_AVG || in->c != out->c || in->n != out->n)
+			return fail(r, "%s %llu invalid", "pool mode", l->pool.mode);
+		if (!check_window(r, in->h, out->h, l->pool.k_h, l->pool.stride_h, 1,
+				  l->pool.pad_top, l->pool.pad_bottom, "pool height") ||
+		    !check_window(r, in->w, out->w, l->pool.k_w, l->pool.stride_w, 1,
+				  l->pool.pad_left, l->pool.pad_right, "pool width"))
+			return false;
+		break;
+	}
+	case NPU_LOP_ELTWISE:
+		l->elt.mode = get_u8(r, "mode");
+		l->elt.bcast = get_u8(r, "bcast");
+		l->elt.shift = get_u8(r, "shift");
+		l->elt.act_min = (int8_t)get_u8(r, "act_min");
+		l->elt.act_max = (int8_t)get_u8(r, "act_max");
+		l->elt.mult_a = (int32_t)get_u32(r, "mult_a");
+		l->elt.mult_b = (int32_t)get_u32(r, "mult_b");
+		l->elt.zp_b = (int16_t)get_u16(r, "zp_b");
+		l->elt.pre_act_zp = (int16_t)get_u16(r, "pre_act_zp");
+		if (r->bad)
+			return false;
+		if (l->elt.mode > NPU_ELT_MUL || l->elt.bcast > NPU_BCAST_SCALAR ||
+		    l->elt.shift < 1 || l->elt.shift > 62 || npu_act_bytes(in) != npu_act_bytes(out))
+			return fail(r, "%s of op %llu invalid", "mode / broadcast / shift", 0);
+		l->elt.b_count = l->elt.bcast == NPU_BCAST_SCALAR ? 1 :
+				 l->elt.bcast == NPU_BCAST_CHANNEL ? out->c : 0;
+		if (l->elt.bcast == NPU_BCAST_NONE) {
+			if (get_u64(r, "b") != 0)
+				return fail(r, "%s %llu: unexpected constant", "eltwise", 0);
+			if (l->in2 >= p->num_acts || npu_act_bytes(&p->acts[l->in2]) != npu_act_bytes(out))
+				return fail(r, "%s %llu: second input invalid", "eltwise", l->in2);
+		} else {
+			l->elt.b_const = get_blob(r, seg, l->elt.b_count, false, "b");
+		}
+		l->elt.lut = get_blob(r, seg, 256, true, "lut");
+		break;
+	case NPU_LOP_LUT:
+		if (npu_act_bytes(in) != npu_act_bytes(out))
+			return fail(r, "%s %llu: sizes differ", "lut", 0);
+		l->lut.table = get_blob(r, seg, 256, false, "table");
+		break;
+	}
+	return !r->bad;
+}
+
+struct npu_npub {
+	uint8_t *data;
+	size_t size;
+	const uint8_t *model;
+	size_t model_size;
+	char **input_names;
+	struct npu_shape *input_shapes;
+	size_t num_inputs;
+	struct npu_compiled *c;
+	char **seg_inputs, **seg_outputs;	/* value names, per segment, flat */
+	size_t *seg_in_base, *seg_out_base;
+	size_t num_seg_in, num_seg_out;
+};
+
+static bool get_segment(struct rbuf *r, struct npu_npub *f, struct npu_segment *seg)
+{
+	struct npu_segment_program *p = &seg->prog;
+	size_t i;
+	char **names;
+
+	seg->index = (int)get_u32(r, "index");
+	seg->num_nodes = get_count(r, "nodes", NPUB_MAX_COUNT);
+	if (r->bad)
+		return false;
+	seg->node_keys = calloc(seg->num_nodes + 1, sizeof(*seg->node_keys));
+	if (!seg->node_keys)
+		return fail(r, "%s %llu: out of memory", "nodes", seg->num_nodes);
+	for (i = 0; i < seg->num_nodes && !r->bad; i++)
+		seg->node_keys[i] = get_str(r, "node");
+	seg->first_node = get_str(r, "first node");
+	seg->last_node = get_str(r, "last node");
+	seg->arena_size = get_u64(r, "arena size");
+	seg->mem.arena_bytes = seg->arena_size;
+	seg->mem.sum_bytes = get_u64(r, "sum bytes");
+	seg->mem.lower_bound = get_u64(r, "lower bound");
+	p->num_acts = get_count(r, "tensors", NPUB_MAX_COUNT);
+	if (r->bad)
+		return false;
+	p->acts = calloc(p->num_acts + 1, sizeof(*p->acts));
+	if (!p->acts)
+		return fail(r, "%s %llu: out of memory", "tensors", p->num_acts);
+	for (i = 0; i < p->num_acts && !r->bad; i++) {
+		struct npu_act *a = &p->acts[i];
+
+		a->n = get_u32(r, "n");
+		a->h = get_u32(r, "h");
+		a->w = get_u32(r, "w");
+		a->c = get_u32(r, "c");
+		a->offset = get_u64(r, "offset");
+		a->q.scale = get_f32(r, "scale");
+		a->q.zero_point = (int32_t)get_u32(r, "zero point");
+		if (r->bad)
+			break;
+		if (!a->n || !a->h || !a->w || !a->c || a->c > 65535 ||
+		    (uint64_t)a->n * a->h * a->w * a->c > seg->arena_size ||
+		    a->offset > seg->arena_size - npu_act_bytes(a))
+			return fail(r, "%s %llu does not fit the arena", "tensor", i);
+		if (!(a->q.scale > 0.0f) || a->q.zero_point < -128 || a->q.zero_point > 127)
+			return fail(r, "%s %llu: bad quantization parameters", "tensor", i);
+	}
+	for (int io = 0; io < 2 && !r->bad; io++) {
+		size_t n = get_count(r, io ? "outputs" : "inputs", NPUB_MAX_COUNT);
+		uint32_t *acts = calloc(n + 1, sizeof(*acts));
+		enum npu_layout *lay = calloc(n + 1, sizeof(*lay));
+
+		names = realloc(io ? f->seg_outputs : f->seg_inputs,
+				((io ? f->num_seg_out : f->num_seg_in) + n + 1) * sizeof(*names));
+		if (!acts || !lay || !names) {
+			free(acts);
+			free(lay);
+			free(names);
+			return fail(r, "%s %llu: out of memory", "boundary", n);
+		}
+		if (io) {
+			f->seg_outputs = names;
+			seg->output_acts = acts;
+			seg->output_layout = lay;
+			seg->num_outputs = n;
+		} else {
+			f->seg_inputs = names;
+			seg->input_acts = acts;
+			seg->input_layout = lay;
+			seg->num_inputs = n;
+		}
+		for (i = 0; i < n && !r->bad; i++) {
+			char *s = get_str(r, "value name");
+			size_t at = io ? f->num_seg_out++ : f->num_seg_in++;
+
+			names[at] = s;
+			acts[i] = get_u32(r, "tensor");
+			lay[i] = (enum npu_layout)get_u32(r, "layout");
+			if (!r->bad && (acts[i] >= p->num_acts || lay[i] > NPU_LAYOUT_NHWC))
+				return fail(r, "%s %llu: tensor or layout out of range", "boundary value", i);
+		}
+	}
+	p->num_lops = get_count(r, "ops", NPUB_MAX_COUNT);
+	if (r->bad)
+		return false;
+	p->lops = calloc(p->num_lops + 1, sizeof(*p->lops));
+	if (!p->lops)
+		return fail(r, "%s %llu: out of memory", "ops", p->num_lops);
+	for (i = 0; i < p->num_lops && !r->bad; i++)
+		get_lop(r, seg, &p->lops[i]);
+	if (!r->bad && r->left)
+		fail(r, "%s: %llu trailing bytes", "segment", r->left);
+	return !r->bad;
+}
+
+bool npu_npub_detect(const void *data, size_t size)
+{
+	uint32_t magic;
+
+	if (size < 4)
+		return false;
+	memcpy(&magic, data, 4);
+	return magic == NPU_NPUB_MAGIC;
+}
+
+void npu_npub_close(struct npu_npub *f)
+{
+	size_t i;
+
+	if (!f)
+		return;
+	for (i = 0; i < f->num_inputs; i++)
+		free(f->input_names[i]);
+	for (i = 0; i < f->num_seg_in; i++)
+		free(f->seg_inputs[i]);
+	for (i = 0; i < f->num_seg_out; i++)
+		free(f->seg_outputs[i]);
+	free(f->input_names);
+	free(f->input_shapes);
+	free(f->seg_inputs);
+	free(f->seg_outputs);
+	free(f->seg_in_base);
+	free(f->seg_out_base);
+	npu_compiled_free(f->c);
+	free(f->data);
+	free(f);
+}
+
+static npu_status parse_inputs(struct rbuf *r, struct npu_npub *f)
+{
+	size_t i;
+	uint32_t k;
+
+	f->num_inputs = get_count(r, "inputs", 4096);
+	f->input_names = calloc(f->num_inputs + 1, sizeof(*f->input_names));
+	f->input_shapes = calloc(f->num_inputs + 1, sizeof(*f->input_shapes));
+	if (!f->input_names || !f->input_shapes)
+		return npu_error_set(r->err, NPU_ERR_NO_MEMORY, "%s: out of memory", r->source);
+	for (i = 0; i < f->num_inputs && !r->bad; i++) {
+		f->input_names[i] = get_str(r, "input name");
+		f->input_shapes[i].rank = (int)get_count(r, "rank", NPU_MAX_RANK);
+		for (k = 0; k < (uint32_t)f->input_shapes[i].rank && !r->bad; k++) {
+			f->input_shapes[i].dims[k] = (int64_t)get_u64(r, "dim");
+			if (f->input_shapes[i].dims[k] <= 0 || f->input_shapes[i].dims[k] > (1ll << 32))
+				fail(r, "%s %llu: dimension out of range", "input", i);
+		}
+	}
+	return r->bad ? r->err->status : NPU_OK;
+}
+
+static npu_status parse_records(struct rbuf *r, struct npu_compiled *c)
+{
+	size_t i;
+
+	c->num_records = get_count(r, "records", NPUB_MAX_COUNT);
+	c->records = calloc(c->num_records + 1, sizeof(*c->records));
+	if (!c->records)
+		return npu_error_set(r->err, NPU_ERR_NO_MEMORY, "%s: out of memory", r->source);
+	for (i = 0; i < c->num_records && !r->bad; i++) {
+		struct npu_placement_record *rec = &c->records[i];
+		char *reason;
+
+		rec->node = get_str(r, "node");
+		rec->op_type = get_str(r, "op type");
+		rec->placement = get_u32(r, "placement") ? NPU_PLACE_NPU : NPU_PLACE_CPU;
+		rec->segment = (int)get_u32(r, "segment");
+		rec->macs = get_u64(r, "macs");
+		reason = get_str(r, "reason");
+		if (reason)
+			snprintf(rec->reason, sizeof(rec->reason), "%s", reason);
+		free(reason);
+	}
+	return r->bad ? r->err->status : NPU_OK;
+}
+
+npu_status npu_npub_open(const void *data, size_t size, const char *source,
+			 struct npu_npub **out, struct npu_error *err)
+{
+	struct npu_npub *f = calloc(1, sizeof(*f));
+	struct rbuf hdr = { .where = "header", .err = err, .source = source };
+	uint32_t magic, hs, crc, sections, reserved, s;
+	uint16_t major, minor;
+	uint64_t file_size;
+	const uint8_t *p;
+	size_t left;
+
+	*out = NULL;
+	if (!f || !(f->c = calloc(1, sizeof(*f->c))) ||
+	    !(f->c->segments = calloc(1, sizeof(*f->c->segments))) ||
+	    !(f->data = malloc(size ? size : 1))) {
+		npu_npub_close(f);
+		return npu_error_set(err, NPU_ERR_NO_MEMORY, "%s: out of memory", source);
+	}
+	memcpy(f->data, data, size);
+	f->size = size;
+	hdr.p = f->data;
+	hdr.left = size;
+	magic = get_u32(&hdr, "magic");
+	major = get_u16(&hdr, "version major");
+	minor = get_u16(&hdr, "version minor");
+	hs = get_u32(&hdr, "header size");
+	crc = get_u32(&hdr, "checksum");
+	file_size = get_u64(&hdr, "file size");
+	sections = get_u32(&hdr, "sections");
+	reserved = get_u32(&hdr, "reserved");
+	if (hdr.bad)
+		goto bad;
+	if (magic != NPU_NPUB_MAGIC) {
+		fail(&hdr, "%s is 0x%llx, not \"NPUB\": not a compiled model", "magic", magic);
+		goto bad;
+	}
+	if (major != NPU_NPUB_VERSION_MAJOR) {
+		fail(&hdr, "%s %llu is not supported (this library reads version 1)", "version", major);
+		goto bad;
+	}
+	(void)minor;	/* minor versions only append fields at section ends */
+	if (hs != NPUB_HEADER_SIZE || reserved || file_size != size) {
+		fail(&hdr, "%s / file size mismatch (file has %llu bytes)", "header size", size);
+		goto bad;
+	}
+	if (npu_crc32(0, f->data + NPUB_HEADER_SIZE, size - NPUB_HEADER_SIZE) != crc) {
+		fail(&hdr, "%s mismatch: the file is corrupt%.0llu", "checksum", 0);
+		goto bad;
+	}
+	p = f->data + NPUB_HEADER_SIZE;
+	left = size - NPUB_HEADER_SIZE;
+	for (s = 0; s < sections; s++) {
+		struct rbuf sec = { .p = p, .left = left, .where = "section table", .err = err,
+				    .source = source };
+		uint32_t tag = get_u32(&sec, "tag");
+		uint64_t len;
+
+		get_u32(&sec, "reserved");
+		len = get_u64(&sec, "size");
+		if (sec.bad)
+			goto bad;
+		if (len > sec.left) {
+			fail(&sec, "%s of %llu bytes runs past the end of the file", "section", len);
+			goto bad;
+		}
+		sec.left = (size_t)len;
+		p = sec.p + len;
+		left -= 16 + (size_t)len;
+		switch (tag) {
+		case NPUB_MODEL:
+			f->model = sec.p;
+			f->model_size = sec.left;
+			break;
+		case NPUB_INPUTS:
+			sec.where = "inputs section";
+			if (parse_inputs(&sec, f))
+				goto bad;
+			break;
+		case NPUB_STATS:
+			sec.where = "stats section";
+			f->c->total_macs = get_u64(&sec, "total macs");
+			f->c->npu_macs = get_u64(&sec, "npu macs");
+			if (sec.bad)
+				goto bad;
+			break;
+		case NPUB_RECORDS:
+			sec.where = "placement section";
+			if (parse_records(&sec, f->c))
+				goto bad;
+			break;
+		case NPUB_SEGMENT: {
+			struct npu_segment **segs, *seg;
+			size_t *ib, *ob;
+
+			sec.where = "segment section";
+			segs = realloc(f->c->segments, (f->c->num_segments + 1) * sizeof(*segs));
+			ib = realloc(f->seg_in_base, (f->c->num_segments + 1) * sizeof(*ib));
+			ob = realloc(f->seg_out_base, (f->c->num_segments + 1) * sizeof(*ob));
+			if (segs)
+				f->c->segments = segs;
+			if (ib)
+				f->seg_in_base = ib;
+			if (ob)
+				f->seg_out_base = ob;
+			seg = calloc(1, sizeof(*seg));
+			if (!segs || !ib || !ob || !seg) {
+				free(seg);
+				npu_error_set(err, NPU_ERR_NO_MEMORY, "%s: out of memory", source);
+				goto bad_keep;
+			}
+			f->seg_in_base[f->c->num_segments] = f->num_seg_in;
+			f->seg_out_base[f->c->num_segments] = f->num_seg_out;
+			f->c->segments[f->c->num_segments++] = seg;
+			if (!get_segment(&sec, f, seg))
+				goto bad;
+			break;
+		}
+		default:
+			fail(&sec, "%s %llu is unknown", "section tag", tag);
+			goto bad;
+		}
+	}
+	if (left) {
+		fail(&hdr, "%s: %llu bytes after the last section", "file", left);
+		goto bad;
+	}
+	if (!f->model) {
+		fail(&hdr, "%s%.0llu: no model section", "file", 0);
+		goto bad;
+	}
+	*out = f;
+	return NPU_OK;
+bad:
+	if (!err->status)
+		npu_error_set(err, NPU_ERR_MODEL, "%s: malformed compiled model", source);
+bad_keep:
+	npu_npub_close(f);
+	return err->status;
+}
+
+const void *npu_npub_model(const struct npu_npub *f, size_t *size)
+{
+	*size = f->model_size;
+	return f->model;
+}
+
+size_t npu_npub_num_inputs(const struct npu_npub *f)
+{
+	return f->num_inputs;
+}
+
+const char *npu_npub_input(const struct npu_npub *f, size_t index,
+			   struct npu_shape *shape)
+{
+	if (index >= f->num_inputs)
+		return NULL;
+	*shape = f->input_shapes[index];
+	return f->input_names[index];
+}
+
+static struct npu_value *find_float_value(struct npu_graph *g, const char *name,
+					  const struct npu_act *a)
+{
+	struct npu_value *v = name ? npu_graph_find_value(g, name) : NULL;
+	struct npu_act dims;
+
+	if (!v || v->dtype != NPU_DTYPE_FLOAT)
+		return NULL;
+	npu_value_act_dims(v, &dims);
+	if (dims.n != a->n || dims.h != a->h || dims.w != a->w || dims.c != a->c)
+		return NULL;
+	return v;
+}
+
+npu_status npu_npub_instantiate(struct npu_npub *f, struct npu_graph *graph,
+				struct npu_device *dev,
+				struct npu_compiled **out,
+				struct npu_error *err)
+{
+	struct npu_compiled *c = f->c;
+	size_t k, i;
+	npu_status st;
+
+	*out = NULL;
+	for (k = 0; k < c->num_segments; k++) {
+		struct npu_segment *seg = c->segments[k];
+
+		seg->inputs = calloc(seg->num_inputs + 1, sizeof(*seg->inputs));
+		seg->outputs = calloc(seg->num_outputs + 1, sizeof(*seg->outputs));
+		if (!seg->inputs || !seg->outputs)
+			return npu_error_set(err, NPU_ERR_NO_MEMORY, "out of memory");
+		for (i = 0; i < seg->num_inputs; i++) {
+			const char *name = f->seg_inputs[f->seg_in_base[k] + i];
+
+			seg->inputs[i] = find_float_value(graph, name,
+							  &seg->prog.acts[seg->input_acts[i]]);
+			if (!seg->inputs[i])
+				return npu_error_set(err, NPU_ERR_MODEL,
+						     "NPU segment %d: input '%s' does not match the embedded model",
+						     seg->index, name ? name : "?");
+		}
+		for (i = 0; i < seg->num_outputs; i++) {
+			const char *name = f->seg_outputs[f->seg_out_base[k] + i];
+
+			seg->outputs[i] = find_float_value(graph, name,
+							   &seg->prog.acts[seg->output_acts[i]]);
+			if (!seg->outputs[i])
+				return npu_error_set(err, NPU_ERR_MODEL,
+						     "NPU segment %d: output '%s' does not match the embedded model",
+						     seg->index, name ? name : "?");
+		}
+	}
+	st = npu_compiled_bind(c, graph, dev, err);
+	if (st)
+		return st;
+	f->c = NULL;	/* ownership moves to the caller */
+	*out = c;
+	return NPU_OK;
+}
