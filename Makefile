@@ -51,3 +51,34 @@ check: userspace
 
 clean:
 	rm -rf $(BUILD)
+
+# --- kernel driver and its kselftests (driver/, tests/kselftest/) ----------
+# The module builds out of tree against Debian's pinned 6.12 headers
+# (tools/fetch-kernel); objects stay in driver/ (driver/.gitignore).
+KSELFTEST_DIR := $(BUILD)/kselftest
+
+.PHONY: driver-lint
+
+driver:
+	@kh=$$(tools/fetch-kernel --print headers) && \
+		$(MAKE) -C "$$kh" M=$(CURDIR)/driver modules
+
+# checkpatch --strict, sparse (C=2 checks every file) and W=1; any finding fails.
+driver-lint:
+	@cp=$$(tools/fetch-kernel --print checkpatch) && \
+		"$$cp" --strict --no-tree --terse --show-types -f \
+			$$(ls driver/*.[ch] | grep -v '\.mod\.c$$') Kbuild driver/Kbuild \
+			> $(BUILD)/driver-checkpatch.log 2>&1; \
+		grep -E '^[^ ]+:[0-9]+: (ERROR|WARNING|CHECK):' $(BUILD)/driver-checkpatch.log && \
+		{ echo "driver-lint: checkpatch findings above"; exit 1; }; \
+		echo "driver-lint: checkpatch --strict clean"
+	@kh=$$(tools/fetch-kernel --print headers) && mkdir -p $(BUILD) && \
+		$(MAKE) -C "$$kh" M=$(CURDIR)/driver C=2 W=1 modules > $(BUILD)/driver-sparse.log 2>&1 || \
+		{ cat $(BUILD)/driver-sparse.log; exit 1; }; \
+		grep -E '(warning|error):' $(BUILD)/driver-sparse.log && \
+		{ echo "driver-lint: sparse/W=1 findings above"; exit 1; }; \
+		echo "driver-lint: sparse (C=2) and W=1 clean"
+
+kselftest: driver
+	@$(MAKE) -C tests/kselftest OUT=$(CURDIR)/$(KSELFTEST_DIR)
+	@tests/kselftest/run-in-vm $(CURDIR)/$(KSELFTEST_DIR)

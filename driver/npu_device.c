@@ -1,0 +1,315 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Device bring-up, teardown, reset and recovery.
+ */
+
+#include <linux/delay.h>
+#include <linux/dma-mapping.h>
+#include <linux/iopoll.h>
+#include <linux/pci.h>
+
+#include <drm/drm_drv.h>
+#include <drm/drm_managed.h>
+
+#include "npu_drv.h"
+#include "npu_trace.h"
+
+static const char * const npu_job_status_names[NPU_JOB_STATUS_COUNT] = {
+	[NPU_JOB_OK] = "OK",
+	[NPU_JOB_ERR_BAD_DESC] = "BAD_DESC",
+	[NPU_JOB_ERR_BAD_CONTEXT] = "BAD_CONTEXT",
+	[NPU_JOB_ERR_BAD_HEADER] = "BAD_HEADER",
+	[NPU_JOB_ERR_TRUNCATED] = "TRUNCATED",
+	[NPU_JOB_ERR_BAD_OPCODE] = "BAD_OPCODE",
+	[NPU_JOB_ERR_BAD_ENCODING] = "BAD_ENCODING",
+	[NPU_JOB_ERR_BAD_PARAM] = "BAD_PARAM",
+	[NPU_JOB_ERR_SRAM_BOUNDS] = "SRAM_BOUNDS",
+	[NPU_JOB_ERR_MMU_UNMAPPED] = "MMU_UNMAPPED",
+	[NPU_JOB_ERR_MMU_PERM] = "MMU_PERM",
+	[NPU_JOB_ERR_DMA] = "DMA",
+	[NPU_JOB_ERR_WATCHDOG] = "WATCHDOG",
+	[NPU_JOB_ERR_HAZARD] = "HAZARD",
+	[NPU_JOB_ERR_ABORTED] = "ABORTED",
+};
+
+const char *npu_job_status_str(u32 status)
+{
+	if (status < NPU_JOB_STATUS_COUNT && npu_job_status_names[status])
+		return npu_job_status_names[status];
+	return "UNKNOWN";
+}
+
+u64 npu_device_time_ns(struct npu_device *ndev)
+{
+	/* Reading LO latches HI. */
+	return npu_read64(ndev, NPU_REG_TIMESTAMP_LO);
+}
+
+int npu_device_reset_hw(struct npu_device *ndev)
+{
+	u32 val;
+	int ret;
+
+	npu_write(ndev, NPU_REG_CTRL, NPU_CTRL_RESET);
+	ret = readl_poll_timeout(ndev->regs + NPU_REG_CTRL, val,
+				 !(val & NPU_CTRL_RESET), 10, 100000);
+	if (ret)
+		drm_err(&ndev->drm, "device reset did not complete\n");
+	return ret;
+}
+
+/* Reset, boot the firmware and program contexts and queues. */
+int npu_device_hw_start(struct npu_device *ndev)
+{
+	int ret, q;
+
+	ndev->ready = false;
+	ret = npu_device_reset_hw(ndev);
+	if (ret)
+		return ret;
+
+	npu_write(ndev, NPU_REG_FAULT_ACK, 1);
+	npu_write(ndev, NPU_REG_IRQ_ACK, ~0u);
+
+	ret = npu_fw_boot(ndev);
+	if (ret)
+		return ret;
+
+	npu_write(ndev, NPU_REG_CTX_TABLE_LO, lower_32_bits(ndev->ctx_table_dma));
+	npu_write(ndev, NPU_REG_CTX_TABLE_HI, upper_32_bits(ndev->ctx_table_dma));
+	npu_write(ndev, NPU_REG_MMU_INVALIDATE, NPU_MMU_INVALIDATE_ALL);
+
+	for (q = 0; q < NPU_NUM_QUEUES; q++)
+		npu_queue_hw_init(&ndev->queues[q]);
+
+	ndev->fw_version = npu_read(ndev, NPU_REG_FW_VERSION);
+	ndev->op_mask = npu_read(ndev, NPU_REG_OP_MASK);
+	ndev->ready = true;
+	npu_irq_enable(ndev);
+	return 0;
+}
+
+static int npu_device_identify(struct npu_device *ndev)
+{
+	u32 id = npu_read(ndev, NPU_REG_ID);
+
+	if (id != NPU_ID_MAGIC) {
+		drm_err(&ndev->drm, "unexpected ID register %#x\n", id);
+		return -ENODEV;
+	}
+	ndev->hw_version = npu_read(ndev, NPU_REG_HW_VERSION);
+	ndev->isa_version = npu_read(ndev, NPU_REG_ISA_VERSION);
+	ndev->caps = npu_read(ndev, NPU_REG_CAPS);
+	ndev->mac_shape = npu_read(ndev, NPU_REG_MAC_SHAPE);
+	ndev->sram_size = npu_read(ndev, NPU_REG_SRAM_SIZE);
+	ndev->clock_mhz = npu_read(ndev, NPU_REG_CLOCK_MHZ);
+	ndev->dma_bytes_per_cycle = npu_read(ndev, NPU_REG_DMA_BYTES_PER_CYCLE);
+
+	if (ndev->hw_version >> 16 != NPU_HW_VERSION_MAJOR ||
+	    npu_read(ndev, NPU_REG_NUM_QUEUES) != NPU_NUM_QUEUES ||
+	    npu_read(ndev, NPU_REG_NUM_CONTEXTS) != NPU_NUM_CONTEXTS) {
+		drm_err(&ndev->drm, "unsupported hardware version %#x\n",
+			ndev->hw_version);
+		return -ENODEV;
+	}
+	return 0;
+}
+
+/* The context table outlives the PCI binding while files stay open. */
+static void npu_ctx_table_free(struct drm_device *drm, void *data)
+{
+	struct npu_device *ndev = to_npu_device(drm);
+
+	dma_free_coherent(drm->dev, PAGE_SIZE, ndev->ctx_table,
+			  ndev->ctx_table_dma);
+}
+
+static void npu_device_release(struct drm_device *drm, void *data)
+{
+	struct npu_device *ndev = to_npu_device(drm);
+
+	npu_job_queues_fini(ndev);
+	if (ndev->reset_wq)
+		destroy_workqueue(ndev->reset_wq);
+	ida_destroy(&ndev->ctx_ida);
+}
+
+int npu_device_init(struct npu_device *ndev)
+{
+	struct pci_dev *pdev = ndev->pdev;
+	struct drm_device *drm = &ndev->drm;
+	int ret;
+
+	BUILD_BUG_ON(IS_ENABLED(CONFIG_CPU_BIG_ENDIAN));
+	BUILD_BUG_ON(NPU_NUM_CONTEXTS * sizeof(struct npu_ctx_entry) > PAGE_SIZE);
+
+	ida_init(&ndev->ctx_ida);
+	INIT_LIST_HEAD(&ndev->contexts);
+	ret = drmm_mutex_init(drm, &ndev->ctx_lock);
+	if (ret)
+		return ret;
+	ret = drmm_mutex_init(drm, &ndev->mmu_lock);
+	if (ret)
+		return ret;
+
+	ret = pcim_enable_device(pdev);
+	if (ret)
+		return ret;
+	pci_set_master(pdev);
+
+	ret = dma_set_mask_and_coherent(&pdev->dev, DMA_BIT_MASK(64));
+	if (ret)
+		return ret;
+
+	ret = pcim_iomap_regions(pdev, BIT(NPU_BAR_REGS), NPU_DRIVER_NAME);
+	if (ret)
+		return ret;
+	ndev->regs = pcim_iomap_table(pdev)[NPU_BAR_REGS];
+	if (!ndev->regs)
+		return -ENOMEM;
+
+	ret = npu_device_identify(ndev);
+	if (ret)
+		return ret;
+
+	ndev->ctx_table = dma_alloc_coherent(&pdev->dev, PAGE_SIZE,
+					     &ndev->ctx_table_dma, GFP_KERNEL);
+	if (!ndev->ctx_table)
+		return -ENOMEM;
+	ret = drmm_add_action_or_reset(drm, npu_ctx_table_free, NULL);
+	if (ret)
+		return ret;
+
+	ndev->reset_wq = alloc_ordered_workqueue("npu-reset", 0);
+	if (!ndev->reset_wq)
+		return -ENOMEM;
+	ret = drmm_add_action_or_reset(drm, npu_device_release, NULL);
+	if (ret)
+		return ret;
+
+	ret = npu_job_queues_init(ndev);
+	if (ret)
+		return ret;
+
+	ret = npu_fw_load(ndev);
+	if (ret)
+		return ret;
+
+	ret = npu_irq_init(ndev);
+	if (ret)
+		return ret;
+
+	ret = npu_device_hw_start(ndev);
+	if (ret) {
+		npu_irq_fini(ndev);
+		return ret;
+	}
+	return 0;
+}
+
+/*
+ * Unbind: stop the device and fail every job the hardware still holds.
+ * Schedulers stay until the DRM device is released (files may be open);
+ * their run_job fails with -ENODEV from now on.
+ */
+void npu_device_fini(struct npu_device *ndev)
+{
+	int q;
+
+	/*
+	 * run_job and the timeout handler run inside drm_dev_enter(), so
+	 * after drm_dev_unplug() nothing else touches the rings.
+	 */
+	npu_irq_disable(ndev);
+	for (q = 0; q < NPU_NUM_QUEUES; q++)
+		npu_queue_process(&ndev->queues[q]);
+	npu_device_reset_hw(ndev);
+	ndev->ready = false;
+	for (q = 0; q < NPU_NUM_QUEUES; q++)
+		npu_queue_abort_inflight(&ndev->queues[q], -ENODEV);
+
+	npu_irq_fini(ndev);
+}
+
+/*
+ * The job the device is stuck on: of the oldest unfinished job of each
+ * queue, the one handed to the hardware first. A queue's scheduler can
+ * time out on a job that only waits behind another queue's hang.
+ */
+static struct npu_job *npu_device_find_guilty(struct npu_device *ndev)
+{
+	struct npu_job *guilty = NULL;
+	unsigned long flags;
+	int q;
+
+	for (q = 0; q < NPU_NUM_QUEUES; q++) {
+		struct npu_queue *queue = &ndev->queues[q];
+		struct npu_job *job = NULL;
+
+		spin_lock_irqsave(&queue->lock, flags);
+		if (queue->head != queue->tail)
+			job = queue->slots[queue->head % NPU_RING_ENTRIES];
+		if (job && (!guilty || job->hw_submit_ns < guilty->hw_submit_ns))
+			guilty = job;
+		spin_unlock_irqrestore(&queue->lock, flags);
+	}
+	if (guilty)
+		atomic_set(&guilty->ctx->banned, 1);
+	return guilty;
+}
+
+/*
+ * Recovery after a job timeout: one at a time (the cmpxchg, plus all
+ * timeout handlers share the ordered reset_wq). The guilty context is
+ * banned, innocent jobs are run again on the freshly booted device.
+ */
+void npu_device_recover(struct npu_device *ndev, struct npu_job *bad)
+{
+	struct npu_job *guilty;
+	u32 guilty_ctx = ~0u;
+	u64 guilty_id = 0;
+	int q, ret;
+
+	if (atomic_cmpxchg(&ndev->reset_pending, 0, 1) != 0)
+		return;
+
+	npu_irq_disable(ndev);
+	/* Jobs that completed before the hang still count as done. */
+	for (q = 0; q < NPU_NUM_QUEUES; q++)
+		npu_queue_process(&ndev->queues[q]);
+	guilty = npu_device_find_guilty(ndev);
+	if (guilty) {
+		guilty_ctx = guilty->ctx->id;
+		guilty_id = guilty->rec->id;
+	}
+
+	/* The timed-out job goes back on its scheduler's pending list. */
+	for (q = 0; q < NPU_NUM_QUEUES; q++) {
+		struct npu_queue *queue = &ndev->queues[q];
+
+		drm_sched_stop(&queue->sched,
+			       bad && bad->queue == queue ? &bad->base : NULL);
+	}
+
+	if (guilty_ctx != ~0u)
+		drm_warn(&ndev->drm, "job %llu of context %u hung the device: context banned\n",
+			 guilty_id, guilty_ctx);
+	trace_npu_reset(ndev, guilty_ctx, atomic_read(&ndev->reset_count) + 1);
+
+	npu_device_reset_hw(ndev);
+	/* The reset dropped every descriptor: retire the old hardware fences. */
+	for (q = 0; q < NPU_NUM_QUEUES; q++)
+		npu_queue_abort_inflight(&ndev->queues[q], -ECANCELED);
+
+	ret = npu_device_hw_start(ndev);
+	if (ret)
+		drm_err(&ndev->drm, "recovery failed (%d): device unusable\n", ret);
+
+	atomic_inc(&ndev->reset_count);
+	for (q = 0; q < NPU_NUM_QUEUES; q++)
+		drm_sched_resubmit_jobs(&ndev->queues[q].sched);
+	atomic_set(&ndev->reset_pending, 0);
+	for (q = 0; q < NPU_NUM_QUEUES; q++)
+		drm_sched_start(&ndev->queues[q].sched);
+	npu_dbg(ndev, RESET, "reset %d done\n", atomic_read(&ndev->reset_count));
+}

@@ -1,0 +1,262 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Buffer objects: drm_gem_shmem, mapped into the device VA space of every
+ * context that holds a handle (created or PRIME-imported), unmapped when
+ * the last handle of that context goes.
+ */
+
+#include <linux/seq_file.h>
+#include <linux/slab.h>
+
+#include <drm/drm_file.h>
+#include <drm/drm_gem.h>
+#include <drm/drm_vma_manager.h>
+
+#include "npu_drv.h"
+
+static struct npu_bo_map *npu_bo_find_map(struct npu_bo *bo,
+					  struct npu_context *ctx)
+{
+	struct npu_bo_map *map;
+
+	list_for_each_entry(map, &bo->maps, node)
+		if (map->ctx == ctx)
+			return map;
+	return NULL;
+}
+
+static int npu_gem_open(struct drm_gem_object *obj, struct drm_file *file)
+{
+	struct npu_context *ctx = file->driver_priv;
+	struct npu_device *ndev = ctx->ndev;
+	struct npu_bo *bo = to_npu_bo(obj);
+	struct npu_bo_map *map;
+	struct sg_table *sgt;
+	int ret;
+
+	mutex_lock(&bo->lock);
+	map = npu_bo_find_map(bo, ctx);
+	if (map) {
+		map->users++;
+		mutex_unlock(&bo->lock);
+		return 0;
+	}
+
+	/* Pins the pages (or takes the importer's sg table) until free. */
+	sgt = drm_gem_shmem_get_pages_sgt(&bo->base);
+	if (IS_ERR(sgt)) {
+		ret = PTR_ERR(sgt);
+		goto err_unlock;
+	}
+
+	map = kzalloc(sizeof(*map), GFP_KERNEL);
+	if (!map) {
+		ret = -ENOMEM;
+		goto err_unlock;
+	}
+	map->ctx = ctx;
+	map->bo = bo;
+	map->users = 1;
+	map->prot = bo->flags & DRM_NPU_BO_DEVICE_READ_ONLY ?
+		    NPU_PTE_READ : NPU_PTE_READ | NPU_PTE_WRITE;
+
+	mutex_lock(&ctx->mmu.lock);
+	ret = drm_mm_insert_node_generic(&ctx->mmu.mm, &map->va, obj->size,
+					 NPU_PAGE_SIZE, 0, DRM_MM_INSERT_BEST);
+	if (!ret)
+		list_add_tail(&map->ctx_node, &ctx->mmu.maps);
+	mutex_unlock(&ctx->mmu.lock);
+	if (ret) {
+		npu_dbg(ndev, GEM, "ctx %u: no VA for %zu bytes: %d\n",
+			ctx->id, obj->size, ret);
+		goto err_free;
+	}
+
+	ret = npu_mmu_map(ndev, &ctx->mmu, map->va.start, sgt, obj->size,
+			  map->prot);
+	if (ret)
+		goto err_remove;
+
+	list_add_tail(&map->node, &bo->maps);
+	mutex_unlock(&bo->lock);
+	npu_dbg(ndev, GEM, "ctx %u: bo %p (%zu bytes) at %#llx\n", ctx->id,
+		bo, obj->size, map->va.start);
+	return 0;
+
+err_remove:
+	mutex_lock(&ctx->mmu.lock);
+	list_del(&map->ctx_node);
+	drm_mm_remove_node(&map->va);
+	mutex_unlock(&ctx->mmu.lock);
+err_free:
+	kfree(map);
+err_unlock:
+	mutex_unlock(&bo->lock);
+	return ret;
+}
+
+static void npu_gem_close(struct drm_gem_object *obj, struct drm_file *file)
+{
+	struct npu_context *ctx = file->driver_priv;
+	struct npu_bo *bo = to_npu_bo(obj);
+	struct npu_bo_map *map;
+
+	mutex_lock(&bo->lock);
+	map = npu_bo_find_map(bo, ctx);
+	if (!map || --map->users) {
+		mutex_unlock(&bo->lock);
+		return;
+	}
+	list_del(&map->node);
+	mutex_unlock(&bo->lock);
+
+	/* PTEs cleared and TLB invalidated before the pages can go. */
+	npu_mmu_unmap(ctx->ndev, &ctx->mmu, map->va.start, obj->size);
+	mutex_lock(&ctx->mmu.lock);
+	list_del(&map->ctx_node);
+	drm_mm_remove_node(&map->va);
+	mutex_unlock(&ctx->mmu.lock);
+	kfree(map);
+}
+
+static void npu_gem_free(struct drm_gem_object *obj)
+{
+	struct npu_bo *bo = to_npu_bo(obj);
+	struct npu_device *ndev = to_npu_device(obj->dev);
+
+	drm_WARN_ON(obj->dev, !list_empty(&bo->maps));
+	mutex_destroy(&bo->lock);
+	atomic_dec(&ndev->bo_count);
+	drm_gem_shmem_free(&bo->base);
+}
+
+static enum drm_gem_object_status npu_gem_status(struct drm_gem_object *obj)
+{
+	struct npu_bo *bo = to_npu_bo(obj);
+
+	if (bo->base.pages || obj->import_attach)
+		return DRM_GEM_OBJECT_RESIDENT;
+	return 0;
+}
+
+static const struct drm_gem_object_funcs npu_gem_funcs = {
+	.free = npu_gem_free,
+	.open = npu_gem_open,
+	.close = npu_gem_close,
+	.print_info = drm_gem_shmem_object_print_info,
+	.pin = drm_gem_shmem_object_pin,
+	.unpin = drm_gem_shmem_object_unpin,
+	.get_sg_table = drm_gem_shmem_object_get_sg_table,
+	.vmap = drm_gem_shmem_object_vmap,
+	.vunmap = drm_gem_shmem_object_vunmap,
+	.mmap = drm_gem_shmem_object_mmap,
+	.status = npu_gem_status,
+	.vm_ops = &drm_gem_shmem_vm_ops,
+};
+
+struct drm_gem_object *npu_gem_create_object(struct drm_device *drm,
+					     size_t size)
+{
+	struct npu_device *ndev = to_npu_device(drm);
+	struct npu_bo *bo;
+
+	bo = kzalloc(sizeof(*bo), GFP_KERNEL);
+	if (!bo)
+		return ERR_PTR(-ENOMEM);
+	bo->base.base.funcs = &npu_gem_funcs;
+	mutex_init(&bo->lock);
+	INIT_LIST_HEAD(&bo->maps);
+	atomic_inc(&ndev->bo_count);
+	return &bo->base.base;
+}
+
+/* The device VA of @obj in @ctx. */
+int npu_bo_va(struct drm_gem_object *obj, struct npu_context *ctx, u64 *va)
+{
+	struct npu_bo *bo = to_npu_bo(obj);
+	struct npu_bo_map *map;
+	int ret = -ENOENT;
+
+	mutex_lock(&bo->lock);
+	map = npu_bo_find_map(bo, ctx);
+	if (map) {
+		*va = map->va.start;
+		ret = 0;
+	}
+	mutex_unlock(&bo->lock);
+	return ret;
+}
+
+int npu_ioctl_bo_create(struct drm_device *drm, void *data,
+			struct drm_file *file)
+{
+	struct npu_context *ctx = file->driver_priv;
+	struct drm_npu_bo_create *args = data;
+	struct drm_gem_shmem_object *shmem;
+	u32 handle;
+	int ret;
+
+	if (args->flags & ~DRM_NPU_BO_FLAGS)
+		return -EINVAL;
+	if (!args->size)
+		return -EINVAL;
+	if (args->size > NPU_VA_END - NPU_VA_START)
+		return -ENOSPC;
+
+	shmem = drm_gem_shmem_create(drm, PAGE_ALIGN(args->size));
+	if (IS_ERR(shmem))
+		return PTR_ERR(shmem);
+	to_npu_bo(&shmem->base)->flags = args->flags;
+
+	/* Maps it into this context through npu_gem_open(). */
+	ret = drm_gem_handle_create(file, &shmem->base, &handle);
+	if (!ret)
+		ret = npu_bo_va(&shmem->base, ctx, &args->va);
+	drm_gem_object_put(&shmem->base);
+	if (ret)
+		return ret;
+
+	args->handle = handle;
+	return 0;
+}
+
+int npu_ioctl_bo_info(struct drm_device *drm, void *data,
+		      struct drm_file *file)
+{
+	struct npu_context *ctx = file->driver_priv;
+	struct drm_npu_bo_info *args = data;
+	struct drm_gem_object *obj;
+	int ret;
+
+	if (args->flags)
+		return -EINVAL;
+
+	obj = drm_gem_object_lookup(file, args->handle);
+	if (!obj)
+		return -ENOENT;
+
+	ret = drm_gem_create_mmap_offset(obj);
+	if (ret)
+		goto out;
+	ret = npu_bo_va(obj, ctx, &args->va);
+	if (ret)
+		goto out;
+	args->mmap_offset = drm_vma_node_offset_addr(&obj->vma_node);
+	args->size = obj->size;
+out:
+	drm_gem_object_put(obj);
+	return ret;
+}
+
+void npu_gem_print_ctx(struct seq_file *m, struct npu_context *ctx)
+{
+	struct npu_bo_map *map;
+
+	mutex_lock(&ctx->mmu.lock);
+	list_for_each_entry(map, &ctx->mmu.maps, ctx_node)
+		seq_printf(m, "    bo va %#llx size %#llx %s%s\n",
+			   map->va.start, map->va.size,
+			   map->prot & NPU_PTE_WRITE ? "rw" : "ro",
+			   map->bo->base.base.import_attach ? " imported" : "");
+	mutex_unlock(&ctx->mmu.lock);
+}

@@ -1,0 +1,719 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Jobs: the submit path, one drm_sched scheduler per hardware queue with
+ * one entity per context, the rings and completion records, JOB_INFO.
+ */
+
+#include <linux/dma-fence-chain.h>
+#include <linux/dma-mapping.h>
+#include <linux/seq_file.h>
+#include <linux/slab.h>
+#include <linux/uaccess.h>
+
+#include <drm/drm_drv.h>
+#include <drm/drm_exec.h>
+#include <drm/drm_file.h>
+#include <drm/drm_gem.h>
+#include <drm/drm_syncobj.h>
+
+#include "npu_drv.h"
+#include "npu_trace.h"
+
+static const char *npu_fence_driver_name(struct dma_fence *fence)
+{
+	return NPU_DRIVER_NAME;
+}
+
+static const char *npu_fence_timeline_name(struct dma_fence *fence)
+{
+	struct npu_queue *q = container_of(fence->lock, struct npu_queue,
+					   fence_lock);
+
+	return q->name;
+}
+
+static const struct dma_fence_ops npu_fence_ops = {
+	.get_driver_name = npu_fence_driver_name,
+	.get_timeline_name = npu_fence_timeline_name,
+};
+
+static void npu_job_rec_release(struct kref *ref)
+{
+	kfree(container_of(ref, struct npu_job_rec, ref));
+}
+
+void npu_job_rec_put(struct npu_job_rec *rec)
+{
+	kref_put(&rec->ref, npu_job_rec_release);
+}
+
+/* Everything a job holds; used by free_job and by failed submits. */
+static void npu_job_release(struct npu_job *job)
+{
+	struct npu_device *ndev = job->ndev;
+	u32 i;
+
+	if (job->rec) {
+		spin_lock(&job->ctx->rec_lock);
+		if (job->rec->state != DRM_NPU_JOB_DONE) {
+			job->rec->state = DRM_NPU_JOB_CANCELED;
+			if (!job->rec->status)
+				job->rec->status = NPU_JOB_ERR_ABORTED;
+		}
+		spin_unlock(&job->ctx->rec_lock);
+		npu_job_rec_put(job->rec);
+	}
+	for (i = 0; i < job->bo_count; i++)
+		drm_gem_object_put(job->bos[i]);
+	kvfree(job->bos);
+	kvfree(job->access);
+	dma_fence_put(job->done_fence);
+	npu_context_put(job->ctx);
+	atomic_dec(&ndev->job_count);
+	kfree(job);
+}
+
+static void npu_job_complete(struct npu_queue *q, struct npu_job *job,
+			     const struct npu_completion *c)
+{
+	struct npu_device *ndev = q->ndev;
+	struct npu_job_rec *rec = job->rec;
+
+	spin_lock(&job->ctx->rec_lock);
+	rec->state = DRM_NPU_JOB_DONE;
+	rec->status = c->status;
+	rec->error_offset = c->error_offset;
+	rec->fault_addr = c->fault_addr;
+	rec->start_ns = c->start_ns;
+	rec->end_ns = c->end_ns;
+	rec->cycles = c->cycles;
+	rec->macs = c->macs;
+	spin_unlock(&job->ctx->rec_lock);
+
+	if (c->end_ns > c->start_ns)
+		atomic64_add(c->end_ns - c->start_ns, &job->ctx->engine_ns[q->id]);
+	trace_npu_job_complete(job, c);
+
+	if (c->status != NPU_JOB_OK) {
+		atomic64_inc(&ndev->jobs_failed);
+		npu_dbg(ndev, JOB, "ctx %u job %llu failed: %s at offset %u (fault %#llx)\n",
+			job->ctx->id, rec->id, npu_job_status_str(c->status),
+			c->error_offset, c->fault_addr);
+		dma_fence_set_error(job->done_fence, -EIO);
+	}
+	atomic64_inc(&ndev->jobs_completed);
+	/* The job may be freed once this returns. */
+	dma_fence_signal(job->done_fence);
+}
+
+/* Consume the completion records the device wrote, in ring order. */
+void npu_queue_process(struct npu_queue *q)
+{
+	unsigned long flags;
+
+	spin_lock_irqsave(&q->lock, flags);
+	while (q->head != q->tail) {
+		u32 slot = q->head % NPU_RING_ENTRIES;
+		struct npu_completion *c = &q->compl[slot];
+		struct npu_completion rec;
+		struct npu_job *job;
+
+		if (READ_ONCE(c->fence) != NPU_COMPLETION_FENCE)
+			break;
+		dma_rmb(); /* the fence is written last */
+		rec = *c;
+		WRITE_ONCE(c->fence, 0);
+
+		job = q->slots[slot];
+		q->slots[slot] = NULL;
+		q->head++;
+		if (WARN_ON_ONCE(!job))
+			continue;
+		if (rec.seqno != job->done_fence->seqno)
+			drm_warn_once(&q->ndev->drm, "queue %u: seqno %llu, expected %llu\n",
+				      q->id, rec.seqno, job->done_fence->seqno);
+		npu_job_complete(q, job, &rec);
+	}
+	spin_unlock_irqrestore(&q->lock, flags);
+}
+
+/* After a device reset or unplug: the hardware forgot these jobs. */
+void npu_queue_abort_inflight(struct npu_queue *q, int error)
+{
+	unsigned long flags;
+
+	spin_lock_irqsave(&q->lock, flags);
+	while (q->head != q->tail) {
+		u32 slot = q->head % NPU_RING_ENTRIES;
+		struct npu_job *job = q->slots[slot];
+
+		q->slots[slot] = NULL;
+		q->head++;
+		if (!job)
+			continue;
+		dma_fence_set_error(job->done_fence, error);
+		dma_fence_signal(job->done_fence);
+	}
+	q->head = 0;
+	q->tail = 0;
+	spin_unlock_irqrestore(&q->lock, flags);
+}
+
+void npu_queue_hw_init(struct npu_queue *q)
+{
+	struct npu_device *ndev = q->ndev;
+
+	memset(q->compl, 0, NPU_RING_ENTRIES * sizeof(*q->compl));
+	npu_write(ndev, NPU_REG_QUEUE(q->id, NPU_QREG_RING_BASE_LO),
+		  lower_32_bits(q->ring_dma));
+	npu_write(ndev, NPU_REG_QUEUE(q->id, NPU_QREG_RING_BASE_HI),
+		  upper_32_bits(q->ring_dma));
+	npu_write(ndev, NPU_REG_QUEUE(q->id, NPU_QREG_RING_SIZE),
+		  NPU_RING_ENTRIES);
+	npu_write(ndev, NPU_REG_QUEUE(q->id, NPU_QREG_CTRL), NPU_QUEUE_ENABLE);
+}
+
+static struct dma_fence *npu_job_run(struct drm_sched_job *sched_job)
+{
+	struct npu_job *job = to_npu_job(sched_job);
+	struct npu_device *ndev = job->ndev;
+	struct npu_queue *q = job->queue;
+	struct npu_job_desc *desc;
+	struct dma_fence *fence;
+	unsigned long flags;
+	u32 slot;
+	int idx;
+
+	if (unlikely(sched_job->s_fence->finished.error))
+		return NULL;
+	if (atomic_read(&job->ctx->banned))
+		return ERR_PTR(-ECANCELED);
+	if (!drm_dev_enter(&ndev->drm, &idx))
+		return ERR_PTR(-ENODEV);
+	if (!ndev->ready) {
+		drm_dev_exit(idx);
+		return ERR_PTR(-EIO);
+	}
+
+	/* Runs again after a reset: each run gets a fresh hardware fence. */
+	fence = kzalloc(sizeof(*fence), GFP_NOWAIT | __GFP_NOWARN);
+	if (!fence) {
+		drm_dev_exit(idx);
+		return ERR_PTR(-ENOMEM);
+	}
+
+	spin_lock_irqsave(&q->lock, flags);
+	if (WARN_ON_ONCE(q->tail - q->head >= NPU_RING_ENTRIES)) {
+		spin_unlock_irqrestore(&q->lock, flags);
+		kfree(fence);
+		drm_dev_exit(idx);
+		return ERR_PTR(-ENOSPC);
+	}
+	slot = q->tail % NPU_RING_ENTRIES;
+	dma_fence_init(fence, &npu_fence_ops, &q->fence_lock, q->fence_context,
+		       ++q->fence_seqno);
+	dma_fence_put(job->done_fence);
+	job->done_fence = dma_fence_get(fence);
+
+	WRITE_ONCE(q->compl[slot].fence, 0);
+	desc = &q->ring[slot];
+	memset(desc, 0, sizeof(*desc));
+	desc->context = job->ctx->id;
+	desc->cmd_va = job->cmd_va;
+	desc->cmd_size = job->cmd_size;
+	desc->seqno = fence->seqno;
+	desc->completion_addr = q->compl_dma + slot * sizeof(struct npu_completion);
+	/* Fault injection: a stream address that no context maps. */
+	if (atomic_xchg(&ndev->inject.fault_next, 0))
+		desc->cmd_va = 0;
+	q->slots[slot] = job;
+	q->tail++;
+	job->hw_submit_ns = ktime_get_ns();
+
+	spin_lock(&job->ctx->rec_lock);
+	job->rec->state = DRM_NPU_JOB_RUNNING;
+	spin_unlock(&job->ctx->rec_lock);
+	trace_npu_job_run(job, fence->seqno, slot);
+
+	if (atomic_xchg(&ndev->inject.hang_next, 0))
+		npu_write(ndev, NPU_REG_DEBUG, NPU_DEBUG_HANG_NEXT);
+	/* writel orders the descriptor writes before the doorbell. */
+	npu_write(ndev, NPU_REG_QUEUE(q->id, NPU_QREG_TAIL), q->tail);
+	npu_write(ndev, NPU_REG_QUEUE(q->id, NPU_QREG_DOORBELL), 1);
+	spin_unlock_irqrestore(&q->lock, flags);
+
+	drm_dev_exit(idx);
+	return fence;
+}
+
+static enum drm_gpu_sched_stat npu_job_timedout(struct drm_sched_job *sched_job)
+{
+	struct npu_job *job = to_npu_job(sched_job);
+	struct npu_device *ndev = job->ndev;
+	int idx;
+
+	if (!drm_dev_enter(&ndev->drm, &idx))
+		return DRM_GPU_SCHED_STAT_ENODEV;
+
+	npu_queue_process(job->queue);
+	if (job->done_fence && dma_fence_is_signaled(job->done_fence)) {
+		/* Spurious: put the job back so the scheduler frees it. */
+		drm_sched_stop(&job->queue->sched, sched_job);
+		drm_sched_start(&job->queue->sched);
+	} else {
+		npu_device_recover(ndev, job);
+	}
+	drm_dev_exit(idx);
+	return DRM_GPU_SCHED_STAT_NOMINAL;
+}
+
+static void npu_job_free(struct drm_sched_job *sched_job)
+{
+	struct npu_job *job = to_npu_job(sched_job);
+
+	drm_sched_job_cleanup(sched_job);
+	atomic_dec(&job->ctx->jobs_inflight);
+	npu_job_release(job);
+}
+
+static const struct drm_sched_backend_ops npu_sched_ops = {
+	.run_job = npu_job_run,
+	.timedout_job = npu_job_timedout,
+	.free_job = npu_job_free,
+};
+
+int npu_job_queues_init(struct npu_device *ndev)
+{
+	struct device *dev = ndev->drm.dev;
+	int q, ret;
+
+	for (q = 0; q < NPU_NUM_QUEUES; q++) {
+		struct npu_queue *queue = &ndev->queues[q];
+
+		queue->ndev = ndev;
+		queue->id = q;
+		snprintf(queue->name, sizeof(queue->name), "npu-q%d", q);
+		spin_lock_init(&queue->lock);
+		spin_lock_init(&queue->fence_lock);
+		queue->fence_context = dma_fence_context_alloc(1);
+
+		queue->ring = dmam_alloc_coherent(dev, NPU_RING_ENTRIES *
+						  sizeof(*queue->ring),
+						  &queue->ring_dma, GFP_KERNEL);
+		queue->compl = dmam_alloc_coherent(dev, NPU_RING_ENTRIES *
+						   sizeof(*queue->compl),
+						   &queue->compl_dma, GFP_KERNEL);
+		if (!queue->ring || !queue->compl)
+			return -ENOMEM;
+
+		/* Credits = ring slots: the scheduler never overfills a ring. */
+		ret = drm_sched_init(&queue->sched, &npu_sched_ops, NULL,
+				     DRM_SCHED_PRIORITY_COUNT, NPU_RING_ENTRIES,
+				     0, msecs_to_jiffies(npu_job_timeout_ms),
+				     ndev->reset_wq, NULL, queue->name, dev);
+		if (ret) {
+			drm_err(&ndev->drm, "cannot init scheduler %d: %d\n",
+				q, ret);
+			return ret;
+		}
+		queue->sched_ready = true;
+	}
+	return 0;
+}
+
+void npu_job_queues_fini(struct npu_device *ndev)
+{
+	int q;
+
+	for (q = 0; q < NPU_NUM_QUEUES; q++) {
+		if (!ndev->queues[q].sched_ready)
+			continue;
+		drm_sched_fini(&ndev->queues[q].sched);
+		ndev->queues[q].sched_ready = false;
+	}
+}
+
+int npu_job_entities_init(struct npu_context *ctx)
+{
+	struct npu_device *ndev = ctx->ndev;
+	int q, ret;
+
+	for (q = 0; q < NPU_NUM_QUEUES; q++) {
+		struct drm_gpu_scheduler *sched = &ndev->queues[q].sched;
+
+		ret = drm_sched_entity_init(&ctx->entity[q],
+					    DRM_SCHED_PRIORITY_NORMAL,
+					    &sched, 1, NULL);
+		if (ret) {
+			while (--q >= 0)
+				drm_sched_entity_destroy(&ctx->entity[q]);
+			return ret;
+		}
+	}
+	ctx->entities_ready = true;
+	return 0;
+}
+
+void npu_job_entities_fini(struct npu_context *ctx)
+{
+	int q;
+
+	if (!ctx->entities_ready)
+		return;
+	for (q = 0; q < NPU_NUM_QUEUES; q++)
+		drm_sched_entity_destroy(&ctx->entity[q]);
+	ctx->entities_ready = false;
+}
+
+static int npu_job_add_bo(struct npu_job *job, struct drm_file *file,
+			  u32 handle, u32 access)
+{
+	struct drm_gem_object *obj = drm_gem_object_lookup(file, handle);
+
+	if (!obj)
+		return -ENOENT;
+	job->bos[job->bo_count] = obj;
+	job->access[job->bo_count] = access;
+	job->bo_count++;
+	return 0;
+}
+
+static int npu_job_copy_bo_refs(struct npu_job *job, struct drm_file *file,
+				const struct drm_npu_submit *args)
+{
+	struct drm_npu_bo_ref ref;
+	u32 i;
+	int ret;
+
+	for (i = 0; i < args->bo_ref_count; i++) {
+		u64 uptr = args->bo_refs + (u64)i * args->bo_ref_size;
+
+		ret = copy_struct_from_user(&ref, sizeof(ref),
+					    u64_to_user_ptr(uptr),
+					    args->bo_ref_size);
+		if (ret)
+			return ret == -E2BIG ? -EINVAL : ret;
+		if (!ref.access || ref.access & ~(DRM_NPU_BO_ACCESS_READ |
+						  DRM_NPU_BO_ACCESS_WRITE))
+			return -EINVAL;
+		ret = npu_job_add_bo(job, file, ref.handle, ref.access);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+static int npu_job_check_args(const struct drm_npu_submit *args)
+{
+	if (args->flags || args->reserved || args->out_sync.flags)
+		return -EINVAL;
+	if (args->queue >= NPU_NUM_QUEUES)
+		return -EINVAL;
+	if (!args->cmd_size || args->cmd_size % NPU_CS_ALIGN ||
+	    args->cmd_offset % NPU_CS_ALIGN || args->cmd_size > NPU_CS_MAX_SIZE)
+		return -EINVAL;
+	if (args->bo_ref_count > DRM_NPU_MAX_BO_REFS ||
+	    args->in_sync_count > DRM_NPU_MAX_SYNCS)
+		return -E2BIG;
+	if (args->bo_ref_count) {
+		if (args->bo_ref_size < sizeof(struct drm_npu_bo_ref) ||
+		    args->bo_ref_size > PAGE_SIZE)
+			return -EINVAL;
+		if (!args->bo_refs)
+			return -EFAULT;
+		if (args->bo_refs % 8 || args->bo_ref_size % 8)
+			return -EINVAL;
+	}
+	if (args->in_sync_count) {
+		if (!args->in_syncs)
+			return -EFAULT;
+		if (args->in_syncs % 8)
+			return -EINVAL;
+	}
+	if (!args->out_sync.handle && args->out_sync.point)
+		return -EINVAL;
+	return 0;
+}
+
+static int npu_job_add_in_syncs(struct npu_job *job, struct drm_file *file,
+				const struct drm_npu_submit *args)
+{
+	struct drm_npu_sync *syncs;
+	struct dma_fence *fence;
+	u32 i;
+	int ret = 0;
+
+	if (!args->in_sync_count)
+		return 0;
+	syncs = kvmalloc_array(args->in_sync_count, sizeof(*syncs), GFP_KERNEL);
+	if (!syncs)
+		return -ENOMEM;
+	if (copy_from_user(syncs, u64_to_user_ptr(args->in_syncs),
+			   args->in_sync_count * sizeof(*syncs))) {
+		ret = -EFAULT;
+		goto out;
+	}
+	for (i = 0; i < args->in_sync_count; i++) {
+		if (syncs[i].flags) {
+			ret = -EINVAL;
+			goto out;
+		}
+	}
+	for (i = 0; i < args->in_sync_count; i++) {
+		/* u64 points: drm_sched_job_add_syncobj_dependency takes u32. */
+		ret = drm_syncobj_find_fence(file, syncs[i].handle,
+					     syncs[i].point, 0, &fence);
+		if (ret)
+			goto out;
+		ret = drm_sched_job_add_dependency(&job->base, fence);
+		if (ret)
+			goto out;
+	}
+out:
+	kvfree(syncs);
+	return ret;
+}
+
+/*
+ * Validate, build and queue one job. On success *@finished (if given)
+ * holds a reference to the scheduler's finished fence and *@rec (if
+ * given) one to the job's record.
+ */
+int npu_job_submit(struct drm_file *file, struct drm_npu_submit *args,
+		   struct dma_fence **finished, struct npu_job_rec **rec_out)
+{
+	struct npu_context *ctx = file->driver_priv;
+	struct npu_device *ndev = ctx->ndev;
+	struct drm_syncobj *out_syncobj = NULL;
+	struct dma_fence_chain *chain = NULL;
+	struct npu_job_rec *rec, *old;
+	struct dma_fence *fence;
+	struct drm_exec exec;
+	bool sched_init = false;
+	struct npu_job *job;
+	u64 va;
+	u32 i;
+	int ret, idx;
+
+	ret = npu_job_check_args(args);
+	if (ret)
+		return ret;
+	if (atomic_read(&ctx->banned))
+		return -ECANCELED;
+
+	job = kzalloc(sizeof(*job), GFP_KERNEL);
+	if (!job)
+		return -ENOMEM;
+	atomic_inc(&ndev->job_count);
+	job->ndev = ndev;
+	job->ctx = npu_context_get(ctx);
+	job->queue = &ndev->queues[args->queue];
+
+	job->bos = kvmalloc_array(args->bo_ref_count + 1, sizeof(*job->bos),
+				  GFP_KERNEL);
+	job->access = kvmalloc_array(args->bo_ref_count + 1,
+				     sizeof(*job->access), GFP_KERNEL);
+	rec = kzalloc(sizeof(*rec), GFP_KERNEL);
+	if (!job->bos || !job->access || !rec) {
+		kfree(rec);
+		ret = -ENOMEM;
+		goto err_job;
+	}
+	kref_init(&rec->ref);
+	rec->queue = args->queue;
+	rec->state = DRM_NPU_JOB_QUEUED;
+	job->rec = rec;
+
+	/* The command buffer: always read, offset and size inside it. */
+	ret = npu_job_add_bo(job, file, args->cmd_handle, DRM_NPU_BO_ACCESS_READ);
+	if (ret)
+		goto err_job;
+	if ((u64)args->cmd_offset + args->cmd_size > job->bos[0]->size) {
+		ret = -EINVAL;
+		goto err_job;
+	}
+	ret = npu_bo_va(job->bos[0], ctx, &va);
+	if (ret)
+		goto err_job;
+	job->cmd_va = va + args->cmd_offset;
+	job->cmd_size = args->cmd_size;
+
+	ret = npu_job_copy_bo_refs(job, file, args);
+	if (ret)
+		goto err_job;
+
+	if (args->out_sync.handle) {
+		out_syncobj = drm_syncobj_find(file, args->out_sync.handle);
+		if (!out_syncobj) {
+			ret = -ENOENT;
+			goto err_job;
+		}
+		if (args->out_sync.point) {
+			chain = dma_fence_chain_alloc();
+			if (!chain) {
+				ret = -ENOMEM;
+				goto err_job;
+			}
+		}
+	}
+
+	if (drm_dev_enter(&ndev->drm, &idx)) {
+		rec->submit_ns = npu_device_time_ns(ndev);
+		drm_dev_exit(idx);
+	}
+
+	ret = drm_sched_job_init(&job->base, &ctx->entity[args->queue], 1, ctx);
+	if (ret)
+		goto err_job;
+	sched_init = true;
+
+	ret = npu_job_add_in_syncs(job, file, args);
+	if (ret)
+		goto err_job;
+
+	drm_exec_init(&exec, DRM_EXEC_INTERRUPTIBLE_WAIT |
+		      DRM_EXEC_IGNORE_DUPLICATES, job->bo_count);
+	drm_exec_until_all_locked(&exec) {
+		for (i = 0; i < job->bo_count; i++) {
+			ret = drm_exec_prepare_obj(&exec, job->bos[i], 1);
+			drm_exec_retry_on_contention(&exec);
+			if (ret)
+				goto err_exec;
+		}
+	}
+	for (i = 0; i < job->bo_count; i++) {
+		ret = drm_sched_job_add_implicit_dependencies(&job->base, job->bos[i],
+							      job->access[i] &
+							      DRM_NPU_BO_ACCESS_WRITE);
+		if (ret)
+			goto err_exec;
+	}
+
+	mutex_lock(&ctx->submit_lock);
+	rec->id = ctx->next_job_id;
+	kref_get(&rec->ref);
+	ret = xa_err(xa_store(&ctx->jobs, rec->id, rec, GFP_KERNEL));
+	if (ret) {
+		mutex_unlock(&ctx->submit_lock);
+		npu_job_rec_put(rec);
+		goto err_exec;
+	}
+	ctx->next_job_id++;
+	if (rec->id > NPU_JOB_HISTORY) {
+		old = xa_erase(&ctx->jobs, rec->id - NPU_JOB_HISTORY);
+		if (old)
+			npu_job_rec_put(old);
+	}
+
+	drm_sched_job_arm(&job->base);
+	fence = dma_fence_get(&job->base.s_fence->finished);
+	for (i = 0; i < job->bo_count; i++)
+		dma_resv_add_fence(job->bos[i]->resv, fence,
+				   job->access[i] & DRM_NPU_BO_ACCESS_WRITE ?
+				   DMA_RESV_USAGE_WRITE : DMA_RESV_USAGE_READ);
+	atomic_inc(&ctx->jobs_inflight);
+	atomic64_inc(&ndev->jobs_submitted);
+	trace_npu_job_submit(job);
+	npu_dbg(ndev, JOB, "ctx %u job %llu queued on %u\n", ctx->id, rec->id,
+		args->queue);
+	if (rec_out) {
+		kref_get(&rec->ref);
+		*rec_out = rec;
+	}
+	args->job_id = rec->id;
+	drm_sched_entity_push_job(&job->base);
+	mutex_unlock(&ctx->submit_lock);
+	drm_exec_fini(&exec);
+
+	if (out_syncobj) {
+		if (chain)
+			drm_syncobj_add_point(out_syncobj, chain, fence,
+					      args->out_sync.point);
+		else
+			drm_syncobj_replace_fence(out_syncobj, fence);
+		drm_syncobj_put(out_syncobj);
+	}
+	if (finished)
+		*finished = fence;
+	else
+		dma_fence_put(fence);
+	return 0;
+
+err_exec:
+	drm_exec_fini(&exec);
+err_job:
+	dma_fence_chain_free(chain);
+	if (out_syncobj)
+		drm_syncobj_put(out_syncobj);
+	if (sched_init)
+		drm_sched_job_cleanup(&job->base);
+	npu_job_release(job);
+	return ret;
+}
+
+int npu_ioctl_submit(struct drm_device *drm, void *data,
+		     struct drm_file *file)
+{
+	return npu_job_submit(file, data, NULL, NULL);
+}
+
+int npu_ioctl_job_info(struct drm_device *drm, void *data,
+		       struct drm_file *file)
+{
+	struct npu_context *ctx = file->driver_priv;
+	struct drm_npu_job_info *args = data;
+	struct npu_job_rec *rec;
+
+	if (args->flags || args->pad || args->reserved)
+		return -EINVAL;
+
+	xa_lock(&ctx->jobs);
+	rec = xa_load(&ctx->jobs, args->job_id);
+	if (rec)
+		kref_get(&rec->ref);
+	xa_unlock(&ctx->jobs);
+	if (!rec)
+		return -ENOENT;
+
+	spin_lock(&ctx->rec_lock);
+	args->state = rec->state;
+	args->status = rec->status;
+	args->error_offset = rec->error_offset;
+	args->queue = rec->queue;
+	args->fault_addr = rec->fault_addr;
+	args->submit_ns = rec->submit_ns;
+	args->start_ns = rec->start_ns;
+	args->end_ns = rec->end_ns;
+	args->cycles = rec->cycles;
+	args->macs = rec->macs;
+	spin_unlock(&ctx->rec_lock);
+	npu_job_rec_put(rec);
+	return 0;
+}
+
+static const char * const npu_job_state_names[] = {
+	[DRM_NPU_JOB_QUEUED] = "queued",
+	[DRM_NPU_JOB_RUNNING] = "running",
+	[DRM_NPU_JOB_DONE] = "done",
+	[DRM_NPU_JOB_CANCELED] = "canceled",
+};
+
+void npu_job_print_ctx(struct seq_file *m, struct npu_context *ctx)
+{
+	struct npu_job_rec *rec;
+	unsigned long id, first;
+
+	mutex_lock(&ctx->submit_lock);
+	first = ctx->next_job_id > 16 ? ctx->next_job_id - 16 : 0;
+	seq_printf(m, "    jobs submitted %llu in flight %d banned %d\n",
+		   ctx->next_job_id - 1, atomic_read(&ctx->jobs_inflight),
+		   atomic_read(&ctx->banned));
+	xa_for_each_start(&ctx->jobs, id, rec, first) {
+		spin_lock(&ctx->rec_lock);
+		seq_printf(m, "    job %llu queue %u %s status %s cycles %llu\n",
+			   rec->id, rec->queue, npu_job_state_names[rec->state & 3],
+			   npu_job_status_str(rec->status), rec->cycles);
+		spin_unlock(&ctx->rec_lock);
+	}
+	mutex_unlock(&ctx->submit_lock);
+}

@@ -1,0 +1,357 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * Helpers shared by the npu kselftests: device, buffers, hand-written
+ * command streams, submits, waits and the driver's debugfs counters.
+ */
+#ifndef NPU_TEST_H
+#define NPU_TEST_H
+
+#include <errno.h>
+#include <fcntl.h>
+#include <glob.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "drm.h"
+#include "drm/npu_accel.h"
+#include "npu_hw.h"
+
+#define NPU_DEV_PATH	"/dev/accel/accel0"
+
+static inline int npu_open(void)
+{
+	const char *path = getenv("NPU_DEV");
+
+	return open(path ? path : NPU_DEV_PATH, O_RDWR | O_CLOEXEC);
+}
+
+/* ioctl that returns -errno, retrying on EINTR / EAGAIN. */
+static inline int npu_ioctl(int fd, unsigned long req, void *arg)
+{
+	int ret;
+
+	do {
+		ret = ioctl(fd, req, arg);
+	} while (ret == -1 && (errno == EINTR || errno == EAGAIN));
+	return ret == -1 ? -errno : ret;
+}
+
+static inline uint64_t npu_param(int fd, uint32_t param)
+{
+	struct drm_npu_get_param p = { .param = param };
+
+	if (npu_ioctl(fd, DRM_IOCTL_NPU_GET_PARAM, &p))
+		return ~0ull;
+	return p.value;
+}
+
+struct npu_bo {
+	uint32_t handle;
+	uint64_t va;
+	uint64_t size;
+	void *map;
+};
+
+static inline int npu_bo_new(int fd, uint64_t size, uint32_t flags,
+			     struct npu_bo *bo)
+{
+	struct drm_npu_bo_create c = { .size = size, .flags = flags };
+	struct drm_npu_bo_info info = { 0 };
+	int ret;
+
+	memset(bo, 0, sizeof(*bo));
+	ret = npu_ioctl(fd, DRM_IOCTL_NPU_BO_CREATE, &c);
+	if (ret)
+		return ret;
+	info.handle = c.handle;
+	ret = npu_ioctl(fd, DRM_IOCTL_NPU_BO_INFO, &info);
+	if (ret)
+		return ret;
+	bo->handle = c.handle;
+	bo->va = c.va;
+	bo->size = info.size;
+	bo->map = mmap(NULL, info.size, PROT_READ | PROT_WRITE, MAP_SHARED,
+		       fd, info.mmap_offset);
+	if (bo->map == MAP_FAILED) {
+		bo->map = NULL;
+		return -errno;
+	}
+	return 0;
+}
+
+static inline int npu_gem_close(int fd, uint32_t handle)
+{
+	struct drm_gem_close c = { .handle = handle };
+
+	return npu_ioctl(fd, DRM_IOCTL_GEM_CLOSE, &c);
+}
+
+static inline void npu_bo_free(int fd, struct npu_bo *bo)
+{
+	if (bo->map)
+		munmap(bo->map, bo->size);
+	if (bo->handle)
+		npu_gem_close(fd, bo->handle);
+	memset(bo, 0, sizeof(*bo));
+}
+
+/* ---- command streams ---- */
+
+struct npu_cs {
+	uint8_t buf[8192];
+	uint32_t len;
+};
+
+static inline void npu_cs_begin(struct npu_cs *cs)
+{
+	struct npu_cs_header h = {
+		.magic = NPU_CS_MAGIC,
+		.isa_major = NPU_ISA_VERSION_MAJOR,
+		.isa_minor = NPU_ISA_VERSION_MINOR,
+	};
+
+	memset(cs, 0, sizeof(*cs));
+	memcpy(cs->buf, &h, sizeof(h));
+	cs->len = sizeof(h);
+}
+
+static inline void npu_cs_emit(struct npu_cs *cs, const void *insn, size_t n)
+{
+	if (cs->len + n > sizeof(cs->buf))
+		abort();
+	memcpy(cs->buf + cs->len, insn, n);
+	cs->len += n;
+}
+
+/* DMA_FILL 'bytes' bytes at device VA 'va' with 'value'. */
+static inline void npu_cs_fill(struct npu_cs *cs, uint64_t va, uint8_t value,
+			       uint32_t bytes)
+{
+	struct npu_insn_dma_fill f = {
+		.hdr = { .opcode = NPU_OP_DMA_FILL, .flags = NPU_INSN_SYNC,
+			 .size = sizeof(f) },
+		.dst_space = NPU_SPACE_VA,
+		.value = value,
+		.rows = 1,
+		.dst = va,
+		.row_bytes = bytes,
+		.dst_stride = bytes,
+	};
+
+	npu_cs_emit(cs, &f, sizeof(f));
+}
+
+static inline void npu_cs_dma(struct npu_cs *cs, uint8_t src_space,
+			      uint64_t src, uint8_t dst_space, uint64_t dst,
+			      uint32_t bytes)
+{
+	struct npu_insn_dma_copy c = {
+		.hdr = { .opcode = NPU_OP_DMA_COPY, .flags = NPU_INSN_SYNC,
+			 .size = sizeof(c) },
+		.src_space = src_space,
+		.dst_space = dst_space,
+		.rows = 1,
+		.src = src,
+		.dst = dst,
+		.row_bytes = bytes,
+		.src_stride = bytes,
+		.dst_stride = bytes,
+	};
+
+	npu_cs_emit(cs, &c, sizeof(c));
+}
+
+/* VA -> SRAM -> VA: a copy that proves the job ran. */
+static inline void npu_cs_copy(struct npu_cs *cs, uint64_t src, uint64_t dst,
+			       uint32_t bytes)
+{
+	npu_cs_dma(cs, NPU_SPACE_VA, src, NPU_SPACE_SRAM, 0, bytes);
+	npu_cs_dma(cs, NPU_SPACE_SRAM, 0, NPU_SPACE_VA, dst, bytes);
+}
+
+/* Put the stream at the start of 'cmd' (mapped). */
+static inline uint32_t npu_cs_store(struct npu_cs *cs, struct npu_bo *cmd,
+				    uint32_t offset)
+{
+	memcpy((uint8_t *)cmd->map + offset, cs->buf, cs->len);
+	return cs->len;
+}
+
+/* ---- submit and wait ---- */
+
+static inline void npu_submit_init(struct drm_npu_submit *s, uint32_t cmd,
+				   uint32_t size, uint32_t queue)
+{
+	memset(s, 0, sizeof(*s));
+	s->cmd_handle = cmd;
+	s->cmd_size = size;
+	s->queue = queue;
+	s->bo_ref_size = sizeof(struct drm_npu_bo_ref);
+}
+
+static inline int npu_submit(int fd, struct drm_npu_submit *s)
+{
+	return npu_ioctl(fd, DRM_IOCTL_NPU_SUBMIT, s);
+}
+
+static inline uint32_t npu_syncobj_new(int fd)
+{
+	struct drm_syncobj_create c = { 0 };
+
+	if (npu_ioctl(fd, DRM_IOCTL_SYNCOBJ_CREATE, &c))
+		return 0;
+	return c.handle;
+}
+
+static inline void npu_syncobj_free(int fd, uint32_t h)
+{
+	struct drm_syncobj_destroy d = { .handle = h };
+
+	npu_ioctl(fd, DRM_IOCTL_SYNCOBJ_DESTROY, &d);
+}
+
+static inline int64_t npu_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000ll + ts.tv_nsec;
+}
+
+/* Wait for a timeline point (0: binary) up to timeout_ms. */
+static inline int npu_syncobj_wait(int fd, uint32_t h, uint64_t point,
+				   int timeout_ms)
+{
+	struct drm_syncobj_timeline_wait w = {
+		.handles = (uintptr_t)&h,
+		.points = (uintptr_t)&point,
+		.timeout_nsec = npu_now_ns() + (int64_t)timeout_ms * 1000000ll,
+		.count_handles = 1,
+		.flags = DRM_SYNCOBJ_WAIT_FLAGS_WAIT_FOR_SUBMIT,
+	};
+
+	return npu_ioctl(fd, DRM_IOCTL_SYNCOBJ_TIMELINE_WAIT, &w);
+}
+
+static inline int npu_job_info(int fd, uint64_t id, struct drm_npu_job_info *info)
+{
+	memset(info, 0, sizeof(*info));
+	info->job_id = id;
+	return npu_ioctl(fd, DRM_IOCTL_NPU_JOB_INFO, info);
+}
+
+/* Poll JOB_INFO until the job is DONE or CANCELED. */
+static inline int npu_job_wait(int fd, uint64_t id, int timeout_ms,
+			       struct drm_npu_job_info *info)
+{
+	int64_t end = npu_now_ns() + (int64_t)timeout_ms * 1000000ll;
+	int ret;
+
+	for (;;) {
+		ret = npu_job_info(fd, id, info);
+		if (ret)
+			return ret;
+		if (info->state == DRM_NPU_JOB_DONE ||
+		    info->state == DRM_NPU_JOB_CANCELED)
+			return 0;
+		if (npu_now_ns() > end)
+			return -ETIMEDOUT;
+		usleep(1000);
+	}
+}
+
+/* ---- debugfs ---- */
+
+static inline const char *npu_debugfs_dir(void)
+{
+	static char dir[256];
+	glob_t g;
+
+	if (dir[0])
+		return dir;
+	if (getenv("NPU_DEBUGFS")) {
+		snprintf(dir, sizeof(dir), "%s", getenv("NPU_DEBUGFS"));
+		return dir;
+	}
+	if (glob("/sys/kernel/debug/accel/*/npu_counters", 0, NULL, &g))
+		return NULL;
+	snprintf(dir, sizeof(dir), "%s", g.gl_pathv[0]);
+	*strrchr(dir, '/') = 0;
+	globfree(&g);
+	return dir;
+}
+
+/* A "name value" line of npu_counters, or -1. */
+static inline long long npu_counter(const char *name)
+{
+	const char *dir = npu_debugfs_dir();
+	char path[320], key[64];
+	long long val, ret = -1;
+	FILE *f;
+
+	if (!dir)
+		return -1;
+	snprintf(path, sizeof(path), "%s/npu_counters", dir);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	while (fscanf(f, "%63s %lld", key, &val) == 2)
+		if (!strcmp(key, name))
+			ret = val;
+	fclose(f);
+	return ret;
+}
+
+static inline int npu_debugfs_write(const char *file, const char *val)
+{
+	const char *dir = npu_debugfs_dir();
+	char path[320];
+	int fd, ret;
+
+	if (!dir)
+		return -ENOENT;
+	snprintf(path, sizeof(path), "%s/%s", dir, file);
+	fd = open(path, O_WRONLY);
+	if (fd < 0)
+		return -errno;
+	ret = write(fd, val, strlen(val)) < 0 ? -errno : 0;
+	close(fd);
+	return ret;
+}
+
+/* Wait until the leak counters equal the baseline (or time out). */
+struct npu_counters {
+	long long bos, pages, jobs, contexts;
+};
+
+static inline void npu_counters_read(struct npu_counters *c)
+{
+	c->bos = npu_counter("bos");
+	c->pages = npu_counter("pages_mapped");
+	c->jobs = npu_counter("jobs");
+	c->contexts = npu_counter("contexts");
+}
+
+static inline int npu_counters_settle(const struct npu_counters *base,
+				      struct npu_counters *now, int timeout_ms)
+{
+	int64_t end = npu_now_ns() + (int64_t)timeout_ms * 1000000ll;
+
+	for (;;) {
+		npu_counters_read(now);
+		if (now->bos == base->bos && now->pages == base->pages &&
+		    now->jobs == base->jobs && now->contexts == base->contexts)
+			return 0;
+		if (npu_now_ns() > end)
+			return -ETIMEDOUT;
+		usleep(10000);
+	}
+}
+
+#endif /* NPU_TEST_H */

@@ -1,0 +1,218 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * The io_uring submit path: IORING_OP_URING_CMD with
+ * DRM_NPU_URING_CMD_SUBMIT, many per io_uring_enter, CQE res = device
+ * status or -errno, CQE32 carries the job id.
+ */
+#include <liburing.h>
+#include <sys/wait.h>
+
+#include "npu_test.h"
+#include "kselftest_harness.h"
+
+#define BATCH 128
+
+static void prep_submit(struct io_uring_sqe *sqe, int fd,
+			struct drm_npu_submit *s, uint64_t user_data)
+{
+	struct drm_npu_uring_submit us = { .submit = (uintptr_t)s };
+
+	memset(sqe, 0, sizeof(*sqe));
+	sqe->opcode = IORING_OP_URING_CMD;
+	sqe->fd = fd;
+	sqe->cmd_op = DRM_NPU_URING_CMD_SUBMIT;
+	sqe->user_data = user_data;
+	memcpy(sqe->cmd, &us, sizeof(us));
+}
+
+FIXTURE(uring) {
+	int fd;
+	struct io_uring ring;
+	bool ring_ok;
+	struct npu_bo cmd, buf;
+	uint32_t empty_size;
+};
+
+FIXTURE_SETUP(uring)
+{
+	struct npu_cs cs;
+
+	self->ring_ok = false;
+	self->fd = npu_open();
+	if (self->fd < 0)
+		SKIP(return, "no device");
+	ASSERT_EQ(0, io_uring_queue_init(2 * BATCH, &self->ring, IORING_SETUP_CQE32));
+	self->ring_ok = true;
+	ASSERT_EQ(0, npu_bo_new(self->fd, 8192, 0, &self->cmd));
+	ASSERT_EQ(0, npu_bo_new(self->fd, 4096, 0, &self->buf));
+	npu_cs_begin(&cs);
+	self->empty_size = npu_cs_store(&cs, &self->cmd, 0);
+}
+
+FIXTURE_TEARDOWN(uring)
+{
+	if (self->ring_ok)
+		io_uring_queue_exit(&self->ring);
+	if (self->fd >= 0)
+		close(self->fd);
+}
+
+TEST_F(uring, batch_of_submits_in_one_enter_completes)
+{
+	static struct drm_npu_submit s[BATCH];
+	struct io_uring_cqe *cqe;
+	int i, seen = 0;
+
+	for (i = 0; i < BATCH; i++) {
+		npu_submit_init(&s[i], self->cmd.handle, self->empty_size, i % 2);
+		prep_submit(io_uring_get_sqe(&self->ring), self->fd, &s[i], i + 1);
+	}
+	/* One io_uring_enter for the whole batch. */
+	ASSERT_EQ(BATCH, io_uring_submit(&self->ring));
+	while (seen < BATCH) {
+		ASSERT_EQ(0, io_uring_wait_cqe(&self->ring, &cqe));
+		ASSERT_GE(cqe->user_data, 1);
+		ASSERT_LE(cqe->user_data, BATCH);
+		i = cqe->user_data - 1;
+		EXPECT_EQ(0, cqe->res) TH_LOG("sqe %d", i);
+		EXPECT_EQ(s[i].job_id, cqe->big_cqe[0]);
+		EXPECT_NE(0, s[i].job_id);
+		io_uring_cqe_seen(&self->ring, cqe);
+		seen++;
+	}
+}
+
+TEST_F(uring, device_error_is_positive_status_in_res)
+{
+	struct drm_npu_submit s;
+	struct io_uring_cqe *cqe;
+	struct npu_cs cs;
+	uint64_t bad = npu_param(self->fd, DRM_NPU_PARAM_VA_END) - 0x20000;
+
+	npu_cs_begin(&cs);
+	npu_cs_fill(&cs, bad, 1, 8);
+	npu_submit_init(&s, self->cmd.handle, npu_cs_store(&cs, &self->cmd, 4096), 0);
+	s.cmd_offset = 4096;
+	prep_submit(io_uring_get_sqe(&self->ring), self->fd, &s, 7);
+	ASSERT_EQ(1, io_uring_submit(&self->ring));
+	ASSERT_EQ(0, io_uring_wait_cqe(&self->ring, &cqe));
+	EXPECT_EQ(7, cqe->user_data);
+	EXPECT_EQ(NPU_JOB_ERR_MMU_UNMAPPED, cqe->res);
+	io_uring_cqe_seen(&self->ring, cqe);
+}
+
+TEST_F(uring, data_written_by_uring_job_is_visible)
+{
+	struct drm_npu_submit s;
+	struct io_uring_cqe *cqe;
+	struct npu_cs cs;
+
+	npu_cs_begin(&cs);
+	npu_cs_fill(&cs, self->buf.va, 0x6b, 4096);
+	npu_submit_init(&s, self->cmd.handle, npu_cs_store(&cs, &self->cmd, 4096), 1);
+	s.cmd_offset = 4096;
+	prep_submit(io_uring_get_sqe(&self->ring), self->fd, &s, 1);
+	ASSERT_EQ(1, io_uring_submit(&self->ring));
+	ASSERT_EQ(0, io_uring_wait_cqe(&self->ring, &cqe));
+	EXPECT_EQ(0, cqe->res);
+	io_uring_cqe_seen(&self->ring, cqe);
+	EXPECT_EQ(0x6b, ((uint8_t *)self->buf.map)[4095]);
+}
+
+static int one_cqe_res(struct io_uring *ring)
+{
+	struct io_uring_cqe *cqe;
+	int res;
+
+	if (io_uring_submit(ring) != 1 || io_uring_wait_cqe(ring, &cqe))
+		return 1 << 30;
+	res = cqe->res;
+	io_uring_cqe_seen(ring, cqe);
+	return res;
+}
+
+TEST_F(uring, invalid_commands_fail_with_errno)
+{
+	struct drm_npu_submit s;
+	struct drm_npu_uring_submit us = { 0 };
+	struct io_uring_sqe *sqe;
+
+	/* A malformed submit: the ioctl's errno. */
+	npu_submit_init(&s, self->cmd.handle, self->empty_size, 0);
+	s.flags = 1;
+	prep_submit(io_uring_get_sqe(&self->ring), self->fd, &s, 1);
+	EXPECT_EQ(-EINVAL, one_cqe_res(&self->ring));
+
+	npu_submit_init(&s, 0xbad, self->empty_size, 0);
+	prep_submit(io_uring_get_sqe(&self->ring), self->fd, &s, 1);
+	EXPECT_EQ(-ENOENT, one_cqe_res(&self->ring));
+
+	/* NULL submit pointer. */
+	sqe = io_uring_get_sqe(&self->ring);
+	prep_submit(sqe, self->fd, NULL, 1);
+	EXPECT_EQ(-EFAULT, one_cqe_res(&self->ring));
+
+	/* Non-zero flags / pad in the SQE command area. */
+	sqe = io_uring_get_sqe(&self->ring);
+	prep_submit(sqe, self->fd, &s, 1);
+	us.submit = (uintptr_t)&s;
+	us.flags = 1;
+	memcpy(sqe->cmd, &us, sizeof(us));
+	EXPECT_EQ(-EINVAL, one_cqe_res(&self->ring));
+	sqe = io_uring_get_sqe(&self->ring);
+	prep_submit(sqe, self->fd, &s, 1);
+	us.flags = 0;
+	us.pad = 1;
+	memcpy(sqe->cmd, &us, sizeof(us));
+	EXPECT_EQ(-EINVAL, one_cqe_res(&self->ring));
+
+	/* Unknown cmd_op. */
+	sqe = io_uring_get_sqe(&self->ring);
+	prep_submit(sqe, self->fd, &s, 1);
+	sqe->cmd_op = 0x1234;
+	EXPECT_EQ(-EOPNOTSUPP, one_cqe_res(&self->ring));
+}
+
+TEST(exit_with_uring_jobs_in_flight_leaves_nothing_behind)
+{
+	struct npu_counters base, now;
+	int status;
+	pid_t pid;
+
+	if (!npu_debugfs_dir())
+		SKIP(return, "no npu debugfs");
+	npu_counters_read(&base);
+	pid = fork();
+	ASSERT_GE(pid, 0);
+	if (pid == 0) {
+		static struct drm_npu_submit s[BATCH];
+		struct io_uring ring;
+		struct npu_bo cmd, buf;
+		struct npu_cs cs;
+		int fd = npu_open(), i;
+
+		if (fd < 0 || io_uring_queue_init(BATCH, &ring, 0) ||
+		    npu_bo_new(fd, 4096, 0, &cmd) ||
+		    npu_bo_new(fd, 256 << 10, 0, &buf))
+			_exit(1);
+		npu_cs_begin(&cs);
+		npu_cs_fill(&cs, buf.va, 1, 256 << 10);
+		npu_cs_store(&cs, &cmd, 0);
+		for (i = 0; i < BATCH; i++) {
+			npu_submit_init(&s[i], cmd.handle, cs.len, i % 2);
+			prep_submit(io_uring_get_sqe(&ring), fd, &s[i], i);
+		}
+		io_uring_submit(&ring);
+		/* Exit without reaping: the ring and the file go with us. */
+		_exit(0);
+	}
+	waitpid(pid, &status, 0);
+	EXPECT_EQ(0, WEXITSTATUS(status));
+	EXPECT_EQ(0, npu_counters_settle(&base, &now, 20000)) {
+		TH_LOG("bos %lld/%lld pages %lld/%lld jobs %lld/%lld contexts %lld/%lld",
+		       now.bos, base.bos, now.pages, base.pages, now.jobs,
+		       base.jobs, now.contexts, base.contexts);
+	}
+}
+
+TEST_HARNESS_MAIN
