@@ -141,7 +141,8 @@ static bool supported_gemm(const struct npu_node *n, char *why, size_t why_size)
 		return WHY("weights are not a constant 2-D float matrix");
 	if (gemm && npu_node_attr_int_or(n, "transA", 0))
 		return WHY("transA=1 has no NPU form");
-	if (a->shape.rank < 1 || (gemm && a->shape.rank != 2))
+	/* A rank-4 input's last dim is W, which NHWC storage does not keep inner. */
+	if (a->shape.rank < 1 || a->shape.rank > 3 || (gemm && a->shape.rank != 2))
 		return WHY("input rank %d has no NPU form", a->shape.rank);
 	k = a->shape.dims[a->shape.rank - 1];
 	if (gemm && npu_node_attr_int_or(n, "transB", 0)) {
