@@ -1,0 +1,405 @@
+// SPDX-License-Identifier: MIT
+/*
+ * ocr-detect - find text boxes in a PNG with a PaddleOCR PP-OCR detection
+ * model, through libnpu-user's public API only (<npu/npu.h>, pkg-config
+ * libnpu-user). The shortest honest path from "I have an ONNX model and an
+ * image" to "my program runs it on the NPU":
+ *
+ *   1. npu_model_create()          pick the device (cpu, sim, accel)
+ *   2. npu_model_load_file()       import the ONNX file
+ *   3. npu_model_set_input_shape() fix the dynamic H x W, plan the model
+ *   4. npu_model_run()             run on one NCHW float tensor
+ *   5. npu_model_output()          read the 1x1xHxW text probability map
+ *
+ * and everything around it is ordinary application code (text_boxes.c):
+ * PNG in, PP-OCR normalization, DB post-processing into boxes, PNG out.
+ *
+ *   ocr-detect MODEL.onnx IMAGE.png [--device cpu|sim|accel] [--threads N]
+ *              [--overlay OUT.png] [--truth BOXES.txt]
+ *
+ * Exit status: 0 on success, 1 on any error (with a message on stderr),
+ * 2 on a usage error, 3 when --truth is given and some truth line has no
+ * detected box with IoU >= 0.5.
+ */
+#define _POSIX_C_SOURCE 200809L	/* clock_gettime */
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <npu/npu.h>
+#include <npu/npu_model.h>
+
+#include "text_boxes.h"
+
+#define MAX_BOXES 1024
+#define MAX_TRUTH 256
+#define MATCH_IOU 0.5f
+
+struct options {
+	const char *model_path;
+	const char *image_path;
+	const char *device;
+	int threads;
+	const char *overlay_path;
+	const char *truth_path;
+};
+
+struct truth_line {
+	struct text_box box;
+	char text[256];
+};
+
+static void usage(FILE *out)
+{
+	fprintf(out,
+		"usage: ocr-detect MODEL.onnx IMAGE.png [--device cpu|sim|accel] [--threads N]\n"
+		"                  [--overlay OUT.png] [--truth BOXES.txt]\n"
+		"\n"
+		"  --device D       where the model runs (default: cpu)\n"
+		"  --threads N      CPU threads including the caller (default 0: all cores)\n"
+		"  --overlay FILE   write IMAGE with the detected boxes drawn in red\n"
+		"                   (and the --truth boxes in green)\n"
+		"  --truth FILE     lines \"x0 y0 x1 y1 text\" (render-text --boxes): print\n"
+		"                   each line's best IoU; exit 3 unless all match (IoU >= 0.5)\n");
+}
+
+static int parse_args(int argc, char **argv, struct options *o)
+{
+	int i, positional = 0;
+
+	memset(o, 0, sizeof(*o));
+	o->device = "cpu";
+	for (i = 1; i < argc; i++) {
+		const char *a = argv[i];
+
+		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+			usage(stdout);
+			exit(0);
+		} else if (!strcmp(a, "--device") || !strcmp(a, "--threads") ||
+			   !strcmp(a, "--overlay") || !strcmp(a, "--truth")) {
+			const char *v;
+
+			if (i + 1 >= argc) {
+				fprintf(stderr, "ocr-detect: %s needs a value\n", a);
+				return -1;
+			}
+			v = argv[++i];
+			if (!strcmp(a, "--device")) {
+				o->device = v;
+			} else if (!strcmp(a, "--threads")) {
+				char *end;
+				long n = strtol(v, &end, 10);
+
+				if (*end || end == v || n < 0 || n > 1024) {
+					fprintf(stderr, "ocr-detect: --threads '%s': expected 0..1024\n", v);
+					return -1;
+				}
+				o->threads = (int)n;
+			} else if (!strcmp(a, "--overlay")) {
+				o->overlay_path = v;
+			} else {
+				o->truth_path = v;
+			}
+		} else if (a[0] == '-' && a[1]) {
+			fprintf(stderr, "ocr-detect: unknown option '%s'\n", a);
+			return -1;
+		} else if (positional == 0) {
+			o->model_path = a;
+			positional++;
+		} else if (positional == 1) {
+			o->image_path = a;
+			positional++;
+		} else {
+			fprintf(stderr, "ocr-detect: unexpected argument '%s'\n", a);
+			return -1;
+		}
+	}
+	if (positional != 2) {
+		fprintf(stderr, "ocr-detect: expected MODEL.onnx and IMAGE.png\n");
+		return -1;
+	}
+	return 0;
+}
+
+static double now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+/* PP-OCR det wants H and W as multiples of 32: round to the nearest one. */
+static int round_to_32(int v)
+{
+	int r = (v + 16) / 32 * 32;
+
+	return r < 32 ? 32 : r;
+}
+
+static int compare_boxes(const void *pa, const void *pb)
+{
+	const struct text_box *a = pa, *b = pb;
+
+	if (a->y0 != b->y0)
+		return a->y0 < b->y0 ? -1 : 1;
+	if (a->x0 != b->x0)
+		return a->x0 < b->x0 ? -1 : 1;
+	return 0;
+}
+
+/* Read "x0 y0 x1 y1 text" lines; returns the count or -1 (message printed). */
+static int read_truth(const char *path, struct truth_line *lines, int max)
+{
+	FILE *f = fopen(path, "r");
+	char buf[512];
+	int n = 0, lineno = 0;
+
+	if (!f) {
+		fprintf(stderr, "ocr-detect: %s: %s\n", path, strerror(errno));
+		return -1;
+	}
+	while (fgets(buf, sizeof(buf), f)) {
+		struct truth_line *t = &lines[n];
+		float x0, y0, x1, y1;
+		int used = 0;
+		size_t len;
+
+		lineno++;
+		if (buf[0] == '\n' || buf[0] == '#')
+			continue;
+		if (sscanf(buf, "%f %f %f %f %n", &x0, &y0, &x1, &y1, &used) != 4 ||
+		    x1 <= x0 || y1 <= y0) {
+			fprintf(stderr, "ocr-detect: %s:%d: expected \"x0 y0 x1 y1 text\" with x0 < x1, y0 < y1\n",
+				path, lineno);
+			fclose(f);
+			return -1;
+		}
+		if (n == max) {
+			fprintf(stderr, "ocr-detect: %s:%d: more than %d truth lines\n",
+				path, lineno, max);
+			fclose(f);
+			return -1;
+		}
+		t->box = (struct text_box){ x0, y0, x1, y1, 1.0f };
+		snprintf(t->text, sizeof(t->text), "%s", buf + used);
+		len = strlen(t->text);
+		while (len && (t->text[len - 1] == '\n' || t->text[len - 1] == '\r'))
+			t->text[--len] = '\0';
+		n++;
+	}
+	fclose(f);
+	return n;
+}
+
+/* Print each truth line's best IoU; returns the number matched. */
+static int compare_truth(const struct truth_line *truth, int ntruth,
+			 const struct text_box *boxes, int nboxes)
+{
+	int i, j, matched = 0;
+
+	printf("truth (x0 y0 x1 y1  best IoU  text):\n");
+	for (i = 0; i < ntruth; i++) {
+		float best = 0.0f;
+
+		for (j = 0; j < nboxes; j++) {
+			float iou = text_box_iou(&truth[i].box, &boxes[j]);
+
+			best = iou > best ? iou : best;
+		}
+		matched += best >= MATCH_IOU;
+		printf("  %4.0f %4.0f %4.0f %4.0f  %.2f %s  \"%s\"\n",
+		       truth[i].box.x0, truth[i].box.y0, truth[i].box.x1,
+		       truth[i].box.y1, best, best >= MATCH_IOU ? "ok  " : "MISS",
+		       truth[i].text);
+	}
+	printf("matched %d/%d lines (IoU >= %.1f)\n", matched, ntruth, MATCH_IOU);
+	return matched;
+}
+
+static int write_overlay(const char *path, struct rgb_image *img,
+			 const struct text_box *boxes, int nboxes,
+			 const struct truth_line *truth, int ntruth)
+{
+	static const unsigned char red[3] = { 230, 20, 20 };
+	static const unsigned char green[3] = { 20, 170, 40 };
+	char err[512];
+	int i;
+
+	for (i = 0; i < ntruth; i++)
+		rgb_image_draw_box(img, &truth[i].box, green, 1);
+	for (i = 0; i < nboxes; i++)
+		rgb_image_draw_box(img, &boxes[i], red, 2);
+	if (rgb_image_save_png(path, img, err, sizeof(err))) {
+		fprintf(stderr, "ocr-detect: cannot write overlay: %s\n", err);
+		return -1;
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	static struct text_box boxes[MAX_BOXES];
+	static struct truth_line truth[MAX_TRUTH];
+	struct options o;
+	struct rgb_image img = { 0 };
+	struct npu_model_options mopts;
+	struct npu_model *model = NULL;
+	struct npu_tensor_info in_info;
+	struct npu_host_tensor input, prob;
+	struct db_params db;
+	float *nchw = NULL;
+	char err[512];
+	int in_w, in_h, map_w, map_h, nboxes, shown, ntruth = 0, i;
+	int rc = 1;
+	double t0, load_ms, plan_ms, post_ms;
+	npu_status st;
+
+	if (parse_args(argc, argv, &o)) {
+		usage(stderr);
+		return 2;
+	}
+	if (o.truth_path) {
+		ntruth = read_truth(o.truth_path, truth, MAX_TRUTH);
+		if (ntruth < 0)
+			return 1;
+	}
+
+	/* 1. A model handle for the device; it keeps its own last error. */
+	npu_model_options_init(&mopts);
+	mopts.device = o.device;
+	mopts.threads = o.threads;
+	st = npu_model_create(&mopts, &model);
+	if (st != NPU_OK) {
+		fprintf(stderr, "ocr-detect: --device %s: %s (%s)\n", o.device,
+			model ? npu_model_last_error(model) : "cannot create a model",
+			npu_status_str(st));
+		goto out;
+	}
+
+	/* 2. Import the ONNX file. */
+	t0 = now_ms();
+	st = npu_model_load_file(model, o.model_path);
+	if (st != NPU_OK) {
+		fprintf(stderr, "ocr-detect: cannot load model: %s (%s)\n",
+			npu_model_last_error(model), npu_status_str(st));
+		goto out;
+	}
+	load_ms = now_ms() - t0;
+	if (npu_model_num_inputs(model) != 1 || npu_model_num_outputs(model) < 1 ||
+	    npu_model_input_info(model, 0, &in_info) != NPU_OK ||
+	    in_info.dtype != NPU_TYPE_FLOAT || in_info.rank != 4) {
+		fprintf(stderr, "ocr-detect: %s: expected a text-detection model with one float input of rank 4 (N x 3 x H x W) and a probability-map output\n",
+			o.model_path);
+		goto out;
+	}
+	if (rgb_image_load_png(o.image_path, &img, err, sizeof(err))) {
+		fprintf(stderr, "ocr-detect: cannot read image: %s\n", err);
+		goto out;
+	}
+
+	/* 3. Fix the dynamic H x W to the image size: this plans the model. */
+	in_w = round_to_32(img.width);
+	in_h = round_to_32(img.height);
+	{
+		const int64_t dims[4] = { 1, 3, in_h, in_w };
+
+		t0 = now_ms();
+		st = npu_model_set_input_shape(model, in_info.name, 4, dims);
+		if (st != NPU_OK) {
+			fprintf(stderr, "ocr-detect: cannot plan %s for input '%s' 1x3x%dx%d: %s (%s)\n",
+				o.model_path, in_info.name, in_h, in_w,
+				npu_model_last_error(model), npu_status_str(st));
+			goto out;
+		}
+	}
+	plan_ms = now_ms() - t0;
+
+	/* 4. One NCHW float tensor: resized, BGR, ImageNet-normalized. */
+	nchw = malloc(sizeof(float) * 3 * (size_t)in_w * in_h);
+	if (!nchw) {
+		fprintf(stderr, "ocr-detect: out of memory for a 1x3x%dx%d input\n",
+			in_h, in_w);
+		goto out;
+	}
+	rgb_image_to_ppocr_input(&img, in_w, in_h, nchw);
+	memset(&input, 0, sizeof(input));
+	input.name = in_info.name;
+	input.dtype = NPU_TYPE_FLOAT;
+	input.rank = 4;
+	input.dims[0] = 1;
+	input.dims[1] = 3;
+	input.dims[2] = in_h;
+	input.dims[3] = in_w;
+	input.data = nchw;
+	input.nbytes = sizeof(float) * 3 * (size_t)in_w * in_h;
+	st = npu_model_run(model, &input, 1);
+	if (st != NPU_OK) {
+		fprintf(stderr, "ocr-detect: run failed: %s (%s)\n",
+			npu_model_last_error(model), npu_status_str(st));
+		goto out;
+	}
+
+	/* 5. Output 0 is the 1x1xHxW text probability map. */
+	st = npu_model_output(model, 0, &prob);
+	if (st != NPU_OK) {
+		fprintf(stderr, "ocr-detect: cannot read output 0: %s (%s)\n",
+			npu_model_last_error(model), npu_status_str(st));
+		goto out;
+	}
+	if (prob.dtype != NPU_TYPE_FLOAT || prob.rank != 4 || prob.dims[0] != 1 ||
+	    prob.dims[1] != 1 || prob.dims[2] < 1 || prob.dims[3] < 1 ||
+	    prob.nbytes < sizeof(float) * (size_t)(prob.dims[2] * prob.dims[3])) {
+		fprintf(stderr, "ocr-detect: output '%s' is %s of rank %d (%lldx%lldx...): expected a float 1x1xHxW probability map\n",
+			prob.name ? prob.name : "0", npu_data_type_name(prob.dtype),
+			prob.rank, (long long)prob.dims[0], (long long)prob.dims[1]);
+		goto out;
+	}
+	map_h = (int)prob.dims[2];
+	map_w = (int)prob.dims[3];
+
+	t0 = now_ms();
+	db_params_default(&db);
+	nboxes = db_find_boxes(prob.data, map_w, map_h, &db,
+			       (float)img.width / map_w, (float)img.height / map_h,
+			       boxes, MAX_BOXES);
+	if (nboxes < 0) {
+		fprintf(stderr, "ocr-detect: out of memory in box finding (%dx%d map)\n",
+			map_w, map_h);
+		goto out;
+	}
+	shown = nboxes < MAX_BOXES ? nboxes : MAX_BOXES;
+	qsort(boxes, (size_t)shown, sizeof(boxes[0]), compare_boxes);
+	post_ms = now_ms() - t0;
+
+	printf("model   %s\n", o.model_path);
+	printf("image   %s (%dx%d), input '%s' 1x3x%dx%d, device %s\n",
+	       o.image_path, img.width, img.height, in_info.name, in_h, in_w,
+	       o.device);
+	printf("%d text boxes (x0 y0 x1 y1 score):\n", nboxes);
+	for (i = 0; i < shown; i++)
+		printf("  %4.0f %4.0f %4.0f %4.0f  %.3f\n", boxes[i].x0, boxes[i].y0,
+		       boxes[i].x1, boxes[i].y1, boxes[i].score);
+	if (nboxes > shown)
+		printf("  ... %d more not shown\n", nboxes - shown);
+	printf("timings: load %.1f ms, plan %.1f ms, run %.1f ms, boxes %.1f ms\n",
+	       load_ms, plan_ms, npu_model_last_run_seconds(model) * 1e3, post_ms);
+
+	if (o.overlay_path) {
+		if (write_overlay(o.overlay_path, &img, boxes, shown, truth, ntruth))
+			goto out;
+		printf("overlay %s\n", o.overlay_path);
+	}
+	rc = 0;
+	if (o.truth_path && compare_truth(truth, ntruth, boxes, shown) < ntruth)
+		rc = 3;
+out:
+	npu_model_destroy(model);
+	free(nchw);
+	rgb_image_free(&img);
+	return rc;
+}
