@@ -67,10 +67,30 @@ void npu_ref_eltwise(const struct npu_insn_eltwise *insn, uint8_t *sram);
 void npu_ref_lut(const struct npu_insn_lut *insn, uint8_t *sram);
 
 /*
+ * The per-output-channel shifts of CONV2D / MATMUL are data in SRAM, so
+ * npu_op_*_check() cannot see them: the executor calls these when the
+ * instruction runs (after earlier writes to 'quant' have landed) and fails
+ * the job with the status returned (NPU_JOB_ERR_BAD_PARAM for a shift
+ * outside 1..62). npu_op_*() and npu_ref_*() write nothing for such an
+ * instruction, so skipping this call can never corrupt memory.
+ */
+uint32_t npu_op_conv2d_check_sram(const struct npu_insn_conv2d *insn,
+				  const uint8_t *sram);
+uint32_t npu_op_matmul_check_sram(const struct npu_insn_matmul *insn,
+				  const uint8_t *sram);
+
+/*
  * Which implementation npu_op_*() use: "avx512vnni", "avx2" or "portable".
  * NPU_SIM_ISA=portable|avx2|avx512vnni in the environment caps the choice
  * (read once), so tests can cover every path on one machine.
  */
 const char *npu_ops_impl_name(void);
+
+/*
+ * Tests and benchmarks: switch to the named implementation. Returns 0, or
+ * -1 when the host CPU cannot run it (the current one is kept). Not
+ * thread-safe against concurrent npu_op_*() calls.
+ */
+int npu_ops_set_impl(const char *name);
 
 #endif /* NPU_OPS_H */

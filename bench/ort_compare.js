@@ -1,0 +1,126 @@
+// SPDX-License-Identifier: MIT
+// Helper of bench/ort-compare (run with NODE_PATH at the npm cache):
+//   node ort_compare.js gen   SHAPE SEED OUT.npy [doc]    random float32 input
+//                     ("doc": a synthetic page of dark text-like strokes
+//                     on white, ImageNet-normalized, for detection models)
+//   node ort_compare.js ort   MODEL IN_NAME IN.npy OUTDIR THREADS ITERS
+//   node ort_compare.js cmp   A.npy B.npy                  max abs err, cosine
+'use strict';
+const fs = require('fs');
+const path = require('path');
+
+function readNpy(file) {
+	const b = fs.readFileSync(file);
+	if (b.toString('latin1', 1, 6) !== 'NUMPY') throw new Error(file + ': not .npy');
+	const major = b[6];
+	const hlen = major === 1 ? b.readUInt16LE(8) : b.readUInt32LE(8);
+	const hstart = major === 1 ? 10 : 12;
+	const h = b.toString('latin1', hstart, hstart + hlen);
+	const descr = /'descr':\s*'([^']+)'/.exec(h)[1];
+	if (/'fortran_order':\s*True/.test(h)) throw new Error(file + ': fortran order');
+	const shape = /'shape':\s*\(([^)]*)\)/.exec(h)[1].split(',').map(s => s.trim()).filter(s => s).map(Number);
+	if (descr !== '<f4') throw new Error(file + ': only <f4 is handled here, got ' + descr);
+	const off = hstart + hlen;
+	const data = new Float32Array(b.buffer.slice(b.byteOffset + off, b.byteOffset + b.length));
+	return { shape, data };
+}
+
+function writeNpy(file, shape, data) {
+	let dict = "{'descr': '<f4', 'fortran_order': False, 'shape': (" +
+		shape.join(', ') + (shape.length === 1 ? ',' : '') + '), }';
+	const total = Math.ceil((10 + dict.length + 1) / 64) * 64;
+	dict = dict.padEnd(total - 10 - 1, ' ') + '\n';
+	const head = Buffer.alloc(10);
+	head.write('\x93NUMPY', 0, 'latin1');
+	head[6] = 1; head[7] = 0;
+	head.writeUInt16LE(dict.length, 8);
+	fs.writeFileSync(file, Buffer.concat([head, Buffer.from(dict, 'latin1'),
+		Buffer.from(data.buffer, data.byteOffset, data.byteLength)]));
+}
+
+function median(a) {
+	const s = [...a].sort((x, y) => x - y);
+	return s[Math.floor(s.length / 2)];
+}
+
+async function main() {
+	const [cmd, ...args] = process.argv.slice(2);
+	if (cmd === 'gen') {
+		const shape = args[0].split(/[x,]/).map(Number);
+		let seed = BigInt(args[1]) & 0xffffffffn;
+		const n = shape.reduce((a, b) => a * b, 1);
+		const data = new Float32Array(n);
+		let s = Number(seed) >>> 0 || 1;
+		const rnd = () => {	// xorshift32, uniform [0, 1)
+			s ^= s << 13; s >>>= 0; s ^= s >>> 17; s ^= s << 5; s >>>= 0;
+			return s / 4294967296;
+		};
+		if (args[3] === 'doc' && shape.length === 4) {
+			const [N, C, H, W] = shape;
+			const mean = [0.485, 0.456, 0.406], std = [0.229, 0.224, 0.225];
+			const ink = new Uint8Array(H * W);
+			for (let y = 16; y + 24 < H; y += 28 + Math.floor(rnd() * 20)) {
+				let x = 10 + Math.floor(rnd() * 40);
+				const end = W - 10 - Math.floor(rnd() * W / 3);
+				const h = 12 + Math.floor(rnd() * 10);
+				while (x + 6 < end) {	// a word: strokes of random width
+					const w = 4 + Math.floor(rnd() * 8);
+					for (let yy = y; yy < y + h; yy++)
+						for (let xx = x; xx < x + w && xx < end; xx++)
+							if (rnd() < 0.8) ink[yy * W + xx] = 1;
+					x += w + 2 + (rnd() < 0.2 ? 10 : 0);
+				}
+			}
+			for (let b = 0; b < N; b++)
+				for (let c = 0; c < C; c++)
+					for (let i = 0; i < H * W; i++) {
+						const v = ink[i] ? 0.1 * rnd() : 0.9 + 0.1 * rnd();
+						data[(b * C + c) * H * W + i] = (v - mean[c % 3]) / std[c % 3];
+					}
+		} else {
+			for (let i = 0; i < n; i++)
+				data[i] = rnd();
+		}
+		writeNpy(args[2], shape, data);
+	} else if (cmd === 'ort') {
+		const ort = require('onnxruntime-node');
+		const [model, inName, inFile, outDir, threads, iters] = args;
+		const sess = await ort.InferenceSession.create(model, {
+			intraOpNumThreads: Number(threads), interOpNumThreads: 1,
+			executionMode: 'sequential', graphOptimizationLevel: 'all' });
+		const x = readNpy(inFile);
+		const feeds = { [inName]: new ort.Tensor('float32', x.data, x.shape) };
+		let out = await sess.run(feeds);	// warm-up
+		const times = [];
+		for (let i = 0; i < Number(iters); i++) {
+			const t0 = process.hrtime.bigint();
+			out = await sess.run(feeds);
+			times.push(Number(process.hrtime.bigint() - t0) / 1e6);
+		}
+		for (const name of sess.outputNames) {
+			const t = out[name];
+			writeNpy(path.join(outDir, name.replace(/[^A-Za-z0-9_.-]/g, '_') + '.npy'),
+				t.dims, t.data);
+		}
+		console.log(JSON.stringify({ median_ms: median(times), min_ms: Math.min(...times),
+			outputs: sess.outputNames }));
+	} else if (cmd === 'cmp') {
+		const a = readNpy(args[0]), b = readNpy(args[1]);
+		if (a.shape.join('x') !== b.shape.join('x')) {
+			console.log(JSON.stringify({ error: 'shape ' + a.shape.join('x') + ' vs ' + b.shape.join('x') }));
+			return;
+		}
+		let maxErr = 0, dot = 0, na = 0, nb = 0, at = 0, maxAbs = 0;
+		for (let i = 0; i < a.data.length; i++) {
+			const e = Math.abs(a.data[i] - b.data[i]);
+			maxAbs = Math.max(maxAbs, Math.abs(b.data[i]));
+			if (e > maxErr || Number.isNaN(e)) { maxErr = e; at = i; }
+			dot += a.data[i] * b.data[i]; na += a.data[i] ** 2; nb += b.data[i] ** 2;
+		}
+		const cos = na && nb ? dot / Math.sqrt(na * nb) : (na === nb ? 1 : 0);
+		console.log(JSON.stringify({ max_abs_err: maxErr, at, cosine: cos, max_abs: maxAbs, n: a.data.length }));
+	} else {
+		throw new Error('usage: ort_compare.js gen|ort|cmp ...');
+	}
+}
+main().catch(e => { console.error('ort_compare.js: ' + e.message); process.exit(1); });

@@ -1,0 +1,683 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * exec.c - running one job: descriptor checks, command-stream fetch through
+ * the MMU, the instruction decoder/validator, DMA and TIMESTAMP execution,
+ * the two-engine timing model with hazard detection, and the watchdog.
+ * Compute instructions are checked and run by ops/ (npu_ops.h).
+ */
+#include <string.h>
+
+#include "sim_internal.h"
+
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "firmware-sim decodes little-endian structures in place"
+#endif
+
+/* Check the abort flag this often inside long DMA loops (rows). */
+#define NPU_ABORT_POLL_ROWS	1024
+
+union npu_insn_any {
+	struct npu_insn_header hdr;
+	struct npu_insn_dma_copy dma_copy;
+	struct npu_insn_dma_fill dma_fill;
+	struct npu_insn_conv2d conv2d;
+	struct npu_insn_matmul matmul;
+	struct npu_insn_pool pool;
+	struct npu_insn_eltwise eltwise;
+	struct npu_insn_lut lut;
+	struct npu_insn_timestamp timestamp;
+	struct npu_insn_barrier barrier;
+};
+
+/* What the decoder learned about one instruction before running it. */
+struct npu_insn_plan {
+	enum npu_engine_id engine;
+	bool sync;
+	uint64_t op_cycles;	/* without NPU_CYCLES_INSN_OVERHEAD */
+	struct npu_op_footprint fp;
+};
+
+/* Size of an opcode's instruction struct, or 0 for an unknown opcode. */
+static uint16_t npu_insn_size(uint8_t opcode)
+{
+	switch (opcode) {
+	case NPU_OP_NOP:
+		return sizeof(struct npu_insn_header);
+	case NPU_OP_DMA_COPY:
+		return sizeof(struct npu_insn_dma_copy);
+	case NPU_OP_DMA_FILL:
+		return sizeof(struct npu_insn_dma_fill);
+	case NPU_OP_CONV2D:
+		return sizeof(struct npu_insn_conv2d);
+	case NPU_OP_MATMUL:
+		return sizeof(struct npu_insn_matmul);
+	case NPU_OP_POOL:
+		return sizeof(struct npu_insn_pool);
+	case NPU_OP_ELTWISE:
+		return sizeof(struct npu_insn_eltwise);
+	case NPU_OP_LUT:
+		return sizeof(struct npu_insn_lut);
+	case NPU_OP_TIMESTAMP:
+		return sizeof(struct npu_insn_timestamp);
+	case NPU_OP_BARRIER:
+		return sizeof(struct npu_insn_barrier);
+	default:
+		return 0;
+	}
+}
+
+static bool npu_aborted(struct npu_sim *sim, const struct npu_sim_run *run)
+{
+	return atomic_load_explicit(&sim->epoch, memory_order_relaxed) != run->epoch;
+}
+
+static uint64_t npu_add_sat(uint64_t a, uint64_t b)
+{
+	return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+}
+
+static uint64_t npu_div_ceil(uint64_t a, uint64_t b)
+{
+	return a / b + (a % b != 0);
+}
+
+static uint64_t npu_cycles_to_ns(uint64_t cycles)
+{
+	return cycles / NPU_CLOCK_MHZ * 1000 +
+	       cycles % NPU_CLOCK_MHZ * 1000 / NPU_CLOCK_MHZ;
+}
+
+/* ---- Command-stream fetch ---------------------------------------------- */
+
+/*
+ * Make stream bytes [offset, offset + len) available. The stream is read
+ * in chunks of up to NPU_STREAM_CHUNK bytes; a fault beyond the requested
+ * bytes only shortens the chunk, so it is reported for the instruction
+ * that actually lies on the faulting page.
+ */
+static uint32_t npu_stream_fetch(struct npu_sim *sim, struct npu_sim_run *run,
+				 uint32_t offset, uint32_t len,
+				 const uint8_t **bytes)
+{
+	uint32_t want;
+
+	if (offset >= run->chunk_offset &&
+	    offset - run->chunk_offset <= run->chunk_len &&
+	    len <= run->chunk_len - (offset - run->chunk_offset)) {
+		*bytes = run->chunk + (offset - run->chunk_offset);
+		return NPU_JOB_OK;
+	}
+	want = run->cmd_size - offset;
+	if (want > NPU_STREAM_CHUNK)
+		want = NPU_STREAM_CHUNK;
+	run->chunk_offset = offset;
+	run->chunk_len = 0;
+	while (run->chunk_len < want) {
+		uint64_t va = run->cmd_va + offset + run->chunk_len;
+		uint32_t in_page = NPU_PAGE_SIZE - (va & (NPU_PAGE_SIZE - 1));
+		uint32_t n = want - run->chunk_len;
+		uint32_t status;
+
+		if (n > in_page)
+			n = in_page;
+		status = npu_mmu_read(sim, run, va, run->chunk + run->chunk_len, n);
+		if (status != NPU_JOB_OK) {
+			if (run->chunk_len >= len)
+				break;
+			return status;
+		}
+		run->chunk_len += n;
+	}
+	*bytes = run->chunk;
+	return NPU_JOB_OK;
+}
+
+/* ---- Timing model and hazards ------------------------------------------ */
+
+static bool npu_ranges_overlap(struct npu_sram_range a, struct npu_sram_range b)
+{
+	return a.begin < a.end && b.begin < b.end &&
+	       a.begin < b.end && b.begin < a.end;
+}
+
+/* Does 'next' touch SRAM that 'prev' (still in flight) writes or reads? */
+static bool npu_footprints_conflict(const struct npu_op_footprint *next,
+				    const struct npu_op_footprint *prev)
+{
+	for (unsigned int w = 0; w < prev->num_writes; w++) {
+		for (unsigned int r = 0; r < next->num_reads; r++)
+			if (npu_ranges_overlap(next->reads[r], prev->writes[w]))
+				return true;
+		for (unsigned int n = 0; n < next->num_writes; n++)
+			if (npu_ranges_overlap(next->writes[n], prev->writes[w]))
+				return true;
+	}
+	for (unsigned int r = 0; r < prev->num_reads; r++)
+		for (unsigned int n = 0; n < next->num_writes; n++)
+			if (npu_ranges_overlap(next->writes[n], prev->reads[r]))
+				return true;
+	return false;
+}
+
+static struct npu_inflight *npu_window_at(struct npu_engine *engine,
+					  unsigned int i)
+{
+	return &engine->window[(engine->first + i) % NPU_HAZARD_WINDOW];
+}
+
+/*
+ * Check an instruction starting at 'start' against the other engine's
+ * in-flight window. Entries that end by 'start' can never overlap a later
+ * instruction of this engine either (it starts later still): drop them.
+ */
+static bool npu_hazard(struct npu_engine *other, uint64_t start,
+		       const struct npu_op_footprint *fp)
+{
+	while (other->count && npu_window_at(other, 0)->end <= start) {
+		other->first = (other->first + 1) % NPU_HAZARD_WINDOW;
+		other->count--;
+	}
+	for (unsigned int i = 0; i < other->count; i++)
+		if (npu_footprints_conflict(fp, &npu_window_at(other, i)->fp))
+			return true;
+	return false;
+}
+
+/*
+ * Record an instruction in its engine's window. When the window is full
+ * the oldest entry is dropped and the other engine's next instruction is
+ * stalled until that entry has finished, so dropping it cannot hide a
+ * hazard (documented in hardware.md).
+ */
+static void npu_window_push(struct npu_engine *engine, struct npu_engine *other,
+			    uint64_t end, const struct npu_op_footprint *fp)
+{
+	if (!fp->num_reads && !fp->num_writes)
+		return;
+	if (engine->count == NPU_HAZARD_WINDOW) {
+		struct npu_inflight *oldest = npu_window_at(engine, 0);
+
+		if (other->free_at < oldest->end)
+			other->free_at = oldest->end;
+		engine->first = (engine->first + 1) % NPU_HAZARD_WINDOW;
+		engine->count--;
+	}
+	*npu_window_at(engine, engine->count) = (struct npu_inflight){
+		.end = end,
+		.fp = *fp,
+	};
+	engine->count++;
+}
+
+static uint64_t npu_job_cycles(const struct npu_sim_run *run)
+{
+	uint64_t dma = run->engines[NPU_ENGINE_DMA].free_at;
+	uint64_t compute = run->engines[NPU_ENGINE_COMPUTE].free_at;
+
+	return dma > compute ? dma : compute;
+}
+
+/* ---- DMA --------------------------------------------------------------- */
+
+/* Bytes from the first row's start to the last row's end, overflow-checked. */
+static bool npu_dma_extent(uint32_t rows, uint32_t row_bytes, uint64_t stride,
+			   uint64_t *extent)
+{
+	uint64_t span = (uint64_t)(rows - 1);
+
+	if (stride && span > UINT64_MAX / stride)
+		return false;
+	span *= stride;
+	if (span > UINT64_MAX - row_bytes)
+		return false;
+	*extent = span + row_bytes;
+	return true;
+}
+
+static uint32_t npu_dma_operand(struct npu_sim_run *run, uint8_t space,
+				uint64_t addr, uint64_t extent, uint32_t access,
+				struct npu_sram_range *range)
+{
+	if (space == NPU_SPACE_VA)
+		return npu_mmu_check_range(run, addr, extent, access);
+	if (addr > NPU_SRAM_SIZE || extent > NPU_SRAM_SIZE - addr)
+		return NPU_JOB_ERR_SRAM_BOUNDS;
+	range->begin = (uint32_t)addr;
+	range->end = (uint32_t)(addr + extent);
+	return NPU_JOB_OK;
+}
+
+static uint64_t npu_dma_cycles(uint32_t rows, uint32_t row_bytes)
+{
+	return NPU_CYCLES_DMA_SETUP +
+	       (uint64_t)rows * npu_div_ceil(row_bytes, NPU_DMA_BYTES_PER_CYCLE);
+}
+
+static uint32_t npu_check_dma_copy(struct npu_sim_run *run,
+				   const struct npu_insn_dma_copy *insn,
+				   struct npu_insn_plan *plan)
+{
+	uint64_t src_extent, dst_extent;
+	struct npu_sram_range src = { 0, 0 }, dst = { 0, 0 };
+	uint32_t status;
+
+	if (insn->reserved0 || insn->reserved1)
+		return NPU_JOB_ERR_BAD_ENCODING;
+	if (insn->src_space > NPU_SPACE_SRAM || insn->dst_space > NPU_SPACE_SRAM)
+		return NPU_JOB_ERR_BAD_PARAM;
+	if (!insn->rows || !insn->row_bytes)
+		return NPU_JOB_ERR_BAD_PARAM;
+	if (!npu_dma_extent(insn->rows, insn->row_bytes, insn->src_stride,
+			    &src_extent) ||
+	    !npu_dma_extent(insn->rows, insn->row_bytes, insn->dst_stride,
+			    &dst_extent))
+		return NPU_JOB_ERR_BAD_PARAM;
+	status = npu_dma_operand(run, insn->src_space, insn->src, src_extent,
+				 NPU_ACCESS_READ, &src);
+	if (status != NPU_JOB_OK)
+		return status;
+	status = npu_dma_operand(run, insn->dst_space, insn->dst, dst_extent,
+				 NPU_ACCESS_WRITE, &dst);
+	if (status != NPU_JOB_OK)
+		return status;
+	if (insn->src_space == NPU_SPACE_SRAM && insn->dst_space == NPU_SPACE_SRAM &&
+	    npu_ranges_overlap(src, dst))
+		return NPU_JOB_ERR_BAD_PARAM;
+	if (insn->src_space == NPU_SPACE_SRAM)
+		plan->fp.reads[plan->fp.num_reads++] = src;
+	if (insn->dst_space == NPU_SPACE_SRAM)
+		plan->fp.writes[plan->fp.num_writes++] = dst;
+	plan->op_cycles = npu_dma_cycles(insn->rows, insn->row_bytes);
+	return NPU_JOB_OK;
+}
+
+static uint32_t npu_check_dma_fill(struct npu_sim_run *run,
+				   const struct npu_insn_dma_fill *insn,
+				   struct npu_insn_plan *plan)
+{
+	uint64_t extent;
+	struct npu_sram_range dst = { 0, 0 };
+	uint32_t status;
+
+	if (insn->reserved0 || insn->reserved1)
+		return NPU_JOB_ERR_BAD_ENCODING;
+	if (insn->dst_space > NPU_SPACE_SRAM)
+		return NPU_JOB_ERR_BAD_PARAM;
+	if (!insn->rows || !insn->row_bytes)
+		return NPU_JOB_ERR_BAD_PARAM;
+	if (!npu_dma_extent(insn->rows, insn->row_bytes, insn->dst_stride, &extent))
+		return NPU_JOB_ERR_BAD_PARAM;
+	status = npu_dma_operand(run, insn->dst_space, insn->dst, extent,
+				 NPU_ACCESS_WRITE, &dst);
+	if (status != NPU_JOB_OK)
+		return status;
+	if (insn->dst_space == NPU_SPACE_SRAM)
+		plan->fp.writes[plan->fp.num_writes++] = dst;
+	plan->op_cycles = npu_dma_cycles(insn->rows, insn->row_bytes);
+	return NPU_JOB_OK;
+}
+
+/* Copy one row of a checked DMA_COPY. */
+static uint32_t npu_dma_copy_row(struct npu_sim *sim, struct npu_sim_run *run,
+				 const struct npu_insn_dma_copy *insn,
+				 uint64_t src, uint64_t dst)
+{
+	uint8_t bounce[1024];
+	uint64_t done = 0;
+	uint32_t status = NPU_JOB_OK;
+
+	if (insn->src_space == NPU_SPACE_SRAM && insn->dst_space == NPU_SPACE_SRAM) {
+		memmove(sim->sram + dst, sim->sram + src, insn->row_bytes);
+		return NPU_JOB_OK;
+	}
+	if (insn->src_space == NPU_SPACE_VA && insn->dst_space == NPU_SPACE_SRAM)
+		return npu_mmu_read(sim, run, src, sim->sram + dst, insn->row_bytes);
+	if (insn->src_space == NPU_SPACE_SRAM)
+		return npu_mmu_write(sim, run, dst, sim->sram + src, insn->row_bytes);
+	while (status == NPU_JOB_OK && done < insn->row_bytes) {
+		uint64_t n = insn->row_bytes - done;
+
+		if (n > sizeof(bounce))
+			n = sizeof(bounce);
+		status = npu_mmu_read(sim, run, src + done, bounce, n);
+		if (status == NPU_JOB_OK)
+			status = npu_mmu_write(sim, run, dst + done, bounce, n);
+		done += n;
+	}
+	return status;
+}
+
+static uint32_t npu_run_dma_copy(struct npu_sim *sim, struct npu_sim_run *run,
+				 const struct npu_insn_dma_copy *insn)
+{
+	for (uint32_t r = 0; r < insn->rows; r++) {
+		uint32_t status;
+
+		if (r % NPU_ABORT_POLL_ROWS == NPU_ABORT_POLL_ROWS - 1 &&
+		    npu_aborted(sim, run))
+			return NPU_JOB_ERR_ABORTED;
+		status = npu_dma_copy_row(sim, run, insn,
+					  insn->src + r * insn->src_stride,
+					  insn->dst + r * insn->dst_stride);
+		if (status != NPU_JOB_OK)
+			return status;
+	}
+	run->dma_bytes += (uint64_t)insn->rows * insn->row_bytes;
+	return NPU_JOB_OK;
+}
+
+static uint32_t npu_run_dma_fill(struct npu_sim *sim, struct npu_sim_run *run,
+				 const struct npu_insn_dma_fill *insn)
+{
+	uint8_t pattern[1024];
+
+	memset(pattern, insn->value, sizeof(pattern));
+	for (uint32_t r = 0; r < insn->rows; r++) {
+		uint64_t dst = insn->dst + r * insn->dst_stride;
+
+		if (r % NPU_ABORT_POLL_ROWS == NPU_ABORT_POLL_ROWS - 1 &&
+		    npu_aborted(sim, run))
+			return NPU_JOB_ERR_ABORTED;
+		if (insn->dst_space == NPU_SPACE_SRAM) {
+			memset(sim->sram + dst, insn->value, insn->row_bytes);
+			continue;
+		}
+		for (uint64_t done = 0; done < insn->row_bytes;) {
+			uint64_t n = insn->row_bytes - done;
+			uint32_t status;
+
+			if (n > sizeof(pattern))
+				n = sizeof(pattern);
+			status = npu_mmu_write(sim, run, dst + done, pattern, n);
+			if (status != NPU_JOB_OK)
+				return status;
+			done += n;
+		}
+	}
+	run->dma_bytes += (uint64_t)insn->rows * insn->row_bytes;
+	return NPU_JOB_OK;
+}
+
+static uint32_t npu_run_timestamp(struct npu_sim *sim, struct npu_sim_run *run,
+				  const struct npu_insn_timestamp *insn,
+				  uint64_t start_cycle)
+{
+	/* The device clock as modeled: job start plus the cycles so far. */
+	uint64_t ns = run->start_ns + npu_cycles_to_ns(start_cycle);
+	uint8_t bytes[8];
+
+	for (unsigned int i = 0; i < 8; i++)
+		bytes[i] = (uint8_t)(ns >> (8 * i));
+	return npu_mmu_write(sim, run, insn->va, bytes, sizeof(bytes));
+}
+
+/* ---- Decode and execute ------------------------------------------------ */
+
+static uint32_t npu_check_insn(struct npu_sim_run *run,
+			       const union npu_insn_any *insn,
+			       struct npu_insn_plan *plan)
+{
+	uint32_t status;
+
+	memset(plan, 0, sizeof(*plan));
+	plan->sync = insn->hdr.flags & NPU_INSN_SYNC;
+	plan->engine = NPU_ENGINE_COMPUTE;
+	switch (insn->hdr.opcode) {
+	case NPU_OP_NOP:
+		return NPU_JOB_OK;
+	case NPU_OP_BARRIER:
+		plan->sync = true;
+		return NPU_JOB_OK;
+	case NPU_OP_DMA_COPY:
+		plan->engine = NPU_ENGINE_DMA;
+		return npu_check_dma_copy(run, &insn->dma_copy, plan);
+	case NPU_OP_DMA_FILL:
+		plan->engine = NPU_ENGINE_DMA;
+		return npu_check_dma_fill(run, &insn->dma_fill, plan);
+	case NPU_OP_TIMESTAMP:
+		plan->engine = NPU_ENGINE_DMA;
+		if (insn->timestamp.va & 7)
+			return NPU_JOB_ERR_BAD_PARAM;
+		return npu_mmu_check_range(run, insn->timestamp.va, 8,
+					   NPU_ACCESS_WRITE);
+	case NPU_OP_CONV2D:
+		status = npu_op_conv2d_check(&insn->conv2d, &plan->fp);
+		break;
+	case NPU_OP_MATMUL:
+		status = npu_op_matmul_check(&insn->matmul, &plan->fp);
+		break;
+	case NPU_OP_POOL:
+		status = npu_op_pool_check(&insn->pool, &plan->fp);
+		break;
+	case NPU_OP_ELTWISE:
+		status = npu_op_eltwise_check(&insn->eltwise, &plan->fp);
+		break;
+	case NPU_OP_LUT:
+		status = npu_op_lut_check(&insn->lut, &plan->fp);
+		break;
+	default:
+		return NPU_JOB_ERR_BAD_OPCODE;
+	}
+	/* A footprint the op fills must stay within its declared arrays. */
+	if (plan->fp.num_reads > NPU_OP_MAX_READS)
+		plan->fp.num_reads = NPU_OP_MAX_READS;
+	if (plan->fp.num_writes > NPU_OP_MAX_WRITES)
+		plan->fp.num_writes = NPU_OP_MAX_WRITES;
+	plan->op_cycles = plan->fp.cycles;
+	return status;
+}
+
+static uint32_t npu_run_insn(struct npu_sim *sim, struct npu_sim_run *run,
+			     const union npu_insn_any *insn,
+			     const struct npu_insn_plan *plan, uint64_t start)
+{
+	uint32_t status;
+
+	switch (insn->hdr.opcode) {
+	case NPU_OP_DMA_COPY:
+		return npu_run_dma_copy(sim, run, &insn->dma_copy);
+	case NPU_OP_DMA_FILL:
+		return npu_run_dma_fill(sim, run, &insn->dma_fill);
+	case NPU_OP_TIMESTAMP:
+		return npu_run_timestamp(sim, run, &insn->timestamp, start);
+	case NPU_OP_CONV2D:
+		/* The shifts are SRAM data: checkable only once earlier writes landed. */
+		status = npu_op_conv2d_check_sram(&insn->conv2d, sim->sram);
+		if (status != NPU_JOB_OK)
+			return status;
+		npu_op_conv2d(&insn->conv2d, sim->sram);
+		break;
+	case NPU_OP_MATMUL:
+		status = npu_op_matmul_check_sram(&insn->matmul, sim->sram);
+		if (status != NPU_JOB_OK)
+			return status;
+		npu_op_matmul(&insn->matmul, sim->sram);
+		break;
+	case NPU_OP_POOL:
+		npu_op_pool(&insn->pool, sim->sram);
+		break;
+	case NPU_OP_ELTWISE:
+		npu_op_eltwise(&insn->eltwise, sim->sram);
+		break;
+	case NPU_OP_LUT:
+		npu_op_lut(&insn->lut, sim->sram);
+		break;
+	default:
+		break;
+	}
+	run->macs += plan->fp.macs;
+	return NPU_JOB_OK;
+}
+
+/*
+ * One instruction through the timing model: pick its start (its engine
+ * free; with SYNC both engines free; never before the last SYNC point's
+ * start), check hazards
+ * against the other engine, apply the watchdog, run it, then commit.
+ */
+static uint32_t npu_issue_insn(struct npu_sim *sim, struct npu_sim_run *run,
+			       const union npu_insn_any *insn,
+			       const struct npu_insn_plan *plan)
+{
+	struct npu_engine *engine = &run->engines[plan->engine];
+	struct npu_engine *other = &run->engines[!plan->engine];
+	uint64_t start = engine->free_at;
+	uint64_t end;
+	uint32_t status;
+
+	if (plan->sync && other->free_at > start)
+		start = other->free_at;
+	if (run->sync_floor > start)
+		start = run->sync_floor;
+	if (npu_hazard(other, start, &plan->fp))
+		return NPU_JOB_ERR_HAZARD;
+	end = npu_add_sat(start, npu_add_sat(NPU_CYCLES_INSN_OVERHEAD,
+					     plan->op_cycles));
+	if (run->watchdog_cycles && end > run->watchdog_cycles)
+		return NPU_JOB_ERR_WATCHDOG;
+	status = npu_run_insn(sim, run, insn, plan, start);
+	if (status != NPU_JOB_OK)
+		return status;
+	engine->free_at = end;
+	/* Nothing after a SYNC point starts before it (BARRIER is a fence). */
+	if (plan->sync)
+		run->sync_floor = start;
+	npu_window_push(engine, other, end, &plan->fp);
+	return NPU_JOB_OK;
+}
+
+static uint32_t npu_check_stream_header(struct npu_sim *sim,
+					struct npu_sim_run *run)
+{
+	struct npu_cs_header header;
+	const uint8_t *bytes;
+	uint32_t status;
+
+	if (run->cmd_size < sizeof(header))
+		return NPU_JOB_ERR_BAD_HEADER;
+	status = npu_stream_fetch(sim, run, 0, sizeof(header), &bytes);
+	if (status != NPU_JOB_OK)
+		return status;
+	memcpy(&header, bytes, sizeof(header));
+	if (header.magic != NPU_CS_MAGIC ||
+	    header.isa_major != NPU_ISA_VERSION_MAJOR ||
+	    header.isa_minor > NPU_ISA_VERSION_MINOR ||
+	    header.reserved[0] || header.reserved[1])
+		return NPU_JOB_ERR_BAD_HEADER;
+	return NPU_JOB_OK;
+}
+
+static uint32_t npu_exec_stream(struct npu_sim *sim, struct npu_sim_run *run,
+				uint32_t *error_offset)
+{
+	uint32_t offset = 0;
+	uint32_t status;
+
+	*error_offset = 0;
+	status = npu_mmu_check_range(run, run->cmd_va, run->cmd_size,
+				     NPU_ACCESS_READ);
+	if (status != NPU_JOB_OK)
+		return status;
+	status = npu_check_stream_header(sim, run);
+	if (status != NPU_JOB_OK)
+		return status;
+
+	for (offset = sizeof(struct npu_cs_header); offset < run->cmd_size;) {
+		uint32_t remaining = run->cmd_size - offset;
+		union npu_insn_any insn;
+		struct npu_insn_plan plan;
+		const uint8_t *bytes;
+		uint16_t size;
+
+		*error_offset = offset;
+		if (npu_aborted(sim, run))
+			return NPU_JOB_ERR_ABORTED;
+		if (remaining < sizeof(struct npu_insn_header))
+			return NPU_JOB_ERR_TRUNCATED;
+		status = npu_stream_fetch(sim, run, offset,
+					  sizeof(struct npu_insn_header), &bytes);
+		if (status != NPU_JOB_OK)
+			return status;
+		memcpy(&insn.hdr, bytes, sizeof(insn.hdr));
+		size = npu_insn_size(insn.hdr.opcode);
+		/* Only now is the opcode known to be small enough for NPU_OP_BIT. */
+		if (!size || !(run->op_mask & NPU_OP_BIT(insn.hdr.opcode)))
+			return NPU_JOB_ERR_BAD_OPCODE;
+		if (insn.hdr.size != size)
+			return NPU_JOB_ERR_BAD_ENCODING;
+		if (size > remaining)
+			return NPU_JOB_ERR_TRUNCATED;
+		if (insn.hdr.reserved || insn.hdr.flags & ~NPU_INSN_SYNC)
+			return NPU_JOB_ERR_BAD_ENCODING;
+		status = npu_stream_fetch(sim, run, offset, size, &bytes);
+		if (status != NPU_JOB_OK)
+			return status;
+		memcpy(&insn, bytes, size);
+		status = npu_check_insn(run, &insn, &plan);
+		if (status != NPU_JOB_OK)
+			return status;
+		status = npu_issue_insn(sim, run, &insn, &plan);
+		if (status != NPU_JOB_OK)
+			return status;
+		offset += size;
+	}
+	*error_offset = 0;
+	return NPU_JOB_OK;
+}
+
+static uint32_t npu_check_desc(struct npu_sim *sim, struct npu_sim_run *run,
+			       const struct npu_job_desc *desc)
+{
+	struct npu_ctx_entry entry;
+	uint32_t status;
+
+	if (desc->flags || desc->reserved0 || desc->reserved1[0] ||
+	    desc->reserved1[1] || desc->reserved1[2] ||
+	    !desc->cmd_size || desc->cmd_size % NPU_CS_ALIGN ||
+	    desc->cmd_size > NPU_CS_MAX_SIZE || desc->completion_addr & 63)
+		return NPU_JOB_ERR_BAD_DESC;
+	if (desc->context >= NPU_NUM_CONTEXTS)
+		return NPU_JOB_ERR_BAD_CONTEXT;
+	status = npu_mmu_read_ctx_entry(sim, desc->context, &entry);
+	if (status == NPU_JOB_ERR_DMA) {
+		/* No VA to blame: report the context entry's host address. */
+		run->fault_addr = atomic_load(&sim->ctx_table) +
+				  desc->context * sizeof(entry);
+		run->fault_access = NPU_ACCESS_READ;
+	}
+	return status;
+}
+
+void npu_exec_job(struct npu_sim *sim, struct npu_sim_job *job)
+{
+	struct npu_sim_run *run = &sim->run;
+	struct npu_completion *result = &job->result;
+	uint32_t error_offset = 0;
+	uint32_t status;
+
+	result->start_ns = npu_sim_clock_ns(sim);
+	run->start_ns = result->start_ns;
+	run->cmd_va = job->desc.cmd_va;
+	run->cmd_size = job->desc.cmd_size;
+	if (npu_aborted(sim, run))
+		status = NPU_JOB_ERR_ABORTED;	/* reset before it started */
+	else
+		status = npu_check_desc(sim, run, &job->desc);
+	if (status == NPU_JOB_OK)
+		status = npu_exec_stream(sim, run, &error_offset);
+	if (status == NPU_JOB_OK && npu_aborted(sim, run))
+		status = NPU_JOB_ERR_ABORTED;
+
+	result->status = status;
+	result->error_offset = error_offset;
+	result->seqno = job->desc.seqno;
+	result->queue = job->queue;
+	result->macs = run->macs;
+	result->cycles = status == NPU_JOB_ERR_WATCHDOG ? run->watchdog_cycles :
+			 npu_job_cycles(run);
+	result->fault_addr = (status == NPU_JOB_ERR_MMU_UNMAPPED ||
+			      status == NPU_JOB_ERR_MMU_PERM ||
+			      status == NPU_JOB_ERR_DMA) ? run->fault_addr : 0;
+	result->end_ns = npu_sim_clock_ns(sim);
+	result->fence = 0;
+}

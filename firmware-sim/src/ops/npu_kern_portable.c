@@ -1,0 +1,99 @@
+// SPDX-License-Identifier: MIT
+/*
+ * npu_kern_portable.c - the kernels in plain C11, for hosts without AVX2
+ * and as the baseline the vector kernels are measured against. Sums are
+ * kept in uint32_t: the device accumulator wraps, and signed overflow in
+ * C would not.
+ */
+#include "npu_ops_internal.h"
+
+static inline uint32_t dot_exact(const int8_t *a, const int8_t *b, uint32_t k,
+				 int32_t za, int32_t zb)
+{
+	uint32_t acc = 0;
+
+	for (uint32_t i = 0; i < k; i++)
+		acc += (uint32_t)((a[i] - za) * (b[i] - zb));
+	return acc;
+}
+
+void npu_portable_gemm(const struct npu_gemm *g)
+{
+	const struct npu_rq *rq = &g->rq;
+
+	for (uint32_t i = 0; i < g->m; i++) {
+		const int8_t *a = g->arow[i];
+		uint32_t row = g->row ? (uint32_t)g->row[i] : 0;
+
+		for (uint32_t j = 0; j < g->n; j++) {
+			uint32_t acc = dot_exact(a, g->b + j * g->ldb, g->k,
+						 g->za, g->zb);
+
+			acc += (uint32_t)rq->col[j] + row;
+			g->orow[i][j] = npu_requant((int32_t)acc, rq->mult[j],
+						    (uint32_t)rq->shift[j], rq->zp_out,
+						    rq->act_min, rq->act_max);
+		}
+	}
+}
+
+void npu_portable_dw(const struct npu_dw *d)
+{
+	const struct npu_rq *rq = &d->rq;
+	uint32_t acc[64];
+
+	for (uint32_t oh = 0; oh < d->out_h; oh++)
+	for (uint32_t ow = 0; ow < d->out_w; ow++) {
+		int8_t *out = d->out + oh * d->out_rs + ow * d->out_ps;
+
+		/* Channel blocks keep the accumulators in L1 for any c. */
+		for (uint32_t c0 = 0; c0 < d->c; c0 += 64) {
+			uint32_t nc = d->c - c0 < 64 ? d->c - c0 : 64;
+
+			for (uint32_t c = 0; c < nc; c++)
+				acc[c] = (uint32_t)rq->col[c0 + c];
+			for (uint32_t kh = 0; kh < d->k_h; kh++) {
+				int64_t ih = (int64_t)oh * d->stride_h - d->pad_top +
+					     (int64_t)kh * d->dil_h;
+
+				if (ih < 0 || ih >= d->in_h)
+					continue;
+				for (uint32_t kw = 0; kw < d->k_w; kw++) {
+					int64_t iw = (int64_t)ow * d->stride_w -
+						     d->pad_left + (int64_t)kw * d->dil_w;
+					const int8_t *x;
+					const int32_t *w;
+
+					if (iw < 0 || iw >= d->in_w)
+						continue;
+					x = d->in + ih * d->in_rs + iw * d->in_ps + c0;
+					w = d->wt + (size_t)(kh * d->k_w + kw) * d->cpad + c0;
+					for (uint32_t c = 0; c < nc; c++)
+						acc[c] += (uint32_t)((x[c] - d->zp_in) * w[c]);
+				}
+			}
+			for (uint32_t c = 0; c < nc; c++)
+				out[c0 + c] = npu_requant((int32_t)acc[c], rq->mult[c0 + c],
+							  (uint32_t)rq->shift[c0 + c],
+							  rq->zp_out, rq->act_min,
+							  rq->act_max);
+		}
+	}
+}
+
+uint32_t npu_portable_sum_i8(const int8_t *p, uint32_t k)
+{
+	uint32_t s = 0;
+
+	for (uint32_t i = 0; i < k; i++)
+		s += (uint32_t)p[i];
+	return s;
+}
+
+const struct npu_kern npu_kern_portable = {
+	.name = "portable",
+	.dot_kind = NPU_DOT_EXACT,
+	.gemm = npu_portable_gemm,
+	.dw = npu_portable_dw,
+	.sum_i8 = npu_portable_sum_i8,
+};

@@ -1,0 +1,545 @@
+// SPDX-License-Identifier: MIT
+/*
+ * npu_ops.c - the fast compute path: picks a kernel set once (AVX-512 VNNI,
+ * AVX2 or portable, capped by NPU_SIM_ISA), lowers CONV2D and MATMUL onto
+ * its GEMM / depthwise kernels and runs POOL, ELTWISE and LUT.
+ *
+ * CONV2D lowering: depthwise convolutions go to the depthwise kernel; a
+ * 1x1 unpadded convolution reads input pixels in place as GEMM rows; every
+ * other shape packs its patches (im2col) for a chunk of output pixels at a
+ * time, so the packed buffer stays in L2 and the weights are used as
+ * stored ([out_c][k_h][k_w][in_c / groups] is already [n][k]).
+ */
+#include <stdlib.h>
+
+#include "npu_ops_internal.h"
+
+static const struct npu_kern *kern_table[] = {
+	&npu_kern_portable,
+	&npu_kern_avx2,
+	&npu_kern_avx512vnni,
+};
+
+static int kern_supported(int idx)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_cpu_init();
+	switch (idx) {
+	case 0:
+		return 1;
+	case 1:
+		return __builtin_cpu_supports("avx2");
+	case 2:
+		return __builtin_cpu_supports("avx512f") &&
+		       __builtin_cpu_supports("avx512bw") &&
+		       __builtin_cpu_supports("avx512vl") &&
+		       __builtin_cpu_supports("avx512dq") &&
+		       __builtin_cpu_supports("avx512vnni");
+	}
+	return 0;
+#else
+	return idx == 0;
+#endif
+}
+
+static int kern_index(const char *name)
+{
+	for (int i = 0; i < (int)(sizeof(kern_table) / sizeof(kern_table[0])); i++)
+		if (!strcmp(kern_table[i]->name, name))
+			return i;
+	return -1;
+}
+
+/* -1 until chosen; every thread computes the same choice, so races are benign. */
+static int kern_current = -1;
+
+static const struct npu_kern *kern_get(void)
+{
+	int idx = __atomic_load_n(&kern_current, __ATOMIC_ACQUIRE);
+
+	if (idx < 0) {
+		const char *cap = getenv("NPU_SIM_ISA");
+		int max = 2;
+
+		if (cap && kern_index(cap) >= 0)
+			max = kern_index(cap);
+		for (idx = max; idx > 0 && !kern_supported(idx); idx--)
+			;
+		__atomic_store_n(&kern_current, idx, __ATOMIC_RELEASE);
+	}
+	return kern_table[idx];
+}
+
+const char *npu_ops_impl_name(void)
+{
+	return kern_get()->name;
+}
+
+int npu_ops_set_impl(const char *name)
+{
+	int idx = kern_index(name);
+
+	if (idx < 0 || !kern_supported(idx))
+		return -1;
+	__atomic_store_n(&kern_current, idx, __ATOMIC_RELEASE);
+	return 0;
+}
+
+/* ---------------------------------------------------------------------------
+ * CONV2D / MATMUL
+ */
+
+/* Output pixels per GEMM call: bounds the im2col buffer to ~256 KiB. */
+static uint32_t chunk_rows(uint32_t k)
+{
+	uint32_t p = (256u << 10) / (k ? k : 1);
+
+	if (p < 16)
+		p = 16;
+	if (p > 1024)
+		p = 1024;
+	return p & ~3u;
+}
+
+/* Per-channel tables the kernels read, padded for whole-vector loads. */
+struct chan_tables {
+	int32_t *bias, *col, *mult, *shift;
+};
+
+static int chan_tables_init(struct chan_tables *t, uint32_t n)
+{
+	size_t len = (size_t)n + NPU_RQ_PAD;
+	int32_t *mem = calloc(4 * len, sizeof(*mem));
+
+	if (!mem)
+		return -1;
+	t->bias = mem;
+	t->col = mem + len;
+	t->mult = mem + 2 * len;
+	t->shift = mem + 3 * len;
+	for (size_t i = n; i < len; i++)
+		t->shift[i] = 1;
+	return 0;
+}
+
+/*
+ * Fills g->rq.col for columns [0, n) of b (the channels of one group):
+ * for the VNNI form it folds zero points and the +128 bias of the u8
+ * operand into the per-channel constant (npu_ops_internal.h).
+ */
+static void fold_col(const struct npu_kern *kn, const struct npu_gemm *g,
+		     const int32_t *bias, int32_t *col)
+{
+	for (uint32_t j = 0; j < g->n; j++) {
+		uint32_t c = (uint32_t)bias[j];
+
+		if (kn->dot_kind == NPU_DOT_U8S8)
+			c += -(uint32_t)(128 + g->za) *
+			     kn->sum_i8(g->b + j * g->ldb, g->k) +
+			     g->k * (uint32_t)g->za * (uint32_t)g->zb;
+		col[j] = (int32_t)c;
+	}
+}
+
+/* Per-row term of the VNNI form, needed only with a nonzero zb. */
+static void fold_rows(const struct npu_kern *kn, struct npu_gemm *g, int32_t *row)
+{
+	if (kn->dot_kind != NPU_DOT_U8S8 || !g->zb) {
+		g->row = NULL;
+		return;
+	}
+	for (uint32_t i = 0; i < g->m; i++)
+		row[i] = (int32_t)(-(uint32_t)g->zb * kn->sum_i8(g->arow[i], g->k));
+	g->row = row;
+}
+
+static int load_tables(struct chan_tables *t, const uint8_t *sram,
+		       uint32_t bias, uint32_t quant, uint32_t flags, uint32_t n)
+{
+	if (chan_tables_init(t, n))
+		abort();
+	if (npu_load_quant(sram, quant, flags, n, t->mult, t->shift)) {
+		free(t->bias);
+		return -1;
+	}
+	if (!(flags & NPU_CONV_NO_BIAS))
+		for (uint32_t i = 0; i < n; i++)
+			t->bias[i] = npu_ld_i32(sram + bias + 4 * (size_t)i);
+	return 0;
+}
+
+/* Where the op writes: in place, or a dense temporary if it overlaps a read. */
+struct out_target {
+	int8_t *base;
+	size_t rs, ps;
+	int8_t *tmp;
+};
+
+static void out_target_init(struct out_target *o, const struct npu_op_footprint *fp,
+			    uint8_t *dst, size_t rs, size_t ps,
+			    uint32_t h, uint32_t w, uint32_t c)
+{
+	o->tmp = NULL;
+	o->base = (int8_t *)dst;
+	o->rs = rs;
+	o->ps = ps;
+	for (unsigned int i = 0; i < fp->num_reads; i++)
+		if (npu_ranges_overlap(fp->reads[i], fp->writes[0])) {
+			o->tmp = malloc((size_t)h * w * c);
+			if (!o->tmp)
+				abort();
+			o->base = o->tmp;
+			o->rs = (size_t)w * c;
+			o->ps = c;
+			return;
+		}
+}
+
+static void out_target_finish(struct out_target *o, uint8_t *dst, size_t rs,
+			      size_t ps, uint32_t h, uint32_t w, uint32_t c)
+{
+	if (o->tmp) {
+		npu_scatter_dense(dst, rs, ps, (const uint8_t *)o->tmp, h, w, c);
+		free(o->tmp);
+	}
+}
+
+static void conv_depthwise(const struct npu_kern *kn,
+			   const struct npu_insn_conv2d *in, const uint8_t *sram,
+			   const struct chan_tables *t, const struct out_target *o)
+{
+	uint32_t c = in->in_c, taps = (uint32_t)in->k_h * in->k_w;
+	uint32_t cpad = (c + NPU_RQ_PAD - 1) / NPU_RQ_PAD * NPU_RQ_PAD;
+	const int8_t *w = (const int8_t *)(sram + in->weight);
+	int32_t *wt = calloc((size_t)taps * cpad, sizeof(*wt));
+	struct npu_dw d = {
+		.in = (const int8_t *)(sram + in->input),
+		.in_rs = in->in_row_stride, .in_ps = in->in_pixel_stride,
+		.out = o->base, .out_rs = o->rs, .out_ps = o->ps,
+		.in_h = in->in_h, .in_w = in->in_w,
+		.out_h = in->out_h, .out_w = in->out_w, .c = c, .cpad = cpad,
+		.k_h = in->k_h, .k_w = in->k_w,
+		.stride_h = in->stride_h, .stride_w = in->stride_w,
+		.dil_h = in->dil_h, .dil_w = in->dil_w,
+		.pad_top = in->pad_top, .pad_left = in->pad_left,
+		.zp_in = in->zp_in, .wt = wt,
+		.rq = { t->bias, t->mult, t->shift, in->zp_out,
+			in->act_min, in->act_max },
+	};
+
+	if (!wt)
+		abort();
+	/* [c][tap] -> [tap][c] so a tap's weights for a channel block are contiguous. */
+	for (uint32_t ch = 0; ch < c; ch++)
+		for (uint32_t tap = 0; tap < taps; tap++)
+			wt[(size_t)tap * cpad + ch] = w[(size_t)ch * taps + tap] - in->zp_w;
+	kn->dw(&d);
+	free(wt);
+}
+
+static void conv_gemm(const struct npu_kern *kn, const struct npu_insn_conv2d *in,
+		      const uint8_t *sram, const struct chan_tables *t,
+		      const struct out_target *o)
+{
+	uint32_t groups = in->groups;
+	uint32_t cin_g = in->in_c / groups, cout_g = in->out_c / groups;
+	uint32_t k = (uint32_t)in->k_h * in->k_w * cin_g;
+	uint32_t pixels = (uint32_t)in->out_h * in->out_w;
+	uint32_t chunk = chunk_rows(k);
+	int direct = in->k_h == 1 && in->k_w == 1 && !in->pad_top &&
+		     !in->pad_left && !in->pad_bottom && !in->pad_right;
+	const int8_t *input = (const int8_t *)(sram + in->input);
+	const int8_t **arow = malloc(sizeof(*arow) * chunk);
+	int8_t **orow = malloc(sizeof(*orow) * chunk);
+	int32_t *row = malloc(sizeof(*row) * chunk);
+	int8_t *patch = direct ? NULL : malloc((size_t)chunk * k);
+
+	if (!arow || !orow || !row || (!direct && !patch))
+		abort();
+	for (uint32_t g = 0; g < groups; g++) {
+		struct npu_gemm gm = {
+			.arow = arow, .orow = orow,
+			.b = (const int8_t *)(sram + in->weight) + (size_t)g * cout_g * k,
+			.ldb = k, .n = cout_g, .k = k,
+			.za = in->zp_in, .zb = in->zp_w,
+			.rq = { t->col + g * cout_g, t->mult + g * cout_g,
+				t->shift + g * cout_g, in->zp_out,
+				in->act_min, in->act_max },
+		};
+
+		fold_col(kn, &gm, t->bias + g * cout_g, t->col + g * cout_g);
+		for (uint32_t p0 = 0; p0 < pixels; p0 += chunk) {
+			uint32_t m = pixels - p0 < chunk ? pixels - p0 : chunk;
+
+			for (uint32_t i = 0; i < m; i++) {
+				uint32_t oh = (p0 + i) / in->out_w;
+				uint32_t ow = (p0 + i) % in->out_w;
+
+				orow[i] = o->base + oh * o->rs + ow * o->ps + g * cout_g;
+				if (direct) {
+					arow[i] = input +
+						  (size_t)oh * in->stride_h * in->in_row_stride +
+						  (size_t)ow * in->stride_w * in->in_pixel_stride +
+						  g * cin_g;
+					continue;
+				}
+				int8_t *dst = patch + (size_t)i * k;
+
+				arow[i] = dst;
+				for (uint32_t kh = 0; kh < in->k_h; kh++) {
+					int64_t ih = (int64_t)oh * in->stride_h -
+						     in->pad_top + (int64_t)kh * in->dil_h;
+
+					for (uint32_t kw = 0; kw < in->k_w; kw++, dst += cin_g) {
+						int64_t iw = (int64_t)ow * in->stride_w -
+							     in->pad_left +
+							     (int64_t)kw * in->dil_w;
+
+						if (ih < 0 || ih >= in->in_h ||
+						    iw < 0 || iw >= in->in_w)
+							memset(dst, (uint8_t)in->zp_in, cin_g);
+						else
+							memcpy(dst, input +
+							       ih * in->in_row_stride +
+							       iw * in->in_pixel_stride +
+							       g * cin_g, cin_g);
+					}
+				}
+			}
+			gm.m = m;
+			fold_rows(kn, &gm, row);
+			kn->gemm(&gm);
+		}
+	}
+	free(patch);
+	free(row);
+	free(orow);
+	free(arow);
+}
+
+void npu_op_conv2d(const struct npu_insn_conv2d *in, uint8_t *sram)
+{
+	const struct npu_kern *kn = kern_get();
+	struct npu_op_footprint fp;
+	struct chan_tables t;
+	struct out_target o;
+
+	if (npu_op_conv2d_check(in, &fp) ||
+	    load_tables(&t, sram, in->bias, in->quant, in->flags, in->out_c))
+		return;
+	out_target_init(&o, &fp, sram + in->output, in->out_row_stride,
+			in->out_pixel_stride, in->out_h, in->out_w, in->out_c);
+	if (in->groups == in->in_c && in->groups == in->out_c)
+		conv_depthwise(kn, in, sram, &t, &o);
+	else
+		conv_gemm(kn, in, sram, &t, &o);
+	out_target_finish(&o, sram + in->output, in->out_row_stride,
+			  in->out_pixel_stride, in->out_h, in->out_w, in->out_c);
+	free(t.bias);
+}
+
+void npu_op_matmul(const struct npu_insn_matmul *in, uint8_t *sram)
+{
+	const struct npu_kern *kn = kern_get();
+	struct npu_op_footprint fp;
+	struct chan_tables t;
+	struct out_target o;
+	uint32_t chunk = 1024;
+
+	if (npu_op_matmul_check(in, &fp) ||
+	    load_tables(&t, sram, in->bias, in->quant, in->flags, in->n))
+		return;
+	out_target_init(&o, &fp, sram + in->output, in->out_stride, 0,
+			in->m, 1, in->n);
+
+	const int8_t **arow = malloc(sizeof(*arow) * chunk);
+	int8_t **orow = malloc(sizeof(*orow) * chunk);
+	int32_t *row = malloc(sizeof(*row) * chunk);
+	struct npu_gemm gm = {
+		.arow = arow, .orow = orow,
+		.b = (const int8_t *)(sram + in->b), .ldb = in->k,
+		.n = in->n, .k = in->k, .za = in->zp_a, .zb = in->zp_b,
+		.rq = { t.col, t.mult, t.shift, in->zp_out,
+			in->act_min, in->act_max },
+	};
+
+	if (!arow || !orow || !row)
+		abort();
+	fold_col(kn, &gm, t.bias, t.col);
+	for (uint32_t i0 = 0; i0 < in->m; i0 += chunk) {
+		gm.m = in->m - i0 < chunk ? in->m - i0 : chunk;
+		for (uint32_t i = 0; i < gm.m; i++) {
+			arow[i] = (const int8_t *)(sram + in->a) +
+				  (size_t)(i0 + i) * in->a_stride;
+			orow[i] = o.base + (size_t)(i0 + i) * o.rs;
+		}
+		fold_rows(kn, &gm, row);
+		kn->gemm(&gm);
+	}
+	free(row);
+	free(orow);
+	free(arow);
+	out_target_finish(&o, sram + in->output, in->out_stride, 0, in->m, 1, in->n);
+	free(t.bias);
+}
+
+/* ---------------------------------------------------------------------------
+ * POOL, ELTWISE, LUT: vector-engine ops, plain C with channel-inner loops
+ * the compiler vectorizes.
+ */
+
+void npu_op_pool(const struct npu_insn_pool *in, uint8_t *sram)
+{
+	struct npu_op_footprint fp;
+	struct out_target o;
+	uint32_t c = in->c;
+	int32_t *acc;
+
+	if (npu_op_pool_check(in, &fp))
+		return;
+	acc = malloc(sizeof(*acc) * c);
+	if (!acc)
+		abort();
+	out_target_init(&o, &fp, sram + in->output, in->out_row_stride,
+			in->out_pixel_stride, in->out_h, in->out_w, c);
+	for (uint32_t oh = 0; oh < in->out_h; oh++) {
+		int32_t h0 = (int32_t)(oh * in->stride_h) - in->pad_top;
+		int32_t h1 = h0 + in->k_h;
+
+		h1 = h1 > in->in_h ? in->in_h : h1;
+		h0 = h0 < 0 ? 0 : h0;
+		for (uint32_t ow = 0; ow < in->out_w; ow++) {
+			int32_t w0 = (int32_t)(ow * in->stride_w) - in->pad_left;
+			int32_t w1 = w0 + in->k_w;
+			int8_t *dst = o.base + oh * o.rs + ow * o.ps;
+			int64_t count, valid;
+
+			w1 = w1 > in->in_w ? in->in_w : w1;
+			w0 = w0 < 0 ? 0 : w0;
+			valid = (int64_t)(h1 - h0) * (w1 - w0);
+			count = (in->flags & NPU_POOL_COUNT_PAD) ?
+				(int64_t)in->k_h * in->k_w : valid;
+			for (uint32_t ch = 0; ch < c; ch++)
+				acc[ch] = in->mode == NPU_POOL_MAX ? -128 : 0;
+			for (int32_t ih = h0; ih < h1; ih++)
+				for (int32_t iw = w0; iw < w1; iw++) {
+					const int8_t *src = (const int8_t *)sram + in->input +
+							    (size_t)ih * in->in_row_stride +
+							    (size_t)iw * in->in_pixel_stride;
+
+					if (in->mode == NPU_POOL_MAX)
+						for (uint32_t ch = 0; ch < c; ch++)
+							acc[ch] = src[ch] > acc[ch] ? src[ch] : acc[ch];
+					else
+						for (uint32_t ch = 0; ch < c; ch++)
+							acc[ch] += src[ch];
+				}
+			for (uint32_t ch = 0; ch < c; ch++) {
+				/* Padded positions add zero to the sum, at most to the count. */
+				int32_t v = in->mode == NPU_POOL_MAX ?
+					    acc[ch] - in->zp_in :
+					    npu_div_round(acc[ch] - valid * in->zp_in, count);
+
+				dst[ch] = (int8_t)npu_clamp64((int64_t)v + in->zp_out,
+							      in->act_min, in->act_max);
+			}
+		}
+	}
+	out_target_finish(&o, sram + in->output, in->out_row_stride,
+			  in->out_pixel_stride, in->out_h, in->out_w, c);
+	free(acc);
+}
+
+void npu_op_eltwise(const struct npu_insn_eltwise *in, uint8_t *sram)
+{
+	struct npu_op_footprint fp;
+	const int8_t *a, *b;
+	int8_t *out, *tmp = NULL;
+	int64_t za, zb, ma = in->mult_a, mb = in->mult_b;
+	uint32_t n = in->count;
+
+	if (npu_op_eltwise_check(in, &fp))
+		return;
+	a = (const int8_t *)sram + in->a;
+	b = (const int8_t *)sram + in->b;
+	out = (int8_t *)sram + in->output;
+	za = in->zp_a;
+	zb = in->zp_b;
+	/* Element i only reads a[i] (and b[i]): exact aliasing is safe in place. */
+	if ((npu_ranges_overlap(fp.writes[0], fp.reads[0]) && in->a != in->output) ||
+	    (npu_ranges_overlap(fp.writes[0], fp.reads[1]) &&
+	     (in->bcast != NPU_BCAST_NONE || in->b != in->output))) {
+		tmp = malloc(n);
+		if (!tmp)
+			abort();
+		out = tmp;
+	}
+
+	if (in->bcast == NPU_BCAST_SCALAR) {
+		int64_t bv = b[0] - zb;
+
+		/* Fold the constant operand: one multiply-add per element. */
+		if (in->mode == NPU_ELT_ADD)
+			for (uint32_t i = 0; i < n; i++)
+				out[i] = npu_requant64((a[i] - za) * ma + bv * mb,
+						       in->shift, in->zp_out,
+						       in->act_min, in->act_max);
+		else
+			for (uint32_t i = 0; i < n; i++)
+				out[i] = npu_requant64((a[i] - za) * (bv * ma),
+						       in->shift, in->zp_out,
+						       in->act_min, in->act_max);
+	} else {
+		uint32_t period = in->bcast == NPU_BCAST_CHANNEL ? in->channels : n;
+
+		for (uint32_t i0 = 0; i0 < n; i0 += period) {
+			uint32_t len = n - i0 < period ? n - i0 : period;
+			const int8_t *ai = a + i0;
+			const int8_t *bi = in->bcast == NPU_BCAST_CHANNEL ? b : b + i0;
+			int8_t *oi = out + i0;
+
+			if (in->mode == NPU_ELT_ADD)
+				for (uint32_t i = 0; i < len; i++)
+					oi[i] = npu_requant64((ai[i] - za) * ma +
+							      (bi[i] - zb) * mb,
+							      in->shift, in->zp_out,
+							      in->act_min, in->act_max);
+			else
+				for (uint32_t i = 0; i < len; i++)
+					oi[i] = npu_requant64((ai[i] - za) * (bi[i] - zb) * ma,
+							      in->shift, in->zp_out,
+							      in->act_min, in->act_max);
+		}
+	}
+	if (tmp) {
+		memcpy(sram + in->output, tmp, n);
+		free(tmp);
+	}
+}
+
+void npu_op_lut(const struct npu_insn_lut *in, uint8_t *sram)
+{
+	struct npu_op_footprint fp;
+	uint8_t table[256];
+	const uint8_t *src;
+	uint8_t *dst, *tmp = NULL;
+
+	if (npu_op_lut_check(in, &fp))
+		return;
+	/* A private copy of the table makes a table/output overlap harmless. */
+	memcpy(table, sram + in->table, 256);
+	src = sram + in->input;
+	dst = sram + in->output;
+	if (npu_ranges_overlap(fp.writes[0], fp.reads[0]) && in->input != in->output) {
+		tmp = malloc(in->count);
+		if (!tmp)
+			abort();
+		dst = tmp;
+	}
+	for (uint32_t i = 0; i < in->count; i++)
+		dst[i] = table[(uint8_t)(src[i] + 128)];
+	if (tmp) {
+		memcpy(sram + in->output, tmp, in->count);
+		free(tmp);
+	}
+}

@@ -1,0 +1,162 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * npu_ops_internal.h - what the op drivers (npu_ops.c), the references
+ * (npu_ops_ref.c) and the per-ISA kernels (npu_kern_*.c) share.
+ */
+#ifndef NPU_OPS_INTERNAL_H
+#define NPU_OPS_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "npu_ops.h"
+
+/* Operands may sit at any byte offset in SRAM: load int32s bytewise. */
+static inline int32_t npu_ld_i32(const uint8_t *p)
+{
+	int32_t v;
+
+	memcpy(&v, p, sizeof(v));
+	return v;
+}
+
+static inline int32_t npu_clamp64(int64_t v, int32_t lo, int32_t hi)
+{
+	if (v < lo)
+		return lo;
+	if (v > hi)
+		return hi;
+	return (int32_t)v;
+}
+
+/*
+ * The requantization of npu_hw.h. |acc * mult| <= 2^62 and the rounding
+ * term <= 2^61, so the 64-bit sum cannot overflow. Right shifts of
+ * negative values are arithmetic on every compiler we build with.
+ */
+static inline int8_t npu_requant(int32_t acc, int32_t mult, uint32_t shift,
+				 int32_t zp_out, int32_t lo, int32_t hi)
+{
+	int64_t v = (int64_t)acc * mult + ((int64_t)1 << (shift - 1));
+
+	return (int8_t)npu_clamp64((v >> shift) + zp_out, lo, hi);
+}
+
+/* Same rounding and clamp, for ELTWISE's 64-bit accumulator. */
+static inline int8_t npu_requant64(int64_t acc, uint32_t shift, int32_t zp_out,
+				   int32_t lo, int32_t hi)
+{
+	int64_t v = acc + ((int64_t)1 << (shift - 1));
+
+	return (int8_t)npu_clamp64((v >> shift) + zp_out, lo, hi);
+}
+
+/* Round half away from zero; count > 0. */
+static inline int32_t npu_div_round(int64_t sum, int64_t count)
+{
+	if (sum >= 0)
+		return (int32_t)((sum + count / 2) / count);
+	return (int32_t)-((-sum + count / 2) / count);
+}
+
+/*
+ * Per-output-channel epilogue, arrays padded with harmless entries
+ * (col 0, mult 0, shift 1) to a multiple of NPU_RQ_PAD past the last
+ * channel so vector kernels may load whole blocks.
+ */
+#define NPU_RQ_PAD	16
+
+struct npu_rq {
+	const int32_t *col;	/* added to each accumulator of the channel */
+	const int32_t *mult;
+	const int32_t *shift;	/* 1..62 */
+	int32_t zp_out, act_min, act_max;
+};
+
+/*
+ * out[i][j] = requant(dot(i, j) + col[j] + row[i]) for i < m, j < n, where
+ * a row i is arow[i][0..k) and column j is b[j * ldb .. + k). What dot()
+ * is depends on the kernel (struct npu_kern.dot_kind); the caller folds the
+ * difference to the exact sum of (a - za) * (b - zb) into col and row.
+ * All sums wrap modulo 2^32, like the device's accumulator.
+ */
+struct npu_gemm {
+	const int8_t *const *arow;
+	int8_t *const *orow;	/* channel j of row i at orow[i][j] */
+	const int8_t *b;
+	size_t ldb;
+	uint32_t m, n, k;
+	int32_t za, zb;
+	const int32_t *row;	/* [m], or NULL for zeros */
+	struct npu_rq rq;
+};
+
+/* Depthwise CONV2D (groups == in_c == out_c). */
+struct npu_dw {
+	const int8_t *in;
+	size_t in_rs, in_ps;
+	int8_t *out;
+	size_t out_rs, out_ps;
+	uint32_t in_h, in_w, out_h, out_w, c, cpad;
+	uint32_t k_h, k_w, stride_h, stride_w, dil_h, dil_w, pad_top, pad_left;
+	int32_t zp_in;
+	const int32_t *wt;	/* [k_h * k_w][cpad]: w - zp_w, tap-major */
+	struct npu_rq rq;	/* col = bias */
+};
+
+enum npu_dot_kind {
+	/* dot = sum (a - za) * (b - zb): col = bias, row = NULL. */
+	NPU_DOT_EXACT,
+	/*
+	 * dot = sum ((a ^ 0x80) as u8) * b, the VNNI form: col = bias -
+	 * (128 + za) * sum b + k * za * zb and row = -zb * sum a.
+	 */
+	NPU_DOT_U8S8,
+};
+
+struct npu_kern {
+	const char *name;
+	enum npu_dot_kind dot_kind;
+	void (*gemm)(const struct npu_gemm *g);
+	void (*dw)(const struct npu_dw *d);
+	/* sum of p[0..k) as int8, modulo 2^32 */
+	uint32_t (*sum_i8)(const int8_t *p, uint32_t k);
+};
+
+extern const struct npu_kern npu_kern_portable;
+extern const struct npu_kern npu_kern_avx2;
+extern const struct npu_kern npu_kern_avx512vnni;
+
+/* Portable pieces the vector kernels fall back on for odd cases. */
+void npu_portable_gemm(const struct npu_gemm *g);
+void npu_portable_dw(const struct npu_dw *d);
+uint32_t npu_portable_sum_i8(const int8_t *p, uint32_t k);
+
+/* Whether [a) and [b) share a byte. */
+static inline int npu_ranges_overlap(struct npu_sram_range a,
+				     struct npu_sram_range b)
+{
+	return a.begin < b.end && b.begin < a.end;
+}
+
+/* Strided NHWC tensor views shared by CONV2D and POOL. */
+static inline uint64_t npu_tensor_span(uint32_t h, uint32_t w, uint32_t c,
+				       uint32_t row_stride, uint32_t pixel_stride)
+{
+	return (uint64_t)(h - 1) * row_stride + (uint64_t)(w - 1) * pixel_stride + c;
+}
+
+/*
+ * Copies a dense [h][w][c] result into a strided tensor: the way the ops
+ * honour "every operand is read before the output is written" when the
+ * output overlaps an input.
+ */
+void npu_scatter_dense(uint8_t *dst, size_t row_stride, size_t pixel_stride,
+		       const uint8_t *src, uint32_t h, uint32_t w, uint32_t c);
+
+/* Loads the per-channel quant table; 0 or NPU_JOB_ERR_BAD_PARAM. */
+uint32_t npu_load_quant(const uint8_t *sram, uint32_t quant, uint32_t flags,
+			uint32_t n, int32_t *mult, int32_t *shift);
+
+#endif /* NPU_OPS_INTERNAL_H */

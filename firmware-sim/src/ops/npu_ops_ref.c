@@ -1,0 +1,195 @@
+// SPDX-License-Identifier: MIT
+/*
+ * npu_ops_ref.c - the naive reference of every compute instruction: the
+ * formulas of npu_hw.h written as straight loops. It is the specification
+ * the fast paths (npu_ops.c) must equal bit for bit, so it favours being
+ * obviously right over being fast.
+ *
+ * Every reference computes the whole result into a temporary and only then
+ * writes the output: all operands are read before any output byte is
+ * written, whatever the operands overlap.
+ */
+#include <stdlib.h>
+
+#include "npu_ops_internal.h"
+
+void npu_scatter_dense(uint8_t *dst, size_t row_stride, size_t pixel_stride,
+		       const uint8_t *src, uint32_t h, uint32_t w, uint32_t c)
+{
+	for (uint32_t y = 0; y < h; y++)
+		for (uint32_t x = 0; x < w; x++)
+			memcpy(dst + y * row_stride + x * pixel_stride,
+			       src + ((size_t)y * w + x) * c, c);
+}
+
+void npu_ref_conv2d(const struct npu_insn_conv2d *in, uint8_t *sram)
+{
+	const uint8_t *input = sram + in->input;
+	const int8_t *weight = (const int8_t *)(sram + in->weight);
+	uint32_t cin_g = in->in_c / in->groups, cout_g = in->out_c / in->groups;
+	int32_t *mult, *shift;
+	int8_t *res;
+
+	mult = malloc(sizeof(*mult) * in->out_c);
+	shift = malloc(sizeof(*shift) * in->out_c);
+	res = malloc((size_t)in->out_h * in->out_w * in->out_c);
+	if (!mult || !shift || !res)
+		abort();
+	if (npu_load_quant(sram, in->quant, in->flags, in->out_c, mult, shift))
+		goto out;
+
+	for (uint32_t oh = 0; oh < in->out_h; oh++)
+	for (uint32_t ow = 0; ow < in->out_w; ow++)
+	for (uint32_t oc = 0; oc < in->out_c; oc++) {
+		uint32_t g = oc / cout_g;
+		/* The accumulator is 32 bits and wraps, as on the device. */
+		uint32_t acc = 0;
+
+		if (!(in->flags & NPU_CONV_NO_BIAS))
+			acc = (uint32_t)npu_ld_i32(sram + in->bias + 4 * (size_t)oc);
+		for (uint32_t kh = 0; kh < in->k_h; kh++)
+		for (uint32_t kw = 0; kw < in->k_w; kw++)
+		for (uint32_t ic = 0; ic < cin_g; ic++) {
+			int64_t ih = (int64_t)oh * in->stride_h - in->pad_top +
+				     (int64_t)kh * in->dil_h;
+			int64_t iw = (int64_t)ow * in->stride_w - in->pad_left +
+				     (int64_t)kw * in->dil_w;
+			int32_t x = in->zp_in;
+			int32_t w = weight[(((size_t)oc * in->k_h + kh) * in->k_w + kw) *
+					   cin_g + ic];
+
+			if (ih >= 0 && ih < in->in_h && iw >= 0 && iw < in->in_w)
+				x = (int8_t)input[ih * in->in_row_stride +
+						  iw * in->in_pixel_stride +
+						  g * cin_g + ic];
+			acc += (uint32_t)((x - in->zp_in) * (w - in->zp_w));
+		}
+		res[((size_t)oh * in->out_w + ow) * in->out_c + oc] =
+			npu_requant((int32_t)acc, mult[oc], (uint32_t)shift[oc],
+				    in->zp_out, in->act_min, in->act_max);
+	}
+	npu_scatter_dense(sram + in->output, in->out_row_stride,
+			  in->out_pixel_stride, (const uint8_t *)res,
+			  in->out_h, in->out_w, in->out_c);
+out:
+	free(res);
+	free(shift);
+	free(mult);
+}
+
+void npu_ref_matmul(const struct npu_insn_matmul *in, uint8_t *sram)
+{
+	int32_t *mult, *shift;
+	int8_t *res;
+
+	mult = malloc(sizeof(*mult) * in->n);
+	shift = malloc(sizeof(*shift) * in->n);
+	res = malloc((size_t)in->m * in->n);
+	if (!mult || !shift || !res)
+		abort();
+	if (npu_load_quant(sram, in->quant, in->flags, in->n, mult, shift))
+		goto out;
+
+	for (uint32_t i = 0; i < in->m; i++)
+	for (uint32_t j = 0; j < in->n; j++) {
+		uint32_t acc = 0;
+
+		if (!(in->flags & NPU_CONV_NO_BIAS))
+			acc = (uint32_t)npu_ld_i32(sram + in->bias + 4 * (size_t)j);
+		for (uint32_t k = 0; k < in->k; k++) {
+			int32_t a = (int8_t)sram[in->a + (size_t)i * in->a_stride + k];
+			int32_t b = (int8_t)sram[in->b + (size_t)j * in->k + k];
+
+			acc += (uint32_t)((a - in->zp_a) * (b - in->zp_b));
+		}
+		res[(size_t)i * in->n + j] =
+			npu_requant((int32_t)acc, mult[j], (uint32_t)shift[j],
+				    in->zp_out, in->act_min, in->act_max);
+	}
+	npu_scatter_dense(sram + in->output, in->out_stride, 0,
+			  (const uint8_t *)res, in->m, 1, in->n);
+out:
+	free(res);
+	free(shift);
+	free(mult);
+}
+
+void npu_ref_pool(const struct npu_insn_pool *in, uint8_t *sram)
+{
+	int8_t *res = malloc((size_t)in->out_h * in->out_w * in->c);
+
+	if (!res)
+		abort();
+	for (uint32_t oh = 0; oh < in->out_h; oh++)
+	for (uint32_t ow = 0; ow < in->out_w; ow++)
+	for (uint32_t c = 0; c < in->c; c++) {
+		int64_t sum = 0, count = 0;
+		int32_t max = -128, v;
+
+		for (uint32_t kh = 0; kh < in->k_h; kh++)
+		for (uint32_t kw = 0; kw < in->k_w; kw++) {
+			int64_t ih = (int64_t)oh * in->stride_h - in->pad_top + kh;
+			int64_t iw = (int64_t)ow * in->stride_w - in->pad_left + kw;
+			int32_t x;
+
+			if (ih < 0 || ih >= in->in_h || iw < 0 || iw >= in->in_w) {
+				if (in->flags & NPU_POOL_COUNT_PAD)
+					count++;
+				continue;
+			}
+			x = (int8_t)sram[in->input + ih * in->in_row_stride +
+					 iw * in->in_pixel_stride + c];
+			if (x > max)
+				max = x;
+			sum += x - in->zp_in;
+			count++;
+		}
+		if (in->mode == NPU_POOL_MAX)
+			v = max - in->zp_in;
+		else
+			v = npu_div_round(sum, count);
+		res[((size_t)oh * in->out_w + ow) * in->c + c] =
+			(int8_t)npu_clamp64((int64_t)v + in->zp_out,
+					    in->act_min, in->act_max);
+	}
+	npu_scatter_dense(sram + in->output, in->out_row_stride,
+			  in->out_pixel_stride, (const uint8_t *)res,
+			  in->out_h, in->out_w, in->c);
+	free(res);
+}
+
+void npu_ref_eltwise(const struct npu_insn_eltwise *in, uint8_t *sram)
+{
+	int8_t *res = malloc(in->count);
+
+	if (!res)
+		abort();
+	for (uint32_t i = 0; i < in->count; i++) {
+		uint32_t bi = in->bcast == NPU_BCAST_NONE ? i :
+			      in->bcast == NPU_BCAST_CHANNEL ? i % in->channels : 0;
+		int64_t a = (int8_t)sram[in->a + (size_t)i] - in->zp_a;
+		int64_t b = (int8_t)sram[in->b + (size_t)bi] - in->zp_b;
+		int64_t acc;
+
+		if (in->mode == NPU_ELT_ADD)
+			acc = a * in->mult_a + b * in->mult_b;
+		else
+			acc = a * b * in->mult_a;
+		res[i] = npu_requant64(acc, in->shift, in->zp_out,
+				       in->act_min, in->act_max);
+	}
+	memcpy(sram + in->output, res, in->count);
+	free(res);
+}
+
+void npu_ref_lut(const struct npu_insn_lut *in, uint8_t *sram)
+{
+	uint8_t *res = malloc(in->count);
+
+	if (!res)
+		abort();
+	for (uint32_t i = 0; i < in->count; i++)
+		res[i] = sram[in->table + (uint8_t)(sram[in->input + (size_t)i] + 128)];
+	memcpy(sram + in->output, res, in->count);
+	free(res);
+}

@@ -1,0 +1,384 @@
+// SPDX-License-Identifier: MIT
+/*
+ * test_ops_conv2d.c - CONV2D: every implementation on this host equals the
+ * reference bit for bit, over seeded random shapes and handpicked edges
+ * (odd channel counts, asymmetric padding, stride, dilation, groups,
+ * depthwise, 1x1, strided layouts, extreme zero points and quant tables,
+ * wrapping accumulators, output overlapping the input).
+ */
+#include "ops_test_util.h"
+
+struct conv_p {
+	int in_h, in_w, in_c, out_c, groups;
+	int k_h, k_w, sh, sw, dh, dw, pt, pl, pb, pr;
+	int zp_in, zp_w, zp_out, act_min, act_max;
+	uint32_t flags;
+	int in_gap, in_row_gap, out_gap, out_row_gap;	/* layout padding bytes */
+	enum ops_quant_mode quant;
+	int extreme;	/* operands at the int8 ends: accumulators wrap */
+	int overlap;	/* output starts where the input starts */
+	int big_bias;	/* biases near INT32_MIN / INT32_MAX */
+};
+
+static const struct conv_p conv_defaults = {
+	.in_h = 5, .in_w = 5, .in_c = 8, .out_c = 8, .groups = 1,
+	.k_h = 3, .k_w = 3, .sh = 1, .sw = 1, .dh = 1, .dw = 1,
+	.zp_in = 3, .zp_w = 0, .zp_out = -5, .act_min = -128, .act_max = 127,
+};
+
+static void run_ref(const void *insn, uint8_t *sram)
+{
+	npu_ref_conv2d(insn, sram);
+}
+
+static void run_fast(const void *insn, uint8_t *sram)
+{
+	npu_op_conv2d(insn, sram);
+}
+
+/* Lays the case out in s->init; returns the check status. */
+static uint32_t conv_build(struct ops_sram *s, const struct conv_p *p,
+			   struct npu_insn_conv2d *in)
+{
+	struct npu_op_footprint fp;
+	int cin_g = p->in_c / p->groups;
+	uint32_t nq = (p->flags & NPU_QUANT_PER_TENSOR) ? 1 : (uint32_t)p->out_c;
+	uint64_t in_span, out_span, w_len;
+
+	memset(in, 0, sizeof(*in));
+	in->hdr.opcode = NPU_OP_CONV2D;
+	in->hdr.size = sizeof(*in);
+	in->flags = p->flags;
+	in->in_h = (uint16_t)p->in_h;
+	in->in_w = (uint16_t)p->in_w;
+	in->in_c = (uint16_t)p->in_c;
+	in->out_c = (uint16_t)p->out_c;
+	in->k_h = (uint8_t)p->k_h;
+	in->k_w = (uint8_t)p->k_w;
+	in->stride_h = (uint8_t)p->sh;
+	in->stride_w = (uint8_t)p->sw;
+	in->dil_h = (uint8_t)p->dh;
+	in->dil_w = (uint8_t)p->dw;
+	in->pad_top = (uint8_t)p->pt;
+	in->pad_left = (uint8_t)p->pl;
+	in->pad_bottom = (uint8_t)p->pb;
+	in->pad_right = (uint8_t)p->pr;
+	in->groups = (uint16_t)p->groups;
+	in->out_h = (uint16_t)((p->in_h + p->pt + p->pb - p->dh * (p->k_h - 1) - 1) / p->sh + 1);
+	in->out_w = (uint16_t)((p->in_w + p->pl + p->pr - p->dw * (p->k_w - 1) - 1) / p->sw + 1);
+	in->in_pixel_stride = (uint32_t)(p->in_c + p->in_gap);
+	in->in_row_stride = in->in_pixel_stride * (uint32_t)p->in_w + (uint32_t)p->in_row_gap;
+	in->out_pixel_stride = (uint32_t)(p->out_c + p->out_gap);
+	in->out_row_stride = in->out_pixel_stride * in->out_w + (uint32_t)p->out_row_gap;
+	in->zp_in = (int16_t)p->zp_in;
+	in->zp_w = (int16_t)p->zp_w;
+	in->zp_out = (int16_t)p->zp_out;
+	in->act_min = (int8_t)p->act_min;
+	in->act_max = (int8_t)p->act_max;
+
+	in_span = (uint64_t)(in->in_h - 1) * in->in_row_stride +
+		  (uint64_t)(in->in_w - 1) * in->in_pixel_stride + in->in_c;
+	out_span = (uint64_t)(in->out_h - 1) * in->out_row_stride +
+		   (uint64_t)(in->out_w - 1) * in->out_pixel_stride + in->out_c;
+	w_len = (uint64_t)p->out_c * p->k_h * p->k_w * cin_g;
+
+	s->next = (uint32_t)ops_range(0, 64);
+	in->input = ops_place(s, in_span > out_span || !p->overlap ? in_span : out_span);
+	in->output = p->overlap ? in->input : ops_place(s, out_span);
+	in->weight = ops_place(s, w_len);
+	in->bias = ops_place(s, 4ull * p->out_c);
+	in->quant = ops_place(s, 5ull * nq);
+	if (in->quant == UINT32_MAX || in->output == UINT32_MAX ||
+	    in->bias == UINT32_MAX || in->weight == UINT32_MAX)
+		return NPU_JOB_ERR_SRAM_BOUNDS;
+
+	ops_fill(s->init + in->input, in_span);
+	ops_fill(s->init + in->weight, w_len);
+	if (p->extreme) {
+		/* (x - zp_in) * (w - zp_w) = 255 * 255 on every tap. */
+		memset(s->init + in->input, p->zp_in >= 0 ? 0x80 : 0x7f, in_span);
+		memset(s->init + in->weight, p->zp_w >= 0 ? 0x80 : 0x7f, w_len);
+	}
+	for (int i = 0; i < p->out_c; i++)
+		ops_put_i32(s->init, in->bias + 4 * i, p->big_bias ?
+			    (ops_rand() & 1 ? INT32_MAX - (int32_t)ops_range(0, 1 << 20) :
+			     INT32_MIN + (int32_t)ops_range(0, 1 << 20)) :
+			    (int32_t)ops_range(-50000, 50000));
+	ops_write_quant(s->init, in->quant, nq, (uint32_t)(p->k_h * p->k_w * cin_g),
+			p->quant);
+	return npu_op_conv2d_check(in, &fp);
+}
+
+static void conv_golden(struct ops_sram *s, const struct conv_p *p, const char *what)
+{
+	struct npu_insn_conv2d in;
+	uint32_t st = conv_build(s, p, &in);
+
+	assert_int_equal(st, NPU_JOB_OK);
+	assert_int_equal(npu_op_conv2d_check_sram(&in, s->init), NPU_JOB_OK);
+	ops_golden(s, &in, run_ref, run_fast, what);
+	for (uint32_t y = 0; y < in.out_h; y++)
+		for (uint32_t x = 0; x < in.out_w; x++)
+			ops_tally_bytes(s->ref + in.output + y * in.out_row_stride +
+					x * in.out_pixel_stride, in.out_c,
+					p->act_min, p->act_max);
+}
+
+static int pick(const int *v, int n)
+{
+	return v[ops_range(0, n - 1)];
+}
+
+static void conv_random(struct conv_p *p)
+{
+	static const int chans[] = { 1, 2, 3, 4, 7, 8, 16, 31, 32, 33, 64, 65 };
+	int kind = (int)ops_range(0, 9);
+
+	*p = conv_defaults;
+	p->in_c = pick(chans, 12);
+	p->out_c = pick(chans, 12);
+	if (kind < 2) {
+		/* depthwise */
+		p->out_c = p->in_c;
+		p->groups = p->in_c;
+	} else if (kind < 4) {
+		int g = (int)ops_range(2, 4);
+
+		p->in_c = g * (int)ops_range(1, 12);
+		p->out_c = g * (int)ops_range(1, 12);
+		p->groups = g;
+	}
+	if (kind == 4 || kind == 5) {
+		p->k_h = p->k_w = 1;
+	} else {
+		p->k_h = (int)ops_range(1, 5);
+		p->k_w = (int)ops_range(1, 5);
+	}
+	p->sh = (int)ops_range(1, 3);
+	p->sw = (int)ops_range(1, 3);
+	p->dh = ops_range(0, 3) ? 1 : 2;
+	p->dw = ops_range(0, 3) ? 1 : 2;
+	if (kind != 4) {
+		p->pt = (int)ops_range(0, 2);
+		p->pl = (int)ops_range(0, 2);
+		p->pb = (int)ops_range(0, 2);
+		p->pr = (int)ops_range(0, 2);
+	}
+	p->in_h = p->dh * (p->k_h - 1) + (int)ops_range(1, 12);
+	p->in_w = p->dw * (p->k_w - 1) + (int)ops_range(1, 12);
+	p->zp_in = (int)ops_range(-128, 127);
+	p->zp_w = ops_range(0, 1) ? 0 : (int)ops_range(-128, 127);
+	/* Mostly outputs centred inside the clamp; sometimes anything goes. */
+	p->zp_out = (int)ops_range(-30, 30);
+	p->act_min = (int)ops_range(-128, -70);
+	p->act_max = (int)ops_range(70, 127);
+	if (!ops_range(0, 7)) {
+		p->zp_out = (int)ops_range(-128, 127);
+		p->act_min = (int)ops_range(-128, 0);
+		p->act_max = (int)ops_range(0, 127);
+	}
+	p->flags = (ops_range(0, 3) ? 0 : NPU_QUANT_PER_TENSOR) |
+		   (ops_range(0, 3) ? 0 : NPU_CONV_NO_BIAS);
+	if (!ops_range(0, 3)) {
+		p->in_gap = (int)ops_range(0, 9);
+		p->in_row_gap = (int)ops_range(0, 33);
+		p->out_gap = (int)ops_range(0, 9);
+		p->out_row_gap = (int)ops_range(0, 33);
+	}
+	p->quant = ops_range(0, 5) ? OPS_QUANT_SENSIBLE :
+		   (enum ops_quant_mode)ops_range(0, OPS_QUANT_MODES - 1);
+	p->overlap = !ops_range(0, 15);
+	p->big_bias = !ops_range(0, 15);
+}
+
+static void test_conv2d_random_shapes_match_reference(void **state)
+{
+	struct ops_sram *s = ops_sram_new();
+	char what[64];
+
+	(void)state;
+	ops_seed(20240601);
+	ops_tally.outputs = ops_tally.unclamped = 0;
+	for (int i = 0; i < 400; i++) {
+		struct conv_p p;
+
+		conv_random(&p);
+		snprintf(what, sizeof(what), "random conv #%d", i);
+		conv_golden(s, &p, what);
+	}
+	/* Sensible quant tables dominate: most outputs must land inside the clamp. */
+	print_message("# %llu of %llu outputs inside the clamp\n",
+		      (unsigned long long)ops_tally.unclamped,
+		      (unsigned long long)ops_tally.outputs);
+	assert_true(ops_tally.unclamped * 2 > ops_tally.outputs);
+	ops_sram_free(s);
+	ops_report_impls();
+}
+
+static void test_conv2d_edge_cases_match_reference(void **state)
+{
+	struct ops_sram *s = ops_sram_new();
+	static const int odd[] = { 1, 3, 7, 31, 33, 65 };
+	struct conv_p p;
+
+	(void)state;
+	ops_seed(7);
+	for (int i = 0; i < 6; i++)
+		for (int j = 0; j < 6; j++) {
+			p = conv_defaults;
+			p.in_c = odd[i];
+			p.out_c = odd[j];
+			p.pt = 1;
+			p.pr = 2;
+			conv_golden(s, &p, "odd channels, 3x3, asymmetric pad");
+			p.k_h = p.k_w = 1;
+			p.pt = p.pr = 0;
+			conv_golden(s, &p, "odd channels, 1x1");
+		}
+	for (int i = 0; i < 6; i++) {
+		p = conv_defaults;
+		p.in_c = p.out_c = p.groups = odd[i];
+		p.pt = p.pl = p.pb = p.pr = 1;
+		conv_golden(s, &p, "depthwise 3x3 odd channels");
+		p.sh = p.sw = 2;
+		p.dh = p.dw = 2;
+		p.in_h = p.in_w = 9;
+		conv_golden(s, &p, "depthwise stride 2 dilation 2");
+	}
+
+	p = conv_defaults;
+	p.in_h = 11, p.in_w = 10, p.sh = 3, p.sw = 2, p.pt = 2, p.pb = 0, p.pl = 0, p.pr = 1;
+	conv_golden(s, &p, "stride 3x2, asymmetric pad");
+	p = conv_defaults;
+	p.in_h = p.in_w = 9, p.dh = 2, p.dw = 3, p.k_h = 3, p.k_w = 2;
+	conv_golden(s, &p, "dilation 2x3");
+	p = conv_defaults;
+	p.in_c = 12, p.out_c = 6, p.groups = 3;
+	conv_golden(s, &p, "groups 3");
+	p = conv_defaults;
+	p.in_c = 4, p.out_c = 8, p.groups = 4;
+	conv_golden(s, &p, "depthwise with channel multiplier 2");
+	p = conv_defaults;
+	p.in_c = 70, p.out_c = 9, p.k_h = 5, p.k_w = 5, p.in_h = 7, p.in_w = 7;
+	conv_golden(s, &p, "k = 1750, k tail of 22 bytes");
+	p = conv_defaults;
+	p.k_h = p.k_w = 1, p.in_gap = 3, p.in_row_gap = 5, p.out_gap = 2, p.out_row_gap = 7;
+	p.sh = p.sw = 2;
+	conv_golden(s, &p, "1x1 stride 2 on strided layouts");
+	p = conv_defaults;
+	p.in_gap = 1, p.out_gap = 13, p.out_row_gap = 1;
+	conv_golden(s, &p, "3x3 on strided layouts");
+	p = conv_defaults;
+	p.k_h = 5, p.k_w = 5, p.pt = p.pl = p.pb = p.pr = 4;
+	conv_golden(s, &p, "outputs that see only padding");
+
+	for (int zi = -128; zi <= 127; zi += 255)
+		for (int zw = -128; zw <= 127; zw += 255)
+			for (int zo = -128; zo <= 127; zo += 255) {
+				p = conv_defaults;
+				p.in_c = 33, p.out_c = 17;
+				p.zp_in = zi, p.zp_w = zw, p.zp_out = zo;
+				p.pt = p.pb = 1;
+				conv_golden(s, &p, "extreme zero points");
+				p.groups = p.out_c = p.in_c;
+				conv_golden(s, &p, "extreme zero points, depthwise");
+			}
+
+	for (int mode = 0; mode < OPS_QUANT_MODES; mode++) {
+		p = conv_defaults;
+		p.in_c = 31, p.out_c = 33, p.quant = (enum ops_quant_mode)mode;
+		conv_golden(s, &p, "quant table mode");
+		p.flags = NPU_QUANT_PER_TENSOR;
+		conv_golden(s, &p, "per-tensor quant mode");
+	}
+
+	p = conv_defaults;
+	p.act_min = -3, p.act_max = 5;
+	conv_golden(s, &p, "narrow clamp");
+	p.act_min = p.act_max = 9;
+	conv_golden(s, &p, "clamp to a single value");
+
+	/* 255 * 255 * 9 * 4000 taps overflows int32: the accumulator wraps. */
+	p = conv_defaults;
+	p.in_c = 4000, p.out_c = 5, p.in_h = p.in_w = 3, p.pt = p.pb = p.pl = p.pr = 1;
+	p.zp_in = 127, p.zp_w = 127, p.extreme = 1, p.quant = OPS_QUANT_EXTREME_MULT;
+	conv_golden(s, &p, "wrapping accumulator");
+	p.zp_in = -128, p.zp_w = -128;
+	conv_golden(s, &p, "wrapping accumulator, negative zero points");
+	p = conv_defaults;
+	p.big_bias = 1, p.extreme = 1, p.zp_in = 127, p.in_c = 300;
+	conv_golden(s, &p, "bias near INT32 limits");
+
+	p = conv_defaults;
+	p.overlap = 1;
+	conv_golden(s, &p, "output overlaps input");
+	p.k_h = p.k_w = 1;
+	conv_golden(s, &p, "1x1 in place");
+	p.groups = p.in_c;
+	p.k_h = p.k_w = 3;
+	conv_golden(s, &p, "depthwise in place");
+
+	p = conv_defaults;
+	p.in_h = 1, p.in_w = 1, p.in_c = 1, p.out_c = 1, p.k_h = 1, p.k_w = 1;
+	conv_golden(s, &p, "1x1x1");
+	p = conv_defaults;
+	p.in_h = 1, p.in_w = 40, p.k_h = 1, p.k_w = 40, p.in_c = 3, p.out_c = 70;
+	conv_golden(s, &p, "single output pixel, many channels");
+	p = conv_defaults;
+	p.in_h = 2, p.in_w = 3, p.k_h = 1, p.k_w = 1, p.in_c = 64, p.out_c = 64;
+	conv_golden(s, &p, "six pixels, full 64-byte k");
+	ops_sram_free(s);
+}
+
+static void test_conv2d_large_shape_matches_reference(void **state)
+{
+	struct ops_sram *s = ops_sram_new();
+	struct conv_p p = conv_defaults;
+
+	(void)state;
+	ops_seed(99);
+	/* Enough pixels to cross the im2col chunk boundary several times. */
+	p.in_h = 30, p.in_w = 29, p.in_c = 40, p.out_c = 36, p.pt = p.pl = p.pb = p.pr = 1;
+	conv_golden(s, &p, "30x29x40 -> 36, 3x3");
+	p.zp_w = -7;
+	p.k_h = p.k_w = 1, p.pt = p.pl = p.pb = p.pr = 0;
+	conv_golden(s, &p, "30x29x40 -> 36, 1x1, zp_w != 0");
+	ops_sram_free(s);
+}
+
+static void test_conv2d_bad_shift_writes_nothing(void **state)
+{
+	struct ops_sram *s = ops_sram_new();
+	struct npu_insn_conv2d in;
+	struct conv_p p = conv_defaults;
+
+	(void)state;
+	assert_int_equal(conv_build(s, &p, &in), NPU_JOB_OK);
+	s->init[in.quant + 4 * in.out_c + 3] = 63;
+	assert_int_equal(npu_op_conv2d_check_sram(&in, s->init), NPU_JOB_ERR_BAD_PARAM);
+	s->init[in.quant + 4 * in.out_c + 3] = 0;
+	assert_int_equal(npu_op_conv2d_check_sram(&in, s->init), NPU_JOB_ERR_BAD_PARAM);
+	memcpy(s->ref, s->init, NPU_SRAM_SIZE);
+	npu_ref_conv2d(&in, s->ref);
+	assert_memory_equal(s->ref, s->init, NPU_SRAM_SIZE);
+	for (int i = 0; i < OPS_NUM_IMPLS; i++) {
+		if (npu_ops_set_impl(ops_impls[i]))
+			continue;
+		memcpy(s->fast, s->init, NPU_SRAM_SIZE);
+		npu_op_conv2d(&in, s->fast);
+		assert_memory_equal(s->fast, s->init, NPU_SRAM_SIZE);
+	}
+	ops_sram_free(s);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_conv2d_random_shapes_match_reference),
+		cmocka_unit_test(test_conv2d_edge_cases_match_reference),
+		cmocka_unit_test(test_conv2d_large_shape_matches_reference),
+		cmocka_unit_test(test_conv2d_bad_shift_writes_nothing),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
