@@ -1,0 +1,30 @@
+// SPDX-License-Identifier: MIT
+/*
+ * fuzz_onnx: libFuzzer target over the ONNX importer. Any byte string must
+ * give either a checked graph or an error message, never a crash, leak or
+ * undefined behaviour; a graph that imports also goes through shape
+ * inference and constant folding. Seeds: tests/fuzz/corpus/onnx/.
+ */
+#include <stddef.h>
+#include <stdint.h>
+
+#include "graph/npu_ir.h"
+#include "onnx/npu_onnx.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct npu_error err = { 0 };
+	struct npu_graph *g = NULL;
+	struct npu_tensor *t = NULL;
+
+	if (npu_onnx_import(data, size, "fuzz.onnx", &g, &err) == NPU_OK) {
+		npu_graph_infer(g, true, &err);
+		npu_graph_destroy(g);
+	}
+	if (npu_onnx_read_tensor(data, size, "fuzz.pb", &t, NULL, &err) ==
+	    NPU_OK)
+		npu_tensor_destroy(t);
+	return 0;
+}

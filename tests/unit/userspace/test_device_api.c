@@ -1,0 +1,338 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Device layer, no jobs: opening (and failing to open), device info,
+ * buffers, the command-stream builder's validation, binary stream
+ * validation and the text assembler's error messages.
+ *
+ * Runs on whatever NPU_DEVICE selects (sim on the host, accel in the VM).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "device/cs_asm.h"
+#include "npu/npu.h"
+
+static struct npu_device *open_dev(void)
+{
+	struct npu_device *dev = NULL;
+	char err[512];
+
+	if (npu_device_open(NULL, &dev, err, sizeof(err)))
+		fail_msg("open: %s", err);
+	return dev;
+}
+
+static void open_reports_device_info(void **state)
+{
+	struct npu_device *dev = open_dev();
+	struct npu_device_info in;
+
+	(void)state;
+	assert_int_equal(npu_device_get_info(dev, &in), NPU_OK);
+	assert_int_equal(in.isa_version >> 16, NPU_ISA_VERSION_MAJOR);
+	assert_int_equal(in.num_queues, NPU_NUM_QUEUES);
+	assert_int_equal(in.mac_rows, NPU_MAC_ROWS);
+	assert_int_equal(in.mac_cols, NPU_MAC_COLS);
+	assert_int_equal(in.sram_size, NPU_SRAM_SIZE);
+	assert_true(in.op_mask & NPU_OP_BIT(NPU_OP_CONV2D));
+	assert_true(in.caps & NPU_CAP_MMU);
+	assert_true(in.fw_version != 0);
+	assert_true(in.va_end > in.va_start);
+	assert_string_equal(npu_device_last_error(dev), "");
+	npu_device_close(dev);
+}
+
+static void wrong_device_path_fails_clearly(void **state)
+{
+	struct npu_device_options o;
+	struct npu_device *dev = (void *)1;
+	char err[512];
+
+	(void)state;
+	npu_device_options_init(&o);
+	o.path = "/dev/accel/accel63";
+	o.flags = NPU_DEVICE_NO_ENV;
+	assert_int_equal(npu_device_open(&o, &dev, err, sizeof(err)), NPU_ERR_NOT_FOUND);
+	assert_null(dev);
+	assert_non_null(strstr(err, "/dev/accel/accel63"));
+	assert_non_null(strstr(err, "No such file"));
+
+	/* a file that exists but is no npu device */
+	o.path = "/dev/null";
+	assert_int_not_equal(npu_device_open(&o, &dev, err, sizeof(err)), NPU_OK);
+	assert_non_null(strstr(err, "/dev/null"));
+
+	assert_int_equal(npu_device_options_parse(&o, "gpu"), NPU_ERR_INVALID_ARG);
+	assert_int_equal(npu_device_options_parse(&o, "sim"), NPU_OK);
+	assert_int_equal(o.backend, NPU_BACKEND_SIM);
+}
+
+static void buffers_map_and_free(void **state)
+{
+	struct npu_device *dev = open_dev();
+	struct npu_device_info in;
+	struct npu_buffer *a, *b, *bad = (void *)1;
+	uint8_t *pa, *pb;
+	void *p;
+
+	(void)state;
+	npu_device_get_info(dev, &in);
+	assert_int_equal(npu_buffer_alloc(dev, 100, 0, &a), NPU_OK);
+	assert_int_equal(npu_buffer_size(a), 4096);	/* page rounded */
+	assert_int_equal(npu_buffer_alloc(dev, 3 * 4096 + 1, NPU_BUFFER_DEVICE_READ_ONLY, &b), NPU_OK);
+	assert_int_equal(npu_buffer_size(b), 4 * 4096);
+	assert_true(npu_buffer_va(a) >= in.va_start && npu_buffer_va(a) < in.va_end);
+	assert_true(npu_buffer_va(a) % 4096 == 0);
+	assert_true(npu_buffer_va(a) + 4096 <= npu_buffer_va(b) ||
+		    npu_buffer_va(b) + 4 * 4096 <= npu_buffer_va(a));
+	assert_int_equal(npu_buffer_map(a, &p), NPU_OK);
+	pa = p;
+	assert_int_equal(npu_buffer_map(b, &p), NPU_OK);
+	pb = p;
+	for (int i = 0; i < 4096; i++)
+		assert_int_equal(pa[i], 0);	/* fresh buffers are zeroed */
+	memset(pa, 0xab, 4096);
+	memset(pb, 0xcd, 4 * 4096);
+	assert_int_equal(pa[4095], 0xab);
+
+	assert_int_equal(npu_buffer_alloc(dev, 0, 0, &bad), NPU_ERR_INVALID_ARG);
+	assert_null(bad);
+	assert_non_null(strstr(npu_device_last_error(dev), "size is 0"));
+	assert_int_equal(npu_buffer_alloc(dev, 64, 0x80, &bad), NPU_ERR_INVALID_ARG);
+	assert_non_null(strstr(npu_device_last_error(dev), "unknown flags"));
+
+	npu_buffer_free(a);
+	npu_buffer_free(b);
+	npu_buffer_free(NULL);
+	npu_device_close(dev);
+}
+
+static void dmabuf_export_matches_backend(void **state)
+{
+	struct npu_device *dev = open_dev();
+	struct npu_device_info in;
+	struct npu_buffer *a, *imp;
+	int fd = -1;
+
+	(void)state;
+	npu_device_get_info(dev, &in);
+	assert_int_equal(npu_buffer_alloc(dev, 8192, 0, &a), NPU_OK);
+	if (in.backend == NPU_BACKEND_SIM) {
+		assert_int_equal(npu_buffer_export_dmabuf(a, &fd), NPU_ERR_UNSUPPORTED);
+		assert_non_null(strstr(npu_device_last_error(dev), "dma-buf"));
+	} else {
+		struct npu_device *dev2 = open_dev();
+		void *p1, *p2;
+
+		assert_int_equal(npu_buffer_export_dmabuf(a, &fd), NPU_OK);
+		assert_true(fd >= 0);
+		assert_int_equal(npu_buffer_import_dmabuf(dev2, fd, &imp), NPU_OK);
+		npu_buffer_map(a, &p1);
+		npu_buffer_map(imp, &p2);
+		memset(p1, 0x42, 8192);
+		assert_int_equal(((uint8_t *)p2)[8191], 0x42);
+		npu_buffer_free(imp);
+		npu_device_close(dev2);
+	}
+	npu_buffer_free(a);
+	npu_device_close(dev);
+}
+
+static void builder_rejects_bad_instructions(void **state)
+{
+	struct npu_cmdbuf *cb;
+	struct npu_insn_conv2d cv = {
+		.input = 0, .weight = 4096, .bias = 8192, .quant = 12288,
+		.output = 16384, .in_h = 8, .in_w = 8, .in_c = 16, .out_c = 16,
+		.out_h = 8, .out_w = 8, .k_h = 3, .k_w = 3, .stride_h = 1,
+		.stride_w = 1, .dil_h = 1, .dil_w = 1, .pad_top = 1,
+		.pad_left = 1, .pad_bottom = 1, .pad_right = 1, .groups = 1,
+		.in_row_stride = 128, .in_pixel_stride = 16,
+		.out_row_stride = 128, .out_pixel_stride = 16,
+		.act_min = -128, .act_max = 127,
+	};
+	struct npu_insn_conv2d bad;
+	struct npu_insn_eltwise el = { .a = 0, .b = 64, .output = 128,
+				       .count = 64, .shift = 0 };
+	size_t size;
+
+	(void)state;
+	assert_int_equal(npu_cmdbuf_create(&cb), NPU_OK);
+	npu_cmdbuf_data(cb, &size);
+	assert_int_equal(size, sizeof(struct npu_cs_header));
+	assert_int_equal(npu_cmdbuf_conv2d(cb, &cv), NPU_OK);
+	assert_int_equal(npu_cmdbuf_barrier(cb), NPU_OK);
+
+	bad = cv;
+	bad.output = NPU_SRAM_SIZE - 100;
+	assert_int_equal(npu_cmdbuf_conv2d(cb, &bad), NPU_ERR_INVALID_ARG);
+	assert_non_null(strstr(npu_cmdbuf_last_error(cb), "conv2d #2"));
+	assert_non_null(strstr(npu_cmdbuf_last_error(cb), "output"));
+	assert_non_null(strstr(npu_cmdbuf_last_error(cb), "exceeds SRAM size 2097152"));
+
+	bad = cv;
+	bad.out_h = 7;
+	assert_int_equal(npu_cmdbuf_conv2d(cb, &bad), NPU_ERR_INVALID_ARG);
+	assert_non_null(strstr(npu_cmdbuf_last_error(cb), "out_h is 7, expected 8"));
+
+	bad = cv;
+	bad.zp_in = 200;
+	assert_int_equal(npu_cmdbuf_conv2d(cb, &bad), NPU_ERR_INVALID_ARG);
+	assert_non_null(strstr(npu_cmdbuf_last_error(cb), "zp_in 200"));
+
+	bad = cv;
+	bad.reserved[1] = 1;
+	assert_int_equal(npu_cmdbuf_conv2d(cb, &bad), NPU_ERR_INVALID_ARG);
+	assert_non_null(strstr(npu_cmdbuf_last_error(cb), "reserved"));
+
+	bad = cv;
+	bad.groups = 3;
+	assert_int_equal(npu_cmdbuf_conv2d(cb, &bad), NPU_ERR_INVALID_ARG);
+	assert_non_null(strstr(npu_cmdbuf_last_error(cb), "groups 3"));
+
+	assert_int_equal(npu_cmdbuf_eltwise(cb, &el), NPU_ERR_INVALID_ARG);
+	assert_non_null(strstr(npu_cmdbuf_last_error(cb), "eltwise #2: shift 0"));
+
+	assert_int_equal(npu_cmdbuf_dma_copy_1d(cb, 0, NPU_SPACE_SRAM, 0,
+						NPU_SPACE_SRAM, 100, 200),
+			 NPU_ERR_INVALID_ARG);
+	assert_non_null(strstr(npu_cmdbuf_last_error(cb), "overlaps"));
+	assert_int_equal(npu_cmdbuf_dma_copy_1d(cb, 0, 7, 0, NPU_SPACE_VA, 0, 64),
+			 NPU_ERR_INVALID_ARG);
+	assert_non_null(strstr(npu_cmdbuf_last_error(cb), "dst_space 7"));
+	assert_int_equal(npu_cmdbuf_dma_fill_1d(cb, 0, NPU_SPACE_SRAM, 0, 0, 0),
+			 NPU_ERR_INVALID_ARG);
+	assert_non_null(strstr(npu_cmdbuf_last_error(cb), "row_bytes is 0"));
+	assert_int_equal(npu_cmdbuf_timestamp(cb, 0, 0x1004), NPU_ERR_INVALID_ARG);
+	assert_non_null(strstr(npu_cmdbuf_last_error(cb), "not 8-byte aligned"));
+	assert_int_equal(npu_cmdbuf_nop(cb, 0x80), NPU_ERR_INVALID_ARG);
+	assert_non_null(strstr(npu_cmdbuf_last_error(cb), "flags"));
+	assert_int_equal(npu_cmdbuf_lut(cb, NPU_INSN_SYNC, 0, 4096, NPU_SRAM_SIZE - 128, 64),
+			 NPU_ERR_INVALID_ARG);
+	assert_non_null(strstr(npu_cmdbuf_last_error(cb), "table"));
+
+	/* failures leave the stream unchanged */
+	assert_int_equal(npu_cmdbuf_count(cb), 2);
+	npu_cmdbuf_data(cb, &size);
+	assert_int_equal(size, sizeof(struct npu_cs_header) + sizeof(cv) + 8);
+	npu_cmdbuf_destroy(cb);
+}
+
+static void binary_stream_validation_names_offsets(void **state)
+{
+	struct npu_cmdbuf *cb;
+	const void *data;
+	uint8_t buf[256];
+	char msg[512];
+	size_t size;
+
+	(void)state;
+	assert_int_equal(npu_cmdbuf_create(&cb), NPU_OK);
+	assert_int_equal(npu_cmdbuf_dma_fill_1d(cb, 0, NPU_SPACE_SRAM, 0, 7, 256), NPU_OK);
+	assert_int_equal(npu_cmdbuf_dma_copy_1d(cb, NPU_INSN_SYNC, NPU_SPACE_VA, 0x100000000ull,
+						NPU_SPACE_SRAM, 0, 256), NPU_OK);
+	data = npu_cmdbuf_data(cb, &size);
+	assert_int_equal(size, 16 + 40 + 56);
+	memcpy(buf, data, size);
+	assert_int_equal(npu_cs_validate(buf, size, 0, 0, msg, sizeof(msg)), NPU_OK);
+	/* truncated in the second instruction */
+	assert_int_equal(npu_cs_validate(buf, size - 16, 0, 0, msg, sizeof(msg)),
+			 NPU_ERR_INVALID_ARG);
+	assert_non_null(strstr(msg, "offset 56"));
+	assert_non_null(strstr(msg, "truncated"));
+	/* bad magic, bad opcode */
+	buf[0] ^= 1;
+	assert_int_equal(npu_cs_validate(buf, size, 0, 0, msg, sizeof(msg)), NPU_ERR_INVALID_ARG);
+	assert_non_null(strstr(msg, "magic"));
+	buf[0] ^= 1;
+	buf[16] = 0x77;
+	assert_int_equal(npu_cs_validate(buf, size, 0, 0, msg, sizeof(msg)), NPU_ERR_INVALID_ARG);
+	assert_non_null(strstr(msg, "unknown opcode 0x77"));
+	assert_int_equal(npu_cs_validate(buf, 8, 0, 0, msg, sizeof(msg)), NPU_ERR_INVALID_ARG);
+	npu_cmdbuf_destroy(cb);
+}
+
+static void expect_asm_error(const char *text, const char *where, const char *what)
+{
+	struct npu_cs_program *p = NULL;
+	char msg[1024];
+
+	assert_int_equal(npu_cs_assemble(text, strlen(text), "t.npucs", &p, msg, sizeof(msg)),
+			 NPU_ERR_INVALID_ARG);
+	assert_null(p);
+	if (strncmp(msg, where, strlen(where)) || !strstr(msg, what))
+		fail_msg("got '%s', want prefix '%s' and '%s'", msg, where, what);
+}
+
+static void assembler_errors_name_line_and_column(void **state)
+{
+	struct npu_cs_program *p;
+	char msg[1024];
+	const char *good =
+		"# a comment\n"
+		".buffer in 4K init=random:7\n"
+		".buffer out 4096 init=fill:0x11\n"
+		".buffer t 256 init=hex:0001020304 ro\n"
+		".queue 0\n"
+		"dma_copy dst=sram:0 src=in bytes=4096   # load\n"
+		"dma_copy dst=sram:8192 src=in+64 rows=4 row_bytes=64 src_stride=128 dst_stride=64\n"
+		"conv2d sync input=0 weight=4096 bias=8192 quant=12288 output=16384 in_h=4 in_w=4 in_c=8 out_c=8 k_h=3 k_w=3 pad_top=1 pad_left=1 pad_bottom=1 pad_right=1 flags=per_tensor|no_bias zp_in=-3\n"
+		"pool mode=avg input=0 output=20000 c=8 in_h=4 in_w=4 k_h=2 k_w=2 stride_h=2 stride_w=2\n"
+		"eltwise mode=add bcast=scalar a=0 b=64 output=128 count=64 shift=8 mult_a=256 mult_b=256\n"
+		"lut input=0 output=300 table=1024 count=64\n"
+		"dma_copy sync dst=out src=sram:16384 bytes=128\n"
+		"timestamp va=out+8\n"
+		"barrier\n"
+		"nop\n";
+
+	(void)state;
+	assert_int_equal(npu_cs_assemble(good, strlen(good), "g.npucs", &p, msg, sizeof(msg)), NPU_OK);
+	assert_int_equal(p->num_insns, 10);
+	assert_int_equal(p->num_buffers, 3);
+	assert_int_equal(p->buffers[0].size, 4096);
+	assert_int_equal(p->buffers[2].num_bytes, 5);
+	assert_true(p->buffers[2].read_only);
+	assert_int_equal(p->queue, 0);
+	assert_int_equal(p->num_relocs, 4);
+	assert_int_equal(npu_cs_validate(p->code, p->code_size, 0, 0, msg, sizeof(msg)), NPU_OK);
+	npu_cs_program_free(p);
+
+	expect_asm_error("nop\nfrobnicate x=1\n", "t.npucs:2:1:", "unknown instruction 'frobnicate'");
+	expect_asm_error(".buffer a 64\n  dma_copy dst=sram:0 src=b bytes=64\n", "t.npucs:2:27:",
+			 "unknown buffer 'b'");
+	expect_asm_error("dma_copy dst=0 src=va:0 bytes=8\n", "t.npucs:1:14:", "say sram:0 or va:0");
+	expect_asm_error("lut input=0 output=64 table=128 count=64 colour=red\n", "t.npucs:1:42:",
+			 "lut has no field 'colour'");
+	expect_asm_error("lut input=0 output=64 table=128 count=x\n", "t.npucs:1:39:", "not a number");
+	expect_asm_error("pool input=0 output=64 c=70000 in_h=1 in_w=1\n", "t.npucs:1:", "does not fit");
+	expect_asm_error("conv2d input=0 weight=64 bias=128 quant=256 output=512 in_h=4 in_w=4 in_c=8 out_c=8 out_h=9\n",
+			 "t.npucs:1:1:", "conv2d #0: out_h is 9, expected 4");
+	expect_asm_error(".buffer a 64\ndma_copy dst=sram:0 src=a+32 bytes=64\n", "t.npucs:2:21:",
+			 "runs past the end of buffer 'a'");
+	expect_asm_error(".buffer a 64 init=hex:0g\n", "t.npucs:1:", "not a hex byte");
+	expect_asm_error(".buffer a 64\n.buffer a 64\n", "t.npucs:2:9:", "already declared");
+	expect_asm_error("# nothing\n", "t.npucs:1:", "no instructions");
+	expect_asm_error(".queue 5\n", "t.npucs:1:1:", ".queue takes");
+	expect_asm_error("eltwise a=0 b=0 output=0 count=4 shift=3 mode=sub\n", "t.npucs:1:", "add|mul");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(open_reports_device_info),
+		cmocka_unit_test(wrong_device_path_fails_clearly),
+		cmocka_unit_test(buffers_map_and_free),
+		cmocka_unit_test(dmabuf_export_matches_backend),
+		cmocka_unit_test(builder_rejects_bad_instructions),
+		cmocka_unit_test(binary_stream_validation_names_offsets),
+		cmocka_unit_test(assembler_errors_name_line_and_column),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,160 @@
+// SPDX-License-Identifier: MIT
+/* npu info: what device a program would get, and what it can do. */
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "npu/npu.h"
+#include "npu_cli.h"
+#include "npu_sim.h"
+
+static void info_usage(FILE *out)
+{
+	fprintf(out,
+		"usage: npu info [--device sim|accel|auto|/dev/accel/accelN] [--json]\n"
+		"\n"
+		"Open the NPU and print its identity and capabilities: backend, firmware\n"
+		"and ISA versions, supported opcodes, queues, MAC array, SRAM, clock, DMA\n"
+		"bandwidth and the device VA range.\n"
+		"\n"
+		"  --device D   sim: the in-process simulator; accel: the first npu\n"
+		"               /dev/accel node; a path: that node; auto (default): accel\n"
+		"               if present, else sim. NPU_DEVICE sets the default.\n"
+		"  --json       one JSON object on stdout, for scripts\n");
+}
+
+static const char *const cap_names[] = {
+	"int8", "int32_bias", "per_channel_quant", "depthwise", "dilation",
+	"mmu", "watchdog", "timestamp",
+};
+
+static const uint8_t all_opcodes[] = {
+	NPU_OP_NOP, NPU_OP_DMA_COPY, NPU_OP_DMA_FILL, NPU_OP_CONV2D,
+	NPU_OP_MATMUL, NPU_OP_POOL, NPU_OP_ELTWISE, NPU_OP_LUT,
+	NPU_OP_TIMESTAMP, NPU_OP_BARRIER,
+};
+
+static void print_version(FILE *f, uint32_t v)
+{
+	fprintf(f, "%u.%u", v >> 16, v & 0xffff);
+}
+
+static void print_list(FILE *f, bool json, uint32_t caps, uint32_t ops)
+{
+	unsigned int i;
+	bool first = true;
+
+	if (caps != UINT32_MAX) {
+		for (i = 0; i < sizeof(cap_names) / sizeof(cap_names[0]); i++)
+			if (caps & (1u << i)) {
+				fprintf(f, json ? "%s\"%s\"" : "%s%s", first ? "" : json ? ", " : " ",
+					cap_names[i]);
+				first = false;
+			}
+		return;
+	}
+	for (i = 0; i < sizeof(all_opcodes); i++)
+		if (ops & NPU_OP_BIT(all_opcodes[i])) {
+			const char *n = npu_opcode_name(all_opcodes[i]);
+
+			fprintf(f, json ? "%s\"%s\"" : "%s%s", first ? "" : json ? ", " : " ",
+				n ? n : "?");
+			first = false;
+		}
+}
+
+int npu_cmd_info(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "device", required_argument, NULL, 'd' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct npu_device_options opts;
+	struct npu_device_info in;
+	struct npu_device *dev;
+	char err[512];
+	bool json = false;
+	double tops;
+	int c;
+
+	npu_device_options_init(&opts);
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "d:jh", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'd':
+			if (npu_device_options_parse(&opts, optarg)) {
+				fprintf(stderr, "npu info: --device '%s': expected sim, accel, auto or a /dev/accel/accelN path\n",
+					optarg);
+				return 2;
+			}
+			break;
+		case 'j':
+			json = true;
+			break;
+		case 'h':
+			info_usage(stdout);
+			return 0;
+		default:
+			info_usage(stderr);
+			return 2;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "npu info: unexpected argument '%s'\n", argv[optind]);
+		info_usage(stderr);
+		return 2;
+	}
+	if (npu_device_open(&opts, &dev, err, sizeof(err))) {
+		fprintf(stderr, "npu info: %s\n", err);
+		return 1;
+	}
+	npu_device_get_info(dev, &in);
+	tops = 2.0 * in.mac_rows * in.mac_cols * in.clock_mhz / 1e6;
+	if (json) {
+		printf("{\n  \"name\": \"%s\",\n  \"backend\": \"%s\",\n  \"driver\": \"%s\",\n",
+		       in.name, npu_backend_name(in.backend), in.driver);
+		printf("  \"fw_version\": \""); print_version(stdout, in.fw_version);
+		printf("\",\n  \"hw_version\": \""); print_version(stdout, in.hw_version);
+		printf("\",\n  \"isa_version\": \""); print_version(stdout, in.isa_version);
+		printf("\",\n  \"caps\": %u,\n  \"cap_names\": [", in.caps);
+		print_list(stdout, true, in.caps, 0);
+		printf("],\n  \"op_mask\": %u,\n  \"ops\": [", in.op_mask);
+		print_list(stdout, true, UINT32_MAX, in.op_mask);
+		printf("],\n  \"num_queues\": %u,\n  \"mac_rows\": %u,\n  \"mac_cols\": %u,\n"
+		       "  \"sram_bytes\": %u,\n  \"clock_mhz\": %u,\n  \"dma_bytes_per_cycle\": %u,\n"
+		       "  \"peak_tops_int8\": %.3f,\n  \"context_id\": %u,\n"
+		       "  \"va_start\": %" PRIu64 ",\n  \"va_end\": %" PRIu64 ",\n"
+		       "  \"memory_bytes\": %" PRIu64 "\n}\n",
+		       in.num_queues, in.mac_rows, in.mac_cols, in.sram_size,
+		       in.clock_mhz, in.dma_bytes_per_cycle, tops, in.context_id,
+		       in.va_start, in.va_end, in.memory_bytes);
+	} else {
+		printf("device     %s (backend %s, driver %s)\n", in.name,
+		       npu_backend_name(in.backend), in.driver);
+		printf("firmware   "); print_version(stdout, in.fw_version);
+		printf("\nhardware   "); print_version(stdout, in.hw_version);
+		printf(", ISA "); print_version(stdout, in.isa_version);
+		printf("\ncaps       0x%08x: ", in.caps);
+		print_list(stdout, false, in.caps, 0);
+		printf("\nops        0x%08x: ", in.op_mask);
+		print_list(stdout, false, UINT32_MAX, in.op_mask);
+		printf("\nqueues     %u (queue 0 runs first when both have work)\n",
+		       in.num_queues);
+		printf("MAC array  %u x %u int8 (%u MACs/cycle, peak %.2f TOPS)\n",
+		       in.mac_rows, in.mac_cols, in.mac_rows * in.mac_cols, tops);
+		printf("SRAM       %u KiB\n", in.sram_size >> 10);
+		printf("clock      %u MHz\n", in.clock_mhz);
+		printf("DMA        %u bytes/cycle (%.1f GB/s)\n", in.dma_bytes_per_cycle,
+		       (double)in.dma_bytes_per_cycle * in.clock_mhz / 1000.0);
+		printf("context    %u, VA 0x%" PRIx64 " - 0x%" PRIx64 "\n",
+		       in.context_id, in.va_start, in.va_end);
+		if (in.memory_bytes)
+			printf("memory     %" PRIu64 " MiB simulated DMA space\n",
+			       in.memory_bytes >> 20);
+	}
+	npu_device_close(dev);
+	return 0;
+}
