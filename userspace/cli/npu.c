@@ -28,6 +28,12 @@ static const struct npu_cli_command commands[] = {
 #ifdef NPU_CLI_HAVE_RUN
 	{ "run", "run an ONNX model and write its outputs as .npy", npu_cmd_run },
 #endif
+#ifdef NPU_CLI_HAVE_COMPILE
+	{ "compile", "compile a model for the NPU; explain placement; save .npub", npu_cmd_compile },
+#endif
+#ifdef NPU_CLI_HAVE_BENCH
+	{ "bench", "latency, throughput and NPU utilization of a model", npu_cmd_bench },
+#endif
 #ifdef NPU_CLI_HAVE_ONNX_TEST
 	{ "onnx-test", "run ONNX backend test directories", npu_cmd_onnx_test },
 #endif

@@ -11,5 +11,7 @@ int npu_cmd_submit(int argc, char **argv);
 int npu_cmd_trace(int argc, char **argv);
 int npu_cmd_run(int argc, char **argv);
 int npu_cmd_onnx_test(int argc, char **argv);
+int npu_cmd_compile(int argc, char **argv);
+int npu_cmd_bench(int argc, char **argv);
 
 #endif /* NPU_CLI_H */

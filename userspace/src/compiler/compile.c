@@ -391,7 +391,9 @@ static npu_status lower_spans(struct build *b, const struct span *spans,
 			struct npu_node *n = b->g->nodes[i];
 			char why[160];
 
-			if (!npu_lower_node(&lc, n, why, sizeof(why))) {
+			if (!npu_lower_node(&lc, n, why, sizeof(why)) ||
+			    !npu_lop_fits(&seg->prog, &seg->prog.lops[seg->prog.num_lops - 1],
+					  b->dev.sram_size, why, sizeof(why))) {
 				place(b, n, NPU_PLACE_CPU, why);
 				*retry = true;
 			}

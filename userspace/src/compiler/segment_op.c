@@ -10,6 +10,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -85,11 +86,20 @@ static npu_status segment_infer(struct npu_infer_ctx *ctx)
 	return NPU_OK;
 }
 
+static double now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
 static npu_status segment_compute(struct npu_op_ctx *ctx)
 {
 	struct npu_segment_rt *rt = ctx->node->op_state;
 	const struct npu_segment *seg;
 	struct npu_job_result res;
+	double t0 = now_ms();
 	npu_status st;
 	size_t i;
 
@@ -136,6 +146,7 @@ static npu_status segment_compute(struct npu_op_ctx *ctx)
 		dequantize_out((const int8_t *)rt->arena_map + a->offset, a,
 			       seg->output_layout[i], ctx->outputs[i]);
 	}
+	rt->last_wall_ms = now_ms() - t0;
 	return NPU_OK;
 }
 

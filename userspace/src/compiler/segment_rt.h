@@ -15,6 +15,7 @@ struct npu_segment_rt {
 	/* Accumulated over runs. */
 	uint64_t runs, cycles, device_ns;
 	struct npu_job_result last;
+	double last_wall_ms;		/* host time of the last run, in the op */
 };
 
 #endif /* NPU_COMPILER_SEGMENT_RT_H */

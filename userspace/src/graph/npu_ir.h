@@ -113,6 +113,9 @@ struct npu_value {
 	struct npu_node *producer;	/* NULL for graph inputs / constants */
 	bool is_graph_input;
 	bool is_graph_output;
+	/* Added for the graph (npu_graph below): */
+	char *dim_params[NPU_MAX_RANK];	/* symbolic dim names (inputs / outputs) */
+	size_t index;		/* position in graph->values */
 };
 
 /* Attribute lookup; the *_or helpers return 'fallback' when absent. */
@@ -124,5 +127,107 @@ float npu_node_attr_float_or(const struct npu_node *node, const char *name,
 			     float fallback);
 const char *npu_node_attr_string_or(const struct npu_node *node,
 				    const char *name, const char *fallback);
+
+/* ---- Tensors ---- */
+
+/* A tensor of 'shape' (all dims known), zero-filled, 64-byte aligned data. */
+struct npu_tensor *npu_tensor_create(enum npu_dtype dtype,
+				     const struct npu_shape *shape);
+void npu_tensor_destroy(struct npu_tensor *tensor);
+/* "1x3x224x224" ("scalar" for rank 0, '?' for unknown dims) into buf. */
+const char *npu_shape_str(const struct npu_shape *shape, char *buf,
+			  size_t size);
+
+/* ---- Graph ---- */
+
+struct npu_opset {
+	char *domain;		/* "" for ai.onnx */
+	int64_t version;
+};
+
+/*
+ * A whole model graph. It owns every node and value; nodes[] is kept in
+ * topological order by npu_graph_sort(). Values are looked up by name.
+ */
+struct npu_graph {
+	char *name;
+	char *source;		/* file or buffer name, prefixes messages */
+	int64_t ir_version;
+	struct npu_opset *opsets;
+	size_t num_opsets;
+	struct npu_node **nodes;
+	size_t num_nodes, cap_nodes;
+	struct npu_value **values;
+	size_t num_values, cap_values;
+	struct npu_value **inputs;	/* non-constant graph inputs, in order */
+	size_t num_inputs;
+	struct npu_value **outputs;
+	size_t num_outputs;
+	struct npu_value **name_index;	/* open-addressing hash of values */
+	size_t name_index_cap;
+};
+
+struct npu_graph *npu_graph_create(const char *source);
+void npu_graph_destroy(struct npu_graph *graph);
+
+/* The value called 'name', or NULL. */
+struct npu_value *npu_graph_find_value(const struct npu_graph *graph,
+				       const char *name);
+/* A new value; NULL (NPU_ERR_MODEL in err) if 'name' already exists. */
+struct npu_value *npu_graph_add_value(struct npu_graph *graph,
+				      const char *name, struct npu_error *err);
+/* A fresh value named after 'hint' with a unique suffix (for passes). */
+struct npu_value *npu_graph_new_value(struct npu_graph *graph,
+				      const char *hint, struct npu_error *err);
+/* A new node appended to nodes[]; inputs/outputs are set by the caller. */
+struct npu_node *npu_graph_add_node(struct npu_graph *graph,
+				    const char *op_type, const char *domain,
+				    const char *name, size_t num_inputs,
+				    size_t num_outputs, struct npu_error *err);
+/* Unlink and free one node (its output values stay, producer cleared). */
+void npu_graph_remove_node(struct npu_graph *graph, struct npu_node *node);
+/* Make every use of 'from' (node inputs, graph outputs) use 'to'. */
+void npu_graph_replace_uses(struct npu_graph *graph, struct npu_value *from,
+			    struct npu_value *to);
+/* The opset version imported for 'domain', or -1. */
+int64_t npu_graph_opset(const struct npu_graph *graph, const char *domain);
+
+/* "node 'conv1' (Conv)" or "node #3 (Conv)" into buf, for messages. */
+const char *npu_node_label(const struct npu_graph *graph,
+			   const struct npu_node *node, char *buf, size_t size);
+
+/*
+ * Topologically sort nodes[] and check the graph: every input produced
+ * (by a node, an initializer or a graph input) exactly once, no cycles,
+ * every graph output produced.
+ */
+npu_status npu_graph_sort(struct npu_graph *graph, struct npu_error *err);
+
+/*
+ * Shape and type inference over the whole graph with each op's infer().
+ * Ops missing from the CPU registry are NPU_ERR_UNSUPPORTED. With
+ * 'fold' set, nodes whose inputs are all constant (and Shape / Size of
+ * known shapes) are evaluated and their outputs become constants; such
+ * nodes are removed.
+ */
+npu_status npu_graph_infer(struct npu_graph *graph, bool fold,
+			   struct npu_error *err);
+
+/* ---- Passes: a named function list over the graph (compiler hooks) ---- */
+
+struct npu_pass {
+	const char *name;
+	npu_status (*run)(struct npu_graph *graph, void *arg,
+			  struct npu_error *err);
+	void *arg;
+};
+
+/*
+ * Run the passes in order; after each, re-sort and re-check the graph so a
+ * broken pass is caught by name.
+ */
+npu_status npu_graph_run_passes(struct npu_graph *graph,
+				const struct npu_pass *passes, size_t count,
+				struct npu_error *err);
 
 #endif /* NPU_IR_H */

@@ -29,6 +29,14 @@ void npu_threadpool_run(struct npu_threadpool *pool,
 			void (*fn)(void *ctx, size_t i), void *ctx,
 			size_t count);
 
+/*
+ * Like npu_threadpool_run, and fn also gets the index of the thread
+ * running it, in [0, npu_threadpool_size(pool)): for per-thread scratch.
+ */
+void npu_threadpool_run_tid(struct npu_threadpool *pool,
+			    void (*fn)(void *ctx, size_t i, int tid),
+			    void *ctx, size_t count);
+
 /* ---- GEMM ---- */
 
 /*

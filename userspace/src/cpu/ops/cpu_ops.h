@@ -53,6 +53,14 @@ struct npu_op_def {
 	npu_status (*compute)(struct npu_op_ctx *ctx);
 };
 
+/*
+ * Apply an activation the compiler fused into 'n' (npu_activation*
+ * attributes, see compiler/passes) to its output in place; no-op without.
+ */
+npu_status npu_cpu_apply_fused_activation(const struct npu_node *n,
+					  struct npu_tensor *t,
+					  struct npu_error *err);
+
 /* The definition for (domain, op_type) at 'opset', or NULL if unsupported. */
 const struct npu_op_def *npu_cpu_op_find(const char *domain,
 					 const char *op_type, int opset);

@@ -1,0 +1,956 @@
+// SPDX-License-Identifier: MIT
+/*
+ * test_cpu_kernels.c - the CPU kernels against naive double-precision
+ * references over seeded random shapes. meson runs this binary once per
+ * code path (NPU_CPU_ISA=portable|avx2|avx512).
+ *
+ * Tolerances (eps = FLT_EPSILON), per output element:
+ *   sgemm:   |c - ref| <= 4 eps (K + 2) (|alpha| sum_k |a b| + |beta c|)
+ *   conv:    |y - ref| <= 4 eps (K + 2) (sum |w x| + |bias|) + 2e-6 |ref|,
+ *            K = in_c / groups * k_h * k_w (the 2e-6 covers sigmoid)
+ *   maxpool: exact; avgpool: 4 eps (taps + 2) sum |x| / taps
+ *   exp:     relative 4e-7 (normal results); sigmoid: relative 1e-6
+ */
+#include <float.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "cpu_kernels.h"
+
+/* ---- helpers ---- */
+
+struct rng {
+	uint64_t s;
+};
+
+static uint64_t rng_next(struct rng *r)
+{
+	r->s ^= r->s >> 12;
+	r->s ^= r->s << 25;
+	r->s ^= r->s >> 27;
+	return r->s * 0x2545f4914f6cdd1dull;
+}
+
+/* Uniform in [0, n). */
+static size_t rng_below(struct rng *r, size_t n)
+{
+	return (size_t)(rng_next(r) >> 11) % n;
+}
+
+static float rng_float(struct rng *r)
+{
+	return (float)((double)(rng_next(r) >> 40) / (double)(1ull << 24)) *
+	       2.0f - 1.0f;
+}
+
+static void fill_random(struct rng *r, float *v, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		v[i] = rng_float(r);
+}
+
+static void fill_nan(float *v, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		v[i] = NAN;
+}
+
+static float *alloc_floats(size_t n)
+{
+	float *p = malloc((n ? n : 1) * sizeof(float));
+
+	assert_non_null(p);
+	return p;
+}
+
+/* A dimension: often tiny, odd or prime, sometimes large. */
+static size_t pick_dim(struct rng *r, size_t large)
+{
+	static const size_t special[] = { 1, 2, 3, 5, 7, 13, 14, 15, 16, 17,
+					  31, 32, 33, 47, 64, 97, 127, 131 };
+
+	switch (rng_below(r, 4)) {
+	case 0:
+		return special[rng_below(r, sizeof(special) / sizeof(special[0]))];
+	case 1:
+		return 1 + rng_below(r, 40);
+	case 2:
+		return 1 + rng_below(r, 150);
+	default:
+		return 1 + rng_below(r, large);
+	}
+}
+
+/* ---- ISA selection ---- */
+
+static void test_isa_follows_env_cap(void **state)
+{
+	const char *want = getenv("NPU_CPU_ISA");
+	const char *isa = npu_cpu_kernels_isa();
+
+	(void)state;
+	assert_true(!strcmp(isa, "portable") || !strcmp(isa, "avx2") ||
+		    !strcmp(isa, "avx512"));
+	if (!want)
+		return;
+	if (!strcmp(want, "portable"))
+		assert_string_equal(isa, "portable");
+	else if (!strcmp(want, "avx2") && __builtin_cpu_supports("avx2") &&
+		 __builtin_cpu_supports("fma"))
+		assert_string_equal(isa, "avx2");
+	else if (!strcmp(want, "avx512") &&
+		 __builtin_cpu_supports("avx512f") &&
+		 __builtin_cpu_supports("avx512bw") &&
+		 __builtin_cpu_supports("avx512dq") &&
+		 __builtin_cpu_supports("avx512vl"))
+		assert_string_equal(isa, "avx512");
+	print_message("kernels run the %s path\n", isa);
+}
+
+/* ---- thread pool ---- */
+
+struct visit_ctx {
+	_Atomic unsigned *hits;
+	int threads;
+	_Atomic int bad_tid;
+};
+
+static void visit(void *ctx, size_t i)
+{
+	struct visit_ctx *v = ctx;
+
+	v->hits[i]++;
+}
+
+static void visit_tid(void *ctx, size_t i, int tid)
+{
+	struct visit_ctx *v = ctx;
+
+	v->hits[i]++;
+	if (tid < 0 || tid >= v->threads)
+		v->bad_tid = 1;
+}
+
+static void test_threadpool_runs_every_index_once(void **state)
+{
+	static const int sizes[] = { 1, 2, 3, 8 };
+	static const size_t counts[] = { 0, 1, 2, 7, 1000, 100000 };
+	size_t si, ci, i;
+
+	(void)state;
+	for (si = 0; si < sizeof(sizes) / sizeof(sizes[0]); si++) {
+		struct npu_threadpool *pool = npu_threadpool_create(sizes[si]);
+
+		assert_non_null(pool);
+		assert_int_equal(npu_threadpool_size(pool), sizes[si]);
+		for (ci = 0; ci < sizeof(counts) / sizeof(counts[0]); ci++) {
+			size_t count = counts[ci];
+			int runs = count <= 1000 ? 100 : 3, run;
+			struct visit_ctx v = { .threads = sizes[si] };
+
+			v.hits = calloc(count + 1, sizeof(*v.hits));
+			assert_non_null(v.hits);
+			for (run = 0; run < runs; run++) {
+				if (run & 1)
+					npu_threadpool_run_tid(pool, visit_tid,
+							       &v, count);
+				else
+					npu_threadpool_run(pool, visit, &v,
+							   count);
+			}
+			for (i = 0; i < count; i++)
+				assert_int_equal(v.hits[i], (unsigned)runs);
+			assert_int_equal(v.hits[count], 0);
+			assert_int_equal(v.bad_tid, 0);
+			free(v.hits);
+		}
+		npu_threadpool_destroy(pool);
+	}
+}
+
+static void test_threadpool_null_and_bad_sizes(void **state)
+{
+	struct visit_ctx v = { .threads = 1 };
+	size_t i;
+
+	(void)state;
+	assert_null(npu_threadpool_create(0));
+	assert_null(npu_threadpool_create(-3));
+	assert_int_equal(npu_threadpool_size(NULL), 1);
+	npu_threadpool_destroy(NULL);
+	v.hits = calloc(50, sizeof(*v.hits));
+	assert_non_null(v.hits);
+	npu_threadpool_run(NULL, visit, &v, 50);
+	npu_threadpool_run_tid(NULL, visit_tid, &v, 50);
+	for (i = 0; i < 50; i++)
+		assert_int_equal(v.hits[i], 2);
+	assert_int_equal(v.bad_tid, 0);
+	free(v.hits);
+}
+
+static void test_threadpool_create_destroy_repeatedly(void **state)
+{
+	int i;
+
+	(void)state;
+	for (i = 0; i < 50; i++) {
+		struct npu_threadpool *pool = npu_threadpool_create(1 + i % 4);
+		struct visit_ctx v = { .threads = 1 + i % 4 };
+
+		assert_non_null(pool);
+		v.hits = calloc(10, sizeof(*v.hits));
+		assert_non_null(v.hits);
+		if (i % 3)
+			npu_threadpool_run(pool, visit, &v, 10);
+		npu_threadpool_destroy(pool);
+		free(v.hits);
+	}
+}
+
+/* ---- sgemm ---- */
+
+static double gemm_a(bool t, const float *a, size_t lda, size_t i, size_t k)
+{
+	return t ? a[k * lda + i] : a[i * lda + k];
+}
+
+static double gemm_b(bool t, const float *b, size_t ldb, size_t k, size_t j)
+{
+	return t ? b[j * ldb + k] : b[k * ldb + j];
+}
+
+/* Runs one product and checks it against the double reference. */
+static void check_sgemm(struct rng *r, bool ta, bool tb, size_t m, size_t n,
+			size_t k, float alpha, float beta,
+			struct npu_threadpool *pool)
+{
+	size_t pad = rng_below(r, 3) ? 0 : 1 + rng_below(r, 5);
+	size_t lda = (ta ? m : k) + pad, ldb = (tb ? k : n) + pad;
+	size_t ldc = n + pad, arows = ta ? k : m, brows = tb ? n : k;
+	float *a = alloc_floats(arows * lda), *b = alloc_floats(brows * ldb);
+	float *c = alloc_floats(m * ldc), *c0 = alloc_floats(m * ldc);
+	size_t i, j, kk;
+
+	fill_random(r, a, arows * lda);
+	fill_random(r, b, brows * ldb);
+	if (beta == 0.0f)
+		fill_nan(c0, m * ldc);	/* must not be read */
+	else
+		fill_random(r, c0, m * ldc);
+	/* The padding columns of C must survive. */
+	for (i = 0; i < m; i++)
+		for (j = n; j < ldc; j++)
+			c0[i * ldc + j] = 12345.0f;
+	memcpy(c, c0, m * ldc * sizeof(float));
+	npu_sgemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, pool);
+
+	for (i = 0; i < m; i++) {
+		for (j = 0; j < ldc; j++) {
+			double ref = 0, mag = 0, tol, got = c[i * ldc + j];
+
+			if (j >= n) {
+				assert_true(got == 12345.0);
+				continue;
+			}
+			for (kk = 0; kk < k; kk++) {
+				double p = gemm_a(ta, a, lda, i, kk) *
+					   gemm_b(tb, b, ldb, kk, j);
+
+				ref += p;
+				mag += fabs(p);
+			}
+			ref *= alpha;
+			mag *= fabs(alpha);
+			if (beta != 0.0f) {
+				ref += (double)beta * c0[i * ldc + j];
+				mag += fabs((double)beta * c0[i * ldc + j]);
+			}
+			tol = 4.0 * FLT_EPSILON * (double)(k + 2) * mag + 1e-30;
+			if (!(fabs(got - ref) <= tol))
+				fail_msg("sgemm ta=%d tb=%d m=%zu n=%zu k=%zu "
+					 "alpha=%g beta=%g: C[%zu][%zu] = %.9g, "
+					 "want %.9g (tol %.3g)", ta, tb, m, n, k,
+					 alpha, beta, i, j, got, ref, tol);
+		}
+	}
+	free(a);
+	free(b);
+	free(c);
+	free(c0);
+}
+
+static void test_sgemm_matches_reference_random_shapes(void **state)
+{
+	static const float alphas[] = { 1.0f, -0.5f, 2.25f, 1.0f };
+	static const float betas[] = { 0.0f, 1.0f, -0.75f, 0.0f };
+	struct npu_threadpool *pool = npu_threadpool_create(3);
+	struct rng r = { 0x5eed0001u };
+	int t;
+
+	(void)state;
+	assert_non_null(pool);
+	for (t = 0; t < 160; t++) {
+		size_t m = pick_dim(&r, 300), n = pick_dim(&r, 300);
+		size_t k = pick_dim(&r, 600);
+
+		/* Keep the double reference affordable under sanitizers. */
+		while ((double)m * n * k > 4e6) {
+			if (k > 64)
+				k /= 2;
+			else if (m > n)
+				m /= 2;
+			else
+				n /= 2;
+		}
+		check_sgemm(&r, t & 1, (t >> 1) & 1, m, n, k,
+			    alphas[rng_below(&r, 4)], betas[rng_below(&r, 4)],
+			    t % 3 ? pool : NULL);
+	}
+	npu_threadpool_destroy(pool);
+}
+
+static void test_sgemm_deep_and_wide_products(void **state)
+{
+	struct npu_threadpool *pool = npu_threadpool_create(2);
+	struct rng r = { 0x5eed0002u };
+	int t;
+
+	(void)state;
+	assert_non_null(pool);
+	/* Several depth blocks, several row / column blocks, edge tiles. */
+	for (t = 0; t < 4; t++)
+		check_sgemm(&r, t & 1, t >> 1, 61, 45, 1031, 1.0f,
+			    t ? 0.5f : 0.0f, pool);
+	check_sgemm(&r, false, false, 517, 300, 37, 1.0f, 0.0f, pool);
+	check_sgemm(&r, true, true, 29, 1100, 70, -1.0f, 2.0f, pool);
+	check_sgemm(&r, false, true, 1, 1, 3000, 1.0f, 0.0f, pool);
+	npu_threadpool_destroy(pool);
+}
+
+static void test_sgemm_degenerate_sizes(void **state)
+{
+	float a[6] = { 1, 2, 3, 4, 5, 6 }, b[6] = { 1, 1, 1, 1, 1, 1 };
+	float c[4] = { 1, 2, 3, 4 };
+
+	(void)state;
+	/* m or n zero: nothing written. */
+	npu_sgemm(false, false, 0, 2, 3, 1.0f, a, 3, b, 2, 0.0f, c, 2, NULL);
+	npu_sgemm(false, false, 2, 0, 3, 1.0f, a, 3, b, 2, 0.0f, c, 2, NULL);
+	assert_true(c[0] == 1 && c[3] == 4);
+	/* k zero: C = beta C. */
+	npu_sgemm(false, false, 2, 2, 0, 1.0f, a, 3, b, 2, 2.0f, c, 2, NULL);
+	assert_true(c[0] == 2 && c[1] == 4 && c[2] == 6 && c[3] == 8);
+	/* alpha zero and beta zero: C = 0 even if it held NaN. */
+	fill_nan(c, 4);
+	npu_sgemm(false, false, 2, 2, 3, 0.0f, a, 3, b, 2, 0.0f, c, 2, NULL);
+	assert_true(c[0] == 0 && c[1] == 0 && c[2] == 0 && c[3] == 0);
+	/* beta zero with NaN C and a real product. */
+	fill_nan(c, 4);
+	npu_sgemm(false, false, 2, 2, 3, 1.0f, a, 3, b, 2, 0.0f, c, 2, NULL);
+	assert_true(c[0] == 6 && c[1] == 6 && c[2] == 15 && c[3] == 15);
+}
+
+static void test_sgemm_result_independent_of_thread_count(void **state)
+{
+	static const int sizes[] = { 1, 2, 3, 5 };
+	struct rng r = { 0x5eed0003u };
+	size_t m = 301, n = 257, k = 530, si;
+	float *a = alloc_floats(m * k), *b = alloc_floats(k * n);
+	float *c = alloc_floats(m * n), *c1 = alloc_floats(m * n);
+
+	(void)state;
+	fill_random(&r, a, m * k);
+	fill_random(&r, b, k * n);
+	npu_sgemm(false, true, m, n, k, 1.5f, a, k, b, k, 0.0f, c1, n, NULL);
+	for (si = 0; si < sizeof(sizes) / sizeof(sizes[0]); si++) {
+		struct npu_threadpool *pool = npu_threadpool_create(sizes[si]);
+
+		assert_non_null(pool);
+		fill_nan(c, m * n);
+		npu_sgemm(false, true, m, n, k, 1.5f, a, k, b, k, 0.0f, c, n,
+			  pool);
+		assert_memory_equal(c, c1, m * n * sizeof(float));
+		npu_threadpool_destroy(pool);
+	}
+	free(a);
+	free(b);
+	free(c);
+	free(c1);
+}
+
+/* ---- activations and exp ---- */
+
+static double act_ref(const struct npu_cpu_act_params *a, double x)
+{
+	switch (a->kind) {
+	case NPU_CPU_ACT_RELU:
+		return x > 0 ? x : 0;
+	case NPU_CPU_ACT_CLIP:
+		return x < a->act_min ? a->act_min : x > a->act_max ? a->act_max : x;
+	case NPU_CPU_ACT_LEAKY_RELU:
+		return x < 0 ? a->alpha * x : x;
+	case NPU_CPU_ACT_HARD_SIGMOID:
+		return fmin(1.0, fmax(0.0, a->alpha * x + a->beta));
+	case NPU_CPU_ACT_HARD_SWISH:
+		return x * fmin(1.0, fmax(0.0, x / 6.0 + 0.5));
+	case NPU_CPU_ACT_SIGMOID:
+		return 1.0 / (1.0 + exp(-x));
+	default:
+		return x;
+	}
+}
+
+static const struct npu_cpu_act_params test_acts[] = {
+	{ .kind = NPU_CPU_ACT_NONE },
+	{ .kind = NPU_CPU_ACT_RELU },
+	{ .kind = NPU_CPU_ACT_CLIP, .act_min = -0.25f, .act_max = 0.5f },
+	{ .kind = NPU_CPU_ACT_LEAKY_RELU, .alpha = 0.1f },
+	{ .kind = NPU_CPU_ACT_HARD_SIGMOID, .alpha = 0.2f, .beta = 0.5f },
+	{ .kind = NPU_CPU_ACT_HARD_SWISH },
+	{ .kind = NPU_CPU_ACT_SIGMOID },
+};
+#define N_TEST_ACTS (sizeof(test_acts) / sizeof(test_acts[0]))
+
+static void test_vec_act_every_kind_and_length(void **state)
+{
+	struct rng r = { 0x5eed0004u };
+	size_t ai, n, i;
+	float x[300], y[300];
+
+	(void)state;
+	for (ai = 0; ai < N_TEST_ACTS; ai++) {
+		for (n = 0; n <= 67; n++) {
+			for (i = 0; i < n; i++)
+				x[i] = rng_float(&r) * 12.0f;
+			y[n] = 777.0f;
+			npu_vec_act_f32(&test_acts[ai], x, y, n);
+			assert_true(y[n] == 777.0f);
+			for (i = 0; i < n; i++) {
+				double ref = act_ref(&test_acts[ai], x[i]);
+
+				if (!(fabs(y[i] - ref) <= 1e-6 * fabs(ref) + 1e-7))
+					fail_msg("act %d x=%.9g: %.9g want %.9g",
+						 test_acts[ai].kind, x[i], y[i], ref);
+			}
+		}
+		/* In place. */
+		for (i = 0; i < 300; i++)
+			x[i] = y[i] = rng_float(&r) * 30.0f;
+		npu_vec_act_f32(&test_acts[ai], y, y, 300);
+		for (i = 0; i < 300; i++)
+			assert_true(fabs(y[i] - act_ref(&test_acts[ai], x[i])) <=
+				    1e-6 * fabs(act_ref(&test_acts[ai], x[i])) + 1e-7);
+	}
+}
+
+static void test_vec_sigmoid_saturates_cleanly(void **state)
+{
+	const struct npu_cpu_act_params sig = { .kind = NPU_CPU_ACT_SIGMOID };
+	float x[6] = { -200.0f, -90.0f, 90.0f, 200.0f, INFINITY, -INFINITY };
+	float y[6];
+
+	(void)state;
+	npu_vec_act_f32(&sig, x, y, 6);
+	assert_true(y[0] >= 0.0f && y[0] < 1e-30f);
+	assert_true(y[1] >= 0.0f && y[1] < 1e-30f);
+	assert_true(y[2] == 1.0f && y[3] == 1.0f && y[4] == 1.0f);
+	assert_true(y[5] == 0.0f);
+}
+
+static void test_vec_exp_accuracy_over_full_range(void **state)
+{
+	struct rng r = { 0x5eed0005u };
+	size_t n = 200000, i;
+	float *x = alloc_floats(n), *y = alloc_floats(n);
+	double worst = 0;
+
+	(void)state;
+	for (i = 0; i < n; i++)
+		x[i] = i < n / 2 ? -87.0f + 175.7f * (float)i / (float)(n / 2) :
+		       rng_float(&r) * (i % 2 ? 10.0f : 87.0f);
+	npu_vec_exp_f32(x, y, n);
+	for (i = 0; i < n; i++) {
+		double ref = exp((double)x[i]), rel = fabs(y[i] - ref) / ref;
+
+		if (rel > worst)
+			worst = rel;
+		if (!(rel <= 4e-7))
+			fail_msg("exp(%.9g) = %.9g, want %.9g (rel %.3g)", x[i],
+				 y[i], ref, rel);
+	}
+	print_message("exp: worst relative error %.3g\n", worst);
+	free(x);
+	free(y);
+}
+
+static void test_vec_exp_special_values(void **state)
+{
+	float x[10] = { 0.0f, -0.0f, 89.0f, 1000.0f, INFINITY, -104.0f,
+			-1000.0f, -INFINITY, NAN, -100.0f };
+	float y[10];
+
+	(void)state;
+	npu_vec_exp_f32(x, y, 10);
+	assert_true(y[0] == 1.0f && y[1] == 1.0f);
+	assert_true(isinf(y[2]) && isinf(y[3]) && isinf(y[4]));
+	assert_true(y[5] >= 0.0f && y[5] <= 1e-44f);
+	assert_true(y[6] == 0.0f && y[7] == 0.0f);
+	assert_true(isnan(y[8]));
+	/* A subnormal result, within a few units of the smallest step. */
+	assert_true(fabs(y[9] - exp(-100.0)) <= 4.0 * 1.4e-45 + 1e-6 * exp(-100.0));
+}
+
+/* ---- convolution ---- */
+
+struct conv_case {
+	struct npu_conv2d_params p;
+	size_t pad_bottom, pad_right;
+	bool with_bias;
+};
+
+static double conv_ref(const struct npu_conv2d_params *p, const float *x,
+		       const float *w, const float *bias, size_t b, size_t oc,
+		       size_t oh, size_t ow, double *mag)
+{
+	size_t mg = p->out_c / p->groups, cg = p->in_c / p->groups;
+	size_t g = oc / mg, ci, kh, kw;
+	double acc = bias ? bias[oc] : 0.0;
+
+	*mag = fabs(acc);
+	for (ci = 0; ci < cg; ci++) {
+		size_t c = g * cg + ci;
+
+		for (kh = 0; kh < p->k_h; kh++) {
+			ptrdiff_t ih = (ptrdiff_t)(oh * p->stride_h + kh * p->dil_h) -
+				       (ptrdiff_t)p->pad_top;
+
+			if (ih < 0 || ih >= (ptrdiff_t)p->in_h)
+				continue;
+			for (kw = 0; kw < p->k_w; kw++) {
+				ptrdiff_t iw = (ptrdiff_t)(ow * p->stride_w + kw * p->dil_w) -
+					       (ptrdiff_t)p->pad_left;
+				double v;
+
+				if (iw < 0 || iw >= (ptrdiff_t)p->in_w)
+					continue;
+				v = (double)w[((oc * cg + ci) * p->k_h + kh) * p->k_w + kw] *
+				    x[((b * p->in_c + c) * p->in_h + (size_t)ih) * p->in_w +
+				      (size_t)iw];
+				acc += v;
+				*mag += fabs(v);
+			}
+		}
+	}
+	return acc;
+}
+
+static void run_conv(const struct npu_conv2d_params *p, const float *x,
+		     const float *w, const float *bias, float *y,
+		     struct npu_threadpool *pool)
+{
+	size_t size = npu_conv2d_f32_scratch_size(p, npu_threadpool_size(pool));
+	/* Exactly the size asked for, deliberately misaligned by 4 bytes. */
+	char *buf = malloc(size + 4);
+
+	assert_non_null(buf);
+	npu_conv2d_f32(p, x, w, bias, y, size ? buf + 4 : NULL, pool);
+	free(buf);
+}
+
+static void check_conv(struct rng *r, const struct conv_case *cc,
+		       struct npu_threadpool *pool)
+{
+	const struct npu_conv2d_params *p = &cc->p;
+	size_t xs = p->batch * p->in_c * p->in_h * p->in_w;
+	size_t ws = p->out_c * (p->in_c / p->groups) * p->k_h * p->k_w;
+	size_t ys = p->batch * p->out_c * p->out_h * p->out_w;
+	size_t kdim = (p->in_c / p->groups) * p->k_h * p->k_w;
+	float *x = alloc_floats(xs), *w = alloc_floats(ws);
+	float *bias = alloc_floats(p->out_c), *y = alloc_floats(ys + 1);
+	size_t b, oc, oh, ow;
+
+	fill_random(r, x, xs);
+	fill_random(r, w, ws);
+	fill_random(r, bias, p->out_c);
+	fill_nan(y, ys);
+	y[ys] = 4321.0f;
+	run_conv(p, x, w, cc->with_bias ? bias : NULL, y, pool);
+	assert_true(y[ys] == 4321.0f);
+	for (b = 0; b < p->batch; b++)
+	for (oc = 0; oc < p->out_c; oc++)
+	for (oh = 0; oh < p->out_h; oh++)
+	for (ow = 0; ow < p->out_w; ow++) {
+		double mag, ref = conv_ref(p, x, w, cc->with_bias ? bias : NULL,
+					   b, oc, oh, ow, &mag);
+		double got = y[((b * p->out_c + oc) * p->out_h + oh) * p->out_w + ow];
+		double tol;
+
+		ref = act_ref(&p->act, ref);
+		tol = 4.0 * FLT_EPSILON * (double)(kdim + 2) * mag +
+		      2e-6 * fabs(ref) + 1e-30;
+		if (!(fabs(got - ref) <= tol))
+			fail_msg("conv n%zu c%zu %zux%zu -> oc%zu %zux%zu k%zux%zu "
+				 "s%zu,%zu d%zu,%zu pads %zu,%zu,%zu,%zu g%zu act %d: "
+				 "y[%zu][%zu][%zu][%zu] = %.9g want %.9g (tol %.3g)",
+				 p->batch, p->in_c, p->in_h, p->in_w, p->out_c,
+				 p->out_h, p->out_w, p->k_h, p->k_w, p->stride_h,
+				 p->stride_w, p->dil_h, p->dil_w, p->pad_top,
+				 p->pad_left, cc->pad_bottom, cc->pad_right,
+				 p->groups, p->act.kind, b, oc, oh, ow, got, ref,
+				 tol);
+	}
+	free(x);
+	free(w);
+	free(bias);
+	free(y);
+}
+
+/* Output extent; 0 when the kernel does not fit. */
+static size_t out_extent(size_t in, size_t k, size_t s, size_t d, size_t p0,
+			 size_t p1)
+{
+	size_t span = (k - 1) * d + 1;
+
+	if (in + p0 + p1 < span)
+		return 0;
+	return (in + p0 + p1 - span) / s + 1;
+}
+
+/* Random convolution: kind 0 general, 1 depthwise, 2 pointwise, 3 grouped. */
+static void random_conv(struct rng *r, int kind, struct conv_case *cc)
+{
+	struct npu_conv2d_params *p = &cc->p;
+
+	do {
+		memset(cc, 0, sizeof(*cc));
+		p->batch = 1 + (rng_below(r, 4) == 0) * rng_below(r, 3);
+		p->groups = 1;
+		p->in_h = 1 + rng_below(r, 24);
+		p->in_w = 1 + rng_below(r, 40);
+		if (kind == 1) {
+			p->in_c = p->out_c = p->groups = 1 + rng_below(r, 12);
+		} else if (kind == 3) {
+			p->groups = 2 + rng_below(r, 3);
+			p->in_c = p->groups * (1 + rng_below(r, 5));
+			p->out_c = p->groups * (1 + rng_below(r, 20));
+		} else {
+			p->in_c = 1 + rng_below(r, 20);
+			p->out_c = 1 + rng_below(r, 40);
+		}
+		if (kind == 2) {
+			p->k_h = p->k_w = 1;
+			p->stride_h = p->stride_w = p->dil_h = p->dil_w = 1;
+		} else {
+			p->k_h = 1 + rng_below(r, 5);
+			p->k_w = 1 + rng_below(r, 5);
+			p->stride_h = 1 + rng_below(r, 3);
+			p->stride_w = 1 + rng_below(r, 3);
+			p->dil_h = 1 + (rng_below(r, 4) == 0);
+			p->dil_w = 1 + (rng_below(r, 4) == 0) * rng_below(r, 3);
+			p->pad_top = rng_below(r, p->k_h + 1);
+			p->pad_left = rng_below(r, p->k_w + 1);
+			cc->pad_bottom = rng_below(r, p->k_h + 1);
+			cc->pad_right = rng_below(r, p->k_w + 1);
+		}
+		p->out_h = out_extent(p->in_h, p->k_h, p->stride_h, p->dil_h,
+				      p->pad_top, cc->pad_bottom);
+		p->out_w = out_extent(p->in_w, p->k_w, p->stride_w, p->dil_w,
+				      p->pad_left, cc->pad_right);
+	} while (!p->out_h || !p->out_w);
+	p->act = test_acts[rng_below(r, N_TEST_ACTS)];
+	cc->with_bias = rng_below(r, 3) != 0;
+}
+
+static void test_conv2d_matches_reference_random_shapes(void **state)
+{
+	struct npu_threadpool *pool = npu_threadpool_create(3);
+	struct rng r = { 0x5eed0006u };
+	struct conv_case cc;
+	int t;
+
+	(void)state;
+	assert_non_null(pool);
+	for (t = 0; t < 240; t++) {
+		random_conv(&r, t % 4, &cc);
+		check_conv(&r, &cc, t % 5 ? pool : NULL);
+	}
+	npu_threadpool_destroy(pool);
+}
+
+static void test_conv2d_every_activation_each_path(void **state)
+{
+	struct rng r = { 0x5eed0007u };
+	struct conv_case cc;
+	size_t ai;
+	int kind;
+
+	(void)state;
+	for (kind = 0; kind < 4; kind++) {
+		for (ai = 0; ai < N_TEST_ACTS; ai++) {
+			random_conv(&r, kind, &cc);
+			cc.p.act = test_acts[ai];
+			cc.with_bias = true;
+			check_conv(&r, &cc, NULL);
+		}
+	}
+}
+
+static void test_conv2d_larger_layers(void **state)
+{
+	struct npu_threadpool *pool = npu_threadpool_create(2);
+	struct rng r = { 0x5eed0008u };
+	struct conv_case cc;
+
+	(void)state;
+	assert_non_null(pool);
+	/* Deep: several depth blocks of the GEMM; wide rows. */
+	memset(&cc, 0, sizeof(cc));
+	cc.p = (struct npu_conv2d_params){
+		.batch = 1, .in_c = 70, .in_h = 9, .in_w = 11, .out_c = 33,
+		.out_h = 9, .out_w = 11, .k_h = 3, .k_w = 3, .stride_h = 1,
+		.stride_w = 1, .dil_h = 1, .dil_w = 1, .pad_top = 1,
+		.pad_left = 1, .groups = 1,
+		.act = { .kind = NPU_CPU_ACT_RELU },
+	};
+	cc.with_bias = true;
+	check_conv(&r, &cc, pool);
+	/* Pointwise over many pixels and channels. */
+	cc.p = (struct npu_conv2d_params){
+		.batch = 2, .in_c = 300, .in_h = 13, .in_w = 29, .out_c = 45,
+		.out_h = 13, .out_w = 29, .k_h = 1, .k_w = 1, .stride_h = 1,
+		.stride_w = 1, .dil_h = 1, .dil_w = 1, .groups = 1,
+	};
+	check_conv(&r, &cc, pool);
+	/* Depthwise stride 2 on wide rows (vector pair loads). */
+	cc.p = (struct npu_conv2d_params){
+		.batch = 1, .in_c = 5, .in_h = 17, .in_w = 131, .out_c = 5,
+		.out_h = 9, .out_w = 66, .k_h = 3, .k_w = 3, .stride_h = 2,
+		.stride_w = 2, .dil_h = 1, .dil_w = 1, .pad_top = 1,
+		.pad_left = 1, .groups = 5,
+		.act = { .kind = NPU_CPU_ACT_HARD_SWISH },
+	};
+	check_conv(&r, &cc, pool);
+	npu_threadpool_destroy(pool);
+}
+
+static void test_conv2d_result_independent_of_thread_count(void **state)
+{
+	static const int sizes[] = { 1, 2, 4 };
+	struct rng r = { 0x5eed0009u };
+	struct conv_case cc;
+	int kind;
+
+	(void)state;
+	for (kind = 0; kind < 4; kind++) {
+		struct npu_conv2d_params *p = &cc.p;
+		size_t xs, ws, ys, si;
+		float *x, *w, *bias, *y, *y1;
+
+		random_conv(&r, kind, &cc);
+		xs = p->batch * p->in_c * p->in_h * p->in_w;
+		ws = p->out_c * (p->in_c / p->groups) * p->k_h * p->k_w;
+		ys = p->batch * p->out_c * p->out_h * p->out_w;
+		x = alloc_floats(xs);
+		w = alloc_floats(ws);
+		bias = alloc_floats(p->out_c);
+		y = alloc_floats(ys);
+		y1 = alloc_floats(ys);
+		fill_random(&r, x, xs);
+		fill_random(&r, w, ws);
+		fill_random(&r, bias, p->out_c);
+		run_conv(p, x, w, bias, y1, NULL);
+		for (si = 0; si < sizeof(sizes) / sizeof(sizes[0]); si++) {
+			struct npu_threadpool *pool =
+				npu_threadpool_create(sizes[si]);
+
+			assert_non_null(pool);
+			fill_nan(y, ys);
+			run_conv(p, x, w, bias, y, pool);
+			assert_memory_equal(y, y1, ys * sizeof(float));
+			npu_threadpool_destroy(pool);
+		}
+		free(x);
+		free(w);
+		free(bias);
+		free(y);
+		free(y1);
+	}
+}
+
+/* ---- pooling ---- */
+
+static void check_pool(struct rng *r, const struct npu_pool2d_params *p,
+		       bool max, struct npu_threadpool *pool)
+{
+	size_t xs = p->batch * p->channels * p->in_h * p->in_w;
+	size_t ys = p->batch * p->channels * p->out_h * p->out_w;
+	float *x = alloc_floats(xs), *y = alloc_floats(ys + 1);
+	size_t pl, oh, ow, kh, kw;
+
+	fill_random(r, x, xs);
+	fill_nan(y, ys);
+	y[ys] = 99.0f;
+	if (max)
+		npu_maxpool2d_f32(p, x, y, pool);
+	else
+		npu_avgpool2d_f32(p, x, y, pool);
+	assert_true(y[ys] == 99.0f);
+	for (pl = 0; pl < p->batch * p->channels; pl++)
+	for (oh = 0; oh < p->out_h; oh++)
+	for (ow = 0; ow < p->out_w; ow++) {
+		double best = -FLT_MAX, sum = 0, mag = 0;
+		size_t cnt = 0;
+		double got = y[(pl * p->out_h + oh) * p->out_w + ow], ref, tol;
+
+		for (kh = 0; kh < p->k_h; kh++)
+		for (kw = 0; kw < p->k_w; kw++) {
+			ptrdiff_t ih = (ptrdiff_t)(oh * p->stride_h + kh * p->dil_h) -
+				       (ptrdiff_t)p->pad_top;
+			ptrdiff_t iw = (ptrdiff_t)(ow * p->stride_w + kw * p->dil_w) -
+				       (ptrdiff_t)p->pad_left;
+			bool in = ih >= 0 && ih < (ptrdiff_t)p->in_h && iw >= 0 &&
+				  iw < (ptrdiff_t)p->in_w;
+			bool in_padded = ih < (ptrdiff_t)(p->in_h + p->pad_bottom) &&
+					 iw < (ptrdiff_t)(p->in_w + p->pad_right);
+
+			if (in) {
+				double v = x[(pl * p->in_h + (size_t)ih) * p->in_w +
+					     (size_t)iw];
+
+				best = v > best ? v : best;
+				sum += v;
+				mag += fabs(v);
+			}
+			if (p->count_include_pad ? in_padded : in)
+				cnt++;
+		}
+		if (max) {
+			ref = best;
+			tol = 0;
+		} else {
+			ref = cnt ? sum / (double)cnt : 0;
+			tol = cnt ? 4.0 * FLT_EPSILON * (double)(cnt + 2) * mag /
+				    (double)cnt : 0;
+		}
+		if (!(fabs(got - ref) <= tol))
+			fail_msg("%s pool c%zu %zux%zu -> %zux%zu k%zux%zu s%zu,%zu "
+				 "d%zu,%zu pads %zu,%zu,%zu,%zu incl %d: y[%zu][%zu][%zu] "
+				 "= %.9g want %.9g", max ? "max" : "avg",
+				 p->channels, p->in_h, p->in_w, p->out_h, p->out_w,
+				 p->k_h, p->k_w, p->stride_h, p->stride_w, p->dil_h,
+				 p->dil_w, p->pad_top, p->pad_left, p->pad_bottom,
+				 p->pad_right, p->count_include_pad, pl, oh, ow,
+				 got, ref);
+	}
+	free(x);
+	free(y);
+}
+
+static void random_pool(struct rng *r, struct npu_pool2d_params *p)
+{
+	do {
+		memset(p, 0, sizeof(*p));
+		p->batch = 1 + rng_below(r, 2);
+		p->channels = 1 + rng_below(r, 6);
+		p->in_h = 1 + rng_below(r, 20);
+		p->in_w = 1 + rng_below(r, 70);
+		p->k_h = 1 + rng_below(r, 4);
+		p->k_w = 1 + rng_below(r, 4);
+		p->stride_h = 1 + rng_below(r, 3);
+		p->stride_w = 1 + rng_below(r, 3);
+		p->dil_h = 1 + (rng_below(r, 4) == 0);
+		p->dil_w = 1 + (rng_below(r, 4) == 0);
+		/* ONNX keeps pads smaller than the kernel. */
+		p->pad_top = rng_below(r, p->k_h);
+		p->pad_left = rng_below(r, p->k_w);
+		p->pad_bottom = rng_below(r, p->k_h);
+		p->pad_right = rng_below(r, p->k_w);
+		p->count_include_pad = rng_below(r, 2);
+		p->out_h = out_extent(p->in_h, p->k_h, p->stride_h, p->dil_h,
+				      p->pad_top, p->pad_bottom);
+		p->out_w = out_extent(p->in_w, p->k_w, p->stride_w, p->dil_w,
+				      p->pad_left, p->pad_right);
+		/* Sometimes one more column, as ceil_mode produces. */
+		if (p->out_w && rng_below(r, 4) == 0)
+			p->out_w++;
+	} while (!p->out_h || !p->out_w);
+}
+
+static void test_pool2d_matches_reference_random_shapes(void **state)
+{
+	struct npu_threadpool *pool = npu_threadpool_create(2);
+	struct rng r = { 0x5eed000au };
+	struct npu_pool2d_params p;
+	int t;
+
+	(void)state;
+	assert_non_null(pool);
+	for (t = 0; t < 300; t++) {
+		random_pool(&r, &p);
+		check_pool(&r, &p, t & 1, t % 3 ? pool : NULL);
+	}
+	npu_threadpool_destroy(pool);
+}
+
+static void test_pool2d_common_layers(void **state)
+{
+	struct rng r = { 0x5eed000bu };
+	struct npu_pool2d_params p = {
+		.batch = 1, .channels = 3, .in_h = 40, .in_w = 81,
+		.out_h = 20, .out_w = 41, .k_h = 3, .k_w = 3, .stride_h = 2,
+		.stride_w = 2, .dil_h = 1, .dil_w = 1, .pad_top = 1,
+		.pad_left = 1, .pad_bottom = 1, .pad_right = 1,
+	};
+
+	(void)state;
+	check_pool(&r, &p, true, NULL);
+	check_pool(&r, &p, false, NULL);
+	p.count_include_pad = true;
+	check_pool(&r, &p, false, NULL);
+	/* Global average pooling. */
+	p = (struct npu_pool2d_params){
+		.batch = 2, .channels = 7, .in_h = 13, .in_w = 17, .out_h = 1,
+		.out_w = 1, .k_h = 13, .k_w = 17, .stride_h = 1, .stride_w = 1,
+		.dil_h = 1, .dil_w = 1,
+	};
+	check_pool(&r, &p, false, NULL);
+	check_pool(&r, &p, true, NULL);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_isa_follows_env_cap),
+		cmocka_unit_test(test_threadpool_runs_every_index_once),
+		cmocka_unit_test(test_threadpool_null_and_bad_sizes),
+		cmocka_unit_test(test_threadpool_create_destroy_repeatedly),
+		cmocka_unit_test(test_sgemm_matches_reference_random_shapes),
+		cmocka_unit_test(test_sgemm_deep_and_wide_products),
+		cmocka_unit_test(test_sgemm_degenerate_sizes),
+		cmocka_unit_test(test_sgemm_result_independent_of_thread_count),
+		cmocka_unit_test(test_vec_act_every_kind_and_length),
+		cmocka_unit_test(test_vec_sigmoid_saturates_cleanly),
+		cmocka_unit_test(test_vec_exp_accuracy_over_full_range),
+		cmocka_unit_test(test_vec_exp_special_values),
+		cmocka_unit_test(test_conv2d_matches_reference_random_shapes),
+		cmocka_unit_test(test_conv2d_every_activation_each_path),
+		cmocka_unit_test(test_conv2d_larger_layers),
+		cmocka_unit_test(test_conv2d_result_independent_of_thread_count),
+		cmocka_unit_test(test_pool2d_matches_reference_random_shapes),
+		cmocka_unit_test(test_pool2d_common_layers),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,183 @@
+// SPDX-License-Identifier: MIT
+#include "cli_util.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+int npu_cli_parse_dims(const char *s, int64_t *dims)
+{
+	int rank = 0;
+	char *end;
+
+	if (!*s || !strcmp(s, "scalar"))
+		return 0;
+	for (;;) {
+		long long d;
+
+		if (rank == NPU_MODEL_MAX_RANK)
+			return -1;
+		errno = 0;
+		d = strtoll(s, &end, 10);
+		if (end == s || d < 0 || errno)
+			return -1;
+		dims[rank++] = d;
+		if (!*end)
+			return rank;
+		if (*end != 'x' && *end != ',' && *end != 'X')
+			return -1;
+		s = end + 1;
+	}
+}
+
+int npu_cli_apply_shape(struct npu_model *m, const char *arg, const char *cmd)
+{
+	const char *eq = strchr(arg, '=');
+	int64_t dims[NPU_MODEL_MAX_RANK];
+	char name[256];
+	int rank;
+
+	if (!eq || eq == arg || (size_t)(eq - arg) >= sizeof(name)) {
+		fprintf(stderr, "npu %s: --shape '%s': expected NAME=DIMS, e.g. x=1x3x640x640\n",
+			cmd, arg);
+		return -1;
+	}
+	memcpy(name, arg, (size_t)(eq - arg));
+	name[eq - arg] = '\0';
+	rank = npu_cli_parse_dims(eq + 1, dims);
+	if (rank < 0) {
+		fprintf(stderr, "npu %s: --shape '%s': '%s' is not a list of dims like 1x3x640x640\n",
+			cmd, arg, eq + 1);
+		return -1;
+	}
+	if (npu_model_set_input_shape(m, name, rank, dims) != NPU_OK) {
+		fprintf(stderr, "npu %s: --shape %s: %s\n", cmd, arg, npu_model_last_error(m));
+		return -1;
+	}
+	return 0;
+}
+
+static uint64_t splitmix(uint64_t *s)
+{
+	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+/* The dims a "NAME=DIMS" option in 'shapes' gives input 'name' (rank or -1). */
+static int shape_for(const char *name, const char *const *shapes, size_t count,
+		     int64_t *dims)
+{
+	size_t i, len = strlen(name);
+
+	for (i = 0; i < count; i++)
+		if (!strncmp(shapes[i], name, len) && shapes[i][len] == '=')
+			return npu_cli_parse_dims(shapes[i] + len + 1, dims);
+	return -1;
+}
+
+int npu_cli_random_inputs(struct npu_model *m, uint64_t seed, float lo,
+			  float hi, const char *const *shapes, size_t num_shapes,
+			  struct npu_host_tensor *out, const char *cmd)
+{
+	size_t n = npu_model_num_inputs(m), i, k;
+
+	memset(out, 0, n * sizeof(*out));
+	for (i = 0; i < n; i++) {
+		struct npu_tensor_info info;
+		size_t numel = 1, esize;
+		int d;
+
+		if (npu_model_input_info(m, i, &info) != NPU_OK) {
+			fprintf(stderr, "npu %s: %s\n", cmd, npu_model_last_error(m));
+			goto fail;
+		}
+		/* --shape NAME=DIMS fixes an input's dynamic dims. */
+		shape_for(info.name, shapes, num_shapes, info.dims);
+		for (d = 0; d < info.rank; d++) {
+			if (info.dims[d] < 0) {
+				fprintf(stderr, "npu %s: input '%s' has a dynamic dimension %d (%s): fix it with --shape %s=DIMS\n",
+					cmd, info.name, d, info.dim_names[d] ? info.dim_names[d] : "?",
+					info.name);
+				goto fail;
+			}
+			numel *= (size_t)info.dims[d];
+		}
+		esize = npu_data_type_size(info.dtype);
+		out[i].name = info.name;
+		out[i].dtype = info.dtype;
+		out[i].rank = info.rank;
+		memcpy(out[i].dims, info.dims, sizeof(out[i].dims));
+		out[i].nbytes = numel * esize;
+		out[i].data = calloc(1, out[i].nbytes ? out[i].nbytes : 1);
+		if (!out[i].data) {
+			fprintf(stderr, "npu %s: out of memory for input '%s'\n", cmd, info.name);
+			goto fail;
+		}
+		for (k = 0; k < numel; k++) {
+			uint64_t r = splitmix(&seed);
+
+			switch (info.dtype) {
+			case NPU_TYPE_FLOAT:
+				((float *)out[i].data)[k] = lo + (hi - lo) * (float)((r >> 40) / 16777216.0);
+				break;
+			case NPU_TYPE_INT64:
+				((int64_t *)out[i].data)[k] = (int64_t)(r % 10);
+				break;
+			case NPU_TYPE_INT32:
+				((int32_t *)out[i].data)[k] = (int32_t)(r % 10);
+				break;
+			default:
+				break;	/* zeros */
+			}
+		}
+	}
+	return (int)n;
+fail:
+	npu_cli_free_inputs(out, (int)n);
+	return -1;
+}
+
+void npu_cli_free_inputs(struct npu_host_tensor *t, int count)
+{
+	int i;
+
+	for (i = 0; i < count; i++) {
+		free(t[i].data);
+		t[i].data = NULL;
+	}
+}
+
+void npu_cli_json_string(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (; s && *s; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		if (c == '"' || c == '\\')
+			fprintf(f, "\\%c", c);
+		else if (c < 0x20)
+			fprintf(f, "\\u%04x", c);
+		else
+			fputc(c, f);
+	}
+	fputc('"', f);
+}
+
+int npu_cli_parse_int(const char *cmd, const char *opt, const char *v,
+		      int min, int max)
+{
+	char *end;
+	long n;
+
+	errno = 0;
+	n = v ? strtol(v, &end, 10) : 0;
+	if (!v || errno || *end || end == v || n < min || n > max) {
+		fprintf(stderr, "npu %s: %s '%s': expected an integer in %d..%d\n",
+			cmd, opt, v ? v : "", min, max);
+		return -1;
+	}
+	return (int)n;
+}

@@ -1,0 +1,36 @@
+/* SPDX-License-Identifier: MIT */
+/* Helpers shared by the npu subcommands: shapes, random inputs, JSON. */
+#ifndef NPU_CLI_UTIL_H
+#define NPU_CLI_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "npu/npu_model.h"
+
+/* "1x3x640x640" (or "1,3,640,640", "scalar") into dims; rank or -1. */
+int npu_cli_parse_dims(const char *s, int64_t *dims);
+
+/* Apply "NAME=DIMS" to the model; prints the error and returns non-zero. */
+int npu_cli_apply_shape(struct npu_model *m, const char *arg, const char *cmd);
+
+/*
+ * Random inputs for every model input at its planned shape, seeded:
+ * floats uniform in [lo, hi), integers in [0, 10). Returns the number of
+ * tensors filled (= npu_model_num_inputs) or -1 with a message printed;
+ * free with npu_cli_free_inputs().
+ */
+int npu_cli_random_inputs(struct npu_model *m, uint64_t seed, float lo,
+			  float hi, const char *const *shapes, size_t num_shapes,
+			  struct npu_host_tensor *out, const char *cmd);
+void npu_cli_free_inputs(struct npu_host_tensor *t, int count);
+
+/* A JSON string literal, escaped. */
+void npu_cli_json_string(FILE *f, const char *s);
+
+/* Parse a positive int option value; prints and returns -1 when invalid. */
+int npu_cli_parse_int(const char *cmd, const char *opt, const char *v,
+		      int min, int max);
+
+#endif /* NPU_CLI_UTIL_H */

@@ -1,0 +1,200 @@
+// SPDX-License-Identifier: MIT
+/*
+ * npu bench: latency percentiles and throughput of a model, with the NPU's
+ * modeled time, utilization and MAC share when it runs on an NPU device.
+ * Prints what it measured; nothing here is a pass / fail threshold.
+ */
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+
+#include "cli_util.h"
+#include "npu/npu_model.h"
+#include "npu_cli.h"
+
+#define MAX_SHAPES 32
+
+static void bench_usage(FILE *out)
+{
+	fprintf(out,
+		"usage: npu bench MODEL [--device cpu|sim|accel] [--shape NAME=DIMS]...\n"
+		"                 [--iters N] [--warmup N] [--threads N] [--seed N] [--json]\n\n"
+		"Runs MODEL (.onnx or a compiled .npub) on random inputs and reports latency\n"
+		"p50 / p90 / p99, throughput, compile time and peak memory; on an NPU device\n"
+		"also the modeled NPU time, the NPU utilization (ideal MAC cycles / modeled\n"
+		"cycles over NPU segments), the share of MACs on the NPU and the CPU time.\n"
+		"  --iters N     timed runs (default 20)    --warmup N  untimed runs (default 3)\n");
+}
+
+static double now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Nearest-rank percentile of sorted samples. */
+static double percentile(const double *v, int n, double p)
+{
+	int rank = (int)(p / 100.0 * n + 0.999999);
+
+	if (rank < 1)
+		rank = 1;
+	if (rank > n)
+		rank = n;
+	return v[rank - 1];
+}
+
+int npu_cmd_bench(int argc, char **argv)
+{
+	struct npu_model_options mo;
+	struct npu_model *m = NULL;
+	struct npu_model_npu_stats st = { 0 };
+	struct npu_host_tensor inputs[64];
+	const char *model = NULL, *shapes[MAX_SHAPES];
+	size_t num_shapes = 0, i;
+	int iters = 20, warmup = 3, rc = 1, n_in = 0, k;
+	unsigned long long seed = 1;
+	double *lat = NULL, load_ms, sum = 0, npu_wall = 0, cycles = 0, ideal = 0;
+	bool json = false, on_npu;
+	struct rusage ru;
+
+	npu_model_options_init(&mo);
+	for (i = 1; i < (size_t)argc; i++) {
+		const char *a = argv[i], *v = i + 1 < (size_t)argc ? argv[i + 1] : NULL;
+
+		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+			bench_usage(stdout);
+			return 0;
+		} else if (!strcmp(a, "--json")) {
+			json = true;
+		} else if (v && !strcmp(a, "--device")) {
+			mo.device = v, i++;
+		} else if (v && !strcmp(a, "--shape")) {
+			if (num_shapes == MAX_SHAPES) {
+				fprintf(stderr, "npu bench: too many --shape options\n");
+				return 2;
+			}
+			shapes[num_shapes++] = v, i++;
+		} else if (v && (!strcmp(a, "--iters") || !strcmp(a, "--warmup") ||
+				 !strcmp(a, "--threads"))) {
+			int n = npu_cli_parse_int("bench", a, v, !strcmp(a, "--warmup") ? 0 : 1, 1000000);
+
+			if (n < 0)
+				return 2;
+			if (!strcmp(a, "--iters"))
+				iters = n;
+			else if (!strcmp(a, "--warmup"))
+				warmup = n;
+			else
+				mo.threads = n;
+			i++;
+		} else if (v && !strcmp(a, "--seed")) {
+			seed = strtoull(v, NULL, 10), i++;
+		} else if (a[0] == '-') {
+			fprintf(stderr, "npu bench: unknown option '%s' (or missing value)\n", a);
+			bench_usage(stderr);
+			return 2;
+		} else if (!model) {
+			model = a;
+		} else {
+			fprintf(stderr, "npu bench: more than one model given\n");
+			return 2;
+		}
+	}
+	if (!model) {
+		bench_usage(stderr);
+		return 2;
+	}
+	mo.defer_compile = 1;
+	load_ms = now_ms();
+	if (npu_model_create(&mo, &m) || npu_model_load_file(m, model)) {
+		fprintf(stderr, "npu bench: %s\n", m ? npu_model_last_error(m) : "out of memory");
+		goto out;
+	}
+	for (i = 0; i < num_shapes; i++)
+		if (npu_cli_apply_shape(m, shapes[i], "bench"))
+			goto out;
+	if (npu_model_compile(m) != NPU_OK) {
+		fprintf(stderr, "npu bench: %s\n", npu_model_last_error(m));
+		goto out;
+	}
+	load_ms = now_ms() - load_ms;
+	n_in = npu_cli_random_inputs(m, seed, -1.0f, 1.0f, shapes, num_shapes, inputs, "bench");
+	lat = calloc((size_t)iters, sizeof(*lat));
+	if (n_in < 0 || !lat)
+		goto out;
+	for (k = 0; k < warmup + iters; k++) {
+		double t0 = now_ms();
+
+		if (npu_model_run(m, inputs, (size_t)n_in) != NPU_OK) {
+			fprintf(stderr, "npu bench: run %d: %s\n", k, npu_model_last_error(m));
+			goto out;
+		}
+		if (k < warmup)
+			continue;
+		lat[k - warmup] = now_ms() - t0;
+		sum += lat[k - warmup];
+		npu_model_npu_stats(m, &st);
+		npu_wall += st.last_npu_wall_ms;
+		cycles += (double)st.last_cycles;
+		ideal += (double)st.ideal_mac_cycles;
+	}
+	qsort(lat, (size_t)iters, sizeof(*lat), cmp_double);
+	getrusage(RUSAGE_SELF, &ru);
+	on_npu = st.segments > 0;
+	if (json) {
+		printf("{\"model\": ");
+		npu_cli_json_string(stdout, model);
+		printf(", \"device\": ");
+		npu_cli_json_string(stdout, mo.device);
+		printf(", \"iters\": %d, \"warmup\": %d, \"threads\": %d,\n", iters, warmup, mo.threads);
+		printf(" \"latency_ms\": {\"p50\": %.3f, \"p90\": %.3f, \"p99\": %.3f, \"mean\": %.3f, \"min\": %.3f},\n",
+		       percentile(lat, iters, 50), percentile(lat, iters, 90),
+		       percentile(lat, iters, 99), sum / iters, lat[0]);
+		printf(" \"throughput_per_s\": %.3f,\n", 1000.0 * iters / sum);
+		printf(" \"npu_segments\": %zu, \"npu_mac_fraction\": %.6f, \"npu_utilization\": %.6f,\n",
+		       st.segments, st.total_macs ? (double)st.npu_macs / st.total_macs : 0.0,
+		       cycles > 0 ? ideal / cycles : 0.0);
+		printf(" \"modeled_npu_ms\": %.4f, \"npu_wall_ms\": %.3f, \"cpu_ms\": %.3f,\n",
+		       cycles / iters / (st.clock_mhz ? st.clock_mhz : 1000) / 1e3,
+		       npu_wall / iters, (sum - npu_wall) / iters);
+		printf(" \"compile_ms\": %.1f, \"load_ms\": %.1f, \"peak_memory_bytes\": %llu,\n",
+		       st.compile_ms, load_ms, (unsigned long long)ru.ru_maxrss * 1024ull);
+		printf(" \"device_arena_bytes\": %llu}\n", (unsigned long long)st.arena_bytes);
+	} else {
+		printf("%s on %s, %d threads, %d runs after %d warm-up:\n", model, mo.device,
+		       mo.threads, iters, warmup);
+		printf("  latency ms: p50 %.3f  p90 %.3f  p99 %.3f  (mean %.3f, min %.3f)\n",
+		       percentile(lat, iters, 50), percentile(lat, iters, 90),
+		       percentile(lat, iters, 99), sum / iters, lat[0]);
+		printf("  throughput: %.2f inferences/s\n", 1000.0 * iters / sum);
+		if (on_npu) {
+			printf("  NPU: %zu segment(s), %.1f%% of MACs, modeled %.3f ms per run at %u MHz, utilization %.1f%%\n",
+			       st.segments, st.total_macs ? 100.0 * st.npu_macs / st.total_macs : 0.0,
+			       cycles / iters / (st.clock_mhz ? st.clock_mhz : 1000) / 1e3,
+			       st.clock_mhz, cycles > 0 ? 100.0 * ideal / cycles : 0.0);
+			printf("  host time in NPU segments %.3f ms, on the CPU %.3f ms per run\n",
+			       npu_wall / iters, (sum - npu_wall) / iters);
+		}
+		printf("  load + compile: %.0f ms (compile %.0f ms); peak memory %.1f MiB\n",
+		       load_ms, st.compile_ms, ru.ru_maxrss / 1024.0);
+	}
+	rc = 0;
+out:
+	npu_cli_free_inputs(inputs, n_in);
+	free(lat);
+	npu_model_destroy(m);
+	return rc;
+}

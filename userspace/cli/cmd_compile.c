@@ -1,0 +1,270 @@
+// SPDX-License-Identifier: MIT
+/*
+ * npu compile: place, quantize and compile a model for the NPU; explain
+ * where every node runs, report accuracy against fp32, write a .npub.
+ */
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli_util.h"
+#include "npu/npu_model.h"
+#include "npu_cli.h"
+
+#define MAX_SHAPES 32
+
+static void compile_usage(FILE *out)
+{
+	fprintf(out,
+		"usage: npu compile MODEL.onnx [--device sim|accel] [--shape NAME=DIMS]...\n"
+		"                   [--calib DIR] [--calib-method minmax|percentile|entropy]\n"
+		"                   [--percentile P] [--calib-seed N] [--calib-samples N]\n"
+		"                   [--explain] [-o OUT.npub] [--threads N] [--json]\n\n"
+		"Compiles the model for the NPU: fp32 graph passes, int8 calibration,\n"
+		"placement of every node on the NPU or the CPU, code generation.\n"
+		"  --shape NAME=DIMS   fix dynamic input dims (needed for dynamic models)\n"
+		"  --calib DIR         calibration inputs: DIR/*.npy, one file per sample for a\n"
+		"                      one-input model, or DIR/<sample>/<input name>.npy\n"
+		"                      (default: --calib-samples random normal inputs)\n"
+		"  --calib-method M    activation ranges: minmax, percentile (default), entropy\n"
+		"  --explain           print every node's placement and the reason\n"
+		"  -o OUT.npub         save the compiled model ('npu run OUT.npub' runs it)\n"
+		"Prints the MACs on the NPU, the device memory plan and the accuracy of the\n"
+		"int8 model against the fp32 CPU model on one random input.\n");
+}
+
+static const char *human_bytes(uint64_t b, char *buf, size_t size)
+{
+	if (b >= (1ull << 20))
+		snprintf(buf, size, "%.1f MiB", b / 1048576.0);
+	else
+		snprintf(buf, size, "%.1f KiB", b / 1024.0);
+	return buf;
+}
+
+/* Cosine and max |a-b| of every output of two models run on one input. */
+static int accuracy(struct npu_model *npu, struct npu_model *ref,
+		    struct npu_host_tensor *inputs, int count, bool json)
+{
+	size_t o;
+
+	if (npu_model_run(npu, inputs, (size_t)count) != NPU_OK) {
+		fprintf(stderr, "npu compile: running the compiled model: %s\n",
+			npu_model_last_error(npu));
+		return -1;
+	}
+	if (npu_model_run(ref, inputs, (size_t)count) != NPU_OK) {
+		fprintf(stderr, "npu compile: running the fp32 model: %s\n",
+			npu_model_last_error(ref));
+		return -1;
+	}
+	if (json)
+		printf(",\n  \"accuracy\": [");
+	for (o = 0; o < npu_model_num_outputs(npu); o++) {
+		struct npu_host_tensor a, b;
+		double dot = 0, na = 0, nb = 0, max_err = 0, cosine;
+		size_t i, n;
+
+		if (npu_model_output(npu, o, &a) || npu_model_output(ref, o, &b) ||
+		    a.dtype != NPU_TYPE_FLOAT || a.nbytes != b.nbytes)
+			continue;
+		n = a.nbytes / sizeof(float);
+		for (i = 0; i < n; i++) {
+			double x = ((float *)a.data)[i], y = ((float *)b.data)[i];
+
+			dot += x * y;
+			na += x * x;
+			nb += y * y;
+			if (fabs(x - y) > max_err)
+				max_err = fabs(x - y);
+		}
+		cosine = na > 0 && nb > 0 ? dot / sqrt(na * nb) : (na == nb ? 1.0 : 0.0);
+		if (json) {
+			printf("%s\n    {\"output\": ", o ? "," : "");
+			npu_cli_json_string(stdout, a.name);
+			printf(", \"cosine\": %.6f, \"max_abs_error\": %.6g}", cosine, max_err);
+		} else {
+			printf("accuracy vs fp32 CPU: output '%s': cosine %.5f, max abs error %.4g\n",
+			       a.name, cosine, max_err);
+		}
+	}
+	if (json)
+		printf("\n  ]");
+	return 0;
+}
+
+int npu_cmd_compile(int argc, char **argv)
+{
+	struct npu_model_options mo;
+	struct npu_model *m = NULL, *ref = NULL;
+	struct npu_model_npu_stats st;
+	struct npu_host_tensor inputs[64];
+	const char *model = NULL, *out = NULL, *shapes[MAX_SHAPES];
+	size_t num_shapes = 0, i, on_npu = 0;
+	bool explain = false, json = false;
+	int rc = 1, n_in = 0;
+	char b1[32], b2[32], b3[32];
+
+	npu_model_options_init(&mo);
+	mo.device = "sim";
+	for (i = 1; i < (size_t)argc; i++) {
+		const char *a = argv[i], *v = i + 1 < (size_t)argc ? argv[i + 1] : NULL;
+
+		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+			compile_usage(stdout);
+			return 0;
+		} else if (!strcmp(a, "--explain")) {
+			explain = true;
+		} else if (!strcmp(a, "--json")) {
+			json = true;
+		} else if (v && !strcmp(a, "--device")) {
+			mo.device = v, i++;
+		} else if (v && !strcmp(a, "--shape")) {
+			if (num_shapes == MAX_SHAPES) {
+				fprintf(stderr, "npu compile: too many --shape options\n");
+				return 2;
+			}
+			shapes[num_shapes++] = v, i++;
+		} else if (v && !strcmp(a, "--calib")) {
+			mo.calib_dir = v, i++;
+		} else if (v && !strcmp(a, "--calib-method")) {
+			mo.calib_method = v, i++;
+		} else if (v && !strcmp(a, "--percentile")) {
+			char *end;
+
+			mo.calib_percentile = strtod(v, &end);
+			if (*end || !(mo.calib_percentile > 50.0 && mo.calib_percentile <= 100.0)) {
+				fprintf(stderr, "npu compile: --percentile '%s': expected a number in (50, 100]\n", v);
+				return 2;
+			}
+			i++;
+		} else if (v && !strcmp(a, "--calib-seed")) {
+			mo.calib_seed = strtoull(v, NULL, 10), i++;
+		} else if (v && !strcmp(a, "--calib-samples")) {
+			mo.calib_samples = npu_cli_parse_int("compile", a, v, 1, 1000);
+			if (mo.calib_samples < 0)
+				return 2;
+			i++;
+		} else if (v && !strcmp(a, "--threads")) {
+			mo.threads = npu_cli_parse_int("compile", a, v, 1, 1024);
+			if (mo.threads < 0)
+				return 2;
+			i++;
+		} else if (v && !strcmp(a, "-o")) {
+			out = v, i++;
+		} else if (a[0] == '-') {
+			fprintf(stderr, "npu compile: unknown option '%s' (or missing value)\n", a);
+			compile_usage(stderr);
+			return 2;
+		} else if (!model) {
+			model = a;
+		} else {
+			fprintf(stderr, "npu compile: more than one model given ('%s', '%s')\n", model, a);
+			return 2;
+		}
+	}
+	if (!model) {
+		compile_usage(stderr);
+		return 2;
+	}
+	if (!strcmp(mo.device, "cpu")) {
+		fprintf(stderr, "npu compile: --device cpu: compilation targets the NPU (sim or accel)\n");
+		return 2;
+	}
+	/* Shapes first, so compilation happens once, for the final shapes. */
+	mo.defer_compile = 1;
+	if (npu_model_create(&mo, &m) || npu_model_load_file(m, model)) {
+		fprintf(stderr, "npu compile: %s\n", m ? npu_model_last_error(m) : "out of memory");
+		goto out;
+	}
+	for (i = 0; i < num_shapes; i++)
+		if (npu_cli_apply_shape(m, shapes[i], "compile"))
+			goto out;
+	if (npu_model_compile(m) != NPU_OK) {
+		fprintf(stderr, "npu compile: %s\n", npu_model_last_error(m));
+		goto out;
+	}
+	npu_model_npu_stats(m, &st);
+	if (json)
+		printf("{\n  \"model\": "), npu_cli_json_string(stdout, model), printf(",\n  \"placement\": [");
+	else if (explain)
+		printf("placement of %zu nodes:\n", npu_model_num_placements(m));
+	for (i = 0; i < npu_model_num_placements(m); i++) {
+		struct npu_node_placement p;
+
+		npu_model_placement(m, i, &p);
+		on_npu += p.on_npu;
+		if (json) {
+			printf("%s\n    {\"node\": ", i ? "," : "");
+			npu_cli_json_string(stdout, p.node);
+			printf(", \"op\": ");
+			npu_cli_json_string(stdout, p.op_type);
+			printf(", \"device\": \"%s\", \"segment\": %d, \"macs\": %llu, \"reason\": ",
+			       p.on_npu ? "npu" : "cpu", p.segment, (unsigned long long)p.macs);
+			npu_cli_json_string(stdout, p.reason);
+			printf("}");
+		} else if (explain) {
+			printf("  %s: %s (%s)", p.node, p.on_npu ? "npu" : "cpu", p.reason);
+			if (p.on_npu)
+				printf(" [segment %d]", p.segment);
+			printf("\n");
+		}
+	}
+	if (json) {
+		printf("\n  ],\n  \"nodes\": %zu, \"npu_nodes\": %zu, \"segments\": %zu,\n",
+		       npu_model_num_placements(m), on_npu, st.segments);
+		printf("  \"total_macs\": %llu, \"npu_macs\": %llu, \"npu_mac_fraction\": %.6f,\n",
+		       (unsigned long long)st.total_macs, (unsigned long long)st.npu_macs,
+		       st.total_macs ? (double)st.npu_macs / st.total_macs : 0.0);
+		printf("  \"arena_bytes\": %llu, \"arena_sum_bytes\": %llu, \"arena_lower_bound\": %llu,\n",
+		       (unsigned long long)st.arena_bytes, (unsigned long long)st.arena_sum_bytes,
+		       (unsigned long long)st.arena_lower_bound);
+		printf("  \"compile_ms\": %.1f", st.compile_ms);
+	} else {
+		printf("%zu nodes: %zu on the NPU in %zu segment(s), %zu on the CPU; %.1f%% of %.3f GMACs on the NPU\n",
+		       npu_model_num_placements(m), on_npu, st.segments,
+		       npu_model_num_placements(m) - on_npu,
+		       st.total_macs ? 100.0 * st.npu_macs / st.total_macs : 0.0,
+		       st.total_macs / 1e9);
+		printf("device arena: %s (every tensor in its own buffer: %s; lower bound, max live: %s)\n",
+		       human_bytes(st.arena_bytes, b1, sizeof(b1)),
+		       human_bytes(st.arena_sum_bytes, b2, sizeof(b2)),
+		       human_bytes(st.arena_lower_bound, b3, sizeof(b3)));
+		printf("compile time: %.0f ms\n", st.compile_ms);
+	}
+	/* Accuracy: the same random input through the fp32 CPU model. */
+	{
+		struct npu_model_options ro = mo;
+
+		ro.device = "cpu";
+		if (npu_model_create(&ro, &ref) || npu_model_load_file(ref, model)) {
+			fprintf(stderr, "npu compile: %s\n", ref ? npu_model_last_error(ref) : "out of memory");
+			goto out;
+		}
+		for (i = 0; i < num_shapes; i++)
+			if (npu_cli_apply_shape(ref, shapes[i], "compile"))
+				goto out;
+		n_in = npu_cli_random_inputs(m, 12345, -1.0f, 1.0f, shapes, num_shapes, inputs,
+					     "compile");
+		if (n_in < 0 || accuracy(m, ref, inputs, n_in, json))
+			goto out;
+	}
+	if (out) {
+		if (npu_model_save_compiled(m, out) != NPU_OK) {
+			fprintf(stderr, "npu compile: %s\n", npu_model_last_error(m));
+			goto out;
+		}
+		if (!json)
+			printf("wrote %s\n", out);
+	}
+	if (json)
+		printf(",\n  \"output\": "), npu_cli_json_string(stdout, out ? out : ""), printf("\n}\n");
+	rc = 0;
+out:
+	npu_cli_free_inputs(inputs, n_in);
+	npu_model_destroy(ref);
+	npu_model_destroy(m);
+	return rc;
+}

@@ -1,0 +1,572 @@
+// SPDX-License-Identifier: MIT
+/*
+ * npu onnx-test: run ONNX backend test directories (model.onnx +
+ * test_data_set_N/{input,output}_K.pb) and compare with ONNX Runtime's
+ * backend-test tolerances: |got - expected| <= atol + rtol * |expected|
+ * for floating point (rtol 1e-3, atol 1e-5), exact for ints and bools.
+ * Unsupported ops / types / attributes are skips; wrong numbers fail.
+ */
+#include <dirent.h>
+#include <math.h>
+#include <regex.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "graph/npu_ir.h"
+#include "npu/npu_model.h"
+#include "npu_cli.h"
+#include "onnx/npu_onnx.h"
+
+#define RTOL 1e-3
+#define ATOL 1e-5
+#define MAX_IO 64
+
+enum verdict { V_PASS, V_FAIL, V_SKIP };
+
+struct test_opts {
+	int threads;
+	int verbose;
+	int isolate;
+};
+
+static int is_dir(const char *p)
+{
+	struct stat st;
+
+	return !stat(p, &st) && S_ISDIR(st.st_mode);
+}
+
+static int is_file(const char *p)
+{
+	struct stat st;
+
+	return !stat(p, &st) && S_ISREG(st.st_mode);
+}
+
+/* snprintf into a path buffer; a too-long path is an empty string. */
+static __attribute__((format(printf, 3, 4))) void path_fmt(char *out, size_t size,
+						   const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(out, size, fmt, ap);
+	va_end(ap);
+	if (n < 0 || (size_t)n >= size)
+		out[0] = '\0';
+}
+
+static float half_to_float(uint16_t h)
+{
+	uint32_t sign = (uint32_t)(h >> 15) << 31, exp = (h >> 10) & 0x1f;
+	uint32_t mant = h & 0x3ff, bits;
+	float f;
+
+	if (exp == 0) {
+		f = ldexpf((float)mant, -24);
+		return sign ? -f : f;
+	}
+	if (exp == 31)
+		bits = sign | 0x7f800000u | (mant << 13);
+	else
+		bits = sign | ((exp + 112) << 23) | (mant << 13);
+	memcpy(&f, &bits, sizeof(f));
+	return f;
+}
+
+static double elem(const void *data, enum npu_dtype t, size_t i)
+{
+	switch (t) {
+	case NPU_DTYPE_FLOAT: return ((const float *)data)[i];
+	case NPU_DTYPE_DOUBLE: return ((const double *)data)[i];
+	case NPU_DTYPE_FLOAT16: return half_to_float(((const uint16_t *)data)[i]);
+	case NPU_DTYPE_INT8: return ((const int8_t *)data)[i];
+	case NPU_DTYPE_UINT8: return ((const uint8_t *)data)[i];
+	case NPU_DTYPE_BOOL: return ((const uint8_t *)data)[i] != 0;
+	case NPU_DTYPE_INT16: return ((const int16_t *)data)[i];
+	case NPU_DTYPE_UINT16: return ((const uint16_t *)data)[i];
+	case NPU_DTYPE_INT32: return ((const int32_t *)data)[i];
+	case NPU_DTYPE_UINT32: return ((const uint32_t *)data)[i];
+	case NPU_DTYPE_INT64: return (double)((const int64_t *)data)[i];
+	case NPU_DTYPE_UINT64: return (double)((const uint64_t *)data)[i];
+	default: return 0;
+	}
+}
+
+static bool exact_type(enum npu_dtype t)
+{
+	return t != NPU_DTYPE_FLOAT && t != NPU_DTYPE_DOUBLE &&
+	       t != NPU_DTYPE_FLOAT16;
+}
+
+static bool int_equal(const void *a, const void *b, enum npu_dtype t, size_t i)
+{
+	size_t es = npu_dtype_size(t);
+
+	if (t == NPU_DTYPE_BOOL)
+		return (((const uint8_t *)a)[i] != 0) == (((const uint8_t *)b)[i] != 0);
+	return !memcmp((const char *)a + i * es, (const char *)b + i * es, es);
+}
+
+static void index_text(const struct npu_shape *s, size_t flat, char *buf,
+		       size_t size)
+{
+	size_t idx[NPU_MAX_RANK], len = 0;
+	int d;
+
+	for (d = s->rank - 1; d >= 0; d--) {
+		size_t dim = s->dims[d] > 0 ? (size_t)s->dims[d] : 1;
+
+		idx[d] = flat % dim;
+		flat /= dim;
+	}
+	len += (size_t)snprintf(buf, size, "[");
+	for (d = 0; d < s->rank && len < size; d++)
+		len += (size_t)snprintf(buf + len, size - len, "%s%zu",
+					d ? "," : "", idx[d]);
+	if (len < size)
+		snprintf(buf + len, size - len, "]");
+}
+
+/* 0 when 'got' matches 'exp'; else writes the reason into msg. */
+static int compare(const char *name, const struct npu_tensor *exp,
+		   const struct npu_host_tensor *got, char *msg, size_t size)
+{
+	struct npu_shape gs = { 0 };
+	char a[160], b[160], at[160];
+	size_t n, i, worst = SIZE_MAX, bad = 0;
+	double worst_err = -1;
+
+	gs.rank = got->rank;
+	memcpy(gs.dims, got->dims, sizeof(gs.dims));
+	if ((enum npu_dtype)got->dtype != exp->dtype) {
+		snprintf(msg, size, "output '%s' is %s, expected %s", name,
+			 npu_dtype_name((enum npu_dtype)got->dtype),
+			 npu_dtype_name(exp->dtype));
+		return 1;
+	}
+	if (gs.rank != exp->shape.rank ||
+	    memcmp(gs.dims, exp->shape.dims, sizeof(int64_t) * (size_t)gs.rank)) {
+		snprintf(msg, size, "output '%s' has shape %s, expected %s", name,
+			 npu_shape_str(&gs, a, sizeof(a)),
+			 npu_shape_str(&exp->shape, b, sizeof(b)));
+		return 1;
+	}
+	n = (size_t)npu_shape_numel(&exp->shape);
+	for (i = 0; i < n; i++) {
+		double e = elem(exp->data, exp->dtype, i);
+		double g = elem(got->data, exp->dtype, i);
+		double err;
+		bool ok;
+
+		if (exact_type(exp->dtype)) {
+			ok = int_equal(exp->data, got->data, exp->dtype, i);
+			err = fabs(g - e);
+		} else if (isnan(e) || isnan(g)) {
+			ok = isnan(e) && isnan(g);
+			err = ok ? 0 : INFINITY;
+		} else if (isinf(e) || isinf(g)) {
+			ok = e == g;
+			err = ok ? 0 : INFINITY;
+		} else {
+			err = fabs(g - e);
+			ok = err <= ATOL + RTOL * fabs(e);
+		}
+		if (!ok) {
+			bad++;
+			if (err > worst_err || worst == SIZE_MAX) {
+				worst_err = err;
+				worst = i;
+			}
+		}
+	}
+	if (!bad)
+		return 0;
+	index_text(&exp->shape, worst, at, sizeof(at));
+	snprintf(msg, size,
+		 "output '%s' max abs err %.6g at %s (expected %.9g, got %.9g; %zu of %zu elements off)",
+		 name, worst_err, at, elem(exp->data, exp->dtype, worst),
+		 elem(got->data, exp->dtype, worst), bad, n);
+	return 1;
+}
+
+/* Strip a leading "<model path>: " from a message. */
+static const char *short_msg(const char *msg, const char *model)
+{
+	size_t len = strlen(model);
+
+	if (!strncmp(msg, model, len) && msg[len] == ':' && msg[len + 1] == ' ')
+		return msg + len + 2;
+	return msg;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Sorted names in 'dir' that start with 'prefix' (NULL-terminated). */
+static char **list_dir(const char *dir, const char *prefix, size_t *count)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	char **names = NULL;
+	size_t n = 0, cap = 0;
+
+	*count = 0;
+	if (!d)
+		return NULL;
+	while ((e = readdir(d))) {
+		if (e->d_name[0] == '.' || strncmp(e->d_name, prefix, strlen(prefix)))
+			continue;
+		if (n + 1 >= cap) {
+			char **nn;
+
+			cap = cap ? cap * 2 : 64;
+			nn = realloc(names, cap * sizeof(*nn));
+			if (!nn)
+				break;
+			names = nn;
+		}
+		names[n] = strdup(e->d_name);
+		if (names[n])
+			n++;
+	}
+	closedir(d);
+	if (names) {
+		qsort(names, n, sizeof(*names), cmp_str);
+		names[n] = NULL;
+	}
+	*count = n;
+	return names;
+}
+
+static void free_list(char **names, size_t n)
+{
+	size_t i;
+
+	for (i = 0; names && i < n; i++)
+		free(names[i]);
+	free(names);
+}
+
+static enum verdict run_data_set(struct npu_model *m, const char *model_path,
+				 const char *set_dir, char *msg, size_t size)
+{
+	struct npu_tensor *ins[MAX_IO] = { 0 }, *exp[MAX_IO] = { 0 };
+	struct npu_host_tensor hs[MAX_IO];
+	struct npu_error err = { 0 };
+	size_t n_in = 0, n_exp = 0, i, k;
+	enum verdict v = V_FAIL;
+	char path[4096];
+	npu_status st;
+
+	for (i = 0; i < MAX_IO; i++) {
+		char *name = NULL;
+
+		path_fmt(path, sizeof(path), "%s/input_%zu.pb", set_dir, i);
+		if (!is_file(path))
+			break;
+		if (npu_onnx_read_tensor_file(path, &ins[i], &name, &err) != NPU_OK) {
+			snprintf(msg, size, "%s", npu_error_msg(&err));
+			v = err.status == NPU_ERR_UNSUPPORTED ? V_SKIP : V_FAIL;
+			free(name);
+			goto out;
+		}
+		memset(&hs[i], 0, sizeof(hs[i]));
+		hs[i].name = NULL;
+		/* By name when it names a model input, else by position. */
+		for (k = 0; k < npu_model_num_inputs(m); k++) {
+			struct npu_tensor_info info;
+
+			npu_model_input_info(m, k, &info);
+			if (name && !strcmp(name, info.name))
+				hs[i].name = info.name;
+		}
+		free(name);
+		hs[i].dtype = (enum npu_data_type)ins[i]->dtype;
+		hs[i].rank = ins[i]->shape.rank;
+		memcpy(hs[i].dims, ins[i]->shape.dims, sizeof(hs[i].dims));
+		hs[i].data = ins[i]->data;
+		hs[i].nbytes = ins[i]->nbytes;
+		n_in++;
+	}
+	/* All named or all positional: mixing would double-bind inputs. */
+	for (i = 0; i < n_in; i++)
+		if (!hs[i].name)
+			for (k = 0; k < n_in; k++)
+				hs[k].name = NULL;
+	for (i = 0; i < MAX_IO; i++) {
+		path_fmt(path, sizeof(path), "%s/output_%zu.pb", set_dir, i);
+		if (!is_file(path))
+			break;
+		if (npu_onnx_read_tensor_file(path, &exp[i], NULL, &err) != NPU_OK) {
+			snprintf(msg, size, "%s", npu_error_msg(&err));
+			v = err.status == NPU_ERR_UNSUPPORTED ? V_SKIP : V_FAIL;
+			goto out;
+		}
+		n_exp++;
+	}
+	st = npu_model_run(m, hs, n_in);
+	if (st != NPU_OK) {
+		snprintf(msg, size, "%s", short_msg(npu_model_last_error(m),
+						    model_path));
+		v = st == NPU_ERR_UNSUPPORTED ? V_SKIP : V_FAIL;
+		goto out;
+	}
+	if (n_exp != npu_model_num_outputs(m)) {
+		snprintf(msg, size, "%zu expected outputs, the model has %zu",
+			 n_exp, npu_model_num_outputs(m));
+		goto out;
+	}
+	for (i = 0; i < n_exp; i++) {
+		struct npu_host_tensor got;
+
+		npu_model_output(m, i, &got);
+		if (compare(got.name, exp[i], &got, msg, size))
+			goto out;
+	}
+	v = V_PASS;
+out:
+	for (i = 0; i < MAX_IO; i++) {
+		npu_tensor_destroy(ins[i]);
+		npu_tensor_destroy(exp[i]);
+	}
+	return v;
+}
+
+static enum verdict run_test(const char *dir, const struct test_opts *o,
+			     char *msg, size_t size)
+{
+	struct npu_model_options mo;
+	struct npu_model *m = NULL;
+	char model[4096], set[4096];
+	char **sets;
+	size_t n_sets, i;
+	enum verdict v = V_PASS;
+	npu_status st;
+
+	path_fmt(model, sizeof(model), "%s/model.onnx", dir);
+	npu_model_options_init(&mo);
+	mo.threads = o->threads;
+	if (npu_model_create(&mo, &m) != NPU_OK) {
+		snprintf(msg, size, "%s", npu_model_last_error(m));
+		npu_model_destroy(m);
+		return V_FAIL;
+	}
+	st = npu_model_load_file(m, model);
+	if (st != NPU_OK) {
+		snprintf(msg, size, "%s", short_msg(npu_model_last_error(m), model));
+		npu_model_destroy(m);
+		return st == NPU_ERR_UNSUPPORTED ? V_SKIP : V_FAIL;
+	}
+	sets = list_dir(dir, "test_data_set_", &n_sets);
+	if (!n_sets) {
+		snprintf(msg, size, "no test_data_set_* directories");
+		v = V_FAIL;
+	}
+	for (i = 0; i < n_sets && v == V_PASS; i++) {
+		path_fmt(set, sizeof(set), "%s/%s", dir, sets[i]);
+		if (!is_dir(set))
+			continue;
+		v = run_data_set(m, model, set, msg, size);
+		if (v != V_PASS && n_sets > 1) {
+			size_t len = strlen(msg);
+
+			snprintf(msg + len, size - len, " [%s]", sets[i]);
+		}
+	}
+	free_list(sets, n_sets);
+	npu_model_destroy(m);
+	return v;
+}
+
+/* Run one test in a child so a crash is a failure, not the end of the run. */
+static enum verdict run_isolated(const char *dir, const struct test_opts *o,
+				 char *msg, size_t size)
+{
+	int fds[2], status;
+	pid_t pid;
+	ssize_t r;
+	size_t got = 0;
+
+	if (pipe(fds))
+		return run_test(dir, o, msg, size);
+	fflush(stdout);
+	fflush(stderr);
+	pid = fork();
+	if (pid < 0) {
+		close(fds[0]);
+		close(fds[1]);
+		return run_test(dir, o, msg, size);
+	}
+	if (pid == 0) {
+		char buf[1024];
+		unsigned char v;
+
+		close(fds[0]);
+		buf[0] = '\0';
+		v = (unsigned char)run_test(dir, o, buf, sizeof(buf));
+		if (write(fds[1], &v, 1) != 1 ||
+		    write(fds[1], buf, strlen(buf) + 1) < 0)
+			_exit(3);
+		_exit(0);
+	}
+	close(fds[1]);
+	{
+		char buf[1100];
+
+		while (got < sizeof(buf) - 1 &&
+		       (r = read(fds[0], buf + got, sizeof(buf) - 1 - got)) > 0)
+			got += (size_t)r;
+		buf[got] = '\0';
+		close(fds[0]);
+		waitpid(pid, &status, 0);
+		if (WIFSIGNALED(status)) {
+			snprintf(msg, size, "crashed (signal %d: %s)",
+				 WTERMSIG(status), strsignal(WTERMSIG(status)));
+			return V_FAIL;
+		}
+		if (got < 1) {
+			snprintf(msg, size, "test process exited with %d",
+				 WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+			return V_FAIL;
+		}
+		path_fmt(msg, size, "%.1000s", buf + 1);
+		return (enum verdict)(unsigned char)buf[0];
+	}
+}
+
+static void test_usage(FILE *out)
+{
+	fprintf(out,
+		"usage: npu onnx-test DIR... [--device cpu|sim|accel] [--filter REGEX]\n"
+		"                    [--threads N] [--isolate]\n\n"
+		"DIR is one test (model.onnx + test_data_set_*/) or a directory of tests.\n"
+		"Prints PASS / FAIL / SKIP per test and ends with\n"
+		"\"N passed, N failed, N skipped\". Tolerance: rtol %g, atol %g for\n"
+		"floating point, exact for integers and bools. --isolate runs each test\n"
+		"in a child process so that a crash fails only that test.\n",
+		RTOL, ATOL);
+}
+
+int npu_cmd_onnx_test(int argc, char **argv)
+{
+	struct test_opts o = { .threads = 1 };
+	const char *filter = NULL, *device = "cpu";
+	const char *dirs[256];
+	size_t n_dirs = 0, i, j, pass = 0, fail = 0, skip = 0;
+	regex_t re;
+	int have_re = 0;
+
+	for (i = 1; i < (size_t)argc; i++) {
+		const char *a = argv[i];
+
+		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+			test_usage(stdout);
+			return 0;
+		} else if (!strcmp(a, "--isolate")) {
+			o.isolate = 1;
+		} else if (!strcmp(a, "--filter") && i + 1 < (size_t)argc) {
+			filter = argv[++i];
+		} else if (!strcmp(a, "--device") && i + 1 < (size_t)argc) {
+			device = argv[++i];
+		} else if (!strcmp(a, "--threads") && i + 1 < (size_t)argc) {
+			o.threads = atoi(argv[++i]);
+			if (o.threads < 1) {
+				fprintf(stderr, "npu onnx-test: bad thread count\n");
+				return 2;
+			}
+		} else if (a[0] == '-') {
+			fprintf(stderr, "npu onnx-test: unknown option '%s'\n", a);
+			test_usage(stderr);
+			return 2;
+		} else if (n_dirs < sizeof(dirs) / sizeof(dirs[0])) {
+			dirs[n_dirs++] = a;
+		}
+	}
+	if (!n_dirs) {
+		test_usage(stderr);
+		return 2;
+	}
+	if (!strcmp(device, "sim") || !strcmp(device, "accel")) {
+		fprintf(stderr,
+			"npu onnx-test: --device %s: NPU placement is not available yet (the model compiler is not built); running on the CPU\n",
+			device);
+	} else if (strcmp(device, "cpu")) {
+		fprintf(stderr, "npu onnx-test: unknown device '%s'\n", device);
+		return 2;
+	}
+	if (filter) {
+		if (regcomp(&re, filter, REG_EXTENDED | REG_NOSUB)) {
+			fprintf(stderr, "npu onnx-test: bad --filter regex '%s'\n",
+				filter);
+			return 2;
+		}
+		have_re = 1;
+	}
+	for (i = 0; i < n_dirs; i++) {
+		char path[4096], **names = NULL;
+		size_t n = 0;
+		int single;
+
+		path_fmt(path, sizeof(path), "%s/model.onnx", dirs[i]);
+		single = is_file(path);
+		if (!single) {
+			names = list_dir(dirs[i], "", &n);
+			if (!is_dir(dirs[i])) {
+				printf("FAIL %s: not a test directory\n", dirs[i]);
+				fail++;
+				continue;
+			}
+		}
+		for (j = 0; j < (single ? 1 : n); j++) {
+			char dir[4096], msg[1024] = "";
+			const char *name;
+			enum verdict v;
+
+			if (single) {
+				path_fmt(dir, sizeof(dir), "%s", dirs[i]);
+				name = strrchr(dirs[i], '/');
+				name = name && name[1] ? name + 1 : dirs[i];
+			} else {
+				path_fmt(dir, sizeof(dir), "%s/%s", dirs[i], names[j]);
+				path_fmt(path, sizeof(path), "%s/model.onnx", dir);
+				if (!is_file(path))
+					continue;
+				name = names[j];
+			}
+			if (have_re && regexec(&re, name, 0, NULL, 0))
+				continue;
+			v = o.isolate ? run_isolated(dir, &o, msg, sizeof(msg))
+				      : run_test(dir, &o, msg, sizeof(msg));
+			switch (v) {
+			case V_PASS:
+				printf("PASS %s\n", name);
+				pass++;
+				break;
+			case V_SKIP:
+				printf("SKIP %s: %s\n", name, msg);
+				skip++;
+				break;
+			default:
+				printf("FAIL %s: %s\n", name, msg);
+				fail++;
+				break;
+			}
+			fflush(stdout);
+		}
+		free_list(names, n);
+	}
+	if (have_re)
+		regfree(&re);
+	printf("%zu passed, %zu failed, %zu skipped\n", pass, fail, skip);
+	return fail ? 1 : 0;
+}

@@ -1,0 +1,493 @@
+// SPDX-License-Identifier: MIT
+/* npu run: run an ONNX model on given or random inputs, write .npy outputs. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "npu/npu_model.h"
+#include "npu_cli.h"
+#include "onnx/npu_onnx.h"
+#include "runtime/npu_npy.h"
+
+#define MAX_ARGS 64
+
+struct run_args {
+	const char *model;
+	const char *device;
+	const char *inputs[MAX_ARGS];
+	size_t num_inputs;
+	const char *shapes[MAX_ARGS];
+	size_t num_shapes;
+	const char *output_dir;
+	long long seed;
+	int have_seed;
+	int threads;
+	int repeat;
+	int profile;
+	int quiet;
+};
+
+static void run_usage(FILE *out)
+{
+	fprintf(out,
+		"usage: npu run MODEL.onnx [--device cpu|sim|accel]\n"
+		"               [--input NAME=FILE.npy|FILE.pb]... [--random-inputs SEED]\n"
+		"               [--shape NAME=DIMS]... [--output-dir DIR] [--threads N]\n"
+		"               [--repeat N] [--profile] [--quiet]\n\n"
+		"Runs the model and writes DIR/<output name>.npy for every output\n"
+		"(characters outside [A-Za-z0-9_.-] become '_'; DIR defaults to '.').\n"
+		"  --input NAME=FILE    input from a .npy or a serialized TensorProto (.pb)\n"
+		"  --random-inputs SEED uniform [0,1) floats (ints in [0,10)) for inputs not given\n"
+		"  --shape NAME=DIMS    fix dynamic dims of an input, e.g. x=1x3x640x640\n"
+		"  --threads N          CPU threads (default: all cores)\n"
+		"  --repeat N           run N times, report the median and minimum time\n"
+		"  --profile            time every node, print the time per op type\n");
+}
+
+/* "1x3x640x640" (also "1,3,640,640") into dims; returns rank or -1. */
+static int parse_dims(const char *s, int64_t *dims)
+{
+	int rank = 0;
+	char *end;
+
+	if (!*s || !strcmp(s, "scalar"))
+		return 0;
+	for (;;) {
+		long long d;
+
+		if (rank == NPU_MODEL_MAX_RANK)
+			return -1;
+		errno = 0;
+		d = strtoll(s, &end, 10);
+		if (end == s || d < 0 || errno)
+			return -1;
+		dims[rank++] = d;
+		if (!*end)
+			return rank;
+		if (*end != 'x' && *end != ',' && *end != 'X')
+			return -1;
+		s = end + 1;
+	}
+}
+
+static uint64_t rng_next(uint64_t *s)
+{
+	/* splitmix64: deterministic across platforms for a seed. */
+	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+static int fill_random(struct npu_host_tensor *t, uint64_t *rng)
+{
+	size_t n = t->nbytes / (npu_data_type_size(t->dtype) ?
+				npu_data_type_size(t->dtype) : 1), i;
+
+	for (i = 0; i < n; i++) {
+		uint64_t r = rng_next(rng);
+		double u = (double)(r >> 11) / 9007199254740992.0;
+
+		switch (t->dtype) {
+		case NPU_TYPE_FLOAT: ((float *)t->data)[i] = (float)u; break;
+		case NPU_TYPE_DOUBLE: ((double *)t->data)[i] = u; break;
+		case NPU_TYPE_INT64: ((int64_t *)t->data)[i] = (int64_t)(r % 10); break;
+		case NPU_TYPE_INT32: ((int32_t *)t->data)[i] = (int32_t)(r % 10); break;
+		case NPU_TYPE_INT8: ((int8_t *)t->data)[i] = (int8_t)(r % 10); break;
+		case NPU_TYPE_UINT8: ((uint8_t *)t->data)[i] = (uint8_t)(r % 10); break;
+		case NPU_TYPE_BOOL: ((uint8_t *)t->data)[i] = (uint8_t)(r & 1); break;
+		default:
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* "x:0/a" -> "x_0_a" */
+static void safe_name(const char *in, char *out, size_t size)
+{
+	size_t i;
+
+	for (i = 0; in[i] && i + 1 < size; i++) {
+		char c = in[i];
+
+		out[i] = ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
+			  (c >= '0' && c <= '9') || c == '_' || c == '.' ||
+			  c == '-') ? c : '_';
+	}
+	out[i] = '\0';
+	if (!strcmp(out, ".") || !strcmp(out, "..") || !out[0])
+		snprintf(out, size, "output");
+}
+
+static const char *shape_text(int rank, const int64_t *dims, char *buf,
+			      size_t size)
+{
+	size_t len = 0;
+	int d;
+
+	if (!rank) {
+		snprintf(buf, size, "scalar");
+		return buf;
+	}
+	buf[0] = '\0';
+	for (d = 0; d < rank && len < size; d++)
+		len += (size_t)snprintf(buf + len, size - len, "%s%lld",
+					d ? "x" : "", (long long)dims[d]);
+	return buf;
+}
+
+static int ends_with(const char *s, const char *suffix)
+{
+	size_t a = strlen(s), b = strlen(suffix);
+
+	return a >= b && !strcmp(s + a - b, suffix);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static int parse_run_args(int argc, char **argv, struct run_args *a)
+{
+	int i;
+
+	memset(a, 0, sizeof(*a));
+	a->device = "cpu";
+	a->output_dir = ".";
+	a->repeat = 1;
+	for (i = 1; i < argc; i++) {
+		const char *o = argv[i];
+		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+
+		if (!strcmp(o, "--help") || !strcmp(o, "-h")) {
+			run_usage(stdout);
+			exit(0);
+		} else if (!strcmp(o, "--profile")) {
+			a->profile = 1;
+		} else if (!strcmp(o, "--quiet")) {
+			a->quiet = 1;
+		} else if (o[0] == '-' && o[1] == '-') {
+			char *end;
+
+			if (!v) {
+				fprintf(stderr, "npu run: %s needs a value\n", o);
+				return -1;
+			}
+			i++;
+			if (!strcmp(o, "--device")) {
+				a->device = v;
+			} else if (!strcmp(o, "--input")) {
+				if (a->num_inputs == MAX_ARGS)
+					return -1;
+				a->inputs[a->num_inputs++] = v;
+			} else if (!strcmp(o, "--shape")) {
+				if (a->num_shapes == MAX_ARGS)
+					return -1;
+				a->shapes[a->num_shapes++] = v;
+			} else if (!strcmp(o, "--output-dir")) {
+				a->output_dir = v;
+			} else if (!strcmp(o, "--random-inputs")) {
+				a->seed = strtoll(v, &end, 0);
+				if (*end) {
+					fprintf(stderr, "npu run: bad seed '%s'\n", v);
+					return -1;
+				}
+				a->have_seed = 1;
+			} else if (!strcmp(o, "--threads")) {
+				a->threads = (int)strtol(v, &end, 10);
+				if (*end || a->threads < 1 || a->threads > 1024) {
+					fprintf(stderr, "npu run: bad thread count '%s'\n", v);
+					return -1;
+				}
+			} else if (!strcmp(o, "--repeat")) {
+				a->repeat = (int)strtol(v, &end, 10);
+				if (*end || a->repeat < 1) {
+					fprintf(stderr, "npu run: bad repeat count '%s'\n", v);
+					return -1;
+				}
+			} else {
+				fprintf(stderr, "npu run: unknown option '%s'\n", o);
+				return -1;
+			}
+		} else if (!a->model) {
+			a->model = o;
+		} else {
+			fprintf(stderr, "npu run: unexpected argument '%s'\n", o);
+			return -1;
+		}
+	}
+	if (!a->model) {
+		run_usage(stderr);
+		return -1;
+	}
+	return 0;
+}
+
+/* Read NAME=FILE for input 'name', if given: .npy or TensorProto .pb. */
+static int load_input_file(const struct run_args *a, const char *name,
+			   struct npu_tensor **out)
+{
+	struct npu_error err = { 0 };
+	size_t i, len = strlen(name);
+
+	*out = NULL;
+	for (i = 0; i < a->num_inputs; i++) {
+		const char *arg = a->inputs[i], *file;
+		npu_status st;
+
+		if (strncmp(arg, name, len) || arg[len] != '=')
+			continue;
+		file = arg + len + 1;
+		if (ends_with(file, ".pb"))
+			st = npu_onnx_read_tensor_file(file, out, NULL, &err);
+		else
+			st = npu_npy_read(file, out, &err);
+		if (st != NPU_OK) {
+			fprintf(stderr, "npu run: input '%s': %s\n", name,
+				npu_error_msg(&err));
+			return -1;
+		}
+		return 1;
+	}
+	return 0;
+}
+
+int npu_cmd_run(int argc, char **argv)
+{
+	struct run_args a;
+	struct npu_model_options opts;
+	struct npu_model *m = NULL;
+	struct npu_host_tensor *ins = NULL;
+	struct npu_tensor **files = NULL;
+	void **random_bufs = NULL;
+	double *times = NULL;
+	size_t i, n_in, n_out, k;
+	uint64_t rng;
+	int rc = 1, r;
+	char sbuf[160];
+
+	if (parse_run_args(argc, argv, &a))
+		return 2;
+	npu_model_options_init(&opts);
+	opts.threads = a.threads;
+	opts.profile = a.profile;
+	if (!strcmp(a.device, "sim") || !strcmp(a.device, "accel")) {
+		fprintf(stderr,
+			"npu run: --device %s: NPU placement is not available yet (the model compiler is not built); running on the CPU\n",
+			a.device);
+	} else if (strcmp(a.device, "cpu")) {
+		fprintf(stderr, "npu run: unknown device '%s' (cpu, sim or accel)\n",
+			a.device);
+		return 2;
+	}
+	opts.device = "cpu";
+	if (npu_model_create(&opts, &m) != NPU_OK) {
+		fprintf(stderr, "npu run: %s\n", npu_model_last_error(m));
+		goto out;
+	}
+	if (npu_model_load_file(m, a.model) != NPU_OK) {
+		fprintf(stderr, "npu run: %s\n", npu_model_last_error(m));
+		goto out;
+	}
+	for (i = 0; i < a.num_shapes; i++) {
+		const char *eq = strrchr(a.shapes[i], '=');
+		int64_t dims[NPU_MODEL_MAX_RANK];
+		char name[256];
+		int rank;
+
+		if (!eq || (size_t)(eq - a.shapes[i]) >= sizeof(name) ||
+		    (rank = parse_dims(eq + 1, dims)) < 0) {
+			fprintf(stderr, "npu run: --shape '%s': expected NAME=DIMS, e.g. x=1x3x640x640\n",
+				a.shapes[i]);
+			rc = 2;
+			goto out;
+		}
+		memcpy(name, a.shapes[i], (size_t)(eq - a.shapes[i]));
+		name[eq - a.shapes[i]] = '\0';
+		if (npu_model_set_input_shape(m, name, rank, dims) != NPU_OK) {
+			fprintf(stderr, "npu run: --shape %s: %s\n", a.shapes[i],
+				npu_model_last_error(m));
+			goto out;
+		}
+	}
+	n_in = npu_model_num_inputs(m);
+	ins = calloc(n_in + 1, sizeof(*ins));
+	files = calloc(n_in + 1, sizeof(*files));
+	random_bufs = calloc(n_in + 1, sizeof(*random_bufs));
+	times = calloc((size_t)a.repeat, sizeof(*times));
+	if (!ins || !files || !random_bufs || !times)
+		goto out;
+	for (i = 0; i < a.num_inputs; i++) {
+		const char *eq = strchr(a.inputs[i], '=');
+		struct npu_tensor_info info;
+		int found = 0;
+
+		for (k = 0; eq && k < n_in; k++) {
+			npu_model_input_info(m, k, &info);
+			if (strlen(info.name) == (size_t)(eq - a.inputs[i]) &&
+			    !strncmp(info.name, a.inputs[i], strlen(info.name)))
+				found = 1;
+		}
+		if (!found) {
+			fprintf(stderr, "npu run: --input '%s': %s\n", a.inputs[i],
+				eq ? "the model has no such input"
+				   : "expected NAME=FILE");
+			rc = 2;
+			goto out;
+		}
+	}
+	rng = (uint64_t)a.seed;
+	for (i = 0; i < n_in; i++) {
+		struct npu_tensor_info info;
+		struct npu_host_tensor *h = &ins[i];
+		int64_t numel = 1;
+		int d;
+
+		npu_model_input_info(m, i, &info);
+		h->name = info.name;
+		r = load_input_file(&a, info.name, &files[i]);
+		if (r < 0)
+			goto out;
+		if (r > 0) {
+			h->dtype = (enum npu_data_type)files[i]->dtype;
+			h->rank = files[i]->shape.rank;
+			memcpy(h->dims, files[i]->shape.dims, sizeof(h->dims));
+			h->data = files[i]->data;
+			h->nbytes = files[i]->nbytes;
+			continue;
+		}
+		if (!a.have_seed) {
+			fprintf(stderr,
+				"npu run: input '%s' has no data: give --input %s=FILE.npy or --random-inputs SEED\n",
+				info.name, info.name);
+			rc = 2;
+			goto out;
+		}
+		/* The planned shape: declared dims, then --shape. */
+		for (k = 0; k < a.num_shapes; k++) {
+			size_t len = strlen(info.name);
+
+			if (!strncmp(a.shapes[k], info.name, len) &&
+			    a.shapes[k][len] == '=') {
+				info.rank = parse_dims(a.shapes[k] + len + 1,
+						       info.dims);
+			}
+		}
+		if (info.rank < 0) {
+			fprintf(stderr, "npu run: input '%s' has unknown rank: give --shape %s=DIMS\n",
+				info.name, info.name);
+			rc = 2;
+			goto out;
+		}
+		for (d = 0; d < info.rank; d++) {
+			if (info.dims[d] < 0) {
+				fprintf(stderr,
+					"npu run: input '%s' dim %d ('%s') is not fixed: give --shape %s=DIMS\n",
+					info.name, d,
+					info.dim_names[d] ? info.dim_names[d] : "?",
+					info.name);
+				rc = 2;
+				goto out;
+			}
+			numel *= info.dims[d];
+		}
+		h->dtype = info.dtype;
+		h->rank = info.rank;
+		memcpy(h->dims, info.dims, sizeof(h->dims));
+		h->nbytes = (size_t)numel * npu_data_type_size(info.dtype);
+		random_bufs[i] = malloc(h->nbytes ? h->nbytes : 1);
+		h->data = random_bufs[i];
+		if (!h->data || fill_random(h, &rng)) {
+			fprintf(stderr, "npu run: input '%s': cannot make random %s data\n",
+				info.name, npu_data_type_name(info.dtype));
+			goto out;
+		}
+	}
+	for (r = 0; r < a.repeat; r++) {
+		if (npu_model_run(m, ins, n_in) != NPU_OK) {
+			fprintf(stderr, "npu run: %s\n", npu_model_last_error(m));
+			goto out;
+		}
+		times[r] = npu_model_last_run_seconds(m) * 1e3;
+	}
+	if (mkdir(a.output_dir, 0777) && errno != EEXIST) {
+		fprintf(stderr, "npu run: %s: %s\n", a.output_dir, strerror(errno));
+		goto out;
+	}
+	n_out = npu_model_num_outputs(m);
+	for (i = 0; i < n_out; i++) {
+		struct npu_host_tensor o;
+		struct npu_tensor t = { 0 };
+		struct npu_error err = { 0 };
+		char fname[256], path[4096];
+
+		npu_model_output(m, i, &o);
+		t.dtype = (enum npu_dtype)o.dtype;
+		t.shape.rank = o.rank;
+		memcpy(t.shape.dims, o.dims, sizeof(t.shape.dims));
+		t.data = o.data;
+		t.nbytes = o.nbytes;
+		safe_name(o.name, fname, sizeof(fname));
+		snprintf(path, sizeof(path), "%s/%s.npy", a.output_dir, fname);
+		if (npu_npy_write(path, &t, &err) != NPU_OK) {
+			fprintf(stderr, "npu run: output '%s': %s\n", o.name,
+				npu_error_msg(&err));
+			goto out;
+		}
+		if (!a.quiet)
+			printf("output '%s': %s %s -> %s\n", o.name,
+			       npu_data_type_name(o.dtype),
+			       shape_text(o.rank, o.dims, sbuf, sizeof(sbuf)),
+			       path);
+	}
+	qsort(times, (size_t)a.repeat, sizeof(*times), cmp_double);
+	if (a.threads)
+		snprintf(sbuf, sizeof(sbuf), "%d thread%s", a.threads,
+			 a.threads == 1 ? "" : "s");
+	else
+		snprintf(sbuf, sizeof(sbuf), "all cores");
+	printf("time: %.3f ms (median of %d, min %.3f ms), device cpu, %s\n",
+	       times[a.repeat / 2], a.repeat, times[0], sbuf);
+	if (!a.quiet) {
+		size_t ns = npu_model_num_op_stats(m), shown = 0;
+
+		printf("ops:");
+		for (k = 0; k < ns; k++) {
+			const char *op;
+			size_t nodes;
+			uint64_t calls;
+			double ms;
+
+			npu_model_op_stat(m, k, &op, &nodes, &calls, &ms);
+			if (a.profile)
+				printf("%s %s x%zu %.2f ms", shown ? "," : "",
+				       op, nodes, calls ? ms * (double)nodes /
+							(double)calls : 0.0);
+			else
+				printf("%s %s x%zu", shown ? "," : "", op, nodes);
+			shown++;
+		}
+		printf("%s\n", shown ? "" : " (none: all folded)");
+	}
+	rc = 0;
+out:
+	if (files)
+		for (i = 0; i < npu_model_num_inputs(m); i++)
+			npu_tensor_destroy(files[i]);
+	if (random_bufs)
+		for (i = 0; i < npu_model_num_inputs(m); i++)
+			free(random_bufs[i]);
+	free(files);
+	free(random_bufs);
+	free(ins);
+	free(times);
+	npu_model_destroy(m);
+	return rc;
+}

@@ -1,0 +1,100 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * cpu_kernels_internal.h - pieces shared by the files of cpu/kernels: the
+ * one-time ISA choice, the GEMM micro-kernel table and packing, and the
+ * per-ISA row kernels (activations, exp, depthwise / pooling rows).
+ */
+#ifndef NPU_CPU_KERNELS_INTERNAL_H
+#define NPU_CPU_KERNELS_INTERNAL_H
+
+#include "cpu_kernels.h"
+
+#define NPU_TARGET_AVX512 "avx512f,avx512bw,avx512dq,avx512vl,fma"
+#define NPU_TARGET_AVX2 "avx2,fma"
+
+enum npu_cpu_isa {
+	NPU_CPU_ISA_PORTABLE = 0,
+	NPU_CPU_ISA_AVX2,
+	NPU_CPU_ISA_AVX512,
+};
+
+/* Chosen once (cpuid capped by NPU_CPU_ISA), then constant. */
+enum npu_cpu_isa npu_cpu_isa_get(void);
+
+/* ---- GEMM ---- */
+
+/*
+ * C[m x n] = alpha * A_panel * B_panel (+ beta * C; beta == 0: C not read)
+ * for one register tile, m <= mr, n <= nr. a: kc steps of mr floats,
+ * b: kc steps of nr floats (zero padded past m / n).
+ */
+typedef void (*npu_gemm_ukernel_fn)(size_t kc, const float *a, const float *b,
+				    float *c, size_t ldc, float alpha,
+				    float beta, size_t m, size_t n);
+
+struct npu_gemm_ukernel {
+	size_t mr, nr;
+	size_t mc, nc, kc;	/* cache blocking: rows, columns, depth */
+	npu_gemm_ukernel_fn fn;
+};
+
+const struct npu_gemm_ukernel *npu_gemm_ukernel_for(enum npu_cpu_isa isa);
+
+/*
+ * Packed layout of a matrix operand over its whole depth k: panel p of
+ * 'width' rows (A) or columns (B) starts at p * k * width; step kk of the
+ * panel holds 'width' consecutive floats. A depth block [k0, k0 + kc) of
+ * panel p is then contiguous at p * k * width + k0 * width.
+ */
+void npu_gemm_pack_a(bool trans, const float *a, size_t lda, size_t m0,
+		     size_t m, size_t k, size_t mr, float *dst);
+void npu_gemm_pack_b(bool trans, const float *b, size_t ldb, size_t n0,
+		     size_t n, size_t k, size_t nr, float *dst);
+
+/*
+ * Multiply an mc x kc block of packed A (panel 0 at 'a', panels a_ps
+ * apart) by a kc x nc block of packed B into C.
+ */
+void npu_gemm_macro(const struct npu_gemm_ukernel *uk, size_t mc, size_t nc,
+		    size_t kc, const float *a, size_t a_ps, const float *b,
+		    size_t b_ps, float *c, size_t ldc, float alpha,
+		    float beta);
+
+static inline size_t npu_div_up(size_t a, size_t b)
+{
+	return (a + b - 1) / b;
+}
+
+static inline size_t npu_round_up(size_t a, size_t b)
+{
+	return npu_div_up(a, b) * b;
+}
+
+/* ---- Row kernels, one set per ISA ---- */
+
+struct npu_vec_ops {
+	/* y[i] = act(x[i] + bias); x may equal y. */
+	void (*act)(const struct npu_cpu_act_params *act, float bias,
+		    const float *x, float *y, size_t n);
+	void (*exp)(const float *x, float *y, size_t n);
+	/* y[i] += w * x[i * stride] */
+	void (*fma_row)(float *y, const float *x, size_t stride, float w,
+			size_t n);
+	/* y[i] = max(y[i], x[i * stride]) */
+	void (*max_row)(float *y, const float *x, size_t stride, size_t n);
+};
+
+extern const struct npu_vec_ops npu_vec_ops_portable;
+extern const struct npu_vec_ops npu_vec_ops_avx2;
+extern const struct npu_vec_ops npu_vec_ops_avx512;
+
+const struct npu_vec_ops *npu_vec_ops_get(void);
+
+/*
+ * A 64-byte aligned buffer of at least 'size' bytes owned by the pool and
+ * reused by the next call (kernels run one at a time on a pool, as
+ * npu_threadpool_run is not reentrant). NULL if pool is NULL or on ENOMEM.
+ */
+void *npu_threadpool_scratch(struct npu_threadpool *pool, size_t size);
+
+#endif /* NPU_CPU_KERNELS_INTERNAL_H */

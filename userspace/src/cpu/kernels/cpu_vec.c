@@ -1,0 +1,168 @@
+// SPDX-License-Identifier: MIT
+/*
+ * cpu_vec.c - the row kernels of cpu_vec_body.h instantiated for AVX-512,
+ * AVX2+FMA and plain C, and the public elementwise entry points.
+ */
+#include <immintrin.h>
+#include <math.h>
+#include <string.h>
+
+#include "cpu_kernels_internal.h"
+
+/* ---- AVX-512 ---- */
+#define NPU_V_FN(name) name##_avx512
+#define NPU_V_TARGET __attribute__((target(NPU_TARGET_AVX512)))
+#define V __m512
+#define VL 16
+#define V_LOAD(p) _mm512_loadu_ps(p)
+#define V_STORE(p, v) _mm512_storeu_ps(p, v)
+#define V_SET1(f) _mm512_set1_ps(f)
+#define V_ADD(a, b) _mm512_add_ps(a, b)
+#define V_SUB(a, b) _mm512_sub_ps(a, b)
+#define V_MUL(a, b) _mm512_mul_ps(a, b)
+#define V_DIV(a, b) _mm512_div_ps(a, b)
+#define V_FMA(a, b, c) _mm512_fmadd_ps(a, b, c)
+#define V_MAX(a, b) _mm512_max_ps(a, b)
+#define V_MIN(a, b) _mm512_min_ps(a, b)
+#define V_ROUND(v) _mm512_roundscale_ps(v, _MM_FROUND_TO_NEAREST_INT | \
+					   _MM_FROUND_NO_EXC)
+#define V_LDEXP(v, n) _mm512_scalef_ps(v, n)
+#define V_SEL_GT(a, b, x, y) _mm512_mask_blend_ps( \
+	_mm512_cmp_ps_mask(a, b, _CMP_GT_OQ), y, x)
+#define V_LOAD_S2(p) _mm512_permutex2var_ps(_mm512_loadu_ps(p), \
+	_mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, \
+			  28, 30), _mm512_loadu_ps((p) + 16))
+#define V_GATHER(p, s) _mm512_i32gather_ps(_mm512_mullo_epi32( \
+	_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, \
+			  15), _mm512_set1_epi32((int)(s))), p, 4)
+#include "cpu_vec_body.h"
+#undef NPU_V_FN
+#undef NPU_V_TARGET
+#undef V
+#undef VL
+#undef V_LOAD
+#undef V_STORE
+#undef V_SET1
+#undef V_ADD
+#undef V_SUB
+#undef V_MUL
+#undef V_DIV
+#undef V_FMA
+#undef V_MAX
+#undef V_MIN
+#undef V_ROUND
+#undef V_LDEXP
+#undef V_SEL_GT
+#undef V_LOAD_S2
+#undef V_GATHER
+
+/* ---- AVX2 + FMA ---- */
+__attribute__((target(NPU_TARGET_AVX2)))
+static inline __m256 npu_ldexp_avx2(__m256 v, __m256 n)
+{
+	/* Two steps keep each power of two a normal float. */
+	__m256i ni = _mm256_cvtps_epi32(n);
+	__m256i h = _mm256_srai_epi32(ni, 1), l = _mm256_sub_epi32(ni, h);
+	__m256i bias = _mm256_set1_epi32(127);
+
+	v = _mm256_mul_ps(v, _mm256_castsi256_ps(_mm256_slli_epi32(
+				_mm256_add_epi32(h, bias), 23)));
+	return _mm256_mul_ps(v, _mm256_castsi256_ps(_mm256_slli_epi32(
+				_mm256_add_epi32(l, bias), 23)));
+}
+
+__attribute__((target(NPU_TARGET_AVX2)))
+static inline __m256 npu_load_s2_avx2(const float *p)
+{
+	__m256 a = _mm256_loadu_ps(p), b = _mm256_loadu_ps(p + 8);
+
+	return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(
+			_mm256_shuffle_ps(a, b, 0x88)), 0xd8));
+}
+
+#define NPU_V_FN(name) name##_avx2
+#define NPU_V_TARGET __attribute__((target(NPU_TARGET_AVX2)))
+#define V __m256
+#define VL 8
+#define V_LOAD(p) _mm256_loadu_ps(p)
+#define V_STORE(p, v) _mm256_storeu_ps(p, v)
+#define V_SET1(f) _mm256_set1_ps(f)
+#define V_ADD(a, b) _mm256_add_ps(a, b)
+#define V_SUB(a, b) _mm256_sub_ps(a, b)
+#define V_MUL(a, b) _mm256_mul_ps(a, b)
+#define V_DIV(a, b) _mm256_div_ps(a, b)
+#define V_FMA(a, b, c) _mm256_fmadd_ps(a, b, c)
+#define V_MAX(a, b) _mm256_max_ps(a, b)
+#define V_MIN(a, b) _mm256_min_ps(a, b)
+#define V_ROUND(v) _mm256_round_ps(v, _MM_FROUND_TO_NEAREST_INT | \
+				   _MM_FROUND_NO_EXC)
+#define V_LDEXP(v, n) npu_ldexp_avx2(v, n)
+#define V_SEL_GT(a, b, x, y) _mm256_blendv_ps(y, x, \
+	_mm256_cmp_ps(a, b, _CMP_GT_OQ))
+#define V_LOAD_S2(p) npu_load_s2_avx2(p)
+#define V_GATHER(p, s) _mm256_i32gather_ps(p, _mm256_mullo_epi32( \
+	_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), \
+	_mm256_set1_epi32((int)(s))), 4)
+#include "cpu_vec_body.h"
+#undef NPU_V_FN
+#undef NPU_V_TARGET
+#undef V
+#undef VL
+#undef V_LOAD
+#undef V_STORE
+#undef V_SET1
+#undef V_ADD
+#undef V_SUB
+#undef V_MUL
+#undef V_DIV
+#undef V_FMA
+#undef V_MAX
+#undef V_MIN
+#undef V_ROUND
+#undef V_LDEXP
+#undef V_SEL_GT
+#undef V_LOAD_S2
+#undef V_GATHER
+
+/* ---- Portable: one lane ---- */
+static inline float npu_maxf(float a, float b)
+{
+	return a > b ? a : b;
+}
+
+static inline float npu_minf(float a, float b)
+{
+	return a < b ? a : b;
+}
+
+#define NPU_V_FN(name) name##_portable
+#define NPU_V_TARGET
+#define V float
+#define VL 1
+#define V_LOAD(p) (*(p))
+#define V_STORE(p, v) (*(p) = (v))
+#define V_SET1(f) (f)
+#define V_ADD(a, b) ((a) + (b))
+#define V_SUB(a, b) ((a) - (b))
+#define V_MUL(a, b) ((a) * (b))
+#define V_DIV(a, b) ((a) / (b))
+#define V_FMA(a, b, c) ((a) * (b) + (c))
+#define V_MAX(a, b) npu_maxf(a, b)
+#define V_MIN(a, b) npu_minf(a, b)
+#define V_ROUND(v) rintf(v)
+#define V_LDEXP(v, n) ldexpf(v, (int)(n))
+#define V_SEL_GT(a, b, x, y) ((a) > (b) ? (x) : (y))
+#define V_LOAD_S2(p) (*(p))
+#define V_GATHER(p, s) (*(p))
+#include "cpu_vec_body.h"
+
+void npu_vec_act_f32(const struct npu_cpu_act_params *act, const float *x,
+		     float *y, size_t n)
+{
+	npu_vec_ops_get()->act(act, 0.0f, x, y, n);
+}
+
+void npu_vec_exp_f32(const float *x, float *y, size_t n)
+{
+	npu_vec_ops_get()->exp(x, y, n);
+}

@@ -1,0 +1,560 @@
+// SPDX-License-Identifier: MIT
+/* Helpers shared by the CPU op families: errors, attributes, broadcasting. */
+#include "cpu/ops/op_common.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+npu_status npu_op_error(struct npu_error *err, const struct npu_node *node,
+			npu_status status, const char *fmt, ...)
+{
+	char msg[NPU_ERROR_MSG_MAX];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	return npu_error_set(err, status, "%s node '%s': %s",
+			     node && node->op_type ? node->op_type : "?",
+			     node && node->name ? node->name : "", msg);
+}
+
+const struct npu_value *npu_op_input(const struct npu_node *node, size_t i)
+{
+	return i < node->num_inputs ? node->inputs[i] : NULL;
+}
+
+const struct npu_tensor *npu_op_in(const struct npu_op_ctx *ctx, size_t i)
+{
+	return i < ctx->num_inputs ? ctx->inputs[i] : NULL;
+}
+
+struct npu_tensor *npu_op_out(const struct npu_op_ctx *ctx, size_t i)
+{
+	return i < ctx->num_outputs ? ctx->outputs[i] : NULL;
+}
+
+npu_status npu_op_check_arity(const struct npu_infer_ctx *ctx, size_t min,
+			      size_t max)
+{
+	const struct npu_node *node = ctx->node;
+	size_t i;
+
+	if (node->num_inputs < min || node->num_inputs > max)
+		return npu_op_invalid(ctx->err, node,
+				      "%zu inputs, expected %zu to %zu",
+				      node->num_inputs, min, max);
+	for (i = 0; i < min; i++)
+		if (!node->inputs[i])
+			return npu_op_invalid(ctx->err, node,
+					      "required input %zu is missing",
+					      i);
+	return NPU_OK;
+}
+
+npu_status npu_op_check_dtype(const struct npu_infer_ctx *ctx, size_t i,
+			      const enum npu_dtype *allowed)
+{
+	const struct npu_value *v = npu_op_input(ctx->node, i);
+	const enum npu_dtype *a;
+
+	if (!v)
+		return NPU_OK;
+	for (a = allowed; *a != NPU_DTYPE_UNDEFINED; a++)
+		if (v->dtype == *a)
+			return NPU_OK;
+	return npu_op_unsupported(ctx->err, ctx->node,
+				  "input %zu '%s' has type %s, not supported",
+				  i, v->name ? v->name : "",
+				  npu_dtype_name(v->dtype));
+}
+
+npu_status npu_op_reject_attr(const struct npu_infer_ctx *ctx,
+			      const char *name)
+{
+	if (npu_node_attr(ctx->node, name))
+		return npu_op_unsupported(ctx->err, ctx->node,
+					  "attribute '%s' is not supported",
+					  name);
+	return NPU_OK;
+}
+
+npu_status npu_op_check_attrs(const struct npu_infer_ctx *ctx,
+			      const char *const *known)
+{
+	const struct npu_node *node = ctx->node;
+	size_t i;
+
+	for (i = 0; i < node->num_attrs; i++) {
+		const char *const *k;
+		bool found = false;
+
+		for (k = known; *k; k++)
+			if (!strcmp(*k, node->attrs[i].name))
+				found = true;
+		if (!found)
+			return npu_op_unsupported(ctx->err, node,
+						  "attribute '%s' is not supported",
+						  node->attrs[i].name);
+	}
+	return NPU_OK;
+}
+
+npu_status npu_op_axis(struct npu_error *err, const struct npu_node *node,
+		       const char *what, int64_t axis, int rank, int *out)
+{
+	if (axis < -rank || axis >= rank)
+		return npu_op_invalid(err, node,
+				      "%s %lld out of range for rank %d", what,
+				      (long long)axis, rank);
+	*out = (int)(axis < 0 ? axis + rank : axis);
+	return NPU_OK;
+}
+
+npu_status npu_op_ints_from_attr(const struct npu_node *node, const char *name,
+				 int64_t *vals, int max, int *count,
+				 struct npu_error *err)
+{
+	const struct npu_attr *a = npu_node_attr(node, name);
+	size_t i;
+
+	*count = 0;
+	if (!a)
+		return NPU_OK;
+	if (a->type == NPU_ATTR_INT) {
+		vals[0] = a->i;
+		*count = 1;
+		return NPU_OK;
+	}
+	if (a->type != NPU_ATTR_INTS)
+		return npu_op_invalid(err, node,
+				      "attribute '%s' is not a list of ints",
+				      name);
+	if (a->count > (size_t)max)
+		return npu_op_unsupported(err, node,
+					  "attribute '%s' has %zu values, at most %d supported",
+					  name, a->count, max);
+	for (i = 0; i < a->count; i++)
+		vals[i] = a->ints[i];
+	*count = (int)a->count;
+	return NPU_OK;
+}
+
+int64_t npu_op_index_get(const struct npu_tensor *t, size_t i)
+{
+	if (t->dtype == NPU_DTYPE_INT32)
+		return ((const int32_t *)t->data)[i];
+	return ((const int64_t *)t->data)[i];
+}
+
+npu_status npu_op_ints_from_tensor(const struct npu_node *node,
+				   const struct npu_tensor *t, const char *what,
+				   int64_t *vals, int max, int *count,
+				   struct npu_error *err)
+{
+	int64_t n = npu_op_numel(t);
+	int64_t i;
+
+	if (t->dtype != NPU_DTYPE_INT64 && t->dtype != NPU_DTYPE_INT32)
+		return npu_op_unsupported(err, node, "%s has type %s, expected int64",
+					  what, npu_dtype_name(t->dtype));
+	if (t->shape.rank > 1)
+		return npu_op_invalid(err, node, "%s must be 1-D, has rank %d",
+				      what, t->shape.rank);
+	if (n > max)
+		return npu_op_unsupported(err, node,
+					  "%s has %lld values, at most %d supported",
+					  what, (long long)n, max);
+	for (i = 0; i < n; i++)
+		vals[i] = npu_op_index_get(t, (size_t)i);
+	*count = (int)n;
+	return NPU_OK;
+}
+
+npu_status npu_op_ints_from_value(const struct npu_node *node, size_t i,
+				  int64_t *vals, int max, int *count,
+				  struct npu_error *err)
+{
+	const struct npu_value *v = npu_op_input(node, i);
+	char what[96];
+
+	*count = 0;
+	if (!v)
+		return NPU_OK;
+	if (!v->constant) {
+		*count = -1;
+		return NPU_OK;
+	}
+	snprintf(what, sizeof(what), "input %zu '%s'", i, v->name ? v->name : "");
+	return npu_op_ints_from_tensor(node, v->constant, what, vals, max, count,
+				       err);
+}
+
+double npu_op_tensor_get(const struct npu_tensor *t, size_t i)
+{
+	switch (t->dtype) {
+	case NPU_DTYPE_FLOAT: return ((const float *)t->data)[i];
+	case NPU_DTYPE_DOUBLE: return ((const double *)t->data)[i];
+	case NPU_DTYPE_UINT8: return ((const uint8_t *)t->data)[i];
+	case NPU_DTYPE_INT8: return ((const int8_t *)t->data)[i];
+	case NPU_DTYPE_UINT16: return ((const uint16_t *)t->data)[i];
+	case NPU_DTYPE_INT16: return ((const int16_t *)t->data)[i];
+	case NPU_DTYPE_INT32: return ((const int32_t *)t->data)[i];
+	case NPU_DTYPE_INT64: return (double)((const int64_t *)t->data)[i];
+	case NPU_DTYPE_UINT32: return ((const uint32_t *)t->data)[i];
+	case NPU_DTYPE_UINT64: return (double)((const uint64_t *)t->data)[i];
+	case NPU_DTYPE_BOOL: return ((const uint8_t *)t->data)[i];
+	default: return 0;
+	}
+}
+
+int64_t npu_op_numel(const struct npu_tensor *t)
+{
+	int64_t n = 1;
+	int i;
+
+	for (i = 0; i < t->shape.rank; i++)
+		n *= t->shape.dims[i];
+	return n;
+}
+
+bool npu_op_shape_known(const struct npu_shape *s)
+{
+	int i;
+
+	for (i = 0; i < s->rank; i++)
+		if (s->dims[i] < 0)
+			return false;
+	return true;
+}
+
+int64_t npu_op_dims_prod(const struct npu_shape *s, int from, int to)
+{
+	int64_t n = 1;
+	int i;
+
+	for (i = from; i < to; i++) {
+		if (s->dims[i] < 0)
+			return -1;
+		n *= s->dims[i];
+	}
+	return n;
+}
+
+npu_status npu_op_broadcast_shape(const struct npu_infer_ctx *ctx,
+				  const struct npu_shape *a,
+				  const struct npu_shape *b,
+				  struct npu_shape *out)
+{
+	struct npu_shape sa = *a, sb = *b;	/* out may alias a or b */
+	int rank = sa.rank > sb.rank ? sa.rank : sb.rank;
+	int i;
+
+	a = &sa;
+	b = &sb;
+	out->rank = rank;
+	for (i = 0; i < rank; i++) {
+		int ia = i - (rank - a->rank), ib = i - (rank - b->rank);
+		int64_t da = ia >= 0 ? a->dims[ia] : 1;
+		int64_t db = ib >= 0 ? b->dims[ib] : 1;
+
+		if (da == 1)
+			out->dims[i] = db;
+		else if (db == 1)
+			out->dims[i] = da;
+		else if (da < 0)
+			out->dims[i] = db;
+		else if (db < 0 || da == db)
+			out->dims[i] = da;
+		else
+			return npu_op_invalid(ctx->err, ctx->node,
+					      "shapes cannot be broadcast: dim %d is %lld vs %lld",
+					      i, (long long)da, (long long)db);
+	}
+	return NPU_OK;
+}
+
+void npu_bcast_init(struct npu_bcast *bc, const struct npu_shape *out,
+		    const struct npu_shape *const *ins, int n_in)
+{
+	int64_t dims[NPU_MAX_RANK], str[NPU_BCAST_MAX_IN][NPU_MAX_RANK];
+	int rank = out->rank, k, d, r;
+
+	memset(bc, 0, sizeof(*bc));
+	bc->n_in = n_in;
+	/* Element strides of each input in output coordinates (0: broadcast). */
+	for (k = 0; k < n_in; k++) {
+		int64_t s = 1;
+
+		for (d = rank - 1; d >= 0; d--) {
+			int id = d - (rank - ins[k]->rank);
+			int64_t dim = id >= 0 ? ins[k]->dims[id] : 1;
+
+			str[k][d] = dim == 1 ? 0 : s;
+			s *= dim;
+		}
+	}
+	/* Drop size-1 output dims, then merge neighbours strided alike. */
+	r = 0;
+	for (d = 0; d < rank; d++) {
+		if (out->dims[d] == 1)
+			continue;
+		if (r > 0) {
+			bool merge = true;
+
+			for (k = 0; k < n_in; k++)
+				if (str[k][r - 1] != str[k][d] * out->dims[d])
+					merge = false;
+			if (merge) {
+				dims[r - 1] *= out->dims[d];
+				for (k = 0; k < n_in; k++)
+					str[k][r - 1] = str[k][d];
+				continue;
+			}
+		}
+		dims[r] = out->dims[d];
+		for (k = 0; k < n_in; k++)
+			str[k][r] = str[k][d];
+		r++;
+	}
+	if (r == 0) {
+		dims[0] = 1;
+		for (k = 0; k < n_in; k++)
+			str[k][0] = 0;
+		r = 1;
+	}
+	bc->rank = r;
+	memcpy(bc->dims, dims, sizeof(dims));
+	memcpy(bc->strides, str, sizeof(str));
+	bc->len = dims[r - 1];
+	for (k = 0; k < n_in; k++)
+		bc->step[k] = str[k][r - 1];
+	bc->rows = 1;
+	for (d = 0; d < r - 1; d++)
+		bc->rows *= dims[d];
+	for (d = 0; d < out->rank; d++)
+		if (out->dims[d] == 0)
+			bc->rows = 0;
+}
+
+void npu_bcast_row(const struct npu_bcast *bc, int64_t r, int64_t *off)
+{
+	int k, d;
+
+	for (k = 0; k < bc->n_in; k++)
+		off[k] = 0;
+	for (d = bc->rank - 2; d >= 0; d--) {
+		int64_t idx = r % bc->dims[d];
+
+		r /= bc->dims[d];
+		for (k = 0; k < bc->n_in; k++)
+			off[k] += idx * bc->strides[k][d];
+	}
+}
+
+void npu_op_broadcast_copy(const struct npu_tensor *a, struct npu_tensor *y)
+{
+	const struct npu_shape *ins[1] = { &a->shape };
+	size_t es = npu_dtype_size(a->dtype);
+	struct npu_bcast bc;
+	int64_t r, i, off[1];
+
+	if (npu_op_numel(y) == 0)
+		return;
+	npu_bcast_init(&bc, &y->shape, ins, 1);
+	for (r = 0; r < bc.rows; r++) {
+		char *dst = (char *)y->data + r * bc.len * es;
+		const char *src;
+
+		npu_bcast_row(&bc, r, off);
+		src = (const char *)a->data + off[0] * es;
+		if (bc.step[0]) {
+			memcpy(dst, src, bc.len * es);
+		} else {
+			for (i = 0; i < bc.len; i++)
+				memcpy(dst + i * es, src, es);
+		}
+	}
+}
+
+void npu_op_strides(const struct npu_shape *s, int64_t *strides)
+{
+	int64_t acc = 1;
+	int d;
+
+	for (d = s->rank - 1; d >= 0; d--) {
+		strides[d] = acc;
+		acc *= s->dims[d];
+	}
+}
+
+#define STRIDED_ROW(T, dst, src, n, step)				\
+	do {								\
+		T *d_ = (T *)(dst);					\
+		const T *s_ = (const T *)(src);				\
+		int64_t i_;						\
+		for (i_ = 0; i_ < (n); i_++)				\
+			d_[i_] = s_[i_ * (step)];			\
+	} while (0)
+
+void npu_op_strided_copy(void *dst, const void *src, int rank,
+			 const int64_t *dims, const int64_t *src_strides,
+			 size_t elem_size)
+{
+	int64_t cd[NPU_MAX_RANK], cs[NPU_MAX_RANK], rows = 1, r, len, step;
+	int n = 0, d;
+	char *out = dst;
+
+	/* Coalesce dims that are contiguous in the source too. */
+	for (d = 0; d < rank; d++) {
+		if (dims[d] == 0)
+			return;
+		if (dims[d] == 1)
+			continue;
+		if (n > 0 && cs[n - 1] == src_strides[d] * dims[d]) {
+			cd[n - 1] *= dims[d];
+			cs[n - 1] = src_strides[d];
+			continue;
+		}
+		cd[n] = dims[d];
+		cs[n] = src_strides[d];
+		n++;
+	}
+	if (n == 0) {
+		cd[0] = 1;
+		cs[0] = 1;
+		n = 1;
+	}
+	len = cd[n - 1];
+	step = cs[n - 1];
+	for (d = 0; d < n - 1; d++)
+		rows *= cd[d];
+	for (r = 0; r < rows; r++) {
+		int64_t off = 0, rem = r;
+		const char *s;
+
+		for (d = n - 2; d >= 0; d--) {
+			off += (rem % cd[d]) * cs[d];
+			rem /= cd[d];
+		}
+		s = (const char *)src + off * (int64_t)elem_size;
+		if (step == 1) {
+			memcpy(out, s, (size_t)len * elem_size);
+		} else {
+			switch (elem_size) {
+			case 1: STRIDED_ROW(uint8_t, out, s, len, step); break;
+			case 2: STRIDED_ROW(uint16_t, out, s, len, step); break;
+			case 4: STRIDED_ROW(uint32_t, out, s, len, step); break;
+			case 8: STRIDED_ROW(uint64_t, out, s, len, step); break;
+			default: {
+				int64_t i;
+
+				for (i = 0; i < len; i++)
+					memcpy(out + i * elem_size,
+					       s + i * step * (int64_t)elem_size,
+					       elem_size);
+			}
+			}
+		}
+		out += (size_t)len * elem_size;
+	}
+}
+
+npu_status npu_op_window(const struct npu_node *node, const struct npu_shape *x,
+			 const int64_t *k, int n, bool ceil_mode,
+			 struct npu_window *w, struct npu_error *err)
+{
+	const char *auto_pad = npu_node_attr_string_or(node, "auto_pad", "NOTSET");
+	int64_t vals[2 * NPU_WIN_MAX];
+	int cnt, i;
+	npu_status st;
+
+	memset(w, 0, sizeof(*w));
+	w->n = n;
+	for (i = 0; i < n; i++) {
+		w->in[i] = x->dims[2 + i];
+		w->k[i] = k[i];
+		w->stride[i] = 1;
+		w->dil[i] = 1;
+		if (k[i] <= 0)
+			return npu_op_invalid(err, node, "kernel dim %d is %lld",
+					      i, (long long)k[i]);
+	}
+	st = npu_op_ints_from_attr(node, "strides", vals, NPU_WIN_MAX, &cnt, err);
+	if (st)
+		return st;
+	if (cnt && cnt != n)
+		return npu_op_invalid(err, node, "strides has %d values for %d dims",
+				      cnt, n);
+	for (i = 0; i < cnt; i++)
+		w->stride[i] = vals[i];
+	st = npu_op_ints_from_attr(node, "dilations", vals, NPU_WIN_MAX, &cnt, err);
+	if (st)
+		return st;
+	if (cnt && cnt != n)
+		return npu_op_invalid(err, node,
+				      "dilations has %d values for %d dims", cnt, n);
+	for (i = 0; i < cnt; i++)
+		w->dil[i] = vals[i];
+	for (i = 0; i < n; i++)
+		if (w->stride[i] <= 0 || w->dil[i] <= 0)
+			return npu_op_invalid(err, node,
+					      "stride / dilation must be positive");
+	if (!strcmp(auto_pad, "NOTSET")) {
+		st = npu_op_ints_from_attr(node, "pads", vals, 2 * NPU_WIN_MAX,
+					   &cnt, err);
+		if (st)
+			return st;
+		if (cnt && cnt != 2 * n)
+			return npu_op_invalid(err, node,
+					      "pads has %d values for %d dims", cnt, n);
+		for (i = 0; i < cnt / 2; i++) {
+			w->pad_begin[i] = vals[i];
+			w->pad_end[i] = vals[i + n];
+			if (vals[i] < 0 || vals[i + n] < 0)
+				return npu_op_unsupported(err, node,
+							  "negative pads");
+		}
+	} else if (strcmp(auto_pad, "VALID") &&
+		   strcmp(auto_pad, "SAME_UPPER") &&
+		   strcmp(auto_pad, "SAME_LOWER")) {
+		return npu_op_invalid(err, node, "auto_pad '%s'", auto_pad);
+	}
+	for (i = 0; i < n; i++) {
+		int64_t ext = (w->k[i] - 1) * w->dil[i] + 1, span;
+
+		if (w->in[i] < 0) {
+			w->out[i] = -1;
+			continue;
+		}
+		if (!strncmp(auto_pad, "SAME", 4)) {
+			int64_t total;
+
+			w->out[i] = (w->in[i] + w->stride[i] - 1) / w->stride[i];
+			total = (w->out[i] - 1) * w->stride[i] + ext - w->in[i];
+			if (total < 0)
+				total = 0;
+			if (!strcmp(auto_pad, "SAME_UPPER")) {
+				w->pad_begin[i] = total / 2;
+				w->pad_end[i] = total - total / 2;
+			} else {
+				w->pad_begin[i] = total - total / 2;
+				w->pad_end[i] = total / 2;
+			}
+			continue;
+		}
+		span = w->in[i] + w->pad_begin[i] + w->pad_end[i] - ext;
+		if (span < 0)
+			return npu_op_invalid(err, node,
+					      "kernel (%lld) larger than padded input (%lld) on dim %d",
+					      (long long)ext,
+					      (long long)(w->in[i] + w->pad_begin[i] + w->pad_end[i]), i);
+		w->out[i] = (ceil_mode ? (span + w->stride[i] - 1) / w->stride[i]
+				       : span / w->stride[i]) + 1;
+		if (ceil_mode && (w->out[i] - 1) * w->stride[i] >=
+				 w->in[i] + w->pad_begin[i])
+			w->out[i]--;
+	}
+	return NPU_OK;
+}

@@ -1,0 +1,367 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Conv and ConvTranspose, fp32, 1-D and 2-D (3-D is rejected). Conv runs
+ * on npu_conv2d_f32 (1-D as height 1); ConvTranspose is a GEMM per group
+ * (W^T x X into columns) followed by col2im scatter-add.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cpu/kernels/cpu_kernels.h"
+#include "cpu/ops/op_common.h"
+
+static npu_status npu_conv_check_common(struct npu_infer_ctx *ctx,
+					const char *const *attrs)
+{
+	const struct npu_node *node = ctx->node;
+	const struct npu_shape *x, *w;
+	size_t i;
+	npu_status st;
+
+	st = npu_op_check_arity(ctx, 2, 3);
+	if (!st)
+		st = npu_op_check_attrs(ctx, attrs);
+	if (st)
+		return st;
+	for (i = 0; i < node->num_inputs; i++)
+		if (node->inputs[i] && node->inputs[i]->dtype != NPU_DTYPE_FLOAT)
+			return npu_op_unsupported(ctx->err, node,
+						  "input %zu '%s' has type %s, not supported",
+						  i, node->inputs[i]->name,
+						  npu_dtype_name(node->inputs[i]->dtype));
+	x = &node->inputs[0]->shape;
+	w = &node->inputs[1]->shape;
+	if (x->rank == 5)
+		return npu_op_unsupported(ctx->err, node,
+					  "3-D convolution is not supported");
+	if (x->rank != 3 && x->rank != 4)
+		return npu_op_invalid(ctx->err, node, "X has rank %d", x->rank);
+	if (w->rank != x->rank)
+		return npu_op_invalid(ctx->err, node, "W has rank %d, X %d",
+				      w->rank, x->rank);
+	for (i = 2; i < (size_t)w->rank; i++)
+		if (w->dims[i] < 0)
+			return npu_op_unsupported(ctx->err, node,
+						  "kernel size unknown");
+	if (npu_node_attr_int_or(node, "group", 1) < 1)
+		return npu_op_invalid(ctx->err, node, "group < 1");
+	{
+		int64_t ks[NPU_WIN_MAX];
+		int cnt, j;
+
+		st = npu_op_ints_from_attr(node, "kernel_shape", ks, NPU_WIN_MAX,
+					   &cnt, ctx->err);
+		if (st)
+			return st;
+		for (j = 0; j < cnt; j++)
+			if (cnt != w->rank - 2 || ks[j] != w->dims[2 + j])
+				return npu_op_invalid(ctx->err, node,
+						      "kernel_shape does not match W");
+	}
+	return NPU_OK;
+}
+
+/* ---- Conv ---- */
+
+static npu_status conv_infer(struct npu_infer_ctx *ctx)
+{
+	const struct npu_node *node = ctx->node;
+	const struct npu_shape *x, *w;
+	struct npu_window win;
+	int64_t group = npu_node_attr_int_or(node, "group", 1);
+	int i;
+	npu_status st;
+
+	st = npu_conv_check_common(ctx, NPU_OP_ATTRS("auto_pad", "dilations",
+						     "group", "kernel_shape",
+						     "pads", "strides"));
+	if (st)
+		return st;
+	x = &node->inputs[0]->shape;
+	w = &node->inputs[1]->shape;
+	if ((x->dims[1] >= 0 && w->dims[1] >= 0 && x->dims[1] != w->dims[1] * group) ||
+	    (w->dims[0] >= 0 && w->dims[0] % group))
+		return npu_op_invalid(ctx->err, node,
+				      "channels (X %lld, W %lldx%lld) do not match group %lld",
+				      (long long)x->dims[1], (long long)w->dims[0],
+				      (long long)w->dims[1], (long long)group);
+	if (npu_op_input(node, 2) && npu_shape_numel(&node->inputs[2]->shape) >= 0 &&
+	    w->dims[0] >= 0 && npu_shape_numel(&node->inputs[2]->shape) != w->dims[0])
+		return npu_op_invalid(ctx->err, node, "B does not have M elements");
+	st = npu_op_window(node, x, &w->dims[2], x->rank - 2, false, &win,
+			   ctx->err);
+	if (st)
+		return st;
+	ctx->out_dtypes[0] = NPU_DTYPE_FLOAT;
+	ctx->out_shapes[0].rank = x->rank;
+	ctx->out_shapes[0].dims[0] = x->dims[0];
+	ctx->out_shapes[0].dims[1] = w->dims[0];
+	for (i = 0; i < win.n; i++)
+		ctx->out_shapes[0].dims[2 + i] = win.out[i];
+	return NPU_OK;
+}
+
+static npu_status conv_compute(struct npu_op_ctx *ctx)
+{
+	const struct npu_node *node = ctx->node;
+	const struct npu_tensor *x = ctx->inputs[0], *w = ctx->inputs[1];
+	const struct npu_tensor *b = npu_op_in(ctx, 2);
+	struct npu_tensor *y = ctx->outputs[0];
+	struct npu_conv2d_params p;
+	struct npu_window win;
+	bool one_d = x->shape.rank == 3;
+	void *scratch = NULL;
+	size_t size;
+	npu_status st;
+
+	st = npu_op_window(node, &x->shape, &w->shape.dims[2], x->shape.rank - 2,
+			   false, &win, ctx->err);
+	if (st)
+		return st;
+	if (npu_op_numel(y) == 0)
+		return NPU_OK;
+	memset(&p, 0, sizeof(p));
+	p.batch = (size_t)x->shape.dims[0];
+	p.in_c = (size_t)x->shape.dims[1];
+	p.out_c = (size_t)w->shape.dims[0];
+	p.groups = (size_t)npu_node_attr_int_or(node, "group", 1);
+	p.in_h = one_d ? 1 : (size_t)win.in[0];
+	p.in_w = (size_t)win.in[one_d ? 0 : 1];
+	p.out_h = one_d ? 1 : (size_t)win.out[0];
+	p.out_w = (size_t)win.out[one_d ? 0 : 1];
+	p.k_h = one_d ? 1 : (size_t)win.k[0];
+	p.k_w = (size_t)win.k[one_d ? 0 : 1];
+	p.stride_h = one_d ? 1 : (size_t)win.stride[0];
+	p.stride_w = (size_t)win.stride[one_d ? 0 : 1];
+	p.dil_h = one_d ? 1 : (size_t)win.dil[0];
+	p.dil_w = (size_t)win.dil[one_d ? 0 : 1];
+	p.pad_top = one_d ? 0 : (size_t)win.pad_begin[0];
+	p.pad_left = (size_t)win.pad_begin[one_d ? 0 : 1];
+	p.act.kind = NPU_CPU_ACT_NONE;
+	size = npu_conv2d_f32_scratch_size(&p, npu_threadpool_size(ctx->pool));
+	if (size) {
+		scratch = malloc(size);
+		if (!scratch)
+			return npu_op_error(ctx->err, node, NPU_ERR_NO_MEMORY,
+					    "out of memory (%zu bytes scratch)",
+					    size);
+	}
+	npu_conv2d_f32(&p, x->data, w->data, b ? b->data : NULL, y->data,
+		       scratch, ctx->pool);
+	free(scratch);
+	return NPU_OK;
+}
+
+NPU_CPU_OP_DEF(conv) = {
+	.op_type = "Conv", .domain = "", .since_version = 1,
+	.max_version = 21, .infer = conv_infer, .compute = conv_compute,
+};
+
+/* ---- ConvTranspose ---- */
+
+struct npu_convt_geom {
+	int n;
+	int64_t in[2], k[2], stride[2], dil[2], pad_begin[2], out[2];
+};
+
+static npu_status npu_convt_geom(const struct npu_node *node,
+				 const struct npu_shape *x,
+				 const struct npu_shape *w,
+				 struct npu_convt_geom *g,
+				 struct npu_error *err)
+{
+	const char *auto_pad = npu_node_attr_string_or(node, "auto_pad", "NOTSET");
+	int64_t strides[4], dil[4], pads[4], opad[4], oshape[NPU_MAX_RANK];
+	int n = x->rank - 2, cs, cd, cp, co, cshape, i;
+	npu_status st;
+
+	g->n = n;
+	st = npu_op_ints_from_attr(node, "strides", strides, 2, &cs, err);
+	if (!st)
+		st = npu_op_ints_from_attr(node, "dilations", dil, 2, &cd, err);
+	if (!st)
+		st = npu_op_ints_from_attr(node, "pads", pads, 4, &cp, err);
+	if (!st)
+		st = npu_op_ints_from_attr(node, "output_padding", opad, 2, &co, err);
+	if (!st)
+		st = npu_op_ints_from_attr(node, "output_shape", oshape,
+					   NPU_MAX_RANK, &cshape, err);
+	if (st)
+		return st;
+	if ((cs && cs != n) || (cd && cd != n) || (cp && cp != 2 * n) ||
+	    (co && co != n) || (cshape && cshape != n && cshape != n + 2))
+		return npu_op_invalid(err, node,
+				      "strides / dilations / pads / output_padding / output_shape lengths do not match %d spatial dims",
+				      n);
+	if (strcmp(auto_pad, "NOTSET") && strcmp(auto_pad, "VALID") &&
+	    strcmp(auto_pad, "SAME_UPPER") && strcmp(auto_pad, "SAME_LOWER"))
+		return npu_op_invalid(err, node, "auto_pad '%s'", auto_pad);
+	for (i = 0; i < n; i++) {
+		int64_t ext, op = co ? opad[i] : 0, total, pb = 0, pe = 0;
+
+		g->in[i] = x->dims[2 + i];
+		g->k[i] = w->dims[2 + i];
+		g->stride[i] = cs ? strides[i] : 1;
+		g->dil[i] = cd ? dil[i] : 1;
+		if (g->stride[i] <= 0 || g->dil[i] <= 0 || op < 0)
+			return npu_op_invalid(err, node,
+					      "stride / dilation must be positive");
+		ext = (g->k[i] - 1) * g->dil[i] + 1;
+		if (g->in[i] < 0) {
+			g->out[i] = -1;
+			g->pad_begin[i] = 0;
+			continue;
+		}
+		if (cshape || !strncmp(auto_pad, "SAME", 4)) {
+			int64_t out = cshape ? oshape[cshape - n + i]
+					     : g->in[i] * g->stride[i];
+
+			total = g->stride[i] * (g->in[i] - 1) + op + ext - out;
+			/* More padding at the end, except for SAME_LOWER. */
+			pb = !strcmp(auto_pad, "SAME_LOWER") ? total - total / 2
+							      : total / 2;
+			g->pad_begin[i] = pb;
+			g->out[i] = out;
+			continue;
+		}
+		if (cp && strcmp(auto_pad, "VALID")) {
+			pb = pads[i];
+			pe = pads[i + n];
+		}
+		g->pad_begin[i] = pb;
+		g->out[i] = g->stride[i] * (g->in[i] - 1) + op + ext - pb - pe;
+		if (g->out[i] < 0)
+			return npu_op_invalid(err, node, "output dim %d is negative", i);
+	}
+	return NPU_OK;
+}
+
+static npu_status convt_infer(struct npu_infer_ctx *ctx)
+{
+	const struct npu_node *node = ctx->node;
+	const struct npu_shape *x, *w;
+	struct npu_convt_geom g;
+	int64_t group = npu_node_attr_int_or(node, "group", 1);
+	int i;
+	npu_status st;
+
+	st = npu_conv_check_common(ctx, NPU_OP_ATTRS("auto_pad", "dilations",
+						     "group", "kernel_shape",
+						     "output_padding",
+						     "output_shape", "pads",
+						     "strides"));
+	if (st)
+		return st;
+	x = &node->inputs[0]->shape;
+	w = &node->inputs[1]->shape;
+	if (x->dims[1] >= 0 && w->dims[0] >= 0 &&
+	    (x->dims[1] != w->dims[0] || x->dims[1] % group))
+		return npu_op_invalid(ctx->err, node,
+				      "X has %lld channels, W %lld, group %lld",
+				      (long long)x->dims[1], (long long)w->dims[0],
+				      (long long)group);
+	st = npu_convt_geom(node, x, w, &g, ctx->err);
+	if (st)
+		return st;
+	ctx->out_dtypes[0] = NPU_DTYPE_FLOAT;
+	ctx->out_shapes[0].rank = x->rank;
+	ctx->out_shapes[0].dims[0] = x->dims[0];
+	ctx->out_shapes[0].dims[1] = w->dims[1] < 0 ? -1 : w->dims[1] * group;
+	for (i = 0; i < g.n; i++)
+		ctx->out_shapes[0].dims[2 + i] = g.out[i];
+	return NPU_OK;
+}
+
+static npu_status convt_compute(struct npu_op_ctx *ctx)
+{
+	const struct npu_node *node = ctx->node;
+	const struct npu_tensor *x = ctx->inputs[0], *w = ctx->inputs[1];
+	const struct npu_tensor *b = npu_op_in(ctx, 2);
+	struct npu_tensor *y = ctx->outputs[0];
+	int64_t group = npu_node_attr_int_or(node, "group", 1);
+	int64_t in_h, in_w, out_h, out_w, k_h, k_w, s_h, s_w, d_h, d_w, p_t, p_l;
+	int64_t batch, c, cg, mg, m, hw, ohw, kk, nb, gi, mi, ki, kj, ih, iw;
+	struct npu_convt_geom g;
+	float *col, *yv = y->data;
+	bool one_d = x->shape.rank == 3;
+	npu_status st;
+
+	st = npu_convt_geom(node, &x->shape, &w->shape, &g, ctx->err);
+	if (st)
+		return st;
+	batch = x->shape.dims[0];
+	c = x->shape.dims[1];
+	cg = c / group;
+	mg = w->shape.dims[1];
+	m = mg * group;
+	in_h = one_d ? 1 : g.in[0];
+	in_w = g.in[one_d ? 0 : 1];
+	out_h = one_d ? 1 : g.out[0];
+	out_w = g.out[one_d ? 0 : 1];
+	k_h = one_d ? 1 : g.k[0];
+	k_w = g.k[one_d ? 0 : 1];
+	s_h = one_d ? 1 : g.stride[0];
+	s_w = g.stride[one_d ? 0 : 1];
+	d_h = one_d ? 1 : g.dil[0];
+	d_w = g.dil[one_d ? 0 : 1];
+	p_t = one_d ? 0 : g.pad_begin[0];
+	p_l = g.pad_begin[one_d ? 0 : 1];
+	hw = in_h * in_w;
+	ohw = out_h * out_w;
+	kk = k_h * k_w;
+	if (npu_op_numel(y) == 0)
+		return NPU_OK;
+	memset(yv, 0, (size_t)npu_op_numel(y) * sizeof(float));
+	col = malloc((size_t)(mg * kk * (hw ? hw : 1)) * sizeof(float));
+	if (!col)
+		return npu_op_error(ctx->err, node, NPU_ERR_NO_MEMORY,
+				    "out of memory");
+	for (nb = 0; nb < batch; nb++)
+		for (gi = 0; gi < group; gi++) {
+			const float *xg = (const float *)x->data + (nb * c + gi * cg) * hw;
+			const float *wg = (const float *)w->data + gi * cg * mg * kk;
+			float *yg = yv + (nb * m + gi * mg) * ohw;
+
+			if (hw == 0 || cg == 0)
+				continue;
+			/* col[mg * kk][hw] = W_g^T (cg x mg*kk)^T * X_g (cg x hw) */
+			npu_sgemm(true, false, (size_t)(mg * kk), (size_t)hw,
+				  (size_t)cg, 1.0f, wg, (size_t)(mg * kk), xg,
+				  (size_t)hw, 0.0f, col, (size_t)hw, ctx->pool);
+			for (mi = 0; mi < mg; mi++)
+				for (ki = 0; ki < k_h; ki++)
+					for (kj = 0; kj < k_w; kj++) {
+						const float *cr = col + ((mi * k_h + ki) * k_w + kj) * hw;
+						float *yo = yg + mi * ohw;
+
+						for (ih = 0; ih < in_h; ih++) {
+							int64_t oh = ih * s_h - p_t + ki * d_h;
+
+							if (oh < 0 || oh >= out_h)
+								continue;
+							for (iw = 0; iw < in_w; iw++) {
+								int64_t ow = iw * s_w - p_l + kj * d_w;
+
+								if (ow >= 0 && ow < out_w)
+									yo[oh * out_w + ow] += cr[ih * in_w + iw];
+							}
+						}
+					}
+		}
+	free(col);
+	if (b)
+		for (nb = 0; nb < batch; nb++)
+			for (mi = 0; mi < m; mi++) {
+				float bv = ((const float *)b->data)[mi], *yo = yv + (nb * m + mi) * ohw;
+				int64_t i;
+
+				for (i = 0; i < ohw; i++)
+					yo[i] += bv;
+			}
+	return NPU_OK;
+}
+
+NPU_CPU_OP_DEF(conv_transpose) = {
+	.op_type = "ConvTranspose", .domain = "", .since_version = 1,
+	.max_version = 21, .infer = convt_infer, .compute = convt_compute,
+};

@@ -1,0 +1,1089 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Elementwise ops: binary arithmetic / comparison / logic with numpy
+ * broadcasting (Add Sub Mul Div Pow Max Min Sum Mean Equal Greater Less
+ * GreaterOrEqual LessOrEqual And Or Xor Where PRelu), unary math and
+ * activations, Cast and Identity.
+ *
+ * Binary ops run row by row (npu_bcast): one typed loop per (op, dtype),
+ * picked once per row, with contiguous / scalar-operand variants the
+ * compiler vectorizes.
+ */
+#include <float.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cpu/ops/op_common.h"
+
+/* ---- binary row kernels ---- */
+
+/* y[i] = f(a[i * sa], b[i * sb]) for i < n, sa / sb in {0, 1}. */
+typedef void (*npu_bin_row_fn)(const void *a, const void *b, void *y,
+			       int64_t n, int64_t sa, int64_t sb);
+
+#define BIN_ROW(name, T, TO, EXPR)					\
+static void name(const void *pa, const void *pb, void *py, int64_t n,	\
+		 int64_t sa, int64_t sb)				\
+{									\
+	const T *restrict av = pa;					\
+	const T *restrict bv = pb;					\
+	TO *yv = py;							\
+	int64_t i;							\
+									\
+	if (sa && sb) {							\
+		for (i = 0; i < n; i++) {				\
+			T a = av[i], b = bv[i];				\
+			yv[i] = (TO)(EXPR);				\
+		}							\
+	} else if (sa) {						\
+		T b = bv[0];						\
+		for (i = 0; i < n; i++) {				\
+			T a = av[i];					\
+			yv[i] = (TO)(EXPR);				\
+		}							\
+	} else if (sb) {						\
+		T a = av[0];						\
+		for (i = 0; i < n; i++) {				\
+			T b = bv[i];					\
+			yv[i] = (TO)(EXPR);				\
+		}							\
+	} else {							\
+		T a = av[0], b = bv[0];					\
+		TO v = (TO)(EXPR);					\
+		for (i = 0; i < n; i++)					\
+			yv[i] = v;					\
+	}								\
+}
+
+/* The arithmetic element types; 'F' marks floating point. */
+#define ARITH_TYPES(X, OP, TOF, EXPR, IEXPR)			\
+	X(OP, f32, float, TOF(float), FLOAT, EXPR)		\
+	X(OP, f64, double, TOF(double), DOUBLE, EXPR)		\
+	X(OP, i8, int8_t, TOF(int8_t), INT8, IEXPR)		\
+	X(OP, u8, uint8_t, TOF(uint8_t), UINT8, IEXPR)		\
+	X(OP, i16, int16_t, TOF(int16_t), INT16, IEXPR)		\
+	X(OP, u16, uint16_t, TOF(uint16_t), UINT16, IEXPR)	\
+	X(OP, i32, int32_t, TOF(int32_t), INT32, IEXPR)		\
+	X(OP, u32, uint32_t, TOF(uint32_t), UINT32, IEXPR)	\
+	X(OP, i64, int64_t, TOF(int64_t), INT64, IEXPR)		\
+	X(OP, u64, uint64_t, TOF(uint64_t), UINT64, IEXPR)
+
+#define SAME_T(T) T
+#define BOOL_T(T) uint8_t
+
+#define DEF_ROW(OP, suf, T, TO, DT, EXPR) BIN_ROW(OP##_##suf, T, TO, EXPR)
+#define CASE_ROW(OP, suf, T, TO, DT, EXPR) case NPU_DTYPE_##DT: return OP##_##suf;
+
+/* Defines OP_<type> row kernels and OP_fn(dtype) for every arithmetic type. */
+#define BIN_OP_ALL(OP, TOF, EXPR, IEXPR)				\
+	ARITH_TYPES(DEF_ROW, OP, TOF, EXPR, IEXPR)			\
+	static npu_bin_row_fn OP##_fn(enum npu_dtype dt)		\
+	{								\
+		switch (dt) {						\
+		ARITH_TYPES(CASE_ROW, OP, TOF, EXPR, IEXPR)		\
+		default: return NULL;					\
+		}							\
+	}
+
+BIN_OP_ALL(add, SAME_T, a + b, a + b)
+BIN_OP_ALL(sub, SAME_T, a - b, a - b)
+BIN_OP_ALL(mul, SAME_T, a * b, a * b)
+/* Integer division by zero yields 0 instead of trapping. */
+BIN_OP_ALL(div, SAME_T, a / b, b ? a / b : 0)
+BIN_OP_ALL(max, SAME_T, (a > b || a != a) ? a : b, a > b ? a : b)
+BIN_OP_ALL(min, SAME_T, (a < b || a != a) ? a : b, a < b ? a : b)
+BIN_OP_ALL(eq, BOOL_T, a == b, a == b)
+BIN_OP_ALL(gt, BOOL_T, a > b, a > b)
+BIN_OP_ALL(lt, BOOL_T, a < b, a < b)
+BIN_OP_ALL(ge, BOOL_T, a >= b, a >= b)
+BIN_OP_ALL(le, BOOL_T, a <= b, a <= b)
+BIN_ROW(prelu_f32, float, float, a < 0 ? a * b : a)
+BIN_ROW(pow_f32, float, float, powf(a, b))
+BIN_ROW(and_b, uint8_t, uint8_t, (a != 0) & (b != 0))
+BIN_ROW(or_b, uint8_t, uint8_t, (a != 0) | (b != 0))
+BIN_ROW(xor_b, uint8_t, uint8_t, (a != 0) ^ (b != 0))
+BIN_ROW(eq_b, uint8_t, uint8_t, (a != 0) == (b != 0))
+
+enum npu_bin_kind {
+	BIN_ADD, BIN_SUB, BIN_MUL, BIN_DIV, BIN_POW, BIN_MAX, BIN_MIN,
+	BIN_SUM, BIN_MEAN, BIN_EQ, BIN_GT, BIN_LT, BIN_GE, BIN_LE,
+	BIN_AND, BIN_OR, BIN_XOR, BIN_PRELU,
+};
+
+static bool npu_bin_is_variadic(enum npu_bin_kind k)
+{
+	return k == BIN_MAX || k == BIN_MIN || k == BIN_SUM || k == BIN_MEAN;
+}
+
+static bool npu_bin_is_bool_out(enum npu_bin_kind k)
+{
+	return k >= BIN_EQ && k <= BIN_XOR;
+}
+
+static npu_bin_row_fn npu_bin_fn(enum npu_bin_kind k, enum npu_dtype dt)
+{
+	switch (k) {
+	case BIN_ADD: case BIN_SUM: return add_fn(dt);
+	case BIN_SUB: return sub_fn(dt);
+	case BIN_MUL: return mul_fn(dt);
+	case BIN_DIV: return div_fn(dt);
+	case BIN_MEAN: return dt == NPU_DTYPE_FLOAT || dt == NPU_DTYPE_DOUBLE ?
+			      add_fn(dt) : NULL;
+	case BIN_MAX: return max_fn(dt);
+	case BIN_MIN: return min_fn(dt);
+	case BIN_EQ: return dt == NPU_DTYPE_BOOL ? eq_b : eq_fn(dt);
+	case BIN_GT: return gt_fn(dt);
+	case BIN_LT: return lt_fn(dt);
+	case BIN_GE: return ge_fn(dt);
+	case BIN_LE: return le_fn(dt);
+	case BIN_AND: return dt == NPU_DTYPE_BOOL ? and_b : NULL;
+	case BIN_OR: return dt == NPU_DTYPE_BOOL ? or_b : NULL;
+	case BIN_XOR: return dt == NPU_DTYPE_BOOL ? xor_b : NULL;
+	case BIN_PRELU: return dt == NPU_DTYPE_FLOAT ? prelu_f32 : NULL;
+	case BIN_POW: return dt == NPU_DTYPE_FLOAT ? pow_f32 : NULL;
+	}
+	return NULL;
+}
+
+/* Pow with mixed base / exponent types: the exponent goes through double. */
+static bool npu_pow_type_ok(enum npu_dtype dt)
+{
+	switch (dt) {
+	case NPU_DTYPE_FLOAT: case NPU_DTYPE_DOUBLE: case NPU_DTYPE_INT32:
+	case NPU_DTYPE_INT64: case NPU_DTYPE_UINT32: case NPU_DTYPE_UINT64:
+	case NPU_DTYPE_INT8: case NPU_DTYPE_UINT8: case NPU_DTYPE_INT16:
+	case NPU_DTYPE_UINT16:
+		return true;
+	default:
+		return false;
+	}
+}
+
+/*
+ * Before opset 7, B broadcasts to A only with broadcast = 1, aligned at
+ * 'axis' (default: the trailing dims): pad B with trailing ones so the
+ * numpy rules give the same result.
+ */
+static void npu_bin_legacy_shape(const struct npu_node *node,
+				 const struct npu_shape *a,
+				 const struct npu_shape *b,
+				 struct npu_shape *out)
+{
+	int64_t axis;
+	int i;
+
+	*out = *b;
+	/* PRelu-6: a 1-D slope is per channel (axis 1). */
+	if (node->opset < 7 && !strcmp(node->op_type, "PRelu") &&
+	    b->rank == 1 && a->rank >= 2 && b->dims[0] == a->dims[1] &&
+	    b->dims[0] != 1) {
+		for (i = 1; i < a->rank - 1; i++)
+			out->dims[i] = 1;
+		out->rank = a->rank - 1;
+		return;
+	}
+	if (node->opset >= 7 || !npu_node_attr_int_or(node, "broadcast", 0) ||
+	    !npu_node_attr(node, "axis"))
+		return;
+	axis = npu_node_attr_int_or(node, "axis", 0);
+	if (axis < 0)
+		axis += a->rank;
+	if (axis < 0 || axis + b->rank > a->rank)
+		return;
+	for (i = b->rank; i < a->rank - axis; i++)
+		out->dims[i] = 1;
+	out->rank = (int)(a->rank - axis);
+}
+
+static npu_status npu_bin_infer(struct npu_infer_ctx *ctx, enum npu_bin_kind k)
+{
+	const struct npu_node *node = ctx->node;
+	const struct npu_value *a;
+	struct npu_shape shape;
+	size_t i, n_max = npu_bin_is_variadic(k) ? 64 : 2;
+	npu_status st;
+
+	st = npu_op_check_arity(ctx, npu_bin_is_variadic(k) ? 1 : 2, n_max);
+	if (st)
+		return st;
+	st = node->opset < 7 && !npu_bin_is_variadic(k) ?
+	     npu_op_check_attrs(ctx, NPU_OP_ATTRS("broadcast", "axis")) :
+	     npu_op_check_attrs(ctx, NPU_OP_ATTRS(NULL));
+	if (st)
+		return st;
+	a = node->inputs[0];
+	if (k == BIN_POW) {
+		for (i = 0; i < 2; i++)
+			if (!npu_pow_type_ok(node->inputs[i]->dtype))
+				return npu_op_unsupported(ctx->err, node,
+							  "input %zu has type %s, not supported",
+							  i, npu_dtype_name(node->inputs[i]->dtype));
+	} else if (!npu_bin_fn(k, a->dtype)) {
+		return npu_op_unsupported(ctx->err, node,
+					  "input 0 '%s' has type %s, not supported",
+					  a->name, npu_dtype_name(a->dtype));
+	}
+	shape = a->shape;
+	for (i = 1; i < node->num_inputs; i++) {
+		const struct npu_value *b = node->inputs[i];
+		struct npu_shape bs;
+
+		if (!b)
+			return npu_op_invalid(ctx->err, node,
+					      "input %zu is missing", i);
+		if (k != BIN_POW && b->dtype != a->dtype)
+			return npu_op_invalid(ctx->err, node,
+					      "input %zu has type %s, input 0 %s",
+					      i, npu_dtype_name(b->dtype),
+					      npu_dtype_name(a->dtype));
+		npu_bin_legacy_shape(node, &a->shape, &b->shape, &bs);
+		st = npu_op_broadcast_shape(ctx, &shape, &bs, &shape);
+		if (st)
+			return st;
+	}
+	if (k == BIN_PRELU && shape.rank != a->shape.rank)
+		return npu_op_invalid(ctx->err, node,
+				      "slope does not broadcast to X");
+	ctx->out_dtypes[0] = npu_bin_is_bool_out(k) ? NPU_DTYPE_BOOL : a->dtype;
+	ctx->out_shapes[0] = shape;
+	return NPU_OK;
+}
+
+/* y = op(a, b) over the broadcast of both to y's shape. */
+static void npu_bin_apply(npu_bin_row_fn fn, const struct npu_tensor *a,
+			  const struct npu_tensor *b, struct npu_tensor *y)
+{
+	const struct npu_shape *ins[2] = { &a->shape, &b->shape };
+	size_t ea = npu_dtype_size(a->dtype), eb = npu_dtype_size(b->dtype);
+	size_t ey = npu_dtype_size(y->dtype);
+	struct npu_bcast bc;
+	int64_t r, off[2];
+
+	npu_bcast_init(&bc, &y->shape, ins, 2);
+	for (r = 0; r < bc.rows; r++) {
+		npu_bcast_row(&bc, r, off);
+		fn((const char *)a->data + off[0] * ea,
+		   (const char *)b->data + off[1] * eb,
+		   (char *)y->data + r * bc.len * ey, bc.len, bc.step[0],
+		   bc.step[1]);
+	}
+}
+
+static double npu_pow_get(const struct npu_tensor *t, int64_t i)
+{
+	return npu_op_tensor_get(t, (size_t)i);
+}
+
+/* Pow for integer bases or non-float exponents (rare; not vectorized). */
+static void npu_pow_generic(const struct npu_tensor *a,
+			    const struct npu_tensor *b, struct npu_tensor *y)
+{
+	const struct npu_shape *ins[2] = { &a->shape, &b->shape };
+	struct npu_bcast bc;
+	int64_t r, i, off[2];
+
+	npu_bcast_init(&bc, &y->shape, ins, 2);
+	for (r = 0; r < bc.rows; r++) {
+		npu_bcast_row(&bc, r, off);
+		for (i = 0; i < bc.len; i++) {
+			double v = pow(npu_pow_get(a, off[0] + i * bc.step[0]),
+				       npu_pow_get(b, off[1] + i * bc.step[1]));
+			int64_t o = r * bc.len + i;
+
+			switch (y->dtype) {
+			case NPU_DTYPE_FLOAT: ((float *)y->data)[o] = (float)v; break;
+			case NPU_DTYPE_DOUBLE: ((double *)y->data)[o] = v; break;
+			case NPU_DTYPE_INT8: ((int8_t *)y->data)[o] = (int8_t)v; break;
+			case NPU_DTYPE_UINT8: ((uint8_t *)y->data)[o] = (uint8_t)v; break;
+			case NPU_DTYPE_INT16: ((int16_t *)y->data)[o] = (int16_t)v; break;
+			case NPU_DTYPE_UINT16: ((uint16_t *)y->data)[o] = (uint16_t)v; break;
+			case NPU_DTYPE_INT32: ((int32_t *)y->data)[o] = (int32_t)v; break;
+			case NPU_DTYPE_UINT32: ((uint32_t *)y->data)[o] = (uint32_t)v; break;
+			case NPU_DTYPE_INT64: ((int64_t *)y->data)[o] = (int64_t)v; break;
+			case NPU_DTYPE_UINT64: ((uint64_t *)y->data)[o] = (uint64_t)v; break;
+			default: break;
+			}
+		}
+	}
+}
+
+static npu_status npu_bin_compute(struct npu_op_ctx *ctx, enum npu_bin_kind k)
+{
+	const struct npu_tensor *a = ctx->inputs[0];
+	struct npu_tensor *y = ctx->outputs[0];
+	int64_t n = npu_op_numel(y), i;
+	size_t j;
+
+	struct npu_tensor b;
+
+	if (n == 0)
+		return NPU_OK;
+	b = *ctx->inputs[1 % ctx->num_inputs];
+	npu_bin_legacy_shape(ctx->node, &a->shape, &b.shape, &b.shape);
+	if (k == BIN_POW) {
+		if (a->dtype == NPU_DTYPE_FLOAT && b.dtype == NPU_DTYPE_FLOAT)
+			npu_bin_apply(pow_f32, a, &b, y);
+		else
+			npu_pow_generic(a, &b, y);
+		return NPU_OK;
+	}
+	if (!npu_bin_is_variadic(k)) {
+		npu_bin_apply(npu_bin_fn(k, a->dtype), a, &b, y);
+		return NPU_OK;
+	}
+	/* Variadic: fold the inputs into y in place. */
+	if (ctx->num_inputs == 1) {
+		npu_op_broadcast_copy(a, y);
+	} else {
+		npu_bin_apply(npu_bin_fn(k, a->dtype), a, ctx->inputs[1], y);
+		for (j = 2; j < ctx->num_inputs; j++)
+			npu_bin_apply(npu_bin_fn(k, a->dtype), y,
+				      ctx->inputs[j], y);
+	}
+	if (k == BIN_MEAN) {
+		if (y->dtype == NPU_DTYPE_FLOAT) {
+			float *v = y->data, s = (float)ctx->num_inputs;
+
+			for (i = 0; i < n; i++)
+				v[i] /= s;
+		} else {
+			double *v = y->data, s = (double)ctx->num_inputs;
+
+			for (i = 0; i < n; i++)
+				v[i] /= s;
+		}
+	}
+	return NPU_OK;
+}
+
+#define BIN_DEF(sym, name, kind, since)					\
+static npu_status sym##_infer(struct npu_infer_ctx *ctx)		\
+{									\
+	return npu_bin_infer(ctx, kind);				\
+}									\
+static npu_status sym##_compute(struct npu_op_ctx *ctx)		\
+{									\
+	return npu_bin_compute(ctx, kind);				\
+}									\
+NPU_CPU_OP_DEF(sym) = {							\
+	.op_type = name, .domain = "", .since_version = since,		\
+	.max_version = 21, .infer = sym##_infer,			\
+	.compute = sym##_compute,					\
+};
+
+BIN_DEF(add, "Add", BIN_ADD, 6)
+BIN_DEF(sub, "Sub", BIN_SUB, 6)
+BIN_DEF(mul, "Mul", BIN_MUL, 6)
+BIN_DEF(div, "Div", BIN_DIV, 6)
+BIN_DEF(pow, "Pow", BIN_POW, 1)
+BIN_DEF(max, "Max", BIN_MAX, 6)
+BIN_DEF(min, "Min", BIN_MIN, 6)
+BIN_DEF(sum, "Sum", BIN_SUM, 6)
+BIN_DEF(mean, "Mean", BIN_MEAN, 6)
+BIN_DEF(equal, "Equal", BIN_EQ, 7)
+BIN_DEF(greater, "Greater", BIN_GT, 7)
+BIN_DEF(less, "Less", BIN_LT, 7)
+BIN_DEF(greater_or_equal, "GreaterOrEqual", BIN_GE, 12)
+BIN_DEF(less_or_equal, "LessOrEqual", BIN_LE, 12)
+BIN_DEF(and, "And", BIN_AND, 7)
+BIN_DEF(or, "Or", BIN_OR, 7)
+BIN_DEF(xor, "Xor", BIN_XOR, 7)
+BIN_DEF(prelu, "PRelu", BIN_PRELU, 6)
+
+/* ---- Where ---- */
+
+#define WHERE_ROW(name, T)						\
+static void name(const uint8_t *c, const void *px, const void *py,	\
+		 void *pz, int64_t n, const int64_t *step)		\
+{									\
+	const T *x = px, *y = py;					\
+	T *z = pz;							\
+	int64_t i;							\
+									\
+	for (i = 0; i < n; i++)						\
+		z[i] = c[i * step[0]] ? x[i * step[1]] : y[i * step[2]]; \
+}
+WHERE_ROW(where_8, uint8_t)
+WHERE_ROW(where_16, uint16_t)
+WHERE_ROW(where_32, uint32_t)
+WHERE_ROW(where_64, uint64_t)
+
+static npu_status where_infer(struct npu_infer_ctx *ctx)
+{
+	const struct npu_node *node = ctx->node;
+	struct npu_shape shape;
+	size_t es;
+	npu_status st;
+
+	st = npu_op_check_arity(ctx, 3, 3);
+	if (!st)
+		st = npu_op_check_attrs(ctx, NPU_OP_ATTRS(NULL));
+	if (st)
+		return st;
+	if (node->inputs[0]->dtype != NPU_DTYPE_BOOL)
+		return npu_op_invalid(ctx->err, node,
+				      "condition has type %s, expected bool",
+				      npu_dtype_name(node->inputs[0]->dtype));
+	if (node->inputs[1]->dtype != node->inputs[2]->dtype)
+		return npu_op_invalid(ctx->err, node,
+				      "X and Y types differ (%s, %s)",
+				      npu_dtype_name(node->inputs[1]->dtype),
+				      npu_dtype_name(node->inputs[2]->dtype));
+	es = npu_dtype_size(node->inputs[1]->dtype);
+	if (es != 1 && es != 2 && es != 4 && es != 8)
+		return npu_op_unsupported(ctx->err, node,
+					  "X has type %s, not supported",
+					  npu_dtype_name(node->inputs[1]->dtype));
+	st = npu_op_broadcast_shape(ctx, &node->inputs[0]->shape,
+				    &node->inputs[1]->shape, &shape);
+	if (!st)
+		st = npu_op_broadcast_shape(ctx, &shape,
+					    &node->inputs[2]->shape, &shape);
+	if (st)
+		return st;
+	ctx->out_dtypes[0] = node->inputs[1]->dtype;
+	ctx->out_shapes[0] = shape;
+	return NPU_OK;
+}
+
+static npu_status where_compute(struct npu_op_ctx *ctx)
+{
+	const struct npu_tensor *c = ctx->inputs[0], *x = ctx->inputs[1],
+				*y = ctx->inputs[2];
+	const struct npu_shape *ins[3] = { &c->shape, &x->shape, &y->shape };
+	struct npu_tensor *z = ctx->outputs[0];
+	size_t es = npu_dtype_size(x->dtype);
+	struct npu_bcast bc;
+	int64_t r, off[3];
+
+	if (npu_op_numel(z) == 0)
+		return NPU_OK;
+	npu_bcast_init(&bc, &z->shape, ins, 3);
+	for (r = 0; r < bc.rows; r++) {
+		const uint8_t *cp;
+		const char *xp, *yp;
+		char *zp = (char *)z->data + r * bc.len * es;
+
+		npu_bcast_row(&bc, r, off);
+		cp = (const uint8_t *)c->data + off[0];
+		xp = (const char *)x->data + off[1] * es;
+		yp = (const char *)y->data + off[2] * es;
+		switch (es) {
+		case 1: where_8(cp, xp, yp, zp, bc.len, bc.step); break;
+		case 2: where_16(cp, xp, yp, zp, bc.len, bc.step); break;
+		case 4: where_32(cp, xp, yp, zp, bc.len, bc.step); break;
+		default: where_64(cp, xp, yp, zp, bc.len, bc.step); break;
+		}
+	}
+	return NPU_OK;
+}
+
+NPU_CPU_OP_DEF(where) = {
+	.op_type = "Where", .domain = "", .since_version = 9,
+	.max_version = 21, .infer = where_infer, .compute = where_compute,
+};
+
+/* ---- unary float ops ---- */
+
+enum npu_unary_kind {
+	UN_SQRT, UN_EXP, UN_LOG, UN_RELU, UN_LEAKY_RELU, UN_SIGMOID, UN_TANH,
+	UN_HARD_SIGMOID, UN_HARD_SWISH, UN_ERF, UN_NEG, UN_ABS, UN_RECIPROCAL,
+	UN_FLOOR, UN_CEIL, UN_ROUND, UN_SIN, UN_COS, UN_SOFTPLUS,
+	UN_SOFTSIGN, UN_ELU, UN_SELU, UN_SIGN, UN_CLIP, UN_NOT,
+	UN_THRESHOLDED_RELU, UN_TAN, UN_ASIN, UN_ACOS, UN_ATAN, UN_SINH,
+	UN_COSH, UN_ASINH, UN_ACOSH, UN_ATANH, UN_CELU, UN_SHRINK,
+	UN_IS_NAN, UN_IS_INF,
+};
+
+struct npu_unary_params {
+	float alpha, beta, gamma;
+};
+
+static void npu_unary_f32(enum npu_unary_kind k,
+			  const struct npu_unary_params *p,
+			  const float *restrict x, float *restrict y,
+			  int64_t n)
+{
+	float alpha = p->alpha, beta = p->beta, gamma = p->gamma;
+	int64_t i;
+
+	switch (k) {
+	case UN_SQRT: for (i = 0; i < n; i++) y[i] = sqrtf(x[i]); break;
+	case UN_EXP: for (i = 0; i < n; i++) y[i] = expf(x[i]); break;
+	case UN_LOG: for (i = 0; i < n; i++) y[i] = logf(x[i]); break;
+	case UN_RELU:
+		for (i = 0; i < n; i++)
+			y[i] = x[i] > 0.0f ? x[i] : 0.0f;
+		break;
+	case UN_LEAKY_RELU:
+		for (i = 0; i < n; i++)
+			y[i] = x[i] < 0.0f ? alpha * x[i] : x[i];
+		break;
+	case UN_THRESHOLDED_RELU:
+		for (i = 0; i < n; i++)
+			y[i] = x[i] > alpha ? x[i] : 0.0f;
+		break;
+	case UN_SIGMOID:
+		for (i = 0; i < n; i++)
+			y[i] = 1.0f / (1.0f + expf(-x[i]));
+		break;
+	case UN_TANH: for (i = 0; i < n; i++) y[i] = tanhf(x[i]); break;
+	case UN_HARD_SIGMOID:
+		for (i = 0; i < n; i++)
+			y[i] = fmaxf(0.0f, fminf(1.0f, alpha * x[i] + beta));
+		break;
+	case UN_HARD_SWISH:
+		for (i = 0; i < n; i++)
+			y[i] = x[i] * fmaxf(0.0f, fminf(1.0f, x[i] / 6.0f + 0.5f));
+		break;
+	case UN_ERF: for (i = 0; i < n; i++) y[i] = erff(x[i]); break;
+	case UN_NEG: for (i = 0; i < n; i++) y[i] = -x[i]; break;
+	case UN_ABS: for (i = 0; i < n; i++) y[i] = fabsf(x[i]); break;
+	case UN_RECIPROCAL: for (i = 0; i < n; i++) y[i] = 1.0f / x[i]; break;
+	case UN_FLOOR: for (i = 0; i < n; i++) y[i] = floorf(x[i]); break;
+	case UN_CEIL: for (i = 0; i < n; i++) y[i] = ceilf(x[i]); break;
+	/* Round half to even, as ONNX (and the default FP rounding mode). */
+	case UN_ROUND: for (i = 0; i < n; i++) y[i] = nearbyintf(x[i]); break;
+	case UN_SIN: for (i = 0; i < n; i++) y[i] = sinf(x[i]); break;
+	case UN_COS: for (i = 0; i < n; i++) y[i] = cosf(x[i]); break;
+	case UN_SOFTPLUS:
+		for (i = 0; i < n; i++)
+			y[i] = x[i] > 30.0f ? x[i] : log1pf(expf(x[i]));
+		break;
+	case UN_SOFTSIGN:
+		for (i = 0; i < n; i++)
+			y[i] = x[i] / (1.0f + fabsf(x[i]));
+		break;
+	case UN_ELU:
+		for (i = 0; i < n; i++)
+			y[i] = x[i] < 0.0f ? alpha * (expf(x[i]) - 1.0f) : x[i];
+		break;
+	case UN_SELU:
+		for (i = 0; i < n; i++)
+			y[i] = x[i] <= 0.0f ? gamma * (alpha * expf(x[i]) - alpha)
+					    : gamma * x[i];
+		break;
+	case UN_SIGN:
+		for (i = 0; i < n; i++)
+			y[i] = (float)((x[i] > 0.0f) - (x[i] < 0.0f));
+		break;
+	case UN_CLIP:
+		for (i = 0; i < n; i++)
+			y[i] = fminf(fmaxf(x[i], alpha), beta);
+		break;
+	case UN_TAN: for (i = 0; i < n; i++) y[i] = tanf(x[i]); break;
+	case UN_ASIN: for (i = 0; i < n; i++) y[i] = asinf(x[i]); break;
+	case UN_ACOS: for (i = 0; i < n; i++) y[i] = acosf(x[i]); break;
+	case UN_ATAN: for (i = 0; i < n; i++) y[i] = atanf(x[i]); break;
+	case UN_SINH: for (i = 0; i < n; i++) y[i] = sinhf(x[i]); break;
+	case UN_COSH: for (i = 0; i < n; i++) y[i] = coshf(x[i]); break;
+	case UN_ASINH: for (i = 0; i < n; i++) y[i] = asinhf(x[i]); break;
+	case UN_ACOSH: for (i = 0; i < n; i++) y[i] = acoshf(x[i]); break;
+	case UN_ATANH: for (i = 0; i < n; i++) y[i] = atanhf(x[i]); break;
+	case UN_CELU:
+		for (i = 0; i < n; i++)
+			y[i] = fmaxf(0.0f, x[i]) +
+			       fminf(0.0f, alpha * (expf(x[i] / alpha) - 1.0f));
+		break;
+	case UN_SHRINK:
+		/* alpha = lambd, beta = bias */
+		for (i = 0; i < n; i++)
+			y[i] = x[i] < -alpha ? x[i] + beta :
+			       (x[i] > alpha ? x[i] - beta : 0.0f);
+		break;
+	case UN_NOT: case UN_IS_NAN: case UN_IS_INF:
+		break;
+	}
+}
+
+static bool npu_signed_int(enum npu_dtype dt)
+{
+	return dt == NPU_DTYPE_INT8 || dt == NPU_DTYPE_INT16 ||
+	       dt == NPU_DTYPE_INT32 || dt == NPU_DTYPE_INT64;
+}
+
+#define INT_NEG_ABS(T, k, x, y, n)					\
+	do {								\
+		const T *xv = (x);					\
+		T *yv = (y);						\
+		int64_t i_;						\
+		for (i_ = 0; i_ < (n); i_++)				\
+			yv[i_] = (T)((k) == UN_NEG ? -xv[i_] :		\
+				     (xv[i_] < 0 ? -xv[i_] : xv[i_]));	\
+	} while (0)
+
+static npu_status npu_unary_infer(struct npu_infer_ctx *ctx,
+				  enum npu_unary_kind k,
+				  const char *const *attrs)
+{
+	const struct npu_value *x;
+	npu_status st;
+
+	st = npu_op_check_arity(ctx, 1, 1);
+	if (!st)
+		st = npu_op_check_attrs(ctx, attrs);
+	if (st)
+		return st;
+	x = ctx->node->inputs[0];
+	if (k == UN_NOT ? x->dtype != NPU_DTYPE_BOOL :
+	    (x->dtype != NPU_DTYPE_FLOAT &&
+	     !((k == UN_NEG || k == UN_ABS) && npu_signed_int(x->dtype))))
+		return npu_op_unsupported(ctx->err, ctx->node,
+					  "input 0 '%s' has type %s, not supported",
+					  x->name, npu_dtype_name(x->dtype));
+	ctx->out_dtypes[0] = k == UN_IS_NAN || k == UN_IS_INF ? NPU_DTYPE_BOOL
+							   : x->dtype;
+	ctx->out_shapes[0] = x->shape;
+	return NPU_OK;
+}
+
+static npu_status npu_unary_compute(struct npu_op_ctx *ctx,
+				    enum npu_unary_kind k)
+{
+	const struct npu_node *node = ctx->node;
+	struct npu_unary_params p = { 0 };
+	int64_t n = npu_op_numel(ctx->inputs[0]), i;
+
+	switch (k) {
+	case UN_LEAKY_RELU: p.alpha = npu_node_attr_float_or(node, "alpha", 0.01f); break;
+	case UN_HARD_SIGMOID:
+		p.alpha = npu_node_attr_float_or(node, "alpha", 0.2f);
+		p.beta = npu_node_attr_float_or(node, "beta", 0.5f);
+		break;
+	case UN_ELU: p.alpha = npu_node_attr_float_or(node, "alpha", 1.0f); break;
+	case UN_THRESHOLDED_RELU: p.alpha = npu_node_attr_float_or(node, "alpha", 1.0f); break;
+	case UN_CELU: p.alpha = npu_node_attr_float_or(node, "alpha", 1.0f); break;
+	case UN_SHRINK:
+		p.alpha = npu_node_attr_float_or(node, "lambd", 0.5f);
+		p.beta = npu_node_attr_float_or(node, "bias", 0.0f);
+		break;
+	case UN_SELU:
+		p.alpha = npu_node_attr_float_or(node, "alpha", 1.67326319217681884765625f);
+		p.gamma = npu_node_attr_float_or(node, "gamma", 1.05070102214813232421875f);
+		break;
+	default: break;
+	}
+	if (k == UN_IS_NAN || k == UN_IS_INF) {
+		const float *x = ctx->inputs[0]->data;
+		uint8_t *y = ctx->outputs[0]->data;
+		bool neg = npu_node_attr_int_or(node, "detect_negative", 1) != 0;
+		bool pos = npu_node_attr_int_or(node, "detect_positive", 1) != 0;
+
+		for (i = 0; i < n; i++)
+			y[i] = k == UN_IS_NAN ? isnan(x[i]) :
+			       (isinf(x[i]) && (x[i] > 0 ? pos : neg));
+		return NPU_OK;
+	}
+	if (k == UN_NOT) {
+		const uint8_t *x = ctx->inputs[0]->data;
+		uint8_t *y = ctx->outputs[0]->data;
+
+		for (i = 0; i < n; i++)
+			y[i] = !x[i];
+		return NPU_OK;
+	}
+	switch (ctx->inputs[0]->dtype) {
+	case NPU_DTYPE_INT8: INT_NEG_ABS(int8_t, k, ctx->inputs[0]->data, ctx->outputs[0]->data, n); break;
+	case NPU_DTYPE_INT16: INT_NEG_ABS(int16_t, k, ctx->inputs[0]->data, ctx->outputs[0]->data, n); break;
+	case NPU_DTYPE_INT32: INT_NEG_ABS(int32_t, k, ctx->inputs[0]->data, ctx->outputs[0]->data, n); break;
+	case NPU_DTYPE_INT64: INT_NEG_ABS(int64_t, k, ctx->inputs[0]->data, ctx->outputs[0]->data, n); break;
+	default:
+		npu_unary_f32(k, &p, ctx->inputs[0]->data, ctx->outputs[0]->data, n);
+		break;
+	}
+	return NPU_OK;
+}
+
+#define UNARY_DEF(sym, name, kind, since, ...)				\
+static npu_status sym##_infer(struct npu_infer_ctx *ctx)		\
+{									\
+	return npu_unary_infer(ctx, kind, NPU_OP_ATTRS(__VA_ARGS__));	\
+}									\
+static npu_status sym##_compute(struct npu_op_ctx *ctx)		\
+{									\
+	return npu_unary_compute(ctx, kind);				\
+}									\
+NPU_CPU_OP_DEF(sym) = {							\
+	.op_type = name, .domain = "", .since_version = since,		\
+	.max_version = 21, .infer = sym##_infer,			\
+	.compute = sym##_compute,					\
+};
+
+UNARY_DEF(sqrt, "Sqrt", UN_SQRT, 6, NULL)
+UNARY_DEF(exp, "Exp", UN_EXP, 6, NULL)
+UNARY_DEF(log, "Log", UN_LOG, 6, NULL)
+UNARY_DEF(relu, "Relu", UN_RELU, 6, NULL)
+UNARY_DEF(leaky_relu, "LeakyRelu", UN_LEAKY_RELU, 6, "alpha")
+UNARY_DEF(thresholded_relu, "ThresholdedRelu", UN_THRESHOLDED_RELU, 10, "alpha")
+UNARY_DEF(sigmoid, "Sigmoid", UN_SIGMOID, 6, NULL)
+UNARY_DEF(tanh, "Tanh", UN_TANH, 6, NULL)
+UNARY_DEF(hard_sigmoid, "HardSigmoid", UN_HARD_SIGMOID, 6, "alpha", "beta")
+UNARY_DEF(hard_swish, "HardSwish", UN_HARD_SWISH, 14, NULL)
+UNARY_DEF(erf, "Erf", UN_ERF, 9, NULL)
+UNARY_DEF(neg, "Neg", UN_NEG, 6, NULL)
+UNARY_DEF(abs, "Abs", UN_ABS, 6, NULL)
+UNARY_DEF(reciprocal, "Reciprocal", UN_RECIPROCAL, 6, NULL)
+UNARY_DEF(floor, "Floor", UN_FLOOR, 6, NULL)
+UNARY_DEF(ceil, "Ceil", UN_CEIL, 6, NULL)
+UNARY_DEF(round, "Round", UN_ROUND, 11, NULL)
+UNARY_DEF(sin, "Sin", UN_SIN, 7, NULL)
+UNARY_DEF(cos, "Cos", UN_COS, 7, NULL)
+UNARY_DEF(softplus, "Softplus", UN_SOFTPLUS, 1, NULL)
+UNARY_DEF(softsign, "Softsign", UN_SOFTSIGN, 1, NULL)
+UNARY_DEF(elu, "Elu", UN_ELU, 6, "alpha")
+UNARY_DEF(selu, "Selu", UN_SELU, 6, "alpha", "gamma")
+UNARY_DEF(sign, "Sign", UN_SIGN, 9, NULL)
+UNARY_DEF(not, "Not", UN_NOT, 1, NULL)
+UNARY_DEF(tan, "Tan", UN_TAN, 7, NULL)
+UNARY_DEF(asin, "Asin", UN_ASIN, 7, NULL)
+UNARY_DEF(acos, "Acos", UN_ACOS, 7, NULL)
+UNARY_DEF(atan, "Atan", UN_ATAN, 7, NULL)
+UNARY_DEF(sinh, "Sinh", UN_SINH, 9, NULL)
+UNARY_DEF(cosh, "Cosh", UN_COSH, 9, NULL)
+UNARY_DEF(asinh, "Asinh", UN_ASINH, 9, NULL)
+UNARY_DEF(acosh, "Acosh", UN_ACOSH, 9, NULL)
+UNARY_DEF(atanh, "Atanh", UN_ATANH, 9, NULL)
+UNARY_DEF(celu, "Celu", UN_CELU, 12, "alpha")
+UNARY_DEF(shrink, "Shrink", UN_SHRINK, 9, "lambd", "bias")
+UNARY_DEF(is_nan, "IsNaN", UN_IS_NAN, 9, NULL)
+UNARY_DEF(is_inf, "IsInf", UN_IS_INF, 10, "detect_negative", "detect_positive")
+
+/* ---- Clip: min / max as attributes (< 11) or optional inputs ---- */
+
+#define CLIP_LOOP(T, x, y, n, lo, hi)					\
+	do {								\
+		const T *xv = (x);					\
+		T *yv = (y), l = (T)(lo), h = (T)(hi);			\
+		int64_t i_;						\
+		for (i_ = 0; i_ < (n); i_++) {				\
+			T v = xv[i_] < l ? l : xv[i_];			\
+			yv[i_] = v > h ? h : v;				\
+		}							\
+	} while (0)
+
+static npu_status clip_infer(struct npu_infer_ctx *ctx)
+{
+	static const enum npu_dtype types[] = {
+		NPU_DTYPE_FLOAT, NPU_DTYPE_INT8, NPU_DTYPE_UINT8,
+		NPU_DTYPE_INT32, NPU_DTYPE_INT64, NPU_DTYPE_UNDEFINED,
+	};
+	const struct npu_node *node = ctx->node;
+	size_t i;
+	npu_status st;
+
+	st = npu_op_check_arity(ctx, 1, node->opset < 11 ? 1 : 3);
+	if (!st)
+		st = node->opset < 11 ?
+		     npu_op_check_attrs(ctx, NPU_OP_ATTRS("min", "max")) :
+		     npu_op_check_attrs(ctx, NPU_OP_ATTRS(NULL));
+	if (!st)
+		st = npu_op_check_dtype(ctx, 0, types);
+	if (st)
+		return st;
+	if (node->opset < 11 && node->inputs[0]->dtype != NPU_DTYPE_FLOAT)
+		return npu_op_unsupported(ctx->err, node,
+					  "input 0 type %s before opset 11",
+					  npu_dtype_name(node->inputs[0]->dtype));
+	for (i = 1; i < node->num_inputs; i++) {
+		const struct npu_value *v = node->inputs[i];
+
+		if (v && (v->dtype != node->inputs[0]->dtype ||
+			  npu_shape_numel(&v->shape) > 1))
+			return npu_op_invalid(ctx->err, node,
+					      "input %zu must be a scalar of the input's type",
+					      i);
+	}
+	ctx->out_dtypes[0] = node->inputs[0]->dtype;
+	ctx->out_shapes[0] = node->inputs[0]->shape;
+	return NPU_OK;
+}
+
+static npu_status clip_compute(struct npu_op_ctx *ctx)
+{
+	const struct npu_tensor *x = ctx->inputs[0];
+	const struct npu_tensor *tmin = npu_op_in(ctx, 1), *tmax = npu_op_in(ctx, 2);
+	void *y = ctx->outputs[0]->data;
+	int64_t n = npu_op_numel(x);
+	double lo, hi;
+
+	switch (x->dtype) {
+	case NPU_DTYPE_FLOAT: lo = -FLT_MAX; hi = FLT_MAX; break;
+	case NPU_DTYPE_INT8: lo = INT8_MIN; hi = INT8_MAX; break;
+	case NPU_DTYPE_UINT8: lo = 0; hi = UINT8_MAX; break;
+	case NPU_DTYPE_INT32: lo = INT32_MIN; hi = INT32_MAX; break;
+	default: lo = (double)INT64_MIN; hi = (double)INT64_MAX; break;
+	}
+	if (ctx->node->opset < 11) {
+		lo = npu_node_attr_float_or(ctx->node, "min", -FLT_MAX);
+		hi = npu_node_attr_float_or(ctx->node, "max", FLT_MAX);
+	}
+	if (tmin && npu_op_numel(tmin) == 1)
+		lo = npu_op_tensor_get(tmin, 0);
+	if (tmax && npu_op_numel(tmax) == 1)
+		hi = npu_op_tensor_get(tmax, 0);
+	switch (x->dtype) {
+	case NPU_DTYPE_FLOAT: {
+		struct npu_unary_params p = { .alpha = (float)lo, .beta = (float)hi };
+
+		npu_unary_f32(UN_CLIP, &p, x->data, y, n);
+		break;
+	}
+	case NPU_DTYPE_INT8: CLIP_LOOP(int8_t, x->data, y, n, lo, hi); break;
+	case NPU_DTYPE_UINT8: CLIP_LOOP(uint8_t, x->data, y, n, lo, hi); break;
+	case NPU_DTYPE_INT32: CLIP_LOOP(int32_t, x->data, y, n, lo, hi); break;
+	case NPU_DTYPE_INT64: {
+		/* Exact int64 bounds: do not go through double. */
+		const int64_t *xv = x->data;
+		int64_t *yv = y, l = INT64_MIN, h = INT64_MAX, i;
+
+		if (tmin && npu_op_numel(tmin) == 1)
+			l = ((const int64_t *)tmin->data)[0];
+		if (tmax && npu_op_numel(tmax) == 1)
+			h = ((const int64_t *)tmax->data)[0];
+		for (i = 0; i < n; i++) {
+			int64_t v = xv[i] < l ? l : xv[i];
+
+			yv[i] = v > h ? h : v;
+		}
+		break;
+	}
+	default:
+		break;
+	}
+	return NPU_OK;
+}
+
+NPU_CPU_OP_DEF(clip) = {
+	.op_type = "Clip", .domain = "", .since_version = 6,
+	.max_version = 21, .infer = clip_infer, .compute = clip_compute,
+};
+
+/* ---- Identity ---- */
+
+static npu_status identity_infer(struct npu_infer_ctx *ctx)
+{
+	npu_status st = npu_op_check_arity(ctx, 1, 1);
+
+	if (!st)
+		st = npu_op_check_attrs(ctx, NPU_OP_ATTRS(NULL));
+	if (st)
+		return st;
+	if (!npu_dtype_size(ctx->node->inputs[0]->dtype))
+		return npu_op_unsupported(ctx->err, ctx->node,
+					  "input 0 has type %s, not supported",
+					  npu_dtype_name(ctx->node->inputs[0]->dtype));
+	ctx->out_dtypes[0] = ctx->node->inputs[0]->dtype;
+	ctx->out_shapes[0] = ctx->node->inputs[0]->shape;
+	return NPU_OK;
+}
+
+static npu_status identity_compute(struct npu_op_ctx *ctx)
+{
+	const struct npu_tensor *x = ctx->inputs[0];
+	size_t n = (size_t)npu_op_numel(x) * npu_dtype_size(x->dtype);
+
+	if (n && ctx->outputs[0]->data != x->data)
+		memcpy(ctx->outputs[0]->data, x->data, n);
+	return NPU_OK;
+}
+
+NPU_CPU_OP_DEF(identity) = {
+	.op_type = "Identity", .domain = "", .since_version = 1,
+	.max_version = 21, .infer = identity_infer,
+	.compute = identity_compute,
+};
+
+/* ---- Cast ---- */
+
+static float npu_half_to_float(uint16_t h)
+{
+	uint32_t sign = (uint32_t)(h & 0x8000) << 16, exp = (h >> 10) & 0x1f;
+	uint32_t mant = h & 0x3ff, bits;
+	float f;
+
+	if (exp == 0x1f) {
+		bits = sign | 0x7f800000u | (mant << 13);
+	} else if (exp == 0) {
+		f = ldexpf((float)mant, -24);
+		return sign ? -f : f;
+	} else {
+		bits = sign | ((exp + 112) << 23) | (mant << 13);
+	}
+	memcpy(&f, &bits, sizeof(f));
+	return f;
+}
+
+/* float -> IEEE half, round to nearest even (what numpy's astype does). */
+static uint16_t npu_float_to_half(float f)
+{
+	uint32_t bits, sign, mant;
+	int32_t exp;
+
+	memcpy(&bits, &f, sizeof(bits));
+	sign = (bits >> 16) & 0x8000;
+	exp = (int32_t)((bits >> 23) & 0xff);
+	mant = bits & 0x7fffff;
+	if (exp == 0xff)
+		return (uint16_t)(sign | 0x7c00 | (mant ? 0x200 : 0));
+	exp = exp - 127 + 15;
+	if (exp >= 0x1f)
+		return (uint16_t)(sign | 0x7c00);
+	if (exp <= 0) {
+		uint32_t shift, m, rem, half;
+
+		if (exp < -10)
+			return (uint16_t)sign;
+		m = mant | 0x800000;
+		shift = (uint32_t)(14 - exp);
+		rem = m & ((1u << shift) - 1);
+		half = 1u << (shift - 1);
+		m >>= shift;
+		if (rem > half || (rem == half && (m & 1)))
+			m++;
+		return (uint16_t)(sign | m);
+	}
+	{
+		uint32_t rem = mant & 0x1fff, h;
+
+		h = sign | ((uint32_t)exp << 10) | (mant >> 13);
+		if (rem > 0x1000 || (rem == 0x1000 && (h & 1)))
+			h++;	/* may carry into the exponent: still correct */
+		return (uint16_t)h;
+	}
+}
+
+static bool npu_cast_type_ok(enum npu_dtype dt)
+{
+	switch (dt) {
+	case NPU_DTYPE_FLOAT: case NPU_DTYPE_DOUBLE: case NPU_DTYPE_FLOAT16:
+	case NPU_DTYPE_INT8: case NPU_DTYPE_UINT8: case NPU_DTYPE_INT16:
+	case NPU_DTYPE_UINT16: case NPU_DTYPE_INT32: case NPU_DTYPE_UINT32:
+	case NPU_DTYPE_INT64: case NPU_DTYPE_UINT64: case NPU_DTYPE_BOOL:
+		return true;
+	default:
+		return false;
+	}
+}
+
+static bool npu_dtype_is_float(enum npu_dtype dt)
+{
+	return dt == NPU_DTYPE_FLOAT || dt == NPU_DTYPE_DOUBLE ||
+	       dt == NPU_DTYPE_FLOAT16;
+}
+
+static npu_status cast_infer(struct npu_infer_ctx *ctx)
+{
+	const struct npu_node *node = ctx->node;
+	const struct npu_attr *to = npu_node_attr(node, "to");
+	enum npu_dtype src;
+	npu_status st;
+
+	st = npu_op_check_arity(ctx, 1, 1);
+	if (!st)
+		st = npu_op_check_attrs(ctx, NPU_OP_ATTRS("to", "saturate"));
+	if (st)
+		return st;
+	if (!to || to->type != NPU_ATTR_INT)
+		return npu_op_invalid(ctx->err, node,
+				      "attribute 'to' is missing or not an int");
+	src = node->inputs[0]->dtype;
+	if (!npu_cast_type_ok(src))
+		return npu_op_unsupported(ctx->err, node,
+					  "input type %s is not supported",
+					  npu_dtype_name(src));
+	if (!npu_cast_type_ok((enum npu_dtype)to->i))
+		return npu_op_unsupported(ctx->err, node,
+					  "attribute 'to' = %lld (%s) is not supported",
+					  (long long)to->i,
+					  npu_dtype_name((enum npu_dtype)to->i));
+	ctx->out_dtypes[0] = (enum npu_dtype)to->i;
+	ctx->out_shapes[0] = node->inputs[0]->shape;
+	return NPU_OK;
+}
+
+/* Source to a wide buffer: int64 when both ends are integers, else double. */
+#define CAST_READ(T, src, wide, n)					\
+	do {								\
+		const T *s_ = (src);					\
+		int64_t i_;						\
+		for (i_ = 0; i_ < (n); i_++)				\
+			(wide)[i_] = s_[i_];				\
+	} while (0)
+#define CAST_WRITE(T, dst, wide, n)					\
+	do {								\
+		T *d_ = (dst);						\
+		int64_t i_;						\
+		for (i_ = 0; i_ < (n); i_++)				\
+			d_[i_] = (T)(wide)[i_];				\
+	} while (0)
+
+#define CAST_SWITCH(OP, dt, buf, wide, n, HALF)				\
+	switch (dt) {							\
+	case NPU_DTYPE_FLOAT: OP(float, buf, wide, n); break;		\
+	case NPU_DTYPE_DOUBLE: OP(double, buf, wide, n); break;		\
+	case NPU_DTYPE_INT8: OP(int8_t, buf, wide, n); break;		\
+	case NPU_DTYPE_UINT8: OP(uint8_t, buf, wide, n); break;		\
+	case NPU_DTYPE_INT16: OP(int16_t, buf, wide, n); break;		\
+	case NPU_DTYPE_UINT16: OP(uint16_t, buf, wide, n); break;	\
+	case NPU_DTYPE_INT32: OP(int32_t, buf, wide, n); break;		\
+	case NPU_DTYPE_UINT32: OP(uint32_t, buf, wide, n); break;	\
+	case NPU_DTYPE_INT64: OP(int64_t, buf, wide, n); break;		\
+	case NPU_DTYPE_UINT64: OP(uint64_t, buf, wide, n); break;	\
+	case NPU_DTYPE_BOOL: OP(uint8_t, buf, wide, n); break;		\
+	case NPU_DTYPE_FLOAT16: HALF; break;				\
+	default: break;							\
+	}
+
+static npu_status cast_compute(struct npu_op_ctx *ctx)
+{
+	const struct npu_tensor *x = ctx->inputs[0];
+	struct npu_tensor *y = ctx->outputs[0];
+	int64_t n = npu_op_numel(x), i;
+	bool as_int = !npu_dtype_is_float(x->dtype) &&
+		      !npu_dtype_is_float(y->dtype);
+	void *wide;
+
+	if (n == 0)
+		return NPU_OK;
+	if (x->dtype == y->dtype) {
+		memcpy(y->data, x->data, (size_t)n * npu_dtype_size(x->dtype));
+		return NPU_OK;
+	}
+	wide = malloc((size_t)n * 8);
+	if (!wide)
+		return npu_op_error(ctx->err, ctx->node, NPU_ERR_NO_MEMORY,
+				    "out of memory");
+	if (as_int) {
+		int64_t *w = wide;
+
+		CAST_SWITCH(CAST_READ, x->dtype, x->data, w, n, (void)0)
+		if (y->dtype == NPU_DTYPE_BOOL)
+			for (i = 0; i < n; i++)
+				w[i] = w[i] != 0;
+		CAST_SWITCH(CAST_WRITE, y->dtype, y->data, w, n, (void)0)
+	} else {
+		double *w = wide;
+
+		CAST_SWITCH(CAST_READ, x->dtype, x->data, w, n,
+			    for (i = 0; i < n; i++)
+				w[i] = npu_half_to_float(((const uint16_t *)x->data)[i]))
+		if (y->dtype == NPU_DTYPE_BOOL)
+			for (i = 0; i < n; i++)
+				w[i] = w[i] != 0;
+		/* Float to integer: truncate toward zero, NaN to 0. */
+		if (!npu_dtype_is_float(y->dtype))
+			for (i = 0; i < n; i++)
+				w[i] = isnan(w[i]) ? 0 : trunc(w[i]);
+		CAST_SWITCH(CAST_WRITE, y->dtype, y->data, w, n,
+			    for (i = 0; i < n; i++)
+				((uint16_t *)y->data)[i] = npu_float_to_half((float)w[i]))
+	}
+	free(wide);
+	return NPU_OK;
+}
+
+NPU_CPU_OP_DEF(cast) = {
+	.op_type = "Cast", .domain = "", .since_version = 6,
+	.max_version = 21, .infer = cast_infer, .compute = cast_compute,
+};

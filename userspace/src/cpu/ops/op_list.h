@@ -1,0 +1,135 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * op_list.h - every CPU op, one line each: NPU_CPU_OP(sym) names the
+ * definition npu_cpu_op_<sym> in its family's op_<family>.c. Included by
+ * op_registry.c to build the table; keep it grouped by family.
+ */
+
+/* op_elementwise.c */
+NPU_CPU_OP(add)
+NPU_CPU_OP(sub)
+NPU_CPU_OP(mul)
+NPU_CPU_OP(div)
+NPU_CPU_OP(pow)
+NPU_CPU_OP(max)
+NPU_CPU_OP(min)
+NPU_CPU_OP(sum)
+NPU_CPU_OP(mean)
+NPU_CPU_OP(equal)
+NPU_CPU_OP(greater)
+NPU_CPU_OP(less)
+NPU_CPU_OP(greater_or_equal)
+NPU_CPU_OP(less_or_equal)
+NPU_CPU_OP(and)
+NPU_CPU_OP(or)
+NPU_CPU_OP(xor)
+NPU_CPU_OP(not)
+NPU_CPU_OP(where)
+NPU_CPU_OP(prelu)
+NPU_CPU_OP(sqrt)
+NPU_CPU_OP(exp)
+NPU_CPU_OP(log)
+NPU_CPU_OP(relu)
+NPU_CPU_OP(leaky_relu)
+NPU_CPU_OP(thresholded_relu)
+NPU_CPU_OP(elu)
+NPU_CPU_OP(selu)
+NPU_CPU_OP(clip)
+NPU_CPU_OP(sigmoid)
+NPU_CPU_OP(tanh)
+NPU_CPU_OP(hard_sigmoid)
+NPU_CPU_OP(hard_swish)
+NPU_CPU_OP(erf)
+NPU_CPU_OP(neg)
+NPU_CPU_OP(abs)
+NPU_CPU_OP(reciprocal)
+NPU_CPU_OP(floor)
+NPU_CPU_OP(ceil)
+NPU_CPU_OP(round)
+NPU_CPU_OP(sign)
+NPU_CPU_OP(sin)
+NPU_CPU_OP(cos)
+NPU_CPU_OP(softplus)
+NPU_CPU_OP(softsign)
+NPU_CPU_OP(tan)
+NPU_CPU_OP(asin)
+NPU_CPU_OP(acos)
+NPU_CPU_OP(atan)
+NPU_CPU_OP(sinh)
+NPU_CPU_OP(cosh)
+NPU_CPU_OP(asinh)
+NPU_CPU_OP(acosh)
+NPU_CPU_OP(atanh)
+NPU_CPU_OP(celu)
+NPU_CPU_OP(shrink)
+NPU_CPU_OP(is_nan)
+NPU_CPU_OP(is_inf)
+NPU_CPU_OP(cast)
+NPU_CPU_OP(identity)
+
+/* op_softmax.c */
+NPU_CPU_OP(softmax)
+NPU_CPU_OP(log_softmax)
+
+/* op_norm.c */
+NPU_CPU_OP(batch_normalization)
+NPU_CPU_OP(instance_normalization)
+NPU_CPU_OP(layer_normalization)
+
+/* op_reduce.c */
+NPU_CPU_OP(reduce_sum)
+NPU_CPU_OP(reduce_mean)
+NPU_CPU_OP(reduce_max)
+NPU_CPU_OP(reduce_min)
+NPU_CPU_OP(reduce_prod)
+NPU_CPU_OP(reduce_l1)
+NPU_CPU_OP(reduce_l2)
+NPU_CPU_OP(reduce_sum_square)
+NPU_CPU_OP(reduce_log_sum)
+NPU_CPU_OP(reduce_log_sum_exp)
+
+/* op_matmul.c */
+NPU_CPU_OP(matmul)
+NPU_CPU_OP(gemm)
+
+/* op_conv.c */
+NPU_CPU_OP(conv)
+NPU_CPU_OP(conv_transpose)
+
+/* op_pool.c */
+NPU_CPU_OP(max_pool)
+NPU_CPU_OP(average_pool)
+NPU_CPU_OP(global_average_pool)
+NPU_CPU_OP(global_max_pool)
+
+/* op_shape.c */
+NPU_CPU_OP(reshape)
+NPU_CPU_OP(flatten)
+NPU_CPU_OP(transpose)
+NPU_CPU_OP(concat)
+NPU_CPU_OP(split)
+NPU_CPU_OP(slice)
+NPU_CPU_OP(squeeze)
+NPU_CPU_OP(unsqueeze)
+NPU_CPU_OP(gather)
+NPU_CPU_OP(pad)
+NPU_CPU_OP(shape)
+NPU_CPU_OP(size)
+NPU_CPU_OP(constant)
+NPU_CPU_OP(constant_of_shape)
+NPU_CPU_OP(expand)
+NPU_CPU_OP(dropout)
+NPU_CPU_OP(tile)
+
+/* op_resize.c */
+NPU_CPU_OP(resize)
+NPU_CPU_OP(upsample)
+
+/* op_quant.c */
+NPU_CPU_OP(quantize_linear)
+NPU_CPU_OP(dequantize_linear)
+NPU_CPU_OP(qlinear_matmul)
+NPU_CPU_OP(qlinear_conv)
+
+/* compiler/segment_op.c: a compiled NPU segment (domain ai.npu) */
+NPU_CPU_OP(npu_segment)

@@ -1,0 +1,233 @@
+// SPDX-License-Identifier: MIT
+/*
+ * MatMul (numpy semantics: 1-D promotion, broadcast batch dims) and Gemm,
+ * both on npu_sgemm.
+ */
+#include <string.h>
+
+#include "cpu/kernels/cpu_kernels.h"
+#include "cpu/ops/op_common.h"
+
+/* ---- MatMul ---- */
+
+/* A and B promoted to rank >= 2 the numpy way. */
+static void npu_matmul_promote(const struct npu_shape *a,
+			       const struct npu_shape *b,
+			       struct npu_shape *pa, struct npu_shape *pb)
+{
+	*pa = *a;
+	*pb = *b;
+	if (a->rank == 1) {
+		pa->rank = 2;
+		pa->dims[0] = 1;
+		pa->dims[1] = a->dims[0];
+	}
+	if (b->rank == 1) {
+		pb->rank = 2;
+		pb->dims[1] = 1;
+	}
+}
+
+static npu_status matmul_infer(struct npu_infer_ctx *ctx)
+{
+	const struct npu_node *node = ctx->node;
+	const struct npu_value *a, *b;
+	struct npu_shape pa, pb, ba, bb, batch, *out = &ctx->out_shapes[0];
+	int64_t ka, kb;
+	int i;
+	npu_status st;
+
+	st = npu_op_check_arity(ctx, 2, 2);
+	if (!st)
+		st = npu_op_check_attrs(ctx, NPU_OP_ATTRS(NULL));
+	if (st)
+		return st;
+	a = node->inputs[0];
+	b = node->inputs[1];
+	for (i = 0; i < 2; i++)
+		if (node->inputs[i]->dtype != NPU_DTYPE_FLOAT)
+			return npu_op_unsupported(ctx->err, node,
+						  "input %d '%s' has type %s, not supported",
+						  i, node->inputs[i]->name,
+						  npu_dtype_name(node->inputs[i]->dtype));
+	if (a->shape.rank < 1 || b->shape.rank < 1)
+		return npu_op_invalid(ctx->err, node, "scalar operand");
+	npu_matmul_promote(&a->shape, &b->shape, &pa, &pb);
+	ka = pa.dims[pa.rank - 1];
+	kb = pb.dims[pb.rank - 2];
+	if (ka >= 0 && kb >= 0 && ka != kb)
+		return npu_op_invalid(ctx->err, node,
+				      "inner dimensions differ: %lld vs %lld",
+				      (long long)ka, (long long)kb);
+	ba = pa;
+	ba.rank -= 2;
+	bb = pb;
+	bb.rank -= 2;
+	st = npu_op_broadcast_shape(ctx, &ba, &bb, &batch);
+	if (st)
+		return st;
+	*out = batch;
+	if (a->shape.rank > 1)
+		out->dims[out->rank++] = pa.dims[pa.rank - 2];
+	if (b->shape.rank > 1)
+		out->dims[out->rank++] = pb.dims[pb.rank - 1];
+	ctx->out_dtypes[0] = NPU_DTYPE_FLOAT;
+	return NPU_OK;
+}
+
+static npu_status matmul_compute(struct npu_op_ctx *ctx)
+{
+	const struct npu_tensor *a = ctx->inputs[0], *b = ctx->inputs[1];
+	struct npu_tensor *y = ctx->outputs[0];
+	struct npu_shape pa, pb, ba, bb, batch;
+	const struct npu_shape *ins[2] = { &ba, &bb };
+	int64_t m, k, n, r, i, off[2];
+	struct npu_bcast bc;
+	float *yv = y->data;
+
+	npu_matmul_promote(&a->shape, &b->shape, &pa, &pb);
+	m = pa.dims[pa.rank - 2];
+	k = pa.dims[pa.rank - 1];
+	n = pb.dims[pb.rank - 1];
+	ba = pa;
+	ba.rank -= 2;
+	bb = pb;
+	bb.rank -= 2;
+	if (npu_op_numel(y) == 0)
+		return NPU_OK;
+	if (k == 0) {
+		memset(yv, 0, (size_t)npu_op_numel(y) * sizeof(float));
+		return NPU_OK;
+	}
+	/* B shared by every batch: fold A's batches into M. */
+	if (npu_shape_numel(&bb) == 1) {
+		npu_sgemm(false, false, (size_t)(m * npu_shape_numel(&ba)),
+			  (size_t)n, (size_t)k, 1.0f, a->data, (size_t)k,
+			  b->data, (size_t)n, 0.0f, yv, (size_t)n, ctx->pool);
+		return NPU_OK;
+	}
+	batch.rank = ba.rank > bb.rank ? ba.rank : bb.rank;
+	for (i = 0; i < batch.rank; i++) {
+		int ia = i - (batch.rank - ba.rank), ib = i - (batch.rank - bb.rank);
+		int64_t da = ia >= 0 ? ba.dims[ia] : 1, db = ib >= 0 ? bb.dims[ib] : 1;
+
+		batch.dims[i] = da == 1 ? db : da;
+	}
+	npu_bcast_init(&bc, &batch, ins, 2);
+	for (r = 0; r < bc.rows; r++) {
+		npu_bcast_row(&bc, r, off);
+		for (i = 0; i < bc.len; i++) {
+			const float *ap = (const float *)a->data +
+					  (off[0] + i * bc.step[0]) * m * k;
+			const float *bp = (const float *)b->data +
+					  (off[1] + i * bc.step[1]) * k * n;
+
+			npu_sgemm(false, false, (size_t)m, (size_t)n, (size_t)k,
+				  1.0f, ap, (size_t)k, bp, (size_t)n, 0.0f,
+				  yv + (r * bc.len + i) * m * n, (size_t)n,
+				  ctx->pool);
+		}
+	}
+	return NPU_OK;
+}
+
+NPU_CPU_OP_DEF(matmul) = {
+	.op_type = "MatMul", .domain = "", .since_version = 1,
+	.max_version = 21, .infer = matmul_infer, .compute = matmul_compute,
+};
+
+/* ---- Gemm ---- */
+
+static npu_status gemm_infer(struct npu_infer_ctx *ctx)
+{
+	const struct npu_node *node = ctx->node;
+	const struct npu_shape *a, *b;
+	struct npu_shape y, tmp;
+	int64_t m, ka, kb, n;
+	size_t i;
+	npu_status st;
+
+	st = npu_op_check_arity(ctx, 2, 3);
+	if (!st)
+		st = npu_op_check_attrs(ctx, node->opset < 7 ?
+					NPU_OP_ATTRS("alpha", "beta", "transA",
+						     "transB", "broadcast") :
+					NPU_OP_ATTRS("alpha", "beta", "transA",
+						     "transB"));
+	if (st)
+		return st;
+	for (i = 0; i < node->num_inputs; i++)
+		if (node->inputs[i] && node->inputs[i]->dtype != NPU_DTYPE_FLOAT)
+			return npu_op_unsupported(ctx->err, node,
+						  "input %zu '%s' has type %s, not supported",
+						  i, node->inputs[i]->name,
+						  npu_dtype_name(node->inputs[i]->dtype));
+	a = &node->inputs[0]->shape;
+	b = &node->inputs[1]->shape;
+	if (a->rank != 2 || b->rank != 2)
+		return npu_op_invalid(ctx->err, node, "A and B must be 2-D");
+	if (node->num_inputs < 3 && node->opset < 11)
+		return npu_op_invalid(ctx->err, node, "C is required before opset 11");
+	m = npu_node_attr_int_or(node, "transA", 0) ? a->dims[1] : a->dims[0];
+	ka = npu_node_attr_int_or(node, "transA", 0) ? a->dims[0] : a->dims[1];
+	kb = npu_node_attr_int_or(node, "transB", 0) ? b->dims[1] : b->dims[0];
+	n = npu_node_attr_int_or(node, "transB", 0) ? b->dims[0] : b->dims[1];
+	if (ka >= 0 && kb >= 0 && ka != kb)
+		return npu_op_invalid(ctx->err, node,
+				      "inner dimensions differ: %lld vs %lld",
+				      (long long)ka, (long long)kb);
+	y.rank = 2;
+	y.dims[0] = m;
+	y.dims[1] = n;
+	if (npu_op_input(node, 2)) {
+		st = npu_op_broadcast_shape(ctx, &y, &node->inputs[2]->shape,
+					    &tmp);
+		if (st)
+			return st;
+		if (tmp.rank != 2 || (m >= 0 && tmp.dims[0] != m) ||
+		    (n >= 0 && tmp.dims[1] != n))
+			return npu_op_invalid(ctx->err, node,
+					      "C does not broadcast to (M, N)");
+	}
+	ctx->out_dtypes[0] = NPU_DTYPE_FLOAT;
+	ctx->out_shapes[0] = y;
+	return NPU_OK;
+}
+
+static npu_status gemm_compute(struct npu_op_ctx *ctx)
+{
+	const struct npu_node *node = ctx->node;
+	const struct npu_tensor *a = ctx->inputs[0], *b = ctx->inputs[1];
+	const struct npu_tensor *c = npu_op_in(ctx, 2);
+	struct npu_tensor *y = ctx->outputs[0];
+	bool ta = npu_node_attr_int_or(node, "transA", 0) != 0;
+	bool tb = npu_node_attr_int_or(node, "transB", 0) != 0;
+	float alpha = npu_node_attr_float_or(node, "alpha", 1.0f);
+	float beta = npu_node_attr_float_or(node, "beta", 1.0f);
+	int64_t m = y->shape.dims[0], n = y->shape.dims[1];
+	int64_t k = ta ? a->shape.dims[0] : a->shape.dims[1];
+
+	if (m * n == 0)
+		return NPU_OK;
+	if (c && beta != 0.0f)
+		npu_op_broadcast_copy(c, y);
+	else
+		beta = 0.0f;
+	if (k == 0) {
+		int64_t i;
+		float *yv = y->data;
+
+		for (i = 0; i < m * n; i++)
+			yv[i] = beta == 0.0f ? 0.0f : beta * yv[i];
+		return NPU_OK;
+	}
+	npu_sgemm(ta, tb, (size_t)m, (size_t)n, (size_t)k, alpha, a->data,
+		  (size_t)a->shape.dims[1], b->data, (size_t)b->shape.dims[1],
+		  beta, y->data, (size_t)n, ctx->pool);
+	return NPU_OK;
+}
+
+NPU_CPU_OP_DEF(gemm) = {
+	.op_type = "Gemm", .domain = "", .since_version = 6,
+	.max_version = 21, .infer = gemm_infer, .compute = gemm_compute,
+};

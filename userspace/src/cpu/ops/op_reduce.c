@@ -1,0 +1,244 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Reductions: ReduceSum / Mean / Max / Min / Prod / L1 / L2 / SumSquare /
+ * LogSum / LogSumExp over fp32. 'axes' is an attribute before opset 18
+ * (before 13 for ReduceSum) and an optional input after; keepdims and
+ * noop_with_empty_axes as specified.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cpu/ops/op_common.h"
+
+enum npu_reduce_kind {
+	RED_SUM, RED_MEAN, RED_MAX, RED_MIN, RED_PROD, RED_L1, RED_L2,
+	RED_SUM_SQUARE, RED_LOG_SUM, RED_LOG_SUM_EXP,
+};
+
+/* The opset from which 'axes' is an input. */
+static int npu_reduce_axes_input_opset(enum npu_reduce_kind k)
+{
+	return k == RED_SUM ? 13 : 18;
+}
+
+/* reduced[d] for each input dim; false everywhere means identity. */
+static npu_status npu_reduce_axes(const struct npu_node *node,
+				  enum npu_reduce_kind k,
+				  const struct npu_tensor *axes_t, int rank,
+				  bool *reduced, bool *known,
+				  struct npu_error *err)
+{
+	int64_t axes[NPU_MAX_RANK];
+	int n, i, ax;
+	npu_status st;
+
+	*known = true;
+	if (node->opset < npu_reduce_axes_input_opset(k))
+		st = npu_op_ints_from_attr(node, "axes", axes, NPU_MAX_RANK,
+					   &n, err);
+	else if (axes_t)
+		st = npu_op_ints_from_tensor(node, axes_t, "axes", axes,
+					     NPU_MAX_RANK, &n, err);
+	else
+		st = npu_op_ints_from_value(node, 1, axes, NPU_MAX_RANK, &n,
+					    err);
+	if (st)
+		return st;
+	if (n < 0) {
+		*known = false;
+		return NPU_OK;
+	}
+	for (i = 0; i < rank; i++)
+		reduced[i] = n == 0 &&
+			     !npu_node_attr_int_or(node, "noop_with_empty_axes", 0);
+	for (i = 0; i < n; i++) {
+		st = npu_op_axis(err, node, "axes", axes[i], rank, &ax);
+		if (st)
+			return st;
+		reduced[ax] = true;
+	}
+	return NPU_OK;
+}
+
+static npu_status npu_reduce_infer(struct npu_infer_ctx *ctx,
+				   enum npu_reduce_kind k)
+{
+	const struct npu_node *node = ctx->node;
+	bool axes_input = node->opset >= npu_reduce_axes_input_opset(k);
+	bool reduced[NPU_MAX_RANK], known, keep;
+	const struct npu_value *x;
+	struct npu_shape *out = &ctx->out_shapes[0];
+	int i;
+	npu_status st;
+
+	st = npu_op_check_arity(ctx, 1, axes_input ? 2 : 1);
+	if (!st)
+		st = axes_input ?
+		     npu_op_check_attrs(ctx, NPU_OP_ATTRS("keepdims",
+							 "noop_with_empty_axes")) :
+		     npu_op_check_attrs(ctx, NPU_OP_ATTRS("keepdims", "axes"));
+	if (st)
+		return st;
+	x = node->inputs[0];
+	if (x->dtype != NPU_DTYPE_FLOAT)
+		return npu_op_unsupported(ctx->err, node,
+					  "input 0 '%s' has type %s, not supported",
+					  x->name, npu_dtype_name(x->dtype));
+	st = npu_reduce_axes(node, k, NULL, x->shape.rank, reduced, &known,
+			     ctx->err);
+	if (st)
+		return st;
+	keep = npu_node_attr_int_or(node, "keepdims", 1) != 0;
+	ctx->out_dtypes[0] = NPU_DTYPE_FLOAT;
+	if (!known && !keep) {
+		/* Known at run time: the rank follows from the axes' count. */
+		const struct npu_shape *as = &node->inputs[1]->shape;
+
+		if (as->rank != 1 || as->dims[0] <= 0 ||
+		    as->dims[0] > x->shape.rank)
+			return npu_op_unsupported(ctx->err, node,
+						  "axes input is not constant and keepdims = 0");
+		out->rank = x->shape.rank - (int)as->dims[0];
+		for (i = 0; i < out->rank; i++)
+			out->dims[i] = -1;
+		return NPU_OK;
+	}
+	out->rank = 0;
+	for (i = 0; i < x->shape.rank; i++) {
+		if (!known)
+			out->dims[out->rank++] = -1;
+		else if (!reduced[i])
+			out->dims[out->rank++] = x->shape.dims[i];
+		else if (keep)
+			out->dims[out->rank++] = 1;
+	}
+	return NPU_OK;
+}
+
+static float npu_reduce_init(enum npu_reduce_kind k)
+{
+	switch (k) {
+	case RED_MAX: return -INFINITY;
+	case RED_MIN: return INFINITY;
+	case RED_PROD: return 1.0f;
+	default: return 0.0f;
+	}
+}
+
+/* acc (len, step 0 or 1) op= x (len contiguous). */
+static void npu_reduce_row(enum npu_reduce_kind k, const float *restrict x,
+			   float *restrict acc, int64_t len, int64_t step)
+{
+	int64_t i;
+
+	if (step == 0) {
+		float a = acc[0];
+
+		switch (k) {
+		case RED_MAX: for (i = 0; i < len; i++) a = fmaxf(a, x[i]); break;
+		case RED_MIN: for (i = 0; i < len; i++) a = fminf(a, x[i]); break;
+		case RED_PROD: for (i = 0; i < len; i++) a *= x[i]; break;
+		default: for (i = 0; i < len; i++) a += x[i]; break;
+		}
+		acc[0] = a;
+		return;
+	}
+	switch (k) {
+	case RED_MAX: for (i = 0; i < len; i++) acc[i] = fmaxf(acc[i], x[i]); break;
+	case RED_MIN: for (i = 0; i < len; i++) acc[i] = fminf(acc[i], x[i]); break;
+	case RED_PROD: for (i = 0; i < len; i++) acc[i] *= x[i]; break;
+	default: for (i = 0; i < len; i++) acc[i] += x[i]; break;
+	}
+}
+
+static npu_status npu_reduce_compute(struct npu_op_ctx *ctx,
+				     enum npu_reduce_kind k)
+{
+	const struct npu_tensor *x = ctx->inputs[0];
+	struct npu_tensor *y = ctx->outputs[0];
+	bool reduced[NPU_MAX_RANK], known;
+	struct npu_shape in_s = x->shape, red_s;
+	const struct npu_shape *ins[1] = { &red_s };
+	int64_t n = npu_op_numel(x), m = npu_op_numel(y), i, r, count = 1;
+	float *tmp = NULL, *yv = y->data, init = npu_reduce_init(k);
+	const float *src = x->data;
+	struct npu_bcast bc;
+	int d;
+	npu_status st;
+
+	st = npu_reduce_axes(ctx->node, k, npu_op_in(ctx, 1), x->shape.rank,
+			     reduced, &known, ctx->err);
+	if (st)
+		return st;
+	/* The output laid out with the input's rank (reduced dims -> 1). */
+	red_s = in_s;
+	for (d = 0; d < in_s.rank; d++)
+		if (reduced[d]) {
+			red_s.dims[d] = 1;
+			count *= in_s.dims[d];
+		}
+	for (i = 0; i < m; i++)
+		yv[i] = init;
+	if (k == RED_L1 || k == RED_L2 || k == RED_SUM_SQUARE ||
+	    k == RED_LOG_SUM_EXP) {
+		tmp = malloc((size_t)(n ? n : 1) * sizeof(float));
+		if (!tmp)
+			return npu_op_error(ctx->err, ctx->node, NPU_ERR_NO_MEMORY,
+					    "out of memory");
+		for (i = 0; i < n; i++) {
+			float v = src[i];
+
+			tmp[i] = k == RED_L1 ? fabsf(v) :
+				 k == RED_LOG_SUM_EXP ? expf(v) : v * v;
+		}
+		src = tmp;
+	}
+	/* Walk the input in rows; the output is the "broadcast" operand. */
+	if (n) {
+		npu_bcast_init(&bc, &in_s, ins, 1);
+		for (r = 0; r < bc.rows; r++) {
+			int64_t off;
+
+			npu_bcast_row(&bc, r, &off);
+			npu_reduce_row(k, src + r * bc.len, yv + off, bc.len,
+				       bc.step[0]);
+		}
+	}
+	free(tmp);
+	for (i = 0; i < m; i++) {
+		switch (k) {
+		case RED_MEAN: yv[i] /= (float)count; break;
+		case RED_L2: yv[i] = sqrtf(yv[i]); break;
+		case RED_LOG_SUM: case RED_LOG_SUM_EXP: yv[i] = logf(yv[i]); break;
+		default: break;
+		}
+	}
+	return NPU_OK;
+}
+
+#define REDUCE_DEF(sym, name, kind)					\
+static npu_status sym##_infer(struct npu_infer_ctx *ctx)		\
+{									\
+	return npu_reduce_infer(ctx, kind);				\
+}									\
+static npu_status sym##_compute(struct npu_op_ctx *ctx)		\
+{									\
+	return npu_reduce_compute(ctx, kind);				\
+}									\
+NPU_CPU_OP_DEF(sym) = {							\
+	.op_type = name, .domain = "", .since_version = 1,		\
+	.max_version = 21, .infer = sym##_infer,			\
+	.compute = sym##_compute,					\
+};
+
+REDUCE_DEF(reduce_sum, "ReduceSum", RED_SUM)
+REDUCE_DEF(reduce_mean, "ReduceMean", RED_MEAN)
+REDUCE_DEF(reduce_max, "ReduceMax", RED_MAX)
+REDUCE_DEF(reduce_min, "ReduceMin", RED_MIN)
+REDUCE_DEF(reduce_prod, "ReduceProd", RED_PROD)
+REDUCE_DEF(reduce_l1, "ReduceL1", RED_L1)
+REDUCE_DEF(reduce_l2, "ReduceL2", RED_L2)
+REDUCE_DEF(reduce_sum_square, "ReduceSumSquare", RED_SUM_SQUARE)
+REDUCE_DEF(reduce_log_sum, "ReduceLogSum", RED_LOG_SUM)
+REDUCE_DEF(reduce_log_sum_exp, "ReduceLogSumExp", RED_LOG_SUM_EXP)

@@ -1,0 +1,598 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Resize (opsets 10 - 19) and Upsample (7 - 9), fp32. Modes nearest (all
+ * four nearest_mode values), linear and cubic, every
+ * coordinate_transformation_mode, scales or sizes, opset 18's axes and
+ * keep_aspect_ratio_policy. antialias is rejected.
+ *
+ * Interpolation is separable and, as in the ONNX reference, applied one
+ * axis at a time from the last to the first: each output index of an axis
+ * gets up to four (source index, weight) taps, or the extrapolation value.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cpu/ops/op_common.h"
+
+enum npu_resize_mode { RS_NEAREST, RS_LINEAR, RS_CUBIC };
+enum npu_resize_ctm {
+	CTM_HALF_PIXEL, CTM_HALF_PIXEL_SYMMETRIC, CTM_PYTORCH_HALF_PIXEL,
+	CTM_ALIGN_CORNERS, CTM_ASYMMETRIC, CTM_TF_HALF_PIXEL_FOR_NN,
+	CTM_TF_CROP_AND_RESIZE,
+};
+enum npu_resize_nearest { NM_ROUND_PREFER_FLOOR, NM_ROUND_PREFER_CEIL,
+			  NM_FLOOR, NM_CEIL };
+
+struct npu_resize {
+	enum npu_resize_mode mode;
+	enum npu_resize_ctm ctm;
+	enum npu_resize_nearest nearest;
+	float cubic_a, extrapolation;
+	bool exclude_outside;
+	int rank;
+	int64_t in[NPU_MAX_RANK], out[NPU_MAX_RANK];
+	double scale[NPU_MAX_RANK], roi_start[NPU_MAX_RANK], roi_end[NPU_MAX_RANK];
+	bool known;		/* out[] known (scales / sizes constant) */
+};
+
+static bool npu_is_upsample(const struct npu_node *node)
+{
+	return !strcmp(node->op_type, "Upsample");
+}
+
+static npu_status npu_resize_attrs(const struct npu_node *node,
+				   struct npu_resize *rs, struct npu_error *err)
+{
+	const char *mode = npu_node_attr_string_or(node, "mode", "nearest");
+	const char *ctm, *nm;
+
+	if (!strcmp(mode, "nearest"))
+		rs->mode = RS_NEAREST;
+	else if (!strcmp(mode, "linear") || !strcmp(mode, "bilinear"))
+		rs->mode = RS_LINEAR;
+	else if (!strcmp(mode, "cubic") && !npu_is_upsample(node) && node->opset >= 11)
+		rs->mode = RS_CUBIC;
+	else
+		return npu_op_unsupported(err, node, "mode '%s' is not supported", mode);
+	rs->cubic_a = npu_node_attr_float_or(node, "cubic_coeff_a", -0.75f);
+	rs->exclude_outside = npu_node_attr_int_or(node, "exclude_outside", 0) != 0;
+	rs->extrapolation = npu_node_attr_float_or(node, "extrapolation_value", 0.0f);
+	if (npu_is_upsample(node) || node->opset < 11) {
+		/* Resize-10 / Upsample: asymmetric, nearest rounds down. */
+		rs->ctm = CTM_ASYMMETRIC;
+		rs->nearest = NM_FLOOR;
+		return NPU_OK;
+	}
+	ctm = npu_node_attr_string_or(node, "coordinate_transformation_mode",
+				      "half_pixel");
+	if (!strcmp(ctm, "half_pixel"))
+		rs->ctm = CTM_HALF_PIXEL;
+	else if (!strcmp(ctm, "half_pixel_symmetric"))
+		rs->ctm = CTM_HALF_PIXEL_SYMMETRIC;
+	else if (!strcmp(ctm, "pytorch_half_pixel"))
+		rs->ctm = CTM_PYTORCH_HALF_PIXEL;
+	else if (!strcmp(ctm, "align_corners"))
+		rs->ctm = CTM_ALIGN_CORNERS;
+	else if (!strcmp(ctm, "asymmetric"))
+		rs->ctm = CTM_ASYMMETRIC;
+	else if (!strcmp(ctm, "tf_half_pixel_for_nn"))
+		rs->ctm = CTM_TF_HALF_PIXEL_FOR_NN;
+	else if (!strcmp(ctm, "tf_crop_and_resize"))
+		rs->ctm = CTM_TF_CROP_AND_RESIZE;
+	else
+		return npu_op_unsupported(err, node,
+					  "coordinate_transformation_mode '%s' is not supported",
+					  ctm);
+	nm = npu_node_attr_string_or(node, "nearest_mode", "round_prefer_floor");
+	if (!strcmp(nm, "round_prefer_floor"))
+		rs->nearest = NM_ROUND_PREFER_FLOOR;
+	else if (!strcmp(nm, "round_prefer_ceil"))
+		rs->nearest = NM_ROUND_PREFER_CEIL;
+	else if (!strcmp(nm, "floor"))
+		rs->nearest = NM_FLOOR;
+	else if (!strcmp(nm, "ceil"))
+		rs->nearest = NM_CEIL;
+	else
+		return npu_op_unsupported(err, node,
+					  "nearest_mode '%s' is not supported", nm);
+	if (npu_node_attr_int_or(node, "antialias", 0))
+		return npu_op_unsupported(err, node, "antialias = 1 is not supported");
+	return NPU_OK;
+}
+
+/* Reads a float input (scales / roi) into vals; -1: not constant. */
+static npu_status npu_resize_floats(const struct npu_node *node,
+				    const struct npu_tensor *t, size_t idx,
+				    double *vals, int max, int *count,
+				    struct npu_error *err)
+{
+	const struct npu_value *v = npu_op_input(node, idx);
+	int64_t n, i;
+
+	*count = 0;
+	if (!t) {
+		if (!v)
+			return NPU_OK;
+		if (!v->constant) {
+			*count = npu_shape_numel(&v->shape) == 0 ? 0 : -1;
+			return NPU_OK;
+		}
+		t = v->constant;
+	}
+	if (t->dtype != NPU_DTYPE_FLOAT && t->dtype != NPU_DTYPE_DOUBLE)
+		return npu_op_unsupported(err, node, "input %zu has type %s",
+					  idx, npu_dtype_name(t->dtype));
+	n = npu_op_numel(t);
+	if (n > max)
+		return npu_op_invalid(err, node, "input %zu has %lld values",
+				      idx, (long long)n);
+	for (i = 0; i < n; i++)
+		vals[i] = npu_op_tensor_get(t, (size_t)i);
+	*count = (int)n;
+	return NPU_OK;
+}
+
+/*
+ * Fills rs from the node and input 0's shape; 't' holds compute-time
+ * tensors (NULL at infer time: constants are used).
+ */
+static npu_status npu_resize_setup(const struct npu_node *node,
+				   const struct npu_shape *x,
+				   const struct npu_tensor *const *t,
+				   struct npu_resize *rs, struct npu_error *err)
+{
+	bool upsample = npu_is_upsample(node);
+	int rank = x->rank, n_axes = rank, cnt_scales = 0, cnt_sizes = 0;
+	int cnt_roi = 0, i;
+	int64_t axes[NPU_MAX_RANK], sizes[NPU_MAX_RANK];
+	double scales[NPU_MAX_RANK], roi[2 * NPU_MAX_RANK];
+	size_t i_roi = 1, i_scales = 2, i_sizes = 3;
+	npu_status st;
+
+	memset(rs, 0, sizeof(*rs));
+	st = npu_resize_attrs(node, rs, err);
+	if (st)
+		return st;
+	rs->rank = rank;
+	for (i = 0; i < rank; i++) {
+		axes[i] = i;
+		rs->in[i] = x->dims[i];
+		rs->out[i] = x->dims[i];
+		rs->scale[i] = 1.0;
+		rs->roi_start[i] = 0.0;
+		rs->roi_end[i] = 1.0;
+	}
+	if (upsample || node->opset < 11) {
+		i_scales = 1;
+		i_roi = i_sizes = (size_t)-1;
+	}
+	if (upsample && node->opset < 9) {
+		const struct npu_attr *a = npu_node_attr(node, "scales");
+
+		if (!a || a->type != NPU_ATTR_FLOATS || a->count != (size_t)rank)
+			return npu_op_invalid(err, node, "scales attribute must have %d values", rank);
+		for (i = 0; i < rank; i++)
+			scales[i] = a->floats[i];
+		cnt_scales = rank;
+	} else {
+		st = npu_resize_floats(node, t ? t[i_scales] : NULL, i_scales,
+				       scales, NPU_MAX_RANK, &cnt_scales, err);
+		if (st)
+			return st;
+	}
+	if (i_sizes != (size_t)-1) {
+		const struct npu_value *v = npu_op_input(node, i_sizes);
+
+		if (t && t[i_sizes])
+			st = npu_op_ints_from_tensor(node, t[i_sizes], "sizes",
+						     sizes, NPU_MAX_RANK, &cnt_sizes, err);
+		else if (!t && v && !v->constant && npu_shape_numel(&v->shape) == 0)
+			cnt_sizes = 0;
+		else if (!t)
+			st = npu_op_ints_from_value(node, i_sizes, sizes,
+						    NPU_MAX_RANK, &cnt_sizes, err);
+		if (st)
+			return st;
+		st = npu_resize_floats(node, t ? t[i_roi] : NULL, i_roi, roi,
+				       2 * NPU_MAX_RANK, &cnt_roi, err);
+		if (st)
+			return st;
+	}
+	if (node->opset >= 18 && !upsample) {
+		int n;
+
+		st = npu_op_ints_from_attr(node, "axes", axes, NPU_MAX_RANK, &n, err);
+		if (st)
+			return st;
+		if (n) {
+			n_axes = n;
+			for (i = 0; i < n; i++) {
+				int ax;
+
+				st = npu_op_axis(err, node, "axes", axes[i], rank, &ax);
+				if (st)
+					return st;
+				axes[i] = ax;
+			}
+		}
+	}
+	if (cnt_scales < 0 || cnt_sizes < 0 || cnt_roi < 0) {
+		rs->known = false;
+		return NPU_OK;
+	}
+	rs->known = true;
+	if (cnt_scales && cnt_sizes)
+		return npu_op_invalid(err, node, "both scales and sizes are given");
+	if (!cnt_scales && !cnt_sizes)
+		return npu_op_invalid(err, node, "neither scales nor sizes is given");
+	if ((cnt_scales && cnt_scales != n_axes) || (cnt_sizes && cnt_sizes != n_axes))
+		return npu_op_invalid(err, node,
+				      "scales / sizes have %d values for %d axes",
+				      cnt_scales ? cnt_scales : cnt_sizes, n_axes);
+	if (rs->ctm == CTM_TF_CROP_AND_RESIZE) {
+		if (cnt_roi != 2 * n_axes)
+			return npu_op_invalid(err, node, "roi has %d values for %d axes",
+					      cnt_roi, n_axes);
+		for (i = 0; i < n_axes; i++) {
+			rs->roi_start[axes[i]] = roi[i];
+			rs->roi_end[axes[i]] = roi[i + n_axes];
+		}
+	}
+	for (i = 0; i < rank; i++)
+		if (x->dims[i] < 0)
+			rs->known = false;
+	if (cnt_scales) {
+		for (i = 0; i < n_axes; i++) {
+			int ax = (int)axes[i];
+
+			if (scales[i] <= 0)
+				return npu_op_invalid(err, node, "scale %g", scales[i]);
+			rs->scale[ax] = (float)scales[i];
+			if (x->dims[ax] >= 0)
+				rs->out[ax] = (int64_t)floor((double)x->dims[ax] *
+							     rs->scale[ax]);
+		}
+		return NPU_OK;
+	}
+	{
+		const char *policy = npu_node_attr_string_or(node,
+					"keep_aspect_ratio_policy", "stretch");
+		bool not_larger = !strcmp(policy, "not_larger");
+		double s = not_larger ? INFINITY : 0;
+
+		if (strcmp(policy, "stretch") && !not_larger &&
+		    strcmp(policy, "not_smaller"))
+			return npu_op_unsupported(err, node,
+						  "keep_aspect_ratio_policy '%s'", policy);
+		if (!rs->known)
+			return NPU_OK;
+		for (i = 0; i < n_axes; i++) {
+			int ax = (int)axes[i];
+			double r = (double)sizes[i] / (double)x->dims[ax];
+
+			if (sizes[i] < 0)
+				return npu_op_invalid(err, node, "sizes[%d] = %lld", i,
+						      (long long)sizes[i]);
+			rs->out[ax] = sizes[i];
+			rs->scale[ax] = r;
+			s = not_larger ? fmin(s, r) : fmax(s, r);
+		}
+		if (strcmp(policy, "stretch"))
+			for (i = 0; i < n_axes; i++) {
+				int ax = (int)axes[i];
+
+				rs->scale[ax] = s;
+				rs->out[ax] = (int64_t)nearbyint(s * (double)x->dims[ax]);
+			}
+	}
+	return NPU_OK;
+}
+
+static npu_status npu_resize_infer(struct npu_infer_ctx *ctx)
+{
+	const struct npu_node *node = ctx->node;
+	bool upsample = npu_is_upsample(node);
+	const struct npu_value *x;
+	struct npu_resize rs;
+	size_t max_in = upsample ? (node->opset < 9 ? 1 : 2) :
+			(node->opset < 11 ? 2 : 4);
+	int i;
+	npu_status st;
+
+	st = npu_op_check_arity(ctx, upsample && node->opset < 9 ? 1 :
+				(node->opset < 11 || upsample ? 2 : 1), max_in);
+	if (!st)
+		st = upsample ? npu_op_check_attrs(ctx, NPU_OP_ATTRS("mode", "scales")) :
+		     node->opset < 11 ? npu_op_check_attrs(ctx, NPU_OP_ATTRS("mode")) :
+		     npu_op_check_attrs(ctx, NPU_OP_ATTRS("antialias", "axes",
+							 "coordinate_transformation_mode",
+							 "cubic_coeff_a", "exclude_outside",
+							 "extrapolation_value",
+							 "keep_aspect_ratio_policy",
+							 "mode", "nearest_mode"));
+	if (st)
+		return st;
+	x = node->inputs[0];
+	if (x->dtype != NPU_DTYPE_FLOAT)
+		return npu_op_unsupported(ctx->err, node,
+					  "input 0 '%s' has type %s, not supported",
+					  x->name, npu_dtype_name(x->dtype));
+	st = npu_resize_setup(node, &x->shape, NULL, &rs, ctx->err);
+	if (st)
+		return st;
+	ctx->out_dtypes[0] = NPU_DTYPE_FLOAT;
+	ctx->out_shapes[0].rank = x->shape.rank;
+	for (i = 0; i < x->shape.rank; i++)
+		ctx->out_shapes[0].dims[i] = rs.known ? rs.out[i] : -1;
+	return NPU_OK;
+}
+
+/* Source coordinate of output index o on axis d. */
+static double npu_resize_coord(const struct npu_resize *rs, int d, int64_t o)
+{
+	double s = rs->scale[d], x = (double)o;
+	/* The reference uses the unrounded output length in * scale. */
+	double in = (double)rs->in[d], out = in * s;
+
+	switch (rs->ctm) {
+	case CTM_HALF_PIXEL:
+		return (x + 0.5) / s - 0.5;
+	case CTM_HALF_PIXEL_SYMMETRIC: {
+		double adj = (double)rs->out[d] / out, center = in / 2;
+
+		return center * (1 - adj) + (x + 0.5) / s - 0.5;
+	}
+	case CTM_PYTORCH_HALF_PIXEL:
+		return out > 1 ? (x + 0.5) / s - 0.5 : 0.0;
+	case CTM_ALIGN_CORNERS:
+		return out == 1 ? 0.0 : x * (in - 1) / (out - 1);
+	case CTM_ASYMMETRIC:
+		return x / s;
+	case CTM_TF_HALF_PIXEL_FOR_NN:
+		return (x + 0.5) / s;
+	case CTM_TF_CROP_AND_RESIZE: {
+		double a = rs->roi_start[d], b = rs->roi_end[d];
+
+		return out > 1 ? a * (in - 1) + x * (b - a) * (in - 1) / (out - 1)
+				      : 0.5 * (a + b) * (in - 1);
+	}
+	}
+	return x;
+}
+
+struct npu_taps {
+	int n;			/* taps per output index: 1, 2 or 4 */
+	int64_t *idx;		/* [out][n] */
+	float *w;		/* [out][n] */
+	bool *extrap;		/* [out] */
+};
+
+static void npu_cubic_coeffs(double r, double a, double *c)
+{
+	double t = r + 1, u = 1 - r, v = 2 - r;
+
+	c[0] = ((a * t - 5 * a) * t + 8 * a) * t - 4 * a;
+	c[1] = ((a + 2) * r - (a + 3)) * r * r + 1;
+	c[2] = ((a + 2) * u - (a + 3)) * u * u + 1;
+	c[3] = ((a * v - 5 * a) * v + 8 * a) * v - 4 * a;
+}
+
+static void npu_resize_taps(const struct npu_resize *rs, int d,
+			    struct npu_taps *tp)
+{
+	int64_t in = rs->in[d], o, j;
+
+	for (o = 0; o < rs->out[d]; o++) {
+		double x = npu_resize_coord(rs, d, o), base = floor(x), r = x - base;
+		int64_t *idx = tp->idx + o * tp->n;
+		float *w = tp->w + o * tp->n;
+		double c[4] = { 1, 0, 0, 0 }, sum = 0;
+		int64_t first;
+
+		tp->extrap[o] = rs->ctm == CTM_TF_CROP_AND_RESIZE &&
+				(x < 0 || x > (double)(in - 1));
+		if (rs->mode == RS_NEAREST) {
+			double v;
+
+			switch (rs->nearest) {
+			case NM_ROUND_PREFER_FLOOR: v = r <= 0.5 ? base : base + 1; break;
+			case NM_ROUND_PREFER_CEIL: v = r < 0.5 ? base : base + 1; break;
+			case NM_FLOOR: v = base; break;
+			default: v = ceil(x); break;
+			}
+			if (r == 0)
+				v = base;
+			idx[0] = v < 0 ? 0 : (v > (double)(in - 1) ? in - 1 : (int64_t)v);
+			w[0] = 1.0f;
+			continue;
+		}
+		if (rs->mode == RS_LINEAR) {
+			c[0] = 1 - r;
+			c[1] = r;
+			first = (int64_t)base;
+		} else {
+			npu_cubic_coeffs(r, rs->cubic_a, c);
+			first = (int64_t)base - 1;
+		}
+		for (j = 0; j < tp->n; j++) {
+			int64_t s = first + j;
+
+			if (rs->exclude_outside && (s < 0 || s >= in))
+				c[j] = 0;
+			sum += c[j];
+			idx[j] = s < 0 ? 0 : (s >= in ? in - 1 : s);
+		}
+		for (j = 0; j < tp->n; j++)
+			w[j] = (float)(rs->exclude_outside && sum != 0 ? c[j] / sum : c[j]);
+	}
+}
+
+/* y[outer][out][inner] from x[outer][in][inner] with the axis' taps. */
+static void npu_resize_axis(const float *x, float *y, int64_t outer,
+			    int64_t in, int64_t out, int64_t inner,
+			    const struct npu_taps *tp, float extrap)
+{
+	int64_t a, o, i;
+	int j;
+
+	for (a = 0; a < outer; a++) {
+		const float *xa = x + a * in * inner;
+		float *ya = y + a * out * inner;
+
+		for (o = 0; o < out; o++) {
+			float *yo = ya + o * inner;
+			const int64_t *idx = tp->idx + o * tp->n;
+			const float *w = tp->w + o * tp->n;
+
+			if (tp->extrap[o]) {
+				for (i = 0; i < inner; i++)
+					yo[i] = extrap;
+				continue;
+			}
+			if (inner == 1) {
+				float acc = 0;
+
+				for (j = 0; j < tp->n; j++)
+					acc += w[j] * xa[idx[j]];
+				yo[0] = tp->n == 1 ? xa[idx[0]] : acc;
+				continue;
+			}
+			if (tp->n == 1) {
+				memcpy(yo, xa + idx[0] * inner, (size_t)inner * sizeof(float));
+				continue;
+			}
+			for (i = 0; i < inner; i++)
+				yo[i] = 0;
+			for (j = 0; j < tp->n; j++) {
+				const float *xs = xa + idx[j] * inner;
+				float wj = w[j];
+
+				if (wj == 0.0f)
+					continue;
+				for (i = 0; i < inner; i++)
+					yo[i] += wj * xs[i];
+			}
+		}
+	}
+}
+
+static npu_status npu_resize_compute(struct npu_op_ctx *ctx)
+{
+	const struct npu_node *node = ctx->node;
+	const struct npu_tensor *x = ctx->inputs[0];
+	struct npu_tensor *y = ctx->outputs[0];
+	const struct npu_tensor *t[4] = { NULL };
+	struct npu_resize rs;
+	float *buf[2] = { NULL, NULL };
+	const float *cur = x->data;
+	int64_t cur_dims[NPU_MAX_RANK], max_n = npu_op_numel(x);
+	int d, pass = 0, last = -1;
+	size_t k;
+	npu_status st;
+
+	for (k = 0; k < 4; k++)
+		t[k] = npu_op_in(ctx, k);
+	st = npu_resize_setup(node, &x->shape, t, &rs, ctx->err);
+	if (st)
+		return st;
+	for (d = 0; d < x->shape.rank; d++) {
+		if (rs.out[d] != y->shape.dims[d])
+			return npu_op_invalid(ctx->err, node,
+					      "axis %d: resize gives %lld, output has %lld",
+					      d, (long long)rs.out[d],
+					      (long long)y->shape.dims[d]);
+		cur_dims[d] = rs.in[d];
+	}
+	if (npu_op_numel(y) == 0)
+		return NPU_OK;
+	/* Axes that change: identity axes (same size, scale 1) are skipped. */
+	/* Passes run from the last axis down: the lowest one writes y. */
+	for (d = x->shape.rank - 1; d >= 0; d--)
+		if (rs.in[d] != rs.out[d] || rs.scale[d] != 1.0 ||
+		    rs.ctm == CTM_TF_CROP_AND_RESIZE)
+			last = d;
+	if (last < 0) {
+		memcpy(y->data, x->data, (size_t)npu_op_numel(x) * sizeof(float));
+		return NPU_OK;
+	}
+	/* The largest intermediate, simulating the passes. */
+	{
+		int64_t sim[NPU_MAX_RANK], n;
+
+		memcpy(sim, cur_dims, sizeof(sim));
+		for (d = x->shape.rank - 1; d >= 0; d--) {
+			sim[d] = rs.out[d];
+			n = 1;
+			for (k = 0; k < (size_t)x->shape.rank; k++)
+				n *= sim[k];
+			if (n > max_n)
+				max_n = n;
+		}
+	}
+	for (d = x->shape.rank - 1; d >= 0; d--) {
+		struct npu_taps tp;
+		int64_t outer, inner;
+		float *dst;
+
+		if (!(rs.in[d] != rs.out[d] || rs.scale[d] != 1.0 ||
+		      rs.ctm == CTM_TF_CROP_AND_RESIZE))
+			continue;
+		if (rs.in[d] == 0)
+			return npu_op_invalid(ctx->err, node, "axis %d is empty", d);
+		cur_dims[d] = rs.out[d];
+		if (d == last) {
+			dst = y->data;
+		} else {
+			if (!buf[pass]) {
+				buf[pass] = malloc((size_t)max_n * sizeof(float));
+				if (!buf[pass])
+					goto oom;
+			}
+			dst = buf[pass];
+		}
+		tp.n = rs.mode == RS_NEAREST ? 1 : (rs.mode == RS_LINEAR ? 2 : 4);
+		tp.idx = malloc((size_t)rs.out[d] * (size_t)tp.n * sizeof(int64_t));
+		tp.w = malloc((size_t)rs.out[d] * (size_t)tp.n * sizeof(float));
+		tp.extrap = malloc((size_t)rs.out[d]);
+		if (!tp.idx || !tp.w || !tp.extrap) {
+			free(tp.idx);
+			free(tp.w);
+			free(tp.extrap);
+			goto oom;
+		}
+		npu_resize_taps(&rs, d, &tp);
+		outer = 1;
+		for (k = 0; k < (size_t)d; k++)
+			outer *= cur_dims[k];
+		inner = 1;
+		for (k = (size_t)d + 1; k < (size_t)x->shape.rank; k++)
+			inner *= cur_dims[k];
+		npu_resize_axis(cur, dst, outer, rs.in[d], rs.out[d], inner, &tp,
+				rs.extrapolation);
+		free(tp.idx);
+		free(tp.w);
+		free(tp.extrap);
+		cur = dst;
+		pass ^= 1;
+	}
+	free(buf[0]);
+	free(buf[1]);
+	return NPU_OK;
+oom:
+	free(buf[0]);
+	free(buf[1]);
+	return npu_op_error(ctx->err, node, NPU_ERR_NO_MEMORY, "out of memory");
+}
+
+NPU_CPU_OP_DEF(resize) = {
+	.op_type = "Resize", .domain = "", .since_version = 10,
+	.max_version = 21, .infer = npu_resize_infer,
+	.compute = npu_resize_compute,
+};
+
+NPU_CPU_OP_DEF(upsample) = {
+	.op_type = "Upsample", .domain = "", .since_version = 7,
+	.max_version = 9, .infer = npu_resize_infer,
+	.compute = npu_resize_compute,
+};

@@ -1,0 +1,134 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Softmax and LogSoftmax. Before opset 13 the input is coerced to 2-D at
+ * 'axis' (default 1) and normalized over the whole second dimension; from
+ * 13 on it is normalized along the single 'axis' (default -1). Both are
+ * computed stably: exp(x - max).
+ */
+#include <math.h>
+#include <stdlib.h>
+
+#include "cpu/ops/op_common.h"
+
+static npu_status npu_softmax_infer(struct npu_infer_ctx *ctx)
+{
+	const struct npu_node *node = ctx->node;
+	const struct npu_value *x;
+	int64_t def_axis = node->opset < 13 ? 1 : -1;
+	int axis;
+	npu_status st;
+
+	st = npu_op_check_arity(ctx, 1, 1);
+	if (!st)
+		st = npu_op_check_attrs(ctx, NPU_OP_ATTRS("axis"));
+	if (st)
+		return st;
+	x = node->inputs[0];
+	if (x->dtype != NPU_DTYPE_FLOAT)
+		return npu_op_unsupported(ctx->err, node,
+					  "input 0 '%s' has type %s, not supported",
+					  x->name, npu_dtype_name(x->dtype));
+	if (x->shape.rank == 0)
+		return npu_op_invalid(ctx->err, node, "input is a scalar");
+	st = npu_op_axis(ctx->err, node, "axis",
+			 npu_node_attr_int_or(node, "axis", def_axis),
+			 x->shape.rank, &axis);
+	if (st)
+		return st;
+	ctx->out_dtypes[0] = x->dtype;
+	ctx->out_shapes[0] = x->shape;
+	return NPU_OK;
+}
+
+/* Normalizes n values at stride 'inner' for each of 'inner' lanes. */
+static void npu_softmax_block(const float *x, float *y, int64_t n,
+			      int64_t inner, bool log_out, float *mx,
+			      float *sum)
+{
+	int64_t k, j;
+
+	for (j = 0; j < inner; j++) {
+		mx[j] = -INFINITY;
+		sum[j] = 0.0f;
+	}
+	for (k = 0; k < n; k++)
+		for (j = 0; j < inner; j++)
+			mx[j] = fmaxf(mx[j], x[k * inner + j]);
+	for (k = 0; k < n; k++)
+		for (j = 0; j < inner; j++) {
+			float e = expf(x[k * inner + j] - mx[j]);
+
+			if (!log_out)
+				y[k * inner + j] = e;
+			sum[j] += e;
+		}
+	if (log_out) {
+		for (j = 0; j < inner; j++)
+			sum[j] = mx[j] + logf(sum[j]);
+		for (k = 0; k < n; k++)
+			for (j = 0; j < inner; j++)
+				y[k * inner + j] = x[k * inner + j] - sum[j];
+	} else {
+		for (j = 0; j < inner; j++)
+			sum[j] = 1.0f / sum[j];
+		for (k = 0; k < n; k++)
+			for (j = 0; j < inner; j++)
+				y[k * inner + j] *= sum[j];
+	}
+}
+
+static npu_status npu_softmax_compute(struct npu_op_ctx *ctx, bool log_out)
+{
+	const struct npu_node *node = ctx->node;
+	const struct npu_tensor *x = ctx->inputs[0];
+	const struct npu_shape *s = &x->shape;
+	float *tmp;
+	int64_t axis = npu_node_attr_int_or(node, "axis",
+					    node->opset < 13 ? 1 : -1);
+	int64_t outer, n, inner, o;
+
+	if (axis < 0)
+		axis += s->rank;
+	outer = npu_op_dims_prod(s, 0, (int)axis);
+	if (node->opset < 13) {
+		n = npu_op_dims_prod(s, (int)axis, s->rank);
+		inner = 1;
+	} else {
+		n = s->dims[axis];
+		inner = npu_op_dims_prod(s, (int)axis + 1, s->rank);
+	}
+	if (outer * n * inner == 0)
+		return NPU_OK;
+	tmp = malloc(2 * (size_t)inner * sizeof(float));
+	if (!tmp)
+		return npu_op_error(ctx->err, node, NPU_ERR_NO_MEMORY,
+				    "out of memory");
+	for (o = 0; o < outer; o++)
+		npu_softmax_block((const float *)x->data + o * n * inner,
+				  (float *)ctx->outputs[0]->data + o * n * inner,
+				  n, inner, log_out, tmp, tmp + inner);
+	free(tmp);
+	return NPU_OK;
+}
+
+static npu_status softmax_compute(struct npu_op_ctx *ctx)
+{
+	return npu_softmax_compute(ctx, false);
+}
+
+static npu_status log_softmax_compute(struct npu_op_ctx *ctx)
+{
+	return npu_softmax_compute(ctx, true);
+}
+
+NPU_CPU_OP_DEF(softmax) = {
+	.op_type = "Softmax", .domain = "", .since_version = 1,
+	.max_version = 21, .infer = npu_softmax_infer,
+	.compute = softmax_compute,
+};
+
+NPU_CPU_OP_DEF(log_softmax) = {
+	.op_type = "LogSoftmax", .domain = "", .since_version = 1,
+	.max_version = 21, .infer = npu_softmax_infer,
+	.compute = log_softmax_compute,
+};

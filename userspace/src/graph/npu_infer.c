@@ -1,0 +1,273 @@
+// SPDX-License-Identifier: MIT
+/*
+ * npu_infer.c - shape / type inference over a graph with each op's infer(),
+ * and folding of nodes whose inputs are all known at load time (constant
+ * initializers, Shape / Size of known shapes): Shape -> Gather -> Concat ->
+ * Reshape chains collapse into constants.
+ */
+#include "graph/npu_ir.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cpu/ops/cpu_ops.h"
+
+/* Folded outputs larger than this stay computed at run time. */
+#define NPU_FOLD_MAX_BYTES (64u << 20)
+
+static bool is_default_domain(const char *d)
+{
+	return !d || !d[0] || !strcmp(d, "ai.onnx");
+}
+
+/* Prefix an op's message with the file and node unless it names them. */
+static void add_context(const struct npu_graph *g, const struct npu_node *node,
+			struct npu_error *err)
+{
+	char label[300];
+
+	npu_node_label(g, node, label, sizeof(label));
+	if (!strstr(err->msg, label) &&
+	    !(node->name[0] && strstr(err->msg, node->name)))
+		npu_error_prefix(err, "%s", label);
+	if (strncmp(err->msg, g->source, strlen(g->source)))
+		npu_error_prefix(err, "%s", g->source);
+}
+
+static bool fold_allowed(const struct npu_node *node)
+{
+	static const char *const never[] = {
+		"RandomNormal", "RandomUniform", "RandomNormalLike",
+		"RandomUniformLike", "Multinomial", "Bernoulli", "Dropout",
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(never) / sizeof(never[0]); i++)
+		if (!strcmp(node->op_type, never[i]))
+			return false;
+	return true;
+}
+
+/* Shape / Size of a value whose shape is fully known, without its data. */
+static npu_status fold_shape_op(struct npu_node *node, struct npu_error *err,
+				bool *folded)
+{
+	const struct npu_value *in = node->inputs[0];
+	struct npu_value *out = node->outputs[0];
+	struct npu_shape s = { 0 };
+	struct npu_tensor *t;
+	int64_t start = 0, end, r, i;
+
+	*folded = false;
+	if (!in || !out || in->shape.rank < 0 || npu_shape_numel(&in->shape) < 0)
+		return NPU_OK;
+	r = in->shape.rank;
+	if (!strcmp(node->op_type, "Size")) {
+		t = npu_tensor_create(NPU_DTYPE_INT64, &s);
+		if (!t)
+			return npu_error_set(err, NPU_ERR_NO_MEMORY,
+					     "out of memory");
+		*(int64_t *)t->data = npu_shape_numel(&in->shape);
+	} else {
+		start = npu_node_attr_int_or(node, "start", 0);
+		end = npu_node_attr_int_or(node, "end", r);
+		if (start < 0)
+			start += r;
+		if (end < 0)
+			end += r;
+		start = start < 0 ? 0 : start > r ? r : start;
+		end = end < 0 ? 0 : end > r ? r : end;
+		s.rank = 1;
+		s.dims[0] = end > start ? end - start : 0;
+		t = npu_tensor_create(NPU_DTYPE_INT64, &s);
+		if (!t)
+			return npu_error_set(err, NPU_ERR_NO_MEMORY,
+					     "out of memory");
+		for (i = 0; i < s.dims[0]; i++)
+			((int64_t *)t->data)[i] = in->shape.dims[start + i];
+	}
+	out->dtype = NPU_DTYPE_INT64;
+	out->shape = t->shape;
+	out->constant = t;
+	*folded = true;
+	return NPU_OK;
+}
+
+static npu_status fold_node(const struct npu_op_def *def,
+			    struct npu_node *node, struct npu_error *err)
+{
+	const struct npu_tensor *ins[64];
+	struct npu_tensor *outs[16] = { 0 };
+	struct npu_op_ctx ctx = { 0 };
+	npu_status st = NPU_OK;
+	size_t j;
+
+	for (j = 0; j < node->num_inputs; j++)
+		ins[j] = node->inputs[j] ? node->inputs[j]->constant : NULL;
+	for (j = 0; j < node->num_outputs; j++) {
+		struct npu_value *v = node->outputs[j];
+
+		if (!v)
+			continue;
+		outs[j] = npu_tensor_create(v->dtype, &v->shape);
+		if (!outs[j]) {
+			st = npu_error_set(err, NPU_ERR_NO_MEMORY,
+					   "out of memory folding '%s'", v->name);
+			goto fail;
+		}
+	}
+	if (def->prepare) {
+		st = def->prepare(node, err);
+		if (st != NPU_OK)
+			goto fail;
+	}
+	ctx.node = node;
+	ctx.inputs = ins;
+	ctx.num_inputs = node->num_inputs;
+	ctx.outputs = outs;
+	ctx.num_outputs = node->num_outputs;
+	ctx.err = err;
+	st = def->compute(&ctx);
+	if (def->release)
+		def->release(node);
+	node->op_state = NULL;
+	if (st != NPU_OK)
+		goto fail;
+	for (j = 0; j < node->num_outputs; j++)
+		if (node->outputs[j])
+			node->outputs[j]->constant = outs[j];
+	return NPU_OK;
+fail:
+	for (j = 0; j < node->num_outputs; j++)
+		npu_tensor_destroy(outs[j]);
+	return st;
+}
+
+static bool can_fold(const struct npu_node *node)
+{
+	size_t j, bytes = 0;
+
+	if (node->num_inputs > 64 || node->num_outputs > 16 ||
+	    !fold_allowed(node))
+		return false;
+	if (!node->num_inputs && strcmp(node->op_type, "Constant"))
+		return false;
+	for (j = 0; j < node->num_inputs; j++)
+		if (node->inputs[j] && !node->inputs[j]->constant)
+			return false;
+	for (j = 0; j < node->num_outputs; j++) {
+		const struct npu_value *v = node->outputs[j];
+		int64_t n;
+
+		if (!v)
+			continue;
+		n = npu_shape_numel(&v->shape);
+		if (v->shape.rank < 0 || n < 0 || !npu_dtype_size(v->dtype))
+			return false;
+		bytes += (size_t)n * npu_dtype_size(v->dtype);
+		if (bytes > NPU_FOLD_MAX_BYTES)
+			return false;
+	}
+	return true;
+}
+
+npu_status npu_graph_infer(struct npu_graph *g, bool fold,
+			   struct npu_error *err)
+{
+	enum npu_dtype dtypes[64];
+	struct npu_shape shapes[64];
+	char label[300];
+	size_t i = 0, j;
+	npu_status st;
+
+	while (i < g->num_nodes) {
+		struct npu_node *node = g->nodes[i];
+		const struct npu_op_def *def;
+		struct npu_infer_ctx ctx;
+		bool unknown_rank = false, folded = false;
+
+		def = npu_cpu_op_find(is_default_domain(node->domain) ? ""
+					: node->domain,
+				      node->op_type, node->opset);
+		if (!def)
+			return npu_error_set(err, NPU_ERR_UNSUPPORTED,
+				"%s: %s: unsupported op '%s%s%s' (opset %d)",
+				g->source,
+				npu_node_label(g, node, label, sizeof(label)),
+				is_default_domain(node->domain) ? ""
+					: node->domain,
+				is_default_domain(node->domain) ? "" : ".",
+				node->op_type, node->opset);
+		if (node->num_outputs > 64)
+			return npu_error_set(err, NPU_ERR_UNSUPPORTED,
+				"%s: %s: %zu outputs (at most 64 supported)",
+				g->source,
+				npu_node_label(g, node, label, sizeof(label)),
+				node->num_outputs);
+		for (j = 0; j < node->num_inputs; j++)
+			if (node->inputs[j] && node->inputs[j]->shape.rank < 0)
+				unknown_rank = true;
+		if (unknown_rank) {
+			/* Rank not known before run time: infer then. */
+			for (j = 0; j < node->num_outputs; j++)
+				if (node->outputs[j] &&
+				    !node->outputs[j]->is_graph_output)
+					node->outputs[j]->shape.rank = -1;
+			i++;
+			continue;
+		}
+		for (j = 0; j < node->num_outputs; j++) {
+			dtypes[j] = NPU_DTYPE_UNDEFINED;
+			memset(&shapes[j], 0, sizeof(shapes[j]));
+		}
+		ctx.node = node;
+		ctx.out_dtypes = dtypes;
+		ctx.out_shapes = shapes;
+		ctx.err = err;
+		npu_error_clear(err);
+		st = def->infer(&ctx);
+		if (st != NPU_OK) {
+			if (!err->msg[0])
+				npu_error_set(err, st, "shape inference failed");
+			add_context(g, node, err);
+			return st;
+		}
+		for (j = 0; j < node->num_outputs; j++) {
+			struct npu_value *v = node->outputs[j];
+
+			if (!v)
+				continue;
+			if (shapes[j].rank < 0 || shapes[j].rank > NPU_MAX_RANK)
+				return npu_error_set(err, NPU_ERR_INTERNAL,
+					"%s: %s: op inferred rank %d for '%s'",
+					g->source,
+					npu_node_label(g, node, label,
+						       sizeof(label)),
+					shapes[j].rank, v->name);
+			v->dtype = dtypes[j];
+			v->shape = shapes[j];
+		}
+		if (fold && node->num_inputs >= 1 && node->inputs[0] &&
+		    (!strcmp(node->op_type, "Shape") ||
+		     !strcmp(node->op_type, "Size")) &&
+		    is_default_domain(node->domain) && node->outputs[0] &&
+		    !node->outputs[0]->is_graph_output) {
+			st = fold_shape_op(node, err, &folded);
+			if (st != NPU_OK)
+				return st;
+		} else if (fold && can_fold(node)) {
+			st = fold_node(def, node, err);
+			if (st != NPU_OK) {
+				add_context(g, node, err);
+				return st;
+			}
+			folded = true;
+		}
+		if (folded)
+			npu_graph_remove_node(g, node);
+		else
+			i++;
+	}
+	return NPU_OK;
+}

@@ -1,0 +1,44 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * npu_onnx.h - the ONNX importer (internal): ModelProto -> npu_graph.
+ *
+ * Everything in the file is validated on the way in: versions, opset
+ * imports, types, shapes, initializer sizes, attributes and the topology.
+ * A malformed model is an error naming the file, the node (name or index
+ * and op type), the attribute or input and the reason, never a crash.
+ * External tensor data, sparse initializers, subgraph attributes and
+ * non-tensor types are rejected as NPU_ERR_UNSUPPORTED.
+ */
+#ifndef NPU_ONNX_H
+#define NPU_ONNX_H
+
+#include <stddef.h>
+
+#include "graph/npu_ir.h"
+
+/* IR versions the importer accepts. */
+#define NPU_ONNX_IR_MIN 3
+#define NPU_ONNX_IR_MAX 10
+
+/*
+ * Parse a serialized ModelProto into a sorted, checked graph; shapes are
+ * not inferred yet (npu_graph_infer). 'source' prefixes every message.
+ */
+npu_status npu_onnx_import(const void *data, size_t size, const char *source,
+			   struct npu_graph **out, struct npu_error *err);
+npu_status npu_onnx_import_file(const char *path, struct npu_graph **out,
+				struct npu_error *err);
+
+/* A serialized TensorProto (input_0.pb...); *name (may be NULL) is malloc'd. */
+npu_status npu_onnx_read_tensor(const void *data, size_t size,
+				const char *source, struct npu_tensor **out,
+				char **name, struct npu_error *err);
+npu_status npu_onnx_read_tensor_file(const char *path,
+				     struct npu_tensor **out, char **name,
+				     struct npu_error *err);
+
+/* Read a whole file into a malloc'd buffer. */
+npu_status npu_read_file(const char *path, void **data, size_t *size,
+			 struct npu_error *err);
+
+#endif /* NPU_ONNX_H */

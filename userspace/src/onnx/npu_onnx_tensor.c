@@ -1,0 +1,271 @@
+// SPDX-License-Identifier: MIT
+/* npu_onnx_tensor.c - TensorProto -> npu_tensor, with every size checked. */
+#include "onnx/npu_onnx_internal.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+npu_status npu_read_file(const char *path, void **data, size_t *size,
+			 struct npu_error *err)
+{
+	FILE *f = fopen(path, "rb");
+	struct stat st;
+	void *buf;
+
+	*data = NULL;
+	*size = 0;
+	if (!f)
+		return npu_error_set(err, errno == ENOENT ? NPU_ERR_NOT_FOUND
+							  : NPU_ERR_IO,
+				     "%s: %s", path, strerror(errno));
+	if (fstat(fileno(f), &st) || !S_ISREG(st.st_mode)) {
+		fclose(f);
+		return npu_error_set(err, NPU_ERR_IO, "%s: not a regular file",
+				     path);
+	}
+	if ((uint64_t)st.st_size > (1ull << 31)) {
+		fclose(f);
+		return npu_error_set(err, NPU_ERR_UNSUPPORTED,
+				     "%s: %lld bytes, larger than 2 GiB", path,
+				     (long long)st.st_size);
+	}
+	buf = malloc(st.st_size ? (size_t)st.st_size : 1);
+	if (!buf) {
+		fclose(f);
+		return npu_error_set(err, NPU_ERR_NO_MEMORY, "%s: out of memory",
+				     path);
+	}
+	if (st.st_size && fread(buf, 1, (size_t)st.st_size, f) !=
+				  (size_t)st.st_size) {
+		free(buf);
+		fclose(f);
+		return npu_error_set(err, NPU_ERR_IO, "%s: short read", path);
+	}
+	fclose(f);
+	*data = buf;
+	*size = (size_t)st.st_size;
+	return NPU_OK;
+}
+
+bool npu_onnx_dtype_supported(int32_t t)
+{
+	switch (t) {
+	case NPU_DTYPE_FLOAT: case NPU_DTYPE_UINT8: case NPU_DTYPE_INT8:
+	case NPU_DTYPE_UINT16: case NPU_DTYPE_INT16: case NPU_DTYPE_INT32:
+	case NPU_DTYPE_INT64: case NPU_DTYPE_BOOL: case NPU_DTYPE_FLOAT16:
+	case NPU_DTYPE_DOUBLE: case NPU_DTYPE_UINT32: case NPU_DTYPE_UINT64:
+		return true;
+	}
+	return false;
+}
+
+/* Name of an ONNX element type, including the ones we do not support. */
+const char *npu_onnx_dtype_name(int32_t t)
+{
+	static const char *const names[] = {
+		"undefined", "float", "uint8", "int8", "uint16", "int16",
+		"int32", "int64", "string", "bool", "float16", "double",
+		"uint32", "uint64", "complex64", "complex128", "bfloat16",
+		"float8e4m3fn", "float8e4m3fnuz", "float8e5m2",
+		"float8e5m2fnuz", "uint4", "int4",
+	};
+
+	if (t >= 0 && (size_t)t < sizeof(names) / sizeof(names[0]))
+		return names[t];
+	return "unknown";
+}
+
+/* Typed-field element count and whether it is the field for 'dtype'. */
+static size_t typed_count(const Onnx__TensorProto *tp, int32_t dtype)
+{
+	switch (dtype) {
+	case NPU_DTYPE_FLOAT: return tp->n_float_data;
+	case NPU_DTYPE_INT32: case NPU_DTYPE_INT16: case NPU_DTYPE_INT8:
+	case NPU_DTYPE_UINT16: case NPU_DTYPE_UINT8: case NPU_DTYPE_BOOL:
+	case NPU_DTYPE_FLOAT16:
+		return tp->n_int32_data;
+	case NPU_DTYPE_INT64: return tp->n_int64_data;
+	case NPU_DTYPE_DOUBLE: return tp->n_double_data;
+	case NPU_DTYPE_UINT32: case NPU_DTYPE_UINT64:
+		return tp->n_uint64_data;
+	}
+	return 0;
+}
+
+static const char *typed_field(int32_t dtype)
+{
+	switch (dtype) {
+	case NPU_DTYPE_FLOAT: return "float_data";
+	case NPU_DTYPE_INT64: return "int64_data";
+	case NPU_DTYPE_DOUBLE: return "double_data";
+	case NPU_DTYPE_UINT32: case NPU_DTYPE_UINT64: return "uint64_data";
+	}
+	return "int32_data";
+}
+
+npu_status npu_onnx_tensor_from_proto(const Onnx__TensorProto *tp,
+				      const char *what,
+				      struct npu_tensor **out,
+				      struct npu_error *err)
+{
+	struct npu_shape shape = { 0 };
+	struct npu_tensor *t;
+	size_t i, n, count, esize;
+	int32_t dtype;
+	int64_t numel;
+	char sbuf[160];
+
+	*out = NULL;
+	if (tp->n_external_data || (tp->has_data_location &&
+	    tp->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL))
+		return npu_error_set(err, NPU_ERR_UNSUPPORTED,
+			"%s: external data is not supported (store the tensor in the model file)",
+			what);
+	if (tp->segment)
+		return npu_error_set(err, NPU_ERR_UNSUPPORTED,
+				     "%s: segmented tensors are not supported",
+				     what);
+	dtype = tp->has_data_type ? tp->data_type : 0;
+	if (dtype == NPU_DTYPE_UNDEFINED)
+		return npu_error_set(err, NPU_ERR_MODEL,
+				     "%s: no data type", what);
+	if (!npu_onnx_dtype_supported(dtype))
+		return npu_error_set(err, NPU_ERR_UNSUPPORTED,
+				     "%s: unsupported type '%s'", what,
+				     npu_onnx_dtype_name(dtype));
+	if (tp->n_dims > NPU_MAX_RANK)
+		return npu_error_set(err, NPU_ERR_UNSUPPORTED,
+				     "%s: rank %zu (at most %d supported)", what,
+				     tp->n_dims, NPU_MAX_RANK);
+	shape.rank = (int)tp->n_dims;
+	for (i = 0; i < tp->n_dims; i++) {
+		if (tp->dims[i] < 0)
+			return npu_error_set(err, NPU_ERR_MODEL,
+					     "%s: dim %zu is negative (%lld)",
+					     what, i, (long long)tp->dims[i]);
+		shape.dims[i] = tp->dims[i];
+	}
+	numel = npu_shape_numel(&shape);
+	esize = npu_dtype_size((enum npu_dtype)dtype);
+	if (numel < 0 || (uint64_t)numel > (1ull << 40) / esize)
+		return npu_error_set(err, NPU_ERR_MODEL,
+				     "%s: shape %s is too large", what,
+				     npu_shape_str(&shape, sbuf, sizeof(sbuf)));
+	n = (size_t)numel;
+	count = typed_count(tp, dtype);
+	if (tp->has_raw_data) {
+		if (tp->raw_data.len != n * esize)
+			return npu_error_set(err, NPU_ERR_MODEL,
+				"%s: raw_data has %zu bytes, expected %zu (%s %s)",
+				what, tp->raw_data.len, n * esize,
+				npu_dtype_name((enum npu_dtype)dtype),
+				npu_shape_str(&shape, sbuf, sizeof(sbuf)));
+	} else if (count != n) {
+		return npu_error_set(err, NPU_ERR_MODEL,
+			"%s: %s has %zu elements, expected %zu (%s %s)", what,
+			typed_field(dtype), count, n,
+			npu_dtype_name((enum npu_dtype)dtype),
+			npu_shape_str(&shape, sbuf, sizeof(sbuf)));
+	}
+	t = npu_tensor_create((enum npu_dtype)dtype, &shape);
+	if (!t)
+		return npu_error_set(err, NPU_ERR_NO_MEMORY,
+				     "%s: out of memory (%zu bytes)", what,
+				     n * esize);
+	if (tp->has_raw_data) {
+		if (n)
+			memcpy(t->data, tp->raw_data.data, n * esize);
+		*out = t;
+		return NPU_OK;
+	}
+	for (i = 0; i < n; i++) {
+		switch (dtype) {
+		case NPU_DTYPE_FLOAT:
+			((float *)t->data)[i] = tp->float_data[i];
+			break;
+		case NPU_DTYPE_INT32:
+			((int32_t *)t->data)[i] = tp->int32_data[i];
+			break;
+		case NPU_DTYPE_INT16:
+			((int16_t *)t->data)[i] = (int16_t)tp->int32_data[i];
+			break;
+		case NPU_DTYPE_UINT16:
+		case NPU_DTYPE_FLOAT16:	/* the raw half bits */
+			((uint16_t *)t->data)[i] = (uint16_t)tp->int32_data[i];
+			break;
+		case NPU_DTYPE_INT8:
+			((int8_t *)t->data)[i] = (int8_t)tp->int32_data[i];
+			break;
+		case NPU_DTYPE_UINT8:
+			((uint8_t *)t->data)[i] = (uint8_t)tp->int32_data[i];
+			break;
+		case NPU_DTYPE_BOOL:
+			((uint8_t *)t->data)[i] = tp->int32_data[i] != 0;
+			break;
+		case NPU_DTYPE_INT64:
+			((int64_t *)t->data)[i] = tp->int64_data[i];
+			break;
+		case NPU_DTYPE_DOUBLE:
+			((double *)t->data)[i] = tp->double_data[i];
+			break;
+		case NPU_DTYPE_UINT32:
+			((uint32_t *)t->data)[i] = (uint32_t)tp->uint64_data[i];
+			break;
+		case NPU_DTYPE_UINT64:
+			((uint64_t *)t->data)[i] = tp->uint64_data[i];
+			break;
+		}
+	}
+	*out = t;
+	return NPU_OK;
+}
+
+npu_status npu_onnx_read_tensor(const void *data, size_t size,
+				const char *source, struct npu_tensor **out,
+				char **name, struct npu_error *err)
+{
+	Onnx__TensorProto *tp;
+	char what[512];
+	npu_status st;
+
+	*out = NULL;
+	if (name)
+		*name = NULL;
+	tp = onnx__tensor_proto__unpack(NULL, size, data);
+	if (!tp)
+		return npu_error_set(err, NPU_ERR_MODEL,
+				     "%s: not a valid serialized TensorProto",
+				     source);
+	snprintf(what, sizeof(what), "%s: tensor '%s'", source,
+		 tp->name ? tp->name : "");
+	st = npu_onnx_tensor_from_proto(tp, what, out, err);
+	if (st == NPU_OK && name) {
+		*name = strdup(tp->name ? tp->name : "");
+		if (!*name) {
+			npu_tensor_destroy(*out);
+			*out = NULL;
+			st = npu_error_set(err, NPU_ERR_NO_MEMORY,
+					   "out of memory");
+		}
+	}
+	onnx__tensor_proto__free_unpacked(tp, NULL);
+	return st;
+}
+
+npu_status npu_onnx_read_tensor_file(const char *path,
+				     struct npu_tensor **out, char **name,
+				     struct npu_error *err)
+{
+	void *data;
+	size_t size;
+	npu_status st = npu_read_file(path, &data, &size, err);
+
+	if (st != NPU_OK)
+		return st;
+	st = npu_onnx_read_tensor(data, size, path, out, name, err);
+	free(data);
+	return st;
+}

@@ -1,0 +1,528 @@
+// SPDX-License-Identifier: MIT
+/* npu_session.c - executes a graph on the CPU (see npu_runtime.h). */
+#include "runtime/npu_runtime.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cpu/kernels/cpu_kernels.h"
+#include "cpu/ops/cpu_ops.h"
+
+#define NPU_RT_MAX_IO 64
+
+struct rt_buffer {
+	void *data;
+	size_t cap;
+};
+
+struct npu_session {
+	struct npu_graph *g;
+	struct npu_threadpool *pool;
+	bool profile;
+	void (*observe)(void *arg, const struct npu_node *node,
+			const struct npu_tensor *const *outputs);
+	void *observe_arg;
+	const struct npu_op_def **defs;		/* per node */
+	bool *dynamic;				/* per node: infer at run time */
+	size_t *last_use;			/* per value: last consuming node */
+	const struct npu_tensor **view;		/* per value: what nodes read */
+	struct npu_tensor *owned;		/* per value: runtime tensors */
+	size_t *owned_cap;			/* per value: buffer capacity */
+	struct rt_buffer *free_bufs;		/* the reuse pool */
+	size_t num_free, cap_free;
+	double *node_ms;
+	uint64_t runs;
+	struct npu_op_stat *stats;
+	size_t num_stats;
+};
+
+static bool is_default_domain(const char *d)
+{
+	return !d || !d[0] || !strcmp(d, "ai.onnx");
+}
+
+static double now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+/* Best fit from the pool, else a new 64-byte aligned buffer. */
+static void *buf_get(struct npu_session *s, size_t need, size_t *cap)
+{
+	size_t i, best = SIZE_MAX;
+	void *p;
+
+	for (i = 0; i < s->num_free; i++)
+		if (s->free_bufs[i].cap >= need &&
+		    (best == SIZE_MAX || s->free_bufs[i].cap <
+					  s->free_bufs[best].cap))
+			best = i;
+	if (best != SIZE_MAX) {
+		p = s->free_bufs[best].data;
+		*cap = s->free_bufs[best].cap;
+		s->free_bufs[best] = s->free_bufs[--s->num_free];
+		return p;
+	}
+	*cap = (need + 63) & ~(size_t)63;
+	return aligned_alloc(64, *cap);
+}
+
+static bool buf_put(struct npu_session *s, void *data, size_t cap)
+{
+	if (!data)
+		return true;
+	if (s->num_free == s->cap_free) {
+		size_t c = s->cap_free ? s->cap_free * 2 : 32;
+		struct rt_buffer *nb = realloc(s->free_bufs, c * sizeof(*nb));
+
+		if (!nb) {
+			free(data);
+			return false;
+		}
+		s->free_bufs = nb;
+		s->cap_free = c;
+	}
+	s->free_bufs[s->num_free].data = data;
+	s->free_bufs[s->num_free].cap = cap;
+	s->num_free++;
+	return true;
+}
+
+static void release_value(struct npu_session *s, size_t vi)
+{
+	if (s->owned[vi].data) {
+		buf_put(s, s->owned[vi].data, s->owned_cap[vi]);
+		s->owned[vi].data = NULL;
+		s->owned_cap[vi] = 0;
+	}
+	s->view[vi] = NULL;
+}
+
+static int cmp_stat(const void *a, const void *b)
+{
+	const struct npu_op_stat *x = a, *y = b;
+
+	if (x->total_ms != y->total_ms)
+		return x->total_ms < y->total_ms ? 1 : -1;
+	if (x->nodes != y->nodes)
+		return x->nodes < y->nodes ? 1 : -1;
+	return strcmp(x->op_type, y->op_type);
+}
+
+static void build_stats(struct npu_session *s)
+{
+	size_t i, j;
+
+	s->num_stats = 0;
+	for (i = 0; i < s->g->num_nodes; i++) {
+		const struct npu_node *n = s->g->nodes[i];
+
+		for (j = 0; j < s->num_stats; j++)
+			if (!strcmp(s->stats[j].op_type, n->op_type))
+				break;
+		if (j == s->num_stats) {
+			s->stats[j].op_type = n->op_type;
+			s->stats[j].nodes = 0;
+			s->stats[j].calls = 0;
+			s->stats[j].total_ms = 0;
+			s->num_stats++;
+		}
+		s->stats[j].nodes++;
+		s->stats[j].calls += s->runs;
+		s->stats[j].total_ms += s->node_ms[i];
+	}
+	qsort(s->stats, s->num_stats, sizeof(*s->stats), cmp_stat);
+}
+
+void npu_session_destroy(struct npu_session *s)
+{
+	size_t i;
+
+	if (!s)
+		return;
+	if (s->defs)
+		for (i = 0; i < s->g->num_nodes; i++)
+			if (s->defs[i] && s->defs[i]->release)
+				s->defs[i]->release(s->g->nodes[i]);
+	if (s->owned)
+		for (i = 0; i < s->g->num_values; i++)
+			free(s->owned[i].data);
+	for (i = 0; i < s->num_free; i++)
+		free(s->free_bufs[i].data);
+	free(s->free_bufs);
+	npu_threadpool_destroy(s->pool);
+	free(s->defs);
+	free(s->dynamic);
+	free(s->last_use);
+	free(s->view);
+	free(s->owned);
+	free(s->owned_cap);
+	free(s->node_ms);
+	free(s->stats);
+	free(s);
+}
+
+npu_status npu_session_create(struct npu_graph *g,
+			      const struct npu_session_options *opts,
+			      struct npu_session **out, struct npu_error *err)
+{
+	struct npu_session *s;
+	size_t i, j, nn = g->num_nodes, nv = g->num_values;
+	int threads = opts ? opts->threads : 0;
+	char label[300];
+	npu_status st;
+
+	*out = NULL;
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return npu_error_set(err, NPU_ERR_NO_MEMORY, "out of memory");
+	s->g = g;
+	s->profile = opts && opts->profile;
+	if (opts) {
+		s->observe = opts->observe;
+		s->observe_arg = opts->observe_arg;
+	}
+	s->defs = calloc(nn + 1, sizeof(*s->defs));
+	s->dynamic = calloc(nn + 1, sizeof(*s->dynamic));
+	s->node_ms = calloc(nn + 1, sizeof(*s->node_ms));
+	s->stats = calloc(nn + 1, sizeof(*s->stats));
+	s->last_use = calloc(nv + 1, sizeof(*s->last_use));
+	s->view = calloc(nv + 1, sizeof(*s->view));
+	s->owned = calloc(nv + 1, sizeof(*s->owned));
+	s->owned_cap = calloc(nv + 1, sizeof(*s->owned_cap));
+	if (!s->defs || !s->dynamic || !s->node_ms || !s->stats ||
+	    !s->last_use || !s->view || !s->owned || !s->owned_cap) {
+		npu_session_destroy(s);
+		return npu_error_set(err, NPU_ERR_NO_MEMORY, "out of memory");
+	}
+	if (threads <= 0) {
+		long n = sysconf(_SC_NPROCESSORS_ONLN);
+
+		threads = n > 0 ? (int)n : 1;
+	}
+	if (threads > 1) {
+		s->pool = npu_threadpool_create(threads);
+		if (!s->pool) {
+			npu_session_destroy(s);
+			return npu_error_set(err, NPU_ERR_NO_MEMORY,
+					     "cannot create %d threads", threads);
+		}
+	}
+	for (i = 0; i < nv; i++)
+		s->last_use[i] = SIZE_MAX;
+	for (i = 0; i < nn; i++) {
+		struct npu_node *node = g->nodes[i];
+
+		if (node->num_inputs > NPU_RT_MAX_IO ||
+		    node->num_outputs > NPU_RT_MAX_IO) {
+			npu_session_destroy(s);
+			return npu_error_set(err, NPU_ERR_UNSUPPORTED,
+				"%s: %s: more than %d inputs or outputs",
+				g->source, npu_node_label(g, node, label,
+							  sizeof(label)),
+				NPU_RT_MAX_IO);
+		}
+		s->defs[i] = npu_cpu_op_find(is_default_domain(node->domain)
+					     ? "" : node->domain,
+					     node->op_type, node->opset);
+		if (!s->defs[i]) {
+			npu_session_destroy(s);
+			return npu_error_set(err, NPU_ERR_UNSUPPORTED,
+				"%s: %s: unsupported op '%s' (opset %d)",
+				g->source, npu_node_label(g, node, label,
+							  sizeof(label)),
+				node->op_type, node->opset);
+		}
+		for (j = 0; j < node->num_inputs; j++)
+			if (node->inputs[j])
+				s->last_use[node->inputs[j]->index] = i;
+		for (j = 0; j < node->num_outputs; j++) {
+			const struct npu_value *v = node->outputs[j];
+
+			if (v && (v->shape.rank < 0 ||
+				  npu_shape_numel(&v->shape) < 0))
+				s->dynamic[i] = true;
+		}
+	}
+	for (i = 0; i < nn; i++) {
+		if (!s->defs[i]->prepare)
+			continue;
+		st = s->defs[i]->prepare(g->nodes[i], err);
+		if (st != NPU_OK) {
+			/* Only nodes before i were prepared. */
+			for (j = i; j < nn; j++)
+				s->defs[j] = NULL;
+			if (!strstr(err->msg, g->source))
+				npu_error_prefix(err, "%s: %s", g->source,
+						 npu_node_label(g, g->nodes[i],
+								label,
+								sizeof(label)));
+			npu_session_destroy(s);
+			return st;
+		}
+	}
+	build_stats(s);
+	*out = s;
+	return NPU_OK;
+}
+
+/* Infer a node's output shapes from the actual input tensors. */
+static npu_status infer_at_run_time(struct npu_session *s, size_t ni,
+				    const struct npu_tensor *const *ins,
+				    enum npu_dtype *dtypes,
+				    struct npu_shape *shapes,
+				    struct npu_error *err)
+{
+	struct npu_node *node = s->g->nodes[ni], copy = *node;
+	struct npu_value tmp[NPU_RT_MAX_IO], *tmpp[NPU_RT_MAX_IO];
+	struct npu_infer_ctx ctx;
+	char label[300], sbuf[160];
+	size_t j;
+	npu_status st;
+
+	for (j = 0; j < node->num_inputs; j++) {
+		tmpp[j] = NULL;
+		if (!node->inputs[j])
+			continue;
+		tmp[j] = *node->inputs[j];
+		tmp[j].dtype = ins[j]->dtype;
+		tmp[j].shape = ins[j]->shape;
+		tmp[j].constant = (struct npu_tensor *)ins[j];
+		tmpp[j] = &tmp[j];
+	}
+	copy.inputs = tmpp;
+	ctx.node = &copy;
+	ctx.out_dtypes = dtypes;
+	ctx.out_shapes = shapes;
+	ctx.err = err;
+	for (j = 0; j < node->num_outputs; j++) {
+		dtypes[j] = NPU_DTYPE_UNDEFINED;
+		memset(&shapes[j], 0, sizeof(shapes[j]));
+	}
+	st = s->defs[ni]->infer(&ctx);
+	if (st != NPU_OK) {
+		if (!strstr(err->msg, s->g->source))
+			npu_error_prefix(err, "%s: %s", s->g->source,
+					 npu_node_label(s->g, node, label,
+							sizeof(label)));
+		return st;
+	}
+	for (j = 0; j < node->num_outputs; j++)
+		if (node->outputs[j] && (shapes[j].rank < 0 ||
+					 shapes[j].rank > NPU_MAX_RANK ||
+					 npu_shape_numel(&shapes[j]) < 0))
+			return npu_error_set(err, NPU_ERR_UNSUPPORTED,
+				"%s: %s: output '%s' has shape %s even with all inputs known",
+				s->g->source,
+				npu_node_label(s->g, node, label, sizeof(label)),
+				node->outputs[j]->name,
+				shapes[j].rank < 0 || shapes[j].rank > NPU_MAX_RANK
+					? "of unknown rank"
+					: npu_shape_str(&shapes[j], sbuf,
+							sizeof(sbuf)));
+	return NPU_OK;
+}
+
+static npu_status check_input(const struct npu_graph *g, size_t i,
+			      const struct npu_tensor *t, struct npu_error *err)
+{
+	const struct npu_value *v = g->inputs[i];
+	char a[160], b[160];
+	int d;
+
+	if (!t)
+		return npu_error_set(err, NPU_ERR_INVALID_ARG,
+				     "%s: input '%s' is missing", g->source,
+				     v->name);
+	if (t->dtype != v->dtype)
+		return npu_error_set(err, NPU_ERR_INVALID_ARG,
+				     "%s: input '%s' must be %s, got %s",
+				     g->source, v->name, npu_dtype_name(v->dtype),
+				     npu_dtype_name(t->dtype));
+	if (v->shape.rank < 0)
+		return NPU_OK;
+	if (t->shape.rank != v->shape.rank)
+		goto mismatch;
+	for (d = 0; d < v->shape.rank; d++)
+		if (v->shape.dims[d] >= 0 && v->shape.dims[d] != t->shape.dims[d])
+			goto mismatch;
+	if (t->nbytes != (size_t)npu_shape_numel(&t->shape) *
+				 npu_dtype_size(t->dtype) ||
+	    (t->nbytes && !t->data))
+		return npu_error_set(err, NPU_ERR_INVALID_ARG,
+				     "%s: input '%s': %zu bytes of data for shape %s",
+				     g->source, v->name, t->nbytes,
+				     npu_shape_str(&t->shape, a, sizeof(a)));
+	return NPU_OK;
+mismatch:
+	return npu_error_set(err, NPU_ERR_INVALID_ARG,
+			     "%s: input '%s' has shape %s, the model needs %s",
+			     g->source, v->name,
+			     npu_shape_str(&t->shape, a, sizeof(a)),
+			     npu_shape_str(&v->shape, b, sizeof(b)));
+}
+
+npu_status npu_session_run(struct npu_session *s,
+			   const struct npu_tensor *const *inputs,
+			   struct npu_error *err)
+{
+	struct npu_graph *g = s->g;
+	const struct npu_tensor *ins[NPU_RT_MAX_IO];
+	struct npu_tensor *outs[NPU_RT_MAX_IO];
+	enum npu_dtype dtypes[NPU_RT_MAX_IO];
+	struct npu_shape shapes[NPU_RT_MAX_IO];
+	char label[300];
+	size_t i, j;
+	npu_status st;
+
+	/* Buffers of the previous run's outputs go back to the pool. */
+	for (i = 0; i < g->num_values; i++) {
+		release_value(s, i);
+		if (g->values[i]->constant)
+			s->view[i] = g->values[i]->constant;
+	}
+	for (i = 0; i < g->num_inputs; i++) {
+		st = check_input(g, i, inputs[i], err);
+		if (st != NPU_OK)
+			return st;
+		s->view[g->inputs[i]->index] = inputs[i];
+	}
+	for (i = 0; i < g->num_nodes; i++) {
+		struct npu_node *node = g->nodes[i];
+		struct npu_op_ctx ctx;
+		double t0 = s->profile ? now_ms() : 0;
+
+		for (j = 0; j < node->num_inputs; j++) {
+			ins[j] = NULL;
+			if (!node->inputs[j])
+				continue;
+			ins[j] = s->view[node->inputs[j]->index];
+			if (!ins[j])
+				return npu_error_set(err, NPU_ERR_INTERNAL,
+					"%s: %s: input '%s' has no data",
+					g->source,
+					npu_node_label(g, node, label,
+						       sizeof(label)),
+					node->inputs[j]->name);
+		}
+		if (s->dynamic[i]) {
+			st = infer_at_run_time(s, i, ins, dtypes, shapes, err);
+			if (st != NPU_OK)
+				return st;
+		} else {
+			for (j = 0; j < node->num_outputs; j++)
+				if (node->outputs[j]) {
+					dtypes[j] = node->outputs[j]->dtype;
+					shapes[j] = node->outputs[j]->shape;
+				}
+		}
+		for (j = 0; j < node->num_outputs; j++) {
+			struct npu_value *v = node->outputs[j];
+			struct npu_tensor *t;
+			size_t esize;
+
+			outs[j] = NULL;
+			if (!v)
+				continue;
+			t = &s->owned[v->index];
+			esize = npu_dtype_size(dtypes[j]);
+			if (!esize)
+				return npu_error_set(err, NPU_ERR_UNSUPPORTED,
+					"%s: %s: output '%s' has type %s",
+					g->source,
+					npu_node_label(g, node, label,
+						       sizeof(label)),
+					v->name, npu_dtype_name(dtypes[j]));
+			t->dtype = dtypes[j];
+			t->shape = shapes[j];
+			t->nbytes = (size_t)npu_shape_numel(&shapes[j]) * esize;
+			t->data = NULL;
+			if (t->nbytes) {
+				t->data = buf_get(s, t->nbytes,
+						  &s->owned_cap[v->index]);
+				if (!t->data)
+					return npu_error_set(err,
+						NPU_ERR_NO_MEMORY,
+						"%s: %s: out of memory for output '%s' (%zu bytes)",
+						g->source,
+						npu_node_label(g, node, label,
+							       sizeof(label)),
+						v->name, t->nbytes);
+			}
+			outs[j] = t;
+			s->view[v->index] = t;
+		}
+		ctx.node = node;
+		ctx.inputs = ins;
+		ctx.num_inputs = node->num_inputs;
+		ctx.outputs = outs;
+		ctx.num_outputs = node->num_outputs;
+		ctx.pool = s->pool;
+		ctx.err = err;
+		npu_error_clear(err);
+		st = s->defs[i]->compute(&ctx);
+		if (st != NPU_OK) {
+			if (!err->msg[0])
+				npu_error_set(err, st, "compute failed");
+			if (!strstr(err->msg, g->source))
+				npu_error_prefix(err, "%s: %s", g->source,
+						 npu_node_label(g, node, label,
+								sizeof(label)));
+			return st;
+		}
+		/* An activation the compiler fused into a node that stayed on the CPU. */
+		if (node->num_attrs && npu_node_attr(node, "npu_activation")) {
+			st = npu_cpu_apply_fused_activation(node, outs[0], err);
+			if (st != NPU_OK) {
+				npu_error_prefix(err, "%s: %s", g->source,
+						 npu_node_label(g, node, label, sizeof(label)));
+				return st;
+			}
+		}
+		if (s->profile)
+			s->node_ms[i] += now_ms() - t0;
+		if (s->observe)
+			s->observe(s->observe_arg, node,
+				   (const struct npu_tensor *const *)outs);
+		/* Liveness: free what no later node reads. */
+		for (j = 0; j < node->num_inputs; j++) {
+			struct npu_value *v = node->inputs[j];
+
+			if (v && s->last_use[v->index] == i &&
+			    !v->is_graph_output && !v->constant &&
+			    !v->is_graph_input)
+				release_value(s, v->index);
+		}
+		for (j = 0; j < node->num_outputs; j++) {
+			struct npu_value *v = node->outputs[j];
+
+			if (v && s->last_use[v->index] == SIZE_MAX &&
+			    !v->is_graph_output)
+				release_value(s, v->index);
+		}
+	}
+	s->runs++;
+	build_stats(s);
+	return NPU_OK;
+}
+
+const struct npu_tensor *npu_session_output(const struct npu_session *s,
+					    size_t index)
+{
+	if (index >= s->g->num_outputs)
+		return NULL;
+	return s->view[s->g->outputs[index]->index];
+}
+
+size_t npu_session_op_stats(const struct npu_session *s,
+			    const struct npu_op_stat **stats)
+{
+	*stats = s->stats;
+	return s->num_stats;
+}
