@@ -339,7 +339,8 @@ static bool plan_flat(const struct npu_segment_program *prog,
 	if (l->kind == NPU_LOP_LUT) {
 		consts = 256;
 	} else {
-		if (l->elt.b_const)
+		/* A broadcast operand (constant or activation) stays resident. */
+		if (l->elt.bcast != NPU_BCAST_NONE)
 			consts = align_up(l->elt.b_count, SRAM_ALIGN);
 		else
 			in2 = out->c;
@@ -881,6 +882,7 @@ static npu_status gen_matmul(struct emitter *e, const struct npu_lop *l,
 struct flat_tiles {
 	const struct npu_lop *l;
 	const struct npu_act *a, *b, *out;
+	const struct npu_act *bvec;	/* broadcast activation, loaded once */
 	struct plan p;
 	uint64_t elems;		/* total elements */
 	uint64_t per_tile;	/* elements per tile */
@@ -902,7 +904,13 @@ static npu_status flat_consts(struct emitter *e, void *ctx, size_t tile, bool *c
 	*changed = tile == 0;
 	if (!*changed)
 		return NPU_OK;
-	return emit_consts(e, c->blob_off, c->blob_size, c->p.sram_consts);
+	if (emit_consts(e, c->blob_off, c->blob_size, c->p.sram_consts))
+		return e->err->status;
+	/* The previous op ended with a SYNC store: its SRAM is free. */
+	if (c->bvec)
+		EMIT(e, npu_cmdbuf_dma_copy_1d(e->cb, 0, NPU_SPACE_SRAM, c->b_sram, NPU_SPACE_VA,
+					       arena(e, c->bvec->offset), c->l->elt.b_count));
+	return NPU_OK;
 }
 
 static npu_status flat_load(struct emitter *e, void *ctx, size_t tile, int buf)
@@ -947,7 +955,8 @@ static npu_status flat_compute(struct emitter *e, void *ctx, size_t tile, int bu
 			.channels = l->elt.bcast == NPU_BCAST_CHANNEL ? c->out->c : 0,
 			.mult_a = l->elt.mult_a, .mult_b = l->elt.mult_b,
 			.zp_a = (int16_t)c->a->q.zero_point,
-			.zp_b = c->b ? (int16_t)c->b->q.zero_point : l->elt.zp_b,
+			.zp_b = c->b ? (int16_t)c->b->q.zero_point :
+				c->bvec ? (int16_t)c->bvec->q.zero_point : l->elt.zp_b,
 			.zp_out = (int16_t)(l->elt.lut ? l->elt.pre_act_zp : c->out->q.zero_point),
 			.act_min = l->elt.act_min, .act_max = l->elt.act_max,
 		};
@@ -986,8 +995,10 @@ static npu_status gen_flat(struct emitter *e, const struct npu_lop *l,
 	const int8_t *lut = l->kind == NPU_LOP_LUT ? l->lut.table : l->elt.lut;
 	size_t start = (size_t)align_up(e->blob.size, SRAM_ALIGN), off;
 
-	if (l->kind == NPU_LOP_ELTWISE && !l->elt.b_const)
+	if (l->kind == NPU_LOP_ELTWISE && l->elt.bcast == NPU_BCAST_NONE)
 		c.b = &e->prog->acts[l->in2];
+	else if (l->kind == NPU_LOP_ELTWISE && !l->elt.b_const)
+		c.bvec = &e->prog->acts[l->in2];
 	c.elems = npu_act_bytes(c.out);
 	c.per_tile = (uint64_t)p->rows * c.out->c;
 	c.blob_off = start;
@@ -1002,6 +1013,8 @@ static npu_status gen_flat(struct emitter *e, const struct npu_lop *l,
 		c.lut_sram = p->sram_consts + (uint32_t)(off - start);
 	}
 	c.blob_size = e->blob.size > start ? e->blob.size - start : 0;
+	if (c.bvec)
+		c.b_sram = p->sram_consts + (uint32_t)align_up(c.blob_size, SRAM_ALIGN);
 	ops.count = (size_t)((c.elems + c.per_tile - 1) / c.per_tile);
 	return run_tiles(e, &ops, &c);
 oom:

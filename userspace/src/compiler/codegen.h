@@ -86,8 +86,10 @@ struct npu_lop {
 		struct {
 			uint8_t mode;		/* NPU_ELT_ADD / NPU_ELT_MUL */
 			uint8_t bcast;		/* NPU_BCAST_* */
-			const int8_t *b_const;	/* constant b ('in2' unused), or NULL */
-			uint32_t b_count;	/* elements of b_const */
+			/* b: 'in2' streamed (NONE), or broadcast: b_const, else 'in2'
+			 * (b_count elements, loaded once). */
+			const int8_t *b_const;
+			uint32_t b_count;	/* elements of a broadcast b */
 			int32_t mult_a, mult_b;
 			uint8_t shift;
 			int16_t zp_b;

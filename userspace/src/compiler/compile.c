@@ -336,7 +336,7 @@ static npu_status finish_segment(struct build *b, const struct span *s,
 	}
 	for (i = 0; i < p->num_lops; i++) {
 		const struct npu_lop *l = &p->lops[i];
-		bool two = l->kind == NPU_LOP_ELTWISE && !l->elt.b_const;
+		bool two = l->kind == NPU_LOP_ELTWISE && !l->elt.b_const;	/* in2 read */
 
 		if (items[l->in].last_step < i)
 			items[l->in].last_step = (uint32_t)i;
@@ -619,6 +619,7 @@ npu_status npu_compile_passes_pre(struct npu_graph *graph,
 		{ "qdq", npu_pass_qdq, qdq },
 		{ "fold_batchnorm", npu_pass_fold_batchnorm, NULL },
 		{ "cancel_transposes", npu_pass_cancel_transposes, NULL },
+		{ "arith_canon", npu_pass_arith_canon, NULL },
 		{ "dead_nodes", npu_pass_dead_nodes, NULL },
 	};
 

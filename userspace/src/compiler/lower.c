@@ -553,7 +553,7 @@ static bool lower_binary(struct npu_lower_ctx *lc, struct npu_node *n, char *why
 	struct npu_lop *l;
 	int ia, ib = 0, out;
 
-	if (a->constant) {
+	if (a->constant || (!b->constant && npu_shape_numel(&a->shape) < npu_shape_numel(&b->shape))) {
 		struct npu_value *t = a;
 
 		a = b;
@@ -585,6 +585,10 @@ static bool lower_binary(struct npu_lower_ctx *lc, struct npu_node *n, char *why
 		qb = value_q(lc, b);
 		if (!qb)
 			goto fail_q;
+		if (npu_shape_numel(&b->shape) != npu_shape_numel(&a->shape)) {
+			l->elt.bcast = (uint8_t)npu_bcast_kind(a, b);
+			l->elt.b_count = (uint32_t)npu_shape_numel(&b->shape);
+		}
 	}
 	if (!output_stage(lc, n, qout, &l->elt.act_min, &l->elt.act_max, &l->elt.lut,
 			  &l->elt.pre_act_zp, &target, why, why_size))

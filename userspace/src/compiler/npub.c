@@ -542,7 +542,11 @@ static bool get_lop(struct rbuf *r, struct npu_segment *seg, struct npu_lop *l)
 			if (l->in2 >= p->num_acts || npu_act_bytes(&p->acts[l->in2]) != npu_act_bytes(out))
 				return fail(r, "%s %llu: second input invalid", "eltwise", l->in2);
 		} else {
-			l->elt.b_const = get_blob(r, seg, l->elt.b_count, false, "b");
+			/* A broadcast b is a constant blob or, when empty, tensor in2. */
+			l->elt.b_const = get_blob(r, seg, l->elt.b_count, true, "b");
+			if (!r->bad && !l->elt.b_const &&
+			    (l->in2 >= p->num_acts || npu_act_bytes(&p->acts[l->in2]) != l->elt.b_count))
+				return fail(r, "%s %llu: broadcast input invalid", "eltwise", l->in2);
 		}
 		l->elt.lut = get_blob(r, seg, 256, true, "lut");
 		break;

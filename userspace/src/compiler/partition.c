@@ -181,17 +181,16 @@ static bool supported_binary(const struct npu_node *n, char *why, size_t why_siz
 		return WHY("inputs are not float tensors of known shape");
 	if (a->constant && b->constant)
 		return WHY("both inputs constant (folded on the CPU)");
-	if (a->constant)
+	/* a: the full-size activation; b: the constant or broadcast one. */
+	if (a->constant || (!b->constant && npu_shape_numel(&a->shape) < npu_shape_numel(&b->shape)))
 		a = b, b = n->inputs[0];
 	if (npu_shape_numel(&a->shape) != npu_shape_numel(&y->shape))
-		return WHY("the non-constant input is broadcast");
-	if (!b->constant) {
-		if (a->shape.rank != b->shape.rank ||
-		    memcmp(a->shape.dims, b->shape.dims, a->shape.rank * sizeof(int64_t)))
-			return WHY("inputs of different shapes (broadcast)");
-	} else if (npu_bcast_kind(a, b) < 0) {
-		return WHY("constant broadcast over a non-channel axis");
-	}
+		return WHY("the larger input is itself broadcast");
+	if (!b->constant && a->shape.rank == b->shape.rank &&
+	    !memcmp(a->shape.dims, b->shape.dims, a->shape.rank * sizeof(int64_t)))
+		return activation_ok(n, why, why_size);
+	if (npu_bcast_kind(a, b) < 0)
+		return WHY("broadcast over a non-channel axis");
 	return activation_ok(n, why, why_size);
 }
 
@@ -207,6 +206,8 @@ bool npu_node_supported(const struct npu_graph *g, const struct npu_node *n,
 	for (i = 0; i < n->num_outputs; i++)
 		if (i == 0 && !static_float(n->outputs[0]))
 			return WHY("output is not a float tensor of known shape");
+	if (is_op(n, "Add") || is_op(n, "Mul"))	/* either input may be the constant */
+		return supported_binary(n, why, why_size);
 	if (!n->num_inputs || !static_float(n->inputs[0]) || n->inputs[0]->constant)
 		return WHY("input is not a float activation of known shape");
 	if (is_op(n, "Conv"))
@@ -215,8 +216,6 @@ bool npu_node_supported(const struct npu_graph *g, const struct npu_node *n,
 		return supported_gemm(n, why, why_size);
 	if (is_op(n, "MaxPool") || is_op(n, "AveragePool") || is_op(n, "GlobalAveragePool"))
 		return supported_pool(g, n, why, why_size);
-	if (is_op(n, "Add") || is_op(n, "Mul"))
-		return supported_binary(n, why, why_size);
 	if (npu_lut_function_known(n->op_type)) {
 		if (is_op(n, "Clip") && n->opset >= 11) {
 			for (i = 1; i < n->num_inputs; i++)

@@ -37,6 +37,10 @@ npu_status npu_pass_fold_batchnorm(struct npu_graph *g, void *arg,
 npu_status npu_pass_fuse_activation(struct npu_graph *g, void *arg,
 				    struct npu_error *err);
 
+/* x / c -> x * (1/c), x - c -> x + (-c) for constant c (NPU path only). */
+npu_status npu_pass_arith_canon(struct npu_graph *g, void *arg,
+				struct npu_error *err);
+
 /* Transpose -> Transpose whose permutations compose to identity: removed. */
 npu_status npu_pass_cancel_transposes(struct npu_graph *g, void *arg,
 				      struct npu_error *err);
