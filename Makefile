@@ -25,13 +25,13 @@ deps:
 $(MESON_DIR)/build.ninja: | deps
 	meson setup $(MESON_DIR) --buildtype=debugoptimized
 
+# Programs a user runs, linked into build/bin/.
+BIN_PROGRAMS := userspace/cli/npu firmware-sim/npu-fwgen tools/render-text
+
 userspace: deps $(MESON_DIR)/build.ninja
 	ninja -C $(MESON_DIR)
 	@mkdir -p $(BIN)
-	@for p in $$(find $(MESON_DIR) -maxdepth 3 -type f -perm -u+x -path '*/cli/*' ! -name '*.so*' ! -name '*.p'); do \
-		ln -sf "$$(realpath --relative-to=$(BIN) $$p)" $(BIN)/; done
-	@for p in $$(find $(MESON_DIR)/tools -maxdepth 2 -type f -perm -u+x ! -name '*.so*' 2>/dev/null); do \
-		ln -sf "$$(realpath --relative-to=$(BIN) $$p)" $(BIN)/; done
+	@for p in $(BIN_PROGRAMS); do ln -sf "../meson/$$p" $(BIN)/; done
 
 $(ASAN_DIR)/build.ninja: | deps
 	meson setup $(ASAN_DIR) --buildtype=debug -Db_sanitize=address,undefined -Db_lundef=false
@@ -48,6 +48,10 @@ fuzz: deps $(FUZZ_DIR)/build.ninja
 
 check: userspace
 	@tools/check
+
+# The README's main job: PP-OCRv4 text detection on the NPU simulator.
+demo:
+	@tools/demo-ocr
 
 clean:
 	rm -rf $(BUILD)

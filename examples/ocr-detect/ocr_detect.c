@@ -15,7 +15,8 @@
  * PNG in, PP-OCR normalization, DB post-processing into boxes, PNG out.
  *
  *   ocr-detect MODEL.onnx IMAGE.png [--device cpu|sim|accel] [--threads N]
- *              [--overlay OUT.png] [--truth BOXES.txt]
+ *              [--overlay OUT.png] [--truth BOXES.txt] [--calib DIR]
+ *              [--save-input FILE.npy]
  *
  * Exit status: 0 on success, 1 on any error (with a message on stderr),
  * 2 on a usage error, 3 when --truth is given and some truth line has no
@@ -46,6 +47,8 @@ struct options {
 	int threads;
 	const char *overlay_path;
 	const char *truth_path;
+	const char *calib_dir;
+	const char *save_input_path;
 };
 
 struct truth_line {
@@ -57,12 +60,15 @@ static void usage(FILE *out)
 {
 	fprintf(out,
 		"usage: ocr-detect MODEL.onnx IMAGE.png [--device cpu|sim|accel] [--threads N]\n"
-		"                  [--overlay OUT.png] [--truth BOXES.txt]\n"
+		"                  [--overlay OUT.png] [--truth BOXES.txt] [--calib DIR]\n"
+		"                  [--save-input FILE.npy]\n"
 		"\n"
 		"  --device D       where the model runs (default: cpu)\n"
 		"  --threads N      CPU threads including the caller (default 0: all cores)\n"
 		"  --overlay FILE   write IMAGE with the detected boxes drawn in red\n"
 		"                   (and the --truth boxes in green)\n"
+		"  --calib DIR      NPU devices: calibrate int8 ranges on DIR/*.npy inputs\n"
+		"  --save-input F   write the preprocessed input tensor as .npy and exit\n"
 		"  --truth FILE     lines \"x0 y0 x1 y1 text\" (render-text --boxes): print\n"
 		"                   each line's best IoU; exit 3 unless all match (IoU >= 0.5)\n");
 }
@@ -80,7 +86,8 @@ static int parse_args(int argc, char **argv, struct options *o)
 			usage(stdout);
 			exit(0);
 		} else if (!strcmp(a, "--device") || !strcmp(a, "--threads") ||
-			   !strcmp(a, "--overlay") || !strcmp(a, "--truth")) {
+			   !strcmp(a, "--overlay") || !strcmp(a, "--truth") ||
+			   !strcmp(a, "--calib") || !strcmp(a, "--save-input")) {
 			const char *v;
 
 			if (i + 1 >= argc) {
@@ -101,6 +108,10 @@ static int parse_args(int argc, char **argv, struct options *o)
 				o->threads = (int)n;
 			} else if (!strcmp(a, "--overlay")) {
 				o->overlay_path = v;
+			} else if (!strcmp(a, "--calib")) {
+				o->calib_dir = v;
+			} else if (!strcmp(a, "--save-input")) {
+				o->save_input_path = v;
 			} else {
 				o->truth_path = v;
 			}
@@ -241,6 +252,35 @@ static int write_overlay(const char *path, struct rgb_image *img,
 	return 0;
 }
 
+/* A 1x3xHxW float32 tensor as a NumPy .npy (format 1.0), e.g. for --calib. */
+static int save_npy(const char *path, const float *data, int h, int w)
+{
+	char header[128];
+	size_t n = (size_t)3 * h * w;
+	FILE *f = fopen(path, "wb");
+	int len, ok;
+
+	if (!f) {
+		fprintf(stderr, "ocr-detect: %s: %s\n", path, strerror(errno));
+		return -1;
+	}
+	len = snprintf(header, sizeof(header),
+		       "{'descr': '<f4', 'fortran_order': False, 'shape': (1, 3, %d, %d), }", h, w);
+	/* Magic, version and length take 10 bytes; pad the header to 64. */
+	while ((10 + len + 1) % 64)
+		header[len++] = ' ';
+	header[len++] = '\n';
+	ok = fwrite("\x93NUMPY\x01\x00", 1, 8, f) == 8 &&
+	     fputc(len & 0xff, f) != EOF && fputc(len >> 8, f) != EOF &&
+	     fwrite(header, 1, (size_t)len, f) == (size_t)len &&
+	     fwrite(data, sizeof(float), n, f) == n;
+	if (fclose(f) || !ok) {
+		fprintf(stderr, "ocr-detect: %s: write failed\n", path);
+		return -1;
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static struct text_box boxes[MAX_BOXES];
@@ -273,6 +313,7 @@ int main(int argc, char **argv)
 	npu_model_options_init(&mopts);
 	mopts.device = o.device;
 	mopts.threads = o.threads;
+	mopts.calib_dir = o.calib_dir;
 	st = npu_model_create(&mopts, &model);
 	if (st != NPU_OK) {
 		fprintf(stderr, "ocr-detect: --device %s: %s (%s)\n", o.device,
@@ -327,6 +368,10 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	rgb_image_to_ppocr_input(&img, in_w, in_h, nchw);
+	if (o.save_input_path) {
+		rc = save_npy(o.save_input_path, nchw, in_h, in_w) ? 1 : 0;
+		goto out;
+	}
 	memset(&input, 0, sizeof(input));
 	input.name = in_info.name;
 	input.dtype = NPU_TYPE_FLOAT;

@@ -9,7 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <dirent.h>
+
 #include "cli_util.h"
+#include "runtime/npu_npy.h"
 #include "npu/npu_model.h"
 #include "npu_cli.h"
 
@@ -28,7 +31,7 @@ static void compile_usage(FILE *out)
 		"  --calib DIR         calibration inputs: DIR/*.npy, one file per sample for a\n"
 		"                      one-input model, or DIR/<sample>/<input name>.npy\n"
 		"                      (default: --calib-samples random normal inputs)\n"
-		"  --calib-method M    activation ranges: minmax, percentile (default), entropy\n"
+		"  --calib-method M    activation ranges: minmax (default), percentile, entropy\n"
 		"  --explain           print every node's placement and the reason\n"
 		"  -o OUT.npub         save the compiled model ('npu run OUT.npub' runs it)\n"
 		"Prints the MACs on the NPU, the device memory plan and the accuracy of the\n"
@@ -95,8 +98,44 @@ static int accuracy(struct npu_model *npu, struct npu_model *ref,
 	return 0;
 }
 
+static int npy_only(const struct dirent *d)
+{
+	size_t n = strlen(d->d_name);
+
+	return n > 4 && !strcmp(d->d_name + n - 4, ".npy");
+}
+
+/* The first calibration sample of a one-input model, as the accuracy input. */
+static int calib_sample(struct npu_model *m, const char *dir,
+			struct npu_host_tensor *in, struct npu_tensor **keep)
+{
+	struct dirent **ents = NULL;
+	struct npu_error err = { 0 };
+	char path[4096];
+	int n = npu_model_num_inputs(m) == 1 ? scandir(dir, &ents, npy_only, alphasort) : -1;
+	int i, rc = -1;
+
+	if (n > 0) {
+		snprintf(path, sizeof(path), "%s/%s", dir, ents[0]->d_name);
+		if (npu_npy_read(path, keep, &err) == NPU_OK) {
+			memset(in, 0, sizeof(*in));
+			in->dtype = (enum npu_data_type)(*keep)->dtype;
+			in->rank = (*keep)->shape.rank;
+			memcpy(in->dims, (*keep)->shape.dims, sizeof(int64_t) * (size_t)in->rank);
+			in->data = (*keep)->data;
+			in->nbytes = (*keep)->nbytes;
+			rc = 0;
+		}
+	}
+	for (i = 0; i < n; i++)
+		free(ents[i]);
+	free(ents);
+	return rc;
+}
+
 int npu_cmd_compile(int argc, char **argv)
 {
+	struct npu_tensor *calib_keep = NULL;
 	struct npu_model_options mo;
 	struct npu_model *m = NULL, *ref = NULL;
 	struct npu_model_npu_stats st;
@@ -246,10 +285,17 @@ int npu_cmd_compile(int argc, char **argv)
 		for (i = 0; i < num_shapes; i++)
 			if (npu_cli_apply_shape(ref, shapes[i], "compile"))
 				goto out;
-		n_in = npu_cli_random_inputs(m, 12345, -1.0f, 1.0f, shapes, num_shapes, inputs,
-					     "compile");
-		if (n_in < 0 || accuracy(m, ref, inputs, n_in, json))
-			goto out;
+		if (mo.calib_dir && !calib_sample(m, mo.calib_dir, &inputs[0], &calib_keep)) {
+			if (!json)
+				printf("accuracy input: the first calibration sample in %s\n", mo.calib_dir);
+			if (accuracy(m, ref, inputs, 1, json))
+				goto out;
+		} else {
+			n_in = npu_cli_random_inputs(m, 12345, -1.0f, 1.0f, shapes, num_shapes,
+						     inputs, "compile");
+			if (n_in < 0 || accuracy(m, ref, inputs, n_in, json))
+				goto out;
+		}
 	}
 	if (out) {
 		if (npu_model_save_compiled(m, out) != NPU_OK) {
@@ -264,6 +310,7 @@ int npu_cmd_compile(int argc, char **argv)
 	rc = 0;
 out:
 	npu_cli_free_inputs(inputs, n_in);
+	npu_tensor_destroy(calib_keep);
 	npu_model_destroy(ref);
 	npu_model_destroy(m);
 	return rc;

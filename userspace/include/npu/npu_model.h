@@ -63,7 +63,7 @@ struct npu_model_options {
 	int profile;		/* non-zero: time every node (npu_model_op_stat) */
 	/* Compilation for NPU devices (ignored on "cpu"): */
 	const char *calib_dir;	/* calibration .npy files; NULL: random inputs */
-	const char *calib_method;	/* "minmax", "percentile" (default), "entropy" */
+	const char *calib_method;	/* "minmax" (default), "percentile", "entropy" */
 	double calib_percentile;	/* 0: 99.99 */
 	uint64_t calib_seed;	/* random calibration inputs; 0: 1 */
 	int calib_samples;	/* number of random sets; 0: 4 */

@@ -143,10 +143,10 @@ static npu_status compile_options(struct npu_model *m, struct npu_compile_option
 		o->calib_seed = m->opts.calib_seed;
 	if (m->opts.calib_samples > 0)
 		o->random_calib_sets = (size_t)m->opts.calib_samples;
-	if (!method || !strcmp(method, "percentile"))
-		o->calib_method = NPU_CALIB_PERCENTILE;
-	else if (!strcmp(method, "minmax"))
+	if (!method || !strcmp(method, "minmax"))
 		o->calib_method = NPU_CALIB_MINMAX;
+	else if (!strcmp(method, "percentile"))
+		o->calib_method = NPU_CALIB_PERCENTILE;
 	else if (!strcmp(method, "entropy"))
 		o->calib_method = NPU_CALIB_ENTROPY;
 	else
