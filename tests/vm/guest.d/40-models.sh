@@ -1,0 +1,47 @@
+#!/bin/sh
+# PP-OCRv4 compiled for the NPU, on the real driver: the same .npub on
+# accel gives the host simulator's outputs bit for bit, and
+# examples/ocr-detect finds the rendered text on accel. Data: /npu/data,
+# made on the host by tests/models/prepare (tests/vm/run copies it).
+. /npu/guest-lib.sh
+export PATH=/npu/bin:/npu/vm:$PATH
+D=/npu/data
+n=0
+rc=0
+ok() { n=$((n + 1)); echo "ok $n - $*"; }
+notok() { n=$((n + 1)); echo "not ok $n - $*"; rc=1; }
+
+if [ ! -f $D/det.npub ] || ! command -v npu >/dev/null; then
+	echo "ok 1 - compiled model on accel # SKIP no model data or npu CLI in the guest"
+	exit 0
+fi
+if [ ! -e /dev/accel/accel0 ]; then
+	npu_load_driver || { echo "not ok 1 - npu.ko loads"; exit 1; }
+	i=0
+	while [ ! -e /dev/accel/accel0 ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+fi
+
+if npu run $D/det.npub --device accel --input x=$D/calib/input.npy \
+	--output-dir /tmp/accel-out --quiet >/tmp/run-accel.txt 2>&1; then
+	ok "npu run det.npub --device accel"
+else
+	notok "npu run det.npub --device accel: $(tail -n 3 /tmp/run-accel.txt)"
+fi
+same=1
+for f in $D/sim-out/*.npy; do
+	cmp -s "$f" "/tmp/accel-out/$(basename "$f")" || same=0
+done
+if [ $same = 1 ]; then
+	ok "PP-OCRv4 outputs on accel equal the host simulator's, bit for bit"
+else
+	notok "PP-OCRv4 outputs on accel differ from the host simulator's"
+fi
+if command -v ocr-detect >/dev/null &&
+   ocr-detect $D/det.npub $D/input.png --device accel --truth $D/truth.txt \
+	>/tmp/ocr-accel.txt 2>&1; then
+	ok "examples/ocr-detect on accel: $(grep -o 'matched.*' /tmp/ocr-accel.txt)"
+else
+	notok "examples/ocr-detect on accel"
+fi
+sed 's/^/# /' /tmp/ocr-accel.txt 2>/dev/null
+exit $rc
