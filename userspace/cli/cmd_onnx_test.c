@@ -30,6 +30,7 @@
 enum verdict { V_PASS, V_FAIL, V_SKIP };
 
 struct test_opts {
+	const char *device;
 	int threads;
 	int verbose;
 	int isolate;
@@ -356,6 +357,7 @@ static enum verdict run_test(const char *dir, const struct test_opts *o,
 	path_fmt(model, sizeof(model), "%s/model.onnx", dir);
 	npu_model_options_init(&mo);
 	mo.threads = o->threads;
+	mo.device = o->device;
 	if (npu_model_create(&mo, &m) != NPU_OK) {
 		snprintf(msg, size, "%s", npu_model_last_error(m));
 		npu_model_destroy(m);
@@ -459,7 +461,7 @@ static void test_usage(FILE *out)
 
 int npu_cmd_onnx_test(int argc, char **argv)
 {
-	struct test_opts o = { .threads = 1 };
+	struct test_opts o = { .threads = 1, .device = "cpu" };
 	const char *filter = NULL, *device = "cpu";
 	const char *dirs[256];
 	size_t n_dirs = 0, i, j, pass = 0, fail = 0, skip = 0;
@@ -496,14 +498,12 @@ int npu_cmd_onnx_test(int argc, char **argv)
 		test_usage(stderr);
 		return 2;
 	}
-	if (!strcmp(device, "sim") || !strcmp(device, "accel")) {
-		fprintf(stderr,
-			"npu onnx-test: --device %s: NPU placement is not available yet (the model compiler is not built); running on the CPU\n",
-			device);
-	} else if (strcmp(device, "cpu")) {
+	if (strcmp(device, "cpu") && strcmp(device, "sim") &&
+	    strcmp(device, "accel")) {
 		fprintf(stderr, "npu onnx-test: unknown device '%s'\n", device);
 		return 2;
 	}
+	o.device = device;
 	if (filter) {
 		if (regcomp(&re, filter, REG_EXTENDED | REG_NOSUB)) {
 			fprintf(stderr, "npu onnx-test: bad --filter regex '%s'\n",

@@ -37,6 +37,7 @@ static void run_usage(FILE *out)
 		"               [--shape NAME=DIMS]... [--output-dir DIR] [--threads N]\n"
 		"               [--repeat N] [--profile] [--quiet]\n\n"
 		"Runs the model and writes DIR/<output name>.npy for every output\n"
+		"(--device sim|accel compiles it: NPU segments, CPU for the rest)\n"
 		"(characters outside [A-Za-z0-9_.-] become '_'; DIR defaults to '.').\n"
 		"  --input NAME=FILE    input from a .npy or a serialized TensorProto (.pb)\n"
 		"  --random-inputs SEED uniform [0,1) floats (ints in [0,10)) for inputs not given\n"
@@ -278,16 +279,14 @@ int npu_cmd_run(int argc, char **argv)
 	npu_model_options_init(&opts);
 	opts.threads = a.threads;
 	opts.profile = a.profile;
-	if (!strcmp(a.device, "sim") || !strcmp(a.device, "accel")) {
-		fprintf(stderr,
-			"npu run: --device %s: NPU placement is not available yet (the model compiler is not built); running on the CPU\n",
-			a.device);
-	} else if (strcmp(a.device, "cpu")) {
+	if (strcmp(a.device, "cpu") && strcmp(a.device, "sim") &&
+	    strcmp(a.device, "accel")) {
 		fprintf(stderr, "npu run: unknown device '%s' (cpu, sim or accel)\n",
 			a.device);
 		return 2;
 	}
-	opts.device = "cpu";
+	/* sim / accel: the model is compiled, NPU segments + CPU fallback. */
+	opts.device = a.device;
 	if (npu_model_create(&opts, &m) != NPU_OK) {
 		fprintf(stderr, "npu run: %s\n", npu_model_last_error(m));
 		goto out;
@@ -453,8 +452,21 @@ int npu_cmd_run(int argc, char **argv)
 			 a.threads == 1 ? "" : "s");
 	else
 		snprintf(sbuf, sizeof(sbuf), "all cores");
-	printf("time: %.3f ms (median of %d, min %.3f ms), device cpu, %s\n",
-	       times[a.repeat / 2], a.repeat, times[0], sbuf);
+	printf("time: %.3f ms (median of %d, min %.3f ms), device %s, %s\n",
+	       times[a.repeat / 2], a.repeat, times[0], a.device, sbuf);
+	if (strcmp(a.device, "cpu")) {
+		struct npu_model_npu_stats ns;
+
+		if (npu_model_npu_stats(m, &ns) == NPU_OK && ns.total_macs)
+			printf("npu: %zu segment%s, %.1f%% of MACs on the NPU, modeled %.3f ms, host time in segments %.3f ms\n",
+			       ns.segments, ns.segments == 1 ? "" : "s",
+			       100.0 * (double)ns.npu_macs /
+				       (double)ns.total_macs,
+			       ns.clock_mhz ? (double)ns.last_cycles /
+						      (ns.clock_mhz * 1e3)
+					    : 0.0,
+			       ns.last_npu_wall_ms);
+	}
 	if (!a.quiet) {
 		size_t ns = npu_model_num_op_stats(m), shown = 0;
 

@@ -112,8 +112,9 @@ npu_status npu_model_load_memory(struct npu_model *model, const void *data,
 
 size_t npu_model_num_inputs(const struct npu_model *model);
 size_t npu_model_num_outputs(const struct npu_model *model);
-/* Pointers in 'info' live as long as the model. Output shapes reflect the
- * input shapes of the current plan (last run or set_input_shape). */
+/* Pointers in 'info' live as long as the model. Shapes reflect the current
+ * plan: input dims fixed by set_input_shape / a run / a .npub are shown
+ * (dim_names keep the symbolic names), outputs follow from them. */
 npu_status npu_model_input_info(const struct npu_model *model, size_t index,
 				struct npu_tensor_info *info);
 npu_status npu_model_output_info(const struct npu_model *model, size_t index,

@@ -304,6 +304,26 @@ const char *npu_node_label(const struct npu_graph *g,
 	return buf;
 }
 
+void npu_graph_error_context(const struct npu_graph *g,
+			     const struct npu_node *node, struct npu_error *err)
+{
+	char label[300], own[300];
+	size_t len, slen = strlen(g->source);
+
+	if (!err)
+		return;
+	if (!strncmp(err->msg, g->source, slen) && err->msg[slen] == ':')
+		return;		/* already in context */
+	snprintf(own, sizeof(own), "%s node '%s': ", node->op_type, node->name);
+	len = strlen(own);
+	if (!strncmp(err->msg, own, len))
+		memmove(err->msg, err->msg + len, strlen(err->msg + len) + 1);
+	npu_node_label(g, node, label, sizeof(label));
+	if (strncmp(err->msg, label, strlen(label)))
+		npu_error_prefix(err, "%s", label);
+	npu_error_prefix(err, "%s", g->source);
+}
+
 npu_status npu_graph_sort(struct npu_graph *g, struct npu_error *err)
 {
 	size_t n = g->num_nodes, i, j, head = 0, tail = 0;

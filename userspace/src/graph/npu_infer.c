@@ -21,20 +21,6 @@ static bool is_default_domain(const char *d)
 	return !d || !d[0] || !strcmp(d, "ai.onnx");
 }
 
-/* Prefix an op's message with the file and node unless it names them. */
-static void add_context(const struct npu_graph *g, const struct npu_node *node,
-			struct npu_error *err)
-{
-	char label[300];
-
-	npu_node_label(g, node, label, sizeof(label));
-	if (!strstr(err->msg, label) &&
-	    !(node->name[0] && strstr(err->msg, node->name)))
-		npu_error_prefix(err, "%s", label);
-	if (strncmp(err->msg, g->source, strlen(g->source)))
-		npu_error_prefix(err, "%s", g->source);
-}
-
 static bool fold_allowed(const struct npu_node *node)
 {
 	static const char *const never[] = {
@@ -230,7 +216,7 @@ npu_status npu_graph_infer(struct npu_graph *g, bool fold,
 		if (st != NPU_OK) {
 			if (!err->msg[0])
 				npu_error_set(err, st, "shape inference failed");
-			add_context(g, node, err);
+			npu_graph_error_context(g, node, err);
 			return st;
 		}
 		for (j = 0; j < node->num_outputs; j++) {
@@ -259,7 +245,7 @@ npu_status npu_graph_infer(struct npu_graph *g, bool fold,
 		} else if (fold && can_fold(node)) {
 			st = fold_node(def, node, err);
 			if (st != NPU_OK) {
-				add_context(g, node, err);
+				npu_graph_error_context(g, node, err);
 				return st;
 			}
 			folded = true;

@@ -197,6 +197,15 @@ const char *npu_node_label(const struct npu_graph *graph,
 			   const struct npu_node *node, char *buf, size_t size);
 
 /*
+ * Put "<source>: <node label>: " in front of an op's message (replacing
+ * the op's own "<Op> node '<name>': " prefix), so every error reads the
+ * same way up to the user.
+ */
+void npu_graph_error_context(const struct npu_graph *graph,
+			     const struct npu_node *node,
+			     struct npu_error *err);
+
+/*
  * Topologically sort nodes[] and check the graph: every input produced
  * (by a node, an initializer or a graph input) exactly once, no cycles,
  * every graph output produced.

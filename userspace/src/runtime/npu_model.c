@@ -285,9 +285,16 @@ static void fill_info(struct npu_tensor_info *info, const struct io_info *io)
 npu_status npu_model_input_info(const struct npu_model *m, size_t index,
 				struct npu_tensor_info *info)
 {
+	int d;
+
 	if (!m || !info || index >= m->num_inputs)
 		return NPU_ERR_INVALID_ARG;
 	fill_info(info, &m->inputs[index]);
+	/* Dims fixed since loading (set_input_shape, a .npub) are reported. */
+	if (m->bound && m->bound[index].rank == info->rank)
+		for (d = 0; d < info->rank; d++)
+			if (info->dims[d] < 0 && m->bound[index].dims[d] >= 0)
+				info->dims[d] = m->bound[index].dims[d];
 	return NPU_OK;
 }
 

@@ -258,11 +258,7 @@ npu_status npu_session_create(struct npu_graph *g,
 			/* Only nodes before i were prepared. */
 			for (j = i; j < nn; j++)
 				s->defs[j] = NULL;
-			if (!strstr(err->msg, g->source))
-				npu_error_prefix(err, "%s: %s", g->source,
-						 npu_node_label(g, g->nodes[i],
-								label,
-								sizeof(label)));
+			npu_graph_error_context(g, g->nodes[i], err);
 			npu_session_destroy(s);
 			return st;
 		}
@@ -307,10 +303,7 @@ static npu_status infer_at_run_time(struct npu_session *s, size_t ni,
 	}
 	st = s->defs[ni]->infer(&ctx);
 	if (st != NPU_OK) {
-		if (!strstr(err->msg, s->g->source))
-			npu_error_prefix(err, "%s: %s", s->g->source,
-					 npu_node_label(s->g, node, label,
-							sizeof(label)));
+		npu_graph_error_context(s->g, node, err);
 		return st;
 	}
 	for (j = 0; j < node->num_outputs; j++)
@@ -470,10 +463,7 @@ npu_status npu_session_run(struct npu_session *s,
 		if (st != NPU_OK) {
 			if (!err->msg[0])
 				npu_error_set(err, st, "compute failed");
-			if (!strstr(err->msg, g->source))
-				npu_error_prefix(err, "%s: %s", g->source,
-						 npu_node_label(g, node, label,
-								sizeof(label)));
+			npu_graph_error_context(g, node, err);
 			return st;
 		}
 		/* An activation the compiler fused into a node that stayed on the CPU. */
