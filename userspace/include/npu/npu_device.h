@@ -265,8 +265,8 @@ npu_status npu_job_submit(struct npu_device *dev, const struct npu_submit *s,
  * NPU_ERR_TIMEOUT (timeout_ns 0: just poll; UINT64_MAX: forever).
  */
 npu_status npu_job_wait(struct npu_job *job, uint64_t timeout_ns);
-/* Whether the job has completed (no waiting). */
-bool npu_job_done(const struct npu_job *job);
+/* Whether the job has completed (asks the device, never waits). */
+bool npu_job_done(struct npu_job *job);
 /* Result of a completed job (NPU_ERR_BUSY while it runs). */
 npu_status npu_job_get_result(const struct npu_job *job,
 			      struct npu_job_result *result);

@@ -805,7 +805,7 @@ npu_status npu_job_wait(struct npu_job *job, uint64_t timeout_ns)
 	return st;
 }
 
-bool npu_job_done(const struct npu_job *job)
+bool npu_job_done(struct npu_job *job)
 {
 	bool done;
 
@@ -814,6 +814,14 @@ bool npu_job_done(const struct npu_job *job)
 	pthread_mutex_lock(&job->dev->lock);
 	done = job->state == NPU_JOBST_DONE;
 	pthread_mutex_unlock(&job->dev->lock);
+	/* accel learns of completions only when asked: poll the syncobj. */
+	if (!done && job->dev->ops->wait && !job->async) {
+		struct npu_error saved = job->err;
+
+		done = job->dev->ops->wait(job->dev, job, 0) == NPU_OK;
+		if (!done)
+			job->err = saved;	/* "still running" is no error */
+	}
 	return done;
 }
 

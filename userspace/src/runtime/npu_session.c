@@ -5,6 +5,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -34,6 +37,7 @@ struct npu_session {
 	struct rt_buffer *free_bufs;		/* the reuse pool */
 	size_t num_free, cap_free;
 	double *node_ms;
+	int trace_fd;				/* NPU_TRACE_FILE, or -1 */
 	uint64_t runs;
 	struct npu_op_stat *stats;
 	size_t num_stats;
@@ -42,6 +46,67 @@ struct npu_session {
 static bool is_default_domain(const char *d)
 {
 	return !d || !d[0] || !strcmp(d, "ai.onnx");
+}
+
+/*
+ * Op spans for NPU_TRACE_FILE: one complete event per node, on the same
+ * CLOCK_MONOTONIC timeline and in the same append-only JSON array as the
+ * device layer's job spans (device/trace.c), so Perfetto shows CPU ops and
+ * NPU jobs together. Best effort: a failed write turns tracing off.
+ */
+static void trace_append(struct npu_session *s, const char *text, size_t len);
+
+static void trace_open(struct npu_session *s)
+{
+	const char *path = getenv("NPU_TRACE_FILE");
+	char meta[160];
+	int n;
+
+	s->trace_fd = -1;
+	if (!path || !*path)
+		return;
+	s->trace_fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+	if (s->trace_fd < 0)
+		return;
+	n = snprintf(meta, sizeof(meta),
+		     "{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":1,\"args\":{\"name\":\"graph ops (host)\"}},\n",
+		     (int)getpid());
+	trace_append(s, meta, (size_t)n);
+}
+
+static void trace_append(struct npu_session *s, const char *text, size_t len)
+{
+	struct stat st;
+
+	if (s->trace_fd < 0 || flock(s->trace_fd, LOCK_EX))
+		return;
+	if ((fstat(s->trace_fd, &st) == 0 && st.st_size == 0 &&
+	     write(s->trace_fd, "[\n", 2) != 2) ||
+	    write(s->trace_fd, text, len) != (ssize_t)len) {
+		flock(s->trace_fd, LOCK_UN);
+		close(s->trace_fd);
+		s->trace_fd = -1;
+		return;
+	}
+	flock(s->trace_fd, LOCK_UN);
+}
+
+static void trace_node(struct npu_session *s, const struct npu_node *node,
+		       double start_ms, double end_ms)
+{
+	char buf[768];
+	int n;
+
+	if (s->trace_fd < 0)
+		return;
+	n = snprintf(buf, sizeof(buf),
+		     "{\"name\":\"%.200s\",\"cat\":\"npu.op\",\"ph\":\"X\",\"pid\":%d,\"tid\":1,"
+		     "\"ts\":%.3f,\"dur\":%.3f,\"args\":{\"node\":\"%.300s\"}},\n",
+		     node->op_type, (int)getpid(), start_ms * 1e3, (end_ms - start_ms) * 1e3,
+		     node->name);
+	if (n > 0 && (size_t)n < sizeof(buf) && !strpbrk(node->name, "\"\\") &&
+	    !strpbrk(node->op_type, "\"\\"))
+		trace_append(s, buf, (size_t)n);
 }
 
 static double now_ms(void)
@@ -156,6 +221,8 @@ void npu_session_destroy(struct npu_session *s)
 	for (i = 0; i < s->num_free; i++)
 		free(s->free_bufs[i].data);
 	free(s->free_bufs);
+	if (s->trace_fd >= 0)
+		close(s->trace_fd);
 	npu_threadpool_destroy(s->pool);
 	free(s->defs);
 	free(s->dynamic);
@@ -184,6 +251,7 @@ npu_status npu_session_create(struct npu_graph *g,
 		return npu_error_set(err, NPU_ERR_NO_MEMORY, "out of memory");
 	s->g = g;
 	s->profile = opts && opts->profile;
+	trace_open(s);
 	if (opts) {
 		s->observe = opts->observe;
 		s->observe_arg = opts->observe_arg;
@@ -389,7 +457,7 @@ npu_status npu_session_run(struct npu_session *s,
 	for (i = 0; i < g->num_nodes; i++) {
 		struct npu_node *node = g->nodes[i];
 		struct npu_op_ctx ctx;
-		double t0 = s->profile ? now_ms() : 0;
+		double t0 = s->profile || s->trace_fd >= 0 ? now_ms() : 0;
 
 		for (j = 0; j < node->num_inputs; j++) {
 			ins[j] = NULL;
@@ -475,8 +543,13 @@ npu_status npu_session_run(struct npu_session *s,
 				return st;
 			}
 		}
-		if (s->profile)
-			s->node_ms[i] += now_ms() - t0;
+		if (s->profile || s->trace_fd >= 0) {
+			double t1 = now_ms();
+
+			if (s->profile)
+				s->node_ms[i] += t1 - t0;
+			trace_node(s, node, t0, t1);
+		}
 		if (s->observe)
 			s->observe(s->observe_arg, node,
 				   (const struct npu_tensor *const *)outs);
