@@ -172,7 +172,23 @@ int npu_cmd_bench(int argc, char **argv)
 		       npu_wall / iters, (sum - npu_wall) / iters);
 		printf(" \"compile_ms\": %.1f, \"load_ms\": %.1f, \"peak_memory_bytes\": %llu,\n",
 		       st.compile_ms, load_ms, (unsigned long long)ru.ru_maxrss * 1024ull);
-		printf(" \"device_arena_bytes\": %llu}\n", (unsigned long long)st.arena_bytes);
+		printf(" \"device_arena_bytes\": %llu, \"host_arena_bytes\": %llu,\n",
+		       (unsigned long long)st.arena_bytes, (unsigned long long)st.host_arena_bytes);
+		printf(" \"segments\": [");
+		for (i = 0; i < st.segments; i++) {
+			struct npu_model_segment_stats ss;
+
+			npu_model_npu_segment(m, i, &ss);
+			printf("%s\n  {\"nodes\": %zu, \"first\": ", i ? "," : "", ss.nodes);
+			npu_cli_json_string(stdout, ss.first_node);
+			printf(", \"last\": ");
+			npu_cli_json_string(stdout, ss.last_node);
+			printf(", \"macs\": %llu, \"instructions\": %llu, \"ideal_mac_cycles\": %llu, \"cycles\": %llu, \"utilization\": %.4f}",
+			       (unsigned long long)ss.macs, (unsigned long long)ss.instructions,
+			       (unsigned long long)ss.ideal_mac_cycles, (unsigned long long)ss.last_cycles,
+			       ss.last_cycles ? (double)ss.ideal_mac_cycles / ss.last_cycles : 0.0);
+		}
+		printf("]}\n");
 	} else {
 		printf("%s on %s, %d threads, %d runs after %d warm-up:\n", model, mo.device,
 		       mo.threads, iters, warmup);
@@ -187,6 +203,15 @@ int npu_cmd_bench(int argc, char **argv)
 			       st.clock_mhz, cycles > 0 ? 100.0 * ideal / cycles : 0.0);
 			printf("  host time in NPU segments %.3f ms, on the CPU %.3f ms per run\n",
 			       npu_wall / iters, (sum - npu_wall) / iters);
+			for (i = 0; i < st.segments; i++) {
+				struct npu_model_segment_stats ss;
+
+				npu_model_npu_segment(m, i, &ss);
+				printf("    segment %zu: %zu nodes (%s .. %s), %.1f MMACs, %llu cycles, utilization %.1f%%\n",
+				       i, ss.nodes, ss.first_node, ss.last_node, ss.macs / 1e6,
+				       (unsigned long long)ss.last_cycles,
+				       ss.last_cycles ? 100.0 * ss.ideal_mac_cycles / ss.last_cycles : 0.0);
+			}
 		}
 		printf("  load + compile: %.0f ms (compile %.0f ms); peak memory %.1f MiB\n",
 		       load_ms, st.compile_ms, ru.ru_maxrss / 1024.0);

@@ -260,6 +260,9 @@ int npu_cmd_compile(int argc, char **argv)
 		printf("  \"arena_bytes\": %llu, \"arena_sum_bytes\": %llu, \"arena_lower_bound\": %llu,\n",
 		       (unsigned long long)st.arena_bytes, (unsigned long long)st.arena_sum_bytes,
 		       (unsigned long long)st.arena_lower_bound);
+		printf("  \"host_arena_bytes\": %llu, \"host_sum_bytes\": %llu, \"host_lower_bound\": %llu,\n",
+		       (unsigned long long)st.host_arena_bytes, (unsigned long long)st.host_sum_bytes,
+		       (unsigned long long)st.host_lower_bound);
 		printf("  \"compile_ms\": %.1f", st.compile_ms);
 	} else {
 		printf("%zu nodes: %zu on the NPU in %zu segment(s), %zu on the CPU; %.1f%% of %.3f GMACs on the NPU\n",
@@ -271,6 +274,10 @@ int npu_cmd_compile(int argc, char **argv)
 		       human_bytes(st.arena_bytes, b1, sizeof(b1)),
 		       human_bytes(st.arena_sum_bytes, b2, sizeof(b2)),
 		       human_bytes(st.arena_lower_bound, b3, sizeof(b3)));
+		printf("host tensors: %s planned (every tensor in its own buffer: %s; lower bound: %s)\n",
+		       human_bytes(st.host_arena_bytes, b1, sizeof(b1)),
+		       human_bytes(st.host_sum_bytes, b2, sizeof(b2)),
+		       human_bytes(st.host_lower_bound, b3, sizeof(b3)));
 		printf("compile time: %.0f ms\n", st.compile_ms);
 	}
 	/* Accuracy: the same random input through the fp32 CPU model. */

@@ -22,17 +22,28 @@
 
 #include "npu_cli.h"
 
+static bool is_model_file(const char *path)
+{
+	size_t n = strlen(path);
+
+	return n > 5 && (!strcmp(path + n - 5, ".onnx") || !strcmp(path + n - 5, ".npub"));
+}
+
 static void trace_usage(FILE *out)
 {
 	fprintf(out,
 		"usage: npu trace [--device D] -o TRACE.json -- COMMAND [ARGS...]\n"
 		"       npu trace [--device D] -o TRACE.json FILE [npu submit options]\n"
+		"       npu trace [--device D] -o TRACE.json MODEL.onnx|.npub [npu run options]\n"
 		"\n"
 		"Record every NPU job of COMMAND (any program using libnpu-user), or of\n"
 		"`npu submit FILE`, as a Chrome-trace JSON: per job a host span (submit to\n"
 		"completion) and a device span (device start to end) with the modeled\n"
 		"cycles, MACs, status, queue and context. Open it in https://ui.perfetto.dev\n"
 		"or chrome://tracing.\n"
+		"A MODEL runs through `npu run` (device sim unless --device says otherwise,\n"
+		"random inputs unless --input is given, outputs in TRACE.json.outputs/):\n"
+		"its trace also has a host span per graph op, on the same timeline.\n"
 		"\n"
 		"  -o, --output F  the trace to write (required)\n"
 		"  --device D      sim | accel | auto | /dev/accel/accelN, passed to the\n"
@@ -206,6 +217,7 @@ int npu_cmd_trace(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *output = NULL, *device = NULL, *root = NULL;
+	static char outputs_dir[4096];
 	char raw_path[4096], tracefs_state[160] = "not requested";
 	char **cmd;
 	bool use_tracefs = true, first = true;
@@ -247,17 +259,32 @@ int npu_cmd_trace(int argc, char **argv)
 		trace_usage(stderr);
 		return 2;
 	}
-	/* FILE form: run this binary's own `submit` */
+	/* FILE form: run this binary's own `submit`, or `run` for a model */
 	if (optind > 0 && strcmp(argv[optind - 1], "--")) {
-		int n = argc - optind, i;
+		int n = argc - optind, i, k = 0;
+		bool model = is_model_file(argv[optind]), have_input = false;
 
-		cmd = calloc((size_t)n + 3, sizeof(*cmd));
+		cmd = calloc((size_t)n + 10, sizeof(*cmd));
 		if (!cmd)
 			return 1;
-		cmd[0] = "/proc/self/exe";
-		cmd[1] = "submit";
-		for (i = 0; i < n; i++)
-			cmd[2 + i] = argv[optind + i];
+		cmd[k++] = "/proc/self/exe";
+		cmd[k++] = model ? "run" : "submit";
+		for (i = 0; i < n; i++) {
+			cmd[k++] = argv[optind + i];
+			have_input |= !strcmp(argv[optind + i], "--input") ||
+				      !strcmp(argv[optind + i], "--random-inputs");
+		}
+		if (model) {
+			snprintf(outputs_dir, sizeof(outputs_dir), "%s.outputs", output);
+			cmd[k++] = "--device";
+			cmd[k++] = device ? (char *)device : "sim";
+			cmd[k++] = "--output-dir";
+			cmd[k++] = outputs_dir;
+			if (!have_input) {
+				cmd[k++] = "--random-inputs";
+				cmd[k++] = "1";
+			}
+		}
 	} else {
 		cmd = NULL;
 	}

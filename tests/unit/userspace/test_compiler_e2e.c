@@ -6,6 +6,7 @@
  * fp32 CPU run of the same graph.
  */
 #include <math.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -420,12 +421,94 @@ static void test_malformed_npub_is_rejected_with_a_reason(void **state)
 	npu_device_close(dev);
 }
 
+struct worker {
+	struct npu_graph *g;
+	struct npu_tensor *x;
+	float out[10];
+	char err[NPU_ERROR_MSG_MAX];
+	int rc;
+};
+
+/* One inference context per thread: its own device, compilation, session. */
+static void *compile_and_run(void *arg)
+{
+	struct worker *w = arg;
+	struct npu_device_options dopts;
+	struct npu_compile_options o;
+	struct npu_session_options so = { .threads = 1 };
+	struct npu_compiled *c = NULL;
+	struct npu_session *s = NULL;
+	struct npu_device *dev = NULL;
+	struct npu_error err = { 0 };
+	const struct npu_tensor *in = w->x;
+	int k;
+
+	w->rc = -1;
+	npu_device_options_init(&dopts);
+	dopts.backend = NPU_BACKEND_SIM;
+	dopts.flags = NPU_DEVICE_NO_ENV;
+	if (npu_device_open(&dopts, &dev, w->err, sizeof(w->err)))
+		return NULL;
+	npu_compile_options_init(&o);
+	o.device = dev;
+	o.calib_inputs = &w->x;
+	o.num_calib_sets = 1;
+	for (k = 0; k < 3 && !err.status; k++) {	/* reuse one context across runs */
+		if (!c && npu_compile_graph(w->g, &o, &c, &err))
+			break;
+		if (!s && npu_session_create(w->g, &so, &s, &err))
+			break;
+		if (npu_session_run(s, &in, &err))
+			break;
+		memcpy(w->out, npu_session_output(s, 0)->data, sizeof(w->out));
+	}
+	if (!err.status)
+		w->rc = 0;
+	snprintf(w->err, sizeof(w->err), "%s", err.msg);
+	npu_session_destroy(s);
+	npu_graph_destroy(w->g);
+	npu_compiled_free(c);
+	npu_device_close(dev);
+	return NULL;
+}
+
+/* Concurrent inference contexts on several threads agree bit for bit. */
+static void test_concurrent_contexts_on_threads_agree(void **state)
+{
+	struct worker w[3];
+	pthread_t t[3];
+	int i, k;
+
+	(void)state;
+	seed = 99;
+	w[0].x = npu_tensor_create(NPU_DTYPE_FLOAT, &(struct npu_shape){ .rank = 4,
+							.dims = { 1, 8, 20, 20 } });
+	for (k = 0; k < 8 * 20 * 20; k++)
+		((float *)w[0].x->data)[k] = uniform(-1.5f, 1.5f);
+	for (i = 0; i < 3; i++) {
+		w[i].g = inferred_cnn();	/* built here: build_cnn's PRNG is not shared */
+		w[i].x = w[0].x;
+	}
+	compile_and_run(&w[0]);		/* the single-threaded reference */
+	assert_int_equal(w[0].rc, 0);
+	for (i = 1; i < 3; i++)
+		assert_int_equal(pthread_create(&t[i], NULL, compile_and_run, &w[i]), 0);
+	for (i = 1; i < 3; i++) {
+		pthread_join(t[i], NULL);
+		if (w[i].rc)
+			fail_msg("thread %d: %s", i, w[i].err);
+		assert_memory_equal(w[i].out, w[0].out, sizeof(w[0].out));
+	}
+	npu_tensor_destroy(w[0].x);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_cnn_int8_on_sim_matches_fp32),
 		cmocka_unit_test(test_npub_round_trip_is_bit_identical),
 		cmocka_unit_test(test_malformed_npub_is_rejected_with_a_reason),
+		cmocka_unit_test(test_concurrent_contexts_on_threads_agree),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -173,6 +173,9 @@ struct npu_model_npu_stats {
 	uint64_t arena_bytes;		/* device memory for activations */
 	uint64_t arena_sum_bytes;	/* ... if every tensor had its own */
 	uint64_t arena_lower_bound;	/* max bytes live at once */
+	uint64_t host_arena_bytes;	/* the same three for the CPU's fp32 tensors */
+	uint64_t host_sum_bytes;
+	uint64_t host_lower_bound;
 	double compile_ms;
 	uint32_t clock_mhz;		/* what modeled cycles count */
 	uint64_t ideal_mac_cycles;	/* per run: NPU MACs / MAC array size */
@@ -183,6 +186,19 @@ struct npu_model_npu_stats {
 
 npu_status npu_model_npu_stats(const struct npu_model *model,
 			       struct npu_model_npu_stats *stats);
+
+/* One NPU segment (one job per run): its share of the work, last run. */
+struct npu_model_segment_stats {
+	size_t nodes;			/* source nodes it replaces */
+	const char *first_node, *last_node;
+	uint64_t macs;
+	uint64_t ideal_mac_cycles;	/* macs / MAC array size: the roofline */
+	uint64_t instructions;
+	uint64_t last_cycles;		/* modeled cycles of the last run */
+};
+
+npu_status npu_model_npu_segment(const struct npu_model *model, size_t index,
+				 struct npu_model_segment_stats *stats);
 
 /* Save the compiled model (.npub): 'npu run FILE.npub' runs it. */
 npu_status npu_model_save_compiled(struct npu_model *model, const char *path);

@@ -114,6 +114,8 @@ struct npu_compiled {
 	uint64_t arena_lower_bound;
 	double compile_ms;
 	struct npu_buffer *arena;	/* activations of every segment */
+	/* The host side: fp32 tensors the CPU ops produce, planned the same way. */
+	struct npu_memplan_stats host;
 };
 
 /*

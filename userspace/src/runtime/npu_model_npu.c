@@ -330,6 +330,9 @@ npu_status npu_model_npu_stats(const struct npu_model *m,
 	s->arena_bytes = c->arena_bytes;
 	s->arena_sum_bytes = c->arena_sum_bytes;
 	s->arena_lower_bound = c->arena_lower_bound;
+	s->host_arena_bytes = c->host.arena_bytes;
+	s->host_sum_bytes = c->host.sum_bytes;
+	s->host_lower_bound = c->host.lower_bound;
 	s->compile_ms = c->compile_ms;
 	if (m->dev && !npu_device_get_info(m->dev, &info))
 		s->clock_mhz = info.clock_mhz;
@@ -342,6 +345,26 @@ npu_status npu_model_npu_stats(const struct npu_model *m,
 			s->last_npu_wall_ms += seg->rt->last_wall_ms;
 		}
 	}
+	return NPU_OK;
+}
+
+npu_status npu_model_npu_segment(const struct npu_model *m, size_t index,
+				 struct npu_model_segment_stats *s)
+{
+	const struct npu_segment *seg;
+
+	if (!m || !s || !m->compiled || index >= m->compiled->num_segments)
+		return NPU_ERR_INVALID_ARG;
+	seg = m->compiled->segments[index];
+	memset(s, 0, sizeof(*s));
+	s->nodes = seg->num_nodes;
+	s->first_node = seg->first_node;
+	s->last_node = seg->last_node;
+	s->macs = seg->code.macs;
+	s->ideal_mac_cycles = seg->code.ideal_mac_cycles;
+	s->instructions = seg->code.instructions;
+	if (seg->rt && seg->rt->runs)
+		s->last_cycles = seg->rt->last.cycles;
 	return NPU_OK;
 }
 
