@@ -266,6 +266,10 @@ struct npu_job {
 	u64 cmd_va;
 	u32 cmd_size;
 
+	/* The in-syncs' fences: a job whose dependency failed is canceled. */
+	struct dma_fence **deps;
+	u32 dep_count;
+
 	struct dma_fence *done_fence;	/* hardware fence of the last run */
 	u64 hw_submit_ns;		/* ktime of the last doorbell */
 	int status;			/* device status of the last run */

@@ -65,6 +65,9 @@ static void npu_job_release(struct npu_job *job)
 	}
 	for (i = 0; i < job->bo_count; i++)
 		drm_gem_object_put(job->bos[i]);
+	for (i = 0; i < job->dep_count; i++)
+		dma_fence_put(job->deps[i]);
+	kvfree(job->deps);
 	kvfree(job->bos);
 	kvfree(job->access);
 	dma_fence_put(job->done_fence);
@@ -181,13 +184,17 @@ static struct dma_fence *npu_job_run(struct drm_sched_job *sched_job)
 	struct npu_job_desc *desc;
 	struct dma_fence *fence;
 	unsigned long flags;
-	u32 slot;
+	u32 slot, i;
 	int idx;
 
 	if (unlikely(sched_job->s_fence->finished.error))
 		return NULL;
 	if (atomic_read(&job->ctx->banned))
 		return ERR_PTR(-ECANCELED);
+	/* Dependencies have signaled by now; one that failed cancels this job. */
+	for (i = 0; i < job->dep_count; i++)
+		if (dma_fence_get_status(job->deps[i]) < 0)
+			return ERR_PTR(-ECANCELED);
 	if (!drm_dev_enter(&ndev->drm, &idx))
 		return ERR_PTR(-ENODEV);
 	if (!ndev->ready) {
@@ -448,6 +455,12 @@ static int npu_job_add_in_syncs(struct npu_job *job, struct drm_file *file,
 	syncs = kvmalloc_array(args->in_sync_count, sizeof(*syncs), GFP_KERNEL);
 	if (!syncs)
 		return -ENOMEM;
+	job->deps = kvmalloc_array(args->in_sync_count, sizeof(*job->deps),
+				   GFP_KERNEL | __GFP_ZERO);
+	if (!job->deps) {
+		kvfree(syncs);
+		return -ENOMEM;
+	}
 	if (copy_from_user(syncs, u64_to_user_ptr(args->in_syncs),
 			   args->in_sync_count * sizeof(*syncs))) {
 		ret = -EFAULT;
@@ -465,6 +478,7 @@ static int npu_job_add_in_syncs(struct npu_job *job, struct drm_file *file,
 					     syncs[i].point, 0, &fence);
 		if (ret)
 			goto out;
+		job->deps[job->dep_count++] = dma_fence_get(fence);
 		ret = drm_sched_job_add_dependency(&job->base, fence);
 		if (ret)
 			goto out;
