@@ -502,6 +502,86 @@ static void test_concurrent_contexts_on_threads_agree(void **state)
 	npu_tensor_destroy(w[0].x);
 }
 
+static void record_op(void *arg, const struct npu_node *n,
+		      const struct npu_tensor *const *outputs)
+{
+	char *log = arg;
+
+	(void)outputs;
+	strcat(log, n->op_type);
+	strcat(log, " ");
+}
+
+/*
+ * Two independent branches: x -> Conv -> Relu (an NPU segment) and
+ * x -> Softmax (CPU). The segment is submitted first and the Softmax runs
+ * while it is on the device: the runtime observes (completes) Softmax
+ * before it collects the segment.
+ */
+static void test_cpu_work_overlaps_an_npu_segment(void **state)
+{
+	struct npu_graph *g = npu_graph_create("branches");
+	/* Large enough that the cost model keeps the conv on the NPU. */
+	const int64_t x_d[4] = { 1, 32, 48, 48 }, y_d[4] = { 1, 64, 48, 48 };
+	const int64_t w_d[4] = { 64, 32, 3, 3 }, pads[4] = { 1, 1, 1, 1 }, k3[2] = { 3, 3 };
+	struct npu_value *x = val(g, "x", 4, x_d), *in[2];
+	struct npu_value *c = val(g, "c", 4, y_d), *r = val(g, "r", 4, y_d);
+	struct npu_value *sm = val(g, "sm", 4, x_d);
+	struct npu_device *dev = open_sim();
+	struct npu_compile_options o;
+	struct npu_session_options so = { .threads = 1, .observe = record_op };
+	struct npu_compiled *cmp = NULL;
+	struct npu_session *s = NULL;
+	struct npu_error err = { 0 };
+	struct npu_tensor *xt;
+	char log[256] = "";
+	int k;
+
+	(void)state;
+	seed = 5;
+	x->is_graph_input = true;
+	g->inputs = malloc(sizeof(*g->inputs));
+	g->inputs[0] = x;
+	g->num_inputs = 1;
+	g->outputs = malloc(2 * sizeof(*g->outputs));
+	g->outputs[0] = sm;
+	g->outputs[1] = r;
+	g->num_outputs = 2;
+	sm->is_graph_output = r->is_graph_output = true;
+	add(g, "Softmax", "softmax", &x, 1, sm);
+	in[0] = x;
+	in[1] = weights(g, "w", 4, w_d, -0.2f, 0.2f);
+	{
+		struct npu_node *n = add(g, "Conv", "conv", in, 2, c);
+
+		set_ints(n, "kernel_shape", k3, 2);
+		set_ints(n, "pads", pads, 4);
+	}
+	add(g, "Relu", "relu", &c, 1, r);
+	xt = npu_tensor_create(NPU_DTYPE_FLOAT, &x->shape);
+	for (k = 0; k < 32 * 48 * 48; k++)
+		((float *)xt->data)[k] = uniform(-1.0f, 1.0f);
+	assert_int_equal(npu_graph_sort(g, &err), NPU_OK);
+	assert_int_equal(npu_graph_infer(g, true, &err), NPU_OK);
+	npu_compile_options_init(&o);
+	o.device = dev;
+	o.calib_inputs = &xt;
+	o.num_calib_sets = 1;
+	if (npu_compile_graph(g, &o, &cmp, &err) != NPU_OK)
+		fail_msg("compile: %s", err.msg);
+	assert_int_equal(cmp->num_segments, 1);
+	so.observe_arg = log;
+	assert_int_equal(npu_session_create(g, &so, &s, &err), NPU_OK);
+	if (npu_session_run(s, (const struct npu_tensor *const *)&xt, &err) != NPU_OK)
+		fail_msg("run: %s", err.msg);
+	assert_string_equal(log, "Softmax NpuSegment ");
+	npu_session_destroy(s);
+	npu_graph_destroy(g);
+	npu_compiled_free(cmp);
+	npu_device_close(dev);
+	npu_tensor_destroy(xt);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -509,6 +589,7 @@ int main(void)
 		cmocka_unit_test(test_npub_round_trip_is_bit_identical),
 		cmocka_unit_test(test_malformed_npub_is_rejected_with_a_reason),
 		cmocka_unit_test(test_concurrent_contexts_on_threads_agree),
+		cmocka_unit_test(test_cpu_work_overlaps_an_npu_segment),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

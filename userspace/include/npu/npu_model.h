@@ -181,7 +181,9 @@ struct npu_model_npu_stats {
 	uint64_t ideal_mac_cycles;	/* per run: NPU MACs / MAC array size */
 	/* The last run: */
 	uint64_t last_cycles;		/* modeled NPU cycles, all segments */
-	double last_npu_wall_ms;	/* host time inside NPU segments */
+	double last_npu_wall_ms;	/* host time inside NPU segment ops: quantize,
+					 * submit, wait, dequantize (CPU ops that ran
+					 * meanwhile are not counted) */
 };
 
 npu_status npu_model_npu_stats(const struct npu_model *model,

@@ -121,7 +121,8 @@ static void initial_placement(struct build *b)
 /*
  * Reorder nodes topologically, preferring to stay on the placement of the
  * node just scheduled, so NPU nodes cluster into as few segments as the
- * dependencies allow.
+ * dependencies allow; ready NPU work goes first, so that a segment runs on
+ * the device while the CPU executes the nodes that do not need it.
  */
 static npu_status cluster_order(struct build *b)
 {
@@ -130,7 +131,7 @@ static npu_status cluster_order(struct build *b)
 	size_t *indeg = calloc(n + 1, sizeof(*indeg));
 	bool *taken = calloc(n + 1, sizeof(*taken));
 	struct npu_node **order = calloc(n + 1, sizeof(*order));
-	enum npu_placement last = NPU_PLACE_CPU;
+	enum npu_placement last = NPU_PLACE_NPU;
 
 	if (!indeg || !taken || !order) {
 		free(indeg);
@@ -254,6 +255,10 @@ void npu_segment_free(struct npu_segment *seg)
 	if (!seg)
 		return;
 	if (seg->rt) {
+		if (seg->rt->job) {	/* never left running past a run, but be safe */
+			npu_job_wait(seg->rt->job, UINT64_MAX);
+			npu_job_release(seg->rt->job);
+		}
 		npu_buffer_free(seg->rt->consts);
 		npu_buffer_free(seg->rt->cmd);
 		free(seg->rt);
@@ -514,7 +519,8 @@ static npu_status rewrite_segment(struct npu_graph *g, struct npu_segment *seg,
 /* Code and device buffers for one segment, in the shared arena. */
 static npu_status generate_segment(struct npu_segment *seg, struct npu_device *dev,
 				   uint32_t sram_size, struct npu_buffer *arena,
-				   void *arena_map, struct npu_error *err)
+				   void *arena_map, struct npu_segment_group *group,
+				   struct npu_error *err)
 {
 	struct npu_segment_rt *rt = calloc(1, sizeof(*rt));
 	struct npu_codegen_target t = { .sram_size = sram_size, .arena_va = npu_buffer_va(arena) };
@@ -532,6 +538,7 @@ static npu_status generate_segment(struct npu_segment *seg, struct npu_device *d
 	rt->dev = dev;
 	rt->arena = arena;
 	rt->arena_map = arena_map;
+	rt->group = group;
 	npu_cmdbuf_set_device(cb, dev);
 	/* Pass 1 sizes the constant blob, pass 2 knows where it lives. */
 	st = npu_codegen_segment(&seg->prog, &t, cb, &seg->code, err);
@@ -634,6 +641,9 @@ npu_status npu_compiled_bind(struct npu_compiled *c, struct npu_graph *graph,
 	}
 	if (!c->num_segments)
 		return plan_host(c, graph, err);
+	c->group = calloc(1, sizeof(*c->group));
+	if (!c->group)
+		return npu_error_set(err, NPU_ERR_NO_MEMORY, "compile: out of memory");
 	st = npu_device_get_info(dev, &info);
 	if (!st)
 		st = npu_buffer_alloc(dev, c->arena_bytes, 0, &c->arena);
@@ -643,7 +653,8 @@ npu_status npu_compiled_bind(struct npu_compiled *c, struct npu_graph *graph,
 		return npu_error_set(err, st, "compile: device arena of %llu bytes: %s",
 				     (unsigned long long)c->arena_bytes, npu_device_last_error(dev));
 	for (i = 0; i < c->num_segments && !st; i++)
-		st = generate_segment(c->segments[i], dev, info.sram_size, c->arena, arena_map, err);
+		st = generate_segment(c->segments[i], dev, info.sram_size, c->arena, arena_map,
+				      c->group, err);
 	for (i = 0; i < c->num_segments && !st; i++)
 		st = rewrite_segment(graph, c->segments[i], err);
 	if (!st)
@@ -738,6 +749,7 @@ void npu_compiled_free(struct npu_compiled *c)
 	for (i = 0; i < c->num_segments; i++)
 		npu_segment_free(c->segments[i]);
 	free(c->segments);
+	free(c->group);
 	npu_buffer_free(c->arena);
 	for (i = 0; i < c->num_records; i++) {
 		free(c->records[i].node);

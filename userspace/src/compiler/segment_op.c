@@ -94,12 +94,51 @@ static double now_ms(void)
 	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
-static npu_status segment_compute(struct npu_op_ctx *ctx)
+/* Wait for an in-flight segment and dequantize its outputs. */
+static npu_status segment_finish(struct npu_segment_rt *rt, struct npu_error *err)
+{
+	const struct npu_segment *seg = rt->seg;
+	struct npu_job_result res = { 0 };
+	double t0 = now_ms();
+	npu_status st;
+	size_t i;
+
+	if (!rt->job)
+		return NPU_OK;	/* completed already (the next segment's submit) */
+	st = npu_job_wait(rt->job, UINT64_MAX);
+	npu_job_get_result(rt->job, &res);
+	if (st != NPU_OK)
+		npu_error_set(err, st,
+			      "NPU segment %d (%s .. %s): %s (device status %s at command offset %u)",
+			      seg->index, seg->first_node, seg->last_node,
+			      npu_job_last_error(rt->job),
+			      npu_job_status_str(res.device_status), res.error_offset);
+	npu_job_release(rt->job);
+	rt->job = NULL;
+	if (rt->group->inflight == rt)
+		rt->group->inflight = NULL;
+	if (st != NPU_OK)
+		return st;
+	rt->runs++;
+	rt->cycles += res.cycles;
+	rt->device_ns += res.device_end_ns - res.device_start_ns;
+	rt->last = res;
+	for (i = 0; i < seg->num_outputs; i++) {
+		const struct npu_act *a = &seg->prog.acts[seg->output_acts[i]];
+
+		dequantize_out((const int8_t *)rt->arena_map + a->offset, a,
+			       seg->output_layout[i], rt->outputs[i]);
+	}
+	/* Host time inside the op: quantize + submit, then wait + dequantize. */
+	rt->last_wall_ms = rt->submit_ms + (now_ms() - t0);
+	return NPU_OK;
+}
+
+static npu_status segment_submit(struct npu_op_ctx *ctx)
 {
 	struct npu_segment_rt *rt = ctx->node->op_state;
 	const struct npu_segment *seg;
-	struct npu_job_result res;
-	double t0 = now_ms();
+	double t0;
 	npu_status st;
 	size_t i;
 
@@ -107,6 +146,18 @@ static npu_status segment_compute(struct npu_op_ctx *ctx)
 		return npu_error_set(ctx->err, NPU_ERR_INTERNAL,
 				     "node '%s': NPU segment not bound to a device", ctx->node->name);
 	seg = rt->seg;
+	if (seg->num_outputs > sizeof(rt->outputs) / sizeof(rt->outputs[0]))
+		return npu_error_set(ctx->err, NPU_ERR_UNSUPPORTED,
+				     "NPU segment %d: %zu outputs, at most %zu",
+				     seg->index, seg->num_outputs,
+				     sizeof(rt->outputs) / sizeof(rt->outputs[0]));
+	/* The arena is shared: the segment in flight must finish first. */
+	if (rt->group->inflight) {
+		st = segment_finish(rt->group->inflight, ctx->err);
+		if (st != NPU_OK)
+			return st;
+	}
+	t0 = now_ms();
 	for (i = 0; i < seg->num_inputs; i++) {
 		const struct npu_act *a = &seg->prog.acts[seg->input_acts[i]];
 
@@ -128,26 +179,32 @@ static npu_status segment_compute(struct npu_op_ctx *ctx)
 			.buffers = uses, .num_buffers = rt->consts ? 2 : 1,
 		};
 
-		st = npu_job_run(rt->dev, &s, &res);
+		st = npu_job_submit(rt->dev, &s, &rt->job);
 	}
 	if (st != NPU_OK)
-		return npu_error_set(ctx->err, st,
-				     "NPU segment %d (%s .. %s): %s (device status %s at command offset %u)",
+		return npu_error_set(ctx->err, st, "NPU segment %d (%s .. %s): %s",
 				     seg->index, seg->first_node, seg->last_node,
-				     npu_device_last_error(rt->dev),
-				     npu_job_status_str(res.device_status), res.error_offset);
-	rt->runs++;
-	rt->cycles += res.cycles;
-	rt->device_ns += res.device_end_ns - res.device_start_ns;
-	rt->last = res;
-	for (i = 0; i < seg->num_outputs; i++) {
-		const struct npu_act *a = &seg->prog.acts[seg->output_acts[i]];
-
-		dequantize_out((const int8_t *)rt->arena_map + a->offset, a,
-			       seg->output_layout[i], ctx->outputs[i]);
-	}
-	rt->last_wall_ms = now_ms() - t0;
+				     npu_device_last_error(rt->dev));
+	for (i = 0; i < seg->num_outputs; i++)
+		rt->outputs[i] = ctx->outputs[i];
+	rt->group->inflight = rt;
+	rt->submit_ms = now_ms() - t0;
 	return NPU_OK;
+}
+
+static npu_status segment_wait(struct npu_op_ctx *ctx)
+{
+	struct npu_segment_rt *rt = ctx->node->op_state;
+
+	return rt ? segment_finish(rt, ctx->err) : NPU_OK;
+}
+
+/* The synchronous form, for callers that want the results at once. */
+static npu_status segment_compute(struct npu_op_ctx *ctx)
+{
+	npu_status st = segment_submit(ctx);
+
+	return st != NPU_OK ? st : segment_wait(ctx);
 }
 
 /* Listed in cpu/ops/op_list.h, so the runtime finds it like any op. */
@@ -159,6 +216,8 @@ const struct npu_op_def npu_cpu_op_npu_segment = {
 	.max_version = 1,
 	.infer = segment_infer,
 	.compute = segment_compute,
+	.submit = segment_submit,
+	.wait = segment_wait,
 };
 
 const struct npu_op_def *npu_segment_op_def(void)

@@ -5,8 +5,21 @@
 
 #include "compiler/compiler.h"
 
+/*
+ * Segments of one model share the device arena, so at most one is in
+ * flight: submitting the next completes the previous one first.
+ */
+struct npu_segment_group {
+	struct npu_segment_rt *inflight;
+};
+
 struct npu_segment_rt {
 	struct npu_segment *seg;
+	struct npu_segment_group *group;
+	/* While in flight (submitted, outputs not yet dequantized): */
+	struct npu_job *job;
+	struct npu_tensor *outputs[64];	/* where wait() writes the results */
+	double submit_ms;		/* host time the submit took */
 	struct npu_device *dev;
 	struct npu_buffer *arena;	/* shared by every segment of a model */
 	void *arena_map;
@@ -15,7 +28,8 @@ struct npu_segment_rt {
 	/* Accumulated over runs. */
 	uint64_t runs, cycles, device_ns;
 	struct npu_job_result last;
-	double last_wall_ms;		/* host time of the last run, in the op */
+	double last_wall_ms;		/* host time of the last run inside the op
+					 * (not the CPU work it overlapped) */
 };
 
 #endif /* NPU_COMPILER_SEGMENT_RT_H */

@@ -37,6 +37,8 @@ struct npu_session {
 	struct rt_buffer *free_bufs;		/* the reuse pool */
 	size_t num_free, cap_free;
 	double *node_ms;
+	size_t *pending_of;			/* per value: async producer + 1 */
+	double *submit_ms;			/* per node: when an async op began */
 	int trace_fd;				/* NPU_TRACE_FILE, or -1 */
 	uint64_t runs;
 	struct npu_op_stat *stats;
@@ -231,6 +233,8 @@ void npu_session_destroy(struct npu_session *s)
 	free(s->owned);
 	free(s->owned_cap);
 	free(s->node_ms);
+	free(s->pending_of);
+	free(s->submit_ms);
 	free(s->stats);
 	free(s);
 }
@@ -259,13 +263,16 @@ npu_status npu_session_create(struct npu_graph *g,
 	s->defs = calloc(nn + 1, sizeof(*s->defs));
 	s->dynamic = calloc(nn + 1, sizeof(*s->dynamic));
 	s->node_ms = calloc(nn + 1, sizeof(*s->node_ms));
+	s->pending_of = calloc(nv + 1, sizeof(*s->pending_of));
+	s->submit_ms = calloc(nn + 1, sizeof(*s->submit_ms));
 	s->stats = calloc(nn + 1, sizeof(*s->stats));
 	s->last_use = calloc(nv + 1, sizeof(*s->last_use));
 	s->view = calloc(nv + 1, sizeof(*s->view));
 	s->owned = calloc(nv + 1, sizeof(*s->owned));
 	s->owned_cap = calloc(nv + 1, sizeof(*s->owned_cap));
 	if (!s->defs || !s->dynamic || !s->node_ms || !s->stats ||
-	    !s->last_use || !s->view || !s->owned || !s->owned_cap) {
+	    !s->last_use || !s->view || !s->owned || !s->owned_cap ||
+	    !s->pending_of || !s->submit_ms) {
 		npu_session_destroy(s);
 		return npu_error_set(err, NPU_ERR_NO_MEMORY, "out of memory");
 	}
@@ -429,9 +436,81 @@ mismatch:
 			     npu_shape_str(&v->shape, b, sizeof(b)));
 }
 
-npu_status npu_session_run(struct npu_session *s,
-			   const struct npu_tensor *const *inputs,
-			   struct npu_error *err)
+/*
+ * Complete asynchronous node k (its wait()), then do what the run loop
+ * does after a synchronous compute: timing, trace, observer, and freeing
+ * outputs nobody reads.
+ */
+static npu_status finish_node(struct npu_session *s, size_t k, struct npu_error *err)
+{
+	struct npu_graph *g = s->g;
+	struct npu_node *node = g->nodes[k];
+	struct npu_tensor *outs[NPU_RT_MAX_IO];
+	struct npu_op_ctx ctx = {
+		.node = node, .num_outputs = node->num_outputs, .outputs = outs,
+		.pool = s->pool, .err = err,
+	};
+	npu_status st;
+	size_t j;
+
+	for (j = 0; j < node->num_outputs; j++) {
+		struct npu_value *v = node->outputs[j];
+
+		outs[j] = v ? &s->owned[v->index] : NULL;
+		if (v)
+			s->pending_of[v->index] = 0;
+	}
+	st = s->defs[k]->wait(&ctx);
+	if (st != NPU_OK) {
+		if (!err->msg[0])
+			npu_error_set(err, st, "wait failed");
+		npu_graph_error_context(g, node, err);
+		return st;
+	}
+	if (s->profile || s->trace_fd >= 0) {
+		double t1 = now_ms();
+
+		if (s->profile)
+			s->node_ms[k] += t1 - s->submit_ms[k];
+		trace_node(s, node, s->submit_ms[k], t1);
+	}
+	if (s->observe)
+		s->observe(s->observe_arg, node, (const struct npu_tensor *const *)outs);
+	for (j = 0; j < node->num_outputs; j++) {
+		struct npu_value *v = node->outputs[j];
+
+		if (v && s->last_use[v->index] == SIZE_MAX && !v->is_graph_output)
+			release_value(s, v->index);
+	}
+	return NPU_OK;
+}
+
+/* Finish every asynchronous node still pending, in order; first error wins. */
+static npu_status finish_all(struct npu_session *s, npu_status st, struct npu_error *err)
+{
+	struct npu_error ignored = { 0 };
+	size_t i, j;
+
+	for (i = 0; i < s->g->num_nodes; i++) {
+		const struct npu_node *n = s->g->nodes[i];
+		bool pending = false;
+
+		for (j = 0; j < n->num_outputs; j++)
+			pending |= n->outputs[j] && s->pending_of[n->outputs[j]->index] == i + 1;
+		if (!pending)
+			continue;
+		/* After a failure, still wait: the device may be using the buffers. */
+		if (st == NPU_OK)
+			st = finish_node(s, i, err);
+		else
+			finish_node(s, i, &ignored);
+	}
+	return st;
+}
+
+static npu_status run_nodes(struct npu_session *s,
+			    const struct npu_tensor *const *inputs,
+			    struct npu_error *err)
 {
 	struct npu_graph *g = s->g;
 	const struct npu_tensor *ins[NPU_RT_MAX_IO];
@@ -457,12 +536,19 @@ npu_status npu_session_run(struct npu_session *s,
 	for (i = 0; i < g->num_nodes; i++) {
 		struct npu_node *node = g->nodes[i];
 		struct npu_op_ctx ctx;
-		double t0 = s->profile || s->trace_fd >= 0 ? now_ms() : 0;
+		double t0;
+		bool async;
 
 		for (j = 0; j < node->num_inputs; j++) {
 			ins[j] = NULL;
 			if (!node->inputs[j])
 				continue;
+			/* An input still being computed asynchronously: wait for it. */
+			if (s->pending_of[node->inputs[j]->index]) {
+				st = finish_node(s, s->pending_of[node->inputs[j]->index] - 1, err);
+				if (st != NPU_OK)
+					return st;
+			}
 			ins[j] = s->view[node->inputs[j]->index];
 			if (!ins[j])
 				return npu_error_set(err, NPU_ERR_INTERNAL,
@@ -472,6 +558,8 @@ npu_status npu_session_run(struct npu_session *s,
 						       sizeof(label)),
 					node->inputs[j]->name);
 		}
+		/* Timed from here: waiting for an asynchronous input is not this op's. */
+		t0 = s->profile || s->trace_fd >= 0 ? now_ms() : 0;
 		if (s->dynamic[i]) {
 			st = infer_at_run_time(s, i, ins, dtypes, shapes, err);
 			if (st != NPU_OK)
@@ -527,12 +615,21 @@ npu_status npu_session_run(struct npu_session *s,
 		ctx.pool = s->pool;
 		ctx.err = err;
 		npu_error_clear(err);
-		st = s->defs[i]->compute(&ctx);
+		async = s->defs[i]->submit && s->defs[i]->wait;
+		st = async ? s->defs[i]->submit(&ctx) : s->defs[i]->compute(&ctx);
 		if (st != NPU_OK) {
 			if (!err->msg[0])
 				npu_error_set(err, st, "compute failed");
 			npu_graph_error_context(g, node, err);
 			return st;
+		}
+		if (async) {
+			/* Runs on while later nodes that don't need it execute. */
+			for (j = 0; j < node->num_outputs; j++)
+				if (node->outputs[j])
+					s->pending_of[node->outputs[j]->index] = i + 1;
+			s->submit_ms[i] = t0;
+			goto release_inputs;
 		}
 		/* An activation the compiler fused into a node that stayed on the CPU. */
 		if (node->num_attrs && npu_node_attr(node, "npu_activation")) {
@@ -553,6 +650,7 @@ npu_status npu_session_run(struct npu_session *s,
 		if (s->observe)
 			s->observe(s->observe_arg, node,
 				   (const struct npu_tensor *const *)outs);
+release_inputs:
 		/* Liveness: free what no later node reads. */
 		for (j = 0; j < node->num_inputs; j++) {
 			struct npu_value *v = node->inputs[j];
@@ -566,10 +664,21 @@ npu_status npu_session_run(struct npu_session *s,
 			struct npu_value *v = node->outputs[j];
 
 			if (v && s->last_use[v->index] == SIZE_MAX &&
-			    !v->is_graph_output)
+			    !v->is_graph_output && !s->pending_of[v->index])
 				release_value(s, v->index);
 		}
 	}
+	return NPU_OK;
+}
+
+npu_status npu_session_run(struct npu_session *s,
+			   const struct npu_tensor *const *inputs,
+			   struct npu_error *err)
+{
+	npu_status st = finish_all(s, run_nodes(s, inputs, err), err);
+
+	if (st != NPU_OK)
+		return st;
 	s->runs++;
 	build_stats(s);
 	return NPU_OK;

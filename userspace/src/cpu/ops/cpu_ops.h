@@ -51,6 +51,16 @@ struct npu_op_def {
 	npu_status (*prepare)(struct npu_node *node, struct npu_error *err);
 	void (*release)(struct npu_node *node);
 	npu_status (*compute)(struct npu_op_ctx *ctx);
+	/*
+	 * Optional asynchronous form (NPU segments): submit() starts the work
+	 * and returns; the outputs hold their values only after wait(), which
+	 * the runtime calls before any node reads them and at the end of the
+	 * run, with a context whose outputs are the same tensors. The inputs
+	 * may be reused as soon as submit() returns. wait() after the op
+	 * already completed (the op may complete itself early) returns NPU_OK.
+	 */
+	npu_status (*submit)(struct npu_op_ctx *ctx);
+	npu_status (*wait)(struct npu_op_ctx *ctx);
 };
 
 /*
