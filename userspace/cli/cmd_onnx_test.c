@@ -4,9 +4,17 @@
  * test_data_set_N/{input,output}_K.pb) and compare with ONNX Runtime's
  * backend-test tolerances: |got - expected| <= atol + rtol * |expected|
  * for floating point (rtol 1e-3, atol 1e-5), exact for ints and bools.
+ *
+ * On an NPU device (sim, accel) the model is compiled to int8: it is
+ * calibrated on the test's own inputs, every NPU-capable node stays on the
+ * NPU however small, and float outputs pass within the int8 tolerance
+ * |got - expected| <= 5% of the expected output's scale + 1e-5, the scale
+ * being the larger of its range (max - min) and its largest magnitude. A test
+ * where no node runs on the NPU is skipped: it would not test the NPU.
  * Unsupported ops / types / attributes are skips; wrong numbers fail.
  */
 #include <dirent.h>
+#include <errno.h>
 #include <math.h>
 #include <regex.h>
 #include <signal.h>
@@ -22,12 +30,15 @@
 #include "npu/npu_model.h"
 #include "npu_cli.h"
 #include "onnx/npu_onnx.h"
+#include "runtime/npu_npy.h"
 
 #define RTOL 1e-3
 #define ATOL 1e-5
 #define MAX_IO 64
 
 enum verdict { V_PASS, V_FAIL, V_SKIP };
+
+#define INT8_RANGE_TOL 0.05	/* of the expected output's scale */
 
 struct test_opts {
 	const char *device;
@@ -137,13 +148,37 @@ static void index_text(const struct npu_shape *s, size_t flat, char *buf,
 }
 
 /* 0 when 'got' matches 'exp'; else writes the reason into msg. */
+/*
+ * The int8 tolerance of a float output: a share of its scale, the larger of
+ * its range and its largest magnitude (a one-element output has no range).
+ */
+static double int8_tolerance(const struct npu_tensor *exp)
+{
+	size_t n = (size_t)npu_shape_numel(&exp->shape), i;
+	double lo = INFINITY, hi = -INFINITY, scale;
+
+	for (i = 0; i < n; i++) {
+		double e = elem(exp->data, exp->dtype, i);
+
+		if (isfinite(e)) {
+			lo = e < lo ? e : lo;
+			hi = e > hi ? e : hi;
+		}
+	}
+	if (hi < lo)
+		return ATOL;
+	scale = fmax(hi - lo, fmax(fabs(lo), fabs(hi)));
+	return INT8_RANGE_TOL * scale + ATOL;
+}
+
 static int compare(const char *name, const struct npu_tensor *exp,
-		   const struct npu_host_tensor *got, char *msg, size_t size)
+		   const struct npu_host_tensor *got, bool int8, char *msg,
+		   size_t size)
 {
 	struct npu_shape gs = { 0 };
 	char a[160], b[160], at[160];
 	size_t n, i, worst = SIZE_MAX, bad = 0;
-	double worst_err = -1;
+	double worst_err = -1, tol8 = 0;
 
 	gs.rank = got->rank;
 	memcpy(gs.dims, got->dims, sizeof(gs.dims));
@@ -161,6 +196,8 @@ static int compare(const char *name, const struct npu_tensor *exp,
 		return 1;
 	}
 	n = (size_t)npu_shape_numel(&exp->shape);
+	if (int8 && !exact_type(exp->dtype))
+		tol8 = int8_tolerance(exp);
 	for (i = 0; i < n; i++) {
 		double e = elem(exp->data, exp->dtype, i);
 		double g = elem(got->data, exp->dtype, i);
@@ -178,7 +215,7 @@ static int compare(const char *name, const struct npu_tensor *exp,
 			err = ok ? 0 : INFINITY;
 		} else {
 			err = fabs(g - e);
-			ok = err <= ATOL + RTOL * fabs(e);
+			ok = int8 ? err <= tol8 : err <= ATOL + RTOL * fabs(e);
 		}
 		if (!ok) {
 			bad++;
@@ -258,8 +295,66 @@ static void free_list(char **names, size_t n)
 	free(names);
 }
 
+/* rm -r of a calibration directory (two levels at most). */
+static void remove_tree(const char *dir)
+{
+	size_t n, i;
+	char **names = list_dir(dir, "", &n);
+	char path[4096];
+
+	for (i = 0; i < n; i++) {
+		path_fmt(path, sizeof(path), "%s/%s", dir, names[i]);
+		if (is_dir(path))
+			remove_tree(path);
+		else
+			unlink(path);
+	}
+	free_list(names, n);
+	rmdir(dir);
+}
+
+/*
+ * The test's inputs as the calibration set of an NPU compilation (which
+ * the model defers to its first run): calib/0.npy for one input, else
+ * calib/0/<input name>.npy.
+ */
+static int write_calibration(struct npu_model *m, const char *calib,
+			     struct npu_tensor *const *ins,
+			     const struct npu_host_tensor *hs, size_t n_in,
+			     char *msg, size_t size)
+{
+	struct npu_error err = { 0 };
+	char path[4096];
+	size_t i;
+
+	if (n_in > 1) {
+		path_fmt(path, sizeof(path), "%s/0", calib);
+		if (mkdir(path, 0700)) {
+			snprintf(msg, size, "%.900s: %s", path, strerror(errno));
+			return -1;
+		}
+	}
+	for (i = 0; i < n_in; i++) {
+		struct npu_tensor_info info;
+		const char *name = hs[i].name;
+
+		if (!name && npu_model_input_info(m, i, &info) == NPU_OK)
+			name = info.name;
+		if (n_in == 1)
+			path_fmt(path, sizeof(path), "%s/0.npy", calib);
+		else
+			path_fmt(path, sizeof(path), "%s/0/%s.npy", calib, name ? name : "?");
+		if (npu_npy_write(path, ins[i], &err) != NPU_OK) {
+			snprintf(msg, size, "calibration input: %s", npu_error_msg(&err));
+			return -1;
+		}
+	}
+	return 0;
+}
+
 static enum verdict run_data_set(struct npu_model *m, const char *model_path,
-				 const char *set_dir, char *msg, size_t size)
+				 const char *set_dir, const char *calib,
+				 bool int8, char *msg, size_t size)
 {
 	struct npu_tensor *ins[MAX_IO] = { 0 }, *exp[MAX_IO] = { 0 };
 	struct npu_host_tensor hs[MAX_IO];
@@ -315,6 +410,8 @@ static enum verdict run_data_set(struct npu_model *m, const char *model_path,
 		}
 		n_exp++;
 	}
+	if (calib && write_calibration(m, calib, ins, hs, n_in, msg, size))
+		goto out;
 	st = npu_model_run(m, hs, n_in);
 	if (st != NPU_OK) {
 		snprintf(msg, size, "%s", short_msg(npu_model_last_error(m),
@@ -331,7 +428,7 @@ static enum verdict run_data_set(struct npu_model *m, const char *model_path,
 		struct npu_host_tensor got;
 
 		npu_model_output(m, i, &got);
-		if (compare(got.name, exp[i], &got, msg, size))
+		if (compare(got.name, exp[i], &got, int8, msg, size))
 			goto out;
 	}
 	v = V_PASS;
@@ -348,7 +445,8 @@ static enum verdict run_test(const char *dir, const struct test_opts *o,
 {
 	struct npu_model_options mo;
 	struct npu_model *m = NULL;
-	char model[4096], set[4096];
+	char model[4096], set[4096], calib[64] = "";
+	bool npu = strcmp(o->device, "cpu") != 0;
 	char **sets;
 	size_t n_sets, i;
 	enum verdict v = V_PASS;
@@ -358,6 +456,17 @@ static enum verdict run_test(const char *dir, const struct test_opts *o,
 	npu_model_options_init(&mo);
 	mo.threads = o->threads;
 	mo.device = o->device;
+	if (npu) {
+		/* int8: calibrated on this test's inputs, every NPU node kept. */
+		snprintf(calib, sizeof(calib), "/tmp/npu-onnx-test-calib.XXXXXX");
+		if (!mkdtemp(calib)) {
+			snprintf(msg, size, "mkdtemp: %s", strerror(errno));
+			return V_FAIL;
+		}
+		mo.calib_dir = calib;
+		mo.defer_compile = 1;
+		mo.keep_small_segments = 1;
+	}
 	if (npu_model_create(&mo, &m) != NPU_OK) {
 		snprintf(msg, size, "%s", npu_model_last_error(m));
 		npu_model_destroy(m);
@@ -378,7 +487,7 @@ static enum verdict run_test(const char *dir, const struct test_opts *o,
 		path_fmt(set, sizeof(set), "%s/%s", dir, sets[i]);
 		if (!is_dir(set))
 			continue;
-		v = run_data_set(m, model, set, msg, size);
+		v = run_data_set(m, model, set, npu && i == 0 ? calib : NULL, npu, msg, size);
 		if (v != V_PASS && n_sets > 1) {
 			size_t len = strlen(msg);
 
@@ -386,7 +495,24 @@ static enum verdict run_test(const char *dir, const struct test_opts *o,
 		}
 	}
 	free_list(sets, n_sets);
+	if (npu && v == V_PASS) {
+		struct npu_node_placement p;
+		size_t k, on_npu = 0;
+
+		for (k = 0; k < npu_model_num_placements(m); k++)
+			if (npu_model_placement(m, k, &p) == NPU_OK && p.on_npu)
+				on_npu++;
+		if (!on_npu) {
+			v = V_SKIP;
+			if (npu_model_placement(m, 0, &p) == NPU_OK)
+				snprintf(msg, size, "no node runs on the NPU (%s: %s)", p.op_type, p.reason);
+			else
+				snprintf(msg, size, "no node runs on the NPU");
+		}
+	}
 	npu_model_destroy(m);
+	if (npu)
+		remove_tree(calib);
 	return v;
 }
 

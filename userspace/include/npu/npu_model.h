@@ -74,6 +74,12 @@ struct npu_model_options {
 	 * soon as every input dimension is known.
 	 */
 	int defer_compile;
+	/*
+	 * Non-zero: keep every NPU-capable node on the NPU, even segments the
+	 * cost model finds too small to pay for their transfers (conformance
+	 * tests of the NPU's arithmetic on one-op models use this).
+	 */
+	int keep_small_segments;
 };
 
 void npu_model_options_init(struct npu_model_options *opts);

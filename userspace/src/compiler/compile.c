@@ -459,7 +459,8 @@ static npu_status partition(struct build *b)
 			char why[160];
 			size_t j;
 
-			if (segment_worth_it(b->g, &spans[i], why, sizeof(why)))
+			if (b->o->keep_small_segments ||
+			    segment_worth_it(b->g, &spans[i], why, sizeof(why)))
 				continue;
 			for (j = spans[i].first; j < spans[i].end; j++)
 				place(b, b->g->nodes[j], NPU_PLACE_CPU, why);

@@ -64,6 +64,7 @@ struct npu_compile_options {
 	size_t random_calib_sets;	/* how many random sets (default 4) */
 	int threads;
 	bool cpu_only_placement;	/* explain only: place, generate nothing */
+	bool keep_small_segments;	/* skip the cost model (tests) */
 };
 
 void npu_compile_options_init(struct npu_compile_options *o);

@@ -137,6 +137,7 @@ static npu_status compile_options(struct npu_model *m, struct npu_compile_option
 	npu_compile_options_init(o);
 	o->device = m->dev;
 	o->threads = m->opts.threads;
+	o->keep_small_segments = m->opts.keep_small_segments != 0;
 	if (m->opts.calib_percentile > 0)
 		o->percentile = m->opts.calib_percentile;
 	if (m->opts.calib_seed)
@@ -192,7 +193,8 @@ npu_status npu_model_npu_prepare(struct npu_model *m, struct npu_graph *g)
 	if (m->npub)
 		return instantiate_npub(m, g);
 	st = compile_options(m, &o);
-	if (!st && m->opts.calib_dir)
+	/* A model without inputs has nothing to calibrate from but its run. */
+	if (!st && m->opts.calib_dir && g->num_inputs)
 		st = load_calibration(m, g, &calib, &sets);
 	if (st)
 		return st;
