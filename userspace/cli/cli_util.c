@@ -57,6 +57,7 @@ int npu_cli_apply_shape(struct npu_model *m, const char *arg, const char *cmd)
 	return 0;
 }
 
+/* splitmix64: deterministic across platforms for a seed. */
 static uint64_t splitmix(uint64_t *s)
 {
 	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
@@ -64,6 +65,30 @@ static uint64_t splitmix(uint64_t *s)
 	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
 	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
 	return z ^ (z >> 31);
+}
+
+int npu_cli_fill_random(struct npu_host_tensor *t, uint64_t *rng, float lo, float hi)
+{
+	size_t n = t->nbytes / (npu_data_type_size(t->dtype) ?
+				npu_data_type_size(t->dtype) : 1), i;
+
+	for (i = 0; i < n; i++) {
+		uint64_t r = splitmix(rng);
+		double u = (double)(r >> 11) / 9007199254740992.0;
+
+		switch (t->dtype) {
+		case NPU_TYPE_FLOAT: ((float *)t->data)[i] = (float)(lo + (hi - lo) * u); break;
+		case NPU_TYPE_DOUBLE: ((double *)t->data)[i] = lo + (hi - lo) * u; break;
+		case NPU_TYPE_INT64: ((int64_t *)t->data)[i] = (int64_t)(r % 10); break;
+		case NPU_TYPE_INT32: ((int32_t *)t->data)[i] = (int32_t)(r % 10); break;
+		case NPU_TYPE_INT8: ((int8_t *)t->data)[i] = (int8_t)(r % 10); break;
+		case NPU_TYPE_UINT8: ((uint8_t *)t->data)[i] = (uint8_t)(r % 10); break;
+		case NPU_TYPE_BOOL: ((uint8_t *)t->data)[i] = (uint8_t)(r & 1); break;
+		default:
+			return -1;
+		}
+	}
+	return 0;
 }
 
 /* The dims a "NAME=DIMS" option in 'shapes' gives input 'name' (rank or -1). */
@@ -82,7 +107,7 @@ int npu_cli_random_inputs(struct npu_model *m, uint64_t seed, float lo,
 			  float hi, const char *const *shapes, size_t num_shapes,
 			  struct npu_host_tensor *out, const char *cmd)
 {
-	size_t n = npu_model_num_inputs(m), i, k;
+	size_t n = npu_model_num_inputs(m), i;
 
 	memset(out, 0, n * sizeof(*out));
 	for (i = 0; i < n; i++) {
@@ -116,22 +141,10 @@ int npu_cli_random_inputs(struct npu_model *m, uint64_t seed, float lo,
 			fprintf(stderr, "npu %s: out of memory for input '%s'\n", cmd, info.name);
 			goto fail;
 		}
-		for (k = 0; k < numel; k++) {
-			uint64_t r = splitmix(&seed);
-
-			switch (info.dtype) {
-			case NPU_TYPE_FLOAT:
-				((float *)out[i].data)[k] = lo + (hi - lo) * (float)((r >> 40) / 16777216.0);
-				break;
-			case NPU_TYPE_INT64:
-				((int64_t *)out[i].data)[k] = (int64_t)(r % 10);
-				break;
-			case NPU_TYPE_INT32:
-				((int32_t *)out[i].data)[k] = (int32_t)(r % 10);
-				break;
-			default:
-				break;	/* zeros */
-			}
+		if (npu_cli_fill_random(&out[i], &seed, lo, hi)) {
+			fprintf(stderr, "npu %s: input '%s': no random values for type %s\n",
+				cmd, info.name, npu_data_type_name(info.dtype));
+			goto fail;
 		}
 	}
 	return (int)n;

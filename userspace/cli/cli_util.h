@@ -26,6 +26,12 @@ int npu_cli_random_inputs(struct npu_model *m, uint64_t seed, float lo,
 			  struct npu_host_tensor *out, const char *cmd);
 void npu_cli_free_inputs(struct npu_host_tensor *t, int count);
 
+/*
+ * Fill a tensor from a splitmix64 stream: floats uniform in [lo, hi),
+ * integers in [0, 10), bools 0/1. Returns -1 for other types.
+ */
+int npu_cli_fill_random(struct npu_host_tensor *t, uint64_t *rng, float lo, float hi);
+
 /* A JSON string literal, escaped. */
 void npu_cli_json_string(FILE *f, const char *s);
 

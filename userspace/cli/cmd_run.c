@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 
 #include "npu/npu_model.h"
+#include "cli_util.h"
 #include "npu_cli.h"
 #include "onnx/npu_onnx.h"
 #include "runtime/npu_npy.h"
@@ -45,66 +46,6 @@ static void run_usage(FILE *out)
 		"  --threads N          CPU threads (default: all cores)\n"
 		"  --repeat N           run N times, report the median and minimum time\n"
 		"  --profile            time every node, print the time per op type\n");
-}
-
-/* "1x3x640x640" (also "1,3,640,640") into dims; returns rank or -1. */
-static int parse_dims(const char *s, int64_t *dims)
-{
-	int rank = 0;
-	char *end;
-
-	if (!*s || !strcmp(s, "scalar"))
-		return 0;
-	for (;;) {
-		long long d;
-
-		if (rank == NPU_MODEL_MAX_RANK)
-			return -1;
-		errno = 0;
-		d = strtoll(s, &end, 10);
-		if (end == s || d < 0 || errno)
-			return -1;
-		dims[rank++] = d;
-		if (!*end)
-			return rank;
-		if (*end != 'x' && *end != ',' && *end != 'X')
-			return -1;
-		s = end + 1;
-	}
-}
-
-static uint64_t rng_next(uint64_t *s)
-{
-	/* splitmix64: deterministic across platforms for a seed. */
-	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
-
-static int fill_random(struct npu_host_tensor *t, uint64_t *rng)
-{
-	size_t n = t->nbytes / (npu_data_type_size(t->dtype) ?
-				npu_data_type_size(t->dtype) : 1), i;
-
-	for (i = 0; i < n; i++) {
-		uint64_t r = rng_next(rng);
-		double u = (double)(r >> 11) / 9007199254740992.0;
-
-		switch (t->dtype) {
-		case NPU_TYPE_FLOAT: ((float *)t->data)[i] = (float)u; break;
-		case NPU_TYPE_DOUBLE: ((double *)t->data)[i] = u; break;
-		case NPU_TYPE_INT64: ((int64_t *)t->data)[i] = (int64_t)(r % 10); break;
-		case NPU_TYPE_INT32: ((int32_t *)t->data)[i] = (int32_t)(r % 10); break;
-		case NPU_TYPE_INT8: ((int8_t *)t->data)[i] = (int8_t)(r % 10); break;
-		case NPU_TYPE_UINT8: ((uint8_t *)t->data)[i] = (uint8_t)(r % 10); break;
-		case NPU_TYPE_BOOL: ((uint8_t *)t->data)[i] = (uint8_t)(r & 1); break;
-		default:
-			return -1;
-		}
-	}
-	return 0;
 }
 
 /* "x:0/a" -> "x_0_a" */
@@ -302,7 +243,7 @@ int npu_cmd_run(int argc, char **argv)
 		int rank;
 
 		if (!eq || (size_t)(eq - a.shapes[i]) >= sizeof(name) ||
-		    (rank = parse_dims(eq + 1, dims)) < 0) {
+		    (rank = npu_cli_parse_dims(eq + 1, dims)) < 0) {
 			fprintf(stderr, "npu run: --shape '%s': expected NAME=DIMS, e.g. x=1x3x640x640\n",
 				a.shapes[i]);
 			rc = 2;
@@ -375,7 +316,7 @@ int npu_cmd_run(int argc, char **argv)
 
 			if (!strncmp(a.shapes[k], info.name, len) &&
 			    a.shapes[k][len] == '=') {
-				info.rank = parse_dims(a.shapes[k] + len + 1,
+				info.rank = npu_cli_parse_dims(a.shapes[k] + len + 1,
 						       info.dims);
 			}
 		}
@@ -403,7 +344,7 @@ int npu_cmd_run(int argc, char **argv)
 		h->nbytes = (size_t)numel * npu_data_type_size(info.dtype);
 		random_bufs[i] = malloc(h->nbytes ? h->nbytes : 1);
 		h->data = random_bufs[i];
-		if (!h->data || fill_random(h, &rng)) {
+		if (!h->data || npu_cli_fill_random(h, &rng, 0.0f, 1.0f)) {
 			fprintf(stderr, "npu run: input '%s': cannot make random %s data\n",
 				info.name, npu_data_type_name(info.dtype));
 			goto out;
