@@ -274,7 +274,7 @@ int npu_cmd_compile(int argc, char **argv)
 		       human_bytes(st.arena_bytes, b1, sizeof(b1)),
 		       human_bytes(st.arena_sum_bytes, b2, sizeof(b2)),
 		       human_bytes(st.arena_lower_bound, b3, sizeof(b3)));
-		printf("host tensors: %s planned (every tensor in its own buffer: %s; lower bound: %s)\n",
+		printf("host arena: %s (every tensor in its own buffer: %s; lower bound, max live: %s)\n",
 		       human_bytes(st.host_arena_bytes, b1, sizeof(b1)),
 		       human_bytes(st.host_sum_bytes, b2, sizeof(b2)),
 		       human_bytes(st.host_lower_bound, b3, sizeof(b3)));

@@ -179,7 +179,9 @@ struct npu_model_npu_stats {
 	uint64_t arena_bytes;		/* device memory for activations */
 	uint64_t arena_sum_bytes;	/* ... if every tensor had its own */
 	uint64_t arena_lower_bound;	/* max bytes live at once */
-	uint64_t host_arena_bytes;	/* the same three for the CPU's fp32 tensors */
+	uint64_t host_arena_bytes;	/* the same three for the host tensors (one
+					 * arena when all shapes are static; 0 when
+					 * they come from a reuse pool) */
 	uint64_t host_sum_bytes;
 	uint64_t host_lower_bound;
 	double compile_ms;

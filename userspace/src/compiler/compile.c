@@ -581,47 +581,6 @@ static npu_status generate_segment(struct npu_segment *seg, struct npu_device *d
 	return st;
 }
 
-/*
- * Liveness plan of the host tensors (every value a node of the final graph
- * produces, in execution order) for the report next to the device arena.
- * The CPU runtime allocates from a liveness-driven reuse pool; this is the
- * single-arena footprint a static plan of the same schedule needs.
- */
-static npu_status plan_host(struct npu_compiled *c, const struct npu_graph *g,
-			    struct npu_error *err)
-{
-	struct npu_memplan_item *items = calloc(g->num_values + 1, sizeof(*items));
-	size_t i, j;
-	int rc;
-
-	if (!items)
-		return npu_error_set(err, NPU_ERR_NO_MEMORY, "compile: out of memory");
-	for (i = 0; i < g->num_nodes; i++) {
-		const struct npu_node *n = g->nodes[i];
-
-		for (j = 0; j < n->num_outputs; j++) {
-			const struct npu_value *v = n->outputs[j];
-			int64_t numel = v ? npu_shape_numel(&v->shape) : -1;
-
-			if (numel <= 0)
-				continue;
-			items[v->index].size = (uint64_t)numel * npu_dtype_size(v->dtype);
-			items[v->index].first_step = items[v->index].last_step = (uint32_t)i;
-			if (v->is_graph_output)
-				items[v->index].last_step = (uint32_t)g->num_nodes;
-		}
-		for (j = 0; j < n->num_inputs; j++) {
-			const struct npu_value *v = n->inputs[j];
-
-			if (v && items[v->index].size && items[v->index].last_step < i)
-				items[v->index].last_step = (uint32_t)i;
-		}
-	}
-	rc = npu_memplan(items, g->num_values, 64, &c->host);
-	free(items);
-	return rc ? npu_error_set(err, NPU_ERR_NO_MEMORY, "compile: out of memory") : NPU_OK;
-}
-
 npu_status npu_compiled_bind(struct npu_compiled *c, struct npu_graph *graph,
 			     struct npu_device *dev, struct npu_error *err)
 {
@@ -641,7 +600,7 @@ npu_status npu_compiled_bind(struct npu_compiled *c, struct npu_graph *graph,
 		c->arena_sum_bytes += seg->mem.sum_bytes;
 	}
 	if (!c->num_segments)
-		return plan_host(c, graph, err);
+		return NPU_OK;
 	c->group = calloc(1, sizeof(*c->group));
 	if (!c->group)
 		return npu_error_set(err, NPU_ERR_NO_MEMORY, "compile: out of memory");
@@ -660,8 +619,6 @@ npu_status npu_compiled_bind(struct npu_compiled *c, struct npu_graph *graph,
 		st = rewrite_segment(graph, c->segments[i], err);
 	if (!st)
 		st = npu_graph_sort(graph, err);
-	if (!st)
-		st = plan_host(c, graph, err);
 	return st;
 }
 

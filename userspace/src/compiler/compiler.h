@@ -116,8 +116,6 @@ struct npu_compiled {
 	double compile_ms;
 	struct npu_buffer *arena;	/* activations of every segment */
 	struct npu_segment_group *group;	/* which segment is in flight */
-	/* The host side: fp32 tensors the CPU ops produce, planned the same way. */
-	struct npu_memplan_stats host;
 };
 
 /*

@@ -323,6 +323,15 @@ npu_status npu_model_npu_stats(const struct npu_model *m,
 	if (!m || !s)
 		return NPU_ERR_INVALID_ARG;
 	memset(s, 0, sizeof(*s));
+	if (m->s) {
+		struct npu_memplan_stats host;
+		bool planned;
+
+		npu_session_memory(m->s, &planned, &host);
+		s->host_arena_bytes = host.arena_bytes;
+		s->host_sum_bytes = host.sum_bytes;
+		s->host_lower_bound = host.lower_bound;
+	}
 	c = m->compiled;
 	if (!c)
 		return NPU_OK;
@@ -332,9 +341,6 @@ npu_status npu_model_npu_stats(const struct npu_model *m,
 	s->arena_bytes = c->arena_bytes;
 	s->arena_sum_bytes = c->arena_sum_bytes;
 	s->arena_lower_bound = c->arena_lower_bound;
-	s->host_arena_bytes = c->host.arena_bytes;
-	s->host_sum_bytes = c->host.sum_bytes;
-	s->host_lower_bound = c->host.lower_bound;
 	s->compile_ms = c->compile_ms;
 	if (m->dev && !npu_device_get_info(m->dev, &info))
 		s->clock_mhz = info.clock_mhz;

@@ -55,6 +55,16 @@ npu_status npu_session_run(struct npu_session *s,
 const struct npu_tensor *npu_session_output(const struct npu_session *s,
 					    size_t index);
 
+struct npu_memplan_stats;
+
+/*
+ * The host tensor memory: with every shape static, one arena planned by
+ * liveness (*planned, and its peak / sum / lower bound in *stats); else a
+ * reuse pool (*planned false).
+ */
+void npu_session_memory(const struct npu_session *s, bool *planned,
+			struct npu_memplan_stats *stats);
+
 /* Aggregated per op type, sorted by time (profiling) or node count. */
 size_t npu_session_op_stats(const struct npu_session *s,
 			    const struct npu_op_stat **stats);

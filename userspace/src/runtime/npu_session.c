@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "cpu/kernels/cpu_kernels.h"
+#include "compiler/memplan.h"
 #include "cpu/ops/cpu_ops.h"
 
 #define NPU_RT_MAX_IO 64
@@ -38,6 +39,10 @@ struct npu_session {
 	size_t num_free, cap_free;
 	double *node_ms;
 	size_t *pending_of;			/* per value: async producer + 1 */
+	/* All shapes static: every intermediate lives in one planned arena. */
+	uint8_t *arena;
+	uint64_t *arena_off;			/* per value */
+	struct npu_memplan_stats plan;
 	double *submit_ms;			/* per node: when an async op began */
 	int trace_fd;				/* NPU_TRACE_FILE, or -1 */
 	uint64_t runs;
@@ -163,6 +168,11 @@ static bool buf_put(struct npu_session *s, void *data, size_t cap)
 
 static void release_value(struct npu_session *s, size_t vi)
 {
+	if (s->arena) {		/* planned: the arena slot is simply reused */
+		s->owned[vi].data = NULL;
+		s->view[vi] = NULL;
+		return;
+	}
 	if (s->owned[vi].data) {
 		buf_put(s, s->owned[vi].data, s->owned_cap[vi]);
 		s->owned[vi].data = NULL;
@@ -217,7 +227,7 @@ void npu_session_destroy(struct npu_session *s)
 		for (i = 0; i < s->g->num_nodes; i++)
 			if (s->defs[i] && s->defs[i]->release)
 				s->defs[i]->release(s->g->nodes[i]);
-	if (s->owned)
+	if (s->owned && !s->arena)	/* arena tensors are freed with it */
 		for (i = 0; i < s->g->num_values; i++)
 			free(s->owned[i].data);
 	for (i = 0; i < s->num_free; i++)
@@ -234,9 +244,70 @@ void npu_session_destroy(struct npu_session *s)
 	free(s->owned_cap);
 	free(s->node_ms);
 	free(s->pending_of);
+	free(s->arena);
+	free(s->arena_off);
 	free(s->submit_ms);
 	free(s->stats);
 	free(s);
+}
+
+/*
+ * When no node's output shape depends on data, place every tensor the
+ * nodes produce in one arena by liveness (compiler/memplan.c, as for the
+ * device arena): each lives from its node to its last reader; graph
+ * outputs and never-read values (an asynchronous node may still write
+ * them) to the end of the run. Otherwise tensors come from the reuse pool.
+ */
+static npu_status plan_arena(struct npu_session *s, struct npu_error *err)
+{
+	struct npu_graph *g = s->g;
+	struct npu_memplan_item *items;
+	size_t i, j;
+
+	for (i = 0; i < g->num_nodes; i++)
+		if (s->dynamic[i])
+			return NPU_OK;
+	items = calloc(g->num_values + 1, sizeof(*items));
+	s->arena_off = calloc(g->num_values + 1, sizeof(*s->arena_off));
+	if (!items || !s->arena_off) {
+		free(items);
+		return npu_error_set(err, NPU_ERR_NO_MEMORY, "out of memory");
+	}
+	for (i = 0; i < g->num_nodes; i++) {
+		for (j = 0; j < g->nodes[i]->num_outputs; j++) {
+			const struct npu_value *v = g->nodes[i]->outputs[j];
+			size_t last;
+
+			if (!v)
+				continue;
+			last = s->last_use[v->index];
+			items[v->index].size = (uint64_t)npu_shape_numel(&v->shape) *
+					       npu_dtype_size(v->dtype);
+			items[v->index].first_step = (uint32_t)i;
+			items[v->index].last_step = (uint32_t)(v->is_graph_output || last == SIZE_MAX ?
+							       g->num_nodes : last);
+		}
+	}
+	if (npu_memplan(items, g->num_values, 64, &s->plan)) {
+		free(items);
+		return npu_error_set(err, NPU_ERR_NO_MEMORY, "out of memory");
+	}
+	for (i = 0; i < g->num_values; i++)
+		s->arena_off[i] = items[i].offset;
+	free(items);
+	s->arena = aligned_alloc(64, s->plan.arena_bytes ? s->plan.arena_bytes : 64);
+	if (!s->arena)
+		return npu_error_set(err, NPU_ERR_NO_MEMORY,
+				     "out of memory for a %llu-byte tensor arena",
+				     (unsigned long long)s->plan.arena_bytes);
+	return NPU_OK;
+}
+
+void npu_session_memory(const struct npu_session *s, bool *planned,
+			struct npu_memplan_stats *stats)
+{
+	*planned = s->arena != NULL;
+	*stats = s->plan;
 }
 
 npu_status npu_session_create(struct npu_graph *g,
@@ -337,6 +408,11 @@ npu_status npu_session_create(struct npu_graph *g,
 			npu_session_destroy(s);
 			return st;
 		}
+	}
+	st = plan_arena(s, err);
+	if (st != NPU_OK) {
+		npu_session_destroy(s);
+		return st;
 	}
 	build_stats(s);
 	*out = s;
@@ -592,7 +668,9 @@ static npu_status run_nodes(struct npu_session *s,
 			t->shape = shapes[j];
 			t->nbytes = (size_t)npu_shape_numel(&shapes[j]) * esize;
 			t->data = NULL;
-			if (t->nbytes) {
+			if (t->nbytes && s->arena) {
+				t->data = s->arena + s->arena_off[v->index];
+			} else if (t->nbytes) {
 				t->data = buf_get(s, t->nbytes,
 						  &s->owned_cap[v->index]);
 				if (!t->data)
