@@ -21,12 +21,15 @@ static void bench_usage(FILE *out)
 {
 	fprintf(out,
 		"usage: npu bench MODEL [--device cpu|sim|accel] [--shape NAME=DIMS]...\n"
-		"                 [--iters N] [--warmup N] [--threads N] [--seed N] [--json]\n\n"
+		"                 [--iters N] [--warmup N] [--threads N] [--seed N] [--per-op]\n"
+		"                 [--json]\n\n"
 		"Runs MODEL (.onnx or a compiled .npub) on random inputs and reports latency\n"
 		"p50 / p90 / p99, throughput, compile time and peak memory; on an NPU device\n"
 		"also the modeled NPU time, the NPU utilization (ideal MAC cycles / modeled\n"
 		"cycles over NPU segments), the share of MACs on the NPU and the CPU time.\n"
-		"  --iters N     timed runs (default 20)    --warmup N  untimed runs (default 3)\n");
+		"  --iters N     timed runs (default 20)    --warmup N  untimed runs (default 3)\n"
+		"  --per-op      time every NPU op on the device (timestamps around each op)\n"
+		"                and print its roofline: ideal MAC cycles / modeled cycles\n");
 }
 
 static double now_ms(void)
@@ -56,6 +59,53 @@ static double percentile(const double *v, int n, double p)
 	return v[rank - 1];
 }
 
+static int cmp_op_cycles(const void *a, const void *b)
+{
+	const struct npu_model_op_stats *x = a, *y = b;
+
+	return x->cycles < y->cycles ? 1 : x->cycles > y->cycles ? -1 : 0;
+}
+
+/* The NPU ops by modeled cycles, with their roofline, and per kind. */
+static void print_op_table(struct npu_model *m)
+{
+	size_t n = npu_model_npu_num_ops(m), i, k;
+	struct npu_model_op_stats *ops = calloc(n + 1, sizeof(*ops));
+	static const char *const kinds[] = { "conv", "matmul", "pool", "eltwise", "lut" };
+	uint64_t total = 0;
+
+	if (!ops)
+		return;
+	for (i = 0; i < n; i++) {
+		npu_model_npu_op(m, i, &ops[i]);
+		total += ops[i].cycles;
+	}
+	qsort(ops, n, sizeof(*ops), cmp_op_cycles);
+	printf("  NPU ops by modeled cycles (last run; %zu ops, %llu cycles):\n", n,
+	       (unsigned long long)total);
+	for (i = 0; i < n && i < 15; i++)
+		printf("    %-8s %-28.28s %10llu cycles %5.1f%%  %8.2f MMACs  roofline %5.1f%%\n",
+		       ops[i].kind, ops[i].node, (unsigned long long)ops[i].cycles,
+		       total ? 100.0 * ops[i].cycles / total : 0.0, ops[i].macs / 1e6,
+		       ops[i].cycles ? 100.0 * ops[i].ideal_mac_cycles / ops[i].cycles : 0.0);
+	for (k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++) {
+		uint64_t cyc = 0, ideal = 0, count = 0;
+
+		for (i = 0; i < n; i++) {
+			if (strcmp(ops[i].kind, kinds[k]))
+				continue;
+			cyc += ops[i].cycles;
+			ideal += ops[i].ideal_mac_cycles;
+			count++;
+		}
+		if (count)
+			printf("    all %-8s %4llu ops %10llu cycles %5.1f%%  roofline %5.1f%%\n", kinds[k],
+			       (unsigned long long)count, (unsigned long long)cyc,
+			       total ? 100.0 * cyc / total : 0.0, cyc ? 100.0 * ideal / cyc : 0.0);
+	}
+	free(ops);
+}
+
 int npu_cmd_bench(int argc, char **argv)
 {
 	struct npu_model_options mo;
@@ -79,6 +129,8 @@ int npu_cmd_bench(int argc, char **argv)
 			return 0;
 		} else if (!strcmp(a, "--json")) {
 			json = true;
+		} else if (!strcmp(a, "--per-op")) {
+			mo.profile = 1;
 		} else if (v && !strcmp(a, "--device")) {
 			mo.device = v, i++;
 		} else if (v && !strcmp(a, "--shape")) {
@@ -188,7 +240,22 @@ int npu_cmd_bench(int argc, char **argv)
 			       (unsigned long long)ss.ideal_mac_cycles, (unsigned long long)ss.last_cycles,
 			       ss.last_cycles ? (double)ss.ideal_mac_cycles / ss.last_cycles : 0.0);
 		}
-		printf("]}\n");
+		printf("]");
+		if (mo.profile) {
+			printf(",\n \"ops\": [");
+			for (i = 0; i < npu_model_npu_num_ops(m); i++) {
+				struct npu_model_op_stats os;
+
+				npu_model_npu_op(m, i, &os);
+				printf("%s\n  {\"segment\": %d, \"node\": ", i ? "," : "", os.segment);
+				npu_cli_json_string(stdout, os.node);
+				printf(", \"kind\": \"%s\", \"macs\": %llu, \"ideal_mac_cycles\": %llu, \"cycles\": %llu}",
+				       os.kind, (unsigned long long)os.macs,
+				       (unsigned long long)os.ideal_mac_cycles, (unsigned long long)os.cycles);
+			}
+			printf("]");
+		}
+		printf("}\n");
 	} else {
 		printf("%s on %s, %d threads, %d runs after %d warm-up:\n", model, mo.device,
 		       mo.threads, iters, warmup);
@@ -213,6 +280,8 @@ int npu_cmd_bench(int argc, char **argv)
 				       ss.last_cycles ? 100.0 * ss.ideal_mac_cycles / ss.last_cycles : 0.0);
 			}
 		}
+		if (mo.profile && on_npu)
+			print_op_table(m);
 		printf("  load + compile: %.0f ms (compile %.0f ms); peak memory %.1f MiB\n",
 		       load_ms, st.compile_ms, ru.ru_maxrss / 1024.0);
 	}

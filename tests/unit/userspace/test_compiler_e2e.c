@@ -350,7 +350,7 @@ static void test_npub_round_trip_is_bit_identical(void **state)
 	assert_int_equal(npu_npub_num_inputs(f), 1);
 	assert_int_equal(npu_compile_passes_pre(g2, &qdq, &err), NPU_OK);
 	assert_int_equal(npu_compile_passes_fuse(g2, &err), NPU_OK);
-	if (npu_npub_instantiate(f, g2, dev, &c2, &err) != NPU_OK)
+	if (npu_npub_instantiate(f, g2, dev, false, &c2, &err) != NPU_OK)
 		fail_msg("instantiate: %s", err.msg);
 	assert_int_equal(c2->num_segments, c->num_segments);
 	assert_int_equal(c2->num_records, c->num_records);

@@ -210,6 +210,24 @@ struct npu_model_segment_stats {
 npu_status npu_model_npu_segment(const struct npu_model *model, size_t index,
 				 struct npu_model_segment_stats *stats);
 
+/*
+ * One NPU op (a lowered node) of the last run. Its modeled cycles come
+ * from device timestamps around it, taken when the model was opened with
+ * 'profile' set (0 otherwise); ideal_mac_cycles / cycles is its roofline.
+ */
+struct npu_model_op_stats {
+	int segment;
+	const char *node;		/* source node name */
+	const char *kind;		/* "conv", "matmul", "pool", "eltwise", "lut" */
+	uint64_t macs;
+	uint64_t ideal_mac_cycles;	/* macs / MAC array size */
+	uint64_t cycles;
+};
+
+size_t npu_model_npu_num_ops(const struct npu_model *model);
+npu_status npu_model_npu_op(const struct npu_model *model, size_t index,
+			    struct npu_model_op_stats *stats);
+
 /* Save the compiled model (.npub): 'npu run FILE.npub' runs it. */
 npu_status npu_model_save_compiled(struct npu_model *model, const char *path);
 

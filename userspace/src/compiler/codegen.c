@@ -1034,8 +1034,15 @@ npu_status npu_codegen_segment(const struct npu_segment_program *prog,
 	size_t i;
 
 	memset(result, 0, sizeof(*result));
+	result->lop_macs = calloc(prog->num_lops + 1, sizeof(*result->lop_macs));
+	if (!result->lop_macs)
+		return npu_error_set(err, NPU_ERR_NO_MEMORY, "codegen: out of memory");
+	if (target->profile_va &&
+	    npu_cmdbuf_timestamp(cb, NPU_INSN_SYNC, target->profile_va) != NPU_OK)
+		st = emit_fail(&e, NPU_ERR_INVALID_ARG);
 	for (i = 0; i < prog->num_lops && st == NPU_OK; i++) {
 		const struct npu_lop *l = &prog->lops[i];
+		uint64_t macs_before = result->macs;
 		char why[160];
 		struct plan p;
 
@@ -1058,9 +1065,14 @@ npu_status npu_codegen_segment(const struct npu_segment_program *prog,
 			st = gen_flat(&e, l, &p);
 			break;
 		}
+		result->lop_macs[i] = result->macs - macs_before;
+		if (st == NPU_OK && target->profile_va &&
+		    npu_cmdbuf_timestamp(cb, NPU_INSN_SYNC, target->profile_va + 8 * (i + 1)) != NPU_OK)
+			st = emit_fail(&e, NPU_ERR_INVALID_ARG);
 	}
 	if (st != NPU_OK) {
 		free(e.blob.data);
+		free(result->lop_macs);
 		memset(result, 0, sizeof(*result));
 		return st;
 	}
@@ -1075,5 +1087,6 @@ npu_status npu_codegen_segment(const struct npu_segment_program *prog,
 void npu_codegen_result_free(struct npu_codegen_result *result)
 {
 	free(result->consts);
+	free(result->lop_macs);
 	memset(result, 0, sizeof(*result));
 }

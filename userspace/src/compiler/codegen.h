@@ -114,6 +114,7 @@ struct npu_segment_program {
 struct npu_codegen_result {
 	uint8_t *consts;		/* constant blob, malloc'ed */
 	size_t consts_size;
+	uint64_t *lop_macs;		/* per lop, malloc'ed */
 	uint64_t macs;			/* MACs the stream will execute */
 	uint64_t ideal_mac_cycles;	/* macs / MAC array size */
 	uint64_t instructions;
@@ -123,6 +124,13 @@ struct npu_codegen_target {
 	uint32_t sram_size;
 	uint64_t arena_va;	/* device VA of the activation arena */
 	uint64_t consts_va;	/* device VA where the constant blob will be */
+	/*
+	 * Non-zero: per-op profiling. A TIMESTAMP (device clock, which counts
+	 * modeled cycles) goes to profile_va before the first op and after
+	 * each one: 8 * (num_lops + 1) bytes. Every op already ends with a
+	 * synchronizing store, so this costs a few cycles per op.
+	 */
+	uint64_t profile_va;
 };
 
 /*

@@ -260,6 +260,8 @@ void npu_segment_free(struct npu_segment *seg)
 			npu_job_release(seg->rt->job);
 		}
 		npu_buffer_free(seg->rt->consts);
+		npu_buffer_free(seg->rt->profile);
+		free(seg->rt->lop_cycles);
 		npu_buffer_free(seg->rt->cmd);
 		free(seg->rt);
 	}
@@ -521,7 +523,7 @@ static npu_status rewrite_segment(struct npu_graph *g, struct npu_segment *seg,
 static npu_status generate_segment(struct npu_segment *seg, struct npu_device *dev,
 				   uint32_t sram_size, struct npu_buffer *arena,
 				   void *arena_map, struct npu_segment_group *group,
-				   struct npu_error *err)
+				   bool profile, struct npu_error *err)
 {
 	struct npu_segment_rt *rt = calloc(1, sizeof(*rt));
 	struct npu_codegen_target t = { .sram_size = sram_size, .arena_va = npu_buffer_va(arena) };
@@ -541,6 +543,20 @@ static npu_status generate_segment(struct npu_segment *seg, struct npu_device *d
 	rt->arena_map = arena_map;
 	rt->group = group;
 	npu_cmdbuf_set_device(cb, dev);
+	if (profile) {
+		void *pmap;
+
+		rt->lop_cycles = calloc(seg->prog.num_lops + 1, sizeof(*rt->lop_cycles));
+		if (!rt->lop_cycles ||
+		    npu_buffer_alloc(dev, 8 * (seg->prog.num_lops + 1), 0, &rt->profile) ||
+		    npu_buffer_map(rt->profile, &pmap)) {
+			npu_cmdbuf_destroy(cb);
+			return npu_error_set(err, NPU_ERR_DEVICE, "compile: profile buffer: %s",
+					     npu_device_last_error(dev));
+		}
+		rt->profile_map = pmap;
+		t.profile_va = npu_buffer_va(rt->profile);
+	}
 	/* Pass 1 sizes the constant blob, pass 2 knows where it lives. */
 	st = npu_codegen_segment(&seg->prog, &t, cb, &seg->code, err);
 	if (!st && seg->code.consts_size) {
@@ -614,7 +630,7 @@ npu_status npu_compiled_bind(struct npu_compiled *c, struct npu_graph *graph,
 				     (unsigned long long)c->arena_bytes, npu_device_last_error(dev));
 	for (i = 0; i < c->num_segments && !st; i++)
 		st = generate_segment(c->segments[i], dev, info.sram_size, c->arena, arena_map,
-				      c->group, err);
+				      c->group, c->profile_ops, err);
 	for (i = 0; i < c->num_segments && !st; i++)
 		st = rewrite_segment(graph, c->segments[i], err);
 	if (!st)
@@ -683,6 +699,7 @@ npu_status npu_compile_graph(struct npu_graph *graph,
 	for (i = 0; !st && i < b.c->num_records; i++)
 		if (b.c->records[i].placement == NPU_PLACE_NPU)
 			b.c->npu_macs += b.c->records[i].macs;
+	b.c->profile_ops = opts->profile_ops;
 	if (!st && !opts->cpu_only_placement)
 		st = npu_compiled_bind(b.c, graph, opts->device, err);
 	b.c->compile_ms = now_ms() - t0;

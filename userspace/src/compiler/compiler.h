@@ -65,6 +65,7 @@ struct npu_compile_options {
 	int threads;
 	bool cpu_only_placement;	/* explain only: place, generate nothing */
 	bool keep_small_segments;	/* skip the cost model (tests) */
+	bool profile_ops;		/* time every op on the device */
 };
 
 void npu_compile_options_init(struct npu_compile_options *o);
@@ -116,6 +117,7 @@ struct npu_compiled {
 	double compile_ms;
 	struct npu_buffer *arena;	/* activations of every segment */
 	struct npu_segment_group *group;	/* which segment is in flight */
+	bool profile_ops;		/* bind with per-op device timestamps */
 };
 
 /*

@@ -922,7 +922,7 @@ static struct npu_value *find_float_value(struct npu_graph *g, const char *name,
 }
 
 npu_status npu_npub_instantiate(struct npu_npub *f, struct npu_graph *graph,
-				struct npu_device *dev,
+				struct npu_device *dev, bool profile_ops,
 				struct npu_compiled **out,
 				struct npu_error *err)
 {
@@ -959,6 +959,7 @@ npu_status npu_npub_instantiate(struct npu_npub *f, struct npu_graph *graph,
 						     seg->index, name ? name : "?");
 		}
 	}
+	c->profile_ops = profile_ops;
 	st = npu_compiled_bind(c, graph, dev, err);
 	if (st)
 		return st;

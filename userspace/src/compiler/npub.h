@@ -42,7 +42,7 @@ const char *npu_npub_input(const struct npu_npub *p, size_t index,
  * and bind them to 'dev'. The segments move into *out.
  */
 npu_status npu_npub_instantiate(struct npu_npub *p, struct npu_graph *graph,
-				struct npu_device *dev,
+				struct npu_device *dev, bool profile_ops,
 				struct npu_compiled **out,
 				struct npu_error *err);
 

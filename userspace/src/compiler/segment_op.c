@@ -129,6 +129,8 @@ static npu_status segment_finish(struct npu_segment_rt *rt, struct npu_error *er
 		dequantize_out((const int8_t *)rt->arena_map + a->offset, a,
 			       seg->output_layout[i], rt->outputs[i]);
 	}
+	for (i = 0; rt->profile_map && i < seg->prog.num_lops; i++)
+		rt->lop_cycles[i] = rt->profile_map[i + 1] - rt->profile_map[i];
 	/* Host time inside the op: quantize + submit, then wait + dequantize. */
 	rt->last_wall_ms = rt->submit_ms + (now_ms() - t0);
 	return NPU_OK;
@@ -170,14 +172,17 @@ static npu_status segment_submit(struct npu_op_ctx *ctx)
 			    (int8_t *)rt->arena_map + a->offset);
 	}
 	{
-		struct npu_buffer_use uses[2] = {
-			{ rt->arena, NPU_ACCESS_READ_WRITE },
-			{ rt->consts, NPU_ACCESS_READ_ONLY },
-		};
+		struct npu_buffer_use uses[3] = { { rt->arena, NPU_ACCESS_READ_WRITE } };
+		unsigned int n = 1;
 		struct npu_submit s = {
-			.cmd = rt->cmd, .cmd_size = seg->stream_size,
-			.buffers = uses, .num_buffers = rt->consts ? 2 : 1,
+			.cmd = rt->cmd, .cmd_size = seg->stream_size, .buffers = uses,
 		};
+
+		if (rt->consts)
+			uses[n++] = (struct npu_buffer_use){ rt->consts, NPU_ACCESS_READ_ONLY };
+		if (rt->profile)
+			uses[n++] = (struct npu_buffer_use){ rt->profile, NPU_ACCESS_READ_WRITE };
+		s.num_buffers = n;
 
 		st = npu_job_submit(rt->dev, &s, &rt->job);
 	}

@@ -28,6 +28,10 @@ struct npu_segment_rt {
 	/* Accumulated over runs. */
 	uint64_t runs, cycles, device_ns;
 	struct npu_job_result last;
+	/* Per-op profiling (npu_compile_options.profile_ops): */
+	struct npu_buffer *profile;	/* TIMESTAMPs around each op */
+	uint64_t *profile_map;
+	uint64_t *lop_cycles;		/* per op, last run */
 	double last_wall_ms;		/* host time of the last run inside the op
 					 * (not the CPU work it overlapped) */
 };

@@ -138,6 +138,7 @@ static npu_status compile_options(struct npu_model *m, struct npu_compile_option
 	o->device = m->dev;
 	o->threads = m->opts.threads;
 	o->keep_small_segments = m->opts.keep_small_segments != 0;
+	o->profile_ops = m->opts.profile != 0;
 	if (m->opts.calib_percentile > 0)
 		o->percentile = m->opts.calib_percentile;
 	if (m->opts.calib_seed)
@@ -169,7 +170,8 @@ static npu_status instantiate_npub(struct npu_model *m, struct npu_graph *g)
 	if (!st)
 		st = npu_compile_passes_fuse(g, &m->err);
 	if (!st)
-		st = npu_npub_instantiate(f, g, m->dev, &m->compiled, &m->err);
+		st = npu_npub_instantiate(f, g, m->dev, m->opts.profile != 0, &m->compiled,
+					  &m->err);
 	if (st && !strstr(m->err.msg, m->source))
 		npu_error_prefix(&m->err, "%s", m->source);
 	npu_qdq_table_free(&qdq);
@@ -374,6 +376,46 @@ npu_status npu_model_npu_segment(const struct npu_model *m, size_t index,
 	if (seg->rt && seg->rt->runs)
 		s->last_cycles = seg->rt->last.cycles;
 	return NPU_OK;
+}
+
+size_t npu_model_npu_num_ops(const struct npu_model *m)
+{
+	size_t i, n = 0;
+
+	for (i = 0; m && m->compiled && i < m->compiled->num_segments; i++)
+		n += m->compiled->segments[i]->prog.num_lops;
+	return n;
+}
+
+npu_status npu_model_npu_op(const struct npu_model *m, size_t index,
+			    struct npu_model_op_stats *s)
+{
+	static const char *const kinds[] = { "conv", "matmul", "pool", "eltwise", "lut" };
+	size_t i;
+
+	if (!m || !s || !m->compiled)
+		return NPU_ERR_INVALID_ARG;
+	for (i = 0; i < m->compiled->num_segments; i++) {
+		const struct npu_segment *seg = m->compiled->segments[i];
+		const struct npu_lop *l;
+
+		if (index >= seg->prog.num_lops) {
+			index -= seg->prog.num_lops;
+			continue;
+		}
+		l = &seg->prog.lops[index];
+		memset(s, 0, sizeof(*s));
+		s->segment = seg->index;
+		s->node = l->name;
+		s->kind = kinds[l->kind];
+		s->macs = seg->code.lop_macs ? seg->code.lop_macs[index] : 0;
+		s->ideal_mac_cycles = (s->macs + NPU_MAC_ROWS * NPU_MAC_COLS - 1) /
+				      (NPU_MAC_ROWS * NPU_MAC_COLS);
+		if (seg->rt && seg->rt->lop_cycles)
+			s->cycles = seg->rt->lop_cycles[index];
+		return NPU_OK;
+	}
+	return NPU_ERR_INVALID_ARG;
 }
 
 npu_status npu_model_save_compiled(struct npu_model *m, const char *path)
