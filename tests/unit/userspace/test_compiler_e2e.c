@@ -170,6 +170,21 @@ static struct npu_graph *build_cnn(void)
 	return g;
 }
 
+/* Run and copy the first output's first n floats. */
+static void run_graph_n(struct npu_graph *g, const struct npu_tensor *x, float *out, size_t n)
+{
+	struct npu_session_options so = { .threads = 1 };
+	struct npu_session *s;
+	struct npu_error err = { 0 };
+
+	if (npu_session_create(g, &so, &s, &err) != NPU_OK)
+		fail_msg("session: %s", err.msg);
+	if (npu_session_run(s, &x, &err) != NPU_OK)
+		fail_msg("run: %s", err.msg);
+	memcpy(out, npu_session_output(s, 0)->data, n * sizeof(float));
+	npu_session_destroy(s);
+}
+
 static void run_graph(struct npu_graph *g, const struct npu_tensor *x, float *out)
 {
 	struct npu_session_options so = { .threads = 1 };
@@ -582,6 +597,124 @@ static void test_cpu_work_overlaps_an_npu_segment(void **state)
 	npu_tensor_destroy(xt);
 }
 
+static struct npu_value *scalar(struct npu_graph *g, const char *name, float v)
+{
+	const int64_t one[1] = { 1 };
+	struct npu_value *c = weights(g, name, 1, one, 0, 0);
+
+	*(float *)c->constant->data = v;
+	return c;
+}
+
+/*
+ * HardSwish as exported by many converters, x * Clip(x + 3, 0, 6) / 6,
+ * after a conv: the four pointwise nodes become one LUT, within the int8
+ * tolerance of fp32. With the Clip output also a graph output, the chain
+ * has two escaping values and stays four ops.
+ */
+static void run_pointwise(bool leak_intermediate)
+{
+	struct npu_graph *g = npu_graph_create("hswish"), *ref;
+	const int64_t x_d[4] = { 1, 16, 32, 32 }, w_d[4] = { 16, 16, 1, 1 };
+	struct npu_value *x = val(g, "x", 4, x_d), *in[3];
+	struct npu_value *c = val(g, "c", 4, x_d), *a = val(g, "a", 4, x_d);
+	struct npu_value *cl = val(g, "cl", 4, x_d), *m = val(g, "m", 4, x_d);
+	struct npu_value *y = val(g, "y", 4, x_d);
+	struct npu_device *dev = open_sim();
+	struct npu_compile_options o;
+	struct npu_compiled *cmp = NULL;
+	struct npu_error err = { 0 };
+	struct npu_tensor *xt;
+	float *want, *got, lo = 1e30f, hi = -1e30f;
+	size_t i, luts = 0, elts = 0, k;
+
+	seed = 11;
+	x->is_graph_input = true;
+	g->inputs = malloc(sizeof(*g->inputs));
+	g->inputs[0] = x;
+	g->num_inputs = 1;
+	g->outputs = malloc(2 * sizeof(*g->outputs));
+	g->outputs[0] = y;
+	g->num_outputs = 1;
+	y->is_graph_output = true;
+	if (leak_intermediate) {
+		g->outputs[g->num_outputs++] = cl;
+		cl->is_graph_output = true;
+	}
+	in[0] = x;
+	in[1] = weights(g, "w", 4, w_d, -0.6f, 0.6f);
+	add(g, "Conv", "conv", in, 2, c);
+	in[0] = c;
+	in[1] = scalar(g, "three", 3.0f);
+	add(g, "Add", "add3", in, 2, a);
+	in[0] = a;
+	in[1] = scalar(g, "zero", 0.0f);
+	in[2] = scalar(g, "six", 6.0f);
+	add(g, "Clip", "relu6", in, 3, cl);
+	in[0] = c;
+	in[1] = cl;
+	add(g, "Mul", "mul", in, 2, m);
+	in[0] = m;
+	in[1] = scalar(g, "six_", 6.0f);
+	add(g, "Div", "div6", in, 2, y);
+
+	xt = npu_tensor_create(NPU_DTYPE_FLOAT, &x->shape);
+	for (k = 0; k < 16 * 32 * 32; k++)
+		((float *)xt->data)[k] = uniform(-3.0f, 3.0f);
+	assert_int_equal(npu_graph_sort(g, &err), NPU_OK);
+	assert_int_equal(npu_graph_infer(g, true, &err), NPU_OK);
+	want = malloc(16 * 32 * 32 * sizeof(float));
+	got = malloc(16 * 32 * 32 * sizeof(float));
+	run_graph_n(g, xt, want, 16 * 32 * 32);	/* fp32 on the CPU */
+	ref = g;
+	npu_compile_options_init(&o);
+	o.device = dev;
+	o.calib_inputs = &xt;
+	o.num_calib_sets = 1;
+	o.keep_small_segments = true;
+	if (npu_compile_graph(ref, &o, &cmp, &err) != NPU_OK)
+		fail_msg("compile: %s", err.msg);
+	assert_int_equal(cmp->num_segments, 1);
+	for (i = 0; i < cmp->segments[0]->prog.num_lops; i++) {
+		luts += cmp->segments[0]->prog.lops[i].kind == NPU_LOP_LUT;
+		elts += cmp->segments[0]->prog.lops[i].kind == NPU_LOP_ELTWISE;
+	}
+	if (leak_intermediate) {
+		/* Add (+Clip fused as a clamp), Mul, Mul by 1/6: no group. */
+		assert_int_equal(luts, 0);
+		assert_int_equal(elts, 3);
+	} else {
+		assert_int_equal(luts, 1);	/* everything after the conv */
+		assert_int_equal(elts, 0);
+		assert_int_equal(cmp->segments[0]->prog.num_lops, 2);
+	}
+	run_graph_n(ref, xt, got, 16 * 32 * 32);
+	for (k = 0; k < 16 * 32 * 32; k++) {
+		lo = fminf(lo, want[k]);
+		hi = fmaxf(hi, want[k]);
+	}
+	for (k = 0; k < 16 * 32 * 32; k++)	/* the stated int8 tolerance */
+		assert_true(fabsf(got[k] - want[k]) <= 0.05f * (hi - lo) + 1e-5f);
+	npu_graph_destroy(g);
+	npu_compiled_free(cmp);
+	npu_device_close(dev);
+	npu_tensor_destroy(xt);
+	free(want);
+	free(got);
+}
+
+static void test_pointwise_chain_becomes_one_lut(void **state)
+{
+	(void)state;
+	run_pointwise(false);
+}
+
+static void test_pointwise_chain_with_escaping_value_is_kept(void **state)
+{
+	(void)state;
+	run_pointwise(true);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -590,6 +723,8 @@ int main(void)
 		cmocka_unit_test(test_malformed_npub_is_rejected_with_a_reason),
 		cmocka_unit_test(test_concurrent_contexts_on_threads_agree),
 		cmocka_unit_test(test_cpu_work_overlaps_an_npu_segment),
+		cmocka_unit_test(test_pointwise_chain_becomes_one_lut),
+		cmocka_unit_test(test_pointwise_chain_with_escaping_value_is_kept),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

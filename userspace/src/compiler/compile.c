@@ -2,6 +2,7 @@
 /* The compiler driver: passes, calibration, placement, segments, code. */
 #include "compiler/compiler.h"
 #include "compiler/lower.h"
+#include "compiler/pointwise.h"
 #include "compiler/segment_rt.h"
 
 #include <stdio.h>
@@ -27,6 +28,7 @@ struct build {
 	struct npu_calib_table calib;
 	struct npu_qdq_table qdq;
 	struct npu_qmap qmap;
+	struct npu_pw_groups pw;	/* pointwise groups: one LUT each */
 	struct npu_error *err;
 };
 
@@ -109,9 +111,14 @@ static void initial_placement(struct build *b)
 
 	for (i = 0; i < b->g->num_nodes; i++) {
 		struct npu_node *n = b->g->nodes[i];
+		const struct npu_pw_group *grp = npu_pointwise_group_of(&b->pw, n);
 		char why[160];
 
-		if (npu_node_supported(b->g, n, &b->dev, why, sizeof(why)))
+		if (grp && npu_value_layout(grp->x) == npu_value_layout(grp->y)) {
+			snprintf(why, sizeof(why), "LUT on the vector unit (%zu pointwise nodes '%s' -> '%s' as one table)",
+				 grp->count, grp->x->name, grp->y->name);
+			place(b, n, NPU_PLACE_NPU, why);
+		} else if (npu_node_supported(b->g, n, &b->dev, why, sizeof(why)))
 			place(b, n, NPU_PLACE_NPU, npu_reason(n));
 		else
 			place(b, n, NPU_PLACE_CPU, why);
@@ -396,11 +403,31 @@ static npu_status lower_spans(struct build *b, const struct span *spans,
 		seg->num_nodes = s->end - s->first;
 		for (i = s->first; i < s->end && !*retry; i++) {
 			struct npu_node *n = b->g->nodes[i];
+			const struct npu_pw_group *grp = npu_pointwise_group_of(&b->pw, n);
+			size_t lops = seg->prog.num_lops, j;
 			char why[160];
+			bool ok;
 
-			if (!npu_lower_node(&lc, n, why, sizeof(why)) ||
-			    !npu_lop_fits(&seg->prog, &seg->prog.lops[seg->prog.num_lops - 1],
-					  b->dev.sram_size, why, sizeof(why))) {
+			if (grp) {
+				/* The group's last node stands for all of it. */
+				if (n != grp->y->producer)
+					continue;
+				ok = true;
+				for (j = 0; j < grp->count; j++)
+					ok &= in_span(b->g, s, grp->nodes[j]);
+				if (!ok)
+					snprintf(why, sizeof(why), "pointwise group split across segments");
+				ok = ok && npu_lower_pointwise(&lc, grp, why, sizeof(why));
+			} else {
+				ok = npu_lower_node(&lc, n, why, sizeof(why));
+			}
+			if (ok && seg->prog.num_lops > lops)
+				ok = npu_lop_fits(&seg->prog, &seg->prog.lops[seg->prog.num_lops - 1],
+						  b->dev.sram_size, why, sizeof(why));
+			if (!ok) {
+				/* A group leaves the NPU whole: its members mean nothing alone. */
+				for (j = 0; grp && j < grp->count; j++)
+					place(b, grp->nodes[j], NPU_PLACE_CPU, why);
 				place(b, n, NPU_PLACE_CPU, why);
 				*retry = true;
 			}
@@ -692,6 +719,8 @@ npu_status npu_compile_graph(struct npu_graph *graph,
 		st = make_records(&b);
 	if (!st)
 		st = npu_build_qmap(graph, &b.calib, &b.qdq, opts, &b.qmap, err);
+	if (!st)
+		st = npu_find_pointwise_groups(graph, &b.pw, err);
 	if (!st) {
 		initial_placement(&b);
 		st = partition(&b);
@@ -706,6 +735,7 @@ npu_status npu_compile_graph(struct npu_graph *graph,
 	npu_calib_table_free(&b.calib);
 	npu_qdq_table_free(&b.qdq);
 	npu_qmap_free(&b.qmap);
+	npu_pointwise_groups_free(&b.pw);
 	free(b.rec_nodes);
 	if (st) {
 		npu_compiled_free(b.c);

@@ -6,6 +6,7 @@
  * firmware-sim consumes them, fused activations a clamp or a LUT.
  */
 #include "compiler/lower.h"
+#include "compiler/pointwise.h"
 
 #include <float.h>
 #include <math.h>
@@ -677,6 +678,33 @@ static bool lower_lut(struct npu_lower_ctx *lc, struct npu_node *n, char *why,
 	if (!l)
 		return WHY("out of memory");
 	npu_lut_build(lut_fn, &fn, *qin, *qout, table);
+	l->in = (uint32_t)in;
+	l->out = (uint32_t)out;
+	l->lut.table = table;
+	return true;
+}
+
+bool npu_lower_pointwise(struct npu_lower_ctx *lc, const struct npu_pw_group *grp,
+			 char *why, size_t why_size)
+{
+	const struct npu_qparams *qin = value_q(lc, grp->x), *qout = value_q(lc, grp->y);
+	struct npu_error err = { 0 };
+	struct npu_lop *l;
+	int8_t *table;
+	int in, out;
+
+	if (!qin || !qout)
+		return WHY("no quantization parameters (not calibrated)");
+	table = seg_own(lc->seg, 256);
+	if (!table)
+		return WHY("out of memory");
+	if (npu_pointwise_table(grp, *qin, *qout, table, &err) != NPU_OK)
+		return WHY("%s", err.msg);
+	in = npu_lower_act(lc, grp->x);
+	out = npu_lower_act(lc, grp->y);
+	l = in < 0 || out < 0 ? NULL : new_lop(lc, NPU_LOP_LUT, grp->y->producer);
+	if (!l)
+		return WHY("out of memory");
 	l->in = (uint32_t)in;
 	l->out = (uint32_t)out;
 	l->lut.table = table;

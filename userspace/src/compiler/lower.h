@@ -70,6 +70,12 @@ struct npu_lower_ctx {
 bool npu_lower_node(struct npu_lower_ctx *lc, struct npu_node *n, char *why,
 		    size_t why_size);
 
+struct npu_pw_group;
+
+/* One LUT for a whole pointwise group x -> y. */
+bool npu_lower_pointwise(struct npu_lower_ctx *lc, const struct npu_pw_group *grp,
+			 char *why, size_t why_size);
+
 /* The act index for a value in the current segment (created on demand). */
 int npu_lower_act(struct npu_lower_ctx *lc, struct npu_value *v);
 

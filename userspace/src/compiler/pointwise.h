@@ -1,0 +1,34 @@
+/* SPDX-License-Identifier: MIT */
+/* Pointwise groups: elementwise subgraphs y = F(x) that become one LUT. */
+#ifndef NPU_COMPILER_POINTWISE_H
+#define NPU_COMPILER_POINTWISE_H
+
+#include "compiler/quant.h"
+#include "graph/npu_ir.h"
+
+struct npu_pw_group {
+	struct npu_node **nodes;	/* in topological order */
+	size_t count;			/* >= 2 */
+	struct npu_value *x;		/* the one activation read */
+	struct npu_value *y;		/* the one value used outside */
+};
+
+struct npu_pw_groups {
+	struct npu_pw_group *groups;
+	size_t count;
+};
+
+/* Find disjoint groups in a sorted graph (calibrated values keep names). */
+npu_status npu_find_pointwise_groups(const struct npu_graph *g,
+				     struct npu_pw_groups *out,
+				     struct npu_error *err);
+void npu_pointwise_groups_free(struct npu_pw_groups *gs);
+const struct npu_pw_group *npu_pointwise_group_of(const struct npu_pw_groups *gs,
+						  const struct npu_node *n);
+
+/* table[i] = quantize(F(dequantize(i - 128, in)), out), F run on the CPU ops. */
+npu_status npu_pointwise_table(const struct npu_pw_group *grp,
+			       struct npu_qparams in, struct npu_qparams out,
+			       int8_t table[256], struct npu_error *err);
+
+#endif /* NPU_COMPILER_POINTWISE_H */
