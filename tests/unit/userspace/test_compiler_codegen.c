@@ -104,7 +104,7 @@ static void run_segment(uint32_t sram_budget)
 	struct npu_buffer *arena_buf, *const_buf, *cmd_buf;
 	struct npu_cmdbuf *cb;
 	struct npu_codegen_result res;
-	struct npu_codegen_target tgt;
+	struct npu_codegen_target tgt = { 0 };
 	struct npu_job_result jr;
 	struct npu_error err = { 0 };
 	struct quant_arrays q_conv, q_dw, q_mm, q_grp;
