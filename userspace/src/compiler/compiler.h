@@ -175,7 +175,6 @@ struct npu_act_fn {
 };
 
 bool npu_node_activation(const struct npu_node *n, struct npu_act_fn *fn);
-float npu_act_fn_apply(const struct npu_act_fn *fn, float x);
 
 /* segment_op.c: the NpuSegment op the CPU runtime calls. */
 struct npu_op_def;

@@ -286,11 +286,6 @@ bool npu_pre_activation_qparams(const struct npu_lower_ctx *lc,
 	return true;
 }
 
-static float lut_fn(float x, const void *arg)
-{
-	return npu_act_fn_apply(arg, x);
-}
-
 /*
  * Output stage of a MAC or eltwise op: clamp bounds for Relu / Clip, or a
  * LUT from the pre-activation domain for the rest. 'out_scale' gets the
@@ -323,11 +318,12 @@ static bool output_stage(struct npu_lower_ctx *lc, const struct npu_node *n,
 		return WHY("no calibration range for the value before %s", fn.op);
 	{
 		int8_t *table = seg_own(lc->seg, 256);
-		struct npu_act_fn copy = fn;
+		struct npu_error err = { 0 };
 
 		if (!table)
 			return WHY("out of memory");
-		npu_lut_build(lut_fn, &copy, *target, *out, table);
+		if (npu_fused_activation_table(n, *target, *out, table, &err))
+			return WHY("%s", err.msg);
 		*lut = table;
 		*pre_zp = (int16_t)target->zero_point;
 	}
@@ -630,58 +626,18 @@ fail:
 	return false;
 }
 
-/* A standalone activation node as its function. */
-static bool node_function(const struct npu_node *n, struct npu_act_fn *fn)
-{
-	memset(fn, 0, sizeof(*fn));
-	fn->op = n->op_type;
-	fn->min = -FLT_MAX;
-	fn->max = FLT_MAX;
-	if (is_op(n, "Relu")) {
-		fn->min = 0.0f;
-	} else if (is_op(n, "Clip")) {
-		if (n->opset < 11) {
-			fn->min = npu_node_attr_float_or(n, "min", -FLT_MAX);
-			fn->max = npu_node_attr_float_or(n, "max", FLT_MAX);
-		} else {
-			if (n->num_inputs > 1 && n->inputs[1])
-				fn->min = *(const float *)n->inputs[1]->constant->data;
-			if (n->num_inputs > 2 && n->inputs[2])
-				fn->max = *(const float *)n->inputs[2]->constant->data;
-		}
-	} else if (is_op(n, "LeakyRelu")) {
-		fn->alpha = npu_node_attr_float_or(n, "alpha", 0.01f);
-	} else if (is_op(n, "HardSigmoid")) {
-		fn->alpha = npu_node_attr_float_or(n, "alpha", 0.2f);
-		fn->beta = npu_node_attr_float_or(n, "beta", 0.5f);
-	}
-	return npu_lut_function_known(n->op_type);
-}
-
+/* A standalone activation is a one-node pointwise group: one LUT. */
 static bool lower_lut(struct npu_lower_ctx *lc, struct npu_node *n, char *why,
 		      size_t why_size)
 {
-	const struct npu_qparams *qin = value_q(lc, n->inputs[0]), *qout = value_q(lc, n->outputs[0]);
-	struct npu_act_fn fn;
-	int8_t *table;
-	struct npu_lop *l;
-	int in, out;
+	struct npu_node *nodes[1] = { n };
+	struct npu_pw_group one = {
+		.nodes = nodes, .count = 1, .x = n->inputs[0], .y = n->outputs[0],
+	};
 
-	if (!node_function(n, &fn))
+	if (!npu_lut_function_known(n->op_type))
 		return WHY("op not in the NPU ISA");
-	if (!qin || !qout)
-		return WHY("no quantization parameters (not calibrated)");
-	table = seg_own(lc->seg, 256);
-	in = npu_lower_act(lc, n->inputs[0]);
-	out = npu_lower_act(lc, n->outputs[0]);
-	l = !table || in < 0 || out < 0 ? NULL : new_lop(lc, NPU_LOP_LUT, n);
-	if (!l)
-		return WHY("out of memory");
-	npu_lut_build(lut_fn, &fn, *qin, *qout, table);
-	l->in = (uint32_t)in;
-	l->out = (uint32_t)out;
-	l->lut.table = table;
-	return true;
+	return npu_lower_pointwise(lc, &one, why, why_size);
 }
 
 bool npu_lower_pointwise(struct npu_lower_ctx *lc, const struct npu_pw_group *grp,

@@ -47,27 +47,6 @@ bool npu_node_activation(const struct npu_node *n, struct npu_act_fn *fn)
 	return false;
 }
 
-float npu_act_fn_apply(const struct npu_act_fn *fn, float x)
-{
-	if (!fn->op)
-		return x;
-	if (!strcmp(fn->op, "Relu") || !strcmp(fn->op, "Clip"))
-		return fminf(fmaxf(x, fn->min), fn->max);
-	if (!strcmp(fn->op, "LeakyRelu"))
-		return x < 0 ? fn->alpha * x : x;
-	if (!strcmp(fn->op, "HardSigmoid"))
-		return fminf(fmaxf(fn->alpha * x + fn->beta, 0.0f), 1.0f);
-	if (!strcmp(fn->op, "HardSwish"))
-		return x * fminf(fmaxf(x / 6.0f + 0.5f, 0.0f), 1.0f);
-	if (!strcmp(fn->op, "Sigmoid"))
-		return 1.0f / (1.0f + expf(-x));
-	if (!strcmp(fn->op, "Tanh"))
-		return tanhf(x);
-	if (!strcmp(fn->op, "Erf"))
-		return erff(x);
-	return x;
-}
-
 uint64_t npu_node_macs(const struct npu_node *n)
 {
 	const struct npu_value *x = n->num_inputs ? n->inputs[0] : NULL;

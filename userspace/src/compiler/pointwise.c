@@ -233,12 +233,48 @@ static const struct npu_tensor *lookup(const struct npu_pw_group *grp,
 	return NULL;
 }
 
+/* Every value of the int8 domain 'in', as a 1x1x1x256 float tensor. */
+static const struct npu_shape lut_shape = { .rank = 4, .dims = { 1, 1, 1, 256 } };
+
+static struct npu_tensor *lut_domain(struct npu_qparams in)
+{
+	struct npu_tensor *t = npu_tensor_create(NPU_DTYPE_FLOAT, &lut_shape);
+	int i;
+
+	for (i = 0; t && i < 256; i++)
+		((float *)t->data)[i] = npu_dequantize_value((int8_t)(i - 128), in);
+	return t;
+}
+
+static void lut_quantize(const float *y, struct npu_qparams out, int8_t table[256])
+{
+	int i;
+
+	for (i = 0; i < 256; i++)
+		table[i] = npu_quantize_value(y[i], out);
+}
+
+npu_status npu_fused_activation_table(const struct npu_node *n, struct npu_qparams in,
+				      struct npu_qparams out, int8_t table[256],
+				      struct npu_error *err)
+{
+	struct npu_tensor *t = lut_domain(in);
+	npu_status st;
+
+	if (!t)
+		return npu_error_set(err, NPU_ERR_NO_MEMORY, "compile: out of memory");
+	st = npu_cpu_apply_fused_activation(n, t, err);
+	if (!st)
+		lut_quantize(t->data, out, table);
+	npu_tensor_destroy(t);
+	return st;
+}
+
 npu_status npu_pointwise_table(const struct npu_pw_group *grp,
 			       struct npu_qparams in, struct npu_qparams out,
 			       int8_t table[256], struct npu_error *err)
 {
-	struct npu_shape s = { .rank = 4, .dims = { 1, 1, 1, 256 } };
-	struct npu_tensor *xt = npu_tensor_create(NPU_DTYPE_FLOAT, &s);
+	struct npu_tensor *xt = lut_domain(in);
 	struct npu_tensor **outs = calloc(grp->count, sizeof(*outs));
 	npu_status st = NPU_OK;
 	size_t i, j;
@@ -247,8 +283,6 @@ npu_status npu_pointwise_table(const struct npu_pw_group *grp,
 		st = npu_error_set(err, NPU_ERR_NO_MEMORY, "compile: out of memory");
 		goto out;
 	}
-	for (i = 0; i < 256; i++)
-		((float *)xt->data)[i] = npu_dequantize_value((int8_t)(i - 128), in);
 	for (i = 0; i < grp->count && !st; i++) {
 		struct npu_node *n = grp->nodes[i];
 		const struct npu_op_def *def = npu_cpu_op_find(n->domain, n->op_type, n->opset);
@@ -258,7 +292,7 @@ npu_status npu_pointwise_table(const struct npu_pw_group *grp,
 			.outputs = &outs[i], .num_outputs = 1, .err = err,
 		};
 
-		outs[i] = npu_tensor_create(NPU_DTYPE_FLOAT, &s);
+		outs[i] = npu_tensor_create(NPU_DTYPE_FLOAT, &lut_shape);
 		if (!def || def->prepare || n->num_inputs > 8 || !outs[i]) {
 			st = npu_error_set(err, NPU_ERR_UNSUPPORTED, "%s: cannot evaluate for a LUT",
 					   n->name);
@@ -270,12 +304,8 @@ npu_status npu_pointwise_table(const struct npu_pw_group *grp,
 		if (!st)
 			st = npu_cpu_apply_fused_activation(n, outs[i], err);
 	}
-	if (!st) {
-		const float *y = lookup(grp, outs, xt, grp->y)->data;
-
-		for (i = 0; i < 256; i++)
-			table[i] = npu_quantize_value(y[i], out);
-	}
+	if (!st)
+		lut_quantize(lookup(grp, outs, xt, grp->y)->data, out, table);
 out:
 	for (i = 0; outs && i < grp->count; i++)
 		npu_tensor_destroy(outs[i]);

@@ -1,5 +1,10 @@
 /* SPDX-License-Identifier: MIT */
-/* Pointwise groups: elementwise subgraphs y = F(x) that become one LUT. */
+/*
+ * Pointwise groups: elementwise subgraphs y = F(x) that become one LUT.
+ * Every NPU LUT is built here, by running the CPU's own code for F on the
+ * 256 values of the input's int8 domain, so the NPU computes what the CPU
+ * path would, quantized.
+ */
 #ifndef NPU_COMPILER_POINTWISE_H
 #define NPU_COMPILER_POINTWISE_H
 
@@ -30,5 +35,10 @@ const struct npu_pw_group *npu_pointwise_group_of(const struct npu_pw_groups *gs
 npu_status npu_pointwise_table(const struct npu_pw_group *grp,
 			       struct npu_qparams in, struct npu_qparams out,
 			       int8_t table[256], struct npu_error *err);
+
+/* The same for an activation fused into 'n' (npu_activation* attributes). */
+npu_status npu_fused_activation_table(const struct npu_node *n, struct npu_qparams in,
+				      struct npu_qparams out, int8_t table[256],
+				      struct npu_error *err);
 
 #endif /* NPU_COMPILER_POINTWISE_H */

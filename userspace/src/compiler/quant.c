@@ -112,19 +112,6 @@ int32_t npu_quantize_bias(float bias, float input_scale, float weight_scale)
 	return (int32_t)v;
 }
 
-void npu_lut_build(float (*f)(float x, const void *arg), const void *arg,
-		   struct npu_qparams in, struct npu_qparams out,
-		   int8_t table[256])
-{
-	int i;
-
-	for (i = 0; i < 256; i++) {
-		float x = npu_dequantize_value((int8_t)(i - 128), in);
-
-		table[i] = npu_quantize_value(f(x, arg), out);
-	}
-}
-
 void npu_calib_init(struct npu_calib_stats *st)
 {
 	memset(st, 0, sizeof(*st));

@@ -58,14 +58,6 @@ void npu_quantize_weights_per_channel(const float *w, size_t channels,
 /* bias_q = round(bias / (input_scale * weight_scale)), saturated to int32. */
 int32_t npu_quantize_bias(float bias, float input_scale, float weight_scale);
 
-/*
- * A 256-entry LUT for y = f(x) between two quantized domains:
- * table[i] = quantize(f(dequantize(i - 128, in)), out).
- */
-void npu_lut_build(float (*f)(float x, const void *arg), const void *arg,
-		   struct npu_qparams in, struct npu_qparams out,
-		   int8_t table[256]);
-
 /* ---- Calibration statistics for one tensor ---- */
 
 #define NPU_CALIB_BINS 2048
