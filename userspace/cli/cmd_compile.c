@@ -9,8 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <dirent.h>
-
 #include "cli_util.h"
 #include "runtime/npu_npy.h"
 #include "npu/npu_model.h"
@@ -98,25 +96,17 @@ static int accuracy(struct npu_model *npu, struct npu_model *ref,
 	return 0;
 }
 
-static int npy_only(const struct dirent *d)
-{
-	size_t n = strlen(d->d_name);
-
-	return n > 4 && !strcmp(d->d_name + n - 4, ".npy");
-}
-
 /* The first calibration sample of a one-input model, as the accuracy input. */
 static int calib_sample(struct npu_model *m, const char *dir,
 			struct npu_host_tensor *in, struct npu_tensor **keep)
 {
-	struct dirent **ents = NULL;
 	struct npu_error err = { 0 };
-	char path[4096];
-	int n = npu_model_num_inputs(m) == 1 ? scandir(dir, &ents, npy_only, alphasort) : -1;
-	int i, rc = -1;
+	char path[4096], **names = NULL;
+	int n = npu_model_num_inputs(m) == 1 ? npu_npy_list_samples(dir, true, &names) : -1;
+	int rc = -1;
 
 	if (n > 0) {
-		snprintf(path, sizeof(path), "%s/%s", dir, ents[0]->d_name);
+		snprintf(path, sizeof(path), "%s/%s", dir, names[0]);
 		if (npu_npy_read(path, keep, &err) == NPU_OK) {
 			memset(in, 0, sizeof(*in));
 			in->dtype = (enum npu_data_type)(*keep)->dtype;
@@ -127,9 +117,7 @@ static int calib_sample(struct npu_model *m, const char *dir,
 			rc = 0;
 		}
 	}
-	for (i = 0; i < n; i++)
-		free(ents[i]);
-	free(ents);
+	npu_npy_free_names(names, n);
 	return rc;
 }
 

@@ -3,7 +3,6 @@
  * npu_model_npu.c - models on NPU devices: open the device, compile the
  * planned graph (or instantiate a .npub), expose placement and NPU stats.
  */
-#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,18 +45,6 @@ static bool shapes_known(const struct npu_graph *g)
 	return true;
 }
 
-static int npy_filter(const struct dirent *d)
-{
-	size_t n = strlen(d->d_name);
-
-	return n > 4 && !strcmp(d->d_name + n - 4, ".npy");
-}
-
-static int dir_filter(const struct dirent *d)
-{
-	return d->d_name[0] != '.';
-}
-
 /* One calibration tensor, checked against the input it feeds. */
 static npu_status calib_tensor(struct npu_model *m, const char *path,
 			       const struct npu_value *in, struct npu_tensor **out)
@@ -87,14 +74,14 @@ static npu_status load_calibration(struct npu_model *m, const struct npu_graph *
 {
 	const char *dir = m->opts.calib_dir;
 	bool one_input = g->num_inputs == 1;
-	struct dirent **ents = NULL;
+	char **names = NULL;
 	struct npu_tensor **t = NULL;
 	char path[4096];
 	npu_status st = NPU_OK;
 	int n, i;
 	size_t k;
 
-	n = scandir(dir, &ents, one_input ? npy_filter : dir_filter, alphasort);
+	n = npu_npy_list_samples(dir, one_input, &names);
 	if (n < 0)
 		return npu_error_set(&m->err, NPU_ERR_IO, "calibration directory %s: cannot read it", dir);
 	if (n == 0)
@@ -109,16 +96,14 @@ static npu_status load_calibration(struct npu_model *m, const struct npu_graph *
 	for (i = 0; !st && i < n; i++) {
 		for (k = 0; !st && k < g->num_inputs; k++) {
 			if (one_input)
-				snprintf(path, sizeof(path), "%s/%s", dir, ents[i]->d_name);
+				snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
 			else
-				snprintf(path, sizeof(path), "%s/%s/%s.npy", dir, ents[i]->d_name,
+				snprintf(path, sizeof(path), "%s/%s/%s.npy", dir, names[i],
 					 g->inputs[k]->name);
 			st = calib_tensor(m, path, g->inputs[k], &t[(size_t)i * g->num_inputs + k]);
 		}
 	}
-	for (i = 0; i < n; i++)
-		free(ents[i]);
-	free(ents);
+	npu_npy_free_names(names, n);
 	if (st && t) {
 		for (k = 0; k < (size_t)(n > 0 ? n : 0) * g->num_inputs; k++)
 			npu_tensor_destroy(t[k]);

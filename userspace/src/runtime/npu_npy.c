@@ -3,6 +3,7 @@
 #include "runtime/npu_npy.h"
 
 #include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -242,4 +243,53 @@ npu_status npu_npy_write(const char *path, const struct npu_tensor *t,
 		return npu_error_set(err, NPU_ERR_IO, "%s: %s", path,
 				     strerror(errno));
 	return NPU_OK;
+}
+
+static int npy_file(const struct dirent *d)
+{
+	size_t n = strlen(d->d_name);
+
+	return n > 4 && !strcmp(d->d_name + n - 4, ".npy");
+}
+
+static int not_hidden(const struct dirent *d)
+{
+	return d->d_name[0] != '.';
+}
+
+int npu_npy_list_samples(const char *dir, bool npy_files, char ***names)
+{
+	struct dirent **ents = NULL;
+	char **out;
+	int n = scandir(dir, &ents, npy_files ? npy_file : not_hidden, alphasort), i;
+
+	*names = NULL;
+	if (n < 0)
+		return -1;
+	out = calloc((size_t)n + 1, sizeof(*out));
+	for (i = 0; i < n; i++) {
+		if (out)
+			out[i] = strdup(ents[i]->d_name);
+		free(ents[i]);
+	}
+	free(ents);
+	for (i = 0; out && i < n; i++) {
+		if (!out[i]) {
+			npu_npy_free_names(out, n);
+			return -1;
+		}
+	}
+	if (!out)
+		return -1;
+	*names = out;
+	return n;
+}
+
+void npu_npy_free_names(char **names, int count)
+{
+	int i;
+
+	for (i = 0; names && i < count; i++)
+		free(names[i]);
+	free(names);
 }

@@ -8,6 +8,7 @@
 #ifndef NPU_NPY_H
 #define NPU_NPY_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "graph/npu_ir.h"
@@ -19,5 +20,14 @@ npu_status npu_npy_read(const char *path, struct npu_tensor **out,
 /* Version 1.0 header unless the header needs more than 65535 bytes. */
 npu_status npu_npy_write(const char *path, const struct npu_tensor *t,
 			 struct npu_error *err);
+
+/*
+ * The samples of a calibration directory, sorted by name so that runs are
+ * repeatable: its *.npy files (npy_files), or its subdirectories (dot
+ * names skipped). Returns the count, or -1 when 'dir' cannot be read;
+ * free with npu_npy_free_names().
+ */
+int npu_npy_list_samples(const char *dir, bool npy_files, char ***names);
+void npu_npy_free_names(char **names, int count);
 
 #endif /* NPU_NPY_H */
