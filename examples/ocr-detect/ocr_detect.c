@@ -5,11 +5,13 @@
  * libnpu-user). The shortest honest path from "I have an ONNX model and an
  * image" to "my program runs it on the NPU":
  *
- *   1. npu_model_create()          pick the device (cpu, sim, accel)
- *   2. npu_model_load_file()       import the ONNX file
- *   3. npu_model_set_input_shape() fix the dynamic H x W, plan the model
- *   4. npu_model_run()             run on one NCHW float tensor
- *   5. npu_model_output()          read the 1x1xHxW text probability map
+ *   1. npu_engine_create()         threads and devices, once per process
+ *   2. npu_model_load_file()       import the ONNX file for a device
+ *   3. npu_model_get_plan()        plan the model for this image's H x W
+ *                                  (cached: the next image of that size
+ *                                  plans nothing)
+ *   4. npu_session_run()           run on one NCHW float tensor
+ *   5. npu_session_output()        read the 1x1xHxW text probability map
  *
  * and everything around it is ordinary application code (text_boxes.c):
  * PNG in, PP-OCR normalization, DB post-processing into boxes, PNG out.
@@ -287,8 +289,12 @@ int main(int argc, char **argv)
 	static struct truth_line truth[MAX_TRUTH];
 	struct options o;
 	struct rgb_image img = { 0 };
+	struct npu_engine_options eopts;
 	struct npu_model_options mopts;
+	struct npu_engine *engine = NULL;
 	struct npu_model *model = NULL;
+	struct npu_plan *plan = NULL;
+	struct npu_session *session = NULL;
 	struct npu_tensor_info in_info;
 	struct npu_host_tensor input, prob;
 	struct db_params db;
@@ -309,25 +315,24 @@ int main(int argc, char **argv)
 			return 1;
 	}
 
-	/* 1. A model handle for the device; it keeps its own last error. */
-	npu_model_options_init(&mopts);
-	mopts.device = o.device;
-	mopts.threads = o.threads;
-	mopts.calib_dir = o.calib_dir;
-	st = npu_model_create(&mopts, &model);
+	/* 1. The engine: the CPU threads every model and session share. */
+	npu_engine_options_init(&eopts);
+	eopts.threads = o.threads;
+	st = npu_engine_create(&eopts, &engine);
 	if (st != NPU_OK) {
-		fprintf(stderr, "ocr-detect: --device %s: %s (%s)\n", o.device,
-			model ? npu_model_last_error(model) : "cannot create a model",
-			npu_status_str(st));
+		fprintf(stderr, "ocr-detect: %s (%s)\n", npu_last_error(), npu_status_str(st));
 		goto out;
 	}
 
-	/* 2. Import the ONNX file. */
+	/* 2. Import the ONNX file for the device; errors are per thread. */
+	npu_model_options_init(&mopts);
+	mopts.device = o.device;
+	mopts.calib_dir = o.calib_dir;
 	t0 = now_ms();
-	st = npu_model_load_file(model, o.model_path);
+	st = npu_model_load_file(engine, o.model_path, &mopts, &model);
 	if (st != NPU_OK) {
 		fprintf(stderr, "ocr-detect: cannot load model: %s (%s)\n",
-			npu_model_last_error(model), npu_status_str(st));
+			npu_last_error(), npu_status_str(st));
 		goto out;
 	}
 	load_ms = now_ms() - t0;
@@ -343,18 +348,23 @@ int main(int argc, char **argv)
 		goto out;
 	}
 
-	/* 3. Fix the dynamic H x W to the image size: this plans the model. */
+	/* 3. Plan for the image's H x W (rounded to 32): compiled once per size. */
 	in_w = round_to_32(img.width);
 	in_h = round_to_32(img.height);
 	{
-		const int64_t dims[4] = { 1, 3, in_h, in_w };
+		struct npu_host_tensor shape = {
+			.name = in_info.name, .dtype = NPU_TYPE_FLOAT, .rank = 4,
+			.dims = { 1, 3, in_h, in_w },
+		};
 
 		t0 = now_ms();
-		st = npu_model_set_input_shape(model, in_info.name, 4, dims);
+		st = npu_model_get_plan(model, &shape, 1, &plan);
+		if (st == NPU_OK)
+			st = npu_session_create(model, NULL, &session);
 		if (st != NPU_OK) {
 			fprintf(stderr, "ocr-detect: cannot plan %s for input '%s' 1x3x%dx%d: %s (%s)\n",
 				o.model_path, in_info.name, in_h, in_w,
-				npu_model_last_error(model), npu_status_str(st));
+				npu_last_error(), npu_status_str(st));
 			goto out;
 		}
 	}
@@ -382,18 +392,18 @@ int main(int argc, char **argv)
 	input.dims[3] = in_w;
 	input.data = nchw;
 	input.nbytes = sizeof(float) * 3 * (size_t)in_w * in_h;
-	st = npu_model_run(model, &input, 1);
+	st = npu_session_run_plan(session, plan, &input, 1);
 	if (st != NPU_OK) {
 		fprintf(stderr, "ocr-detect: run failed: %s (%s)\n",
-			npu_model_last_error(model), npu_status_str(st));
+			npu_last_error(), npu_status_str(st));
 		goto out;
 	}
 
 	/* 5. Output 0 is the 1x1xHxW text probability map. */
-	st = npu_model_output(model, 0, &prob);
+	st = npu_session_output(session, 0, &prob);
 	if (st != NPU_OK) {
 		fprintf(stderr, "ocr-detect: cannot read output 0: %s (%s)\n",
-			npu_model_last_error(model), npu_status_str(st));
+			npu_last_error(), npu_status_str(st));
 		goto out;
 	}
 	if (prob.dtype != NPU_TYPE_FLOAT || prob.rank != 4 || prob.dims[0] != 1 ||
@@ -432,7 +442,7 @@ int main(int argc, char **argv)
 	if (nboxes > shown)
 		printf("  ... %d more not shown\n", nboxes - shown);
 	printf("timings: load %.1f ms, plan %.1f ms, run %.1f ms, boxes %.1f ms\n",
-	       load_ms, plan_ms, npu_model_last_run_seconds(model) * 1e3, post_ms);
+	       load_ms, plan_ms, npu_session_last_run_seconds(session) * 1e3, post_ms);
 
 	if (o.overlay_path) {
 		if (write_overlay(o.overlay_path, &img, boxes, shown, truth, ntruth))
@@ -443,7 +453,10 @@ int main(int argc, char **argv)
 	if (o.truth_path && compare_truth(truth, ntruth, boxes, shown) < ntruth)
 		rc = 3;
 out:
+	npu_session_destroy(session);
+	npu_plan_release(plan);
 	npu_model_destroy(model);
+	npu_engine_destroy(engine);
 	free(nchw);
 	rgb_image_free(&img);
 	return rc;

@@ -606,21 +606,28 @@ struct npu_insn_barrier {
 #define NPU_CYCLES_INSN_OVERHEAD	16
 #define NPU_CYCLES_DMA_SETUP		64
 
-_Static_assert(sizeof(struct npu_job_desc) == 64, "job descriptor size");
-_Static_assert(sizeof(struct npu_completion) == 64, "completion size");
-_Static_assert(sizeof(struct npu_ctx_entry) == 16, "context entry size");
-_Static_assert(sizeof(struct npu_fw_header) == 64, "firmware header size");
-_Static_assert(sizeof(struct npu_fw_config) == 32, "firmware config size");
-_Static_assert(sizeof(struct npu_cs_header) == 16, "stream header size");
-_Static_assert(sizeof(struct npu_insn_header) == 8, "insn header size");
-_Static_assert(sizeof(struct npu_insn_dma_copy) == 56, "dma_copy size");
-_Static_assert(sizeof(struct npu_insn_dma_fill) == 40, "dma_fill size");
-_Static_assert(sizeof(struct npu_insn_conv2d) == 88, "conv2d size");
-_Static_assert(sizeof(struct npu_insn_matmul) == 64, "matmul size");
-_Static_assert(sizeof(struct npu_insn_pool) == 64, "pool size");
-_Static_assert(sizeof(struct npu_insn_eltwise) == 48, "eltwise size");
-_Static_assert(sizeof(struct npu_insn_lut) == 24, "lut size");
-_Static_assert(sizeof(struct npu_insn_timestamp) == 16, "timestamp size");
-_Static_assert(sizeof(struct npu_insn_barrier) == 8, "barrier size");
+/* The layouts are the contract; C++ users of this header check them too. */
+#ifdef __cplusplus
+#define NPU_STATIC_ASSERT(cond, msg) static_assert(cond, msg)
+#else
+#define NPU_STATIC_ASSERT(cond, msg) _Static_assert(cond, msg)
+#endif
+
+NPU_STATIC_ASSERT(sizeof(struct npu_job_desc) == 64, "job descriptor size");
+NPU_STATIC_ASSERT(sizeof(struct npu_completion) == 64, "completion size");
+NPU_STATIC_ASSERT(sizeof(struct npu_ctx_entry) == 16, "context entry size");
+NPU_STATIC_ASSERT(sizeof(struct npu_fw_header) == 64, "firmware header size");
+NPU_STATIC_ASSERT(sizeof(struct npu_fw_config) == 32, "firmware config size");
+NPU_STATIC_ASSERT(sizeof(struct npu_cs_header) == 16, "stream header size");
+NPU_STATIC_ASSERT(sizeof(struct npu_insn_header) == 8, "insn header size");
+NPU_STATIC_ASSERT(sizeof(struct npu_insn_dma_copy) == 56, "dma_copy size");
+NPU_STATIC_ASSERT(sizeof(struct npu_insn_dma_fill) == 40, "dma_fill size");
+NPU_STATIC_ASSERT(sizeof(struct npu_insn_conv2d) == 88, "conv2d size");
+NPU_STATIC_ASSERT(sizeof(struct npu_insn_matmul) == 64, "matmul size");
+NPU_STATIC_ASSERT(sizeof(struct npu_insn_pool) == 64, "pool size");
+NPU_STATIC_ASSERT(sizeof(struct npu_insn_eltwise) == 48, "eltwise size");
+NPU_STATIC_ASSERT(sizeof(struct npu_insn_lut) == 24, "lut size");
+NPU_STATIC_ASSERT(sizeof(struct npu_insn_timestamp) == 16, "timestamp size");
+NPU_STATIC_ASSERT(sizeof(struct npu_insn_barrier) == 8, "barrier size");
 
 #endif /* NPU_HW_H */

@@ -30,28 +30,131 @@ int npu_cli_parse_dims(const char *s, int64_t *dims)
 	}
 }
 
-int npu_cli_apply_shape(struct npu_model *m, const char *arg, const char *cmd)
+int npu_cli_open(struct npu_cli_model *cm, const char *path,
+		 const struct npu_model_options *opts, int threads, const char *cmd)
 {
-	const char *eq = strchr(arg, '=');
-	int64_t dims[NPU_MODEL_MAX_RANK];
-	char name[256];
+	struct npu_engine_options eo;
+
+	memset(cm, 0, sizeof(*cm));
+	npu_engine_options_init(&eo);
+	eo.threads = threads;
+	if (npu_engine_create(&eo, &cm->engine) != NPU_OK ||
+	    npu_model_load_file(cm->engine, path, opts, &cm->model) != NPU_OK) {
+		fprintf(stderr, "npu %s: %s\n", cmd, npu_last_error());
+		npu_cli_close(cm);
+		return -1;
+	}
+	return 0;
+}
+
+void npu_cli_close(struct npu_cli_model *cm)
+{
+	npu_session_destroy(cm->session);
+	npu_plan_release(cm->plan);
+	npu_model_destroy(cm->model);
+	npu_engine_destroy(cm->engine);
+	memset(cm, 0, sizeof(*cm));
+}
+
+int npu_cli_apply_shape(struct npu_cli_model *cm, const char *arg, const char *cmd)
+{
+	const char *eq = strrchr(arg, '=');
+	struct npu_host_tensor *t;
+	size_t i, n = npu_model_num_inputs(cm->model);
 	int rank;
 
-	if (!eq || eq == arg || (size_t)(eq - arg) >= sizeof(name)) {
+	if (!eq || eq == arg || (size_t)(eq - arg) >= sizeof(cm->shape_names[0])) {
 		fprintf(stderr, "npu %s: --shape '%s': expected NAME=DIMS, e.g. x=1x3x640x640\n",
 			cmd, arg);
 		return -1;
 	}
-	memcpy(name, arg, (size_t)(eq - arg));
-	name[eq - arg] = '\0';
-	rank = npu_cli_parse_dims(eq + 1, dims);
+	if (cm->num_shapes == NPU_CLI_MAX_SHAPES) {
+		fprintf(stderr, "npu %s: --shape: at most %d\n", cmd, NPU_CLI_MAX_SHAPES);
+		return -1;
+	}
+	t = &cm->shapes[cm->num_shapes];
+	memcpy(cm->shape_names[cm->num_shapes], arg, (size_t)(eq - arg));
+	cm->shape_names[cm->num_shapes][eq - arg] = '\0';
+	rank = npu_cli_parse_dims(eq + 1, t->dims);
 	if (rank < 0) {
 		fprintf(stderr, "npu %s: --shape '%s': '%s' is not a list of dims like 1x3x640x640\n",
 			cmd, arg, eq + 1);
 		return -1;
 	}
-	if (npu_model_set_input_shape(m, name, rank, dims) != NPU_OK) {
-		fprintf(stderr, "npu %s: --shape %s: %s\n", cmd, arg, npu_model_last_error(m));
+	for (i = 0; i < n; i++) {
+		struct npu_tensor_info info;
+		int d;
+
+		npu_model_input_info(cm->model, i, &info);
+		if (strcmp(info.name, cm->shape_names[cm->num_shapes]))
+			continue;
+		if (info.rank >= 0 && info.rank != rank) {
+			fprintf(stderr, "npu %s: --shape %s: input '%s' has rank %d\n", cmd, arg,
+				info.name, info.rank);
+			return -1;
+		}
+		for (d = 0; d < rank && info.rank >= 0; d++)
+			if (info.dims[d] >= 0 && info.dims[d] != t->dims[d]) {
+				fprintf(stderr, "npu %s: --shape %s: dim %d of input '%s' is fixed to %lld\n",
+					cmd, arg, d, info.name, (long long)info.dims[d]);
+				return -1;
+			}
+		t->name = cm->shape_names[cm->num_shapes];
+		t->rank = rank;
+		cm->num_shapes++;
+		return 0;
+	}
+	fprintf(stderr, "npu %s: --shape %s: %s has no input '%s'\n", cmd, arg,
+		npu_model_name(cm->model), cm->shape_names[cm->num_shapes]);
+	return -1;
+}
+
+int npu_cli_input_info(const struct npu_cli_model *cm, size_t index,
+		       struct npu_tensor_info *info)
+{
+	size_t k;
+
+	if (npu_model_input_info(cm->model, index, info) != NPU_OK)
+		return -1;
+	for (k = 0; k < cm->num_shapes; k++)
+		if (!strcmp(cm->shapes[k].name, info->name)) {
+			info->rank = cm->shapes[k].rank;
+			memcpy(info->dims, cm->shapes[k].dims, sizeof(info->dims));
+		}
+	return 0;
+}
+
+int npu_cli_plan(struct npu_cli_model *cm, const char *cmd)
+{
+	struct npu_host_tensor want[64];
+	size_t i, n = npu_model_num_inputs(cm->model);
+
+	if (n > 64) {
+		fprintf(stderr, "npu %s: more than 64 inputs\n", cmd);
+		return -1;
+	}
+	memset(want, 0, sizeof(want));
+	for (i = 0; i < n; i++) {
+		struct npu_tensor_info info;
+		int d;
+
+		npu_cli_input_info(cm, i, &info);
+		for (d = 0; d < info.rank; d++)
+			if (info.dims[d] < 0) {
+				fprintf(stderr, "npu %s: input '%s' has a dynamic dimension %d (%s): fix it with --shape %s=DIMS\n",
+					cmd, info.name, d, info.dim_names[d] ? info.dim_names[d] : "?",
+					info.name);
+				return -1;
+			}
+		want[i].name = info.name;
+		want[i].rank = info.rank;
+		memcpy(want[i].dims, info.dims, sizeof(want[i].dims));
+	}
+	npu_plan_release(cm->plan);
+	cm->plan = NULL;
+	if (npu_model_get_plan(cm->model, want, n, &cm->plan) != NPU_OK ||
+	    (!cm->session && npu_session_create(cm->model, NULL, &cm->session) != NPU_OK)) {
+		fprintf(stderr, "npu %s: %s\n", cmd, npu_last_error());
 		return -1;
 	}
 	return 0;
@@ -103,11 +206,11 @@ static int shape_for(const char *name, const char *const *shapes, size_t count,
 	return -1;
 }
 
-int npu_cli_random_inputs(struct npu_model *m, uint64_t seed, float lo,
+int npu_cli_random_inputs(const struct npu_cli_model *cm, uint64_t seed, float lo,
 			  float hi, const char *const *shapes, size_t num_shapes,
 			  struct npu_host_tensor *out, const char *cmd)
 {
-	size_t n = npu_model_num_inputs(m), i;
+	size_t n = npu_model_num_inputs(cm->model), i;
 
 	memset(out, 0, n * sizeof(*out));
 	for (i = 0; i < n; i++) {
@@ -115,8 +218,8 @@ int npu_cli_random_inputs(struct npu_model *m, uint64_t seed, float lo,
 		size_t numel = 1, esize;
 		int d;
 
-		if (npu_model_input_info(m, i, &info) != NPU_OK) {
-			fprintf(stderr, "npu %s: %s\n", cmd, npu_model_last_error(m));
+		if (npu_cli_input_info(cm, i, &info)) {
+			fprintf(stderr, "npu %s: %s\n", cmd, npu_last_error());
 			goto fail;
 		}
 		/* --shape NAME=DIMS fixes an input's dynamic dims. */

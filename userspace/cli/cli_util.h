@@ -12,8 +12,37 @@
 /* "1x3x640x640" (or "1,3,640,640", "scalar") into dims; rank or -1. */
 int npu_cli_parse_dims(const char *s, int64_t *dims);
 
-/* Apply "NAME=DIMS" to the model; prints the error and returns non-zero. */
-int npu_cli_apply_shape(struct npu_model *m, const char *arg, const char *cmd);
+/*
+ * A model as a subcommand uses it: an engine of 'threads', the model, the
+ * shapes given with --shape, and once planned the plan and one session.
+ */
+#define NPU_CLI_MAX_SHAPES 16
+
+struct npu_cli_model {
+	struct npu_engine *engine;
+	struct npu_model *model;
+	struct npu_plan *plan;		/* npu_cli_plan() */
+	struct npu_session *session;	/* npu_cli_plan() */
+	size_t num_shapes;
+	struct npu_host_tensor shapes[NPU_CLI_MAX_SHAPES];	/* name, rank, dims */
+	char shape_names[NPU_CLI_MAX_SHAPES][256];
+};
+
+/* Engine and model; prints the error and returns non-zero. */
+int npu_cli_open(struct npu_cli_model *cm, const char *path,
+		 const struct npu_model_options *opts, int threads,
+		 const char *cmd);
+void npu_cli_close(struct npu_cli_model *cm);
+
+/* Record "NAME=DIMS" for the plan; prints the error and returns non-zero. */
+int npu_cli_apply_shape(struct npu_cli_model *cm, const char *arg, const char *cmd);
+
+/* Input 'index' as declared, with the dims --shape gave it. */
+int npu_cli_input_info(const struct npu_cli_model *cm, size_t index,
+		       struct npu_tensor_info *info);
+
+/* The plan for the current shapes and a session; prints the error. */
+int npu_cli_plan(struct npu_cli_model *cm, const char *cmd);
 
 /*
  * Random inputs for every model input at its planned shape, seeded:
@@ -21,7 +50,7 @@ int npu_cli_apply_shape(struct npu_model *m, const char *arg, const char *cmd);
  * tensors filled (= npu_model_num_inputs) or -1 with a message printed;
  * free with npu_cli_free_inputs().
  */
-int npu_cli_random_inputs(struct npu_model *m, uint64_t seed, float lo,
+int npu_cli_random_inputs(const struct npu_cli_model *cm, uint64_t seed, float lo,
 			  float hi, const char *const *shapes, size_t num_shapes,
 			  struct npu_host_tensor *out, const char *cmd);
 void npu_cli_free_inputs(struct npu_host_tensor *t, int count);

@@ -61,23 +61,24 @@ static double percentile(const double *v, int n, double p)
 
 static int cmp_op_cycles(const void *a, const void *b)
 {
-	const struct npu_model_op_stats *x = a, *y = b;
+	const struct npu_op_stats *x = a, *y = b;
 
 	return x->cycles < y->cycles ? 1 : x->cycles > y->cycles ? -1 : 0;
 }
 
 /* The NPU ops by modeled cycles, with their roofline, and per kind. */
-static void print_op_table(struct npu_model *m)
+static void print_op_table(const struct npu_session *m)
 {
-	size_t n = npu_model_npu_num_ops(m), i, k;
-	struct npu_model_op_stats *ops = calloc(n + 1, sizeof(*ops));
+	size_t n = npu_session_npu_num_ops(m), i, k;
+	struct npu_op_stats *ops = calloc(n + 1, sizeof(*ops));
 	static const char *const kinds[] = { "conv", "matmul", "pool", "eltwise", "lut" };
 	uint64_t total = 0;
 
 	if (!ops)
 		return;
 	for (i = 0; i < n; i++) {
-		npu_model_npu_op(m, i, &ops[i]);
+		ops[i].struct_size = sizeof(ops[i]);
+		npu_session_npu_op(m, i, &ops[i]);
 		total += ops[i].cycles;
 	}
 	qsort(ops, n, sizeof(*ops), cmp_op_cycles);
@@ -109,8 +110,9 @@ static void print_op_table(struct npu_model *m)
 int npu_cmd_bench(int argc, char **argv)
 {
 	struct npu_model_options mo;
-	struct npu_model *m = NULL;
-	struct npu_model_npu_stats st = { 0 };
+	struct npu_cli_model cm = { 0 };
+	struct npu_npu_stats st;
+	int threads = 0;
 	struct npu_host_tensor inputs[64];
 	const char *model = NULL, *shapes[MAX_SHAPES];
 	size_t num_shapes = 0, i;
@@ -150,7 +152,7 @@ int npu_cmd_bench(int argc, char **argv)
 			else if (!strcmp(a, "--warmup"))
 				warmup = n;
 			else
-				mo.threads = n;
+				threads = n;
 			i++;
 		} else if (v && !strcmp(a, "--seed")) {
 			seed = strtoull(v, NULL, 10), i++;
@@ -169,36 +171,32 @@ int npu_cmd_bench(int argc, char **argv)
 		bench_usage(stderr);
 		return 2;
 	}
-	mo.defer_compile = 1;
+	npu_npu_stats_init(&st);
 	load_ms = now_ms();
-	if (npu_model_create(&mo, &m) || npu_model_load_file(m, model)) {
-		fprintf(stderr, "npu bench: %s\n", m ? npu_model_last_error(m) : "out of memory");
+	if (npu_cli_open(&cm, model, &mo, threads, "bench"))
 		goto out;
-	}
 	for (i = 0; i < num_shapes; i++)
-		if (npu_cli_apply_shape(m, shapes[i], "bench"))
+		if (npu_cli_apply_shape(&cm, shapes[i], "bench"))
 			goto out;
-	if (npu_model_compile(m) != NPU_OK) {
-		fprintf(stderr, "npu bench: %s\n", npu_model_last_error(m));
+	if (npu_cli_plan(&cm, "bench"))
 		goto out;
-	}
 	load_ms = now_ms() - load_ms;
-	n_in = npu_cli_random_inputs(m, seed, -1.0f, 1.0f, shapes, num_shapes, inputs, "bench");
+	n_in = npu_cli_random_inputs(&cm, seed, -1.0f, 1.0f, shapes, num_shapes, inputs, "bench");
 	lat = calloc((size_t)iters, sizeof(*lat));
 	if (n_in < 0 || !lat)
 		goto out;
 	for (k = 0; k < warmup + iters; k++) {
 		double t0 = now_ms();
 
-		if (npu_model_run(m, inputs, (size_t)n_in) != NPU_OK) {
-			fprintf(stderr, "npu bench: run %d: %s\n", k, npu_model_last_error(m));
+		if (npu_session_run_plan(cm.session, cm.plan, inputs, (size_t)n_in) != NPU_OK) {
+			fprintf(stderr, "npu bench: run %d: %s\n", k, npu_last_error());
 			goto out;
 		}
 		if (k < warmup)
 			continue;
 		lat[k - warmup] = now_ms() - t0;
 		sum += lat[k - warmup];
-		npu_model_npu_stats(m, &st);
+		npu_session_npu_stats(cm.session, &st);
 		npu_wall += st.last_npu_wall_ms;
 		cycles += (double)st.last_cycles;
 		ideal += (double)st.ideal_mac_cycles;
@@ -211,7 +209,8 @@ int npu_cmd_bench(int argc, char **argv)
 		npu_cli_json_string(stdout, model);
 		printf(", \"device\": ");
 		npu_cli_json_string(stdout, mo.device);
-		printf(", \"iters\": %d, \"warmup\": %d, \"threads\": %d,\n", iters, warmup, mo.threads);
+		printf(", \"iters\": %d, \"warmup\": %d, \"threads\": %d,\n", iters, warmup,
+		       npu_engine_threads(cm.engine));
 		printf(" \"latency_ms\": {\"p50\": %.3f, \"p90\": %.3f, \"p99\": %.3f, \"mean\": %.3f, \"min\": %.3f},\n",
 		       percentile(lat, iters, 50), percentile(lat, iters, 90),
 		       percentile(lat, iters, 99), sum / iters, lat[0]);
@@ -228,9 +227,10 @@ int npu_cmd_bench(int argc, char **argv)
 		       (unsigned long long)st.arena_bytes, (unsigned long long)st.host_arena_bytes);
 		printf(" \"segments\": [");
 		for (i = 0; i < st.segments; i++) {
-			struct npu_model_segment_stats ss;
+			struct npu_segment_stats ss;
 
-			npu_model_npu_segment(m, i, &ss);
+			ss.struct_size = sizeof(ss);
+			npu_session_npu_segment(cm.session, i, &ss);
 			printf("%s\n  {\"nodes\": %zu, \"first\": ", i ? "," : "", ss.nodes);
 			npu_cli_json_string(stdout, ss.first_node);
 			printf(", \"last\": ");
@@ -243,10 +243,10 @@ int npu_cmd_bench(int argc, char **argv)
 		printf("]");
 		if (mo.profile) {
 			printf(",\n \"ops\": [");
-			for (i = 0; i < npu_model_npu_num_ops(m); i++) {
-				struct npu_model_op_stats os;
+			for (i = 0; i < npu_session_npu_num_ops(cm.session); i++) {
+				struct npu_op_stats os = { .struct_size = sizeof(os) };
 
-				npu_model_npu_op(m, i, &os);
+				npu_session_npu_op(cm.session, i, &os);
 				printf("%s\n  {\"segment\": %d, \"node\": ", i ? "," : "", os.segment);
 				npu_cli_json_string(stdout, os.node);
 				printf(", \"kind\": \"%s\", \"macs\": %llu, \"ideal_mac_cycles\": %llu, \"cycles\": %llu}",
@@ -258,7 +258,7 @@ int npu_cmd_bench(int argc, char **argv)
 		printf("}\n");
 	} else {
 		printf("%s on %s, %d threads, %d runs after %d warm-up:\n", model, mo.device,
-		       mo.threads, iters, warmup);
+		       npu_engine_threads(cm.engine), iters, warmup);
 		printf("  latency ms: p50 %.3f  p90 %.3f  p99 %.3f  (mean %.3f, min %.3f)\n",
 		       percentile(lat, iters, 50), percentile(lat, iters, 90),
 		       percentile(lat, iters, 99), sum / iters, lat[0]);
@@ -271,9 +271,10 @@ int npu_cmd_bench(int argc, char **argv)
 			printf("  host time in NPU segments %.3f ms, on the CPU %.3f ms per run\n",
 			       npu_wall / iters, (sum - npu_wall) / iters);
 			for (i = 0; i < st.segments; i++) {
-				struct npu_model_segment_stats ss;
+				struct npu_segment_stats ss;
 
-				npu_model_npu_segment(m, i, &ss);
+				ss.struct_size = sizeof(ss);
+			npu_session_npu_segment(cm.session, i, &ss);
 				printf("    segment %zu: %zu nodes (%s .. %s), %.1f MMACs, %llu cycles, utilization %.1f%%\n",
 				       i, ss.nodes, ss.first_node, ss.last_node, ss.macs / 1e6,
 				       (unsigned long long)ss.last_cycles,
@@ -281,7 +282,7 @@ int npu_cmd_bench(int argc, char **argv)
 			}
 		}
 		if (mo.profile && on_npu)
-			print_op_table(m);
+			print_op_table(cm.session);
 		printf("  load + compile: %.0f ms (compile %.0f ms); peak memory %.1f MiB\n",
 		       load_ms, st.compile_ms, ru.ru_maxrss / 1024.0);
 	}
@@ -289,6 +290,6 @@ int npu_cmd_bench(int argc, char **argv)
 out:
 	npu_cli_free_inputs(inputs, n_in);
 	free(lat);
-	npu_model_destroy(m);
+	npu_cli_close(&cm);
 	return rc;
 }

@@ -46,29 +46,30 @@ static const char *human_bytes(uint64_t b, char *buf, size_t size)
 }
 
 /* Cosine and max |a-b| of every output of two models run on one input. */
-static int accuracy(struct npu_model *npu, struct npu_model *ref,
+static int accuracy(struct npu_session *npu, struct npu_session *ref,
 		    struct npu_host_tensor *inputs, int count, bool json)
 {
-	size_t o;
+	size_t o, n_out;
 
-	if (npu_model_run(npu, inputs, (size_t)count) != NPU_OK) {
+	if (npu_session_run(npu, inputs, (size_t)count) != NPU_OK) {
 		fprintf(stderr, "npu compile: running the compiled model: %s\n",
-			npu_model_last_error(npu));
+			npu_last_error());
 		return -1;
 	}
-	if (npu_model_run(ref, inputs, (size_t)count) != NPU_OK) {
+	if (npu_session_run(ref, inputs, (size_t)count) != NPU_OK) {
 		fprintf(stderr, "npu compile: running the fp32 model: %s\n",
-			npu_model_last_error(ref));
+			npu_last_error());
 		return -1;
 	}
+	n_out = npu_model_num_outputs(npu_plan_model(npu_session_plan(npu)));
 	if (json)
 		printf(",\n  \"accuracy\": [");
-	for (o = 0; o < npu_model_num_outputs(npu); o++) {
+	for (o = 0; o < n_out; o++) {
 		struct npu_host_tensor a, b;
 		double dot = 0, na = 0, nb = 0, max_err = 0, cosine;
 		size_t i, n;
 
-		if (npu_model_output(npu, o, &a) || npu_model_output(ref, o, &b) ||
+		if (npu_session_output(npu, o, &a) || npu_session_output(ref, o, &b) ||
 		    a.dtype != NPU_TYPE_FLOAT || a.nbytes != b.nbytes)
 			continue;
 		n = a.nbytes / sizeof(float);
@@ -97,7 +98,7 @@ static int accuracy(struct npu_model *npu, struct npu_model *ref,
 }
 
 /* The first calibration sample of a one-input model, as the accuracy input. */
-static int calib_sample(struct npu_model *m, const char *dir,
+static int calib_sample(const struct npu_model *m, const char *dir,
 			struct npu_host_tensor *in, struct npu_tensor **keep)
 {
 	struct npu_error err = { 0 };
@@ -125,8 +126,9 @@ int npu_cmd_compile(int argc, char **argv)
 {
 	struct npu_tensor *calib_keep = NULL;
 	struct npu_model_options mo;
-	struct npu_model *m = NULL, *ref = NULL;
-	struct npu_model_npu_stats st;
+	struct npu_cli_model cm = { 0 }, ref = { 0 };
+	struct npu_npu_stats st;
+	int threads = 0;
 	struct npu_host_tensor inputs[64];
 	const char *model = NULL, *out = NULL, *shapes[MAX_SHAPES];
 	size_t num_shapes = 0, i, on_npu = 0;
@@ -175,8 +177,8 @@ int npu_cmd_compile(int argc, char **argv)
 				return 2;
 			i++;
 		} else if (v && !strcmp(a, "--threads")) {
-			mo.threads = npu_cli_parse_int("compile", a, v, 1, 1024);
-			if (mo.threads < 0)
+			threads = npu_cli_parse_int("compile", a, v, 1, 1024);
+			if (threads < 0)
 				return 2;
 			i++;
 		} else if (v && !strcmp(a, "-o")) {
@@ -200,28 +202,23 @@ int npu_cmd_compile(int argc, char **argv)
 		fprintf(stderr, "npu compile: --device cpu: compilation targets the NPU (sim or accel)\n");
 		return 2;
 	}
-	/* Shapes first, so compilation happens once, for the final shapes. */
-	mo.defer_compile = 1;
-	if (npu_model_create(&mo, &m) || npu_model_load_file(m, model)) {
-		fprintf(stderr, "npu compile: %s\n", m ? npu_model_last_error(m) : "out of memory");
+	if (npu_cli_open(&cm, model, &mo, threads, "compile"))
 		goto out;
-	}
 	for (i = 0; i < num_shapes; i++)
-		if (npu_cli_apply_shape(m, shapes[i], "compile"))
+		if (npu_cli_apply_shape(&cm, shapes[i], "compile"))
 			goto out;
-	if (npu_model_compile(m) != NPU_OK) {
-		fprintf(stderr, "npu compile: %s\n", npu_model_last_error(m));
+	if (npu_cli_plan(&cm, "compile"))
 		goto out;
-	}
-	npu_model_npu_stats(m, &st);
+	npu_npu_stats_init(&st);
+	npu_plan_npu_stats(cm.plan, &st);
 	if (json)
 		printf("{\n  \"model\": "), npu_cli_json_string(stdout, model), printf(",\n  \"placement\": [");
 	else if (explain)
-		printf("placement of %zu nodes:\n", npu_model_num_placements(m));
-	for (i = 0; i < npu_model_num_placements(m); i++) {
+		printf("placement of %zu nodes:\n", npu_plan_num_placements(cm.plan));
+	for (i = 0; i < npu_plan_num_placements(cm.plan); i++) {
 		struct npu_node_placement p;
 
-		npu_model_placement(m, i, &p);
+		npu_plan_placement(cm.plan, i, &p);
 		on_npu += p.on_npu;
 		if (json) {
 			printf("%s\n    {\"node\": ", i ? "," : "");
@@ -241,7 +238,7 @@ int npu_cmd_compile(int argc, char **argv)
 	}
 	if (json) {
 		printf("\n  ],\n  \"nodes\": %zu, \"npu_nodes\": %zu, \"segments\": %zu,\n",
-		       npu_model_num_placements(m), on_npu, st.segments);
+		       npu_plan_num_placements(cm.plan), on_npu, st.segments);
 		printf("  \"total_macs\": %llu, \"npu_macs\": %llu, \"npu_mac_fraction\": %.6f,\n",
 		       (unsigned long long)st.total_macs, (unsigned long long)st.npu_macs,
 		       st.total_macs ? (double)st.npu_macs / st.total_macs : 0.0);
@@ -254,8 +251,8 @@ int npu_cmd_compile(int argc, char **argv)
 		printf("  \"compile_ms\": %.1f", st.compile_ms);
 	} else {
 		printf("%zu nodes: %zu on the NPU in %zu segment(s), %zu on the CPU; %.1f%% of %.3f GMACs on the NPU\n",
-		       npu_model_num_placements(m), on_npu, st.segments,
-		       npu_model_num_placements(m) - on_npu,
+		       npu_plan_num_placements(cm.plan), on_npu, st.segments,
+		       npu_plan_num_placements(cm.plan) - on_npu,
 		       st.total_macs ? 100.0 * st.npu_macs / st.total_macs : 0.0,
 		       st.total_macs / 1e9);
 		printf("device arena: %s (every tensor in its own buffer: %s; lower bound, max live: %s)\n",
@@ -273,28 +270,28 @@ int npu_cmd_compile(int argc, char **argv)
 		struct npu_model_options ro = mo;
 
 		ro.device = "cpu";
-		if (npu_model_create(&ro, &ref) || npu_model_load_file(ref, model)) {
-			fprintf(stderr, "npu compile: %s\n", ref ? npu_model_last_error(ref) : "out of memory");
+		if (npu_cli_open(&ref, model, &ro, threads, "compile"))
 			goto out;
-		}
 		for (i = 0; i < num_shapes; i++)
-			if (npu_cli_apply_shape(ref, shapes[i], "compile"))
+			if (npu_cli_apply_shape(&ref, shapes[i], "compile"))
 				goto out;
-		if (mo.calib_dir && !calib_sample(m, mo.calib_dir, &inputs[0], &calib_keep)) {
+		if (npu_cli_plan(&ref, "compile"))
+			goto out;
+		if (mo.calib_dir && !calib_sample(cm.model, mo.calib_dir, &inputs[0], &calib_keep)) {
 			if (!json)
 				printf("accuracy input: the first calibration sample in %s\n", mo.calib_dir);
-			if (accuracy(m, ref, inputs, 1, json))
+			if (accuracy(cm.session, ref.session, inputs, 1, json))
 				goto out;
 		} else {
-			n_in = npu_cli_random_inputs(m, 12345, -1.0f, 1.0f, shapes, num_shapes,
+			n_in = npu_cli_random_inputs(&cm, 12345, -1.0f, 1.0f, shapes, num_shapes,
 						     inputs, "compile");
-			if (n_in < 0 || accuracy(m, ref, inputs, n_in, json))
+			if (n_in < 0 || accuracy(cm.session, ref.session, inputs, n_in, json))
 				goto out;
 		}
 	}
 	if (out) {
-		if (npu_model_save_compiled(m, out) != NPU_OK) {
-			fprintf(stderr, "npu compile: %s\n", npu_model_last_error(m));
+		if (npu_plan_save_compiled(cm.plan, out) != NPU_OK) {
+			fprintf(stderr, "npu compile: %s\n", npu_last_error());
 			goto out;
 		}
 		if (!json)
@@ -306,7 +303,7 @@ int npu_cmd_compile(int argc, char **argv)
 out:
 	npu_cli_free_inputs(inputs, n_in);
 	npu_tensor_destroy(calib_keep);
-	npu_model_destroy(ref);
-	npu_model_destroy(m);
+	npu_cli_close(&ref);
+	npu_cli_close(&cm);
 	return rc;
 }

@@ -318,7 +318,7 @@ static void remove_tree(const char *dir)
  * the model defers to its first run): calib/0.npy for one input, else
  * calib/0/<input name>.npy.
  */
-static int write_calibration(struct npu_model *m, const char *calib,
+static int write_calibration(const struct npu_model *m, const char *calib,
 			     struct npu_tensor *const *ins,
 			     const struct npu_host_tensor *hs, size_t n_in,
 			     char *msg, size_t size)
@@ -352,7 +352,8 @@ static int write_calibration(struct npu_model *m, const char *calib,
 	return 0;
 }
 
-static enum verdict run_data_set(struct npu_model *m, const char *model_path,
+static enum verdict run_data_set(struct npu_session *s, const struct npu_model *m,
+				 const char *model_path,
 				 const char *set_dir, const char *calib,
 				 bool int8, char *msg, size_t size)
 {
@@ -412,10 +413,9 @@ static enum verdict run_data_set(struct npu_model *m, const char *model_path,
 	}
 	if (calib && write_calibration(m, calib, ins, hs, n_in, msg, size))
 		goto out;
-	st = npu_model_run(m, hs, n_in);
+	st = npu_session_run(s, hs, n_in);
 	if (st != NPU_OK) {
-		snprintf(msg, size, "%s", short_msg(npu_model_last_error(m),
-						    model_path));
+		snprintf(msg, size, "%s", short_msg(npu_last_error(), model_path));
 		v = st == NPU_ERR_UNSUPPORTED ? V_SKIP : V_FAIL;
 		goto out;
 	}
@@ -427,7 +427,7 @@ static enum verdict run_data_set(struct npu_model *m, const char *model_path,
 	for (i = 0; i < n_exp; i++) {
 		struct npu_host_tensor got;
 
-		npu_model_output(m, i, &got);
+		npu_session_output(s, i, &got);
 		if (compare(got.name, exp[i], &got, int8, msg, size))
 			goto out;
 	}
@@ -444,7 +444,11 @@ static enum verdict run_test(const char *dir, const struct test_opts *o,
 			     char *msg, size_t size)
 {
 	struct npu_model_options mo;
+	struct npu_engine_options eo;
+	struct npu_engine *e = NULL;
 	struct npu_model *m = NULL;
+	struct npu_session *s = NULL;
+	const struct npu_plan *plan;
 	char model[4096], set[4096], calib[64] = "";
 	bool npu = strcmp(o->device, "cpu") != 0;
 	char **sets;
@@ -454,7 +458,8 @@ static enum verdict run_test(const char *dir, const struct test_opts *o,
 
 	path_fmt(model, sizeof(model), "%s/model.onnx", dir);
 	npu_model_options_init(&mo);
-	mo.threads = o->threads;
+	npu_engine_options_init(&eo);
+	eo.threads = o->threads;
 	mo.device = o->device;
 	if (npu) {
 		/* int8: calibrated on this test's inputs, every NPU node kept. */
@@ -464,18 +469,21 @@ static enum verdict run_test(const char *dir, const struct test_opts *o,
 			return V_FAIL;
 		}
 		mo.calib_dir = calib;
-		mo.defer_compile = 1;
 		mo.keep_small_segments = 1;
 	}
-	if (npu_model_create(&mo, &m) != NPU_OK) {
-		snprintf(msg, size, "%s", npu_model_last_error(m));
-		npu_model_destroy(m);
+	if (npu_engine_create(&eo, &e) != NPU_OK) {
+		snprintf(msg, size, "%s", npu_last_error());
 		return V_FAIL;
 	}
-	st = npu_model_load_file(m, model);
+	st = npu_model_load_file(e, model, &mo, &m);
+	if (st == NPU_OK)
+		st = npu_session_create(m, NULL, &s);
 	if (st != NPU_OK) {
-		snprintf(msg, size, "%s", short_msg(npu_model_last_error(m), model));
+		snprintf(msg, size, "%s", short_msg(npu_last_error(), model));
 		npu_model_destroy(m);
+		npu_engine_destroy(e);
+		if (npu)
+			remove_tree(calib);
 		return st == NPU_ERR_UNSUPPORTED ? V_SKIP : V_FAIL;
 	}
 	sets = list_dir(dir, "test_data_set_", &n_sets);
@@ -487,7 +495,7 @@ static enum verdict run_test(const char *dir, const struct test_opts *o,
 		path_fmt(set, sizeof(set), "%s/%s", dir, sets[i]);
 		if (!is_dir(set))
 			continue;
-		v = run_data_set(m, model, set, npu && i == 0 ? calib : NULL, npu, msg, size);
+		v = run_data_set(s, m, model, set, npu && i == 0 ? calib : NULL, npu, msg, size);
 		if (v != V_PASS && n_sets > 1) {
 			size_t len = strlen(msg);
 
@@ -499,18 +507,21 @@ static enum verdict run_test(const char *dir, const struct test_opts *o,
 		struct npu_node_placement p;
 		size_t k, on_npu = 0;
 
-		for (k = 0; k < npu_model_num_placements(m); k++)
-			if (npu_model_placement(m, k, &p) == NPU_OK && p.on_npu)
+		plan = npu_session_plan(s);
+		for (k = 0; k < npu_plan_num_placements(plan); k++)
+			if (npu_plan_placement(plan, k, &p) == NPU_OK && p.on_npu)
 				on_npu++;
 		if (!on_npu) {
 			v = V_SKIP;
-			if (npu_model_placement(m, 0, &p) == NPU_OK)
+			if (npu_plan_placement(plan, 0, &p) == NPU_OK)
 				snprintf(msg, size, "no node runs on the NPU (%s: %s)", p.op_type, p.reason);
 			else
 				snprintf(msg, size, "no node runs on the NPU");
 		}
 	}
+	npu_session_destroy(s);
 	npu_model_destroy(m);
+	npu_engine_destroy(e);
 	if (npu)
 		remove_tree(calib);
 	return v;

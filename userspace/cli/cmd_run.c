@@ -205,6 +205,7 @@ int npu_cmd_run(int argc, char **argv)
 {
 	struct run_args a;
 	struct npu_model_options opts;
+	struct npu_cli_model cm = { 0 };
 	struct npu_model *m = NULL;
 	struct npu_host_tensor *ins = NULL;
 	struct npu_tensor **files = NULL;
@@ -218,44 +219,20 @@ int npu_cmd_run(int argc, char **argv)
 	if (parse_run_args(argc, argv, &a))
 		return 2;
 	npu_model_options_init(&opts);
-	opts.threads = a.threads;
 	opts.profile = a.profile;
-	if (strcmp(a.device, "cpu") && strcmp(a.device, "sim") &&
-	    strcmp(a.device, "accel")) {
-		fprintf(stderr, "npu run: unknown device '%s' (cpu, sim or accel)\n",
-			a.device);
-		return 2;
-	}
 	/* sim / accel: the model is compiled, NPU segments + CPU fallback. */
 	opts.device = a.device;
-	if (npu_model_create(&opts, &m) != NPU_OK) {
-		fprintf(stderr, "npu run: %s\n", npu_model_last_error(m));
+	if (npu_cli_open(&cm, a.model, &opts, a.threads, "run"))
 		goto out;
-	}
-	if (npu_model_load_file(m, a.model) != NPU_OK) {
-		fprintf(stderr, "npu run: %s\n", npu_model_last_error(m));
-		goto out;
-	}
-	for (i = 0; i < a.num_shapes; i++) {
-		const char *eq = strrchr(a.shapes[i], '=');
-		int64_t dims[NPU_MODEL_MAX_RANK];
-		char name[256];
-		int rank;
-
-		if (!eq || (size_t)(eq - a.shapes[i]) >= sizeof(name) ||
-		    (rank = npu_cli_parse_dims(eq + 1, dims)) < 0) {
-			fprintf(stderr, "npu run: --shape '%s': expected NAME=DIMS, e.g. x=1x3x640x640\n",
-				a.shapes[i]);
+	m = cm.model;
+	for (i = 0; i < a.num_shapes; i++)
+		if (npu_cli_apply_shape(&cm, a.shapes[i], "run")) {
 			rc = 2;
 			goto out;
 		}
-		memcpy(name, a.shapes[i], (size_t)(eq - a.shapes[i]));
-		name[eq - a.shapes[i]] = '\0';
-		if (npu_model_set_input_shape(m, name, rank, dims) != NPU_OK) {
-			fprintf(stderr, "npu run: --shape %s: %s\n", a.shapes[i],
-				npu_model_last_error(m));
-			goto out;
-		}
+	if (npu_session_create(m, NULL, &cm.session) != NPU_OK) {
+		fprintf(stderr, "npu run: %s\n", npu_last_error());
+		goto out;
 	}
 	n_in = npu_model_num_inputs(m);
 	ins = calloc(n_in + 1, sizeof(*ins));
@@ -351,11 +328,11 @@ int npu_cmd_run(int argc, char **argv)
 		}
 	}
 	for (r = 0; r < a.repeat; r++) {
-		if (npu_model_run(m, ins, n_in) != NPU_OK) {
-			fprintf(stderr, "npu run: %s\n", npu_model_last_error(m));
+		if (npu_session_run(cm.session, ins, n_in) != NPU_OK) {
+			fprintf(stderr, "npu run: %s\n", npu_last_error());
 			goto out;
 		}
-		times[r] = npu_model_last_run_seconds(m) * 1e3;
+		times[r] = npu_session_last_run_seconds(cm.session) * 1e3;
 	}
 	if (mkdir(a.output_dir, 0777) && errno != EEXIST) {
 		fprintf(stderr, "npu run: %s: %s\n", a.output_dir, strerror(errno));
@@ -368,7 +345,7 @@ int npu_cmd_run(int argc, char **argv)
 		struct npu_error err = { 0 };
 		char fname[256], path[4096];
 
-		npu_model_output(m, i, &o);
+		npu_session_output(cm.session, i, &o);
 		t.dtype = (enum npu_dtype)o.dtype;
 		t.shape.rank = o.rank;
 		memcpy(t.shape.dims, o.dims, sizeof(t.shape.dims));
@@ -396,9 +373,10 @@ int npu_cmd_run(int argc, char **argv)
 	printf("time: %.3f ms (median of %d, min %.3f ms), device %s, %s\n",
 	       times[a.repeat / 2], a.repeat, times[0], a.device, sbuf);
 	if (strcmp(a.device, "cpu")) {
-		struct npu_model_npu_stats ns;
+		struct npu_npu_stats ns;
 
-		if (npu_model_npu_stats(m, &ns) == NPU_OK && ns.total_macs)
+		npu_npu_stats_init(&ns);
+		if (npu_session_npu_stats(cm.session, &ns) == NPU_OK && ns.total_macs)
 			printf("npu: %zu segment%s, %.1f%% of MACs on the NPU, modeled %.3f ms, host time in segments %.3f ms\n",
 			       ns.segments, ns.segments == 1 ? "" : "s",
 			       100.0 * (double)ns.npu_macs /
@@ -409,7 +387,7 @@ int npu_cmd_run(int argc, char **argv)
 			       ns.last_npu_wall_ms);
 	}
 	if (!a.quiet) {
-		size_t ns = npu_model_num_op_stats(m), shown = 0;
+		size_t ns = npu_session_num_op_stats(cm.session), shown = 0;
 
 		printf("ops:");
 		for (k = 0; k < ns; k++) {
@@ -418,7 +396,7 @@ int npu_cmd_run(int argc, char **argv)
 			uint64_t calls;
 			double ms;
 
-			npu_model_op_stat(m, k, &op, &nodes, &calls, &ms);
+			npu_session_op_stat(cm.session, k, &op, &nodes, &calls, &ms);
 			if (a.profile)
 				printf("%s %s x%zu %.2f ms", shown ? "," : "",
 				       op, nodes, calls ? ms * (double)nodes /
@@ -441,6 +419,6 @@ out:
 	free(random_bufs);
 	free(ins);
 	free(times);
-	npu_model_destroy(m);
+	npu_cli_close(&cm);
 	return rc;
 }

@@ -173,32 +173,32 @@ static struct npu_graph *build_cnn(void)
 /* Run and copy the first output's first n floats. */
 static void run_graph_n(struct npu_graph *g, const struct npu_tensor *x, float *out, size_t n)
 {
-	struct npu_session_options so = { .threads = 1 };
-	struct npu_session *s;
+	struct npu_exec_options so = { .threads = 1 };
+	struct npu_exec *s;
 	struct npu_error err = { 0 };
 
-	if (npu_session_create(g, &so, &s, &err) != NPU_OK)
+	if (npu_exec_create(g, &so, &s, &err) != NPU_OK)
 		fail_msg("session: %s", err.msg);
-	if (npu_session_run(s, &x, &err) != NPU_OK)
+	if (npu_exec_run(s, &x, &err) != NPU_OK)
 		fail_msg("run: %s", err.msg);
-	memcpy(out, npu_session_output(s, 0)->data, n * sizeof(float));
-	npu_session_destroy(s);
+	memcpy(out, npu_exec_output(s, 0)->data, n * sizeof(float));
+	npu_exec_destroy(s);
 }
 
 static void run_graph(struct npu_graph *g, const struct npu_tensor *x, float *out)
 {
-	struct npu_session_options so = { .threads = 1 };
-	struct npu_session *s;
+	struct npu_exec_options so = { .threads = 1 };
+	struct npu_exec *s;
 	struct npu_error err = { 0 };
 	const struct npu_tensor *t;
 
-	if (npu_session_create(g, &so, &s, &err) != NPU_OK)
+	if (npu_exec_create(g, &so, &s, &err) != NPU_OK)
 		fail_msg("session: %s", err.msg);
-	if (npu_session_run(s, &x, &err) != NPU_OK)
+	if (npu_exec_run(s, &x, &err) != NPU_OK)
 		fail_msg("run: %s", err.msg);
-	t = npu_session_output(s, 0);
+	t = npu_exec_output(s, 0);
 	memcpy(out, t->data, t->nbytes);
-	npu_session_destroy(s);
+	npu_exec_destroy(s);
 }
 
 static void test_cnn_int8_on_sim_matches_fp32(void **state)
@@ -450,9 +450,9 @@ static void *compile_and_run(void *arg)
 	struct worker *w = arg;
 	struct npu_device_options dopts;
 	struct npu_compile_options o;
-	struct npu_session_options so = { .threads = 1 };
+	struct npu_exec_options so = { .threads = 1 };
 	struct npu_compiled *c = NULL;
-	struct npu_session *s = NULL;
+	struct npu_exec *s = NULL;
 	struct npu_device *dev = NULL;
 	struct npu_error err = { 0 };
 	const struct npu_tensor *in = w->x;
@@ -471,16 +471,16 @@ static void *compile_and_run(void *arg)
 	for (k = 0; k < 3 && !err.status; k++) {	/* reuse one context across runs */
 		if (!c && npu_compile_graph(w->g, &o, &c, &err))
 			break;
-		if (!s && npu_session_create(w->g, &so, &s, &err))
+		if (!s && npu_exec_create(w->g, &so, &s, &err))
 			break;
-		if (npu_session_run(s, &in, &err))
+		if (npu_exec_run(s, &in, &err))
 			break;
-		memcpy(w->out, npu_session_output(s, 0)->data, sizeof(w->out));
+		memcpy(w->out, npu_exec_output(s, 0)->data, sizeof(w->out));
 	}
 	if (!err.status)
 		w->rc = 0;
 	snprintf(w->err, sizeof(w->err), "%s", err.msg);
-	npu_session_destroy(s);
+	npu_exec_destroy(s);
 	npu_graph_destroy(w->g);
 	npu_compiled_free(c);
 	npu_device_close(dev);
@@ -544,9 +544,9 @@ static void test_cpu_work_overlaps_an_npu_segment(void **state)
 	struct npu_value *sm = val(g, "sm", 4, x_d);
 	struct npu_device *dev = open_sim();
 	struct npu_compile_options o;
-	struct npu_session_options so = { .threads = 1, .observe = record_op };
+	struct npu_exec_options so = { .threads = 1, .observe = record_op };
 	struct npu_compiled *cmp = NULL;
-	struct npu_session *s = NULL;
+	struct npu_exec *s = NULL;
 	struct npu_error err = { 0 };
 	struct npu_tensor *xt;
 	char log[256] = "";
@@ -586,11 +586,11 @@ static void test_cpu_work_overlaps_an_npu_segment(void **state)
 		fail_msg("compile: %s", err.msg);
 	assert_int_equal(cmp->num_segments, 1);
 	so.observe_arg = log;
-	assert_int_equal(npu_session_create(g, &so, &s, &err), NPU_OK);
-	if (npu_session_run(s, (const struct npu_tensor *const *)&xt, &err) != NPU_OK)
+	assert_int_equal(npu_exec_create(g, &so, &s, &err), NPU_OK);
+	if (npu_exec_run(s, (const struct npu_tensor *const *)&xt, &err) != NPU_OK)
 		fail_msg("run: %s", err.msg);
 	assert_string_equal(log, "Softmax NpuSegment ");
-	npu_session_destroy(s);
+	npu_exec_destroy(s);
 	npu_graph_destroy(g);
 	npu_compiled_free(cmp);
 	npu_device_close(dev);

@@ -49,8 +49,8 @@ static void test_session_runs_chain_and_frees_intermediates(void **state)
 {
 	struct tb_model m;
 	struct npu_graph *g;
-	struct npu_session *s = NULL;
-	struct npu_session_options so = { .threads = 2, .profile = true };
+	struct npu_exec *s = NULL;
+	struct npu_exec_options so = { .threads = 2, .profile = true };
 	struct npu_error err = { 0 };
 	float xin[6] = { -1, 2, -3, 4, 0.5f, -0.5f };
 	struct npu_tensor x = { .dtype = NPU_DTYPE_FLOAT,
@@ -65,17 +65,17 @@ static void test_session_runs_chain_and_frees_intermediates(void **state)
 	chain_model(&m, d23);
 	g = import(&m);
 	assert_int_equal(npu_graph_infer(g, true, &err), NPU_OK);
-	assert_int_equal(npu_session_create(g, &so, &s, &err), NPU_OK);
+	assert_int_equal(npu_exec_create(g, &so, &s, &err), NPU_OK);
 	for (i = 0; i < 2; i++) {	/* twice: buffers come back from the pool */
-		assert_int_equal(npu_session_run(s, ins, &err), NPU_OK);
-		z = npu_session_output(s, 0);
+		assert_int_equal(npu_exec_run(s, ins, &err), NPU_OK);
+		z = npu_exec_output(s, 0);
 		assert_non_null(z);
 		assert_true(((float *)z->data)[0] == 0.0f);	/* relu(0 - 1) */
 		assert_true(((float *)z->data)[1] == 4.0f);	/* 2 + 2 */
 		assert_true(((float *)z->data)[4] == 1.0f);
 	}
-	assert_int_equal(npu_session_op_stats(s, &stats), 2);	/* Relu, Add */
-	npu_session_destroy(s);
+	assert_int_equal(npu_exec_op_stats(s, &stats), 2);	/* Relu, Add */
+	npu_exec_destroy(s);
 	npu_graph_destroy(g);
 }
 
@@ -156,7 +156,9 @@ static void test_model_api_replans_for_new_input_shapes(void **state)
 {
 	static const int64_t dyn[] = { -1, 3 };
 	struct tb_model m;
+	struct npu_engine *eng = NULL;
 	struct npu_model *model = NULL;
+	struct npu_session *sess = NULL;
 	struct npu_tensor_info info;
 	struct npu_host_tensor in = { .name = "x", .dtype = NPU_TYPE_FLOAT,
 				      .rank = 2 }, out;
@@ -170,10 +172,11 @@ static void test_model_api_replans_for_new_input_shapes(void **state)
 		data[i] = (float)i - 6;
 	chain_model(&m, dyn);
 	buf = tb_pack(&m, &size);
-	assert_int_equal(npu_model_create(NULL, &model), NPU_OK);
-	assert_int_equal(npu_model_load_memory(model, buf, size, "dyn.onnx"),
+	assert_int_equal(npu_engine_create(NULL, &eng), NPU_OK);
+	assert_int_equal(npu_model_load_memory(eng, buf, size, "dyn.onnx", NULL, &model),
 			 NPU_OK);
 	free(buf);
+	assert_int_equal(npu_session_create(model, NULL, &sess), NPU_OK);
 	assert_int_equal(npu_model_input_info(model, 0, &info), NPU_OK);
 	assert_string_equal(info.name, "x");
 	assert_int_equal(info.dims[0], -1);
@@ -183,35 +186,48 @@ static void test_model_api_replans_for_new_input_shapes(void **state)
 		in.dims[1] = 3;
 		in.data = data;
 		in.nbytes = (size_t)i * 3 * sizeof(float);
-		if (npu_model_run(model, &in, 1) != NPU_OK)
-			fail_msg("%s", npu_model_last_error(model));
-		assert_int_equal(npu_model_output(model, 0, &out), NPU_OK);
+		if (npu_session_run(sess, &in, 1) != NPU_OK)
+			fail_msg("%s", npu_last_error());
+		assert_int_equal(npu_session_output(sess, 0, &out), NPU_OK);
 		assert_int_equal(out.dims[0], i);
 		assert_true(((float *)out.data)[3 * i - 1] ==
 			    (data[3 * i - 1] > 0 ? 2 * data[3 * i - 1] : 0));
 	}
 	/* A fixed dim that does not match is refused with the input's name. */
 	in.dims[1] = 5;
-	assert_int_equal(npu_model_run(model, &in, 1), NPU_ERR_INVALID_ARG);
-	assert_non_null(strstr(npu_model_last_error(model), "'x'"));
+	assert_int_equal(npu_session_run(sess, &in, 1), NPU_ERR_INVALID_ARG);
+	assert_non_null(strstr(npu_last_error(), "'x'"));
+	npu_session_destroy(sess);
 	npu_model_destroy(model);
+	npu_engine_destroy(eng);
 }
 
 /* NPU devices are accepted (the compiler handles them); unknown ones are not. */
 static void test_unknown_device_is_refused_by_name(void **state)
 {
+	static const int64_t dyn[] = { -1, 3 };
 	struct npu_model_options o;
+	struct npu_engine *eng = NULL;
 	struct npu_model *model = NULL;
+	struct tb_model m;
+	size_t size;
+	void *buf;
 
 	(void)state;
+	chain_model(&m, dyn);
+	buf = tb_pack(&m, &size);
+	assert_int_equal(npu_engine_create(NULL, &eng), NPU_OK);
 	npu_model_options_init(&o);
 	o.device = "gpu";
-	assert_int_equal(npu_model_create(&o, &model), NPU_ERR_INVALID_ARG);
-	assert_non_null(strstr(npu_model_last_error(model), "'gpu'"));
-	npu_model_destroy(model);
+	assert_int_equal(npu_model_load_memory(eng, buf, size, "m.onnx", &o, &model),
+			 NPU_ERR_INVALID_ARG);
+	assert_null(model);	/* a failed load returns no object */
+	assert_non_null(strstr(npu_last_error(), "'gpu'"));
 	o.device = "sim";
-	assert_int_equal(npu_model_create(&o, &model), NPU_OK);
+	assert_int_equal(npu_model_load_memory(eng, buf, size, "m.onnx", &o, &model), NPU_OK);
 	npu_model_destroy(model);
+	npu_engine_destroy(eng);
+	free(buf);
 }
 
 int main(void)

@@ -3,13 +3,14 @@
  * npu.h - the one header applications include for libnpu-user.
  *
  *   #include <npu/npu.h>      (pkg-config --cflags --libs libnpu-user)
+ *
+ * It compiles as C11 and as C++17; only what it declares is exported.
  */
 #ifndef NPU_H
 #define NPU_H
 
 #include "npu/npu_status.h"	/* npu_status, npu_status_str() */
 #include "npu/npu_device.h"	/* devices, buffers, command streams, jobs */
-
-/* Models (compile / load / run) — npu_model.h is included here. */
+#include "npu/npu_model.h"	/* engine, models, plans, sessions */
 
 #endif /* NPU_H */

@@ -78,13 +78,13 @@ struct npu_device_options {
 	uint32_t sim_ring_entries;	/* per queue, power of two; 0: 1024 */
 };
 
-void npu_device_options_init(struct npu_device_options *opts);
+NPU_API void npu_device_options_init(struct npu_device_options *opts);
 /*
  * Apply a device spec as the CLI's --device takes it: "sim", "accel",
  * "auto" or an accel node path ("/dev/accel/accel0"). NPU_ERR_INVALID_ARG
  * for anything else. The path string must outlive the open call.
  */
-npu_status npu_device_options_parse(struct npu_device_options *opts,
+NPU_API npu_status npu_device_options_parse(struct npu_device_options *opts,
 				    const char *spec);
 
 /*
@@ -92,14 +92,14 @@ npu_status npu_device_options_parse(struct npu_device_options *opts,
  * *out is NULL and, if errmsg is not NULL, errmsg holds the reason, e.g.
  * "npu_device_open: /dev/accel/accel7: No such file or directory".
  */
-npu_status npu_device_open(const struct npu_device_options *opts,
+NPU_API npu_status npu_device_open(const struct npu_device_options *opts,
 			   struct npu_device **out,
 			   char *errmsg, size_t errmsg_size);
 /* Waits for jobs still in flight, frees every buffer and job left. */
-void npu_device_close(struct npu_device *dev);
+NPU_API void npu_device_close(struct npu_device *dev);
 
 /* The message of the last failed call on this device ("" if none). */
-const char *npu_device_last_error(const struct npu_device *dev);
+NPU_API const char *npu_device_last_error(const struct npu_device *dev);
 
 struct npu_device_info {
 	char name[64];			/* "firmware-sim" or the accel node path */
@@ -120,9 +120,9 @@ struct npu_device_info {
 	uint64_t memory_bytes;		/* sim arena size; 0 on accel */
 };
 
-npu_status npu_device_get_info(struct npu_device *dev,
+NPU_API npu_status npu_device_get_info(struct npu_device *dev,
 			       struct npu_device_info *info);
-const char *npu_backend_name(enum npu_backend backend);	/* "sim" / "accel" */
+NPU_API const char *npu_backend_name(enum npu_backend backend);	/* "sim" / "accel" */
 
 /* ---------------------------------------------------------------------------
  * Buffers: device memory the CPU can map. Size is rounded up to 4 KiB.
@@ -134,16 +134,16 @@ const char *npu_backend_name(enum npu_backend backend);	/* "sim" / "accel" */
  */
 #define NPU_BUFFER_DEVICE_READ_ONLY	(1u << 0)	/* device writes fault */
 
-npu_status npu_buffer_alloc(struct npu_device *dev, uint64_t size,
+NPU_API npu_status npu_buffer_alloc(struct npu_device *dev, uint64_t size,
 			    uint32_t flags, struct npu_buffer **out);
-void npu_buffer_free(struct npu_buffer *buf);
+NPU_API void npu_buffer_free(struct npu_buffer *buf);
 /* CPU address of the whole buffer (stable for the buffer's life). */
-npu_status npu_buffer_map(struct npu_buffer *buf, void **ptr);
-uint64_t npu_buffer_va(const struct npu_buffer *buf);
-uint64_t npu_buffer_size(const struct npu_buffer *buf);
+NPU_API npu_status npu_buffer_map(struct npu_buffer *buf, void **ptr);
+NPU_API uint64_t npu_buffer_va(const struct npu_buffer *buf);
+NPU_API uint64_t npu_buffer_size(const struct npu_buffer *buf);
 /* accel only (NPU_ERR_UNSUPPORTED on sim): share as a dma-buf fd. */
-npu_status npu_buffer_export_dmabuf(struct npu_buffer *buf, int *fd);
-npu_status npu_buffer_import_dmabuf(struct npu_device *dev, int fd,
+NPU_API npu_status npu_buffer_export_dmabuf(struct npu_buffer *buf, int *fd);
+NPU_API npu_status npu_buffer_import_dmabuf(struct npu_device *dev, int fd,
 				    struct npu_buffer **out);
 
 /* ---------------------------------------------------------------------------
@@ -155,53 +155,53 @@ npu_status npu_buffer_import_dmabuf(struct npu_device *dev, int fd,
  * Struct variants take the npu_hw.h struct; opcode and size are set for
  * you, hdr.flags (NPU_INSN_SYNC) is kept.
  */
-npu_status npu_cmdbuf_create(struct npu_cmdbuf **out);
-void npu_cmdbuf_destroy(struct npu_cmdbuf *cb);
+NPU_API npu_status npu_cmdbuf_create(struct npu_cmdbuf **out);
+NPU_API void npu_cmdbuf_destroy(struct npu_cmdbuf *cb);
 /* Validate against this device's SRAM size and op mask (default: npu_hw.h). */
-npu_status npu_cmdbuf_set_device(struct npu_cmdbuf *cb, struct npu_device *dev);
+NPU_API npu_status npu_cmdbuf_set_device(struct npu_cmdbuf *cb, struct npu_device *dev);
 /* Start over: only the stream header remains. */
-void npu_cmdbuf_reset(struct npu_cmdbuf *cb);
-const char *npu_cmdbuf_last_error(const struct npu_cmdbuf *cb);
-unsigned int npu_cmdbuf_count(const struct npu_cmdbuf *cb);	/* instructions */
+NPU_API void npu_cmdbuf_reset(struct npu_cmdbuf *cb);
+NPU_API const char *npu_cmdbuf_last_error(const struct npu_cmdbuf *cb);
+NPU_API unsigned int npu_cmdbuf_count(const struct npu_cmdbuf *cb);	/* instructions */
 
-npu_status npu_cmdbuf_dma_copy(struct npu_cmdbuf *cb,
+NPU_API npu_status npu_cmdbuf_dma_copy(struct npu_cmdbuf *cb,
 			       const struct npu_insn_dma_copy *insn);
 /* 1-D: 'bytes' from src to dst; spaces are NPU_SPACE_VA / NPU_SPACE_SRAM. */
-npu_status npu_cmdbuf_dma_copy_1d(struct npu_cmdbuf *cb, uint8_t insn_flags,
+NPU_API npu_status npu_cmdbuf_dma_copy_1d(struct npu_cmdbuf *cb, uint8_t insn_flags,
 				  uint8_t dst_space, uint64_t dst,
 				  uint8_t src_space, uint64_t src,
 				  uint32_t bytes);
-npu_status npu_cmdbuf_dma_copy_2d(struct npu_cmdbuf *cb, uint8_t insn_flags,
+NPU_API npu_status npu_cmdbuf_dma_copy_2d(struct npu_cmdbuf *cb, uint8_t insn_flags,
 				  uint8_t dst_space, uint64_t dst,
 				  uint64_t dst_stride,
 				  uint8_t src_space, uint64_t src,
 				  uint64_t src_stride,
 				  uint32_t rows, uint32_t row_bytes);
-npu_status npu_cmdbuf_dma_fill(struct npu_cmdbuf *cb,
+NPU_API npu_status npu_cmdbuf_dma_fill(struct npu_cmdbuf *cb,
 			       const struct npu_insn_dma_fill *insn);
-npu_status npu_cmdbuf_dma_fill_1d(struct npu_cmdbuf *cb, uint8_t insn_flags,
+NPU_API npu_status npu_cmdbuf_dma_fill_1d(struct npu_cmdbuf *cb, uint8_t insn_flags,
 				  uint8_t dst_space, uint64_t dst,
 				  uint8_t value, uint32_t bytes);
-npu_status npu_cmdbuf_conv2d(struct npu_cmdbuf *cb,
+NPU_API npu_status npu_cmdbuf_conv2d(struct npu_cmdbuf *cb,
 			     const struct npu_insn_conv2d *insn);
-npu_status npu_cmdbuf_matmul(struct npu_cmdbuf *cb,
+NPU_API npu_status npu_cmdbuf_matmul(struct npu_cmdbuf *cb,
 			     const struct npu_insn_matmul *insn);
-npu_status npu_cmdbuf_pool(struct npu_cmdbuf *cb,
+NPU_API npu_status npu_cmdbuf_pool(struct npu_cmdbuf *cb,
 			   const struct npu_insn_pool *insn);
-npu_status npu_cmdbuf_eltwise(struct npu_cmdbuf *cb,
+NPU_API npu_status npu_cmdbuf_eltwise(struct npu_cmdbuf *cb,
 			      const struct npu_insn_eltwise *insn);
-npu_status npu_cmdbuf_lut(struct npu_cmdbuf *cb, uint8_t insn_flags,
+NPU_API npu_status npu_cmdbuf_lut(struct npu_cmdbuf *cb, uint8_t insn_flags,
 			  uint32_t input, uint32_t output, uint32_t table,
 			  uint32_t count);
-npu_status npu_cmdbuf_timestamp(struct npu_cmdbuf *cb, uint8_t insn_flags,
+NPU_API npu_status npu_cmdbuf_timestamp(struct npu_cmdbuf *cb, uint8_t insn_flags,
 				uint64_t va);
-npu_status npu_cmdbuf_barrier(struct npu_cmdbuf *cb);
-npu_status npu_cmdbuf_nop(struct npu_cmdbuf *cb, uint8_t insn_flags);
+NPU_API npu_status npu_cmdbuf_barrier(struct npu_cmdbuf *cb);
+NPU_API npu_status npu_cmdbuf_nop(struct npu_cmdbuf *cb, uint8_t insn_flags);
 /* Append an already-encoded instruction (validated like the others). */
-npu_status npu_cmdbuf_raw(struct npu_cmdbuf *cb, const void *insn, size_t size);
+NPU_API npu_status npu_cmdbuf_raw(struct npu_cmdbuf *cb, const void *insn, size_t size);
 
 /* The stream so far (header + instructions); valid until the next append. */
-const void *npu_cmdbuf_data(const struct npu_cmdbuf *cb, size_t *size);
+NPU_API const void *npu_cmdbuf_data(const struct npu_cmdbuf *cb, size_t *size);
 
 /*
  * Validate a whole binary stream (header, every instruction) as the
@@ -209,7 +209,7 @@ const void *npu_cmdbuf_data(const struct npu_cmdbuf *cb, size_t *size);
  * "instruction 3 at offset 120: truncated: needs 88 bytes, 40 left".
  * sram_size 0 / op_mask 0 mean the npu_hw.h defaults.
  */
-npu_status npu_cs_validate(const void *data, size_t size, uint32_t sram_size,
+NPU_API npu_status npu_cs_validate(const void *data, size_t size, uint32_t sram_size,
 			   uint32_t op_mask, char *msg, size_t msg_size);
 
 /* ---------------------------------------------------------------------------
@@ -257,26 +257,26 @@ struct npu_job_result {
  * running), as the kernel does. The returned handle is released with
  * npu_job_release().
  */
-npu_status npu_job_submit(struct npu_device *dev, const struct npu_submit *s,
+NPU_API npu_status npu_job_submit(struct npu_device *dev, const struct npu_submit *s,
 			  struct npu_job **out);
 /*
  * Wait for a job: NPU_OK when it ran to completion with NPU_JOB_OK,
  * NPU_ERR_JOB_FAILED with the device status in the job's message,
  * NPU_ERR_TIMEOUT (timeout_ns 0: just poll; UINT64_MAX: forever).
  */
-npu_status npu_job_wait(struct npu_job *job, uint64_t timeout_ns);
+NPU_API npu_status npu_job_wait(struct npu_job *job, uint64_t timeout_ns);
 /* Whether the job has completed (asks the device, never waits). */
-bool npu_job_done(struct npu_job *job);
+NPU_API bool npu_job_done(struct npu_job *job);
 /* Result of a completed job (NPU_ERR_BUSY while it runs). */
-npu_status npu_job_get_result(const struct npu_job *job,
+NPU_API npu_status npu_job_get_result(const struct npu_job *job,
 			      struct npu_job_result *result);
-const char *npu_job_last_error(const struct npu_job *job);
-uint64_t npu_job_user_data(const struct npu_job *job);
+NPU_API const char *npu_job_last_error(const struct npu_job *job);
+NPU_API uint64_t npu_job_user_data(const struct npu_job *job);
 /* Drop the handle; an unfinished job still runs to completion. */
-void npu_job_release(struct npu_job *job);
+NPU_API void npu_job_release(struct npu_job *job);
 
 /* Blocking convenience: submit, wait, fill result, release. */
-npu_status npu_job_run(struct npu_device *dev, const struct npu_submit *s,
+NPU_API npu_status npu_job_run(struct npu_device *dev, const struct npu_submit *s,
 		       struct npu_job_result *result);
 
 /*
@@ -296,19 +296,19 @@ struct npu_completion_event {
 	uint32_t device_status;
 };
 
-npu_status npu_job_submit_async(struct npu_device *dev,
+NPU_API npu_status npu_job_submit_async(struct npu_device *dev,
 				const struct npu_submit *s,
 				struct npu_job **out);
-npu_status npu_device_reap(struct npu_device *dev,
+NPU_API npu_status npu_device_reap(struct npu_device *dev,
 			   struct npu_completion_event *events,
 			   unsigned int max, unsigned int *count,
 			   uint64_t timeout_ns);
-int npu_device_poll_fd(struct npu_device *dev);
+NPU_API int npu_device_poll_fd(struct npu_device *dev);
 /* Async jobs submitted and not yet reaped. */
-unsigned int npu_device_inflight(struct npu_device *dev);
+NPU_API unsigned int npu_device_inflight(struct npu_device *dev);
 
 /* "OK", "MMU_UNMAPPED", ... for a device job status. */
-const char *npu_job_status_str(uint32_t device_status);
+NPU_API const char *npu_job_status_str(uint32_t device_status);
 
 #ifdef __cplusplus
 }

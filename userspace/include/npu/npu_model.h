@@ -1,33 +1,82 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * npu_model.h - load an ONNX model and run it.
+ * npu_model.h - the engine API: load ONNX models once, run them from many
+ * threads, on the CPU or compiled for an NPU.
  *
+ *	struct npu_engine *eng;
  *	struct npu_model *m;
- *	npu_model_create(NULL, &m);
- *	if (npu_model_load_file(m, "det.onnx") != NPU_OK)
- *		fprintf(stderr, "%s\n", npu_model_last_error(m));
- *	npu_model_run(m, inputs, 1);
- *	npu_model_output(m, 0, &out);
- *	npu_model_destroy(m);
+ *	struct npu_session *s;
  *
- * Inputs may have symbolic dimensions ("batch", "H"): fix them with
- * npu_model_set_input_shape() or just run with concrete tensors, which
- * re-plans the model for the new shapes. Every call returns an npu_status;
- * npu_model_last_error() says what failed, naming the file, the node, the
- * attribute or input and the reason. A model is not thread-safe; use one
- * per thread.
+ *	npu_engine_create(NULL, &eng);                  one per process
+ *	npu_model_load_file(eng, "det.onnx", NULL, &m); shared, immutable
+ *	npu_session_create(m, NULL, &s);                one per thread
+ *	if (npu_session_run(s, inputs, 1) != NPU_OK)
+ *		fprintf(stderr, "%s\n", npu_last_error());
+ *	npu_session_output(s, 0, &out);
+ *
+ * Objects (the references are ONNX Runtime's Env / Session, TFLite's
+ * Model / Interpreter and ncnn's Net / Extractor):
+ *   engine   the devices it opened (each once), one CPU thread pool shared
+ *            by every session, logging. Thread-safe.
+ *   model    the imported graph, weights, options and the calibration
+ *            ranges; immutable after load, so any number of threads share
+ *            it. Thread-safe.
+ *   plan     the model prepared for one concrete set of input shapes:
+ *            the optimized graph, memory plan and, on NPU devices, the
+ *            compiled segments. Made on first use of those shapes and kept
+ *            in the model's cache (bounded by count and bytes, least
+ *            recently used dropped). A new shape never re-imports the model
+ *            or recalibrates it. Thread-safe, read-only.
+ *   session  the run state of one thread: tensors, arenas, jobs in flight.
+ *            Single-threaded: a call while another thread is inside the
+ *            same session fails with NPU_ERR_BUSY.
+ * A model keeps its engine alive and a session its model, so destroying
+ * them in any order is safe; a session of a destroyed model reports an
+ * error instead of running.
+ *
+ * Errors: every call returns an npu_status; npu_last_error() gives the
+ * calling thread's message for its last failed call, naming the file, the
+ * node, the input or the field and the reason. A create that fails returns
+ * no object.
+ *
+ * ABI: the option and statistics structs start with 'struct_size'; set it
+ * with the *_init() macros (they pass sizeof of the caller's struct), so
+ * an application built against an older, shorter struct keeps working,
+ * and one built against a newer struct is told so clearly when it sets a
+ * field this library does not know. npu_host_tensor, npu_tensor_info and
+ * npu_node_placement are frozen: they never change layout.
  */
 #ifndef NPU_MODEL_H
 #define NPU_MODEL_H
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>	/* memset in the *_stats_init() macros */
 
 #include "npu/npu_status.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+struct npu_device;
+
+/* ---- Versions ---------------------------------------------------------- */
+
+#define NPU_API_VERSION_MAJOR 1
+#define NPU_API_VERSION_MINOR 0
+#define NPU_API_VERSION_PATCH 0
+#define NPU_API_VERSION \
+	(NPU_API_VERSION_MAJOR * 10000 + NPU_API_VERSION_MINOR * 100 + NPU_API_VERSION_PATCH)
+
+/* The library's version, "1.0.0", and NPU_API_VERSION as it was built. */
+NPU_API const char *npu_version(void);
+NPU_API int npu_api_version(void);
+
+/* The calling thread's message for its last failed call ("" if none). */
+NPU_API const char *npu_last_error(void);
+
+/* ---- Tensors ------------------------------------------------------------ */
 
 #define NPU_MODEL_MAX_RANK 8
 
@@ -49,42 +98,10 @@ enum npu_data_type {
 };
 
 /* Bytes per element (0 for undefined) and a name ("float", "int64"). */
-size_t npu_data_type_size(enum npu_data_type type);
-const char *npu_data_type_name(enum npu_data_type type);
+NPU_API size_t npu_data_type_size(enum npu_data_type type);
+NPU_API const char *npu_data_type_name(enum npu_data_type type);
 
-struct npu_model_options {
-	int threads;		/* CPU threads including the caller; 0: all cores */
-	/*
-	 * "cpu" (default): everything in fp32 on the CPU. "sim" (the NPU
-	 * simulator in-process) or "accel" (/dev/accel through the driver):
-	 * the model is compiled, NPU-capable parts run int8 on the NPU.
-	 */
-	const char *device;
-	int profile;		/* non-zero: time every node (npu_model_op_stat) */
-	/* Compilation for NPU devices (ignored on "cpu"): */
-	const char *calib_dir;	/* calibration .npy files; NULL: random inputs */
-	const char *calib_method;	/* "minmax" (default), "percentile", "entropy" */
-	double calib_percentile;	/* 0: 99.99 */
-	uint64_t calib_seed;	/* random calibration inputs; 0: 1 */
-	int calib_samples;	/* number of random sets; 0: 4 */
-	/*
-	 * Non-zero: compile only in npu_model_compile() or the first run, not
-	 * at load or npu_model_set_input_shape() (saves compiling twice when
-	 * shapes are fixed after loading). Without it, a model compiles as
-	 * soon as every input dimension is known.
-	 */
-	int defer_compile;
-	/*
-	 * Non-zero: keep every NPU-capable node on the NPU, even segments the
-	 * cost model finds too small to pay for their transfers (conformance
-	 * tests of the NPU's arithmetic on one-op models use this).
-	 */
-	int keep_small_segments;
-};
-
-void npu_model_options_init(struct npu_model_options *opts);
-
-/* What a model input or output looks like. */
+/* What a model input or output looks like (frozen layout). */
 struct npu_tensor_info {
 	const char *name;
 	enum npu_data_type dtype;
@@ -93,9 +110,13 @@ struct npu_tensor_info {
 	const char *dim_names[NPU_MODEL_MAX_RANK];	/* symbolic name or NULL */
 };
 
-/* A dense, C-order tensor in host memory. */
+/*
+ * A dense, C-order tensor in host memory (frozen layout). As an input,
+ * 'name' picks the model input (NULL: by position); to ask for a plan only
+ * name, rank and dims are read.
+ */
 struct npu_host_tensor {
-	const char *name;	/* input name; NULL: by position */
+	const char *name;
 	enum npu_data_type dtype;
 	int rank;
 	int64_t dims[NPU_MODEL_MAX_RANK];
@@ -103,61 +124,165 @@ struct npu_host_tensor {
 	size_t nbytes;
 };
 
+/* ---- Engine -------------------------------------------------------------- */
+
+struct npu_engine;
+
+enum npu_log_level {
+	NPU_LOG_ERROR = 0,
+	NPU_LOG_WARNING = 1,
+	NPU_LOG_INFO = 2,	/* model loads, plans made, devices opened */
+	NPU_LOG_DEBUG = 3,
+};
+
+struct npu_engine_options {
+	size_t struct_size;	/* sizeof(struct npu_engine_options) */
+	int threads;		/* CPU threads of the shared pool, the caller
+				 * included; 0: all online cores */
+	enum npu_log_level log_level;	/* default NPU_LOG_WARNING */
+	/* Where messages go; NULL: stderr. Called from any thread. */
+	void (*log)(void *arg, enum npu_log_level level, const char *message);
+	void *log_arg;
+};
+
+NPU_API void npu_engine_options_init_sized(struct npu_engine_options *opts,
+					   size_t struct_size);
+#define npu_engine_options_init(opts) \
+	npu_engine_options_init_sized((opts), sizeof(*(opts)))
+
+/* opts may be NULL (defaults). */
+NPU_API npu_status npu_engine_create(const struct npu_engine_options *opts,
+				     struct npu_engine **out);
+/* Drops the caller's reference: models still loaded keep it alive. */
+NPU_API void npu_engine_destroy(struct npu_engine *engine);
+/* The size of the shared CPU pool, the caller included. */
+NPU_API int npu_engine_threads(const struct npu_engine *engine);
+
+/*
+ * The device called 'name' ("sim", "accel" or an accel node path such as
+ * "/dev/accel/accel0"), opened on first use and shared by every model of
+ * the engine. The engine owns it: do not close it.
+ */
+NPU_API npu_status npu_engine_get_device(struct npu_engine *engine,
+					 const char *name,
+					 struct npu_device **out);
+/*
+ * Use an application's own device for models that ask for 'name'. The
+ * application keeps ownership and closes it after the engine is gone.
+ * NPU_ERR_BUSY if a device of that name is in use already.
+ */
+NPU_API npu_status npu_engine_attach_device(struct npu_engine *engine,
+					    const char *name,
+					    struct npu_device *device);
+
+/* ---- Model ---------------------------------------------------------------- */
+
 struct npu_model;
 
-/* opts may be NULL (defaults). The model holds its last error. */
-npu_status npu_model_create(const struct npu_model_options *opts,
-			    struct npu_model **out);
-void npu_model_destroy(struct npu_model *model);
-const char *npu_model_last_error(const struct npu_model *model);
+struct npu_model_options {
+	size_t struct_size;	/* sizeof(struct npu_model_options) */
+	/*
+	 * "cpu" (default): everything fp32 on the CPU. "sim" (the NPU
+	 * simulator in-process), "accel" or an accel node path: compiled,
+	 * NPU-capable parts run int8 on that NPU. Anything else is an error.
+	 */
+	const char *device;
+	int profile;		/* time every node and NPU op (statistics) */
+	/* Compilation for NPU devices (ignored on "cpu"): */
+	const char *calib_dir;	/* calibration .npy files; NULL: random inputs */
+	const char *calib_method;	/* "minmax" (default), "percentile", "entropy" */
+	double calib_percentile;	/* 0: 99.99 */
+	uint64_t calib_seed;	/* random calibration inputs; 0: 1 */
+	int calib_samples;	/* number of random sets; 0: 4 */
+	/* Keep every NPU-capable node on the NPU, even segments too small to
+	 * pay for their transfers (tests of the NPU's arithmetic). */
+	int keep_small_segments;
+	/* Plan cache: at most this many plans (0: 8) and bytes (0: 1 GiB). */
+	size_t max_plans;
+	uint64_t max_plan_bytes;
+};
 
-npu_status npu_model_load_file(struct npu_model *model, const char *path);
-/* 'name' names the model in messages; the bytes are copied. */
-npu_status npu_model_load_memory(struct npu_model *model, const void *data,
-				 size_t size, const char *name);
-
-size_t npu_model_num_inputs(const struct npu_model *model);
-size_t npu_model_num_outputs(const struct npu_model *model);
-/* Pointers in 'info' live as long as the model. Shapes reflect the current
- * plan: input dims fixed by set_input_shape / a run / a .npub are shown
- * (dim_names keep the symbolic names), outputs follow from them. */
-npu_status npu_model_input_info(const struct npu_model *model, size_t index,
-				struct npu_tensor_info *info);
-npu_status npu_model_output_info(const struct npu_model *model, size_t index,
-				 struct npu_tensor_info *info);
-
-/* Fix the dims of input 'name'; dims the model fixes must match. */
-npu_status npu_model_set_input_shape(struct npu_model *model, const char *name,
-				     int rank, const int64_t *dims);
-
-/* Run with 'count' inputs (by name, or by position when name is NULL). */
-npu_status npu_model_run(struct npu_model *model,
-			 const struct npu_host_tensor *inputs, size_t count);
-/* Output 'index' of the last run; data is valid until the next run. */
-npu_status npu_model_output(const struct npu_model *model, size_t index,
-			    struct npu_host_tensor *out);
-
-/* Seconds of the last npu_model_run(). */
-double npu_model_last_run_seconds(const struct npu_model *model);
+NPU_API void npu_model_options_init_sized(struct npu_model_options *opts,
+					  size_t struct_size);
+#define npu_model_options_init(opts) \
+	npu_model_options_init_sized((opts), sizeof(*(opts)))
 
 /*
- * Per-op-type statistics, by decreasing time when profiling (counts of
- * nodes in the plan otherwise): op type, nodes, calls, total milliseconds.
+ * Load an ONNX model or a compiled .npub (whose plan for its compiled
+ * shapes is ready at once). opts may be NULL. The bytes are copied; 'name'
+ * names the model in messages.
  */
-size_t npu_model_num_op_stats(const struct npu_model *model);
-npu_status npu_model_op_stat(const struct npu_model *model, size_t index,
-			     const char **op_type, size_t *nodes,
-			     uint64_t *calls, double *total_ms);
+NPU_API npu_status npu_model_load_file(struct npu_engine *engine,
+				       const char *path,
+				       const struct npu_model_options *opts,
+				       struct npu_model **out);
+NPU_API npu_status npu_model_load_memory(struct npu_engine *engine,
+					 const void *data, size_t size,
+					 const char *name,
+					 const struct npu_model_options *opts,
+					 struct npu_model **out);
+/* Drops the caller's reference; sessions still open keep the memory. */
+NPU_API void npu_model_destroy(struct npu_model *model);
 
-/* ---- NPU compilation (devices "sim" and "accel") ---- */
+NPU_API const char *npu_model_name(const struct npu_model *model);
+NPU_API const char *npu_model_device(const struct npu_model *model);
+NPU_API size_t npu_model_num_inputs(const struct npu_model *model);
+NPU_API size_t npu_model_num_outputs(const struct npu_model *model);
+/*
+ * The interface as the file declares it (symbolic dims are -1 with their
+ * dim_names). For a .npub, inputs show the compiled shapes. Pointers in
+ * 'info' live as long as the model.
+ */
+NPU_API npu_status npu_model_input_info(const struct npu_model *model,
+					size_t index,
+					struct npu_tensor_info *info);
+NPU_API npu_status npu_model_output_info(const struct npu_model *model,
+					 size_t index,
+					 struct npu_tensor_info *info);
+
+struct npu_model_stats {
+	size_t struct_size;	/* sizeof(struct npu_model_stats) */
+	uint64_t imports;	/* ONNX imports: 1 after load, never more */
+	uint64_t calibrations;	/* calibration runs (NPU devices) */
+	uint64_t plans_built;	/* plans made (compilations on NPU devices) */
+	uint64_t plan_hits;	/* plan requests served from the cache */
+	uint64_t plan_misses;
+	uint64_t plans_evicted;
+	uint64_t plans_cached;	/* now in the cache */
+	uint64_t plan_bytes;	/* their host memory, as counted for the bound */
+};
+
+#define npu_model_stats_init(st) \
+	((void)memset((st), 0, sizeof(*(st))), (st)->struct_size = sizeof(*(st)))
+
+NPU_API npu_status npu_model_get_stats(const struct npu_model *model,
+				       struct npu_model_stats *stats);
+
+/* ---- Plan ------------------------------------------------------------------ */
+
+struct npu_plan;
 
 /*
- * Compile now for the current input shapes (every dim must be known).
- * A no-op on "cpu" and for a model already compiled for these shapes.
+ * The plan for these input shapes (by name, or by position when name is
+ * NULL; only rank and dims are read), made now if it is not cached. Every
+ * input must be given with every dim known. Returns a reference: release
+ * it with npu_plan_release().
  */
-npu_status npu_model_compile(struct npu_model *model);
+NPU_API npu_status npu_model_get_plan(struct npu_model *model,
+				      const struct npu_host_tensor *shapes,
+				      size_t count, struct npu_plan **out);
+NPU_API void npu_plan_release(struct npu_plan *plan);
+NPU_API const struct npu_model *npu_plan_model(const struct npu_plan *plan);
 
-/* Where a node of the source model runs, and why. */
+/* Concrete shapes of the plan's inputs and outputs. */
+NPU_API npu_status npu_plan_input_info(const struct npu_plan *plan,
+				       size_t index,
+				       struct npu_tensor_info *info);
+NPU_API npu_status npu_plan_output_info(const struct npu_plan *plan,
+					size_t index,
+					struct npu_tensor_info *info);
+
+/* Where a node of the source model runs, and why (frozen layout). */
 struct npu_node_placement {
 	const char *node;	/* node name ("#index" if unnamed) */
 	const char *op_type;
@@ -167,12 +292,72 @@ struct npu_node_placement {
 	const char *reason;	/* "CONV2D on the MAC array", "op not in the NPU ISA" */
 };
 
-/* Placements of the compiled model's nodes (0 before compilation). */
-size_t npu_model_num_placements(const struct npu_model *model);
-npu_status npu_model_placement(const struct npu_model *model, size_t index,
-			       struct npu_node_placement *placement);
+/* Placements of a plan compiled for an NPU device (0 on "cpu"). */
+NPU_API size_t npu_plan_num_placements(const struct npu_plan *plan);
+NPU_API npu_status npu_plan_placement(const struct npu_plan *plan,
+				      size_t index,
+				      struct npu_node_placement *placement);
 
-struct npu_model_npu_stats {
+/* Save a plan compiled for an NPU device (.npub): 'npu run FILE.npub'. */
+NPU_API npu_status npu_plan_save_compiled(const struct npu_plan *plan,
+					  const char *path);
+
+/* ---- Session ----------------------------------------------------------------- */
+
+struct npu_session;
+
+struct npu_session_options {
+	size_t struct_size;	/* sizeof(struct npu_session_options) */
+	/* Run states of plans kept for a switch back (0: 4). */
+	size_t max_plan_states;
+};
+
+NPU_API void npu_session_options_init_sized(struct npu_session_options *opts,
+					    size_t struct_size);
+#define npu_session_options_init(opts) \
+	npu_session_options_init_sized((opts), sizeof(*(opts)))
+
+NPU_API npu_status npu_session_create(struct npu_model *model,
+				      const struct npu_session_options *opts,
+				      struct npu_session **out);
+NPU_API void npu_session_destroy(struct npu_session *session);
+
+/*
+ * Run with 'count' inputs (by name, or by position when name is NULL) on
+ * the plan for their shapes, made on first use of those shapes. For a
+ * model whose first dimension is dynamic, N requests stacked along it run
+ * at once on the plan for N.
+ */
+NPU_API npu_status npu_session_run(struct npu_session *session,
+				   const struct npu_host_tensor *inputs,
+				   size_t count);
+/* The same on a given plan of the session's model; shapes must match it. */
+NPU_API npu_status npu_session_run_plan(struct npu_session *session,
+					struct npu_plan *plan,
+					const struct npu_host_tensor *inputs,
+					size_t count);
+/* Output 'index' of the last run; data is valid until the next run. */
+NPU_API npu_status npu_session_output(const struct npu_session *session,
+				      size_t index,
+				      struct npu_host_tensor *out);
+/* The plan of the last run (borrowed; valid until the next run). */
+NPU_API const struct npu_plan *npu_session_plan(const struct npu_session *session);
+/* Seconds of the last run. */
+NPU_API double npu_session_last_run_seconds(const struct npu_session *session);
+
+/*
+ * Per-op-type statistics of the last plan run, by decreasing time when
+ * profiling (counts of nodes otherwise): op type, nodes, calls, total ms.
+ */
+NPU_API size_t npu_session_num_op_stats(const struct npu_session *session);
+NPU_API npu_status npu_session_op_stat(const struct npu_session *session,
+				       size_t index, const char **op_type,
+				       size_t *nodes, uint64_t *calls,
+				       double *total_ms);
+
+/* NPU figures of the session's current plan and its last run. */
+struct npu_npu_stats {
+	size_t struct_size;		/* sizeof(struct npu_npu_stats) */
 	size_t segments;		/* NPU segments (jobs per run) */
 	uint64_t total_macs;		/* MACs of the whole model */
 	uint64_t npu_macs;		/* MACs placed on the NPU */
@@ -189,16 +374,21 @@ struct npu_model_npu_stats {
 	uint64_t ideal_mac_cycles;	/* per run: NPU MACs / MAC array size */
 	/* The last run: */
 	uint64_t last_cycles;		/* modeled NPU cycles, all segments */
-	double last_npu_wall_ms;	/* host time inside NPU segment ops: quantize,
-					 * submit, wait, dequantize (CPU ops that ran
-					 * meanwhile are not counted) */
+	double last_npu_wall_ms;	/* host time inside NPU segment ops */
 };
 
-npu_status npu_model_npu_stats(const struct npu_model *model,
-			       struct npu_model_npu_stats *stats);
+#define npu_npu_stats_init(st) \
+	((void)memset((st), 0, sizeof(*(st))), (st)->struct_size = sizeof(*(st)))
+
+NPU_API npu_status npu_session_npu_stats(const struct npu_session *session,
+					 struct npu_npu_stats *stats);
+/* The same for a plan before any run (the last_* fields stay 0). */
+NPU_API npu_status npu_plan_npu_stats(const struct npu_plan *plan,
+				      struct npu_npu_stats *stats);
 
 /* One NPU segment (one job per run): its share of the work, last run. */
-struct npu_model_segment_stats {
+struct npu_segment_stats {
+	size_t struct_size;		/* sizeof(struct npu_segment_stats) */
 	size_t nodes;			/* source nodes it replaces */
 	const char *first_node, *last_node;
 	uint64_t macs;
@@ -207,15 +397,17 @@ struct npu_model_segment_stats {
 	uint64_t last_cycles;		/* modeled cycles of the last run */
 };
 
-npu_status npu_model_npu_segment(const struct npu_model *model, size_t index,
-				 struct npu_model_segment_stats *stats);
+NPU_API npu_status npu_session_npu_segment(const struct npu_session *session,
+					   size_t index,
+					   struct npu_segment_stats *stats);
 
 /*
  * One NPU op (a lowered node) of the last run. Its modeled cycles come
- * from device timestamps around it, taken when the model was opened with
+ * from device timestamps around it, taken when the model was loaded with
  * 'profile' set (0 otherwise); ideal_mac_cycles / cycles is its roofline.
  */
-struct npu_model_op_stats {
+struct npu_op_stats {
+	size_t struct_size;		/* sizeof(struct npu_op_stats) */
 	int segment;
 	const char *node;		/* source node name */
 	const char *kind;		/* "conv", "matmul", "pool", "eltwise", "lut" */
@@ -224,12 +416,9 @@ struct npu_model_op_stats {
 	uint64_t cycles;
 };
 
-size_t npu_model_npu_num_ops(const struct npu_model *model);
-npu_status npu_model_npu_op(const struct npu_model *model, size_t index,
-			    struct npu_model_op_stats *stats);
-
-/* Save the compiled model (.npub): 'npu run FILE.npub' runs it. */
-npu_status npu_model_save_compiled(struct npu_model *model, const char *path);
+NPU_API size_t npu_session_npu_num_ops(const struct npu_session *session);
+NPU_API npu_status npu_session_npu_op(const struct npu_session *session,
+				      size_t index, struct npu_op_stats *stats);
 
 #ifdef __cplusplus
 }

@@ -2,15 +2,20 @@
 /*
  * npu_status.h - status codes shared by every libnpu-user call.
  *
- * Every call returns an npu_status. The object the call was made on (device,
- * model, session...) keeps a message saying what failed and why, e.g.
- * "npu_submit: command offset 4100 + size 64 exceeds BO size 4096", read
- * with that object's *_last_error() function. There is no global error
- * state: messages live in the objects, so threads using different objects
- * never see each other's errors.
+ * Every call returns an npu_status. A message says what failed and why,
+ * e.g. "npu_submit: command offset 4100 + size 64 exceeds BO size 4096":
+ * the engine API (npu_model.h) keeps it per thread (npu_last_error()), the
+ * device layer (npu_device.h) in the object the call was made on.
  */
 #ifndef NPU_STATUS_H
 #define NPU_STATUS_H
+
+/* Marks the library's exported API; everything else in it is hidden. */
+#if defined(__GNUC__) || defined(__clang__)
+#define NPU_API __attribute__((visibility("default")))
+#else
+#define NPU_API
+#endif
 
 #ifdef __cplusplus
 extern "C" {
@@ -32,7 +37,7 @@ typedef enum npu_status {
 } npu_status;
 
 /* A short constant name for a status, e.g. "invalid argument". */
-const char *npu_status_str(npu_status status);
+NPU_API const char *npu_status_str(npu_status status);
 
 #ifdef __cplusplus
 }

@@ -261,17 +261,7 @@ void npu_segment_free(struct npu_segment *seg)
 
 	if (!seg)
 		return;
-	if (seg->rt) {
-		if (seg->rt->job) {	/* never left running past a run, but be safe */
-			npu_job_wait(seg->rt->job, UINT64_MAX);
-			npu_job_release(seg->rt->job);
-		}
-		npu_buffer_free(seg->rt->consts);
-		npu_buffer_free(seg->rt->profile);
-		free(seg->rt->lop_cycles);
-		npu_buffer_free(seg->rt->cmd);
-		free(seg->rt);
-	}
+	npu_buffer_free(seg->consts);
 	for (i = 0; i < seg->num_owned; i++)
 		free(seg->owned[i]);
 	for (i = 0; seg->node_keys && i < seg->num_nodes; i++)
@@ -286,7 +276,6 @@ void npu_segment_free(struct npu_segment *seg)
 	free(seg->output_acts);
 	free(seg->input_layout);
 	free(seg->output_layout);
-	free(seg->stream);
 	npu_codegen_result_free(&seg->code);
 	free(seg->first_node);
 	free(seg->last_node);
@@ -542,93 +531,46 @@ static npu_status rewrite_segment(struct npu_graph *g, struct npu_segment *seg,
 		sn->outputs[i] = seg->outputs[i];
 		seg->outputs[i]->producer = sn;
 	}
-	sn->op_state = seg->rt;
+	sn->op_state = seg;	/* shared; each session binds its own run */
 	return NPU_OK;
 }
 
-/* Code and device buffers for one segment, in the shared arena. */
-static npu_status generate_segment(struct npu_segment *seg, struct npu_device *dev,
-				   uint32_t sram_size, struct npu_buffer *arena,
-				   void *arena_map, struct npu_segment_group *group,
-				   bool profile, struct npu_error *err)
+/*
+ * The constants of one segment (weights, biases, tables) in a read-only
+ * device buffer that every session's command stream points to. Their
+ * content does not depend on where the arena or the blob will be.
+ */
+static npu_status bind_consts(struct npu_segment *seg, struct npu_device *dev,
+			      uint32_t sram_size, struct npu_error *err)
 {
-	struct npu_segment_rt *rt = calloc(1, sizeof(*rt));
-	struct npu_codegen_target t = { .sram_size = sram_size, .arena_va = npu_buffer_va(arena) };
+	struct npu_codegen_target t = { .sram_size = sram_size };
 	struct npu_cmdbuf *cb = NULL;
-	const void *stream;
 	npu_status st;
 	void *map;
 
-	if (!rt || npu_cmdbuf_create(&cb)) {
-		free(rt);
+	if (npu_cmdbuf_create(&cb))
 		return npu_error_set(err, NPU_ERR_NO_MEMORY, "compile: out of memory");
-	}
-	seg->rt = rt;
-	rt->seg = seg;
-	rt->dev = dev;
-	rt->arena = arena;
-	rt->arena_map = arena_map;
-	rt->group = group;
 	npu_cmdbuf_set_device(cb, dev);
-	if (profile) {
-		void *pmap;
-
-		rt->lop_cycles = calloc(seg->prog.num_lops + 1, sizeof(*rt->lop_cycles));
-		if (!rt->lop_cycles ||
-		    npu_buffer_alloc(dev, 8 * (seg->prog.num_lops + 1), 0, &rt->profile) ||
-		    npu_buffer_map(rt->profile, &pmap)) {
-			npu_cmdbuf_destroy(cb);
-			return npu_error_set(err, NPU_ERR_DEVICE, "compile: profile buffer: %s",
-					     npu_device_last_error(dev));
-		}
-		rt->profile_map = pmap;
-		t.profile_va = npu_buffer_va(rt->profile);
-	}
-	/* Pass 1 sizes the constant blob, pass 2 knows where it lives. */
+	npu_codegen_result_free(&seg->code);
 	st = npu_codegen_segment(&seg->prog, &t, cb, &seg->code, err);
-	if (!st && seg->code.consts_size) {
-		st = npu_buffer_alloc(dev, seg->code.consts_size, NPU_BUFFER_DEVICE_READ_ONLY,
-				      &rt->consts);
-		if (!st)
-			st = npu_buffer_map(rt->consts, &map);
-		if (st)
-			npu_error_set(err, st, "compile: constants of NPU segment %d: %s",
-				      seg->index, npu_device_last_error(dev));
-	}
-	if (!st) {
-		t.consts_va = rt->consts ? npu_buffer_va(rt->consts) : 0;
-		npu_codegen_result_free(&seg->code);
-		npu_cmdbuf_reset(cb);
-		st = npu_codegen_segment(&seg->prog, &t, cb, &seg->code, err);
-	}
-	if (!st && rt->consts)
-		memcpy(map, seg->code.consts, seg->code.consts_size);
-	if (!st) {
-		stream = npu_cmdbuf_data(cb, &seg->stream_size);
-		free(seg->stream);
-		seg->stream = malloc(seg->stream_size);
-		st = seg->stream ? npu_buffer_alloc(dev, seg->stream_size,
-						    NPU_BUFFER_DEVICE_READ_ONLY, &rt->cmd)
-				 : NPU_ERR_NO_MEMORY;
-		if (!st)
-			st = npu_buffer_map(rt->cmd, &map);
-		if (!st) {
-			memcpy(seg->stream, stream, seg->stream_size);
-			memcpy(map, stream, seg->stream_size);
-		} else {
-			npu_error_set(err, st, "compile: command buffer of NPU segment %d: %s",
-				      seg->index, npu_device_last_error(dev));
-		}
-	}
 	npu_cmdbuf_destroy(cb);
-	return st;
+	seg->dev = dev;
+	if (st || !seg->code.consts_size)
+		return st;
+	st = npu_buffer_alloc(dev, seg->code.consts_size, NPU_BUFFER_DEVICE_READ_ONLY,
+			      &seg->consts);
+	if (!st)
+		st = npu_buffer_map(seg->consts, &map);
+	if (st)
+		return npu_error_set(err, st, "compile: constants of NPU segment %d: %s",
+				     seg->index, npu_device_last_error(dev));
+	memcpy(map, seg->code.consts, seg->code.consts_size);
+	return NPU_OK;
 }
 
 npu_status npu_compiled_bind(struct npu_compiled *c, struct npu_graph *graph,
 			     struct npu_device *dev, struct npu_error *err)
 {
-	struct npu_device_info info;
-	void *arena_map = NULL;
 	npu_status st;
 	size_t i;
 
@@ -644,25 +586,164 @@ npu_status npu_compiled_bind(struct npu_compiled *c, struct npu_graph *graph,
 	}
 	if (!c->num_segments)
 		return NPU_OK;
-	c->group = calloc(1, sizeof(*c->group));
-	if (!c->group)
-		return npu_error_set(err, NPU_ERR_NO_MEMORY, "compile: out of memory");
-	st = npu_device_get_info(dev, &info);
-	if (!st)
-		st = npu_buffer_alloc(dev, c->arena_bytes, 0, &c->arena);
-	if (!st)
-		st = npu_buffer_map(c->arena, &arena_map);
+	st = npu_device_get_info(dev, &c->dev_info);
 	if (st)
-		return npu_error_set(err, st, "compile: device arena of %llu bytes: %s",
-				     (unsigned long long)c->arena_bytes, npu_device_last_error(dev));
-	for (i = 0; i < c->num_segments && !st; i++)
-		st = generate_segment(c->segments[i], dev, info.sram_size, c->arena, arena_map,
-				      c->group, c->profile_ops, err);
+		return npu_error_set(err, st, "compile: %s", npu_device_last_error(dev));
+	c->dev = dev;
+	for (i = 0; i < c->num_segments && !st; i++) {
+		c->segments[i]->compiled = c;
+		st = bind_consts(c->segments[i], dev, c->dev_info.sram_size, err);
+	}
 	for (i = 0; i < c->num_segments && !st; i++)
 		st = rewrite_segment(graph, c->segments[i], err);
 	if (!st)
 		st = npu_graph_sort(graph, err);
 	return st;
+}
+
+static void segment_rt_free(struct npu_segment_rt *rt)
+{
+	if (!rt)
+		return;
+	if (rt->job) {	/* never left running past a run, but be safe */
+		npu_job_wait(rt->job, UINT64_MAX);
+		npu_job_release(rt->job);
+	}
+	npu_buffer_free(rt->profile);
+	free(rt->lop_cycles);
+	npu_buffer_free(rt->cmd);
+	free(rt);
+}
+
+/* One session's command stream for a segment, addressing its arena. */
+static npu_status segment_rt_create(struct npu_compiled_run *run, struct npu_segment *seg,
+				    struct npu_segment_rt **out, struct npu_error *err)
+{
+	struct npu_device *dev = run->c->dev;
+	struct npu_segment_rt *rt = calloc(1, sizeof(*rt));
+	struct npu_codegen_target t = {
+		.sram_size = run->c->dev_info.sram_size,
+		.arena_va = npu_buffer_va(run->arena),
+		.consts_va = seg->consts ? npu_buffer_va(seg->consts) : 0,
+	};
+	struct npu_codegen_result code = { 0 };
+	struct npu_cmdbuf *cb = NULL;
+	const void *stream;
+	npu_status st;
+	void *map;
+
+	*out = rt;
+	if (!rt || npu_cmdbuf_create(&cb))
+		return npu_error_set(err, NPU_ERR_NO_MEMORY, "NPU segment %d: out of memory",
+				     seg->index);
+	rt->seg = seg;
+	rt->dev = dev;
+	rt->arena = run->arena;
+	rt->arena_map = run->arena_map;
+	rt->group = &run->group;
+	npu_cmdbuf_set_device(cb, dev);
+	if (run->c->profile_ops) {
+		void *pmap;
+
+		rt->lop_cycles = calloc(seg->prog.num_lops + 1, sizeof(*rt->lop_cycles));
+		if (!rt->lop_cycles ||
+		    npu_buffer_alloc(dev, 8 * (seg->prog.num_lops + 1), 0, &rt->profile) ||
+		    npu_buffer_map(rt->profile, &pmap)) {
+			npu_cmdbuf_destroy(cb);
+			return npu_error_set(err, NPU_ERR_DEVICE, "NPU segment %d: profile buffer: %s",
+					     seg->index, npu_device_last_error(dev));
+		}
+		rt->profile_map = pmap;
+		t.profile_va = npu_buffer_va(rt->profile);
+	}
+	st = npu_codegen_segment(&seg->prog, &t, cb, &code, err);
+	if (!st) {
+		stream = npu_cmdbuf_data(cb, &rt->stream_size);
+		st = npu_buffer_alloc(dev, rt->stream_size, NPU_BUFFER_DEVICE_READ_ONLY, &rt->cmd);
+		if (!st)
+			st = npu_buffer_map(rt->cmd, &map);
+		if (!st)
+			memcpy(map, stream, rt->stream_size);
+		else
+			npu_error_set(err, st, "NPU segment %d: command buffer: %s",
+				      seg->index, npu_device_last_error(dev));
+	}
+	npu_codegen_result_free(&code);
+	npu_cmdbuf_destroy(cb);
+	return st;
+}
+
+npu_status npu_compiled_run_create(struct npu_compiled *c, struct npu_compiled_run **out,
+				   struct npu_error *err)
+{
+	struct npu_compiled_run *run;
+	npu_status st = NPU_OK;
+	size_t i;
+
+	*out = NULL;
+	run = calloc(1, sizeof(*run));
+	if (!run)
+		return npu_error_set(err, NPU_ERR_NO_MEMORY, "out of memory");
+	run->c = c;
+	run->rts = calloc(c->num_segments + 1, sizeof(*run->rts));
+	if (!run->rts) {
+		free(run);
+		return npu_error_set(err, NPU_ERR_NO_MEMORY, "out of memory");
+	}
+	if (c->num_segments) {
+		st = npu_buffer_alloc(c->dev, c->arena_bytes, 0, &run->arena);
+		if (!st)
+			st = npu_buffer_map(run->arena, &run->arena_map);
+		if (st)
+			npu_error_set(err, st, "device arena of %llu bytes: %s",
+				      (unsigned long long)c->arena_bytes,
+				      npu_device_last_error(c->dev));
+	}
+	for (i = 0; i < c->num_segments && !st; i++)
+		st = segment_rt_create(run, c->segments[i], &run->rts[i], err);
+	if (st) {
+		npu_compiled_run_destroy(run);
+		return st;
+	}
+	*out = run;
+	return NPU_OK;
+}
+
+void npu_compiled_run_destroy(struct npu_compiled_run *run)
+{
+	size_t i;
+
+	if (!run)
+		return;
+	for (i = 0; i < run->c->num_segments; i++)
+		segment_rt_free(run->rts[i]);
+	free(run->rts);
+	npu_buffer_free(run->arena);
+	free(run);
+}
+
+struct npu_compiled *npu_segment_node_compiled(const struct npu_node *node)
+{
+	const struct npu_segment *seg = node->op_state;
+
+	if (!seg || strcmp(node->op_type, NPU_SEGMENT_OP) ||
+	    strcmp(node->domain, NPU_SEGMENT_DOMAIN))
+		return NULL;
+	return seg->compiled;
+}
+
+void *npu_compiled_run_node_state(const struct npu_compiled_run *run,
+				  const struct npu_node *node)
+{
+	const struct npu_segment *seg;
+
+	if (!run || npu_segment_node_compiled(node) != run->c)
+		return NULL;
+	seg = node->op_state;
+	if (seg->index < 0 || (size_t)seg->index >= run->c->num_segments ||
+	    run->c->segments[seg->index] != seg)
+		return NULL;
+	return run->rts[seg->index];
 }
 
 npu_status npu_compile_passes_pre(struct npu_graph *graph,
@@ -712,7 +793,7 @@ npu_status npu_compile_graph(struct npu_graph *graph,
 	if (!st)
 		st = npu_compile_passes_pre(graph, &b.qdq, err);
 	if (!st)
-		st = npu_calibrate(graph, opts, &b.calib, err);
+		st = npu_calibrate_cached(graph, opts, &b.calib, err);
 	if (!st)
 		st = npu_compile_passes_fuse(graph, err);
 	if (!st)
@@ -754,8 +835,6 @@ void npu_compiled_free(struct npu_compiled *c)
 	for (i = 0; i < c->num_segments; i++)
 		npu_segment_free(c->segments[i]);
 	free(c->segments);
-	free(c->group);
-	npu_buffer_free(c->arena);
 	for (i = 0; i < c->num_records; i++) {
 		free(c->records[i].node);
 		free(c->records[i].op_type);

@@ -35,6 +35,8 @@
 #include "graph/npu_ir.h"
 #include "npu/npu_device.h"
 
+struct npu_threadpool;
+
 #define NPU_SEGMENT_DOMAIN "ai.npu"
 #define NPU_SEGMENT_OP "NpuSegment"
 
@@ -62,7 +64,19 @@ struct npu_compile_options {
 	size_t num_calib_sets;
 	uint64_t calib_seed;		/* random sets when num_calib_sets == 0 */
 	size_t random_calib_sets;	/* how many random sets (default 4) */
+	/*
+	 * Called for the calibration inputs only when calibration runs (no
+	 * calib_inputs given and the cache does not cover the graph): sets x
+	 * graph inputs, freed by the compiler.
+	 */
+	npu_status (*load_calib)(void *arg, const struct npu_graph *graph,
+				 struct npu_tensor ***sets, size_t *count,
+				 struct npu_error *err);
+	void *load_calib_arg;
+	/* Ranges by value name from earlier compilations; filled in here. */
+	struct npu_calib_cache *calib_cache;
 	int threads;
+	struct npu_threadpool *pool;	/* borrowed; NULL: own pool of 'threads' */
 	bool cpu_only_placement;	/* explain only: place, generate nothing */
 	bool keep_small_segments;	/* skip the cost model (tests) */
 	bool profile_ops;		/* time every op on the device */
@@ -92,9 +106,7 @@ struct npu_segment {
 	uint32_t *input_acts, *output_acts;
 	enum npu_layout *input_layout, *output_layout;
 	size_t num_inputs, num_outputs;
-	/* Generated code. */
-	uint8_t *stream;
-	size_t stream_size;
+	/* Generated code (constants, counts; the streams are per session). */
 	struct npu_codegen_result code;
 	struct npu_memplan_stats mem;
 	uint64_t arena_size;
@@ -102,7 +114,10 @@ struct npu_segment {
 	/* The nodes it replaces, by their first output's (unique) name. */
 	char **node_keys;
 	char *first_node, *last_node;	/* for messages and traces */
-	struct npu_segment_rt *rt;	/* device binding (segment_rt.h) */
+	/* Device binding shared by every session (npu_compiled_bind): */
+	struct npu_compiled *compiled;	/* the model it belongs to */
+	struct npu_device *dev;
+	struct npu_buffer *consts;	/* NULL when the segment has none */
 };
 
 struct npu_compiled {
@@ -115,10 +130,41 @@ struct npu_compiled {
 	uint64_t arena_sum_bytes;	/* every NPU tensor in its own buffer */
 	uint64_t arena_lower_bound;
 	double compile_ms;
-	struct npu_buffer *arena;	/* activations of every segment */
-	struct npu_segment_group *group;	/* which segment is in flight */
 	bool profile_ops;		/* bind with per-op device timestamps */
+	struct npu_device *dev;		/* bound to (npu_compiled_bind) */
+	struct npu_device_info dev_info;
 };
+
+/*
+ * A segment group's run state for one session: segments of one session
+ * share its arena, so at most one is in flight (segment_op.c).
+ */
+struct npu_segment_group {
+	struct npu_segment_rt *inflight;
+};
+
+/*
+ * One session's binding of a compiled model: its own device arena and
+ * command streams that address it; the constants stay shared. Sessions on
+ * different threads therefore run the same compiled model at once.
+ */
+struct npu_compiled_run {
+	struct npu_compiled *c;
+	struct npu_buffer *arena;
+	void *arena_map;
+	struct npu_segment_group group;
+	struct npu_segment_rt **rts;	/* per segment (segment_rt.h) */
+};
+
+npu_status npu_compiled_run_create(struct npu_compiled *c,
+				   struct npu_compiled_run **out,
+				   struct npu_error *err);
+void npu_compiled_run_destroy(struct npu_compiled_run *run);
+/* The compiled model an NpuSegment node belongs to, else NULL. */
+struct npu_compiled *npu_segment_node_compiled(const struct npu_node *node);
+/* The run state an NpuSegment node's op gets (ctx->state), else NULL. */
+void *npu_compiled_run_node_state(const struct npu_compiled_run *run,
+				  const struct npu_node *node);
 
 /*
  * Compile 'graph' (already imported, sorted and inferred with fixed input
@@ -143,8 +189,9 @@ npu_status npu_compile_passes_fuse(struct npu_graph *graph,
 				   struct npu_error *err);
 
 /*
- * Bind c's segments to 'device': allocate the arena, generate code and
- * replace each segment's nodes in 'graph' by an NpuSegment node.
+ * Bind c's segments to 'device': put their constants on it and replace
+ * each segment's nodes in 'graph' by an NpuSegment node. Sessions then
+ * make their runs (npu_compiled_run_create).
  */
 npu_status npu_compiled_bind(struct npu_compiled *c, struct npu_graph *graph,
 			     struct npu_device *device, struct npu_error *err);
@@ -158,6 +205,20 @@ void npu_segment_free(struct npu_segment *seg);
 npu_status npu_calibrate(struct npu_graph *graph,
 			 const struct npu_compile_options *opts,
 			 struct npu_calib_table *table, struct npu_error *err);
+/*
+ * The same, from opts->calib_cache when it holds a range for every float
+ * value of the graph (ranges belong to tensors, not to shapes: a model
+ * planned at a new shape is not calibrated again); else calibrate and add
+ * the ranges to the cache. The caller serializes use of one cache.
+ */
+npu_status npu_calibrate_cached(struct npu_graph *graph,
+				const struct npu_compile_options *opts,
+				struct npu_calib_table *table, struct npu_error *err);
+struct npu_calib_cache;
+struct npu_calib_cache *npu_calib_cache_create(void);
+void npu_calib_cache_destroy(struct npu_calib_cache *cache);
+/* How many calibration runs filled it. */
+size_t npu_calib_cache_runs(const struct npu_calib_cache *cache);
 void npu_calib_table_free(struct npu_calib_table *t);
 
 /* partition.c: can 'node' run on the NPU as it stands? (reason on false) */
@@ -179,8 +240,5 @@ bool npu_node_activation(const struct npu_node *n, struct npu_act_fn *fn);
 /* segment_op.c: the NpuSegment op the CPU runtime calls. */
 struct npu_op_def;
 const struct npu_op_def *npu_segment_op_def(void);
-/* Bind a compiled segment to a node and the device that will run it. */
-npu_status npu_segment_bind(struct npu_node *node, struct npu_segment *seg,
-			    struct npu_device *dev, struct npu_error *err);
 
 #endif /* NPU_COMPILER_H */

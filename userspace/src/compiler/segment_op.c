@@ -138,7 +138,7 @@ static npu_status segment_finish(struct npu_segment_rt *rt, struct npu_error *er
 
 static npu_status segment_submit(struct npu_op_ctx *ctx)
 {
-	struct npu_segment_rt *rt = ctx->node->op_state;
+	struct npu_segment_rt *rt = ctx->state;
 	const struct npu_segment *seg;
 	double t0;
 	npu_status st;
@@ -146,7 +146,8 @@ static npu_status segment_submit(struct npu_op_ctx *ctx)
 
 	if (!rt)
 		return npu_error_set(ctx->err, NPU_ERR_INTERNAL,
-				     "node '%s': NPU segment not bound to a device", ctx->node->name);
+				     "node '%s': NPU segment not bound to a device in this session",
+				     ctx->node->name);
 	seg = rt->seg;
 	if (seg->num_outputs > sizeof(rt->outputs) / sizeof(rt->outputs[0]))
 		return npu_error_set(ctx->err, NPU_ERR_UNSUPPORTED,
@@ -175,11 +176,11 @@ static npu_status segment_submit(struct npu_op_ctx *ctx)
 		struct npu_buffer_use uses[3] = { { rt->arena, NPU_ACCESS_READ_WRITE } };
 		unsigned int n = 1;
 		struct npu_submit s = {
-			.cmd = rt->cmd, .cmd_size = seg->stream_size, .buffers = uses,
+			.cmd = rt->cmd, .cmd_size = rt->stream_size, .buffers = uses,
 		};
 
-		if (rt->consts)
-			uses[n++] = (struct npu_buffer_use){ rt->consts, NPU_ACCESS_READ_ONLY };
+		if (seg->consts)
+			uses[n++] = (struct npu_buffer_use){ seg->consts, NPU_ACCESS_READ_ONLY };
 		if (rt->profile)
 			uses[n++] = (struct npu_buffer_use){ rt->profile, NPU_ACCESS_READ_WRITE };
 		s.num_buffers = n;
@@ -199,7 +200,7 @@ static npu_status segment_submit(struct npu_op_ctx *ctx)
 
 static npu_status segment_wait(struct npu_op_ctx *ctx)
 {
-	struct npu_segment_rt *rt = ctx->node->op_state;
+	struct npu_segment_rt *rt = ctx->state;
 
 	return rt ? segment_finish(rt, ctx->err) : NPU_OK;
 }
@@ -212,9 +213,8 @@ static npu_status segment_compute(struct npu_op_ctx *ctx)
 	return st != NPU_OK ? st : segment_wait(ctx);
 }
 
-/* Listed in cpu/ops/op_list.h, so the runtime finds it like any op. */
-extern const struct npu_op_def npu_cpu_op_npu_segment;
-const struct npu_op_def npu_cpu_op_npu_segment = {
+/* The runtime runs NpuSegment nodes (domain ai.npu) with this definition. */
+static const struct npu_op_def segment_op_def = {
 	.op_type = NPU_SEGMENT_OP,
 	.domain = NPU_SEGMENT_DOMAIN,
 	.since_version = 1,
@@ -227,5 +227,5 @@ const struct npu_op_def npu_cpu_op_npu_segment = {
 
 const struct npu_op_def *npu_segment_op_def(void)
 {
-	return &npu_cpu_op_npu_segment;
+	return &segment_op_def;
 }

@@ -1,18 +1,15 @@
 /* SPDX-License-Identifier: MIT */
-/* A compiled segment bound to a device: what NpuSegment nodes point to. */
+/* A compiled segment's run state in one session (ctx->state of its node). */
 #ifndef NPU_COMPILER_SEGMENT_RT_H
 #define NPU_COMPILER_SEGMENT_RT_H
 
 #include "compiler/compiler.h"
 
 /*
- * Segments of one model share the device arena, so at most one is in
- * flight: submitting the next completes the previous one first.
+ * One session's state of one segment. Segments of a session share its
+ * device arena, so at most one is in flight: submitting the next
+ * completes the previous one first.
  */
-struct npu_segment_group {
-	struct npu_segment_rt *inflight;
-};
-
 struct npu_segment_rt {
 	struct npu_segment *seg;
 	struct npu_segment_group *group;
@@ -23,8 +20,8 @@ struct npu_segment_rt {
 	struct npu_device *dev;
 	struct npu_buffer *arena;	/* shared by every segment of a model */
 	void *arena_map;
-	struct npu_buffer *consts;	/* NULL when the segment has none */
-	struct npu_buffer *cmd;
+	struct npu_buffer *cmd;		/* this session's stream */
+	size_t stream_size;
 	/* Accumulated over runs. */
 	uint64_t runs, cycles, device_ns;
 	struct npu_job_result last;

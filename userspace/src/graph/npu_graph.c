@@ -493,3 +493,144 @@ npu_status npu_graph_run_passes(struct npu_graph *g,
 	}
 	return NPU_OK;
 }
+
+static struct npu_tensor *clone_tensor(const struct npu_tensor *t)
+{
+	struct npu_tensor *c;
+
+	if (!t)
+		return NULL;
+	c = npu_tensor_create(t->dtype, &t->shape);
+	if (c && t->nbytes && c->nbytes == t->nbytes)
+		memcpy(c->data, t->data, t->nbytes);
+	else if (c && c->nbytes != t->nbytes) {
+		npu_tensor_destroy(c);
+		return NULL;
+	}
+	return c;
+}
+
+static bool clone_attr(struct npu_attr *dst, const struct npu_attr *src)
+{
+	size_t i;
+
+	*dst = *src;
+	dst->name = NULL;
+	dst->s = NULL;
+	dst->floats = NULL;
+	dst->ints = NULL;
+	dst->strings = NULL;
+	dst->t = NULL;
+	dst->name = strdup(src->name);
+	if (!dst->name)
+		return false;
+	if (src->s && !(dst->s = strdup(src->s)))
+		return false;
+	if (src->floats) {
+		dst->floats = malloc(src->count * sizeof(float) + 1);
+		if (!dst->floats)
+			return false;
+		memcpy(dst->floats, src->floats, src->count * sizeof(float));
+	}
+	if (src->ints) {
+		dst->ints = malloc(src->count * sizeof(int64_t) + 1);
+		if (!dst->ints)
+			return false;
+		memcpy(dst->ints, src->ints, src->count * sizeof(int64_t));
+	}
+	if (src->strings) {
+		dst->strings = calloc(src->count + 1, sizeof(char *));
+		if (!dst->strings)
+			return false;
+		for (i = 0; i < src->count; i++)
+			if (src->strings[i] && !(dst->strings[i] = strdup(src->strings[i])))
+				return false;
+	}
+	if (src->t && !(dst->t = clone_tensor(src->t)))
+		return false;
+	return true;
+}
+
+struct npu_graph *npu_graph_clone(const struct npu_graph *src,
+				  struct npu_error *err)
+{
+	struct npu_graph *g = npu_graph_create(src->source);
+	size_t i, j;
+	int d;
+
+	if (!g)
+		goto nomem;
+	free(g->name);
+	g->name = dup_str(src->name);
+	g->ir_version = src->ir_version;
+	g->opsets = calloc(src->num_opsets + 1, sizeof(*g->opsets));
+	if (!g->name || !g->opsets)
+		goto nomem;
+	for (i = 0; i < src->num_opsets; i++) {
+		g->opsets[i].version = src->opsets[i].version;
+		g->opsets[i].domain = dup_str(src->opsets[i].domain);
+		g->num_opsets++;
+		if (!g->opsets[i].domain)
+			goto nomem;
+	}
+	/* Values first, at the same indices, so nodes can point at them. */
+	for (i = 0; i < src->num_values; i++) {
+		const struct npu_value *sv = src->values[i];
+		struct npu_value *v = npu_graph_add_value(g, sv->name, err);
+
+		if (!v)
+			goto fail;
+		v->dtype = sv->dtype;
+		v->shape = sv->shape;
+		v->is_graph_input = sv->is_graph_input;
+		v->is_graph_output = sv->is_graph_output;
+		if (sv->constant && !(v->constant = clone_tensor(sv->constant)))
+			goto nomem;
+		for (d = 0; d < NPU_MAX_RANK; d++)
+			if (sv->dim_params[d] && !(v->dim_params[d] = strdup(sv->dim_params[d])))
+				goto nomem;
+	}
+	for (i = 0; i < src->num_nodes; i++) {
+		const struct npu_node *sn = src->nodes[i];
+		struct npu_node *n = npu_graph_add_node(g, sn->op_type, sn->domain, sn->name,
+							sn->num_inputs, sn->num_outputs, err);
+
+		if (!n)
+			goto fail;
+		n->opset = sn->opset;
+		n->placement = sn->placement;
+		n->placement_reason = sn->placement_reason;
+		for (j = 0; j < sn->num_inputs; j++)
+			n->inputs[j] = sn->inputs[j] ? g->values[sn->inputs[j]->index] : NULL;
+		for (j = 0; j < sn->num_outputs; j++) {
+			n->outputs[j] = sn->outputs[j] ? g->values[sn->outputs[j]->index] : NULL;
+			if (n->outputs[j] && sn->outputs[j]->producer == sn)
+				n->outputs[j]->producer = n;
+		}
+		if (sn->num_attrs) {
+			n->attrs = calloc(sn->num_attrs, sizeof(*n->attrs));
+			if (!n->attrs)
+				goto nomem;
+			for (j = 0; j < sn->num_attrs; j++) {
+				n->num_attrs++;
+				if (!clone_attr(&n->attrs[j], &sn->attrs[j]))
+					goto nomem;
+			}
+		}
+	}
+	g->inputs = calloc(src->num_inputs + 1, sizeof(*g->inputs));
+	g->outputs = calloc(src->num_outputs + 1, sizeof(*g->outputs));
+	if (!g->inputs || !g->outputs)
+		goto nomem;
+	for (i = 0; i < src->num_inputs; i++)
+		g->inputs[g->num_inputs++] = g->values[src->inputs[i]->index];
+	for (i = 0; i < src->num_outputs; i++)
+		g->outputs[g->num_outputs++] = g->values[src->outputs[i]->index];
+	return g;
+nomem:
+	npu_error_set(err, NPU_ERR_NO_MEMORY, "%s: out of memory copying the graph",
+		      src->source);
+fail:
+	npu_graph_destroy(g);
+	return NULL;
+}

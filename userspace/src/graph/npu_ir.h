@@ -169,6 +169,13 @@ struct npu_graph {
 
 struct npu_graph *npu_graph_create(const char *source);
 void npu_graph_destroy(struct npu_graph *graph);
+/*
+ * A deep copy (values at the same indices, constants and attributes
+ * copied, op_state not): a model keeps its imported graph and plans each
+ * set of input shapes on a copy, without importing again.
+ */
+struct npu_graph *npu_graph_clone(const struct npu_graph *graph,
+				  struct npu_error *err);
 
 /* The value called 'name', or NULL. */
 struct npu_value *npu_graph_find_value(const struct npu_graph *graph,

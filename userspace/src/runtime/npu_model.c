@@ -1,67 +1,56 @@
 // SPDX-License-Identifier: MIT
 /*
- * npu_model.c - the public model API (npu/npu_model.h) over the importer,
- * shape inference and the CPU session. The model keeps its serialized
- * bytes: a new set of input shapes re-imports and re-plans it, so shape
- * folding (Shape -> Gather -> Concat -> Reshape) sees the concrete dims.
+ * npu_model.c - models and their plans (npu/npu_model.h). A model imports
+ * its ONNX bytes once into a base graph that is never modified; a plan is
+ * a copy of it with the input shapes bound, shapes inferred and folded,
+ * compiled for the model's NPU device, and the CPU execution plan made.
+ * Plans live in a least-recently-used cache bounded by count and bytes;
+ * calibration ranges live in the model, by value name, for every plan.
  */
-#include "npu/npu_model.h"
+#include "runtime/npu_api.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
+#include <sys/stat.h>
 
-#include "graph/npu_ir.h"
+#include "compiler/compiler.h"
+#include "compiler/npub.h"
 #include "onnx/npu_onnx.h"
-#include "runtime/npu_runtime.h"
+#include "runtime/npu_npy.h"
 
-#include "runtime/npu_model_internal.h"
+#define NPU_DEFAULT_MAX_PLANS 8
+#define NPU_DEFAULT_MAX_PLAN_BYTES (1ull << 30)
 
-size_t npu_data_type_size(enum npu_data_type type)
+NPU_API size_t npu_data_type_size(enum npu_data_type type)
 {
 	return npu_dtype_size((enum npu_dtype)type);
 }
 
-const char *npu_data_type_name(enum npu_data_type type)
+NPU_API const char *npu_data_type_name(enum npu_data_type type)
 {
 	return npu_dtype_name((enum npu_dtype)type);
 }
 
-void npu_model_options_init(struct npu_model_options *opts)
+NPU_API void npu_model_options_init_sized(struct npu_model_options *o, size_t size)
 {
-	memset(opts, 0, sizeof(*opts));
-	opts->device = "cpu";
+	struct npu_model_options d = { .struct_size = size, .device = "cpu" };
+
+	if (!o || size < sizeof(size_t))
+		return;
+	memcpy(o, &d, size < sizeof(d) ? size : sizeof(d));
+	if (size > sizeof(d))
+		memset((char *)o + sizeof(d), 0, size - sizeof(d));
 }
 
-npu_status npu_model_create(const struct npu_model_options *opts,
-			    struct npu_model **out)
+static bool on_npu(const struct npu_model *m)
 {
-	struct npu_model *m;
-
-	if (!out)
-		return NPU_ERR_INVALID_ARG;
-	*out = NULL;
-	m = calloc(1, sizeof(*m));
-	if (!m)
-		return NPU_ERR_NO_MEMORY;
-	if (opts)
-		m->opts = *opts;
-	else
-		npu_model_options_init(&m->opts);
-	snprintf(m->device, sizeof(m->device), "%s",
-		 m->opts.device ? m->opts.device : "cpu");
-	m->opts.device = m->device;
-	*out = m;
-	if (strcmp(m->device, "cpu") && strcmp(m->device, "sim") &&
-	    strcmp(m->device, "accel"))
-		return npu_error_set(&m->err, NPU_ERR_INVALID_ARG,
-				     "unknown device '%s' (cpu, sim or accel)",
-				     m->device);
-	return NPU_OK;
+	return m->dev != NULL;
 }
 
-static void free_io(struct io_info *io, size_t n)
+/* ---- Interface ---- */
+
+static void free_io(struct npu_io_info *io, size_t n)
 {
 	size_t i;
 	int d;
@@ -76,203 +65,32 @@ static void free_io(struct io_info *io, size_t n)
 	free(io);
 }
 
-static void unload(struct npu_model *m)
+static npu_status copy_io(struct npu_io_info **out, struct npu_value *const *vals, size_t n)
 {
-	npu_session_destroy(m->s);
-	npu_graph_destroy(m->g);
-	m->s = NULL;
-	m->g = NULL;
-	npu_model_npu_release(m);
-	free(m->npub);
-	m->npub = NULL;
-	m->npub_size = 0;
-	free_io(m->inputs, m->num_inputs);
-	free_io(m->outputs, m->num_outputs);
-	m->inputs = m->outputs = NULL;
-	m->num_inputs = m->num_outputs = 0;
-	free(m->bound);
-	m->bound = NULL;
-	free(m->bytes);
-	free(m->source);
-	m->bytes = NULL;
-	m->source = NULL;
-}
-
-void npu_model_destroy(struct npu_model *m)
-{
-	if (!m)
-		return;
-	unload(m);
-	npu_model_npu_close(m);
-	free(m);
-}
-
-const char *npu_model_last_error(const struct npu_model *m)
-{
-	return m ? npu_error_msg(&m->err) : "no model";
-}
-
-static npu_status copy_io(struct npu_model *m, struct io_info **out,
-			  struct npu_value *const *vals, size_t n)
-{
-	struct io_info *io = calloc(n ? n : 1, sizeof(*io));
+	struct npu_io_info *io = calloc(n ? n : 1, sizeof(*io));
 	size_t i;
 	int d;
 
 	*out = io;
 	if (!io)
-		return npu_error_set(&m->err, NPU_ERR_NO_MEMORY, "out of memory");
+		return npu_api_fail(NPU_ERR_NO_MEMORY, "out of memory");
 	for (i = 0; i < n; i++) {
-		io[i].name = strdup(vals[i]->name);
+		const struct npu_value *v = vals[i];
+
+		io[i].name = strdup(v->name);
 		if (!io[i].name)
-			return npu_error_set(&m->err, NPU_ERR_NO_MEMORY,
-					     "out of memory");
+			return npu_api_fail(NPU_ERR_NO_MEMORY, "out of memory");
+		io[i].info.dtype = (enum npu_data_type)v->dtype;
+		io[i].info.rank = v->shape.rank;
+		memcpy(io[i].info.dims, v->shape.dims, sizeof(io[i].info.dims));
 		for (d = 0; d < NPU_MAX_RANK; d++)
-			if (vals[i]->dim_params[d]) {
-				io[i].dim_names[d] = strdup(vals[i]->dim_params[d]);
-				if (!io[i].dim_names[d])
-					return npu_error_set(&m->err,
-						NPU_ERR_NO_MEMORY, "out of memory");
-			}
+			if (v->dim_params[d] && !(io[i].dim_names[d] = strdup(v->dim_params[d])))
+				return npu_api_fail(NPU_ERR_NO_MEMORY, "out of memory");
 	}
 	return NPU_OK;
 }
 
-/* Import, bind the input shapes, infer + fold, prepare a session. */
-npu_status npu_model_plan(struct npu_model *m)
-{
-	struct npu_session_options so = { 0 };
-	struct npu_graph *g;
-	size_t i;
-	npu_status st;
-
-	npu_session_destroy(m->s);
-	npu_graph_destroy(m->g);
-	m->s = NULL;
-	m->g = NULL;
-	npu_model_npu_release(m);
-	st = npu_onnx_import(m->bytes, m->size, m->source, &g, &m->err);
-	if (st != NPU_OK)
-		return st;
-	if (m->bound)
-		for (i = 0; i < g->num_inputs; i++)
-			g->inputs[i]->shape = m->bound[i];
-	st = npu_graph_infer(g, true, &m->err);
-	if (st == NPU_OK && npu_model_on_npu(m))
-		st = npu_model_npu_prepare(m, g);
-	if (st != NPU_OK) {
-		npu_graph_destroy(g);
-		npu_model_npu_release(m);
-		return st;
-	}
-	so.threads = m->opts.threads;
-	so.profile = m->opts.profile != 0;
-	st = npu_session_create(g, &so, &m->s, &m->err);
-	if (st != NPU_OK) {
-		npu_graph_destroy(g);
-		return st;
-	}
-	m->g = g;
-	return NPU_OK;
-}
-
-static npu_status load(struct npu_model *m)
-{
-	struct npu_graph *g;
-	size_t i;
-	npu_status st;
-
-	/* First import: the declared interface. */
-	st = npu_onnx_import(m->bytes, m->size, m->source, &g, &m->err);
-	if (st != NPU_OK)
-		return st;
-	m->num_inputs = g->num_inputs;
-	m->num_outputs = g->num_outputs;
-	st = copy_io(m, &m->inputs, g->inputs, g->num_inputs);
-	if (st == NPU_OK)
-		st = copy_io(m, &m->outputs, g->outputs, g->num_outputs);
-	m->bound = calloc(g->num_inputs ? g->num_inputs : 1, sizeof(*m->bound));
-	if (st == NPU_OK && !m->bound)
-		st = npu_error_set(&m->err, NPU_ERR_NO_MEMORY, "out of memory");
-	for (i = 0; st == NPU_OK && i < g->num_inputs; i++) {
-		m->inputs[i].info.dtype = (enum npu_data_type)g->inputs[i]->dtype;
-		m->bound[i] = g->inputs[i]->shape;
-		m->inputs[i].info.rank = g->inputs[i]->shape.rank;
-		memcpy(m->inputs[i].info.dims, g->inputs[i]->shape.dims,
-		       sizeof(m->inputs[i].info.dims));
-	}
-	npu_graph_destroy(g);
-	if (st == NPU_OK && m->npub)
-		st = npu_model_npu_bind_npub_shapes(m);
-	if (st != NPU_OK)
-		return st;
-	return npu_model_plan(m);
-}
-
-npu_status npu_model_load_memory(struct npu_model *m, const void *data,
-				 size_t size, const char *name)
-{
-	npu_status st;
-
-	if (!m)
-		return NPU_ERR_INVALID_ARG;
-	if (m->err.status == NPU_ERR_UNSUPPORTED && strcmp(m->device, "cpu"))
-		return m->err.status;	/* device refused at create */
-	npu_error_clear(&m->err);
-	unload(m);
-	m->source = strdup(name ? name : "<memory>");
-	if (!m->source)
-		return npu_error_set(&m->err, NPU_ERR_NO_MEMORY, "out of memory");
-	/* A compiled model (.npub) carries its source model inside. */
-	st = npu_model_npu_take_npub(m, data, size);
-	if (st == NPU_OK && !m->bytes) {
-		m->bytes = malloc(size ? size : 1);
-		if (!m->bytes)
-			st = npu_error_set(&m->err, NPU_ERR_NO_MEMORY, "out of memory");
-		else if (size)
-			memcpy(m->bytes, data, size);
-		m->size = size;
-	}
-	if (st == NPU_OK)
-		st = load(m);
-	if (st != NPU_OK) {
-		char msg[NPU_ERROR_MSG_MAX];
-
-		memcpy(msg, m->err.msg, sizeof(msg));
-		unload(m);
-		memcpy(m->err.msg, msg, sizeof(msg));
-		m->err.status = st;
-	}
-	return st;
-}
-
-npu_status npu_model_load_file(struct npu_model *m, const char *path)
-{
-	void *data;
-	size_t size;
-	npu_status st;
-
-	if (!m || !path)
-		return NPU_ERR_INVALID_ARG;
-	st = npu_read_file(path, &data, &size, &m->err);
-	if (st != NPU_OK)
-		return st;
-	st = npu_model_load_memory(m, data, size, path);
-	free(data);
-	return st;
-}
-
-size_t npu_model_num_inputs(const struct npu_model *m)
-{
-	return m ? m->num_inputs : 0;
-}
-
-size_t npu_model_num_outputs(const struct npu_model *m)
-{
-	return m ? m->num_outputs : 0;
-}
-
-static void fill_info(struct npu_tensor_info *info, const struct io_info *io)
+static void fill_info(struct npu_tensor_info *info, const struct npu_io_info *io)
 {
 	int d;
 
@@ -282,75 +100,321 @@ static void fill_info(struct npu_tensor_info *info, const struct io_info *io)
 		info->dim_names[d] = io->dim_names[d];
 }
 
-npu_status npu_model_input_info(const struct npu_model *m, size_t index,
-				struct npu_tensor_info *info)
-{
-	int d;
+/* ---- Plans ---- */
 
-	if (!m || !info || index >= m->num_inputs)
-		return NPU_ERR_INVALID_ARG;
-	fill_info(info, &m->inputs[index]);
-	/* Dims fixed since loading (set_input_shape, a .npub) are reported. */
-	if (m->bound && m->bound[index].rank == info->rank)
-		for (d = 0; d < info->rank; d++)
-			if (info->dims[d] < 0 && m->bound[index].dims[d] >= 0)
-				info->dims[d] = m->bound[index].dims[d];
+void npu_plan_ref(struct npu_plan *p)
+{
+	atomic_fetch_add(&p->refs, 1);
+}
+
+static void plan_free(struct npu_plan *p)
+{
+	npu_exec_plan_destroy(p->exec);
+	npu_graph_destroy(p->g);
+	npu_compiled_free(p->compiled);
+	free_io(p->outputs, p->model->num_outputs);
+	free(p->shapes);
+	free(p);
+}
+
+void npu_plan_unref(struct npu_plan *p)
+{
+	if (p && atomic_fetch_sub(&p->refs, 1) == 1)
+		plan_free(p);
+}
+
+NPU_API void npu_plan_release(struct npu_plan *p)
+{
+	struct npu_model *m;
+
+	if (!p)
+		return;
+	m = p->model;
+	npu_plan_unref(p);
+	npu_model_unref(m);	/* the reference npu_model_get_plan() took */
+}
+
+NPU_API const struct npu_model *npu_plan_model(const struct npu_plan *p)
+{
+	return p ? p->model : NULL;
+}
+
+/* Calibration .npy files for the plan's graph (see npu_compile_options). */
+static npu_status calib_tensor(const char *path, const struct npu_value *in,
+			       struct npu_tensor **out, struct npu_error *err)
+{
+	char want[128], got[128];
+	npu_status st = npu_npy_read(path, out, err);
+
+	if (st)
+		return st;
+	if ((*out)->dtype != in->dtype || (*out)->shape.rank != in->shape.rank ||
+	    memcmp((*out)->shape.dims, in->shape.dims, sizeof(int64_t) * (size_t)in->shape.rank))
+		return npu_error_set(err, NPU_ERR_INVALID_ARG,
+				     "calibration file %s: %s %s does not match input '%s' (%s %s)",
+				     path, npu_dtype_name((*out)->dtype),
+				     npu_shape_str(&(*out)->shape, got, sizeof(got)), in->name,
+				     npu_dtype_name(in->dtype),
+				     npu_shape_str(&in->shape, want, sizeof(want)));
 	return NPU_OK;
 }
 
-npu_status npu_model_output_info(const struct npu_model *m, size_t index,
-				 struct npu_tensor_info *info)
+/*
+ * calib_dir: DIR/NAME.npy, one sample each, for a one-input model; else
+ * DIR/<sample>/<input name>.npy. Sorted by name, so runs are repeatable.
+ */
+static npu_status load_calibration(void *arg, const struct npu_graph *g,
+				   struct npu_tensor ***sets, size_t *count,
+				   struct npu_error *err)
 {
-	const struct npu_value *v;
+	const struct npu_model *m = arg;
+	const char *dir = m->calib_dir;
+	bool one_input = g->num_inputs == 1;
+	char **names = NULL;
+	struct npu_tensor **t = NULL;
+	char path[4096];
+	npu_status st = NPU_OK;
+	int n, i;
+	size_t k;
 
-	if (!m || !info || index >= m->num_outputs || !m->g)
-		return NPU_ERR_INVALID_ARG;
-	fill_info(info, &m->outputs[index]);
-	v = m->g->outputs[index];
-	info->dtype = (enum npu_data_type)v->dtype;
-	info->rank = v->shape.rank;
-	memcpy(info->dims, v->shape.dims, sizeof(info->dims));
-	return NPU_OK;
-}
-
-static npu_status bind_shape(struct npu_model *m, size_t i, int rank,
-			     const int64_t *dims, bool *changed)
-{
-	const struct npu_tensor_info *decl = &m->inputs[i].info;
-	struct npu_shape s = { 0 };
-	int d;
-
-	if (rank < 0 || rank > NPU_MAX_RANK)
-		return npu_error_set(&m->err, NPU_ERR_INVALID_ARG,
-				     "input '%s': rank %d is out of range",
-				     m->inputs[i].name, rank);
-	if (decl->rank >= 0 && rank != decl->rank)
-		return npu_error_set(&m->err, NPU_ERR_INVALID_ARG,
-				     "input '%s': rank %d, the model declares rank %d",
-				     m->inputs[i].name, rank, decl->rank);
-	s.rank = rank;
-	for (d = 0; d < rank; d++) {
-		if (dims[d] < 0)
-			return npu_error_set(&m->err, NPU_ERR_INVALID_ARG,
-					     "input '%s': dim %d is negative",
-					     m->inputs[i].name, d);
-		if (decl->rank >= 0 && decl->dims[d] >= 0 &&
-		    decl->dims[d] != dims[d])
-			return npu_error_set(&m->err, NPU_ERR_INVALID_ARG,
-				"input '%s': dim %d is %lld, the model fixes it to %lld",
-				m->inputs[i].name, d, (long long)dims[d],
-				(long long)decl->dims[d]);
-		s.dims[d] = dims[d];
+	*sets = NULL;
+	*count = 0;
+	if (!dir || !g->num_inputs)
+		return NPU_OK;
+	n = npu_npy_list_samples(dir, one_input, &names);
+	if (n < 0)
+		return npu_error_set(err, NPU_ERR_IO, "calibration directory %s: cannot read it", dir);
+	if (n == 0)
+		st = npu_error_set(err, NPU_ERR_INVALID_ARG, "calibration directory %s: no %s", dir,
+				   one_input ? ".npy files" : "sample subdirectories");
+	if (!st) {
+		t = calloc((size_t)n * g->num_inputs + 1, sizeof(*t));
+		if (!t)
+			st = npu_error_set(err, NPU_ERR_NO_MEMORY, "out of memory");
 	}
-	if (memcmp(&s, &m->bound[i], sizeof(s))) {
-		m->bound[i] = s;
-		*changed = true;
+	for (i = 0; !st && i < n; i++) {
+		for (k = 0; !st && k < g->num_inputs; k++) {
+			if (one_input)
+				snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
+			else
+				snprintf(path, sizeof(path), "%s/%s/%s.npy", dir, names[i],
+					 g->inputs[k]->name);
+			st = calib_tensor(path, g->inputs[k], &t[(size_t)i * g->num_inputs + k], err);
+		}
 	}
-	return NPU_OK;
+	npu_npy_free_names(names, n);
+	if (st && t) {
+		for (k = 0; k < (size_t)(n > 0 ? n : 0) * g->num_inputs; k++)
+			npu_tensor_destroy(t[k]);
+		free(t);
+		return st;
+	}
+	*sets = t;
+	*count = (size_t)n;
+	return st;
 }
 
-static npu_status find_input(struct npu_model *m, const char *name,
-			     size_t *index)
+static enum npu_calib_method calib_method(const char *name)
+{
+	if (name && !strcmp(name, "percentile"))
+		return NPU_CALIB_PERCENTILE;
+	if (name && !strcmp(name, "entropy"))
+		return NPU_CALIB_ENTROPY;
+	return NPU_CALIB_MINMAX;
+}
+
+static bool same_shapes(const struct npu_shape *a, const struct npu_shape *b, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (a[i].rank != b[i].rank ||
+		    memcmp(a[i].dims, b[i].dims, sizeof(int64_t) * (size_t)a[i].rank))
+			return false;
+	return true;
+}
+
+static npu_status compile_plan(struct npu_model *m, struct npu_plan *p, struct npu_error *err)
+{
+	struct npu_compile_options o;
+	npu_status st;
+
+	if (m->npub && same_shapes(p->shapes, m->npub_shapes, m->num_inputs)) {
+		struct npu_qdq_table qdq = { 0 };
+		struct npu_npub *f = NULL;
+
+		st = npu_npub_open(m->npub, m->npub_size, m->source, &f, err);
+		if (!st)
+			st = npu_compile_passes_pre(p->g, &qdq, err);
+		if (!st)
+			st = npu_compile_passes_fuse(p->g, err);
+		if (!st)
+			st = npu_npub_instantiate(f, p->g, m->dev, m->opts.profile != 0,
+						  &p->compiled, err);
+		npu_qdq_table_free(&qdq);
+		npu_npub_close(f);
+	} else {
+		npu_compile_options_init(&o);
+		o.device = m->dev;
+		o.pool = m->engine->pool;
+		o.threads = 1;
+		o.keep_small_segments = m->opts.keep_small_segments != 0;
+		o.profile_ops = m->opts.profile != 0;
+		if (m->opts.calib_percentile > 0)
+			o.percentile = m->opts.calib_percentile;
+		if (m->opts.calib_seed)
+			o.calib_seed = m->opts.calib_seed;
+		if (m->opts.calib_samples > 0)
+			o.random_calib_sets = (size_t)m->opts.calib_samples;
+		o.calib_method = calib_method(m->calib_method);
+		o.load_calib = load_calibration;
+		o.load_calib_arg = m;
+		o.calib_cache = m->calib;
+		st = npu_compile_graph(p->g, &o, &p->compiled, err);
+	}
+	if (st && !strstr(err->msg, m->source))
+		npu_error_prefix(err, "%s", m->source);
+	return st;
+}
+
+static uint64_t graph_bytes(const struct npu_graph *g)
+{
+	uint64_t bytes = 0;
+	size_t i;
+
+	for (i = 0; i < g->num_values; i++)
+		if (g->values[i]->constant)
+			bytes += g->values[i]->constant->nbytes;
+	return bytes;
+}
+
+static npu_status build_plan(struct npu_model *m, const struct npu_shape *shapes,
+			     struct npu_plan **out)
+{
+	struct npu_error err = { 0 };
+	struct npu_plan *p;
+	size_t i;
+	npu_status st;
+
+	*out = NULL;
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return npu_api_fail(NPU_ERR_NO_MEMORY, "out of memory");
+	p->model = m;
+	atomic_init(&p->refs, 1);
+	p->shapes = malloc(sizeof(*p->shapes) * (m->num_inputs + 1));
+	p->g = npu_graph_clone(m->base, &err);
+	if (!p->shapes || !p->g) {
+		st = p->shapes ? err.status : NPU_ERR_NO_MEMORY;
+		goto fail;
+	}
+	memcpy(p->shapes, shapes, sizeof(*shapes) * m->num_inputs);
+	for (i = 0; i < m->num_inputs; i++)
+		p->g->inputs[i]->shape = shapes[i];
+	st = npu_graph_infer(p->g, true, &err);
+	if (!st && on_npu(m))
+		st = compile_plan(m, p, &err);
+	if (!st)
+		st = npu_exec_plan_create(p->g, &p->exec, &err);
+	if (!st)
+		st = copy_io(&p->outputs, p->g->outputs, p->g->num_outputs) ? NPU_ERR_NO_MEMORY
+									     : NPU_OK;
+	if (st)
+		goto fail;
+	p->bytes = graph_bytes(p->g);
+	for (i = 0; p->compiled && i < p->compiled->num_segments; i++)
+		p->bytes += p->compiled->segments[i]->code.consts_size;
+	atomic_fetch_add(&m->plans_built, 1);
+	*out = p;
+	return NPU_OK;
+fail:
+	plan_free(p);
+	return err.status ? npu_api_fail_err(&err) : npu_api_fail(st, "%s: planning failed",
+								    m->source);
+}
+
+/* The cached plan for 'shapes' with a new reference, or NULL. Cache lock held. */
+static struct npu_plan *cache_find(struct npu_model *m, const struct npu_shape *shapes)
+{
+	size_t i;
+
+	for (i = 0; i < m->num_plans; i++) {
+		struct npu_plan *p = m->plans[i];
+
+		if (same_shapes(p->shapes, shapes, m->num_inputs)) {
+			memmove(&m->plans[1], &m->plans[0], i * sizeof(m->plans[0]));
+			m->plans[0] = p;
+			npu_plan_ref(p);
+			return p;
+		}
+	}
+	return NULL;
+}
+
+static void cache_insert(struct npu_model *m, struct npu_plan *p)
+{
+	memmove(&m->plans[1], &m->plans[0], m->num_plans * sizeof(m->plans[0]));
+	m->plans[0] = p;	/* the cache's reference: p's initial one */
+	m->num_plans++;
+	m->plan_bytes += p->bytes;
+	/* Least recently used first out; the newest always stays. */
+	while (m->num_plans > 1 &&
+	       (m->num_plans > m->max_plans || m->plan_bytes > m->max_plan_bytes)) {
+		struct npu_plan *old = m->plans[--m->num_plans];
+
+		m->plan_bytes -= old->bytes;
+		atomic_fetch_add(&m->plans_evicted, 1);
+		npu_plan_unref(old);	/* sessions still running it keep it */
+	}
+}
+
+npu_status npu_model_plan_for(struct npu_model *m, const struct npu_shape *shapes,
+			      struct npu_plan **out)
+{
+	struct npu_plan *p;
+	npu_status st;
+
+	pthread_mutex_lock(&m->cache_lock);
+	p = cache_find(m, shapes);
+	pthread_mutex_unlock(&m->cache_lock);
+	if (p) {
+		atomic_fetch_add(&m->plan_hits, 1);
+		*out = p;
+		return NPU_OK;
+	}
+	/* One build at a time per model; another thread may have made it meanwhile. */
+	pthread_mutex_lock(&m->build_lock);
+	pthread_mutex_lock(&m->cache_lock);
+	p = cache_find(m, shapes);
+	pthread_mutex_unlock(&m->cache_lock);
+	if (p) {
+		pthread_mutex_unlock(&m->build_lock);
+		atomic_fetch_add(&m->plan_hits, 1);
+		*out = p;
+		return NPU_OK;
+	}
+	atomic_fetch_add(&m->plan_misses, 1);
+	st = build_plan(m, shapes, &p);
+	atomic_store(&m->calibrations, npu_calib_cache_runs(m->calib));
+	if (st == NPU_OK) {
+		char buf[160];
+
+		npu_plan_ref(p);	/* the caller's */
+		pthread_mutex_lock(&m->cache_lock);
+		cache_insert(m, p);
+		pthread_mutex_unlock(&m->cache_lock);
+		npu_engine_log(m->engine, NPU_LOG_INFO, "%s: planned for %s%s", m->source,
+			       m->num_inputs ? npu_shape_str(&shapes[0], buf, sizeof(buf)) : "no inputs",
+			       m->num_inputs > 1 ? ", ..." : "");
+	}
+	pthread_mutex_unlock(&m->build_lock);
+	*out = p;
+	return st;
+}
+
+/* ---- Inputs ---- */
+
+static npu_status find_input(const struct npu_model *m, const char *name, size_t *index)
 {
 	size_t i;
 
@@ -359,167 +423,499 @@ static npu_status find_input(struct npu_model *m, const char *name,
 			*index = i;
 			return NPU_OK;
 		}
-	return npu_error_set(&m->err, NPU_ERR_NOT_FOUND,
-			     "%s: the model has no input '%s'", m->source,
-			     name);
+	return npu_api_fail(NPU_ERR_NOT_FOUND, "%s: the model has no input '%s'", m->source, name);
 }
 
-npu_status npu_model_set_input_shape(struct npu_model *m, const char *name,
-				     int rank, const int64_t *dims)
+static npu_status check_shape(const struct npu_model *m, size_t i, int rank,
+			      const int64_t *dims, struct npu_shape *out)
 {
-	bool changed = false;
-	size_t i;
+	const struct npu_tensor_info *decl = &m->inputs[i].info;
+	const char *name = m->inputs[i].name;
+	int d;
+
+	if (rank < 0 || rank > NPU_MAX_RANK)
+		return npu_api_fail(NPU_ERR_INVALID_ARG, "%s: input '%s': rank %d is out of range",
+				    m->source, name, rank);
+	if (decl->rank >= 0 && rank != decl->rank)
+		return npu_api_fail(NPU_ERR_INVALID_ARG,
+				    "%s: input '%s': rank %d, the model declares rank %d",
+				    m->source, name, rank, decl->rank);
+	memset(out, 0, sizeof(*out));
+	out->rank = rank;
+	for (d = 0; d < rank; d++) {
+		if (dims[d] < 0)
+			return npu_api_fail(NPU_ERR_INVALID_ARG, "%s: input '%s': dim %d is %lld",
+					    m->source, name, d, (long long)dims[d]);
+		if (decl->rank >= 0 && decl->dims[d] >= 0 && decl->dims[d] != dims[d])
+			return npu_api_fail(NPU_ERR_INVALID_ARG,
+					    "%s: input '%s': dim %d is %lld, the model fixes it to %lld",
+					    m->source, name, d, (long long)dims[d],
+					    (long long)decl->dims[d]);
+		out->dims[d] = dims[d];
+	}
+	return NPU_OK;
+}
+
+npu_status npu_model_bind_inputs(const struct npu_model *m,
+				 const struct npu_host_tensor *inputs, size_t count,
+				 bool shapes_only, struct npu_tensor *ts,
+				 const struct npu_tensor **ptrs)
+{
+	size_t i, k;
 	npu_status st;
 
-	if (!m || !name || (rank > 0 && !dims))
-		return NPU_ERR_INVALID_ARG;
-	if (!m->bytes)
-		return npu_error_set(&m->err, NPU_ERR_INVALID_ARG,
-				     "no model loaded");
-	st = find_input(m, name, &i);
-	if (st == NPU_OK)
-		st = bind_shape(m, i, rank, dims, &changed);
-	if (st == NPU_OK && changed)
-		st = npu_model_plan(m);
-	return st;
-}
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-npu_status npu_model_run(struct npu_model *m,
-			 const struct npu_host_tensor *inputs, size_t count)
-{
-	struct npu_tensor *ts = NULL;
-	const struct npu_tensor **ptrs = NULL;
-	bool changed = false;
-	size_t i, k;
-	double t0;
-	npu_status st = NPU_OK;
-
-	if (!m)
-		return NPU_ERR_INVALID_ARG;
-	if (!m->bytes)
-		return npu_error_set(&m->err, NPU_ERR_INVALID_ARG,
-				     "no model loaded");
 	if (count != m->num_inputs || (count && !inputs))
-		return npu_error_set(&m->err, NPU_ERR_INVALID_ARG,
-				     "%s: %zu inputs given, the model has %zu",
-				     m->source, count, m->num_inputs);
-	ts = calloc(count ? count : 1, sizeof(*ts));
-	ptrs = calloc(count ? count : 1, sizeof(*ptrs));
-	if (!ts || !ptrs) {
-		st = npu_error_set(&m->err, NPU_ERR_NO_MEMORY, "out of memory");
-		goto out;
-	}
+		return npu_api_fail(NPU_ERR_INVALID_ARG, "%s: %zu inputs given, the model has %zu",
+				    m->source, count, m->num_inputs);
+	for (k = 0; k < count; k++)
+		ptrs[k] = NULL;
 	for (k = 0; k < count; k++) {
 		const struct npu_host_tensor *h = &inputs[k];
 
 		i = k;
 		if (h->name) {
 			st = find_input(m, h->name, &i);
-			if (st != NPU_OK)
-				goto out;
+			if (st)
+				return st;
 		}
-		if (ptrs[i]) {
-			st = npu_error_set(&m->err, NPU_ERR_INVALID_ARG,
-					   "input '%s' is given twice",
-					   m->inputs[i].name);
-			goto out;
-		}
-		if (h->rank < 0 || h->rank > NPU_MAX_RANK) {
-			st = npu_error_set(&m->err, NPU_ERR_INVALID_ARG,
-					   "input '%s': rank %d is out of range",
-					   m->inputs[i].name, h->rank);
-			goto out;
-		}
+		if (ptrs[i])
+			return npu_api_fail(NPU_ERR_INVALID_ARG, "%s: input '%s' is given twice",
+					    m->source, m->inputs[i].name);
+		st = check_shape(m, i, h->rank, h->dims, &ts[i].shape);
+		if (st)
+			return st;
 		ts[i].dtype = (enum npu_dtype)h->dtype;
-		ts[i].shape.rank = h->rank;
-		memcpy(ts[i].shape.dims, h->dims,
-		       sizeof(int64_t) * (size_t)h->rank);
 		ts[i].data = h->data;
 		ts[i].nbytes = h->nbytes;
 		ptrs[i] = &ts[i];
-		st = bind_shape(m, i, h->rank, h->dims, &changed);
-		if (st != NPU_OK)
-			goto out;
+		if (shapes_only)
+			continue;
+		if ((enum npu_dtype)h->dtype != (enum npu_dtype)m->inputs[i].info.dtype)
+			return npu_api_fail(NPU_ERR_INVALID_ARG, "%s: input '%s' must be %s, got %s",
+					    m->source, m->inputs[i].name,
+					    npu_dtype_name((enum npu_dtype)m->inputs[i].info.dtype),
+					    npu_dtype_name((enum npu_dtype)h->dtype));
+		if (h->nbytes != (size_t)npu_shape_numel(&ts[i].shape) *
+				 npu_dtype_size((enum npu_dtype)h->dtype) ||
+		    (h->nbytes && !h->data)) {
+			char buf[160];
+
+			return npu_api_fail(NPU_ERR_INVALID_ARG,
+					    "%s: input '%s': %zu bytes of data for %s %s",
+					    m->source, m->inputs[i].name, h->nbytes,
+					    npu_dtype_name((enum npu_dtype)h->dtype),
+					    npu_shape_str(&ts[i].shape, buf, sizeof(buf)));
+		}
 	}
-	if (npu_model_on_npu(m) && !m->compiled && !m->compile_requested) {
-		m->compile_requested = true;	/* defer_compile: first run compiles */
-		changed = true;
-	}
-	if (changed || !m->s) {
-		st = npu_model_plan(m);
-		if (st != NPU_OK)
-			goto out;
-	}
-	t0 = now_s();
-	st = npu_session_run(m->s, ptrs, &m->err);
-	m->last_run_s = now_s() - t0;
-out:
-	free(ts);
-	free(ptrs);
+	return NPU_OK;
+}
+
+NPU_API npu_status npu_model_get_plan(struct npu_model *m, const struct npu_host_tensor *shapes,
+				      size_t count, struct npu_plan **out)
+{
+	struct npu_tensor ts[64];
+	const struct npu_tensor *ptrs[64];
+	struct npu_shape s[64];
+	size_t i;
+	npu_status st;
+
+	if (!m || !out)
+		return npu_api_fail(NPU_ERR_INVALID_ARG, "npu_model_get_plan: NULL argument");
+	*out = NULL;
+	if (atomic_load(&m->destroyed))
+		return npu_api_fail(NPU_ERR_INVALID_ARG, "npu_model_get_plan: the model was destroyed");
+	if (m->num_inputs > 64)
+		return npu_api_fail(NPU_ERR_UNSUPPORTED, "%s: more than 64 inputs", m->source);
+	st = npu_model_bind_inputs(m, shapes, count, true, ts, ptrs);
+	if (st)
+		return st;
+	for (i = 0; i < m->num_inputs; i++)
+		s[i] = ptrs[i]->shape;
+	npu_model_ref(m);
+	st = npu_model_plan_for(m, s, out);
+	if (st)
+		npu_model_unref(m);
 	return st;
 }
 
-npu_status npu_model_output(const struct npu_model *m, size_t index,
-			    struct npu_host_tensor *out)
+NPU_API npu_status npu_plan_input_info(const struct npu_plan *p, size_t index,
+				       struct npu_tensor_info *info)
 {
-	const struct npu_tensor *t;
-
-	if (!m || !out || !m->s || index >= m->num_outputs)
-		return NPU_ERR_INVALID_ARG;
-	t = npu_session_output(m->s, index);
-	if (!t)
-		return NPU_ERR_INVALID_ARG;
-	memset(out, 0, sizeof(*out));
-	out->name = m->outputs[index].name;
-	out->dtype = (enum npu_data_type)t->dtype;
-	out->rank = t->shape.rank;
-	memcpy(out->dims, t->shape.dims, sizeof(out->dims));
-	out->data = t->data;
-	out->nbytes = t->nbytes;
+	if (!p || !info || index >= p->model->num_inputs)
+		return npu_api_fail(NPU_ERR_INVALID_ARG, "npu_plan_input_info: no input %zu", index);
+	fill_info(info, &p->model->inputs[index]);
+	info->rank = p->shapes[index].rank;
+	memcpy(info->dims, p->shapes[index].dims, sizeof(info->dims));
 	return NPU_OK;
 }
 
-double npu_model_last_run_seconds(const struct npu_model *m)
+NPU_API npu_status npu_plan_output_info(const struct npu_plan *p, size_t index,
+					struct npu_tensor_info *info)
 {
-	return m ? m->last_run_s : 0;
-}
-
-size_t npu_model_num_op_stats(const struct npu_model *m)
-{
-	const struct npu_op_stat *stats;
-
-	if (!m || !m->s)
-		return 0;
-	return npu_session_op_stats(m->s, &stats);
-}
-
-npu_status npu_model_op_stat(const struct npu_model *m, size_t index,
-			     const char **op_type, size_t *nodes,
-			     uint64_t *calls, double *total_ms)
-{
-	const struct npu_op_stat *stats;
-	size_t n;
-
-	if (!m || !m->s)
-		return NPU_ERR_INVALID_ARG;
-	n = npu_session_op_stats(m->s, &stats);
-	if (index >= n)
-		return NPU_ERR_INVALID_ARG;
-	if (op_type)
-		*op_type = stats[index].op_type;
-	if (nodes)
-		*nodes = stats[index].nodes;
-	if (calls)
-		*calls = stats[index].calls;
-	if (total_ms)
-		*total_ms = stats[index].total_ms;
+	if (!p || !info || index >= p->model->num_outputs)
+		return npu_api_fail(NPU_ERR_INVALID_ARG, "npu_plan_output_info: no output %zu", index);
+	fill_info(info, &p->outputs[index]);
 	return NPU_OK;
+}
+
+NPU_API size_t npu_plan_num_placements(const struct npu_plan *p)
+{
+	return p && p->compiled ? p->compiled->num_records : 0;
+}
+
+NPU_API npu_status npu_plan_placement(const struct npu_plan *p, size_t index,
+				      struct npu_node_placement *out)
+{
+	const struct npu_placement_record *r;
+
+	if (!p || !out || !p->compiled || index >= p->compiled->num_records)
+		return npu_api_fail(NPU_ERR_INVALID_ARG, "npu_plan_placement: no placement %zu",
+				    index);
+	r = &p->compiled->records[index];
+	out->node = r->node;
+	out->op_type = r->op_type;
+	out->on_npu = r->placement == NPU_PLACE_NPU;
+	out->segment = r->segment;
+	out->macs = r->macs;
+	out->reason = r->reason;
+	return NPU_OK;
+}
+
+NPU_API npu_status npu_plan_save_compiled(const struct npu_plan *p, const char *path)
+{
+	struct npu_error err = { 0 };
+
+	if (!p || !path)
+		return npu_api_fail(NPU_ERR_INVALID_ARG, "npu_plan_save_compiled: NULL argument");
+	if (!p->compiled)
+		return npu_api_fail(NPU_ERR_INVALID_ARG,
+				    "%s: only a model loaded for an NPU device (sim, accel) can be saved compiled",
+				    p->model->source);
+	if (npu_npub_save(path, p->model->bytes, p->model->size, p->g, p->compiled, &err))
+		return npu_api_fail_err(&err);
+	return NPU_OK;
+}
+
+/* ---- Models ---- */
+
+void npu_model_ref(struct npu_model *m)
+{
+	atomic_fetch_add(&m->refs, 1);
+}
+
+void npu_model_unref(struct npu_model *m)
+{
+	size_t i;
+
+	if (!m || atomic_fetch_sub(&m->refs, 1) != 1)
+		return;
+	for (i = 0; i < m->num_plans; i++)
+		npu_plan_unref(m->plans[i]);
+	free(m->plans);
+	npu_calib_cache_destroy(m->calib);
+	npu_graph_destroy(m->base);
+	free_io(m->inputs, m->num_inputs);
+	free_io(m->outputs, m->num_outputs);
+	free(m->npub_shapes);
+	free(m->npub);
+	free(m->bytes);
+	free(m->source);
+	free(m->device_name);
+	free(m->calib_dir);
+	free(m->calib_method);
+	pthread_mutex_destroy(&m->build_lock);
+	pthread_mutex_destroy(&m->cache_lock);
+	npu_engine_unref(m->engine);
+	free(m);
+}
+
+NPU_API void npu_model_destroy(struct npu_model *m)
+{
+	if (!m)
+		return;
+	atomic_store(&m->destroyed, true);
+	npu_model_unref(m);
+}
+
+static char *dup_opt(const char *s, bool *nomem)
+{
+	char *d;
+
+	if (!s)
+		return NULL;
+	d = strdup(s);
+	if (!d)
+		*nomem = true;
+	return d;
+}
+
+static npu_status check_options(struct npu_model *m)
+{
+	const char *dev = m->device_name;
+	struct stat sb;
+
+	if (m->calib_method && strcmp(m->calib_method, "minmax") &&
+	    strcmp(m->calib_method, "percentile") && strcmp(m->calib_method, "entropy"))
+		return npu_api_fail(NPU_ERR_INVALID_ARG,
+				    "npu_model_options.calib_method '%s': expected minmax, percentile or entropy",
+				    m->calib_method);
+	if (m->opts.calib_percentile < 0 || m->opts.calib_percentile > 100)
+		return npu_api_fail(NPU_ERR_INVALID_ARG,
+				    "npu_model_options.calib_percentile %g: expected (0, 100]",
+				    m->opts.calib_percentile);
+	if (m->opts.calib_samples < 0)
+		return npu_api_fail(NPU_ERR_INVALID_ARG, "npu_model_options.calib_samples %d is negative",
+				    m->opts.calib_samples);
+	if (strcmp(dev, "cpu") && m->calib_dir &&
+	    (stat(m->calib_dir, &sb) || !S_ISDIR(sb.st_mode)))
+		return npu_api_fail(NPU_ERR_NOT_FOUND,
+				    "npu_model_options.calib_dir '%s': not a directory", m->calib_dir);
+	return NPU_OK;
+}
+
+static npu_status take_npub(struct npu_model *m, const void *data, size_t size)
+{
+	struct npu_error err = { 0 };
+	struct npu_npub *f = NULL;
+	const void *model;
+	npu_status st;
+	size_t i;
+
+	st = npu_npub_open(data, size, m->source, &f, &err);
+	if (st)
+		return npu_api_fail_err(&err);
+	model = npu_npub_model(f, &m->size);
+	m->bytes = malloc(m->size ? m->size : 1);
+	m->npub = malloc(size);
+	if (!m->bytes || !m->npub) {
+		npu_npub_close(f);
+		return npu_api_fail(NPU_ERR_NO_MEMORY, "out of memory");
+	}
+	memcpy(m->bytes, model, m->size);
+	memcpy(m->npub, data, size);
+	m->npub_size = size;
+	m->npub_shapes = calloc(npu_npub_num_inputs(f) + 1, sizeof(*m->npub_shapes));
+	if (!m->npub_shapes)
+		st = npu_api_fail(NPU_ERR_NO_MEMORY, "out of memory");
+	for (i = 0; !st && i < npu_npub_num_inputs(f); i++)
+		npu_npub_input(f, i, &m->npub_shapes[i]);
+	npu_npub_close(f);
+	return st;
+}
+
+/* The .npub's shapes, in the order of the embedded model's inputs. */
+static npu_status order_npub_shapes(struct npu_model *m, const void *data, size_t size)
+{
+	struct npu_error err = { 0 };
+	struct npu_npub *f = NULL;
+	struct npu_shape *by_input = calloc(m->num_inputs + 1, sizeof(*by_input));
+	npu_status st = by_input ? NPU_OK : npu_api_fail(NPU_ERR_NO_MEMORY, "out of memory");
+	size_t i, k;
+
+	if (!st && npu_npub_open(data, size, m->source, &f, &err))
+		st = npu_api_fail_err(&err);
+	if (!st && npu_npub_num_inputs(f) != m->num_inputs)
+		st = npu_api_fail(NPU_ERR_MODEL,
+				  "%s: compiled for %zu inputs, the embedded model has %zu",
+				  m->source, npu_npub_num_inputs(f), m->num_inputs);
+	for (i = 0; !st && i < npu_npub_num_inputs(f); i++) {
+		struct npu_shape shape;
+		const char *name = npu_npub_input(f, i, &shape);
+
+		for (k = 0; k < m->num_inputs; k++)
+			if (!strcmp(m->inputs[k].name, name))
+				break;
+		if (k == m->num_inputs)
+			st = npu_api_fail(NPU_ERR_MODEL,
+					  "%s: compiled for input '%s', which the embedded model lacks",
+					  m->source, name);
+		else
+			by_input[k] = shape;
+	}
+	npu_npub_close(f);
+	if (st) {
+		free(by_input);
+		return st;
+	}
+	free(m->npub_shapes);
+	m->npub_shapes = by_input;
+	for (k = 0; k < m->num_inputs; k++) {	/* shown as the model's inputs */
+		m->inputs[k].info.rank = by_input[k].rank;
+		memcpy(m->inputs[k].info.dims, by_input[k].dims, sizeof(by_input[k].dims));
+	}
+	return NPU_OK;
+}
+
+static npu_status load(struct npu_model *m, const void *data, size_t size)
+{
+	struct npu_error err = { 0 };
+	npu_status st = NPU_OK;
+
+	if (npu_npub_detect(data, size)) {
+		st = take_npub(m, data, size);
+	} else {
+		m->bytes = malloc(size ? size : 1);
+		if (!m->bytes)
+			return npu_api_fail(NPU_ERR_NO_MEMORY, "out of memory");
+		if (size)
+			memcpy(m->bytes, data, size);
+		m->size = size;
+	}
+	if (st)
+		return st;
+	atomic_fetch_add(&m->imports, 1);
+	if (npu_onnx_import(m->bytes, m->size, m->source, &m->base, &err))
+		return npu_api_fail_err(&err);
+	m->num_inputs = m->base->num_inputs;
+	m->num_outputs = m->base->num_outputs;
+	if (m->num_inputs > 64)
+		return npu_api_fail(NPU_ERR_UNSUPPORTED, "%s: %zu inputs, at most 64 are supported",
+				    m->source, m->num_inputs);
+	st = copy_io(&m->inputs, m->base->inputs, m->num_inputs);
+	if (!st)
+		st = copy_io(&m->outputs, m->base->outputs, m->num_outputs);
+	if (!st && m->npub)
+		st = order_npub_shapes(m, data, size);
+	return st;
+}
+
+NPU_API npu_status npu_model_load_memory(struct npu_engine *e, const void *data, size_t size,
+					 const char *name, const struct npu_model_options *opts,
+					 struct npu_model **out)
+{
+	struct npu_model *m;
+	bool nomem = false;
+	npu_status st;
+
+	if (!out)
+		return npu_api_fail(NPU_ERR_INVALID_ARG, "npu_model_load: out is NULL");
+	*out = NULL;
+	if (!e || (!data && size))
+		return npu_api_fail(NPU_ERR_INVALID_ARG, "npu_model_load: %s is NULL",
+				    !e ? "engine" : "data");
+	m = calloc(1, sizeof(*m));
+	if (!m)
+		return npu_api_fail(NPU_ERR_NO_MEMORY, "out of memory");
+	atomic_init(&m->refs, 1);
+	npu_engine_ref(e);
+	m->engine = e;
+	pthread_mutex_init(&m->build_lock, NULL);
+	pthread_mutex_init(&m->cache_lock, NULL);
+	npu_model_options_init(&m->opts);
+	st = opts ? npu_api_copy_options(&m->opts, sizeof(m->opts), opts, "npu_model_options")
+		  : NPU_OK;
+	if (!st) {
+		m->source = dup_opt(name ? name : "<memory>", &nomem);
+		m->device_name = dup_opt(m->opts.device ? m->opts.device : "cpu", &nomem);
+		m->calib_dir = dup_opt(m->opts.calib_dir, &nomem);
+		m->calib_method = dup_opt(m->opts.calib_method, &nomem);
+		m->opts.device = m->device_name;
+		m->opts.calib_dir = m->calib_dir;
+		m->opts.calib_method = m->calib_method;
+		m->max_plans = m->opts.max_plans ? m->opts.max_plans : NPU_DEFAULT_MAX_PLANS;
+		m->max_plan_bytes = m->opts.max_plan_bytes ? m->opts.max_plan_bytes
+							   : NPU_DEFAULT_MAX_PLAN_BYTES;
+		m->plans = calloc(m->max_plans + 2, sizeof(*m->plans));
+		m->calib = npu_calib_cache_create();
+		if (nomem || !m->plans || !m->calib)
+			st = npu_api_fail(NPU_ERR_NO_MEMORY, "out of memory");
+	}
+	if (!st)
+		st = check_options(m);
+	if (!st && strcmp(m->device_name, "cpu"))
+		st = npu_engine_get_device(e, m->device_name, &m->dev);
+	if (!st)
+		st = load(m, data, size);
+	if (st) {
+		char msg[NPU_ERROR_MSG_MAX];
+
+		/* Keep the message naming the failure: freeing may not touch it. */
+		snprintf(msg, sizeof(msg), "%s", npu_last_error());
+		npu_model_unref(m);
+		npu_api_fail(st, "%s", msg);
+		return st;
+	}
+	npu_engine_log(e, NPU_LOG_INFO, "loaded %s (%zu inputs, %zu outputs) for %s", m->source,
+		       m->num_inputs, m->num_outputs, m->device_name);
+	*out = m;
+	return NPU_OK;
+}
+
+NPU_API npu_status npu_model_load_file(struct npu_engine *e, const char *path,
+				       const struct npu_model_options *opts,
+				       struct npu_model **out)
+{
+	struct npu_error err = { 0 };
+	void *data;
+	size_t size;
+	npu_status st;
+
+	if (out)
+		*out = NULL;
+	if (!path)
+		return npu_api_fail(NPU_ERR_INVALID_ARG, "npu_model_load_file: path is NULL");
+	if (npu_read_file(path, &data, &size, &err))
+		return npu_api_fail_err(&err);
+	st = npu_model_load_memory(e, data, size, path, opts, out);
+	free(data);
+	return st;
+}
+
+NPU_API const char *npu_model_name(const struct npu_model *m)
+{
+	return m ? m->source : "";
+}
+
+NPU_API const char *npu_model_device(const struct npu_model *m)
+{
+	return m ? m->device_name : "";
+}
+
+NPU_API size_t npu_model_num_inputs(const struct npu_model *m)
+{
+	return m ? m->num_inputs : 0;
+}
+
+NPU_API size_t npu_model_num_outputs(const struct npu_model *m)
+{
+	return m ? m->num_outputs : 0;
+}
+
+NPU_API npu_status npu_model_input_info(const struct npu_model *m, size_t index,
+					struct npu_tensor_info *info)
+{
+	if (!m || !info || index >= m->num_inputs)
+		return npu_api_fail(NPU_ERR_INVALID_ARG, "npu_model_input_info: no input %zu", index);
+	fill_info(info, &m->inputs[index]);
+	return NPU_OK;
+}
+
+NPU_API npu_status npu_model_output_info(const struct npu_model *m, size_t index,
+					 struct npu_tensor_info *info)
+{
+	if (!m || !info || index >= m->num_outputs)
+		return npu_api_fail(NPU_ERR_INVALID_ARG, "npu_model_output_info: no output %zu",
+				    index);
+	fill_info(info, &m->outputs[index]);
+	return NPU_OK;
+}
+
+NPU_API npu_status npu_model_get_stats(const struct npu_model *cm, struct npu_model_stats *out)
+{
+	struct npu_model *m = (struct npu_model *)cm;	/* the locks only */
+	struct npu_model_stats st = { .struct_size = sizeof(st) };
+
+	if (!m || !out)
+		return npu_api_fail(NPU_ERR_INVALID_ARG, "npu_model_get_stats: NULL argument");
+	st.plans_built = atomic_load(&m->plans_built);
+	st.plan_hits = atomic_load(&m->plan_hits);
+	st.plan_misses = atomic_load(&m->plan_misses);
+	st.plans_evicted = atomic_load(&m->plans_evicted);
+	st.calibrations = atomic_load(&m->calibrations);
+	st.imports = atomic_load(&m->imports);
+	pthread_mutex_lock(&m->cache_lock);
+	st.plans_cached = m->num_plans;
+	st.plan_bytes = m->plan_bytes;
+	pthread_mutex_unlock(&m->cache_lock);
+	return npu_api_copy_stats(out, &st, sizeof(st), "npu_model_stats");
 }

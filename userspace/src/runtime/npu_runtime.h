@@ -17,9 +17,28 @@
 #include "graph/npu_ir.h"
 
 struct npu_threadpool;
+struct npu_exec_plan;
+struct npu_memplan_stats;
 
-struct npu_session_options {
-	int threads;		/* 0: all online cores */
+/*
+ * What every session of one graph shares (op definitions, prepared op
+ * state such as packed weights, liveness, the host arena layout); built
+ * once, read-only afterwards, so sessions on many threads may use it.
+ * The graph must outlive it.
+ */
+npu_status npu_exec_plan_create(struct npu_graph *graph,
+				struct npu_exec_plan **out,
+				struct npu_error *err);
+void npu_exec_plan_destroy(struct npu_exec_plan *plan);
+/* The host tensor memory of every session of the plan (see below). */
+void npu_exec_plan_memory(const struct npu_exec_plan *plan, bool *planned,
+			  struct npu_memplan_stats *stats);
+
+struct npu_exec_options {
+	int threads;		/* own pool when 'pool' is NULL; 0: all cores */
+	struct npu_threadpool *pool;	/* borrowed (a view of the engine's) */
+	/* Shared plan of the same graph; NULL: the session makes its own. */
+	const struct npu_exec_plan *plan;
 	bool profile;
 	/*
 	 * Optional: called after every node with its outputs (NULL entries
@@ -37,36 +56,43 @@ struct npu_op_stat {
 	double total_ms;
 };
 
-struct npu_session;
+struct npu_exec;
 
-/* Prepares every node (op prepare()); the graph must outlive the session. */
-npu_status npu_session_create(struct npu_graph *graph,
-			      const struct npu_session_options *opts,
-			      struct npu_session **out, struct npu_error *err);
-void npu_session_destroy(struct npu_session *s);
+/*
+ * Run state for one thread: tensors, arena, async bookkeeping, and for a
+ * graph compiled for an NPU its own run of the segments (device arena and
+ * command streams). Without opts->plan it prepares every node itself. The
+ * graph must outlive it.
+ */
+npu_status npu_exec_create(struct npu_graph *graph,
+			      const struct npu_exec_options *opts,
+			      struct npu_exec **out, struct npu_error *err);
+void npu_exec_destroy(struct npu_exec *s);
 
 /*
  * Run once; inputs[i] feeds graph->inputs[i] (dtype and rank must match,
  * fixed dims too). Outputs stay valid until the next run.
  */
-npu_status npu_session_run(struct npu_session *s,
+npu_status npu_exec_run(struct npu_exec *s,
 			   const struct npu_tensor *const *inputs,
 			   struct npu_error *err);
-const struct npu_tensor *npu_session_output(const struct npu_session *s,
+const struct npu_tensor *npu_exec_output(const struct npu_exec *s,
 					    size_t index);
-
-struct npu_memplan_stats;
 
 /*
  * The host tensor memory: with every shape static, one arena planned by
  * liveness (*planned, and its peak / sum / lower bound in *stats); else a
  * reuse pool (*planned false).
  */
-void npu_session_memory(const struct npu_session *s, bool *planned,
+void npu_exec_memory(const struct npu_exec *s, bool *planned,
 			struct npu_memplan_stats *stats);
 
+/* This session's run of the NPU segments (NULL without any). */
+struct npu_compiled_run;
+const struct npu_compiled_run *npu_exec_compiled_run(const struct npu_exec *s);
+
 /* Aggregated per op type, sorted by time (profiling) or node count. */
-size_t npu_session_op_stats(const struct npu_session *s,
+size_t npu_exec_op_stats(const struct npu_exec *s,
 			    const struct npu_op_stat **stats);
 
 #endif /* NPU_RUNTIME_H */

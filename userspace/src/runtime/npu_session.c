@@ -1,778 +1,466 @@
 // SPDX-License-Identifier: MIT
-/* npu_session.c - executes a graph on the CPU (see npu_runtime.h). */
-#include "runtime/npu_runtime.h"
+/*
+ * npu_session.c - sessions (npu/npu_model.h): one thread's run state. A
+ * session keeps an execution state (tensors, host arena, its own NPU
+ * arena and command streams) for each of the last few plans it ran, so
+ * switching between cached shapes allocates nothing and compiles nothing.
+ */
+#include "runtime/npu_api.h"
 
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <fcntl.h>
-#include <sys/file.h>
-#include <sys/stat.h>
 #include <time.h>
-#include <unistd.h>
 
-#include "cpu/kernels/cpu_kernels.h"
+#include "compiler/compiler.h"
+#include "compiler/segment_rt.h"
 #include "compiler/memplan.h"
-#include "cpu/ops/cpu_ops.h"
+#include "cpu/kernels/cpu_kernels.h"
 
-#define NPU_RT_MAX_IO 64
+#define NPU_DEFAULT_PLAN_STATES 4
 
-struct rt_buffer {
-	void *data;
-	size_t cap;
+struct plan_state {
+	struct npu_plan *plan;		/* a reference */
+	struct npu_exec *exec;
+	uint64_t last_used;
 };
 
 struct npu_session {
-	struct npu_graph *g;
-	struct npu_threadpool *pool;
-	bool profile;
-	void (*observe)(void *arg, const struct npu_node *node,
-			const struct npu_tensor *const *outputs);
-	void *observe_arg;
-	const struct npu_op_def **defs;		/* per node */
-	bool *dynamic;				/* per node: infer at run time */
-	size_t *last_use;			/* per value: last consuming node */
-	const struct npu_tensor **view;		/* per value: what nodes read */
-	struct npu_tensor *owned;		/* per value: runtime tensors */
-	size_t *owned_cap;			/* per value: buffer capacity */
-	struct rt_buffer *free_bufs;		/* the reuse pool */
-	size_t num_free, cap_free;
-	double *node_ms;
-	size_t *pending_of;			/* per value: async producer + 1 */
-	/* All shapes static: every intermediate lives in one planned arena. */
-	uint8_t *arena;
-	uint64_t *arena_off;			/* per value */
-	struct npu_memplan_stats plan;
-	double *submit_ms;			/* per node: when an async op began */
-	int trace_fd;				/* NPU_TRACE_FILE, or -1 */
-	uint64_t runs;
-	struct npu_op_stat *stats;
-	size_t num_stats;
+	struct npu_model *model;	/* a reference */
+	atomic_bool busy;		/* a thread is inside a call */
+	struct npu_threadpool *pool;	/* a view of the engine's pool */
+	struct plan_state *states;
+	size_t num_states, max_states;
+	struct plan_state *cur;		/* of the last run */
+	uint64_t clock;
+	double last_run_s;
 };
 
-static bool is_default_domain(const char *d)
+NPU_API void npu_session_options_init_sized(struct npu_session_options *o, size_t size)
 {
-	return !d || !d[0] || !strcmp(d, "ai.onnx");
-}
+	struct npu_session_options d = { .struct_size = size };
 
-/*
- * Op spans for NPU_TRACE_FILE: one complete event per node, on the same
- * CLOCK_MONOTONIC timeline and in the same append-only JSON array as the
- * device layer's job spans (device/trace.c), so Perfetto shows CPU ops and
- * NPU jobs together. Best effort: a failed write turns tracing off.
- */
-static void trace_append(struct npu_session *s, const char *text, size_t len);
-
-static void trace_open(struct npu_session *s)
-{
-	const char *path = getenv("NPU_TRACE_FILE");
-	char meta[160];
-	int n;
-
-	s->trace_fd = -1;
-	if (!path || !*path)
+	if (!o || size < sizeof(size_t))
 		return;
-	s->trace_fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
-	if (s->trace_fd < 0)
-		return;
-	n = snprintf(meta, sizeof(meta),
-		     "{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":1,\"args\":{\"name\":\"graph ops (host)\"}},\n",
-		     (int)getpid());
-	trace_append(s, meta, (size_t)n);
+	memcpy(o, &d, size < sizeof(d) ? size : sizeof(d));
+	if (size > sizeof(d))
+		memset((char *)o + sizeof(d), 0, size - sizeof(d));
 }
 
-static void trace_append(struct npu_session *s, const char *text, size_t len)
+NPU_API npu_status npu_session_create(struct npu_model *m,
+				      const struct npu_session_options *opts,
+				      struct npu_session **out)
 {
-	struct stat st;
+	struct npu_session_options o;
+	struct npu_session *s;
+	npu_status st;
 
-	if (s->trace_fd < 0 || flock(s->trace_fd, LOCK_EX))
-		return;
-	if ((fstat(s->trace_fd, &st) == 0 && st.st_size == 0 &&
-	     write(s->trace_fd, "[\n", 2) != 2) ||
-	    write(s->trace_fd, text, len) != (ssize_t)len) {
-		flock(s->trace_fd, LOCK_UN);
-		close(s->trace_fd);
-		s->trace_fd = -1;
-		return;
+	if (!out)
+		return npu_api_fail(NPU_ERR_INVALID_ARG, "npu_session_create: out is NULL");
+	*out = NULL;
+	if (!m)
+		return npu_api_fail(NPU_ERR_INVALID_ARG, "npu_session_create: model is NULL");
+	if (atomic_load(&m->destroyed))
+		return npu_api_fail(NPU_ERR_INVALID_ARG,
+				    "npu_session_create: the model was destroyed");
+	npu_session_options_init(&o);
+	if (opts) {
+		st = npu_api_copy_options(&o, sizeof(o), opts, "npu_session_options");
+		if (st)
+			return st;
 	}
-	flock(s->trace_fd, LOCK_UN);
-}
-
-static void trace_node(struct npu_session *s, const struct npu_node *node,
-		       double start_ms, double end_ms)
-{
-	char buf[768];
-	int n;
-
-	if (s->trace_fd < 0)
-		return;
-	n = snprintf(buf, sizeof(buf),
-		     "{\"name\":\"%.200s\",\"cat\":\"npu.op\",\"ph\":\"X\",\"pid\":%d,\"tid\":1,"
-		     "\"ts\":%.3f,\"dur\":%.3f,\"args\":{\"node\":\"%.300s\"}},\n",
-		     node->op_type, (int)getpid(), start_ms * 1e3, (end_ms - start_ms) * 1e3,
-		     node->name);
-	if (n > 0 && (size_t)n < sizeof(buf) && !strpbrk(node->name, "\"\\") &&
-	    !strpbrk(node->op_type, "\"\\"))
-		trace_append(s, buf, (size_t)n);
-}
-
-static double now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
-/* Best fit from the pool, else a new 64-byte aligned buffer. */
-static void *buf_get(struct npu_session *s, size_t need, size_t *cap)
-{
-	size_t i, best = SIZE_MAX;
-	void *p;
-
-	for (i = 0; i < s->num_free; i++)
-		if (s->free_bufs[i].cap >= need &&
-		    (best == SIZE_MAX || s->free_bufs[i].cap <
-					  s->free_bufs[best].cap))
-			best = i;
-	if (best != SIZE_MAX) {
-		p = s->free_bufs[best].data;
-		*cap = s->free_bufs[best].cap;
-		s->free_bufs[best] = s->free_bufs[--s->num_free];
-		return p;
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return npu_api_fail(NPU_ERR_NO_MEMORY, "out of memory");
+	s->max_states = o.max_plan_states ? o.max_plan_states : NPU_DEFAULT_PLAN_STATES;
+	s->states = calloc(s->max_states, sizeof(*s->states));
+	if (m->engine->pool)
+		s->pool = npu_threadpool_create_view(m->engine->pool);
+	if (!s->states || (m->engine->pool && !s->pool)) {
+		free(s->states);
+		npu_threadpool_destroy(s->pool);
+		free(s);
+		return npu_api_fail(NPU_ERR_NO_MEMORY, "out of memory");
 	}
-	*cap = (need + 63) & ~(size_t)63;
-	return aligned_alloc(64, *cap);
+	npu_model_ref(m);
+	s->model = m;
+	*out = s;
+	return NPU_OK;
 }
 
-static bool buf_put(struct npu_session *s, void *data, size_t cap)
+static void drop_state(struct plan_state *ps)
 {
-	if (!data)
-		return true;
-	if (s->num_free == s->cap_free) {
-		size_t c = s->cap_free ? s->cap_free * 2 : 32;
-		struct rt_buffer *nb = realloc(s->free_bufs, c * sizeof(*nb));
-
-		if (!nb) {
-			free(data);
-			return false;
-		}
-		s->free_bufs = nb;
-		s->cap_free = c;
-	}
-	s->free_bufs[s->num_free].data = data;
-	s->free_bufs[s->num_free].cap = cap;
-	s->num_free++;
-	return true;
+	npu_exec_destroy(ps->exec);
+	npu_plan_release(ps->plan);
+	memset(ps, 0, sizeof(*ps));
 }
 
-static void release_value(struct npu_session *s, size_t vi)
-{
-	if (s->arena) {		/* planned: the arena slot is simply reused */
-		s->owned[vi].data = NULL;
-		s->view[vi] = NULL;
-		return;
-	}
-	if (s->owned[vi].data) {
-		buf_put(s, s->owned[vi].data, s->owned_cap[vi]);
-		s->owned[vi].data = NULL;
-		s->owned_cap[vi] = 0;
-	}
-	s->view[vi] = NULL;
-}
-
-static int cmp_stat(const void *a, const void *b)
-{
-	const struct npu_op_stat *x = a, *y = b;
-
-	if (x->total_ms != y->total_ms)
-		return x->total_ms < y->total_ms ? 1 : -1;
-	if (x->nodes != y->nodes)
-		return x->nodes < y->nodes ? 1 : -1;
-	return strcmp(x->op_type, y->op_type);
-}
-
-static void build_stats(struct npu_session *s)
-{
-	size_t i, j;
-
-	s->num_stats = 0;
-	for (i = 0; i < s->g->num_nodes; i++) {
-		const struct npu_node *n = s->g->nodes[i];
-
-		for (j = 0; j < s->num_stats; j++)
-			if (!strcmp(s->stats[j].op_type, n->op_type))
-				break;
-		if (j == s->num_stats) {
-			s->stats[j].op_type = n->op_type;
-			s->stats[j].nodes = 0;
-			s->stats[j].calls = 0;
-			s->stats[j].total_ms = 0;
-			s->num_stats++;
-		}
-		s->stats[j].nodes++;
-		s->stats[j].calls += s->runs;
-		s->stats[j].total_ms += s->node_ms[i];
-	}
-	qsort(s->stats, s->num_stats, sizeof(*s->stats), cmp_stat);
-}
-
-void npu_session_destroy(struct npu_session *s)
+NPU_API void npu_session_destroy(struct npu_session *s)
 {
 	size_t i;
 
 	if (!s)
 		return;
-	if (s->defs)
-		for (i = 0; i < s->g->num_nodes; i++)
-			if (s->defs[i] && s->defs[i]->release)
-				s->defs[i]->release(s->g->nodes[i]);
-	if (s->owned && !s->arena)	/* arena tensors are freed with it */
-		for (i = 0; i < s->g->num_values; i++)
-			free(s->owned[i].data);
-	for (i = 0; i < s->num_free; i++)
-		free(s->free_bufs[i].data);
-	free(s->free_bufs);
-	if (s->trace_fd >= 0)
-		close(s->trace_fd);
+	for (i = 0; i < s->num_states; i++)
+		drop_state(&s->states[i]);
+	free(s->states);
 	npu_threadpool_destroy(s->pool);
-	free(s->defs);
-	free(s->dynamic);
-	free(s->last_use);
-	free(s->view);
-	free(s->owned);
-	free(s->owned_cap);
-	free(s->node_ms);
-	free(s->pending_of);
-	free(s->arena);
-	free(s->arena_off);
-	free(s->submit_ms);
-	free(s->stats);
+	npu_model_unref(s->model);
 	free(s);
 }
 
-/*
- * When no node's output shape depends on data, place every tensor the
- * nodes produce in one arena by liveness (compiler/memplan.c, as for the
- * device arena): each lives from its node to its last reader; graph
- * outputs and never-read values (an asynchronous node may still write
- * them) to the end of the run. Otherwise tensors come from the reuse pool.
- */
-static npu_status plan_arena(struct npu_session *s, struct npu_error *err)
+static bool enter(struct npu_session *s, const char *what)
 {
-	struct npu_graph *g = s->g;
-	struct npu_memplan_item *items;
-	size_t i, j;
+	bool expected = false;
 
-	for (i = 0; i < g->num_nodes; i++)
-		if (s->dynamic[i])
-			return NPU_OK;
-	items = calloc(g->num_values + 1, sizeof(*items));
-	s->arena_off = calloc(g->num_values + 1, sizeof(*s->arena_off));
-	if (!items || !s->arena_off) {
-		free(items);
-		return npu_error_set(err, NPU_ERR_NO_MEMORY, "out of memory");
+	if (!atomic_compare_exchange_strong(&s->busy, &expected, true)) {
+		npu_api_fail(NPU_ERR_BUSY,
+			     "%s: the session is in use by another thread (a session is single-threaded: make one per thread)",
+			     what);
+		return false;
 	}
-	for (i = 0; i < g->num_nodes; i++) {
-		for (j = 0; j < g->nodes[i]->num_outputs; j++) {
-			const struct npu_value *v = g->nodes[i]->outputs[j];
-			size_t last;
+	return true;
+}
 
-			if (!v)
-				continue;
-			last = s->last_use[v->index];
-			items[v->index].size = (uint64_t)npu_shape_numel(&v->shape) *
-					       npu_dtype_size(v->dtype);
-			items[v->index].first_step = (uint32_t)i;
-			items[v->index].last_step = (uint32_t)(v->is_graph_output || last == SIZE_MAX ?
-							       g->num_nodes : last);
+static void leave(struct npu_session *s)
+{
+	atomic_store(&s->busy, false);
+}
+
+/* This session's execution state for 'plan', made (or recycled) on first use. */
+static npu_status state_for(struct npu_session *s, struct npu_plan *plan,
+			    struct plan_state **out)
+{
+	struct npu_exec_options eo = { .pool = s->pool, .threads = 1 };
+	struct npu_error err = { 0 };
+	struct plan_state *ps = NULL;
+	size_t i;
+	npu_status st;
+
+	for (i = 0; i < s->num_states; i++)
+		if (s->states[i].plan == plan) {
+			ps = &s->states[i];
+			break;
 		}
+	if (!ps) {
+		if (s->num_states < s->max_states) {
+			ps = &s->states[s->num_states++];
+		} else {	/* least recently used out */
+			ps = &s->states[0];
+			for (i = 1; i < s->num_states; i++)
+				if (s->states[i].last_used < ps->last_used)
+					ps = &s->states[i];
+			if (s->cur == ps)
+				s->cur = NULL;
+			drop_state(ps);
+		}
+		eo.plan = plan->exec;
+		eo.profile = s->model->opts.profile != 0;
+		st = npu_exec_create(plan->g, &eo, &ps->exec, &err);
+		if (st) {
+			*ps = s->states[--s->num_states];
+			memset(&s->states[s->num_states], 0, sizeof(*ps));
+			return npu_api_fail_err(&err);
+		}
+		npu_plan_ref(plan);
+		npu_model_ref(s->model);	/* as npu_plan_release() drops one */
+		ps->plan = plan;
 	}
-	if (npu_memplan(items, g->num_values, 64, &s->plan)) {
-		free(items);
-		return npu_error_set(err, NPU_ERR_NO_MEMORY, "out of memory");
-	}
-	for (i = 0; i < g->num_values; i++)
-		s->arena_off[i] = items[i].offset;
-	free(items);
-	s->arena = aligned_alloc(64, s->plan.arena_bytes ? s->plan.arena_bytes : 64);
-	if (!s->arena)
-		return npu_error_set(err, NPU_ERR_NO_MEMORY,
-				     "out of memory for a %llu-byte tensor arena",
-				     (unsigned long long)s->plan.arena_bytes);
+	ps->last_used = ++s->clock;
+	*out = ps;
 	return NPU_OK;
 }
 
-void npu_session_memory(const struct npu_session *s, bool *planned,
-			struct npu_memplan_stats *stats)
+static double now_s(void)
 {
-	*planned = s->arena != NULL;
-	*stats = s->plan;
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-npu_status npu_session_create(struct npu_graph *g,
-			      const struct npu_session_options *opts,
-			      struct npu_session **out, struct npu_error *err)
+static npu_status run(struct npu_session *s, struct npu_plan *given,
+		      const struct npu_host_tensor *inputs, size_t count)
 {
-	struct npu_session *s;
-	size_t i, j, nn = g->num_nodes, nv = g->num_values;
-	int threads = opts ? opts->threads : 0;
-	char label[300];
+	struct npu_model *m = s->model;
+	struct npu_tensor ts[64];
+	const struct npu_tensor *ptrs[64];
+	struct npu_shape shapes[64];
+	struct npu_error err = { 0 };
+	struct npu_plan *plan = given;
+	struct plan_state *ps = NULL;
+	size_t i;
 	npu_status st;
+	double t0;
 
-	*out = NULL;
-	s = calloc(1, sizeof(*s));
-	if (!s)
-		return npu_error_set(err, NPU_ERR_NO_MEMORY, "out of memory");
-	s->g = g;
-	s->profile = opts && opts->profile;
-	trace_open(s);
-	if (opts) {
-		s->observe = opts->observe;
-		s->observe_arg = opts->observe_arg;
-	}
-	s->defs = calloc(nn + 1, sizeof(*s->defs));
-	s->dynamic = calloc(nn + 1, sizeof(*s->dynamic));
-	s->node_ms = calloc(nn + 1, sizeof(*s->node_ms));
-	s->pending_of = calloc(nv + 1, sizeof(*s->pending_of));
-	s->submit_ms = calloc(nn + 1, sizeof(*s->submit_ms));
-	s->stats = calloc(nn + 1, sizeof(*s->stats));
-	s->last_use = calloc(nv + 1, sizeof(*s->last_use));
-	s->view = calloc(nv + 1, sizeof(*s->view));
-	s->owned = calloc(nv + 1, sizeof(*s->owned));
-	s->owned_cap = calloc(nv + 1, sizeof(*s->owned_cap));
-	if (!s->defs || !s->dynamic || !s->node_ms || !s->stats ||
-	    !s->last_use || !s->view || !s->owned || !s->owned_cap ||
-	    !s->pending_of || !s->submit_ms) {
-		npu_session_destroy(s);
-		return npu_error_set(err, NPU_ERR_NO_MEMORY, "out of memory");
-	}
-	if (threads <= 0) {
-		long n = sysconf(_SC_NPROCESSORS_ONLN);
+	if (atomic_load(&m->destroyed))
+		return npu_api_fail(NPU_ERR_INVALID_ARG,
+				    "npu_session_run: the session's model (%s) was destroyed",
+				    m->source);
+	if (given && given->model != m)
+		return npu_api_fail(NPU_ERR_INVALID_ARG,
+				    "npu_session_run_plan: the plan belongs to model %s, the session to %s",
+				    given->model->source, m->source);
+	st = npu_model_bind_inputs(m, inputs, count, false, ts, ptrs);
+	if (st)
+		return st;
+	for (i = 0; i < m->num_inputs; i++)
+		shapes[i] = ptrs[i]->shape;
+	if (given) {
+		for (i = 0; i < m->num_inputs; i++)
+			if (memcmp(&shapes[i], &given->shapes[i], sizeof(shapes[i]))) {
+				char a[160], b[160];
 
-		threads = n > 0 ? (int)n : 1;
-	}
-	if (threads > 1) {
-		s->pool = npu_threadpool_create(threads);
-		if (!s->pool) {
-			npu_session_destroy(s);
-			return npu_error_set(err, NPU_ERR_NO_MEMORY,
-					     "cannot create %d threads", threads);
-		}
-	}
-	for (i = 0; i < nv; i++)
-		s->last_use[i] = SIZE_MAX;
-	for (i = 0; i < nn; i++) {
-		struct npu_node *node = g->nodes[i];
-
-		if (node->num_inputs > NPU_RT_MAX_IO ||
-		    node->num_outputs > NPU_RT_MAX_IO) {
-			npu_session_destroy(s);
-			return npu_error_set(err, NPU_ERR_UNSUPPORTED,
-				"%s: %s: more than %d inputs or outputs",
-				g->source, npu_node_label(g, node, label,
-							  sizeof(label)),
-				NPU_RT_MAX_IO);
-		}
-		s->defs[i] = npu_cpu_op_find(is_default_domain(node->domain)
-					     ? "" : node->domain,
-					     node->op_type, node->opset);
-		if (!s->defs[i]) {
-			npu_session_destroy(s);
-			return npu_error_set(err, NPU_ERR_UNSUPPORTED,
-				"%s: %s: unsupported op '%s' (opset %d)",
-				g->source, npu_node_label(g, node, label,
-							  sizeof(label)),
-				node->op_type, node->opset);
-		}
-		for (j = 0; j < node->num_inputs; j++)
-			if (node->inputs[j])
-				s->last_use[node->inputs[j]->index] = i;
-		for (j = 0; j < node->num_outputs; j++) {
-			const struct npu_value *v = node->outputs[j];
-
-			if (v && (v->shape.rank < 0 ||
-				  npu_shape_numel(&v->shape) < 0))
-				s->dynamic[i] = true;
-		}
-	}
-	for (i = 0; i < nn; i++) {
-		if (!s->defs[i]->prepare)
-			continue;
-		st = s->defs[i]->prepare(g->nodes[i], err);
-		if (st != NPU_OK) {
-			/* Only nodes before i were prepared. */
-			for (j = i; j < nn; j++)
-				s->defs[j] = NULL;
-			npu_graph_error_context(g, g->nodes[i], err);
-			npu_session_destroy(s);
+				return npu_api_fail(NPU_ERR_INVALID_ARG,
+						    "%s: input '%s' has shape %s, the plan is for %s",
+						    m->source, m->inputs[i].name,
+						    npu_shape_str(&shapes[i], a, sizeof(a)),
+						    npu_shape_str(&given->shapes[i], b, sizeof(b)));
+			}
+	} else {
+		st = npu_model_plan_for(m, shapes, &plan);
+		if (st)
 			return st;
-		}
 	}
-	st = plan_arena(s, err);
-	if (st != NPU_OK) {
-		npu_session_destroy(s);
+	st = state_for(s, plan, &ps);
+	if (!given)
+		npu_plan_unref(plan);	/* the state holds its own reference */
+	if (st)
 		return st;
-	}
-	build_stats(s);
-	*out = s;
-	return NPU_OK;
+	s->cur = ps;
+	t0 = now_s();
+	st = npu_exec_run(ps->exec, ptrs, &err);
+	s->last_run_s = now_s() - t0;
+	return st ? npu_api_fail_err(&err) : NPU_OK;
 }
 
-/* Infer a node's output shapes from the actual input tensors. */
-static npu_status infer_at_run_time(struct npu_session *s, size_t ni,
-				    const struct npu_tensor *const *ins,
-				    enum npu_dtype *dtypes,
-				    struct npu_shape *shapes,
-				    struct npu_error *err)
+NPU_API npu_status npu_session_run(struct npu_session *s, const struct npu_host_tensor *inputs,
+				   size_t count)
 {
-	struct npu_node *node = s->g->nodes[ni], copy = *node;
-	struct npu_value tmp[NPU_RT_MAX_IO], *tmpp[NPU_RT_MAX_IO];
-	struct npu_infer_ctx ctx;
-	char label[300], sbuf[160];
-	size_t j;
 	npu_status st;
 
-	for (j = 0; j < node->num_inputs; j++) {
-		tmpp[j] = NULL;
-		if (!node->inputs[j])
-			continue;
-		tmp[j] = *node->inputs[j];
-		tmp[j].dtype = ins[j]->dtype;
-		tmp[j].shape = ins[j]->shape;
-		tmp[j].constant = (struct npu_tensor *)ins[j];
-		tmpp[j] = &tmp[j];
-	}
-	copy.inputs = tmpp;
-	ctx.node = &copy;
-	ctx.out_dtypes = dtypes;
-	ctx.out_shapes = shapes;
-	ctx.err = err;
-	for (j = 0; j < node->num_outputs; j++) {
-		dtypes[j] = NPU_DTYPE_UNDEFINED;
-		memset(&shapes[j], 0, sizeof(shapes[j]));
-	}
-	st = s->defs[ni]->infer(&ctx);
-	if (st != NPU_OK) {
-		npu_graph_error_context(s->g, node, err);
-		return st;
-	}
-	for (j = 0; j < node->num_outputs; j++)
-		if (node->outputs[j] && (shapes[j].rank < 0 ||
-					 shapes[j].rank > NPU_MAX_RANK ||
-					 npu_shape_numel(&shapes[j]) < 0))
-			return npu_error_set(err, NPU_ERR_UNSUPPORTED,
-				"%s: %s: output '%s' has shape %s even with all inputs known",
-				s->g->source,
-				npu_node_label(s->g, node, label, sizeof(label)),
-				node->outputs[j]->name,
-				shapes[j].rank < 0 || shapes[j].rank > NPU_MAX_RANK
-					? "of unknown rank"
-					: npu_shape_str(&shapes[j], sbuf,
-							sizeof(sbuf)));
-	return NPU_OK;
-}
-
-static npu_status check_input(const struct npu_graph *g, size_t i,
-			      const struct npu_tensor *t, struct npu_error *err)
-{
-	const struct npu_value *v = g->inputs[i];
-	char a[160], b[160];
-	int d;
-
-	if (!t)
-		return npu_error_set(err, NPU_ERR_INVALID_ARG,
-				     "%s: input '%s' is missing", g->source,
-				     v->name);
-	if (t->dtype != v->dtype)
-		return npu_error_set(err, NPU_ERR_INVALID_ARG,
-				     "%s: input '%s' must be %s, got %s",
-				     g->source, v->name, npu_dtype_name(v->dtype),
-				     npu_dtype_name(t->dtype));
-	if (v->shape.rank < 0)
-		return NPU_OK;
-	if (t->shape.rank != v->shape.rank)
-		goto mismatch;
-	for (d = 0; d < v->shape.rank; d++)
-		if (v->shape.dims[d] >= 0 && v->shape.dims[d] != t->shape.dims[d])
-			goto mismatch;
-	if (t->nbytes != (size_t)npu_shape_numel(&t->shape) *
-				 npu_dtype_size(t->dtype) ||
-	    (t->nbytes && !t->data))
-		return npu_error_set(err, NPU_ERR_INVALID_ARG,
-				     "%s: input '%s': %zu bytes of data for shape %s",
-				     g->source, v->name, t->nbytes,
-				     npu_shape_str(&t->shape, a, sizeof(a)));
-	return NPU_OK;
-mismatch:
-	return npu_error_set(err, NPU_ERR_INVALID_ARG,
-			     "%s: input '%s' has shape %s, the model needs %s",
-			     g->source, v->name,
-			     npu_shape_str(&t->shape, a, sizeof(a)),
-			     npu_shape_str(&v->shape, b, sizeof(b)));
-}
-
-/*
- * Complete asynchronous node k (its wait()), then do what the run loop
- * does after a synchronous compute: timing, trace, observer, and freeing
- * outputs nobody reads.
- */
-static npu_status finish_node(struct npu_session *s, size_t k, struct npu_error *err)
-{
-	struct npu_graph *g = s->g;
-	struct npu_node *node = g->nodes[k];
-	struct npu_tensor *outs[NPU_RT_MAX_IO];
-	struct npu_op_ctx ctx = {
-		.node = node, .num_outputs = node->num_outputs, .outputs = outs,
-		.pool = s->pool, .err = err,
-	};
-	npu_status st;
-	size_t j;
-
-	for (j = 0; j < node->num_outputs; j++) {
-		struct npu_value *v = node->outputs[j];
-
-		outs[j] = v ? &s->owned[v->index] : NULL;
-		if (v)
-			s->pending_of[v->index] = 0;
-	}
-	st = s->defs[k]->wait(&ctx);
-	if (st != NPU_OK) {
-		if (!err->msg[0])
-			npu_error_set(err, st, "wait failed");
-		npu_graph_error_context(g, node, err);
-		return st;
-	}
-	if (s->profile || s->trace_fd >= 0) {
-		double t1 = now_ms();
-
-		if (s->profile)
-			s->node_ms[k] += t1 - s->submit_ms[k];
-		trace_node(s, node, s->submit_ms[k], t1);
-	}
-	if (s->observe)
-		s->observe(s->observe_arg, node, (const struct npu_tensor *const *)outs);
-	for (j = 0; j < node->num_outputs; j++) {
-		struct npu_value *v = node->outputs[j];
-
-		if (v && s->last_use[v->index] == SIZE_MAX && !v->is_graph_output)
-			release_value(s, v->index);
-	}
-	return NPU_OK;
-}
-
-/* Finish every asynchronous node still pending, in order; first error wins. */
-static npu_status finish_all(struct npu_session *s, npu_status st, struct npu_error *err)
-{
-	struct npu_error ignored = { 0 };
-	size_t i, j;
-
-	for (i = 0; i < s->g->num_nodes; i++) {
-		const struct npu_node *n = s->g->nodes[i];
-		bool pending = false;
-
-		for (j = 0; j < n->num_outputs; j++)
-			pending |= n->outputs[j] && s->pending_of[n->outputs[j]->index] == i + 1;
-		if (!pending)
-			continue;
-		/* After a failure, still wait: the device may be using the buffers. */
-		if (st == NPU_OK)
-			st = finish_node(s, i, err);
-		else
-			finish_node(s, i, &ignored);
-	}
+	if (!s)
+		return npu_api_fail(NPU_ERR_INVALID_ARG, "npu_session_run: session is NULL");
+	if (!enter(s, "npu_session_run"))
+		return NPU_ERR_BUSY;
+	st = run(s, NULL, inputs, count);
+	leave(s);
 	return st;
 }
 
-static npu_status run_nodes(struct npu_session *s,
-			    const struct npu_tensor *const *inputs,
-			    struct npu_error *err)
+NPU_API npu_status npu_session_run_plan(struct npu_session *s, struct npu_plan *plan,
+					const struct npu_host_tensor *inputs, size_t count)
 {
-	struct npu_graph *g = s->g;
-	const struct npu_tensor *ins[NPU_RT_MAX_IO];
-	struct npu_tensor *outs[NPU_RT_MAX_IO];
-	enum npu_dtype dtypes[NPU_RT_MAX_IO];
-	struct npu_shape shapes[NPU_RT_MAX_IO];
-	char label[300];
-	size_t i, j;
 	npu_status st;
 
-	/* Buffers of the previous run's outputs go back to the pool. */
-	for (i = 0; i < g->num_values; i++) {
-		release_value(s, i);
-		if (g->values[i]->constant)
-			s->view[i] = g->values[i]->constant;
-	}
-	for (i = 0; i < g->num_inputs; i++) {
-		st = check_input(g, i, inputs[i], err);
-		if (st != NPU_OK)
-			return st;
-		s->view[g->inputs[i]->index] = inputs[i];
-	}
-	for (i = 0; i < g->num_nodes; i++) {
-		struct npu_node *node = g->nodes[i];
-		struct npu_op_ctx ctx;
-		double t0;
-		bool async;
+	if (!s || !plan)
+		return npu_api_fail(NPU_ERR_INVALID_ARG, "npu_session_run_plan: %s is NULL",
+				    !s ? "session" : "plan");
+	if (!enter(s, "npu_session_run_plan"))
+		return NPU_ERR_BUSY;
+	st = run(s, plan, inputs, count);
+	leave(s);
+	return st;
+}
 
-		for (j = 0; j < node->num_inputs; j++) {
-			ins[j] = NULL;
-			if (!node->inputs[j])
-				continue;
-			/* An input still being computed asynchronously: wait for it. */
-			if (s->pending_of[node->inputs[j]->index]) {
-				st = finish_node(s, s->pending_of[node->inputs[j]->index] - 1, err);
-				if (st != NPU_OK)
-					return st;
-			}
-			ins[j] = s->view[node->inputs[j]->index];
-			if (!ins[j])
-				return npu_error_set(err, NPU_ERR_INTERNAL,
-					"%s: %s: input '%s' has no data",
-					g->source,
-					npu_node_label(g, node, label,
-						       sizeof(label)),
-					node->inputs[j]->name);
-		}
-		/* Timed from here: waiting for an asynchronous input is not this op's. */
-		t0 = s->profile || s->trace_fd >= 0 ? now_ms() : 0;
-		if (s->dynamic[i]) {
-			st = infer_at_run_time(s, i, ins, dtypes, shapes, err);
-			if (st != NPU_OK)
-				return st;
-		} else {
-			for (j = 0; j < node->num_outputs; j++)
-				if (node->outputs[j]) {
-					dtypes[j] = node->outputs[j]->dtype;
-					shapes[j] = node->outputs[j]->shape;
-				}
-		}
-		for (j = 0; j < node->num_outputs; j++) {
-			struct npu_value *v = node->outputs[j];
-			struct npu_tensor *t;
-			size_t esize;
+NPU_API npu_status npu_session_output(const struct npu_session *s, size_t index,
+				      struct npu_host_tensor *out)
+{
+	const struct npu_tensor *t;
 
-			outs[j] = NULL;
-			if (!v)
-				continue;
-			t = &s->owned[v->index];
-			esize = npu_dtype_size(dtypes[j]);
-			if (!esize)
-				return npu_error_set(err, NPU_ERR_UNSUPPORTED,
-					"%s: %s: output '%s' has type %s",
-					g->source,
-					npu_node_label(g, node, label,
-						       sizeof(label)),
-					v->name, npu_dtype_name(dtypes[j]));
-			t->dtype = dtypes[j];
-			t->shape = shapes[j];
-			t->nbytes = (size_t)npu_shape_numel(&shapes[j]) * esize;
-			t->data = NULL;
-			if (t->nbytes && s->arena) {
-				t->data = s->arena + s->arena_off[v->index];
-			} else if (t->nbytes) {
-				t->data = buf_get(s, t->nbytes,
-						  &s->owned_cap[v->index]);
-				if (!t->data)
-					return npu_error_set(err,
-						NPU_ERR_NO_MEMORY,
-						"%s: %s: out of memory for output '%s' (%zu bytes)",
-						g->source,
-						npu_node_label(g, node, label,
-							       sizeof(label)),
-						v->name, t->nbytes);
-			}
-			outs[j] = t;
-			s->view[v->index] = t;
-		}
-		ctx.node = node;
-		ctx.inputs = ins;
-		ctx.num_inputs = node->num_inputs;
-		ctx.outputs = outs;
-		ctx.num_outputs = node->num_outputs;
-		ctx.pool = s->pool;
-		ctx.err = err;
-		npu_error_clear(err);
-		async = s->defs[i]->submit && s->defs[i]->wait;
-		st = async ? s->defs[i]->submit(&ctx) : s->defs[i]->compute(&ctx);
-		if (st != NPU_OK) {
-			if (!err->msg[0])
-				npu_error_set(err, st, "compute failed");
-			npu_graph_error_context(g, node, err);
-			return st;
-		}
-		if (async) {
-			/* Runs on while later nodes that don't need it execute. */
-			for (j = 0; j < node->num_outputs; j++)
-				if (node->outputs[j])
-					s->pending_of[node->outputs[j]->index] = i + 1;
-			s->submit_ms[i] = t0;
-			goto release_inputs;
-		}
-		/* An activation the compiler fused into a node that stayed on the CPU. */
-		if (node->num_attrs && npu_node_attr(node, "npu_activation")) {
-			st = npu_cpu_apply_fused_activation(node, outs[0], err);
-			if (st != NPU_OK) {
-				npu_error_prefix(err, "%s: %s", g->source,
-						 npu_node_label(g, node, label, sizeof(label)));
-				return st;
-			}
-		}
-		if (s->profile || s->trace_fd >= 0) {
-			double t1 = now_ms();
-
-			if (s->profile)
-				s->node_ms[i] += t1 - t0;
-			trace_node(s, node, t0, t1);
-		}
-		if (s->observe)
-			s->observe(s->observe_arg, node,
-				   (const struct npu_tensor *const *)outs);
-release_inputs:
-		/* Liveness: free what no later node reads. */
-		for (j = 0; j < node->num_inputs; j++) {
-			struct npu_value *v = node->inputs[j];
-
-			if (v && s->last_use[v->index] == i &&
-			    !v->is_graph_output && !v->constant &&
-			    !v->is_graph_input)
-				release_value(s, v->index);
-		}
-		for (j = 0; j < node->num_outputs; j++) {
-			struct npu_value *v = node->outputs[j];
-
-			if (v && s->last_use[v->index] == SIZE_MAX &&
-			    !v->is_graph_output && !s->pending_of[v->index])
-				release_value(s, v->index);
-		}
-	}
+	if (!s || !out)
+		return npu_api_fail(NPU_ERR_INVALID_ARG, "npu_session_output: NULL argument");
+	if (!s->cur)
+		return npu_api_fail(NPU_ERR_INVALID_ARG, "npu_session_output: nothing has run yet");
+	if (index >= s->model->num_outputs)
+		return npu_api_fail(NPU_ERR_INVALID_ARG, "npu_session_output: %s has %zu outputs, not %zu",
+				    s->model->source, s->model->num_outputs, index + 1);
+	t = npu_exec_output(s->cur->exec, index);
+	if (!t)
+		return npu_api_fail(NPU_ERR_INTERNAL, "npu_session_output: output %zu missing", index);
+	memset(out, 0, sizeof(*out));
+	out->name = s->model->outputs[index].name;
+	out->dtype = (enum npu_data_type)t->dtype;
+	out->rank = t->shape.rank;
+	memcpy(out->dims, t->shape.dims, sizeof(out->dims));
+	out->data = t->data;
+	out->nbytes = t->nbytes;
 	return NPU_OK;
 }
 
-npu_status npu_session_run(struct npu_session *s,
-			   const struct npu_tensor *const *inputs,
-			   struct npu_error *err)
+NPU_API const struct npu_plan *npu_session_plan(const struct npu_session *s)
 {
-	npu_status st = finish_all(s, run_nodes(s, inputs, err), err);
+	return s && s->cur ? s->cur->plan : NULL;
+}
 
-	if (st != NPU_OK)
-		return st;
-	s->runs++;
-	build_stats(s);
+NPU_API double npu_session_last_run_seconds(const struct npu_session *s)
+{
+	return s ? s->last_run_s : 0;
+}
+
+NPU_API size_t npu_session_num_op_stats(const struct npu_session *s)
+{
+	const struct npu_op_stat *stats;
+
+	if (!s || !s->cur)
+		return 0;
+	return npu_exec_op_stats(s->cur->exec, &stats);
+}
+
+NPU_API npu_status npu_session_op_stat(const struct npu_session *s, size_t index,
+				       const char **op_type, size_t *nodes, uint64_t *calls,
+				       double *total_ms)
+{
+	const struct npu_op_stat *stats;
+	size_t n;
+
+	if (!s || !s->cur)
+		return npu_api_fail(NPU_ERR_INVALID_ARG, "npu_session_op_stat: nothing has run yet");
+	n = npu_exec_op_stats(s->cur->exec, &stats);
+	if (index >= n)
+		return npu_api_fail(NPU_ERR_INVALID_ARG, "npu_session_op_stat: no statistic %zu",
+				    index);
+	if (op_type)
+		*op_type = stats[index].op_type;
+	if (nodes)
+		*nodes = stats[index].nodes;
+	if (calls)
+		*calls = stats[index].calls;
+	if (total_ms)
+		*total_ms = stats[index].total_ms;
 	return NPU_OK;
 }
 
-const struct npu_tensor *npu_session_output(const struct npu_session *s,
-					    size_t index)
+static const struct npu_compiled_run *cur_run(const struct npu_session *s)
 {
-	if (index >= s->g->num_outputs)
-		return NULL;
-	return s->view[s->g->outputs[index]->index];
+	return s && s->cur ? npu_exec_compiled_run(s->cur->exec) : NULL;
 }
 
-size_t npu_session_op_stats(const struct npu_session *s,
-			    const struct npu_op_stat **stats)
+static const struct npu_segment_rt *seg_rt(const struct npu_session *s, size_t i)
 {
-	*stats = s->stats;
-	return s->num_stats;
+	const struct npu_compiled_run *r = cur_run(s);
+
+	return r && i < r->c->num_segments ? r->rts[i] : NULL;
+}
+
+static void plan_stats(const struct npu_plan *p, struct npu_npu_stats *st)
+{
+	const struct npu_compiled *c = p->compiled;
+	struct npu_memplan_stats host;
+	bool planned;
+	size_t i;
+
+	npu_exec_plan_memory(p->exec, &planned, &host);
+	st->host_arena_bytes = host.arena_bytes;
+	st->host_sum_bytes = host.sum_bytes;
+	st->host_lower_bound = host.lower_bound;
+	if (!c)
+		return;
+	st->segments = c->num_segments;
+	st->total_macs = c->total_macs;
+	st->npu_macs = c->npu_macs;
+	st->arena_bytes = c->arena_bytes;
+	st->arena_sum_bytes = c->arena_sum_bytes;
+	st->arena_lower_bound = c->arena_lower_bound;
+	st->compile_ms = c->compile_ms;
+	st->clock_mhz = c->num_segments ? c->dev_info.clock_mhz : 0;
+	for (i = 0; i < c->num_segments; i++)
+		st->ideal_mac_cycles += c->segments[i]->code.ideal_mac_cycles;
+}
+
+NPU_API npu_status npu_plan_npu_stats(const struct npu_plan *p, struct npu_npu_stats *out)
+{
+	struct npu_npu_stats st = { .struct_size = sizeof(st) };
+
+	if (!p || !out)
+		return npu_api_fail(NPU_ERR_INVALID_ARG, "npu_plan_npu_stats: NULL argument");
+	plan_stats(p, &st);
+	return npu_api_copy_stats(out, &st, sizeof(st), "npu_npu_stats");
+}
+
+NPU_API npu_status npu_session_npu_stats(const struct npu_session *s, struct npu_npu_stats *out)
+{
+	struct npu_npu_stats st = { .struct_size = sizeof(st) };
+	const struct npu_compiled *c;
+	size_t i;
+
+	if (!s || !out)
+		return npu_api_fail(NPU_ERR_INVALID_ARG, "npu_session_npu_stats: NULL argument");
+	if (!s->cur)
+		return npu_api_fail(NPU_ERR_INVALID_ARG, "npu_session_npu_stats: nothing has run yet");
+	plan_stats(s->cur->plan, &st);
+	c = s->cur->plan->compiled;
+	for (i = 0; c && i < c->num_segments; i++) {
+		const struct npu_segment_rt *rt = seg_rt(s, i);
+
+		if (rt && rt->runs) {
+			st.last_cycles += rt->last.cycles;
+			st.last_npu_wall_ms += rt->last_wall_ms;
+		}
+	}
+	return npu_api_copy_stats(out, &st, sizeof(st), "npu_npu_stats");
+}
+
+NPU_API npu_status npu_session_npu_segment(const struct npu_session *s, size_t index,
+					   struct npu_segment_stats *out)
+{
+	struct npu_segment_stats st = { .struct_size = sizeof(st) };
+	const struct npu_compiled *c = s && s->cur ? s->cur->plan->compiled : NULL;
+	const struct npu_segment_rt *rt;
+	const struct npu_segment *seg;
+
+	if (!out || !c || index >= c->num_segments)
+		return npu_api_fail(NPU_ERR_INVALID_ARG, "npu_session_npu_segment: no segment %zu",
+				    index);
+	seg = c->segments[index];
+	rt = seg_rt(s, index);
+	st.nodes = seg->num_nodes;
+	st.first_node = seg->first_node;
+	st.last_node = seg->last_node;
+	st.macs = seg->code.macs;
+	st.ideal_mac_cycles = seg->code.ideal_mac_cycles;
+	st.instructions = seg->code.instructions;
+	if (rt && rt->runs)
+		st.last_cycles = rt->last.cycles;
+	return npu_api_copy_stats(out, &st, sizeof(st), "npu_segment_stats");
+}
+
+NPU_API size_t npu_session_npu_num_ops(const struct npu_session *s)
+{
+	const struct npu_compiled *c = s && s->cur ? s->cur->plan->compiled : NULL;
+	size_t i, n = 0;
+
+	for (i = 0; c && i < c->num_segments; i++)
+		n += c->segments[i]->prog.num_lops;
+	return n;
+}
+
+NPU_API npu_status npu_session_npu_op(const struct npu_session *s, size_t index,
+				      struct npu_op_stats *out)
+{
+	static const char *const kinds[] = { "conv", "matmul", "pool", "eltwise", "lut" };
+	const struct npu_compiled *c = s && s->cur ? s->cur->plan->compiled : NULL;
+	size_t i;
+
+	for (i = 0; out && c && i < c->num_segments; i++) {
+		const struct npu_segment *seg = c->segments[i];
+		const struct npu_segment_rt *rt = seg_rt(s, i);
+		struct npu_op_stats st = { .struct_size = sizeof(st) };
+		const struct npu_lop *l;
+
+		if (index >= seg->prog.num_lops) {
+			index -= seg->prog.num_lops;
+			continue;
+		}
+		l = &seg->prog.lops[index];
+		st.segment = seg->index;
+		st.node = l->name;
+		st.kind = kinds[l->kind];
+		st.macs = seg->code.lop_macs ? seg->code.lop_macs[index] : 0;
+		st.ideal_mac_cycles = (st.macs + NPU_MAC_ROWS * NPU_MAC_COLS - 1) /
+				      (NPU_MAC_ROWS * NPU_MAC_COLS);
+		if (rt && rt->lop_cycles)
+			st.cycles = rt->lop_cycles[index];
+		return npu_api_copy_stats(out, &st, sizeof(st), "npu_op_stats");
+	}
+	return npu_api_fail(NPU_ERR_INVALID_ARG, "npu_session_npu_op: no NPU op %zu", index);
 }

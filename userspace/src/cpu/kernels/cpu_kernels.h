@@ -19,6 +19,12 @@ struct npu_threadpool;
 
 /* 'threads' counts the caller too: 1 creates no worker. NULL on failure. */
 struct npu_threadpool *npu_threadpool_create(int threads);
+/*
+ * A view of 'shared' for one session: same size, its own scratch. A run on
+ * a view uses the shared workers when free, else the calling thread only.
+ * Destroy views before the shared pool.
+ */
+struct npu_threadpool *npu_threadpool_create_view(struct npu_threadpool *shared);
 void npu_threadpool_destroy(struct npu_threadpool *pool);
 int npu_threadpool_size(const struct npu_threadpool *pool); /* NULL -> 1 */
 /*

@@ -4,6 +4,11 @@
  * indices from one atomic counter (dynamic balance); the caller works too.
  * Between runs the workers spin briefly, then sleep on a condition
  * variable, so an idle pool costs no CPU.
+ *
+ * Many sessions share one engine's workers through views: a view has its
+ * own scratch, and a run on it takes the shared workers when they are
+ * free, or runs on the calling thread alone when another view holds them
+ * (two sessions on two cores then get a core each, instead of waiting).
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -22,6 +27,8 @@
 
 struct npu_threadpool {
 	int threads;			/* including the caller */
+	struct npu_threadpool *shared;	/* a view: whose workers it borrows */
+	pthread_mutex_t run_lock;	/* held by the view running on the workers */
 	pthread_t *workers;		/* threads - 1 of them */
 	pthread_mutex_t lock;
 	pthread_cond_t wake;		/* new run or stop */
@@ -109,6 +116,7 @@ struct npu_threadpool *npu_threadpool_create(int threads)
 	if (!pool)
 		return NULL;
 	pool->threads = 1;
+	pthread_mutex_init(&pool->run_lock, NULL);
 	pthread_mutex_init(&pool->lock, NULL);
 	pthread_cond_init(&pool->wake, NULL);
 	pthread_cond_init(&pool->done, NULL);
@@ -138,12 +146,31 @@ fail:
 	return NULL;
 }
 
+struct npu_threadpool *npu_threadpool_create_view(struct npu_threadpool *shared)
+{
+	struct npu_threadpool *view;
+
+	if (!shared || shared->shared)
+		return NULL;
+	view = calloc(1, sizeof(*view));
+	if (!view)
+		return NULL;
+	view->threads = shared->threads;
+	view->shared = shared;
+	return view;
+}
+
 void npu_threadpool_destroy(struct npu_threadpool *pool)
 {
 	int i;
 
 	if (!pool)
 		return;
+	if (pool->shared) {
+		free(pool->scratch);
+		free(pool);
+		return;
+	}
 	pthread_mutex_lock(&pool->lock);
 	atomic_store(&pool->stop, true);
 	pthread_cond_broadcast(&pool->wake);
@@ -153,6 +180,7 @@ void npu_threadpool_destroy(struct npu_threadpool *pool)
 	pthread_cond_destroy(&pool->done);
 	pthread_cond_destroy(&pool->wake);
 	pthread_mutex_destroy(&pool->lock);
+	pthread_mutex_destroy(&pool->run_lock);
 	free(pool->workers);
 	free(pool->scratch);
 	free(pool);
@@ -163,25 +191,56 @@ int npu_threadpool_size(const struct npu_threadpool *pool)
 	return pool ? pool->threads : 1;
 }
 
+static void npu_pool_run_inline(void (*fn)(void *ctx, size_t i),
+				void (*fn_tid)(void *ctx, size_t i, int tid),
+				void *ctx, size_t count)
+{
+	size_t i;
+
+	for (i = 0; i < count; i++) {
+		if (fn_tid)
+			fn_tid(ctx, i, 0);
+		else
+			fn(ctx, i);
+	}
+}
+
+static void npu_pool_dispatch(struct npu_threadpool *pool,
+			      void (*fn)(void *ctx, size_t i),
+			      void (*fn_tid)(void *ctx, size_t i, int tid),
+			      void *ctx, size_t count);
+
 static void npu_pool_run(struct npu_threadpool *pool,
 			 void (*fn)(void *ctx, size_t i),
 			 void (*fn_tid)(void *ctx, size_t i, int tid),
 			 void *ctx, size_t count)
 {
-	size_t i;
-	int spin;
-
 	if (!count)
 		return;
 	if (!pool || pool->threads == 1 || count == 1) {
-		for (i = 0; i < count; i++) {
-			if (fn_tid)
-				fn_tid(ctx, i, 0);
-			else
-				fn(ctx, i);
-		}
+		npu_pool_run_inline(fn, fn_tid, ctx, count);
 		return;
 	}
+	if (!pool->shared) {
+		npu_pool_dispatch(pool, fn, fn_tid, ctx, count);
+		return;
+	}
+	/* A view: borrow the workers if no other view has them. */
+	if (pthread_mutex_trylock(&pool->shared->run_lock)) {
+		npu_pool_run_inline(fn, fn_tid, ctx, count);
+		return;
+	}
+	npu_pool_dispatch(pool->shared, fn, fn_tid, ctx, count);
+	pthread_mutex_unlock(&pool->shared->run_lock);
+}
+
+static void npu_pool_dispatch(struct npu_threadpool *pool,
+			      void (*fn)(void *ctx, size_t i),
+			      void (*fn_tid)(void *ctx, size_t i, int tid),
+			      void *ctx, size_t count)
+{
+	int spin;
+
 	pool->fn = fn;
 	pool->fn_tid = fn_tid;
 	pool->ctx = ctx;

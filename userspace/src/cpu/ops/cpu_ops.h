@@ -8,8 +8,10 @@
  *               ops such as Reshape, the constant inputs' values); rejects
  *               unsupported types / attributes with a message naming the
  *               node, the attribute or input, and the reason;
- *   prepare() - optional: once per loaded graph (pack weights, precompute),
- *               result in node->op_state, freed by release();
+ *   prepare() - optional: once per planned graph (pack weights,
+ *               precompute), result in node->op_state, freed by release();
+ *               compute() only reads it, as sessions on several threads
+ *               run the same prepared graph at once;
  *   compute() - runs the op on concrete tensors; outputs are allocated by
  *               the caller from the shapes infer() gave for these inputs.
  */
@@ -27,6 +29,7 @@ struct npu_op_ctx {
 	struct npu_tensor *const *outputs;	/* NULL: omitted optional */
 	size_t num_outputs;
 	struct npu_threadpool *pool;
+	void *state;	/* per-session run state of this node (NPU segments) */
 	struct npu_error *err;
 };
 

@@ -131,5 +131,3 @@ NPU_CPU_OP(dequantize_linear)
 NPU_CPU_OP(qlinear_matmul)
 NPU_CPU_OP(qlinear_conv)
 
-/* compiler/segment_op.c: a compiled NPU segment (domain ai.npu) */
-NPU_CPU_OP(npu_segment)

@@ -1,0 +1,133 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * npu_api.h - the objects behind the engine API (npu/npu_model.h):
+ * engine (npu_engine.c), model and plan (npu_model.c), session
+ * (npu_session.c). Internal.
+ */
+#ifndef NPU_API_INTERNAL_H
+#define NPU_API_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+
+#include "graph/npu_ir.h"
+#include "npu/npu_device.h"
+#include "npu/npu_model.h"
+#include "runtime/npu_runtime.h"
+
+struct npu_compiled;
+struct npu_calib_cache;
+struct npu_threadpool;
+
+/* ---- Errors: per thread, for npu_last_error() ---- */
+
+/* Record a failure for the calling thread; returns 'status'. */
+npu_status npu_api_fail(npu_status status, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+/* Record an internal error object's status and message; returns its status. */
+npu_status npu_api_fail_err(const struct npu_error *err);
+
+/*
+ * Copy a caller's option struct of 'struct_size' bytes into the library's
+ * 'size'-byte struct (already holding defaults): a shorter one keeps the
+ * defaults of fields it lacks; a longer one must hold zeros past what
+ * this library knows. 'what' names the struct in the message.
+ */
+npu_status npu_api_copy_options(void *dst, size_t size, const void *src,
+				const char *what);
+/* Copy out min(caller's struct_size, size) bytes of a statistics struct. */
+npu_status npu_api_copy_stats(void *dst, const void *src, size_t size,
+			      const char *what);
+
+/* ---- Engine ---- */
+
+struct npu_engine_device {
+	char *name;
+	struct npu_device *dev;
+	bool owned;			/* opened by the engine */
+};
+
+struct npu_engine {
+	atomic_int refs;		/* the caller's + one per model */
+	struct npu_engine_options opts;
+	struct npu_threadpool *pool;	/* shared; NULL with one thread */
+	int threads;
+	pthread_mutex_t lock;		/* devices */
+	struct npu_engine_device devs[8];
+	size_t num_devs;
+};
+
+void npu_engine_ref(struct npu_engine *engine);
+void npu_engine_unref(struct npu_engine *engine);
+void npu_engine_log(const struct npu_engine *engine, enum npu_log_level level,
+		    const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* ---- Model and plans ---- */
+
+struct npu_io_info {
+	struct npu_tensor_info info;
+	char *name;
+	char *dim_names[NPU_MAX_RANK];
+};
+
+struct npu_plan {
+	atomic_int refs;		/* the cache's + callers' + sessions' */
+	struct npu_model *model;
+	struct npu_shape *shapes;	/* per model input */
+	struct npu_graph *g;		/* planned (and compiled) copy */
+	struct npu_exec_plan *exec;
+	struct npu_compiled *compiled;	/* NPU devices */
+	struct npu_io_info *outputs;	/* concrete output shapes */
+	uint64_t bytes;			/* counted against the cache bound */
+};
+
+struct npu_model {
+	atomic_int refs;		/* the caller's + sessions' + plan users' */
+	atomic_bool destroyed;		/* the caller dropped it */
+	struct npu_engine *engine;
+	struct npu_model_options opts;	/* strings point into the model */
+	char *device_name;		/* "cpu", "sim", ... */
+	char *calib_dir, *calib_method;
+	char *source;
+	void *bytes;			/* the ONNX model */
+	size_t size;
+	void *npub;			/* a loaded .npub file, or NULL */
+	size_t npub_size;
+	struct npu_shape *npub_shapes;	/* its compiled input shapes */
+	struct npu_graph *base;		/* imported once, never modified */
+	struct npu_io_info *inputs, *outputs;
+	size_t num_inputs, num_outputs;
+	struct npu_device *dev;		/* NULL on "cpu" (the engine owns it) */
+	/* The plan cache; builds are serialized by build_lock. */
+	pthread_mutex_t build_lock;
+	pthread_mutex_t cache_lock;
+	struct npu_plan **plans;	/* most recently used first */
+	size_t num_plans, max_plans;
+	uint64_t plan_bytes, max_plan_bytes;
+	struct npu_calib_cache *calib;	/* under build_lock */
+	atomic_uint_least64_t imports, calibrations;
+	atomic_uint_least64_t plans_built, plan_hits, plan_misses, plans_evicted;
+};
+
+void npu_model_ref(struct npu_model *model);
+void npu_model_unref(struct npu_model *model);
+void npu_plan_ref(struct npu_plan *plan);
+/* Drop a reference without the model reference npu_plan_release() drops. */
+void npu_plan_unref(struct npu_plan *plan);
+
+/*
+ * The plan for these input tensors' shapes (inputs[i] feeds model input
+ * i), checked against the model's declaration; a new reference.
+ */
+npu_status npu_model_plan_for(struct npu_model *model,
+			      const struct npu_shape *shapes,
+			      struct npu_plan **out);
+/* Map caller tensors onto model inputs by name or position, checking each. */
+npu_status npu_model_bind_inputs(const struct npu_model *model,
+				 const struct npu_host_tensor *inputs,
+				 size_t count, bool shapes_only,
+				 struct npu_tensor *tensors,
+				 const struct npu_tensor **ptrs);
+
+#endif /* NPU_API_INTERNAL_H */

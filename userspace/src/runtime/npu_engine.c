@@ -1,0 +1,307 @@
+// SPDX-License-Identifier: MIT
+/*
+ * npu_engine.c - the engine (devices opened once, the shared CPU thread
+ * pool, logging), the library's version, per-thread error messages and
+ * the struct_size rules of the option and statistics structs.
+ */
+#include "runtime/npu_api.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cpu/kernels/cpu_kernels.h"
+
+#define NPU_STR_(x) #x
+#define NPU_STR(x) NPU_STR_(x)
+
+NPU_API const char *npu_version(void)
+{
+	return NPU_STR(NPU_API_VERSION_MAJOR) "." NPU_STR(NPU_API_VERSION_MINOR) "."
+	       NPU_STR(NPU_API_VERSION_PATCH);
+}
+
+NPU_API int npu_api_version(void)
+{
+	return NPU_API_VERSION;
+}
+
+/* ---- Per-thread errors ---- */
+
+static _Thread_local struct npu_error last_error;
+
+NPU_API const char *npu_last_error(void)
+{
+	return last_error.msg;
+}
+
+npu_status npu_api_fail(npu_status status, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	npu_error_vset(&last_error, status, fmt, ap);
+	va_end(ap);
+	return status;
+}
+
+npu_status npu_api_fail_err(const struct npu_error *err)
+{
+	npu_status st = err->status ? err->status : NPU_ERR_INTERNAL;
+
+	return npu_api_fail(st, "%s", err->msg[0] ? err->msg : npu_status_str(st));
+}
+
+npu_status npu_api_copy_options(void *dst, size_t size, const void *src,
+				const char *what)
+{
+	size_t given, i;
+
+	memcpy(&given, src, sizeof(given));
+	if (given < sizeof(size_t))
+		return npu_api_fail(NPU_ERR_INVALID_ARG,
+				    "%s: struct_size is %zu: initialise the struct with %s_init()",
+				    what, given, what);
+	for (i = size; i < given; i++)
+		if (((const unsigned char *)src)[i])
+			return npu_api_fail(NPU_ERR_UNSUPPORTED,
+					    "%s: struct_size %zu is larger than this library's %zu and byte %zu is set: the application was built against a newer libnpu-user (%s here)",
+					    what, given, size, i, npu_version());
+	memcpy((char *)dst + sizeof(size_t), (const char *)src + sizeof(size_t),
+	       (given < size ? given : size) - sizeof(size_t));
+	memcpy(dst, &size, sizeof(size));
+	return NPU_OK;
+}
+
+npu_status npu_api_copy_stats(void *dst, const void *src, size_t size,
+			      const char *what)
+{
+	size_t given;
+
+	memcpy(&given, dst, sizeof(given));
+	if (given < sizeof(size_t))
+		return npu_api_fail(NPU_ERR_INVALID_ARG,
+				    "%s: struct_size is %zu: initialise the struct with %s_init()",
+				    what, given, what);
+	memcpy((char *)dst + sizeof(size_t), (const char *)src + sizeof(size_t),
+	       (given < size ? given : size) - sizeof(size_t));
+	return NPU_OK;
+}
+
+/* ---- Engine ---- */
+
+NPU_API void npu_engine_options_init_sized(struct npu_engine_options *o, size_t size)
+{
+	struct npu_engine_options d = { .struct_size = size, .log_level = NPU_LOG_WARNING };
+
+	if (!o || size < sizeof(size_t))
+		return;
+	memcpy(o, &d, size < sizeof(d) ? size : sizeof(d));
+	if (size > sizeof(d))
+		memset((char *)o + sizeof(d), 0, size - sizeof(d));
+}
+
+void npu_engine_log(const struct npu_engine *e, enum npu_log_level level,
+		    const char *fmt, ...)
+{
+	static const char *const names[] = { "error", "warning", "info", "debug" };
+	char msg[1024];
+	va_list ap;
+
+	if (level > e->opts.log_level)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (e->opts.log)
+		e->opts.log(e->opts.log_arg, level, msg);
+	else
+		fprintf(stderr, "libnpu-user %s: %s\n", names[level], msg);
+}
+
+NPU_API npu_status npu_engine_create(const struct npu_engine_options *opts,
+				     struct npu_engine **out)
+{
+	struct npu_engine *e;
+	npu_status st;
+
+	if (!out)
+		return npu_api_fail(NPU_ERR_INVALID_ARG, "npu_engine_create: out is NULL");
+	*out = NULL;
+	e = calloc(1, sizeof(*e));
+	if (!e)
+		return npu_api_fail(NPU_ERR_NO_MEMORY, "npu_engine_create: out of memory");
+	npu_engine_options_init(&e->opts);
+	if (opts) {
+		st = npu_api_copy_options(&e->opts, sizeof(e->opts), opts, "npu_engine_options");
+		if (st) {
+			free(e);
+			return st;
+		}
+	}
+	if (e->opts.threads < 0 || e->opts.threads > 1024 ||
+	    e->opts.log_level < NPU_LOG_ERROR || e->opts.log_level > NPU_LOG_DEBUG) {
+		st = npu_api_fail(NPU_ERR_INVALID_ARG,
+				  "npu_engine_options: %s %d is out of range",
+				  e->opts.threads < 0 || e->opts.threads > 1024 ? "threads" : "log_level",
+				  e->opts.threads < 0 || e->opts.threads > 1024 ? e->opts.threads
+										 : (int)e->opts.log_level);
+		free(e);
+		return st;
+	}
+	e->threads = e->opts.threads;
+	if (e->threads <= 0) {
+		long n = sysconf(_SC_NPROCESSORS_ONLN);
+
+		e->threads = n > 0 ? (int)n : 1;
+	}
+	if (e->threads > 1) {
+		e->pool = npu_threadpool_create(e->threads);
+		if (!e->pool) {
+			st = npu_api_fail(NPU_ERR_NO_MEMORY,
+					  "npu_engine_create: cannot start %d threads", e->threads);
+			free(e);
+			return st;
+		}
+	}
+	pthread_mutex_init(&e->lock, NULL);
+	atomic_init(&e->refs, 1);
+	*out = e;
+	return NPU_OK;
+}
+
+void npu_engine_ref(struct npu_engine *e)
+{
+	atomic_fetch_add(&e->refs, 1);
+}
+
+void npu_engine_unref(struct npu_engine *e)
+{
+	size_t i;
+
+	if (!e || atomic_fetch_sub(&e->refs, 1) != 1)
+		return;
+	for (i = 0; i < e->num_devs; i++) {
+		if (e->devs[i].owned)
+			npu_device_close(e->devs[i].dev);
+		free(e->devs[i].name);
+	}
+	npu_threadpool_destroy(e->pool);
+	pthread_mutex_destroy(&e->lock);
+	free(e);
+}
+
+NPU_API void npu_engine_destroy(struct npu_engine *e)
+{
+	npu_engine_unref(e);
+}
+
+NPU_API int npu_engine_threads(const struct npu_engine *e)
+{
+	return e ? e->threads : 0;
+}
+
+/* "sim", "accel" or an accel node: what --device and options.device take. */
+static npu_status check_device_name(const char *name, struct npu_device_options *o)
+{
+	npu_device_options_init(o);
+	o->flags = NPU_DEVICE_NO_ENV;
+	if (!name || !strcmp(name, "auto") || !strcmp(name, "cpu") ||
+	    npu_device_options_parse(o, name) != NPU_OK)
+		return npu_api_fail(NPU_ERR_INVALID_ARG,
+				    "unknown NPU device '%s' (sim, accel or /dev/accel/accelN)",
+				    name ? name : "(null)");
+	o->flags = NPU_DEVICE_NO_ENV;
+	return NPU_OK;
+}
+
+static struct npu_engine_device *find_device(struct npu_engine *e, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < e->num_devs; i++)
+		if (!strcmp(e->devs[i].name, name))
+			return &e->devs[i];
+	return NULL;
+}
+
+static npu_status add_device(struct npu_engine *e, const char *name,
+			     struct npu_device *dev, bool owned)
+{
+	struct npu_engine_device *d;
+
+	if (e->num_devs == sizeof(e->devs) / sizeof(e->devs[0]))
+		return npu_api_fail(NPU_ERR_BUSY, "engine: at most %zu devices",
+				    sizeof(e->devs) / sizeof(e->devs[0]));
+	d = &e->devs[e->num_devs];
+	d->name = strdup(name);
+	if (!d->name)
+		return npu_api_fail(NPU_ERR_NO_MEMORY, "engine: out of memory");
+	d->dev = dev;
+	d->owned = owned;
+	e->num_devs++;
+	return NPU_OK;
+}
+
+NPU_API npu_status npu_engine_get_device(struct npu_engine *e, const char *name,
+					 struct npu_device **out)
+{
+	struct npu_device_options o;
+	struct npu_engine_device *d;
+	struct npu_device *dev;
+	char msg[512];
+	npu_status st;
+
+	if (!e || !out)
+		return npu_api_fail(NPU_ERR_INVALID_ARG, "npu_engine_get_device: NULL argument");
+	*out = NULL;
+	st = check_device_name(name, &o);
+	if (st)
+		return st;
+	pthread_mutex_lock(&e->lock);
+	d = find_device(e, name);
+	if (d) {
+		*out = d->dev;
+		pthread_mutex_unlock(&e->lock);
+		return NPU_OK;
+	}
+	st = npu_device_open(&o, &dev, msg, sizeof(msg));
+	if (st) {
+		pthread_mutex_unlock(&e->lock);
+		return npu_api_fail(st, "device '%s': %s", name, msg);
+	}
+	st = add_device(e, name, dev, true);
+	if (st) {
+		npu_device_close(dev);
+		dev = NULL;
+	}
+	pthread_mutex_unlock(&e->lock);
+	if (!st)
+		npu_engine_log(e, NPU_LOG_INFO, "opened device '%s'", name);
+	*out = dev;
+	return st;
+}
+
+NPU_API npu_status npu_engine_attach_device(struct npu_engine *e, const char *name,
+					    struct npu_device *dev)
+{
+	struct npu_device_options o;
+	npu_status st;
+
+	if (!e || !dev)
+		return npu_api_fail(NPU_ERR_INVALID_ARG, "npu_engine_attach_device: NULL argument");
+	st = check_device_name(name, &o);
+	if (st)
+		return st;
+	pthread_mutex_lock(&e->lock);
+	if (find_device(e, name))
+		st = npu_api_fail(NPU_ERR_BUSY,
+				  "npu_engine_attach_device: the engine has a device '%s' already",
+				  name);
+	else
+		st = add_device(e, name, dev, false);
+	pthread_mutex_unlock(&e->lock);
+	return st;
+}

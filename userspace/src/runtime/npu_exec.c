@@ -1,0 +1,907 @@
+// SPDX-License-Identifier: MIT
+/* npu_exec.c - executes a graph on the CPU (see npu_runtime.h). */
+#include "runtime/npu_runtime.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cpu/kernels/cpu_kernels.h"
+#include "compiler/memplan.h"
+#include "cpu/ops/cpu_ops.h"
+#include "compiler/compiler.h"	/* the NpuSegment op */
+
+#define NPU_RT_MAX_IO 64
+
+struct rt_buffer {
+	void *data;
+	size_t cap;
+};
+
+/*
+ * What every session of one graph shares, read-only once made: each
+ * node's op definition and prepared state (packed weights), which nodes
+ * infer shapes at run time, liveness, and the host arena layout.
+ */
+struct npu_exec_plan {
+	struct npu_graph *g;
+	const struct npu_op_def **defs;		/* per node */
+	bool *dynamic;				/* per node: infer at run time */
+	size_t *last_use;			/* per value: last consuming node */
+	/* All shapes static: every intermediate lives in one planned arena. */
+	uint64_t *arena_off;			/* per value; NULL: reuse pool */
+	struct npu_memplan_stats mem;
+};
+
+struct npu_exec {
+	const struct npu_exec_plan *p;
+	struct npu_exec_plan *own_plan;		/* made by this session */
+	struct npu_graph *g;
+	struct npu_threadpool *pool;
+	bool own_pool;
+	bool profile;
+	void (*observe)(void *arg, const struct npu_node *node,
+			const struct npu_tensor *const *outputs);
+	void *observe_arg;
+	struct npu_compiled_run *run;		/* NPU segments' state, if any */
+	void **node_states;			/* per node, ctx->state */
+	const struct npu_op_def **defs;		/* p->defs */
+	bool *dynamic;
+	size_t *last_use;
+	const struct npu_tensor **view;		/* per value: what nodes read */
+	struct npu_tensor *owned;		/* per value: runtime tensors */
+	size_t *owned_cap;			/* per value: buffer capacity */
+	struct rt_buffer *free_bufs;		/* the reuse pool */
+	size_t num_free, cap_free;
+	double *node_ms;
+	size_t *pending_of;			/* per value: async producer + 1 */
+	uint8_t *arena;				/* p->arena_off's memory */
+	double *submit_ms;			/* per node: when an async op began */
+	int trace_fd;				/* NPU_TRACE_FILE, or -1 */
+	uint64_t runs;
+	struct npu_op_stat *stats;
+	size_t num_stats;
+};
+
+static bool is_default_domain(const char *d)
+{
+	return !d || !d[0] || !strcmp(d, "ai.onnx");
+}
+
+/*
+ * Op spans for NPU_TRACE_FILE: one complete event per node, on the same
+ * CLOCK_MONOTONIC timeline and in the same append-only JSON array as the
+ * device layer's job spans (device/trace.c), so Perfetto shows CPU ops and
+ * NPU jobs together. Best effort: a failed write turns tracing off.
+ */
+static void trace_append(struct npu_exec *s, const char *text, size_t len);
+
+static void trace_open(struct npu_exec *s)
+{
+	const char *path = getenv("NPU_TRACE_FILE");
+	char meta[160];
+	int n;
+
+	s->trace_fd = -1;
+	if (!path || !*path)
+		return;
+	s->trace_fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+	if (s->trace_fd < 0)
+		return;
+	n = snprintf(meta, sizeof(meta),
+		     "{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":1,\"args\":{\"name\":\"graph ops (host)\"}},\n",
+		     (int)getpid());
+	trace_append(s, meta, (size_t)n);
+}
+
+static void trace_append(struct npu_exec *s, const char *text, size_t len)
+{
+	struct stat st;
+
+	if (s->trace_fd < 0 || flock(s->trace_fd, LOCK_EX))
+		return;
+	if ((fstat(s->trace_fd, &st) == 0 && st.st_size == 0 &&
+	     write(s->trace_fd, "[\n", 2) != 2) ||
+	    write(s->trace_fd, text, len) != (ssize_t)len) {
+		flock(s->trace_fd, LOCK_UN);
+		close(s->trace_fd);
+		s->trace_fd = -1;
+		return;
+	}
+	flock(s->trace_fd, LOCK_UN);
+}
+
+static void trace_node(struct npu_exec *s, const struct npu_node *node,
+		       double start_ms, double end_ms)
+{
+	char buf[768];
+	int n;
+
+	if (s->trace_fd < 0)
+		return;
+	n = snprintf(buf, sizeof(buf),
+		     "{\"name\":\"%.200s\",\"cat\":\"npu.op\",\"ph\":\"X\",\"pid\":%d,\"tid\":1,"
+		     "\"ts\":%.3f,\"dur\":%.3f,\"args\":{\"node\":\"%.300s\"}},\n",
+		     node->op_type, (int)getpid(), start_ms * 1e3, (end_ms - start_ms) * 1e3,
+		     node->name);
+	if (n > 0 && (size_t)n < sizeof(buf) && !strpbrk(node->name, "\"\\") &&
+	    !strpbrk(node->op_type, "\"\\"))
+		trace_append(s, buf, (size_t)n);
+}
+
+static double now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+/* Best fit from the pool, else a new 64-byte aligned buffer. */
+static void *buf_get(struct npu_exec *s, size_t need, size_t *cap)
+{
+	size_t i, best = SIZE_MAX;
+	void *p;
+
+	for (i = 0; i < s->num_free; i++)
+		if (s->free_bufs[i].cap >= need &&
+		    (best == SIZE_MAX || s->free_bufs[i].cap <
+					  s->free_bufs[best].cap))
+			best = i;
+	if (best != SIZE_MAX) {
+		p = s->free_bufs[best].data;
+		*cap = s->free_bufs[best].cap;
+		s->free_bufs[best] = s->free_bufs[--s->num_free];
+		return p;
+	}
+	*cap = (need + 63) & ~(size_t)63;
+	return aligned_alloc(64, *cap);
+}
+
+static bool buf_put(struct npu_exec *s, void *data, size_t cap)
+{
+	if (!data)
+		return true;
+	if (s->num_free == s->cap_free) {
+		size_t c = s->cap_free ? s->cap_free * 2 : 32;
+		struct rt_buffer *nb = realloc(s->free_bufs, c * sizeof(*nb));
+
+		if (!nb) {
+			free(data);
+			return false;
+		}
+		s->free_bufs = nb;
+		s->cap_free = c;
+	}
+	s->free_bufs[s->num_free].data = data;
+	s->free_bufs[s->num_free].cap = cap;
+	s->num_free++;
+	return true;
+}
+
+static void release_value(struct npu_exec *s, size_t vi)
+{
+	if (s->arena) {		/* planned: the arena slot is simply reused */
+		s->owned[vi].data = NULL;
+		s->view[vi] = NULL;
+		return;
+	}
+	if (s->owned[vi].data) {
+		buf_put(s, s->owned[vi].data, s->owned_cap[vi]);
+		s->owned[vi].data = NULL;
+		s->owned_cap[vi] = 0;
+	}
+	s->view[vi] = NULL;
+}
+
+static int cmp_stat(const void *a, const void *b)
+{
+	const struct npu_op_stat *x = a, *y = b;
+
+	if (x->total_ms != y->total_ms)
+		return x->total_ms < y->total_ms ? 1 : -1;
+	if (x->nodes != y->nodes)
+		return x->nodes < y->nodes ? 1 : -1;
+	return strcmp(x->op_type, y->op_type);
+}
+
+static void build_stats(struct npu_exec *s)
+{
+	size_t i, j;
+
+	s->num_stats = 0;
+	for (i = 0; i < s->g->num_nodes; i++) {
+		const struct npu_node *n = s->g->nodes[i];
+
+		for (j = 0; j < s->num_stats; j++)
+			if (!strcmp(s->stats[j].op_type, n->op_type))
+				break;
+		if (j == s->num_stats) {
+			s->stats[j].op_type = n->op_type;
+			s->stats[j].nodes = 0;
+			s->stats[j].calls = 0;
+			s->stats[j].total_ms = 0;
+			s->num_stats++;
+		}
+		s->stats[j].nodes++;
+		s->stats[j].calls += s->runs;
+		s->stats[j].total_ms += s->node_ms[i];
+	}
+	qsort(s->stats, s->num_stats, sizeof(*s->stats), cmp_stat);
+}
+
+void npu_exec_destroy(struct npu_exec *s)
+{
+	size_t i;
+
+	if (!s)
+		return;
+	if (s->owned && !s->arena)	/* arena tensors are freed with it */
+		for (i = 0; i < s->g->num_values; i++)
+			free(s->owned[i].data);
+	for (i = 0; i < s->num_free; i++)
+		free(s->free_bufs[i].data);
+	free(s->free_bufs);
+	if (s->trace_fd >= 0)
+		close(s->trace_fd);
+	if (s->own_pool)
+		npu_threadpool_destroy(s->pool);
+	npu_compiled_run_destroy(s->run);
+	free(s->node_states);
+	npu_exec_plan_destroy(s->own_plan);
+	free(s->view);
+	free(s->owned);
+	free(s->owned_cap);
+	free(s->node_ms);
+	free(s->pending_of);
+	free(s->arena);
+	free(s->submit_ms);
+	free(s->stats);
+	free(s);
+}
+
+void npu_exec_plan_destroy(struct npu_exec_plan *p)
+{
+	size_t i;
+
+	if (!p)
+		return;
+	if (p->defs)
+		for (i = 0; i < p->g->num_nodes; i++)
+			if (p->defs[i] && p->defs[i]->release)
+				p->defs[i]->release(p->g->nodes[i]);
+	free(p->defs);
+	free(p->dynamic);
+	free(p->last_use);
+	free(p->arena_off);
+	free(p);
+}
+
+/*
+ * When no node's output shape depends on data, place every tensor the
+ * nodes produce in one arena by liveness (compiler/memplan.c, as for the
+ * device arena): each lives from its node to its last reader; graph
+ * outputs and never-read values (an asynchronous node may still write
+ * them) to the end of the run. Otherwise tensors come from the reuse pool.
+ */
+static npu_status plan_arena(struct npu_exec_plan *p, struct npu_error *err)
+{
+	struct npu_graph *g = p->g;
+	struct npu_memplan_item *items;
+	size_t i, j;
+
+	for (i = 0; i < g->num_nodes; i++)
+		if (p->dynamic[i])
+			return NPU_OK;
+	items = calloc(g->num_values + 1, sizeof(*items));
+	p->arena_off = calloc(g->num_values + 1, sizeof(*p->arena_off));
+	if (!items || !p->arena_off) {
+		free(items);
+		return npu_error_set(err, NPU_ERR_NO_MEMORY, "out of memory");
+	}
+	for (i = 0; i < g->num_nodes; i++) {
+		for (j = 0; j < g->nodes[i]->num_outputs; j++) {
+			const struct npu_value *v = g->nodes[i]->outputs[j];
+			size_t last;
+
+			if (!v)
+				continue;
+			last = p->last_use[v->index];
+			items[v->index].size = (uint64_t)npu_shape_numel(&v->shape) *
+					       npu_dtype_size(v->dtype);
+			items[v->index].first_step = (uint32_t)i;
+			items[v->index].last_step = (uint32_t)(v->is_graph_output || last == SIZE_MAX ?
+							       g->num_nodes : last);
+		}
+	}
+	if (npu_memplan(items, g->num_values, 64, &p->mem)) {
+		free(items);
+		return npu_error_set(err, NPU_ERR_NO_MEMORY, "out of memory");
+	}
+	for (i = 0; i < g->num_values; i++)
+		p->arena_off[i] = items[i].offset;
+	free(items);
+	return NPU_OK;
+}
+
+void npu_exec_plan_memory(const struct npu_exec_plan *p, bool *planned,
+			  struct npu_memplan_stats *stats)
+{
+	*planned = p->arena_off != NULL;
+	*stats = p->mem;
+}
+
+void npu_exec_memory(const struct npu_exec *s, bool *planned,
+			struct npu_memplan_stats *stats)
+{
+	npu_exec_plan_memory(s->p, planned, stats);
+}
+
+/* The op definition a node runs with: the runtime's own ops, else the CPU's. */
+static const struct npu_op_def *find_def(const struct npu_node *node)
+{
+	if (node->domain && !strcmp(node->domain, NPU_SEGMENT_DOMAIN))
+		return !strcmp(node->op_type, NPU_SEGMENT_OP) ? npu_segment_op_def() : NULL;
+	return npu_cpu_op_find(is_default_domain(node->domain) ? "" : node->domain,
+			       node->op_type, node->opset);
+}
+
+npu_status npu_exec_plan_create(struct npu_graph *g, struct npu_exec_plan **out,
+				struct npu_error *err)
+{
+	struct npu_exec_plan *p;
+	size_t i, j, nn = g->num_nodes, nv = g->num_values;
+	char label[300];
+	npu_status st;
+
+	*out = NULL;
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return npu_error_set(err, NPU_ERR_NO_MEMORY, "out of memory");
+	p->g = g;
+	p->defs = calloc(nn + 1, sizeof(*p->defs));
+	p->dynamic = calloc(nn + 1, sizeof(*p->dynamic));
+	p->last_use = calloc(nv + 1, sizeof(*p->last_use));
+	if (!p->defs || !p->dynamic || !p->last_use) {
+		npu_exec_plan_destroy(p);
+		return npu_error_set(err, NPU_ERR_NO_MEMORY, "out of memory");
+	}
+	for (i = 0; i < nv; i++)
+		p->last_use[i] = SIZE_MAX;
+	for (i = 0; i < nn; i++) {
+		struct npu_node *node = g->nodes[i];
+
+		if (node->num_inputs > NPU_RT_MAX_IO ||
+		    node->num_outputs > NPU_RT_MAX_IO) {
+			npu_exec_plan_destroy(p);
+			return npu_error_set(err, NPU_ERR_UNSUPPORTED,
+				"%s: %s: more than %d inputs or outputs",
+				g->source, npu_node_label(g, node, label,
+							  sizeof(label)),
+				NPU_RT_MAX_IO);
+		}
+		p->defs[i] = find_def(node);
+		if (!p->defs[i]) {
+			npu_exec_plan_destroy(p);
+			return npu_error_set(err, NPU_ERR_UNSUPPORTED,
+				"%s: %s: unsupported op '%s' (opset %d)",
+				g->source, npu_node_label(g, node, label,
+							  sizeof(label)),
+				node->op_type, node->opset);
+		}
+		for (j = 0; j < node->num_inputs; j++)
+			if (node->inputs[j])
+				p->last_use[node->inputs[j]->index] = i;
+		for (j = 0; j < node->num_outputs; j++) {
+			const struct npu_value *v = node->outputs[j];
+
+			if (v && (v->shape.rank < 0 ||
+				  npu_shape_numel(&v->shape) < 0))
+				p->dynamic[i] = true;
+		}
+	}
+	for (i = 0; i < nn; i++) {
+		if (!p->defs[i]->prepare)
+			continue;
+		st = p->defs[i]->prepare(g->nodes[i], err);
+		if (st != NPU_OK) {
+			/* Only nodes before i were prepared. */
+			for (j = i; j < nn; j++)
+				p->defs[j] = NULL;
+			npu_graph_error_context(g, g->nodes[i], err);
+			npu_exec_plan_destroy(p);
+			return st;
+		}
+	}
+	st = plan_arena(p, err);
+	if (st != NPU_OK) {
+		npu_exec_plan_destroy(p);
+		return st;
+	}
+	*out = p;
+	return NPU_OK;
+}
+
+/*
+ * A graph compiled for an NPU has NpuSegment nodes: this session gets its
+ * own run of them (device arena, command streams), so sessions on other
+ * threads never share run state.
+ */
+static npu_status bind_segments(struct npu_exec *s, struct npu_error *err)
+{
+	struct npu_compiled *c = NULL;
+	size_t i;
+	npu_status st;
+
+	for (i = 0; i < s->g->num_nodes && !c; i++)
+		c = npu_segment_node_compiled(s->g->nodes[i]);
+	if (!c)
+		return NPU_OK;
+	s->node_states = calloc(s->g->num_nodes + 1, sizeof(*s->node_states));
+	if (!s->node_states)
+		return npu_error_set(err, NPU_ERR_NO_MEMORY, "out of memory");
+	st = npu_compiled_run_create(c, &s->run, err);
+	if (st != NPU_OK)
+		return st;
+	for (i = 0; i < s->g->num_nodes; i++)
+		s->node_states[i] = npu_compiled_run_node_state(s->run, s->g->nodes[i]);
+	return NPU_OK;
+}
+
+npu_status npu_exec_create(struct npu_graph *g,
+			      const struct npu_exec_options *opts,
+			      struct npu_exec **out, struct npu_error *err)
+{
+	struct npu_exec *s;
+	size_t nn = g->num_nodes, nv = g->num_values;
+	int threads = opts ? opts->threads : 0;
+	npu_status st;
+
+	*out = NULL;
+	if (opts && opts->plan && opts->plan->g != g)
+		return npu_error_set(err, NPU_ERR_INTERNAL,
+				     "session: the execution plan is of another graph");
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return npu_error_set(err, NPU_ERR_NO_MEMORY, "out of memory");
+	s->g = g;
+	s->trace_fd = -1;
+	if (opts && opts->plan) {
+		s->p = opts->plan;
+	} else {
+		st = npu_exec_plan_create(g, &s->own_plan, err);
+		if (st != NPU_OK) {
+			npu_exec_destroy(s);
+			return st;
+		}
+		s->p = s->own_plan;
+	}
+	s->defs = s->p->defs;
+	s->dynamic = s->p->dynamic;
+	s->last_use = s->p->last_use;
+	s->profile = opts && opts->profile;
+	trace_open(s);
+	if (opts) {
+		s->observe = opts->observe;
+		s->observe_arg = opts->observe_arg;
+	}
+	s->node_ms = calloc(nn + 1, sizeof(*s->node_ms));
+	s->pending_of = calloc(nv + 1, sizeof(*s->pending_of));
+	s->submit_ms = calloc(nn + 1, sizeof(*s->submit_ms));
+	s->stats = calloc(nn + 1, sizeof(*s->stats));
+	s->view = calloc(nv + 1, sizeof(*s->view));
+	s->owned = calloc(nv + 1, sizeof(*s->owned));
+	s->owned_cap = calloc(nv + 1, sizeof(*s->owned_cap));
+	if (!s->node_ms || !s->stats || !s->view || !s->owned || !s->owned_cap ||
+	    !s->pending_of || !s->submit_ms) {
+		npu_exec_destroy(s);
+		return npu_error_set(err, NPU_ERR_NO_MEMORY, "out of memory");
+	}
+	if (opts && opts->pool) {
+		s->pool = opts->pool;
+	} else {
+		if (threads <= 0) {
+			long n = sysconf(_SC_NPROCESSORS_ONLN);
+
+			threads = n > 0 ? (int)n : 1;
+		}
+		if (threads > 1) {
+			s->pool = npu_threadpool_create(threads);
+			s->own_pool = true;
+			if (!s->pool) {
+				npu_exec_destroy(s);
+				return npu_error_set(err, NPU_ERR_NO_MEMORY,
+						     "cannot create %d threads", threads);
+			}
+		}
+	}
+	if (s->p->arena_off) {
+		uint64_t bytes = s->p->mem.arena_bytes;
+
+		s->arena = aligned_alloc(64, bytes ? (bytes + 63) & ~(uint64_t)63 : 64);
+		if (!s->arena) {
+			npu_exec_destroy(s);
+			return npu_error_set(err, NPU_ERR_NO_MEMORY,
+					     "out of memory for a %llu-byte tensor arena",
+					     (unsigned long long)bytes);
+		}
+	}
+	st = bind_segments(s, err);
+	if (st != NPU_OK) {
+		npu_exec_destroy(s);
+		return st;
+	}
+	build_stats(s);
+	*out = s;
+	return NPU_OK;
+}
+
+const struct npu_compiled_run *npu_exec_compiled_run(const struct npu_exec *s)
+{
+	return s->run;
+}
+
+/* Infer a node's output shapes from the actual input tensors. */
+static npu_status infer_at_run_time(struct npu_exec *s, size_t ni,
+				    const struct npu_tensor *const *ins,
+				    enum npu_dtype *dtypes,
+				    struct npu_shape *shapes,
+				    struct npu_error *err)
+{
+	struct npu_node *node = s->g->nodes[ni], copy = *node;
+	struct npu_value tmp[NPU_RT_MAX_IO], *tmpp[NPU_RT_MAX_IO];
+	struct npu_infer_ctx ctx;
+	char label[300], sbuf[160];
+	size_t j;
+	npu_status st;
+
+	for (j = 0; j < node->num_inputs; j++) {
+		tmpp[j] = NULL;
+		if (!node->inputs[j])
+			continue;
+		tmp[j] = *node->inputs[j];
+		tmp[j].dtype = ins[j]->dtype;
+		tmp[j].shape = ins[j]->shape;
+		tmp[j].constant = (struct npu_tensor *)ins[j];
+		tmpp[j] = &tmp[j];
+	}
+	copy.inputs = tmpp;
+	ctx.node = &copy;
+	ctx.out_dtypes = dtypes;
+	ctx.out_shapes = shapes;
+	ctx.err = err;
+	for (j = 0; j < node->num_outputs; j++) {
+		dtypes[j] = NPU_DTYPE_UNDEFINED;
+		memset(&shapes[j], 0, sizeof(shapes[j]));
+	}
+	st = s->defs[ni]->infer(&ctx);
+	if (st != NPU_OK) {
+		npu_graph_error_context(s->g, node, err);
+		return st;
+	}
+	for (j = 0; j < node->num_outputs; j++)
+		if (node->outputs[j] && (shapes[j].rank < 0 ||
+					 shapes[j].rank > NPU_MAX_RANK ||
+					 npu_shape_numel(&shapes[j]) < 0))
+			return npu_error_set(err, NPU_ERR_UNSUPPORTED,
+				"%s: %s: output '%s' has shape %s even with all inputs known",
+				s->g->source,
+				npu_node_label(s->g, node, label, sizeof(label)),
+				node->outputs[j]->name,
+				shapes[j].rank < 0 || shapes[j].rank > NPU_MAX_RANK
+					? "of unknown rank"
+					: npu_shape_str(&shapes[j], sbuf,
+							sizeof(sbuf)));
+	return NPU_OK;
+}
+
+static npu_status check_input(const struct npu_graph *g, size_t i,
+			      const struct npu_tensor *t, struct npu_error *err)
+{
+	const struct npu_value *v = g->inputs[i];
+	char a[160], b[160];
+	int d;
+
+	if (!t)
+		return npu_error_set(err, NPU_ERR_INVALID_ARG,
+				     "%s: input '%s' is missing", g->source,
+				     v->name);
+	if (t->dtype != v->dtype)
+		return npu_error_set(err, NPU_ERR_INVALID_ARG,
+				     "%s: input '%s' must be %s, got %s",
+				     g->source, v->name, npu_dtype_name(v->dtype),
+				     npu_dtype_name(t->dtype));
+	if (v->shape.rank < 0)
+		return NPU_OK;
+	if (t->shape.rank != v->shape.rank)
+		goto mismatch;
+	for (d = 0; d < v->shape.rank; d++)
+		if (v->shape.dims[d] >= 0 && v->shape.dims[d] != t->shape.dims[d])
+			goto mismatch;
+	if (t->nbytes != (size_t)npu_shape_numel(&t->shape) *
+				 npu_dtype_size(t->dtype) ||
+	    (t->nbytes && !t->data))
+		return npu_error_set(err, NPU_ERR_INVALID_ARG,
+				     "%s: input '%s': %zu bytes of data for shape %s",
+				     g->source, v->name, t->nbytes,
+				     npu_shape_str(&t->shape, a, sizeof(a)));
+	return NPU_OK;
+mismatch:
+	return npu_error_set(err, NPU_ERR_INVALID_ARG,
+			     "%s: input '%s' has shape %s, the model needs %s",
+			     g->source, v->name,
+			     npu_shape_str(&t->shape, a, sizeof(a)),
+			     npu_shape_str(&v->shape, b, sizeof(b)));
+}
+
+/*
+ * Complete asynchronous node k (its wait()), then do what the run loop
+ * does after a synchronous compute: timing, trace, observer, and freeing
+ * outputs nobody reads.
+ */
+static npu_status finish_node(struct npu_exec *s, size_t k, struct npu_error *err)
+{
+	struct npu_graph *g = s->g;
+	struct npu_node *node = g->nodes[k];
+	struct npu_tensor *outs[NPU_RT_MAX_IO];
+	struct npu_op_ctx ctx = {
+		.node = node, .num_outputs = node->num_outputs, .outputs = outs,
+		.pool = s->pool, .err = err,
+		.state = s->node_states ? s->node_states[k] : NULL,
+	};
+	npu_status st;
+	size_t j;
+
+	for (j = 0; j < node->num_outputs; j++) {
+		struct npu_value *v = node->outputs[j];
+
+		outs[j] = v ? &s->owned[v->index] : NULL;
+		if (v)
+			s->pending_of[v->index] = 0;
+	}
+	st = s->defs[k]->wait(&ctx);
+	if (st != NPU_OK) {
+		if (!err->msg[0])
+			npu_error_set(err, st, "wait failed");
+		npu_graph_error_context(g, node, err);
+		return st;
+	}
+	if (s->profile || s->trace_fd >= 0) {
+		double t1 = now_ms();
+
+		if (s->profile)
+			s->node_ms[k] += t1 - s->submit_ms[k];
+		trace_node(s, node, s->submit_ms[k], t1);
+	}
+	if (s->observe)
+		s->observe(s->observe_arg, node, (const struct npu_tensor *const *)outs);
+	for (j = 0; j < node->num_outputs; j++) {
+		struct npu_value *v = node->outputs[j];
+
+		if (v && s->last_use[v->index] == SIZE_MAX && !v->is_graph_output)
+			release_value(s, v->index);
+	}
+	return NPU_OK;
+}
+
+/* Finish every asynchronous node still pending, in order; first error wins. */
+static npu_status finish_all(struct npu_exec *s, npu_status st, struct npu_error *err)
+{
+	struct npu_error ignored = { 0 };
+	size_t i, j;
+
+	for (i = 0; i < s->g->num_nodes; i++) {
+		const struct npu_node *n = s->g->nodes[i];
+		bool pending = false;
+
+		for (j = 0; j < n->num_outputs; j++)
+			pending |= n->outputs[j] && s->pending_of[n->outputs[j]->index] == i + 1;
+		if (!pending)
+			continue;
+		/* After a failure, still wait: the device may be using the buffers. */
+		if (st == NPU_OK)
+			st = finish_node(s, i, err);
+		else
+			finish_node(s, i, &ignored);
+	}
+	return st;
+}
+
+static npu_status run_nodes(struct npu_exec *s,
+			    const struct npu_tensor *const *inputs,
+			    struct npu_error *err)
+{
+	struct npu_graph *g = s->g;
+	const struct npu_tensor *ins[NPU_RT_MAX_IO];
+	struct npu_tensor *outs[NPU_RT_MAX_IO];
+	enum npu_dtype dtypes[NPU_RT_MAX_IO];
+	struct npu_shape shapes[NPU_RT_MAX_IO];
+	char label[300];
+	size_t i, j;
+	npu_status st;
+
+	/* Buffers of the previous run's outputs go back to the pool. */
+	for (i = 0; i < g->num_values; i++) {
+		release_value(s, i);
+		if (g->values[i]->constant)
+			s->view[i] = g->values[i]->constant;
+	}
+	for (i = 0; i < g->num_inputs; i++) {
+		st = check_input(g, i, inputs[i], err);
+		if (st != NPU_OK)
+			return st;
+		s->view[g->inputs[i]->index] = inputs[i];
+	}
+	for (i = 0; i < g->num_nodes; i++) {
+		struct npu_node *node = g->nodes[i];
+		struct npu_op_ctx ctx;
+		double t0;
+		bool async;
+
+		for (j = 0; j < node->num_inputs; j++) {
+			ins[j] = NULL;
+			if (!node->inputs[j])
+				continue;
+			/* An input still being computed asynchronously: wait for it. */
+			if (s->pending_of[node->inputs[j]->index]) {
+				st = finish_node(s, s->pending_of[node->inputs[j]->index] - 1, err);
+				if (st != NPU_OK)
+					return st;
+			}
+			ins[j] = s->view[node->inputs[j]->index];
+			if (!ins[j])
+				return npu_error_set(err, NPU_ERR_INTERNAL,
+					"%s: %s: input '%s' has no data",
+					g->source,
+					npu_node_label(g, node, label,
+						       sizeof(label)),
+					node->inputs[j]->name);
+		}
+		/* Timed from here: waiting for an asynchronous input is not this op's. */
+		t0 = s->profile || s->trace_fd >= 0 ? now_ms() : 0;
+		if (s->dynamic[i]) {
+			st = infer_at_run_time(s, i, ins, dtypes, shapes, err);
+			if (st != NPU_OK)
+				return st;
+		} else {
+			for (j = 0; j < node->num_outputs; j++)
+				if (node->outputs[j]) {
+					dtypes[j] = node->outputs[j]->dtype;
+					shapes[j] = node->outputs[j]->shape;
+				}
+		}
+		for (j = 0; j < node->num_outputs; j++) {
+			struct npu_value *v = node->outputs[j];
+			struct npu_tensor *t;
+			size_t esize;
+
+			outs[j] = NULL;
+			if (!v)
+				continue;
+			t = &s->owned[v->index];
+			esize = npu_dtype_size(dtypes[j]);
+			if (!esize)
+				return npu_error_set(err, NPU_ERR_UNSUPPORTED,
+					"%s: %s: output '%s' has type %s",
+					g->source,
+					npu_node_label(g, node, label,
+						       sizeof(label)),
+					v->name, npu_dtype_name(dtypes[j]));
+			t->dtype = dtypes[j];
+			t->shape = shapes[j];
+			t->nbytes = (size_t)npu_shape_numel(&shapes[j]) * esize;
+			t->data = NULL;
+			if (t->nbytes && s->arena) {
+				t->data = s->arena + s->p->arena_off[v->index];
+			} else if (t->nbytes) {
+				t->data = buf_get(s, t->nbytes,
+						  &s->owned_cap[v->index]);
+				if (!t->data)
+					return npu_error_set(err,
+						NPU_ERR_NO_MEMORY,
+						"%s: %s: out of memory for output '%s' (%zu bytes)",
+						g->source,
+						npu_node_label(g, node, label,
+							       sizeof(label)),
+						v->name, t->nbytes);
+			}
+			outs[j] = t;
+			s->view[v->index] = t;
+		}
+		ctx.node = node;
+		ctx.inputs = ins;
+		ctx.num_inputs = node->num_inputs;
+		ctx.outputs = outs;
+		ctx.num_outputs = node->num_outputs;
+		ctx.pool = s->pool;
+		ctx.state = s->node_states ? s->node_states[i] : NULL;
+		ctx.err = err;
+		npu_error_clear(err);
+		async = s->defs[i]->submit && s->defs[i]->wait;
+		st = async ? s->defs[i]->submit(&ctx) : s->defs[i]->compute(&ctx);
+		if (st != NPU_OK) {
+			if (!err->msg[0])
+				npu_error_set(err, st, "compute failed");
+			npu_graph_error_context(g, node, err);
+			return st;
+		}
+		if (async) {
+			/* Runs on while later nodes that don't need it execute. */
+			for (j = 0; j < node->num_outputs; j++)
+				if (node->outputs[j])
+					s->pending_of[node->outputs[j]->index] = i + 1;
+			s->submit_ms[i] = t0;
+			goto release_inputs;
+		}
+		/* An activation the compiler fused into a node that stayed on the CPU. */
+		if (node->num_attrs && npu_node_attr(node, "npu_activation")) {
+			st = npu_cpu_apply_fused_activation(node, outs[0], err);
+			if (st != NPU_OK) {
+				npu_error_prefix(err, "%s: %s", g->source,
+						 npu_node_label(g, node, label, sizeof(label)));
+				return st;
+			}
+		}
+		if (s->profile || s->trace_fd >= 0) {
+			double t1 = now_ms();
+
+			if (s->profile)
+				s->node_ms[i] += t1 - t0;
+			trace_node(s, node, t0, t1);
+		}
+		if (s->observe)
+			s->observe(s->observe_arg, node,
+				   (const struct npu_tensor *const *)outs);
+release_inputs:
+		/* Liveness: free what no later node reads. */
+		for (j = 0; j < node->num_inputs; j++) {
+			struct npu_value *v = node->inputs[j];
+
+			if (v && s->last_use[v->index] == i &&
+			    !v->is_graph_output && !v->constant &&
+			    !v->is_graph_input)
+				release_value(s, v->index);
+		}
+		for (j = 0; j < node->num_outputs; j++) {
+			struct npu_value *v = node->outputs[j];
+
+			if (v && s->last_use[v->index] == SIZE_MAX &&
+			    !v->is_graph_output && !s->pending_of[v->index])
+				release_value(s, v->index);
+		}
+	}
+	return NPU_OK;
+}
+
+npu_status npu_exec_run(struct npu_exec *s,
+			   const struct npu_tensor *const *inputs,
+			   struct npu_error *err)
+{
+	npu_status st = finish_all(s, run_nodes(s, inputs, err), err);
+
+	if (st != NPU_OK)
+		return st;
+	s->runs++;
+	build_stats(s);
+	return NPU_OK;
+}
+
+const struct npu_tensor *npu_exec_output(const struct npu_exec *s,
+					    size_t index)
+{
+	if (index >= s->g->num_outputs)
+		return NULL;
+	return s->view[s->g->outputs[index]->index];
+}
+
+size_t npu_exec_op_stats(const struct npu_exec *s,
+			    const struct npu_op_stat **stats)
+{
+	*stats = s->stats;
+	return s->num_stats;
+}
