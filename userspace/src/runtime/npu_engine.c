@@ -203,17 +203,19 @@ NPU_API int npu_engine_threads(const struct npu_engine *e)
 	return e ? e->threads : 0;
 }
 
-/* "sim", "accel" or an accel node: what --device and options.device take. */
+/*
+ * "sim", "accel" or an accel node: what --device and options.device take.
+ * The environment still applies (NPU_TRACE_FILE; NPU_DEVICE only picks the
+ * node for "accel"), as for any npu_device_open().
+ */
 static npu_status check_device_name(const char *name, struct npu_device_options *o)
 {
 	npu_device_options_init(o);
-	o->flags = NPU_DEVICE_NO_ENV;
 	if (!name || !strcmp(name, "auto") || !strcmp(name, "cpu") ||
 	    npu_device_options_parse(o, name) != NPU_OK)
 		return npu_api_fail(NPU_ERR_INVALID_ARG,
 				    "unknown NPU device '%s' (sim, accel or /dev/accel/accelN)",
 				    name ? name : "(null)");
-	o->flags = NPU_DEVICE_NO_ENV;
 	return NPU_OK;
 }
 
