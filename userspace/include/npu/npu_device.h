@@ -12,16 +12,18 @@
  *           syncobjs, io_uring uring_cmd submission).
  * The same command stream gives bit-identical results on both.
  *
- * Errors: every call returns an npu_status; the object the call was made on
- * keeps a message naming what failed and why (npu_device_last_error(),
- * npu_cmdbuf_last_error(), npu_job_last_error()). npu_device_open() writes
+ * Errors: every call returns an npu_status and a message naming what failed
+ * and why: npu_device_last_error() (per thread), npu_cmdbuf_last_error()
+ * and npu_job_last_error() (per object). npu_device_open() writes
  * its message into a caller buffer, since no object exists yet.
  *
  * Thread safety (no global mutable state anywhere in the library):
  *   - A device may be used from several threads at once for buffer
- *     alloc/free, submit, wait and reap; its last_error message is then
- *     the last failure of any thread (use the job's own message for job
- *     failures). npu_device_close() must not race with any other call.
+ *     alloc/free, submit, wait and reap; npu_device_last_error() gives
+ *     the calling thread's last failure on that device, so threads never
+ *     read a message another one is writing (use the job's own message
+ *     for job failures). npu_device_close() must not race with any other
+ *     call.
  *   - A buffer may be used by many jobs at once; don't free it while
  *     another thread still maps or submits it.
  *   - A job handle belongs to one thread at a time (wait / result /
@@ -98,7 +100,8 @@ NPU_API npu_status npu_device_open(const struct npu_device_options *opts,
 /* Waits for jobs still in flight, frees every buffer and job left. */
 NPU_API void npu_device_close(struct npu_device *dev);
 
-/* The message of the last failed call on this device ("" if none). */
+/* The calling thread's message for its last failed call on this device
+ * ("" if none). */
 NPU_API const char *npu_device_last_error(const struct npu_device *dev);
 
 struct npu_device_info {

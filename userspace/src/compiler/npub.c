@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "npu_sim.h"	/* npu_crc32 */
+#include <zlib.h>
 
 enum npub_tag {
 	NPUB_MODEL = 1,
@@ -265,7 +265,7 @@ npu_status npu_npub_save(const char *path, const void *onnx, size_t onnx_size,
 		return npu_error_set(err, NPU_ERR_NO_MEMORY, "%s: out of memory", path);
 	}
 	file_size = w.size;
-	crc = npu_crc32(0, w.data + NPUB_HEADER_SIZE, w.size - NPUB_HEADER_SIZE);
+	crc = (uint32_t)crc32_z(0, w.data + NPUB_HEADER_SIZE, w.size - NPUB_HEADER_SIZE);
 	{
 		uint32_t magic = NPU_NPUB_MAGIC, hs = NPUB_HEADER_SIZE, zero = 0;
 		uint16_t major = NPU_NPUB_VERSION_MAJOR, minor = NPU_NPUB_VERSION_MINOR;
@@ -792,7 +792,7 @@ npu_status npu_npub_open(const void *data, size_t size, const char *source,
 		fail(&hdr, "%s / file size mismatch (file has %llu bytes)", "header size", size);
 		goto bad;
 	}
-	if (npu_crc32(0, f->data + NPUB_HEADER_SIZE, size - NPUB_HEADER_SIZE) != crc) {
+	if ((uint32_t)crc32_z(0, f->data + NPUB_HEADER_SIZE, size - NPUB_HEADER_SIZE) != crc) {
 		fail(&hdr, "%s mismatch: the file is corrupt%.0llu", "checksum", 0);
 		goto bad;
 	}

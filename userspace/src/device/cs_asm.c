@@ -1045,7 +1045,7 @@ npu_status npu_cs_instantiate(struct npu_device *dev,
 				      d->read_only ? NPU_BUFFER_DEVICE_READ_ONLY : 0,
 				      &inst->bufs[i]);
 		if (st) {
-			npu_error_prefix(&dev->err, "buffer '%s' (line %u)", d->name, d->line);
+			npu_dev_error_prefix(dev, "buffer '%s' (line %u)", d->name, d->line);
 			npu_cs_instance_free(inst);
 			return st;
 		}
@@ -1059,7 +1059,7 @@ npu_status npu_cs_instantiate(struct npu_device *dev,
 	st = npu_buffer_alloc(dev, prog->code_size, NPU_BUFFER_DEVICE_READ_ONLY,
 			      &inst->cmd);
 	if (st) {
-		npu_error_prefix(&dev->err, "command buffer");
+		npu_dev_error_prefix(dev, "command buffer");
 		npu_cs_instance_free(inst);
 		return st;
 	}

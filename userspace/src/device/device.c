@@ -66,22 +66,46 @@ const char *npu_job_status_str(uint32_t device_status)
 	return n ? n : "UNKNOWN";
 }
 
+/*
+ * The message of a thread's last failed call, with the device it was on:
+ * a device is used from many threads, and a message another thread is
+ * rewriting must never be what a caller reads.
+ */
+static _Thread_local struct {
+	const struct npu_device *dev;
+	struct npu_error err;
+} last_failure;
+
 npu_status npu_dev_error(struct npu_device *dev, npu_status status,
 			 const char *fmt, ...)
 {
 	va_list ap;
 
-	pthread_mutex_lock(&dev->err_lock);
 	va_start(ap, fmt);
-	npu_error_vset(&dev->err, status, fmt, ap);
+	npu_error_vset(&last_failure.err, status, fmt, ap);
 	va_end(ap);
-	pthread_mutex_unlock(&dev->err_lock);
+	last_failure.dev = dev;
 	return status;
+}
+
+void npu_dev_error_prefix(struct npu_device *dev, const char *fmt, ...)
+{
+	char prefix[256];
+	va_list ap;
+
+	if (last_failure.dev != dev)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(prefix, sizeof(prefix), fmt, ap);
+	va_end(ap);
+	npu_error_prefix(&last_failure.err, "%s", prefix);
 }
 
 const char *npu_device_last_error(const struct npu_device *dev)
 {
-	return dev ? npu_error_msg(&dev->err) : "no device";
+	if (!dev)
+		return "no device";
+	return last_failure.dev == dev ? npu_error_msg(&last_failure.err) : "";
 }
 
 static npu_status open_fail(char *errmsg, size_t errmsg_size, npu_status st,
@@ -176,7 +200,6 @@ npu_status npu_device_open(const struct npu_device_options *opts,
 		free(dev);
 		return st;
 	}
-	pthread_mutex_init(&dev->err_lock, NULL);
 	pthread_mutex_init(&dev->lock, NULL);
 	pthread_mutex_init(&dev->trace_lock, NULL);
 	pthread_condattr_init(&ca);
@@ -194,7 +217,7 @@ npu_status npu_device_open(const struct npu_device_options *opts,
 	}
 	if (st) {
 		open_fail(errmsg, errmsg_size, st, "npu_device_open: %s",
-			  npu_error_msg(&dev->err));
+			  npu_device_last_error(dev));
 		if (dev->ops->release)
 			dev->ops->release(dev);
 		free(dev->be);
@@ -202,7 +225,6 @@ npu_status npu_device_open(const struct npu_device_options *opts,
 			close(dev->event_fd);
 		pthread_cond_destroy(&dev->cond);
 		pthread_mutex_destroy(&dev->lock);
-		pthread_mutex_destroy(&dev->err_lock);
 		pthread_mutex_destroy(&dev->trace_lock);
 		free(dev);
 		return st;
@@ -290,7 +312,6 @@ void npu_device_close(struct npu_device *dev)
 	close(dev->event_fd);
 	pthread_cond_destroy(&dev->cond);
 	pthread_mutex_destroy(&dev->lock);
-	pthread_mutex_destroy(&dev->err_lock);
 	pthread_mutex_destroy(&dev->trace_lock);
 	free(dev->be);
 	free(dev);
@@ -337,8 +358,7 @@ npu_status npu_buffer_alloc(struct npu_device *dev, uint64_t size,
 	buf->refs = 1;
 	st = dev->ops->buffer_alloc(dev, buf);
 	if (st) {
-		npu_error_prefix(&dev->err, "npu_buffer_alloc(%" PRIu64 " bytes)",
-				 size);
+		npu_dev_error_prefix(dev, "npu_buffer_alloc(%" PRIu64 " bytes)", size);
 		free(buf);
 		return st;
 	}
@@ -553,7 +573,7 @@ static void kick_pending(struct npu_device *dev)
 			pthread_mutex_lock(&dev->lock);
 			job->result.device_status = NPU_JOB_ERR_ABORTED;
 			npu_error_set(&job->err, NPU_ERR_DEVICE, "%s",
-				      npu_error_msg(&dev->err));
+				      npu_device_last_error(dev));
 			npu_dev_job_complete_locked(dev, job);
 			pthread_mutex_unlock(&dev->lock);
 		}
@@ -729,13 +749,13 @@ static npu_status submit_common(struct npu_device *dev,
 	}
 	st = dev->ops->submit(dev, job, s);
 	if (st) {
-		npu_error_prefix(&dev->err, "npu_submit");
+		npu_dev_error_prefix(dev, "npu_submit");
 		pthread_mutex_lock(&dev->lock);
 		if (async)
 			dev->inflight_async--;
 		job->async = false;	/* no completion event for a refused job */
 		job->result.device_status = NPU_JOB_ERR_ABORTED;
-		npu_error_set(&job->err, st, "%s", npu_error_msg(&dev->err));
+		npu_error_set(&job->err, st, "%s", npu_device_last_error(dev));
 		npu_dev_job_complete_locked(dev, job);
 		job->user_released = true;
 		job_put_locked(dev, job);

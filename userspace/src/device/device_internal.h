@@ -74,8 +74,6 @@ struct npu_device {
 	const struct npu_backend_ops *ops;
 	enum npu_backend backend;
 	struct npu_device_info info;
-	struct npu_error err;
-	pthread_mutex_t err_lock;
 
 	pthread_mutex_t lock;
 	pthread_cond_t cond;		/* a job completed */
@@ -127,7 +125,10 @@ extern const struct npu_backend_ops npu_accel_backend_ops;
 /* First /dev/accel/accelN whose driver is "npu": path, or false if none. */
 bool npu_accel_find_node(char *path, size_t path_size);
 
-/* Record a device error (thread-safe); returns status. */
+/* Put "prefix: " before this thread's last message if it was on dev. */
+void npu_dev_error_prefix(struct npu_device *dev, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+/* Record a device error as the calling thread's; returns status. */
 npu_status npu_dev_error(struct npu_device *dev, npu_status status,
 			 const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));

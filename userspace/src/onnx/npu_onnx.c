@@ -10,7 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cpu/ops/cpu_ops.h"
 
 struct importer {
 	struct npu_graph *g;
@@ -33,18 +32,6 @@ static char *bin_to_str(const ProtobufCBinaryData *b)
 		memcpy(s, b->data, b->len);
 	s[b->len] = '\0';
 	return s;
-}
-
-/* A registered CPU op lives in 'domain' (so the domain is supported). */
-static bool domain_known(const char *domain)
-{
-	const struct npu_op_def *def;
-	size_t i;
-
-	for (i = 0; (def = npu_cpu_op_at(i)); i++)
-		if (!strcmp(def->domain ? def->domain : "", domain))
-			return true;
-	return false;
 }
 
 /* ValueInfoProto type -> value dtype / shape / symbolic dim names. */
@@ -377,10 +364,6 @@ static npu_status import_node(struct importer *im, size_t index,
 			"%s: %s: domain '%s' is not in the model's opset imports",
 			im->src, label, is_default_domain(domain) ? "ai.onnx"
 								  : domain);
-	if (!is_default_domain(domain) && !domain_known(domain))
-		return npu_error_set(im->err, NPU_ERR_UNSUPPORTED,
-				     "%s: %s: unsupported domain '%s'", im->src,
-				     label, domain);
 	if (np->n_input > 4096 || np->n_output > 4096)
 		return npu_error_set(im->err, NPU_ERR_UNSUPPORTED,
 				     "%s: %s: too many inputs / outputs",
