@@ -98,6 +98,36 @@ static int npu_debugfs_contexts_show(struct seq_file *m, void *unused)
 }
 DEFINE_SHOW_ATTRIBUTE(npu_debugfs_contexts);
 
+/*
+ * Test hook: 1 stops the schedulers from handing jobs to the device (they
+ * stay queued, their fences unsignaled), 0 lets them run again.
+ */
+static int npu_debugfs_pause_get(void *data, u64 *val)
+{
+	struct npu_device *ndev = data;
+
+	*val = atomic_read(&ndev->inject.paused);
+	return 0;
+}
+
+static int npu_debugfs_pause_set(void *data, u64 val)
+{
+	struct npu_device *ndev = data;
+	int q;
+
+	if (atomic_xchg(&ndev->inject.paused, !!val) == !!val)
+		return 0;
+	for (q = 0; q < NPU_NUM_QUEUES; q++) {
+		if (val)
+			drm_sched_wqueue_stop(&ndev->queues[q].sched);
+		else
+			drm_sched_wqueue_start(&ndev->queues[q].sched);
+	}
+	return 0;
+}
+DEFINE_DEBUGFS_ATTRIBUTE(npu_debugfs_pause_fops, npu_debugfs_pause_get,
+			 npu_debugfs_pause_set, "%llu\n");
+
 void npu_debugfs_init(struct npu_device *ndev)
 {
 	struct dentry *root = ndev->drm.debugfs_root;
@@ -117,4 +147,6 @@ void npu_debugfs_init(struct npu_device *ndev)
 				&ndev->inject.fault_next);
 	debugfs_create_atomic_t("npu_inject_boot_fail", 0600, root,
 				&ndev->inject.fail_boot);
+	debugfs_create_file_unsafe("npu_pause_queues", 0600, root, ndev,
+				   &npu_debugfs_pause_fops);
 }

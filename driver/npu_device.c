@@ -140,7 +140,8 @@ int npu_device_init(struct npu_device *ndev)
 	struct drm_device *drm = &ndev->drm;
 	int ret;
 
-	BUILD_BUG_ON(IS_ENABLED(CONFIG_CPU_BIG_ENDIAN));
+	/* Device tables are __le (npu_hw.h); kernel pages hold whole NPU pages. */
+	BUILD_BUG_ON(PAGE_SIZE % NPU_PAGE_SIZE);
 	BUILD_BUG_ON(NPU_NUM_CONTEXTS * sizeof(struct npu_ctx_entry) > PAGE_SIZE);
 
 	ida_init(&ndev->ctx_ida);
@@ -204,6 +205,8 @@ int npu_device_init(struct npu_device *ndev)
 		npu_irq_fini(ndev);
 		return ret;
 	}
+	/* What PCI error recovery restores after a slot reset. */
+	pci_save_state(pdev);
 	return 0;
 }
 
@@ -259,6 +262,60 @@ static struct npu_job *npu_device_find_guilty(struct npu_device *ndev)
 }
 
 /*
+ * The steps of every reset, shared by timeout recovery, PCI error
+ * recovery and PCI resets: stop the jobs, reset and re-boot the device,
+ * run the jobs again. reset_pending is held from the first to the last.
+ */
+
+/* Stop handing jobs to the device and take the unfinished ones back. */
+static void npu_device_stop_jobs(struct npu_device *ndev, struct npu_job *bad)
+{
+	int q;
+
+	npu_irq_disable(ndev);
+	/* Jobs that completed before the reset still count as done. */
+	for (q = 0; q < NPU_NUM_QUEUES; q++)
+		npu_queue_process(&ndev->queues[q]);
+	/* A timed-out job goes back on its scheduler's pending list. */
+	for (q = 0; q < NPU_NUM_QUEUES; q++) {
+		struct npu_queue *queue = &ndev->queues[q];
+
+		drm_sched_stop(&queue->sched,
+			       bad && bad->queue == queue ? &bad->base : NULL);
+	}
+}
+
+/* The device lost every descriptor: retire their fences, boot it again. */
+int npu_device_reset_restart(struct npu_device *ndev, bool reset)
+{
+	int q, ret;
+
+	if (reset)
+		npu_device_reset_hw(ndev);
+	for (q = 0; q < NPU_NUM_QUEUES; q++)
+		npu_queue_abort_inflight(&ndev->queues[q], -ECANCELED);
+
+	ret = npu_device_hw_start(ndev);
+	if (ret)
+		drm_err(&ndev->drm, "recovery failed (%d): device unusable\n", ret);
+	return ret;
+}
+
+/* Run the stopped jobs again (a banned context's are canceled). */
+void npu_device_reset_resume(struct npu_device *ndev)
+{
+	int q;
+
+	atomic_inc(&ndev->reset_count);
+	for (q = 0; q < NPU_NUM_QUEUES; q++)
+		drm_sched_resubmit_jobs(&ndev->queues[q].sched);
+	atomic_set(&ndev->reset_pending, 0);
+	for (q = 0; q < NPU_NUM_QUEUES; q++)
+		drm_sched_start(&ndev->queues[q].sched);
+	npu_dbg(ndev, RESET, "reset %d done\n", atomic_read(&ndev->reset_count));
+}
+
+/*
  * Recovery after a job timeout: one at a time (the cmpxchg, plus all
  * timeout handlers share the ordered reset_wq). The guilty context is
  * banned, innocent jobs are run again on the freshly booted device.
@@ -268,13 +325,12 @@ void npu_device_recover(struct npu_device *ndev, struct npu_job *bad)
 	struct npu_job *guilty;
 	u32 guilty_ctx = ~0u;
 	u64 guilty_id = 0;
-	int q, ret;
+	int q;
 
 	if (atomic_cmpxchg(&ndev->reset_pending, 0, 1) != 0)
 		return;
 
 	npu_irq_disable(ndev);
-	/* Jobs that completed before the hang still count as done. */
 	for (q = 0; q < NPU_NUM_QUEUES; q++)
 		npu_queue_process(&ndev->queues[q]);
 	guilty = npu_device_find_guilty(ndev);
@@ -282,34 +338,48 @@ void npu_device_recover(struct npu_device *ndev, struct npu_job *bad)
 		guilty_ctx = guilty->ctx->id;
 		guilty_id = guilty->rec->id;
 	}
-
-	/* The timed-out job goes back on its scheduler's pending list. */
-	for (q = 0; q < NPU_NUM_QUEUES; q++) {
-		struct npu_queue *queue = &ndev->queues[q];
-
-		drm_sched_stop(&queue->sched,
-			       bad && bad->queue == queue ? &bad->base : NULL);
-	}
+	npu_device_stop_jobs(ndev, bad);
 
 	if (guilty_ctx != ~0u)
 		drm_warn(&ndev->drm, "job %llu of context %u hung the device: context banned\n",
 			 guilty_id, guilty_ctx);
 	trace_npu_reset(ndev, guilty_ctx, atomic_read(&ndev->reset_count) + 1);
 
+	npu_device_reset_restart(ndev, true);
+	npu_device_reset_resume(ndev);
+}
+
+/* Wait for a running recovery, then keep others out until resume. */
+static void npu_device_reset_lock(struct npu_device *ndev)
+{
+	while (atomic_cmpxchg(&ndev->reset_pending, 0, 1) != 0)
+		usleep_range(1000, 2000);
+}
+
+/*
+ * A reset not caused by a job (PCI error recovery, FLR / bus reset from
+ * sysfs): nobody is guilty, every unfinished job runs again afterwards.
+ */
+void npu_device_reset_prepare(struct npu_device *ndev)
+{
+	npu_device_reset_lock(ndev);
+	npu_device_stop_jobs(ndev, NULL);
+	trace_npu_reset(ndev, ~0u, atomic_read(&ndev->reset_count) + 1);
+}
+
+/*
+ * Reboot, poweroff or kexec: no more jobs reach the device, its
+ * interrupts and DMA stop. Jobs still queued never run.
+ */
+void npu_device_shutdown(struct npu_device *ndev)
+{
+	int q;
+
+	npu_device_reset_lock(ndev);
+	for (q = 0; q < NPU_NUM_QUEUES; q++)
+		drm_sched_wqueue_stop(&ndev->queues[q].sched);
+	npu_irq_disable(ndev);
+	ndev->ready = false;
 	npu_device_reset_hw(ndev);
-	/* The reset dropped every descriptor: retire the old hardware fences. */
-	for (q = 0; q < NPU_NUM_QUEUES; q++)
-		npu_queue_abort_inflight(&ndev->queues[q], -ECANCELED);
-
-	ret = npu_device_hw_start(ndev);
-	if (ret)
-		drm_err(&ndev->drm, "recovery failed (%d): device unusable\n", ret);
-
-	atomic_inc(&ndev->reset_count);
-	for (q = 0; q < NPU_NUM_QUEUES; q++)
-		drm_sched_resubmit_jobs(&ndev->queues[q].sched);
-	atomic_set(&ndev->reset_pending, 0);
-	for (q = 0; q < NPU_NUM_QUEUES; q++)
-		drm_sched_start(&ndev->queues[q].sched);
-	npu_dbg(ndev, RESET, "reset %d done\n", atomic_read(&ndev->reset_count));
+	pci_clear_master(ndev->pdev);
 }

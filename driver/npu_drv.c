@@ -25,8 +25,28 @@ module_param_named(dbg_mask, npu_dbg_mask, uint, 0644);
 MODULE_PARM_DESC(dbg_mask, "Debug categories: DRV=1 GEM=2 MMU=4 JOB=8 IRQ=16 FW=32 RESET=64 URING=128");
 
 unsigned int npu_job_timeout_ms = 2000;
-module_param_named(job_timeout_ms, npu_job_timeout_ms, uint, 0444);
-MODULE_PARM_DESC(job_timeout_ms, "Job timeout before a device reset, in ms");
+
+/* 0 would make every job time out at once: insmod fails instead. */
+static int npu_job_timeout_set(const char *val, const struct kernel_param *kp)
+{
+	unsigned int ms;
+	int ret;
+
+	ret = kstrtouint(val, 0, &ms);
+	if (ret)
+		return ret;
+	if (!ms || ms > NPU_JOB_TIMEOUT_MAX_MS)
+		return -EINVAL;
+	*(unsigned int *)kp->arg = ms;
+	return 0;
+}
+
+static const struct kernel_param_ops npu_job_timeout_ops = {
+	.set = npu_job_timeout_set,
+	.get = param_get_uint,
+};
+module_param_cb(job_timeout_ms, &npu_job_timeout_ops, &npu_job_timeout_ms, 0444);
+MODULE_PARM_DESC(job_timeout_ms, "Job timeout before a device reset, in ms (1..600000)");
 
 struct npu_context *npu_context_get(struct npu_context *ctx)
 {
@@ -67,12 +87,16 @@ static int npu_open(struct drm_device *drm, struct drm_file *file)
 	struct npu_context *ctx;
 	int ret, id;
 
-	ctx = kzalloc(sizeof(*ctx), GFP_KERNEL);
+	ctx = kzalloc(sizeof(*ctx), GFP_KERNEL_ACCOUNT);
 	if (!ctx)
 		return -ENOMEM;
 
+	/* The device has NPU_NUM_CONTEXTS: one more open is -EBUSY (uAPI). */
 	id = ida_alloc_max(&ndev->ctx_ida, NPU_NUM_CONTEXTS - 1, GFP_KERNEL);
 	if (id < 0) {
+		if (id == -ENOSPC)
+			npu_dbg(ndev, DRV, "all %d contexts in use\n",
+				NPU_NUM_CONTEXTS);
 		ret = id == -ENOSPC ? -EBUSY : id;
 		goto err_free;
 	}
@@ -85,6 +109,7 @@ static int npu_open(struct drm_device *drm, struct drm_file *file)
 	mutex_init(&ctx->submit_lock);
 	xa_init(&ctx->jobs);
 	spin_lock_init(&ctx->rec_lock);
+	init_waitqueue_head(&ctx->job_wq);
 	INIT_LIST_HEAD(&ctx->node);
 
 	ret = npu_mmu_ctx_init(ndev, &ctx->mmu);
@@ -96,7 +121,8 @@ static int npu_open(struct drm_device *drm, struct drm_file *file)
 		goto err_mmu;
 
 	drm_dev_get(drm);
-	WRITE_ONCE(ndev->ctx_table[id].pt_root, ctx->mmu.root.dma | NPU_CTX_VALID);
+	WRITE_ONCE(ndev->ctx_table[id].pt_root,
+		   cpu_to_le64(ctx->mmu.root.dma | NPU_CTX_VALID));
 	wmb(); /* the entry is visible before any job names the context */
 
 	mutex_lock(&ndev->ctx_lock);
@@ -203,6 +229,30 @@ static int npu_ioctl_get_param(struct drm_device *drm, void *data,
 		args->value = npu_device_time_ns(ndev);
 		drm_dev_exit(idx);
 		break;
+	case DRM_NPU_PARAM_FEATURES:
+		args->value = NPU_FEATURES;
+		break;
+	case DRM_NPU_PARAM_MAX_BO_REFS:
+		args->value = DRM_NPU_MAX_BO_REFS;
+		break;
+	case DRM_NPU_PARAM_MAX_SYNCS:
+		args->value = DRM_NPU_MAX_SYNCS;
+		break;
+	case DRM_NPU_PARAM_MAX_BO_REF_SIZE:
+		args->value = NPU_MAX_BO_REF_SIZE;
+		break;
+	case DRM_NPU_PARAM_MAX_CMD_SIZE:
+		args->value = NPU_CS_MAX_SIZE;
+		break;
+	case DRM_NPU_PARAM_MAX_QUEUED_JOBS:
+		args->value = NPU_MAX_QUEUED_JOBS;
+		break;
+	case DRM_NPU_PARAM_MAX_CONTEXTS:
+		args->value = NPU_NUM_CONTEXTS;
+		break;
+	case DRM_NPU_PARAM_JOB_HISTORY:
+		args->value = NPU_JOB_HISTORY;
+		break;
 	default:
 		return -EINVAL;
 	}
@@ -230,6 +280,7 @@ static const struct drm_ioctl_desc npu_ioctls[] = {
 	NPU_IOCTL(BO_INFO, bo_info),
 	NPU_IOCTL(SUBMIT, submit),
 	NPU_IOCTL(JOB_INFO, job_info),
+	NPU_IOCTL(JOB_WAIT, job_wait),
 };
 
 /* DRM_ACCEL_FOPS plus the io_uring command entry point. */
@@ -305,6 +356,77 @@ static void npu_remove(struct pci_dev *pdev)
 	npu_device_fini(ndev);
 }
 
+static void npu_shutdown(struct pci_dev *pdev)
+{
+	struct npu_device *ndev = pci_get_drvdata(pdev);
+	int idx;
+
+	if (!drm_dev_enter(&ndev->drm, &idx))
+		return;
+	npu_device_shutdown(ndev);
+	drm_dev_exit(idx);
+}
+
+/*
+ * PCI error recovery (AER) and PCI resets (FLR or bus reset, e.g. through
+ * sysfs) take the path of timeout recovery without a guilty job: jobs
+ * are stopped, the device re-booted, unfinished jobs run again.
+ */
+static pci_ers_result_t npu_pci_error_detected(struct pci_dev *pdev,
+					       pci_channel_state_t state)
+{
+	struct npu_device *ndev = pci_get_drvdata(pdev);
+
+	drm_warn(&ndev->drm, "PCI error (channel state %d)\n", state);
+	if (state == pci_channel_io_perm_failure)
+		return PCI_ERS_RESULT_DISCONNECT;
+	npu_device_reset_prepare(ndev);
+	return PCI_ERS_RESULT_NEED_RESET;
+}
+
+static pci_ers_result_t npu_pci_slot_reset(struct pci_dev *pdev)
+{
+	struct npu_device *ndev = pci_get_drvdata(pdev);
+
+	pci_restore_state(pdev);
+	pci_save_state(pdev);
+	pci_set_master(pdev);
+	/* Boot now; npu_pci_resume() lets the jobs run again. */
+	if (npu_device_reset_restart(ndev, true)) {
+		/* No resume follows: the jobs fail (-EIO) instead of waiting. */
+		npu_device_reset_resume(ndev);
+		return PCI_ERS_RESULT_DISCONNECT;
+	}
+	return PCI_ERS_RESULT_RECOVERED;
+}
+
+static void npu_pci_resume(struct pci_dev *pdev)
+{
+	npu_device_reset_resume(pci_get_drvdata(pdev));
+}
+
+static void npu_pci_reset_prepare(struct pci_dev *pdev)
+{
+	npu_device_reset_prepare(pci_get_drvdata(pdev));
+}
+
+static void npu_pci_reset_done(struct pci_dev *pdev)
+{
+	struct npu_device *ndev = pci_get_drvdata(pdev);
+
+	/* The PCI core restored the config space; the device is fresh. */
+	npu_device_reset_restart(ndev, false);
+	npu_device_reset_resume(ndev);
+}
+
+static const struct pci_error_handlers npu_pci_err_handlers = {
+	.error_detected	= npu_pci_error_detected,
+	.slot_reset	= npu_pci_slot_reset,
+	.resume		= npu_pci_resume,
+	.reset_prepare	= npu_pci_reset_prepare,
+	.reset_done	= npu_pci_reset_done,
+};
+
 static const struct pci_device_id npu_pci_ids[] = {
 	{ PCI_DEVICE(NPU_PCI_VENDOR_ID, NPU_PCI_DEVICE_ID) },
 	{ }
@@ -316,6 +438,8 @@ static struct pci_driver npu_pci_driver = {
 	.id_table	= npu_pci_ids,
 	.probe		= npu_probe,
 	.remove		= npu_remove,
+	.shutdown	= npu_shutdown,
+	.err_handler	= &npu_pci_err_handlers,
 };
 module_pci_driver(npu_pci_driver);
 

@@ -17,6 +17,7 @@
 #include <linux/mutex.h>
 #include <linux/pci.h>
 #include <linux/spinlock.h>
+#include <linux/wait.h>
 #include <linux/xarray.h>
 
 #include <drm/drm_device.h>
@@ -32,6 +33,8 @@
 #define NPU_DRIVER_DESC		"NPU DRM accel driver"
 #define NPU_FW_NAME		"npu/npu-fw.bin"
 
+/* Upper bound of the job_timeout_ms module parameter (10 minutes). */
+#define NPU_JOB_TIMEOUT_MAX_MS	600000
 /* Ring entries per hardware queue; also the scheduler's credit limit. */
 #define NPU_RING_ENTRIES	256
 /* Device VA handed out to contexts: page 0..1 MiB stays unmapped. */
@@ -39,6 +42,16 @@
 #define NPU_VA_END		BIT_ULL(NPU_VA_BITS)
 /* JOB_INFO keeps the last this many jobs of a file. */
 #define NPU_JOB_HISTORY		4096
+/* Jobs of one context not yet retired; SUBMIT fails with -EBUSY beyond. */
+#define NPU_MAX_QUEUED_JOBS	1024
+/* Largest drm_npu_submit.bo_ref_size (an extended drm_npu_bo_ref). */
+#define NPU_MAX_BO_REF_SIZE	4096
+/* What DRM_NPU_PARAM_FEATURES reports. */
+#define NPU_FEATURES		(DRM_NPU_FEATURE_URING_SUBMIT |		\
+				 DRM_NPU_FEATURE_TIMELINE_SYNCOBJ |	\
+				 DRM_NPU_FEATURE_JOB_WAIT |		\
+				 DRM_NPU_FEATURE_UNALIGNED_ARRAYS |	\
+				 DRM_NPU_FEATURE_TIMELINE_DEP_ERRORS)
 
 /* Debug categories, enabled through the dbg_mask module parameter. */
 #define NPU_DBG_DRV		BIT(0)
@@ -92,6 +105,8 @@ struct npu_inject {
 	atomic_t hang_next;
 	atomic_t fault_next;
 	atomic_t fail_boot;
+	/* Schedulers hold jobs back (drm_sched_wqueue_stop) while set. */
+	atomic_t paused;
 };
 
 struct npu_device {
@@ -174,7 +189,7 @@ static inline u64 npu_read64(struct npu_device *ndev, u32 lo)
 
 /* Device page tables of one context. */
 struct npu_pt {
-	u64 *entries;
+	__le64 *entries;		/* read by the device: little-endian */
 	dma_addr_t dma;
 	struct npu_pt **children;	/* NULL for level-0 tables */
 };
@@ -225,7 +240,10 @@ struct npu_context {
 
 	atomic_t banned;
 	atomic64_t engine_ns[NPU_NUM_QUEUES];
+	/* Jobs submitted and not yet freed, at most NPU_MAX_QUEUED_JOBS. */
 	atomic_t jobs_inflight;
+	/* Woken whenever one of the records reaches DONE or CANCELED. */
+	wait_queue_head_t job_wq;
 };
 
 /* A mapping of a BO into one context. */
@@ -236,7 +254,7 @@ struct npu_bo_map {
 	struct npu_bo *bo;
 	struct drm_mm_node va;
 	u32 prot;
-	u32 users;			/* handles of this context */
+	u32 users;			/* handles of this context + jobs */
 };
 
 struct npu_bo {
@@ -262,6 +280,7 @@ struct npu_job {
 	struct drm_gem_object **bos;
 	u32 *access;
 	u32 bo_count;
+	u32 maps_held;			/* bos[0..maps_held) mappings held */
 
 	u64 cmd_va;
 	u32 cmd_size;
@@ -291,6 +310,10 @@ int npu_device_hw_start(struct npu_device *ndev);
 int npu_device_reset_hw(struct npu_device *ndev);
 u64 npu_device_time_ns(struct npu_device *ndev);
 void npu_device_recover(struct npu_device *ndev, struct npu_job *bad);
+void npu_device_reset_prepare(struct npu_device *ndev);
+int npu_device_reset_restart(struct npu_device *ndev, bool reset);
+void npu_device_reset_resume(struct npu_device *ndev);
+void npu_device_shutdown(struct npu_device *ndev);
 const char *npu_job_status_str(u32 status);
 
 /* npu_fw.c */
@@ -316,6 +339,9 @@ int npu_mmu_invalidate(struct npu_device *ndev, u32 ctx_id);
 struct drm_gem_object *npu_gem_create_object(struct drm_device *drm,
 					     size_t size);
 int npu_bo_va(struct drm_gem_object *obj, struct npu_context *ctx, u64 *va);
+int npu_bo_map_get(struct drm_gem_object *obj, struct npu_context *ctx,
+		   u64 *va);
+void npu_bo_map_put(struct drm_gem_object *obj, struct npu_context *ctx);
 int npu_ioctl_bo_create(struct drm_device *drm, void *data,
 			struct drm_file *file);
 int npu_ioctl_bo_info(struct drm_device *drm, void *data,
@@ -336,6 +362,8 @@ void npu_job_rec_put(struct npu_job_rec *rec);
 int npu_ioctl_submit(struct drm_device *drm, void *data,
 		     struct drm_file *file);
 int npu_ioctl_job_info(struct drm_device *drm, void *data,
+		       struct drm_file *file);
+int npu_ioctl_job_wait(struct drm_device *drm, void *data,
 		       struct drm_file *file);
 void npu_job_print_ctx(struct seq_file *m, struct npu_context *ctx);
 

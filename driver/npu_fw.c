@@ -44,7 +44,8 @@ int npu_fw_load(struct npu_device *ndev)
 
 	hdr = (const struct npu_fw_header *)fw->data;
 	if (fw->size < sizeof(*hdr) || fw->size > NPU_FW_MAX_SIZE ||
-	    hdr->magic != NPU_FW_MAGIC || hdr->abi_major != NPU_FW_ABI_MAJOR) {
+	    le32_to_cpu(hdr->magic) != NPU_FW_MAGIC ||
+	    le16_to_cpu(hdr->abi_major) != NPU_FW_ABI_MAJOR) {
 		drm_err(&ndev->drm, "%s: not an NPU ABI %d firmware image (%zu bytes)\n",
 			NPU_FW_NAME, NPU_FW_ABI_MAJOR, fw->size);
 		ret = -EINVAL;
@@ -59,10 +60,10 @@ int npu_fw_load(struct npu_device *ndev)
 	}
 	memcpy(ndev->fw_cpu, fw->data, fw->size);
 	ndev->fw_size = fw->size;
-	ndev->fw_version = hdr->fw_version;
+	ndev->fw_version = le32_to_cpu(hdr->fw_version);
 	strscpy(ndev->fw_build_id, hdr->build_id, sizeof(ndev->fw_build_id));
 	npu_dbg(ndev, FW, "firmware %s: %zu bytes, version %#x\n",
-		ndev->fw_build_id, fw->size, hdr->fw_version);
+		ndev->fw_build_id, fw->size, ndev->fw_version);
 out:
 	release_firmware(fw);
 	return ret;

@@ -42,14 +42,7 @@ static int npu_gem_open(struct drm_gem_object *obj, struct drm_file *file)
 		return 0;
 	}
 
-	/* Pins the pages (or takes the importer's sg table) until free. */
-	sgt = drm_gem_shmem_get_pages_sgt(&bo->base);
-	if (IS_ERR(sgt)) {
-		ret = PTR_ERR(sgt);
-		goto err_unlock;
-	}
-
-	map = kzalloc(sizeof(*map), GFP_KERNEL);
+	map = kzalloc(sizeof(*map), GFP_KERNEL_ACCOUNT);
 	if (!map) {
 		ret = -ENOMEM;
 		goto err_unlock;
@@ -60,6 +53,7 @@ static int npu_gem_open(struct drm_gem_object *obj, struct drm_file *file)
 	map->prot = bo->flags & DRM_NPU_BO_DEVICE_READ_ONLY ?
 		    NPU_PTE_READ : NPU_PTE_READ | NPU_PTE_WRITE;
 
+	/* VA first: a BO that does not fit never gets its pages pinned. */
 	mutex_lock(&ctx->mmu.lock);
 	ret = drm_mm_insert_node_generic(&ctx->mmu.mm, &map->va, obj->size,
 					 NPU_PAGE_SIZE, 0, DRM_MM_INSERT_BEST);
@@ -70,6 +64,13 @@ static int npu_gem_open(struct drm_gem_object *obj, struct drm_file *file)
 		npu_dbg(ndev, GEM, "ctx %u: no VA for %zu bytes: %d\n",
 			ctx->id, obj->size, ret);
 		goto err_free;
+	}
+
+	/* Pins the pages (or takes the importer's sg table) until free. */
+	sgt = drm_gem_shmem_get_pages_sgt(&bo->base);
+	if (IS_ERR(sgt)) {
+		ret = PTR_ERR(sgt);
+		goto err_remove;
 	}
 
 	ret = npu_mmu_map(ndev, &ctx->mmu, map->va.start, sgt, obj->size,
@@ -95,9 +96,14 @@ err_unlock:
 	return ret;
 }
 
-static void npu_gem_close(struct drm_gem_object *obj, struct drm_file *file)
+/*
+ * Drop one user (a handle or a job) of @obj's mapping in @ctx; the last
+ * one unmaps. Jobs hold their BOs' mappings, so a handle closed (or a
+ * file released) with jobs still queued does not pull pages from under
+ * them.
+ */
+void npu_bo_map_put(struct drm_gem_object *obj, struct npu_context *ctx)
 {
-	struct npu_context *ctx = file->driver_priv;
 	struct npu_bo *bo = to_npu_bo(obj);
 	struct npu_bo_map *map;
 
@@ -117,6 +123,30 @@ static void npu_gem_close(struct drm_gem_object *obj, struct drm_file *file)
 	drm_mm_remove_node(&map->va);
 	mutex_unlock(&ctx->mmu.lock);
 	kfree(map);
+}
+
+static void npu_gem_close(struct drm_gem_object *obj, struct drm_file *file)
+{
+	npu_bo_map_put(obj, file->driver_priv);
+}
+
+/* Take a user of @obj's mapping in @ctx (see npu_bo_map_put()). */
+int npu_bo_map_get(struct drm_gem_object *obj, struct npu_context *ctx,
+		   u64 *va)
+{
+	struct npu_bo *bo = to_npu_bo(obj);
+	struct npu_bo_map *map;
+	int ret = -ENOENT;
+
+	mutex_lock(&bo->lock);
+	map = npu_bo_find_map(bo, ctx);
+	if (map) {
+		map->users++;
+		*va = map->va.start;
+		ret = 0;
+	}
+	mutex_unlock(&bo->lock);
+	return ret;
 }
 
 static void npu_gem_free(struct drm_gem_object *obj)
@@ -160,7 +190,7 @@ struct drm_gem_object *npu_gem_create_object(struct drm_device *drm,
 	struct npu_device *ndev = to_npu_device(drm);
 	struct npu_bo *bo;
 
-	bo = kzalloc(sizeof(*bo), GFP_KERNEL);
+	bo = kzalloc(sizeof(*bo), GFP_KERNEL_ACCOUNT);
 	if (!bo)
 		return ERR_PTR(-ENOMEM);
 	bo->base.base.funcs = &npu_gem_funcs;

@@ -15,6 +15,7 @@
 #include <drm/drm_file.h>
 #include <drm/drm_gem.h>
 #include <drm/drm_syncobj.h>
+#include <drm/drm_utils.h>
 
 #include "npu_drv.h"
 #include "npu_trace.h"
@@ -61,8 +62,12 @@ static void npu_job_release(struct npu_job *job)
 				job->rec->status = NPU_JOB_ERR_ABORTED;
 		}
 		spin_unlock(&job->ctx->rec_lock);
+		wake_up_all(&job->ctx->job_wq);
 		npu_job_rec_put(job->rec);
 	}
+	/* The mappings go (if nothing else uses them) once the job is done. */
+	for (i = 0; i < job->maps_held; i++)
+		npu_bo_map_put(job->bos[i], job->ctx);
 	for (i = 0; i < job->bo_count; i++)
 		drm_gem_object_put(job->bos[i]);
 	for (i = 0; i < job->dep_count; i++)
@@ -76,32 +81,44 @@ static void npu_job_release(struct npu_job *job)
 	kfree(job);
 }
 
+/* @c is a copy of the device's (little-endian) completion record. */
 static void npu_job_complete(struct npu_queue *q, struct npu_job *job,
 			     const struct npu_completion *c)
 {
 	struct npu_device *ndev = q->ndev;
 	struct npu_job_rec *rec = job->rec;
+	struct npu_job_rec res = {
+		.status = le32_to_cpu(c->status),
+		.error_offset = le32_to_cpu(c->error_offset),
+		.fault_addr = le64_to_cpu(c->fault_addr),
+		.start_ns = le64_to_cpu(c->start_ns),
+		.end_ns = le64_to_cpu(c->end_ns),
+		.cycles = le64_to_cpu(c->cycles),
+		.macs = le64_to_cpu(c->macs),
+	};
 
 	spin_lock(&job->ctx->rec_lock);
 	rec->state = DRM_NPU_JOB_DONE;
-	rec->status = c->status;
-	rec->error_offset = c->error_offset;
-	rec->fault_addr = c->fault_addr;
-	rec->start_ns = c->start_ns;
-	rec->end_ns = c->end_ns;
-	rec->cycles = c->cycles;
-	rec->macs = c->macs;
+	rec->status = res.status;
+	rec->error_offset = res.error_offset;
+	rec->fault_addr = res.fault_addr;
+	rec->start_ns = res.start_ns;
+	rec->end_ns = res.end_ns;
+	rec->cycles = res.cycles;
+	rec->macs = res.macs;
 	spin_unlock(&job->ctx->rec_lock);
+	wake_up_all(&job->ctx->job_wq);
 
-	if (c->end_ns > c->start_ns)
-		atomic64_add(c->end_ns - c->start_ns, &job->ctx->engine_ns[q->id]);
-	trace_npu_job_complete(job, c);
+	if (res.end_ns > res.start_ns)
+		atomic64_add(res.end_ns - res.start_ns,
+			     &job->ctx->engine_ns[q->id]);
+	trace_npu_job_complete(job, &res);
 
-	if (c->status != NPU_JOB_OK) {
+	if (res.status != NPU_JOB_OK) {
 		atomic64_inc(&ndev->jobs_failed);
 		npu_dbg(ndev, JOB, "ctx %u job %llu failed: %s at offset %u (fault %#llx)\n",
-			job->ctx->id, rec->id, npu_job_status_str(c->status),
-			c->error_offset, c->fault_addr);
+			job->ctx->id, rec->id, npu_job_status_str(res.status),
+			res.error_offset, res.fault_addr);
 		dma_fence_set_error(job->done_fence, -EIO);
 	}
 	atomic64_inc(&ndev->jobs_completed);
@@ -121,7 +138,7 @@ void npu_queue_process(struct npu_queue *q)
 		struct npu_completion rec;
 		struct npu_job *job;
 
-		if (READ_ONCE(c->fence) != NPU_COMPLETION_FENCE)
+		if (READ_ONCE(c->fence) != cpu_to_le32(NPU_COMPLETION_FENCE))
 			break;
 		dma_rmb(); /* the fence is written last */
 		rec = *c;
@@ -132,9 +149,10 @@ void npu_queue_process(struct npu_queue *q)
 		q->head++;
 		if (WARN_ON_ONCE(!job))
 			continue;
-		if (rec.seqno != job->done_fence->seqno)
+		if (le64_to_cpu(rec.seqno) != job->done_fence->seqno)
 			drm_warn_once(&q->ndev->drm, "queue %u: seqno %llu, expected %llu\n",
-				      q->id, rec.seqno, job->done_fence->seqno);
+				      q->id, le64_to_cpu(rec.seqno),
+				      job->done_fence->seqno);
 		npu_job_complete(q, job, &rec);
 	}
 	spin_unlock_irqrestore(&q->lock, flags);
@@ -225,11 +243,12 @@ static struct dma_fence *npu_job_run(struct drm_sched_job *sched_job)
 	WRITE_ONCE(q->compl[slot].fence, 0);
 	desc = &q->ring[slot];
 	memset(desc, 0, sizeof(*desc));
-	desc->context = job->ctx->id;
-	desc->cmd_va = job->cmd_va;
-	desc->cmd_size = job->cmd_size;
-	desc->seqno = fence->seqno;
-	desc->completion_addr = q->compl_dma + slot * sizeof(struct npu_completion);
+	desc->context = cpu_to_le32(job->ctx->id);
+	desc->cmd_va = cpu_to_le64(job->cmd_va);
+	desc->cmd_size = cpu_to_le32(job->cmd_size);
+	desc->seqno = cpu_to_le64(fence->seqno);
+	desc->completion_addr = cpu_to_le64(q->compl_dma +
+					    slot * sizeof(struct npu_completion));
 	/* Fault injection: a stream address that no context maps. */
 	if (atomic_xchg(&ndev->inject.fault_next, 0))
 		desc->cmd_va = 0;
@@ -372,13 +391,26 @@ void npu_job_entities_fini(struct npu_context *ctx)
 	ctx->entities_ready = false;
 }
 
+/*
+ * One entry per BO, whatever the list holds: a BO listed twice (or the
+ * command buffer listed again) gets its access bits merged, so it is
+ * locked once, reserves one fence slot and gets exactly one fence added.
+ */
 static int npu_job_add_bo(struct npu_job *job, struct drm_file *file,
 			  u32 handle, u32 access)
 {
 	struct drm_gem_object *obj = drm_gem_object_lookup(file, handle);
+	u32 i;
 
 	if (!obj)
 		return -ENOENT;
+	for (i = 0; i < job->bo_count; i++) {
+		if (job->bos[i] == obj) {
+			job->access[i] |= access;
+			drm_gem_object_put(obj);
+			return 0;
+		}
+	}
 	job->bos[job->bo_count] = obj;
 	job->access[job->bo_count] = access;
 	job->bo_count++;
@@ -424,19 +456,16 @@ static int npu_job_check_args(const struct drm_npu_submit *args)
 		return -E2BIG;
 	if (args->bo_ref_count) {
 		if (args->bo_ref_size < sizeof(struct drm_npu_bo_ref) ||
-		    args->bo_ref_size > PAGE_SIZE)
+		    args->bo_ref_size > NPU_MAX_BO_REF_SIZE)
 			return -EINVAL;
 		if (!args->bo_refs)
 			return -EFAULT;
-		if (args->bo_refs % 8 || args->bo_ref_size % 8)
+		/* A size rule only: the pointers may have any alignment. */
+		if (args->bo_ref_size % 8)
 			return -EINVAL;
 	}
-	if (args->in_sync_count) {
-		if (!args->in_syncs)
-			return -EFAULT;
-		if (args->in_syncs % 8)
-			return -EINVAL;
-	}
+	if (args->in_sync_count && !args->in_syncs)
+		return -EFAULT;
 	if (!args->out_sync.handle && args->out_sync.point)
 		return -EINVAL;
 	return 0;
@@ -452,11 +481,12 @@ static int npu_job_add_in_syncs(struct npu_job *job, struct drm_file *file,
 
 	if (!args->in_sync_count)
 		return 0;
-	syncs = kvmalloc_array(args->in_sync_count, sizeof(*syncs), GFP_KERNEL);
+	syncs = kvmalloc_array(args->in_sync_count, sizeof(*syncs),
+			       GFP_KERNEL_ACCOUNT);
 	if (!syncs)
 		return -ENOMEM;
 	job->deps = kvmalloc_array(args->in_sync_count, sizeof(*job->deps),
-				   GFP_KERNEL | __GFP_ZERO);
+				   GFP_KERNEL_ACCOUNT | __GFP_ZERO);
 	if (!job->deps) {
 		kvfree(syncs);
 		return -ENOMEM;
@@ -478,7 +508,12 @@ static int npu_job_add_in_syncs(struct npu_job *job, struct drm_file *file,
 					     syncs[i].point, 0, &fence);
 		if (ret)
 			goto out;
-		job->deps[job->dep_count++] = dma_fence_get(fence);
+		/*
+		 * A timeline point is a dma_fence_chain link, which signals
+		 * without the error of the fence it contains: keep that one.
+		 */
+		job->deps[job->dep_count++] =
+			dma_fence_get(dma_fence_chain_contained(fence));
 		ret = drm_sched_job_add_dependency(&job->base, fence);
 		if (ret)
 			goto out;
@@ -514,20 +549,27 @@ int npu_job_submit(struct drm_file *file, struct drm_npu_submit *args,
 		return ret;
 	if (atomic_read(&ctx->banned))
 		return -ECANCELED;
+	/* A per-context cap on jobs not yet retired, as ivpu has. */
+	if (atomic_inc_return(&ctx->jobs_inflight) > NPU_MAX_QUEUED_JOBS) {
+		atomic_dec(&ctx->jobs_inflight);
+		return -EBUSY;
+	}
 
-	job = kzalloc(sizeof(*job), GFP_KERNEL);
-	if (!job)
+	job = kzalloc(sizeof(*job), GFP_KERNEL_ACCOUNT);
+	if (!job) {
+		atomic_dec(&ctx->jobs_inflight);
 		return -ENOMEM;
+	}
 	atomic_inc(&ndev->job_count);
 	job->ndev = ndev;
 	job->ctx = npu_context_get(ctx);
 	job->queue = &ndev->queues[args->queue];
 
 	job->bos = kvmalloc_array(args->bo_ref_count + 1, sizeof(*job->bos),
-				  GFP_KERNEL);
+				  GFP_KERNEL_ACCOUNT);
 	job->access = kvmalloc_array(args->bo_ref_count + 1,
-				     sizeof(*job->access), GFP_KERNEL);
-	rec = kzalloc(sizeof(*rec), GFP_KERNEL);
+				     sizeof(*job->access), GFP_KERNEL_ACCOUNT);
+	rec = kzalloc(sizeof(*rec), GFP_KERNEL_ACCOUNT);
 	if (!job->bos || !job->access || !rec) {
 		kfree(rec);
 		ret = -ENOMEM;
@@ -546,15 +588,21 @@ int npu_job_submit(struct drm_file *file, struct drm_npu_submit *args,
 		ret = -EINVAL;
 		goto err_job;
 	}
-	ret = npu_bo_va(job->bos[0], ctx, &va);
-	if (ret)
-		goto err_job;
-	job->cmd_va = va + args->cmd_offset;
 	job->cmd_size = args->cmd_size;
 
 	ret = npu_job_copy_bo_refs(job, file, args);
 	if (ret)
 		goto err_job;
+
+	/* The job keeps its BOs mapped until it is freed. */
+	for (i = 0; i < job->bo_count; i++) {
+		ret = npu_bo_map_get(job->bos[i], ctx, &va);
+		if (ret)
+			goto err_job;
+		job->maps_held++;
+		if (!i)
+			job->cmd_va = va + args->cmd_offset;
+	}
 
 	if (args->out_sync.handle) {
 		out_syncobj = drm_syncobj_find(file, args->out_sync.handle);
@@ -585,8 +633,13 @@ int npu_job_submit(struct drm_file *file, struct drm_npu_submit *args,
 	if (ret)
 		goto err_job;
 
-	drm_exec_init(&exec, DRM_EXEC_INTERRUPTIBLE_WAIT |
-		      DRM_EXEC_IGNORE_DUPLICATES, job->bo_count);
+	/*
+	 * job->bos holds no duplicates: one slot per BO is enough. Distinct
+	 * BOs sharing one reservation (imports of a foreign exporter's
+	 * buffers) fail with -EALREADY rather than add two fences for one
+	 * reserved slot.
+	 */
+	drm_exec_init(&exec, DRM_EXEC_INTERRUPTIBLE_WAIT, job->bo_count);
 	drm_exec_until_all_locked(&exec) {
 		for (i = 0; i < job->bo_count; i++) {
 			ret = drm_exec_prepare_obj(&exec, job->bos[i], 1);
@@ -606,7 +659,7 @@ int npu_job_submit(struct drm_file *file, struct drm_npu_submit *args,
 	mutex_lock(&ctx->submit_lock);
 	rec->id = ctx->next_job_id;
 	kref_get(&rec->ref);
-	ret = xa_err(xa_store(&ctx->jobs, rec->id, rec, GFP_KERNEL));
+	ret = xa_err(xa_store(&ctx->jobs, rec->id, rec, GFP_KERNEL_ACCOUNT));
 	if (ret) {
 		mutex_unlock(&ctx->submit_lock);
 		npu_job_rec_put(rec);
@@ -625,7 +678,6 @@ int npu_job_submit(struct drm_file *file, struct drm_npu_submit *args,
 		dma_resv_add_fence(job->bos[i]->resv, fence,
 				   job->access[i] & DRM_NPU_BO_ACCESS_WRITE ?
 				   DMA_RESV_USAGE_WRITE : DMA_RESV_USAGE_READ);
-	atomic_inc(&ctx->jobs_inflight);
 	atomic64_inc(&ndev->jobs_submitted);
 	trace_npu_job_submit(job);
 	npu_dbg(ndev, JOB, "ctx %u job %llu queued on %u\n", ctx->id, rec->id,
@@ -661,6 +713,7 @@ err_job:
 		drm_syncobj_put(out_syncobj);
 	if (sched_init)
 		drm_sched_job_cleanup(&job->base);
+	atomic_dec(&ctx->jobs_inflight);
 	npu_job_release(job);
 	return ret;
 }
@@ -669,6 +722,19 @@ int npu_ioctl_submit(struct drm_device *drm, void *data,
 		     struct drm_file *file)
 {
 	return npu_job_submit(file, data, NULL, NULL);
+}
+
+/* A reference to the record of one of the file's last jobs, or NULL. */
+static struct npu_job_rec *npu_job_rec_lookup(struct npu_context *ctx, u64 id)
+{
+	struct npu_job_rec *rec;
+
+	xa_lock(&ctx->jobs);
+	rec = xa_load(&ctx->jobs, id);
+	if (rec)
+		kref_get(&rec->ref);
+	xa_unlock(&ctx->jobs);
+	return rec;
 }
 
 int npu_ioctl_job_info(struct drm_device *drm, void *data,
@@ -681,11 +747,7 @@ int npu_ioctl_job_info(struct drm_device *drm, void *data,
 	if (args->flags || args->pad || args->reserved)
 		return -EINVAL;
 
-	xa_lock(&ctx->jobs);
-	rec = xa_load(&ctx->jobs, args->job_id);
-	if (rec)
-		kref_get(&rec->ref);
-	xa_unlock(&ctx->jobs);
+	rec = npu_job_rec_lookup(ctx, args->job_id);
 	if (!rec)
 		return -ENOENT;
 
@@ -703,6 +765,50 @@ int npu_ioctl_job_info(struct drm_device *drm, void *data,
 	spin_unlock(&ctx->rec_lock);
 	npu_job_rec_put(rec);
 	return 0;
+}
+
+static bool npu_job_rec_ended(struct npu_job_rec *rec)
+{
+	u32 state = READ_ONCE(rec->state);
+
+	return state == DRM_NPU_JOB_DONE || state == DRM_NPU_JOB_CANCELED;
+}
+
+int npu_ioctl_job_wait(struct drm_device *drm, void *data,
+		       struct drm_file *file)
+{
+	struct npu_context *ctx = file->driver_priv;
+	struct drm_npu_job_wait *args = data;
+	struct npu_job_rec *rec;
+	long timeout, ret;
+
+	if (args->flags & ~DRM_NPU_JOB_WAIT_FLAGS || args->pad)
+		return -EINVAL;
+
+	if (!(args->flags & DRM_NPU_JOB_WAIT_RELATIVE))
+		timeout = drm_timeout_abs_to_jiffies(args->timeout_ns);
+	else if (args->timeout_ns <= 0)
+		timeout = 0;
+	else
+		timeout = min_t(u64, nsecs_to_jiffies64(args->timeout_ns),
+				MAX_SCHEDULE_TIMEOUT);
+
+	rec = npu_job_rec_lookup(ctx, args->job_id);
+	if (!rec)
+		return -ENOENT;
+
+	/* Records reach DONE or CANCELED once; both wake job_wq. */
+	ret = wait_event_interruptible_timeout(ctx->job_wq,
+					       npu_job_rec_ended(rec),
+					       timeout);
+	spin_lock(&ctx->rec_lock);
+	args->state = rec->state;
+	args->status = rec->status;
+	spin_unlock(&ctx->rec_lock);
+	npu_job_rec_put(rec);
+	if (ret < 0)
+		return ret;
+	return ret ? 0 : -ETIME;
 }
 
 static const char * const npu_job_state_names[] = {

@@ -17,13 +17,13 @@ static int npu_pt_alloc(struct npu_device *ndev, struct npu_mmu_ctx *mmu,
 			struct npu_pt *pt, int level)
 {
 	pt->entries = dma_alloc_coherent(ndev->drm.dev, NPU_PAGE_SIZE, &pt->dma,
-					 GFP_KERNEL);
+					 GFP_KERNEL_ACCOUNT);
 	if (!pt->entries)
 		return -ENOMEM;
 	pt->children = NULL;
 	if (level > 0) {
 		pt->children = kcalloc(NPU_PT_ENTRIES, sizeof(*pt->children),
-				       GFP_KERNEL);
+				       GFP_KERNEL_ACCOUNT);
 		if (!pt->children) {
 			dma_free_coherent(ndev->drm.dev, NPU_PAGE_SIZE,
 					  pt->entries, pt->dma);
@@ -89,7 +89,7 @@ static struct npu_pt *npu_mmu_walk(struct npu_device *ndev,
 		if (!next) {
 			if (!alloc)
 				return NULL;
-			next = kzalloc(sizeof(*next), GFP_KERNEL);
+			next = kzalloc(sizeof(*next), GFP_KERNEL_ACCOUNT);
 			if (!next)
 				return NULL;
 			if (npu_pt_alloc(ndev, mmu, next, level - 1)) {
@@ -97,7 +97,8 @@ static struct npu_pt *npu_mmu_walk(struct npu_device *ndev,
 				return NULL;
 			}
 			pt->children[idx] = next;
-			WRITE_ONCE(pt->entries[idx], next->dma | NPU_PTE_VALID);
+			WRITE_ONCE(pt->entries[idx],
+				   cpu_to_le64(next->dma | NPU_PTE_VALID));
 		}
 		pt = next;
 	}
@@ -157,18 +158,24 @@ int npu_mmu_map(struct npu_device *ndev, struct npu_mmu_ctx *mmu, u64 va,
 	mutex_lock(&mmu->lock);
 	for_each_sgtable_dma_page(sgt, &iter, 0) {
 		dma_addr_t addr = sg_page_iter_dma_address(&iter);
-		struct npu_pt *pt;
+		u64 off;
 
-		if (cur >= end)
-			break;
-		pt = npu_mmu_walk(ndev, mmu, cur, true);
-		if (!pt) {
-			ret = -ENOMEM;
-			break;
+		/* A kernel page may hold several NPU pages (PAGE_SIZE > 4K). */
+		for (off = 0; off < PAGE_SIZE && cur < end;
+		     off += NPU_PAGE_SIZE) {
+			struct npu_pt *pt = npu_mmu_walk(ndev, mmu, cur, true);
+
+			if (!pt) {
+				ret = -ENOMEM;
+				break;
+			}
+			WRITE_ONCE(pt->entries[NPU_PT_INDEX(cur, 0)],
+				   cpu_to_le64(((addr + off) & NPU_PTE_ADDR_MASK) |
+					       pte_flags));
+			cur += NPU_PAGE_SIZE;
 		}
-		WRITE_ONCE(pt->entries[NPU_PT_INDEX(cur, 0)],
-			   (addr & NPU_PTE_ADDR_MASK) | pte_flags);
-		cur += NPU_PAGE_SIZE;
+		if (cur >= end || ret)
+			break;
 	}
 	if (!ret && cur < end)
 		ret = -EINVAL;	/* sg table shorter than the object */

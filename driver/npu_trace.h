@@ -52,7 +52,7 @@ TRACE_EVENT(npu_job_run,
 );
 
 TRACE_EVENT(npu_job_complete,
-	    TP_PROTO(struct npu_job *job, const struct npu_completion *c),
+	    TP_PROTO(struct npu_job *job, const struct npu_job_rec *c),
 	    TP_ARGS(job, c),
 	    TP_STRUCT__entry(__field(u32, ctx)
 			     __field(u64, job_id)

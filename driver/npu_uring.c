@@ -90,7 +90,7 @@ int npu_uring_cmd(struct io_uring_cmd *cmd, unsigned int issue_flags)
 	if (copy_from_user(&args, uargs, sizeof(args)))
 		return -EFAULT;
 
-	w = kzalloc(sizeof(*w), GFP_KERNEL);
+	w = kzalloc(sizeof(*w), GFP_KERNEL_ACCOUNT);
 	if (!w)
 		return -ENOMEM;
 

@@ -16,10 +16,21 @@
 #ifndef NPU_HW_H
 #define NPU_HW_H
 
+/*
+ * Fields of the host-memory structures the device reads or writes are
+ * little-endian: in the kernel they are __le types, so sparse checks that
+ * the driver converts (cpu_to_le*, le*_to_cpu); elsewhere the plain types.
+ */
 #ifdef __KERNEL__
 #include <linux/types.h>
+typedef __le16 npu_le16;
+typedef __le32 npu_le32;
+typedef __le64 npu_le64;
 #else
 #include <stdint.h>
+typedef uint16_t npu_le16;
+typedef uint32_t npu_le32;
+typedef uint64_t npu_le64;
 #endif
 
 /* ---------------------------------------------------------------------------
@@ -248,14 +259,14 @@ enum npu_queue_status {
 
 /* One job: 64 bytes in the queue's ring. */
 struct npu_job_desc {
-	uint32_t context;	/* context id, < NPU_NUM_CONTEXTS */
-	uint32_t flags;		/* must be 0 */
-	uint64_t cmd_va;	/* command stream, device VA in the context */
-	uint32_t cmd_size;	/* bytes, multiple of 8 */
-	uint32_t reserved0;	/* must be 0 */
-	uint64_t seqno;		/* echoed in the completion record */
-	uint64_t completion_addr; /* host DMA address, 64-byte aligned */
-	uint64_t reserved1[3];	/* must be 0 */
+	npu_le32 context;	/* context id, < NPU_NUM_CONTEXTS */
+	npu_le32 flags;		/* must be 0 */
+	npu_le64 cmd_va;	/* command stream, device VA in the context */
+	npu_le32 cmd_size;	/* bytes, multiple of 8 */
+	npu_le32 reserved0;	/* must be 0 */
+	npu_le64 seqno;		/* echoed in the completion record */
+	npu_le64 completion_addr; /* host DMA address, 64-byte aligned */
+	npu_le64 reserved1[3];	/* must be 0 */
 };
 
 /*
@@ -263,16 +274,16 @@ struct npu_job_desc {
  * record as valid once 'fence' equals NPU_COMPLETION_FENCE.
  */
 struct npu_completion {
-	uint32_t status;	/* enum npu_job_status */
-	uint32_t error_offset;	/* byte offset of the failing instruction */
-	uint64_t seqno;
-	uint64_t start_ns;	/* device clock */
-	uint64_t end_ns;
-	uint64_t cycles;	/* modeled cycles */
-	uint64_t macs;		/* int8 MACs executed */
-	uint64_t fault_addr;	/* for NPU_JOB_ERR_MMU_* */
-	uint32_t queue;
-	uint32_t fence;		/* NPU_COMPLETION_FENCE, written last */
+	npu_le32 status;	/* enum npu_job_status */
+	npu_le32 error_offset;	/* byte offset of the failing instruction */
+	npu_le64 seqno;
+	npu_le64 start_ns;	/* device clock */
+	npu_le64 end_ns;
+	npu_le64 cycles;	/* modeled cycles */
+	npu_le64 macs;		/* int8 MACs executed */
+	npu_le64 fault_addr;	/* for NPU_JOB_ERR_MMU_* */
+	npu_le32 queue;
+	npu_le32 fence;		/* NPU_COMPLETION_FENCE, written last */
 };
 
 #define NPU_COMPLETION_FENCE		0x444f4e45	/* "DONE" */
@@ -298,8 +309,8 @@ enum npu_job_status {
 
 /* The context table: one 16-byte entry per context. */
 struct npu_ctx_entry {
-	uint64_t pt_root;	/* top-level table address | NPU_CTX_VALID */
-	uint64_t reserved;	/* must be 0 */
+	npu_le64 pt_root;	/* top-level table address | NPU_CTX_VALID */
+	npu_le64 reserved;	/* must be 0 */
 };
 
 #define NPU_CTX_VALID			(1ull << 0)
@@ -334,23 +345,23 @@ struct npu_ctx_entry {
 #define NPU_FW_MAX_SIZE			(16u << 20)
 
 struct npu_fw_header {
-	uint32_t magic;
-	uint16_t abi_major;	/* must equal NPU_FW_ABI_MAJOR */
-	uint16_t abi_minor;
-	uint32_t fw_version;	/* NPU_VERSION(major, minor) of the firmware */
-	uint32_t header_size;	/* sizeof(struct npu_fw_header) */
-	uint32_t image_size;	/* header + config + payload */
-	uint32_t checksum;
-	uint32_t config_offset;
-	uint32_t config_size;	/* sizeof(struct npu_fw_config) */
+	npu_le32 magic;
+	npu_le16 abi_major;	/* must equal NPU_FW_ABI_MAJOR */
+	npu_le16 abi_minor;
+	npu_le32 fw_version;	/* NPU_VERSION(major, minor) of the firmware */
+	npu_le32 header_size;	/* sizeof(struct npu_fw_header) */
+	npu_le32 image_size;	/* header + config + payload */
+	npu_le32 checksum;
+	npu_le32 config_offset;
+	npu_le32 config_size;	/* sizeof(struct npu_fw_config) */
 	char build_id[32];	/* NUL-terminated, informational */
 };
 
 struct npu_fw_config {
-	uint32_t watchdog_cycles;	/* loaded into NPU_REG_WATCHDOG_CYCLES */
-	uint32_t tlb_entries;		/* power of two, 1..4096 */
-	uint32_t op_mask;		/* opcodes enabled; subset of hardware */
-	uint32_t reserved[5];		/* must be 0 */
+	npu_le32 watchdog_cycles;	/* loaded into NPU_REG_WATCHDOG_CYCLES */
+	npu_le32 tlb_entries;		/* power of two, 1..4096 */
+	npu_le32 op_mask;		/* opcodes enabled; subset of hardware */
+	npu_le32 reserved[5];		/* must be 0 */
 };
 
 /* ---------------------------------------------------------------------------

@@ -54,6 +54,28 @@ TEST_F(npu, get_param_reports_every_param)
 		  npu_param(self->fd, DRM_NPU_PARAM_MAC_SHAPE));
 }
 
+TEST_F(npu, get_param_reports_limits_and_features)
+{
+	uint64_t features = npu_param(self->fd, DRM_NPU_PARAM_FEATURES);
+
+	EXPECT_NE(~0ull, features);
+	EXPECT_TRUE(features & DRM_NPU_FEATURE_URING_SUBMIT);
+	EXPECT_TRUE(features & DRM_NPU_FEATURE_TIMELINE_SYNCOBJ);
+	EXPECT_TRUE(features & DRM_NPU_FEATURE_JOB_WAIT);
+	EXPECT_TRUE(features & DRM_NPU_FEATURE_UNALIGNED_ARRAYS);
+	EXPECT_TRUE(features & DRM_NPU_FEATURE_TIMELINE_DEP_ERRORS);
+	EXPECT_EQ(DRM_NPU_MAX_BO_REFS,
+		  npu_param(self->fd, DRM_NPU_PARAM_MAX_BO_REFS));
+	EXPECT_EQ(DRM_NPU_MAX_SYNCS, npu_param(self->fd, DRM_NPU_PARAM_MAX_SYNCS));
+	EXPECT_EQ(4096, npu_param(self->fd, DRM_NPU_PARAM_MAX_BO_REF_SIZE));
+	EXPECT_EQ(NPU_CS_MAX_SIZE, npu_param(self->fd, DRM_NPU_PARAM_MAX_CMD_SIZE));
+	EXPECT_EQ(NPU_NUM_CONTEXTS,
+		  npu_param(self->fd, DRM_NPU_PARAM_MAX_CONTEXTS));
+	EXPECT_EQ(4096, npu_param(self->fd, DRM_NPU_PARAM_JOB_HISTORY));
+	EXPECT_GE(npu_param(self->fd, DRM_NPU_PARAM_MAX_QUEUED_JOBS),
+		  256);
+}
+
 TEST_F(npu, get_param_unknown_param_is_einval)
 {
 	struct drm_npu_get_param gp = { .param = 9999 };
@@ -301,6 +323,24 @@ TEST_F(npu, submit_too_many_counts_is_e2big)
 	SUBMIT_EXPECT(-E2BIG, s.in_syncs = (uintptr_t)&sync; s.in_sync_count = ~0u);
 }
 
+/* The limits the parameters report are the ones SUBMIT enforces. */
+TEST_F(npu, reported_limits_are_enforced)
+{
+	uint64_t max_refs = npu_param(self->fd, DRM_NPU_PARAM_MAX_BO_REFS);
+	uint64_t max_syncs = npu_param(self->fd, DRM_NPU_PARAM_MAX_SYNCS);
+	uint64_t max_size = npu_param(self->fd, DRM_NPU_PARAM_MAX_BO_REF_SIZE);
+	uint64_t max_cmd = npu_param(self->fd, DRM_NPU_PARAM_MAX_CMD_SIZE);
+	uint64_t buf[2] = { 0 };
+
+	SUBMIT_EXPECT(-E2BIG, s.bo_refs = (uintptr_t)buf;
+		      s.bo_ref_count = max_refs + 1);
+	SUBMIT_EXPECT(-E2BIG, s.in_syncs = (uintptr_t)buf;
+		      s.in_sync_count = max_syncs + 1);
+	SUBMIT_EXPECT(-EINVAL, s.bo_refs = (uintptr_t)buf; s.bo_ref_count = 1;
+		      s.bo_ref_size = max_size + 8);
+	SUBMIT_EXPECT(-EINVAL, s.cmd_size = max_cmd + 8);
+}
+
 TEST_F(npu, submit_null_pointers_are_efault)
 {
 	SUBMIT_EXPECT(-EFAULT, s.bo_ref_count = 1);
@@ -313,12 +353,37 @@ TEST_F(npu, submit_unmapped_pointers_are_efault)
 	SUBMIT_EXPECT(-EFAULT, s.in_syncs = 0x1000; s.in_sync_count = 1);
 }
 
-TEST_F(npu, submit_misaligned_pointers_are_einval)
+TEST_F(npu, submit_unaligned_pointers_are_accepted)
 {
-	uint64_t buf[8] = { 0 };
+	uint8_t refs_buf[sizeof(struct drm_npu_bo_ref) + 8];
+	uint8_t syncs_buf[sizeof(struct drm_npu_sync) + 8];
+	struct drm_npu_bo_ref ref = { self->cmd.handle, DRM_NPU_BO_ACCESS_READ };
+	struct drm_npu_sync in = { 0 };
+	struct drm_npu_submit s;
+	struct drm_npu_job_info info;
+	uint32_t sync = npu_syncobj_new(self->fd);
 
-	SUBMIT_EXPECT(-EINVAL, s.bo_refs = (uintptr_t)buf + 4; s.bo_ref_count = 1);
-	SUBMIT_EXPECT(-EINVAL, s.in_syncs = (uintptr_t)buf + 4; s.in_sync_count = 1);
+	ASSERT_NE(0, sync);
+	npu_submit_init(&s, self->cmd.handle, self->cmd_size, 0);
+	s.out_sync.handle = sync;
+	ASSERT_EQ(0, npu_submit(self->fd, &s));
+
+	/* Both arrays at an odd address. */
+	memcpy(refs_buf + 1, &ref, sizeof(ref));
+	in.handle = sync;
+	memcpy(syncs_buf + 3, &in, sizeof(in));
+	npu_submit_init(&s, self->cmd.handle, self->cmd_size, 1);
+	s.bo_refs = (uintptr_t)(refs_buf + 1);
+	s.bo_ref_count = 1;
+	s.in_syncs = (uintptr_t)(syncs_buf + 3);
+	s.in_sync_count = 1;
+	ASSERT_EQ(0, npu_submit(self->fd, &s));
+	ASSERT_EQ(0, npu_job_wait(self->fd, s.job_id, 10000, &info));
+	EXPECT_EQ(DRM_NPU_JOB_DONE, info.state);
+	EXPECT_EQ(NPU_JOB_OK, info.status);
+	EXPECT_TRUE(npu_param(self->fd, DRM_NPU_PARAM_FEATURES) &
+		    DRM_NPU_FEATURE_UNALIGNED_ARRAYS);
+	npu_syncobj_free(self->fd, sync);
 }
 
 TEST_F(npu, submit_bad_bo_ref_size_is_einval)
@@ -397,6 +462,69 @@ TEST_F(npu, job_info_nonzero_flags_pad_reserved_is_einval)
 	info.pad = 0;
 	info.reserved = 1;
 	EXPECT_EQ(-EINVAL, npu_ioctl(self->fd, DRM_IOCTL_NPU_JOB_INFO, &info));
+}
+
+TEST_F(npu, job_wait_bad_flags_pad_or_id)
+{
+	struct drm_npu_submit s;
+	struct drm_npu_job_wait w = { 0 };
+
+	npu_submit_init(&s, self->cmd.handle, self->cmd_size, 0);
+	ASSERT_EQ(0, npu_submit(self->fd, &s));
+	w.job_id = s.job_id;
+	w.flags = 1u << 1;
+	EXPECT_EQ(-EINVAL, npu_ioctl(self->fd, DRM_IOCTL_NPU_JOB_WAIT, &w));
+	w.flags = 0;
+	w.pad = 1;
+	EXPECT_EQ(-EINVAL, npu_ioctl(self->fd, DRM_IOCTL_NPU_JOB_WAIT, &w));
+	w.pad = 0;
+	w.job_id = s.job_id + 1000;
+	EXPECT_EQ(-ENOENT, npu_ioctl(self->fd, DRM_IOCTL_NPU_JOB_WAIT, &w));
+	w.job_id = s.job_id;
+	w.timeout_ns = 10000000000ll;
+	w.flags = DRM_NPU_JOB_WAIT_RELATIVE;
+	EXPECT_EQ(0, npu_ioctl(self->fd, DRM_IOCTL_NPU_JOB_WAIT, &w));
+	EXPECT_EQ(DRM_NPU_JOB_DONE, w.state);
+}
+
+/* The device's contexts are a documented limit: EBUSY beyond it. */
+TEST_F(npu, open_beyond_the_device_contexts_is_ebusy)
+{
+	uint64_t max = npu_param(self->fd, DRM_NPU_PARAM_MAX_CONTEXTS);
+	int fds[256], n = 0, err = 0, fd, i;
+
+	ASSERT_LE(max, 200);
+	while (n < 256) {
+		fd = npu_open();
+		if (fd < 0) {
+			err = errno;
+			break;
+		}
+		fds[n++] = fd;
+	}
+	EXPECT_EQ(EBUSY, err);
+	/* This fixture's own file holds one context. */
+	EXPECT_LE(n + 1, (int)max);
+	EXPECT_GT(n, 0);
+	if (n > 0) {
+		/* Closing a file frees its context at once (no jobs). */
+		close(fds[--n]);
+		fd = npu_open();
+		EXPECT_GE(fd, 0);
+		if (fd >= 0)
+			fds[n++] = fd;
+		fd = npu_open();
+		EXPECT_EQ(-1, fd);
+		EXPECT_EQ(EBUSY, errno);
+		if (fd >= 0)
+			close(fd);
+	}
+	for (i = 0; i < n; i++)
+		close(fds[i]);
+	fd = npu_open();
+	EXPECT_GE(fd, 0);
+	if (fd >= 0)
+		close(fd);
 }
 
 TEST_F(npu, job_ids_are_per_file)

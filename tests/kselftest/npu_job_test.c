@@ -4,6 +4,8 @@
  * fence chains, hang recovery, SIGKILL cleanup and dma-buf sharing.
  */
 #include <signal.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include "npu_test.h"
@@ -489,6 +491,622 @@ TEST(dma_buf_round_trip_between_files)
 	EXPECT_EQ(0, npu_gem_close(fd2, imp.handle));
 	close(fd2);
 	close(fd1);
+}
+
+/* ---- one BO listed several times in one submit ---- */
+
+TEST(duplicate_bo_refs_merge_access_and_complete)
+{
+	struct npu_bo cmd, buf, cmd2, dst;
+	struct drm_npu_job_info info;
+	struct drm_npu_submit s;
+	struct npu_cs cs;
+	int fd = npu_open(), i;
+
+	if (fd < 0)
+		SKIP(return, "no device");
+	ASSERT_EQ(0, npu_bo_new(fd, 4096, 0, &cmd));
+	ASSERT_EQ(0, npu_bo_new(fd, 4096, 0, &buf));
+	ASSERT_EQ(0, npu_bo_new(fd, 4096, 0, &cmd2));
+	ASSERT_EQ(0, npu_bo_new(fd, 4096, 0, &dst));
+	{
+		/* Every combination of the same BO, and the command BO again. */
+		struct drm_npu_bo_ref refs[] = {
+			{ buf.handle, DRM_NPU_BO_ACCESS_READ },
+			{ buf.handle, DRM_NPU_BO_ACCESS_WRITE },
+			{ cmd.handle, DRM_NPU_BO_ACCESS_READ },
+			{ buf.handle, DRM_NPU_BO_ACCESS_READ |
+				      DRM_NPU_BO_ACCESS_WRITE },
+			{ cmd.handle, DRM_NPU_BO_ACCESS_WRITE },
+			{ buf.handle, DRM_NPU_BO_ACCESS_READ },
+		};
+
+		npu_cs_begin(&cs);
+		npu_cs_fill(&cs, buf.va, 0x6b, 256);
+		npu_submit_init(&s, cmd.handle, npu_cs_store(&cs, &cmd, 0), 1);
+		s.bo_refs = (uintptr_t)refs;
+		s.bo_ref_count = ARRAY_SIZE(refs);
+		ASSERT_EQ(0, npu_submit(fd, &s));
+	}
+	{
+		/* A reader of buf on the other queue is ordered after it. */
+		struct drm_npu_bo_ref refs[] = {
+			{ buf.handle, DRM_NPU_BO_ACCESS_READ },
+			{ dst.handle, DRM_NPU_BO_ACCESS_WRITE },
+			{ buf.handle, DRM_NPU_BO_ACCESS_READ },
+		};
+
+		npu_cs_begin(&cs);
+		npu_cs_copy(&cs, buf.va, dst.va, 256);
+		npu_submit_init(&s, cmd2.handle, npu_cs_store(&cs, &cmd2, 0), 0);
+		s.bo_refs = (uintptr_t)refs;
+		s.bo_ref_count = 3;
+		ASSERT_EQ(0, npu_submit(fd, &s));
+	}
+	ASSERT_EQ(NPU_JOB_OK, wait_status(fd, s.job_id, &info));
+	for (i = 0; i < 256; i++)
+		ASSERT_EQ(0x6b, ((uint8_t *)dst.map)[i]) TH_LOG("byte %d", i);
+	close(fd);
+}
+
+#define DUP_FILES	8
+#define DUP_ROUNDS	4
+
+/*
+ * Many contexts (distinct fence contexts) list one shared BO as writer and
+ * then as reader, while the schedulers hold every job back so no fence
+ * signals and none can be replaced: each job must take exactly the one
+ * fence slot it reserved. Before the fix each such job added two fences
+ * for one reserved slot, and the third one hit BUG_ON in dma_resv.
+ */
+TEST(duplicate_bo_refs_hammer_from_many_contexts)
+{
+	struct npu_bo shared, cmd[DUP_FILES];
+	struct drm_npu_job_info info;
+	uint32_t imp[DUP_FILES];
+	uint64_t ids[DUP_FILES][DUP_ROUNDS * 2];
+	int fd[DUP_FILES], f, r, n, held;
+	struct npu_cs cs;
+
+	fd[0] = npu_open();
+	if (fd[0] < 0)
+		SKIP(return, "no device");
+	ASSERT_EQ(0, npu_bo_new(fd[0], 64 * DUP_FILES * DUP_ROUNDS * 2, 0,
+				&shared));
+	memset(shared.map, 0, shared.size);
+	imp[0] = shared.handle;
+	for (f = 1; f < DUP_FILES; f++) {
+		struct drm_prime_handle exp = { .handle = shared.handle,
+						.flags = DRM_CLOEXEC | DRM_RDWR };
+		struct drm_prime_handle in = { 0 };
+
+		fd[f] = npu_open();
+		ASSERT_GE(fd[f], 0);
+		ASSERT_EQ(0, npu_ioctl(fd[0], DRM_IOCTL_PRIME_HANDLE_TO_FD, &exp));
+		in.fd = exp.fd;
+		ASSERT_EQ(0, npu_ioctl(fd[f], DRM_IOCTL_PRIME_FD_TO_HANDLE, &in));
+		close(exp.fd);
+		imp[f] = in.handle;
+	}
+	for (f = 0; f < DUP_FILES; f++)
+		ASSERT_EQ(0, npu_bo_new(fd[f], 4096, 0, &cmd[f]));
+
+	held = need_debugfs() && !npu_pause_queues(1);
+	for (r = 0; r < DUP_ROUNDS; r++) {
+		for (f = 0; f < DUP_FILES; f++) {
+			for (n = 0; n < 2; n++) {
+				struct drm_npu_bo_info bi = { .handle = imp[f] };
+				uint32_t slot = (r * DUP_FILES + f) * 2 + n;
+				/* Writer, then reader: two fences before the fix. */
+				struct drm_npu_bo_ref refs[] = {
+					{ imp[f], DRM_NPU_BO_ACCESS_WRITE },
+					{ imp[f], DRM_NPU_BO_ACCESS_READ },
+					{ imp[f], r & 1 ? DRM_NPU_BO_ACCESS_WRITE :
+							  DRM_NPU_BO_ACCESS_READ },
+				};
+				struct drm_npu_submit s;
+
+				ASSERT_EQ(0, npu_ioctl(fd[f], DRM_IOCTL_NPU_BO_INFO, &bi));
+				npu_cs_begin(&cs);
+				npu_cs_fill(&cs, bi.va + slot * 64, slot + 1, 64);
+				memcpy((uint8_t *)cmd[f].map + (r * 2 + n) * 256,
+				       cs.buf, cs.len);
+				npu_submit_init(&s, cmd[f].handle, cs.len, n);
+				s.cmd_offset = (r * 2 + n) * 256;
+				s.bo_refs = (uintptr_t)refs;
+				s.bo_ref_count = 3;
+				ASSERT_EQ(0, npu_submit(fd[f], &s))
+					TH_LOG("file %d round %d queue %d", f, r, n);
+				ids[f][r * 2 + n] = s.job_id;
+			}
+		}
+	}
+	if (held)
+		ASSERT_EQ(0, npu_pause_queues(0));
+	for (f = 0; f < DUP_FILES; f++)
+		for (n = 0; n < DUP_ROUNDS * 2; n++)
+			ASSERT_EQ(NPU_JOB_OK, wait_status(fd[f], ids[f][n], &info))
+				TH_LOG("file %d job %d", f, n);
+	for (n = 0; n < DUP_FILES * DUP_ROUNDS * 2; n++)
+		ASSERT_EQ((uint8_t)(n + 1), ((uint8_t *)shared.map)[n * 64 + 63])
+			TH_LOG("slot %d", n);
+	for (f = DUP_FILES - 1; f >= 0; f--)
+		close(fd[f]);
+}
+
+/* ---- a failed fence behind a timeline point cancels its waiters ---- */
+
+TEST(failed_timeline_point_cancels_the_waiting_job)
+{
+	struct npu_bo cmd_bad, cmd_b, cmd_c, cmd_d, buf;
+	struct drm_npu_job_info info;
+	struct npu_cs cs;
+	int fd = npu_open();
+	uint64_t bad_va, ja, jb, jc, jd;
+	uint32_t tl;
+
+	if (fd < 0)
+		SKIP(return, "no device");
+	bad_va = npu_param(fd, DRM_NPU_PARAM_VA_END) - 0x10000;
+	tl = npu_syncobj_new(fd);
+	ASSERT_NE(0, tl);
+	ASSERT_EQ(0, npu_bo_new(fd, 4096, 0, &cmd_bad));
+	ASSERT_EQ(0, npu_bo_new(fd, 4096, 0, &cmd_b));
+	ASSERT_EQ(0, npu_bo_new(fd, 4096, 0, &cmd_c));
+	ASSERT_EQ(0, npu_bo_new(fd, 4096, 0, &cmd_d));
+	ASSERT_EQ(0, npu_bo_new(fd, 4096, 0, &buf));
+	memset(buf.map, 0, buf.size);
+
+	/* Point 1: a job that faults. */
+	{
+		struct drm_npu_submit s;
+
+		npu_cs_begin(&cs);
+		npu_cs_fill(&cs, bad_va, 7, 64);
+		npu_submit_init(&s, cmd_bad.handle,
+				npu_cs_store(&cs, &cmd_bad, 0), 1);
+		s.out_sync.handle = tl;
+		s.out_sync.point = 1;
+		ASSERT_EQ(0, npu_submit(fd, &s));
+		ja = s.job_id;
+	}
+	/* B waits on point 1 while it is (likely) pending. */
+	{
+		struct drm_npu_sync in = { .handle = tl, .point = 1 };
+		struct drm_npu_submit s;
+
+		npu_cs_begin(&cs);
+		npu_cs_fill(&cs, buf.va, 0x42, 64);
+		npu_submit_init(&s, cmd_b.handle, npu_cs_store(&cs, &cmd_b, 0), 0);
+		s.in_syncs = (uintptr_t)&in;
+		s.in_sync_count = 1;
+		ASSERT_EQ(0, npu_submit(fd, &s));
+		jb = s.job_id;
+	}
+	EXPECT_EQ(NPU_JOB_ERR_MMU_UNMAPPED, wait_status(fd, ja, &info));
+	ASSERT_EQ(0, npu_job_wait(fd, jb, WAIT_MS, &info));
+	EXPECT_EQ(DRM_NPU_JOB_CANCELED, info.state);
+	EXPECT_EQ(NPU_JOB_ERR_ABORTED, info.status);
+
+	/* C waits on point 1 after it has signaled with the error. */
+	{
+		struct drm_npu_sync in = { .handle = tl, .point = 1 };
+		struct drm_npu_submit s;
+
+		npu_cs_begin(&cs);
+		npu_cs_fill(&cs, buf.va + 64, 0x43, 64);
+		npu_submit_init(&s, cmd_c.handle, npu_cs_store(&cs, &cmd_c, 0), 1);
+		s.in_syncs = (uintptr_t)&in;
+		s.in_sync_count = 1;
+		s.out_sync.handle = tl;
+		s.out_sync.point = 2;
+		ASSERT_EQ(0, npu_submit(fd, &s));
+		jc = s.job_id;
+	}
+	ASSERT_EQ(0, npu_job_wait(fd, jc, WAIT_MS, &info));
+	EXPECT_EQ(DRM_NPU_JOB_CANCELED, info.state);
+	EXPECT_EQ(0, ((uint8_t *)buf.map)[0]);
+	EXPECT_EQ(0, ((uint8_t *)buf.map)[64]);
+
+	/* A good point still lets its waiter run. */
+	{
+		struct drm_npu_sync in = { .handle = tl, .point = 3 };
+		struct drm_npu_submit s;
+		uint32_t good = 0;
+
+		npu_cs_begin(&cs);
+		npu_cs_fill(&cs, buf.va + 128, 0x44, 64);
+		npu_submit_init(&s, cmd_d.handle, npu_cs_store(&cs, &cmd_d, 0), 0);
+		s.out_sync.handle = tl;
+		s.out_sync.point = 3;
+		ASSERT_EQ(0, npu_submit(fd, &s));
+		good = s.job_id;
+		npu_cs_begin(&cs);
+		npu_cs_fill(&cs, buf.va + 192, 0x45, 64);
+		memcpy((uint8_t *)cmd_d.map + 1024, cs.buf, cs.len);
+		npu_submit_init(&s, cmd_d.handle, cs.len, 1);
+		s.cmd_offset = 1024;
+		s.in_syncs = (uintptr_t)&in;
+		s.in_sync_count = 1;
+		ASSERT_EQ(0, npu_submit(fd, &s));
+		jd = s.job_id;
+		EXPECT_EQ(NPU_JOB_OK, wait_status(fd, good, &info));
+	}
+	EXPECT_EQ(NPU_JOB_OK, wait_status(fd, jd, &info));
+	EXPECT_EQ(DRM_NPU_JOB_DONE, info.state);
+	EXPECT_EQ(0x45, ((uint8_t *)buf.map)[192 + 63]);
+	npu_syncobj_free(fd, tl);
+	close(fd);
+}
+
+/* ---- DRM_IOCTL_NPU_JOB_WAIT ---- */
+
+TEST(job_wait_returns_the_status_when_the_job_ends)
+{
+	struct npu_bo cmd, cmd2, buf;
+	struct drm_npu_job_wait w;
+	struct npu_cs cs;
+	int fd = npu_open();
+	uint64_t id;
+
+	if (fd < 0)
+		SKIP(return, "no device");
+	ASSERT_EQ(0, npu_bo_new(fd, 4096, 0, &cmd));
+	ASSERT_EQ(0, npu_bo_new(fd, 4096, 0, &cmd2));
+	ASSERT_EQ(0, npu_bo_new(fd, 4096, 0, &buf));
+	npu_cs_begin(&cs);
+	npu_cs_fill(&cs, buf.va, 0x3c, 128);
+	id = run_cs(fd, &cs, 1, &cmd, 0);
+	ASSERT_NE(0, id);
+	ASSERT_EQ(0, npu_job_wait_ioctl(fd, id, npu_now_ns() + WAIT_MS * 1000000ll,
+					0, &w));
+	EXPECT_EQ(DRM_NPU_JOB_DONE, w.state);
+	EXPECT_EQ(NPU_JOB_OK, w.status);
+	EXPECT_EQ(0x3c, ((uint8_t *)buf.map)[127]);
+	/* Ended jobs answer at once, even with a timeout already passed. */
+	ASSERT_EQ(0, npu_job_wait_ioctl(fd, id, 0, 0, &w));
+	EXPECT_EQ(DRM_NPU_JOB_DONE, w.state);
+
+	/* A device error is the job's status, not the ioctl's. */
+	npu_cs_begin(&cs);
+	npu_cs_fill(&cs, npu_param(fd, DRM_NPU_PARAM_VA_END) - 0x10000, 1, 64);
+	id = run_cs(fd, &cs, 0, &cmd2, 0);
+	ASSERT_NE(0, id);
+	ASSERT_EQ(0, npu_job_wait_ioctl(fd, id, WAIT_MS * 1000000ll,
+					DRM_NPU_JOB_WAIT_RELATIVE, &w));
+	EXPECT_EQ(DRM_NPU_JOB_DONE, w.state);
+	EXPECT_EQ(NPU_JOB_ERR_MMU_UNMAPPED, w.status);
+	close(fd);
+}
+
+FIXTURE(held) {
+	int fd;
+};
+
+FIXTURE_SETUP(held)
+{
+	self->fd = npu_open();
+}
+
+FIXTURE_TEARDOWN(held)
+{
+	npu_pause_queues(0);
+	if (self->fd >= 0)
+		close(self->fd);
+}
+
+TEST_F(held, job_wait_times_out_with_etime_until_the_job_ends)
+{
+	struct npu_bo cmd, buf;
+	struct drm_npu_job_wait w;
+	struct npu_cs cs;
+	int64_t t0;
+	uint64_t id;
+
+	if (self->fd < 0)
+		SKIP(return, "no device");
+	if (!need_debugfs())
+		SKIP(return, "no npu debugfs");
+	ASSERT_EQ(0, npu_bo_new(self->fd, 4096, 0, &cmd));
+	ASSERT_EQ(0, npu_bo_new(self->fd, 4096, 0, &buf));
+	ASSERT_EQ(0, npu_pause_queues(1));
+	npu_cs_begin(&cs);
+	npu_cs_fill(&cs, buf.va, 0x2d, 64);
+	id = run_cs(self->fd, &cs, 1, &cmd, 0);
+	ASSERT_NE(0, id);
+
+	EXPECT_EQ(-ETIME, npu_job_wait_ioctl(self->fd, id, 0, 0, &w));
+	EXPECT_EQ(DRM_NPU_JOB_QUEUED, w.state);
+	t0 = npu_now_ns();
+	EXPECT_EQ(-ETIME, npu_job_wait_ioctl(self->fd, id, 200 * 1000000ll,
+					     DRM_NPU_JOB_WAIT_RELATIVE, &w));
+	EXPECT_GE(npu_now_ns() - t0, 150 * 1000000ll);
+	EXPECT_EQ(-ETIME, npu_job_wait_ioctl(self->fd, id,
+					     npu_now_ns() + 100 * 1000000ll, 0, &w));
+	EXPECT_EQ(DRM_NPU_JOB_QUEUED, w.state);
+
+	ASSERT_EQ(0, npu_pause_queues(0));
+	ASSERT_EQ(0, npu_job_wait_ioctl(self->fd, id, WAIT_MS * 1000000ll,
+					DRM_NPU_JOB_WAIT_RELATIVE, &w));
+	EXPECT_EQ(DRM_NPU_JOB_DONE, w.state);
+	EXPECT_EQ(NPU_JOB_OK, w.status);
+	EXPECT_EQ(0x2d, ((uint8_t *)buf.map)[63]);
+}
+
+TEST_F(held, submit_beyond_the_queued_job_cap_is_ebusy)
+{
+	uint64_t cap, i, last = 0;
+	struct drm_npu_job_wait w;
+	struct drm_npu_submit s;
+	struct npu_bo cmd, cmd2;
+	struct npu_cs cs;
+	int64_t end;
+	int ret, other;
+
+	if (self->fd < 0)
+		SKIP(return, "no device");
+	if (!need_debugfs())
+		SKIP(return, "no npu debugfs");
+	cap = npu_param(self->fd, DRM_NPU_PARAM_MAX_QUEUED_JOBS);
+	ASSERT_GT(cap, 0);
+	ASSERT_LT(cap, 100000);
+	ASSERT_EQ(0, npu_bo_new(self->fd, 4096, 0, &cmd));
+	npu_cs_begin(&cs);
+	npu_cs_store(&cs, &cmd, 0);
+	ASSERT_EQ(0, npu_pause_queues(1));
+	for (i = 0; i < cap; i++) {
+		npu_submit_init(&s, cmd.handle, cs.len, i % 2);
+		ASSERT_EQ(0, npu_submit(self->fd, &s)) TH_LOG("job %llu",
+							     (unsigned long long)i);
+		last = s.job_id;
+	}
+	npu_submit_init(&s, cmd.handle, cs.len, 0);
+	EXPECT_EQ(-EBUSY, npu_submit(self->fd, &s));
+	/* Another context is not affected. */
+	other = npu_open();
+	ASSERT_GE(other, 0);
+	ASSERT_EQ(0, npu_bo_new(other, 4096, 0, &cmd2));
+	npu_cs_store(&cs, &cmd2, 0);
+	npu_submit_init(&s, cmd2.handle, cs.len, 0);
+	EXPECT_EQ(0, npu_submit(other, &s));
+	ASSERT_EQ(0, npu_pause_queues(0));
+	close(other);
+	ASSERT_EQ(0, npu_job_wait_ioctl(self->fd, last, WAIT_MS * 1000000ll,
+					DRM_NPU_JOB_WAIT_RELATIVE, &w));
+	EXPECT_EQ(NPU_JOB_OK, w.status);
+	/* Retired jobs free their slots. */
+	end = npu_now_ns() + WAIT_MS * 1000000ll;
+	do {
+		npu_submit_init(&s, cmd.handle, cs.len, 0);
+		ret = npu_submit(self->fd, &s);
+		if (ret == -EBUSY)
+			usleep(10000);
+	} while (ret == -EBUSY && npu_now_ns() < end);
+	EXPECT_EQ(0, ret);
+}
+
+#define CLOSE_JOBS	64
+#define CLOSE_BYTES	(64 << 10)
+
+/*
+ * close() with jobs queued: the file's handles go (drm_gem_release)
+ * before its queues are flushed (postclose). The schedulers hold the jobs
+ * back until close() is past the handles; the jobs then run while the
+ * flush waits. They hold their BOs' mappings, so they finish without MMU
+ * faults and their writes land. The buffers are read through a second
+ * file that imported them (an mmap of the first file would keep it open).
+ */
+TEST(close_with_jobs_queued_lets_them_finish_without_faults)
+{
+	struct npu_bo cmd, buf[CLOSE_JOBS];
+	struct npu_counters base, now;
+	uint8_t *view[CLOSE_JOBS];
+	long long faults0, failed0, jobs;
+	int fd, other, i, j, written = 0, status;
+	int64_t end;
+	pid_t pid;
+
+	if (!need_debugfs())
+		SKIP(return, "no npu debugfs");
+	npu_counters_read(&base);
+	faults0 = npu_counter("mmu_faults");
+	failed0 = npu_counter("jobs_failed");
+	fd = npu_open();
+	other = npu_open();
+	ASSERT_GE(fd, 0);
+	ASSERT_GE(other, 0);
+	ASSERT_EQ(0, npu_bo_new(fd, CLOSE_JOBS * 256, 0, &cmd));
+	for (i = 0; i < CLOSE_JOBS; i++) {
+		struct drm_prime_handle exp = { .flags = DRM_CLOEXEC | DRM_RDWR };
+		struct drm_prime_handle imp = { 0 };
+		struct drm_npu_bo_info info = { 0 };
+
+		ASSERT_EQ(0, npu_bo_new(fd, CLOSE_BYTES, 0, &buf[i]));
+		memset(buf[i].map, 0, CLOSE_BYTES);
+		munmap(buf[i].map, CLOSE_BYTES);
+		buf[i].map = NULL;
+		exp.handle = buf[i].handle;
+		ASSERT_EQ(0, npu_ioctl(fd, DRM_IOCTL_PRIME_HANDLE_TO_FD, &exp));
+		imp.fd = exp.fd;
+		ASSERT_EQ(0, npu_ioctl(other, DRM_IOCTL_PRIME_FD_TO_HANDLE, &imp));
+		close(exp.fd);
+		info.handle = imp.handle;
+		ASSERT_EQ(0, npu_ioctl(other, DRM_IOCTL_NPU_BO_INFO, &info));
+		view[i] = mmap(NULL, CLOSE_BYTES, PROT_READ, MAP_SHARED, other,
+			       info.mmap_offset);
+		ASSERT_NE(MAP_FAILED, view[i]);
+	}
+	ASSERT_EQ(0, npu_pause_queues(1));
+	for (i = 0; i < CLOSE_JOBS; i++) {
+		struct drm_npu_bo_ref ref = { buf[i].handle,
+					      DRM_NPU_BO_ACCESS_WRITE };
+		struct drm_npu_submit s;
+		struct npu_cs cs;
+
+		npu_cs_begin(&cs);
+		npu_cs_fill(&cs, buf[i].va, i + 1, CLOSE_BYTES);
+		memcpy((uint8_t *)cmd.map + i * 256, cs.buf, cs.len);
+		npu_submit_init(&s, cmd.handle, cs.len, i % 2);
+		s.cmd_offset = i * 256;
+		s.bo_refs = (uintptr_t)&ref;
+		s.bo_ref_count = 1;
+		EXPECT_EQ(0, npu_submit(fd, &s));
+	}
+	munmap(cmd.map, cmd.size);
+
+	/* Let the jobs go while close() waits in the flush. */
+	pid = fork();
+	ASSERT_GE(pid, 0);
+	if (pid == 0) {
+		usleep(200000);
+		_exit(npu_pause_queues(0) ? 1 : 0);
+	}
+	close(fd);
+	waitpid(pid, &status, 0);
+	npu_pause_queues(0);
+	EXPECT_EQ(0, WEXITSTATUS(status));
+
+	/* The jobs end (and are freed) without the file. */
+	end = npu_now_ns() + WAIT_MS * 1000000ll;
+	while ((jobs = npu_counter("jobs")) != base.jobs && npu_now_ns() < end)
+		usleep(10000);
+	EXPECT_EQ(base.jobs, jobs);
+	EXPECT_EQ(faults0, npu_counter("mmu_faults"));
+	EXPECT_EQ(failed0, npu_counter("jobs_failed"));
+	for (i = 0; i < CLOSE_JOBS; i++) {
+		uint8_t *m = view[i], v = m[0];
+
+		/* Each job either ran whole or was canceled untouched. */
+		EXPECT_TRUE(v == 0 || v == i + 1) TH_LOG("job %d wrote %u", i, v);
+		for (j = 1; j < CLOSE_BYTES; j++)
+			if (m[j] != v)
+				break;
+		EXPECT_EQ(CLOSE_BYTES, j) TH_LOG("job %d byte %d", i, j);
+		written += v == i + 1;
+	}
+	/* Released while close() waited for the queues: none is dropped. */
+	EXPECT_EQ(CLOSE_JOBS, written);
+	for (i = 0; i < CLOSE_JOBS; i++)
+		munmap(view[i], CLOSE_BYTES);
+	close(other);
+	EXPECT_EQ(0, npu_counters_settle(&base, &now, WAIT_MS)) {
+		TH_LOG("bos %lld/%lld pages %lld/%lld jobs %lld/%lld contexts %lld/%lld",
+		       now.bos, base.bos, now.pages, base.pages, now.jobs,
+		       base.jobs, now.contexts, base.contexts);
+	}
+}
+
+/* ---- memcg accounting ---- */
+
+#define CG_ROOT	"/sys/fs/cgroup"
+#define CG_TEST	CG_ROOT "/npu-kselftest"
+
+static int cg_write(const char *path, const char *val)
+{
+	int fd = open(path, O_WRONLY), ret;
+
+	if (fd < 0)
+		return -errno;
+	ret = write(fd, val, strlen(val)) < 0 ? -errno : 0;
+	close(fd);
+	return ret;
+}
+
+static long long cg_read_ll(const char *path)
+{
+	long long v = -1;
+	FILE *f = fopen(path, "r");
+
+	if (!f)
+		return -1;
+	if (fscanf(f, "%lld", &v) != 1)
+		v = -1;
+	fclose(f);
+	return v;
+}
+
+/* A cgroup v2 with the memory controller for this process, or -errno. */
+static int cg_enter(void)
+{
+	char pid[32];
+
+	if (access(CG_ROOT "/cgroup.controllers", F_OK) &&
+	    mount("none", CG_ROOT, "cgroup2", 0, NULL))
+		return -errno;
+	if (cg_write(CG_ROOT "/cgroup.subtree_control", "+memory"))
+		return -ENOTSUP;
+	if (mkdir(CG_TEST, 0755) && errno != EEXIST)
+		return -errno;
+	snprintf(pid, sizeof(pid), "%d", getpid());
+	return cg_write(CG_TEST "/cgroup.procs", pid);
+}
+
+static void cg_leave(void)
+{
+	char pid[32];
+
+	snprintf(pid, sizeof(pid), "%d", getpid());
+	cg_write(CG_ROOT "/cgroup.procs", pid);
+	rmdir(CG_TEST);
+}
+
+#define CG_JOBS		256
+
+/*
+ * What the driver allocates for a job (the job, its BO arrays, record)
+ * is charged to the submitter's memcg: held-back jobs that each list
+ * DRM_NPU_MAX_BO_REFS entries raise the cgroup's memory.current.
+ */
+TEST_F(held, queued_jobs_are_charged_to_the_submitters_memcg)
+{
+	static struct drm_npu_bo_ref refs[DRM_NPU_MAX_BO_REFS];
+	long long before, after;
+	struct drm_npu_job_wait w;
+	struct drm_npu_submit s;
+	struct npu_bo cmd, buf;
+	uint64_t last = 0;
+	struct npu_cs cs;
+	int i, ret;
+
+	if (self->fd < 0)
+		SKIP(return, "no device");
+	if (!need_debugfs())
+		SKIP(return, "no npu debugfs");
+	ret = cg_enter();
+	if (ret)
+		SKIP(return, "no cgroup v2 memory controller: %s", strerror(-ret));
+	ASSERT_EQ(0, npu_bo_new(self->fd, 4096, 0, &cmd));
+	ASSERT_EQ(0, npu_bo_new(self->fd, 4096, 0, &buf));
+	npu_cs_begin(&cs);
+	npu_cs_store(&cs, &cmd, 0);
+	for (i = 0; i < DRM_NPU_MAX_BO_REFS; i++)
+		refs[i] = (struct drm_npu_bo_ref){ buf.handle,
+						   DRM_NPU_BO_ACCESS_READ };
+
+	ASSERT_EQ(0, npu_pause_queues(1));
+	before = cg_read_ll(CG_TEST "/memory.current");
+	ASSERT_GT(before, 0);
+	for (i = 0; i < CG_JOBS; i++) {
+		npu_submit_init(&s, cmd.handle, cs.len, i % 2);
+		s.bo_refs = (uintptr_t)refs;
+		s.bo_ref_count = DRM_NPU_MAX_BO_REFS;
+		ASSERT_EQ(0, npu_submit(self->fd, &s));
+		last = s.job_id;
+	}
+	after = cg_read_ll(CG_TEST "/memory.current");
+	/* At least the 12 KiB of BO arrays per job (8 and 4 bytes each). */
+	EXPECT_GE(after - before, CG_JOBS * 12ll * DRM_NPU_MAX_BO_REFS)
+		TH_LOG("memory.current %lld -> %lld", before, after);
+
+	ASSERT_EQ(0, npu_pause_queues(0));
+	ASSERT_EQ(0, npu_job_wait_ioctl(self->fd, last, WAIT_MS * 1000000ll,
+					DRM_NPU_JOB_WAIT_RELATIVE, &w));
+	EXPECT_EQ(NPU_JOB_OK, w.status);
+	npu_bo_free(self->fd, &buf);
+	npu_bo_free(self->fd, &cmd);
+	close(self->fd);
+	self->fd = -1;
+	cg_leave();
 }
 
 TEST_HARNESS_MAIN

@@ -266,6 +266,17 @@ static inline int npu_job_wait(int fd, uint64_t id, int timeout_ms,
 	}
 }
 
+/* DRM_IOCTL_NPU_JOB_WAIT; returns 0 / -errno, fills *w. */
+static inline int npu_job_wait_ioctl(int fd, uint64_t id, int64_t timeout_ns,
+				     uint32_t flags, struct drm_npu_job_wait *w)
+{
+	memset(w, 0, sizeof(*w));
+	w->job_id = id;
+	w->timeout_ns = timeout_ns;
+	w->flags = flags;
+	return npu_ioctl(fd, DRM_IOCTL_NPU_JOB_WAIT, w);
+}
+
 /* ---- debugfs ---- */
 
 static inline const char *npu_debugfs_dir(void)
@@ -323,6 +334,15 @@ static inline int npu_debugfs_write(const char *file, const char *val)
 	ret = write(fd, val, strlen(val)) < 0 ? -errno : 0;
 	close(fd);
 	return ret;
+}
+
+/*
+ * Hold every job back in the schedulers (their fences stay unsignaled)
+ * or let them run again: the npu_pause_queues test hook.
+ */
+static inline int npu_pause_queues(int pause)
+{
+	return npu_debugfs_write("npu_pause_queues", pause ? "1" : "0");
 }
 
 /* Wait until the leak counters equal the baseline (or time out). */

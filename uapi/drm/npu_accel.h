@@ -3,7 +3,10 @@
  * npu_accel.h - the kernel ABI of the npu DRM accel driver.
  *
  * Device node: /dev/accel/accelN. Every open file is one device context
- * with its own device page tables and VA space. Buffers are GEM objects:
+ * with its own device page tables and VA space. The device has
+ * DRM_NPU_PARAM_MAX_CONTEXTS (64) contexts: open() fails with EBUSY while
+ * all are in use (a context lives until its file is closed and its last
+ * job has retired). Buffers are GEM objects:
  * DRM_IOCTL_GEM_CLOSE frees them, DRM_IOCTL_PRIME_HANDLE_TO_FD /
  * FD_TO_HANDLE share them as dma-bufs (an imported buffer is mapped into
  * the importer's VA space), DRM_IOCTL_SYNCOBJ_* give fences. This header
@@ -28,6 +31,7 @@ extern "C" {
 #define DRM_NPU_BO_INFO		0x02
 #define DRM_NPU_SUBMIT		0x03
 #define DRM_NPU_JOB_INFO	0x04
+#define DRM_NPU_JOB_WAIT	0x05
 
 #define DRM_IOCTL_NPU_GET_PARAM \
 	DRM_IOWR(DRM_COMMAND_BASE + DRM_NPU_GET_PARAM, struct drm_npu_get_param)
@@ -39,6 +43,8 @@ extern "C" {
 	DRM_IOWR(DRM_COMMAND_BASE + DRM_NPU_SUBMIT, struct drm_npu_submit)
 #define DRM_IOCTL_NPU_JOB_INFO \
 	DRM_IOWR(DRM_COMMAND_BASE + DRM_NPU_JOB_INFO, struct drm_npu_job_info)
+#define DRM_IOCTL_NPU_JOB_WAIT \
+	DRM_IOWR(DRM_COMMAND_BASE + DRM_NPU_JOB_WAIT, struct drm_npu_job_wait)
 
 /**
  * enum drm_npu_param - what DRM_IOCTL_NPU_GET_PARAM can report
@@ -59,6 +65,20 @@ extern "C" {
  * @DRM_NPU_PARAM_CONTEXT_ID: this file's hardware context id.
  * @DRM_NPU_PARAM_RESET_COUNT: device resets since probe.
  * @DRM_NPU_PARAM_DEVICE_TIME_NS: the device clock now.
+ * @DRM_NPU_PARAM_FEATURES: DRM_NPU_FEATURE_* bits this driver implements.
+ *                          A kernel without this parameter fails it with
+ *                          -EINVAL: treat that as no feature bits.
+ * @DRM_NPU_PARAM_MAX_BO_REFS: most &struct drm_npu_submit.bo_ref_count.
+ * @DRM_NPU_PARAM_MAX_SYNCS: most &struct drm_npu_submit.in_sync_count.
+ * @DRM_NPU_PARAM_MAX_BO_REF_SIZE: largest &struct drm_npu_submit.bo_ref_size.
+ * @DRM_NPU_PARAM_MAX_CMD_SIZE: largest &struct drm_npu_submit.cmd_size.
+ * @DRM_NPU_PARAM_MAX_QUEUED_JOBS: jobs a context may have submitted and
+ *                                 not yet retired; SUBMIT fails with -EBUSY
+ *                                 beyond it.
+ * @DRM_NPU_PARAM_MAX_CONTEXTS: contexts (open files) of the whole device;
+ *                              opening one more fails with -EBUSY.
+ * @DRM_NPU_PARAM_JOB_HISTORY: how many of a file's last jobs JOB_INFO and
+ *                             JOB_WAIT still know.
  */
 enum drm_npu_param {
 	DRM_NPU_PARAM_DEVICE_ID = 0,
@@ -77,7 +97,31 @@ enum drm_npu_param {
 	DRM_NPU_PARAM_CONTEXT_ID = 13,
 	DRM_NPU_PARAM_RESET_COUNT = 14,
 	DRM_NPU_PARAM_DEVICE_TIME_NS = 15,
+	DRM_NPU_PARAM_FEATURES = 16,
+	DRM_NPU_PARAM_MAX_BO_REFS = 17,
+	DRM_NPU_PARAM_MAX_SYNCS = 18,
+	DRM_NPU_PARAM_MAX_BO_REF_SIZE = 19,
+	DRM_NPU_PARAM_MAX_CMD_SIZE = 20,
+	DRM_NPU_PARAM_MAX_QUEUED_JOBS = 21,
+	DRM_NPU_PARAM_MAX_CONTEXTS = 22,
+	DRM_NPU_PARAM_JOB_HISTORY = 23,
 };
+
+/*
+ * Bits of DRM_NPU_PARAM_FEATURES.
+ * URING_SUBMIT: DRM_NPU_URING_CMD_SUBMIT works on the device file.
+ * TIMELINE_SYNCOBJ: in and out syncs take timeline points.
+ * JOB_WAIT: DRM_IOCTL_NPU_JOB_WAIT exists.
+ * UNALIGNED_ARRAYS: &struct drm_npu_submit.bo_refs and .in_syncs may have
+ *                   any alignment (older kernels wanted 8 bytes).
+ * TIMELINE_DEP_ERRORS: a failed fence behind a timeline in-sync point
+ *                      cancels the job, as a binary syncobj's does.
+ */
+#define DRM_NPU_FEATURE_URING_SUBMIT		(1ull << 0)
+#define DRM_NPU_FEATURE_TIMELINE_SYNCOBJ	(1ull << 1)
+#define DRM_NPU_FEATURE_JOB_WAIT		(1ull << 2)
+#define DRM_NPU_FEATURE_UNALIGNED_ARRAYS	(1ull << 3)
+#define DRM_NPU_FEATURE_TIMELINE_DEP_ERRORS	(1ull << 4)
 
 /**
  * struct drm_npu_get_param - query one device or context parameter
@@ -167,13 +211,17 @@ struct drm_npu_sync {
  *         first when both have work.
  * @flags: in, must be zero.
  * @bo_refs: in, user pointer to @bo_ref_count entries of @bo_ref_size
- *           bytes each (sizeof(struct drm_npu_bo_ref) today).
+ *           bytes each (sizeof(struct drm_npu_bo_ref) today); any
+ *           alignment. A buffer listed more than once is used once, with
+ *           the union of its access bits.
  * @bo_ref_count: in, at most DRM_NPU_MAX_BO_REFS. The command buffer is
  *                always used for reading and need not be listed.
  * @bo_ref_size: in, size of one entry; smaller than the kernel's struct
  *               is -EINVAL, larger must have zero tail bytes.
  * @in_syncs: in, user pointer to @in_sync_count &struct drm_npu_sync the
- *            job waits for.
+ *            job waits for; any alignment. If one of their fences ends in
+ *            an error (for a timeline point: the fence at that point), the
+ *            job does not run and ends CANCELED.
  * @in_sync_count: in, at most DRM_NPU_MAX_SYNCS.
  * @out_sync: in, &struct drm_npu_sync signalled when the job ends (handle
  *            0: none).
@@ -182,7 +230,9 @@ struct drm_npu_sync {
  *
  * Errors: -ENOENT for an unknown handle, -EINVAL for a malformed field,
  * -EFAULT for an unreadable pointer, -E2BIG for counts over the limits,
- * -ECANCELED when this context was banned after a device hang.
+ * -ECANCELED when this context was banned after a device hang, -EBUSY
+ * when the context already has DRM_NPU_PARAM_MAX_QUEUED_JOBS jobs that
+ * are not retired (a job retires shortly after its out fence signals).
  */
 struct drm_npu_submit {
 	__u32 cmd_handle;
@@ -224,6 +274,7 @@ enum drm_npu_job_state {
  * @status: out, the device's enum npu_job_status (npu_hw.h) once DONE.
  * @error_offset: out, byte offset of the failing instruction.
  * @queue: out, the hardware queue it ran on.
+ * @pad: in, must be zero (-EINVAL otherwise); left zero on return.
  * @fault_addr: out, faulting device VA for NPU_JOB_ERR_MMU_*.
  * @submit_ns: out, device clock when the job was submitted.
  * @start_ns: out, device clock when it started running.
@@ -247,6 +298,38 @@ struct drm_npu_job_info {
 	__u64 cycles;
 	__u64 macs;
 	__u64 reserved;
+};
+
+/* Flags of &struct drm_npu_job_wait. */
+#define DRM_NPU_JOB_WAIT_RELATIVE	(1 << 0)
+#define DRM_NPU_JOB_WAIT_FLAGS		DRM_NPU_JOB_WAIT_RELATIVE
+
+/**
+ * struct drm_npu_job_wait - wait until a job has ended
+ * @job_id: in, from &struct drm_npu_submit; one of the file's last
+ *          DRM_NPU_PARAM_JOB_HISTORY jobs, else -ENOENT.
+ * @timeout_ns: in, CLOCK_MONOTONIC time to give up at (as
+ *              DRM_IOCTL_SYNCOBJ_WAIT), or with DRM_NPU_JOB_WAIT_RELATIVE
+ *              nanoseconds from now; a time already passed (0) only polls.
+ *              A wait restarted after a signal keeps an absolute time but
+ *              starts a relative one over.
+ * @flags: in, DRM_NPU_JOB_WAIT_*.
+ * @state: out, enum drm_npu_job_state: DONE or CANCELED once the job has
+ *         ended, QUEUED or RUNNING with -ETIME.
+ * @status: out, as &struct drm_npu_job_info.status.
+ * @pad: must be zero.
+ *
+ * Returns 0 once the job has ended (its outcome is in @state and @status,
+ * the rest is in DRM_IOCTL_NPU_JOB_INFO), -ETIME when the timeout passed
+ * first, -EINTR / -ERESTARTSYS on a signal.
+ */
+struct drm_npu_job_wait {
+	__u64 job_id;
+	__s64 timeout_ns;
+	__u32 flags;
+	__u32 state;
+	__u32 status;
+	__u32 pad;
 };
 
 /*
