@@ -6,10 +6,11 @@
 BUILD      ?= build
 MESON_DIR  := $(BUILD)/meson
 ASAN_DIR   := $(BUILD)/asan
+TSAN_DIR   := $(BUILD)/tsan
 FUZZ_DIR   := $(BUILD)/fuzz
 BIN        := $(BUILD)/bin
 
-.PHONY: all deps userspace asan fuzz driver check kselftest vm-check demo clean help
+.PHONY: all deps userspace asan tsan fuzz driver check kselftest vm-check demo clean help
 
 all: userspace
 
@@ -38,6 +39,13 @@ $(ASAN_DIR)/build.ninja: | deps
 
 asan: deps $(ASAN_DIR)/build.ninja
 	ninja -C $(ASAN_DIR)
+
+# ThreadSanitizer: the suites that share objects between threads run here.
+$(TSAN_DIR)/build.ninja: | deps
+	meson setup $(TSAN_DIR) --buildtype=debugoptimized -Db_sanitize=thread -Db_lundef=false
+
+tsan: deps $(TSAN_DIR)/build.ninja
+	ninja -C $(TSAN_DIR)
 
 $(FUZZ_DIR)/build.ninja: | deps
 	CC=clang meson setup $(FUZZ_DIR) --buildtype=debugoptimized -Dfuzzers=true \

@@ -16,9 +16,13 @@
  * and everything around it is ordinary application code (text_boxes.c):
  * PNG in, PP-OCR normalization, DB post-processing into boxes, PNG out.
  *
- *   ocr-detect MODEL.onnx IMAGE.png [--device cpu|sim|accel] [--threads N]
- *              [--overlay OUT.png] [--truth BOXES.txt] [--calib DIR]
- *              [--save-input FILE.npy]
+ *   ocr-detect MODEL.onnx IMAGE.png|DIR... [--device cpu|sim|accel]
+ *              [--threads N] [--overlay OUT.png] [--truth BOXES.txt]
+ *              [--calib DIR] [--save-input FILE.npy]
+ *
+ * Several images (or directories of *.png) run through one model and one
+ * session: each distinct input size is planned once, the next image of
+ * that size reuses the plan.
  *
  * Exit status: 0 on success, 1 on any error (with a message on stderr),
  * 2 on a usage error, 3 when --truth is given and some truth line has no
@@ -26,7 +30,9 @@
  */
 #define _POSIX_C_SOURCE 200809L	/* clock_gettime */
 
+#include <dirent.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,9 +48,12 @@
 #define MAX_TRUTH 256
 #define MATCH_IOU 0.5f
 
+#define MAX_IMAGES 4096
+
 struct options {
 	const char *model_path;
-	const char *image_path;
+	const char *images[MAX_IMAGES];	/* files or directories */
+	int num_images;
 	const char *device;
 	int threads;
 	const char *overlay_path;
@@ -61,10 +70,12 @@ struct truth_line {
 static void usage(FILE *out)
 {
 	fprintf(out,
-		"usage: ocr-detect MODEL.onnx IMAGE.png [--device cpu|sim|accel] [--threads N]\n"
-		"                  [--overlay OUT.png] [--truth BOXES.txt] [--calib DIR]\n"
-		"                  [--save-input FILE.npy]\n"
+		"usage: ocr-detect MODEL.onnx IMAGE.png|DIR... [--device cpu|sim|accel]\n"
+		"                  [--threads N] [--overlay OUT.png] [--truth BOXES.txt]\n"
+		"                  [--calib DIR] [--save-input FILE.npy]\n"
 		"\n"
+		"  IMAGE.png|DIR    one or more images, or directories of *.png; each\n"
+		"                   input size is planned (compiled) once\n"
 		"  --device D       where the model runs (default: cpu)\n"
 		"  --threads N      CPU threads including the caller (default 0: all cores)\n"
 		"  --overlay FILE   write IMAGE with the detected boxes drawn in red\n"
@@ -123,16 +134,15 @@ static int parse_args(int argc, char **argv, struct options *o)
 		} else if (positional == 0) {
 			o->model_path = a;
 			positional++;
-		} else if (positional == 1) {
-			o->image_path = a;
-			positional++;
+		} else if (o->num_images < MAX_IMAGES) {
+			o->images[o->num_images++] = a;
 		} else {
-			fprintf(stderr, "ocr-detect: unexpected argument '%s'\n", a);
+			fprintf(stderr, "ocr-detect: more than %d images\n", MAX_IMAGES);
 			return -1;
 		}
 	}
-	if (positional != 2) {
-		fprintf(stderr, "ocr-detect: expected MODEL.onnx and IMAGE.png\n");
+	if (positional != 1 || !o->num_images) {
+		fprintf(stderr, "ocr-detect: expected MODEL.onnx and IMAGE.png (or a directory)\n");
 		return -1;
 	}
 	return 0;
@@ -283,87 +293,49 @@ static int save_npy(const char *path, const float *data, int h, int w)
 	return 0;
 }
 
-int main(int argc, char **argv)
+struct detector {
+	const struct options *o;
+	struct npu_model *model;
+	struct npu_session *session;
+	struct npu_tensor_info in_info;
+	struct truth_line *truth;
+	int ntruth;
+};
+
+/* Steps 3 to 5 and the boxes for one image; 0, 1 (error) or 3 (truth missed). */
+static int detect(struct detector *d, const char *image_path, bool single)
 {
 	static struct text_box boxes[MAX_BOXES];
-	static struct truth_line truth[MAX_TRUTH];
-	struct options o;
+	const struct options *o = d->o;
 	struct rgb_image img = { 0 };
-	struct npu_engine_options eopts;
-	struct npu_model_options mopts;
-	struct npu_engine *engine = NULL;
-	struct npu_model *model = NULL;
-	struct npu_plan *plan = NULL;
-	struct npu_session *session = NULL;
-	struct npu_tensor_info in_info;
 	struct npu_host_tensor input, prob;
+	struct npu_plan *plan = NULL;
 	struct db_params db;
 	float *nchw = NULL;
 	char err[512];
-	int in_w, in_h, map_w, map_h, nboxes, shown, ntruth = 0, i;
-	int rc = 1;
-	double t0, load_ms, plan_ms, post_ms;
+	int in_w, in_h, map_w, map_h, nboxes, shown, i, rc = 1;
+	double t0, plan_ms, post_ms;
 	npu_status st;
 
-	if (parse_args(argc, argv, &o)) {
-		usage(stderr);
-		return 2;
-	}
-	if (o.truth_path) {
-		ntruth = read_truth(o.truth_path, truth, MAX_TRUTH);
-		if (ntruth < 0)
-			return 1;
-	}
-
-	/* 1. The engine: the CPU threads every model and session share. */
-	npu_engine_options_init(&eopts);
-	eopts.threads = o.threads;
-	st = npu_engine_create(&eopts, &engine);
-	if (st != NPU_OK) {
-		fprintf(stderr, "ocr-detect: %s (%s)\n", npu_last_error(), npu_status_str(st));
-		goto out;
-	}
-
-	/* 2. Import the ONNX file for the device; errors are per thread. */
-	npu_model_options_init(&mopts);
-	mopts.device = o.device;
-	mopts.calib_dir = o.calib_dir;
-	t0 = now_ms();
-	st = npu_model_load_file(engine, o.model_path, &mopts, &model);
-	if (st != NPU_OK) {
-		fprintf(stderr, "ocr-detect: cannot load model: %s (%s)\n",
-			npu_last_error(), npu_status_str(st));
-		goto out;
-	}
-	load_ms = now_ms() - t0;
-	if (npu_model_num_inputs(model) != 1 || npu_model_num_outputs(model) < 1 ||
-	    npu_model_input_info(model, 0, &in_info) != NPU_OK ||
-	    in_info.dtype != NPU_TYPE_FLOAT || in_info.rank != 4) {
-		fprintf(stderr, "ocr-detect: %s: expected a text-detection model with one float input of rank 4 (N x 3 x H x W) and a probability-map output\n",
-			o.model_path);
-		goto out;
-	}
-	if (rgb_image_load_png(o.image_path, &img, err, sizeof(err))) {
+	if (rgb_image_load_png(image_path, &img, err, sizeof(err))) {
 		fprintf(stderr, "ocr-detect: cannot read image: %s\n", err);
-		goto out;
+		return 1;
 	}
 
-	/* 3. Plan for the image's H x W (rounded to 32): compiled once per size. */
+	/* 3. The plan for the image's H x W (rounded to 32): made once per size. */
 	in_w = round_to_32(img.width);
 	in_h = round_to_32(img.height);
 	{
 		struct npu_host_tensor shape = {
-			.name = in_info.name, .dtype = NPU_TYPE_FLOAT, .rank = 4,
+			.name = d->in_info.name, .dtype = NPU_TYPE_FLOAT, .rank = 4,
 			.dims = { 1, 3, in_h, in_w },
 		};
 
 		t0 = now_ms();
-		st = npu_model_get_plan(model, &shape, 1, &plan);
-		if (st == NPU_OK)
-			st = npu_session_create(model, NULL, &session);
+		st = npu_model_get_plan(d->model, &shape, 1, &plan);
 		if (st != NPU_OK) {
 			fprintf(stderr, "ocr-detect: cannot plan %s for input '%s' 1x3x%dx%d: %s (%s)\n",
-				o.model_path, in_info.name, in_h, in_w,
+				o->model_path, d->in_info.name, in_h, in_w,
 				npu_last_error(), npu_status_str(st));
 			goto out;
 		}
@@ -378,12 +350,12 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	rgb_image_to_ppocr_input(&img, in_w, in_h, nchw);
-	if (o.save_input_path) {
-		rc = save_npy(o.save_input_path, nchw, in_h, in_w) ? 1 : 0;
+	if (o->save_input_path) {
+		rc = save_npy(o->save_input_path, nchw, in_h, in_w) ? 1 : 0;
 		goto out;
 	}
 	memset(&input, 0, sizeof(input));
-	input.name = in_info.name;
+	input.name = d->in_info.name;
 	input.dtype = NPU_TYPE_FLOAT;
 	input.rank = 4;
 	input.dims[0] = 1;
@@ -392,7 +364,7 @@ int main(int argc, char **argv)
 	input.dims[3] = in_w;
 	input.data = nchw;
 	input.nbytes = sizeof(float) * 3 * (size_t)in_w * in_h;
-	st = npu_session_run_plan(session, plan, &input, 1);
+	st = npu_session_run_plan(d->session, plan, &input, 1);
 	if (st != NPU_OK) {
 		fprintf(stderr, "ocr-detect: run failed: %s (%s)\n",
 			npu_last_error(), npu_status_str(st));
@@ -400,7 +372,7 @@ int main(int argc, char **argv)
 	}
 
 	/* 5. Output 0 is the 1x1xHxW text probability map. */
-	st = npu_session_output(session, 0, &prob);
+	st = npu_session_output(d->session, 0, &prob);
 	if (st != NPU_OK) {
 		fprintf(stderr, "ocr-detect: cannot read output 0: %s (%s)\n",
 			npu_last_error(), npu_status_str(st));
@@ -431,33 +403,179 @@ int main(int argc, char **argv)
 	qsort(boxes, (size_t)shown, sizeof(boxes[0]), compare_boxes);
 	post_ms = now_ms() - t0;
 
-	printf("model   %s\n", o.model_path);
+	if (single)
+		printf("model   %s\n", o->model_path);
 	printf("image   %s (%dx%d), input '%s' 1x3x%dx%d, device %s\n",
-	       o.image_path, img.width, img.height, in_info.name, in_h, in_w,
-	       o.device);
+	       image_path, img.width, img.height, d->in_info.name, in_h, in_w,
+	       o->device);
 	printf("%d text boxes (x0 y0 x1 y1 score):\n", nboxes);
 	for (i = 0; i < shown; i++)
 		printf("  %4.0f %4.0f %4.0f %4.0f  %.3f\n", boxes[i].x0, boxes[i].y0,
 		       boxes[i].x1, boxes[i].y1, boxes[i].score);
 	if (nboxes > shown)
 		printf("  ... %d more not shown\n", nboxes - shown);
-	printf("timings: load %.1f ms, plan %.1f ms, run %.1f ms, boxes %.1f ms\n",
-	       load_ms, plan_ms, npu_session_last_run_seconds(session) * 1e3, post_ms);
+	printf("timings: plan %.1f ms, run %.1f ms, boxes %.1f ms\n",
+	       plan_ms, npu_session_last_run_seconds(d->session) * 1e3, post_ms);
 
-	if (o.overlay_path) {
-		if (write_overlay(o.overlay_path, &img, boxes, shown, truth, ntruth))
+	if (o->overlay_path) {
+		if (write_overlay(o->overlay_path, &img, boxes, shown, d->truth, d->ntruth))
 			goto out;
-		printf("overlay %s\n", o.overlay_path);
+		printf("overlay %s\n", o->overlay_path);
 	}
 	rc = 0;
-	if (o.truth_path && compare_truth(truth, ntruth, boxes, shown) < ntruth)
+	if (o->truth_path && compare_truth(d->truth, d->ntruth, boxes, shown) < d->ntruth)
 		rc = 3;
 out:
-	npu_session_destroy(session);
 	npu_plan_release(plan);
-	npu_model_destroy(model);
-	npu_engine_destroy(engine);
 	free(nchw);
 	rgb_image_free(&img);
+	return rc;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The images: files as given, directories as their *.png sorted by name. */
+static int list_images(const struct options *o, char ***out, int *count)
+{
+	char **list = NULL;
+	int n = 0, cap = 0, i;
+
+	for (i = 0; i < o->num_images; i++) {
+		DIR *dir = opendir(o->images[i]);
+		struct dirent *e;
+		int first = n;
+
+		if (!dir) {
+			if (errno != ENOTDIR) {
+				fprintf(stderr, "ocr-detect: %s: %s\n", o->images[i], strerror(errno));
+				goto fail;
+			}
+			if (n == cap && !(list = realloc(list, sizeof(*list) * (size_t)(cap = cap * 2 + 16))))
+				goto nomem;
+			if (!(list[n++] = strdup(o->images[i])))
+				goto nomem;
+			continue;
+		}
+		while ((e = readdir(dir))) {
+			size_t len = strlen(e->d_name);
+
+			if (len < 5 || strcmp(e->d_name + len - 4, ".png"))
+				continue;
+			if (n == cap && !(list = realloc(list, sizeof(*list) * (size_t)(cap = cap * 2 + 16)))) {
+				closedir(dir);
+				goto nomem;
+			}
+			list[n] = malloc(strlen(o->images[i]) + len + 2);
+			if (!list[n]) {
+				closedir(dir);
+				goto nomem;
+			}
+			sprintf(list[n++], "%s/%s", o->images[i], e->d_name);
+		}
+		closedir(dir);
+		qsort(list + first, (size_t)(n - first), sizeof(*list), cmp_str);
+		if (n == first) {
+			fprintf(stderr, "ocr-detect: %s: no .png images\n", o->images[i]);
+			goto fail;
+		}
+	}
+	*out = list;
+	*count = n;
+	return 0;
+nomem:
+	fprintf(stderr, "ocr-detect: out of memory listing images\n");
+fail:
+	for (i = 0; i < n; i++)
+		free(list[i]);
+	free(list);
+	return -1;
+}
+
+int main(int argc, char **argv)
+{
+	static struct truth_line truth[MAX_TRUTH];
+	struct options o;
+	struct detector d = { 0 };
+	struct npu_engine_options eopts;
+	struct npu_model_options mopts;
+	struct npu_model_stats stats;
+	struct npu_engine *engine = NULL;
+	char **images = NULL;
+	int num_images = 0, i, rc = 1, r;
+	double t0, load_ms;
+	npu_status st;
+
+	if (parse_args(argc, argv, &o)) {
+		usage(stderr);
+		return 2;
+	}
+	if (list_images(&o, &images, &num_images))
+		return 1;
+	if (num_images > 1 && (o.overlay_path || o.truth_path || o.save_input_path)) {
+		fprintf(stderr, "ocr-detect: --overlay, --truth and --save-input take one image (%d given)\n",
+			num_images);
+		rc = 2;
+		goto out;
+	}
+	d.o = &o;
+	d.truth = truth;
+	if (o.truth_path) {
+		d.ntruth = read_truth(o.truth_path, truth, MAX_TRUTH);
+		if (d.ntruth < 0)
+			goto out;
+	}
+
+	/* 1. The engine: the CPU threads every model and session share. */
+	npu_engine_options_init(&eopts);
+	eopts.threads = o.threads;
+	st = npu_engine_create(&eopts, &engine);
+	if (st != NPU_OK) {
+		fprintf(stderr, "ocr-detect: %s (%s)\n", npu_last_error(), npu_status_str(st));
+		goto out;
+	}
+
+	/* 2. Import the ONNX file for the device; errors are per thread. */
+	npu_model_options_init(&mopts);
+	mopts.device = o.device;
+	mopts.calib_dir = o.calib_dir;
+	t0 = now_ms();
+	st = npu_model_load_file(engine, o.model_path, &mopts, &d.model);
+	if (st == NPU_OK)
+		st = npu_session_create(d.model, NULL, &d.session);
+	if (st != NPU_OK) {
+		fprintf(stderr, "ocr-detect: cannot load model: %s (%s)\n",
+			npu_last_error(), npu_status_str(st));
+		goto out;
+	}
+	load_ms = now_ms() - t0;
+	if (npu_model_num_inputs(d.model) != 1 || npu_model_num_outputs(d.model) < 1 ||
+	    npu_model_input_info(d.model, 0, &d.in_info) != NPU_OK ||
+	    d.in_info.dtype != NPU_TYPE_FLOAT || d.in_info.rank != 4) {
+		fprintf(stderr, "ocr-detect: %s: expected a text-detection model with one float input of rank 4 (N x 3 x H x W) and a probability-map output\n",
+			o.model_path);
+		goto out;
+	}
+	printf("load %.1f ms\n", load_ms);
+	rc = 0;
+	for (i = 0; i < num_images; i++) {
+		r = detect(&d, images[i], num_images == 1);
+		if (r && (!rc || r == 1))
+			rc = r;
+	}
+	npu_model_stats_init(&stats);
+	if (npu_model_get_stats(d.model, &stats) == NPU_OK)
+		printf("%d image%s, %llu input size%s planned\n", num_images,
+		       num_images == 1 ? "" : "s", (unsigned long long)stats.plans_built,
+		       stats.plans_built == 1 ? "" : "s");
+out:
+	for (i = 0; i < num_images; i++)
+		free(images[i]);
+	free(images);
+	npu_session_destroy(d.session);
+	npu_model_destroy(d.model);
+	npu_engine_destroy(engine);
 	return rc;
 }
