@@ -3,7 +3,9 @@
  * Unit tests of the CPU ops' tricky semantics: broadcasting, Reshape 0/-1,
  * Slice with negative steps, Resize modes, QuantizeLinear rounding and
  * saturation, Softmax axis across opsets, pooling ceil_mode, ConvTranspose,
- * and the messages infer() gives for what is not supported.
+ * the index / loss / layout / selection ops (GatherElements ... TopK)
+ * including their run-time range errors, and the messages infer() gives
+ * for what is not supported.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -33,7 +35,8 @@ struct t_node {
 	const struct npu_op_def *def;
 };
 
-static struct t_node *t_new(const char *op, int opset, size_t n_out)
+static struct t_node *t_new_in(const char *domain, const char *op, int opset,
+			       size_t n_out)
 {
 	struct t_node *t = calloc(1, sizeof(*t));
 	size_t i;
@@ -41,7 +44,7 @@ static struct t_node *t_new(const char *op, int opset, size_t n_out)
 	assert_non_null(t);
 	t->node.name = (char *)"n0";
 	t->node.op_type = (char *)op;
-	t->node.domain = (char *)"";
+	t->node.domain = (char *)domain;
 	t->node.opset = opset;
 	t->node.inputs = t->ins;
 	t->node.outputs = t->outs;
@@ -51,9 +54,14 @@ static struct t_node *t_new(const char *op, int opset, size_t n_out)
 		t->outs[i] = &t->vals[T_MAX + i];
 		t->outs[i]->name = (char *)"out";
 	}
-	t->def = npu_cpu_op_find("", op, opset);
+	t->def = npu_cpu_op_find(domain, op, opset);
 	assert_non_null(t->def);
 	return t;
+}
+
+static struct t_node *t_new(const char *op, int opset, size_t n_out)
+{
+	return t_new_in("", op, opset, n_out);
 }
 
 static void t_free(struct t_node *t)
@@ -154,8 +162,8 @@ static npu_status t_infer(struct t_node *t)
 	return NPU_OK;
 }
 
-/* Infers, allocates the outputs and computes; asserts success. */
-static void t_run(struct t_node *t)
+/* Infers (asserting success), allocates the outputs and computes. */
+static npu_status t_try_run(struct t_node *t)
 {
 	struct npu_op_ctx ctx;
 	size_t i;
@@ -180,7 +188,13 @@ static void t_run(struct t_node *t)
 	ctx.outputs = t->out_p;
 	ctx.num_outputs = t->node.num_outputs;
 	ctx.err = &t->err;
-	assert_int_equal(t->def->compute(&ctx), NPU_OK);
+	return t->def->compute(&ctx);
+}
+
+/* Infers, allocates the outputs and computes; asserts success. */
+static void t_run(struct t_node *t)
+{
+	assert_int_equal(t_try_run(t), NPU_OK);
 }
 
 static void assert_shape(const struct npu_tensor *y, int rank, ...)
@@ -877,26 +891,52 @@ static void test_unknown_attribute_is_unsupported(void **state)
 	t_free(t);
 }
 
-static void test_maxpool_indices_output_is_unsupported(void **state)
+static void test_maxpool_indices_row_and_column_major(void **state)
+{
+	static const float x[4] = { 1, 4, 3, 2 };		/* 2x2 */
+	static const int64_t k[2] = { 2, 2 };
+	static const float want[1] = { 4 };
+	static const int64_t row[1] = { 1 }, col[1] = { 2 };
+	struct t_node *t = t_new("MaxPool", 12, 2);
+
+	(void)state;
+	t_input(t, NPU_DTYPE_FLOAT, x, false, 4, D(1), D(1), D(2), D(2));
+	t_attr_ints(t, "kernel_shape", k, 2);
+	t_run(t);
+	assert_floats(t->out_t[0].data, want, 1, 0);
+	assert_memory_equal(t->out_t[1].data, row, sizeof(row));
+	t_free(t);
+
+	t = t_new("MaxPool", 12, 2);
+	t_input(t, NPU_DTYPE_FLOAT, x, false, 4, D(1), D(1), D(2), D(2));
+	t_attr_ints(t, "kernel_shape", k, 2);
+	t_attr_int(t, "storage_order", 1);
+	t_run(t);
+	assert_memory_equal(t->out_t[1].data, col, sizeof(col));
+	t_free(t);
+}
+
+static void test_averagepool_rejects_indices_output(void **state)
 {
 	static const float x[16];
 	static const int64_t k[2] = { 2, 2 };
-	struct t_node *t = t_new("MaxPool", 12, 2);
+	struct t_node *t = t_new("AveragePool", 12, 2);
 
 	(void)state;
 	t_input(t, NPU_DTYPE_FLOAT, x, false, 4, D(1), D(1), D(4), D(4));
 	t_attr_ints(t, "kernel_shape", k, 2);
-	assert_int_equal(t_infer(t), NPU_ERR_UNSUPPORTED);
-	assert_non_null(strstr(t->err.msg, "Indices"));
+	assert_int_equal(t_infer(t), NPU_ERR_INVALID_ARG);
+	assert_non_null(strstr(t->err.msg, "2 outputs"));
 	t_free(t);
 }
 
 static void test_batchnorm_training_mode_is_unsupported(void **state)
 {
 	static const float x[4], p[1];
-	struct t_node *t = t_new("BatchNormalization", 15, 1);
+	struct t_node *t = t_new("BatchNormalization", 12, 1);
 
 	(void)state;
+	/* Opset 14 defines training_mode; before it, it is rejected. */
 	t_input(t, NPU_DTYPE_FLOAT, x, false, 4, D(1), D(1), D(2), D(2));
 	t_input(t, NPU_DTYPE_FLOAT, p, true, 1, D(1));
 	t_input(t, NPU_DTYPE_FLOAT, p, true, 1, D(1));
@@ -905,6 +945,1388 @@ static void test_batchnorm_training_mode_is_unsupported(void **state)
 	t_attr_int(t, "training_mode", 1);
 	assert_int_equal(t_infer(t), NPU_ERR_UNSUPPORTED);
 	assert_non_null(strstr(t->err.msg, "training_mode"));
+	t_free(t);
+}
+
+static void test_batchnorm_training_mode_uses_batch_statistics(void **state)
+{
+	static const float x[4] = { 1, 2, 3, 4 };
+	static const float one[1] = { 1 }, zero[1] = { 0 };
+	static const float rm[1] = { 0.25f }, rv[1] = { 1.025f };
+	float want[4];
+	struct t_node *t = t_new("BatchNormalization", 15, 3);
+	int i;
+
+	(void)state;
+	t_input(t, NPU_DTYPE_FLOAT, x, false, 4, D(1), D(1), D(2), D(2));
+	t_input(t, NPU_DTYPE_FLOAT, one, true, 1, D(1));
+	t_input(t, NPU_DTYPE_FLOAT, zero, true, 1, D(1));
+	t_input(t, NPU_DTYPE_FLOAT, zero, true, 1, D(1));
+	t_input(t, NPU_DTYPE_FLOAT, one, true, 1, D(1));
+	t_attr_int(t, "training_mode", 1);
+	t_run(t);
+	for (i = 0; i < 4; i++)	/* batch mean 2.5, variance 1.25 */
+		want[i] = (x[i] - 2.5f) / sqrtf(1.25f + 1e-5f);
+	assert_floats(t->out_t[0].data, want, 4, 1e-5f);
+	assert_floats(t->out_t[1].data, rm, 1, 1e-6f);
+	assert_floats(t->out_t[2].data, rv, 1, 1e-6f);
+	t_free(t);
+}
+
+/* ---- index ops: GatherElements, ScatterElements, GatherND, ScatterND ---- */
+
+static void assert_msg_has(const struct t_node *t, const char *what)
+{
+	if (!strstr(t->err.msg, what))
+		fail_msg("message '%s' does not mention '%s'", t->err.msg, what);
+}
+
+static void test_gather_elements_negative_indices_along_axis(void **state)
+{
+	static const float x[4] = { 1, 2, 3, 4 };		/* 2x2 */
+	static const int64_t idx[4] = { 0, -2, -1, 0 };
+	static const float want[4] = { 1, 1, 4, 3 };
+	struct t_node *t = t_new("GatherElements", 13, 1);
+
+	(void)state;
+	t_input(t, NPU_DTYPE_FLOAT, x, false, 2, D(2), D(2));
+	t_input(t, NPU_DTYPE_INT64, idx, false, 2, D(2), D(2));
+	t_attr_int(t, "axis", 1);
+	t_run(t);
+	assert_shape(&t->out_t[0], 2, D(2), D(2));
+	assert_floats(t->out_t[0].data, want, 4, 0);
+	t_free(t);
+}
+
+static void test_gather_elements_index_out_of_range_is_error(void **state)
+{
+	static const float x[4] = { 1, 2, 3, 4 };
+	static const int64_t idx[2] = { 0, 2 };
+	struct t_node *t = t_new("GatherElements", 13, 1);
+
+	(void)state;
+	t_input(t, NPU_DTYPE_FLOAT, x, false, 2, D(2), D(2));
+	t_input(t, NPU_DTYPE_INT64, idx, false, 2, D(2), D(1));
+	assert_int_equal(t_try_run(t), NPU_ERR_INVALID_ARG);
+	assert_msg_has(t, "n0");
+	assert_msg_has(t, "index 2");
+	t_free(t);
+}
+
+static void test_gather_elements_rejects_axis_out_of_range(void **state)
+{
+	static const float x[4];
+	static const int64_t idx[4];
+	struct t_node *t = t_new("GatherElements", 13, 1);
+
+	(void)state;
+	t_input(t, NPU_DTYPE_FLOAT, x, false, 2, D(2), D(2));
+	t_input(t, NPU_DTYPE_INT64, idx, false, 2, D(2), D(2));
+	t_attr_int(t, "axis", 2);
+	assert_int_equal(t_infer(t), NPU_ERR_INVALID_ARG);
+	assert_msg_has(t, "axis 2");
+	t_free(t);
+}
+
+static void test_scatter_elements_add_accumulates_duplicates(void **state)
+{
+	static const float x[5] = { 1, 2, 3, 4, 5 };		/* 1x5 */
+	static const int64_t idx[2] = { 1, 1 };
+	static const float upd[2] = { 1.1f, 2.1f };
+	static const float want[5] = { 1, 5.2f, 3, 4, 5 };
+	struct t_node *t = t_new("ScatterElements", 18, 1);
+
+	(void)state;
+	t_input(t, NPU_DTYPE_FLOAT, x, false, 2, D(1), D(5));
+	t_input(t, NPU_DTYPE_INT64, idx, false, 2, D(1), D(2));
+	t_input(t, NPU_DTYPE_FLOAT, upd, false, 2, D(1), D(2));
+	t_attr_int(t, "axis", 1);
+	t_attr_str(t, "reduction", "add");
+	t_run(t);
+	assert_shape(&t->out_t[0], 2, D(1), D(5));
+	assert_floats(t->out_t[0].data, want, 5, 1e-6f);
+	t_free(t);
+}
+
+static void test_scatter_elements_index_out_of_range_is_error(void **state)
+{
+	static const int32_t x[3] = { 1, 2, 3 };
+	static const int64_t idx[1] = { -4 };
+	static const int32_t upd[1] = { 9 };
+	struct t_node *t = t_new("ScatterElements", 13, 1);
+
+	(void)state;
+	t_input(t, NPU_DTYPE_INT32, x, false, 1, D(3));
+	t_input(t, NPU_DTYPE_INT64, idx, false, 1, D(1));
+	t_input(t, NPU_DTYPE_INT32, upd, false, 1, D(1));
+	assert_int_equal(t_try_run(t), NPU_ERR_INVALID_ARG);
+	assert_msg_has(t, "index -4");
+	t_free(t);
+}
+
+static void test_gather_nd_batch_dims_selects_per_batch(void **state)
+{
+	static const int32_t x[8] = { 0, 1, 2, 3, 4, 5, 6, 7 };	/* 2x2x2 */
+	static const int64_t idx[2] = { 1, 0 };			/* 2x1 */
+	static const int32_t want[4] = { 2, 3, 4, 5 };
+	struct t_node *t = t_new("GatherND", 13, 1);
+
+	(void)state;
+	t_input(t, NPU_DTYPE_INT32, x, false, 3, D(2), D(2), D(2));
+	t_input(t, NPU_DTYPE_INT64, idx, false, 2, D(2), D(1));
+	t_attr_int(t, "batch_dims", 1);
+	t_run(t);
+	assert_shape(&t->out_t[0], 2, D(2), D(2));
+	assert_memory_equal(t->out_t[0].data, want, sizeof(want));
+	t_free(t);
+}
+
+static void test_gather_nd_rejects_too_long_index_tuple(void **state)
+{
+	static const float x[4];
+	static const int64_t idx[3];
+	struct t_node *t = t_new("GatherND", 13, 1);
+
+	(void)state;
+	t_input(t, NPU_DTYPE_FLOAT, x, false, 2, D(2), D(2));
+	t_input(t, NPU_DTYPE_INT64, idx, false, 2, D(1), D(3));
+	assert_int_equal(t_infer(t), NPU_ERR_INVALID_ARG);
+	assert_msg_has(t, "indices");
+	t_free(t);
+}
+
+static void test_scatter_nd_writes_slices_and_checks_range(void **state)
+{
+	static const float x[8] = { 1, 2, 3, 4, 5, 6, 7, 8 };
+	static const int64_t idx[4] = { 4, 3, 1, 7 };
+	static const int64_t bad_idx[4] = { 4, 3, 1, 8 };
+	static const float upd[4] = { 9, 10, 11, 12 };
+	static const float want[8] = { 1, 11, 3, 10, 9, 6, 7, 12 };
+	struct t_node *t = t_new("ScatterND", 16, 1);
+
+	(void)state;
+	t_input(t, NPU_DTYPE_FLOAT, x, false, 1, D(8));
+	t_input(t, NPU_DTYPE_INT64, idx, false, 2, D(4), D(1));
+	t_input(t, NPU_DTYPE_FLOAT, upd, false, 1, D(4));
+	t_run(t);
+	assert_floats(t->out_t[0].data, want, 8, 0);
+	t_free(t);
+
+	t = t_new("ScatterND", 16, 1);
+	t_input(t, NPU_DTYPE_FLOAT, x, false, 1, D(8));
+	t_input(t, NPU_DTYPE_INT64, bad_idx, false, 2, D(4), D(1));
+	t_input(t, NPU_DTYPE_FLOAT, upd, false, 1, D(4));
+	assert_int_equal(t_try_run(t), NPU_ERR_INVALID_ARG);
+	assert_msg_has(t, "index 8");
+	t_free(t);
+}
+
+static void test_compress_keeps_selected_slices(void **state)
+{
+	static const float x[6] = { 1, 2, 3, 4, 5, 6 };	/* 3x2 */
+	static const uint8_t cond[3] = { 0, 1, 1 };
+	static const float want[4] = { 3, 4, 5, 6 };
+	struct t_node *t = t_new("Compress", 11, 1);
+
+	(void)state;
+	t_input(t, NPU_DTYPE_FLOAT, x, false, 2, D(3), D(2));
+	t_input(t, NPU_DTYPE_BOOL, cond, true, 1, D(3));
+	t_attr_int(t, "axis", 0);
+	t_run(t);
+	assert_shape(&t->out_t[0], 2, D(2), D(2));
+	assert_floats(t->out_t[0].data, want, 4, 0);
+	t_free(t);
+}
+
+static void test_compress_rejects_2d_condition(void **state)
+{
+	static const float x[4];
+	static const uint8_t cond[4];
+	struct t_node *t = t_new("Compress", 11, 1);
+
+	(void)state;
+	t_input(t, NPU_DTYPE_FLOAT, x, false, 2, D(2), D(2));
+	t_input(t, NPU_DTYPE_BOOL, cond, true, 2, D(2), D(2));
+	assert_int_equal(t_infer(t), NPU_ERR_INVALID_ARG);
+	assert_msg_has(t, "condition");
+	t_free(t);
+}
+
+static void test_nonzero_lists_coordinates(void **state)
+{
+	static const int32_t x[4] = { 1, 0, 0, 2 };		/* 2x2 */
+	static const int64_t want[4] = { 0, 1, 0, 1 };
+	struct t_node *t = t_new("NonZero", 13, 1);
+
+	(void)state;
+	t_input(t, NPU_DTYPE_INT32, x, true, 2, D(2), D(2));
+	t_run(t);
+	assert_shape(&t->out_t[0], 2, D(2), D(2));
+	assert_memory_equal(t->out_t[0].data, want, sizeof(want));
+	t_free(t);
+
+	t = t_new("NonZero", 13, 1);
+	t_input(t, NPU_DTYPE_INT32, x, true, 2, D(2), D(2));
+	t_attr_int(t, "axis", 0);
+	assert_int_equal(t_infer(t), NPU_ERR_UNSUPPORTED);
+	assert_msg_has(t, "'axis'");
+	t_free(t);
+}
+
+/* ---- losses ---- */
+
+static void test_nll_loss_mean_divides_by_used_weights(void **state)
+{
+	static const float x[6] = { -1, -2, -3, -4, -5, -6 };	/* N=2, C=3 */
+	static const int64_t target[2] = { 2, 1 };
+	static const float w[3] = { 1, 2, 3 };
+	static const float want[1] = { 3 };	/* (3 * 3) / 3; n=1 ignored */
+	struct t_node *t = t_new("NegativeLogLikelihoodLoss", 13, 1);
+
+	(void)state;
+	t_input(t, NPU_DTYPE_FLOAT, x, false, 2, D(2), D(3));
+	t_input(t, NPU_DTYPE_INT64, target, false, 1, D(2));
+	t_input(t, NPU_DTYPE_FLOAT, w, false, 1, D(3));
+	t_attr_int(t, "ignore_index", 1);
+	t_run(t);
+	assert_int_equal(t->out_t[0].shape.rank, 0);
+	assert_floats(t->out_t[0].data, want, 1, 1e-6f);
+	t_free(t);
+}
+
+static void test_nll_loss_target_out_of_range_is_error(void **state)
+{
+	static const float x[6];
+	static const int64_t target[2] = { 0, 3 };
+	struct t_node *t = t_new("NegativeLogLikelihoodLoss", 13, 1);
+
+	(void)state;
+	t_input(t, NPU_DTYPE_FLOAT, x, false, 2, D(2), D(3));
+	t_input(t, NPU_DTYPE_INT64, target, false, 1, D(2));
+	t_attr_str(t, "reduction", "sum");
+	assert_int_equal(t_try_run(t), NPU_ERR_INVALID_ARG);
+	assert_msg_has(t, "target 3");
+	t_free(t);
+}
+
+static void test_softmax_cross_entropy_gives_loss_and_log_prob(void **state)
+{
+	static const double x[2] = { 0, 0 };			/* N=1, C=2 */
+	static const int32_t target[1] = { 1 };
+	struct t_node *t = t_new("SoftmaxCrossEntropyLoss", 13, 2);
+	const double *loss, *lp;
+
+	(void)state;
+	t_input(t, NPU_DTYPE_DOUBLE, x, false, 2, D(1), D(2));
+	t_input(t, NPU_DTYPE_INT32, target, false, 1, D(1));
+	t_attr_str(t, "reduction", "none");
+	t_run(t);
+	assert_shape(&t->out_t[0], 1, D(1));
+	assert_shape(&t->out_t[1], 2, D(1), D(2));
+	loss = t->out_t[0].data;
+	lp = t->out_t[1].data;
+	assert_true(fabs(loss[0] - log(2.0)) < 1e-12);
+	assert_true(fabs(lp[0] + log(2.0)) < 1e-12 &&
+		    fabs(lp[1] + log(2.0)) < 1e-12);
+	t_free(t);
+}
+
+static void test_softmax_cross_entropy_rejects_target_rank(void **state)
+{
+	static const float x[2];
+	static const int64_t target[1];
+	struct t_node *t = t_new("SoftmaxCrossEntropyLoss", 13, 1);
+
+	(void)state;
+	t_input(t, NPU_DTYPE_FLOAT, x, false, 2, D(1), D(2));
+	t_input(t, NPU_DTYPE_INT64, target, false, 2, D(1), D(1));
+	assert_int_equal(t_infer(t), NPU_ERR_INVALID_ARG);
+	assert_msg_has(t, "target");
+	t_free(t);
+}
+
+/* ---- layout: Trilu, DepthToSpace, SpaceToDepth, ReverseSequence ---- */
+
+static void test_trilu_lower_and_upper_with_k(void **state)
+{
+	static const int32_t x[9] = { 1, 2, 3, 4, 5, 6, 7, 8, 9 };
+	static const int64_t km1[1] = { -1 };
+	static const int32_t lower[9] = { 0, 0, 0, 4, 0, 0, 7, 8, 0 };
+	static const int32_t upper[9] = { 1, 2, 3, 0, 5, 6, 0, 0, 9 };
+	struct t_node *t = t_new("Trilu", 14, 1);
+
+	(void)state;
+	t_input(t, NPU_DTYPE_INT32, x, false, 2, D(3), D(3));
+	t_input(t, NPU_DTYPE_INT64, km1, false, 0);
+	t_attr_int(t, "upper", 0);
+	t_run(t);
+	assert_memory_equal(t->out_t[0].data, lower, sizeof(lower));
+	t_free(t);
+
+	t = t_new("Trilu", 14, 1);
+	t_input(t, NPU_DTYPE_INT32, x, false, 2, D(3), D(3));
+	t_run(t);
+	assert_memory_equal(t->out_t[0].data, upper, sizeof(upper));
+	t_free(t);
+}
+
+static void test_trilu_rejects_rank_1(void **state)
+{
+	static const float x[3];
+	struct t_node *t = t_new("Trilu", 14, 1);
+
+	(void)state;
+	t_input(t, NPU_DTYPE_FLOAT, x, false, 1, D(3));
+	assert_int_equal(t_infer(t), NPU_ERR_INVALID_ARG);
+	assert_msg_has(t, "rank 1");
+	t_free(t);
+}
+
+static void test_depth_to_space_dcr_crd_and_space_to_depth(void **state)
+{
+	static const float x[8] = { 0, 1, 2, 3, 4, 5, 6, 7 };
+	static const float dcr[8] = { 0, 2, 4, 6, 1, 3, 5, 7 };
+	static const float crd[8] = { 0, 1, 2, 3, 4, 5, 6, 7 };
+	static const float s2d[8] = { 0, 4, 1, 5, 2, 6, 3, 7 };
+	struct t_node *t = t_new("DepthToSpace", 13, 1);
+
+	(void)state;
+	t_input(t, NPU_DTYPE_FLOAT, x, false, 4, D(1), D(8), D(1), D(1));
+	t_attr_int(t, "blocksize", 2);
+	t_run(t);
+	assert_shape(&t->out_t[0], 4, D(1), D(2), D(2), D(2));
+	assert_floats(t->out_t[0].data, dcr, 8, 0);
+	t_free(t);
+
+	t = t_new("DepthToSpace", 13, 1);
+	t_input(t, NPU_DTYPE_FLOAT, x, false, 4, D(1), D(8), D(1), D(1));
+	t_attr_int(t, "blocksize", 2);
+	t_attr_str(t, "mode", "CRD");
+	t_run(t);
+	assert_floats(t->out_t[0].data, crd, 8, 0);
+	t_free(t);
+
+	t = t_new("SpaceToDepth", 13, 1);
+	t_input(t, NPU_DTYPE_FLOAT, x, false, 4, D(1), D(2), D(2), D(2));
+	t_attr_int(t, "blocksize", 2);
+	t_run(t);
+	assert_shape(&t->out_t[0], 4, D(1), D(8), D(1), D(1));
+	assert_floats(t->out_t[0].data, s2d, 8, 0);
+	t_free(t);
+}
+
+static void test_depth_to_space_rejects_channels_not_multiple(void **state)
+{
+	static const float x[6];
+	struct t_node *t = t_new("DepthToSpace", 13, 1);
+
+	(void)state;
+	t_input(t, NPU_DTYPE_FLOAT, x, false, 4, D(1), D(6), D(1), D(1));
+	t_attr_int(t, "blocksize", 2);
+	assert_int_equal(t_infer(t), NPU_ERR_INVALID_ARG);
+	assert_msg_has(t, "blocksize");
+	t_free(t);
+}
+
+static void test_reverse_sequence_reverses_each_prefix(void **state)
+{
+	static const int64_t x[8] = { 0, 1, 2, 3, 4, 5, 6, 7 };	/* T=4, B=2 */
+	static const int64_t lens[2] = { 4, 2 };
+	static const int64_t bad_lens[2] = { 5, 1 };
+	static const int64_t want[8] = { 6, 3, 4, 1, 2, 5, 0, 7 };
+	struct t_node *t = t_new("ReverseSequence", 10, 1);
+
+	(void)state;
+	t_input(t, NPU_DTYPE_INT64, x, false, 2, D(4), D(2));
+	t_input(t, NPU_DTYPE_INT64, lens, false, 1, D(2));
+	t_attr_int(t, "time_axis", 0);
+	t_attr_int(t, "batch_axis", 1);
+	t_run(t);
+	assert_memory_equal(t->out_t[0].data, want, sizeof(want));
+	t_free(t);
+
+	t = t_new("ReverseSequence", 10, 1);
+	t_input(t, NPU_DTYPE_INT64, x, false, 2, D(4), D(2));
+	t_input(t, NPU_DTYPE_INT64, bad_lens, false, 1, D(2));
+	assert_int_equal(t_try_run(t), NPU_ERR_INVALID_ARG);
+	assert_msg_has(t, "sequence_lens[0] = 5");
+	t_free(t);
+}
+
+/* ---- generators: Range, EyeLike, OneHot, windows ---- */
+
+static void test_range_counts_with_negative_delta(void **state)
+{
+	static const int64_t start[1] = { 10 }, limit[1] = { 4 };
+	static const int64_t delta[1] = { -3 }, zero[1] = { 0 };
+	static const int64_t want[2] = { 10, 7 };
+	struct t_node *t = t_new("Range", 11, 1);
+
+	(void)state;
+	t_input(t, NPU_DTYPE_INT64, start, true, 0);
+	t_input(t, NPU_DTYPE_INT64, limit, true, 0);
+	t_input(t, NPU_DTYPE_INT64, delta, true, 0);
+	t_run(t);
+	assert_shape(&t->out_t[0], 1, D(2));
+	assert_memory_equal(t->out_t[0].data, want, sizeof(want));
+	t_free(t);
+
+	t = t_new("Range", 11, 1);
+	t_input(t, NPU_DTYPE_INT64, start, true, 0);
+	t_input(t, NPU_DTYPE_INT64, limit, true, 0);
+	t_input(t, NPU_DTYPE_INT64, zero, true, 0);
+	assert_int_equal(t_infer(t), NPU_ERR_INVALID_ARG);
+	assert_msg_has(t, "delta");
+	t_free(t);
+}
+
+static void test_eye_like_offsets_diagonal_and_casts(void **state)
+{
+	static const float x[6];
+	static const int32_t want[6] = { 0, 1, 0, 0, 0, 1 };
+	struct t_node *t = t_new("EyeLike", 9, 1);
+
+	(void)state;
+	t_input(t, NPU_DTYPE_FLOAT, x, false, 2, D(2), D(3));
+	t_attr_int(t, "k", 1);
+	t_attr_int(t, "dtype", NPU_DTYPE_INT32);
+	t_run(t);
+	assert_int_equal(t->out_t[0].dtype, NPU_DTYPE_INT32);
+	assert_memory_equal(t->out_t[0].data, want, sizeof(want));
+	t_free(t);
+
+	t = t_new("EyeLike", 9, 1);
+	t_input(t, NPU_DTYPE_FLOAT, x, false, 1, D(6));
+	assert_int_equal(t_infer(t), NPU_ERR_INVALID_ARG);
+	assert_msg_has(t, "rank 1");
+	t_free(t);
+}
+
+static void test_one_hot_negative_and_out_of_range_indices(void **state)
+{
+	static const int64_t idx[3] = { 0, -1, 5 };
+	static const float depth[1] = { 3 };
+	static const float vals[2] = { 0, 1 }, vals3[3];
+	static const float want[9] = { 1, 0, 0, 0, 0, 1, 0, 0, 0 };
+	struct t_node *t = t_new("OneHot", 11, 1);
+
+	(void)state;
+	t_input(t, NPU_DTYPE_INT64, idx, false, 1, D(3));
+	t_input(t, NPU_DTYPE_FLOAT, depth, true, 1, D(1));
+	t_input(t, NPU_DTYPE_FLOAT, vals, false, 1, D(2));
+	t_run(t);
+	assert_shape(&t->out_t[0], 2, D(3), D(3));
+	assert_floats(t->out_t[0].data, want, 9, 0);
+	t_free(t);
+
+	t = t_new("OneHot", 11, 1);
+	t_input(t, NPU_DTYPE_INT64, idx, false, 1, D(3));
+	t_input(t, NPU_DTYPE_FLOAT, depth, true, 1, D(1));
+	t_input(t, NPU_DTYPE_FLOAT, vals3, false, 1, D(3));
+	assert_int_equal(t_infer(t), NPU_ERR_INVALID_ARG);
+	assert_msg_has(t, "values");
+	t_free(t);
+}
+
+static void test_hann_window_periodic_and_negative_size(void **state)
+{
+	static const int32_t size[1] = { 4 }, neg[1] = { -1 };
+	static const float want[4] = { 0, 0.5f, 1, 0.5f };
+	struct t_node *t = t_new("HannWindow", 17, 1);
+
+	(void)state;
+	t_input(t, NPU_DTYPE_INT32, size, true, 0);
+	t_run(t);
+	assert_shape(&t->out_t[0], 1, D(4));
+	assert_floats(t->out_t[0].data, want, 4, 1e-6f);
+	t_free(t);
+
+	t = t_new("HannWindow", 17, 1);
+	t_input(t, NPU_DTYPE_INT32, neg, true, 0);
+	assert_int_equal(t_infer(t), NPU_ERR_INVALID_ARG);
+	assert_msg_has(t, "negative");
+	t_free(t);
+}
+
+/* ---- selection: ArgMax / ArgMin, Hardmax, TopK, CumSum ---- */
+
+static void test_argmax_select_last_index_and_argmin(void **state)
+{
+	static const float x[6] = { 2, 2, 1, 1, 3, 3 };	/* 2x3 */
+	static const int64_t first[2] = { 0, 1 }, last[2] = { 1, 2 };
+	static const int32_t xi[6] = { 5, -1, -1, 0, 0, 7 };
+	static const int64_t amin[2] = { 1, 0 };
+	struct t_node *t = t_new("ArgMax", 13, 1);
+
+	(void)state;
+	t_input(t, NPU_DTYPE_FLOAT, x, false, 2, D(2), D(3));
+	t_attr_int(t, "axis", 1);
+	t_attr_int(t, "keepdims", 0);
+	t_run(t);
+	assert_shape(&t->out_t[0], 1, D(2));
+	assert_memory_equal(t->out_t[0].data, first, sizeof(first));
+	t_free(t);
+
+	t = t_new("ArgMax", 13, 1);
+	t_input(t, NPU_DTYPE_FLOAT, x, false, 2, D(2), D(3));
+	t_attr_int(t, "axis", -1);
+	t_attr_int(t, "select_last_index", 1);
+	t_run(t);
+	assert_shape(&t->out_t[0], 2, D(2), D(1));
+	assert_memory_equal(t->out_t[0].data, last, sizeof(last));
+	t_free(t);
+
+	t = t_new("ArgMin", 13, 1);
+	t_input(t, NPU_DTYPE_INT32, xi, false, 2, D(2), D(3));
+	t_attr_int(t, "axis", 1);
+	t_run(t);
+	assert_memory_equal(t->out_t[0].data, amin, sizeof(amin));
+	t_free(t);
+}
+
+static void test_argmax_rejects_axis_out_of_range(void **state)
+{
+	static const float x[6];
+	struct t_node *t = t_new("ArgMax", 13, 1);
+
+	(void)state;
+	t_input(t, NPU_DTYPE_FLOAT, x, false, 2, D(2), D(3));
+	t_attr_int(t, "axis", 2);
+	assert_int_equal(t_infer(t), NPU_ERR_INVALID_ARG);
+	assert_msg_has(t, "axis 2 out of range");
+	t_free(t);
+}
+
+static void test_hardmax_marks_first_max(void **state)
+{
+	static const float x[6] = { 1, 3, 3, 0, -1, -2 };
+	static const float want[6] = { 0, 1, 0, 1, 0, 0 };
+	struct t_node *t = t_new("Hardmax", 13, 1);
+
+	(void)state;
+	t_input(t, NPU_DTYPE_FLOAT, x, false, 2, D(2), D(3));
+	t_run(t);
+	assert_floats(t->out_t[0].data, want, 6, 0);
+	t_free(t);
+
+	t = t_new("Hardmax", 13, 1);
+	t_input(t, NPU_DTYPE_FLOAT, x, false, 2, D(2), D(3));
+	t_attr_int(t, "axis", -3);
+	assert_int_equal(t_infer(t), NPU_ERR_INVALID_ARG);
+	t_free(t);
+}
+
+static void test_top_k_largest_smallest_ties_by_index(void **state)
+{
+	static const float x[4] = { 3, 1, 3, 2 };
+	static const int64_t k[1] = { 2 }, k5[1] = { 5 };
+	static const float big[2] = { 3, 3 }, small[2] = { 1, 2 };
+	static const int64_t big_i[2] = { 0, 2 }, small_i[2] = { 1, 3 };
+	struct t_node *t = t_new("TopK", 11, 2);
+
+	(void)state;
+	t_input(t, NPU_DTYPE_FLOAT, x, false, 1, D(4));
+	t_input(t, NPU_DTYPE_INT64, k, true, 1, D(1));
+	t_run(t);
+	assert_floats(t->out_t[0].data, big, 2, 0);
+	assert_memory_equal(t->out_t[1].data, big_i, sizeof(big_i));
+	t_free(t);
+
+	t = t_new("TopK", 11, 2);
+	t_input(t, NPU_DTYPE_FLOAT, x, false, 1, D(4));
+	t_input(t, NPU_DTYPE_INT64, k, true, 1, D(1));
+	t_attr_int(t, "largest", 0);
+	t_run(t);
+	assert_floats(t->out_t[0].data, small, 2, 0);
+	assert_memory_equal(t->out_t[1].data, small_i, sizeof(small_i));
+	t_free(t);
+
+	t = t_new("TopK", 11, 2);
+	t_input(t, NPU_DTYPE_FLOAT, x, false, 1, D(4));
+	t_input(t, NPU_DTYPE_INT64, k5, true, 1, D(1));
+	assert_int_equal(t_infer(t), NPU_ERR_INVALID_ARG);
+	assert_msg_has(t, "K = 5");
+	t_free(t);
+}
+
+static void test_cumsum_exclusive_reverse_and_bad_axis(void **state)
+{
+	static const float x[4] = { 1, 2, 3, 4 };
+	static const int32_t axis0[1] = { 0 }, axis1[1] = { 1 };
+	static const float want[4] = { 9, 7, 4, 0 };
+	struct t_node *t = t_new("CumSum", 14, 1);
+
+	(void)state;
+	t_input(t, NPU_DTYPE_FLOAT, x, false, 1, D(4));
+	t_input(t, NPU_DTYPE_INT32, axis0, true, 0);
+	t_attr_int(t, "exclusive", 1);
+	t_attr_int(t, "reverse", 1);
+	t_run(t);
+	assert_floats(t->out_t[0].data, want, 4, 0);
+	t_free(t);
+
+	t = t_new("CumSum", 14, 1);
+	t_input(t, NPU_DTYPE_FLOAT, x, false, 1, D(4));
+	t_input(t, NPU_DTYPE_INT32, axis1, true, 0);
+	assert_int_equal(t_infer(t), NPU_ERR_INVALID_ARG);
+	assert_msg_has(t, "axis 1 out of range");
+	t_free(t);
+}
+
+/* ---- integer elementwise: Mod, BitShift; CastLike; double reduce ---- */
+
+static void test_mod_takes_divisor_sign_and_fmod_dividend_sign(void **state)
+{
+	static const int32_t a[5] = { -4, 7, 5, -3, INT32_MIN };
+	static const int32_t b[5] = { 3, -3, 0, -3, -1 };
+	static const int32_t mod[5] = { 2, -2, 0, 0, 0 };
+	static const int32_t fmod_[5] = { -1, 1, 0, 0, 0 };
+	struct t_node *t = t_new("Mod", 13, 1);
+
+	(void)state;
+	t_input(t, NPU_DTYPE_INT32, a, false, 1, D(5));
+	t_input(t, NPU_DTYPE_INT32, b, false, 1, D(5));
+	t_run(t);
+	assert_memory_equal(t->out_t[0].data, mod, sizeof(mod));
+	t_free(t);
+
+	t = t_new("Mod", 13, 1);
+	t_input(t, NPU_DTYPE_INT32, a, false, 1, D(5));
+	t_input(t, NPU_DTYPE_INT32, b, false, 1, D(5));
+	t_attr_int(t, "fmod", 1);
+	t_run(t);
+	assert_memory_equal(t->out_t[0].data, fmod_, sizeof(fmod_));
+	t_free(t);
+}
+
+static void test_mod_float_requires_fmod(void **state)
+{
+	static const float a[1], b[1];
+	struct t_node *t = t_new("Mod", 13, 1);
+
+	(void)state;
+	t_input(t, NPU_DTYPE_FLOAT, a, false, 1, D(1));
+	t_input(t, NPU_DTYPE_FLOAT, b, false, 1, D(1));
+	assert_int_equal(t_infer(t), NPU_ERR_INVALID_ARG);
+	assert_msg_has(t, "'fmod'");
+	t_free(t);
+}
+
+static void test_bitshift_both_directions_and_wide_shifts(void **state)
+{
+	static const uint8_t x[3] = { 1, 255, 16 };
+	static const uint8_t sl[3] = { 3, 1, 8 }, sr[3] = { 0, 4, 9 };
+	static const uint8_t left[3] = { 8, 254, 0 }, right[3] = { 1, 15, 0 };
+	struct t_node *t = t_new("BitShift", 11, 1);
+
+	(void)state;
+	t_input(t, NPU_DTYPE_UINT8, x, false, 1, D(3));
+	t_input(t, NPU_DTYPE_UINT8, sl, false, 1, D(3));
+	t_attr_str(t, "direction", "LEFT");
+	t_run(t);
+	assert_memory_equal(t->out_t[0].data, left, sizeof(left));
+	t_free(t);
+
+	t = t_new("BitShift", 11, 1);
+	t_input(t, NPU_DTYPE_UINT8, x, false, 1, D(3));
+	t_input(t, NPU_DTYPE_UINT8, sr, false, 1, D(3));
+	t_attr_str(t, "direction", "RIGHT");
+	t_run(t);
+	assert_memory_equal(t->out_t[0].data, right, sizeof(right));
+	t_free(t);
+
+	t = t_new("BitShift", 11, 1);
+	t_input(t, NPU_DTYPE_UINT8, x, false, 1, D(3));
+	t_input(t, NPU_DTYPE_UINT8, sr, false, 1, D(3));
+	t_attr_str(t, "direction", "UP");
+	assert_int_equal(t_infer(t), NPU_ERR_INVALID_ARG);
+	assert_msg_has(t, "'direction'");
+	t_free(t);
+}
+
+static void test_cast_like_takes_type_of_second_input(void **state)
+{
+	static const float x[2] = { 1.5f, -2.7f };
+	static const int32_t like[1];
+	static const int32_t want[2] = { 1, -2 };
+	struct t_node *t = t_new("CastLike", 15, 1);
+
+	(void)state;
+	t_input(t, NPU_DTYPE_FLOAT, x, false, 1, D(2));
+	t_input(t, NPU_DTYPE_INT32, like, false, 1, D(1));
+	t_run(t);
+	assert_int_equal(t->out_t[0].dtype, NPU_DTYPE_INT32);
+	assert_memory_equal(t->out_t[0].data, want, sizeof(want));
+	t_free(t);
+
+	t = t_new("CastLike", 15, 1);
+	t_input(t, NPU_DTYPE_FLOAT, x, false, 1, D(2));
+	assert_int_equal(t_infer(t), NPU_ERR_INVALID_ARG);
+	t_free(t);
+}
+
+static void test_reduce_log_sum_exp_double(void **state)
+{
+	static const double x[2] = { 0, 0 };
+	struct t_node *t = t_new("ReduceLogSumExp", 13, 1);
+
+	(void)state;
+	t_input(t, NPU_DTYPE_DOUBLE, x, false, 1, D(2));
+	t_attr_int(t, "keepdims", 0);
+	t_run(t);
+	assert_int_equal(t->out_t[0].dtype, NPU_DTYPE_DOUBLE);
+	assert_int_equal(t->out_t[0].shape.rank, 0);
+	assert_true(fabs(((double *)t->out_t[0].data)[0] - log(2.0)) < 1e-12);
+	t_free(t);
+}
+
+/* ---- NonMaxSuppression, GridSample, Einsum, Unique ---- */
+
+static void test_nms_suppresses_overlap_and_counts_at_infer(void **state)
+{
+	static const float boxes[12] = {
+		0, 0, 1, 1,   0, 0.1f, 1, 1.1f,   0, 2, 1, 3,
+	};
+	static const float scores[3] = { 0.9f, 0.8f, 0.7f };
+	static const int64_t max_out[1] = { 3 };
+	static const float iou[1] = { 0.5f }, bad_iou[1] = { 1.5f };
+	static const int64_t want[6] = { 0, 0, 0, 0, 0, 2 };
+	struct t_node *t = t_new("NonMaxSuppression", 11, 1);
+
+	(void)state;
+	t_input(t, NPU_DTYPE_FLOAT, boxes, true, 3, D(1), D(3), D(4));
+	t_input(t, NPU_DTYPE_FLOAT, scores, true, 3, D(1), D(1), D(3));
+	t_input(t, NPU_DTYPE_INT64, max_out, true, 1, D(1));
+	t_input(t, NPU_DTYPE_FLOAT, iou, true, 1, D(1));
+	t_run(t);
+	assert_shape(&t->out_t[0], 2, D(2), D(3));
+	assert_memory_equal(t->out_t[0].data, want, sizeof(want));
+	t_free(t);
+
+	t = t_new("NonMaxSuppression", 11, 1);
+	t_input(t, NPU_DTYPE_FLOAT, boxes, true, 3, D(1), D(3), D(4));
+	t_input(t, NPU_DTYPE_FLOAT, scores, true, 3, D(1), D(1), D(3));
+	t_input(t, NPU_DTYPE_INT64, max_out, true, 1, D(1));
+	t_input(t, NPU_DTYPE_FLOAT, bad_iou, true, 1, D(1));
+	assert_int_equal(t_infer(t), NPU_ERR_INVALID_ARG);
+	assert_msg_has(t, "iou_threshold");
+	t_free(t);
+}
+
+static void test_nms_rejects_boxes_not_4_wide(void **state)
+{
+	static const float boxes[9], scores[3];
+	struct t_node *t = t_new("NonMaxSuppression", 11, 1);
+
+	(void)state;
+	t_input(t, NPU_DTYPE_FLOAT, boxes, false, 3, D(1), D(3), D(3));
+	t_input(t, NPU_DTYPE_FLOAT, scores, false, 3, D(1), D(1), D(3));
+	assert_int_equal(t_infer(t), NPU_ERR_INVALID_ARG);
+	assert_msg_has(t, "boxes");
+	t_free(t);
+}
+
+static void test_grid_sample_bilinear_and_nearest_at_center(void **state)
+{
+	static const float x[4] = { 1, 2, 3, 4 };
+	static const float grid[2] = { 0, 0 };
+	static const float bilinear[1] = { 2.5f }, nearest[1] = { 1 };
+	struct t_node *t = t_new("GridSample", 16, 1);
+
+	(void)state;
+	t_input(t, NPU_DTYPE_FLOAT, x, false, 4, D(1), D(1), D(2), D(2));
+	t_input(t, NPU_DTYPE_FLOAT, grid, false, 4, D(1), D(1), D(1), D(2));
+	t_run(t);
+	assert_shape(&t->out_t[0], 4, D(1), D(1), D(1), D(1));
+	assert_floats(t->out_t[0].data, bilinear, 1, 1e-6f);
+	t_free(t);
+
+	t = t_new("GridSample", 16, 1);
+	t_input(t, NPU_DTYPE_FLOAT, x, false, 4, D(1), D(1), D(2), D(2));
+	t_input(t, NPU_DTYPE_FLOAT, grid, false, 4, D(1), D(1), D(1), D(2));
+	t_attr_str(t, "mode", "nearest");
+	t_run(t);
+	assert_floats(t->out_t[0].data, nearest, 1, 0);
+	t_free(t);
+}
+
+static void test_grid_sample_rejects_bad_mode_and_volumes(void **state)
+{
+	static const float x[8], grid[6];
+	struct t_node *t = t_new("GridSample", 16, 1);
+
+	(void)state;
+	t_input(t, NPU_DTYPE_FLOAT, x, false, 4, D(1), D(1), D(2), D(2));
+	t_input(t, NPU_DTYPE_FLOAT, grid, false, 4, D(1), D(1), D(1), D(2));
+	t_attr_str(t, "mode", "linear");	/* the opset 20 name */
+	assert_int_equal(t_infer(t), NPU_ERR_INVALID_ARG);
+	assert_msg_has(t, "'mode'");
+	t_free(t);
+
+	t = t_new("GridSample", 16, 1);
+	t_input(t, NPU_DTYPE_FLOAT, x, false, 5, D(1), D(1), D(2), D(2), D(2));
+	t_input(t, NPU_DTYPE_FLOAT, grid, false, 5, D(1), D(1), D(1), D(2), D(3));
+	assert_int_equal(t_infer(t), NPU_ERR_UNSUPPORTED);
+	t_free(t);
+}
+
+static void test_einsum_matmul_and_diagonal(void **state)
+{
+	static const float a[4] = { 1, 2, 3, 4 }, b[4] = { 5, 6, 7, 8 };
+	static const float mm[4] = { 19, 22, 43, 50 }, diag[2] = { 1, 4 };
+	struct t_node *t = t_new("Einsum", 12, 1);
+
+	(void)state;
+	t_input(t, NPU_DTYPE_FLOAT, a, false, 2, D(2), D(2));
+	t_input(t, NPU_DTYPE_FLOAT, b, false, 2, D(2), D(2));
+	t_attr_str(t, "equation", "ij, jk -> ik");
+	t_run(t);
+	assert_shape(&t->out_t[0], 2, D(2), D(2));
+	assert_floats(t->out_t[0].data, mm, 4, 0);
+	t_free(t);
+
+	t = t_new("Einsum", 12, 1);
+	t_input(t, NPU_DTYPE_FLOAT, a, false, 2, D(2), D(2));
+	t_attr_str(t, "equation", "ii->i");
+	t_run(t);
+	assert_floats(t->out_t[0].data, diag, 2, 0);
+	t_free(t);
+}
+
+static void test_einsum_rejects_term_count_and_size_mismatch(void **state)
+{
+	static const float a[6];
+	struct t_node *t = t_new("Einsum", 12, 1);
+
+	(void)state;
+	t_input(t, NPU_DTYPE_FLOAT, a, false, 2, D(2), D(3));
+	t_attr_str(t, "equation", "ij,jk->ik");
+	assert_int_equal(t_infer(t), NPU_ERR_INVALID_ARG);
+	assert_msg_has(t, "2 terms for 1 inputs");
+	t_free(t);
+
+	t = t_new("Einsum", 12, 1);
+	t_input(t, NPU_DTYPE_FLOAT, a, false, 2, D(2), D(3));
+	t_attr_str(t, "equation", "ii->i");
+	assert_int_equal(t_infer(t), NPU_ERR_INVALID_ARG);
+	assert_msg_has(t, "label 'i'");
+	t_free(t);
+}
+
+static void test_unique_unsorted_outputs_all_four(void **state)
+{
+	static const float x[6] = { 2, 1, 1, 3, 4, 3 };
+	static const float y[4] = { 2, 1, 3, 4 };
+	static const int64_t idx[4] = { 0, 1, 3, 4 }, inv[6] = { 0, 1, 1, 2, 3, 2 };
+	static const int64_t cnt[4] = { 1, 2, 2, 1 };
+	struct t_node *t = t_new("Unique", 11, 4);
+
+	(void)state;
+	t_input(t, NPU_DTYPE_FLOAT, x, true, 1, D(6));
+	t_attr_int(t, "sorted", 0);
+	t_run(t);
+	assert_shape(&t->out_t[0], 1, D(4));
+	assert_floats(t->out_t[0].data, y, 4, 0);
+	assert_memory_equal(t->out_t[1].data, idx, sizeof(idx));
+	assert_memory_equal(t->out_t[2].data, inv, sizeof(inv));
+	assert_memory_equal(t->out_t[3].data, cnt, sizeof(cnt));
+	t_free(t);
+
+	t = t_new("Unique", 11, 1);
+	t_input(t, NPU_DTYPE_FLOAT, x, true, 1, D(6));
+	t_attr_int(t, "axis", 1);
+	assert_int_equal(t_infer(t), NPU_ERR_INVALID_ARG);
+	assert_msg_has(t, "axis 1 out of range");
+	t_free(t);
+}
+
+/* ---- recurrent layers ---- */
+
+static void test_rnn_gru_lstm_single_step(void **state)
+{
+	static const float x[1] = { 1 }, one[1] = { 1 }, zero[1] = { 0 };
+	static const float zeros3[3], zeros4[4];
+	float want;
+	struct t_node *t = t_new("RNN", 14, 2);
+
+	(void)state;
+	/* RNN: h = tanh(W x) with W = 1, R = 0. */
+	t_input(t, NPU_DTYPE_FLOAT, x, false, 3, D(1), D(1), D(1));
+	t_input(t, NPU_DTYPE_FLOAT, one, false, 3, D(1), D(1), D(1));
+	t_input(t, NPU_DTYPE_FLOAT, zero, false, 3, D(1), D(1), D(1));
+	t_attr_int(t, "hidden_size", 1);
+	t_run(t);
+	assert_shape(&t->out_t[0], 4, D(1), D(1), D(1), D(1));
+	want = tanhf(1.0f);
+	assert_floats(t->out_t[1].data, &want, 1, 1e-6f);
+	t_free(t);
+
+	/* GRU with zero weights: z = 0.5, candidate 0: h = h0 / 2. */
+	t = t_new("GRU", 14, 2);
+	t_input(t, NPU_DTYPE_FLOAT, x, false, 3, D(1), D(1), D(1));
+	t_input(t, NPU_DTYPE_FLOAT, zeros3, false, 3, D(1), D(3), D(1));
+	t_input(t, NPU_DTYPE_FLOAT, zeros3, false, 3, D(1), D(3), D(1));
+	t_skip_input(t);
+	t_skip_input(t);
+	t_input(t, NPU_DTYPE_FLOAT, one, false, 3, D(1), D(1), D(1));
+	t_attr_int(t, "hidden_size", 1);
+	t_run(t);
+	want = 0.5f;
+	assert_floats(t->out_t[1].data, &want, 1, 1e-6f);
+	t_free(t);
+
+	/* LSTM with zero weights, c0 = 1: c = 0.5, h = 0.5 tanh(0.5). */
+	t = t_new("LSTM", 14, 3);
+	t_input(t, NPU_DTYPE_FLOAT, x, false, 3, D(1), D(1), D(1));
+	t_input(t, NPU_DTYPE_FLOAT, zeros4, false, 3, D(1), D(4), D(1));
+	t_input(t, NPU_DTYPE_FLOAT, zeros4, false, 3, D(1), D(4), D(1));
+	t_skip_input(t);
+	t_skip_input(t);
+	t_skip_input(t);
+	t_input(t, NPU_DTYPE_FLOAT, one, false, 3, D(1), D(1), D(1));
+	t_attr_int(t, "hidden_size", 1);
+	t_run(t);
+	want = 0.5f * tanhf(0.5f);
+	assert_floats(t->out_t[1].data, &want, 1, 1e-6f);
+	want = 0.5f;
+	assert_floats(t->out_t[2].data, &want, 1, 1e-6f);
+	t_free(t);
+}
+
+static void test_lstm_rejects_w_shape_and_long_sequence_lens(void **state)
+{
+	static const float x[1] = { 1 }, w4[4], w3[3];
+	static const int32_t lens[1] = { 2 };
+	struct t_node *t = t_new("LSTM", 14, 1);
+
+	(void)state;
+	t_input(t, NPU_DTYPE_FLOAT, x, false, 3, D(1), D(1), D(1));
+	t_input(t, NPU_DTYPE_FLOAT, w3, false, 3, D(1), D(3), D(1));
+	t_input(t, NPU_DTYPE_FLOAT, w4, false, 3, D(1), D(4), D(1));
+	t_attr_int(t, "hidden_size", 1);
+	assert_int_equal(t_infer(t), NPU_ERR_INVALID_ARG);
+	assert_msg_has(t, "(W)");
+	t_free(t);
+
+	t = t_new("LSTM", 14, 1);
+	t_input(t, NPU_DTYPE_FLOAT, x, false, 3, D(1), D(1), D(1));
+	t_input(t, NPU_DTYPE_FLOAT, w4, false, 3, D(1), D(4), D(1));
+	t_input(t, NPU_DTYPE_FLOAT, w4, false, 3, D(1), D(4), D(1));
+	t_skip_input(t);
+	t_input(t, NPU_DTYPE_INT32, lens, false, 1, D(1));
+	t_attr_int(t, "hidden_size", 1);
+	assert_int_equal(t_try_run(t), NPU_ERR_INVALID_ARG);
+	assert_msg_has(t, "sequence_lens[0] = 2");
+	t_free(t);
+}
+
+/* ---- integer quantized ops ---- */
+
+static void test_conv_and_matmul_integer_subtract_zero_points(void **state)
+{
+	static const uint8_t x[4] = { 2, 3, 4, 5 }, w[1] = { 2 }, xzp[1] = { 1 };
+	static const int32_t conv_want[4] = { 2, 4, 6, 8 };
+	static const uint8_t a[4] = { 1, 2, 3, 4 }, b[2] = { 1, 1 };
+	static const int32_t mm_want[2] = { 1, 5 };
+	struct t_node *t = t_new("ConvInteger", 10, 1);
+
+	(void)state;
+	t_input(t, NPU_DTYPE_UINT8, x, false, 4, D(1), D(1), D(2), D(2));
+	t_input(t, NPU_DTYPE_UINT8, w, false, 4, D(1), D(1), D(1), D(1));
+	t_input(t, NPU_DTYPE_UINT8, xzp, false, 0);
+	t_run(t);
+	assert_int_equal(t->out_t[0].dtype, NPU_DTYPE_INT32);
+	assert_memory_equal(t->out_t[0].data, conv_want, sizeof(conv_want));
+	t_free(t);
+
+	t = t_new("MatMulInteger", 10, 1);
+	t_input(t, NPU_DTYPE_UINT8, a, false, 2, D(2), D(2));
+	t_input(t, NPU_DTYPE_UINT8, b, false, 2, D(2), D(1));
+	t_input(t, NPU_DTYPE_UINT8, xzp, false, 0);
+	t_run(t);
+	assert_memory_equal(t->out_t[0].data, mm_want, sizeof(mm_want));
+	t_free(t);
+}
+
+static void test_integer_ops_reject_float_and_inner_mismatch(void **state)
+{
+	static const float xf[4], wf[1];
+	static const uint8_t a[6], b[2];
+	struct t_node *t = t_new("ConvInteger", 10, 1);
+
+	(void)state;
+	t_input(t, NPU_DTYPE_FLOAT, xf, false, 4, D(1), D(1), D(2), D(2));
+	t_input(t, NPU_DTYPE_FLOAT, wf, false, 4, D(1), D(1), D(1), D(1));
+	assert_int_equal(t_infer(t), NPU_ERR_UNSUPPORTED);
+	assert_msg_has(t, "float");
+	t_free(t);
+
+	t = t_new("MatMulInteger", 10, 1);
+	t_input(t, NPU_DTYPE_UINT8, a, false, 2, D(2), D(3));
+	t_input(t, NPU_DTYPE_UINT8, b, false, 2, D(2), D(1));
+	assert_int_equal(t_infer(t), NPU_ERR_INVALID_ARG);
+	assert_msg_has(t, "inner");
+	t_free(t);
+}
+
+static void test_dynamic_quantize_linear_scale_and_zero_point(void **state)
+{
+	static const float x[3] = { 0, 1, 2.55f };
+	static const uint8_t want[3] = { 0, 100, 255 };
+	static const int32_t xi[1];
+	struct t_node *t = t_new("DynamicQuantizeLinear", 11, 3);
+
+	(void)state;
+	t_input(t, NPU_DTYPE_FLOAT, x, false, 1, D(3));
+	t_run(t);
+	assert_memory_equal(t->out_t[0].data, want, sizeof(want));
+	assert_true(fabsf(((float *)t->out_t[1].data)[0] - 0.01f) < 1e-6f);
+	assert_int_equal(((uint8_t *)t->out_t[2].data)[0], 0);
+	t_free(t);
+
+	t = t_new("DynamicQuantizeLinear", 11, 3);
+	t_input(t, NPU_DTYPE_INT32, xi, false, 1, D(1));
+	assert_int_equal(t_infer(t), NPU_ERR_UNSUPPORTED);
+	t_free(t);
+}
+
+/* ---- LRN, MeanVarianceNormalization, Det, MaxUnpool ---- */
+
+static void test_lrn_window_and_missing_size(void **state)
+{
+	static const float x[2] = { 1, 1 };
+	static const float want[2] = { 0.5f, 1.0f / 1.5f };
+	struct t_node *t = t_new("LRN", 13, 1);
+
+	(void)state;
+	t_input(t, NPU_DTYPE_FLOAT, x, false, 4, D(1), D(2), D(1), D(1));
+	t_attr_int(t, "size", 2);
+	t_attr_float(t, "alpha", 1);
+	t_attr_float(t, "beta", 1);
+	t_run(t);
+	assert_floats(t->out_t[0].data, want, 2, 1e-6f);
+	t_free(t);
+
+	t = t_new("LRN", 13, 1);
+	t_input(t, NPU_DTYPE_FLOAT, x, false, 4, D(1), D(2), D(1), D(1));
+	assert_int_equal(t_infer(t), NPU_ERR_INVALID_ARG);
+	assert_msg_has(t, "'size'");
+	t_free(t);
+}
+
+static void test_mvn_normalizes_per_channel(void **state)
+{
+	static const float x[4] = { 1, 3, 2, 2 };	/* 1x2x1x2 */
+	static const float want[4] = { -1, 1, 0, 0 };
+	static const int64_t bad_axes[1] = { 4 };
+	struct t_node *t = t_new("MeanVarianceNormalization", 13, 1);
+
+	(void)state;
+	t_input(t, NPU_DTYPE_FLOAT, x, false, 4, D(1), D(2), D(1), D(2));
+	t_run(t);
+	assert_floats(t->out_t[0].data, want, 4, 1e-6f);
+	t_free(t);
+
+	t = t_new("MeanVarianceNormalization", 13, 1);
+	t_input(t, NPU_DTYPE_FLOAT, x, false, 4, D(1), D(2), D(1), D(2));
+	t_attr_ints(t, "axes", bad_axes, 1);
+	assert_int_equal(t_infer(t), NPU_ERR_INVALID_ARG);
+	assert_msg_has(t, "axes 4 out of range");
+	t_free(t);
+}
+
+static void test_det_batches_and_rejects_non_square(void **state)
+{
+	static const float x[8] = { 1, 2, 3, 4,  2, 0, 0, 3 };
+	static const float want[2] = { -2, 6 };
+	struct t_node *t = t_new("Det", 11, 1);
+
+	(void)state;
+	t_input(t, NPU_DTYPE_FLOAT, x, false, 3, D(2), D(2), D(2));
+	t_run(t);
+	assert_shape(&t->out_t[0], 1, D(2));
+	assert_floats(t->out_t[0].data, want, 2, 1e-5f);
+	t_free(t);
+
+	t = t_new("Det", 11, 1);
+	t_input(t, NPU_DTYPE_FLOAT, x, false, 2, D(2), D(3));
+	assert_int_equal(t_infer(t), NPU_ERR_INVALID_ARG);
+	assert_msg_has(t, "square");
+	t_free(t);
+}
+
+static void test_max_unpool_scatters_and_checks_indices(void **state)
+{
+	static const float x[2] = { 5, 6 };
+	static const int64_t idx[2] = { 1, 2 }, bad_idx[2] = { 1, 8 };
+	static const int64_t k[2] = { 2, 2 };
+	static const float want[8] = { 0, 5, 6, 0, 0, 0, 0, 0 };
+	struct t_node *t = t_new("MaxUnpool", 11, 1);
+
+	(void)state;
+	t_input(t, NPU_DTYPE_FLOAT, x, false, 4, D(1), D(1), D(1), D(2));
+	t_input(t, NPU_DTYPE_INT64, idx, false, 4, D(1), D(1), D(1), D(2));
+	t_attr_ints(t, "kernel_shape", k, 2);
+	t_attr_ints(t, "strides", k, 2);
+	t_run(t);
+	assert_shape(&t->out_t[0], 4, D(1), D(1), D(2), D(4));
+	assert_floats(t->out_t[0].data, want, 8, 0);
+	t_free(t);
+
+	t = t_new("MaxUnpool", 11, 1);
+	t_input(t, NPU_DTYPE_FLOAT, x, false, 4, D(1), D(1), D(1), D(2));
+	t_input(t, NPU_DTYPE_INT64, bad_idx, false, 4, D(1), D(1), D(1), D(2));
+	t_attr_ints(t, "kernel_shape", k, 2);
+	t_attr_ints(t, "strides", k, 2);
+	assert_int_equal(t_try_run(t), NPU_ERR_INVALID_ARG);
+	assert_msg_has(t, "index 8");
+	t_free(t);
+}
+
+static void test_dropout_training_with_zero_ratio_is_identity(void **state)
+{
+	static const float x[2] = { 1, 2 };
+	static const float zero[1] = { 0 }, half[1] = { 0.5f };
+	static const uint8_t yes[1] = { 1 }, mask[2] = { 1, 1 };
+	struct t_node *t = t_new("Dropout", 13, 2);
+
+	(void)state;
+	t_input(t, NPU_DTYPE_FLOAT, x, false, 1, D(2));
+	t_input(t, NPU_DTYPE_FLOAT, zero, true, 0);
+	t_input(t, NPU_DTYPE_BOOL, yes, true, 0);
+	t_run(t);
+	assert_floats(t->out_t[0].data, x, 2, 0);
+	assert_memory_equal(t->out_t[1].data, mask, sizeof(mask));
+	t_free(t);
+
+	/* Random dropout: refused at load time when the values are known... */
+	t = t_new("Dropout", 13, 1);
+	t_input(t, NPU_DTYPE_FLOAT, x, false, 1, D(2));
+	t_input(t, NPU_DTYPE_FLOAT, half, true, 0);
+	t_input(t, NPU_DTYPE_BOOL, yes, true, 0);
+	assert_int_equal(t_infer(t), NPU_ERR_UNSUPPORTED);
+	assert_msg_has(t, "ratio 0.5");
+	t_free(t);
+
+	/* ... and at run time when they are not. */
+	t = t_new("Dropout", 13, 1);
+	t_input(t, NPU_DTYPE_FLOAT, x, false, 1, D(2));
+	t_input(t, NPU_DTYPE_FLOAT, half, false, 0);
+	t_input(t, NPU_DTYPE_BOOL, yes, false, 0);
+	assert_int_equal(t_try_run(t), NPU_ERR_UNSUPPORTED);
+	t_free(t);
+}
+
+/* ---- TfIdfVectorizer, optimizers, DFT / STFT, RoiAlign, float16 ---- */
+
+static void test_tfidf_counts_unigrams_once_and_bigrams(void **state)
+{
+	static const int32_t x[4] = { 1, 2, 1, 3 };
+	static const int64_t pool[4] = { 1, 2, 1, 3 };	/* 1, 2 | (1, 3) */
+	static const int64_t counts[2] = { 0, 2 }, idx[3] = { 0, 1, 2 };
+	static const float want[3] = { 2, 1, 1 };
+	struct t_node *t = t_new("TfIdfVectorizer", 9, 1);
+
+	(void)state;
+	t_input(t, NPU_DTYPE_INT32, x, false, 1, D(4));
+	t_attr_int(t, "min_gram_length", 1);
+	t_attr_int(t, "max_gram_length", 2);
+	t_attr_int(t, "max_skip_count", 0);
+	t_attr_str(t, "mode", "TF");
+	t_attr_ints(t, "pool_int64s", pool, 4);
+	t_attr_ints(t, "ngram_counts", counts, 2);
+	t_attr_ints(t, "ngram_indexes", idx, 3);
+	t_run(t);
+	assert_shape(&t->out_t[0], 1, D(3));
+	assert_floats(t->out_t[0].data, want, 3, 0);
+	t_free(t);
+
+	t = t_new("TfIdfVectorizer", 9, 1);
+	t_input(t, NPU_DTYPE_INT32, x, false, 1, D(4));
+	t_attr_int(t, "min_gram_length", 1);
+	t_attr_int(t, "max_gram_length", 2);
+	t_attr_str(t, "mode", "BM25");
+	t_attr_ints(t, "pool_int64s", pool, 4);
+	t_attr_ints(t, "ngram_counts", counts, 2);
+	t_attr_ints(t, "ngram_indexes", idx, 3);
+	assert_int_equal(t_infer(t), NPU_ERR_INVALID_ARG);
+	assert_msg_has(t, "'mode'");
+	t_free(t);
+}
+
+#define TRAINING "ai.onnx.preview.training"
+
+static void test_adagrad_and_momentum_updates(void **state)
+{
+	static const float r[1] = { 0.1f }, x[1] = { 1 }, g[1] = { -1 };
+	static const float h[1] = { 2 }, g2[1] = { 2 }, v[1] = { 1 };
+	static const int64_t t0[1] = { 0 };
+	static const float tf[1] = { 0 };
+	double gr = 0.001 * 1 - 1, hn = 2 + gr * gr;
+	float want_x = (float)(1 - 0.1 * gr / (sqrt(hn) + 1e-5));
+	float want_h = (float)hn, want;
+	struct t_node *t = t_new_in(TRAINING, "Adagrad", 1, 2);
+
+	(void)state;
+	t_input(t, NPU_DTYPE_FLOAT, r, false, 0);
+	t_input(t, NPU_DTYPE_INT64, t0, false, 0);
+	t_input(t, NPU_DTYPE_FLOAT, x, false, 1, D(1));
+	t_input(t, NPU_DTYPE_FLOAT, g, false, 1, D(1));
+	t_input(t, NPU_DTYPE_FLOAT, h, false, 1, D(1));
+	t_attr_float(t, "epsilon", 1e-5f);
+	t_attr_float(t, "norm_coefficient", 0.001f);
+	t_run(t);
+	assert_floats(t->out_t[0].data, &want_x, 1, 1e-6f);
+	assert_floats(t->out_t[1].data, &want_h, 1, 1e-6f);
+	t_free(t);
+
+	/* Momentum, first step (T = 0: beta taken as 1): v = 0.9 + 2. */
+	t = t_new_in(TRAINING, "Momentum", 1, 2);
+	t_input(t, NPU_DTYPE_FLOAT, r, false, 0);
+	t_input(t, NPU_DTYPE_INT64, t0, false, 0);
+	t_input(t, NPU_DTYPE_FLOAT, x, false, 1, D(1));
+	t_input(t, NPU_DTYPE_FLOAT, g2, false, 1, D(1));
+	t_input(t, NPU_DTYPE_FLOAT, v, false, 1, D(1));
+	t_attr_float(t, "alpha", 0.9f);
+	t_attr_float(t, "beta", 0.5f);
+	t_attr_float(t, "norm_coefficient", 0);
+	t_attr_str(t, "mode", "nesterov");
+	t_run(t);
+	want = 1 - 0.1f * (2 + 0.9f * 2.9f);
+	assert_floats(t->out_t[0].data, &want, 1, 1e-6f);
+	want = 2.9f;
+	assert_floats(t->out_t[1].data, &want, 1, 1e-6f);
+	t_free(t);
+
+	/* T must be an int64 scalar. */
+	t = t_new_in(TRAINING, "Adagrad", 1, 2);
+	t_input(t, NPU_DTYPE_FLOAT, r, false, 0);
+	t_input(t, NPU_DTYPE_FLOAT, tf, false, 0);
+	t_input(t, NPU_DTYPE_FLOAT, x, false, 1, D(1));
+	t_input(t, NPU_DTYPE_FLOAT, g, false, 1, D(1));
+	t_input(t, NPU_DTYPE_FLOAT, h, false, 1, D(1));
+	assert_int_equal(t_infer(t), NPU_ERR_INVALID_ARG);
+	assert_msg_has(t, "(T)");
+	t_free(t);
+}
+
+static void test_dft_onesided_impulse_and_bad_axis(void **state)
+{
+	static const float x[4] = { 0, 1, 0, 0 };	/* [1, 4, 1] real */
+	static const float want[6] = { 1, 0, 0, -1, -1, 0 };
+	struct t_node *t = t_new("DFT", 17, 1);
+
+	(void)state;
+	t_input(t, NPU_DTYPE_FLOAT, x, false, 3, D(1), D(4), D(1));
+	t_attr_int(t, "onesided", 1);
+	t_run(t);
+	assert_shape(&t->out_t[0], 3, D(1), D(3), D(2));
+	assert_floats(t->out_t[0].data, want, 6, 1e-6f);
+	t_free(t);
+
+	t = t_new("DFT", 17, 1);
+	t_input(t, NPU_DTYPE_FLOAT, x, false, 3, D(1), D(4), D(1));
+	t_attr_int(t, "axis", 2);
+	assert_int_equal(t_infer(t), NPU_ERR_INVALID_ARG);
+	assert_msg_has(t, "'axis'");
+	t_free(t);
+}
+
+static void test_stft_frames_and_zero_step(void **state)
+{
+	static const float x[4] = { 0, 1, 0, 0 };
+	static const int64_t two[1] = { 2 }, zero[1] = { 0 };
+	static const float want[8] = { 1, 0, -1, 0,  0, 0, 0, 0 };
+	struct t_node *t = t_new("STFT", 17, 1);
+
+	(void)state;
+	t_input(t, NPU_DTYPE_FLOAT, x, false, 3, D(1), D(4), D(1));
+	t_input(t, NPU_DTYPE_INT64, two, true, 0);
+	t_skip_input(t);
+	t_input(t, NPU_DTYPE_INT64, two, true, 0);
+	t_run(t);
+	assert_shape(&t->out_t[0], 4, D(1), D(2), D(2), D(2));
+	assert_floats(t->out_t[0].data, want, 8, 1e-6f);
+	t_free(t);
+
+	t = t_new("STFT", 17, 1);
+	t_input(t, NPU_DTYPE_FLOAT, x, false, 3, D(1), D(4), D(1));
+	t_input(t, NPU_DTYPE_INT64, zero, true, 0);
+	assert_int_equal(t_infer(t), NPU_ERR_INVALID_ARG);
+	assert_msg_has(t, "frame_step");
+	t_free(t);
+}
+
+static void test_roi_align_averages_and_checks_batch_index(void **state)
+{
+	static const float x[4] = { 1, 2, 3, 4 };
+	static const float rois[4] = { 0, 0, 1, 1 };
+	static const int64_t b0[1] = { 0 }, b1[1] = { 1 };
+	static const float want[1] = { 2.5f };
+	struct t_node *t = t_new("RoiAlign", 16, 1);
+
+	(void)state;
+	t_input(t, NPU_DTYPE_FLOAT, x, false, 4, D(1), D(1), D(2), D(2));
+	t_input(t, NPU_DTYPE_FLOAT, rois, false, 2, D(1), D(4));
+	t_input(t, NPU_DTYPE_INT64, b0, false, 1, D(1));
+	t_attr_str(t, "coordinate_transformation_mode", "output_half_pixel");
+	t_attr_int(t, "sampling_ratio", 1);
+	t_run(t);
+	assert_shape(&t->out_t[0], 4, D(1), D(1), D(1), D(1));
+	assert_floats(t->out_t[0].data, want, 1, 1e-6f);
+	t_free(t);
+
+	t = t_new("RoiAlign", 16, 1);
+	t_input(t, NPU_DTYPE_FLOAT, x, false, 4, D(1), D(1), D(2), D(2));
+	t_input(t, NPU_DTYPE_FLOAT, rois, false, 2, D(1), D(4));
+	t_input(t, NPU_DTYPE_INT64, b1, false, 1, D(1));
+	assert_int_equal(t_try_run(t), NPU_ERR_INVALID_ARG);
+	assert_msg_has(t, "batch index 1");
+	t_free(t);
+}
+
+static void test_max_float16_through_fp32(void **state)
+{
+	static const uint16_t a[2] = { 0x3c00, 0x4000 };	/* 1, 2 */
+	static const uint16_t b[2] = { 0x3e00, 0x3800 };	/* 1.5, 0.5 */
+	static const uint16_t want[2] = { 0x3e00, 0x4000 };
+	struct t_node *t = t_new("Max", 13, 1);
+
+	(void)state;
+	t_input(t, NPU_DTYPE_FLOAT16, a, false, 1, D(2));
+	t_input(t, NPU_DTYPE_FLOAT16, b, false, 1, D(2));
+	t_run(t);
+	assert_int_equal(t->out_t[0].dtype, NPU_DTYPE_FLOAT16);
+	assert_memory_equal(t->out_t[0].data, want, sizeof(want));
+	t_free(t);
+}
+
+static void test_mel_weight_matrix_triangle_and_bad_edges(void **state)
+{
+	static const int64_t bins[1] = { 1 }, len[1] = { 8 }, rate[1] = { 8 };
+	static const float lo[1] = { 0 }, hi[1] = { 4 };
+	static const float want[5] = { 0, 1, 0, 0, 0 };
+	struct t_node *t = t_new("MelWeightMatrix", 17, 1);
+
+	(void)state;
+	t_input(t, NPU_DTYPE_INT64, bins, true, 0);
+	t_input(t, NPU_DTYPE_INT64, len, true, 0);
+	t_input(t, NPU_DTYPE_INT64, rate, true, 0);
+	t_input(t, NPU_DTYPE_FLOAT, lo, true, 0);
+	t_input(t, NPU_DTYPE_FLOAT, hi, true, 0);
+	t_run(t);
+	assert_shape(&t->out_t[0], 2, D(5), D(1));
+	assert_floats(t->out_t[0].data, want, 5, 0);
+	t_free(t);
+
+	t = t_new("MelWeightMatrix", 17, 1);
+	t_input(t, NPU_DTYPE_INT64, bins, true, 0);
+	t_input(t, NPU_DTYPE_INT64, len, true, 0);
+	t_input(t, NPU_DTYPE_INT64, rate, true, 0);
+	t_input(t, NPU_DTYPE_FLOAT, hi, true, 0);
+	t_input(t, NPU_DTYPE_FLOAT, lo, true, 0);
+	assert_int_equal(t_infer(t), NPU_ERR_INVALID_ARG);
+	assert_msg_has(t, "edge frequencies");
 	t_free(t);
 }
 
@@ -948,8 +2370,68 @@ int main(void)
 		cmocka_unit_test(test_cast_float_to_half_and_int),
 		cmocka_unit_test(test_conv_rejects_int8_naming_node_and_type),
 		cmocka_unit_test(test_unknown_attribute_is_unsupported),
-		cmocka_unit_test(test_maxpool_indices_output_is_unsupported),
+		cmocka_unit_test(test_maxpool_indices_row_and_column_major),
+		cmocka_unit_test(test_averagepool_rejects_indices_output),
 		cmocka_unit_test(test_batchnorm_training_mode_is_unsupported),
+		cmocka_unit_test(test_batchnorm_training_mode_uses_batch_statistics),
+		cmocka_unit_test(test_gather_elements_negative_indices_along_axis),
+		cmocka_unit_test(test_gather_elements_index_out_of_range_is_error),
+		cmocka_unit_test(test_gather_elements_rejects_axis_out_of_range),
+		cmocka_unit_test(test_scatter_elements_add_accumulates_duplicates),
+		cmocka_unit_test(test_scatter_elements_index_out_of_range_is_error),
+		cmocka_unit_test(test_gather_nd_batch_dims_selects_per_batch),
+		cmocka_unit_test(test_gather_nd_rejects_too_long_index_tuple),
+		cmocka_unit_test(test_scatter_nd_writes_slices_and_checks_range),
+		cmocka_unit_test(test_compress_keeps_selected_slices),
+		cmocka_unit_test(test_compress_rejects_2d_condition),
+		cmocka_unit_test(test_nonzero_lists_coordinates),
+		cmocka_unit_test(test_nll_loss_mean_divides_by_used_weights),
+		cmocka_unit_test(test_nll_loss_target_out_of_range_is_error),
+		cmocka_unit_test(test_softmax_cross_entropy_gives_loss_and_log_prob),
+		cmocka_unit_test(test_softmax_cross_entropy_rejects_target_rank),
+		cmocka_unit_test(test_trilu_lower_and_upper_with_k),
+		cmocka_unit_test(test_trilu_rejects_rank_1),
+		cmocka_unit_test(test_depth_to_space_dcr_crd_and_space_to_depth),
+		cmocka_unit_test(test_depth_to_space_rejects_channels_not_multiple),
+		cmocka_unit_test(test_reverse_sequence_reverses_each_prefix),
+		cmocka_unit_test(test_range_counts_with_negative_delta),
+		cmocka_unit_test(test_eye_like_offsets_diagonal_and_casts),
+		cmocka_unit_test(test_one_hot_negative_and_out_of_range_indices),
+		cmocka_unit_test(test_hann_window_periodic_and_negative_size),
+		cmocka_unit_test(test_argmax_select_last_index_and_argmin),
+		cmocka_unit_test(test_argmax_rejects_axis_out_of_range),
+		cmocka_unit_test(test_hardmax_marks_first_max),
+		cmocka_unit_test(test_top_k_largest_smallest_ties_by_index),
+		cmocka_unit_test(test_cumsum_exclusive_reverse_and_bad_axis),
+		cmocka_unit_test(test_mod_takes_divisor_sign_and_fmod_dividend_sign),
+		cmocka_unit_test(test_mod_float_requires_fmod),
+		cmocka_unit_test(test_bitshift_both_directions_and_wide_shifts),
+		cmocka_unit_test(test_cast_like_takes_type_of_second_input),
+		cmocka_unit_test(test_reduce_log_sum_exp_double),
+		cmocka_unit_test(test_nms_suppresses_overlap_and_counts_at_infer),
+		cmocka_unit_test(test_nms_rejects_boxes_not_4_wide),
+		cmocka_unit_test(test_grid_sample_bilinear_and_nearest_at_center),
+		cmocka_unit_test(test_grid_sample_rejects_bad_mode_and_volumes),
+		cmocka_unit_test(test_einsum_matmul_and_diagonal),
+		cmocka_unit_test(test_einsum_rejects_term_count_and_size_mismatch),
+		cmocka_unit_test(test_unique_unsorted_outputs_all_four),
+		cmocka_unit_test(test_rnn_gru_lstm_single_step),
+		cmocka_unit_test(test_lstm_rejects_w_shape_and_long_sequence_lens),
+		cmocka_unit_test(test_conv_and_matmul_integer_subtract_zero_points),
+		cmocka_unit_test(test_integer_ops_reject_float_and_inner_mismatch),
+		cmocka_unit_test(test_dynamic_quantize_linear_scale_and_zero_point),
+		cmocka_unit_test(test_lrn_window_and_missing_size),
+		cmocka_unit_test(test_mvn_normalizes_per_channel),
+		cmocka_unit_test(test_det_batches_and_rejects_non_square),
+		cmocka_unit_test(test_max_unpool_scatters_and_checks_indices),
+		cmocka_unit_test(test_dropout_training_with_zero_ratio_is_identity),
+		cmocka_unit_test(test_tfidf_counts_unigrams_once_and_bigrams),
+		cmocka_unit_test(test_adagrad_and_momentum_updates),
+		cmocka_unit_test(test_dft_onesided_impulse_and_bad_axis),
+		cmocka_unit_test(test_stft_frames_and_zero_step),
+		cmocka_unit_test(test_roi_align_averages_and_checks_batch_index),
+		cmocka_unit_test(test_max_float16_through_fp32),
+		cmocka_unit_test(test_mel_weight_matrix_triangle_and_bad_edges),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

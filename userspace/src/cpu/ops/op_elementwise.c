@@ -105,11 +105,111 @@ BIN_ROW(or_b, uint8_t, uint8_t, (a != 0) | (b != 0))
 BIN_ROW(xor_b, uint8_t, uint8_t, (a != 0) ^ (b != 0))
 BIN_ROW(eq_b, uint8_t, uint8_t, (a != 0) == (b != 0))
 
+/*
+ * Mod: integer mod takes the divisor's sign (Python's %); fmod = 1 the
+ * dividend's (C's %, fmod()). x % 0 is 0, and x % -1 is 0 without the
+ * INT64_MIN / -1 trap.
+ */
+static inline int64_t npu_mod_int(int64_t a, int64_t b)
+{
+	int64_t r;
+
+	if (b == 0 || b == -1)
+		return 0;
+	r = a % b;
+	return r != 0 && ((r < 0) != (b < 0)) ? r + b : r;
+}
+
+static inline int64_t npu_fmod_int(int64_t a, int64_t b)
+{
+	return b == 0 || b == -1 ? 0 : a % b;
+}
+
+static inline uint64_t npu_mod_uint(uint64_t a, uint64_t b)
+{
+	return b ? a % b : 0;
+}
+
+/* Shifts by the type's width or more give 0 (C leaves them undefined). */
+#define SHIFT_EXPR(a, b, op)						\
+	((uint64_t)(b) >= sizeof(a) * 8 ? 0 : (uint64_t)(a) op (b))
+
+#define SINT_TYPES(X, OP, EXPR)					\
+	X(OP, i8, int8_t, INT8, EXPR)				\
+	X(OP, i16, int16_t, INT16, EXPR)			\
+	X(OP, i32, int32_t, INT32, EXPR)			\
+	X(OP, i64, int64_t, INT64, EXPR)
+#define UINT_TYPES(X, OP, EXPR)					\
+	X(OP, u8, uint8_t, UINT8, EXPR)				\
+	X(OP, u16, uint16_t, UINT16, EXPR)			\
+	X(OP, u32, uint32_t, UINT32, EXPR)			\
+	X(OP, u64, uint64_t, UINT64, EXPR)
+#define DEF_INT_ROW(OP, suf, T, DT, EXPR) BIN_ROW(OP##_##suf, T, T, EXPR)
+#define CASE_INT_ROW(OP, suf, T, DT, EXPR) case NPU_DTYPE_##DT: return OP##_##suf;
+
+SINT_TYPES(DEF_INT_ROW, mod, npu_mod_int(a, b))
+UINT_TYPES(DEF_INT_ROW, mod, npu_mod_uint(a, b))
+SINT_TYPES(DEF_INT_ROW, fmod, npu_fmod_int(a, b))
+UINT_TYPES(DEF_INT_ROW, shl, SHIFT_EXPR(a, b, <<))
+UINT_TYPES(DEF_INT_ROW, shr, SHIFT_EXPR(a, b, >>))
+BIN_ROW(fmod_f32, float, float, fmodf(a, b))
+BIN_ROW(fmod_f64, double, double, fmod(a, b))
+
+static npu_bin_row_fn mod_fn(enum npu_dtype dt)
+{
+	switch (dt) {
+	SINT_TYPES(CASE_INT_ROW, mod, _)
+	UINT_TYPES(CASE_INT_ROW, mod, _)
+	default: return NULL;
+	}
+}
+
+static npu_bin_row_fn fmod_fn(enum npu_dtype dt)
+{
+	switch (dt) {
+	SINT_TYPES(CASE_INT_ROW, fmod, _)
+	UINT_TYPES(CASE_INT_ROW, mod, _)	/* same for unsigned */
+	case NPU_DTYPE_FLOAT: return fmod_f32;
+	case NPU_DTYPE_DOUBLE: return fmod_f64;
+	default: return NULL;
+	}
+}
+
+static npu_bin_row_fn shl_fn(enum npu_dtype dt)
+{
+	switch (dt) {
+	UINT_TYPES(CASE_INT_ROW, shl, _)
+	default: return NULL;
+	}
+}
+
+static npu_bin_row_fn shr_fn(enum npu_dtype dt)
+{
+	switch (dt) {
+	UINT_TYPES(CASE_INT_ROW, shr, _)
+	default: return NULL;
+	}
+}
+
 enum npu_bin_kind {
 	BIN_ADD, BIN_SUB, BIN_MUL, BIN_DIV, BIN_POW, BIN_MAX, BIN_MIN,
 	BIN_SUM, BIN_MEAN, BIN_EQ, BIN_GT, BIN_LT, BIN_GE, BIN_LE,
 	BIN_AND, BIN_OR, BIN_XOR, BIN_PRELU,
+	BIN_MOD, BIN_FMOD,	/* Mod; fmod = 1 selects BIN_FMOD */
+	BIN_SHL, BIN_SHR,	/* BitShift; direction RIGHT selects BIN_SHR */
 };
+
+/* The kind an attribute selects (Mod's fmod, BitShift's direction). */
+static enum npu_bin_kind npu_bin_resolve(const struct npu_node *node,
+					 enum npu_bin_kind k)
+{
+	if (k == BIN_MOD && npu_node_attr_int_or(node, "fmod", 0))
+		return BIN_FMOD;
+	if (k == BIN_SHL &&
+	    !strcmp(npu_node_attr_string_or(node, "direction", ""), "RIGHT"))
+		return BIN_SHR;
+	return k;
+}
 
 static bool npu_bin_is_variadic(enum npu_bin_kind k)
 {
@@ -142,6 +242,10 @@ static npu_bin_row_fn npu_bin_fn(enum npu_bin_kind k, enum npu_dtype dt)
 	case BIN_XOR: return dt == NPU_DTYPE_BOOL ? xor_b : NULL;
 	case BIN_PRELU: return dt == NPU_DTYPE_FLOAT ? prelu_f32 : NULL;
 	case BIN_POW: return dt == NPU_DTYPE_FLOAT ? pow_f32 : NULL;
+	case BIN_MOD: return mod_fn(dt);
+	case BIN_FMOD: return fmod_fn(dt);
+	case BIN_SHL: return shl_fn(dt);
+	case BIN_SHR: return shr_fn(dt);
 	}
 	return NULL;
 }
@@ -207,19 +311,40 @@ static npu_status npu_bin_infer(struct npu_infer_ctx *ctx, enum npu_bin_kind k)
 	st = npu_op_check_arity(ctx, npu_bin_is_variadic(k) ? 1 : 2, n_max);
 	if (st)
 		return st;
-	st = node->opset < 7 && !npu_bin_is_variadic(k) ?
-	     npu_op_check_attrs(ctx, NPU_OP_ATTRS("broadcast", "axis")) :
-	     npu_op_check_attrs(ctx, NPU_OP_ATTRS(NULL));
+	if (k == BIN_MOD)
+		st = npu_op_check_attrs(ctx, NPU_OP_ATTRS("fmod"));
+	else if (k == BIN_SHL)
+		st = npu_op_check_attrs(ctx, NPU_OP_ATTRS("direction"));
+	else
+		st = node->opset < 7 && !npu_bin_is_variadic(k) ?
+		     npu_op_check_attrs(ctx, NPU_OP_ATTRS("broadcast", "axis")) :
+		     npu_op_check_attrs(ctx, NPU_OP_ATTRS(NULL));
 	if (st)
 		return st;
 	a = node->inputs[0];
+	if (k == BIN_SHL) {
+		const char *dir = npu_node_attr_string_or(node, "direction", "");
+
+		if (strcmp(dir, "LEFT") && strcmp(dir, "RIGHT"))
+			return npu_op_invalid(ctx->err, node,
+					      "attribute 'direction' = '%s' is not LEFT or RIGHT",
+					      dir);
+	}
+	if (k == BIN_MOD && !npu_node_attr_int_or(node, "fmod", 0) &&
+	    (a->dtype == NPU_DTYPE_FLOAT || a->dtype == NPU_DTYPE_DOUBLE ||
+	     a->dtype == NPU_DTYPE_FLOAT16))
+		return npu_op_invalid(ctx->err, node,
+				      "attribute 'fmod' must be 1 for %s inputs",
+				      npu_dtype_name(a->dtype));
+	k = npu_bin_resolve(node, k);
 	if (k == BIN_POW) {
 		for (i = 0; i < 2; i++)
 			if (!npu_pow_type_ok(node->inputs[i]->dtype))
 				return npu_op_unsupported(ctx->err, node,
 							  "input %zu has type %s, not supported",
 							  i, npu_dtype_name(node->inputs[i]->dtype));
-	} else if (!npu_bin_fn(k, a->dtype)) {
+	} else if (!npu_bin_fn(k, a->dtype == NPU_DTYPE_FLOAT16 ?
+				 NPU_DTYPE_FLOAT : a->dtype)) {
 		return npu_op_unsupported(ctx->err, node,
 					  "input 0 '%s' has type %s, not supported",
 					  a->name, npu_dtype_name(a->dtype));
@@ -308,6 +433,74 @@ static void npu_pow_generic(const struct npu_tensor *a,
 	}
 }
 
+static float npu_half_to_float(uint16_t h);
+static uint16_t npu_float_to_half(float f);
+static npu_status npu_bin_compute(struct npu_op_ctx *ctx, enum npu_bin_kind k);
+
+/*
+ * float16 operands: computed in fp32 and rounded back to half (to nearest
+ * even), which is what numpy's float16 arithmetic does.
+ */
+static npu_status npu_bin_half(struct npu_op_ctx *ctx, enum npu_bin_kind k)
+{
+	struct npu_tensor fin[64], fout, *out_p = &fout;
+	const struct npu_tensor *in_p[64];
+	struct npu_tensor *y = ctx->outputs[0];
+	struct npu_op_ctx fctx = *ctx;
+	bool half_out = y->dtype == NPU_DTYPE_FLOAT16;
+	int64_t n, i;
+	size_t j;
+	npu_status st = NPU_OK;
+
+	if (ctx->num_inputs > 64)
+		return npu_op_unsupported(ctx->err, ctx->node, "more than 64 inputs");
+	memset(fin, 0, sizeof(fin));
+	for (j = 0; j < ctx->num_inputs; j++) {
+		const struct npu_tensor *t = ctx->inputs[j];
+
+		fin[j] = *t;
+		fin[j].dtype = NPU_DTYPE_FLOAT;
+		n = npu_op_numel(t);
+		fin[j].nbytes = (size_t)n * sizeof(float);
+		fin[j].data = malloc(fin[j].nbytes ? fin[j].nbytes : 1);
+		if (!fin[j].data) {
+			st = npu_op_error(ctx->err, ctx->node, NPU_ERR_NO_MEMORY,
+					  "out of memory");
+			goto out;
+		}
+		for (i = 0; i < n; i++)
+			((float *)fin[j].data)[i] =
+				npu_half_to_float(((const uint16_t *)t->data)[i]);
+		in_p[j] = &fin[j];
+	}
+	fout = *y;
+	if (half_out) {
+		n = npu_op_numel(y);
+		fout.dtype = NPU_DTYPE_FLOAT;
+		fout.nbytes = (size_t)n * sizeof(float);
+		fout.data = malloc(fout.nbytes ? fout.nbytes : 1);
+		if (!fout.data) {
+			st = npu_op_error(ctx->err, ctx->node, NPU_ERR_NO_MEMORY,
+					  "out of memory");
+			goto out;
+		}
+	}
+	fctx.inputs = in_p;
+	fctx.outputs = &out_p;
+	fctx.num_outputs = 1;
+	st = npu_bin_compute(&fctx, k);
+	if (!st && half_out)
+		for (i = 0; i < npu_op_numel(y); i++)
+			((uint16_t *)y->data)[i] =
+				npu_float_to_half(((const float *)fout.data)[i]);
+	if (half_out)
+		free(fout.data);
+out:
+	for (j = 0; j < ctx->num_inputs; j++)
+		free(fin[j].data);
+	return st;
+}
+
 static npu_status npu_bin_compute(struct npu_op_ctx *ctx, enum npu_bin_kind k)
 {
 	const struct npu_tensor *a = ctx->inputs[0];
@@ -319,6 +512,9 @@ static npu_status npu_bin_compute(struct npu_op_ctx *ctx, enum npu_bin_kind k)
 
 	if (n == 0)
 		return NPU_OK;
+	if (a->dtype == NPU_DTYPE_FLOAT16 && k != BIN_POW)
+		return npu_bin_half(ctx, k);
+	k = npu_bin_resolve(ctx->node, k);
 	b = *ctx->inputs[1 % ctx->num_inputs];
 	npu_bin_legacy_shape(ctx->node, &a->shape, &b.shape, &b.shape);
 	if (k == BIN_POW) {
@@ -390,6 +586,8 @@ BIN_DEF(and, "And", BIN_AND, 7)
 BIN_DEF(or, "Or", BIN_OR, 7)
 BIN_DEF(xor, "Xor", BIN_XOR, 7)
 BIN_DEF(prelu, "PRelu", BIN_PRELU, 6)
+BIN_DEF(mod, "Mod", BIN_MOD, 10)
+BIN_DEF(bit_shift, "BitShift", BIN_SHL, 11)
 
 /* ---- Where ---- */
 
@@ -1086,4 +1284,36 @@ static npu_status cast_compute(struct npu_op_ctx *ctx)
 NPU_CPU_OP_DEF(cast) = {
 	.op_type = "Cast", .domain = "", .since_version = 6,
 	.max_version = 21, .infer = cast_infer, .compute = cast_compute,
+};
+
+/* CastLike (15): Cast to the type of input 1 (whose values are unused). */
+static npu_status cast_like_infer(struct npu_infer_ctx *ctx)
+{
+	const struct npu_node *node = ctx->node;
+	enum npu_dtype src, dst;
+	npu_status st;
+
+	st = npu_op_check_arity(ctx, 2, 2);
+	if (!st)
+		st = npu_op_check_attrs(ctx, NPU_OP_ATTRS("saturate"));
+	if (st)
+		return st;
+	src = node->inputs[0]->dtype;
+	dst = node->inputs[1]->dtype;
+	if (!npu_cast_type_ok(src))
+		return npu_op_unsupported(ctx->err, node,
+					  "input 0 '%s' has type %s, not supported",
+					  node->inputs[0]->name, npu_dtype_name(src));
+	if (!npu_cast_type_ok(dst))
+		return npu_op_unsupported(ctx->err, node,
+					  "input 1 '%s' has type %s, not supported",
+					  node->inputs[1]->name, npu_dtype_name(dst));
+	ctx->out_dtypes[0] = dst;
+	ctx->out_shapes[0] = node->inputs[0]->shape;
+	return NPU_OK;
+}
+
+NPU_CPU_OP_DEF(cast_like) = {
+	.op_type = "CastLike", .domain = "", .since_version = 15,
+	.max_version = 21, .infer = cast_like_infer, .compute = cast_compute,
 };

@@ -66,6 +66,9 @@ NPU_CPU_OP(is_nan)
 NPU_CPU_OP(is_inf)
 NPU_CPU_OP(cast)
 NPU_CPU_OP(identity)
+NPU_CPU_OP(mod)
+NPU_CPU_OP(bit_shift)
+NPU_CPU_OP(cast_like)
 
 /* op_softmax.c */
 NPU_CPU_OP(softmax)
@@ -75,6 +78,8 @@ NPU_CPU_OP(log_softmax)
 NPU_CPU_OP(batch_normalization)
 NPU_CPU_OP(instance_normalization)
 NPU_CPU_OP(layer_normalization)
+NPU_CPU_OP(lrn)
+NPU_CPU_OP(mean_variance_normalization)
 
 /* op_reduce.c */
 NPU_CPU_OP(reduce_sum)
@@ -91,6 +96,7 @@ NPU_CPU_OP(reduce_log_sum_exp)
 /* op_matmul.c */
 NPU_CPU_OP(matmul)
 NPU_CPU_OP(gemm)
+NPU_CPU_OP(det)
 
 /* op_conv.c */
 NPU_CPU_OP(conv)
@@ -101,6 +107,7 @@ NPU_CPU_OP(max_pool)
 NPU_CPU_OP(average_pool)
 NPU_CPU_OP(global_average_pool)
 NPU_CPU_OP(global_max_pool)
+NPU_CPU_OP(max_unpool)
 
 /* op_shape.c */
 NPU_CPU_OP(reshape)
@@ -130,4 +137,70 @@ NPU_CPU_OP(quantize_linear)
 NPU_CPU_OP(dequantize_linear)
 NPU_CPU_OP(qlinear_matmul)
 NPU_CPU_OP(qlinear_conv)
+NPU_CPU_OP(conv_integer)
+NPU_CPU_OP(matmul_integer)
+NPU_CPU_OP(dynamic_quantize_linear)
 
+/* op_loss.c */
+NPU_CPU_OP(negative_log_likelihood_loss)
+NPU_CPU_OP(softmax_cross_entropy_loss)
+
+/* op_index.c */
+NPU_CPU_OP(gather_elements)
+NPU_CPU_OP(scatter_elements)
+NPU_CPU_OP(scatter)
+NPU_CPU_OP(gather_nd)
+NPU_CPU_OP(scatter_nd)
+NPU_CPU_OP(compress)
+NPU_CPU_OP(non_zero)
+
+/* op_layout.c */
+NPU_CPU_OP(trilu)
+NPU_CPU_OP(depth_to_space)
+NPU_CPU_OP(space_to_depth)
+NPU_CPU_OP(reverse_sequence)
+
+/* op_generate.c */
+NPU_CPU_OP(range)
+NPU_CPU_OP(eye_like)
+NPU_CPU_OP(one_hot)
+NPU_CPU_OP(hann_window)
+NPU_CPU_OP(hamming_window)
+NPU_CPU_OP(blackman_window)
+
+/* op_sort.c */
+NPU_CPU_OP(arg_max)
+NPU_CPU_OP(arg_min)
+NPU_CPU_OP(hardmax)
+NPU_CPU_OP(top_k)
+NPU_CPU_OP(unique)
+
+/* op_cumsum.c */
+NPU_CPU_OP(cum_sum)
+
+/* op_detect.c */
+NPU_CPU_OP(non_max_suppression)
+NPU_CPU_OP(roi_align)
+
+/* op_grid_sample.c */
+NPU_CPU_OP(grid_sample)
+
+/* op_einsum.c */
+NPU_CPU_OP(einsum)
+
+/* op_rnn.c */
+NPU_CPU_OP(rnn)
+NPU_CPU_OP(gru)
+NPU_CPU_OP(lstm)
+
+/* op_text.c */
+NPU_CPU_OP(tfidf_vectorizer)
+
+/* op_optimizer.c (domain ai.onnx.preview.training) */
+NPU_CPU_OP(adagrad)
+NPU_CPU_OP(momentum)
+
+/* op_dft.c */
+NPU_CPU_OP(dft)
+NPU_CPU_OP(stft)
+NPU_CPU_OP(mel_weight_matrix)

@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: MIT
 /*
  * MatMul (numpy semantics: 1-D promotion, broadcast batch dims) and Gemm,
- * both on npu_sgemm.
+ * both on npu_sgemm; Det (LU with partial pivoting, in double).
  */
+#include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cpu/kernels/cpu_kernels.h"
@@ -230,4 +232,102 @@ static npu_status gemm_compute(struct npu_op_ctx *ctx)
 NPU_CPU_OP_DEF(gemm) = {
 	.op_type = "Gemm", .domain = "", .since_version = 6,
 	.max_version = 21, .infer = gemm_infer, .compute = gemm_compute,
+};
+
+/* ---- Det: determinants of the trailing square matrices ---- */
+
+static npu_status det_infer(struct npu_infer_ctx *ctx)
+{
+	static const enum npu_dtype types[] = {
+		NPU_DTYPE_FLOAT, NPU_DTYPE_DOUBLE, NPU_DTYPE_UNDEFINED,
+	};
+	const struct npu_node *node = ctx->node;
+	const struct npu_shape *x;
+	npu_status st;
+
+	st = npu_op_check_arity(ctx, 1, 1);
+	if (!st)
+		st = npu_op_check_attrs(ctx, NPU_OP_ATTRS(NULL));
+	if (!st)
+		st = npu_op_check_dtype(ctx, 0, types);
+	if (st)
+		return st;
+	x = &node->inputs[0]->shape;
+	if (x->rank < 2 ||
+	    (x->dims[x->rank - 1] >= 0 && x->dims[x->rank - 2] >= 0 &&
+	     x->dims[x->rank - 1] != x->dims[x->rank - 2]))
+		return npu_op_invalid(ctx->err, node,
+				      "input 0 '%s' must end in square matrices (..., M, M)",
+				      node->inputs[0]->name);
+	ctx->out_dtypes[0] = node->inputs[0]->dtype;
+	ctx->out_shapes[0] = *x;
+	ctx->out_shapes[0].rank -= 2;
+	return NPU_OK;
+}
+
+/* LU decomposition with partial pivoting, in double. */
+static double npu_det(double *a, int64_t m)
+{
+	double det = 1;
+	int64_t i, j, k, p;
+
+	for (k = 0; k < m; k++) {
+		p = k;
+		for (i = k + 1; i < m; i++)
+			if (fabs(a[i * m + k]) > fabs(a[p * m + k]))
+				p = i;
+		if (a[p * m + k] == 0)
+			return 0;
+		if (p != k) {
+			for (j = 0; j < m; j++) {
+				double t = a[k * m + j];
+
+				a[k * m + j] = a[p * m + j];
+				a[p * m + j] = t;
+			}
+			det = -det;
+		}
+		det *= a[k * m + k];
+		for (i = k + 1; i < m; i++) {
+			double f = a[i * m + k] / a[k * m + k];
+
+			for (j = k; j < m; j++)
+				a[i * m + j] -= f * a[k * m + j];
+		}
+	}
+	return det;
+}
+
+static npu_status det_compute(struct npu_op_ctx *ctx)
+{
+	const struct npu_tensor *x = ctx->inputs[0];
+	struct npu_tensor *y = ctx->outputs[0];
+	int64_t m = x->shape.dims[x->shape.rank - 1], mats = npu_op_numel(y);
+	int64_t b, i;
+	double *a;
+
+	a = malloc((size_t)(m > 0 ? m * m : 1) * sizeof(*a));
+	if (!a)
+		return npu_op_error(ctx->err, ctx->node, NPU_ERR_NO_MEMORY,
+				    "out of memory");
+	for (b = 0; b < mats; b++) {
+		double d;
+
+		for (i = 0; i < m * m; i++)
+			a[i] = x->dtype == NPU_DTYPE_DOUBLE ?
+			       ((const double *)x->data)[b * m * m + i] :
+			       ((const float *)x->data)[b * m * m + i];
+		d = npu_det(a, m);
+		if (y->dtype == NPU_DTYPE_DOUBLE)
+			((double *)y->data)[b] = d;
+		else
+			((float *)y->data)[b] = (float)d;
+	}
+	free(a);
+	return NPU_OK;
+}
+
+NPU_CPU_OP_DEF(det) = {
+	.op_type = "Det", .domain = "", .since_version = 11,
+	.max_version = 21, .infer = det_infer, .compute = det_compute,
 };

@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: MIT
 /*
- * Normalization: BatchNormalization (inference form only),
+ * Normalization: BatchNormalization (inference, and training_mode = 1
+ * with batch statistics and running mean / var outputs from opset 14),
  * InstanceNormalization and LayerNormalization (with its optional Mean and
- * InvStdDev outputs).
+ * InvStdDev outputs), LRN and MeanVarianceNormalization.
  */
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cpu/ops/op_common.h"
 
@@ -48,6 +50,8 @@ static npu_status batchnorm_infer(struct npu_infer_ctx *ctx)
 {
 	const struct npu_node *node = ctx->node;
 	const struct npu_shape *x;
+	bool training;
+	size_t i;
 	npu_status st;
 
 	st = npu_op_check_arity(ctx, 5, 5);
@@ -59,16 +63,18 @@ static npu_status batchnorm_infer(struct npu_infer_ctx *ctx)
 		st = npu_float_inputs(ctx);
 	if (st)
 		return st;
-	if (npu_node_attr_int_or(node, "training_mode", 0))
+	training = npu_node_attr_int_or(node, "training_mode", 0) != 0;
+	if (training && node->opset < 14)
 		return npu_op_unsupported(ctx->err, node,
-					  "training_mode = 1 is not supported (inference only)");
+					  "training_mode = 1 is not supported before opset 14");
 	if (!npu_node_attr_int_or(node, "spatial", 1))
 		return npu_op_unsupported(ctx->err, node,
 					  "spatial = 0 is not supported");
-	if (node->num_outputs > 1)
+	if (node->num_outputs > (training ? 3u : 1u))
 		return npu_op_unsupported(ctx->err, node,
-					  "training outputs (%zu outputs) are not supported",
-					  node->num_outputs);
+					  "training outputs (%zu outputs) are not supported%s",
+					  node->num_outputs,
+					  training ? "" : " without training_mode = 1");
 	x = &node->inputs[0]->shape;
 	if (x->rank < 2)
 		return npu_op_invalid(ctx->err, node, "X has rank %d", x->rank);
@@ -77,7 +83,58 @@ static npu_status batchnorm_infer(struct npu_infer_ctx *ctx)
 		return st;
 	ctx->out_dtypes[0] = NPU_DTYPE_FLOAT;
 	ctx->out_shapes[0] = *x;
+	for (i = 1; i < node->num_outputs; i++) {
+		/* running_mean, running_var */
+		ctx->out_dtypes[i] = NPU_DTYPE_FLOAT;
+		ctx->out_shapes[i].rank = 1;
+		ctx->out_shapes[i].dims[0] = x->dims[1];
+	}
 	return NPU_OK;
+}
+
+/*
+ * training_mode = 1 (opset 14): normalize with the batch's own mean and
+ * (biased) variance per channel; running_mean / running_var outputs are
+ * input * momentum + batch statistic * (1 - momentum).
+ */
+static void batchnorm_training(struct npu_op_ctx *ctx)
+{
+	const struct npu_tensor *x = ctx->inputs[0];
+	const float *scale = ctx->inputs[1]->data, *bias = ctx->inputs[2]->data;
+	const float *mean = ctx->inputs[3]->data, *var = ctx->inputs[4]->data;
+	float eps = npu_node_attr_float_or(ctx->node, "epsilon", 1e-5f);
+	float mom = npu_node_attr_float_or(ctx->node, "momentum", 0.9f);
+	struct npu_tensor *rm = npu_op_out(ctx, 1), *rv = npu_op_out(ctx, 2);
+	int64_t n = x->shape.dims[0], c = x->shape.dims[1], i, j, k;
+	int64_t inner = npu_op_dims_prod(&x->shape, 2, x->shape.rank);
+	const float *xv = x->data;
+	float *yv = ctx->outputs[0]->data;
+
+	for (j = 0; j < c; j++) {
+		double s = 0, sq = 0, cnt = (double)(n * inner), bm, bv;
+		float a, b;
+
+		for (i = 0; i < n; i++)
+			for (k = 0; k < inner; k++) {
+				double v = xv[(i * c + j) * inner + k];
+
+				s += v;
+				sq += v * v;
+			}
+		bm = cnt > 0 ? s / cnt : 0;
+		bv = cnt > 0 ? sq / cnt - bm * bm : 0;
+		bv = bv > 0 ? bv : 0;
+		a = (float)(scale[j] / sqrt(bv + eps));
+		b = (float)(bias[j] - bm * a);
+		for (i = 0; i < n; i++)
+			for (k = 0; k < inner; k++)
+				yv[(i * c + j) * inner + k] =
+					xv[(i * c + j) * inner + k] * a + b;
+		if (rm)
+			((float *)rm->data)[j] = (float)(mean[j] * mom + bm * (1 - mom));
+		if (rv)
+			((float *)rv->data)[j] = (float)(var[j] * mom + bv * (1 - mom));
+	}
 }
 
 static npu_status batchnorm_compute(struct npu_op_ctx *ctx)
@@ -91,6 +148,10 @@ static npu_status batchnorm_compute(struct npu_op_ctx *ctx)
 	const float *xv = x->data;
 	float *yv = ctx->outputs[0]->data;
 
+	if (npu_node_attr_int_or(ctx->node, "training_mode", 0)) {
+		batchnorm_training(ctx);
+		return NPU_OK;
+	}
 	for (j = 0; j < c; j++) {
 		float a = scale[j] / sqrtf(var[j] + eps);
 		float b = bias[j] - mean[j] * a;
@@ -271,4 +332,195 @@ NPU_CPU_OP_DEF(layer_normalization) = {
 	.op_type = "LayerNormalization", .domain = "", .since_version = 17,
 	.max_version = 21, .infer = layernorm_infer,
 	.compute = layernorm_compute,
+};
+
+/* ---- LRN: across-channel local response normalization ---- */
+
+static npu_status lrn_infer(struct npu_infer_ctx *ctx)
+{
+	const struct npu_node *node = ctx->node;
+	const struct npu_attr *size = npu_node_attr(node, "size");
+	const struct npu_value *x;
+	npu_status st;
+
+	st = npu_op_check_arity(ctx, 1, 1);
+	if (!st)
+		st = npu_op_check_attrs(ctx, NPU_OP_ATTRS("alpha", "beta", "bias",
+							 "size"));
+	if (!st)
+		st = npu_float_inputs(ctx);
+	if (st)
+		return st;
+	x = node->inputs[0];
+	if (!size || size->type != NPU_ATTR_INT || size->i <= 0)
+		return npu_op_invalid(ctx->err, node,
+				      "attribute 'size' is missing or not positive");
+	if (x->shape.rank < 3)
+		return npu_op_invalid(ctx->err, node,
+				      "input 0 '%s' has rank %d, expected (N, C, D1, ...)",
+				      x->name, x->shape.rank);
+	ctx->out_dtypes[0] = NPU_DTYPE_FLOAT;
+	ctx->out_shapes[0] = x->shape;
+	return NPU_OK;
+}
+
+/* y = x / (bias + alpha / size * sum of x^2 over the channel window)^beta */
+static npu_status lrn_compute(struct npu_op_ctx *ctx)
+{
+	const struct npu_tensor *x = ctx->inputs[0];
+	const struct npu_node *node = ctx->node;
+	float alpha = npu_node_attr_float_or(node, "alpha", 1e-4f);
+	float beta = npu_node_attr_float_or(node, "beta", 0.75f);
+	float bias = npu_node_attr_float_or(node, "bias", 1.0f);
+	int64_t size = npu_node_attr_int_or(node, "size", 1);
+	int64_t n = x->shape.dims[0], c = x->shape.dims[1];
+	int64_t inner = npu_op_dims_prod(&x->shape, 2, x->shape.rank);
+	int64_t lo = (size - 1) / 2, hi = size - 1 - lo, b, ch, k, i;
+	const float *xv = x->data;
+	float *yv = ctx->outputs[0]->data;
+
+	for (b = 0; b < n; b++)
+		for (ch = 0; ch < c; ch++)
+			for (i = 0; i < inner; i++) {
+				double sq = 0;
+				int64_t at = (b * c + ch) * inner + i;
+
+				for (k = ch - lo; k <= ch + hi; k++)
+					if (k >= 0 && k < c) {
+						double v = xv[(b * c + k) * inner + i];
+
+						sq += v * v;
+					}
+				yv[at] = (float)(xv[at] /
+						 pow(bias + alpha / (double)size * sq, beta));
+			}
+	return NPU_OK;
+}
+
+NPU_CPU_OP_DEF(lrn) = {
+	.op_type = "LRN", .domain = "", .since_version = 1,
+	.max_version = 21, .infer = lrn_infer, .compute = lrn_compute,
+};
+
+/* ---- MeanVarianceNormalization ---- */
+
+/* reduced[d] from 'axes' (default 0, 2, 3). */
+static npu_status npu_mvn_axes(const struct npu_node *node, int rank,
+			       bool *reduced, struct npu_error *err)
+{
+	static const int64_t def[3] = { 0, 2, 3 };
+	int64_t axes[NPU_MAX_RANK];
+	int n, i, ax;
+	npu_status st;
+
+	st = npu_op_ints_from_attr(node, "axes", axes, NPU_MAX_RANK, &n, err);
+	if (st)
+		return st;
+	if (!npu_node_attr(node, "axes")) {
+		memcpy(axes, def, sizeof(def));
+		n = 3;
+	}
+	for (i = 0; i < rank; i++)
+		reduced[i] = false;
+	for (i = 0; i < n; i++) {
+		st = npu_op_axis(err, node, "axes", axes[i], rank, &ax);
+		if (st)
+			return st;
+		reduced[ax] = true;
+	}
+	return NPU_OK;
+}
+
+static npu_status mvn_infer(struct npu_infer_ctx *ctx)
+{
+	const struct npu_node *node = ctx->node;
+	bool reduced[NPU_MAX_RANK];
+	npu_status st;
+
+	st = npu_op_check_arity(ctx, 1, 1);
+	if (!st)
+		st = npu_op_check_attrs(ctx, NPU_OP_ATTRS("axes"));
+	if (!st)
+		st = npu_float_inputs(ctx);
+	if (!st)
+		st = npu_mvn_axes(node, node->inputs[0]->shape.rank, reduced,
+				  ctx->err);
+	if (st)
+		return st;
+	ctx->out_dtypes[0] = NPU_DTYPE_FLOAT;
+	ctx->out_shapes[0] = node->inputs[0]->shape;
+	return NPU_OK;
+}
+
+/*
+ * (x - E[x]) / (sqrt(E[x^2] - E[x]^2) + 1e-9) over the axes, as the
+ * operator's function body computes it.
+ */
+static npu_status mvn_compute(struct npu_op_ctx *ctx)
+{
+	const struct npu_tensor *x = ctx->inputs[0];
+	const float *xv = x->data;
+	float *yv = ctx->outputs[0]->data;
+	int rank = x->shape.rank, d;
+	bool reduced[NPU_MAX_RANK];
+	int64_t n = npu_op_numel(x), groups = 1, count = 1, i, g;
+	int64_t gstride[NPU_MAX_RANK], coord[NPU_MAX_RANK] = { 0 }, *gi;
+	double *sum, *sq;
+	npu_status st;
+
+	st = npu_mvn_axes(ctx->node, rank, reduced, ctx->err);
+	if (st)
+		return st;
+	/* Group index of an element: its coordinates in the kept dims. */
+	for (d = rank - 1; d >= 0; d--) {
+		gstride[d] = reduced[d] ? 0 : groups;
+		if (reduced[d])
+			count *= x->shape.dims[d];
+		else
+			groups *= x->shape.dims[d];
+	}
+	if (!n)
+		return NPU_OK;
+	sum = calloc((size_t)groups, sizeof(*sum));
+	sq = calloc((size_t)groups, sizeof(*sq));
+	gi = malloc((size_t)n * sizeof(*gi));
+	if (!sum || !sq || !gi) {
+		free(sum);
+		free(sq);
+		free(gi);
+		return npu_op_error(ctx->err, ctx->node, NPU_ERR_NO_MEMORY,
+				    "out of memory");
+	}
+	for (i = 0; i < n; i++) {
+		g = 0;
+		for (d = 0; d < rank; d++)
+			g += coord[d] * gstride[d];
+		gi[i] = g;
+		sum[g] += xv[i];
+		sq[g] += (double)xv[i] * xv[i];
+		for (d = rank - 1; d >= 0; d--) {
+			if (++coord[d] < x->shape.dims[d])
+				break;
+			coord[d] = 0;
+		}
+	}
+	for (g = 0; g < groups; g++) {
+		double mean = sum[g] / (double)count;
+		double var = sq[g] / (double)count - mean * mean;
+
+		sum[g] = mean;
+		sq[g] = sqrt(var > 0 ? var : 0) + 1e-9;
+	}
+	for (i = 0; i < n; i++)
+		yv[i] = (float)((xv[i] - sum[gi[i]]) / sq[gi[i]]);
+	free(sum);
+	free(sq);
+	free(gi);
+	return NPU_OK;
+}
+
+NPU_CPU_OP_DEF(mean_variance_normalization) = {
+	.op_type = "MeanVarianceNormalization", .domain = "",
+	.since_version = 9, .max_version = 21, .infer = mvn_infer,
+	.compute = mvn_compute,
 };

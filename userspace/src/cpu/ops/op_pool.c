@@ -2,7 +2,9 @@
 /*
  * Pooling: MaxPool and AveragePool (1-D / 2-D, pads, auto_pad, strides,
  * dilations, ceil_mode, count_include_pad) on the npu_*pool2d_f32
- * kernels; GlobalAveragePool and GlobalMaxPool for any rank.
+ * kernels, with a direct loop for MaxPool's Indices output, int8 / uint8
+ * MaxPool and 3-D windows; GlobalAveragePool and GlobalMaxPool for any
+ * rank; MaxUnpool.
  */
 #include <math.h>
 #include <string.h>
@@ -32,17 +34,16 @@ static npu_status npu_pool_infer(struct npu_infer_ctx *ctx, bool is_max)
 	if (st)
 		return st;
 	x = node->inputs[0];
-	if (x->dtype != NPU_DTYPE_FLOAT)
+	if (x->dtype != NPU_DTYPE_FLOAT &&
+	    !(is_max && node->opset >= 12 &&
+	      (x->dtype == NPU_DTYPE_UINT8 || x->dtype == NPU_DTYPE_INT8)))
 		return npu_op_unsupported(ctx->err, node,
 					  "input 0 '%s' has type %s, not supported",
 					  x->name, npu_dtype_name(x->dtype));
-	if (node->num_outputs > 1 && node->outputs[1])
-		return npu_op_unsupported(ctx->err, node,
-					  "the Indices output is not supported");
-	if (x->shape.rank == 5)
-		return npu_op_unsupported(ctx->err, node,
-					  "3-D pooling is not supported");
-	if (x->shape.rank != 3 && x->shape.rank != 4)
+	if (node->num_outputs > 2 || (!is_max && node->num_outputs > 1))
+		return npu_op_invalid(ctx->err, node, "%zu outputs",
+				      node->num_outputs);
+	if (x->shape.rank < 3 || x->shape.rank > 5)
 		return npu_op_invalid(ctx->err, node, "X has rank %d",
 				      x->shape.rank);
 	st = npu_op_ints_from_attr(node, "kernel_shape", ks, NPU_WIN_MAX, &cnt,
@@ -58,10 +59,102 @@ static npu_status npu_pool_infer(struct npu_infer_ctx *ctx, bool is_max)
 			   ctx->err);
 	if (st)
 		return st;
-	ctx->out_dtypes[0] = NPU_DTYPE_FLOAT;
+	ctx->out_dtypes[0] = x->dtype;
 	ctx->out_shapes[0] = x->shape;
 	for (i = 0; i < cnt; i++)
 		ctx->out_shapes[0].dims[2 + i] = win.out[i];
+	if (node->num_outputs > 1) {
+		ctx->out_dtypes[1] = NPU_DTYPE_INT64;
+		ctx->out_shapes[1] = ctx->out_shapes[0];
+	}
+	return NPU_OK;
+}
+
+/*
+ * Direct pooling for what the fp32 1-D / 2-D kernels do not cover: the
+ * Indices output, int8 / uint8 MaxPool and 3-D windows. Indices are flat
+ * over the whole input, the spatial part row-major (storage_order 0) or
+ * column-major (1).
+ */
+static npu_status npu_pool_direct(struct npu_op_ctx *ctx, bool is_max,
+				  const struct npu_window *win)
+{
+	const struct npu_tensor *x = ctx->inputs[0];
+	struct npu_tensor *y = ctx->outputs[0], *ind = npu_op_out(ctx, 1);
+	bool col_major = npu_node_attr_int_or(ctx->node, "storage_order", 0) != 0;
+	bool incl = npu_node_attr_int_or(ctx->node, "count_include_pad", 0) != 0;
+	int64_t in[3] = { 1, 1, 1 }, out[3] = { 1, 1, 1 }, k[3] = { 1, 1, 1 };
+	int64_t st[3] = { 1, 1, 1 }, dl[3] = { 1, 1, 1 }, pb[3] = { 0 }, pe[3] = { 0 };
+	int64_t nc = x->shape.dims[0] * x->shape.dims[1], ch, o0, o1, o2, k0, k1, k2;
+	int64_t in_sz, yi = 0;
+	int d, off = 3 - win->n;
+
+	/* Spatial dims right-aligned into three. */
+	for (d = 0; d < win->n; d++) {
+		in[off + d] = win->in[d];
+		out[off + d] = win->out[d];
+		k[off + d] = win->k[d];
+		st[off + d] = win->stride[d];
+		dl[off + d] = win->dil[d];
+		pb[off + d] = win->pad_begin[d];
+		pe[off + d] = win->pad_end[d];
+	}
+	in_sz = in[0] * in[1] * in[2];
+	for (ch = 0; ch < nc; ch++)
+		for (o0 = 0; o0 < out[0]; o0++)
+			for (o1 = 0; o1 < out[1]; o1++)
+				for (o2 = 0; o2 < out[2]; o2++, yi++) {
+					double best = -INFINITY, sum = 0;
+					int64_t best_i = -1, cnt = 0, cnt_pad = 0;
+
+					for (k0 = 0; k0 < k[0]; k0++)
+					for (k1 = 0; k1 < k[1]; k1++)
+					for (k2 = 0; k2 < k[2]; k2++) {
+						int64_t i0 = o0 * st[0] - pb[0] + k0 * dl[0];
+						int64_t i1 = o1 * st[1] - pb[1] + k1 * dl[1];
+						int64_t i2 = o2 * st[2] - pb[2] + k2 * dl[2];
+						int64_t at;
+						double v;
+
+						if (i0 >= -pb[0] && i0 < in[0] + pe[0] &&
+						    i1 >= -pb[1] && i1 < in[1] + pe[1] &&
+						    i2 >= -pb[2] && i2 < in[2] + pe[2])
+							cnt_pad++;
+						if (i0 < 0 || i0 >= in[0] || i1 < 0 ||
+						    i1 >= in[1] || i2 < 0 || i2 >= in[2])
+							continue;
+						at = ch * in_sz + (i0 * in[1] + i1) * in[2] + i2;
+						v = npu_op_tensor_get(x, (size_t)at);
+						cnt++;
+						sum += v;
+						if (best_i < 0 || v > best) {
+							best = v;
+							best_i = col_major ?
+								ch * in_sz + (i2 * in[1] + i1) * in[0] + i0 :
+								at;
+						}
+					}
+					if (!is_max) {
+						int64_t div = incl ? cnt_pad : cnt;
+
+						((float *)y->data)[yi] =
+							div ? (float)(sum / (double)div) : 0.0f;
+						continue;
+					}
+					switch (y->dtype) {
+					case NPU_DTYPE_UINT8:
+						((uint8_t *)y->data)[yi] = (uint8_t)(best_i < 0 ? 0 : best);
+						break;
+					case NPU_DTYPE_INT8:
+						((int8_t *)y->data)[yi] = (int8_t)(best_i < 0 ? 0 : best);
+						break;
+					default:
+						((float *)y->data)[yi] = (float)best;
+						break;
+					}
+					if (ind)
+						((int64_t *)ind->data)[yi] = best_i < 0 ? 0 : best_i;
+				}
 	return NPU_OK;
 }
 
@@ -85,6 +178,9 @@ static npu_status npu_pool_compute(struct npu_op_ctx *ctx, bool is_max)
 		return st;
 	if (npu_op_numel(y) == 0)
 		return NPU_OK;
+	if (x->dtype != NPU_DTYPE_FLOAT || x->shape.rank == 5 ||
+	    npu_op_out(ctx, 1))
+		return npu_pool_direct(ctx, is_max, &win);
 	memset(&p, 0, sizeof(p));
 	p.batch = (size_t)x->shape.dims[0];
 	p.channels = (size_t)x->shape.dims[1];
@@ -211,4 +307,165 @@ NPU_CPU_OP_DEF(global_max_pool) = {
 	.op_type = "GlobalMaxPool", .domain = "", .since_version = 1,
 	.max_version = 21, .infer = global_pool_infer,
 	.compute = global_maxpool_compute,
+};
+
+/* ---- MaxUnpool: MaxPool's values back at their Indices ---- */
+
+static npu_status max_unpool_infer(struct npu_infer_ctx *ctx)
+{
+	static const enum npu_dtype f32[] = {
+		NPU_DTYPE_FLOAT, NPU_DTYPE_UNDEFINED,
+	};
+	static const enum npu_dtype i64[] = {
+		NPU_DTYPE_INT64, NPU_DTYPE_UNDEFINED,
+	};
+	const struct npu_node *node = ctx->node;
+	const struct npu_shape *x, *is;
+	struct npu_shape *out = &ctx->out_shapes[0];
+	int64_t k[NPU_WIN_MAX], s[NPU_MAX_RANK], p[2 * NPU_WIN_MAX], osh[NPU_MAX_RANK];
+	int nk, ns, np, no, n, i;
+	npu_status st;
+
+	st = npu_op_check_arity(ctx, 2, 3);
+	if (!st)
+		st = npu_op_check_attrs(ctx, NPU_OP_ATTRS("kernel_shape", "pads",
+							 "strides"));
+	if (!st)
+		st = npu_op_check_dtype(ctx, 0, f32);
+	if (!st)
+		st = npu_op_check_dtype(ctx, 1, i64);
+	if (!st)
+		st = npu_op_check_dtype(ctx, 2, i64);
+	if (!st)
+		st = npu_op_ints_from_attr(node, "kernel_shape", k, NPU_WIN_MAX,
+					   &nk, ctx->err);
+	if (!st)
+		st = npu_op_ints_from_attr(node, "strides", s, NPU_MAX_RANK, &ns,
+					   ctx->err);
+	if (!st)
+		st = npu_op_ints_from_attr(node, "pads", p, 2 * NPU_WIN_MAX, &np,
+					   ctx->err);
+	if (!st)
+		st = npu_op_ints_from_value(node, 2, osh, NPU_MAX_RANK, &no,
+					    ctx->err);
+	if (st)
+		return st;
+	x = &node->inputs[0]->shape;
+	is = &node->inputs[1]->shape;
+	n = x->rank - 2;
+	if (n < 1 || n > NPU_WIN_MAX || nk != n)
+		return npu_op_invalid(ctx->err, node,
+				      "attribute 'kernel_shape' has %d values for %d spatial dims",
+				      nk, n);
+	if ((ns && ns != n) || (np && np != 2 * n))
+		return npu_op_invalid(ctx->err, node,
+				      "attributes 'strides' / 'pads' do not match %d spatial dims",
+				      n);
+	if (is->rank != x->rank)
+		return npu_op_invalid(ctx->err, node,
+				      "input 1 '%s' (I) has rank %d, X has %d",
+				      node->inputs[1]->name, is->rank, x->rank);
+	*out = *x;
+	if (npu_op_input(node, 2)) {
+		if (no >= 0 && no != x->rank)
+			return npu_op_invalid(ctx->err, node,
+					      "input 2 (output_shape) has %d values, X has rank %d",
+					      no, x->rank);
+		for (i = 0; i < x->rank; i++)
+			out->dims[i] = no < 0 ? -1 : osh[i];
+	} else {
+		for (i = 0; i < n; i++) {
+			int64_t in = x->dims[2 + i];
+
+			out->dims[2 + i] = in < 0 ? -1 :
+				(in - 1) * (ns ? s[i] : 1) + k[i] -
+				(np ? p[i] + p[n + i] : 0);
+		}
+	}
+	ctx->out_dtypes[0] = NPU_DTYPE_FLOAT;
+	return NPU_OK;
+}
+
+/*
+ * I indexes the flattened default-size output ((in - 1) * stride + kernel
+ * - pads); with a different output_shape each index keeps its
+ * coordinates, which must fit the given shape.
+ */
+static npu_status max_unpool_compute(struct npu_op_ctx *ctx)
+{
+	const struct npu_tensor *x = ctx->inputs[0], *idx = ctx->inputs[1];
+	struct npu_tensor *y = ctx->outputs[0];
+	const struct npu_node *node = ctx->node;
+	int64_t n = npu_op_numel(x), ny = npu_op_numel(y), i;
+	int64_t k[NPU_WIN_MAX], s[NPU_MAX_RANK], p[2 * NPU_WIN_MAX];
+	int64_t ystr[NPU_MAX_RANK];
+	struct npu_shape inf = x->shape;
+	const int64_t *iv = idx->data;
+	const float *xv = x->data;
+	float *yv = y->data;
+	int nk, ns, np, sp = x->shape.rank - 2, d;
+	bool same = true;
+	npu_status st;
+
+	st = npu_op_ints_from_attr(node, "kernel_shape", k, NPU_WIN_MAX, &nk,
+				   ctx->err);
+	if (!st)
+		st = npu_op_ints_from_attr(node, "strides", s, NPU_MAX_RANK, &ns,
+					   ctx->err);
+	if (!st)
+		st = npu_op_ints_from_attr(node, "pads", p, 2 * NPU_WIN_MAX, &np,
+					   ctx->err);
+	if (st)
+		return st;
+	if (npu_op_numel(idx) != n)
+		return npu_op_invalid(ctx->err, node,
+				      "input 1 (I) has %lld elements, X has %lld",
+				      (long long)npu_op_numel(idx), (long long)n);
+	for (d = 0; d < sp; d++)
+		inf.dims[2 + d] = (x->shape.dims[2 + d] - 1) * (ns ? s[d] : 1) +
+				  k[d] - (np ? p[d] + p[sp + d] : 0);
+	for (d = 0; d < y->shape.rank; d++)
+		same = same && d < inf.rank && inf.dims[d] == y->shape.dims[d];
+	same = same && inf.rank == y->shape.rank;
+	npu_op_strides(&y->shape, ystr);
+	if (ny)
+		memset(yv, 0, (size_t)ny * sizeof(float));
+	for (i = 0; i < n; i++) {
+		int64_t at = iv[i], rem = iv[i];
+
+		if (!same && rem >= 0) {
+			/* Coordinates in the default shape, flattened in y's. */
+			at = 0;
+			for (d = inf.rank - 1; d >= 0; d--) {
+				int64_t c;
+
+				if (inf.dims[d] <= 0) {
+					at = -1 - ny;
+					break;
+				}
+				c = rem % inf.dims[d];
+
+				rem /= inf.dims[d];
+				if (c >= y->shape.dims[d])
+					at = -1 - ny;
+				if (at >= 0)
+					at += c * ystr[d];
+			}
+			if (rem)
+				at = -1 - ny;
+		}
+		if (at < 0 || at >= ny)
+			return npu_op_invalid(ctx->err, node,
+					      "index %lld at element %lld is out of range for an output of %lld",
+					      (long long)iv[i], (long long)i,
+					      (long long)ny);
+		yv[at] = xv[i];
+	}
+	return NPU_OK;
+}
+
+NPU_CPU_OP_DEF(max_unpool) = {
+	.op_type = "MaxUnpool", .domain = "", .since_version = 9,
+	.max_version = 21, .infer = max_unpool_infer,
+	.compute = max_unpool_compute,
 };

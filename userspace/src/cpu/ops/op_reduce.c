@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * Reductions: ReduceSum / Mean / Max / Min / Prod / L1 / L2 / SumSquare /
- * LogSum / LogSumExp over fp32. 'axes' is an attribute before opset 18
+ * LogSum / LogSumExp over float and double (one kernel per type through
+ * REDUCE_IMPL). 'axes' is an attribute before opset 18
  * (before 13 for ReduceSum) and an optional input after; keepdims and
  * noop_with_empty_axes as specified.
  */
@@ -81,7 +82,7 @@ static npu_status npu_reduce_infer(struct npu_infer_ctx *ctx,
 	if (st)
 		return st;
 	x = node->inputs[0];
-	if (x->dtype != NPU_DTYPE_FLOAT)
+	if (x->dtype != NPU_DTYPE_FLOAT && x->dtype != NPU_DTYPE_DOUBLE)
 		return npu_op_unsupported(ctx->err, node,
 					  "input 0 '%s' has type %s, not supported",
 					  x->name, npu_dtype_name(x->dtype));
@@ -90,7 +91,7 @@ static npu_status npu_reduce_infer(struct npu_infer_ctx *ctx,
 	if (st)
 		return st;
 	keep = npu_node_attr_int_or(node, "keepdims", 1) != 0;
-	ctx->out_dtypes[0] = NPU_DTYPE_FLOAT;
+	ctx->out_dtypes[0] = x->dtype;
 	if (!known && !keep) {
 		/* Known at run time: the rank follows from the axes' count. */
 		const struct npu_shape *as = &node->inputs[1]->shape;
@@ -116,105 +117,125 @@ static npu_status npu_reduce_infer(struct npu_infer_ctx *ctx,
 	return NPU_OK;
 }
 
-static float npu_reduce_init(enum npu_reduce_kind k)
+/*
+ * The row kernel and the compute body, once per floating type T (suffix
+ * S, math functions with suffix M: expf / exp ...).
+ */
+#define REDUCE_IMPL(T, S, M)						\
+/* acc (len, step 0 or 1) op= x (len contiguous). */			\
+static void npu_reduce_row_##S(enum npu_reduce_kind k,			\
+			       const T *restrict x, T *restrict acc,	\
+			       int64_t len, int64_t step)		\
+{									\
+	int64_t i;							\
+									\
+	if (step == 0) {						\
+		T a = acc[0];						\
+									\
+		switch (k) {						\
+		case RED_MAX: for (i = 0; i < len; i++) a = fmax##M(a, x[i]); break; \
+		case RED_MIN: for (i = 0; i < len; i++) a = fmin##M(a, x[i]); break; \
+		case RED_PROD: for (i = 0; i < len; i++) a *= x[i]; break; \
+		default: for (i = 0; i < len; i++) a += x[i]; break;	\
+		}							\
+		acc[0] = a;						\
+		return;							\
+	}								\
+	switch (k) {							\
+	case RED_MAX: for (i = 0; i < len; i++) acc[i] = fmax##M(acc[i], x[i]); break; \
+	case RED_MIN: for (i = 0; i < len; i++) acc[i] = fmin##M(acc[i], x[i]); break; \
+	case RED_PROD: for (i = 0; i < len; i++) acc[i] *= x[i]; break;	\
+	default: for (i = 0; i < len; i++) acc[i] += x[i]; break;	\
+	}								\
+}									\
+									\
+static npu_status npu_reduce_compute_##S(struct npu_op_ctx *ctx,	\
+					 enum npu_reduce_kind k,	\
+					 const bool *reduced)		\
+{									\
+	const struct npu_tensor *x = ctx->inputs[0];			\
+	struct npu_tensor *y = ctx->outputs[0];				\
+	struct npu_shape in_s = x->shape, red_s;			\
+	const struct npu_shape *ins[1] = { &red_s };			\
+	int64_t n = npu_op_numel(x), m = npu_op_numel(y), i, r, count = 1; \
+	T *tmp = NULL, *yv = y->data, init = (T)npu_reduce_init(k);	\
+	const T *src = x->data;						\
+	struct npu_bcast bc;						\
+	int d;								\
+									\
+	/* The output laid out with the input's rank (reduced dims -> 1). */ \
+	red_s = in_s;							\
+	for (d = 0; d < in_s.rank; d++)					\
+		if (reduced[d]) {					\
+			red_s.dims[d] = 1;				\
+			count *= in_s.dims[d];				\
+		}							\
+	for (i = 0; i < m; i++)						\
+		yv[i] = init;						\
+	if (k == RED_L1 || k == RED_L2 || k == RED_SUM_SQUARE ||	\
+	    k == RED_LOG_SUM_EXP) {					\
+		tmp = malloc((size_t)(n ? n : 1) * sizeof(T));		\
+		if (!tmp)						\
+			return npu_op_error(ctx->err, ctx->node, NPU_ERR_NO_MEMORY, \
+					    "out of memory");		\
+		for (i = 0; i < n; i++) {				\
+			T v = src[i];					\
+									\
+			tmp[i] = k == RED_L1 ? fabs##M(v) :		\
+				 k == RED_LOG_SUM_EXP ? exp##M(v) : v * v; \
+		}							\
+		src = tmp;						\
+	}								\
+	/* Walk the input in rows; the output is the "broadcast" operand. */ \
+	if (n) {							\
+		npu_bcast_init(&bc, &in_s, ins, 1);			\
+		for (r = 0; r < bc.rows; r++) {				\
+			int64_t off;					\
+									\
+			npu_bcast_row(&bc, r, &off);			\
+			npu_reduce_row_##S(k, src + r * bc.len, yv + off, \
+					   bc.len, bc.step[0]);		\
+		}							\
+	}								\
+	free(tmp);							\
+	for (i = 0; i < m; i++) {					\
+		switch (k) {						\
+		case RED_MEAN: yv[i] /= (T)count; break;		\
+		case RED_L2: yv[i] = sqrt##M(yv[i]); break;		\
+		case RED_LOG_SUM: case RED_LOG_SUM_EXP: yv[i] = log##M(yv[i]); break; \
+		default: break;						\
+		}							\
+	}								\
+	return NPU_OK;							\
+}
+
+static double npu_reduce_init(enum npu_reduce_kind k)
 {
 	switch (k) {
 	case RED_MAX: return -INFINITY;
 	case RED_MIN: return INFINITY;
-	case RED_PROD: return 1.0f;
-	default: return 0.0f;
+	case RED_PROD: return 1.0;
+	default: return 0.0;
 	}
 }
 
-/* acc (len, step 0 or 1) op= x (len contiguous). */
-static void npu_reduce_row(enum npu_reduce_kind k, const float *restrict x,
-			   float *restrict acc, int64_t len, int64_t step)
-{
-	int64_t i;
-
-	if (step == 0) {
-		float a = acc[0];
-
-		switch (k) {
-		case RED_MAX: for (i = 0; i < len; i++) a = fmaxf(a, x[i]); break;
-		case RED_MIN: for (i = 0; i < len; i++) a = fminf(a, x[i]); break;
-		case RED_PROD: for (i = 0; i < len; i++) a *= x[i]; break;
-		default: for (i = 0; i < len; i++) a += x[i]; break;
-		}
-		acc[0] = a;
-		return;
-	}
-	switch (k) {
-	case RED_MAX: for (i = 0; i < len; i++) acc[i] = fmaxf(acc[i], x[i]); break;
-	case RED_MIN: for (i = 0; i < len; i++) acc[i] = fminf(acc[i], x[i]); break;
-	case RED_PROD: for (i = 0; i < len; i++) acc[i] *= x[i]; break;
-	default: for (i = 0; i < len; i++) acc[i] += x[i]; break;
-	}
-}
+REDUCE_IMPL(float, f32, f)
+REDUCE_IMPL(double, f64, )
 
 static npu_status npu_reduce_compute(struct npu_op_ctx *ctx,
 				     enum npu_reduce_kind k)
 {
 	const struct npu_tensor *x = ctx->inputs[0];
-	struct npu_tensor *y = ctx->outputs[0];
 	bool reduced[NPU_MAX_RANK], known;
-	struct npu_shape in_s = x->shape, red_s;
-	const struct npu_shape *ins[1] = { &red_s };
-	int64_t n = npu_op_numel(x), m = npu_op_numel(y), i, r, count = 1;
-	float *tmp = NULL, *yv = y->data, init = npu_reduce_init(k);
-	const float *src = x->data;
-	struct npu_bcast bc;
-	int d;
 	npu_status st;
 
 	st = npu_reduce_axes(ctx->node, k, npu_op_in(ctx, 1), x->shape.rank,
 			     reduced, &known, ctx->err);
 	if (st)
 		return st;
-	/* The output laid out with the input's rank (reduced dims -> 1). */
-	red_s = in_s;
-	for (d = 0; d < in_s.rank; d++)
-		if (reduced[d]) {
-			red_s.dims[d] = 1;
-			count *= in_s.dims[d];
-		}
-	for (i = 0; i < m; i++)
-		yv[i] = init;
-	if (k == RED_L1 || k == RED_L2 || k == RED_SUM_SQUARE ||
-	    k == RED_LOG_SUM_EXP) {
-		tmp = malloc((size_t)(n ? n : 1) * sizeof(float));
-		if (!tmp)
-			return npu_op_error(ctx->err, ctx->node, NPU_ERR_NO_MEMORY,
-					    "out of memory");
-		for (i = 0; i < n; i++) {
-			float v = src[i];
-
-			tmp[i] = k == RED_L1 ? fabsf(v) :
-				 k == RED_LOG_SUM_EXP ? expf(v) : v * v;
-		}
-		src = tmp;
-	}
-	/* Walk the input in rows; the output is the "broadcast" operand. */
-	if (n) {
-		npu_bcast_init(&bc, &in_s, ins, 1);
-		for (r = 0; r < bc.rows; r++) {
-			int64_t off;
-
-			npu_bcast_row(&bc, r, &off);
-			npu_reduce_row(k, src + r * bc.len, yv + off, bc.len,
-				       bc.step[0]);
-		}
-	}
-	free(tmp);
-	for (i = 0; i < m; i++) {
-		switch (k) {
-		case RED_MEAN: yv[i] /= (float)count; break;
-		case RED_L2: yv[i] = sqrtf(yv[i]); break;
-		case RED_LOG_SUM: case RED_LOG_SUM_EXP: yv[i] = logf(yv[i]); break;
-		default: break;
-		}
-	}
-	return NPU_OK;
+	if (x->dtype == NPU_DTYPE_DOUBLE)
+		return npu_reduce_compute_f64(ctx, k, reduced);
+	return npu_reduce_compute_f32(ctx, k, reduced);
 }
 
 #define REDUCE_DEF(sym, name, kind)					\

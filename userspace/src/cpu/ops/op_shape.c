@@ -2,7 +2,7 @@
 /*
  * Shape and data-movement ops: Reshape, Flatten, Transpose, Concat, Split,
  * Slice, Squeeze, Unsqueeze, Gather, Pad, Shape, Size, Constant,
- * ConstantOfShape, Expand, Dropout (inference). Element types are moved as
+ * ConstantOfShape, Expand, Dropout (identity). Element types are moved as
  * bytes, so any fixed-size type works.
  *
  * Output shapes that depend on an input's values (Reshape's shape, Slice's
@@ -1430,12 +1430,29 @@ NPU_CPU_OP_DEF(expand) = {
 	.max_version = 21, .infer = expand_infer, .compute = expand_compute,
 };
 
-/* ---- Dropout: inference only (identity, mask all true) ---- */
+/*
+ * ---- Dropout: identity with the mask all true ----
+ * Inference, or training_mode = true with ratio 0 (which drops nothing).
+ * Random dropout (training with a non-zero ratio) is rejected: at load
+ * time when both inputs are constant, else when the values are seen.
+ */
+
+/* ratio: the input (12), else the attribute, default 0.5; -1 unknown. */
+static float npu_dropout_ratio(const struct npu_node *node,
+			       const struct npu_tensor *t)
+{
+	if (node->opset < 12)
+		return npu_node_attr_float_or(node, "ratio", 0.5f);
+	if (!t)
+		return npu_op_input(node, 1) ? -1.0f : 0.5f;
+	return (float)npu_op_tensor_get(t, 0);
+}
 
 static npu_status dropout_infer(struct npu_infer_ctx *ctx)
 {
 	const struct npu_node *node = ctx->node;
 	const struct npu_value *train = npu_op_input(node, 2);
+	const struct npu_value *ratio = npu_op_input(node, 1);
 	npu_status st;
 
 	st = npu_op_check_arity(ctx, 1, node->opset < 12 ? 1 : 3);
@@ -1447,10 +1464,15 @@ static npu_status dropout_infer(struct npu_infer_ctx *ctx)
 		return st;
 	if (node->opset < 7)
 		return npu_op_unsupported(ctx->err, node, "opset %d", node->opset);
-	if (train && (!train->constant ||
-		      ((const uint8_t *)train->constant->data)[0]))
-		return npu_op_unsupported(ctx->err, node,
-					  "training_mode is not a constant false");
+	if (train && train->constant &&
+	    ((const uint8_t *)train->constant->data)[0]) {
+		float r = npu_dropout_ratio(node, ratio ? ratio->constant : NULL);
+
+		if (r != 0 && (!ratio || ratio->constant))
+			return npu_op_unsupported(ctx->err, node,
+						  "training_mode = true with ratio %g (random dropout) is not supported",
+						  r);
+	}
 	ctx->out_dtypes[0] = node->inputs[0]->dtype;
 	ctx->out_shapes[0] = node->inputs[0]->shape;
 	if (node->num_outputs > 1) {
@@ -1463,7 +1485,17 @@ static npu_status dropout_infer(struct npu_infer_ctx *ctx)
 static npu_status dropout_compute(struct npu_op_ctx *ctx)
 {
 	struct npu_tensor *mask = npu_op_out(ctx, 1);
+	const struct npu_tensor *train = npu_op_in(ctx, 2);
 
+	if (train && npu_op_numel(train) &&
+	    ((const uint8_t *)train->data)[0]) {
+		float r = npu_dropout_ratio(ctx->node, npu_op_in(ctx, 1));
+
+		if (r != 0)
+			return npu_op_unsupported(ctx->err, ctx->node,
+						  "training_mode = true with ratio %g (random dropout) is not supported",
+						  r);
+	}
 	if (mask && npu_op_numel(mask))
 		memset(mask->data, 1, (size_t)npu_op_numel(mask));
 	return npu_copy_compute(ctx);
