@@ -372,6 +372,60 @@ static void test_misuse_is_an_error(void **state)
 	unload();
 }
 
+struct busy_probe {
+	struct npu_session *s;
+	struct npu_host_tensor in;
+	npu_status st;
+	char msg[512];
+	int calls;
+};
+
+/* The engine logs a new plan while the session that asked for it runs. */
+static void log_while_running(void *arg, enum npu_log_level level, const char *message)
+{
+	struct busy_probe *p = arg;
+
+	(void)level;
+	if (!p->s || !strstr(message, "planned for"))
+		return;
+	p->calls++;
+	p->st = npu_session_run(p->s, &p->in, 1);
+	snprintf(p->msg, sizeof(p->msg), "%s", npu_last_error());
+}
+
+/* A session entered while it is inside a call gets NPU_ERR_BUSY, not a crash. */
+static void test_session_in_use_is_busy(void **state)
+{
+	static struct busy_probe probe;
+	struct npu_engine_options eo;
+	struct npu_engine *e;
+	struct npu_model *m;
+	size_t size;
+	void *buf = cnn_model(&size);
+	float *x = input_for(0, 3);
+
+	(void)state;
+	npu_engine_options_init(&eo);
+	eo.threads = 1;
+	eo.log_level = NPU_LOG_INFO;
+	eo.log = log_while_running;
+	eo.log_arg = &probe;
+	assert_int_equal(npu_engine_create(&eo, &e), NPU_OK);
+	assert_int_equal(npu_model_load_memory(e, buf, size, "cnn.onnx", NULL, &m), NPU_OK);
+	assert_int_equal(npu_session_create(m, NULL, &probe.s), NPU_OK);
+	probe.in = host(0, x);
+	assert_int_equal(npu_session_run(probe.s, &probe.in, 1), NPU_OK);
+	assert_int_equal(probe.calls, 1);
+	assert_int_equal(probe.st, NPU_ERR_BUSY);
+	assert_non_null(strstr(probe.msg, "in use by another thread"));
+	npu_session_destroy(probe.s);
+	probe.s = NULL;
+	npu_model_destroy(m);
+	npu_engine_destroy(e);
+	free(buf);
+	free(x);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -381,6 +435,7 @@ int main(void)
 		cmocka_unit_test(test_batch_of_two_equals_two_single_runs),
 		cmocka_unit_test(test_plan_cache_is_bounded),
 		cmocka_unit_test(test_misuse_is_an_error),
+		cmocka_unit_test(test_session_in_use_is_busy),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
