@@ -426,6 +426,48 @@ static void test_session_in_use_is_busy(void **state)
 	free(x);
 }
 
+/* An application's own device serves the models that name it. */
+static void test_attached_device_is_used_and_kept(void **state)
+{
+	struct npu_device_options dopts;
+	struct npu_device *mine, *got = NULL;
+	struct npu_model_options mo;
+	struct npu_engine *e;
+	struct npu_model *m;
+	struct npu_session *s;
+	struct npu_host_tensor in;
+	char msg[256];
+	size_t size;
+	void *buf = cnn_model(&size);
+	float *x = input_for(0, 5);
+
+	(void)state;
+	npu_device_options_init(&dopts);
+	dopts.backend = NPU_BACKEND_SIM;
+	dopts.flags = NPU_DEVICE_NO_ENV;
+	assert_int_equal(npu_device_open(&dopts, &mine, msg, sizeof(msg)), NPU_OK);
+	assert_int_equal(npu_engine_create(NULL, &e), NPU_OK);
+	assert_int_equal(npu_engine_attach_device(e, "sim", mine), NPU_OK);
+	assert_int_equal(npu_engine_attach_device(e, "sim", mine), NPU_ERR_BUSY);
+	assert_int_equal(npu_engine_attach_device(e, "gpu", mine), NPU_ERR_INVALID_ARG);
+	assert_non_null(strstr(npu_last_error(), "'gpu'"));
+	assert_int_equal(npu_engine_get_device(e, "sim", &got), NPU_OK);
+	assert_ptr_equal(got, mine);
+	npu_model_options_init(&mo);
+	mo.device = "sim";
+	assert_int_equal(npu_model_load_memory(e, buf, size, "cnn.onnx", &mo, &m), NPU_OK);
+	assert_int_equal(npu_session_create(m, NULL, &s), NPU_OK);
+	in = host(0, x);
+	assert_int_equal(npu_session_run(s, &in, 1), NPU_OK);
+	npu_session_destroy(s);
+	npu_model_destroy(m);
+	npu_engine_destroy(e);
+	/* The application still owns its device after the engine is gone. */
+	npu_device_close(mine);
+	free(buf);
+	free(x);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -436,6 +478,7 @@ int main(void)
 		cmocka_unit_test(test_plan_cache_is_bounded),
 		cmocka_unit_test(test_misuse_is_an_error),
 		cmocka_unit_test(test_session_in_use_is_busy),
+		cmocka_unit_test(test_attached_device_is_used_and_kept),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
