@@ -39,6 +39,7 @@ static void free_attr(struct npu_attr *a)
 			free(a->strings[i]);
 	free(a->strings);
 	npu_tensor_destroy(a->t);
+	npu_graph_destroy(a->g);
 }
 
 static void free_node(struct npu_node *n)
@@ -87,6 +88,7 @@ void npu_graph_destroy(struct npu_graph *g)
 	free(g->inputs);
 	free(g->outputs);
 	free(g->name_index);
+	free(g->capture_slot);
 	free(g->name);
 	free(g->source);
 	free(g);
@@ -365,6 +367,13 @@ npu_status npu_graph_sort(struct npu_graph *g, struct npu_error *err)
 			struct npu_value *v = node->inputs[j];
 
 			if (v && !v->producer && !v->constant &&
+			    !v->is_graph_input && j >= node->num_inputs - node->num_implicit_inputs)
+				return npu_error_set(err, NPU_ERR_MODEL,
+					"%s: %s: a subgraph reads '%s', which no node, initializer or input of an enclosing graph defines",
+					g->source,
+					npu_node_label(g, node, label, sizeof(label)),
+					v->name);
+			if (v && !v->producer && !v->constant &&
 			    !v->is_graph_input)
 				return npu_error_set(err, NPU_ERR_MODEL,
 					"%s: %s: input %zu '%s' is not produced by any node, initializer or graph input",
@@ -521,6 +530,7 @@ static bool clone_attr(struct npu_attr *dst, const struct npu_attr *src)
 	dst->ints = NULL;
 	dst->strings = NULL;
 	dst->t = NULL;
+	dst->g = NULL;
 	dst->name = strdup(src->name);
 	if (!dst->name)
 		return false;
@@ -547,6 +557,8 @@ static bool clone_attr(struct npu_attr *dst, const struct npu_attr *src)
 				return false;
 	}
 	if (src->t && !(dst->t = clone_tensor(src->t)))
+		return false;
+	if (src->g && !(dst->g = npu_graph_clone(src->g, &(struct npu_error){ 0 })))
 		return false;
 	return true;
 }
@@ -598,6 +610,7 @@ struct npu_graph *npu_graph_clone(const struct npu_graph *src,
 		if (!n)
 			goto fail;
 		n->opset = sn->opset;
+		n->num_implicit_inputs = sn->num_implicit_inputs;
 		n->placement = sn->placement;
 		n->placement_reason = sn->placement_reason;
 		for (j = 0; j < sn->num_inputs; j++)
@@ -626,6 +639,14 @@ struct npu_graph *npu_graph_clone(const struct npu_graph *src,
 		g->inputs[g->num_inputs++] = g->values[src->inputs[i]->index];
 	for (i = 0; i < src->num_outputs; i++)
 		g->outputs[g->num_outputs++] = g->values[src->outputs[i]->index];
+	if (src->num_captures) {
+		g->capture_slot = malloc(src->num_captures * sizeof(*g->capture_slot));
+		if (!g->capture_slot)
+			goto nomem;
+		memcpy(g->capture_slot, src->capture_slot,
+		       src->num_captures * sizeof(*g->capture_slot));
+		g->num_captures = src->num_captures;
+	}
 	return g;
 nomem:
 	npu_error_set(err, NPU_ERR_NO_MEMORY, "%s: out of memory copying the graph",

@@ -194,7 +194,7 @@ npu_status npu_graph_infer(struct npu_graph *g, bool fold,
 		for (j = 0; j < node->num_inputs; j++)
 			if (node->inputs[j] && node->inputs[j]->shape.rank < 0)
 				unknown_rank = true;
-		if (unknown_rank) {
+		if (unknown_rank && !def->alloc_outputs) {
 			/* Rank not known before run time: infer then. */
 			for (j = 0; j < node->num_outputs; j++)
 				if (node->outputs[j] &&
@@ -224,7 +224,8 @@ npu_status npu_graph_infer(struct npu_graph *g, bool fold,
 
 			if (!v)
 				continue;
-			if (shapes[j].rank < 0 || shapes[j].rank > NPU_MAX_RANK)
+			if ((shapes[j].rank < 0 && !def->alloc_outputs) ||
+			    shapes[j].rank > NPU_MAX_RANK)
 				return npu_error_set(err, NPU_ERR_INTERNAL,
 					"%s: %s: op inferred rank %d for '%s'",
 					g->source,
@@ -242,7 +243,7 @@ npu_status npu_graph_infer(struct npu_graph *g, bool fold,
 			st = fold_shape_op(node, err, &folded);
 			if (st != NPU_OK)
 				return st;
-		} else if (fold && can_fold(node)) {
+		} else if (fold && !def->alloc_outputs && can_fold(node)) {
 			st = fold_node(def, node, err);
 			if (st != NPU_OK) {
 				npu_graph_error_context(g, node, err);

@@ -64,6 +64,7 @@ enum npu_attr_type {
 	NPU_ATTR_INT = 2,
 	NPU_ATTR_STRING = 3,
 	NPU_ATTR_TENSOR = 4,
+	NPU_ATTR_GRAPH = 5,	/* a subgraph: If branches, Loop / Scan bodies */
 	NPU_ATTR_FLOATS = 6,
 	NPU_ATTR_INTS = 7,
 	NPU_ATTR_STRINGS = 8,
@@ -80,6 +81,7 @@ struct npu_attr {
 	char **strings;
 	size_t count;		/* elements of floats / ints / strings */
 	struct npu_tensor *t;
+	struct npu_graph *g;	/* NPU_ATTR_GRAPH, owned */
 };
 
 enum npu_placement {
@@ -96,6 +98,12 @@ struct npu_node {
 	int opset;		/* opset version of the node's domain */
 	struct npu_value **inputs;	/* NULL entries: omitted optional input */
 	size_t num_inputs;
+	/*
+	 * The last num_implicit_inputs inputs are not the op's own: they are
+	 * the outer values its subgraphs read (captures), listed so that
+	 * liveness and passes see those uses.
+	 */
+	size_t num_implicit_inputs;
 	struct npu_value **outputs;	/* NULL entries: omitted optional output */
 	size_t num_outputs;
 	struct npu_attr *attrs;
@@ -161,6 +169,13 @@ struct npu_graph {
 	size_t num_values, cap_values;
 	struct npu_value **inputs;	/* non-constant graph inputs, in order */
 	size_t num_inputs;
+	/*
+	 * A subgraph: its last num_captures inputs are values of an enclosing
+	 * graph it reads by name; capture_slot[k] is the index, among the
+	 * owning node's implicit inputs, that feeds capture k.
+	 */
+	size_t num_captures;
+	size_t *capture_slot;
 	struct npu_value **outputs;
 	size_t num_outputs;
 	struct npu_value **name_index;	/* open-addressing hash of values */

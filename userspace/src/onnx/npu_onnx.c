@@ -11,11 +11,30 @@
 #include <string.h>
 
 
+/*
+ * One graph being imported: the model's, or a subgraph attribute (If
+ * branches, Loop and Scan bodies), which may read values of the graphs
+ * around it by name.
+ */
 struct importer {
 	struct npu_graph *g;
 	const char *src;
 	struct npu_error *err;
+	struct importer *parent;	/* the enclosing graph; NULL at the top */
+	int depth;
+	const Onnx__GraphProto *gp;	/* a subgraph's proto: the names it defines */
+	struct npu_value **outer;	/* per capture, the parent graph's value */
+	/* Subgraphs of the node being imported, with their captures' outer values. */
+	struct pending_subgraph {
+		struct npu_graph *g;
+		struct npu_value **outer;
+	} pending[8];
+	size_t num_pending;
 };
+
+#define NPU_ONNX_MAX_SUBGRAPH_DEPTH 16
+
+static npu_status import_body(struct importer *im, const Onnx__GraphProto *gp);
 
 static bool is_default_domain(const char *d)
 {
@@ -155,6 +174,72 @@ static unsigned attr_fields(const Onnx__AttributeProto *a)
 	return m;
 }
 
+/* Does the subgraph define 'name' itself (initializer, input, node output)? */
+static bool defines(const Onnx__GraphProto *gp, const char *name)
+{
+	size_t i, j;
+
+	for (i = 0; i < gp->n_initializer; i++)
+		if (gp->initializer[i] && gp->initializer[i]->name &&
+		    !strcmp(gp->initializer[i]->name, name))
+			return true;
+	for (i = 0; i < gp->n_input; i++)
+		if (gp->input[i] && gp->input[i]->name && !strcmp(gp->input[i]->name, name))
+			return true;
+	for (i = 0; i < gp->n_node; i++)
+		for (j = 0; gp->node[i] && j < gp->node[i]->n_output; j++)
+			if (gp->node[i]->output[j] && !strcmp(gp->node[i]->output[j], name))
+				return true;
+	return false;
+}
+
+/* A subgraph attribute: a graph of its own that may capture outer values. */
+static npu_status import_subgraph(struct importer *im, const char *label,
+				  const Onnx__AttributeProto *a, struct npu_graph **out)
+{
+	struct importer sub = {
+		.src = im->src, .err = im->err, .parent = im, .depth = im->depth + 1,
+		.gp = a->g,
+	};
+	size_t i;
+	npu_status st;
+
+	if (sub.depth > NPU_ONNX_MAX_SUBGRAPH_DEPTH)
+		return npu_error_set(im->err, NPU_ERR_UNSUPPORTED,
+				     "%s: %s: attribute '%s': subgraphs nested more than %d deep",
+				     im->src, label, a->name, NPU_ONNX_MAX_SUBGRAPH_DEPTH);
+	if (im->num_pending == sizeof(im->pending) / sizeof(im->pending[0]))
+		return npu_error_set(im->err, NPU_ERR_UNSUPPORTED,
+				     "%s: %s: more than %zu subgraph attributes", im->src, label,
+				     sizeof(im->pending) / sizeof(im->pending[0]));
+	sub.g = npu_graph_create(im->src);
+	if (!sub.g)
+		return npu_error_set(im->err, NPU_ERR_NO_MEMORY, "out of memory");
+	sub.g->ir_version = im->g->ir_version;
+	sub.g->opsets = calloc(im->g->num_opsets + 1, sizeof(*sub.g->opsets));
+	st = sub.g->opsets ? NPU_OK : npu_error_set(im->err, NPU_ERR_NO_MEMORY, "out of memory");
+	for (i = 0; !st && i < im->g->num_opsets; i++) {
+		sub.g->opsets[i].version = im->g->opsets[i].version;
+		sub.g->opsets[i].domain = strdup(im->g->opsets[i].domain);
+		sub.g->num_opsets++;
+		if (!sub.g->opsets[i].domain)
+			st = npu_error_set(im->err, NPU_ERR_NO_MEMORY, "out of memory");
+	}
+	if (!st)
+		st = import_body(&sub, a->g);
+	if (st) {
+		npu_error_prefix(im->err, "%s: attribute '%s'", label, a->name);
+		free(sub.outer);
+		npu_graph_destroy(sub.g);
+		return st;
+	}
+	/* The node lists the captures' outer values (add_implicit_inputs). */
+	im->pending[im->num_pending].g = sub.g;
+	im->pending[im->num_pending++].outer = sub.outer;
+	*out = sub.g;
+	return NPU_OK;
+}
+
 static npu_status import_attr(struct importer *im, const char *label,
 			      const Onnx__AttributeProto *a,
 			      struct npu_attr *out)
@@ -258,15 +343,21 @@ static npu_status import_attr(struct importer *im, const char *label,
 						     "out of memory");
 		}
 		return NPU_OK;
+	case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH:
+		out->type = NPU_ATTR_GRAPH;
+		if (!a->g)
+			return npu_error_set(im->err, NPU_ERR_MODEL,
+				"%s: %s: attribute '%s' is declared graph but holds none",
+				im->src, label, a->name);
+		return import_subgraph(im, label, a, &out->g);
 	}
 	/* Valid ONNX, but not something our ops take. */
 	out->type = (enum npu_attr_type)0;
 	return npu_error_set(im->err, NPU_ERR_UNSUPPORTED,
 		"%s: %s: attribute '%s' is a %s (%s attributes are not supported)",
 		im->src, label, a->name, attr_type_name(type),
-		type == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH ||
 		type == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPHS
-			? "subgraph" : attr_type_name(type));
+			? "graph list" : attr_type_name(type));
 }
 
 /* Constant (default domain) -> a constant value, no node. */
@@ -330,16 +421,109 @@ static npu_status import_constant(struct importer *im, const char *label,
 	return NPU_OK;
 }
 
+static struct npu_value *use_value(struct importer *im, const char *name);
+
+/*
+ * A subgraph reading a value it does not define: an input of its own
+ * (a capture) fed from the enclosing graph's value of that name, which
+ * may itself capture it from further out.
+ */
+static struct npu_value *capture(struct importer *im, const char *name)
+{
+	struct npu_value *outer, *v, **in, **ov;
+	size_t *slots;
+
+	outer = use_value(im->parent, name);
+	if (!outer)
+		return NULL;
+	v = npu_graph_add_value(im->g, name, im->err);
+	in = realloc(im->g->inputs, (im->g->num_inputs + 1) * sizeof(*in));
+	if (in)
+		im->g->inputs = in;
+	ov = realloc(im->outer, (im->g->num_captures + 1) * sizeof(*ov));
+	if (ov)
+		im->outer = ov;
+	slots = realloc(im->g->capture_slot, (im->g->num_captures + 1) * sizeof(*slots));
+	if (slots)
+		im->g->capture_slot = slots;
+	if (!v || !in || !ov || !slots) {
+		if (v)
+			npu_error_set(im->err, NPU_ERR_NO_MEMORY, "out of memory");
+		return NULL;
+	}
+	v->is_graph_input = true;
+	im->g->inputs[im->g->num_inputs++] = v;
+	im->outer[im->g->num_captures] = outer;
+	im->g->capture_slot[im->g->num_captures++] = 0;
+	return v;
+}
+
 /* The value named 'name' used as a node input, created when first seen. */
 static struct npu_value *use_value(struct importer *im, const char *name)
 {
 	struct npu_value *v = npu_graph_find_value(im->g, name);
 
-	return v ? v : npu_graph_add_value(im->g, name, im->err);
+	if (v)
+		return v;
+	if (im->parent && !defines(im->gp, name))
+		return capture(im, name);
+	return npu_graph_add_value(im->g, name, im->err);
 }
 
+/*
+ * After its attributes and inputs: a node with subgraphs lists the outer
+ * values they capture as implicit inputs, and each subgraph learns which
+ * implicit input feeds each of its captures.
+ */
+static npu_status add_implicit_inputs(struct importer *im, struct npu_node *node)
+{
+	size_t p, k, j, declared = node->num_inputs;
+	struct npu_value **in;
+	npu_status st = NPU_OK;
+
+	for (p = 0; p < im->num_pending && !st; p++) {
+		struct npu_graph *sub = im->pending[p].g;
+
+		for (k = 0; k < sub->num_captures && !st; k++) {
+			struct npu_value *outer = im->pending[p].outer[k];
+
+			for (j = declared; j < node->num_inputs; j++)
+				if (node->inputs[j] == outer)
+					break;
+			if (j == node->num_inputs) {
+				in = realloc(node->inputs, (node->num_inputs + 1) * sizeof(*in));
+				if (!in) {
+					st = npu_error_set(im->err, NPU_ERR_NO_MEMORY, "out of memory");
+					break;
+				}
+				node->inputs = in;
+				node->inputs[node->num_inputs++] = outer;
+				node->num_implicit_inputs++;
+			}
+			sub->capture_slot[k] = j - declared;
+		}
+	}
+	return st;	/* import_node frees the pending lists */
+}
+
+static npu_status import_node_fields(struct importer *im, size_t index,
+				     const Onnx__NodeProto *np);
+
+/* One node; its subgraphs' capture lists never outlive it. */
 static npu_status import_node(struct importer *im, size_t index,
 			      const Onnx__NodeProto *np)
+{
+	npu_status st = import_node_fields(im, index, np);
+	size_t p;
+
+	for (p = 0; p < im->num_pending; p++)
+		free(im->pending[p].outer);
+	im->num_pending = 0;
+	return st;
+}
+
+static npu_status import_node_fields(struct importer *im, size_t index,
+				     const Onnx__NodeProto *np)
 {
 	struct npu_node *node;
 	const char *domain = np->domain ? np->domain : "";
@@ -403,6 +587,9 @@ static npu_status import_node(struct importer *im, size_t index,
 		if (!node->inputs[i])
 			return im->err->status;
 	}
+	st = add_implicit_inputs(im, node);
+	if (st != NPU_OK)
+		return st;
 	for (i = 0; i < np->n_output; i++) {
 		struct npu_value *v;
 
@@ -440,15 +627,20 @@ static npu_status import_node(struct importer *im, size_t index,
 
 static npu_status import_graph(struct importer *im, const Onnx__ModelProto *mp)
 {
-	const Onnx__GraphProto *gp = mp->graph;
+	if (!mp->graph)
+		return npu_error_set(im->err, NPU_ERR_MODEL, "%s: the model has no graph",
+				     im->src);
+	return import_body(im, mp->graph);
+}
+
+/* A graph's initializers, inputs, nodes and outputs, then sorted and checked. */
+static npu_status import_body(struct importer *im, const Onnx__GraphProto *gp)
+{
 	struct npu_graph *g = im->g;
 	char what[600];
 	size_t i;
 	npu_status st;
 
-	if (!gp)
-		return npu_error_set(im->err, NPU_ERR_MODEL, "%s: the model has no graph",
-				     im->src);
 	if (gp->name) {
 		free(g->name);
 		g->name = strdup(gp->name);
@@ -506,7 +698,10 @@ static npu_status import_graph(struct importer *im, const Onnx__ModelProto *mp)
 		v = npu_graph_add_value(g, vi->name, im->err);
 		if (!v)
 			return im->err->status;
-		st = import_type(im, "graph input", vi, v);
+		/* A subgraph input may leave its type to the node that runs it. */
+		st = im->parent && !vi->type ? NPU_OK
+					     : import_type(im, im->parent ? "subgraph input"
+									  : "graph input", vi, v);
 		if (st != NPU_OK)
 			return st;
 		v->is_graph_input = true;

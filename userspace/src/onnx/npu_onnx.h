@@ -6,8 +6,11 @@
  * imports, types, shapes, initializer sizes, attributes and the topology.
  * A malformed model is an error naming the file, the node (name or index
  * and op type), the attribute or input and the reason, never a crash.
- * External tensor data, sparse initializers, subgraph attributes and
- * non-tensor types are rejected as NPU_ERR_UNSUPPORTED.
+ * Subgraph attributes (If, Loop, Scan) become graphs of their own: a value
+ * they read but do not define is a capture, an input of the subgraph fed
+ * by an implicit input of its node (npu_ir.h). External tensor data,
+ * sparse initializers, graph-list attributes and non-tensor types are
+ * rejected as NPU_ERR_UNSUPPORTED.
  */
 #ifndef NPU_ONNX_H
 #define NPU_ONNX_H

@@ -36,6 +36,12 @@ struct npu_exec_plan {
 	/* All shapes static: every intermediate lives in one planned arena. */
 	uint64_t *arena_off;			/* per value; NULL: reuse pool */
 	struct npu_memplan_stats mem;
+	/* The plans of the nodes' subgraphs (If branches, Loop bodies...). */
+	struct npu_exec_sub {
+		const struct npu_graph *body;
+		struct npu_exec_plan *plan;
+	} *subs;
+	size_t num_subs;
 };
 
 struct npu_exec {
@@ -50,6 +56,13 @@ struct npu_exec {
 	void *observe_arg;
 	struct npu_compiled_run *run;		/* NPU segments' state, if any */
 	void **node_states;			/* per node, ctx->state */
+	/* Control flow: what its ops borrow, and a run state per subgraph. */
+	struct npu_op_runtime rt;
+	struct npu_exec_child {
+		const struct npu_graph *body;
+		struct npu_exec *exec;
+	} *children;
+	size_t num_children;
 	const struct npu_op_def **defs;		/* p->defs */
 	bool *dynamic;
 	size_t *last_use;
@@ -253,6 +266,9 @@ void npu_exec_destroy(struct npu_exec *s)
 		npu_threadpool_destroy(s->pool);
 	npu_compiled_run_destroy(s->run);
 	free(s->node_states);
+	for (i = 0; i < s->num_children; i++)
+		npu_exec_destroy(s->children[i].exec);
+	free(s->children);
 	npu_exec_plan_destroy(s->own_plan);
 	free(s->view);
 	free(s->owned);
@@ -275,6 +291,9 @@ void npu_exec_plan_destroy(struct npu_exec_plan *p)
 		for (i = 0; i < p->g->num_nodes; i++)
 			if (p->defs[i] && p->defs[i]->release)
 				p->defs[i]->release(p->g->nodes[i]);
+	for (i = 0; i < p->num_subs; i++)
+		npu_exec_plan_destroy(p->subs[i].plan);
+	free(p->subs);
 	free(p->defs);
 	free(p->dynamic);
 	free(p->last_use);
@@ -351,6 +370,35 @@ static const struct npu_op_def *find_def(const struct npu_node *node)
 			       node->op_type, node->opset);
 }
 
+/* Every subgraph attribute gets its plan now, once, shared by the sessions. */
+static npu_status plan_subgraphs(struct npu_exec_plan *p, struct npu_error *err)
+{
+	size_t i, a, n = 0;
+	npu_status st;
+
+	for (i = 0; i < p->g->num_nodes; i++)
+		for (a = 0; a < p->g->nodes[i]->num_attrs; a++)
+			n += p->g->nodes[i]->attrs[a].type == NPU_ATTR_GRAPH;
+	if (!n)
+		return NPU_OK;
+	p->subs = calloc(n, sizeof(*p->subs));
+	if (!p->subs)
+		return npu_error_set(err, NPU_ERR_NO_MEMORY, "out of memory");
+	for (i = 0; i < p->g->num_nodes; i++) {
+		const struct npu_node *node = p->g->nodes[i];
+
+		for (a = 0; a < node->num_attrs; a++) {
+			if (node->attrs[a].type != NPU_ATTR_GRAPH)
+				continue;
+			st = npu_exec_plan_create(node->attrs[a].g, &p->subs[p->num_subs].plan, err);
+			if (st != NPU_OK)
+				return st;
+			p->subs[p->num_subs++].body = node->attrs[a].g;
+		}
+	}
+	return NPU_OK;
+}
+
 npu_status npu_exec_plan_create(struct npu_graph *g, struct npu_exec_plan **out,
 				struct npu_error *err)
 {
@@ -404,6 +452,13 @@ npu_status npu_exec_plan_create(struct npu_graph *g, struct npu_exec_plan **out,
 				  npu_shape_numel(&v->shape) < 0))
 				p->dynamic[i] = true;
 		}
+		if (p->defs[i]->alloc_outputs)
+			p->dynamic[i] = true;	/* shapes known only by running it */
+	}
+	st = plan_subgraphs(p, err);
+	if (st != NPU_OK) {
+		npu_exec_plan_destroy(p);
+		return st;
 	}
 	for (i = 0; i < nn; i++) {
 		if (!p->defs[i]->prepare)
@@ -425,6 +480,85 @@ npu_status npu_exec_plan_create(struct npu_graph *g, struct npu_exec_plan **out,
 	}
 	*out = p;
 	return NPU_OK;
+}
+
+/* ---- Control flow: what If / Loop / Scan borrow (cpu_ops.h) ---- */
+
+static npu_status rt_alloc_output(struct npu_op_ctx *ctx, size_t index, enum npu_dtype dtype,
+				  const struct npu_shape *shape)
+{
+	struct npu_exec *s = ctx->rt->arg;
+	const struct npu_value *v = ctx->node->outputs[index];
+	struct npu_tensor *t;
+	int64_t n = npu_shape_numel(shape);
+	size_t esize = npu_dtype_size(dtype);
+	char label[300];
+
+	if (!v)
+		return NPU_OK;
+	if (n < 0 || !esize || shape->rank < 0 || shape->rank > NPU_MAX_RANK)
+		return npu_error_set(ctx->err, NPU_ERR_INTERNAL, "%s: %s: output '%s' given no concrete shape",
+				     s->g->source, npu_node_label(s->g, ctx->node, label, sizeof(label)),
+				     v->name);
+	t = &s->owned[v->index];
+	if (t->data)
+		release_value(s, v->index);
+	t->dtype = dtype;
+	t->shape = *shape;
+	t->nbytes = (size_t)n * esize;
+	t->data = t->nbytes ? buf_get(s, t->nbytes, &s->owned_cap[v->index]) : NULL;
+	if (t->nbytes && !t->data)
+		return npu_error_set(ctx->err, NPU_ERR_NO_MEMORY,
+				     "%s: %s: out of memory for output '%s' (%zu bytes)", s->g->source,
+				     npu_node_label(s->g, ctx->node, label, sizeof(label)), v->name,
+				     t->nbytes);
+	s->view[v->index] = t;
+	return NPU_OK;
+}
+
+static npu_status rt_run(struct npu_op_ctx *ctx, const struct npu_graph *body,
+			 const struct npu_tensor *const *inputs, const struct npu_tensor **outputs)
+{
+	struct npu_exec *s = ctx->rt->arg;
+	const struct npu_node *node = ctx->node;
+	size_t declared = node->num_inputs - node->num_implicit_inputs;
+	size_t formal = body->num_inputs - body->num_captures, i;
+	const struct npu_tensor *all[NPU_RT_MAX_IO];
+	struct npu_exec *child = NULL;
+	npu_status st;
+
+	if (body->num_inputs > NPU_RT_MAX_IO)
+		return npu_error_set(ctx->err, NPU_ERR_UNSUPPORTED, "%s: a subgraph with more than %d inputs",
+				     s->g->source, NPU_RT_MAX_IO);
+	for (i = 0; i < s->num_children; i++)
+		if (s->children[i].body == body)
+			child = s->children[i].exec;
+	if (!child) {
+		struct npu_exec_options eo = { .pool = s->pool, .threads = 1, .profile = s->profile };
+		struct npu_exec_child *c;
+
+		for (i = 0; i < s->p->num_subs; i++)
+			if (s->p->subs[i].body == body)
+				eo.plan = s->p->subs[i].plan;
+		if (!eo.plan)
+			return npu_error_set(ctx->err, NPU_ERR_INTERNAL, "%s: a subgraph that was never planned",
+					     s->g->source);
+		c = realloc(s->children, (s->num_children + 1) * sizeof(*c));
+		if (!c)
+			return npu_error_set(ctx->err, NPU_ERR_NO_MEMORY, "out of memory");
+		s->children = c;
+		st = npu_exec_create((struct npu_graph *)body, &eo, &child, ctx->err);
+		if (st != NPU_OK)
+			return st;
+		c[s->num_children].body = body;
+		c[s->num_children++].exec = child;
+	}
+	for (i = 0; i < body->num_inputs; i++)
+		all[i] = i < formal ? inputs[i] : ctx->inputs[declared + body->capture_slot[i - formal]];
+	st = npu_exec_run(child, all, ctx->err);
+	for (i = 0; st == NPU_OK && i < body->num_outputs; i++)
+		outputs[i] = npu_exec_output(child, i);
+	return st;
 }
 
 /*
@@ -484,6 +618,9 @@ npu_status npu_exec_create(struct npu_graph *g,
 	s->defs = s->p->defs;
 	s->dynamic = s->p->dynamic;
 	s->last_use = s->p->last_use;
+	s->rt.alloc_output = rt_alloc_output;
+	s->rt.run = rt_run;
+	s->rt.arg = s;
 	s->profile = opts && opts->profile;
 	trace_open(s);
 	if (opts) {
@@ -764,6 +901,17 @@ static npu_status run_nodes(struct npu_exec *s,
 		}
 		/* Timed from here: waiting for an asynchronous input is not this op's. */
 		t0 = s->profile || s->trace_fd >= 0 ? now_ms() : 0;
+		if (s->defs[i]->alloc_outputs) {
+			/* The op gives its outputs their shapes (rt_alloc_output). */
+			for (j = 0; j < node->num_outputs; j++) {
+				struct npu_value *v = node->outputs[j];
+
+				outs[j] = v ? &s->owned[v->index] : NULL;
+				if (v)
+					memset(outs[j], 0, sizeof(*outs[j]));
+			}
+			goto compute;
+		}
 		if (s->dynamic[i]) {
 			st = infer_at_run_time(s, i, ins, dtypes, shapes, err);
 			if (st != NPU_OK)
@@ -813,6 +961,7 @@ static npu_status run_nodes(struct npu_exec *s,
 			outs[j] = t;
 			s->view[v->index] = t;
 		}
+compute:
 		ctx.node = node;
 		ctx.inputs = ins;
 		ctx.num_inputs = node->num_inputs;
@@ -820,6 +969,7 @@ static npu_status run_nodes(struct npu_exec *s,
 		ctx.num_outputs = node->num_outputs;
 		ctx.pool = s->pool;
 		ctx.state = s->node_states ? s->node_states[i] : NULL;
+		ctx.rt = &s->rt;
 		ctx.err = err;
 		npu_error_clear(err);
 		async = s->defs[i]->submit && s->defs[i]->wait;

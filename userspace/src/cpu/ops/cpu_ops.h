@@ -21,6 +21,27 @@
 #include "graph/npu_ir.h"
 
 struct npu_threadpool;
+struct npu_op_ctx;
+
+/*
+ * What the runtime lends an op that runs subgraphs (If, Loop, Scan): the
+ * op cannot know its output shapes before it runs, so it gives each output
+ * its dtype and shape itself; and it runs a subgraph attribute of its node.
+ */
+struct npu_op_runtime {
+	/* Give output 'index' this dtype and shape; its data is then writable. */
+	npu_status (*alloc_output)(struct npu_op_ctx *ctx, size_t index,
+				   enum npu_dtype dtype, const struct npu_shape *shape);
+	/*
+	 * Run 'body' (a graph attribute of ctx->node) on its formal inputs;
+	 * its captures are fed from the node's implicit inputs. outputs[i]
+	 * stays valid until the next run of the same body.
+	 */
+	npu_status (*run)(struct npu_op_ctx *ctx, const struct npu_graph *body,
+			  const struct npu_tensor *const *inputs,
+			  const struct npu_tensor **outputs);
+	void *arg;
+};
 
 struct npu_op_ctx {
 	struct npu_node *node;
@@ -30,6 +51,7 @@ struct npu_op_ctx {
 	size_t num_outputs;
 	struct npu_threadpool *pool;
 	void *state;	/* per-session run state of this node (NPU segments) */
+	const struct npu_op_runtime *rt;	/* ops with alloc_outputs */
 	struct npu_error *err;
 };
 
@@ -64,6 +86,13 @@ struct npu_op_def {
 	 */
 	npu_status (*submit)(struct npu_op_ctx *ctx);
 	npu_status (*wait)(struct npu_op_ctx *ctx);
+	/*
+	 * compute() sets its outputs' dtype and shape itself through
+	 * ctx->rt (control flow): the runtime does not allocate them, and
+	 * infer() may leave their shapes unknown (rank -1 allowed). Such ops
+	 * are never folded at compile time.
+	 */
+	bool alloc_outputs;
 };
 
 /*

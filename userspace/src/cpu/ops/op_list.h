@@ -204,3 +204,8 @@ NPU_CPU_OP(momentum)
 NPU_CPU_OP(dft)
 NPU_CPU_OP(stft)
 NPU_CPU_OP(mel_weight_matrix)
+
+/* op_control.c (subgraphs run by the runtime) */
+NPU_CPU_OP(if)
+NPU_CPU_OP(loop)
+NPU_CPU_OP(scan)

@@ -1,0 +1,824 @@
+// SPDX-License-Identifier: MIT
+/*
+ * op_control.c - If, Loop and Scan: ops whose graph attributes are run by
+ * the runtime (ctx->rt). Their infer() binds each body's inputs (formal
+ * ones from the node's inputs, captures from its implicit inputs) and
+ * infers the body; compute() runs it and gives the outputs their shapes,
+ * which may depend on the data (a branch taken, a trip count).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cpu/ops/op_common.h"
+
+/* A loop with neither a trip count nor a condition that turns false. */
+#define NPU_LOOP_MAX_ITERATIONS 10000000
+
+static struct npu_graph *body_attr(const struct npu_node *n, const char *name)
+{
+	const struct npu_attr *a = npu_node_attr(n, name);
+
+	return a && a->type == NPU_ATTR_GRAPH ? a->g : NULL;
+}
+
+static size_t num_declared(const struct npu_node *n)
+{
+	return n->num_inputs - n->num_implicit_inputs;
+}
+
+static size_t num_formal(const struct npu_graph *g)
+{
+	return g->num_inputs - g->num_captures;
+}
+
+/* Give a body input the type the node feeds it, unless the body declares one. */
+static npu_status bind_input(const struct npu_node *n, struct npu_value *in,
+			     enum npu_dtype dtype, const struct npu_shape *shape,
+			     const char *body, struct npu_error *err)
+{
+	char a[160], b[160];
+
+	if (in->dtype == NPU_DTYPE_UNDEFINED) {
+		in->dtype = dtype;
+		in->shape = *shape;
+		return NPU_OK;
+	}
+	if (dtype != NPU_DTYPE_UNDEFINED && in->dtype != dtype)
+		return npu_op_invalid(err, n, "%s input '%s' is declared %s, the node feeds %s",
+				      body, in->name, npu_dtype_name(in->dtype),
+				      npu_dtype_name(dtype));
+	if (in->shape.rank >= 0 && shape->rank >= 0 && in->shape.rank != shape->rank)
+		return npu_op_invalid(err, n, "%s input '%s' is declared %s, the node feeds %s",
+				      body, in->name, npu_shape_str(&in->shape, a, sizeof(a)),
+				      npu_shape_str(shape, b, sizeof(b)));
+	return NPU_OK;
+}
+
+/* Captures take their outer values' types; then the body is inferred. */
+static npu_status infer_body(const struct npu_node *n, struct npu_graph *g,
+			     const char *body, struct npu_error *err)
+{
+	size_t k, first = num_formal(g);
+	npu_status st;
+
+	for (k = 0; k < g->num_captures; k++) {
+		const struct npu_value *outer = n->inputs[num_declared(n) + g->capture_slot[k]];
+		struct npu_value *in = g->inputs[first + k];
+
+		in->dtype = outer->dtype;
+		in->shape = outer->shape;
+	}
+	st = npu_graph_infer(g, true, err);
+	if (st != NPU_OK) {
+		size_t len = strlen(g->source);
+
+		/* "<file>: <node>: body: <file>: <inner node>: ..." reads badly. */
+		if (!strncmp(err->msg, g->source, len) && !strncmp(err->msg + len, ": ", 2))
+			memmove(err->msg, err->msg + len + 2, strlen(err->msg + len + 2) + 1);
+		npu_error_prefix(err, "%s node '%s': %s", n->op_type, n->name, body);
+	}
+	return st;
+}
+
+/* Two shapes a value may take: equal dims stay, others become unknown. */
+static struct npu_shape merge_shapes(const struct npu_shape *a, const struct npu_shape *b)
+{
+	struct npu_shape s = *a;
+	int d;
+
+	if (a->rank != b->rank) {
+		s.rank = -1;
+		return s;
+	}
+	for (d = 0; d < a->rank; d++)
+		if (a->dims[d] != b->dims[d])
+			s.dims[d] = -1;
+	return s;
+}
+
+static bool is_scalar_of(const struct npu_tensor *t, enum npu_dtype dtype)
+{
+	return t && t->dtype == dtype && npu_shape_numel(&t->shape) == 1;
+}
+
+static bool truth(const struct npu_tensor *t)
+{
+	return t->dtype == NPU_DTYPE_BOOL ? *(const uint8_t *)t->data != 0
+					  : npu_op_tensor_get(t, 0) != 0;
+}
+
+/* Copy a tensor into output 'index', with its dtype and shape. */
+static npu_status set_output(struct npu_op_ctx *ctx, size_t index, const struct npu_tensor *t)
+{
+	npu_status st;
+
+	if (!ctx->outputs[index])
+		return NPU_OK;	/* omitted */
+	st = ctx->rt->alloc_output(ctx, index, t->dtype, &t->shape);
+	if (st == NPU_OK && t->nbytes)
+		memcpy(ctx->outputs[index]->data, t->data, t->nbytes);
+	return st;
+}
+
+/* ---- If ---- */
+
+static npu_status if_infer(struct npu_infer_ctx *ctx)
+{
+	const struct npu_node *n = ctx->node;
+	struct npu_graph *then_g = body_attr(n, "then_branch"), *else_g = body_attr(n, "else_branch");
+	const struct npu_value *cond = npu_op_input(n, 0);
+	npu_status st;
+	size_t i;
+
+	if (!then_g || !else_g)
+		return npu_op_invalid(ctx->err, n, "needs graph attributes 'then_branch' and 'else_branch'");
+	if (num_declared(n) != 1 || !cond)
+		return npu_op_invalid(ctx->err, n, "needs exactly one input, 'cond'");
+	if (cond->dtype != NPU_DTYPE_UNDEFINED && cond->dtype != NPU_DTYPE_BOOL)
+		return npu_op_invalid(ctx->err, n, "input 'cond' must be bool, got %s",
+				      npu_dtype_name(cond->dtype));
+	if (num_formal(then_g) || num_formal(else_g))
+		return npu_op_invalid(ctx->err, n, "a branch declares inputs (branches take none)");
+	st = infer_body(n, then_g, "then_branch", ctx->err);
+	if (st == NPU_OK)
+		st = infer_body(n, else_g, "else_branch", ctx->err);
+	if (st != NPU_OK)
+		return st;
+	if (then_g->num_outputs != n->num_outputs || else_g->num_outputs != n->num_outputs)
+		return npu_op_invalid(ctx->err, n,
+				      "the node has %zu outputs, then_branch %zu and else_branch %zu",
+				      n->num_outputs, then_g->num_outputs, else_g->num_outputs);
+	for (i = 0; i < n->num_outputs; i++) {
+		const struct npu_value *a = then_g->outputs[i], *b = else_g->outputs[i];
+
+		if (a->dtype != b->dtype)
+			return npu_op_invalid(ctx->err, n,
+					      "output %zu is %s in then_branch ('%s') and %s in else_branch ('%s')",
+					      i, npu_dtype_name(a->dtype), a->name,
+					      npu_dtype_name(b->dtype), b->name);
+		ctx->out_dtypes[i] = a->dtype;
+		ctx->out_shapes[i] = merge_shapes(&a->shape, &b->shape);
+	}
+	return NPU_OK;
+}
+
+static npu_status if_compute(struct npu_op_ctx *ctx)
+{
+	const struct npu_node *n = ctx->node;
+	const struct npu_tensor *cond = npu_op_in(ctx, 0), *outs[64];
+	const struct npu_graph *g;
+	npu_status st;
+	size_t i;
+
+	if (!cond || npu_shape_numel(&cond->shape) != 1)
+		return npu_op_invalid(ctx->err, n, "input 'cond' must hold one value");
+	if (n->num_outputs > 64)
+		return npu_op_unsupported(ctx->err, n, "more than 64 outputs");
+	g = body_attr(n, truth(cond) ? "then_branch" : "else_branch");
+	st = ctx->rt->run(ctx, g, NULL, outs);
+	for (i = 0; st == NPU_OK && i < n->num_outputs; i++)
+		st = set_output(ctx, i, outs[i]);
+	return st;
+}
+
+NPU_CPU_OP_DEF(if) = {
+	.op_type = "If", .domain = "", .since_version = 1, .max_version = 21,
+	.infer = if_infer, .compute = if_compute, .alloc_outputs = true,
+};
+
+/* ---- Growing stacks of equally shaped slices (scan outputs) ---- */
+
+struct stack {
+	enum npu_dtype dtype;
+	struct npu_shape elem;
+	size_t elem_bytes, count, cap;
+	uint8_t *data;
+};
+
+static npu_status stack_push(struct stack *s, const struct npu_tensor *t, const struct npu_node *n,
+			     size_t k, size_t step, struct npu_error *err)
+{
+	char a[160], b[160];
+
+	if (!s->count && !s->cap) {
+		s->dtype = t->dtype;
+		s->elem = t->shape;
+		s->elem_bytes = t->nbytes;
+	} else if (t->dtype != s->dtype || memcmp(&t->shape, &s->elem, sizeof(s->elem))) {
+		return npu_op_invalid(err, n,
+				      "scan output %zu is %s %s at iteration %zu, %s %s before",
+				      k, npu_dtype_name(t->dtype), npu_shape_str(&t->shape, a, sizeof(a)),
+				      step, npu_dtype_name(s->dtype),
+				      npu_shape_str(&s->elem, b, sizeof(b)));
+	}
+	if (s->count == s->cap) {
+		size_t cap = s->cap ? s->cap * 2 : 16;
+		uint8_t *d = realloc(s->data, cap * s->elem_bytes + 1);
+
+		if (!d)
+			return npu_op_error(err, n, NPU_ERR_NO_MEMORY, "out of memory for scan output %zu",
+					    k);
+		s->data = d;
+		s->cap = cap;
+	}
+	if (s->elem_bytes)
+		memcpy(s->data + s->count * s->elem_bytes, t->data, s->elem_bytes);
+	s->count++;
+	return NPU_OK;
+}
+
+/*
+ * Output 'index' from a stack: the slices along a new axis 'axis', in the
+ * order pushed or (reverse) the opposite one. 'fallback' gives the slice
+ * shape when nothing was pushed.
+ */
+static npu_status stack_output(struct npu_op_ctx *ctx, size_t index, const struct stack *s,
+			       int axis, bool reverse, const struct npu_value *fallback)
+{
+	struct npu_shape shape, elem = s->count ? s->elem : fallback->shape;
+	enum npu_dtype dtype = s->count ? s->dtype : fallback->dtype;
+	int64_t outer, i, j;
+	size_t inner, esize = npu_dtype_size(dtype);
+	int d;
+	npu_status st;
+
+	if (!ctx->outputs[index])
+		return NPU_OK;
+	if (elem.rank < 0 || elem.rank + 1 > NPU_MAX_RANK || axis < 0 || axis > elem.rank)
+		return npu_op_unsupported(ctx->err, ctx->node, "scan output %zu: cannot stack slices of rank %d on axis %d",
+					  index, elem.rank, axis);
+	for (d = 0; d < elem.rank; d++)
+		if (elem.dims[d] < 0)
+			elem.dims[d] = 0;	/* nothing pushed: an empty stack */
+	shape.rank = elem.rank + 1;
+	for (d = 0, j = 0; d < shape.rank; d++)
+		shape.dims[d] = d == axis ? (int64_t)s->count : elem.dims[j++];
+	st = ctx->rt->alloc_output(ctx, index, dtype, &shape);
+	if (st != NPU_OK || !s->count)
+		return st;
+	outer = npu_op_dims_prod(&elem, 0, axis);
+	inner = (size_t)npu_op_dims_prod(&elem, axis, elem.rank) * esize;
+	for (i = 0; i < (int64_t)s->count; i++) {
+		int64_t pos = reverse ? (int64_t)s->count - 1 - i : i;
+
+		for (j = 0; j < outer; j++)
+			memcpy((uint8_t *)ctx->outputs[index]->data +
+				       ((size_t)j * s->count + (size_t)pos) * inner,
+			       s->data + (size_t)i * s->elem_bytes + (size_t)j * inner, inner);
+	}
+	return NPU_OK;
+}
+
+/* A loop-carried value, owned between iterations (the body reuses its memory). */
+static npu_status keep(struct npu_tensor **slot, const struct npu_tensor *t,
+		       const struct npu_node *n, struct npu_error *err)
+{
+	if (*slot == t)
+		return NPU_OK;	/* the body passed the value through */
+	if (!t)
+		return npu_op_invalid(err, n, "the body gave no loop-carried value");
+	if (!*slot || (*slot)->dtype != t->dtype ||
+	    memcmp(&(*slot)->shape, &t->shape, sizeof(t->shape))) {
+		npu_tensor_destroy(*slot);
+		*slot = npu_tensor_create(t->dtype, &t->shape);
+		if (!*slot)
+			return npu_op_error(err, n, NPU_ERR_NO_MEMORY, "out of memory for a loop-carried value");
+	}
+	if (t->nbytes)
+		memcpy((*slot)->data, t->data, t->nbytes);
+	return NPU_OK;
+}
+
+/* ---- Loop ---- */
+
+static npu_status loop_infer(struct npu_infer_ctx *ctx)
+{
+	const struct npu_node *n = ctx->node;
+	struct npu_graph *g = body_attr(n, "body");
+	const struct npu_value *m = npu_op_input(n, 0), *cond = npu_op_input(n, 1);
+	static const struct npu_shape scalar = { 0 };
+	size_t carried, scans, i;
+	npu_status st;
+
+	if (!g)
+		return npu_op_invalid(ctx->err, n, "needs a graph attribute 'body'");
+	if (num_declared(n) < 2)
+		return npu_op_invalid(ctx->err, n, "needs inputs 'M' and 'cond' (either may be empty)");
+	carried = num_declared(n) - 2;
+	if (m && m->dtype != NPU_DTYPE_UNDEFINED && m->dtype != NPU_DTYPE_INT64)
+		return npu_op_invalid(ctx->err, n, "trip count 'M' must be int64, got %s",
+				      npu_dtype_name(m->dtype));
+	if (cond && cond->dtype != NPU_DTYPE_UNDEFINED && cond->dtype != NPU_DTYPE_BOOL)
+		return npu_op_invalid(ctx->err, n, "condition 'cond' must be bool, got %s",
+				      npu_dtype_name(cond->dtype));
+	if (n->num_outputs < carried)
+		return npu_op_invalid(ctx->err, n, "%zu loop-carried inputs but only %zu outputs",
+				      carried, n->num_outputs);
+	scans = n->num_outputs - carried;
+	if (num_formal(g) != 2 + carried)
+		return npu_op_invalid(ctx->err, n, "body takes %zu inputs, the node gives %zu (iteration, condition and %zu carried)",
+				      num_formal(g), 2 + carried, carried);
+	if (g->num_outputs != 1 + carried + scans)
+		return npu_op_invalid(ctx->err, n, "body has %zu outputs, expected %zu (condition, %zu carried, %zu scan)",
+				      g->num_outputs, 1 + carried + scans, carried, scans);
+	st = bind_input(n, g->inputs[0], NPU_DTYPE_INT64, &scalar, "body", ctx->err);
+	if (st == NPU_OK)
+		st = bind_input(n, g->inputs[1], NPU_DTYPE_BOOL, &scalar, "body", ctx->err);
+	for (i = 0; st == NPU_OK && i < carried; i++) {
+		const struct npu_value *v = npu_op_input(n, 2 + i);
+
+		if (!v)
+			return npu_op_invalid(ctx->err, n, "loop-carried input %zu is empty", i);
+		st = bind_input(n, g->inputs[2 + i], v->dtype, &v->shape, "body", ctx->err);
+	}
+	if (st == NPU_OK)
+		st = infer_body(n, g, "body", ctx->err);
+	if (st != NPU_OK)
+		return st;
+	if (g->outputs[0]->dtype != NPU_DTYPE_BOOL)
+		return npu_op_invalid(ctx->err, n, "body output 0 (the condition) must be bool, got %s",
+				      npu_dtype_name(g->outputs[0]->dtype));
+	for (i = 0; i < carried; i++) {
+		const struct npu_value *init = npu_op_input(n, 2 + i), *out = g->outputs[1 + i];
+
+		if (out->dtype != init->dtype)
+			return npu_op_invalid(ctx->err, n, "loop-carried value %zu starts %s and the body makes it %s",
+					      i, npu_dtype_name(init->dtype), npu_dtype_name(out->dtype));
+		ctx->out_dtypes[i] = init->dtype;
+		ctx->out_shapes[i] = merge_shapes(&init->shape, &out->shape);
+	}
+	for (i = 0; i < scans; i++) {
+		const struct npu_value *out = g->outputs[1 + carried + i];
+		int d;
+
+		ctx->out_dtypes[carried + i] = out->dtype;
+		ctx->out_shapes[carried + i].rank = out->shape.rank < 0 ? -1 : out->shape.rank + 1;
+		ctx->out_shapes[carried + i].dims[0] = -1;
+		for (d = 0; d < out->shape.rank && d + 1 < NPU_MAX_RANK; d++)
+			ctx->out_shapes[carried + i].dims[d + 1] = out->shape.dims[d];
+	}
+	return NPU_OK;
+}
+
+static npu_status loop_compute(struct npu_op_ctx *ctx)
+{
+	const struct npu_node *n = ctx->node;
+	const struct npu_graph *g = body_attr(n, "body");
+	const struct npu_tensor *m = npu_op_in(ctx, 0), *cond = npu_op_in(ctx, 1);
+	size_t carried = num_declared(n) - 2, scans = n->num_outputs - carried, i;
+	struct npu_tensor **vals = calloc(carried + 1, sizeof(*vals));
+	struct stack *stacks = calloc(scans + 1, sizeof(*stacks));
+	const struct npu_tensor **ins = calloc(carried + 2, sizeof(*ins));
+	const struct npu_tensor **outs = calloc(g->num_outputs + 1, sizeof(*outs));
+	int64_t iter = 0, trip = -1;
+	uint8_t go = 1;
+	struct npu_tensor it_t = { .dtype = NPU_DTYPE_INT64, .data = &iter, .nbytes = 8 };
+	struct npu_tensor cond_t = { .dtype = NPU_DTYPE_BOOL, .data = &go, .nbytes = 1 };
+	npu_status st = NPU_OK;
+
+	if (!vals || !stacks || !ins || !outs) {
+		st = npu_op_error(ctx->err, n, NPU_ERR_NO_MEMORY, "out of memory");
+		goto out;
+	}
+	if (m) {
+		if (!is_scalar_of(m, NPU_DTYPE_INT64)) {
+			st = npu_op_invalid(ctx->err, n, "trip count 'M' must be one int64 value");
+			goto out;
+		}
+		trip = *(const int64_t *)m->data;
+	}
+	if (cond) {
+		if (!is_scalar_of(cond, NPU_DTYPE_BOOL)) {
+			st = npu_op_invalid(ctx->err, n, "condition 'cond' must be one bool value");
+			goto out;
+		}
+		go = truth(cond);
+	}
+	for (i = 0; st == NPU_OK && i < carried; i++)
+		st = keep(&vals[i], npu_op_in(ctx, 2 + i), n, ctx->err);
+	ins[0] = &it_t;
+	ins[1] = &cond_t;
+	while (st == NPU_OK && go && (trip < 0 || iter < trip)) {
+		if (trip < 0 && iter >= NPU_LOOP_MAX_ITERATIONS) {
+			st = npu_op_invalid(ctx->err, n,
+					    "%s after %d iterations, and the model gives no trip count 'M': stopped",
+					    cond ? "the condition is still true" : "no condition",
+					    NPU_LOOP_MAX_ITERATIONS);
+			break;
+		}
+		for (i = 0; i < carried; i++)
+			ins[2 + i] = vals[i];
+		st = ctx->rt->run(ctx, g, ins, outs);
+		if (st != NPU_OK)
+			break;
+		if (!is_scalar_of(outs[0], NPU_DTYPE_BOOL)) {
+			st = npu_op_invalid(ctx->err, n, "body output 0 (the condition) must be one bool value");
+			break;
+		}
+		go = truth(outs[0]);
+		for (i = 0; st == NPU_OK && i < carried; i++)
+			st = keep(&vals[i], outs[1 + i], n, ctx->err);
+		for (i = 0; st == NPU_OK && i < scans; i++)
+			st = stack_push(&stacks[i], outs[1 + carried + i], n, i, (size_t)iter, ctx->err);
+		iter++;
+	}
+	for (i = 0; st == NPU_OK && i < carried; i++)
+		st = set_output(ctx, i, vals[i]);
+	for (i = 0; st == NPU_OK && i < scans; i++)
+		st = stack_output(ctx, carried + i, &stacks[i], 0, false, g->outputs[1 + carried + i]);
+out:
+	for (i = 0; vals && i < carried; i++)
+		npu_tensor_destroy(vals[i]);
+	for (i = 0; stacks && i < scans; i++)
+		free(stacks[i].data);
+	free(vals);
+	free(stacks);
+	free(ins);
+	free(outs);
+	return st;
+}
+
+NPU_CPU_OP_DEF(loop) = {
+	.op_type = "Loop", .domain = "", .since_version = 1, .max_version = 21,
+	.infer = loop_infer, .compute = loop_compute, .alloc_outputs = true,
+};
+
+/* ---- Scan ---- */
+
+struct scan_attrs {
+	size_t states, inputs, outputs;	/* counts */
+	int64_t in_axes[32], in_dirs[32], out_axes[32], out_dirs[32];
+	bool batched;			/* opset 8: a batch dim and sequence_lens */
+};
+
+static npu_status scan_attrs(const struct npu_node *n, const struct npu_graph *g,
+			     struct scan_attrs *a, struct npu_error *err)
+{
+	int64_t m = npu_node_attr_int_or(n, "num_scan_inputs", -1);
+	size_t first = 0;
+	int count;
+	npu_status st;
+	size_t i;
+
+	memset(a, 0, sizeof(*a));
+	a->batched = n->opset < 9;
+	if (a->batched)
+		first = 1;	/* sequence_lens, may be empty */
+	if (m < 1 || (size_t)m + first > num_declared(n) || m > 32)
+		return npu_op_invalid(err, n, "attribute 'num_scan_inputs' = %lld does not fit its %zu inputs",
+				      (long long)m, num_declared(n));
+	a->inputs = (size_t)m;
+	a->states = num_declared(n) - first - a->inputs;
+	if (n->num_outputs < a->states || n->num_outputs - a->states > 32)
+		return npu_op_invalid(err, n, "%zu state inputs but %zu outputs", a->states,
+				      n->num_outputs);
+	a->outputs = n->num_outputs - a->states;
+	if (num_formal(g) != a->states + a->inputs || g->num_outputs != n->num_outputs)
+		return npu_op_invalid(err, n, "body takes %zu inputs and makes %zu outputs, the node needs %zu and %zu",
+				      num_formal(g), g->num_outputs, a->states + a->inputs,
+				      n->num_outputs);
+	if (a->batched) {
+		st = npu_op_ints_from_attr(n, "directions", a->in_dirs, 32, &count, err);
+		if (st == NPU_OK && count && (size_t)count != a->inputs)
+			return npu_op_invalid(err, n, "attribute 'directions' has %d values for %zu scan inputs",
+					      count, a->inputs);
+		for (i = 0; i < a->inputs; i++)
+			a->in_axes[i] = 0;	/* after the batch dim */
+		return st;
+	}
+	st = npu_op_ints_from_attr(n, "scan_input_axes", a->in_axes, 32, &count, err);
+	if (st == NPU_OK && count && (size_t)count != a->inputs)
+		st = npu_op_invalid(err, n, "attribute 'scan_input_axes' has %d values for %zu scan inputs",
+				    count, a->inputs);
+	if (st == NPU_OK)
+		st = npu_op_ints_from_attr(n, "scan_input_directions", a->in_dirs, 32, &count, err);
+	if (st == NPU_OK && count && (size_t)count != a->inputs)
+		st = npu_op_invalid(err, n, "attribute 'scan_input_directions' has %d values for %zu scan inputs",
+				    count, a->inputs);
+	if (st == NPU_OK)
+		st = npu_op_ints_from_attr(n, "scan_output_axes", a->out_axes, 32, &count, err);
+	if (st == NPU_OK && count && (size_t)count != a->outputs)
+		st = npu_op_invalid(err, n, "attribute 'scan_output_axes' has %d values for %zu scan outputs",
+				    count, a->outputs);
+	if (st == NPU_OK)
+		st = npu_op_ints_from_attr(n, "scan_output_directions", a->out_dirs, 32, &count, err);
+	if (st == NPU_OK && count && (size_t)count != a->outputs)
+		st = npu_op_invalid(err, n, "attribute 'scan_output_directions' has %d values for %zu scan outputs",
+				    count, a->outputs);
+	return st;
+}
+
+/* The shape of one slice of a scanned input (its scan axis removed). */
+static npu_status slice_shape(const struct npu_node *n, const struct npu_shape *in, int64_t axis,
+			      size_t k, struct npu_shape *out, int *norm_axis, struct npu_error *err)
+{
+	int d, j = 0;
+	npu_status st;
+
+	if (in->rank < 0) {
+		out->rank = -1;
+		*norm_axis = (int)axis;
+		return NPU_OK;
+	}
+	st = npu_op_axis(err, n, "scan input axis", axis, in->rank, norm_axis);
+	if (st != NPU_OK)
+		return st;
+	(void)k;
+	out->rank = in->rank - 1;
+	for (d = 0; d < in->rank; d++)
+		if (d != *norm_axis)
+			out->dims[j++] = in->dims[d];
+	return NPU_OK;
+}
+
+static npu_status scan_infer(struct npu_infer_ctx *ctx)
+{
+	const struct npu_node *n = ctx->node;
+	struct npu_graph *g = body_attr(n, "body");
+	struct scan_attrs a;
+	size_t first, i;
+	int64_t seq = -1, batch = -1;
+	npu_status st;
+
+	if (!g)
+		return npu_op_invalid(ctx->err, n, "needs a graph attribute 'body'");
+	st = scan_attrs(n, g, &a, ctx->err);
+	first = a.batched ? 1 : 0;
+	for (i = 0; st == NPU_OK && i < a.states; i++) {
+		const struct npu_value *v = npu_op_input(n, first + i);
+		struct npu_shape s;
+		int d;
+
+		if (!v)
+			return npu_op_invalid(ctx->err, n, "state input %zu is empty", i);
+		s = v->shape;
+		if (a.batched && s.rank > 0) {	/* the body sees one batch item */
+			batch = s.dims[0];
+			for (d = 1; d < s.rank; d++)
+				s.dims[d - 1] = s.dims[d];
+			s.rank--;
+		}
+		st = bind_input(n, g->inputs[i], v->dtype, &s, "body", ctx->err);
+	}
+	for (i = 0; st == NPU_OK && i < a.inputs; i++) {
+		const struct npu_value *v = npu_op_input(n, first + a.states + i);
+		struct npu_shape s, item;
+		int axis, d;
+
+		if (!v)
+			return npu_op_invalid(ctx->err, n, "scan input %zu is empty", i);
+		item = v->shape;
+		if (a.batched && item.rank > 0) {
+			batch = item.dims[0];
+			for (d = 1; d < item.rank; d++)
+				item.dims[d - 1] = item.dims[d];
+			item.rank--;
+		}
+		st = slice_shape(n, &item, a.in_axes[i], i, &s, &axis, ctx->err);
+		if (st == NPU_OK && item.rank >= 0 && seq < 0)
+			seq = item.dims[axis];
+		if (st == NPU_OK)
+			st = bind_input(n, g->inputs[a.states + i], v->dtype, &s, "body", ctx->err);
+	}
+	if (st == NPU_OK)
+		st = infer_body(n, g, "body", ctx->err);
+	if (st != NPU_OK)
+		return st;
+	for (i = 0; i < n->num_outputs; i++) {
+		const struct npu_value *out = g->outputs[i];
+		struct npu_shape s = out->shape;
+		int d;
+
+		ctx->out_dtypes[i] = out->dtype;
+		if (i >= a.states && s.rank >= 0 && s.rank + 1 <= NPU_MAX_RANK) {
+			int64_t axis = a.out_axes[i - a.states];
+
+			if (axis < 0)
+				axis += s.rank + 1;
+			if (axis < 0 || axis > s.rank)
+				return npu_op_invalid(ctx->err, n, "scan_output_axes[%zu] = %lld is out of range for rank %d",
+						      i - a.states, (long long)a.out_axes[i - a.states],
+						      s.rank + 1);
+			for (d = s.rank; d > axis; d--)
+				s.dims[d] = s.dims[d - 1];
+			s.dims[axis] = seq;
+			s.rank++;
+		} else if (i >= a.states) {
+			s.rank = -1;
+		}
+		if (a.batched && s.rank >= 0 && s.rank + 1 <= NPU_MAX_RANK) {
+			for (d = s.rank; d > 0; d--)
+				s.dims[d] = s.dims[d - 1];
+			s.dims[0] = batch;
+			s.rank++;
+		}
+		ctx->out_shapes[i] = s;
+	}
+	return NPU_OK;
+}
+
+/* t without its first dim at index b (a batch item), as a view. */
+static struct npu_tensor batch_item(const struct npu_tensor *t, int64_t b)
+{
+	struct npu_tensor v = *t;
+	int d;
+
+	v.shape.rank = t->shape.rank - 1;
+	for (d = 0; d < v.shape.rank; d++)
+		v.shape.dims[d] = t->shape.dims[d + 1];
+	v.nbytes = t->shape.dims[0] ? t->nbytes / (size_t)t->shape.dims[0] : 0;
+	v.data = (uint8_t *)t->data + (size_t)b * v.nbytes;
+	return v;
+}
+
+/* Copy slice 'index' along 'axis' of t into dst (shape of the slice). */
+static void take_slice(const struct npu_tensor *t, int axis, int64_t index, struct npu_tensor *dst)
+{
+	int64_t outer = npu_op_dims_prod(&t->shape, 0, axis), o;
+	size_t inner = (size_t)npu_op_dims_prod(&t->shape, axis + 1, t->shape.rank) *
+		       npu_dtype_size(t->dtype);
+	int64_t len = t->shape.dims[axis];
+
+	for (o = 0; o < outer; o++)
+		memcpy((uint8_t *)dst->data + (size_t)o * inner,
+		       (const uint8_t *)t->data + ((size_t)(o * len + index)) * inner, inner);
+}
+
+/* One unbatched scan: states[] in and out, stacks[] appended. */
+static npu_status scan_run(struct npu_op_ctx *ctx, const struct scan_attrs *a,
+			   const struct npu_graph *g, const struct npu_tensor *const *scan_in,
+			   struct npu_tensor **states, struct stack *stacks, int64_t limit)
+{
+	const struct npu_node *n = ctx->node;
+	const struct npu_tensor *ins[64], *outs[64];
+	struct npu_tensor *slices[32] = { 0 };
+	int axes[32];
+	int64_t seq = -1, t;
+	size_t i;
+	npu_status st = NPU_OK;
+
+	for (i = 0; i < a->inputs; i++) {
+		struct npu_shape s;
+
+		st = slice_shape(n, &scan_in[i]->shape, a->in_axes[i], i, &s, &axes[i], ctx->err);
+		if (st != NPU_OK)
+			goto out;
+		if (seq < 0)
+			seq = scan_in[i]->shape.dims[axes[i]];
+		else if (scan_in[i]->shape.dims[axes[i]] != seq) {
+			st = npu_op_invalid(ctx->err, n, "scan input %zu has %lld steps, scan input 0 has %lld",
+					    i, (long long)scan_in[i]->shape.dims[axes[i]], (long long)seq);
+			goto out;
+		}
+		slices[i] = npu_tensor_create(scan_in[i]->dtype, &s);
+		if (!slices[i]) {
+			st = npu_op_error(ctx->err, n, NPU_ERR_NO_MEMORY, "out of memory");
+			goto out;
+		}
+	}
+	if (limit >= 0 && limit < seq)
+		seq = limit;
+	for (t = 0; st == NPU_OK && t < seq; t++) {
+		for (i = 0; i < a->states; i++)
+			ins[i] = states[i];
+		for (i = 0; i < a->inputs; i++) {
+			take_slice(scan_in[i], axes[i], a->in_dirs[i] ? seq - 1 - t : t, slices[i]);
+			ins[a->states + i] = slices[i];
+		}
+		st = ctx->rt->run(ctx, g, ins, outs);
+		for (i = 0; st == NPU_OK && i < a->states; i++)
+			st = keep(&states[i], outs[i], n, ctx->err);
+		for (i = 0; st == NPU_OK && i < a->outputs; i++)
+			st = stack_push(&stacks[i], outs[a->states + i], n, i, (size_t)t, ctx->err);
+	}
+out:
+	for (i = 0; i < a->inputs; i++)
+		npu_tensor_destroy(slices[i]);
+	return st;
+}
+
+static npu_status scan_compute(struct npu_op_ctx *ctx)
+{
+	const struct npu_node *n = ctx->node;
+	const struct npu_graph *g = body_attr(n, "body");
+	struct npu_tensor *states[64] = { 0 };
+	struct stack stacks[32];
+	const struct npu_tensor *scan_in[32];
+	struct npu_tensor items[32];
+	struct scan_attrs a;
+	size_t first, i;
+	int64_t batches = 1, b;
+	npu_status st;
+
+	st = scan_attrs(n, g, &a, ctx->err);
+	if (st != NPU_OK || a.states > 64)
+		return st ? st : npu_op_unsupported(ctx->err, n, "more than 64 states");
+	first = a.batched ? 1 : 0;
+	memset(stacks, 0, sizeof(stacks));
+	if (!a.batched) {
+		for (i = 0; st == NPU_OK && i < a.states; i++)
+			st = keep(&states[i], npu_op_in(ctx, i), n, ctx->err);
+		for (i = 0; i < a.inputs; i++)
+			scan_in[i] = npu_op_in(ctx, a.states + i);
+		if (st == NPU_OK)
+			st = scan_run(ctx, &a, g, scan_in, states, stacks, -1);
+		for (i = 0; st == NPU_OK && i < a.states; i++)
+			st = set_output(ctx, i, states[i]);
+		for (i = 0; st == NPU_OK && i < a.outputs; i++) {
+			int64_t axis = a.out_axes[i];
+			int rank = stacks[i].count ? stacks[i].elem.rank
+						   : g->outputs[a.states + i]->shape.rank;
+
+			st = stack_output(ctx, a.states + i, &stacks[i],
+					  (int)(axis < 0 ? axis + rank + 1 : axis), a.out_dirs[i] != 0,
+					  g->outputs[a.states + i]);
+		}
+		goto out;
+	}
+	/* opset 8: every input has a batch dim; the body runs per batch item. */
+	if (npu_op_in(ctx, 0))
+		return npu_op_unsupported(ctx->err, n, "input 'sequence_lens' is not supported (give every sequence its full length)");
+	batches = npu_op_in(ctx, first)->shape.rank > 0 ? npu_op_in(ctx, first)->shape.dims[0] : 0;
+	{
+		/* Per batch item: run, then collect states and scans item by item. */
+		struct npu_tensor **finals = calloc((size_t)batches * (a.states + 1) + 1, sizeof(*finals));
+		struct stack *per = calloc((size_t)batches * (a.outputs + 1) + 1, sizeof(*per));
+
+		if (!finals || !per) {
+			free(finals);
+			free(per);
+			return npu_op_error(ctx->err, n, NPU_ERR_NO_MEMORY, "out of memory");
+		}
+		for (b = 0; st == NPU_OK && b < batches; b++) {
+			for (i = 0; i < a.inputs; i++) {
+				const struct npu_tensor *t = npu_op_in(ctx, first + a.states + i);
+
+				if (t->shape.rank < 1 || t->shape.dims[0] != batches) {
+					st = npu_op_invalid(ctx->err, n, "scan input %zu does not have the batch size %lld",
+							    i, (long long)batches);
+					break;
+				}
+				items[i] = batch_item(t, b);
+				scan_in[i] = &items[i];
+			}
+			for (i = 0; st == NPU_OK && i < a.states; i++) {
+				struct npu_tensor item = batch_item(npu_op_in(ctx, first + i), b);
+
+				st = keep(&finals[b * (int64_t)a.states + (int64_t)i], &item, n, ctx->err);
+			}
+			if (st == NPU_OK)
+				st = scan_run(ctx, &a, g, scan_in, &finals[b * (int64_t)a.states],
+					      &per[b * (int64_t)a.outputs], -1);
+		}
+		/* Outputs: batch-major stacks of the per-item results. */
+		for (i = 0; st == NPU_OK && i < a.states; i++) {
+			struct stack s = { 0 };
+
+			for (b = 0; st == NPU_OK && b < batches; b++)
+				st = stack_push(&s, finals[b * (int64_t)a.states + (int64_t)i], n, i,
+						(size_t)b, ctx->err);
+			if (st == NPU_OK)
+				st = stack_output(ctx, i, &s, 0, false, g->outputs[i]);
+			free(s.data);
+		}
+		for (i = 0; st == NPU_OK && i < a.outputs; i++) {
+			struct stack s = { 0 };
+
+			for (b = 0; st == NPU_OK && b < batches; b++) {
+				const struct stack *item = &per[b * (int64_t)a.outputs + (int64_t)i];
+				struct npu_tensor t = { .dtype = item->dtype, .data = item->data };
+				int d;
+
+				t.shape.rank = item->elem.rank + 1;
+				t.shape.dims[0] = (int64_t)item->count;
+				for (d = 0; d < item->elem.rank; d++)
+					t.shape.dims[d + 1] = item->elem.dims[d];
+				t.nbytes = item->count * item->elem_bytes;
+				st = stack_push(&s, &t, n, i, (size_t)b, ctx->err);
+			}
+			if (st == NPU_OK)
+				st = stack_output(ctx, a.states + i, &s, 0, false, g->outputs[a.states + i]);
+			free(s.data);
+		}
+		for (b = 0; b < batches; b++) {
+			for (i = 0; i < a.states; i++)
+				npu_tensor_destroy(finals[b * (int64_t)a.states + (int64_t)i]);
+			for (i = 0; i < a.outputs; i++)
+				free(per[b * (int64_t)a.outputs + (int64_t)i].data);
+		}
+		free(finals);
+		free(per);
+		return st;
+	}
+out:
+	for (i = 0; i < a.states; i++)
+		npu_tensor_destroy(states[i]);
+	for (i = 0; i < a.outputs; i++)
+		free(stacks[i].data);
+	return st;
+}
+
+NPU_CPU_OP_DEF(scan) = {
+	.op_type = "Scan", .domain = "", .since_version = 8, .max_version = 21,
+	.infer = scan_infer, .compute = scan_compute, .alloc_outputs = true,
+};
