@@ -145,6 +145,7 @@ int npu_device_init(struct npu_device *ndev)
 	BUILD_BUG_ON(NPU_NUM_CONTEXTS * sizeof(struct npu_ctx_entry) > PAGE_SIZE);
 
 	ida_init(&ndev->ctx_ida);
+	init_waitqueue_head(&ndev->job_free_wq);
 	INIT_LIST_HEAD(&ndev->contexts);
 	ret = drmm_mutex_init(drm, &ndev->ctx_lock);
 	if (ret)
@@ -211,17 +212,21 @@ int npu_device_init(struct npu_device *ndev)
 }
 
 /*
- * Unbind: stop the device and fail every job the hardware still holds.
- * Schedulers stay until the DRM device is released (files may be open);
- * their run_job fails with -ENODEV from now on.
+ * Unbind, after drm_dev_unplug(): stop the device, fail every job it
+ * holds, wait until every job is freed, then tear down the entities and
+ * schedulers here (as rocket and amdxdna do), so that no free_job on a
+ * scheduler's workqueue can drop the last device reference and end up
+ * in drm_sched_fini() waiting for itself. Open files keep their context
+ * (ioctls fail with -ENODEV) until they are closed.
  */
 void npu_device_fini(struct npu_device *ndev)
 {
+	struct npu_context *ctx;
 	int q;
 
 	/*
-	 * run_job and the timeout handler run inside drm_dev_enter(), so
-	 * after drm_dev_unplug() nothing else touches the rings.
+	 * run_job, submit and the timeout handler run inside drm_dev_enter(),
+	 * so after drm_dev_unplug() nothing else touches the rings.
 	 */
 	npu_irq_disable(ndev);
 	for (q = 0; q < NPU_NUM_QUEUES; q++)
@@ -230,52 +235,34 @@ void npu_device_fini(struct npu_device *ndev)
 	ndev->ready = false;
 	for (q = 0; q < NPU_NUM_QUEUES; q++)
 		npu_queue_abort_inflight(&ndev->queues[q], -ENODEV);
-
 	npu_irq_fini(ndev);
-}
 
-/*
- * The job the device is stuck on: of the oldest unfinished job of each
- * queue, the one handed to the hardware first. A queue's scheduler can
- * time out on a job that only waits behind another queue's hang.
- */
-static struct npu_job *npu_device_find_guilty(struct npu_device *ndev)
-{
-	struct npu_job *guilty = NULL;
-	unsigned long flags;
-	int q;
-
-	for (q = 0; q < NPU_NUM_QUEUES; q++) {
-		struct npu_queue *queue = &ndev->queues[q];
-		struct npu_job *job = NULL;
-
-		spin_lock_irqsave(&queue->lock, flags);
-		if (queue->head != queue->tail)
-			job = queue->slots[queue->head % NPU_RING_ENTRIES];
-		if (job && (!guilty || job->hw_submit_ns < guilty->hw_submit_ns))
-			guilty = job;
-		spin_unlock_irqrestore(&queue->lock, flags);
-	}
-	if (guilty)
-		atomic_set(&guilty->ctx->banned, 1);
-	return guilty;
+	npu_job_drain(ndev);
+	mutex_lock(&ndev->ctx_lock);
+	list_for_each_entry(ctx, &ndev->contexts, node)
+		npu_job_entities_fini(ctx);
+	mutex_unlock(&ndev->ctx_lock);
+	npu_job_queues_fini(ndev);
 }
 
 /*
  * The steps of every reset, shared by timeout recovery, PCI error
  * recovery and PCI resets: stop the jobs, reset and re-boot the device,
- * run the jobs again. reset_pending is held from the first to the last.
+ * run the jobs that had not started again. reset_pending is held from the
+ * first to the last.
  */
 
-/* Stop handing jobs to the device and take the unfinished ones back. */
+/*
+ * Stop handing jobs to the device, stop its queues from fetching and
+ * note the one job that may have started (NPU_REG_ACTIVE).
+ */
 static void npu_device_stop_jobs(struct npu_device *ndev, struct npu_job *bad)
 {
+	struct npu_active *act = &ndev->reset_active;
+	u32 active;
 	int q;
 
 	npu_irq_disable(ndev);
-	/* Jobs that completed before the reset still count as done. */
-	for (q = 0; q < NPU_NUM_QUEUES; q++)
-		npu_queue_process(&ndev->queues[q]);
 	/* A timed-out job goes back on its scheduler's pending list. */
 	for (q = 0; q < NPU_NUM_QUEUES; q++) {
 		struct npu_queue *queue = &ndev->queues[q];
@@ -283,69 +270,75 @@ static void npu_device_stop_jobs(struct npu_device *ndev, struct npu_job *bad)
 		drm_sched_stop(&queue->sched,
 			       bad && bad->queue == queue ? &bad->base : NULL);
 	}
+	/* Disabled queues fetch nothing: only the executing job can run on. */
+	for (q = 0; q < NPU_NUM_QUEUES; q++)
+		npu_write(ndev, NPU_REG_QUEUE(q, NPU_QREG_CTRL), 0);
+	active = npu_read(ndev, NPU_REG_ACTIVE);
+	act->known = active != ~0u;
+	act->valid = act->known && (active & NPU_ACTIVE_VALID);
+	act->queue = active & NPU_ACTIVE_QUEUE_MASK;
+	act->seqno = act->valid ? npu_read64(ndev, NPU_REG_ACTIVE_SEQ_LO) : 0;
 }
 
-/* The device lost every descriptor: retire their fences, boot it again. */
-int npu_device_reset_restart(struct npu_device *ndev, bool reset)
+/*
+ * Reset the device (the reset completes once its DMA has stopped), retire
+ * what it held (npu_queue_retire()), boot it again and put the jobs that
+ * had not started back on the rings.
+ */
+int npu_device_reset_restart(struct npu_device *ndev)
 {
 	int q, ret;
 
-	if (reset)
-		npu_device_reset_hw(ndev);
+	npu_device_reset_hw(ndev);
 	for (q = 0; q < NPU_NUM_QUEUES; q++)
-		npu_queue_abort_inflight(&ndev->queues[q], -ECANCELED);
+		npu_queue_retire(&ndev->queues[q], &ndev->reset_active);
 
 	ret = npu_device_hw_start(ndev);
 	if (ret)
 		drm_err(&ndev->drm, "recovery failed (%d): device unusable\n", ret);
+	for (q = 0; q < NPU_NUM_QUEUES; q++)
+		npu_queue_rerun(&ndev->queues[q], ret ? -EIO : 0);
 	return ret;
 }
 
-/* Run the stopped jobs again (a banned context's are canceled). */
+/* Let the schedulers go on: re-run jobs complete through their fences. */
 void npu_device_reset_resume(struct npu_device *ndev)
 {
 	int q;
 
 	atomic_inc(&ndev->reset_count);
 	for (q = 0; q < NPU_NUM_QUEUES; q++)
-		drm_sched_resubmit_jobs(&ndev->queues[q].sched);
+		npu_job_sched_restart(&ndev->queues[q].sched);
 	atomic_set(&ndev->reset_pending, 0);
-	for (q = 0; q < NPU_NUM_QUEUES; q++)
-		drm_sched_start(&ndev->queues[q].sched);
 	npu_dbg(ndev, RESET, "reset %d done\n", atomic_read(&ndev->reset_count));
 }
 
 /*
- * Recovery after a job timeout: one at a time (the cmpxchg, plus all
- * timeout handlers share the ordered reset_wq). The guilty context is
- * banned, innocent jobs are run again on the freshly booted device.
+ * Recovery after a job timeout, once npu_job_is_hung() found @bad on the
+ * engine for job_timeout_ms; called with reset_pending taken
+ * (npu_device_reset_trylock()), which npu_device_reset_resume() releases.
+ * Only the job the device says it is executing is blamed and its context
+ * banned; a job that merely waited behind others never is.
  */
 void npu_device_recover(struct npu_device *ndev, struct npu_job *bad)
 {
-	struct npu_job *guilty;
+	struct npu_active *act = &ndev->reset_active;
 	u32 guilty_ctx = ~0u;
 	u64 guilty_id = 0;
-	int q;
 
-	if (atomic_cmpxchg(&ndev->reset_pending, 0, 1) != 0)
-		return;
-
-	npu_irq_disable(ndev);
-	for (q = 0; q < NPU_NUM_QUEUES; q++)
-		npu_queue_process(&ndev->queues[q]);
-	guilty = npu_device_find_guilty(ndev);
-	if (guilty) {
-		guilty_ctx = guilty->ctx->id;
-		guilty_id = guilty->rec->id;
-	}
 	npu_device_stop_jobs(ndev, bad);
-
-	if (guilty_ctx != ~0u)
+	/* Still the job judged hung (it may have ended in between)? */
+	if (act->valid && act->queue == bad->queue->id &&
+	    act->seqno == bad->hw_fence->seqno) {
+		atomic_set(&bad->ctx->banned, 1);
+		guilty_ctx = bad->ctx->id;
+		guilty_id = bad->rec->id;
 		drm_warn(&ndev->drm, "job %llu of context %u hung the device: context banned\n",
 			 guilty_id, guilty_ctx);
+	}
 	trace_npu_reset(ndev, guilty_ctx, atomic_read(&ndev->reset_count) + 1);
 
-	npu_device_reset_restart(ndev, true);
+	npu_device_reset_restart(ndev);
 	npu_device_reset_resume(ndev);
 }
 
@@ -357,8 +350,31 @@ static void npu_device_reset_lock(struct npu_device *ndev)
 }
 
 /*
+ * The same for the timeout handler, which gives up after @ms (a shutdown
+ * keeps reset_pending for good). Release with npu_device_reset_unlock()
+ * or npu_device_reset_resume().
+ */
+bool npu_device_reset_trylock(struct npu_device *ndev, unsigned int ms)
+{
+	unsigned long end = jiffies + msecs_to_jiffies(ms);
+
+	while (atomic_cmpxchg(&ndev->reset_pending, 0, 1) != 0) {
+		if (time_after(jiffies, end))
+			return false;
+		usleep_range(1000, 2000);
+	}
+	return true;
+}
+
+void npu_device_reset_unlock(struct npu_device *ndev)
+{
+	atomic_set(&ndev->reset_pending, 0);
+}
+
+/*
  * A reset not caused by a job (PCI error recovery, FLR / bus reset from
- * sysfs): nobody is guilty, every unfinished job runs again afterwards.
+ * sysfs): nobody is guilty; the job executing fails with
+ * NPU_JOB_ERR_ABORTED, the ones that had not started run afterwards.
  */
 void npu_device_reset_prepare(struct npu_device *ndev)
 {

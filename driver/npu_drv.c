@@ -151,12 +151,17 @@ static void npu_postclose(struct drm_device *drm, struct drm_file *file)
 	struct npu_job_rec *rec;
 	unsigned long id;
 
+	/*
+	 * Queued jobs are flushed or killed; running ones hold a reference.
+	 * Still on the list meanwhile: an unbind in parallel finds the
+	 * context and waits (submit_lock) rather than tear the schedulers
+	 * down under this entity.
+	 */
+	npu_job_entities_fini(ctx);
+
 	mutex_lock(&ndev->ctx_lock);
 	list_del_init(&ctx->node);
 	mutex_unlock(&ndev->ctx_lock);
-
-	/* Queued jobs are flushed or killed; running ones hold a reference. */
-	npu_job_entities_fini(ctx);
 
 	xa_for_each(&ctx->jobs, id, rec)
 		npu_job_rec_put(rec);
@@ -351,7 +356,10 @@ static void npu_remove(struct pci_dev *pdev)
 {
 	struct npu_device *ndev = pci_get_drvdata(pdev);
 
-	/* New ioctls fail with -ENODEV; jobs in flight are failed below. */
+	/*
+	 * New ioctls fail with -ENODEV; jobs in flight are failed, every job
+	 * is freed and the schedulers torn down before this returns.
+	 */
 	drm_dev_unplug(&ndev->drm);
 	npu_device_fini(ndev);
 }
@@ -392,7 +400,7 @@ static pci_ers_result_t npu_pci_slot_reset(struct pci_dev *pdev)
 	pci_save_state(pdev);
 	pci_set_master(pdev);
 	/* Boot now; npu_pci_resume() lets the jobs run again. */
-	if (npu_device_reset_restart(ndev, true)) {
+	if (npu_device_reset_restart(ndev)) {
 		/* No resume follows: the jobs fail (-EIO) instead of waiting. */
 		npu_device_reset_resume(ndev);
 		return PCI_ERS_RESULT_DISCONNECT;
@@ -414,8 +422,11 @@ static void npu_pci_reset_done(struct pci_dev *pdev)
 {
 	struct npu_device *ndev = pci_get_drvdata(pdev);
 
-	/* The PCI core restored the config space; the device is fresh. */
-	npu_device_reset_restart(ndev, false);
+	/*
+	 * The PCI core restored the config space. Reset once more through
+	 * CTRL: it completes only when the device's DMA has stopped.
+	 */
+	npu_device_reset_restart(ndev);
 	npu_device_reset_resume(ndev);
 }
 

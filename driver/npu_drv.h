@@ -35,6 +35,8 @@
 
 /* Upper bound of the job_timeout_ms module parameter (10 minutes). */
 #define NPU_JOB_TIMEOUT_MAX_MS	600000
+/* Strict priority over the other queue: CAP_SYS_NICE or DRM master. */
+#define NPU_QUEUE_HIGH_PRIORITY	0
 /* Ring entries per hardware queue; also the scheduler's credit limit. */
 #define NPU_RING_ENTRIES	256
 /* Device VA handed out to contexts: page 0..1 MiB stays unmapped. */
@@ -94,10 +96,22 @@ struct npu_queue {
 	struct drm_gpu_scheduler sched;
 	bool sched_ready;
 
-	/* Hardware fences: one per run of a job, in ring order. */
+	/* Hardware fences: one per job, seqnos in ring order. */
 	spinlock_t fence_lock;
 	u64 fence_context;
 	u64 fence_seqno;
+
+	/* Jobs a reset took off the ring before they started, in order. */
+	struct npu_job *rerun[NPU_RING_ENTRIES];
+	u32 rerun_count;
+};
+
+/* The job on the engine when the queues were stopped for a reset. */
+struct npu_active {
+	bool known;	/* the register could be read (device present) */
+	bool valid;	/* a job was on the engine */
+	u32 queue;
+	u64 seqno;
 };
 
 /* Test hooks set through debugfs. */
@@ -150,6 +164,8 @@ struct npu_device {
 	struct workqueue_struct *reset_wq;
 	atomic_t reset_pending;
 	atomic_t reset_count;
+	/* Set by npu_device_stop_jobs(), used once the device was reset. */
+	struct npu_active reset_active;
 	bool ready;	/* firmware booted, queues usable */
 
 	struct npu_inject inject;
@@ -158,6 +174,8 @@ struct npu_device {
 	atomic_t bo_count;
 	atomic64_t pages_mapped;
 	atomic_t job_count;
+	/* Woken when job_count drops to zero (unbind waits for it). */
+	wait_queue_head_t job_free_wq;
 	atomic_t ctx_count;
 	atomic64_t jobs_submitted;
 	atomic64_t jobs_completed;
@@ -289,9 +307,13 @@ struct npu_job {
 	struct dma_fence **deps;
 	u32 dep_count;
 
-	struct dma_fence *done_fence;	/* hardware fence of the last run */
-	u64 hw_submit_ns;		/* ktime of the last doorbell */
-	int status;			/* device status of the last run */
+	/*
+	 * Hardware fence, allocated at submit and initialized by run_job:
+	 * a job is written to a ring at most once per device reset and runs
+	 * on the engine at most once (see npu_device_reset_restart()).
+	 */
+	struct dma_fence *hw_fence;
+	bool hw_fence_init;
 };
 
 static inline struct npu_job *to_npu_job(struct drm_sched_job *sched_job)
@@ -310,8 +332,10 @@ int npu_device_hw_start(struct npu_device *ndev);
 int npu_device_reset_hw(struct npu_device *ndev);
 u64 npu_device_time_ns(struct npu_device *ndev);
 void npu_device_recover(struct npu_device *ndev, struct npu_job *bad);
+bool npu_device_reset_trylock(struct npu_device *ndev, unsigned int ms);
+void npu_device_reset_unlock(struct npu_device *ndev);
 void npu_device_reset_prepare(struct npu_device *ndev);
-int npu_device_reset_restart(struct npu_device *ndev, bool reset);
+int npu_device_reset_restart(struct npu_device *ndev);
 void npu_device_reset_resume(struct npu_device *ndev);
 void npu_device_shutdown(struct npu_device *ndev);
 const char *npu_job_status_str(u32 status);
@@ -355,6 +379,11 @@ int npu_job_entities_init(struct npu_context *ctx);
 void npu_job_entities_fini(struct npu_context *ctx);
 void npu_queue_process(struct npu_queue *q);
 void npu_queue_abort_inflight(struct npu_queue *q, int error);
+void npu_queue_retire(struct npu_queue *q, const struct npu_active *act);
+void npu_queue_rerun(struct npu_queue *q, int error);
+bool npu_job_is_hung(struct npu_job *job);
+void npu_job_drain(struct npu_device *ndev);
+void npu_job_sched_restart(struct drm_gpu_scheduler *sched);
 void npu_queue_hw_init(struct npu_queue *q);
 int npu_job_submit(struct drm_file *file, struct drm_npu_submit *args,
 		   struct dma_fence **finished, struct npu_job_rec **rec);

@@ -10,6 +10,7 @@
 #include <linux/slab.h>
 #include <linux/uaccess.h>
 
+#include <drm/drm_auth.h>
 #include <drm/drm_drv.h>
 #include <drm/drm_exec.h>
 #include <drm/drm_file.h>
@@ -75,10 +76,18 @@ static void npu_job_release(struct npu_job *job)
 	kvfree(job->deps);
 	kvfree(job->bos);
 	kvfree(job->access);
-	dma_fence_put(job->done_fence);
+	if (job->hw_fence_init)
+		dma_fence_put(job->hw_fence);
+	else
+		kfree(job->hw_fence);
 	npu_context_put(job->ctx);
-	atomic_dec(&ndev->job_count);
 	kfree(job);
+	/*
+	 * Last, and never the last reference to the device: unbind waits
+	 * for job_count to reach zero while it still holds its own.
+	 */
+	if (atomic_dec_and_test(&ndev->job_count))
+		wake_up_all(&ndev->job_free_wq);
 }
 
 /* @c is a copy of the device's (little-endian) completion record. */
@@ -119,11 +128,11 @@ static void npu_job_complete(struct npu_queue *q, struct npu_job *job,
 		npu_dbg(ndev, JOB, "ctx %u job %llu failed: %s at offset %u (fault %#llx)\n",
 			job->ctx->id, rec->id, npu_job_status_str(res.status),
 			res.error_offset, res.fault_addr);
-		dma_fence_set_error(job->done_fence, -EIO);
+		dma_fence_set_error(job->hw_fence, -EIO);
 	}
 	atomic64_inc(&ndev->jobs_completed);
 	/* The job may be freed once this returns. */
-	dma_fence_signal(job->done_fence);
+	dma_fence_signal(job->hw_fence);
 }
 
 /* Consume the completion records the device wrote, in ring order. */
@@ -149,10 +158,10 @@ void npu_queue_process(struct npu_queue *q)
 		q->head++;
 		if (WARN_ON_ONCE(!job))
 			continue;
-		if (le64_to_cpu(rec.seqno) != job->done_fence->seqno)
+		if (le64_to_cpu(rec.seqno) != job->hw_fence->seqno)
 			drm_warn_once(&q->ndev->drm, "queue %u: seqno %llu, expected %llu\n",
 				      q->id, le64_to_cpu(rec.seqno),
-				      job->done_fence->seqno);
+				      job->hw_fence->seqno);
 		npu_job_complete(q, job, &rec);
 	}
 	spin_unlock_irqrestore(&q->lock, flags);
@@ -172,8 +181,65 @@ void npu_queue_abort_inflight(struct npu_queue *q, int error)
 		q->head++;
 		if (!job)
 			continue;
-		dma_fence_set_error(job->done_fence, error);
-		dma_fence_signal(job->done_fence);
+		dma_fence_set_error(job->hw_fence, error);
+		dma_fence_signal(job->hw_fence);
+	}
+	q->head = 0;
+	q->tail = 0;
+	spin_unlock_irqrestore(&q->lock, flags);
+}
+
+/* A reset stopped @job on the engine: it ended there, and is not re-run. */
+static void npu_job_reset_aborted(struct npu_job *job)
+{
+	struct npu_job_rec *rec = job->rec;
+
+	spin_lock(&job->ctx->rec_lock);
+	rec->state = DRM_NPU_JOB_DONE;
+	rec->status = NPU_JOB_ERR_ABORTED;
+	spin_unlock(&job->ctx->rec_lock);
+	wake_up_all(&job->ctx->job_wq);
+	atomic64_inc(&job->ndev->jobs_failed);
+	dma_fence_set_error(job->hw_fence, -EIO);
+	dma_fence_signal(job->hw_fence);
+}
+
+/*
+ * After a device reset: consume the records written before it, then sort
+ * the jobs left on the ring. The one the engine was executing (@act) ended
+ * with the reset: it fails (DONE, NPU_JOB_ERR_ABORTED, fence -EIO) and is
+ * never run again, as nothing says what it already wrote. The device runs
+ * one job at a time, so every other one had not started: they run again,
+ * once, in their order (q->rerun), unless their context is banned
+ * (-ECANCELED). A device that could not be read may have started any.
+ */
+void npu_queue_retire(struct npu_queue *q, const struct npu_active *act)
+{
+	unsigned long flags;
+
+	npu_queue_process(q);
+	spin_lock_irqsave(&q->lock, flags);
+	q->rerun_count = 0;
+	while (q->head != q->tail) {
+		u32 slot = q->head % NPU_RING_ENTRIES;
+		struct npu_job *job = q->slots[slot];
+		bool started;
+
+		q->slots[slot] = NULL;
+		q->head++;
+		if (!job)
+			continue;
+		started = !act->known ||
+			  (act->valid && act->queue == q->id &&
+			   act->seqno == job->hw_fence->seqno);
+		if (atomic_read(&job->ctx->banned)) {
+			dma_fence_set_error(job->hw_fence, -ECANCELED);
+			dma_fence_signal(job->hw_fence);
+		} else if (started) {
+			npu_job_reset_aborted(job);
+		} else {
+			q->rerun[q->rerun_count++] = job;
+		}
 	}
 	q->head = 0;
 	q->tail = 0;
@@ -194,13 +260,65 @@ void npu_queue_hw_init(struct npu_queue *q)
 	npu_write(ndev, NPU_REG_QUEUE(q->id, NPU_QREG_CTRL), NPU_QUEUE_ENABLE);
 }
 
+/* Write @job's descriptor at the ring's tail; q->lock held. */
+static u32 npu_queue_push_locked(struct npu_queue *q, struct npu_job *job)
+{
+	u32 slot = q->tail % NPU_RING_ENTRIES;
+	struct npu_job_desc *desc = &q->ring[slot];
+
+	WRITE_ONCE(q->compl[slot].fence, 0);
+	memset(desc, 0, sizeof(*desc));
+	desc->context = cpu_to_le32(job->ctx->id);
+	desc->cmd_va = cpu_to_le64(job->cmd_va);
+	desc->cmd_size = cpu_to_le32(job->cmd_size);
+	desc->seqno = cpu_to_le64(job->hw_fence->seqno);
+	desc->completion_addr = cpu_to_le64(q->compl_dma +
+					    slot * sizeof(struct npu_completion));
+	q->slots[slot] = job;
+	q->tail++;
+	return slot;
+}
+
+static void npu_queue_doorbell_locked(struct npu_queue *q)
+{
+	/* writel orders the descriptor writes before the doorbell. */
+	npu_write(q->ndev, NPU_REG_QUEUE(q->id, NPU_QREG_TAIL), q->tail);
+	npu_write(q->ndev, NPU_REG_QUEUE(q->id, NPU_QREG_DOORBELL), 1);
+}
+
+/*
+ * After npu_queue_retire() and a successful re-boot (@error 0): put the
+ * jobs that had not started back on the ring, with their own hardware
+ * fences and seqnos. With an @error the device is unusable: they fail.
+ */
+void npu_queue_rerun(struct npu_queue *q, int error)
+{
+	unsigned long flags;
+	u32 i;
+
+	spin_lock_irqsave(&q->lock, flags);
+	for (i = 0; i < q->rerun_count; i++) {
+		struct npu_job *job = q->rerun[i];
+
+		q->rerun[i] = NULL;
+		if (error) {
+			dma_fence_set_error(job->hw_fence, error);
+			dma_fence_signal(job->hw_fence);
+			continue;
+		}
+		npu_queue_push_locked(q, job);
+	}
+	if (!error && q->rerun_count)
+		npu_queue_doorbell_locked(q);
+	q->rerun_count = 0;
+	spin_unlock_irqrestore(&q->lock, flags);
+}
+
 static struct dma_fence *npu_job_run(struct drm_sched_job *sched_job)
 {
 	struct npu_job *job = to_npu_job(sched_job);
 	struct npu_device *ndev = job->ndev;
 	struct npu_queue *q = job->queue;
-	struct npu_job_desc *desc;
-	struct dma_fence *fence;
 	unsigned long flags;
 	u32 slot, i;
 	int idx;
@@ -220,56 +338,96 @@ static struct dma_fence *npu_job_run(struct drm_sched_job *sched_job)
 		return ERR_PTR(-EIO);
 	}
 
-	/* Runs again after a reset: each run gets a fresh hardware fence. */
-	fence = kzalloc(sizeof(*fence), GFP_NOWAIT | __GFP_NOWARN);
-	if (!fence) {
-		drm_dev_exit(idx);
-		return ERR_PTR(-ENOMEM);
-	}
-
 	spin_lock_irqsave(&q->lock, flags);
 	if (WARN_ON_ONCE(q->tail - q->head >= NPU_RING_ENTRIES)) {
 		spin_unlock_irqrestore(&q->lock, flags);
-		kfree(fence);
 		drm_dev_exit(idx);
 		return ERR_PTR(-ENOSPC);
 	}
-	slot = q->tail % NPU_RING_ENTRIES;
-	dma_fence_init(fence, &npu_fence_ops, &q->fence_lock, q->fence_context,
-		       ++q->fence_seqno);
-	dma_fence_put(job->done_fence);
-	job->done_fence = dma_fence_get(fence);
-
-	WRITE_ONCE(q->compl[slot].fence, 0);
-	desc = &q->ring[slot];
-	memset(desc, 0, sizeof(*desc));
-	desc->context = cpu_to_le32(job->ctx->id);
-	desc->cmd_va = cpu_to_le64(job->cmd_va);
-	desc->cmd_size = cpu_to_le32(job->cmd_size);
-	desc->seqno = cpu_to_le64(fence->seqno);
-	desc->completion_addr = cpu_to_le64(q->compl_dma +
-					    slot * sizeof(struct npu_completion));
+	/* Allocated at submit: run_job never fails for want of memory. */
+	dma_fence_init(job->hw_fence, &npu_fence_ops, &q->fence_lock,
+		       q->fence_context, ++q->fence_seqno);
+	job->hw_fence_init = true;
+	slot = npu_queue_push_locked(q, job);
 	/* Fault injection: a stream address that no context maps. */
 	if (atomic_xchg(&ndev->inject.fault_next, 0))
-		desc->cmd_va = 0;
-	q->slots[slot] = job;
-	q->tail++;
-	job->hw_submit_ns = ktime_get_ns();
+		q->ring[slot].cmd_va = 0;
 
 	spin_lock(&job->ctx->rec_lock);
 	job->rec->state = DRM_NPU_JOB_RUNNING;
 	spin_unlock(&job->ctx->rec_lock);
-	trace_npu_job_run(job, fence->seqno, slot);
+	trace_npu_job_run(job, job->hw_fence->seqno, slot);
 
 	if (atomic_xchg(&ndev->inject.hang_next, 0))
 		npu_write(ndev, NPU_REG_DEBUG, NPU_DEBUG_HANG_NEXT);
-	/* writel orders the descriptor writes before the doorbell. */
-	npu_write(ndev, NPU_REG_QUEUE(q->id, NPU_QREG_TAIL), q->tail);
-	npu_write(ndev, NPU_REG_QUEUE(q->id, NPU_QREG_DOORBELL), 1);
+	npu_queue_doorbell_locked(q);
 	spin_unlock_irqrestore(&q->lock, flags);
 
 	drm_dev_exit(idx);
-	return fence;
+	return dma_fence_get(job->hw_fence);
+}
+
+/*
+ * Is @job hung: on the engine (NPU_REG_ACTIVE) for job_timeout_ms or more?
+ * A job that waits behind another queue's work, or has only just started,
+ * is not: its queue's timeout re-arms instead of blaming it. A queue the
+ * device stopped on an error, or a device that reads all-ones, needs a
+ * reset either way.
+ */
+bool npu_job_is_hung(struct npu_job *job)
+{
+	struct npu_device *ndev = job->ndev;
+	struct npu_queue *q = job->queue;
+	u64 seqno, start, now;
+	u32 active;
+
+	active = npu_read(ndev, NPU_REG_ACTIVE);
+	if (active == ~0u ||
+	    npu_read(ndev, NPU_REG_QUEUE(q->id, NPU_QREG_STATUS)) != NPU_QUEUE_OK)
+		return true;
+	if (!(active & NPU_ACTIVE_VALID) ||
+	    (active & NPU_ACTIVE_QUEUE_MASK) != q->id)
+		return false;
+	seqno = npu_read64(ndev, NPU_REG_ACTIVE_SEQ_LO);
+	if (!job->hw_fence_init || seqno != job->hw_fence->seqno)
+		return false;
+	start = npu_read64(ndev, NPU_REG_ACTIVE_START_LO);
+	now = npu_device_time_ns(ndev);
+	return now >= start &&
+	       now - start >= (u64)npu_job_timeout_ms * NSEC_PER_MSEC;
+}
+
+/*
+ * drm_sched_stop() drops the pending jobs' hardware fences (6.12):
+ * give them back, so drm_sched_start() waits for them instead of
+ * canceling the jobs. What resubmit did, without running anything again.
+ */
+static void npu_sched_restore_parents(struct drm_gpu_scheduler *sched)
+{
+	struct drm_sched_job *s_job;
+
+	list_for_each_entry(s_job, &sched->pending_list, list) {
+		struct npu_job *job = to_npu_job(s_job);
+
+		if (!s_job->s_fence->parent && job->hw_fence_init)
+			s_job->s_fence->parent = dma_fence_get(job->hw_fence);
+	}
+}
+
+/* Put a timed-out job back and re-arm its queue's timeout. */
+static void npu_job_timeout_rearm(struct npu_job *job)
+{
+	struct drm_gpu_scheduler *sched = &job->queue->sched;
+
+	drm_sched_stop(sched, &job->base);
+	npu_sched_restore_parents(sched);
+	drm_sched_start(sched);
+}
+
+void npu_job_sched_restart(struct drm_gpu_scheduler *sched)
+{
+	npu_sched_restore_parents(sched);
+	drm_sched_start(sched);
 }
 
 static enum drm_gpu_sched_stat npu_job_timedout(struct drm_sched_job *sched_job)
@@ -278,14 +436,29 @@ static enum drm_gpu_sched_stat npu_job_timedout(struct drm_sched_job *sched_job)
 	struct npu_device *ndev = job->ndev;
 	int idx;
 
-	if (!drm_dev_enter(&ndev->drm, &idx))
+	if (!drm_dev_enter(&ndev->drm, &idx)) {
+		/* Unplugged: the job ends when unbind fails its fence. */
+		npu_job_timeout_rearm(job);
 		return DRM_GPU_SCHED_STAT_ENODEV;
+	}
+	/* Schedulers are stopped and started under reset_pending only. */
+	if (!npu_device_reset_trylock(ndev, 10000)) {
+		/* Shutting down: keep the job, the scheduler stays stopped. */
+		drm_sched_stop(&job->queue->sched, sched_job);
+		drm_dev_exit(idx);
+		return DRM_GPU_SCHED_STAT_NOMINAL;
+	}
 
 	npu_queue_process(job->queue);
-	if (job->done_fence && dma_fence_is_signaled(job->done_fence)) {
-		/* Spurious: put the job back so the scheduler frees it. */
-		drm_sched_stop(&job->queue->sched, sched_job);
-		drm_sched_start(&job->queue->sched);
+	if (!job->hw_fence_init || dma_fence_is_signaled(job->hw_fence)) {
+		/* Spurious (or never run): put it back to be freed. */
+		npu_job_timeout_rearm(job);
+		npu_device_reset_unlock(ndev);
+	} else if (!npu_job_is_hung(job)) {
+		npu_dbg(ndev, RESET, "ctx %u job %llu waits, not hung\n",
+			job->ctx->id, job->rec->id);
+		npu_job_timeout_rearm(job);
+		npu_device_reset_unlock(ndev);
 	} else {
 		npu_device_recover(ndev, job);
 	}
@@ -300,6 +473,26 @@ static void npu_job_free(struct drm_sched_job *sched_job)
 	drm_sched_job_cleanup(sched_job);
 	atomic_dec(&job->ctx->jobs_inflight);
 	npu_job_release(job);
+}
+
+/*
+ * Unbind, after drm_dev_unplug() and the device's stop: every job ends
+ * (run_job and the hardware fences fail with -ENODEV), so wait until
+ * all are freed. The schedulers are torn down after this, from unbind,
+ * never from a free_job on their own workqueue.
+ */
+void npu_job_drain(struct npu_device *ndev)
+{
+	int q;
+
+	/* Held-back jobs must reach run_job to end. */
+	if (atomic_xchg(&ndev->inject.paused, 0))
+		for (q = 0; q < NPU_NUM_QUEUES; q++)
+			drm_sched_wqueue_start(&ndev->queues[q].sched);
+	while (!wait_event_timeout(ndev->job_free_wq,
+				   !atomic_read(&ndev->job_count), 10 * HZ))
+		drm_warn(&ndev->drm, "unbind waits for %d jobs\n",
+			 atomic_read(&ndev->job_count));
 }
 
 static const struct drm_sched_backend_ops npu_sched_ops = {
@@ -380,15 +573,18 @@ int npu_job_entities_init(struct npu_context *ctx)
 	return 0;
 }
 
+/* From postclose or unbind, whichever comes first: once. */
 void npu_job_entities_fini(struct npu_context *ctx)
 {
 	int q;
 
-	if (!ctx->entities_ready)
-		return;
-	for (q = 0; q < NPU_NUM_QUEUES; q++)
-		drm_sched_entity_destroy(&ctx->entity[q]);
-	ctx->entities_ready = false;
+	mutex_lock(&ctx->submit_lock);
+	if (ctx->entities_ready) {
+		for (q = 0; q < NPU_NUM_QUEUES; q++)
+			drm_sched_entity_destroy(&ctx->entity[q]);
+		ctx->entities_ready = false;
+	}
+	mutex_unlock(&ctx->submit_lock);
 }
 
 /*
@@ -528,8 +724,43 @@ out:
  * holds a reference to the scheduler's finished fence and *@rec (if
  * given) one to the job's record.
  */
+/*
+ * Queue 0 has strict priority over queue 1: whoever floods it delays
+ * everyone else's jobs, so it needs a privilege (as panthor's
+ * group_priority_permit()).
+ */
+static int npu_job_queue_permit(struct drm_file *file, u32 queue)
+{
+	if (queue != NPU_QUEUE_HIGH_PRIORITY)
+		return 0;
+	if (capable(CAP_SYS_NICE) || drm_is_current_master(file))
+		return 0;
+	return -EACCES;
+}
+
+static int npu_job_do_submit(struct drm_file *file,
+			     struct drm_npu_submit *args,
+			     struct dma_fence **finished,
+			     struct npu_job_rec **rec_out);
+
+/* Inside drm_dev_enter(): unbind waits for submits in progress. */
 int npu_job_submit(struct drm_file *file, struct drm_npu_submit *args,
 		   struct dma_fence **finished, struct npu_job_rec **rec_out)
+{
+	struct npu_context *ctx = file->driver_priv;
+	int idx, ret;
+
+	if (!drm_dev_enter(&ctx->ndev->drm, &idx))
+		return -ENODEV;
+	ret = npu_job_do_submit(file, args, finished, rec_out);
+	drm_dev_exit(idx);
+	return ret;
+}
+
+static int npu_job_do_submit(struct drm_file *file,
+			     struct drm_npu_submit *args,
+			     struct dma_fence **finished,
+			     struct npu_job_rec **rec_out)
 {
 	struct npu_context *ctx = file->driver_priv;
 	struct npu_device *ndev = ctx->ndev;
@@ -542,9 +773,12 @@ int npu_job_submit(struct drm_file *file, struct drm_npu_submit *args,
 	struct npu_job *job;
 	u64 va;
 	u32 i;
-	int ret, idx;
+	int ret;
 
 	ret = npu_job_check_args(args);
+	if (ret)
+		return ret;
+	ret = npu_job_queue_permit(file, args->queue);
 	if (ret)
 		return ret;
 	if (atomic_read(&ctx->banned))
@@ -570,7 +804,8 @@ int npu_job_submit(struct drm_file *file, struct drm_npu_submit *args,
 	job->access = kvmalloc_array(args->bo_ref_count + 1,
 				     sizeof(*job->access), GFP_KERNEL_ACCOUNT);
 	rec = kzalloc(sizeof(*rec), GFP_KERNEL_ACCOUNT);
-	if (!job->bos || !job->access || !rec) {
+	job->hw_fence = kzalloc(sizeof(*job->hw_fence), GFP_KERNEL_ACCOUNT);
+	if (!job->bos || !job->access || !rec || !job->hw_fence) {
 		kfree(rec);
 		ret = -ENOMEM;
 		goto err_job;
@@ -619,10 +854,7 @@ int npu_job_submit(struct drm_file *file, struct drm_npu_submit *args,
 		}
 	}
 
-	if (drm_dev_enter(&ndev->drm, &idx)) {
-		rec->submit_ns = npu_device_time_ns(ndev);
-		drm_dev_exit(idx);
-	}
+	rec->submit_ns = npu_device_time_ns(ndev);
 
 	ret = drm_sched_job_init(&job->base, &ctx->entity[args->queue], 1, ctx);
 	if (ret)

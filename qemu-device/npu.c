@@ -22,6 +22,7 @@
 #include "hw/pci/msix.h"
 #include "hw/pci/pci_device.h"
 #include "hw/pci/pcie.h"
+#include "migration/blocker.h"
 #include "migration/vmstate.h"
 #include "qom/object.h"
 #include "trace.h"
@@ -47,13 +48,19 @@ struct NpuState {
 
     MemoryRegion mmio;
 
-    /* Serializes every firmware-sim call except npu_sim_job_execute(). */
+    /*
+     * Serializes every firmware-sim call except npu_sim_job_execute() and
+     * npu_sim_boot_execute().
+     */
     QemuMutex lock;
     QemuCond cond;              /* worker waits for RUNNING or stopping */
     QemuThread worker;
     bool stopping;
     NpuJobState job_state;
     struct npu_sim_job job;
+    /* A firmware boot runs on the worker too: IDLE, RUNNING or DONE. */
+    NpuJobState boot_state;
+    struct npu_sim_boot boot;
 
     /* Finishes executed jobs and fetches the next one, under the BQL. */
     QEMUBH *pump_bh;
@@ -62,6 +69,7 @@ struct NpuState {
     uint32_t pending_irqs;      /* atomic: bit n = MSI-X vector n */
 
     struct npu_sim *sim;
+    Error *migration_blocker;
 };
 
 /* ---- Host operations for firmware-sim ---- */
@@ -73,11 +81,22 @@ static bool npu_bus_master(NpuState *s)
     return pci_get_word(pci->config + PCI_COMMAND) & PCI_COMMAND_MASTER;
 }
 
+/*
+ * DMA from the worker (a running job, a firmware boot) reaches RAM only:
+ * MMIO would need the BQL, and the worker must never wait for it (unrealize
+ * joins the worker with the BQL held). Descriptor fetches and completion
+ * records, on the BQL, may still target any address.
+ */
 static int npu_dma(NpuState *s, uint64_t addr, void *buf, size_t len,
                    DMADirection dir)
 {
     const char *what = dir == DMA_DIRECTION_TO_DEVICE ? "read" : "write";
+    MemTxAttrs attrs = MEMTXATTRS_UNSPECIFIED;
     MemTxResult res;
+
+    if (!bql_locked()) {
+        attrs = (MemTxAttrs) { .memory = 1 };
+    }
 
     if (!npu_bus_master(s)) {
         trace_npu_dma_error(what, addr, len, "bus mastering disabled");
@@ -87,10 +106,10 @@ static int npu_dma(NpuState *s, uint64_t addr, void *buf, size_t len,
         trace_npu_dma_error(what, addr, len, "wraps the address space");
         return -1;
     }
-    res = pci_dma_rw(PCI_DEVICE(s), addr, buf, len, dir,
-                     MEMTXATTRS_UNSPECIFIED);
+    res = pci_dma_rw(PCI_DEVICE(s), addr, buf, len, dir, attrs);
     if (res != MEMTX_OK) {
-        trace_npu_dma_error(what, addr, len, "bus error");
+        trace_npu_dma_error(what, addr, len, attrs.memory ?
+                            "bus error or not RAM" : "bus error");
         return -1;
     }
     return 0;
@@ -172,6 +191,17 @@ static const struct npu_sim_host_ops npu_host_ops = {
  */
 static void npu_pump_locked(NpuState *s)
 {
+    if (s->boot_state == NPU_JOB_DONE) {
+        trace_npu_boot_done(s->boot.status);
+        npu_sim_boot_finish(s->sim, &s->boot);
+        s->boot_state = NPU_JOB_IDLE;
+    }
+    if (s->boot_state == NPU_JOB_IDLE && !s->stopping &&
+        npu_sim_boot_fetch(s->sim, &s->boot)) {
+        trace_npu_boot_start(s->boot.addr, s->boot.size);
+        s->boot_state = NPU_JOB_RUNNING;
+        qemu_cond_signal(&s->cond);
+    }
     if (s->job_state == NPU_JOB_DONE) {
         trace_npu_job_end(s->job.queue, s->job.desc.seqno,
                           s->job.result.status, s->job.result.cycles,
@@ -218,8 +248,18 @@ static void *npu_worker(void *opaque)
     rcu_register_thread();
     qemu_mutex_lock(&s->lock);
     for (;;) {
-        while (!s->stopping && s->job_state != NPU_JOB_RUNNING) {
+        while (!s->stopping && s->job_state != NPU_JOB_RUNNING &&
+               s->boot_state != NPU_JOB_RUNNING) {
             qemu_cond_wait(&s->cond, &s->lock);
+        }
+        if (s->boot_state == NPU_JOB_RUNNING) {
+            /* Up to 16 MiB of DMA and a CRC: never on the BQL. */
+            qemu_mutex_unlock(&s->lock);
+            npu_sim_boot_execute(s->sim, &s->boot);
+            qemu_mutex_lock(&s->lock);
+            s->boot_state = NPU_JOB_DONE;
+            qemu_bh_schedule(s->pump_bh);
+            continue;
         }
         if (s->job_state != NPU_JOB_RUNNING) {
             break;
@@ -283,7 +323,8 @@ static void npu_mmio_write(void *opaque, hwaddr addr, uint64_t val,
         trace_npu_doorbell((addr - NPU_REG_QUEUE_BASE) / NPU_REG_QUEUE_STRIDE,
                            npu_sim_has_work(s->sim));
     }
-    if (s->job_state == NPU_JOB_IDLE && npu_sim_has_work(s->sim)) {
+    if ((s->job_state == NPU_JOB_IDLE && npu_sim_has_work(s->sim)) ||
+        (addr == NPU_REG_FW_BOOT && s->boot_state == NPU_JOB_IDLE)) {
         npu_pump_locked(s);
     }
     qemu_mutex_unlock(&s->lock);
@@ -330,11 +371,27 @@ static void npu_realize(PCIDevice *pci, Error **errp)
 
     pci_config_set_revision(pci->config, NPU_PCI_REVISION);
 
+    /*
+     * No vmstate: the device's state is firmware-sim's (2 MiB of SRAM, the
+     * TLB, rings, counters) plus a job or boot that may be executing on
+     * the worker thread in the middle of an instruction; saving it needs a
+     * quiesce point in firmware-sim and a versioned description of its
+     * private state, neither of which exists yet.
+     */
+    error_setg(&s->migration_blocker,
+               "npu: simulator state and the job running on its worker "
+               "thread cannot be migrated");
+    if (migrate_add_blocker(&s->migration_blocker, errp) < 0) {
+        return;
+    }
+
     s->sim = npu_sim_create(&npu_host_ops, s);
     if (!s->sim) {
         error_setg(errp, "npu: out of memory creating the simulator");
+        migrate_del_blocker(&s->migration_blocker);
         return;
     }
+    npu_sim_set_async_boot(s->sim, true);
 
     memory_region_init_io(&s->mmio, OBJECT(s), &npu_mmio_ops, s, "npu-regs",
                           NPU_BAR_REGS_SIZE);
@@ -345,6 +402,7 @@ static void npu_realize(PCIDevice *pci, Error **errp)
                                 errp)) {
         npu_sim_destroy(s->sim);
         s->sim = NULL;
+        migrate_del_blocker(&s->migration_blocker);
         return;
     }
     for (i = 0; i < NPU_MSIX_NUM_VECTORS; i++) {
@@ -360,6 +418,7 @@ static void npu_realize(PCIDevice *pci, Error **errp)
     qemu_cond_init(&s->cond);
     s->stopping = false;
     s->job_state = NPU_JOB_IDLE;
+    s->boot_state = NPU_JOB_IDLE;
     s->pending_irqs = 0;
     s->pump_bh = qemu_bh_new_guarded(npu_pump_bh, s,
                                      &DEVICE(s)->mem_reentrancy_guard);
@@ -372,22 +431,18 @@ static void npu_realize(PCIDevice *pci, Error **errp)
 static void npu_exit(PCIDevice *pci)
 {
     NpuState *s = NPU(pci);
-    bool bql = bql_locked();
 
     qemu_mutex_lock(&s->lock);
     s->stopping = true;
-    /* A reset makes a running job stop at its next instruction. */
+    /* A reset makes a running job stop at its next page of DMA. */
     npu_reset_sim_locked(s, "unrealize");
     qemu_cond_signal(&s->cond);
     qemu_mutex_unlock(&s->lock);
-    /* The worker may be waiting for the BQL in a DMA to MMIO: let it go. */
-    if (bql) {
-        bql_unlock();
-    }
+    /*
+     * With the BQL held: the worker never waits for it (its DMA reaches
+     * RAM only, see npu_dma()), so it ends within one page or one boot.
+     */
     qemu_thread_join(&s->worker);
-    if (bql) {
-        bql_lock();
-    }
 
     qemu_bh_delete(s->pump_bh);
     qemu_bh_delete(s->irq_bh);
@@ -396,6 +451,7 @@ static void npu_exit(PCIDevice *pci)
     npu_sim_destroy(s->sim);
     s->sim = NULL;
     msix_uninit_exclusive_bar(pci);
+    migrate_del_blocker(&s->migration_blocker);
 }
 
 static const VMStateDescription vmstate_npu = {

@@ -105,8 +105,10 @@ typedef uint64_t npu_le64;
 /*
  * Control and status. Writing NPU_CTRL_RESET resets every queue, the MMU,
  * the IRQ state and the counters, aborts the running job (its completion
- * record is not written) and returns the device to NPU_STATE_OFF; the bit
- * reads back as zero once the reset is done (resets are synchronous).
+ * record is not written) and returns the device to NPU_STATE_OFF. The bit
+ * reads back as one while a DMA the aborted job started before the reset
+ * is still in flight, and as zero once the device has stopped touching
+ * host memory: poll it before reusing memory a job could reach.
  */
 #define NPU_REG_CTRL			0x0100
 #define   NPU_CTRL_RESET		(1u << 0)
@@ -137,6 +139,21 @@ enum npu_state {
 #define   NPU_BOOT_START		0x1
 #define NPU_REG_BOOT_STATUS		0x0120	/* enum npu_boot_status */
 
+/*
+ * The job on the engine: from its fetch until its completion record is
+ * written (or a reset drops it), including a hung job. The device runs one
+ * job at a time, so every other descriptor between HEAD and the doorbell
+ * TAIL of either queue has not started. ACTIVE_SEQ is the descriptor's
+ * seqno, ACTIVE_START the device clock (TIMESTAMP) at its fetch.
+ */
+#define NPU_REG_ACTIVE			0x0124
+#define   NPU_ACTIVE_VALID		(1u << 31)
+#define   NPU_ACTIVE_QUEUE_MASK		0xfu
+#define NPU_REG_ACTIVE_SEQ_LO		0x0128
+#define NPU_REG_ACTIVE_SEQ_HI		0x012c
+#define NPU_REG_ACTIVE_START_LO		0x0130
+#define NPU_REG_ACTIVE_START_HI		0x0134
+
 enum npu_boot_status {
 	NPU_BOOT_OK = 0,
 	NPU_BOOT_BAD_MAGIC = 1,
@@ -166,13 +183,16 @@ enum npu_boot_status {
  * Device MMU. CTX_TABLE points at NPU_NUM_CONTEXTS struct npu_ctx_entry in
  * host memory (4 KiB aligned). The device caches translations in a TLB;
  * after changing a context's page tables the host writes the context id to
- * MMU_INVALIDATE (or NPU_MMU_INVALIDATE_ALL) and may read it back: the
- * read returns 0 once the invalidation is complete.
+ * MMU_INVALIDATE (or NPU_MMU_INVALIDATE_ALL) and reads it back until it
+ * returns 0: the invalidation is complete once no DMA that may have used
+ * an old translation is in flight (the register reads
+ * NPU_MMU_INVALIDATE_PENDING until then). A zero CTX_TABLE faults (DMA).
  */
 #define NPU_REG_CTX_TABLE_LO		0x0300
 #define NPU_REG_CTX_TABLE_HI		0x0304
 #define NPU_REG_MMU_INVALIDATE		0x0308
 #define   NPU_MMU_INVALIDATE_ALL	0x80000000u
+#define   NPU_MMU_INVALIDATE_PENDING	0x1u	/* read value */
 /* First fault since the last FAULT_ACK write; later ones only count. */
 #define NPU_REG_FAULT_STATUS		0x0310	/* enum npu_job_status or 0 */
 #define NPU_REG_FAULT_CTX		0x0314

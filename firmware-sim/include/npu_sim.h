@@ -82,6 +82,32 @@ unsigned int npu_sim_run_pending(struct npu_sim *sim);
 /* Whether a doorbell left work that npu_sim_job_fetch() would take. */
 bool npu_sim_has_work(struct npu_sim *sim);
 
+/*
+ * Firmware boot off the register path, for hosts with an execute thread
+ * (QEMU): a boot reads up to 16 MiB and checks its CRC. After
+ * npu_sim_set_async_boot(sim, true), FW_BOOT.START only checks the state
+ * and moves the device to BOOTING; the host then takes the request with
+ * npu_sim_boot_fetch(), runs npu_sim_boot_execute() on any thread (it
+ * only reads host memory into 'boot') and completes it with
+ * npu_sim_boot_finish() on the serialized side: READY or FW_ERROR,
+ * BOOT_STATUS and NPU_IRQ_BOOT, as the synchronous boot does. A boot
+ * fetched before a reset is dropped at finish. Off by default: the boot
+ * then completes inside the FW_BOOT write.
+ */
+struct npu_sim_boot {
+	uint64_t addr;
+	uint32_t size;
+	uint32_t epoch;
+	uint32_t status;	/* enum npu_boot_status, set by execute */
+	struct npu_fw_header header;
+	struct npu_fw_config config;
+};
+
+void npu_sim_set_async_boot(struct npu_sim *sim, bool async);
+bool npu_sim_boot_fetch(struct npu_sim *sim, struct npu_sim_boot *boot);
+void npu_sim_boot_execute(struct npu_sim *sim, struct npu_sim_boot *boot);
+void npu_sim_boot_finish(struct npu_sim *sim, struct npu_sim_boot *boot);
+
 /* ---- Firmware images (the format is in npu_hw.h) ---- */
 
 uint32_t npu_crc32(uint32_t crc, const void *buf, size_t len);

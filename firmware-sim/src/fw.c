@@ -102,7 +102,7 @@ static uint32_t npu_fw_check_config(const struct npu_fw_config *config)
  * Stream the image through a small buffer: CRC it (checksum field as
  * zero) and pick the config section out on the way.
  */
-static uint32_t npu_fw_read_image(struct npu_sim *sim,
+static uint32_t npu_fw_read_image(struct npu_sim *sim, uint64_t addr,
 				  const struct npu_fw_header *header,
 				  struct npu_fw_config *config)
 {
@@ -114,7 +114,7 @@ static uint32_t npu_fw_read_image(struct npu_sim *sim,
 
 		if (n > sizeof(chunk))
 			n = sizeof(chunk);
-		if (sim->ops.dma_read(sim->opaque, sim->fw_addr + off, chunk, n))
+		if (sim->ops.dma_read(sim->opaque, addr + off, chunk, n))
 			return NPU_BOOT_DMA_ERROR;
 		/* The checksum field sits in the first chunk. */
 		if (off == 0)
@@ -134,25 +134,26 @@ static uint32_t npu_fw_read_image(struct npu_sim *sim,
 	return crc == header->checksum ? NPU_BOOT_OK : NPU_BOOT_BAD_CHECKSUM;
 }
 
-static uint32_t npu_fw_validate(struct npu_sim *sim, struct npu_fw_header *out,
+/* Reads host memory only: safe off the serialized side. */
+static uint32_t npu_fw_validate(struct npu_sim *sim, uint64_t addr,
+				uint32_t size, struct npu_fw_header *out,
 				struct npu_fw_config *config)
 {
 	struct npu_fw_header header;
 	uint32_t status;
 
-	if (sim->fw_size < sizeof(header) || sim->fw_size > NPU_FW_MAX_SIZE)
+	if (size < sizeof(header) || size > NPU_FW_MAX_SIZE)
 		return NPU_BOOT_BAD_SIZE;
-	if (sim->fw_addr > UINT64_MAX - sim->fw_size ||
-	    sim->ops.dma_read(sim->opaque, sim->fw_addr, &header, sizeof(header)))
+	if (addr > UINT64_MAX - size ||
+	    sim->ops.dma_read(sim->opaque, addr, &header, sizeof(header)))
 		return NPU_BOOT_DMA_ERROR;
 	if (header.magic != NPU_FW_MAGIC)
 		return NPU_BOOT_BAD_MAGIC;
 	if (header.abi_major != NPU_FW_ABI_MAJOR)
 		return NPU_BOOT_BAD_VERSION;
-	if (header.header_size != sizeof(header) ||
-	    header.image_size != sim->fw_size)
+	if (header.header_size != sizeof(header) || header.image_size != size)
 		return NPU_BOOT_BAD_SIZE;
-	status = npu_fw_read_image(sim, &header, config);
+	status = npu_fw_read_image(sim, addr, &header, config);
 	if (status != NPU_BOOT_OK)
 		return status;
 	if (header.config_size != sizeof(*config) ||
@@ -164,26 +165,27 @@ static uint32_t npu_fw_validate(struct npu_sim *sim, struct npu_fw_header *out,
 	return npu_fw_check_config(config);
 }
 
-void npu_fw_boot(struct npu_sim *sim)
+void npu_sim_boot_execute(struct npu_sim *sim, struct npu_sim_boot *boot)
 {
-	struct npu_fw_header header;
-	struct npu_fw_config config;
-	uint32_t status;
-
-	if (sim->state != NPU_STATE_OFF) {
-		sim->boot_status = NPU_BOOT_NOT_OFF;
-		npu_sim_raise(sim, NPU_IRQ_BOOT);
+	if (!sim || !boot)
 		return;
-	}
-	sim->state = NPU_STATE_BOOTING;
-	memset(&config, 0, sizeof(config));
-	status = npu_fw_validate(sim, &header, &config);
-	sim->boot_status = status;
-	if (status == NPU_BOOT_OK) {
-		sim->fw_version = header.fw_version;
-		sim->op_mask = config.op_mask;
-		sim->tlb_entries = config.tlb_entries;
-		sim->watchdog_cycles = config.watchdog_cycles;
+	memset(&boot->header, 0, sizeof(boot->header));
+	memset(&boot->config, 0, sizeof(boot->config));
+	boot->status = npu_fw_validate(sim, boot->addr, boot->size,
+				       &boot->header, &boot->config);
+}
+
+void npu_sim_boot_finish(struct npu_sim *sim, struct npu_sim_boot *boot)
+{
+	if (!sim || !boot || boot->epoch != atomic_load(&sim->epoch) ||
+	    sim->state != NPU_STATE_BOOTING)
+		return;		/* a reset came in between: dropped */
+	sim->boot_status = boot->status;
+	if (boot->status == NPU_BOOT_OK) {
+		sim->fw_version = boot->header.fw_version;
+		sim->op_mask = boot->config.op_mask;
+		sim->tlb_entries = boot->config.tlb_entries;
+		sim->watchdog_cycles = boot->config.watchdog_cycles;
 		/* A new TLB size reindexes every entry. */
 		npu_mmu_invalidate(sim, NPU_MMU_INVALIDATE_ALL);
 		sim->state = NPU_STATE_READY;
@@ -191,4 +193,40 @@ void npu_fw_boot(struct npu_sim *sim)
 		sim->state = NPU_STATE_FW_ERROR;
 	}
 	npu_sim_raise(sim, NPU_IRQ_BOOT);
+}
+
+void npu_sim_set_async_boot(struct npu_sim *sim, bool async)
+{
+	if (sim)
+		sim->async_boot = async;
+}
+
+bool npu_sim_boot_fetch(struct npu_sim *sim, struct npu_sim_boot *boot)
+{
+	if (!sim || !boot || !sim->boot_requested)
+		return false;
+	sim->boot_requested = false;
+	memset(boot, 0, sizeof(*boot));
+	boot->addr = sim->fw_addr;
+	boot->size = sim->fw_size;
+	boot->epoch = atomic_load(&sim->epoch);
+	return true;
+}
+
+void npu_fw_boot(struct npu_sim *sim)
+{
+	struct npu_sim_boot boot;
+
+	if (sim->state != NPU_STATE_OFF) {
+		sim->boot_status = NPU_BOOT_NOT_OFF;
+		npu_sim_raise(sim, NPU_IRQ_BOOT);
+		return;
+	}
+	sim->state = NPU_STATE_BOOTING;
+	sim->boot_requested = true;
+	if (sim->async_boot)
+		return;		/* the host runs it: npu_sim_boot_fetch() */
+	npu_sim_boot_fetch(sim, &boot);
+	npu_sim_boot_execute(sim, &boot);
+	npu_sim_boot_finish(sim, &boot);
 }

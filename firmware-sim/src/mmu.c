@@ -10,10 +10,24 @@
 
 #define NPU_VA_LIMIT		(1ull << NPU_VA_BITS)
 
+uint64_t npu_dma_quiesce_request(struct npu_sim *sim)
+{
+	return atomic_fetch_add(&sim->quiesce_req, 1) + 1;
+}
+
+bool npu_dma_pending(struct npu_sim *sim, uint64_t req)
+{
+	uint64_t step = atomic_load(&sim->dma_step);
+
+	return step && (step >> 1) < req;
+}
+
 /*
- * Invalidation only bumps a generation: the job thread compares the
+ * Invalidation bumps a generation: the job thread compares the
  * generations an entry was filled under with the current ones, so a
- * register write never has to touch the TLB array it is using.
+ * register write never has to touch the TLB array it is using. The page
+ * the job is moving right now may still use the old translation: the
+ * register reads PENDING until that step is over.
  */
 void npu_mmu_invalidate(struct npu_sim *sim, uint32_t value)
 {
@@ -21,6 +35,9 @@ void npu_mmu_invalidate(struct npu_sim *sim, uint32_t value)
 		atomic_fetch_add(&sim->tlb_gen_all, 1);
 	else if (value < NPU_NUM_CONTEXTS)
 		atomic_fetch_add(&sim->tlb_gen_ctx[value], 1);
+	else
+		return;
+	sim->inval_wait = npu_dma_quiesce_request(sim);
 }
 
 uint32_t npu_mmu_read_ctx_entry(struct npu_sim *sim, uint32_t ctx,
@@ -31,7 +48,8 @@ uint32_t npu_mmu_read_ctx_entry(struct npu_sim *sim, uint32_t ctx,
 
 	if (ctx >= NPU_NUM_CONTEXTS)
 		return NPU_JOB_ERR_BAD_CONTEXT;
-	if (addr < table ||
+	/* No table (after a reset): never read guest address 0. */
+	if (!table || addr < table ||
 	    sim->ops.dma_read(sim->opaque, addr, entry, sizeof(*entry)))
 		return NPU_JOB_ERR_DMA;
 	if (!(entry->pt_root & NPU_CTX_VALID) || entry->reserved)
@@ -135,13 +153,27 @@ static uint32_t npu_mmu_transfer(struct npu_sim *sim, struct npu_sim_run *run,
 		uint64_t addr;
 		int rc;
 
+		/*
+		 * One page is one step of the quiesce handshake: announce it,
+		 * then look at the epoch, so a reset either sees this step
+		 * in flight or this step sees the reset (both seq_cst).
+		 */
+		atomic_store(&sim->dma_step,
+			     atomic_load(&sim->quiesce_req) << 1 | 1);
+		if (atomic_load(&sim->epoch) != run->epoch) {
+			atomic_store(&sim->dma_step, 0);
+			return NPU_JOB_ERR_ABORTED;
+		}
 		status = npu_mmu_translate(sim, run, va, access, &addr);
-		if (status != NPU_JOB_OK)
+		if (status != NPU_JOB_OK) {
+			atomic_store(&sim->dma_step, 0);
 			break;
+		}
 		if (access == NPU_ACCESS_WRITE)
 			rc = sim->ops.dma_write(sim->opaque, addr, wbuf, n);
 		else
 			rc = sim->ops.dma_read(sim->opaque, addr, rbuf, n);
+		atomic_store(&sim->dma_step, 0);
 		if (rc)
 			return npu_mmu_fault(run, NPU_JOB_ERR_DMA, va, access);
 		va += n;

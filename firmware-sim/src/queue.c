@@ -202,6 +202,9 @@ bool npu_sim_job_fetch(struct npu_sim *sim, struct npu_sim_job *job)
 		job->result.seqno = job->desc.seqno;
 		job->result.queue = q;
 		sim->busy = true;
+		sim->active = NPU_ACTIVE_VALID | q;
+		sim->active_seq = job->desc.seqno;
+		sim->active_start = npu_sim_clock_ns(sim);
 		if (sim->sram_clear_pending) {
 			memset(sim->sram, 0, NPU_SRAM_SIZE);
 			sim->sram_clear_pending = false;
@@ -249,6 +252,7 @@ void npu_sim_job_finish(struct npu_sim *sim, struct npu_sim_job *job)
 		return;		/* fetched before a reset: dropped */
 	queue = &sim->queues[job->queue];
 	sim->busy = false;
+	sim->active = 0;
 
 	record = job->result;
 	record.seqno = job->desc.seqno;

@@ -72,6 +72,12 @@ static void npu_sim_reset(struct npu_sim *sim)
 	sim->perf_errors = 0;
 	sim->perf_faults = 0;
 	sim->busy = false;
+	sim->boot_requested = false;
+	sim->active = 0;
+	sim->active_seq = 0;
+	sim->active_start = 0;
+	/* CTRL.RESET reads 1 until a DMA step begun before now has ended. */
+	sim->reset_wait = npu_dma_quiesce_request(sim);
 	/*
 	 * SRAM may still be in use by an aborting job on another thread;
 	 * nothing can observe it before the next job, so clear it then.
@@ -104,6 +110,8 @@ struct npu_sim *npu_sim_create(const struct npu_sim_host_ops *ops,
 	atomic_init(&sim->reset_ns, 0);
 	atomic_init(&sim->ctx_table, 0);
 	atomic_init(&sim->tlb_gen_all, 0);
+	atomic_init(&sim->quiesce_req, 0);
+	atomic_init(&sim->dma_step, 0);
 	for (unsigned int i = 0; i < NPU_NUM_CONTEXTS; i++)
 		atomic_init(&sim->tlb_gen_ctx[i], 0);
 	npu_sim_reset(sim);
@@ -177,7 +185,8 @@ uint32_t npu_sim_reg_read(struct npu_sim *sim, uint32_t offset)
 		return NPU_VECTOR_LANES;
 
 	case NPU_REG_CTRL:
-		return 0;	/* resets are synchronous: RESET reads as 0 */
+		/* RESET reads 1 while the aborted job's DMA is in flight. */
+		return npu_dma_pending(sim, sim->reset_wait) ? NPU_CTRL_RESET : 0;
 	case NPU_REG_STATUS:
 		return npu_sim_status(sim);
 	case NPU_REG_SCRATCH:
@@ -192,6 +201,16 @@ uint32_t npu_sim_reg_read(struct npu_sim *sim, uint32_t offset)
 		return 0;
 	case NPU_REG_BOOT_STATUS:
 		return sim->boot_status;
+	case NPU_REG_ACTIVE:
+		return sim->active;
+	case NPU_REG_ACTIVE_SEQ_LO:
+		return lo32(sim->active_seq);
+	case NPU_REG_ACTIVE_SEQ_HI:
+		return hi32(sim->active_seq);
+	case NPU_REG_ACTIVE_START_LO:
+		return lo32(sim->active_start);
+	case NPU_REG_ACTIVE_START_HI:
+		return hi32(sim->active_start);
 
 	case NPU_REG_IRQ_STATUS:
 		return sim->irq_status;
@@ -203,7 +222,9 @@ uint32_t npu_sim_reg_read(struct npu_sim *sim, uint32_t offset)
 	case NPU_REG_CTX_TABLE_HI:
 		return hi32(atomic_load(&sim->ctx_table));
 	case NPU_REG_MMU_INVALIDATE:
-		return 0;	/* invalidations complete synchronously */
+		/* PENDING while a page moved under the old TLB is in flight. */
+		return npu_dma_pending(sim, sim->inval_wait) ?
+		       NPU_MMU_INVALIDATE_PENDING : 0;
 	case NPU_REG_FAULT_STATUS:
 		return sim->fault_status;
 	case NPU_REG_FAULT_CTX:

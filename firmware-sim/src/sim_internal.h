@@ -8,8 +8,8 @@
  * side (reg_read/reg_write/job_fetch/job_finish, serialized by the host)
  * except 'run', 'tlb' and 'sram', which belong to the job being executed
  * between fetch and finish. The only values both sides touch are atomics:
- * the reset epoch, the reset time, the context-table base and the TLB
- * generations.
+ * the reset epoch, the reset time, the context-table base, the TLB
+ * generations and the DMA-quiesce handshake (quiesce_req, dma_step).
  */
 #ifndef NPU_SIM_INTERNAL_H
 #define NPU_SIM_INTERNAL_H
@@ -116,6 +116,16 @@ struct npu_sim {
 	_Atomic uint32_t epoch;		/* bumped by every reset */
 	_Atomic uint32_t tlb_gen_all;
 	_Atomic uint32_t tlb_gen_ctx[NPU_NUM_CONTEXTS];
+	/*
+	 * Resets and invalidations bump quiesce_req; the execute side holds
+	 * dma_step = (quiesce_req it saw) << 1 | 1 around each page it
+	 * translates and moves, 0 between pages. A reset or invalidation is
+	 * complete once no step that began before it is in flight.
+	 */
+	_Atomic uint64_t quiesce_req;
+	_Atomic uint64_t dma_step;
+	uint64_t reset_wait;		/* quiesce_req of the last reset */
+	uint64_t inval_wait;		/* ... of the last invalidation */
 
 	uint32_t fault_status;
 	uint32_t fault_ctx;
@@ -130,6 +140,11 @@ struct npu_sim {
 	uint32_t perf_faults;
 
 	bool busy;			/* a job is between fetch and finish */
+	bool async_boot;		/* npu_sim_set_async_boot() */
+	bool boot_requested;		/* BOOTING, not yet fetched */
+	uint32_t active;		/* NPU_REG_ACTIVE */
+	uint64_t active_seq;
+	uint64_t active_start;
 	bool sram_clear_pending;	/* reset happened: zero SRAM at next fetch */
 	struct npu_queue queues[NPU_NUM_QUEUES];
 
@@ -150,6 +165,10 @@ void npu_queue_reg_write(struct npu_sim *sim, unsigned int q, uint32_t reg,
 
 /* mmu.c */
 void npu_mmu_invalidate(struct npu_sim *sim, uint32_t value);
+/* Bump quiesce_req; returns the value to wait for with npu_dma_pending(). */
+uint64_t npu_dma_quiesce_request(struct npu_sim *sim);
+/* A DMA step that began before request 'req' is still in flight. */
+bool npu_dma_pending(struct npu_sim *sim, uint64_t req);
 uint32_t npu_mmu_read_ctx_entry(struct npu_sim *sim, uint32_t ctx,
 				struct npu_ctx_entry *entry);
 /*

@@ -3,6 +3,7 @@
  * Jobs on the device: execution, isolation between contexts, faults,
  * fence chains, hang recovery, SIGKILL cleanup and dma-buf sharing.
  */
+#include <grp.h>
 #include <signal.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
@@ -1107,6 +1108,155 @@ TEST_F(held, queued_jobs_are_charged_to_the_submitters_memcg)
 	close(self->fd);
 	self->fd = -1;
 	cg_leave();
+}
+
+/* Lose every capability: an ordinary user (nobody). */
+static int drop_privileges(void)
+{
+	if (setgroups(0, NULL) || setgid(65534) || setuid(65534))
+		return -errno;
+	return 0;
+}
+
+/*
+ * Queue 0 has strict priority: submitting to it needs CAP_SYS_NICE (or
+ * DRM master), as panthor's high-priority groups do. An ordinary user
+ * gets -EACCES there and can still use queue 1.
+ */
+TEST(unprivileged_submit_to_the_high_priority_queue_is_refused)
+{
+	struct npu_bo cmd, buf;
+	struct drm_npu_job_info info;
+	struct drm_npu_submit s;
+	struct npu_cs cs;
+	int fd, status;
+	pid_t pid;
+
+	fd = npu_open();
+	ASSERT_GE(fd, 0);
+	ASSERT_EQ(0, npu_bo_new(fd, 4096, 0, &cmd));
+	ASSERT_EQ(0, npu_bo_new(fd, 4096, 0, &buf));
+	npu_cs_begin(&cs);
+	npu_cs_fill(&cs, buf.va, 0x61, 64);
+	/* Root may. */
+	npu_submit_init(&s, cmd.handle, npu_cs_store(&cs, &cmd, 0), 0);
+	ASSERT_EQ(0, npu_submit(fd, &s));
+	ASSERT_EQ(0, npu_job_wait(fd, s.job_id, WAIT_MS, &info));
+
+	pid = fork();
+	ASSERT_GE(pid, 0);
+	if (pid == 0) {
+		if (drop_privileges())
+			_exit(10);
+		npu_submit_init(&s, cmd.handle, cs.len, 0);
+		if (npu_submit(fd, &s) != -EACCES)
+			_exit(11);
+		npu_submit_init(&s, cmd.handle, cs.len, 1);
+		if (npu_submit(fd, &s))
+			_exit(12);
+		if (npu_job_wait(fd, s.job_id, WAIT_MS, &info) ||
+		    info.status != NPU_JOB_OK)
+			_exit(13);
+		_exit(0);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_TRUE(WIFEXITED(status));
+	EXPECT_EQ(0, WEXITSTATUS(status));
+	npu_bo_free(fd, &buf);
+	npu_bo_free(fd, &cmd);
+	close(fd);
+}
+
+/*
+ * A flood of queue 0 (strict priority) starves a queue-1 job of another
+ * file for several job timeouts. The starved job is not on the engine,
+ * so its timeout must not blame it: no reset, nobody banned, and it runs
+ * once the flood is over. The flood comes from a privileged file (an
+ * unprivileged one cannot submit to queue 0, see above), which also
+ * tries to submit as an ordinary user first.
+ */
+TEST(a_queue0_flood_does_not_get_a_starved_queue1_job_banned)
+{
+	struct npu_bo cmd_a, big_a, mark_a, cmd_b, buf_b;
+	struct drm_npu_job_info info;
+	struct drm_npu_submit s;
+	uint64_t resets, victim, flood[32];
+	unsigned int fills;
+	uint32_t len_a;
+	int64_t t0;
+	struct npu_cs cs;
+	int a, b, i, status;
+	pid_t pid;
+
+	a = npu_open();
+	b = npu_open();
+	ASSERT_GE(a, 0);
+	ASSERT_GE(b, 0);
+	resets = npu_param(b, DRM_NPU_PARAM_RESET_COUNT);
+	ASSERT_EQ(0, npu_bo_new(a, 8192, 0, &cmd_a));
+	ASSERT_EQ(0, npu_bo_new(a, 16 << 20, 0, &big_a));
+	ASSERT_EQ(0, npu_bo_new(a, 4096, 0, &mark_a));
+	ASSERT_EQ(0, npu_bo_new(b, 4096, 0, &cmd_b));
+	ASSERT_EQ(0, npu_bo_new(b, 4096, 0, &buf_b));
+	/* 32 jobs of ~120 ms: ~4 job timeouts (1 s) of queue 0 busy. */
+	fills = npu_fills_for_ms(a, &cmd_a, &big_a, 120);
+	npu_cs_long(&cs, &big_a, fills, 0x11, mark_a.va, 0x22);
+	len_a = npu_cs_store(&cs, &cmd_a, 0);
+
+	pid = fork();
+	ASSERT_GE(pid, 0);
+	if (pid == 0) {
+		if (drop_privileges())
+			_exit(10);
+		for (i = 0; i < 32; i++) {
+			npu_submit_init(&s, cmd_a.handle, len_a, 0);
+			if (npu_submit(a, &s) != -EACCES)
+				_exit(11);
+		}
+		_exit(0);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_EQ(0, WEXITSTATUS(status));
+
+	/* A's first job takes the engine, B's job waits, A's flood follows. */
+	npu_submit_init(&s, cmd_a.handle, len_a, 0);
+	ASSERT_EQ(0, npu_submit(a, &s));
+	flood[0] = s.job_id;
+	npu_cs_begin(&cs);
+	npu_cs_fill(&cs, buf_b.va, 0x42, 64);
+	victim = run_cs(b, &cs, 1, &cmd_b, 0);
+	ASSERT_NE(0, victim);
+	for (i = 1; i < 32; i++) {
+		npu_submit_init(&s, cmd_a.handle, len_a, 0);
+		ASSERT_EQ(0, npu_submit(a, &s));
+		flood[i] = s.job_id;
+	}
+
+	t0 = npu_now_ns();
+	ASSERT_EQ(0, npu_job_wait(b, victim, 60000, &info));
+	fprintf(stderr, "# queue-1 job starved %lld ms behind %u-fill jobs\n",
+		(long long)(npu_now_ns() - t0) / 1000000, fills);
+	EXPECT_EQ(DRM_NPU_JOB_DONE, info.state);
+	EXPECT_EQ(NPU_JOB_OK, info.status);
+	EXPECT_EQ(0x42, ((uint8_t *)buf_b.map)[63]);
+	for (i = 0; i < 32; i++) {
+		ASSERT_EQ(0, npu_job_wait(a, flood[i], 60000, &info));
+		EXPECT_EQ(NPU_JOB_OK, info.status) TH_LOG("flood job %d", i);
+	}
+	EXPECT_EQ(resets, npu_param(b, DRM_NPU_PARAM_RESET_COUNT));
+	/* Neither file is banned. */
+	npu_cs_begin(&cs);
+	npu_cs_fill(&cs, buf_b.va, 0x43, 64);
+	victim = run_cs(b, &cs, 1, &cmd_b, 0);
+	ASSERT_NE(0, victim);
+	EXPECT_EQ(NPU_JOB_OK, wait_status(b, victim, &info));
+	npu_bo_free(b, &buf_b);
+	npu_bo_free(b, &cmd_b);
+	npu_bo_free(a, &mark_a);
+	npu_bo_free(a, &big_a);
+	npu_bo_free(a, &cmd_a);
+	close(b);
+	close(a);
 }
 
 TEST_HARNESS_MAIN

@@ -88,25 +88,33 @@ static void run_one_job(struct __test_metadata *_metadata, int fd)
 	npu_bo_free(fd, &cmd);
 }
 
+static int pci_reset_path(char *path, size_t len)
+{
+	char bdf[256];
+
+	if (bound_device(bdf, sizeof(bdf)))
+		return -ENOENT;
+	snprintf(path, len, "/sys/bus/pci/devices/%s/reset", bdf);
+	return access(path, W_OK) ? -errno : 0;
+}
+
 /*
  * A PCI reset from sysfs (bus reset or FLR) with jobs in flight: the
- * driver's reset_prepare / reset_done re-boot the device and run the
- * unfinished jobs again; no context is blamed or banned.
+ * driver's reset_prepare / reset_done re-boot the device. The one job the
+ * engine was executing (if any) ends DONE with NPU_JOB_ERR_ABORTED; every
+ * other one had not started and runs afterwards. Nobody is banned.
  */
-TEST(pci_reset_with_jobs_in_flight_reruns_them)
+TEST(pci_reset_with_jobs_in_flight_reruns_the_ones_not_started)
 {
 	struct npu_bo cmd, buf;
 	struct drm_npu_job_info info;
 	uint64_t ids[16], resets;
-	char bdf[256], path[512];
+	char path[512];
 	struct npu_cs cs;
-	int fd, i;
+	int fd, i, aborted = 0;
 
-	if (bound_device(bdf, sizeof(bdf)))
-		SKIP(return, "npu not bound");
-	snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/reset", bdf);
-	if (access(path, W_OK))
-		SKIP(return, "no PCI reset method for %s", bdf);
+	if (pci_reset_path(path, sizeof(path)))
+		SKIP(return, "npu not bound or no PCI reset method");
 	fd = npu_open();
 	ASSERT_GE(fd, 0);
 	resets = npu_param(fd, DRM_NPU_PARAM_RESET_COUNT);
@@ -128,14 +136,172 @@ TEST(pci_reset_with_jobs_in_flight_reruns_them)
 	for (i = 0; i < 16; i++) {
 		ASSERT_EQ(0, npu_job_wait(fd, ids[i], 20000, &info));
 		EXPECT_EQ(DRM_NPU_JOB_DONE, info.state) TH_LOG("job %d", i);
+		if (info.status == NPU_JOB_ERR_ABORTED) {
+			aborted++;
+			continue;
+		}
 		EXPECT_EQ(NPU_JOB_OK, info.status) TH_LOG("job %d", i);
 		EXPECT_EQ(0x20 + i, ((uint8_t *)buf.map)[i * 65536 + 65535]);
 	}
+	EXPECT_LE(aborted, 1);
 	EXPECT_EQ(resets + 1, npu_param(fd, DRM_NPU_PARAM_RESET_COUNT));
 	/* Not banned: the context keeps working. */
 	run_one_job(_metadata, fd);
 	npu_bo_free(fd, &buf);
 	npu_bo_free(fd, &cmd);
+	close(fd);
+}
+
+/*
+ * The job a reset interrupts is never run again: it may have written
+ * half its output (or consumed its input). Its last instruction writes a
+ * marker that must stay unwritten; the jobs queued behind it, which had
+ * not started, run once.
+ */
+TEST(pci_reset_never_reruns_the_job_it_interrupted)
+{
+	struct npu_bo cmd, cmd2, buf, mark;
+	struct drm_npu_job_info info;
+	struct drm_npu_submit s;
+	uint64_t id, behind[4];
+	unsigned int fills;
+	char path[512];
+	struct npu_cs cs;
+	int fd, i;
+
+	if (pci_reset_path(path, sizeof(path)))
+		SKIP(return, "npu not bound or no PCI reset method");
+	fd = npu_open();
+	ASSERT_GE(fd, 0);
+	ASSERT_EQ(0, npu_bo_new(fd, 8192, 0, &cmd));
+	ASSERT_EQ(0, npu_bo_new(fd, 4 * 256, 0, &cmd2));
+	ASSERT_EQ(0, npu_bo_new(fd, 16 << 20, 0, &buf));
+	ASSERT_EQ(0, npu_bo_new(fd, 4096, 0, &mark));
+	/* About 1.5 s on the engine: the reset comes 0.2 s in. */
+	fills = npu_fills_for_ms(fd, &cmd, &buf, 1500);
+	fprintf(stderr, "# long job: %u fills of 16 MiB\n", fills);
+	memset(mark.map, 0, mark.size);
+
+	npu_cs_long(&cs, &buf, fills, 0x5a, mark.va, 0x77);
+	npu_submit_init(&s, cmd.handle, npu_cs_store(&cs, &cmd, 0), 1);
+	ASSERT_EQ(0, npu_submit(fd, &s));
+	id = s.job_id;
+	for (i = 0; i < 4; i++) {
+		npu_cs_begin(&cs);
+		npu_cs_fill(&cs, mark.va + 64 * (i + 1), 0x30 + i, 64);
+		memcpy((uint8_t *)cmd2.map + i * 256, cs.buf, cs.len);
+		npu_submit_init(&s, cmd2.handle, cs.len, 1);
+		s.cmd_offset = i * 256;
+		ASSERT_EQ(0, npu_submit(fd, &s));
+		behind[i] = s.job_id;
+	}
+	do {
+		ASSERT_EQ(0, npu_job_info(fd, id, &info));
+		usleep(1000);
+	} while (info.state == DRM_NPU_JOB_QUEUED);
+	usleep(200000);
+	ASSERT_EQ(0, sysfs_write(path, "1"));
+
+	ASSERT_EQ(0, npu_job_wait(fd, id, 20000, &info));
+	EXPECT_EQ(DRM_NPU_JOB_DONE, info.state);
+	EXPECT_EQ(NPU_JOB_ERR_ABORTED, info.status) TH_LOG("%u fills", fills);
+	for (i = 0; i < 4; i++) {
+		ASSERT_EQ(0, npu_job_wait(fd, behind[i], 20000, &info));
+		EXPECT_EQ(NPU_JOB_OK, info.status) TH_LOG("job behind %d", i);
+		EXPECT_EQ(0x30 + i, ((uint8_t *)mark.map)[64 * (i + 1)]);
+	}
+	/* Give a wrong re-run time to finish, then look at the marker. */
+	usleep(500000);
+	EXPECT_EQ(0, ((uint8_t *)mark.map)[0]);
+	run_one_job(_metadata, fd);
+	npu_bo_free(fd, &mark);
+	npu_bo_free(fd, &buf);
+	npu_bo_free(fd, &cmd2);
+	npu_bo_free(fd, &cmd);
+	close(fd);
+}
+
+/* Hung tasks are reported after 2 s instead of 120 (the runner checks). */
+static void short_hung_task_timeout(void)
+{
+	sysfs_write("/proc/sys/kernel/hung_task_timeout_secs", "2");
+}
+
+static int kernel_log_has(const char *what)
+{
+	char cmd[256];
+
+	snprintf(cmd, sizeof(cmd), "dmesg | grep -q '%s'", what);
+	return system(cmd) == 0;
+}
+
+/*
+ * Jobs on the hardware (one hung, 511 behind it) hold the last references
+ * to the context once the file is closed. Unbind must fail and free every
+ * one of them before it returns: freed later, on a scheduler's workqueue,
+ * the last one would drop the last device reference there and tear that
+ * scheduler down from its own work (a hung kworker).
+ */
+static void hung_jobs_of_a_closed_file(struct __test_metadata *_metadata)
+{
+	struct npu_bo cmd, buf;
+	int fd, i;
+
+	fd = npu_open();
+	ASSERT_GE(fd, 0);
+	ASSERT_EQ(0, npu_bo_new(fd, 4096, 0, &cmd));
+	ASSERT_EQ(0, npu_bo_new(fd, 1 << 20, 0, &buf));
+	ASSERT_EQ(0, npu_debugfs_write("npu_inject_hang", "1"));
+	/* 512 jobs: freeing them all takes a while after the fences fail. */
+	for (i = 0; i < 8; i++)
+		queue_work(fd, &cmd, &buf);
+	npu_bo_free(fd, &buf);
+	npu_bo_free(fd, &cmd);
+	close(fd);
+}
+
+TEST(unbind_with_a_hung_job_of_a_closed_file_then_rebind)
+{
+	char bdf[256];
+	int fd;
+
+	if (bound_device(bdf, sizeof(bdf)))
+		SKIP(return, "npu not bound");
+	if (!npu_debugfs_dir())
+		SKIP(return, "no npu debugfs");
+	short_hung_task_timeout();
+	hung_jobs_of_a_closed_file(_metadata);
+	ASSERT_EQ(0, sysfs_write(DRV_DIR "/unbind", bdf));
+	sleep(4);
+	EXPECT_FALSE(kernel_log_has("blocked for more than"));
+	ASSERT_EQ(0, sysfs_write(DRV_DIR "/bind", bdf));
+	fd = wait_for_device(5000);
+	ASSERT_GE(fd, 0);
+	run_one_job(_metadata, fd);
+	close(fd);
+}
+
+TEST(rmmod_with_a_hung_job_of_a_closed_file_then_insmod)
+{
+	const char *ko = getenv("NPU_KO");
+	const char *args = getenv("NPU_KO_ARGS");
+	char cmdline[512];
+	int fd;
+
+	if (!ko)
+		SKIP(return, "NPU_KO not set");
+	if (!npu_debugfs_dir())
+		SKIP(return, "no npu debugfs");
+	short_hung_task_timeout();
+	hung_jobs_of_a_closed_file(_metadata);
+	ASSERT_EQ(0, system("rmmod npu"));
+	sleep(3);
+	EXPECT_FALSE(kernel_log_has("blocked for more than"));
+	snprintf(cmdline, sizeof(cmdline), "insmod %s %s", ko, args ? args : "");
+	ASSERT_EQ(0, system(cmdline));
+	fd = wait_for_device(5000);
+	ASSERT_GE(fd, 0);
+	run_one_job(_metadata, fd);
 	close(fd);
 }
 

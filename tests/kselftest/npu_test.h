@@ -277,6 +277,57 @@ static inline int npu_job_wait_ioctl(int fd, uint64_t id, int64_t timeout_ns,
 	return npu_ioctl(fd, DRM_IOCTL_NPU_JOB_WAIT, w);
 }
 
+/* ---- long jobs ---- */
+
+/* The most DMA_FILLs (plus a marker fill) that fit in one npu_cs. */
+#define NPU_CS_MAX_FILLS \
+	((sizeof(((struct npu_cs *)0)->buf) - sizeof(struct npu_cs_header)) / \
+	 sizeof(struct npu_insn_dma_fill) - 1)
+
+/*
+ * 'fills' DMA_FILLs of the whole of 'buf' with 'value', then one of 64
+ * bytes of 'marker' at 'marker_va': the marker is written only if the
+ * job ran to its end.
+ */
+static inline void npu_cs_long(struct npu_cs *cs, const struct npu_bo *buf,
+			       unsigned int fills, uint8_t value,
+			       uint64_t marker_va, uint8_t marker)
+{
+	unsigned int i;
+
+	npu_cs_begin(cs);
+	for (i = 0; i < fills; i++)
+		npu_cs_fill(cs, buf->va, value, buf->size);
+	npu_cs_fill(cs, marker_va, marker, 64);
+}
+
+/*
+ * How many whole-'buf' fills make a job of about 'ms' milliseconds on
+ * this machine (measured once with 8 fills), within 1..NPU_CS_MAX_FILLS.
+ */
+static inline unsigned int npu_fills_for_ms(int fd, struct npu_bo *cmd,
+					    const struct npu_bo *buf, int ms)
+{
+	struct drm_npu_job_info info;
+	struct drm_npu_submit s;
+	struct npu_cs cs;
+	int64_t t0, t;
+	uint64_t n;
+
+	npu_cs_long(&cs, buf, 8, 1, buf->va, 1);
+	npu_submit_init(&s, cmd->handle, npu_cs_store(&cs, cmd, 0), 1);
+	t0 = npu_now_ns();
+	if (npu_submit(fd, &s) || npu_job_wait(fd, s.job_id, 60000, &info))
+		return 8;
+	t = (npu_now_ns() - t0) / 1000000;
+	n = 8ull * ms / (t > 0 ? t : 1);
+	if (n < 1)
+		n = 1;
+	if (n > NPU_CS_MAX_FILLS)
+		n = NPU_CS_MAX_FILLS;
+	return n;
+}
+
 /* ---- debugfs ---- */
 
 static inline const char *npu_debugfs_dir(void)

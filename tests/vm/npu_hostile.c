@@ -145,6 +145,8 @@ static void check_alive(const char *after)
 	uint32_t id = rd(NPU_REG_ID), st, ctrl;
 
 	dev_reset();
+	/* CTRL.RESET reads 1 until the device's DMA has stopped. */
+	wait_reg(NPU_REG_CTRL, NPU_CTRL_RESET, 0, 1000);
 	st = rd(NPU_REG_STATUS);
 	ctrl = rd(NPU_REG_CTRL);
 	tap(id == NPU_ID_MAGIC && (st & NPU_STATUS_STATE_MASK) == NPU_STATE_OFF &&
@@ -352,8 +354,14 @@ static uint32_t boot_at(uint64_t addr, uint32_t size)
 	wr(NPU_REG_FW_ADDR_HI, (uint32_t)(addr >> 32));
 	wr(NPU_REG_FW_SIZE, size);
 	wr(NPU_REG_FW_BOOT, NPU_BOOT_START);
-	/* Boot is synchronous in the model, but allow for a slow device. */
+	/* The device boots off the register path: wait while it is BOOTING. */
 	wait_reg(NPU_REG_STATUS, NPU_STATUS_STATE_MASK, NPU_STATE_READY, 50);
+	{
+		uint64_t end = now_ms() + 5000;
+
+		while (state() == NPU_STATE_BOOTING && now_ms() < end)
+			usleep(100);
+	}
 	return rd(NPU_REG_BOOT_STATUS);
 }
 
@@ -670,6 +678,35 @@ static void test_boot_abuse(void)
 	st = boot_at(fw_page.pa, size);
 	tap(st == NPU_BOOT_NOT_OFF, "a second boot is NOT_OFF (%u)", st);
 	check_alive("booting twice");
+
+	/*
+	 * A 16 MiB image (our header page, then whatever RAM follows it: the
+	 * CRC cannot match) is read and checked off the register path: the
+	 * FW_BOOT write returns with the device BOOTING, which then ends in
+	 * BAD_CHECKSUM. A device that boots inside the MMIO write reads
+	 * FW_ERROR at once.
+	 */
+	{
+		uint32_t seen;
+
+		build_firmware();
+		h->image_size = NPU_FW_MAX_SIZE;
+		dev_reset();
+		wr(NPU_REG_FW_ADDR_LO, (uint32_t)fw_page.pa);
+		wr(NPU_REG_FW_ADDR_HI, (uint32_t)(fw_page.pa >> 32));
+		wr(NPU_REG_FW_SIZE, NPU_FW_MAX_SIZE);
+		wr(NPU_REG_FW_BOOT, NPU_BOOT_START);
+		seen = state();
+		wait_reg(NPU_REG_STATUS, NPU_STATUS_STATE_MASK, NPU_STATE_FW_ERROR,
+			 5000);
+		st = rd(NPU_REG_BOOT_STATUS);
+		tap(seen == NPU_STATE_BOOTING,
+		    "a 16 MiB boot runs off the register path (STATUS right after "
+		    "FW_BOOT: %u)", seen);
+		tap(st == NPU_BOOT_BAD_CHECKSUM && state() == NPU_STATE_FW_ERROR,
+		    "a 16 MiB image with a wrong CRC ends BAD_CHECKSUM (%u)", st);
+		check_alive("a 16 MiB boot");
+	}
 }
 
 static void test_nop_job(void)
@@ -1139,6 +1176,178 @@ static void test_reset_mid_job(void)
 	check_alive("bus mastering dropped mid-job");
 }
 
+/*
+ * Guard pages: host memory a long job writes (DMA_FILL of 0xaa, 1000 rows
+ * of the 16 pages with stride 0, so no row boundary comes for a long
+ * time). After a reset or an MMU invalidation has completed (CTRL.RESET /
+ * MMU_INVALIDATE read back 0), or after a job's completion record, the
+ * host writes a guard pattern there: nothing may overwrite it.
+ */
+#define GUARD_PAGES	16
+#define GUARD_FIRST	64	/* VA window page of the first guard page */
+#define GUARD_BYTE	0x5c
+static struct dma_page guard[GUARD_PAGES];
+
+static uint64_t guard_map(void)
+{
+	for (unsigned int i = 0; i < GUARD_PAGES; i++)
+		mmu_map(GUARD_FIRST + i, guard[i].pa, NPU_PTE_READ | NPU_PTE_WRITE);
+	return VA_BASE + GUARD_FIRST * PAGE_SIZE;
+}
+
+static void guard_set(void)
+{
+	for (unsigned int i = 0; i < GUARD_PAGES; i++)
+		memset(guard[i].va, GUARD_BYTE, PAGE_SIZE);
+	__sync_synchronize();
+}
+
+/* Bytes of the guard pattern overwritten since guard_set(). */
+static unsigned int guard_damage(void)
+{
+	unsigned int bad = 0;
+
+	__sync_synchronize();
+	for (unsigned int i = 0; i < GUARD_PAGES; i++)
+		for (unsigned int b = 0; b < PAGE_SIZE; b++)
+			bad += ((volatile uint8_t *)guard[i].va)[b] != GUARD_BYTE;
+	return bad;
+}
+
+/* Start the long guard-writing job on queue 0; true once it is BUSY. */
+static bool guard_job_start(uint64_t seqno, unsigned int insns)
+{
+	struct npu_insn_dma_fill f = {
+		.hdr = { .opcode = NPU_OP_DMA_FILL, .size = sizeof(f) },
+		.dst_space = NPU_SPACE_VA,
+		.value = 0xaa,
+		.rows = 1000,
+		.row_bytes = GUARD_PAGES * PAGE_SIZE,
+		.dst_stride = 0,
+	};
+	uint64_t va, t0;
+
+	for (unsigned int i = 0; i < GUARD_PAGES; i++)
+		memset(guard[i].va, 0, PAGE_SIZE);
+	f.dst = guard_map();
+	cs_begin();
+	for (unsigned int i = 0; i < insns; i++)
+		cs_emit(&f, sizeof(f));
+	va = cs_commit();
+	mmu_program();
+	desc_set(0, va, cs_len, 0, seqno);
+	__sync_synchronize();
+	qwr(0, NPU_QREG_TAIL, 1);
+	qwr(0, NPU_QREG_DOORBELL, 1);
+	t0 = now_ms();
+	while (now_ms() - t0 < 1000) {
+		/* Busy and already writing the guard pages. */
+		if ((rd(NPU_REG_STATUS) & NPU_STATUS_BUSY) &&
+		    ((volatile uint8_t *)guard[0].va)[0] == 0xaa)
+			return true;
+	}
+	return false;
+}
+
+static void test_guard_pages(void)
+{
+	unsigned int bad;
+	uint32_t active, status = ~0u;
+	bool started, quiet;
+	uint64_t va;
+
+	/* 1. Reset mid-DMA: once CTRL.RESET reads 0, no more writes. */
+	if (!tap(ready_device(), "device boots for the guard-page tests"))
+		return;
+	started = guard_job_start(0x61, 20);
+	active = rd(NPU_REG_ACTIVE);
+	tap(started && active == (NPU_ACTIVE_VALID | 0) &&
+	    rd(NPU_REG_ACTIVE_SEQ_LO) == 0x61,
+	    "ACTIVE names the job on the engine (queue 0, seqno 0x61): 0x%x", active);
+	dev_reset();
+	quiet = wait_reg(NPU_REG_CTRL, NPU_CTRL_RESET, 0, 1000);
+	guard_set();
+	usleep(100000);
+	bad = guard_damage();
+	tap(started && quiet && !bad,
+	    "no DMA into host memory once a mid-job reset has completed "
+	    "(%u guard bytes overwritten)", bad);
+	tap(rd(NPU_REG_ACTIVE) == 0, "ACTIVE reads 0 after the reset");
+
+	/* 2. Unmap mid-DMA: once MMU_INVALIDATE reads 0, no more writes. */
+	if (ready_device()) {
+		uint64_t *l0 = pt_l0.va;
+
+		started = guard_job_start(0x62, 20);
+		for (unsigned int i = 0; i < GUARD_PAGES; i++)
+			l0[NPU_PT_INDEX(VA_BASE + (GUARD_FIRST + i) *
+					(uint64_t)PAGE_SIZE, 0)] = 0;
+		__sync_synchronize();
+		wr(NPU_REG_MMU_INVALIDATE, 0);
+		quiet = wait_reg(NPU_REG_MMU_INVALIDATE, ~0u, 0, 1000);
+		guard_set();
+		usleep(100000);
+		bad = guard_damage();
+		tap(started && quiet && !bad,
+		    "no DMA into unmapped pages once the invalidation has completed "
+		    "(%u guard bytes overwritten)", bad);
+		bool done = wait_fence(0, 5000);
+
+		tap(done && compl(0)->status == NPU_JOB_ERR_MMU_UNMAPPED,
+		    "the job faults on the unmapped page (status %u)",
+		    compl(0)->status);
+	}
+	check_alive("a reset and an unmap in the middle of DMA");
+
+	/* 3. After the completion record, the job writes nothing more. */
+	if (ready_device()) {
+		bool done;
+
+		guard_job_start(0x63, 1);
+		done = wait_fence(0, 10000);
+		tap(done && compl(0)->status == NPU_JOB_OK,
+		    "a guard-writing job completes (%u)", compl(0)->status);
+		guard_set();
+		usleep(50000);
+		bad = guard_damage();
+		tap(!bad, "no DMA after the completion record (%u bytes)", bad);
+	}
+
+	/* 4. A function reset mid-DMA, then CTRL.RESET polled to 0. */
+	if (ready_device()) {
+		int rc;
+
+		started = guard_job_start(0x64, 20);
+		rc = write_str(dev_dir, "reset", "1");
+		set_bus_master(true);
+		quiet = wait_reg(NPU_REG_CTRL, NPU_CTRL_RESET, 0, 1000);
+		guard_set();
+		usleep(100000);
+		bad = guard_damage();
+		tap(started && rc == 0 && quiet && !bad,
+		    "no DMA into host memory after a function reset mid-job "
+		    "(%u guard bytes overwritten)", bad);
+	}
+	check_alive("a function reset in the middle of DMA");
+
+	/* 5. No context table (CTX_TABLE 0): the job faults, reads no RAM. */
+	set_bus_master(true);
+	if (boot_ok()) {
+		mmu_init();
+		queue_setup(0, ring_page.pa, RING_ENTRIES);
+		cs_begin();
+		cs_nop();
+		va = cs_commit();
+		bool done = run_one(va, cs_len, &status);
+
+		tap(done && status == NPU_JOB_ERR_DMA && compl(0)->fault_addr == 0,
+		    "a job with CTX_TABLE 0 ends with DMA at the entry's address "
+		    "(status %u, fault 0x%" PRIx64 ")", status,
+		    (uint64_t)compl(0)->fault_addr);
+	}
+	check_alive("a job without a context table");
+}
+
 int main(int argc, char **argv)
 {
 	(void)argc;
@@ -1169,6 +1378,8 @@ int main(int argc, char **argv)
 	compl_page = page_alloc();
 	for (unsigned int i = 0; i < CS_MAX_PAGES; i++)
 		cs_pages[i] = page_alloc();
+	for (unsigned int i = 0; i < GUARD_PAGES; i++)
+		guard[i] = page_alloc();
 
 	test_identity();
 	test_odd_accesses();
@@ -1179,6 +1390,7 @@ int main(int argc, char **argv)
 	test_doorbell_storm();
 	test_bad_descriptors();
 	test_reset_mid_job();
+	test_guard_pages();
 
 	dev_reset();
 	printf("1..%u\n", test_no);

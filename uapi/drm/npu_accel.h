@@ -208,7 +208,8 @@ struct drm_npu_sync {
  * @cmd_size: in, stream bytes, a non-zero multiple of 8; offset + size must
  *            lie inside the buffer.
  * @queue: in, hardware queue, < DRM_NPU_PARAM_NUM_QUEUES; queue 0 runs
- *         first when both have work.
+ *         first when both have work (strict priority), so submitting to
+ *         it needs CAP_SYS_NICE or DRM master, else -EACCES.
  * @flags: in, must be zero.
  * @bo_refs: in, user pointer to @bo_ref_count entries of @bo_ref_size
  *           bytes each (sizeof(struct drm_npu_bo_ref) today); any
@@ -230,7 +231,9 @@ struct drm_npu_sync {
  *
  * Errors: -ENOENT for an unknown handle, -EINVAL for a malformed field,
  * -EFAULT for an unreadable pointer, -E2BIG for counts over the limits,
- * -ECANCELED when this context was banned after a device hang, -EBUSY
+ * -ECANCELED when this context was banned after a device hang, -EACCES
+ * for queue 0 without the privilege above, -ENODEV once the device is
+ * gone (unbound), -EBUSY
  * when the context already has DRM_NPU_PARAM_MAX_QUEUED_JOBS jobs that
  * are not retired (a job retires shortly after its out fence signals).
  */
@@ -255,6 +258,10 @@ struct drm_npu_submit {
  * @DRM_NPU_JOB_QUEUED: waiting for dependencies or the device.
  * @DRM_NPU_JOB_RUNNING: handed to the device.
  * @DRM_NPU_JOB_DONE: completed; see @status of &struct drm_npu_job_info.
+ *                    A job a device reset stopped on the engine (not its
+ *                    fault) is DONE with NPU_JOB_ERR_ABORTED and is never
+ *                    run again; jobs that had not started run after the
+ *                    reset as if nothing happened.
  * @DRM_NPU_JOB_CANCELED: never ran to completion (reset, ban or error in a
  *                        dependency).
  */
