@@ -232,7 +232,8 @@ struct npu_submit {
 	uint64_t cmd_size;		/* multiple of 8, non-zero */
 	const struct npu_buffer_use *buffers;	/* every buffer the job touches */
 	unsigned int num_buffers;
-	uint32_t queue;			/* 0 (high priority) or 1 */
+	uint32_t queue;			/* 1, or 0: strict high priority, which on
+					 * accel needs CAP_SYS_NICE or DRM master */
 	struct npu_job *const *deps;	/* jobs that must complete first */
 	unsigned int num_deps;
 	uint64_t user_data;		/* returned with async completions */

@@ -175,8 +175,10 @@ static npu_status segment_submit(struct npu_op_ctx *ctx)
 	{
 		struct npu_buffer_use uses[3] = { { rt->arena, NPU_ACCESS_READ_WRITE } };
 		unsigned int n = 1;
+		/* Queue 1: the strict-priority queue 0 is privileged on accel. */
 		struct npu_submit s = {
 			.cmd = rt->cmd, .cmd_size = rt->stream_size, .buffers = uses,
+			.queue = 1,
 		};
 
 		if (seg->consts)
