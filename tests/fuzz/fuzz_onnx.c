@@ -3,12 +3,14 @@
  * fuzz_onnx: libFuzzer target over the ONNX importer. Any byte string must
  * give either a checked graph or an error message, never a crash, leak or
  * undefined behaviour; a graph that imports also goes through shape
- * inference and constant folding. Seeds: tests/fuzz/corpus/onnx/.
+ * inference and constant folding. The same bytes are also read as a
+ * tensor, a sequence and an optional data set. Seeds: tests/fuzz/corpus/onnx/.
  */
 #include <stddef.h>
 #include <stdint.h>
 
 #include "graph/npu_ir.h"
+#include "graph/npu_seq.h"
 #include "onnx/npu_onnx.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -24,6 +26,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		npu_graph_destroy(g);
 	}
 	if (npu_onnx_read_tensor(data, size, "fuzz.pb", &t, NULL, &err) ==
+	    NPU_OK)
+		npu_tensor_destroy(t);
+	/* Sequence and optional data sets, packed and checked as the runtime reads them. */
+	if (npu_onnx_read_value(data, size, "fuzz.pb", NPU_DTYPE_SEQUENCE, &t, NULL, &err) ==
+	    NPU_OK) {
+		struct npu_seq seq;
+
+		npu_seq_open(t, &seq, &err);
+		npu_tensor_destroy(t);
+	}
+	if (npu_onnx_read_value(data, size, "fuzz.pb", NPU_DTYPE_OPTIONAL, &t, NULL, &err) ==
 	    NPU_OK)
 		npu_tensor_destroy(t);
 	return 0;

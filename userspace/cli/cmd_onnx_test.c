@@ -173,6 +173,47 @@ static double int8_tolerance(const struct npu_tensor *exp)
 
 static int compare(const char *name, const struct npu_tensor *exp,
 		   const struct npu_host_tensor *got, bool int8, char *msg,
+		   size_t size);
+
+/* Sequences and optionals: the same number of items, each compared. */
+static int compare_container(const char *name, const struct npu_tensor *exp,
+			     const struct npu_host_tensor *got, bool int8, char *msg,
+			     size_t size)
+{
+	struct npu_host_tensor eh = { .dtype = (enum npu_data_type)exp->dtype, .rank = 1,
+				      .dims = { (int64_t)exp->nbytes }, .data = exp->data,
+				      .nbytes = exp->nbytes };
+	size_t ne, ng, i;
+	char item_name[300];
+
+	if (npu_sequence_length(&eh, &ne) || npu_sequence_length(got, &ng)) {
+		snprintf(msg, size, "output '%s': %s", name, npu_last_error());
+		return 1;
+	}
+	if (ne != ng) {
+		snprintf(msg, size, "output '%s' has %zu items, expected %zu", name, ng, ne);
+		return 1;
+	}
+	for (i = 0; i < ne; i++) {
+		struct npu_host_tensor ei, gi;
+		struct npu_tensor et = { 0 };
+
+		npu_sequence_item(&eh, i, &ei);
+		npu_sequence_item(got, i, &gi);
+		et.dtype = (enum npu_dtype)ei.dtype;
+		et.shape.rank = ei.rank;
+		memcpy(et.shape.dims, ei.dims, sizeof(et.shape.dims));
+		et.data = ei.data;
+		et.nbytes = ei.nbytes;
+		snprintf(item_name, sizeof(item_name), "%s[%zu]", name, i);
+		if (compare(item_name, &et, &gi, int8, msg, size))
+			return 1;
+	}
+	return 0;
+}
+
+static int compare(const char *name, const struct npu_tensor *exp,
+		   const struct npu_host_tensor *got, bool int8, char *msg,
 		   size_t size)
 {
 	struct npu_shape gs = { 0 };
@@ -182,6 +223,9 @@ static int compare(const char *name, const struct npu_tensor *exp,
 
 	gs.rank = got->rank;
 	memcpy(gs.dims, got->dims, sizeof(gs.dims));
+	if ((enum npu_dtype)got->dtype == exp->dtype &&
+	    (exp->dtype == NPU_DTYPE_SEQUENCE || exp->dtype == NPU_DTYPE_OPTIONAL))
+		return compare_container(name, exp, got, int8, msg, size);
 	if ((enum npu_dtype)got->dtype != exp->dtype) {
 		snprintf(msg, size, "output '%s' is %s, expected %s", name,
 			 npu_dtype_name((enum npu_dtype)got->dtype),
@@ -368,10 +412,15 @@ static enum verdict run_data_set(struct npu_session *s, const struct npu_model *
 	for (i = 0; i < MAX_IO; i++) {
 		char *name = NULL;
 
+		struct npu_tensor_info decl = { 0 };
+
 		path_fmt(path, sizeof(path), "%s/input_%zu.pb", set_dir, i);
 		if (!is_file(path))
 			break;
-		if (npu_onnx_read_tensor_file(path, &ins[i], &name, &err) != NPU_OK) {
+		/* A sequence or optional input is read as one (by position). */
+		npu_model_input_info(m, i, &decl);
+		if (npu_onnx_read_value_file(path, (enum npu_dtype)decl.dtype, &ins[i], &name,
+					     &err) != NPU_OK) {
 			snprintf(msg, size, "%s", npu_error_msg(&err));
 			v = err.status == NPU_ERR_UNSUPPORTED ? V_SKIP : V_FAIL;
 			free(name);
@@ -400,17 +449,6 @@ static enum verdict run_data_set(struct npu_session *s, const struct npu_model *
 		if (!hs[i].name)
 			for (k = 0; k < n_in; k++)
 				hs[k].name = NULL;
-	for (i = 0; i < MAX_IO; i++) {
-		path_fmt(path, sizeof(path), "%s/output_%zu.pb", set_dir, i);
-		if (!is_file(path))
-			break;
-		if (npu_onnx_read_tensor_file(path, &exp[i], NULL, &err) != NPU_OK) {
-			snprintf(msg, size, "%s", npu_error_msg(&err));
-			v = err.status == NPU_ERR_UNSUPPORTED ? V_SKIP : V_FAIL;
-			goto out;
-		}
-		n_exp++;
-	}
 	if (calib && write_calibration(m, calib, ins, hs, n_in, msg, size))
 		goto out;
 	st = npu_session_run(s, hs, n_in);
@@ -418,6 +456,23 @@ static enum verdict run_data_set(struct npu_session *s, const struct npu_model *
 		snprintf(msg, size, "%s", short_msg(npu_last_error(), model_path));
 		v = st == NPU_ERR_UNSUPPORTED ? V_SKIP : V_FAIL;
 		goto out;
+	}
+	/* Expected outputs, read as what the model made (tensor or container). */
+	for (i = 0; i < MAX_IO; i++) {
+		struct npu_host_tensor got = { 0 };
+
+		path_fmt(path, sizeof(path), "%s/output_%zu.pb", set_dir, i);
+		if (!is_file(path))
+			break;
+		if (i < npu_model_num_outputs(m))
+			npu_session_output(s, i, &got);
+		if (npu_onnx_read_value_file(path, (enum npu_dtype)got.dtype, &exp[i], NULL,
+					     &err) != NPU_OK) {
+			snprintf(msg, size, "%s", npu_error_msg(&err));
+			v = err.status == NPU_ERR_UNSUPPORTED ? V_SKIP : V_FAIL;
+			goto out;
+		}
+		n_exp++;
 	}
 	if (n_exp != npu_model_num_outputs(m)) {
 		snprintf(msg, size, "%zu expected outputs, the model has %zu",

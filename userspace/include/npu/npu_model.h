@@ -95,6 +95,9 @@ enum npu_data_type {
 	NPU_TYPE_DOUBLE = 11,
 	NPU_TYPE_UINT32 = 12,
 	NPU_TYPE_UINT64 = 13,
+	/* Not element types: ONNX containers, one packed buffer each (below). */
+	NPU_TYPE_SEQUENCE = 1000,
+	NPU_TYPE_OPTIONAL = 1001,	/* 0 items (None) or 1 */
 };
 
 /* Bytes per element (0 for undefined) and a name ("float", "int64"). */
@@ -123,6 +126,24 @@ struct npu_host_tensor {
 	void *data;
 	size_t nbytes;
 };
+
+/*
+ * ONNX sequences and optionals travel as one host tensor of dtype
+ * NPU_TYPE_SEQUENCE or NPU_TYPE_OPTIONAL, rank 1, dims[0] = nbytes: a
+ * self-contained buffer these functions write and read (items may be
+ * containers themselves). A container from a session output is valid as
+ * long as the output is.
+ */
+NPU_API size_t npu_sequence_bytes(const struct npu_host_tensor *items, size_t count);
+/* Pack items into buf (npu_sequence_bytes() of them); *out describes it. */
+NPU_API npu_status npu_sequence_pack(enum npu_data_type kind,
+				     const struct npu_host_tensor *items, size_t count,
+				     void *buf, size_t size, struct npu_host_tensor *out);
+NPU_API npu_status npu_sequence_length(const struct npu_host_tensor *container,
+				       size_t *count);
+/* Item 'index' as a view into the container (data not copied). */
+NPU_API npu_status npu_sequence_item(const struct npu_host_tensor *container, size_t index,
+				     struct npu_host_tensor *item);
 
 /* ---- Engine -------------------------------------------------------------- */
 

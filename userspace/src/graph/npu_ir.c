@@ -21,6 +21,9 @@ size_t npu_dtype_size(enum npu_dtype dtype)
 	case NPU_DTYPE_DOUBLE: return 8;
 	case NPU_DTYPE_UINT32: return 4;
 	case NPU_DTYPE_UINT64: return 8;
+	case NPU_DTYPE_SEQUENCE:
+	case NPU_DTYPE_OPTIONAL:
+		return 1;	/* counted in bytes */
 	case NPU_DTYPE_STRING:
 	case NPU_DTYPE_UNDEFINED:
 		break;
@@ -45,6 +48,8 @@ const char *npu_dtype_name(enum npu_dtype dtype)
 	case NPU_DTYPE_DOUBLE: return "double";
 	case NPU_DTYPE_UINT32: return "uint32";
 	case NPU_DTYPE_UINT64: return "uint64";
+	case NPU_DTYPE_SEQUENCE: return "sequence";
+	case NPU_DTYPE_OPTIONAL: return "optional";
 	}
 	switch ((int)dtype) {
 	case 14: return "complex64";

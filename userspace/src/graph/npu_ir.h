@@ -37,6 +37,13 @@ enum npu_dtype {
 	NPU_DTYPE_DOUBLE = 11,
 	NPU_DTYPE_UINT32 = 12,
 	NPU_DTYPE_UINT64 = 13,
+	/*
+	 * Not tensor element types: a value holding an ONNX sequence or
+	 * optional, packed in one byte buffer (npu_seq.h) whose shape is
+	 * [bytes], so the runtime moves and pools it like any tensor.
+	 */
+	NPU_DTYPE_SEQUENCE = 1000,
+	NPU_DTYPE_OPTIONAL = 1001,
 };
 
 /* Bytes per element, 0 for types without a fixed size (string, undefined). */
@@ -68,6 +75,7 @@ enum npu_attr_type {
 	NPU_ATTR_FLOATS = 6,
 	NPU_ATTR_INTS = 7,
 	NPU_ATTR_STRINGS = 8,
+	NPU_ATTR_TYPE_PROTO = 13,	/* a type (Optional's 'type'); content not kept */
 };
 
 struct npu_attr {

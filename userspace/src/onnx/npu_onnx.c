@@ -69,16 +69,19 @@ static npu_status import_type(struct importer *im, const char *what,
 	case ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE:
 		break;
 	case ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE:
-	case ONNX__TYPE_PROTO__VALUE_MAP_TYPE:
 	case ONNX__TYPE_PROTO__VALUE_OPTIONAL_TYPE:
+		/* A packed container (graph/npu_seq.h): its size is its shape. */
+		v->dtype = tp->value_case == ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE
+				   ? NPU_DTYPE_SEQUENCE : NPU_DTYPE_OPTIONAL;
+		v->shape.rank = 1;
+		v->shape.dims[0] = -1;
+		return NPU_OK;
+	case ONNX__TYPE_PROTO__VALUE_MAP_TYPE:
 	case ONNX__TYPE_PROTO__VALUE_SPARSE_TENSOR_TYPE:
 		return npu_error_set(im->err, NPU_ERR_UNSUPPORTED,
-			"%s: %s '%s': unsupported type (%s; only dense tensors are supported)",
+			"%s: %s '%s': unsupported type (%s; tensors, sequences and optionals are supported)",
 			im->src, what, v->name,
-			tp->value_case == ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE ? "sequence"
-			: tp->value_case == ONNX__TYPE_PROTO__VALUE_MAP_TYPE ? "map"
-			: tp->value_case == ONNX__TYPE_PROTO__VALUE_OPTIONAL_TYPE ? "optional"
-			: "sparse tensor");
+			tp->value_case == ONNX__TYPE_PROTO__VALUE_MAP_TYPE ? "map" : "sparse tensor");
 	default:
 		return npu_error_set(im->err, NPU_ERR_MODEL,
 				     "%s: %s '%s' has an empty type", im->src,
@@ -342,6 +345,10 @@ static npu_status import_attr(struct importer *im, const char *label,
 				return npu_error_set(im->err, NPU_ERR_NO_MEMORY,
 						     "out of memory");
 		}
+		return NPU_OK;
+	case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TYPE_PROTO:
+		/* Only Optional takes one, to type an empty optional: not needed. */
+		out->type = NPU_ATTR_TYPE_PROTO;
 		return NPU_OK;
 	case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH:
 		out->type = NPU_ATTR_GRAPH;

@@ -40,6 +40,17 @@ npu_status npu_onnx_read_tensor_file(const char *path,
 				     struct npu_tensor **out, char **name,
 				     struct npu_error *err);
 
+/*
+ * A data-set value as 'kind' says: for NPU_DTYPE_SEQUENCE / OPTIONAL a
+ * serialized SequenceProto / OptionalProto, packed (graph/npu_seq.h);
+ * otherwise a TensorProto, as npu_onnx_read_tensor().
+ */
+npu_status npu_onnx_read_value(const void *data, size_t size, const char *source,
+			       enum npu_dtype kind, struct npu_tensor **out, char **name,
+			       struct npu_error *err);
+npu_status npu_onnx_read_value_file(const char *path, enum npu_dtype kind,
+				    struct npu_tensor **out, char **name, struct npu_error *err);
+
 /* Read a whole file into a malloc'd buffer. */
 npu_status npu_read_file(const char *path, void **data, size_t *size,
 			 struct npu_error *err);

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 /* npu_onnx_tensor.c - TensorProto -> npu_tensor, with every size checked. */
 #include "onnx/npu_onnx_internal.h"
+#include "onnx/onnx-data.pb-c.h"
+#include "graph/npu_seq.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -266,6 +268,150 @@ npu_status npu_onnx_read_tensor_file(const char *path,
 	if (st != NPU_OK)
 		return st;
 	st = npu_onnx_read_tensor(data, size, path, out, name, err);
+	free(data);
+	return st;
+}
+
+/* ---- Sequences and optionals (onnx-data.proto), packed as graph/npu_seq.h ---- */
+
+#define NPU_ONNX_MAX_NESTING 16
+
+static npu_status seq_from_proto(const Onnx__SequenceProto *sp, const char *what, int depth,
+				 struct npu_tensor **out, struct npu_error *err);
+static npu_status opt_from_proto(const Onnx__OptionalProto *op, const char *what, int depth,
+				 struct npu_tensor **out, struct npu_error *err);
+
+static npu_status pack_items(enum npu_dtype kind, struct npu_tensor **items, size_t count,
+			     const char *what, struct npu_tensor **out, struct npu_error *err)
+{
+	struct npu_shape s = { .rank = 1 };
+	size_t i;
+
+	for (i = 1; i < count; i++)
+		if (kind == NPU_DTYPE_SEQUENCE && items[i]->dtype != items[0]->dtype)
+			return npu_error_set(err, NPU_ERR_MODEL, "%s: item %zu is %s, item 0 %s", what,
+					     i, npu_dtype_name(items[i]->dtype),
+					     npu_dtype_name(items[0]->dtype));
+	s.dims[0] = (int64_t)npu_seq_bytes((const struct npu_tensor *const *)items, count);
+	*out = npu_tensor_create(kind, &s);
+	if (!*out)
+		return npu_error_set(err, NPU_ERR_NO_MEMORY, "%s: out of memory", what);
+	npu_seq_pack(kind, count ? items[0]->dtype : NPU_DTYPE_UNDEFINED,
+		     (const struct npu_tensor *const *)items, count, (*out)->data);
+	return NPU_OK;
+}
+
+static npu_status seq_from_proto(const Onnx__SequenceProto *sp, const char *what, int depth,
+				 struct npu_tensor **out, struct npu_error *err)
+{
+	size_t n = sp->n_tensor_values + sp->n_sequence_values + sp->n_optional_values, i, k = 0;
+	struct npu_tensor **items;
+	npu_status st = NPU_OK;
+
+	*out = NULL;
+	if (depth > NPU_ONNX_MAX_NESTING)
+		return npu_error_set(err, NPU_ERR_UNSUPPORTED, "%s: nested more than %d deep", what,
+				     NPU_ONNX_MAX_NESTING);
+	if (sp->n_sparse_tensor_values || sp->n_map_values)
+		return npu_error_set(err, NPU_ERR_UNSUPPORTED,
+				     "%s: sequences of sparse tensors or maps are not supported", what);
+	items = calloc(n + 1, sizeof(*items));
+	if (!items)
+		return npu_error_set(err, NPU_ERR_NO_MEMORY, "%s: out of memory", what);
+	for (i = 0; st == NPU_OK && i < sp->n_tensor_values; i++)
+		st = npu_onnx_tensor_from_proto(sp->tensor_values[i], what, &items[k++], err);
+	for (i = 0; st == NPU_OK && i < sp->n_sequence_values; i++)
+		st = seq_from_proto(sp->sequence_values[i], what, depth + 1, &items[k++], err);
+	for (i = 0; st == NPU_OK && i < sp->n_optional_values; i++)
+		st = opt_from_proto(sp->optional_values[i], what, depth + 1, &items[k++], err);
+	if (st == NPU_OK)
+		st = pack_items(NPU_DTYPE_SEQUENCE, items, n, what, out, err);
+	for (i = 0; i < n; i++)
+		npu_tensor_destroy(items[i]);
+	free(items);
+	return st;
+}
+
+static npu_status opt_from_proto(const Onnx__OptionalProto *op, const char *what, int depth,
+				 struct npu_tensor **out, struct npu_error *err)
+{
+	struct npu_tensor *item = NULL;
+	npu_status st = NPU_OK;
+
+	*out = NULL;
+	if (depth > NPU_ONNX_MAX_NESTING)
+		return npu_error_set(err, NPU_ERR_UNSUPPORTED, "%s: nested more than %d deep", what,
+				     NPU_ONNX_MAX_NESTING);
+	if (op->sparse_tensor_value || op->map_value)
+		return npu_error_set(err, NPU_ERR_UNSUPPORTED,
+				     "%s: optional sparse tensors or maps are not supported", what);
+	if (op->tensor_value)
+		st = npu_onnx_tensor_from_proto(op->tensor_value, what, &item, err);
+	else if (op->sequence_value)
+		st = seq_from_proto(op->sequence_value, what, depth + 1, &item, err);
+	else if (op->optional_value)
+		st = opt_from_proto(op->optional_value, what, depth + 1, &item, err);
+	if (st == NPU_OK)
+		st = pack_items(NPU_DTYPE_OPTIONAL, &item, item ? 1 : 0, what, out, err);
+	npu_tensor_destroy(item);
+	return st;
+}
+
+npu_status npu_onnx_read_value(const void *data, size_t size, const char *source,
+			       enum npu_dtype kind, struct npu_tensor **out, char **name,
+			       struct npu_error *err)
+{
+	char what[512];
+	const char *pname = "";
+	npu_status st;
+
+	if (kind != NPU_DTYPE_SEQUENCE && kind != NPU_DTYPE_OPTIONAL)
+		return npu_onnx_read_tensor(data, size, source, out, name, err);
+	*out = NULL;
+	if (name)
+		*name = NULL;
+	if (kind == NPU_DTYPE_SEQUENCE) {
+		Onnx__SequenceProto *sp = onnx__sequence_proto__unpack(NULL, size, data);
+
+		if (!sp)
+			return npu_error_set(err, NPU_ERR_MODEL, "%s: not a valid serialized SequenceProto",
+					     source);
+		pname = sp->name ? sp->name : "";
+		snprintf(what, sizeof(what), "%s: sequence '%s'", source, pname);
+		st = seq_from_proto(sp, what, 0, out, err);
+		if (st == NPU_OK && name && !(*name = strdup(pname)))
+			st = npu_error_set(err, NPU_ERR_NO_MEMORY, "out of memory");
+		onnx__sequence_proto__free_unpacked(sp, NULL);
+	} else {
+		Onnx__OptionalProto *op = onnx__optional_proto__unpack(NULL, size, data);
+
+		if (!op)
+			return npu_error_set(err, NPU_ERR_MODEL, "%s: not a valid serialized OptionalProto",
+					     source);
+		pname = op->name ? op->name : "";
+		snprintf(what, sizeof(what), "%s: optional '%s'", source, pname);
+		st = opt_from_proto(op, what, 0, out, err);
+		if (st == NPU_OK && name && !(*name = strdup(pname)))
+			st = npu_error_set(err, NPU_ERR_NO_MEMORY, "out of memory");
+		onnx__optional_proto__free_unpacked(op, NULL);
+	}
+	if (st != NPU_OK) {
+		npu_tensor_destroy(*out);
+		*out = NULL;
+	}
+	return st;
+}
+
+npu_status npu_onnx_read_value_file(const char *path, enum npu_dtype kind,
+				    struct npu_tensor **out, char **name, struct npu_error *err)
+{
+	void *data;
+	size_t size;
+	npu_status st = npu_read_file(path, &data, &size, err);
+
+	if (st != NPU_OK)
+		return st;
+	st = npu_onnx_read_value(data, size, path, kind, out, name, err);
 	free(data);
 	return st;
 }

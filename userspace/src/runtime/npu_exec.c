@@ -748,7 +748,7 @@ static npu_status check_input(const struct npu_graph *g, size_t i,
 		return npu_error_set(err, NPU_ERR_INVALID_ARG,
 				     "%s: input '%s' is missing", g->source,
 				     v->name);
-	if (t->dtype != v->dtype)
+	if (v->dtype != NPU_DTYPE_UNDEFINED && t->dtype != v->dtype)	/* undefined: any */
 		return npu_error_set(err, NPU_ERR_INVALID_ARG,
 				     "%s: input '%s' must be %s, got %s",
 				     g->source, v->name, npu_dtype_name(v->dtype),

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "cpu/ops/op_common.h"
+#include "graph/npu_seq.h"
 
 /* A loop with neither a trip count nor a condition that turns false. */
 #define NPU_LOOP_MAX_ITERATIONS 10000000
@@ -151,12 +152,14 @@ static npu_status if_infer(struct npu_infer_ctx *ctx)
 	for (i = 0; i < n->num_outputs; i++) {
 		const struct npu_value *a = then_g->outputs[i], *b = else_g->outputs[i];
 
-		if (a->dtype != b->dtype)
+		/* A type known only at run time (undefined) agrees with any. */
+		if (a->dtype != b->dtype && a->dtype != NPU_DTYPE_UNDEFINED &&
+		    b->dtype != NPU_DTYPE_UNDEFINED)
 			return npu_op_invalid(ctx->err, n,
 					      "output %zu is %s in then_branch ('%s') and %s in else_branch ('%s')",
 					      i, npu_dtype_name(a->dtype), a->name,
 					      npu_dtype_name(b->dtype), b->name);
-		ctx->out_dtypes[i] = a->dtype;
+		ctx->out_dtypes[i] = a->dtype != NPU_DTYPE_UNDEFINED ? a->dtype : b->dtype;
 		ctx->out_shapes[i] = merge_shapes(&a->shape, &b->shape);
 	}
 	return NPU_OK;
@@ -289,6 +292,24 @@ static npu_status keep(struct npu_tensor **slot, const struct npu_tensor *t,
 	return NPU_OK;
 }
 
+/*
+ * A value where the body declares an optional: wrapped in one (a carried
+ * optional that started empty holds what the body made of it).
+ */
+static npu_status as_optional(const struct npu_tensor *t, struct npu_tensor **wrapped,
+			      const struct npu_node *n, struct npu_error *err)
+{
+	struct npu_shape s = { .rank = 1 };
+
+	npu_tensor_destroy(*wrapped);
+	s.dims[0] = (int64_t)npu_seq_bytes(&t, 1);
+	*wrapped = npu_tensor_create(NPU_DTYPE_OPTIONAL, &s);
+	if (!*wrapped)
+		return npu_op_error(err, n, NPU_ERR_NO_MEMORY, "out of memory");
+	npu_seq_pack(NPU_DTYPE_OPTIONAL, t->dtype, &t, 1, (*wrapped)->data);
+	return NPU_OK;
+}
+
 /* ---- Loop ---- */
 
 static npu_status loop_infer(struct npu_infer_ctx *ctx)
@@ -341,10 +362,12 @@ static npu_status loop_infer(struct npu_infer_ctx *ctx)
 	for (i = 0; i < carried; i++) {
 		const struct npu_value *init = npu_op_input(n, 2 + i), *out = g->outputs[1 + i];
 
-		if (out->dtype != init->dtype)
+		/* An optional may start empty and carry what the body makes. */
+		if (out->dtype != init->dtype && out->dtype != NPU_DTYPE_UNDEFINED &&
+		    init->dtype != NPU_DTYPE_UNDEFINED && init->dtype != NPU_DTYPE_OPTIONAL)
 			return npu_op_invalid(ctx->err, n, "loop-carried value %zu starts %s and the body makes it %s",
 					      i, npu_dtype_name(init->dtype), npu_dtype_name(out->dtype));
-		ctx->out_dtypes[i] = init->dtype;
+		ctx->out_dtypes[i] = out->dtype != NPU_DTYPE_UNDEFINED ? out->dtype : init->dtype;
 		ctx->out_shapes[i] = merge_shapes(&init->shape, &out->shape);
 	}
 	for (i = 0; i < scans; i++) {
@@ -367,6 +390,7 @@ static npu_status loop_compute(struct npu_op_ctx *ctx)
 	const struct npu_tensor *m = npu_op_in(ctx, 0), *cond = npu_op_in(ctx, 1);
 	size_t carried = num_declared(n) - 2, scans = n->num_outputs - carried, i;
 	struct npu_tensor **vals = calloc(carried + 1, sizeof(*vals));
+	struct npu_tensor **wrapped = calloc(carried + 1, sizeof(*wrapped));
 	struct stack *stacks = calloc(scans + 1, sizeof(*stacks));
 	const struct npu_tensor **ins = calloc(carried + 2, sizeof(*ins));
 	const struct npu_tensor **outs = calloc(g->num_outputs + 1, sizeof(*outs));
@@ -376,7 +400,7 @@ static npu_status loop_compute(struct npu_op_ctx *ctx)
 	struct npu_tensor cond_t = { .dtype = NPU_DTYPE_BOOL, .data = &go, .nbytes = 1 };
 	npu_status st = NPU_OK;
 
-	if (!vals || !stacks || !ins || !outs) {
+	if (!vals || !wrapped || !stacks || !ins || !outs) {
 		st = npu_op_error(ctx->err, n, NPU_ERR_NO_MEMORY, "out of memory");
 		goto out;
 	}
@@ -406,9 +430,16 @@ static npu_status loop_compute(struct npu_op_ctx *ctx)
 					    NPU_LOOP_MAX_ITERATIONS);
 			break;
 		}
-		for (i = 0; i < carried; i++)
+		for (i = 0; st == NPU_OK && i < carried; i++) {
 			ins[2 + i] = vals[i];
-		st = ctx->rt->run(ctx, g, ins, outs);
+			if (g->inputs[2 + i]->dtype == NPU_DTYPE_OPTIONAL &&
+			    vals[i]->dtype != NPU_DTYPE_OPTIONAL) {
+				st = as_optional(vals[i], &wrapped[i], n, ctx->err);
+				ins[2 + i] = wrapped[i];
+			}
+		}
+		if (st == NPU_OK)
+			st = ctx->rt->run(ctx, g, ins, outs);
 		if (st != NPU_OK)
 			break;
 		if (!is_scalar_of(outs[0], NPU_DTYPE_BOOL)) {
@@ -429,9 +460,12 @@ static npu_status loop_compute(struct npu_op_ctx *ctx)
 out:
 	for (i = 0; vals && i < carried; i++)
 		npu_tensor_destroy(vals[i]);
+	for (i = 0; wrapped && i < carried; i++)
+		npu_tensor_destroy(wrapped[i]);
 	for (i = 0; stacks && i < scans; i++)
 		free(stacks[i].data);
 	free(vals);
+	free(wrapped);
 	free(stacks);
 	free(ins);
 	free(outs);
