@@ -5,7 +5,18 @@
 //                     on white, ImageNet-normalized, for detection models)
 //   node ort_compare.js ort   MODEL IN_NAME IN.npy OUTDIR THREADS ITERS
 //   node ort_compare.js cmp   A.npy B.npy                  max abs err, cosine
+//   node ort_compare.js all   RUNNER WORKDIR ITERS CASES.json
+//                     each case {name, model, input, in_name, threads}: ours
+//                     (RUNNER, bench/npu-runner.c, a child process) and ORT
+//                     run alternately, one run each, ITERS times after a
+//                     warm-up; prints one JSON line per case (medians, ratio,
+//                     cosine of every output)
+//   node ort_compare.js profile RUNNER MODEL IN_NAME IN.npy THREADS ITERS
+//                     per-op-type milliseconds per run, ours (node timings)
+//                     against ORT's session profiling, as JSON
 'use strict';
+const child_process = require('child_process');
+const readline = require('readline');
 const fs = require('fs');
 const path = require('path');
 
@@ -41,6 +52,65 @@ function writeNpy(file, shape, data) {
 function median(a) {
 	const s = [...a].sort((x, y) => x - y);
 	return s[Math.floor(s.length / 2)];
+}
+
+// Our side: bench/npu-runner as a child that runs on command.
+function startRunner(runner, model, input, threads, profile) {
+	const args = [model, input, String(threads)];
+	if (profile) args.push('--profile');
+	const child = child_process.spawn(runner, args, { stdio: ['pipe', 'pipe', 'inherit'] });
+	const rl = readline.createInterface({ input: child.stdout });
+	const waiting = [];
+	const lines = [];
+	rl.on('line', l => { if (waiting.length) waiting.shift()(l); else lines.push(l); });
+	child.on('exit', code => { while (waiting.length) waiting.shift()('error runner exited ' + code); });
+	const next = () => lines.length ? Promise.resolve(lines.shift()) :
+		new Promise(res => waiting.push(res));
+	return {
+		async cmd(c) {
+			child.stdin.write(c + '\n');
+			const l = await next();
+			if (l.startsWith('error')) throw new Error('npu-runner: ' + l);
+			return l;
+		},
+		async ops() {
+			child.stdin.write('ops\n');
+			const ops = {};
+			for (;;) {
+				const l = await next();
+				if (l === 'end') return ops;
+				if (l.startsWith('error')) throw new Error('npu-runner: ' + l);
+				const [, type, nodes, runs, ms] = l.split(' ');
+				ops[type] = { nodes: Number(nodes), ms: Number(ms) / Math.max(1, Number(runs)) };
+			}
+		},
+		close() { child.stdin.end(); },
+	};
+}
+
+function compareDirs(ours, theirs) {
+	const res = {};
+	for (const f of fs.readdirSync(theirs)) {
+		const b = readNpy(path.join(theirs, f));
+		let a;
+		try { a = readNpy(path.join(ours, f)); } catch (e) { res[f] = { error: 'missing' }; continue; }
+		if (a.shape.join('x') !== b.shape.join('x')) { res[f] = { error: 'shape' }; continue; }
+		let dot = 0, na = 0, nb = 0, maxErr = 0;
+		for (let i = 0; i < a.data.length; i++) {
+			dot += a.data[i] * b.data[i]; na += a.data[i] ** 2; nb += b.data[i] ** 2;
+			const e = Math.abs(a.data[i] - b.data[i]);
+			if (e > maxErr || Number.isNaN(e)) maxErr = e;
+		}
+		res[f.replace(/\.npy$/, '')] = { cosine: na && nb ? dot / Math.sqrt(na * nb) : (na === nb ? 1 : 0),
+			max_abs_err: maxErr };
+	}
+	return res;
+}
+
+async function ortSession(ort, model, threads, extra) {
+	return ort.InferenceSession.create(model, Object.assign({
+		intraOpNumThreads: Number(threads), interOpNumThreads: 1,
+		executionMode: 'sequential', graphOptimizationLevel: 'all' }, extra || {}));
 }
 
 async function main() {
@@ -104,6 +174,74 @@ async function main() {
 		}
 		console.log(JSON.stringify({ median_ms: median(times), min_ms: Math.min(...times),
 			outputs: sess.outputNames }));
+	} else if (cmd === 'all') {
+		const ort = require('onnxruntime-node');
+		const [runner, work, iters, casesFile] = args;
+		for (const c of JSON.parse(fs.readFileSync(casesFile, 'utf8'))) {
+			const x = readNpy(c.input);
+			const feeds = { [c.in_name]: new ort.Tensor('float32', x.data, x.shape) };
+			const sess = await ortSession(ort, c.model, c.threads);
+			const ours = startRunner(runner, c.model, c.input, c.threads, false);
+			await ours.cmd('run');		// warm-up (plans on first use)
+			let out = await sess.run(feeds);
+			const tn = [], to = [];
+			for (let i = 0; i < Number(iters); i++) {
+				// Alternate who goes first, so neither always follows the other.
+				for (const who of i % 2 ? ['ort', 'npu'] : ['npu', 'ort']) {
+					if (who === 'npu') {
+						tn.push(Number((await ours.cmd('run')).split(' ')[1]));
+					} else {
+						const t0 = process.hrtime.bigint();
+						out = await sess.run(feeds);
+						to.push(Number(process.hrtime.bigint() - t0) / 1e6);
+					}
+				}
+			}
+			const dn = path.join(work, c.name + '-t' + c.threads + '-npu'), dort = dn.replace(/-npu$/, '-ort');
+			fs.mkdirSync(dn, { recursive: true }); fs.mkdirSync(dort, { recursive: true });
+			await ours.cmd('out ' + dn);
+			ours.close();
+			for (const name of sess.outputNames) {
+				const t = out[name];
+				writeNpy(path.join(dort, name.replace(/[^A-Za-z0-9_.-]/g, '_') + '.npy'), t.dims, t.data);
+			}
+			await sess.release();
+			const mn = median(tn), mo = median(to);
+			console.log(JSON.stringify({ name: c.name, threads: c.threads, runs: tn.length,
+				npu_ms: mn, ort_ms: mo, ratio: mn / mo, outputs: compareDirs(dn, dort) }));
+		}
+	} else if (cmd === 'profile') {
+		const ort = require('onnxruntime-node');
+		const [runner, model, inName, inFile, threads, iters] = args;
+		const x = readNpy(inFile);
+		const feeds = { [inName]: new ort.Tensor('float32', x.data, x.shape) };
+		const prefix = path.join(path.dirname(inFile), 'ortprof');
+		const sess = await ortSession(ort, model, threads, { enableProfiling: true, profileFilePrefix: prefix });
+		const ours = startRunner(runner, model, inFile, threads, true);
+		for (let i = 0; i < Number(iters); i++) {
+			await ours.cmd('run');
+			await sess.run(feeds);
+		}
+		const npuOps = await ours.ops();
+		ours.close();
+		sess.endProfiling();
+		const file = fs.readdirSync(path.dirname(prefix)).filter(f => f.startsWith('ortprof') && f.endsWith('.json'))
+			.map(f => path.join(path.dirname(prefix), f))[0];
+		const events = JSON.parse(fs.readFileSync(file, 'utf8'));
+		const ortOps = {};
+		let runs = 0;
+		for (const e of events) {
+			if (e.cat === 'Session' && e.name === 'model_run') runs++;
+			if (e.cat !== 'Node' || !e.name.endsWith('_kernel_time')) continue;
+			const op = e.args.op_name;
+			ortOps[op] = ortOps[op] || { nodes: new Set(), us: 0 };
+			ortOps[op].nodes.add(e.name);
+			ortOps[op].us += e.dur;
+		}
+		const ortOut = {};
+		for (const [op, v] of Object.entries(ortOps))
+			ortOut[op] = { nodes: v.nodes.size, ms: v.us / 1e3 / Math.max(1, runs) };
+		console.log(JSON.stringify({ npu: npuOps, ort: ortOut, ort_runs: runs }));
 	} else if (cmd === 'cmp') {
 		const a = readNpy(args[0]), b = readNpy(args[1]);
 		if (a.shape.join('x') !== b.shape.join('x')) {

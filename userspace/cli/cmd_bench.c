@@ -29,7 +29,10 @@ static void bench_usage(FILE *out)
 		"cycles over NPU segments), the share of MACs on the NPU and the CPU time.\n"
 		"  --iters N     timed runs (default 20)    --warmup N  untimed runs (default 3)\n"
 		"  --per-op      time every NPU op on the device (timestamps around each op)\n"
-		"                and print its roofline: ideal MAC cycles / modeled cycles\n");
+		"                and print its roofline: ideal MAC cycles / modeled cycles;\n"
+		"                on the CPU, milliseconds per run of each op type (host\n"
+		"                timings around every node, summed per type, as ONNX Runtime's\n"
+		"                session profile sums its Node events per op_name)\n");
 }
 
 static double now_ms(void)
@@ -105,6 +108,44 @@ static void print_op_table(const struct npu_session *m)
 			       total ? 100.0 * cyc / total : 0.0, cyc ? 100.0 * ideal / cyc : 0.0);
 	}
 	free(ops);
+}
+
+/* Host time per op type (node timings of every run so far), per run. */
+static void print_cpu_op_table(const struct npu_session *s, bool json)
+{
+	size_t n = npu_session_num_op_stats(s), i;
+	double total = 0;
+
+	for (i = 0; i < n; i++) {
+		const char *type;
+		size_t nodes;
+		uint64_t calls;
+		double ms;
+
+		npu_session_op_stat(s, i, &type, &nodes, &calls, &ms);
+		if (calls)
+			total += ms / ((double)calls / (double)(nodes ? nodes : 1));
+	}
+	if (!json)
+		printf("  CPU ops by host time (ms per run, summed per op type; %.3f ms in ops):\n",
+		       total);
+	for (i = 0; i < n; i++) {
+		const char *type;
+		size_t nodes;
+		uint64_t calls;
+		double ms, per;
+
+		npu_session_op_stat(s, i, &type, &nodes, &calls, &ms);
+		per = calls ? ms / ((double)calls / (double)(nodes ? nodes : 1)) : 0.0;
+		if (json) {
+			printf("%s\n  {\"op_type\": ", i ? "," : "");
+			npu_cli_json_string(stdout, type);
+			printf(", \"nodes\": %zu, \"ms_per_run\": %.4f}", nodes, per);
+		} else {
+			printf("    %-24s %4zu nodes %10.3f ms %5.1f%%\n", type, nodes, per,
+			       total > 0 ? 100.0 * per / total : 0.0);
+		}
+	}
 }
 
 int npu_cmd_bench(int argc, char **argv)
@@ -241,6 +282,11 @@ int npu_cmd_bench(int argc, char **argv)
 			       ss.last_cycles ? (double)ss.ideal_mac_cycles / ss.last_cycles : 0.0);
 		}
 		printf("]");
+		if (mo.profile && !on_npu) {
+			printf(",\n \"cpu_ops\": [");
+			print_cpu_op_table(cm.session, true);
+			printf("]");
+		}
 		if (mo.profile) {
 			printf(",\n \"ops\": [");
 			for (i = 0; i < npu_session_npu_num_ops(cm.session); i++) {
@@ -283,6 +329,8 @@ int npu_cmd_bench(int argc, char **argv)
 		}
 		if (mo.profile && on_npu)
 			print_op_table(cm.session);
+		if (mo.profile && !on_npu)
+			print_cpu_op_table(cm.session, false);
 		printf("  load + compile: %.0f ms (compile %.0f ms); peak memory %.1f MiB\n",
 		       load_ms, st.compile_ms, ru.ru_maxrss / 1024.0);
 	}

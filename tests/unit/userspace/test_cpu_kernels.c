@@ -556,16 +556,38 @@ static double conv_ref(const struct npu_conv2d_params *p, const float *x,
 	return acc;
 }
 
+/*
+ * How check_conv runs the kernel: 0 npu_conv2d_f32 with the caller's
+ * scratch; 1 weights packed first (as at plan time), caller's scratch;
+ * 2 packed weights and scratch NULL (the pool's own, or malloc).
+ */
+static int conv_mode;
+
 static void run_conv(const struct npu_conv2d_params *p, const float *x,
 		     const float *w, const float *bias, float *y,
 		     struct npu_threadpool *pool)
 {
 	size_t size = npu_conv2d_f32_scratch_size(p, npu_threadpool_size(pool));
+	size_t nw = npu_conv2d_f32_packed_floats(p);
 	/* Exactly the size asked for, deliberately misaligned by 4 bytes. */
 	char *buf = malloc(size + 4);
+	float *packed = NULL;
 
 	assert_non_null(buf);
-	npu_conv2d_f32(p, x, w, bias, y, size ? buf + 4 : NULL, pool);
+	if (conv_mode && nw) {
+		/* Exactly the packed size too (rounded for aligned_alloc). */
+		packed = aligned_alloc(64, (nw * sizeof(float) + 63) / 64 * 64);
+		assert_non_null(packed);
+		fill_nan(packed, nw);
+		npu_conv2d_f32_pack_weights(p, w, packed, pool);
+	}
+	if (!conv_mode)
+		assert_true(npu_conv2d_f32(p, x, w, bias, y, size ? buf + 4 : NULL, pool));
+	else
+		assert_true(npu_conv2d_f32_prepacked(p, x, w, packed, bias, y,
+						     conv_mode == 1 && size ? buf + 4 : NULL,
+						     pool));
+	free(packed);
 	free(buf);
 }
 
@@ -789,6 +811,300 @@ static void test_conv2d_result_independent_of_thread_count(void **state)
 	}
 }
 
+static void test_conv2d_prepacked_weights_match_reference(void **state)
+{
+	struct npu_threadpool *pool = npu_threadpool_create(2);
+	struct rng r = { 0x5eed000au };
+	struct conv_case cc;
+	int t;
+
+	(void)state;
+	assert_non_null(pool);
+	for (conv_mode = 1; conv_mode <= 2; conv_mode++)
+		for (t = 0; t < 120; t++) {
+			random_conv(&r, t % 4, &cc);
+			check_conv(&r, &cc, t % 3 ? pool : NULL);
+		}
+	conv_mode = 0;
+	npu_threadpool_destroy(pool);
+}
+
+/*
+ * Wide output rows: on AVX-512 these take the row-tile path that reads
+ * the zero-padded (phase-split for stride_w > 1) input in place, no
+ * im2col; odd widths leave partial tiles, pads are asymmetric, strides and
+ * dilations vary along and down the rows.
+ */
+static void test_conv2d_wide_rows_match_reference(void **state)
+{
+	static const size_t widths[] = { 24, 31, 32, 50, 64, 77, 96, 130 };
+	struct npu_threadpool *pool = npu_threadpool_create(3);
+	struct rng r = { 0x5eed000bu };
+	struct conv_case cc;
+	size_t wi;
+
+	(void)state;
+	assert_non_null(pool);
+	for (wi = 0; wi < sizeof(widths) / sizeof(widths[0]); wi++) {
+		struct npu_conv2d_params *p = &cc.p;
+
+		memset(&cc, 0, sizeof(cc));
+		p->batch = 1 + wi % 2;
+		p->groups = wi % 3 == 2 ? 2 : 1;
+		p->in_c = p->groups * (1 + rng_below(&r, 17));
+		p->out_c = p->groups * (1 + rng_below(&r, 33));
+		p->k_h = 1 + rng_below(&r, 5);
+		p->k_w = 2 + rng_below(&r, 6);
+		p->stride_h = 1 + wi % 2;
+		p->stride_w = 1 + (wi % 3 == 1) + (wi == 7);
+		p->dil_h = 1 + (wi % 4 == 3);
+		p->dil_w = 1 + (wi % 5 == 4);
+		p->pad_top = rng_below(&r, p->k_h + 1);
+		p->pad_left = rng_below(&r, p->k_w);
+		cc.pad_bottom = rng_below(&r, p->k_h + 1);
+		cc.pad_right = rng_below(&r, p->k_w);
+		p->in_w = (widths[wi] - 1) * p->stride_w + (p->k_w - 1) * p->dil_w + 1 -
+			  p->pad_left - cc.pad_right + wi % p->stride_w;
+		p->in_h = 2 + rng_below(&r, 9);
+		p->out_h = out_extent(p->in_h, p->k_h, p->stride_h, p->dil_h,
+				      p->pad_top, cc.pad_bottom);
+		p->out_w = out_extent(p->in_w, p->k_w, p->stride_w, p->dil_w,
+				      p->pad_left, cc.pad_right);
+		assert_int_equal(p->out_w, widths[wi]);
+		if (!p->out_h)
+			continue;
+		p->act = test_acts[wi % N_TEST_ACTS];
+		cc.with_bias = wi % 3 != 0;
+		for (conv_mode = 0; conv_mode <= 2; conv_mode++)
+			check_conv(&r, &cc, conv_mode == 1 ? NULL : pool);
+	}
+	conv_mode = 0;
+	npu_threadpool_destroy(pool);
+}
+
+/* ConvTranspose, stride == kernel: each input pixel's own output tile. */
+static void test_convtranspose_tiled_matches_reference(void **state)
+{
+	struct npu_threadpool *pool = npu_threadpool_create(2);
+	struct rng r = { 0x5eed000eu };
+	int t;
+
+	(void)state;
+	assert_non_null(pool);
+	for (t = 0; t < 60; t++) {
+		struct npu_convt2d_params p = {
+			.batch = 1 + rng_below(&r, 2), .groups = 1 + (t % 3 == 2),
+			.in_h = 1 + rng_below(&r, 9), .in_w = 1 + rng_below(&r, 45),
+			.k_h = 1 + rng_below(&r, 3), .k_w = 1 + rng_below(&r, 3),
+		};
+		size_t mg = 1 + rng_below(&r, 6), cg = 1 + rng_below(&r, 9);
+		size_t oh_n, ow_n, xs, ws, ys, b, oc, oh, ow;
+		bool with_bias = t % 4 != 0;
+		float *x, *w, *bias, *y;
+
+		p.in_c = cg * p.groups;
+		p.out_c = mg * p.groups;
+		oh_n = p.in_h * p.k_h;
+		ow_n = p.in_w * p.k_w;
+		xs = p.batch * p.in_c * p.in_h * p.in_w;
+		ws = p.in_c * mg * p.k_h * p.k_w;
+		ys = p.batch * p.out_c * oh_n * ow_n;
+		x = alloc_floats(xs);
+		w = alloc_floats(ws);
+		bias = alloc_floats(p.out_c);
+		y = alloc_floats(ys + 1);
+		fill_random(&r, x, xs);
+		fill_random(&r, w, ws);
+		fill_random(&r, bias, p.out_c);
+		fill_nan(y, ys);
+		y[ys] = 99.0f;
+		assert_true(npu_convtranspose2d_f32_tiled(&p, x, w, with_bias ? bias : NULL, y,
+							  t % 2 ? pool : NULL));
+		assert_true(y[ys] == 99.0f);
+		for (b = 0; b < p.batch; b++)
+		for (oc = 0; oc < p.out_c; oc++)
+		for (oh = 0; oh < oh_n; oh++)
+		for (ow = 0; ow < ow_n; ow++) {
+			size_t g = oc / mg, mi = oc % mg, ih = oh / p.k_h, iw = ow / p.k_w;
+			size_t ki = oh % p.k_h, kj = ow % p.k_w, ci;
+			double ref = with_bias ? bias[oc] : 0.0, mag = fabs(ref), got;
+
+			for (ci = 0; ci < cg; ci++) {
+				size_t c = g * cg + ci;
+				double v = (double)x[((b * p.in_c + c) * p.in_h + ih) * p.in_w + iw] *
+					   w[((c * mg + mi) * p.k_h + ki) * p.k_w + kj];
+
+				ref += v;
+				mag += fabs(v);
+			}
+			got = y[((b * p.out_c + oc) * oh_n + oh) * ow_n + ow];
+			if (!(fabs(got - ref) <= 4.0 * FLT_EPSILON * (double)(cg + 2) * mag + 1e-30))
+				fail_msg("convT case %d y[%zu][%zu][%zu][%zu] = %.9g want %.9g",
+					 t, b, oc, oh, ow, got, ref);
+		}
+		free(x);
+		free(w);
+		free(bias);
+		free(y);
+	}
+	npu_threadpool_destroy(pool);
+}
+
+/* ---- elementwise: binary ops, a * x + b, sums, parallel_for ---- */
+
+static void test_vec_binary_exact_every_op_and_stride(void **state)
+{
+	static const enum npu_vec_binop ops[] = {
+		NPU_VEC_ADD, NPU_VEC_SUB, NPU_VEC_MUL, NPU_VEC_DIV,
+	};
+	struct rng r = { 0x5eed000cu };
+	float a[301], b[301], y[302], want;
+	size_t oi, n, i, sa, sb;
+
+	(void)state;
+	for (oi = 0; oi < 4; oi++)
+		for (n = 0; n <= 300; n += 1 + n / 7)
+			for (sa = 0; sa <= 1; sa++)
+				for (sb = 0; sb <= 1; sb++) {
+					fill_random(&r, a, 301);
+					fill_random(&r, b, 301);
+					b[3] = 0.0f;	/* x / 0 and 0 / 0 */
+					a[5] = NAN;
+					y[n] = 777.0f;
+					npu_vec_binary_f32(ops[oi], a, sa, b, sb, y, n);
+					assert_true(y[n] == 777.0f);
+					for (i = 0; i < n; i++) {
+						float x = a[i * sa], z = b[i * sb];
+
+						want = oi == 0 ? x + z : oi == 1 ? x - z :
+						       oi == 2 ? x * z : x / z;
+						if (!(y[i] == want || (isnan(y[i]) && isnan(want))))
+							fail_msg("op %zu n %zu sa %zu sb %zu: y[%zu] = %.9g want %.9g",
+								 oi, n, sa, sb, i, y[i], want);
+					}
+					/* In place: y aliases a. */
+					if (sa && n) {
+						memcpy(y, a, n * sizeof(float));
+						npu_vec_binary_f32(ops[oi], y, 1, b, sb, y, n);
+						for (i = 0; i < n; i++) {
+							float z = b[i * sb];
+
+							want = oi == 0 ? a[i] + z : oi == 1 ? a[i] - z :
+							       oi == 2 ? a[i] * z : a[i] / z;
+							assert_true(y[i] == want || (isnan(y[i]) && isnan(want)));
+						}
+					}
+				}
+}
+
+static void test_vec_axpb_and_sum(void **state)
+{
+	struct rng r = { 0x5eed000du };
+	float x[1000] = { 0 }, y[1001];
+	size_t n, i;
+
+	(void)state;
+	for (n = 0; n <= 1000; n += 1 + n / 5) {
+		double ref = 0, mag = 0;
+		float sum;
+
+		fill_random(&r, x, n);
+		y[n] = 55.0f;
+		npu_vec_axpb_f32(x, y, n, 1.7f, -0.3f);
+		assert_true(y[n] == 55.0f);
+		/* Fused or not (portable): within one rounding of the product. */
+		for (i = 0; i < n; i++)
+			assert_true(fabs(y[i] - (1.7 * x[i] - 0.3)) <=
+				    FLT_EPSILON * (fabs(1.7 * x[i]) + 0.3));
+		for (i = 0; i < n; i++) {
+			ref += x[i];
+			mag += fabs(x[i]);
+		}
+		sum = npu_vec_sum_f32(x, n);
+		if (!(fabs(sum - ref) <= FLT_EPSILON * (double)(n + 2) * mag + 1e-30))
+			fail_msg("sum of %zu: %.9g want %.9g", n, sum, ref);
+	}
+}
+
+struct range_ctx {
+	unsigned *hits;
+	size_t n;
+	int bad;
+};
+
+static void visit_range(void *ctx, size_t begin, size_t end)
+{
+	struct range_ctx *v = ctx;
+	size_t i;
+
+	if (begin >= end || end > v->n)
+		v->bad = 1;
+	for (i = begin; i < end && i < v->n; i++)
+		__atomic_fetch_add(&v->hits[i], 1, __ATOMIC_RELAXED);
+}
+
+static void test_threadpool_parallel_for_covers_range_once(void **state)
+{
+	static const int sizes[] = { 1, 2, 3 };
+	static const size_t ns[] = { 0, 1, 5, 63, 64, 1000, 65537 };
+	static const size_t grains[] = { 0, 1, 7, 64, 100000 };
+	size_t si, ni, gi, i;
+
+	(void)state;
+	for (si = 0; si < 3; si++) {
+		struct npu_threadpool *pool = npu_threadpool_create(sizes[si]);
+
+		assert_non_null(pool);
+		for (ni = 0; ni < sizeof(ns) / sizeof(ns[0]); ni++)
+			for (gi = 0; gi < sizeof(grains) / sizeof(grains[0]); gi++) {
+				struct range_ctx v = { .n = ns[ni] };
+
+				v.hits = calloc(ns[ni] + 1, sizeof(*v.hits));
+				assert_non_null(v.hits);
+				npu_threadpool_parallel_for(si ? pool : NULL, ns[ni],
+							    grains[gi], visit_range, &v);
+				assert_int_equal(v.bad, 0);
+				for (i = 0; i < ns[ni]; i++)
+					assert_int_equal(v.hits[i], 1);
+				free(v.hits);
+			}
+		npu_threadpool_destroy(pool);
+	}
+}
+
+/*
+ * Many short runs back to back, of varying counts: a worker late for one
+ * run must never take a task of the next (each index once per run).
+ */
+static void test_threadpool_back_to_back_short_runs(void **state)
+{
+	struct npu_threadpool *pool = npu_threadpool_create(3);
+	struct visit_ctx v = { .threads = 3 };
+	unsigned want[8] = { 0 };
+	int run;
+	size_t i;
+
+	(void)state;
+	assert_non_null(pool);
+	v.hits = calloc(8, sizeof(*v.hits));
+	assert_non_null(v.hits);
+	for (run = 0; run < 20000; run++) {
+		size_t count = 2 + (size_t)run % 6;
+
+		if (run & 1)
+			npu_threadpool_run_tid(pool, visit_tid, &v, count);
+		else
+			npu_threadpool_run(pool, visit, &v, count);
+		for (i = 0; i < count; i++)
+			want[i]++;
+	}
+	for (i = 0; i < 8; i++)
+		assert_int_equal(v.hits[i], want[i]);
+	assert_int_equal(v.bad_tid, 0);
+	free(v.hits);
+	npu_threadpool_destroy(pool);
+}
+
 /* ---- pooling ---- */
 
 static void check_pool(struct rng *r, const struct npu_pool2d_params *p,
@@ -948,6 +1264,13 @@ int main(void)
 		cmocka_unit_test(test_conv2d_every_activation_each_path),
 		cmocka_unit_test(test_conv2d_larger_layers),
 		cmocka_unit_test(test_conv2d_result_independent_of_thread_count),
+		cmocka_unit_test(test_conv2d_prepacked_weights_match_reference),
+		cmocka_unit_test(test_conv2d_wide_rows_match_reference),
+		cmocka_unit_test(test_convtranspose_tiled_matches_reference),
+		cmocka_unit_test(test_vec_binary_exact_every_op_and_stride),
+		cmocka_unit_test(test_vec_axpb_and_sum),
+		cmocka_unit_test(test_threadpool_parallel_for_covers_range_once),
+		cmocka_unit_test(test_threadpool_back_to_back_short_runs),
 		cmocka_unit_test(test_pool2d_matches_reference_random_shapes),
 		cmocka_unit_test(test_pool2d_common_layers),
 	};

@@ -717,6 +717,60 @@ static void test_convtranspose_1d_scatters_kernel(void **state)
 	t_free(t);
 }
 
+/*
+ * Conv with constant weights: prepare() packs them once (op_state), and
+ * compute() then gives bitwise the same output as packing per call;
+ * release() frees them. Non-constant weights are left to compute().
+ */
+static void test_conv_prepared_weights_match_per_call_packing(void **state)
+{
+	enum { C = 5, M = 7, H = 9, W = 40 };
+	static float x[C * H * W], w[M * C * 3 * 3], b[M];
+	static const int64_t pads[4] = { 1, 1, 1, 1 };
+	struct t_node *t = t_new("Conv", 11, 1);
+	struct npu_op_ctx ctx;
+	float *y0;
+	size_t i, n = (size_t)M * H * W;
+	uint32_t s = 12345;
+
+	(void)state;
+	for (i = 0; i < sizeof(x) / sizeof(x[0]); i++)
+		x[i] = (float)((s = s * 1664525u + 1013904223u) >> 8) / 16777216.0f - 0.5f;
+	for (i = 0; i < sizeof(w) / sizeof(w[0]); i++)
+		w[i] = (float)((s = s * 1664525u + 1013904223u) >> 8) / 16777216.0f - 0.5f;
+	for (i = 0; i < M; i++)
+		b[i] = (float)i * 0.25f - 1.0f;
+	t_input(t, NPU_DTYPE_FLOAT, x, false, 4, D(1), D(C), D(H), D(W));
+	t_input(t, NPU_DTYPE_FLOAT, w, true, 4, D(M), D(C), D(3), D(3));
+	t_input(t, NPU_DTYPE_FLOAT, b, true, 1, D(M));
+	t_attr_ints(t, "pads", pads, 4);
+	t_run(t);
+	y0 = malloc(n * sizeof(float));
+	assert_non_null(y0);
+	memcpy(y0, t->out_t[0].data, n * sizeof(float));
+	assert_non_null(t->def->prepare);
+	assert_int_equal(t->def->prepare(&t->node, &t->err), NPU_OK);
+	assert_non_null(t->node.op_state);
+	memset(t->out_t[0].data, 0xff, n * sizeof(float));	/* NaNs */
+	memset(&ctx, 0, sizeof(ctx));
+	ctx.node = &t->node;
+	ctx.inputs = t->in_p;
+	ctx.num_inputs = t->node.num_inputs;
+	ctx.outputs = t->out_p;
+	ctx.num_outputs = 1;
+	ctx.err = &t->err;
+	assert_int_equal(t->def->compute(&ctx), NPU_OK);
+	assert_memory_equal(t->out_t[0].data, y0, n * sizeof(float));
+	t->def->release(&t->node);
+	assert_null(t->node.op_state);
+	/* Weights computed at run time: nothing to pack at plan time. */
+	t->vals[1].constant = NULL;
+	assert_int_equal(t->def->prepare(&t->node, &t->err), NPU_OK);
+	assert_null(t->node.op_state);
+	free(y0);
+	t_free(t);
+}
+
 /* ---- misc data movement ---- */
 
 static void test_pad_reflect_mirrors_without_edge(void **state)
@@ -2360,6 +2414,7 @@ int main(void)
 		cmocka_unit_test(test_quantize_rounds_half_to_even_and_saturates),
 		cmocka_unit_test(test_dequantize_per_axis),
 		cmocka_unit_test(test_convtranspose_1d_scatters_kernel),
+		cmocka_unit_test(test_conv_prepared_weights_match_per_call_packing),
 		cmocka_unit_test(test_pad_reflect_mirrors_without_edge),
 		cmocka_unit_test(test_gather_takes_negative_indices),
 		cmocka_unit_test(test_transpose_permutes_axes),

@@ -3,23 +3,34 @@
  * cpu_conv2d.c - fp32 2-D convolution, NCHW, ONNX weight layout.
  *
  * Paths:
- *  - depthwise (groups == in_c == out_c): per output row, one vectorized
- *    multiply-add pass per kernel tap over the in-bounds columns;
+ *  - depthwise (groups == in_c == out_c): stride_w 1 on a zero-padded copy,
+ *    one register-blocked pass per output row over all taps; strided rows
+ *    one vectorized multiply-add pass per tap over the in-bounds columns;
  *  - 1x1, stride 1, no padding: a GEMM over channels, the input rows
  *    packed straight into GEMM panels (no im2col);
+ *  - row tiles (ISAs with an indirect register tile, i.e. AVX-512): the
+ *    input zero-padded once (phase-split for stride_w > 1), each output
+ *    row a GEMM whose B rows are read in place through row pointers;
  *  - general: im2col of a chunk of output pixels straight into packed B
  *    panels in the thread's scratch, then the GEMM register tiles.
- * The weights of one group are the packed A operand, packed once per
- * call. Bias and activation run on each output block while it is hot.
- * Work is split over (image, group, chunk of output pixels).
+ * The weights of one group are the packed A operand, packed at plan time
+ * (npu_conv2d_f32_pack_weights) or once per call. Bias and activation run
+ * on each output block while it is hot. Work is split over (image, group,
+ * chunk of output pixels or output row).
+ * Also ConvTranspose with stride == kernel (tiles that do not overlap).
  */
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cpu_kernels_internal.h"
 
-/* im2col chunk: about this many bytes of packed B per thread. */
-#define NPU_CONV_CHUNK_BYTES (192 * 1024)
+/* im2col chunk: about this many bytes of packed B per thread (in L2:
+ * large chunks spread the per-row cost of im2col over many columns). */
+#define NPU_CONV_CHUNK_BYTES (512 * 1024)
+
+/* Depthwise kernels up to this many taps run on the padded input. */
+#define NPU_CONV_DW_MAX_TAPS 64
 
 struct npu_conv_plan {
 	const struct npu_gemm_ukernel *uk;
@@ -30,6 +41,12 @@ struct npu_conv_plan {
 	size_t a_panels;	/* packed weight panels per group */
 	size_t w_floats;	/* packed weights, all groups */
 	size_t b_floats;	/* packed B per thread */
+	/* Row tiles (k > 1x1, ISA with uk->ind): */
+	bool indirect;
+	size_t hp, wp;		/* padded input plane: hp rows of wp floats */
+	size_t wq;		/* a row holds stride_w phases of wq columns */
+	bool dw_padded;		/* depthwise on the padded copy (tap table) */
+	size_t pad_floats;	/* the zero-padded copy of the whole input */
 };
 
 static void npu_conv_plan(const struct npu_conv2d_params *p,
@@ -49,8 +66,23 @@ static void npu_conv_plan(const struct npu_conv2d_params *p,
 	pl->pointwise = p->k_h == 1 && p->k_w == 1 && p->stride_h == 1 &&
 			p->stride_w == 1 && !p->pad_top && !p->pad_left &&
 			p->out_h == p->in_h && p->out_w == p->in_w;
-	if (pl->depthwise)
+	if (pl->depthwise) {
+		/*
+		 * Stride 1: padded rows, every tap an output reads is in the
+		 * buffer (strided rows keep the pair-load passes: splitting
+		 * their phases costs more than it saves).
+		 */
+		if (p->k_h * p->k_w <= NPU_CONV_DW_MAX_TAPS && p->stride_w == 1) {
+			pl->dw_padded = true;
+			pl->hp = (p->out_h - 1) * p->stride_h +
+				 (p->k_h - 1) * p->dil_h + 1;
+			pl->wq = p->out_w + (p->k_w - 1) * p->dil_w / p->stride_w;
+			pl->wp = p->stride_w * pl->wq;
+			pl->pad_floats = npu_round_up(p->batch * p->in_c *
+						      pl->hp * pl->wp, 16);
+		}
 		return;
+	}
 	cols = NPU_CONV_CHUNK_BYTES / sizeof(float) / (pl->kdim ? pl->kdim : 1);
 	cols = cols / uk->nr * uk->nr;
 	if (cols < uk->nr)
@@ -59,8 +91,26 @@ static void npu_conv_plan(const struct npu_conv2d_params *p,
 		cols = npu_round_up(pl->hw_out, uk->nr);
 	pl->chunk_max = cols;
 	pl->a_panels = npu_div_up(pl->mg, uk->mr);
-	pl->w_floats = p->groups * pl->a_panels * uk->mr * pl->kdim;
+	pl->w_floats = npu_round_up(p->groups * pl->a_panels * uk->mr * pl->kdim, 16);
 	pl->b_floats = npu_round_up(cols * pl->kdim, 16);
+	/* Tiles span one output row: only where few of their lanes idle. */
+	pl->indirect = uk->ind && !pl->pointwise && pl->kdim &&
+		       p->k_h * p->k_w > 1 &&
+		       4 * p->out_w >= 3 * npu_round_up(p->out_w, uk->nr);
+	if (pl->indirect) {
+		/*
+		 * Every row a tap reads, zero padded; each row split into
+		 * stride_w phases (column j * stride_w + q at phase q, j), so
+		 * a tap's inputs for consecutive outputs are contiguous.
+		 */
+		pl->hp = (p->out_h - 1) * p->stride_h + (p->k_h - 1) * p->dil_h + 1;
+		pl->wq = p->out_w + (p->k_w - 1) * p->dil_w / p->stride_w;
+		pl->wp = p->stride_w * pl->wq;
+		pl->pad_floats = npu_round_up(p->batch * p->in_c * pl->hp * pl->wp, 16);
+		/* Per thread: kdim row pointers instead of a packed B chunk. */
+		pl->b_floats = npu_round_up(pl->kdim * sizeof(float *) /
+					    sizeof(float), 16);
+	}
 }
 
 static bool npu_conv_degenerate(const struct npu_conv2d_params *p)
@@ -78,12 +128,12 @@ size_t npu_conv2d_f32_scratch_size(const struct npu_conv2d_params *p,
 		return 0;
 	npu_conv_plan(p, &pl);
 	if (pl.depthwise)
-		return 0;
+		return pl.dw_padded ? pl.pad_floats * sizeof(float) + 64 : 0;
 	if (threads < 1)
 		threads = 1;
 	/* + 64: the caller's buffer need not be aligned. */
-	return (pl.w_floats + (size_t)threads * pl.b_floats) * sizeof(float) +
-	       64;
+	return (pl.w_floats + pl.pad_floats + (size_t)threads * pl.b_floats) *
+	       sizeof(float) + 64;
 }
 
 struct npu_conv_job {
@@ -93,19 +143,20 @@ struct npu_conv_job {
 	const float *x, *w, *bias;
 	float *y;
 	float *pw;		/* packed weights */
-	float *pb;		/* per-thread packed B */
+	float *pb;		/* per-thread packed B (indirect: row pointers) */
+	float *xpad;		/* indirect: the zero-padded input */
 	size_t chunk, chunks;	/* output columns per task, tasks per image */
 	size_t rows_per_task, row_tasks; /* depthwise */
 };
 
 /* Copy 'len' floats (src NULL: zeros) to columns [jj, jj + len) of one
- * depth row of packed B; panels are 'ps' floats apart. */
-static void npu_conv_put(float *row, size_t jj, const float *src, size_t len,
-			 size_t nr, size_t ps)
+ * depth row of packed B; panels are 'ps' floats apart; nr a power of 2. */
+static inline void npu_conv_put(float *row, size_t jj, const float *src,
+				size_t len, size_t nr, size_t ps)
 {
 	while (len) {
-		size_t c = jj % nr, take = nr - c < len ? nr - c : len;
-		float *d = row + jj / nr * ps + c;
+		size_t c = jj & (nr - 1), take = nr - c < len ? nr - c : len;
+		float *d = row + (jj - c) / nr * ps + c;
 
 		if (src) {
 			memcpy(d, src, take * sizeof(float));
@@ -166,14 +217,17 @@ static void npu_conv_im2col(const struct npu_conv2d_params *p,
 							     seg - (size_t)end, nr, ps);
 					} else {
 						const float *xr = xc + ih * in_w;
-						size_t t;
+						ptrdiff_t iw = iw0, sw = (ptrdiff_t)p->stride_w;
+						size_t t, c = jj & (nr - 1);
+						float *d = row + (jj - c) / nr * ps;
 
-						for (t = 0; t < seg; t++) {
-							ptrdiff_t iw = iw0 + (ptrdiff_t)(t * p->stride_w);
-							size_t j = jj + t;
-
-							row[j / nr * ps + j % nr] =
-								iw >= 0 && iw < in_w ? xr[iw] : 0.0f;
+						/* Walk the panel position along, no division. */
+						for (t = 0; t < seg; t++, iw += sw) {
+							d[c] = iw >= 0 && iw < in_w ? xr[iw] : 0.0f;
+							if (++c == nr) {
+								c = 0;
+								d += ps;
+							}
 						}
 					}
 					jj += seg;
@@ -240,6 +294,103 @@ static void npu_conv_gemm_task(void *ctx, size_t t, int tid)
 	}
 }
 
+/* Row tiles: one zero-padded (phase-split) input plane (image, channel). */
+static void npu_conv_pad_task(void *ctx, size_t t)
+{
+	struct npu_conv_job *job = ctx;
+	const struct npu_conv2d_params *p = job->p;
+	const struct npu_conv_plan *pl = &job->pl;
+	const float *xc = job->x + t * pl->hw_in;
+	float *d = job->xpad + t * pl->hp * pl->wp;
+	size_t r, lo = p->pad_left < pl->wp ? p->pad_left : pl->wp;
+	size_t hi = p->pad_left + p->in_w < pl->wp ? p->pad_left + p->in_w : pl->wp;
+
+	for (r = 0; r < pl->hp; r++, d += pl->wp) {
+		ptrdiff_t ih = (ptrdiff_t)r - (ptrdiff_t)p->pad_top;
+		const float *xr = xc + (size_t)ih * p->in_w;
+		size_t q, j;
+
+		if (ih < 0 || ih >= (ptrdiff_t)p->in_h || lo >= hi) {
+			memset(d, 0, pl->wp * sizeof(float));
+			continue;
+		}
+		if (p->stride_w == 1) {
+			memset(d, 0, lo * sizeof(float));
+			memcpy(d + lo, xr, (hi - lo) * sizeof(float));
+			memset(d + hi, 0, (pl->wp - hi) * sizeof(float));
+			continue;
+		}
+		for (q = 0; q < p->stride_w; q++)
+			for (j = 0; j < pl->wq; j++) {
+				/* padded column j * stride_w + q */
+				size_t pc = j * p->stride_w + q;
+
+				d[q * pl->wq + j] = pc >= lo && pc < hi ?
+						    xr[pc - p->pad_left] : 0.0f;
+			}
+	}
+}
+
+/*
+ * Row tiles: output row oh of image b, group g. B's step (ci, kh, kw) is
+ * the padded input row under that tap (its phase for strided rows), read
+ * in place by the tile at column offset ow0: no im2col copy.
+ */
+static void npu_conv_ind_task(void *ctx, size_t t, int tid)
+{
+	struct npu_conv_job *job = ctx;
+	const struct npu_conv2d_params *p = job->p;
+	const struct npu_conv_plan *pl = &job->pl;
+	const struct npu_gemm_ukernel *uk = pl->uk;
+	size_t mr = uk->mr, nr = uk->nr, kdim = pl->kdim;
+	size_t oh = t % p->out_h, bg = t / p->out_h;
+	size_t b = bg / p->groups, g = bg % p->groups;
+	const float **ptrs = (const float **)(job->pb + (size_t)tid * pl->b_floats);
+	const float *ag = job->pw + g * pl->a_panels * mr * kdim;
+	float *yg = job->y + (b * p->out_c + g * pl->mg) * pl->hw_out +
+		    oh * p->out_w;
+	size_t ci, kh, kw, r = 0, ow0, ir, k0;
+
+	for (ci = 0; ci < pl->cg; ci++) {
+		const float *xc = job->xpad +
+			(b * p->in_c + g * pl->cg + ci) * pl->hp * pl->wp;
+
+		for (kh = 0; kh < p->k_h; kh++) {
+			const float *xr = xc + (oh * p->stride_h + kh * p->dil_h) * pl->wp;
+
+			for (kw = 0; kw < p->k_w; kw++) {
+				size_t o = kw * p->dil_w;
+
+				ptrs[r++] = xr + o % p->stride_w * pl->wq +
+					    o / p->stride_w;
+			}
+		}
+	}
+	for (ow0 = 0; ow0 < p->out_w; ow0 += nr) {
+		size_t n = p->out_w - ow0 < nr ? p->out_w - ow0 : nr;
+
+		for (ir = 0; ir < pl->mg; ir += mr) {
+			size_t m = pl->mg - ir < mr ? pl->mg - ir : mr;
+
+			for (k0 = 0; k0 < kdim; k0 += uk->kc) {
+				size_t kc = kdim - k0 < uk->kc ? kdim - k0 : uk->kc;
+
+				uk->ind(kc, ag + ir / mr * kdim * mr + k0 * mr,
+					ptrs + k0, ow0, yg + ir * pl->hw_out + ow0,
+					pl->hw_out, k0 ? 1.0f : 0.0f, m, n);
+			}
+		}
+	}
+	if (!job->bias && p->act.kind == NPU_CPU_ACT_NONE)
+		return;
+	for (r = 0; r < pl->mg; r++) {
+		float *yr = yg + r * pl->hw_out;
+
+		job->ops->act(&p->act, job->bias ? job->bias[g * pl->mg + r] : 0.0f,
+			      yr, yr, p->out_w);
+	}
+}
+
 static void npu_conv_depthwise_task(void *ctx, size_t t)
 {
 	struct npu_conv_job *job = ctx;
@@ -255,6 +406,33 @@ static void npu_conv_depthwise_task(void *ctx, size_t t)
 	ptrdiff_t in_h = (ptrdiff_t)p->in_h, in_w = (ptrdiff_t)p->in_w;
 	ptrdiff_t sw = (ptrdiff_t)p->stride_w;
 
+	if (job->pl.dw_padded) {
+		/* Every tap in the buffer: one register-blocked pass per row. */
+		const struct npu_conv_plan *pl = &job->pl;
+		const float *xp = job->xpad + bc * pl->hp * pl->wp;
+		const float *taps[NPU_CONV_DW_MAX_TAPS];
+
+		for (oh = oh0; oh < oh_end; oh++) {
+			float *yr = job->y + bc * pl->hw_out + oh * p->out_w;
+			size_t t = 0;
+
+			for (kh = 0; kh < p->k_h; kh++) {
+				const float *xr = xp + (oh * p->stride_h + kh * p->dil_h) *
+						       pl->wp;
+
+				for (kw = 0; kw < p->k_w; kw++) {
+					size_t o = kw * p->dil_w;
+
+					taps[t++] = xr + o % p->stride_w * pl->wq +
+						    o / p->stride_w;
+				}
+			}
+			ops->dw_taps(taps, wc, t, bias, yr, p->out_w);
+			if (p->act.kind != NPU_CPU_ACT_NONE)
+				ops->act(&p->act, 0.0f, yr, yr, p->out_w);
+		}
+		return;
+	}
 	for (oh = oh0; oh < oh_end; oh++) {
 		float *yr = job->y + bc * job->pl.hw_out + oh * p->out_w;
 
@@ -287,9 +465,41 @@ static void npu_conv_depthwise_task(void *ctx, size_t t)
 	}
 }
 
-void npu_conv2d_f32(const struct npu_conv2d_params *p, const float *x,
+size_t npu_conv2d_f32_packed_floats(const struct npu_conv2d_params *p)
+{
+	struct npu_conv_plan pl;
+
+	if (npu_conv_degenerate(p))
+		return 0;
+	npu_conv_plan(p, &pl);
+	return pl.depthwise || !pl.kdim ? 0 : pl.w_floats;
+}
+
+void npu_conv2d_f32_pack_weights(const struct npu_conv2d_params *p,
+				 const float *w, float *packed,
+				 struct npu_threadpool *pool)
+{
+	struct npu_conv_job job = { .p = p, .w = w, .pw = packed };
+
+	if (!npu_conv2d_f32_packed_floats(p))
+		return;
+	npu_conv_plan(p, &job.pl);
+	npu_threadpool_run(pool, npu_conv_pack_w_task, &job,
+			   p->groups * job.pl.a_panels);
+}
+
+bool npu_conv2d_f32(const struct npu_conv2d_params *p, const float *x,
 		    const float *w, const float *bias, float *y,
 		    void *scratch, struct npu_threadpool *pool)
+{
+	return npu_conv2d_f32_prepacked(p, x, w, NULL, bias, y, scratch, pool);
+}
+
+bool npu_conv2d_f32_prepacked(const struct npu_conv2d_params *p,
+			      const float *x, const float *w,
+			      const float *packed, const float *bias,
+			      float *y, void *scratch,
+			      struct npu_threadpool *pool)
 {
 	struct npu_conv_job job = {
 		.p = p, .x = x, .w = w, .bias = bias, .y = y,
@@ -299,13 +509,30 @@ void npu_conv2d_f32(const struct npu_conv2d_params *p, const float *x,
 	size_t images = p->batch * p->groups, want, per_image;
 
 	if (npu_conv_degenerate(p))
-		return;
+		return true;
 	npu_conv_plan(p, &job.pl);
 	want = 4 * threads;	/* tasks wanted: a few per thread */
 
 	if (job.pl.depthwise) {
 		size_t planes = p->batch * p->in_c;
+		void *own = NULL;
 
+		if (job.pl.dw_padded) {
+			size_t need = job.pl.pad_floats * sizeof(float) + 64;
+
+			if (!scratch)
+				scratch = npu_threadpool_scratch(pool, need);
+			if (!scratch)
+				scratch = own = malloc(need);
+			if (!scratch) {
+				job.pl.dw_padded = false;	/* unpadded taps */
+			} else {
+				job.xpad = (float *)(((uintptr_t)scratch + 63) &
+						     ~(uintptr_t)63);
+				npu_threadpool_run(pool, npu_conv_pad_task, &job,
+						   planes);
+			}
+		}
 		job.rows_per_task = p->out_h;
 		if (planes < want)
 			job.rows_per_task = npu_div_up(p->out_h,
@@ -313,7 +540,8 @@ void npu_conv2d_f32(const struct npu_conv2d_params *p, const float *x,
 		job.row_tasks = npu_div_up(p->out_h, job.rows_per_task);
 		npu_threadpool_run(pool, npu_conv_depthwise_task, &job,
 				   planes * job.row_tasks);
-		return;
+		free(own);
+		return true;
 	}
 	if (!job.pl.kdim) {
 		/* No input channels: the output is the bias alone. */
@@ -325,11 +553,31 @@ void npu_conv2d_f32(const struct npu_conv2d_params *p, const float *x,
 			job.ops->act(&p->act, bias ? bias[i % p->out_c] : 0.0f,
 				     y + i * job.pl.hw_out, y + i * job.pl.hw_out,
 				     job.pl.hw_out);
-		return;
+		return true;
 	}
 
+	if (!scratch) {
+		/* The pool's scratch: no fresh pages (faults) per call. */
+		size_t need = npu_conv2d_f32_scratch_size(p, (int)threads) -
+			      (packed ? job.pl.w_floats * sizeof(float) : 0);
+
+		scratch = npu_threadpool_scratch(pool, need);
+		if (!scratch) {
+			/* No pool (or no memory): fresh memory for this call. */
+			void *own = malloc(need);
+
+			bool ok;
+
+			if (!own)
+				return false;
+			ok = npu_conv2d_f32_prepacked(p, x, w, packed, bias, y, own, pool);
+			free(own);
+			return ok;
+		}
+	}
 	job.pw = (float *)(((uintptr_t)scratch + 63) & ~(uintptr_t)63);
-	job.pb = job.pw + job.pl.w_floats;
+	job.xpad = job.pw + (packed ? 0 : job.pl.w_floats);
+	job.pb = job.xpad + job.pl.pad_floats;
 	job.chunk = job.pl.chunk_max;
 	per_image = npu_div_up(job.pl.hw_out, job.chunk);
 	if (images * per_image < want) {
@@ -338,8 +586,96 @@ void npu_conv2d_f32(const struct npu_conv2d_params *p, const float *x,
 					 job.pl.uk->nr);
 	}
 	job.chunks = npu_div_up(job.pl.hw_out, job.chunk);
-	npu_threadpool_run(pool, npu_conv_pack_w_task, &job,
-			   p->groups * job.pl.a_panels);
+	if (packed)
+		job.pw = (float *)packed;
+	else
+		npu_threadpool_run(pool, npu_conv_pack_w_task, &job,
+				   p->groups * job.pl.a_panels);
+	if (job.pl.indirect) {
+		npu_threadpool_run(pool, npu_conv_pad_task, &job,
+				   p->batch * p->in_c);
+		npu_threadpool_run_tid(pool, npu_conv_ind_task, &job,
+				       images * p->out_h);
+		return true;
+	}
 	npu_threadpool_run_tid(pool, npu_conv_gemm_task, &job,
 			       images * job.chunks);
+	return true;
+}
+
+/* ---- ConvTranspose with stride == kernel (tiles do not overlap) ---- */
+
+struct npu_convt_job {
+	const struct npu_convt2d_params *p;
+	const struct npu_vec_ops *ops;
+	const float *x, *w, *bias;
+	float *y, *acc;		/* acc: k_w * in_w floats per thread */
+};
+
+/*
+ * Task (image b, output channel oc, input row ih): output rows
+ * ih * k_h + ki. Tap column kj of every input pixel is one multiply-add
+ * row over the input channels, then the k_w rows interleave into y.
+ */
+static void npu_convt_task(void *ctx, size_t t, int tid)
+{
+	const struct npu_convt_job *job = ctx;
+	const struct npu_convt2d_params *p = job->p;
+	size_t mg = p->out_c / p->groups, cg = p->in_c / p->groups;
+	size_t ih = t % p->in_h, boc = t / p->in_h;
+	size_t b = boc / p->out_c, oc = boc % p->out_c, g = oc / mg, mi = oc % mg;
+	size_t out_w = p->in_w * p->k_w, kk = p->k_h * p->k_w;
+	float *acc = job->acc + (size_t)tid * p->k_w * p->in_w;
+	float bias = job->bias ? job->bias[oc] : 0.0f;
+	size_t ki, kj, ci, iw;
+
+	for (ki = 0; ki < p->k_h; ki++) {
+		float *yr = job->y + ((b * p->out_c + oc) * p->in_h * p->k_h +
+				      ih * p->k_h + ki) * out_w;
+
+		memset(acc, 0, p->k_w * p->in_w * sizeof(float));
+		for (ci = 0; ci < cg; ci++) {
+			size_t c = g * cg + ci;
+			const float *xr = job->x + ((b * p->in_c + c) * p->in_h + ih) *
+						   p->in_w;
+			/* W is [in_c][out_c / groups][k_h][k_w]. */
+			const float *wc = job->w + (c * mg + mi) * kk + ki * p->k_w;
+
+			for (kj = 0; kj < p->k_w; kj++)
+				job->ops->fma_row(acc + kj * p->in_w, xr, 1, wc[kj],
+						  p->in_w);
+		}
+		for (kj = 0; kj < p->k_w; kj++)
+			for (iw = 0; iw < p->in_w; iw++)
+				yr[iw * p->k_w + kj] = acc[kj * p->in_w + iw] + bias;
+	}
+}
+
+bool npu_convtranspose2d_f32_tiled(const struct npu_convt2d_params *p,
+				   const float *x, const float *w,
+				   const float *bias, float *y,
+				   struct npu_threadpool *pool)
+{
+	struct npu_convt_job job = {
+		.p = p, .ops = npu_vec_ops_get(), .x = x, .w = w, .bias = bias,
+		.y = y,
+	};
+	size_t threads = (size_t)npu_threadpool_size(pool);
+	size_t need = threads * p->k_w * p->in_w * sizeof(float);
+	void *own = NULL;
+
+	if (!p->batch || !p->out_c || !p->in_h || !p->in_w || !p->k_h ||
+	    !p->k_w || !p->groups)
+		return true;
+	job.acc = npu_threadpool_scratch(pool, need);
+	if (!job.acc) {
+		own = malloc(need);
+		if (!own)
+			return false;
+		job.acc = own;
+	}
+	npu_threadpool_run_tid(pool, npu_convt_task, &job,
+			       p->batch * p->out_c * p->in_h);
+	free(own);
+	return true;
 }

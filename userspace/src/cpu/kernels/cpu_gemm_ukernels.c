@@ -71,6 +71,59 @@ static void npu_ukernel_avx512(size_t kc, const float *a, const float *b,
 	}
 }
 
+/*
+ * The same tile with B read in place (indirect GEMM): step kk of B is the
+ * n floats at bp[kk] + off, loaded under a mask, so no packed copy of B
+ * is made. C = sum + beta * C (alpha 1).
+ */
+__attribute__((target(NPU_TARGET_AVX512)))
+static void npu_ukernel_ind_avx512(size_t kc, const float *a,
+				   const float *const *bp, size_t off,
+				   float *c, size_t ldc, float beta,
+				   size_t m, size_t n)
+{
+#define DECL(i) __m512 c##i##0 = _mm512_setzero_ps(), \
+	c##i##1 = _mm512_setzero_ps();
+	AVX512_ROWS(DECL)
+#undef DECL
+	__mmask16 k0 = n >= 16 ? 0xffff : (__mmask16)((1u << n) - 1);
+	__mmask16 k1 = n >= 32 ? 0xffff : n <= 16 ? 0 :
+		       (__mmask16)((1u << (n - 16)) - 1);
+	__m512 vb = _mm512_set1_ps(beta);
+	size_t kk;
+
+	for (kk = 0; kk < kc; kk++) {
+		const float *b = bp[kk] + off;
+		__m512 b0 = _mm512_maskz_loadu_ps(k0, b);
+		__m512 b1 = _mm512_maskz_loadu_ps(k1, b + 16);
+
+		if (kk + 4 < kc)
+			_mm_prefetch((const char *)(bp[kk + 4] + off), _MM_HINT_T0);
+#define STEP(i) { __m512 ai = _mm512_set1_ps(a[i]); \
+		c##i##0 = _mm512_fmadd_ps(ai, b0, c##i##0); \
+		c##i##1 = _mm512_fmadd_ps(ai, b1, c##i##1); }
+		AVX512_ROWS(STEP)
+#undef STEP
+		a += 14;
+	}
+	if (beta == 0.0f) {
+#define STORE(i) if (i < m) { float *ci = c + i * ldc; \
+		_mm512_mask_storeu_ps(ci, k0, c##i##0); \
+		_mm512_mask_storeu_ps(ci + 16, k1, c##i##1); }
+		AVX512_ROWS(STORE)
+#undef STORE
+	} else {
+#define STORE(i) if (i < m) { float *ci = c + i * ldc; \
+		__m512 o0 = _mm512_maskz_loadu_ps(k0, ci); \
+		__m512 o1 = _mm512_maskz_loadu_ps(k1, ci + 16); \
+		_mm512_mask_storeu_ps(ci, k0, _mm512_fmadd_ps(vb, o0, c##i##0)); \
+		_mm512_mask_storeu_ps(ci + 16, k1, \
+				      _mm512_fmadd_ps(vb, o1, c##i##1)); }
+		AVX512_ROWS(STORE)
+#undef STORE
+	}
+}
+
 /* ---- AVX2 + FMA ---- */
 
 #define AVX2_ROWS(X) X(0) X(1) X(2) X(3) X(4) X(5)
@@ -174,9 +227,10 @@ static void npu_ukernel_portable(size_t kc, const float *a, const float *b,
  */
 static const struct npu_gemm_ukernel npu_ukernels[] = {
 	[NPU_CPU_ISA_PORTABLE] = { PORT_MR, PORT_NR, 128, 512, 256,
-				   npu_ukernel_portable },
-	[NPU_CPU_ISA_AVX2] = { 6, 16, 192, 512, 256, npu_ukernel_avx2 },
-	[NPU_CPU_ISA_AVX512] = { 14, 32, 224, 512, 256, npu_ukernel_avx512 },
+				   npu_ukernel_portable, NULL },
+	[NPU_CPU_ISA_AVX2] = { 6, 16, 192, 512, 256, npu_ukernel_avx2, NULL },
+	[NPU_CPU_ISA_AVX512] = { 14, 32, 224, 512, 256, npu_ukernel_avx512,
+				 npu_ukernel_ind_avx512 },
 };
 
 const struct npu_gemm_ukernel *npu_gemm_ukernel_for(enum npu_cpu_isa isa)

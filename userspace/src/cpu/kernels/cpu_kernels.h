@@ -43,6 +43,16 @@ void npu_threadpool_run_tid(struct npu_threadpool *pool,
 			    void (*fn)(void *ctx, size_t i, int tid),
 			    void *ctx, size_t count);
 
+/*
+ * fn(ctx, begin, end) over pieces of [0, n), each of at least 'grain'
+ * items (the cost model: one piece, on the calling thread, when n is
+ * below two grains or the pool has one thread; else a few per thread).
+ */
+void npu_threadpool_parallel_for(struct npu_threadpool *pool, size_t n,
+				 size_t grain,
+				 void (*fn)(void *ctx, size_t begin, size_t end),
+				 void *ctx);
+
 /* ---- GEMM ---- */
 
 /*
@@ -89,14 +99,50 @@ struct npu_conv2d_params {
 /*
  * y[N][out_c][out_h][out_w] = act(conv(x, w) + bias); w is
  * [out_c][in_c / groups][k_h][k_w] (ONNX layout); bias may be NULL.
- * 'scratch' must hold npu_conv2d_f32_scratch_size(p) bytes (or be NULL
- * when that is 0). Depthwise and 1x1 convolutions take dedicated paths.
+ * 'scratch' holds npu_conv2d_f32_scratch_size(p) bytes, or is NULL: then
+ * the pool's own scratch (kept across calls), or malloc without a pool.
+ * Depthwise and 1x1 convolutions take dedicated paths.
  */
 size_t npu_conv2d_f32_scratch_size(const struct npu_conv2d_params *p,
 				   int threads);
-void npu_conv2d_f32(const struct npu_conv2d_params *p, const float *x,
+/* false: no memory for the working buffers (y is not written). */
+bool npu_conv2d_f32(const struct npu_conv2d_params *p, const float *x,
 		    const float *w, const float *bias, float *y,
 		    void *scratch, struct npu_threadpool *pool);
+
+/*
+ * Weights packed once (at plan time) for the GEMM paths: 'packed' holds
+ * npu_conv2d_f32_packed_floats(p) floats, 64-byte aligned (0: depthwise or
+ * degenerate, nothing to pack; pass NULL). npu_conv2d_f32_prepacked then
+ * reads only 'packed' on the GEMM paths and 'w' on the depthwise one;
+ * packed == NULL packs per call as npu_conv2d_f32 does. scratch NULL: the
+ * pool's own (kept across calls), or malloc without a pool.
+ */
+size_t npu_conv2d_f32_packed_floats(const struct npu_conv2d_params *p);
+void npu_conv2d_f32_pack_weights(const struct npu_conv2d_params *p,
+				 const float *w, float *packed,
+				 struct npu_threadpool *pool);
+bool npu_conv2d_f32_prepacked(const struct npu_conv2d_params *p,
+			      const float *x, const float *w,
+			      const float *packed, const float *bias,
+			      float *y, void *scratch,
+			      struct npu_threadpool *pool);
+
+/*
+ * ConvTranspose whose stride equals its kernel, no padding, dilation 1,
+ * output exactly in * k (the 2x2 / stride 2 upsampling of detection
+ * heads): every input pixel owns its own k_h x k_w output tile, so it is
+ * multiply-add rows over the input channels, with no col2im scatter.
+ * w is [in_c][out_c / groups][k_h][k_w] (ONNX layout); bias may be NULL.
+ */
+struct npu_convt2d_params {
+	size_t batch, in_c, in_h, in_w, out_c, k_h, k_w, groups;
+};
+
+bool npu_convtranspose2d_f32_tiled(const struct npu_convt2d_params *p,
+				   const float *x, const float *w,
+				   const float *bias, float *y,
+				   struct npu_threadpool *pool);
 
 /* ---- Pooling, NCHW ---- */
 
@@ -118,6 +164,22 @@ void npu_avgpool2d_f32(const struct npu_pool2d_params *p, const float *x,
 void npu_vec_act_f32(const struct npu_cpu_act_params *act, const float *x,
 		     float *y, size_t n);
 void npu_vec_exp_f32(const float *x, float *y, size_t n);
+
+enum npu_vec_binop { NPU_VEC_ADD, NPU_VEC_SUB, NPU_VEC_MUL, NPU_VEC_DIV };
+
+/* y[i] = a[i * sa] op b[i * sb] for i < n, sa / sb in {0, 1} (0: the
+ * operand is one scalar); y may alias a or b. IEEE results, exactly as
+ * the scalar C expression. */
+void npu_vec_binary_f32(enum npu_vec_binop op, const float *a, size_t sa,
+			const float *b, size_t sb, float *y, size_t n);
+
+/* y[i] = a * x[i] + b (fused on the FMA paths); y may equal x. */
+void npu_vec_axpb_f32(const float *x, float *y, size_t n, float a, float b);
+/* The sum of x[0 .. n), in float with vector partial sums. */
+float npu_vec_sum_f32(const float *x, size_t n);
+
+/* Elements per task below which elementwise work is not worth a thread. */
+#define NPU_VEC_GRAIN 16384
 
 /* Which code path the kernels run: "avx512", "avx2" or "portable". */
 const char *npu_cpu_kernels_isa(void);

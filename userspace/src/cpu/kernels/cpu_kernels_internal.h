@@ -32,10 +32,20 @@ typedef void (*npu_gemm_ukernel_fn)(size_t kc, const float *a, const float *b,
 				    float *c, size_t ldc, float alpha,
 				    float beta, size_t m, size_t n);
 
+/*
+ * The tile with B read in place: step kk of B is bp[kk] + off, n floats
+ * (no packing); C = A * B + beta * C.
+ */
+typedef void (*npu_gemm_ukernel_ind_fn)(size_t kc, const float *a,
+					const float *const *bp, size_t off,
+					float *c, size_t ldc, float beta,
+					size_t m, size_t n);
+
 struct npu_gemm_ukernel {
 	size_t mr, nr;
 	size_t mc, nc, kc;	/* cache blocking: rows, columns, depth */
 	npu_gemm_ukernel_fn fn;
+	npu_gemm_ukernel_ind_fn ind;	/* NULL: this ISA has none */
 };
 
 const struct npu_gemm_ukernel *npu_gemm_ukernel_for(enum npu_cpu_isa isa);
@@ -82,6 +92,15 @@ struct npu_vec_ops {
 			size_t n);
 	/* y[i] = max(y[i], x[i * stride]) */
 	void (*max_row)(float *y, const float *x, size_t stride, size_t n);
+	/* y[i] = a[i * sa] op b[i * sb], sa / sb in {0, 1} */
+	void (*binary)(enum npu_vec_binop op, const float *a, size_t sa,
+		       const float *b, size_t sb, float *y, size_t n);
+	/* y[i] = a * x[i] + b */
+	void (*axpb)(const float *x, float *y, size_t n, float a, float b);
+	float (*sum)(const float *x, size_t n);
+	/* y[i] = bias + sum_t w[t] * src[t][i] (depthwise row from taps) */
+	void (*dw_taps)(const float *const *src, const float *w, size_t taps,
+			float bias, float *y, size_t n);
 };
 
 extern const struct npu_vec_ops npu_vec_ops_portable;

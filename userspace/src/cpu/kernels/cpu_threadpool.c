@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: MIT
 /*
  * cpu_threadpool.c - a fixed set of worker threads. A run hands out task
- * indices from one atomic counter (dynamic balance); the caller works too.
- * Between runs the workers spin briefly, then sleep on a condition
- * variable, so an idle pool costs no CPU.
+ * indices from one atomic ticket (dynamic balance); the caller works too
+ * and waits for the tasks to finish, not for the workers to arrive.
+ * Between runs the workers spin (yielding now and then) for about a
+ * millisecond, so the ops of one run never wait for a wake-up, then sleep
+ * on a condition variable, so an idle pool costs no CPU.
  *
  * Many sessions share one engine's workers through views: a view has its
  * own scratch, and a run on it takes the shared workers when they are
@@ -11,8 +13,11 @@
  * (two sessions on two cores then get a core each, instead of waiting).
  */
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "cpu_kernels_internal.h"
 
@@ -22,8 +27,15 @@
 #define npu_cpu_relax() ((void)0)
 #endif
 
-/* Polls before sleeping: about the gap between two layers' kernels. */
+/* Polls before the caller sleeps waiting for the workers to finish. */
 #define NPU_POOL_SPIN 2000
+/*
+ * How long an idle worker spins before it sleeps: longer than the gap
+ * between two kernels of one run (an op that is not threaded, the
+ * runtime's bookkeeping), so a run never pays a wake-up per op; short
+ * enough that an idle engine costs nothing measurable.
+ */
+#define NPU_POOL_SPIN_NS 1000000L
 
 struct npu_threadpool {
 	int threads;			/* including the caller */
@@ -32,17 +44,24 @@ struct npu_threadpool {
 	pthread_t *workers;		/* threads - 1 of them */
 	pthread_mutex_t lock;
 	pthread_cond_t wake;		/* new run or stop */
-	pthread_cond_t done;		/* last worker finished a run */
-	_Atomic unsigned long generation; /* bumped per run (release) */
+	pthread_cond_t done;		/* the last task of a run finished */
+	/*
+	 * The run's generation (high 32 bits) and next task index (low 32)
+	 * in one word: a worker claims a task with a compare-and-swap, so a
+	 * late worker can never take a task of a later run, and the caller
+	 * waits for the tasks, not for every worker to show up (a worker the
+	 * OS has not scheduled yet costs nothing).
+	 */
+	_Atomic uint64_t ticket;
+	atomic_size_t finished;		/* tasks of the current run done */
+	atomic_int sleepers;		/* workers waiting on 'wake' */
 	atomic_bool stop;
 
-	/* The current run; written before generation is bumped. */
+	/* The current run; written before its ticket is published. */
 	void (*fn)(void *ctx, size_t i);
 	void (*fn_tid)(void *ctx, size_t i, int tid);
 	void *ctx;
-	size_t count;
-	atomic_size_t next;
-	atomic_int pending;		/* workers not yet done with the run */
+	atomic_size_t count;
 
 	/* Kernel scratch kept across calls: fresh pages fault, slowly. */
 	void *scratch;
@@ -54,54 +73,88 @@ struct npu_pool_worker_arg {
 	int tid;
 };
 
-static void npu_pool_work(struct npu_threadpool *pool, int tid)
+/* Claim and run tasks of generation 'gen' until none is left. */
+static void npu_pool_work(struct npu_threadpool *pool, uint32_t gen, int tid)
 {
-	size_t i;
+	uint64_t t = atomic_load_explicit(&pool->ticket, memory_order_acquire);
 
-	while ((i = atomic_fetch_add_explicit(&pool->next, 1,
-					      memory_order_relaxed)) <
-	       pool->count) {
+	for (;;) {
+		size_t i = (size_t)(t & 0xffffffffu), count;
+
+		if ((uint32_t)(t >> 32) != gen)
+			return;
+		/* acquire: a count of a later run implies its ticket, below. */
+		count = atomic_load_explicit(&pool->count, memory_order_acquire);
+		if (i >= count)
+			return;
+		if (!atomic_compare_exchange_weak_explicit(&pool->ticket, &t, t + 1,
+							   memory_order_acq_rel,
+							   memory_order_acquire))
+			continue;
+		/* Task i is ours: the run cannot end (nor fn change) before it. */
 		if (pool->fn_tid)
 			pool->fn_tid(pool->ctx, i, tid);
 		else
 			pool->fn(pool->ctx, i);
+		if (atomic_fetch_add_explicit(&pool->finished, 1,
+					      memory_order_acq_rel) + 1 == count) {
+			pthread_mutex_lock(&pool->lock);
+			pthread_cond_signal(&pool->done);
+			pthread_mutex_unlock(&pool->lock);
+		}
+		t = atomic_load_explicit(&pool->ticket, memory_order_acquire);
 	}
+}
+
+static long long npu_pool_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static uint32_t npu_pool_gen(struct npu_threadpool *pool)
+{
+	return (uint32_t)(atomic_load(&pool->ticket) >> 32);
 }
 
 static void *npu_pool_worker(void *p)
 {
 	struct npu_pool_worker_arg arg = *(struct npu_pool_worker_arg *)p;
 	struct npu_threadpool *pool = arg.pool;
-	unsigned long seen = 0;
+	uint32_t seen = 0, gen = 0;
 
 	free(p);
 	for (;;) {
-		unsigned long gen = 0;
-		int spin;
+		long long until = npu_pool_now_ns() + NPU_POOL_SPIN_NS;
+		unsigned spin;
 
-		for (spin = 0; spin < NPU_POOL_SPIN; spin++) {
-			gen = atomic_load_explicit(&pool->generation,
-						   memory_order_acquire);
+		for (spin = 1;; spin++) {
+			gen = npu_pool_gen(pool);
 			if (gen != seen || atomic_load(&pool->stop))
 				break;
 			npu_cpu_relax();
+			if (spin & 255)
+				continue;
+			if (npu_pool_now_ns() > until)
+				break;
+			/* A core shared with the caller (or others): let it run. */
+			sched_yield();
 		}
 		if (gen == seen && !atomic_load(&pool->stop)) {
 			pthread_mutex_lock(&pool->lock);
-			while ((gen = atomic_load(&pool->generation)) == seen &&
+			atomic_fetch_add(&pool->sleepers, 1);
+			while ((gen = npu_pool_gen(pool)) == seen &&
 			       !atomic_load(&pool->stop))
 				pthread_cond_wait(&pool->wake, &pool->lock);
+			atomic_fetch_sub(&pool->sleepers, 1);
 			pthread_mutex_unlock(&pool->lock);
 		}
 		if (atomic_load(&pool->stop))
 			return NULL;
 		seen = gen;
-		npu_pool_work(pool, arg.tid);
-		if (atomic_fetch_sub(&pool->pending, 1) == 1) {
-			pthread_mutex_lock(&pool->lock);
-			pthread_cond_signal(&pool->done);
-			pthread_mutex_unlock(&pool->lock);
-		}
+		npu_pool_work(pool, gen, arg.tid);
 	}
 }
 
@@ -217,7 +270,8 @@ static void npu_pool_run(struct npu_threadpool *pool,
 {
 	if (!count)
 		return;
-	if (!pool || pool->threads == 1 || count == 1) {
+	/* (A task index must fit the ticket's 32 bits.) */
+	if (!pool || pool->threads == 1 || count == 1 || count >= 0xffffffffu) {
 		npu_pool_run_inline(fn, fn_tid, ctx, count);
 		return;
 	}
@@ -239,29 +293,38 @@ static void npu_pool_dispatch(struct npu_threadpool *pool,
 			      void (*fn_tid)(void *ctx, size_t i, int tid),
 			      void *ctx, size_t count)
 {
+	uint32_t gen = npu_pool_gen(pool) + 1;
 	int spin;
 
+	/*
+	 * Close the last run first: a worker that read its ticket and then
+	 * this run's count must fail its compare-and-swap, not claim an
+	 * index past the old run's end.
+	 */
+	atomic_store(&pool->ticket, (uint64_t)gen << 32 | 0xffffffffu);
 	pool->fn = fn;
 	pool->fn_tid = fn_tid;
 	pool->ctx = ctx;
-	pool->count = count;
-	atomic_store_explicit(&pool->next, 0, memory_order_relaxed);
-	atomic_store_explicit(&pool->pending, pool->threads - 1,
-			      memory_order_relaxed);
-	pthread_mutex_lock(&pool->lock);
-	atomic_fetch_add_explicit(&pool->generation, 1, memory_order_release);
-	pthread_cond_broadcast(&pool->wake);
-	pthread_mutex_unlock(&pool->lock);
+	atomic_store_explicit(&pool->count, count, memory_order_release);
+	atomic_store_explicit(&pool->finished, 0, memory_order_relaxed);
+	/* Publish the run (seq_cst: ordered against the sleepers check). */
+	atomic_store(&pool->ticket, (uint64_t)gen << 32);
+	if (atomic_load(&pool->sleepers)) {
+		pthread_mutex_lock(&pool->lock);
+		pthread_cond_broadcast(&pool->wake);
+		pthread_mutex_unlock(&pool->lock);
+	}
 
-	npu_pool_work(pool, 0);
+	npu_pool_work(pool, gen, 0);
 
 	for (spin = 0; spin < NPU_POOL_SPIN; spin++) {
-		if (!atomic_load_explicit(&pool->pending, memory_order_acquire))
+		if (atomic_load_explicit(&pool->finished, memory_order_acquire) ==
+		    count)
 			return;
 		npu_cpu_relax();
 	}
 	pthread_mutex_lock(&pool->lock);
-	while (atomic_load(&pool->pending))
+	while (atomic_load(&pool->finished) != count)
 		pthread_cond_wait(&pool->done, &pool->lock);
 	pthread_mutex_unlock(&pool->lock);
 }
@@ -296,4 +359,39 @@ void *npu_threadpool_scratch(struct npu_threadpool *pool, size_t size)
 	pool->scratch = buf;
 	pool->scratch_size = size;
 	return buf;
+}
+
+struct npu_pool_range {
+	void (*fn)(void *ctx, size_t begin, size_t end);
+	void *ctx;
+	size_t n, pieces;
+};
+
+static void npu_pool_range_task(void *ctx, size_t i)
+{
+	const struct npu_pool_range *r = ctx;
+
+	r->fn(r->ctx, i * r->n / r->pieces, (i + 1) * r->n / r->pieces);
+}
+
+void npu_threadpool_parallel_for(struct npu_threadpool *pool, size_t n,
+				 size_t grain,
+				 void (*fn)(void *ctx, size_t begin, size_t end),
+				 void *ctx)
+{
+	struct npu_pool_range r = { .fn = fn, .ctx = ctx, .n = n };
+	size_t threads = (size_t)npu_threadpool_size(pool);
+
+	if (!n)
+		return;
+	if (!grain)
+		grain = 1;
+	r.pieces = n / grain;
+	if (r.pieces > 4 * threads)
+		r.pieces = 4 * threads;
+	if (threads == 1 || r.pieces < 2) {
+		fn(ctx, 0, n);
+		return;
+	}
+	npu_threadpool_run(pool, npu_pool_range_task, &r, r.pieces);
 }

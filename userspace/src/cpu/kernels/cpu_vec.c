@@ -166,3 +166,19 @@ void npu_vec_exp_f32(const float *x, float *y, size_t n)
 {
 	npu_vec_ops_get()->exp(x, y, n);
 }
+
+void npu_vec_binary_f32(enum npu_vec_binop op, const float *a, size_t sa,
+			const float *b, size_t sb, float *y, size_t n)
+{
+	npu_vec_ops_get()->binary(op, a, sa, b, sb, y, n);
+}
+
+void npu_vec_axpb_f32(const float *x, float *y, size_t n, float a, float b)
+{
+	npu_vec_ops_get()->axpb(x, y, n, a, b);
+}
+
+float npu_vec_sum_f32(const float *x, size_t n)
+{
+	return npu_vec_ops_get()->sum(x, n);
+}

@@ -158,7 +158,133 @@ NPU_V_TARGET static void NPU_V_FN(max_row)(float *y, const float *x,
 		y[i] = x[i * stride] > y[i] ? x[i * stride] : y[i];
 }
 
+/* y[i] = a[i * sa] op b[i * sb], sa / sb in {0, 1}; y may alias a or b. */
+NPU_V_TARGET static void NPU_V_FN(binary_row)(enum npu_vec_binop op,
+					      const float *a, size_t sa,
+					      const float *b, size_t sb,
+					      float *y, size_t n)
+{
+	size_t i = 0;
+
+#define NPU_BIN_LOOP(OPV, LA, LB)					\
+	for (; i + VL <= n; i += VL)					\
+		V_STORE(y + i, OPV(LA, LB));
+#define NPU_BIN_CASES(OPV)						\
+	if (sa && sb) {							\
+		NPU_BIN_LOOP(OPV, V_LOAD(a + i), V_LOAD(b + i))		\
+	} else if (sa) {						\
+		V vb = V_SET1(b[0]);					\
+		NPU_BIN_LOOP(OPV, V_LOAD(a + i), vb)			\
+	} else if (sb) {						\
+		V va = V_SET1(a[0]);					\
+		NPU_BIN_LOOP(OPV, va, V_LOAD(b + i))			\
+	}
+	switch (op) {
+	case NPU_VEC_ADD: NPU_BIN_CASES(V_ADD) break;
+	case NPU_VEC_SUB: NPU_BIN_CASES(V_SUB) break;
+	case NPU_VEC_MUL: NPU_BIN_CASES(V_MUL) break;
+	case NPU_VEC_DIV: NPU_BIN_CASES(V_DIV) break;
+	}
+#undef NPU_BIN_CASES
+#undef NPU_BIN_LOOP
+	/* The tail, and the all-scalar case, one element at a time. */
+	for (; i < n; i++) {
+		float x = a[i * sa], z = b[i * sb];
+
+		switch (op) {
+		case NPU_VEC_ADD: y[i] = x + z; break;
+		case NPU_VEC_SUB: y[i] = x - z; break;
+		case NPU_VEC_MUL: y[i] = x * z; break;
+		case NPU_VEC_DIV: y[i] = x / z; break;
+		}
+	}
+}
+
+/* y[i] = a * x[i] + b (one rounding where V_FMA is fused) */
+NPU_V_TARGET static void NPU_V_FN(axpb_row)(const float *x, float *y,
+					    size_t n, float a, float b)
+{
+	V va = V_SET1(a), vb = V_SET1(b);
+	size_t i = 0;
+
+	for (; i + VL <= n; i += VL)
+		V_STORE(y + i, V_FMA(va, V_LOAD(x + i), vb));
+	for (; i < n; i++)
+		y[i] = a * x[i] + b;
+}
+
+/* The sum of x[0 .. n): four vector accumulators, then across lanes. */
+NPU_V_TARGET static float NPU_V_FN(sum_row)(const float *x, size_t n)
+{
+	V s0 = V_SET1(0.0f), s1 = s0, s2 = s0, s3 = s0;
+	float lanes[VL], acc = 0.0f;
+	size_t i = 0, l;
+
+	for (; i + 4 * VL <= n; i += 4 * VL) {
+		s0 = V_ADD(s0, V_LOAD(x + i));
+		s1 = V_ADD(s1, V_LOAD(x + i + VL));
+		s2 = V_ADD(s2, V_LOAD(x + i + 2 * VL));
+		s3 = V_ADD(s3, V_LOAD(x + i + 3 * VL));
+	}
+	for (; i + VL <= n; i += VL)
+		s0 = V_ADD(s0, V_LOAD(x + i));
+	V_STORE(lanes, V_ADD(V_ADD(s0, s1), V_ADD(s2, s3)));
+	for (l = 0; l < VL; l++)
+		acc += lanes[l];
+	for (; i < n; i++)
+		acc += x[i];
+	return acc;
+}
+
+/*
+ * y[i] = bias + sum_t w[t] * src[t][i]: a depthwise output row from its
+ * taps' input rows, four vectors of outputs kept in registers over all
+ * taps (one store per output instead of one per tap).
+ */
+NPU_V_TARGET static void NPU_V_FN(dw_taps_row)(const float *const *src,
+					       const float *w, size_t taps,
+					       float bias, float *y, size_t n)
+{
+	size_t i = 0, t;
+
+	for (; i + 4 * VL <= n; i += 4 * VL) {
+		V a0 = V_SET1(bias), a1 = a0, a2 = a0, a3 = a0;
+
+		for (t = 0; t < taps; t++) {
+			V wv = V_SET1(w[t]);
+			const float *s = src[t] + i;
+
+			a0 = V_FMA(wv, V_LOAD(s), a0);
+			a1 = V_FMA(wv, V_LOAD(s + VL), a1);
+			a2 = V_FMA(wv, V_LOAD(s + 2 * VL), a2);
+			a3 = V_FMA(wv, V_LOAD(s + 3 * VL), a3);
+		}
+		V_STORE(y + i, a0);
+		V_STORE(y + i + VL, a1);
+		V_STORE(y + i + 2 * VL, a2);
+		V_STORE(y + i + 3 * VL, a3);
+	}
+	for (; i + VL <= n; i += VL) {
+		V a0 = V_SET1(bias);
+
+		for (t = 0; t < taps; t++)
+			a0 = V_FMA(V_SET1(w[t]), V_LOAD(src[t] + i), a0);
+		V_STORE(y + i, a0);
+	}
+	for (; i < n; i++) {
+		float acc = bias;
+
+		for (t = 0; t < taps; t++)
+			acc += w[t] * src[t][i];
+		y[i] = acc;
+	}
+}
+
 const struct npu_vec_ops NPU_V_FN(npu_vec_ops) = {
+	.dw_taps = NPU_V_FN(dw_taps_row),
+	.axpb = NPU_V_FN(axpb_row),
+	.sum = NPU_V_FN(sum_row),
+	.binary = NPU_V_FN(binary_row),
 	.act = NPU_V_FN(act_row),
 	.exp = NPU_V_FN(exp_row),
 	.fma_row = NPU_V_FN(fma_row),

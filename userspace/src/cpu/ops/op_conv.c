@@ -1,8 +1,11 @@
 // SPDX-License-Identifier: MIT
 /*
  * Conv and ConvTranspose, fp32, 1-D and 2-D (3-D is rejected). Conv runs
- * on npu_conv2d_f32 (1-D as height 1); ConvTranspose is a GEMM per group
- * (W^T x X into columns) followed by col2im scatter-add.
+ * on npu_conv2d_f32_prepacked (1-D as height 1) with its weights packed
+ * once per plan in prepare(). ConvTranspose with stride == kernel (no
+ * overlap) runs on npu_convtranspose2d_f32_tiled; any other is a GEMM per
+ * group (W^T x X into columns) followed by a col2im scatter-add, split by
+ * output channel over the pool.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -101,23 +104,105 @@ static npu_status conv_infer(struct npu_infer_ctx *ctx)
 	return NPU_OK;
 }
 
+/*
+ * Weights packed at plan time (constant W): the GEMM panels of
+ * npu_conv2d_f32_prepacked, which depend only on W's shape and group.
+ * Shared read-only by every session running the plan.
+ */
+struct npu_conv_state {
+	int64_t wdims[4];	/* W's shape when packed (rank 3: k_h 1) */
+	int64_t group;
+	float *packed;
+};
+
+/* The params that fix the packed layout, from W alone (spatial dims 1). */
+static void npu_conv_weight_params(const int64_t *wd, int rank, int64_t group,
+				   struct npu_conv2d_params *p)
+{
+	memset(p, 0, sizeof(*p));
+	p->batch = 1;
+	p->groups = (size_t)group;
+	p->out_c = (size_t)wd[0];
+	p->in_c = (size_t)(wd[1] * group);
+	p->k_h = rank == 4 ? (size_t)wd[2] : 1;
+	p->k_w = (size_t)wd[rank - 1];
+	p->in_h = p->in_w = p->out_h = p->out_w = 1;
+	p->stride_h = p->stride_w = p->dil_h = p->dil_w = 1;
+}
+
+static size_t npu_op_round_up_64(size_t n)
+{
+	return (n + 63) / 64 * 64;
+}
+
+static npu_status conv_prepare(struct npu_node *node, struct npu_error *err)
+{
+	const struct npu_value *wv = node->num_inputs > 1 ? node->inputs[1] : NULL;
+	const struct npu_tensor *w = wv ? wv->constant : NULL;
+	int64_t group = npu_node_attr_int_or(node, "group", 1);
+	struct npu_conv2d_params p;
+	struct npu_conv_state *st;
+	size_t n;
+	int i;
+
+	node->op_state = NULL;
+	if (!w || w->dtype != NPU_DTYPE_FLOAT ||
+	    (w->shape.rank != 3 && w->shape.rank != 4) || group < 1)
+		return NPU_OK;	/* packed per call */
+	for (i = 0; i < w->shape.rank; i++)
+		if (w->shape.dims[i] <= 0)
+			return NPU_OK;
+	npu_conv_weight_params(w->shape.dims, w->shape.rank, group, &p);
+	n = npu_conv2d_f32_packed_floats(&p);
+	if (!n)
+		return NPU_OK;
+	st = calloc(1, sizeof(*st));
+	if (st)
+		st->packed = aligned_alloc(64, npu_op_round_up_64(n * sizeof(float)));
+	if (!st || !st->packed) {
+		free(st);
+		return npu_op_error(err, node, NPU_ERR_NO_MEMORY,
+				    "out of memory (%zu bytes of packed weights)",
+				    n * sizeof(float));
+	}
+	for (i = 0; i < w->shape.rank; i++)
+		st->wdims[i] = w->shape.dims[i];
+	st->group = group;
+	npu_conv2d_f32_pack_weights(&p, w->data, st->packed, NULL);
+	node->op_state = st;
+	return NPU_OK;
+}
+
+static void conv_release(struct npu_node *node)
+{
+	struct npu_conv_state *st = node->op_state;
+
+	if (st) {
+		free(st->packed);
+		free(st);
+	}
+	node->op_state = NULL;
+}
+
 static npu_status conv_compute(struct npu_op_ctx *ctx)
 {
 	const struct npu_node *node = ctx->node;
 	const struct npu_tensor *x = ctx->inputs[0], *w = ctx->inputs[1];
 	const struct npu_tensor *b = npu_op_in(ctx, 2);
+	const struct npu_conv_state *st = node->op_state;
+	const float *packed = NULL;
 	struct npu_tensor *y = ctx->outputs[0];
 	struct npu_conv2d_params p;
+	void *scratch = NULL;
 	struct npu_window win;
 	bool one_d = x->shape.rank == 3;
-	void *scratch = NULL;
-	size_t size;
-	npu_status st;
+	npu_status st_;
+	int i;
 
-	st = npu_op_window(node, &x->shape, &w->shape.dims[2], x->shape.rank - 2,
-			   false, &win, ctx->err);
-	if (st)
-		return st;
+	st_ = npu_op_window(node, &x->shape, &w->shape.dims[2], x->shape.rank - 2,
+			    false, &win, ctx->err);
+	if (st_)
+		return st_;
 	if (npu_op_numel(y) == 0)
 		return NPU_OK;
 	memset(&p, 0, sizeof(p));
@@ -138,23 +223,40 @@ static npu_status conv_compute(struct npu_op_ctx *ctx)
 	p.pad_top = one_d ? 0 : (size_t)win.pad_begin[0];
 	p.pad_left = (size_t)win.pad_begin[one_d ? 0 : 1];
 	p.act.kind = NPU_CPU_ACT_NONE;
-	size = npu_conv2d_f32_scratch_size(&p, npu_threadpool_size(ctx->pool));
-	if (size) {
-		scratch = malloc(size);
-		if (!scratch)
+	/* The packed weights, if prepare() packed this very W shape. */
+	if (st && st->group == (int64_t)p.groups) {
+		packed = st->packed;
+		for (i = 0; i < w->shape.rank; i++)
+			if (st->wdims[i] != w->shape.dims[i])
+				packed = NULL;
+	}
+	/*
+	 * With a pool, scratch NULL: the pool's, kept across calls (no page
+	 * faults per run). Without one (constant folding), our own.
+	 */
+	if (!ctx->pool) {
+		size_t size = npu_conv2d_f32_scratch_size(&p, 1);
+
+		scratch = size ? malloc(size) : NULL;
+		if (size && !scratch)
 			return npu_op_error(ctx->err, node, NPU_ERR_NO_MEMORY,
 					    "out of memory (%zu bytes scratch)",
 					    size);
 	}
-	npu_conv2d_f32(&p, x->data, w->data, b ? b->data : NULL, y->data,
-		       scratch, ctx->pool);
+	if (!npu_conv2d_f32_prepacked(&p, x->data, w->data, packed,
+				      b ? b->data : NULL, y->data, scratch, ctx->pool)) {
+		free(scratch);
+		return npu_op_error(ctx->err, node, NPU_ERR_NO_MEMORY,
+				    "out of memory for the convolution's working buffers");
+	}
 	free(scratch);
 	return NPU_OK;
 }
 
 NPU_CPU_OP_DEF(conv) = {
 	.op_type = "Conv", .domain = "", .since_version = 1,
-	.max_version = 21, .infer = conv_infer, .compute = conv_compute,
+	.max_version = 21, .infer = conv_infer, .prepare = conv_prepare,
+	.release = conv_release, .compute = conv_compute,
 };
 
 /* ---- ConvTranspose ---- */
@@ -272,6 +374,56 @@ static npu_status convt_infer(struct npu_infer_ctx *ctx)
 	return NPU_OK;
 }
 
+/*
+ * col2im of ConvTranspose: output plane mi (of one image and group) gets
+ * every column row (mi, ki, kj) scattered and added, then its bias.
+ */
+struct npu_col2im_job {
+	const float *col;
+	float *y;
+	int64_t in_h, in_w, out_h, out_w, k_h, k_w, s_h, s_w, d_h, d_w, p_t, p_l;
+	const float *bias;
+};
+
+static void npu_col2im_planes(void *ctx, size_t begin, size_t end)
+{
+	const struct npu_col2im_job *j = ctx;
+	int64_t hw = j->in_h * j->in_w, ohw = j->out_h * j->out_w;
+	size_t mi;
+
+	for (mi = begin; mi < end; mi++) {
+		float *yo = j->y + (int64_t)mi * ohw;
+		int64_t ki, kj, ih, iw, i;
+
+		for (ki = 0; ki < j->k_h; ki++)
+			for (kj = 0; kj < j->k_w; kj++) {
+				const float *cr = j->col +
+					(((int64_t)mi * j->k_h + ki) * j->k_w + kj) * hw;
+				int64_t off = kj * j->d_w - j->p_l, lo = 0, hi = j->in_w;
+
+				/* The input columns whose output column is inside. */
+				while (lo < hi && lo * j->s_w + off < 0)
+					lo++;
+				while (hi > lo && (hi - 1) * j->s_w + off >= j->out_w)
+					hi--;
+				for (ih = 0; ih < j->in_h; ih++) {
+					int64_t oh = ih * j->s_h - j->p_t + ki * j->d_h;
+					const float *cri = cr + ih * j->in_w;
+					float *yr;
+
+					if (oh < 0 || oh >= j->out_h)
+						continue;
+					yr = yo + oh * j->out_w + off;
+					for (iw = lo; iw < hi; iw++)
+						yr[iw * j->s_w] += cri[iw];
+				}
+			}
+		if (j->bias)
+			for (i = 0; i < ohw; i++)
+				yo[i] += j->bias[mi];
+	}
+}
+
 static npu_status convt_compute(struct npu_op_ctx *ctx)
 {
 	const struct npu_node *node = ctx->node;
@@ -280,7 +432,7 @@ static npu_status convt_compute(struct npu_op_ctx *ctx)
 	struct npu_tensor *y = ctx->outputs[0];
 	int64_t group = npu_node_attr_int_or(node, "group", 1);
 	int64_t in_h, in_w, out_h, out_w, k_h, k_w, s_h, s_w, d_h, d_w, p_t, p_l;
-	int64_t batch, c, cg, mg, m, hw, ohw, kk, nb, gi, mi, ki, kj, ih, iw;
+	int64_t batch, c, cg, mg, m, hw, ohw, kk, nb, gi;
 	struct npu_convt_geom g;
 	float *col, *yv = y->data;
 	bool one_d = x->shape.rank == 3;
@@ -311,6 +463,22 @@ static npu_status convt_compute(struct npu_op_ctx *ctx)
 	kk = k_h * k_w;
 	if (npu_op_numel(y) == 0)
 		return NPU_OK;
+	if (s_h == k_h && s_w == k_w && d_h == 1 && d_w == 1 && !p_t && !p_l &&
+	    out_h == in_h * k_h && out_w == in_w * k_w && cg > 0) {
+		/* Non-overlapping tiles: multiply-add rows, no col2im. */
+		struct npu_convt2d_params tp = {
+			.batch = (size_t)batch, .in_c = (size_t)c,
+			.in_h = (size_t)in_h, .in_w = (size_t)in_w,
+			.out_c = (size_t)m, .k_h = (size_t)k_h, .k_w = (size_t)k_w,
+			.groups = (size_t)group,
+		};
+
+		if (!npu_convtranspose2d_f32_tiled(&tp, x->data, w->data,
+						   b ? b->data : NULL, yv, ctx->pool))
+			return npu_op_error(ctx->err, ctx->node, NPU_ERR_NO_MEMORY,
+					    "out of memory for the transposed convolution's rows");
+		return NPU_OK;
+	}
 	memset(yv, 0, (size_t)npu_op_numel(y) * sizeof(float));
 	col = malloc((size_t)(mg * kk * (hw ? hw : 1)) * sizeof(float));
 	if (!col)
@@ -322,42 +490,30 @@ static npu_status convt_compute(struct npu_op_ctx *ctx)
 			const float *wg = (const float *)w->data + gi * cg * mg * kk;
 			float *yg = yv + (nb * m + gi * mg) * ohw;
 
-			if (hw == 0 || cg == 0)
-				continue;
 			/* col[mg * kk][hw] = W_g^T (cg x mg*kk)^T * X_g (cg x hw) */
-			npu_sgemm(true, false, (size_t)(mg * kk), (size_t)hw,
-				  (size_t)cg, 1.0f, wg, (size_t)(mg * kk), xg,
-				  (size_t)hw, 0.0f, col, (size_t)hw, ctx->pool);
-			for (mi = 0; mi < mg; mi++)
-				for (ki = 0; ki < k_h; ki++)
-					for (kj = 0; kj < k_w; kj++) {
-						const float *cr = col + ((mi * k_h + ki) * k_w + kj) * hw;
-						float *yo = yg + mi * ohw;
+			if (hw && cg)
+				npu_sgemm(true, false, (size_t)(mg * kk), (size_t)hw,
+					  (size_t)cg, 1.0f, wg, (size_t)(mg * kk), xg,
+					  (size_t)hw, 0.0f, col, (size_t)hw, ctx->pool);
+			else if (hw)
+				memset(col, 0, (size_t)(mg * kk * hw) * sizeof(float));
+			/* (hw == 0: nothing to scatter; the bias still applies.) */
+			{
+				struct npu_col2im_job job = {
+					.col = col, .y = yg, .in_h = in_h, .in_w = in_w,
+					.out_h = out_h, .out_w = out_w, .k_h = k_h, .k_w = k_w,
+					.s_h = s_h, .s_w = s_w, .d_h = d_h, .d_w = d_w,
+					.p_t = p_t, .p_l = p_l,
+					.bias = b ? (const float *)b->data + gi * mg : NULL,
+				};
 
-						for (ih = 0; ih < in_h; ih++) {
-							int64_t oh = ih * s_h - p_t + ki * d_h;
-
-							if (oh < 0 || oh >= out_h)
-								continue;
-							for (iw = 0; iw < in_w; iw++) {
-								int64_t ow = iw * s_w - p_l + kj * d_w;
-
-								if (ow >= 0 && ow < out_w)
-									yo[oh * out_w + ow] += cr[ih * in_w + iw];
-							}
-						}
-					}
+				/* Output channels over the pool: disjoint planes. */
+				npu_threadpool_parallel_for(ctx->pool, (size_t)mg,
+							    1 + (size_t)(NPU_VEC_GRAIN / (kk * hw + 1)),
+							    npu_col2im_planes, &job);
+			}
 		}
 	free(col);
-	if (b)
-		for (nb = 0; nb < batch; nb++)
-			for (mi = 0; mi < m; mi++) {
-				float bv = ((const float *)b->data)[mi], *yo = yv + (nb * m + mi) * ohw;
-				int64_t i;
-
-				for (i = 0; i < ohw; i++)
-					yo[i] += bv;
-			}
 	return NPU_OK;
 }
 

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cpu/kernels/cpu_kernels.h"
 #include "cpu/ops/op_common.h"
 
 /* ---- binary row kernels ---- */
@@ -395,6 +396,53 @@ static void npu_bin_apply(npu_bin_row_fn fn, const struct npu_tensor *a,
 	}
 }
 
+/*
+ * fp32 Add / Sub / Mul / Div: the vectorized kernel, over pieces of the
+ * output split between the pool's threads (rows of the broadcast, or
+ * parts of one long row).
+ */
+struct npu_bin_f32_job {
+	struct npu_bcast bc;
+	enum npu_vec_binop op;
+	const float *a, *b;
+	float *y;
+};
+
+static void npu_bin_f32_range(void *ctx, size_t begin, size_t end)
+{
+	const struct npu_bin_f32_job *job = ctx;
+	size_t len = (size_t)job->bc.len, sa = (size_t)job->bc.step[0];
+	size_t sb = (size_t)job->bc.step[1];
+	int64_t off[2];
+
+	while (begin < end) {
+		size_t r = begin / len, c = begin % len;
+		size_t n = len - c < end - begin ? len - c : end - begin;
+
+		npu_bcast_row(&job->bc, (int64_t)r, off);
+		npu_vec_binary_f32(job->op, job->a + off[0] + c * sa, sa,
+				   job->b + off[1] + c * sb, sb,
+				   job->y + begin, n);
+		begin += n;
+	}
+}
+
+static void npu_bin_f32(enum npu_bin_kind k, const struct npu_tensor *a,
+			const struct npu_tensor *b, struct npu_tensor *y,
+			struct npu_threadpool *pool)
+{
+	const struct npu_shape *ins[2] = { &a->shape, &b->shape };
+	struct npu_bin_f32_job job = { .a = a->data, .b = b->data, .y = y->data };
+
+	job.op = k == BIN_ADD ? NPU_VEC_ADD : k == BIN_SUB ? NPU_VEC_SUB :
+		 k == BIN_MUL ? NPU_VEC_MUL : NPU_VEC_DIV;
+	npu_bcast_init(&job.bc, &y->shape, ins, 2);
+	if (job.bc.len <= 0)
+		return;
+	npu_threadpool_parallel_for(pool, (size_t)(job.bc.rows * job.bc.len),
+				    NPU_VEC_GRAIN, npu_bin_f32_range, &job);
+}
+
 static double npu_pow_get(const struct npu_tensor *t, int64_t i)
 {
 	return npu_op_tensor_get(t, (size_t)i);
@@ -522,6 +570,11 @@ static npu_status npu_bin_compute(struct npu_op_ctx *ctx, enum npu_bin_kind k)
 			npu_bin_apply(pow_f32, a, &b, y);
 		else
 			npu_pow_generic(a, &b, y);
+		return NPU_OK;
+	}
+	if (k <= BIN_DIV && a->dtype == NPU_DTYPE_FLOAT &&
+	    b.dtype == NPU_DTYPE_FLOAT) {
+		npu_bin_f32(k, a, &b, y, ctx->pool);
 		return NPU_OK;
 	}
 	if (!npu_bin_is_variadic(k)) {
@@ -795,6 +848,69 @@ static void npu_unary_f32(enum npu_unary_kind k,
 	}
 }
 
+/*
+ * fp32 unary ops over the pool: the activations the kernels vectorize
+ * (Relu, LeakyRelu, HardSigmoid, HardSwish, Sigmoid, Clip) through
+ * npu_vec_act_f32, the libm ones through npu_unary_f32. NaN inputs stay
+ * NaN in the vectorized ones (as in ONNX Runtime).
+ */
+struct npu_unary_f32_job {
+	enum npu_unary_kind k;
+	struct npu_unary_params p;
+	struct npu_cpu_act_params act;
+	const float *x;
+	float *y;
+};
+
+static void npu_unary_f32_range(void *ctx, size_t begin, size_t end)
+{
+	const struct npu_unary_f32_job *job = ctx;
+
+	if (job->act.kind != NPU_CPU_ACT_NONE)
+		npu_vec_act_f32(&job->act, job->x + begin, job->y + begin,
+				end - begin);
+	else
+		npu_unary_f32(job->k, &job->p, job->x + begin, job->y + begin,
+			      (int64_t)(end - begin));
+}
+
+static void npu_unary_f32_par(enum npu_unary_kind k,
+			      const struct npu_unary_params *p,
+			      const float *x, float *y, int64_t n,
+			      struct npu_threadpool *pool)
+{
+	struct npu_unary_f32_job job = { .k = k, .p = *p, .x = x, .y = y };
+	size_t grain = 2048;	/* libm calls: costly per element */
+
+	switch (k) {
+	case UN_RELU: job.act.kind = NPU_CPU_ACT_RELU; break;
+	case UN_LEAKY_RELU:
+		job.act.kind = NPU_CPU_ACT_LEAKY_RELU;
+		job.act.alpha = p->alpha;
+		break;
+	case UN_HARD_SIGMOID:
+		job.act.kind = NPU_CPU_ACT_HARD_SIGMOID;
+		job.act.alpha = p->alpha;
+		job.act.beta = p->beta;
+		break;
+	case UN_HARD_SWISH: job.act.kind = NPU_CPU_ACT_HARD_SWISH; break;
+	case UN_SIGMOID: job.act.kind = NPU_CPU_ACT_SIGMOID; break;
+	case UN_CLIP:
+		/* A NaN bound: keep fminf / fmaxf's meaning (ignore it). */
+		if (p->alpha != p->alpha || p->beta != p->beta)
+			break;
+		job.act.kind = NPU_CPU_ACT_CLIP;
+		job.act.act_min = p->alpha;
+		job.act.act_max = p->beta;
+		break;
+	default: break;
+	}
+	if (job.act.kind != NPU_CPU_ACT_NONE)
+		grain = NPU_VEC_GRAIN;
+	npu_threadpool_parallel_for(pool, (size_t)n, grain,
+				    npu_unary_f32_range, &job);
+}
+
 static bool npu_signed_int(enum npu_dtype dt)
 {
 	return dt == NPU_DTYPE_INT8 || dt == NPU_DTYPE_INT16 ||
@@ -887,7 +1003,8 @@ static npu_status npu_unary_compute(struct npu_op_ctx *ctx,
 	case NPU_DTYPE_INT32: INT_NEG_ABS(int32_t, k, ctx->inputs[0]->data, ctx->outputs[0]->data, n); break;
 	case NPU_DTYPE_INT64: INT_NEG_ABS(int64_t, k, ctx->inputs[0]->data, ctx->outputs[0]->data, n); break;
 	default:
-		npu_unary_f32(k, &p, ctx->inputs[0]->data, ctx->outputs[0]->data, n);
+		npu_unary_f32_par(k, &p, ctx->inputs[0]->data,
+				  ctx->outputs[0]->data, n, ctx->pool);
 		break;
 	}
 	return NPU_OK;
@@ -1024,7 +1141,7 @@ static npu_status clip_compute(struct npu_op_ctx *ctx)
 	case NPU_DTYPE_FLOAT: {
 		struct npu_unary_params p = { .alpha = (float)lo, .beta = (float)hi };
 
-		npu_unary_f32(UN_CLIP, &p, x->data, y, n);
+		npu_unary_f32_par(UN_CLIP, &p, x->data, y, n, ctx->pool);
 		break;
 	}
 	case NPU_DTYPE_INT8: CLIP_LOOP(int8_t, x->data, y, n, lo, hi); break;

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cpu/kernels/cpu_kernels.h"
 #include "cpu/ops/op_common.h"
 
 static npu_status npu_float_inputs(const struct npu_infer_ctx *ctx)
@@ -137,13 +138,38 @@ static void batchnorm_training(struct npu_op_ctx *ctx)
 	}
 }
 
+/* Inference: y = x * a + b per channel plane, planes over the pool. */
+struct npu_bn_job {
+	const float *scale, *bias, *mean, *var;
+	float eps;
+	int64_t c, inner;
+	const float *x;
+	float *y;
+};
+
+static void npu_bn_planes(void *ctx, size_t begin, size_t end)
+{
+	const struct npu_bn_job *job = ctx;
+	size_t pl;
+
+	for (pl = begin; pl < end; pl++) {
+		int64_t j = (int64_t)pl % job->c;
+		float a = job->scale[j] / sqrtf(job->var[j] + job->eps);
+		float b = job->bias[j] - job->mean[j] * a;
+
+		npu_vec_axpb_f32(job->x + pl * (size_t)job->inner,
+				 job->y + pl * (size_t)job->inner,
+				 (size_t)job->inner, a, b);
+	}
+}
+
 static npu_status batchnorm_compute(struct npu_op_ctx *ctx)
 {
 	const struct npu_tensor *x = ctx->inputs[0];
 	const float *scale = ctx->inputs[1]->data, *bias = ctx->inputs[2]->data;
 	const float *mean = ctx->inputs[3]->data, *var = ctx->inputs[4]->data;
 	float eps = npu_node_attr_float_or(ctx->node, "epsilon", 1e-5f);
-	int64_t n = x->shape.dims[0], c = x->shape.dims[1], i, j, k;
+	int64_t n = x->shape.dims[0], c = x->shape.dims[1];
 	int64_t inner = npu_op_dims_prod(&x->shape, 2, x->shape.rank);
 	const float *xv = x->data;
 	float *yv = ctx->outputs[0]->data;
@@ -152,17 +178,18 @@ static npu_status batchnorm_compute(struct npu_op_ctx *ctx)
 		batchnorm_training(ctx);
 		return NPU_OK;
 	}
-	for (j = 0; j < c; j++) {
-		float a = scale[j] / sqrtf(var[j] + eps);
-		float b = bias[j] - mean[j] * a;
+	if (n * c == 0)
+		return NPU_OK;
+	{
+		struct npu_bn_job job = {
+			.scale = scale, .bias = bias, .mean = mean, .var = var,
+			.eps = eps, .c = c, .inner = inner, .x = xv, .y = yv,
+		};
+		size_t grain = inner >= NPU_VEC_GRAIN ? 1 :
+			       NPU_VEC_GRAIN / (size_t)(inner ? inner : 1);
 
-		for (i = 0; i < n; i++) {
-			const float *xp = xv + (i * c + j) * inner;
-			float *yp = yv + (i * c + j) * inner;
-
-			for (k = 0; k < inner; k++)
-				yp[k] = xp[k] * a + b;
-		}
+		npu_threadpool_parallel_for(ctx->pool, (size_t)(n * c), grain,
+					    npu_bn_planes, &job);
 	}
 	return NPU_OK;
 }

@@ -265,6 +265,22 @@ static npu_status global_pool_infer(struct npu_infer_ctx *ctx)
 	return NPU_OK;
 }
 
+struct npu_gap_job {
+	const float *x;
+	float *y;
+	size_t inner;
+};
+
+static void npu_gap_planes(void *ctx, size_t begin, size_t end)
+{
+	const struct npu_gap_job *job = ctx;
+	size_t i;
+
+	for (i = begin; i < end; i++)
+		job->y[i] = npu_vec_sum_f32(job->x + i * job->inner, job->inner) /
+			    (float)job->inner;
+}
+
 static npu_status npu_global_pool(struct npu_op_ctx *ctx, bool is_max)
 {
 	const struct npu_tensor *x = ctx->inputs[0];
@@ -272,6 +288,16 @@ static npu_status npu_global_pool(struct npu_op_ctx *ctx, bool is_max)
 	int64_t inner = npu_op_dims_prod(&x->shape, 2, x->shape.rank), i, k;
 	float *y = ctx->outputs[0]->data;
 
+	if (!is_max && inner > 0) {
+		/* Vectorized sums, planes over the pool. */
+		struct npu_gap_job job = { .x = x->data, .y = y, .inner = (size_t)inner };
+
+		npu_threadpool_parallel_for(ctx->pool, (size_t)nc,
+					    inner >= NPU_VEC_GRAIN ? 1 :
+					    NPU_VEC_GRAIN / (size_t)inner,
+					    npu_gap_planes, &job);
+		return NPU_OK;
+	}
 	for (i = 0; i < nc; i++) {
 		const float *xp = (const float *)x->data + i * inner;
 		float acc = is_max ? -INFINITY : 0.0f;

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cpu/kernels/cpu_kernels.h"
 #include "cpu/ops/op_common.h"
 
 enum npu_resize_mode { RS_NEAREST, RS_LINEAR, RS_CUBIC };
@@ -477,6 +478,100 @@ static void npu_resize_axis(const float *x, float *y, int64_t outer,
 	}
 }
 
+/* One axis pass, its 'outer' slices split over the pool. */
+struct npu_resize_job {
+	const float *x;
+	float *y;
+	int64_t in, out, inner;
+	const struct npu_taps *tp;
+	float extrap;
+};
+
+static void npu_resize_slices(void *ctx, size_t begin, size_t end)
+{
+	const struct npu_resize_job *j = ctx;
+
+	npu_resize_axis(j->x + (int64_t)begin * j->in * j->inner,
+			j->y + (int64_t)begin * j->out * j->inner,
+			(int64_t)(end - begin), j->in, j->out, j->inner, j->tp,
+			j->extrap);
+}
+
+/*
+ * Nearest resize of the last two axes only (the usual 2-D upsample): each
+ * output row is a gather of one input row, written straight into y (no
+ * intermediate pass); (plane, row) pairs over the pool.
+ */
+struct npu_resize_nearest2d_job {
+	const float *x;
+	float *y;
+	int64_t in_h, in_w, out_h, out_w;
+	const int64_t *idx_h, *idx_w;
+};
+
+static void npu_resize_nearest2d_rows(void *ctx, size_t begin, size_t end)
+{
+	const struct npu_resize_nearest2d_job *j = ctx;
+	size_t t;
+
+	for (t = begin; t < end; t++) {
+		int64_t plane = (int64_t)t / j->out_h, oh = (int64_t)t % j->out_h, ow;
+		const float *xr = j->x + (plane * j->in_h + j->idx_h[oh]) * j->in_w;
+		float *yr = j->y + (plane * j->out_h + oh) * j->out_w;
+
+		for (ow = 0; ow < j->out_w; ow++)
+			yr[ow] = xr[j->idx_w[ow]];
+	}
+}
+
+static bool npu_resize_nearest2d(struct npu_op_ctx *ctx,
+				 const struct npu_resize *rs)
+{
+	const struct npu_tensor *x = ctx->inputs[0];
+	int r = x->shape.rank, d;
+	struct npu_resize_nearest2d_job job = { .x = x->data, .y = ctx->outputs[0]->data };
+	struct npu_taps th = { .n = 1 }, tw = { .n = 1 };
+	int64_t planes = 1;
+	bool ok = false;
+
+	if (rs->mode != RS_NEAREST || r < 2 || rs->ctm == CTM_TF_CROP_AND_RESIZE)
+		return false;
+	for (d = 0; d < r - 2; d++) {
+		if (rs->in[d] != rs->out[d] || rs->scale[d] != 1.0)
+			return false;
+		planes *= rs->in[d];
+	}
+	job.in_h = rs->in[r - 2];
+	job.in_w = rs->in[r - 1];
+	job.out_h = rs->out[r - 2];
+	job.out_w = rs->out[r - 1];
+	if (!job.in_h || !job.in_w)
+		return false;
+	th.idx = malloc((size_t)job.out_h * sizeof(int64_t));
+	th.w = malloc((size_t)job.out_h * sizeof(float));
+	th.extrap = malloc((size_t)job.out_h);
+	tw.idx = malloc((size_t)job.out_w * sizeof(int64_t));
+	tw.w = malloc((size_t)job.out_w * sizeof(float));
+	tw.extrap = malloc((size_t)job.out_w);
+	if (th.idx && th.w && th.extrap && tw.idx && tw.w && tw.extrap) {
+		npu_resize_taps(rs, r - 2, &th);
+		npu_resize_taps(rs, r - 1, &tw);
+		job.idx_h = th.idx;
+		job.idx_w = tw.idx;
+		npu_threadpool_parallel_for(ctx->pool, (size_t)(planes * job.out_h),
+					    1 + (size_t)(NPU_VEC_GRAIN / (job.out_w + 1)),
+					    npu_resize_nearest2d_rows, &job);
+		ok = true;
+	}
+	free(th.idx);
+	free(th.w);
+	free(th.extrap);
+	free(tw.idx);
+	free(tw.w);
+	free(tw.extrap);
+	return ok;
+}
+
 static npu_status npu_resize_compute(struct npu_op_ctx *ctx)
 {
 	const struct npu_node *node = ctx->node;
@@ -516,6 +611,8 @@ static npu_status npu_resize_compute(struct npu_op_ctx *ctx)
 		memcpy(y->data, x->data, (size_t)npu_op_numel(x) * sizeof(float));
 		return NPU_OK;
 	}
+	if (npu_resize_nearest2d(ctx, &rs))
+		return NPU_OK;
 	/* The largest intermediate, simulating the passes. */
 	{
 		int64_t sim[NPU_MAX_RANK], n;
@@ -568,8 +665,18 @@ static npu_status npu_resize_compute(struct npu_op_ctx *ctx)
 		inner = 1;
 		for (k = (size_t)d + 1; k < (size_t)x->shape.rank; k++)
 			inner *= cur_dims[k];
-		npu_resize_axis(cur, dst, outer, rs.in[d], rs.out[d], inner, &tp,
-				rs.extrapolation);
+		{
+			struct npu_resize_job job = {
+				.x = cur, .y = dst, .in = rs.in[d], .out = rs.out[d],
+				.inner = inner, .tp = &tp, .extrap = rs.extrapolation,
+			};
+			int64_t per = rs.out[d] * inner * tp.n;
+
+			npu_threadpool_parallel_for(ctx->pool, (size_t)outer,
+						    per >= NPU_VEC_GRAIN ? 1 :
+						    (size_t)(NPU_VEC_GRAIN / (per ? per : 1)),
+						    npu_resize_slices, &job);
+		}
 		free(tp.idx);
 		free(tp.w);
 		free(tp.extrap);

@@ -8,6 +8,7 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "cpu/kernels/cpu_kernels.h"
 #include "cpu/ops/op_common.h"
 
 static npu_status npu_softmax_infer(struct npu_infer_ctx *ctx)
@@ -77,6 +78,35 @@ static void npu_softmax_block(const float *x, float *y, int64_t n,
 	}
 }
 
+/*
+ * Softmax over contiguous rows (inner 1): the vectorized exp, sum and
+ * scale, rows split over the pool.
+ */
+struct npu_softmax_rows_job {
+	const float *x;
+	float *y;
+	size_t n;
+};
+
+static void npu_softmax_rows(void *ctx, size_t begin, size_t end)
+{
+	const struct npu_softmax_rows_job *job = ctx;
+	size_t r, k, n = job->n;
+
+	for (r = begin; r < end; r++) {
+		const float *x = job->x + r * n;
+		float *y = job->y + r * n, mx = -INFINITY, sum;
+
+		for (k = 0; k < n; k++)
+			mx = x[k] > mx ? x[k] : mx;	/* NaN ignored, as fmaxf */
+		npu_vec_binary_f32(NPU_VEC_SUB, x, 1, &mx, 0, y, n);
+		npu_vec_exp_f32(y, y, n);
+		sum = npu_vec_sum_f32(y, n);
+		npu_vec_binary_f32(NPU_VEC_MUL, y, 1, &(float){ 1.0f / sum }, 0,
+				   y, n);
+	}
+}
+
 static npu_status npu_softmax_compute(struct npu_op_ctx *ctx, bool log_out)
 {
 	const struct npu_node *node = ctx->node;
@@ -99,6 +129,17 @@ static npu_status npu_softmax_compute(struct npu_op_ctx *ctx, bool log_out)
 	}
 	if (outer * n * inner == 0)
 		return NPU_OK;
+	if (inner == 1 && !log_out) {
+		struct npu_softmax_rows_job job = {
+			.x = x->data, .y = ctx->outputs[0]->data, .n = (size_t)n,
+		};
+
+		npu_threadpool_parallel_for(ctx->pool, (size_t)outer,
+					    n >= NPU_VEC_GRAIN ? 1 :
+					    (size_t)(NPU_VEC_GRAIN / n),
+					    npu_softmax_rows, &job);
+		return NPU_OK;
+	}
 	tmp = malloc(2 * (size_t)inner * sizeof(float));
 	if (!tmp)
 		return npu_op_error(ctx->err, node, NPU_ERR_NO_MEMORY,
