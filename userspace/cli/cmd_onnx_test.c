@@ -449,6 +449,14 @@ static enum verdict run_data_set(struct npu_session *s, const struct npu_model *
 		if (!hs[i].name)
 			for (k = 0; k < n_in; k++)
 				hs[k].name = NULL;
+	for (i = 0; calib && i < n_in; i++)
+		if (ins[i]->dtype == NPU_DTYPE_SEQUENCE || ins[i]->dtype == NPU_DTYPE_OPTIONAL) {
+			/* Calibration data (.npy) are tensors; these graphs have no NPU part. */
+			snprintf(msg, size, "input %zu is a %s: no int8 calibration for containers",
+				 i, npu_dtype_name(ins[i]->dtype));
+			v = V_SKIP;
+			goto out;
+		}
 	if (calib && write_calibration(m, calib, ins, hs, n_in, msg, size))
 		goto out;
 	st = npu_session_run(s, hs, n_in);

@@ -895,7 +895,11 @@ void npu_job_release(struct npu_job *job)
 				prev = j;
 			dev->cq_tail = prev;
 			dev->inflight_async--;
-			job_put_locked(dev, job);	/* the queue's ref */
+			/* The queue's ref: never the last (the caller's is held). */
+			if (job_put_locked(dev, job)) {
+				pthread_mutex_unlock(&dev->lock);
+				return;
+			}
 			break;
 		}
 	}
