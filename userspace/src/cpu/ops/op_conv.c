@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * Conv and ConvTranspose, fp32, 1-D and 2-D (3-D is rejected). Conv runs
+ * Conv and ConvTranspose, fp32, 1-D and 2-D (Conv also 3-D, as a direct
+ * loop; 3-D ConvTranspose is rejected). Conv runs
  * on npu_conv2d_f32_prepacked (1-D as height 1) with its weights packed
  * once per plan in prepare(). ConvTranspose with stride == kernel (no
  * overlap) runs on npu_convtranspose2d_f32_tiled; any other is a GEMM per
@@ -34,10 +35,10 @@ static npu_status npu_conv_check_common(struct npu_infer_ctx *ctx,
 						  npu_dtype_name(node->inputs[i]->dtype));
 	x = &node->inputs[0]->shape;
 	w = &node->inputs[1]->shape;
-	if (x->rank == 5)
+	if (x->rank == 5 && strcmp(node->op_type, "Conv"))
 		return npu_op_unsupported(ctx->err, node,
-					  "3-D convolution is not supported");
-	if (x->rank != 3 && x->rank != 4)
+					  "3-D transposed convolution is not supported");
+	if (x->rank != 3 && x->rank != 4 && x->rank != 5)
 		return npu_op_invalid(ctx->err, node, "X has rank %d", x->rank);
 	if (w->rank != x->rank)
 		return npu_op_invalid(ctx->err, node, "W has rank %d, X %d",
@@ -184,6 +185,83 @@ static void conv_release(struct npu_node *node)
 	node->op_state = NULL;
 }
 
+/* 3-D convolution: a direct loop, one task per (image, output channel). */
+struct conv3d_job {
+	const struct npu_tensor *x, *w, *b;
+	struct npu_tensor *y;
+	const struct npu_window *win;
+	int64_t group;
+};
+
+static void conv3d_task(void *arg, size_t task)
+{
+	const struct conv3d_job *j = arg;
+	const int64_t *xd = j->x->shape.dims, *wd = j->w->shape.dims;
+	const struct npu_window *win = j->win;
+	int64_t m_total = wd[0], c_per = wd[1], m_per = m_total / j->group;
+	int64_t n = (int64_t)task / m_total, m = (int64_t)task % m_total, g = m / m_per;
+	int64_t od, oh, ow, c, kd, kh, kw;
+	const float *x = j->x->data, *w = j->w->data;
+	float *y = (float *)j->y->data +
+		   (n * m_total + m) * win->out[0] * win->out[1] * win->out[2];
+	float bias = j->b ? ((const float *)j->b->data)[m] : 0.0f;
+
+	for (od = 0; od < win->out[0]; od++)
+		for (oh = 0; oh < win->out[1]; oh++)
+			for (ow = 0; ow < win->out[2]; ow++) {
+				double acc = bias;
+
+				for (c = 0; c < c_per; c++) {
+					const float *xc = x + ((n * xd[1] + g * c_per + c) * xd[2]) *
+							      xd[3] * xd[4];
+					const float *wc = w + ((m * c_per + c) * wd[2]) * wd[3] * wd[4];
+
+					for (kd = 0; kd < wd[2]; kd++) {
+						int64_t id = od * win->stride[0] - win->pad_begin[0] +
+							     kd * win->dil[0];
+
+						if (id < 0 || id >= xd[2])
+							continue;
+						for (kh = 0; kh < wd[3]; kh++) {
+							int64_t ih = oh * win->stride[1] - win->pad_begin[1] +
+								     kh * win->dil[1];
+
+							if (ih < 0 || ih >= xd[3])
+								continue;
+							for (kw = 0; kw < wd[4]; kw++) {
+								int64_t iw = ow * win->stride[2] -
+									     win->pad_begin[2] + kw * win->dil[2];
+
+								if (iw < 0 || iw >= xd[4])
+									continue;
+								acc += (double)xc[(id * xd[3] + ih) * xd[4] + iw] *
+								       wc[(kd * wd[3] + kh) * wd[4] + kw];
+							}
+						}
+					}
+				}
+				y[(od * win->out[1] + oh) * win->out[2] + ow] = (float)acc;
+			}
+}
+
+static npu_status conv3d_compute(struct npu_op_ctx *ctx)
+{
+	struct npu_window win;
+	struct conv3d_job job = {
+		.x = ctx->inputs[0], .w = ctx->inputs[1], .b = npu_op_in(ctx, 2),
+		.y = ctx->outputs[0], .win = &win,
+		.group = npu_node_attr_int_or(ctx->node, "group", 1),
+	};
+	npu_status st = npu_op_window(ctx->node, &job.x->shape, &job.w->shape.dims[2], 3, false,
+				      &win, ctx->err);
+
+	if (st != NPU_OK || !npu_op_numel(job.y))
+		return st;
+	npu_threadpool_run(ctx->pool, conv3d_task, &job,
+			   (size_t)(job.x->shape.dims[0] * job.w->shape.dims[0]));
+	return NPU_OK;
+}
+
 static npu_status conv_compute(struct npu_op_ctx *ctx)
 {
 	const struct npu_node *node = ctx->node;
@@ -199,6 +277,8 @@ static npu_status conv_compute(struct npu_op_ctx *ctx)
 	npu_status st_;
 	int i;
 
+	if (x->shape.rank == 5)
+		return conv3d_compute(ctx);
 	st_ = npu_op_window(node, &x->shape, &w->shape.dims[2], x->shape.rank - 2,
 			    false, &win, ctx->err);
 	if (st_)
