@@ -95,6 +95,7 @@ enum npu_data_type {
 	NPU_TYPE_DOUBLE = 11,
 	NPU_TYPE_UINT32 = 12,
 	NPU_TYPE_UINT64 = 13,
+	NPU_TYPE_BFLOAT16 = 16,
 	/* Not element types: ONNX containers, one packed buffer each (below). */
 	NPU_TYPE_SEQUENCE = 1000,
 	NPU_TYPE_OPTIONAL = 1001,	/* 0 items (None) or 1 */

@@ -21,6 +21,7 @@ size_t npu_dtype_size(enum npu_dtype dtype)
 	case NPU_DTYPE_DOUBLE: return 8;
 	case NPU_DTYPE_UINT32: return 4;
 	case NPU_DTYPE_UINT64: return 8;
+	case NPU_DTYPE_BFLOAT16: return 2;
 	case NPU_DTYPE_SEQUENCE:
 	case NPU_DTYPE_OPTIONAL:
 		return 1;	/* counted in bytes */
@@ -48,13 +49,13 @@ const char *npu_dtype_name(enum npu_dtype dtype)
 	case NPU_DTYPE_DOUBLE: return "double";
 	case NPU_DTYPE_UINT32: return "uint32";
 	case NPU_DTYPE_UINT64: return "uint64";
+	case NPU_DTYPE_BFLOAT16: return "bfloat16";
 	case NPU_DTYPE_SEQUENCE: return "sequence";
 	case NPU_DTYPE_OPTIONAL: return "optional";
 	}
 	switch ((int)dtype) {
 	case 14: return "complex64";
 	case 15: return "complex128";
-	case 16: return "bfloat16";
 	}
 	return "unknown";
 }

@@ -37,6 +37,7 @@ enum npu_dtype {
 	NPU_DTYPE_DOUBLE = 11,
 	NPU_DTYPE_UINT32 = 12,
 	NPU_DTYPE_UINT64 = 13,
+	NPU_DTYPE_BFLOAT16 = 16,
 	/*
 	 * Not tensor element types: a value holding an ONNX sequence or
 	 * optional, packed in one byte buffer (npu_seq.h) whose shape is

@@ -59,6 +59,7 @@ bool npu_onnx_dtype_supported(int32_t t)
 	case NPU_DTYPE_UINT16: case NPU_DTYPE_INT16: case NPU_DTYPE_INT32:
 	case NPU_DTYPE_INT64: case NPU_DTYPE_BOOL: case NPU_DTYPE_FLOAT16:
 	case NPU_DTYPE_DOUBLE: case NPU_DTYPE_UINT32: case NPU_DTYPE_UINT64:
+	case NPU_DTYPE_BFLOAT16:
 		return true;
 	}
 	return false;
@@ -87,7 +88,7 @@ static size_t typed_count(const Onnx__TensorProto *tp, int32_t dtype)
 	case NPU_DTYPE_FLOAT: return tp->n_float_data;
 	case NPU_DTYPE_INT32: case NPU_DTYPE_INT16: case NPU_DTYPE_INT8:
 	case NPU_DTYPE_UINT16: case NPU_DTYPE_UINT8: case NPU_DTYPE_BOOL:
-	case NPU_DTYPE_FLOAT16:
+	case NPU_DTYPE_FLOAT16: case NPU_DTYPE_BFLOAT16:
 		return tp->n_int32_data;
 	case NPU_DTYPE_INT64: return tp->n_int64_data;
 	case NPU_DTYPE_DOUBLE: return tp->n_double_data;
@@ -196,6 +197,7 @@ npu_status npu_onnx_tensor_from_proto(const Onnx__TensorProto *tp,
 			break;
 		case NPU_DTYPE_UINT16:
 		case NPU_DTYPE_FLOAT16:	/* the raw half bits */
+		case NPU_DTYPE_BFLOAT16:
 			((uint16_t *)t->data)[i] = (uint16_t)tp->int32_data[i];
 			break;
 		case NPU_DTYPE_INT8:

@@ -1268,9 +1268,36 @@ static uint16_t npu_float_to_half(float f)
 	}
 }
 
+/* bfloat16: the top 16 bits of a float, rounded to nearest even. */
+static float npu_bf16_to_float(uint16_t b)
+{
+	uint32_t u = (uint32_t)b << 16;
+	float f;
+
+	memcpy(&f, &u, sizeof(f));
+	return f;
+}
+
+/*
+ * Before opset 19 ONNX's reference (and its test data) truncates to
+ * bfloat16; from 19 it rounds to nearest even.
+ */
+static uint16_t npu_float_to_bf16(float f, bool round)
+{
+	uint32_t u;
+
+	memcpy(&u, &f, sizeof(u));
+	if ((u & 0x7fffffffu) > 0x7f800000u)
+		return (uint16_t)((u >> 16) | 0x40);	/* NaN stays a quiet NaN */
+	if (round)
+		u += 0x7fffu + ((u >> 16) & 1);
+	return (uint16_t)(u >> 16);
+}
+
 static bool npu_cast_type_ok(enum npu_dtype dt)
 {
 	switch (dt) {
+	case NPU_DTYPE_BFLOAT16:
 	case NPU_DTYPE_FLOAT: case NPU_DTYPE_DOUBLE: case NPU_DTYPE_FLOAT16:
 	case NPU_DTYPE_INT8: case NPU_DTYPE_UINT8: case NPU_DTYPE_INT16:
 	case NPU_DTYPE_UINT16: case NPU_DTYPE_INT32: case NPU_DTYPE_UINT32:
@@ -1284,7 +1311,7 @@ static bool npu_cast_type_ok(enum npu_dtype dt)
 static bool npu_dtype_is_float(enum npu_dtype dt)
 {
 	return dt == NPU_DTYPE_FLOAT || dt == NPU_DTYPE_DOUBLE ||
-	       dt == NPU_DTYPE_FLOAT16;
+	       dt == NPU_DTYPE_FLOAT16 || dt == NPU_DTYPE_BFLOAT16;
 }
 
 static npu_status cast_infer(struct npu_infer_ctx *ctx)
@@ -1333,7 +1360,7 @@ static npu_status cast_infer(struct npu_infer_ctx *ctx)
 			d_[i_] = (T)(wide)[i_];				\
 	} while (0)
 
-#define CAST_SWITCH(OP, dt, buf, wide, n, HALF)				\
+#define CAST_SWITCH(OP, dt, buf, wide, n, HALF, BF16)			\
 	switch (dt) {							\
 	case NPU_DTYPE_FLOAT: OP(float, buf, wide, n); break;		\
 	case NPU_DTYPE_DOUBLE: OP(double, buf, wide, n); break;		\
@@ -1347,6 +1374,7 @@ static npu_status cast_infer(struct npu_infer_ctx *ctx)
 	case NPU_DTYPE_UINT64: OP(uint64_t, buf, wide, n); break;	\
 	case NPU_DTYPE_BOOL: OP(uint8_t, buf, wide, n); break;		\
 	case NPU_DTYPE_FLOAT16: HALF; break;				\
+	case NPU_DTYPE_BFLOAT16: BF16; break;				\
 	default: break;							\
 	}
 
@@ -1372,17 +1400,19 @@ static npu_status cast_compute(struct npu_op_ctx *ctx)
 	if (as_int) {
 		int64_t *w = wide;
 
-		CAST_SWITCH(CAST_READ, x->dtype, x->data, w, n, (void)0)
+		CAST_SWITCH(CAST_READ, x->dtype, x->data, w, n, (void)0, (void)0)
 		if (y->dtype == NPU_DTYPE_BOOL)
 			for (i = 0; i < n; i++)
 				w[i] = w[i] != 0;
-		CAST_SWITCH(CAST_WRITE, y->dtype, y->data, w, n, (void)0)
+		CAST_SWITCH(CAST_WRITE, y->dtype, y->data, w, n, (void)0, (void)0)
 	} else {
 		double *w = wide;
 
 		CAST_SWITCH(CAST_READ, x->dtype, x->data, w, n,
 			    for (i = 0; i < n; i++)
-				w[i] = npu_half_to_float(((const uint16_t *)x->data)[i]))
+				w[i] = npu_half_to_float(((const uint16_t *)x->data)[i]),
+			    for (i = 0; i < n; i++)
+				w[i] = npu_bf16_to_float(((const uint16_t *)x->data)[i]))
 		if (y->dtype == NPU_DTYPE_BOOL)
 			for (i = 0; i < n; i++)
 				w[i] = w[i] != 0;
@@ -1392,7 +1422,10 @@ static npu_status cast_compute(struct npu_op_ctx *ctx)
 				w[i] = isnan(w[i]) ? 0 : trunc(w[i]);
 		CAST_SWITCH(CAST_WRITE, y->dtype, y->data, w, n,
 			    for (i = 0; i < n; i++)
-				((uint16_t *)y->data)[i] = npu_float_to_half((float)w[i]))
+				((uint16_t *)y->data)[i] = npu_float_to_half((float)w[i]),
+			    for (i = 0; i < n; i++)
+				((uint16_t *)y->data)[i] = npu_float_to_bf16((float)w[i],
+									     ctx->node->opset >= 19))
 	}
 	free(wide);
 	return NPU_OK;
