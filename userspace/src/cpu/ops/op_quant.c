@@ -503,23 +503,12 @@ NPU_CPU_OP_DEF(qlinear_conv) = {
 
 /* ---- ConvInteger ---- */
 
-static npu_status conv_integer_infer(struct npu_infer_ctx *ctx)
+/* ConvInteger / MatMulInteger: (u)int8 operands, zero points of their type. */
+static npu_status check_integer_operands(struct npu_infer_ctx *ctx)
 {
 	const struct npu_node *node = ctx->node;
-	const struct npu_shape *x, *w;
-	struct npu_window win;
-	int64_t group = npu_node_attr_int_or(node, "group", 1);
 	size_t i;
-	int d;
-	npu_status st;
 
-	st = npu_op_check_arity(ctx, 2, 4);
-	if (!st)
-		st = npu_op_check_attrs(ctx, NPU_OP_ATTRS("auto_pad", "dilations",
-							 "group", "kernel_shape",
-							 "pads", "strides"));
-	if (st)
-		return st;
 	for (i = 0; i < node->num_inputs; i++) {
 		const struct npu_value *v = node->inputs[i];
 
@@ -533,6 +522,28 @@ static npu_status conv_integer_infer(struct npu_infer_ctx *ctx)
 					      i, npu_dtype_name(v->dtype),
 					      npu_dtype_name(node->inputs[i - 2]->dtype));
 	}
+	return NPU_OK;
+}
+
+static npu_status conv_integer_infer(struct npu_infer_ctx *ctx)
+{
+	const struct npu_node *node = ctx->node;
+	const struct npu_shape *x, *w;
+	struct npu_window win;
+	int64_t group = npu_node_attr_int_or(node, "group", 1);
+	int d;
+	npu_status st;
+
+	st = npu_op_check_arity(ctx, 2, 4);
+	if (!st)
+		st = npu_op_check_attrs(ctx, NPU_OP_ATTRS("auto_pad", "dilations",
+							 "group", "kernel_shape",
+							 "pads", "strides"));
+	if (st)
+		return st;
+	st = check_integer_operands(ctx);
+	if (st)
+		return st;
 	x = &node->inputs[0]->shape;
 	w = &node->inputs[1]->shape;
 	if (x->rank == 5)
@@ -591,7 +602,6 @@ static npu_status matmul_integer_infer(struct npu_infer_ctx *ctx)
 	const struct npu_node *node = ctx->node;
 	const struct npu_shape *a, *b;
 	struct npu_shape ba, bb;
-	size_t i;
 	int r;
 	npu_status st;
 
@@ -600,19 +610,9 @@ static npu_status matmul_integer_infer(struct npu_infer_ctx *ctx)
 		st = npu_op_check_attrs(ctx, NPU_OP_ATTRS(NULL));
 	if (st)
 		return st;
-	for (i = 0; i < node->num_inputs; i++) {
-		const struct npu_value *v = node->inputs[i];
-
-		if (v && !npu_is_q8(v->dtype))
-			return npu_op_unsupported(ctx->err, node,
-						  "input %zu '%s' has type %s, not supported",
-						  i, v->name, npu_dtype_name(v->dtype));
-		if (v && i >= 2 && v->dtype != node->inputs[i - 2]->dtype)
-			return npu_op_invalid(ctx->err, node,
-					      "input %zu (zero point) has type %s, its data %s",
-					      i, npu_dtype_name(v->dtype),
-					      npu_dtype_name(node->inputs[i - 2]->dtype));
-	}
+	st = check_integer_operands(ctx);
+	if (st)
+		return st;
 	a = &node->inputs[0]->shape;
 	b = &node->inputs[1]->shape;
 	if (a->rank < 2 || b->rank < 2)
