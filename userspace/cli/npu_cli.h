@@ -13,5 +13,6 @@ int npu_cmd_run(int argc, char **argv);
 int npu_cmd_onnx_test(int argc, char **argv);
 int npu_cmd_compile(int argc, char **argv);
 int npu_cmd_bench(int argc, char **argv);
+int npu_cmd_serve(int argc, char **argv);
 
 #endif /* NPU_CLI_H */

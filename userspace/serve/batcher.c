@@ -1,0 +1,728 @@
+// SPDX-License-Identifier: MIT
+/* batcher: the dynamic batcher and the instances (see batcher.h). */
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "batcher.h"
+
+#define MAX_BATCH_REQUESTS 1024
+
+struct level_queue {
+	struct infer_request *head, *tail;
+	uint64_t count;
+	struct queue_policy policy;
+};
+
+struct instance {
+	struct scheduler *s;
+	struct npu_session *session;
+	pthread_t thread;
+	int started;
+	int index;
+};
+
+struct scheduler {
+	const struct model_config *cfg;
+	struct npu_model *model;
+	char device[SERVE_NAME_MAX];
+	struct model_stats *stats;
+	size_t out_index[SERVE_MAX_IO];	/* config output -> model output */
+
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	int levels;			/* >= 1 */
+	struct level_queue q[CONFIG_MAX_LEVELS + 1];	/* [1..levels] */
+	uint64_t pending;
+	int stopping;
+	/* preserve_ordering: responses leave in the order requests came. */
+	uint64_t next_seq, next_release;
+	struct infer_request *held;	/* done, waiting for earlier ones */
+
+	int num_instances;
+	struct instance inst[64];
+};
+
+void infer_request_clear(struct infer_request *req)
+{
+	size_t i;
+
+	for (i = 0; i < req->num_inputs; i++)
+		if (req->inputs[i].owned)
+			free(req->inputs[i].data);
+	for (i = 0; i < req->num_results; i++)
+		if (req->results[i].owned)
+			free(req->results[i].data);
+	req->num_inputs = 0;
+	req->num_results = 0;
+}
+
+static int64_t batch_of(const struct scheduler *s, const struct infer_request *r)
+{
+	return s->cfg->max_batch_size > 0 ? r->batch : 1;
+}
+
+/* Requests that can share a batch: the same dims after the batch dim. */
+static int compatible(const struct infer_request *a, const struct infer_request *b)
+{
+	size_t i;
+	int k;
+
+	if (a->num_inputs != b->num_inputs)
+		return 0;
+	for (i = 0; i < a->num_inputs; i++) {
+		if (a->inputs[i].rank != b->inputs[i].rank ||
+		    a->inputs[i].dtype != b->inputs[i].dtype)
+			return 0;
+		for (k = 1; k < a->inputs[i].rank; k++)
+			if (a->inputs[i].dims[k] != b->inputs[i].dims[k])
+				return 0;
+	}
+	return 1;
+}
+
+/* ---- Completion ------------------------------------------------------------ */
+
+/*
+ * Hand a finished request back. With preserve_ordering it waits until
+ * every request queued before it is back too (they may run on another
+ * instance), then the run of consecutive ones leaves in order.
+ */
+static void complete(struct scheduler *s, struct infer_request *r)
+{
+	struct infer_request *ready = NULL, **tail = &ready, **pp;
+	int found;
+
+	if (!s->cfg->preserve_ordering) {
+		r->done(r, r->done_arg);
+		return;
+	}
+	pthread_mutex_lock(&s->lock);
+	r->next = s->held;
+	s->held = r;
+	do {
+		found = 0;
+		for (pp = &s->held; *pp; pp = &(*pp)->next)
+			if ((*pp)->seq == s->next_release) {
+				struct infer_request *x = *pp;
+
+				*pp = x->next;
+				x->next = NULL;
+				*tail = x;
+				tail = &x->next;
+				s->next_release++;
+				found = 1;
+				break;
+			}
+	} while (found);
+	pthread_mutex_unlock(&s->lock);
+	while (ready) {
+		struct infer_request *x = ready;
+
+		ready = x->next;
+		x->done(x, x->done_arg);
+	}
+}
+
+/* ---- Running a batch --------------------------------------------------------- */
+
+static void fail_all(struct infer_request **reqs, size_t n, int status, const char *msg)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		reqs[i]->status = status;
+		serve_err(reqs[i]->err, status, "%s", msg);
+	}
+}
+
+static void run_batch(struct instance *in, struct infer_request **reqs, size_t n,
+		      uint64_t *queue_ns)
+{
+	struct scheduler *s = in->s;
+	const struct model_config *cfg = s->cfg;
+	struct npu_host_tensor tin[SERVE_MAX_IO];
+	void *stacked[SERVE_MAX_IO] = { 0 };
+	int64_t total = 0;
+	uint64_t t0 = serve_now_ns(), t1, t2, t3;
+	size_t i, j;
+	int batching = cfg->max_batch_size > 0;
+
+	for (j = 0; j < n; j++)
+		total += batch_of(s, reqs[j]);
+	/* Compute input: stack along dim 0. */
+	for (i = 0; i < reqs[0]->num_inputs; i++) {
+		const struct infer_tensor *t = &reqs[0]->inputs[i];
+
+		memset(&tin[i], 0, sizeof(tin[i]));
+		tin[i].name = t->name;
+		tin[i].dtype = t->dtype;
+		tin[i].rank = t->rank;
+		memcpy(tin[i].dims, t->dims, sizeof(t->dims));
+		if (n == 1) {
+			tin[i].data = t->data;
+			tin[i].nbytes = t->nbytes;
+			continue;
+		}
+		tin[i].dims[0] = total;
+		for (j = 0; j < n; j++)
+			tin[i].nbytes += reqs[j]->inputs[i].nbytes;
+		stacked[i] = malloc(tin[i].nbytes ? tin[i].nbytes : 1);
+		if (!stacked[i]) {
+			fail_all(reqs, n, SERVE_INTERNAL, "out of memory stacking a batch");
+			goto out;
+		}
+		tin[i].data = stacked[i];
+		{
+			size_t off = 0;
+
+			for (j = 0; j < n; j++) {
+				memcpy((char *)stacked[i] + off, reqs[j]->inputs[i].data,
+				       reqs[j]->inputs[i].nbytes);
+				off += reqs[j]->inputs[i].nbytes;
+			}
+		}
+	}
+	t1 = serve_now_ns();
+	if (npu_session_run(in->session, tin, reqs[0]->num_inputs) != NPU_OK) {
+		char msg[SERVE_ERR_MAX];
+
+		snprintf(msg, sizeof(msg), "inference failed: %s", npu_last_error());
+		serve_log(SERVE_LOG_WARN, "model '%s' version %" PRId64 ": %s",
+			  reqs[0]->model, reqs[0]->version, msg);
+		fail_all(reqs, n, SERVE_INTERNAL, msg);
+		t2 = t3 = serve_now_ns();
+		goto stats;
+	}
+	t2 = serve_now_ns();
+	/* Compute output: split along dim 0. */
+	for (j = 0; j < n; j++) {
+		struct infer_request *r = reqs[j];
+		int64_t off = 0;
+		size_t k;
+
+		for (k = 0; k < j; k++)
+			off += batch_of(s, reqs[k]);
+		r->status = SERVE_OK;
+		r->num_results = 0;
+		for (i = 0; i < cfg->num_outputs; i++) {
+			struct npu_host_tensor out;
+			struct infer_tensor *res;
+			size_t per, want = 0;
+			int asked = r->num_outputs == 0, binary = r->binary_output;
+
+			for (k = 0; k < r->num_outputs; k++)
+				if (!strcmp(r->outputs[k].name, cfg->outputs[i].name)) {
+					asked = 1;
+					binary = r->outputs[k].binary;
+				}
+			if (!asked)
+				continue;
+			if (npu_session_output(in->session, s->out_index[i], &out) != NPU_OK) {
+				r->status = serve_err(r->err, SERVE_INTERNAL, "output '%s': %s",
+						      cfg->outputs[i].name, npu_last_error());
+				break;
+			}
+			res = &r->results[r->num_results++];
+			memset(res, 0, sizeof(*res));
+			snprintf(res->name, sizeof(res->name), "%s", cfg->outputs[i].name);
+			res->dtype = out.dtype;
+			res->rank = out.rank;
+			memcpy(res->dims, out.dims, sizeof(out.dims));
+			res->binary = binary;
+			if (batching) {
+				if (out.rank < 1 || out.dims[0] != total) {
+					r->status = serve_err(r->err, SERVE_INTERNAL,
+							      "output '%s' has %" PRId64 " rows for a batch of %" PRId64,
+							      res->name, out.rank ? out.dims[0] : 0, total);
+					break;
+				}
+				per = out.nbytes / (size_t)total;
+				res->dims[0] = batch_of(s, r);
+				want = per * (size_t)res->dims[0];
+				res->data = malloc(want ? want : 1);
+				if (res->data)
+					memcpy(res->data, (const char *)out.data + per * (size_t)off, want);
+			} else {
+				want = out.nbytes;
+				res->data = malloc(want ? want : 1);
+				if (res->data)
+					memcpy(res->data, out.data, want);
+			}
+			if (!res->data) {
+				r->status = serve_err(r->err, SERVE_INTERNAL, "out of memory");
+				break;
+			}
+			res->nbytes = want;
+			res->owned = 1;
+		}
+	}
+	t3 = serve_now_ns();
+stats:
+	metrics_batch(s->stats, total, t1 - t0, t2 - t1, t3 - t2);
+	{
+		uint64_t cycles = 0;
+
+		if (strcmp(s->device, "cpu")) {
+			struct npu_npu_stats ns;
+
+			npu_npu_stats_init(&ns);
+			if (npu_session_npu_stats(in->session, &ns) == NPU_OK)
+				cycles = ns.last_cycles;
+		}
+		metrics_device(s->device, t2 - t1, cycles);
+	}
+out:
+	for (i = 0; i < SERVE_MAX_IO; i++)
+		free(stacked[i]);
+	for (j = 0; j < n; j++) {
+		uint64_t now = serve_now_ns();
+
+		/* Never counted twice: out of 'executing' first. */
+		metrics_executing(s->stats, -1);
+		metrics_request(s->stats, reqs[j]->status == SERVE_OK, queue_ns[j],
+				now - reqs[j]->t_arrive);
+		complete(s, reqs[j]);
+	}
+}
+
+/* ---- The queue ------------------------------------------------------------- */
+
+static void unlink_req(struct level_queue *q, struct infer_request *prev,
+		       struct infer_request *r)
+{
+	if (prev)
+		prev->next = r->next;
+	else
+		q->head = r->next;
+	if (q->tail == r)
+		q->tail = prev;
+	r->next = NULL;
+	q->count--;
+}
+
+/*
+ * Under the lock: move expired requests (timeout action REJECT) to
+ * 'expired'; return the earliest deadline still ahead (0: none).
+ */
+static uint64_t expire(struct scheduler *s, uint64_t now, struct infer_request **expired)
+{
+	uint64_t next = 0;
+	int l;
+
+	for (l = 1; l <= s->levels; l++) {
+		struct infer_request *prev = NULL, *r = s->q[l].head;
+
+		while (r) {
+			struct infer_request *nx = r->next;
+
+			if (r->t_deadline && r->t_deadline <= now) {
+				unlink_req(&s->q[l], prev, r);
+				s->pending--;
+				r->next = *expired;
+				*expired = r;
+			} else {
+				if (r->t_deadline && (!next || r->t_deadline < next))
+					next = r->t_deadline;
+				prev = r;
+			}
+			r = nx;
+		}
+	}
+	return next;
+}
+
+static void timed_wait(struct scheduler *s, uint64_t until_ns)
+{
+	struct timespec ts;
+	uint64_t now = serve_now_ns(), wait;
+
+	if (!until_ns) {
+		pthread_cond_wait(&s->cond, &s->lock);
+		return;
+	}
+	if (until_ns <= now)
+		return;
+	wait = until_ns - now;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	ts.tv_sec += (time_t)(wait / 1000000000ull);
+	ts.tv_nsec += (long)(wait % 1000000000ull);
+	if (ts.tv_nsec >= 1000000000L) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000L;
+	}
+	pthread_cond_timedwait(&s->cond, &s->lock, &ts);
+}
+
+/*
+ * Under the lock: pick the next batch, or return 0 and the time to wake.
+ * The head is the oldest request of the highest non-empty level; every
+ * compatible request follows in priority order up to max_batch_size.
+ */
+static size_t form_batch(struct scheduler *s, uint64_t now, struct infer_request **out,
+			 uint64_t *wake)
+{
+	const struct model_config *cfg = s->cfg;
+	struct infer_request *head = NULL, *r;
+	int64_t sum = 0, target;
+	size_t n = 0;
+	int l, full = 0, send;
+
+	for (l = 1; l <= s->levels && !head; l++)
+		head = s->q[l].head;
+	if (!head)
+		return 0;
+	if (cfg->max_batch_size <= 0 || !cfg->dynamic_batching) {
+		out[0] = head;
+		n = 1;
+	} else {
+		for (l = 1; l <= s->levels && !full; l++)
+			for (r = s->q[l].head; r && !full; r = r->next) {
+				if (!compatible(head, r))
+					continue;
+				if (sum + r->batch > cfg->max_batch_size ||
+				    n >= MAX_BATCH_REQUESTS) {
+					full = 1;
+					break;
+				}
+				out[n++] = r;
+				sum += r->batch;
+			}
+		target = cfg->max_batch_size;
+		if (cfg->num_preferred) {
+			size_t i;
+
+			target = 0;
+			for (i = 0; i < cfg->num_preferred; i++)
+				if (cfg->preferred[i] > target)
+					target = cfg->preferred[i];
+		}
+		send = full || sum >= target || s->stopping ||
+		       now >= head->t_enqueue + cfg->max_queue_delay_us * 1000;
+		if (!send) {
+			*wake = head->t_enqueue + cfg->max_queue_delay_us * 1000;
+			return 0;
+		}
+		/* Early on a preferred size: the largest one that fits. */
+		if (cfg->num_preferred && sum > target) {
+			int64_t keep = 0;
+			size_t k = 0;
+
+			while (k < n && keep + out[k]->batch <= target)
+				keep += out[k++]->batch;
+			if (k)
+				n = k;
+		}
+	}
+	/* Take them out of their queues. */
+	{
+		size_t i;
+
+		for (i = 0; i < n; i++) {
+			for (l = 1; l <= s->levels; l++) {
+				struct infer_request *prev = NULL;
+
+				for (r = s->q[l].head; r; prev = r, r = r->next)
+					if (r == out[i])
+						break;
+				if (r) {
+					unlink_req(&s->q[l], prev, r);
+					break;
+				}
+			}
+		}
+		s->pending -= n;
+	}
+	return n;
+}
+
+static void *instance_main(void *arg)
+{
+	struct instance *in = arg;
+	struct scheduler *s = in->s;
+	struct infer_request **batch = calloc(MAX_BATCH_REQUESTS, sizeof(*batch));
+	uint64_t *queue_ns = calloc(MAX_BATCH_REQUESTS, sizeof(*queue_ns));
+
+	if (!batch || !queue_ns) {
+		free(batch);
+		free(queue_ns);
+		serve_log(SERVE_LOG_ERROR, "instance %d: out of memory", in->index);
+		return NULL;
+	}
+	pthread_mutex_lock(&s->lock);
+	for (;;) {
+		struct infer_request *expired = NULL;
+		uint64_t now = serve_now_ns(), wake = 0, deadline;
+		size_t n, i;
+
+		deadline = expire(s, now, &expired);
+		if (expired) {
+			pthread_mutex_unlock(&s->lock);
+			while (expired) {
+				struct infer_request *r = expired;
+
+				expired = r->next;
+				r->status = serve_err(r->err, SERVE_UNAVAILABLE,
+						      "request timeout expired after %" PRIu64 " us in the queue of model '%s'",
+						      (now - r->t_enqueue) / 1000, r->model);
+				metrics_pending(s->stats, -1);
+				metrics_rejected(s->stats, 1);
+				metrics_request(s->stats, 0, 0, serve_now_ns() - r->t_arrive);
+				complete(s, r);
+			}
+			pthread_mutex_lock(&s->lock);
+			continue;
+		}
+		n = form_batch(s, now, batch, &wake);
+		if (!n) {
+			if (s->stopping && !s->pending)
+				break;
+			if (deadline && (!wake || deadline < wake))
+				wake = deadline;
+			timed_wait(s, wake);
+			continue;
+		}
+		pthread_mutex_unlock(&s->lock);
+		now = serve_now_ns();
+		for (i = 0; i < n; i++) {
+			queue_ns[i] = now - batch[i]->t_enqueue;
+			metrics_pending(s->stats, -1);
+		}
+		metrics_executing(s->stats, (int)n);
+		run_batch(in, batch, n, queue_ns);
+		pthread_mutex_lock(&s->lock);
+	}
+	pthread_mutex_unlock(&s->lock);
+	free(batch);
+	free(queue_ns);
+	return NULL;
+}
+
+int scheduler_enqueue(struct scheduler *s, struct infer_request *req, char *err)
+{
+	struct level_queue *q;
+	int level = req->priority;
+	uint64_t timeout;
+
+	if (level == 0)
+		level = s->cfg->priority_levels ? s->cfg->default_priority_level : 1;
+	if (level < 1 || level > s->levels)
+		return serve_err(err, SERVE_INVALID,
+				 "'priority' %d is outside [1, %d] (priority_levels of model '%s')",
+				 req->priority, s->levels, req->model);
+	pthread_mutex_lock(&s->lock);
+	if (s->stopping) {
+		pthread_mutex_unlock(&s->lock);
+		return serve_err(err, SERVE_UNAVAILABLE, "model '%s' version %" PRId64 " is unloading",
+				 req->model, req->version);
+	}
+	q = &s->q[level];
+	if (q->policy.max_queue_size && q->count >= q->policy.max_queue_size) {
+		pthread_mutex_unlock(&s->lock);
+		metrics_rejected(s->stats, 0);
+		metrics_request(s->stats, 0, 0, serve_now_ns() - req->t_arrive);
+		return serve_err(err, SERVE_UNAVAILABLE,
+				 "exceeds maximum queue size %" PRIu64 " of model '%s' priority level %d",
+				 q->policy.max_queue_size, req->model, level);
+	}
+	timeout = q->policy.default_timeout_us;
+	if (req->timeout_us && (q->policy.allow_timeout_override || !timeout))
+		timeout = req->timeout_us;
+	req->t_enqueue = serve_now_ns();
+	req->t_deadline = timeout && !q->policy.timeout_action_delay ?
+		req->t_enqueue + timeout * 1000 : 0;
+	req->next = NULL;
+	req->seq = s->next_seq++;
+	if (q->tail)
+		q->tail->next = req;
+	else
+		q->head = req;
+	q->tail = req;
+	q->count++;
+	s->pending++;
+	metrics_pending(s->stats, 1);
+	pthread_cond_broadcast(&s->cond);
+	pthread_mutex_unlock(&s->lock);
+	return SERVE_OK;
+}
+
+/* ---- Create / destroy ----------------------------------------------------------- */
+
+/* Warm-up: plans for the config's batch sizes and one run per instance. */
+static int warm_up(struct scheduler *s, char *err)
+{
+	const struct model_config *cfg = s->cfg;
+	struct npu_host_tensor t[SERVE_MAX_IO];
+	void *zeros[SERVE_MAX_IO] = { 0 };
+	int64_t sizes[CONFIG_MAX_PREFERRED + 2];
+	size_t nsizes = 0, i, k;
+	int b = cfg->max_batch_size > 0, r = SERVE_OK, inst;
+
+	for (i = 0; i < cfg->num_inputs; i++) {
+		int d;
+
+		for (d = 0; d < cfg->inputs[i].rank; d++)
+			if (cfg->inputs[i].dims[d] < 0)
+				return SERVE_OK;	/* shapes not known: plans on use */
+	}
+	sizes[nsizes++] = 1;
+	if (b && cfg->dynamic_batching) {
+		for (k = 0; k < cfg->num_preferred; k++)
+			sizes[nsizes++] = cfg->preferred[k];
+		if (cfg->max_batch_size > 1)
+			sizes[nsizes++] = cfg->max_batch_size;
+	}
+	for (k = 0; k < nsizes && r == SERVE_OK; k++) {
+		for (i = 0; i < cfg->num_inputs; i++) {
+			size_t n = npu_data_type_size(cfg->inputs[i].dtype);
+			int d;
+
+			memset(&t[i], 0, sizeof(t[i]));
+			t[i].name = cfg->inputs[i].name;
+			t[i].dtype = cfg->inputs[i].dtype;
+			t[i].rank = cfg->inputs[i].rank + b;
+			if (b)
+				t[i].dims[0] = sizes[k];
+			for (d = 0; d < cfg->inputs[i].rank; d++)
+				t[i].dims[d + b] = cfg->inputs[i].dims[d];
+			for (d = 0; d < t[i].rank; d++)
+				n *= (size_t)t[i].dims[d];
+			t[i].nbytes = n;
+			free(zeros[i]);
+			zeros[i] = calloc(1, n ? n : 1);
+			if (!zeros[i]) {
+				r = serve_err(err, SERVE_INTERNAL, "out of memory in the warm-up");
+				goto out;
+			}
+			t[i].data = zeros[i];
+		}
+		if (k == 0) {
+			for (inst = 0; inst < s->num_instances; inst++)
+				if (npu_session_run(s->inst[inst].session, t, cfg->num_inputs) != NPU_OK) {
+					r = serve_err(err, SERVE_INVALID, "warm-up run: %s", npu_last_error());
+					goto out;
+				}
+		} else {
+			struct npu_plan *plan;
+
+			if (npu_model_get_plan(s->model, t, cfg->num_inputs, &plan) != NPU_OK) {
+				r = serve_err(err, SERVE_INVALID, "warm-up plan for batch %" PRId64 ": %s",
+					      sizes[k], npu_last_error());
+				goto out;
+			}
+			npu_plan_release(plan);
+		}
+	}
+out:
+	for (i = 0; i < SERVE_MAX_IO; i++)
+		free(zeros[i]);
+	return r;
+}
+
+static void destroy(struct scheduler *s)
+{
+	int i;
+
+	for (i = 0; i < s->num_instances; i++)
+		if (s->inst[i].session)
+			npu_session_destroy(s->inst[i].session);
+	pthread_cond_destroy(&s->cond);
+	pthread_mutex_destroy(&s->lock);
+	free(s);
+}
+
+int scheduler_create(const struct model_config *cfg, struct npu_model *model,
+		     const char *device, struct model_stats *stats,
+		     struct scheduler **out, char *err)
+{
+	struct scheduler *s = calloc(1, sizeof(*s));
+	size_t i, j;
+	int l, r;
+
+	*out = NULL;
+	if (!s)
+		return serve_err(err, SERVE_INTERNAL, "out of memory");
+	s->cfg = cfg;
+	s->model = model;
+	s->stats = stats;
+	snprintf(s->device, sizeof(s->device), "%s", device);
+	pthread_mutex_init(&s->lock, NULL);
+	{
+		/* timed_wait() counts on CLOCK_MONOTONIC. */
+		pthread_condattr_t ca;
+
+		pthread_condattr_init(&ca);
+		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+		pthread_cond_init(&s->cond, &ca);
+		pthread_condattr_destroy(&ca);
+	}
+	s->levels = cfg->priority_levels > 0 ? cfg->priority_levels : 1;
+	for (l = 1; l <= s->levels; l++)
+		s->q[l].policy = cfg->level_policy_set[l] ? cfg->level_policy[l]
+							  : cfg->default_queue_policy;
+	for (i = 0; i < cfg->num_outputs; i++) {
+		int found = 0;
+
+		for (j = 0; j < npu_model_num_outputs(model) && !found; j++) {
+			struct npu_tensor_info info;
+
+			if (npu_model_output_info(model, j, &info) == NPU_OK &&
+			    !strcmp(info.name, cfg->outputs[i].name)) {
+				s->out_index[i] = j;
+				found = 1;
+			}
+		}
+		if (!found) {
+			destroy(s);
+			return serve_err(err, SERVE_INVALID, "output '%s' is not in the model",
+					 cfg->outputs[i].name);
+		}
+	}
+	s->num_instances = cfg->instance_count > 0 ? cfg->instance_count : 1;
+	if (s->num_instances > 64)
+		s->num_instances = 64;
+	for (l = 0; l < s->num_instances; l++) {
+		s->inst[l].s = s;
+		s->inst[l].index = l;
+		if (npu_session_create(model, NULL, &s->inst[l].session) != NPU_OK) {
+			r = serve_err(err, SERVE_INTERNAL, "session of instance %d: %s", l,
+				      npu_last_error());
+			destroy(s);
+			return r;
+		}
+	}
+	r = warm_up(s, err);
+	if (r) {
+		destroy(s);
+		return r;
+	}
+	for (l = 0; l < s->num_instances; l++) {
+		if (pthread_create(&s->inst[l].thread, NULL, instance_main, &s->inst[l])) {
+			r = serve_err(err, SERVE_INTERNAL, "cannot start instance thread %d", l);
+			scheduler_drain_destroy(s);
+			return r;
+		}
+		s->inst[l].started = 1;
+	}
+	*out = s;
+	return SERVE_OK;
+}
+
+void scheduler_drain_destroy(struct scheduler *s)
+{
+	int i;
+
+	if (!s)
+		return;
+	pthread_mutex_lock(&s->lock);
+	s->stopping = 1;
+	pthread_cond_broadcast(&s->cond);
+	pthread_mutex_unlock(&s->lock);
+	for (i = 0; i < s->num_instances; i++)
+		if (s->inst[i].started)
+			pthread_join(s->inst[i].thread, NULL);
+	destroy(s);
+}

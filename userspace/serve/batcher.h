@@ -1,0 +1,75 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * batcher: Triton's dynamic batcher over npu sessions. One scheduler per
+ * loaded model version: priority queues (FIFO within a level, level 1
+ * first), and 'instance_count' instances, each a thread with its own
+ * npu_session. A batch stacks requests of the same shape along dim 0 and
+ * runs once on the plan for their total size; preferred sizes send early,
+ * max_queue_delay bounds the wait, queue size and timeouts reject. Knows
+ * nothing of HTTP: a request carries a completion callback.
+ */
+#ifndef NPU_SERVE_BATCHER_H
+#define NPU_SERVE_BATCHER_H
+
+#include "metrics.h"
+#include "model_config.h"
+
+struct infer_tensor {
+	char name[SERVE_NAME_MAX];
+	enum npu_data_type dtype;
+	int rank;
+	int64_t dims[NPU_MODEL_MAX_RANK];
+	void *data;
+	size_t nbytes;
+	int owned;		/* data is malloc'd and freed with the request */
+	int binary;		/* outputs: send in the binary section */
+};
+
+struct infer_request {
+	char id[SERVE_NAME_MAX];
+	/* Inputs in the config's order; outputs asked for (none: all). */
+	size_t num_inputs;
+	struct infer_tensor inputs[SERVE_MAX_IO];
+	size_t num_outputs;
+	struct infer_tensor outputs[SERVE_MAX_IO];	/* name, binary */
+	int binary_output;	/* parameters.binary_data_output */
+	int priority;		/* 0: the default level */
+	uint64_t timeout_us;	/* 0: the queue policy's */
+	int64_t batch;		/* dim 0 when batching, else 1 */
+
+	/* Set by the scheduler: */
+	char model[SERVE_NAME_MAX];
+	int64_t version;
+	uint64_t t_arrive, t_enqueue, t_deadline;
+	uint64_t seq;		/* order of arrival (preserve_ordering) */
+	int status;		/* SERVE_OK or an error */
+	char err[SERVE_ERR_MAX];
+	size_t num_results;
+	struct infer_tensor results[SERVE_MAX_IO];
+	void (*done)(struct infer_request *req, void *arg);
+	void *done_arg;
+	struct infer_request *next;
+};
+
+void infer_request_clear(struct infer_request *req);	/* frees owned data */
+
+struct scheduler;
+
+/*
+ * Sessions for the instances on 'model' (device named for logs and
+ * metrics), warm-up on the config's shapes when they are fully known, and
+ * the instance threads. The config must outlive the scheduler.
+ */
+int scheduler_create(const struct model_config *cfg, struct npu_model *model,
+		     const char *device, struct model_stats *stats,
+		     struct scheduler **out, char *err);
+/*
+ * Queue a validated request. On an error the request is not queued and
+ * 'done' is not called: SERVE_UNAVAILABLE for a full queue or a
+ * scheduler that is draining, SERVE_INVALID for a bad priority.
+ */
+int scheduler_enqueue(struct scheduler *s, struct infer_request *req, char *err);
+/* Stop taking requests, run everything queued, join, free. */
+void scheduler_drain_destroy(struct scheduler *s);
+
+#endif /* NPU_SERVE_BATCHER_H */

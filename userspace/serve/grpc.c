@@ -1,0 +1,1210 @@
+// SPDX-License-Identifier: MIT
+/* grpc: GRPCInferenceService over h2c with nghttp2 + protobuf-c (see grpc.h). */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <jansson.h>
+#include <nghttp2/nghttp2.h>
+
+#include "grpc.h"
+#include "grpc_service.pb-c.h"
+#include "metrics.h"
+
+#define SERVICE "/inference.GRPCInferenceService/"
+
+/* gRPC status codes. */
+enum {
+	GRPC_OK = 0,
+	GRPC_INVALID_ARGUMENT = 3,
+	GRPC_NOT_FOUND = 5,
+	GRPC_RESOURCE_EXHAUSTED = 8,
+	GRPC_UNIMPLEMENTED = 12,
+	GRPC_INTERNAL = 13,
+	GRPC_UNAVAILABLE = 14,
+};
+
+struct grpc_server {
+	struct repository *repo;
+	struct grpc_options o;
+	int listen_fd;
+	int port;
+	pthread_t acceptor;
+	int accepting;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	int in_flight;		/* calls received and not yet answered */
+	int conns;
+	int stop;
+	struct gconn *conn_list;
+};
+
+struct gstream;
+
+struct gconn {
+	struct grpc_server *srv;
+	int fd, efd;
+	nghttp2_session *session;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	struct gstream *done;	/* inferences finished, to answer */
+	int pending;		/* inferences queued */
+	struct gstream *streams;	/* every stream (connection thread only) */
+	struct gconn *next;
+};
+
+struct gstream {
+	struct gconn *conn;
+	int32_t id;
+	char path[160];
+	char *body;
+	size_t len, cap;
+	int too_large;
+	int closed;		/* the HTTP/2 stream is gone */
+	int counted;		/* in srv->in_flight */
+	/* The response message (5-byte prefix included) and its trailer. */
+	uint8_t *resp;
+	size_t resp_len, resp_off;
+	/* An inference in flight. */
+	int infer_pending;
+	struct infer_request req;
+	char *infer_body;
+	struct gstream *next_done;
+	struct gstream *prev, *next;	/* in conn->streams */
+};
+
+static int status_to_grpc(int st)
+{
+	switch (st) {
+	case SERVE_OK: return GRPC_OK;
+	case SERVE_NOT_FOUND: return GRPC_NOT_FOUND;
+	case SERVE_UNAVAILABLE: return GRPC_UNAVAILABLE;
+	case SERVE_UNSUPPORTED: return GRPC_UNIMPLEMENTED;
+	case SERVE_INTERNAL: return GRPC_INTERNAL;
+	default: return GRPC_INVALID_ARGUMENT;
+	}
+}
+
+/* ---- Streams and responses -------------------------------------------------- */
+
+static void stream_free(struct gstream *s)
+{
+	if (s->prev)
+		s->prev->next = s->next;
+	else
+		s->conn->streams = s->next;
+	if (s->next)
+		s->next->prev = s->prev;
+	infer_request_clear(&s->req);
+	free(s->infer_body);
+	free(s->body);
+	free(s->resp);
+	free(s);
+}
+
+static void call_done(struct gstream *s)
+{
+	struct grpc_server *srv = s->conn->srv;
+
+	if (!s->counted)
+		return;
+	s->counted = 0;
+	pthread_mutex_lock(&srv->lock);
+	srv->in_flight--;
+	pthread_cond_broadcast(&srv->cond);
+	pthread_mutex_unlock(&srv->lock);
+}
+
+#define NV(n, v) { (uint8_t *)(n), (uint8_t *)(v), sizeof(n) - 1, strlen(v), \
+		   NGHTTP2_NV_FLAG_NONE }
+
+/* grpc-message is percent-encoded outside printable ASCII and '%'. */
+static void percent_encode(const char *in, char *out, size_t size)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	size_t n = 0;
+
+	for (; *in && n + 4 < size; in++) {
+		unsigned char c = (unsigned char)*in;
+
+		if (c < 0x20 || c > 0x7e || c == '%') {
+			out[n++] = '%';
+			out[n++] = hex[c >> 4];
+			out[n++] = hex[c & 15];
+		} else {
+			out[n++] = (char)c;
+		}
+	}
+	out[n] = '\0';
+}
+
+static ssize_t read_resp(nghttp2_session *session, int32_t stream_id, uint8_t *buf,
+			 size_t length, uint32_t *data_flags, nghttp2_data_source *source,
+			 void *user_data)
+{
+	struct gstream *s = source->ptr;
+	size_t n = s->resp_len - s->resp_off;
+
+	(void)user_data;
+	if (n > length)
+		n = length;
+	memcpy(buf, s->resp + s->resp_off, n);
+	s->resp_off += n;
+	if (s->resp_off == s->resp_len) {
+		nghttp2_nv trailers[] = { NV("grpc-status", "0") };
+
+		*data_flags |= NGHTTP2_DATA_FLAG_EOF | NGHTTP2_DATA_FLAG_NO_END_STREAM;
+		nghttp2_submit_trailer(session, stream_id, trailers, 1);
+	}
+	return (ssize_t)n;
+}
+
+static void respond_error(struct gstream *s, int code, const char *msg)
+{
+	char status[16], enc[3 * SERVE_ERR_MAX + 1];
+	nghttp2_nv hdrs[] = {
+		NV(":status", "200"),
+		NV("content-type", "application/grpc"),
+		NV("grpc-status", ""),
+		NV("grpc-message", ""),
+	};
+
+	snprintf(status, sizeof(status), "%d", code);
+	percent_encode(msg, enc, sizeof(enc));
+	hdrs[2].value = (uint8_t *)status;
+	hdrs[2].valuelen = strlen(status);
+	hdrs[3].value = (uint8_t *)enc;
+	hdrs[3].valuelen = strlen(enc);
+	metrics_http_request(code == GRPC_NOT_FOUND ? 404 : code == GRPC_UNAVAILABLE ? 503 :
+			     code == GRPC_INTERNAL ? 500 : code == GRPC_UNIMPLEMENTED ? 501 : 400);
+	nghttp2_submit_response(s->conn->session, s->id, hdrs, 4, NULL);
+	call_done(s);
+}
+
+static void respond(struct gstream *s, const ProtobufCMessage *m)
+{
+	size_t n = protobuf_c_message_get_packed_size(m);
+	nghttp2_nv hdrs[] = {
+		NV(":status", "200"),
+		NV("content-type", "application/grpc"),
+	};
+	nghttp2_data_provider dp;
+
+	s->resp = malloc(n + 5);
+	if (!s->resp) {
+		respond_error(s, GRPC_INTERNAL, "out of memory");
+		return;
+	}
+	s->resp[0] = 0;
+	s->resp[1] = (uint8_t)(n >> 24);
+	s->resp[2] = (uint8_t)(n >> 16);
+	s->resp[3] = (uint8_t)(n >> 8);
+	s->resp[4] = (uint8_t)n;
+	protobuf_c_message_pack(m, s->resp + 5);
+	s->resp_len = n + 5;
+	s->resp_off = 0;
+	dp.source.ptr = s;
+	dp.read_callback = read_resp;
+	metrics_http_request(200);
+	nghttp2_submit_response(s->conn->session, s->id, hdrs, 2, &dp);
+	call_done(s);
+}
+
+/* ---- Calls ------------------------------------------------------------------------- */
+
+static int64_t parse_version(const char *v, int *bad)
+{
+	char *end;
+	long long x;
+
+	*bad = 0;
+	if (!v || !v[0])
+		return -1;
+	errno = 0;
+	x = strtoll(v, &end, 10);
+	if (errno || *end || x < 1) {
+		*bad = 1;
+		return -1;
+	}
+	return x;
+}
+
+static void call_metadata(struct gstream *s, Inference__ModelMetadataRequest *rq)
+{
+	Inference__ModelMetadataResponse r = INFERENCE__MODEL_METADATA_RESPONSE__INIT;
+	Inference__ModelMetadataResponse__TensorMetadata tm[2 * SERVE_MAX_IO];
+	Inference__ModelMetadataResponse__TensorMetadata *tp[2 * SERVE_MAX_IO];
+	int64_t shapes[2 * SERVE_MAX_IO][NPU_MODEL_MAX_RANK + 1];
+	char *versions[CONFIG_MAX_VERSIONS];
+	char err[SERVE_ERR_MAX];
+	int st, bad, side;
+	int64_t v = parse_version(rq->version, &bad);
+	json_t *j, *e;
+	size_t i, k = 0;
+
+	if (bad) {
+		respond_error(s, GRPC_INVALID_ARGUMENT, "'version' is not a positive integer");
+		return;
+	}
+	j = repository_model_metadata(s->conn->srv->repo, rq->name, v, err, &st);
+	if (!j) {
+		respond_error(s, status_to_grpc(st), err);
+		return;
+	}
+	r.name = (char *)json_string_value(json_object_get(j, "name"));
+	r.platform = (char *)json_string_value(json_object_get(j, "platform"));
+	json_array_foreach(json_object_get(j, "versions"), i, e)
+		if (i < CONFIG_MAX_VERSIONS)
+			versions[r.n_versions++] = (char *)json_string_value(e);
+	r.versions = versions;
+	for (side = 0; side < 2; side++) {
+		json_t *arr = json_object_get(j, side ? "outputs" : "inputs");
+		size_t first = k;
+
+		json_array_foreach(arr, i, e) {
+			json_t *d;
+			size_t q;
+
+			if (k >= 2 * SERVE_MAX_IO)
+				break;
+			inference__model_metadata_response__tensor_metadata__init(&tm[k]);
+			tm[k].name = (char *)json_string_value(json_object_get(e, "name"));
+			tm[k].datatype = (char *)json_string_value(json_object_get(e, "datatype"));
+			json_array_foreach(json_object_get(e, "shape"), q, d)
+				if (q <= NPU_MODEL_MAX_RANK)
+					shapes[k][tm[k].n_shape++] = json_integer_value(d);
+			tm[k].shape = shapes[k];
+			tp[k] = &tm[k];
+			k++;
+		}
+		if (side) {
+			r.n_outputs = k - first;
+			r.outputs = tp + first;
+		} else {
+			r.n_inputs = k;
+			r.inputs = tp;
+		}
+	}
+	respond(s, &r.base);
+	json_decref(j);
+}
+
+static void fill_duration(Inference__StatisticDuration *d, json_t *j)
+{
+	inference__statistic_duration__init(d);
+	d->count = (uint64_t)json_integer_value(json_object_get(j, "count"));
+	d->ns = (uint64_t)json_integer_value(json_object_get(j, "ns"));
+}
+
+static void call_statistics(struct gstream *s, Inference__ModelStatisticsRequest *rq)
+{
+	Inference__ModelStatisticsResponse r = INFERENCE__MODEL_STATISTICS_RESPONSE__INIT;
+	int bad;
+	int64_t v = parse_version(rq->version, &bad);
+	json_t *j, *arr, *e;
+	size_t n, i;
+	Inference__ModelStatistics *ms, **mp;
+	Inference__InferStatistics *is;
+	Inference__StatisticDuration *durs;
+
+	if (bad) {
+		respond_error(s, GRPC_INVALID_ARGUMENT, "'version' is not a positive integer");
+		return;
+	}
+	if (rq->name[0] && !repository_model_ready(s->conn->srv->repo, rq->name, v)) {
+		char err[SERVE_ERR_MAX];
+		int st;
+		json_t *m = repository_model_metadata(s->conn->srv->repo, rq->name, v, err, &st);
+
+		if (!m) {
+			respond_error(s, status_to_grpc(st), err);
+			return;
+		}
+		json_decref(m);
+	}
+	j = metrics_stats_json(rq->name[0] ? rq->name : NULL, v);
+	arr = json_object_get(j, "model_stats");
+	n = json_array_size(arr);
+	ms = calloc(n + 1, sizeof(*ms));
+	mp = calloc(n + 1, sizeof(*mp));
+	is = calloc(n + 1, sizeof(*is));
+	durs = calloc(6 * (n + 1), sizeof(*durs));
+	if (!ms || !mp || !is || !durs) {
+		respond_error(s, GRPC_INTERNAL, "out of memory");
+		goto out;
+	}
+	json_array_foreach(arr, i, e) {
+		json_t *st = json_object_get(e, "inference_stats");
+		static const char *const names[] = { "success", "fail", "queue", "compute_input",
+						     "compute_infer", "compute_output" };
+		int k;
+
+		inference__model_statistics__init(&ms[i]);
+		inference__infer_statistics__init(&is[i]);
+		ms[i].name = (char *)json_string_value(json_object_get(e, "name"));
+		ms[i].version = (char *)json_string_value(json_object_get(e, "version"));
+		ms[i].last_inference = (uint64_t)json_integer_value(json_object_get(e, "last_inference"));
+		ms[i].inference_count = (uint64_t)json_integer_value(json_object_get(e, "inference_count"));
+		ms[i].execution_count = (uint64_t)json_integer_value(json_object_get(e, "execution_count"));
+		for (k = 0; k < 6; k++)
+			fill_duration(&durs[6 * i + (size_t)k], json_object_get(st, names[k]));
+		is[i].success = &durs[6 * i];
+		is[i].fail = &durs[6 * i + 1];
+		is[i].queue = &durs[6 * i + 2];
+		is[i].compute_input = &durs[6 * i + 3];
+		is[i].compute_infer = &durs[6 * i + 4];
+		is[i].compute_output = &durs[6 * i + 5];
+		ms[i].inference_stats = &is[i];
+		mp[i] = &ms[i];
+	}
+	r.n_model_stats = n;
+	r.model_stats = mp;
+	respond(s, &r.base);
+out:
+	free(ms);
+	free(mp);
+	free(is);
+	free(durs);
+	json_decref(j);
+}
+
+static void call_index(struct gstream *s, Inference__RepositoryIndexRequest *rq)
+{
+	Inference__RepositoryIndexResponse r = INFERENCE__REPOSITORY_INDEX_RESPONSE__INIT;
+	json_t *j = repository_index(s->conn->srv->repo, rq->ready), *e;
+	size_t n = json_array_size(j), i;
+	Inference__RepositoryIndexResponse__ModelIndex *mi = calloc(n + 1, sizeof(*mi));
+	Inference__RepositoryIndexResponse__ModelIndex **mp = calloc(n + 1, sizeof(*mp));
+
+	if (!mi || !mp) {
+		respond_error(s, GRPC_INTERNAL, "out of memory");
+	} else {
+		json_array_foreach(j, i, e) {
+			const char *v;
+
+			inference__repository_index_response__model_index__init(&mi[i]);
+			mi[i].name = (char *)json_string_value(json_object_get(e, "name"));
+			v = json_string_value(json_object_get(e, "version"));
+			mi[i].version = (char *)(v ? v : "");
+			v = json_string_value(json_object_get(e, "state"));
+			mi[i].state = (char *)(v ? v : "");
+			v = json_string_value(json_object_get(e, "reason"));
+			mi[i].reason = (char *)(v ? v : "");
+			mp[i] = &mi[i];
+		}
+		r.n_models = n;
+		r.models = mp;
+		respond(s, &r.base);
+	}
+	free(mi);
+	free(mp);
+	json_decref(j);
+}
+
+static int control_allowed(struct gstream *s)
+{
+	enum control_mode m = repository_mode(s->conn->srv->repo);
+
+	if (m == CONTROL_EXPLICIT)
+		return 1;
+	respond_error(s, GRPC_UNAVAILABLE,
+		      m == CONTROL_POLL ? "explicit model load / unload is not allowed if polling is enabled (--model-control-mode=poll)"
+					: "explicit model load / unload is not allowed with --model-control-mode=none");
+	return 0;
+}
+
+static void call_load(struct gstream *s, Inference__RepositoryModelLoadRequest *rq)
+{
+	Inference__RepositoryModelLoadResponse r = INFERENCE__REPOSITORY_MODEL_LOAD_RESPONSE__INIT;
+	char err[SERVE_ERR_MAX];
+	json_t *cfg = NULL;
+	size_t i;
+	int st;
+
+	if (!control_allowed(s))
+		return;
+	for (i = 0; i < rq->n_parameters; i++) {
+		Inference__ModelRepositoryParameter *p = rq->parameters[i]->value;
+
+		if (strcmp(rq->parameters[i]->key, "config"))
+			continue;
+		if (!p || p->parameter_choice_case !=
+		    INFERENCE__MODEL_REPOSITORY_PARAMETER__PARAMETER_CHOICE_STRING_PARAM) {
+			respond_error(s, GRPC_INVALID_ARGUMENT, "parameters.config must be a string_param");
+			return;
+		}
+		cfg = json_loads(p->string_param, JSON_REJECT_DUPLICATES, NULL);
+		if (!cfg) {
+			respond_error(s, GRPC_INVALID_ARGUMENT, "parameters.config: malformed JSON");
+			return;
+		}
+	}
+	st = repository_load(s->conn->srv->repo, rq->model_name, cfg, -1, err);
+	json_decref(cfg);
+	if (st)
+		respond_error(s, status_to_grpc(st), err);
+	else
+		respond(s, &r.base);
+}
+
+static void call_unload(struct gstream *s, Inference__RepositoryModelUnloadRequest *rq)
+{
+	Inference__RepositoryModelUnloadResponse r = INFERENCE__REPOSITORY_MODEL_UNLOAD_RESPONSE__INIT;
+	char err[SERVE_ERR_MAX];
+	int st;
+
+	if (!control_allowed(s))
+		return;
+	st = repository_unload(s->conn->srv->repo, rq->model_name, -1, err);
+	if (st)
+		respond_error(s, status_to_grpc(st), err);
+	else
+		respond(s, &r.base);
+}
+
+/* Called by an instance thread. */
+static void infer_done(struct infer_request *req, void *arg)
+{
+	struct gstream *s = arg;
+	struct gconn *c = s->conn;
+	uint64_t one = 1;
+	ssize_t w;
+
+	(void)req;
+	pthread_mutex_lock(&c->lock);
+	s->next_done = c->done;
+	c->done = s;
+	w = write(c->efd, &one, sizeof(one));
+	(void)w;
+	pthread_mutex_unlock(&c->lock);
+}
+
+static void infer_answer(struct gstream *s)
+{
+	Inference__ModelInferResponse r = INFERENCE__MODEL_INFER_RESPONSE__INIT;
+	Inference__ModelInferResponse__InferOutputTensor ot[SERVE_MAX_IO], *op[SERVE_MAX_IO];
+	ProtobufCBinaryData raw[SERVE_MAX_IO];
+	char ver[32];
+	size_t i;
+
+	if (s->req.status) {
+		respond_error(s, status_to_grpc(s->req.status), s->req.err);
+		return;
+	}
+	snprintf(ver, sizeof(ver), "%" PRId64, s->req.version);
+	r.model_name = s->req.model;
+	r.model_version = ver;
+	r.id = s->req.id;
+	for (i = 0; i < s->req.num_results; i++) {
+		const struct infer_tensor *t = &s->req.results[i];
+
+		inference__model_infer_response__infer_output_tensor__init(&ot[i]);
+		ot[i].name = (char *)t->name;
+		ot[i].datatype = (char *)serve_dtype_name(t->dtype);
+		ot[i].n_shape = (size_t)t->rank;
+		ot[i].shape = (int64_t *)t->dims;
+		op[i] = &ot[i];
+		raw[i].data = t->data;
+		raw[i].len = t->nbytes;
+	}
+	r.n_outputs = s->req.num_results;
+	r.outputs = op;
+	r.n_raw_output_contents = s->req.num_results;
+	r.raw_output_contents = raw;
+	respond(s, &r.base);
+}
+
+/* Typed contents as raw bytes of the declared datatype. */
+static int contents_bytes(const Inference__InferTensorContents *c, enum npu_data_type t,
+			  uint8_t **out, size_t *len)
+{
+	size_t n = 0, es = npu_data_type_size(t), i;
+	uint8_t *b;
+
+	*out = NULL;
+	*len = 0;
+	if (!c)
+		return 0;
+	switch (t) {
+	case NPU_TYPE_FLOAT: n = c->n_fp32_contents; break;
+	case NPU_TYPE_DOUBLE: n = c->n_fp64_contents; break;
+	case NPU_TYPE_INT8: case NPU_TYPE_INT16: case NPU_TYPE_INT32: n = c->n_int_contents; break;
+	case NPU_TYPE_INT64: n = c->n_int64_contents; break;
+	case NPU_TYPE_UINT8: case NPU_TYPE_UINT16: case NPU_TYPE_UINT32: n = c->n_uint_contents; break;
+	case NPU_TYPE_UINT64: n = c->n_uint64_contents; break;
+	case NPU_TYPE_BOOL: n = c->n_bool_contents; break;
+	default: return -1;	/* FP16: raw contents only */
+	}
+	b = malloc(n * es + 1);
+	if (!b)
+		return -1;
+	for (i = 0; i < n; i++) {
+		uint8_t *p = b + i * es;
+
+		switch (t) {
+		case NPU_TYPE_FLOAT: memcpy(p, &c->fp32_contents[i], 4); break;
+		case NPU_TYPE_DOUBLE: memcpy(p, &c->fp64_contents[i], 8); break;
+		case NPU_TYPE_INT8: { int8_t x = (int8_t)c->int_contents[i]; memcpy(p, &x, 1); break; }
+		case NPU_TYPE_INT16: { int16_t x = (int16_t)c->int_contents[i]; memcpy(p, &x, 2); break; }
+		case NPU_TYPE_INT32: memcpy(p, &c->int_contents[i], 4); break;
+		case NPU_TYPE_INT64: memcpy(p, &c->int64_contents[i], 8); break;
+		case NPU_TYPE_UINT8: { uint8_t x = (uint8_t)c->uint_contents[i]; memcpy(p, &x, 1); break; }
+		case NPU_TYPE_UINT16: { uint16_t x = (uint16_t)c->uint_contents[i]; memcpy(p, &x, 2); break; }
+		case NPU_TYPE_UINT32: memcpy(p, &c->uint_contents[i], 4); break;
+		case NPU_TYPE_UINT64: memcpy(p, &c->uint64_contents[i], 8); break;
+		default: *p = c->bool_contents[i] ? 1 : 0; break;
+		}
+	}
+	*out = b;
+	*len = n * es;
+	return 0;
+}
+
+/*
+ * ModelInfer: the request becomes the REST form (a JSON header and binary
+ * tensors), so both protocols share one decoder and its checks.
+ */
+static void call_infer(struct gstream *s, Inference__ModelInferRequest *rq)
+{
+	json_t *root = json_object(), *inputs = json_array(), *outputs = json_array(), *params;
+	uint8_t *blobs[SERVE_MAX_IO] = { 0 };
+	size_t blen[SERVE_MAX_IO] = { 0 }, total = 0, i, k, hl;
+	char err[SERVE_ERR_MAX], *hdr = NULL;
+	int bad, st;
+	int64_t v = parse_version(rq->model_version, &bad);
+
+	if (bad) {
+		respond_error(s, GRPC_INVALID_ARGUMENT, "'model_version' is not a positive integer");
+		goto out;
+	}
+	if (rq->n_inputs > SERVE_MAX_IO) {
+		respond_error(s, GRPC_INVALID_ARGUMENT, "too many inputs");
+		goto out;
+	}
+	if (rq->n_raw_input_contents && rq->n_raw_input_contents != rq->n_inputs) {
+		snprintf(err, sizeof(err), "raw_input_contents has %zu entries but there are %zu inputs",
+			 rq->n_raw_input_contents, rq->n_inputs);
+		respond_error(s, GRPC_INVALID_ARGUMENT, err);
+		goto out;
+	}
+	if (rq->id[0])
+		json_object_set_new(root, "id", json_string(rq->id));
+	params = json_pack("{s:b}", "binary_data_output", 1);
+	for (i = 0; i < rq->n_parameters; i++) {
+		Inference__InferParameter *p = rq->parameters[i]->value;
+		const char *key = rq->parameters[i]->key;
+
+		if ((!strcmp(key, "priority") || !strcmp(key, "timeout")) && p &&
+		    p->parameter_choice_case == INFERENCE__INFER_PARAMETER__PARAMETER_CHOICE_INT64_PARAM)
+			json_object_set_new(params, key, json_integer(p->int64_param));
+	}
+	json_object_set_new(root, "parameters", params);
+	for (i = 0; i < rq->n_inputs; i++) {
+		Inference__ModelInferRequest__InferInputTensor *t = rq->inputs[i];
+		json_t *shape = json_array();
+
+		for (k = 0; k < t->n_shape; k++)
+			json_array_append_new(shape, json_integer(t->shape[k]));
+		if (rq->n_raw_input_contents) {
+			blobs[i] = rq->raw_input_contents[i].data;
+			blen[i] = rq->raw_input_contents[i].len;
+		} else {
+			enum npu_data_type dt = serve_dtype_parse(t->datatype);
+
+			if (dt != NPU_TYPE_UNDEFINED && contents_bytes(t->contents, dt, &blobs[i], &blen[i])) {
+				json_decref(shape);
+				snprintf(err, sizeof(err), "input '%.100s': %s tensors must come in raw_input_contents",
+					 t->name, t->datatype);
+				respond_error(s, GRPC_INVALID_ARGUMENT, err);
+				goto out;
+			}
+		}
+		total += blen[i];
+		json_array_append_new(inputs, json_pack("{s:s, s:s, s:o, s:{s:I}}",
+			"name", t->name, "datatype", t->datatype, "shape", shape,
+			"parameters", "binary_data_size", (json_int_t)blen[i]));
+	}
+	json_object_set(root, "inputs", inputs);
+	for (i = 0; i < rq->n_outputs; i++)
+		json_array_append_new(outputs, json_pack("{s:s, s:{s:b}}", "name",
+			rq->outputs[i]->name, "parameters", "binary_data", 1));
+	if (rq->n_outputs)
+		json_object_set(root, "outputs", outputs);
+	hdr = json_dumps(root, JSON_COMPACT);
+	if (!hdr) {
+		respond_error(s, GRPC_INVALID_ARGUMENT, "names must be UTF-8");
+		goto out;
+	}
+	hl = strlen(hdr);
+	s->infer_body = malloc(hl + total + 1);
+	if (!s->infer_body) {
+		respond_error(s, GRPC_INTERNAL, "out of memory");
+		goto out;
+	}
+	memcpy(s->infer_body, hdr, hl);
+	for (i = 0, k = hl; i < rq->n_inputs; i++) {
+		if (blen[i])
+			memcpy(s->infer_body + k, blobs[i], blen[i]);
+		k += blen[i];
+	}
+	memset(&s->req, 0, sizeof(s->req));
+	s->req.t_arrive = serve_now_ns();
+	s->req.done = infer_done;
+	s->req.done_arg = s;
+	pthread_mutex_lock(&s->conn->lock);
+	s->conn->pending++;
+	s->infer_pending = 1;
+	pthread_mutex_unlock(&s->conn->lock);
+	st = repository_infer(s->conn->srv->repo, rq->model_name, v, s->infer_body, hl + total,
+			      (long long)hl, &s->req, err);
+	if (st) {
+		pthread_mutex_lock(&s->conn->lock);
+		s->conn->pending--;
+		s->infer_pending = 0;
+		pthread_mutex_unlock(&s->conn->lock);
+		respond_error(s, status_to_grpc(st), err);
+	}
+out:
+	if (!rq->n_raw_input_contents)
+		for (i = 0; i < SERVE_MAX_IO; i++)
+			free(blobs[i]);
+	free(hdr);
+	json_decref(inputs);
+	json_decref(outputs);
+	json_decref(root);
+}
+
+static void dispatch(struct gstream *s)
+{
+	const char *method;
+	ProtobufCMessage *m = NULL;
+	const ProtobufCMessageDescriptor *d = NULL;
+	uint32_t n;
+	struct grpc_server *srv = s->conn->srv;
+
+	pthread_mutex_lock(&srv->lock);
+	srv->in_flight++;
+	pthread_mutex_unlock(&srv->lock);
+	s->counted = 1;
+	if (strncmp(s->path, SERVICE, strlen(SERVICE))) {
+		respond_error(s, GRPC_UNIMPLEMENTED, "unknown service");
+		return;
+	}
+	method = s->path + strlen(SERVICE);
+	if (s->too_large) {
+		respond_error(s, GRPC_RESOURCE_EXHAUSTED, "the message exceeds the server's limit");
+		return;
+	}
+	if (s->len < 5) {
+		respond_error(s, GRPC_INVALID_ARGUMENT, "no gRPC message in the request");
+		return;
+	}
+	if (s->body[0]) {
+		respond_error(s, GRPC_UNIMPLEMENTED, "compressed messages are not supported");
+		return;
+	}
+	n = (uint32_t)(uint8_t)s->body[1] << 24 | (uint32_t)(uint8_t)s->body[2] << 16 |
+	    (uint32_t)(uint8_t)s->body[3] << 8 | (uint8_t)s->body[4];
+	if (n != s->len - 5) {
+		respond_error(s, GRPC_INVALID_ARGUMENT, "the gRPC message length disagrees with the data");
+		return;
+	}
+#define CALL(name, desc) else if (!strcmp(method, name)) d = &desc
+	if (0) {}
+	CALL("ServerLive", inference__server_live_request__descriptor);
+	CALL("ServerReady", inference__server_ready_request__descriptor);
+	CALL("ModelReady", inference__model_ready_request__descriptor);
+	CALL("ServerMetadata", inference__server_metadata_request__descriptor);
+	CALL("ModelMetadata", inference__model_metadata_request__descriptor);
+	CALL("ModelInfer", inference__model_infer_request__descriptor);
+	CALL("ModelStatistics", inference__model_statistics_request__descriptor);
+	CALL("RepositoryIndex", inference__repository_index_request__descriptor);
+	CALL("RepositoryModelLoad", inference__repository_model_load_request__descriptor);
+	CALL("RepositoryModelUnload", inference__repository_model_unload_request__descriptor);
+#undef CALL
+	if (!d) {
+		char msg[SERVE_ERR_MAX];
+
+		snprintf(msg, sizeof(msg), "method %.100s is not implemented", method);
+		respond_error(s, GRPC_UNIMPLEMENTED, msg);
+		return;
+	}
+	m = protobuf_c_message_unpack(d, NULL, n, (const uint8_t *)s->body + 5);
+	if (!m) {
+		char msg[SERVE_ERR_MAX];
+
+		snprintf(msg, sizeof(msg), "cannot parse the %s request message", d->short_name);
+		respond_error(s, GRPC_INVALID_ARGUMENT, msg);
+		return;
+	}
+	if (d == &inference__server_live_request__descriptor) {
+		Inference__ServerLiveResponse r = INFERENCE__SERVER_LIVE_RESPONSE__INIT;
+
+		r.live = 1;
+		respond(s, &r.base);
+	} else if (d == &inference__server_ready_request__descriptor) {
+		Inference__ServerReadyResponse r = INFERENCE__SERVER_READY_RESPONSE__INIT;
+
+		r.ready = repository_ready(srv->repo);
+		respond(s, &r.base);
+	} else if (d == &inference__model_ready_request__descriptor) {
+		Inference__ModelReadyRequest *rq = (Inference__ModelReadyRequest *)m;
+		Inference__ModelReadyResponse r = INFERENCE__MODEL_READY_RESPONSE__INIT;
+		int bad;
+		int64_t v = parse_version(rq->version, &bad);
+
+		r.ready = !bad && repository_model_ready(srv->repo, rq->name, v);
+		respond(s, &r.base);
+	} else if (d == &inference__server_metadata_request__descriptor) {
+		Inference__ServerMetadataResponse r = INFERENCE__SERVER_METADATA_RESPONSE__INIT;
+		static char *ext[] = { "binary_tensor_data", "model_repository", "statistics",
+				       "schedule_policy", "model_configuration" };
+
+		r.name = "npu-serve";
+		r.version = (char *)npu_version();
+		r.n_extensions = sizeof(ext) / sizeof(ext[0]);
+		r.extensions = ext;
+		respond(s, &r.base);
+	} else if (d == &inference__model_metadata_request__descriptor) {
+		call_metadata(s, (Inference__ModelMetadataRequest *)m);
+	} else if (d == &inference__model_infer_request__descriptor) {
+		call_infer(s, (Inference__ModelInferRequest *)m);
+	} else if (d == &inference__model_statistics_request__descriptor) {
+		call_statistics(s, (Inference__ModelStatisticsRequest *)m);
+	} else if (d == &inference__repository_index_request__descriptor) {
+		call_index(s, (Inference__RepositoryIndexRequest *)m);
+	} else if (d == &inference__repository_model_load_request__descriptor) {
+		call_load(s, (Inference__RepositoryModelLoadRequest *)m);
+	} else {
+		call_unload(s, (Inference__RepositoryModelUnloadRequest *)m);
+	}
+	protobuf_c_message_free_unpacked(m, NULL);
+}
+
+/* ---- nghttp2 callbacks ---------------------------------------------------------------- */
+
+static ssize_t on_send(nghttp2_session *session, const uint8_t *data, size_t length,
+		       int flags, void *user_data)
+{
+	struct gconn *c = user_data;
+	ssize_t n;
+
+	(void)session;
+	(void)flags;
+	n = send(c->fd, data, length, MSG_NOSIGNAL);
+	if (n < 0)
+		return errno == EAGAIN || errno == EWOULDBLOCK ? NGHTTP2_ERR_WOULDBLOCK
+							       : NGHTTP2_ERR_CALLBACK_FAILURE;
+	return n;
+}
+
+static int on_begin_headers(nghttp2_session *session, const nghttp2_frame *frame,
+			    void *user_data)
+{
+	struct gconn *c = user_data;
+	struct gstream *s;
+
+	if (frame->hd.type != NGHTTP2_HEADERS || frame->headers.cat != NGHTTP2_HCAT_REQUEST)
+		return 0;
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return NGHTTP2_ERR_CALLBACK_FAILURE;
+	s->conn = c;
+	s->id = frame->hd.stream_id;
+	s->next = c->streams;
+	if (c->streams)
+		c->streams->prev = s;
+	c->streams = s;
+	nghttp2_session_set_stream_user_data(session, s->id, s);
+	return 0;
+}
+
+static int on_header(nghttp2_session *session, const nghttp2_frame *frame,
+		     const uint8_t *name, size_t namelen, const uint8_t *value,
+		     size_t valuelen, uint8_t flags, void *user_data)
+{
+	struct gstream *s;
+
+	(void)flags;
+	(void)user_data;
+	if (frame->hd.type != NGHTTP2_HEADERS)
+		return 0;
+	s = nghttp2_session_get_stream_user_data(session, frame->hd.stream_id);
+	if (s && namelen == 5 && !memcmp(name, ":path", 5))
+		snprintf(s->path, sizeof(s->path), "%.*s", (int)valuelen, (const char *)value);
+	return 0;
+}
+
+static int on_data_chunk(nghttp2_session *session, uint8_t flags, int32_t stream_id,
+			 const uint8_t *data, size_t len, void *user_data)
+{
+	struct gconn *c = user_data;
+	struct gstream *s = nghttp2_session_get_stream_user_data(session, stream_id);
+
+	(void)flags;
+	if (!s || s->too_large)
+		return 0;
+	if (s->len + len > c->srv->o.max_message_bytes) {
+		s->too_large = 1;
+		return 0;
+	}
+	if (s->len + len > s->cap) {
+		size_t cap = s->cap ? s->cap : 4096;
+		char *nb;
+
+		while (cap < s->len + len)
+			cap *= 2;
+		nb = realloc(s->body, cap);
+		if (!nb) {
+			s->too_large = 1;
+			return 0;
+		}
+		s->body = nb;
+		s->cap = cap;
+	}
+	memcpy(s->body + s->len, data, len);
+	s->len += len;
+	return 0;
+}
+
+static int on_frame_recv(nghttp2_session *session, const nghttp2_frame *frame, void *user_data)
+{
+	struct gstream *s;
+
+	(void)user_data;
+	if ((frame->hd.type != NGHTTP2_DATA && frame->hd.type != NGHTTP2_HEADERS) ||
+	    !(frame->hd.flags & NGHTTP2_FLAG_END_STREAM))
+		return 0;
+	s = nghttp2_session_get_stream_user_data(session, frame->hd.stream_id);
+	if (s)
+		dispatch(s);
+	return 0;
+}
+
+static int on_stream_close(nghttp2_session *session, int32_t stream_id, uint32_t error_code,
+			   void *user_data)
+{
+	struct gconn *c = user_data;
+	struct gstream *s = nghttp2_session_get_stream_user_data(session, stream_id);
+	int pending;
+
+	(void)error_code;
+	if (!s)
+		return 0;
+	nghttp2_session_set_stream_user_data(session, stream_id, NULL);
+	pthread_mutex_lock(&c->lock);
+	pending = s->infer_pending;
+	s->closed = 1;
+	pthread_mutex_unlock(&c->lock);
+	if (!pending) {
+		call_done(s);
+		stream_free(s);
+	}
+	return 0;
+}
+
+/* ---- Connections ------------------------------------------------------------------------ */
+
+static void answer_done(struct gconn *c)
+{
+	struct gstream *list, *s;
+	uint64_t x;
+	ssize_t r = read(c->efd, &x, sizeof(x));
+
+	(void)r;
+	pthread_mutex_lock(&c->lock);
+	list = c->done;
+	c->done = NULL;
+	pthread_mutex_unlock(&c->lock);
+	while ((s = list)) {
+		int closed;
+
+		list = s->next_done;
+		pthread_mutex_lock(&c->lock);
+		s->infer_pending = 0;
+		c->pending--;
+		closed = s->closed;
+		pthread_cond_broadcast(&c->cond);
+		pthread_mutex_unlock(&c->lock);
+		if (closed) {
+			call_done(s);
+			stream_free(s);
+		} else {
+			infer_answer(s);
+		}
+	}
+}
+
+static void *conn_main(void *arg)
+{
+	struct gconn *c = arg;
+	struct grpc_server *srv = c->srv;
+	nghttp2_session_callbacks *cb;
+	nghttp2_settings_entry settings[] = {
+		{ NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, 256 },
+		{ NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, 1 << 24 },
+	};
+	uint8_t buf[16384];
+
+	nghttp2_session_callbacks_new(&cb);
+	nghttp2_session_callbacks_set_send_callback(cb, on_send);
+	nghttp2_session_callbacks_set_on_begin_headers_callback(cb, on_begin_headers);
+	nghttp2_session_callbacks_set_on_header_callback(cb, on_header);
+	nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cb, on_data_chunk);
+	nghttp2_session_callbacks_set_on_frame_recv_callback(cb, on_frame_recv);
+	nghttp2_session_callbacks_set_on_stream_close_callback(cb, on_stream_close);
+	nghttp2_session_server_new(&c->session, cb, c);
+	nghttp2_session_callbacks_del(cb);
+	nghttp2_submit_settings(c->session, NGHTTP2_FLAG_NONE, settings, 2);
+	nghttp2_session_set_local_window_size(c->session, NGHTTP2_FLAG_NONE, 0, 1 << 24);
+	for (;;) {
+		struct pollfd p[2] = {
+			{ c->fd, POLLIN, 0 },
+			{ c->efd, POLLIN, 0 },
+		};
+		int stop;
+
+		if (nghttp2_session_send(c->session))
+			break;
+		if (!nghttp2_session_want_read(c->session) && !nghttp2_session_want_write(c->session))
+			break;
+		if (nghttp2_session_want_write(c->session))
+			p[0].events |= POLLOUT;
+		pthread_mutex_lock(&srv->lock);
+		stop = srv->stop;
+		pthread_mutex_unlock(&srv->lock);
+		if (stop)
+			break;
+		if (poll(p, 2, 500) < 0 && errno != EINTR)
+			break;
+		if (p[1].revents & POLLIN)
+			answer_done(c);
+		if (p[0].revents & (POLLIN | POLLHUP | POLLERR)) {
+			ssize_t n = recv(c->fd, buf, sizeof(buf), 0);
+
+			if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
+				break;
+			if (n > 0 && nghttp2_session_mem_recv(c->session, buf, (size_t)n) < 0)
+				break;
+		}
+	}
+	/* Inferences still queued finish before their streams go. */
+	pthread_mutex_lock(&c->lock);
+	while (c->pending) {
+		pthread_mutex_unlock(&c->lock);
+		{
+			struct pollfd p = { c->efd, POLLIN, 0 };
+
+			if (poll(&p, 1, 1000) > 0)
+				answer_done(c);
+		}
+		pthread_mutex_lock(&c->lock);
+	}
+	pthread_mutex_unlock(&c->lock);
+	nghttp2_session_del(c->session);
+	while (c->streams) {	/* streams the session did not close */
+		call_done(c->streams);
+		stream_free(c->streams);
+	}
+	close(c->fd);
+	close(c->efd);
+	pthread_mutex_lock(&srv->lock);
+	{
+		struct gconn **pp;
+
+		for (pp = &srv->conn_list; *pp; pp = &(*pp)->next)
+			if (*pp == c) {
+				*pp = c->next;
+				break;
+			}
+	}
+	srv->conns--;
+	pthread_cond_broadcast(&srv->cond);
+	pthread_mutex_unlock(&srv->lock);
+	pthread_cond_destroy(&c->cond);
+	pthread_mutex_destroy(&c->lock);
+	free(c);
+	return NULL;
+}
+
+static void *accept_main(void *arg)
+{
+	struct grpc_server *srv = arg;
+
+	for (;;) {
+		int fd = accept4(srv->listen_fd, NULL, NULL, SOCK_CLOEXEC), one = 1;
+		struct gconn *c;
+		pthread_t t;
+		pthread_attr_t attr;
+
+		if (fd < 0) {
+			if (errno == EINTR || errno == ECONNABORTED)
+				continue;
+			break;	/* closed by grpc_quiesce */
+		}
+		pthread_mutex_lock(&srv->lock);
+		if (srv->stop || srv->conns >= srv->o.max_connections) {
+			pthread_mutex_unlock(&srv->lock);
+			close(fd);
+			continue;
+		}
+		pthread_mutex_unlock(&srv->lock);
+		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+		fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+		c = calloc(1, sizeof(*c));
+		if (!c) {
+			close(fd);
+			continue;
+		}
+		c->srv = srv;
+		c->fd = fd;
+		c->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+		pthread_mutex_init(&c->lock, NULL);
+		pthread_cond_init(&c->cond, NULL);
+		pthread_mutex_lock(&srv->lock);
+		srv->conns++;
+		c->next = srv->conn_list;
+		srv->conn_list = c;
+		pthread_mutex_unlock(&srv->lock);
+		pthread_attr_init(&attr);
+		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+		if (c->efd < 0 || pthread_create(&t, &attr, conn_main, c)) {
+			pthread_mutex_lock(&srv->lock);
+			srv->conns--;
+			srv->conn_list = c->next;
+			pthread_mutex_unlock(&srv->lock);
+			if (c->efd >= 0)
+				close(c->efd);
+			close(fd);
+			free(c);
+		}
+		pthread_attr_destroy(&attr);
+	}
+	return NULL;
+}
+
+int grpc_start(struct repository *repo, const struct grpc_options *o,
+	       struct grpc_server **out, char *err)
+{
+	struct grpc_server *s = calloc(1, sizeof(*s));
+	struct sockaddr_in addr;
+	socklen_t alen = sizeof(addr);
+	int one = 1;
+
+	*out = NULL;
+	if (!s)
+		return serve_err(err, SERVE_INTERNAL, "out of memory");
+	s->repo = repo;
+	s->o = *o;
+	if (!s->o.max_message_bytes)
+		s->o.max_message_bytes = 64u << 20;
+	if (!s->o.max_connections)
+		s->o.max_connections = 256;
+	memset(&addr, 0, sizeof(addr));
+	addr.sin_family = AF_INET;
+	addr.sin_port = htons((uint16_t)o->port);
+	if (inet_pton(AF_INET, o->address ? o->address : "127.0.0.1", &addr.sin_addr) != 1) {
+		free(s);
+		return serve_err(err, SERVE_INVALID, "'%s' is not an IPv4 address", o->address);
+	}
+	s->listen_fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (s->listen_fd < 0 ||
+	    setsockopt(s->listen_fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
+	    bind(s->listen_fd, (struct sockaddr *)&addr, sizeof(addr)) ||
+	    listen(s->listen_fd, 128) ||
+	    getsockname(s->listen_fd, (struct sockaddr *)&addr, &alen)) {
+		int st = serve_err(err, SERVE_UNAVAILABLE, "cannot listen on %s:%d: %s",
+				   o->address ? o->address : "127.0.0.1", o->port, strerror(errno));
+
+		if (s->listen_fd >= 0)
+			close(s->listen_fd);
+		free(s);
+		return st;
+	}
+	s->port = ntohs(addr.sin_port);
+	pthread_mutex_init(&s->lock, NULL);
+	pthread_cond_init(&s->cond, NULL);
+	if (pthread_create(&s->acceptor, NULL, accept_main, s)) {
+		close(s->listen_fd);
+		free(s);
+		return serve_err(err, SERVE_INTERNAL, "cannot start the gRPC thread");
+	}
+	s->accepting = 1;
+	*out = s;
+	return SERVE_OK;
+}
+
+int grpc_port(const struct grpc_server *s)
+{
+	return s->port;
+}
+
+void grpc_quiesce(struct grpc_server *s)
+{
+	if (!s || !s->accepting)
+		return;
+	shutdown(s->listen_fd, SHUT_RDWR);
+	pthread_join(s->acceptor, NULL);
+	close(s->listen_fd);
+	s->accepting = 0;
+}
+
+int grpc_wait_idle(struct grpc_server *s, int timeout_ms)
+{
+	struct timespec ts;
+	int idle;
+
+	if (!s)
+		return 1;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += timeout_ms / 1000;
+	ts.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+	if (ts.tv_nsec >= 1000000000L) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000L;
+	}
+	pthread_mutex_lock(&s->lock);
+	while (s->in_flight > 0)
+		if (pthread_cond_timedwait(&s->cond, &s->lock, &ts) == ETIMEDOUT)
+			break;
+	idle = s->in_flight <= 0;
+	pthread_mutex_unlock(&s->lock);
+	return idle;
+}
+
+void grpc_stop(struct grpc_server *s)
+{
+	struct timespec ts;
+	int stuck;
+
+	if (!s)
+		return;
+	grpc_quiesce(s);
+	pthread_mutex_lock(&s->lock);
+	s->stop = 1;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += 10;
+	/* Connection threads see 'stop' within their poll timeout. */
+	while (s->conns > 0)
+		if (pthread_cond_timedwait(&s->cond, &s->lock, &ts) == ETIMEDOUT)
+			break;
+	stuck = s->conns > 0;
+	pthread_mutex_unlock(&s->lock);
+	if (stuck)
+		return;	/* a thread is stuck: leak rather than free under it */
+	pthread_cond_destroy(&s->cond);
+	pthread_mutex_destroy(&s->lock);
+	free(s);
+}

@@ -1,0 +1,34 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * http: the HTTP/REST front end (Open Inference Protocol v2 and Triton's
+ * extensions) on libmicrohttpd: a thread pool, and an inference request's
+ * connection suspended while it waits for its batch. One endpoint table
+ * maps path patterns to handlers.
+ */
+#ifndef NPU_SERVE_HTTP_H
+#define NPU_SERVE_HTTP_H
+
+#include "repository.h"
+
+struct http_options {
+	const char *address;		/* default 127.0.0.1 */
+	int port;			/* 0: ephemeral */
+	int threads;			/* the pool; default 4 */
+	size_t max_body_bytes;		/* default 64 MiB */
+	unsigned int timeout_secs;	/* idle connection timeout; default 60 */
+	size_t max_header_bytes;	/* per-connection memory for headers; default 64 KiB */
+	int metrics_only;		/* serve /metrics only (--metrics-port) */
+};
+
+struct http_server;
+
+int http_start(struct repository *repo, const struct http_options *o,
+	       struct http_server **out, char *err);
+int http_port(const struct http_server *s);
+/* Stop accepting connections (SIGTERM); requests in flight go on. */
+void http_quiesce(struct http_server *s);
+/* Wait until no inference request is in flight, at most timeout_ms. */
+int http_wait_idle(struct http_server *s, int timeout_ms);
+void http_stop(struct http_server *s);
+
+#endif /* NPU_SERVE_HTTP_H */

@@ -1,0 +1,36 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * infer_codec: inference requests and responses of the Open Inference
+ * Protocol v2 over HTTP: JSON tensors (nested or flat 'data') and Triton's
+ * binary tensor data extension (a JSON header of
+ * Inference-Header-Content-Length bytes, then the tensors' bytes in the
+ * order of the inputs with parameters.binary_data_size).
+ */
+#ifndef NPU_SERVE_INFER_CODEC_H
+#define NPU_SERVE_INFER_CODEC_H
+
+#include "batcher.h"
+
+/*
+ * Decode 'len' bytes of body into 'req' and check it against the model's
+ * config: names, datatypes, shapes, byte counts, batch size. json_len is
+ * the Inference-Header-Content-Length, or -1 when the header is absent
+ * (the whole body is JSON). Binary inputs point into 'body' (keep it
+ * until the request is done); JSON data is converted into owned buffers.
+ * Returns SERVE_OK or SERVE_INVALID with a message naming the field.
+ */
+int codec_decode(const char *body, size_t len, long long json_len,
+		 const struct model_config *cfg, struct infer_request *req,
+		 char *err);
+
+/*
+ * The response for a finished request: JSON, or JSON then binary outputs
+ * (*json_len set to the JSON's size, 0 when all is JSON). free() *out.
+ */
+int codec_encode(const struct infer_request *req, char **out, size_t *len,
+		 size_t *json_len);
+
+/* {"error": msg} as a string to free(). */
+char *codec_error_json(const char *msg, size_t *len);
+
+#endif /* NPU_SERVE_INFER_CODEC_H */

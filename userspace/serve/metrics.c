@@ -1,0 +1,403 @@
+// SPDX-License-Identifier: MIT
+/* metrics: statistics and the Prometheus text format (see metrics.h). */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "metrics.h"
+
+/* Seconds; the last bucket is +Inf. */
+static const double time_bounds[METRICS_TIME_BUCKETS] = {
+	0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
+	0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10,
+};
+static const double size_bounds[METRICS_SIZE_BUCKETS] = {
+	1, 2, 4, 8, 16, 32, 64, 128, 256,
+};
+
+struct device_stats {
+	char name[SERVE_NAME_MAX];
+	uint64_t busy_ns, cycles, runs;
+	struct device_stats *next;
+};
+
+static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct model_stats *models;
+static struct device_stats *devices;
+static uint64_t http_status_counts[6];	/* 2xx 4xx(400) 404 5xx(500) 501 503 */
+static uint64_t start_ns;
+
+struct model_stats *metrics_model(const char *model, int64_t version)
+{
+	struct model_stats *s, **tail;
+
+	pthread_mutex_lock(&registry_lock);
+	if (!start_ns)
+		start_ns = serve_now_ns();
+	for (tail = &models; (s = *tail); tail = &s->next)
+		if (s->version == version && !strcmp(s->model, model))
+			break;
+	if (!s) {
+		s = calloc(1, sizeof(*s));
+		if (s) {
+			snprintf(s->model, sizeof(s->model), "%s", model);
+			s->version = version;
+			pthread_mutex_init(&s->lock, NULL);
+			*tail = s;
+		}
+	}
+	pthread_mutex_unlock(&registry_lock);
+	return s;
+}
+
+static void observe(struct histogram *h, const double *bounds, int n, double v)
+{
+	int i;
+
+	for (i = 0; i < n && v > bounds[i]; i++)
+		;
+	h->counts[i]++;
+	h->count++;
+	h->sum += v;
+}
+
+void metrics_pending(struct model_stats *s, int delta)
+{
+	pthread_mutex_lock(&s->lock);
+	s->pending += delta;
+	pthread_mutex_unlock(&s->lock);
+}
+
+void metrics_executing(struct model_stats *s, int delta)
+{
+	pthread_mutex_lock(&s->lock);
+	s->executing += delta;
+	pthread_mutex_unlock(&s->lock);
+}
+
+void metrics_rejected(struct model_stats *s, int timeout)
+{
+	pthread_mutex_lock(&s->lock);
+	if (timeout)
+		s->rejected_timeout++;
+	else
+		s->rejected_queue_full++;
+	pthread_mutex_unlock(&s->lock);
+}
+
+void metrics_request(struct model_stats *s, int success, uint64_t queue_ns,
+		     uint64_t request_ns)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	pthread_mutex_lock(&s->lock);
+	if (success) {
+		s->success.count++;
+		s->success.ns += request_ns;
+		s->queue.count++;
+		s->queue.ns += queue_ns;
+		observe(&s->h_queue, time_bounds, METRICS_TIME_BUCKETS, queue_ns / 1e9);
+	} else {
+		s->fail.count++;
+		s->fail.ns += request_ns;
+	}
+	observe(&s->h_request, time_bounds, METRICS_TIME_BUCKETS, request_ns / 1e9);
+	s->last_inference_ms = (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+	pthread_mutex_unlock(&s->lock);
+}
+
+void metrics_batch(struct model_stats *s, int64_t batch, uint64_t input_ns,
+		   uint64_t infer_ns, uint64_t output_ns)
+{
+	int64_t k = batch < METRICS_MAX_BATCH_STATS ? batch : METRICS_MAX_BATCH_STATS;
+
+	pthread_mutex_lock(&s->lock);
+	s->execution_count++;
+	s->inference_count += (uint64_t)batch;
+	/* Triton counts compute times once per request of the batch. */
+	s->compute_input.count++;
+	s->compute_input.ns += input_ns;
+	s->compute_infer.count++;
+	s->compute_infer.ns += infer_ns;
+	s->compute_output.count++;
+	s->compute_output.ns += output_ns;
+	observe(&s->h_input, time_bounds, METRICS_TIME_BUCKETS, input_ns / 1e9);
+	observe(&s->h_infer, time_bounds, METRICS_TIME_BUCKETS, infer_ns / 1e9);
+	observe(&s->h_output, time_bounds, METRICS_TIME_BUCKETS, output_ns / 1e9);
+	observe(&s->h_batch, size_bounds, METRICS_SIZE_BUCKETS, (double)batch);
+	if (k > 0) {
+		s->batch_infer[k].count++;
+		s->batch_infer[k].ns += infer_ns;
+	}
+	pthread_mutex_unlock(&s->lock);
+}
+
+void metrics_device(const char *device, uint64_t ns, uint64_t cycles)
+{
+	struct device_stats *d;
+
+	pthread_mutex_lock(&registry_lock);
+	for (d = devices; d; d = d->next)
+		if (!strcmp(d->name, device))
+			break;
+	if (!d) {
+		d = calloc(1, sizeof(*d));
+		if (d) {
+			snprintf(d->name, sizeof(d->name), "%s", device);
+			d->next = devices;
+			devices = d;
+		}
+	}
+	if (d) {
+		d->busy_ns += ns;
+		d->cycles += cycles;
+		d->runs++;
+	}
+	pthread_mutex_unlock(&registry_lock);
+}
+
+void metrics_http_request(int status)
+{
+	int k = status < 300 ? 0 : status == 404 ? 2 : status < 500 ? 1 :
+		status == 501 ? 4 : status == 503 ? 5 : 3;
+
+	pthread_mutex_lock(&registry_lock);
+	http_status_counts[k]++;
+	pthread_mutex_unlock(&registry_lock);
+}
+
+/* ---- Statistics extension (JSON) ----------------------------------------- */
+
+static json_t *dur(const struct duration_stat *d)
+{
+	return json_pack("{s:I, s:I}", "count", (json_int_t)d->count, "ns", (json_int_t)d->ns);
+}
+
+json_t *metrics_stats_json(const char *model, int64_t version)
+{
+	json_t *arr = json_array();
+	struct model_stats *s;
+
+	pthread_mutex_lock(&registry_lock);
+	for (s = models; s; s = s->next) {
+		json_t *o, *batches;
+		char v[32];
+		int k;
+
+		if (model && strcmp(model, s->model))
+			continue;
+		if (version >= 0 && version != s->version)
+			continue;
+		snprintf(v, sizeof(v), "%" PRId64, s->version);
+		pthread_mutex_lock(&s->lock);
+		batches = json_array();
+		for (k = 1; k <= METRICS_MAX_BATCH_STATS; k++) {
+			struct duration_stat zero = { 0, 0 };
+
+			if (!s->batch_infer[k].count)
+				continue;
+			json_array_append_new(batches, json_pack(
+				"{s:i, s:o, s:o, s:o}", "batch_size", k,
+				"compute_input", dur(&zero),
+				"compute_infer", dur(&s->batch_infer[k]),
+				"compute_output", dur(&zero)));
+		}
+		o = json_pack("{s:s, s:s, s:I, s:I, s:I, s:{s:o, s:o, s:o, s:o, s:o, s:o},"
+			      " s:o, s:{s:I, s:I}, s:I, s:I}",
+			      "name", s->model, "version", v,
+			      "last_inference", (json_int_t)s->last_inference_ms,
+			      "inference_count", (json_int_t)s->inference_count,
+			      "execution_count", (json_int_t)s->execution_count,
+			      "inference_stats",
+			      "success", dur(&s->success), "fail", dur(&s->fail),
+			      "queue", dur(&s->queue), "compute_input", dur(&s->compute_input),
+			      "compute_infer", dur(&s->compute_infer),
+			      "compute_output", dur(&s->compute_output),
+			      "batch_stats", batches,
+			      "rejected", "queue_full", (json_int_t)s->rejected_queue_full,
+			      "timeout", (json_int_t)s->rejected_timeout,
+			      "pending", (json_int_t)s->pending,
+			      "executing", (json_int_t)s->executing);
+		pthread_mutex_unlock(&s->lock);
+		if (o)
+			json_array_append_new(arr, o);
+	}
+	pthread_mutex_unlock(&registry_lock);
+	return json_pack("{s:o}", "model_stats", arr);
+}
+
+/* ---- Prometheus text ------------------------------------------------------- */
+
+/* A label value with \ " and newlines escaped. */
+static void label(FILE *f, const char *v)
+{
+	for (; *v; v++) {
+		if (*v == '\\' || *v == '"')
+			fprintf(f, "\\%c", *v);
+		else if (*v == '\n')
+			fputs("\\n", f);
+		else
+			fputc(*v, f);
+	}
+}
+
+static void labels(FILE *f, const struct model_stats *s)
+{
+	fputs("model=\"", f);
+	label(f, s->model);
+	fprintf(f, "\",version=\"%" PRId64 "\"", s->version);
+}
+
+static void help(FILE *f, const char *name, const char *type, const char *text)
+{
+	fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, text, name, type);
+}
+
+enum field { F_SUCCESS, F_FAIL, F_INFER_COUNT, F_EXEC_COUNT, F_REJ_FULL, F_REJ_TIMEOUT,
+	     F_PENDING };
+
+static uint64_t field(const struct model_stats *s, enum field f)
+{
+	switch (f) {
+	case F_SUCCESS: return s->success.count;
+	case F_FAIL: return s->fail.count;
+	case F_INFER_COUNT: return s->inference_count;
+	case F_EXEC_COUNT: return s->execution_count;
+	case F_REJ_FULL: return s->rejected_queue_full;
+	case F_REJ_TIMEOUT: return s->rejected_timeout;
+	case F_PENDING: return (uint64_t)(s->pending > 0 ? s->pending : 0);
+	}
+	return 0;
+}
+
+static void model_series(FILE *f, const char *name, const char *type,
+			 const char *text, enum field fld)
+{
+	struct model_stats *s;
+
+	help(f, name, type, text);
+	for (s = models; s; s = s->next) {
+		fprintf(f, "%s{", name);
+		labels(f, s);
+		pthread_mutex_lock(&s->lock);
+		fprintf(f, "} %" PRIu64 "\n", field(s, fld));
+		pthread_mutex_unlock(&s->lock);
+	}
+}
+
+static void histogram_series(FILE *f, const char *name, const char *text,
+			     size_t offset, const double *bounds, int n)
+{
+	struct model_stats *s;
+	int i;
+
+	help(f, name, "histogram", text);
+	for (s = models; s; s = s->next) {
+		struct histogram h;
+		uint64_t cum = 0;
+
+		pthread_mutex_lock(&s->lock);
+		h = *(const struct histogram *)((const char *)s + offset);
+		pthread_mutex_unlock(&s->lock);
+		for (i = 0; i <= n; i++) {
+			cum += h.counts[i];
+			fprintf(f, "%s_bucket{", name);
+			labels(f, s);
+			if (i < n)
+				fprintf(f, ",le=\"%g\"} %" PRIu64 "\n", bounds[i], cum);
+			else
+				fprintf(f, ",le=\"+Inf\"} %" PRIu64 "\n", cum);
+		}
+		fprintf(f, "%s_sum{", name);
+		labels(f, s);
+		fprintf(f, "} %.9g\n%s_count{", h.sum, name);
+		labels(f, s);
+		fprintf(f, "} %" PRIu64 "\n", h.count);
+	}
+}
+
+char *metrics_render(size_t *len)
+{
+	static const char *const status_names[] = { "2xx", "4xx", "404", "5xx", "501", "503" };
+	char *buf = NULL;
+	size_t size = 0;
+	FILE *f = open_memstream(&buf, &size);
+	struct device_stats *d;
+	double up;
+	int i;
+
+	if (!f)
+		return NULL;
+	pthread_mutex_lock(&registry_lock);
+	if (!start_ns)
+		start_ns = serve_now_ns();
+	up = (serve_now_ns() - start_ns) / 1e9;
+	model_series(f, "npu_serve_inference_request_success_total", "counter",
+		     "Inference requests that succeeded.", F_SUCCESS);
+	model_series(f, "npu_serve_inference_request_failure_total", "counter",
+		     "Inference requests that failed after reaching the model (rejections included).",
+		     F_FAIL);
+	model_series(f, "npu_serve_inference_count_total", "counter",
+		     "Inferences performed (a batch of N counts N).", F_INFER_COUNT);
+	model_series(f, "npu_serve_inference_exec_count_total", "counter",
+		     "Batches executed.", F_EXEC_COUNT);
+	model_series(f, "npu_serve_queue_rejected_full_total", "counter",
+		     "Requests rejected because the queue was full.", F_REJ_FULL);
+	model_series(f, "npu_serve_queue_rejected_timeout_total", "counter",
+		     "Requests rejected because their queue timeout expired.", F_REJ_TIMEOUT);
+	model_series(f, "npu_serve_pending_requests", "gauge",
+		     "Requests waiting in the scheduler queue.", F_PENDING);
+	histogram_series(f, "npu_serve_request_duration_seconds",
+			 "Whole request time, from arrival to the response.",
+			 offsetof(struct model_stats, h_request), time_bounds, METRICS_TIME_BUCKETS);
+	histogram_series(f, "npu_serve_queue_duration_seconds",
+			 "Time requests waited in the queue.",
+			 offsetof(struct model_stats, h_queue), time_bounds, METRICS_TIME_BUCKETS);
+	histogram_series(f, "npu_serve_compute_input_duration_seconds",
+			 "Time to gather a batch's inputs.",
+			 offsetof(struct model_stats, h_input), time_bounds, METRICS_TIME_BUCKETS);
+	histogram_series(f, "npu_serve_compute_infer_duration_seconds",
+			 "Time the model ran for a batch.",
+			 offsetof(struct model_stats, h_infer), time_bounds, METRICS_TIME_BUCKETS);
+	histogram_series(f, "npu_serve_compute_output_duration_seconds",
+			 "Time to scatter a batch's outputs.",
+			 offsetof(struct model_stats, h_output), time_bounds, METRICS_TIME_BUCKETS);
+	histogram_series(f, "npu_serve_batch_size", "Requests (batch elements) per executed batch.",
+			 offsetof(struct model_stats, h_batch), size_bounds, METRICS_SIZE_BUCKETS);
+	help(f, "npu_serve_device_busy_seconds_total", "counter",
+	     "Time the device spent running batches.");
+	for (d = devices; d; d = d->next) {
+		fputs("npu_serve_device_busy_seconds_total{device=\"", f);
+		label(f, d->name);
+		fprintf(f, "\"} %.9g\n", d->busy_ns / 1e9);
+	}
+	help(f, "npu_serve_device_utilization_ratio", "gauge",
+	     "Busy time of the device over the server's uptime (instances add up).");
+	for (d = devices; d; d = d->next) {
+		fputs("npu_serve_device_utilization_ratio{device=\"", f);
+		label(f, d->name);
+		fprintf(f, "\"} %.6f\n", up > 0 ? d->busy_ns / 1e9 / up : 0.0);
+	}
+	help(f, "npu_serve_device_cycles_total", "counter",
+	     "Modeled NPU cycles of the device's batches (0 on the CPU).");
+	for (d = devices; d; d = d->next) {
+		fputs("npu_serve_device_cycles_total{device=\"", f);
+		label(f, d->name);
+		fprintf(f, "\"} %" PRIu64 "\n", d->cycles);
+	}
+	help(f, "npu_serve_http_responses_total", "counter",
+	     "HTTP responses by status class.");
+	for (i = 0; i < 6; i++)
+		fprintf(f, "npu_serve_http_responses_total{status=\"%s\"} %" PRIu64 "\n",
+			status_names[i], http_status_counts[i]);
+	help(f, "npu_serve_uptime_seconds", "gauge", "Seconds since the server started.");
+	fprintf(f, "npu_serve_uptime_seconds %.3f\n", up);
+	pthread_mutex_unlock(&registry_lock);
+	if (fclose(f))
+		return NULL;
+	*len = size;
+	return buf;
+}

@@ -1,0 +1,70 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * metrics: the statistics of every (model, version) and device, kept for
+ * the life of the process (a reloaded version continues its series), read
+ * by GET .../stats (Triton's statistics extension) and rendered in the
+ * Prometheus text format for /metrics.
+ */
+#ifndef NPU_SERVE_METRICS_H
+#define NPU_SERVE_METRICS_H
+
+#include <jansson.h>
+#include <pthread.h>
+
+#include "serve.h"
+
+#define METRICS_TIME_BUCKETS 16
+#define METRICS_SIZE_BUCKETS 9
+#define METRICS_MAX_BATCH_STATS 64
+
+struct histogram {
+	uint64_t counts[METRICS_TIME_BUCKETS + 1];	/* last: +Inf */
+	uint64_t count;
+	double sum;
+};
+
+struct duration_stat {
+	uint64_t count, ns;
+};
+
+struct model_stats {
+	char model[SERVE_NAME_MAX];
+	int64_t version;
+	pthread_mutex_t lock;
+	struct duration_stat success, fail, queue, compute_input, compute_infer,
+		compute_output;
+	uint64_t inference_count;	/* batch elements */
+	uint64_t execution_count;	/* batches run */
+	uint64_t rejected_queue_full, rejected_timeout;
+	uint64_t last_inference_ms;	/* Unix ms */
+	int64_t pending;		/* queued now */
+	int64_t executing;		/* taken by an instance, not answered */
+	struct histogram h_request, h_queue, h_input, h_infer, h_output;
+	struct histogram h_batch;	/* batch sizes */
+	struct duration_stat batch_infer[METRICS_MAX_BATCH_STATS + 1];	/* [size] */
+	struct model_stats *next;
+};
+
+/* The series of (model, version), made on first use; never freed. */
+struct model_stats *metrics_model(const char *model, int64_t version);
+
+void metrics_pending(struct model_stats *s, int delta);
+void metrics_executing(struct model_stats *s, int delta);
+void metrics_rejected(struct model_stats *s, int timeout);
+/* One request finished: queue and whole-request times. */
+void metrics_request(struct model_stats *s, int success, uint64_t queue_ns,
+		     uint64_t request_ns);
+/* One batch ran: its size and compute phases. */
+void metrics_batch(struct model_stats *s, int64_t batch, uint64_t input_ns,
+		   uint64_t infer_ns, uint64_t output_ns);
+/* A device was busy for 'ns' (and 'cycles' modeled NPU cycles). */
+void metrics_device(const char *device, uint64_t ns, uint64_t cycles);
+/* Requests that failed before reaching a model (bad input, unknown model). */
+void metrics_http_request(int status);
+
+/* GET .../stats: model NULL for all; version -1 for every version. */
+json_t *metrics_stats_json(const char *model, int64_t version);
+/* The Prometheus text; free() it. */
+char *metrics_render(size_t *len);
+
+#endif /* NPU_SERVE_METRICS_H */

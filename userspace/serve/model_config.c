@@ -1,0 +1,862 @@
+// SPDX-License-Identifier: MIT
+/* model_config: Triton's ModelConfig subset (see model_config.h). */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model_config.h"
+#include "pbtxt.h"
+
+void config_init(struct model_config *c, const char *name)
+{
+	memset(c, 0, sizeof(*c));
+	snprintf(c->name, sizeof(c->name), "%s", name ? name : "");
+	c->vp_kind = VP_LATEST;
+	c->vp_latest = 1;
+	c->instance_count = 1;
+}
+
+const char *config_param(const struct model_config *c, const char *key)
+{
+	size_t i;
+
+	for (i = 0; i < c->num_params; i++)
+		if (!strcmp(c->param_key[i], key))
+			return c->param_value[i];
+	return NULL;
+}
+
+/* ---- From the field tree ------------------------------------------------ */
+
+struct ctx {
+	const char *origin;
+	char *err;
+};
+
+static int bad(struct ctx *x, const struct pbtxt_node *n, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static int bad(struct ctx *x, const struct pbtxt_node *n, const char *fmt, ...)
+{
+	va_list ap;
+	int k;
+
+	if (n && n->line > 0)
+		k = snprintf(x->err, SERVE_ERR_MAX, "%s:%d:%d: ", x->origin, n->line, n->col);
+	else
+		k = snprintf(x->err, SERVE_ERR_MAX, "%s: ", x->origin);
+	if (k < 0 || k >= SERVE_ERR_MAX)
+		return SERVE_INVALID;
+	va_start(ap, fmt);
+	vsnprintf(x->err + k, SERVE_ERR_MAX - (size_t)k, fmt, ap);
+	va_end(ap);
+	return SERVE_INVALID;
+}
+
+static int want_kind(struct ctx *x, const struct pbtxt_node *n, int message)
+{
+	if (message && n->kind != PBTXT_MESSAGE)
+		return bad(x, n, "'%s' must be a message ({ ... })", n->name);
+	if (!message && n->kind == PBTXT_MESSAGE)
+		return bad(x, n, "'%s' must be a value, not a message", n->name);
+	return 0;
+}
+
+static int get_int(struct ctx *x, const struct pbtxt_node *n, int64_t lo,
+		   int64_t hi, int64_t *out)
+{
+	char *end;
+	long long v;
+
+	if (want_kind(x, n, 0))
+		return SERVE_INVALID;
+	errno = 0;
+	v = strtoll(n->text, &end, 0);
+	if (errno || end == n->text || *end)
+		return bad(x, n, "'%s': '%s' is not an integer", n->name, n->text);
+	if (v < lo || v > hi)
+		return bad(x, n, "'%s': %lld is outside [%" PRId64 ", %" PRId64 "]",
+			   n->name, v, lo, hi);
+	*out = v;
+	return 0;
+}
+
+static int get_bool(struct ctx *x, const struct pbtxt_node *n, int *out)
+{
+	if (want_kind(x, n, 0))
+		return SERVE_INVALID;
+	if (!strcmp(n->text, "true") || !strcmp(n->text, "True") || !strcmp(n->text, "1"))
+		*out = 1;
+	else if (!strcmp(n->text, "false") || !strcmp(n->text, "False") || !strcmp(n->text, "0"))
+		*out = 0;
+	else
+		return bad(x, n, "'%s': '%s' is not true or false", n->name, n->text);
+	return 0;
+}
+
+static int get_str(struct ctx *x, const struct pbtxt_node *n, char *out, size_t size)
+{
+	if (want_kind(x, n, 0))
+		return SERVE_INVALID;
+	if (n->text_len >= size || strlen(n->text) != n->text_len)
+		return bad(x, n, "'%s': the string is too long or holds a NUL", n->name);
+	memcpy(out, n->text, n->text_len + 1);
+	return 0;
+}
+
+/* Fields Triton's ModelConfig has that we accept and ignore. */
+static const char *const ignored_fields[] = {
+	"optimization", "model_warmup", "model_operations",
+	"model_transaction_policy", "model_repository_agents",
+	"response_cache", "metric_tags", "cc_model_filenames", "runtime",
+	"batch_input", "batch_output",
+};
+
+static int parse_tensor(struct ctx *x, const struct pbtxt_node *n,
+			struct config_tensor *t)
+{
+	const struct pbtxt_node *f;
+	int have_name = 0, have_type = 0, have_dims = 0;
+
+	if (want_kind(x, n, 1))
+		return SERVE_INVALID;
+	memset(t, 0, sizeof(*t));
+	for (f = n->child; f; f = f->next) {
+		if (!strcmp(f->name, "name")) {
+			if (get_str(x, f, t->name, sizeof(t->name)))
+				return SERVE_INVALID;
+			have_name = 1;
+		} else if (!strcmp(f->name, "data_type")) {
+			if (want_kind(x, f, 0))
+				return SERVE_INVALID;
+			t->dtype = serve_config_dtype_parse(f->text);
+			if (t->dtype == NPU_TYPE_UNDEFINED)
+				return bad(x, f, "'data_type': '%s' is not a supported type (TYPE_FP32, TYPE_INT64, ...)",
+					   f->text);
+			have_type = 1;
+		} else if (!strcmp(f->name, "dims")) {
+			int64_t v;
+
+			if (t->rank >= NPU_MODEL_MAX_RANK)
+				return bad(x, f, "'dims': more than %d dims", NPU_MODEL_MAX_RANK);
+			if (get_int(x, f, -1, INT32_MAX, &v))
+				return SERVE_INVALID;
+			if (v == 0)
+				return bad(x, f, "'dims': 0 is not a valid dim (-1 means any)");
+			t->dims[t->rank++] = v;
+			have_dims = 1;
+		} else if (!strcmp(f->name, "format") || !strcmp(f->name, "optional") ||
+			   !strcmp(f->name, "allow_ragged_batch") ||
+			   !strcmp(f->name, "label_filename")) {
+			/* accepted, no effect */
+		} else if (!strcmp(f->name, "reshape") || !strcmp(f->name, "is_shape_tensor")) {
+			return bad(x, f, "'%s' is not supported", f->name);
+		} else {
+			return bad(x, f, "unknown field '%s' in '%s'", f->name, n->name);
+		}
+	}
+	if (!have_name)
+		return bad(x, n, "'%s' without a 'name'", n->name);
+	if (!have_type)
+		return bad(x, n, "'%s' '%s' without a 'data_type'", n->name, t->name);
+	(void)have_dims;	/* no dims: a scalar (or only the batch dim) */
+	return 0;
+}
+
+static int parse_queue_policy(struct ctx *x, const struct pbtxt_node *n,
+			      struct queue_policy *q)
+{
+	const struct pbtxt_node *f;
+	int64_t v;
+
+	if (want_kind(x, n, 1))
+		return SERVE_INVALID;
+	for (f = n->child; f; f = f->next) {
+		if (!strcmp(f->name, "max_queue_size")) {
+			if (get_int(x, f, 0, INT32_MAX, &v))
+				return SERVE_INVALID;
+			q->max_queue_size = (uint64_t)v;
+		} else if (!strcmp(f->name, "default_timeout_microseconds")) {
+			if (get_int(x, f, 0, INT64_MAX, &v))
+				return SERVE_INVALID;
+			q->default_timeout_us = (uint64_t)v;
+		} else if (!strcmp(f->name, "allow_timeout_override")) {
+			if (get_bool(x, f, &q->allow_timeout_override))
+				return SERVE_INVALID;
+		} else if (!strcmp(f->name, "timeout_action")) {
+			if (want_kind(x, f, 0))
+				return SERVE_INVALID;
+			if (!strcmp(f->text, "REJECT"))
+				q->timeout_action_delay = 0;
+			else if (!strcmp(f->text, "DELAY"))
+				q->timeout_action_delay = 1;
+			else
+				return bad(x, f, "'timeout_action': '%s' is not REJECT or DELAY", f->text);
+		} else {
+			return bad(x, f, "unknown field '%s' in '%s'", f->name, n->name);
+		}
+	}
+	return 0;
+}
+
+static int parse_dynamic_batching(struct ctx *x, const struct pbtxt_node *n,
+				  struct model_config *c)
+{
+	const struct pbtxt_node *f, *g;
+	int64_t v;
+
+	if (want_kind(x, n, 1))
+		return SERVE_INVALID;
+	c->dynamic_batching = 1;
+	for (f = n->child; f; f = f->next) {
+		if (!strcmp(f->name, "preferred_batch_size")) {
+			if (c->num_preferred >= CONFIG_MAX_PREFERRED)
+				return bad(x, f, "more than %d preferred_batch_size", CONFIG_MAX_PREFERRED);
+			if (get_int(x, f, 1, INT32_MAX, &v))
+				return SERVE_INVALID;
+			c->preferred[c->num_preferred++] = v;
+		} else if (!strcmp(f->name, "max_queue_delay_microseconds")) {
+			if (get_int(x, f, 0, INT64_MAX / 1000, &v))
+				return SERVE_INVALID;
+			c->max_queue_delay_us = (uint64_t)v;
+		} else if (!strcmp(f->name, "preserve_ordering")) {
+			if (get_bool(x, f, &c->preserve_ordering))
+				return SERVE_INVALID;
+		} else if (!strcmp(f->name, "priority_levels")) {
+			if (get_int(x, f, 0, CONFIG_MAX_LEVELS, &v))
+				return SERVE_INVALID;
+			c->priority_levels = (int)v;
+		} else if (!strcmp(f->name, "default_priority_level")) {
+			if (get_int(x, f, 0, CONFIG_MAX_LEVELS, &v))
+				return SERVE_INVALID;
+			c->default_priority_level = (int)v;
+		} else if (!strcmp(f->name, "default_queue_policy")) {
+			if (parse_queue_policy(x, f, &c->default_queue_policy))
+				return SERVE_INVALID;
+		} else if (!strcmp(f->name, "priority_queue_policy")) {
+			/* map<uint64, ModelQueuePolicy>: { key: 1 value { ... } } */
+			int64_t key = -1;
+			const struct pbtxt_node *val = NULL;
+
+			if (want_kind(x, f, 1))
+				return SERVE_INVALID;
+			for (g = f->child; g; g = g->next) {
+				if (!strcmp(g->name, "key")) {
+					if (get_int(x, g, 1, CONFIG_MAX_LEVELS, &key))
+						return SERVE_INVALID;
+				} else if (!strcmp(g->name, "value")) {
+					val = g;
+				} else {
+					return bad(x, g, "unknown field '%s' in 'priority_queue_policy'", g->name);
+				}
+			}
+			if (key < 0 || !val)
+				return bad(x, f, "'priority_queue_policy' needs a 'key' and a 'value'");
+			memset(&c->level_policy[key], 0, sizeof(c->level_policy[key]));
+			if (parse_queue_policy(x, val, &c->level_policy[key]))
+				return SERVE_INVALID;
+			c->level_policy_set[key] = 1;
+		} else {
+			return bad(x, f, "unknown field '%s' in 'dynamic_batching'", f->name);
+		}
+	}
+	if (c->priority_levels && (c->default_priority_level < 1 ||
+				   c->default_priority_level > c->priority_levels))
+		return bad(x, n, "'default_priority_level' %d must be in [1, priority_levels %d]",
+			   c->default_priority_level, c->priority_levels);
+	return 0;
+}
+
+static int parse_version_policy(struct ctx *x, const struct pbtxt_node *n,
+				struct model_config *c)
+{
+	const struct pbtxt_node *f, *g;
+	int64_t v;
+
+	if (want_kind(x, n, 1))
+		return SERVE_INVALID;
+	for (f = n->child; f; f = f->next) {
+		if (want_kind(x, f, 1))
+			return SERVE_INVALID;
+		if (!strcmp(f->name, "latest")) {
+			c->vp_kind = VP_LATEST;
+			c->vp_latest = 1;
+			for (g = f->child; g; g = g->next) {
+				if (strcmp(g->name, "num_versions"))
+					return bad(x, g, "unknown field '%s' in 'latest'", g->name);
+				if (get_int(x, g, 1, 1000, &v))
+					return SERVE_INVALID;
+				c->vp_latest = (int)v;
+			}
+		} else if (!strcmp(f->name, "all")) {
+			c->vp_kind = VP_ALL;
+			if (f->child)
+				return bad(x, f->child, "unknown field '%s' in 'all'", f->child->name);
+		} else if (!strcmp(f->name, "specific")) {
+			c->vp_kind = VP_SPECIFIC;
+			c->vp_count = 0;
+			for (g = f->child; g; g = g->next) {
+				if (strcmp(g->name, "versions"))
+					return bad(x, g, "unknown field '%s' in 'specific'", g->name);
+				if (c->vp_count >= CONFIG_MAX_VERSIONS)
+					return bad(x, g, "more than %d versions", CONFIG_MAX_VERSIONS);
+				if (get_int(x, g, 1, INT64_MAX, &v))
+					return SERVE_INVALID;
+				c->vp_versions[c->vp_count++] = v;
+			}
+			if (!c->vp_count)
+				return bad(x, f, "'specific' lists no 'versions'");
+		} else {
+			return bad(x, f, "unknown version policy '%s' (latest, all, specific)", f->name);
+		}
+	}
+	return 0;
+}
+
+static int parse_instance_group(struct ctx *x, const struct pbtxt_node *n,
+				struct model_config *c, int *groups)
+{
+	const struct pbtxt_node *f;
+	int64_t count = 1;
+	enum instance_kind kind = KIND_AUTO;
+
+	if (want_kind(x, n, 1))
+		return SERVE_INVALID;
+	for (f = n->child; f; f = f->next) {
+		if (!strcmp(f->name, "count")) {
+			if (get_int(x, f, 1, 64, &count))
+				return SERVE_INVALID;
+		} else if (!strcmp(f->name, "kind")) {
+			if (want_kind(x, f, 0))
+				return SERVE_INVALID;
+			if (!strcmp(f->text, "KIND_CPU"))
+				kind = KIND_CPU;
+			else if (!strcmp(f->text, "KIND_NPU"))
+				kind = KIND_NPU;
+			else if (!strcmp(f->text, "KIND_AUTO"))
+				kind = KIND_AUTO;
+			else if (!strcmp(f->text, "KIND_GPU") || !strcmp(f->text, "KIND_MODEL")) {
+				/* A Triton repository loads unchanged. */
+				serve_log(SERVE_LOG_WARN, "%s:%d:%d: '%s' is taken as KIND_AUTO (--device)",
+					  x->origin, f->line, f->col, f->text);
+				kind = KIND_AUTO;
+			} else
+				return bad(x, f, "'kind': '%s' is not supported (KIND_CPU, KIND_NPU, KIND_AUTO, KIND_GPU)",
+					   f->text);
+		} else if (!strcmp(f->name, "name") || !strcmp(f->name, "gpus") ||
+			   !strcmp(f->name, "profile") || !strcmp(f->name, "passive") ||
+			   !strcmp(f->name, "host_policy") || !strcmp(f->name, "rate_limiter") ||
+			   !strcmp(f->name, "secondary_devices")) {
+			/* accepted, no effect */
+		} else {
+			return bad(x, f, "unknown field '%s' in 'instance_group'", f->name);
+		}
+	}
+	if (*groups && kind != c->kind)
+		return bad(x, n, "instance groups of different kinds are not supported");
+	c->kind = kind;
+	c->instance_count = (*groups ? c->instance_count : 0) + (int)count;
+	if (c->instance_count > 64)
+		return bad(x, n, "more than 64 instances");
+	(*groups)++;
+	return 0;
+}
+
+static int parse_parameter(struct ctx *x, const struct pbtxt_node *n,
+			   struct model_config *c)
+{
+	const struct pbtxt_node *f, *g;
+	char key[64] = "", value[256] = "";
+	int have_value = 0;
+
+	if (want_kind(x, n, 1))
+		return SERVE_INVALID;
+	for (f = n->child; f; f = f->next) {
+		if (!strcmp(f->name, "key")) {
+			if (get_str(x, f, key, sizeof(key)))
+				return SERVE_INVALID;
+		} else if (!strcmp(f->name, "value")) {
+			if (want_kind(x, f, 1))
+				return SERVE_INVALID;
+			for (g = f->child; g; g = g->next) {
+				if (strcmp(g->name, "string_value"))
+					return bad(x, g, "unknown field '%s' in a parameter value (string_value)",
+						   g->name);
+				if (get_str(x, g, value, sizeof(value)))
+					return SERVE_INVALID;
+				have_value = 1;
+			}
+		} else {
+			return bad(x, f, "unknown field '%s' in 'parameters'", f->name);
+		}
+	}
+	if (!key[0] || !have_value)
+		return bad(x, n, "'parameters' needs a 'key' and a 'value { string_value: ... }'");
+	if (c->num_params >= CONFIG_MAX_PARAMS)
+		return bad(x, n, "more than %d parameters", CONFIG_MAX_PARAMS);
+	snprintf(c->param_key[c->num_params], sizeof(c->param_key[0]), "%s", key);
+	snprintf(c->param_value[c->num_params], sizeof(c->param_value[0]), "%s", value);
+	c->num_params++;
+	return 0;
+}
+
+static int config_from_tree(struct model_config *c, const struct pbtxt_node *root,
+			    struct ctx *x)
+{
+	const struct pbtxt_node *f;
+	int64_t v;
+	int groups = 0, have_inputs = 0, have_outputs = 0;
+	size_t i;
+
+	for (f = root->child; f; f = f->next) {
+		if (!strcmp(f->name, "name")) {
+			char name[SERVE_NAME_MAX];
+
+			if (get_str(x, f, name, sizeof(name)))
+				return SERVE_INVALID;
+			if (name[0] && c->name[0] && strcmp(name, c->name))
+				return bad(x, f, "'name' is '%s' but the model directory is '%s'",
+					   name, c->name);
+		} else if (!strcmp(f->name, "platform")) {
+			if (get_str(x, f, c->platform, sizeof(c->platform)))
+				return SERVE_INVALID;
+		} else if (!strcmp(f->name, "backend")) {
+			if (get_str(x, f, c->backend, sizeof(c->backend)))
+				return SERVE_INVALID;
+		} else if (!strcmp(f->name, "default_model_filename")) {
+			if (get_str(x, f, c->default_model_filename, sizeof(c->default_model_filename)))
+				return SERVE_INVALID;
+			if (strchr(c->default_model_filename, '/') || c->default_model_filename[0] == '.')
+				return bad(x, f, "'default_model_filename' must be a plain file name");
+		} else if (!strcmp(f->name, "max_batch_size")) {
+			if (get_int(x, f, 0, 1 << 20, &v))
+				return SERVE_INVALID;
+			c->max_batch_size = (int)v;
+		} else if (!strcmp(f->name, "input") || !strcmp(f->name, "output")) {
+			int is_in = f->name[0] == 'i';
+			size_t *num = is_in ? &c->num_inputs : &c->num_outputs;
+
+			if (is_in && !have_inputs) {
+				c->num_inputs = 0;
+				have_inputs = 1;
+			}
+			if (!is_in && !have_outputs) {
+				c->num_outputs = 0;
+				have_outputs = 1;
+			}
+			if (*num >= SERVE_MAX_IO)
+				return bad(x, f, "more than %d '%s' tensors", SERVE_MAX_IO, f->name);
+			if (parse_tensor(x, f, is_in ? &c->inputs[*num] : &c->outputs[*num]))
+				return SERVE_INVALID;
+			for (i = 0; i < *num; i++)
+				if (!strcmp((is_in ? c->inputs : c->outputs)[i].name,
+					    (is_in ? c->inputs : c->outputs)[*num].name))
+					return bad(x, f, "%s '%s' is listed twice", f->name,
+						   (is_in ? c->inputs : c->outputs)[i].name);
+			(*num)++;
+		} else if (!strcmp(f->name, "version_policy")) {
+			if (parse_version_policy(x, f, c))
+				return SERVE_INVALID;
+		} else if (!strcmp(f->name, "dynamic_batching")) {
+			if (parse_dynamic_batching(x, f, c))
+				return SERVE_INVALID;
+		} else if (!strcmp(f->name, "instance_group")) {
+			if (parse_instance_group(x, f, c, &groups))
+				return SERVE_INVALID;
+		} else if (!strcmp(f->name, "parameters")) {
+			if (parse_parameter(x, f, c))
+				return SERVE_INVALID;
+		} else if (!strcmp(f->name, "sequence_batching") ||
+			   !strcmp(f->name, "ensemble_scheduling")) {
+			return bad(x, f, "'%s' is not supported", f->name);
+		} else {
+			int known = 0;
+
+			for (i = 0; i < sizeof(ignored_fields) / sizeof(ignored_fields[0]); i++)
+				if (!strcmp(f->name, ignored_fields[i]))
+					known = 1;
+			if (!known)
+				return bad(x, f, "unknown field '%s'", f->name);
+			serve_log(SERVE_LOG_WARN, "%s:%d:%d: '%s' is ignored", x->origin,
+				  f->line, f->col, f->name);
+		}
+	}
+	if (c->platform[0] && strcmp(c->platform, "onnxruntime_onnx") &&
+	    strcmp(c->platform, "npu"))
+		return bad(x, NULL, "'platform' '%s' is not supported (onnxruntime_onnx, npu)",
+			   c->platform);
+	if (c->backend[0] && strcmp(c->backend, "onnxruntime") && strcmp(c->backend, "npu"))
+		return bad(x, NULL, "'backend' '%s' is not supported (onnxruntime, npu)", c->backend);
+	for (i = 0; i < c->num_preferred; i++)
+		if (c->max_batch_size && c->preferred[i] > c->max_batch_size)
+			return bad(x, NULL, "'preferred_batch_size' %" PRId64 " exceeds max_batch_size %d",
+				   c->preferred[i], c->max_batch_size);
+	for (i = 1; i <= CONFIG_MAX_LEVELS; i++)
+		if (c->level_policy_set[i] && (int)i > c->priority_levels)
+			return bad(x, NULL, "'priority_queue_policy' for level %zu but priority_levels is %d",
+				   i, c->priority_levels);
+	return SERVE_OK;
+}
+
+int config_parse_pbtxt(struct model_config *c, const char *text, size_t len,
+		       const char *origin, char *err)
+{
+	char perr[256];
+	struct pbtxt_node *root = pbtxt_parse(text, len, perr, sizeof(perr));
+	struct ctx x = { origin, err };
+	int r;
+
+	if (!root)
+		return serve_err(err, SERVE_INVALID, "%s:%s", origin, perr);
+	r = config_from_tree(c, root, &x);
+	pbtxt_free(root);
+	return r;
+}
+
+/* JSON -> the same field tree (objects are messages, arrays repeat). */
+static struct pbtxt_node *json_to_nodes(const char *name, const json_t *j, int depth);
+
+static struct pbtxt_node *json_node(const char *name, const json_t *j, int depth)
+{
+	struct pbtxt_node *n = calloc(1, sizeof(*n));
+	char buf[64];
+
+	if (!n)
+		return NULL;
+	n->name = strdup(name ? name : "");
+	if (json_is_object(j)) {
+		const char *k;
+		json_t *v;
+		struct pbtxt_node *tail = NULL;
+
+		n->kind = PBTXT_MESSAGE;
+		if (depth > 16)
+			return n;
+		json_object_foreach((json_t *)j, k, v) {
+			struct pbtxt_node *c = json_to_nodes(k, v, depth + 1), *last;
+
+			if (!c)
+				continue;
+			for (last = c; last->next; last = last->next)
+				;
+			if (tail)
+				tail->next = c;
+			else
+				n->child = c;
+			tail = last;
+		}
+		return n;
+	}
+	if (json_is_string(j)) {
+		n->kind = PBTXT_STRING;
+		n->text = strdup(json_string_value(j));
+		n->text_len = json_string_length(j);
+	} else {
+		n->kind = PBTXT_SCALAR;
+		if (json_is_integer(j))
+			snprintf(buf, sizeof(buf), "%" JSON_INTEGER_FORMAT, json_integer_value(j));
+		else if (json_is_real(j))
+			snprintf(buf, sizeof(buf), "%.17g", json_real_value(j));
+		else if (json_is_true(j))
+			snprintf(buf, sizeof(buf), "true");
+		else if (json_is_false(j))
+			snprintf(buf, sizeof(buf), "false");
+		else
+			snprintf(buf, sizeof(buf), "null");
+		n->text = strdup(buf);
+		n->text_len = strlen(buf);
+	}
+	return n;
+}
+
+static struct pbtxt_node *json_to_nodes(const char *name, const json_t *j, int depth)
+{
+	struct pbtxt_node *head = NULL, *tail = NULL;
+	size_t i;
+	json_t *v;
+
+	if (!json_is_array(j))
+		return json_node(name, j, depth);
+	json_array_foreach((json_t *)j, i, v) {
+		struct pbtxt_node *n = json_node(name, v, depth);
+
+		if (!n)
+			break;
+		if (tail)
+			tail->next = n;
+		else
+			head = n;
+		tail = n;
+	}
+	return head;
+}
+
+int config_parse_json(struct model_config *c, const json_t *json, char *err)
+{
+	struct pbtxt_node *root;
+	struct ctx x = { "config override", err };
+	int r;
+
+	if (!json_is_object(json))
+		return serve_err(err, SERVE_INVALID, "config override: must be a JSON object");
+	root = json_node(NULL, json, 0);
+	if (!root)
+		return serve_err(err, SERVE_INTERNAL, "out of memory");
+	r = config_from_tree(c, root, &x);
+	pbtxt_free(root);
+	return r;
+}
+
+/* ---- Against the model -------------------------------------------------- */
+
+/*
+ * An output as the model declares it. The importer leaves an output's
+ * type to shape inference when it has a producer, so a model with dynamic
+ * dims may report it undefined: then take it from the plan for the inputs
+ * with every unknown dim at 1 (dims that were dynamic in inputs' first
+ * dim stay -1).
+ */
+static npu_status output_info(const struct npu_model *cm, size_t index,
+			      struct npu_tensor_info *info)
+{
+	struct npu_model *m = (struct npu_model *)cm;	/* plans are cached in it */
+	struct npu_host_tensor shapes[SERVE_MAX_IO];
+	struct npu_plan *plan;
+	size_t n = npu_model_num_inputs(m), i;
+	int batch_dynamic = 1, d;
+	npu_status st = npu_model_output_info(m, index, info);
+
+	if (st != NPU_OK || (info->dtype != NPU_TYPE_UNDEFINED && info->rank >= 0))
+		return st;
+	if (n > SERVE_MAX_IO)
+		return NPU_OK;
+	for (i = 0; i < n; i++) {
+		struct npu_tensor_info in;
+
+		if (npu_model_input_info(m, i, &in) != NPU_OK || in.rank < 0)
+			return NPU_OK;
+		memset(&shapes[i], 0, sizeof(shapes[i]));
+		shapes[i].name = in.name;
+		shapes[i].dtype = in.dtype;
+		shapes[i].rank = in.rank;
+		for (d = 0; d < in.rank; d++)
+			shapes[i].dims[d] = in.dims[d] > 0 ? in.dims[d] : 1;
+		if (in.rank < 1 || in.dims[0] > 0)
+			batch_dynamic = 0;
+	}
+	if (npu_model_get_plan(m, shapes, n, &plan) != NPU_OK)
+		return NPU_OK;
+	if (npu_plan_output_info(plan, index, info) == NPU_OK && batch_dynamic &&
+	    info->rank >= 1)
+		info->dims[0] = -1;
+	npu_plan_release(plan);
+	return NPU_OK;
+}
+
+static int complete_side(struct model_config *c, const struct npu_model *m,
+			 int inputs, int given, char *err)
+{
+	size_t n = inputs ? npu_model_num_inputs(m) : npu_model_num_outputs(m);
+	size_t *num = inputs ? &c->num_inputs : &c->num_outputs;
+	struct config_tensor *t = inputs ? c->inputs : c->outputs;
+	const char *what = inputs ? "input" : "output";
+	size_t i, j;
+	int b = c->max_batch_size > 0;
+
+	if (n > SERVE_MAX_IO)
+		return serve_err(err, SERVE_INVALID, "the model has %zu %ss, more than %d",
+				 n, what, SERVE_MAX_IO);
+	if (!given || !*num) {
+		*num = n;
+		for (i = 0; i < n; i++) {
+			struct npu_tensor_info info;
+			int k;
+
+			if ((inputs ? npu_model_input_info(m, i, &info)
+				    : output_info(m, i, &info)) != NPU_OK)
+				return serve_err(err, SERVE_INTERNAL, "%s", npu_last_error());
+			memset(&t[i], 0, sizeof(t[i]));
+			snprintf(t[i].name, sizeof(t[i].name), "%s", info.name);
+			t[i].dtype = info.dtype;
+			if (info.rank < 0) {
+				t[i].rank = 1;
+				t[i].dims[0] = -1;
+				continue;
+			}
+			if (b && info.rank < 1)
+				return serve_err(err, SERVE_INVALID,
+						 "max_batch_size is %d but %s '%s' has no batch dim",
+						 c->max_batch_size, what, info.name);
+			t[i].rank = info.rank - b;
+			for (k = 0; k < t[i].rank; k++)
+				t[i].dims[k] = info.dims[k + b];
+		}
+		return SERVE_OK;
+	}
+	/* Given: every tensor must exist in the model and agree. */
+	for (j = 0; j < *num; j++) {
+		struct npu_tensor_info info;
+		int found = 0, k;
+
+		for (i = 0; i < n && !found; i++) {
+			if ((inputs ? npu_model_input_info(m, i, &info)
+				    : output_info(m, i, &info)) != NPU_OK)
+				return serve_err(err, SERVE_INTERNAL, "%s", npu_last_error());
+			found = !strcmp(info.name, t[j].name);
+		}
+		if (!found)
+			return serve_err(err, SERVE_INVALID,
+					 "config %s '%s' is not a %s of the model", what,
+					 t[j].name, what);
+		if (info.dtype != NPU_TYPE_UNDEFINED && info.dtype != t[j].dtype)
+			return serve_err(err, SERVE_INVALID,
+					 "config %s '%s': data_type %s but the model has %s",
+					 what, t[j].name, serve_config_dtype_name(t[j].dtype),
+					 serve_config_dtype_name(info.dtype));
+		if (info.rank < 0)
+			continue;
+		if (info.rank != t[j].rank + b)
+			return serve_err(err, SERVE_INVALID,
+					 "config %s '%s': %d dims%s but the model has %d",
+					 what, t[j].name, t[j].rank,
+					 b ? " plus the batch dim" : "", info.rank);
+		if (b && info.dims[0] > 0 && c->max_batch_size > 1)
+			return serve_err(err, SERVE_INVALID,
+					 "config %s '%s': max_batch_size %d but the model's first dim is fixed at %" PRId64,
+					 what, t[j].name, c->max_batch_size, info.dims[0]);
+		for (k = 0; k < t[j].rank; k++)
+			if (info.dims[k + b] > 0 && t[j].dims[k] > 0 &&
+			    info.dims[k + b] != t[j].dims[k])
+				return serve_err(err, SERVE_INVALID,
+						 "config %s '%s': dims[%d] is %" PRId64 " but the model has %" PRId64,
+						 what, t[j].name, k, t[j].dims[k], info.dims[k + b]);
+	}
+	if (inputs && *num != n)
+		return serve_err(err, SERVE_INVALID,
+				 "the config lists %zu inputs but the model has %zu", *num, n);
+	return SERVE_OK;
+}
+
+int config_complete(struct model_config *c, const struct npu_model *m,
+		    int config_given, char *err)
+{
+	int r;
+
+	if (!config_given || (!c->num_inputs && !c->max_batch_size)) {
+		/* Triton's ONNX auto-complete: batching when every input
+		 * and output has a dynamic first dim (default max 4). */
+		size_t i, n_in = npu_model_num_inputs(m), n_out = npu_model_num_outputs(m);
+		int batchable = n_in > 0;
+
+		for (i = 0; i < n_in + n_out && batchable; i++) {
+			struct npu_tensor_info info;
+
+			if ((i < n_in ? npu_model_input_info(m, i, &info)
+				      : output_info(m, i - n_in, &info)) != NPU_OK ||
+			    info.rank < 1 || info.dims[0] > 0)
+				batchable = 0;
+		}
+		if (batchable && !c->num_inputs) {
+			c->max_batch_size = 4;
+			if (!config_given)
+				c->dynamic_batching = 1;
+		}
+	}
+	r = complete_side(c, m, 1, config_given, err);
+	if (r)
+		return r;
+	return complete_side(c, m, 0, config_given, err);
+}
+
+/* ---- To JSON -------------------------------------------------------------- */
+
+static json_t *tensors_json(const struct config_tensor *t, size_t n)
+{
+	json_t *a = json_array();
+	size_t i;
+	int k;
+
+	for (i = 0; i < n; i++) {
+		json_t *dims = json_array();
+
+		for (k = 0; k < t[i].rank; k++)
+			json_array_append_new(dims, json_integer(t[i].dims[k]));
+		json_array_append_new(a, json_pack("{s:s, s:s, s:o}", "name", t[i].name,
+						   "data_type", serve_config_dtype_name(t[i].dtype),
+						   "dims", dims));
+	}
+	return a;
+}
+
+static json_t *queue_policy_json(const struct queue_policy *q)
+{
+	return json_pack("{s:I, s:I, s:b, s:s}",
+			 "max_queue_size", (json_int_t)q->max_queue_size,
+			 "default_timeout_microseconds", (json_int_t)q->default_timeout_us,
+			 "allow_timeout_override", q->allow_timeout_override,
+			 "timeout_action", q->timeout_action_delay ? "DELAY" : "REJECT");
+}
+
+json_t *config_to_json(const struct model_config *c)
+{
+	json_t *o = json_object(), *vp, *ig, *params;
+	size_t i;
+
+	json_object_set_new(o, "name", json_string(c->name));
+	json_object_set_new(o, "platform", json_string(c->platform[0] ? c->platform : "onnxruntime_onnx"));
+	json_object_set_new(o, "backend", json_string(c->backend[0] ? c->backend : "npu"));
+	if (c->vp_kind == VP_LATEST) {
+		vp = json_pack("{s:{s:i}}", "latest", "num_versions", c->vp_latest);
+	} else if (c->vp_kind == VP_ALL) {
+		vp = json_pack("{s:{}}", "all");
+	} else {
+		json_t *v = json_array();
+
+		for (i = 0; i < c->vp_count; i++)
+			json_array_append_new(v, json_integer(c->vp_versions[i]));
+		vp = json_pack("{s:{s:o}}", "specific", "versions", v);
+	}
+	json_object_set_new(o, "version_policy", vp);
+	json_object_set_new(o, "max_batch_size", json_integer(c->max_batch_size));
+	json_object_set_new(o, "input", tensors_json(c->inputs, c->num_inputs));
+	json_object_set_new(o, "output", tensors_json(c->outputs, c->num_outputs));
+	if (c->dynamic_batching) {
+		json_t *db = json_object(), *pref = json_array(), *levels = json_object();
+
+		for (i = 0; i < c->num_preferred; i++)
+			json_array_append_new(pref, json_integer(c->preferred[i]));
+		json_object_set_new(db, "preferred_batch_size", pref);
+		json_object_set_new(db, "max_queue_delay_microseconds",
+				    json_integer((json_int_t)c->max_queue_delay_us));
+		json_object_set_new(db, "preserve_ordering", json_boolean(c->preserve_ordering));
+		json_object_set_new(db, "priority_levels", json_integer(c->priority_levels));
+		json_object_set_new(db, "default_priority_level",
+				    json_integer(c->default_priority_level));
+		json_object_set_new(db, "default_queue_policy",
+				    queue_policy_json(&c->default_queue_policy));
+		for (i = 1; i <= CONFIG_MAX_LEVELS; i++) {
+			char key[16];
+
+			if (!c->level_policy_set[i])
+				continue;
+			snprintf(key, sizeof(key), "%zu", i);
+			json_object_set_new(levels, key, queue_policy_json(&c->level_policy[i]));
+		}
+		json_object_set_new(db, "priority_queue_policy", levels);
+		json_object_set_new(o, "dynamic_batching", db);
+	}
+	ig = json_pack("[{s:i, s:s}]", "count", c->instance_count, "kind",
+		       c->kind == KIND_CPU ? "KIND_CPU" : c->kind == KIND_NPU ? "KIND_NPU" : "KIND_AUTO");
+	json_object_set_new(o, "instance_group", ig);
+	params = json_object();
+	for (i = 0; i < c->num_params; i++)
+		json_object_set_new(params, c->param_key[i],
+				    json_pack("{s:s}", "string_value", c->param_value[i]));
+	json_object_set_new(o, "parameters", params);
+	if (c->default_model_filename[0])
+		json_object_set_new(o, "default_model_filename",
+				    json_string(c->default_model_filename));
+	return o;
+}

@@ -1,0 +1,1110 @@
+// SPDX-License-Identifier: MIT
+/* repository: models, versions, load / swap / unload / poll (see repository.h). */
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "infer_codec.h"
+#include "repository.h"
+
+#define MAX_VERSIONS CONFIG_MAX_VERSIONS
+#define MAX_CONFIG_BYTES (1 << 20)
+
+struct model_version {
+	int64_t version;
+	uint64_t fingerprint;
+	char device[SERVE_NAME_MAX];
+	struct model_config cfg;
+	struct npu_model *model;
+	struct scheduler *sched;
+	struct model_stats *stats;
+};
+
+struct version_state {
+	int64_t version;
+	int ready;
+	char reason[SERVE_ERR_MAX];
+};
+
+struct model_entry {
+	char name[SERVE_NAME_MAX];
+	pthread_rwlock_t lock;		/* guards loaded[] */
+	size_t num_loaded;
+	struct model_version *loaded[MAX_VERSIONS];	/* ascending versions */
+
+	/* Under the repository's lock: */
+	int wanted;			/* asked to load (readiness) */
+	char reason[SERVE_ERR_MAX];	/* last failure of the model as a whole */
+	size_t num_states;
+	struct version_state states[MAX_VERSIONS];
+	uint64_t applied_fp, seen_fp;	/* poll: loaded / last observed */
+	struct model_entry *next;
+};
+
+struct repository {
+	struct repo_options opts;
+	char path[4096];
+	char device[SERVE_NAME_MAX];
+	struct npu_engine *engine;
+	pthread_mutex_t lock;		/* the model list and their states */
+	pthread_mutex_t op_lock;	/* one load / unload at a time */
+	struct model_entry *models;
+
+	pthread_t poller;
+	int polling;
+	pthread_mutex_t poll_lock;
+	pthread_cond_t poll_cond;
+	int stop;
+};
+
+/* ---- Helpers ---------------------------------------------------------------- */
+
+static uint64_t fnv(uint64_t h, const void *p, size_t n)
+{
+	const unsigned char *c = p;
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		h ^= c[i];
+		h *= 1099511628211ull;
+	}
+	return h;
+}
+
+static uint64_t fnv_stat(uint64_t h, const char *path)
+{
+	struct stat st;
+
+	if (stat(path, &st)) {
+		h = fnv(h, "-", 1);
+		return h;
+	}
+	h = fnv(h, &st.st_size, sizeof(st.st_size));
+	h = fnv(h, &st.st_mtim, sizeof(st.st_mtim));
+	h = fnv(h, &st.st_ino, sizeof(st.st_ino));
+	return h;
+}
+
+static int valid_name(const char *name)
+{
+	size_t i;
+
+	if (!name[0] || name[0] == '.' || strlen(name) >= SERVE_NAME_MAX)
+		return 0;
+	for (i = 0; name[i]; i++)
+		if (name[i] == '/' || (unsigned char)name[i] < 0x20)
+			return 0;
+	return 1;
+}
+
+static int is_dir(const char *path)
+{
+	struct stat st;
+
+	return !stat(path, &st) && S_ISDIR(st.st_mode);
+}
+
+static int is_file(const char *path)
+{
+	struct stat st;
+
+	return !stat(path, &st) && S_ISREG(st.st_mode);
+}
+
+static char *read_text(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	char *buf;
+	size_t n;
+
+	if (!f)
+		return NULL;
+	buf = malloc(MAX_CONFIG_BYTES + 1);
+	if (!buf) {
+		fclose(f);
+		return NULL;
+	}
+	n = fread(buf, 1, MAX_CONFIG_BYTES + 1, f);
+	fclose(f);
+	if (n > MAX_CONFIG_BYTES) {
+		free(buf);
+		errno = EFBIG;
+		return NULL;
+	}
+	buf[n] = '\0';
+	*len = n;
+	return buf;
+}
+
+/* The model file of a version directory ("" if none). */
+static void model_file(const struct repository *r, const char *name, int64_t v,
+		       const struct model_config *cfg, char *out, size_t size)
+{
+	static const char *const defaults[] = { "model.onnx", "model.npub" };
+	size_t i;
+
+	if (cfg && cfg->default_model_filename[0]) {
+		snprintf(out, size, "%s/%s/%" PRId64 "/%s", r->path, name, v,
+			 cfg->default_model_filename);
+		if (!is_file(out))
+			out[0] = '\0';
+		return;
+	}
+	for (i = 0; i < 2; i++) {
+		snprintf(out, size, "%s/%s/%" PRId64 "/%s", r->path, name, v, defaults[i]);
+		if (is_file(out))
+			return;
+	}
+	out[0] = '\0';
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Numeric version directories holding a model file, ascending. */
+static size_t list_versions(const struct repository *r, const char *name,
+			    const struct model_config *cfg, int64_t *out)
+{
+	char dir[4096 + SERVE_NAME_MAX], file[8192];
+	struct dirent *de;
+	size_t n = 0;
+	DIR *d;
+
+	snprintf(dir, sizeof(dir), "%s/%s", r->path, name);
+	d = opendir(dir);
+	if (!d)
+		return 0;
+	while ((de = readdir(d)) && n < MAX_VERSIONS) {
+		char *end;
+		long long v;
+
+		if (!isdigit((unsigned char)de->d_name[0]))
+			continue;
+		errno = 0;
+		v = strtoll(de->d_name, &end, 10);
+		if (errno || *end || v <= 0)
+			continue;
+		model_file(r, name, v, cfg, file, sizeof(file));
+		if (file[0])
+			out[n++] = v;
+	}
+	closedir(d);
+	qsort(out, n, sizeof(*out), cmp_i64);
+	return n;
+}
+
+static struct model_entry *find_entry(struct repository *r, const char *name, int create)
+{
+	struct model_entry *e;
+
+	for (e = r->models; e; e = e->next)
+		if (!strcmp(e->name, name))
+			return e;
+	if (!create)
+		return NULL;
+	e = calloc(1, sizeof(*e));
+	if (!e)
+		return NULL;
+	snprintf(e->name, sizeof(e->name), "%s", name);
+	{
+		/* A swap must not wait behind an endless stream of requests
+		 * (glibc prefers readers by default); no reader nests. */
+		pthread_rwlockattr_t a;
+
+		pthread_rwlockattr_init(&a);
+		pthread_rwlockattr_setkind_np(&a, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+		pthread_rwlock_init(&e->lock, &a);
+		pthread_rwlockattr_destroy(&a);
+	}
+	e->next = r->models;
+	r->models = e;
+	return e;
+}
+
+static struct model_entry *get_entry(struct repository *r, const char *name, int create)
+{
+	struct model_entry *e;
+
+	pthread_mutex_lock(&r->lock);
+	e = find_entry(r, name, create);
+	pthread_mutex_unlock(&r->lock);
+	return e;
+}
+
+/* How many versions serve now (e->lock is taken: any caller). */
+static size_t loaded_count(struct model_entry *e)
+{
+	size_t n;
+
+	pthread_rwlock_rdlock(&e->lock);
+	n = e->num_loaded;
+	pthread_rwlock_unlock(&e->lock);
+	return n;
+}
+
+static struct version_state *state_of(struct model_entry *e, int64_t v)
+{
+	size_t i;
+
+	for (i = 0; i < e->num_states; i++)
+		if (e->states[i].version == v)
+			return &e->states[i];
+	if (e->num_states >= MAX_VERSIONS) {
+		/* Forget the oldest state not loaded. */
+		memmove(&e->states[0], &e->states[1], (MAX_VERSIONS - 1) * sizeof(e->states[0]));
+		e->num_states--;
+	}
+	memset(&e->states[e->num_states], 0, sizeof(e->states[0]));
+	e->states[e->num_states].version = v;
+	return &e->states[e->num_states++];
+}
+
+static void free_version(struct model_version *mv)
+{
+	if (!mv)
+		return;
+	scheduler_drain_destroy(mv->sched);
+	if (mv->model)
+		npu_model_destroy(mv->model);
+	free(mv);
+}
+
+/* ---- Loading ------------------------------------------------------------------ */
+
+static const char *resolve_device(const struct repository *r, const struct model_config *c)
+{
+	const char *p = config_param(c, "device");
+
+	if (c->kind == KIND_CPU)
+		return "cpu";
+	if (p)
+		return p;
+	if (c->kind == KIND_NPU)
+		return strcmp(r->device, "cpu") ? r->device : "sim";
+	return r->device;
+}
+
+static int load_version(struct repository *r, const char *name,
+			const struct model_config *base, int config_given,
+			int64_t v, uint64_t fp, struct model_version **out, char *err)
+{
+	struct model_version *mv = calloc(1, sizeof(*mv));
+	struct npu_model_options mo;
+	char file[8192], calib[8192];
+	const char *calib_param;
+	uint64_t t0 = serve_now_ns();
+	int st;
+
+	*out = NULL;
+	if (!mv)
+		return serve_err(err, SERVE_INTERNAL, "out of memory");
+	mv->version = v;
+	mv->fingerprint = fp;
+	mv->cfg = *base;
+	snprintf(mv->device, sizeof(mv->device), "%s", resolve_device(r, base));
+	model_file(r, name, v, base, file, sizeof(file));
+	if (!file[0]) {
+		free(mv);
+		return serve_err(err, SERVE_NOT_FOUND, "version %" PRId64 " has no model file", v);
+	}
+	npu_model_options_init(&mo);
+	mo.device = mv->device;
+	calib_param = config_param(base, "calib_dir");
+	if (calib_param) {
+		if (calib_param[0] == '/')
+			snprintf(calib, sizeof(calib), "%s", calib_param);
+		else
+			snprintf(calib, sizeof(calib), "%s/%s/%s", r->path, name, calib_param);
+		mo.calib_dir = calib;
+	}
+	mo.max_plans = (size_t)(base->max_batch_size > 0 ? base->max_batch_size : 0) + 4;
+	{
+		const char *k = config_param(base, "keep_small_segments");
+
+		mo.keep_small_segments = k && (!strcmp(k, "true") || !strcmp(k, "1"));
+	}
+	if (npu_model_load_file(r->engine, file, &mo, &mv->model) != NPU_OK) {
+		st = serve_err(err, SERVE_INVALID, "%s", npu_last_error());
+		free(mv);
+		return st;
+	}
+	st = config_complete(&mv->cfg, mv->model, config_given, err);
+	if (st) {
+		free_version(mv);
+		return st;
+	}
+	mv->stats = metrics_model(name, v);
+	if (!mv->stats) {
+		free_version(mv);
+		return serve_err(err, SERVE_INTERNAL, "out of memory");
+	}
+	st = scheduler_create(&mv->cfg, mv->model, mv->device, mv->stats, &mv->sched, err);
+	if (st) {
+		free_version(mv);
+		return st;
+	}
+	serve_log(SERVE_LOG_INFO,
+		  "loaded model '%s' version %" PRId64 " from %s on %s: %zu inputs, %zu outputs, max_batch_size %d, %d instance%s, %s (%.0f ms)",
+		  name, v, file, mv->device, mv->cfg.num_inputs, mv->cfg.num_outputs,
+		  mv->cfg.max_batch_size, mv->cfg.instance_count,
+		  mv->cfg.instance_count == 1 ? "" : "s",
+		  mv->cfg.dynamic_batching ? "dynamic batching" : "no batching",
+		  (serve_now_ns() - t0) / 1e6);
+	*out = mv;
+	return SERVE_OK;
+}
+
+/* The config of a model: override, config.pbtxt or defaults. */
+static int read_config(struct repository *r, const char *name, const json_t *override,
+		       struct model_config *cfg, int *given, uint64_t *fp, char *err)
+{
+	char path[8192];
+	char *text;
+	size_t len;
+	int st;
+
+	config_init(cfg, name);
+	*given = 0;
+	*fp = 14695981039346656037ull;
+	if (override) {
+		char *s = json_dumps(override, JSON_COMPACT | JSON_SORT_KEYS);
+
+		if (s) {
+			*fp = fnv(*fp, s, strlen(s));
+			free(s);
+		}
+		*given = 1;
+		return config_parse_json(cfg, override, err);
+	}
+	snprintf(path, sizeof(path), "%s/%s/config.pbtxt", r->path, name);
+	text = read_text(path, &len);
+	if (!text) {
+		if (errno == ENOENT)
+			return SERVE_OK;
+		return serve_err(err, SERVE_INVALID, "%s: %s", path, strerror(errno));
+	}
+	*fp = fnv(*fp, text, len);
+	*given = 1;
+	st = config_parse_pbtxt(cfg, text, len, "config.pbtxt", err);
+	free(text);
+	return st;
+}
+
+/* Versions the policy selects among those on disk. */
+static size_t select_versions(const struct model_config *cfg, const int64_t *avail,
+			      size_t n, int64_t *out)
+{
+	size_t k = 0, i, j;
+
+	switch (cfg->vp_kind) {
+	case VP_ALL:
+		memcpy(out, avail, n * sizeof(*out));
+		return n;
+	case VP_LATEST:
+		i = n > (size_t)cfg->vp_latest ? n - (size_t)cfg->vp_latest : 0;
+		for (; i < n; i++)
+			out[k++] = avail[i];
+		return k;
+	case VP_SPECIFIC:
+		for (i = 0; i < n; i++)
+			for (j = 0; j < cfg->vp_count; j++)
+				if (avail[i] == cfg->vp_versions[j])
+					out[k++] = avail[i];
+		return k;
+	}
+	return 0;
+}
+
+static int do_load(struct repository *r, const char *name, const json_t *override,
+		   int64_t only, char *err)
+{
+	struct model_entry *e;
+	struct model_config cfg;
+	struct model_version *fresh[MAX_VERSIONS] = { 0 }, *next[MAX_VERSIONS] = { 0 },
+		*old[MAX_VERSIONS] = { 0 };
+	int64_t avail[MAX_VERSIONS], sel[MAX_VERSIONS];
+	size_t navail, nsel, i, j, nnext = 0, nold = 0;
+	uint64_t cfg_fp;
+	int given, st = SERVE_OK;
+	char dir[8192];
+
+	if (!valid_name(name))
+		return serve_err(err, SERVE_INVALID, "'%s' is not a valid model name", name);
+	snprintf(dir, sizeof(dir), "%s/%s", r->path, name);
+	if (!is_dir(dir))
+		return serve_err(err, SERVE_NOT_FOUND, "failed to load '%s': no model directory %s",
+				 name, dir);
+	e = get_entry(r, name, 1);
+	if (!e)
+		return serve_err(err, SERVE_INTERNAL, "out of memory");
+	pthread_mutex_lock(&r->lock);
+	e->wanted = 1;
+	pthread_mutex_unlock(&r->lock);
+	st = read_config(r, name, override, &cfg, &given, &cfg_fp, err);
+	if (st)
+		goto failed_model;
+	navail = list_versions(r, name, &cfg, avail);
+	if (only > 0) {
+		/* Our extension: this version besides the loaded ones. */
+		nsel = 0;
+		for (i = 0; i < navail; i++)
+			if (avail[i] == only)
+				sel[nsel++] = only;
+		if (!nsel) {
+			st = serve_err(err, SERVE_NOT_FOUND,
+				       "failed to load '%s' version %" PRId64 ": no such version directory with a model file",
+				       name, only);
+			goto failed_model;
+		}
+		pthread_rwlock_rdlock(&e->lock);
+		for (i = 0; i < e->num_loaded && nsel < MAX_VERSIONS; i++)
+			if (e->loaded[i]->version != only)
+				sel[nsel++] = e->loaded[i]->version;
+		pthread_rwlock_unlock(&e->lock);
+		qsort(sel, nsel, sizeof(*sel), cmp_i64);
+	} else {
+		nsel = select_versions(&cfg, avail, navail, sel);
+	}
+	if (!nsel) {
+		st = serve_err(err, SERVE_INVALID,
+			       "failed to load '%s': no version directory (1, 2, ...) with %s selected by the version policy",
+			       name, cfg.default_model_filename[0] ? cfg.default_model_filename
+								   : "model.onnx or model.npub");
+		goto failed_model;
+	}
+	/* Load what is new or changed; keep the rest. */
+	for (i = 0; i < nsel; i++) {
+		char file[8192];
+		uint64_t fp = cfg_fp;
+		struct model_version *keep = NULL;
+
+		model_file(r, name, sel[i], &cfg, file, sizeof(file));
+		fp = fnv(fp, file, strlen(file));
+		fp = fnv_stat(fp, file);
+		fp = fnv(fp, r->device, strlen(r->device));
+		pthread_rwlock_rdlock(&e->lock);
+		for (j = 0; j < e->num_loaded; j++)
+			if (e->loaded[j]->version == sel[i] && e->loaded[j]->fingerprint == fp)
+				keep = e->loaded[j];
+		pthread_rwlock_unlock(&e->lock);
+		if (keep) {
+			next[nnext++] = keep;
+			continue;
+		}
+		st = load_version(r, name, &cfg, given, sel[i], fp, &fresh[i], err);
+		if (st) {
+			char msg[SERVE_ERR_MAX];
+			struct version_state *vs;
+
+			snprintf(msg, sizeof(msg), "failed to load '%s' version %" PRId64 ": %s",
+				 name, sel[i], err);
+			serve_err(err, st, "%s", msg);
+			serve_log(SERVE_LOG_ERROR, "%s", msg);
+			pthread_mutex_lock(&r->lock);
+			vs = state_of(e, sel[i]);
+			snprintf(vs->reason, sizeof(vs->reason), "%s", msg);
+			snprintf(e->reason, sizeof(e->reason), "%s", msg);
+			pthread_mutex_unlock(&r->lock);
+			for (j = 0; j < MAX_VERSIONS; j++)
+				free_version(fresh[j]);
+			return st;
+		}
+		next[nnext++] = fresh[i];
+	}
+	/* The swap. */
+	pthread_rwlock_wrlock(&e->lock);
+	for (i = 0; i < e->num_loaded; i++) {
+		int kept = 0;
+
+		for (j = 0; j < nnext; j++)
+			kept |= next[j] == e->loaded[i];
+		if (!kept)
+			old[nold++] = e->loaded[i];
+	}
+	memcpy(e->loaded, next, nnext * sizeof(next[0]));
+	e->num_loaded = nnext;
+	pthread_rwlock_unlock(&e->lock);
+
+	pthread_mutex_lock(&r->lock);
+	e->reason[0] = '\0';
+	for (i = 0; i < e->num_states; i++) {
+		e->states[i].ready = 0;
+		snprintf(e->states[i].reason, sizeof(e->states[i].reason), "unloaded");
+	}
+	for (i = 0; i < nnext; i++) {
+		struct version_state *vs = state_of(e, next[i]->version);
+
+		vs->ready = 1;
+		vs->reason[0] = '\0';
+	}
+	pthread_mutex_unlock(&r->lock);
+	/* Requests queued on the old versions finish there. */
+	for (i = 0; i < nold; i++) {
+		serve_log(SERVE_LOG_INFO, "unloading model '%s' version %" PRId64 " (replaced)",
+			  name, old[i]->version);
+		free_version(old[i]);
+	}
+	return SERVE_OK;
+
+failed_model:
+	serve_log(SERVE_LOG_ERROR, "model '%s': %s", name, err);
+	pthread_mutex_lock(&r->lock);
+	snprintf(e->reason, sizeof(e->reason), "%s", err);
+	pthread_mutex_unlock(&r->lock);
+	return st;
+}
+
+int repository_load(struct repository *r, const char *name, const json_t *config_override,
+		    int64_t version, char *err)
+{
+	int st;
+
+	pthread_mutex_lock(&r->op_lock);
+	st = do_load(r, name, config_override, version, err);
+	pthread_mutex_unlock(&r->op_lock);
+	return st;
+}
+
+static int do_unload(struct repository *r, const char *name, int64_t version, char *err)
+{
+	struct model_entry *e = get_entry(r, name, 0);
+	struct model_version *old[MAX_VERSIONS];
+	size_t i, n = 0, keep = 0;
+
+	if (!e)
+		return serve_err(err, SERVE_NOT_FOUND, "failed to unload '%s': unknown model", name);
+	pthread_rwlock_wrlock(&e->lock);
+	for (i = 0; i < e->num_loaded; i++) {
+		if (version < 0 || e->loaded[i]->version == version)
+			old[n++] = e->loaded[i];
+		else
+			e->loaded[keep++] = e->loaded[i];
+	}
+	e->num_loaded = keep;
+	pthread_rwlock_unlock(&e->lock);
+	if (version > 0 && !n)
+		return serve_err(err, SERVE_NOT_FOUND,
+				 "failed to unload '%s' version %" PRId64 ": not loaded", name, version);
+	pthread_mutex_lock(&r->lock);
+	if (version < 0)
+		e->wanted = 0;
+	for (i = 0; i < n; i++) {
+		struct version_state *vs = state_of(e, old[i]->version);
+
+		vs->ready = 0;
+		snprintf(vs->reason, sizeof(vs->reason), "unloaded");
+	}
+	pthread_mutex_unlock(&r->lock);
+	for (i = 0; i < n; i++) {
+		serve_log(SERVE_LOG_INFO, "unloading model '%s' version %" PRId64 " (draining)",
+			  name, old[i]->version);
+		free_version(old[i]);
+	}
+	return SERVE_OK;
+}
+
+int repository_unload(struct repository *r, const char *name, int64_t version, char *err)
+{
+	int st;
+
+	pthread_mutex_lock(&r->op_lock);
+	st = do_unload(r, name, version, err);
+	pthread_mutex_unlock(&r->op_lock);
+	return st;
+}
+
+enum control_mode repository_mode(const struct repository *r)
+{
+	return r->opts.mode;
+}
+
+/* ---- Queries --------------------------------------------------------------------- */
+
+/* Model directories on disk, sorted. */
+static size_t list_models(const struct repository *r, char (**names)[SERVE_NAME_MAX])
+{
+	struct dirent **list;
+	char path[8192];
+	int n, i;
+	size_t k = 0;
+
+	*names = NULL;
+	n = scandir(r->path, &list, NULL, alphasort);
+	if (n < 0)
+		return 0;
+	*names = calloc((size_t)n + 1, sizeof(**names));
+	for (i = 0; i < n; i++) {
+		snprintf(path, sizeof(path), "%s/%s", r->path, list[i]->d_name);
+		if (*names && valid_name(list[i]->d_name) && is_dir(path))
+			snprintf((*names)[k++], SERVE_NAME_MAX, "%.*s", SERVE_NAME_MAX - 1,
+				 list[i]->d_name);
+		free(list[i]);
+	}
+	free(list);
+	return k;
+}
+
+json_t *repository_index(struct repository *r, int ready_only)
+{
+	char (*names)[SERVE_NAME_MAX];
+	size_t n = list_models(r, &names), i, j;
+	json_t *arr = json_array();
+	struct model_entry *e;
+
+	pthread_mutex_lock(&r->lock);
+	/* Models loaded but gone from disk are listed too. */
+	for (e = r->models; e; e = e->next) {
+		int on_disk = 0;
+
+		for (i = 0; i < n; i++)
+			on_disk |= !strcmp(names[i], e->name);
+		if (!on_disk && loaded_count(e)) {
+			char (*nn)[SERVE_NAME_MAX] = realloc(names, (n + 1) * sizeof(*names));
+
+			if (nn) {
+				names = nn;
+				snprintf(names[n++], SERVE_NAME_MAX, "%s", e->name);
+			}
+		}
+	}
+	for (i = 0; i < n; i++) {
+		e = find_entry(r, names[i], 0);
+		if (!e || !e->num_states) {
+			if (!ready_only) {
+				json_t *o = json_pack("{s:s}", "name", names[i]);
+
+				if (e && e->reason[0]) {
+					json_object_set_new(o, "state", json_string("UNAVAILABLE"));
+					json_object_set_new(o, "reason", json_string(e->reason));
+				}
+				json_array_append_new(arr, o);
+			}
+			continue;
+		}
+		for (j = 0; j < e->num_states; j++) {
+			const struct version_state *vs = &e->states[j];
+			char v[32];
+
+			if (ready_only && !vs->ready)
+				continue;
+			snprintf(v, sizeof(v), "%" PRId64, vs->version);
+			json_array_append_new(arr, json_pack(
+				"{s:s, s:s, s:s, s:s}", "name", e->name, "version", v,
+				"state", vs->ready ? "READY" : "UNAVAILABLE",
+				"reason", vs->ready && e->reason[0] ? e->reason : vs->reason));
+		}
+	}
+	pthread_mutex_unlock(&r->lock);
+	free(names);
+	return arr;
+}
+
+int repository_ready(struct repository *r)
+{
+	struct model_entry *e;
+	int ready = 1;
+
+	if (!r->opts.strict_readiness)
+		return 1;
+	pthread_mutex_lock(&r->lock);
+	for (e = r->models; e; e = e->next)
+		if (e->wanted && !loaded_count(e))
+			ready = 0;
+	pthread_mutex_unlock(&r->lock);
+	return ready;
+}
+
+/* Under e->lock: the version asked for (-1: the latest). */
+static struct model_version *pick(struct model_entry *e, int64_t version)
+{
+	size_t i;
+
+	if (!e->num_loaded)
+		return NULL;
+	if (version < 0)
+		return e->loaded[e->num_loaded - 1];
+	for (i = 0; i < e->num_loaded; i++)
+		if (e->loaded[i]->version == version)
+			return e->loaded[i];
+	return NULL;
+}
+
+static int not_found(char *err, const char *name, int64_t version, int known)
+{
+	if (!known)
+		return serve_err(err, SERVE_NOT_FOUND, "unknown model '%s'", name);
+	if (version < 0)
+		return serve_err(err, SERVE_NOT_FOUND, "model '%s' has no loaded version", name);
+	return serve_err(err, SERVE_NOT_FOUND, "model '%s' version %" PRId64 " is not loaded",
+			 name, version);
+}
+
+int repository_model_ready(struct repository *r, const char *name, int64_t version)
+{
+	struct model_entry *e = get_entry(r, name, 0);
+	int ready;
+
+	if (!e)
+		return 0;
+	pthread_rwlock_rdlock(&e->lock);
+	ready = pick(e, version) != NULL;
+	pthread_rwlock_unlock(&e->lock);
+	return ready;
+}
+
+int repository_infer(struct repository *r, const char *name, int64_t version,
+		     const char *body, size_t len, long long json_len,
+		     struct infer_request *req, char *err)
+{
+	struct model_entry *e = get_entry(r, name, 0);
+	struct model_version *mv;
+	int st;
+
+	if (!e)
+		return not_found(err, name, version, 0);
+	pthread_rwlock_rdlock(&e->lock);
+	mv = pick(e, version);
+	if (!mv) {
+		pthread_rwlock_unlock(&e->lock);
+		return not_found(err, name, version, 1);
+	}
+	st = codec_decode(body, len, json_len, &mv->cfg, req, err);
+	if (!st) {
+		snprintf(req->model, sizeof(req->model), "%s", name);
+		req->version = mv->version;
+		st = scheduler_enqueue(mv->sched, req, err);
+		if (st)
+			infer_request_clear(req);
+	}
+	pthread_rwlock_unlock(&e->lock);
+	return st;
+}
+
+static json_t *tensors_meta(const struct config_tensor *t, size_t n, int b)
+{
+	json_t *a = json_array();
+	size_t i;
+	int k;
+
+	for (i = 0; i < n; i++) {
+		json_t *shape = json_array();
+
+		if (b)
+			json_array_append_new(shape, json_integer(-1));
+		for (k = 0; k < t[i].rank; k++)
+			json_array_append_new(shape, json_integer(t[i].dims[k]));
+		json_array_append_new(a, json_pack("{s:s, s:s, s:o}", "name", t[i].name,
+						   "datatype", serve_dtype_name(t[i].dtype),
+						   "shape", shape));
+	}
+	return a;
+}
+
+json_t *repository_model_metadata(struct repository *r, const char *name,
+				  int64_t version, char *err, int *status)
+{
+	struct model_entry *e = get_entry(r, name, 0);
+	struct model_version *mv;
+	json_t *o, *versions;
+	size_t i;
+
+	if (!e) {
+		*status = not_found(err, name, version, 0);
+		return NULL;
+	}
+	pthread_rwlock_rdlock(&e->lock);
+	mv = pick(e, version);
+	if (!mv) {
+		pthread_rwlock_unlock(&e->lock);
+		*status = not_found(err, name, version, 1);
+		return NULL;
+	}
+	versions = json_array();
+	for (i = 0; i < e->num_loaded; i++) {
+		char v[32];
+
+		snprintf(v, sizeof(v), "%" PRId64, e->loaded[i]->version);
+		json_array_append_new(versions, json_string(v));
+	}
+	o = json_pack("{s:s, s:o, s:s, s:o, s:o}", "name", name, "versions", versions,
+		      "platform", mv->cfg.platform[0] ? mv->cfg.platform : "onnxruntime_onnx",
+		      "inputs", tensors_meta(mv->cfg.inputs, mv->cfg.num_inputs,
+					     mv->cfg.max_batch_size > 0),
+		      "outputs", tensors_meta(mv->cfg.outputs, mv->cfg.num_outputs,
+					      mv->cfg.max_batch_size > 0));
+	json_object_set_new(o, "device", json_string(mv->device));
+	pthread_rwlock_unlock(&e->lock);
+	*status = SERVE_OK;
+	return o;
+}
+
+json_t *repository_model_config(struct repository *r, const char *name,
+				int64_t version, char *err, int *status)
+{
+	struct model_entry *e = get_entry(r, name, 0);
+	struct model_version *mv;
+	json_t *o;
+
+	if (!e) {
+		*status = not_found(err, name, version, 0);
+		return NULL;
+	}
+	pthread_rwlock_rdlock(&e->lock);
+	mv = pick(e, version);
+	if (!mv) {
+		pthread_rwlock_unlock(&e->lock);
+		*status = not_found(err, name, version, 1);
+		return NULL;
+	}
+	o = config_to_json(&mv->cfg);
+	pthread_rwlock_unlock(&e->lock);
+	*status = SERVE_OK;
+	return o;
+}
+
+/* ---- Poll ---------------------------------------------------------------------------- */
+
+/* Config text, version directories and model files: what a change touches. */
+static uint64_t fingerprint(const struct repository *r, const char *name)
+{
+	char path[8192], file[8192];
+	struct model_config cfg;
+	int64_t v[MAX_VERSIONS];
+	size_t n, i, len;
+	uint64_t h = 14695981039346656037ull;
+	char *text;
+
+	snprintf(path, sizeof(path), "%s/%s/config.pbtxt", r->path, name);
+	text = read_text(path, &len);
+	config_init(&cfg, name);
+	if (text) {
+		char err[SERVE_ERR_MAX];
+
+		h = fnv(h, text, len);
+		config_parse_pbtxt(&cfg, text, len, "config.pbtxt", err);
+		free(text);
+	}
+	n = list_versions(r, name, &cfg, v);
+	for (i = 0; i < n; i++) {
+		model_file(r, name, v[i], &cfg, file, sizeof(file));
+		h = fnv(h, file, strlen(file));
+		h = fnv_stat(h, file);
+	}
+	return h;
+}
+
+static void poll_once(struct repository *r)
+{
+	char (*names)[SERVE_NAME_MAX];
+	size_t n = list_models(r, &names), i;
+	struct model_entry *e;
+
+	for (i = 0; i < n; i++) {
+		uint64_t fp = fingerprint(r, names[i]);
+		int apply = 0;
+
+		e = get_entry(r, names[i], 1);
+		if (!e)
+			continue;
+		pthread_mutex_lock(&r->lock);
+		if (fp != e->applied_fp) {
+			/* Stable across two polls before it is loaded. */
+			if (fp == e->seen_fp)
+				apply = 1;
+			e->seen_fp = fp;
+		}
+		pthread_mutex_unlock(&r->lock);
+		if (apply) {
+			char err[SERVE_ERR_MAX];
+
+			serve_log(SERVE_LOG_INFO, "poll: model '%s' changed, loading", names[i]);
+			pthread_mutex_lock(&r->op_lock);
+			do_load(r, names[i], NULL, -1, err);
+			pthread_mutex_unlock(&r->op_lock);
+			pthread_mutex_lock(&r->lock);
+			e->applied_fp = fp;
+			pthread_mutex_unlock(&r->lock);
+		}
+	}
+	/* Models whose directory is gone are unloaded. */
+	pthread_mutex_lock(&r->lock);
+	for (e = r->models; e; e = e->next) {
+		int on_disk = 0;
+
+		for (i = 0; i < n; i++)
+			on_disk |= !strcmp(names[i], e->name);
+		if (!on_disk && loaded_count(e)) {
+			char err[SERVE_ERR_MAX], name[SERVE_NAME_MAX];
+
+			snprintf(name, sizeof(name), "%s", e->name);
+			e->applied_fp = e->seen_fp = 0;
+			pthread_mutex_unlock(&r->lock);
+			serve_log(SERVE_LOG_INFO, "poll: model '%s' removed, unloading", name);
+			repository_unload(r, name, -1, err);
+			pthread_mutex_lock(&r->lock);
+			e = r->models;	/* restart: the list may have grown */
+			if (!e)
+				break;
+		}
+	}
+	pthread_mutex_unlock(&r->lock);
+	free(names);
+}
+
+static void *poll_main(void *arg)
+{
+	struct repository *r = arg;
+
+	pthread_mutex_lock(&r->poll_lock);
+	while (!r->stop) {
+		struct timespec ts;
+
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		ts.tv_sec += r->opts.poll_secs > 0 ? r->opts.poll_secs : 1;
+		pthread_cond_timedwait(&r->poll_cond, &r->poll_lock, &ts);
+		if (r->stop)
+			break;
+		pthread_mutex_unlock(&r->poll_lock);
+		poll_once(r);
+		pthread_mutex_lock(&r->poll_lock);
+	}
+	pthread_mutex_unlock(&r->poll_lock);
+	return NULL;
+}
+
+/* ---- Create / start / destroy ---------------------------------------------------- */
+
+static void engine_log(void *arg, enum npu_log_level level, const char *message)
+{
+	(void)arg;
+	serve_log(level == NPU_LOG_ERROR ? SERVE_LOG_ERROR :
+		  level == NPU_LOG_WARNING ? SERVE_LOG_WARN :
+		  level == NPU_LOG_INFO ? SERVE_LOG_DEBUG : SERVE_LOG_DEBUG,
+		  "engine: %s", message);
+}
+
+int repository_create(const struct repo_options *o, struct repository **out, char *err)
+{
+	struct repository *r = calloc(1, sizeof(*r));
+	struct npu_engine_options eo;
+	pthread_condattr_t ca;
+
+	*out = NULL;
+	if (!r)
+		return serve_err(err, SERVE_INTERNAL, "out of memory");
+	r->opts = *o;
+	if (!realpath(o->path, r->path)) {
+		int st = serve_err(err, SERVE_INVALID, "--model-repository %s: %s", o->path,
+				   strerror(errno));
+
+		free(r);
+		return st;
+	}
+	if (!is_dir(r->path)) {
+		free(r);
+		return serve_err(err, SERVE_INVALID, "--model-repository %s is not a directory", o->path);
+	}
+	snprintf(r->device, sizeof(r->device), "%s", o->device ? o->device : "cpu");
+	npu_engine_options_init(&eo);
+	eo.threads = o->threads;
+	eo.log = engine_log;
+	eo.log_level = serve_verbose >= SERVE_LOG_DEBUG ? NPU_LOG_INFO : NPU_LOG_WARNING;
+	if (npu_engine_create(&eo, &r->engine) != NPU_OK) {
+		int st = serve_err(err, SERVE_INTERNAL, "engine: %s", npu_last_error());
+
+		free(r);
+		return st;
+	}
+	pthread_mutex_init(&r->lock, NULL);
+	pthread_mutex_init(&r->op_lock, NULL);
+	pthread_mutex_init(&r->poll_lock, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&r->poll_cond, &ca);
+	pthread_condattr_destroy(&ca);
+	serve_log(SERVE_LOG_INFO, "model repository %s, default device %s, %d CPU threads",
+		  r->path, r->device, npu_engine_threads(r->engine));
+	*out = r;
+	return SERVE_OK;
+}
+
+void repository_start(struct repository *r)
+{
+	char (*names)[SERVE_NAME_MAX];
+	char err[SERVE_ERR_MAX];
+	size_t n, i;
+	int all = r->opts.mode != CONTROL_EXPLICIT;
+
+	for (i = 0; i < r->opts.num_load; i++)
+		if (!strcmp(r->opts.load_models[i], "*"))
+			all = 1;
+	if (all) {
+		n = list_models(r, &names);
+		for (i = 0; i < n; i++) {
+			if (r->opts.mode == CONTROL_POLL) {
+				struct model_entry *e = get_entry(r, names[i], 1);
+				uint64_t fp = fingerprint(r, names[i]);
+
+				if (e) {
+					pthread_mutex_lock(&r->lock);
+					e->applied_fp = e->seen_fp = fp;
+					pthread_mutex_unlock(&r->lock);
+				}
+			}
+			repository_load(r, names[i], NULL, -1, err);
+		}
+		free(names);
+	} else {
+		for (i = 0; i < r->opts.num_load; i++)
+			if (repository_load(r, r->opts.load_models[i], NULL, -1, err))
+				serve_log(SERVE_LOG_ERROR, "--load-model %s: %s",
+					  r->opts.load_models[i], err);
+	}
+	if (r->opts.mode == CONTROL_POLL) {
+		if (pthread_create(&r->poller, NULL, poll_main, r) == 0)
+			r->polling = 1;
+		else
+			serve_log(SERVE_LOG_ERROR, "cannot start the repository poll thread");
+	}
+}
+
+void repository_destroy(struct repository *r)
+{
+	struct model_entry *e, *next;
+	char err[SERVE_ERR_MAX];
+
+	if (!r)
+		return;
+	if (r->polling) {
+		pthread_mutex_lock(&r->poll_lock);
+		r->stop = 1;
+		pthread_cond_broadcast(&r->poll_cond);
+		pthread_mutex_unlock(&r->poll_lock);
+		pthread_join(r->poller, NULL);
+	}
+	for (e = r->models; e; e = e->next)
+		if (loaded_count(e))
+			repository_unload(r, e->name, -1, err);
+	for (e = r->models; e; e = next) {
+		next = e->next;
+		pthread_rwlock_destroy(&e->lock);
+		free(e);
+	}
+	npu_engine_destroy(r->engine);
+	pthread_cond_destroy(&r->poll_cond);
+	pthread_mutex_destroy(&r->poll_lock);
+	pthread_mutex_destroy(&r->op_lock);
+	pthread_mutex_destroy(&r->lock);
+	free(r);
+}

@@ -1,0 +1,55 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * npu-serve: what every unit of the server shares. The server is a program
+ * on top of the public API (<npu/npu.h>); one file per concern:
+ *   pbtxt.c         protobuf text format (config.pbtxt) parser
+ *   model_config.c  the ModelConfig subset, from pbtxt, JSON or the model
+ *   repository.c    the model repository: versions, load, swap, unload, poll
+ *   batcher.c       the dynamic batcher and the instances (sessions)
+ *   infer_codec.c   inference requests and responses (JSON + binary)
+ *   metrics.c       statistics and the Prometheus text format
+ *   http.c          the HTTP/REST front end (libmicrohttpd)
+ *   grpc.c          the gRPC front end (nghttp2 + protobuf-c)
+ *   serve_main.c    flags, signals, start and drain
+ */
+#ifndef NPU_SERVE_H
+#define NPU_SERVE_H
+
+#include <stdarg.h>
+#include <stdint.h>
+#include <stddef.h>
+
+#include <npu/npu.h>
+
+#define SERVE_NAME_MAX 128
+#define SERVE_MAX_IO 16
+#define SERVE_ERR_MAX 512
+
+/* Error categories, valued as the HTTP status Triton maps them to. */
+enum serve_status {
+	SERVE_OK = 0,
+	SERVE_INVALID = 400,
+	SERVE_NOT_FOUND = 404,
+	SERVE_INTERNAL = 500,
+	SERVE_UNSUPPORTED = 501,
+	SERVE_UNAVAILABLE = 503,
+};
+
+enum serve_log_level { SERVE_LOG_ERROR, SERVE_LOG_WARN, SERVE_LOG_INFO, SERVE_LOG_DEBUG };
+
+extern int serve_verbose;	/* log level printed (default SERVE_LOG_INFO) */
+void serve_log(enum serve_log_level level, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+/* snprintf into an error buffer of SERVE_ERR_MAX; returns 'status'. */
+int serve_err(char *err, int status, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+uint64_t serve_now_ns(void);	/* CLOCK_MONOTONIC */
+
+/* Triton datatype names ("FP32") and config names ("TYPE_FP32"). */
+const char *serve_dtype_name(enum npu_data_type t);
+enum npu_data_type serve_dtype_parse(const char *name);	/* "FP32" */
+const char *serve_config_dtype_name(enum npu_data_type t);	/* "TYPE_FP32" */
+enum npu_data_type serve_config_dtype_parse(const char *name);
+
+#endif /* NPU_SERVE_H */

@@ -1,0 +1,317 @@
+// SPDX-License-Identifier: MIT
+/*
+ * npu-serve (also `npu serve`): an inference server speaking the KServe v2
+ * / Triton protocol over HTTP, with a model repository in Triton's layout
+ * and dynamic batching. Flags follow Triton's names.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "http.h"
+#include "repository.h"
+#ifdef NPU_SERVE_HAVE_GRPC
+#include "grpc.h"
+#endif
+
+static void usage(FILE *out)
+{
+	fprintf(out,
+		"usage: npu serve --model-repository DIR [options]\n"
+		"\n"
+		"Serves the models of DIR (Triton's layout: DIR/<model>/config.pbtxt and\n"
+		"DIR/<model>/<version>/model.onnx or model.npub) over HTTP with the KServe v2 /\n"
+		"Triton protocol, and over gRPC (inference.GRPCInferenceService).\n"
+		"SIGTERM or SIGINT stops accepting, drains and exits 0.\n"
+		"\n"
+		"  --http-port N              HTTP port (default 8000; 0: any free port)\n"
+		"  --http-address ADDR        IPv4 address to bind (default 127.0.0.1)\n"
+		"  --http-thread-count N      HTTP threads (default 4)\n"
+		"  --http-max-body-bytes N    largest request body (default 67108864)\n"
+		"  --http-timeout-secs N      idle connection timeout (default 60)\n"
+		"  --metrics-port N           also serve /metrics on this port (default 8002; 0: any; -1: off)\n"
+		"  --allow-metrics=false      no /metrics anywhere\n"
+		"  --grpc-port N              gRPC port (default 8001; 0: any free port; -1: off)\n"
+		"  --model-control-mode M     none (default): load everything, no load/unload API;\n"
+		"                             explicit: load --load-model ones, load/unload API;\n"
+		"                             poll: load everything and follow changes on disk\n"
+		"  --repository-poll-secs N   poll interval (default 15)\n"
+		"  --load-model NAME          with explicit: load NAME at start ('*': all); repeatable\n"
+		"  --strict-readiness[=BOOL]  ready only when every model asked for is loaded (default true)\n"
+		"  --device D                 device of KIND_AUTO instances: cpu (default), sim, accel\n"
+		"  --threads N                CPU threads of the engine (default: all cores)\n"
+		"  --exit-timeout-secs N      longest drain at exit (default 30)\n"
+		"  --port-file FILE           write 'http=', 'grpc=' and 'metrics=PORT' lines once listening\n"
+		"  --log-verbose N            0: info (default), 1: debug\n");
+}
+
+static int parse_int(const char *flag, const char *v, long lo, long hi, long *out)
+{
+	char *end;
+	long x;
+
+	errno = 0;
+	x = strtol(v, &end, 10);
+	if (errno || end == v || *end || x < lo || x > hi) {
+		fprintf(stderr, "npu serve: %s: '%s' is not an integer in [%ld, %ld]\n", flag, v, lo, hi);
+		return -1;
+	}
+	*out = x;
+	return 0;
+}
+
+static int parse_bool(const char *flag, const char *v, int *out)
+{
+	if (!strcmp(v, "true") || !strcmp(v, "1") || !strcmp(v, "yes"))
+		*out = 1;
+	else if (!strcmp(v, "false") || !strcmp(v, "0") || !strcmp(v, "no"))
+		*out = 0;
+	else {
+		fprintf(stderr, "npu serve: %s: '%s' is not true or false\n", flag, v);
+		return -1;
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct repo_options ro = { .device = "cpu", .mode = CONTROL_NONE, .poll_secs = 15,
+				   .strict_readiness = 1 };
+	struct http_options ho = { .address = "127.0.0.1", .port = 8000 };
+	struct http_server *http = NULL, *metrics = NULL;
+#ifdef NPU_SERVE_HAVE_GRPC
+	struct grpc_server *grpc = NULL;
+#endif
+	int grpc_bound = -1;
+	struct repository *repo = NULL;
+	const char *port_file = NULL;
+	long metrics_port = 8002, grpc_port_flag = 8001, exit_timeout = 30, x;
+	int allow_metrics = 1, i, sig;
+	char err[SERVE_ERR_MAX];
+	sigset_t set;
+
+	static char *load_models[256];
+
+	ro.load_models = load_models;
+	for (i = 1; i < argc; i++) {
+		char flag[64];
+		const char *arg = argv[i], *val = NULL, *eq;
+
+		if (!strcmp(arg, "--help") || !strcmp(arg, "-h")) {
+			usage(stdout);
+			return 0;
+		}
+		if (strncmp(arg, "--", 2)) {
+			fprintf(stderr, "npu serve: unexpected argument '%s'\n", arg);
+			usage(stderr);
+			return 2;
+		}
+		eq = strchr(arg, '=');
+		if (eq) {
+			snprintf(flag, sizeof(flag), "%.*s", (int)(eq - arg), arg);
+			val = eq + 1;
+		} else {
+			snprintf(flag, sizeof(flag), "%s", arg);
+		}
+		/* Boolean flags may stand alone. */
+		if (!strcmp(flag, "--strict-readiness")) {
+			if (val && parse_bool(flag, val, &ro.strict_readiness))
+				return 2;
+			if (!val)
+				ro.strict_readiness = 1;
+			continue;
+		}
+		if (!strcmp(flag, "--allow-metrics")) {
+			if (val && parse_bool(flag, val, &allow_metrics))
+				return 2;
+			if (!val)
+				allow_metrics = 1;
+			continue;
+		}
+		if (!val) {
+			if (i + 1 >= argc) {
+				fprintf(stderr, "npu serve: %s needs a value\n", flag);
+				return 2;
+			}
+			val = argv[++i];
+		}
+		if (!strcmp(flag, "--model-repository") || !strcmp(flag, "--model-store")) {
+			ro.path = val;
+		} else if (!strcmp(flag, "--http-port")) {
+			if (parse_int(flag, val, 0, 65535, &x))
+				return 2;
+			ho.port = (int)x;
+		} else if (!strcmp(flag, "--http-address")) {
+			ho.address = val;
+		} else if (!strcmp(flag, "--http-thread-count")) {
+			if (parse_int(flag, val, 1, 256, &x))
+				return 2;
+			ho.threads = (int)x;
+		} else if (!strcmp(flag, "--http-max-body-bytes")) {
+			if (parse_int(flag, val, 1, 1L << 40, &x))
+				return 2;
+			ho.max_body_bytes = (size_t)x;
+		} else if (!strcmp(flag, "--http-timeout-secs")) {
+			if (parse_int(flag, val, 1, 86400, &x))
+				return 2;
+			ho.timeout_secs = (unsigned int)x;
+		} else if (!strcmp(flag, "--metrics-port")) {
+			if (parse_int(flag, val, -1, 65535, &metrics_port))
+				return 2;
+		} else if (!strcmp(flag, "--grpc-port")) {
+			if (parse_int(flag, val, -1, 65535, &grpc_port_flag))
+				return 2;
+		} else if (!strcmp(flag, "--model-control-mode")) {
+			if (!strcmp(val, "none"))
+				ro.mode = CONTROL_NONE;
+			else if (!strcmp(val, "explicit"))
+				ro.mode = CONTROL_EXPLICIT;
+			else if (!strcmp(val, "poll"))
+				ro.mode = CONTROL_POLL;
+			else {
+				fprintf(stderr, "npu serve: --model-control-mode: '%s' is not none, explicit or poll\n",
+					val);
+				return 2;
+			}
+		} else if (!strcmp(flag, "--repository-poll-secs")) {
+			if (parse_int(flag, val, 1, 86400, &x))
+				return 2;
+			ro.poll_secs = (int)x;
+		} else if (!strcmp(flag, "--load-model")) {
+			if (ro.num_load >= sizeof(load_models) / sizeof(load_models[0])) {
+				fprintf(stderr, "npu serve: more than 256 --load-model\n");
+				return 2;
+			}
+			ro.load_models[ro.num_load++] = (char *)val;
+		} else if (!strcmp(flag, "--device")) {
+			ro.device = val;
+		} else if (!strcmp(flag, "--threads")) {
+			if (parse_int(flag, val, 0, 1024, &x))
+				return 2;
+			ro.threads = (int)x;
+		} else if (!strcmp(flag, "--exit-timeout-secs")) {
+			if (parse_int(flag, val, 0, 86400, &exit_timeout))
+				return 2;
+		} else if (!strcmp(flag, "--port-file")) {
+			port_file = val;
+		} else if (!strcmp(flag, "--log-verbose")) {
+			if (parse_int(flag, val, 0, 10, &x))
+				return 2;
+			serve_verbose = x ? SERVE_LOG_DEBUG : SERVE_LOG_INFO;
+		} else {
+			fprintf(stderr, "npu serve: unknown option '%s'\n", flag);
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (!ro.path) {
+		fprintf(stderr, "npu serve: --model-repository is required\n");
+		usage(stderr);
+		return 2;
+	}
+	if (ro.num_load && ro.mode != CONTROL_EXPLICIT)
+		serve_log(SERVE_LOG_WARN, "--load-model only applies with --model-control-mode=explicit");
+
+	/* Signals go to this thread only (sigwait below). */
+	sigemptyset(&set);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	signal(SIGPIPE, SIG_IGN);
+
+	if (repository_create(&ro, &repo, err)) {
+		serve_log(SERVE_LOG_ERROR, "%s", err);
+		return 1;
+	}
+	repository_start(repo);
+	if (http_start(repo, &ho, &http, err)) {
+		serve_log(SERVE_LOG_ERROR, "HTTP: %s", err);
+		repository_destroy(repo);
+		return 1;
+	}
+	if (allow_metrics && metrics_port >= 0) {
+		struct http_options mo = ho;
+
+		mo.port = (int)metrics_port;
+		mo.threads = 1;
+		mo.metrics_only = 1;
+		if (http_start(repo, &mo, &metrics, err))
+			serve_log(SERVE_LOG_WARN, "metrics port: %s (/metrics stays on the HTTP port)", err);
+	}
+	serve_log(SERVE_LOG_INFO, "HTTP on %s:%d%s", ho.address, http_port(http),
+		  repository_mode(repo) == CONTROL_POLL ? ", polling the repository" : "");
+	if (metrics)
+		serve_log(SERVE_LOG_INFO, "metrics on %s:%d/metrics", ho.address, http_port(metrics));
+#ifdef NPU_SERVE_HAVE_GRPC
+	if (grpc_port_flag >= 0) {
+		struct grpc_options go = { .address = ho.address, .port = (int)grpc_port_flag,
+					   .max_message_bytes = ho.max_body_bytes };
+
+		if (grpc_start(repo, &go, &grpc, err)) {
+			serve_log(SERVE_LOG_ERROR, "gRPC: %s", err);
+			http_stop(metrics);
+			http_stop(http);
+			repository_destroy(repo);
+			return 1;
+		}
+		grpc_bound = grpc_port(grpc);
+		serve_log(SERVE_LOG_INFO, "gRPC on %s:%d", ho.address, grpc_bound);
+	}
+#else
+	if (grpc_port_flag >= 0)
+		serve_log(SERVE_LOG_WARN, "built without gRPC (libnghttp2-dev): --grpc-port ignored");
+#endif
+	if (port_file) {
+		char tmp[4096];
+		FILE *f;
+
+		snprintf(tmp, sizeof(tmp), "%s.tmp", port_file);
+		f = fopen(tmp, "w");
+		if (!f || fprintf(f, "http=%d\ngrpc=%d\nmetrics=%d\n", http_port(http), grpc_bound,
+				  metrics ? http_port(metrics) : -1) < 0 ||
+		    fclose(f) || rename(tmp, port_file)) {
+			serve_log(SERVE_LOG_ERROR, "--port-file %s: %s", port_file, strerror(errno));
+#ifdef NPU_SERVE_HAVE_GRPC
+			grpc_stop(grpc);
+#endif
+			http_stop(http);
+			http_stop(metrics);
+			repository_destroy(repo);
+			return 1;
+		}
+	}
+
+	for (;;) {
+		if (sigwait(&set, &sig) == 0 && (sig == SIGTERM || sig == SIGINT))
+			break;
+	}
+	serve_log(SERVE_LOG_INFO, "%s: no new connections; draining the requests in flight",
+		  sig == SIGTERM ? "SIGTERM" : "SIGINT");
+	http_quiesce(http);
+	http_quiesce(metrics);
+#ifdef NPU_SERVE_HAVE_GRPC
+	grpc_quiesce(grpc);
+	if (!grpc_wait_idle(grpc, (int)exit_timeout * 1000)) {
+		serve_log(SERVE_LOG_ERROR, "gRPC calls still in flight after --exit-timeout-secs %ld; exiting",
+			  exit_timeout);
+		_exit(1);
+	}
+#endif
+	if (!http_wait_idle(http, (int)exit_timeout * 1000)) {
+		/* Their completions would touch connections stopped below. */
+		serve_log(SERVE_LOG_ERROR, "requests still in flight after --exit-timeout-secs %ld; exiting",
+			  exit_timeout);
+		_exit(1);
+	}
+	http_stop(metrics);
+	http_stop(http);
+#ifdef NPU_SERVE_HAVE_GRPC
+	grpc_stop(grpc);
+#endif
+	repository_destroy(repo);
+	serve_log(SERVE_LOG_INFO, "stopped");
+	return 0;
+}
