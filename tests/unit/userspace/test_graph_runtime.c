@@ -181,6 +181,10 @@ static void test_model_api_replans_for_new_input_shapes(void **state)
 	assert_string_equal(info.name, "x");
 	assert_int_equal(info.dims[0], -1);
 	assert_string_equal(info.dim_names[0], "N");
+	/* Outputs the file leaves to its nodes are typed at load, dims symbolic. */
+	assert_int_equal(npu_model_output_info(model, 0, &info), NPU_OK);
+	assert_int_equal(info.dtype, NPU_TYPE_FLOAT);
+	assert_int_equal(info.rank, 2);
 	for (i = 1; i <= 4; i += 3) {
 		in.dims[0] = i;
 		in.dims[1] = 3;

@@ -746,6 +746,38 @@ static npu_status order_npub_shapes(struct npu_model *m, const void *data, size_
 	return NPU_OK;
 }
 
+/*
+ * Output types the file leaves to its nodes: inferred on a copy with the
+ * declared (possibly symbolic) input shapes. Best effort: a model whose
+ * outputs cannot be typed before shapes are fixed keeps them undefined.
+ */
+static void declared_output_types(struct npu_model *m)
+{
+	struct npu_error err = { 0 };
+	struct npu_graph *g;
+	size_t i;
+
+	for (i = 0; i < m->num_outputs; i++)
+		if (m->outputs[i].info.dtype == NPU_TYPE_UNDEFINED)
+			break;
+	if (i == m->num_outputs)
+		return;
+	g = npu_graph_clone(m->base, &err);
+	if (g && npu_graph_infer(g, false, &err) == NPU_OK) {
+		for (i = 0; i < m->num_outputs; i++) {
+			struct npu_io_info *io = &m->outputs[i];
+			const struct npu_value *v = g->outputs[i];
+
+			if (io->info.dtype != NPU_TYPE_UNDEFINED)
+				continue;
+			io->info.dtype = (enum npu_data_type)v->dtype;
+			io->info.rank = v->shape.rank;
+			memcpy(io->info.dims, v->shape.dims, sizeof(io->info.dims));
+		}
+	}
+	npu_graph_destroy(g);
+}
+
 static npu_status load(struct npu_model *m, const void *data, size_t size)
 {
 	struct npu_error err = { 0 };
@@ -774,6 +806,8 @@ static npu_status load(struct npu_model *m, const void *data, size_t size)
 	st = copy_io(&m->inputs, m->base->inputs, m->num_inputs);
 	if (!st)
 		st = copy_io(&m->outputs, m->base->outputs, m->num_outputs);
+	if (!st)
+		declared_output_types(m);
 	if (!st && m->npub)
 		st = order_npub_shapes(m, data, size);
 	return st;

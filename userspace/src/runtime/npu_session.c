@@ -33,6 +33,8 @@ struct npu_session {
 	struct plan_state *cur;		/* of the last run */
 	uint64_t clock;
 	double last_run_s;
+	/* Aligned copies of misaligned inputs: outputs may alias them. */
+	void *aligned[64];
 };
 
 NPU_API void npu_session_options_init_sized(struct npu_session_options *o, size_t size)
@@ -102,6 +104,8 @@ NPU_API void npu_session_destroy(struct npu_session *s)
 		return;
 	for (i = 0; i < s->num_states; i++)
 		drop_state(&s->states[i]);
+	for (i = 0; i < 64; i++)
+		free(s->aligned[i]);
 	free(s->states);
 	npu_threadpool_destroy(s->pool);
 	npu_model_unref(s->model);
@@ -188,6 +192,7 @@ static npu_status run(struct npu_session *s, struct npu_plan *given,
 	struct npu_error err = { 0 };
 	struct npu_plan *plan = given;
 	struct plan_state *ps = NULL;
+	void **aligned = s->aligned;
 	size_t i;
 	npu_status st;
 	double t0;
@@ -205,32 +210,56 @@ static npu_status run(struct npu_session *s, struct npu_plan *given,
 		return st;
 	for (i = 0; i < m->num_inputs; i++)
 		shapes[i] = ptrs[i]->shape;
+	/* Kernels read whole elements: misaligned input data is copied first. */
+	for (i = 0; i < 64; i++) {
+		free(aligned[i]);	/* the last run's: its outputs are void now */
+		aligned[i] = NULL;
+	}
+	for (i = 0; i < m->num_inputs; i++) {
+		size_t esize = npu_dtype_size(ts[i].dtype);
+
+		if (ts[i].nbytes && esize > 1 && (uintptr_t)ts[i].data % esize) {
+			void *copy = aligned_alloc(64, (ts[i].nbytes + 63) & ~(size_t)63);
+
+			if (!copy) {
+				st = npu_api_fail(NPU_ERR_NO_MEMORY, "out of memory");
+				goto out;
+			}
+			memcpy(copy, ts[i].data, ts[i].nbytes);
+			ts[i].data = copy;
+			aligned[i] = copy;
+		}
+	}
 	if (given) {
 		for (i = 0; i < m->num_inputs; i++)
 			if (memcmp(&shapes[i], &given->shapes[i], sizeof(shapes[i]))) {
 				char a[160], b[160];
 
-				return npu_api_fail(NPU_ERR_INVALID_ARG,
-						    "%s: input '%s' has shape %s, the plan is for %s",
-						    m->source, m->inputs[i].name,
-						    npu_shape_str(&shapes[i], a, sizeof(a)),
-						    npu_shape_str(&given->shapes[i], b, sizeof(b)));
+				st = npu_api_fail(NPU_ERR_INVALID_ARG,
+						  "%s: input '%s' has shape %s, the plan is for %s",
+						  m->source, m->inputs[i].name,
+						  npu_shape_str(&shapes[i], a, sizeof(a)),
+						  npu_shape_str(&given->shapes[i], b, sizeof(b)));
+				goto out;
 			}
 	} else {
 		st = npu_model_plan_for(m, shapes, &plan);
 		if (st)
-			return st;
+			goto out;
 	}
 	st = state_for(s, plan, &ps);
 	if (!given)
 		npu_plan_unref(plan);	/* the state holds its own reference */
 	if (st)
-		return st;
+		goto out;
 	s->cur = ps;
 	t0 = now_s();
 	st = npu_exec_run(ps->exec, ptrs, &err);
 	s->last_run_s = now_s() - t0;
-	return st ? npu_api_fail_err(&err) : NPU_OK;
+	if (st)
+		npu_api_fail_err(&err);
+out:
+	return st;
 }
 
 NPU_API npu_status npu_session_run(struct npu_session *s, const struct npu_host_tensor *inputs,
