@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* infer_codec: v2 inference requests and responses (see infer_codec.h). */
 #include <inttypes.h>
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -104,7 +105,12 @@ static int put(struct flat *f, const json_t *v)
 		return f->status = serve_err(f->err, SERVE_INVALID,
 					     "input '%s': data[%zu] is not a number", f->name, f->count);
 	d = json_number_value(v);
-	i = json_is_integer(v) ? json_integer_value(v) : (json_int_t)d;
+	i = json_is_integer(v) ? json_integer_value(v) : 0;	/* real: no cast, it may not fit */
+	if ((f->dtype == NPU_TYPE_FLOAT || f->dtype == NPU_TYPE_FLOAT16) && isfinite(d) &&
+	    fabs(d) > FLT_MAX)
+		return f->status = serve_err(f->err, SERVE_INVALID,
+					     "input '%s': data[%zu] = %g does not fit %s",
+					     f->name, f->count, d, serve_dtype_name(f->dtype));
 	switch (f->dtype) {
 	case NPU_TYPE_FLOAT: { float x = (float)d; memcpy(p, &x, 4); break; }
 	case NPU_TYPE_DOUBLE: memcpy(p, &d, 8); break;
