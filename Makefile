@@ -18,6 +18,8 @@ help:
 	@echo "make            build userspace, firmware-sim and the CLI (build/bin/npu)"
 	@echo "make check      run every test suite (unit, ASan+UBSan, fuzz, conformance, VM)"
 	@echo "make kselftest  run the driver kselftests in the VM"
+	@echo "make kselftest-debug  the VM suite on a KASAN/lockdep/kmemleak kernel"
+	@echo "make soak       the same with 1e6 fuzzer operations and a long fault campaign"
 	@echo "make demo       the main job: a real model end to end on the simulator"
 
 deps:
@@ -94,3 +96,17 @@ driver-lint:
 kselftest: driver
 	@$(MAKE) -C tests/kselftest OUT=$(CURDIR)/$(KSELFTEST_DIR)
 	@tests/kselftest/run-in-vm $(CURDIR)/$(KSELFTEST_DIR)
+
+# The driver's part of the VM suite (device, hostile guest, kselftests,
+# uAPI fuzzer at 1e5 operations, fault campaign, kmemleak scan) on the
+# debug kernel: KASAN, lockdep, kmemleak, debugobjects, DMA-API debug. The first
+# run builds that kernel (tools/build-debug-kernel, about an hour on 2
+# cores, then cached). Not part of `make check` (see Documentation/vm.md).
+.PHONY: kselftest-debug soak
+DEBUG_SUITE := 00 10 20 50 60 90
+kselftest-debug:
+	@tests/vm/run-debug --only "$(DEBUG_SUITE)"
+
+# The same with the fuzzer at 1e6 operations and a 10-minute fault campaign.
+soak:
+	@tests/vm/run-debug --soak --only "$(DEBUG_SUITE)"

@@ -162,6 +162,12 @@ int npu_device_init(struct npu_device *ndev)
 	ret = dma_set_mask_and_coherent(&pdev->dev, DMA_BIT_MASK(64));
 	if (ret)
 		return ret;
+	/*
+	 * The device's MMU takes any segment length (the page tables get one
+	 * entry per 4 KiB of it); without this, segments of the shmem sg
+	 * tables beyond the 64 KiB default break the DMA API's contract.
+	 */
+	dma_set_max_seg_size(&pdev->dev, UINT_MAX);
 
 	ret = pcim_iomap_regions(pdev, BIT(NPU_BAR_REGS), NPU_DRIVER_NAME);
 	if (ret)

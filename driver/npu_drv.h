@@ -75,6 +75,8 @@ extern unsigned int npu_job_timeout_ms;
 
 struct npu_device;
 struct npu_job;
+struct dma_buf_attachment;
+struct sg_table;
 
 /* One hardware queue: its ring, completion records and scheduler. */
 struct npu_queue {
@@ -362,6 +364,10 @@ int npu_mmu_invalidate(struct npu_device *ndev, u32 ctx_id);
 /* npu_gem.c */
 struct drm_gem_object *npu_gem_create_object(struct drm_device *drm,
 					     size_t size);
+struct drm_gem_object *
+npu_gem_prime_import_sg_table(struct drm_device *drm,
+			      struct dma_buf_attachment *attach,
+			      struct sg_table *sgt);
 int npu_bo_va(struct drm_gem_object *obj, struct npu_context *ctx, u64 *va);
 int npu_bo_map_get(struct drm_gem_object *obj, struct npu_context *ctx,
 		   u64 *va);

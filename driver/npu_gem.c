@@ -187,7 +187,6 @@ static const struct drm_gem_object_funcs npu_gem_funcs = {
 struct drm_gem_object *npu_gem_create_object(struct drm_device *drm,
 					     size_t size)
 {
-	struct npu_device *ndev = to_npu_device(drm);
 	struct npu_bo *bo;
 
 	bo = kzalloc(sizeof(*bo), GFP_KERNEL_ACCOUNT);
@@ -196,8 +195,25 @@ struct drm_gem_object *npu_gem_create_object(struct drm_device *drm,
 	bo->base.base.funcs = &npu_gem_funcs;
 	mutex_init(&bo->lock);
 	INIT_LIST_HEAD(&bo->maps);
-	atomic_inc(&ndev->bo_count);
+	/*
+	 * Not counted here: when the shmem helper fails after this hook
+	 * (shmem file, mmap offset) it kfree()s the object without .free.
+	 * The creators count it once it exists.
+	 */
 	return &bo->base.base;
+}
+
+struct drm_gem_object *
+npu_gem_prime_import_sg_table(struct drm_device *drm,
+			      struct dma_buf_attachment *attach,
+			      struct sg_table *sgt)
+{
+	struct drm_gem_object *obj;
+
+	obj = drm_gem_shmem_prime_import_sg_table(drm, attach, sgt);
+	if (!IS_ERR(obj))
+		atomic_inc(&to_npu_device(drm)->bo_count);
+	return obj;
 }
 
 /* The device VA of @obj in @ctx. */
@@ -236,6 +252,7 @@ int npu_ioctl_bo_create(struct drm_device *drm, void *data,
 	shmem = drm_gem_shmem_create(drm, PAGE_ALIGN(args->size));
 	if (IS_ERR(shmem))
 		return PTR_ERR(shmem);
+	atomic_inc(&to_npu_device(drm)->bo_count);
 	to_npu_bo(&shmem->base)->flags = args->flags;
 
 	/* Maps it into this context through npu_gem_open(). */

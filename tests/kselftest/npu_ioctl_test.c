@@ -540,4 +540,77 @@ TEST_F(npu, job_ids_are_per_file)
 	close(fd2);
 }
 
+/* Write a string to a file; 0 or -errno. */
+static int write_str(const char *path, const char *val)
+{
+	int fd = open(path, O_WRONLY), ret;
+
+	if (fd < 0)
+		return -errno;
+	ret = write(fd, val, strlen(val)) < 0 ? -errno : 0;
+	close(fd);
+	return ret;
+}
+
+/*
+ * BO_CREATE with its n-th kernel allocation failing, for every n
+ * (/proc/thread-self/fail-nth, failslab with GFP_KERNEL allowed): each
+ * failure returns an error and leaves the BO count in debugfs where it
+ * was. The shmem helper kfree()s a half-made object without .free, so a
+ * count taken in gem_create_object leaked once per such failure.
+ */
+TEST(bo_create_failing_at_each_allocation_keeps_the_bo_count)
+{
+	const char *nth = "/proc/thread-self/fail-nth";
+	const char *gfp = "/sys/kernel/debug/failslab/ignore-gfp-wait";
+	long long before, now = -1;
+	int fd, nfd, n, injected = 0, i;
+	char buf[16];
+
+	if (access(nth, W_OK) || access(gfp, W_OK))
+		SKIP(return, "no fail-nth / failslab (kernel without FAULT_INJECTION)");
+	fd = npu_open();
+	if (fd < 0)
+		SKIP(return, "no device");
+	if (!npu_debugfs_dir()) {
+		close(fd);
+		SKIP(return, "no debugfs");
+	}
+	before = npu_counter("bos");
+	/* Opened once: an open() while fail-nth counts could fail itself. */
+	nfd = open(nth, O_RDWR);
+	ASSERT_LE(0, nfd);
+	ASSERT_EQ(0, write_str(gfp, "N"));
+	for (n = 1; n < 4000; n++) {
+		struct drm_npu_bo_create c = { .size = 8192 };
+		int ret, len;
+
+		len = snprintf(buf, sizeof(buf), "%d", n);
+		ASSERT_EQ(len, pwrite(nfd, buf, len, 0));
+		ret = ioctl(fd, DRM_IOCTL_NPU_BO_CREATE, &c) ? -errno : 0;
+		/* 0 left in fail-nth: the n-th site failed. */
+		memset(buf, 0, sizeof(buf));
+		len = pread(nfd, buf, sizeof(buf) - 1, 0);
+		pwrite(nfd, "0", 1, 0);
+		ASSERT_LT(0, len);
+		if (!ret)
+			npu_gem_close(fd, c.handle);
+		if (atoi(buf) != 0)
+			break;	/* no n-th site: every one has failed once */
+		injected++;
+	}
+	close(nfd);
+	write_str(gfp, "Y");
+	close(fd);
+	TH_LOG("%d allocation sites of BO_CREATE failed in turn", injected);
+	EXPECT_LT(0, injected);
+	for (i = 0; i < 300; i++) {
+		now = npu_counter("bos");
+		if (now == before)
+			break;
+		usleep(10000);
+	}
+	EXPECT_EQ(before, now);
+}
+
 TEST_HARNESS_MAIN

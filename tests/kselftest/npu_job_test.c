@@ -72,6 +72,59 @@ TEST(fill_then_copy_is_visible_in_memory)
 	close(fd);
 }
 
+/* DMA-API debug's error counter (debug kernels), or -1. */
+static long long dma_api_errors(void)
+{
+	long long n = -1;
+	FILE *f = fopen("/sys/kernel/debug/dma-api/error_count", "r");
+
+	if (!f)
+		return -1;
+	if (fscanf(f, "%lld", &n) != 1)
+		n = -1;
+	fclose(f);
+	return n;
+}
+
+/*
+ * A BO's sg table may hold segments far longer than the 64 KiB the DMA
+ * API assumes for a device that does not say otherwise; the driver must
+ * declare that its MMU takes any length (dma_set_max_seg_size), or every
+ * such mapping is a DMA-API violation (a WARN on CONFIG_DMA_API_DEBUG).
+ */
+TEST(large_bo_maps_within_the_dma_segment_limit)
+{
+	struct npu_bo cmd, big;
+	struct drm_npu_job_info info;
+	long long before, after;
+	struct npu_cs cs;
+	int fd, i;
+	uint64_t id;
+
+	before = dma_api_errors();
+	if (before < 0)
+		SKIP(return, "no /sys/kernel/debug/dma-api (kernel without DMA_API_DEBUG)");
+	fd = npu_open();
+	if (fd < 0)
+		SKIP(return, "no device");
+	ASSERT_EQ(0, npu_bo_new(fd, 4096, 0, &cmd));
+	/* 16 MiB of fresh shmem pages: physically contiguous runs are likely. */
+	for (i = 0; i < 4; i++) {
+		ASSERT_EQ(0, npu_bo_new(fd, 16 << 20, 0, &big));
+		npu_cs_begin(&cs);
+		npu_cs_fill(&cs, big.va + big.size - 4096, 0xa5, 4096);
+		id = run_cs(fd, &cs, 1, &cmd, 0);
+		ASSERT_NE(0, id);
+		ASSERT_EQ(NPU_JOB_OK, wait_status(fd, id, &info));
+		EXPECT_EQ(0xa5, ((uint8_t *)big.map)[big.size - 1]);
+		npu_bo_free(fd, &big);
+	}
+	after = dma_api_errors();
+	EXPECT_EQ(before, after) TH_LOG("DMA-API errors while mapping BOs: see dmesg");
+	npu_bo_free(fd, &cmd);
+	close(fd);
+}
+
 TEST(write_to_read_only_bo_faults_with_mmu_perm)
 {
 	struct npu_bo cmd, ro;
