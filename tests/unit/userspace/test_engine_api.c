@@ -6,6 +6,8 @@
  * not recalibrate); batched runs; and the misuse that must give an error.
  */
 #include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -447,6 +449,77 @@ static void test_misaligned_input_data_gives_the_same_output(void **state)
 	unload();
 }
 
+struct spinner {
+	atomic_bool stop;
+	atomic_int runs, failures;
+};
+
+static void *spin_runs(void *arg)
+{
+	struct spinner *sp = arg;
+	struct npu_session *s;
+	int i;
+
+	if (npu_session_create(model, NULL, &s) != NPU_OK) {
+		atomic_fetch_add(&sp->failures, 1);
+		return NULL;
+	}
+	for (i = 0; i < 2000 && !atomic_load(&sp->stop); i++) {
+		struct npu_host_tensor in = host(0, inputs[0]), y;
+
+		if (npu_session_run(s, &in, 1) != NPU_OK || npu_session_output(s, 0, &y) != NPU_OK ||
+		    memcmp(y.data, want[0], y.nbytes))
+			atomic_fetch_add(&sp->failures, 1);
+		atomic_fetch_add(&sp->runs, 1);
+	}
+	npu_session_destroy(s);
+	return NULL;
+}
+
+/*
+ * A compilation (its calibration runs on the engine's pool) while another
+ * model's session runs on the same pool: neither disturbs the other
+ * (under ThreadSanitizer: no race on the shared workers).
+ */
+static void test_compiling_while_another_model_runs(void **state)
+{
+	static struct spinner sp;
+	struct npu_model_options mo;
+	struct npu_model *m2;
+	struct npu_session *s2;
+	struct npu_host_tensor in;
+	pthread_t t;
+	size_t size;
+	void *buf = cnn_model(&size);
+
+	(void)state;
+	load("cpu");
+	atomic_init(&sp.stop, false);
+	atomic_init(&sp.runs, 0);
+	atomic_init(&sp.failures, 0);
+	assert_int_equal(pthread_create(&t, NULL, spin_runs, &sp), 0);
+	/* The other model is running before the compilation starts. */
+	while (atomic_load(&sp.runs) == 0 && !atomic_load(&sp.failures))
+		sched_yield();
+	npu_model_options_init(&mo);
+	mo.device = "sim";
+	mo.calib_samples = 8;
+	assert_int_equal(npu_model_load_memory(engine, buf, size, "cnn-sim.onnx", &mo, &m2),
+			 NPU_OK);
+	assert_int_equal(npu_session_create(m2, NULL, &s2), NPU_OK);
+	in = host(1, inputs[1]);
+	if (npu_session_run(s2, &in, 1) != NPU_OK)
+		fail_msg("%s", npu_last_error());
+	atomic_store(&sp.stop, true);
+	pthread_join(t, NULL);
+	assert_int_equal(atomic_load(&sp.failures), 0);
+	assert_true(atomic_load(&sp.runs) > 0);
+	npu_session_destroy(s2);
+	npu_model_destroy(m2);
+	free(buf);
+	unload();
+}
+
 /* An application's own device serves the models that name it. */
 static void test_attached_device_is_used_and_kept(void **state)
 {
@@ -501,6 +574,7 @@ int main(void)
 		cmocka_unit_test(test_session_in_use_is_busy),
 		cmocka_unit_test(test_attached_device_is_used_and_kept),
 		cmocka_unit_test(test_misaligned_input_data_gives_the_same_output),
+		cmocka_unit_test(test_compiling_while_another_model_runs),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -40,7 +40,7 @@
 struct npu_threadpool {
 	int threads;			/* including the caller */
 	struct npu_threadpool *shared;	/* a view: whose workers it borrows */
-	pthread_mutex_t run_lock;	/* held by the view running on the workers */
+	pthread_mutex_t run_lock;	/* held by whoever runs on the workers */
 	pthread_t *workers;		/* threads - 1 of them */
 	pthread_mutex_t lock;
 	pthread_cond_t wake;		/* new run or stop */
@@ -275,17 +275,21 @@ static void npu_pool_run(struct npu_threadpool *pool,
 		npu_pool_run_inline(fn, fn_tid, ctx, count);
 		return;
 	}
-	if (!pool->shared) {
-		npu_pool_dispatch(pool, fn, fn_tid, ctx, count);
-		return;
+	/*
+	 * The workers are borrowed only when nobody else has them: another
+	 * view, the engine's own pool used directly (a compilation), or a
+	 * run nested in one of their tasks. Otherwise this thread runs alone.
+	 */
+	{
+		struct npu_threadpool *workers = pool->shared ? pool->shared : pool;
+
+		if (pthread_mutex_trylock(&workers->run_lock)) {
+			npu_pool_run_inline(fn, fn_tid, ctx, count);
+			return;
+		}
+		npu_pool_dispatch(workers, fn, fn_tid, ctx, count);
+		pthread_mutex_unlock(&workers->run_lock);
 	}
-	/* A view: borrow the workers if no other view has them. */
-	if (pthread_mutex_trylock(&pool->shared->run_lock)) {
-		npu_pool_run_inline(fn, fn_tid, ctx, count);
-		return;
-	}
-	npu_pool_dispatch(pool->shared, fn, fn_tid, ctx, count);
-	pthread_mutex_unlock(&pool->shared->run_lock);
 }
 
 static void npu_pool_dispatch(struct npu_threadpool *pool,
