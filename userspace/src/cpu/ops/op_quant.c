@@ -316,6 +316,26 @@ NPU_CPU_OP_DEF(qlinear_matmul) = {
 
 /* ---- QLinearConv ---- */
 
+/* QLinearConv / ConvInteger: 1-D or 2-D X, W of X's rank and known shape. */
+static npu_status check_conv_shapes(const struct npu_infer_ctx *ctx, const struct npu_shape *x,
+				    const struct npu_shape *w)
+{
+	const struct npu_node *node = ctx->node;
+	int i;
+
+	if (x->rank == 5)
+		return npu_op_unsupported(ctx->err, node,
+					  "3-D convolution is not supported");
+	if (x->rank != 3 && x->rank != 4)
+		return npu_op_invalid(ctx->err, node, "X has rank %d", x->rank);
+	if (w->rank != x->rank)
+		return npu_op_invalid(ctx->err, node, "W has rank %d", w->rank);
+	for (i = 0; i < w->rank; i++)
+		if (w->dims[i] < 0)
+			return npu_op_unsupported(ctx->err, node, "W shape unknown");
+	return NPU_OK;
+}
+
 static npu_status qlinear_conv_infer(struct npu_infer_ctx *ctx)
 {
 	const struct npu_node *node = ctx->node;
@@ -335,16 +355,9 @@ static npu_status qlinear_conv_infer(struct npu_infer_ctx *ctx)
 		return st;
 	x = &node->inputs[0]->shape;
 	w = &node->inputs[3]->shape;
-	if (x->rank == 5)
-		return npu_op_unsupported(ctx->err, node,
-					  "3-D convolution is not supported");
-	if (x->rank != 3 && x->rank != 4)
-		return npu_op_invalid(ctx->err, node, "X has rank %d", x->rank);
-	if (w->rank != x->rank)
-		return npu_op_invalid(ctx->err, node, "W has rank %d", w->rank);
-	for (i = 0; i < w->rank; i++)
-		if (w->dims[i] < 0)
-			return npu_op_unsupported(ctx->err, node, "W shape unknown");
+	st = check_conv_shapes(ctx, x, w);
+	if (st)
+		return st;
 	st = npu_qtriple(ctx, 0, true, -2);
 	if (!st)
 		st = npu_qtriple(ctx, 3, true, w->dims[0]);
@@ -546,16 +559,9 @@ static npu_status conv_integer_infer(struct npu_infer_ctx *ctx)
 		return st;
 	x = &node->inputs[0]->shape;
 	w = &node->inputs[1]->shape;
-	if (x->rank == 5)
-		return npu_op_unsupported(ctx->err, node,
-					  "3-D convolution is not supported");
-	if (x->rank != 3 && x->rank != 4)
-		return npu_op_invalid(ctx->err, node, "X has rank %d", x->rank);
-	if (w->rank != x->rank)
-		return npu_op_invalid(ctx->err, node, "W has rank %d", w->rank);
-	for (d = 0; d < w->rank; d++)
-		if (w->dims[d] < 0)
-			return npu_op_unsupported(ctx->err, node, "W shape unknown");
+	st = check_conv_shapes(ctx, x, w);
+	if (st)
+		return st;
 	st = npu_q_param(ctx, 2, -2, false);
 	if (!st)
 		st = npu_q_param(ctx, 3, w->dims[0], true);
