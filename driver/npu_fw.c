@@ -10,20 +10,12 @@
 
 #include "npu_drv.h"
 
-static const char * const npu_boot_status_names[] = {
-	[NPU_BOOT_OK] = "OK",
-	[NPU_BOOT_BAD_MAGIC] = "BAD_MAGIC",
-	[NPU_BOOT_BAD_VERSION] = "BAD_VERSION",
-	[NPU_BOOT_BAD_SIZE] = "BAD_SIZE",
-	[NPU_BOOT_BAD_CHECKSUM] = "BAD_CHECKSUM",
-	[NPU_BOOT_BAD_CONFIG] = "BAD_CONFIG",
-	[NPU_BOOT_DMA_ERROR] = "DMA_ERROR",
-	[NPU_BOOT_NOT_OFF] = "NOT_OFF",
-};
+static const char * const npu_boot_status_names[NPU_BOOT_STATUS_COUNT] =
+	NPU_BOOT_STATUS_NAMES;
 
 static const char *npu_boot_status_str(u32 status)
 {
-	if (status < ARRAY_SIZE(npu_boot_status_names))
+	if (status < NPU_BOOT_STATUS_COUNT && npu_boot_status_names[status])
 		return npu_boot_status_names[status];
 	return "UNKNOWN";
 }

@@ -163,7 +163,20 @@ enum npu_boot_status {
 	NPU_BOOT_BAD_CONFIG = 5,	/* config section invalid */
 	NPU_BOOT_DMA_ERROR = 6,		/* image address not readable */
 	NPU_BOOT_NOT_OFF = 7,		/* boot requested while not OFF */
+	NPU_BOOT_STATUS_COUNT
 };
+
+/* Printable names, indexed by status: the one table the driver and sim use. */
+#define NPU_BOOT_STATUS_NAMES {					\
+	[NPU_BOOT_OK] = "OK",					\
+	[NPU_BOOT_BAD_MAGIC] = "BAD_MAGIC",			\
+	[NPU_BOOT_BAD_VERSION] = "BAD_VERSION",			\
+	[NPU_BOOT_BAD_SIZE] = "BAD_SIZE",			\
+	[NPU_BOOT_BAD_CHECKSUM] = "BAD_CHECKSUM",		\
+	[NPU_BOOT_BAD_CONFIG] = "BAD_CONFIG",			\
+	[NPU_BOOT_DMA_ERROR] = "DMA_ERROR",			\
+	[NPU_BOOT_NOT_OFF] = "NOT_OFF",				\
+}
 
 /*
  * Interrupts. STATUS latches events; an event raises its MSI-X vector when
@@ -326,6 +339,25 @@ enum npu_job_status {
 	NPU_JOB_ERR_ABORTED = 14,	/* reset while running (host-side use) */
 	NPU_JOB_STATUS_COUNT
 };
+
+/* Printable names, indexed by status: the one table the driver and sim use. */
+#define NPU_JOB_STATUS_NAMES {					\
+	[NPU_JOB_OK] = "OK",					\
+	[NPU_JOB_ERR_BAD_DESC] = "BAD_DESC",			\
+	[NPU_JOB_ERR_BAD_CONTEXT] = "BAD_CONTEXT",		\
+	[NPU_JOB_ERR_BAD_HEADER] = "BAD_HEADER",		\
+	[NPU_JOB_ERR_TRUNCATED] = "TRUNCATED",			\
+	[NPU_JOB_ERR_BAD_OPCODE] = "BAD_OPCODE",		\
+	[NPU_JOB_ERR_BAD_ENCODING] = "BAD_ENCODING",		\
+	[NPU_JOB_ERR_BAD_PARAM] = "BAD_PARAM",			\
+	[NPU_JOB_ERR_SRAM_BOUNDS] = "SRAM_BOUNDS",		\
+	[NPU_JOB_ERR_MMU_UNMAPPED] = "MMU_UNMAPPED",		\
+	[NPU_JOB_ERR_MMU_PERM] = "MMU_PERM",			\
+	[NPU_JOB_ERR_DMA] = "DMA",				\
+	[NPU_JOB_ERR_WATCHDOG] = "WATCHDOG",			\
+	[NPU_JOB_ERR_HAZARD] = "HAZARD",			\
+	[NPU_JOB_ERR_ABORTED] = "ABORTED",			\
+}
 
 /* The context table: one 16-byte entry per context. */
 struct npu_ctx_entry {

@@ -6,42 +6,20 @@
 
 const char *npu_job_status_name(uint32_t status)
 {
-	static const char *const names[NPU_JOB_STATUS_COUNT] = {
-		[NPU_JOB_OK] = "OK",
-		[NPU_JOB_ERR_BAD_DESC] = "BAD_DESC",
-		[NPU_JOB_ERR_BAD_CONTEXT] = "BAD_CONTEXT",
-		[NPU_JOB_ERR_BAD_HEADER] = "BAD_HEADER",
-		[NPU_JOB_ERR_TRUNCATED] = "TRUNCATED",
-		[NPU_JOB_ERR_BAD_OPCODE] = "BAD_OPCODE",
-		[NPU_JOB_ERR_BAD_ENCODING] = "BAD_ENCODING",
-		[NPU_JOB_ERR_BAD_PARAM] = "BAD_PARAM",
-		[NPU_JOB_ERR_SRAM_BOUNDS] = "SRAM_BOUNDS",
-		[NPU_JOB_ERR_MMU_UNMAPPED] = "MMU_UNMAPPED",
-		[NPU_JOB_ERR_MMU_PERM] = "MMU_PERM",
-		[NPU_JOB_ERR_DMA] = "DMA",
-		[NPU_JOB_ERR_WATCHDOG] = "WATCHDOG",
-		[NPU_JOB_ERR_HAZARD] = "HAZARD",
-		[NPU_JOB_ERR_ABORTED] = "ABORTED",
-	};
+	static const char *const names[NPU_JOB_STATUS_COUNT] =
+		NPU_JOB_STATUS_NAMES;
 
-	return status < NPU_JOB_STATUS_COUNT ? names[status] : "UNKNOWN";
+	return status < NPU_JOB_STATUS_COUNT && names[status] ? names[status] :
+								 "UNKNOWN";
 }
 
 const char *npu_boot_status_name(uint32_t status)
 {
-	static const char *const names[] = {
-		[NPU_BOOT_OK] = "OK",
-		[NPU_BOOT_BAD_MAGIC] = "BAD_MAGIC",
-		[NPU_BOOT_BAD_VERSION] = "BAD_VERSION",
-		[NPU_BOOT_BAD_SIZE] = "BAD_SIZE",
-		[NPU_BOOT_BAD_CHECKSUM] = "BAD_CHECKSUM",
-		[NPU_BOOT_BAD_CONFIG] = "BAD_CONFIG",
-		[NPU_BOOT_DMA_ERROR] = "DMA_ERROR",
-		[NPU_BOOT_NOT_OFF] = "NOT_OFF",
-	};
+	static const char *const names[NPU_BOOT_STATUS_COUNT] =
+		NPU_BOOT_STATUS_NAMES;
 
-	return status < sizeof(names) / sizeof(names[0]) ? names[status] :
-							    "UNKNOWN";
+	return status < NPU_BOOT_STATUS_COUNT && names[status] ? names[status] :
+								  "UNKNOWN";
 }
 
 const char *npu_opcode_name(uint32_t opcode)
