@@ -11,6 +11,7 @@
 #include <drm/drm_drv.h>
 
 #include "npu_drv.h"
+#include "npu_gem.h"
 
 static const char * const npu_state_names[] = {
 	[NPU_STATE_OFF] = "off",

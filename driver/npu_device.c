@@ -12,25 +12,11 @@
 #include <drm/drm_managed.h>
 
 #include "npu_drv.h"
+#include "npu_gem.h"
 #include "npu_trace.h"
 
-static const char * const npu_job_status_names[NPU_JOB_STATUS_COUNT] = {
-	[NPU_JOB_OK] = "OK",
-	[NPU_JOB_ERR_BAD_DESC] = "BAD_DESC",
-	[NPU_JOB_ERR_BAD_CONTEXT] = "BAD_CONTEXT",
-	[NPU_JOB_ERR_BAD_HEADER] = "BAD_HEADER",
-	[NPU_JOB_ERR_TRUNCATED] = "TRUNCATED",
-	[NPU_JOB_ERR_BAD_OPCODE] = "BAD_OPCODE",
-	[NPU_JOB_ERR_BAD_ENCODING] = "BAD_ENCODING",
-	[NPU_JOB_ERR_BAD_PARAM] = "BAD_PARAM",
-	[NPU_JOB_ERR_SRAM_BOUNDS] = "SRAM_BOUNDS",
-	[NPU_JOB_ERR_MMU_UNMAPPED] = "MMU_UNMAPPED",
-	[NPU_JOB_ERR_MMU_PERM] = "MMU_PERM",
-	[NPU_JOB_ERR_DMA] = "DMA",
-	[NPU_JOB_ERR_WATCHDOG] = "WATCHDOG",
-	[NPU_JOB_ERR_HAZARD] = "HAZARD",
-	[NPU_JOB_ERR_ABORTED] = "ABORTED",
-};
+static const char * const npu_job_status_names[NPU_JOB_STATUS_COUNT] =
+	NPU_JOB_STATUS_NAMES;
 
 const char *npu_job_status_str(u32 status)
 {
@@ -116,14 +102,6 @@ static int npu_device_identify(struct npu_device *ndev)
 }
 
 /* The context table outlives the PCI binding while files stay open. */
-static void npu_ctx_table_free(struct drm_device *drm, void *data)
-{
-	struct npu_device *ndev = to_npu_device(drm);
-
-	dma_free_coherent(drm->dev, PAGE_SIZE, ndev->ctx_table,
-			  ndev->ctx_table_dma);
-}
-
 static void npu_device_release(struct drm_device *drm, void *data)
 {
 	struct npu_device *ndev = to_npu_device(drm);
@@ -147,6 +125,8 @@ int npu_device_init(struct npu_device *ndev)
 	ida_init(&ndev->ctx_ida);
 	init_waitqueue_head(&ndev->job_free_wq);
 	INIT_LIST_HEAD(&ndev->contexts);
+	spin_lock_init(&ndev->bo_list_lock);
+	INIT_LIST_HEAD(&ndev->bo_list);
 	ret = drmm_mutex_init(drm, &ndev->ctx_lock);
 	if (ret)
 		return ret;
@@ -180,13 +160,14 @@ int npu_device_init(struct npu_device *ndev)
 	if (ret)
 		return ret;
 
-	ndev->ctx_table = dma_alloc_coherent(&pdev->dev, PAGE_SIZE,
-					     &ndev->ctx_table_dma, GFP_KERNEL);
+	/*
+	 * Device-managed, like the rings: it goes at unbind, not with the
+	 * last open file (contexts touch it only inside drm_dev_enter()).
+	 */
+	ndev->ctx_table = dmam_alloc_coherent(&pdev->dev, PAGE_SIZE,
+					      &ndev->ctx_table_dma, GFP_KERNEL);
 	if (!ndev->ctx_table)
 		return -ENOMEM;
-	ret = drmm_add_action_or_reset(drm, npu_ctx_table_free, NULL);
-	if (ret)
-		return ret;
 
 	ndev->reset_wq = alloc_ordered_workqueue("npu-reset", 0);
 	if (!ndev->reset_wq)
@@ -223,7 +204,9 @@ int npu_device_init(struct npu_device *ndev)
  * schedulers here (as rocket and amdxdna do), so that no free_job on a
  * scheduler's workqueue can drop the last device reference and end up
  * in drm_sched_fini() waiting for itself. Open files keep their context
- * (ioctls fail with -ENODEV) until they are closed.
+ * (ioctls fail with -ENODEV) until they are closed, but no DMA memory:
+ * page tables and BO mappings are given back here, before the DMA API
+ * sees the driver let go of the device.
  */
 void npu_device_fini(struct npu_device *ndev)
 {
@@ -245,10 +228,13 @@ void npu_device_fini(struct npu_device *ndev)
 
 	npu_job_drain(ndev);
 	mutex_lock(&ndev->ctx_lock);
-	list_for_each_entry(ctx, &ndev->contexts, node)
+	list_for_each_entry(ctx, &ndev->contexts, node) {
 		npu_job_entities_fini(ctx);
+		npu_mmu_ctx_unbind(ndev, &ctx->mmu);
+	}
 	mutex_unlock(&ndev->ctx_lock);
 	npu_job_queues_fini(ndev);
+	npu_gem_unbind_all(ndev);
 }
 
 /*

@@ -16,6 +16,7 @@
 #include <drm/drm_prime.h>
 
 #include "npu_drv.h"
+#include "npu_gem.h"
 
 #define CREATE_TRACE_POINTS
 #include "npu_trace.h"
@@ -60,10 +61,13 @@ static void npu_context_release(struct kref *ref)
 	struct npu_device *ndev = ctx->ndev;
 	int idx;
 
-	/* No job of this context can run any more: retire it in hardware. */
-	WRITE_ONCE(ndev->ctx_table[ctx->id].pt_root, 0);
-	wmb(); /* the entry is cleared before the TLB drops it */
+	/*
+	 * No job of this context can run any more: retire it in hardware
+	 * (after unbind the table and the device are gone already).
+	 */
 	if (drm_dev_enter(&ndev->drm, &idx)) {
+		WRITE_ONCE(ndev->ctx_table[ctx->id].pt_root, 0);
+		wmb(); /* the entry is cleared before the TLB drops it */
 		npu_mmu_invalidate(ndev, ctx->id);
 		drm_dev_exit(idx);
 	}
@@ -85,11 +89,17 @@ static int npu_open(struct drm_device *drm, struct drm_file *file)
 {
 	struct npu_device *ndev = to_npu_device(drm);
 	struct npu_context *ctx;
-	int ret, id;
+	int ret, id, idx;
+
+	/* Page tables and the context table entry: not after unbind. */
+	if (!drm_dev_enter(drm, &idx))
+		return -ENODEV;
 
 	ctx = kzalloc(sizeof(*ctx), GFP_KERNEL_ACCOUNT);
-	if (!ctx)
-		return -ENOMEM;
+	if (!ctx) {
+		ret = -ENOMEM;
+		goto err_exit;
+	}
 
 	/* The device has NPU_NUM_CONTEXTS: one more open is -EBUSY (uAPI). */
 	id = ida_alloc_max(&ndev->ctx_ida, NPU_NUM_CONTEXTS - 1, GFP_KERNEL);
@@ -131,6 +141,7 @@ static int npu_open(struct drm_device *drm, struct drm_file *file)
 	atomic_inc(&ndev->ctx_count);
 
 	file->driver_priv = ctx;
+	drm_dev_exit(idx);
 	npu_dbg(ndev, DRV, "context %d opened by pid %d\n", id, ctx->pid);
 	return 0;
 
@@ -141,6 +152,8 @@ err_ida:
 err_free:
 	mutex_destroy(&ctx->submit_lock);
 	kfree(ctx);
+err_exit:
+	drm_dev_exit(idx);
 	return ret;
 }
 

@@ -5,14 +5,18 @@
  * the last handle of that context goes.
  */
 
+#include <linux/delay.h>
+#include <linux/dma-buf.h>
 #include <linux/seq_file.h>
 #include <linux/slab.h>
 
+#include <drm/drm_drv.h>
 #include <drm/drm_file.h>
 #include <drm/drm_gem.h>
 #include <drm/drm_vma_manager.h>
 
 #include "npu_drv.h"
+#include "npu_gem.h"
 
 static struct npu_bo_map *npu_bo_find_map(struct npu_bo *bo,
 					  struct npu_context *ctx)
@@ -32,14 +36,18 @@ static int npu_gem_open(struct drm_gem_object *obj, struct drm_file *file)
 	struct npu_bo *bo = to_npu_bo(obj);
 	struct npu_bo_map *map;
 	struct sg_table *sgt;
-	int ret;
+	int ret, idx;
+
+	/* Unbind takes every DMA mapping back: none may appear after it. */
+	if (!drm_dev_enter(&ndev->drm, &idx))
+		return -ENODEV;
 
 	mutex_lock(&bo->lock);
 	map = npu_bo_find_map(bo, ctx);
 	if (map) {
 		map->users++;
-		mutex_unlock(&bo->lock);
-		return 0;
+		ret = 0;
+		goto err_unlock;
 	}
 
 	map = kzalloc(sizeof(*map), GFP_KERNEL_ACCOUNT);
@@ -80,6 +88,7 @@ static int npu_gem_open(struct drm_gem_object *obj, struct drm_file *file)
 
 	list_add_tail(&map->node, &bo->maps);
 	mutex_unlock(&bo->lock);
+	drm_dev_exit(idx);
 	npu_dbg(ndev, GEM, "ctx %u: bo %p (%zu bytes) at %#llx\n", ctx->id,
 		bo, obj->size, map->va.start);
 	return 0;
@@ -93,6 +102,7 @@ err_free:
 	kfree(map);
 err_unlock:
 	mutex_unlock(&bo->lock);
+	drm_dev_exit(idx);
 	return ret;
 }
 
@@ -149,12 +159,83 @@ int npu_bo_map_get(struct drm_gem_object *obj, struct npu_context *ctx,
 	return ret;
 }
 
+/* A new BO (created or imported) joins the device's list. */
+static void npu_bo_register(struct npu_device *ndev, struct npu_bo *bo)
+{
+	atomic_inc(&ndev->bo_count);
+	spin_lock(&ndev->bo_list_lock);
+	list_add_tail(&bo->dev_node, &ndev->bo_list);
+	spin_unlock(&ndev->bo_list_lock);
+}
+
+/*
+ * Undo the DMA mapping of @bo's pages for the device (or the importer's
+ * attachment mapping); the pages themselves stay with the shmem helper
+ * until the BO is freed.
+ */
+static void npu_bo_dma_unmap(struct npu_bo *bo)
+{
+	struct drm_gem_object *obj = &bo->base.base;
+	struct sg_table *sgt;
+
+	dma_resv_lock(obj->resv, NULL);
+	sgt = bo->base.sgt;
+	bo->base.sgt = NULL;
+	if (sgt && obj->import_attach) {
+		dma_buf_unmap_attachment(obj->import_attach, sgt,
+					 DMA_BIDIRECTIONAL);
+	} else if (sgt) {
+		dma_unmap_sgtable(obj->dev->dev, sgt, DMA_BIDIRECTIONAL, 0);
+		sg_free_table(sgt);
+		kfree(sgt);
+	}
+	dma_resv_unlock(obj->resv);
+}
+
+/*
+ * Unbind, with the device stopped: BOs that outlive the driver (held by
+ * open files, mmaps or dma-bufs) give their DMA mappings back now, as
+ * the DMA API requires of a driver that lets go of its device. A BO
+ * being freed meanwhile does it itself (npu_gem_free()) before it leaves
+ * the list, so the loop waits for it.
+ */
+void npu_gem_unbind_all(struct npu_device *ndev)
+{
+	LIST_HEAD(done);
+	struct npu_bo *bo;
+
+	spin_lock(&ndev->bo_list_lock);
+	while (!list_empty(&ndev->bo_list)) {
+		bo = list_first_entry(&ndev->bo_list, struct npu_bo, dev_node);
+		if (!kref_get_unless_zero(&bo->base.base.refcount)) {
+			spin_unlock(&ndev->bo_list_lock);
+			usleep_range(50, 200);
+			spin_lock(&ndev->bo_list_lock);
+			continue;
+		}
+		list_move_tail(&bo->dev_node, &done);
+		spin_unlock(&ndev->bo_list_lock);
+
+		npu_bo_dma_unmap(bo);
+		drm_gem_object_put(&bo->base.base);
+
+		spin_lock(&ndev->bo_list_lock);
+	}
+	list_splice(&done, &ndev->bo_list);
+	spin_unlock(&ndev->bo_list_lock);
+}
+
 static void npu_gem_free(struct drm_gem_object *obj)
 {
 	struct npu_bo *bo = to_npu_bo(obj);
 	struct npu_device *ndev = to_npu_device(obj->dev);
 
 	drm_WARN_ON(obj->dev, !list_empty(&bo->maps));
+	/* Before it leaves the list: see npu_gem_unbind_all(). */
+	npu_bo_dma_unmap(bo);
+	spin_lock(&ndev->bo_list_lock);
+	list_del_init(&bo->dev_node);
+	spin_unlock(&ndev->bo_list_lock);
 	mutex_destroy(&bo->lock);
 	atomic_dec(&ndev->bo_count);
 	drm_gem_shmem_free(&bo->base);
@@ -195,10 +276,11 @@ struct drm_gem_object *npu_gem_create_object(struct drm_device *drm,
 	bo->base.base.funcs = &npu_gem_funcs;
 	mutex_init(&bo->lock);
 	INIT_LIST_HEAD(&bo->maps);
+	INIT_LIST_HEAD(&bo->dev_node);
 	/*
-	 * Not counted here: when the shmem helper fails after this hook
-	 * (shmem file, mmap offset) it kfree()s the object without .free.
-	 * The creators count it once it exists.
+	 * Not counted or listed here: when the shmem helper fails after
+	 * this hook (shmem file, mmap offset) it kfree()s the object
+	 * without .free. The creators register it once it exists.
 	 */
 	return &bo->base.base;
 }
@@ -209,10 +291,15 @@ npu_gem_prime_import_sg_table(struct drm_device *drm,
 			      struct sg_table *sgt)
 {
 	struct drm_gem_object *obj;
+	int idx;
 
+	/* After unbind the core undoes the attachment's mapping. */
+	if (!drm_dev_enter(drm, &idx))
+		return ERR_PTR(-ENODEV);
 	obj = drm_gem_shmem_prime_import_sg_table(drm, attach, sgt);
 	if (!IS_ERR(obj))
-		atomic_inc(&to_npu_device(drm)->bo_count);
+		npu_bo_register(to_npu_device(drm), to_npu_bo(obj));
+	drm_dev_exit(idx);
 	return obj;
 }
 
@@ -252,7 +339,7 @@ int npu_ioctl_bo_create(struct drm_device *drm, void *data,
 	shmem = drm_gem_shmem_create(drm, PAGE_ALIGN(args->size));
 	if (IS_ERR(shmem))
 		return PTR_ERR(shmem);
-	atomic_inc(&to_npu_device(drm)->bo_count);
+	npu_bo_register(to_npu_device(drm), to_npu_bo(&shmem->base));
 	to_npu_bo(&shmem->base)->flags = args->flags;
 
 	/* Maps it into this context through npu_gem_open(). */

@@ -19,6 +19,7 @@
 #include <drm/drm_utils.h>
 
 #include "npu_drv.h"
+#include "npu_gem.h"
 #include "npu_trace.h"
 
 static const char *npu_fence_driver_name(struct dma_fence *fence)

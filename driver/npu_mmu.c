@@ -49,6 +49,7 @@ static void npu_pt_free(struct npu_device *ndev, struct npu_pt *pt)
 			kfree(pt->children[i]);
 		}
 		kfree(pt->children);
+		pt->children = NULL;
 	}
 	dma_free_coherent(ndev->drm.dev, NPU_PAGE_SIZE, pt->entries, pt->dma);
 	pt->entries = NULL;
@@ -69,10 +70,23 @@ int npu_mmu_ctx_init(struct npu_device *ndev, struct npu_mmu_ctx *mmu)
 
 void npu_mmu_ctx_fini(struct npu_device *ndev, struct npu_mmu_ctx *mmu)
 {
-	if (mmu->root.entries)
+	if (drm_mm_initialized(&mmu->mm))
 		drm_mm_takedown(&mmu->mm);
 	npu_pt_free(ndev, &mmu->root);
 	mutex_destroy(&mmu->lock);
+}
+
+/*
+ * Unbind with the file still open: the device is stopped, so its tables
+ * go now, while the driver still owns the DMA API's view of the device.
+ * Mappings left in the context then only release their VA (npu_mmu_map()
+ * fails, npu_mmu_unmap() has no entries to clear).
+ */
+void npu_mmu_ctx_unbind(struct npu_device *ndev, struct npu_mmu_ctx *mmu)
+{
+	mutex_lock(&mmu->lock);
+	npu_pt_free(ndev, &mmu->root);
+	mutex_unlock(&mmu->lock);
 }
 
 /* The level-0 table covering @va, created on demand when @alloc. */
@@ -82,6 +96,8 @@ static struct npu_pt *npu_mmu_walk(struct npu_device *ndev,
 	struct npu_pt *pt = &mmu->root;
 	int level;
 
+	if (!pt->entries)	/* taken back at unbind */
+		return NULL;
 	for (level = NPU_PT_LEVELS - 1; level > 0; level--) {
 		u32 idx = NPU_PT_INDEX(va, level);
 		struct npu_pt *next = pt->children[idx];
@@ -156,6 +172,10 @@ int npu_mmu_map(struct npu_device *ndev, struct npu_mmu_ctx *mmu, u64 va,
 		pte_flags |= NPU_PTE_WRITE;
 
 	mutex_lock(&mmu->lock);
+	if (!mmu->root.entries) {
+		mutex_unlock(&mmu->lock);
+		return -ENODEV;
+	}
 	for_each_sgtable_dma_page(sgt, &iter, 0) {
 		dma_addr_t addr = sg_page_iter_dma_address(&iter);
 		u64 off;

@@ -336,6 +336,87 @@ TEST(unbind_with_jobs_in_flight_then_rebind)
 	close(fd);
 }
 
+/*
+ * BOs that outlive the driver, held three ways: by a handle of a second
+ * open file (mapped in two contexts), by an mmap whose handle is gone,
+ * and by a dma-buf fd whose file is closed. Unbind takes their DMA
+ * mappings and page tables back (the debug kernel's DMA-API checker
+ * reports any left when the driver lets go of the device); their pages
+ * stay readable and writable through the CPU until the last holder goes.
+ */
+TEST(unbind_with_bos_held_by_files_mmaps_and_dma_bufs)
+{
+	struct drm_prime_handle exp = { .flags = DRM_CLOEXEC | DRM_RDWR };
+	struct drm_prime_handle imp = { 0 };
+	struct npu_bo cmd, shared, mapped, exported;
+	struct drm_npu_submit s;
+	int fd, fd2, fd3, dmabuf;
+	char bdf[256];
+	uint8_t *orphan;
+
+	if (bound_device(bdf, sizeof(bdf)))
+		SKIP(return, "npu not bound");
+	fd = npu_open();
+	fd2 = npu_open();
+	fd3 = npu_open();
+	ASSERT_GE(fd, 0);
+	ASSERT_GE(fd2, 0);
+	ASSERT_GE(fd3, 0);
+	ASSERT_EQ(0, npu_bo_new(fd, 4096, 0, &cmd));
+	ASSERT_EQ(0, npu_bo_new(fd, 1 << 20, 0, &shared));
+	ASSERT_EQ(0, npu_bo_new(fd, 64 << 10, 0, &mapped));
+	ASSERT_EQ(0, npu_bo_new(fd3, 256 << 10, 0, &exported));
+	queue_work(fd, &cmd, &shared);
+
+	/* shared: also mapped in fd2's context through PRIME. */
+	exp.handle = shared.handle;
+	ASSERT_EQ(0, npu_ioctl(fd, DRM_IOCTL_PRIME_HANDLE_TO_FD, &exp));
+	imp.fd = exp.fd;
+	ASSERT_EQ(0, npu_ioctl(fd2, DRM_IOCTL_PRIME_FD_TO_HANDLE, &imp));
+	close(exp.fd);
+	/* mapped: only its mmap is left. */
+	orphan = mapped.map;
+	mapped.map = NULL;
+	npu_bo_free(fd, &mapped);
+	memset(orphan, 0x5a, 64 << 10);
+	/* exported: only a dma-buf fd is left; its file is closed. */
+	exp.handle = exported.handle;
+	exp.fd = -1;
+	ASSERT_EQ(0, npu_ioctl(fd3, DRM_IOCTL_PRIME_HANDLE_TO_FD, &exp));
+	dmabuf = exp.fd;
+	npu_bo_free(fd3, &exported);
+	close(fd3);
+
+	ASSERT_EQ(0, sysfs_write(DRV_DIR "/unbind", bdf));
+
+	/* Nothing new gets mapped for a device that is gone. */
+	imp.fd = dmabuf;
+	imp.handle = 0;
+	EXPECT_NE(0, npu_ioctl(fd2, DRM_IOCTL_PRIME_FD_TO_HANDLE, &imp));
+	npu_submit_init(&s, cmd.handle, 16, 0);
+	EXPECT_EQ(-ENODEV, npu_submit(fd, &s));
+	/* The CPU's view of the pages is unaffected. */
+	EXPECT_EQ(0x5a, orphan[(64 << 10) - 1]);
+	orphan[0] = 0xa5;
+	EXPECT_EQ(0xa5, orphan[0]);
+	((uint8_t *)shared.map)[0] = 7;
+	EXPECT_EQ(7, ((uint8_t *)shared.map)[0]);
+
+	/* Holders go in an order unlike creation: every BO is freed. */
+	close(fd2);
+	close(dmabuf);
+	munmap(orphan, 64 << 10);
+	npu_bo_free(fd, &shared);
+	npu_bo_free(fd, &cmd);
+	close(fd);
+
+	ASSERT_EQ(0, sysfs_write(DRV_DIR "/bind", bdf));
+	fd = wait_for_device(5000);
+	ASSERT_GE(fd, 0);
+	run_one_job(_metadata, fd);
+	close(fd);
+}
+
 TEST(rmmod_with_jobs_in_flight_then_insmod)
 {
 	const char *ko = getenv("NPU_KO");
