@@ -49,7 +49,7 @@ typedef uint64_t npu_le64;
 #define NPU_HW_VERSION_MAJOR		1
 #define NPU_HW_VERSION_MINOR		0
 #define NPU_ISA_VERSION_MAJOR		1
-#define NPU_ISA_VERSION_MINOR		0
+#define NPU_ISA_VERSION_MINOR		1	/* 1.1: CONV2D zero insertion, RESIZE */
 #define NPU_VERSION(major, minor)	(((major) << 16) | (minor))
 
 /* Fixed device parameters, reported through the identity registers. */
@@ -101,6 +101,8 @@ typedef uint64_t npu_le64;
 #define NPU_CAP_MMU			(1u << 5)
 #define NPU_CAP_WATCHDOG		(1u << 6)
 #define NPU_CAP_TIMESTAMP		(1u << 7)
+#define NPU_CAP_ZERO_INSERT		(1u << 8)	/* CONV2D ins_h / ins_w (ISA 1.1) */
+#define NPU_CAP_RESIZE			(1u << 9)	/* RESIZE (ISA 1.1) */
 
 /*
  * Control and status. Writing NPU_CTRL_RESET resets every queue, the MMU,
@@ -417,14 +419,15 @@ struct npu_fw_config {
 };
 
 /* ---------------------------------------------------------------------------
- * Command-stream ISA, version 1.0
+ * Command-stream ISA, version 1.1
  *
  * A command stream is a struct npu_cs_header followed by instructions.
  * Every instruction starts with struct npu_insn_header; 'size' is the
  * whole instruction in bytes and must equal the size of that opcode's
  * struct below. Reserved fields must be zero.
  *
- * Operands of compute instructions (CONV2D, MATMUL, POOL, ELTWISE, LUT)
+ * Operands of compute instructions (CONV2D, MATMUL, POOL, ELTWISE, LUT,
+ * RESIZE)
  * live in on-chip SRAM and are byte offsets into it. DMA instructions move
  * data between device virtual memory (through the context's MMU) and
  * SRAM; TIMESTAMP writes to device virtual memory.
@@ -458,6 +461,7 @@ enum npu_opcode {
 	NPU_OP_POOL = 0x12,
 	NPU_OP_ELTWISE = 0x13,
 	NPU_OP_LUT = 0x14,
+	NPU_OP_RESIZE = 0x15,	/* ISA 1.1 */
 	NPU_OP_TIMESTAMP = 0x20,
 	NPU_OP_BARRIER = 0x21,
 };
@@ -468,6 +472,7 @@ enum npu_opcode {
 			 NPU_OP_BIT(NPU_OP_DMA_FILL) | NPU_OP_BIT(NPU_OP_CONV2D) | \
 			 NPU_OP_BIT(NPU_OP_MATMUL) | NPU_OP_BIT(NPU_OP_POOL) | \
 			 NPU_OP_BIT(NPU_OP_ELTWISE) | NPU_OP_BIT(NPU_OP_LUT) | \
+			 NPU_OP_BIT(NPU_OP_RESIZE) | \
 			 NPU_OP_BIT(NPU_OP_TIMESTAMP) | NPU_OP_BIT(NPU_OP_BARRIER))
 
 #define NPU_INSN_SYNC			(1u << 0)	/* wait for both engines */
@@ -535,8 +540,13 @@ struct npu_insn_dma_fill {
  *   output [out_h][out_w][out_c] at 'output' with its own strides.
  * acc = bias[oc] + sum (x - zp_in) * (w - zp_w); padded positions read as
  * zp_in, i.e. contribute zero. out_h must equal
- * (in_h + pad_top + pad_bottom - dil_h * (k_h - 1) - 1) / stride_h + 1,
+ * (in_h' + pad_top + pad_bottom - dil_h * (k_h - 1) - 1) / stride_h + 1,
  * likewise out_w. Depthwise is groups == in_c == out_c.
+ * Zero insertion (ISA 1.1): the convolution runs over the input with ins_h
+ * zero rows between adjacent rows (ins_w columns between columns), i.e.
+ * in_h' = (in_h - 1) * (ins_h + 1) + 1; inserted positions read as zp_in.
+ * A ConvTranspose with stride s is this with ins = s - 1, stride 1, the
+ * kernel flipped and pads k - 1 - pad.
  */
 #define NPU_CONV_NO_BIAS		(1u << 1)
 
@@ -560,7 +570,9 @@ struct npu_insn_conv2d {
 	uint32_t out_row_stride, out_pixel_stride;
 	int16_t zp_in, zp_w, zp_out;	/* -128..127 */
 	int8_t act_min, act_max;
-	uint32_t reserved[2];	/* must be 0 */
+	uint8_t ins_h, ins_w;	/* zero insertion (ISA 1.1); 0 = none */
+	uint16_t reserved0;	/* must be 0 */
+	uint32_t reserved1;	/* must be 0 */
 };
 
 /*
@@ -642,6 +654,41 @@ struct npu_insn_lut {
 	uint32_t count;
 };
 
+/*
+ * RESIZE, int8 NHWC (same tensor layout rules as POOL, channels = c), on
+ * the vector engine. Along each axis the input coordinate of output o is
+ * the exact rational n / den with n = o * step + offset (int64): so
+ *   i0 = floor(n / den), r = n - i0 * den (0 <= r < den),
+ *   f  = (r << 16) / den   (Q16 weight of the next pixel, truncated),
+ * and rows i0 and i0 + 1 are clamped to [0, in_h - 1] (likewise columns).
+ * NEAREST: out = in[i0][j0]. BILINEAR:
+ *   out = (sum of the 4 neighbours weighted (65536 - fy | fy) *
+ *          (65536 - fx | fx) + 2^31) >> 32          (exact in 64 bits)
+ * Zero points cancel (the weights sum to 2^32), so input and output share
+ * their quantization. ONNX's coordinate modes are rationals: asymmetric
+ * step = in, den = out; half_pixel step = 2 in, offset = in - out,
+ * den = 2 out; align_corners step = in - 1, den = out - 1; and nearest
+ * rounding (round_prefer_floor, ceil...) folds into offset. Integer-exact,
+ * so a device and the simulator agree bit for bit.
+ */
+#define NPU_RESIZE_NEAREST		0
+#define NPU_RESIZE_BILINEAR		1
+
+struct npu_insn_resize {
+	struct npu_insn_header hdr;
+	uint32_t input, output;
+	uint8_t mode;		/* NPU_RESIZE_* */
+	uint8_t reserved0;	/* must be 0 */
+	uint16_t c;
+	uint16_t in_h, in_w, out_h, out_w;
+	uint32_t in_row_stride, in_pixel_stride;
+	uint32_t out_row_stride, out_pixel_stride;
+	uint32_t step_h, step_w;	/* coordinate numerator per output pixel */
+	int32_t offset_h, offset_w;	/* numerator at output 0 */
+	uint32_t den_h, den_w;		/* denominator, >= 1 */
+	uint32_t reserved1;	/* must be 0 */
+};
+
 /* TIMESTAMP: write the 64-bit device clock (ns) to 'va' (8-byte aligned). */
 struct npu_insn_timestamp {
 	struct npu_insn_header hdr;
@@ -657,13 +704,17 @@ struct npu_insn_barrier {
  * Cycle model (Documentation/isa.md derives it):
  *   every instruction:  NPU_CYCLES_INSN_OVERHEAD
  *   DMA:      NPU_CYCLES_DMA_SETUP + rows * ceil(row_bytes / DMA_BYTES_PER_CYCLE)
- *   CONV2D:   out_h * out_w * k_h * k_w * groups
+ *   CONV2D:   out_h * out_w * taps_h * taps_w * groups
  *               * ceil(in_c/groups / MAC_ROWS) * ceil(out_c/groups / MAC_COLS)
- *             depthwise: ceil(out_h * out_w / MAC_ROWS) * k_h * k_w
+ *             depthwise: ceil(out_h * out_w / MAC_ROWS) * taps_h * taps_w
  *               * ceil(c / MAC_COLS)
+ *             taps_h = k_h without zero insertion, else the taps of the
+ *             densest output phase: ceil(k_h / ((ins_h + 1) /
+ *             gcd(dil_h, ins_h + 1))) (taps on inserted zeros are skipped)
  *   MATMUL:   m * ceil(k / MAC_ROWS) * ceil(n / MAC_COLS)
  *   POOL:     ceil(out_h * out_w * c * k_h * k_w / VECTOR_LANES)
  *   ELTWISE, LUT: ceil(count / VECTOR_LANES)
+ *   RESIZE:   ceil(out_h * out_w * c * (NEAREST ? 1 : 4) / VECTOR_LANES)
  * A job's cycles are the time its last engine finishes.
  */
 #define NPU_CYCLES_INSN_OVERHEAD	16
@@ -690,6 +741,7 @@ NPU_STATIC_ASSERT(sizeof(struct npu_insn_matmul) == 64, "matmul size");
 NPU_STATIC_ASSERT(sizeof(struct npu_insn_pool) == 64, "pool size");
 NPU_STATIC_ASSERT(sizeof(struct npu_insn_eltwise) == 48, "eltwise size");
 NPU_STATIC_ASSERT(sizeof(struct npu_insn_lut) == 24, "lut size");
+NPU_STATIC_ASSERT(sizeof(struct npu_insn_resize) == 72, "resize size");
 NPU_STATIC_ASSERT(sizeof(struct npu_insn_timestamp) == 16, "timestamp size");
 NPU_STATIC_ASSERT(sizeof(struct npu_insn_barrier) == 8, "barrier size");
 

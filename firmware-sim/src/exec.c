@@ -25,6 +25,7 @@ union npu_insn_any {
 	struct npu_insn_pool pool;
 	struct npu_insn_eltwise eltwise;
 	struct npu_insn_lut lut;
+	struct npu_insn_resize resize;
 	struct npu_insn_timestamp timestamp;
 	struct npu_insn_barrier barrier;
 };
@@ -37,35 +38,6 @@ struct npu_insn_plan {
 	struct npu_op_footprint fp;
 };
 
-/* Size of an opcode's instruction struct, or 0 for an unknown opcode. */
-static uint16_t npu_insn_size(uint8_t opcode)
-{
-	switch (opcode) {
-	case NPU_OP_NOP:
-		return sizeof(struct npu_insn_header);
-	case NPU_OP_DMA_COPY:
-		return sizeof(struct npu_insn_dma_copy);
-	case NPU_OP_DMA_FILL:
-		return sizeof(struct npu_insn_dma_fill);
-	case NPU_OP_CONV2D:
-		return sizeof(struct npu_insn_conv2d);
-	case NPU_OP_MATMUL:
-		return sizeof(struct npu_insn_matmul);
-	case NPU_OP_POOL:
-		return sizeof(struct npu_insn_pool);
-	case NPU_OP_ELTWISE:
-		return sizeof(struct npu_insn_eltwise);
-	case NPU_OP_LUT:
-		return sizeof(struct npu_insn_lut);
-	case NPU_OP_TIMESTAMP:
-		return sizeof(struct npu_insn_timestamp);
-	case NPU_OP_BARRIER:
-		return sizeof(struct npu_insn_barrier);
-	default:
-		return 0;
-	}
-}
-
 static bool npu_aborted(struct npu_sim *sim, const struct npu_sim_run *run)
 {
 	return atomic_load_explicit(&sim->epoch, memory_order_relaxed) != run->epoch;
@@ -74,11 +46,6 @@ static bool npu_aborted(struct npu_sim *sim, const struct npu_sim_run *run)
 static uint64_t npu_add_sat(uint64_t a, uint64_t b)
 {
 	return a > UINT64_MAX - b ? UINT64_MAX : a + b;
-}
-
-static uint64_t npu_div_ceil(uint64_t a, uint64_t b)
-{
-	return a / b + (a % b != 0);
 }
 
 static uint64_t npu_cycles_to_ns(uint64_t cycles)
@@ -219,104 +186,6 @@ static uint64_t npu_job_cycles(const struct npu_sim_run *run)
 
 /* ---- DMA --------------------------------------------------------------- */
 
-/* Bytes from the first row's start to the last row's end, overflow-checked. */
-static bool npu_dma_extent(uint32_t rows, uint32_t row_bytes, uint64_t stride,
-			   uint64_t *extent)
-{
-	uint64_t span = (uint64_t)(rows - 1);
-
-	if (stride && span > UINT64_MAX / stride)
-		return false;
-	span *= stride;
-	if (span > UINT64_MAX - row_bytes)
-		return false;
-	*extent = span + row_bytes;
-	return true;
-}
-
-static uint32_t npu_dma_operand(struct npu_sim_run *run, uint8_t space,
-				uint64_t addr, uint64_t extent, uint32_t access,
-				struct npu_sram_range *range)
-{
-	if (space == NPU_SPACE_VA)
-		return npu_mmu_check_range(run, addr, extent, access);
-	if (addr > NPU_SRAM_SIZE || extent > NPU_SRAM_SIZE - addr)
-		return NPU_JOB_ERR_SRAM_BOUNDS;
-	range->begin = (uint32_t)addr;
-	range->end = (uint32_t)(addr + extent);
-	return NPU_JOB_OK;
-}
-
-static uint64_t npu_dma_cycles(uint32_t rows, uint32_t row_bytes)
-{
-	return NPU_CYCLES_DMA_SETUP +
-	       (uint64_t)rows * npu_div_ceil(row_bytes, NPU_DMA_BYTES_PER_CYCLE);
-}
-
-static uint32_t npu_check_dma_copy(struct npu_sim_run *run,
-				   const struct npu_insn_dma_copy *insn,
-				   struct npu_insn_plan *plan)
-{
-	uint64_t src_extent, dst_extent;
-	struct npu_sram_range src = { 0, 0 }, dst = { 0, 0 };
-	uint32_t status;
-
-	if (insn->reserved0 || insn->reserved1)
-		return NPU_JOB_ERR_BAD_ENCODING;
-	if (insn->src_space > NPU_SPACE_SRAM || insn->dst_space > NPU_SPACE_SRAM)
-		return NPU_JOB_ERR_BAD_PARAM;
-	if (!insn->rows || !insn->row_bytes)
-		return NPU_JOB_ERR_BAD_PARAM;
-	if (!npu_dma_extent(insn->rows, insn->row_bytes, insn->src_stride,
-			    &src_extent) ||
-	    !npu_dma_extent(insn->rows, insn->row_bytes, insn->dst_stride,
-			    &dst_extent))
-		return NPU_JOB_ERR_BAD_PARAM;
-	status = npu_dma_operand(run, insn->src_space, insn->src, src_extent,
-				 NPU_ACCESS_READ, &src);
-	if (status != NPU_JOB_OK)
-		return status;
-	status = npu_dma_operand(run, insn->dst_space, insn->dst, dst_extent,
-				 NPU_ACCESS_WRITE, &dst);
-	if (status != NPU_JOB_OK)
-		return status;
-	if (insn->src_space == NPU_SPACE_SRAM && insn->dst_space == NPU_SPACE_SRAM &&
-	    npu_ranges_overlap(src, dst))
-		return NPU_JOB_ERR_BAD_PARAM;
-	if (insn->src_space == NPU_SPACE_SRAM)
-		plan->fp.reads[plan->fp.num_reads++] = src;
-	if (insn->dst_space == NPU_SPACE_SRAM)
-		plan->fp.writes[plan->fp.num_writes++] = dst;
-	plan->op_cycles = npu_dma_cycles(insn->rows, insn->row_bytes);
-	return NPU_JOB_OK;
-}
-
-static uint32_t npu_check_dma_fill(struct npu_sim_run *run,
-				   const struct npu_insn_dma_fill *insn,
-				   struct npu_insn_plan *plan)
-{
-	uint64_t extent;
-	struct npu_sram_range dst = { 0, 0 };
-	uint32_t status;
-
-	if (insn->reserved0 || insn->reserved1)
-		return NPU_JOB_ERR_BAD_ENCODING;
-	if (insn->dst_space > NPU_SPACE_SRAM)
-		return NPU_JOB_ERR_BAD_PARAM;
-	if (!insn->rows || !insn->row_bytes)
-		return NPU_JOB_ERR_BAD_PARAM;
-	if (!npu_dma_extent(insn->rows, insn->row_bytes, insn->dst_stride, &extent))
-		return NPU_JOB_ERR_BAD_PARAM;
-	status = npu_dma_operand(run, insn->dst_space, insn->dst, extent,
-				 NPU_ACCESS_WRITE, &dst);
-	if (status != NPU_JOB_OK)
-		return status;
-	if (insn->dst_space == NPU_SPACE_SRAM)
-		plan->fp.writes[plan->fp.num_writes++] = dst;
-	plan->op_cycles = npu_dma_cycles(insn->rows, insn->row_bytes);
-	return NPU_JOB_OK;
-}
-
 /* Copy one row of a checked DMA_COPY. */
 static uint32_t npu_dma_copy_row(struct npu_sim *sim, struct npu_sim_run *run,
 				 const struct npu_insn_dma_copy *insn,
@@ -413,51 +282,30 @@ static uint32_t npu_run_timestamp(struct npu_sim *sim, struct npu_sim_run *run,
 
 /* ---- Decode and execute ------------------------------------------------ */
 
+/* The VA side of a DMA / TIMESTAMP, for the one validator (npu_isa.h). */
+static uint32_t npu_va_check(void *ctx, uint64_t va, uint64_t len,
+			     uint32_t access)
+{
+	return npu_mmu_check_range(ctx, va, len, access);
+}
+
 static uint32_t npu_check_insn(struct npu_sim_run *run,
 			       const union npu_insn_any *insn,
 			       struct npu_insn_plan *plan)
 {
+	struct npu_isa_check check = {
+		.op_mask = run->op_mask,
+		.va_check = npu_va_check,
+		.va_ctx = run,
+	};
 	uint32_t status;
 
 	memset(plan, 0, sizeof(*plan));
-	plan->sync = insn->hdr.flags & NPU_INSN_SYNC;
-	plan->engine = NPU_ENGINE_COMPUTE;
-	switch (insn->hdr.opcode) {
-	case NPU_OP_NOP:
-		return NPU_JOB_OK;
-	case NPU_OP_BARRIER:
-		plan->sync = true;
-		return NPU_JOB_OK;
-	case NPU_OP_DMA_COPY:
-		plan->engine = NPU_ENGINE_DMA;
-		return npu_check_dma_copy(run, &insn->dma_copy, plan);
-	case NPU_OP_DMA_FILL:
-		plan->engine = NPU_ENGINE_DMA;
-		return npu_check_dma_fill(run, &insn->dma_fill, plan);
-	case NPU_OP_TIMESTAMP:
-		plan->engine = NPU_ENGINE_DMA;
-		if (insn->timestamp.va & 7)
-			return NPU_JOB_ERR_BAD_PARAM;
-		return npu_mmu_check_range(run, insn->timestamp.va, 8,
-					   NPU_ACCESS_WRITE);
-	case NPU_OP_CONV2D:
-		status = npu_op_conv2d_check(&insn->conv2d, &plan->fp);
-		break;
-	case NPU_OP_MATMUL:
-		status = npu_op_matmul_check(&insn->matmul, &plan->fp);
-		break;
-	case NPU_OP_POOL:
-		status = npu_op_pool_check(&insn->pool, &plan->fp);
-		break;
-	case NPU_OP_ELTWISE:
-		status = npu_op_eltwise_check(&insn->eltwise, &plan->fp);
-		break;
-	case NPU_OP_LUT:
-		status = npu_op_lut_check(&insn->lut, &plan->fp);
-		break;
-	default:
-		return NPU_JOB_ERR_BAD_OPCODE;
-	}
+	plan->sync = (insn->hdr.flags & NPU_INSN_SYNC) ||
+		     insn->hdr.opcode == NPU_OP_BARRIER;
+	plan->engine = npu_insn_is_dma(insn->hdr.opcode) ? NPU_ENGINE_DMA :
+							   NPU_ENGINE_COMPUTE;
+	status = npu_insn_check(insn, &check, &plan->fp);
 	/* A footprint the op fills must stay within its declared arrays. */
 	if (plan->fp.num_reads > NPU_OP_MAX_READS)
 		plan->fp.num_reads = NPU_OP_MAX_READS;
@@ -501,6 +349,9 @@ static uint32_t npu_run_insn(struct npu_sim *sim, struct npu_sim_run *run,
 		break;
 	case NPU_OP_LUT:
 		npu_op_lut(&insn->lut, sim->sram);
+		break;
+	case NPU_OP_RESIZE:
+		npu_op_resize(&insn->resize, sim->sram);
 		break;
 	default:
 		break;
@@ -584,6 +435,7 @@ static uint32_t npu_exec_stream(struct npu_sim *sim, struct npu_sim_run *run,
 
 	for (offset = sizeof(struct npu_cs_header); offset < run->cmd_size;) {
 		uint32_t remaining = run->cmd_size - offset;
+		struct npu_isa_check hdr_check = { .op_mask = run->op_mask };
 		union npu_insn_any insn;
 		struct npu_insn_plan plan;
 		const uint8_t *bytes;
@@ -599,16 +451,11 @@ static uint32_t npu_exec_stream(struct npu_sim *sim, struct npu_sim_run *run,
 		if (status != NPU_JOB_OK)
 			return status;
 		memcpy(&insn.hdr, bytes, sizeof(insn.hdr));
+		/* The header rules are the validator's (npu_isa.h), in its order. */
 		size = npu_insn_size(insn.hdr.opcode);
-		/* Only now is the opcode known to be small enough for NPU_OP_BIT. */
-		if (!size || !(run->op_mask & NPU_OP_BIT(insn.hdr.opcode)))
-			return NPU_JOB_ERR_BAD_OPCODE;
-		if (insn.hdr.size != size)
-			return NPU_JOB_ERR_BAD_ENCODING;
-		if (size > remaining)
-			return NPU_JOB_ERR_TRUNCATED;
-		if (insn.hdr.reserved || insn.hdr.flags & ~NPU_INSN_SYNC)
-			return NPU_JOB_ERR_BAD_ENCODING;
+		status = npu_insn_check_header(bytes, remaining, &hdr_check);
+		if (status != NPU_JOB_OK)
+			return status;
 		status = npu_stream_fetch(sim, run, offset, size, &bytes);
 		if (status != NPU_JOB_OK)
 			return status;

@@ -247,7 +247,12 @@ static void conv_gemm(const struct npu_kern *kn, const struct npu_insn_conv2d *i
 	uint32_t pixels = (uint32_t)in->out_h * in->out_w;
 	uint32_t chunk = chunk_rows(k);
 	int direct = in->k_h == 1 && in->k_w == 1 && !in->pad_top &&
-		     !in->pad_left && !in->pad_bottom && !in->pad_right;
+		     !in->pad_left && !in->pad_bottom && !in->pad_right &&
+		     !in->ins_h && !in->ins_w;
+	/* Zero insertion: the extent of the inserted input, its period. */
+	int64_t uh = in->ins_h + 1, uw = in->ins_w + 1;
+	int64_t eff_h = ((int64_t)in->in_h - 1) * uh + 1;
+	int64_t eff_w = ((int64_t)in->in_w - 1) * uw + 1;
 	const int8_t *input = (const int8_t *)(sram + in->input);
 	const int8_t **arow = malloc(sizeof(*arow) * chunk);
 	int8_t **orow = malloc(sizeof(*orow) * chunk);
@@ -295,13 +300,13 @@ static void conv_gemm(const struct npu_kern *kn, const struct npu_insn_conv2d *i
 							     in->pad_left +
 							     (int64_t)kw * in->dil_w;
 
-						if (ih < 0 || ih >= in->in_h ||
-						    iw < 0 || iw >= in->in_w)
+						if (ih < 0 || ih >= eff_h || ih % uh ||
+						    iw < 0 || iw >= eff_w || iw % uw)
 							memset(dst, (uint8_t)in->zp_in, cin_g);
 						else
 							memcpy(dst, input +
-							       ih * in->in_row_stride +
-							       iw * in->in_pixel_stride +
+							       ih / uh * in->in_row_stride +
+							       iw / uw * in->in_pixel_stride +
 							       g * cin_g, cin_g);
 					}
 				}
@@ -329,7 +334,9 @@ void npu_op_conv2d(const struct npu_insn_conv2d *in, uint8_t *sram)
 		return;
 	out_target_init(&o, &fp, sram + in->output, in->out_row_stride,
 			in->out_pixel_stride, in->out_h, in->out_w, in->out_c);
-	if (in->groups == in->in_c && in->groups == in->out_c)
+	/* Zero insertion runs through im2col; the depthwise kernels lack it. */
+	if (in->groups == in->in_c && in->groups == in->out_c &&
+	    !in->ins_h && !in->ins_w)
 		conv_depthwise(kn, in, sram, &t, &o);
 	else
 		conv_gemm(kn, in, sram, &t, &o);
@@ -542,4 +549,58 @@ void npu_op_lut(const struct npu_insn_lut *in, uint8_t *sram)
 		memcpy(sram + in->output, tmp, in->count);
 		free(tmp);
 	}
+}
+
+/*
+ * RESIZE: per output pixel the two source rows / columns and weights are
+ * computed once, then a channel-inner loop the compiler vectorizes.
+ */
+void npu_op_resize(const struct npu_insn_resize *in, uint8_t *sram)
+{
+	struct npu_op_footprint fp;
+	struct out_target o;
+	uint32_t c = in->c;
+
+	if (npu_op_resize_check(in, &fp))
+		return;
+	out_target_init(&o, &fp, sram + in->output, in->out_row_stride,
+			in->out_pixel_stride, in->out_h, in->out_w, c);
+	for (uint32_t oy = 0; oy < in->out_h; oy++) {
+		uint32_t y0, y1, fy;
+
+		npu_resize_coord(oy, in->step_h, in->offset_h, in->den_h, in->in_h,
+				 &y0, &y1, &fy);
+		const int8_t *r0 = (const int8_t *)sram + in->input +
+				   (size_t)y0 * in->in_row_stride;
+		const int8_t *r1 = (const int8_t *)sram + in->input +
+				   (size_t)y1 * in->in_row_stride;
+
+		for (uint32_t ox = 0; ox < in->out_w; ox++) {
+			int8_t *dst = o.base + oy * o.rs + ox * o.ps;
+			uint32_t x0, x1, fx;
+
+			npu_resize_coord(ox, in->step_w, in->offset_w, in->den_w,
+					 in->in_w, &x0, &x1, &fx);
+			const int8_t *a = r0 + (size_t)x0 * in->in_pixel_stride;
+
+			if (in->mode == NPU_RESIZE_NEAREST) {
+				memcpy(dst, a, c);
+				continue;
+			}
+			const int8_t *b = r0 + (size_t)x1 * in->in_pixel_stride;
+			const int8_t *d0 = r1 + (size_t)x0 * in->in_pixel_stride;
+			const int8_t *d1 = r1 + (size_t)x1 * in->in_pixel_stride;
+			int64_t w00 = (int64_t)(65536 - fy) * (65536 - fx);
+			int64_t w01 = (int64_t)(65536 - fy) * fx;
+			int64_t w10 = (int64_t)fy * (65536 - fx);
+			int64_t w11 = (int64_t)fy * fx;
+
+			for (uint32_t ch = 0; ch < c; ch++)
+				dst[ch] = (int8_t)((a[ch] * w00 + b[ch] * w01 +
+						    d0[ch] * w10 + d1[ch] * w11 +
+						    ((int64_t)1 << 31)) >> 32);
+		}
+	}
+	out_target_finish(&o, sram + in->output, in->out_row_stride,
+			  in->out_pixel_stride, in->out_h, in->out_w, c);
 }

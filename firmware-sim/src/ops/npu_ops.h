@@ -1,15 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * npu_ops.h - the compute engine of firmware-sim: CONV2D, MATMUL, POOL,
- * ELTWISE and LUT over on-chip SRAM (internal to firmware-sim).
+ * ELTWISE, LUT and RESIZE over on-chip SRAM (internal to firmware-sim).
  *
  * Each op comes in three parts used by the executor (exec.c):
- *   npu_op_<op>_check()  - validates every field of a decoded instruction
- *                          (enums, dims, zero-point ranges, shift ranges,
- *                          reserved fields, and that every operand lies
- *                          inside SRAM with 64-bit overflow-safe
- *                          arithmetic) and fills its SRAM footprint and
- *                          modeled cycles; returns NPU_JOB_OK or a status;
+ *   npu_op_<op>_check()  - npu_op_<op>_validate() of npu_isa.h (the one
+ *                          validator) with the device's SRAM and no
+ *                          message: every field of a decoded instruction,
+ *                          its SRAM footprint and modeled cycles; returns
+ *                          NPU_JOB_OK or a status;
  *   npu_op_<op>()        - computes a checked instruction, fast path
  *                          (AVX-512 VNNI / AVX2 chosen at run time, or
  *                          portable); returns the MACs executed;
@@ -22,25 +21,7 @@
 #include <stdint.h>
 
 #include "npu_hw.h"
-
-/* A half-open SRAM byte range [begin, end). */
-struct npu_sram_range {
-	uint32_t begin;
-	uint32_t end;
-};
-
-#define NPU_OP_MAX_READS	4
-#define NPU_OP_MAX_WRITES	1
-
-/* What a checked instruction touches and costs. */
-struct npu_op_footprint {
-	struct npu_sram_range reads[NPU_OP_MAX_READS];
-	unsigned int num_reads;
-	struct npu_sram_range writes[NPU_OP_MAX_WRITES];
-	unsigned int num_writes;
-	uint64_t cycles;	/* compute cycles, without NPU_CYCLES_INSN_OVERHEAD */
-	uint64_t macs;		/* MACs the op will execute (0 for non-MAC ops) */
-};
+#include "npu_isa.h"
 
 uint32_t npu_op_conv2d_check(const struct npu_insn_conv2d *insn,
 			     struct npu_op_footprint *fp);
@@ -52,6 +33,8 @@ uint32_t npu_op_eltwise_check(const struct npu_insn_eltwise *insn,
 			      struct npu_op_footprint *fp);
 uint32_t npu_op_lut_check(const struct npu_insn_lut *insn,
 			  struct npu_op_footprint *fp);
+uint32_t npu_op_resize_check(const struct npu_insn_resize *insn,
+			     struct npu_op_footprint *fp);
 
 /* 'sram' is NPU_SRAM_SIZE bytes; the instruction must have passed check. */
 void npu_op_conv2d(const struct npu_insn_conv2d *insn, uint8_t *sram);
@@ -59,12 +42,14 @@ void npu_op_matmul(const struct npu_insn_matmul *insn, uint8_t *sram);
 void npu_op_pool(const struct npu_insn_pool *insn, uint8_t *sram);
 void npu_op_eltwise(const struct npu_insn_eltwise *insn, uint8_t *sram);
 void npu_op_lut(const struct npu_insn_lut *insn, uint8_t *sram);
+void npu_op_resize(const struct npu_insn_resize *insn, uint8_t *sram);
 
 void npu_ref_conv2d(const struct npu_insn_conv2d *insn, uint8_t *sram);
 void npu_ref_matmul(const struct npu_insn_matmul *insn, uint8_t *sram);
 void npu_ref_pool(const struct npu_insn_pool *insn, uint8_t *sram);
 void npu_ref_eltwise(const struct npu_insn_eltwise *insn, uint8_t *sram);
 void npu_ref_lut(const struct npu_insn_lut *insn, uint8_t *sram);
+void npu_ref_resize(const struct npu_insn_resize *insn, uint8_t *sram);
 
 /*
  * The per-output-channel shifts of CONV2D / MATMUL are data in SRAM, so

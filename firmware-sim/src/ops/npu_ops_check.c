@@ -1,61 +1,137 @@
 // SPDX-License-Identifier: MIT
 /*
  * npu_ops_check.c - validation, SRAM footprint and cycle model of the
- * compute instructions. The order of the checks is part of the contract
- * (Documentation/isa.md): encoding (BAD_ENCODING), then parameters
- * (BAD_PARAM), then SRAM bounds (SRAM_BOUNDS), so one malformed
- * instruction always gets the same status.
+ * compute instructions: the per-op half of the one ISA validator
+ * (npu_isa.h; the header, DMA and TIMESTAMP half is isa_check.c). The
+ * order of the checks is part of the contract (Documentation/isa.md):
+ * encoding (BAD_ENCODING), then parameters (BAD_PARAM), then SRAM bounds
+ * (SRAM_BOUNDS), so one malformed instruction always gets the same status.
+ * Each failure also names its field and says why, for the host's messages.
  */
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "npu_ops_internal.h"
+
+#define ENC	NPU_JOB_ERR_BAD_ENCODING
+#define PARAM	NPU_JOB_ERR_BAD_PARAM
+#define BOUNDS	NPU_JOB_ERR_SRAM_BOUNDS
 
 static uint64_t div_up(uint64_t a, uint64_t b)
 {
 	return (a + b - 1) / b;
 }
 
+uint32_t npu_isa_fail(struct npu_isa_check *c, uint32_t status,
+		      const char *field, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!c)
+		return status;
+	c->field = field;
+	va_start(ap, fmt);
+	vsnprintf(c->reason, sizeof(c->reason), fmt, ap);
+	va_end(ap);
+	return status;
+}
+
+uint32_t npu_isa_sram_size(const struct npu_isa_check *c)
+{
+	return c && c->sram_size ? c->sram_size : NPU_SRAM_SIZE;
+}
+
 static uint32_t check_hdr(const struct npu_insn_header *hdr, uint8_t opcode,
-			  size_t size)
+			  size_t size, struct npu_isa_check *c)
 {
 	if (hdr->opcode != opcode)
-		return NPU_JOB_ERR_BAD_OPCODE;
-	if (hdr->size != size || hdr->reserved || (hdr->flags & ~NPU_INSN_SYNC))
-		return NPU_JOB_ERR_BAD_ENCODING;
+		return npu_isa_fail(c, NPU_JOB_ERR_BAD_OPCODE, "header.opcode",
+				    "header.opcode 0x%02x is not %s", hdr->opcode,
+				    npu_insn_name(opcode));
+	if (hdr->size != size)
+		return npu_isa_fail(c, ENC, "header.size",
+				    "size field %u, a %s is %zu bytes", hdr->size,
+				    npu_insn_name(opcode), size);
+	if (hdr->flags & ~NPU_INSN_SYNC)
+		return npu_isa_fail(c, ENC, "header.flags",
+				    "header flags 0x%x has unknown bits", hdr->flags);
+	if (hdr->reserved)
+		return npu_isa_fail(c, ENC, "header.reserved",
+				    "reserved header field is not 0");
 	return NPU_JOB_OK;
 }
 
-static int zp_ok(int32_t zp)
+static uint32_t reserved_zero(struct npu_isa_check *c, const char *field,
+			      uint64_t v)
 {
-	return zp >= -128 && zp <= 127;
+	if (v)
+		return npu_isa_fail(c, ENC, field, "reserved field %s is not 0", field);
+	return NPU_JOB_OK;
 }
 
-/*
- * [base, base + a * b * c): false when the product overflows 64 bits or
- * the range leaves SRAM.
- */
-static int sram_range(uint64_t base, uint64_t a, uint64_t b, uint64_t c,
-		      struct npu_sram_range *r)
+static uint32_t nonzero(struct npu_isa_check *c, const char *field, uint64_t v)
 {
+	if (!v)
+		return npu_isa_fail(c, PARAM, field, "%s is 0", field);
+	return NPU_JOB_OK;
+}
+
+static uint32_t zp_chk(struct npu_isa_check *c, const char *field, int32_t zp)
+{
+	if (zp < -128 || zp > 127)
+		return npu_isa_fail(c, PARAM, field, "%s %d is outside -128..127",
+				    field, zp);
+	return NPU_JOB_OK;
+}
+
+static uint32_t act_chk(struct npu_isa_check *c, int8_t lo, int8_t hi)
+{
+	if (lo > hi)
+		return npu_isa_fail(c, PARAM, "act_min", "act_min %d > act_max %d",
+				    lo, hi);
+	return NPU_JOB_OK;
+}
+
+#define TRY(x) do { uint32_t st_ = (x); if (st_) return st_; } while (0)
+
+/*
+ * [base, base + a * b * cc) must lie in SRAM; the product is checked for
+ * 64-bit overflow first.
+ */
+static uint32_t sram_range(struct npu_isa_check *c, const char *field,
+			   uint64_t base, uint64_t a, uint64_t b, uint64_t cc,
+			   struct npu_sram_range *r)
+{
+	uint32_t sram = npu_isa_sram_size(c);
 	uint64_t len;
 
 	if (__builtin_mul_overflow(a, b, &len) ||
-	    __builtin_mul_overflow(len, c, &len))
-		return 0;
-	if (base > NPU_SRAM_SIZE || len > NPU_SRAM_SIZE - base)
-		return 0;
+	    __builtin_mul_overflow(len, cc, &len))
+		return npu_isa_fail(c, BOUNDS, field,
+				    "%s size %" PRIu64 " x %" PRIu64 " x %" PRIu64
+				    " overflows 64 bits", field, a, b, cc);
+	if (base > sram || len > sram - base)
+		return npu_isa_fail(c, BOUNDS, field,
+				    "%s [%" PRIu64 ", %" PRIu64 ") exceeds SRAM size %u",
+				    field, base,
+				    len > UINT64_MAX - base ? UINT64_MAX : base + len,
+				    sram);
 	r->begin = (uint32_t)base;
 	r->end = (uint32_t)(base + len);
-	return 1;
+	return NPU_JOB_OK;
 }
 
-/* A strided [h][w][c] view; (h - 1) * row_stride fits 64 bits always. */
-static int tensor_range(uint32_t base, uint32_t h, uint32_t w, uint32_t c,
-			uint32_t row_stride, uint32_t pixel_stride,
-			struct npu_sram_range *r)
+/* A strided [h][w][ch] view; (h - 1) * row_stride fits 64 bits always. */
+static uint32_t tensor_range(struct npu_isa_check *c, const char *field,
+			     uint32_t base, uint32_t h, uint32_t w, uint32_t ch,
+			     uint32_t row_stride, uint32_t pixel_stride,
+			     struct npu_sram_range *r)
 {
-	return sram_range(base, npu_tensor_span(h, w, c, row_stride,
-						pixel_stride), 1, 1, r);
+	return sram_range(c, field, base,
+			  npu_tensor_span(h, w, ch, row_stride, pixel_stride),
+			  1, 1, r);
 }
 
 /*
@@ -63,249 +139,419 @@ static int tensor_range(uint32_t base, uint32_t h, uint32_t w, uint32_t c,
  * stride >= one row of pixels): overlapping outputs would make the result
  * depend on the order the hardware writes in.
  */
-static int layout_ok(uint32_t h, uint32_t w, uint32_t c, uint32_t row_stride,
-		     uint32_t pixel_stride)
+static uint32_t layout_chk(struct npu_isa_check *c, const char *rs_name,
+			   const char *ps_name, const char *c_name, uint32_t h,
+			   uint32_t w, uint32_t ch, uint32_t row_stride,
+			   uint32_t pixel_stride)
 {
-	if (pixel_stride < c)
-		return 0;
-	return h == 1 || (uint64_t)row_stride >= (uint64_t)w * pixel_stride;
+	if (pixel_stride < ch)
+		return npu_isa_fail(c, PARAM, ps_name, "%s %u < %s %u", ps_name,
+				    pixel_stride, c_name, ch);
+	if (h > 1 && (uint64_t)row_stride < (uint64_t)w * pixel_stride)
+		return npu_isa_fail(c, PARAM, rs_name,
+				    "%s %u < width %u x pixel stride %u", rs_name,
+				    row_stride, w, pixel_stride);
+	return NPU_JOB_OK;
 }
 
-/* One spatial axis: out == (in + pads - dil * (k - 1) - 1) / stride + 1. */
-static int out_dim_ok(uint32_t in, uint32_t pad0, uint32_t pad1, uint32_t k,
-		      uint32_t stride, uint32_t dil, uint32_t out)
+/*
+ * One spatial axis: out == (in' + pads - dil * (k - 1) - 1) / stride + 1,
+ * with in' = (in - 1) * (ins + 1) + 1 the input after zero insertion.
+ */
+static uint32_t out_dim_chk(struct npu_isa_check *c, const char *field,
+			    uint32_t in, uint32_t ins, uint32_t pad0,
+			    uint32_t pad1, uint32_t k, uint32_t stride,
+			    uint32_t dil, uint32_t out)
 {
-	uint32_t padded = in + pad0 + pad1;
-	uint32_t extent = dil * (k - 1) + 1;
+	uint64_t padded = (uint64_t)(in - 1) * (ins + 1) + 1 + pad0 + pad1;
+	uint64_t extent = (uint64_t)dil * (k - 1) + 1;
+	uint64_t want;
 
 	if (extent > padded)
-		return 0;
-	return (padded - extent) / stride + 1 == out;
+		return npu_isa_fail(c, PARAM, field,
+				    "kernel extent %" PRIu64 " exceeds padded input %"
+				    PRIu64 " (%s)", extent, padded, field);
+	want = (padded - extent) / stride + 1;
+	if (want != out)
+		return npu_isa_fail(c, PARAM, field,
+				    "%s is %u, expected %" PRIu64 " from the input size, "
+				    "zero insertion, padding, kernel, dilation and stride",
+				    field, out, want);
+	return NPU_JOB_OK;
 }
 
 /* Footprint of the quant table: n mults then n shifts, 5 bytes each. */
-static int quant_range(uint32_t quant, uint32_t flags, uint32_t n,
-		       struct npu_sram_range *r)
+static uint32_t quant_range(struct npu_isa_check *c, uint32_t quant,
+			    uint32_t flags, uint32_t n, struct npu_sram_range *r)
 {
-	return sram_range(quant, (flags & NPU_QUANT_PER_TENSOR) ? 1 : n, 5, 1, r);
+	return sram_range(c, "quant", quant,
+			  (flags & NPU_QUANT_PER_TENSOR) ? 1 : n, 5, 1, r);
 }
 
-uint32_t npu_op_conv2d_check(const struct npu_insn_conv2d *in,
-			     struct npu_op_footprint *fp)
+static uint32_t gcd(uint32_t a, uint32_t b)
+{
+	while (b) {
+		uint32_t t = a % b;
+
+		a = b;
+		b = t;
+	}
+	return a;
+}
+
+/*
+ * Kernel taps per axis the MAC array runs for one output pixel: all of
+ * them without zero insertion; with it, the engine splits the output into
+ * phases and skips taps that land on inserted zeros, so the densest phase
+ * sets the pace. Taps kh * dil repeat their residue mod (ins + 1) every
+ * (ins + 1) / gcd(dil, ins + 1) taps.
+ */
+uint32_t npu_conv_taps(uint32_t k, uint32_t dil, uint32_t ins)
+{
+	uint32_t period = (ins + 1) / gcd(dil, ins + 1);
+
+	return (uint32_t)div_up(k, period);
+}
+
+uint32_t npu_op_conv2d_validate(const struct npu_insn_conv2d *in,
+				struct npu_op_footprint *fp,
+				struct npu_isa_check *c)
 {
 	struct npu_op_footprint f = { 0 };
-	uint32_t st, cin_g, cout_g;
+	uint32_t cin_g, cout_g;
+	uint64_t taps;
 
-	memset(fp, 0, sizeof(*fp));
-	st = check_hdr(&in->hdr, NPU_OP_CONV2D, sizeof(*in));
-	if (st)
-		return st;
-	if (in->reserved[0] || in->reserved[1] ||
-	    (in->flags & ~(NPU_QUANT_PER_TENSOR | NPU_CONV_NO_BIAS)))
-		return NPU_JOB_ERR_BAD_ENCODING;
+	if (fp)
+		memset(fp, 0, sizeof(*fp));
+	TRY(check_hdr(&in->hdr, NPU_OP_CONV2D, sizeof(*in), c));
+	TRY(reserved_zero(c, "reserved0", in->reserved0));
+	TRY(reserved_zero(c, "reserved1", in->reserved1));
+	if (in->flags & ~(NPU_QUANT_PER_TENSOR | NPU_CONV_NO_BIAS))
+		return npu_isa_fail(c, ENC, "flags", "flags 0x%x has unknown bits",
+				    in->flags);
 
-	if (!in->in_h || !in->in_w || !in->in_c || !in->out_c ||
-	    !in->out_h || !in->out_w || !in->k_h || !in->k_w ||
-	    !in->stride_h || !in->stride_w || !in->dil_h || !in->dil_w ||
-	    !in->groups)
-		return NPU_JOB_ERR_BAD_PARAM;
+	TRY(nonzero(c, "in_h", in->in_h));
+	TRY(nonzero(c, "in_w", in->in_w));
+	TRY(nonzero(c, "in_c", in->in_c));
+	TRY(nonzero(c, "out_c", in->out_c));
+	TRY(nonzero(c, "out_h", in->out_h));
+	TRY(nonzero(c, "out_w", in->out_w));
+	TRY(nonzero(c, "k_h", in->k_h));
+	TRY(nonzero(c, "k_w", in->k_w));
+	TRY(nonzero(c, "stride_h", in->stride_h));
+	TRY(nonzero(c, "stride_w", in->stride_w));
+	TRY(nonzero(c, "dil_h", in->dil_h));
+	TRY(nonzero(c, "dil_w", in->dil_w));
+	TRY(nonzero(c, "groups", in->groups));
 	if (in->in_c % in->groups || in->out_c % in->groups)
-		return NPU_JOB_ERR_BAD_PARAM;
-	if (!zp_ok(in->zp_in) || !zp_ok(in->zp_w) || !zp_ok(in->zp_out) ||
-	    in->act_min > in->act_max)
-		return NPU_JOB_ERR_BAD_PARAM;
-	if (!out_dim_ok(in->in_h, in->pad_top, in->pad_bottom, in->k_h,
-			in->stride_h, in->dil_h, in->out_h) ||
-	    !out_dim_ok(in->in_w, in->pad_left, in->pad_right, in->k_w,
-			in->stride_w, in->dil_w, in->out_w))
-		return NPU_JOB_ERR_BAD_PARAM;
-	if (!layout_ok(in->in_h, in->in_w, in->in_c, in->in_row_stride,
-		       in->in_pixel_stride) ||
-	    !layout_ok(in->out_h, in->out_w, in->out_c, in->out_row_stride,
-		       in->out_pixel_stride))
-		return NPU_JOB_ERR_BAD_PARAM;
+		return npu_isa_fail(c, PARAM, "groups",
+				    "groups %u does not divide in_c %u and out_c %u",
+				    in->groups, in->in_c, in->out_c);
+	TRY(zp_chk(c, "zp_in", in->zp_in));
+	TRY(zp_chk(c, "zp_w", in->zp_w));
+	TRY(zp_chk(c, "zp_out", in->zp_out));
+	TRY(act_chk(c, in->act_min, in->act_max));
+	TRY(out_dim_chk(c, "out_h", in->in_h, in->ins_h, in->pad_top,
+			in->pad_bottom, in->k_h, in->stride_h, in->dil_h,
+			in->out_h));
+	TRY(out_dim_chk(c, "out_w", in->in_w, in->ins_w, in->pad_left,
+			in->pad_right, in->k_w, in->stride_w, in->dil_w,
+			in->out_w));
+	TRY(layout_chk(c, "in_row_stride", "in_pixel_stride", "in_c", in->in_h,
+		       in->in_w, in->in_c, in->in_row_stride, in->in_pixel_stride));
+	TRY(layout_chk(c, "out_row_stride", "out_pixel_stride", "out_c",
+		       in->out_h, in->out_w, in->out_c, in->out_row_stride,
+		       in->out_pixel_stride));
 
 	cin_g = in->in_c / in->groups;
 	cout_g = in->out_c / in->groups;
-	if (!tensor_range(in->input, in->in_h, in->in_w, in->in_c,
-			  in->in_row_stride, in->in_pixel_stride, &f.reads[0]) ||
-	    !sram_range(in->weight, in->out_c, (uint32_t)in->k_h * in->k_w,
-			cin_g, &f.reads[1]) ||
-	    !quant_range(in->quant, in->flags, in->out_c, &f.reads[2]) ||
-	    !tensor_range(in->output, in->out_h, in->out_w, in->out_c,
-			  in->out_row_stride, in->out_pixel_stride, &f.writes[0]))
-		return NPU_JOB_ERR_SRAM_BOUNDS;
+	TRY(tensor_range(c, "input", in->input, in->in_h, in->in_w, in->in_c,
+			 in->in_row_stride, in->in_pixel_stride, &f.reads[0]));
+	TRY(sram_range(c, "weight", in->weight, in->out_c,
+		       (uint32_t)in->k_h * in->k_w, cin_g, &f.reads[1]));
+	TRY(quant_range(c, in->quant, in->flags, in->out_c, &f.reads[2]));
+	TRY(tensor_range(c, "output", in->output, in->out_h, in->out_w,
+			 in->out_c, in->out_row_stride, in->out_pixel_stride,
+			 &f.writes[0]));
 	f.num_reads = 3;
 	if (!(in->flags & NPU_CONV_NO_BIAS)) {
-		if (!sram_range(in->bias, in->out_c, 4, 1, &f.reads[3]))
-			return NPU_JOB_ERR_SRAM_BOUNDS;
+		TRY(sram_range(c, "bias", in->bias, in->out_c, 4, 1, &f.reads[3]));
 		f.num_reads = 4;
 	}
 	f.num_writes = 1;
 
 	/* Sizes are bounded by SRAM now, so none of these products overflow. */
+	taps = (uint64_t)npu_conv_taps(in->k_h, in->dil_h, in->ins_h) *
+	       npu_conv_taps(in->k_w, in->dil_w, in->ins_w);
 	if (in->groups == in->in_c && in->groups == in->out_c)
 		f.cycles = div_up((uint64_t)in->out_h * in->out_w, NPU_MAC_ROWS) *
-			   in->k_h * in->k_w * div_up(in->out_c, NPU_MAC_COLS);
+			   taps * div_up(in->out_c, NPU_MAC_COLS);
 	else
-		f.cycles = (uint64_t)in->out_h * in->out_w * in->k_h * in->k_w *
+		f.cycles = (uint64_t)in->out_h * in->out_w * taps *
 			   in->groups * div_up(cin_g, NPU_MAC_ROWS) *
 			   div_up(cout_g, NPU_MAC_COLS);
-	f.macs = (uint64_t)in->out_h * in->out_w * in->out_c * in->k_h *
-		 in->k_w * cin_g;
-	*fp = f;
+	f.macs = (uint64_t)in->out_h * in->out_w * in->out_c * taps * cin_g;
+	if (fp)
+		*fp = f;
 	return NPU_JOB_OK;
 }
 
-uint32_t npu_op_matmul_check(const struct npu_insn_matmul *in,
-			     struct npu_op_footprint *fp)
+uint32_t npu_op_matmul_validate(const struct npu_insn_matmul *in,
+				struct npu_op_footprint *fp,
+				struct npu_isa_check *c)
 {
 	struct npu_op_footprint f = { 0 };
-	uint32_t st;
 
-	memset(fp, 0, sizeof(*fp));
-	st = check_hdr(&in->hdr, NPU_OP_MATMUL, sizeof(*in));
-	if (st)
-		return st;
-	if (in->reserved || (in->flags & ~(NPU_QUANT_PER_TENSOR | NPU_CONV_NO_BIAS)))
-		return NPU_JOB_ERR_BAD_ENCODING;
-	if (!in->m || !in->k || !in->n)
-		return NPU_JOB_ERR_BAD_PARAM;
-	if (!zp_ok(in->zp_a) || !zp_ok(in->zp_b) || !zp_ok(in->zp_out) ||
-	    in->act_min > in->act_max)
-		return NPU_JOB_ERR_BAD_PARAM;
-	if (in->m > 1 && (in->a_stride < in->k || in->out_stride < in->n))
-		return NPU_JOB_ERR_BAD_PARAM;
+	if (fp)
+		memset(fp, 0, sizeof(*fp));
+	TRY(check_hdr(&in->hdr, NPU_OP_MATMUL, sizeof(*in), c));
+	TRY(reserved_zero(c, "reserved", in->reserved));
+	if (in->flags & ~(NPU_QUANT_PER_TENSOR | NPU_CONV_NO_BIAS))
+		return npu_isa_fail(c, ENC, "flags", "flags 0x%x has unknown bits",
+				    in->flags);
+	TRY(nonzero(c, "m", in->m));
+	TRY(nonzero(c, "k", in->k));
+	TRY(nonzero(c, "n", in->n));
+	TRY(zp_chk(c, "zp_a", in->zp_a));
+	TRY(zp_chk(c, "zp_b", in->zp_b));
+	TRY(zp_chk(c, "zp_out", in->zp_out));
+	TRY(act_chk(c, in->act_min, in->act_max));
+	if (in->m > 1 && in->a_stride < in->k)
+		return npu_isa_fail(c, PARAM, "a_stride", "a_stride %u < k %u",
+				    in->a_stride, in->k);
+	if (in->m > 1 && in->out_stride < in->n)
+		return npu_isa_fail(c, PARAM, "out_stride", "out_stride %u < n %u",
+				    in->out_stride, in->n);
 
-	if (!sram_range(in->a, 1, 1, (uint64_t)(in->m - 1) * in->a_stride + in->k,
-			&f.reads[0]) ||
-	    !sram_range(in->b, in->n, in->k, 1, &f.reads[1]) ||
-	    !quant_range(in->quant, in->flags, in->n, &f.reads[2]) ||
-	    !sram_range(in->output, 1, 1,
-			(uint64_t)(in->m - 1) * in->out_stride + in->n, &f.writes[0]))
-		return NPU_JOB_ERR_SRAM_BOUNDS;
+	TRY(sram_range(c, "a", in->a, 1, 1,
+		       (uint64_t)(in->m - 1) * in->a_stride + in->k, &f.reads[0]));
+	TRY(sram_range(c, "b", in->b, in->n, in->k, 1, &f.reads[1]));
+	TRY(quant_range(c, in->quant, in->flags, in->n, &f.reads[2]));
+	TRY(sram_range(c, "output", in->output, 1, 1,
+		       (uint64_t)(in->m - 1) * in->out_stride + in->n,
+		       &f.writes[0]));
 	f.num_reads = 3;
 	if (!(in->flags & NPU_CONV_NO_BIAS)) {
-		if (!sram_range(in->bias, in->n, 4, 1, &f.reads[3]))
-			return NPU_JOB_ERR_SRAM_BOUNDS;
+		TRY(sram_range(c, "bias", in->bias, in->n, 4, 1, &f.reads[3]));
 		f.num_reads = 4;
 	}
 	f.num_writes = 1;
 	f.cycles = (uint64_t)in->m * div_up(in->k, NPU_MAC_ROWS) *
 		   div_up(in->n, NPU_MAC_COLS);
 	f.macs = (uint64_t)in->m * in->k * in->n;
-	*fp = f;
+	if (fp)
+		*fp = f;
 	return NPU_JOB_OK;
+}
+
+uint32_t npu_op_pool_validate(const struct npu_insn_pool *in,
+			      struct npu_op_footprint *fp,
+			      struct npu_isa_check *c)
+{
+	struct npu_op_footprint f = { 0 };
+
+	if (fp)
+		memset(fp, 0, sizeof(*fp));
+	TRY(check_hdr(&in->hdr, NPU_OP_POOL, sizeof(*in), c));
+	TRY(reserved_zero(c, "reserved0[0]", in->reserved0[0]));
+	TRY(reserved_zero(c, "reserved0[1]", in->reserved0[1]));
+	TRY(reserved_zero(c, "reserved1", in->reserved1));
+	if (in->flags & ~NPU_POOL_COUNT_PAD)
+		return npu_isa_fail(c, ENC, "flags", "flags 0x%x has unknown bits",
+				    in->flags);
+	if (in->mode != NPU_POOL_MAX && in->mode != NPU_POOL_AVG)
+		return npu_isa_fail(c, PARAM, "mode",
+				    "mode %u is not 0 (max) or 1 (avg)", in->mode);
+	TRY(nonzero(c, "c", in->c));
+	TRY(nonzero(c, "in_h", in->in_h));
+	TRY(nonzero(c, "in_w", in->in_w));
+	TRY(nonzero(c, "out_h", in->out_h));
+	TRY(nonzero(c, "out_w", in->out_w));
+	TRY(nonzero(c, "k_h", in->k_h));
+	TRY(nonzero(c, "k_w", in->k_w));
+	TRY(nonzero(c, "stride_h", in->stride_h));
+	TRY(nonzero(c, "stride_w", in->stride_w));
+	TRY(zp_chk(c, "zp_in", in->zp_in));
+	TRY(zp_chk(c, "zp_out", in->zp_out));
+	TRY(act_chk(c, in->act_min, in->act_max));
+	/* A pad below the window size keeps a real pixel in every window. */
+	if (in->pad_top >= in->k_h || in->pad_bottom >= in->k_h)
+		return npu_isa_fail(c, PARAM, "pad_top",
+				    "pad_top %u / pad_bottom %u not below k_h %u",
+				    in->pad_top, in->pad_bottom, in->k_h);
+	if (in->pad_left >= in->k_w || in->pad_right >= in->k_w)
+		return npu_isa_fail(c, PARAM, "pad_left",
+				    "pad_left %u / pad_right %u not below k_w %u",
+				    in->pad_left, in->pad_right, in->k_w);
+	TRY(out_dim_chk(c, "out_h", in->in_h, 0, in->pad_top, in->pad_bottom,
+			in->k_h, in->stride_h, 1, in->out_h));
+	TRY(out_dim_chk(c, "out_w", in->in_w, 0, in->pad_left, in->pad_right,
+			in->k_w, in->stride_w, 1, in->out_w));
+	TRY(layout_chk(c, "in_row_stride", "in_pixel_stride", "c", in->in_h,
+		       in->in_w, in->c, in->in_row_stride, in->in_pixel_stride));
+	TRY(layout_chk(c, "out_row_stride", "out_pixel_stride", "c", in->out_h,
+		       in->out_w, in->c, in->out_row_stride, in->out_pixel_stride));
+	TRY(tensor_range(c, "input", in->input, in->in_h, in->in_w, in->c,
+			 in->in_row_stride, in->in_pixel_stride, &f.reads[0]));
+	TRY(tensor_range(c, "output", in->output, in->out_h, in->out_w, in->c,
+			 in->out_row_stride, in->out_pixel_stride, &f.writes[0]));
+	f.num_reads = 1;
+	f.num_writes = 1;
+	f.cycles = div_up((uint64_t)in->out_h * in->out_w * in->c * in->k_h *
+			  in->k_w, NPU_VECTOR_LANES);
+	if (fp)
+		*fp = f;
+	return NPU_JOB_OK;
+}
+
+uint32_t npu_op_eltwise_validate(const struct npu_insn_eltwise *in,
+				 struct npu_op_footprint *fp,
+				 struct npu_isa_check *c)
+{
+	struct npu_op_footprint f = { 0 };
+	uint32_t b_len;
+
+	if (fp)
+		memset(fp, 0, sizeof(*fp));
+	TRY(check_hdr(&in->hdr, NPU_OP_ELTWISE, sizeof(*in), c));
+	TRY(reserved_zero(c, "reserved0", in->reserved0));
+	if (in->mode != NPU_ELT_ADD && in->mode != NPU_ELT_MUL)
+		return npu_isa_fail(c, PARAM, "mode",
+				    "mode %u is not 0 (add) or 1 (mul)", in->mode);
+	if (in->bcast > NPU_BCAST_SCALAR)
+		return npu_isa_fail(c, PARAM, "bcast",
+				    "bcast %u is not 0 (none), 1 (channel) or 2 (scalar)",
+				    in->bcast);
+	TRY(nonzero(c, "count", in->count));
+	if (in->shift < 1 || in->shift > 62)
+		return npu_isa_fail(c, PARAM, "shift", "shift %u is outside 1..62",
+				    in->shift);
+	/* Fields a mode does not use must be zero, like reserved ones. */
+	if (in->bcast == NPU_BCAST_CHANNEL && !in->channels)
+		return npu_isa_fail(c, PARAM, "channels",
+				    "channels is 0 with bcast=channel");
+	if (in->bcast != NPU_BCAST_CHANNEL && in->channels)
+		return npu_isa_fail(c, PARAM, "channels",
+				    "channels %u is not 0 without bcast=channel",
+				    in->channels);
+	if (in->mode == NPU_ELT_MUL && in->mult_b)
+		return npu_isa_fail(c, PARAM, "mult_b",
+				    "mult_b %d is not 0 with mode=mul", in->mult_b);
+	TRY(zp_chk(c, "zp_a", in->zp_a));
+	TRY(zp_chk(c, "zp_b", in->zp_b));
+	TRY(zp_chk(c, "zp_out", in->zp_out));
+	TRY(act_chk(c, in->act_min, in->act_max));
+
+	b_len = in->bcast == NPU_BCAST_NONE ? in->count :
+		in->bcast == NPU_BCAST_CHANNEL ? in->channels : 1;
+	TRY(sram_range(c, "a", in->a, in->count, 1, 1, &f.reads[0]));
+	TRY(sram_range(c, "b", in->b, b_len, 1, 1, &f.reads[1]));
+	TRY(sram_range(c, "output", in->output, in->count, 1, 1, &f.writes[0]));
+	f.num_reads = 2;
+	f.num_writes = 1;
+	f.cycles = div_up(in->count, NPU_VECTOR_LANES);
+	if (fp)
+		*fp = f;
+	return NPU_JOB_OK;
+}
+
+uint32_t npu_op_lut_validate(const struct npu_insn_lut *in,
+			     struct npu_op_footprint *fp,
+			     struct npu_isa_check *c)
+{
+	struct npu_op_footprint f = { 0 };
+
+	if (fp)
+		memset(fp, 0, sizeof(*fp));
+	TRY(check_hdr(&in->hdr, NPU_OP_LUT, sizeof(*in), c));
+	TRY(nonzero(c, "count", in->count));
+	TRY(sram_range(c, "input", in->input, in->count, 1, 1, &f.reads[0]));
+	TRY(sram_range(c, "table", in->table, 256, 1, 1, &f.reads[1]));
+	TRY(sram_range(c, "output", in->output, in->count, 1, 1, &f.writes[0]));
+	f.num_reads = 2;
+	f.num_writes = 1;
+	f.cycles = div_up(in->count, NPU_VECTOR_LANES);
+	if (fp)
+		*fp = f;
+	return NPU_JOB_OK;
+}
+
+uint32_t npu_op_resize_validate(const struct npu_insn_resize *in,
+				struct npu_op_footprint *fp,
+				struct npu_isa_check *c)
+{
+	struct npu_op_footprint f = { 0 };
+
+	if (fp)
+		memset(fp, 0, sizeof(*fp));
+	TRY(check_hdr(&in->hdr, NPU_OP_RESIZE, sizeof(*in), c));
+	TRY(reserved_zero(c, "reserved0", in->reserved0));
+	TRY(reserved_zero(c, "reserved1", in->reserved1));
+	if (in->mode != NPU_RESIZE_NEAREST && in->mode != NPU_RESIZE_BILINEAR)
+		return npu_isa_fail(c, PARAM, "mode",
+				    "mode %u is not 0 (nearest) or 1 (bilinear)",
+				    in->mode);
+	TRY(nonzero(c, "c", in->c));
+	TRY(nonzero(c, "in_h", in->in_h));
+	TRY(nonzero(c, "in_w", in->in_w));
+	TRY(nonzero(c, "out_h", in->out_h));
+	TRY(nonzero(c, "out_w", in->out_w));
+	TRY(nonzero(c, "den_h", in->den_h));
+	TRY(nonzero(c, "den_w", in->den_w));
+	TRY(layout_chk(c, "in_row_stride", "in_pixel_stride", "c", in->in_h,
+		       in->in_w, in->c, in->in_row_stride, in->in_pixel_stride));
+	TRY(layout_chk(c, "out_row_stride", "out_pixel_stride", "c", in->out_h,
+		       in->out_w, in->c, in->out_row_stride, in->out_pixel_stride));
+	TRY(tensor_range(c, "input", in->input, in->in_h, in->in_w, in->c,
+			 in->in_row_stride, in->in_pixel_stride, &f.reads[0]));
+	TRY(tensor_range(c, "output", in->output, in->out_h, in->out_w, in->c,
+			 in->out_row_stride, in->out_pixel_stride, &f.writes[0]));
+	f.num_reads = 1;
+	f.num_writes = 1;
+	/* One gather per output element; bilinear blends four. */
+	f.cycles = div_up((uint64_t)in->out_h * in->out_w * in->c *
+			  (in->mode == NPU_RESIZE_BILINEAR ? 4 : 1),
+			  NPU_VECTOR_LANES);
+	if (fp)
+		*fp = f;
+	return NPU_JOB_OK;
+}
+
+/* The device's checks: its SRAM, no message. */
+uint32_t npu_op_conv2d_check(const struct npu_insn_conv2d *in,
+			     struct npu_op_footprint *fp)
+{
+	return npu_op_conv2d_validate(in, fp, NULL);
+}
+
+uint32_t npu_op_matmul_check(const struct npu_insn_matmul *in,
+			     struct npu_op_footprint *fp)
+{
+	return npu_op_matmul_validate(in, fp, NULL);
 }
 
 uint32_t npu_op_pool_check(const struct npu_insn_pool *in,
 			   struct npu_op_footprint *fp)
 {
-	struct npu_op_footprint f = { 0 };
-	uint32_t st;
-
-	memset(fp, 0, sizeof(*fp));
-	st = check_hdr(&in->hdr, NPU_OP_POOL, sizeof(*in));
-	if (st)
-		return st;
-	if (in->reserved0[0] || in->reserved0[1] || in->reserved1 ||
-	    (in->flags & ~NPU_POOL_COUNT_PAD))
-		return NPU_JOB_ERR_BAD_ENCODING;
-	if (in->mode != NPU_POOL_MAX && in->mode != NPU_POOL_AVG)
-		return NPU_JOB_ERR_BAD_PARAM;
-	if (!in->c || !in->in_h || !in->in_w || !in->out_h || !in->out_w ||
-	    !in->k_h || !in->k_w || !in->stride_h || !in->stride_w)
-		return NPU_JOB_ERR_BAD_PARAM;
-	if (!zp_ok(in->zp_in) || !zp_ok(in->zp_out) || in->act_min > in->act_max)
-		return NPU_JOB_ERR_BAD_PARAM;
-	/* A pad below the window size keeps a real pixel in every window. */
-	if (in->pad_top >= in->k_h || in->pad_bottom >= in->k_h ||
-	    in->pad_left >= in->k_w || in->pad_right >= in->k_w)
-		return NPU_JOB_ERR_BAD_PARAM;
-	if (!out_dim_ok(in->in_h, in->pad_top, in->pad_bottom, in->k_h,
-			in->stride_h, 1, in->out_h) ||
-	    !out_dim_ok(in->in_w, in->pad_left, in->pad_right, in->k_w,
-			in->stride_w, 1, in->out_w))
-		return NPU_JOB_ERR_BAD_PARAM;
-	if (!layout_ok(in->in_h, in->in_w, in->c, in->in_row_stride,
-		       in->in_pixel_stride) ||
-	    !layout_ok(in->out_h, in->out_w, in->c, in->out_row_stride,
-		       in->out_pixel_stride))
-		return NPU_JOB_ERR_BAD_PARAM;
-	if (!tensor_range(in->input, in->in_h, in->in_w, in->c,
-			  in->in_row_stride, in->in_pixel_stride, &f.reads[0]) ||
-	    !tensor_range(in->output, in->out_h, in->out_w, in->c,
-			  in->out_row_stride, in->out_pixel_stride, &f.writes[0]))
-		return NPU_JOB_ERR_SRAM_BOUNDS;
-	f.num_reads = 1;
-	f.num_writes = 1;
-	f.cycles = div_up((uint64_t)in->out_h * in->out_w * in->c * in->k_h *
-			  in->k_w, NPU_VECTOR_LANES);
-	*fp = f;
-	return NPU_JOB_OK;
+	return npu_op_pool_validate(in, fp, NULL);
 }
 
 uint32_t npu_op_eltwise_check(const struct npu_insn_eltwise *in,
 			      struct npu_op_footprint *fp)
 {
-	struct npu_op_footprint f = { 0 };
-	uint32_t st, b_len;
-
-	memset(fp, 0, sizeof(*fp));
-	st = check_hdr(&in->hdr, NPU_OP_ELTWISE, sizeof(*in));
-	if (st)
-		return st;
-	if (in->reserved0)
-		return NPU_JOB_ERR_BAD_ENCODING;
-	if (in->mode != NPU_ELT_ADD && in->mode != NPU_ELT_MUL)
-		return NPU_JOB_ERR_BAD_PARAM;
-	if (in->bcast > NPU_BCAST_SCALAR)
-		return NPU_JOB_ERR_BAD_PARAM;
-	if (!in->count || in->shift < 1 || in->shift > 62)
-		return NPU_JOB_ERR_BAD_PARAM;
-	/* Fields a mode does not use must be zero, like reserved ones. */
-	if ((in->bcast == NPU_BCAST_CHANNEL) != (in->channels != 0))
-		return NPU_JOB_ERR_BAD_PARAM;
-	if (in->mode == NPU_ELT_MUL && in->mult_b)
-		return NPU_JOB_ERR_BAD_PARAM;
-	if (!zp_ok(in->zp_a) || !zp_ok(in->zp_b) || !zp_ok(in->zp_out) ||
-	    in->act_min > in->act_max)
-		return NPU_JOB_ERR_BAD_PARAM;
-
-	b_len = in->bcast == NPU_BCAST_NONE ? in->count :
-		in->bcast == NPU_BCAST_CHANNEL ? in->channels : 1;
-	if (!sram_range(in->a, in->count, 1, 1, &f.reads[0]) ||
-	    !sram_range(in->b, b_len, 1, 1, &f.reads[1]) ||
-	    !sram_range(in->output, in->count, 1, 1, &f.writes[0]))
-		return NPU_JOB_ERR_SRAM_BOUNDS;
-	f.num_reads = 2;
-	f.num_writes = 1;
-	f.cycles = div_up(in->count, NPU_VECTOR_LANES);
-	*fp = f;
-	return NPU_JOB_OK;
+	return npu_op_eltwise_validate(in, fp, NULL);
 }
 
 uint32_t npu_op_lut_check(const struct npu_insn_lut *in,
 			  struct npu_op_footprint *fp)
 {
-	struct npu_op_footprint f = { 0 };
-	uint32_t st;
+	return npu_op_lut_validate(in, fp, NULL);
+}
 
-	memset(fp, 0, sizeof(*fp));
-	st = check_hdr(&in->hdr, NPU_OP_LUT, sizeof(*in));
-	if (st)
-		return st;
-	if (!in->count)
-		return NPU_JOB_ERR_BAD_PARAM;
-	if (!sram_range(in->input, in->count, 1, 1, &f.reads[0]) ||
-	    !sram_range(in->table, 256, 1, 1, &f.reads[1]) ||
-	    !sram_range(in->output, in->count, 1, 1, &f.writes[0]))
-		return NPU_JOB_ERR_SRAM_BOUNDS;
-	f.num_reads = 2;
-	f.num_writes = 1;
-	f.cycles = div_up(in->count, NPU_VECTOR_LANES);
-	*fp = f;
-	return NPU_JOB_OK;
+uint32_t npu_op_resize_check(const struct npu_insn_resize *in,
+			     struct npu_op_footprint *fp)
+{
+	return npu_op_resize_validate(in, fp, NULL);
 }
 
 uint32_t npu_load_quant(const uint8_t *sram, uint32_t quant, uint32_t flags,

@@ -155,6 +155,22 @@ static inline uint64_t npu_tensor_span(uint32_t h, uint32_t w, uint32_t c,
 void npu_scatter_dense(uint8_t *dst, size_t row_stride, size_t pixel_stride,
 		       const uint8_t *src, uint32_t h, uint32_t w, uint32_t c);
 
+/*
+ * The one validator's shared pieces (npu_ops_check.c): record a failure
+ * (field, printf-style reason) in 'c' when it is not NULL and return
+ * 'status'; the SRAM size operands must fit; the kernel taps per axis a
+ * CONV2D with zero insertion runs (cycle model).
+ */
+uint32_t npu_isa_fail(struct npu_isa_check *c, uint32_t status,
+		      const char *field, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+uint32_t npu_isa_sram_size(const struct npu_isa_check *c);
+uint32_t npu_conv_taps(uint32_t k, uint32_t dil, uint32_t ins);
+
+/* One axis of RESIZE (npu_hw.h): clamped neighbours, Q16 fraction. */
+void npu_resize_coord(uint32_t o, uint32_t step, int32_t offset, uint32_t den,
+		      uint32_t in, uint32_t *i0, uint32_t *i1, uint32_t *frac);
+
 /* Loads the per-channel quant table; 0 or NPU_JOB_ERR_BAD_PARAM. */
 uint32_t npu_load_quant(const uint8_t *sram, uint32_t quant, uint32_t flags,
 			uint32_t n, int32_t *mult, int32_t *shift);

@@ -50,17 +50,21 @@ void npu_ref_conv2d(const struct npu_insn_conv2d *in, uint8_t *sram)
 		for (uint32_t kh = 0; kh < in->k_h; kh++)
 		for (uint32_t kw = 0; kw < in->k_w; kw++)
 		for (uint32_t ic = 0; ic < cin_g; ic++) {
+			/* Coordinates in the zero-inserted input. */
 			int64_t ih = (int64_t)oh * in->stride_h - in->pad_top +
 				     (int64_t)kh * in->dil_h;
 			int64_t iw = (int64_t)ow * in->stride_w - in->pad_left +
 				     (int64_t)kw * in->dil_w;
+			int64_t uh = in->ins_h + 1, uw = in->ins_w + 1;
 			int32_t x = in->zp_in;
 			int32_t w = weight[(((size_t)oc * in->k_h + kh) * in->k_w + kw) *
 					   cin_g + ic];
 
-			if (ih >= 0 && ih < in->in_h && iw >= 0 && iw < in->in_w)
-				x = (int8_t)input[ih * in->in_row_stride +
-						  iw * in->in_pixel_stride +
+			if (ih >= 0 && ih < ((int64_t)in->in_h - 1) * uh + 1 &&
+			    iw >= 0 && iw < ((int64_t)in->in_w - 1) * uw + 1 &&
+			    ih % uh == 0 && iw % uw == 0)
+				x = (int8_t)input[ih / uh * in->in_row_stride +
+						  iw / uw * in->in_pixel_stride +
 						  g * cin_g + ic];
 			acc += (uint32_t)((x - in->zp_in) * (w - in->zp_w));
 		}
@@ -191,5 +195,56 @@ void npu_ref_lut(const struct npu_insn_lut *in, uint8_t *sram)
 	for (uint32_t i = 0; i < in->count; i++)
 		res[i] = sram[in->table + (uint8_t)(sram[in->input + (size_t)i] + 128)];
 	memcpy(sram + in->output, res, in->count);
+	free(res);
+}
+
+/* One axis of RESIZE: the clamped neighbours and the Q16 fraction. */
+void npu_resize_coord(uint32_t o, uint32_t step, int32_t offset, uint32_t den,
+		      uint32_t in, uint32_t *i0, uint32_t *i1, uint32_t *frac)
+{
+	int64_t n = (int64_t)o * step + offset;
+	int64_t x0 = n / (int64_t)den, r;
+
+	if (n % (int64_t)den < 0)	/* C division truncates: floor it */
+		x0--;
+	r = n - x0 * (int64_t)den;
+	*frac = (uint32_t)(((uint64_t)r << 16) / den);
+	*i0 = (uint32_t)(x0 < 0 ? 0 : x0 > (int64_t)in - 1 ? in - 1 : x0);
+	*i1 = (uint32_t)(x0 + 1 < 0 ? 0 : x0 + 1 > (int64_t)in - 1 ? in - 1 : x0 + 1);
+}
+
+void npu_ref_resize(const struct npu_insn_resize *in, uint8_t *sram)
+{
+	int8_t *res = malloc((size_t)in->out_h * in->out_w * in->c);
+
+	if (!res)
+		abort();
+	for (uint32_t oy = 0; oy < in->out_h; oy++)
+	for (uint32_t ox = 0; ox < in->out_w; ox++)
+	for (uint32_t c = 0; c < in->c; c++) {
+		uint32_t y0, y1, fy, x0, x1, fx;
+		int8_t v;
+
+		npu_resize_coord(oy, in->step_h, in->offset_h, in->den_h, in->in_h,
+				 &y0, &y1, &fy);
+		npu_resize_coord(ox, in->step_w, in->offset_w, in->den_w, in->in_w,
+				 &x0, &x1, &fx);
+#define PIX(y, x) ((int64_t)(int8_t)sram[in->input + (size_t)(y) * in->in_row_stride + \
+					 (size_t)(x) * in->in_pixel_stride + c])
+		if (in->mode == NPU_RESIZE_NEAREST) {
+			v = (int8_t)PIX(y0, x0);
+		} else {
+			int64_t wy1 = fy, wy0 = 65536 - fy, wx1 = fx, wx0 = 65536 - fx;
+			int64_t acc = PIX(y0, x0) * wy0 * wx0 + PIX(y0, x1) * wy0 * wx1 +
+				      PIX(y1, x0) * wy1 * wx0 + PIX(y1, x1) * wy1 * wx1;
+
+			v = (int8_t)((acc + ((int64_t)1 << 31)) >> 32);
+		}
+#undef PIX
+		res[((size_t)oy * in->out_w + ox) * in->c + c] = v;
+	}
+	npu_scatter_dense(sram + in->output, in->out_row_stride,
+			  in->out_pixel_stride, (const uint8_t *)res,
+			  in->out_h, in->out_w, in->c);
 	free(res);
 }

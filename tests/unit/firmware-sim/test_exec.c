@@ -125,7 +125,7 @@ static void truncated_instruction_reports_its_offset(void **state)
 static void unknown_opcodes_fail_bad_opcode(void **state)
 {
 	struct fixture *f = *state;
-	const uint8_t opcodes[] = { 0x03, 0x0f, 0x15, 0x22, 0x33, 0x7f, 0x80, 0xff };
+	const uint8_t opcodes[] = { 0x03, 0x0f, 0x16, 0x22, 0x33, 0x7f, 0x80, 0xff };
 
 	for (unsigned int i = 0; i < sizeof(opcodes); i++) {
 		struct npu_insn_header hdr = { .opcode = opcodes[i], .size = 8 };

@@ -47,8 +47,8 @@ static void test_conv2d_check_statuses(void **state)
 	CONV_EXPECT(ENC, c.hdr.reserved = 1);
 	CONV_EXPECT(ENC, c.hdr.flags = 0x2);
 	CONV_EXPECT(OK, c.hdr.flags = NPU_INSN_SYNC);
-	CONV_EXPECT(ENC, c.reserved[0] = 1);
-	CONV_EXPECT(ENC, c.reserved[1] = 0x80000000u);
+	CONV_EXPECT(ENC, c.reserved0 = 1);
+	CONV_EXPECT(ENC, c.reserved1 = 0x80000000u);
 	CONV_EXPECT(ENC, c.flags = 1u << 2);
 	CONV_EXPECT(ENC, c.flags = 1u << 31);
 	CONV_EXPECT(OK, c.flags = NPU_QUANT_PER_TENSOR | NPU_CONV_NO_BIAS);

@@ -4,7 +4,9 @@
  * reference bit for bit, over seeded random shapes and handpicked edges
  * (odd channel counts, asymmetric padding, stride, dilation, groups,
  * depthwise, 1x1, strided layouts, extreme zero points and quant tables,
- * wrapping accumulators, output overlapping the input).
+ * wrapping accumulators, output overlapping the input), zero insertion
+ * included; and zero insertion equals a transposed convolution written
+ * independently (scatter form).
  */
 #include "ops_test_util.h"
 
@@ -18,6 +20,7 @@ struct conv_p {
 	int extreme;	/* operands at the int8 ends: accumulators wrap */
 	int overlap;	/* output starts where the input starts */
 	int big_bias;	/* biases near INT32_MIN / INT32_MAX */
+	int ins_h, ins_w;	/* zero insertion (ISA 1.1) */
 };
 
 static const struct conv_p conv_defaults = {
@@ -64,8 +67,12 @@ static uint32_t conv_build(struct ops_sram *s, const struct conv_p *p,
 	in->pad_bottom = (uint8_t)p->pb;
 	in->pad_right = (uint8_t)p->pr;
 	in->groups = (uint16_t)p->groups;
-	in->out_h = (uint16_t)((p->in_h + p->pt + p->pb - p->dh * (p->k_h - 1) - 1) / p->sh + 1);
-	in->out_w = (uint16_t)((p->in_w + p->pl + p->pr - p->dw * (p->k_w - 1) - 1) / p->sw + 1);
+	in->ins_h = (uint8_t)p->ins_h;
+	in->ins_w = (uint8_t)p->ins_w;
+	in->out_h = (uint16_t)(((p->in_h - 1) * (p->ins_h + 1) + 1 + p->pt + p->pb -
+				p->dh * (p->k_h - 1) - 1) / p->sh + 1);
+	in->out_w = (uint16_t)(((p->in_w - 1) * (p->ins_w + 1) + 1 + p->pl + p->pr -
+				p->dw * (p->k_w - 1) - 1) / p->sw + 1);
 	in->in_pixel_stride = (uint32_t)(p->in_c + p->in_gap);
 	in->in_row_stride = in->in_pixel_stride * (uint32_t)p->in_w + (uint32_t)p->in_row_gap;
 	in->out_pixel_stride = (uint32_t)(p->out_c + p->out_gap);
@@ -346,6 +353,148 @@ static void test_conv2d_large_shape_matches_reference(void **state)
 	ops_sram_free(s);
 }
 
+/* Random shapes with zero insertion (ISA 1.1): every path against the reference. */
+static void test_conv2d_zero_insertion_matches_reference(void **state)
+{
+	struct ops_sram *s = ops_sram_new();
+	char what[64];
+
+	(void)state;
+	ops_seed(20250316);
+	for (int i = 0; i < 300; i++) {
+		struct conv_p p;
+
+		conv_random(&p);
+		p.ins_h = (int)ops_range(0, 3);
+		p.ins_w = (int)ops_range(0, 3);
+		if (!p.ins_h && !p.ins_w)
+			p.ins_w = 1;
+		if (!ops_range(0, 3))
+			p.sh = p.sw = 1;
+		/* The zero-inserted input is larger: shrink the real one. */
+		p.in_h = 1 + (int)ops_range(0, 6);
+		p.in_w = 1 + (int)ops_range(0, 6);
+		p.pt = p.pb = p.dh * (p.k_h - 1);
+		p.pl = p.pr = p.dw * (p.k_w - 1);
+		if (p.pt > 255 || p.pl > 255)
+			continue;
+		if (i % 5 == 0)
+			p.quant = (enum ops_quant_mode)(i / 5 % OPS_QUANT_MODES);
+		if (i % 17 == 0)
+			p.extreme = 1;
+		snprintf(what, sizeof(what), "zero-insert conv #%d", i);
+		conv_golden(s, &p, what);
+	}
+	ops_sram_free(s);
+}
+
+/*
+ * ConvTranspose(stride s, kernel k, pads p) written as a scatter:
+ * out[iy * s - p + ky][...] += x[iy][ix] * w[ic][oc][ky][kx]; it must equal
+ * CONV2D with ins = s - 1, the kernel flipped, pads k - 1 - p.
+ */
+static void test_conv2d_zero_insertion_is_conv_transpose(void **state)
+{
+	struct ops_sram *s = ops_sram_new();
+	static const int shapes[][6] = {
+		/* in_h, in_w, in_c, out_c, k, stride */
+		{ 4, 5, 3, 2, 2, 2 }, { 3, 3, 8, 5, 3, 2 }, { 5, 2, 33, 7, 4, 2 },
+		{ 2, 3, 1, 1, 3, 3 }, { 6, 4, 16, 16, 2, 2 }, { 1, 1, 4, 3, 3, 2 },
+	};
+
+	(void)state;
+	ops_seed(99);
+	for (unsigned int t = 0; t < sizeof(shapes) / sizeof(shapes[0]); t++) {
+		int ih = shapes[t][0], iw = shapes[t][1], ic = shapes[t][2];
+		int oc = shapes[t][3], k = shapes[t][4], st = shapes[t][5];
+		int pad = t % 2 ? 1 : 0;
+		int oh = (ih - 1) * st - 2 * pad + k, ow = (iw - 1) * st - 2 * pad + k;
+		int8_t *x = malloc((size_t)ih * iw * ic);
+		int8_t *wt = malloc((size_t)ic * oc * k * k);	/* ONNX [ic][oc][k][k] */
+		int32_t *acc = calloc((size_t)oh * ow * oc, sizeof(*acc));
+		struct npu_insn_conv2d in = { 0 };
+		int32_t mult = 1518500250;
+		uint8_t shift = 38, *sram = s->ref;
+		int zp_in = -7, zp_out = 3;
+
+		assert_non_null(x);
+		assert_non_null(wt);
+		assert_non_null(acc);
+		ops_fill((uint8_t *)x, (size_t)ih * iw * ic);
+		ops_fill((uint8_t *)wt, (size_t)ic * oc * k * k);
+		for (int y = 0; y < ih; y++)
+		for (int xx = 0; xx < iw; xx++)
+		for (int c = 0; c < ic; c++)
+		for (int o = 0; o < oc; o++)
+		for (int ky = 0; ky < k; ky++)
+		for (int kx = 0; kx < k; kx++) {
+			int py = y * st - pad + ky, px = xx * st - pad + kx;
+
+			if (py < 0 || py >= oh || px < 0 || px >= ow)
+				continue;
+			acc[((size_t)py * ow + px) * oc + o] +=
+				(x[((size_t)y * iw + xx) * ic + c] - zp_in) *
+				wt[(((size_t)c * oc + o) * k + ky) * k + kx];
+		}
+
+		memset(sram, 0, NPU_SRAM_SIZE);
+		in.hdr.opcode = NPU_OP_CONV2D;
+		in.hdr.size = sizeof(in);
+		in.input = 0;
+		in.weight = 65536;
+		in.quant = 131072;
+		in.output = 196608;
+		in.flags = NPU_QUANT_PER_TENSOR | NPU_CONV_NO_BIAS;
+		in.in_h = (uint16_t)ih;
+		in.in_w = (uint16_t)iw;
+		in.in_c = (uint16_t)ic;
+		in.out_c = (uint16_t)oc;
+		in.out_h = (uint16_t)oh;
+		in.out_w = (uint16_t)ow;
+		in.k_h = in.k_w = (uint8_t)k;
+		in.stride_h = in.stride_w = in.dil_h = in.dil_w = 1;
+		in.ins_h = in.ins_w = (uint8_t)(st - 1);
+		in.pad_top = in.pad_left = in.pad_bottom = in.pad_right = (uint8_t)(k - 1 - pad);
+		in.groups = 1;
+		in.in_pixel_stride = (uint32_t)ic;
+		in.in_row_stride = (uint32_t)(ic * iw);
+		in.out_pixel_stride = (uint32_t)oc;
+		in.out_row_stride = (uint32_t)(oc * ow);
+		in.zp_in = (int16_t)zp_in;
+		in.zp_out = (int16_t)zp_out;
+		in.act_min = -128;
+		in.act_max = 127;
+		memcpy(sram, x, (size_t)ih * iw * ic);
+		/* CONV2D weight [oc][ky][kx][ic], flipped in both axes. */
+		for (int o = 0; o < oc; o++)
+		for (int ky = 0; ky < k; ky++)
+		for (int kx = 0; kx < k; kx++)
+		for (int c = 0; c < ic; c++)
+			sram[in.weight + (((size_t)o * k + ky) * k + kx) * ic + c] =
+				(uint8_t)wt[(((size_t)c * oc + o) * k + (k - 1 - ky)) * k +
+					    (k - 1 - kx)];
+		memcpy(sram + in.quant, &mult, 4);
+		sram[in.quant + 4] = shift;
+		assert_int_equal(npu_op_conv2d_check(&in, &(struct npu_op_footprint){ 0 }),
+				 NPU_JOB_OK);
+		memcpy(s->init, sram, NPU_SRAM_SIZE);
+		ops_golden(s, &in, run_ref, run_fast, "conv transpose");
+		for (int i = 0; i < oh * ow * oc; i++) {
+			int64_t v = (int64_t)acc[i] * mult + ((int64_t)1 << (shift - 1));
+			int64_t q = (v >> shift) + zp_out;
+
+			q = q < -128 ? -128 : q > 127 ? 127 : q;
+			if ((int8_t)s->ref[in.output + i] != q)
+				fail_msg("conv transpose case %u: output %d is %d, scatter gives %d",
+					 t, i, (int8_t)s->ref[in.output + i], (int)q);
+		}
+		free(acc);
+		free(wt);
+		free(x);
+	}
+	ops_sram_free(s);
+}
+
 static void test_conv2d_bad_shift_writes_nothing(void **state)
 {
 	struct ops_sram *s = ops_sram_new();
@@ -378,6 +527,8 @@ int main(void)
 		cmocka_unit_test(test_conv2d_edge_cases_match_reference),
 		cmocka_unit_test(test_conv2d_large_shape_matches_reference),
 		cmocka_unit_test(test_conv2d_bad_shift_writes_nothing),
+		cmocka_unit_test(test_conv2d_zero_insertion_matches_reference),
+		cmocka_unit_test(test_conv2d_zero_insertion_is_conv_transpose),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

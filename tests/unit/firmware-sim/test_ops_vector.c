@@ -13,6 +13,8 @@ static void elt_ref(const void *i, uint8_t *s) { npu_ref_eltwise(i, s); }
 static void elt_fast(const void *i, uint8_t *s) { npu_op_eltwise(i, s); }
 static void lut_ref(const void *i, uint8_t *s) { npu_ref_lut(i, s); }
 static void lut_fast(const void *i, uint8_t *s) { npu_op_lut(i, s); }
+static void resize_ref(const void *i, uint8_t *s) { npu_ref_resize(i, s); }
+static void resize_fast(const void *i, uint8_t *s) { npu_op_resize(i, s); }
 
 struct pool_p {
 	int mode, flags, c, in_h, in_w, k_h, k_w, sh, sw, pt, pl, pb, pr;
@@ -269,6 +271,205 @@ static void test_lut_indexes_by_input_plus_128(void **state)
 	free(sram);
 }
 
+/* A RESIZE laid out at random offsets in s->init; returns its check status. */
+static uint32_t resize_build(struct ops_sram *s, struct npu_insn_resize *r,
+			     int mode, int c, int ih, int iw, int oh, int ow,
+			     int gap, int overlap)
+{
+	uint64_t in_span, out_span;
+
+	memset(r, 0, sizeof(*r));
+	r->hdr.opcode = NPU_OP_RESIZE;
+	r->hdr.size = sizeof(*r);
+	r->mode = (uint8_t)mode;
+	r->c = (uint16_t)c;
+	r->in_h = (uint16_t)ih;
+	r->in_w = (uint16_t)iw;
+	r->out_h = (uint16_t)oh;
+	r->out_w = (uint16_t)ow;
+	r->in_pixel_stride = (uint32_t)(c + gap);
+	r->in_row_stride = r->in_pixel_stride * (uint32_t)iw + (uint32_t)gap;
+	r->out_pixel_stride = (uint32_t)(c + gap);
+	r->out_row_stride = r->out_pixel_stride * (uint32_t)ow + (uint32_t)(2 * gap);
+	in_span = (uint64_t)(ih - 1) * r->in_row_stride + (uint64_t)(iw - 1) * r->in_pixel_stride + c;
+	out_span = (uint64_t)(oh - 1) * r->out_row_stride + (uint64_t)(ow - 1) * r->out_pixel_stride + c;
+	s->next = (uint32_t)ops_range(0, 64);
+	r->den_h = r->den_w = 1;
+	r->input = ops_place(s, in_span > out_span ? in_span : out_span);
+	r->output = overlap ? r->input : ops_place(s, out_span);
+	ops_fill(s->init + r->input, in_span);
+	return npu_op_resize_check(r, &(struct npu_op_footprint){ 0 });
+}
+
+static void test_resize_matches_reference(void **state)
+{
+	struct ops_sram *s = ops_sram_new();
+	static const int chans[] = { 1, 3, 7, 16, 33, 64, 65 };
+	char what[64];
+
+	(void)state;
+	ops_seed(4242);
+	for (int i = 0; i < 300; i++) {
+		struct npu_insn_resize r;
+		int mode = i % 2, c = chans[ops_range(0, 6)];
+		int ih = (int)ops_range(1, 9), iw = (int)ops_range(1, 9);
+		int oh = (int)ops_range(1, 20), ow = (int)ops_range(1, 20);
+
+		assert_int_equal(resize_build(s, &r, mode, c, ih, iw, oh, ow,
+					      (int)ops_range(0, 1) * (int)ops_range(0, 5),
+					      !ops_range(0, 9)), NPU_JOB_OK);
+		switch (i % 6) {
+		case 0: case 1:	/* asymmetric */
+			r.step_h = (uint32_t)ih;
+			r.den_h = (uint32_t)oh;
+			r.step_w = (uint32_t)iw;
+			r.den_w = (uint32_t)ow;
+			break;
+		case 2: case 3:	/* half_pixel */
+			r.step_h = 2u * (uint32_t)ih;
+			r.offset_h = ih - oh;
+			r.den_h = 2u * (uint32_t)oh;
+			r.step_w = 2u * (uint32_t)iw;
+			r.offset_w = iw - ow;
+			r.den_w = 2u * (uint32_t)ow;
+			break;
+		default:	/* anything: coordinates far outside, clamped */
+			r.step_h = (uint32_t)ops_rand();
+			r.step_w = (uint32_t)ops_range(0, 1 << 20);
+			r.offset_h = (int32_t)ops_rand();
+			r.offset_w = (int32_t)ops_range(-(1 << 22), 1 << 22);
+			r.den_h = (uint32_t)ops_rand() | 1;
+			r.den_w = (uint32_t)ops_range(1, 1 << 18);
+			memcpy(s->init + r.input, (uint8_t[]){ 0x80, 0x7f, 0x80, 0x7f }, c < 4 ? c : 4);
+			break;
+		}
+		snprintf(what, sizeof(what), "resize #%d", i);
+		ops_golden(s, &r, resize_ref, resize_fast, what);
+	}
+	ops_sram_free(s);
+}
+
+/*
+ * Independent of the reference: nearest (asymmetric, floor) picks
+ * in[floor(o * in / out)] for every ratio (the coordinate is an exact
+ * rational); bilinear half_pixel x2 is the float formula rounded half up
+ * (its weights, 1/4 and 3/4, are exact in Q16); extreme values stay in
+ * range.
+ */
+static void test_resize_equals_the_onnx_formulas(void **state)
+{
+	struct ops_sram *s = ops_sram_new();
+	struct npu_insn_resize r;
+	const int ih = 5, iw = 7, c = 3;
+
+	(void)state;
+	ops_seed(77);
+	for (int up = 1; up <= 4; up++) {
+		int oh = ih * up + (up == 3), ow = iw * up;
+
+		assert_int_equal(resize_build(s, &r, NPU_RESIZE_NEAREST, c, ih, iw,
+					      oh, ow, 0, 0), NPU_JOB_OK);
+		r.step_h = (uint32_t)ih;
+		r.den_h = (uint32_t)oh;
+		r.step_w = (uint32_t)iw;
+		r.den_w = (uint32_t)ow;
+		memcpy(s->ref, s->init, NPU_SRAM_SIZE);
+		npu_op_resize(&r, s->ref);
+		for (int y = 0; y < oh; y++)
+			for (int x = 0; x < ow; x++)
+				for (int ch = 0; ch < c; ch++) {
+					int sy = (int)floor((double)y * ih / oh);
+					int sx = (int)floor((double)x * iw / ow);
+
+					assert_int_equal(s->ref[r.output + y * r.out_row_stride +
+								x * r.out_pixel_stride + ch],
+							 s->init[r.input + sy * r.in_row_stride +
+								 sx * r.in_pixel_stride + ch]);
+				}
+	}
+	for (int extreme = 0; extreme < 2; extreme++) {
+		assert_int_equal(resize_build(s, &r, NPU_RESIZE_BILINEAR, c, ih, iw,
+					      2 * ih, 2 * iw, 0, 0), NPU_JOB_OK);
+		if (extreme)
+			for (int i = 0; i < ih * iw * c; i++)
+				s->init[r.input + i] = i % 3 ? 0x7f : 0x80;
+		/* half_pixel, out = 2 in: (o * 2 in + in - out) / (2 out) */
+		r.step_h = 2u * ih;
+		r.step_w = 2u * iw;
+		r.offset_h = -ih;
+		r.offset_w = -iw;
+		r.den_h = 4u * ih;
+		r.den_w = 4u * iw;
+		memcpy(s->ref, s->init, NPU_SRAM_SIZE);
+		npu_op_resize(&r, s->ref);
+		for (int y = 0; y < 2 * ih; y++)
+			for (int x = 0; x < 2 * iw; x++)
+				for (int ch = 0; ch < c; ch++) {
+					double fy = (y + 0.5) / 2 - 0.5, fx = (x + 0.5) / 2 - 0.5;
+					int y0 = (int)floor(fy), x0 = (int)floor(fx);
+					double wy = fy - y0, wx = fx - x0, v = 0;
+
+					for (int dy = 0; dy < 2; dy++)
+						for (int dx = 0; dx < 2; dx++) {
+							int yy = y0 + dy, xx = x0 + dx;
+
+							yy = yy < 0 ? 0 : yy >= ih ? ih - 1 : yy;
+							xx = xx < 0 ? 0 : xx >= iw ? iw - 1 : xx;
+							v += (dy ? wy : 1 - wy) * (dx ? wx : 1 - wx) *
+							     (int8_t)s->init[r.input + (yy * iw + xx) * c + ch];
+						}
+					assert_int_equal((int8_t)s->ref[r.output + (y * 2 * iw + x) * c + ch],
+							 (int)floor(v + 0.5));
+				}
+	}
+	ops_sram_free(s);
+}
+
+static void test_resize_check_statuses(void **state)
+{
+	struct ops_sram *s = ops_sram_new();
+	struct npu_insn_resize r, b;
+	struct npu_isa_check chk;
+
+	(void)state;
+	assert_int_equal(resize_build(s, &r, NPU_RESIZE_BILINEAR, 8, 4, 4, 8, 8, 0, 0),
+			 NPU_JOB_OK);
+#define RESIZE_EXPECT(status, fld, ...) do {					\
+		b = r;								\
+		memset(&chk, 0, sizeof(chk));					\
+		__VA_ARGS__;							\
+		assert_int_equal(npu_op_resize_validate(&b, NULL, &chk), status); \
+		if (fld)							\
+			assert_string_equal(chk.field, fld);			\
+	} while (0)
+	RESIZE_EXPECT(NPU_JOB_OK, NULL);
+	RESIZE_EXPECT(NPU_JOB_ERR_BAD_ENCODING, "header.size", b.hdr.size = 56);
+	RESIZE_EXPECT(NPU_JOB_ERR_BAD_ENCODING, "reserved0", b.reserved0 = 1);
+	RESIZE_EXPECT(NPU_JOB_ERR_BAD_ENCODING, "reserved1", b.reserved1 = 1);
+	RESIZE_EXPECT(NPU_JOB_ERR_BAD_PARAM, "mode", b.mode = 2);
+	RESIZE_EXPECT(NPU_JOB_ERR_BAD_PARAM, "c", b.c = 0);
+	RESIZE_EXPECT(NPU_JOB_ERR_BAD_PARAM, "out_w", b.out_w = 0);
+	RESIZE_EXPECT(NPU_JOB_ERR_BAD_PARAM, "den_w", b.den_w = 0);
+	RESIZE_EXPECT(NPU_JOB_ERR_BAD_PARAM, "in_pixel_stride", b.in_pixel_stride = 7);
+	RESIZE_EXPECT(NPU_JOB_ERR_BAD_PARAM, "out_row_stride", b.out_row_stride = 8);
+	RESIZE_EXPECT(NPU_JOB_ERR_SRAM_BOUNDS, "output", b.output = NPU_SRAM_SIZE - 100);
+	RESIZE_EXPECT(NPU_JOB_ERR_SRAM_BOUNDS, "input", b.input = UINT32_MAX);
+	/* The device's SRAM size is an input of the check. */
+	RESIZE_EXPECT(NPU_JOB_ERR_SRAM_BOUNDS, "input", chk.sram_size = 64;
+		      (void)0);
+	/* Cycles: bilinear blends 4 taps per element, nearest gathers 1. */
+	{
+		struct npu_op_footprint fp;
+
+		assert_int_equal(npu_op_resize_check(&r, &fp), NPU_JOB_OK);
+		assert_int_equal(fp.cycles, (8 * 8 * 8 * 4 + 63) / 64);
+		r.mode = NPU_RESIZE_NEAREST;
+		assert_int_equal(npu_op_resize_check(&r, &fp), NPU_JOB_OK);
+		assert_int_equal(fp.cycles, (8 * 8 * 8 + 63) / 64);
+	}
+	ops_sram_free(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -277,6 +478,9 @@ int main(void)
 		cmocka_unit_test(test_eltwise_matches_reference),
 		cmocka_unit_test(test_lut_matches_reference),
 		cmocka_unit_test(test_lut_indexes_by_input_plus_128),
+		cmocka_unit_test(test_resize_matches_reference),
+		cmocka_unit_test(test_resize_equals_the_onnx_formulas),
+		cmocka_unit_test(test_resize_check_statuses),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

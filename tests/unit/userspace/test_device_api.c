@@ -187,7 +187,7 @@ static void builder_rejects_bad_instructions(void **state)
 	assert_non_null(strstr(npu_cmdbuf_last_error(cb), "zp_in 200"));
 
 	bad = cv;
-	bad.reserved[1] = 1;
+	bad.reserved1 = 1;
 	assert_int_equal(npu_cmdbuf_conv2d(cb, &bad), NPU_ERR_INVALID_ARG);
 	assert_non_null(strstr(npu_cmdbuf_last_error(cb), "reserved"));
 
@@ -322,6 +322,56 @@ static void assembler_errors_name_line_and_column(void **state)
 	expect_asm_error("eltwise a=0 b=0 output=0 count=4 shift=3 mode=sub\n", "t.npucs:1:", "add|mul");
 }
 
+/* ISA 1.1 in the text format and the builder: RESIZE and zero insertion. */
+static void isa_1_1_ops_assemble_and_validate(void **state)
+{
+	struct npu_cs_program *p;
+	struct npu_insn_resize r;
+	struct npu_insn_conv2d cv;
+	struct npu_cmdbuf *cb;
+	char msg[1024];
+	const char *text =
+		"resize mode=bilinear input=0 output=4096 c=8 in_h=4 in_w=5 out_h=8 out_w=10\n"
+		"conv2d input=0 weight=4096 bias=8192 quant=12288 output=16384 in_h=3 in_w=3 "
+		"in_c=8 out_c=8 k_h=2 k_w=2 pad_top=1 pad_left=1 pad_bottom=1 pad_right=1 "
+		"ins_h=1 ins_w=1\n";
+
+	(void)state;
+	assert_int_equal(npu_cs_assemble(text, strlen(text), "r.npucs", &p, msg, sizeof(msg)),
+			 NPU_OK);
+	assert_int_equal(p->num_insns, 2);
+	memcpy(&r, p->code + sizeof(struct npu_cs_header), sizeof(r));
+	assert_int_equal(r.hdr.opcode, NPU_OP_RESIZE);
+	assert_int_equal(r.mode, NPU_RESIZE_BILINEAR);
+	/* default coordinates: asymmetric, in / out */
+	assert_int_equal(r.step_h, 4);
+	assert_int_equal(r.den_h, 8);
+	assert_int_equal(r.step_w, 5);
+	assert_int_equal(r.den_w, 10);
+	assert_int_equal(r.in_row_stride, 40);
+	memcpy(&cv, p->code + sizeof(struct npu_cs_header) + sizeof(r), sizeof(cv));
+	/* (3 - 1) * 2 + 1 = 5 rows after insertion, + 2 pad - 1 = out 6 */
+	assert_int_equal(cv.out_h, 6);
+	assert_int_equal(cv.ins_w, 1);
+	npu_cs_program_free(p);
+
+	assert_int_equal(npu_cmdbuf_create(&cb), NPU_OK);
+	assert_int_equal(npu_cmdbuf_resize(cb, &r), NPU_OK);
+	r.den_w = 0;
+	assert_int_equal(npu_cmdbuf_resize(cb, &r), NPU_ERR_INVALID_ARG);
+	assert_non_null(strstr(npu_cmdbuf_last_error(cb), "resize #1: den_w is 0"));
+	r.den_w = 10;
+	r.mode = 3;
+	assert_int_equal(npu_cmdbuf_resize(cb, &r), NPU_ERR_INVALID_ARG);
+	assert_non_null(strstr(npu_cmdbuf_last_error(cb), "mode 3 is not 0 (nearest) or 1 (bilinear)"));
+	cv.out_h = 5;
+	assert_int_equal(npu_cmdbuf_conv2d(cb, &cv), NPU_ERR_INVALID_ARG);
+	assert_non_null(strstr(npu_cmdbuf_last_error(cb), "out_h is 5, expected 6"));
+	assert_int_equal(npu_cmdbuf_count(cb), 1);
+	npu_cmdbuf_destroy(cb);
+}
+
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -332,6 +382,7 @@ int main(void)
 		cmocka_unit_test(builder_rejects_bad_instructions),
 		cmocka_unit_test(binary_stream_validation_names_offsets),
 		cmocka_unit_test(assembler_errors_name_line_and_column),
+		cmocka_unit_test(isa_1_1_ops_assemble_and_validate),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -196,6 +196,9 @@ NPU_API npu_status npu_cmdbuf_eltwise(struct npu_cmdbuf *cb,
 NPU_API npu_status npu_cmdbuf_lut(struct npu_cmdbuf *cb, uint8_t insn_flags,
 			  uint32_t input, uint32_t output, uint32_t table,
 			  uint32_t count);
+/* RESIZE (ISA 1.1): nearest / bilinear over an NHWC tensor in SRAM. */
+NPU_API npu_status npu_cmdbuf_resize(struct npu_cmdbuf *cb,
+			     const struct npu_insn_resize *insn);
 NPU_API npu_status npu_cmdbuf_timestamp(struct npu_cmdbuf *cb, uint8_t insn_flags,
 				uint64_t va);
 NPU_API npu_status npu_cmdbuf_barrier(struct npu_cmdbuf *cb);

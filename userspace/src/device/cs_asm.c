@@ -73,7 +73,7 @@ static const struct field conv2d_fields[] = {
 	C(pad_top), C(pad_left), C(pad_bottom), C(pad_right), C(groups),
 	C(in_row_stride), C(in_pixel_stride), C(out_row_stride),
 	C(out_pixel_stride), C(zp_in), C(zp_w), C(zp_out), C(act_min),
-	C(act_max),
+	C(act_max), C(ins_h), C(ins_w),
 	{ NULL, 0, 0, false, F_NUM, 0 },
 };
 #undef C
@@ -113,6 +113,16 @@ static const struct field lut_fields[] = {
 	{ NULL, 0, 0, false, F_NUM, 0 },
 };
 
+#define R(f) NUMF(struct npu_insn_resize, f)
+static const struct field resize_fields[] = {
+	R(input), R(output), R(mode), R(c), R(in_h), R(in_w), R(out_h),
+	R(out_w), R(in_row_stride), R(in_pixel_stride), R(out_row_stride),
+	R(out_pixel_stride), R(step_h), R(step_w), R(offset_h), R(offset_w),
+	R(den_h), R(den_w),
+	{ NULL, 0, 0, false, F_NUM, 0 },
+};
+#undef R
+
 static const struct field timestamp_fields[] = {
 	{ "va", offsetof(struct npu_insn_timestamp, va), 8, false, F_VA, 0 },
 	{ NULL, 0, 0, false, F_NUM, 0 },
@@ -136,6 +146,7 @@ static const struct op_syntax {
 	{ "pool", NPU_OP_POOL, sizeof(struct npu_insn_pool), pool_fields },
 	{ "eltwise", NPU_OP_ELTWISE, sizeof(struct npu_insn_eltwise), eltwise_fields },
 	{ "lut", NPU_OP_LUT, sizeof(struct npu_insn_lut), lut_fields },
+	{ "resize", NPU_OP_RESIZE, sizeof(struct npu_insn_resize), resize_fields },
 	{ "timestamp", NPU_OP_TIMESTAMP, sizeof(struct npu_insn_timestamp), timestamp_fields },
 	{ "barrier", NPU_OP_BARRIER, sizeof(struct npu_insn_barrier), no_fields },
 };
@@ -151,6 +162,8 @@ static const struct {
 } symbols[] = {
 	{ "mode", "max", NPU_POOL_MAX }, { "mode", "avg", NPU_POOL_AVG },
 	{ "mode", "add", NPU_ELT_ADD }, { "mode", "mul", NPU_ELT_MUL },
+	{ "mode", "nearest", NPU_RESIZE_NEAREST },
+	{ "mode", "bilinear", NPU_RESIZE_BILINEAR },
 	{ "bcast", "none", NPU_BCAST_NONE },
 	{ "bcast", "channel", NPU_BCAST_CHANNEL },
 	{ "bcast", "scalar", NPU_BCAST_SCALAR },
@@ -353,10 +366,13 @@ static void apply_defaults(const struct op_syntax *op, const bool *given,
 		if (!GIVEN("act_max")) c.act_max = 127;
 		if (!GIVEN("in_pixel_stride")) c.in_pixel_stride = c.in_c;
 		if (!GIVEN("in_row_stride")) c.in_row_stride = c.in_w * c.in_pixel_stride;
+		/* The input after zero insertion is what the kernel slides over. */
 		if (!GIVEN("out_h"))
-			c.out_h = (uint16_t)out_dim(c.in_h, c.pad_top, c.pad_bottom, c.k_h, c.dil_h, c.stride_h);
+			c.out_h = (uint16_t)out_dim(c.in_h ? (c.in_h - 1u) * (c.ins_h + 1u) + 1 : 0,
+						    c.pad_top, c.pad_bottom, c.k_h, c.dil_h, c.stride_h);
 		if (!GIVEN("out_w"))
-			c.out_w = (uint16_t)out_dim(c.in_w, c.pad_left, c.pad_right, c.k_w, c.dil_w, c.stride_w);
+			c.out_w = (uint16_t)out_dim(c.in_w ? (c.in_w - 1u) * (c.ins_w + 1u) + 1 : 0,
+						    c.pad_left, c.pad_right, c.k_w, c.dil_w, c.stride_w);
 		if (!GIVEN("out_pixel_stride")) c.out_pixel_stride = c.out_c;
 		if (!GIVEN("out_row_stride")) c.out_row_stride = c.out_w * c.out_pixel_stride;
 		memcpy(insn, &c, sizeof(c));
@@ -392,6 +408,22 @@ static void apply_defaults(const struct op_syntax *op, const bool *given,
 		if (!GIVEN("out_pixel_stride")) p.out_pixel_stride = p.c;
 		if (!GIVEN("out_row_stride")) p.out_row_stride = p.out_w * p.out_pixel_stride;
 		memcpy(insn, &p, sizeof(p));
+		break;
+	}
+	case NPU_OP_RESIZE: {
+		struct npu_insn_resize r;
+
+		/* Default coordinates: ONNX's asymmetric mode, in / out. */
+		memcpy(&r, insn, sizeof(r));
+		if (!GIVEN("in_pixel_stride")) r.in_pixel_stride = r.c;
+		if (!GIVEN("in_row_stride")) r.in_row_stride = r.in_w * r.in_pixel_stride;
+		if (!GIVEN("out_pixel_stride")) r.out_pixel_stride = r.c;
+		if (!GIVEN("out_row_stride")) r.out_row_stride = r.out_w * r.out_pixel_stride;
+		if (!GIVEN("step_h")) r.step_h = r.in_h;
+		if (!GIVEN("den_h")) r.den_h = r.out_h;
+		if (!GIVEN("step_w")) r.step_w = r.in_w;
+		if (!GIVEN("den_w")) r.den_w = r.out_w;
+		memcpy(insn, &r, sizeof(r));
 		break;
 	}
 	case NPU_OP_ELTWISE: {
@@ -546,7 +578,7 @@ static npu_status assemble_insn(struct asm_state *a, const struct op_syntax *op,
 					    "%s: %s='%s' is not a number%s", op->name,
 					    tok[i].s, val,
 					    !strcmp(tok[i].s, "flags") ? " or per_tensor|no_bias|count_pad" :
-					    !strcmp(tok[i].s, "mode") ? " or max|avg (pool) / add|mul (eltwise)" :
+					    !strcmp(tok[i].s, "mode") ? " or max|avg (pool) / add|mul (eltwise) / nearest|bilinear (resize)" :
 					    !strcmp(tok[i].s, "bcast") ? " or none|channel|scalar" : "");
 		}
 		if (op->fields[f].kind == F_BYTES) {
@@ -783,7 +815,7 @@ static npu_status assemble_line(struct asm_state *a, char *line)
 	for (i = 0; i < NUM_OPS; i++)
 		if (!strcmp(ops[i].name, tok[0].s))
 			return assemble_insn(a, &ops[i], tok, ntok);
-	return aerr(a, tok[0].col, "unknown instruction '%s' (nop dma_copy dma_fill conv2d matmul pool eltwise lut timestamp barrier)",
+	return aerr(a, tok[0].col, "unknown instruction '%s' (nop dma_copy dma_fill conv2d matmul pool eltwise lut resize timestamp barrier)",
 		    tok[0].s);
 }
 

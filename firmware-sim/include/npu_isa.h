@@ -1,0 +1,111 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * npu_isa.h - the one validator of the command-stream ISA (npu_hw.h).
+ *
+ * firmware-sim's executor and the host-side builder (userspace's
+ * npu_cmdbuf, npu_cs_validate) both call these functions, so a stream the
+ * host accepts is exactly a stream the device's static checks accept.
+ * A check returns NPU_JOB_OK or the enum npu_job_status the device
+ * reports; with a struct npu_isa_check it also names the failing field and
+ * says why, for host error messages. What needs device state is left to
+ * the device: MMU translations (through the optional va_check hook),
+ * hazards, and shift values stored in SRAM (npu_op_*_check_sram()).
+ *
+ * The order of the checks is part of the contract (Documentation/isa.md,
+ * hardware.md "Command-stream execution"): header (BAD_OPCODE,
+ * BAD_ENCODING, TRUNCATED), then per instruction encoding (BAD_ENCODING),
+ * parameters (BAD_PARAM), operand bounds (SRAM_BOUNDS / the VA hook).
+ */
+#ifndef NPU_ISA_H
+#define NPU_ISA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "npu_hw.h"
+
+/* A half-open SRAM byte range [begin, end). */
+struct npu_sram_range {
+	uint32_t begin;
+	uint32_t end;
+};
+
+#define NPU_OP_MAX_READS	4
+#define NPU_OP_MAX_WRITES	1
+
+/* What a checked instruction touches in SRAM and costs. */
+struct npu_op_footprint {
+	struct npu_sram_range reads[NPU_OP_MAX_READS];
+	unsigned int num_reads;
+	struct npu_sram_range writes[NPU_OP_MAX_WRITES];
+	unsigned int num_writes;
+	uint64_t cycles;	/* op cycles, without NPU_CYCLES_INSN_OVERHEAD */
+	uint64_t macs;		/* MACs the op will execute (0 for non-MAC ops) */
+};
+
+/*
+ * Context of one check. Zero-initialize it; every input left 0 takes the
+ * device's value. On failure 'field' names the offending field ("out_h",
+ * "input", "reserved1", "header.size"...) and 'reason' is a one-line
+ * message that starts with it, e.g. "out_h is 7, expected 8 from ...".
+ */
+struct npu_isa_check {
+	uint32_t sram_size;	/* in: operands must lie in [0, sram_size) */
+	uint32_t op_mask;	/* in: opcodes enabled (NPU_OP_BIT) */
+	/*
+	 * in: the VA side of a DMA or TIMESTAMP, [va, va + len) with
+	 * NPU_ACCESS_*; returns a status. NULL: only the VA-space limit
+	 * (NPU_VA_BITS) is checked, as MMU_UNMAPPED.
+	 */
+	uint32_t (*va_check)(void *ctx, uint64_t va, uint64_t len,
+			     uint32_t access);
+	void *va_ctx;
+	const char *field;	/* out */
+	char reason[192];	/* out */
+};
+
+/* Size of an opcode's instruction struct, 0 for an unknown opcode. */
+uint16_t npu_insn_size(uint8_t opcode);
+/* Lower-case name of an opcode ("conv2d"), "unknown" if none. */
+const char *npu_insn_name(uint8_t opcode);
+/* The engine an opcode runs on: 1 = DMA, 0 = compute. */
+int npu_insn_is_dma(uint8_t opcode);
+
+/*
+ * The instruction header at the start of 'avail' stream bytes: TRUNCATED
+ * (fewer than 8 bytes, or fewer than its size), BAD_OPCODE (unknown or
+ * masked off), BAD_ENCODING (size field, header reserved, header flags).
+ */
+uint32_t npu_insn_check_header(const void *bytes, size_t avail,
+			       struct npu_isa_check *c);
+
+/*
+ * One whole instruction (header already passed npu_insn_check_header;
+ * 'insn' may be unaligned). Fills 'fp' (may be NULL) with its SRAM
+ * footprint, op cycles and MACs. 'c' may be NULL: device defaults, no
+ * message.
+ */
+uint32_t npu_insn_check(const void *insn, struct npu_isa_check *c,
+			struct npu_op_footprint *fp);
+
+/* Per-op checks, as npu_insn_check() runs them; 'c' may be NULL. */
+uint32_t npu_op_conv2d_validate(const struct npu_insn_conv2d *insn,
+				struct npu_op_footprint *fp,
+				struct npu_isa_check *c);
+uint32_t npu_op_matmul_validate(const struct npu_insn_matmul *insn,
+				struct npu_op_footprint *fp,
+				struct npu_isa_check *c);
+uint32_t npu_op_pool_validate(const struct npu_insn_pool *insn,
+			      struct npu_op_footprint *fp,
+			      struct npu_isa_check *c);
+uint32_t npu_op_eltwise_validate(const struct npu_insn_eltwise *insn,
+				 struct npu_op_footprint *fp,
+				 struct npu_isa_check *c);
+uint32_t npu_op_lut_validate(const struct npu_insn_lut *insn,
+			     struct npu_op_footprint *fp,
+			     struct npu_isa_check *c);
+uint32_t npu_op_resize_validate(const struct npu_insn_resize *insn,
+				struct npu_op_footprint *fp,
+				struct npu_isa_check *c);
+
+#endif /* NPU_ISA_H */

@@ -1,0 +1,309 @@
+// SPDX-License-Identifier: MIT
+/*
+ * isa_check.c - the one ISA validator (npu_isa.h): instruction headers,
+ * DMA_COPY, DMA_FILL and TIMESTAMP, and the dispatch to the compute ops'
+ * checks (ops/npu_ops_check.c). The executor (exec.c) and the host's
+ * command-stream builder call the same functions; only the VA side of a
+ * DMA goes through a hook, because translating it needs the device's MMU.
+ */
+#include <inttypes.h>
+#include <string.h>
+
+#include "ops/npu_ops_internal.h"
+
+#define ENC	NPU_JOB_ERR_BAD_ENCODING
+#define PARAM	NPU_JOB_ERR_BAD_PARAM
+
+static const struct {
+	uint8_t opcode;
+	uint8_t dma;
+	uint16_t size;
+	const char *name;
+} insn_table[] = {
+	{ NPU_OP_NOP, 0, sizeof(struct npu_insn_header), "nop" },
+	{ NPU_OP_DMA_COPY, 1, sizeof(struct npu_insn_dma_copy), "dma_copy" },
+	{ NPU_OP_DMA_FILL, 1, sizeof(struct npu_insn_dma_fill), "dma_fill" },
+	{ NPU_OP_CONV2D, 0, sizeof(struct npu_insn_conv2d), "conv2d" },
+	{ NPU_OP_MATMUL, 0, sizeof(struct npu_insn_matmul), "matmul" },
+	{ NPU_OP_POOL, 0, sizeof(struct npu_insn_pool), "pool" },
+	{ NPU_OP_ELTWISE, 0, sizeof(struct npu_insn_eltwise), "eltwise" },
+	{ NPU_OP_LUT, 0, sizeof(struct npu_insn_lut), "lut" },
+	{ NPU_OP_RESIZE, 0, sizeof(struct npu_insn_resize), "resize" },
+	{ NPU_OP_TIMESTAMP, 1, sizeof(struct npu_insn_timestamp), "timestamp" },
+	{ NPU_OP_BARRIER, 0, sizeof(struct npu_insn_barrier), "barrier" },
+};
+
+#define NUM_INSNS (sizeof(insn_table) / sizeof(insn_table[0]))
+
+static int insn_index(uint8_t opcode)
+{
+	for (unsigned int i = 0; i < NUM_INSNS; i++)
+		if (insn_table[i].opcode == opcode)
+			return (int)i;
+	return -1;
+}
+
+uint16_t npu_insn_size(uint8_t opcode)
+{
+	int i = insn_index(opcode);
+
+	return i < 0 ? 0 : insn_table[i].size;
+}
+
+const char *npu_insn_name(uint8_t opcode)
+{
+	int i = insn_index(opcode);
+
+	return i < 0 ? "unknown" : insn_table[i].name;
+}
+
+int npu_insn_is_dma(uint8_t opcode)
+{
+	int i = insn_index(opcode);
+
+	return i >= 0 && insn_table[i].dma;
+}
+
+uint32_t npu_insn_check_header(const void *bytes, size_t avail,
+			       struct npu_isa_check *c)
+{
+	uint32_t op_mask = c && c->op_mask ? c->op_mask : NPU_OP_MASK_ALL;
+	struct npu_insn_header h;
+	uint16_t size;
+
+	if (avail < sizeof(h))
+		return npu_isa_fail(c, NPU_JOB_ERR_TRUNCATED, "header",
+				    "truncated: the header needs %zu bytes, %zu left",
+				    sizeof(h), avail);
+	memcpy(&h, bytes, sizeof(h));
+	size = npu_insn_size(h.opcode);
+	if (!size)
+		return npu_isa_fail(c, NPU_JOB_ERR_BAD_OPCODE, "header.opcode",
+				    "unknown opcode 0x%02x", h.opcode);
+	/* Only now is the opcode known to be small enough for NPU_OP_BIT. */
+	if (!(op_mask & NPU_OP_BIT(h.opcode)))
+		return npu_isa_fail(c, NPU_JOB_ERR_BAD_OPCODE, "header.opcode",
+				    "the device's op mask 0x%x does not enable %s",
+				    op_mask, npu_insn_name(h.opcode));
+	if (h.size != size)
+		return npu_isa_fail(c, ENC, "header.size",
+				    "size field %u, a %s is %u bytes", h.size,
+				    npu_insn_name(h.opcode), size);
+	if (avail < size)
+		return npu_isa_fail(c, NPU_JOB_ERR_TRUNCATED, "header.size",
+				    "truncated: needs %u bytes, %zu left", size, avail);
+	if (h.flags & ~NPU_INSN_SYNC)
+		return npu_isa_fail(c, ENC, "header.flags",
+				    "header flags 0x%x has unknown bits", h.flags);
+	if (h.reserved)
+		return npu_isa_fail(c, ENC, "header.reserved",
+				    "reserved header field is not 0");
+	return NPU_JOB_OK;
+}
+
+/* Bytes from the first row's start to the last row's end, overflow-checked. */
+static int dma_extent(uint32_t rows, uint32_t row_bytes, uint64_t stride,
+		      uint64_t *extent)
+{
+	uint64_t span = (uint64_t)(rows - 1);
+
+	if (stride && span > UINT64_MAX / stride)
+		return 0;
+	span *= stride;
+	if (span > UINT64_MAX - row_bytes)
+		return 0;
+	*extent = span + row_bytes;
+	return 1;
+}
+
+/* The VA side: the hook (the device's MMU), else the VA-space limit. */
+static uint32_t va_range(struct npu_isa_check *c, const char *field,
+			 uint64_t va, uint64_t len, uint32_t access)
+{
+	const uint64_t limit = 1ull << NPU_VA_BITS;
+	uint32_t st;
+
+	if (c && c->va_check) {
+		st = c->va_check(c->va_ctx, va, len, access);
+		if (st)
+			return npu_isa_fail(c, st, field,
+					    "%s [0x%" PRIx64 ", +%" PRIu64 ") is not %s in the context",
+					    field, va, len,
+					    access == NPU_ACCESS_WRITE ? "writable" : "readable");
+		return NPU_JOB_OK;
+	}
+	if (va >= limit || len > limit - va)
+		return npu_isa_fail(c, NPU_JOB_ERR_MMU_UNMAPPED, field,
+				    "%s range 0x%" PRIx64 " + %" PRIu64 " bytes passes the %d-bit VA space",
+				    field, va, len, NPU_VA_BITS);
+	return NPU_JOB_OK;
+}
+
+static uint32_t dma_operand(struct npu_isa_check *c, const char *field,
+			    uint8_t space, uint64_t addr, uint64_t extent,
+			    uint32_t access, struct npu_sram_range *range)
+{
+	uint32_t sram = npu_isa_sram_size(c);
+
+	if (space == NPU_SPACE_VA)
+		return va_range(c, field, addr, extent, access);
+	if (addr > sram || extent > sram - addr)
+		return npu_isa_fail(c, NPU_JOB_ERR_SRAM_BOUNDS, field,
+				    "%s [%" PRIu64 ", %" PRIu64 ") exceeds SRAM size %u",
+				    field, addr,
+				    extent > UINT64_MAX - addr ? UINT64_MAX : addr + extent,
+				    sram);
+	range->begin = (uint32_t)addr;
+	range->end = (uint32_t)(addr + extent);
+	return NPU_JOB_OK;
+}
+
+static uint64_t dma_cycles(uint32_t rows, uint32_t row_bytes)
+{
+	return NPU_CYCLES_DMA_SETUP +
+	       (uint64_t)rows * ((row_bytes + NPU_DMA_BYTES_PER_CYCLE - 1) /
+				 NPU_DMA_BYTES_PER_CYCLE);
+}
+
+static uint32_t check_dma_copy(const struct npu_insn_dma_copy *in,
+			       struct npu_isa_check *c, struct npu_op_footprint *f)
+{
+	struct npu_sram_range src = { 0, 0 }, dst = { 0, 0 };
+	uint64_t src_extent, dst_extent;
+	uint32_t st;
+
+	if (in->reserved0)
+		return npu_isa_fail(c, ENC, "reserved0", "reserved field reserved0 is not 0");
+	if (in->reserved1)
+		return npu_isa_fail(c, ENC, "reserved1", "reserved field reserved1 is not 0");
+	if (in->src_space > NPU_SPACE_SRAM)
+		return npu_isa_fail(c, PARAM, "src_space",
+				    "src_space %u is not 0 (va) or 1 (sram)", in->src_space);
+	if (in->dst_space > NPU_SPACE_SRAM)
+		return npu_isa_fail(c, PARAM, "dst_space",
+				    "dst_space %u is not 0 (va) or 1 (sram)", in->dst_space);
+	if (!in->rows)
+		return npu_isa_fail(c, PARAM, "rows", "rows is 0");
+	if (!in->row_bytes)
+		return npu_isa_fail(c, PARAM, "row_bytes", "row_bytes is 0");
+	if (!dma_extent(in->rows, in->row_bytes, in->src_stride, &src_extent))
+		return npu_isa_fail(c, PARAM, "src_stride",
+				    "src range %u rows x %" PRIu64 " bytes overflows 64 bits",
+				    in->rows, in->src_stride);
+	if (!dma_extent(in->rows, in->row_bytes, in->dst_stride, &dst_extent))
+		return npu_isa_fail(c, PARAM, "dst_stride",
+				    "dst range %u rows x %" PRIu64 " bytes overflows 64 bits",
+				    in->rows, in->dst_stride);
+	st = dma_operand(c, "src", in->src_space, in->src, src_extent,
+			 NPU_ACCESS_READ, &src);
+	if (st)
+		return st;
+	st = dma_operand(c, "dst", in->dst_space, in->dst, dst_extent,
+			 NPU_ACCESS_WRITE, &dst);
+	if (st)
+		return st;
+	if (in->src_space == NPU_SPACE_SRAM && in->dst_space == NPU_SPACE_SRAM &&
+	    npu_ranges_overlap(src, dst))
+		return npu_isa_fail(c, PARAM, "dst",
+				    "SRAM source [%u, %u) overlaps destination [%u, %u)",
+				    src.begin, src.end, dst.begin, dst.end);
+	if (in->src_space == NPU_SPACE_SRAM)
+		f->reads[f->num_reads++] = src;
+	if (in->dst_space == NPU_SPACE_SRAM)
+		f->writes[f->num_writes++] = dst;
+	f->cycles = dma_cycles(in->rows, in->row_bytes);
+	return NPU_JOB_OK;
+}
+
+static uint32_t check_dma_fill(const struct npu_insn_dma_fill *in,
+			       struct npu_isa_check *c, struct npu_op_footprint *f)
+{
+	struct npu_sram_range dst = { 0, 0 };
+	uint64_t extent;
+	uint32_t st;
+
+	if (in->reserved0)
+		return npu_isa_fail(c, ENC, "reserved0", "reserved field reserved0 is not 0");
+	if (in->reserved1)
+		return npu_isa_fail(c, ENC, "reserved1", "reserved field reserved1 is not 0");
+	if (in->dst_space > NPU_SPACE_SRAM)
+		return npu_isa_fail(c, PARAM, "dst_space",
+				    "dst_space %u is not 0 (va) or 1 (sram)", in->dst_space);
+	if (!in->rows)
+		return npu_isa_fail(c, PARAM, "rows", "rows is 0");
+	if (!in->row_bytes)
+		return npu_isa_fail(c, PARAM, "row_bytes", "row_bytes is 0");
+	if (!dma_extent(in->rows, in->row_bytes, in->dst_stride, &extent))
+		return npu_isa_fail(c, PARAM, "dst_stride",
+				    "dst range %u rows x %" PRIu64 " bytes overflows 64 bits",
+				    in->rows, in->dst_stride);
+	st = dma_operand(c, "dst", in->dst_space, in->dst, extent,
+			 NPU_ACCESS_WRITE, &dst);
+	if (st)
+		return st;
+	if (in->dst_space == NPU_SPACE_SRAM)
+		f->writes[f->num_writes++] = dst;
+	f->cycles = dma_cycles(in->rows, in->row_bytes);
+	return NPU_JOB_OK;
+}
+
+/* Copy out first: a stream may hold instructions at any byte offset. */
+#define CHECK_OP(type, fn) do {						\
+		struct type i_;						\
+									\
+		memcpy(&i_, insn, sizeof(i_));				\
+		return fn(&i_, fp, c);					\
+	} while (0)
+
+uint32_t npu_insn_check(const void *insn, struct npu_isa_check *c,
+			struct npu_op_footprint *fp)
+{
+	struct npu_op_footprint scratch;
+	struct npu_insn_header h;
+
+	if (!fp)
+		fp = &scratch;
+	memset(fp, 0, sizeof(*fp));
+	memcpy(&h, insn, sizeof(h));
+	switch (h.opcode) {
+	case NPU_OP_NOP:
+	case NPU_OP_BARRIER:
+		return NPU_JOB_OK;
+	case NPU_OP_DMA_COPY: {
+		struct npu_insn_dma_copy i;
+
+		memcpy(&i, insn, sizeof(i));
+		return check_dma_copy(&i, c, fp);
+	}
+	case NPU_OP_DMA_FILL: {
+		struct npu_insn_dma_fill i;
+
+		memcpy(&i, insn, sizeof(i));
+		return check_dma_fill(&i, c, fp);
+	}
+	case NPU_OP_TIMESTAMP: {
+		struct npu_insn_timestamp i;
+
+		memcpy(&i, insn, sizeof(i));
+		if (i.va & 7)
+			return npu_isa_fail(c, PARAM, "va",
+					    "va 0x%" PRIx64 " is not 8-byte aligned", i.va);
+		return va_range(c, "va", i.va, 8, NPU_ACCESS_WRITE);
+	}
+	case NPU_OP_CONV2D:
+		CHECK_OP(npu_insn_conv2d, npu_op_conv2d_validate);
+	case NPU_OP_MATMUL:
+		CHECK_OP(npu_insn_matmul, npu_op_matmul_validate);
+	case NPU_OP_POOL:
+		CHECK_OP(npu_insn_pool, npu_op_pool_validate);
+	case NPU_OP_ELTWISE:
+		CHECK_OP(npu_insn_eltwise, npu_op_eltwise_validate);
+	case NPU_OP_LUT:
+		CHECK_OP(npu_insn_lut, npu_op_lut_validate);
+	case NPU_OP_RESIZE:
+		CHECK_OP(npu_insn_resize, npu_op_resize_validate);
+	default:
+		return npu_isa_fail(c, NPU_JOB_ERR_BAD_OPCODE, "header.opcode",
+				    "unknown opcode 0x%02x", h.opcode);
+	}
+}
