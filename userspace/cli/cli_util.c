@@ -297,3 +297,21 @@ int npu_cli_parse_int(const char *cmd, const char *opt, const char *v,
 	}
 	return (int)n;
 }
+
+int npu_cli_parse_link(const char *v, double *mbit, double *rtt_ms)
+{
+	char *end;
+
+	*rtt_ms = 0;
+	*mbit = strtod(v, &end);
+	if (end == v || !(*mbit > 0) || *mbit > 1e6)
+		return -1;
+	if (*end == ',') {
+		const char *r = end + 1;
+
+		*rtt_ms = strtod(r, &end);
+		if (end == r || *rtt_ms < 0 || *rtt_ms > 60000)
+			return -1;
+	}
+	return *end ? -1 : 0;
+}

@@ -68,4 +68,7 @@ void npu_cli_json_string(FILE *f, const char *s);
 int npu_cli_parse_int(const char *cmd, const char *opt, const char *v,
 		      int min, int max);
 
+/* --link MBIT[,RTT_MS]: Mbit/s > 0 and a round trip >= 0 ms; -1 if malformed. */
+int npu_cli_parse_link(const char *v, double *mbit, double *rtt_ms);
+
 #endif /* NPU_CLI_UTIL_H */

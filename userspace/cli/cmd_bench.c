@@ -14,6 +14,7 @@
 #include "cli_util.h"
 #include "npu/npu_model.h"
 #include "npu_cli.h"
+#include "report.h"
 
 #define MAX_SHAPES 32
 
@@ -22,7 +23,8 @@ static void bench_usage(FILE *out)
 	fprintf(out,
 		"usage: npu bench MODEL [--device cpu|sim|accel] [--shape NAME=DIMS]...\n"
 		"                 [--iters N] [--warmup N] [--threads N] [--seed N] [--per-op]\n"
-		"                 [--json]\n\n"
+		"                 [--json] [--report OUT.html]\n"
+		"                 [--calib-dir DIR | --calib random]   (sim, accel: see npu compile)\n\n"
 		"Runs MODEL (.onnx or a compiled .npub) on random inputs and reports latency\n"
 		"p50 / p90 / p99, throughput, compile time and peak memory; on an NPU device\n"
 		"also the modeled NPU time, the NPU utilization (ideal MAC cycles / modeled\n"
@@ -32,7 +34,10 @@ static void bench_usage(FILE *out)
 		"                and print its roofline: ideal MAC cycles / modeled cycles;\n"
 		"                on the CPU, milliseconds per run of each op type (host\n"
 		"                timings around every node, summed per type, as ONNX Runtime's\n"
-		"                session profile sums its Node events per op_name)\n");
+		"                session profile sums its Node events per op_name)\n"
+		"  --report F    also write F, one offline HTML file with charts: latency\n"
+		"                distribution, per-op modeled time and roofline, NPU segments,\n"
+		"                CPU vs NPU time, placement (turns --per-op on)\n");
 }
 
 static double now_ms(void)
@@ -62,6 +67,97 @@ static double percentile(const double *v, int n, double p)
 	return v[rank - 1];
 }
 
+/* The figures of `npu bench --report` as JSON (report.h draws them). */
+static char *report_json(const char *model, const char *device, const struct npu_cli_model *cm,
+			 const struct npu_npu_stats *st, const double *lat, int iters, double sum,
+			 double npu_wall, double cycles)
+{
+	char *buf = NULL;
+	size_t size = 0, i, n;
+	FILE *f = open_memstream(&buf, &size);
+	int k;
+
+	if (!f)
+		return NULL;
+	fprintf(f, "{\"kind\": \"bench\", \"title\": ");
+	{
+		char t[1024];
+
+		snprintf(t, sizeof(t), "npu bench %s on %s", model, device);
+		npu_cli_json_string(f, t);
+	}
+	fprintf(f, ", \"summary\": ");
+	{
+		char t[1024];
+
+		snprintf(t, sizeof(t), "%d runs: p50 %.3f ms, p90 %.3f ms, p99 %.3f ms, %.2f inferences/s\n"
+			 "NPU: %zu segment(s), %.1f%% of MACs, modeled %.4f ms per run at %u MHz\n"
+			 "host time in NPU segments %.3f ms, on the CPU %.3f ms per run\n"
+			 "device arena %llu bytes (activations); per-op timing on (--per-op)",
+			 iters, percentile(lat, iters, 50), percentile(lat, iters, 90),
+			 percentile(lat, iters, 99), 1000.0 * iters / sum, st->segments,
+			 st->total_macs ? 100.0 * st->npu_macs / st->total_macs : 0.0,
+			 cycles / iters / (st->clock_mhz ? st->clock_mhz : 1000) / 1e3, st->clock_mhz,
+			 npu_wall / iters, (sum - npu_wall) / iters,
+			 (unsigned long long)st->arena_bytes);
+		npu_cli_json_string(f, t);
+	}
+	fprintf(f, ",\n\"p50_ms\": %.6f, \"p90_ms\": %.6f, \"p99_ms\": %.6f, \"clock_mhz\": %u,\n",
+		percentile(lat, iters, 50), percentile(lat, iters, 90), percentile(lat, iters, 99),
+		st->clock_mhz);
+	fprintf(f, "\"cpu_ms\": %.6f, \"npu_wall_ms\": %.6f, \"modeled_npu_ms\": %.6f,\n",
+		(sum - npu_wall) / iters, npu_wall / iters,
+		cycles / iters / (st->clock_mhz ? st->clock_mhz : 1000) / 1e3);
+	fprintf(f, "\"latency_ms\": [");
+	for (k = 0; k < iters; k++)
+		fprintf(f, "%s%.6f", k ? ", " : "", lat[k]);
+	fprintf(f, "],\n\"segments\": [");
+	for (i = 0; i < st->segments; i++) {
+		struct npu_segment_stats ss;
+
+		memset(&ss, 0, sizeof(ss));
+		ss.struct_size = sizeof(ss);
+		npu_session_npu_segment(cm->session, i, &ss);
+		fprintf(f, "%s{\"nodes\": %zu, \"macs\": %llu, \"ideal_mac_cycles\": %llu, \"cycles\": %llu}",
+			i ? ", " : "", ss.nodes, (unsigned long long)ss.macs,
+			(unsigned long long)ss.ideal_mac_cycles, (unsigned long long)ss.last_cycles);
+	}
+	fprintf(f, "],\n\"ops\": [");
+	n = npu_session_npu_num_ops(cm->session);
+	for (i = 0; i < n; i++) {
+		struct npu_op_stats os = { .struct_size = sizeof(os) };
+
+		npu_session_npu_op(cm->session, i, &os);
+		fprintf(f, "%s{\"segment\": %d, \"node\": ", i ? ",\n" : "", os.segment);
+		npu_cli_json_string(f, os.node);
+		fprintf(f, ", \"kind\": \"%s\", \"macs\": %llu, \"ideal_mac_cycles\": %llu, \"cycles\": %llu}",
+			os.kind, (unsigned long long)os.macs, (unsigned long long)os.ideal_mac_cycles,
+			(unsigned long long)os.cycles);
+	}
+	fprintf(f, "],\n\"cpu_ops\": [");
+	n = st->segments ? 0 : npu_session_num_op_stats(cm->session);
+	for (i = 0; i < n; i++) {
+		const char *type;
+		size_t nodes;
+		uint64_t calls;
+		double ms;
+
+		npu_session_op_stat(cm->session, i, &type, &nodes, &calls, &ms);
+		fprintf(f, "%s{\"op_type\": ", i ? ", " : "");
+		npu_cli_json_string(f, type);
+		fprintf(f, ", \"nodes\": %zu, \"ms_per_run\": %.6f}", nodes,
+			calls ? ms / ((double)calls / (double)(nodes ? nodes : 1)) : 0.0);
+	}
+	fprintf(f, "],\n\"placement\": ");
+	npu_cli_report_placement(f, cm->plan);
+	fprintf(f, "}\n");
+	if (fclose(f)) {
+		free(buf);
+		return NULL;
+	}
+	return buf;
+}
+
 static int cmp_op_cycles(const void *a, const void *b)
 {
 	const struct npu_op_stats *x = a, *y = b;
@@ -74,7 +170,8 @@ static void print_op_table(const struct npu_session *m)
 {
 	size_t n = npu_session_npu_num_ops(m), i, k;
 	struct npu_op_stats *ops = calloc(n + 1, sizeof(*ops));
-	static const char *const kinds[] = { "conv", "matmul", "pool", "eltwise", "lut" };
+	static const char *const kinds[] = { "conv", "matmul", "pool", "eltwise", "lut",
+					     "resize" };
 	uint64_t total = 0;
 
 	if (!ops)
@@ -161,6 +258,7 @@ int npu_cmd_bench(int argc, char **argv)
 	unsigned long long seed = 1;
 	double *lat = NULL, load_ms, sum = 0, npu_wall = 0, cycles = 0, ideal = 0;
 	bool json = false, on_npu;
+	const char *report = NULL;
 	struct rusage ru;
 
 	npu_model_options_init(&mo);
@@ -174,8 +272,15 @@ int npu_cmd_bench(int argc, char **argv)
 			json = true;
 		} else if (!strcmp(a, "--per-op")) {
 			mo.profile = 1;
+		} else if (v && !strcmp(a, "--report")) {
+			report = v, i++;
+			mo.profile = 1;
 		} else if (v && !strcmp(a, "--device")) {
 			mo.device = v, i++;
+		} else if (v && !strcmp(a, "--calib") && !strcmp(v, "random")) {
+			mo.calib_random = 1, i++;	/* timing only: noise will do */
+		} else if (v && (!strcmp(a, "--calib-dir") || !strcmp(a, "--calib"))) {
+			mo.calib_dir = v, i++;
 		} else if (v && !strcmp(a, "--shape")) {
 			if (num_shapes == MAX_SHAPES) {
 				fprintf(stderr, "npu bench: too many --shape options\n");
@@ -335,6 +440,21 @@ int npu_cmd_bench(int argc, char **argv)
 		       load_ms, st.compile_ms, ru.ru_maxrss / 1024.0);
 	}
 	rc = 0;
+	if (report) {
+		char *data = report_json(model, mo.device ? mo.device : "cpu", &cm, &st, lat, iters,
+					 sum, npu_wall, cycles);
+
+		if (!data) {
+			fprintf(stderr, "npu bench: out of memory writing the report\n");
+			rc = 1;
+		} else {
+			if (npu_cli_report_write("bench", report, "npu bench", data))
+				rc = 1;
+			else if (!json)
+				printf("  report: %s\n", report);
+			free(data);
+		}
+	}
 out:
 	npu_cli_free_inputs(inputs, n_in);
 	free(lat);

@@ -13,6 +13,7 @@
 #include "runtime/npu_npy.h"
 #include "npu/npu_model.h"
 #include "npu_cli.h"
+#include "report.h"
 
 #define MAX_SHAPES 32
 
@@ -20,18 +21,30 @@ static void compile_usage(FILE *out)
 {
 	fprintf(out,
 		"usage: npu compile MODEL.onnx [--device sim|accel] [--shape NAME=DIMS]...\n"
-		"                   [--calib DIR] [--calib-method minmax|percentile|entropy]\n"
+		"                   --calib-dir DIR | --calib random\n"
+		"                   [--calib-method minmax|mse|percentile|entropy]\n"
 		"                   [--percentile P] [--calib-seed N] [--calib-samples N]\n"
-		"                   [--explain] [-o OUT.npub] [--threads N] [--json]\n\n"
+		"                   [--explain] [-o OUT.npub] [--threads N] [--json]\n"
+		"                   [--quant-report [--report-samples N]]\n\n"
 		"Compiles the model for the NPU: fp32 graph passes, int8 calibration,\n"
 		"placement of every node on the NPU or the CPU, code generation.\n"
 		"  --shape NAME=DIMS   fix dynamic input dims (needed for dynamic models)\n"
-		"  --calib DIR         calibration inputs: DIR/*.npy, one file per sample for a\n"
-		"                      one-input model, or DIR/<sample>/<input name>.npy\n"
-		"                      (default: --calib-samples random normal inputs)\n"
-		"  --calib-method M    activation ranges: minmax (default), percentile, entropy\n"
+		"  --calib-dir DIR     calibration inputs (required on an NPU device): DIR/*.npy,\n"
+		"                      one file per sample for a one-input model, or\n"
+		"                      DIR/<sample>/<input name>.npy; read one at a time\n"
+		"  --calib random      calibrate on --calib-samples random normal inputs\n"
+		"                      instead (smoke tests: noise gives poor int8 ranges)\n"
+		"                      (--calib DIR is the same as --calib-dir DIR)\n"
+		"  --calib-method M    activation ranges: minmax (default), mse, percentile,\n"
+		"                      entropy (see Documentation/compiler.md)\n"
 		"  --explain           print every node's placement and the reason\n"
+		"  --report F.html     with --explain: also write the placement as one offline\n"
+		"                      HTML file with a chart (Chart.js inline)\n"
 		"  -o OUT.npub         save the compiled model ('npu run OUT.npub' runs it)\n"
+		"  --quant-report      per NPU node: SQNR and cosine of its int8 output against\n"
+		"                      fp32, local (the node alone) and end to end, worst local\n"
+		"                      SQNR first, on the calibration samples (--report-samples N\n"
+		"                      of them, default 8; 0: all)\n"
 		"Prints the MACs on the NPU, the device memory plan and the accuracy of the\n"
 		"int8 model against the fp32 CPU model on one random input.\n");
 }
@@ -97,6 +110,79 @@ static int accuracy(struct npu_session *npu, struct npu_session *ref,
 	return 0;
 }
 
+static void json_num(double v)
+{
+	if (isfinite(v))
+		printf("%.6g", v);
+	else
+		printf("%s", isnan(v) ? "null" : v > 0 ? "1e999" : "-1e999");
+}
+
+/* --quant-report: per NPU node, worst local SQNR first. */
+static int quant_report(struct npu_plan *plan, size_t samples, bool json)
+{
+	struct npu_quant_report *r = NULL;
+	size_t i;
+
+	if (npu_plan_quant_report(plan, samples, &r) != NPU_OK) {
+		fprintf(stderr, "npu compile: --quant-report: %s\n", npu_last_error());
+		return -1;
+	}
+	if (json) {
+		printf(",\n  \"quant_report\": {\"samples\": %zu, \"compared\": %llu, \"mismatches\": %llu, \"layers\": [",
+		       r->samples, (unsigned long long)r->compared, (unsigned long long)r->mismatches);
+		for (i = 0; i < r->num_layers; i++) {
+			const struct npu_quant_layer *l = &r->layers[i];
+
+			printf("%s\n    {\"node\": ", i ? "," : "");
+			npu_cli_json_string(stdout, l->node);
+			printf(", \"op\": ");
+			npu_cli_json_string(stdout, l->op_type);
+			printf(", \"value\": ");
+			npu_cli_json_string(stdout, l->value);
+			printf(", \"segment\": %d, \"local_sqnr_db\": ", l->segment);
+			json_num(l->local_sqnr_db);
+			printf(", \"local_cosine\": ");
+			json_num(l->local_cosine);
+			printf(", \"e2e_sqnr_db\": ");
+			json_num(l->e2e_sqnr_db);
+			printf(", \"e2e_cosine\": ");
+			json_num(l->e2e_cosine);
+			printf("}");
+		}
+		printf("\n  ], \"outputs\": [");
+		for (i = 0; i < r->num_outputs; i++) {
+			printf("%s\n    {\"output\": ", i ? "," : "");
+			npu_cli_json_string(stdout, r->outputs[i].node);
+			printf(", \"e2e_sqnr_db\": ");
+			json_num(r->outputs[i].e2e_sqnr_db);
+			printf(", \"e2e_cosine\": ");
+			json_num(r->outputs[i].e2e_cosine);
+			printf("}");
+		}
+		printf("\n  ]}");
+	} else {
+		printf("quantization report: %zu NPU nodes over %zu sample(s), worst local SQNR first\n",
+		       r->num_layers, r->samples);
+		printf("  %8s %9s  %8s %9s  %-14s %s\n", "local dB", "local cos", "e2e dB", "e2e cos",
+		       "op", "node");
+		for (i = 0; i < r->num_layers; i++) {
+			const struct npu_quant_layer *l = &r->layers[i];
+
+			printf("  %8.2f %9.6f  %8.2f %9.6f  %-14s %s\n", l->local_sqnr_db,
+			       l->local_cosine, l->e2e_sqnr_db, l->e2e_cosine, l->op_type, l->node);
+		}
+		for (i = 0; i < r->num_outputs; i++)
+			printf("model output '%s' over the %zu sample(s): SQNR %.2f dB, cosine %.6f\n",
+			       r->outputs[i].node, r->samples, r->outputs[i].e2e_sqnr_db,
+			       r->outputs[i].e2e_cosine);
+		printf("host int8 emulation vs device: %llu of %llu segment output elements differ\n",
+		       (unsigned long long)r->mismatches, (unsigned long long)r->compared);
+	}
+	npu_quant_report_free(r);
+	return 0;
+}
+
 /* The first calibration sample of a one-input model, as the accuracy input. */
 static int calib_sample(const struct npu_model *m, const char *dir,
 			struct npu_host_tensor *in, struct npu_tensor **keep)
@@ -130,10 +216,10 @@ int npu_cmd_compile(int argc, char **argv)
 	struct npu_npu_stats st;
 	int threads = 0;
 	struct npu_host_tensor inputs[64];
-	const char *model = NULL, *out = NULL, *shapes[MAX_SHAPES];
+	const char *model = NULL, *out = NULL, *shapes[MAX_SHAPES], *report = NULL;
 	size_t num_shapes = 0, i, on_npu = 0;
-	bool explain = false, json = false;
-	int rc = 1, n_in = 0;
+	bool explain = false, json = false, qreport = false;
+	int rc = 1, n_in = 0, report_samples = 8;
 	char b1[32], b2[32], b3[32];
 
 	npu_model_options_init(&mo);
@@ -148,6 +234,13 @@ int npu_cmd_compile(int argc, char **argv)
 			explain = true;
 		} else if (!strcmp(a, "--json")) {
 			json = true;
+		} else if (!strcmp(a, "--quant-report")) {
+			qreport = true;
+		} else if (v && !strcmp(a, "--report-samples")) {
+			report_samples = npu_cli_parse_int("compile", a, v, 0, 100000);
+			if (report_samples < 0)
+				return 2;
+			i++;
 		} else if (v && !strcmp(a, "--device")) {
 			mo.device = v, i++;
 		} else if (v && !strcmp(a, "--shape")) {
@@ -156,7 +249,9 @@ int npu_cmd_compile(int argc, char **argv)
 				return 2;
 			}
 			shapes[num_shapes++] = v, i++;
-		} else if (v && !strcmp(a, "--calib")) {
+		} else if (v && !strcmp(a, "--calib") && !strcmp(v, "random")) {
+			mo.calib_random = 1, i++;
+		} else if (v && (!strcmp(a, "--calib-dir") || !strcmp(a, "--calib"))) {
 			mo.calib_dir = v, i++;
 		} else if (v && !strcmp(a, "--calib-method")) {
 			mo.calib_method = v, i++;
@@ -183,6 +278,8 @@ int npu_cmd_compile(int argc, char **argv)
 			i++;
 		} else if (v && !strcmp(a, "-o")) {
 			out = v, i++;
+		} else if (v && !strcmp(a, "--report")) {
+			report = v, i++;
 		} else if (a[0] == '-') {
 			fprintf(stderr, "npu compile: unknown option '%s' (or missing value)\n", a);
 			compile_usage(stderr);
@@ -196,6 +293,10 @@ int npu_cmd_compile(int argc, char **argv)
 	}
 	if (!model) {
 		compile_usage(stderr);
+		return 2;
+	}
+	if (report && !explain) {
+		fprintf(stderr, "npu compile: --report goes with --explain (it draws the placement)\n");
 		return 2;
 	}
 	if (!strcmp(mo.device, "cpu")) {
@@ -265,6 +366,35 @@ int npu_cmd_compile(int argc, char **argv)
 		       human_bytes(st.host_lower_bound, b3, sizeof(b3)));
 		printf("compile time: %.0f ms\n", st.compile_ms);
 	}
+	if (report) {
+		char *buf = NULL, t[1024];
+		size_t size = 0;
+		FILE *f = open_memstream(&buf, &size);
+
+		if (!f)
+			goto out;
+		snprintf(t, sizeof(t), "npu compile --explain %s on %s", model, mo.device);
+		fprintf(f, "{\"kind\": \"compile\", \"title\": ");
+		npu_cli_json_string(f, t);
+		snprintf(t, sizeof(t), "%zu nodes: %zu on the NPU in %zu segment(s), %zu on the CPU; %.1f%% of %.3f GMACs on the NPU\n"
+			 "device arena %llu bytes, compile %.0f ms",
+			 npu_plan_num_placements(cm.plan), on_npu, st.segments,
+			 npu_plan_num_placements(cm.plan) - on_npu,
+			 st.total_macs ? 100.0 * st.npu_macs / st.total_macs : 0.0, st.total_macs / 1e9,
+			 (unsigned long long)st.arena_bytes, st.compile_ms);
+		fprintf(f, ", \"summary\": ");
+		npu_cli_json_string(f, t);
+		fprintf(f, ", \"placement\": ");
+		npu_cli_report_placement(f, cm.plan);
+		fprintf(f, "}\n");
+		if (fclose(f) || npu_cli_report_write("compile", report, "npu compile", buf)) {
+			free(buf);
+			goto out;
+		}
+		free(buf);
+		if (!json)
+			printf("report: %s\n", report);
+	}
 	/* Accuracy: the same random input through the fp32 CPU model. */
 	{
 		struct npu_model_options ro = mo;
@@ -289,6 +419,8 @@ int npu_cmd_compile(int argc, char **argv)
 				goto out;
 		}
 	}
+	if (qreport && quant_report(cm.plan, (size_t)report_samples, json))
+		goto out;
 	if (out) {
 		if (npu_plan_save_compiled(cm.plan, out) != NPU_OK) {
 			fprintf(stderr, "npu compile: %s\n", npu_last_error());

@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 
 #include "npu/npu_model.h"
+#include "npu/npu_remote.h"
 #include "cli_util.h"
 #include "npu_cli.h"
 #include "onnx/npu_onnx.h"
@@ -17,6 +18,8 @@
 struct run_args {
 	const char *model;
 	const char *device;
+	const char *calib_dir;	/* NPU devices: --calib-dir DIR or --calib random */
+	int calib_random;
 	const char *inputs[MAX_ARGS];
 	size_t num_inputs;
 	const char *shapes[MAX_ARGS];
@@ -28,6 +31,12 @@ struct run_args {
 	int repeat;
 	int profile;
 	int quiet;
+	/* Split computing: this model is the head, the tail is on a server. */
+	const char *remote, *remote_model, *remote_version;
+	double remote_timeout;
+	double link_mbit, link_rtt_ms;
+	int link_rtt_only;	/* --link-rtt: the round trip without pacing */
+	int upload_inputs;
 };
 
 static void run_usage(FILE *out)
@@ -36,7 +45,10 @@ static void run_usage(FILE *out)
 		"usage: npu run MODEL.onnx [--device cpu|sim|accel]\n"
 		"               [--input NAME=FILE.npy|FILE.pb]... [--random-inputs SEED]\n"
 		"               [--shape NAME=DIMS]... [--output-dir DIR] [--threads N]\n"
-		"               [--repeat N] [--profile] [--quiet]\n\n"
+		"               [--repeat N] [--profile] [--quiet]\n"
+		"               [--calib-dir DIR | --calib random]   (sim, accel: see npu compile)\n"
+		"               [--remote http://HOST:PORT --remote-model NAME [--remote-version V]\n"
+		"                [--remote-timeout S] [--link MBIT[,RTT_MS] | --link-rtt MS] [--upload-inputs]]\n\n"
 		"Runs the model and writes DIR/<output name>.npy for every output\n"
 		"(--device sim|accel compiles it: NPU segments, CPU for the rest)\n"
 		"(characters outside [A-Za-z0-9_.-] become '_'; DIR defaults to '.').\n"
@@ -45,7 +57,19 @@ static void run_usage(FILE *out)
 		"  --shape NAME=DIMS    fix dynamic dims of an input, e.g. x=1x3x640x640\n"
 		"  --threads N          CPU threads (default: all cores)\n"
 		"  --repeat N           run N times, report the median and minimum time\n"
-		"  --profile            time every node, print the time per op type\n");
+		"  --profile            time every node, print the time per op type\n"
+		"  --remote URL         split computing: MODEL is the head (npu split); its\n"
+		"                       outputs go to the tail model NAME on an npu serve at URL\n"
+		"                       (KServe v2, binary tensors) and the tail's outputs are\n"
+		"                       written. The inputs never leave this process.\n"
+		"  --remote-version V   that version of the tail (default: the server's policy)\n"
+		"  --remote-timeout S   per request (default 30)\n"
+		"  --link MBIT[,RTT_MS] emulate a link: pace the request and the reply at MBIT\n"
+		"                       Mbit/s each way, add RTT_MS once per request\n"
+		"  --link-rtt MS        only add MS once per request (a link shaped outside this\n"
+		"                       process, e.g. tc tbf on the loopback of a namespace)\n"
+		"  --upload-inputs      run nothing here: send MODEL's inputs to NAME (the whole\n"
+		"                       model on the server; the raw inputs do leave)\n");
 }
 
 /* "x:0/a" -> "x_0_a" */
@@ -115,6 +139,8 @@ static int parse_run_args(int argc, char **argv, struct run_args *a)
 			a->profile = 1;
 		} else if (!strcmp(o, "--quiet")) {
 			a->quiet = 1;
+		} else if (!strcmp(o, "--upload-inputs")) {
+			a->upload_inputs = 1;
 		} else if (o[0] == '-' && o[1] == '-') {
 			char *end;
 
@@ -125,6 +151,10 @@ static int parse_run_args(int argc, char **argv, struct run_args *a)
 			i++;
 			if (!strcmp(o, "--device")) {
 				a->device = v;
+			} else if (!strcmp(o, "--calib") && !strcmp(v, "random")) {
+				a->calib_random = 1;
+			} else if (!strcmp(o, "--calib-dir") || !strcmp(o, "--calib")) {
+				a->calib_dir = v;
 			} else if (!strcmp(o, "--input")) {
 				if (a->num_inputs == MAX_ARGS)
 					return -1;
@@ -133,6 +163,30 @@ static int parse_run_args(int argc, char **argv, struct run_args *a)
 				if (a->num_shapes == MAX_ARGS)
 					return -1;
 				a->shapes[a->num_shapes++] = v;
+			} else if (!strcmp(o, "--remote")) {
+				a->remote = v;
+			} else if (!strcmp(o, "--remote-model")) {
+				a->remote_model = v;
+			} else if (!strcmp(o, "--remote-version")) {
+				a->remote_version = v;
+			} else if (!strcmp(o, "--remote-timeout")) {
+				a->remote_timeout = strtod(v, &end);
+				if (*end || !(a->remote_timeout > 0)) {
+					fprintf(stderr, "npu run: bad --remote-timeout '%s' (seconds > 0)\n", v);
+					return -1;
+				}
+			} else if (!strcmp(o, "--link")) {
+				if (npu_cli_parse_link(v, &a->link_mbit, &a->link_rtt_ms)) {
+					fprintf(stderr, "npu run: bad --link '%s' (MBIT[,RTT_MS], e.g. 10,20)\n", v);
+					return -1;
+				}
+			} else if (!strcmp(o, "--link-rtt")) {
+				a->link_rtt_ms = strtod(v, &end);
+				if (*end || !(a->link_rtt_ms >= 0) || a->link_rtt_ms > 60000) {
+					fprintf(stderr, "npu run: bad --link-rtt '%s' (ms, 0 to 60000)\n", v);
+					return -1;
+				}
+				a->link_rtt_only = 1;
 			} else if (!strcmp(o, "--output-dir")) {
 				a->output_dir = v;
 			} else if (!strcmp(o, "--random-inputs")) {
@@ -167,6 +221,19 @@ static int parse_run_args(int argc, char **argv, struct run_args *a)
 	}
 	if (!a->model) {
 		run_usage(stderr);
+		return -1;
+	}
+	if ((a->remote && !a->remote_model) || (!a->remote && a->remote_model)) {
+		fprintf(stderr, "npu run: --remote and --remote-model go together\n");
+		return -1;
+	}
+	if (!a->remote && (a->remote_version || a->remote_timeout > 0 || a->link_mbit > 0 ||
+			   a->link_rtt_only || a->upload_inputs)) {
+		fprintf(stderr, "npu run: --remote-version, --remote-timeout, --link, --link-rtt and --upload-inputs need --remote\n");
+		return -1;
+	}
+	if (a->link_rtt_only && a->link_mbit > 0) {
+		fprintf(stderr, "npu run: --link and --link-rtt exclude each other\n");
 		return -1;
 	}
 	return 0;
@@ -210,7 +277,9 @@ int npu_cmd_run(int argc, char **argv)
 	struct npu_host_tensor *ins = NULL;
 	struct npu_tensor **files = NULL;
 	void **random_bufs = NULL;
-	double *times = NULL;
+	double *times = NULL, *head_ms = NULL, *req_ms = NULL, *wall_ms = NULL, *modeled_ms = NULL;
+	struct npu_remote *remote = NULL;
+	uint64_t sent_bytes = 0, recv_bytes = 0;
 	size_t i, n_in, n_out, k;
 	uint64_t rng;
 	int rc = 1, r;
@@ -222,6 +291,8 @@ int npu_cmd_run(int argc, char **argv)
 	opts.profile = a.profile;
 	/* sim / accel: the model is compiled, NPU segments + CPU fallback. */
 	opts.device = a.device;
+	opts.calib_dir = a.calib_dir;
+	opts.calib_random = a.calib_random;
 	if (npu_cli_open(&cm, a.model, &opts, a.threads, "run"))
 		goto out;
 	m = cm.model;
@@ -327,25 +398,104 @@ int npu_cmd_run(int argc, char **argv)
 			goto out;
 		}
 	}
-	for (r = 0; r < a.repeat; r++) {
-		if (npu_session_run(cm.session, ins, n_in) != NPU_OK) {
+	if (a.remote) {
+		struct npu_remote_options ro;
+
+		npu_remote_options_init(&ro);
+		ro.url = a.remote;
+		ro.model = a.remote_model;
+		ro.version = a.remote_version;
+		ro.timeout_s = a.remote_timeout;
+		ro.link_mbit = a.link_mbit;
+		ro.link_rtt_ms = a.link_rtt_ms;
+		if (npu_remote_create(&ro, &remote) != NPU_OK) {
+			fprintf(stderr, "npu run: %s\n", npu_last_error());
+			rc = 2;
+			goto out;
+		}
+		head_ms = calloc((size_t)a.repeat, sizeof(*head_ms));
+		req_ms = calloc((size_t)a.repeat, sizeof(*req_ms));
+		wall_ms = calloc((size_t)a.repeat, sizeof(*wall_ms));
+		if (!head_ms || !req_ms || !wall_ms)
+			goto out;
+	}
+	if (!remote && strcmp(a.device, "cpu") &&
+	    !(modeled_ms = calloc((size_t)a.repeat, sizeof(*modeled_ms))))
+		goto out;
+	if (remote && a.upload_inputs) {
+		/* The whole model on the server: its inputs are what it checks. */
+		struct npu_tensor_info sent[MAX_ARGS];
+
+		for (i = 0; i < n_in && i < MAX_ARGS; i++) {
+			memset(&sent[i], 0, sizeof(sent[i]));
+			sent[i].name = ins[i].name;
+			sent[i].dtype = ins[i].dtype;
+			sent[i].rank = ins[i].rank;
+			memcpy(sent[i].dims, ins[i].dims, sizeof(sent[i].dims));
+		}
+		if (npu_remote_check(remote, sent, i) != NPU_OK) {
 			fprintf(stderr, "npu run: %s\n", npu_last_error());
 			goto out;
 		}
-		times[r] = npu_session_last_run_seconds(cm.session) * 1e3;
+	}
+	for (r = 0; r < a.repeat; r++) {
+		npu_status st;
+
+		if (remote && a.upload_inputs)
+			st = npu_remote_infer(remote, ins, n_in);
+		else if (remote)
+			st = npu_remote_run_split(remote, cm.session, ins, n_in);
+		else
+			st = npu_session_run(cm.session, ins, n_in);
+		if (st != NPU_OK) {
+			fprintf(stderr, "npu run: %s\n", npu_last_error());
+			goto out;
+		}
+		if (remote) {
+			struct npu_remote_stats rs;
+			struct npu_npu_stats ns;
+
+			npu_remote_stats_init(&rs);
+			npu_remote_get_stats(remote, &rs);
+			head_ms[r] = a.upload_inputs ? 0 : rs.last_head_ms;
+			/* What this process really took, the simulator's software included. */
+			wall_ms[r] = head_ms[r] + rs.last_request_ms;
+			/* On an NPU the device's time is the modeled one, not the simulator's. */
+			npu_npu_stats_init(&ns);
+			if (!a.upload_inputs && strcmp(a.device, "cpu") &&
+			    npu_session_npu_stats(cm.session, &ns) == NPU_OK && ns.clock_mhz)
+				head_ms[r] += (double)ns.last_cycles / (ns.clock_mhz * 1e3) -
+					      ns.last_npu_wall_ms;
+			req_ms[r] = rs.last_request_ms;
+			times[r] = head_ms[r] + req_ms[r];
+			sent_bytes = rs.last_bytes_sent;
+			recv_bytes = rs.last_bytes_received;
+		} else {
+			struct npu_npu_stats ns;
+
+			times[r] = npu_session_last_run_seconds(cm.session) * 1e3;
+			/* The same run with its NPU segments at the device's modeled time. */
+			npu_npu_stats_init(&ns);
+			if (modeled_ms && npu_session_npu_stats(cm.session, &ns) == NPU_OK && ns.clock_mhz)
+				modeled_ms[r] = times[r] - ns.last_npu_wall_ms +
+						(double)ns.last_cycles / (ns.clock_mhz * 1e3);
+		}
 	}
 	if (mkdir(a.output_dir, 0777) && errno != EEXIST) {
 		fprintf(stderr, "npu run: %s: %s\n", a.output_dir, strerror(errno));
 		goto out;
 	}
-	n_out = npu_model_num_outputs(m);
+	n_out = remote ? npu_remote_num_outputs(remote) : npu_model_num_outputs(m);
 	for (i = 0; i < n_out; i++) {
 		struct npu_host_tensor o;
 		struct npu_tensor t = { 0 };
 		struct npu_error err = { 0 };
 		char fname[256], path[4096];
 
-		npu_session_output(cm.session, i, &o);
+		if (remote)
+			npu_remote_output(remote, i, &o);
+		else
+			npu_session_output(cm.session, i, &o);
 		t.dtype = (enum npu_dtype)o.dtype;
 		t.shape.rank = o.rank;
 		memcpy(t.shape.dims, o.dims, sizeof(t.shape.dims));
@@ -370,12 +520,38 @@ int npu_cmd_run(int argc, char **argv)
 			 a.threads == 1 ? "" : "s");
 	else
 		snprintf(sbuf, sizeof(sbuf), "all cores");
+	if (remote) {
+		qsort(head_ms, (size_t)a.repeat, sizeof(*head_ms), cmp_double);
+		qsort(req_ms, (size_t)a.repeat, sizeof(*req_ms), cmp_double);
+		printf("remote: %s %s%s%s, link %s: head %.3f ms%s, request %.3f ms (sent %llu bytes, received %llu bytes), medians of %d\n",
+		       a.remote, a.remote_model, a.remote_version ? " version " : "",
+		       a.remote_version ? a.remote_version : "",
+		       a.link_mbit > 0 ? "paced" : "unshaped",
+		       head_ms[a.repeat / 2],
+		       a.upload_inputs ? " (nothing here: inputs uploaded)"
+				       : strcmp(a.device, "cpu") ? " (NPU modeled)" : "",
+		       req_ms[a.repeat / 2], (unsigned long long)sent_bytes,
+		       (unsigned long long)recv_bytes, a.repeat);
+		if (a.link_mbit > 0)
+			printf("link: %.6g Mbit/s each way, RTT %.6g ms (paced sender in the client)\n",
+			       a.link_mbit, a.link_rtt_ms);
+		else if (a.link_rtt_only)
+			printf("link: not paced here, RTT %.6g ms added per request\n", a.link_rtt_ms);
+		qsort(wall_ms, (size_t)a.repeat, sizeof(*wall_ms), cmp_double);
+		printf("wall: %.3f ms (median of %d, min %.3f ms): the head's measured time + the request\n",
+		       wall_ms[a.repeat / 2], a.repeat, wall_ms[0]);
+	}
 	printf("time: %.3f ms (median of %d, min %.3f ms), device %s, %s\n",
 	       times[a.repeat / 2], a.repeat, times[0], a.device, sbuf);
-	if (strcmp(a.device, "cpu")) {
+	if (strcmp(a.device, "cpu") && !a.upload_inputs) {
 		struct npu_npu_stats ns;
 
 		npu_npu_stats_init(&ns);
+		if (npu_session_npu_stats(cm.session, &ns) == NPU_OK && modeled_ms && ns.clock_mhz) {
+			qsort(modeled_ms, (size_t)a.repeat, sizeof(*modeled_ms), cmp_double);
+			printf("modeled: %.3f ms (median of %d, min %.3f ms): each run with its NPU segments at the modeled NPU time\n",
+			       modeled_ms[a.repeat / 2], a.repeat, modeled_ms[0]);
+		}
 		if (npu_session_npu_stats(cm.session, &ns) == NPU_OK && ns.total_macs)
 			printf("npu: %zu segment%s, %.1f%% of MACs on the NPU, modeled %.3f ms, host time in segments %.3f ms\n",
 			       ns.segments, ns.segments == 1 ? "" : "s",
@@ -386,7 +562,7 @@ int npu_cmd_run(int argc, char **argv)
 					    : 0.0,
 			       ns.last_npu_wall_ms);
 	}
-	if (!a.quiet) {
+	if (!a.quiet && !a.upload_inputs) {
 		size_t ns = npu_session_num_op_stats(cm.session), shown = 0;
 
 		printf("ops:");
@@ -419,6 +595,11 @@ out:
 	free(random_bufs);
 	free(ins);
 	free(times);
+	free(head_ms);
+	free(req_ms);
+	free(wall_ms);
+	free(modeled_ms);
+	npu_remote_destroy(remote);
 	npu_cli_close(&cm);
 	return rc;
 }

@@ -37,6 +37,9 @@ static const struct npu_cli_command commands[] = {
 #ifdef NPU_CLI_HAVE_SERVE
 	{ "serve", "serve models over HTTP and gRPC (KServe v2 / Triton protocol)", npu_cmd_serve },
 #endif
+#ifdef NPU_CLI_HAVE_SPLIT
+	{ "split", "cut a model into a head (device) and a tail (server)", npu_cmd_split },
+#endif
 #ifdef NPU_CLI_HAVE_ONNX_TEST
 	{ "onnx-test", "run ONNX backend test directories", npu_cmd_onnx_test },
 #endif

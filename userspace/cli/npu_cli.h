@@ -14,5 +14,6 @@ int npu_cmd_onnx_test(int argc, char **argv);
 int npu_cmd_compile(int argc, char **argv);
 int npu_cmd_bench(int argc, char **argv);
 int npu_cmd_serve(int argc, char **argv);
+int npu_cmd_split(int argc, char **argv);
 
 #endif /* NPU_CLI_H */

@@ -21,6 +21,7 @@
 
 #include "compiler/compiler.h"
 #include "compiler/npub.h"
+#include "compiler/pointwise.h"
 #include "runtime/npu_runtime.h"
 
 static uint64_t seed;
@@ -350,6 +351,7 @@ static void test_npub_round_trip_is_bit_identical(void **state)
 		((float *)x->data)[k] = uniform(-1.5f, 1.5f);
 	npu_compile_options_init(&o);
 	o.device = dev;
+	o.calib_random = true;
 	if (npu_compile_graph(g, &o, &c, &err) != NPU_OK)
 		fail_msg("compile: %s", err.msg);
 	run_graph(g, x, first);
@@ -403,6 +405,7 @@ static void test_malformed_npub_is_rejected_with_a_reason(void **state)
 	close(fd);
 	npu_compile_options_init(&o);
 	o.device = dev;
+	o.calib_random = true;
 	o.cpu_only_placement = false;
 	assert_int_equal(npu_compile_graph(g, &o, &c, &err), NPU_OK);
 	assert_int_equal(npu_npub_save(path, "m", 1, g, c, &err), NPU_OK);
@@ -607,6 +610,52 @@ static struct npu_value *scalar(struct npu_graph *g, const char *name, float v)
 }
 
 /*
+ * A LUT input keeps only where the function is not flat: HardSwish over a
+ * calibrated [-100, 20] is 0 below -3, so the range starts just below -3
+ * (the step over the rest gets ~5x finer) and every value below still
+ * gives 0; Sigmoid over [-50, 50] with an output step of 1/255 keeps about
+ * +-7. A function without flat ends (Tanh over [-0.5, 0.5]) keeps its range.
+ */
+static void test_lut_input_range_drops_the_flat_part(void **state)
+{
+	struct npu_graph *g = npu_graph_create("flat");
+	const int64_t d[4] = { 1, 1, 1, 8 };
+	const char *ops[3] = { "HardSwish", "Sigmoid", "Tanh" }, *outs[3] = { "y0", "y1", "y2" };
+	const float from[3][2] = { { -100, 20 }, { -50, 50 }, { -0.5f, 0.5f } };
+	int k;
+
+	(void)state;
+	for (k = 0; k < 3; k++) {
+		struct npu_value *x = val(g, ops[k], 4, d), *y = val(g, outs[k], 4, d);
+		struct npu_node *n = NULL;
+		struct npu_pw_group grp = { .nodes = &n, .count = 1, .x = x, .y = y };
+		struct npu_qparams in = npu_qparams_from_range(from[k][0], from[k][1]);
+		struct npu_qparams out = npu_qparams_from_range(k == 0 ? 0 : k == 1 ? 0 : -0.5f,
+							       k == 0 ? 20 : 1);
+		struct npu_error err = { 0 };
+		float lo, hi;
+
+		n = add(g, ops[k], ops[k], &x, 1, y);
+		assert_int_equal(npu_pointwise_tighten_input(&grp, &in, out, &err), NPU_OK);
+		lo = npu_dequantize_value(-128, in);
+		hi = npu_dequantize_value(127, in);
+		printf("# %s [%g, %g] -> [%g, %g]\n", ops[k], from[k][0], from[k][1], lo, hi);
+		if (k == 0) {
+			assert_true(lo < -3.0f && lo > -3.6f);
+			assert_true(fabsf(hi - 20.0f) < 0.2f);
+		} else if (k == 1) {
+			assert_true(lo < -6.0f && lo > -9.0f);
+			assert_true(hi > 6.0f && hi < 9.0f);
+			/* Clamped ends still give the saturated outputs. */
+			assert_true(1.0f / (1.0f + expf(-hi)) > 1.0f - out.scale / 2);
+		} else {
+			assert_true(fabsf(lo + 0.5f) < 0.01f && fabsf(hi - 0.5f) < 0.01f);
+		}
+	}
+	npu_graph_destroy(g);
+}
+
+/*
  * HardSwish as exported by many converters, x * Clip(x + 3, 0, 6) / 6,
  * after a conv: the four pointwise nodes become one LUT, within the int8
  * tolerance of fp32. With the Clip output also a graph output, the chain
@@ -715,6 +764,205 @@ static void test_pointwise_chain_with_escaping_value_is_kept(void **state)
 	run_pointwise(true);
 }
 
+static void set_str(struct npu_node *n, const char *name, const char *v)
+{
+	struct npu_attr *a;
+
+	n->attrs = realloc(n->attrs, (n->num_attrs + 1) * sizeof(*n->attrs));
+	a = &n->attrs[n->num_attrs++];
+	memset(a, 0, sizeof(*a));
+	a->name = strdup(name);
+	a->type = NPU_ATTR_STRING;
+	a->s = strdup(v);
+}
+
+/*
+ * An FPN-like head with the ISA 1.1 ops: x[1,8,10,12] -> Conv3x3(16)+Relu
+ * -> ConvTranspose(16->8, k2 s2) -> Add(bias [1,8,1,1]) -> BN -> Relu ->
+ * Resize(nearest, asymmetric, floor, x2) -> ConvTranspose(8->6, k3 s2 p1,
+ * output_padding 1) -> Resize(linear, 'ctm', to 52x61) -> Conv1x1(4).
+ */
+static struct npu_graph *build_upsampler(const char *ctm)
+{
+	struct npu_graph *g = npu_graph_create("up");
+	const int64_t x_d[4] = { 1, 8, 10, 12 }, a_d[4] = { 1, 16, 10, 12 };
+	const int64_t t_d[4] = { 1, 8, 20, 24 }, r_d[4] = { 1, 8, 40, 48 };
+	const int64_t u_d[4] = { 1, 6, 80, 96 }, l_d[4] = { 1, 6, 52, 61 };
+	const int64_t o_d[4] = { 1, 4, 52, 61 };
+	const int64_t w1[4] = { 16, 8, 3, 3 }, wt1[4] = { 16, 8, 2, 2 };
+	const int64_t wt2[4] = { 8, 6, 3, 3 }, w3[4] = { 4, 6, 1, 1 };
+	const int64_t c16[1] = { 16 }, c8[1] = { 8 }, b8[4] = { 1, 8, 1, 1 };
+	const int64_t c4[1] = { 4 }, c6[1] = { 6 };
+	const int64_t k3[2] = { 3, 3 }, k2[2] = { 2, 2 }, s2[2] = { 2, 2 };
+	const int64_t pads1[4] = { 1, 1, 1, 1 }, op1[2] = { 1, 1 };
+	struct npu_value *x = val(g, "x", 4, x_d), *in[5];
+	struct npu_value *a = val(g, "a", 4, a_d), *ar = val(g, "ar", 4, a_d);
+	struct npu_value *t = val(g, "t", 4, t_d), *tb = val(g, "tb", 4, t_d);
+	struct npu_value *bn = val(g, "bn", 4, t_d), *br = val(g, "br", 4, t_d);
+	struct npu_value *r = val(g, "r", 4, r_d), *u = val(g, "u", 4, u_d);
+	struct npu_value *l = val(g, "l", 4, l_d), *y = val(g, "y", 4, o_d);
+	struct npu_shape ss = { .rank = 1, .dims = { 4 } };
+	struct npu_tensor *st = npu_tensor_create(NPU_DTYPE_FLOAT, &ss);
+	struct npu_node *n;
+
+	x->is_graph_input = true;
+	g->inputs = malloc(sizeof(*g->inputs));
+	g->inputs[0] = x;
+	g->num_inputs = 1;
+	g->outputs = malloc(sizeof(*g->outputs));
+	g->outputs[0] = y;
+	g->num_outputs = 1;
+	y->is_graph_output = true;
+
+	in[0] = x;
+	in[1] = weights(g, "w1", 4, w1, -0.3f, 0.3f);
+	in[2] = weights(g, "b1", 1, c16, -0.1f, 0.1f);
+	n = add(g, "Conv", "conv1", in, 3, a);
+	set_ints(n, "kernel_shape", k3, 2);
+	set_ints(n, "pads", pads1, 4);
+	add(g, "Relu", "relu1", &a, 1, ar);
+	in[0] = ar;
+	in[1] = weights(g, "wt1", 4, wt1, -0.4f, 0.4f);
+	n = add(g, "ConvTranspose", "up1", in, 2, t);
+	set_ints(n, "kernel_shape", k2, 2);
+	set_ints(n, "strides", s2, 2);
+	in[0] = t;
+	in[1] = weights(g, "tbias", 4, b8, -0.2f, 0.2f);
+	add(g, "Add", "up1_bias", in, 2, tb);
+	in[0] = tb;
+	in[1] = weights(g, "gamma", 1, c8, 0.5f, 1.5f);
+	in[2] = weights(g, "beta", 1, c8, -0.2f, 0.2f);
+	in[3] = weights(g, "mean", 1, c8, -0.1f, 0.1f);
+	in[4] = weights(g, "var", 1, c8, 0.5f, 2.0f);
+	add(g, "BatchNormalization", "bn1", in, 5, bn);
+	add(g, "Relu", "relu2", &bn, 1, br);
+	((float *)st->data)[0] = 1;
+	((float *)st->data)[1] = 1;
+	((float *)st->data)[2] = 2;
+	((float *)st->data)[3] = 2;
+	in[0] = br;
+	in[1] = NULL;
+	in[2] = npu_graph_add_constant(g, "scales2", st, NULL);
+	n = add(g, "Resize", "near", in, 3, r);
+	set_str(n, "mode", "nearest");
+	set_str(n, "coordinate_transformation_mode", "asymmetric");
+	set_str(n, "nearest_mode", "floor");
+	in[0] = r;
+	in[1] = weights(g, "wt2", 4, wt2, -0.3f, 0.3f);
+	in[2] = weights(g, "bt2", 1, c6, -0.1f, 0.1f);
+	n = add(g, "ConvTranspose", "up2", in, 3, u);
+	set_ints(n, "kernel_shape", k3, 2);
+	set_ints(n, "strides", s2, 2);
+	set_ints(n, "pads", pads1, 4);
+	set_ints(n, "output_padding", op1, 2);
+	in[0] = u;
+	in[1] = NULL;
+	in[2] = NULL;
+	{
+		struct npu_tensor *sz = npu_tensor_create(NPU_DTYPE_INT64, &ss);
+
+		((int64_t *)sz->data)[0] = 1;
+		((int64_t *)sz->data)[1] = 6;
+		((int64_t *)sz->data)[2] = 52;
+		((int64_t *)sz->data)[3] = 61;
+		in[3] = npu_graph_add_constant(g, "sizes_i64", sz, NULL);
+	}
+	n = add(g, "Resize", "lin", in, 4, l);
+	set_str(n, "mode", "linear");
+	set_str(n, "coordinate_transformation_mode", ctm);
+	in[0] = l;
+	in[1] = weights(g, "w3", 4, w3, -0.5f, 0.5f);
+	in[2] = weights(g, "b3", 1, c4, -0.1f, 0.1f);
+	add(g, "Conv", "conv3", in, 3, y);
+	return g;
+}
+
+/*
+ * ConvTranspose (+ bias Add + BatchNormalization folded) and Resize run
+ * on the NPU and agree with the fp32 CPU graph within int8 tolerance, for
+ * each coordinate mode of the linear Resize.
+ */
+static void test_conv_transpose_and_resize_on_sim_match_fp32(void **state)
+{
+	static const char *const modes[] = { "half_pixel", "align_corners",
+					     "asymmetric", "pytorch_half_pixel" };
+	const size_t count = 4 * 52 * 61;
+	float *want = malloc(count * sizeof(float)), *got = malloc(count * sizeof(float));
+
+	(void)state;
+	assert_non_null(want);
+	assert_non_null(got);
+	for (size_t m = 0; m < sizeof(modes) / sizeof(modes[0]); m++) {
+		struct npu_graph *ref, *g;
+		struct npu_compile_options o;
+		struct npu_device *dev = open_sim();
+		struct npu_compiled *c = NULL;
+		struct npu_error err = { 0 };
+		struct npu_tensor *x;
+		double dot = 0, n1 = 0, n2 = 0, range = 0, worst = 0;
+		size_t i, on_npu = 0;
+
+		seed = 11;
+		ref = build_upsampler(modes[m]);
+		seed = 11;
+		g = build_upsampler(modes[m]);
+		seed = 5;
+		x = npu_tensor_create(NPU_DTYPE_FLOAT, &g->inputs[0]->shape);
+		for (i = 0; i < 8 * 10 * 12; i++)
+			((float *)x->data)[i] = uniform(-1.5f, 1.5f);
+		assert_int_equal(npu_graph_sort(ref, &err), NPU_OK);
+		if (npu_graph_infer(ref, true, &err) != NPU_OK)
+			fail_msg("infer: %s", err.msg);
+		run_graph(ref, x, want);
+
+		npu_compile_options_init(&o);
+		o.device = dev;
+		o.calib_inputs = &x;
+		o.num_calib_sets = 1;
+		o.calib_method = NPU_CALIB_MINMAX;
+		o.keep_small_segments = true;
+		assert_int_equal(npu_graph_sort(g, &err), NPU_OK);
+		assert_int_equal(npu_graph_infer(g, true, &err), NPU_OK);
+		if (npu_compile_graph(g, &o, &c, &err) != NPU_OK)
+			fail_msg("compile: %s", err.msg);
+		for (i = 0; i < c->num_records; i++) {
+			const struct npu_placement_record *r = &c->records[i];
+
+			print_message("# %-10s %-14s %s (%s)\n", r->node, r->op_type,
+				      r->placement == NPU_PLACE_NPU ? "npu" : "cpu", r->reason);
+			/* The bias Add and the BatchNormalization fold into up1. */
+			assert_true(strcmp(r->op_type, "BatchNormalization"));
+			if (!strcmp(r->op_type, "ConvTranspose") || !strcmp(r->op_type, "Resize")) {
+				assert_int_equal(r->placement, NPU_PLACE_NPU);
+				on_npu++;
+			}
+		}
+		assert_int_equal(on_npu, 4);
+		assert_int_equal(c->num_segments, 1);
+
+		run_graph(g, x, got);
+		for (i = 0; i < count; i++) {
+			dot += (double)want[i] * got[i];
+			n1 += (double)want[i] * want[i];
+			n2 += (double)got[i] * got[i];
+			range = fmax(range, fabs(want[i]));
+			worst = fmax(worst, fabs(want[i] - got[i]));
+		}
+		print_message("# %s: cosine %.5f, max error %.4f of range %.3f\n", modes[m],
+			      dot / sqrt(n1 * n2), worst, range);
+		/* int8 end to end through five quantized layers. */
+		assert_true(dot / sqrt(n1 * n2) > 0.995);
+		assert_true(worst < 0.08 * range);
+		npu_graph_destroy(g);
+		npu_compiled_free(c);
+		npu_device_close(dev);
+		npu_graph_destroy(ref);
+		npu_tensor_destroy(x);
+	}
+	free(want);
+	free(got);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -724,7 +972,9 @@ int main(void)
 		cmocka_unit_test(test_concurrent_contexts_on_threads_agree),
 		cmocka_unit_test(test_cpu_work_overlaps_an_npu_segment),
 		cmocka_unit_test(test_pointwise_chain_becomes_one_lut),
+		cmocka_unit_test(test_lut_input_range_drops_the_flat_part),
 		cmocka_unit_test(test_pointwise_chain_with_escaping_value_is_kept),
+		cmocka_unit_test(test_conv_transpose_and_resize_on_sim_match_fp32),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

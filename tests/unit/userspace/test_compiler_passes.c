@@ -152,6 +152,62 @@ static void test_batchnorm_folds_into_conv(void **state)
 	npu_graph_destroy(g);
 }
 
+/* Conv -> Mul [1,C,1,1] -> Add [C,1,1] folds into the Conv; a constant
+ * that broadcasts along W is not per channel and stays. */
+static void test_channel_mul_add_fold_into_conv(void **state)
+{
+	struct npu_graph *g = npu_graph_create("test");
+	int64_t xd[4] = { 1, 1, 3, 3 }, wd[4] = { 2, 1, 1, 1 }, cd[1] = { 2 };
+	int64_t kd[4] = { 1, 2, 1, 1 }, ad[3] = { 2, 1, 1 }, wrow[4] = { 1, 1, 1, 3 };
+	const float w[2] = { 2.0f, -1.0f }, b[2] = { 0.5f, 1.0f };
+	const float k[2] = { 1000.0f, -0.5f }, a[2] = { 3.0f, -4.0f }, row[3] = { 1, 2, 3 };
+	struct npu_value *x = input(g, "x", 4, xd), *in[3];
+	struct npu_value *y = npu_graph_add_value(g, "y", NULL);
+	struct npu_value *m = npu_graph_add_value(g, "m", NULL);
+	struct npu_value *z = npu_graph_add_value(g, "z", NULL);
+	struct npu_value *u = npu_graph_add_value(g, "u", NULL);
+	struct npu_error err = { 0 };
+	struct npu_node *conv;
+	const float *nw, *nb;
+	int64_t n;
+	int c;
+
+	(void)state;
+	in[0] = x;
+	in[1] = constant(g, "w", 4, wd, w);
+	in[2] = constant(g, "b", 1, cd, b);
+	conv = node(g, "Conv", "conv", in, 3, y);
+	in[0] = constant(g, "k", 4, kd, k);	/* constant first: k * y */
+	in[1] = y;
+	node(g, "Mul", "mul", in, 2, m);
+	in[0] = m;
+	in[1] = constant(g, "a", 3, ad, a);
+	node(g, "Add", "add", in, 2, z);
+	in[0] = z;
+	in[1] = constant(g, "row", 4, wrow, row);	/* along W: not per channel */
+	node(g, "Mul", "row_mul", in, 2, u);
+	mark_output(g, u);
+	for (c = 0; c < (int)g->num_values; c++)	/* y, m, z, u: 1x2x3x3 */
+		if (!g->values[c]->constant && !g->values[c]->is_graph_input) {
+			g->values[c]->dtype = NPU_DTYPE_FLOAT;
+			g->values[c]->shape = (struct npu_shape){ .rank = 4, .dims = { 1, 2, 3, 3 } };
+		}
+	assert_int_equal(npu_graph_sort(g, &err), NPU_OK);
+	assert_int_equal(npu_pass_fold_channel_affine(g, NULL, &err), NPU_OK);
+	assert_int_equal(g->num_nodes, 2);
+	assert_int_equal(count_op(g, "Add"), 0);
+	assert_int_equal(count_op(g, "Mul"), 1);	/* row_mul */
+	assert_ptr_equal(conv->outputs[0], z);
+	assert_ptr_equal(z->producer, conv);
+	nw = npu_const_floats(conv->inputs[1], &n);
+	nb = npu_const_floats(conv->inputs[2], &n);
+	for (c = 0; c < 2; c++) {
+		assert_true(fabsf(nw[c] - w[c] * k[c]) < 1e-6f * fabsf(w[c] * k[c]));
+		assert_true(fabsf(nb[c] - (b[c] * k[c] + a[c])) < 1e-4f);
+	}
+	npu_graph_destroy(g);
+}
+
 static void test_batchnorm_with_shared_conv_output_is_left_alone(void **state)
 {
 	struct npu_graph *g = npu_graph_create("test");
@@ -322,6 +378,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_dead_nodes_keep_only_what_reaches_outputs),
 		cmocka_unit_test(test_batchnorm_folds_into_conv),
+		cmocka_unit_test(test_channel_mul_add_fold_into_conv),
 		cmocka_unit_test(test_batchnorm_with_shared_conv_output_is_left_alone),
 		cmocka_unit_test(test_relu_and_clip_fuse_into_producers),
 		cmocka_unit_test(test_activation_with_two_users_is_not_fused),

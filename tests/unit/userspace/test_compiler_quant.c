@@ -104,7 +104,8 @@ static void test_qparams_cover_range_and_zero_exactly(void **state)
 
 static void test_weights_per_channel_are_symmetric(void **state)
 {
-	const float w[6] = { 0.5f, -1.0f, 0.25f, 0.0f, 0.0f, 0.0f };
+	/* 0.2537 keeps the row off every int8 grid (see the test below). */
+	const float w[6] = { 0.5f, -1.0f, 0.2537f, 0.0f, 0.0f, 0.0f };
 	int8_t q[6];
 	float scales[2];
 
@@ -115,6 +116,37 @@ static void test_weights_per_channel_are_symmetric(void **state)
 	assert_true(fabsf(scales[0] - 1.0f / 127.0f) < 1e-9f);
 	assert_true(scales[1] == 1.0f);
 	assert_int_equal(q[3], 0);
+}
+
+/*
+ * A QDQ model's weights reach the compiler dequantized, s * q with max |q|
+ * below 127: they keep an exact grid instead of being rounded again onto
+ * max / 127 (which would move almost every value).
+ */
+static void test_weights_on_an_int8_grid_stay_exact(void **state)
+{
+	enum { PER = 64 };
+	float w[2 * PER], scales[2];
+	int8_t q[2 * PER];
+	size_t i;
+	int moved_by_old_rule = 0;
+
+	(void)state;
+	for (i = 0; i < 2 * PER; i++) {
+		int v = (int)((i * 37) % 201) - 100;	/* -100..100 */
+
+		w[i] = (i < PER ? 0.0123f : 0.5f) * (float)v;
+	}
+	npu_quantize_weights_per_channel(w, 2, PER, q, scales);
+	for (i = 0; i < 2 * PER; i++) {
+		float back = scales[i / PER] * (float)q[i];
+		float old_scale = (i < PER ? 0.0123f : 0.5f) * 100.0f / 127.0f;
+
+		assert_true(fabsf(back - w[i]) <= 1e-5f * fabsf(w[i]) + 1e-7f);
+		moved_by_old_rule += fabsf(old_scale * nearbyintf(w[i] / old_scale) - w[i]) > 1e-4f * fabsf(w[i]);
+	}
+	/* max / 127 would have moved most of them: the test can fail. */
+	assert_true(moved_by_old_rule > PER);
 }
 
 /* Every int8 value survives dequantize -> quantize (LUT domains rely on it). */
@@ -129,29 +161,183 @@ static void test_int8_domain_round_trips(void **state)
 				 i - 128);
 }
 
-static void test_calibration_percentile_clips_outliers(void **state)
+static double lcg_normal(uint64_t *s)
 {
-	static float data[100000];
+	double u1 = lcg_uniform(s) + 1e-12, u2 = lcg_uniform(s);
+
+	return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
+}
+
+#define N_CALIB 200000
+#define N_BIG 4000000
+static float calib_data[N_BIG];
+
+/* Both passes, streamed in chunks as calibration does. */
+static void observe_chunks(struct npu_calib_stats *st, const float *x, size_t n)
+{
+	size_t i, chunk = 7919;
+
+	npu_calib_init(st);
+	for (i = 0; i < n; i += chunk)
+		npu_calib_observe_minmax(st, x + i, n - i < chunk ? n - i : chunk);
+	npu_calib_hist_begin(st);
+	for (i = 0; i < n; i += chunk)
+		npu_calib_observe_hist(st, x + i, n - i < chunk ? n - i : chunk);
+}
+
+/* Expected squared error of quantizing x to [lo, hi] with 256 levels. */
+static double quant_mse(const float *x, size_t n, float lo, float hi)
+{
+	struct npu_qparams q = npu_qparams_from_range(lo, hi);
+	double e = 0;
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		double d = x[i] - npu_dequantize_value(npu_quantize_value(x[i], q), q);
+
+		e += d * d;
+	}
+	return e / (double)n;
+}
+
+/* Uniform on [-1, 3]: nothing to clip, every method keeps ~ the range. */
+static void test_calibration_uniform_keeps_the_range(void **state)
+{
 	struct npu_calib_stats st;
+	enum npu_calib_method m;
 	float mn, mx;
-	uint64_t seed = 3;
+	uint64_t seed = 5;
 	size_t i;
 
 	(void)state;
-	for (i = 0; i < 100000; i++)
-		data[i] = (float)(lcg_uniform(&seed) * 2.0 - 1.0);
-	data[17] = 50.0f;	/* one outlier */
-	npu_calib_init(&st);
-	npu_calib_observe(&st, data, 50000);
-	npu_calib_observe(&st, data + 50000, 50000);
-
+	for (i = 0; i < N_CALIB; i++)
+		calib_data[i] = (float)(lcg_uniform(&seed) * 4.0 - 1.0);
+	observe_chunks(&st, calib_data, N_CALIB);
+	assert_int_equal(st.seen, N_CALIB);
+	assert_true(st.lo == st.min && st.hi == st.max);	/* asymmetric: [min, max] */
 	npu_calib_range(&st, NPU_CALIB_MINMAX, 0, &mn, &mx);
-	assert_true(mx == 50.0f);
-	npu_calib_range(&st, NPU_CALIB_PERCENTILE, 99.9, &mn, &mx);
-	assert_true(mx < 1.5f && mx > 0.9f);
-	assert_true(mn > -1.5f && mn < -0.9f);
+	assert_true(mn == st.min && mx == st.max);		/* exact */
+	for (m = NPU_CALIB_PERCENTILE; m <= NPU_CALIB_MSE; m++) {
+		npu_calib_range(&st, m, 99.99, &mn, &mx);
+		assert_true(mn >= st.min && mx <= st.max);	/* never wider */
+		/* Clipping a uniform tail costs more than the finer step gains. */
+		assert_true(mn < -0.95f && mx > 2.85f);
+	}
+}
+
+/*
+ * N(0, 1), 4M values, plus one outlier at -40 and one at +40: percentile,
+ * MSE and entropy clip them. (MSE clips an outlier only when its squared
+ * error is worth less than the finer step for everything else: below about
+ * one value in 12 * 255^2 ~ 780k, which is where real activation tensors
+ * with millions of values per sample are.)
+ */
+static void test_calibration_gaussian_outliers_are_clipped(void **state)
+{
+	struct npu_calib_stats st;
+	float mn, mx, lo_mse, hi_mse;
+	uint64_t seed = 7;
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < N_BIG; i++)
+		calib_data[i] = (float)lcg_normal(&seed);
+	calib_data[1234] = -40.0f;
+	calib_data[N_BIG / 2] = 40.0f;
+	observe_chunks(&st, calib_data, N_BIG);
+	npu_calib_range(&st, NPU_CALIB_MINMAX, 0, &mn, &mx);
+	assert_true(mn == -40.0f && mx == 40.0f);
+	npu_calib_range(&st, NPU_CALIB_PERCENTILE, 99.9, &mn, &mx);	/* both tails */
+	assert_true(mx > 2.8f && mx < 3.6f);
+	assert_true(mn < -2.8f && mn > -3.6f);
+	npu_calib_range(&st, NPU_CALIB_MSE, 0, &lo_mse, &hi_mse);
+	assert_true(hi_mse > 2.0f && hi_mse < 10.0f);
+	assert_true(lo_mse < -2.0f && lo_mse > -10.0f);
+	/* MSE's range is what it claims: better than min / max on the data. */
+	assert_true(quant_mse(calib_data, N_BIG, lo_mse, hi_mse) <
+		    0.5 * quant_mse(calib_data, N_BIG, -40.0f, 40.0f));
 	npu_calib_range(&st, NPU_CALIB_ENTROPY, 0, &mn, &mx);
-	assert_true(mx < 50.0f && mx > 0.5f);
+	assert_true(mx > 2.0f && mx < 10.0f);
+	assert_true(mn < -2.0f && mn > -10.0f);
+}
+
+/* ReLU-like: half the values exactly 0, the rest |N(0, 2)|, one at 30. */
+static void test_calibration_relu_like_range_starts_at_zero(void **state)
+{
+	struct npu_calib_stats st;
+	enum npu_calib_method m;
+	float mn, mx;
+	uint64_t seed = 11;
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < N_CALIB; i++) {
+		double v = 2.0 * lcg_normal(&seed);
+
+		calib_data[i] = v > 0 ? (float)v : 0.0f;
+	}
+	calib_data[12345] = 30.0f;
+	observe_chunks(&st, calib_data, N_CALIB);
+	assert_true(st.lo == 0.0 && st.hi == 30.0);	/* no bins spent below 0 */
+	assert_true(st.zeros > N_CALIB / 3);
+	for (m = NPU_CALIB_MINMAX; m <= NPU_CALIB_MSE; m++) {
+		npu_calib_range(&st, m, 99.99, &mn, &mx);
+		assert_true(mn == 0.0f);
+		assert_true(mx > 4.0f);	/* entropy does not collapse (was 0.116 cosine) */
+	}
+	npu_calib_range(&st, NPU_CALIB_MSE, 0, &mn, &mx);
+	assert_true(mx < 30.0f);	/* the lone outlier is clipped */
+	assert_true(quant_mse(calib_data, N_CALIB, mn, mx) <
+		    quant_mse(calib_data, N_CALIB, 0.0f, 30.0f));
+}
+
+/* All positive data [2, 5]: the quantizer's range includes 0, and so does
+ * the histogram's, so MSE / entropy search over [0, 5]. */
+static void test_calibration_positive_data_includes_zero(void **state)
+{
+	struct npu_calib_stats st;
+	float mn, mx;
+	uint64_t seed = 13;
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < N_CALIB; i++)
+		calib_data[i] = (float)(2.0 + 3.0 * lcg_uniform(&seed));
+	observe_chunks(&st, calib_data, N_CALIB);
+	assert_true(st.lo == 0.0 && st.hi == st.max);
+	npu_calib_range(&st, NPU_CALIB_MSE, 0, &mn, &mx);
+	assert_true(mx > 4.9f);
+	npu_calib_range(&st, NPU_CALIB_MINMAX, 0, &mn, &mx);
+	assert_true(mn == st.min);
+}
+
+/* Streaming in chunks gives the same histogram as one buffer. */
+static void test_calibration_streamed_equals_whole(void **state)
+{
+	static struct npu_calib_stats a, b;
+	uint64_t seed = 17;
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < N_CALIB; i++)
+		calib_data[i] = (float)(lcg_normal(&seed) * 3.0 + 1.0);
+	observe_chunks(&a, calib_data, N_CALIB);
+	npu_calib_init(&b);
+	npu_calib_observe(&b, calib_data, N_CALIB);
+	assert_memory_equal(a.bins, b.bins, sizeof(a.bins));
+	assert_true(a.min == b.min && a.max == b.max && a.count == b.count);
+}
+
+static void test_calibration_method_names(void **state)
+{
+	enum npu_calib_method m;
+
+	(void)state;
+	assert_true(npu_calib_method_parse("mse", &m) && m == NPU_CALIB_MSE);
+	assert_true(npu_calib_method_parse("entropy", &m) && m == NPU_CALIB_ENTROPY);
+	assert_false(npu_calib_method_parse("kl", &m));
+	assert_false(npu_calib_method_parse(NULL, &m));
+	assert_string_equal(npu_calib_method_name(NPU_CALIB_PERCENTILE), "percentile");
 }
 
 static void test_calibration_of_nothing_is_zero_range(void **state)
@@ -174,8 +360,14 @@ int main(void)
 		cmocka_unit_test(test_requant_apply_rounds_half_up_and_clamps),
 		cmocka_unit_test(test_qparams_cover_range_and_zero_exactly),
 		cmocka_unit_test(test_weights_per_channel_are_symmetric),
+		cmocka_unit_test(test_weights_on_an_int8_grid_stay_exact),
 		cmocka_unit_test(test_int8_domain_round_trips),
-		cmocka_unit_test(test_calibration_percentile_clips_outliers),
+		cmocka_unit_test(test_calibration_uniform_keeps_the_range),
+		cmocka_unit_test(test_calibration_gaussian_outliers_are_clipped),
+		cmocka_unit_test(test_calibration_relu_like_range_starts_at_zero),
+		cmocka_unit_test(test_calibration_positive_data_includes_zero),
+		cmocka_unit_test(test_calibration_streamed_equals_whole),
+		cmocka_unit_test(test_calibration_method_names),
 		cmocka_unit_test(test_calibration_of_nothing_is_zero_range),
 	};
 

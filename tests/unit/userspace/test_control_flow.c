@@ -232,6 +232,7 @@ static void test_loop_runs_on_an_npu_device_model(void **state)
 	buf = pack(&top, &size);
 	npu_model_options_init(&mo);
 	mo.device = "sim";
+	mo.calib_random = 1;
 	if (npu_model_load_memory(engine, buf, size, "cf.onnx", &mo, &m) != NPU_OK)
 		fail_msg("load: %s", npu_last_error());
 	run(m, x, 2, &s);

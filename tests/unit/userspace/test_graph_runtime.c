@@ -228,6 +228,13 @@ static void test_unknown_device_is_refused_by_name(void **state)
 	assert_null(model);	/* a failed load returns no object */
 	assert_non_null(strstr(npu_last_error(), "'gpu'"));
 	o.device = "sim";
+	/* An NPU device without calibration data: refused, naming the fields. */
+	assert_int_equal(npu_model_load_memory(eng, buf, size, "m.onnx", &o, &model),
+			 NPU_ERR_INVALID_ARG);
+	assert_null(model);
+	assert_non_null(strstr(npu_last_error(), "npu_model_options.calib_dir"));
+	assert_non_null(strstr(npu_last_error(), "calib_random"));
+	o.calib_random = 1;
 	assert_int_equal(npu_model_load_memory(eng, buf, size, "m.onnx", &o, &model), NPU_OK);
 	npu_model_destroy(model);
 	npu_engine_destroy(eng);

@@ -211,8 +211,15 @@ struct npu_model_options {
 	const char *device;
 	int profile;		/* time every node and NPU op (statistics) */
 	/* Compilation for NPU devices (ignored on "cpu"): */
-	const char *calib_dir;	/* calibration .npy files; NULL: random inputs */
-	const char *calib_method;	/* "minmax" (default), "percentile", "entropy" */
+	/*
+	 * Calibration samples: DIR/NAME.npy, one per sample, for a one-input
+	 * model, else DIR/<sample>/<input name>.npy; read one at a time (twice:
+	 * min / max, then histograms). An NPU device needs this or
+	 * calib_random: without either the load fails.
+	 */
+	const char *calib_dir;
+	/* Activation ranges: "minmax" (default), "mse", "percentile", "entropy". */
+	const char *calib_method;
 	double calib_percentile;	/* 0: 99.99 */
 	uint64_t calib_seed;	/* random calibration inputs; 0: 1 */
 	int calib_samples;	/* number of random sets; 0: 4 */
@@ -222,6 +229,11 @@ struct npu_model_options {
 	/* Plan cache: at most this many plans (0: 8) and bytes (0: 1 GiB). */
 	size_t max_plans;
 	uint64_t max_plan_bytes;
+	/*
+	 * 1: with no calib_dir, calibrate on calib_samples seeded random
+	 * normal inputs (smoke tests: noise gives poor int8 ranges).
+	 */
+	int calib_random;
 };
 
 NPU_API void npu_model_options_init_sized(struct npu_model_options *opts,
@@ -319,6 +331,42 @@ NPU_API size_t npu_plan_num_placements(const struct npu_plan *plan);
 NPU_API npu_status npu_plan_placement(const struct npu_plan *plan,
 				      size_t index,
 				      struct npu_node_placement *placement);
+
+/*
+ * The quantization report of a plan compiled for an NPU device: per NPU
+ * node, SQNR (dB) and cosine of its int8 output (dequantized) against the
+ * fp32 output, 'local' (the node alone, on fp32 inputs quantized with its
+ * input parameters: the error it adds) and 'e2e' (the compiled model run
+ * on the device: the error accumulated up to it), over at most
+ * max_samples (0: all) of the model's calibration samples. Layers are
+ * sorted worst local SQNR first; NAN where the fp32 value is unknown.
+ */
+struct npu_quant_layer {
+	const char *node;	/* a pointwise group: its last node */
+	const char *op_type;
+	const char *value;	/* the node's output */
+	int segment;
+	double local_sqnr_db, local_cosine;
+	double e2e_sqnr_db, e2e_cosine;
+};
+
+struct npu_quant_report {
+	size_t num_layers;
+	struct npu_quant_layer *layers;
+	/* The model's outputs, compiled run against fp32 (e2e_* only;
+	 * node and value are the output's name, segment -1). */
+	size_t num_outputs;
+	struct npu_quant_layer *outputs;
+	size_t samples;
+	/* Segment output elements the host's int8 emulation (firmware-sim's
+	 * reference kernels) reproduced, and of those how many differed from
+	 * what the device computed: 0 unless something is broken. */
+	uint64_t compared, mismatches;
+};
+
+NPU_API npu_status npu_plan_quant_report(struct npu_plan *plan, size_t max_samples,
+					 struct npu_quant_report **out);
+NPU_API void npu_quant_report_free(struct npu_quant_report *report);
 
 /* Save a plan compiled for an NPU device (.npub): 'npu run FILE.npub'. */
 NPU_API npu_status npu_plan_save_compiled(const struct npu_plan *plan,
@@ -432,7 +480,7 @@ struct npu_op_stats {
 	size_t struct_size;		/* sizeof(struct npu_op_stats) */
 	int segment;
 	const char *node;		/* source node name */
-	const char *kind;		/* "conv", "matmul", "pool", "eltwise", "lut" */
+	const char *kind;		/* "conv", "matmul", "pool", "eltwise", "lut", "resize" */
 	uint64_t macs;
 	uint64_t ideal_mac_cycles;	/* macs / MAC array size */
 	uint64_t cycles;

@@ -11,12 +11,23 @@
 
 #include "runtime/npu_runtime.h"
 
-static void observe_tensor(struct npu_calib_table *t, const struct npu_value *v,
+/* Pass 1 records min / max, pass 2 fills the histograms over that range. */
+struct observe_ctx {
+	struct npu_calib_table *t;
+	int pass;
+};
+
+static void observe_tensor(struct observe_ctx *c, const struct npu_value *v,
 			   const struct npu_tensor *x)
 {
+	struct npu_calib_table *t = c->t;
+
 	if (!v || !x || x->dtype != NPU_DTYPE_FLOAT || v->index >= t->num_values)
 		return;
-	npu_calib_observe(&t->stats[v->index], x->data, x->nbytes / sizeof(float));
+	if (c->pass == 1)
+		npu_calib_observe_minmax(&t->stats[v->index], x->data, x->nbytes / sizeof(float));
+	else
+		npu_calib_observe_hist(&t->stats[v->index], x->data, x->nbytes / sizeof(float));
 	t->seen[v->index] = true;
 }
 
@@ -64,75 +75,110 @@ static npu_status random_set(const struct npu_graph *g, uint64_t *seed,
 	return NPU_OK;
 }
 
+static void free_set(struct npu_tensor **set, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		npu_tensor_destroy(set[i]);
+		set[i] = NULL;
+	}
+}
+
+/* Sample k of the calibration data in 'set' (owned when *owned). */
+npu_status npu_calib_get_sample(struct npu_graph *graph, const struct npu_compile_options *opts,
+			     size_t k, struct npu_tensor **set, bool *owned,
+			     struct npu_error *err)
+{
+	uint64_t seed;
+	size_t i, j;
+
+	*owned = false;
+	if (opts->num_calib_sets) {
+		for (i = 0; i < graph->num_inputs; i++)
+			set[i] = opts->calib_inputs[k * graph->num_inputs + i];
+		return NPU_OK;
+	}
+	*owned = true;
+	if (opts->calib_sample)
+		return opts->calib_sample(opts->calib_arg, graph, k, set, err);
+	/* Random set k is the same in both passes: its own seed. */
+	seed = opts->calib_seed;
+	for (j = 0; j < k; j++)
+		seed = seed * 6364136223846793005ull + 1442695040888963407ull + 0x9e3779b97f4a7c15ull;
+	return random_set(graph, &seed, set, err);
+}
+
+npu_status npu_calib_count_samples(struct npu_graph *graph,
+				   const struct npu_compile_options *opts, size_t *count,
+				   struct npu_error *err)
+{
+	*count = 0;
+	if (opts->num_calib_sets)
+		*count = opts->num_calib_sets;
+	else if (opts->calib_sample && opts->calib_count)
+		return opts->calib_count(opts->calib_arg, graph, count, err);
+	else if (opts->calib_random)
+		*count = opts->random_calib_sets ? opts->random_calib_sets : 4;
+	return NPU_OK;
+}
+
 npu_status npu_calibrate(struct npu_graph *graph,
 			 const struct npu_compile_options *opts,
 			 struct npu_calib_table *table, struct npu_error *err)
 {
+	struct observe_ctx ctx = { .t = table };
 	struct npu_exec_options so = {
 		.threads = opts->threads,
 		.pool = opts->pool,
 		.observe = observe_node,
-		.observe_arg = table,
+		.observe_arg = &ctx,
 	};
-	struct npu_tensor *const *calib_inputs = opts->calib_inputs;
-	size_t num_calib_sets = opts->num_calib_sets;
-	struct npu_tensor **loaded = NULL;
-	size_t sets;
-	struct npu_tensor **random = NULL;
+	struct npu_tensor **set = NULL;
 	struct npu_exec *s = NULL;
-	uint64_t seed = opts->calib_seed;
-	npu_status st;
-	size_t i, k;
+	size_t sets = 0, i, k;
+	npu_status st = NPU_OK;
+	bool owned = false;
 
 	memset(table, 0, sizeof(*table));
-	if (!num_calib_sets && opts->load_calib) {
-		st = opts->load_calib(opts->load_calib_arg, graph, &loaded, &num_calib_sets, err);
-		if (st)
-			return st;
-		calib_inputs = loaded;
-	}
-	sets = num_calib_sets ? num_calib_sets : opts->random_calib_sets;
+	st = npu_calib_count_samples(graph, opts, &sets, err);
+	if (st)
+		return st;
+	if (!sets && graph->num_inputs)
+		return npu_error_set(err, NPU_ERR_INVALID_ARG,
+				     "calibration: no calibration data for the int8 compilation: give a directory of samples (npu: --calib-dir DIR; API: npu_model_options.calib_dir), or ask for random inputs explicitly (npu: --calib random; API: npu_model_options.calib_random = 1; smoke tests only: noise gives poor int8 ranges)");
 	table->num_values = graph->num_values;
 	table->stats = malloc(table->num_values * sizeof(*table->stats) + 1);
 	table->seen = calloc(table->num_values + 1, sizeof(*table->seen));
-	random = calloc(graph->num_inputs + 1, sizeof(*random));
-	if (!table->stats || !table->seen || !random) {
-		free(random);
-		st = npu_error_set(err, NPU_ERR_NO_MEMORY, "calibration: out of memory");
-		goto out;
+	set = calloc(graph->num_inputs + 1, sizeof(*set));
+	if (!table->stats || !table->seen || !set) {
+		free(set);
+		npu_calib_table_free(table);
+		return npu_error_set(err, NPU_ERR_NO_MEMORY, "calibration: out of memory");
 	}
 	for (i = 0; i < table->num_values; i++)
 		npu_calib_init(&table->stats[i]);
 	st = npu_exec_create(graph, &so, &s, err);
-	for (k = 0; st == NPU_OK && k < sets; k++) {
-		struct npu_tensor *const *in;
-
-		if (num_calib_sets) {
-			in = calib_inputs + k * graph->num_inputs;
-		} else {
-			for (i = 0; i < graph->num_inputs; i++) {
-				npu_tensor_destroy(random[i]);
-				random[i] = NULL;
-			}
-			st = random_set(graph, &seed, random, err);
+	for (ctx.pass = 1; st == NPU_OK && ctx.pass <= 2; ctx.pass++) {
+		if (ctx.pass == 2)
+			for (i = 0; i < table->num_values; i++)
+				npu_calib_hist_begin(&table->stats[i]);
+		for (k = 0; st == NPU_OK && k < sets; k++) {
+			st = npu_calib_get_sample(graph, opts, k, set, &owned, err);
+			for (i = 0; !st && i < graph->num_inputs; i++)
+				observe_tensor(&ctx, graph->inputs[i], set[i]);
+			if (!st)
+				st = npu_exec_run(s, (const struct npu_tensor *const *)set, err);
 			if (st)
-				break;
-			in = random;
+				npu_error_prefix(err, "calibration sample %zu (pass %d of 2)", k, ctx.pass);
+			if (owned)
+				free_set(set, graph->num_inputs);
 		}
-		for (i = 0; i < graph->num_inputs; i++)
-			observe_tensor(table, graph->inputs[i], in[i]);
-		st = npu_exec_run(s, (const struct npu_tensor *const *)in, err);
-		if (st)
-			npu_error_prefix(err, "calibration set %zu", k);
 	}
-	for (i = 0; i < graph->num_inputs; i++)
-		npu_tensor_destroy(random[i]);
-	free(random);
 	npu_exec_destroy(s);
-out:
-	for (k = 0; loaded && k < num_calib_sets * graph->num_inputs; k++)
-		npu_tensor_destroy(loaded[k]);
-	free(loaded);
+	free(set);
+	if (st)
+		npu_calib_table_free(table);
 	return st;
 }
 

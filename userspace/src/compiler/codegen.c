@@ -199,8 +199,12 @@ static uint64_t conv_in_bytes(const void *c, uint32_t rows)
 	uint32_t s = x->pool ? x->l->pool.stride_h : x->l->conv.stride_h;
 	uint32_t d = x->pool ? 1 : x->l->conv.dil_h;
 	uint32_t k = x->pool ? x->l->pool.k_h : x->l->conv.k_h;
+	uint32_t u = x->pool ? 1 : x->l->conv.ins_h + 1u;
 	uint64_t r = window_rows(rows, s, d, k);
 
+	/* With zero insertion a window of r rows holds ~r / u real rows. */
+	if (u > 1)
+		r = (r + u - 1) / u + 1;
 	if (r > x->in->h)
 		r = x->in->h;
 	return r * x->in->w * x->in->c;
@@ -358,6 +362,73 @@ static bool plan_flat(const struct npu_segment_program *prog,
 	return false;
 }
 
+/* Input rows an output tile of RESIZE reads: floor of both ends, +1 below. */
+struct resize_ctx {
+	const struct npu_lop *l;
+	const struct npu_act *in, *out;
+};
+
+static int64_t resize_floor(int64_t n, int64_t den)
+{
+	int64_t q = n / den;
+
+	return q - (n % den < 0);
+}
+
+static void resize_rows(const struct npu_lop *l, const struct npu_act *in,
+			uint32_t r0, uint32_t r1, uint32_t *ih0, uint32_t *ih1)
+{
+	int64_t a = resize_floor((int64_t)r0 * l->resize.step_h + l->resize.offset_h,
+				 l->resize.den_h);
+	int64_t b = resize_floor((int64_t)(r1 - 1) * l->resize.step_h + l->resize.offset_h,
+				 l->resize.den_h) + 1;
+
+	a = a < 0 ? 0 : a > (int64_t)in->h - 1 ? in->h - 1 : a;
+	b = b < 0 ? 0 : b > (int64_t)in->h - 1 ? in->h - 1 : b;
+	*ih0 = (uint32_t)a;
+	*ih1 = (uint32_t)(b < a ? a : b);	/* inclusive */
+}
+
+static uint64_t resize_in_bytes(const void *c, uint32_t rows)
+{
+	const struct resize_ctx *x = c;
+	uint64_t most = 0;
+	uint32_t r0, a, b;
+
+	/* The widest window over the tiles of 'rows' rows (steps may vary). */
+	for (r0 = 0; r0 < x->out->h; r0 += rows) {
+		uint32_t r1 = r0 + rows < x->out->h ? r0 + rows : x->out->h;
+
+		resize_rows(x->l, x->in, r0, r1, &a, &b);
+		if (b - a + 1u > most)
+			most = b - a + 1u;
+	}
+	return most * x->in->w * x->in->c;
+}
+
+static uint64_t resize_out_bytes(const void *c, uint32_t rows)
+{
+	const struct resize_ctx *x = c;
+
+	return (uint64_t)rows * x->out->w * x->out->c;
+}
+
+static bool plan_resize(const struct npu_segment_program *prog,
+			const struct npu_lop *l, uint32_t sram, struct plan *p,
+			char *why, size_t why_size)
+{
+	const struct npu_act *in = &prog->acts[l->in], *out = &prog->acts[l->out];
+	struct resize_ctx ctx = { .l = l, .in = in, .out = out };
+
+	p->chunk = out->c;
+	p->rows = fit_rows(p, 0, out->h, resize_in_bytes, resize_out_bytes, 0, &ctx, sram);
+	if (p->rows)
+		return true;
+	snprintf(why, why_size, "one resized row of %ux%u does not fit in SRAM",
+		 out->w, out->c);
+	return false;
+}
+
 static bool plan_lop(const struct npu_segment_program *prog,
 		     const struct npu_lop *l, uint32_t sram, struct plan *p,
 		     char *why, size_t why_size)
@@ -373,6 +444,8 @@ static bool plan_lop(const struct npu_segment_program *prog,
 	case NPU_LOP_ELTWISE:
 	case NPU_LOP_LUT:
 		return plan_flat(prog, l, sram, p, why, why_size);
+	case NPU_LOP_RESIZE:
+		return plan_resize(prog, l, sram, p, why, why_size);
 	}
 	snprintf(why, why_size, "unknown op kind %d", (int)l->kind);
 	return false;
@@ -557,15 +630,26 @@ static void conv_window(const struct conv_tiles *c, uint32_t r0, uint32_t r1,
 	uint32_t dil = c->pool ? 1 : c->l->conv.dil_h;
 	uint32_t k = c->pool ? c->l->pool.k_h : c->l->conv.k_h;
 	uint32_t pt = c->pool ? c->l->pool.pad_top : c->l->conv.pad_top;
+	int64_t u = c->pool ? 1 : c->l->conv.ins_h + 1;
 	int64_t start = (int64_t)r0 * stride - pt;
 	int64_t need = (int64_t)window_rows(r1 - r0, stride, dil, k);
 	int64_t end = start + need;
-	int64_t s = start < 0 ? 0 : start, t = end > c->in->h ? c->in->h : end;
+	/*
+	 * Coordinates are in the zero-inserted input (row i real at i * u):
+	 * the tile reads the real rows inside [start, end) and pads the rest.
+	 */
+	int64_t s = start <= 0 ? 0 : (start + u - 1) / u;
+	int64_t t = end <= 0 ? 0 : (end - 1) / u + 1;
 
+	if (t > c->in->h)
+		t = c->in->h;
+	if (t < s)
+		t = s;
 	w->ih0 = (uint32_t)s;
 	w->in_h = (uint32_t)(t - s);
-	w->pad_top = (uint32_t)(s - start);
-	w->pad_bottom = (uint32_t)(need - w->in_h - w->pad_top);
+	w->pad_top = (uint32_t)(s * u - start);
+	w->pad_bottom = (uint32_t)(need - w->pad_top -
+				   (w->in_h ? (w->in_h - 1) * u + 1 : 0));
 }
 
 static npu_status conv_consts(struct emitter *e, void *ctx, size_t tile, bool *changed)
@@ -652,6 +736,7 @@ static npu_status conv_compute(struct emitter *e, void *ctx, size_t tile, int bu
 			.pad_top = (uint8_t)w.pad_top, .pad_bottom = (uint8_t)w.pad_bottom,
 			.pad_left = l->conv.pad_left, .pad_right = l->conv.pad_right,
 			.groups = (uint16_t)sl->groups,
+			.ins_h = l->conv.ins_h, .ins_w = l->conv.ins_w,
 			.in_row_stride = c->in->w * c->in->c, .in_pixel_stride = c->in->c,
 			.out_row_stride = c->out->w * oc, .out_pixel_stride = oc,
 			.zp_in = (int16_t)c->in->q.zero_point, .zp_w = 0,
@@ -693,6 +778,21 @@ static npu_status conv_store(struct emitter *e, void *ctx, size_t tile, int buf,
 	return NPU_OK;
 }
 
+/* Kernel taps per axis the device runs with zero insertion (npu_hw.h). */
+static uint64_t conv_taps(uint32_t k, uint32_t dil, uint32_t ins)
+{
+	uint32_t a = dil, b = ins + 1u, period;
+
+	while (b) {
+		uint32_t t = a % b;
+
+		a = b;
+		b = t;
+	}
+	period = (ins + 1u) / a;
+	return (k + period - 1) / period;
+}
+
 static npu_status gen_conv_or_pool(struct emitter *e, const struct npu_lop *l,
 				   const struct plan *p)
 {
@@ -725,7 +825,11 @@ static npu_status gen_conv_or_pool(struct emitter *e, const struct npu_lop *l,
 						     "codegen: %s: out of memory", l->name);
 			}
 		}
-		e->res->macs += (uint64_t)c.out->n * c.out->h * c.out->w * c.out->c * wpo;
+		/* The device skips taps on inserted zeros (npu_hw.h cycle model). */
+		e->res->macs += (uint64_t)c.out->n * c.out->h * c.out->w * c.out->c *
+				(c.in->c / l->conv.groups) *
+				conv_taps(l->conv.k_h, l->conv.dil_h, l->conv.ins_h) *
+				conv_taps(l->conv.k_w, l->conv.dil_w, l->conv.ins_w);
 	} else {
 		c.num_slices = 1;
 	}
@@ -733,6 +837,111 @@ static npu_status gen_conv_or_pool(struct emitter *e, const struct npu_lop *l,
 	st = run_tiles(e, &ops, &c);
 	free(c.slices);
 	return st;
+}
+
+/* ---- RESIZE ------------------------------------------------------------ */
+
+struct resize_tiles {
+	const struct npu_lop *l;
+	const struct npu_act *in, *out;
+	struct plan p;
+	uint32_t row_tiles;	/* per image */
+};
+
+static void resize_tile(const struct resize_tiles *c, size_t tile, uint32_t *img,
+			uint32_t *r0, uint32_t *r1)
+{
+	*img = (uint32_t)(tile / c->row_tiles);
+	*r0 = (uint32_t)(tile % c->row_tiles) * c->p.rows;
+	*r1 = *r0 + c->p.rows < c->out->h ? *r0 + c->p.rows : c->out->h;
+}
+
+static npu_status resize_consts(struct emitter *e, void *ctx, size_t tile, bool *changed)
+{
+	(void)e;
+	(void)ctx;
+	*changed = tile == 0;
+	return NPU_OK;
+}
+
+static npu_status resize_load(struct emitter *e, void *ctx, size_t tile, int buf)
+{
+	struct resize_tiles *c = ctx;
+	uint64_t row = (uint64_t)c->in->w * c->in->c;
+	uint32_t img, r0, r1, a, b;
+
+	resize_tile(c, tile, &img, &r0, &r1);
+	resize_rows(c->l, c->in, r0, r1, &a, &b);
+	EMIT(e, npu_cmdbuf_dma_copy_1d(e->cb, 0, NPU_SPACE_SRAM, c->p.sram_in[buf],
+				       NPU_SPACE_VA,
+				       arena(e, c->in->offset + ((uint64_t)img * c->in->h + a) * row),
+				       (uint32_t)((b - a + 1u) * row)));
+	return NPU_OK;
+}
+
+static npu_status resize_compute(struct emitter *e, void *ctx, size_t tile, int buf)
+{
+	struct resize_tiles *c = ctx;
+	const struct npu_lop *l = c->l;
+	uint32_t img, r0, r1, a, b;
+	struct npu_insn_resize r;
+
+	resize_tile(c, tile, &img, &r0, &r1);
+	resize_rows(l, c->in, r0, r1, &a, &b);
+	/*
+	 * The tile's rows restart at 0 and its input at row a: shift the
+	 * numerator so every output row samples the same input row as in the
+	 * whole tensor (the clamps agree too: a and b are clamped ends).
+	 */
+	r = (struct npu_insn_resize){
+		.hdr.flags = NPU_INSN_SYNC,
+		.input = c->p.sram_in[buf], .output = c->p.sram_out[buf],
+		.mode = l->resize.mode, .c = (uint16_t)c->in->c,
+		.in_h = (uint16_t)(b - a + 1u), .in_w = (uint16_t)c->in->w,
+		.out_h = (uint16_t)(r1 - r0), .out_w = (uint16_t)c->out->w,
+		.in_row_stride = c->in->w * c->in->c, .in_pixel_stride = c->in->c,
+		.out_row_stride = c->out->w * c->out->c, .out_pixel_stride = c->out->c,
+		.step_h = l->resize.step_h, .step_w = l->resize.step_w,
+		.offset_h = (int32_t)((int64_t)l->resize.offset_h +
+				      (int64_t)r0 * l->resize.step_h -
+				      (int64_t)a * l->resize.den_h),
+		.offset_w = l->resize.offset_w,
+		.den_h = l->resize.den_h, .den_w = l->resize.den_w,
+	};
+	EMIT(e, npu_cmdbuf_resize(e->cb, &r));
+	return NPU_OK;
+}
+
+static npu_status resize_store(struct emitter *e, void *ctx, size_t tile, int buf,
+			       uint8_t flags)
+{
+	struct resize_tiles *c = ctx;
+	uint64_t row = (uint64_t)c->out->w * c->out->c;
+	uint32_t img, r0, r1;
+
+	resize_tile(c, tile, &img, &r0, &r1);
+	EMIT(e, npu_cmdbuf_dma_copy_1d(e->cb, flags, NPU_SPACE_VA,
+				       arena(e, c->out->offset + ((uint64_t)img * c->out->h + r0) * row),
+				       NPU_SPACE_SRAM, c->p.sram_out[buf],
+				       (uint32_t)((r1 - r0) * row)));
+	return NPU_OK;
+}
+
+static npu_status gen_resize(struct emitter *e, const struct npu_lop *l,
+			     const struct plan *p)
+{
+	struct resize_tiles c = {
+		.l = l, .p = *p,
+		.in = &e->prog->acts[l->in], .out = &e->prog->acts[l->out],
+	};
+	struct tile_ops ops = {
+		.consts = resize_consts, .load = resize_load,
+		.compute = resize_compute, .store = resize_store,
+	};
+
+	c.row_tiles = (c.out->h + p->rows - 1) / p->rows;
+	ops.count = (size_t)c.in->n * c.row_tiles;
+	return run_tiles(e, &ops, &c);
 }
 
 /* ---- MATMUL ------------------------------------------------------------ */
@@ -1063,6 +1272,9 @@ npu_status npu_codegen_segment(const struct npu_segment_program *prog,
 		case NPU_LOP_ELTWISE:
 		case NPU_LOP_LUT:
 			st = gen_flat(&e, l, &p);
+			break;
+		case NPU_LOP_RESIZE:
+			st = gen_resize(&e, l, &p);
 			break;
 		}
 		result->lop_macs[i] = result->macs - macs_before;

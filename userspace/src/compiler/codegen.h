@@ -38,6 +38,10 @@ struct npu_act {
 	uint32_t n, h, w, c;
 	uint64_t offset;
 	struct npu_qparams q;
+	const char *name;	/* the graph value it holds (NULL: unknown) */
+	/* The range keeps only where the LUT reading it is not flat: values
+	 * beyond it give that LUT's output all the same (quant report). */
+	bool flat_clamped;
 };
 
 uint64_t npu_act_bytes(const struct npu_act *a);
@@ -48,6 +52,7 @@ enum npu_lop_kind {
 	NPU_LOP_POOL,
 	NPU_LOP_ELTWISE,
 	NPU_LOP_LUT,
+	NPU_LOP_RESIZE,		/* NHWC in -> NHWC out, same quantization */
 };
 
 /* Per-output-channel requantization and bias, host arrays of out.c. */
@@ -71,6 +76,7 @@ struct npu_lop {
 			uint8_t pad_top, pad_left, pad_bottom, pad_right;
 			uint16_t groups;
 			struct npu_lop_quant q;
+			uint8_t ins_h, ins_w;	/* zero insertion (ConvTranspose) */
 		} conv;
 		struct {
 			const int8_t *weight;	/* [out.c][in.c] */
@@ -100,6 +106,12 @@ struct npu_lop {
 		struct {
 			const int8_t *table;	/* 256 entries */
 		} lut;
+		struct {
+			uint8_t mode;		/* NPU_RESIZE_* */
+			/* Input coordinate of output o: (o * step + offset) / den. */
+			uint32_t step_h, step_w, den_h, den_w;
+			int32_t offset_h, offset_w;
+		} resize;
 	};
 };
 

@@ -5,6 +5,7 @@
 #include "compiler/pointwise.h"
 #include "compiler/segment_rt.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,7 +14,7 @@
 void npu_compile_options_init(struct npu_compile_options *o)
 {
 	memset(o, 0, sizeof(*o));
-	o->calib_method = NPU_CALIB_MINMAX;	/* best measured on PP-OCRv4 */
+	o->calib_method = NPU_CALIB_MINMAX;	/* best measured on PP-OCRv4: compiler.md */
 	o->percentile = 99.99;
 	o->calib_seed = 1;
 	o->random_calib_sets = 4;
@@ -96,8 +97,14 @@ static const char *npu_reason(const struct npu_node *n)
 {
 	if (!strcmp(n->op_type, "Conv"))
 		return "CONV2D on the MAC array";
+	if (!strcmp(n->op_type, "ConvTranspose"))
+		return "CONV2D with zero insertion on the MAC array";
+	if (!strcmp(n->op_type, "Resize"))
+		return "RESIZE on the vector unit";
 	if (!strcmp(n->op_type, "Gemm") || !strcmp(n->op_type, "MatMul"))
 		return "MATMUL on the MAC array";
+	if (!strcmp(n->op_type, "GlobalAveragePool"))	/* lower.c: it requantizes */
+		return "CONV2D (depthwise, the mean) on the MAC array";
 	if (strstr(n->op_type, "Pool"))
 		return "POOL on the vector unit";
 	if (!strcmp(n->op_type, "Add") || !strcmp(n->op_type, "Mul"))
@@ -175,7 +182,7 @@ static npu_status cluster_order(struct build *b)
 					indeg[i] -= g->nodes[i]->inputs[j] == v;
 		}
 	}
-	if (done == n)
+	if (done == n && n)	/* a graph of constants alone has no node array */
 		memcpy(g->nodes, order, n * sizeof(*order));
 	free(indeg);
 	free(taken);
@@ -379,7 +386,7 @@ static npu_status lower_spans(struct build *b, const struct span *spans,
 		uint32_t *act_of = calloc(b->g->num_values + 1, sizeof(*act_of));
 		struct npu_lower_ctx lc = {
 			.graph = b->g, .qmap = &b->qmap, .calib = &b->calib,
-			.opts = b->o, .seg = seg, .act_of = act_of,
+			.opts = b->o, .seg = seg, .act_of = act_of, .compiled = b->c,
 		};
 		npu_status st = NPU_OK;
 
@@ -756,6 +763,8 @@ npu_status npu_compile_passes_pre(struct npu_graph *graph,
 		{ "fold_batchnorm", npu_pass_fold_batchnorm, NULL },
 		{ "cancel_transposes", npu_pass_cancel_transposes, NULL },
 		{ "arith_canon", npu_pass_arith_canon, NULL },
+		/* After arith_canon: x / c and x - c are Mul / Add by now. */
+		{ "fold_channel_affine", npu_pass_fold_channel_affine, NULL },
 		{ "dead_nodes", npu_pass_dead_nodes, NULL },
 	};
 
@@ -799,9 +808,9 @@ npu_status npu_compile_graph(struct npu_graph *graph,
 	if (!st)
 		st = make_records(&b);
 	if (!st)
-		st = npu_build_qmap(graph, &b.calib, &b.qdq, opts, &b.qmap, err);
-	if (!st)
 		st = npu_find_pointwise_groups(graph, &b.pw, err);
+	if (!st)
+		st = npu_build_qmap(graph, &b.calib, &b.qdq, opts, &b.pw, &b.qmap, err);
 	if (!st) {
 		initial_placement(&b);
 		st = partition(&b);
@@ -826,12 +835,38 @@ npu_status npu_compile_graph(struct npu_graph *graph,
 	return NPU_OK;
 }
 
+void npu_compiled_warn(struct npu_compiled *c, const char *fmt, ...)
+{
+	char buf[512], **w;
+	va_list ap;
+	size_t i;
+
+	if (!c)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	for (i = 0; i < c->num_warnings; i++)	/* lowering may run twice */
+		if (!strcmp(c->warnings[i], buf))
+			return;
+	w = realloc(c->warnings, (c->num_warnings + 1) * sizeof(*w));
+	if (!w)
+		return;
+	c->warnings = w;
+	w[c->num_warnings] = strdup(buf);
+	if (w[c->num_warnings])
+		c->num_warnings++;
+}
+
 void npu_compiled_free(struct npu_compiled *c)
 {
 	size_t i;
 
 	if (!c)
 		return;
+	for (i = 0; i < c->num_warnings; i++)
+		free(c->warnings[i]);
+	free(c->warnings);
 	for (i = 0; i < c->num_segments; i++)
 		npu_segment_free(c->segments[i]);
 	free(c->segments);

@@ -59,20 +59,33 @@ struct npu_compile_options {
 	struct npu_device *device;	/* code is generated for this device */
 	enum npu_calib_method calib_method;
 	double percentile;		/* for NPU_CALIB_PERCENTILE */
-	/* Calibration inputs: sets x graph inputs, fp32, matching shapes. */
+	/*
+	 * Calibration data, read in two passes (min / max, then histograms),
+	 * one sample at a time, so hundreds of samples never sit in memory
+	 * together. Either in memory: sets x graph inputs, fp32, matching
+	 * shapes;
+	 */
 	struct npu_tensor *const *calib_inputs;
 	size_t num_calib_sets;
-	uint64_t calib_seed;		/* random sets when num_calib_sets == 0 */
-	size_t random_calib_sets;	/* how many random sets (default 4) */
 	/*
-	 * Called for the calibration inputs only when calibration runs (no
-	 * calib_inputs given and the cache does not cover the graph): sets x
-	 * graph inputs, freed by the compiler.
+	 * or streamed (called only when calibration runs: no calib_inputs and
+	 * the cache does not cover the graph): the sample count, then sample
+	 * 'index' as graph-input tensors the compiler frees;
 	 */
-	npu_status (*load_calib)(void *arg, const struct npu_graph *graph,
-				 struct npu_tensor ***sets, size_t *count,
-				 struct npu_error *err);
-	void *load_calib_arg;
+	npu_status (*calib_count)(void *arg, const struct npu_graph *graph,
+				  size_t *count, struct npu_error *err);
+	npu_status (*calib_sample)(void *arg, const struct npu_graph *graph,
+				   size_t index, struct npu_tensor **inputs,
+				   struct npu_error *err);
+	void *calib_arg;
+	/*
+	 * or, only when asked for (smoke tests): random_calib_sets seeded
+	 * standard-normal inputs. Without any of the three, compilation fails
+	 * with a message naming the options.
+	 */
+	bool calib_random;
+	uint64_t calib_seed;
+	size_t random_calib_sets;	/* default 4 */
 	/* Ranges by value name from earlier compilations; filled in here. */
 	struct npu_calib_cache *calib_cache;
 	int threads;
@@ -133,7 +146,15 @@ struct npu_compiled {
 	bool profile_ops;		/* bind with per-op device timestamps */
 	struct npu_device *dev;		/* bound to (npu_compiled_bind) */
 	struct npu_device_info dev_info;
+	/* What lost accuracy and could not be avoided, e.g. an int32 bias
+	 * that saturated, naming the node (the runtime logs them). */
+	char **warnings;
+	size_t num_warnings;
 };
+
+/* Record a warning on 'c' (dropped when out of memory or c is NULL). */
+void npu_compiled_warn(struct npu_compiled *c, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
 
 /*
  * A segment group's run state for one session: segments of one session
@@ -214,6 +235,14 @@ npu_status npu_calibrate(struct npu_graph *graph,
 npu_status npu_calibrate_cached(struct npu_graph *graph,
 				const struct npu_compile_options *opts,
 				struct npu_calib_table *table, struct npu_error *err);
+/* The calibration samples of 'opts': how many, and sample k ('set' gets
+ * one tensor per graph input; the caller frees them when *owned). */
+npu_status npu_calib_count_samples(struct npu_graph *graph,
+				   const struct npu_compile_options *opts, size_t *count,
+				   struct npu_error *err);
+npu_status npu_calib_get_sample(struct npu_graph *graph, const struct npu_compile_options *opts,
+				size_t k, struct npu_tensor **set, bool *owned,
+				struct npu_error *err);
 struct npu_calib_cache;
 struct npu_calib_cache *npu_calib_cache_create(void);
 void npu_calib_cache_destroy(struct npu_calib_cache *cache);

@@ -201,6 +201,184 @@ bool npu_conv_geometry(const struct npu_graph *g, const struct npu_node *n,
 
 /* ---- Segment building blocks ---- */
 
+bool npu_conv_transpose_geometry(const struct npu_graph *g, const struct npu_node *n,
+				 struct npu_conv_geom *geo, char *why, size_t why_size)
+{
+	const struct npu_value *x = n->inputs[0], *y = n->outputs[0];
+	const struct npu_value *w = n->num_inputs > 1 ? n->inputs[1] : NULL;
+	const char *auto_pad = npu_node_attr_string_or(n, "auto_pad", "NOTSET");
+	int64_t k[2], s[2], d[2], p[4], op[2], in[2], out[2], i, ext, pad0, pad1;
+
+	(void)g;
+	memset(geo, 0, sizeof(*geo));
+	if (x->shape.rank != 4 || y->shape.rank != 4)
+		return WHY("only 2-D (rank-4 NCHW) tensors have an NPU form");
+	if (!w || !w->constant || w->dtype != NPU_DTYPE_FLOAT || w->shape.rank != 4)
+		return WHY("weights are not a constant rank-4 float tensor");
+	if (n->num_inputs > 2 && n->inputs[2] &&
+	    (!n->inputs[2]->constant || n->inputs[2]->dtype != NPU_DTYPE_FLOAT))
+		return WHY("bias is not a constant float tensor");
+	if (strcmp(auto_pad, "NOTSET"))
+		return WHY("auto_pad=%s has no NPU form", auto_pad);
+	geo->n = (uint32_t)x->shape.dims[0];
+	geo->c = (uint32_t)x->shape.dims[1];
+	geo->oc = (uint32_t)y->shape.dims[1];
+	geo->groups = (uint32_t)npu_node_attr_int_or(n, "group", 1);
+	if (!geo->groups || w->shape.dims[0] != geo->c || geo->c % geo->groups ||
+	    w->shape.dims[1] * geo->groups != geo->oc)
+		return WHY("group=%u does not divide the channels", geo->groups);
+	k[0] = w->shape.dims[2];
+	k[1] = w->shape.dims[3];
+	if (!ints_attr(n, "strides", 2, s, 1) || !ints_attr(n, "dilations", 2, d, 1) ||
+	    !ints_attr(n, "pads", 4, p, 0) || !ints_attr(n, "output_padding", 2, op, 0))
+		return WHY("attributes strides / dilations / pads / output_padding are not 2, 2, 4 and 2 ints");
+	for (i = 0; i < 2; i++) {
+		in[i] = x->shape.dims[2 + i];
+		out[i] = y->shape.dims[2 + i];
+		if (k[i] < 1 || k[i] > 255 || s[i] < 1 || s[i] > 256 || d[i] < 1 || d[i] > 255)
+			return WHY("kernel %lld, stride %lld or dilation %lld outside the ISA's range",
+				   (long long)k[i], (long long)s[i], (long long)d[i]);
+		ext = d[i] * (k[i] - 1) + 1;
+		if ((in[i] - 1) * s[i] - p[i] - p[i + 2] + ext + op[i] != out[i])
+			return WHY("output size %lld does not follow from the attributes",
+				   (long long)out[i]);
+		pad0 = ext - 1 - p[i];
+		pad1 = ext - 1 - p[i + 2] + op[i];
+		if (pad0 < 0 || pad1 < 0 || pad0 > 255 || pad1 > 255)
+			return WHY("pads %lld, %lld have no NPU form", (long long)p[i],
+				   (long long)p[i + 2]);
+		/* Every window must hold a real input pixel (codegen tiles by rows). */
+		if (ext < s[i] || op[i] > p[i + 2])
+			return WHY("kernel extent %lld below stride %lld (or output_padding) has no NPU form",
+				   (long long)ext, (long long)s[i]);
+		p[i] = pad0;
+		p[i + 2] = pad1;
+	}
+	if (in[0] > 65535 || in[1] > 65535 || out[0] > 65535 || out[1] > 65535 ||
+	    geo->c > 65535 || geo->oc > 65535)
+		return WHY("a dimension exceeds the ISA's 16-bit fields");
+	geo->h = (uint32_t)in[0];
+	geo->w = (uint32_t)in[1];
+	geo->oh = (uint32_t)out[0];
+	geo->ow = (uint32_t)out[1];
+	geo->k_h = (uint32_t)k[0];
+	geo->k_w = (uint32_t)k[1];
+	geo->stride_h = geo->stride_w = 1;
+	geo->dil_h = (uint32_t)d[0];
+	geo->dil_w = (uint32_t)d[1];
+	geo->pad_top = (uint32_t)p[0];
+	geo->pad_left = (uint32_t)p[1];
+	geo->pad_bottom = (uint32_t)p[2];
+	geo->pad_right = (uint32_t)p[3];
+	geo->ins_h = (uint32_t)(s[0] - 1);
+	geo->ins_w = (uint32_t)(s[1] - 1);
+	return true;
+}
+
+/*
+ * One axis of Resize as n / den with n = o * step + offset (npu_hw.h):
+ * the coordinate transformation, then nearest rounding folded in.
+ */
+static bool resize_axis(const char *ctm, const char *nearest, bool linear,
+			int64_t in, int64_t out, uint32_t *step, int32_t *offset,
+			uint32_t *den, char *why, size_t why_size)
+{
+	int64_t st, off, dn;
+
+	if (!strcmp(ctm, "asymmetric")) {
+		st = in, off = 0, dn = out;
+	} else if (!strcmp(ctm, "half_pixel") ||
+		   (!strcmp(ctm, "pytorch_half_pixel") && out > 1)) {
+		st = 2 * in, off = in - out, dn = 2 * out;
+	} else if (!strcmp(ctm, "pytorch_half_pixel") ||
+		   (!strcmp(ctm, "align_corners") && out == 1)) {
+		st = 0, off = 0, dn = 1;
+	} else if (!strcmp(ctm, "align_corners")) {
+		st = in - 1, off = 0, dn = out - 1;
+	} else {
+		return WHY("coordinate_transformation_mode=%s has no NPU form", ctm);
+	}
+	if (!linear) {
+		if (!strcmp(nearest, "floor")) {
+			/* floor(n / den) as is */
+		} else if (!strcmp(nearest, "ceil")) {
+			off += dn - 1;
+		} else if (!strcmp(nearest, "round_prefer_floor")) {
+			/* ceil(x - 1/2) = floor((2n - den + 2den - 1) / 2den) */
+			st *= 2, off = 2 * off + dn - 1, dn *= 2;
+		} else if (!strcmp(nearest, "round_prefer_ceil")) {
+			/* floor(x + 1/2) = floor((2n + den) / 2den) */
+			st *= 2, off = 2 * off + dn, dn *= 2;
+		} else {
+			return WHY("nearest_mode=%s has no NPU form", nearest);
+		}
+	}
+	if (st > UINT32_MAX || dn < 1 || dn > UINT32_MAX || off < INT32_MIN || off > INT32_MAX)
+		return WHY("resize coordinates outside the ISA's range");
+	*step = (uint32_t)st;
+	*offset = (int32_t)off;
+	*den = (uint32_t)dn;
+	return true;
+}
+
+bool npu_resize_geometry(const struct npu_node *n, struct npu_resize_geom *rg,
+			 char *why, size_t why_size)
+{
+	const struct npu_value *x = n->inputs[0], *y = n->outputs[0];
+	const char *mode = npu_node_attr_string_or(n, "mode", "nearest");
+	const char *ctm = npu_node_attr_string_or(n, "coordinate_transformation_mode",
+						  n->opset < 11 ? "asymmetric" : "half_pixel");
+	const char *nearest = npu_node_attr_string_or(n, "nearest_mode", "round_prefer_floor");
+	const struct npu_value *scales = NULL;
+	bool linear;
+	int i;
+
+	memset(rg, 0, sizeof(*rg));
+	if (x->shape.rank != 4 || y->shape.rank != 4)
+		return WHY("only rank-4 NCHW tensors have an NPU form");
+	if (x->shape.dims[0] != y->shape.dims[0] || x->shape.dims[1] != y->shape.dims[1])
+		return WHY("resizing N or C has no NPU form");
+	if (!strcmp(mode, "nearest"))
+		linear = false;
+	else if (!strcmp(mode, "linear") || !strcmp(mode, "bilinear"))
+		linear = true;
+	else
+		return WHY("mode=%s has no NPU form", mode);
+	if (npu_node_attr_int_or(n, "antialias", 0) &&
+	    (y->shape.dims[2] < x->shape.dims[2] || y->shape.dims[3] < x->shape.dims[3]))
+		return WHY("antialias when downsampling has no NPU form");
+	if (npu_node_attr(n, "axes") || strcmp(npu_node_attr_string_or(n,
+			"keep_aspect_ratio_policy", "stretch"), "stretch"))
+		return WHY("axes / keep_aspect_ratio_policy have no NPU form");
+	/* With scales (no sizes), ONNX maps by 1/scale: it must be in/out exactly. */
+	if (n->opset < 11)
+		scales = n->num_inputs > 1 ? n->inputs[1] : NULL;
+	else if (!(n->num_inputs > 3 && n->inputs[3]))
+		scales = n->num_inputs > 2 ? n->inputs[2] : NULL;
+	if (scales) {
+		int64_t count;
+		const float *sv = scales->constant && scales->dtype == NPU_DTYPE_FLOAT ?
+				  scales->constant->data : NULL;
+
+		count = sv ? npu_shape_numel(&scales->shape) : 0;
+		if (count && count != 4)
+			return WHY("scales are not 4 constant floats");
+		for (i = 0; sv && i < 4; i++)
+			if ((double)sv[i] * (double)x->shape.dims[i] != (double)y->shape.dims[i])
+				return WHY("scale %g is not output / input exactly", (double)sv[i]);
+		if (!sv && !scales->constant && npu_shape_numel(&scales->shape) != 0)
+			return WHY("scales are not constant");
+	}
+	if (x->shape.dims[2] > 65535 || x->shape.dims[3] > 65535 ||
+	    y->shape.dims[2] > 65535 || y->shape.dims[3] > 65535 || x->shape.dims[1] > 65535)
+		return WHY("a dimension exceeds the ISA's 16-bit fields");
+	rg->mode = linear ? NPU_RESIZE_BILINEAR : NPU_RESIZE_NEAREST;
+	return resize_axis(ctm, nearest, linear, x->shape.dims[2], y->shape.dims[2],
+			   &rg->step_h, &rg->offset_h, &rg->den_h, why, why_size) &&
+	       resize_axis(ctm, nearest, linear, x->shape.dims[3], y->shape.dims[3],
+			   &rg->step_w, &rg->offset_w, &rg->den_w, why, why_size);
+}
+
 static void *seg_own(struct npu_segment *seg, size_t bytes)
 {
 	void *p = calloc(1, bytes ? bytes : 1);
@@ -246,6 +424,12 @@ int npu_lower_act(struct npu_lower_ctx *lc, struct npu_value *v)
 	prog->acts = acts;
 	npu_value_act_dims(v, &acts[prog->num_acts]);
 	acts[prog->num_acts].q = *q;
+	acts[prog->num_acts].flat_clamped = lc->qmap->flat_clamped &&
+					    lc->qmap->flat_clamped[v->index];
+	/* Named for the quantization report; the graph value may go away. */
+	acts[prog->num_acts].name = seg_own(lc->seg, strlen(v->name) + 1);
+	if (acts[prog->num_acts].name)
+		memcpy((char *)acts[prog->num_acts].name, v->name, strlen(v->name) + 1);
 	lc->act_of[v->index] = (uint32_t)++prog->num_acts;
 	return (int)prog->num_acts - 1;
 }
@@ -283,6 +467,12 @@ bool npu_pre_activation_qparams(const struct npu_lower_ctx *lc,
 	npu_calib_range(&lc->calib->stats[v->index], lc->opts->calib_method,
 			lc->opts->percentile, &lo, &hi);
 	*q = npu_qparams_from_range(lo, hi);
+	/* Only the activation reads it: keep where the function is not flat. */
+	if (value_q(lc, n->outputs[0])) {
+		struct npu_error err = { 0 };
+
+		npu_fused_activation_tighten_input(n, q, *value_q(lc, n->outputs[0]), &err);
+	}
 	return true;
 }
 
@@ -331,7 +521,8 @@ static bool output_stage(struct npu_lower_ctx *lc, const struct npu_node *n,
 }
 
 /* Per-channel requantization arrays for 'oc' channels of weight scales. */
-static bool requant_arrays(struct npu_lower_ctx *lc, uint32_t oc, float in_scale,
+static bool requant_arrays(struct npu_lower_ctx *lc, const char *name, uint32_t oc,
+			   float in_scale,
 			   const float *w_scale, const struct npu_qparams *target,
 			   const float *bias, float bias_mul, struct npu_lop_quant *q,
 			   char *why, size_t why_size)
@@ -351,8 +542,17 @@ static bool requant_arrays(struct npu_lower_ctx *lc, uint32_t oc, float in_scale
 			return WHY("requantization multiplier %g of channel %u out of range", real, c);
 		mult[c] = rq.mult;
 		shift[c] = rq.shift;
-		if (b)
+		if (b) {
+			double exact = (double)bias[c] * bias_mul / ((double)in_scale * w_scale[c]);
+
 			b[c] = npu_quantize_bias(bias[c] * bias_mul, in_scale, w_scale[c]);
+			/* The accumulator cannot hold it: the channel gets a wrong offset. */
+			if (fabs(exact) > 2147483647.0)
+				npu_compiled_warn(lc->compiled,
+						  "node '%s': bias of channel %u saturates int32 (%.3g x the accumulator's range): input scale %g x weight scale %g is too fine for bias %g",
+						  name, c, fabs(exact) / 2147483647.0, in_scale,
+						  w_scale[c], bias[c] * bias_mul);
+		}
 	}
 	q->mult = mult;
 	q->shift = shift;
@@ -360,12 +560,50 @@ static bool requant_arrays(struct npu_lower_ctx *lc, uint32_t oc, float in_scale
 	return true;
 }
 
-static bool lower_conv(struct npu_lower_ctx *lc, struct npu_node *n, char *why,
-		       size_t why_size)
+/*
+ * A bias must fit the int32 accumulator in units of s_in * s_w[c], with
+ * room left for the products it adds to: when a channel's weight scale is
+ * so fine that it would not (a near-zero weight row with a large bias, as
+ * BatchNorm folding leaves behind), coarsen that channel's weight scale
+ * until it does. The weights of that row lose precision they could not use
+ * anyway; the bias, which would otherwise saturate to a wrong offset, stays
+ * exact.
+ */
+static void widen_for_bias(struct npu_lower_ctx *lc, const char *name, const float *w,
+			   size_t oc, size_t per, float in_scale, const float *bias,
+			   float bias_mul, int8_t *wq, float *scales)
 {
-	struct npu_conv_geom geo;
-	const struct npu_value *wv = n->inputs[1];
-	const float *w = wv->constant->data;
+	const double limit = 1073741824.0;	/* 2^30: half the accumulator */
+	size_t c, i, widened = 0, first = 0;
+	double worst = 1.0;
+
+	for (c = 0; bias && c < oc; c++) {
+		double need = fabs((double)bias[c] * bias_mul) / ((double)in_scale * limit);
+
+		if (!(need > scales[c]) || !isfinite(need))
+			continue;
+		if (!widened++)
+			first = c;
+		worst = fmax(worst, need / scales[c]);
+		scales[c] = (float)need;
+		for (i = 0; i < per; i++) {
+			float v = nearbyintf(w[c * per + i] / scales[c]);
+
+			wq[c * per + i] = (int8_t)fminf(fmaxf(v, -127.0f), 127.0f);
+		}
+	}
+	if (widened)
+		npu_compiled_warn(lc->compiled,
+				  "node '%s': %zu of %zu channels (first: %zu) had their weight scale widened (up to %.3g x) so that the bias fits the int32 accumulator",
+				  name, widened, oc, first, worst);
+}
+
+/* A Conv (or the CONV2D of a ConvTranspose): w is [oc][ic/groups][kh][kw]. */
+static bool lower_conv_with(struct npu_lower_ctx *lc, struct npu_node *n,
+			    const struct npu_conv_geom *gp, const float *w,
+			    char *why, size_t why_size)
+{
+	struct npu_conv_geom geo = *gp;
 	const float *bias = n->num_inputs > 2 && n->inputs[2] ? n->inputs[2]->constant->data : NULL;
 	const struct npu_qparams *qin = value_q(lc, n->inputs[0]), *qout = value_q(lc, n->outputs[0]);
 	struct npu_qparams target;
@@ -375,8 +613,6 @@ static bool lower_conv(struct npu_lower_ctx *lc, struct npu_node *n, char *why,
 	struct npu_lop *l;
 	int in, out;
 
-	if (!npu_conv_geometry(lc->graph, n, &geo, why, why_size))
-		return false;
 	if (!qin || !qout)
 		return WHY("no quantization parameters (not calibrated)");
 	per = geo.c / geo.groups * geo.k_h * geo.k_w;
@@ -386,6 +622,7 @@ static bool lower_conv(struct npu_lower_ctx *lc, struct npu_node *n, char *why,
 	if (!wq || !wnhwc || !scales)
 		return WHY("out of memory");
 	npu_quantize_weights_per_channel(w, geo.oc, per, wq, scales);
+	widen_for_bias(lc, n->name, w, geo.oc, per, qin->scale, bias, 1.0f, wq, scales);
 	/* [oc][ic][kh][kw] -> [oc][kh][kw][ic] */
 	for (oc = 0; oc < geo.oc; oc++)
 		for (ic = 0; ic < geo.c / geo.groups; ic++)
@@ -412,16 +649,89 @@ static bool lower_conv(struct npu_lower_ctx *lc, struct npu_node *n, char *why,
 	l->conv.pad_bottom = (uint8_t)geo.pad_bottom;
 	l->conv.pad_right = (uint8_t)geo.pad_right;
 	l->conv.groups = (uint16_t)geo.groups;
+	l->conv.ins_h = (uint8_t)geo.ins_h;
+	l->conv.ins_w = (uint8_t)geo.ins_w;
 	if (!output_stage(lc, n, qout, &l->conv.q.act_min, &l->conv.q.act_max, &l->conv.q.lut,
 			  &l->conv.q.pre_act_zp, &target, why, why_size))
 		goto undo;
-	if (!requant_arrays(lc, geo.oc, qin->scale, scales, &target, bias, 1.0f, &l->conv.q,
+	if (!requant_arrays(lc, n->name, geo.oc, qin->scale, scales, &target, bias, 1.0f, &l->conv.q,
 			    why, why_size))
 		goto undo;
 	return true;
 undo:
 	lc->seg->prog.num_lops--;
 	return false;
+}
+
+static bool lower_conv(struct npu_lower_ctx *lc, struct npu_node *n, char *why,
+		       size_t why_size)
+{
+	struct npu_conv_geom geo;
+
+	if (!npu_conv_geometry(lc->graph, n, &geo, why, why_size))
+		return false;
+	return lower_conv_with(lc, n, &geo, n->inputs[1]->constant->data, why, why_size);
+}
+
+/*
+ * ConvTranspose: ONNX weights [C_in][C_out / g][kh][kw] become the flipped
+ * Conv kernel [C_out][C_in / g][kh][kw] over the zero-inserted input.
+ */
+static bool lower_conv_transpose(struct npu_lower_ctx *lc, struct npu_node *n,
+				 char *why, size_t why_size)
+{
+	const float *w = n->inputs[1]->constant->data;
+	struct npu_conv_geom geo;
+	uint32_t cin_g, cout_g, g, i, j, kh, kw;
+	float *wc;
+
+	if (!npu_conv_transpose_geometry(lc->graph, n, &geo, why, why_size))
+		return false;
+	cin_g = geo.c / geo.groups;
+	cout_g = geo.oc / geo.groups;
+	wc = seg_own(lc->seg, (size_t)geo.oc * cin_g * geo.k_h * geo.k_w * sizeof(*wc));
+	if (!wc)
+		return WHY("out of memory");
+	for (g = 0; g < geo.groups; g++)
+		for (j = 0; j < cout_g; j++)
+			for (i = 0; i < cin_g; i++)
+				for (kh = 0; kh < geo.k_h; kh++)
+					for (kw = 0; kw < geo.k_w; kw++)
+						wc[((((size_t)g * cout_g + j) * cin_g + i) * geo.k_h + kh) *
+						   geo.k_w + kw] =
+							w[((((size_t)g * cin_g + i) * cout_g + j) * geo.k_h +
+							   (geo.k_h - 1 - kh)) * geo.k_w + (geo.k_w - 1 - kw)];
+	return lower_conv_with(lc, n, &geo, wc, why, why_size);
+}
+
+/* Resize: input and output share their quantization (quantize.c ties them). */
+static bool lower_resize(struct npu_lower_ctx *lc, struct npu_node *n, char *why,
+			 size_t why_size)
+{
+	const struct npu_qparams *qin = value_q(lc, n->inputs[0]), *qout = value_q(lc, n->outputs[0]);
+	struct npu_resize_geom rg;
+	struct npu_lop *l;
+	int in, out;
+
+	if (!npu_resize_geometry(n, &rg, why, why_size))
+		return false;
+	if (!qin || !qout || qin->scale != qout->scale || qin->zero_point != qout->zero_point)
+		return WHY("resize needs equal input and output quantization");
+	in = npu_lower_act(lc, n->inputs[0]);
+	out = npu_lower_act(lc, n->outputs[0]);
+	l = in < 0 || out < 0 ? NULL : new_lop(lc, NPU_LOP_RESIZE, n);
+	if (!l)
+		return WHY("out of memory");
+	l->in = (uint32_t)in;
+	l->out = (uint32_t)out;
+	l->resize.mode = rg.mode;
+	l->resize.step_h = rg.step_h;
+	l->resize.step_w = rg.step_w;
+	l->resize.den_h = rg.den_h;
+	l->resize.den_w = rg.den_w;
+	l->resize.offset_h = rg.offset_h;
+	l->resize.offset_w = rg.offset_w;
+	return true;
 }
 
 static bool lower_gemm(struct npu_lower_ctx *lc, struct npu_node *n, char *why,
@@ -458,7 +768,6 @@ static bool lower_gemm(struct npu_lower_ctx *lc, struct npu_node *n, char *why,
 		for (r = 0; r < k; r++)
 			wt[(size_t)c * k + r] = alpha * (trans_b ? b[(size_t)c * k + r] : b[(size_t)r * cols + c]);
 	npu_quantize_weights_per_channel(wt, cols, k, wq, scales);
-	free(wt);
 	if (cv) {
 		const float *cd = cv->constant->data;
 		bool scalar = npu_shape_numel(&cv->shape) == 1;
@@ -466,6 +775,8 @@ static bool lower_gemm(struct npu_lower_ctx *lc, struct npu_node *n, char *why,
 		for (c = 0; c < cols; c++)
 			bias[c] = beta * cd[scalar ? 0 : c];
 	}
+	widen_for_bias(lc, n->name, wt, cols, k, qin->scale, bias, 1.0f, wq, scales);
+	free(wt);
 	in = npu_lower_act(lc, n->inputs[0]);
 	out = npu_lower_act(lc, n->outputs[0]);
 	l = in < 0 || out < 0 ? NULL : new_lop(lc, NPU_LOP_MATMUL, n);
@@ -476,8 +787,55 @@ static bool lower_gemm(struct npu_lower_ctx *lc, struct npu_node *n, char *why,
 	l->matmul.weight = wq;
 	if (!output_stage(lc, n, qout, &l->matmul.q.act_min, &l->matmul.q.act_max,
 			  &l->matmul.q.lut, &l->matmul.q.pre_act_zp, &target, why, why_size) ||
-	    !requant_arrays(lc, cols, qin->scale, scales, &target, bias, 1.0f, &l->matmul.q,
+	    !requant_arrays(lc, n->name, cols, qin->scale, scales, &target, bias, 1.0f, &l->matmul.q,
 			    why, why_size)) {
+		lc->seg->prog.num_lops--;
+		return false;
+	}
+	return true;
+}
+
+/*
+ * GlobalAveragePool as a depthwise CONV2D whose H x W weights are all 1 / HW
+ * (exactly 127 in int8, at scale 1 / (127 HW)): unlike POOL, a convolution
+ * requantizes, so the mean gets its own, much narrower range instead of
+ * its input's (squeeze-and-excitation blocks lost 20 dB there).
+ */
+static bool lower_global_pool_as_conv(struct npu_lower_ctx *lc, struct npu_node *n,
+				      const struct npu_conv_geom *geo,
+				      const struct npu_qparams *qin,
+				      const struct npu_qparams *qout, char *why,
+				      size_t why_size)
+{
+	size_t per = (size_t)geo->k_h * geo->k_w;
+	int8_t *w = seg_own(lc->seg, (size_t)geo->c * per);
+	float *scales = seg_own(lc->seg, geo->c * sizeof(*scales));
+	struct npu_lop *l;
+	uint32_t c;
+	int in, out;
+
+	if (!w || !scales)
+		return WHY("out of memory");
+	memset(w, 127, (size_t)geo->c * per);
+	for (c = 0; c < geo->c; c++)
+		scales[c] = (float)(1.0 / ((double)per * 127.0));
+	in = npu_lower_act(lc, n->inputs[0]);
+	out = npu_lower_act(lc, n->outputs[0]);
+	l = in < 0 || out < 0 ? NULL : new_lop(lc, NPU_LOP_CONV, n);
+	if (!l)
+		return WHY("out of memory");
+	l->in = (uint32_t)in;
+	l->out = (uint32_t)out;
+	l->conv.weight = w;
+	l->conv.k_h = (uint8_t)geo->k_h;
+	l->conv.k_w = (uint8_t)geo->k_w;
+	l->conv.stride_h = l->conv.stride_w = 1;
+	l->conv.dil_h = l->conv.dil_w = 1;
+	l->conv.groups = (uint16_t)geo->c;
+	l->conv.q.act_min = -128;
+	l->conv.q.act_max = 127;
+	if (!requant_arrays(lc, n->name, geo->c, qin->scale, scales, qout, NULL, 1.0f,
+			    &l->conv.q, why, why_size)) {
 		lc->seg->prog.num_lops--;
 		return false;
 	}
@@ -494,6 +852,8 @@ static bool lower_pool(struct npu_lower_ctx *lc, struct npu_node *n, char *why,
 
 	if (!npu_conv_geometry(lc->graph, n, &geo, why, why_size))
 		return false;
+	if (qin && qout && is_op(n, "GlobalAveragePool") && geo.c <= 65535)
+		return lower_global_pool_as_conv(lc, n, &geo, qin, qout, why, why_size);
 	if (!qin || !qout || qin->scale != qout->scale)
 		return WHY("pooling needs equal input and output scales");
 	in = npu_lower_act(lc, n->inputs[0]);
@@ -672,6 +1032,10 @@ bool npu_lower_node(struct npu_lower_ctx *lc, struct npu_node *n, char *why,
 {
 	if (is_op(n, "Conv"))
 		return lower_conv(lc, n, why, why_size);
+	if (is_op(n, "ConvTranspose"))
+		return lower_conv_transpose(lc, n, why, why_size);
+	if (is_op(n, "Resize"))
+		return lower_resize(lc, n, why, why_size);
 	if (is_op(n, "Gemm") || is_op(n, "MatMul"))
 		return lower_gemm(lc, n, why, why_size);
 	if (is_op(n, "MaxPool") || is_op(n, "AveragePool") || is_op(n, "GlobalAveragePool"))

@@ -17,6 +17,7 @@ struct npu_conv_geom {
 	uint32_t pad_top, pad_left, pad_bottom, pad_right;
 	uint32_t groups;
 	bool count_include_pad;		/* AveragePool */
+	uint32_t ins_h, ins_w;		/* ConvTranspose: zeros between inputs */
 };
 
 /*
@@ -25,6 +26,27 @@ struct npu_conv_geom {
  */
 bool npu_conv_geometry(const struct npu_graph *g, const struct npu_node *n,
 		       struct npu_conv_geom *geo, char *why, size_t why_size);
+
+/*
+ * A ConvTranspose as the CONV2D over its zero-inserted input that computes
+ * it (stride s: ins = s - 1, stride 1, pads dil * (k - 1) - pad, the
+ * kernel flipped). On false 'why' says what has no NPU form.
+ */
+bool npu_conv_transpose_geometry(const struct npu_graph *g, const struct npu_node *n,
+				 struct npu_conv_geom *geo, char *why, size_t why_size);
+
+/*
+ * A Resize on H and W of a rank-4 NCHW tensor as RESIZE's exact rational
+ * coordinates (npu_hw.h). 'mode' gets NPU_RESIZE_*.
+ */
+struct npu_resize_geom {
+	uint8_t mode;
+	uint32_t step_h, step_w, den_h, den_w;
+	int32_t offset_h, offset_w;
+};
+
+bool npu_resize_geometry(const struct npu_node *n, struct npu_resize_geom *rg,
+			 char *why, size_t why_size);
 
 /* Whether an activation op type has a LUT / clamp form on the NPU. */
 bool npu_lut_function_known(const char *op_type);
@@ -43,13 +65,21 @@ void npu_value_act_dims(const struct npu_value *v, struct npu_act *act);
 struct npu_qmap {
 	struct npu_qparams *q;
 	bool *set;
+	bool *flat_clamped;	/* range narrowed to its LUT's non-flat part */
 	size_t count;
 };
 
-/* quantize.c: parameters for every calibrated (or QDQ) float value. */
+struct npu_pw_groups;
+
+/*
+ * quantize.c: parameters for every calibrated (or QDQ) float value; the
+ * input of each LUT ('pw' groups and single activation nodes) narrowed to
+ * where its function is not flat.
+ */
 npu_status npu_build_qmap(struct npu_graph *g, const struct npu_calib_table *calib,
 			  const struct npu_qdq_table *qdq,
 			  const struct npu_compile_options *opts,
+			  const struct npu_pw_groups *pw,
 			  struct npu_qmap *qmap, struct npu_error *err);
 void npu_qmap_free(struct npu_qmap *qmap);
 
@@ -60,6 +90,7 @@ struct npu_lower_ctx {
 	const struct npu_compile_options *opts;
 	struct npu_segment *seg;
 	uint32_t *act_of;	/* value index -> act index + 1 (0: none yet) */
+	struct npu_compiled *compiled;	/* warnings go here (may be NULL) */
 };
 
 /*

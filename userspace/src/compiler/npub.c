@@ -57,6 +57,13 @@ static void put(struct wbuf *w, const void *p, size_t n)
 	w->size += n;
 }
 
+/*
+ * On-disk op kinds are enum npu_lop_kind, plus this one: a CONV with zero
+ * insertion, whose geometry carries ins_h and ins_w after the 10 bytes of
+ * a plain conv. Readers that predate it reject it as an unknown kind.
+ */
+#define NPUB_KIND_CONV_INS	64
+
 static void put_u8(struct wbuf *w, uint8_t v) { put(w, &v, 1); }
 static void put_u16(struct wbuf *w, uint16_t v) { put(w, &v, 2); }
 static void put_u32(struct wbuf *w, uint32_t v) { put(w, &v, 4); }
@@ -152,7 +159,9 @@ static void put_segment(struct wbuf *w, const struct npu_segment *seg)
 		const struct npu_lop *l = &p->lops[i];
 		const struct npu_act *in = &p->acts[l->in], *out = &p->acts[l->out];
 
-		put_u32(w, l->kind);
+		/* A conv with zero insertion has its own on-disk kind (see below). */
+		put_u32(w, l->kind == NPU_LOP_CONV && (l->conv.ins_h || l->conv.ins_w) ?
+			   NPUB_KIND_CONV_INS : l->kind);
 		put_str(w, l->name);
 		put_u32(w, l->in);
 		put_u32(w, l->in2);
@@ -166,6 +175,10 @@ static void put_segment(struct wbuf *w, const struct npu_segment *seg)
 			};
 
 			put(w, g, sizeof(g));
+			if (l->conv.ins_h || l->conv.ins_w) {
+				put_u8(w, l->conv.ins_h);
+				put_u8(w, l->conv.ins_w);
+			}
 			put_u16(w, l->conv.groups);
 			put_quant(w, &l->conv.q, out->c);
 			put_blob(w, l->conv.weight, (uint64_t)out->c * l->conv.k_h * l->conv.k_w *
@@ -202,6 +215,15 @@ static void put_segment(struct wbuf *w, const struct npu_segment *seg)
 			break;
 		case NPU_LOP_LUT:
 			put_blob(w, l->lut.table, 256);
+			break;
+		case NPU_LOP_RESIZE:
+			put_u8(w, l->resize.mode);
+			put_u32(w, l->resize.step_h);
+			put_u32(w, (uint32_t)l->resize.offset_h);
+			put_u32(w, l->resize.den_h);
+			put_u32(w, l->resize.step_w);
+			put_u32(w, (uint32_t)l->resize.offset_w);
+			put_u32(w, l->resize.den_w);
 			break;
 		}
 	}
@@ -452,8 +474,12 @@ static bool get_lop(struct rbuf *r, struct npu_segment *seg, struct npu_lop *l)
 	struct npu_segment_program *p = &seg->prog;
 	const struct npu_act *in, *out;
 	char *name;
+	bool ins;
 
 	l->kind = get_u32(r, "kind");
+	ins = l->kind == NPUB_KIND_CONV_INS;
+	if (ins)
+		l->kind = NPU_LOP_CONV;
 	name = seg_keep(seg, get_str(r, "name"));
 	l->name = name ? name : "?";
 	l->in = get_u32(r, "in");
@@ -461,7 +487,7 @@ static bool get_lop(struct rbuf *r, struct npu_segment *seg, struct npu_lop *l)
 	l->out = get_u32(r, "out");
 	if (r->bad)
 		return false;
-	if (l->kind > NPU_LOP_LUT)
+	if (l->kind > NPU_LOP_RESIZE)
 		return fail(r, "%s %llu is unknown", "op kind", l->kind);
 	if (l->in >= p->num_acts || l->out >= p->num_acts)
 		return fail(r, "%s %llu out of range", "tensor index", l->in > l->out ? l->in : l->out);
@@ -476,15 +502,22 @@ static bool get_lop(struct rbuf *r, struct npu_segment *seg, struct npu_lop *l)
 		l->conv.stride_w = g[3], l->conv.dil_h = g[4], l->conv.dil_w = g[5];
 		l->conv.pad_top = g[6], l->conv.pad_left = g[7];
 		l->conv.pad_bottom = g[8], l->conv.pad_right = g[9];
+		if (ins) {
+			l->conv.ins_h = get_u8(r, "ins_h");
+			l->conv.ins_w = get_u8(r, "ins_w");
+		}
 		l->conv.groups = get_u16(r, "groups");
 		if (r->bad)
 			return false;
 		if (!l->conv.groups || in->c % l->conv.groups || out->c % l->conv.groups ||
-		    in->n != out->n)
+		    in->n != out->n || !in->h || !in->w)
 			return fail(r, "%s %llu does not divide the channels", "groups", l->conv.groups);
-		if (!check_window(r, in->h, out->h, l->conv.k_h, l->conv.stride_h, l->conv.dil_h,
+		/* The kernel slides over the zero-inserted input. */
+		if (!check_window(r, (in->h - 1) * (l->conv.ins_h + 1u) + 1, out->h, l->conv.k_h,
+				  l->conv.stride_h, l->conv.dil_h,
 				  l->conv.pad_top, l->conv.pad_bottom, "conv height") ||
-		    !check_window(r, in->w, out->w, l->conv.k_w, l->conv.stride_w, l->conv.dil_w,
+		    !check_window(r, (in->w - 1) * (l->conv.ins_w + 1u) + 1, out->w, l->conv.k_w,
+				  l->conv.stride_w, l->conv.dil_w,
 				  l->conv.pad_left, l->conv.pad_right, "conv width") ||
 		    !get_quant(r, seg, &l->conv.q, out->c))
 			return false;
@@ -554,6 +587,20 @@ static bool get_lop(struct rbuf *r, struct npu_segment *seg, struct npu_lop *l)
 		if (npu_act_bytes(in) != npu_act_bytes(out))
 			return fail(r, "%s %llu: sizes differ", "lut", 0);
 		l->lut.table = get_blob(r, seg, 256, false, "table");
+		break;
+	case NPU_LOP_RESIZE:
+		l->resize.mode = get_u8(r, "mode");
+		l->resize.step_h = get_u32(r, "step_h");
+		l->resize.offset_h = (int32_t)get_u32(r, "offset_h");
+		l->resize.den_h = get_u32(r, "den_h");
+		l->resize.step_w = get_u32(r, "step_w");
+		l->resize.offset_w = (int32_t)get_u32(r, "offset_w");
+		l->resize.den_w = get_u32(r, "den_w");
+		if (r->bad)
+			return false;
+		if (l->resize.mode > NPU_RESIZE_BILINEAR || !l->resize.den_h ||
+		    !l->resize.den_w || in->c != out->c || in->n != out->n)
+			return fail(r, "%s %llu invalid", "resize mode", l->resize.mode);
 		break;
 	}
 	return !r->bad;

@@ -191,6 +191,18 @@ bool npu_node_supported(const struct npu_graph *g, const struct npu_node *n,
 		return WHY("input is not a float activation of known shape");
 	if (is_op(n, "Conv"))
 		return supported_conv(g, n, why, why_size);
+	if (is_op(n, "ConvTranspose")) {	/* CONV2D with zero insertion */
+		struct npu_conv_geom geo;
+
+		if (!npu_conv_transpose_geometry(g, n, &geo, why, why_size))
+			return false;
+		return activation_ok(n, why, why_size);
+	}
+	if (is_op(n, "Resize")) {		/* RESIZE */
+		struct npu_resize_geom rg;
+
+		return npu_resize_geometry(n, &rg, why, why_size);
+	}
 	if (is_op(n, "Gemm") || is_op(n, "MatMul"))
 		return supported_gemm(n, why, why_size);
 	if (is_op(n, "MaxPool") || is_op(n, "AveragePool") || is_op(n, "GlobalAveragePool"))

@@ -9,6 +9,7 @@
  */
 #include "compiler/pointwise.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -270,19 +271,16 @@ npu_status npu_fused_activation_table(const struct npu_node *n, struct npu_qpara
 	return st;
 }
 
-npu_status npu_pointwise_table(const struct npu_pw_group *grp,
-			       struct npu_qparams in, struct npu_qparams out,
-			       int8_t table[256], struct npu_error *err)
+/* y = F(x) over xt (shape [1,1,1,n]) with the group's own CPU ops. */
+static npu_status group_eval(const struct npu_pw_group *grp, struct npu_tensor *xt,
+			     float *y, struct npu_error *err)
 {
-	struct npu_tensor *xt = lut_domain(in);
 	struct npu_tensor **outs = calloc(grp->count, sizeof(*outs));
 	npu_status st = NPU_OK;
 	size_t i, j;
 
-	if (!xt || !outs) {
-		st = npu_error_set(err, NPU_ERR_NO_MEMORY, "compile: out of memory");
-		goto out;
-	}
+	if (!outs)
+		return npu_error_set(err, NPU_ERR_NO_MEMORY, "compile: out of memory");
 	for (i = 0; i < grp->count && !st; i++) {
 		struct npu_node *n = grp->nodes[i];
 		const struct npu_op_def *def = npu_cpu_op_find(n->domain, n->op_type, n->opset);
@@ -292,7 +290,7 @@ npu_status npu_pointwise_table(const struct npu_pw_group *grp,
 			.outputs = &outs[i], .num_outputs = 1, .err = err,
 		};
 
-		outs[i] = npu_tensor_create(NPU_DTYPE_FLOAT, &lut_shape);
+		outs[i] = npu_tensor_create(NPU_DTYPE_FLOAT, &xt->shape);
 		if (!def || def->prepare || n->num_inputs > 8 || !outs[i]) {
 			st = npu_error_set(err, NPU_ERR_UNSUPPORTED, "%s: cannot evaluate for a LUT",
 					   n->name);
@@ -305,11 +303,103 @@ npu_status npu_pointwise_table(const struct npu_pw_group *grp,
 			st = npu_cpu_apply_fused_activation(n, outs[i], err);
 	}
 	if (!st)
-		lut_quantize(lookup(grp, outs, xt, grp->y)->data, out, table);
-out:
-	for (i = 0; outs && i < grp->count; i++)
+		memcpy(y, lookup(grp, outs, xt, grp->y)->data, xt->nbytes);
+	for (i = 0; i < grp->count; i++)
 		npu_tensor_destroy(outs[i]);
 	free(outs);
+	return st;
+}
+
+npu_status npu_pointwise_table(const struct npu_pw_group *grp,
+			       struct npu_qparams in, struct npu_qparams out,
+			       int8_t table[256], struct npu_error *err)
+{
+	struct npu_tensor *xt = lut_domain(in);
+	float y[256];
+	npu_status st;
+
+	if (!xt)
+		return npu_error_set(err, NPU_ERR_NO_MEMORY, "compile: out of memory");
+	st = group_eval(grp, xt, y, err);
+	if (!st)
+		lut_quantize(y, out, table);
 	npu_tensor_destroy(xt);
+	return st;
+}
+
+/*
+ * The narrowest [lo', hi'] inside [lo, hi] outside which F stays within
+ * 'tol' of F(lo) (below) and of F(hi) (above), on a grid of 'n' points,
+ * widened by one int8 step of the result so that the clamped extreme
+ * levels still land where F is flat. F from the group or, with grp NULL,
+ * node n's fused activation.
+ */
+#define TIGHTEN_POINTS 4096
+
+static npu_status tighten(const struct npu_pw_group *grp, const struct npu_node *fused,
+			  float *lo, float *hi, double tol, struct npu_error *err)
+{
+	struct npu_shape shape = { .rank = 4, .dims = { 1, 1, 1, TIGHTEN_POINTS } };
+	struct npu_tensor *xt = npu_tensor_create(NPU_DTYPE_FLOAT, &shape);
+	float *x, *y = malloc(sizeof(float) * TIGHTEN_POINTS);
+	double a = *lo, b = *hi, step;
+	size_t i, ia = 0, ib = TIGHTEN_POINTS - 1;
+	npu_status st;
+
+	if (!xt || !y) {
+		npu_tensor_destroy(xt);
+		free(y);
+		return npu_error_set(err, NPU_ERR_NO_MEMORY, "compile: out of memory");
+	}
+	x = xt->data;
+	for (i = 0; i < TIGHTEN_POINTS; i++)
+		x[i] = (float)(a + (b - a) * (double)i / (TIGHTEN_POINTS - 1));
+	if (grp) {
+		st = group_eval(grp, xt, y, err);
+	} else {
+		st = npu_cpu_apply_fused_activation(fused, xt, err);
+		memcpy(y, x, sizeof(float) * TIGHTEN_POINTS);
+		for (i = 0; i < TIGHTEN_POINTS; i++)	/* x again, for the ends */
+			x[i] = (float)(a + (b - a) * (double)i / (TIGHTEN_POINTS - 1));
+	}
+	if (!st) {
+		while (ia + 1 < TIGHTEN_POINTS && fabs((double)y[ia + 1] - y[0]) <= tol &&
+		       isfinite(y[ia + 1]))
+			ia++;
+		while (ib > ia && fabs((double)y[ib - 1] - y[TIGHTEN_POINTS - 1]) <= tol &&
+		       isfinite(y[ib - 1]))
+			ib--;
+		if (ib > ia) {
+			step = ((double)x[ib] - x[ia]) / 255.0;
+			*lo = (float)fmax(a, x[ia] - step);
+			*hi = (float)fmin(b, x[ib] + step);
+		}
+	}
+	npu_tensor_destroy(xt);
+	free(y);
+	return st;
+}
+
+npu_status npu_pointwise_tighten_input(const struct npu_pw_group *grp,
+				       struct npu_qparams *in, struct npu_qparams out,
+				       struct npu_error *err)
+{
+	float lo = npu_dequantize_value(-128, *in), hi = npu_dequantize_value(127, *in);
+	npu_status st = tighten(grp, NULL, &lo, &hi, 0.25 * out.scale, err);
+
+	if (!st)
+		*in = npu_qparams_from_range(lo, hi);
+	return st;
+}
+
+npu_status npu_fused_activation_tighten_input(const struct npu_node *n,
+					      struct npu_qparams *in, struct npu_qparams out,
+					      struct npu_error *err)
+{
+	float lo = npu_dequantize_value(-128, *in), hi = npu_dequantize_value(127, *in);
+	npu_status st = tighten(NULL, n, &lo, &hi, 0.25 * out.scale, err);
+
+	if (!st)
+		*in = npu_qparams_from_range(lo, hi);
 	return st;
 }

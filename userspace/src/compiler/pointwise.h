@@ -41,4 +41,19 @@ npu_status npu_fused_activation_table(const struct npu_node *n, struct npu_qpara
 				      struct npu_qparams out, int8_t table[256],
 				      struct npu_error *err);
 
+/*
+ * Narrow the input parameters of F to where F is not flat: a range method
+ * sees only the data, but values below x0 of a HardSwish (or far out on a
+ * Sigmoid's tails) all give the same output, so clamping them costs
+ * nothing and the step over the rest gets finer. Flat means within a
+ * quarter of an output step. The group's x must have no other reader.
+ */
+npu_status npu_pointwise_tighten_input(const struct npu_pw_group *grp,
+				       struct npu_qparams *in, struct npu_qparams out,
+				       struct npu_error *err);
+/* The same for the activation fused into node 'n' (its pre-activation). */
+npu_status npu_fused_activation_tighten_input(const struct npu_node *n,
+					      struct npu_qparams *in, struct npu_qparams out,
+					      struct npu_error *err);
+
 #endif /* NPU_COMPILER_POINTWISE_H */

@@ -3,6 +3,7 @@
 
 #include <float.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 bool npu_requant_from_real(double real, struct npu_requant *out)
@@ -79,6 +80,32 @@ float npu_dequantize_value(int8_t q, struct npu_qparams p)
 	return p.scale * (float)((int32_t)q - p.zero_point);
 }
 
+/*
+ * The step of an int8 grid the row already lies on (a QDQ model's weights
+ * arrive dequantized: s * q with max |q| = m <= 127): the finest s = max / m
+ * that puts every value within 1/1000 of a step of an integer, or 0. Keeping
+ * it makes requantizing them exact instead of rounding them a second time.
+ */
+static float grid_step(const float *row, size_t n, float max_abs)
+{
+	int m;
+
+	for (m = 127; m >= 1; m--) {
+		double step = (double)max_abs / m;
+		size_t i;
+
+		for (i = 0; i < n; i++) {
+			double v = row[i] / step;
+
+			if (fabs(v - nearbyint(v)) > 1e-3)
+				break;
+		}
+		if (i == n)
+			return (float)step;
+	}
+	return 0.0f;
+}
+
 void npu_quantize_weights_per_channel(const float *w, size_t channels,
 				      size_t per_channel, int8_t *q,
 				      float *scales)
@@ -87,11 +114,12 @@ void npu_quantize_weights_per_channel(const float *w, size_t channels,
 
 	for (c = 0; c < channels; c++) {
 		const float *row = w + c * per_channel;
-		float max_abs = 0.0f;
+		float max_abs = 0.0f, grid;
 
 		for (i = 0; i < per_channel; i++)
 			max_abs = fmaxf(max_abs, fabsf(row[i]));
-		scales[c] = max_abs > 0.0f ? max_abs / 127.0f : 1.0f;
+		grid = max_abs > 0.0f ? grid_step(row, per_channel, max_abs) : 0.0f;
+		scales[c] = grid > 0.0f ? grid : max_abs > 0.0f ? max_abs / 127.0f : 1.0f;
 		for (i = 0; i < per_channel; i++) {
 			float v = nearbyintf(row[i] / scales[c]);
 
@@ -119,20 +147,40 @@ void npu_calib_init(struct npu_calib_stats *st)
 	st->max = -FLT_MAX;
 }
 
-/* Double the histogram range: bin i of [-R, R] lands in B/4 + i/2 of [-2R, 2R]. */
-static void calib_grow(struct npu_calib_stats *st)
+void npu_calib_observe_minmax(struct npu_calib_stats *st, const float *x, size_t n)
 {
-	uint64_t merged[NPU_CALIB_BINS] = { 0 };
+	float mn = st->min, mx = st->max;
+	uint64_t seen = 0;
 	size_t i;
 
-	for (i = 0; i < NPU_CALIB_BINS; i++)
-		merged[NPU_CALIB_BINS / 4 + i / 2] += st->bins[i];
-	memcpy(st->bins, merged, sizeof(merged));
-	st->range *= 2.0;
+	for (i = 0; i < n; i++) {
+		if (!isfinite(x[i]))
+			continue;
+		mn = x[i] < mn ? x[i] : mn;
+		mx = x[i] > mx ? x[i] : mx;
+		seen++;
+	}
+	st->min = mn;
+	st->max = mx;
+	st->seen += seen;
 }
 
-void npu_calib_observe(struct npu_calib_stats *st, const float *x, size_t n)
+void npu_calib_hist_begin(struct npu_calib_stats *st)
 {
+	memset(st->bins, 0, sizeof(st->bins));
+	st->count = 0;
+	st->zeros = 0;
+	st->lo = st->hi = 0.0;
+	if (!st->seen || st->min > st->max)
+		return;
+	/* The quantizer's range always holds 0: so does the histogram's. */
+	st->lo = fmin(st->min, 0.0);
+	st->hi = fmax(st->max, 0.0);
+}
+
+void npu_calib_observe_hist(struct npu_calib_stats *st, const float *x, size_t n)
+{
+	double lo = st->lo, k = st->hi > st->lo ? NPU_CALIB_BINS / (st->hi - st->lo) : 0.0;
 	size_t i;
 
 	for (i = 0; i < n; i++) {
@@ -141,112 +189,245 @@ void npu_calib_observe(struct npu_calib_stats *st, const float *x, size_t n)
 
 		if (!isfinite(v))
 			continue;
-		if (x[i] < st->min)
-			st->min = x[i];
-		if (x[i] > st->max)
-			st->max = x[i];
-		if (st->range == 0.0) {
-			if (v == 0.0) {
-				st->count++;
-				continue;	/* counted, binned once a range exists */
-			}
-			st->range = fabs(v) * 1.5;
-		}
-		while (fabs(v) >= st->range)
-			calib_grow(st);
-		bin = (long)((v + st->range) / (2.0 * st->range) * NPU_CALIB_BINS);
-		if (bin < 0)
-			bin = 0;
-		if (bin >= NPU_CALIB_BINS)
-			bin = NPU_CALIB_BINS - 1;
-		st->bins[bin]++;
 		st->count++;
+		if (v == 0.0) {		/* exact after quantization: kept apart */
+			st->zeros++;
+			continue;
+		}
+		/* Values outside pass 1's range (data changed) land on an edge. */
+		bin = (long)((v - lo) * k);
+		bin = bin < 0 ? 0 : bin >= NPU_CALIB_BINS ? NPU_CALIB_BINS - 1 : bin;
+		st->bins[bin]++;
 	}
 }
 
-static double calib_bin_edge(const struct npu_calib_stats *st, size_t i)
+void npu_calib_observe(struct npu_calib_stats *st, const float *x, size_t n)
 {
-	return -st->range + 2.0 * st->range * (double)i / NPU_CALIB_BINS;
+	npu_calib_observe_minmax(st, x, n);
+	npu_calib_hist_begin(st);
+	npu_calib_observe_hist(st, x, n);
 }
 
+static double hist_width(const struct npu_calib_stats *st)
+{
+	return (st->hi - st->lo) / NPU_CALIB_BINS;
+}
+
+static double hist_edge(const struct npu_calib_stats *st, size_t i)
+{
+	return st->lo + hist_width(st) * (double)i;
+}
+
+/* The bin edge nearest to 0: candidate ranges never cross it. */
+static size_t hist_zero_edge(const struct npu_calib_stats *st)
+{
+	double z = nearbyint(-st->lo / hist_width(st));
+
+	return z < 0 ? 0 : z > NPU_CALIB_BINS ? NPU_CALIB_BINS : (size_t)z;
+}
+
+/* Clip (100 - pct)% of the binned values off each tail (both tails). */
 static void calib_percentile(const struct npu_calib_stats *st, double pct,
 			     double *lo, double *hi)
 {
-	uint64_t binned = 0, acc;
-	double tail;
+	double tail = (100.0 - pct) / 100.0 * (double)(st->count - st->zeros);
+	uint64_t acc;
 	size_t i;
 
-	for (i = 0; i < NPU_CALIB_BINS; i++)
-		binned += st->bins[i];
-	tail = (100.0 - pct) / 100.0 * (double)binned;
 	for (i = 0, acc = 0; i < NPU_CALIB_BINS; i++) {
 		acc += st->bins[i];
 		if ((double)acc > tail)
 			break;
 	}
-	*lo = calib_bin_edge(st, i);
+	*lo = hist_edge(st, i);
 	for (i = NPU_CALIB_BINS, acc = 0; i > 0; i--) {
 		acc += st->bins[i - 1];
 		if ((double)acc > tail)
 			break;
 	}
-	*hi = calib_bin_edge(st, i);
+	*hi = hist_edge(st, i);
 }
 
 /*
- * KL-divergence threshold search on the folded |x| histogram: for each
- * candidate threshold, compare the clipped distribution P with its 128-level
- * quantization Q and keep the threshold with the smallest KL(P || Q).
+ * Prefix sums over bin centres c_k with counts n_k: N = sum n, S1 = sum n c,
+ * S2 = sum n c^2, so the clipping error of everything left of a (or right
+ * of b) is a closed form: sum n (a - c)^2 = a^2 N - 2 a S1 + S2.
  */
-static double calib_entropy_threshold(const struct npu_calib_stats *st)
+struct mse_sums {
+	double n[NPU_CALIB_BINS + 1], s1[NPU_CALIB_BINS + 1], s2[NPU_CALIB_BINS + 1];
+};
+
+static double mse_of(const struct npu_calib_stats *st, const struct mse_sums *p,
+		     size_t i, size_t j, double a, double b)
 {
-	enum { HALF = NPU_CALIB_BINS / 2, LEVELS = 128 };
-	static const double eps = 1e-12;
-	double folded[HALF], p[HALF], q[HALF];
-	double best_kl = DBL_MAX;
-	size_t best = HALF, i, t;
+	double nl = p->n[i], s1l = p->s1[i], s2l = p->s2[i];
+	double nr = p->n[NPU_CALIB_BINS] - p->n[j];
+	double s1r = p->s1[NPU_CALIB_BINS] - p->s1[j], s2r = p->s2[NPU_CALIB_BINS] - p->s2[j];
+	double step = (b - a) / 255.0, inside = p->n[j] - p->n[i];
 
-	for (i = 0; i < HALF; i++)
-		folded[i] = (double)st->bins[HALF + i] + (double)st->bins[HALF - 1 - i];
+	(void)st;
+	/* Inside: rounding noise of a uniform error over one step; exact
+	 * zeros are not binned and cost nothing. */
+	return a * a * nl - 2 * a * s1l + s2l + b * b * nr - 2 * b * s1r + s2r +
+	       inside * step * step / 12.0;
+}
 
-	for (t = LEVELS; t <= HALF; t++) {
-		double outliers = 0.0, psum = 0.0, kl = 0.0;
-		size_t level;
+/*
+ * The range [a, b] (a <= 0 <= b, on bin edges) minimizing the expected
+ * squared error of quantizing the histogram to 256 levels: a coarse grid
+ * of at most 128 edges per side, then every edge around the best.
+ */
+static void calib_mse(const struct npu_calib_stats *st, double *lo, double *hi)
+{
+	struct mse_sums *p = malloc(sizeof(*p));
+	size_t z = hist_zero_edge(st), si, sj, i, j, bi = 0, bj = NPU_CALIB_BINS, pass;
+	double best = DBL_MAX;
 
-		for (i = t; i < HALF; i++)
-			outliers += folded[i];
-		for (i = 0; i < t; i++)
-			p[i] = folded[i];
-		p[t - 1] += outliers;	/* clipping maps outliers to the edge */
-		for (level = 0; level < LEVELS; level++) {
-			size_t b0 = level * t / LEVELS, b1 = (level + 1) * t / LEVELS;
-			double sum = 0.0;
-			size_t nonzero = 0;
+	if (!p)
+		return;		/* keep min / max */
+	p->n[0] = p->s1[0] = p->s2[0] = 0.0;
+	for (i = 0; i < NPU_CALIB_BINS; i++) {
+		double c = hist_edge(st, i) + 0.5 * hist_width(st), n = (double)st->bins[i];
 
-			for (i = b0; i < b1; i++) {
-				sum += p[i];
-				nonzero += p[i] > 0.0;
+		p->n[i + 1] = p->n[i] + n;
+		p->s1[i + 1] = p->s1[i] + n * c;
+		p->s2[i + 1] = p->s2[i] + n * c * c;
+	}
+	si = z / 128 + 1;
+	sj = (NPU_CALIB_BINS - z) / 128 + 1;
+	for (pass = 0; pass < 2; pass++) {
+		size_t i0 = 0, i1 = z, j0 = z, j1 = NPU_CALIB_BINS;
+
+		if (pass) {	/* refine around the coarse optimum */
+			i0 = bi > si ? bi - si : 0;
+			i1 = bi + si < z ? bi + si : z;
+			j0 = bj > sj + z ? bj - sj : z;
+			j1 = bj + sj < NPU_CALIB_BINS ? bj + sj : NPU_CALIB_BINS;
+			si = sj = 1;
+		}
+		for (i = i0; i <= i1; i += si) {
+			double a = i == z ? 0.0 : hist_edge(st, i);
+
+			for (j = j0; j <= j1; j += sj) {
+				double b = j == z ? 0.0 : hist_edge(st, j), e;
+
+				if (j == i)
+					continue;
+				e = mse_of(st, p, i, j, a, b);
+				if (e < best) {
+					best = e;
+					bi = i;
+					bj = j;
+				}
 			}
-			for (i = b0; i < b1; i++)
-				q[i] = p[i] > 0.0 ? sum / (double)nonzero : 0.0;
-		}
-		for (i = 0; i < t; i++)
-			psum += p[i];
-		if (psum <= 0.0)
-			continue;
-		for (i = 0; i < t; i++) {
-			double qsum_norm = q[i] / psum;
-			double pn = p[i] / psum;
-
-			if (pn > 0.0)
-				kl += pn * log(pn / (qsum_norm > eps ? qsum_norm : eps));
-		}
-		if (kl < best_kl) {
-			best_kl = kl;
-			best = t;
 		}
 	}
-	return st->range * (double)best / HALF;
+	*lo = bi == z ? 0.0 : hist_edge(st, bi);
+	*hi = bj == z ? 0.0 : hist_edge(st, bj);
+	free(p);
+}
+
+/*
+ * KL divergence, TensorRT's method made asymmetric: the candidate range is
+ * bins [i, j); P is the histogram clipped to it (the outliers added to the
+ * edge bins), Q is the in-range histogram alone quantized to 256 levels
+ * (each level's mass spread evenly over its non-empty bins), so clipping
+ * costs what it moves. With prefix sums of n, n log n and of non-empty
+ * bins one candidate costs O(levels):
+ *   KL(P||Q) = (sum p log p - sum p log q) / T - log T + log T_in.
+ */
+struct kl_sums {
+	double n[NPU_CALIB_BINS + 1], nlogn[NPU_CALIB_BINS + 1];
+	size_t nz[NPU_CALIB_BINS + 1];
+};
+
+static double xlogx(double x)
+{
+	return x > 0.0 ? x * log(x) : 0.0;
+}
+
+static double kl_of(const struct npu_calib_stats *st, const struct kl_sums *p,
+		    size_t i, size_t j)
+{
+	enum { LEVELS = 256 };
+	static const double empty_q = 0.5;	/* Q's smoothing of an empty bin */
+	double total = p->n[NPU_CALIB_BINS], left = p->n[i], right = total - p->n[j];
+	double first = (double)st->bins[i] + left, last = (double)st->bins[j - 1] + right;
+	double plogp, plogq = 0.0, inside = total - left - right;
+	size_t len = j - i, level;
+
+	if (inside <= 0.0)
+		return DBL_MAX;
+	plogp = p->nlogn[j - 1] - p->nlogn[i + 1] + xlogx(first) + xlogx(last);
+	for (level = 0; level < LEVELS; level++) {
+		size_t b0 = i + level * len / LEVELS, b1 = i + (level + 1) * len / LEVELS;
+		double mass = p->n[b1] - p->n[b0];
+		double nonzero = (double)(p->nz[b1] - p->nz[b0]);
+		double q = nonzero > 0.0 ? mass / nonzero : 0.0;
+
+		if (mass > 0.0)
+			plogq += mass * log(q);
+		if (b0 == i && left > 0.0)
+			plogq += left * log(st->bins[i] ? q : empty_q);
+		if (b1 == j && right > 0.0)
+			plogq += right * log(st->bins[j - 1] ? q : empty_q);
+	}
+	return (plogp - plogq) / total - log(total) + log(inside);
+}
+
+static void calib_entropy(const struct npu_calib_stats *st, double *lo, double *hi)
+{
+	enum { MIN_BINS = 256 };
+	struct kl_sums *p = malloc(sizeof(*p));
+	size_t i = 0, j = NPU_CALIB_BINS, z = hist_zero_edge(st), round, k;
+
+	if (!p)
+		return;
+	p->n[0] = p->nlogn[0] = 0.0;
+	p->nz[0] = 0;
+	for (k = 0; k < NPU_CALIB_BINS; k++) {
+		p->n[k + 1] = p->n[k] + (double)st->bins[k];
+		p->nlogn[k + 1] = p->nlogn[k] + xlogx((double)st->bins[k]);
+		p->nz[k + 1] = p->nz[k] + (st->bins[k] != 0);
+	}
+	/* Coordinate descent: the top with the bottom fixed, then the bottom;
+	 * each side on a 16-bin grid refined to single bins. */
+	for (round = 0; round < 2; round++) {
+		int side;
+
+		for (side = 0; side < 2; side++) {
+			size_t lo_k = side ? 0 : (z > i + MIN_BINS ? z : i + MIN_BINS);
+			size_t hi_k = side ? (z < j - MIN_BINS ? z : j - MIN_BINS) : NPU_CALIB_BINS;
+			size_t best_k = side ? i : j, step, from, to;
+			double best = DBL_MAX;
+
+			if (side ? j < MIN_BINS : i + MIN_BINS > NPU_CALIB_BINS)
+				continue;
+			if (lo_k > hi_k)
+				continue;
+			for (step = 16, from = lo_k, to = hi_k; ; step = 1) {
+				for (k = from; k <= to; k += step) {
+					double e = side ? kl_of(st, p, k, j) : kl_of(st, p, i, k);
+
+					if (e < best) {
+						best = e;
+						best_k = k;
+					}
+				}
+				if (step == 1)
+					break;
+				from = best_k > lo_k + 16 ? best_k - 16 : lo_k;
+				to = best_k + 16 < hi_k ? best_k + 16 : hi_k;
+			}
+			if (side)
+				i = best_k;
+			else
+				j = best_k;
+		}
+	}
+	*lo = i == z ? 0.0 : hist_edge(st, i);
+	*hi = j == z ? 0.0 : hist_edge(st, j);
+	free(p);
 }
 
 void npu_calib_range(const struct npu_calib_stats *st,
@@ -255,24 +436,47 @@ void npu_calib_range(const struct npu_calib_stats *st,
 {
 	double lo = st->min, hi = st->max;
 
-	if (st->count == 0 || st->min > st->max) {
+	if (st->seen == 0 || st->min > st->max) {
 		*min = 0.0f;
 		*max = 0.0f;
 		return;
 	}
-	if (st->range > 0.0) {
-		if (method == NPU_CALIB_PERCENTILE) {
+	if (st->hi > st->lo && st->count > st->zeros) {
+		if (method == NPU_CALIB_PERCENTILE)
 			calib_percentile(st, percentile, &lo, &hi);
-		} else if (method == NPU_CALIB_ENTROPY) {
-			double t = calib_entropy_threshold(st);
-
-			lo = -t;
-			hi = t;
-		}
+		else if (method == NPU_CALIB_ENTROPY)
+			calib_entropy(st, &lo, &hi);
+		else if (method == NPU_CALIB_MSE)
+			calib_mse(st, &lo, &hi);
 	}
 	/* Never widen past what was observed. */
 	*min = (float)fmax(lo, st->min);
 	*max = (float)fmin(hi, st->max);
 	if (*min > *max)
 		*min = *max;
+}
+
+static const char *const method_names[] = {
+	[NPU_CALIB_MINMAX] = "minmax",
+	[NPU_CALIB_PERCENTILE] = "percentile",
+	[NPU_CALIB_ENTROPY] = "entropy",
+	[NPU_CALIB_MSE] = "mse",
+};
+
+bool npu_calib_method_parse(const char *name, enum npu_calib_method *out)
+{
+	size_t i;
+
+	for (i = 0; name && i < sizeof(method_names) / sizeof(method_names[0]); i++) {
+		if (!strcmp(name, method_names[i])) {
+			*out = (enum npu_calib_method)i;
+			return true;
+		}
+	}
+	return false;
+}
+
+const char *npu_calib_method_name(enum npu_calib_method m)
+{
+	return (size_t)m < sizeof(method_names) / sizeof(method_names[0]) ? method_names[m] : "?";
 }

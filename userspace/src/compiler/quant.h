@@ -49,7 +49,9 @@ float npu_dequantize_value(int8_t q, struct npu_qparams p);
 /*
  * Symmetric per-output-channel weights: for each of 'channels' rows of
  * 'per_channel' floats, scale = max|w| / 127 (1 for an all-zero row) and
- * q = round(w / scale) in [-127, 127].
+ * q = round(w / scale) in [-127, 127]. A row that already lies on an int8
+ * grid (a QDQ model's weights, dequantized by constant folding) keeps that
+ * grid's step, so its values stay exact.
  */
 void npu_quantize_weights_per_channel(const float *w, size_t channels,
 				      size_t per_channel, int8_t *q,
@@ -64,27 +66,47 @@ int32_t npu_quantize_bias(float bias, float input_scale, float weight_scale);
 
 enum npu_calib_method {
 	NPU_CALIB_MINMAX = 0,
-	NPU_CALIB_PERCENTILE,	/* clip the outer (100 - percentile)% per side */
-	NPU_CALIB_ENTROPY,	/* minimize KL divergence (TensorRT-style) */
+	NPU_CALIB_PERCENTILE,	/* clip (100 - percentile)% of the values per tail */
+	NPU_CALIB_ENTROPY,	/* minimize KL(P || Q) over 256-level ranges */
+	NPU_CALIB_MSE,		/* minimize the expected squared error */
 };
 
 /*
- * Running min / max plus a symmetric histogram over [-range, range] whose
- * range doubles (merging bin pairs) when a larger value arrives, so it
- * needs one pass over the calibration data.
+ * Two passes over the calibration data, one sample at a time:
+ *
+ *   1. npu_calib_observe_minmax(): the running min / max;
+ *   2. npu_calib_hist_begin() fixes the histogram to the observed range
+ *      widened to include 0 (the quantizer's range always does), then
+ *      npu_calib_observe_hist() fills NPU_CALIB_BINS equal bins over it.
+ *
+ * The histogram is asymmetric: [lo, hi] is what the data covered, so a
+ * ReLU output's histogram starts at 0 and spends no bins on negatives.
  */
 struct npu_calib_stats {
-	float min, max;
-	double range;
+	float min, max;		/* pass 1 */
+	uint64_t seen;		/* finite values of pass 1 */
+	double lo, hi;		/* histogram range (pass 2); lo == hi: none */
 	uint64_t bins[NPU_CALIB_BINS];
-	uint64_t count;
+	uint64_t count;		/* values of pass 2 */
+	uint64_t zeros;		/* of which exactly 0 (not binned: exact) */
 };
 
 void npu_calib_init(struct npu_calib_stats *st);
+void npu_calib_observe_minmax(struct npu_calib_stats *st, const float *x, size_t n);
+void npu_calib_hist_begin(struct npu_calib_stats *st);
+void npu_calib_observe_hist(struct npu_calib_stats *st, const float *x, size_t n);
+/* Both passes over one in-memory buffer (tests, small data). */
 void npu_calib_observe(struct npu_calib_stats *st, const float *x, size_t n);
-/* The [min, max] to quantize to under 'method' ('percentile' e.g. 99.99). */
+/*
+ * The [min, max] to quantize to under 'method' ('percentile' e.g. 99.99).
+ * Never wider than what was observed; a range method that needs the
+ * histogram falls back to min / max without one.
+ */
 void npu_calib_range(const struct npu_calib_stats *st,
 		     enum npu_calib_method method, double percentile,
 		     float *min, float *max);
+/* "minmax", "percentile", "entropy", "mse" -> method; false if unknown. */
+bool npu_calib_method_parse(const char *name, enum npu_calib_method *out);
+const char *npu_calib_method_name(enum npu_calib_method m);
 
 #endif /* NPU_COMPILER_QUANT_H */

@@ -17,7 +17,7 @@
 #include "cpu/ops/cpu_ops.h"
 
 /* fp32 NCHW (or rows) -> int8 NHWC (or rows), with rounding to nearest even. */
-static void quantize_in(const struct npu_tensor *t, const struct npu_act *a,
+void npu_segment_quantize_in(const struct npu_tensor *t, const struct npu_act *a,
 			enum npu_layout layout, int8_t *dst)
 {
 	const float *src = t->data;
@@ -48,7 +48,7 @@ static void quantize_in(const struct npu_tensor *t, const struct npu_act *a,
 	}
 }
 
-static void dequantize_out(const int8_t *src, const struct npu_act *a,
+void npu_segment_dequantize_out(const int8_t *src, const struct npu_act *a,
 			   enum npu_layout layout, struct npu_tensor *t)
 {
 	float *dst = t->data, s = a->q.scale;
@@ -126,7 +126,7 @@ static npu_status segment_finish(struct npu_segment_rt *rt, struct npu_error *er
 	for (i = 0; i < seg->num_outputs; i++) {
 		const struct npu_act *a = &seg->prog.acts[seg->output_acts[i]];
 
-		dequantize_out((const int8_t *)rt->arena_map + a->offset, a,
+		npu_segment_dequantize_out((const int8_t *)rt->arena_map + a->offset, a,
 			       seg->output_layout[i], rt->outputs[i]);
 	}
 	for (i = 0; rt->profile_map && i < seg->prog.num_lops; i++)
@@ -169,7 +169,7 @@ static npu_status segment_submit(struct npu_op_ctx *ctx)
 					     "NPU segment %d: input '%s' has %zu bytes, compiled for %llu",
 					     seg->index, seg->inputs[i]->name, ctx->inputs[i]->nbytes,
 					     (unsigned long long)(npu_act_bytes(a) * sizeof(float)));
-		quantize_in(ctx->inputs[i], a, seg->input_layout[i],
+		npu_segment_quantize_in(ctx->inputs[i], a, seg->input_layout[i],
 			    (int8_t *)rt->arena_map + a->offset);
 	}
 	{

@@ -89,6 +89,8 @@ struct npu_model {
 	struct npu_model_options opts;	/* strings point into the model */
 	char *device_name;		/* "cpu", "sim", ... */
 	char *calib_dir, *calib_method;
+	char **calib_names;		/* samples of calib_dir (under build_lock) */
+	int num_calib_names;
 	char *source;
 	void *bytes;			/* the ONNX model */
 	size_t size;

@@ -9,6 +9,7 @@
  */
 #include "runtime/npu_api.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +17,7 @@
 
 #include "compiler/compiler.h"
 #include "compiler/npub.h"
+#include "compiler/quant_report.h"
 #include "onnx/npu_onnx.h"
 #include "runtime/npu_npy.h"
 
@@ -162,65 +164,62 @@ static npu_status calib_tensor(const char *path, const struct npu_value *in,
 /*
  * calib_dir: DIR/NAME.npy, one sample each, for a one-input model; else
  * DIR/<sample>/<input name>.npy. Sorted by name, so runs are repeatable.
+ * The compiler asks for the count, then for each sample as it needs it
+ * (twice), so no more than one sample is in memory.
  */
-static npu_status load_calibration(void *arg, const struct npu_graph *g,
-				   struct npu_tensor ***sets, size_t *count,
-				   struct npu_error *err)
+static npu_status calib_count(void *arg, const struct npu_graph *g, size_t *count,
+			      struct npu_error *err)
 {
-	const struct npu_model *m = arg;
+	struct npu_model *m = arg;
 	const char *dir = m->calib_dir;
 	bool one_input = g->num_inputs == 1;
-	char **names = NULL;
-	struct npu_tensor **t = NULL;
-	char path[4096];
-	npu_status st = NPU_OK;
-	int n, i;
-	size_t k;
+	int n;
 
-	*sets = NULL;
 	*count = 0;
+	npu_npy_free_names(m->calib_names, m->num_calib_names);
+	m->calib_names = NULL;
+	m->num_calib_names = 0;
 	if (!dir || !g->num_inputs)
 		return NPU_OK;
-	n = npu_npy_list_samples(dir, one_input, &names);
+	n = npu_npy_list_samples(dir, one_input, &m->calib_names);
 	if (n < 0)
 		return npu_error_set(err, NPU_ERR_IO, "calibration directory %s: cannot read it", dir);
+	m->num_calib_names = n;
 	if (n == 0)
-		st = npu_error_set(err, NPU_ERR_INVALID_ARG, "calibration directory %s: no %s", dir,
-				   one_input ? ".npy files" : "sample subdirectories");
-	if (!st) {
-		t = calloc((size_t)n * g->num_inputs + 1, sizeof(*t));
-		if (!t)
-			st = npu_error_set(err, NPU_ERR_NO_MEMORY, "out of memory");
-	}
-	for (i = 0; !st && i < n; i++) {
-		for (k = 0; !st && k < g->num_inputs; k++) {
-			if (one_input)
-				snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
-			else
-				snprintf(path, sizeof(path), "%s/%s/%s.npy", dir, names[i],
-					 g->inputs[k]->name);
-			st = calib_tensor(path, g->inputs[k], &t[(size_t)i * g->num_inputs + k], err);
-		}
-	}
-	npu_npy_free_names(names, n);
-	if (st && t) {
-		for (k = 0; k < (size_t)(n > 0 ? n : 0) * g->num_inputs; k++)
-			npu_tensor_destroy(t[k]);
-		free(t);
-		return st;
-	}
-	*sets = t;
+		return npu_error_set(err, NPU_ERR_INVALID_ARG, "calibration directory %s: no %s", dir,
+				     one_input ? ".npy files" : "sample subdirectories");
 	*count = (size_t)n;
+	return NPU_OK;
+}
+
+static npu_status calib_sample(void *arg, const struct npu_graph *g, size_t index,
+			       struct npu_tensor **set, struct npu_error *err)
+{
+	struct npu_model *m = arg;
+	char path[4096];
+	npu_status st = NPU_OK;
+	size_t k;
+
+	if (index >= (size_t)m->num_calib_names)
+		return npu_error_set(err, NPU_ERR_INVALID_ARG, "calibration sample %zu does not exist", index);
+	for (k = 0; !st && k < g->num_inputs; k++) {
+		if (g->num_inputs == 1)
+			snprintf(path, sizeof(path), "%s/%s", m->calib_dir, m->calib_names[index]);
+		else
+			snprintf(path, sizeof(path), "%s/%s/%s.npy", m->calib_dir,
+				 m->calib_names[index], g->inputs[k]->name);
+		st = calib_tensor(path, g->inputs[k], &set[k], err);
+	}
 	return st;
 }
 
 static enum npu_calib_method calib_method(const char *name)
 {
-	if (name && !strcmp(name, "percentile"))
-		return NPU_CALIB_PERCENTILE;
-	if (name && !strcmp(name, "entropy"))
-		return NPU_CALIB_ENTROPY;
-	return NPU_CALIB_MINMAX;
+	enum npu_calib_method m = NPU_CALIB_MINMAX;	/* the default: compiler.md */
+
+	if (name)
+		npu_calib_method_parse(name, &m);	/* checked at load */
+	return m;
 }
 
 static bool same_shapes(const struct npu_shape *a, const struct npu_shape *b, size_t n)
@@ -267,8 +266,12 @@ static npu_status compile_plan(struct npu_model *m, struct npu_plan *p, struct n
 		if (m->opts.calib_samples > 0)
 			o.random_calib_sets = (size_t)m->opts.calib_samples;
 		o.calib_method = calib_method(m->calib_method);
-		o.load_calib = load_calibration;
-		o.load_calib_arg = m;
+		if (m->calib_dir) {
+			o.calib_count = calib_count;
+			o.calib_sample = calib_sample;
+			o.calib_arg = m;
+		}
+		o.calib_random = m->opts.calib_random != 0;
 		o.calib_cache = m->calib;
 		st = npu_compile_graph(p->g, &o, &p->compiled, err);
 	}
@@ -314,6 +317,9 @@ static npu_status build_plan(struct npu_model *m, const struct npu_shape *shapes
 	st = npu_graph_infer(p->g, true, &err);
 	if (!st && on_npu(m))
 		st = compile_plan(m, p, &err);
+	for (i = 0; !st && p->compiled && i < p->compiled->num_warnings; i++)
+		npu_engine_log(m->engine, NPU_LOG_WARNING, "%s: %s", m->source,
+			       p->compiled->warnings[i]);
 	if (!st)
 		st = npu_exec_plan_create(p->g, &p->exec, &err);
 	if (!st)
@@ -581,6 +587,132 @@ NPU_API npu_status npu_plan_placement(const struct npu_plan *p, size_t index,
 	return NPU_OK;
 }
 
+/* The options compile_plan() calibrated with: the same samples. */
+static void report_options(struct npu_model *m, struct npu_compile_options *o)
+{
+	npu_compile_options_init(o);
+	o->device = m->dev;
+	o->pool = m->engine->pool;
+	o->threads = 1;
+	if (m->opts.calib_seed)
+		o->calib_seed = m->opts.calib_seed;
+	if (m->opts.calib_samples > 0)
+		o->random_calib_sets = (size_t)m->opts.calib_samples;
+	if (m->calib_dir) {
+		o->calib_count = calib_count;
+		o->calib_sample = calib_sample;
+		o->calib_arg = m;
+	}
+	o->calib_random = m->opts.calib_random != 0;
+}
+
+NPU_API npu_status npu_plan_quant_report(struct npu_plan *p, size_t max_samples,
+					 struct npu_quant_report **out)
+{
+	struct npu_error err = { 0 };
+	struct npu_compile_options o;
+	struct npu_quant_report *r;
+	struct npu_qdq_table qdq = { 0 };
+	struct npu_graph *ref = NULL;
+	struct npu_qr qr = { 0 };
+	npu_status st;
+	size_t i;
+
+	if (!p || !out)
+		return npu_api_fail(NPU_ERR_INVALID_ARG, "npu_plan_quant_report: NULL argument");
+	*out = NULL;
+	if (!p->compiled)
+		return npu_api_fail(NPU_ERR_INVALID_ARG,
+				    "%s: the quantization report needs a model loaded for an NPU device (sim, accel)",
+				    p->model->source);
+	report_options(p->model, &o);
+	/* The fp32 reference: the graph calibration runs, at the plan's shapes. */
+	ref = npu_graph_clone(p->model->base, &err);
+	st = ref ? NPU_OK : err.status ? err.status : NPU_ERR_NO_MEMORY;
+	for (i = 0; !st && i < p->model->num_inputs; i++)
+		ref->inputs[i]->shape = p->shapes[i];
+	if (!st)
+		st = npu_graph_infer(ref, true, &err);
+	if (!st)
+		st = npu_compile_passes_pre(ref, &qdq, &err);
+	pthread_mutex_lock(&p->model->build_lock);	/* calib_names */
+	if (!st)
+		st = npu_quant_report_build(ref, p->g, p->compiled, &o, max_samples, &qr, &err);
+	pthread_mutex_unlock(&p->model->build_lock);
+	npu_qdq_table_free(&qdq);
+	npu_graph_destroy(ref);
+	if (st)
+		return err.msg[0] ? npu_api_fail_err(&err) : npu_api_fail(st, "quant report failed");
+	r = calloc(1, sizeof(*r));
+	if (r) {
+		r->layers = calloc(qr.count + 1, sizeof(*r->layers));
+		r->outputs = calloc(qr.num_outputs + 1, sizeof(*r->outputs));
+	}
+	if (!r || !r->layers || !r->outputs) {
+		if (r) {
+			free(r->layers);
+			free(r->outputs);
+		}
+		free(r);
+		npu_quant_report_clear(&qr);
+		return npu_api_fail(NPU_ERR_NO_MEMORY, "out of memory");
+	}
+	/* The strings move to the report; layers[num_layers] keeps the array. */
+	r->num_layers = qr.count;
+	r->samples = qr.samples;
+	r->compared = qr.compared;
+	r->mismatches = qr.mismatches;
+	for (i = 0; i < qr.count; i++) {
+		struct npu_qr_layer *l = &qr.layers[i];
+
+		r->layers[i] = (struct npu_quant_layer){
+			.node = l->node, .op_type = l->op_type, .value = l->value,
+			.segment = l->segment,
+			.local_sqnr_db = npu_err_sqnr_db(&l->local),
+			.local_cosine = npu_err_cosine(&l->local),
+			.e2e_sqnr_db = npu_err_sqnr_db(&l->e2e),
+			.e2e_cosine = npu_err_cosine(&l->e2e),
+		};
+		l->node = l->op_type = l->value = NULL;
+	}
+	r->num_outputs = qr.num_outputs;
+	for (i = 0; i < qr.num_outputs; i++) {
+		struct npu_qr_layer *l = &qr.outputs[i];
+
+		r->outputs[i] = (struct npu_quant_layer){
+			.node = l->node, .op_type = l->op_type, .value = l->value,
+			.segment = -1, .local_sqnr_db = NAN, .local_cosine = NAN,
+			.e2e_sqnr_db = npu_err_sqnr_db(&l->e2e),
+			.e2e_cosine = npu_err_cosine(&l->e2e),
+		};
+		l->node = l->op_type = l->value = NULL;
+	}
+	npu_quant_report_clear(&qr);
+	*out = r;
+	return NPU_OK;
+}
+
+NPU_API void npu_quant_report_free(struct npu_quant_report *r)
+{
+	size_t i;
+
+	if (!r)
+		return;
+	for (i = 0; i < r->num_layers; i++) {
+		free((char *)r->layers[i].node);
+		free((char *)r->layers[i].op_type);
+		free((char *)r->layers[i].value);
+	}
+	for (i = 0; i < r->num_outputs; i++) {
+		free((char *)r->outputs[i].node);
+		free((char *)r->outputs[i].op_type);
+		free((char *)r->outputs[i].value);
+	}
+	free(r->layers);
+	free(r->outputs);
+	free(r);
+}
+
 NPU_API npu_status npu_plan_save_compiled(const struct npu_plan *p, const char *path)
 {
 	struct npu_error err = { 0 };
@@ -621,6 +753,7 @@ void npu_model_unref(struct npu_model *m)
 	free(m->bytes);
 	free(m->source);
 	free(m->device_name);
+	npu_npy_free_names(m->calib_names, m->num_calib_names);
 	free(m->calib_dir);
 	free(m->calib_method);
 	pthread_mutex_destroy(&m->build_lock);
@@ -654,10 +787,11 @@ static npu_status check_options(struct npu_model *m)
 	const char *dev = m->device_name;
 	struct stat sb;
 
-	if (m->calib_method && strcmp(m->calib_method, "minmax") &&
-	    strcmp(m->calib_method, "percentile") && strcmp(m->calib_method, "entropy"))
+	enum npu_calib_method cm;
+
+	if (m->calib_method && !npu_calib_method_parse(m->calib_method, &cm))
 		return npu_api_fail(NPU_ERR_INVALID_ARG,
-				    "npu_model_options.calib_method '%s': expected minmax, percentile or entropy",
+				    "npu_model_options.calib_method '%s': expected mse, minmax, percentile or entropy",
 				    m->calib_method);
 	if (m->opts.calib_percentile < 0 || m->opts.calib_percentile > 100)
 		return npu_api_fail(NPU_ERR_INVALID_ARG,
@@ -860,6 +994,13 @@ NPU_API npu_status npu_model_load_memory(struct npu_engine *e, const void *data,
 		st = npu_engine_get_device(e, m->device_name, &m->dev);
 	if (!st)
 		st = load(m, data, size);
+	/* int8 ranges from noise are poor: an NPU model needs real samples,
+	 * or to ask for noise by name. A .npub carries its ranges. */
+	if (!st && strcmp(m->device_name, "cpu") && !m->npub && !m->calib_dir &&
+	    !m->opts.calib_random)
+		st = npu_api_fail(NPU_ERR_INVALID_ARG,
+				  "%s: device '%s' compiles to int8 and needs calibration samples: set npu_model_options.calib_dir (npu: --calib-dir DIR), or calib_random = 1 for random inputs (smoke tests only)",
+				  m->source, m->device_name);
 	if (st) {
 		char msg[NPU_ERROR_MSG_MAX];
 

@@ -466,7 +466,8 @@ NPU_API size_t npu_session_npu_num_ops(const struct npu_session *s)
 NPU_API npu_status npu_session_npu_op(const struct npu_session *s, size_t index,
 				      struct npu_op_stats *out)
 {
-	static const char *const kinds[] = { "conv", "matmul", "pool", "eltwise", "lut" };
+	static const char *const kinds[] = { "conv", "matmul", "pool", "eltwise", "lut",
+					     "resize" };
 	const struct npu_compiled *c = s && s->cur ? s->cur->plan->compiled : NULL;
 	size_t i;
 
@@ -483,7 +484,8 @@ NPU_API npu_status npu_session_npu_op(const struct npu_session *s, size_t index,
 		l = &seg->prog.lops[index];
 		st.segment = seg->index;
 		st.node = l->name;
-		st.kind = kinds[l->kind];
+		st.kind = (size_t)l->kind < sizeof(kinds) / sizeof(kinds[0]) ?
+			  kinds[l->kind] : "other";
 		st.macs = seg->code.lop_macs ? seg->code.lop_macs[index] : 0;
 		st.ideal_mac_cycles = (st.macs + NPU_MAC_ROWS * NPU_MAC_COLS - 1) /
 				      (NPU_MAC_ROWS * NPU_MAC_COLS);

@@ -23,6 +23,13 @@ npu_status npu_pass_fold_batchnorm(struct npu_graph *g, void *arg,
 				   struct npu_error *err);
 
 /*
+ * Conv (constant W, B) -> Mul / Add by a constant that is a scalar or one
+ * value per output channel ([C,1,1], [1,C,1,1]) becomes one Conv.
+ */
+npu_status npu_pass_fold_channel_affine(struct npu_graph *g, void *arg,
+					struct npu_error *err);
+
+/*
  * Fuse Relu / Clip (constant bounds) / LeakyRelu / HardSigmoid / HardSwish /
  * Sigmoid / Tanh into the Conv, Gemm, MatMul or Add that alone feeds it.
  * The producer gets the attributes

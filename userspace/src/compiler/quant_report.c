@@ -1,0 +1,654 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The quantization report: per NPU node, the error of its int8 output
+ * against fp32, alone (local) and accumulated (end to end). See
+ * quant_report.h.
+ */
+#include "compiler/quant_report.h"
+#include "compiler/lower.h"
+#include "compiler/segment_rt.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ops/npu_ops.h"	/* firmware-sim's reference kernels */
+#include "runtime/npu_runtime.h"
+
+double npu_err_sqnr_db(const struct npu_err_acc *a)
+{
+	if (!a->n)
+		return NAN;
+	if (a->ee <= 0.0)
+		return INFINITY;
+	if (a->rr <= 0.0)
+		return -INFINITY;
+	return 10.0 * log10(a->rr / a->ee);
+}
+
+double npu_err_cosine(const struct npu_err_acc *a)
+{
+	if (!a->n)
+		return NAN;
+	if (a->rr <= 0.0 || a->qq <= 0.0)
+		return a->rr == a->qq ? 1.0 : 0.0;
+	return a->rq / sqrt(a->rr * a->qq);
+}
+
+static void acc_add(struct npu_err_acc *a, const float *ref, const float *q, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		double r = ref[i], v = q[i];
+
+		if (!isfinite(r) || !isfinite(v))
+			continue;
+		a->rr += r * r;
+		a->ee += (r - v) * (r - v);
+		a->rq += r * v;
+		a->qq += v * v;
+		a->n++;
+	}
+}
+
+/* ---- One lop on the host, with the reference kernels ---- */
+
+/* A scratch "SRAM" holding one op's operands untiled. */
+struct scratch {
+	uint8_t *mem;
+	size_t top, cap;
+};
+
+static uint32_t put(struct scratch *s, const void *src, size_t n)
+{
+	size_t off = s->top;
+
+	if (src)
+		memcpy(s->mem + off, src, n);
+	else
+		memset(s->mem + off, 0, n);
+	s->top += (n + 63) & ~(size_t)63;
+	return (uint32_t)off;
+}
+
+static uint32_t put_quant(struct scratch *s, const struct npu_lop_quant *q, uint32_t n)
+{
+	uint32_t off = put(s, NULL, (size_t)n * 5);
+
+	memcpy(s->mem + off, q->mult, (size_t)n * 4);
+	memcpy(s->mem + off + (size_t)n * 4, q->shift, n);
+	return off;
+}
+
+static size_t lop_const_bytes(const struct npu_lop *l, const struct npu_act *in,
+			      const struct npu_act *out)
+{
+	size_t b = 256 + 64 * 8 + (size_t)out->c * 9;
+
+	if (l->kind == NPU_LOP_CONV)
+		b += (size_t)out->c * l->conv.k_h * l->conv.k_w * (in->c / l->conv.groups);
+	else if (l->kind == NPU_LOP_MATMUL)
+		b += (size_t)out->c * in->c;
+	else if (l->kind == NPU_LOP_ELTWISE)
+		b += l->elt.b_count ? l->elt.b_count : npu_act_bytes(in);
+	return b;
+}
+
+/* 'out' = lop applied to 'a' (and 'b': in2) exactly as the device computes. */
+static bool run_lop(const struct npu_segment_program *p, const struct npu_lop *l,
+		    const int8_t *a, const int8_t *b, int8_t *out_data)
+{
+	const struct npu_act *in = &p->acts[l->in], *out = &p->acts[l->out];
+	size_t in_bytes = npu_act_bytes(in), out_bytes = npu_act_bytes(out);
+	struct scratch s = { 0 };
+	uint32_t in_off, out_off, n;
+
+	s.cap = 2 * in_bytes + out_bytes + lop_const_bytes(l, in, out) + 64 * 16;
+	s.mem = malloc(s.cap);
+	if (!s.mem)
+		return false;
+	in_off = put(&s, a, in_bytes);
+	out_off = put(&s, NULL, out_bytes);
+	if (l->kind == NPU_LOP_MATMUL) {
+		const struct npu_lop_quant *q = &l->matmul.q;
+		struct npu_insn_matmul mm = {
+			.a = in_off, .b = put(&s, l->matmul.weight, (size_t)out->c * in->c),
+			.bias = q->bias ? put(&s, q->bias, (size_t)out->c * 4) : 0,
+			.output = out_off, .flags = q->bias ? 0 : NPU_CONV_NO_BIAS,
+			.m = in->n * in->h * in->w, .k = in->c, .n = out->c,
+			.a_stride = in->c, .out_stride = out->c,
+			.zp_a = (int16_t)in->q.zero_point,
+			.zp_out = (int16_t)(q->lut ? q->pre_act_zp : out->q.zero_point),
+			.act_min = q->act_min, .act_max = q->act_max,
+		};
+
+		mm.quant = put_quant(&s, q, out->c);
+		npu_ref_matmul(&mm, s.mem);
+		if (q->lut) {
+			struct npu_insn_lut lt = { .input = out_off, .output = out_off,
+						   .table = put(&s, q->lut, 256),
+						   .count = (uint32_t)out_bytes };
+			npu_ref_lut(&lt, s.mem);
+		}
+		memcpy(out_data, s.mem + out_off, out_bytes);
+		free(s.mem);
+		return true;
+	}
+	for (n = 0; n < in->n; n++) {
+		uint32_t i_off = in_off + n * in->h * in->w * in->c;
+		uint32_t o_off = out_off + n * out->h * out->w * out->c;
+		uint32_t count = out->h * out->w * out->c;
+		size_t mark = s.top;
+
+		if (l->kind == NPU_LOP_CONV) {
+			const struct npu_lop_quant *q = &l->conv.q;
+			uint32_t wsz = out->c * l->conv.k_h * l->conv.k_w * (in->c / l->conv.groups);
+			struct npu_insn_conv2d cv = {
+				.input = i_off, .output = o_off,
+				.weight = put(&s, l->conv.weight, wsz),
+				.bias = q->bias ? put(&s, q->bias, (size_t)out->c * 4) : 0,
+				.flags = q->bias ? 0 : NPU_CONV_NO_BIAS,
+				.in_h = (uint16_t)in->h, .in_w = (uint16_t)in->w,
+				.in_c = (uint16_t)in->c, .out_c = (uint16_t)out->c,
+				.out_h = (uint16_t)out->h, .out_w = (uint16_t)out->w,
+				.k_h = l->conv.k_h, .k_w = l->conv.k_w,
+				.stride_h = l->conv.stride_h, .stride_w = l->conv.stride_w,
+				.dil_h = l->conv.dil_h, .dil_w = l->conv.dil_w,
+				.pad_top = l->conv.pad_top, .pad_left = l->conv.pad_left,
+				.pad_bottom = l->conv.pad_bottom, .pad_right = l->conv.pad_right,
+				.groups = l->conv.groups,
+				.ins_h = l->conv.ins_h, .ins_w = l->conv.ins_w,
+				.in_row_stride = in->w * in->c, .in_pixel_stride = in->c,
+				.out_row_stride = out->w * out->c, .out_pixel_stride = out->c,
+				.zp_in = (int16_t)in->q.zero_point,
+				.zp_out = (int16_t)(q->lut ? q->pre_act_zp : out->q.zero_point),
+				.act_min = q->act_min, .act_max = q->act_max,
+			};
+
+			cv.quant = put_quant(&s, q, out->c);
+			npu_ref_conv2d(&cv, s.mem);
+			if (q->lut) {
+				struct npu_insn_lut lt = { .input = o_off, .output = o_off,
+							   .table = put(&s, q->lut, 256),
+							   .count = count };
+				npu_ref_lut(&lt, s.mem);
+			}
+		} else if (l->kind == NPU_LOP_POOL) {
+			struct npu_insn_pool pl = {
+				.input = i_off, .output = o_off,
+				.mode = l->pool.mode, .flags = l->pool.flags, .c = (uint16_t)in->c,
+				.in_h = (uint16_t)in->h, .in_w = (uint16_t)in->w,
+				.out_h = (uint16_t)out->h, .out_w = (uint16_t)out->w,
+				.k_h = l->pool.k_h, .k_w = l->pool.k_w,
+				.stride_h = l->pool.stride_h, .stride_w = l->pool.stride_w,
+				.pad_top = l->pool.pad_top, .pad_left = l->pool.pad_left,
+				.pad_bottom = l->pool.pad_bottom, .pad_right = l->pool.pad_right,
+				.in_row_stride = in->w * in->c, .in_pixel_stride = in->c,
+				.out_row_stride = out->w * out->c, .out_pixel_stride = out->c,
+				.zp_in = (int16_t)in->q.zero_point,
+				.zp_out = (int16_t)out->q.zero_point,
+				.act_min = l->pool.act_min, .act_max = l->pool.act_max,
+			};
+
+			npu_ref_pool(&pl, s.mem);
+		} else if (l->kind == NPU_LOP_ELTWISE) {
+			const struct npu_act *bq = l->elt.b_const ? NULL : &p->acts[l->in2];
+			bool streamed = bq && l->elt.bcast == NPU_BCAST_NONE;
+			uint32_t b_off;
+			struct npu_insn_eltwise el = {
+				.a = i_off, .output = o_off, .count = count,
+				.mode = l->elt.mode, .bcast = l->elt.bcast, .shift = l->elt.shift,
+				.channels = l->elt.bcast == NPU_BCAST_CHANNEL ? out->c : 0,
+				.mult_a = l->elt.mult_a, .mult_b = l->elt.mult_b,
+				.zp_a = (int16_t)in->q.zero_point,
+				.zp_b = bq ? (int16_t)bq->q.zero_point : l->elt.zp_b,
+				.zp_out = (int16_t)(l->elt.lut ? l->elt.pre_act_zp : out->q.zero_point),
+				.act_min = l->elt.act_min, .act_max = l->elt.act_max,
+			};
+
+			if (l->elt.b_const)
+				b_off = put(&s, l->elt.b_const, l->elt.b_count);
+			else if (streamed)
+				b_off = put(&s, b + (size_t)n * count, count);
+			else
+				b_off = put(&s, b, l->elt.b_count);
+			el.b = b_off;
+			npu_ref_eltwise(&el, s.mem);
+			if (l->elt.lut) {
+				struct npu_insn_lut lt = { .input = o_off, .output = o_off,
+							   .table = put(&s, l->elt.lut, 256),
+							   .count = count };
+				npu_ref_lut(&lt, s.mem);
+			}
+		} else if (l->kind == NPU_LOP_RESIZE) {
+			struct npu_insn_resize rs = {
+				.input = i_off, .output = o_off,
+				.mode = l->resize.mode, .c = (uint16_t)in->c,
+				.in_h = (uint16_t)in->h, .in_w = (uint16_t)in->w,
+				.out_h = (uint16_t)out->h, .out_w = (uint16_t)out->w,
+				.in_row_stride = in->w * in->c, .in_pixel_stride = in->c,
+				.out_row_stride = out->w * out->c, .out_pixel_stride = out->c,
+				.step_h = l->resize.step_h, .step_w = l->resize.step_w,
+				.offset_h = l->resize.offset_h, .offset_w = l->resize.offset_w,
+				.den_h = l->resize.den_h, .den_w = l->resize.den_w,
+			};
+
+			npu_ref_resize(&rs, s.mem);
+		} else if (l->kind == NPU_LOP_LUT) {
+			struct npu_insn_lut lt = { .input = i_off, .output = o_off,
+						   .table = put(&s, l->lut.table, 256),
+						   .count = count };
+			npu_ref_lut(&lt, s.mem);
+		} else {
+			free(s.mem);
+			return false;	/* a kind this report does not know */
+		}
+		s.top = mark;
+	}
+	memcpy(out_data, s.mem + out_off, out_bytes);
+	free(s.mem);
+	return true;
+}
+
+/* ---- Values kept across a sample's runs ---- */
+
+struct store {
+	struct npu_tensor **t;	/* by value index */
+	const bool *want;
+	size_t count;
+};
+
+static void store_put(struct store *st, const struct npu_value *v, const struct npu_tensor *x)
+{
+	struct npu_tensor *c;
+
+	if (!v || !x || v->index >= st->count || !st->want[v->index] ||
+	    x->dtype != NPU_DTYPE_FLOAT || st->t[v->index])
+		return;
+	c = npu_tensor_create(NPU_DTYPE_FLOAT, &x->shape);
+	if (!c)
+		return;
+	memcpy(c->data, x->data, x->nbytes);
+	st->t[v->index] = c;
+}
+
+static void store_clear(struct store *st)
+{
+	size_t i;
+
+	for (i = 0; i < st->count; i++) {
+		npu_tensor_destroy(st->t[i]);
+		st->t[i] = NULL;
+	}
+}
+
+static void observe(void *arg, const struct npu_node *n, const struct npu_tensor *const *outs)
+{
+	size_t i;
+
+	for (i = 0; i < n->num_outputs; i++)
+		store_put(arg, n->outputs[i], outs[i]);
+}
+
+/* ---- The report ---- */
+
+struct ctx {
+	struct npu_graph *ref, *compiled;
+	const struct npu_compiled *c;
+	struct npu_qr *r;
+	size_t *first_layer;	/* per segment: index of its first layer */
+	struct store fp32, seen;	/* ref values; compiled-graph values */
+};
+
+static const struct npu_tensor *ref_of(struct ctx *x, const char *name)
+{
+	const struct npu_value *v = name ? npu_graph_find_value(x->ref, name) : NULL;
+
+	return v ? x->fp32.t[v->index] : NULL;
+}
+
+static enum npu_layout act_layout(struct ctx *x, const struct npu_act *a)
+{
+	const struct npu_value *v = a->name ? npu_graph_find_value(x->ref, a->name) : NULL;
+
+	return v ? npu_value_layout(v) : NPU_LAYOUT_NHWC;
+}
+
+/* Dequantize act 'a' from q8 and compare it with its fp32 value. */
+static npu_status compare(struct ctx *x, const struct npu_act *a, const int8_t *q8,
+			  struct npu_err_acc *acc)
+{
+	const struct npu_tensor *ref = ref_of(x, a->name);
+	struct npu_tensor *deq;
+
+	if (!ref || ref->nbytes != npu_act_bytes(a) * sizeof(float))
+		return NPU_OK;
+	deq = npu_tensor_create(NPU_DTYPE_FLOAT, &ref->shape);
+	if (!deq)
+		return NPU_ERR_NO_MEMORY;
+	npu_segment_dequantize_out(q8, a, act_layout(x, a), deq);
+	if (a->flat_clamped) {
+		/* Beyond the range its LUT is flat: clamping there loses nothing,
+		 * so the reference is clamped the same way. */
+		float lo = npu_dequantize_value(-128, a->q), hi = npu_dequantize_value(127, a->q);
+		float *r = malloc(ref->nbytes);
+		uint64_t k;
+
+		if (!r) {
+			npu_tensor_destroy(deq);
+			return NPU_ERR_NO_MEMORY;
+		}
+		for (k = 0; k < npu_act_bytes(a); k++)
+			r[k] = fminf(fmaxf(((const float *)ref->data)[k], lo), hi);
+		acc_add(acc, r, deq->data, npu_act_bytes(a));
+		free(r);
+	} else {
+		acc_add(acc, ref->data, deq->data, npu_act_bytes(a));
+	}
+	npu_tensor_destroy(deq);
+	return NPU_OK;
+}
+
+/* q8 of act 'a' from the fp32 value of its name (NULL if none). */
+static int8_t *quantize_ref(struct ctx *x, const struct npu_act *a)
+{
+	const struct npu_tensor *ref = ref_of(x, a->name);
+	int8_t *q;
+
+	if (!ref || ref->nbytes != npu_act_bytes(a) * sizeof(float))
+		return NULL;
+	q = malloc(npu_act_bytes(a));
+	if (q)
+		npu_segment_quantize_in(ref, a, act_layout(x, a), q);
+	return q;
+}
+
+static const char *lop_kind_name(const struct npu_lop *l);
+
+static npu_status segment_sample(struct ctx *x, size_t si, struct npu_error *err)
+{
+	const struct npu_segment *seg = x->c->segments[si];
+	const struct npu_segment_program *p = &seg->prog;
+	int8_t **q8 = calloc(p->num_acts + 1, sizeof(*q8));
+	npu_status st = NPU_OK;
+	size_t i;
+
+	if (!q8)
+		return npu_error_set(err, NPU_ERR_NO_MEMORY, "quant report: out of memory");
+	/* End to end: the segment's actual inputs, as the run quantized them. */
+	for (i = 0; i < seg->num_inputs && !st; i++) {
+		const struct npu_act *a = &p->acts[seg->input_acts[i]];
+		const struct npu_value *v = npu_graph_find_value(x->compiled, seg->inputs[i]->name);
+		const struct npu_tensor *t = v ? x->seen.t[v->index] : NULL;
+
+		q8[seg->input_acts[i]] = malloc(npu_act_bytes(a));
+		if (!t || !q8[seg->input_acts[i]] || t->nbytes != npu_act_bytes(a) * sizeof(float)) {
+			st = npu_error_set(err, NPU_ERR_INTERNAL,
+					   "quant report: segment %zu input '%s' was not observed",
+					   si, seg->inputs[i]->name);
+			break;
+		}
+		npu_segment_quantize_in(t, a, seg->input_layout[i], q8[seg->input_acts[i]]);
+	}
+	for (i = 0; i < p->num_lops && !st; i++) {
+		const struct npu_lop *l = &p->lops[i];
+		struct npu_qr_layer *ly = &x->r->layers[x->first_layer[si] + i];
+		const struct npu_act *out = &p->acts[l->out];
+		bool two = l->kind == NPU_LOP_ELTWISE && !l->elt.b_const;
+		int8_t *la, *lb = NULL, *lo;
+
+		if (!q8[l->out])
+			q8[l->out] = malloc(npu_act_bytes(out));
+		if (!q8[l->out] || !q8[l->in] || (two && !q8[l->in2]) ||
+		    !run_lop(p, l, q8[l->in], two ? q8[l->in2] : NULL, q8[l->out])) {
+			st = npu_error_set(err, NPU_ERR_INTERNAL,
+					   "quant report: cannot evaluate '%s' (%s) on the host",
+					   l->name, lop_kind_name(l));
+			break;
+		}
+		st = compare(x, out, q8[l->out], &ly->e2e);
+		/* Local: this lop alone on quantized fp32 inputs. */
+		la = quantize_ref(x, &p->acts[l->in]);
+		if (two)
+			lb = quantize_ref(x, &p->acts[l->in2]);
+		lo = malloc(npu_act_bytes(out));
+		if (!st && la && lo && (!two || lb) && run_lop(p, l, la, lb, lo))
+			st = compare(x, out, lo, &ly->local);
+		free(la);
+		free(lb);
+		free(lo);
+	}
+	/* The emulation must be what the device computed: compare outputs. */
+	for (i = 0; i < seg->num_outputs && !st; i++) {
+		const struct npu_act *a = &p->acts[seg->output_acts[i]];
+		const struct npu_value *v = npu_graph_find_value(x->compiled, seg->outputs[i]->name);
+		const struct npu_tensor *t = v ? x->seen.t[v->index] : NULL;
+		struct npu_tensor *deq;
+		uint64_t k;
+
+		if (!t || !q8[seg->output_acts[i]])
+			continue;
+		deq = npu_tensor_create(NPU_DTYPE_FLOAT, &t->shape);
+		if (!deq) {
+			st = npu_error_set(err, NPU_ERR_NO_MEMORY, "quant report: out of memory");
+			break;
+		}
+		npu_segment_dequantize_out(q8[seg->output_acts[i]], a, seg->output_layout[i], deq);
+		for (k = 0; k < npu_act_bytes(a); k++) {
+			x->r->compared++;
+			x->r->mismatches += ((float *)deq->data)[k] != ((float *)t->data)[k];
+		}
+		npu_tensor_destroy(deq);
+	}
+	for (i = 0; i < p->num_acts; i++)
+		free(q8[i]);
+	free(q8);
+	return st;
+}
+
+static int cmp_layer(const void *pa, const void *pb)
+{
+	const struct npu_qr_layer *a = pa, *b = pb;
+	double x = npu_err_sqnr_db(&a->local), y = npu_err_sqnr_db(&b->local);
+
+	if (isnan(x) != isnan(y))
+		return isnan(x) ? 1 : -1;	/* layers without a reference last */
+	if (x != y && !(isnan(x) && isnan(y)))
+		return x < y ? -1 : 1;
+	return strcmp(a->node, b->node);
+}
+
+static const char *lop_kind_name(const struct npu_lop *l)
+{
+	switch (l->kind) {
+	case NPU_LOP_CONV: return "CONV2D";
+	case NPU_LOP_MATMUL: return "MATMUL";
+	case NPU_LOP_POOL: return "POOL";
+	case NPU_LOP_ELTWISE: return l->elt.mode == NPU_ELT_ADD ? "ELTWISE ADD" : "ELTWISE MUL";
+	case NPU_LOP_RESIZE: return "RESIZE";
+	default: return "LUT";
+	}
+}
+
+static char *dup_or_empty(const char *s)
+{
+	return strdup(s ? s : "");
+}
+
+npu_status npu_quant_report_build(struct npu_graph *ref, struct npu_graph *compiled,
+				  const struct npu_compiled *c,
+				  const struct npu_compile_options *opts, size_t max_samples,
+				  struct npu_qr *out, struct npu_error *err)
+{
+	struct ctx x = { .ref = ref, .compiled = compiled, .c = c, .r = out };
+	bool *want_ref = calloc(ref->num_values + 1, sizeof(bool));
+	bool *want_seen = calloc(compiled->num_values + 1, sizeof(bool));
+	struct npu_exec_options ro = { .threads = opts->threads, .pool = opts->pool,
+				       .observe = observe, .observe_arg = &x.fp32 };
+	struct npu_exec_options co = ro;
+	struct npu_exec *re = NULL, *ce = NULL;
+	struct npu_tensor **set = calloc(ref->num_inputs + 1, sizeof(*set));
+	size_t samples = 0, total = 0, i, j, k;
+	npu_status st;
+
+	memset(out, 0, sizeof(*out));
+	x.first_layer = calloc(c->num_segments + 1, sizeof(*x.first_layer));
+	x.fp32 = (struct store){ calloc(ref->num_values + 1, sizeof(void *)), want_ref, ref->num_values };
+	x.seen = (struct store){ calloc(compiled->num_values + 1, sizeof(void *)), want_seen,
+				 compiled->num_values };
+	co.observe_arg = &x.seen;
+	for (i = 0; i < c->num_segments; i++)
+		total += c->segments[i]->prog.num_lops;
+	out->layers = calloc(total + 1, sizeof(*out->layers));
+	if (!want_ref || !want_seen || !set || !x.first_layer || !x.fp32.t || !x.seen.t ||
+	    !out->layers) {
+		st = npu_error_set(err, NPU_ERR_NO_MEMORY, "quant report: out of memory");
+		goto done;
+	}
+	/* Layers, and the values to keep: every act's fp32 value by name,
+	 * every segment boundary value of the compiled run. */
+	for (i = 0; i < c->num_segments; i++) {
+		const struct npu_segment *seg = c->segments[i];
+
+		x.first_layer[i] = out->count;
+		for (j = 0; j < seg->prog.num_acts; j++) {
+			const struct npu_value *v = seg->prog.acts[j].name
+				? npu_graph_find_value(ref, seg->prog.acts[j].name) : NULL;
+
+			if (v)
+				want_ref[v->index] = true;
+		}
+		for (j = 0; j < seg->num_inputs + seg->num_outputs; j++) {
+			const struct npu_value *bv = j < seg->num_inputs ? seg->inputs[j]
+							 : seg->outputs[j - seg->num_inputs];
+			const struct npu_value *v = npu_graph_find_value(compiled, bv->name);
+
+			if (v)
+				want_seen[v->index] = true;
+		}
+		for (j = 0; j < seg->prog.num_lops; j++) {
+			const struct npu_lop *l = &seg->prog.lops[j];
+			struct npu_qr_layer *ly = &out->layers[out->count++];
+			const char *op = lop_kind_name(l);
+
+			for (k = 0; k < c->num_records; k++)
+				if (!strcmp(c->records[k].node, l->name))
+					op = c->records[k].op_type;
+			ly->node = dup_or_empty(l->name);
+			ly->op_type = dup_or_empty(op);
+			ly->value = dup_or_empty(seg->prog.acts[l->out].name);
+			ly->segment = seg->index;
+			if (!ly->node || !ly->op_type || !ly->value) {
+				st = npu_error_set(err, NPU_ERR_NO_MEMORY, "quant report: out of memory");
+				goto done;
+			}
+		}
+	}
+	out->outputs = calloc(ref->num_outputs + 1, sizeof(*out->outputs));
+	if (!out->outputs) {
+		st = npu_error_set(err, NPU_ERR_NO_MEMORY, "quant report: out of memory");
+		goto done;
+	}
+	for (i = 0; i < ref->num_outputs; i++) {
+		const struct npu_value *cv = npu_graph_find_value(compiled, ref->outputs[i]->name);
+
+		out->outputs[out->num_outputs].node = strdup(ref->outputs[i]->name);
+		out->outputs[out->num_outputs].op_type = strdup("output");
+		out->outputs[out->num_outputs].value = strdup(ref->outputs[i]->name);
+		out->outputs[out->num_outputs].segment = -1;
+		if (!out->outputs[out->num_outputs].node || !out->outputs[out->num_outputs].op_type ||
+		    !out->outputs[out->num_outputs++].value) {
+			st = npu_error_set(err, NPU_ERR_NO_MEMORY, "quant report: out of memory");
+			goto done;
+		}
+		want_ref[ref->outputs[i]->index] = true;
+		if (cv)
+			want_seen[cv->index] = true;
+	}
+	for (i = 0; i < ref->num_inputs; i++)
+		want_ref[ref->inputs[i]->index] = true;
+	for (i = 0; i < compiled->num_inputs; i++)
+		want_seen[compiled->inputs[i]->index] = true;
+	st = npu_calib_count_samples(ref, opts, &samples, err);
+	if (!st && !samples)
+		st = npu_error_set(err, NPU_ERR_INVALID_ARG,
+				   "quant report: no samples: give calibration data (--calib-dir DIR)");
+	if (max_samples && samples > max_samples)
+		samples = max_samples;
+	if (!st)
+		st = npu_exec_create(ref, &ro, &re, err);
+	if (!st)
+		st = npu_exec_create(compiled, &co, &ce, err);
+	for (k = 0; !st && k < samples; k++) {
+		bool owned = false;
+
+		st = npu_calib_get_sample(ref, opts, k, set, &owned, err);
+		for (i = 0; !st && i < ref->num_inputs; i++) {
+			store_put(&x.fp32, ref->inputs[i], set[i]);
+			store_put(&x.seen, compiled->inputs[i], set[i]);
+		}
+		if (!st)
+			st = npu_exec_run(re, (const struct npu_tensor *const *)set, err);
+		if (!st)
+			st = npu_exec_run(ce, (const struct npu_tensor *const *)set, err);
+		for (i = 0; !st && i < c->num_segments; i++)
+			st = segment_sample(&x, i, err);
+		for (i = 0; !st && i < ref->num_outputs; i++) {
+			const struct npu_value *cv = npu_graph_find_value(compiled, ref->outputs[i]->name);
+			const struct npu_tensor *a = x.fp32.t[ref->outputs[i]->index];
+			const struct npu_tensor *b = cv ? x.seen.t[cv->index] : NULL;
+
+			if (a && b && a->nbytes == b->nbytes)
+				acc_add(&out->outputs[i].e2e, a->data, b->data, a->nbytes / sizeof(float));
+		}
+		if (st)
+			npu_error_prefix(err, "quant report, sample %zu", k);
+		if (owned)
+			for (i = 0; i < ref->num_inputs; i++) {
+				npu_tensor_destroy(set[i]);
+				set[i] = NULL;
+			}
+		store_clear(&x.fp32);
+		store_clear(&x.seen);
+		out->samples += !st;
+	}
+	if (!st)
+		qsort(out->layers, out->count, sizeof(*out->layers), cmp_layer);
+done:
+	npu_exec_destroy(re);
+	npu_exec_destroy(ce);
+	if (x.fp32.t)
+		store_clear(&x.fp32);
+	if (x.seen.t)
+		store_clear(&x.seen);
+	free(x.fp32.t);
+	free(x.seen.t);
+	free(x.first_layer);
+	free(want_ref);
+	free(want_seen);
+	free(set);
+	if (st)
+		npu_quant_report_clear(out);
+	return st;
+}
+
+void npu_quant_report_clear(struct npu_qr *r)
+{
+	size_t i;
+
+	for (i = 0; r->layers && i < r->count; i++) {
+		free(r->layers[i].node);
+		free(r->layers[i].op_type);
+		free(r->layers[i].value);
+	}
+	free(r->layers);
+	for (i = 0; r->outputs && i < r->num_outputs; i++) {
+		free(r->outputs[i].node);
+		free(r->outputs[i].op_type);
+		free(r->outputs[i].value);
+	}
+	free(r->outputs);
+	memset(r, 0, sizeof(*r));
+}
