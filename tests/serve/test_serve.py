@@ -140,6 +140,7 @@ dynamic_batching { }
 instance_group { kind: KIND_NPU count: 1 }
 parameters { key: "device" value { string_value: "sim" } }
 parameters { key: "keep_small_segments" value { string_value: "true" } }
+parameters { key: "calib" value { string_value: "random" } }
 """
 
 
@@ -803,7 +804,8 @@ def grpc_stubs():
     r = subprocess.run(["protoc", "--proto_path=" + proto_dir, "--python_out=" + out,
                         "--grpc_python_out=" + out,
                         "--plugin=protoc-gen-grpc_python=/usr/bin/grpc_python_plugin",
-                        os.path.join(proto_dir, "grpc_service.proto")],
+                        os.path.join(proto_dir, "grpc_service.proto"),
+                        os.path.join(proto_dir, "model_config.proto")],
                        capture_output=True, text=True, timeout=60)
     if r.returncode:
         raise RuntimeError("protoc: " + r.stderr)
@@ -915,6 +917,8 @@ def test_grpc(s):
     c, r = grpc_call(grpc, st.ModelStatistics, pb.ModelStatisticsRequest(name="relu"))
     ok(c == "OK" and r.model_stats[0].inference_count >= 24 and
        r.model_stats[0].inference_stats.success.count >= 24, "gRPC ModelStatistics", (c, r))
+    test_grpc_config(s, grpc, pb, st)
+    test_grpc_stream(s, grpc, pb, st)
     c, r = grpc_call(grpc, st.RepositoryIndex, pb.RepositoryIndexRequest(ready=True))
     ok(c == "OK" and sorted(m.name for m in r.models) ==
        ["add", "hold", "i64", "onnpu", "ordered", "plain", "relu", "slow", "tadd"], "gRPC RepositoryIndex", (c, r))
@@ -923,6 +927,177 @@ def test_grpc(s):
     ok(c == "UNAVAILABLE" and "model-control-mode" in str(r),
        "gRPC RepositoryModelUnload refused in mode none", (c, r))
     ch.close()
+
+
+def config_from_grpc(cfg):
+    """The fields of a gRPC ModelConfig we serve, in the REST /config form."""
+    import model_config_pb2 as mc
+    dt = mc.DataType.Name
+    kind = mc.ModelInstanceGroup.Kind.Name
+    out = {"name": cfg.name, "platform": cfg.platform, "backend": cfg.backend,
+           "max_batch_size": cfg.max_batch_size,
+           "input": [{"name": t.name, "data_type": dt(t.data_type), "dims": list(t.dims)}
+                     for t in cfg.input],
+           "output": [{"name": t.name, "data_type": dt(t.data_type), "dims": list(t.dims)}
+                      for t in cfg.output],
+           "instance_group": [{"count": g.count, "kind": kind(g.kind)} for g in cfg.instance_group],
+           "parameters": {k: {"string_value": v.string_value} for k, v in cfg.parameters.items()}}
+    vp = cfg.version_policy.WhichOneof("policy_choice")
+    out["version_policy"] = {
+        "latest": {"latest": {"num_versions": cfg.version_policy.latest.num_versions}},
+        "all": {"all": {}},
+        "specific": {"specific": {"versions": list(cfg.version_policy.specific.versions)}}}[vp]
+    if cfg.default_model_filename:
+        out["default_model_filename"] = cfg.default_model_filename
+    if cfg.WhichOneof("scheduling_choice") == "dynamic_batching":
+        b = cfg.dynamic_batching
+
+        def qp(q):
+            return {"max_queue_size": q.max_queue_size,
+                    "default_timeout_microseconds": q.default_timeout_microseconds,
+                    "allow_timeout_override": q.allow_timeout_override,
+                    "timeout_action": mc.ModelQueuePolicy.TimeoutAction.Name(q.timeout_action)}
+        out["dynamic_batching"] = {
+            "preferred_batch_size": list(b.preferred_batch_size),
+            "max_queue_delay_microseconds": b.max_queue_delay_microseconds,
+            "preserve_ordering": b.preserve_ordering, "priority_levels": b.priority_levels,
+            "default_priority_level": b.default_priority_level,
+            "default_queue_policy": qp(b.default_queue_policy),
+            "priority_queue_policy": {str(k): qp(v) for k, v in b.priority_queue_policy.items()}}
+    return out
+
+
+def test_grpc_config(s, grpc, pb, st):
+    """ModelConfig: Triton's message, the same data as REST .../config."""
+    names = ["add", "hold", "i64", "onnpu", "ordered", "plain", "relu", "slow", "tadd"]
+    same = []
+    for name in names:
+        c, r = grpc_call(grpc, st.ModelConfig, pb.ModelConfigRequest(name=name))
+        hst, _, b = request(s.port, "GET", "/v2/models/%s/config" % name)
+        if c == "OK" and hst == 200 and config_from_grpc(r.config) == jbody(b):
+            same.append(name)
+        elif c == "OK":
+            print("# %s: gRPC %s\n#   REST %s" % (name, config_from_grpc(r.config), jbody(b)))
+    ok(same == names, "gRPC ModelConfig equals REST .../config for every model (%s)" %
+       ", ".join(same), (c, r))
+    c, r = grpc_call(grpc, st.ModelConfig, pb.ModelConfigRequest(name="slow", version="1"))
+    ok(c == "OK" and r.config.dynamic_batching.priority_levels == 2 and
+       r.config.dynamic_batching.priority_queue_policy[1].max_queue_size == 6 and
+       r.config.parameters["note"].string_value == "a parameter" and
+       r.config.instance_group[0].kind == r.config.instance_group[0].KIND_CPU,
+       "gRPC ModelConfig of slow/1: priority queue policy, parameters, KIND_CPU", (c, r))
+    c, r = grpc_call(grpc, st.ModelConfig, pb.ModelConfigRequest(name="onnpu"))
+    ok(c == "OK" and r.config.instance_group[0].kind == r.config.instance_group[0].KIND_NPU and
+       r.config.parameters["device"].string_value == "sim" and
+       r.config.WhichOneof("scheduling_choice") == "dynamic_batching",
+       "gRPC ModelConfig of onnpu: KIND_NPU, device sim, dynamic batching", (c, r))
+    c, r = grpc_call(grpc, st.ModelConfig, pb.ModelConfigRequest(name="nosuch"))
+    ok(c == "NOT_FOUND" and "nosuch" in str(r), "gRPC ModelConfig of an unknown model: NOT_FOUND",
+       (c, r))
+    c, r = grpc_call(grpc, st.ModelConfig, pb.ModelConfigRequest(name="relu", version="x"))
+    ok(c == "INVALID_ARGUMENT" and "version" in str(r),
+       "gRPC ModelConfig with a bad version: INVALID_ARGUMENT", (c, r))
+
+
+def test_grpc_stream(s, grpc, pb, st):
+    """ModelStreamInfer: one response per request on one stream, errors per
+    message, the stream open throughout."""
+    import queue
+
+    def req(rid, model="relu", vals=None, shape=(1, 4)):
+        rq = pb.ModelInferRequest(model_name=model, id=rid)
+        t = rq.inputs.add()
+        t.name, t.datatype = "x0", "FP32"
+        t.shape.extend(shape)
+        rq.raw_input_contents.append(struct.pack("<%df" % len(vals), *vals))
+        return rq
+
+    q = queue.Queue()
+
+    def gen():
+        for _ in range(100):
+            item = q.get(timeout=60)
+            if item is None:
+                return
+            yield item
+
+    call = st.ModelStreamInfer(gen(), timeout=60)
+    it = iter(call)
+    want = {}
+    try:
+        # The first answer comes while the stream is still open.
+        x = rand_vals(4, 900)
+        want["s0"] = [max(v, 0.0) for v in x]
+        q.put(req("s0", vals=x))
+        first = next(it)
+        ok(first.error_message == "" and first.infer_response.id == "s0" and
+           list(struct.unpack("<4f", first.infer_response.raw_output_contents[0])) == want["s0"],
+           "gRPC ModelStreamInfer: the first response arrives before the client half-closes",
+           first)
+        for i in range(1, 7):
+            rid = "s%d" % i
+            if i == 3:    # a wrong shape in the middle
+                q.put(req(rid, vals=[1.0] * 5, shape=(1, 5)))
+            elif i == 5:  # an unknown model
+                q.put(req(rid, model="nosuch", vals=[1.0] * 4))
+            else:
+                x = rand_vals(4, 900 + i)
+                want[rid] = [max(v, 0.0) for v in x]
+                q.put(req(rid, vals=x))
+        q.put(None)
+        rest = list(it)
+        code = call.code().name
+    except grpc.RpcError as e:
+        ok(False, "gRPC ModelStreamInfer: %s %s" % (e.code().name, e.details()))
+        q.put(None)
+        return
+    got = {r.infer_response.id: r for r in rest}
+    good = [rid for rid in want if rid != "s0" and rid in got and got[rid].error_message == "" and
+            list(struct.unpack("<4f", got[rid].infer_response.raw_output_contents[0])) == want[rid]]
+    ok(len(rest) == 6 and sorted(good) == ["s1", "s2", "s4", "s6"] and code == "OK",
+       "gRPC ModelStreamInfer: 7 requests on one stream, every good one answered right by id "
+       "(%s), status %s" % (good, code), rest)
+    e3, e5 = got.get("s3"), got.get("s5")
+    ok(e3 is not None and "x0" in e3.error_message and e3.infer_response.model_name == "relu",
+       "gRPC ModelStreamInfer: a wrong shape is that message's error_message (%s)" %
+       (e3.error_message if e3 else None), e3)
+    ok(e5 is not None and "unknown model 'nosuch'" in e5.error_message,
+       "gRPC ModelStreamInfer: an unknown model is that message's error (%s)" %
+       (e5.error_message if e5 else None), e5)
+    # Garbage bytes as a message: an error answer, and the stream goes on.
+    raw = grpc.insecure_channel("127.0.0.1:%d" % s.grpc_port)
+    fn = raw.stream_stream("/inference.GRPCInferenceService/ModelStreamInfer",
+                           request_serializer=lambda b: b,
+                           response_deserializer=pb.ModelStreamInferResponse.FromString)
+    x = rand_vals(4, 950)
+    try:
+        out = list(fn(iter([b"\xff\xff\xff", req("g1", vals=x).SerializeToString()]), timeout=60))
+    except grpc.RpcError as e:
+        out = [e.code().name]
+    ok(len(out) == 2 and "cannot parse" in out[0].error_message and
+       out[1].infer_response.id == "g1" and out[1].error_message == "",
+       "gRPC ModelStreamInfer: an unparsable message is answered with an error, the next one "
+       "runs", out)
+    raw.close()
+    # A client that goes away with requests still queued on the stream.
+    big = rand_vals(SLOW_ROWS * SLOW_COLS, 960)
+    rq = pb.ModelInferRequest(model_name="slow", id="gone")
+    t = rq.inputs.add()
+    t.name, t.datatype = "x0", "FP32"
+    t.shape.extend([1, SLOW_ROWS, SLOW_COLS])
+    rq.raw_input_contents.append(struct.pack("<%df" % len(big), *big))
+    call = st.ModelStreamInfer(iter([rq, rq, rq]), timeout=60)
+    time.sleep(0.2)
+    call.cancel()
+    time.sleep(1.0)
+    try:
+        c, after = "OK", list(st.ModelStreamInfer(iter([req("after", vals=[1.0, -1.0, 2.0, -2.0])]),
+                                                   timeout=60))
+    except grpc.RpcError as e:
+        c, after = e.code().name, []
+    ok(len(after) == 1 and after[0].infer_response.id == "after" and after[0].error_message == "",
+       "gRPC ModelStreamInfer: a stream cancelled with requests queued leaves the server serving",
+       (c, after))
 
 
 def test_grpc_repository(s):
@@ -1163,6 +1338,183 @@ def test_poll():
     return s
 
 
+# ---- TLS and bearer tokens (--tls-cert/--tls-key, --api-token, --admin-token) ----
+
+def https_request(port, cafile, method, path, body=None, headers=None, timeout=30):
+    """Like request() over HTTPS, verifying the server against cafile."""
+    import ssl
+    try:
+        ctx = ssl.create_default_context(cafile=cafile)
+        c = http.client.HTTPSConnection("127.0.0.1", port, timeout=timeout, context=ctx)
+        if isinstance(body, (dict, list)):
+            body = json.dumps(body).encode()
+        c.request(method, path, body=body, headers=headers or {})
+        r = c.getresponse()
+        data = r.read()
+        h = {k.lower(): v for k, v in r.getheaders()}
+        c.close()
+        return r.status, h, data
+    except (OSError, http.client.HTTPException) as e:
+        return 0, {}, str(e).encode()
+
+
+def test_security():
+    d = os.path.join(WORK, "tls")
+    os.makedirs(d, exist_ok=True)
+    cert, key = os.path.join(d, "cert.pem"), os.path.join(d, "key.pem")
+    r = subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key,
+                        "-out", cert, "-days", "1", "-subj", "/CN=127.0.0.1",
+                        "-addext", "subjectAltName=IP:127.0.0.1"],
+                       capture_output=True, text=True, timeout=60)
+    if not ok(r.returncode == 0, "openssl makes a self-signed certificate", r.stderr[-300:]):
+        return None
+    api, admin = "api-Secret-7f3a9", "admin-Secret-c41d2"
+    tokfile = os.path.join(d, "admin.token")
+    write(tokfile, admin + "\n")
+    repo = os.path.join(WORK, "secrepo")
+    onnx_model(f"{repo}/relu/1/model.onnx", "Relu", 1, "N,4")
+
+    # Bad flags: each refused with exit 2 and a message naming it.
+    garbage = os.path.join(d, "garbage.pem")
+    write(garbage, "not a certificate\n")
+    for args, want in (
+            (["--tls-cert", cert], "--tls-cert and --tls-key go together"),
+            (["--tls-cert", os.path.join(d, "missing.pem"), "--tls-key", key], "cannot open"),
+            (["--tls-cert", garbage, "--tls-key", key], "not a PEM file"),
+            (["--api-token", ""], "the token is empty"),
+            (["--api-token", "two words"], "space or a control"),
+            (["--admin-token", "@" + os.path.join(d, "nofile")], "cannot read the token file"),
+            (["--api-token", "same", "--admin-token", "same"], "must differ")):
+        r = subprocess.run([NPU, "serve", "--model-repository", repo, "--http-port", "0",
+                            "--grpc-port", "-1", "--metrics-port", "-1"] + args,
+                           capture_output=True, text=True, timeout=30)
+        ok(r.returncode == 2 and want in r.stderr, "npu serve %s: exit 2, '%s'" % (" ".join(args)[:60], want),
+           (r.returncode, r.stderr[-200:]))
+    # A PEM that GnuTLS refuses: the server does not start, and says why.
+    bad = os.path.join(d, "bad.pem")
+    write(bad, "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n")
+    r = subprocess.run([NPU, "serve", "--model-repository", repo, "--http-port", "0",
+                        "--grpc-port", "-1", "--metrics-port", "-1", "--tls-cert", bad, "--tls-key", key],
+                       capture_output=True, text=True, timeout=30)
+    ok(r.returncode == 1 and "cannot start HTTPS" in r.stderr, "a certificate GnuTLS refuses: exit 1, 'cannot start HTTPS'",
+       (r.returncode, r.stderr[-300:]))
+
+    s = Server("secure", repo, "--tls-cert", cert, "--tls-key", key, "--api-token", api,
+               "--admin-token", "@" + tokfile, "--model-control-mode", "explicit", "--load-model", "*")
+    if not ok(s.up(), "the server starts with TLS and tokens", s.log_text()[-500:]):
+        return s
+    ok("HTTPS on 127.0.0.1:" in s.log_text(), "it binds 127.0.0.1 by default (HTTPS)")
+    body = json.dumps({"inputs": [{"name": "x0", "shape": [1, 4], "datatype": "FP32",
+                                   "data": [1, -2, 3, -4]}]})
+    url = "https://127.0.0.1:%d/v2/models/relu/infer" % s.port
+    r = subprocess.run(["curl", "-sS", "--cacert", cert, "-H", "Authorization: Bearer " + api,
+                        "-d", body, url], capture_output=True, text=True, timeout=30)
+    out = jbody(r.stdout) or {}
+    ok(r.returncode == 0 and out.get("outputs", [{}])[0].get("data") == [1, 0, 3, 0],
+       "HTTPS round trip with curl --cacert: relu's output", (r.returncode, r.stdout[:200], r.stderr[:200]))
+    r = subprocess.run(["curl", "-sS", "-H", "Authorization: Bearer " + api, "-d", body, url],
+                       capture_output=True, text=True, timeout=30)
+    ok(r.returncode != 0, "curl without --cacert refuses the self-signed certificate", r.returncode)
+    st, _, _ = request(s.port, "GET", "/v2/health/live", timeout=5)
+    ok(st != 200, "plain HTTP on the HTTPS port gets no answer", st)
+    st, _, data = https_request(s.port, cert, "GET", "/metrics")
+    ok(st == 200 and b"npu_serve_uptime_seconds" in data, "/metrics over HTTPS needs no token", st)
+
+    R = lambda *a, **k: https_request(s.port, cert, *a, **k)  # noqa: E731
+    inf = ("POST", "/v2/models/relu/infer", body)
+    idx = ("POST", "/v2/repository/index", "{}")
+    meta = ("GET", "/v2/models/relu", None)
+    panel = ("GET", "/v2/panel/state", None)
+    bearer = lambda t: {"Authorization": "Bearer " + t}  # noqa: E731
+    cases = [
+        ("health live, no token", ("GET", "/v2/health/live", None), {}, 200, None),
+        ("health ready, no token", ("GET", "/v2/health/ready", None), {}, 200, None),
+        ("the panel page, no token", ("GET", "/", None), {}, 200, None),
+        ("infer, no token", inf, {}, 401, 'Bearer realm="npu-serve"'),
+        ("infer, 'Basic' scheme", inf, {"Authorization": "Basic " + api}, 401, 'error="invalid_request"'),
+        ("infer, 'Bearer' alone", inf, {"Authorization": "Bearer"}, 401, 'error="invalid_request"'),
+        ("infer, two words", inf, {"Authorization": "Bearer " + api + " x"}, 401, 'error="invalid_request"'),
+        ("infer, wrong token", inf, bearer(api + "x"), 401, 'error="invalid_token"'),
+        ("infer, a prefix of the token", inf, bearer(api[:-1]), 401, 'error="invalid_token"'),
+        ("infer, API token", inf, bearer(api), 200, None),
+        ("infer, admin token", inf, bearer(admin), 200, None),
+        ("metadata, no token", meta, {}, 401, "Bearer"),
+        ("metadata, API token", meta, bearer(api), 200, None),
+        ("panel state, no token", panel, {}, 401, "Bearer"),
+        ("panel state, API token", panel, bearer(api), 200, None),
+        ("repository index, no token", idx, {}, 401, "Bearer"),
+        ("repository index, API token", idx, bearer(api), 403, None),
+        ("repository index, wrong token", idx, bearer("nope"), 401, 'error="invalid_token"'),
+        ("repository index, admin token", idx, bearer(admin), 200, None),
+        ("unload, API token", ("POST", "/v2/repository/models/relu/unload", None), bearer(api), 403, None),
+    ]
+    for what, (m, p, b), h, want, www in cases:
+        st, hd, data = R(m, p, body=b, headers=h)
+        good = st == want and (www is None or www in hd.get("www-authenticate", ""))
+        if want in (401, 403):
+            msg = (jbody(data) or {}).get("error", "")
+            good = good and ("token" in msg or "Authorization" in msg)
+        ok(good, "HTTPS %s: %d" % (what, want), (st, hd.get("www-authenticate"), data[:160]))
+
+    # gRPC (h2c: no TLS) applies the same tokens in the "authorization" metadata.
+    try:
+        test_security_grpc(s, api, admin)
+    except Exception as e:  # noqa: BLE001 the rest of the section still runs
+        ok(False, "security gRPC: %s: %s" % (type(e).__name__, e))
+    log = s.log_text()
+    ok(api not in log and admin not in log, "no token appears in the log")
+    rc = s.stop(30)
+    ok(rc == 0, "the TLS server exits 0 on SIGTERM", rc)
+    return None
+
+
+def test_security_grpc(s, api, admin):
+    grpc, pb, pbg = grpc_stubs()
+    ch = grpc.insecure_channel("127.0.0.1:%d" % s.grpc_port)
+    g = pbg.GRPCInferenceServiceStub(ch)
+
+    def gcall(fn, req, tok=None, raw=None):
+        md = [("authorization", raw if raw is not None else "Bearer " + tok)] if (tok or raw) else None
+        try:
+            fn(req, timeout=30, metadata=md)
+            return "OK"
+        except grpc.RpcError as e:
+            return e.code().name
+
+    mm = pb.ModelMetadataRequest(name="relu")
+    ri = pb.RepositoryIndexRequest()
+    for what, fn, req, tok, raw, want in (
+            ("ServerLive, no token", g.ServerLive, pb.ServerLiveRequest(), None, None, "OK"),
+            ("ModelMetadata, no token", g.ModelMetadata, mm, None, None, "UNAUTHENTICATED"),
+            ("ModelMetadata, malformed", g.ModelMetadata, mm, None, "Token " + api, "UNAUTHENTICATED"),
+            ("ModelMetadata, wrong token", g.ModelMetadata, mm, "wrong", None, "UNAUTHENTICATED"),
+            ("ModelMetadata, API token", g.ModelMetadata, mm, api, None, "OK"),
+            ("RepositoryIndex, API token", g.RepositoryIndex, ri, api, None, "PERMISSION_DENIED"),
+            ("RepositoryIndex, admin token", g.RepositoryIndex, ri, admin, None, "OK")):
+        got = gcall(fn, req, tok, raw)
+        ok(got == want, "gRPC %s: %s" % (what, want), got)
+    ch.close()
+
+
+def test_bench_smoke():
+    """bench/serve-bench --quick runs end to end (wrk, h2load, npu bench):
+    a table with nonzero throughput and no failed request. Not timed."""
+    bench = os.path.join(HERE, "..", "..", "bench", "serve-bench")
+    env = dict(os.environ, NPU=os.path.abspath(NPU) if os.sep in NPU else NPU, NPU_NO_BUILD="1")
+    r = subprocess.run([bench, "--quick", "--secs", "1"], capture_output=True, text=True,
+                       timeout=300, env=env)
+    # The load table's rows have 8 columns (the overhead table's 6).
+    cells = [x for x in (line.split("|")[1:-1] for line in r.stdout.splitlines()
+                         if line.startswith("| small CNN")) if len(x) == 8]
+    tiny = [line.split("|")[1:-1] for line in r.stdout.splitlines()
+            if line.startswith("| loopback ")]
+    good = [x for x in cells if float(x[4]) > 0 and int(x[7]) == 0]
+    ok(r.returncode == 0 and len(cells) == 4 and len(good) == 4 and len(tiny) == 2 and
+       all(float(t[1]) > 0 and int(t[4]) == 0 for t in tiny),
+       "bench/serve-bench --quick: HTTP and gRPC cells with throughput and 0 errors (%d of %d)" %
+       (len(good), len(cells)), (r.stdout + r.stderr)[-1500:])
+
+
 def main():
     repo = os.path.join(WORK, "repo")
     main_repo(repo)
@@ -1185,11 +1537,15 @@ def main():
                     fn(s)
             except Exception as e:  # a broken section fails, the rest still run
                 ok(False, "%s: %s: %s" % (name, type(e).__name__, e))
-        for fn in (test_explicit, test_poll):
+        for fn in (test_explicit, test_poll, test_security):
             try:
                 servers.append(fn())
             except Exception as e:
                 ok(False, "%s: %s: %s" % (fn.__name__, type(e).__name__, e))
+        try:
+            test_bench_smoke()
+        except Exception as e:
+            ok(False, "bench smoke: %s: %s" % (type(e).__name__, e))
         try:
             test_sigterm(s)
         except Exception as e:

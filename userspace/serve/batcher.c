@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "batcher.h"
+#include "panel.h"
 
 #define MAX_BATCH_REQUESTS 1024
 
@@ -187,6 +188,7 @@ static void run_batch(struct instance *in, struct infer_request **reqs, size_t n
 		}
 	}
 	t1 = serve_now_ns();
+	panel_device_begin(s->device);
 	if (npu_session_run(in->session, tin, reqs[0]->num_inputs) != NPU_OK) {
 		char msg[SERVE_ERR_MAX];
 
@@ -195,9 +197,11 @@ static void run_batch(struct instance *in, struct infer_request **reqs, size_t n
 			  reqs[0]->model, reqs[0]->version, msg);
 		fail_all(reqs, n, SERVE_INTERNAL, msg);
 		t2 = t3 = serve_now_ns();
+		panel_device_end(s->device, in->session, t2 - t1);
 		goto stats;
 	}
 	t2 = serve_now_ns();
+	panel_device_end(s->device, in->session, t2 - t1);
 	/* Compute output: split along dim 0. */
 	for (j = 0; j < n; j++) {
 		struct infer_request *r = reqs[j];
@@ -261,6 +265,7 @@ static void run_batch(struct instance *in, struct infer_request **reqs, size_t n
 		}
 	}
 	t3 = serve_now_ns();
+	panel_batch_timeline(s->stats, s->device, in->session, reqs[0], total, n, t0, t1, t2, t3);
 stats:
 	metrics_batch(s->stats, total, t1 - t0, t2 - t1, t3 - t2);
 	{
@@ -285,6 +290,8 @@ out:
 		metrics_executing(s->stats, -1);
 		metrics_request(s->stats, reqs[j]->status == SERVE_OK, queue_ns[j],
 				now - reqs[j]->t_arrive);
+		if (reqs[j]->status == SERVE_OK)
+			panel_request_done(s->stats, now - reqs[j]->t_arrive);
 		complete(s, reqs[j]);
 	}
 }

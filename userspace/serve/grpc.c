@@ -60,6 +60,7 @@ struct gconn {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
 	struct gstream *done;	/* inferences finished, to answer */
+	struct gsub *sub_done;	/* the same for messages of ModelStreamInfer calls */
 	int pending;		/* inferences queued */
 	struct gstream *streams;	/* every stream (connection thread only) */
 	struct gconn *next;
@@ -69,6 +70,7 @@ struct gstream {
 	struct gconn *conn;
 	int32_t id;
 	char path[160];
+	char *authz;		/* the "authorization" metadata (auth.h) */
 	char *body;
 	size_t len, cap;
 	int too_large;
@@ -83,6 +85,21 @@ struct gstream {
 	char *infer_body;
 	struct gstream *next_done;
 	struct gstream *prev, *next;	/* in conn->streams */
+	/* ModelStreamInfer: 1 once its headers came (and stays 1 when the
+	 * call was refused), 2 answering; 'resp' then queues the responses
+	 * not yet sent (resp_cap allocated). */
+	int streaming, half_closed, deferred;
+	size_t resp_cap;
+	size_t skip;		/* bytes left of a message over the limit */
+};
+
+/* A message of a ModelStreamInfer call, while it is queued or running. */
+struct gsub {
+	struct gstream *s;
+	struct infer_request req;
+	char *body;
+	char *model, *id;	/* for an error answer */
+	struct gsub *next_done;
 };
 
 static int status_to_grpc(int st)
@@ -108,6 +125,7 @@ static void stream_free(struct gstream *s)
 	if (s->next)
 		s->next->prev = s->prev;
 	infer_request_clear(&s->req);
+	free(s->authz);
 	free(s->infer_body);
 	free(s->body);
 	free(s->resp);
@@ -491,24 +509,40 @@ static void infer_done(struct infer_request *req, void *arg)
 	pthread_mutex_unlock(&c->lock);
 }
 
-static void infer_answer(struct gstream *s)
+/* The same for a message of a ModelStreamInfer call. */
+static void stream_infer_done(struct infer_request *req, void *arg)
 {
-	Inference__ModelInferResponse r = INFERENCE__MODEL_INFER_RESPONSE__INIT;
-	Inference__ModelInferResponse__InferOutputTensor ot[SERVE_MAX_IO], *op[SERVE_MAX_IO];
-	ProtobufCBinaryData raw[SERVE_MAX_IO];
-	char ver[32];
+	struct gsub *m = arg;
+	struct gconn *c = m->s->conn;
+	uint64_t one = 1;
+	ssize_t w;
+
+	(void)req;
+	pthread_mutex_lock(&c->lock);
+	m->next_done = c->sub_done;
+	c->sub_done = m;
+	w = write(c->efd, &one, sizeof(one));
+	(void)w;
+	pthread_mutex_unlock(&c->lock);
+}
+
+/*
+ * A finished request as a ModelInferResponse; the arrays are the caller's
+ * and the message points into req until it is packed.
+ */
+static void fill_infer_response(Inference__ModelInferResponse *r, const struct infer_request *req,
+				Inference__ModelInferResponse__InferOutputTensor *ot,
+				Inference__ModelInferResponse__InferOutputTensor **op,
+				ProtobufCBinaryData *raw, char *ver, size_t ver_size)
+{
 	size_t i;
 
-	if (s->req.status) {
-		respond_error(s, status_to_grpc(s->req.status), s->req.err);
-		return;
-	}
-	snprintf(ver, sizeof(ver), "%" PRId64, s->req.version);
-	r.model_name = s->req.model;
-	r.model_version = ver;
-	r.id = s->req.id;
-	for (i = 0; i < s->req.num_results; i++) {
-		const struct infer_tensor *t = &s->req.results[i];
+	snprintf(ver, ver_size, "%" PRId64, req->version);
+	r->model_name = (char *)req->model;
+	r->model_version = ver;
+	r->id = (char *)req->id;
+	for (i = 0; i < req->num_results; i++) {
+		const struct infer_tensor *t = &req->results[i];
 
 		inference__model_infer_response__infer_output_tensor__init(&ot[i]);
 		ot[i].name = (char *)t->name;
@@ -519,10 +553,24 @@ static void infer_answer(struct gstream *s)
 		raw[i].data = t->data;
 		raw[i].len = t->nbytes;
 	}
-	r.n_outputs = s->req.num_results;
-	r.outputs = op;
-	r.n_raw_output_contents = s->req.num_results;
-	r.raw_output_contents = raw;
+	r->n_outputs = req->num_results;
+	r->outputs = op;
+	r->n_raw_output_contents = req->num_results;
+	r->raw_output_contents = raw;
+}
+
+static void infer_answer(struct gstream *s)
+{
+	Inference__ModelInferResponse r = INFERENCE__MODEL_INFER_RESPONSE__INIT;
+	Inference__ModelInferResponse__InferOutputTensor ot[SERVE_MAX_IO], *op[SERVE_MAX_IO];
+	ProtobufCBinaryData raw[SERVE_MAX_IO];
+	char ver[32];
+
+	if (s->req.status) {
+		respond_error(s, status_to_grpc(s->req.status), s->req.err);
+		return;
+	}
+	fill_infer_response(&r, &s->req, ot, op, raw, ver, sizeof(ver));
 	respond(s, &r.base);
 }
 
@@ -573,30 +621,30 @@ static int contents_bytes(const Inference__InferTensorContents *c, enum npu_data
 }
 
 /*
- * ModelInfer: the request becomes the REST form (a JSON header and binary
- * tensors), so both protocols share one decoder and its checks.
+ * A ModelInferRequest in the REST form (a JSON header and binary tensors),
+ * so both protocols share one decoder and its checks: *body (malloc'd) of
+ * *len bytes whose first *hl are the JSON. Returns GRPC_OK or a status
+ * with the message in err.
  */
-static void call_infer(struct gstream *s, Inference__ModelInferRequest *rq)
+static int infer_body(const Inference__ModelInferRequest *rq, char **body, size_t *len,
+		      size_t *hl, char *err)
 {
 	json_t *root = json_object(), *inputs = json_array(), *outputs = json_array(), *params;
 	uint8_t *blobs[SERVE_MAX_IO] = { 0 };
-	size_t blen[SERVE_MAX_IO] = { 0 }, total = 0, i, k, hl;
-	char err[SERVE_ERR_MAX], *hdr = NULL;
-	int bad, st;
-	int64_t v = parse_version(rq->model_version, &bad);
+	size_t blen[SERVE_MAX_IO] = { 0 }, total = 0, i, k;
+	char *hdr = NULL;
+	int code = GRPC_OK;
 
-	if (bad) {
-		respond_error(s, GRPC_INVALID_ARGUMENT, "'model_version' is not a positive integer");
-		goto out;
-	}
+	*body = NULL;
 	if (rq->n_inputs > SERVE_MAX_IO) {
-		respond_error(s, GRPC_INVALID_ARGUMENT, "too many inputs");
+		code = GRPC_INVALID_ARGUMENT;
+		snprintf(err, SERVE_ERR_MAX, "too many inputs");
 		goto out;
 	}
 	if (rq->n_raw_input_contents && rq->n_raw_input_contents != rq->n_inputs) {
-		snprintf(err, sizeof(err), "raw_input_contents has %zu entries but there are %zu inputs",
+		code = GRPC_INVALID_ARGUMENT;
+		snprintf(err, SERVE_ERR_MAX, "raw_input_contents has %zu entries but there are %zu inputs",
 			 rq->n_raw_input_contents, rq->n_inputs);
-		respond_error(s, GRPC_INVALID_ARGUMENT, err);
 		goto out;
 	}
 	if (rq->id[0])
@@ -625,9 +673,10 @@ static void call_infer(struct gstream *s, Inference__ModelInferRequest *rq)
 
 			if (dt != NPU_TYPE_UNDEFINED && contents_bytes(t->contents, dt, &blobs[i], &blen[i])) {
 				json_decref(shape);
-				snprintf(err, sizeof(err), "input '%.100s': %s tensors must come in raw_input_contents",
+				code = GRPC_INVALID_ARGUMENT;
+				snprintf(err, SERVE_ERR_MAX,
+					 "input '%.100s': %s tensors must come in raw_input_contents",
 					 t->name, t->datatype);
-				respond_error(s, GRPC_INVALID_ARGUMENT, err);
 				goto out;
 			}
 		}
@@ -644,20 +693,50 @@ static void call_infer(struct gstream *s, Inference__ModelInferRequest *rq)
 		json_object_set(root, "outputs", outputs);
 	hdr = json_dumps(root, JSON_COMPACT);
 	if (!hdr) {
-		respond_error(s, GRPC_INVALID_ARGUMENT, "names must be UTF-8");
+		code = GRPC_INVALID_ARGUMENT;
+		snprintf(err, SERVE_ERR_MAX, "names must be UTF-8");
 		goto out;
 	}
-	hl = strlen(hdr);
-	s->infer_body = malloc(hl + total + 1);
-	if (!s->infer_body) {
-		respond_error(s, GRPC_INTERNAL, "out of memory");
+	*hl = strlen(hdr);
+	*body = malloc(*hl + total + 1);
+	if (!*body) {
+		code = GRPC_INTERNAL;
+		snprintf(err, SERVE_ERR_MAX, "out of memory");
 		goto out;
 	}
-	memcpy(s->infer_body, hdr, hl);
-	for (i = 0, k = hl; i < rq->n_inputs; i++) {
+	memcpy(*body, hdr, *hl);
+	for (i = 0, k = *hl; i < rq->n_inputs; i++) {
 		if (blen[i])
-			memcpy(s->infer_body + k, blobs[i], blen[i]);
+			memcpy(*body + k, blobs[i], blen[i]);
 		k += blen[i];
+	}
+	*len = *hl + total;
+out:
+	if (!rq->n_raw_input_contents)
+		for (i = 0; i < SERVE_MAX_IO; i++)
+			free(blobs[i]);
+	free(hdr);
+	json_decref(inputs);
+	json_decref(outputs);
+	json_decref(root);
+	return code;
+}
+
+static void call_infer(struct gstream *s, Inference__ModelInferRequest *rq)
+{
+	char err[SERVE_ERR_MAX];
+	size_t len, hl;
+	int bad, st;
+	int64_t v = parse_version(rq->model_version, &bad);
+
+	if (bad) {
+		respond_error(s, GRPC_INVALID_ARGUMENT, "'model_version' is not a positive integer");
+		return;
+	}
+	st = infer_body(rq, &s->infer_body, &len, &hl, err);
+	if (st) {
+		respond_error(s, st, err);
+		return;
 	}
 	memset(&s->req, 0, sizeof(s->req));
 	s->req.t_arrive = serve_now_ns();
@@ -667,7 +746,7 @@ static void call_infer(struct gstream *s, Inference__ModelInferRequest *rq)
 	s->conn->pending++;
 	s->infer_pending = 1;
 	pthread_mutex_unlock(&s->conn->lock);
-	st = repository_infer(s->conn->srv->repo, rq->model_name, v, s->infer_body, hl + total,
+	st = repository_infer(s->conn->srv->repo, rq->model_name, v, s->infer_body, len,
 			      (long long)hl, &s->req, err);
 	if (st) {
 		pthread_mutex_lock(&s->conn->lock);
@@ -676,14 +755,530 @@ static void call_infer(struct gstream *s, Inference__ModelInferRequest *rq)
 		pthread_mutex_unlock(&s->conn->lock);
 		respond_error(s, status_to_grpc(st), err);
 	}
+}
+
+/* ---- ModelStreamInfer ---------------------------------------------------------------- */
+
+static int call_allowed(struct gstream *s, const char *method);
+
+/*
+ * A bidirectional stream: every ModelInferRequest the client sends gets a
+ * ModelStreamInferResponse, in the order the requests finish (the id says
+ * which). An error is that message's error_message; the stream goes on.
+ * The call ends with grpc-status 0 once the client has half-closed and
+ * every request is answered. Responses queue in s->resp, sent by
+ * read_stream as nghttp2 asks for data.
+ */
+static ssize_t read_stream(nghttp2_session *session, int32_t stream_id, uint8_t *buf,
+			   size_t length, uint32_t *data_flags, nghttp2_data_source *source,
+			   void *user_data)
+{
+	struct gstream *s = source->ptr;
+	size_t n = s->resp_len - s->resp_off;
+
+	(void)user_data;
+	if (!n) {
+		if (s->half_closed && !s->infer_pending) {
+			nghttp2_nv trailers[] = { NV("grpc-status", "0") };
+
+			*data_flags |= NGHTTP2_DATA_FLAG_EOF | NGHTTP2_DATA_FLAG_NO_END_STREAM;
+			nghttp2_submit_trailer(session, stream_id, trailers, 1);
+			call_done(s);
+			return 0;
+		}
+		s->deferred = 1;
+		return NGHTTP2_ERR_DEFERRED;
+	}
+	if (n > length)
+		n = length;
+	memcpy(buf, s->resp + s->resp_off, n);
+	s->resp_off += n;
+	if (s->resp_off == s->resp_len)
+		s->resp_off = s->resp_len = 0;
+	return (ssize_t)n;
+}
+
+/* Something to send (a response, or the end): wake the data provider. */
+static void stream_kick(struct gstream *s)
+{
+	if (s->deferred) {
+		s->deferred = 0;
+		nghttp2_session_resume_data(s->conn->session, s->id);
+	}
+}
+
+static void stream_send(struct gstream *s, const char *error, const char *model, const char *id,
+			const struct infer_request *req)
+{
+	Inference__ModelStreamInferResponse r = INFERENCE__MODEL_STREAM_INFER_RESPONSE__INIT;
+	Inference__ModelInferResponse ir = INFERENCE__MODEL_INFER_RESPONSE__INIT;
+	Inference__ModelInferResponse__InferOutputTensor ot[SERVE_MAX_IO], *op[SERVE_MAX_IO];
+	ProtobufCBinaryData raw[SERVE_MAX_IO];
+	char ver[32];
+	size_t n;
+	uint8_t *p;
+
+	if (error) {
+		/* The id and model say which request failed. */
+		r.error_message = (char *)error;
+		ir.model_name = (char *)(model ? model : "");
+		ir.id = (char *)(id ? id : "");
+	} else {
+		fill_infer_response(&ir, req, ot, op, raw, ver, sizeof(ver));
+	}
+	r.infer_response = &ir;
+	n = protobuf_c_message_get_packed_size(&r.base);
+	if (s->resp_len + n + 5 > s->resp_cap) {
+		size_t cap = s->resp_cap ? s->resp_cap : 4096;
+
+		while (cap < s->resp_len + n + 5)
+			cap *= 2;
+		p = realloc(s->resp, cap);
+		if (!p) {
+			serve_log(SERVE_LOG_ERROR, "gRPC stream: out of memory for a response");
+			return;
+		}
+		s->resp = p;
+		s->resp_cap = cap;
+	}
+	p = s->resp + s->resp_len;
+	p[0] = 0;
+	p[1] = (uint8_t)(n >> 24);
+	p[2] = (uint8_t)(n >> 16);
+	p[3] = (uint8_t)(n >> 8);
+	p[4] = (uint8_t)n;
+	protobuf_c_message_pack(&r.base, p + 5);
+	s->resp_len += n + 5;
+	stream_kick(s);
+}
+
+static void stream_error(struct gstream *s, int code, const char *msg, const char *model,
+			 const char *id)
+{
+	metrics_http_request(code == GRPC_NOT_FOUND ? 404 : code == GRPC_UNAVAILABLE ? 503 :
+			     code == GRPC_INTERNAL ? 500 : code == GRPC_UNIMPLEMENTED ? 501 : 400);
+	stream_send(s, msg, model, id, NULL);
+}
+
+static void sub_free(struct gsub *m)
+{
+	infer_request_clear(&m->req);
+	free(m->body);
+	free(m->model);
+	free(m->id);
+	free(m);
+}
+
+/* One complete message of the stream. */
+static void stream_message(struct gstream *s, const uint8_t *msg, size_t n, int compressed)
+{
+	Inference__ModelInferRequest *rq;
+	struct gsub *m;
+	char err[SERVE_ERR_MAX];
+	size_t len, hl;
+	int bad, st;
+	int64_t v;
+
+	if (compressed) {
+		stream_error(s, GRPC_UNIMPLEMENTED, "compressed messages are not supported", NULL, NULL);
+		return;
+	}
+	rq = inference__model_infer_request__unpack(NULL, n, msg);
+	if (!rq) {
+		stream_error(s, GRPC_INVALID_ARGUMENT, "cannot parse the ModelInferRequest message",
+			     NULL, NULL);
+		return;
+	}
+	v = parse_version(rq->model_version, &bad);
+	if (bad) {
+		stream_error(s, GRPC_INVALID_ARGUMENT, "'model_version' is not a positive integer",
+			     rq->model_name, rq->id);
+		goto out;
+	}
+	m = calloc(1, sizeof(*m));
+	if (!m || !(m->model = strdup(rq->model_name)) || !(m->id = strdup(rq->id))) {
+		if (m)
+			free(m->model);
+		free(m);
+		stream_error(s, GRPC_INTERNAL, "out of memory", rq->model_name, rq->id);
+		goto out;
+	}
+	m->s = s;
+	st = infer_body(rq, &m->body, &len, &hl, err);
+	if (st) {
+		stream_error(s, st, err, rq->model_name, rq->id);
+		sub_free(m);
+		goto out;
+	}
+	m->req.t_arrive = serve_now_ns();
+	m->req.done = stream_infer_done;
+	m->req.done_arg = m;
+	pthread_mutex_lock(&s->conn->lock);
+	s->conn->pending++;
+	s->infer_pending++;
+	pthread_mutex_unlock(&s->conn->lock);
+	st = repository_infer(s->conn->srv->repo, rq->model_name, v, m->body, len, (long long)hl,
+			      &m->req, err);
+	if (st) {
+		pthread_mutex_lock(&s->conn->lock);
+		s->conn->pending--;
+		s->infer_pending--;
+		pthread_mutex_unlock(&s->conn->lock);
+		stream_error(s, status_to_grpc(st), err, rq->model_name, rq->id);
+		sub_free(m);
+	}
 out:
-	if (!rq->n_raw_input_contents)
-		for (i = 0; i < SERVE_MAX_IO; i++)
-			free(blobs[i]);
-	free(hdr);
-	json_decref(inputs);
-	json_decref(outputs);
-	json_decref(root);
+	inference__model_infer_request__free_unpacked(rq, NULL);
+}
+
+/*
+ * Received bytes of a stream: every complete message is taken from the
+ * front of s->body; a message over the limit is answered with an error and
+ * its bytes are skipped as they come.
+ */
+static void stream_data(struct gstream *s, const uint8_t *data, size_t len)
+{
+	size_t max = s->conn->srv->o.max_message_bytes;
+
+	while (len) {
+		size_t take;
+
+		if (s->skip) {
+			take = len < s->skip ? len : s->skip;
+			s->skip -= take;
+			data += take;
+			len -= take;
+			continue;
+		}
+		/* The 5-byte prefix first, then the message it announces. */
+		if (s->len < 5) {
+			take = 5 - s->len < len ? 5 - s->len : len;
+		} else {
+			uint32_t n = (uint32_t)(uint8_t)s->body[1] << 24 |
+				     (uint32_t)(uint8_t)s->body[2] << 16 |
+				     (uint32_t)(uint8_t)s->body[3] << 8 | (uint8_t)s->body[4];
+
+			if (n > max) {
+				stream_error(s, GRPC_RESOURCE_EXHAUSTED,
+					     "the message exceeds the server's limit", NULL, NULL);
+				s->skip = n;
+				s->len = 0;
+				continue;
+			}
+			take = 5 + (size_t)n - s->len < len ? 5 + (size_t)n - s->len : len;
+		}
+		if (s->len + take > s->cap) {
+			size_t cap = s->cap ? s->cap : 4096;
+			char *nb;
+
+			while (cap < s->len + take)
+				cap *= 2;
+			nb = realloc(s->body, cap);
+			if (!nb) {
+				stream_error(s, GRPC_INTERNAL, "out of memory", NULL, NULL);
+				s->len = 0;
+				return;
+			}
+			s->body = nb;
+			s->cap = cap;
+		}
+		memcpy(s->body + s->len, data, take);
+		s->len += take;
+		data += take;
+		len -= take;
+		if (s->len >= 5) {
+			uint32_t n = (uint32_t)(uint8_t)s->body[1] << 24 |
+				     (uint32_t)(uint8_t)s->body[2] << 16 |
+				     (uint32_t)(uint8_t)s->body[3] << 8 | (uint8_t)s->body[4];
+
+			if (n <= max && s->len == 5 + (size_t)n) {
+				stream_message(s, (const uint8_t *)s->body + 5, n, s->body[0] != 0);
+				s->len = 0;
+			}
+		}
+	}
+}
+
+/* The request headers of a ModelStreamInfer call: answer with ours now. */
+static void stream_begin(struct gstream *s)
+{
+	nghttp2_nv hdrs[] = {
+		NV(":status", "200"),
+		NV("content-type", "application/grpc"),
+	};
+	nghttp2_data_provider dp;
+	struct grpc_server *srv = s->conn->srv;
+
+	pthread_mutex_lock(&srv->lock);
+	srv->in_flight++;
+	pthread_mutex_unlock(&srv->lock);
+	s->counted = 1;
+	if (!call_allowed(s, "ModelStreamInfer"))
+		return;	/* answered; the messages that follow are dropped */
+	s->streaming = 2;	/* answering */
+	dp.source.ptr = s;
+	dp.read_callback = read_stream;
+	nghttp2_submit_response(s->conn->session, s->id, hdrs, 2, &dp);
+}
+
+/* The client half-closed: the call ends when every request is answered. */
+static void stream_end(struct gstream *s)
+{
+	s->half_closed = 1;
+	if (s->len)
+		stream_error(s, GRPC_INVALID_ARGUMENT, "the stream ended inside a message", NULL, NULL);
+	s->len = 0;
+	stream_kick(s);
+}
+
+/* ---- ModelConfig ----------------------------------------------------------------------- */
+
+/* Every allocation of one ModelConfig response, freed together once packed. */
+struct arena {
+	void *p[512];
+	size_t n;
+};
+
+static void *arena_new(struct arena *a, size_t size)
+{
+	void *p;
+
+	if (a->n == sizeof(a->p) / sizeof(a->p[0]) || !(p = calloc(1, size ? size : 1)))
+		return NULL;
+	a->p[a->n++] = p;
+	return p;
+}
+
+#define NEW(p, count) do { if (!((p) = arena_new(&a, (count) * sizeof(*(p))))) goto oom; } while (0)
+
+static int enum_value(const ProtobufCEnumDescriptor *d, const char *name, int dflt)
+{
+	const ProtobufCEnumValue *v = name ? protobuf_c_enum_descriptor_get_value_by_name(d, name) : NULL;
+
+	return v ? v->value : dflt;
+}
+
+static const char *jstr(json_t *o, const char *key)
+{
+	const char *v = json_string_value(json_object_get(o, key));
+
+	return v ? v : "";
+}
+
+static uint64_t juint(json_t *o, const char *key)
+{
+	json_int_t v = json_integer_value(json_object_get(o, key));
+
+	return v > 0 ? (uint64_t)v : 0;
+}
+
+static Inference__ModelQueuePolicy *queue_policy(struct arena *ap, json_t *j)
+{
+	Inference__ModelQueuePolicy *q = arena_new(ap, sizeof(*q));
+
+	if (!q)
+		return NULL;
+	inference__model_queue_policy__init(q);
+	q->timeout_action = !strcmp(jstr(j, "timeout_action"), "DELAY") ?
+		INFERENCE__MODEL_QUEUE_POLICY__TIMEOUT_ACTION__DELAY :
+		INFERENCE__MODEL_QUEUE_POLICY__TIMEOUT_ACTION__REJECT;
+	q->default_timeout_microseconds = juint(j, "default_timeout_microseconds");
+	q->allow_timeout_override = json_is_true(json_object_get(j, "allow_timeout_override"));
+	q->max_queue_size = (uint32_t)juint(j, "max_queue_size");
+	return q;
+}
+
+/*
+ * The config as REST GET .../config gives it (repository_model_config:
+ * the config as used, completed from the model), as Triton's ModelConfig.
+ */
+static void call_config(struct gstream *s, Inference__ModelConfigRequest *rq)
+{
+	Inference__ModelConfigResponse r = INFERENCE__MODEL_CONFIG_RESPONSE__INIT;
+	Inference__ModelConfig *mc;
+	struct arena a = { .n = 0 };
+	char err[SERVE_ERR_MAX];
+	json_t *j, *vp, *e, *db, *ig, *params, *v;
+	const char *key;
+	size_t i, k;
+	int st, bad;
+	int64_t version = parse_version(rq->version, &bad);
+
+	if (bad) {
+		respond_error(s, GRPC_INVALID_ARGUMENT, "'version' is not a positive integer");
+		return;
+	}
+	j = repository_model_config(s->conn->srv->repo, rq->name, version, err, &st);
+	if (!j) {
+		respond_error(s, status_to_grpc(st), err);
+		return;
+	}
+	NEW(mc, 1);
+	inference__model_config__init(mc);
+	mc->name = (char *)jstr(j, "name");
+	mc->platform = (char *)jstr(j, "platform");
+	mc->backend = (char *)jstr(j, "backend");
+	mc->default_model_filename = (char *)jstr(j, "default_model_filename");
+	mc->max_batch_size = (int32_t)json_integer_value(json_object_get(j, "max_batch_size"));
+
+	vp = json_object_get(j, "version_policy");
+	NEW(mc->version_policy, 1);
+	inference__model_version_policy__init(mc->version_policy);
+	if ((e = json_object_get(vp, "all"))) {
+		NEW(mc->version_policy->all, 1);
+		inference__model_version_policy__all__init(mc->version_policy->all);
+		mc->version_policy->policy_choice_case = INFERENCE__MODEL_VERSION_POLICY__POLICY_CHOICE_ALL;
+	} else if ((e = json_object_get(vp, "specific"))) {
+		Inference__ModelVersionPolicy__Specific *sp;
+		json_t *vs = json_object_get(e, "versions");
+
+		NEW(sp, 1);
+		inference__model_version_policy__specific__init(sp);
+		NEW(sp->versions, json_array_size(vs));
+		json_array_foreach(vs, i, v)
+			sp->versions[sp->n_versions++] = json_integer_value(v);
+		mc->version_policy->specific = sp;
+		mc->version_policy->policy_choice_case = INFERENCE__MODEL_VERSION_POLICY__POLICY_CHOICE_SPECIFIC;
+	} else {
+		Inference__ModelVersionPolicy__Latest *l;
+
+		NEW(l, 1);
+		inference__model_version_policy__latest__init(l);
+		l->num_versions = (uint32_t)juint(json_object_get(vp, "latest"), "num_versions");
+		mc->version_policy->latest = l;
+		mc->version_policy->policy_choice_case = INFERENCE__MODEL_VERSION_POLICY__POLICY_CHOICE_LATEST;
+	}
+
+	for (k = 0; k < 2; k++) {
+		json_t *arr = json_object_get(j, k ? "output" : "input");
+		size_t n = json_array_size(arr);
+
+		if (k) {
+			NEW(mc->output, n);
+		} else {
+			NEW(mc->input, n);
+		}
+		json_array_foreach(arr, i, e) {
+			json_t *dims = json_object_get(e, "dims"), *d;
+			int dt = enum_value(&inference__data_type__descriptor, jstr(e, "data_type"), 0);
+			int64_t *dv;
+			size_t q;
+
+			NEW(dv, json_array_size(dims));
+			json_array_foreach(dims, q, d)
+				dv[q] = json_integer_value(d);
+			if (k) {
+				Inference__ModelOutput *o;
+
+				NEW(o, 1);
+				inference__model_output__init(o);
+				o->name = (char *)jstr(e, "name");
+				o->data_type = (Inference__DataType)dt;
+				o->n_dims = json_array_size(dims);
+				o->dims = dv;
+				mc->output[mc->n_output++] = o;
+			} else {
+				Inference__ModelInput *in;
+
+				NEW(in, 1);
+				inference__model_input__init(in);
+				in->name = (char *)jstr(e, "name");
+				in->data_type = (Inference__DataType)dt;
+				in->n_dims = json_array_size(dims);
+				in->dims = dv;
+				mc->input[mc->n_input++] = in;
+			}
+		}
+	}
+
+	db = json_object_get(j, "dynamic_batching");
+	if (db) {
+		Inference__ModelDynamicBatching *b;
+		json_t *pref = json_object_get(db, "preferred_batch_size");
+		json_t *levels = json_object_get(db, "priority_queue_policy");
+
+		NEW(b, 1);
+		inference__model_dynamic_batching__init(b);
+		NEW(b->preferred_batch_size, json_array_size(pref));
+		json_array_foreach(pref, i, v)
+			b->preferred_batch_size[b->n_preferred_batch_size++] = (int32_t)json_integer_value(v);
+		b->max_queue_delay_microseconds = juint(db, "max_queue_delay_microseconds");
+		b->preserve_ordering = json_is_true(json_object_get(db, "preserve_ordering"));
+		b->priority_levels = juint(db, "priority_levels");
+		b->default_priority_level = juint(db, "default_priority_level");
+		if (!(b->default_queue_policy = queue_policy(&a, json_object_get(db, "default_queue_policy"))))
+			goto oom;
+		NEW(b->priority_queue_policy, json_object_size(levels));
+		json_object_foreach(levels, key, v) {
+			Inference__ModelDynamicBatching__PriorityQueuePolicyEntry *pe;
+
+			NEW(pe, 1);
+			inference__model_dynamic_batching__priority_queue_policy_entry__init(pe);
+			pe->key = strtoull(key, NULL, 10);
+			if (!(pe->value = queue_policy(&a, v)))
+				goto oom;
+			b->priority_queue_policy[b->n_priority_queue_policy++] = pe;
+		}
+		mc->dynamic_batching = b;
+		mc->scheduling_choice_case = INFERENCE__MODEL_CONFIG__SCHEDULING_CHOICE_DYNAMIC_BATCHING;
+	}
+
+	ig = json_object_get(j, "instance_group");
+	NEW(mc->instance_group, json_array_size(ig));
+	json_array_foreach(ig, i, e) {
+		Inference__ModelInstanceGroup *g;
+
+		NEW(g, 1);
+		inference__model_instance_group__init(g);
+		g->kind = (Inference__ModelInstanceGroup__Kind)enum_value(
+			&inference__model_instance_group__kind__descriptor, jstr(e, "kind"), 0);
+		g->count = (int32_t)json_integer_value(json_object_get(e, "count"));
+		mc->instance_group[mc->n_instance_group++] = g;
+	}
+
+	params = json_object_get(j, "parameters");
+	NEW(mc->parameters, json_object_size(params));
+	json_object_foreach(params, key, v) {
+		Inference__ModelConfig__ParametersEntry *pe;
+
+		NEW(pe, 1);
+		inference__model_config__parameters_entry__init(pe);
+		pe->key = (char *)key;
+		NEW(pe->value, 1);
+		inference__model_parameter__init(pe->value);
+		pe->value->string_value = (char *)jstr(v, "string_value");
+		mc->parameters[mc->n_parameters++] = pe;
+	}
+
+	r.config = mc;
+	respond(s, &r.base);
+	goto out;
+oom:
+	respond_error(s, GRPC_INTERNAL, "out of memory");
+out:
+	for (i = 0; i < a.n; i++)
+		free(a.p[i]);
+	json_decref(j);
+}
+
+#undef NEW
+
+/*
+ * Bearer tokens (auth.h), as on REST: health calls are open, the
+ * repository calls need the admin token, everything else the API token.
+ * UNAUTHENTICATED (16) for a missing, malformed or unknown token,
+ * PERMISSION_DENIED (7) for the API token on a repository call.
+ */
+static int call_allowed(struct gstream *s, const char *method)
+{
+	enum auth_scope scope = !strcmp(method, "ServerLive") || !strcmp(method, "ServerReady") ?
+		AUTH_OPEN : !strncmp(method, "Repository", 10) ? AUTH_ADMIN : AUTH_API;
+	enum auth_result r = auth_check(s->conn->srv->o.auth, scope, s->authz);
+
+	if (r == AUTH_OK)
+		return 1;
+	respond_error(s, r == AUTH_FORBIDDEN ? 7 : 16, auth_message(r, scope));
+	return 0;
 }
 
 static void dispatch(struct gstream *s)
@@ -703,6 +1298,8 @@ static void dispatch(struct gstream *s)
 		return;
 	}
 	method = s->path + strlen(SERVICE);
+	if (!call_allowed(s, method))
+		return;
 	if (s->too_large) {
 		respond_error(s, GRPC_RESOURCE_EXHAUSTED, "the message exceeds the server's limit");
 		return;
@@ -729,6 +1326,7 @@ static void dispatch(struct gstream *s)
 	CALL("ServerMetadata", inference__server_metadata_request__descriptor);
 	CALL("ModelMetadata", inference__model_metadata_request__descriptor);
 	CALL("ModelInfer", inference__model_infer_request__descriptor);
+	CALL("ModelConfig", inference__model_config_request__descriptor);
 	CALL("ModelStatistics", inference__model_statistics_request__descriptor);
 	CALL("RepositoryIndex", inference__repository_index_request__descriptor);
 	CALL("RepositoryModelLoad", inference__repository_model_load_request__descriptor);
@@ -781,6 +1379,8 @@ static void dispatch(struct gstream *s)
 		call_metadata(s, (Inference__ModelMetadataRequest *)m);
 	} else if (d == &inference__model_infer_request__descriptor) {
 		call_infer(s, (Inference__ModelInferRequest *)m);
+	} else if (d == &inference__model_config_request__descriptor) {
+		call_config(s, (Inference__ModelConfigRequest *)m);
 	} else if (d == &inference__model_statistics_request__descriptor) {
 		call_statistics(s, (Inference__ModelStatisticsRequest *)m);
 	} else if (d == &inference__repository_index_request__descriptor) {
@@ -844,6 +1444,8 @@ static int on_header(nghttp2_session *session, const nghttp2_frame *frame,
 	s = nghttp2_session_get_stream_user_data(session, frame->hd.stream_id);
 	if (s && namelen == 5 && !memcmp(name, ":path", 5))
 		snprintf(s->path, sizeof(s->path), "%.*s", (int)valuelen, (const char *)value);
+	if (s && namelen == 13 && !memcmp(name, "authorization", 13) && !s->authz)
+		s->authz = strndup((const char *)value, valuelen);
 	return 0;
 }
 
@@ -854,6 +1456,11 @@ static int on_data_chunk(nghttp2_session *session, uint8_t flags, int32_t stream
 	struct gstream *s = nghttp2_session_get_stream_user_data(session, stream_id);
 
 	(void)flags;
+	if (s && s->streaming) {
+		if (s->streaming == 2)
+			stream_data(s, data, len);
+		return 0;
+	}
 	if (!s || s->too_large)
 		return 0;
 	if (s->len + len > c->srv->o.max_message_bytes) {
@@ -884,12 +1491,25 @@ static int on_frame_recv(nghttp2_session *session, const nghttp2_frame *frame, v
 	struct gstream *s;
 
 	(void)user_data;
-	if ((frame->hd.type != NGHTTP2_DATA && frame->hd.type != NGHTTP2_HEADERS) ||
-	    !(frame->hd.flags & NGHTTP2_FLAG_END_STREAM))
+	if (frame->hd.type != NGHTTP2_DATA && frame->hd.type != NGHTTP2_HEADERS)
 		return 0;
 	s = nghttp2_session_get_stream_user_data(session, frame->hd.stream_id);
-	if (s)
-		dispatch(s);
+	if (!s)
+		return 0;
+	/* A streaming call is answered as its messages come, not at the end. */
+	if (frame->hd.type == NGHTTP2_HEADERS && frame->headers.cat == NGHTTP2_HCAT_REQUEST &&
+	    !strcmp(s->path, SERVICE "ModelStreamInfer")) {
+		s->streaming = 1;
+		stream_begin(s);
+	}
+	if (!(frame->hd.flags & NGHTTP2_FLAG_END_STREAM))
+		return 0;
+	if (s->streaming) {
+		if (s->streaming == 2)
+			stream_end(s);
+		return 0;
+	}
+	dispatch(s);
 	return 0;
 }
 
@@ -920,6 +1540,7 @@ static int on_stream_close(nghttp2_session *session, int32_t stream_id, uint32_t
 static void answer_done(struct gconn *c)
 {
 	struct gstream *list, *s;
+	struct gsub *subs, *m;
 	uint64_t x;
 	ssize_t r = read(c->efd, &x, sizeof(x));
 
@@ -927,7 +1548,33 @@ static void answer_done(struct gconn *c)
 	pthread_mutex_lock(&c->lock);
 	list = c->done;
 	c->done = NULL;
+	subs = c->sub_done;
+	c->sub_done = NULL;
 	pthread_mutex_unlock(&c->lock);
+	while ((m = subs)) {
+		int closed, left;
+
+		subs = m->next_done;
+		s = m->s;
+		pthread_mutex_lock(&c->lock);
+		left = --s->infer_pending;
+		c->pending--;
+		closed = s->closed;
+		pthread_cond_broadcast(&c->cond);
+		pthread_mutex_unlock(&c->lock);
+		if (closed) {
+			if (!left) {
+				call_done(s);
+				stream_free(s);
+			}
+		} else if (m->req.status) {
+			stream_error(s, status_to_grpc(m->req.status), m->req.err, m->model, m->id);
+		} else {
+			metrics_http_request(200);
+			stream_send(s, NULL, NULL, NULL, &m->req);
+		}
+		sub_free(m);
+	}
 	while ((s = list)) {
 		int closed;
 

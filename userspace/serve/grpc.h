@@ -9,6 +9,7 @@
 #ifndef NPU_SERVE_GRPC_H
 #define NPU_SERVE_GRPC_H
 
+#include "auth.h"
 #include "repository.h"
 
 struct grpc_options {
@@ -16,6 +17,7 @@ struct grpc_options {
 	int port;		/* 0: ephemeral */
 	size_t max_message_bytes;	/* default 64 MiB */
 	int max_connections;	/* default 256 */
+	const struct serve_auth *auth;	/* bearer tokens in "authorization"; NULL: open */
 };
 
 struct grpc_server;

@@ -17,6 +17,7 @@
 #include "http.h"
 #include "infer_codec.h"
 #include "metrics.h"
+#include "panel.h"
 
 #define MAX_SEGMENTS 12
 
@@ -29,6 +30,7 @@ struct http_server {
 	pthread_cond_t idle;
 	int in_flight;		/* inference requests queued or running */
 	int draining;		/* SIGTERM: new requests are refused */
+	char last_log[256];	/* libmicrohttpd's last message (start errors) */
 };
 
 enum conn_state { CONN_RECEIVING, CONN_WAITING, CONN_DONE };
@@ -53,6 +55,10 @@ struct response {
 	size_t json_len;	/* binary: the JSON header's size */
 	const char *content_type;
 	int close;		/* Connection: close */
+	const char *www_auth;	/* WWW-Authenticate (401) */
+	const char *disposition;	/* Content-Disposition */
+	const char *cache;	/* Cache-Control */
+	int static_body;	/* body is not malloc'd */
 };
 
 /* ---- Responses --------------------------------------------------------------- */
@@ -87,8 +93,8 @@ static enum MHD_Result send_response(struct MHD_Connection *conn, struct respons
 	enum MHD_Result ret;
 
 	resp = MHD_create_response_from_buffer(r->len, r->body ? r->body : (void *)"",
-					       r->body ? MHD_RESPMEM_MUST_FREE
-						       : MHD_RESPMEM_PERSISTENT);
+					       r->body && !r->static_body ? MHD_RESPMEM_MUST_FREE
+									  : MHD_RESPMEM_PERSISTENT);
 	if (!resp) {
 		free(r->body);
 		return MHD_NO;
@@ -97,6 +103,17 @@ static enum MHD_Result send_response(struct MHD_Connection *conn, struct respons
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, r->content_type);
 	if (r->close)
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
+	if (r->www_auth)
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE, r->www_auth);
+	if (r->disposition)
+		MHD_add_response_header(resp, "Content-Disposition", r->disposition);
+	if (r->cache)
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, r->cache);
+	/* The panel's pages: no framing by other sites, no inline script. */
+	if (r->content_type && !strncmp(r->content_type, "text/html", 9))
+		MHD_add_response_header(resp, "Content-Security-Policy",
+					"default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; frame-ancestors 'none'");
+	MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
 	if (r->json_len) {
 		char n[32];
 
@@ -112,6 +129,7 @@ static enum MHD_Result send_response(struct MHD_Connection *conn, struct respons
 /* ---- Handlers ------------------------------------------------------------------- */
 
 struct args {
+	const char *asset;	/* {a}: a panel asset's file name */
 	const char *model;
 	const char *version;	/* NULL: not in the path */
 	int64_t v;		/* -1 */
@@ -406,6 +424,114 @@ static int h_infer(struct conn *c, struct args *a, struct response *r)
 	return 0;
 }
 
+/* ---- The panel -------------------------------------------------------------------- */
+
+static int h_panel_asset(struct conn *c, struct args *a, struct response *r)
+{
+	const char *url = a->asset;
+	size_t i;
+
+	(void)c;
+	for (i = 0; i < panel_num_assets; i++)
+		if (!strcmp(panel_assets[i].path, url)) {
+			r->status = 200;
+			r->body = (char *)panel_assets[i].data;
+			r->len = panel_assets[i].len;
+			r->static_body = 1;
+			r->content_type = panel_assets[i].content_type;
+			r->cache = "no-cache";
+			return 0;
+		}
+	set_error(r, SERVE_NOT_FOUND, "no such panel asset");
+	return 0;
+}
+
+static int h_panel_index(struct conn *c, struct args *a, struct response *r)
+{
+	a->asset = "index.html";
+	return h_panel_asset(c, a, r);
+}
+
+/*
+ * Chart.js from Debian's libjs-chart.js (MIT), read at each request so
+ * the package's updates apply; the panel needs nothing from the network.
+ */
+static int h_panel_chartjs(struct conn *c, struct args *a, struct response *r)
+{
+	const char *path = c->srv->o.chartjs_path;
+	char msg[SERVE_ERR_MAX];
+	FILE *f;
+	long n;
+
+	(void)a;
+	if (!path)
+		path = "/usr/share/javascript/chart.js/chart.min.js";
+	f = fopen(path, "rb");
+	if (!f) {
+		snprintf(msg, sizeof(msg), "the panel's charts need %.300s (Debian package libjs-chart.js): %s",
+			 path, strerror(errno));
+		serve_log(SERVE_LOG_WARN, "%s", msg);
+		set_error(r, SERVE_UNAVAILABLE, msg);
+		return 0;
+	}
+	if (fseek(f, 0, SEEK_END) || (n = ftell(f)) < 0 || fseek(f, 0, SEEK_SET) ||
+	    !(r->body = malloc((size_t)n + 1)) || fread(r->body, 1, (size_t)n, f) != (size_t)n) {
+		fclose(f);
+		free(r->body);
+		r->body = NULL;
+		snprintf(msg, sizeof(msg), "cannot read %.300s", path);
+		set_error(r, SERVE_INTERNAL, msg);
+		return 0;
+	}
+	fclose(f);
+	r->len = (size_t)n;
+	r->status = 200;
+	r->content_type = "text/javascript; charset=utf-8";
+	r->cache = "max-age=3600";
+	return 0;
+}
+
+static int h_panel_state(struct conn *c, struct args *a, struct response *r)
+{
+	json_t *j = panel_state_json();
+	const struct serve_auth *au = c->srv->o.auth;
+	static const char *const modes[] = { "none", "explicit", "poll" };
+
+	(void)a;
+	json_object_set_new(j, "models", repository_index(c->srv->repo, 0));
+	json_object_set_new(j, "server", json_pack(
+		"{s:s, s:s, s:b, s:b, s:b}", "version", npu_version(),
+		"model_control_mode", modes[repository_mode(c->srv->repo)],
+		"api_token_required", au && au->api_token,
+		"admin_token_required", au && au->admin_token,
+		"tls", c->srv->o.tls_cert_pem != NULL));
+	/* Six digits are plenty for charts and keep the poll small. */
+	r->status = 200;
+	r->body = json_dumps(j, JSON_COMPACT | JSON_REAL_PRECISION(6));
+	r->len = r->body ? strlen(r->body) : 0;
+	r->content_type = "application/json";
+	json_decref(j);
+	r->cache = "no-store";
+	return 0;
+}
+
+static int h_panel_trace(struct conn *c, struct args *a, struct response *r)
+{
+	const char *model = MHD_lookup_connection_value(c->mhd, MHD_GET_ARGUMENT_KIND, "model");
+	json_t *j = panel_trace_json(model && *model ? model : NULL);
+
+	(void)a;
+	if (!j) {
+		set_error(r, SERVE_NOT_FOUND, model ? "no request of this model has run yet"
+						    : "no request has run yet");
+		return 0;
+	}
+	set_json(r, 200, j);
+	r->disposition = "attachment; filename=\"npu-serve-request.trace.json\"";
+	r->cache = "no-store";
+	return 0;
+}
+
 /* ---- The endpoint table ---------------------------------------------------------- */
 
 struct endpoint {
@@ -413,29 +539,40 @@ struct endpoint {
 	const char *pattern;	/* {m} model, {v} version */
 	handler_fn fn;
 	int metrics_port;	/* also on --metrics-port */
+	enum auth_scope scope;	/* the token it needs (auth.h) */
 };
 
+/*
+ * Health and /metrics stay open (probes and Prometheus scrapes carry no
+ * token); the panel's static files too (they hold no data). The rest
+ * needs the API token, the repository API the admin token.
+ */
 static const struct endpoint endpoints[] = {
-	{ "GET", "v2/health/live", h_live, 0 },
-	{ "GET", "v2/health/ready", h_ready, 0 },
-	{ "GET", "v2", h_server_meta, 0 },
-	{ "GET", "v2/models/stats", h_model_stats, 0 },
-	{ "GET", "v2/models/{m}", h_model_meta, 0 },
-	{ "GET", "v2/models/{m}/versions/{v}", h_model_meta, 0 },
-	{ "GET", "v2/models/{m}/ready", h_model_ready, 0 },
-	{ "GET", "v2/models/{m}/versions/{v}/ready", h_model_ready, 0 },
-	{ "GET", "v2/models/{m}/config", h_model_config, 0 },
-	{ "GET", "v2/models/{m}/versions/{v}/config", h_model_config, 0 },
-	{ "GET", "v2/models/{m}/stats", h_model_stats, 0 },
-	{ "GET", "v2/models/{m}/versions/{v}/stats", h_model_stats, 0 },
-	{ "POST", "v2/models/{m}/infer", h_infer, 0 },
-	{ "POST", "v2/models/{m}/versions/{v}/infer", h_infer, 0 },
-	{ "POST", "v2/repository/index", h_index, 0 },
-	{ "POST", "v2/repository/models/{m}/load", h_load, 0 },
-	{ "POST", "v2/repository/models/{m}/unload", h_unload, 0 },
-	{ "POST", "v2/repository/models/{m}/versions/{v}/load", h_load, 0 },
-	{ "POST", "v2/repository/models/{m}/versions/{v}/unload", h_unload, 0 },
-	{ "GET", "metrics", h_metrics, 1 },
+	{ "GET", "v2/health/live", h_live, 0, AUTH_OPEN },
+	{ "GET", "v2/health/ready", h_ready, 0, AUTH_OPEN },
+	{ "GET", "v2", h_server_meta, 0, AUTH_API },
+	{ "GET", "v2/models/stats", h_model_stats, 0, AUTH_API },
+	{ "GET", "v2/models/{m}", h_model_meta, 0, AUTH_API },
+	{ "GET", "v2/models/{m}/versions/{v}", h_model_meta, 0, AUTH_API },
+	{ "GET", "v2/models/{m}/ready", h_model_ready, 0, AUTH_API },
+	{ "GET", "v2/models/{m}/versions/{v}/ready", h_model_ready, 0, AUTH_API },
+	{ "GET", "v2/models/{m}/config", h_model_config, 0, AUTH_API },
+	{ "GET", "v2/models/{m}/versions/{v}/config", h_model_config, 0, AUTH_API },
+	{ "GET", "v2/models/{m}/stats", h_model_stats, 0, AUTH_API },
+	{ "GET", "v2/models/{m}/versions/{v}/stats", h_model_stats, 0, AUTH_API },
+	{ "POST", "v2/models/{m}/infer", h_infer, 0, AUTH_API },
+	{ "POST", "v2/models/{m}/versions/{v}/infer", h_infer, 0, AUTH_API },
+	{ "POST", "v2/repository/index", h_index, 0, AUTH_ADMIN },
+	{ "POST", "v2/repository/models/{m}/load", h_load, 0, AUTH_ADMIN },
+	{ "POST", "v2/repository/models/{m}/unload", h_unload, 0, AUTH_ADMIN },
+	{ "POST", "v2/repository/models/{m}/versions/{v}/load", h_load, 0, AUTH_ADMIN },
+	{ "POST", "v2/repository/models/{m}/versions/{v}/unload", h_unload, 0, AUTH_ADMIN },
+	{ "GET", "metrics", h_metrics, 1, AUTH_OPEN },
+	{ "GET", "", h_panel_index, 0, AUTH_OPEN },
+	{ "GET", "panel/chart.js", h_panel_chartjs, 0, AUTH_OPEN },
+	{ "GET", "panel/{a}", h_panel_asset, 0, AUTH_OPEN },
+	{ "GET", "v2/panel/state", h_panel_state, 0, AUTH_API },
+	{ "GET", "v2/panel/trace", h_panel_trace, 0, AUTH_API },
 };
 
 #define NUM_ENDPOINTS (sizeof(endpoints) / sizeof(endpoints[0]))
@@ -470,6 +607,8 @@ static int match(const char *pattern, char **seg, size_t n, struct args *a)
 			a->model = seg[i];
 		else if (!strcmp(ps[i], "{v}"))
 			a->version = seg[i];
+		else if (!strcmp(ps[i], "{a}"))
+			a->asset = seg[i];
 		else if (strcmp(ps[i], seg[i]))
 			return 0;
 	}
@@ -508,6 +647,22 @@ static void route(struct conn *c, const char *url, const char *method, struct re
 		if (strcmp(method, endpoints[i].method) &&
 		    !(!strcmp(method, "HEAD") && !strcmp(endpoints[i].method, "GET")))
 			continue;
+		if (endpoints[i].scope != AUTH_OPEN) {
+			const char *h = MHD_lookup_connection_value(c->mhd, MHD_HEADER_KIND,
+								    MHD_HTTP_HEADER_AUTHORIZATION);
+			enum auth_result ar = auth_check(c->srv->o.auth, endpoints[i].scope, h);
+
+			if (ar != AUTH_OK) {
+				set_error(r, ar == AUTH_FORBIDDEN ? 403 : 401,
+					  auth_message(ar, endpoints[i].scope));
+				r->www_auth = ar == AUTH_MISSING ? "Bearer realm=\"npu-serve\"" :
+					      ar == AUTH_MALFORMED ? "Bearer realm=\"npu-serve\", error=\"invalid_request\"" :
+					      ar == AUTH_INVALID ? "Bearer realm=\"npu-serve\", error=\"invalid_token\"" :
+					      NULL;
+				free(path);
+				return;
+			}
+		}
 		if (a.version) {
 			char *end;
 			long long v;
@@ -652,11 +807,13 @@ static void on_completed(void *cls, struct MHD_Connection *connection, void **co
 
 static void on_mhd_log(void *cls, const char *fmt, va_list ap)
 {
+	struct http_server *s = cls;
 	char msg[512];
 
-	(void)cls;
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	msg[strcspn(msg, "\n")] = '\0';
+	if (!s->d)	/* starting: single-threaded, kept for the error */
+		snprintf(s->last_log, sizeof(s->last_log), "%.200s", msg);
 	serve_log(SERVE_LOG_DEBUG, "http: %s", msg);
 }
 
@@ -666,7 +823,10 @@ int http_start(struct repository *repo, const struct http_options *o,
 	struct http_server *s = calloc(1, sizeof(*s));
 	struct sockaddr_in addr;
 	const union MHD_DaemonInfo *info;
-	struct MHD_OptionItem pool[2];
+	struct MHD_OptionItem pool[4];
+	unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL |
+			     MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
+	int k = 0;
 
 	*out = NULL;
 	if (!s)
@@ -691,12 +851,27 @@ int http_start(struct repository *repo, const struct http_options *o,
 	pthread_mutex_init(&s->lock, NULL);
 	pthread_cond_init(&s->idle, NULL);
 	/* A pool only for more than one thread (MHD warns otherwise). */
-	pool[0].option = s->o.threads > 1 ? MHD_OPTION_THREAD_POOL_SIZE : MHD_OPTION_END;
-	pool[0].value = s->o.threads;
-	pool[0].ptr_value = NULL;
-	pool[1].option = MHD_OPTION_END;
-	s->d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL |
-				MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG,
+	memset(pool, 0, sizeof(pool));
+	if (s->o.threads > 1) {
+		pool[k].option = MHD_OPTION_THREAD_POOL_SIZE;
+		pool[k++].value = s->o.threads;
+	}
+	if (s->o.tls_cert_pem) {
+		if (MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES) {
+			pthread_cond_destroy(&s->idle);
+			pthread_mutex_destroy(&s->lock);
+			free(s);
+			return serve_err(err, SERVE_UNSUPPORTED,
+					 "this libmicrohttpd is built without TLS (GnuTLS): --tls-cert cannot be served");
+		}
+		flags |= MHD_USE_TLS;
+		pool[k].option = MHD_OPTION_HTTPS_MEM_KEY;
+		pool[k++].ptr_value = (void *)s->o.tls_key_pem;
+		pool[k].option = MHD_OPTION_HTTPS_MEM_CERT;
+		pool[k++].ptr_value = (void *)s->o.tls_cert_pem;
+	}
+	pool[k].option = MHD_OPTION_END;
+	s->d = MHD_start_daemon(flags,
 				0, NULL, NULL, on_request, s,
 				MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
 				MHD_OPTION_ARRAY, pool,
@@ -707,11 +882,19 @@ int http_start(struct repository *repo, const struct http_options *o,
 				MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, s,
 				MHD_OPTION_END);
 	if (!s->d) {
+		int e = errno, st;
+
+		if (s->o.tls_cert_pem)
+			st = serve_err(err, SERVE_UNAVAILABLE, "cannot start HTTPS on %s:%d: %s",
+				       o->address ? o->address : "127.0.0.1", o->port,
+				       s->last_log[0] ? s->last_log : strerror(e));
+		else
+			st = serve_err(err, SERVE_UNAVAILABLE, "cannot listen on %s:%d: %s",
+				       o->address ? o->address : "127.0.0.1", o->port, strerror(e));
 		pthread_cond_destroy(&s->idle);
 		pthread_mutex_destroy(&s->lock);
 		free(s);
-		return serve_err(err, SERVE_UNAVAILABLE, "cannot listen on %s:%d: %s",
-				 o->address ? o->address : "127.0.0.1", o->port, strerror(errno));
+		return st;
 	}
 	info = MHD_get_daemon_info(s->d, MHD_DAEMON_INFO_BIND_PORT);
 	s->port = info ? info->port : o->port;

@@ -8,6 +8,7 @@
 #ifndef NPU_SERVE_HTTP_H
 #define NPU_SERVE_HTTP_H
 
+#include "auth.h"
 #include "repository.h"
 
 struct http_options {
@@ -18,6 +19,10 @@ struct http_options {
 	unsigned int timeout_secs;	/* idle connection timeout; default 60 */
 	size_t max_header_bytes;	/* per-connection memory for headers; default 64 KiB */
 	int metrics_only;		/* serve /metrics only (--metrics-port) */
+	/* HTTPS (--tls-cert, --tls-key): PEM texts; NULL: plain HTTP. */
+	const char *tls_cert_pem, *tls_key_pem;
+	const struct serve_auth *auth;	/* bearer tokens; NULL: open */
+	const char *chartjs_path;	/* served as /panel/chart.js */
 };
 
 struct http_server;

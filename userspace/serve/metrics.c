@@ -45,7 +45,7 @@ struct model_stats *metrics_model(const char *model, int64_t version)
 			snprintf(s->model, sizeof(s->model), "%s", model);
 			s->version = version;
 			pthread_mutex_init(&s->lock, NULL);
-			*tail = s;
+			__atomic_store_n(tail, s, __ATOMIC_RELEASE);	/* read unlocked by metrics_foreach */
 		}
 	}
 	pthread_mutex_unlock(&registry_lock);
@@ -167,6 +167,18 @@ void metrics_http_request(int status)
 	pthread_mutex_lock(&registry_lock);
 	http_status_counts[k]++;
 	pthread_mutex_unlock(&registry_lock);
+}
+
+void metrics_foreach(void (*fn)(struct model_stats *s, void *arg), void *arg)
+{
+	struct model_stats *s, *first;
+
+	/* The list only grows at its tail and is never freed: walk it unlocked. */
+	pthread_mutex_lock(&registry_lock);
+	first = models;
+	pthread_mutex_unlock(&registry_lock);
+	for (s = first; s; s = __atomic_load_n(&s->next, __ATOMIC_ACQUIRE))
+		fn(s, arg);
 }
 
 /* ---- Statistics extension (JSON) ----------------------------------------- */

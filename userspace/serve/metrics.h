@@ -62,6 +62,9 @@ void metrics_device(const char *device, uint64_t ns, uint64_t cycles);
 /* Requests that failed before reaching a model (bad input, unknown model). */
 void metrics_http_request(int status);
 
+/* Call fn for every (model, version) series, in creation order (the panel's sampler). */
+void metrics_foreach(void (*fn)(struct model_stats *s, void *arg), void *arg);
+
 /* GET .../stats: model NULL for all; version -1 for every version. */
 json_t *metrics_stats_json(const char *model, int64_t version);
 /* The Prometheus text; free() it. */

@@ -328,6 +328,10 @@ static int load_version(struct repository *r, const char *name,
 			snprintf(calib, sizeof(calib), "%s/%s/%s", r->path, name, calib_param);
 		mo.calib_dir = calib;
 	}
+	/* Without calib_dir an NPU model fails to load, unless the config asks
+	 * for random calibration inputs by name (smoke tests). */
+	calib_param = config_param(base, "calib");
+	mo.calib_random = calib_param && !strcmp(calib_param, "random");
 	mo.max_plans = (size_t)(base->max_batch_size > 0 ? base->max_batch_size : 0) + 4;
 	{
 		const char *k = config_param(base, "keep_small_segments");

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "http.h"
+#include "panel.h"
 #include "repository.h"
 #ifdef NPU_SERVE_HAVE_GRPC
 #include "grpc.h"
@@ -45,6 +46,15 @@ static void usage(FILE *out)
 		"  --threads N                CPU threads of the engine (default: all cores)\n"
 		"  --exit-timeout-secs N      longest drain at exit (default 30)\n"
 		"  --port-file FILE           write 'http=', 'grpc=' and 'metrics=PORT' lines once listening\n"
+		"  --tls-cert FILE            serve HTTPS (and /metrics on --metrics-port) with this PEM\n"
+		"                             certificate chain; needs --tls-key (gRPC stays h2c)\n"
+		"  --tls-key FILE             the PEM private key of --tls-cert\n"
+		"  --api-token TOKEN|@FILE    require 'Authorization: Bearer TOKEN' for inference,\n"
+		"                             metadata, statistics and the panel's data (HTTP and gRPC)\n"
+		"  --admin-token TOKEN|@FILE  require it for the repository API (index, load, unload);\n"
+		"                             also accepted wherever the API token is\n"
+		"  --panel-chartjs FILE       Chart.js served to the panel (default\n"
+		"                             /usr/share/javascript/chart.js/chart.min.js, libjs-chart.js)\n"
 		"  --log-verbose N            0: info (default), 1: debug\n");
 }
 
@@ -61,6 +71,33 @@ static int parse_int(const char *flag, const char *v, long lo, long hi, long *ou
 	}
 	*out = x;
 	return 0;
+}
+
+/* A whole PEM file into memory (libmicrohttpd takes the texts). */
+static char *read_pem(const char *flag, const char *path)
+{
+	FILE *f = fopen(path, "rb");
+	char *buf = NULL;
+	long n;
+
+	if (!f) {
+		fprintf(stderr, "npu serve: %s: cannot open '%s': %s\n", flag, path, strerror(errno));
+		return NULL;
+	}
+	if (fseek(f, 0, SEEK_END) || (n = ftell(f)) < 0 || n > (1L << 20) || fseek(f, 0, SEEK_SET) ||
+	    !(buf = calloc(1, (size_t)n + 1)) || fread(buf, 1, (size_t)n, f) != (size_t)n) {
+		fprintf(stderr, "npu serve: %s: cannot read '%s' (at most 1 MiB)\n", flag, path);
+		free(buf);
+		fclose(f);
+		return NULL;
+	}
+	fclose(f);
+	if (!strstr(buf, "-----BEGIN ")) {
+		fprintf(stderr, "npu serve: %s: '%s' is not a PEM file (no '-----BEGIN' line)\n", flag, path);
+		free(buf);
+		return NULL;
+	}
+	return buf;
 }
 
 static int parse_bool(const char *flag, const char *v, int *out)
@@ -90,6 +127,9 @@ int main(int argc, char **argv)
 	const char *port_file = NULL;
 	long metrics_port = 8002, grpc_port_flag = 8001, exit_timeout = 30, x;
 	int allow_metrics = 1, i, sig;
+	static struct serve_auth auth;
+	/* Static: reachable (not leaked) when a bad flag returns early. */
+	static char *tls_cert, *tls_key;
 	char err[SERVE_ERR_MAX];
 	sigset_t set;
 
@@ -197,6 +237,24 @@ int main(int argc, char **argv)
 				return 2;
 		} else if (!strcmp(flag, "--port-file")) {
 			port_file = val;
+		} else if (!strcmp(flag, "--tls-cert") || !strcmp(flag, "--tls-key")) {
+			char **dst = flag[6] == 'c' ? &tls_cert : &tls_key;
+
+			free(*dst);
+			*dst = read_pem(flag, val);
+			if (!*dst)
+				return 2;
+		} else if (!strcmp(flag, "--api-token") || !strcmp(flag, "--admin-token")) {
+			char **dst = flag[3] == 'p' ? &auth.api_token : &auth.admin_token;
+
+			free(*dst);
+			*dst = auth_token_arg(flag, val, err, sizeof(err));
+			if (!*dst) {
+				fprintf(stderr, "npu serve: %s\n", err);
+				return 2;
+			}
+		} else if (!strcmp(flag, "--panel-chartjs")) {
+			ho.chartjs_path = val;
 		} else if (!strcmp(flag, "--log-verbose")) {
 			if (parse_int(flag, val, 0, 10, &x))
 				return 2;
@@ -212,6 +270,21 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
+	if (!tls_cert != !tls_key) {
+		fprintf(stderr, "npu serve: --tls-cert and --tls-key go together\n");
+		return 2;
+	}
+	ho.tls_cert_pem = tls_cert;
+	ho.tls_key_pem = tls_key;
+	ho.auth = &auth;
+	if (auth.api_token && auth.admin_token && !strcmp(auth.api_token, auth.admin_token)) {
+		fprintf(stderr, "npu serve: --api-token and --admin-token must differ\n");
+		return 2;
+	}
+	if ((auth.api_token || auth.admin_token) && !tls_cert &&
+	    strcmp(ho.address, "127.0.0.1") && strcmp(ho.address, "localhost"))
+		serve_log(SERVE_LOG_WARN, "bearer tokens over plain HTTP on %s: anyone on the path can read them (--tls-cert)",
+			  ho.address);
 	if (ro.num_load && ro.mode != CONTROL_EXPLICIT)
 		serve_log(SERVE_LOG_WARN, "--load-model only applies with --model-control-mode=explicit");
 
@@ -227,6 +300,8 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	repository_start(repo);
+	if (panel_start())
+		serve_log(SERVE_LOG_WARN, "cannot start the panel's sampler: its charts stay empty");
 	if (http_start(repo, &ho, &http, err)) {
 		serve_log(SERVE_LOG_ERROR, "HTTP: %s", err);
 		repository_destroy(repo);
@@ -241,14 +316,20 @@ int main(int argc, char **argv)
 		if (http_start(repo, &mo, &metrics, err))
 			serve_log(SERVE_LOG_WARN, "metrics port: %s (/metrics stays on the HTTP port)", err);
 	}
-	serve_log(SERVE_LOG_INFO, "HTTP on %s:%d%s", ho.address, http_port(http),
+	serve_log(SERVE_LOG_INFO, "%s on %s:%d%s%s%s", tls_cert ? "HTTPS" : "HTTP", ho.address,
+		  http_port(http), auth.api_token ? ", API token required" : "",
+		  auth.admin_token ? ", admin token required" : "",
 		  repository_mode(repo) == CONTROL_POLL ? ", polling the repository" : "");
 	if (metrics)
 		serve_log(SERVE_LOG_INFO, "metrics on %s:%d/metrics", ho.address, http_port(metrics));
 #ifdef NPU_SERVE_HAVE_GRPC
 	if (grpc_port_flag >= 0) {
 		struct grpc_options go = { .address = ho.address, .port = (int)grpc_port_flag,
-					   .max_message_bytes = ho.max_body_bytes };
+					   .max_message_bytes = ho.max_body_bytes, .auth = &auth };
+
+		if (tls_cert)
+			serve_log(SERVE_LOG_WARN, "gRPC has no TLS: it stays h2c on %s (--grpc-port -1 turns it off)",
+				  ho.address);
 
 		if (grpc_start(repo, &go, &grpc, err)) {
 			serve_log(SERVE_LOG_ERROR, "gRPC: %s", err);
@@ -312,6 +393,11 @@ int main(int argc, char **argv)
 	grpc_stop(grpc);
 #endif
 	repository_destroy(repo);
+	panel_stop();
+	free(tls_cert);
+	free(tls_key);
+	free(auth.api_token);
+	free(auth.admin_token);
 	serve_log(SERVE_LOG_INFO, "stopped");
 	return 0;
 }
