@@ -366,6 +366,14 @@ static int recognize(struct ocr *r, const struct rgb_image *img, struct line *l)
 		}
 		prev = (int)best;
 	}
+	/* The dictionary's space class lands at a crop's edges: not text. */
+	while (len && l->text[len - 1] == ' ')
+		l->text[--len] = 0;
+	if (l->text[0] == ' ') {
+		size_t lead = strspn(l->text, " ");
+
+		memmove(l->text, l->text + lead, len - lead + 1);
+	}
 	l->score = kept ? (float)(sum / kept) : 0.0f;
 	return 0;
 }
