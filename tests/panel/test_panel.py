@@ -406,8 +406,8 @@ def test_reports(drv):
     drv.get("file://" + out)
     charts = wait_js(drv, "window.npuReport && npuReport.charts && Object.keys(npuReport.charts).length >= 4 && "
                      "Object.keys(npuReport.charts)", 20)
-    ok(charts and all(c in charts for c in ("latency", "ops", "roofline", "cpu_npu")),
-       "the bench report draws latency, per-op, roofline and CPU-vs-NPU charts", charts)
+    ok(charts and all(c in charts for c in ("latency", "ops", "roofline", "bytes", "cpu_npu")),
+       "the bench report draws latency, per-op, roofline, bytes-moved and CPU-vs-NPU charts", charts)
     ok(wait_js(drv, "Object.values(npuReport.charts).every(c => c.data.datasets.length && "
                "c.data.datasets[0].data.length)", 5), "every chart of the report has data")
     ok(wait_js(drv, "document.querySelectorAll('#placement tbody tr').length > 0", 5),

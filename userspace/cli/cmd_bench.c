@@ -118,9 +118,10 @@ static char *report_json(const char *model, const char *device, const struct npu
 		memset(&ss, 0, sizeof(ss));
 		ss.struct_size = sizeof(ss);
 		npu_session_npu_segment(cm->session, i, &ss);
-		fprintf(f, "%s{\"nodes\": %zu, \"macs\": %llu, \"ideal_mac_cycles\": %llu, \"cycles\": %llu}",
+		fprintf(f, "%s{\"nodes\": %zu, \"macs\": %llu, \"ideal_mac_cycles\": %llu, \"cycles\": %llu, \"dram_bytes\": %llu}",
 			i ? ", " : "", ss.nodes, (unsigned long long)ss.macs,
-			(unsigned long long)ss.ideal_mac_cycles, (unsigned long long)ss.last_cycles);
+			(unsigned long long)ss.ideal_mac_cycles, (unsigned long long)ss.last_cycles,
+			(unsigned long long)ss.dram_bytes);
 	}
 	fprintf(f, "],\n\"ops\": [");
 	n = npu_session_npu_num_ops(cm->session);
@@ -130,9 +131,9 @@ static char *report_json(const char *model, const char *device, const struct npu
 		npu_session_npu_op(cm->session, i, &os);
 		fprintf(f, "%s{\"segment\": %d, \"node\": ", i ? ",\n" : "", os.segment);
 		npu_cli_json_string(f, os.node);
-		fprintf(f, ", \"kind\": \"%s\", \"macs\": %llu, \"ideal_mac_cycles\": %llu, \"cycles\": %llu}",
+		fprintf(f, ", \"kind\": \"%s\", \"macs\": %llu, \"ideal_mac_cycles\": %llu, \"cycles\": %llu, \"dram_bytes\": %llu}",
 			os.kind, (unsigned long long)os.macs, (unsigned long long)os.ideal_mac_cycles,
-			(unsigned long long)os.cycles);
+			(unsigned long long)os.cycles, (unsigned long long)os.dram_bytes);
 	}
 	fprintf(f, "],\n\"cpu_ops\": [");
 	n = st->segments ? 0 : npu_session_num_op_stats(cm->session);
@@ -172,7 +173,7 @@ static void print_op_table(const struct npu_session *m)
 	struct npu_op_stats *ops = calloc(n + 1, sizeof(*ops));
 	static const char *const kinds[] = { "conv", "matmul", "pool", "eltwise", "lut",
 					     "resize" };
-	uint64_t total = 0;
+	uint64_t total = 0, total_bytes = 0;
 
 	if (!ops)
 		return;
@@ -180,29 +181,33 @@ static void print_op_table(const struct npu_session *m)
 		ops[i].struct_size = sizeof(ops[i]);
 		npu_session_npu_op(m, i, &ops[i]);
 		total += ops[i].cycles;
+		total_bytes += ops[i].dram_bytes;
 	}
 	qsort(ops, n, sizeof(*ops), cmp_op_cycles);
-	printf("  NPU ops by modeled cycles (last run; %zu ops, %llu cycles):\n", n,
-	       (unsigned long long)total);
+	printf("  NPU ops by modeled cycles (last run; %zu ops, %llu cycles, %.2f MiB to/from DRAM):\n",
+	       n, (unsigned long long)total, total_bytes / 1048576.0);
 	for (i = 0; i < n && i < 15; i++)
-		printf("    %-8s %-28.28s %10llu cycles %5.1f%%  %8.2f MMACs  roofline %5.1f%%\n",
+		printf("    %-8s %-28.28s %10llu cycles %5.1f%%  %8.2f MMACs  roofline %5.1f%%  DRAM %8.1f KiB\n",
 		       ops[i].kind, ops[i].node, (unsigned long long)ops[i].cycles,
 		       total ? 100.0 * ops[i].cycles / total : 0.0, ops[i].macs / 1e6,
-		       ops[i].cycles ? 100.0 * ops[i].ideal_mac_cycles / ops[i].cycles : 0.0);
+		       ops[i].cycles ? 100.0 * ops[i].ideal_mac_cycles / ops[i].cycles : 0.0,
+		       ops[i].dram_bytes / 1024.0);
 	for (k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++) {
-		uint64_t cyc = 0, ideal = 0, count = 0;
+		uint64_t cyc = 0, ideal = 0, count = 0, bytes = 0;
 
 		for (i = 0; i < n; i++) {
 			if (strcmp(ops[i].kind, kinds[k]))
 				continue;
 			cyc += ops[i].cycles;
 			ideal += ops[i].ideal_mac_cycles;
+			bytes += ops[i].dram_bytes;
 			count++;
 		}
 		if (count)
-			printf("    all %-8s %4llu ops %10llu cycles %5.1f%%  roofline %5.1f%%\n", kinds[k],
-			       (unsigned long long)count, (unsigned long long)cyc,
-			       total ? 100.0 * cyc / total : 0.0, cyc ? 100.0 * ideal / cyc : 0.0);
+			printf("    all %-8s %4llu ops %10llu cycles %5.1f%%  roofline %5.1f%%  DRAM %8.1f KiB\n",
+			       kinds[k], (unsigned long long)count, (unsigned long long)cyc,
+			       total ? 100.0 * cyc / total : 0.0, cyc ? 100.0 * ideal / cyc : 0.0,
+			       bytes / 1024.0);
 	}
 	free(ops);
 }
@@ -381,10 +386,11 @@ int npu_cmd_bench(int argc, char **argv)
 			npu_cli_json_string(stdout, ss.first_node);
 			printf(", \"last\": ");
 			npu_cli_json_string(stdout, ss.last_node);
-			printf(", \"macs\": %llu, \"instructions\": %llu, \"ideal_mac_cycles\": %llu, \"cycles\": %llu, \"utilization\": %.4f}",
+			printf(", \"macs\": %llu, \"instructions\": %llu, \"ideal_mac_cycles\": %llu, \"cycles\": %llu, \"utilization\": %.4f, \"dram_bytes\": %llu}",
 			       (unsigned long long)ss.macs, (unsigned long long)ss.instructions,
 			       (unsigned long long)ss.ideal_mac_cycles, (unsigned long long)ss.last_cycles,
-			       ss.last_cycles ? (double)ss.ideal_mac_cycles / ss.last_cycles : 0.0);
+			       ss.last_cycles ? (double)ss.ideal_mac_cycles / ss.last_cycles : 0.0,
+			       (unsigned long long)ss.dram_bytes);
 		}
 		printf("]");
 		if (mo.profile && !on_npu) {
@@ -400,9 +406,10 @@ int npu_cmd_bench(int argc, char **argv)
 				npu_session_npu_op(cm.session, i, &os);
 				printf("%s\n  {\"segment\": %d, \"node\": ", i ? "," : "", os.segment);
 				npu_cli_json_string(stdout, os.node);
-				printf(", \"kind\": \"%s\", \"macs\": %llu, \"ideal_mac_cycles\": %llu, \"cycles\": %llu}",
+				printf(", \"kind\": \"%s\", \"macs\": %llu, \"ideal_mac_cycles\": %llu, \"cycles\": %llu, \"dram_bytes\": %llu}",
 				       os.kind, (unsigned long long)os.macs,
-				       (unsigned long long)os.ideal_mac_cycles, (unsigned long long)os.cycles);
+				       (unsigned long long)os.ideal_mac_cycles, (unsigned long long)os.cycles,
+				       (unsigned long long)os.dram_bytes);
 			}
 			printf("]");
 		}
@@ -425,11 +432,12 @@ int npu_cmd_bench(int argc, char **argv)
 				struct npu_segment_stats ss;
 
 				ss.struct_size = sizeof(ss);
-			npu_session_npu_segment(cm.session, i, &ss);
-				printf("    segment %zu: %zu nodes (%s .. %s), %.1f MMACs, %llu cycles, utilization %.1f%%\n",
+				npu_session_npu_segment(cm.session, i, &ss);
+				printf("    segment %zu: %zu nodes (%s .. %s), %.1f MMACs, %llu cycles, utilization %.1f%%, DRAM %.2f MiB\n",
 				       i, ss.nodes, ss.first_node, ss.last_node, ss.macs / 1e6,
 				       (unsigned long long)ss.last_cycles,
-				       ss.last_cycles ? 100.0 * ss.ideal_mac_cycles / ss.last_cycles : 0.0);
+				       ss.last_cycles ? 100.0 * ss.ideal_mac_cycles / ss.last_cycles : 0.0,
+				       ss.dram_bytes / 1048576.0);
 			}
 		}
 		if (mo.profile && on_npu)

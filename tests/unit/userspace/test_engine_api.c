@@ -565,6 +565,73 @@ static void test_attached_device_is_used_and_kept(void **state)
 	free(x);
 }
 
+/*
+ * Per-op accounting on the NPU: every lowered op reports the DRAM bytes
+ * its DMA moves, at least its int8 input and output tensors (the tensors
+ * of this model never stay in SRAM between ops), and the ops add up to
+ * their segment.
+ */
+static void test_npu_ops_report_the_dram_bytes_they_move(void **state)
+{
+	struct npu_engine_options eo;
+	struct npu_model_options mo;
+	struct npu_session *s;
+	struct npu_host_tensor in, y;
+	uint64_t ops_bytes = 0, seg_bytes = 0;
+	size_t size, i, nops;
+	void *buf = cnn_model(&size);
+	float *x = input_for(0, 7);
+	int seen_conv = 0;
+
+	(void)state;
+	npu_engine_options_init(&eo);
+	eo.threads = 1;
+	assert_int_equal(npu_engine_create(&eo, &engine), NPU_OK);
+	npu_model_options_init(&mo);
+	mo.device = "sim";
+	mo.calib_random = 1;
+	mo.profile = 1;
+	mo.keep_small_segments = 1;	/* a model this small would stay on the CPU */
+	if (npu_model_load_memory(engine, buf, size, "cnn.onnx", &mo, &model) != NPU_OK)
+		fail_msg("load: %s", npu_last_error());
+	free(buf);
+	assert_int_equal(npu_session_create(model, NULL, &s), NPU_OK);
+	in = host(0, x);
+	if (npu_session_run(s, &in, 1) != NPU_OK)
+		fail_msg("run: %s", npu_last_error());
+	assert_int_equal(npu_session_output(s, 0, &y), NPU_OK);
+	nops = npu_session_npu_num_ops(s);
+	assert_true(nops >= 2);
+	for (i = 0; i < nops; i++) {
+		struct npu_op_stats os = { .struct_size = sizeof(os) };
+
+		assert_int_equal(npu_session_npu_op(s, i, &os), NPU_OK);
+		assert_true(os.dram_bytes > 0);
+		if (!strcmp(os.kind, "conv") && !strcmp(os.node, "conv1")) {
+			/* x: 1x4x8x8 int8 in, 1x8x8x8 int8 out, 8x4 weights. */
+			assert_true(os.dram_bytes >= 4 * 64 + 8 * 64 + 32);
+			seen_conv = 1;
+		}
+		ops_bytes += os.dram_bytes;
+	}
+	assert_true(seen_conv);
+	for (i = 0;; i++) {
+		struct npu_segment_stats ss = { .struct_size = sizeof(ss) };
+
+		if (npu_session_npu_segment(s, i, &ss) != NPU_OK)
+			break;
+		seg_bytes += ss.dram_bytes;
+	}
+	assert_true(i >= 1);
+	assert_true(seg_bytes == ops_bytes);
+	npu_session_destroy(s);
+	npu_model_destroy(model);
+	npu_engine_destroy(engine);
+	model = NULL;
+	engine = NULL;
+	free(x);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -578,6 +645,7 @@ int main(void)
 		cmocka_unit_test(test_attached_device_is_used_and_kept),
 		cmocka_unit_test(test_misaligned_input_data_gives_the_same_output),
 		cmocka_unit_test(test_compiling_while_another_model_runs),
+		cmocka_unit_test(test_npu_ops_report_the_dram_bytes_they_move),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

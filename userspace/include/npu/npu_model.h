@@ -465,6 +465,7 @@ struct npu_segment_stats {
 	uint64_t ideal_mac_cycles;	/* macs / MAC array size: the roofline */
 	uint64_t instructions;
 	uint64_t last_cycles;		/* modeled cycles of the last run */
+	uint64_t dram_bytes;		/* DMA to and from DRAM per run */
 };
 
 NPU_API npu_status npu_session_npu_segment(const struct npu_session *session,
@@ -484,6 +485,12 @@ struct npu_op_stats {
 	uint64_t macs;
 	uint64_t ideal_mac_cycles;	/* macs / MAC array size */
 	uint64_t cycles;
+	/*
+	 * Bytes its DMA moves to and from DRAM (device VA) per run, both
+	 * directions: inputs, weights and outputs that leave SRAM. 0 for a
+	 * model loaded from .npub, which keeps no per-op accounting.
+	 */
+	uint64_t dram_bytes;
 };
 
 NPU_API size_t npu_session_npu_num_ops(const struct npu_session *session);

@@ -1232,6 +1232,44 @@ oom:
 
 /* ---- Segment ----------------------------------------------------------- */
 
+/*
+ * Bytes the DMA instructions among the stream's bytes [from, to) move to
+ * or from DRAM (device VA; an SRAM-to-SRAM copy moves none, a VA-to-VA
+ * copy counts twice): what a lowered op costs the memory bus.
+ */
+static uint64_t stream_dram_bytes(const struct npu_cmdbuf *cb, size_t from, size_t to)
+{
+	size_t size;
+	const uint8_t *p = npu_cmdbuf_data(cb, &size);
+	uint64_t bytes = 0;
+
+	if (to > size)
+		to = size;
+	while (p && from + sizeof(struct npu_insn_header) <= to) {
+		struct npu_insn_header h;
+
+		memcpy(&h, p + from, sizeof(h));
+		if (h.size < sizeof(h) || from + h.size > to)
+			break;
+		if (h.opcode == NPU_OP_DMA_COPY && h.size >= sizeof(struct npu_insn_dma_copy)) {
+			struct npu_insn_dma_copy d;
+
+			memcpy(&d, p + from, sizeof(d));
+			bytes += (uint64_t)d.rows * d.row_bytes *
+				 ((d.src_space == NPU_SPACE_VA) + (d.dst_space == NPU_SPACE_VA));
+		} else if (h.opcode == NPU_OP_DMA_FILL &&
+			   h.size >= sizeof(struct npu_insn_dma_fill)) {
+			struct npu_insn_dma_fill d;
+
+			memcpy(&d, p + from, sizeof(d));
+			if (d.dst_space == NPU_SPACE_VA)
+				bytes += (uint64_t)d.rows * d.row_bytes;
+		}
+		from += h.size;
+	}
+	return bytes;
+}
+
 npu_status npu_codegen_segment(const struct npu_segment_program *prog,
 			       const struct npu_codegen_target *target,
 			       struct npu_cmdbuf *cb,
@@ -1244,16 +1282,24 @@ npu_status npu_codegen_segment(const struct npu_segment_program *prog,
 
 	memset(result, 0, sizeof(*result));
 	result->lop_macs = calloc(prog->num_lops + 1, sizeof(*result->lop_macs));
-	if (!result->lop_macs)
+	result->lop_dram_bytes = calloc(prog->num_lops + 1, sizeof(*result->lop_dram_bytes));
+	if (!result->lop_macs || !result->lop_dram_bytes) {
+		free(result->lop_macs);
+		free(result->lop_dram_bytes);
+		memset(result, 0, sizeof(*result));
 		return npu_error_set(err, NPU_ERR_NO_MEMORY, "codegen: out of memory");
+	}
 	if (target->profile_va &&
 	    npu_cmdbuf_timestamp(cb, NPU_INSN_SYNC, target->profile_va) != NPU_OK)
 		st = emit_fail(&e, NPU_ERR_INVALID_ARG);
 	for (i = 0; i < prog->num_lops && st == NPU_OK; i++) {
 		const struct npu_lop *l = &prog->lops[i];
 		uint64_t macs_before = result->macs;
+		size_t stream_before;
 		char why[160];
 		struct plan p;
+
+		npu_cmdbuf_data(cb, &stream_before);
 
 		e.lop = l;
 		if (!plan_lop(prog, l, target->sram_size, &p, why, sizeof(why))) {
@@ -1278,6 +1324,14 @@ npu_status npu_codegen_segment(const struct npu_segment_program *prog,
 			break;
 		}
 		result->lop_macs[i] = result->macs - macs_before;
+		if (st == NPU_OK) {
+			size_t stream_after;
+
+			npu_cmdbuf_data(cb, &stream_after);
+			result->lop_dram_bytes[i] = stream_dram_bytes(cb, stream_before,
+								      stream_after);
+			result->dram_bytes += result->lop_dram_bytes[i];
+		}
 		if (st == NPU_OK && target->profile_va &&
 		    npu_cmdbuf_timestamp(cb, NPU_INSN_SYNC, target->profile_va + 8 * (i + 1)) != NPU_OK)
 			st = emit_fail(&e, NPU_ERR_INVALID_ARG);
@@ -1285,6 +1339,7 @@ npu_status npu_codegen_segment(const struct npu_segment_program *prog,
 	if (st != NPU_OK) {
 		free(e.blob.data);
 		free(result->lop_macs);
+		free(result->lop_dram_bytes);
 		memset(result, 0, sizeof(*result));
 		return st;
 	}
@@ -1300,5 +1355,6 @@ void npu_codegen_result_free(struct npu_codegen_result *result)
 {
 	free(result->consts);
 	free(result->lop_macs);
+	free(result->lop_dram_bytes);
 	memset(result, 0, sizeof(*result));
 }

@@ -127,6 +127,10 @@ struct npu_codegen_result {
 	uint8_t *consts;		/* constant blob, malloc'ed */
 	size_t consts_size;
 	uint64_t *lop_macs;		/* per lop, malloc'ed */
+	/* Per lop (malloc'ed) and in all: bytes its DMA moves to or from
+	 * DRAM (device VA), both directions counted. */
+	uint64_t *lop_dram_bytes;
+	uint64_t dram_bytes;
 	uint64_t macs;			/* MACs the stream will execute */
 	uint64_t ideal_mac_cycles;	/* macs / MAC array size */
 	uint64_t instructions;

@@ -448,6 +448,7 @@ NPU_API npu_status npu_session_npu_segment(const struct npu_session *s, size_t i
 	st.macs = seg->code.macs;
 	st.ideal_mac_cycles = seg->code.ideal_mac_cycles;
 	st.instructions = seg->code.instructions;
+	st.dram_bytes = seg->code.dram_bytes;
 	if (rt && rt->runs)
 		st.last_cycles = rt->last.cycles;
 	return npu_api_copy_stats(out, &st, sizeof(st), "npu_segment_stats");
@@ -487,6 +488,7 @@ NPU_API npu_status npu_session_npu_op(const struct npu_session *s, size_t index,
 		st.kind = (size_t)l->kind < sizeof(kinds) / sizeof(kinds[0]) ?
 			  kinds[l->kind] : "other";
 		st.macs = seg->code.lop_macs ? seg->code.lop_macs[index] : 0;
+		st.dram_bytes = seg->code.lop_dram_bytes ? seg->code.lop_dram_bytes[index] : 0;
 		st.ideal_mac_cycles = (st.macs + NPU_MAC_ROWS * NPU_MAC_COLS - 1) /
 				      (NPU_MAC_ROWS * NPU_MAC_COLS);
 		if (rt && rt->lop_cycles)
