@@ -447,7 +447,8 @@ static void remove_dir(const char *dir)
  */
 static int calibrate(struct ocr *r, const char *dir)
 {
-	char tmpl[] = "/tmp/npu-ocr-calib.XXXXXX", det_dir[4200], rec_dir[4200], path[4400];
+	char tmpl[4096], det_dir[4200], rec_dir[4200], path[4400];
+	const char *tmp = getenv("TMPDIR");
 	char *names[MAX_CALIB], *base;
 	struct rgb_image *imgs = NULL;
 	struct text_box boxes[MAX_BOXES];
@@ -478,6 +479,8 @@ static int calibrate(struct ocr *r, const char *dir)
 		snprintf(det_dir, sizeof(det_dir), "%s/det", r->o->save_calib);
 		snprintf(rec_dir, sizeof(rec_dir), "%s/rec", r->o->save_calib);
 	} else {
+		snprintf(tmpl, sizeof(tmpl), "%s/npu-ocr-calib.XXXXXX",
+			 tmp && *tmp ? tmp : "/tmp");
 		base = mkdtemp(tmpl);
 		snprintf(det_dir, sizeof(det_dir), "%s/det", tmpl);
 		snprintf(rec_dir, sizeof(rec_dir), "%s/rec", tmpl);
