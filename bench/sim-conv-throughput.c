@@ -14,7 +14,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "ops/npu_ops.h"
+#include "npu_ops.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>

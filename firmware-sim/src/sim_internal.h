@@ -19,7 +19,7 @@
 #include <stdint.h>
 
 #include "npu_sim.h"
-#include "ops/npu_ops.h"
+#include "npu_ops.h"
 
 #define NPU_HW_OP_MASK		NPU_OP_MASK_ALL
 #define NPU_HW_CAPS		(NPU_CAP_INT8 | NPU_CAP_INT32_BIAS | \

@@ -18,7 +18,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
-#include "ops/npu_ops.h"
+#include "npu_ops.h"
 
 static const char *const ops_impls[] = { "portable", "avx2", "avx512vnni" };
 #define OPS_NUM_IMPLS	3

@@ -18,7 +18,7 @@
 
 #include "compiler/codegen.h"
 #include "npu/npu_device.h"
-#include "ops/npu_ops.h"
+#include "npu_ops.h"
 
 static uint64_t rng_state;
 

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ops/npu_ops.h"	/* firmware-sim's reference kernels */
+#include "npu_ops.h"	/* firmware-sim's reference kernels */
 #include "runtime/npu_runtime.h"
 
 double npu_err_sqnr_db(const struct npu_err_acc *a)

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * npu_ops.h - the compute engine of firmware-sim: CONV2D, MATMUL, POOL,
- * ELTWISE, LUT and RESIZE over on-chip SRAM (internal to firmware-sim).
+ * ELTWISE, LUT and RESIZE over on-chip SRAM. Its executor (exec.c) runs
+ * them; the compiler's quantization report runs the reference kernels on
+ * the host to reproduce the device's int8 arithmetic.
  *
  * Each op comes in three parts used by the executor (exec.c):
  *   npu_op_<op>_check()  - npu_op_<op>_validate() of npu_isa.h (the one
