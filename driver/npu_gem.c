@@ -176,20 +176,20 @@ static void npu_bo_register(struct npu_device *ndev, struct npu_bo *bo)
 static void npu_bo_dma_unmap(struct npu_bo *bo)
 {
 	struct drm_gem_object *obj = &bo->base.base;
+	struct dma_resv *resv = bo->attach ? bo->attach->dmabuf->resv : obj->resv;
 	struct sg_table *sgt;
 
-	dma_resv_lock(obj->resv, NULL);
+	dma_resv_lock(resv, NULL);
 	sgt = bo->base.sgt;
 	bo->base.sgt = NULL;
-	if (sgt && obj->import_attach) {
-		dma_buf_unmap_attachment(obj->import_attach, sgt,
-					 DMA_BIDIRECTIONAL);
+	if (sgt && bo->attach) {
+		dma_buf_unmap_attachment(bo->attach, sgt, DMA_BIDIRECTIONAL);
 	} else if (sgt) {
 		dma_unmap_sgtable(obj->dev->dev, sgt, DMA_BIDIRECTIONAL, 0);
 		sg_free_table(sgt);
 		kfree(sgt);
 	}
-	dma_resv_unlock(obj->resv);
+	dma_resv_unlock(resv);
 }
 
 /*
@@ -297,8 +297,10 @@ npu_gem_prime_import_sg_table(struct drm_device *drm,
 	if (!drm_dev_enter(drm, &idx))
 		return ERR_PTR(-ENODEV);
 	obj = drm_gem_shmem_prime_import_sg_table(drm, attach, sgt);
-	if (!IS_ERR(obj))
+	if (!IS_ERR(obj)) {
+		to_npu_bo(obj)->attach = attach;
 		npu_bo_register(to_npu_device(drm), to_npu_bo(obj));
+	}
 	drm_dev_exit(idx);
 	return obj;
 }

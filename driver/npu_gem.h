@@ -36,6 +36,11 @@ struct npu_bo {
 	struct mutex lock;
 	struct list_head maps;
 	struct list_head dev_node;	/* in npu_device.bo_list */
+	/*
+	 * A foreign dma-buf's attachment, set before the BO is listed (the
+	 * core sets import_attach and resv only after the import hook).
+	 */
+	struct dma_buf_attachment *attach;
 };
 
 static inline struct npu_bo *to_npu_bo(struct drm_gem_object *obj)
