@@ -455,6 +455,21 @@ static struct npu_lop *new_lop(struct npu_lower_ctx *lc, enum npu_lop_kind kind,
 	return &lops[prog->num_lops++];
 }
 
+/* A lop that reads n's first input and writes its output; NULL: no memory. */
+static struct npu_lop *new_unary_lop(struct npu_lower_ctx *lc, enum npu_lop_kind kind,
+				     const struct npu_node *n)
+{
+	int in = npu_lower_act(lc, n->inputs[0]);
+	int out = npu_lower_act(lc, n->outputs[0]);
+	struct npu_lop *l = in < 0 || out < 0 ? NULL : new_lop(lc, kind, n);
+
+	if (l) {
+		l->in = (uint32_t)in;
+		l->out = (uint32_t)out;
+	}
+	return l;
+}
+
 bool npu_pre_activation_qparams(const struct npu_lower_ctx *lc,
 				const struct npu_node *n, struct npu_qparams *q)
 {
@@ -611,7 +626,6 @@ static bool lower_conv_with(struct npu_lower_ctx *lc, struct npu_node *n,
 	int8_t *wq, *wnhwc;
 	float *scales;
 	struct npu_lop *l;
-	int in, out;
 
 	if (!qin || !qout)
 		return WHY("no quantization parameters (not calibrated)");
@@ -630,13 +644,9 @@ static bool lower_conv_with(struct npu_lower_ctx *lc, struct npu_node *n,
 				for (kw = 0; kw < geo.k_w; kw++)
 					wnhwc[(((size_t)oc * geo.k_h + kh) * geo.k_w + kw) * (geo.c / geo.groups) + ic] =
 						wq[(((size_t)oc * (geo.c / geo.groups) + ic) * geo.k_h + kh) * geo.k_w + kw];
-	in = npu_lower_act(lc, n->inputs[0]);
-	out = npu_lower_act(lc, n->outputs[0]);
-	l = in < 0 || out < 0 ? NULL : new_lop(lc, NPU_LOP_CONV, n);
+	l = new_unary_lop(lc, NPU_LOP_CONV, n);
 	if (!l)
 		return WHY("out of memory");
-	l->in = (uint32_t)in;
-	l->out = (uint32_t)out;
 	l->conv.weight = wnhwc;
 	l->conv.k_h = (uint8_t)geo.k_h;
 	l->conv.k_w = (uint8_t)geo.k_w;
@@ -711,19 +721,14 @@ static bool lower_resize(struct npu_lower_ctx *lc, struct npu_node *n, char *why
 	const struct npu_qparams *qin = value_q(lc, n->inputs[0]), *qout = value_q(lc, n->outputs[0]);
 	struct npu_resize_geom rg;
 	struct npu_lop *l;
-	int in, out;
 
 	if (!npu_resize_geometry(n, &rg, why, why_size))
 		return false;
 	if (!qin || !qout || qin->scale != qout->scale || qin->zero_point != qout->zero_point)
 		return WHY("resize needs equal input and output quantization");
-	in = npu_lower_act(lc, n->inputs[0]);
-	out = npu_lower_act(lc, n->outputs[0]);
-	l = in < 0 || out < 0 ? NULL : new_lop(lc, NPU_LOP_RESIZE, n);
+	l = new_unary_lop(lc, NPU_LOP_RESIZE, n);
 	if (!l)
 		return WHY("out of memory");
-	l->in = (uint32_t)in;
-	l->out = (uint32_t)out;
 	l->resize.mode = rg.mode;
 	l->resize.step_h = rg.step_h;
 	l->resize.step_w = rg.step_w;
@@ -751,7 +756,6 @@ static bool lower_gemm(struct npu_lower_ctx *lc, struct npu_node *n, char *why,
 	int8_t *wq;
 	struct npu_lop *l;
 	uint32_t r, c;
-	int in, out;
 
 	if (!qin || !qout)
 		return WHY("no quantization parameters (not calibrated)");
@@ -777,13 +781,9 @@ static bool lower_gemm(struct npu_lower_ctx *lc, struct npu_node *n, char *why,
 	}
 	widen_for_bias(lc, n->name, wt, cols, k, qin->scale, bias, 1.0f, wq, scales);
 	free(wt);
-	in = npu_lower_act(lc, n->inputs[0]);
-	out = npu_lower_act(lc, n->outputs[0]);
-	l = in < 0 || out < 0 ? NULL : new_lop(lc, NPU_LOP_MATMUL, n);
+	l = new_unary_lop(lc, NPU_LOP_MATMUL, n);
 	if (!l)
 		return WHY("out of memory");
-	l->in = (uint32_t)in;
-	l->out = (uint32_t)out;
 	l->matmul.weight = wq;
 	if (!output_stage(lc, n, qout, &l->matmul.q.act_min, &l->matmul.q.act_max,
 			  &l->matmul.q.lut, &l->matmul.q.pre_act_zp, &target, why, why_size) ||
@@ -812,20 +812,15 @@ static bool lower_global_pool_as_conv(struct npu_lower_ctx *lc, struct npu_node 
 	float *scales = seg_own(lc->seg, geo->c * sizeof(*scales));
 	struct npu_lop *l;
 	uint32_t c;
-	int in, out;
 
 	if (!w || !scales)
 		return WHY("out of memory");
 	memset(w, 127, (size_t)geo->c * per);
 	for (c = 0; c < geo->c; c++)
 		scales[c] = (float)(1.0 / ((double)per * 127.0));
-	in = npu_lower_act(lc, n->inputs[0]);
-	out = npu_lower_act(lc, n->outputs[0]);
-	l = in < 0 || out < 0 ? NULL : new_lop(lc, NPU_LOP_CONV, n);
+	l = new_unary_lop(lc, NPU_LOP_CONV, n);
 	if (!l)
 		return WHY("out of memory");
-	l->in = (uint32_t)in;
-	l->out = (uint32_t)out;
 	l->conv.weight = w;
 	l->conv.k_h = (uint8_t)geo->k_h;
 	l->conv.k_w = (uint8_t)geo->k_w;
@@ -848,7 +843,6 @@ static bool lower_pool(struct npu_lower_ctx *lc, struct npu_node *n, char *why,
 	const struct npu_qparams *qin = value_q(lc, n->inputs[0]), *qout = value_q(lc, n->outputs[0]);
 	struct npu_conv_geom geo;
 	struct npu_lop *l;
-	int in, out;
 
 	if (!npu_conv_geometry(lc->graph, n, &geo, why, why_size))
 		return false;
@@ -856,13 +850,9 @@ static bool lower_pool(struct npu_lower_ctx *lc, struct npu_node *n, char *why,
 		return lower_global_pool_as_conv(lc, n, &geo, qin, qout, why, why_size);
 	if (!qin || !qout || qin->scale != qout->scale)
 		return WHY("pooling needs equal input and output scales");
-	in = npu_lower_act(lc, n->inputs[0]);
-	out = npu_lower_act(lc, n->outputs[0]);
-	l = in < 0 || out < 0 ? NULL : new_lop(lc, NPU_LOP_POOL, n);
+	l = new_unary_lop(lc, NPU_LOP_POOL, n);
 	if (!l)
 		return WHY("out of memory");
-	l->in = (uint32_t)in;
-	l->out = (uint32_t)out;
 	l->pool.mode = is_op(n, "MaxPool") ? NPU_POOL_MAX : NPU_POOL_AVG;
 	l->pool.flags = geo.count_include_pad ? NPU_POOL_COUNT_PAD : 0;
 	l->pool.k_h = (uint8_t)geo.k_h;
