@@ -45,6 +45,8 @@ const char *npu_opcode_name(uint32_t opcode)
 		return "TIMESTAMP";
 	case NPU_OP_BARRIER:
 		return "BARRIER";
+	case NPU_OP_RESIZE:
+		return "RESIZE";
 	default:
 		return NULL;
 	}
