@@ -4,6 +4,7 @@
  * one entity per context, the rings and completion records, JOB_INFO.
  */
 
+#include <linux/dma-fence-array.h>
 #include <linux/dma-fence-chain.h>
 #include <linux/dma-mapping.h>
 #include <linux/seq_file.h>
@@ -50,6 +51,31 @@ void npu_job_rec_put(struct npu_job_rec *rec)
 	kref_put(&rec->ref, npu_job_rec_release);
 }
 
+/*
+ * A job that will not run to its end: its record says CANCELED. This comes
+ * before its fence signals, since whoever waits on the fence (a syncobj, a
+ * dependent job) then reads the record through JOB_INFO.
+ */
+static void npu_job_rec_cancel(struct npu_job *job)
+{
+	spin_lock(&job->ctx->rec_lock);
+	if (job->rec->state != DRM_NPU_JOB_DONE) {
+		job->rec->state = DRM_NPU_JOB_CANCELED;
+		if (!job->rec->status)
+			job->rec->status = NPU_JOB_ERR_ABORTED;
+	}
+	spin_unlock(&job->ctx->rec_lock);
+	wake_up_all(&job->ctx->job_wq);
+}
+
+/* Fail @job's hardware fence with @error, its record first. */
+static void npu_job_fence_fail(struct npu_job *job, int error)
+{
+	npu_job_rec_cancel(job);
+	dma_fence_set_error(job->hw_fence, error);
+	dma_fence_signal(job->hw_fence);
+}
+
 /* Everything a job holds; used by free_job and by failed submits. */
 static void npu_job_release(struct npu_job *job)
 {
@@ -57,14 +83,7 @@ static void npu_job_release(struct npu_job *job)
 	u32 i;
 
 	if (job->rec) {
-		spin_lock(&job->ctx->rec_lock);
-		if (job->rec->state != DRM_NPU_JOB_DONE) {
-			job->rec->state = DRM_NPU_JOB_CANCELED;
-			if (!job->rec->status)
-				job->rec->status = NPU_JOB_ERR_ABORTED;
-		}
-		spin_unlock(&job->ctx->rec_lock);
-		wake_up_all(&job->ctx->job_wq);
+		npu_job_rec_cancel(job);
 		npu_job_rec_put(job->rec);
 	}
 	/* The mappings go (if nothing else uses them) once the job is done. */
@@ -182,8 +201,7 @@ void npu_queue_abort_inflight(struct npu_queue *q, int error)
 		q->head++;
 		if (!job)
 			continue;
-		dma_fence_set_error(job->hw_fence, error);
-		dma_fence_signal(job->hw_fence);
+		npu_job_fence_fail(job, error);
 	}
 	q->head = 0;
 	q->tail = 0;
@@ -233,14 +251,12 @@ void npu_queue_retire(struct npu_queue *q, const struct npu_active *act)
 		started = !act->known ||
 			  (act->valid && act->queue == q->id &&
 			   act->seqno == job->hw_fence->seqno);
-		if (atomic_read(&job->ctx->banned)) {
-			dma_fence_set_error(job->hw_fence, -ECANCELED);
-			dma_fence_signal(job->hw_fence);
-		} else if (started) {
+		if (atomic_read(&job->ctx->banned))
+			npu_job_fence_fail(job, -ECANCELED);
+		else if (started)
 			npu_job_reset_aborted(job);
-		} else {
+		else
 			q->rerun[q->rerun_count++] = job;
-		}
 	}
 	q->head = 0;
 	q->tail = 0;
@@ -303,8 +319,7 @@ void npu_queue_rerun(struct npu_queue *q, int error)
 
 		q->rerun[i] = NULL;
 		if (error) {
-			dma_fence_set_error(job->hw_fence, error);
-			dma_fence_signal(job->hw_fence);
+			npu_job_fence_fail(job, error);
 			continue;
 		}
 		npu_queue_push_locked(q, job);
@@ -313,6 +328,16 @@ void npu_queue_rerun(struct npu_queue *q, int error)
 		npu_queue_doorbell_locked(q);
 	q->rerun_count = 0;
 	spin_unlock_irqrestore(&q->lock, flags);
+}
+
+/*
+ * run_job does not run @job: the scheduler fails its finished fence with
+ * @error once this returns, so the record must say so already.
+ */
+static struct dma_fence *npu_job_run_cancel(struct npu_job *job, int error)
+{
+	npu_job_rec_cancel(job);
+	return ERR_PTR(error);
 }
 
 static struct dma_fence *npu_job_run(struct drm_sched_job *sched_job)
@@ -324,26 +349,28 @@ static struct dma_fence *npu_job_run(struct drm_sched_job *sched_job)
 	u32 slot, i;
 	int idx;
 
-	if (unlikely(sched_job->s_fence->finished.error))
+	if (unlikely(sched_job->s_fence->finished.error)) {
+		npu_job_rec_cancel(job);
 		return NULL;
+	}
 	if (atomic_read(&job->ctx->banned))
-		return ERR_PTR(-ECANCELED);
+		return npu_job_run_cancel(job, -ECANCELED);
 	/* Dependencies have signaled by now; one that failed cancels this job. */
 	for (i = 0; i < job->dep_count; i++)
 		if (dma_fence_get_status(job->deps[i]) < 0)
-			return ERR_PTR(-ECANCELED);
+			return npu_job_run_cancel(job, -ECANCELED);
 	if (!drm_dev_enter(&ndev->drm, &idx))
-		return ERR_PTR(-ENODEV);
+		return npu_job_run_cancel(job, -ENODEV);
 	if (!ndev->ready) {
 		drm_dev_exit(idx);
-		return ERR_PTR(-EIO);
+		return npu_job_run_cancel(job, -EIO);
 	}
 
 	spin_lock_irqsave(&q->lock, flags);
 	if (WARN_ON_ONCE(q->tail - q->head >= NPU_RING_ENTRIES)) {
 		spin_unlock_irqrestore(&q->lock, flags);
 		drm_dev_exit(idx);
-		return ERR_PTR(-ENOSPC);
+		return npu_job_run_cancel(job, -ENOSPC);
 	}
 	/* Allocated at submit: run_job never fails for want of memory. */
 	dma_fence_init(job->hw_fence, &npu_fence_ops, &q->fence_lock,
@@ -668,6 +695,39 @@ static int npu_job_check_args(const struct drm_npu_submit *args)
 	return 0;
 }
 
+/*
+ * drm_sched waits on a dependency from the job's own queue only until it
+ * is scheduled, and not at all on one from the same context and queue:
+ * the ring keeps them in order. But a dependency that fails cancels this
+ * job (npu_job_run), so this job must wait until it has finished. A
+ * fence of a context of its own, signaled with it, makes the scheduler
+ * do that. Takes @fence's reference.
+ */
+static struct dma_fence *npu_job_dep_until_finished(struct npu_job *job,
+						    struct dma_fence *fence)
+{
+	struct drm_sched_fence *s_fence = to_drm_sched_fence(fence);
+	struct dma_fence_array *array;
+	struct dma_fence **fences;
+
+	if (!s_fence || s_fence->sched != &job->queue->sched ||
+	    dma_fence_is_signaled(fence))
+		return fence;
+	fences = kmalloc_array(1, sizeof(*fences), GFP_KERNEL_ACCOUNT);
+	if (!fences)
+		goto nomem;
+	fences[0] = fence;
+	/* On success the array owns fences[] and the reference. */
+	array = dma_fence_array_create(1, fences, dma_fence_context_alloc(1),
+				       1, false);
+	if (array)
+		return &array->base;
+	kfree(fences);
+nomem:
+	dma_fence_put(fence);
+	return ERR_PTR(-ENOMEM);
+}
+
 static int npu_job_add_in_syncs(struct npu_job *job, struct drm_file *file,
 				const struct drm_npu_submit *args)
 {
@@ -711,6 +771,11 @@ static int npu_job_add_in_syncs(struct npu_job *job, struct drm_file *file,
 		 */
 		job->deps[job->dep_count++] =
 			dma_fence_get(dma_fence_chain_contained(fence));
+		fence = npu_job_dep_until_finished(job, fence);
+		if (IS_ERR(fence)) {
+			ret = PTR_ERR(fence);
+			goto out;
+		}
 		ret = drm_sched_job_add_dependency(&job->base, fence);
 		if (ret)
 			goto out;

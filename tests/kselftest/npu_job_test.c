@@ -793,6 +793,75 @@ TEST(failed_timeline_point_cancels_the_waiting_job)
 	close(fd);
 }
 
+/*
+ * A job whose dependency fails is canceled whether the two share a queue
+ * or not, and its record says so by the time its fence signals: JOB_INFO
+ * right after the syncobj wait, not polled. Many rounds, since both
+ * defects were races (the record was finished by free_job, after the
+ * fence; a same-queue dependency only had to be scheduled, not done).
+ */
+TEST(failed_dependency_cancels_on_any_queue_with_the_record_final)
+{
+	static const uint32_t pairs[][2] = { { 1, 0 }, { 1, 1 }, { 0, 0 }, { 0, 1 } };
+	struct npu_bo cmd_bad, cmd_dep, buf;
+	struct drm_npu_job_info info;
+	uint32_t sync_bad, sync_dep, len_bad, len_dep;
+	unsigned int round, p;
+	struct npu_cs cs;
+	int fd = npu_open();
+	uint64_t bad_va;
+
+	if (fd < 0)
+		SKIP(return, "no device");
+	bad_va = npu_param(fd, DRM_NPU_PARAM_VA_END) - 0x10000;
+	sync_bad = npu_syncobj_new(fd);
+	sync_dep = npu_syncobj_new(fd);
+	ASSERT_NE(0, sync_bad);
+	ASSERT_NE(0, sync_dep);
+	ASSERT_EQ(0, npu_bo_new(fd, 4096, 0, &cmd_bad));
+	ASSERT_EQ(0, npu_bo_new(fd, 4096, 0, &cmd_dep));
+	ASSERT_EQ(0, npu_bo_new(fd, 4096, 0, &buf));
+	memset(buf.map, 0, buf.size);
+	npu_cs_begin(&cs);
+	npu_cs_fill(&cs, bad_va, 7, 64);
+	len_bad = npu_cs_store(&cs, &cmd_bad, 0);
+	npu_cs_begin(&cs);
+	npu_cs_fill(&cs, buf.va, 0x42, 64);
+	len_dep = npu_cs_store(&cs, &cmd_dep, 0);
+
+	for (round = 0; round < 50; round++) {
+		for (p = 0; p < 4; p++) {
+			struct drm_npu_sync in = { .handle = sync_bad };
+			struct drm_npu_submit s;
+			uint64_t dep;
+
+			npu_submit_init(&s, cmd_bad.handle, len_bad, pairs[p][0]);
+			s.out_sync.handle = sync_bad;
+			ASSERT_EQ(0, npu_submit(fd, &s));
+			npu_submit_init(&s, cmd_dep.handle, len_dep, pairs[p][1]);
+			s.in_syncs = (uintptr_t)&in;
+			s.in_sync_count = 1;
+			s.out_sync.handle = sync_dep;
+			ASSERT_EQ(0, npu_submit(fd, &s));
+			dep = s.job_id;
+			ASSERT_EQ(0, npu_syncobj_wait(fd, sync_dep, 0, WAIT_MS));
+			ASSERT_EQ(0, npu_job_info(fd, dep, &info));
+			ASSERT_EQ(DRM_NPU_JOB_CANCELED, info.state) {
+				TH_LOG("round %u, queue %u -> %u: the dependent job ran (status %u)",
+				       round, pairs[p][0], pairs[p][1], info.status);
+			}
+			ASSERT_EQ(NPU_JOB_ERR_ABORTED, info.status);
+			ASSERT_EQ(0, ((uint8_t *)buf.map)[0]);
+		}
+	}
+	npu_syncobj_free(fd, sync_bad);
+	npu_syncobj_free(fd, sync_dep);
+	npu_bo_free(fd, &cmd_bad);
+	npu_bo_free(fd, &cmd_dep);
+	npu_bo_free(fd, &buf);
+	close(fd);
+}
+
 /* ---- DRM_IOCTL_NPU_JOB_WAIT ---- */
 
 TEST(job_wait_returns_the_status_when_the_job_ends)
