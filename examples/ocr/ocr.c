@@ -8,6 +8,7 @@
  *
  *   npu-ocr [--det DET.onnx] [--rec REC.onnx] [--dict KEYS.txt]
  *           [--device cpu|sim|accel] [--calib-dir DIR] [--calib-method M]
+ *           [--accuracy-target COS]
  *           [--json] IMAGE.png...
  *
  * Prints each line's box and text (or, with --json, one object per image:
@@ -37,6 +38,7 @@
 
 struct options {
 	const char *det, *rec, *dict, *device, *calib_dir, *calib_method, *save_calib;
+	const char *accuracy_target, *bias_correction;
 	const char **images;
 	int num_images;
 	bool json;
@@ -62,6 +64,7 @@ static void usage(FILE *out)
 	fprintf(out,
 		"usage: npu-ocr [--det DET.onnx] [--rec REC.onnx] [--dict KEYS.txt]\n"
 		"               [--device cpu|sim|accel] [--calib-dir DIR] [--calib-method M]\n"
+		"               [--accuracy-target COS] [--bias-correction on|off]\n"
 		"               [--json] IMAGE.png...\n"
 		"  --det, --rec, --dict  PP-OCRv4 models and dictionary (default: the ones\n"
 		"                        tools/fetch-models caches, or $NPU_OCR_MODELS/...)\n"
@@ -69,6 +72,11 @@ static void usage(FILE *out)
 		"  --calib-dir DIR       NPU devices: PNG images to calibrate on (det on the\n"
 		"                        images, rec on the crops det finds); required there\n"
 		"  --calib-method M      minmax (default), mse, percentile, entropy\n"
+		"  --accuracy-target COS NPU devices: keep the layers that hurt most in fp32\n"
+		"                        on the CPU until det and rec each reach this cosine\n"
+		"                        against fp32 on a held-out quarter of their samples\n"
+		"  --bias-correction B   on: correct conv biases for their int8 weights'\n"
+		"                        mean error (default off)\n"
 		"  --save-calib DIR      keep the preprocessed calibration samples in DIR/det\n"
 		"                        and DIR/rec (.npy; e.g. for npu compile --calib-dir)\n"
 		"  --json                one JSON object per image\n");
@@ -106,7 +114,9 @@ static int parse_args(int argc, char **argv, struct options *o)
 				   !strcmp(a, "--device") ? &o->device :
 				   !strcmp(a, "--calib-dir") ? &o->calib_dir :
 				   !strcmp(a, "--calib-method") ? &o->calib_method :
-				   !strcmp(a, "--save-calib") ? &o->save_calib : NULL;
+				   !strcmp(a, "--save-calib") ? &o->save_calib :
+				   !strcmp(a, "--accuracy-target") ? &o->accuracy_target :
+				   !strcmp(a, "--bias-correction") ? &o->bias_correction : NULL;
 
 		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
 			usage(stdout);
@@ -129,6 +139,22 @@ static int parse_args(int argc, char **argv, struct options *o)
 	}
 	if (!o->num_images) {
 		fprintf(stderr, "npu-ocr: no image given\n");
+		return -1;
+	}
+	if (o->accuracy_target) {
+		char *end;
+		double t = strtod(o->accuracy_target, &end);
+
+		if (*end || end == o->accuracy_target || !(t > 0 && t <= 1)) {
+			fprintf(stderr, "npu-ocr: --accuracy-target '%s': expected a cosine in (0, 1]\n",
+				o->accuracy_target);
+			return -1;
+		}
+	}
+	if (o->bias_correction && strcmp(o->bias_correction, "on") &&
+	    strcmp(o->bias_correction, "off")) {
+		fprintf(stderr, "npu-ocr: --bias-correction '%s': expected on or off\n",
+			o->bias_correction);
 		return -1;
 	}
 	if (o->save_calib && !o->calib_dir) {
@@ -262,6 +288,10 @@ static int load_model(struct ocr *r, const char *path, const char *calib,
 	mo.device = r->o->device;
 	mo.calib_dir = calib;
 	mo.calib_method = r->o->calib_method;
+	/* Mixed precision; the library checks the range and names it. */
+	mo.accuracy_target = r->o->accuracy_target ? strtod(r->o->accuracy_target, NULL) : 0;
+	if (r->o->bias_correction)
+		mo.bias_correction = !strcmp(r->o->bias_correction, "on");
 	if (npu_model_load_file(r->eng, path, &mo, m) != NPU_OK ||
 	    npu_session_create(*m, NULL, s) != NPU_OK) {
 		fprintf(stderr, "npu-ocr: %s: %s\n", path, npu_last_error());

@@ -362,6 +362,29 @@ def test_panel(drv, s):
         xs = [e for e in tr.get("traceEvents", []) if e.get("ph") == "X"]
         ok(href.endswith("v2/panel/trace") and xs and any(e["cat"] == "npu" for e in xs),
            "the trace link's JSON is a Chrome trace with the NPU segment", (href, st, data[:200]))
+        # Measured spans: what the chart draws is the engine's timing of the run.
+        shown = drv.execute_script(
+            "const c = npuPanel.charts['chart-timeline'];"
+            "return c.data.datasets[0].data.map(p => p.span);")
+        info = drv.find_element("id", "timeline-info").text
+        npu = [x for x in shown or [] if x["cat"] == "npu"]
+        ok(npu and all(x["cycles"] > 0 and x["job_dur_us"] > 0 and
+                       x["start_us"] <= x["job_start_us"] * (1 + 1e-5) + 0.002 and
+                       x["job_start_us"] + x["job_dur_us"] <=
+                       (x["start_us"] + x["dur_us"]) * (1 + 2e-5) + 0.002
+                       for x in npu) and "measured" in info,
+           "the timeline shows measured NPU spans: cycles, the job's submit..done inside the span",
+           (info, npu))
+        order = [(x["start_us"], x["start_us"] + x["dur_us"]) for x in shown or []]
+        # /v2/panel/state has 6 significant digits.
+        eps = 0.002 + 1e-5 * max([1.0] + [b for _, b in order]) * (len(order) + 1)
+        ok(order and all(b[0] + eps >= a[1] for a, b in zip(order, order[1:])),
+           "the timeline's spans are in order and do not overlap", order)
+        hint = drv.find_element("id", "timeline-hint").text
+        ok("Measured" in (hint or ""), "the page says the timeline is measured", hint)
+        jobs = [e for e in xs if e.get("cat") == "npu.job" and e.get("tid") == 2]
+        ok(jobs and all(e["args"]["modeled_cycles"] > 0 for e in jobs),
+           "the trace has each NPU job on its own track with its modeled cycles", jobs)
 
         # Time for a new request to show on the charts: one request to 'idle'.
         t0 = time.time()

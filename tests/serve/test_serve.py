@@ -456,6 +456,108 @@ def test_infer(s):
     ok(ref is not None and st == 200 and v["y"] == ref, "relu batch of 3: outputs equal npu run")
 
 
+def timeline_of(port, model, after_ms, send):
+    """The panel's timeline of 'model' kept after after_ms, sending requests
+    (send()) until one is kept: at most 40 tries in about 10 s."""
+    for _ in range(40):
+        send()
+        st, _, b = request(port, "GET", "/v2/panel/state")
+        for t in (jbody(b) or {}).get("timelines", []) if st == 200 else []:
+            if t["model"] == model and t["time_ms"] >= after_ms:
+                return t
+        time.sleep(0.25)
+    return None
+
+
+def check_spans(spans, what, run_start, run_us, digits=None):
+    """Spans present, ordered, not overlapping; the run's steps (cpu / npu)
+    inside the run and summing to at most its time. Returns the problems.
+    digits: the JSON's significant digits (/v2/panel/state has 6), else
+    full precision."""
+    bad = []
+    if not spans:
+        return ["%s: no spans" % what]
+    eps = 0.002  # us
+    if digits:
+        top = max([run_start + run_us] + [x["start_us"] + x["dur_us"] for x in spans])
+        eps += top * 10.0 ** (1 - digits) * (len(spans) + 1)
+    for a, b in zip(spans, spans[1:]):
+        if b["start_us"] + eps < a["start_us"]:
+            bad.append("%s: '%s' starts before '%s'" % (what, b["name"], a["name"]))
+        if b["start_us"] + eps < a["start_us"] + a["dur_us"]:
+            bad.append("%s: '%s' (at %.3f us) overlaps '%s' (%.3f + %.3f us)" %
+                       (what, b["name"], b["start_us"], a["name"], a["start_us"], a["dur_us"]))
+    steps = [x for x in spans if x["cat"] in ("cpu", "npu")]
+    if not steps:
+        bad.append("%s: no measured step" % what)
+    for x in steps:
+        if x["start_us"] + eps < run_start or x["start_us"] + x["dur_us"] > run_start + run_us + eps:
+            bad.append("%s: step '%s' outside the run" % (what, x["name"]))
+    if sum(x["dur_us"] for x in steps) > run_us + eps:
+        bad.append("%s: steps sum to %.3f us, the run took %.3f" %
+                   (what, sum(x["dur_us"] for x in steps), run_us))
+    return bad
+
+
+def test_timeline(s):
+    """The panel's request timeline: measured steps of the run (the engine's
+    npu_session_run_with() timings), in /v2/panel/state and as a trace."""
+    e = [i / 16.0 - 0.5 for i in range(16)]
+    cases = (
+        ("onnpu", lambda: infer(s.port, "onnpu", [("x0", "FP32", [1, 16], e)]), "npu"),
+        ("relu", lambda: infer(s.port, "relu", [("x0", "FP32", [1, 4], e[:4])]), "cpu"),
+        ("tadd", lambda: infer(s.port, "tadd", [("x", "FP32", [3, 4, 5], rand_vals(60, 1)),
+                                                ("y", "FP32", [3, 4, 5], rand_vals(60, 2))]), "cpu"),
+        ("slow", lambda: infer(s.port, "slow", [("x0", "FP32", [1, SLOW_ROWS, SLOW_COLS], slow_input())],
+                               binary_in=True), "cpu"),
+    )
+    for model, send, kind in cases:
+        t = timeline_of(s.port, model, int(time.time() * 1000) - 5, send)
+        if not ok(t is not None, "a timeline of %s is kept while requests run" % model):
+            continue
+        spans = t["spans"]
+        cats = [x["cat"] for x in spans]
+        ok(cats[:3] == ["decode", "queue", "input"] and cats[-1] == "output" and kind in cats,
+           "%s: decode, queue, input, measured %s steps, output" % (model, kind), cats)
+        ok("measured" in t["note"], "%s: the timeline says it is measured" % model, t["note"])
+        bad = check_spans(spans, model, t["run_start_us"], t["run_us"], digits=6)
+        ok(not bad, "%s: spans ordered, not overlapping, steps inside the run and summing to "
+           "at most its %.1f us" % (model, t["run_us"]), bad)
+        if kind == "npu":
+            npu = [x for x in spans if x["cat"] == "npu"]
+            ok(npu and all(x["cycles"] > 0 and x["segment"] >= 0 and
+                           x["start_us"] <= x["job_start_us"] * (1 + 1e-5) + 0.002 and
+                           x["job_start_us"] + x["job_dur_us"] <=
+                           (x["start_us"] + x["dur_us"]) * (1 + 2e-5) + 0.002
+                           for x in npu),
+               "onnpu: each NPU segment has modeled cycles and its job's submit..done inside it", npu)
+        else:
+            ok(all(x["cat"] != "npu" for x in spans), "%s (cpu): no NPU span" % model, cats)
+        if model == "slow":
+            # SLOW_K MatMuls: past the panel's 64 spans, CPU stretches merge.
+            steps = [x for x in spans if x["cat"] == "cpu"]
+            ok(sum(x.get("nodes", 0) for x in steps) == SLOW_K and len(spans) <= 64 and
+               (SLOW_K <= 59 or len(steps) < SLOW_K),
+               "slow: its %d MatMuls all in the timeline, merged past 64 spans (%d step spans)" %
+               (SLOW_K, len(steps)), [(x["name"], x.get("nodes")) for x in steps[:4]])
+        st, _, data = request(s.port, "GET", "/v2/panel/trace?model=" + model)
+        tr = jbody(data) or {}
+        xs = [x for x in tr.get("traceEvents", []) if x.get("ph") == "X"]
+        host = [x for x in xs if x["tid"] == 1]
+        jobs = [x for x in xs if x["tid"] == 2]
+        meta = tr.get("metadata", {})
+        as_spans = [{"name": x["name"], "cat": x["cat"], "start_us": x["ts"], "dur_us": x["dur"]}
+                    for x in host]
+        bad = check_spans(as_spans, model + " trace", meta.get("run_start_us", 0), meta.get("run_us", 0))
+        ok(st == 200 and host and not bad and (kind != "npu" or
+                                                (jobs and all(x["cat"] == "npu.job" for x in jobs))),
+           "GET /v2/panel/trace?model=%s: a Chrome trace of the measured spans%s" %
+           (model, " and the NPU jobs on their own track" if kind == "npu" else ""),
+           (st, bad, data[:300]))
+    st, _, _ = request(s.port, "GET", "/v2/panel/trace?model=nosuchmodel")
+    ok(st == 404, "the trace of a model with no timeline: 404", st)
+
+
 def concurrent(n_threads, per_thread, fn):
     """Run fn(thread, i) in n_threads threads; return the list of results."""
     results = []
@@ -1373,6 +1475,9 @@ def test_security():
     write(tokfile, admin + "\n")
     repo = os.path.join(WORK, "secrepo")
     onnx_model(f"{repo}/relu/1/model.onnx", "Relu", 1, "N,4")
+    # 1 MiB and 16 MiB in and out: gRPC over TLS with large writes.
+    onnx_model(f"{repo}/big/1/model.onnx", "Relu", 1, "N,262144")
+    onnx_model(f"{repo}/huge/1/model.onnx", "Relu", 1, "N,4194304")
 
     # Bad flags: each refused with exit 2 and a message naming it.
     garbage = os.path.join(d, "garbage.pem")
@@ -1456,11 +1561,16 @@ def test_security():
             good = good and ("token" in msg or "Authorization" in msg)
         ok(good, "HTTPS %s: %d" % (what, want), (st, hd.get("www-authenticate"), data[:160]))
 
-    # gRPC (h2c: no TLS) applies the same tokens in the "authorization" metadata.
+    # gRPC over TLS (the same certificate) applies the same tokens in the
+    # "authorization" metadata.
     try:
-        test_security_grpc(s, api, admin)
+        test_security_grpc(s, api, admin, cert)
     except Exception as e:  # noqa: BLE001 the rest of the section still runs
         ok(False, "security gRPC: %s: %s" % (type(e).__name__, e))
+    try:
+        test_grpc_tls(s, api, cert)
+    except Exception as e:  # noqa: BLE001
+        ok(False, "gRPC over TLS: %s: %s" % (type(e).__name__, e))
     log = s.log_text()
     ok(api not in log and admin not in log, "no token appears in the log")
     rc = s.stop(30)
@@ -1468,9 +1578,15 @@ def test_security():
     return None
 
 
-def test_security_grpc(s, api, admin):
+def tls_channel(grpc, port, cert):
+    with open(cert, "rb") as f:
+        creds = grpc.ssl_channel_credentials(root_certificates=f.read())
+    return grpc.secure_channel("127.0.0.1:%d" % port, creds)
+
+
+def test_security_grpc(s, api, admin, cert):
     grpc, pb, pbg = grpc_stubs()
-    ch = grpc.insecure_channel("127.0.0.1:%d" % s.grpc_port)
+    ch = tls_channel(grpc, s.grpc_port, cert)
     g = pbg.GRPCInferenceServiceStub(ch)
 
     def gcall(fn, req, tok=None, raw=None):
@@ -1494,6 +1610,237 @@ def test_security_grpc(s, api, admin):
         got = gcall(fn, req, tok, raw)
         ok(got == want, "gRPC %s: %s" % (what, want), got)
     ch.close()
+
+
+def slow_tls_reader(port, cert, api):
+    """One ModelInfer of 16 MiB to 'huge' from a hand-written HTTP/2 client
+    over TLS (ALPN h2, a 4 KiB receive buffer) that reads nothing for 2 s,
+    so the server's TLS writes fill the socket and must resume. Returns
+    "exact" or what went wrong."""
+    import socket
+    import ssl
+    _, pb, _ = grpc_stubs()
+    n = 4194304
+    pattern = [((i * 37) % 201 - 100) / 64.0 for i in range(1024)]
+    rq = pb.ModelInferRequest(model_name="huge")
+    x = rq.inputs.add()
+    x.name, x.datatype = "x0", "FP32"
+    x.shape.extend([1, n])
+    rq.raw_input_contents.append(struct.pack("<1024f", *pattern) * (n // 1024))
+    msg = rq.SerializeToString()
+    body = b"\x00" + struct.pack(">I", len(msg)) + msg
+    want = struct.pack("<1024f", *[max(v, 0.0) for v in pattern]) * (n // 1024)
+
+    def frame(kind, flags, sid, payload):
+        return struct.pack(">I", len(payload))[1:] + bytes([kind, flags]) + struct.pack(">I", sid) + payload
+
+    def header(name, value):  # HPACK: literal, not indexed, no Huffman
+        return b"\x00" + bytes([len(name)]) + name + bytes([len(value)]) + value
+
+    raw = socket.socket()
+    raw.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    raw.settimeout(60)
+    data, done, buf = b"", "", b""
+    try:
+        raw.connect(("127.0.0.1", port))
+        ctx = ssl.create_default_context(cafile=cert)
+        ctx.set_alpn_protocols(["h2"])
+        so = ctx.wrap_socket(raw, server_hostname="127.0.0.1")
+        hb = header(b":method", b"POST") + header(b":scheme", b"https") + \
+            header(b":path", b"/inference.GRPCInferenceService/ModelInfer") + \
+            header(b":authority", b"127.0.0.1") + header(b"content-type", b"application/grpc") + \
+            header(b"te", b"trailers") + header(b"authorization", ("Bearer " + api).encode())
+        so.sendall(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" +
+                   frame(4, 0, 0, struct.pack(">HI", 4, 2**31 - 1)) +          # initial window
+                   frame(8, 0, 0, struct.pack(">I", 2**31 - 1 - 65535)) +      # connection window
+                   frame(1, 4, 1, hb))
+        for i in range(0, len(body), 16384):
+            so.sendall(frame(0, 1 if i + 16384 >= len(body) else 0, 1, body[i:i + 16384]))
+        so.sendall(frame(4, 1, 0, b""))  # SETTINGS ack
+        time.sleep(2)
+        while not done and len(data) < len(body) + 4096:
+            b = so.recv(1 << 16)
+            if not b:
+                done = "the server closed the connection"
+                break
+            buf += b
+            while len(buf) >= 9 and len(buf) >= 9 + int.from_bytes(buf[:3], "big"):
+                ln, kind, flags = int.from_bytes(buf[:3], "big"), buf[3], buf[4]
+                sid = int.from_bytes(buf[5:9], "big") & 0x7FFFFFFF
+                payload, buf = buf[9:9 + ln], buf[9 + ln:]
+                if kind == 0 and sid == 1:
+                    data += payload
+                elif kind == 1 and sid == 1 and flags & 1:
+                    done = "trailers"
+                elif kind in (3, 7):
+                    done = "RST_STREAM or GOAWAY %r" % payload[:40]
+        so.close()
+    except (OSError, ssl.SSLError) as e:
+        return "%s: %s" % (type(e).__name__, e)
+    if done != "trailers":
+        return done or "no trailers"
+    try:
+        r = pb.ModelInferResponse.FromString(data[5:])
+    except Exception as e:  # noqa: BLE001
+        return "undecodable response (%d bytes): %s" % (len(data), e)
+    return "exact" if r.raw_output_contents[0] == want else "wrong output (%d bytes)" % len(data)
+
+
+def test_grpc_tls(s, api, cert):
+    """gRPC on the TLS port: real clients (python3-grpcio with the CA, h2load),
+    and clients that do not speak TLS with ALPN h2 are dropped while the
+    server keeps serving."""
+    import socket
+    import ssl
+    grpc, pb, pbg = grpc_stubs()
+    # A client that connects and never starts the handshake: dropped after
+    # 10 s (checked at the end), while every other client is served.
+    idle = socket.create_connection(("127.0.0.1", s.grpc_port), timeout=5)
+    idle_t0 = time.time()
+    log = s.log_text()
+    ok("gRPC over TLS (ALPN h2) on 127.0.0.1:%d" % s.grpc_port in log and "gRPC has no TLS" not in log,
+       "the log says gRPC is served over TLS, with no cleartext warning")
+    md = [("authorization", "Bearer " + api)]
+    rq = pb.ModelInferRequest(model_name="relu", id="tls")
+    t = rq.inputs.add()
+    t.name, t.datatype = "x0", "FP32"
+    t.shape.extend([1, 4])
+    rq.raw_input_contents.append(struct.pack("<4f", 1, -2, 3, -4))
+
+    def infer_ok(what):
+        ch = tls_channel(grpc, s.grpc_port, cert)
+        try:
+            r = pbg.GRPCInferenceServiceStub(ch).ModelInfer(rq, timeout=30, metadata=md)
+            got = list(struct.unpack("<4f", r.raw_output_contents[0]))
+            return ok(got == [1, 0, 3, 0] and r.id == "tls", what, got)
+        except grpc.RpcError as e:
+            return ok(False, what, (e.code().name, e.details()))
+        finally:
+            ch.close()
+
+    infer_ok("gRPC ModelInfer over TLS (python3-grpcio, the test's CA): relu's output")
+
+    # Four connections at once, 1 MiB each way per call: every output exact.
+    errs = []
+
+    def big(k):
+        n = 262144
+        ch = tls_channel(grpc, s.grpc_port, cert)
+        g = pbg.GRPCInferenceServiceStub(ch)
+        for i in range(2):
+            vals = rand_vals(n, 100 + 2 * k + i)
+            req = pb.ModelInferRequest(model_name="big")
+            x = req.inputs.add()
+            x.name, x.datatype = "x0", "FP32"
+            x.shape.extend([1, n])
+            req.raw_input_contents.append(struct.pack("<%df" % n, *vals))
+            try:
+                r = g.ModelInfer(req, timeout=60, metadata=md)
+                if r.raw_output_contents[0] != struct.pack("<%df" % n, *[max(v, 0.0) for v in vals]):
+                    errs.append("connection %d call %d: wrong output" % (k, i))
+            except grpc.RpcError as e:
+                errs.append("connection %d call %d: %s %s" % (k, i, e.code().name, e.details()))
+        ch.close()
+    th = [threading.Thread(target=big, args=(k,)) for k in range(4)]
+    for x in th:
+        x.start()
+    for x in th:
+        x.join(120)
+    ok(not errs and not any(x.is_alive() for x in th),
+       "gRPC over TLS: 4 connections x 2 calls of 1 MiB each way, outputs exact", errs[:3])
+    got = slow_tls_reader(s.grpc_port, cert, api)
+    ok(got == "exact", "gRPC over TLS to a client that reads nothing for 2 s: the 16 MiB answer "
+       "arrives whole afterwards (TLS writes resumed)", got)
+    # The client verifies the server: another CA's client refuses it.
+    other = os.path.join(WORK, "tls", "other.pem")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout",
+                    other + ".key", "-out", other, "-days", "1", "-subj", "/CN=127.0.0.1"],
+                   capture_output=True, timeout=60)
+    ch = tls_channel(grpc, s.grpc_port, other)
+    try:
+        pbg.GRPCInferenceServiceStub(ch).ServerLive(pb.ServerLiveRequest(), timeout=10)
+        code = "OK"
+    except grpc.RpcError as e:
+        code = e.code().name
+    ch.close()
+    ok(code == "UNAVAILABLE", "a gRPC client trusting another CA refuses the server", code)
+
+    # h2load: a ModelInfer message in a gRPC frame, 20 requests on 2 TLS connections.
+    msg = rq.SerializeToString()
+    body = os.path.join(WORK, "tls", "infer.grpc")
+    write(body, b"\x00" + struct.pack(">I", len(msg)) + msg)
+    r = subprocess.run(["h2load", "-n", "20", "-c", "2", "-d", body,
+                        "-H", "content-type: application/grpc", "-H", "te: trailers",
+                        "-H", "authorization: Bearer " + api,
+                        "https://127.0.0.1:%d/inference.GRPCInferenceService/ModelInfer" % s.grpc_port],
+                       capture_output=True, text=True, timeout=120)
+    ok(r.returncode == 0 and "Application protocol: h2" in r.stdout and "TLS Protocol:" in r.stdout and
+       "20 succeeded" in r.stdout and "status codes: 20 2xx" in r.stdout,
+       "h2load over TLS: ALPN h2, 20 gRPC ModelInfer calls succeed",
+       (r.returncode, r.stdout[-600:], r.stderr[-200:]))
+
+    # Bad paths: each client is dropped, and the server goes on.
+    ch = grpc.insecure_channel("127.0.0.1:%d" % s.grpc_port)
+    t0 = time.time()
+    try:
+        pbg.GRPCInferenceServiceStub(ch).ServerLive(pb.ServerLiveRequest(), timeout=15)
+        code = "OK"
+    except grpc.RpcError as e:
+        code = e.code().name
+    ch.close()
+    ok(code == "UNAVAILABLE" and time.time() - t0 < 15,
+       "a plaintext (h2c) gRPC client on the TLS port: UNAVAILABLE, not a hang", code)
+
+    def raw(payload, wrap=None):
+        """Send payload, read until the server closes (bounded); the bytes back."""
+        so = socket.create_connection(("127.0.0.1", s.grpc_port), timeout=15)
+        got = b""
+        try:
+            if wrap:
+                so = wrap(so)
+            so.sendall(payload)
+            while len(got) < 1 << 16:
+                b = so.recv(4096)
+                if not b:
+                    break
+                got += b
+        except (OSError, ssl.SSLError) as e:
+            return got, type(e).__name__
+        finally:
+            so.close()
+        return got, "closed"
+
+    got, how = raw(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + b"\x00" * 64)
+    ok(how in ("closed", "ConnectionResetError") and b"HTTP/2" not in got,
+       "the HTTP/2 cleartext preface on the TLS port: the connection is closed", (how, got[:40]))
+    got, how = raw(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+    ok(how in ("closed", "ConnectionResetError") and b"HTTP/1.1 200" not in got,
+       "plain HTTP/1.1 on the gRPC TLS port: closed", (how, got[:40]))
+
+    def no_h2(so):
+        ctx = ssl.create_default_context(cafile=cert)
+        ctx.set_alpn_protocols(["http/1.1"])
+        return ctx.wrap_socket(so, server_hostname="127.0.0.1")
+    got, how = raw(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n", no_h2)
+    log = s.log_text()
+    ok(how in ("SSLError", "SSLZeroReturnError", "closed", "ConnectionResetError") and not got and
+       ('did not negotiate ALPN "h2"' in log or "application protocol" in log),
+       "a TLS client offering only ALPN http/1.1: closed with no answer, logged", (how, got[:40]))
+    ok("gRPC: TLS handshake failed" in log, "the server logs the failed handshakes",
+       [ln for ln in log.splitlines() if "gRPC" in ln][-4:])
+    infer_ok("after the bad clients, gRPC over TLS still answers")
+    try:
+        idle.settimeout(max(1.0, 15 - (time.time() - idle_t0)))
+        end = idle.recv(1)
+    except OSError as e:
+        end = type(e).__name__
+    waited = time.time() - idle_t0
+    idle.close()
+    # Closed (not a recv timeout), and not before the 10 s.
+    ok(end in (b"", "ConnectionResetError") and waited > 9 and
+       "TLS handshake not finished within 10000 ms" in s.log_text(),
+       "a client that never starts the TLS handshake is dropped after 10 s (seen closed at %.1f s)" %
+       waited, end)
 
 
 def test_bench_smoke():
@@ -1527,6 +1874,7 @@ def main():
         if not ok(s.up(), "the server starts on an ephemeral port (%s)" % s.port, s.log_text()):
             return
         for name, fn in (("endpoints", test_endpoints), ("infer", test_infer),
+                         ("timeline", test_timeline),
                          ("batching", test_batching), ("priorities", test_priorities),
                          ("bad inputs", test_bad_inputs), ("grpc", test_grpc),
                          ("metrics", test_metrics)):

@@ -166,13 +166,25 @@ static int cmp_op_cycles(const void *a, const void *b)
 	return x->cycles < y->cycles ? 1 : x->cycles > y->cycles ? -1 : 0;
 }
 
+static uint64_t op_lost(const struct npu_op_stats *o)
+{
+	return o->cycles > o->ideal_mac_cycles ? o->cycles - o->ideal_mac_cycles : 0;
+}
+
+static int cmp_op_lost(const void *a, const void *b)
+{
+	uint64_t x = op_lost(a), y = op_lost(b);
+
+	return x < y ? 1 : x > y ? -1 : 0;
+}
+
 /* The NPU ops by modeled cycles, with their roofline, and per kind. */
 static void print_op_table(const struct npu_session *m)
 {
 	size_t n = npu_session_npu_num_ops(m), i, k;
 	struct npu_op_stats *ops = calloc(n + 1, sizeof(*ops));
 	static const char *const kinds[] = { "conv", "matmul", "pool", "eltwise", "lut",
-					     "resize" };
+					     "resize", "copy" };
 	uint64_t total = 0, total_bytes = 0;
 
 	if (!ops)
@@ -209,6 +221,15 @@ static void print_op_table(const struct npu_session *m)
 			       total ? 100.0 * cyc / total : 0.0, cyc ? 100.0 * ideal / cyc : 0.0,
 			       bytes / 1024.0);
 	}
+	/* What keeps utilization down: modeled minus ideal MAC cycles. */
+	qsort(ops, n, sizeof(*ops), cmp_op_lost);
+	printf("  NPU ops by lost cycles (modeled - ideal MAC cycles):\n");
+	for (i = 0; i < n && i < 5; i++)
+		printf("    %-8s %-28.28s %10llu lost of %10llu cycles  roofline %5.1f%%\n",
+		       ops[i].kind, ops[i].node,
+		       (unsigned long long)op_lost(&ops[i]),
+		       (unsigned long long)ops[i].cycles,
+		       ops[i].cycles ? 100.0 * ops[i].ideal_mac_cycles / ops[i].cycles : 0.0);
 	free(ops);
 }
 

@@ -25,7 +25,9 @@ static void compile_usage(FILE *out)
 		"                   [--calib-method minmax|mse|percentile|entropy]\n"
 		"                   [--percentile P] [--calib-seed N] [--calib-samples N]\n"
 		"                   [--explain] [-o OUT.npub] [--threads N] [--json]\n"
-		"                   [--quant-report [--report-samples N]]\n\n"
+		"                   [--quant-report [--report-samples N]]\n"
+		"                   [--accuracy-target COS] [--keep-fp32 NODE[,NODE]...]\n"
+		"                   [--bias-correction on|off] [--eval-dir DIR]\n\n"
 		"Compiles the model for the NPU: fp32 graph passes, int8 calibration,\n"
 		"placement of every node on the NPU or the CPU, code generation.\n"
 		"  --shape NAME=DIMS   fix dynamic input dims (needed for dynamic models)\n"
@@ -45,6 +47,17 @@ static void compile_usage(FILE *out)
 		"                      fp32, local (the node alone) and end to end, worst local\n"
 		"                      SQNR first, on the calibration samples (--report-samples N\n"
 		"                      of them, default 8; 0: all)\n"
+		"  --bias-correction on|off  correct conv biases for the mean shift of their\n"
+		"                      int8 weights (calibration input means; default off)\n"
+		"  --eval-dir DIR      accuracy against fp32 (cosine, SQNR per output) over every\n"
+		"                      DIR/*.npy (a one-input model): data calibration never saw\n"
+		"  --keep-fp32 NODES   keep these nodes (comma-separated, names as --explain\n"
+		"                      shows them) in fp32 on the CPU\n"
+		"  --accuracy-target COS  mixed precision: hold out the last quarter of the\n"
+		"                      calibration samples, calibrate on the rest, and keep the\n"
+		"                      NPU nodes whose int8 error alone hurts the outputs most\n"
+		"                      in fp32 on the CPU until the outputs' cosine against\n"
+		"                      fp32 on the held-out samples reaches COS (0..1]\n"
 		"Prints the MACs on the NPU, the device memory plan and the accuracy of the\n"
 		"int8 model against the fp32 CPU model on one random input.\n");
 }
@@ -183,6 +196,152 @@ static int quant_report(struct npu_plan *plan, size_t samples, bool json)
 	return 0;
 }
 
+/*
+ * --eval-dir: cosine and SQNR of every float output against the fp32 model
+ * over all samples of DIR (its .npy files, a one-input model), summed: held-out
+ * data the calibration never saw.
+ */
+static int eval_dir(struct npu_session *npu, struct npu_session *ref, const char *dir,
+		    bool json)
+{
+	struct npu_error err = { 0 };
+	char path[4096], **names = NULL;
+	int n = npu_npy_list_samples(dir, true, &names), k, rc = -1;
+	size_t o, n_out = npu_model_num_outputs(npu_plan_model(npu_session_plan(npu)));
+	double (*acc)[4] = calloc(n_out + 1, sizeof(*acc));	/* ab, aa, bb, (a-b)^2 */
+
+	if (n <= 0 || !acc) {
+		fprintf(stderr, "npu compile: --eval-dir %s: no .npy samples\n", dir);
+		goto out;
+	}
+	for (k = 0; k < n; k++) {
+		struct npu_tensor *t = NULL;
+		struct npu_host_tensor in = { 0 };
+
+		snprintf(path, sizeof(path), "%s/%s", dir, names[k]);
+		if (npu_npy_read(path, &t, &err) != NPU_OK) {
+			fprintf(stderr, "npu compile: --eval-dir: %s\n", err.msg);
+			goto out;
+		}
+		in.dtype = (enum npu_data_type)t->dtype;
+		in.rank = t->shape.rank;
+		memcpy(in.dims, t->shape.dims, sizeof(int64_t) * (size_t)in.rank);
+		in.data = t->data;
+		in.nbytes = t->nbytes;
+		if (npu_session_run(npu, &in, 1) != NPU_OK || npu_session_run(ref, &in, 1) != NPU_OK) {
+			fprintf(stderr, "npu compile: --eval-dir %s: %s\n", path, npu_last_error());
+			npu_tensor_destroy(t);
+			goto out;
+		}
+		npu_tensor_destroy(t);
+		for (o = 0; o < n_out; o++) {
+			struct npu_host_tensor a, b;
+			size_t i;
+
+			if (npu_session_output(npu, o, &a) || npu_session_output(ref, o, &b) ||
+			    a.dtype != NPU_TYPE_FLOAT || a.nbytes != b.nbytes)
+				continue;
+			for (i = 0; i < a.nbytes / sizeof(float); i++) {
+				double x = ((float *)a.data)[i], y = ((float *)b.data)[i];
+
+				acc[o][0] += x * y;
+				acc[o][1] += x * x;
+				acc[o][2] += y * y;
+				acc[o][3] += (x - y) * (x - y);
+			}
+		}
+	}
+	if (json)
+		printf(",\n  \"eval\": {\"dir\": "), npu_cli_json_string(stdout, dir),
+			printf(", \"samples\": %d, \"outputs\": [", n);
+	for (o = 0; o < n_out; o++) {
+		double cosine = acc[o][1] > 0 && acc[o][2] > 0
+				? acc[o][0] / sqrt(acc[o][1] * acc[o][2]) : 0.0;
+		double sqnr = acc[o][3] > 0 ? 10.0 * log10(acc[o][2] / acc[o][3]) : INFINITY;
+
+		if (json) {
+			printf("%s{\"cosine\": %.6f, \"sqnr_db\": ", o ? ", " : "", cosine);
+			json_num(sqnr);
+			printf("}");
+		} else {
+			printf("held-out accuracy vs fp32 over %d sample(s) of %s: output %zu: cosine %.5f, SQNR %.2f dB\n",
+			       n, dir, o, cosine, sqnr);
+		}
+	}
+	if (json)
+		printf("]}");
+	rc = 0;
+out:
+	free(acc);
+	npu_npy_free_names(names, n);
+	return rc;
+}
+
+/* What --accuracy-target and --keep-fp32 did: which nodes, at what cost. */
+static void mixed_precision(struct npu_plan *plan, bool json)
+{
+	struct npu_mixed_precision mp;
+	struct npu_node_placement p;
+	size_t i, n, kept = 0;
+
+	npu_mixed_precision_init(&mp);
+	if (npu_plan_mixed_precision(plan, &mp) != NPU_OK)
+		return;
+	n = npu_plan_num_placements(plan);
+	if (json) {
+		printf(",\n  \"kept_fp32\": [");
+		for (i = 0; i < n; i++)
+			if (!npu_plan_placement(plan, i, &p) && strstr(p.reason, "kept in fp32")) {
+				printf("%s", kept++ ? ", " : "");
+				npu_cli_json_string(stdout, p.node);
+			}
+		printf("]");
+		if (mp.target <= 0)
+			return;
+		printf(",\n  \"mixed_precision\": {\"target\": %g, \"calib_samples\": %zu, \"holdout_samples\": %zu,\n",
+		       mp.target, mp.calib_samples, mp.holdout_samples);
+		printf("    \"holdout_cosine_int8\": %.6f, \"holdout_cosine\": %.6f, \"reached\": %s, \"compilations\": %zu,\n",
+		       mp.holdout_cosine_int8, mp.holdout_cosine, mp.reached ? "true" : "false",
+		       mp.compilations);
+		printf("    \"segments_int8\": %zu, \"segments\": %zu, \"npu_cycles_int8\": %llu, \"npu_cycles\": %llu,\n",
+		       mp.segments_int8, mp.segments, (unsigned long long)mp.npu_cycles_int8,
+		       (unsigned long long)mp.npu_cycles);
+		printf("    \"cpu_macs_int8\": %llu, \"cpu_macs\": %llu, \"clock_mhz\": %u, \"kept\": [",
+		       (unsigned long long)mp.cpu_macs_int8, (unsigned long long)mp.cpu_macs,
+		       mp.clock_mhz);
+		for (i = 0; i < mp.num_kept; i++) {
+			printf("%s{\"node\": ", i ? ", " : "");
+			npu_cli_json_string(stdout, mp.kept[i]);
+			printf(", \"alone_output_sqnr_db\": ");
+			json_num(mp.kept_sqnr_db[i]);
+			printf("}");
+		}
+		printf("]}");
+		return;
+	}
+	for (i = 0; i < n; i++)
+		if (!npu_plan_placement(plan, i, &p) && strstr(p.reason, "kept in fp32") &&
+		    !(mp.target > 0 && strstr(p.reason, "accuracy target")))
+			printf("%s%s", kept++ ? ", " : "kept in fp32 on the CPU as asked: ", p.node);
+	if (kept)
+		printf("\n");
+	if (mp.target <= 0)
+		return;
+	printf("accuracy target %g: cosine against fp32 on %zu held-out sample(s) (calibrated on the other %zu): int8 %.5f -> %.5f, %s after %zu compilation(s)\n",
+	       mp.target, mp.holdout_samples, mp.calib_samples, mp.holdout_cosine_int8,
+	       mp.holdout_cosine, mp.reached ? "reached" : "NOT reached", mp.compilations);
+	printf("  %zu node(s) kept in fp32 on the CPU, most sensitive first (output SQNR with only that node in int8):",
+	       mp.num_kept);
+	for (i = 0; i < mp.num_kept; i++)
+		printf("%s %s (%.1f dB)", i ? "," : "", mp.kept[i], mp.kept_sqnr_db[i]);
+	printf("\n  cost per run: NPU segments %zu -> %zu; modeled NPU time %.1f -> %.1f us; CPU MACs %.4f -> %.4f GMACs (%+.1f us at the compiler's 30 GFLOP/s CPU estimate)\n",
+	       mp.segments_int8, mp.segments,
+	       mp.clock_mhz ? mp.npu_cycles_int8 / (double)mp.clock_mhz : 0.0,
+	       mp.clock_mhz ? mp.npu_cycles / (double)mp.clock_mhz : 0.0,
+	       mp.cpu_macs_int8 / 1e9, mp.cpu_macs / 1e9,
+	       ((double)mp.cpu_macs - (double)mp.cpu_macs_int8) * 2.0 / 30e9 * 1e6);
+}
+
 /* The first calibration sample of a one-input model, as the accuracy input. */
 static int calib_sample(const struct npu_model *m, const char *dir,
 			struct npu_host_tensor *in, struct npu_tensor **keep)
@@ -216,7 +375,7 @@ int npu_cmd_compile(int argc, char **argv)
 	struct npu_npu_stats st;
 	int threads = 0;
 	struct npu_host_tensor inputs[64];
-	const char *model = NULL, *out = NULL, *shapes[MAX_SHAPES], *report = NULL;
+	const char *model = NULL, *out = NULL, *shapes[MAX_SHAPES], *report = NULL, *eval = NULL;
 	size_t num_shapes = 0, i, on_npu = 0;
 	bool explain = false, json = false, qreport = false;
 	int rc = 1, n_in = 0, report_samples = 8;
@@ -270,6 +429,26 @@ int npu_cmd_compile(int argc, char **argv)
 			mo.calib_samples = npu_cli_parse_int("compile", a, v, 1, 1000);
 			if (mo.calib_samples < 0)
 				return 2;
+			i++;
+		} else if (v && !strcmp(a, "--eval-dir")) {
+			eval = v, i++;
+		} else if (v && !strcmp(a, "--bias-correction")) {
+			if (strcmp(v, "on") && strcmp(v, "off")) {
+				fprintf(stderr, "npu compile: --bias-correction '%s': expected on or off\n", v);
+				return 2;
+			}
+			mo.bias_correction = !strcmp(v, "on");
+			i++;
+		} else if (v && !strcmp(a, "--keep-fp32")) {
+			mo.keep_fp32 = v, i++;
+		} else if (v && !strcmp(a, "--accuracy-target")) {
+			char *end;
+
+			mo.accuracy_target = strtod(v, &end);
+			if (*end || end == v || !(mo.accuracy_target > 0.0 && mo.accuracy_target <= 1.0)) {
+				fprintf(stderr, "npu compile: --accuracy-target '%s': expected a cosine in (0, 1], e.g. 0.99\n", v);
+				return 2;
+			}
 			i++;
 		} else if (v && !strcmp(a, "--threads")) {
 			threads = npu_cli_parse_int("compile", a, v, 1, 1024);
@@ -366,6 +545,7 @@ int npu_cmd_compile(int argc, char **argv)
 		       human_bytes(st.host_lower_bound, b3, sizeof(b3)));
 		printf("compile time: %.0f ms\n", st.compile_ms);
 	}
+	mixed_precision(cm.plan, json);
 	if (report) {
 		char *buf = NULL, t[1024];
 		size_t size = 0;
@@ -419,6 +599,8 @@ int npu_cmd_compile(int argc, char **argv)
 				goto out;
 		}
 	}
+	if (eval && eval_dir(cm.session, ref.session, eval, json))
+		goto out;
 	if (qreport && quant_report(cm.plan, (size_t)report_samples, json))
 		goto out;
 	if (out) {

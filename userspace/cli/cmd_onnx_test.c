@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "graph/npu_ir.h"
+#include "graph/npu_str.h"
 #include "npu/npu_model.h"
 #include "npu_cli.h"
 #include "onnx/npu_onnx.h"
@@ -46,6 +47,39 @@ struct test_opts {
 	int verbose;
 	int isolate;
 };
+
+/*
+ * Tests whose expected outputs no correct implementation reproduces: they
+ * are skipped with the defect as the reason (an expectation list, as ONNX
+ * Runtime keeps one), so a correct engine neither fails nor hides them.
+ */
+static const struct {
+	const char *test;
+	const char *reason;
+} known_defects[] = {
+	{ "test_adam_multiple",
+	  "test data defect: expects Adam with epsilon = 1e-2, the node leaves epsilon at its default 0 (onnx issue #7749)" },
+#define UNSEEDED "random output: the node has no seed and the expected data is one draw of numpy's global generator"
+#define SEED_IGNORED "random output: the reference drew from numpy's global generator, ignoring the node's seed"
+	{ "test_bernoulli", UNSEEDED },
+	{ "test_bernoulli_double", UNSEEDED },
+	{ "test_bernoulli_expanded", UNSEEDED },
+	{ "test_bernoulli_double_expanded", UNSEEDED },
+	{ "test_bernoulli_seed", SEED_IGNORED },
+	{ "test_bernoulli_seed_expanded", SEED_IGNORED },
+#undef UNSEEDED
+#undef SEED_IGNORED
+};
+
+static const char *known_defect(const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(known_defects) / sizeof(known_defects[0]); i++)
+		if (!strcmp(name, known_defects[i].test))
+			return known_defects[i].reason;
+	return NULL;
+}
 
 static int is_dir(const char *p)
 {
@@ -219,6 +253,37 @@ static int compare_container(const char *name, const struct npu_tensor *exp,
 	return 0;
 }
 
+/* String tensors: every string byte for byte. */
+static int compare_strings(const char *name, const struct npu_tensor *exp,
+			   const struct npu_host_tensor *got, size_t n, char *msg, size_t size)
+{
+	struct npu_error err = { 0 };
+	size_t i;
+
+	if (npu_str_check(exp, "expected output", &err) != NPU_OK) {
+		snprintf(msg, size, "%s", npu_error_msg(&err));
+		return 1;
+	}
+	for (i = 0; i < n; i++) {
+		const char *e, *g;
+		size_t el, gl;
+		char at[160];
+
+		e = npu_str_at(exp, i, &el);
+		if (npu_string_tensor_get(got, i, &g, &gl) != NPU_OK) {
+			snprintf(msg, size, "output '%s': %s", name, npu_last_error());
+			return 1;
+		}
+		if (el != gl || memcmp(e, g, el)) {
+			index_text(&exp->shape, i, at, sizeof(at));
+			snprintf(msg, size, "output '%s' at %s is \"%.*s\", expected \"%.*s\"", name,
+				 at, (int)(gl > 60 ? 60 : gl), g, (int)(el > 60 ? 60 : el), e);
+			return 1;
+		}
+	}
+	return 0;
+}
+
 static int compare(const char *name, const struct npu_tensor *exp,
 		   const struct npu_host_tensor *got, bool int8, char *msg,
 		   size_t size)
@@ -247,6 +312,8 @@ static int compare(const char *name, const struct npu_tensor *exp,
 		return 1;
 	}
 	n = (size_t)npu_shape_numel(&exp->shape);
+	if (exp->dtype == NPU_DTYPE_STRING)
+		return compare_strings(name, exp, got, n, msg, size);
 	if (int8 && !exact_type(exp->dtype))
 		tol8 = int8_tolerance(exp);
 	for (i = 0; i < n; i++) {
@@ -469,7 +536,7 @@ static enum verdict run_data_set(struct npu_session *s, const struct npu_model *
 				hs[k].name = NULL;
 	for (i = 0; calib && i < n_in; i++)
 		if (ins[i]->dtype == NPU_DTYPE_SEQUENCE || ins[i]->dtype == NPU_DTYPE_OPTIONAL ||
-		    ins[i]->dtype == NPU_DTYPE_BFLOAT16) {
+		    ins[i]->dtype == NPU_DTYPE_BFLOAT16 || ins[i]->dtype == NPU_DTYPE_STRING) {
 			/* Calibration data are .npy files, which hold none of these. */
 			snprintf(msg, size, "input %zu is %s: no .npy calibration data for it",
 				 i, npu_dtype_name(ins[i]->dtype));
@@ -766,8 +833,13 @@ int npu_cmd_onnx_test(int argc, char **argv)
 			}
 			if (have_re && regexec(&re, name, 0, NULL, 0))
 				continue;
-			v = o.isolate ? run_isolated(dir, &o, msg, sizeof(msg))
-				      : run_test(dir, &o, msg, sizeof(msg));
+			if (known_defect(name)) {
+				snprintf(msg, sizeof(msg), "%s", known_defect(name));
+				v = V_SKIP;
+			} else {
+				v = o.isolate ? run_isolated(dir, &o, msg, sizeof(msg))
+					      : run_test(dir, &o, msg, sizeof(msg));
+			}
 			switch (v) {
 			case V_PASS:
 				printf("PASS %s\n", name);

@@ -147,6 +147,7 @@ static void run_batch(struct instance *in, struct infer_request **reqs, size_t n
 	const struct model_config *cfg = s->cfg;
 	struct npu_host_tensor tin[SERVE_MAX_IO];
 	void *stacked[SERVE_MAX_IO] = { 0 };
+	struct npu_run_options ro;
 	int64_t total = 0;
 	uint64_t t0 = serve_now_ns(), t1, t2, t3;
 	size_t i, j;
@@ -189,7 +190,10 @@ static void run_batch(struct instance *in, struct infer_request **reqs, size_t n
 	}
 	t1 = serve_now_ns();
 	panel_device_begin(s->device);
-	if (npu_session_run(in->session, tin, reqs[0]->num_inputs) != NPU_OK) {
+	/* Measure this run's steps only when the panel will keep its timeline. */
+	npu_run_options_init(&ro);
+	ro.timings = panel_timeline_due(s->stats);
+	if (npu_session_run_with(in->session, NULL, tin, reqs[0]->num_inputs, &ro) != NPU_OK) {
 		char msg[SERVE_ERR_MAX];
 
 		snprintf(msg, sizeof(msg), "inference failed: %s", npu_last_error());

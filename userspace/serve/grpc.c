@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* grpc: GRPCInferenceService over h2c with nghttp2 + protobuf-c (see grpc.h). */
+/* grpc: GRPCInferenceService over h2c or TLS with nghttp2 + protobuf-c (see grpc.h). */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -18,12 +18,16 @@
 
 #include <jansson.h>
 #include <nghttp2/nghttp2.h>
+#ifdef NPU_SERVE_HAVE_GRPC_TLS
+#include <gnutls/gnutls.h>
+#endif
 
 #include "grpc.h"
 #include "grpc_service.pb-c.h"
 #include "metrics.h"
 
 #define SERVICE "/inference.GRPCInferenceService/"
+#define TLS_HANDSHAKE_MS 10000	/* a client that does not finish it is dropped */
 
 /* gRPC status codes. */
 enum {
@@ -49,6 +53,10 @@ struct grpc_server {
 	int conns;
 	int stop;
 	struct gconn *conn_list;
+#ifdef NPU_SERVE_HAVE_GRPC_TLS
+	gnutls_certificate_credentials_t cred;	/* NULL: h2c */
+	gnutls_priority_t priority;
+#endif
 };
 
 struct gstream;
@@ -64,6 +72,11 @@ struct gconn {
 	int pending;		/* inferences queued */
 	struct gstream *streams;	/* every stream (connection thread only) */
 	struct gconn *next;
+#ifdef NPU_SERVE_HAVE_GRPC_TLS
+	gnutls_session_t tls;		/* NULL: h2c */
+	int tls_up;			/* the handshake completed */
+	int tls_retry;			/* a record send is waiting to be resumed */
+#endif
 };
 
 struct gstream {
@@ -1403,6 +1416,23 @@ static ssize_t on_send(nghttp2_session *session, const uint8_t *data, size_t len
 
 	(void)session;
 	(void)flags;
+#ifdef NPU_SERVE_HAVE_GRPC_TLS
+	if (c->tls) {
+		/*
+		 * A send that returned GNUTLS_E_AGAIN is resumed with NULL, 0;
+		 * nghttp2 offers the same unsent bytes again, and the count
+		 * GnuTLS returns then is of those bytes.
+		 */
+		n = c->tls_retry ? gnutls_record_send(c->tls, NULL, 0)
+				 : gnutls_record_send(c->tls, data, length);
+		c->tls_retry = n == GNUTLS_E_AGAIN || n == GNUTLS_E_INTERRUPTED;
+		if (c->tls_retry)
+			return NGHTTP2_ERR_WOULDBLOCK;
+		if (n < 0)
+			return NGHTTP2_ERR_CALLBACK_FAILURE;
+		return (size_t)n < length ? n : (ssize_t)length;
+	}
+#endif
 	n = send(c->fd, data, length, MSG_NOSIGNAL);
 	if (n < 0)
 		return errno == EAGAIN || errno == EWOULDBLOCK ? NGHTTP2_ERR_WOULDBLOCK
@@ -1594,6 +1624,99 @@ static void answer_done(struct gconn *c)
 	}
 }
 
+/* Bytes from the client: > 0, 0 at its end, -1 on an error, -2 for "none yet". */
+static ssize_t conn_recv(struct gconn *c, uint8_t *buf, size_t size)
+{
+	ssize_t n;
+
+#ifdef NPU_SERVE_HAVE_GRPC_TLS
+	if (c->tls) {
+		n = gnutls_record_recv(c->tls, buf, size);
+		/* Not fatal: a warning alert, EAGAIN; the connection goes on. */
+		if (n < 0 && !gnutls_error_is_fatal((int)n))
+			return -2;
+		return n < 0 ? -1 : n;
+	}
+#endif
+	n = recv(c->fd, buf, size, 0);
+	if (n < 0)
+		return errno == EAGAIN || errno == EINTR ? -2 : -1;
+	return n;
+}
+
+/* Decrypted bytes GnuTLS holds that poll() on the socket cannot see. */
+static int conn_pending(struct gconn *c)
+{
+#ifdef NPU_SERVE_HAVE_GRPC_TLS
+	return c->tls && gnutls_record_check_pending(c->tls) > 0;
+#else
+	(void)c;
+	return 0;
+#endif
+}
+
+#ifdef NPU_SERVE_HAVE_GRPC_TLS
+/*
+ * The TLS handshake, ALPN "h2" required (gRPC over TLS). A client that
+ * speaks plaintext HTTP/2, offers no h2 or stalls past TLS_HANDSHAKE_MS is
+ * logged and dropped; 0 when the connection may carry gRPC.
+ */
+static int tls_accept(struct gconn *c)
+{
+	static const gnutls_datum_t h2 = { (unsigned char *)"h2", 2 };
+	struct grpc_server *srv = c->srv;
+	uint64_t deadline = serve_now_ns() + TLS_HANDSHAKE_MS * 1000000ull;
+	gnutls_datum_t alpn = { 0 };
+	int r;
+
+	if (gnutls_init(&c->tls, GNUTLS_SERVER | GNUTLS_NONBLOCK | GNUTLS_NO_SIGNAL) ||
+	    gnutls_priority_set(c->tls, srv->priority) ||
+	    gnutls_credentials_set(c->tls, GNUTLS_CRD_CERTIFICATE, srv->cred) ||
+	    gnutls_alpn_set_protocols(c->tls, &h2, 1, GNUTLS_ALPN_MANDATORY)) {
+		serve_log(SERVE_LOG_WARN, "gRPC: cannot set up a TLS session");
+		return -1;
+	}
+	gnutls_transport_set_int(c->tls, c->fd);
+	gnutls_handshake_set_timeout(c->tls, 0);	/* bounded here, by 'deadline' */
+	for (;;) {
+		struct pollfd p = { c->fd, POLLIN, 0 };
+		int stop;
+
+		r = gnutls_handshake(c->tls);
+		if (r == GNUTLS_E_SUCCESS)
+			break;
+		if (r != GNUTLS_E_AGAIN && r != GNUTLS_E_INTERRUPTED && gnutls_error_is_fatal(r)) {
+			serve_log(SERVE_LOG_INFO, "gRPC: TLS handshake failed: %s%s", gnutls_strerror(r),
+				  r == GNUTLS_E_UNEXPECTED_PACKET_LENGTH || r == GNUTLS_E_UNEXPECTED_PACKET ?
+				  " (a plaintext client on the TLS port?)" : "");
+			/* A TLS client learns why (best effort: the socket never blocks). */
+			gnutls_alert_send_appropriate(c->tls, r);
+			return -1;
+		}
+		pthread_mutex_lock(&srv->lock);
+		stop = srv->stop;
+		pthread_mutex_unlock(&srv->lock);
+		if (stop || serve_now_ns() > deadline) {
+			if (!stop)
+				serve_log(SERVE_LOG_INFO, "gRPC: TLS handshake not finished within %d ms: dropped",
+					  TLS_HANDSHAKE_MS);
+			return -1;
+		}
+		if (gnutls_record_get_direction(c->tls))
+			p.events = POLLOUT;
+		if (poll(&p, 1, 200) < 0 && errno != EINTR)
+			return -1;
+	}
+	c->tls_up = 1;
+	if (gnutls_alpn_get_selected_protocol(c->tls, &alpn) || alpn.size != 2 ||
+	    memcmp(alpn.data, "h2", 2)) {
+		serve_log(SERVE_LOG_INFO, "gRPC: a TLS client did not negotiate ALPN \"h2\": dropped");
+		return -1;
+	}
+	return 0;
+}
+#endif
+
 static void *conn_main(void *arg)
 {
 	struct gconn *c = arg;
@@ -1605,6 +1728,10 @@ static void *conn_main(void *arg)
 	};
 	uint8_t buf[16384];
 
+#ifdef NPU_SERVE_HAVE_GRPC_TLS
+	if (srv->cred && tls_accept(c))
+		goto drop;
+#endif
 	nghttp2_session_callbacks_new(&cb);
 	nghttp2_session_callbacks_set_send_callback(cb, on_send);
 	nghttp2_session_callbacks_set_on_begin_headers_callback(cb, on_begin_headers);
@@ -1634,14 +1761,14 @@ static void *conn_main(void *arg)
 		pthread_mutex_unlock(&srv->lock);
 		if (stop)
 			break;
-		if (poll(p, 2, 500) < 0 && errno != EINTR)
+		if (poll(p, 2, conn_pending(c) ? 0 : 500) < 0 && errno != EINTR)
 			break;
 		if (p[1].revents & POLLIN)
 			answer_done(c);
-		if (p[0].revents & (POLLIN | POLLHUP | POLLERR)) {
-			ssize_t n = recv(c->fd, buf, sizeof(buf), 0);
+		if ((p[0].revents & (POLLIN | POLLHUP | POLLERR)) || conn_pending(c)) {
+			ssize_t n = conn_recv(c, buf, sizeof(buf));
 
-			if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
+			if (n == 0 || n == -1)
 				break;
 			if (n > 0 && nghttp2_session_mem_recv(c->session, buf, (size_t)n) < 0)
 				break;
@@ -1665,6 +1792,14 @@ static void *conn_main(void *arg)
 		call_done(c->streams);
 		stream_free(c->streams);
 	}
+#ifdef NPU_SERVE_HAVE_GRPC_TLS
+drop:
+	if (c->tls) {
+		if (c->tls_up && !c->tls_retry)
+			gnutls_bye(c->tls, GNUTLS_SHUT_WR);	/* best effort: never waits */
+		gnutls_deinit(c->tls);
+	}
+#endif
 	close(c->fd);
 	close(c->efd);
 	pthread_mutex_lock(&srv->lock);
@@ -1742,6 +1877,18 @@ static void *accept_main(void *arg)
 	return NULL;
 }
 
+static void grpc_free_tls(struct grpc_server *s)
+{
+#ifdef NPU_SERVE_HAVE_GRPC_TLS
+	if (s->priority)
+		gnutls_priority_deinit(s->priority);
+	if (s->cred)
+		gnutls_certificate_free_credentials(s->cred);
+#else
+	(void)s;
+#endif
+}
+
 int grpc_start(struct repository *repo, const struct grpc_options *o,
 	       struct grpc_server **out, char *err)
 {
@@ -1781,10 +1928,41 @@ int grpc_start(struct repository *repo, const struct grpc_options *o,
 		return st;
 	}
 	s->port = ntohs(addr.sin_port);
+	if (o->tls_cert_pem) {
+#ifdef NPU_SERVE_HAVE_GRPC_TLS
+		gnutls_datum_t cert = { (unsigned char *)o->tls_cert_pem,
+					(unsigned int)strlen(o->tls_cert_pem) };
+		gnutls_datum_t key = { (unsigned char *)o->tls_key_pem,
+				       (unsigned int)strlen(o->tls_key_pem) };
+		int r = gnutls_certificate_allocate_credentials(&s->cred);
+
+		if (!r)
+			r = gnutls_certificate_set_x509_key_mem(s->cred, &cert, &key,
+								GNUTLS_X509_FMT_PEM);
+		if (!r)
+			r = gnutls_priority_init(&s->priority, NULL, NULL);
+		if (r) {
+			int st = serve_err(err, SERVE_INVALID,
+					   "TLS: the certificate or key (--tls-cert, --tls-key): %s",
+					   gnutls_strerror(r));
+
+			if (s->cred)
+				gnutls_certificate_free_credentials(s->cred);
+			close(s->listen_fd);
+			free(s);
+			return st;
+		}
+#else
+		close(s->listen_fd);
+		free(s);
+		return serve_err(err, SERVE_INVALID, "built without GnuTLS: gRPC cannot serve TLS");
+#endif
+	}
 	pthread_mutex_init(&s->lock, NULL);
 	pthread_cond_init(&s->cond, NULL);
 	if (pthread_create(&s->acceptor, NULL, accept_main, s)) {
 		close(s->listen_fd);
+		grpc_free_tls(s);
 		free(s);
 		return serve_err(err, SERVE_INTERNAL, "cannot start the gRPC thread");
 	}
@@ -1853,5 +2031,6 @@ void grpc_stop(struct grpc_server *s)
 		return;	/* a thread is stuck: leak rather than free under it */
 	pthread_cond_destroy(&s->cond);
 	pthread_mutex_destroy(&s->lock);
+	grpc_free_tls(s);
 	free(s);
 }

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * grpc: the gRPC front end, inference.GRPCInferenceService of the KServe v2
- * protocol (grpc_service.proto: the calls we answer) over HTTP/2 cleartext
- * with nghttp2 and protobuf-c. One thread per connection; ModelInfer calls
+ * protocol (grpc_service.proto: the calls we answer) over HTTP/2, cleartext
+ * (h2c) or TLS with ALPN "h2" (GnuTLS), with nghttp2 and protobuf-c. One
+ * thread per connection (the TLS handshake in it); ModelInfer calls
  * are queued on the batcher and answered when done, so the streams of a
  * connection run concurrently.
  */
@@ -18,6 +19,8 @@ struct grpc_options {
 	size_t max_message_bytes;	/* default 64 MiB */
 	int max_connections;	/* default 256 */
 	const struct serve_auth *auth;	/* bearer tokens in "authorization"; NULL: open */
+	/* TLS (--tls-cert, --tls-key): PEM texts; NULL: h2c. */
+	const char *tls_cert_pem, *tls_key_pem;
 };
 
 struct grpc_server;

@@ -5,6 +5,8 @@
 #include <inttypes.h>
 #include <netinet/in.h>
 #include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +33,7 @@ struct http_server {
 	int in_flight;		/* inference requests queued or running */
 	int draining;		/* SIGTERM: new requests are refused */
 	char last_log[256];	/* libmicrohttpd's last message (start errors) */
+	atomic_bool started;	/* MHD_start_daemon returned: its threads log */
 };
 
 enum conn_state { CONN_RECEIVING, CONN_WAITING, CONN_DONE };
@@ -812,7 +815,8 @@ static void on_mhd_log(void *cls, const char *fmt, va_list ap)
 
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	msg[strcspn(msg, "\n")] = '\0';
-	if (!s->d)	/* starting: single-threaded, kept for the error */
+	/* starting: kept for the error (s->d is not set until then) */
+	if (!atomic_load(&s->started))
 		snprintf(s->last_log, sizeof(s->last_log), "%.200s", msg);
 	serve_log(SERVE_LOG_DEBUG, "http: %s", msg);
 }
@@ -896,6 +900,7 @@ int http_start(struct repository *repo, const struct http_options *o,
 		free(s);
 		return st;
 	}
+	atomic_store(&s->started, true);
 	info = MHD_get_daemon_info(s->d, MHD_DAEMON_INFO_BIND_PORT);
 	s->port = info ? info->port : o->port;
 	*out = s;

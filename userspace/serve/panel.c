@@ -52,7 +52,9 @@ struct span {
 	const char *cat;	/* "queue", "input", "npu", "cpu", "output", "decode" */
 	uint64_t start_ns, dur_ns;
 	uint64_t cycles;	/* npu: modeled cycles */
+	uint64_t job_ns, job_dur_ns;	/* npu: its job, submit -> done */
 	size_t nodes;
+	int segment;		/* npu: segment index */
 };
 
 struct timeline {
@@ -62,6 +64,7 @@ struct timeline {
 	size_t requests;
 	uint32_t clock_mhz;
 	int64_t wall_ms;	/* when it ran (Unix ms) */
+	uint64_t run_ns, run_dur_ns;	/* npu_session_run_with(), from the arrival */
 	size_t nspans;
 	struct span spans[MAX_SPANS];
 	char note[160];
@@ -212,96 +215,104 @@ static struct span *add_span(struct timeline *t, const char *cat, uint64_t start
 }
 
 /*
- * The run [t_infer, t_output) split into the plan's order of CPU node
- * groups and NPU segments. The engine reports each segment's modeled
- * cycles and the host time spent in all NPU segments, not per-node host
- * times (unless profiling): a segment gets the NPU host time in
- * proportion to its cycles, a CPU group the rest in proportion to its
- * node count. Lengths of CPU groups are therefore estimates.
+ * The run's measured steps (npu_session_step_timing()) as spans, 'base' ns
+ * after the request arrived. With more steps than spans, each stretch of
+ * consecutive CPU steps becomes one span (first start to last end), and
+ * what still does not fit one "more steps" span.
  */
-static void split_run(struct timeline *t, struct npu_session *session, uint64_t t0,
-		      uint64_t t1)
+static int steps_to_spans(struct timeline *t, struct npu_session *session, uint64_t arrive)
 {
-	const struct npu_plan *plan = session ? npu_session_plan(session) : NULL;
-	size_t n = plan ? npu_plan_num_placements(plan) : 0, i, cpu_nodes = 0;
-	struct npu_npu_stats ns;
-	uint64_t total_cycles = 0, npu_ns, cpu_ns, at = t0, run = t1 - t0;
-	struct {
-		int segment;	/* -1: CPU */
-		size_t nodes;
-		char first[48];
-	} groups[MAX_SPANS];
-	size_t ng = 0;
+	struct npu_run_timing rt;
+	struct npu_step_timing st, first;
+	size_t i, room = MAX_SPANS - 1 - t->nspans, cpu_run = 0;
+	uint64_t base;
+	int merge;
 
-	npu_npu_stats_init(&ns);
-	if (!n || npu_session_npu_stats(session, &ns) != NPU_OK) {
-		struct span *sp = add_span(t, "cpu", t0, run, "CPU ops (whole model)");
-
-		(void)sp;
-		return;
-	}
-	for (i = 0; i < n; i++) {
-		struct npu_node_placement p;
-
-		if (npu_plan_placement(plan, i, &p) != NPU_OK)
-			continue;
-		if (ng && groups[ng - 1].segment == (p.on_npu ? p.segment : -1)) {
-			groups[ng - 1].nodes++;
-		} else if (ng < MAX_SPANS - 8) {
-			groups[ng].segment = p.on_npu ? p.segment : -1;
-			groups[ng].nodes = 1;
-			snprintf(groups[ng].first, sizeof(groups[ng].first), "%s", p.op_type);
-			ng++;
-		} else {
-			groups[ng - 1].nodes++;
-		}
-		if (!p.on_npu)
-			cpu_nodes++;
-	}
-	for (i = 0; i < ns.segments; i++) {
-		struct npu_segment_stats ss;
-
-		memset(&ss, 0, sizeof(ss));
-		ss.struct_size = sizeof(ss);
-		if (npu_session_npu_segment(session, i, &ss) == NPU_OK)
-			total_cycles += ss.last_cycles;
-	}
-	npu_ns = (uint64_t)(ns.last_npu_wall_ms * 1e6);
-	if (npu_ns > run)
-		npu_ns = run;
-	cpu_ns = run - npu_ns;
-	for (i = 0; i < ng; i++) {
+	npu_run_timing_init(&rt);
+	if (npu_session_run_timing(session, &rt) != NPU_OK || rt.start_ns < arrive)
+		return -1;
+	base = rt.start_ns - arrive;
+	t->clock_mhz = rt.clock_mhz;
+	merge = rt.steps > room;
+	memset(&first, 0, sizeof(first));
+	for (i = 0; i < rt.steps; i++) {
 		struct span *sp;
-		uint64_t d;
+		int last_cpu;
 
-		if (groups[i].segment >= 0) {
-			struct npu_segment_stats ss;
+		npu_step_timing_init(&st);
+		npu_session_step_timing(session, i, &st);
+		if (merge && t->nspans == MAX_SPANS - 2 && i + 1 < rt.steps) {
+			/* Out of room: the rest (and the stretch begun) in one span. */
+			struct npu_step_timing end;
+			uint64_t from = cpu_run ? first.start_ns : st.start_ns;
 
-			memset(&ss, 0, sizeof(ss));
-			ss.struct_size = sizeof(ss);
-			npu_session_npu_segment(session, (size_t)groups[i].segment, &ss);
-			d = total_cycles ? (uint64_t)((double)npu_ns * ss.last_cycles / total_cycles) : 0;
-			sp = add_span(t, "npu", at, d, "NPU segment %d (%zu nodes)", groups[i].segment,
-				      groups[i].nodes);
-			if (sp) {
-				sp->cycles = ss.last_cycles;
-				sp->nodes = groups[i].nodes;
-			}
-		} else {
-			d = cpu_nodes ? (uint64_t)((double)cpu_ns * groups[i].nodes / cpu_nodes) : 0;
-			sp = add_span(t, "cpu", at, d, "CPU ops from %s (%zu nodes)", groups[i].first,
-				      groups[i].nodes);
+			npu_step_timing_init(&end);
+			npu_session_step_timing(session, rt.steps - 1, &end);
+			sp = add_span(t, "cpu", base + from, end.end_ns - from, "%zu more steps",
+				      rt.steps - i + cpu_run);
 			if (sp)
-				sp->nodes = groups[i].nodes;
+				sp->nodes = rt.steps - i + cpu_run;
+			break;
 		}
-		at += d;
+		if (st.kind == NPU_STEP_NPU) {
+			sp = add_span(t, "npu", base + st.start_ns, st.end_ns - st.start_ns,
+				      "NPU segment %d (%s .. %s)", st.segment, st.first_node,
+				      st.last_node);
+			if (sp) {
+				sp->cycles = st.cycles;
+				sp->nodes = st.nodes;
+				sp->segment = st.segment;
+				sp->job_ns = base + st.submit_ns;
+				sp->job_dur_ns = st.done_ns - st.submit_ns;
+			}
+			continue;
+		}
+		if (!merge) {
+			sp = add_span(t, "cpu", base + st.start_ns, st.end_ns - st.start_ns, "%s %s",
+				      st.op_type, st.name);
+			if (sp)
+				sp->nodes = 1;
+			continue;
+		}
+		/* Merging: a stretch of CPU steps ends before an NPU step or at the end. */
+		if (!cpu_run++)
+			first = st;
+		last_cpu = i + 1 == rt.steps;
+		if (!last_cpu) {
+			struct npu_step_timing next;
+
+			npu_step_timing_init(&next);
+			npu_session_step_timing(session, i + 1, &next);
+			last_cpu = next.kind != NPU_STEP_CPU;
+		}
+		if (!last_cpu)
+			continue;
+		if (cpu_run == 1)
+			sp = add_span(t, "cpu", base + st.start_ns, st.end_ns - st.start_ns, "%s %s",
+				      st.op_type, st.name);
+		else
+			sp = add_span(t, "cpu", base + first.start_ns, st.end_ns - first.start_ns,
+				      "CPU ops %s .. %s (%zu nodes)", first.name, st.name, cpu_run);
+		if (sp)
+			sp->nodes = cpu_run;
+		cpu_run = 0;
 	}
-	/* No CPU node: the rest is the engine's own host time around the segments. */
-	if (!cpu_nodes && cpu_ns)
-		add_span(t, "cpu", at, cpu_ns, "host time outside NPU ops");
-	t->clock_mhz = ns.clock_mhz;
-	snprintf(t->note, sizeof(t->note),
-		 "NPU segments share the host time inside NPU ops by modeled cycles; CPU groups share the rest by node count");
+	snprintf(t->note, sizeof(t->note), "%s",
+		 "measured: each CPU node and NPU segment of the run as timed by the engine");
+	return 0;
+}
+
+int panel_timeline_due(struct model_stats *s)
+{
+	struct series *x;
+	uint64_t now = serve_now_ns();
+	int due;
+
+	pthread_mutex_lock(&lock);
+	x = series_of(s);
+	due = x && (!x->last_timeline_ns || now - x->last_timeline_ns >= TIMELINE_EVERY_NS);
+	pthread_mutex_unlock(&lock);
+	return due;
 }
 
 void panel_batch_timeline(struct model_stats *s, const char *device,
@@ -311,9 +322,14 @@ void panel_batch_timeline(struct model_stats *s, const char *device,
 {
 	struct timeline t;
 	struct series *x;
+	struct npu_run_timing rt;
 	uint64_t now = serve_now_ns();
 	int k;
 
+	/* Only a run that measured its steps (the batcher asked: it was due). */
+	npu_run_timing_init(&rt);
+	if (!session || npu_session_run_timing(session, &rt) != NPU_OK)
+		return;
 	pthread_mutex_lock(&lock);
 	x = series_of(s);
 	if (!x || (x->last_timeline_ns && now - x->last_timeline_ns < TIMELINE_EVERY_NS)) {
@@ -337,8 +353,10 @@ void panel_batch_timeline(struct model_stats *s, const char *device,
 	add_span(&t, "queue", r->t_enqueue - r->t_arrive, t_start - r->t_enqueue, "queue");
 	add_span(&t, "input", t_start - r->t_arrive, t_input - t_start,
 		 "input copy (batch of %" PRId64 ")", batch);
-	split_run(&t, strcmp(device, "cpu") ? session : NULL, t_input - r->t_arrive,
-		  t_infer - r->t_arrive);
+	t.run_ns = t_input - r->t_arrive;
+	t.run_dur_ns = t_infer - t_input;
+	if (steps_to_spans(&t, session, r->t_arrive))
+		return;
 	add_span(&t, "output", t_infer - r->t_arrive, t_output - t_infer, "output copy");
 	pthread_mutex_lock(&lock);
 	latest = t;
@@ -566,20 +584,25 @@ static json_t *timeline_json(const struct timeline *t)
 				      "start_us", sp->start_ns / 1e3, "dur_us", sp->dur_ns / 1e3);
 
 		if (!strcmp(sp->cat, "npu")) {
+			json_object_set_new(o, "segment", json_integer(sp->segment));
 			json_object_set_new(o, "cycles", json_integer((json_int_t)sp->cycles));
 			if (t->clock_mhz)
 				json_object_set_new(o, "modeled_us",
 						    json_real((double)sp->cycles / t->clock_mhz));
+			json_object_set_new(o, "job_start_us", json_real(sp->job_ns / 1e3));
+			json_object_set_new(o, "job_dur_us", json_real(sp->job_dur_ns / 1e3));
 		}
 		if (sp->nodes)
 			json_object_set_new(o, "nodes", json_integer((json_int_t)sp->nodes));
 		json_array_append_new(spans, o);
 	}
-	return json_pack("{s:s, s:I, s:s, s:s, s:I, s:I, s:I, s:I, s:s, s:o}", "model", t->model,
+	return json_pack("{s:s, s:I, s:s, s:s, s:I, s:I, s:I, s:I, s:s, s:f, s:f, s:o}",
+			 "model", t->model,
 			 "version", (json_int_t)t->version, "id", t->id, "device", t->device,
 			 "batch", (json_int_t)t->batch, "requests_in_batch", (json_int_t)t->requests,
 			 "time_ms", (json_int_t)t->wall_ms, "clock_mhz", (json_int_t)t->clock_mhz,
-			 "note", t->note, "spans", spans);
+			 "note", t->note, "run_start_us", t->run_ns / 1e3,
+			 "run_us", t->run_dur_ns / 1e3, "spans", spans);
 }
 
 json_t *panel_state_json(void)
@@ -689,23 +712,38 @@ json_t *panel_trace_json(const char *model)
 	json_array_append_new(ev, json_pack("{s:s, s:s, s:i, s:i, s:{s:s}}", "name", "process_name",
 					    "ph", "M", "pid", 1, "tid", 1, "args", "name", "npu-serve"));
 	json_array_append_new(ev, json_pack("{s:s, s:s, s:i, s:i, s:{s:s}}", "name", "thread_name",
-					    "ph", "M", "pid", 1, "tid", 1, "args", "name", "request"));
+					    "ph", "M", "pid", 1, "tid", 1, "args", "name", "request (host)"));
+	json_array_append_new(ev, json_pack("{s:s, s:s, s:i, s:i, s:{s:s}}", "name", "thread_name",
+					    "ph", "M", "pid", 1, "tid", 2, "args", "name", "NPU jobs"));
 	for (i = 0; i < t->nspans; i++) {
 		const struct span *sp = &t->spans[i];
 		json_t *args = json_pack("{s:s, s:I, s:s}", "model", t->model,
 					 "version", (json_int_t)t->version, "device", t->device);
 
-		if (!strcmp(sp->cat, "npu"))
+		if (!strcmp(sp->cat, "npu")) {
 			json_object_set_new(args, "modeled_cycles", json_integer((json_int_t)sp->cycles));
+			if (t->clock_mhz)
+				json_object_set_new(args, "modeled_us",
+						    json_real((double)sp->cycles / t->clock_mhz));
+			/* The job on its own track, as the CLI's trace shows jobs. */
+			json_array_append_new(ev, json_pack(
+				"{s:s, s:s, s:s, s:f, s:f, s:i, s:i, s:{s:i, s:I}}",
+				"name", sp->name, "cat", "npu.job", "ph", "X",
+				"ts", sp->job_ns / 1e3, "dur", sp->job_dur_ns / 1e3, "pid", 1, "tid", 2,
+				"args", "segment", sp->segment, "modeled_cycles", (json_int_t)sp->cycles));
+		}
+		if (sp->nodes)
+			json_object_set_new(args, "nodes", json_integer((json_int_t)sp->nodes));
 		json_array_append_new(ev, json_pack("{s:s, s:s, s:s, s:f, s:f, s:i, s:i, s:o}",
 						    "name", sp->name, "cat", sp->cat, "ph", "X",
 						    "ts", sp->start_ns / 1e3, "dur", sp->dur_ns / 1e3,
 						    "pid", 1, "tid", 1, "args", args));
 	}
-	o = json_pack("{s:o, s:s, s:{s:s, s:I, s:s, s:I}}", "traceEvents", ev,
+	o = json_pack("{s:o, s:s, s:{s:s, s:I, s:s, s:I, s:s, s:f, s:f}}", "traceEvents", ev,
 		      "displayTimeUnit", "ms", "metadata", "model", t->model,
 		      "version", (json_int_t)t->version, "device", t->device,
-		      "batch", (json_int_t)t->batch);
+		      "batch", (json_int_t)t->batch, "id", t->id,
+		      "run_start_us", t->run_ns / 1e3, "run_us", t->run_dur_ns / 1e3);
 	pthread_mutex_unlock(&lock);
 	return o;
 }

@@ -24,8 +24,15 @@ void panel_request_done(struct model_stats *s, uint64_t request_ns);
 void panel_device_begin(const char *device);
 void panel_device_end(const char *device, struct npu_session *session, uint64_t wall_ns);
 /*
- * A batch finished: keep its first request's timeline if the last one of
- * this model is older than a fifth of a second (the cost stays bounded).
+ * 1 when the next batch of this model should measure its run's steps
+ * (npu_run_options.timings): the last timeline kept is older than a fifth
+ * of a second, so measuring costs nothing on most runs.
+ */
+int panel_timeline_due(struct model_stats *s);
+/*
+ * A batch finished: keep its first request's timeline if it is due; the
+ * run's part comes from the session's measured steps (a run that did not
+ * measure them is not kept).
  */
 void panel_batch_timeline(struct model_stats *s, const char *device,
 			  struct npu_session *session, const struct infer_request *r,

@@ -338,6 +338,20 @@ static int load_version(struct repository *r, const char *name,
 
 		mo.keep_small_segments = k && (!strcmp(k, "true") || !strcmp(k, "1"));
 	}
+	/* Mixed precision (npu compile --keep-fp32 / --accuracy-target). */
+	mo.keep_fp32 = config_param(base, "keep_fp32");
+	calib_param = config_param(base, "accuracy_target");
+	if (calib_param) {
+		char *end;
+
+		mo.accuracy_target = strtod(calib_param, &end);
+		if (*end || end == calib_param || !(mo.accuracy_target > 0 && mo.accuracy_target <= 1)) {
+			free(mv);
+			return serve_err(err, SERVE_INVALID,
+					 "parameter accuracy_target '%s': expected a cosine in (0, 1]",
+					 calib_param);
+		}
+	}
 	if (npu_model_load_file(r->engine, file, &mo, &mv->model) != NPU_OK) {
 		st = serve_err(err, SERVE_INVALID, "%s", npu_last_error());
 		free(mv);

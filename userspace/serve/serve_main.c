@@ -46,8 +46,8 @@ static void usage(FILE *out)
 		"  --threads N                CPU threads of the engine (default: all cores)\n"
 		"  --exit-timeout-secs N      longest drain at exit (default 30)\n"
 		"  --port-file FILE           write 'http=', 'grpc=' and 'metrics=PORT' lines once listening\n"
-		"  --tls-cert FILE            serve HTTPS (and /metrics on --metrics-port) with this PEM\n"
-		"                             certificate chain; needs --tls-key (gRPC stays h2c)\n"
+		"  --tls-cert FILE            serve HTTPS (and /metrics on --metrics-port) and gRPC over\n"
+		"                             TLS (ALPN h2) with this PEM certificate chain; needs --tls-key\n"
 		"  --tls-key FILE             the PEM private key of --tls-cert\n"
 		"  --api-token TOKEN|@FILE    require 'Authorization: Bearer TOKEN' for inference,\n"
 		"                             metadata, statistics and the panel's data (HTTP and gRPC)\n"
@@ -325,11 +325,8 @@ int main(int argc, char **argv)
 #ifdef NPU_SERVE_HAVE_GRPC
 	if (grpc_port_flag >= 0) {
 		struct grpc_options go = { .address = ho.address, .port = (int)grpc_port_flag,
-					   .max_message_bytes = ho.max_body_bytes, .auth = &auth };
-
-		if (tls_cert)
-			serve_log(SERVE_LOG_WARN, "gRPC has no TLS: it stays h2c on %s (--grpc-port -1 turns it off)",
-				  ho.address);
+					   .max_message_bytes = ho.max_body_bytes, .auth = &auth,
+					   .tls_cert_pem = tls_cert, .tls_key_pem = tls_key };
 
 		if (grpc_start(repo, &go, &grpc, err)) {
 			serve_log(SERVE_LOG_ERROR, "gRPC: %s", err);
@@ -339,7 +336,8 @@ int main(int argc, char **argv)
 			return 1;
 		}
 		grpc_bound = grpc_port(grpc);
-		serve_log(SERVE_LOG_INFO, "gRPC on %s:%d", ho.address, grpc_bound);
+		serve_log(SERVE_LOG_INFO, "gRPC%s on %s:%d", tls_cert ? " over TLS (ALPN h2)" : "",
+			  ho.address, grpc_bound);
 	}
 #else
 	if (grpc_port_flag >= 0)

@@ -434,12 +434,667 @@ static void test_too_small_sram_is_reported(void **state)
 	assert_non_null(strstr(why, "SRAM"));
 }
 
+/*
+ * COPY lops (Concat, Split, Slice as addressing): a channel concat of two
+ * tensors (one plain DMA, one requantized through a LUT), a channel slice
+ * of the result, and one long row that a small SRAM must take in pieces.
+ * The device must equal a host loop over the same rows and strides.
+ */
+static void run_copies(uint32_t sram_budget)
+{
+	struct npu_device_options opts;
+	struct npu_device *dev = NULL;
+	struct npu_buffer *arena_buf, *const_buf, *cmd_buf;
+	struct npu_cmdbuf *cb;
+	struct npu_codegen_result res;
+	struct npu_codegen_target tgt = { 0 };
+	struct npu_job_result jr;
+	struct npu_error err = { 0 };
+	struct npu_act acts[7];
+	struct npu_lop lops[5];
+	struct npu_segment_program prog = { .acts = acts, .lops = lops };
+	int8_t lut_b[256], lut_d[256], lut_f[256];
+	size_t r;
+	uint8_t *arena_map, *const_map, *cmd_map, *want;
+	uint64_t arena_bytes = 0;
+	const void *stream;
+	size_t stream_size, i, j, k;
+	char msg[256];
+
+	rng_state = 7;
+	npu_device_options_init(&opts);
+	opts.backend = NPU_BACKEND_SIM;
+	opts.flags = NPU_DEVICE_NO_ENV;
+	assert_int_equal(npu_device_open(&opts, &dev, msg, sizeof(msg)), NPU_OK);
+
+	memset(acts, 0, sizeof(acts));
+	acts[0] = (struct npu_act){ .n = 2, .h = 5, .w = 7, .c = 24 };	/* a */
+	acts[1] = (struct npu_act){ .n = 2, .h = 5, .w = 7, .c = 17 };	/* b */
+	acts[2] = (struct npu_act){ .n = 2, .h = 5, .w = 7, .c = 41 };	/* concat(a, b) */
+	acts[3] = (struct npu_act){ .n = 2, .h = 5, .w = 7, .c = 11 };	/* its channels 13..23 */
+	acts[4] = (struct npu_act){ .n = 1, .h = 1, .w = 1, .c = 70001 };	/* a long row */
+	acts[5] = acts[4];
+	acts[6] = (struct npu_act){ .n = 1, .h = 1, .w = 24, .c = 70 };	/* a transposed */
+	for (i = 0; i < 7; i++) {
+		acts[i].offset = arena_bytes;
+		arena_bytes += (npu_act_bytes(&acts[i]) + 63) & ~63ull;
+	}
+	prog.num_acts = 7;
+	fill_random(lut_b, 256);
+	fill_random(lut_d, 256);
+	fill_random(lut_f, 256);
+
+	memset(lops, 0, sizeof(lops));
+	lops[0] = (struct npu_lop){ .kind = NPU_LOP_COPY, .name = "cat_a", .in = 0, .out = 2 };
+	lops[0].copy.rows = 2 * 5 * 7;
+	lops[0].copy.row_bytes = 24;
+	lops[0].copy.src_stride = 24;
+	lops[0].copy.dst_stride = 41;
+	lops[1] = (struct npu_lop){ .kind = NPU_LOP_COPY, .name = "cat_b", .in = 1, .out = 2 };
+	lops[1].copy.rows = 2 * 5 * 7;
+	lops[1].copy.row_bytes = 17;
+	lops[1].copy.src_stride = 17;
+	lops[1].copy.dst_off = 24;
+	lops[1].copy.dst_stride = 41;
+	lops[1].copy.lut = lut_b;
+	lops[2] = (struct npu_lop){ .kind = NPU_LOP_COPY, .name = "slice", .in = 2, .out = 3 };
+	lops[2].copy.rows = 2 * 5 * 7;
+	lops[2].copy.row_bytes = 11;
+	lops[2].copy.src_off = 13;
+	lops[2].copy.src_stride = 41;
+	lops[2].copy.dst_stride = 11;
+	lops[2].copy.lut = lut_d;
+	lops[3] = (struct npu_lop){ .kind = NPU_LOP_COPY, .name = "long", .in = 4, .out = 5 };
+	lops[3].copy.rows = 1;
+	lops[3].copy.row_bytes = 70001;
+	lops[3].copy.src_stride = lops[3].copy.dst_stride = 70001;
+	lops[3].copy.lut = lut_f;
+	/* A transpose [70][24] -> [24][70]: 24 DMAs gathering a column each. */
+	lops[4] = (struct npu_lop){ .kind = NPU_LOP_COPY, .name = "transpose", .in = 0, .out = 6 };
+	lops[4].copy.rows = 70;
+	lops[4].copy.row_bytes = 1;
+	lops[4].copy.src_stride = 24;
+	lops[4].copy.dst_stride = 1;
+	lops[4].copy.count = 24;
+	lops[4].copy.src_step = 1;
+	lops[4].copy.dst_step = 70;
+	lops[4].copy.lut = lut_b;
+	prog.num_lops = 5;
+
+	assert_int_equal(npu_buffer_alloc(dev, arena_bytes, 0, &arena_buf), NPU_OK);
+	assert_int_equal(npu_buffer_map(arena_buf, (void **)&arena_map), NPU_OK);
+	fill_random((int8_t *)arena_map, arena_bytes);
+	want = malloc(arena_bytes);
+	memcpy(want, arena_map, arena_bytes);
+	assert_int_equal(npu_cmdbuf_create(&cb), NPU_OK);
+	tgt.sram_size = sram_budget;
+	tgt.arena_va = npu_buffer_va(arena_buf);
+	assert_int_equal(npu_codegen_segment(&prog, &tgt, cb, &res, &err), NPU_OK);
+	assert_int_equal(npu_buffer_alloc(dev, res.consts_size ? res.consts_size : 64,
+					  NPU_BUFFER_DEVICE_READ_ONLY, &const_buf), NPU_OK);
+	npu_codegen_result_free(&res);
+	npu_cmdbuf_reset(cb);
+	tgt.consts_va = npu_buffer_va(const_buf);
+	if (npu_codegen_segment(&prog, &tgt, cb, &res, &err) != NPU_OK)
+		fail_msg("codegen: %s", npu_error_msg(&err));
+	assert_int_equal(npu_buffer_map(const_buf, (void **)&const_map), NPU_OK);
+	memcpy(const_map, res.consts, res.consts_size);
+	stream = npu_cmdbuf_data(cb, &stream_size);
+	assert_int_equal(npu_buffer_alloc(dev, stream_size, NPU_BUFFER_DEVICE_READ_ONLY,
+					  &cmd_buf), NPU_OK);
+	assert_int_equal(npu_buffer_map(cmd_buf, (void **)&cmd_map), NPU_OK);
+	memcpy(cmd_map, stream, stream_size);
+	{
+		struct npu_buffer_use uses[] = {
+			{ arena_buf, NPU_ACCESS_READ_WRITE },
+			{ const_buf, NPU_ACCESS_READ_ONLY },
+		};
+		struct npu_submit s = {
+			.cmd = cmd_buf, .cmd_size = stream_size,
+			.buffers = uses, .num_buffers = 2,
+		};
+
+		if (npu_job_run(dev, &s, &jr) != NPU_OK)
+			fail_msg("job: %s (status %s at offset %u)", npu_device_last_error(dev),
+				 npu_job_status_str(jr.device_status), jr.error_offset);
+	}
+	assert_int_equal(jr.device_status, NPU_JOB_OK);
+	assert_int_equal(jr.macs, 0);
+	/* No MAC work, but DRAM traffic: every copied byte read and written. */
+	assert_true(res.dram_bytes >= 2ull * (2 * 70 * 24 + 70 * 17 + 70 * 11 + 70001));
+	printf("# copies, sram %u KiB: %llu instructions, %llu cycles\n", sram_budget / 1024,
+	       (unsigned long long)res.instructions, (unsigned long long)jr.cycles);
+
+	/* The host's version of the same rows, in program order. */
+	for (i = 0; i < prog.num_lops; i++) {
+		const struct npu_lop *l = &lops[i];
+
+		for (r = 0; r < (l->copy.count > 1 ? l->copy.count : 1); r++)
+			for (j = 0; j < l->copy.rows; j++)
+				for (k = 0; k < l->copy.row_bytes; k++) {
+					int8_t v = (int8_t)want[acts[l->in].offset + l->copy.src_off +
+								r * l->copy.src_step +
+								j * l->copy.src_stride + k];
+
+					want[acts[l->out].offset + l->copy.dst_off + r * l->copy.dst_step +
+					     j * l->copy.dst_stride + k] =
+						(uint8_t)(l->copy.lut ? l->copy.lut[(uint8_t)(v + 128)] : v);
+				}
+	}
+	/* The transpose, stated directly. */
+	for (j = 0; j < 70; j++)
+		for (k = 0; k < 24; k++)
+			assert_int_equal(want[acts[6].offset + k * 70 + j],
+					 (uint8_t)lut_b[(uint8_t)((int8_t)want[acts[0].offset + j * 24 + k] + 128)]);
+	for (i = 2; i < 7; i++)
+		if (i != 4 && memcmp(want + acts[i].offset, arena_map + acts[i].offset,
+				     npu_act_bytes(&acts[i])))
+			fail_msg("tensor %zu differs from the host's copy", i);
+
+	npu_codegen_result_free(&res);
+	npu_cmdbuf_destroy(cb);
+	npu_buffer_free(cmd_buf);
+	npu_buffer_free(const_buf);
+	npu_buffer_free(arena_buf);
+	npu_device_close(dev);
+	free(want);
+}
+
+static void test_copies_match_the_host(void **state)
+{
+	(void)state;
+	run_copies(NPU_SRAM_SIZE);
+	run_copies(24 * 1024);	/* row tiles, and the long row in pieces */
+}
+
+/* A copy reaching outside its tensors is refused with the reason. */
+static void test_copy_outside_its_tensors_is_refused(void **state)
+{
+	struct npu_act acts[2] = {
+		{ .n = 1, .h = 2, .w = 3, .c = 8 },
+		{ .n = 1, .h = 2, .w = 3, .c = 12 },
+	};
+	struct npu_lop l = { .kind = NPU_LOP_COPY, .name = "cat", .in = 0, .out = 1 };
+	struct npu_segment_program prog = { .acts = acts, .num_acts = 2, .lops = &l, .num_lops = 1 };
+	char why[160] = "";
+
+	(void)state;
+	l.copy.rows = 6;
+	l.copy.row_bytes = 8;
+	l.copy.src_stride = 8;
+	l.copy.dst_off = 4;
+	l.copy.dst_stride = 12;
+	assert_true(npu_lop_fits(&prog, &l, NPU_SRAM_SIZE, why, sizeof(why)));
+	l.copy.dst_off = 5;	/* the last row would end at byte 73 of 72 */
+	assert_false(npu_lop_fits(&prog, &l, NPU_SRAM_SIZE, why, sizeof(why)));
+	assert_non_null(strstr(why, "outside"));
+}
+
+/*
+ * A kernel = stride ConvTranspose two ways in one segment: as phase
+ * convolutions (one 1x1 conv per output row phase, interleaved in place)
+ * and as CONV2D with zero insertion and the flipped kernel. With the same
+ * per-channel requantization they must agree bit for bit, tiled or not.
+ */
+static void run_phases(uint32_t sram_budget, bool with_lut, uint32_t fold)
+{
+	struct npu_device_options opts;
+	struct npu_device *dev = NULL;
+	struct npu_buffer *arena_buf, *const_buf, *cmd_buf;
+	struct npu_cmdbuf *cb;
+	struct npu_codegen_result res;
+	struct npu_codegen_target tgt = { 0 };
+	struct npu_job_result jr;
+	struct npu_error err = { 0 };
+	const uint32_t cin = 16, oc = 3, s = 2;
+	struct npu_act acts[3];
+	struct npu_lop lops[2];
+	struct npu_segment_program prog = { .acts = acts, .lops = lops };
+	struct quant_arrays q;
+	int32_t bias4[4 * 3], mult4[4 * 3], bias8[4 * 4 * 3], mult8[4 * 4 * 3];
+	uint8_t shift4[4 * 3], shift8[4 * 4 * 3], *arena_map, *const_map, *cmd_map;
+	int8_t wph[2 * 2 * 3 * 16], wzi[3 * 2 * 2 * 16], lut[256], *wfold;
+	uint32_t f = fold ? fold : 1, g;
+	uint64_t arena_bytes = 0;
+	const void *stream;
+	size_t stream_size, i;
+	uint32_t dy, dx, o, ci;
+	char msg[256];
+
+	rng_state = 11;
+	npu_device_options_init(&opts);
+	opts.backend = NPU_BACKEND_SIM;
+	opts.flags = NPU_DEVICE_NO_ENV;
+	assert_int_equal(npu_device_open(&opts, &dev, msg, sizeof(msg)), NPU_OK);
+	acts[0] = (struct npu_act){ .n = 2, .h = 9, .w = 8, .c = cin };
+	acts[1] = (struct npu_act){ .n = 2, .h = 18, .w = 16, .c = oc };
+	acts[2] = acts[1];
+	for (i = 0; i < 3; i++) {
+		acts[i].q.zero_point = (int32_t)(rnd() % 41) - 20;
+		acts[i].offset = arena_bytes;
+		arena_bytes += (npu_act_bytes(&acts[i]) + 63) & ~63ull;
+	}
+	acts[2].q = acts[1].q;
+	prog.num_acts = 3;
+	fill_random(wph, sizeof(wph));
+	fill_random(lut, sizeof(lut));
+	make_quant(&q, oc, cin);
+	for (dy = 0; dy < s; dy++)
+		for (dx = 0; dx < s; dx++)
+			for (o = 0; o < oc; o++) {
+				size_t r = (dy * s + dx) * oc + o;
+
+				bias4[r] = q.bias[o];
+				mult4[r] = q.mult[o];
+				shift4[r] = q.shift[o];
+				/* [o][kh][kw][ci] of the flipped kernel */
+				for (ci = 0; ci < cin; ci++)
+					wzi[((o * s + (s - 1 - dy)) * s + (s - 1 - dx)) * cin + ci] =
+						wph[r * cin + ci];
+			}
+	/* Folded: row (dy, g, dx, o) reads input pixel g of the wide pixel. */
+	wfold = calloc((size_t)s * f * s * oc, (size_t)f * cin);
+	for (dy = 0; dy < s; dy++)
+		for (g = 0; g < f; g++)
+			for (dx = 0; dx < s; dx++)
+				for (o = 0; o < oc; o++)
+					memcpy(wfold + ((((size_t)dy * f + g) * s + dx) * oc + o) * f * cin +
+					       (size_t)g * cin, wph + ((dy * s + dx) * oc + o) * cin, cin);
+	memset(lops, 0, sizeof(lops));
+	lops[0] = (struct npu_lop){ .kind = NPU_LOP_CONV, .name = "phases", .in = 0, .out = 1 };
+	lops[0].conv.weight = fold ? wfold : wph;
+	lops[0].conv.fold_w = (uint8_t)fold;
+	lops[0].conv.k_h = lops[0].conv.k_w = 1;
+	lops[0].conv.stride_h = lops[0].conv.stride_w = 1;
+	lops[0].conv.dil_h = lops[0].conv.dil_w = 1;
+	lops[0].conv.groups = 1;
+	lops[0].conv.phase_h = lops[0].conv.phase_w = (uint8_t)s;
+	if (fold) {	/* the same channel quantization repeated for every g */
+		for (i = s * s * oc; i-- > 0;) {
+			dy = (uint32_t)(i / (s * oc));
+			for (g = 0; g < f; g++) {
+				size_t r = ((size_t)dy * f + g) * s * oc + i % (s * oc);
+
+				bias8[r] = bias4[i];
+				mult8[r] = mult4[i];
+				shift8[r] = shift4[i];
+			}
+		}
+	}
+	lops[0].conv.q = (struct npu_lop_quant){ .bias = fold ? bias8 : bias4,
+		.mult = fold ? mult8 : mult4, .shift = fold ? shift8 : shift4,
+		.act_min = -120, .act_max = 110, .lut = with_lut ? lut : NULL, .pre_act_zp = 3 };
+	lops[1] = (struct npu_lop){ .kind = NPU_LOP_CONV, .name = "zero_insert", .in = 0, .out = 2 };
+	lops[1].conv.weight = wzi;
+	lops[1].conv.k_h = lops[1].conv.k_w = (uint8_t)s;
+	lops[1].conv.stride_h = lops[1].conv.stride_w = 1;
+	lops[1].conv.dil_h = lops[1].conv.dil_w = 1;
+	lops[1].conv.pad_top = lops[1].conv.pad_left = (uint8_t)(s - 1);
+	lops[1].conv.pad_bottom = lops[1].conv.pad_right = (uint8_t)(s - 1);
+	lops[1].conv.groups = 1;
+	lops[1].conv.ins_h = lops[1].conv.ins_w = (uint8_t)(s - 1);
+	lops[1].conv.q = (struct npu_lop_quant){ .bias = q.bias, .mult = q.mult, .shift = q.shift,
+		.act_min = -120, .act_max = 110, .lut = with_lut ? lut : NULL, .pre_act_zp = 3 };
+	prog.num_lops = 2;
+
+	assert_int_equal(npu_buffer_alloc(dev, arena_bytes, 0, &arena_buf), NPU_OK);
+	assert_int_equal(npu_buffer_map(arena_buf, (void **)&arena_map), NPU_OK);
+	fill_random((int8_t *)arena_map, npu_act_bytes(&acts[0]));
+	assert_int_equal(npu_cmdbuf_create(&cb), NPU_OK);
+	tgt.sram_size = sram_budget;
+	tgt.arena_va = npu_buffer_va(arena_buf);
+	assert_int_equal(npu_codegen_segment(&prog, &tgt, cb, &res, &err), NPU_OK);
+	assert_int_equal(npu_buffer_alloc(dev, res.consts_size, NPU_BUFFER_DEVICE_READ_ONLY,
+					  &const_buf), NPU_OK);
+	npu_codegen_result_free(&res);
+	npu_cmdbuf_reset(cb);
+	tgt.consts_va = npu_buffer_va(const_buf);
+	tgt.profile_va = 0;
+	if (npu_codegen_segment(&prog, &tgt, cb, &res, &err) != NPU_OK)
+		fail_msg("codegen: %s", npu_error_msg(&err));
+	assert_int_equal(npu_buffer_map(const_buf, (void **)&const_map), NPU_OK);
+	memcpy(const_map, res.consts, res.consts_size);
+	stream = npu_cmdbuf_data(cb, &stream_size);
+	assert_int_equal(npu_buffer_alloc(dev, stream_size, NPU_BUFFER_DEVICE_READ_ONLY,
+					  &cmd_buf), NPU_OK);
+	assert_int_equal(npu_buffer_map(cmd_buf, (void **)&cmd_map), NPU_OK);
+	memcpy(cmd_map, stream, stream_size);
+	{
+		struct npu_buffer_use uses[] = {
+			{ arena_buf, NPU_ACCESS_READ_WRITE },
+			{ const_buf, NPU_ACCESS_READ_ONLY },
+		};
+		struct npu_submit sub = {
+			.cmd = cmd_buf, .cmd_size = stream_size,
+			.buffers = uses, .num_buffers = 2,
+		};
+
+		if (npu_job_run(dev, &sub, &jr) != NPU_OK)
+			fail_msg("job: %s (status %s at offset %u)", npu_device_last_error(dev),
+				 npu_job_status_str(jr.device_status), jr.error_offset);
+	}
+	assert_int_equal(jr.device_status, NPU_JOB_OK);
+	/* Both count the real MACs: every output element, every input channel. */
+	assert_int_equal(res.lop_macs[0], 2ull * 18 * 16 * oc * cin);
+	printf("# phases, fold %u, sram %u KiB%s: %llu cycles in all\n", f, sram_budget / 1024,
+	       with_lut ? ", LUT" : "", (unsigned long long)jr.cycles);
+	if (memcmp(arena_map + acts[1].offset, arena_map + acts[2].offset,
+		   npu_act_bytes(&acts[1])))
+		fail_msg("phase convolutions differ from zero insertion");
+
+	npu_codegen_result_free(&res);
+	npu_cmdbuf_destroy(cb);
+	npu_buffer_free(cmd_buf);
+	npu_buffer_free(const_buf);
+	npu_buffer_free(arena_buf);
+	npu_device_close(dev);
+	free_quant(&q);
+	free(wfold);
+}
+
+static void test_phase_split_transposed_conv_equals_zero_insertion(void **state)
+{
+	(void)state;
+	run_phases(NPU_SRAM_SIZE, false, 0);
+	run_phases(NPU_SRAM_SIZE, true, 0);
+	run_phases(3 * 1024, true, 0);	/* a few input rows per tile */
+	run_phases(NPU_SRAM_SIZE, true, 2);	/* two input pixels per wide pixel */
+	run_phases(6 * 1024, false, 4);
+}
+
+/*
+ * A conv over 3 input channels (3x3, stride 2, pad 1, as a network's first
+ * layer) folded into wide pixels and column phases (npu_lop.conv.fold_w)
+ * must equal the same conv run plain, bit for bit, tiled or not.
+ */
+static void run_fold(uint32_t sram_budget, uint32_t stride, uint32_t fold)
+{
+	struct npu_device_options opts;
+	struct npu_device *dev = NULL;
+	struct npu_buffer *arena_buf, *const_buf, *cmd_buf;
+	struct npu_cmdbuf *cb;
+	struct npu_codegen_result res;
+	struct npu_codegen_target tgt = { 0 };
+	struct npu_job_result jr;
+	struct npu_error err = { 0 };
+	const uint32_t cin = 3, oc = 5, k = 3, h = 11, w = 40;
+	uint32_t ow = (w + 2 - k) / stride + 1, oh = (h + 2 - k) / stride + 1;
+	uint32_t R = fold / stride, r, o, kh, t, q, ci;
+	struct npu_act acts[3];
+	struct npu_lop lops[2];
+	struct npu_segment_program prog = { .acts = acts, .lops = lops };
+	struct quant_arrays qa;
+	int8_t wplain[5 * 3 * 3 * 3], *wfold, *p;
+	uint8_t *arena_map, *const_map, *cmd_map;
+	uint64_t arena_bytes = 0;
+	struct npu_fold_phase ph;
+	const void *stream;
+	size_t stream_size, i;
+	char msg[256];
+
+	rng_state = 5;
+	npu_device_options_init(&opts);
+	opts.backend = NPU_BACKEND_SIM;
+	opts.flags = NPU_DEVICE_NO_ENV;
+	assert_int_equal(npu_device_open(&opts, &dev, msg, sizeof(msg)), NPU_OK);
+	acts[0] = (struct npu_act){ .n = 2, .h = h, .w = w, .c = cin };
+	acts[1] = (struct npu_act){ .n = 2, .h = oh, .w = ow, .c = oc };
+	acts[2] = acts[1];
+	for (i = 0; i < 3; i++) {
+		acts[i].q.zero_point = (int32_t)(rnd() % 41) - 20;
+		acts[i].offset = arena_bytes;
+		arena_bytes += (npu_act_bytes(&acts[i]) + 63) & ~63ull;
+	}
+	acts[2].q = acts[1].q;
+	prog.num_acts = 3;
+	fill_random(wplain, sizeof(wplain));
+	make_quant(&qa, oc, 27);
+	/* The folded kernel, built independently of the compiler's code. */
+	assert_true(npu_conv_fold_phase(w, ow, cin, oc, k, k, stride, 1, fold, R - 1, &ph));
+	wfold = calloc(1, ph.weight_off + (size_t)oc * k * ph.k_w * fold * cin);
+	for (r = 0; r < R; r++) {
+		assert_true(npu_conv_fold_phase(w, ow, cin, oc, k, k, stride, 1, fold, r, &ph));
+		p = wfold + ph.weight_off;
+		for (o = 0; o < oc; o++)
+			for (kh = 0; kh < k; kh++)
+				for (t = 0; t < ph.k_w; t++)
+					for (q = 0; q < fold; q++)
+						for (ci = 0; ci < cin; ci++, p++) {
+							int kw = (ph.first + (int)t) * (int)fold + (int)q -
+								 ((int)(stride * r) - 1);
+
+							if (kw >= 0 && kw < (int)k)
+								*p = wplain[((o * k + kh) * k + kw) * cin + ci];
+						}
+	}
+	memset(lops, 0, sizeof(lops));
+	for (i = 0; i < 2; i++) {
+		lops[i] = (struct npu_lop){ .kind = NPU_LOP_CONV, .in = 0, .out = (uint32_t)i + 1 };
+		lops[i].conv.k_h = lops[i].conv.k_w = (uint8_t)k;
+		lops[i].conv.stride_h = lops[i].conv.stride_w = (uint8_t)stride;
+		lops[i].conv.dil_h = lops[i].conv.dil_w = 1;
+		lops[i].conv.pad_top = lops[i].conv.pad_left = 1;
+		lops[i].conv.pad_bottom = lops[i].conv.pad_right = 1;
+		lops[i].conv.groups = 1;
+		lops[i].conv.q = (struct npu_lop_quant){ .bias = qa.bias, .mult = qa.mult,
+			.shift = qa.shift, .act_min = -100, .act_max = 120 };
+	}
+	lops[0].name = "plain";
+	lops[0].conv.weight = wplain;
+	lops[1].name = "folded";
+	lops[1].conv.weight = wfold;
+	lops[1].conv.fold_w = (uint8_t)fold;
+	prog.num_lops = 2;
+
+	assert_int_equal(npu_buffer_alloc(dev, arena_bytes, 0, &arena_buf), NPU_OK);
+	assert_int_equal(npu_buffer_map(arena_buf, (void **)&arena_map), NPU_OK);
+	fill_random((int8_t *)arena_map, npu_act_bytes(&acts[0]));
+	assert_int_equal(npu_cmdbuf_create(&cb), NPU_OK);
+	tgt.sram_size = sram_budget;
+	tgt.arena_va = npu_buffer_va(arena_buf);
+	assert_int_equal(npu_codegen_segment(&prog, &tgt, cb, &res, &err), NPU_OK);
+	assert_int_equal(npu_buffer_alloc(dev, res.consts_size + 16, NPU_BUFFER_DEVICE_READ_ONLY,
+					  &const_buf), NPU_OK);
+	npu_codegen_result_free(&res);
+	npu_cmdbuf_reset(cb);
+	tgt.consts_va = npu_buffer_va(const_buf);
+	if (npu_codegen_segment(&prog, &tgt, cb, &res, &err) != NPU_OK)
+		fail_msg("codegen: %s", npu_error_msg(&err));
+	/* Both report the convolution's own MACs, not the folded zeros. */
+	assert_int_equal(res.lop_macs[0], res.lop_macs[1]);
+	assert_int_equal(npu_buffer_map(const_buf, (void **)&const_map), NPU_OK);
+	memcpy(const_map, res.consts, res.consts_size);
+	stream = npu_cmdbuf_data(cb, &stream_size);
+	assert_int_equal(npu_buffer_alloc(dev, stream_size, NPU_BUFFER_DEVICE_READ_ONLY,
+					  &cmd_buf), NPU_OK);
+	assert_int_equal(npu_buffer_map(cmd_buf, (void **)&cmd_map), NPU_OK);
+	memcpy(cmd_map, stream, stream_size);
+	{
+		struct npu_buffer_use uses[] = {
+			{ arena_buf, NPU_ACCESS_READ_WRITE },
+			{ const_buf, NPU_ACCESS_READ_ONLY },
+		};
+		struct npu_submit sub = {
+			.cmd = cmd_buf, .cmd_size = stream_size,
+			.buffers = uses, .num_buffers = 2,
+		};
+
+		if (npu_job_run(dev, &sub, &jr) != NPU_OK)
+			fail_msg("job: %s (status %s at offset %u)", npu_device_last_error(dev),
+				 npu_job_status_str(jr.device_status), jr.error_offset);
+	}
+	assert_int_equal(jr.device_status, NPU_JOB_OK);
+	if (memcmp(arena_map + acts[1].offset, arena_map + acts[2].offset,
+		   npu_act_bytes(&acts[1])))
+		fail_msg("folded conv (stride %u, fold %u) differs from the plain one", stride, fold);
+	printf("# fold %u, stride %u, sram %u KiB: %llu cycles for both\n", fold, stride,
+	       sram_budget / 1024, (unsigned long long)jr.cycles);
+
+	npu_codegen_result_free(&res);
+	npu_cmdbuf_destroy(cb);
+	npu_buffer_free(cmd_buf);
+	npu_buffer_free(const_buf);
+	npu_buffer_free(arena_buf);
+	npu_device_close(dev);
+	free_quant(&qa);
+	free(wfold);
+}
+
+static void test_folded_conv_equals_plain(void **state)
+{
+	(void)state;
+	run_fold(NPU_SRAM_SIZE, 2, 8);
+	run_fold(NPU_SRAM_SIZE, 2, 10);
+	run_fold(NPU_SRAM_SIZE, 1, 4);
+	run_fold(4 * 1024, 2, 8);	/* row tiles: the window rows still hold */
+}
+
+/*
+ * Generate and run 'prog' on the simulator; the first 'fill' bytes of the
+ * arena are random input. Returns a copy of the arena after the job.
+ */
+static uint8_t *run_program(const struct npu_segment_program *prog, uint64_t arena_bytes,
+			    uint64_t fill, uint32_t sram_budget)
+{
+	struct npu_device_options opts;
+	struct npu_device *dev = NULL;
+	struct npu_buffer *arena_buf, *const_buf, *cmd_buf;
+	struct npu_cmdbuf *cb;
+	struct npu_codegen_result res;
+	struct npu_codegen_target tgt = { 0 };
+	struct npu_job_result jr;
+	struct npu_error err = { 0 };
+	uint8_t *arena_map, *const_map, *cmd_map, *copy;
+	const void *stream;
+	size_t stream_size;
+	char msg[256];
+
+	npu_device_options_init(&opts);
+	opts.backend = NPU_BACKEND_SIM;
+	opts.flags = NPU_DEVICE_NO_ENV;
+	assert_int_equal(npu_device_open(&opts, &dev, msg, sizeof(msg)), NPU_OK);
+	assert_int_equal(npu_buffer_alloc(dev, arena_bytes, 0, &arena_buf), NPU_OK);
+	assert_int_equal(npu_buffer_map(arena_buf, (void **)&arena_map), NPU_OK);
+	fill_random((int8_t *)arena_map, fill);
+	assert_int_equal(npu_cmdbuf_create(&cb), NPU_OK);
+	tgt.sram_size = sram_budget;
+	tgt.arena_va = npu_buffer_va(arena_buf);
+	assert_int_equal(npu_codegen_segment(prog, &tgt, cb, &res, &err), NPU_OK);
+	assert_int_equal(npu_buffer_alloc(dev, res.consts_size + 64, NPU_BUFFER_DEVICE_READ_ONLY,
+					  &const_buf), NPU_OK);
+	npu_codegen_result_free(&res);
+	npu_cmdbuf_reset(cb);
+	tgt.consts_va = npu_buffer_va(const_buf);
+	if (npu_codegen_segment(prog, &tgt, cb, &res, &err) != NPU_OK)
+		fail_msg("codegen: %s", npu_error_msg(&err));
+	assert_int_equal(npu_buffer_map(const_buf, (void **)&const_map), NPU_OK);
+	memcpy(const_map, res.consts, res.consts_size);
+	stream = npu_cmdbuf_data(cb, &stream_size);
+	assert_int_equal(npu_buffer_alloc(dev, stream_size, NPU_BUFFER_DEVICE_READ_ONLY,
+					  &cmd_buf), NPU_OK);
+	assert_int_equal(npu_buffer_map(cmd_buf, (void **)&cmd_map), NPU_OK);
+	memcpy(cmd_map, stream, stream_size);
+	{
+		struct npu_buffer_use uses[] = {
+			{ arena_buf, NPU_ACCESS_READ_WRITE },
+			{ const_buf, NPU_ACCESS_READ_ONLY },
+		};
+		struct npu_submit sub = {
+			.cmd = cmd_buf, .cmd_size = stream_size,
+			.buffers = uses, .num_buffers = 2,
+		};
+
+		if (npu_job_run(dev, &sub, &jr) != NPU_OK)
+			fail_msg("job: %s (status %s at offset %u)", npu_device_last_error(dev),
+				 npu_job_status_str(jr.device_status), jr.error_offset);
+	}
+	assert_int_equal(jr.device_status, NPU_JOB_OK);
+	copy = malloc(arena_bytes);
+	memcpy(copy, arena_map, arena_bytes);
+	npu_codegen_result_free(&res);
+	npu_cmdbuf_destroy(cb);
+	npu_buffer_free(cmd_buf);
+	npu_buffer_free(const_buf);
+	npu_buffer_free(arena_buf);
+	npu_device_close(dev);
+	return copy;
+}
+
+/*
+ * A LUT fused into its producer's output stage (what lowering does for a
+ * pointwise group right after a conv, matmul or eltwise) gives exactly the
+ * bytes of the conv followed by a separate LUT op.
+ */
+static void test_fused_lut_equals_separate_ops(void **state)
+{
+	struct npu_act acts[4];
+	struct npu_lop sep[2], fused[1];
+	struct npu_segment_program p1 = { .acts = acts, .num_acts = 4, .lops = sep, .num_lops = 2 };
+	struct npu_segment_program p2 = { .acts = acts, .num_acts = 4, .lops = fused, .num_lops = 1 };
+	struct quant_arrays q;
+	int8_t w[24 * 9 * 8], lut[256];
+	uint64_t bytes = 0;
+	uint8_t *a1, *a2;
+	uint32_t budgets[2] = { NPU_SRAM_SIZE, 6 * 1024 };
+	size_t i, b;
+
+	(void)state;
+	rng_state = 3;
+	acts[0] = (struct npu_act){ .n = 1, .h = 17, .w = 13, .c = 8 };
+	acts[1] = (struct npu_act){ .n = 1, .h = 17, .w = 13, .c = 24 };	/* x */
+	acts[2] = acts[1];	/* y = LUT(x), separately */
+	acts[3] = acts[1];	/* y, fused */
+	for (i = 0; i < 4; i++) {
+		acts[i].q.zero_point = (int32_t)(rnd() % 41) - 20;
+		acts[i].offset = bytes;
+		bytes += (npu_act_bytes(&acts[i]) + 63) & ~63ull;
+	}
+	fill_random(w, sizeof(w));
+	fill_random(lut, sizeof(lut));
+	make_quant(&q, 24, 72);
+	memset(sep, 0, sizeof(sep));
+	sep[0] = (struct npu_lop){ .kind = NPU_LOP_CONV, .name = "conv", .in = 0, .out = 1 };
+	sep[0].conv.weight = w;
+	sep[0].conv.k_h = sep[0].conv.k_w = 3;
+	sep[0].conv.stride_h = sep[0].conv.stride_w = 1;
+	sep[0].conv.dil_h = sep[0].conv.dil_w = 1;
+	sep[0].conv.pad_top = sep[0].conv.pad_left = 1;
+	sep[0].conv.pad_bottom = sep[0].conv.pad_right = 1;
+	sep[0].conv.groups = 1;
+	sep[0].conv.q = (struct npu_lop_quant){ .bias = q.bias, .mult = q.mult, .shift = q.shift,
+		.act_min = -128, .act_max = 127 };
+	sep[1] = (struct npu_lop){ .kind = NPU_LOP_LUT, .name = "lut", .in = 1, .out = 2 };
+	sep[1].lut.table = lut;
+	fused[0] = sep[0];
+	fused[0].out = 3;
+	fused[0].conv.q.lut = lut;
+	fused[0].conv.q.pre_act_zp = (int16_t)acts[1].q.zero_point;
+	for (b = 0; b < 2; b++) {
+		/* Same seed, same input in both arenas. */
+		rng_state = 99;
+		a1 = run_program(&p1, bytes, npu_act_bytes(&acts[0]), budgets[b]);
+		rng_state = 99;
+		a2 = run_program(&p2, bytes, npu_act_bytes(&acts[0]), budgets[b]);
+		assert_memory_equal(a1 + acts[0].offset, a2 + acts[0].offset, npu_act_bytes(&acts[0]));
+		if (memcmp(a1 + acts[2].offset, a2 + acts[3].offset, npu_act_bytes(&acts[2])))
+			fail_msg("fused LUT differs from conv + LUT (sram %u)", budgets[b]);
+		free(a1);
+		free(a2);
+	}
+	free_quant(&q);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_segment_untiled_matches_reference),
 		cmocka_unit_test(test_segment_tiled_matches_reference),
 		cmocka_unit_test(test_too_small_sram_is_reported),
+		cmocka_unit_test(test_copies_match_the_host),
+		cmocka_unit_test(test_copy_outside_its_tensors_is_refused),
+		cmocka_unit_test(test_phase_split_transposed_conv_equals_zero_insertion),
+		cmocka_unit_test(test_folded_conv_equals_plain),
+		cmocka_unit_test(test_fused_lut_equals_separate_ops),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

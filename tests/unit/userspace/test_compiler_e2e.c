@@ -250,8 +250,11 @@ static void test_cnn_int8_on_sim_matches_fp32(void **state)
 		print_message("# %-12s %-18s %s (%s)\n", r->node, r->op_type,
 			      r->placement == NPU_PLACE_NPU ? "npu" : "cpu", r->reason);
 		npu_nodes += r->placement == NPU_PLACE_NPU;
-		if (!strcmp(r->op_type, "Softmax") || !strcmp(r->op_type, "Flatten"))
+		if (!strcmp(r->op_type, "Softmax"))
 			assert_int_equal(r->placement, NPU_PLACE_CPU);
+		/* [1,16,1,1] -> [1,16] moves no byte: a COPY, not a segment split. */
+		if (!strcmp(r->op_type, "Flatten"))
+			assert_int_equal(r->placement, NPU_PLACE_NPU);
 	}
 	for (i = 0; i < c->num_segments; i++)
 		segments_nodes += c->segments[i]->num_nodes;
@@ -430,6 +433,38 @@ static void test_malformed_npub_is_rejected_with_a_reason(void **state)
 	copy[4] = 9;
 	assert_int_equal(npu_npub_open(copy, size, "ver.npub", &f, &err), NPU_ERR_MODEL);
 	assert_non_null(strstr(err.msg, "version 9"));
+
+	/* Geometry the loader must refuse although the checksum is right: a
+	 * COPY (the Flatten) reaching past its tensor, a folded conv (conv1,
+	 * 8 channels) whose fold does not divide its rows. */
+	{
+		struct npu_segment_program *p = &c->segments[0]->prog;
+		struct npu_lop *cp = NULL, *fd = NULL;
+		size_t k;
+
+		for (k = 0; k < p->num_lops; k++) {
+			if (p->lops[k].kind == NPU_LOP_COPY)
+				cp = &p->lops[k];
+			if (p->lops[k].kind == NPU_LOP_CONV && p->lops[k].conv.fold_w)
+				fd = &p->lops[k];
+		}
+		assert_non_null(cp);
+		assert_non_null(fd);
+		cp->copy.dst_off += 1;
+		assert_int_equal(npu_npub_save(path, "m", 1, g, c, &err), NPU_OK);
+		free(bytes);
+		bytes = read_all(path, &size);
+		assert_int_equal(npu_npub_open(bytes, size, "copy.npub", &f, &err), NPU_ERR_MODEL);
+		assert_non_null(strstr(err.msg, "copy"));
+		assert_non_null(strstr(err.msg, "outside its tensors"));
+		cp->copy.dst_off -= 1;
+		fd->conv.fold_w = 3;	/* 20 columns are not whole wide pixels of 3 */
+		assert_int_equal(npu_npub_save(path, "m", 1, g, c, &err), NPU_OK);
+		free(bytes);
+		bytes = read_all(path, &size);
+		assert_int_equal(npu_npub_open(bytes, size, "fold.npub", &f, &err), NPU_ERR_MODEL);
+		assert_non_null(strstr(err.msg, "fold_w 3"));
+	}
 
 	free(copy);
 	free(bytes);
@@ -733,9 +768,13 @@ static void run_pointwise(bool leak_intermediate)
 		assert_int_equal(luts, 0);
 		assert_int_equal(elts, 3);
 	} else {
-		assert_int_equal(luts, 1);	/* everything after the conv */
+		/* Everything after the conv is one LUT, and that LUT is the
+		 * conv's output stage: the conv's output never reaches DRAM. */
+		assert_int_equal(luts, 0);
 		assert_int_equal(elts, 0);
-		assert_int_equal(cmp->segments[0]->prog.num_lops, 2);
+		assert_int_equal(cmp->segments[0]->prog.num_lops, 1);
+		assert_non_null(cmp->segments[0]->prog.lops[0].conv.q.lut);
+		assert_int_equal(cmp->segments[0]->prog.num_acts, 2);	/* x, y */
 	}
 	run_graph_n(ref, xt, got, 16 * 32 * 32);
 	for (k = 0; k < 16 * 32 * 32; k++) {
@@ -939,6 +978,11 @@ static void test_conv_transpose_and_resize_on_sim_match_fp32(void **state)
 		}
 		assert_int_equal(on_npu, 4);
 		assert_int_equal(c->num_segments, 1);
+		/* up1 (k = s = 2, 8 output channels) runs as two phase convs. */
+		for (i = 0, on_npu = 0; i < c->segments[0]->prog.num_lops; i++)
+			on_npu += c->segments[0]->prog.lops[i].kind == NPU_LOP_CONV &&
+				  c->segments[0]->prog.lops[i].conv.phase_h == 2;
+		assert_int_equal(on_npu, 1);
 
 		run_graph(g, x, got);
 		for (i = 0; i < count; i++) {
@@ -963,6 +1007,377 @@ static void test_conv_transpose_and_resize_on_sim_match_fp32(void **state)
 	free(got);
 }
 
+/*
+ * Data movement on the NPU: x[1,8,100,200] -> a = Relu(Conv1x1 8->12),
+ * b = Conv3x3 8->12; Concat(axis 1)[a, x, b] (three quantizations: plain
+ * and LUT copies) -> Split(axis 1)[14, 18] -> Conv1x1 each to 32 ->
+ * Concat(axis 2) -> [1,32,200,200], whose GlobalAveragePool does not fit
+ * SRAM whole (banded: POOL + mean) -> Flatten -> Gemm(10).
+ */
+static struct npu_graph *build_fpn_concat(void)
+{
+	struct npu_graph *g = npu_graph_create("cat");
+	const int64_t x_d[4] = { 1, 8, 100, 200 }, ab_d[4] = { 1, 12, 100, 200 };
+	const int64_t cat_d[4] = { 1, 32, 100, 200 }, s0_d[4] = { 1, 14, 100, 200 };
+	const int64_t s1_d[4] = { 1, 18, 100, 200 }, c_d[4] = { 1, 32, 100, 200 };
+	const int64_t h_d[4] = { 1, 32, 200, 200 }, g_d[4] = { 1, 32, 1, 1 };
+	const int64_t f_d[2] = { 1, 32 }, o_d[2] = { 1, 10 };
+	const int64_t wa[4] = { 12, 8, 1, 1 }, wb[4] = { 12, 8, 3, 3 };
+	const int64_t wc[4] = { 32, 18, 1, 1 }, wd[4] = { 32, 14, 1, 1 };
+	const int64_t c12[1] = { 12 }, c32[1] = { 32 }, wfc[2] = { 32, 10 }, c10[1] = { 10 };
+	const int64_t k3[2] = { 3, 3 }, pads1[4] = { 1, 1, 1, 1 };
+	struct npu_value *x = val(g, "x", 4, x_d), *in[3];
+	struct npu_value *a0 = val(g, "a0", 4, ab_d), *a = val(g, "a", 4, ab_d);
+	struct npu_value *b = val(g, "b", 4, ab_d), *cat = val(g, "cat", 4, cat_d);
+	struct npu_value *s0 = val(g, "s0", 4, s0_d), *s1 = val(g, "s1", 4, s1_d);
+	struct npu_value *c = val(g, "c", 4, c_d), *d = val(g, "d", 4, c_d);
+	struct npu_value *h = val(g, "h", 4, h_d), *gap = val(g, "gap", 4, g_d);
+	struct npu_value *flat = val(g, "flat", 2, f_d), *y = val(g, "y", 2, o_d);
+	struct npu_shape ss = { .rank = 1, .dims = { 2 } };
+	struct npu_tensor *split = npu_tensor_create(NPU_DTYPE_INT64, &ss);
+	struct npu_node *n;
+
+	x->is_graph_input = true;
+	g->inputs = malloc(sizeof(*g->inputs));
+	g->inputs[0] = x;
+	g->num_inputs = 1;
+	g->outputs = malloc(sizeof(*g->outputs));
+	g->outputs[0] = y;
+	g->num_outputs = 1;
+	y->is_graph_output = true;
+
+	in[0] = x;
+	in[1] = weights(g, "wa", 4, wa, -0.4f, 0.4f);
+	in[2] = weights(g, "ba", 1, c12, -0.1f, 0.1f);
+	add(g, "Conv", "conv_a", in, 3, a0);
+	add(g, "Relu", "relu_a", &a0, 1, a);
+	in[1] = weights(g, "wb", 4, wb, -0.2f, 0.2f);
+	in[2] = weights(g, "bb", 1, c12, -0.1f, 0.1f);
+	n = add(g, "Conv", "conv_b", in, 3, b);
+	set_ints(n, "kernel_shape", k3, 2);
+	set_ints(n, "pads", pads1, 4);
+	in[0] = a;
+	in[1] = x;
+	in[2] = b;
+	n = add(g, "Concat", "cat_c", in, 3, cat);
+	set_int(n, "axis", 1);
+	((int64_t *)split->data)[0] = 14;
+	((int64_t *)split->data)[1] = 18;
+	n = npu_graph_add_node(g, "Split", "", "split", 2, 2, NULL);
+	assert_non_null(n);
+	n->opset = 14;
+	n->inputs[0] = cat;
+	n->inputs[1] = npu_graph_add_constant(g, "split_sizes", split, NULL);
+	n->outputs[0] = s0;
+	n->outputs[1] = s1;
+	s0->producer = s1->producer = n;
+	set_int(n, "axis", 1);
+	in[0] = s1;
+	in[1] = weights(g, "wc", 4, wc, -0.3f, 0.3f);
+	in[2] = weights(g, "bc", 1, c32, -0.1f, 0.1f);
+	add(g, "Conv", "conv_c", in, 3, c);
+	in[0] = s0;
+	in[1] = weights(g, "wd", 4, wd, -0.3f, 0.3f);
+	in[2] = weights(g, "bd", 1, c32, -0.1f, 0.1f);
+	add(g, "Conv", "conv_d", in, 3, d);
+	in[0] = c;
+	in[1] = d;
+	n = add(g, "Concat", "cat_h", in, 2, h);
+	set_int(n, "axis", 2);
+	add(g, "GlobalAveragePool", "gap", &h, 1, gap);
+	add(g, "Flatten", "flatten", &gap, 1, flat);
+	in[0] = flat;
+	in[1] = weights(g, "wfc", 2, wfc, -0.5f, 0.5f);
+	in[2] = weights(g, "bfc", 1, c10, -0.1f, 0.1f);
+	add(g, "Gemm", "fc", in, 3, y);
+	return g;
+}
+
+static void test_concat_split_and_big_global_pool_on_sim_match_fp32(void **state)
+{
+	struct npu_graph *ref, *g;
+	struct npu_compile_options o;
+	struct npu_device *dev = open_sim();
+	struct npu_compiled *c = NULL;
+	struct npu_error err = { 0 };
+	struct npu_tensor *x;
+	float want[10], got[10];
+	double dot = 0, n1 = 0, n2 = 0, range = 0, worst = 0;
+	size_t i, copies = 0, pools = 0;
+
+	(void)state;
+	seed = 3;
+	ref = build_fpn_concat();
+	seed = 3;
+	g = build_fpn_concat();
+	seed = 8;
+	x = npu_tensor_create(NPU_DTYPE_FLOAT, &g->inputs[0]->shape);
+	for (i = 0; i < 8 * 100 * 200; i++)
+		((float *)x->data)[i] = uniform(-1.0f, 2.0f);
+	assert_int_equal(npu_graph_sort(ref, &err), NPU_OK);
+	if (npu_graph_infer(ref, true, &err) != NPU_OK)
+		fail_msg("infer: %s", err.msg);
+	run_graph(ref, x, want);
+
+	npu_compile_options_init(&o);
+	o.device = dev;
+	o.calib_inputs = &x;
+	o.num_calib_sets = 1;
+	o.calib_method = NPU_CALIB_MINMAX;
+	assert_int_equal(npu_graph_sort(g, &err), NPU_OK);
+	assert_int_equal(npu_graph_infer(g, true, &err), NPU_OK);
+	if (npu_compile_graph(g, &o, &c, &err) != NPU_OK)
+		fail_msg("compile: %s", err.msg);
+	for (i = 0; i < c->num_records; i++) {
+		const struct npu_placement_record *r = &c->records[i];
+
+		print_message("# %-10s %-18s %s (%s)\n", r->node, r->op_type,
+			      r->placement == NPU_PLACE_NPU ? "npu" : "cpu", r->reason);
+		assert_int_equal(r->placement, NPU_PLACE_NPU);
+	}
+	assert_int_equal(c->num_segments, 1);
+	for (i = 0; i < c->segments[0]->prog.num_lops; i++) {
+		const struct npu_lop *l = &c->segments[0]->prog.lops[i];
+
+		copies += l->kind == NPU_LOP_COPY;
+		pools += l->kind == NPU_LOP_POOL;
+	}
+	/* 3 + 2 concat inputs, 2 split outputs, the flatten. */
+	assert_int_equal(copies, 8);
+	assert_int_equal(pools, 1);	/* the banded first stage of the big mean */
+
+	run_graph(g, x, got);
+	for (i = 0; i < 10; i++) {
+		dot += (double)want[i] * got[i];
+		n1 += (double)want[i] * want[i];
+		n2 += (double)got[i] * got[i];
+		range = fmax(range, fabs(want[i]));
+		worst = fmax(worst, fabs(want[i] - got[i]));
+	}
+	print_message("# cosine %.5f, max error %.4f of range %.3f\n", dot / sqrt(n1 * n2),
+		      worst, range);
+	assert_true(dot / sqrt(n1 * n2) > 0.99);
+	assert_true(worst < 0.05 * range);
+	npu_graph_destroy(g);
+	npu_compiled_free(c);
+	npu_device_close(dev);
+	npu_graph_destroy(ref);
+	npu_tensor_destroy(x);
+}
+
+/* A CPU node between two segments says so, with the split's estimated cost. */
+static void test_cpu_node_between_segments_reports_the_split(void **state)
+{
+	struct npu_graph *g = npu_graph_create("split");
+	const int64_t x_d[4] = { 1, 4, 6, 6 }, w_d[4] = { 4, 4, 1, 1 }, c4[1] = { 4 };
+	struct npu_value *x = val(g, "x", 4, x_d), *a = val(g, "a", 4, x_d);
+	struct npu_value *sm = val(g, "sm", 4, x_d), *y = val(g, "y", 4, x_d), *in[3];
+	struct npu_compile_options o;
+	struct npu_device *dev = open_sim();
+	struct npu_compiled *c = NULL;
+	struct npu_error err = { 0 };
+	struct npu_tensor *t;
+	size_t i, found = 0;
+
+	(void)state;
+	seed = 21;
+	x->is_graph_input = true;
+	g->inputs = malloc(sizeof(*g->inputs));
+	g->inputs[0] = x;
+	g->num_inputs = 1;
+	g->outputs = malloc(sizeof(*g->outputs));
+	g->outputs[0] = y;
+	g->num_outputs = 1;
+	y->is_graph_output = true;
+	in[0] = x;
+	in[1] = weights(g, "w1", 4, w_d, -0.5f, 0.5f);
+	in[2] = weights(g, "b1", 1, c4, -0.1f, 0.1f);
+	add(g, "Conv", "conv1", in, 3, a);
+	set_int(add(g, "Softmax", "softmax", &a, 1, sm), "axis", 1);
+	in[0] = sm;
+	in[1] = weights(g, "w2", 4, w_d, -0.5f, 0.5f);
+	in[2] = weights(g, "b2", 1, c4, -0.1f, 0.1f);
+	add(g, "Conv", "conv2", in, 3, y);
+	t = npu_tensor_create(NPU_DTYPE_FLOAT, &x->shape);
+	for (i = 0; i < 4 * 36; i++)
+		((float *)t->data)[i] = uniform(-1.0f, 1.0f);
+	npu_compile_options_init(&o);
+	o.device = dev;
+	o.calib_inputs = &t;
+	o.num_calib_sets = 1;
+	o.keep_small_segments = true;
+	assert_int_equal(npu_graph_sort(g, &err), NPU_OK);
+	assert_int_equal(npu_graph_infer(g, true, &err), NPU_OK);
+	if (npu_compile_graph(g, &o, &c, &err) != NPU_OK)
+		fail_msg("compile: %s", err.msg);
+	assert_int_equal(c->num_segments, 2);
+	for (i = 0; i < c->num_records; i++) {
+		const struct npu_placement_record *r = &c->records[i];
+
+		print_message("# %s: %s\n", r->node, r->reason);
+		if (strcmp(r->op_type, "Softmax"))
+			continue;
+		found++;
+		/* 144 elements leave segment 0, 144 enter segment 1. */
+		assert_non_null(strstr(r->reason, "op not in the NPU ISA"));
+		assert_non_null(strstr(r->reason, "splits NPU segments 0 -> 1, est. 30 us"));
+		assert_non_null(strstr(r->reason, "288 elements crossing"));
+	}
+	assert_int_equal(found, 1);
+	npu_compiled_free(c);
+	npu_graph_destroy(g);
+	npu_device_close(dev);
+	npu_tensor_destroy(t);
+}
+
+/*
+ * Transposes by DMA: x[1,6,5,7] -> Conv1x1(8) -> a; then either
+ *   (0) Transpose(0,2,3,1) -> [1,5,7,8] (NHWC to NHWC: a transpose of the
+ *       stored [5*7][8] block) -> Conv1x1(5 -> 4), or
+ *   (1) with x[1,6,1,35]: Reshape [1,8,1,35] -> [1,8,35] (NHWC to
+ *       row-major: stored [35][8] -> [8][35]) -> Transpose(0,2,1) ->
+ *       [1,35,8] -> MatMul [8,3]: the pair puts every byte back, so it
+ *       runs as one plain copy,
+ *   (2) the same Reshape alone -> MatMul [35,3]: a DMA transpose,
+ * every node on the NPU, against the fp32 CPU graph.
+ */
+static struct npu_graph *build_transposes(int variant)
+{
+	struct npu_graph *g = npu_graph_create("tr");
+	const int64_t x0_d[4] = { 1, 6, 5, 7 }, a0_d[4] = { 1, 8, 5, 7 }, w1[4] = { 8, 6, 1, 1 };
+	const int64_t x1_d[4] = { 1, 6, 1, 35 }, a1_d[4] = { 1, 8, 1, 35 };
+	const int64_t t_d[4] = { 1, 5, 7, 8 }, w2[4] = { 4, 5, 1, 1 }, y0_d[4] = { 1, 4, 7, 8 };
+	const int64_t r_d[3] = { 1, 8, 35 }, u_d[3] = { 1, 35, 8 }, wm[2] = { 8, 3 };
+	const int64_t y1_d[3] = { 1, 35, 3 }, c8[1] = { 8 }, c4[1] = { 4 };
+	const int64_t wm2[2] = { 35, 3 }, y2_d[3] = { 1, 8, 3 };
+	const int64_t p0[4] = { 0, 2, 3, 1 }, p1[3] = { 0, 2, 1 };
+	struct npu_value *x = val(g, "x", 4, variant ? x1_d : x0_d);
+	struct npu_value *a = val(g, "a", 4, variant ? a1_d : a0_d), *in[3], *y;
+	struct npu_node *n;
+
+	x->is_graph_input = true;
+	g->inputs = malloc(sizeof(*g->inputs));
+	g->inputs[0] = x;
+	g->num_inputs = 1;
+	in[0] = x;
+	in[1] = weights(g, "w1", 4, w1, -0.5f, 0.5f);
+	in[2] = weights(g, "b1", 1, c8, -0.1f, 0.1f);
+	add(g, "Conv", "conv1", in, 3, a);
+	if (variant == 0) {
+		struct npu_value *t = val(g, "t", 4, t_d);
+
+		y = val(g, "y", 4, y0_d);
+		n = add(g, "Transpose", "nhwc_transpose", &a, 1, t);
+		set_ints(n, "perm", p0, 4);
+		in[0] = t;
+		in[1] = weights(g, "w2", 4, w2, -0.5f, 0.5f);
+		in[2] = weights(g, "b2", 1, c4, -0.1f, 0.1f);
+		add(g, "Conv", "conv2", in, 3, y);
+	} else {
+		struct npu_value *r = val(g, "r", 3, r_d), *u = val(g, "u", 3, u_d);
+		struct npu_shape ss = { .rank = 1, .dims = { 3 } };
+		struct npu_tensor *sh = npu_tensor_create(NPU_DTYPE_INT64, &ss);
+
+		y = val(g, "y", 3, variant == 1 ? y1_d : y2_d);
+		((int64_t *)sh->data)[0] = 1;
+		((int64_t *)sh->data)[1] = 8;
+		((int64_t *)sh->data)[2] = 35;
+		in[0] = a;
+		in[1] = npu_graph_add_constant(g, "shape", sh, NULL);
+		add(g, "Reshape", "to_rows", in, 2, r);
+		if (variant == 1) {
+			n = add(g, "Transpose", "rows_transpose", &r, 1, u);
+			set_ints(n, "perm", p1, 3);
+			in[0] = u;
+			in[1] = weights(g, "wm", 2, wm, -0.5f, 0.5f);
+		} else {
+			in[0] = r;
+			in[1] = weights(g, "wm", 2, wm2, -0.5f, 0.5f);
+		}
+		add(g, "MatMul", "fc", in, 2, y);
+	}
+	g->outputs = malloc(sizeof(*g->outputs));
+	g->outputs[0] = y;
+	g->num_outputs = 1;
+	y->is_graph_output = true;
+	return g;
+}
+
+static void test_transposes_by_dma_match_fp32(void **state)
+{
+	int variant;
+
+	(void)state;
+	for (variant = 0; variant < 3; variant++) {
+		struct npu_graph *ref, *g;
+		struct npu_compile_options o;
+		struct npu_device *dev = open_sim();
+		struct npu_compiled *c = NULL;
+		struct npu_error err = { 0 };
+		struct npu_tensor *x;
+		float want[4 * 7 * 8], got[4 * 7 * 8];
+		size_t i, count = variant == 0 ? 4 * 7 * 8 : variant == 1 ? 35 * 3 : 8 * 3;
+		size_t copies = 0, plain = 0;
+		double dot = 0, n1 = 0, n2 = 0, range = 0, worst = 0;
+
+		seed = 17;
+		ref = build_transposes(variant);
+		seed = 17;
+		g = build_transposes(variant);
+		seed = 4;
+		x = npu_tensor_create(NPU_DTYPE_FLOAT, &g->inputs[0]->shape);
+		for (i = 0; i < 6 * 5 * 7; i++)
+			((float *)x->data)[i] = uniform(-1.0f, 1.0f);
+		assert_int_equal(npu_graph_sort(ref, &err), NPU_OK);
+		if (npu_graph_infer(ref, true, &err) != NPU_OK)
+			fail_msg("infer: %s", err.msg);
+		run_graph(ref, x, want);
+		npu_compile_options_init(&o);
+		o.device = dev;
+		o.calib_inputs = &x;
+		o.num_calib_sets = 1;
+		o.keep_small_segments = true;
+		assert_int_equal(npu_graph_sort(g, &err), NPU_OK);
+		assert_int_equal(npu_graph_infer(g, true, &err), NPU_OK);
+		if (npu_compile_graph(g, &o, &c, &err) != NPU_OK)
+			fail_msg("compile: %s", err.msg);
+		for (i = 0; i < c->num_records; i++) {
+			print_message("# %-14s %-10s %s (%s)\n", c->records[i].node,
+				      c->records[i].op_type,
+				      c->records[i].placement == NPU_PLACE_NPU ? "npu" : "cpu",
+				      c->records[i].reason);
+			assert_int_equal(c->records[i].placement, NPU_PLACE_NPU);
+		}
+		assert_int_equal(c->num_segments, 1);
+		for (i = 0; i < c->segments[0]->prog.num_lops; i++) {
+			const struct npu_lop *l = &c->segments[0]->prog.lops[i];
+
+			copies += l->kind == NPU_LOP_COPY;
+			plain += l->kind == NPU_LOP_COPY && l->copy.rows == 1 && l->copy.count <= 1;
+		}
+		/* One lop each: a transpose, the undone pair as a plain copy. */
+		assert_int_equal(copies, 1);
+		assert_int_equal(plain, variant == 1 ? 1 : 0);
+		run_graph(g, x, got);
+		for (i = 0; i < count; i++) {
+			dot += (double)want[i] * got[i];
+			n1 += (double)want[i] * want[i];
+			n2 += (double)got[i] * got[i];
+			range = fmax(range, fabs(want[i]));
+			worst = fmax(worst, fabs(want[i] - got[i]));
+		}
+		print_message("# variant %d: cosine %.5f, max error %.4f of range %.3f\n", variant,
+			      dot / sqrt(n1 * n2), worst, range);
+		assert_true(dot / sqrt(n1 * n2) > 0.995);
+		assert_true(worst < 0.05 * range);
+		npu_graph_destroy(g);
+		npu_compiled_free(c);
+		npu_device_close(dev);
+		npu_graph_destroy(ref);
+		npu_tensor_destroy(x);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -975,6 +1390,9 @@ int main(void)
 		cmocka_unit_test(test_lut_input_range_drops_the_flat_part),
 		cmocka_unit_test(test_pointwise_chain_with_escaping_value_is_kept),
 		cmocka_unit_test(test_conv_transpose_and_resize_on_sim_match_fp32),
+		cmocka_unit_test(test_concat_split_and_big_global_pool_on_sim_match_fp32),
+		cmocka_unit_test(test_cpu_node_between_segments_reports_the_split),
+		cmocka_unit_test(test_transposes_by_dma_match_fp32),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -6,12 +6,14 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
 
 #include "compiler/passes/passes.h"
+#include "runtime/npu_runtime.h"
 
 static struct npu_value *input(struct npu_graph *g, const char *name, int rank,
 			       const int64_t *dims)
@@ -373,6 +375,302 @@ static void test_qdq_pairs_become_fixed_qparams(void **state)
 	npu_graph_destroy(g);
 }
 
+/* ---- CPU fusion (pass_cpu_fuse.c) ---- */
+
+/* A graph that imports opset 13 of the default domain (ops can run). */
+static struct npu_graph *graph13(void)
+{
+	struct npu_graph *g = npu_graph_create("test");
+
+	assert_non_null(g);
+	g->opsets = calloc(1, sizeof(*g->opsets));
+	assert_non_null(g->opsets);
+	g->opsets[0].domain = strdup("");
+	assert_non_null(g->opsets[0].domain);
+	g->opsets[0].version = 13;
+	g->num_opsets = 1;
+	return g;
+}
+
+static void set_int(struct npu_node *n, const char *name, int64_t v)
+{
+	struct npu_attr *a;
+
+	assert_int_equal(npu_node_set_attr_float(n, name, 0.0f), NPU_OK);
+	a = (struct npu_attr *)npu_node_attr(n, name);
+	a->type = NPU_ATTR_INT;
+	a->i = v;
+}
+
+static float frand(uint32_t *s)
+{
+	*s = *s * 1664525u + 1013904223u;
+	return (float)(*s >> 8) / (float)(1u << 24) * 2.0f - 1.0f;
+}
+
+static struct npu_value *rconst(struct npu_graph *g, const char *name, int rank,
+				const int64_t *dims, uint32_t *seed, float scale)
+{
+	float data[512];
+	int64_t n = 1;
+	int i;
+
+	for (i = 0; i < rank; i++)
+		n *= dims[i];
+	assert_true(n <= 512);
+	for (i = 0; i < n; i++)
+		data[i] = scale * frand(seed);
+	return constant(g, name, rank, dims, data);
+}
+
+static struct npu_value *scalar(struct npu_graph *g, const char *name, float f)
+{
+	int64_t d1[1] = { 1 };
+
+	return constant(g, name, 0, d1, &f);
+}
+
+static struct npu_node *binop(struct npu_graph *g, const char *op, const char *name,
+			      struct npu_value *a, struct npu_value *b, struct npu_value *out)
+{
+	struct npu_value *in[2] = { a, b };
+
+	return node(g, op, name, in, 2, out);
+}
+
+/*
+ * x -> conv(3x3 SAME) -> hard-swish as Add/Clip/Mul/Div -> * s + b = y1;
+ * y1 -> conv 1x1 -> + y1 (residual) -> Relu = out;
+ * y1 -> depthwise conv -> Sigmoid = out2 (a second output);
+ * x -> conv whose output has two readers (Mul by itself): left alone;
+ * y1 + y1 * HardSigmoid(conv(GlobalAveragePool(y1))) = out4;
+ * ConvTranspose(y1) -> Relu -> * 0.5 = out5.
+ */
+static struct npu_graph *fusable_graph(void)
+{
+	struct npu_graph *g = graph13();
+	uint32_t seed = 7;
+	int64_t dx[4] = { 1, 3, 9, 11 }, dw[4] = { 8, 3, 3, 3 }, db[1] = { 8 };
+	int64_t dw2[4] = { 8, 8, 1, 1 }, dwd[4] = { 8, 1, 3, 3 };
+	int64_t dy[4] = { 1, 8, 9, 11 };
+	struct npu_value *x = input(g, "x", 4, dx);
+	struct npu_value *w = rconst(g, "w", 4, dw, &seed, 1.0f);
+	struct npu_value *b = rconst(g, "b", 1, db, &seed, 0.5f);
+	struct npu_value *c = input(g, "c", 4, dy), *v[12];
+	struct npu_node *n;
+	char name[8];
+	int i;
+
+	/* Intermediate values: shaped as the conv output. */
+	c->is_graph_input = false;
+	g->inputs = calloc(1, sizeof(*g->inputs));
+	assert_non_null(g->inputs);
+	g->inputs[0] = x;
+	g->num_inputs = 1;
+	for (i = 0; i < 12; i++) {
+		snprintf(name, sizeof(name), "v%d", i);
+		v[i] = value_like(g, name, c);
+	}
+	{
+		struct npu_value *in[3] = { x, w, b };
+
+		n = node(g, "Conv", "conv0", in, 3, c);
+		assert_int_equal(npu_node_set_attr_string(n, "auto_pad", "SAME_UPPER"), NPU_OK);
+	}
+	binop(g, "Add", "hs_add", c, scalar(g, "three", 3.0f), v[0]);
+	{
+		struct npu_value *in[3] = { v[0], scalar(g, "zero", 0.0f), scalar(g, "six", 6.0f) };
+
+		node(g, "Clip", "hs_clip", in, 3, v[1]);
+	}
+	binop(g, "Mul", "hs_mul", v[1], c, v[2]);
+	binop(g, "Div", "hs_div", v[2], scalar(g, "six2", 6.0f), v[3]);
+	binop(g, "Mul", "lab_mul", v[3], scalar(g, "s", 0.7f), v[4]);
+	binop(g, "Add", "lab_add", scalar(g, "t", -0.2f), v[4], v[5]);	/* y1 */
+	{
+		struct npu_value *in[2] = { v[5], rconst(g, "w2", 4, dw2, &seed, 0.5f) };
+
+		node(g, "Conv", "conv1", in, 2, v[6]);
+	}
+	binop(g, "Add", "res_add", v[5], v[6], v[7]);
+	node(g, "Relu", "relu", &v[7], 1, v[8]);
+	mark_output(g, v[8]);
+	{
+		struct npu_value *in[2] = { v[5], rconst(g, "wd", 4, dwd, &seed, 1.0f) };
+
+		n = node(g, "Conv", "dw", in, 2, v[9]);
+		set_int(n, "group", 8);
+		assert_int_equal(npu_node_set_attr_string(n, "auto_pad", "SAME_LOWER"), NPU_OK);
+	}
+	node(g, "Sigmoid", "sig", &v[9], 1, v[10]);
+	mark_output(g, v[10]);
+	{
+		struct npu_value *in[3] = { x, w, b };
+
+		n = node(g, "Conv", "shared", in, 3, v[11]);
+		assert_int_equal(npu_node_set_attr_string(n, "auto_pad", "SAME_UPPER"), NPU_OK);
+	}
+	{
+		struct npu_value *sq = value_like(g, "sq", c);
+
+		binop(g, "Mul", "square", v[11], v[11], sq);
+		mark_output(g, sq);
+	}
+	{
+		/* Squeeze-excitation with a shortcut: y1 + y1 * hsig(conv(gap(y1))). */
+		int64_t d1[4] = { 1, 8, 1, 1 }, dse[4] = { 8, 8, 1, 1 };
+		struct npu_value *gap = input(g, "gap", 4, d1), *pre = value_like(g, "pre", gap);
+		struct npu_value *sc = value_like(g, "sc", gap), *mul = value_like(g, "semul", c);
+		struct npu_value *se = value_like(g, "se", c);
+		struct npu_value *in[2] = { gap, rconst(g, "wse", 4, dse, &seed, 1.0f) };
+
+		gap->is_graph_input = false;
+		node(g, "GlobalAveragePool", "gap", &v[5], 1, gap);
+		node(g, "Conv", "se_conv", in, 2, pre);
+		node(g, "HardSigmoid", "hsig", &pre, 1, sc);
+		binop(g, "Mul", "se_mul", v[5], sc, mul);
+		binop(g, "Add", "se_add", mul, v[5], se);
+		mark_output(g, se);
+	}
+	{
+		/* ConvTranspose (1x1, its tiled kernel) -> Relu -> * 0.5 */
+		int64_t dt[4] = { 8, 8, 1, 1 };
+		struct npu_value *in[2] = { v[5], rconst(g, "wt", 4, dt, &seed, 1.0f) };
+		struct npu_value *t0 = value_like(g, "t0", c), *t1 = value_like(g, "t1", c);
+		struct npu_value *t2 = value_like(g, "t2", c);
+
+		node(g, "ConvTranspose", "convt", in, 2, t0);
+		node(g, "Relu", "relu_t", &t0, 1, t1);
+		binop(g, "Mul", "half", t1, scalar(g, "h", 0.5f), t2);
+		mark_output(g, t2);
+	}
+	return g;
+}
+
+static size_t count_domain_op(const struct npu_graph *g, const char *domain, const char *op)
+{
+	size_t i, n = 0;
+
+	for (i = 0; i < g->num_nodes; i++)
+		n += !strcmp(g->nodes[i]->op_type, op) && !strcmp(g->nodes[i]->domain, domain);
+	return n;
+}
+
+static void run_graph(struct npu_graph *g, const struct npu_tensor *x, float *out,
+		      size_t per_out)
+{
+	struct npu_exec_options so = { .threads = 2 };
+	const struct npu_tensor *ins[] = { x };
+	struct npu_error err = { 0 };
+	struct npu_exec *s = NULL;
+	size_t o;
+
+	assert_int_equal(npu_exec_create(g, &so, &s, &err), NPU_OK);
+	if (npu_exec_run(s, ins, &err))
+		fail_msg("%s", err.msg);
+	for (o = 0; o < 5; o++) {
+		const struct npu_tensor *t = npu_exec_output(s, o);
+
+		assert_non_null(t);
+		assert_int_equal(t->nbytes, per_out * sizeof(float));
+		memcpy(out + o * per_out, t->data, t->nbytes);
+	}
+	npu_exec_destroy(s);
+}
+
+static void test_cpu_fuse_matches_unfused_graph(void **state)
+{
+	struct npu_graph *g = fusable_graph(), *f;
+	struct npu_error err = { 0 };
+	float xin[3 * 9 * 11], ref[5 * 8 * 9 * 11], got[5 * 8 * 9 * 11];
+	struct npu_tensor x = { .dtype = NPU_DTYPE_FLOAT,
+				.shape = { 4, { 1, 3, 9, 11 } },
+				.data = xin, .nbytes = sizeof(xin) };
+	uint32_t seed = 99;
+	size_t i, per = 8 * 9 * 11;
+
+	(void)state;
+	for (i = 0; i < sizeof(xin) / sizeof(xin[0]); i++)
+		xin[i] = 4.0f * frand(&seed);	/* across the hard-swish knees */
+	assert_int_equal(npu_graph_sort(g, &err), NPU_OK);
+	if (npu_graph_infer(g, true, &err))
+		fail_msg("%s", err.msg);
+	f = npu_graph_clone(g, &err);
+	assert_non_null(f);
+	assert_int_equal(npu_cpu_passes(f, &err), NPU_OK);
+
+	/*
+	 * conv0 + hard-swish + affine; conv1 + residual + Relu; dw + Sigmoid;
+	 * se_conv + HardSigmoid + 1 (the shortcut Add).
+	 */
+	assert_int_equal(count_domain_op(f, "ai.npu.cpu", "FusedConv"), 4);
+	assert_int_equal(count_op(f, "Clip"), 0);
+	assert_int_equal(count_op(f, "Div"), 0);
+	assert_int_equal(count_op(f, "Relu"), 0);
+	assert_int_equal(count_op(f, "Sigmoid"), 0);
+	assert_int_equal(count_op(f, "Add"), 0);
+	/* The conv read twice keeps its own op and its reader. */
+	assert_int_equal(count_domain_op(f, "", "Conv"), 1);
+	assert_int_equal(count_op(f, "Mul"), 2);	/* square, se_mul */
+	assert_int_equal(count_op(f, "HardSigmoid"), 0);
+	assert_int_equal(count_domain_op(f, "ai.npu.cpu", "FusedConvTranspose"), 1);
+	assert_int_equal(f->num_nodes, 9);
+
+	run_graph(g, &x, ref, per);
+	run_graph(f, &x, got, per);
+	for (i = 0; i < 5 * per; i++)
+		if (!(fabsf(got[i] - ref[i]) <= 1e-5f + 1e-5f * fabsf(ref[i])))
+			fail_msg("output %zu [%zu]: fused %.9g, unfused %.9g", i / per,
+				 i % per, got[i], ref[i]);
+	npu_graph_destroy(f);
+	npu_graph_destroy(g);
+}
+
+/* Lookalikes that are not hard-swish, or whose values are read twice. */
+static void test_cpu_fuse_leaves_lookalikes(void **state)
+{
+	struct npu_graph *g = graph13();
+	int64_t d[4] = { 1, 2, 3, 3 };
+	struct npu_value *x = input(g, "x", 4, d), *v[8];
+	struct npu_error err = { 0 };
+	char name[8];
+	int i;
+
+	(void)state;
+	for (i = 0; i < 8; i++) {
+		snprintf(name, sizeof(name), "v%d", i);
+		v[i] = value_like(g, name, x);
+	}
+	/* + 2 instead of + 3 */
+	binop(g, "Add", "a", x, scalar(g, "two", 2.0f), v[0]);
+	{
+		struct npu_value *in[3] = { v[0], scalar(g, "zero", 0.0f), scalar(g, "six", 6.0f) };
+
+		node(g, "Clip", "clip", in, 3, v[1]);
+	}
+	binop(g, "Mul", "m", v[1], x, v[2]);
+	binop(g, "Div", "d", v[2], scalar(g, "six2", 6.0f), v[3]);
+	mark_output(g, v[3]);
+	/* the right constants, but the Clip's output is also a graph output */
+	binop(g, "Add", "a2", x, scalar(g, "three", 3.0f), v[4]);
+	{
+		struct npu_value *in[3] = { v[4], scalar(g, "zero2", 0.0f), scalar(g, "six3", 6.0f) };
+
+		node(g, "Clip", "clip2", in, 3, v[5]);
+	}
+	mark_output(g, v[5]);
+	binop(g, "Mul", "m2", v[5], x, v[6]);
+	binop(g, "Div", "d2", v[6], scalar(g, "six4", 6.0f), v[7]);
+	mark_output(g, v[7]);
+	assert_int_equal(npu_graph_sort(g, &err), NPU_OK);
+	assert_int_equal(npu_graph_infer(g, true, &err), NPU_OK);
+	assert_int_equal(npu_cpu_passes(g, &err), NPU_OK);
+	assert_int_equal(count_op(g, "HardSwish"), 0);
+	assert_int_equal(count_op(g, "Clip"), 2);
+	assert_int_equal(g->num_nodes, 8);
+	npu_graph_destroy(g);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -384,6 +682,8 @@ int main(void)
 		cmocka_unit_test(test_activation_with_two_users_is_not_fused),
 		cmocka_unit_test(test_inverse_transposes_cancel),
 		cmocka_unit_test(test_qdq_pairs_become_fixed_qparams),
+		cmocka_unit_test(test_cpu_fuse_matches_unfused_graph),
+		cmocka_unit_test(test_cpu_fuse_leaves_lookalikes),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

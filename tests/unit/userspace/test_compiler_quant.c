@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <cmocka.h>
 
@@ -351,6 +352,71 @@ static void test_calibration_of_nothing_is_zero_range(void **state)
 	assert_true(mn == 0.0f && mx == 0.0f);
 }
 
+/*
+ * Bias correction: on an input whose every channel sits at its mean, the
+ * int8 weights with the corrected bias give exactly what the fp32 weights
+ * with the original bias give (the expected shift is removed), for a
+ * grouped conv (4 groups of 2 input / 3 output channels) and a depthwise
+ * one; without the correction they differ.
+ */
+static void check_bias_correction(size_t ic, size_t oc, size_t groups, size_t khw)
+{
+	size_t per = ic / groups * khw, icg = ic / groups, ocg = oc / groups, o, i, k;
+	float *w = malloc(oc * per * sizeof(*w)), *scales = malloc(oc * sizeof(*scales));
+	float *bias = malloc(oc * sizeof(*bias));
+	double *mean = malloc(ic * sizeof(*mean)), worst_before = 0;
+	int8_t *q = malloc(oc * per);
+	uint64_t seed = 7;
+
+	assert_non_null(w && scales && bias && mean && q);
+	for (i = 0; i < oc * per; i++) {
+		seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+		w[i] = (float)((int64_t)(seed >> 40) % 1000) / 997.0f;
+	}
+	for (i = 0; i < ic; i++)
+		mean[i] = 3.0 + (double)i * 0.75;	/* far from 0: a visible shift */
+	for (o = 0; o < oc; o++)
+		bias[o] = (float)o * 0.1f - 0.2f;
+	npu_quantize_weights_per_channel(w, oc, per, q, scales);
+	{
+		float *orig = malloc(oc * sizeof(*orig));
+
+		assert_non_null(orig);
+		memcpy(orig, bias, oc * sizeof(*orig));
+		npu_bias_correct(w, q, scales, oc, ic, groups, khw, mean, bias);
+		for (o = 0; o < oc; o++) {
+			double fp = orig[o], before = orig[o], after = bias[o];
+
+			for (i = 0; i < icg; i++)
+				for (k = 0; k < khw; k++) {
+					double x = mean[(o / ocg) * icg + i];
+
+					fp += w[(o * icg + i) * khw + k] * x;
+					before += q[(o * icg + i) * khw + k] * scales[o] * x;
+					after += q[(o * icg + i) * khw + k] * scales[o] * x;
+				}
+			assert_true(fabs(after - fp) < 1e-4 * (1.0 + fabs(fp)));
+			if (fabs(before - fp) > worst_before)
+				worst_before = fabs(before - fp);
+		}
+		free(orig);
+	}
+	assert_true(worst_before > 1e-3);	/* there was something to correct */
+	free(w);
+	free(scales);
+	free(bias);
+	free(mean);
+	free(q);
+}
+
+static void test_bias_correction_removes_the_mean_shift(void **state)
+{
+	(void)state;
+	check_bias_correction(8, 12, 4, 9);	/* grouped 3x3 */
+	check_bias_correction(16, 16, 16, 9);	/* depthwise 3x3 */
+	check_bias_correction(5, 7, 1, 1);	/* pointwise */
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -369,6 +435,7 @@ int main(void)
 		cmocka_unit_test(test_calibration_streamed_equals_whole),
 		cmocka_unit_test(test_calibration_method_names),
 		cmocka_unit_test(test_calibration_of_nothing_is_zero_range),
+		cmocka_unit_test(test_bias_correction_removes_the_mean_shift),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

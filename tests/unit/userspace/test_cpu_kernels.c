@@ -518,6 +518,7 @@ struct conv_case {
 	struct npu_conv2d_params p;
 	size_t pad_bottom, pad_right;
 	bool with_bias;
+	bool with_residual;	/* p.residual set by check_conv */
 };
 
 static double conv_ref(const struct npu_conv2d_params *p, const float *x,
@@ -594,7 +595,9 @@ static void run_conv(const struct npu_conv2d_params *p, const float *x,
 static void check_conv(struct rng *r, const struct conv_case *cc,
 		       struct npu_threadpool *pool)
 {
-	const struct npu_conv2d_params *p = &cc->p;
+	struct npu_conv2d_params pp = cc->p;
+	const struct npu_conv2d_params *p = &pp;
+	float *res = NULL;
 	size_t xs = p->batch * p->in_c * p->in_h * p->in_w;
 	size_t ws = p->out_c * (p->in_c / p->groups) * p->k_h * p->k_w;
 	size_t ys = p->batch * p->out_c * p->out_h * p->out_w;
@@ -608,6 +611,11 @@ static void check_conv(struct rng *r, const struct conv_case *cc,
 	fill_random(r, bias, p->out_c);
 	fill_nan(y, ys);
 	y[ys] = 4321.0f;
+	if (cc->with_residual) {
+		res = alloc_floats(ys);
+		fill_random(r, res, ys);
+		pp.residual = res;
+	}
 	run_conv(p, x, w, cc->with_bias ? bias : NULL, y, pool);
 	assert_true(y[ys] == 4321.0f);
 	for (b = 0; b < p->batch; b++)
@@ -616,23 +624,35 @@ static void check_conv(struct rng *r, const struct conv_case *cc,
 	for (ow = 0; ow < p->out_w; ow++) {
 		double mag, ref = conv_ref(p, x, w, cc->with_bias ? bias : NULL,
 					   b, oc, oh, ow, &mag);
-		double got = y[((b * p->out_c + oc) * p->out_h + oh) * p->out_w + ow];
+		size_t yi = ((b * p->out_c + oc) * p->out_h + oh) * p->out_w + ow;
+		double got = y[yi];
 		double tol;
 
+		if (res) {
+			ref += res[yi];
+			mag += fabs(res[yi]);
+		}
 		ref = act_ref(&p->act, ref);
-		tol = 4.0 * FLT_EPSILON * (double)(kdim + 2) * mag +
+		tol = 4.0 * FLT_EPSILON * (double)(kdim + 3) * mag +
 		      2e-6 * fabs(ref) + 1e-30;
+		if (p->act.post) {
+			ref = p->act.post_scale * ref + p->act.post_shift;
+			tol = tol * fabs(p->act.post_scale) +
+			      4.0 * FLT_EPSILON * (fabs(ref) + fabs(p->act.post_shift));
+		}
 		if (!(fabs(got - ref) <= tol))
 			fail_msg("conv n%zu c%zu %zux%zu -> oc%zu %zux%zu k%zux%zu "
-				 "s%zu,%zu d%zu,%zu pads %zu,%zu,%zu,%zu g%zu act %d: "
+				 "s%zu,%zu d%zu,%zu pads %zu,%zu,%zu,%zu g%zu act %d "
+				 "post %d res %d: "
 				 "y[%zu][%zu][%zu][%zu] = %.9g want %.9g (tol %.3g)",
 				 p->batch, p->in_c, p->in_h, p->in_w, p->out_c,
 				 p->out_h, p->out_w, p->k_h, p->k_w, p->stride_h,
 				 p->stride_w, p->dil_h, p->dil_w, p->pad_top,
 				 p->pad_left, cc->pad_bottom, cc->pad_right,
-				 p->groups, p->act.kind, b, oc, oh, ow, got, ref,
-				 tol);
+				 p->groups, p->act.kind, p->act.post, res != NULL,
+				 b, oc, oh, ow, got, ref, tol);
 	}
+	free(res);
 	free(x);
 	free(w);
 	free(bias);
@@ -648,6 +668,15 @@ static size_t out_extent(size_t in, size_t k, size_t s, size_t d, size_t p0,
 	if (in + p0 + p1 < span)
 		return 0;
 	return (in + p0 + p1 - span) / s + 1;
+}
+
+/* The fused extras, each in a third of the cases: residual, affine. */
+static void random_epilogue(struct rng *r, struct conv_case *cc)
+{
+	cc->with_residual = rng_below(r, 3) == 0;
+	cc->p.act.post = rng_below(r, 3) == 0;
+	cc->p.act.post_scale = cc->p.act.post ? 2.0f * rng_float(r) : 0.0f;
+	cc->p.act.post_shift = cc->p.act.post ? rng_float(r) : 0.0f;
 }
 
 /* Random convolution: kind 0 general, 1 depthwise, 2 pointwise, 3 grouped. */
@@ -693,6 +722,7 @@ static void random_conv(struct rng *r, int kind, struct conv_case *cc)
 	} while (!p->out_h || !p->out_w);
 	p->act = test_acts[rng_below(r, N_TEST_ACTS)];
 	cc->with_bias = rng_below(r, 3) != 0;
+	random_epilogue(r, cc);
 }
 
 static void test_conv2d_matches_reference_random_shapes(void **state)
@@ -721,10 +751,19 @@ static void test_conv2d_every_activation_each_path(void **state)
 	(void)state;
 	for (kind = 0; kind < 4; kind++) {
 		for (ai = 0; ai < N_TEST_ACTS; ai++) {
-			random_conv(&r, kind, &cc);
-			cc.p.act = test_acts[ai];
-			cc.with_bias = true;
-			check_conv(&r, &cc, NULL);
+			int epi;
+
+			/* Alone, with a residual, with an affine, both. */
+			for (epi = 0; epi < 4; epi++) {
+				random_conv(&r, kind, &cc);
+				cc.p.act = test_acts[ai];
+				cc.with_bias = true;
+				cc.with_residual = epi & 1;
+				cc.p.act.post = epi & 2;
+				cc.p.act.post_scale = -1.5f;
+				cc.p.act.post_shift = 0.25f;
+				check_conv(&r, &cc, NULL);
+			}
 		}
 	}
 }
@@ -875,6 +914,7 @@ static void test_conv2d_wide_rows_match_reference(void **state)
 			continue;
 		p->act = test_acts[wi % N_TEST_ACTS];
 		cc.with_bias = wi % 3 != 0;
+		random_epilogue(&r, &cc);
 		for (conv_mode = 0; conv_mode <= 2; conv_mode++)
 			check_conv(&r, &cc, conv_mode == 1 ? NULL : pool);
 	}
@@ -891,10 +931,12 @@ static void test_convtranspose_tiled_matches_reference(void **state)
 
 	(void)state;
 	assert_non_null(pool);
-	for (t = 0; t < 60; t++) {
+	/* k_w 2 (the register-blocked rows) in a third of the cases; rows
+	 * up to 80 wide cover its two-vector, one-vector and scalar parts. */
+	for (t = 0; t < 90; t++) {
 		struct npu_convt2d_params p = {
 			.batch = 1 + rng_below(&r, 2), .groups = 1 + (t % 3 == 2),
-			.in_h = 1 + rng_below(&r, 9), .in_w = 1 + rng_below(&r, 45),
+			.in_h = 1 + rng_below(&r, 9), .in_w = 1 + rng_below(&r, 80),
 			.k_h = 1 + rng_below(&r, 3), .k_w = 1 + rng_below(&r, 3),
 		};
 		size_t mg = 1 + rng_below(&r, 6), cg = 1 + rng_below(&r, 9);
@@ -904,6 +946,10 @@ static void test_convtranspose_tiled_matches_reference(void **state)
 
 		p.in_c = cg * p.groups;
 		p.out_c = mg * p.groups;
+		p.act = test_acts[rng_below(&r, N_TEST_ACTS)];
+		p.act.post = rng_below(&r, 3) == 0;
+		p.act.post_scale = p.act.post ? 2.0f * rng_float(&r) : 0.0f;
+		p.act.post_shift = p.act.post ? rng_float(&r) : 0.0f;
 		oh_n = p.in_h * p.k_h;
 		ow_n = p.in_w * p.k_w;
 		xs = p.batch * p.in_c * p.in_h * p.in_w;
@@ -927,7 +973,7 @@ static void test_convtranspose_tiled_matches_reference(void **state)
 		for (ow = 0; ow < ow_n; ow++) {
 			size_t g = oc / mg, mi = oc % mg, ih = oh / p.k_h, iw = ow / p.k_w;
 			size_t ki = oh % p.k_h, kj = ow % p.k_w, ci;
-			double ref = with_bias ? bias[oc] : 0.0, mag = fabs(ref), got;
+			double ref = with_bias ? bias[oc] : 0.0, mag = fabs(ref), got, tol;
 
 			for (ci = 0; ci < cg; ci++) {
 				size_t c = g * cg + ci;
@@ -937,8 +983,16 @@ static void test_convtranspose_tiled_matches_reference(void **state)
 				ref += v;
 				mag += fabs(v);
 			}
+			ref = act_ref(&p.act, ref);
+			tol = 4.0 * FLT_EPSILON * (double)(cg + 2) * mag +
+			      2e-6 * fabs(ref) + 1e-30;
+			if (p.act.post) {
+				ref = p.act.post_scale * ref + p.act.post_shift;
+				tol = tol * fabs(p.act.post_scale) +
+				      4.0 * FLT_EPSILON * (fabs(ref) + fabs(p.act.post_shift));
+			}
 			got = y[((b * p.out_c + oc) * oh_n + oh) * ow_n + ow];
-			if (!(fabs(got - ref) <= 4.0 * FLT_EPSILON * (double)(cg + 2) * mag + 1e-30))
+			if (!(fabs(got - ref) <= tol))
 				fail_msg("convT case %d y[%zu][%zu][%zu][%zu] = %.9g want %.9g",
 					 t, b, oc, oh, ow, got, ref);
 		}
@@ -995,6 +1049,34 @@ static void test_vec_binary_exact_every_op_and_stride(void **state)
 						}
 					}
 				}
+}
+
+/* Max reduction: exact, NaN elements skipped (fmaxf), -inf when empty. */
+static void test_vec_max_skips_nan_every_length(void **state)
+{
+	struct rng r = { 0x5eed0010u };
+	float x[200] = { 0 };
+	size_t n, i;
+
+	(void)state;
+	assert_true(isinf(npu_vec_max_f32(x, 0)) && npu_vec_max_f32(x, 0) < 0);
+	for (n = 1; n <= 200; n++) {
+		float want = -INFINITY;
+
+		for (i = 0; i < n; i++) {
+			x[i] = rng_below(&r, 7) ? rng_float(&r) * 100.0f : NAN;
+			want = fmaxf(want, x[i]);
+		}
+		/* The maximum anywhere: first, last, or in the tail. */
+		if (n % 3 == 0)
+			x[n - 1] = want = 1000.0f + (float)n;
+		else if (n % 5 == 0)
+			x[0] = want = 2000.0f;
+		assert_true(npu_vec_max_f32(x, n) == want);
+	}
+	for (i = 0; i < 200; i++)
+		x[i] = NAN;
+	assert_true(npu_vec_max_f32(x, 200) == -INFINITY);
 }
 
 static void test_vec_axpb_and_sum(void **state)
@@ -1269,6 +1351,7 @@ int main(void)
 		cmocka_unit_test(test_convtranspose_tiled_matches_reference),
 		cmocka_unit_test(test_vec_binary_exact_every_op_and_stride),
 		cmocka_unit_test(test_vec_axpb_and_sum),
+		cmocka_unit_test(test_vec_max_skips_nan_every_length),
 		cmocka_unit_test(test_threadpool_parallel_for_covers_range_once),
 		cmocka_unit_test(test_threadpool_back_to_back_short_runs),
 		cmocka_unit_test(test_pool2d_matches_reference_random_shapes),

@@ -2137,10 +2137,10 @@ static void test_max_unpool_scatters_and_checks_indices(void **state)
 	t_free(t);
 }
 
-static void test_dropout_training_with_zero_ratio_is_identity(void **state)
+static void test_dropout_training_keeps_all_at_ratio_0_else_scales_kept(void **state)
 {
 	static const float x[2] = { 1, 2 };
-	static const float zero[1] = { 0 }, half[1] = { 0.5f };
+	static const float zero[1] = { 0 }, half[1] = { 0.5f }, yes_ratio[1] = { 1.0f };
 	static const uint8_t yes[1] = { 1 }, mask[2] = { 1, 1 };
 	struct t_node *t = t_new("Dropout", 13, 2);
 
@@ -2153,21 +2153,28 @@ static void test_dropout_training_with_zero_ratio_is_identity(void **state)
 	assert_memory_equal(t->out_t[1].data, mask, sizeof(mask));
 	t_free(t);
 
-	/* Random dropout: refused at load time when the values are known... */
-	t = t_new("Dropout", 13, 1);
-	t_input(t, NPU_DTYPE_FLOAT, x, false, 1, D(2));
-	t_input(t, NPU_DTYPE_FLOAT, half, true, 0);
-	t_input(t, NPU_DTYPE_BOOL, yes, true, 0);
-	assert_int_equal(t_infer(t), NPU_ERR_UNSUPPORTED);
-	assert_msg_has(t, "ratio 0.5");
-	t_free(t);
-
-	/* ... and at run time when they are not. */
-	t = t_new("Dropout", 13, 1);
+	/* Random dropout (test_random_ops.c checks the draws): each kept
+	 * element is scaled by 1 / (1 - ratio), each dropped one is 0. */
+	t = t_new("Dropout", 13, 2);
 	t_input(t, NPU_DTYPE_FLOAT, x, false, 1, D(2));
 	t_input(t, NPU_DTYPE_FLOAT, half, false, 0);
 	t_input(t, NPU_DTYPE_BOOL, yes, false, 0);
-	assert_int_equal(t_try_run(t), NPU_ERR_UNSUPPORTED);
+	t_run(t);
+	for (int i = 0; i < 2; i++) {
+		float y = ((float *)t->out_t[0].data)[i];
+		bool kept = ((uint8_t *)t->out_t[1].data)[i] != 0;
+
+		assert_true(y == (kept ? 2 * x[i] : 0.0f));
+	}
+	t_free(t);
+
+	/* A ratio outside [0, 1) is refused as soon as it is known. */
+	t = t_new("Dropout", 13, 1);
+	t_input(t, NPU_DTYPE_FLOAT, x, false, 1, D(2));
+	t_input(t, NPU_DTYPE_FLOAT, yes_ratio, true, 0);
+	t_input(t, NPU_DTYPE_BOOL, yes, true, 0);
+	assert_int_equal(t_infer(t), NPU_ERR_INVALID_ARG);
+	assert_msg_has(t, "ratio 1 is outside [0, 1)");
 	t_free(t);
 }
 
@@ -2384,6 +2391,87 @@ static void test_mel_weight_matrix_triangle_and_bad_edges(void **state)
 	t_free(t);
 }
 
+/* ---- FusedConv (made by the CPU fusion pass) ---- */
+
+static void t_attr_floats(struct t_node *t, const char *name, float *v, size_t n)
+{
+	struct npu_attr *a = t_attr(t, name, NPU_ATTR_FLOATS);
+
+	a->floats = v;
+	a->count = n;
+}
+
+/* 1x1 conv, 2 channels to 1: y = post(clip(w . x + b + z)). */
+static void test_fused_conv_epilogue_order(void **state)
+{
+	static const float x[4] = { 1, 2, 3, 4 };	/* 1x2x1x2 */
+	static const float w[2] = { 1, 10 }, b[1] = { 0.5f };
+	static const float z[2] = { -20, 100 };
+	static float clip[2] = { -2, 8 };
+	/* conv + b: 31.5, 42.5; + z: 11.5, 142.5; clip: 8, 8; * -2 + 1 */
+	static const float want[2] = { -15, -15 };
+	struct t_node *t = t_new_in(NPU_CPU_FUSED_DOMAIN, "FusedConv", 1, 1);
+
+	(void)state;
+	t_input(t, NPU_DTYPE_FLOAT, x, false, 4, D(1), D(2), D(1), D(2));
+	t_input(t, NPU_DTYPE_FLOAT, w, true, 4, D(1), D(2), D(1), D(1));
+	t_input(t, NPU_DTYPE_FLOAT, b, true, 1, D(1));
+	t_input(t, NPU_DTYPE_FLOAT, z, false, 4, D(1), D(1), D(1), D(2));
+	t_attr_str(t, "activation", "Clip");
+	t_attr_floats(t, "activation_params", clip, 2);
+	t_attr_float(t, "post_scale", -2.0f);
+	t_attr_float(t, "post_shift", 1.0f);
+	t_run(t);
+	assert_shape(&t->out_t[0], 4, D(1), D(1), D(1), D(2));
+	assert_floats(t->out_t[0].data, want, 2, 0);
+	t_free(t);
+}
+
+static void test_fused_conv_rejects_bad_epilogues(void **state)
+{
+	static const float x[4] = { 0 }, w[2] = { 0 }, z[3] = { 0 };
+	static float one[1] = { 0.1f };
+	struct t_node *t;
+
+	(void)state;
+	/* An activation with no fused form. */
+	t = t_new_in(NPU_CPU_FUSED_DOMAIN, "FusedConv", 1, 1);
+	t_input(t, NPU_DTYPE_FLOAT, x, false, 4, D(1), D(2), D(1), D(2));
+	t_input(t, NPU_DTYPE_FLOAT, w, true, 4, D(1), D(2), D(1), D(1));
+	t_attr_str(t, "activation", "Tanh");
+	assert_int_equal(t_infer(t), NPU_ERR_UNSUPPORTED);
+	assert_non_null(strstr(t->err.msg, "activation 'Tanh'"));
+	t_free(t);
+	/* Clip with one parameter. */
+	t = t_new_in(NPU_CPU_FUSED_DOMAIN, "FusedConv", 1, 1);
+	t_input(t, NPU_DTYPE_FLOAT, x, false, 4, D(1), D(2), D(1), D(2));
+	t_input(t, NPU_DTYPE_FLOAT, w, true, 4, D(1), D(2), D(1), D(1));
+	t_attr_str(t, "activation", "Clip");
+	t_attr_floats(t, "activation_params", one, 1);
+	assert_int_not_equal(t_infer(t), NPU_OK);
+	assert_non_null(strstr(t->err.msg, "takes 2 activation_params, not 1"));
+	t_free(t);
+	/* A residual not shaped as the output. */
+	t = t_new_in(NPU_CPU_FUSED_DOMAIN, "FusedConv", 1, 1);
+	t_input(t, NPU_DTYPE_FLOAT, x, false, 4, D(1), D(2), D(1), D(2));
+	t_input(t, NPU_DTYPE_FLOAT, w, true, 4, D(1), D(2), D(1), D(1));
+	t_skip_input(t);
+	t_input(t, NPU_DTYPE_FLOAT, z, false, 4, D(1), D(1), D(1), D(3));
+	assert_int_not_equal(t_infer(t), NPU_OK);
+	assert_non_null(strstr(t->err.msg, "residual Z"));
+	t_free(t);
+	/* Not an attribute of FusedConv. */
+	t = t_new_in(NPU_CPU_FUSED_DOMAIN, "FusedConv", 1, 1);
+	t_input(t, NPU_DTYPE_FLOAT, x, false, 4, D(1), D(2), D(1), D(2));
+	t_input(t, NPU_DTYPE_FLOAT, w, true, 4, D(1), D(2), D(1), D(1));
+	t_attr_float(t, "alpha", 1.0f);
+	assert_int_not_equal(t_infer(t), NPU_OK);
+	assert_non_null(strstr(t->err.msg, "alpha"));
+	t_free(t);
+	/* The default domain has no FusedConv. */
+	assert_null(npu_cpu_op_find("", "FusedConv", 13));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -2479,7 +2567,7 @@ int main(void)
 		cmocka_unit_test(test_mvn_normalizes_per_channel),
 		cmocka_unit_test(test_det_batches_and_rejects_non_square),
 		cmocka_unit_test(test_max_unpool_scatters_and_checks_indices),
-		cmocka_unit_test(test_dropout_training_with_zero_ratio_is_identity),
+		cmocka_unit_test(test_dropout_training_keeps_all_at_ratio_0_else_scales_kept),
 		cmocka_unit_test(test_tfidf_counts_unigrams_once_and_bigrams),
 		cmocka_unit_test(test_adagrad_and_momentum_updates),
 		cmocka_unit_test(test_dft_onesided_impulse_and_bad_axis),
@@ -2487,6 +2575,8 @@ int main(void)
 		cmocka_unit_test(test_roi_align_averages_and_checks_batch_index),
 		cmocka_unit_test(test_max_float16_through_fp32),
 		cmocka_unit_test(test_mel_weight_matrix_triangle_and_bad_edges),
+		cmocka_unit_test(test_fused_conv_epilogue_order),
+		cmocka_unit_test(test_fused_conv_rejects_bad_epilogues),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * The quantization report (npu_plan_quant_report): a small model with one
+ * The quantization report (npu_plan_quant_report) and mixed precision
+ * (keep_fp32, accuracy_target): a small model with one
  * deliberately bad layer, a per-channel constant Mul whose one huge
  * channel (1000) stretches the per-tensor int8 range of the constant so
  * far that the other channels' factors (0.5) quantize to 0. The report
@@ -295,6 +296,250 @@ static void test_bias_that_would_saturate_is_kept_and_reported(void **state)
 	npu_engine_destroy(e);
 }
 
+/* ---- Mixed precision: keep_fp32 and accuracy_target ---- */
+
+static const struct npu_host_tensor shape_4x8x8 = { .dtype = NPU_TYPE_FLOAT, .rank = 4,
+						    .dims = { 1, 4, 8, 8 } };
+
+/* The bad-Mul model on the simulator with 'keep' / 'target'; NULL on a
+ * failed load or plan (npu_last_error() says why). */
+static int bias_correction;	/* for the next mixed_plan() */
+
+static struct npu_plan *mixed_plan(struct npu_engine *e, const char *keep, double target,
+				   int samples, struct npu_model **mp)
+{
+	struct npu_model_options mo;
+	struct npu_plan *plan = NULL;
+	size_t size;
+	void *buf = model(&size, 1000.0f);
+	npu_status st;
+
+	npu_model_options_init(&mo);
+	mo.device = "sim";
+	mo.calib_random = 1;
+	mo.calib_samples = samples;
+	mo.keep_small_segments = 1;
+	mo.keep_fp32 = keep;
+	mo.accuracy_target = target;
+	mo.bias_correction = bias_correction;
+	*mp = NULL;
+	st = npu_model_load_memory(e, buf, size, "bad-mul.onnx", &mo, mp);
+	free(buf);
+	if (st == NPU_OK && npu_model_get_plan(*mp, &shape_4x8x8, 1, &plan) != NPU_OK)
+		plan = NULL;
+	return plan;
+}
+
+static const struct npu_node_placement *placement_of(struct npu_plan *plan, const char *node,
+						     struct npu_node_placement *p)
+{
+	size_t i;
+
+	for (i = 0; i < npu_plan_num_placements(plan); i++)
+		if (npu_plan_placement(plan, i, p) == NPU_OK && !strcmp(p->node, node))
+			return p;
+	fail_msg("no placement for '%s'", node);
+	return NULL;
+}
+
+/* Cosine of the plan's model against the fp32 CPU model on fresh inputs
+ * (seeds the calibration never used). */
+static double fresh_cosine(struct npu_engine *e, struct npu_model *m)
+{
+	struct npu_model *cpu = NULL;
+	struct npu_session *s = NULL, *cs = NULL;
+	struct npu_host_tensor in = shape_4x8x8, y, r;
+	static float x[4 * 64];
+	double dot = 0, na = 0, nb = 0;
+	uint64_t seed = 0x5eed;
+	size_t size, i, k;
+	void *buf = model(&size, 1000.0f);
+
+	assert_int_equal(npu_model_load_memory(e, buf, size, "bad-mul.onnx", NULL, &cpu), NPU_OK);
+	free(buf);
+	assert_int_equal(npu_session_create(m, NULL, &s), NPU_OK);
+	assert_int_equal(npu_session_create(cpu, NULL, &cs), NPU_OK);
+	in.data = x;
+	in.nbytes = sizeof(x);
+	for (k = 0; k < 4; k++) {
+		for (i = 0; i < 4 * 64; i++) {
+			seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+			x[i] = (float)((seed >> 40) % 2001) / 1000.0f - 1.0f;
+		}
+		if (npu_session_run(s, &in, 1) != NPU_OK || npu_session_run(cs, &in, 1) != NPU_OK)
+			fail_msg("run: %s", npu_last_error());
+		assert_int_equal(npu_session_output(s, 0, &y), NPU_OK);
+		assert_int_equal(npu_session_output(cs, 0, &r), NPU_OK);
+		for (i = 0; i < r.nbytes / sizeof(float); i++) {
+			double a = ((float *)r.data)[i], b = ((float *)y.data)[i];
+
+			dot += a * b;
+			na += a * a;
+			nb += b * b;
+		}
+	}
+	npu_session_destroy(s);
+	npu_session_destroy(cs);
+	npu_model_destroy(cpu);
+	return na > 0 && nb > 0 ? dot / sqrt(na * nb) : 0.0;	/* all-zero output: 0 */
+}
+
+/*
+ * Two layers of the model break in int8: the Mul (its per-tensor constant
+ * loses 7 of 8 channels) and conv1, whose tiny channel 0 quantizes to a
+ * few levels of its per-tensor output that the Mul then multiplies by
+ * 1000. keep_fp32 = "conv1,scale": both leave the NPU (their placements
+ * say why), conv2 stays, and the model's answers come back, which only
+ * fp32 arithmetic for those nodes can do (all int8: cosine < 0.9).
+ */
+static void test_keep_fp32_runs_on_the_cpu(void **state)
+{
+	struct npu_engine *e = NULL;
+	struct npu_model *m = NULL, *m8 = NULL;
+	struct npu_plan *plan, *plan8;
+	struct npu_node_placement p;
+	struct npu_mixed_precision mp;
+	double cos_keep, cos_int8;
+
+	(void)state;
+	assert_int_equal(npu_engine_create(NULL, &e), NPU_OK);
+	plan = mixed_plan(e, "conv1,scale", 0, 4, &m);
+	if (!plan)
+		fail_msg("keep_fp32: %s", npu_last_error());
+	placement_of(plan, "scale", &p);
+	printf("# scale: %s (%s)\n", p.on_npu ? "npu" : "cpu", p.reason);
+	assert_int_equal(p.on_npu, 0);
+	assert_int_equal(p.segment, -1);
+	assert_non_null(strstr(p.reason, "kept in fp32"));
+	assert_int_equal(placement_of(plan, "conv1", &p)->on_npu, 0);
+	assert_non_null(strstr(p.reason, "kept in fp32"));
+	assert_int_equal(placement_of(plan, "conv2", &p)->on_npu, 1);
+	/* No target: nothing to report beyond the placement. */
+	npu_mixed_precision_init(&mp);
+	assert_int_equal(npu_plan_mixed_precision(plan, &mp), NPU_OK);
+	assert_true(mp.target == 0);
+	plan8 = mixed_plan(e, NULL, 0, 4, &m8);
+	assert_non_null(plan8);
+	assert_int_equal(placement_of(plan8, "scale", &p)->on_npu, 1);
+	cos_keep = fresh_cosine(e, m);
+	cos_int8 = fresh_cosine(e, m8);
+	printf("# cosine on fresh inputs: all int8 %.5f, conv1 and scale in fp32 %.5f\n", cos_int8,
+	       cos_keep);
+	assert_true(cos_int8 < 0.9);
+	assert_true(cos_keep > 0.999);
+	npu_plan_release(plan);
+	npu_plan_release(plan8);
+	npu_model_destroy(m);
+	npu_model_destroy(m8);
+	npu_engine_destroy(e);
+}
+
+/*
+ * accuracy_target 0.999: int8 alone misses it on the held-out samples;
+ * the search must find the two layers that break (conv1 and the Mul,
+ * above), keep them in fp32 and not conv2, reach the target on the
+ * held-out samples, and the plan must hold that on inputs it never saw.
+ */
+static void test_accuracy_target_is_reached_on_held_out_data(void **state)
+{
+	struct npu_engine *e = NULL;
+	struct npu_model *m = NULL;
+	struct npu_plan *plan;
+	struct npu_node_placement p;
+	struct npu_mixed_precision mp;
+	double fresh;
+	size_t i;
+
+	(void)state;
+	assert_int_equal(npu_engine_create(NULL, &e), NPU_OK);
+	plan = mixed_plan(e, NULL, 0.999, 8, &m);
+	if (!plan)
+		fail_msg("accuracy_target: %s", npu_last_error());
+	npu_mixed_precision_init(&mp);
+	assert_int_equal(npu_plan_mixed_precision(plan, &mp), NPU_OK);
+	printf("# target %g: held-out %zu, calibration %zu; cosine %.5f -> %.5f after %zu compilations; kept %zu:",
+	       mp.target, mp.holdout_samples, mp.calib_samples, mp.holdout_cosine_int8,
+	       mp.holdout_cosine, mp.compilations, mp.num_kept);
+	for (i = 0; i < mp.num_kept; i++)
+		printf(" %s (%.1f dB)", mp.kept[i], mp.kept_sqnr_db[i]);
+	printf("\n# segments %zu -> %zu, NPU cycles %llu -> %llu, CPU MACs %llu -> %llu\n",
+	       mp.segments_int8, mp.segments, (unsigned long long)mp.npu_cycles_int8,
+	       (unsigned long long)mp.npu_cycles, (unsigned long long)mp.cpu_macs_int8,
+	       (unsigned long long)mp.cpu_macs);
+	assert_true(mp.target == 0.999);
+	assert_int_equal(mp.holdout_samples, 2);	/* a quarter of 8 */
+	assert_int_equal(mp.calib_samples, 6);
+	assert_true(mp.holdout_cosine_int8 < 0.999);
+	assert_true(mp.reached);
+	assert_true(mp.holdout_cosine >= 0.999);
+	assert_int_equal(mp.num_kept, 2);
+	assert_true((!strcmp(mp.kept[0], "scale") && !strcmp(mp.kept[1], "conv1")) ||
+		    (!strcmp(mp.kept[0], "conv1") && !strcmp(mp.kept[1], "scale")));
+	assert_int_equal(placement_of(plan, "conv2", &p)->on_npu, 1);
+	assert_true(mp.compilations >= 2);
+	assert_true(mp.cpu_macs > mp.cpu_macs_int8);
+	placement_of(plan, "scale", &p);
+	assert_int_equal(p.on_npu, 0);
+	assert_non_null(strstr(p.reason, "accuracy target"));
+	fresh = fresh_cosine(e, m);
+	printf("# cosine on fresh inputs: %.5f\n", fresh);
+	assert_true(fresh >= 0.999);
+	npu_plan_release(plan);
+	npu_model_destroy(m);
+	/* The same with bias correction (calibration records channel means;
+	 * later trials take them from the calibration cache). */
+	bias_correction = 1;
+	plan = mixed_plan(e, NULL, 0.999, 8, &m);
+	bias_correction = 0;
+	if (!plan)
+		fail_msg("accuracy_target with bias correction: %s", npu_last_error());
+	npu_mixed_precision_init(&mp);
+	assert_int_equal(npu_plan_mixed_precision(plan, &mp), NPU_OK);
+	printf("# with bias correction: cosine %.5f -> %.5f, kept %zu\n", mp.holdout_cosine_int8,
+	       mp.holdout_cosine, mp.num_kept);
+	assert_true(mp.reached);
+	assert_true(fresh_cosine(e, m) >= 0.999);
+	npu_plan_release(plan);
+	npu_model_destroy(m);
+	npu_engine_destroy(e);
+}
+
+/* Bad input is refused naming what was wrong. */
+static void test_mixed_precision_bad_input(void **state)
+{
+	struct npu_engine *e = NULL;
+	struct npu_model *m = NULL;
+	static const double bad_targets[] = { 1.5, -0.1, NAN };
+	size_t i;
+
+	(void)state;
+	assert_int_equal(npu_engine_create(NULL, &e), NPU_OK);
+	/* A node the model does not have. */
+	assert_null(mixed_plan(e, "conv1,nosuch", 0, 4, &m));
+	printf("# %s\n", npu_last_error());
+	assert_non_null(strstr(npu_last_error(), "'nosuch'"));
+	assert_non_null(strstr(npu_last_error(), "no node named"));
+	npu_model_destroy(m);
+	/* An empty name. */
+	assert_null(mixed_plan(e, "conv1,,conv2", 0, 4, &m));
+	assert_null(m);
+	printf("# %s\n", npu_last_error());
+	assert_non_null(strstr(npu_last_error(), "keep_fp32"));
+	/* Targets outside [0, 1]. */
+	for (i = 0; i < sizeof(bad_targets) / sizeof(bad_targets[0]); i++) {
+		assert_null(mixed_plan(e, NULL, bad_targets[i], 4, &m));
+		assert_null(m);
+		printf("# %s\n", npu_last_error());
+		assert_non_null(strstr(npu_last_error(), "accuracy_target"));
+	}
+	/* One calibration sample cannot be split into calibration and hold-out. */
+	assert_null(mixed_plan(e, NULL, 0.99, 1, &m));
+	printf("# %s\n", npu_last_error());
+	assert_non_null(strstr(npu_last_error(), "at least 2"));
+	npu_model_destroy(m);
+	npu_engine_destroy(e);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -302,6 +547,9 @@ int main(void)
 		cmocka_unit_test(test_good_model_has_no_bad_layer),
 		cmocka_unit_test(test_cpu_model_is_refused),
 		cmocka_unit_test(test_bias_that_would_saturate_is_kept_and_reported),
+		cmocka_unit_test(test_keep_fp32_runs_on_the_cpu),
+		cmocka_unit_test(test_accuracy_target_is_reached_on_held_out_data),
+		cmocka_unit_test(test_mixed_precision_bad_input),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -90,6 +90,7 @@ enum npu_data_type {
 	NPU_TYPE_INT16 = 5,
 	NPU_TYPE_INT32 = 6,
 	NPU_TYPE_INT64 = 7,
+	NPU_TYPE_STRING = 8,	/* one packed buffer per tensor (below) */
 	NPU_TYPE_BOOL = 9,
 	NPU_TYPE_FLOAT16 = 10,
 	NPU_TYPE_DOUBLE = 11,
@@ -145,6 +146,24 @@ NPU_API npu_status npu_sequence_length(const struct npu_host_tensor *container,
 /* Item 'index' as a view into the container (data not copied). */
 NPU_API npu_status npu_sequence_item(const struct npu_host_tensor *container, size_t index,
 				     struct npu_host_tensor *item);
+
+/*
+ * A string tensor is a host tensor of dtype NPU_TYPE_STRING whose rank and
+ * dims are its shape and whose data is one self-contained buffer of
+ * nbytes holding all its strings (UTF-8 or any bytes; lengths are
+ * explicit). These functions write and read it.
+ */
+NPU_API size_t npu_string_tensor_bytes(const size_t *lengths, size_t count);
+/*
+ * Pack 'count' strings (strings[i] of lengths[i] bytes) into buf
+ * (npu_string_tensor_bytes() of them). count must equal the element count
+ * of the shape the tensor is given.
+ */
+NPU_API npu_status npu_string_tensor_pack(const char *const *strings, const size_t *lengths,
+					  size_t count, void *buf, size_t size);
+/* String 'index' of t as a view into its buffer (not NUL-terminated). */
+NPU_API npu_status npu_string_tensor_get(const struct npu_host_tensor *t, size_t index,
+					 const char **str, size_t *length);
 
 /* ---- Engine -------------------------------------------------------------- */
 
@@ -234,6 +253,25 @@ struct npu_model_options {
 	 * normal inputs (smoke tests: noise gives poor int8 ranges).
 	 */
 	int calib_random;
+	/*
+	 * Mixed precision (NPU devices; compiler.md). keep_fp32: nodes, by
+	 * name, that stay fp32 on the CPU, comma-separated ("conv1,conv7";
+	 * names as npu compile --explain shows them); a name no node has
+	 * fails the plan. accuracy_target: a cosine in (0, 1] that the
+	 * model's outputs must reach against fp32 on held-out samples, the
+	 * last quarter of the calibration samples (calibration then uses the
+	 * rest); the NPU nodes whose int8 error alone hurts the outputs most stay
+	 * fp32 on the CPU until it is reached (npu_plan_mixed_precision()
+	 * says which). 0: off.
+	 */
+	const char *keep_fp32;
+	double accuracy_target;
+	/*
+	 * 1: correct each convolution's bias for the mean shift its int8
+	 * weights make, from per-channel input means of the calibration
+	 * data (compiler.md, "Bias correction"); 0: off (the default).
+	 */
+	int bias_correction;
 };
 
 NPU_API void npu_model_options_init_sized(struct npu_model_options *opts,
@@ -368,6 +406,37 @@ NPU_API npu_status npu_plan_quant_report(struct npu_plan *plan, size_t max_sampl
 					 struct npu_quant_report **out);
 NPU_API void npu_quant_report_free(struct npu_quant_report *report);
 
+/*
+ * What npu_model_options.accuracy_target did to a plan. Cosines are
+ * against fp32 on the held-out samples, the lowest over the float
+ * outputs: with every NPU-capable node in int8 (only keep_fp32 on the
+ * CPU) and as planned. Costs per run, before and after: NPU segments,
+ * modeled NPU cycles (mean over the hold-out), MACs left to the CPU.
+ */
+struct npu_mixed_precision {
+	size_t struct_size;		/* sizeof(struct npu_mixed_precision) */
+	double target;			/* 0: the plan had no target */
+	size_t calib_samples, holdout_samples;
+	double holdout_cosine_int8, holdout_cosine;
+	int reached;			/* holdout_cosine >= target */
+	size_t compilations;		/* the search's trial compilations */
+	size_t num_kept;		/* nodes the search kept in fp32 */
+	const char *const *kept;	/* their names, most sensitive first */
+	const double *kept_sqnr_db;	/* output SQNR (dB) with only that node
+					 * in int8: what ranked it */
+	size_t segments_int8, segments;
+	uint64_t npu_cycles_int8, npu_cycles;
+	uint64_t cpu_macs_int8, cpu_macs;
+	uint32_t clock_mhz;		/* what the cycles count */
+};
+
+#define npu_mixed_precision_init(mp) \
+	((void)memset((mp), 0, sizeof(*(mp))), (mp)->struct_size = sizeof(*(mp)))
+
+/* Pointers in *out live as long as the plan. */
+NPU_API npu_status npu_plan_mixed_precision(const struct npu_plan *plan,
+					    struct npu_mixed_precision *out);
+
 /* Save a plan compiled for an NPU device (.npub): 'npu run FILE.npub'. */
 NPU_API npu_status npu_plan_save_compiled(const struct npu_plan *plan,
 					  const char *path);
@@ -496,6 +565,82 @@ struct npu_op_stats {
 NPU_API size_t npu_session_npu_num_ops(const struct npu_session *session);
 NPU_API npu_status npu_session_npu_op(const struct npu_session *session,
 				      size_t index, struct npu_op_stats *stats);
+
+/* ---- Measured steps of a run ---------------------------------------------------- */
+
+struct npu_run_options {
+	size_t struct_size;	/* sizeof(struct npu_run_options) */
+	/*
+	 * 1: measure every step of this run (each CPU node, each NPU segment)
+	 * for npu_session_run_timing() / npu_session_step_timing(). 0: no
+	 * clock is read per node and nothing is recorded.
+	 */
+	int timings;
+};
+
+NPU_API void npu_run_options_init_sized(struct npu_run_options *opts, size_t struct_size);
+#define npu_run_options_init(opts) \
+	npu_run_options_init_sized((opts), sizeof(*(opts)))
+
+/*
+ * npu_session_run() (plan NULL) or npu_session_run_plan() with options;
+ * opts may be NULL (the defaults).
+ */
+NPU_API npu_status npu_session_run_with(struct npu_session *session,
+					struct npu_plan *plan,
+					const struct npu_host_tensor *inputs,
+					size_t count,
+					const struct npu_run_options *opts);
+
+enum npu_step_kind {
+	NPU_STEP_CPU = 0,	/* one node on the host (If / Loop / Scan with their bodies) */
+	NPU_STEP_NPU = 1,	/* one NPU segment: quantize, one job, dequantize */
+};
+
+/*
+ * The last run, when it asked for timings. Times are ns of CLOCK_MONOTONIC
+ * (start_ns) or from start_ns (steps), measured on the calling thread.
+ */
+struct npu_run_timing {
+	size_t struct_size;	/* sizeof(struct npu_run_timing) */
+	uint64_t start_ns;	/* the session began running the plan */
+	uint64_t total_ns;	/* ... and had every output */
+	size_t steps;		/* in the order they started */
+	uint32_t clock_mhz;	/* what NPU cycles count (0: no NPU segment) */
+};
+
+/*
+ * One step. The host runs CPU steps that do not need a segment's outputs
+ * while its job is in flight, so a CPU step may lie inside an NPU step;
+ * CPU steps never overlap each other, nor NPU steps each other (a
+ * session has at most one job in flight). Strings live until the next run.
+ */
+struct npu_step_timing {
+	size_t struct_size;	/* sizeof(struct npu_step_timing) */
+	enum npu_step_kind kind;
+	const char *name;	/* CPU: the node's name; NPU: its node, "npu_segment_N" */
+	const char *op_type;	/* CPU: its op type; NPU: "NpuSegment" */
+	int segment;		/* NPU: segment index; CPU: -1 */
+	size_t nodes;		/* source nodes it runs (CPU: 1) */
+	const char *first_node, *last_node;	/* NPU: what the segment spans */
+	uint64_t start_ns;	/* began (NPU: quantizing its inputs) */
+	uint64_t end_ns;	/* outputs ready (NPU: dequantized) */
+	uint64_t submit_ns;	/* NPU: the job submitted ... */
+	uint64_t done_ns;	/* ... and seen complete by the device layer */
+	uint64_t cycles;	/* NPU: modeled device cycles of this job */
+};
+
+/* NPU_ERR_INVALID_ARG if the last run did not ask for timings or failed. */
+NPU_API npu_status npu_session_run_timing(const struct npu_session *session,
+					  struct npu_run_timing *timing);
+NPU_API npu_status npu_session_step_timing(const struct npu_session *session,
+					   size_t index,
+					   struct npu_step_timing *step);
+
+#define npu_run_timing_init(t) \
+	((void)memset((t), 0, sizeof(*(t))), (t)->struct_size = sizeof(*(t)))
+#define npu_step_timing_init(t) \
+	((void)memset((t), 0, sizeof(*(t))), (t)->struct_size = sizeof(*(t)))
 
 #ifdef __cplusplus
 }

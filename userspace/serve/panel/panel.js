@@ -98,6 +98,8 @@ function initCharts() {
 					let t = s.name + ': ' + s.dur_us.toFixed(1) + ' µs';
 					if (s.cycles !== undefined)
 						t += ', ' + s.cycles + ' modeled cycles';
+					if (s.job_dur_us !== undefined)
+						t += ', job submit to done ' + s.job_dur_us.toFixed(1) + ' µs';
 					return t;
 				} } },
 			},
@@ -214,6 +216,7 @@ function drawTimeline(st) {
 	el('timeline-info').textContent = 'model ' + t.model + ' version ' + t.version + ' on ' + t.device +
 		', request ' + (t.id ? '"' + t.id + '"' : '(no id)') + ' in a batch of ' + t.batch + ' (' +
 		t.requests_in_batch + ' requests), ' + new Date(t.time_ms).toLocaleTimeString() +
+		(t.run_us !== undefined ? ', run ' + t.run_us.toFixed(1) + ' µs' : '') +
 		(t.note ? '. ' + t.note + '.' : '');
 	chart.data.labels = t.spans.map((s) => s.name);
 	chart.data.datasets[0].data = t.spans.map((s) => ({ x: [s.start_us, s.start_us + Math.max(s.dur_us, 0.5)], y: s.name, span: s }));

@@ -17,6 +17,47 @@ struct observe_ctx {
 	int pass;
 };
 
+/* Per-channel sums of an NCHW value (bias correction); dropped on OOM. */
+static void observe_channels(struct npu_calib_table *t, size_t v, const struct npu_tensor *x)
+{
+	const float *d = x->data;
+	uint64_t hw, n, c, k;
+
+	if (x->shape.rank != 4 || x->shape.dims[1] <= 0 || x->shape.dims[1] > 65536 ||
+	    !t->chan_sum)
+		return;
+	if (!t->chan_sum[v]) {
+		t->chan_sum[v] = calloc((size_t)x->shape.dims[1], sizeof(double));
+		if (!t->chan_sum[v])
+			return;
+		t->channels[v] = (uint32_t)x->shape.dims[1];
+	}
+	if (t->channels[v] != x->shape.dims[1])
+		return;
+	hw = (uint64_t)(x->shape.dims[2] * x->shape.dims[3]);
+	for (n = 0; n < (uint64_t)x->shape.dims[0]; n++)
+		for (c = 0; c < t->channels[v]; c++) {
+			double s = 0;
+
+			for (k = 0; k < hw; k++, d++)
+				if (isfinite(*d))
+					s += *d;
+			t->chan_sum[v][c] += s;
+		}
+	t->chan_count[v] += (uint64_t)x->shape.dims[0] * hw;
+}
+
+bool npu_calib_channel_means(const struct npu_calib_table *t, size_t v, uint32_t channels,
+			     const double **sum, uint64_t *count)
+{
+	if (!t->chan_sum || v >= t->num_values || !t->chan_sum[v] || t->channels[v] != channels ||
+	    !t->chan_count[v])
+		return false;
+	*sum = t->chan_sum[v];
+	*count = t->chan_count[v];
+	return true;
+}
+
 static void observe_tensor(struct observe_ctx *c, const struct npu_value *v,
 			   const struct npu_tensor *x)
 {
@@ -24,9 +65,10 @@ static void observe_tensor(struct observe_ctx *c, const struct npu_value *v,
 
 	if (!v || !x || x->dtype != NPU_DTYPE_FLOAT || v->index >= t->num_values)
 		return;
-	if (c->pass == 1)
+	if (c->pass == 1) {
 		npu_calib_observe_minmax(&t->stats[v->index], x->data, x->nbytes / sizeof(float));
-	else
+		observe_channels(t, v->index, x);
+	} else
 		npu_calib_observe_hist(&t->stats[v->index], x->data, x->nbytes / sizeof(float));
 	t->seen[v->index] = true;
 }
@@ -150,8 +192,12 @@ npu_status npu_calibrate(struct npu_graph *graph,
 	table->num_values = graph->num_values;
 	table->stats = malloc(table->num_values * sizeof(*table->stats) + 1);
 	table->seen = calloc(table->num_values + 1, sizeof(*table->seen));
+	table->chan_sum = calloc(table->num_values + 1, sizeof(*table->chan_sum));
+	table->chan_count = calloc(table->num_values + 1, sizeof(*table->chan_count));
+	table->channels = calloc(table->num_values + 1, sizeof(*table->channels));
 	set = calloc(graph->num_inputs + 1, sizeof(*set));
-	if (!table->stats || !table->seen || !set) {
+	if (!table->stats || !table->seen || !set || !table->chan_sum || !table->chan_count ||
+	    !table->channels) {
 		free(set);
 		npu_calib_table_free(table);
 		return npu_error_set(err, NPU_ERR_NO_MEMORY, "calibration: out of memory");
@@ -188,7 +234,19 @@ struct calib_entry {
 	char *name;
 	bool seen;
 	struct npu_calib_stats stats;
+	double *chan_sum;	/* owned; NULL: none */
+	uint64_t chan_count;
+	uint32_t channels;
 };
+
+static double *dup_sums(const double *s, uint32_t n)
+{
+	double *d = s && n ? malloc(n * sizeof(*d)) : NULL;
+
+	if (d)
+		memcpy(d, s, n * sizeof(*d));
+	return d;
+}
 
 struct npu_calib_cache {
 	struct calib_entry *e;		/* sorted by name */
@@ -207,8 +265,10 @@ void npu_calib_cache_destroy(struct npu_calib_cache *c)
 
 	if (!c)
 		return;
-	for (i = 0; i < c->count; i++)
+	for (i = 0; i < c->count; i++) {
 		free(c->e[i].name);
+		free(c->e[i].chan_sum);
+	}
 	free(c->e);
 	free(c);
 }
@@ -272,6 +332,14 @@ static npu_status cache_store(struct npu_calib_cache *c, const struct npu_graph 
 		}
 		e[n].seen = t->seen[v->index];
 		e[n].stats = t->stats[v->index];
+		e[n].chan_sum = NULL;
+		e[n].chan_count = 0;
+		e[n].channels = 0;
+		if (t->chan_sum && t->chan_sum[v->index]) {	/* dropped on OOM */
+			e[n].chan_sum = dup_sums(t->chan_sum[v->index], t->channels[v->index]);
+			e[n].channels = e[n].chan_sum ? t->channels[v->index] : 0;
+			e[n].chan_count = t->chan_count[v->index];
+		}
 		n++;
 	}
 	c->count = n;
@@ -305,7 +373,11 @@ npu_status npu_calibrate_cached(struct npu_graph *graph,
 	table->num_values = graph->num_values;
 	table->stats = malloc(table->num_values * sizeof(*table->stats) + 1);
 	table->seen = calloc(table->num_values + 1, sizeof(*table->seen));
-	if (!table->stats || !table->seen) {
+	table->chan_sum = calloc(table->num_values + 1, sizeof(*table->chan_sum));
+	table->chan_count = calloc(table->num_values + 1, sizeof(*table->chan_count));
+	table->channels = calloc(table->num_values + 1, sizeof(*table->channels));
+	if (!table->stats || !table->seen || !table->chan_sum || !table->chan_count ||
+	    !table->channels) {
 		npu_calib_table_free(table);
 		return npu_error_set(err, NPU_ERR_NO_MEMORY, "calibration: out of memory");
 	}
@@ -317,6 +389,9 @@ npu_status npu_calibrate_cached(struct npu_graph *graph,
 		if (e) {
 			table->stats[i] = e->stats;
 			table->seen[i] = e->seen;
+			table->chan_sum[i] = dup_sums(e->chan_sum, e->channels);
+			table->channels[i] = table->chan_sum[i] ? e->channels : 0;
+			table->chan_count[i] = e->chan_count;
 		}
 	}
 	return NPU_OK;
@@ -324,6 +399,13 @@ npu_status npu_calibrate_cached(struct npu_graph *graph,
 
 void npu_calib_table_free(struct npu_calib_table *t)
 {
+	size_t i;
+
+	for (i = 0; t->chan_sum && i < t->num_values; i++)
+		free(t->chan_sum[i]);
+	free(t->chan_sum);
+	free(t->chan_count);
+	free(t->channels);
 	free(t->stats);
 	free(t->seen);
 	memset(t, 0, sizeof(*t));

@@ -115,6 +115,74 @@ static size_t make_slices(uint32_t out_c, uint32_t in_c, uint32_t groups,
 	return n;
 }
 
+/* ---- Folded convolutions (few input channels) ------------------------- */
+
+static int64_t floor_div(int64_t a, int64_t b)
+{
+	int64_t q = a / b;
+
+	return q - (a % b != 0 && (a < 0) != (b < 0));
+}
+
+bool npu_conv_fold_phase(uint32_t in_w, uint32_t out_w, uint32_t in_c, uint32_t out_c,
+			 uint32_t k_h, uint32_t k_w, uint32_t stride_w, uint32_t pad_left,
+			 uint32_t fold_w, uint32_t r, struct npu_fold_phase *ph)
+{
+	int64_t off, last = 0, pr, in_w_v, out_w_v;
+	uint64_t woff = 0;
+	uint32_t R, i;
+
+	memset(ph, 0, sizeof(*ph));
+	if (!fold_w || !stride_w || !k_w || fold_w % stride_w || in_w % fold_w)
+		return false;
+	R = fold_w / stride_w;
+	if (out_w % R || r >= R)
+		return false;
+	in_w_v = in_w / fold_w;
+	out_w_v = out_w / R;
+	for (i = 0; i <= r; i++) {
+		/* Output column R m + i starts at input pixel F m + off. */
+		off = (int64_t)stride_w * i - pad_left;
+		ph->first = (int32_t)floor_div(off, fold_w);
+		last = floor_div(off + k_w - 1, fold_w);
+		ph->k_w = (uint32_t)(last - ph->first + 1);
+		ph->weight_off = woff;
+		woff += (uint64_t)out_c * k_h * ph->k_w * fold_w * in_c;
+	}
+	if (ph->first > 0)
+		return false;	/* would need an input offset, not a pad */
+	ph->pad_left = (uint32_t)-ph->first;
+	/* The exact right pad for out_w_v outputs; read fewer pixels if negative. */
+	pr = out_w_v - 1 + ph->k_w - in_w_v - ph->pad_left;
+	ph->in_w = (uint32_t)in_w_v;
+	if (pr < 0) {
+		ph->in_w = (uint32_t)(in_w_v + pr);
+		pr = 0;
+	}
+	ph->pad_right = (uint32_t)pr;
+	return ph->in_w >= 1 && ph->k_w <= 255 && ph->pad_left <= 255 && pr <= 255 &&
+	       ph->k_w <= ph->in_w + ph->pad_left + pr && in_w_v <= UINT16_MAX &&
+	       (uint64_t)fold_w * in_c <= UINT16_MAX;
+}
+
+/* Weight bytes per output channel of a conv lop (all phases when folded). */
+static uint64_t conv_wpo(const struct npu_lop *l, const struct npu_act *in,
+			 const struct npu_act *out)
+{
+	struct npu_fold_phase ph;
+	uint32_t R;
+
+	if (!l->conv.fold_w)
+		return (uint64_t)l->conv.k_h * l->conv.k_w * (in->c / l->conv.groups);
+	R = l->conv.fold_w / l->conv.stride_w;
+	if (!R || !npu_conv_fold_phase(in->w, out->w, in->c, out->c, l->conv.k_h, l->conv.k_w,
+				       l->conv.stride_w, l->conv.pad_left, l->conv.fold_w,
+				       R - 1, &ph))
+		return 0;
+	return (ph.weight_off + (uint64_t)out->c * l->conv.k_h * ph.k_w * l->conv.fold_w * in->c) /
+	       out->c;
+}
+
 /* ---- Tiling plans ----------------------------------------------------- */
 
 struct plan {
@@ -217,13 +285,63 @@ static uint64_t conv_out_bytes(const void *c, uint32_t rows)
 	return (uint64_t)rows * x->out->w * x->chunk;
 }
 
+/* Phase-split ConvTranspose: p->rows counts *input* rows per tile. */
+struct phase_ctx {
+	const struct npu_act *in, *out;
+	uint32_t ph;
+};
+
+static uint64_t phase_in_bytes(const void *c, uint32_t rows)
+{
+	const struct phase_ctx *x = c;
+
+	return (uint64_t)rows * x->in->w * x->in->c;
+}
+
+static uint64_t phase_out_bytes(const void *c, uint32_t rows)
+{
+	const struct phase_ctx *x = c;
+
+	return (uint64_t)rows * x->ph * x->out->w * x->out->c;
+}
+
+static bool plan_phases(const struct npu_segment_program *prog,
+			const struct npu_lop *l, uint32_t sram, struct plan *p,
+			char *why, size_t why_size)
+{
+	const struct npu_act *in = &prog->acts[l->in], *out = &prog->acts[l->out];
+	struct phase_ctx ctx = { .in = in, .out = out, .ph = l->conv.phase_h };
+	uint32_t f = l->conv.fold_w ? l->conv.fold_w : 1;
+	uint64_t pc = (uint64_t)f * l->conv.phase_w * out->c;
+	uint64_t consts = l->conv.phase_h * slice_const_bytes(pc, (uint64_t)f * in->c,
+							      l->conv.q.bias != NULL,
+							      l->conv.q.lut != NULL);
+
+	if (out->h != in->h * l->conv.phase_h || out->w != in->w * l->conv.phase_w ||
+	    in->n != out->n || pc > UINT16_MAX || in->w % f || (uint64_t)f * in->c > UINT16_MAX) {
+		snprintf(why, why_size, "phase-split transposed conv: %ux%u -> %ux%u is not x%ux%u",
+			 in->h, in->w, out->h, out->w, l->conv.phase_h, l->conv.phase_w);
+		return false;
+	}
+	p->chunk = (uint32_t)pc;
+	if (consts < sram)
+		p->rows = fit_rows(p, consts, in->h, phase_in_bytes, phase_out_bytes, 0, &ctx, sram);
+	if (p->rows)
+		return true;
+	snprintf(why, why_size, "weights of %u phases and one input row of %ux%u do not fit in SRAM",
+		 l->conv.phase_h, in->w, in->c);
+	return false;
+}
+
 static bool plan_conv(const struct npu_segment_program *prog,
 		      const struct npu_lop *l, uint32_t sram, struct plan *p,
 		      char *why, size_t why_size)
 {
+	if (l->conv.phase_h)
+		return plan_phases(prog, l, sram, p, why, why_size);
 	const struct npu_act *in = &prog->acts[l->in], *out = &prog->acts[l->out];
 	uint32_t groups = l->conv.groups, opg = out->c / groups;
-	uint64_t wpo = (uint64_t)l->conv.k_h * l->conv.k_w * (in->c / groups);
+	uint64_t wpo = conv_wpo(l, in, out);
 	bool dw = is_depthwise(l, in, out);
 	struct conv_ctx ctx = { .l = l, .in = in, .out = out };
 	uint32_t chunk;
@@ -241,7 +359,7 @@ static bool plan_conv(const struct npu_segment_program *prog,
 			if (p->rows)
 				return true;
 		}
-		if (dw)
+		if (dw || l->conv.fold_w || !wpo)
 			break;	/* depthwise slices would re-read everything */
 		if (chunk > opg)
 			chunk = (chunk / opg) > 1 ? (chunk / opg / 2) * opg : opg;
@@ -429,6 +547,69 @@ static bool plan_resize(const struct npu_segment_program *prog,
 	return false;
 }
 
+/*
+ * COPY: a plain copy is one VA-to-VA DMA and needs no SRAM. A requantizing
+ * copy streams whole rows through SRAM (LUT in place); a row too long for
+ * SRAM goes in pieces ('rows' 0 in the plan means: p->chunk bytes each).
+ */
+static bool copy_in_bounds(uint64_t off, uint64_t stride, uint32_t rows,
+			   uint32_t row_bytes, uint64_t size)
+{
+	return rows && row_bytes && stride >= row_bytes &&
+	       off + (uint64_t)(rows - 1) * stride + row_bytes <= size;
+}
+
+static bool plan_copy(const struct npu_segment_program *prog,
+		      const struct npu_lop *l, uint32_t sram, struct plan *p,
+		      char *why, size_t why_size)
+{
+	const struct npu_act *in = &prog->acts[l->in], *out = &prog->acts[l->out];
+	struct flat_ctx ctx = { .unit = l->copy.row_bytes };
+	uint32_t lo, hi;
+
+	uint64_t last = l->copy.count > 1 ? l->copy.count - 1 : 0;
+
+	if (!copy_in_bounds(l->copy.src_off + last * l->copy.src_step,
+			    l->copy.rows > 1 ? l->copy.src_stride : l->copy.row_bytes,
+			    l->copy.rows, l->copy.row_bytes, npu_act_bytes(in)) ||
+	    !copy_in_bounds(l->copy.dst_off + last * l->copy.dst_step,
+			    l->copy.rows > 1 ? l->copy.dst_stride : l->copy.row_bytes,
+			    l->copy.rows, l->copy.row_bytes, npu_act_bytes(out))) {
+		snprintf(why, why_size, "copy of %u rows of %u bytes lies outside its tensors",
+			 l->copy.rows, l->copy.row_bytes);
+		return false;
+	}
+	p->chunk = l->copy.row_bytes;
+	if (!l->copy.lut) {
+		p->rows = l->copy.rows;
+		return true;
+	}
+	p->rows = fit_rows(p, 256, l->copy.rows, flat_bytes, flat_bytes, 0, &ctx, sram);
+	if (p->rows)
+		return true;
+	/* One row does not fit: the largest 64-byte multiple that does. */
+	lo = 0;
+	hi = l->copy.row_bytes / SRAM_ALIGN;
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo + 1) / 2;
+		struct plan t;
+
+		if (plan_layout(&t, 256, (uint64_t)mid * SRAM_ALIGN, 0,
+				(uint64_t)mid * SRAM_ALIGN, sram))
+			lo = mid;
+		else
+			hi = mid - 1;
+	}
+	if (!lo) {
+		snprintf(why, why_size, "a requantizing copy does not fit in SRAM");
+		return false;
+	}
+	plan_layout(p, 256, (uint64_t)lo * SRAM_ALIGN, 0, (uint64_t)lo * SRAM_ALIGN, sram);
+	p->chunk = lo * SRAM_ALIGN;
+	p->rows = 0;
+	return true;
+}
+
 static bool plan_lop(const struct npu_segment_program *prog,
 		     const struct npu_lop *l, uint32_t sram, struct plan *p,
 		     char *why, size_t why_size)
@@ -446,6 +627,8 @@ static bool plan_lop(const struct npu_segment_program *prog,
 		return plan_flat(prog, l, sram, p, why, why_size);
 	case NPU_LOP_RESIZE:
 		return plan_resize(prog, l, sram, p, why, why_size);
+	case NPU_LOP_COPY:
+		return plan_copy(prog, l, sram, p, why, why_size);
 	}
 	snprintf(why, why_size, "unknown op kind %d", (int)l->kind);
 	return false;
@@ -744,7 +927,33 @@ static npu_status conv_compute(struct emitter *e, void *ctx, size_t tile, int bu
 			.act_min = q->act_min, .act_max = q->act_max,
 		};
 
-		EMIT(e, npu_cmdbuf_conv2d(e->cb, &cv));
+		if (l->conv.fold_w) {
+			/* Column phases over wide pixels, interleaved in place. */
+			uint32_t R = l->conv.fold_w / l->conv.stride_w, r;
+
+			for (r = 0; r < R; r++) {
+				struct npu_fold_phase ph;
+				struct npu_insn_conv2d f = cv;
+
+				npu_conv_fold_phase(c->in->w, c->out->w, c->in->c, c->out->c,
+						    l->conv.k_h, l->conv.k_w, l->conv.stride_w,
+						    l->conv.pad_left, l->conv.fold_w, r, &ph);
+				f.weight = cv.weight + (uint32_t)ph.weight_off;
+				f.output = cv.output + r * oc;
+				f.in_w = (uint16_t)ph.in_w;
+				f.in_c = (uint16_t)(l->conv.fold_w * c->in->c);
+				f.in_pixel_stride = l->conv.fold_w * c->in->c;
+				f.out_w = (uint16_t)(c->out->w / R);
+				f.out_pixel_stride = R * oc;
+				f.k_w = (uint8_t)ph.k_w;
+				f.stride_w = 1;
+				f.pad_left = (uint8_t)ph.pad_left;
+				f.pad_right = (uint8_t)ph.pad_right;
+				EMIT(e, npu_cmdbuf_conv2d(e->cb, &f));
+			}
+		} else {
+			EMIT(e, npu_cmdbuf_conv2d(e->cb, &cv));
+		}
 		if (q->lut)
 			EMIT(e, npu_cmdbuf_lut(e->cb, 0, cv.output, cv.output,
 					       c->p.sram_consts + sl->lut_off,
@@ -793,6 +1002,9 @@ static uint64_t conv_taps(uint32_t k, uint32_t dil, uint32_t ins)
 	return (k + period - 1) / period;
 }
 
+static npu_status gen_phases(struct emitter *e, const struct npu_lop *l,
+			     const struct plan *p);
+
 static npu_status gen_conv_or_pool(struct emitter *e, const struct npu_lop *l,
 				   const struct plan *p)
 {
@@ -808,9 +1020,11 @@ static npu_status gen_conv_or_pool(struct emitter *e, const struct npu_lop *l,
 	npu_status st = NPU_OK;
 	size_t i;
 
+	if (!c.pool && l->conv.phase_h)
+		return gen_phases(e, l, p);
 	c.row_tiles = (c.out->h + p->rows - 1) / p->rows;
 	if (!c.pool) {
-		uint64_t wpo = (uint64_t)l->conv.k_h * l->conv.k_w * (c.in->c / l->conv.groups);
+		uint64_t wpo = conv_wpo(l, c.in, c.out);
 		size_t max = c.out->c;
 
 		c.slices = calloc(max, sizeof(*c.slices));
@@ -836,6 +1050,147 @@ static npu_status gen_conv_or_pool(struct emitter *e, const struct npu_lop *l,
 	ops.count = c.num_slices * c.in->n * c.row_tiles;
 	st = run_tiles(e, &ops, &c);
 	free(c.slices);
+	return st;
+}
+
+/* ---- ConvTranspose with kernel = stride, as phase convolutions -------- */
+
+struct phase_tiles {
+	const struct npu_lop *l;
+	const struct npu_act *in, *out;
+	struct plan p;
+	struct slice *sl;	/* one per row phase, contiguous in the blob */
+	uint32_t row_tiles;	/* per image */
+	size_t blob_off, blob_size;
+};
+
+static void phase_tile(const struct phase_tiles *c, size_t tile, uint32_t *img,
+		       uint32_t *r0, uint32_t *r1)
+{
+	*img = (uint32_t)(tile / c->row_tiles);
+	*r0 = (uint32_t)(tile % c->row_tiles) * c->p.rows;
+	*r1 = *r0 + c->p.rows < c->in->h ? *r0 + c->p.rows : c->in->h;
+}
+
+static npu_status phase_consts(struct emitter *e, void *ctx, size_t tile, bool *changed)
+{
+	struct phase_tiles *c = ctx;
+
+	*changed = tile == 0;
+	if (!*changed)
+		return NPU_OK;
+	return emit_consts(e, c->blob_off, c->blob_size, c->p.sram_consts);
+}
+
+static npu_status phase_load(struct emitter *e, void *ctx, size_t tile, int buf)
+{
+	struct phase_tiles *c = ctx;
+	uint64_t row = (uint64_t)c->in->w * c->in->c;
+	uint32_t img, r0, r1;
+
+	phase_tile(c, tile, &img, &r0, &r1);
+	EMIT(e, npu_cmdbuf_dma_copy_1d(e->cb, 0, NPU_SPACE_SRAM, c->p.sram_in[buf], NPU_SPACE_VA,
+				       arena(e, c->in->offset + ((uint64_t)img * c->in->h + r0) * row),
+				       (uint32_t)((r1 - r0) * row)));
+	return NPU_OK;
+}
+
+/*
+ * Row phase dy is a 1x1 convolution to the (dx, oc) channels of output
+ * rows s * i + dy: written in place with the output's row stride, the
+ * phases interleave into the finished NHWC rows.
+ */
+static npu_status phase_compute(struct emitter *e, void *ctx, size_t tile, int buf)
+{
+	struct phase_tiles *c = ctx;
+	const struct npu_lop *l = c->l;
+	const struct npu_lop_quant *q = &l->conv.q;
+	uint32_t img, r0, r1, dy, pc = c->p.chunk, f = l->conv.fold_w ? l->conv.fold_w : 1;
+	uint64_t orow = (uint64_t)c->out->w * c->out->c;
+
+	phase_tile(c, tile, &img, &r0, &r1);
+	for (dy = 0; dy < l->conv.phase_h; dy++) {
+		const struct slice *sl = &c->sl[dy];
+		uint32_t base = c->p.sram_consts + (uint32_t)(sl->blob_off - c->blob_off);
+		struct npu_insn_conv2d cv = {
+			.hdr.flags = NPU_INSN_SYNC,
+			.input = c->p.sram_in[buf],
+			.weight = base + sl->w_off,
+			.bias = q->bias ? base + sl->bias_off : 0,
+			.quant = base + sl->quant_off,
+			.output = c->p.sram_out[buf] + dy * (uint32_t)orow,
+			.flags = q->bias ? 0 : NPU_CONV_NO_BIAS,
+			.in_h = (uint16_t)(r1 - r0), .in_w = (uint16_t)(c->in->w / f),
+			.in_c = (uint16_t)(f * c->in->c), .out_c = (uint16_t)pc,
+			.out_h = (uint16_t)(r1 - r0), .out_w = (uint16_t)(c->in->w / f),
+			.k_h = 1, .k_w = 1, .stride_h = 1, .stride_w = 1, .dil_h = 1, .dil_w = 1,
+			.groups = 1,
+			.in_row_stride = c->in->w * c->in->c, .in_pixel_stride = f * c->in->c,
+			.out_row_stride = (uint32_t)(l->conv.phase_h * orow), .out_pixel_stride = pc,
+			.zp_in = (int16_t)c->in->q.zero_point, .zp_w = 0,
+			.zp_out = (int16_t)(q->lut ? q->pre_act_zp : c->out->q.zero_point),
+			.act_min = q->act_min, .act_max = q->act_max,
+		};
+
+		EMIT(e, npu_cmdbuf_conv2d(e->cb, &cv));
+	}
+	if (q->lut)
+		EMIT(e, npu_cmdbuf_lut(e->cb, 0, c->p.sram_out[buf], c->p.sram_out[buf],
+				       c->p.sram_consts + c->sl[0].lut_off,
+				       (uint32_t)((r1 - r0) * l->conv.phase_h * orow)));
+	return NPU_OK;
+}
+
+static npu_status phase_store(struct emitter *e, void *ctx, size_t tile, int buf,
+			      uint8_t flags)
+{
+	struct phase_tiles *c = ctx;
+	uint64_t orow = (uint64_t)c->out->w * c->out->c;
+	uint32_t img, r0, r1;
+
+	phase_tile(c, tile, &img, &r0, &r1);
+	EMIT(e, npu_cmdbuf_dma_copy_1d(e->cb, flags, NPU_SPACE_VA,
+				       arena(e, c->out->offset + ((uint64_t)img * c->out->h +
+								 (uint64_t)r0 * c->l->conv.phase_h) * orow),
+				       NPU_SPACE_SRAM, c->p.sram_out[buf],
+				       (uint32_t)((r1 - r0) * c->l->conv.phase_h * orow)));
+	return NPU_OK;
+}
+
+static npu_status gen_phases(struct emitter *e, const struct npu_lop *l, const struct plan *p)
+{
+	struct phase_tiles c = {
+		.l = l, .p = *p,
+		.in = &e->prog->acts[l->in], .out = &e->prog->acts[l->out],
+	};
+	struct tile_ops ops = {
+		.consts = phase_consts, .load = phase_load,
+		.compute = phase_compute, .store = phase_store,
+	};
+	uint32_t dy;
+	npu_status st;
+
+	c.sl = calloc(l->conv.phase_h, sizeof(*c.sl));
+	if (!c.sl)
+		return npu_error_set(e->err, NPU_ERR_NO_MEMORY, "codegen: %s: out of memory", l->name);
+	for (dy = 0; dy < l->conv.phase_h; dy++) {
+		c.sl[dy].oc0 = dy * p->chunk;
+		c.sl[dy].oc1 = (dy + 1) * p->chunk;
+		if (put_slice_consts(&e->blob, &c.sl[dy], l->conv.weight,
+				     (uint64_t)(l->conv.fold_w ? l->conv.fold_w : 1) * c.in->c,
+				     &l->conv.q)) {
+			free(c.sl);
+			return npu_error_set(e->err, NPU_ERR_NO_MEMORY, "codegen: %s: out of memory",
+					     l->name);
+		}
+	}
+	c.blob_off = c.sl[0].blob_off;
+	c.blob_size = e->blob.size - c.blob_off;
+	c.row_tiles = (c.in->h + p->rows - 1) / p->rows;
+	e->res->macs += (uint64_t)c.out->n * c.out->h * c.out->w * c.out->c * c.in->c;
+	ops.count = (size_t)c.in->n * c.row_tiles;
+	st = run_tiles(e, &ops, &c);
+	free(c.sl);
 	return st;
 }
 
@@ -1230,6 +1585,144 @@ oom:
 	return npu_error_set(e->err, NPU_ERR_NO_MEMORY, "codegen: %s: out of memory", l->name);
 }
 
+/* ---- COPY (Concat, Split, Slice) ------------------------------------- */
+
+struct copy_tiles {
+	const struct npu_lop *l;
+	const struct npu_act *in, *out;
+	struct plan p;
+	uint32_t pieces;	/* per row when rows are split, else 1 */
+	size_t blob_off;
+	uint64_t src_off, dst_off;	/* of the repetition being emitted */
+};
+
+/*
+ * A 2-D DMA, as one 1-D copy when both sides are dense: a row costs the
+ * DMA engine at least a cycle, so rows of a few bytes are slow.
+ */
+static npu_status dma_rows(struct emitter *e, uint8_t flags, uint8_t dst_space,
+			   uint64_t dst, uint64_t dst_stride, uint8_t src_space,
+			   uint64_t src, uint64_t src_stride, uint32_t rows,
+			   uint32_t bytes)
+{
+	if (rows > 1 && dst_stride == bytes && src_stride == bytes &&
+	    (uint64_t)rows * bytes <= UINT32_MAX)
+		EMIT(e, npu_cmdbuf_dma_copy_1d(e->cb, flags, dst_space, dst, src_space, src,
+					       rows * bytes));
+	else
+		EMIT(e, npu_cmdbuf_dma_copy_2d(e->cb, flags, dst_space, dst, dst_stride,
+					       src_space, src, src_stride, rows, bytes));
+	return NPU_OK;
+}
+
+/* Tile -> rows [r0, r0 + nrows), bytes [b0, b0 + nbytes) of each. */
+static void copy_tile(const struct copy_tiles *c, size_t tile, uint32_t *r0,
+		      uint32_t *nrows, uint32_t *b0, uint32_t *nbytes)
+{
+	const struct npu_lop *l = c->l;
+
+	if (c->p.rows) {
+		*r0 = (uint32_t)(tile * c->p.rows);
+		*nrows = *r0 + c->p.rows < l->copy.rows ? c->p.rows : l->copy.rows - *r0;
+		*b0 = 0;
+		*nbytes = l->copy.row_bytes;
+		return;
+	}
+	*r0 = (uint32_t)(tile / c->pieces);
+	*nrows = 1;
+	*b0 = (uint32_t)(tile % c->pieces) * c->p.chunk;
+	*nbytes = *b0 + c->p.chunk < l->copy.row_bytes ? c->p.chunk : l->copy.row_bytes - *b0;
+}
+
+static npu_status copy_consts(struct emitter *e, void *ctx, size_t tile, bool *changed)
+{
+	struct copy_tiles *c = ctx;
+
+	*changed = tile == 0;
+	if (!*changed)
+		return NPU_OK;
+	return emit_consts(e, c->blob_off, 256, c->p.sram_consts);
+}
+
+static npu_status copy_load(struct emitter *e, void *ctx, size_t tile, int buf)
+{
+	struct copy_tiles *c = ctx;
+	uint32_t r0, nrows, b0, nbytes;
+
+	copy_tile(c, tile, &r0, &nrows, &b0, &nbytes);
+	return dma_rows(e, 0, NPU_SPACE_SRAM, c->p.sram_in[buf], nbytes, NPU_SPACE_VA,
+			arena(e, c->in->offset + c->src_off +
+			      (uint64_t)r0 * c->l->copy.src_stride + b0),
+			c->l->copy.src_stride, nrows, nbytes);
+}
+
+static npu_status copy_compute(struct emitter *e, void *ctx, size_t tile, int buf)
+{
+	struct copy_tiles *c = ctx;
+	uint32_t r0, nrows, b0, nbytes;
+
+	copy_tile(c, tile, &r0, &nrows, &b0, &nbytes);
+	EMIT(e, npu_cmdbuf_lut(e->cb, NPU_INSN_SYNC, c->p.sram_in[buf], c->p.sram_out[buf],
+			       c->p.sram_consts, nrows * nbytes));
+	return NPU_OK;
+}
+
+static npu_status copy_store(struct emitter *e, void *ctx, size_t tile, int buf,
+			     uint8_t flags)
+{
+	struct copy_tiles *c = ctx;
+	uint32_t r0, nrows, b0, nbytes;
+
+	copy_tile(c, tile, &r0, &nrows, &b0, &nbytes);
+	return dma_rows(e, flags, NPU_SPACE_VA,
+			arena(e, c->out->offset + c->dst_off +
+			      (uint64_t)r0 * c->l->copy.dst_stride + b0),
+			c->l->copy.dst_stride, NPU_SPACE_SRAM, c->p.sram_out[buf], nbytes,
+			nrows, nbytes);
+}
+
+static npu_status gen_copy(struct emitter *e, const struct npu_lop *l,
+			   const struct plan *p)
+{
+	struct copy_tiles c = {
+		.l = l, .p = *p,
+		.in = &e->prog->acts[l->in], .out = &e->prog->acts[l->out],
+	};
+	struct tile_ops ops = {
+		.consts = copy_consts, .load = copy_load,
+		.compute = copy_compute, .store = copy_store,
+	};
+
+	uint32_t reps = l->copy.count > 1 ? l->copy.count : 1, k;
+	npu_status st = NPU_OK;
+
+	if (!l->copy.lut) {
+		/* Same quantization: DRAM to DRAM, no SRAM, no compute. */
+		for (k = 0; k < reps && st == NPU_OK; k++)
+			st = dma_rows(e, 0, NPU_SPACE_VA,
+				      arena(e, c.out->offset + l->copy.dst_off + k * l->copy.dst_step),
+				      l->copy.dst_stride, NPU_SPACE_VA,
+				      arena(e, c.in->offset + l->copy.src_off + k * l->copy.src_step),
+				      l->copy.src_stride, l->copy.rows, l->copy.row_bytes);
+		return st;
+	}
+	if (blob_put(&e->blob, l->copy.lut, 256, &c.blob_off))
+		return npu_error_set(e->err, NPU_ERR_NO_MEMORY, "codegen: %s: out of memory", l->name);
+	if (p->rows) {
+		ops.count = (l->copy.rows + p->rows - 1) / p->rows;
+		c.pieces = 1;
+	} else {
+		c.pieces = (l->copy.row_bytes + p->chunk - 1) / p->chunk;
+		ops.count = (size_t)l->copy.rows * c.pieces;
+	}
+	for (k = 0; k < reps && st == NPU_OK; k++) {
+		c.src_off = l->copy.src_off + k * l->copy.src_step;
+		c.dst_off = l->copy.dst_off + k * l->copy.dst_step;
+		st = run_tiles(e, &ops, &c);
+	}
+	return st;
+}
+
 /* ---- Segment ----------------------------------------------------------- */
 
 /*
@@ -1321,6 +1814,9 @@ npu_status npu_codegen_segment(const struct npu_segment_program *prog,
 			break;
 		case NPU_LOP_RESIZE:
 			st = gen_resize(&e, l, &p);
+			break;
+		case NPU_LOP_COPY:
+			st = gen_copy(&e, l, &p);
 			break;
 		}
 		result->lop_macs[i] = result->macs - macs_before;

@@ -53,6 +53,13 @@ enum npu_lop_kind {
 	NPU_LOP_ELTWISE,
 	NPU_LOP_LUT,
 	NPU_LOP_RESIZE,		/* NHWC in -> NHWC out, same quantization */
+	/*
+	 * A strided 2-D block of 'in' into a block of 'out' (Concat, Split,
+	 * Slice as addressing): rows x row_bytes, DMA alone when both share
+	 * their quantization, else through SRAM with a requantizing LUT.
+	 * Several COPY lops may write disjoint parts of one 'out'.
+	 */
+	NPU_LOP_COPY,
 };
 
 /* Per-output-channel requantization and bias, host arrays of out.c. */
@@ -77,6 +84,32 @@ struct npu_lop {
 			uint16_t groups;
 			struct npu_lop_quant q;
 			uint8_t ins_h, ins_w;	/* zero insertion (ConvTranspose) */
+			/*
+			 * Non-zero: a ConvTranspose with kernel = stride = (phase_h,
+			 * phase_w) and no padding, as phase_h 1x1 convolutions (one
+			 * per output row phase dy) of in.c -> phase_w * out.c
+			 * channels (dx, oc) whose outputs interleave in place:
+			 * weight [phase_h][phase_w][out.c][in.c], quantization
+			 * arrays of phase_h * phase_w * out.c. With fold_w = F
+			 * too, F input pixels are read as one wide pixel of
+			 * F * in.c channels and each phase computes (f, dx, oc)
+			 * for all F of them (block-diagonal weights): weight
+			 * [phase_h][F][phase_w][out.c][F * in.c], quantization
+			 * arrays of phase_h * F * phase_w * out.c.
+			 */
+			uint8_t phase_h, phase_w;
+			/*
+			 * Non-zero: few input channels, so fold_w pixels of a row
+			 * are read as one pixel of fold_w * in.c channels (the same
+			 * bytes) and the conv runs as R = fold_w / stride_w column
+			 * phases: phase r computes output columns r, r + R, ...
+			 * over those wide pixels with its own kernel
+			 * (npu_conv_fold_phase()). weight: for r = 0..R-1 in turn,
+			 * [out.c][k_h][phase k_w][fold_w * in.c], zero where a
+			 * tap falls outside the original kernel. Whole layers only.
+			 * (With phase_h: the input fold described above.)
+			 */
+			uint8_t fold_w;
 		} conv;
 		struct {
 			const int8_t *weight;	/* [out.c][in.c] */
@@ -112,6 +145,16 @@ struct npu_lop {
 			uint32_t step_h, step_w, den_h, den_w;
 			int32_t offset_h, offset_w;
 		} resize;
+		struct {
+			uint32_t rows, row_bytes;
+			uint64_t src_off, src_stride;	/* bytes within 'in' */
+			uint64_t dst_off, dst_stride;	/* bytes within 'out' */
+			const int8_t *lut;	/* 256 entries, or NULL: a plain copy */
+			/* > 1: the block is copied 'count' times, the offsets
+			 * advancing by src_step / dst_step (a transpose). */
+			uint32_t count;
+			uint64_t src_step, dst_step;
+		} copy;
 	};
 };
 
@@ -148,6 +191,23 @@ struct npu_codegen_target {
 	 */
 	uint64_t profile_va;
 };
+
+/* One column phase of a folded conv (npu_lop.conv.fold_w), in wide pixels. */
+struct npu_fold_phase {
+	int32_t first;		/* first wide pixel read, relative to output m */
+	uint32_t k_w, pad_left, pad_right;
+	uint32_t in_w;		/* wide pixels the instruction reads */
+	uint64_t weight_off;	/* bytes into the lop's weight array */
+};
+
+/*
+ * Phase r of a conv of in_w -> out_w columns (kernel k_w, stride_w,
+ * pad_left, dilation 1) folded by fold_w. False when the fold does not
+ * divide the row, the phases, or has no CONV2D form.
+ */
+bool npu_conv_fold_phase(uint32_t in_w, uint32_t out_w, uint32_t in_c, uint32_t out_c,
+			 uint32_t k_h, uint32_t k_w, uint32_t stride_w, uint32_t pad_left,
+			 uint32_t fold_w, uint32_t r, struct npu_fold_phase *ph);
 
 /*
  * Whether 'lop' can be tiled into 'sram_size' bytes. On false, 'why' gets

@@ -109,7 +109,53 @@ static const char *npu_reason(const struct npu_node *n)
 		return "POOL on the vector unit";
 	if (!strcmp(n->op_type, "Add") || !strcmp(n->op_type, "Mul"))
 		return "ELTWISE on the vector unit";
+	if (npu_is_data_movement(n))
+		return "strided DMA (a LUT where the quantization changes)";
 	return "LUT on the vector unit";
+}
+
+static bool is_named(struct build *b, const struct npu_node *n, const char *name)
+{
+	const struct npu_placement_record *r = record_of(b, n);
+
+	return r && !strcmp(r->node, name);
+}
+
+/* The keep_fp32 entry naming n or a node of its pointwise group, or NULL. */
+static const struct npu_keep_fp32 *kept_fp32(struct build *b, const struct npu_node *n)
+{
+	const struct npu_pw_group *grp = npu_pointwise_group_of(&b->pw, n);
+	size_t i, j;
+
+	for (i = 0; i < b->o->num_keep_fp32; i++) {
+		const char *name = b->o->keep_fp32[i].node;
+
+		if (is_named(b, n, name))
+			return &b->o->keep_fp32[i];
+		for (j = 0; grp && j < grp->count; j++)
+			if (is_named(b, grp->nodes[j], name))
+				return &b->o->keep_fp32[i];
+	}
+	return NULL;
+}
+
+/* Every node keep_fp32 names must exist (after the passes). */
+static npu_status check_keep_fp32(struct build *b)
+{
+	size_t i, j;
+
+	for (i = 0; i < b->o->num_keep_fp32; i++) {
+		const char *name = b->o->keep_fp32[i].node;
+
+		for (j = 0; j < b->c->num_records; j++)
+			if (!strcmp(b->c->records[j].node, name))
+				break;
+		if (j == b->c->num_records)
+			return npu_error_set(b->err, NPU_ERR_INVALID_ARG,
+					     "keep fp32: no node named '%s' in the compiled graph (npu compile --explain lists them; a fused activation or a folded BatchNormalization is part of its producer)",
+					     name);
+	}
+	return NPU_OK;
 }
 
 static void initial_placement(struct build *b)
@@ -119,9 +165,16 @@ static void initial_placement(struct build *b)
 	for (i = 0; i < b->g->num_nodes; i++) {
 		struct npu_node *n = b->g->nodes[i];
 		const struct npu_pw_group *grp = npu_pointwise_group_of(&b->pw, n);
+		const struct npu_keep_fp32 *keep = kept_fp32(b, n);
 		char why[160];
 
-		if (grp && npu_value_layout(grp->x) == npu_value_layout(grp->y)) {
+		if (keep) {
+			/* An op the NPU cannot run keeps the reason why not. */
+			if (grp || npu_node_supported(b->g, n, &b->dev, why, sizeof(why)))
+				snprintf(why, sizeof(why), "%s", keep->reason ? keep->reason
+					 : "kept in fp32 on the CPU (keep fp32)");
+			place(b, n, NPU_PLACE_CPU, why);
+		} else if (grp && npu_value_layout(grp->x) == npu_value_layout(grp->y)) {
 			snprintf(why, sizeof(why), "LUT on the vector unit (%zu pointwise nodes '%s' -> '%s' as one table)",
 				 grp->count, grp->x->name, grp->y->name);
 			place(b, n, NPU_PLACE_NPU, why);
@@ -306,13 +359,62 @@ static bool used_outside(const struct npu_graph *g, const struct span *s,
 	return false;
 }
 
-/* Boundary values and the arena plan of a lowered segment. */
-static npu_status finish_segment(struct build *b, const struct span *s,
-				 struct npu_segment *seg, const uint32_t *act_of)
+/*
+ * Drop the acts no lop reads or writes any more (a LUT input whose LUT
+ * became its producer's output stage) and renumber the rest, so that the
+ * memory plan and the .npub file see only real tensors.
+ */
+static npu_status drop_unused_acts(struct build *b, struct npu_segment *seg, uint32_t *act_of)
 {
 	struct npu_segment_program *p = &seg->prog;
-	struct npu_memplan_item *items = calloc(p->num_acts + 1, sizeof(*items));
-	size_t i, cap = p->num_acts + 1;
+	uint32_t *map = calloc(p->num_acts + 1, sizeof(*map));
+	size_t i, n = 0;
+
+	if (!map)
+		return npu_error_set(b->err, NPU_ERR_NO_MEMORY, "compile: out of memory");
+	for (i = 0; i < p->num_lops; i++) {
+		const struct npu_lop *l = &p->lops[i];
+
+		map[l->in] = map[l->out] = 1;
+		if (l->kind == NPU_LOP_ELTWISE && !l->elt.b_const)
+			map[l->in2] = 1;
+	}
+	for (i = 0; i < p->num_acts; i++) {
+		if (!map[i])
+			continue;
+		p->acts[n] = p->acts[i];
+		map[i] = (uint32_t)++n;	/* new index + 1 */
+	}
+	for (i = 0; i < p->num_lops; i++) {
+		struct npu_lop *l = &p->lops[i];
+
+		l->in = map[l->in] - 1;
+		l->out = map[l->out] - 1;
+		if (l->kind == NPU_LOP_ELTWISE && !l->elt.b_const)
+			l->in2 = map[l->in2] - 1;
+	}
+	for (i = 0; i < b->g->num_values; i++)
+		if (act_of[i])
+			act_of[i] = map[act_of[i] - 1];
+	p->num_acts = n;
+	free(map);
+	return NPU_OK;
+}
+
+/* Boundary values and the arena plan of a lowered segment. */
+static npu_status finish_segment(struct build *b, const struct span *s,
+				 struct npu_segment *seg, uint32_t *act_of)
+{
+	struct npu_segment_program *p = &seg->prog;
+	struct npu_memplan_item *items;
+	bool *written;
+	size_t i, cap;
+
+	if (drop_unused_acts(b, seg, act_of))
+		return b->err->status;
+	items = calloc(p->num_acts + 1, sizeof(*items));
+	written = calloc(p->num_acts + 1, sizeof(*written));
+	cap = p->num_acts + 1;
 
 	seg->inputs = calloc(cap, sizeof(*seg->inputs));
 	seg->outputs = calloc(cap, sizeof(*seg->outputs));
@@ -320,9 +422,10 @@ static npu_status finish_segment(struct build *b, const struct span *s,
 	seg->output_acts = calloc(cap, sizeof(*seg->output_acts));
 	seg->input_layout = calloc(cap, sizeof(*seg->input_layout));
 	seg->output_layout = calloc(cap, sizeof(*seg->output_layout));
-	if (!items || !seg->inputs || !seg->outputs || !seg->input_acts ||
+	if (!items || !written || !seg->inputs || !seg->outputs || !seg->input_acts ||
 	    !seg->output_acts || !seg->input_layout || !seg->output_layout) {
 		free(items);
+		free(written);
 		return npu_error_set(b->err, NPU_ERR_NO_MEMORY, "compile: out of memory");
 	}
 	for (i = 0; i < b->g->num_values; i++) {
@@ -352,10 +455,14 @@ static npu_status finish_segment(struct build *b, const struct span *s,
 			items[l->in].last_step = (uint32_t)i;
 		if (two && items[l->in2].last_step < i)
 			items[l->in2].last_step = (uint32_t)i;
-		items[l->out].first_step = (uint32_t)i;
+		/* Several COPY lops write one Concat: it lives from the first. */
+		if (!written[l->out])
+			items[l->out].first_step = (uint32_t)i;
+		written[l->out] = true;
 		if (items[l->out].last_step < i)
 			items[l->out].last_step = (uint32_t)i;
 	}
+	free(written);
 	for (i = 0; i < p->num_acts; i++)
 		items[i].size = npu_act_bytes(&p->acts[i]);
 	if (npu_memplan(items, p->num_acts, 64, &seg->mem)) {
@@ -387,6 +494,7 @@ static npu_status lower_spans(struct build *b, const struct span *spans,
 		struct npu_lower_ctx lc = {
 			.graph = b->g, .qmap = &b->qmap, .calib = &b->calib,
 			.opts = b->o, .seg = seg, .act_of = act_of, .compiled = b->c,
+			.sram_size = b->dev.sram_size,
 		};
 		npu_status st = NPU_OK;
 
@@ -484,6 +592,24 @@ static npu_status partition(struct build *b)
 			char why[160];
 			size_t j;
 
+			/*
+			 * A copy or transpose at either end of a segment costs
+			 * the DMA engine a pass over the tensor, while the CPU's
+			 * quantize + layout conversion at the boundary does it
+			 * in the same loop: leave it to the CPU.
+			 */
+			if (!b->o->keep_small_segments && spans[i].end - spans[i].first > 1) {
+				struct npu_node *edge = b->g->nodes[spans[i].first];
+
+				if (!npu_is_data_movement(edge))
+					edge = b->g->nodes[spans[i].end - 1];
+				if (npu_is_data_movement(edge)) {
+					place(b, edge, NPU_PLACE_CPU,
+					      "data movement at the edge of an NPU segment: the boundary's quantize / layout conversion on the CPU does it");
+					changed = true;
+					break;
+				}
+			}
 			if (b->o->keep_small_segments ||
 			    segment_worth_it(b->g, &spans[i], why, sizeof(why)))
 				continue;
@@ -500,6 +626,98 @@ static npu_status partition(struct build *b)
 	}
 	free(spans);
 	return st;
+}
+
+/*
+ * A CPU node on a path from one NPU segment to another (through CPU nodes
+ * only) splits the device's work: its reason says so, with the cost model's
+ * price for what it alone moves across (segment_worth_it(): a job
+ * submission, 1 ns per element quantized or dequantized). Nodes are in
+ * the clustered topological order here.
+ */
+static npu_status report_splits(struct build *b)
+{
+	size_t n = b->g->num_nodes, i, j, k, m;
+	int *up = malloc((n + 1) * sizeof(*up)), *down = malloc((n + 1) * sizeof(*down));
+	double *elems = malloc((n + 1) * sizeof(*elems));
+
+	if (!up || !down || !elems) {
+		free(up);
+		free(down);
+		free(elems);
+		return npu_error_set(b->err, NPU_ERR_NO_MEMORY, "compile: out of memory");
+	}
+	for (i = 0; i < n; i++) {
+		const struct npu_placement_record *r = record_of(b, b->g->nodes[i]);
+
+		up[i] = down[i] = r && r->placement == NPU_PLACE_NPU ? r->segment : -1;
+	}
+	/* up: the latest segment feeding a node through CPU nodes. */
+	for (i = 0; i < n; i++) {
+		const struct npu_node *x = b->g->nodes[i];
+
+		if (x->placement == NPU_PLACE_NPU)
+			continue;
+		for (j = 0; j < x->num_inputs; j++)
+			for (m = 0; x->inputs[j] && x->inputs[j]->producer && m < i; m++)
+				if (b->g->nodes[m] == x->inputs[j]->producer && up[m] > up[i])
+					up[i] = up[m];
+	}
+	/* down: the first segment a node feeds through CPU nodes. */
+	for (i = n; i-- > 0;) {
+		const struct npu_node *x = b->g->nodes[i];
+
+		if (x->placement == NPU_PLACE_NPU)
+			continue;
+		for (k = 0; k < x->num_outputs; k++)
+			for (m = i + 1; x->outputs[k] && m < n; m++)
+				for (j = 0; j < b->g->nodes[m]->num_inputs; j++)
+					if (b->g->nodes[m]->inputs[j] == x->outputs[k] && down[m] >= 0 &&
+					    (down[i] < 0 || down[m] < down[i]))
+						down[i] = down[m];
+	}
+	/* What each such node moves across; the split pays for all of them. */
+	for (i = 0; i < n; i++) {
+		struct npu_node *x = b->g->nodes[i];
+
+		elems[i] = 0;
+		if (x->placement == NPU_PLACE_NPU || up[i] < 0 || down[i] < 0)
+			continue;
+		for (j = 0; j < x->num_inputs; j++)
+			if (x->inputs[j] && x->inputs[j]->producer &&
+			    x->inputs[j]->producer->placement == NPU_PLACE_NPU)
+				elems[i] += (double)npu_shape_numel(&x->inputs[j]->shape);
+		for (k = 0; k < x->num_outputs; k++) {
+			bool feeds = false;
+
+			for (m = i + 1; x->outputs[k] && m < n && !feeds; m++)
+				for (j = 0; j < b->g->nodes[m]->num_inputs; j++)
+					feeds |= b->g->nodes[m]->inputs[j] == x->outputs[k] &&
+						 b->g->nodes[m]->placement == NPU_PLACE_NPU;
+			if (feeds)
+				elems[i] += (double)npu_shape_numel(&x->outputs[k]->shape);
+		}
+	}
+	for (i = 0; i < n; i++) {
+		struct npu_placement_record *r = record_of(b, b->g->nodes[i]);
+		double total = 0;
+		size_t len;
+
+		if (!r || b->g->nodes[i]->placement == NPU_PLACE_NPU || up[i] < 0 || down[i] < 0)
+			continue;
+		for (m = 0; m < n; m++)
+			if (up[m] == up[i] && down[m] == down[i] &&
+			    b->g->nodes[m]->placement != NPU_PLACE_NPU)
+				total += elems[m];
+		len = strlen(r->reason);
+		snprintf(r->reason + len, sizeof(r->reason) - len,
+			 "; splits NPU segments %d -> %d, est. %.0f us per run (a job submission + %.0f elements crossing at 1 ns)",
+			 up[i], down[i], 30.0 + total * 1e-3, total);
+	}
+	free(up);
+	free(down);
+	free(elems);
+	return NPU_OK;
 }
 
 static struct npu_node *producer_of(struct npu_graph *g, const char *value)
@@ -808,12 +1026,16 @@ npu_status npu_compile_graph(struct npu_graph *graph,
 	if (!st)
 		st = make_records(&b);
 	if (!st)
+		st = check_keep_fp32(&b);
+	if (!st)
 		st = npu_find_pointwise_groups(graph, &b.pw, err);
 	if (!st)
 		st = npu_build_qmap(graph, &b.calib, &b.qdq, opts, &b.pw, &b.qmap, err);
 	if (!st) {
 		initial_placement(&b);
 		st = partition(&b);
+		if (!st)
+			st = report_splits(&b);
 	}
 	for (i = 0; !st && i < b.c->num_records; i++)
 		if (b.c->records[i].placement == NPU_PLACE_NPU)

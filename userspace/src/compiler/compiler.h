@@ -53,7 +53,17 @@ struct npu_calib_table {
 	struct npu_calib_stats *stats;	/* [num_values] */
 	bool *seen;
 	size_t num_values;
+	/* Per channel (dim 1) sums of every rank-4 value, for bias
+	 * correction: chan_sum[v][c] over chan_count[v] values each; NULL
+	 * where unknown. */
+	double **chan_sum;
+	uint64_t *chan_count;
+	uint32_t *channels;
 };
+
+/* Mean of channel c of value v, or false when calibration has none. */
+bool npu_calib_channel_means(const struct npu_calib_table *t, size_t v, uint32_t channels,
+			     const double **sum, uint64_t *count);
 
 struct npu_compile_options {
 	struct npu_device *device;	/* code is generated for this device */
@@ -93,6 +103,26 @@ struct npu_compile_options {
 	bool cpu_only_placement;	/* explain only: place, generate nothing */
 	bool keep_small_segments;	/* skip the cost model (tests) */
 	bool profile_ops;		/* time every op on the device */
+	/*
+	 * Correct each convolution's bias for the mean error its int8 weights
+	 * make: per output channel, (dequantized - fp32 weights) times the
+	 * per-channel mean of its input over the calibration data.
+	 */
+	bool bias_correction;
+	/*
+	 * Mixed precision: nodes that stay fp32 on the CPU although the NPU
+	 * could run them, by name as placement records show them (after the
+	 * passes: a fused activation or a folded BatchNormalization is its
+	 * producer). A pointwise group goes with any of its nodes. A name no
+	 * node has is an error.
+	 */
+	const struct npu_keep_fp32 *keep_fp32;
+	size_t num_keep_fp32;
+};
+
+struct npu_keep_fp32 {
+	const char *node;
+	const char *reason;	/* for the placement record; NULL: generic */
 };
 
 void npu_compile_options_init(struct npu_compile_options *o);
@@ -102,7 +132,7 @@ struct npu_placement_record {
 	char *node;		/* name (or "#index") */
 	char *op_type;
 	enum npu_placement placement;
-	char reason[160];
+	char reason[256];
 	int segment;		/* -1 on the CPU */
 	uint64_t macs;
 };

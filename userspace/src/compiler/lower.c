@@ -7,6 +7,7 @@
  */
 #include "compiler/lower.h"
 #include "compiler/pointwise.h"
+#include "compiler/codegen.h"
 
 #include <float.h>
 #include <math.h>
@@ -19,6 +20,20 @@
 static bool is_op(const struct npu_node *n, const char *op)
 {
 	return !n->domain[0] && !strcmp(n->op_type, op);
+}
+
+bool npu_is_data_movement(const struct npu_node *n)
+{
+	static const char *const ops[] = {
+		"Concat", "Split", "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity",
+		"Transpose",
+	};
+	size_t i;
+
+	for (i = 0; !n->domain[0] && i < sizeof(ops) / sizeof(ops[0]); i++)
+		if (!strcmp(n->op_type, ops[i]))
+			return true;
+	return false;
 }
 
 bool npu_lut_function_known(const char *op)
@@ -613,6 +628,114 @@ static void widen_for_bias(struct npu_lower_ctx *lc, const char *name, const flo
 				  name, widened, oc, first, worst);
 }
 
+/*
+ * A conv over few input channels uses ceil(c / 32) of the MAC array's rows
+ * per tap: folding F pixels of a row into one wide pixel of F * c channels
+ * (the same bytes, read with a wider pixel stride) runs F / stride column
+ * phases with fewer taps each (codegen.h, npu_lop.conv.fold_w). The fold
+ * with the fewest modeled cycles per output pixel, or 0 for none.
+ */
+static uint32_t choose_fold(const struct npu_conv_geom *g)
+{
+	double best = (double)g->k_w * ((g->c + 31) / 32);
+	uint32_t fold = 0, R, r, F;
+
+	if (g->groups != 1 || g->dil_w != 1 || g->ins_w || g->ins_h)
+		return 0;
+	for (R = 2; (F = g->stride_w * R) * g->c <= NPU_MAC_ROWS && F <= 255; R++) {
+		struct npu_fold_phase ph;
+		double taps = 0;
+
+		if (g->w % F || g->ow % R)
+			continue;
+		for (r = 0; r < R; r++) {
+			if (!npu_conv_fold_phase(g->w, g->ow, g->c, g->oc, g->k_h, g->k_w,
+						 g->stride_w, g->pad_left, F, r, &ph))
+				break;
+			taps += ph.k_w;
+		}
+		if (r < R)
+			continue;
+		taps = taps * ((F * g->c + 31) / 32) / R;
+		if (taps < best) {
+			best = taps;
+			fold = F;
+		}
+	}
+	return fold;
+}
+
+/* The folded weight of choose_fold(): per phase [oc][kh][k_w of the phase][F][c]. */
+static int8_t *fold_weights(struct npu_lower_ctx *lc, const struct npu_conv_geom *g,
+			    uint32_t F, const int8_t *w)
+{
+	uint32_t R = F / g->stride_w, r, o, kh, t, q, ci;
+	struct npu_fold_phase ph;
+	int8_t *out;
+	uint64_t total;
+
+	npu_conv_fold_phase(g->w, g->ow, g->c, g->oc, g->k_h, g->k_w, g->stride_w,
+			    g->pad_left, F, R - 1, &ph);
+	total = ph.weight_off + (uint64_t)g->oc * g->k_h * ph.k_w * F * g->c;
+	out = seg_own(lc->seg, total);
+	if (!out)
+		return NULL;
+	for (r = 0; r < R; r++) {
+		int64_t start = (int64_t)g->stride_w * r - g->pad_left;
+		int8_t *p;
+
+		npu_conv_fold_phase(g->w, g->ow, g->c, g->oc, g->k_h, g->k_w, g->stride_w,
+				    g->pad_left, F, r, &ph);
+		p = out + ph.weight_off;
+		for (o = 0; o < g->oc; o++)
+			for (kh = 0; kh < g->k_h; kh++)
+				for (t = 0; t < ph.k_w; t++)
+					for (q = 0; q < F; q++) {
+						/* Tap of the original kernel this byte lands on. */
+						int64_t kw = ((int64_t)ph.first + t) * F + q - start;
+
+						for (ci = 0; ci < g->c; ci++, p++)
+							*p = kw >= 0 && kw < g->k_w ?
+							     w[(((size_t)o * g->k_h + kh) * g->k_w + kw) *
+							       g->c + ci] : 0;
+					}
+	}
+	return out;
+}
+
+/*
+ * With opts->bias_correction, the bias less the mean shift the int8
+ * weights make on this input (quant.h); else, or without the input's
+ * channel means (or with zero insertion, which changes them), 'bias'.
+ */
+static const float *corrected_bias(struct npu_lower_ctx *lc, const struct npu_node *n,
+				   const struct npu_conv_geom *geo, const float *w,
+				   const int8_t *wq, const float *scales, const float *bias)
+{
+	const double *sum;
+	double *mean;
+	uint64_t count;
+	float *b;
+	uint32_t c;
+
+	if (!lc->opts->bias_correction || geo->ins_h || geo->ins_w ||
+	    !npu_calib_channel_means(lc->calib, n->inputs[0]->index, geo->c, &sum, &count))
+		return bias;
+	b = seg_own(lc->seg, geo->oc * sizeof(*b));
+	mean = malloc(geo->c * sizeof(*mean));
+	if (!b || !mean) {
+		free(mean);
+		return bias;
+	}
+	for (c = 0; c < geo->c; c++)
+		mean[c] = sum[c] / (double)count;
+	for (c = 0; c < geo->oc; c++)
+		b[c] = bias ? bias[c] : 0.0f;
+	npu_bias_correct(w, wq, scales, geo->oc, geo->c, geo->groups, geo->k_h * geo->k_w, mean, b);
+	free(mean);
+	return b;
+}
+
 /* A Conv (or the CONV2D of a ConvTranspose): w is [oc][ic/groups][kh][kw]. */
 static bool lower_conv_with(struct npu_lower_ctx *lc, struct npu_node *n,
 			    const struct npu_conv_geom *gp, const float *w,
@@ -637,6 +760,7 @@ static bool lower_conv_with(struct npu_lower_ctx *lc, struct npu_node *n,
 		return WHY("out of memory");
 	npu_quantize_weights_per_channel(w, geo.oc, per, wq, scales);
 	widen_for_bias(lc, n->name, w, geo.oc, per, qin->scale, bias, 1.0f, wq, scales);
+	bias = corrected_bias(lc, n, &geo, w, wq, scales, bias);
 	/* [oc][ic][kh][kw] -> [oc][kh][kw][ic] */
 	for (oc = 0; oc < geo.oc; oc++)
 		for (ic = 0; ic < geo.c / geo.groups; ic++)
@@ -661,12 +785,30 @@ static bool lower_conv_with(struct npu_lower_ctx *lc, struct npu_node *n,
 	l->conv.groups = (uint16_t)geo.groups;
 	l->conv.ins_h = (uint8_t)geo.ins_h;
 	l->conv.ins_w = (uint8_t)geo.ins_w;
+	l->conv.fold_w = (uint8_t)choose_fold(&geo);
+	if (l->conv.fold_w) {
+		l->conv.weight = fold_weights(lc, &geo, l->conv.fold_w, wnhwc);
+		if (!l->conv.weight) {
+			snprintf(why, why_size, "out of memory");
+			goto undo;
+		}
+	}
 	if (!output_stage(lc, n, qout, &l->conv.q.act_min, &l->conv.q.act_max, &l->conv.q.lut,
 			  &l->conv.q.pre_act_zp, &target, why, why_size))
 		goto undo;
 	if (!requant_arrays(lc, n->name, geo.oc, qin->scale, scales, &target, bias, 1.0f, &l->conv.q,
 			    why, why_size))
 		goto undo;
+	if (l->conv.fold_w) {
+		char tmp[160];
+
+		/* A folded conv is never sliced: too big for SRAM, run it plain. */
+		if (!npu_lop_fits(&lc->seg->prog, l, lc->sram_size ? lc->sram_size : NPU_SRAM_SIZE,
+				  tmp, sizeof(tmp))) {
+			l->conv.fold_w = 0;
+			l->conv.weight = wnhwc;
+		}
+	}
 	return true;
 undo:
 	lc->seg->prog.num_lops--;
@@ -684,6 +826,109 @@ static bool lower_conv(struct npu_lower_ctx *lc, struct npu_node *n, char *why,
 }
 
 /*
+ * A ConvTranspose whose kernel equals its stride, without padding or
+ * dilation, places one k_h x k_w block per input pixel: output row
+ * s * i + dy is a 1x1 convolution of input row i to the (dx, oc) channels,
+ * weight [dy][dx][oc][ic] = w[ic][oc][dy][dx]. Worth it when the output
+ * has few channels: phase_h convolutions of phase_w * oc channels fill the
+ * MAC columns that zero insertion (one output channel per column) leaves idle.
+ */
+/* Modeled cycles per input row of the phase form with input fold f. */
+static uint64_t phase_cost(const struct npu_conv_geom *g, uint64_t f)
+{
+	uint64_t s_h = g->ins_h + 1u, s_w = g->ins_w + 1u;
+
+	return s_h * (g->w / f) * ((f * g->c + 31) / 32) * ((f * s_w * g->oc + 31) / 32);
+}
+
+/*
+ * The input fold F of the phase form (1: none) when it beats zero
+ * insertion, else 0. Folding F input pixels into one wide pixel fills the
+ * MAC rows and columns a narrow layer leaves idle (codegen.h).
+ */
+static uint32_t phases_pay(const struct npu_conv_geom *g)
+{
+	uint64_t s_h = g->ins_h + 1u, s_w = g->ins_w + 1u, best, f, fold = 1;
+
+	if (g->groups != 1 || g->k_h != s_h || g->k_w != s_w || s_h * s_w < 2 ||
+	    g->dil_h != 1 || g->dil_w != 1 || g->pad_top != g->k_h - 1 ||
+	    g->pad_bottom != g->k_h - 1 || g->pad_left != g->k_w - 1 ||
+	    g->pad_right != g->k_w - 1 || s_w * g->oc > UINT16_MAX)
+		return 0;
+	best = phase_cost(g, 1);
+	for (f = 2; f <= 255 && f * s_w * g->oc <= UINT16_MAX && f * g->c <= UINT16_MAX; f++)
+		if (g->w % f == 0 && phase_cost(g, f) < best) {
+			best = phase_cost(g, f);
+			fold = f;
+		}
+	if (best >= s_h * s_w * g->w * ((g->c + 31) / 32) * ((g->oc + 31) / 32))
+		return 0;
+	return (uint32_t)fold;
+}
+
+static bool lower_conv_transpose_phases(struct npu_lower_ctx *lc, struct npu_node *n,
+					const struct npu_conv_geom *geo, uint32_t fold,
+					char *why, size_t why_size)
+{
+	const float *w = n->inputs[1]->constant->data;
+	const float *bias = n->num_inputs > 2 && n->inputs[2] ? n->inputs[2]->constant->data : NULL;
+	const struct npu_qparams *qin = value_q(lc, n->inputs[0]), *qout = value_q(lc, n->outputs[0]);
+	uint32_t ph = geo->k_h, pw = geo->k_w, rows = ph * fold * pw * geo->oc, per = fold * geo->c;
+	uint32_t dy, dx, o, ci, f;
+	float *wf, *scales, *brep = NULL;
+	struct npu_qparams target;
+	struct npu_lop *l;
+	int8_t *wq;
+
+	if (!qin || !qout)
+		return WHY("no quantization parameters (not calibrated)");
+	wf = calloc((size_t)rows * per, sizeof(*wf));
+	wq = seg_own(lc->seg, (size_t)rows * per);
+	scales = seg_own(lc->seg, rows * sizeof(*scales));
+	if (bias)
+		brep = seg_own(lc->seg, rows * sizeof(*brep));
+	if (!wf || !wq || !scales || (bias && !brep)) {
+		free(wf);
+		return WHY("out of memory");
+	}
+	/* Row (dy, f, dx, o) reads only input pixel f of the wide pixel. */
+	for (dy = 0; dy < ph; dy++)
+		for (f = 0; f < fold; f++)
+			for (dx = 0; dx < pw; dx++)
+				for (o = 0; o < geo->oc; o++) {
+					size_t r = (((size_t)dy * fold + f) * pw + dx) * geo->oc + o;
+
+					for (ci = 0; ci < geo->c; ci++)
+						wf[r * per + (size_t)f * geo->c + ci] =
+							w[(((size_t)ci * geo->oc + o) * ph + dy) * pw + dx];
+					if (brep)
+						brep[r] = bias[o];
+				}
+	npu_quantize_weights_per_channel(wf, rows, per, wq, scales);
+	widen_for_bias(lc, n->name, wf, rows, per, qin->scale, brep, 1.0f, wq, scales);
+	free(wf);
+	l = new_unary_lop(lc, NPU_LOP_CONV, n);
+	if (!l)
+		return WHY("out of memory");
+	l->conv.weight = wq;
+	l->conv.k_h = l->conv.k_w = 1;
+	l->conv.stride_h = l->conv.stride_w = 1;
+	l->conv.dil_h = l->conv.dil_w = 1;
+	l->conv.groups = 1;
+	l->conv.phase_h = (uint8_t)ph;
+	l->conv.phase_w = (uint8_t)pw;
+	l->conv.fold_w = (uint8_t)(fold > 1 ? fold : 0);
+	if (!output_stage(lc, n, qout, &l->conv.q.act_min, &l->conv.q.act_max, &l->conv.q.lut,
+			  &l->conv.q.pre_act_zp, &target, why, why_size) ||
+	    !requant_arrays(lc, n->name, rows, qin->scale, scales, &target, brep, 1.0f,
+			    &l->conv.q, why, why_size)) {
+		lc->seg->prog.num_lops--;
+		return false;
+	}
+	return true;
+}
+
+/*
  * ConvTranspose: ONNX weights [C_in][C_out / g][kh][kw] become the flipped
  * Conv kernel [C_out][C_in / g][kh][kw] over the zero-inserted input.
  */
@@ -697,6 +942,16 @@ static bool lower_conv_transpose(struct npu_lower_ctx *lc, struct npu_node *n,
 
 	if (!npu_conv_transpose_geometry(lc->graph, n, &geo, why, why_size))
 		return false;
+	if (phases_pay(&geo)) {
+		char tmp[160];
+
+		if (!lower_conv_transpose_phases(lc, n, &geo, phases_pay(&geo), why, why_size))
+			return false;
+		if (npu_lop_fits(&lc->seg->prog, &lc->seg->prog.lops[lc->seg->prog.num_lops - 1],
+				 lc->sram_size ? lc->sram_size : NPU_SRAM_SIZE, tmp, sizeof(tmp)))
+			return true;
+		lc->seg->prog.num_lops--;	/* too big for SRAM: zero insertion tiles */
+	}
 	cin_g = geo.c / geo.groups;
 	cout_g = geo.oc / geo.groups;
 	wc = seg_own(lc->seg, (size_t)geo.oc * cin_g * geo.k_h * geo.k_w * sizeof(*wc));
@@ -802,7 +1057,7 @@ static bool lower_gemm(struct npu_lower_ctx *lc, struct npu_node *n, char *why,
  * its input's (squeeze-and-excitation blocks lost 20 dB there).
  */
 static bool lower_global_pool_as_conv(struct npu_lower_ctx *lc, struct npu_node *n,
-				      const struct npu_conv_geom *geo,
+				      const struct npu_conv_geom *geo, int in_act,
 				      const struct npu_qparams *qin,
 				      const struct npu_qparams *qout, char *why,
 				      size_t why_size)
@@ -810,17 +1065,20 @@ static bool lower_global_pool_as_conv(struct npu_lower_ctx *lc, struct npu_node 
 	size_t per = (size_t)geo->k_h * geo->k_w;
 	int8_t *w = seg_own(lc->seg, (size_t)geo->c * per);
 	float *scales = seg_own(lc->seg, geo->c * sizeof(*scales));
+	int out = npu_lower_act(lc, n->outputs[0]);
 	struct npu_lop *l;
 	uint32_t c;
 
-	if (!w || !scales)
+	if (!w || !scales || in_act < 0 || out < 0)
 		return WHY("out of memory");
 	memset(w, 127, (size_t)geo->c * per);
 	for (c = 0; c < geo->c; c++)
 		scales[c] = (float)(1.0 / ((double)per * 127.0));
-	l = new_unary_lop(lc, NPU_LOP_CONV, n);
+	l = new_lop(lc, NPU_LOP_CONV, n);
 	if (!l)
 		return WHY("out of memory");
+	l->in = (uint32_t)in_act;
+	l->out = (uint32_t)out;
 	l->conv.weight = w;
 	l->conv.k_h = (uint8_t)geo->k_h;
 	l->conv.k_w = (uint8_t)geo->k_w;
@@ -837,6 +1095,81 @@ static bool lower_global_pool_as_conv(struct npu_lower_ctx *lc, struct npu_node 
 	return true;
 }
 
+/*
+ * A GlobalAveragePool whose input does not fit SRAM at once: an average
+ * POOL over a x b blocks (a, b dividing H, W: every block counts the same,
+ * so the mean of the block means is the mean; it keeps the input's
+ * quantization) into a temporary tensor, then the requantizing mean over
+ * what is left. The one extra rounding is half a step of the input.
+ */
+static bool lower_global_pool_banded(struct npu_lower_ctx *lc, struct npu_node *n,
+				     const struct npu_conv_geom *geo,
+				     const struct npu_qparams *qin,
+				     const struct npu_qparams *qout, char *why,
+				     size_t why_size)
+{
+	struct npu_segment_program *prog = &lc->seg->prog;
+	uint32_t sram = lc->sram_size ? lc->sram_size : NPU_SRAM_SIZE;
+	size_t lops = prog->num_lops, acts = prog->num_acts;
+	int in = npu_lower_act(lc, n->inputs[0]);
+	uint32_t a, b = geo->w;
+	char tmp[160];
+
+	if (in < 0)
+		return WHY("out of memory");
+	while (b > 255 || geo->w % b)
+		b--;
+	if (geo->w / b > 255)
+		return WHY("global pool of width %u has no banded NPU form", geo->w);
+	for (a = geo->h < 255 ? geo->h : 255; a >= 1; a--) {
+		struct npu_conv_geom g2 = *geo;
+		struct npu_act *t, *na;
+		struct npu_lop *pl;
+		char *name;
+
+		if (geo->h % a || geo->h / a > 255 || (a == geo->h && b == geo->w))
+			continue;
+		prog->num_lops = lops;
+		prog->num_acts = acts;
+		na = realloc(prog->acts, (acts + 1) * sizeof(*na));
+		name = seg_own(lc->seg, strlen(n->name) + 16);
+		if (!na || !name)
+			return WHY("out of memory");
+		prog->acts = na;
+		t = &na[acts];
+		memset(t, 0, sizeof(*t));
+		t->n = geo->n;
+		t->h = geo->h / a;
+		t->w = geo->w / b;
+		t->c = geo->c;
+		t->q = *qin;
+		sprintf(name, "%s/block_mean", n->name);
+		t->name = name;
+		prog->num_acts++;
+		pl = new_lop(lc, NPU_LOP_POOL, n);
+		if (!pl)
+			return WHY("out of memory");
+		pl->in = (uint32_t)in;
+		pl->out = (uint32_t)acts;
+		pl->pool.mode = NPU_POOL_AVG;
+		pl->pool.k_h = pl->pool.stride_h = (uint8_t)a;
+		pl->pool.k_w = pl->pool.stride_w = (uint8_t)b;
+		pl->pool.act_min = -128;
+		pl->pool.act_max = 127;
+		if (!npu_lop_fits(prog, pl, sram, tmp, sizeof(tmp)))
+			continue;
+		g2.h = g2.k_h = t->h;
+		g2.w = g2.k_w = t->w;
+		if (!lower_global_pool_as_conv(lc, n, &g2, (int)acts, qin, qout, why, why_size))
+			return false;
+		if (npu_lop_fits(prog, &prog->lops[prog->num_lops - 1], sram, tmp, sizeof(tmp)))
+			return true;
+	}
+	prog->num_lops = lops;
+	prog->num_acts = acts;
+	return WHY("no block size of %ux%u fits SRAM for a banded global pool", geo->h, geo->w);
+}
+
 static bool lower_pool(struct npu_lower_ctx *lc, struct npu_node *n, char *why,
 		       size_t why_size)
 {
@@ -846,8 +1179,18 @@ static bool lower_pool(struct npu_lower_ctx *lc, struct npu_node *n, char *why,
 
 	if (!npu_conv_geometry(lc->graph, n, &geo, why, why_size))
 		return false;
-	if (qin && qout && is_op(n, "GlobalAveragePool") && geo.c <= 65535)
-		return lower_global_pool_as_conv(lc, n, &geo, qin, qout, why, why_size);
+	if (qin && qout && is_op(n, "GlobalAveragePool") && geo.c <= 65535) {
+		char tmp[160];
+
+		if (!lower_global_pool_as_conv(lc, n, &geo, npu_lower_act(lc, n->inputs[0]),
+					       qin, qout, why, why_size))
+			return false;
+		if (npu_lop_fits(&lc->seg->prog, &lc->seg->prog.lops[lc->seg->prog.num_lops - 1],
+				 lc->sram_size ? lc->sram_size : NPU_SRAM_SIZE, tmp, sizeof(tmp)))
+			return true;
+		lc->seg->prog.num_lops--;
+		return lower_global_pool_banded(lc, n, &geo, qin, qout, why, why_size);
+	}
 	if (!qin || !qout || qin->scale != qout->scale)
 		return WHY("pooling needs equal input and output scales");
 	l = new_unary_lop(lc, NPU_LOP_POOL, n);
@@ -990,6 +1333,66 @@ static bool lower_lut(struct npu_lower_ctx *lc, struct npu_node *n, char *why,
 	return npu_lower_pointwise(lc, &one, why, why_size);
 }
 
+/* Whether the group's nodes are the only readers of its input x. */
+static bool group_alone_reads_x(const struct npu_lower_ctx *lc, const struct npu_pw_group *grp)
+{
+	size_t i, j, k;
+
+	if (grp->x->is_graph_output)
+		return false;
+	for (i = 0; i < lc->graph->num_nodes; i++) {
+		const struct npu_node *n = lc->graph->nodes[i];
+		bool member = false;
+
+		for (k = 0; k < grp->count; k++)
+			member |= grp->nodes[k] == n;
+		for (j = 0; !member && j < n->num_inputs; j++)
+			if (n->inputs[j] == grp->x)
+				return false;
+	}
+	return true;
+}
+
+/*
+ * The LUT of a pointwise group right after the op producing its input x
+ * (a conv, matmul or eltwise with no LUT of its own, whose output only the
+ * group reads) becomes that op's output stage: the op requantizes to x's
+ * parameters and applies the table in SRAM, so x never goes to DRAM and
+ * back. Returns true when it merged.
+ */
+static bool fuse_lut_into_producer(struct npu_lower_ctx *lc, const struct npu_pw_group *grp,
+				   const int8_t *table)
+{
+	struct npu_segment_program *prog = &lc->seg->prog;
+	const struct npu_qparams *qx = value_q(lc, grp->x);
+	struct npu_lop *prev = prog->num_lops ? &prog->lops[prog->num_lops - 1] : NULL;
+	int x = lc->act_of[grp->x->index] ? (int)lc->act_of[grp->x->index] - 1 : -1;
+	int y;
+
+	if (!prev || !qx || x < 0 || prev->out != (uint32_t)x || !group_alone_reads_x(lc, grp))
+		return false;
+	if (!((prev->kind == NPU_LOP_CONV && !prev->conv.q.lut) ||
+	      (prev->kind == NPU_LOP_MATMUL && !prev->matmul.q.lut) ||
+	      (prev->kind == NPU_LOP_ELTWISE && !prev->elt.lut)))
+		return false;
+	y = npu_lower_act(lc, grp->y);
+	if (y < 0)
+		return false;
+	prev = &prog->lops[prog->num_lops - 1];	/* acts moved, lops did not */
+	if (prev->kind == NPU_LOP_CONV) {
+		prev->conv.q.lut = table;
+		prev->conv.q.pre_act_zp = (int16_t)qx->zero_point;
+	} else if (prev->kind == NPU_LOP_MATMUL) {
+		prev->matmul.q.lut = table;
+		prev->matmul.q.pre_act_zp = (int16_t)qx->zero_point;
+	} else {
+		prev->elt.lut = table;
+		prev->elt.pre_act_zp = (int16_t)qx->zero_point;
+	}
+	prev->out = (uint32_t)y;
+	return true;
+}
+
 bool npu_lower_pointwise(struct npu_lower_ctx *lc, const struct npu_pw_group *grp,
 			 char *why, size_t why_size)
 {
@@ -1006,6 +1409,8 @@ bool npu_lower_pointwise(struct npu_lower_ctx *lc, const struct npu_pw_group *gr
 		return WHY("out of memory");
 	if (npu_pointwise_table(grp, *qin, *qout, table, &err) != NPU_OK)
 		return WHY("%s", err.msg);
+	if (fuse_lut_into_producer(lc, grp, table))
+		return true;
 	in = npu_lower_act(lc, grp->x);
 	out = npu_lower_act(lc, grp->y);
 	l = in < 0 || out < 0 ? NULL : new_lop(lc, NPU_LOP_LUT, grp->y->producer);
@@ -1015,6 +1420,495 @@ bool npu_lower_pointwise(struct npu_lower_ctx *lc, const struct npu_pw_group *gr
 	l->out = (uint32_t)out;
 	l->lut.table = table;
 	return true;
+}
+
+/* ---- Data movement: Concat, Split, Slice, Reshape as COPY lops ---- */
+
+/*
+ * Where ONNX axis 'axis' of v lies in its arena storage order (NHWC for a
+ * rank-4 value, row-major otherwise), and the bytes of one step along it
+ * ('unit': the storage dims inside it) and of everything outside it.
+ */
+static bool storage_axis(const struct npu_value *v, int64_t axis, uint64_t *outer,
+			 uint64_t *dim, uint64_t *unit)
+{
+	int64_t d[NPU_MAX_RANK];
+	int rank = v->shape.rank, i, sa;
+
+	if (axis < 0)
+		axis += rank;
+	if (axis < 0 || axis >= rank || rank > NPU_MAX_RANK)
+		return false;
+	for (i = 0; i < rank; i++)
+		d[i] = v->shape.dims[i];
+	sa = (int)axis;
+	if (npu_value_layout(v) == NPU_LAYOUT_NHWC) {
+		static const int to_nhwc[4] = { 0, 3, 1, 2 };
+
+		d[0] = v->shape.dims[0];
+		d[1] = v->shape.dims[2];
+		d[2] = v->shape.dims[3];
+		d[3] = v->shape.dims[1];
+		sa = to_nhwc[axis];
+	}
+	*outer = 1;
+	*unit = 1;
+	for (i = 0; i < sa; i++)
+		*outer *= (uint64_t)d[i];
+	for (i = sa + 1; i < rank; i++)
+		*unit *= (uint64_t)d[i];
+	*dim = (uint64_t)d[sa];
+	return *outer <= UINT32_MAX && *dim * *unit <= UINT32_MAX;
+}
+
+/*
+ * Transposes as DMA: the storage order of a value (NHWC for rank 4) as
+ * canonical axis ids, unit dims dropped. A movement maps x's storage to
+ * y's: [b][p][q][k] -> [b][q][p][k] (bytes; p = q = 1 is a plain copy),
+ * found by merging the axes that stay adjacent.
+ */
+struct movement {
+	uint64_t b, p, q, k;
+};
+
+static int storage_seq(const struct npu_value *v, const int *ids, int *seq, uint64_t *dims)
+{
+	static const int nhwc[4] = { 0, 2, 3, 1 };
+	int r = v->shape.rank, k, n = 0;
+
+	for (k = 0; k < r; k++) {
+		int a = npu_value_layout(v) == NPU_LAYOUT_NHWC ? nhwc[k] : k;
+
+		if (v->shape.dims[a] == 1)
+			continue;
+		seq[n] = ids[a];
+		dims[n++] = (uint64_t)v->shape.dims[a];
+	}
+	return n;
+}
+
+static bool movement_of(const struct npu_value *x, const struct npu_value *y, const int *yids,
+			struct movement *mv)
+{
+	int xids[NPU_MAX_RANK], sa[NPU_MAX_RANK], sb[NPU_MAX_RANK], pos[NPU_MAX_RANK];
+	int start[NPU_MAX_RANK], order[NPU_MAX_RANK], na, nb, g = 0, i, j;
+	uint64_t da[NPU_MAX_RANK], db[NPU_MAX_RANK], size[NPU_MAX_RANK];
+
+	if (x->shape.rank > NPU_MAX_RANK || y->shape.rank > NPU_MAX_RANK)
+		return false;
+	for (i = 0; i < x->shape.rank; i++)
+		xids[i] = i;
+	na = storage_seq(x, xids, sa, da);
+	nb = storage_seq(y, yids, sb, db);
+	if (na != nb)
+		return false;
+	for (j = 0; j < nb; j++) {
+		for (i = 0; i < na && !(sa[i] == sb[j] && da[i] == db[j]); i++)
+			;
+		if (i == na)
+			return false;
+		pos[j] = i;
+		/* Groups in y's order: a new one where x's order breaks. */
+		if (!j || pos[j] != pos[j - 1] + 1) {
+			start[g] = i;
+			size[g++] = 1;
+		}
+		size[g - 1] *= db[j];
+	}
+	mv->b = mv->p = mv->q = 1;
+	mv->k = (uint64_t)npu_shape_numel(&x->shape);
+	if (g <= 1)
+		return true;
+	/* order: the groups sorted by where they sit in x's storage. */
+	for (i = 0; i < g; i++)
+		order[i] = i;
+	for (i = 1; i < g; i++)
+		for (j = i; j > 0 && start[order[j]] < start[order[j - 1]]; j--) {
+			int t = order[j];
+
+			order[j] = order[j - 1];
+			order[j - 1] = t;
+		}
+	mv->k = 1;
+	if (g == 2 && order[0] == 1) {			/* [G1][G0] -> [G0][G1] */
+		mv->p = size[1], mv->q = size[0];
+	} else if (g == 3 && order[0] == 0 && order[1] == 2) {	/* batch G0 */
+		mv->b = size[0], mv->p = size[2], mv->q = size[1];
+	} else if (g == 3 && order[0] == 1 && order[1] == 0) {	/* inner G2 */
+		mv->p = size[1], mv->q = size[0], mv->k = size[2];
+	} else if (g == 4 && order[0] == 0 && order[1] == 2 && order[2] == 1) {
+		mv->b = size[0], mv->p = size[2], mv->q = size[1], mv->k = size[3];
+	} else {
+		return false;
+	}
+	return mv->b <= 4096 && mv->b * mv->p * mv->q * mv->k <= UINT32_MAX;
+}
+
+/* y's canonical axes as x's: Transpose by 'perm', reshapes by unit dims. */
+static bool movement_ids(const struct npu_node *n, int *yids)
+{
+	const struct npu_value *x = n->inputs[0], *y = n->outputs[0];
+	int r = y->shape.rank, i, j;
+
+	if (r > NPU_MAX_RANK || x->shape.rank > NPU_MAX_RANK)
+		return false;
+	if (is_op(n, "Transpose")) {
+		const struct npu_attr *a = npu_node_attr(n, "perm");
+
+		if (x->shape.rank != r)
+			return false;
+		for (i = 0; i < r; i++)
+			yids[i] = r - 1 - i;
+		if (a && (a->type != NPU_ATTR_INTS || a->count != (size_t)r))
+			return false;
+		for (i = 0; a && i < r; i++) {
+			if (a->ints[i] < 0 || a->ints[i] >= r)
+				return false;
+			yids[i] = (int)a->ints[i];
+		}
+		return true;
+	}
+	/* A reshape that only adds or drops unit dims keeps the others in order. */
+	for (i = 0, j = 0; i < r; i++) {
+		if (y->shape.dims[i] == 1) {
+			yids[i] = -1;
+			continue;
+		}
+		while (j < x->shape.rank && x->shape.dims[j] == 1)
+			j++;
+		if (j == x->shape.rank || x->shape.dims[j] != y->shape.dims[i])
+			return false;
+		yids[i] = j++;
+	}
+	while (j < x->shape.rank && x->shape.dims[j] == 1)
+		j++;
+	return j == x->shape.rank;
+}
+
+bool npu_data_movement_geometry(const struct npu_node *n, char *why, size_t why_size)
+{
+	const struct npu_value *y = n->outputs[0];
+	uint64_t outer, dim, unit, o2, d2, u2;
+	size_t i;
+
+	if (is_op(n, "Concat")) {
+		int64_t axis = npu_node_attr_int_or(n, "axis", 0);
+
+		if (!storage_axis(y, axis, &outer, &dim, &unit))
+			return WHY("axis %lld has no NPU form", (long long)axis);
+		for (i = 0; i < n->num_inputs; i++) {
+			const struct npu_value *x = n->inputs[i];
+
+			if (!x || x->constant || x->dtype != NPU_DTYPE_FLOAT ||
+			    x->shape.rank != y->shape.rank)
+				return WHY("input %zu is not a float activation of rank %d", i,
+					   y->shape.rank);
+			if (!storage_axis(x, axis, &o2, &d2, &u2) || o2 != outer || u2 != unit)
+				return WHY("input %zu does not match the output outside the axis", i);
+		}
+		return true;
+	}
+	if (is_op(n, "Split")) {
+		int64_t axis = npu_node_attr_int_or(n, "axis", 0);
+		const struct npu_value *x = n->inputs[0];
+
+		if (!storage_axis(x, axis, &outer, &dim, &unit))
+			return WHY("axis %lld has no NPU form", (long long)axis);
+		for (i = 0; i < n->num_outputs; i++) {
+			const struct npu_value *o = n->outputs[i];
+			int k;
+
+			if (!o || o->dtype != NPU_DTYPE_FLOAT || o->shape.rank != x->shape.rank)
+				return WHY("output %zu is not a float tensor of rank %d", i,
+					   x->shape.rank);
+			for (k = 0; k < o->shape.rank; k++)
+				if (o->shape.dims[k] <= 0)
+					return WHY("output %zu has no static shape", i);
+			if (!storage_axis(o, axis, &o2, &d2, &u2) || o2 != outer || u2 != unit)
+				return WHY("output %zu does not match the input outside the axis", i);
+		}
+		return true;
+	}
+	/* Reshape and friends: the same bytes in the same order, or nothing. */
+	{
+		const struct npu_value *x = n->inputs[0];
+		struct npu_act a, b;
+
+		npu_value_act_dims(x, &a);
+		npu_value_act_dims(y, &b);
+		if (npu_shape_numel(&x->shape) != npu_shape_numel(&y->shape))
+			return WHY("element counts differ");
+		/* Both sides stored row-major (NHWC with C = 1 or H = W = 1 is),
+		 * or the same NHWC tensor: not a byte moves. */
+		if (!is_op(n, "Transpose") && npu_value_layout(x) == NPU_LAYOUT_NHWC &&
+		    npu_value_layout(y) == NPU_LAYOUT_NHWC &&
+		    a.n == b.n && a.h == b.h && a.w == b.w && a.c == b.c)
+			return true;
+		if (!is_op(n, "Transpose") &&
+		    (npu_value_layout(x) == NPU_LAYOUT_ROWS || a.c == 1 || a.h * a.w == 1) &&
+		    (npu_value_layout(y) == NPU_LAYOUT_ROWS || b.c == 1 || b.h * b.w == 1))
+			return true;
+		/* Else a transpose of two blocks of storage axes, by DMA. */
+		{
+			int yids[NPU_MAX_RANK];
+			struct movement mv;
+
+			if (movement_ids(n, yids) && movement_of(x, y, yids, &mv))
+				return true;
+		}
+		return WHY("the byte order it needs is not one transpose of two axis groups");
+	}
+}
+
+/* A reshape whose bytes stay where they are (npu_data_movement_geometry). */
+static bool identity_reshape(const struct npu_value *x, const struct npu_value *y)
+{
+	struct npu_act a, b;
+
+	npu_value_act_dims(x, &a);
+	npu_value_act_dims(y, &b);
+	if (npu_value_layout(x) == NPU_LAYOUT_NHWC && npu_value_layout(y) == NPU_LAYOUT_NHWC)
+		return a.n == b.n && a.h == b.h && a.w == b.w && a.c == b.c;
+	return (npu_value_layout(x) == NPU_LAYOUT_ROWS || a.c == 1 || a.h * a.w == 1) &&
+	       (npu_value_layout(y) == NPU_LAYOUT_ROWS || b.c == 1 || b.h * b.w == 1);
+}
+
+/* A LUT from one int8 quantization to another, or NULL when they agree. */
+static const int8_t *requant_table(struct npu_lower_ctx *lc, const struct npu_qparams *from,
+				   const struct npu_qparams *to, bool *oom)
+{
+	int8_t *t;
+	int i;
+
+	*oom = false;
+	if (from->scale == to->scale && from->zero_point == to->zero_point)
+		return NULL;
+	t = seg_own(lc->seg, 256);
+	if (!t) {
+		*oom = true;
+		return NULL;
+	}
+	for (i = 0; i < 256; i++)
+		t[i] = npu_quantize_value(npu_dequantize_value((int8_t)(i - 128), *from), *to);
+	return t;
+}
+
+static bool add_copy(struct npu_lower_ctx *lc, const struct npu_node *n,
+		     struct npu_value *x, struct npu_value *y, uint32_t rows,
+		     uint32_t row_bytes, uint64_t src_off, uint64_t src_stride,
+		     uint64_t dst_off, uint64_t dst_stride, char *why, size_t why_size)
+{
+	const struct npu_qparams *qx = value_q(lc, x), *qy = value_q(lc, y);
+	int in, out;
+	struct npu_lop *l;
+	bool oom;
+
+	if (!qx || !qy)
+		return WHY("no quantization parameters (not calibrated)");
+	in = npu_lower_act(lc, x);
+	out = npu_lower_act(lc, y);
+	l = in < 0 || out < 0 ? NULL : new_lop(lc, NPU_LOP_COPY, n);
+	if (!l)
+		return WHY("out of memory");
+	l->in = (uint32_t)in;
+	l->out = (uint32_t)out;
+	l->copy.rows = rows;
+	l->copy.row_bytes = row_bytes;
+	l->copy.src_off = src_off;
+	l->copy.src_stride = rows > 1 ? src_stride : row_bytes;
+	l->copy.dst_off = dst_off;
+	l->copy.dst_stride = rows > 1 ? dst_stride : row_bytes;
+	l->copy.lut = requant_table(lc, qx, qy, &oom);
+	if (oom) {
+		lc->seg->prog.num_lops--;
+		return WHY("out of memory");
+	}
+	return true;
+}
+
+/*
+ * A transpose right after the copies that made its input x, when the two
+ * together put every byte back where it was (a Reshape NCHW -> rows and
+ * the Transpose that undoes it, as exporters write them): one plain copy
+ * from their source instead of two passes of one-byte DMA rows. x must be
+ * written only by those plain copies (the last lops) and read only by n.
+ */
+static bool undo_transpose_pair(struct npu_lower_ctx *lc, struct npu_node *n,
+				const struct movement *mv)
+{
+	struct npu_segment_program *prog = &lc->seg->prog;
+	struct npu_value *x = n->inputs[0];
+	const struct npu_qparams *qy = value_q(lc, n->outputs[0]);
+	uint64_t bytes = (uint64_t)npu_shape_numel(&x->shape), i, b, p, q, k;
+	uint32_t xa, src = 0, *from, r, j, t;
+	size_t first = prog->num_lops, m;
+	const int8_t *lut;
+	struct npu_lop *l;
+	int y;
+	bool ok = true, oom;
+
+	if (!lc->act_of[x->index] || !qy || x->is_graph_output || bytes > (1u << 20))
+		return false;
+	xa = lc->act_of[x->index] - 1;
+	while (first > 0 && prog->lops[first - 1].out == xa)
+		first--;
+	if (first == prog->num_lops)
+		return false;
+	for (m = first; m < prog->num_lops; m++)
+		if (prog->lops[m].kind != NPU_LOP_COPY || prog->lops[m].copy.lut ||
+		    prog->lops[m].in != prog->lops[first].in)
+			return false;
+	for (m = 0; m < first; m++)
+		if (prog->lops[m].out == xa)
+			return false;
+	for (i = 0; i < lc->graph->num_nodes; i++)
+		for (j = 0; j < lc->graph->nodes[i]->num_inputs; j++)
+			if (lc->graph->nodes[i]->inputs[j] == x && lc->graph->nodes[i] != n)
+				return false;
+	src = prog->lops[first].in;
+	if (npu_act_bytes(&prog->acts[src]) != bytes)
+		return false;
+	/* from[i]: the byte of the source that lands on byte i of x. */
+	from = malloc(bytes * sizeof(*from));
+	if (!from)
+		return false;
+	for (i = 0; i < bytes; i++)
+		from[i] = UINT32_MAX;
+	for (m = first; m < prog->num_lops; m++) {
+		const struct npu_lop *c = &prog->lops[m];
+
+		for (t = 0; t < (c->copy.count > 1 ? c->copy.count : 1); t++)
+			for (r = 0; r < c->copy.rows; r++)
+				for (j = 0; j < c->copy.row_bytes; j++)
+					from[c->copy.dst_off + t * c->copy.dst_step +
+					     (uint64_t)r * c->copy.dst_stride + j] =
+						(uint32_t)(c->copy.src_off + t * c->copy.src_step +
+							   (uint64_t)r * c->copy.src_stride + j);
+	}
+	/* y[b][q][p][k] = x[b][p][q][k]: the pair is the identity if that
+	 * byte of x came from the same offset of the source. */
+	for (b = 0; ok && b < mv->b; b++)
+		for (p = 0; ok && p < mv->p; p++)
+			for (q = 0; ok && q < mv->q; q++)
+				for (k = 0; ok && k < mv->k; k++) {
+					uint64_t yi = ((b * mv->q + q) * mv->p + p) * mv->k + k;
+					uint64_t xi = ((b * mv->p + p) * mv->q + q) * mv->k + k;
+
+					ok = from[xi] == yi;
+				}
+	free(from);
+	if (!ok)
+		return false;
+	lut = requant_table(lc, &prog->acts[src].q, qy, &oom);
+	y = npu_lower_act(lc, n->outputs[0]);
+	if (oom || y < 0)
+		return false;
+	{
+		/* Out of memory must leave the copies as they were. */
+		size_t had = prog->num_lops;
+		struct npu_lop *keep = malloc((had - first) * sizeof(*keep));
+
+		if (!keep)
+			return false;
+		memcpy(keep, &prog->lops[first], (had - first) * sizeof(*keep));
+		prog->num_lops = first;	/* x is no longer made: drop_unused_acts() */
+		l = new_lop(lc, NPU_LOP_COPY, n);
+		if (!l) {
+			memcpy(&prog->lops[first], keep, (had - first) * sizeof(*keep));
+			prog->num_lops = had;
+			free(keep);
+			return false;
+		}
+		free(keep);
+	}
+	l->in = src;
+	l->out = (uint32_t)y;
+	l->copy.rows = 1;
+	l->copy.row_bytes = (uint32_t)bytes;
+	l->copy.src_stride = l->copy.dst_stride = bytes;
+	l->copy.lut = lut;
+	return true;
+}
+
+/*
+ * Concat / Split along any axis: in storage order each input (output) is
+ * 'outer' rows of dim_i * unit bytes, a column block of the wide side.
+ */
+static bool lower_data_movement(struct npu_lower_ctx *lc, struct npu_node *n,
+				char *why, size_t why_size)
+{
+	size_t lops = lc->seg->prog.num_lops, i;
+	uint64_t outer, dim, unit, wide, off = 0, o2, d2, u2;
+	int64_t axis = npu_node_attr_int_or(n, "axis", 0);
+
+	if (!npu_data_movement_geometry(n, why, why_size))
+		return false;
+	if (is_op(n, "Concat")) {
+		storage_axis(n->outputs[0], axis, &outer, &dim, &unit);
+		wide = dim * unit;
+		for (i = 0; i < n->num_inputs; i++) {
+			storage_axis(n->inputs[i], axis, &o2, &d2, &u2);
+			if (!add_copy(lc, n, n->inputs[i], n->outputs[0], (uint32_t)outer,
+				      (uint32_t)(d2 * u2), 0, d2 * u2, off, wide, why, why_size))
+				goto undo;
+			off += d2 * u2;
+		}
+		return true;
+	}
+	if (is_op(n, "Split")) {
+		storage_axis(n->inputs[0], axis, &outer, &dim, &unit);
+		wide = dim * unit;
+		for (i = 0; i < n->num_outputs; i++) {
+			storage_axis(n->outputs[i], axis, &o2, &d2, &u2);
+			if (!add_copy(lc, n, n->inputs[0], n->outputs[i], (uint32_t)outer,
+				      (uint32_t)(d2 * u2), off, wide, 0, d2 * u2, why, why_size))
+				goto undo;
+			off += d2 * u2;
+		}
+		return true;
+	}
+	{
+		struct npu_value *x = n->inputs[0], *y = n->outputs[0];
+		uint64_t bytes = (uint64_t)npu_shape_numel(&x->shape), b;
+		int yids[NPU_MAX_RANK];
+		struct movement mv = { .b = 1, .p = 1, .q = 1, .k = bytes };
+
+		if (bytes > UINT32_MAX)
+			return WHY("tensor too large for one copy");
+		/* Not byte-preserving (npu_data_movement_geometry said which): a transpose. */
+		if (is_op(n, "Transpose") || !identity_reshape(x, y))
+			if (!movement_ids(n, yids) || !movement_of(x, y, yids, &mv))
+				return WHY("the byte order it needs is not one transpose of two axis groups");
+		if (mv.p == 1 || mv.q == 1)
+			return add_copy(lc, n, x, y, 1, (uint32_t)bytes, 0, bytes, 0, bytes,
+					why, why_size);
+		if (undo_transpose_pair(lc, n, &mv))
+			return true;
+		/* Per batch b: [p][q][k] -> [q][p][k], one DMA per row of the
+		 * smaller side (each DMA costs a setup). */
+		for (b = 0; b < mv.b; b++) {
+			uint64_t base = b * mv.p * mv.q * mv.k;
+			struct npu_lop *l;
+			bool ok;
+
+			if (mv.q <= mv.p)	/* DMA q gathers column q: p rows */
+				ok = add_copy(lc, n, x, y, (uint32_t)mv.p, (uint32_t)mv.k, base,
+					      mv.q * mv.k, base, mv.k, why, why_size);
+			else			/* DMA p scatters row p: q rows */
+				ok = add_copy(lc, n, x, y, (uint32_t)mv.q, (uint32_t)mv.k, base, mv.k,
+					      base, mv.p * mv.k, why, why_size);
+			if (!ok)
+				goto undo;
+			l = &lc->seg->prog.lops[lc->seg->prog.num_lops - 1];
+			l->copy.count = (uint32_t)(mv.q <= mv.p ? mv.q : mv.p);
+			l->copy.src_step = mv.q <= mv.p ? mv.k : mv.q * mv.k;
+			l->copy.dst_step = mv.q <= mv.p ? mv.p * mv.k : mv.k;
+		}
+		return true;
+	}
+undo:
+	lc->seg->prog.num_lops = lops;
+	return false;
 }
 
 bool npu_lower_node(struct npu_lower_ctx *lc, struct npu_node *n, char *why,
@@ -1032,5 +1926,7 @@ bool npu_lower_node(struct npu_lower_ctx *lc, struct npu_node *n, char *why,
 		return lower_pool(lc, n, why, why_size);
 	if (is_op(n, "Add") || is_op(n, "Mul"))
 		return lower_binary(lc, n, why, why_size);
+	if (npu_is_data_movement(n))
+		return lower_data_movement(lc, n, why, why_size);
 	return lower_lut(lc, n, why, why_size);
 }

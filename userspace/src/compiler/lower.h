@@ -48,6 +48,15 @@ struct npu_resize_geom {
 bool npu_resize_geometry(const struct npu_node *n, struct npu_resize_geom *rg,
 			 char *why, size_t why_size);
 
+/*
+ * Concat, Split and the reshapes (Reshape, Flatten, Squeeze, Unsqueeze,
+ * Identity) run as COPY lops: DMA with strides, requantized by a LUT when
+ * the two sides' parameters differ. A reshape qualifies only when its
+ * bytes stay in place (npu_value_layout). On false 'why' says why not.
+ */
+bool npu_is_data_movement(const struct npu_node *n);
+bool npu_data_movement_geometry(const struct npu_node *n, char *why, size_t why_size);
+
 /* Whether an activation op type has a LUT / clamp form on the NPU. */
 bool npu_lut_function_known(const char *op_type);
 
@@ -91,6 +100,7 @@ struct npu_lower_ctx {
 	struct npu_segment *seg;
 	uint32_t *act_of;	/* value index -> act index + 1 (0: none yet) */
 	struct npu_compiled *compiled;	/* warnings go here (may be NULL) */
+	uint32_t sram_size;	/* the device's; 0: NPU_SRAM_SIZE */
 };
 
 /*

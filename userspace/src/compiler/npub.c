@@ -63,6 +63,13 @@ static void put(struct wbuf *w, const void *p, size_t n)
  * a plain conv. Readers that predate it reject it as an unknown kind.
  */
 #define NPUB_KIND_CONV_INS	64
+/* A phase-split ConvTranspose (codegen.h): phase_h, phase_w follow the
+ * conv geometry; quantization and weights have phase_h * phase_w * out.c
+ * channels. */
+#define NPUB_KIND_CONV_PHASES	65
+/* A folded conv (codegen.h): fold_w follows the conv geometry; the weight
+ * blob is every column phase's kernel (npu_conv_fold_phase()). */
+#define NPUB_KIND_CONV_FOLD	66
 
 static void put_u8(struct wbuf *w, uint8_t v) { put(w, &v, 1); }
 static void put_u16(struct wbuf *w, uint16_t v) { put(w, &v, 2); }
@@ -160,7 +167,9 @@ static void put_segment(struct wbuf *w, const struct npu_segment *seg)
 		const struct npu_act *in = &p->acts[l->in], *out = &p->acts[l->out];
 
 		/* A conv with zero insertion has its own on-disk kind (see below). */
-		put_u32(w, l->kind == NPU_LOP_CONV && (l->conv.ins_h || l->conv.ins_w) ?
+		put_u32(w, l->kind == NPU_LOP_CONV && l->conv.phase_h ? NPUB_KIND_CONV_PHASES :
+			   l->kind == NPU_LOP_CONV && l->conv.fold_w ? NPUB_KIND_CONV_FOLD :
+			   l->kind == NPU_LOP_CONV && (l->conv.ins_h || l->conv.ins_w) ?
 			   NPUB_KIND_CONV_INS : l->kind);
 		put_str(w, l->name);
 		put_u32(w, l->in);
@@ -174,14 +183,45 @@ static void put_segment(struct wbuf *w, const struct npu_segment *seg)
 				l->conv.pad_bottom, l->conv.pad_right,
 			};
 
+			uint32_t f = l->conv.fold_w ? l->conv.fold_w : 1;
+			uint32_t chans = l->conv.phase_h ?
+					 (uint32_t)l->conv.phase_h * f * l->conv.phase_w * out->c : out->c;
+
 			put(w, g, sizeof(g));
-			if (l->conv.ins_h || l->conv.ins_w) {
+			if (l->conv.fold_w && !l->conv.phase_h) {
+				struct npu_fold_phase ph;
+				uint32_t R = l->conv.stride_w ? l->conv.fold_w / l->conv.stride_w : 0;
+
+				put_u8(w, l->conv.fold_w);
+				put_u16(w, l->conv.groups);
+				put_quant(w, &l->conv.q, out->c);
+				/* A fold without a CONV2D form has no weight to write
+				 * (the loader refuses such a file). */
+				if (!R || !npu_conv_fold_phase(in->w, out->w, in->c, out->c, l->conv.k_h,
+							       l->conv.k_w, l->conv.stride_w,
+							       l->conv.pad_left, l->conv.fold_w,
+							       R - 1, &ph))
+					put_blob(w, NULL, 0);
+				else
+					put_blob(w, l->conv.weight, ph.weight_off + (uint64_t)out->c *
+						 l->conv.k_h * ph.k_w * l->conv.fold_w * in->c);
+				break;
+			}
+			if (l->conv.phase_h) {
+				put_u8(w, l->conv.phase_h);
+				put_u8(w, l->conv.phase_w);
+				put_u8(w, (uint8_t)f);
+				put_u16(w, l->conv.groups);
+				put_quant(w, &l->conv.q, chans);
+				put_blob(w, l->conv.weight, (uint64_t)chans * f * in->c);
+				break;
+			} else if (l->conv.ins_h || l->conv.ins_w) {
 				put_u8(w, l->conv.ins_h);
 				put_u8(w, l->conv.ins_w);
 			}
 			put_u16(w, l->conv.groups);
-			put_quant(w, &l->conv.q, out->c);
-			put_blob(w, l->conv.weight, (uint64_t)out->c * l->conv.k_h * l->conv.k_w *
+			put_quant(w, &l->conv.q, chans);
+			put_blob(w, l->conv.weight, (uint64_t)chans * l->conv.k_h * l->conv.k_w *
 				 (in->c / l->conv.groups));
 			break;
 		}
@@ -224,6 +264,18 @@ static void put_segment(struct wbuf *w, const struct npu_segment *seg)
 			put_u32(w, l->resize.step_w);
 			put_u32(w, (uint32_t)l->resize.offset_w);
 			put_u32(w, l->resize.den_w);
+			break;
+		case NPU_LOP_COPY:
+			put_u32(w, l->copy.rows);
+			put_u32(w, l->copy.row_bytes);
+			put_u64(w, l->copy.src_off);
+			put_u64(w, l->copy.src_stride);
+			put_u64(w, l->copy.dst_off);
+			put_u64(w, l->copy.dst_stride);
+			put_u32(w, l->copy.count);
+			put_u64(w, l->copy.src_step);
+			put_u64(w, l->copy.dst_step);
+			put_blob(w, l->copy.lut, l->copy.lut ? 256 : 0);
 			break;
 		}
 	}
@@ -474,11 +526,13 @@ static bool get_lop(struct rbuf *r, struct npu_segment *seg, struct npu_lop *l)
 	struct npu_segment_program *p = &seg->prog;
 	const struct npu_act *in, *out;
 	char *name;
-	bool ins;
+	bool ins, phases, fold;
 
 	l->kind = get_u32(r, "kind");
 	ins = l->kind == NPUB_KIND_CONV_INS;
-	if (ins)
+	phases = l->kind == NPUB_KIND_CONV_PHASES;
+	fold = l->kind == NPUB_KIND_CONV_FOLD;
+	if (ins || phases || fold)
 		l->kind = NPU_LOP_CONV;
 	name = seg_keep(seg, get_str(r, "name"));
 	l->name = name ? name : "?";
@@ -487,7 +541,7 @@ static bool get_lop(struct rbuf *r, struct npu_segment *seg, struct npu_lop *l)
 	l->out = get_u32(r, "out");
 	if (r->bad)
 		return false;
-	if (l->kind > NPU_LOP_RESIZE)
+	if (l->kind > NPU_LOP_COPY)
 		return fail(r, "%s %llu is unknown", "op kind", l->kind);
 	if (l->in >= p->num_acts || l->out >= p->num_acts)
 		return fail(r, "%s %llu out of range", "tensor index", l->in > l->out ? l->in : l->out);
@@ -506,9 +560,60 @@ static bool get_lop(struct rbuf *r, struct npu_segment *seg, struct npu_lop *l)
 			l->conv.ins_h = get_u8(r, "ins_h");
 			l->conv.ins_w = get_u8(r, "ins_w");
 		}
+		if (phases) {
+			l->conv.phase_h = get_u8(r, "phase_h");
+			l->conv.phase_w = get_u8(r, "phase_w");
+			l->conv.fold_w = get_u8(r, "fold_w");
+			if (l->conv.fold_w == 1)
+				l->conv.fold_w = 0;
+		}
+		if (fold)
+			l->conv.fold_w = get_u8(r, "fold_w");
 		l->conv.groups = get_u16(r, "groups");
 		if (r->bad)
 			return false;
+		if (fold) {
+			struct npu_fold_phase ph;
+			uint32_t R = l->conv.stride_w ? l->conv.fold_w / l->conv.stride_w : 0;
+
+			/* Every column phase must have a CONV2D form (codegen.h). */
+			if (l->conv.groups != 1 || l->conv.dil_w != 1 || !R ||
+			    !check_window(r, in->h, out->h, l->conv.k_h, l->conv.stride_h,
+					  l->conv.dil_h, l->conv.pad_top, l->conv.pad_bottom,
+					  "conv height") ||
+			    !check_window(r, in->w, out->w, l->conv.k_w, l->conv.stride_w, 1,
+					  l->conv.pad_left, l->conv.pad_right, "conv width"))
+				return r->bad ? false :
+				       fail(r, "%s %llu: not a foldable conv", "fold_w", l->conv.fold_w);
+			for (uint32_t k = 0; k < R; k++)
+				if (!npu_conv_fold_phase(in->w, out->w, in->c, out->c, l->conv.k_h,
+							 l->conv.k_w, l->conv.stride_w,
+							 l->conv.pad_left, l->conv.fold_w, k, &ph))
+					return fail(r, "%s %llu: a column phase has no CONV2D form",
+						    "fold_w", l->conv.fold_w);
+			if (!get_quant(r, seg, &l->conv.q, out->c))
+				return false;
+			l->conv.weight = get_blob(r, seg, ph.weight_off + (uint64_t)out->c *
+						  l->conv.k_h * ph.k_w * l->conv.fold_w * in->c,
+						  false, "weight");
+			break;
+		}
+		if (phases) {
+			uint32_t f = l->conv.fold_w ? l->conv.fold_w : 1;
+			uint32_t chans = (uint32_t)l->conv.phase_h * f * l->conv.phase_w * out->c;
+
+			/* 1x1 phases of a kernel = stride transposed conv (codegen.h). */
+			if (!l->conv.phase_h || !l->conv.phase_w || l->conv.groups != 1 || in->w % f ||
+			    memcmp(g, (uint8_t[10]){ 1, 1, 1, 1, 1, 1, 0, 0, 0, 0 }, 10) ||
+			    in->n != out->n || out->h != in->h * l->conv.phase_h ||
+			    out->w != in->w * l->conv.phase_w)
+				return fail(r, "%s %llu: not a kernel = stride transposed conv",
+					    "phases", l->conv.phase_h);
+			if (!get_quant(r, seg, &l->conv.q, chans))
+				return false;
+			l->conv.weight = get_blob(r, seg, (uint64_t)chans * f * in->c, false, "weight");
+			break;
+		}
 		if (!l->conv.groups || in->c % l->conv.groups || out->c % l->conv.groups ||
 		    in->n != out->n || !in->h || !in->w)
 			return fail(r, "%s %llu does not divide the channels", "groups", l->conv.groups);
@@ -602,6 +707,40 @@ static bool get_lop(struct rbuf *r, struct npu_segment *seg, struct npu_lop *l)
 		    !l->resize.den_w || in->c != out->c || in->n != out->n)
 			return fail(r, "%s %llu invalid", "resize mode", l->resize.mode);
 		break;
+	case NPU_LOP_COPY: {
+		uint64_t in_end, out_end;
+
+		l->copy.rows = get_u32(r, "rows");
+		l->copy.row_bytes = get_u32(r, "row_bytes");
+		l->copy.src_off = get_u64(r, "src_off");
+		l->copy.src_stride = get_u64(r, "src_stride");
+		l->copy.dst_off = get_u64(r, "dst_off");
+		l->copy.dst_stride = get_u64(r, "dst_stride");
+		l->copy.count = get_u32(r, "count");
+		l->copy.src_step = get_u64(r, "src_step");
+		l->copy.dst_step = get_u64(r, "dst_step");
+		if (r->bad)
+			return false;
+		/* Every byte it touches lies inside its two tensors. */
+		if (!l->copy.rows || !l->copy.row_bytes || l->copy.src_stride > UINT32_MAX ||
+		    l->copy.dst_stride > UINT32_MAX || l->copy.src_off > UINT32_MAX ||
+		    l->copy.dst_off > UINT32_MAX)
+			return fail(r, "%s %llu invalid", "copy rows", l->copy.rows);
+		if (l->copy.src_step > UINT32_MAX || l->copy.dst_step > UINT32_MAX)
+			return fail(r, "%s %llu invalid", "copy step", l->copy.src_step);
+		in_end = l->copy.src_off + (uint64_t)(l->copy.rows - 1) * l->copy.src_stride +
+			 l->copy.row_bytes +
+			 (l->copy.count > 1 ? (uint64_t)(l->copy.count - 1) * l->copy.src_step : 0);
+		out_end = l->copy.dst_off + (uint64_t)(l->copy.rows - 1) * l->copy.dst_stride +
+			  l->copy.row_bytes +
+			  (l->copy.count > 1 ? (uint64_t)(l->copy.count - 1) * l->copy.dst_step : 0);
+		if (in_end > npu_act_bytes(in) || out_end > npu_act_bytes(out) ||
+		    (l->copy.rows > 1 && (l->copy.src_stride < l->copy.row_bytes ||
+					  l->copy.dst_stride < l->copy.row_bytes)))
+			return fail(r, "%s %llu: outside its tensors", "copy", l->copy.row_bytes);
+		l->copy.lut = get_blob(r, seg, 256, true, "lut");
+		break;
+	}
 	}
 	return !r->bad;
 }

@@ -207,6 +207,8 @@ bool npu_node_supported(const struct npu_graph *g, const struct npu_node *n,
 		return supported_gemm(n, why, why_size);
 	if (is_op(n, "MaxPool") || is_op(n, "AveragePool") || is_op(n, "GlobalAveragePool"))
 		return supported_pool(g, n, why, why_size);
+	if (npu_is_data_movement(n))		/* COPY: DMA with strides */
+		return npu_data_movement_geometry(n, why, why_size);
 	if (npu_lut_function_known(n->op_type)) {
 		if (is_op(n, "Clip") && n->opset >= 11) {
 			for (i = 1; i < n->num_inputs; i++)

@@ -480,3 +480,26 @@ const char *npu_calib_method_name(enum npu_calib_method m)
 {
 	return (size_t)m < sizeof(method_names) / sizeof(method_names[0]) ? method_names[m] : "?";
 }
+
+void npu_bias_correct(const float *w, const int8_t *q, const float *scales, size_t oc,
+		      size_t ic, size_t groups, size_t khw, const double *mean,
+		      float *bias)
+{
+	size_t icg = ic / groups, ocg = oc / groups, o, i, k;
+
+	for (o = 0; o < oc; o++) {
+		const float *wr = w + o * icg * khw;
+		const int8_t *qr = q + o * icg * khw;
+		const double *m = mean + (o / ocg) * icg;
+		double shift = 0;
+
+		for (i = 0; i < icg; i++) {
+			double d = 0;
+
+			for (k = 0; k < khw; k++)
+				d += (double)qr[i * khw + k] * scales[o] - wr[i * khw + k];
+			shift += d * m[i];
+		}
+		bias[o] = (float)(bias[o] - shift);
+	}
+}

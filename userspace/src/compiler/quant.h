@@ -57,6 +57,18 @@ void npu_quantize_weights_per_channel(const float *w, size_t channels,
 				      size_t per_channel, int8_t *q,
 				      float *scales);
 
+/*
+ * Bias correction (Nagel et al., "Data-Free Quantization", with the input
+ * means measured on the calibration data): int8 weights q * scale differ
+ * from w, which shifts every output channel o by the expected
+ * sum_i (q[o][i] * scale[o] - w[o][i]) * mean(x_i); subtract that from
+ * bias[o]. w and q are [oc][ic / groups][khw]; mean has one entry per
+ * input channel (ic in all).
+ */
+void npu_bias_correct(const float *w, const int8_t *q, const float *scales, size_t oc,
+		      size_t ic, size_t groups, size_t khw, const double *mean,
+		      float *bias);
+
 /* bias_q = round(bias / (input_scale * weight_scale)), saturated to int32. */
 int32_t npu_quantize_bias(float bias, float input_scale, float weight_scale);
 

@@ -82,13 +82,32 @@ static uint32_t put_quant(struct scratch *s, const struct npu_lop_quant *q, uint
 	return off;
 }
 
+/* Weight bytes of a conv lop: every column phase's kernel when folded. */
+static size_t conv_weight_bytes(const struct npu_lop *l, const struct npu_act *in,
+				const struct npu_act *out)
+{
+	struct npu_fold_phase ph;
+
+	if (!l->conv.fold_w)
+		return (size_t)out->c * l->conv.k_h * l->conv.k_w * (in->c / l->conv.groups);
+	if (!npu_conv_fold_phase(in->w, out->w, in->c, out->c, l->conv.k_h, l->conv.k_w,
+				 l->conv.stride_w, l->conv.pad_left, l->conv.fold_w,
+				 l->conv.fold_w / l->conv.stride_w - 1, &ph))
+		return 0;
+	return ph.weight_off + (size_t)out->c * l->conv.k_h * ph.k_w * l->conv.fold_w * in->c;
+}
+
 static size_t lop_const_bytes(const struct npu_lop *l, const struct npu_act *in,
 			      const struct npu_act *out)
 {
 	size_t b = 256 + 64 * 8 + (size_t)out->c * 9;
 
-	if (l->kind == NPU_LOP_CONV)
-		b += (size_t)out->c * l->conv.k_h * l->conv.k_w * (in->c / l->conv.groups);
+	if (l->kind == NPU_LOP_CONV && l->conv.phase_h)	/* every phase's constants */
+		b = 256 + 64 * 8 + (size_t)l->conv.phase_h * l->conv.phase_w * out->c *
+			(l->conv.fold_w ? l->conv.fold_w : 1) *
+			((size_t)(l->conv.fold_w ? l->conv.fold_w : 1) * in->c + 9 + 64);
+	else if (l->kind == NPU_LOP_CONV)
+		b += conv_weight_bytes(l, in, out);
 	else if (l->kind == NPU_LOP_MATMUL)
 		b += (size_t)out->c * in->c;
 	else if (l->kind == NPU_LOP_ELTWISE)
@@ -105,6 +124,23 @@ static bool run_lop(const struct npu_segment_program *p, const struct npu_lop *l
 	struct scratch s = { 0 };
 	uint32_t in_off, out_off, n;
 
+	if (l->kind == NPU_LOP_COPY) {
+		/* Its part of 'out' (the rest is other COPY lops' work). */
+		uint32_t r, k, i, reps = l->copy.count > 1 ? l->copy.count : 1;
+
+		for (i = 0; i < reps; i++)
+			for (r = 0; r < l->copy.rows; r++) {
+				const int8_t *src = a + l->copy.src_off + i * l->copy.src_step +
+						    (uint64_t)r * l->copy.src_stride;
+				int8_t *dst = out_data + l->copy.dst_off + i * l->copy.dst_step +
+					      (uint64_t)r * l->copy.dst_stride;
+
+				for (k = 0; k < l->copy.row_bytes; k++)
+					dst[k] = l->copy.lut ? l->copy.lut[(uint8_t)(src[k] + 128)] :
+							       src[k];
+			}
+		return true;
+	}
 	s.cap = 2 * in_bytes + out_bytes + lop_const_bytes(l, in, out) + 64 * 16;
 	s.mem = malloc(s.cap);
 	if (!s.mem)
@@ -142,9 +178,49 @@ static bool run_lop(const struct npu_segment_program *p, const struct npu_lop *l
 		uint32_t count = out->h * out->w * out->c;
 		size_t mark = s.top;
 
-		if (l->kind == NPU_LOP_CONV) {
+		if (l->kind == NPU_LOP_CONV && l->conv.phase_h) {
+			/* One 1x1 conv per row phase, interleaved as codegen does. */
 			const struct npu_lop_quant *q = &l->conv.q;
-			uint32_t wsz = out->c * l->conv.k_h * l->conv.k_w * (in->c / l->conv.groups);
+			uint32_t f = l->conv.fold_w ? l->conv.fold_w : 1;
+			uint32_t pc = f * l->conv.phase_w * out->c, dy;
+
+			for (dy = 0; dy < l->conv.phase_h; dy++) {
+				struct npu_lop_quant qd = {
+					.bias = q->bias ? q->bias + dy * pc : NULL,
+					.mult = q->mult + dy * pc, .shift = q->shift + dy * pc,
+				};
+				struct npu_insn_conv2d cv = {
+					.input = i_off,
+					.output = o_off + dy * out->w * out->c,
+					.weight = put(&s, l->conv.weight + (size_t)dy * pc * f * in->c,
+						      (size_t)pc * f * in->c),
+					.bias = q->bias ? put(&s, qd.bias, (size_t)pc * 4) : 0,
+					.flags = q->bias ? 0 : NPU_CONV_NO_BIAS,
+					.in_h = (uint16_t)in->h, .in_w = (uint16_t)(in->w / f),
+					.in_c = (uint16_t)(f * in->c), .out_c = (uint16_t)pc,
+					.out_h = (uint16_t)in->h, .out_w = (uint16_t)(in->w / f),
+					.k_h = 1, .k_w = 1, .stride_h = 1, .stride_w = 1,
+					.dil_h = 1, .dil_w = 1, .groups = 1,
+					.in_row_stride = in->w * in->c, .in_pixel_stride = f * in->c,
+					.out_row_stride = l->conv.phase_h * out->w * out->c,
+					.out_pixel_stride = pc,
+					.zp_in = (int16_t)in->q.zero_point,
+					.zp_out = (int16_t)(q->lut ? q->pre_act_zp : out->q.zero_point),
+					.act_min = q->act_min, .act_max = q->act_max,
+				};
+
+				cv.quant = put_quant(&s, &qd, pc);
+				npu_ref_conv2d(&cv, s.mem);
+			}
+			if (q->lut) {
+				struct npu_insn_lut lt = { .input = o_off, .output = o_off,
+							   .table = put(&s, q->lut, 256),
+							   .count = count };
+				npu_ref_lut(&lt, s.mem);
+			}
+		} else if (l->kind == NPU_LOP_CONV) {
+			const struct npu_lop_quant *q = &l->conv.q;
+			uint32_t wsz = (uint32_t)conv_weight_bytes(l, in, out);
 			struct npu_insn_conv2d cv = {
 				.input = i_off, .output = o_off,
 				.weight = put(&s, l->conv.weight, wsz),
@@ -168,7 +244,33 @@ static bool run_lop(const struct npu_segment_program *p, const struct npu_lop *l
 			};
 
 			cv.quant = put_quant(&s, q, out->c);
-			npu_ref_conv2d(&cv, s.mem);
+			if (l->conv.fold_w) {
+				/* The column phases over wide pixels, as codegen emits them. */
+				uint32_t R = l->conv.fold_w / l->conv.stride_w, r;
+
+				for (r = 0; r < R; r++) {
+					struct npu_fold_phase ph;
+					struct npu_insn_conv2d f = cv;
+
+					npu_conv_fold_phase(in->w, out->w, in->c, out->c, l->conv.k_h,
+							    l->conv.k_w, l->conv.stride_w,
+							    l->conv.pad_left, l->conv.fold_w, r, &ph);
+					f.weight = cv.weight + (uint32_t)ph.weight_off;
+					f.output = cv.output + r * out->c;
+					f.in_w = (uint16_t)ph.in_w;
+					f.in_c = (uint16_t)(l->conv.fold_w * in->c);
+					f.in_pixel_stride = l->conv.fold_w * in->c;
+					f.out_w = (uint16_t)(out->w / R);
+					f.out_pixel_stride = R * out->c;
+					f.k_w = (uint8_t)ph.k_w;
+					f.stride_w = 1;
+					f.pad_left = (uint8_t)ph.pad_left;
+					f.pad_right = (uint8_t)ph.pad_right;
+					npu_ref_conv2d(&f, s.mem);
+				}
+			} else {
+				npu_ref_conv2d(&cv, s.mem);
+			}
 			if (q->lut) {
 				struct npu_insn_lut lt = { .input = o_off, .output = o_off,
 							   .table = put(&s, q->lut, 256),
@@ -367,6 +469,17 @@ static int8_t *quantize_ref(struct ctx *x, const struct npu_act *a)
 
 static const char *lop_kind_name(const struct npu_lop *l);
 
+/* Whether lop i is the last one writing its output. */
+static bool last_writer(const struct npu_segment_program *p, size_t i)
+{
+	size_t j;
+
+	for (j = i + 1; j < p->num_lops; j++)
+		if (p->lops[j].out == p->lops[i].out)
+			return false;
+	return true;
+}
+
 static npu_status segment_sample(struct ctx *x, size_t si, struct npu_error *err)
 {
 	const struct npu_segment *seg = x->c->segments[si];
@@ -408,7 +521,12 @@ static npu_status segment_sample(struct ctx *x, size_t si, struct npu_error *err
 					   l->name, lop_kind_name(l));
 			break;
 		}
+		/* A COPY fills part of its output: compare after the last one. */
+		if (l->kind == NPU_LOP_COPY && !last_writer(p, i))
+			continue;
 		st = compare(x, out, q8[l->out], &ly->e2e);
+		if (l->kind == NPU_LOP_COPY)
+			continue;	/* no local form: other lops wrote the rest */
 		/* Local: this lop alone on quantized fp32 inputs. */
 		la = quantize_ref(x, &p->acts[l->in]);
 		if (two)
@@ -460,6 +578,19 @@ static int cmp_layer(const void *pa, const void *pb)
 	return strcmp(a->node, b->node);
 }
 
+/* Worst output SQNR first (the 'e2e' field of a sensitivity report). */
+static int cmp_sensitivity(const void *pa, const void *pb)
+{
+	const struct npu_qr_layer *a = pa, *b = pb;
+	double x = npu_err_sqnr_db(&a->e2e), y = npu_err_sqnr_db(&b->e2e);
+
+	if (isnan(x) != isnan(y))
+		return isnan(x) ? 1 : -1;
+	if (x != y && !(isnan(x) && isnan(y)))
+		return x < y ? -1 : 1;
+	return strcmp(a->node, b->node);
+}
+
 static const char *lop_kind_name(const struct npu_lop *l)
 {
 	switch (l->kind) {
@@ -468,6 +599,7 @@ static const char *lop_kind_name(const struct npu_lop *l)
 	case NPU_LOP_POOL: return "POOL";
 	case NPU_LOP_ELTWISE: return l->elt.mode == NPU_ELT_ADD ? "ELTWISE ADD" : "ELTWISE MUL";
 	case NPU_LOP_RESIZE: return "RESIZE";
+	case NPU_LOP_COPY: return l->copy.lut ? "DMA + LUT" : "DMA";
 	default: return "LUT";
 	}
 }
@@ -628,6 +760,180 @@ done:
 	free(x.first_layer);
 	free(want_ref);
 	free(want_seen);
+	free(set);
+	if (st)
+		npu_quant_report_clear(out);
+	return st;
+}
+
+/* ---- Sensitivity: the model's outputs with one layer in int8 ---- */
+
+struct inject {
+	const struct npu_value *value;	/* in the reference graph */
+	const struct npu_tensor *with;	/* replaces its fp32 content */
+};
+
+/*
+ * npu_exec calls the observer right after a node, before any consumer
+ * runs, with the tensors consumers will read: rewriting the one output
+ * puts this layer's int8 error, and only it, into the fp32 run.
+ */
+static void inject_observe(void *arg, const struct npu_node *n,
+			   const struct npu_tensor *const *outs)
+{
+	const struct inject *in = arg;
+	size_t i;
+
+	for (i = 0; i < n->num_outputs; i++)
+		if (n->outputs[i] == in->value && outs[i] && outs[i]->nbytes == in->with->nbytes)
+			memcpy(((struct npu_tensor *)outs[i])->data, in->with->data, in->with->nbytes);
+}
+
+/*
+ * Where the consumer is flat beyond an act's range, clamping there loses
+ * nothing in int8 (compare()), but the fp32 graph after it may not be
+ * clamped the same way: there the layer keeps the fp32 value.
+ */
+static void unclamp(struct npu_tensor *deq, const struct npu_tensor *ref, const struct npu_act *a)
+{
+	float lo = npu_dequantize_value(-128, a->q), hi = npu_dequantize_value(127, a->q);
+	const float *r = ref->data;
+	float *d = deq->data;
+	uint64_t k;
+
+	for (k = 0; k < npu_act_bytes(a); k++)
+		if (r[k] < lo || r[k] > hi)
+			d[k] = r[k];
+}
+
+npu_status npu_quant_sensitivity(struct npu_graph *ref, const struct npu_compiled *c,
+				 const struct npu_compile_options *opts, size_t max_samples,
+				 struct npu_qr *out, struct npu_error *err)
+{
+	struct ctx x = { .ref = ref, .c = c, .r = out };
+	bool *want = calloc(ref->num_values + 1, sizeof(bool));
+	struct inject inj = { 0 };
+	struct npu_exec_options ro = { .threads = opts->threads, .pool = opts->pool,
+				       .observe = observe, .observe_arg = &x.fp32 };
+	struct npu_exec_options io = { .threads = opts->threads, .pool = opts->pool,
+				       .observe = inject_observe, .observe_arg = &inj };
+	struct npu_exec *re = NULL, *ie = NULL;
+	struct npu_exec_plan *plan = NULL;	/* one per graph: both runs share it */
+	struct npu_tensor **set = calloc(ref->num_inputs + 1, sizeof(*set));
+	size_t samples = 0, total = 0, i, j, k, o;
+	npu_status st = NPU_OK;
+
+	memset(out, 0, sizeof(*out));
+	x.fp32 = (struct store){ calloc(ref->num_values + 1, sizeof(void *)), want, ref->num_values };
+	for (i = 0; i < c->num_segments; i++)
+		total += c->segments[i]->prog.num_lops;
+	out->layers = calloc(total + 1, sizeof(*out->layers));
+	if (!want || !set || !x.fp32.t || !out->layers) {
+		st = npu_error_set(err, NPU_ERR_NO_MEMORY, "sensitivity: out of memory");
+		goto done;
+	}
+	for (i = 0; i < c->num_segments; i++) {
+		const struct npu_segment_program *p = &c->segments[i]->prog;
+
+		for (j = 0; j < p->num_acts; j++) {
+			const struct npu_value *v = p->acts[j].name
+				? npu_graph_find_value(ref, p->acts[j].name) : NULL;
+
+			if (v)
+				want[v->index] = true;
+		}
+		for (j = 0; j < p->num_lops; j++) {
+			struct npu_qr_layer *ly = &out->layers[out->count++];
+
+			ly->node = dup_or_empty(p->lops[j].name);
+			ly->op_type = dup_or_empty(lop_kind_name(&p->lops[j]));
+			ly->value = dup_or_empty(p->acts[p->lops[j].out].name);
+			ly->segment = c->segments[i]->index;
+			if (!ly->node || !ly->op_type || !ly->value) {
+				st = npu_error_set(err, NPU_ERR_NO_MEMORY, "sensitivity: out of memory");
+				goto done;
+			}
+		}
+	}
+	for (i = 0; i < ref->num_outputs; i++)
+		want[ref->outputs[i]->index] = true;
+	st = npu_calib_count_samples(ref, opts, &samples, err);
+	if (max_samples && samples > max_samples)
+		samples = max_samples;
+	if (!st)
+		st = npu_exec_plan_create(ref, &plan, err);
+	ro.plan = io.plan = plan;
+	if (!st)
+		st = npu_exec_create(ref, &ro, &re, err);
+	if (!st)
+		st = npu_exec_create(ref, &io, &ie, err);
+	for (k = 0; !st && k < samples; k++) {
+		size_t li = 0;
+		bool owned = false;
+
+		st = npu_calib_get_sample(ref, opts, k, set, &owned, err);
+		for (i = 0; !st && i < ref->num_inputs; i++)
+			store_put(&x.fp32, ref->inputs[i], set[i]);
+		if (!st)
+			st = npu_exec_run(re, (const struct npu_tensor *const *)set, err);
+		for (i = 0; !st && i < c->num_segments; i++) {
+			const struct npu_segment_program *p = &c->segments[i]->prog;
+
+			for (j = 0; !st && j < p->num_lops; j++, li++) {
+				const struct npu_lop *l = &p->lops[j];
+				const struct npu_act *a = &p->acts[l->out];
+				bool two = l->kind == NPU_LOP_ELTWISE && !l->elt.b_const;
+				const struct npu_tensor *r = ref_of(&x, a->name);
+				int8_t *la = quantize_ref(&x, &p->acts[l->in]);
+				int8_t *lb = two ? quantize_ref(&x, &p->acts[l->in2]) : NULL;
+				int8_t *lo = malloc(npu_act_bytes(a) + 1);
+				struct npu_tensor *deq = r ? npu_tensor_create(NPU_DTYPE_FLOAT, &r->shape) : NULL;
+
+				inj.value = a->name ? npu_graph_find_value(ref, a->name) : NULL;
+				if (l->kind != NPU_LOP_COPY && r && deq && inj.value && la && lo && (!two || lb) &&
+				    r->nbytes == npu_act_bytes(a) * sizeof(float) &&
+				    run_lop(p, l, la, lb, lo)) {
+					npu_segment_dequantize_out(lo, a, act_layout(&x, a), deq);
+					if (a->flat_clamped)
+						unclamp(deq, r, a);
+					inj.with = deq;
+					st = npu_exec_run(ie, (const struct npu_tensor *const *)set, err);
+					for (o = 0; !st && o < ref->num_outputs; o++) {
+						const struct npu_tensor *y = npu_exec_output(ie, o);
+						const struct npu_tensor *yr = x.fp32.t[ref->outputs[o]->index];
+
+						if (y && yr && y->dtype == NPU_DTYPE_FLOAT &&
+						    y->nbytes == yr->nbytes)
+							acc_add(&out->layers[li].e2e, yr->data, y->data,
+								y->nbytes / sizeof(float));
+					}
+				}
+				npu_tensor_destroy(deq);
+				free(la);
+				free(lb);
+				free(lo);
+			}
+		}
+		if (st)
+			npu_error_prefix(err, "sensitivity, sample %zu", k);
+		if (owned)
+			for (i = 0; i < ref->num_inputs; i++) {
+				npu_tensor_destroy(set[i]);
+				set[i] = NULL;
+			}
+		store_clear(&x.fp32);
+		out->samples += !st;
+	}
+	if (!st)
+		qsort(out->layers, out->count, sizeof(*out->layers), cmp_sensitivity);
+done:
+	npu_exec_destroy(re);
+	npu_exec_destroy(ie);
+	npu_exec_plan_destroy(plan);
+	if (x.fp32.t)
+		store_clear(&x.fp32);
+	free(x.fp32.t);
+	free(want);
 	free(set);
 	if (st)
 		npu_quant_report_clear(out);

@@ -61,6 +61,17 @@ npu_status npu_quant_report_build(struct npu_graph *ref, struct npu_graph *compi
 				  const struct npu_compiled *c,
 				  const struct npu_compile_options *opts, size_t max_samples,
 				  struct npu_qr *out, struct npu_error *err);
+/*
+ * Sensitivity of the model's outputs to each NPU layer: per layer, the
+ * fp32 graph 'ref' (as for the report) runs with that one layer's output
+ * replaced by its int8 result on quantized fp32 inputs (its local error),
+ * and 'e2e' accumulates the graph outputs against fp32 ('local' stays
+ * empty). Sorted worst output SQNR first. 'c' only needs its segments
+ * (bound or not).
+ */
+npu_status npu_quant_sensitivity(struct npu_graph *ref, const struct npu_compiled *c,
+				 const struct npu_compile_options *opts, size_t max_samples,
+				 struct npu_qr *out, struct npu_error *err);
 void npu_quant_report_clear(struct npu_qr *r);
 
 #endif /* NPU_COMPILER_QUANT_REPORT_H */

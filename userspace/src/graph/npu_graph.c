@@ -509,6 +509,8 @@ static struct npu_tensor *clone_tensor(const struct npu_tensor *t)
 
 	if (!t)
 		return NULL;
+	if (t->dtype == NPU_DTYPE_STRING)	/* its size is not numel * element size */
+		return npu_tensor_dup(t);
 	c = npu_tensor_create(t->dtype, &t->shape);
 	if (c && t->nbytes && c->nbytes == t->nbytes)
 		memcpy(c->data, t->data, t->nbytes);

@@ -158,6 +158,18 @@ static bool can_fold(const struct npu_node *node)
 	return true;
 }
 
+static npu_status string_unsupported(const struct npu_graph *g, const struct npu_node *node,
+				     const struct npu_value *v, const char *what,
+				     struct npu_error *err)
+{
+	char label[300];
+
+	return npu_error_set(err, NPU_ERR_UNSUPPORTED,
+			     "%s: %s: %s '%s' is a string tensor; %s does not support strings",
+			     g->source, npu_node_label(g, node, label, sizeof(label)), what,
+			     v->name, node->op_type);
+}
+
 npu_status npu_graph_infer(struct npu_graph *g, bool fold,
 			   struct npu_error *err)
 {
@@ -191,6 +203,10 @@ npu_status npu_graph_infer(struct npu_graph *g, bool fold,
 				g->source,
 				npu_node_label(g, node, label, sizeof(label)),
 				node->num_outputs);
+		for (j = 0; j < node->num_inputs; j++)
+			if (node->inputs[j] && node->inputs[j]->dtype == NPU_DTYPE_STRING &&
+			    !def->strings)
+				return string_unsupported(g, node, node->inputs[j], "input", err);
 		for (j = 0; j < node->num_inputs; j++)
 			if (node->inputs[j] && node->inputs[j]->shape.rank < 0)
 				unknown_rank = true;
@@ -234,6 +250,8 @@ npu_status npu_graph_infer(struct npu_graph *g, bool fold,
 					shapes[j].rank, v->name);
 			v->dtype = dtypes[j];
 			v->shape = shapes[j];
+			if (v->dtype == NPU_DTYPE_STRING && !def->strings)
+				return string_unsupported(g, node, v, "output", err);
 		}
 		if (fold && node->num_inputs >= 1 && node->inputs[0] &&
 		    (!strcmp(node->op_type, "Shape") ||

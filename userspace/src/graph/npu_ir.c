@@ -143,6 +143,25 @@ void npu_tensor_destroy(struct npu_tensor *tensor)
 	free(tensor);
 }
 
+struct npu_tensor *npu_tensor_dup(const struct npu_tensor *tensor)
+{
+	struct npu_tensor *t = calloc(1, sizeof(*t));
+
+	if (!t)
+		return NULL;
+	*t = *tensor;
+	t->data = NULL;
+	if (tensor->nbytes) {
+		t->data = aligned_alloc(64, (tensor->nbytes + 63) & ~(size_t)63);
+		if (!t->data) {
+			free(t);
+			return NULL;
+		}
+		memcpy(t->data, tensor->data, tensor->nbytes);
+	}
+	return t;
+}
+
 const struct npu_attr *npu_node_attr(const struct npu_node *node,
 				     const char *name)
 {

@@ -151,6 +151,8 @@ const char *npu_node_attr_string_or(const struct npu_node *node,
 struct npu_tensor *npu_tensor_create(enum npu_dtype dtype,
 				     const struct npu_shape *shape);
 void npu_tensor_destroy(struct npu_tensor *tensor);
+/* A copy of any tensor, string tensors (graph/npu_str.h) included; NULL on ENOMEM. */
+struct npu_tensor *npu_tensor_dup(const struct npu_tensor *tensor);
 /* "1x3x224x224" ("scalar" for rank 0, '?' for unknown dims) into buf. */
 const char *npu_shape_str(const struct npu_shape *shape, char *buf,
 			  size_t size);

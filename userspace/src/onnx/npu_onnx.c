@@ -382,9 +382,7 @@ static npu_status import_constant(struct importer *im, const char *label,
 			im->src, label, node->num_attrs);
 	a = &node->attrs[0];
 	if (!strcmp(a->name, "value") && a->type == NPU_ATTR_TENSOR) {
-		t = npu_tensor_create(a->t->dtype, &a->t->shape);
-		if (t && t->nbytes)
-			memcpy(t->data, a->t->data, t->nbytes);
+		t = npu_tensor_dup(a->t);
 	} else if (!strcmp(a->name, "value_float") &&
 		   a->type == NPU_ATTR_FLOAT) {
 		t = npu_tensor_create(NPU_DTYPE_FLOAT, &shape);
@@ -849,6 +847,8 @@ npu_status npu_onnx_import(const void *data, size_t size, const char *source,
 		im.g->num_opsets++;
 	}
 	st = import_graph(&im, mp);
+	if (st == NPU_OK)
+		st = npu_onnx_lower_gradients(im.g, err);
 out:
 	onnx__model_proto__free_unpacked(mp, NULL);
 	if (st != NPU_OK) {

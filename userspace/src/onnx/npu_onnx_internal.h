@@ -15,5 +15,10 @@ npu_status npu_onnx_tensor_from_proto(const Onnx__TensorProto *tp,
 				      const char *what,
 				      struct npu_tensor **out,
 				      struct npu_error *err);
+/*
+ * Lower every Gradient node (ai.onnx.preview.training) of the top graph
+ * into ordinary nodes (npu_onnx_gradient.c); re-sorts the graph.
+ */
+npu_status npu_onnx_lower_gradients(struct npu_graph *g, struct npu_error *err);
 
 #endif /* NPU_ONNX_INTERNAL_H */

@@ -3,6 +3,7 @@
 #include "onnx/npu_onnx_internal.h"
 #include "onnx/onnx-data.pb-c.h"
 #include "graph/npu_seq.h"
+#include "graph/npu_str.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -59,7 +60,7 @@ bool npu_onnx_dtype_supported(int32_t t)
 	case NPU_DTYPE_UINT16: case NPU_DTYPE_INT16: case NPU_DTYPE_INT32:
 	case NPU_DTYPE_INT64: case NPU_DTYPE_BOOL: case NPU_DTYPE_FLOAT16:
 	case NPU_DTYPE_DOUBLE: case NPU_DTYPE_UINT32: case NPU_DTYPE_UINT64:
-	case NPU_DTYPE_BFLOAT16:
+	case NPU_DTYPE_BFLOAT16: case NPU_DTYPE_STRING:
 		return true;
 	}
 	return false;
@@ -109,6 +110,39 @@ static const char *typed_field(int32_t dtype)
 	return "int32_data";
 }
 
+/* string_data (raw_data is not used for strings) packed as graph/npu_str.h. */
+static npu_status string_from_proto(const Onnx__TensorProto *tp, const char *what,
+				    const struct npu_shape *shape, struct npu_tensor **out,
+				    struct npu_error *err)
+{
+	int64_t numel = npu_shape_numel(shape);
+	const char **s;
+	size_t *len, i;
+	char sbuf[160];
+
+	if (tp->has_raw_data)
+		return npu_error_set(err, NPU_ERR_MODEL,
+				     "%s: a string tensor keeps its strings in string_data, not raw_data",
+				     what);
+	if (numel < 0 || (uint64_t)numel != tp->n_string_data)
+		return npu_error_set(err, NPU_ERR_MODEL,
+				     "%s: string_data has %zu elements, expected %lld (string %s)", what,
+				     tp->n_string_data, (long long)numel,
+				     npu_shape_str(shape, sbuf, sizeof(sbuf)));
+	s = calloc(tp->n_string_data + 1, sizeof(*s));
+	len = calloc(tp->n_string_data + 1, sizeof(*len));
+	for (i = 0; s && len && i < tp->n_string_data; i++) {
+		s[i] = (const char *)tp->string_data[i].data;
+		len[i] = tp->string_data[i].len;
+	}
+	*out = s && len ? npu_str_tensor_create(shape, s, len) : NULL;
+	free(s);
+	free(len);
+	if (!*out)
+		return npu_error_set(err, NPU_ERR_NO_MEMORY, "%s: out of memory", what);
+	return NPU_OK;
+}
+
 npu_status npu_onnx_tensor_from_proto(const Onnx__TensorProto *tp,
 				      const char *what,
 				      struct npu_tensor **out,
@@ -151,6 +185,8 @@ npu_status npu_onnx_tensor_from_proto(const Onnx__TensorProto *tp,
 					     what, i, (long long)tp->dims[i]);
 		shape.dims[i] = tp->dims[i];
 	}
+	if (dtype == NPU_DTYPE_STRING)
+		return string_from_proto(tp, what, &shape, out, err);
 	numel = npu_shape_numel(&shape);
 	esize = npu_dtype_size((enum npu_dtype)dtype);
 	if (numel < 0 || (uint64_t)numel > (1ull << 40) / esize)

@@ -18,6 +18,8 @@
 
 struct npu_compiled;
 struct npu_calib_cache;
+struct npu_keep_fp32;
+struct npu_mixed_result;
 struct npu_threadpool;
 
 /* ---- Errors: per thread, for npu_last_error() ---- */
@@ -80,6 +82,7 @@ struct npu_plan {
 	struct npu_compiled *compiled;	/* NPU devices */
 	struct npu_io_info *outputs;	/* concrete output shapes */
 	uint64_t bytes;			/* counted against the cache bound */
+	struct npu_mixed_result *mixed;	/* accuracy_target set: the search */
 };
 
 struct npu_model {
@@ -89,6 +92,9 @@ struct npu_model {
 	struct npu_model_options opts;	/* strings point into the model */
 	char *device_name;		/* "cpu", "sim", ... */
 	char *calib_dir, *calib_method;
+	char *keep_fp32;		/* opts.keep_fp32, split at the commas */
+	struct npu_keep_fp32 *keep;
+	size_t num_keep;
 	char **calib_names;		/* samples of calib_dir (under build_lock) */
 	int num_calib_names;
 	char *source;

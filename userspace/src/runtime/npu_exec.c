@@ -15,6 +15,7 @@
 #include "compiler/memplan.h"
 #include "cpu/ops/cpu_ops.h"
 #include "compiler/compiler.h"	/* the NpuSegment op */
+#include "graph/npu_str.h"
 
 #define NPU_RT_MAX_IO 64
 
@@ -75,7 +76,14 @@ struct npu_exec {
 	size_t *pending_of;			/* per value: async producer + 1 */
 	uint8_t *arena;				/* p->arena_off's memory */
 	double *submit_ms;			/* per node: when an async op began */
+	size_t inflight;			/* the async node in flight + 1, or 0 */
 	int trace_fd;				/* NPU_TRACE_FILE, or -1 */
+	/* A timed run (npu_exec_run_timed): its steps, made on first use. */
+	bool timed, steps_valid;
+	struct npu_exec_step *steps;		/* in the order they started */
+	size_t num_steps;
+	size_t *step_of;			/* per node: its step */
+	uint64_t run_start_ns, run_end_ns;
 	uint64_t runs;
 	struct npu_op_stat *stats;
 	size_t num_stats;
@@ -147,12 +155,33 @@ static void trace_node(struct npu_exec *s, const struct npu_node *node,
 		trace_append(s, buf, (size_t)n);
 }
 
-static double now_ms(void)
+static uint64_t now_ns(void)
 {
 	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Profiling, the trace file and timed runs share one clock read per edge. */
+static bool clocked(const struct npu_exec *s)
+{
+	return s->profile || s->trace_fd >= 0 || s->timed;
+}
+
+/* A timed run: node i begins its step at t0 (ns). */
+static void step_begin(struct npu_exec *s, size_t i, uint64_t t0)
+{
+	struct npu_exec_step *st;
+
+	if (!s->timed)
+		return;
+	st = &s->steps[s->num_steps];
+	st->node = s->g->nodes[i];
+	st->state = s->node_states ? s->node_states[i] : NULL;
+	st->start_ns = t0;
+	st->end_ns = t0;
+	s->step_of[i] = s->num_steps++;
 }
 
 /* Best fit from the pool, else a new 64-byte aligned buffer. */
@@ -277,6 +306,8 @@ void npu_exec_destroy(struct npu_exec *s)
 	free(s->pending_of);
 	free(s->arena);
 	free(s->submit_ms);
+	free(s->steps);
+	free(s->step_of);
 	free(s->stats);
 	free(s);
 }
@@ -449,7 +480,8 @@ npu_status npu_exec_plan_create(struct npu_graph *g, struct npu_exec_plan **out,
 			const struct npu_value *v = node->outputs[j];
 
 			if (v && (v->shape.rank < 0 ||
-				  npu_shape_numel(&v->shape) < 0))
+				  npu_shape_numel(&v->shape) < 0 ||
+				  v->dtype == NPU_DTYPE_STRING))	/* size depends on the text */
 				p->dynamic[i] = true;
 		}
 		if (p->defs[i]->alloc_outputs)
@@ -484,19 +516,18 @@ npu_status npu_exec_plan_create(struct npu_graph *g, struct npu_exec_plan **out,
 
 /* ---- Control flow: what If / Loop / Scan borrow (cpu_ops.h) ---- */
 
-static npu_status rt_alloc_output(struct npu_op_ctx *ctx, size_t index, enum npu_dtype dtype,
-				  const struct npu_shape *shape)
+static npu_status rt_alloc_bytes(struct npu_op_ctx *ctx, size_t index, enum npu_dtype dtype,
+				 const struct npu_shape *shape, size_t nbytes)
 {
 	struct npu_exec *s = ctx->rt->arg;
 	const struct npu_value *v = ctx->node->outputs[index];
 	struct npu_tensor *t;
 	int64_t n = npu_shape_numel(shape);
-	size_t esize = npu_dtype_size(dtype);
 	char label[300];
 
 	if (!v)
 		return NPU_OK;
-	if (n < 0 || !esize || shape->rank < 0 || shape->rank > NPU_MAX_RANK)
+	if (n < 0 || shape->rank < 0 || shape->rank > NPU_MAX_RANK)
 		return npu_error_set(ctx->err, NPU_ERR_INTERNAL, "%s: %s: output '%s' given no concrete shape",
 				     s->g->source, npu_node_label(s->g, ctx->node, label, sizeof(label)),
 				     v->name);
@@ -505,7 +536,7 @@ static npu_status rt_alloc_output(struct npu_op_ctx *ctx, size_t index, enum npu
 		release_value(s, v->index);
 	t->dtype = dtype;
 	t->shape = *shape;
-	t->nbytes = (size_t)n * esize;
+	t->nbytes = nbytes;
 	t->data = t->nbytes ? buf_get(s, t->nbytes, &s->owned_cap[v->index]) : NULL;
 	if (t->nbytes && !t->data)
 		return npu_error_set(ctx->err, NPU_ERR_NO_MEMORY,
@@ -514,6 +545,21 @@ static npu_status rt_alloc_output(struct npu_op_ctx *ctx, size_t index, enum npu
 				     t->nbytes);
 	s->view[v->index] = t;
 	return NPU_OK;
+}
+
+static npu_status rt_alloc_output(struct npu_op_ctx *ctx, size_t index, enum npu_dtype dtype,
+				  const struct npu_shape *shape)
+{
+	struct npu_exec *s = ctx->rt->arg;
+	int64_t n = npu_shape_numel(shape);
+	size_t esize = npu_dtype_size(dtype);
+	char label[300];
+
+	if (ctx->node->outputs[index] && (n < 0 || !esize))
+		return npu_error_set(ctx->err, NPU_ERR_INTERNAL, "%s: %s: output '%s' given no concrete shape",
+				     s->g->source, npu_node_label(s->g, ctx->node, label, sizeof(label)),
+				     ctx->node->outputs[index]->name);
+	return rt_alloc_bytes(ctx, index, dtype, shape, n < 0 ? 0 : (size_t)n * esize);
 }
 
 static npu_status rt_run(struct npu_op_ctx *ctx, const struct npu_graph *body,
@@ -619,6 +665,7 @@ npu_status npu_exec_create(struct npu_graph *g,
 	s->dynamic = s->p->dynamic;
 	s->last_use = s->p->last_use;
 	s->rt.alloc_output = rt_alloc_output;
+	s->rt.alloc_bytes = rt_alloc_bytes;
 	s->rt.run = rt_run;
 	s->rt.arg = s;
 	s->profile = opts && opts->profile;
@@ -760,6 +807,10 @@ static npu_status check_input(const struct npu_graph *g, size_t i,
 	for (d = 0; d < v->shape.rank; d++)
 		if (v->shape.dims[d] >= 0 && v->shape.dims[d] != t->shape.dims[d])
 			goto mismatch;
+	if (t->dtype == NPU_DTYPE_STRING) {
+		snprintf(a, sizeof(a), "%s: input '%s'", g->source, v->name);
+		return npu_str_check(t, a, err);
+	}
 	if (t->nbytes != (size_t)npu_shape_numel(&t->shape) *
 				 npu_dtype_size(t->dtype) ||
 	    (t->nbytes && !t->data))
@@ -808,12 +859,17 @@ static npu_status finish_node(struct npu_exec *s, size_t k, struct npu_error *er
 		npu_graph_error_context(g, node, err);
 		return st;
 	}
-	if (s->profile || s->trace_fd >= 0) {
-		double t1 = now_ms();
+	if (s->inflight == k + 1)
+		s->inflight = 0;
+	if (clocked(s)) {
+		uint64_t t1ns = now_ns();
+		double t1 = (double)t1ns / 1e6;
 
 		if (s->profile)
 			s->node_ms[k] += t1 - s->submit_ms[k];
 		trace_node(s, node, s->submit_ms[k], t1);
+		if (s->timed)
+			s->steps[s->step_of[k]].end_ns = t1ns;
 	}
 	if (s->observe)
 		s->observe(s->observe_arg, node, (const struct npu_tensor *const *)outs);
@@ -877,8 +933,9 @@ static npu_status run_nodes(struct npu_exec *s,
 	for (i = 0; i < g->num_nodes; i++) {
 		struct npu_node *node = g->nodes[i];
 		struct npu_op_ctx ctx;
+		uint64_t t0ns;
 		double t0;
-		bool async;
+		bool async = s->defs[i]->submit && s->defs[i]->wait;
 
 		for (j = 0; j < node->num_inputs; j++) {
 			ins[j] = NULL;
@@ -899,8 +956,20 @@ static npu_status run_nodes(struct npu_exec *s,
 						       sizeof(label)),
 					node->inputs[j]->name);
 		}
+		/*
+		 * One job in flight per session (the segments share its device
+		 * arena): the next submit would complete the previous first, so
+		 * complete it here, where its end is its own and not this op's.
+		 */
+		if (async && s->inflight) {
+			st = finish_node(s, s->inflight - 1, err);
+			if (st != NPU_OK)
+				return st;
+		}
 		/* Timed from here: waiting for an asynchronous input is not this op's. */
-		t0 = s->profile || s->trace_fd >= 0 ? now_ms() : 0;
+		t0ns = clocked(s) ? now_ns() : 0;
+		t0 = (double)t0ns / 1e6;
+		step_begin(s, i, t0ns);
 		if (s->defs[i]->alloc_outputs) {
 			/* The op gives its outputs their shapes (rt_alloc_output). */
 			for (j = 0; j < node->num_outputs; j++) {
@@ -933,6 +1002,15 @@ static npu_status run_nodes(struct npu_exec *s,
 				continue;
 			t = &s->owned[v->index];
 			esize = npu_dtype_size(dtypes[j]);
+			if (dtypes[j] == NPU_DTYPE_STRING && s->defs[i]->strings) {
+				/* The op allocates it (alloc_bytes) once it knows the text. */
+				memset(t, 0, sizeof(*t));
+				t->dtype = dtypes[j];
+				t->shape = shapes[j];
+				outs[j] = t;
+				s->view[v->index] = t;
+				continue;
+			}
 			if (!esize)
 				return npu_error_set(err, NPU_ERR_UNSUPPORTED,
 					"%s: %s: output '%s' has type %s",
@@ -972,7 +1050,6 @@ compute:
 		ctx.rt = &s->rt;
 		ctx.err = err;
 		npu_error_clear(err);
-		async = s->defs[i]->submit && s->defs[i]->wait;
 		st = async ? s->defs[i]->submit(&ctx) : s->defs[i]->compute(&ctx);
 		if (st != NPU_OK) {
 			if (!err->msg[0])
@@ -986,6 +1063,7 @@ compute:
 				if (node->outputs[j])
 					s->pending_of[node->outputs[j]->index] = i + 1;
 			s->submit_ms[i] = t0;
+			s->inflight = i + 1;
 			goto release_inputs;
 		}
 		/* An activation the compiler fused into a node that stayed on the CPU. */
@@ -997,12 +1075,15 @@ compute:
 				return st;
 			}
 		}
-		if (s->profile || s->trace_fd >= 0) {
-			double t1 = now_ms();
+		if (clocked(s)) {
+			uint64_t t1ns = now_ns();
+			double t1 = (double)t1ns / 1e6;
 
 			if (s->profile)
 				s->node_ms[i] += t1 - t0;
 			trace_node(s, node, t0, t1);
+			if (s->timed)
+				s->steps[s->step_of[i]].end_ns = t1ns;
 		}
 		if (s->observe)
 			s->observe(s->observe_arg, node,
@@ -1028,17 +1109,53 @@ release_inputs:
 	return NPU_OK;
 }
 
+npu_status npu_exec_run_timed(struct npu_exec *s,
+			      const struct npu_tensor *const *inputs, bool timed,
+			      struct npu_error *err)
+{
+	size_t nn = s->g->num_nodes;
+	npu_status st;
+
+	s->steps_valid = false;
+	s->num_steps = 0;
+	s->timed = timed;
+	if (timed && !s->steps) {
+		s->steps = calloc(nn + 1, sizeof(*s->steps));
+		s->step_of = calloc(nn + 1, sizeof(*s->step_of));
+		if (!s->steps || !s->step_of) {
+			s->timed = false;
+			return npu_error_set(err, NPU_ERR_NO_MEMORY, "out of memory");
+		}
+	}
+	s->inflight = 0;
+	if (timed)
+		s->run_start_ns = now_ns();
+	st = finish_all(s, run_nodes(s, inputs, err), err);
+	if (timed)
+		s->run_end_ns = now_ns();
+	s->timed = false;
+	if (st != NPU_OK)
+		return st;
+	s->steps_valid = timed;
+	s->runs++;
+	build_stats(s);
+	return NPU_OK;
+}
+
 npu_status npu_exec_run(struct npu_exec *s,
 			   const struct npu_tensor *const *inputs,
 			   struct npu_error *err)
 {
-	npu_status st = finish_all(s, run_nodes(s, inputs, err), err);
+	return npu_exec_run_timed(s, inputs, false, err);
+}
 
-	if (st != NPU_OK)
-		return st;
-	s->runs++;
-	build_stats(s);
-	return NPU_OK;
+size_t npu_exec_steps(const struct npu_exec *s, const struct npu_exec_step **steps,
+		      uint64_t *start_ns, uint64_t *end_ns)
+{
+	*steps = s->steps;
+	*start_ns = s->run_start_ns;
+	*end_ns = s->run_end_ns;
+	return s->steps_valid ? s->num_steps : 0;
 }
 
 const struct npu_tensor *npu_exec_output(const struct npu_exec *s,

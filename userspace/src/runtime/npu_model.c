@@ -17,8 +17,11 @@
 
 #include "compiler/compiler.h"
 #include "compiler/npub.h"
+#include "compiler/passes/passes.h"
 #include "compiler/quant_report.h"
+#include "graph/npu_str.h"
 #include "onnx/npu_onnx.h"
+#include "runtime/npu_mixed.h"
 #include "runtime/npu_npy.h"
 
 #define NPU_DEFAULT_MAX_PLANS 8
@@ -114,6 +117,8 @@ static void plan_free(struct npu_plan *p)
 	npu_exec_plan_destroy(p->exec);
 	npu_graph_destroy(p->g);
 	npu_compiled_free(p->compiled);
+	npu_mixed_result_free(p->mixed);
+	free(p->mixed);
 	free_io(p->outputs, p->model->num_outputs);
 	free(p->shapes);
 	free(p);
@@ -273,7 +278,17 @@ static npu_status compile_plan(struct npu_model *m, struct npu_plan *p, struct n
 		}
 		o.calib_random = m->opts.calib_random != 0;
 		o.calib_cache = m->calib;
-		st = npu_compile_graph(p->g, &o, &p->compiled, err);
+		o.keep_fp32 = m->keep;
+		o.num_keep_fp32 = m->num_keep;
+		o.bias_correction = m->opts.bias_correction != 0;
+		if (m->opts.accuracy_target > 0) {
+			p->mixed = calloc(1, sizeof(*p->mixed));
+			st = p->mixed ? npu_mixed_compile(p->g, &o, m->opts.accuracy_target,
+							  &p->compiled, p->mixed, err)
+				      : npu_error_set(err, NPU_ERR_NO_MEMORY, "out of memory");
+		} else {
+			st = npu_compile_graph(p->g, &o, &p->compiled, err);
+		}
 	}
 	if (st && !strstr(err->msg, m->source))
 		npu_error_prefix(err, "%s", m->source);
@@ -317,6 +332,8 @@ static npu_status build_plan(struct npu_model *m, const struct npu_shape *shapes
 	st = npu_graph_infer(p->g, true, &err);
 	if (!st && on_npu(m))
 		st = compile_plan(m, p, &err);
+	else if (!st)
+		st = npu_cpu_passes(p->g, &err);	/* fusion for the CPU kernels */
 	for (i = 0; !st && p->compiled && i < p->compiled->num_warnings; i++)
 		npu_engine_log(m->engine, NPU_LOG_WARNING, "%s: %s", m->source,
 			       p->compiled->warnings[i]);
@@ -501,6 +518,15 @@ npu_status npu_model_bind_inputs(const struct npu_model *m,
 					    m->source, m->inputs[i].name,
 					    npu_dtype_name((enum npu_dtype)m->inputs[i].info.dtype),
 					    npu_dtype_name((enum npu_dtype)h->dtype));
+		if (h->dtype == NPU_TYPE_STRING) {
+			struct npu_error err = { 0 };
+			char what[300];
+
+			snprintf(what, sizeof(what), "%s: input '%s'", m->source, m->inputs[i].name);
+			if (npu_str_check(&ts[i], what, &err) != NPU_OK)
+				return npu_api_fail_err(&err);
+			continue;
+		}
 		if (h->nbytes != (size_t)npu_shape_numel(&ts[i].shape) *
 				 npu_dtype_size((enum npu_dtype)h->dtype) ||
 		    (h->nbytes && !h->data)) {
@@ -713,6 +739,36 @@ NPU_API void npu_quant_report_free(struct npu_quant_report *r)
 	free(r);
 }
 
+NPU_API npu_status npu_plan_mixed_precision(const struct npu_plan *p,
+					    struct npu_mixed_precision *out)
+{
+	struct npu_mixed_precision mp = { .struct_size = sizeof(mp) };
+	const struct npu_mixed_result *r = p ? p->mixed : NULL;
+
+	if (!p || !out)
+		return npu_api_fail(NPU_ERR_INVALID_ARG, "npu_plan_mixed_precision: NULL argument");
+	if (r) {
+		mp.target = r->target;
+		mp.calib_samples = r->calib_samples;
+		mp.holdout_samples = r->holdout_samples;
+		mp.holdout_cosine_int8 = r->cosine_int8;
+		mp.holdout_cosine = r->cosine;
+		mp.reached = r->reached;
+		mp.compilations = r->compilations;
+		mp.num_kept = r->num_kept;
+		mp.kept = (const char *const *)r->kept;
+		mp.kept_sqnr_db = r->kept_sqnr_db;
+		mp.segments_int8 = r->segments_int8;
+		mp.segments = r->segments;
+		mp.npu_cycles_int8 = r->cycles_int8;
+		mp.npu_cycles = r->cycles;
+		mp.cpu_macs_int8 = r->cpu_macs_int8;
+		mp.cpu_macs = r->cpu_macs;
+		mp.clock_mhz = r->clock_mhz;
+	}
+	return npu_api_copy_stats(out, &mp, sizeof(mp), "npu_mixed_precision");
+}
+
 NPU_API npu_status npu_plan_save_compiled(const struct npu_plan *p, const char *path)
 {
 	struct npu_error err = { 0 };
@@ -756,6 +812,8 @@ void npu_model_unref(struct npu_model *m)
 	npu_npy_free_names(m->calib_names, m->num_calib_names);
 	free(m->calib_dir);
 	free(m->calib_method);
+	free(m->keep_fp32);
+	free(m->keep);
 	pthread_mutex_destroy(&m->build_lock);
 	pthread_mutex_destroy(&m->cache_lock);
 	npu_engine_unref(m->engine);
@@ -800,10 +858,39 @@ static npu_status check_options(struct npu_model *m)
 	if (m->opts.calib_samples < 0)
 		return npu_api_fail(NPU_ERR_INVALID_ARG, "npu_model_options.calib_samples %d is negative",
 				    m->opts.calib_samples);
+	if (!(m->opts.accuracy_target >= 0.0 && m->opts.accuracy_target <= 1.0))
+		return npu_api_fail(NPU_ERR_INVALID_ARG,
+				    "npu_model_options.accuracy_target %g: expected a cosine in (0, 1], or 0 for none",
+				    m->opts.accuracy_target);
 	if (strcmp(dev, "cpu") && m->calib_dir &&
 	    (stat(m->calib_dir, &sb) || !S_ISDIR(sb.st_mode)))
 		return npu_api_fail(NPU_ERR_NOT_FOUND,
 				    "npu_model_options.calib_dir '%s': not a directory", m->calib_dir);
+	return NPU_OK;
+}
+
+/* "a,b,c" -> keep entries pointing into m->keep_fp32 (cut at the commas). */
+static npu_status split_keep_fp32(struct npu_model *m)
+{
+	size_t n = 1;
+	char *p, *name;
+
+	if (!m->keep_fp32)
+		return NPU_OK;
+	for (p = m->keep_fp32; *p; p++)
+		n += *p == ',';
+	m->keep = calloc(n, sizeof(*m->keep));
+	if (!m->keep)
+		return npu_api_fail(NPU_ERR_NO_MEMORY, "out of memory");
+	for (name = m->keep_fp32; name; name = p) {
+		p = strchr(name, ',');
+		if (p)
+			*p++ = 0;
+		if (!*name)
+			return npu_api_fail(NPU_ERR_INVALID_ARG,
+					    "npu_model_options.keep_fp32: an empty node name (expected NODE[,NODE...])");
+		m->keep[m->num_keep++].node = name;
+	}
 	return NPU_OK;
 }
 
@@ -977,6 +1064,8 @@ NPU_API npu_status npu_model_load_memory(struct npu_engine *e, const void *data,
 		m->device_name = dup_opt(m->opts.device ? m->opts.device : "cpu", &nomem);
 		m->calib_dir = dup_opt(m->opts.calib_dir, &nomem);
 		m->calib_method = dup_opt(m->opts.calib_method, &nomem);
+		m->keep_fp32 = dup_opt(m->opts.keep_fp32, &nomem);
+		m->opts.keep_fp32 = m->keep_fp32;
 		m->opts.device = m->device_name;
 		m->opts.calib_dir = m->calib_dir;
 		m->opts.calib_method = m->calib_method;
@@ -990,6 +1079,8 @@ NPU_API npu_status npu_model_load_memory(struct npu_engine *e, const void *data,
 	}
 	if (!st)
 		st = check_options(m);
+	if (!st)
+		st = split_keep_fp32(m);
 	if (!st && strcmp(m->device_name, "cpu"))
 		st = npu_engine_get_device(e, m->device_name, &m->dev);
 	if (!st)

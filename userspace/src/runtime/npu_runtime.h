@@ -91,6 +91,32 @@ void npu_exec_memory(const struct npu_exec *s, bool *planned,
 struct npu_compiled_run;
 const struct npu_compiled_run *npu_exec_compiled_run(const struct npu_exec *s);
 
+/*
+ * One step of a timed run: a node as the run loop executed it, times in
+ * CLOCK_MONOTONIC ns. For an NpuSegment node 'state' is its run state
+ * (segment_rt.h), whose last job result holds the device layer's times.
+ */
+struct npu_exec_step {
+	const struct npu_node *node;
+	void *state;			/* NpuSegment: struct npu_segment_rt */
+	uint64_t start_ns, end_ns;
+};
+
+/*
+ * npu_exec_run() that, with 'timed', also records every node's step (the
+ * same clock reads that profiling and NPU_TRACE_FILE use). Untimed it
+ * reads no clock per node.
+ */
+npu_status npu_exec_run_timed(struct npu_exec *s,
+			      const struct npu_tensor *const *inputs, bool timed,
+			      struct npu_error *err);
+/*
+ * The steps of the last run, in the order they started, if it was timed
+ * and succeeded (else 0); *start_ns / *end_ns bound the run.
+ */
+size_t npu_exec_steps(const struct npu_exec *s, const struct npu_exec_step **steps,
+		      uint64_t *start_ns, uint64_t *end_ns);
+
 /* Aggregated per op type, sorted by time (profiling) or node count. */
 size_t npu_exec_op_stats(const struct npu_exec *s,
 			    const struct npu_op_stat **stats);

@@ -33,6 +33,7 @@ struct npu_session {
 	struct plan_state *cur;		/* of the last run */
 	uint64_t clock;
 	double last_run_s;
+	bool last_timed;		/* the last run succeeded and measured its steps */
 	/* Aligned copies of misaligned inputs: outputs may alias them. */
 	void *aligned[64];
 };
@@ -183,7 +184,7 @@ static double now_s(void)
 }
 
 static npu_status run(struct npu_session *s, struct npu_plan *given,
-		      const struct npu_host_tensor *inputs, size_t count)
+		      const struct npu_host_tensor *inputs, size_t count, bool timed)
 {
 	struct npu_model *m = s->model;
 	struct npu_tensor ts[64];
@@ -197,6 +198,7 @@ static npu_status run(struct npu_session *s, struct npu_plan *given,
 	npu_status st;
 	double t0;
 
+	s->last_timed = false;
 	if (atomic_load(&m->destroyed))
 		return npu_api_fail(NPU_ERR_INVALID_ARG,
 				    "npu_session_run: the session's model (%s) was destroyed",
@@ -254,10 +256,12 @@ static npu_status run(struct npu_session *s, struct npu_plan *given,
 		goto out;
 	s->cur = ps;
 	t0 = now_s();
-	st = npu_exec_run(ps->exec, ptrs, &err);
+	st = npu_exec_run_timed(ps->exec, ptrs, timed, &err);
 	s->last_run_s = now_s() - t0;
 	if (st)
 		npu_api_fail_err(&err);
+	else
+		s->last_timed = timed;
 out:
 	return st;
 }
@@ -271,7 +275,7 @@ NPU_API npu_status npu_session_run(struct npu_session *s, const struct npu_host_
 		return npu_api_fail(NPU_ERR_INVALID_ARG, "npu_session_run: session is NULL");
 	if (!enter(s, "npu_session_run"))
 		return NPU_ERR_BUSY;
-	st = run(s, NULL, inputs, count);
+	st = run(s, NULL, inputs, count, false);
 	leave(s);
 	return st;
 }
@@ -286,9 +290,126 @@ NPU_API npu_status npu_session_run_plan(struct npu_session *s, struct npu_plan *
 				    !s ? "session" : "plan");
 	if (!enter(s, "npu_session_run_plan"))
 		return NPU_ERR_BUSY;
-	st = run(s, plan, inputs, count);
+	st = run(s, plan, inputs, count, false);
 	leave(s);
 	return st;
+}
+
+NPU_API void npu_run_options_init_sized(struct npu_run_options *o, size_t size)
+{
+	struct npu_run_options d = { .struct_size = size };
+
+	if (!o || size < sizeof(size_t))
+		return;
+	memcpy(o, &d, size < sizeof(d) ? size : sizeof(d));
+	if (size > sizeof(d))
+		memset((char *)o + sizeof(d), 0, size - sizeof(d));
+}
+
+NPU_API npu_status npu_session_run_with(struct npu_session *s, struct npu_plan *plan,
+					const struct npu_host_tensor *inputs, size_t count,
+					const struct npu_run_options *opts)
+{
+	struct npu_run_options o;
+	npu_status st;
+
+	if (!s)
+		return npu_api_fail(NPU_ERR_INVALID_ARG, "npu_session_run_with: session is NULL");
+	npu_run_options_init(&o);
+	if (opts) {
+		st = npu_api_copy_options(&o, sizeof(o), opts, "npu_run_options");
+		if (st)
+			return st;
+	}
+	if (o.timings != 0 && o.timings != 1)
+		return npu_api_fail(NPU_ERR_INVALID_ARG,
+				    "npu_run_options: timings is %d, must be 0 or 1", o.timings);
+	if (!enter(s, "npu_session_run_with"))
+		return NPU_ERR_BUSY;
+	st = run(s, plan, inputs, count, o.timings);
+	leave(s);
+	return st;
+}
+
+/* The steps of the last run if it was timed; else an error for 'what'. */
+static npu_status last_steps(const struct npu_session *s, const char *what,
+			     const struct npu_exec_step **steps, size_t *n,
+			     uint64_t *start, uint64_t *end)
+{
+	if (!s)
+		return npu_api_fail(NPU_ERR_INVALID_ARG, "%s: session is NULL", what);
+	*n = s->cur && s->last_timed ? npu_exec_steps(s->cur->exec, steps, start, end) : 0;
+	if (!*n)
+		return npu_api_fail(NPU_ERR_INVALID_ARG,
+				    "%s: the last run of this session did not measure its steps (npu_session_run_with() with npu_run_options.timings = 1, and a run that succeeded)",
+				    what);
+	return NPU_OK;
+}
+
+NPU_API npu_status npu_session_run_timing(const struct npu_session *s,
+					  struct npu_run_timing *out)
+{
+	struct npu_run_timing t = { .struct_size = sizeof(t) };
+	const struct npu_compiled *c;
+	const struct npu_exec_step *steps;
+	uint64_t start, end;
+	npu_status st;
+
+	if (!out)
+		return npu_api_fail(NPU_ERR_INVALID_ARG, "npu_session_run_timing: timing is NULL");
+	st = last_steps(s, "npu_session_run_timing", &steps, &t.steps, &start, &end);
+	if (st)
+		return st;
+	t.start_ns = start;
+	t.total_ns = end - start;
+	c = s->cur->plan->compiled;
+	t.clock_mhz = c && c->num_segments ? c->dev_info.clock_mhz : 0;
+	return npu_api_copy_stats(out, &t, sizeof(t), "npu_run_timing");
+}
+
+NPU_API npu_status npu_session_step_timing(const struct npu_session *s, size_t index,
+					   struct npu_step_timing *out)
+{
+	struct npu_step_timing t = { .struct_size = sizeof(t) };
+	const struct npu_exec_step *steps, *e;
+	uint64_t start, end;
+	size_t n;
+	npu_status st;
+
+	if (!out)
+		return npu_api_fail(NPU_ERR_INVALID_ARG, "npu_session_step_timing: step is NULL");
+	st = last_steps(s, "npu_session_step_timing", &steps, &n, &start, &end);
+	if (st)
+		return st;
+	if (index >= n)
+		return npu_api_fail(NPU_ERR_INVALID_ARG,
+				    "npu_session_step_timing: the last run has %zu steps, not %zu",
+				    n, index + 1);
+	e = &steps[index];
+	t.name = e->node->name;
+	t.op_type = e->node->op_type;
+	t.start_ns = e->start_ns - start;
+	t.end_ns = e->end_ns - start;
+	t.segment = -1;
+	t.nodes = 1;
+	if (npu_segment_node_compiled(e->node) && e->state) {
+		const struct npu_segment_rt *rt = e->state;
+		const struct npu_job_result *r = &rt->last;
+
+		t.kind = NPU_STEP_NPU;
+		t.segment = rt->seg->index;
+		t.nodes = rt->seg->num_nodes;
+		t.first_node = rt->seg->first_node;
+		t.last_node = rt->seg->last_node;
+		t.cycles = r->cycles;
+		/* The device layer's clock is CLOCK_MONOTONIC too. */
+		t.submit_ns = r->host_submit_ns > start ? r->host_submit_ns - start : 0;
+		t.done_ns = r->host_complete_ns > start ? r->host_complete_ns - start : 0;
+	} else {
+		t.kind = NPU_STEP_CPU;
+		t.first_node = t.last_node = e->node->name;
+	}
+	return npu_api_copy_stats(out, &t, sizeof(t), "npu_step_timing");
 }
 
 NPU_API npu_status npu_session_output(const struct npu_session *s, size_t index,
@@ -468,7 +589,7 @@ NPU_API npu_status npu_session_npu_op(const struct npu_session *s, size_t index,
 				      struct npu_op_stats *out)
 {
 	static const char *const kinds[] = { "conv", "matmul", "pool", "eltwise", "lut",
-					     "resize" };
+					     "resize", "copy" };
 	const struct npu_compiled *c = s && s->cur ? s->cur->plan->compiled : NULL;
 	size_t i;
 

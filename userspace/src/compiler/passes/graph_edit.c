@@ -100,6 +100,24 @@ npu_status npu_node_set_attr_string(struct npu_node *n, const char *name,
 	return NPU_OK;
 }
 
+npu_status npu_node_set_attr_floats(struct npu_node *n, const char *name,
+				     const float *v, size_t count)
+{
+	float *copy = malloc((count ? count : 1) * sizeof(float));
+	struct npu_attr *a = copy ? attr_slot(n, name) : NULL;
+
+	if (!a) {
+		free(copy);
+		return NPU_ERR_NO_MEMORY;
+	}
+	memcpy(copy, v, count * sizeof(float));
+	free(a->floats);
+	a->type = NPU_ATTR_FLOATS;
+	a->floats = copy;
+	a->count = count;
+	return NPU_OK;
+}
+
 const float *npu_const_floats(const struct npu_value *v, int64_t *count)
 {
 	if (!v || !v->constant || v->constant->dtype != NPU_DTYPE_FLOAT)

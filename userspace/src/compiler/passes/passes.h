@@ -44,6 +44,22 @@ npu_status npu_pass_fold_channel_affine(struct npu_graph *g, void *arg,
 npu_status npu_pass_fuse_activation(struct npu_graph *g, void *arg,
 				    struct npu_error *err);
 
+/*
+ * CPU fusion (graphs that run on the CPU): x * Clip(x + 3, 0, 6) / 6
+ * becomes HardSwish; a Conv followed by a residual Add, an activation and
+ * scalar Mul / Div / Add becomes one FusedConv (domain ai.npu.cpu) whose
+ * kernel does them in its output epilogue. See pass_cpu_fuse.c.
+ */
+npu_status npu_pass_cpu_fuse(struct npu_graph *g, void *arg,
+			     struct npu_error *err);
+
+/*
+ * The passes a graph planned for the CPU device runs: dead nodes,
+ * BatchNormalization and per-channel affine folding into Conv, CPU
+ * fusion. NPU_CPU_FUSE=0 in the environment skips them all.
+ */
+npu_status npu_cpu_passes(struct npu_graph *g, struct npu_error *err);
+
 /* x / c -> x * (1/c), x - c -> x + (-c) for constant c (NPU path only). */
 npu_status npu_pass_arith_canon(struct npu_graph *g, void *arg,
 				struct npu_error *err);
@@ -93,6 +109,8 @@ npu_status npu_node_set_attr_float(struct npu_node *n, const char *name,
 				   float value);
 npu_status npu_node_set_attr_string(struct npu_node *n, const char *name,
 				    const char *value);
+npu_status npu_node_set_attr_floats(struct npu_node *n, const char *name,
+				     const float *v, size_t count);
 /* A float constant input's data, or NULL if it is absent / not constant. */
 const float *npu_const_floats(const struct npu_value *v, int64_t *count);
 

@@ -15,7 +15,8 @@
  *    panels in the thread's scratch, then the GEMM register tiles.
  * The weights of one group are the packed A operand, packed at plan time
  * (npu_conv2d_f32_pack_weights) or once per call. Bias and activation run
- * on each output block while it is hot. Work is split over (image, group,
+ * (and the fused residual add and affine) on each output block while it
+ * is hot. Work is split over (image, group,
  * chunk of output pixels or output row).
  * Also ConvTranspose with stride == kernel (tiles that do not overlap).
  */
@@ -78,8 +79,10 @@ static void npu_conv_plan(const struct npu_conv2d_params *p,
 				 (p->k_h - 1) * p->dil_h + 1;
 			pl->wq = p->out_w + (p->k_w - 1) * p->dil_w / p->stride_w;
 			pl->wp = p->stride_w * pl->wq;
+			/* + slack: dw_taps reads whole vectors past a row */
 			pl->pad_floats = npu_round_up(p->batch * p->in_c *
-						      pl->hp * pl->wp, 16);
+						      pl->hp * pl->wp +
+						      NPU_VEC_SLACK, 16);
 		}
 		return;
 	}
@@ -117,6 +120,21 @@ static bool npu_conv_degenerate(const struct npu_conv2d_params *p)
 {
 	return !p->batch || !p->out_c || !p->out_h || !p->out_w ||
 	       !p->groups || p->in_c % p->groups || p->out_c % p->groups;
+}
+
+/* Anything to do after the sums: bias, activation, affine, residual. */
+static bool npu_conv_has_epilogue(const struct npu_conv2d_params *p,
+				  const float *bias)
+{
+	return bias || p->act.kind != NPU_CPU_ACT_NONE || p->act.post ||
+	       p->residual;
+}
+
+/* The residual row under output row 'yr' (NULL without residual). */
+static inline const float *npu_conv_res(const struct npu_conv2d_params *p,
+					const float *y, const float *yr)
+{
+	return p->residual ? p->residual + (yr - y) : NULL;
 }
 
 size_t npu_conv2d_f32_scratch_size(const struct npu_conv2d_params *p,
@@ -284,13 +302,13 @@ static void npu_conv_gemm_task(void *ctx, size_t t, int tid)
 			       pb + k0 * nr, kdim * nr, yg, pl->hw_out, 1.0f,
 			       k0 ? 1.0f : 0.0f);
 	}
-	if (!job->bias && p->act.kind == NPU_CPU_ACT_NONE)
+	if (!npu_conv_has_epilogue(p, job->bias))
 		return;
 	for (r = 0; r < pl->mg; r++) {
 		float *yr = yg + r * pl->hw_out;
 
-		job->ops->act(&p->act, job->bias ? job->bias[g * pl->mg + r] : 0.0f,
-			      yr, yr, nc);
+		job->ops->epi(&p->act, job->bias ? job->bias[g * pl->mg + r] : 0.0f,
+			      npu_conv_res(p, job->y, yr), yr, yr, nc);
 	}
 }
 
@@ -381,13 +399,13 @@ static void npu_conv_ind_task(void *ctx, size_t t, int tid)
 			}
 		}
 	}
-	if (!job->bias && p->act.kind == NPU_CPU_ACT_NONE)
+	if (!npu_conv_has_epilogue(p, job->bias))
 		return;
 	for (r = 0; r < pl->mg; r++) {
 		float *yr = yg + r * pl->hw_out;
 
-		job->ops->act(&p->act, job->bias ? job->bias[g * pl->mg + r] : 0.0f,
-			      yr, yr, p->out_w);
+		job->ops->epi(&p->act, job->bias ? job->bias[g * pl->mg + r] : 0.0f,
+			      npu_conv_res(p, job->y, yr), yr, yr, p->out_w);
 	}
 }
 
@@ -428,8 +446,9 @@ static void npu_conv_depthwise_task(void *ctx, size_t t)
 				}
 			}
 			ops->dw_taps(taps, wc, t, bias, yr, p->out_w);
-			if (p->act.kind != NPU_CPU_ACT_NONE)
-				ops->act(&p->act, 0.0f, yr, yr, p->out_w);
+			if (npu_conv_has_epilogue(p, NULL))
+				ops->epi(&p->act, 0.0f, npu_conv_res(p, job->y, yr),
+					 yr, yr, p->out_w);
 		}
 		return;
 	}
@@ -460,8 +479,9 @@ static void npu_conv_depthwise_task(void *ctx, size_t t)
 					     (size_t)(hi - lo));
 			}
 		}
-		if (bias != 0.0f || p->act.kind != NPU_CPU_ACT_NONE)
-			ops->act(&p->act, bias, yr, yr, p->out_w);
+		if (bias != 0.0f || npu_conv_has_epilogue(p, NULL))
+			ops->epi(&p->act, bias, npu_conv_res(p, job->y, yr), yr,
+				 yr, p->out_w);
 	}
 }
 
@@ -529,6 +549,9 @@ bool npu_conv2d_f32_prepacked(const struct npu_conv2d_params *p,
 			} else {
 				job.xpad = (float *)(((uintptr_t)scratch + 63) &
 						     ~(uintptr_t)63);
+				/* The slack: zeros, not stale (denormal) data. */
+				memset(job.xpad + planes * job.pl.hp * job.pl.wp, 0,
+				       NPU_VEC_SLACK * sizeof(float));
 				npu_threadpool_run(pool, npu_conv_pad_task, &job,
 						   planes);
 			}
@@ -550,7 +573,8 @@ bool npu_conv2d_f32_prepacked(const struct npu_conv2d_params *p,
 		for (i = 0; i < p->batch * n; i++)
 			y[i] = 0.0f;
 		for (i = 0; i < p->batch * p->out_c; i++)
-			job.ops->act(&p->act, bias ? bias[i % p->out_c] : 0.0f,
+			job.ops->epi(&p->act, bias ? bias[i % p->out_c] : 0.0f,
+				     p->residual ? p->residual + i * job.pl.hw_out : NULL,
 				     y + i * job.pl.hw_out, y + i * job.pl.hw_out,
 				     job.pl.hw_out);
 		return true;
@@ -614,8 +638,10 @@ struct npu_convt_job {
 
 /*
  * Task (image b, output channel oc, input row ih): output rows
- * ih * k_h + ki. Tap column kj of every input pixel is one multiply-add
- * row over the input channels, then the k_w rows interleave into y.
+ * ih * k_h + ki. k_w 2 (the detection heads' 2x2): one register-blocked
+ * pass per output row (convt2). Else tap column kj of every input pixel
+ * is one multiply-add row over the input channels, then the k_w rows
+ * interleave into y.
  */
 static void npu_convt_task(void *ctx, size_t t, int tid)
 {
@@ -633,6 +659,16 @@ static void npu_convt_task(void *ctx, size_t t, int tid)
 		float *yr = job->y + ((b * p->out_c + oc) * p->in_h * p->k_h +
 				      ih * p->k_h + ki) * out_w;
 
+		if (p->k_w == 2) {
+			/* Both taps in registers, interleaved on the store. */
+			job->ops->convt2(job->x + ((b * p->in_c + g * cg) * p->in_h + ih) *
+					 p->in_w, p->in_h * p->in_w, cg,
+					 job->w + (g * cg * mg + mi) * kk + ki * p->k_w,
+					 mg * kk, bias, yr, p->in_w);
+			if (p->act.kind != NPU_CPU_ACT_NONE || p->act.post)
+				job->ops->act(&p->act, 0.0f, yr, yr, out_w);
+			continue;
+		}
 		memset(acc, 0, p->k_w * p->in_w * sizeof(float));
 		for (ci = 0; ci < cg; ci++) {
 			size_t c = g * cg + ci;
@@ -648,6 +684,8 @@ static void npu_convt_task(void *ctx, size_t t, int tid)
 		for (kj = 0; kj < p->k_w; kj++)
 			for (iw = 0; iw < p->in_w; iw++)
 				yr[iw * p->k_w + kj] = acc[kj * p->in_w + iw] + bias;
+		if (p->act.kind != NPU_CPU_ACT_NONE || p->act.post)
+			job->ops->act(&p->act, 0.0f, yr, yr, out_w);
 	}
 }
 

@@ -82,6 +82,10 @@ struct npu_cpu_act_params {
 	enum npu_cpu_act kind;
 	float act_min, act_max;	/* CLIP */
 	float alpha, beta;	/* LEAKY_RELU, HARD_SIGMOID */
+	/* post: then y = post_scale * y + post_shift (an affine after the
+	 * activation, e.g. PP-LCNet's learnable affine block) */
+	bool post;
+	float post_scale, post_shift;
 };
 
 struct npu_conv2d_params {
@@ -94,6 +98,12 @@ struct npu_conv2d_params {
 	size_t pad_top, pad_left;	/* bottom / right follow from out_h/w */
 	size_t groups;
 	struct npu_cpu_act_params act;
+	/*
+	 * A tensor shaped as y added to the convolution (after the bias,
+	 * before the activation): a fused residual Add. NULL: none. Must not
+	 * overlap y.
+	 */
+	const float *residual;
 };
 
 /*
@@ -137,6 +147,7 @@ bool npu_conv2d_f32_prepacked(const struct npu_conv2d_params *p,
  */
 struct npu_convt2d_params {
 	size_t batch, in_c, in_h, in_w, out_c, k_h, k_w, groups;
+	struct npu_cpu_act_params act;	/* on each output row (post too) */
 };
 
 bool npu_convtranspose2d_f32_tiled(const struct npu_convt2d_params *p,
@@ -177,6 +188,9 @@ void npu_vec_binary_f32(enum npu_vec_binop op, const float *a, size_t sa,
 void npu_vec_axpb_f32(const float *x, float *y, size_t n, float a, float b);
 /* The sum of x[0 .. n), in float with vector partial sums. */
 float npu_vec_sum_f32(const float *x, size_t n);
+/* The largest of x[0 .. n), NaN elements skipped (as fmaxf); -inf if
+ * n is 0 or every element is NaN. */
+float npu_vec_max_f32(const float *x, size_t n);
 
 /* Elements per task below which elementwise work is not worth a thread. */
 #define NPU_VEC_GRAIN 16384

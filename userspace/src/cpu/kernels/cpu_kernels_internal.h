@@ -83,9 +83,12 @@ static inline size_t npu_round_up(size_t a, size_t b)
 /* ---- Row kernels, one set per ISA ---- */
 
 struct npu_vec_ops {
-	/* y[i] = act(x[i] + bias); x may equal y. */
+	/* y[i] = post(act(x[i] + bias)); x may equal y. */
 	void (*act)(const struct npu_cpu_act_params *act, float bias,
 		    const float *x, float *y, size_t n);
+	/* The same with res[i] added before act (res NULL: none). */
+	void (*epi)(const struct npu_cpu_act_params *act, float bias,
+		    const float *res, const float *x, float *y, size_t n);
 	void (*exp)(const float *x, float *y, size_t n);
 	/* y[i] += w * x[i * stride] */
 	void (*fma_row)(float *y, const float *x, size_t stride, float w,
@@ -98,10 +101,20 @@ struct npu_vec_ops {
 	/* y[i] = a * x[i] + b */
 	void (*axpb)(const float *x, float *y, size_t n, float a, float b);
 	float (*sum)(const float *x, size_t n);
-	/* y[i] = bias + sum_t w[t] * src[t][i] (depthwise row from taps) */
+	/* max of x[0 .. n), NaN skipped, -inf for n 0 */
+	float (*max)(const float *x, size_t n);
+	/* y[i] = bias + sum_t w[t] * src[t][i] (depthwise row from taps);
+	 * reads src[t][i] for i < n + NPU_VEC_SLACK (lanes past n dropped) */
 	void (*dw_taps)(const float *const *src, const float *w, size_t taps,
 			float bias, float *y, size_t n);
+	/* y[2 i + j] = bias + sum_c w[c * ws + j] * x[c * xs + i], j < 2
+	 * (a ConvTranspose output row, stride == kernel, k_w 2) */
+	void (*convt2)(const float *x, size_t xs, size_t cg, const float *w,
+		       size_t ws, float bias, float *y, size_t n);
 };
+
+/* Floats a dw_taps source row may be read past its n: one vector. */
+#define NPU_VEC_SLACK 16
 
 extern const struct npu_vec_ops npu_vec_ops_portable;
 extern const struct npu_vec_ops npu_vec_ops_avx2;

@@ -35,6 +35,12 @@
 #define V_GATHER(p, s) _mm512_i32gather_ps(_mm512_mullo_epi32( \
 	_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, \
 			  15), _mm512_set1_epi32((int)(s))), p, 4)
+#define V_STORE_ZIP(p, a, b) do { \
+	_mm512_storeu_ps(p, _mm512_permutex2var_ps(a, _mm512_setr_epi32( \
+		0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23), b)); \
+	_mm512_storeu_ps((p) + 16, _mm512_permutex2var_ps(a, _mm512_setr_epi32( \
+		8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31), b)); \
+} while (0)
 #include "cpu_vec_body.h"
 #undef NPU_V_FN
 #undef NPU_V_TARGET
@@ -55,6 +61,7 @@
 #undef V_SEL_GT
 #undef V_LOAD_S2
 #undef V_GATHER
+#undef V_STORE_ZIP
 
 /* ---- AVX2 + FMA ---- */
 __attribute__((target(NPU_TARGET_AVX2)))
@@ -103,6 +110,11 @@ static inline __m256 npu_load_s2_avx2(const float *p)
 #define V_GATHER(p, s) _mm256_i32gather_ps(p, _mm256_mullo_epi32( \
 	_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), \
 	_mm256_set1_epi32((int)(s))), 4)
+#define V_STORE_ZIP(p, a, b) do { \
+	__m256 zl_ = _mm256_unpacklo_ps(a, b), zh_ = _mm256_unpackhi_ps(a, b); \
+	_mm256_storeu_ps(p, _mm256_permute2f128_ps(zl_, zh_, 0x20)); \
+	_mm256_storeu_ps((p) + 8, _mm256_permute2f128_ps(zl_, zh_, 0x31)); \
+} while (0)
 #include "cpu_vec_body.h"
 #undef NPU_V_FN
 #undef NPU_V_TARGET
@@ -123,6 +135,7 @@ static inline __m256 npu_load_s2_avx2(const float *p)
 #undef V_SEL_GT
 #undef V_LOAD_S2
 #undef V_GATHER
+#undef V_STORE_ZIP
 
 /* ---- Portable: one lane ---- */
 static inline float npu_maxf(float a, float b)
@@ -154,6 +167,7 @@ static inline float npu_minf(float a, float b)
 #define V_SEL_GT(a, b, x, y) ((a) > (b) ? (x) : (y))
 #define V_LOAD_S2(p) (*(p))
 #define V_GATHER(p, s) (*(p))
+#define V_STORE_ZIP(p, a, b) ((p)[0] = (a), (p)[1] = (b))
 #include "cpu_vec_body.h"
 
 void npu_vec_act_f32(const struct npu_cpu_act_params *act, const float *x,
@@ -181,4 +195,9 @@ void npu_vec_axpb_f32(const float *x, float *y, size_t n, float a, float b)
 float npu_vec_sum_f32(const float *x, size_t n)
 {
 	return npu_vec_ops_get()->sum(x, n);
+}
+
+float npu_vec_max_f32(const float *x, size_t n)
+{
+	return npu_vec_ops_get()->max(x, n);
 }

@@ -12,6 +12,7 @@
  *   V_SEL_GT(a, b, x, y)  a > b ? x : y, per lane
  *   V_LOAD_S2(p)    lanes p[0], p[2], ...; reads p[0 .. 2 * VL - 1]
  *   V_GATHER(p, s)  lanes p[0], p[s], ...
+ *   V_STORE_ZIP(p, a, b)  p[2 i] = a[i], p[2 i + 1] = b[i] (2 VL floats)
  */
 
 /*
@@ -62,19 +63,33 @@ NPU_V_TARGET static inline V NPU_V_FN(act_v)(const struct npu_cpu_act_params *a,
 	}
 }
 
-NPU_V_TARGET static void NPU_V_FN(act_row)(const struct npu_cpu_act_params *a,
-					   float bias, const float *x, float *y,
-					   size_t n)
+/*
+ * The epilogue of a row: y[i] = post(act(x[i] + bias + res[i])), res
+ * NULL: none; post the affine a->post_scale * v + a->post_shift when
+ * a->post. x may equal y (res must not, unless it is x).
+ */
+NPU_V_TARGET static void NPU_V_FN(epi_row)(const struct npu_cpu_act_params *a,
+					   float bias, const float *res,
+					   const float *x, float *y, size_t n)
 {
-	V vb = V_SET1(bias);
+	V vb = V_SET1(bias), ps = V_SET1(a->post_scale), pb = V_SET1(a->post_shift);
+	bool post = a->post;
 	size_t i = 0;
 
-	/* One loop per kind keeps the switch out of the hot loop. */
+	/* One loop per kind keeps the switch out of the hot loop; the
+	 * residual / post tests are loop-invariant and predicted. */
 #define NPU_ACT_LOOP(kind)						\
 	case kind:							\
-		for (; i + VL <= n; i += VL)				\
-			V_STORE(y + i, NPU_V_FN(act_v)(a,		\
-					V_ADD(V_LOAD(x + i), vb)));	\
+		for (; i + VL <= n; i += VL) {				\
+			V v = V_ADD(V_LOAD(x + i), vb);			\
+									\
+			if (res)					\
+				v = V_ADD(v, V_LOAD(res + i));		\
+			v = NPU_V_FN(act_v)(a, v);			\
+			if (post)					\
+				v = V_FMA(v, ps, pb);			\
+			V_STORE(y + i, v);				\
+		}							\
 		break;
 	switch (a->kind) {
 	NPU_ACT_LOOP(NPU_CPU_ACT_RELU)
@@ -84,18 +99,32 @@ NPU_V_TARGET static void NPU_V_FN(act_row)(const struct npu_cpu_act_params *a,
 	NPU_ACT_LOOP(NPU_CPU_ACT_HARD_SWISH)
 	NPU_ACT_LOOP(NPU_CPU_ACT_SIGMOID)
 	default:
-		for (; i + VL <= n; i += VL)
-			V_STORE(y + i, V_ADD(V_LOAD(x + i), vb));
-		break;
+	NPU_ACT_LOOP(NPU_CPU_ACT_NONE)
 	}
 #undef NPU_ACT_LOOP
 	if (i < n) {
-		float tmp[VL] = { 0 };
+		float tmp[VL] = { 0 }, rt[VL] = { 0 };
+		V v;
 
 		memcpy(tmp, x + i, (n - i) * sizeof(float));
-		V_STORE(tmp, NPU_V_FN(act_v)(a, V_ADD(V_LOAD(tmp), vb)));
+		v = V_ADD(V_LOAD(tmp), vb);
+		if (res) {
+			memcpy(rt, res + i, (n - i) * sizeof(float));
+			v = V_ADD(v, V_LOAD(rt));
+		}
+		v = NPU_V_FN(act_v)(a, v);
+		if (post)
+			v = V_FMA(v, ps, pb);
+		V_STORE(tmp, v);
 		memcpy(y + i, tmp, (n - i) * sizeof(float));
 	}
+}
+
+NPU_V_TARGET static void NPU_V_FN(act_row)(const struct npu_cpu_act_params *a,
+					   float bias, const float *x, float *y,
+					   size_t n)
+{
+	NPU_V_FN(epi_row)(a, bias, NULL, x, y, n);
 }
 
 NPU_V_TARGET static void NPU_V_FN(exp_row)(const float *x, float *y, size_t n)
@@ -237,9 +266,37 @@ NPU_V_TARGET static float NPU_V_FN(sum_row)(const float *x, size_t n)
 }
 
 /*
+ * The largest of x[0 .. n) (-inf for n 0); NaN elements are skipped, as
+ * fmaxf does: a lane keeps its maximum when x is NaN (V_MAX(x, m) is
+ * x > m ? x : m), and four accumulators hide the max latency.
+ */
+NPU_V_TARGET static float NPU_V_FN(max_reduce)(const float *x, size_t n)
+{
+	V m0 = V_SET1(-INFINITY), m1 = m0, m2 = m0, m3 = m0;
+	float lanes[VL], mx = -INFINITY;
+	size_t i = 0, l;
+
+	for (; i + 4 * VL <= n; i += 4 * VL) {
+		m0 = V_MAX(V_LOAD(x + i), m0);
+		m1 = V_MAX(V_LOAD(x + i + VL), m1);
+		m2 = V_MAX(V_LOAD(x + i + 2 * VL), m2);
+		m3 = V_MAX(V_LOAD(x + i + 3 * VL), m3);
+	}
+	for (; i + VL <= n; i += VL)
+		m0 = V_MAX(V_LOAD(x + i), m0);
+	V_STORE(lanes, V_MAX(V_MAX(m0, m1), V_MAX(m2, m3)));
+	for (l = 0; l < VL; l++)
+		mx = lanes[l] > mx ? lanes[l] : mx;
+	for (; i < n; i++)
+		mx = x[i] > mx ? x[i] : mx;
+	return mx;
+}
+
+/*
  * y[i] = bias + sum_t w[t] * src[t][i]: a depthwise output row from its
  * taps' input rows, four vectors of outputs kept in registers over all
- * taps (one store per output instead of one per tap).
+ * taps (one store per output instead of one per tap). Reads each
+ * src[t] up to index n + VL - 2 (the caller's slack past a row's end).
  */
 NPU_V_TARGET static void NPU_V_FN(dw_taps_row)(const float *const *src,
 					       const float *w, size_t taps,
@@ -271,21 +328,82 @@ NPU_V_TARGET static void NPU_V_FN(dw_taps_row)(const float *const *src,
 			a0 = V_FMA(V_SET1(w[t]), V_LOAD(src[t] + i), a0);
 		V_STORE(y + i, a0);
 	}
-	for (; i < n; i++) {
-		float acc = bias;
+	if (i < n) {
+		/* The last n - i outputs as one whole vector: the taps' rows
+		 * may be read up to VL - 1 floats past n (the caller's slack),
+		 * the lanes past n are dropped. Rows of 20 or 40 outputs
+		 * (PP-OCR's 5x5 depthwise) are half tail. */
+		float tmp[VL];
+		V a0 = V_SET1(bias);
 
 		for (t = 0; t < taps; t++)
-			acc += w[t] * src[t][i];
-		y[i] = acc;
+			a0 = V_FMA(V_SET1(w[t]), V_LOAD(src[t] + i), a0);
+		V_STORE(tmp, a0);
+		memcpy(y + i, tmp, (n - i) * sizeof(float));
+	}
+}
+
+/*
+ * One output row of a ConvTranspose with stride == kernel and k_w 2:
+ * y[2 i + j] = bias + sum_c w[c * ws + j] * x[c * xs + i] for i < n. Both
+ * taps' outputs stay in registers over all channels and are interleaved
+ * as they are stored (no accumulator rows in memory, no scalar scatter).
+ */
+NPU_V_TARGET static void NPU_V_FN(convt2_row)(const float *x, size_t xs,
+					      size_t cg, const float *w,
+					      size_t ws, float bias, float *y,
+					      size_t n)
+{
+	size_t i = 0, c;
+
+	for (; i + 2 * VL <= n; i += 2 * VL) {
+		V a0 = V_SET1(bias), a1 = a0, b0 = a0, b1 = a0;
+
+		for (c = 0; c < cg; c++) {
+			const float *xc = x + c * xs + i;
+			V w0 = V_SET1(w[c * ws]), w1 = V_SET1(w[c * ws + 1]);
+			V x0 = V_LOAD(xc), x1 = V_LOAD(xc + VL);
+
+			a0 = V_FMA(w0, x0, a0);
+			a1 = V_FMA(w1, x0, a1);
+			b0 = V_FMA(w0, x1, b0);
+			b1 = V_FMA(w1, x1, b1);
+		}
+		V_STORE_ZIP(y + 2 * i, a0, a1);
+		V_STORE_ZIP(y + 2 * i + 2 * VL, b0, b1);
+	}
+	for (; i + VL <= n; i += VL) {
+		V a0 = V_SET1(bias), a1 = a0;
+
+		for (c = 0; c < cg; c++) {
+			V xv = V_LOAD(x + c * xs + i);
+
+			a0 = V_FMA(V_SET1(w[c * ws]), xv, a0);
+			a1 = V_FMA(V_SET1(w[c * ws + 1]), xv, a1);
+		}
+		V_STORE_ZIP(y + 2 * i, a0, a1);
+	}
+	for (; i < n; i++) {
+		float s0 = bias, s1 = bias;
+
+		for (c = 0; c < cg; c++) {
+			s0 += w[c * ws] * x[c * xs + i];
+			s1 += w[c * ws + 1] * x[c * xs + i];
+		}
+		y[2 * i] = s0;
+		y[2 * i + 1] = s1;
 	}
 }
 
 const struct npu_vec_ops NPU_V_FN(npu_vec_ops) = {
+	.convt2 = NPU_V_FN(convt2_row),
+	.max = NPU_V_FN(max_reduce),
 	.dw_taps = NPU_V_FN(dw_taps_row),
 	.axpb = NPU_V_FN(axpb_row),
 	.sum = NPU_V_FN(sum_row),
 	.binary = NPU_V_FN(binary_row),
 	.act = NPU_V_FN(act_row),
+	.epi = NPU_V_FN(epi_row),
 	.exp = NPU_V_FN(exp_row),
 	.fma_row = NPU_V_FN(fma_row),
 	.max_row = NPU_V_FN(max_row),

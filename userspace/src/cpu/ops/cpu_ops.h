@@ -33,6 +33,14 @@ struct npu_op_runtime {
 	npu_status (*alloc_output)(struct npu_op_ctx *ctx, size_t index,
 				   enum npu_dtype dtype, const struct npu_shape *shape);
 	/*
+	 * Give output 'index' this dtype and shape and 'nbytes' bytes of
+	 * data: for values whose size is not numel * element size (string
+	 * tensors, graph/npu_str.h). Any op with a string output uses it.
+	 */
+	npu_status (*alloc_bytes)(struct npu_op_ctx *ctx, size_t index,
+				  enum npu_dtype dtype, const struct npu_shape *shape,
+				  size_t nbytes);
+	/*
 	 * Run 'body' (a graph attribute of ctx->node) on its formal inputs;
 	 * its captures are fed from the node's implicit inputs. outputs[i]
 	 * stays valid until the next run of the same body.
@@ -93,6 +101,12 @@ struct npu_op_def {
 	 * are never folded at compile time.
 	 */
 	bool alloc_outputs;
+	/*
+	 * The op reads or writes string tensors (graph/npu_str.h): it checks
+	 * their layout and allocates string outputs itself (alloc_bytes).
+	 * Without it, a string input or output is rejected at load.
+	 */
+	bool strings;
 };
 
 /*
@@ -102,6 +116,18 @@ struct npu_op_def {
 npu_status npu_cpu_apply_fused_activation(const struct npu_node *n,
 					  struct npu_tensor *t,
 					  struct npu_error *err);
+
+/*
+ * The domain of the ops only graph passes make for the CPU (FusedConv,
+ * opset 1); models do not use it.
+ */
+#define NPU_CPU_FUSED_DOMAIN "ai.npu.cpu"
+
+struct npu_cpu_act_params;
+/* A FusedConv node's epilogue (activation, post affine) from its attributes. */
+npu_status npu_fused_conv_epilogue(const struct npu_node *node,
+				   struct npu_cpu_act_params *act,
+				   struct npu_error *err);
 
 /* The definition for (domain, op_type) at 'opset', or NULL if unsupported. */
 const struct npu_op_def *npu_cpu_op_find(const char *domain,

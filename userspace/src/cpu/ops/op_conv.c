@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * Conv and ConvTranspose, fp32, 1-D and 2-D (Conv also 3-D, as a direct
- * loop; 3-D ConvTranspose is rejected). Conv runs
+ * Conv and ConvTranspose, fp32, 1-D, 2-D and 3-D (3-D as direct loops,
+ * ConvTranspose's in op_convt3d.c). Conv runs
  * on npu_conv2d_f32_prepacked (1-D as height 1) with its weights packed
  * once per plan in prepare(). ConvTranspose with stride == kernel (no
  * overlap) runs on npu_convtranspose2d_f32_tiled; any other is a GEMM per
@@ -13,16 +13,18 @@
 
 #include "cpu/kernels/cpu_kernels.h"
 #include "cpu/ops/op_common.h"
+#include "cpu/ops/op_convt3d.h"
 
 static npu_status npu_conv_check_common(struct npu_infer_ctx *ctx,
-					const char *const *attrs)
+					const char *const *attrs,
+					size_t max_inputs)
 {
 	const struct npu_node *node = ctx->node;
 	const struct npu_shape *x, *w;
 	size_t i;
 	npu_status st;
 
-	st = npu_op_check_arity(ctx, 2, 3);
+	st = npu_op_check_arity(ctx, 2, max_inputs);
 	if (!st)
 		st = npu_op_check_attrs(ctx, attrs);
 	if (st)
@@ -35,9 +37,6 @@ static npu_status npu_conv_check_common(struct npu_infer_ctx *ctx,
 						  npu_dtype_name(node->inputs[i]->dtype));
 	x = &node->inputs[0]->shape;
 	w = &node->inputs[1]->shape;
-	if (x->rank == 5 && strcmp(node->op_type, "Conv"))
-		return npu_op_unsupported(ctx->err, node,
-					  "3-D transposed convolution is not supported");
 	if (x->rank != 3 && x->rank != 4 && x->rank != 5)
 		return npu_op_invalid(ctx->err, node, "X has rank %d", x->rank);
 	if (w->rank != x->rank)
@@ -67,7 +66,7 @@ static npu_status npu_conv_check_common(struct npu_infer_ctx *ctx,
 
 /* ---- Conv ---- */
 
-static npu_status conv_infer(struct npu_infer_ctx *ctx)
+static npu_status conv_infer_common(struct npu_infer_ctx *ctx, bool fused)
 {
 	const struct npu_node *node = ctx->node;
 	const struct npu_shape *x, *w;
@@ -76,9 +75,16 @@ static npu_status conv_infer(struct npu_infer_ctx *ctx)
 	int i;
 	npu_status st;
 
-	st = npu_conv_check_common(ctx, NPU_OP_ATTRS("auto_pad", "dilations",
-						     "group", "kernel_shape",
-						     "pads", "strides"));
+	if (fused)
+		st = npu_conv_check_common(ctx, NPU_OP_ATTRS("auto_pad", "dilations",
+							     "group", "kernel_shape",
+							     "pads", "strides", "activation",
+							     "activation_params",
+							     "post_scale", "post_shift"), 4);
+	else
+		st = npu_conv_check_common(ctx, NPU_OP_ATTRS("auto_pad", "dilations",
+							     "group", "kernel_shape",
+							     "pads", "strides"), 3);
 	if (st)
 		return st;
 	x = &node->inputs[0]->shape;
@@ -102,7 +108,98 @@ static npu_status conv_infer(struct npu_infer_ctx *ctx)
 	ctx->out_shapes[0].dims[1] = w->dims[0];
 	for (i = 0; i < win.n; i++)
 		ctx->out_shapes[0].dims[2 + i] = win.out[i];
+	if (fused) {
+		const struct npu_value *z = npu_op_input(node, 3);
+		struct npu_cpu_act_params act;
+
+		st = npu_fused_conv_epilogue(node, &act, ctx->err);
+		if (st)
+			return st;
+		if (x->rank == 5)
+			return npu_op_unsupported(ctx->err, node,
+						  "FusedConv is 1-D or 2-D, X has rank 5");
+		if (z) {
+			const struct npu_shape *zs = &z->shape;
+			bool same = zs->rank == x->rank;
+
+			for (i = 0; same && i < zs->rank; i++)
+				same = zs->dims[i] == ctx->out_shapes[0].dims[i] &&
+				       zs->dims[i] >= 0;
+			if (!same)
+				return npu_op_invalid(ctx->err, node,
+						      "residual Z '%s' is not shaped as the output",
+						      z->name);
+		}
+	}
 	return NPU_OK;
+}
+
+static npu_status conv_infer(struct npu_infer_ctx *ctx)
+{
+	return conv_infer_common(ctx, false);
+}
+
+/*
+ * FusedConv's epilogue from its attributes: 'activation' (Relu, Clip,
+ * LeakyRelu, HardSigmoid, HardSwish, Sigmoid) with 'activation_params'
+ * (Clip: min, max; LeakyRelu: alpha; HardSigmoid: alpha, beta), then
+ * y = post_scale * y + post_shift when either is present.
+ */
+npu_status npu_fused_conv_epilogue(const struct npu_node *node,
+				   struct npu_cpu_act_params *act,
+				   struct npu_error *err)
+{
+	const char *kind = npu_node_attr_string_or(node, "activation", NULL);
+	const struct npu_attr *ap = npu_node_attr(node, "activation_params");
+	const struct npu_attr *ps = npu_node_attr(node, "post_scale");
+	const struct npu_attr *pb = npu_node_attr(node, "post_shift");
+	size_t want = 0, have = ap && ap->type == NPU_ATTR_FLOATS ? ap->count : 0;
+
+	memset(act, 0, sizeof(*act));
+	if (ap && ap->type != NPU_ATTR_FLOATS)
+		return npu_op_invalid(err, node, "activation_params is not a list of floats");
+	if (!kind) {
+		act->kind = NPU_CPU_ACT_NONE;
+	} else if (!strcmp(kind, "Relu")) {
+		act->kind = NPU_CPU_ACT_RELU;
+	} else if (!strcmp(kind, "Clip")) {
+		act->kind = NPU_CPU_ACT_CLIP;
+		want = 2;
+	} else if (!strcmp(kind, "LeakyRelu")) {
+		act->kind = NPU_CPU_ACT_LEAKY_RELU;
+		want = 1;
+	} else if (!strcmp(kind, "HardSigmoid")) {
+		act->kind = NPU_CPU_ACT_HARD_SIGMOID;
+		want = 2;
+	} else if (!strcmp(kind, "HardSwish")) {
+		act->kind = NPU_CPU_ACT_HARD_SWISH;
+	} else if (!strcmp(kind, "Sigmoid")) {
+		act->kind = NPU_CPU_ACT_SIGMOID;
+	} else {
+		return npu_op_unsupported(err, node, "activation '%s' has no fused form", kind);
+	}
+	if (have != want)
+		return npu_op_invalid(err, node,
+				      "activation %s takes %zu activation_params, not %zu",
+				      kind ? kind : "(none)", want, have);
+	if (act->kind == NPU_CPU_ACT_CLIP) {
+		act->act_min = ap->floats[0];
+		act->act_max = ap->floats[1];
+	} else if (want) {
+		act->alpha = ap->floats[0];
+		act->beta = want > 1 ? ap->floats[1] : 0.0f;
+	}
+	if ((ps && ps->type != NPU_ATTR_FLOAT) || (pb && pb->type != NPU_ATTR_FLOAT))
+		return npu_op_invalid(err, node, "post_scale / post_shift must be floats");
+	act->post = ps || pb;
+	act->post_scale = ps ? ps->f : 1.0f;
+	act->post_shift = pb ? pb->f : 0.0f;
+	return NPU_OK;
+}
+
+static npu_status fused_conv_infer(struct npu_infer_ctx *ctx)
+{
+	return conv_infer_common(ctx, true);
 }
 
 /*
@@ -262,7 +359,7 @@ static npu_status conv3d_compute(struct npu_op_ctx *ctx)
 	return NPU_OK;
 }
 
-static npu_status conv_compute(struct npu_op_ctx *ctx)
+static npu_status conv_compute_common(struct npu_op_ctx *ctx, bool fused)
 {
 	const struct npu_node *node = ctx->node;
 	const struct npu_tensor *x = ctx->inputs[0], *w = ctx->inputs[1];
@@ -303,6 +400,14 @@ static npu_status conv_compute(struct npu_op_ctx *ctx)
 	p.pad_top = one_d ? 0 : (size_t)win.pad_begin[0];
 	p.pad_left = (size_t)win.pad_begin[one_d ? 0 : 1];
 	p.act.kind = NPU_CPU_ACT_NONE;
+	if (fused) {
+		const struct npu_tensor *z = npu_op_in(ctx, 3);
+
+		st_ = npu_fused_conv_epilogue(node, &p.act, ctx->err);
+		if (st_)
+			return st_;
+		p.residual = z ? z->data : NULL;
+	}
 	/* The packed weights, if prepare() packed this very W shape. */
 	if (st && st->group == (int64_t)p.groups) {
 		packed = st->packed;
@@ -333,17 +438,40 @@ static npu_status conv_compute(struct npu_op_ctx *ctx)
 	return NPU_OK;
 }
 
+static npu_status conv_compute(struct npu_op_ctx *ctx)
+{
+	return conv_compute_common(ctx, false);
+}
+
+static npu_status fused_conv_compute(struct npu_op_ctx *ctx)
+{
+	return conv_compute_common(ctx, true);
+}
+
 NPU_CPU_OP_DEF(conv) = {
 	.op_type = "Conv", .domain = "", .since_version = 1,
 	.max_version = 21, .infer = conv_infer, .prepare = conv_prepare,
 	.release = conv_release, .compute = conv_compute,
 };
 
+/*
+ * The CPU fusion pass's Conv (compiler/passes/pass_cpu_fuse.c): Conv's
+ * inputs and attributes, an optional 4th input Z shaped as Y, and
+ *   Y = post(act(conv(X, W) + B + Z))
+ * computed in the convolution's output epilogue (see
+ * npu_fused_conv_epilogue for the attributes).
+ */
+NPU_CPU_OP_DEF(fused_conv) = {
+	.op_type = "FusedConv", .domain = NPU_CPU_FUSED_DOMAIN, .since_version = 1,
+	.max_version = 1, .infer = fused_conv_infer, .prepare = conv_prepare,
+	.release = conv_release, .compute = fused_conv_compute,
+};
+
 /* ---- ConvTranspose ---- */
 
 struct npu_convt_geom {
 	int n;
-	int64_t in[2], k[2], stride[2], dil[2], pad_begin[2], out[2];
+	int64_t in[3], k[3], stride[3], dil[3], pad_begin[3], out[3];
 };
 
 static npu_status npu_convt_geom(const struct npu_node *node,
@@ -353,18 +481,18 @@ static npu_status npu_convt_geom(const struct npu_node *node,
 				 struct npu_error *err)
 {
 	const char *auto_pad = npu_node_attr_string_or(node, "auto_pad", "NOTSET");
-	int64_t strides[4], dil[4], pads[4], opad[4], oshape[NPU_MAX_RANK];
+	int64_t strides[3], dil[3], pads[6], opad[3], oshape[NPU_MAX_RANK];
 	int n = x->rank - 2, cs, cd, cp, co, cshape, i;
 	npu_status st;
 
 	g->n = n;
-	st = npu_op_ints_from_attr(node, "strides", strides, 2, &cs, err);
+	st = npu_op_ints_from_attr(node, "strides", strides, 3, &cs, err);
 	if (!st)
-		st = npu_op_ints_from_attr(node, "dilations", dil, 2, &cd, err);
+		st = npu_op_ints_from_attr(node, "dilations", dil, 3, &cd, err);
 	if (!st)
-		st = npu_op_ints_from_attr(node, "pads", pads, 4, &cp, err);
+		st = npu_op_ints_from_attr(node, "pads", pads, 6, &cp, err);
 	if (!st)
-		st = npu_op_ints_from_attr(node, "output_padding", opad, 2, &co, err);
+		st = npu_op_ints_from_attr(node, "output_padding", opad, 3, &co, err);
 	if (!st)
 		st = npu_op_ints_from_attr(node, "output_shape", oshape,
 					   NPU_MAX_RANK, &cshape, err);
@@ -418,6 +546,12 @@ static npu_status npu_convt_geom(const struct npu_node *node,
 	return NPU_OK;
 }
 
+/* FusedConvTranspose: the node the CPU fusion pass made (see FusedConv). */
+static bool convt_fused(const struct npu_node *node)
+{
+	return node->domain && !strcmp(node->domain, NPU_CPU_FUSED_DOMAIN);
+}
+
 static npu_status convt_infer(struct npu_infer_ctx *ctx)
 {
 	const struct npu_node *node = ctx->node;
@@ -427,11 +561,25 @@ static npu_status convt_infer(struct npu_infer_ctx *ctx)
 	int i;
 	npu_status st;
 
-	st = npu_conv_check_common(ctx, NPU_OP_ATTRS("auto_pad", "dilations",
-						     "group", "kernel_shape",
-						     "output_padding",
-						     "output_shape", "pads",
-						     "strides"));
+	if (convt_fused(node)) {
+		struct npu_cpu_act_params act;
+
+		st = npu_conv_check_common(ctx, NPU_OP_ATTRS("auto_pad", "dilations",
+							     "group", "kernel_shape",
+							     "output_padding",
+							     "output_shape", "pads",
+							     "strides", "activation",
+							     "activation_params",
+							     "post_scale", "post_shift"), 3);
+		if (!st)
+			st = npu_fused_conv_epilogue(node, &act, ctx->err);
+	} else {
+		st = npu_conv_check_common(ctx, NPU_OP_ATTRS("auto_pad", "dilations",
+							     "group", "kernel_shape",
+							     "output_padding",
+							     "output_shape", "pads",
+							     "strides"), 3);
+	}
 	if (st)
 		return st;
 	x = &node->inputs[0]->shape;
@@ -504,6 +652,16 @@ static void npu_col2im_planes(void *ctx, size_t begin, size_t end)
 	}
 }
 
+/* FusedConvTranspose's activation / affine where the kernel has none. */
+static npu_status convt_epilogue(const struct npu_cpu_act_params *act,
+				 struct npu_tensor *y)
+{
+	if (act->kind != NPU_CPU_ACT_NONE || act->post)
+		npu_vec_act_f32(act, y->data, y->data,
+				(size_t)npu_op_numel(y));
+	return NPU_OK;
+}
+
 static npu_status convt_compute(struct npu_op_ctx *ctx)
 {
 	const struct npu_node *node = ctx->node;
@@ -514,11 +672,14 @@ static npu_status convt_compute(struct npu_op_ctx *ctx)
 	int64_t in_h, in_w, out_h, out_w, k_h, k_w, s_h, s_w, d_h, d_w, p_t, p_l;
 	int64_t batch, c, cg, mg, m, hw, ohw, kk, nb, gi;
 	struct npu_convt_geom g;
+	struct npu_cpu_act_params act = { .kind = NPU_CPU_ACT_NONE };
 	float *col, *yv = y->data;
 	bool one_d = x->shape.rank == 3;
 	npu_status st;
 
 	st = npu_convt_geom(node, &x->shape, &w->shape, &g, ctx->err);
+	if (!st && convt_fused(node))
+		st = npu_fused_conv_epilogue(node, &act, ctx->err);
 	if (st)
 		return st;
 	batch = x->shape.dims[0];
@@ -543,6 +704,23 @@ static npu_status convt_compute(struct npu_op_ctx *ctx)
 	kk = k_h * k_w;
 	if (npu_op_numel(y) == 0)
 		return NPU_OK;
+	if (g.n == 3) {
+		struct npu_convt3d_params p = {
+			.batch = batch, .in_c = c, .out_c = m, .groups = group,
+		};
+		int d;
+
+		for (d = 0; d < 3; d++) {
+			p.in[d] = g.in[d];
+			p.out[d] = g.out[d];
+			p.k[d] = g.k[d];
+			p.stride[d] = g.stride[d];
+			p.dil[d] = g.dil[d];
+			p.pad_begin[d] = g.pad_begin[d];
+		}
+		npu_convt3d_f32(&p, x->data, w->data, b ? b->data : NULL, yv, ctx->pool);
+		return convt_epilogue(&act, y);
+	}
 	if (s_h == k_h && s_w == k_w && d_h == 1 && d_w == 1 && !p_t && !p_l &&
 	    out_h == in_h * k_h && out_w == in_w * k_w && cg > 0) {
 		/* Non-overlapping tiles: multiply-add rows, no col2im. */
@@ -550,7 +728,7 @@ static npu_status convt_compute(struct npu_op_ctx *ctx)
 			.batch = (size_t)batch, .in_c = (size_t)c,
 			.in_h = (size_t)in_h, .in_w = (size_t)in_w,
 			.out_c = (size_t)m, .k_h = (size_t)k_h, .k_w = (size_t)k_w,
-			.groups = (size_t)group,
+			.groups = (size_t)group, .act = act,
 		};
 
 		if (!npu_convtranspose2d_f32_tiled(&tp, x->data, w->data,
@@ -594,10 +772,20 @@ static npu_status convt_compute(struct npu_op_ctx *ctx)
 			}
 		}
 	free(col);
-	return NPU_OK;
+	return convt_epilogue(&act, y);
 }
 
 NPU_CPU_OP_DEF(conv_transpose) = {
 	.op_type = "ConvTranspose", .domain = "", .since_version = 1,
 	.max_version = 21, .infer = convt_infer, .compute = convt_compute,
+};
+
+/*
+ * The CPU fusion pass's ConvTranspose: its inputs and attributes plus
+ * FusedConv's activation / post affine attributes (no residual input).
+ */
+NPU_CPU_OP_DEF(fused_conv_transpose) = {
+	.op_type = "FusedConvTranspose", .domain = NPU_CPU_FUSED_DOMAIN,
+	.since_version = 1, .max_version = 1, .infer = convt_infer,
+	.compute = convt_compute,
 };

@@ -16,6 +16,7 @@
 
 #include "cpu/kernels/cpu_kernels.h"
 #include "cpu/ops/op_common.h"
+#include "cpu/ops/op_string.h"
 
 /* ---- binary row kernels ---- */
 
@@ -630,7 +631,33 @@ BIN_DEF(max, "Max", BIN_MAX, 6)
 BIN_DEF(min, "Min", BIN_MIN, 6)
 BIN_DEF(sum, "Sum", BIN_SUM, 6)
 BIN_DEF(mean, "Mean", BIN_MEAN, 6)
-BIN_DEF(equal, "Equal", BIN_EQ, 7)
+
+/* Equal also compares strings (opset 19), in op_string.c. */
+static npu_status equal_infer(struct npu_infer_ctx *ctx)
+{
+	const struct npu_node *node = ctx->node;
+
+	if (node->num_inputs < 1 || !node->inputs[0] || node->inputs[0]->dtype != NPU_DTYPE_STRING)
+		return npu_bin_infer(ctx, BIN_EQ);
+	if (node->opset < 19)
+		return npu_op_unsupported(ctx->err, node,
+					  "string inputs need opset 19, the model imports opset %d",
+					  node->opset);
+	return npu_op_strings_equal_infer(ctx);
+}
+
+static npu_status equal_compute(struct npu_op_ctx *ctx)
+{
+	if (ctx->inputs[0]->dtype == NPU_DTYPE_STRING)
+		return npu_op_strings_equal(ctx);
+	return npu_bin_compute(ctx, BIN_EQ);
+}
+
+NPU_CPU_OP_DEF(equal) = {
+	.op_type = "Equal", .domain = "", .since_version = 7,
+	.max_version = 21, .infer = equal_infer, .compute = equal_compute,
+	.strings = true,
+};
 BIN_DEF(greater, "Greater", BIN_GT, 7)
 BIN_DEF(less, "Less", BIN_LT, 7)
 BIN_DEF(greater_or_equal, "GreaterOrEqual", BIN_GE, 12)
@@ -1184,7 +1211,8 @@ static npu_status identity_infer(struct npu_infer_ctx *ctx)
 		st = npu_op_check_attrs(ctx, NPU_OP_ATTRS(NULL));
 	if (st)
 		return st;
-	if (!npu_dtype_size(ctx->node->inputs[0]->dtype))
+	if (!npu_dtype_size(ctx->node->inputs[0]->dtype) &&
+	    ctx->node->inputs[0]->dtype != NPU_DTYPE_STRING)
 		return npu_op_unsupported(ctx->err, ctx->node,
 					  "input 0 has type %s, not supported",
 					  npu_dtype_name(ctx->node->inputs[0]->dtype));
@@ -1198,6 +1226,8 @@ static npu_status identity_compute(struct npu_op_ctx *ctx)
 	const struct npu_tensor *x = ctx->inputs[0];
 	size_t n = (size_t)npu_op_numel(x) * npu_dtype_size(x->dtype);
 
+	if (x->dtype == NPU_DTYPE_STRING)
+		return npu_op_strings_copy(ctx, 0, 0);
 	if (n && ctx->outputs[0]->data != x->data)
 		memcpy(ctx->outputs[0]->data, x->data, n);
 	return NPU_OK;
@@ -1206,7 +1236,7 @@ static npu_status identity_compute(struct npu_op_ctx *ctx)
 NPU_CPU_OP_DEF(identity) = {
 	.op_type = "Identity", .domain = "", .since_version = 1,
 	.max_version = 21, .infer = identity_infer,
-	.compute = identity_compute,
+	.compute = identity_compute, .strings = true,
 };
 
 /* ---- Cast ---- */
@@ -1302,6 +1332,7 @@ static bool npu_cast_type_ok(enum npu_dtype dt)
 	case NPU_DTYPE_INT8: case NPU_DTYPE_UINT8: case NPU_DTYPE_INT16:
 	case NPU_DTYPE_UINT16: case NPU_DTYPE_INT32: case NPU_DTYPE_UINT32:
 	case NPU_DTYPE_INT64: case NPU_DTYPE_UINT64: case NPU_DTYPE_BOOL:
+	case NPU_DTYPE_STRING:	/* op_string.c */
 		return true;
 	default:
 		return false;
@@ -1378,6 +1409,48 @@ static npu_status cast_infer(struct npu_infer_ctx *ctx)
 	default: break;							\
 	}
 
+/*
+ * To or from text (op_string.c, which knows no half types: fp16 and bf16
+ * go through a float copy).
+ */
+static npu_status cast_strings(struct npu_op_ctx *ctx)
+{
+	const struct npu_tensor *x = ctx->inputs[0];
+	struct npu_tensor *y = ctx->outputs[0], f = { .dtype = NPU_DTYPE_FLOAT };
+	int64_t n = npu_op_numel(x), i;
+	bool half;
+	npu_status st;
+
+	if (x->dtype == NPU_DTYPE_STRING && y->dtype == NPU_DTYPE_STRING)
+		return npu_op_strings_copy(ctx, 0, 0);
+	half = x->dtype == NPU_DTYPE_FLOAT16 || x->dtype == NPU_DTYPE_BFLOAT16 ||
+	       y->dtype == NPU_DTYPE_FLOAT16 || y->dtype == NPU_DTYPE_BFLOAT16;
+	if (!half)
+		return x->dtype == NPU_DTYPE_STRING ? npu_op_strings_to_numbers(ctx, x, y)
+						    : npu_op_numbers_to_strings(ctx, x);
+	f.shape = x->shape;
+	f.nbytes = (size_t)n * sizeof(float);
+	f.data = malloc(f.nbytes + 1);
+	if (!f.data)
+		return npu_op_error(ctx->err, ctx->node, NPU_ERR_NO_MEMORY, "out of memory");
+	if (x->dtype == NPU_DTYPE_STRING) {
+		st = npu_op_strings_to_numbers(ctx, x, &f);
+		for (i = 0; st == NPU_OK && i < n; i++)
+			((uint16_t *)y->data)[i] =
+				y->dtype == NPU_DTYPE_FLOAT16
+					? npu_float_to_half(((float *)f.data)[i])
+					: npu_float_to_bf16(((float *)f.data)[i], ctx->node->opset >= 19);
+	} else {
+		for (i = 0; i < n; i++)
+			((float *)f.data)[i] = x->dtype == NPU_DTYPE_FLOAT16
+				? npu_half_to_float(((const uint16_t *)x->data)[i])
+				: npu_bf16_to_float(((const uint16_t *)x->data)[i]);
+		st = npu_op_numbers_to_strings(ctx, &f);
+	}
+	free(f.data);
+	return st;
+}
+
 static npu_status cast_compute(struct npu_op_ctx *ctx)
 {
 	const struct npu_tensor *x = ctx->inputs[0];
@@ -1387,6 +1460,8 @@ static npu_status cast_compute(struct npu_op_ctx *ctx)
 		      !npu_dtype_is_float(y->dtype);
 	void *wide;
 
+	if (x->dtype == NPU_DTYPE_STRING || y->dtype == NPU_DTYPE_STRING)
+		return cast_strings(ctx);	/* even empty: a string output needs its buffer */
 	if (n == 0)
 		return NPU_OK;
 	if (x->dtype == y->dtype) {
@@ -1434,6 +1509,7 @@ static npu_status cast_compute(struct npu_op_ctx *ctx)
 NPU_CPU_OP_DEF(cast) = {
 	.op_type = "Cast", .domain = "", .since_version = 6,
 	.max_version = 21, .infer = cast_infer, .compute = cast_compute,
+	.strings = true,
 };
 
 /* CastLike (15): Cast to the type of input 1 (whose values are unused). */
@@ -1466,4 +1542,5 @@ static npu_status cast_like_infer(struct npu_infer_ctx *ctx)
 NPU_CPU_OP_DEF(cast_like) = {
 	.op_type = "CastLike", .domain = "", .since_version = 15,
 	.max_version = 21, .infer = cast_like_infer, .compute = cast_compute,
+	.strings = true,
 };

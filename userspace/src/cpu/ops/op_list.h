@@ -100,6 +100,8 @@ NPU_CPU_OP(det)
 
 /* op_conv.c */
 NPU_CPU_OP(conv)
+NPU_CPU_OP(fused_conv)	/* domain ai.npu.cpu: made by the CPU fusion pass */
+NPU_CPU_OP(fused_conv_transpose)	/* ai.npu.cpu, as FusedConv */
 NPU_CPU_OP(conv_transpose)
 
 /* op_pool.c */
@@ -196,9 +198,23 @@ NPU_CPU_OP(lstm)
 /* op_text.c */
 NPU_CPU_OP(tfidf_vectorizer)
 
+/* op_string.c (string tensors, graph/npu_str.h) */
+NPU_CPU_OP(string_normalizer)
+
+/* op_random.c (numpy's MT19937 stream) */
+NPU_CPU_OP(random_uniform)
+NPU_CPU_OP(random_uniform_like)
+NPU_CPU_OP(random_normal)
+NPU_CPU_OP(random_normal_like)
+NPU_CPU_OP(bernoulli)
+
 /* op_optimizer.c (domain ai.onnx.preview.training) */
 NPU_CPU_OP(adagrad)
 NPU_CPU_OP(momentum)
+NPU_CPU_OP(adam)
+
+/* op_gradient.c (made by the importer's Gradient lowering) */
+NPU_CPU_OP(sum_to_shape)
 
 /* op_dft.c */
 NPU_CPU_OP(dft)

@@ -13,12 +13,15 @@
 #include <string.h>
 
 #include "cpu/ops/op_common.h"
+#include "cpu/ops/op_random.h"
+#include "cpu/ops/op_string.h"
 
 static npu_status npu_check_sized(const struct npu_infer_ctx *ctx, size_t i)
 {
 	const struct npu_value *v = npu_op_input(ctx->node, i);
 
-	if (v && !npu_dtype_size(v->dtype))
+	/* Strings reach only ops that move them by index (npu_infer.c checks). */
+	if (v && !npu_dtype_size(v->dtype) && v->dtype != NPU_DTYPE_STRING)
 		return npu_op_unsupported(ctx->err, ctx->node,
 					  "input %zu '%s' has type %s, not supported",
 					  i, v->name, npu_dtype_name(v->dtype));
@@ -44,6 +47,16 @@ static npu_status npu_copy_compute(struct npu_op_ctx *ctx)
 	if (n && y->data != x->data)
 		memcpy(y->data, x->data, n);
 	return NPU_OK;
+}
+
+/*
+ * The ops below move elements without reading them: string tensors go
+ * through them as int64 indices of their strings (op_string.c).
+ */
+#define NPU_STRINGS_BY_INDEX(fn)					\
+static npu_status fn##_any(struct npu_op_ctx *ctx)			\
+{									\
+	return npu_op_has_strings(ctx) ? npu_op_strings_by_index(ctx, fn) : fn(ctx); \
 }
 
 /* ---- Reshape ---- */
@@ -141,9 +154,12 @@ static npu_status reshape_infer(struct npu_infer_ctx *ctx)
 				&ctx->out_shapes[0], ctx->err);
 }
 
+NPU_STRINGS_BY_INDEX(npu_copy_compute)
+
 NPU_CPU_OP_DEF(reshape) = {
 	.op_type = "Reshape", .domain = "", .since_version = 5,
-	.max_version = 21, .infer = reshape_infer, .compute = npu_copy_compute,
+	.max_version = 21, .infer = reshape_infer, .compute = npu_copy_compute_any,
+	.strings = true,
 };
 
 /* ---- Flatten ---- */
@@ -180,7 +196,8 @@ static npu_status flatten_infer(struct npu_infer_ctx *ctx)
 
 NPU_CPU_OP_DEF(flatten) = {
 	.op_type = "Flatten", .domain = "", .since_version = 1,
-	.max_version = 21, .infer = flatten_infer, .compute = npu_copy_compute,
+	.max_version = 21, .infer = flatten_infer, .compute = npu_copy_compute_any,
+	.strings = true,
 };
 
 /* ---- Squeeze / Unsqueeze: axes attribute (< 13) or input ---- */
@@ -275,7 +292,8 @@ static npu_status squeeze_infer(struct npu_infer_ctx *ctx)
 
 NPU_CPU_OP_DEF(squeeze) = {
 	.op_type = "Squeeze", .domain = "", .since_version = 1,
-	.max_version = 21, .infer = squeeze_infer, .compute = npu_copy_compute,
+	.max_version = 21, .infer = squeeze_infer, .compute = npu_copy_compute_any,
+	.strings = true,
 };
 
 static npu_status unsqueeze_infer(struct npu_infer_ctx *ctx)
@@ -333,7 +351,8 @@ static npu_status unsqueeze_infer(struct npu_infer_ctx *ctx)
 NPU_CPU_OP_DEF(unsqueeze) = {
 	.op_type = "Unsqueeze", .domain = "", .since_version = 1,
 	.max_version = 21, .infer = unsqueeze_infer,
-	.compute = npu_copy_compute,
+	.compute = npu_copy_compute_any,
+	.strings = true,
 };
 
 /* ---- Transpose ---- */
@@ -410,10 +429,13 @@ static npu_status transpose_compute(struct npu_op_ctx *ctx)
 	return NPU_OK;
 }
 
+NPU_STRINGS_BY_INDEX(transpose_compute)
+
 NPU_CPU_OP_DEF(transpose) = {
 	.op_type = "Transpose", .domain = "", .since_version = 1,
 	.max_version = 21, .infer = transpose_infer,
-	.compute = transpose_compute,
+	.compute = transpose_compute_any,
+	.strings = true,
 };
 
 /* ---- Concat ---- */
@@ -495,9 +517,12 @@ static npu_status concat_compute(struct npu_op_ctx *ctx)
 	return NPU_OK;
 }
 
+NPU_STRINGS_BY_INDEX(concat_compute)
+
 NPU_CPU_OP_DEF(concat) = {
 	.op_type = "Concat", .domain = "", .since_version = 4,
-	.max_version = 21, .infer = concat_infer, .compute = concat_compute,
+	.max_version = 21, .infer = concat_infer, .compute = concat_compute_any,
+	.strings = true,
 };
 
 /* ---- Split: split attribute (< 13), input (>= 13), num_outputs (>= 18) ---- */
@@ -649,9 +674,12 @@ static npu_status split_compute(struct npu_op_ctx *ctx)
 	return NPU_OK;
 }
 
+NPU_STRINGS_BY_INDEX(split_compute)
+
 NPU_CPU_OP_DEF(split) = {
 	.op_type = "Split", .domain = "", .since_version = 2,
-	.max_version = 21, .infer = split_infer, .compute = split_compute,
+	.max_version = 21, .infer = split_infer, .compute = split_compute_any,
+	.strings = true,
 };
 
 /* ---- Slice: attributes (< 10) or inputs starts, ends, axes, steps ---- */
@@ -841,9 +869,12 @@ static npu_status slice_compute(struct npu_op_ctx *ctx)
 	return NPU_OK;
 }
 
+NPU_STRINGS_BY_INDEX(slice_compute)
+
 NPU_CPU_OP_DEF(slice) = {
 	.op_type = "Slice", .domain = "", .since_version = 1,
-	.max_version = 21, .infer = slice_infer, .compute = slice_compute,
+	.max_version = 21, .infer = slice_infer, .compute = slice_compute_any,
+	.strings = true,
 };
 
 /* ---- Gather ---- */
@@ -926,9 +957,12 @@ static npu_status gather_compute(struct npu_op_ctx *ctx)
 	return NPU_OK;
 }
 
+NPU_STRINGS_BY_INDEX(gather_compute)
+
 NPU_CPU_OP_DEF(gather) = {
 	.op_type = "Gather", .domain = "", .since_version = 1,
-	.max_version = 21, .infer = gather_infer, .compute = gather_compute,
+	.max_version = 21, .infer = gather_infer, .compute = gather_compute_any,
+	.strings = true,
 };
 
 /* ---- Pad: attributes (< 11) or inputs pads, constant_value, axes (18) ---- */
@@ -1215,6 +1249,7 @@ static npu_status shape_compute(struct npu_op_ctx *ctx)
 NPU_CPU_OP_DEF(shape) = {
 	.op_type = "Shape", .domain = "", .since_version = 1,
 	.max_version = 21, .infer = shape_infer, .compute = shape_compute,
+	.strings = true,	/* reads the shape only */
 };
 
 static npu_status size_infer(struct npu_infer_ctx *ctx)
@@ -1239,6 +1274,7 @@ static npu_status size_compute(struct npu_op_ctx *ctx)
 NPU_CPU_OP_DEF(size) = {
 	.op_type = "Size", .domain = "", .since_version = 1,
 	.max_version = 21, .infer = size_infer, .compute = size_compute,
+	.strings = true,	/* reads the shape only */
 };
 
 /* ---- Constant ---- */
@@ -1425,16 +1461,18 @@ static npu_status expand_compute(struct npu_op_ctx *ctx)
 	return NPU_OK;
 }
 
+NPU_STRINGS_BY_INDEX(expand_compute)
+
 NPU_CPU_OP_DEF(expand) = {
 	.op_type = "Expand", .domain = "", .since_version = 8,
-	.max_version = 21, .infer = expand_infer, .compute = expand_compute,
+	.max_version = 21, .infer = expand_infer, .compute = expand_compute_any,
+	.strings = true,
 };
 
 /*
  * ---- Dropout: identity with the mask all true ----
  * Inference, or training_mode = true with ratio 0 (which drops nothing).
- * Random dropout (training with a non-zero ratio) is rejected: at load
- * time when both inputs are constant, else when the values are seen.
+ * Training with a non-zero ratio drops at random (op_random.c).
  */
 
 /* ratio: the input (12), else the attribute, default 0.5; -1 unknown. */
@@ -1464,14 +1502,13 @@ static npu_status dropout_infer(struct npu_infer_ctx *ctx)
 		return st;
 	if (node->opset < 7)
 		return npu_op_unsupported(ctx->err, node, "opset %d", node->opset);
-	if (train && train->constant &&
+	if (train && train->constant && npu_shape_numel(&train->constant->shape) > 0 &&
 	    ((const uint8_t *)train->constant->data)[0]) {
 		float r = npu_dropout_ratio(node, ratio ? ratio->constant : NULL);
 
-		if (r != 0 && (!ratio || ratio->constant))
-			return npu_op_unsupported(ctx->err, node,
-						  "training_mode = true with ratio %g (random dropout) is not supported",
-						  r);
+		if (r != -1.0f && !(r >= 0 && r < 1))
+			return npu_op_invalid(ctx->err, node,
+					      "ratio %g is outside [0, 1) with training_mode = true", r);
 	}
 	ctx->out_dtypes[0] = node->inputs[0]->dtype;
 	ctx->out_shapes[0] = node->inputs[0]->shape;
@@ -1492,9 +1529,7 @@ static npu_status dropout_compute(struct npu_op_ctx *ctx)
 		float r = npu_dropout_ratio(ctx->node, npu_op_in(ctx, 1));
 
 		if (r != 0)
-			return npu_op_unsupported(ctx->err, ctx->node,
-						  "training_mode = true with ratio %g (random dropout) is not supported",
-						  r);
+			return npu_op_dropout_train(ctx, r);
 	}
 	if (mask && npu_op_numel(mask))
 		memset(mask->data, 1, (size_t)npu_op_numel(mask));
@@ -1578,7 +1613,10 @@ static npu_status tile_compute(struct npu_op_ctx *ctx)
 	return NPU_OK;
 }
 
+NPU_STRINGS_BY_INDEX(tile_compute)
+
 NPU_CPU_OP_DEF(tile) = {
 	.op_type = "Tile", .domain = "", .since_version = 6,
-	.max_version = 21, .infer = tile_infer, .compute = tile_compute,
+	.max_version = 21, .infer = tile_infer, .compute = tile_compute_any,
+	.strings = true,
 };

@@ -91,14 +91,13 @@ struct npu_softmax_rows_job {
 static void npu_softmax_rows(void *ctx, size_t begin, size_t end)
 {
 	const struct npu_softmax_rows_job *job = ctx;
-	size_t r, k, n = job->n;
+	size_t r, n = job->n;
 
 	for (r = begin; r < end; r++) {
 		const float *x = job->x + r * n;
-		float *y = job->y + r * n, mx = -INFINITY, sum;
+		float *y = job->y + r * n, mx, sum;
 
-		for (k = 0; k < n; k++)
-			mx = x[k] > mx ? x[k] : mx;	/* NaN ignored, as fmaxf */
+		mx = npu_vec_max_f32(x, n);	/* NaN ignored, as fmaxf */
 		npu_vec_binary_f32(NPU_VEC_SUB, x, 1, &mx, 0, y, n);
 		npu_vec_exp_f32(y, y, n);
 		sum = npu_vec_sum_f32(y, n);
