@@ -235,6 +235,7 @@ static void test_cnn_int8_on_sim_matches_fp32(void **state)
 	dopts.flags = NPU_DEVICE_NO_ENV;
 	assert_int_equal(npu_device_open(&dopts, &dev, msg, sizeof(msg)), NPU_OK);
 	npu_compile_options_init(&o);
+	o.runner = &npu_exec_graph_runner;
 	o.device = dev;
 	o.calib_inputs = &x;
 	o.num_calib_sets = 1;
@@ -353,6 +354,7 @@ static void test_npub_round_trip_is_bit_identical(void **state)
 	for (k = 0; k < 8 * 20 * 20; k++)
 		((float *)x->data)[k] = uniform(-1.5f, 1.5f);
 	npu_compile_options_init(&o);
+	o.runner = &npu_exec_graph_runner;
 	o.device = dev;
 	o.calib_random = true;
 	if (npu_compile_graph(g, &o, &c, &err) != NPU_OK)
@@ -407,6 +409,7 @@ static void test_malformed_npub_is_rejected_with_a_reason(void **state)
 	(void)state;
 	close(fd);
 	npu_compile_options_init(&o);
+	o.runner = &npu_exec_graph_runner;
 	o.device = dev;
 	o.calib_random = true;
 	o.cpu_only_placement = false;
@@ -503,6 +506,7 @@ static void *compile_and_run(void *arg)
 	if (npu_device_open(&dopts, &dev, w->err, sizeof(w->err)))
 		return NULL;
 	npu_compile_options_init(&o);
+	o.runner = &npu_exec_graph_runner;
 	o.device = dev;
 	o.calib_inputs = &w->x;
 	o.num_calib_sets = 1;
@@ -617,6 +621,7 @@ static void test_cpu_work_overlaps_an_npu_segment(void **state)
 	assert_int_equal(npu_graph_sort(g, &err), NPU_OK);
 	assert_int_equal(npu_graph_infer(g, true, &err), NPU_OK);
 	npu_compile_options_init(&o);
+	o.runner = &npu_exec_graph_runner;
 	o.device = dev;
 	o.calib_inputs = &xt;
 	o.num_calib_sets = 1;
@@ -752,6 +757,7 @@ static void run_pointwise(bool leak_intermediate)
 	run_graph_n(g, xt, want, 16 * 32 * 32);	/* fp32 on the CPU */
 	ref = g;
 	npu_compile_options_init(&o);
+	o.runner = &npu_exec_graph_runner;
 	o.device = dev;
 	o.calib_inputs = &xt;
 	o.num_calib_sets = 1;
@@ -955,6 +961,7 @@ static void test_conv_transpose_and_resize_on_sim_match_fp32(void **state)
 		run_graph(ref, x, want);
 
 		npu_compile_options_init(&o);
+		o.runner = &npu_exec_graph_runner;
 		o.device = dev;
 		o.calib_inputs = &x;
 		o.num_calib_sets = 1;
@@ -1120,6 +1127,7 @@ static void test_concat_split_and_big_global_pool_on_sim_match_fp32(void **state
 	run_graph(ref, x, want);
 
 	npu_compile_options_init(&o);
+	o.runner = &npu_exec_graph_runner;
 	o.device = dev;
 	o.calib_inputs = &x;
 	o.num_calib_sets = 1;
@@ -1202,6 +1210,7 @@ static void test_cpu_node_between_segments_reports_the_split(void **state)
 	for (i = 0; i < 4 * 36; i++)
 		((float *)t->data)[i] = uniform(-1.0f, 1.0f);
 	npu_compile_options_init(&o);
+	o.runner = &npu_exec_graph_runner;
 	o.device = dev;
 	o.calib_inputs = &t;
 	o.num_calib_sets = 1;
@@ -1333,6 +1342,7 @@ static void test_transposes_by_dma_match_fp32(void **state)
 			fail_msg("infer: %s", err.msg);
 		run_graph(ref, x, want);
 		npu_compile_options_init(&o);
+		o.runner = &npu_exec_graph_runner;
 		o.device = dev;
 		o.calib_inputs = &x;
 		o.num_calib_sets = 1;

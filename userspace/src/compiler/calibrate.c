@@ -9,7 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/npu_runtime.h"
 
 /* Pass 1 records min / max, pass 2 fills the histograms over that range. */
 struct observe_ctx {
@@ -170,14 +169,9 @@ npu_status npu_calibrate(struct npu_graph *graph,
 			 struct npu_calib_table *table, struct npu_error *err)
 {
 	struct observe_ctx ctx = { .t = table };
-	struct npu_exec_options so = {
-		.threads = opts->threads,
-		.pool = opts->pool,
-		.observe = observe_node,
-		.observe_arg = &ctx,
-	};
+	const struct npu_graph_runner *r = opts->runner;
 	struct npu_tensor **set = NULL;
-	struct npu_exec *s = NULL;
+	void *s = NULL;
 	size_t sets = 0, i, k;
 	npu_status st = NPU_OK;
 	bool owned = false;
@@ -189,6 +183,9 @@ npu_status npu_calibrate(struct npu_graph *graph,
 	if (!sets && graph->num_inputs)
 		return npu_error_set(err, NPU_ERR_INVALID_ARG,
 				     "calibration: no calibration data for the int8 compilation: give a directory of samples (npu: --calib-dir DIR; API: npu_model_options.calib_dir), or ask for random inputs explicitly (npu: --calib random; API: npu_model_options.calib_random = 1; smoke tests only: noise gives poor int8 ranges)");
+	if (!r)
+		return npu_error_set(err, NPU_ERR_INVALID_ARG,
+				     "calibration: no graph runner (npu_compile_options.runner)");
 	table->num_values = graph->num_values;
 	table->stats = malloc(table->num_values * sizeof(*table->stats) + 1);
 	table->seen = calloc(table->num_values + 1, sizeof(*table->seen));
@@ -204,7 +201,8 @@ npu_status npu_calibrate(struct npu_graph *graph,
 	}
 	for (i = 0; i < table->num_values; i++)
 		npu_calib_init(&table->stats[i]);
-	st = npu_exec_create(graph, &so, &s, err);
+	st = r->open(graph, opts->threads, opts->pool, observe_node, &ctx, NULL, &s,
+		     err);
 	for (ctx.pass = 1; st == NPU_OK && ctx.pass <= 2; ctx.pass++) {
 		if (ctx.pass == 2)
 			for (i = 0; i < table->num_values; i++)
@@ -214,14 +212,15 @@ npu_status npu_calibrate(struct npu_graph *graph,
 			for (i = 0; !st && i < graph->num_inputs; i++)
 				observe_tensor(&ctx, graph->inputs[i], set[i]);
 			if (!st)
-				st = npu_exec_run(s, (const struct npu_tensor *const *)set, err);
+				st = r->run(s, (const struct npu_tensor *const *)set, err);
 			if (st)
 				npu_error_prefix(err, "calibration sample %zu (pass %d of 2)", k, ctx.pass);
 			if (owned)
 				free_set(set, graph->num_inputs);
 		}
 	}
-	npu_exec_destroy(s);
+	if (s)
+		r->close(s);
 	free(set);
 	if (st)
 		npu_calib_table_free(table);

@@ -65,8 +65,35 @@ struct npu_calib_table {
 bool npu_calib_channel_means(const struct npu_calib_table *t, size_t v, uint32_t channels,
 			     const double **sum, uint64_t *count);
 
+/*
+ * How the compiler runs a graph (calibration, the quant report, the
+ * sensitivity ranking): the caller's executor, handed down in the options
+ * so that the compiler never calls up into the runtime. The runtime's is
+ * npu_exec_graph_runner. observe (may be NULL) sees every node's outputs
+ * (NULL entries for omitted ones) after the node ran, before they may be
+ * freed, and may overwrite their data. Two runs of one graph at once must
+ * share: 'share' is the open run of the same graph (else NULL), since
+ * what ops prepare is kept per node.
+ */
+typedef void (*npu_graph_observe_fn)(void *arg, const struct npu_node *node,
+				     const struct npu_tensor *const *outputs);
+
+struct npu_graph_runner {
+	npu_status (*open)(struct npu_graph *graph, int threads,
+			   struct npu_threadpool *pool, npu_graph_observe_fn observe,
+			   void *observe_arg, void *share, void **run,
+			   struct npu_error *err);
+	/* inputs[i] feeds graph->inputs[i]; outputs live until the next run. */
+	npu_status (*run)(void *run, const struct npu_tensor *const *inputs,
+			  struct npu_error *err);
+	const struct npu_tensor *(*output)(void *run, size_t index);
+	void (*close)(void *run);	/* NULL is fine */
+};
+
 struct npu_compile_options {
 	struct npu_device *device;	/* code is generated for this device */
+	/* Runs graphs for calibration; required when calibration runs. */
+	const struct npu_graph_runner *runner;
 	enum npu_calib_method calib_method;
 	double percentile;		/* for NPU_CALIB_PERCENTILE */
 	/*

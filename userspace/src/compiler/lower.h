@@ -49,10 +49,12 @@ bool npu_resize_geometry(const struct npu_node *n, struct npu_resize_geom *rg,
 			 char *why, size_t why_size);
 
 /*
- * Concat, Split and the reshapes (Reshape, Flatten, Squeeze, Unsqueeze,
- * Identity) run as COPY lops: DMA with strides, requantized by a LUT when
- * the two sides' parameters differ. A reshape qualifies only when its
- * bytes stay in place (npu_value_layout). On false 'why' says why not.
+ * Concat, Split, Transpose and the reshapes (Reshape, Flatten, Squeeze,
+ * Unsqueeze, Identity) run as COPY lops: DMA with strides, requantized by
+ * a LUT when the two sides' parameters differ. A reshape qualifies when
+ * its bytes stay in place (npu_value_layout) or it only adds or drops unit
+ * dims; a transpose when, in storage order, it swaps two axis groups
+ * ([b][p][q][k] -> [b][q][p][k]). On false 'why' says why not.
  */
 bool npu_is_data_movement(const struct npu_node *n);
 bool npu_data_movement_geometry(const struct npu_node *n, char *why, size_t why_size);

@@ -14,7 +14,6 @@
 #include <string.h>
 
 #include "npu_ops.h"	/* firmware-sim's reference kernels */
-#include "runtime/npu_runtime.h"
 
 double npu_err_sqnr_db(const struct npu_err_acc *a)
 {
@@ -617,10 +616,8 @@ npu_status npu_quant_report_build(struct npu_graph *ref, struct npu_graph *compi
 	struct ctx x = { .ref = ref, .compiled = compiled, .c = c, .r = out };
 	bool *want_ref = calloc(ref->num_values + 1, sizeof(bool));
 	bool *want_seen = calloc(compiled->num_values + 1, sizeof(bool));
-	struct npu_exec_options ro = { .threads = opts->threads, .pool = opts->pool,
-				       .observe = observe, .observe_arg = &x.fp32 };
-	struct npu_exec_options co = ro;
-	struct npu_exec *re = NULL, *ce = NULL;
+	const struct npu_graph_runner *run = opts->runner;
+	void *re = NULL, *ce = NULL;
 	struct npu_tensor **set = calloc(ref->num_inputs + 1, sizeof(*set));
 	size_t samples = 0, total = 0, i, j, k;
 	npu_status st;
@@ -630,7 +627,6 @@ npu_status npu_quant_report_build(struct npu_graph *ref, struct npu_graph *compi
 	x.fp32 = (struct store){ calloc(ref->num_values + 1, sizeof(void *)), want_ref, ref->num_values };
 	x.seen = (struct store){ calloc(compiled->num_values + 1, sizeof(void *)), want_seen,
 				 compiled->num_values };
-	co.observe_arg = &x.seen;
 	for (i = 0; i < c->num_segments; i++)
 		total += c->segments[i]->prog.num_lops;
 	out->layers = calloc(total + 1, sizeof(*out->layers));
@@ -709,10 +705,14 @@ npu_status npu_quant_report_build(struct npu_graph *ref, struct npu_graph *compi
 				   "quant report: no samples: give calibration data (--calib-dir DIR)");
 	if (max_samples && samples > max_samples)
 		samples = max_samples;
+	if (!st && !run)
+		st = npu_error_set(err, NPU_ERR_INVALID_ARG,
+				   "quant report: no graph runner (npu_compile_options.runner)");
 	if (!st)
-		st = npu_exec_create(ref, &ro, &re, err);
+		st = run->open(ref, opts->threads, opts->pool, observe, &x.fp32, NULL, &re, err);
 	if (!st)
-		st = npu_exec_create(compiled, &co, &ce, err);
+		st = run->open(compiled, opts->threads, opts->pool, observe, &x.seen, NULL, &ce,
+			       err);
 	for (k = 0; !st && k < samples; k++) {
 		bool owned = false;
 
@@ -722,9 +722,9 @@ npu_status npu_quant_report_build(struct npu_graph *ref, struct npu_graph *compi
 			store_put(&x.seen, compiled->inputs[i], set[i]);
 		}
 		if (!st)
-			st = npu_exec_run(re, (const struct npu_tensor *const *)set, err);
+			st = run->run(re, (const struct npu_tensor *const *)set, err);
 		if (!st)
-			st = npu_exec_run(ce, (const struct npu_tensor *const *)set, err);
+			st = run->run(ce, (const struct npu_tensor *const *)set, err);
 		for (i = 0; !st && i < c->num_segments; i++)
 			st = segment_sample(&x, i, err);
 		for (i = 0; !st && i < ref->num_outputs; i++) {
@@ -749,8 +749,10 @@ npu_status npu_quant_report_build(struct npu_graph *ref, struct npu_graph *compi
 	if (!st)
 		qsort(out->layers, out->count, sizeof(*out->layers), cmp_layer);
 done:
-	npu_exec_destroy(re);
-	npu_exec_destroy(ce);
+	if (re)
+		run->close(re);
+	if (ce)
+		run->close(ce);
 	if (x.fp32.t)
 		store_clear(&x.fp32);
 	if (x.seen.t)
@@ -774,7 +776,7 @@ struct inject {
 };
 
 /*
- * npu_exec calls the observer right after a node, before any consumer
+ * The runner calls the observer right after a node, before any consumer
  * runs, with the tensors consumers will read: rewriting the one output
  * puts this layer's int8 error, and only it, into the fp32 run.
  */
@@ -813,12 +815,8 @@ npu_status npu_quant_sensitivity(struct npu_graph *ref, const struct npu_compile
 	struct ctx x = { .ref = ref, .c = c, .r = out };
 	bool *want = calloc(ref->num_values + 1, sizeof(bool));
 	struct inject inj = { 0 };
-	struct npu_exec_options ro = { .threads = opts->threads, .pool = opts->pool,
-				       .observe = observe, .observe_arg = &x.fp32 };
-	struct npu_exec_options io = { .threads = opts->threads, .pool = opts->pool,
-				       .observe = inject_observe, .observe_arg = &inj };
-	struct npu_exec *re = NULL, *ie = NULL;
-	struct npu_exec_plan *plan = NULL;	/* one per graph: both runs share it */
+	const struct npu_graph_runner *run = opts->runner;
+	void *re = NULL, *ie = NULL;
 	struct npu_tensor **set = calloc(ref->num_inputs + 1, sizeof(*set));
 	size_t samples = 0, total = 0, i, j, k, o;
 	npu_status st = NPU_OK;
@@ -860,13 +858,14 @@ npu_status npu_quant_sensitivity(struct npu_graph *ref, const struct npu_compile
 	st = npu_calib_count_samples(ref, opts, &samples, err);
 	if (max_samples && samples > max_samples)
 		samples = max_samples;
+	if (!st && !run)
+		st = npu_error_set(err, NPU_ERR_INVALID_ARG,
+				   "sensitivity: no graph runner (npu_compile_options.runner)");
 	if (!st)
-		st = npu_exec_plan_create(ref, &plan, err);
-	ro.plan = io.plan = plan;
-	if (!st)
-		st = npu_exec_create(ref, &ro, &re, err);
-	if (!st)
-		st = npu_exec_create(ref, &io, &ie, err);
+		st = run->open(ref, opts->threads, opts->pool, observe, &x.fp32, NULL, &re, err);
+	if (!st)	/* the same graph: the second run shares the first's plan */
+		st = run->open(ref, opts->threads, opts->pool, inject_observe, &inj, re, &ie,
+			       err);
 	for (k = 0; !st && k < samples; k++) {
 		size_t li = 0;
 		bool owned = false;
@@ -875,7 +874,7 @@ npu_status npu_quant_sensitivity(struct npu_graph *ref, const struct npu_compile
 		for (i = 0; !st && i < ref->num_inputs; i++)
 			store_put(&x.fp32, ref->inputs[i], set[i]);
 		if (!st)
-			st = npu_exec_run(re, (const struct npu_tensor *const *)set, err);
+			st = run->run(re, (const struct npu_tensor *const *)set, err);
 		for (i = 0; !st && i < c->num_segments; i++) {
 			const struct npu_segment_program *p = &c->segments[i]->prog;
 
@@ -897,9 +896,9 @@ npu_status npu_quant_sensitivity(struct npu_graph *ref, const struct npu_compile
 					if (a->flat_clamped)
 						unclamp(deq, r, a);
 					inj.with = deq;
-					st = npu_exec_run(ie, (const struct npu_tensor *const *)set, err);
+					st = run->run(ie, (const struct npu_tensor *const *)set, err);
 					for (o = 0; !st && o < ref->num_outputs; o++) {
-						const struct npu_tensor *y = npu_exec_output(ie, o);
+						const struct npu_tensor *y = run->output(ie, o);
 						const struct npu_tensor *yr = x.fp32.t[ref->outputs[o]->index];
 
 						if (y && yr && y->dtype == NPU_DTYPE_FLOAT &&
@@ -927,9 +926,10 @@ npu_status npu_quant_sensitivity(struct npu_graph *ref, const struct npu_compile
 	if (!st)
 		qsort(out->layers, out->count, sizeof(*out->layers), cmp_sensitivity);
 done:
-	npu_exec_destroy(re);
-	npu_exec_destroy(ie);
-	npu_exec_plan_destroy(plan);
+	if (re)
+		run->close(re);
+	if (ie)
+		run->close(ie);
 	if (x.fp32.t)
 		store_clear(&x.fp32);
 	free(x.fp32.t);

@@ -1166,6 +1166,87 @@ const struct npu_tensor *npu_exec_output(const struct npu_exec *s,
 	return s->view[s->g->outputs[index]->index];
 }
 
+/* A run for the compiler: the plan is shared by the runs of one graph. */
+struct runner_plan {
+	struct npu_exec_plan *plan;
+	int refs;
+};
+
+struct runner_run {
+	struct npu_exec *exec;
+	struct runner_plan *rp;
+};
+
+static void runner_close(void *run)
+{
+	struct runner_run *r = run;
+
+	if (!r)
+		return;
+	npu_exec_destroy(r->exec);
+	if (r->rp && --r->rp->refs == 0) {
+		npu_exec_plan_destroy(r->rp->plan);
+		free(r->rp);
+	}
+	free(r);
+}
+
+static npu_status runner_open(struct npu_graph *g, int threads, struct npu_threadpool *pool,
+			      npu_graph_observe_fn observe, void *observe_arg, void *share,
+			      void **run, struct npu_error *err)
+{
+	struct npu_exec_options o = { .threads = threads, .pool = pool,
+				      .observe = observe, .observe_arg = observe_arg };
+	struct runner_run *r = calloc(1, sizeof(*r));
+	npu_status st;
+
+	*run = NULL;
+	if (!r)
+		return npu_error_set(err, NPU_ERR_NO_MEMORY, "out of memory");
+	if (share) {
+		r->rp = ((struct runner_run *)share)->rp;
+		r->rp->refs++;
+	} else {
+		r->rp = calloc(1, sizeof(*r->rp));
+		if (!r->rp) {
+			free(r);
+			return npu_error_set(err, NPU_ERR_NO_MEMORY, "out of memory");
+		}
+		r->rp->refs = 1;
+		st = npu_exec_plan_create(g, &r->rp->plan, err);
+		if (st) {
+			runner_close(r);
+			return st;
+		}
+	}
+	o.plan = r->rp->plan;
+	st = npu_exec_create(g, &o, &r->exec, err);
+	if (st) {
+		runner_close(r);
+		return st;
+	}
+	*run = r;
+	return NPU_OK;
+}
+
+static npu_status runner_run(void *run, const struct npu_tensor *const *inputs,
+			     struct npu_error *err)
+{
+	return npu_exec_run(((struct runner_run *)run)->exec, inputs, err);
+}
+
+static const struct npu_tensor *runner_output(void *run, size_t index)
+{
+	return npu_exec_output(((struct runner_run *)run)->exec, index);
+}
+
+const struct npu_graph_runner npu_exec_graph_runner = {
+	.open = runner_open,
+	.run = runner_run,
+	.output = runner_output,
+	.close = runner_close,
+};
+
 size_t npu_exec_op_stats(const struct npu_exec *s,
 			    const struct npu_op_stat **stats)
 {

@@ -259,6 +259,7 @@ static npu_status compile_plan(struct npu_model *m, struct npu_plan *p, struct n
 		npu_npub_close(f);
 	} else {
 		npu_compile_options_init(&o);
+		o.runner = &npu_exec_graph_runner;
 		o.device = m->dev;
 		o.pool = m->engine->pool;
 		o.threads = 1;
@@ -617,6 +618,7 @@ NPU_API npu_status npu_plan_placement(const struct npu_plan *p, size_t index,
 static void report_options(struct npu_model *m, struct npu_compile_options *o)
 {
 	npu_compile_options_init(o);
+	o->runner = &npu_exec_graph_runner;
 	o->device = m->dev;
 	o->pool = m->engine->pool;
 	o->threads = 1;

@@ -16,6 +16,8 @@
 
 #include "graph/npu_ir.h"
 
+struct npu_graph_runner;
+
 struct npu_threadpool;
 struct npu_exec_plan;
 struct npu_memplan_stats;
@@ -78,6 +80,9 @@ npu_status npu_exec_run(struct npu_exec *s,
 			   struct npu_error *err);
 const struct npu_tensor *npu_exec_output(const struct npu_exec *s,
 					    size_t index);
+
+/* npu_exec as the compiler's graph runner (npu_compile_options.runner). */
+extern const struct npu_graph_runner npu_exec_graph_runner;
 
 /*
  * The host tensor memory: with every shape static, one arena planned by
