@@ -560,7 +560,9 @@ static double conv_ref(const struct npu_conv2d_params *p, const float *x,
 /*
  * How check_conv runs the kernel: 0 npu_conv2d_f32 with the caller's
  * scratch; 1 weights packed first (as at plan time), caller's scratch;
- * 2 packed weights and scratch NULL (the pool's own, or malloc).
+ * 2 packed weights and scratch NULL (the pool's own, or malloc); 3 as 2,
+ * packed from W's shape alone (1x1 planes, stride and dilation 1), as the
+ * Conv op does before it knows the input's size.
  */
 static int conv_mode;
 
@@ -576,11 +578,19 @@ static void run_conv(const struct npu_conv2d_params *p, const float *x,
 
 	assert_non_null(buf);
 	if (conv_mode && nw) {
+		struct npu_conv2d_params wp = *p;
+
+		if (conv_mode == 3) {
+			wp.batch = wp.in_h = wp.in_w = wp.out_h = wp.out_w = 1;
+			wp.stride_h = wp.stride_w = wp.dil_h = wp.dil_w = 1;
+			wp.pad_top = wp.pad_left = 0;
+			assert_int_equal(npu_conv2d_f32_packed_floats(&wp), nw);
+		}
 		/* Exactly the packed size too (rounded for aligned_alloc). */
 		packed = aligned_alloc(64, (nw * sizeof(float) + 63) / 64 * 64);
 		assert_non_null(packed);
 		fill_nan(packed, nw);
-		npu_conv2d_f32_pack_weights(p, w, packed, pool);
+		npu_conv2d_f32_pack_weights(&wp, w, packed, pool);
 	}
 	if (!conv_mode)
 		assert_true(npu_conv2d_f32(p, x, w, bias, y, size ? buf + 4 : NULL, pool));
@@ -859,7 +869,7 @@ static void test_conv2d_prepacked_weights_match_reference(void **state)
 
 	(void)state;
 	assert_non_null(pool);
-	for (conv_mode = 1; conv_mode <= 2; conv_mode++)
+	for (conv_mode = 1; conv_mode <= 3; conv_mode++)
 		for (t = 0; t < 120; t++) {
 			random_conv(&r, t % 4, &cc);
 			check_conv(&r, &cc, t % 3 ? pool : NULL);
@@ -916,6 +926,60 @@ static void test_conv2d_wide_rows_match_reference(void **state)
 		cc.with_bias = wi % 3 != 0;
 		random_epilogue(&r, &cc);
 		for (conv_mode = 0; conv_mode <= 2; conv_mode++)
+			check_conv(&r, &cc, conv_mode == 1 ? NULL : pool);
+	}
+	conv_mode = 0;
+	npu_threadpool_destroy(pool);
+}
+
+/*
+ * 3x3, stride 1, dilation 1, one group: Winograd F(4,3) where it wins
+ * (outputs at least 10 high and wide, at most 65536 channel pairs: most
+ * shapes here), and every shape under NPU_CPU_WINOGRAD=all (the meson
+ * cpu_kernels_*_winograd runs). Odd sizes leave partial tiles and partial
+ * 8-tile vectors, pads 0..2 on each side are asymmetric, batch 2 and
+ * several chunks per image cross tile rows.
+ */
+static void test_conv2d_3x3_stride1_shapes(void **state)
+{
+	static const size_t shapes[][4] = {	/* in_c, out_c, in_h, in_w */
+		{ 16, 16, 8, 8 }, { 17, 23, 13, 29 }, { 33, 16, 41, 9 },
+		{ 96, 24, 21, 37 }, { 16, 50, 9, 70 }, { 40, 35, 30, 30 },
+		{ 3, 5, 7, 11 }, { 16, 1, 5, 3 }, { 1, 16, 12, 12 },
+		{ 130, 20, 10, 10 }, { 300, 17, 9, 8 },
+	};
+	struct npu_threadpool *pool = npu_threadpool_create(3);
+	struct rng r = { 0x5eed0010u };
+	struct conv_case cc;
+	size_t si;
+
+	(void)state;
+	assert_non_null(pool);
+	for (si = 0; si < sizeof(shapes) / sizeof(shapes[0]); si++) {
+		struct npu_conv2d_params *p = &cc.p;
+
+		memset(&cc, 0, sizeof(cc));
+		p->batch = 1 + si % 2;
+		p->groups = 1;
+		p->in_c = shapes[si][0];
+		p->out_c = shapes[si][1];
+		p->in_h = shapes[si][2];
+		p->in_w = shapes[si][3];
+		p->k_h = p->k_w = 3;
+		p->stride_h = p->stride_w = 1;
+		p->dil_h = p->dil_w = 1;
+		p->pad_top = rng_below(&r, 3);
+		p->pad_left = rng_below(&r, 3);
+		cc.pad_bottom = rng_below(&r, 3);
+		cc.pad_right = rng_below(&r, 3);
+		p->out_h = out_extent(p->in_h, 3, 1, 1, p->pad_top, cc.pad_bottom);
+		p->out_w = out_extent(p->in_w, 3, 1, 1, p->pad_left, cc.pad_right);
+		if (!p->out_h || !p->out_w)
+			continue;
+		p->act = test_acts[si % N_TEST_ACTS];
+		cc.with_bias = si % 3 != 0;
+		random_epilogue(&r, &cc);
+		for (conv_mode = 0; conv_mode <= 3; conv_mode++)
 			check_conv(&r, &cc, conv_mode == 1 ? NULL : pool);
 	}
 	conv_mode = 0;
@@ -1348,6 +1412,7 @@ int main(void)
 		cmocka_unit_test(test_conv2d_result_independent_of_thread_count),
 		cmocka_unit_test(test_conv2d_prepacked_weights_match_reference),
 		cmocka_unit_test(test_conv2d_wide_rows_match_reference),
+		cmocka_unit_test(test_conv2d_3x3_stride1_shapes),
 		cmocka_unit_test(test_convtranspose_tiled_matches_reference),
 		cmocka_unit_test(test_vec_binary_exact_every_op_and_stride),
 		cmocka_unit_test(test_vec_axpb_and_sum),

@@ -11,6 +11,7 @@
  *  - row tiles (ISAs with an indirect register tile, i.e. AVX-512): the
  *    input zero-padded once (phase-split for stride_w > 1), each output
  *    row a GEMM whose B rows are read in place through row pointers;
+ *  - Winograd F(4,3) for 3x3 stride 1 where it wins (cpu_winograd.c);
  *  - general: im2col of a chunk of output pixels straight into packed B
  *    panels in the thread's scratch, then the GEMM register tiles.
  * The weights of one group are the packed A operand, packed at plan time
@@ -48,6 +49,15 @@ struct npu_conv_plan {
 	size_t wq;		/* a row holds stride_w phases of wq columns */
 	bool dw_padded;		/* depthwise on the padded copy (tap table) */
 	size_t pad_floats;	/* the zero-padded copy of the whole input */
+	/*
+	 * Winograd F(4,3) (cpu_winograd.c): 3x3 stride 1 where it wins.
+	 * Packed weights hold the direct panels (direct_w floats) and, if
+	 * W's shape allows Winograd, its transformed weights after them: the
+	 * Conv op packs before the spatial sizes are known.
+	 */
+	bool wino;
+	struct npu_wino_plan wino_pl;
+	size_t direct_w;
 };
 
 static void npu_conv_plan(const struct npu_conv2d_params *p,
@@ -84,6 +94,15 @@ static void npu_conv_plan(const struct npu_conv2d_params *p,
 						      pl->hp * pl->wp +
 						      NPU_VEC_SLACK, 16);
 		}
+		return;
+	}
+	pl->direct_w = npu_round_up(p->groups * npu_div_up(pl->mg, uk->mr) *
+				    uk->mr * pl->kdim, 16);
+	if (npu_wino_plan(p, uk, &pl->wino_pl)) {
+		pl->wino = true;
+		pl->w_floats = pl->wino_pl.u_floats;
+		pl->pad_floats = pl->wino_pl.pad_floats;
+		pl->b_floats = pl->wino_pl.t_floats;
 		return;
 	}
 	cols = NPU_CONV_CHUNK_BYTES / sizeof(float) / (pl->kdim ? pl->kdim : 1);
@@ -492,7 +511,9 @@ size_t npu_conv2d_f32_packed_floats(const struct npu_conv2d_params *p)
 	if (npu_conv_degenerate(p))
 		return 0;
 	npu_conv_plan(p, &pl);
-	return pl.depthwise || !pl.kdim ? 0 : pl.w_floats;
+	if (pl.depthwise || !pl.kdim)
+		return 0;
+	return pl.direct_w + npu_wino_u_floats(p, pl.uk);
 }
 
 void npu_conv2d_f32_pack_weights(const struct npu_conv2d_params *p,
@@ -504,8 +525,12 @@ void npu_conv2d_f32_pack_weights(const struct npu_conv2d_params *p,
 	if (!npu_conv2d_f32_packed_floats(p))
 		return;
 	npu_conv_plan(p, &job.pl);
+	/* The direct panels always (strides may differ at run time). */
+	job.pl.a_panels = npu_div_up(job.pl.mg, job.pl.uk->mr);
 	npu_threadpool_run(pool, npu_conv_pack_w_task, &job,
 			   p->groups * job.pl.a_panels);
+	if (npu_wino_u_floats(p, job.pl.uk))
+		npu_wino_pack_weights(p, w, packed + job.pl.direct_w, pool);
 }
 
 bool npu_conv2d_f32(const struct npu_conv2d_params *p, const float *x,
@@ -602,6 +627,14 @@ bool npu_conv2d_f32_prepacked(const struct npu_conv2d_params *p,
 	job.pw = (float *)(((uintptr_t)scratch + 63) & ~(uintptr_t)63);
 	job.xpad = job.pw + (packed ? 0 : job.pl.w_floats);
 	job.pb = job.xpad + job.pl.pad_floats;
+	if (job.pl.wino) {
+		if (!packed)
+			npu_wino_pack_weights(p, w, job.pw, pool);
+		npu_wino_run(p, &job.pl.wino_pl, x,
+			     packed ? packed + job.pl.direct_w : job.pw,
+			     bias, y, job.xpad, job.pb, pool);
+		return true;
+	}
 	job.chunk = job.pl.chunk_max;
 	per_image = npu_div_up(job.pl.hw_out, job.chunk);
 	if (images * per_image < want) {

@@ -129,4 +129,51 @@ const struct npu_vec_ops *npu_vec_ops_get(void);
  */
 void *npu_threadpool_scratch(struct npu_threadpool *pool, size_t size);
 
+/* ---- Winograd F(4,3), 3x3 stride 1 (cpu_winograd.c) ---- */
+
+/*
+ * Chosen (NPU_CPU_WINOGRAD unset) for outputs at least this high and wide
+ * (smaller planes leave most of the 8-tile vectors and GEMM tiles empty)
+ * and at most this many in_c x out_c channel pairs (above it the
+ * transformed weights, 4x the direct ones, stream from memory for every
+ * chunk); measured in Documentation/cpu-kernels.md.
+ */
+#define NPU_WINO_MIN_HW 10
+#define NPU_WINO_MAX_PAIRS 65536
+
+struct npu_wino_plan {
+	size_t th_n, tw_n;	/* tiles down / across */
+	size_t twv;		/* slots per tile row: tw_n rounded up to 8 */
+	size_t hp, wp, wq;	/* padded plane: hp rows of 4 phases of wq */
+	size_t slots;		/* th_n * twv per image */
+	size_t chunk;		/* slots per task, a multiple of nr */
+	size_t a_panels;	/* packed A panels per transformed weight */
+	size_t u_floats;	/* the 36 transformed weights, packed */
+	size_t pad_floats;	/* the padded, phase-split input */
+	size_t t_floats;	/* per thread: V, M and output rows */
+};
+
+/*
+ * Floats of the transformed, packed weights if W's shape alone allows
+ * Winograd (3x3, one group, channel pairs; the Conv op packs at plan time
+ * without the spatial sizes), else 0; NPU_CPU_WINOGRAD=0 gives 0.
+ */
+size_t npu_wino_u_floats(const struct npu_conv2d_params *p,
+			 const struct npu_gemm_ukernel *uk);
+/*
+ * false: not a Winograd convolution (W not eligible, not stride 1 /
+ * dilation 1, or outputs below the thresholds; NPU_CPU_WINOGRAD=all
+ * ignores the thresholds, for tests).
+ */
+bool npu_wino_plan(const struct npu_conv2d_params *p,
+		   const struct npu_gemm_ukernel *uk, struct npu_wino_plan *wp);
+/* npu_wino_u_floats(p) floats of U = G g G^T, as 36 packed A operands. */
+void npu_wino_pack_weights(const struct npu_conv2d_params *p, const float *w,
+			   float *packed, struct npu_threadpool *pool);
+/* xpad: wp->pad_floats, tmp: threads * wp->t_floats (64-byte aligned). */
+void npu_wino_run(const struct npu_conv2d_params *p,
+		  const struct npu_wino_plan *wp, const float *x,
+		  const float *u, const float *bias, float *y, float *xpad,
+		  float *tmp, struct npu_threadpool *pool);
+
 #endif /* NPU_CPU_KERNELS_INTERNAL_H */

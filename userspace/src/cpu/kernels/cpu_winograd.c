@@ -1,0 +1,324 @@
+// SPDX-License-Identifier: MIT
+/*
+ * cpu_winograd.c - Winograd F(4,3) for 3x3, stride 1, dilation 1, one-group
+ * convolutions: each 4x4 block of outputs (a tile) comes from a 6x6 input
+ * patch through 36 products per channel pair instead of 144.
+ *
+ *  - weights: U = G g G^T once per plan, as 36 packed GEMM A operands
+ *    (out_c x in_c each);
+ *  - input: zero-padded once, each row split into its 4 column phases so
+ *    that 8 consecutive tiles read 8 contiguous floats per tap; a task
+ *    takes a chunk of tiles (tile rows padded to a multiple of 8 slots)
+ *    and transforms it, V = B^T d B, straight into 36 packed GEMM B
+ *    operands (in_c x tiles);
+ *  - 36 GEMMs M = U V on the register tiles, per chunk, in L2;
+ *  - Y = A^T M A, interleaved into 4 output rows, then the epilogue row
+ *    pass (bias, residual, activation, affine) into y.
+ * The transforms are one body on 8-float GNU C vectors, compiled per ISA.
+ */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cpu_kernels_internal.h"
+
+typedef float npu_v8 __attribute__((vector_size(32)));
+typedef int npu_v8i __attribute__((vector_size(32)));
+/* The same, unaligned and allowed to alias float arrays. */
+typedef float npu_v8u __attribute__((vector_size(32), aligned(4), may_alias));
+#define NPU_V8I(a, b, c, d, e, f, g, h) ((npu_v8i){ a, b, c, d, e, f, g, h })
+#define npu_v8_load(p) (*(const npu_v8u *)(p))
+#define npu_v8_store(p, v) (*(npu_v8u *)(p) = (v))
+
+struct npu_wino_ops {
+	void (*in8)(const float *xp, size_t wp, size_t wq, float *dst,
+		    size_t ds);
+	void (*out8)(const float *m, size_t ms, float *out, size_t ld);
+	void (*split4)(const float *xr, size_t lo, size_t hi, float *d,
+		       size_t wq);
+};
+
+#define NPU_W_FN(name) name##_avx512
+#define NPU_W_TARGET __attribute__((target(NPU_TARGET_AVX512)))
+#include "cpu_winograd_body.h"
+#undef NPU_W_FN
+#undef NPU_W_TARGET
+
+#define NPU_W_FN(name) name##_avx2
+#define NPU_W_TARGET __attribute__((target(NPU_TARGET_AVX2)))
+#include "cpu_winograd_body.h"
+#undef NPU_W_FN
+#undef NPU_W_TARGET
+
+#define NPU_W_FN(name) name##_portable
+#define NPU_W_TARGET
+#include "cpu_winograd_body.h"
+#undef NPU_W_FN
+#undef NPU_W_TARGET
+
+static const struct npu_wino_ops *npu_wino_ops_get(void)
+{
+	switch (npu_cpu_isa_get()) {
+	case NPU_CPU_ISA_AVX512:
+		return &npu_wino_ops_avx512;
+	case NPU_CPU_ISA_AVX2:
+		return &npu_wino_ops_avx2;
+	default:
+		return &npu_wino_ops_portable;
+	}
+}
+
+/* ---- When: NPU_CPU_WINOGRAD=0 never, =all every eligible conv ---- */
+
+enum { NPU_WINO_AUTO, NPU_WINO_OFF, NPU_WINO_ALL };
+
+static pthread_once_t npu_wino_once = PTHREAD_ONCE_INIT;
+static int npu_wino_mode;
+
+static void npu_wino_mode_init(void)
+{
+	const char *e = getenv("NPU_CPU_WINOGRAD");
+
+	if (e && !strcmp(e, "0"))
+		npu_wino_mode = NPU_WINO_OFF;
+	else if (e && !strcmp(e, "all"))
+		npu_wino_mode = NPU_WINO_ALL;
+}
+
+/* Per chunk and thread: V and M of about this many bytes (L2). */
+#define NPU_WINO_CHUNK_BYTES (768 * 1024)
+
+size_t npu_wino_u_floats(const struct npu_conv2d_params *p,
+			 const struct npu_gemm_ukernel *uk)
+{
+	pthread_once(&npu_wino_once, npu_wino_mode_init);
+	if (npu_wino_mode == NPU_WINO_OFF || p->groups != 1 ||
+	    p->k_h != 3 || p->k_w != 3 || !p->in_c || !p->out_c)
+		return 0;
+	if (npu_wino_mode == NPU_WINO_AUTO &&
+	    p->in_c * p->out_c > NPU_WINO_MAX_PAIRS)
+		return 0;
+	return npu_round_up(36 * npu_div_up(p->out_c, uk->mr) * uk->mr *
+			    p->in_c, 16);
+}
+
+bool npu_wino_plan(const struct npu_conv2d_params *p,
+		   const struct npu_gemm_ukernel *uk, struct npu_wino_plan *wp)
+{
+	size_t per_slot, n;
+
+	memset(wp, 0, sizeof(*wp));
+	wp->u_floats = npu_wino_u_floats(p, uk);
+	if (!wp->u_floats || p->stride_h != 1 || p->stride_w != 1 ||
+	    p->dil_h != 1 || p->dil_w != 1)
+		return false;
+	/* Where it wins (cpu-conv-bench, Documentation/cpu-kernels.md). */
+	if (npu_wino_mode == NPU_WINO_AUTO &&
+	    (p->out_h < NPU_WINO_MIN_HW || p->out_w < NPU_WINO_MIN_HW))
+		return false;
+	wp->th_n = npu_div_up(p->out_h, 4);
+	wp->tw_n = npu_div_up(p->out_w, 4);
+	wp->twv = npu_round_up(wp->tw_n, 8);
+	wp->wq = wp->twv + 1;
+	wp->wp = 4 * wp->wq;
+	wp->hp = 4 * wp->th_n + 2;
+	wp->slots = wp->th_n * wp->twv;
+	per_slot = 36 * (p->in_c + p->out_c) * sizeof(float);
+	n = NPU_WINO_CHUNK_BYTES / per_slot / uk->nr * uk->nr;
+	if (n < uk->nr)
+		n = uk->nr;
+	if (n > npu_round_up(wp->slots, uk->nr))
+		n = npu_round_up(wp->slots, uk->nr);
+	wp->chunk = n;
+	wp->a_panels = npu_div_up(p->out_c, uk->mr);
+	wp->pad_floats = npu_round_up(p->batch * p->in_c * wp->hp * wp->wp, 16);
+	/* V (in_c x chunk per xi), M (out_c x chunk per xi), 4 output rows */
+	wp->t_floats = npu_round_up(36 * ((p->in_c + p->out_c) * n + 32) +
+				    16 * n, 16);
+	return true;
+}
+
+struct npu_wino_job {
+	const struct npu_conv2d_params *p;
+	const struct npu_wino_plan *wp;
+	size_t a_panels;	/* weight packing */
+	const struct npu_gemm_ukernel *uk;
+	const struct npu_wino_ops *wo;
+	const struct npu_vec_ops *ops;
+	const float *x, *w, *bias;
+	const float *u;
+	float *y, *xpad, *tmp, *pu;
+	size_t chunk, chunks;	/* slots per task, tasks per image */
+};
+
+/* U = G g G^T of panel pi (output channels pi * mr ...), packed as A. */
+static void npu_wino_pack_task(void *ctx, size_t pi)
+{
+	static const double g6[6][3] = {
+		{ 1.0 / 4, 0, 0 },
+		{ -1.0 / 6, -1.0 / 6, -1.0 / 6 },
+		{ -1.0 / 6, 1.0 / 6, -1.0 / 6 },
+		{ 1.0 / 24, 1.0 / 12, 1.0 / 6 },
+		{ 1.0 / 24, -1.0 / 12, 1.0 / 6 },
+		{ 0, 0, 1 },
+	};
+	struct npu_wino_job *job = ctx;
+	const struct npu_conv2d_params *p = job->p;
+	size_t mr = job->uk->mr, in_c = p->in_c;
+	size_t xs = job->a_panels * mr * in_c;	/* floats per xi */
+	size_t o, c, i, j, k, l;
+
+	for (i = 0; i < 36; i++)
+		memset(job->pu + i * xs + pi * in_c * mr, 0,
+		       in_c * mr * sizeof(float));
+	for (o = pi * mr; o < (pi + 1) * mr && o < p->out_c; o++)
+		for (c = 0; c < in_c; c++) {
+			const float *g = job->w + (o * in_c + c) * 9;
+			double t[6][3];
+
+			for (i = 0; i < 6; i++)
+				for (k = 0; k < 3; k++)
+					t[i][k] = g6[i][0] * g[k] + g6[i][1] * g[3 + k] +
+						  g6[i][2] * g[6 + k];
+			for (i = 0; i < 6; i++)
+				for (j = 0; j < 6; j++) {
+					double u = 0;
+
+					for (l = 0; l < 3; l++)
+						u += t[i][l] * g6[j][l];
+					job->pu[(i * 6 + j) * xs + pi * in_c * mr +
+						c * mr + o % mr] = (float)u;
+				}
+		}
+}
+
+void npu_wino_pack_weights(const struct npu_conv2d_params *p, const float *w,
+			   float *packed, struct npu_threadpool *pool)
+{
+	struct npu_wino_job job = {
+		.p = p, .w = w, .pu = packed,
+		.uk = npu_gemm_ukernel_for(npu_cpu_isa_get()),
+	};
+
+	job.a_panels = npu_div_up(p->out_c, job.uk->mr);
+	npu_threadpool_run(pool, npu_wino_pack_task, &job, job.a_panels);
+}
+
+/* One input plane (image, channel): zero padded, rows split into phases. */
+static void npu_wino_pad_task(void *ctx, size_t t)
+{
+	struct npu_wino_job *job = ctx;
+	const struct npu_conv2d_params *p = job->p;
+	const struct npu_wino_plan *wp = job->wp;
+	const float *xc = job->x + t * p->in_h * p->in_w;
+	float *d = job->xpad + t * wp->hp * wp->wp;
+	size_t r, lo = p->pad_left < wp->wp ? p->pad_left : wp->wp;
+	size_t hi = p->pad_left + p->in_w < wp->wp ? p->pad_left + p->in_w : wp->wp;
+
+	for (r = 0; r < wp->hp; r++, d += wp->wp) {
+		ptrdiff_t ih = (ptrdiff_t)r - (ptrdiff_t)p->pad_top;
+
+		if (ih < 0 || ih >= (ptrdiff_t)p->in_h || lo >= hi) {
+			memset(d, 0, wp->wp * sizeof(float));
+			continue;
+		}
+		job->wo->split4(xc + (size_t)ih * p->in_w, lo, hi, d, wp->wq);
+	}
+}
+
+/* Slots [s0, s0 + chunk) of image b: transform, 36 GEMMs, back, epilogue. */
+static void npu_wino_task(void *ctx, size_t t, int tid)
+{
+	struct npu_wino_job *job = ctx;
+	const struct npu_conv2d_params *p = job->p;
+	const struct npu_wino_plan *wp = job->wp;
+	const struct npu_gemm_ukernel *uk = job->uk;
+	size_t nr = uk->nr, mr = uk->mr, in_c = p->in_c, out_c = p->out_c;
+	size_t b = t / job->chunks, s0 = t % job->chunks * job->chunk;
+	size_t n = wp->slots - s0 < job->chunk ? wp->slots - s0 : job->chunk;
+	size_t np = npu_round_up(n, nr);
+	/* One cache line between the 36 matrices of V and of M: at strides
+	 * of a multiple of 4 KiB their rows would fight over a few cache sets
+	 * (in8 writes all 36 at once, out8 reads all 36). */
+	size_t vs = in_c * np + 16, ms = out_c * n + 16;
+	float *v = job->tmp + (size_t)tid * wp->t_floats;
+	float *m = v + 36 * vs;
+	float *rows = m + 36 * ms;
+	size_t ld = 4 * n, us = wp->a_panels * mr * in_c;
+	size_t c, l, i, k0, o, a;
+
+	for (c = 0; c < in_c; c++) {
+		const float *xc = job->xpad + (b * in_c + c) * wp->hp * wp->wp;
+
+		for (l = 0; l < n; l += 8) {
+			size_t s = s0 + l, th = s / wp->twv, tw = s % wp->twv;
+
+			job->wo->in8(xc + 4 * th * wp->wp + tw, wp->wp, wp->wq,
+				     v + l / nr * in_c * nr + c * nr + l % nr, vs);
+		}
+	}
+	for (i = 0; i < 36; i++)
+		for (k0 = 0; k0 < in_c; k0 += uk->kc) {
+			size_t kc = in_c - k0 < uk->kc ? in_c - k0 : uk->kc;
+
+			npu_gemm_macro(uk, out_c, n, kc, job->u + i * us + k0 * mr,
+				       in_c * mr, v + i * vs + k0 * nr,
+				       in_c * nr, m + i * ms, n, 1.0f,
+				       k0 ? 1.0f : 0.0f);
+		}
+	for (o = 0; o < out_c; o++) {
+		float bias = job->bias ? job->bias[o] : 0.0f;
+
+		for (l = 0; l < n;) {
+			size_t s = s0 + l, th = s / wp->twv, tw0 = s % wp->twv;
+			size_t seg = wp->twv - tw0 < n - l ? wp->twv - tw0 : n - l;
+			size_t tw1 = tw0 + seg < wp->tw_n ? tw0 + seg : wp->tw_n;
+			size_t tw, ow0 = 4 * tw0, ow1;
+
+			for (tw = tw0; tw < tw1; tw += 8)
+				job->wo->out8(m + o * n + l + (tw - tw0), ms,
+					      rows + 4 * (tw - tw0), ld);
+			ow1 = 4 * tw1 < p->out_w ? 4 * tw1 : p->out_w;
+			for (a = 0; a < 4 && ow0 < ow1; a++) {
+				size_t oh = 4 * th + a;
+				float *yr;
+
+				if (oh >= p->out_h)
+					break;
+				yr = job->y + ((b * out_c + o) * p->out_h + oh) *
+					      p->out_w + ow0;
+				job->ops->epi(&p->act, bias,
+					      p->residual ? p->residual + (yr - job->y) : NULL,
+					      rows + a * ld, yr, ow1 - ow0);
+			}
+			l += seg;
+		}
+	}
+}
+
+void npu_wino_run(const struct npu_conv2d_params *p,
+		  const struct npu_wino_plan *wp, const float *x,
+		  const float *u, const float *bias, float *y, float *xpad,
+		  float *tmp, struct npu_threadpool *pool)
+{
+	struct npu_wino_job job = {
+		.p = p, .wp = wp, .x = x, .u = u, .bias = bias, .y = y,
+		.xpad = xpad, .tmp = tmp,
+		.uk = npu_gemm_ukernel_for(npu_cpu_isa_get()),
+		.wo = npu_wino_ops_get(), .ops = npu_vec_ops_get(),
+	};
+	size_t threads = (size_t)npu_threadpool_size(pool);
+	size_t want = 4 * threads, nr = job.uk->nr;
+
+	job.chunk = wp->chunk;
+	job.chunks = npu_div_up(wp->slots, job.chunk);
+	if (p->batch * job.chunks < want && threads > 1) {
+		/* Smaller chunks so that every thread has some. */
+		size_t per = npu_div_up(want, p->batch);
+
+		job.chunk = npu_round_up(npu_div_up(wp->slots, per), nr);
+		job.chunks = npu_div_up(wp->slots, job.chunk);
+	}
+	npu_threadpool_run(pool, npu_wino_pad_task, &job, p->batch * p->in_c);
+	npu_threadpool_run_tid(pool, npu_wino_task, &job, p->batch * job.chunks);
+}
