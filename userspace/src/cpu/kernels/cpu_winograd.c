@@ -23,10 +23,8 @@
 #include "cpu_kernels_internal.h"
 
 typedef float npu_v8 __attribute__((vector_size(32)));
-typedef int npu_v8i __attribute__((vector_size(32)));
 /* The same, unaligned and allowed to alias float arrays. */
 typedef float npu_v8u __attribute__((vector_size(32), aligned(4), may_alias));
-#define NPU_V8I(a, b, c, d, e, f, g, h) ((npu_v8i){ a, b, c, d, e, f, g, h })
 #define npu_v8_load(p) (*(const npu_v8u *)(p))
 #define npu_v8_store(p, v) (*(npu_v8u *)(p) = (v))
 

@@ -82,16 +82,16 @@ NPU_W_TARGET static void NPU_W_FN(npu_wino_out8)(const float *m, size_t ms,
 		npu_v8 y0 = s[a][0] + p + r, y1 = q + 2.0f * t;
 		npu_v8 y2 = p + 4.0f * r, y3 = q + 8.0f * t + s[a][5];
 		/* out[4 i + b] = y_b[i]: two rounds of pairwise interleave */
-		npu_v8 lo01 = __builtin_shuffle(y0, y1, NPU_V8I(0, 8, 1, 9, 2, 10, 3, 11));
-		npu_v8 hi01 = __builtin_shuffle(y0, y1, NPU_V8I(4, 12, 5, 13, 6, 14, 7, 15));
-		npu_v8 lo23 = __builtin_shuffle(y2, y3, NPU_V8I(0, 8, 1, 9, 2, 10, 3, 11));
-		npu_v8 hi23 = __builtin_shuffle(y2, y3, NPU_V8I(4, 12, 5, 13, 6, 14, 7, 15));
+		npu_v8 lo01 = __builtin_shufflevector(y0, y1, 0, 8, 1, 9, 2, 10, 3, 11);
+		npu_v8 hi01 = __builtin_shufflevector(y0, y1, 4, 12, 5, 13, 6, 14, 7, 15);
+		npu_v8 lo23 = __builtin_shufflevector(y2, y3, 0, 8, 1, 9, 2, 10, 3, 11);
+		npu_v8 hi23 = __builtin_shufflevector(y2, y3, 4, 12, 5, 13, 6, 14, 7, 15);
 		float *o = out + a * ld;
 
-		npu_v8_store(o, __builtin_shuffle(lo01, lo23, NPU_V8I(0, 1, 8, 9, 2, 3, 10, 11)));
-		npu_v8_store(o + 8, __builtin_shuffle(lo01, lo23, NPU_V8I(4, 5, 12, 13, 6, 7, 14, 15)));
-		npu_v8_store(o + 16, __builtin_shuffle(hi01, hi23, NPU_V8I(0, 1, 8, 9, 2, 3, 10, 11)));
-		npu_v8_store(o + 24, __builtin_shuffle(hi01, hi23, NPU_V8I(4, 5, 12, 13, 6, 7, 14, 15)));
+		npu_v8_store(o, __builtin_shufflevector(lo01, lo23, 0, 1, 8, 9, 2, 3, 10, 11));
+		npu_v8_store(o + 8, __builtin_shufflevector(lo01, lo23, 4, 5, 12, 13, 6, 7, 14, 15));
+		npu_v8_store(o + 16, __builtin_shufflevector(hi01, hi23, 0, 1, 8, 9, 2, 3, 10, 11));
+		npu_v8_store(o + 24, __builtin_shufflevector(hi01, hi23, 4, 5, 12, 13, 6, 7, 14, 15));
 	}
 }
 
@@ -130,14 +130,14 @@ NPU_W_TARGET static void NPU_W_FN(npu_wino_split4)(const float *xr, size_t lo,
 		v2 = npu_v8_load(s + 16);
 		v3 = npu_v8_load(s + 24);
 		/* even / odd of each pair of vectors, then again */
-		e01 = __builtin_shuffle(v0, v1, NPU_V8I(0, 2, 4, 6, 8, 10, 12, 14));
-		o01 = __builtin_shuffle(v0, v1, NPU_V8I(1, 3, 5, 7, 9, 11, 13, 15));
-		e23 = __builtin_shuffle(v2, v3, NPU_V8I(0, 2, 4, 6, 8, 10, 12, 14));
-		o23 = __builtin_shuffle(v2, v3, NPU_V8I(1, 3, 5, 7, 9, 11, 13, 15));
-		npu_v8_store(o, __builtin_shuffle(e01, e23, NPU_V8I(0, 2, 4, 6, 8, 10, 12, 14)));
-		npu_v8_store(o + os, __builtin_shuffle(o01, o23, NPU_V8I(0, 2, 4, 6, 8, 10, 12, 14)));
-		npu_v8_store(o + 2 * os, __builtin_shuffle(e01, e23, NPU_V8I(1, 3, 5, 7, 9, 11, 13, 15)));
-		npu_v8_store(o + 3 * os, __builtin_shuffle(o01, o23, NPU_V8I(1, 3, 5, 7, 9, 11, 13, 15)));
+		e01 = __builtin_shufflevector(v0, v1, 0, 2, 4, 6, 8, 10, 12, 14);
+		o01 = __builtin_shufflevector(v0, v1, 1, 3, 5, 7, 9, 11, 13, 15);
+		e23 = __builtin_shufflevector(v2, v3, 0, 2, 4, 6, 8, 10, 12, 14);
+		o23 = __builtin_shufflevector(v2, v3, 1, 3, 5, 7, 9, 11, 13, 15);
+		npu_v8_store(o, __builtin_shufflevector(e01, e23, 0, 2, 4, 6, 8, 10, 12, 14));
+		npu_v8_store(o + os, __builtin_shufflevector(o01, o23, 0, 2, 4, 6, 8, 10, 12, 14));
+		npu_v8_store(o + 2 * os, __builtin_shufflevector(e01, e23, 1, 3, 5, 7, 9, 11, 13, 15));
+		npu_v8_store(o + 3 * os, __builtin_shufflevector(o01, o23, 1, 3, 5, 7, 9, 11, 13, 15));
 		if (j + 8 > wq)	/* the last, partial block */
 			for (q = 0; q < 4; q++)
 				memcpy(d + q * wq + j, out[q], (wq - j) * sizeof(float));
