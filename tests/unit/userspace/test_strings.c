@@ -421,6 +421,48 @@ static void test_equal_compares_strings_with_broadcasting(void **state)
 }
 
 /* y = Gather(Reshape(Transpose(x), [-1]), idx): strings move by index. */
+/*
+ * y = Relu(Cast(x: string [3]) to float), compiled for sim with random
+ * calibration: no random input can be made for a string, and the error
+ * says so, naming the input (it once read "out of memory").
+ */
+static void test_random_calibration_refuses_string_inputs_by_name(void **state)
+{
+	static const int64_t d3[] = { 3 };
+	static struct tb_model tm;
+	struct npu_model_options mo;
+	struct npu_engine *e;
+	struct npu_model *m = NULL;
+	Onnx__NodeProto *n;
+	size_t size;
+	void *buf;
+
+	(void)state;
+	tb_init(&tm, 13);
+	tb_input(&tm, "text", 1, d3);
+	set_string_type(&tm, tm.in_ptr[0]);
+	tb_output(&tm, "y", 1, d3);
+	n = tb_node(&tm, "Cast", "cast", "v", 1, "text", NULL);
+	tb_attr_int(&tm, n, "to", 1);
+	tb_node(&tm, "Relu", "relu", "y", 1, "v", NULL);
+	buf = tb_pack(&tm, &size);
+	assert_int_equal(npu_engine_create(NULL, &e), NPU_OK);
+	npu_model_options_init(&mo);
+	mo.device = "sim";
+	mo.calib_random = 1;
+	if (npu_model_load_memory(e, buf, size, "text.onnx", &mo, &m) == NPU_OK) {
+		struct npu_host_tensor in = { .dtype = NPU_TYPE_STRING, .rank = 1, .dims = { 3 } };
+		struct npu_plan *plan = NULL;
+
+		assert_int_not_equal(npu_model_get_plan(m, &in, 1, &plan), NPU_OK);
+		npu_model_destroy(m);
+	}
+	assert_non_null(strstr(npu_last_error(), "input 'text' is a string tensor"));
+	assert_non_null(strstr(npu_last_error(), "--calib-dir"));
+	free(buf);
+	npu_engine_destroy(e);
+}
+
 static void test_data_movement_ops_move_strings(void **state)
 {
 	static const char *const x[] = { "a", "bb", "c", "dd", "e", "ff" };
@@ -489,6 +531,7 @@ int main(void)
 		cmocka_unit_test(test_op_without_strings_rejects_them_by_name),
 		cmocka_unit_test(test_equal_compares_strings_with_broadcasting),
 		cmocka_unit_test(test_data_movement_ops_move_strings),
+		cmocka_unit_test(test_random_calibration_refuses_string_inputs_by_name),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

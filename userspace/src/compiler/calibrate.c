@@ -106,6 +106,10 @@ static npu_status random_set(const struct npu_graph *g, uint64_t *seed,
 			return npu_error_set(err, NPU_ERR_INVALID_ARG,
 					     "calibration: input '%s' has unknown dimensions: fix them (e.g. --shape %s=1x3x640x640)",
 					     v->name, v->name);
+		if (v->dtype == NPU_DTYPE_STRING)
+			return npu_error_set(err, NPU_ERR_INVALID_ARG,
+					     "calibration: input '%s' is a string tensor: random inputs cannot be made for it (give samples: --calib-dir DIR)",
+					     v->name);
 		set[i] = npu_tensor_create(v->dtype, &v->shape);
 		if (!set[i])
 			return npu_error_set(err, NPU_ERR_NO_MEMORY, "calibration: out of memory");
