@@ -120,11 +120,11 @@ static npu_status random_set(const struct npu_graph *g, uint64_t *seed,
 	return NPU_OK;
 }
 
-static void free_set(struct npu_tensor **set, size_t n)
+void npu_calib_sample_release(struct npu_tensor **set, size_t n, bool owned)
 {
 	size_t i;
 
-	for (i = 0; i < n; i++) {
+	for (i = 0; owned && i < n; i++) {
 		npu_tensor_destroy(set[i]);
 		set[i] = NULL;
 	}
@@ -219,8 +219,7 @@ npu_status npu_calibrate(struct npu_graph *graph,
 				st = r->run(s, (const struct npu_tensor *const *)set, err);
 			if (st)
 				npu_error_prefix(err, "calibration sample %zu (pass %d of 2)", k, ctx.pass);
-			if (owned)
-				free_set(set, graph->num_inputs);
+			npu_calib_sample_release(set, graph->num_inputs, owned);
 		}
 	}
 	if (s)

@@ -300,6 +300,8 @@ npu_status npu_calib_count_samples(struct npu_graph *graph,
 npu_status npu_calib_get_sample(struct npu_graph *graph, const struct npu_compile_options *opts,
 				size_t k, struct npu_tensor **set, bool *owned,
 				struct npu_error *err);
+/* After a sample: frees the n tensors of 'set' if they were 'owned'. */
+void npu_calib_sample_release(struct npu_tensor **set, size_t n, bool owned);
 struct npu_calib_cache;
 struct npu_calib_cache *npu_calib_cache_create(void);
 void npu_calib_cache_destroy(struct npu_calib_cache *cache);

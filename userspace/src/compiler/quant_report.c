@@ -737,11 +737,7 @@ npu_status npu_quant_report_build(struct npu_graph *ref, struct npu_graph *compi
 		}
 		if (st)
 			npu_error_prefix(err, "quant report, sample %zu", k);
-		if (owned)
-			for (i = 0; i < ref->num_inputs; i++) {
-				npu_tensor_destroy(set[i]);
-				set[i] = NULL;
-			}
+		npu_calib_sample_release(set, ref->num_inputs, owned);
 		store_clear(&x.fp32);
 		store_clear(&x.seen);
 		out->samples += !st;
@@ -915,11 +911,7 @@ npu_status npu_quant_sensitivity(struct npu_graph *ref, const struct npu_compile
 		}
 		if (st)
 			npu_error_prefix(err, "sensitivity, sample %zu", k);
-		if (owned)
-			for (i = 0; i < ref->num_inputs; i++) {
-				npu_tensor_destroy(set[i]);
-				set[i] = NULL;
-			}
+		npu_calib_sample_release(set, ref->num_inputs, owned);
 		store_clear(&x.fp32);
 		out->samples += !st;
 	}

@@ -166,11 +166,7 @@ static npu_status run_holdout(struct search *s, struct npu_graph *g, double (*do
 		run = t ? npu_exec_compiled_run(ex) : NULL;
 		for (i = 0; !st && run && i < run->c->num_segments; i++)
 			t->cycles += run->rts[i] ? run->rts[i]->last.cycles : 0;
-		if (owned)
-			for (i = 0; i < g->num_inputs; i++) {
-				npu_tensor_destroy(set[i]);
-				set[i] = NULL;
-			}
+		npu_calib_sample_release(set, g->num_inputs, owned);
 		if (st)
 			npu_error_prefix(s->err, "accuracy target, held-out sample %zu", k);
 	}
