@@ -3,8 +3,9 @@
  * sim-conv-throughput - how fast firmware-sim executes int8 convolutions
  * on this host, per kernel implementation, next to the reference and the
  * host's own int8 peak measured by a tight VNNI (or AVX2) loop on the same
- * core. Prints what it measured; asserts nothing. Times are the thread's
- * CPU time.
+ * core; then the same shapes in the 16x8 mode (NPU_INSN_I16), so the two
+ * read side by side. Prints what it measured; asserts nothing. Times are
+ * the thread's CPU time.
  *
  *   sim-conv-throughput [seconds-per-measurement]   (default 0.3)
  */
@@ -38,13 +39,17 @@ struct bench_case {
 	uint8_t k, pad;
 };
 
-static struct npu_insn_conv2d make_conv(const struct bench_case *c, uint8_t *sram)
+/* i16: int16 activations, int64 bias, zero points 0 (NPU_INSN_I16). */
+static struct npu_insn_conv2d make_conv(const struct bench_case *c, uint8_t *sram,
+					int i16)
 {
 	struct npu_insn_conv2d in = { 0 };
-	uint32_t in_bytes = (uint32_t)c->hw * c->hw * c->in_c;
+	uint32_t es = i16 ? 2 : 1, bias_bytes = i16 ? 8 : 4;
+	uint32_t in_bytes = (uint32_t)c->hw * c->hw * c->in_c * es;
 	uint32_t cin_g = c->in_c / c->groups;
 
 	in.hdr.opcode = NPU_OP_CONV2D;
+	in.hdr.flags = i16 ? NPU_INSN_I16 : 0;
 	in.hdr.size = sizeof(in);
 	in.in_h = in.in_w = c->hw;
 	in.in_c = c->in_c;
@@ -54,25 +59,29 @@ static struct npu_insn_conv2d make_conv(const struct bench_case *c, uint8_t *sra
 	in.pad_top = in.pad_left = in.pad_bottom = in.pad_right = c->pad;
 	in.out_h = in.out_w = (uint16_t)(c->hw + 2 * c->pad - c->k + 1);
 	in.groups = c->groups;
-	in.in_pixel_stride = c->in_c;
-	in.in_row_stride = (uint32_t)c->hw * c->in_c;
-	in.out_pixel_stride = c->out_c;
-	in.out_row_stride = (uint32_t)in.out_w * c->out_c;
-	in.zp_in = -3;
-	in.zp_out = 2;
+	in.in_pixel_stride = c->in_c * es;
+	in.in_row_stride = (uint32_t)c->hw * c->in_c * es;
+	in.out_pixel_stride = c->out_c * es;
+	in.out_row_stride = (uint32_t)in.out_w * c->out_c * es;
+	in.zp_in = i16 ? 0 : -3;
+	in.zp_out = i16 ? 0 : 2;
 	in.act_min = -128;
 	in.act_max = 127;
 	in.input = 0;
 	in.weight = in_bytes;
 	in.bias = in.weight + (uint32_t)c->out_c * c->k * c->k * cin_g;
-	in.quant = in.bias + 4u * c->out_c;
+	in.quant = in.bias + bias_bytes * c->out_c;
 	in.output = in.quant + 5u * c->out_c;
 	for (uint32_t i = 0; i < in.bias; i++)
 		sram[i] = (uint8_t)(i * 2654435761u >> 24);
 	for (uint32_t i = 0; i < c->out_c; i++) {
-		int32_t b = (int32_t)(i * 37) - 1000, mult = 1 << 30;
+		int64_t b = (int64_t)(i * 37) - 1000;
+		int32_t b32 = (int32_t)b, mult = 1 << 30;
 
-		memcpy(sram + in.bias + 4 * i, &b, 4);
+		if (i16)
+			memcpy(sram + in.bias + 8 * i, &b, 8);
+		else
+			memcpy(sram + in.bias + 4 * i, &b32, 4);
 		memcpy(sram + in.quant + 4 * i, &mult, 4);
 		sram[in.quant + 4u * c->out_c + i] = 44;
 	}
@@ -185,9 +194,14 @@ int main(int argc, char **argv)
 	if (!sram)
 		return 1;
 	printf("firmware-sim int8 CONV2D throughput, one thread (GMAC/s = 1e9 MAC/s)\n");
-	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
-		in = make_conv(&cases[c], sram);
-		printf("%-32s", cases[c].name);
+	for (size_t c = 0; c < 2 * sizeof(cases) / sizeof(cases[0]); c++) {
+		size_t nc = sizeof(cases) / sizeof(cases[0]);
+		int i16 = c >= nc;
+
+		if (c == nc)
+			printf("the same shapes with int16 activations (16x8, NPU_INSN_I16)\n");
+		in = make_conv(&cases[c % nc], sram, i16);
+		printf("%-32s", cases[c % nc].name);
 		for (size_t i = 0; i < sizeof(impls) / sizeof(impls[0]); i++) {
 			double r;
 
@@ -202,7 +216,7 @@ int main(int argc, char **argv)
 		}
 		printf("\n");
 	}
-	in = make_conv(&ref_case, sram);
+	in = make_conv(&ref_case, sram, 0);
 	printf("%-32s  reference %.3f GMAC/s (naive loops; smaller case)\n",
 	       ref_case.name, measure(npu_ref_conv2d, &in, sram, secs) / 1e9);
 

@@ -49,7 +49,9 @@ typedef uint64_t npu_le64;
 #define NPU_HW_VERSION_MAJOR		1
 #define NPU_HW_VERSION_MINOR		0
 #define NPU_ISA_VERSION_MAJOR		1
-#define NPU_ISA_VERSION_MINOR		1	/* 1.1: CONV2D zero insertion, RESIZE */
+#define NPU_ISA_VERSION_MINOR		3	/* 1.1: CONV2D zero insertion, RESIZE;
+						   1.2: int16 activations (NPU_INSN_I16);
+						   1.3: SOFTMAX, LAYERNORM, REDUCE */
 #define NPU_VERSION(major, minor)	(((major) << 16) | (minor))
 
 /* Fixed device parameters, reported through the identity registers. */
@@ -103,6 +105,7 @@ typedef uint64_t npu_le64;
 #define NPU_CAP_TIMESTAMP		(1u << 7)
 #define NPU_CAP_ZERO_INSERT		(1u << 8)	/* CONV2D ins_h / ins_w (ISA 1.1) */
 #define NPU_CAP_RESIZE			(1u << 9)	/* RESIZE (ISA 1.1) */
+#define NPU_CAP_INT16			(1u << 10)	/* NPU_INSN_I16, 16x8 (ISA 1.2) */
 
 /*
  * Control and status. Writing NPU_CTRL_RESET resets every queue, the MMU,
@@ -419,7 +422,7 @@ struct npu_fw_config {
 };
 
 /* ---------------------------------------------------------------------------
- * Command-stream ISA, version 1.1
+ * Command-stream ISA, version 1.3 (NPU_ISA_VERSION_MINOR has the history)
  *
  * A command stream is a struct npu_cs_header followed by instructions.
  * Every instruction starts with struct npu_insn_header; 'size' is the
@@ -462,6 +465,9 @@ enum npu_opcode {
 	NPU_OP_ELTWISE = 0x13,
 	NPU_OP_LUT = 0x14,
 	NPU_OP_RESIZE = 0x15,	/* ISA 1.1 */
+	NPU_OP_SOFTMAX = 0x30,	/* ISA 1.3: row ops of the vector engine */
+	NPU_OP_LAYERNORM = 0x31,	/* ISA 1.3 */
+	NPU_OP_REDUCE = 0x32,	/* ISA 1.3 */
 	NPU_OP_TIMESTAMP = 0x20,
 	NPU_OP_BARRIER = 0x21,
 };
@@ -473,9 +479,26 @@ enum npu_opcode {
 			 NPU_OP_BIT(NPU_OP_MATMUL) | NPU_OP_BIT(NPU_OP_POOL) | \
 			 NPU_OP_BIT(NPU_OP_ELTWISE) | NPU_OP_BIT(NPU_OP_LUT) | \
 			 NPU_OP_BIT(NPU_OP_RESIZE) | \
+			 NPU_OP_BIT(NPU_OP_SOFTMAX) | NPU_OP_BIT(NPU_OP_LAYERNORM) | \
+			 NPU_OP_BIT(NPU_OP_REDUCE) | \
 			 NPU_OP_BIT(NPU_OP_TIMESTAMP) | NPU_OP_BIT(NPU_OP_BARRIER))
 
 #define NPU_INSN_SYNC			(1u << 0)	/* wait for both engines */
+
+/*
+ * NPU_INSN_I16 (ISA 1.2), the 16x8 mode on CONV2D, MATMUL, POOL, ELTWISE,
+ * LUT and RESIZE (BAD_ENCODING elsewhere): every activation operand is
+ * int16, little-endian, 2 bytes per element (channel counts stay in
+ * elements, strides and offsets in bytes). Activations are symmetric, so
+ * every zp_* of an activation must be 0; weights stay int8 (zp_w as
+ * before). CONV2D / MATMUL accumulate in 64 bits (wrapping) from an
+ * int64 bias[n] (8 bytes each) and requantize with the same formula in
+ * 128-bit arithmetic. ELTWISE's int64 formula is unchanged. The clamp is
+ * [act_min * 256, act_max * 256 + 255]: -128..127 is the whole int16
+ * range and act_min = 0 a ReLU. LUT: see below. Without the flag an
+ * instruction means exactly what it meant in ISA 1.1.
+ */
+#define NPU_INSN_I16			(1u << 1)
 
 struct npu_insn_header {
 	uint8_t opcode;		/* enum npu_opcode */
@@ -629,6 +652,16 @@ struct npu_insn_pool {
  */
 #define NPU_ELT_ADD			0
 #define NPU_ELT_MUL			1
+/*
+ * ELTWISE 'types' (ISA 1.2; reserved, so 0, before): which operands are
+ * int16 (2-byte, zero point 0) when the header has no NPU_INSN_I16, which
+ * makes all three int16 (types must then be 0). An int8 <-> int16
+ * requantization is ADD with bcast SCALAR and mult_b 0. The clamp follows
+ * the output's type (int16: [act_min * 256, act_max * 256 + 255]).
+ */
+#define NPU_ELT_A16			(1u << 0)
+#define NPU_ELT_B16			(1u << 1)
+#define NPU_ELT_OUT16			(1u << 2)
 #define NPU_BCAST_NONE			0
 #define NPU_BCAST_CHANNEL		1
 #define NPU_BCAST_SCALAR		2
@@ -640,14 +673,20 @@ struct npu_insn_eltwise {
 	uint8_t mode;		/* NPU_ELT_* */
 	uint8_t bcast;		/* NPU_BCAST_* */
 	uint8_t shift;		/* 1..62 */
-	uint8_t reserved0;
+	uint8_t types;		/* NPU_ELT_A16 | B16 | OUT16 (ISA 1.2) */
 	uint32_t channels;	/* for NPU_BCAST_CHANNEL */
 	int32_t mult_a, mult_b;
 	int16_t zp_a, zp_b, zp_out;
 	int8_t act_min, act_max;
 };
 
-/* LUT: out[i] = table[(uint8_t)(in[i] + 128)], table is 256 int8 in SRAM. */
+/*
+ * LUT: out[i] = table[(uint8_t)(in[i] + 128)], table is 256 int8 in SRAM.
+ * With NPU_INSN_I16 the table is 513 int16 (1026 bytes) sampled every 128
+ * input steps and the device interpolates (as TFLite's int16 LUT):
+ *   u = in[i] + 32768, j = u >> 7, f = u & 127,
+ *   out[i] = t[j] + ((t[j + 1] - t[j]) * f + 64) >> 7   (arithmetic shift)
+ */
 struct npu_insn_lut {
 	struct npu_insn_header hdr;
 	uint32_t input, output, table;
@@ -689,6 +728,82 @@ struct npu_insn_resize {
 	uint32_t reserved1;	/* must be 0 */
 };
 
+/*
+ * Row ops of the vector engine (ISA 1.3): SOFTMAX, LAYERNORM and REDUCE
+ * work on 'rows' rows of 'c' (1..NPU_ROW_MAX_C) int8 elements (the
+ * innermost axis), row r at
+ * input + r * in_stride (>= c), its result at output + r * out_stride.
+ * Every step is integer arithmetic, so any two implementations agree bit
+ * for bit. clamp() below is to [act_min, act_max].
+ *
+ * SOFTMAX: per row, m = max x, e_i = table[m - x_i] (table: 256 uint32 in
+ * SRAM, table[d] ~ exp(-d * input scale) in any fixed point the compiler
+ * picks), sum = sum e_i (uint64), inv = floor(2^62 / sum) (sum = 0: every
+ * output is clamp(zp_out)), and
+ *   out_i = clamp(zp_out + ((e_i * inv * mult + 2^(shift-1)) >> shift))
+ * in 128-bit unsigned arithmetic (e_i * inv <= 2^62, mult >= 0).
+ */
+struct npu_insn_softmax {
+	struct npu_insn_header hdr;
+	uint32_t input, output, table;
+	uint32_t rows, c;
+	uint32_t in_stride, out_stride;
+	int32_t mult;		/* >= 0 */
+	int16_t zp_out;
+	int8_t act_min, act_max;
+	uint8_t shift;		/* 1..126 */
+	uint8_t reserved0;	/* must be 0 */
+	uint16_t reserved1;	/* must be 0 */
+};
+
+/*
+ * LAYERNORM: per row, with s1 = sum x_i, s2 = sum x_i^2 (int64; the zero
+ * point cancels, so there is none):
+ *   d_i = c * x_i - s1                    (c times the centered value)
+ *   D   = c * s2 - s1^2 + eps             (c^2 times the variance; D = 0 -> 1)
+ *   r   = isqrt(floor(2^62 / D))          (~ 2^31 / sqrt(D), floor sqrt)
+ *   t_i = (d_i * r + 2^15) >> 16          (the normalized value in Q15)
+ *   out_i = clamp(zp_out + ((t_i * mult[k] + bias[k] + 2^(shift-1)) >> shift))
+ * with k = i the channel; params is int32 mult[c] then int32 bias[c]
+ * (gamma / s_out and beta / s_out at the compiler's scale). eps is the
+ * real epsilon times c^2 / s_in^2, rounded.
+ */
+struct npu_insn_layernorm {
+	struct npu_insn_header hdr;
+	uint32_t input, output, params;
+	uint32_t rows, c;
+	uint32_t in_stride, out_stride;
+	uint32_t eps;
+	int16_t zp_out;
+	int8_t act_min, act_max;
+	uint8_t shift;		/* 1..62 */
+	uint8_t reserved0;	/* must be 0 */
+	uint16_t reserved1;	/* must be 0 */
+};
+
+/*
+ * REDUCE: one int8 per row, SUM: acc = sum (x_i - zp_in), MAX: acc =
+ * max x_i - zp_in (int64), then
+ *   out = clamp(zp_out + ((acc * mult + 2^(shift-1)) >> shift))
+ * (a mean is SUM with 1 / c folded into mult). out_stride may be 1.
+ */
+#define NPU_ROW_MAX_C			65535
+#define NPU_REDUCE_SUM			0
+#define NPU_REDUCE_MAX			1
+
+struct npu_insn_reduce {
+	struct npu_insn_header hdr;
+	uint32_t input, output;
+	uint32_t rows, c;
+	uint32_t in_stride, out_stride;
+	int32_t mult;
+	int16_t zp_in, zp_out;
+	int8_t act_min, act_max;
+	uint8_t mode;		/* NPU_REDUCE_* */
+	uint8_t shift;		/* 1..62 */
+	uint32_t reserved;	/* must be 0 */
+};
+
 /* TIMESTAMP: write the 64-bit device clock (ns) to 'va' (8-byte aligned). */
 struct npu_insn_timestamp {
 	struct npu_insn_header hdr;
@@ -715,10 +830,19 @@ struct npu_insn_barrier {
  *   POOL:     ceil(out_h * out_w * c * k_h * k_w / VECTOR_LANES)
  *   ELTWISE, LUT: ceil(count / VECTOR_LANES)
  *   RESIZE:   ceil(out_h * out_w * c * (NEAREST ? 1 : 4) / VECTOR_LANES)
+ *   SOFTMAX:  rows * (3 * ceil(c / VECTOR_LANES) + VEC_ROW)  (max, exp+sum, scale)
+ *   LAYERNORM: rows * (2 * ceil(c / VECTOR_LANES) + VEC_ROW) (sums, normalize)
+ *   REDUCE:   rows * (ceil(c / VECTOR_LANES) + 1)
+ *             VEC_ROW: the per-row reciprocal / rsqrt
+ * NPU_INSN_I16 (16x8): an int16 x int8 product takes two MAC cells, so
+ * CONV2D and MATMUL run at half rate (MAC_ROWS / 2 in place of MAC_ROWS);
+ * the vector ops move 2-byte elements, so VECTOR_LANES / 2 in place of
+ * VECTOR_LANES. DMA is per byte already.
  * A job's cycles are the time its last engine finishes.
  */
 #define NPU_CYCLES_INSN_OVERHEAD	16
 #define NPU_CYCLES_DMA_SETUP		64
+#define NPU_CYCLES_VEC_ROW		8
 
 /* The layouts are the contract; C++ users of this header check them too. */
 #ifdef __cplusplus
@@ -742,6 +866,9 @@ NPU_STATIC_ASSERT(sizeof(struct npu_insn_pool) == 64, "pool size");
 NPU_STATIC_ASSERT(sizeof(struct npu_insn_eltwise) == 48, "eltwise size");
 NPU_STATIC_ASSERT(sizeof(struct npu_insn_lut) == 24, "lut size");
 NPU_STATIC_ASSERT(sizeof(struct npu_insn_resize) == 72, "resize size");
+NPU_STATIC_ASSERT(sizeof(struct npu_insn_softmax) == 48, "softmax size");
+NPU_STATIC_ASSERT(sizeof(struct npu_insn_layernorm) == 48, "layernorm size");
+NPU_STATIC_ASSERT(sizeof(struct npu_insn_reduce) == 48, "reduce size");
 NPU_STATIC_ASSERT(sizeof(struct npu_insn_timestamp) == 16, "timestamp size");
 NPU_STATIC_ASSERT(sizeof(struct npu_insn_barrier) == 8, "barrier size");
 

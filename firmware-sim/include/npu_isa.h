@@ -70,11 +70,14 @@ uint16_t npu_insn_size(uint8_t opcode);
 const char *npu_insn_name(uint8_t opcode);
 /* The engine an opcode runs on: 1 = DMA, 0 = compute. */
 int npu_insn_is_dma(uint8_t opcode);
+/* Whether an opcode accepts NPU_INSN_I16 (ISA 1.2). */
+int npu_insn_i16_ok(uint8_t opcode);
 
 /*
  * The instruction header at the start of 'avail' stream bytes: TRUNCATED
  * (fewer than 8 bytes, or fewer than its size), BAD_OPCODE (unknown or
- * masked off), BAD_ENCODING (size field, header reserved, header flags).
+ * masked off), BAD_ENCODING (size field, header reserved, header flags,
+ * NPU_INSN_I16 on an opcode without an int16 mode).
  */
 uint32_t npu_insn_check_header(const void *bytes, size_t avail,
 			       struct npu_isa_check *c);
@@ -105,6 +108,15 @@ uint32_t npu_op_lut_validate(const struct npu_insn_lut *insn,
 			     struct npu_op_footprint *fp,
 			     struct npu_isa_check *c);
 uint32_t npu_op_resize_validate(const struct npu_insn_resize *insn,
+				struct npu_op_footprint *fp,
+				struct npu_isa_check *c);
+uint32_t npu_op_softmax_validate(const struct npu_insn_softmax *insn,
+				 struct npu_op_footprint *fp,
+				 struct npu_isa_check *c);
+uint32_t npu_op_layernorm_validate(const struct npu_insn_layernorm *insn,
+				   struct npu_op_footprint *fp,
+				   struct npu_isa_check *c);
+uint32_t npu_op_reduce_validate(const struct npu_insn_reduce *insn,
 				struct npu_op_footprint *fp,
 				struct npu_isa_check *c);
 

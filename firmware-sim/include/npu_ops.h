@@ -37,6 +37,13 @@ uint32_t npu_op_lut_check(const struct npu_insn_lut *insn,
 			  struct npu_op_footprint *fp);
 uint32_t npu_op_resize_check(const struct npu_insn_resize *insn,
 			     struct npu_op_footprint *fp);
+/* ISA 1.3 row ops (npu_vec.c) */
+uint32_t npu_op_softmax_check(const struct npu_insn_softmax *insn,
+			      struct npu_op_footprint *fp);
+uint32_t npu_op_layernorm_check(const struct npu_insn_layernorm *insn,
+				struct npu_op_footprint *fp);
+uint32_t npu_op_reduce_check(const struct npu_insn_reduce *insn,
+			     struct npu_op_footprint *fp);
 
 /* 'sram' is NPU_SRAM_SIZE bytes; the instruction must have passed check. */
 void npu_op_conv2d(const struct npu_insn_conv2d *insn, uint8_t *sram);
@@ -45,6 +52,9 @@ void npu_op_pool(const struct npu_insn_pool *insn, uint8_t *sram);
 void npu_op_eltwise(const struct npu_insn_eltwise *insn, uint8_t *sram);
 void npu_op_lut(const struct npu_insn_lut *insn, uint8_t *sram);
 void npu_op_resize(const struct npu_insn_resize *insn, uint8_t *sram);
+void npu_op_softmax(const struct npu_insn_softmax *insn, uint8_t *sram);
+void npu_op_layernorm(const struct npu_insn_layernorm *insn, uint8_t *sram);
+void npu_op_reduce(const struct npu_insn_reduce *insn, uint8_t *sram);
 
 void npu_ref_conv2d(const struct npu_insn_conv2d *insn, uint8_t *sram);
 void npu_ref_matmul(const struct npu_insn_matmul *insn, uint8_t *sram);
@@ -52,6 +62,9 @@ void npu_ref_pool(const struct npu_insn_pool *insn, uint8_t *sram);
 void npu_ref_eltwise(const struct npu_insn_eltwise *insn, uint8_t *sram);
 void npu_ref_lut(const struct npu_insn_lut *insn, uint8_t *sram);
 void npu_ref_resize(const struct npu_insn_resize *insn, uint8_t *sram);
+void npu_ref_softmax(const struct npu_insn_softmax *insn, uint8_t *sram);
+void npu_ref_layernorm(const struct npu_insn_layernorm *insn, uint8_t *sram);
+void npu_ref_reduce(const struct npu_insn_reduce *insn, uint8_t *sram);
 
 /*
  * The per-output-channel shifts of CONV2D / MATMUL are data in SRAM, so

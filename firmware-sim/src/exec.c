@@ -26,6 +26,9 @@ union npu_insn_any {
 	struct npu_insn_eltwise eltwise;
 	struct npu_insn_lut lut;
 	struct npu_insn_resize resize;
+	struct npu_insn_softmax softmax;
+	struct npu_insn_layernorm layernorm;
+	struct npu_insn_reduce reduce;
 	struct npu_insn_timestamp timestamp;
 	struct npu_insn_barrier barrier;
 };
@@ -352,6 +355,15 @@ static uint32_t npu_run_insn(struct npu_sim *sim, struct npu_sim_run *run,
 		break;
 	case NPU_OP_RESIZE:
 		npu_op_resize(&insn->resize, sim->sram);
+		break;
+	case NPU_OP_SOFTMAX:
+		npu_op_softmax(&insn->softmax, sim->sram);
+		break;
+	case NPU_OP_LAYERNORM:
+		npu_op_layernorm(&insn->layernorm, sim->sram);
+		break;
+	case NPU_OP_REDUCE:
+		npu_op_reduce(&insn->reduce, sim->sram);
 		break;
 	default:
 		break;

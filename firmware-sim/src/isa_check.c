@@ -29,6 +29,9 @@ static const struct {
 	{ NPU_OP_ELTWISE, 0, sizeof(struct npu_insn_eltwise), "eltwise" },
 	{ NPU_OP_LUT, 0, sizeof(struct npu_insn_lut), "lut" },
 	{ NPU_OP_RESIZE, 0, sizeof(struct npu_insn_resize), "resize" },
+	{ NPU_OP_SOFTMAX, 0, sizeof(struct npu_insn_softmax), "softmax" },
+	{ NPU_OP_LAYERNORM, 0, sizeof(struct npu_insn_layernorm), "layernorm" },
+	{ NPU_OP_REDUCE, 0, sizeof(struct npu_insn_reduce), "reduce" },
 	{ NPU_OP_TIMESTAMP, 1, sizeof(struct npu_insn_timestamp), "timestamp" },
 	{ NPU_OP_BARRIER, 0, sizeof(struct npu_insn_barrier), "barrier" },
 };
@@ -64,6 +67,20 @@ int npu_insn_is_dma(uint8_t opcode)
 	return i >= 0 && insn_table[i].dma;
 }
 
+int npu_insn_i16_ok(uint8_t opcode)
+{
+	switch (opcode) {
+	case NPU_OP_CONV2D:
+	case NPU_OP_MATMUL:
+	case NPU_OP_POOL:
+	case NPU_OP_ELTWISE:
+	case NPU_OP_LUT:
+	case NPU_OP_RESIZE:
+		return 1;
+	}
+	return 0;
+}
+
 uint32_t npu_insn_check_header(const void *bytes, size_t avail,
 			       struct npu_isa_check *c)
 {
@@ -92,7 +109,11 @@ uint32_t npu_insn_check_header(const void *bytes, size_t avail,
 	if (avail < size)
 		return npu_isa_fail(c, NPU_JOB_ERR_TRUNCATED, "header.size",
 				    "truncated: needs %u bytes, %zu left", size, avail);
-	if (h.flags & ~NPU_INSN_SYNC)
+	if ((h.flags & NPU_INSN_I16) && !npu_insn_i16_ok(h.opcode))
+		return npu_isa_fail(c, ENC, "header.flags",
+				    "header flag I16 (int16 activations) on %s, which "
+				    "has no int16 mode", npu_insn_name(h.opcode));
+	if (h.flags & ~(NPU_INSN_SYNC | NPU_INSN_I16))
 		return npu_isa_fail(c, ENC, "header.flags",
 				    "header flags 0x%x has unknown bits", h.flags);
 	if (h.reserved)
@@ -302,6 +323,12 @@ uint32_t npu_insn_check(const void *insn, struct npu_isa_check *c,
 		CHECK_OP(npu_insn_lut, npu_op_lut_validate);
 	case NPU_OP_RESIZE:
 		CHECK_OP(npu_insn_resize, npu_op_resize_validate);
+	case NPU_OP_SOFTMAX:
+		CHECK_OP(npu_insn_softmax, npu_op_softmax_validate);
+	case NPU_OP_LAYERNORM:
+		CHECK_OP(npu_insn_layernorm, npu_op_layernorm_validate);
+	case NPU_OP_REDUCE:
+		CHECK_OP(npu_insn_reduce, npu_op_reduce_validate);
 	default:
 		return npu_isa_fail(c, NPU_JOB_ERR_BAD_OPCODE, "header.opcode",
 				    "unknown opcode 0x%02x", h.opcode);

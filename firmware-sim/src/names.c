@@ -47,6 +47,12 @@ const char *npu_opcode_name(uint32_t opcode)
 		return "BARRIER";
 	case NPU_OP_RESIZE:
 		return "RESIZE";
+	case NPU_OP_SOFTMAX:
+		return "SOFTMAX";
+	case NPU_OP_LAYERNORM:
+		return "LAYERNORM";
+	case NPU_OP_REDUCE:
+		return "REDUCE";
 	default:
 		return NULL;
 	}

@@ -184,7 +184,8 @@ static void print_op_table(const struct npu_session *m)
 	size_t n = npu_session_npu_num_ops(m), i, k;
 	struct npu_op_stats *ops = calloc(n + 1, sizeof(*ops));
 	static const char *const kinds[] = { "conv", "matmul", "pool", "eltwise", "lut",
-					     "resize", "copy" };
+					     "resize", "copy", "softmax", "layernorm",
+					     "reduce" };
 	uint64_t total = 0, total_bytes = 0;
 
 	if (!ops)

@@ -26,13 +26,14 @@ static void info_usage(FILE *out)
 
 static const char *const cap_names[] = {
 	"int8", "int32_bias", "per_channel_quant", "depthwise", "dilation",
-	"mmu", "watchdog", "timestamp", "zero_insert", "resize",
+	"mmu", "watchdog", "timestamp", "zero_insert", "resize", "int16",
 };
 
 static const uint8_t all_opcodes[] = {
 	NPU_OP_NOP, NPU_OP_DMA_COPY, NPU_OP_DMA_FILL, NPU_OP_CONV2D,
 	NPU_OP_MATMUL, NPU_OP_POOL, NPU_OP_ELTWISE, NPU_OP_LUT,
 	NPU_OP_TIMESTAMP, NPU_OP_BARRIER, NPU_OP_RESIZE,
+	NPU_OP_SOFTMAX, NPU_OP_LAYERNORM, NPU_OP_REDUCE,
 };
 
 static void print_version(FILE *f, uint32_t v)

@@ -144,12 +144,90 @@ NPU_TGT static void dw_avx2(const struct npu_dw *d)
 	}
 }
 
+/*
+ * int16 x int16 with vpmaddwd: a pair sum is below 2^24, so an int32 lane
+ * takes 64 of them before it is widened into the int64 total.
+ */
+NPU_TGT static int64_t dot16_avx2(const int16_t *a, const int16_t *b, uint32_t k)
+{
+	int64_t sum = 0;
+	uint32_t kk = 0;
+
+	while (kk + 16 <= k) {
+		__m256i acc = _mm256_setzero_si256();
+		int32_t lane[8];
+
+		for (uint32_t it = 0; it < 64 && kk + 16 <= k; it++, kk += 16)
+			acc = _mm256_add_epi32(acc, _mm256_madd_epi16(
+				_mm256_loadu_si256((const __m256i *)(const void *)(a + kk)),
+				_mm256_loadu_si256((const __m256i *)(const void *)(b + kk))));
+		_mm256_storeu_si256((__m256i *)(void *)lane, acc);
+		for (int i = 0; i < 8; i++)
+			sum += lane[i];
+	}
+	return sum + npu_portable_dot16(a + kk, b + kk, k - kk);
+}
+
+/* dot16_avx2() on four columns, each loaded row of a used four times. */
+NPU_TGT static void dot16x4_avx2(const int16_t *a, const int16_t *b, size_t ldb,
+				 uint32_t k, int64_t out[4])
+{
+	const int16_t *b1 = b + ldb, *b2 = b + 2 * ldb, *b3 = b + 3 * ldb;
+	int64_t s[4] = { 0, 0, 0, 0 };
+	uint32_t kk = 0;
+
+	while (kk + 16 <= k) {
+		__m256i c0 = _mm256_setzero_si256(), c1 = c0, c2 = c0, c3 = c0;
+		int32_t lane[4][8];
+
+		for (uint32_t it = 0; it < 64 && kk + 16 <= k; it++, kk += 16) {
+			__m256i x = _mm256_loadu_si256((const __m256i *)(const void *)(a + kk));
+
+#define LDB(p) _mm256_loadu_si256((const __m256i *)(const void *)((p) + kk))
+			c0 = _mm256_add_epi32(c0, _mm256_madd_epi16(x, LDB(b)));
+			c1 = _mm256_add_epi32(c1, _mm256_madd_epi16(x, LDB(b1)));
+			c2 = _mm256_add_epi32(c2, _mm256_madd_epi16(x, LDB(b2)));
+			c3 = _mm256_add_epi32(c3, _mm256_madd_epi16(x, LDB(b3)));
+#undef LDB
+		}
+		_mm256_storeu_si256((__m256i *)(void *)lane[0], c0);
+		_mm256_storeu_si256((__m256i *)(void *)lane[1], c1);
+		_mm256_storeu_si256((__m256i *)(void *)lane[2], c2);
+		_mm256_storeu_si256((__m256i *)(void *)lane[3], c3);
+		for (int j = 0; j < 4; j++)
+			for (int i = 0; i < 8; i++)
+				s[j] += lane[j][i];
+	}
+	for (int j = 0; j < 4; j++)
+		out[j] = s[j] + npu_portable_dot16(a + kk, b + (size_t)j * ldb + kk, k - kk);
+}
+
+/* 8 channels per step: widen to int32, vpmulld, vpaddd. */
+NPU_TGT static void mac16_avx2(int32_t *acc, const int16_t *x, const int16_t *w,
+			       uint32_t c)
+{
+	uint32_t i = 0;
+
+	for (; i + 8 <= c; i += 8) {
+		__m256i p = _mm256_mullo_epi32(
+			_mm256_cvtepi16_epi32(_mm_loadu_si128((const __m128i *)(const void *)(x + i))),
+			_mm256_cvtepi16_epi32(_mm_loadu_si128((const __m128i *)(const void *)(w + i))));
+		__m256i *a = (__m256i *)(void *)(acc + i);
+
+		_mm256_storeu_si256(a, _mm256_add_epi32(_mm256_loadu_si256(a), p));
+	}
+	npu_portable_mac16(acc + i, x + i, w + i, c - i);
+}
+
 const struct npu_kern npu_kern_avx2 = {
 	.name = "avx2",
 	.dot_kind = NPU_DOT_EXACT,
 	.gemm = gemm_avx2,
 	.dw = dw_avx2,
 	.sum_i8 = npu_portable_sum_i8,
+	.dot16 = dot16_avx2,
+	.dot16x4 = dot16x4_avx2,
+	.mac16 = mac16_avx2,
 };
 
 #else
@@ -161,6 +239,9 @@ const struct npu_kern npu_kern_avx2 = {
 	.gemm = npu_portable_gemm,
 	.dw = npu_portable_dw,
 	.sum_i8 = npu_portable_sum_i8,
+	.dot16 = npu_portable_dot16,
+	.dot16x4 = npu_portable_dot16x4,
+	.mac16 = npu_portable_mac16,
 };
 
 #endif

@@ -415,12 +415,91 @@ NPU_TGT static uint32_t sum_i8_avx512(const int8_t *p, uint32_t k)
 	return (uint32_t)_mm512_reduce_add_epi64(s) - 128u * 64u * blocks;
 }
 
+/*
+ * int16 x int16 with VNNI's vpdpwssd (pairs multiplied and added into
+ * int32 lanes): a pair sum is below 2^24, so 64 steps per lane are safe
+ * before widening to the int64 total.
+ */
+NPU_TGT static int64_t dot16_avx512(const int16_t *a, const int16_t *b, uint32_t k)
+{
+	int64_t sum = 0;
+	uint32_t kk = 0;
+
+	while (kk + 32 <= k) {
+		__m512i acc = _mm512_setzero_si512();
+
+		for (uint32_t it = 0; it < 64 && kk + 32 <= k; it++, kk += 32)
+			acc = _mm512_dpwssd_epi32(acc,
+				_mm512_loadu_si512((const void *)(a + kk)),
+				_mm512_loadu_si512((const void *)(b + kk)));
+		sum += _mm512_reduce_add_epi64(_mm512_add_epi64(
+			_mm512_cvtepi32_epi64(_mm512_castsi512_si256(acc)),
+			_mm512_cvtepi32_epi64(_mm512_extracti64x4_epi64(acc, 1))));
+	}
+	return sum + npu_portable_dot16(a + kk, b + kk, k - kk);
+}
+
+/* Lanes of an int32 vector, widened and summed in 64 bits. */
+NPU_TGT NPU_INLINE int64_t hsum64(__m512i v)
+{
+	return _mm512_reduce_add_epi64(_mm512_add_epi64(
+		_mm512_cvtepi32_epi64(_mm512_castsi512_si256(v)),
+		_mm512_cvtepi32_epi64(_mm512_extracti64x4_epi64(v, 1))));
+}
+
+/* dot16_avx512() on four columns, each loaded row of a used four times. */
+NPU_TGT static void dot16x4_avx512(const int16_t *a, const int16_t *b, size_t ldb,
+				   uint32_t k, int64_t out[4])
+{
+	const int16_t *b1 = b + ldb, *b2 = b + 2 * ldb, *b3 = b + 3 * ldb;
+	int64_t s[4] = { 0, 0, 0, 0 };
+	uint32_t kk = 0;
+
+	while (kk + 32 <= k) {
+		__m512i c0 = _mm512_setzero_si512(), c1 = c0, c2 = c0, c3 = c0;
+
+		for (uint32_t it = 0; it < 64 && kk + 32 <= k; it++, kk += 32) {
+			__m512i x = _mm512_loadu_si512((const void *)(a + kk));
+
+			c0 = _mm512_dpwssd_epi32(c0, x, _mm512_loadu_si512((const void *)(b + kk)));
+			c1 = _mm512_dpwssd_epi32(c1, x, _mm512_loadu_si512((const void *)(b1 + kk)));
+			c2 = _mm512_dpwssd_epi32(c2, x, _mm512_loadu_si512((const void *)(b2 + kk)));
+			c3 = _mm512_dpwssd_epi32(c3, x, _mm512_loadu_si512((const void *)(b3 + kk)));
+		}
+		s[0] += hsum64(c0);
+		s[1] += hsum64(c1);
+		s[2] += hsum64(c2);
+		s[3] += hsum64(c3);
+	}
+	for (int j = 0; j < 4; j++)
+		out[j] = s[j] + npu_portable_dot16(a + kk, b + (size_t)j * ldb + kk, k - kk);
+}
+
+/* 16 channels per step: widen to int32, vpmulld, vpaddd. */
+NPU_TGT static void mac16_avx512(int32_t *acc, const int16_t *x, const int16_t *w,
+				 uint32_t c)
+{
+	uint32_t i = 0;
+
+	for (; i + 16 <= c; i += 16) {
+		__m512i p = _mm512_mullo_epi32(
+			_mm512_cvtepi16_epi32(_mm256_loadu_si256((const __m256i *)(const void *)(x + i))),
+			_mm512_cvtepi16_epi32(_mm256_loadu_si256((const __m256i *)(const void *)(w + i))));
+
+		_mm512_storeu_si512(acc + i, _mm512_add_epi32(_mm512_loadu_si512(acc + i), p));
+	}
+	npu_portable_mac16(acc + i, x + i, w + i, c - i);
+}
+
 const struct npu_kern npu_kern_avx512vnni = {
 	.name = "avx512vnni",
 	.dot_kind = NPU_DOT_U8S8,
 	.gemm = gemm_avx512vnni,
 	.dw = dw_avx512,
 	.sum_i8 = sum_i8_avx512,
+	.dot16 = dot16_avx512,
+	.dot16x4 = dot16x4_avx512,
+	.mac16 = mac16_avx512,
 };
 
 #else
@@ -432,6 +511,9 @@ const struct npu_kern npu_kern_avx512vnni = {
 	.gemm = npu_portable_gemm,
 	.dw = npu_portable_dw,
 	.sum_i8 = npu_portable_sum_i8,
+	.dot16 = npu_portable_dot16,
+	.dot16x4 = npu_portable_dot16x4,
+	.mac16 = npu_portable_mac16,
 };
 
 #endif

@@ -90,10 +90,42 @@ uint32_t npu_portable_sum_i8(const int8_t *p, uint32_t k)
 	return s;
 }
 
+/* Blocks of 256 products (each < 2^23) cannot overflow int32. */
+int64_t npu_portable_dot16(const int16_t *a, const int16_t *b, uint32_t k)
+{
+	int64_t sum = 0;
+
+	for (uint32_t k0 = 0; k0 < k; k0 += 256) {
+		uint32_t len = k - k0 < 256 ? k - k0 : 256;
+		int32_t s = 0;
+
+		for (uint32_t i = 0; i < len; i++)
+			s += a[k0 + i] * b[k0 + i];
+		sum += s;
+	}
+	return sum;
+}
+
+void npu_portable_dot16x4(const int16_t *a, const int16_t *b, size_t ldb, uint32_t k,
+			  int64_t out[4])
+{
+	for (int j = 0; j < 4; j++)
+		out[j] = npu_portable_dot16(a, b + (size_t)j * ldb, k);
+}
+
+void npu_portable_mac16(int32_t *acc, const int16_t *x, const int16_t *w, uint32_t c)
+{
+	for (uint32_t i = 0; i < c; i++)
+		acc[i] += x[i] * w[i];
+}
+
 const struct npu_kern npu_kern_portable = {
 	.name = "portable",
 	.dot_kind = NPU_DOT_EXACT,
 	.gemm = npu_portable_gemm,
 	.dw = npu_portable_dw,
 	.sum_i8 = npu_portable_sum_i8,
+	.dot16 = npu_portable_dot16,
+	.dot16x4 = npu_portable_dot16x4,
+	.mac16 = npu_portable_mac16,
 };

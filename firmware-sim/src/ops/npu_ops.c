@@ -322,6 +322,237 @@ static void conv_gemm(const struct npu_kern *kn, const struct npu_insn_conv2d *i
 	free(arow);
 }
 
+/* ---------------------------------------------------------------------------
+ * NPU_INSN_I16 (16x8): int16 activations, weights widened to int16 with
+ * zp_w subtracted, the kernel's exact dot16x4() / dot16() per output
+ * (four channels share each load of a patch row), int64 bias and
+ * the 128-bit requantization. Every convolution shape goes through int16
+ * im2col rows (aligned, so the kernels load them directly).
+ */
+
+/* Loads n int64 biases (zeros with NPU_CONV_NO_BIAS) and the quant table. */
+static int load_tables16(const uint8_t *sram, uint32_t bias, uint32_t quant,
+			 uint32_t flags, uint32_t n, int64_t **b, int32_t **mult,
+			 int32_t **shift)
+{
+	*b = calloc(n, sizeof(**b));
+	*mult = malloc(sizeof(**mult) * n);
+	*shift = malloc(sizeof(**shift) * n);
+	if (!*b || !*mult || !*shift)
+		abort();
+	if (npu_load_quant(sram, quant, flags, n, *mult, *shift)) {
+		free(*b);
+		free(*mult);
+		free(*shift);
+		return -1;
+	}
+	if (!(flags & NPU_CONV_NO_BIAS))
+		for (uint32_t i = 0; i < n; i++)
+			(*b)[i] = npu_ld_i64(sram + bias + 8 * (size_t)i);
+	return 0;
+}
+
+/* out[j] = requant(bias[j] + dot(a, w[j])) for one row of output channels. */
+static void row16(const struct npu_kern *kn, const int16_t *a, const int16_t *w,
+		  uint32_t k, uint32_t n, const int64_t *bias,
+		  const int32_t *mult, const int32_t *shift, int32_t lo,
+		  int32_t hi, uint8_t *out)
+{
+	int64_t dot[4];
+
+	for (uint32_t j0 = 0; j0 < n; j0 += 4) {
+		uint32_t nb = n - j0 < 4 ? n - j0 : 4;
+
+		if (nb == 4)
+			kn->dot16x4(a, w + (size_t)j0 * k, k, k, dot);
+		else
+			for (uint32_t j = 0; j < nb; j++)
+				dot[j] = kn->dot16(a, w + (size_t)(j0 + j) * k, k);
+		for (uint32_t j = j0; j < j0 + nb; j++) {
+			/* The 64-bit accumulator wraps, as the reference's. */
+			int64_t acc = (int64_t)((uint64_t)bias[j] + (uint64_t)dot[j - j0]);
+
+			npu_st_i16(out + 2 * (size_t)j,
+				   npu_requant16(acc, mult[j], (uint32_t)shift[j], lo, hi));
+		}
+	}
+}
+
+/*
+ * Depthwise with int16 activations: per output pixel, the kernel's
+ * channel-inner mac16() over the taps into int32 (256 taps of products
+ * below 2^23 fit), widened into int64 with the bias; one dot16() per
+ * channel and pixel would be 9-element calls.
+ */
+static void dw_i16(const struct npu_kern *kn, const struct npu_insn_conv2d *in,
+		   const uint8_t *sram,
+		   const int64_t *bias, const int32_t *mult, const int32_t *shift,
+		   uint8_t *res)
+{
+	uint32_t c = in->in_c, taps = (uint32_t)in->k_h * in->k_w;
+	int32_t lo = npu_act16_lo(in->act_min), hi = npu_act16_hi(in->act_max);
+	const int8_t *w = (const int8_t *)(sram + in->weight);
+	int16_t *wt = malloc(sizeof(*wt) * (size_t)taps * c);
+	int16_t *x = malloc(sizeof(*x) * c);
+	int32_t *acc32 = malloc(sizeof(*acc32) * c);
+	int64_t *acc = malloc(sizeof(*acc) * c);
+
+	if (!wt || !x || !acc32 || !acc)
+		abort();
+	for (uint32_t ch = 0; ch < c; ch++)
+		for (uint32_t t = 0; t < taps; t++)
+			wt[(size_t)t * c + ch] = (int16_t)(w[(size_t)ch * taps + t] - in->zp_w);
+	for (uint32_t oh = 0; oh < in->out_h; oh++)
+	for (uint32_t ow = 0; ow < in->out_w; ow++) {
+		uint32_t run = 0;
+
+		memcpy(acc, bias, sizeof(*acc) * c);
+		memset(acc32, 0, sizeof(*acc32) * c);
+		for (uint32_t kh = 0; kh < in->k_h; kh++) {
+			int64_t ih = (int64_t)oh * in->stride_h - in->pad_top +
+				     (int64_t)kh * in->dil_h;
+
+			if (ih < 0 || ih >= in->in_h)
+				continue;
+			for (uint32_t kw = 0; kw < in->k_w; kw++) {
+				int64_t iw = (int64_t)ow * in->stride_w - in->pad_left +
+					     (int64_t)kw * in->dil_w;
+				const int16_t *wk = wt + ((size_t)kh * in->k_w + kw) * c;
+
+				if (iw < 0 || iw >= in->in_w)
+					continue;
+				memcpy(x, sram + in->input + ih * in->in_row_stride +
+				       iw * in->in_pixel_stride, 2 * (size_t)c);
+				kn->mac16(acc32, x, wk, c);
+				if (++run == 256) {
+					for (uint32_t ch = 0; ch < c; ch++) {
+						acc[ch] += acc32[ch];
+						acc32[ch] = 0;
+					}
+					run = 0;
+				}
+			}
+		}
+		for (uint32_t ch = 0; ch < c; ch++) {
+			/* wraps modulo 2^64 like the reference's accumulator */
+			int64_t a = (int64_t)((uint64_t)acc[ch] + (uint64_t)(int64_t)acc32[ch]);
+
+			npu_st_i16(res + (((size_t)oh * in->out_w + ow) * c + ch) * 2,
+				   npu_requant16(a, mult[ch], (uint32_t)shift[ch], lo, hi));
+		}
+	}
+	free(acc);
+	free(acc32);
+	free(x);
+	free(wt);
+}
+
+static void conv2d_i16(const struct npu_kern *kn, const struct npu_insn_conv2d *in,
+		       uint8_t *sram)
+{
+	uint32_t groups = in->groups;
+	uint32_t cin_g = in->in_c / groups, cout_g = in->out_c / groups;
+	uint32_t k = (uint32_t)in->k_h * in->k_w * cin_g;
+	size_t out_len = (size_t)in->out_h * in->out_w * in->out_c * 2;
+	int64_t uh = in->ins_h + 1, uw = in->ins_w + 1;
+	int64_t eff_h = ((int64_t)in->in_h - 1) * uh + 1;
+	int64_t eff_w = ((int64_t)in->in_w - 1) * uw + 1;
+	int32_t lo = npu_act16_lo(in->act_min), hi = npu_act16_hi(in->act_max);
+	const uint8_t *input = sram + in->input;
+	const int8_t *wsrc = (const int8_t *)(sram + in->weight);
+	int16_t *w = malloc(sizeof(*w) * ((size_t)in->out_c * k + 1));
+	int16_t *patch = malloc(sizeof(*patch) * ((size_t)k + 1));
+	uint8_t *res = malloc(out_len);
+	int32_t *mult, *shift;
+	int64_t *bias;
+
+	if (!w || !patch || !res)
+		abort();
+	if (load_tables16(sram, in->bias, in->quant, in->flags, in->out_c,
+			  &bias, &mult, &shift))
+		goto out;
+	if (groups == in->in_c && groups == in->out_c && !in->ins_h && !in->ins_w) {
+		dw_i16(kn, in, sram, bias, mult, shift, res);
+		goto scatter;
+	}
+	for (size_t i = 0; i < (size_t)in->out_c * k; i++)
+		w[i] = (int16_t)(wsrc[i] - in->zp_w);
+	for (uint32_t oh = 0; oh < in->out_h; oh++)
+	for (uint32_t ow = 0; ow < in->out_w; ow++)
+	for (uint32_t g = 0; g < groups; g++) {
+		int16_t *dst = patch;
+
+		/* Zero points are 0: padded and inserted taps read 0. */
+		for (uint32_t kh = 0; kh < in->k_h; kh++) {
+			int64_t ih = (int64_t)oh * in->stride_h - in->pad_top +
+				     (int64_t)kh * in->dil_h;
+
+			for (uint32_t kw = 0; kw < in->k_w; kw++, dst += cin_g) {
+				int64_t iw = (int64_t)ow * in->stride_w - in->pad_left +
+					     (int64_t)kw * in->dil_w;
+
+				if (ih < 0 || ih >= eff_h || ih % uh ||
+				    iw < 0 || iw >= eff_w || iw % uw)
+					memset(dst, 0, sizeof(*dst) * cin_g);
+				else
+					memcpy(dst, input + ih / uh * in->in_row_stride +
+					       iw / uw * in->in_pixel_stride +
+					       (size_t)g * cin_g * 2, 2 * (size_t)cin_g);
+			}
+		}
+		row16(kn, patch, w + (size_t)g * cout_g * k, k, cout_g,
+		      bias + g * cout_g, mult + g * cout_g, shift + g * cout_g,
+		      lo, hi, res + (((size_t)oh * in->out_w + ow) * in->out_c +
+				     (size_t)g * cout_g) * 2);
+	}
+scatter:
+	/* Written after every read: outputs may overlap inputs. */
+	npu_scatter_dense(sram + in->output, in->out_row_stride,
+			  in->out_pixel_stride, res, in->out_h, in->out_w,
+			  (uint32_t)in->out_c * 2);
+	free(bias);
+	free(mult);
+	free(shift);
+out:
+	free(res);
+	free(patch);
+	free(w);
+}
+
+static void matmul_i16(const struct npu_kern *kn, const struct npu_insn_matmul *in,
+		       uint8_t *sram)
+{
+	const int8_t *bsrc = (const int8_t *)(sram + in->b);
+	int16_t *w = malloc(sizeof(*w) * ((size_t)in->n * in->k + 1));
+	int16_t *a = malloc(sizeof(*a) * ((size_t)in->k + 1));
+	uint8_t *res = malloc((size_t)in->m * in->n * 2);
+	int32_t lo = npu_act16_lo(in->act_min), hi = npu_act16_hi(in->act_max);
+	int32_t *mult, *shift;
+	int64_t *bias;
+
+	if (!w || !a || !res)
+		abort();
+	if (load_tables16(sram, in->bias, in->quant, in->flags, in->n,
+			  &bias, &mult, &shift))
+		goto out;
+	for (size_t i = 0; i < (size_t)in->n * in->k; i++)
+		w[i] = (int16_t)(bsrc[i] - in->zp_b);
+	for (uint32_t i = 0; i < in->m; i++) {
+		memcpy(a, sram + in->a + (size_t)i * in->a_stride, 2 * (size_t)in->k);
+		row16(kn, a, w, in->k, in->n, bias, mult, shift, lo, hi,
+		      res + (size_t)i * in->n * 2);
+	}
+	npu_scatter_dense(sram + in->output, in->out_stride, 0, res, in->m, 1,
+			  in->n * 2);
+	free(bias);
+	free(mult);
+	free(shift);
+out:
+	free(res);
+	free(a);
+	free(w);
+}
+
 void npu_op_conv2d(const struct npu_insn_conv2d *in, uint8_t *sram)
 {
 	const struct npu_kern *kn = kern_get();
@@ -329,8 +560,13 @@ void npu_op_conv2d(const struct npu_insn_conv2d *in, uint8_t *sram)
 	struct chan_tables t;
 	struct out_target o;
 
-	if (npu_op_conv2d_check(in, &fp) ||
-	    load_tables(&t, sram, in->bias, in->quant, in->flags, in->out_c))
+	if (npu_op_conv2d_check(in, &fp))
+		return;
+	if (in->hdr.flags & NPU_INSN_I16) {
+		conv2d_i16(kn, in, sram);
+		return;
+	}
+	if (load_tables(&t, sram, in->bias, in->quant, in->flags, in->out_c))
 		return;
 	out_target_init(&o, &fp, sram + in->output, in->out_row_stride,
 			in->out_pixel_stride, in->out_h, in->out_w, in->out_c);
@@ -353,8 +589,13 @@ void npu_op_matmul(const struct npu_insn_matmul *in, uint8_t *sram)
 	struct out_target o;
 	uint32_t chunk = 1024;
 
-	if (npu_op_matmul_check(in, &fp) ||
-	    load_tables(&t, sram, in->bias, in->quant, in->flags, in->n))
+	if (npu_op_matmul_check(in, &fp))
+		return;
+	if (in->hdr.flags & NPU_INSN_I16) {
+		matmul_i16(kn, in, sram);
+		return;
+	}
+	if (load_tables(&t, sram, in->bias, in->quant, in->flags, in->n))
 		return;
 	out_target_init(&o, &fp, sram + in->output, in->out_stride, 0,
 			in->m, 1, in->n);
@@ -395,6 +636,171 @@ void npu_op_matmul(const struct npu_insn_matmul *in, uint8_t *sram)
  * the compiler vectorizes.
  */
 
+/*
+ * The vector ops with NPU_INSN_I16: the same loops over int16 elements
+ * into a dense result, written after every read (outputs may overlap).
+ */
+static void pool_i16(const struct npu_insn_pool *in, uint8_t *sram)
+{
+	uint32_t c = in->c;
+	int32_t lo = npu_act16_lo(in->act_min), hi = npu_act16_hi(in->act_max);
+	uint8_t *res = malloc((size_t)in->out_h * in->out_w * c * 2);
+	int64_t *acc = malloc(sizeof(*acc) * c);
+
+	if (!res || !acc)
+		abort();
+	for (uint32_t oh = 0; oh < in->out_h; oh++) {
+		int32_t h0 = (int32_t)(oh * in->stride_h) - in->pad_top;
+		int32_t h1 = h0 + in->k_h;
+
+		h1 = h1 > in->in_h ? in->in_h : h1;
+		h0 = h0 < 0 ? 0 : h0;
+		for (uint32_t ow = 0; ow < in->out_w; ow++) {
+			int32_t w0 = (int32_t)(ow * in->stride_w) - in->pad_left;
+			int32_t w1 = w0 + in->k_w;
+			uint8_t *dst = res + ((size_t)oh * in->out_w + ow) * c * 2;
+			int64_t count;
+
+			w1 = w1 > in->in_w ? in->in_w : w1;
+			w0 = w0 < 0 ? 0 : w0;
+			count = (in->flags & NPU_POOL_COUNT_PAD) ?
+				(int64_t)in->k_h * in->k_w :
+				(int64_t)(h1 - h0) * (w1 - w0);
+			for (uint32_t ch = 0; ch < c; ch++)
+				acc[ch] = in->mode == NPU_POOL_MAX ? INT16_MIN : 0;
+			for (int32_t ih = h0; ih < h1; ih++)
+				for (int32_t iw = w0; iw < w1; iw++) {
+					const uint8_t *src = sram + in->input +
+							     (size_t)ih * in->in_row_stride +
+							     (size_t)iw * in->in_pixel_stride;
+
+					for (uint32_t ch = 0; ch < c; ch++) {
+						int64_t x = npu_ld_i16(src + 2 * (size_t)ch);
+
+						if (in->mode == NPU_POOL_MAX)
+							acc[ch] = x > acc[ch] ? x : acc[ch];
+						else
+							acc[ch] += x;
+					}
+				}
+			for (uint32_t ch = 0; ch < c; ch++) {
+				int64_t v = in->mode == NPU_POOL_MAX ? acc[ch] :
+					    npu_div_round(acc[ch], count);
+
+				npu_st_i16(dst + 2 * (size_t)ch, npu_clamp64(v, lo, hi));
+			}
+		}
+	}
+	npu_scatter_dense(sram + in->output, in->out_row_stride,
+			  in->out_pixel_stride, res, in->out_h, in->out_w, c * 2);
+	free(acc);
+	free(res);
+}
+
+/* ELTWISE with any int16 operand (NPU_INSN_I16 or 'types'). */
+static int64_t elt_ld(const uint8_t *p, size_t i, int i16)
+{
+	return i16 ? npu_ld_i16(p + 2 * i) : (int8_t)p[i];
+}
+
+static void eltwise_i16(const struct npu_insn_eltwise *in, uint8_t *sram)
+{
+	uint32_t n = in->count, types = npu_elt_types(in);
+	int a16 = !!(types & NPU_ELT_A16), b16 = !!(types & NPU_ELT_B16);
+	int o16 = !!(types & NPU_ELT_OUT16);
+	int32_t lo = o16 ? npu_act16_lo(in->act_min) : in->act_min;
+	int32_t hi = o16 ? npu_act16_hi(in->act_max) : in->act_max;
+	int64_t ma = in->mult_a, mb = in->mult_b, za = in->zp_a, zb = in->zp_b;
+	int64_t rnd = (int64_t)1 << (in->shift - 1);
+	uint8_t *res = malloc((size_t)n * 2);
+
+	if (!res)
+		abort();
+	for (uint32_t i = 0, bi = 0; i < n; i++) {
+		int64_t a = elt_ld(sram + in->a, i, a16) - za;
+		int64_t b = elt_ld(sram + in->b, bi, b16) - zb;
+		int64_t acc = in->mode == NPU_ELT_ADD ? a * ma + b * mb : a * b * ma;
+		int32_t v = npu_clamp64(((acc + rnd) >> in->shift) + in->zp_out, lo, hi);
+
+		if (o16)
+			npu_st_i16(res + 2 * (size_t)i, v);
+		else
+			res[i] = (uint8_t)v;
+		/* b's index: i, i mod channels, or 0, without a division */
+		if (in->bcast == NPU_BCAST_NONE ||
+		    (in->bcast == NPU_BCAST_CHANNEL && ++bi == in->channels))
+			bi = in->bcast == NPU_BCAST_NONE ? i + 1 : 0;
+	}
+	memcpy(sram + in->output, res, (size_t)n * (o16 + 1));
+	free(res);
+}
+
+static void lut_i16(const struct npu_insn_lut *in, uint8_t *sram)
+{
+	uint8_t table[513 * 2];
+	uint8_t *res = malloc((size_t)in->count * 2);
+
+	if (!res)
+		abort();
+	memcpy(table, sram + in->table, sizeof(table));
+	for (uint32_t i = 0; i < in->count; i++)
+		npu_st_i16(res + 2 * (size_t)i,
+			   npu_lut16(table, npu_ld_i16(sram + in->input + 2 * (size_t)i)));
+	memcpy(sram + in->output, res, (size_t)in->count * 2);
+	free(res);
+}
+
+static void resize_i16(const struct npu_insn_resize *in, uint8_t *sram)
+{
+	uint32_t c = in->c;
+	uint8_t *res = malloc((size_t)in->out_h * in->out_w * c * 2);
+
+	if (!res)
+		abort();
+	for (uint32_t oy = 0; oy < in->out_h; oy++) {
+		uint32_t y0, y1, fy;
+
+		npu_resize_coord(oy, in->step_h, in->offset_h, in->den_h, in->in_h,
+				 &y0, &y1, &fy);
+		const uint8_t *r0 = sram + in->input + (size_t)y0 * in->in_row_stride;
+		const uint8_t *r1 = sram + in->input + (size_t)y1 * in->in_row_stride;
+
+		for (uint32_t ox = 0; ox < in->out_w; ox++) {
+			uint8_t *dst = res + ((size_t)oy * in->out_w + ox) * c * 2;
+			uint32_t x0, x1, fx;
+
+			npu_resize_coord(ox, in->step_w, in->offset_w, in->den_w,
+					 in->in_w, &x0, &x1, &fx);
+			const uint8_t *a = r0 + (size_t)x0 * in->in_pixel_stride;
+
+			if (in->mode == NPU_RESIZE_NEAREST) {
+				memcpy(dst, a, (size_t)c * 2);
+				continue;
+			}
+			const uint8_t *b = r0 + (size_t)x1 * in->in_pixel_stride;
+			const uint8_t *d0 = r1 + (size_t)x0 * in->in_pixel_stride;
+			const uint8_t *d1 = r1 + (size_t)x1 * in->in_pixel_stride;
+			int64_t w00 = (int64_t)(65536 - fy) * (65536 - fx);
+			int64_t w01 = (int64_t)(65536 - fy) * fx;
+			int64_t w10 = (int64_t)fy * (65536 - fx);
+			int64_t w11 = (int64_t)fy * fx;
+
+			for (uint32_t ch = 0; ch < c; ch++) {
+				size_t o = 2 * (size_t)ch;
+
+				npu_st_i16(dst + o, (int32_t)((npu_ld_i16(a + o) * w00 +
+							       npu_ld_i16(b + o) * w01 +
+							       npu_ld_i16(d0 + o) * w10 +
+							       npu_ld_i16(d1 + o) * w11 +
+							       ((int64_t)1 << 31)) >> 32));
+			}
+		}
+	}
+	npu_scatter_dense(sram + in->output, in->out_row_stride,
+			  in->out_pixel_stride, res, in->out_h, in->out_w, c * 2);
+	free(res);
+}
+
 void npu_op_pool(const struct npu_insn_pool *in, uint8_t *sram)
 {
 	struct npu_op_footprint fp;
@@ -404,6 +810,10 @@ void npu_op_pool(const struct npu_insn_pool *in, uint8_t *sram)
 
 	if (npu_op_pool_check(in, &fp))
 		return;
+	if (in->hdr.flags & NPU_INSN_I16) {
+		pool_i16(in, sram);
+		return;
+	}
 	acc = malloc(sizeof(*acc) * c);
 	if (!acc)
 		abort();
@@ -467,6 +877,10 @@ void npu_op_eltwise(const struct npu_insn_eltwise *in, uint8_t *sram)
 
 	if (npu_op_eltwise_check(in, &fp))
 		return;
+	if (npu_elt_types(in)) {
+		eltwise_i16(in, sram);
+		return;
+	}
 	a = (const int8_t *)sram + in->a;
 	b = (const int8_t *)sram + in->b;
 	out = (int8_t *)sram + in->output;
@@ -533,6 +947,10 @@ void npu_op_lut(const struct npu_insn_lut *in, uint8_t *sram)
 
 	if (npu_op_lut_check(in, &fp))
 		return;
+	if (in->hdr.flags & NPU_INSN_I16) {
+		lut_i16(in, sram);
+		return;
+	}
 	/* A private copy of the table makes a table/output overlap harmless. */
 	memcpy(table, sram + in->table, 256);
 	src = sram + in->input;
@@ -563,6 +981,10 @@ void npu_op_resize(const struct npu_insn_resize *in, uint8_t *sram)
 
 	if (npu_op_resize_check(in, &fp))
 		return;
+	if (in->hdr.flags & NPU_INSN_I16) {
+		resize_i16(in, sram);
+		return;
+	}
 	out_target_init(&o, &fp, sram + in->output, in->out_row_stride,
 			in->out_pixel_stride, in->out_h, in->out_w, c);
 	for (uint32_t oy = 0; oy < in->out_h; oy++) {

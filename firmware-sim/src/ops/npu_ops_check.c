@@ -54,7 +54,11 @@ static uint32_t check_hdr(const struct npu_insn_header *hdr, uint8_t opcode,
 		return npu_isa_fail(c, ENC, "header.size",
 				    "size field %u, a %s is %zu bytes", hdr->size,
 				    npu_insn_name(opcode), size);
-	if (hdr->flags & ~NPU_INSN_SYNC)
+	if ((hdr->flags & NPU_INSN_I16) && !npu_insn_i16_ok(opcode))
+		return npu_isa_fail(c, ENC, "header.flags",
+				    "header flag I16 (int16 activations) on %s, which "
+				    "has no int16 mode", npu_insn_name(opcode));
+	if (hdr->flags & ~(NPU_INSN_SYNC | NPU_INSN_I16))
 		return npu_isa_fail(c, ENC, "header.flags",
 				    "header flags 0x%x has unknown bits", hdr->flags);
 	if (hdr->reserved)
@@ -84,6 +88,38 @@ static uint32_t zp_chk(struct npu_isa_check *c, const char *field, int32_t zp)
 		return npu_isa_fail(c, PARAM, field, "%s %d is outside -128..127",
 				    field, zp);
 	return NPU_JOB_OK;
+}
+
+/*
+ * An activation's zero point: -128..127 for int8; int16 activations are
+ * symmetric (NPU_INSN_I16), so 0.
+ */
+static uint32_t zp_act_chk(struct npu_isa_check *c, const char *field,
+			   int32_t zp, int i16)
+{
+	if (i16 && zp)
+		return npu_isa_fail(c, PARAM, field,
+				    "%s %d is not 0: int16 activations (I16) are "
+				    "symmetric", field, zp);
+	return zp_chk(c, field, zp);
+}
+
+/* Bytes per activation element. */
+static uint32_t act_bytes(const struct npu_insn_header *hdr)
+{
+	return (hdr->flags & NPU_INSN_I16) ? 2 : 1;
+}
+
+/* MAC array input lanes: an int16 x int8 product takes two (half rate). */
+static uint32_t mac_rows(const struct npu_insn_header *hdr)
+{
+	return (hdr->flags & NPU_INSN_I16) ? NPU_MAC_ROWS / 2 : NPU_MAC_ROWS;
+}
+
+/* Vector lanes: the engine moves bytes, int16 elements take two. */
+static uint32_t vec_lanes(const struct npu_insn_header *hdr)
+{
+	return (hdr->flags & NPU_INSN_I16) ? NPU_VECTOR_LANES / 2 : NPU_VECTOR_LANES;
 }
 
 static uint32_t act_chk(struct npu_isa_check *c, int8_t lo, int8_t hi)
@@ -220,6 +256,8 @@ uint32_t npu_op_conv2d_validate(const struct npu_insn_conv2d *in,
 	struct npu_op_footprint f = { 0 };
 	uint32_t cin_g, cout_g;
 	uint64_t taps;
+	int i16 = !!(in->hdr.flags & NPU_INSN_I16);
+	uint32_t es = act_bytes(&in->hdr), rows = mac_rows(&in->hdr);
 
 	if (fp)
 		memset(fp, 0, sizeof(*fp));
@@ -247,9 +285,9 @@ uint32_t npu_op_conv2d_validate(const struct npu_insn_conv2d *in,
 		return npu_isa_fail(c, PARAM, "groups",
 				    "groups %u does not divide in_c %u and out_c %u",
 				    in->groups, in->in_c, in->out_c);
-	TRY(zp_chk(c, "zp_in", in->zp_in));
+	TRY(zp_act_chk(c, "zp_in", in->zp_in, i16));
 	TRY(zp_chk(c, "zp_w", in->zp_w));
-	TRY(zp_chk(c, "zp_out", in->zp_out));
+	TRY(zp_act_chk(c, "zp_out", in->zp_out, i16));
 	TRY(act_chk(c, in->act_min, in->act_max));
 	TRY(out_dim_chk(c, "out_h", in->in_h, in->ins_h, in->pad_top,
 			in->pad_bottom, in->k_h, in->stride_h, in->dil_h,
@@ -258,24 +296,28 @@ uint32_t npu_op_conv2d_validate(const struct npu_insn_conv2d *in,
 			in->pad_right, in->k_w, in->stride_w, in->dil_w,
 			in->out_w));
 	TRY(layout_chk(c, "in_row_stride", "in_pixel_stride", "in_c", in->in_h,
-		       in->in_w, in->in_c, in->in_row_stride, in->in_pixel_stride));
+		       in->in_w, in->in_c * es, in->in_row_stride,
+		       in->in_pixel_stride));
 	TRY(layout_chk(c, "out_row_stride", "out_pixel_stride", "out_c",
-		       in->out_h, in->out_w, in->out_c, in->out_row_stride,
+		       in->out_h, in->out_w, in->out_c * es, in->out_row_stride,
 		       in->out_pixel_stride));
 
 	cin_g = in->in_c / in->groups;
 	cout_g = in->out_c / in->groups;
-	TRY(tensor_range(c, "input", in->input, in->in_h, in->in_w, in->in_c,
-			 in->in_row_stride, in->in_pixel_stride, &f.reads[0]));
+	TRY(tensor_range(c, "input", in->input, in->in_h, in->in_w,
+			 in->in_c * es, in->in_row_stride, in->in_pixel_stride,
+			 &f.reads[0]));
 	TRY(sram_range(c, "weight", in->weight, in->out_c,
 		       (uint32_t)in->k_h * in->k_w, cin_g, &f.reads[1]));
 	TRY(quant_range(c, in->quant, in->flags, in->out_c, &f.reads[2]));
 	TRY(tensor_range(c, "output", in->output, in->out_h, in->out_w,
-			 in->out_c, in->out_row_stride, in->out_pixel_stride,
+			 in->out_c * es, in->out_row_stride, in->out_pixel_stride,
 			 &f.writes[0]));
 	f.num_reads = 3;
 	if (!(in->flags & NPU_CONV_NO_BIAS)) {
-		TRY(sram_range(c, "bias", in->bias, in->out_c, 4, 1, &f.reads[3]));
+		/* int32 bias, int64 with int16 activations (64-bit accumulator) */
+		TRY(sram_range(c, "bias", in->bias, in->out_c, 4 * es, 1,
+			       &f.reads[3]));
 		f.num_reads = 4;
 	}
 	f.num_writes = 1;
@@ -284,11 +326,11 @@ uint32_t npu_op_conv2d_validate(const struct npu_insn_conv2d *in,
 	taps = (uint64_t)npu_conv_taps(in->k_h, in->dil_h, in->ins_h) *
 	       npu_conv_taps(in->k_w, in->dil_w, in->ins_w);
 	if (in->groups == in->in_c && in->groups == in->out_c)
-		f.cycles = div_up((uint64_t)in->out_h * in->out_w, NPU_MAC_ROWS) *
+		f.cycles = div_up((uint64_t)in->out_h * in->out_w, rows) *
 			   taps * div_up(in->out_c, NPU_MAC_COLS);
 	else
 		f.cycles = (uint64_t)in->out_h * in->out_w * taps *
-			   in->groups * div_up(cin_g, NPU_MAC_ROWS) *
+			   in->groups * div_up(cin_g, rows) *
 			   div_up(cout_g, NPU_MAC_COLS);
 	f.macs = (uint64_t)in->out_h * in->out_w * in->out_c * taps * cin_g;
 	if (fp)
@@ -301,6 +343,8 @@ uint32_t npu_op_matmul_validate(const struct npu_insn_matmul *in,
 				struct npu_isa_check *c)
 {
 	struct npu_op_footprint f = { 0 };
+	int i16 = !!(in->hdr.flags & NPU_INSN_I16);
+	uint32_t es = act_bytes(&in->hdr);
 
 	if (fp)
 		memset(fp, 0, sizeof(*fp));
@@ -312,31 +356,34 @@ uint32_t npu_op_matmul_validate(const struct npu_insn_matmul *in,
 	TRY(nonzero(c, "m", in->m));
 	TRY(nonzero(c, "k", in->k));
 	TRY(nonzero(c, "n", in->n));
-	TRY(zp_chk(c, "zp_a", in->zp_a));
+	TRY(zp_act_chk(c, "zp_a", in->zp_a, i16));
 	TRY(zp_chk(c, "zp_b", in->zp_b));
-	TRY(zp_chk(c, "zp_out", in->zp_out));
+	TRY(zp_act_chk(c, "zp_out", in->zp_out, i16));
 	TRY(act_chk(c, in->act_min, in->act_max));
-	if (in->m > 1 && in->a_stride < in->k)
-		return npu_isa_fail(c, PARAM, "a_stride", "a_stride %u < k %u",
-				    in->a_stride, in->k);
-	if (in->m > 1 && in->out_stride < in->n)
-		return npu_isa_fail(c, PARAM, "out_stride", "out_stride %u < n %u",
-				    in->out_stride, in->n);
+	/* Strides are bytes; rows hold k (n) elements of es bytes. */
+	if (in->m > 1 && in->a_stride < (uint64_t)in->k * es)
+		return npu_isa_fail(c, PARAM, "a_stride", "a_stride %u < k %u x %u bytes",
+				    in->a_stride, in->k, es);
+	if (in->m > 1 && in->out_stride < (uint64_t)in->n * es)
+		return npu_isa_fail(c, PARAM, "out_stride",
+				    "out_stride %u < n %u x %u bytes",
+				    in->out_stride, in->n, es);
 
 	TRY(sram_range(c, "a", in->a, 1, 1,
-		       (uint64_t)(in->m - 1) * in->a_stride + in->k, &f.reads[0]));
+		       (uint64_t)(in->m - 1) * in->a_stride + (uint64_t)in->k * es,
+		       &f.reads[0]));
 	TRY(sram_range(c, "b", in->b, in->n, in->k, 1, &f.reads[1]));
 	TRY(quant_range(c, in->quant, in->flags, in->n, &f.reads[2]));
 	TRY(sram_range(c, "output", in->output, 1, 1,
-		       (uint64_t)(in->m - 1) * in->out_stride + in->n,
+		       (uint64_t)(in->m - 1) * in->out_stride + (uint64_t)in->n * es,
 		       &f.writes[0]));
 	f.num_reads = 3;
 	if (!(in->flags & NPU_CONV_NO_BIAS)) {
-		TRY(sram_range(c, "bias", in->bias, in->n, 4, 1, &f.reads[3]));
+		TRY(sram_range(c, "bias", in->bias, in->n, 4 * es, 1, &f.reads[3]));
 		f.num_reads = 4;
 	}
 	f.num_writes = 1;
-	f.cycles = (uint64_t)in->m * div_up(in->k, NPU_MAC_ROWS) *
+	f.cycles = (uint64_t)in->m * div_up(in->k, mac_rows(&in->hdr)) *
 		   div_up(in->n, NPU_MAC_COLS);
 	f.macs = (uint64_t)in->m * in->k * in->n;
 	if (fp)
@@ -349,6 +396,8 @@ uint32_t npu_op_pool_validate(const struct npu_insn_pool *in,
 			      struct npu_isa_check *c)
 {
 	struct npu_op_footprint f = { 0 };
+	int i16 = !!(in->hdr.flags & NPU_INSN_I16);
+	uint32_t es = act_bytes(&in->hdr);
 
 	if (fp)
 		memset(fp, 0, sizeof(*fp));
@@ -371,8 +420,8 @@ uint32_t npu_op_pool_validate(const struct npu_insn_pool *in,
 	TRY(nonzero(c, "k_w", in->k_w));
 	TRY(nonzero(c, "stride_h", in->stride_h));
 	TRY(nonzero(c, "stride_w", in->stride_w));
-	TRY(zp_chk(c, "zp_in", in->zp_in));
-	TRY(zp_chk(c, "zp_out", in->zp_out));
+	TRY(zp_act_chk(c, "zp_in", in->zp_in, i16));
+	TRY(zp_act_chk(c, "zp_out", in->zp_out, i16));
 	TRY(act_chk(c, in->act_min, in->act_max));
 	/* A pad below the window size keeps a real pixel in every window. */
 	if (in->pad_top >= in->k_h || in->pad_bottom >= in->k_h)
@@ -388,17 +437,19 @@ uint32_t npu_op_pool_validate(const struct npu_insn_pool *in,
 	TRY(out_dim_chk(c, "out_w", in->in_w, 0, in->pad_left, in->pad_right,
 			in->k_w, in->stride_w, 1, in->out_w));
 	TRY(layout_chk(c, "in_row_stride", "in_pixel_stride", "c", in->in_h,
-		       in->in_w, in->c, in->in_row_stride, in->in_pixel_stride));
+		       in->in_w, in->c * es, in->in_row_stride, in->in_pixel_stride));
 	TRY(layout_chk(c, "out_row_stride", "out_pixel_stride", "c", in->out_h,
-		       in->out_w, in->c, in->out_row_stride, in->out_pixel_stride));
-	TRY(tensor_range(c, "input", in->input, in->in_h, in->in_w, in->c,
+		       in->out_w, in->c * es, in->out_row_stride,
+		       in->out_pixel_stride));
+	TRY(tensor_range(c, "input", in->input, in->in_h, in->in_w, in->c * es,
 			 in->in_row_stride, in->in_pixel_stride, &f.reads[0]));
-	TRY(tensor_range(c, "output", in->output, in->out_h, in->out_w, in->c,
-			 in->out_row_stride, in->out_pixel_stride, &f.writes[0]));
+	TRY(tensor_range(c, "output", in->output, in->out_h, in->out_w,
+			 in->c * es, in->out_row_stride, in->out_pixel_stride,
+			 &f.writes[0]));
 	f.num_reads = 1;
 	f.num_writes = 1;
 	f.cycles = div_up((uint64_t)in->out_h * in->out_w * in->c * in->k_h *
-			  in->k_w, NPU_VECTOR_LANES);
+			  in->k_w, vec_lanes(&in->hdr));
 	if (fp)
 		*fp = f;
 	return NPU_JOB_OK;
@@ -410,11 +461,20 @@ uint32_t npu_op_eltwise_validate(const struct npu_insn_eltwise *in,
 {
 	struct npu_op_footprint f = { 0 };
 	uint32_t b_len;
+	uint32_t types = npu_elt_types(in);
+	uint32_t es_a = types & NPU_ELT_A16 ? 2 : 1, es_b = types & NPU_ELT_B16 ? 2 : 1;
+	uint32_t es_o = types & NPU_ELT_OUT16 ? 2 : 1;
 
 	if (fp)
 		memset(fp, 0, sizeof(*fp));
 	TRY(check_hdr(&in->hdr, NPU_OP_ELTWISE, sizeof(*in), c));
-	TRY(reserved_zero(c, "reserved0", in->reserved0));
+	if (in->types & ~(NPU_ELT_A16 | NPU_ELT_B16 | NPU_ELT_OUT16))
+		return npu_isa_fail(c, ENC, "types", "types 0x%x has unknown bits",
+				    in->types);
+	if ((in->hdr.flags & NPU_INSN_I16) && in->types)
+		return npu_isa_fail(c, ENC, "types",
+				    "types 0x%x is not 0 with header flag I16 (all int16)",
+				    in->types);
 	if (in->mode != NPU_ELT_ADD && in->mode != NPU_ELT_MUL)
 		return npu_isa_fail(c, PARAM, "mode",
 				    "mode %u is not 0 (add) or 1 (mul)", in->mode);
@@ -437,19 +497,20 @@ uint32_t npu_op_eltwise_validate(const struct npu_insn_eltwise *in,
 	if (in->mode == NPU_ELT_MUL && in->mult_b)
 		return npu_isa_fail(c, PARAM, "mult_b",
 				    "mult_b %d is not 0 with mode=mul", in->mult_b);
-	TRY(zp_chk(c, "zp_a", in->zp_a));
-	TRY(zp_chk(c, "zp_b", in->zp_b));
-	TRY(zp_chk(c, "zp_out", in->zp_out));
+	TRY(zp_act_chk(c, "zp_a", in->zp_a, es_a == 2));
+	TRY(zp_act_chk(c, "zp_b", in->zp_b, es_b == 2));
+	TRY(zp_act_chk(c, "zp_out", in->zp_out, es_o == 2));
 	TRY(act_chk(c, in->act_min, in->act_max));
 
 	b_len = in->bcast == NPU_BCAST_NONE ? in->count :
 		in->bcast == NPU_BCAST_CHANNEL ? in->channels : 1;
-	TRY(sram_range(c, "a", in->a, in->count, 1, 1, &f.reads[0]));
-	TRY(sram_range(c, "b", in->b, b_len, 1, 1, &f.reads[1]));
-	TRY(sram_range(c, "output", in->output, in->count, 1, 1, &f.writes[0]));
+	TRY(sram_range(c, "a", in->a, in->count, es_a, 1, &f.reads[0]));
+	TRY(sram_range(c, "b", in->b, b_len, es_b, 1, &f.reads[1]));
+	TRY(sram_range(c, "output", in->output, in->count, es_o, 1, &f.writes[0]));
 	f.num_reads = 2;
 	f.num_writes = 1;
-	f.cycles = div_up(in->count, NPU_VECTOR_LANES);
+	/* Any int16 operand: 2-byte lanes. */
+	f.cycles = div_up(in->count, types ? NPU_VECTOR_LANES / 2 : NPU_VECTOR_LANES);
 	if (fp)
 		*fp = f;
 	return NPU_JOB_OK;
@@ -460,17 +521,20 @@ uint32_t npu_op_lut_validate(const struct npu_insn_lut *in,
 			     struct npu_isa_check *c)
 {
 	struct npu_op_footprint f = { 0 };
+	uint32_t es = act_bytes(&in->hdr);
 
 	if (fp)
 		memset(fp, 0, sizeof(*fp));
 	TRY(check_hdr(&in->hdr, NPU_OP_LUT, sizeof(*in), c));
 	TRY(nonzero(c, "count", in->count));
-	TRY(sram_range(c, "input", in->input, in->count, 1, 1, &f.reads[0]));
-	TRY(sram_range(c, "table", in->table, 256, 1, 1, &f.reads[1]));
-	TRY(sram_range(c, "output", in->output, in->count, 1, 1, &f.writes[0]));
+	TRY(sram_range(c, "input", in->input, in->count, es, 1, &f.reads[0]));
+	/* 256 int8, or 513 int16 interpolation points */
+	TRY(sram_range(c, "table", in->table, es == 2 ? 513 : 256, es, 1,
+		       &f.reads[1]));
+	TRY(sram_range(c, "output", in->output, in->count, es, 1, &f.writes[0]));
 	f.num_reads = 2;
 	f.num_writes = 1;
-	f.cycles = div_up(in->count, NPU_VECTOR_LANES);
+	f.cycles = div_up(in->count, vec_lanes(&in->hdr));
 	if (fp)
 		*fp = f;
 	return NPU_JOB_OK;
@@ -481,6 +545,7 @@ uint32_t npu_op_resize_validate(const struct npu_insn_resize *in,
 				struct npu_isa_check *c)
 {
 	struct npu_op_footprint f = { 0 };
+	uint32_t es = act_bytes(&in->hdr);
 
 	if (fp)
 		memset(fp, 0, sizeof(*fp));
@@ -499,19 +564,21 @@ uint32_t npu_op_resize_validate(const struct npu_insn_resize *in,
 	TRY(nonzero(c, "den_h", in->den_h));
 	TRY(nonzero(c, "den_w", in->den_w));
 	TRY(layout_chk(c, "in_row_stride", "in_pixel_stride", "c", in->in_h,
-		       in->in_w, in->c, in->in_row_stride, in->in_pixel_stride));
+		       in->in_w, in->c * es, in->in_row_stride, in->in_pixel_stride));
 	TRY(layout_chk(c, "out_row_stride", "out_pixel_stride", "c", in->out_h,
-		       in->out_w, in->c, in->out_row_stride, in->out_pixel_stride));
-	TRY(tensor_range(c, "input", in->input, in->in_h, in->in_w, in->c,
+		       in->out_w, in->c * es, in->out_row_stride,
+		       in->out_pixel_stride));
+	TRY(tensor_range(c, "input", in->input, in->in_h, in->in_w, in->c * es,
 			 in->in_row_stride, in->in_pixel_stride, &f.reads[0]));
-	TRY(tensor_range(c, "output", in->output, in->out_h, in->out_w, in->c,
-			 in->out_row_stride, in->out_pixel_stride, &f.writes[0]));
+	TRY(tensor_range(c, "output", in->output, in->out_h, in->out_w,
+			 in->c * es, in->out_row_stride, in->out_pixel_stride,
+			 &f.writes[0]));
 	f.num_reads = 1;
 	f.num_writes = 1;
 	/* One gather per output element; bilinear blends four. */
 	f.cycles = div_up((uint64_t)in->out_h * in->out_w * in->c *
 			  (in->mode == NPU_RESIZE_BILINEAR ? 4 : 1),
-			  NPU_VECTOR_LANES);
+			  vec_lanes(&in->hdr));
 	if (fp)
 		*fp = f;
 	return NPU_JOB_OK;

@@ -52,6 +52,77 @@ static inline int8_t npu_requant64(int64_t acc, uint32_t shift, int32_t zp_out,
 	return (int8_t)npu_clamp64((v >> shift) + zp_out, lo, hi);
 }
 
+/*
+ * int16 activations (NPU_INSN_I16): little-endian int16 elements, int64
+ * bias, and the same requantization of a 64-bit accumulator done in 128
+ * bits (|acc * mult| < 2^95), so no accumulator value can overflow it.
+ */
+static inline int16_t npu_ld_i16(const uint8_t *p)
+{
+	return (int16_t)(p[0] | (uint16_t)(p[1] << 8));
+}
+
+static inline void npu_st_i16(uint8_t *p, int32_t v)
+{
+	p[0] = (uint8_t)v;
+	p[1] = (uint8_t)((uint32_t)v >> 8);
+}
+
+static inline int64_t npu_ld_i64(const uint8_t *p)
+{
+	int64_t v;
+
+	memcpy(&v, p, sizeof(v));
+	return v;
+}
+
+/* The int16 clamp bounds of an instruction's int8 act_min / act_max. */
+static inline int32_t npu_act16_lo(int8_t act_min)
+{
+	return (int32_t)act_min * 256;
+}
+
+static inline int32_t npu_act16_hi(int8_t act_max)
+{
+	return (int32_t)act_max * 256 + 255;
+}
+
+__extension__ typedef __int128 npu_i128;
+
+static inline int16_t npu_requant16(int64_t acc, int32_t mult, uint32_t shift,
+				    int32_t lo, int32_t hi)
+{
+	npu_i128 v = (npu_i128)acc * mult + ((npu_i128)1 << (shift - 1));
+
+	v >>= shift;
+	if (v < lo)
+		return (int16_t)lo;
+	if (v > hi)
+		return (int16_t)hi;
+	return (int16_t)v;
+}
+
+/* LUT with NPU_INSN_I16: interpolation in a 513-entry int16 table. */
+static inline int16_t npu_lut16(const uint8_t *table, int16_t x)
+{
+	uint32_t u = (uint32_t)((int32_t)x + 32768);
+	int32_t t0 = npu_ld_i16(table + 2 * (u >> 7));
+	int32_t t1 = npu_ld_i16(table + 2 * (u >> 7) + 2);
+
+	return (int16_t)(t0 + (((t1 - t0) * (int32_t)(u & 127) + 64) >> 7));
+}
+
+/*
+ * Bytes per element of ELTWISE's a, b and output: NPU_INSN_I16 makes all
+ * int16, else 'types' picks them one by one.
+ */
+static inline uint32_t npu_elt_types(const struct npu_insn_eltwise *in)
+{
+	if (in->hdr.flags & NPU_INSN_I16)
+		return NPU_ELT_A16 | NPU_ELT_B16 | NPU_ELT_OUT16;
+	return in->types;
+}
+
 /* Round half away from zero; count > 0. */
 static inline int32_t npu_div_round(int64_t sum, int64_t count)
 {
@@ -122,6 +193,16 @@ struct npu_kern {
 	void (*dw)(const struct npu_dw *d);
 	/* sum of p[0..k) as int8, modulo 2^32 */
 	uint32_t (*sum_i8)(const int8_t *p, uint32_t k);
+	/*
+	 * NPU_INSN_I16: the exact sum of a[i] * b[i], a the int16 activations,
+	 * b the weights minus zp_w (-255..255); every product is below 2^23.
+	 */
+	int64_t (*dot16)(const int16_t *a, const int16_t *b, uint32_t k);
+	/* Four of them at once: out[j] = dot16(a, b + j * ldb, k), j < 4. */
+	void (*dot16x4)(const int16_t *a, const int16_t *b, size_t ldb, uint32_t k,
+			int64_t out[4]);
+	/* Depthwise, NPU_INSN_I16: acc[i] += x[i] * w[i], products < 2^23. */
+	void (*mac16)(int32_t *acc, const int16_t *x, const int16_t *w, uint32_t c);
 };
 
 extern const struct npu_kern npu_kern_portable;
@@ -132,6 +213,10 @@ extern const struct npu_kern npu_kern_avx512vnni;
 void npu_portable_gemm(const struct npu_gemm *g);
 void npu_portable_dw(const struct npu_dw *d);
 uint32_t npu_portable_sum_i8(const int8_t *p, uint32_t k);
+int64_t npu_portable_dot16(const int16_t *a, const int16_t *b, uint32_t k);
+void npu_portable_dot16x4(const int16_t *a, const int16_t *b, size_t ldb, uint32_t k,
+			  int64_t out[4]);
+void npu_portable_mac16(int32_t *acc, const int16_t *x, const int16_t *w, uint32_t c);
 
 /* Whether [a) and [b) share a byte. */
 static inline int npu_ranges_overlap(struct npu_sram_range a,

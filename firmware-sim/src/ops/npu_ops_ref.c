@@ -22,17 +22,55 @@ void npu_scatter_dense(uint8_t *dst, size_t row_stride, size_t pixel_stride,
 			       src + ((size_t)y * w + x) * c, c);
 }
 
+/* One activation element of 1 or 2 bytes (NPU_INSN_I16). */
+static int32_t ld_act(const uint8_t *p, int i16)
+{
+	return i16 ? npu_ld_i16(p) : (int8_t)*p;
+}
+
+/* Stores an element already clamped to the activation type. */
+static void st_act(uint8_t *p, int32_t v, int i16)
+{
+	if (i16)
+		npu_st_i16(p, v);
+	else
+		*p = (uint8_t)v;
+}
+
+/*
+ * The requantization of a CONV2D / MATMUL accumulator: int8 keeps the
+ * 32-bit wrap of its accumulator, int16 the 64-bit one.
+ */
+static int32_t requant_acc(uint64_t acc, int32_t mult, uint32_t shift,
+			   int32_t zp_out, int8_t act_min, int8_t act_max, int i16)
+{
+	if (i16)
+		return npu_requant16((int64_t)acc, mult, shift,
+				     npu_act16_lo(act_min), npu_act16_hi(act_max));
+	return npu_requant((int32_t)(uint32_t)acc, mult, shift, zp_out,
+			   act_min, act_max);
+}
+
+static int64_t ld_bias(const uint8_t *sram, uint32_t bias, uint32_t i, int i16)
+{
+	if (i16)
+		return npu_ld_i64(sram + bias + 8 * (size_t)i);
+	return npu_ld_i32(sram + bias + 4 * (size_t)i);
+}
+
 void npu_ref_conv2d(const struct npu_insn_conv2d *in, uint8_t *sram)
 {
 	const uint8_t *input = sram + in->input;
 	const int8_t *weight = (const int8_t *)(sram + in->weight);
 	uint32_t cin_g = in->in_c / in->groups, cout_g = in->out_c / in->groups;
+	int i16 = !!(in->hdr.flags & NPU_INSN_I16);
+	uint32_t es = i16 ? 2 : 1;
 	int32_t *mult, *shift;
-	int8_t *res;
+	uint8_t *res;
 
 	mult = malloc(sizeof(*mult) * in->out_c);
 	shift = malloc(sizeof(*shift) * in->out_c);
-	res = malloc((size_t)in->out_h * in->out_w * in->out_c);
+	res = malloc((size_t)in->out_h * in->out_w * in->out_c * es);
 	if (!mult || !shift || !res)
 		abort();
 	if (npu_load_quant(sram, in->quant, in->flags, in->out_c, mult, shift))
@@ -42,11 +80,14 @@ void npu_ref_conv2d(const struct npu_insn_conv2d *in, uint8_t *sram)
 	for (uint32_t ow = 0; ow < in->out_w; ow++)
 	for (uint32_t oc = 0; oc < in->out_c; oc++) {
 		uint32_t g = oc / cout_g;
-		/* The accumulator is 32 bits and wraps, as on the device. */
-		uint32_t acc = 0;
+		/*
+		 * The accumulator wraps as on the device: at 32 bits for int8,
+		 * 64 for int16 (requant_acc() truncates).
+		 */
+		uint64_t acc = 0;
 
 		if (!(in->flags & NPU_CONV_NO_BIAS))
-			acc = (uint32_t)npu_ld_i32(sram + in->bias + 4 * (size_t)oc);
+			acc = (uint64_t)ld_bias(sram, in->bias, oc, i16);
 		for (uint32_t kh = 0; kh < in->k_h; kh++)
 		for (uint32_t kw = 0; kw < in->k_w; kw++)
 		for (uint32_t ic = 0; ic < cin_g; ic++) {
@@ -63,18 +104,18 @@ void npu_ref_conv2d(const struct npu_insn_conv2d *in, uint8_t *sram)
 			if (ih >= 0 && ih < ((int64_t)in->in_h - 1) * uh + 1 &&
 			    iw >= 0 && iw < ((int64_t)in->in_w - 1) * uw + 1 &&
 			    ih % uh == 0 && iw % uw == 0)
-				x = (int8_t)input[ih / uh * in->in_row_stride +
-						  iw / uw * in->in_pixel_stride +
-						  g * cin_g + ic];
-			acc += (uint32_t)((x - in->zp_in) * (w - in->zp_w));
+				x = ld_act(input + ih / uh * in->in_row_stride +
+					   iw / uw * in->in_pixel_stride +
+					   (g * cin_g + ic) * es, i16);
+			acc += (uint64_t)(int64_t)((x - in->zp_in) * (w - in->zp_w));
 		}
-		res[((size_t)oh * in->out_w + ow) * in->out_c + oc] =
-			npu_requant((int32_t)acc, mult[oc], (uint32_t)shift[oc],
-				    in->zp_out, in->act_min, in->act_max);
+		st_act(res + (((size_t)oh * in->out_w + ow) * in->out_c + oc) * es,
+		       requant_acc(acc, mult[oc], (uint32_t)shift[oc], in->zp_out,
+				   in->act_min, in->act_max, i16), i16);
 	}
 	npu_scatter_dense(sram + in->output, in->out_row_stride,
-			  in->out_pixel_stride, (const uint8_t *)res,
-			  in->out_h, in->out_w, in->out_c);
+			  in->out_pixel_stride, res,
+			  in->out_h, in->out_w, in->out_c * es);
 out:
 	free(res);
 	free(shift);
@@ -83,12 +124,14 @@ out:
 
 void npu_ref_matmul(const struct npu_insn_matmul *in, uint8_t *sram)
 {
+	int i16 = !!(in->hdr.flags & NPU_INSN_I16);
+	uint32_t es = i16 ? 2 : 1;
 	int32_t *mult, *shift;
-	int8_t *res;
+	uint8_t *res;
 
 	mult = malloc(sizeof(*mult) * in->n);
 	shift = malloc(sizeof(*shift) * in->n);
-	res = malloc((size_t)in->m * in->n);
+	res = malloc((size_t)in->m * in->n * es);
 	if (!mult || !shift || !res)
 		abort();
 	if (npu_load_quant(sram, in->quant, in->flags, in->n, mult, shift))
@@ -96,22 +139,23 @@ void npu_ref_matmul(const struct npu_insn_matmul *in, uint8_t *sram)
 
 	for (uint32_t i = 0; i < in->m; i++)
 	for (uint32_t j = 0; j < in->n; j++) {
-		uint32_t acc = 0;
+		uint64_t acc = 0;
 
 		if (!(in->flags & NPU_CONV_NO_BIAS))
-			acc = (uint32_t)npu_ld_i32(sram + in->bias + 4 * (size_t)j);
+			acc = (uint64_t)ld_bias(sram, in->bias, j, i16);
 		for (uint32_t k = 0; k < in->k; k++) {
-			int32_t a = (int8_t)sram[in->a + (size_t)i * in->a_stride + k];
+			int32_t a = ld_act(sram + in->a + (size_t)i * in->a_stride +
+					   (size_t)k * es, i16);
 			int32_t b = (int8_t)sram[in->b + (size_t)j * in->k + k];
 
-			acc += (uint32_t)((a - in->zp_a) * (b - in->zp_b));
+			acc += (uint64_t)(int64_t)((a - in->zp_a) * (b - in->zp_b));
 		}
-		res[(size_t)i * in->n + j] =
-			npu_requant((int32_t)acc, mult[j], (uint32_t)shift[j],
-				    in->zp_out, in->act_min, in->act_max);
+		st_act(res + ((size_t)i * in->n + j) * es,
+		       requant_acc(acc, mult[j], (uint32_t)shift[j], in->zp_out,
+				   in->act_min, in->act_max, i16), i16);
 	}
 	npu_scatter_dense(sram + in->output, in->out_stride, 0,
-			  (const uint8_t *)res, in->m, 1, in->n);
+			  res, in->m, 1, in->n * es);
 out:
 	free(res);
 	free(shift);
@@ -120,7 +164,11 @@ out:
 
 void npu_ref_pool(const struct npu_insn_pool *in, uint8_t *sram)
 {
-	int8_t *res = malloc((size_t)in->out_h * in->out_w * in->c);
+	int i16 = !!(in->hdr.flags & NPU_INSN_I16);
+	uint32_t es = i16 ? 2 : 1;
+	int32_t lo = i16 ? npu_act16_lo(in->act_min) : in->act_min;
+	int32_t hi = i16 ? npu_act16_hi(in->act_max) : in->act_max;
+	uint8_t *res = malloc((size_t)in->out_h * in->out_w * in->c * es);
 
 	if (!res)
 		abort();
@@ -128,7 +176,7 @@ void npu_ref_pool(const struct npu_insn_pool *in, uint8_t *sram)
 	for (uint32_t ow = 0; ow < in->out_w; ow++)
 	for (uint32_t c = 0; c < in->c; c++) {
 		int64_t sum = 0, count = 0;
-		int32_t max = -128, v;
+		int32_t max = i16 ? INT16_MIN : INT8_MIN, v;
 
 		for (uint32_t kh = 0; kh < in->k_h; kh++)
 		for (uint32_t kw = 0; kw < in->k_w; kw++) {
@@ -141,8 +189,8 @@ void npu_ref_pool(const struct npu_insn_pool *in, uint8_t *sram)
 					count++;
 				continue;
 			}
-			x = (int8_t)sram[in->input + ih * in->in_row_stride +
-					 iw * in->in_pixel_stride + c];
+			x = ld_act(sram + in->input + ih * in->in_row_stride +
+				   iw * in->in_pixel_stride + (size_t)c * es, i16);
 			if (x > max)
 				max = x;
 			sum += x - in->zp_in;
@@ -152,49 +200,63 @@ void npu_ref_pool(const struct npu_insn_pool *in, uint8_t *sram)
 			v = max - in->zp_in;
 		else
 			v = npu_div_round(sum, count);
-		res[((size_t)oh * in->out_w + ow) * in->c + c] =
-			(int8_t)npu_clamp64((int64_t)v + in->zp_out,
-					    in->act_min, in->act_max);
+		st_act(res + (((size_t)oh * in->out_w + ow) * in->c + c) * es,
+		       npu_clamp64((int64_t)v + in->zp_out, lo, hi), i16);
 	}
 	npu_scatter_dense(sram + in->output, in->out_row_stride,
-			  in->out_pixel_stride, (const uint8_t *)res,
-			  in->out_h, in->out_w, in->c);
+			  in->out_pixel_stride, res,
+			  in->out_h, in->out_w, in->c * es);
 	free(res);
 }
 
 void npu_ref_eltwise(const struct npu_insn_eltwise *in, uint8_t *sram)
 {
-	int8_t *res = malloc(in->count);
+	uint32_t types = npu_elt_types(in);
+	int a16 = !!(types & NPU_ELT_A16), b16 = !!(types & NPU_ELT_B16);
+	int i16 = !!(types & NPU_ELT_OUT16);
+	uint32_t es = i16 ? 2 : 1;
+	int32_t lo = i16 ? npu_act16_lo(in->act_min) : in->act_min;
+	int32_t hi = i16 ? npu_act16_hi(in->act_max) : in->act_max;
+	uint8_t *res = malloc((size_t)in->count * es);
 
 	if (!res)
 		abort();
 	for (uint32_t i = 0; i < in->count; i++) {
 		uint32_t bi = in->bcast == NPU_BCAST_NONE ? i :
 			      in->bcast == NPU_BCAST_CHANNEL ? i % in->channels : 0;
-		int64_t a = (int8_t)sram[in->a + (size_t)i] - in->zp_a;
-		int64_t b = (int8_t)sram[in->b + (size_t)bi] - in->zp_b;
-		int64_t acc;
+		int64_t a = ld_act(sram + in->a + (size_t)i * (a16 + 1), a16) - in->zp_a;
+		int64_t b = ld_act(sram + in->b + (size_t)bi * (b16 + 1), b16) - in->zp_b;
+		int64_t acc, v;
 
+		/* |a|, |b| <= 2^16 (int16) keep acc and its rounding in 63 bits. */
 		if (in->mode == NPU_ELT_ADD)
 			acc = a * in->mult_a + b * in->mult_b;
 		else
 			acc = a * b * in->mult_a;
-		res[i] = npu_requant64(acc, in->shift, in->zp_out,
-				       in->act_min, in->act_max);
+		v = (acc + ((int64_t)1 << (in->shift - 1))) >> in->shift;
+		st_act(res + (size_t)i * es, npu_clamp64(v + in->zp_out, lo, hi), i16);
 	}
-	memcpy(sram + in->output, res, in->count);
+	memcpy(sram + in->output, res, (size_t)in->count * es);
 	free(res);
 }
 
 void npu_ref_lut(const struct npu_insn_lut *in, uint8_t *sram)
 {
-	uint8_t *res = malloc(in->count);
+	int i16 = !!(in->hdr.flags & NPU_INSN_I16);
+	uint32_t es = i16 ? 2 : 1;
+	uint8_t *res = malloc((size_t)in->count * es);
 
 	if (!res)
 		abort();
 	for (uint32_t i = 0; i < in->count; i++)
-		res[i] = sram[in->table + (uint8_t)(sram[in->input + (size_t)i] + 128)];
-	memcpy(sram + in->output, res, in->count);
+		if (i16)
+			npu_st_i16(res + 2 * (size_t)i,
+				   npu_lut16(sram + in->table,
+					     npu_ld_i16(sram + in->input + 2 * (size_t)i)));
+		else
+			res[i] = sram[in->table +
+				      (uint8_t)(sram[in->input + (size_t)i] + 128)];
+	memcpy(sram + in->output, res, (size_t)in->count * es);
 	free(res);
 }
 
@@ -215,7 +277,9 @@ void npu_resize_coord(uint32_t o, uint32_t step, int32_t offset, uint32_t den,
 
 void npu_ref_resize(const struct npu_insn_resize *in, uint8_t *sram)
 {
-	int8_t *res = malloc((size_t)in->out_h * in->out_w * in->c);
+	int i16 = !!(in->hdr.flags & NPU_INSN_I16);
+	uint32_t es = i16 ? 2 : 1;
+	uint8_t *res = malloc((size_t)in->out_h * in->out_w * in->c * es);
 
 	if (!res)
 		abort();
@@ -223,28 +287,28 @@ void npu_ref_resize(const struct npu_insn_resize *in, uint8_t *sram)
 	for (uint32_t ox = 0; ox < in->out_w; ox++)
 	for (uint32_t c = 0; c < in->c; c++) {
 		uint32_t y0, y1, fy, x0, x1, fx;
-		int8_t v;
+		int32_t v;
 
 		npu_resize_coord(oy, in->step_h, in->offset_h, in->den_h, in->in_h,
 				 &y0, &y1, &fy);
 		npu_resize_coord(ox, in->step_w, in->offset_w, in->den_w, in->in_w,
 				 &x0, &x1, &fx);
-#define PIX(y, x) ((int64_t)(int8_t)sram[in->input + (size_t)(y) * in->in_row_stride + \
-					 (size_t)(x) * in->in_pixel_stride + c])
+#define PIX(y, x) ((int64_t)ld_act(sram + in->input + (size_t)(y) * in->in_row_stride + \
+				  (size_t)(x) * in->in_pixel_stride + (size_t)c * es, i16))
 		if (in->mode == NPU_RESIZE_NEAREST) {
-			v = (int8_t)PIX(y0, x0);
+			v = (int32_t)PIX(y0, x0);
 		} else {
 			int64_t wy1 = fy, wy0 = 65536 - fy, wx1 = fx, wx0 = 65536 - fx;
 			int64_t acc = PIX(y0, x0) * wy0 * wx0 + PIX(y0, x1) * wy0 * wx1 +
 				      PIX(y1, x0) * wy1 * wx0 + PIX(y1, x1) * wy1 * wx1;
 
-			v = (int8_t)((acc + ((int64_t)1 << 31)) >> 32);
+			v = (int32_t)((acc + ((int64_t)1 << 31)) >> 32);
 		}
 #undef PIX
-		res[((size_t)oy * in->out_w + ox) * in->c + c] = v;
+		st_act(res + (((size_t)oy * in->out_w + ox) * in->c + c) * es, v, i16);
 	}
 	npu_scatter_dense(sram + in->output, in->out_row_stride,
-			  in->out_pixel_stride, (const uint8_t *)res,
-			  in->out_h, in->out_w, in->c);
+			  in->out_pixel_stride, res,
+			  in->out_h, in->out_w, in->c * es);
 	free(res);
 }

@@ -2,7 +2,7 @@
 /*
  * test_exec.c - command-stream execution: malformed streams end with an
  * exact status and error_offset; DMA semantics and bounds; TIMESTAMP;
- * the two-engine cycle model and hazard detection.
+ * the two-engine cycle model and hazard detection; an int16 (16x8) job.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -623,6 +623,67 @@ static void matmul_counts_macs_and_checks_sram_shifts(void **state)
 	expect(f, NPU_JOB_ERR_BAD_PARAM, offset);
 }
 
+/*
+ * The 16x8 mode through the device (ISA 1.2): an int16 MATMUL with an
+ * int64 bias computed by hand, its half-rate cycles, and NPU_INSN_I16 on
+ * a DMA failing the job at that instruction.
+ */
+static void int16_matmul_job_gives_the_hand_computed_result(void **state)
+{
+	struct fixture *f = *state;
+	struct npu_insn_matmul mm = {
+		.hdr = { .opcode = NPU_OP_MATMUL, .flags = NPU_INSN_SYNC | NPU_INSN_I16,
+			 .size = sizeof(mm) },
+		.a = 0, .b = 64, .bias = 128, .quant = 192, .output = 256,
+		.flags = NPU_QUANT_PER_TENSOR,
+		.m = 2, .k = 3, .n = 2, .a_stride = 6, .out_stride = 4,
+		.act_min = -128, .act_max = 127,
+	};
+	const int16_t a[6] = { 1000, -2000, 3000, 32767, -32768, 5 };
+	const int8_t b[6] = { 1, 2, 3, -1, 0, 127 };
+	const int64_t bias[2] = { 10, -7 };
+	const int32_t mult = 1 << 30;	/* with shift 31: round(acc / 2) */
+	/*
+	 * row 0: 10 + 1000 - 4000 + 9000 = 6010 -> 3005;
+	 *        -7 - 1000 + 0 + 381000 = 379993 -> 189997 -> clamp 32767
+	 * row 1: 10 + 32767 - 65536 + 15 = -32744 -> -16372;
+	 *        -7 - 32767 + 0 + 635 = -32139 -> -16069 (half rounds up)
+	 */
+	const int16_t want[4] = { 3005, 32767, -16372, -16069 };
+	uint8_t img[512] = { 0 };
+	int16_t got[4];
+	struct npu_completion c;
+	uint32_t offset;
+
+	memcpy(img, a, sizeof(a));
+	memcpy(img + 64, b, sizeof(b));
+	memcpy(img + 128, bias, sizeof(bias));
+	memcpy(img + 192, &mult, 4);
+	img[196] = 31;
+	sim_test_write(&f->host, f->data, img, sizeof(img));
+	sim_test_emit_copy(&f->stream, 0, NPU_SPACE_VA, DATA_VA, NPU_SPACE_SRAM, 0,
+			   1, sizeof(img), 0, 0);
+	sim_test_emit(&f->stream, &mm, sizeof(mm));
+	sim_test_emit_copy(&f->stream, NPU_INSN_SYNC, NPU_SPACE_SRAM, 256,
+			   NPU_SPACE_VA, DATA_VA + 0x1000, 1, sizeof(got), 0, 0);
+	c = run(f);
+	assert_int_equal(c.status, NPU_JOB_OK);
+	sim_test_read(&f->host, f->data + 0x1000, got, sizeof(got));
+	for (int i = 0; i < 4; i++)
+		assert_int_equal(got[i], want[i]);
+	assert_int_equal(c.macs, 2 * 3 * 2);
+	/* DMA 512 B = 8 beats; MATMUL at half rate: 2 * ceil(3 / 16) * ceil(2 / 32);
+	 * DMA 8 B = 1 beat. */
+	assert_int_equal(c.cycles, OVERHEAD + NPU_CYCLES_DMA_SETUP + 8 +
+				   OVERHEAD + 2 + OVERHEAD + NPU_CYCLES_DMA_SETUP + 1);
+
+	/* The flag on a DMA (bytes have no element type) is an encoding error. */
+	sim_test_stream_init(&f->stream);
+	offset = sim_test_emit_copy(&f->stream, NPU_INSN_I16, NPU_SPACE_VA, DATA_VA,
+				    NPU_SPACE_SRAM, 0, 1, 16, 0, 0);
+	expect(f, NPU_JOB_ERR_BAD_ENCODING, offset);
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, fixture_setup, fixture_teardown)
@@ -647,6 +708,7 @@ int main(void)
 		T(missing_sync_is_a_hazard_and_sync_fixes_it),
 		T(full_hazard_window_stalls_instead_of_missing_hazards),
 		T(matmul_counts_macs_and_checks_sram_shifts),
+		T(int16_matmul_job_gives_the_hand_computed_result),
 	};
 #undef T
 

@@ -45,7 +45,7 @@ static void test_conv2d_check_statuses(void **state)
 	/* encoding */
 	CONV_EXPECT(ENC, c.hdr.size = 80);
 	CONV_EXPECT(ENC, c.hdr.reserved = 1);
-	CONV_EXPECT(ENC, c.hdr.flags = 0x2);
+	CONV_EXPECT(ENC, c.hdr.flags = 0x4);
 	CONV_EXPECT(OK, c.hdr.flags = NPU_INSN_SYNC);
 	CONV_EXPECT(ENC, c.reserved0 = 1);
 	CONV_EXPECT(ENC, c.reserved1 = 0x80000000u);
@@ -220,7 +220,7 @@ static void test_pool_eltwise_lut_check_statuses(void **state)
 	assert_int_equal(npu_op_eltwise_check(&e, &fp), status); } while (0)
 	ELT(OK);
 	ELT(ENC, e.hdr.reserved = 3);
-	ELT(ENC, e.reserved0 = 1);
+	ELT(ENC, e.types = 8);
 	ELT(PARAM, e.mode = 2);
 	ELT(PARAM, e.bcast = 3);
 	ELT(PARAM, e.shift = 0);

@@ -17,6 +17,7 @@
 
 #include <cmocka.h>
 
+#include "cpu/kernels/cpu_kernels.h"
 #include "cpu/ops/cpu_ops.h"
 
 /* ---- a one-node graph ---- */
@@ -195,6 +196,33 @@ static npu_status t_try_run(struct t_node *t)
 static void t_run(struct t_node *t)
 {
 	assert_int_equal(t_try_run(t), NPU_OK);
+}
+
+/* t_run with a thread pool (the ops' parallel paths). */
+static void t_run_pool(struct t_node *t, struct npu_threadpool *pool)
+{
+	struct npu_op_ctx ctx;
+	size_t i;
+
+	assert_int_equal(t_infer(t), NPU_OK);
+	for (i = 0; i < t->node.num_outputs; i++) {
+		struct npu_tensor *y = &t->out_t[i];
+
+		y->dtype = t->outs[i]->dtype;
+		y->shape = t->outs[i]->shape;
+		y->nbytes = (size_t)npu_shape_numel(&y->shape) * npu_dtype_size(y->dtype);
+		y->data = calloc(1, y->nbytes + 8);
+		t->out_p[i] = y;
+	}
+	memset(&ctx, 0, sizeof(ctx));
+	ctx.node = &t->node;
+	ctx.inputs = t->in_p;
+	ctx.num_inputs = t->node.num_inputs;
+	ctx.outputs = t->out_p;
+	ctx.num_outputs = t->node.num_outputs;
+	ctx.pool = pool;
+	ctx.err = &t->err;
+	assert_int_equal(t->def->compute(&ctx), NPU_OK);
 }
 
 static void assert_shape(const struct npu_tensor *y, int rank, ...)
@@ -631,6 +659,128 @@ static void test_resize_nearest_modes(void **state)
 	t_run(t);
 	assert_floats(t->out_t[0].data, floor_want, 8, 0);
 	t_free(t);
+}
+
+/*
+ * Nearest 2-D upsampling against a direct reference (asymmetric, floor:
+ * source index o * in / out): 2x (each column twice, rows repeated),
+ * 3x, mixed, and a downsample, on the calling thread and on 2 threads.
+ */
+static void test_resize_nearest2d_matches_reference(void **state)
+{
+	static const int64_t cases[][4] = {	/* in_h, in_w, out_h, out_w */
+		{ 5, 7, 10, 14 }, { 4, 5, 12, 15 }, { 3, 9, 6, 27 },
+		{ 7, 3, 21, 6 }, { 40, 33, 80, 66 }, { 9, 8, 4, 4 },
+	};
+	struct npu_threadpool *pool = npu_threadpool_create(2);
+	size_t c, p, i;
+
+	(void)state;
+	assert_non_null(pool);
+	for (c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		const int64_t ih = cases[c][0], iw = cases[c][1];
+		const int64_t oh = cases[c][2], ow = cases[c][3], planes = 6;
+		int64_t sizes[4] = { 2, 3, oh, ow }, n, o;
+		float *x = malloc((size_t)(planes * ih * iw) * sizeof(float));
+		float *want = malloc((size_t)(planes * oh * ow) * sizeof(float));
+
+		assert_non_null(x);
+		assert_non_null(want);
+		for (i = 0; i < (size_t)(planes * ih * iw); i++)
+			x[i] = (float)((i * 37) % 101) - 50.0f;
+		for (n = 0; n < planes; n++)
+			for (o = 0; o < oh * ow; o++)
+				want[n * oh * ow + o] =
+					x[(n * ih + o / ow * ih / oh) * iw + o % ow * iw / ow];
+		for (p = 0; p < 2; p++) {
+			struct t_node *t = t_new("Resize", 13, 1);
+
+			t_input(t, NPU_DTYPE_FLOAT, x, false, 4, D(2), D(3), D(ih), D(iw));
+			t_skip_input(t);
+			t_skip_input(t);
+			t_input(t, NPU_DTYPE_INT64, sizes, true, 1, D(4));
+			t_attr_str(t, "coordinate_transformation_mode", "asymmetric");
+			t_attr_str(t, "nearest_mode", "floor");
+			t_run_pool(t, p ? pool : NULL);
+			assert_shape(&t->out_t[0], 4, D(2), D(3), oh, ow);
+			assert_floats(t->out_t[0].data, want, (size_t)(planes * oh * ow), 0);
+			t_free(t);
+		}
+		free(x);
+		free(want);
+	}
+	npu_threadpool_destroy(pool);
+}
+
+/*
+ * Concat large enough for the parallel path, along each axis (so with one
+ * and with many rows per input), uneven inputs and an empty one, against
+ * a direct reference; the calling thread and 2 threads.
+ */
+static void test_concat_parallel_matches_reference(void **state)
+{
+	static const int64_t dims[3][3] = {	/* per input: a, b, c */
+		{ 3, 70, 65 }, { 3, 70, 65 }, { 3, 70, 65 },
+	};
+	struct npu_threadpool *pool = npu_threadpool_create(2);
+	int axis;
+	size_t p, i;
+
+	(void)state;
+	assert_non_null(pool);
+	for (axis = 0; axis < 3; axis++) {
+		int64_t d[4][3], out[3], k;
+		float *x[4], *want;
+		size_t ns[4], total = 1;
+		int j, a;
+
+		/* Inputs differ along the axis: 1x, 2x, 0 (empty), 3x wide. */
+		for (j = 0; j < 4; j++) {
+			static const int64_t mul[4] = { 1, 2, 0, 3 };
+
+			for (a = 0; a < 3; a++)
+				d[j][a] = a == axis ? dims[0][a] * mul[j] : dims[0][a];
+			ns[j] = (size_t)(d[j][0] * d[j][1] * d[j][2]);
+			x[j] = malloc(ns[j] * sizeof(float) + 4);
+			assert_non_null(x[j]);
+			for (i = 0; i < ns[j]; i++)
+				x[j][i] = (float)(j * 1000000 + (int)i);
+		}
+		for (a = 0; a < 3; a++) {
+			out[a] = d[0][a];
+			if (a == axis)
+				out[a] = d[0][a] + d[1][a] + d[2][a] + d[3][a];
+			total *= (size_t)out[a];
+		}
+		want = malloc(total * sizeof(float));
+		assert_non_null(want);
+		for (k = 0; k < (int64_t)total; k++) {
+			int64_t idx[3] = { k / (out[1] * out[2]), k / out[2] % out[1], k % out[2] };
+
+			for (j = 0; j < 4; j++) {
+				if (idx[axis] < d[j][axis])
+					break;
+				idx[axis] -= d[j][axis];
+			}
+			want[k] = x[j][(idx[0] * d[j][1] + idx[1]) * d[j][2] + idx[2]];
+		}
+		for (p = 0; p < 2; p++) {
+			struct t_node *t = t_new("Concat", 13, 1);
+
+			for (j = 0; j < 4; j++)
+				t_input(t, NPU_DTYPE_FLOAT, x[j], false, 3, d[j][0],
+					d[j][1], d[j][2]);
+			t_attr_int(t, "axis", axis);
+			t_run_pool(t, p ? pool : NULL);
+			assert_shape(&t->out_t[0], 3, out[0], out[1], out[2]);
+			assert_floats(t->out_t[0].data, want, total, 0);
+			t_free(t);
+		}
+		for (j = 0; j < 4; j++)
+			free(x[j]);
+		free(want);
+	}
+	npu_threadpool_destroy(pool);
 }
 
 static void test_resize_rejects_antialias(void **state)
@@ -2499,6 +2649,8 @@ int main(void)
 		cmocka_unit_test(test_resize_linear_align_corners),
 		cmocka_unit_test(test_resize_nearest_modes),
 		cmocka_unit_test(test_resize_rejects_antialias),
+		cmocka_unit_test(test_resize_nearest2d_matches_reference),
+		cmocka_unit_test(test_concat_parallel_matches_reference),
 		cmocka_unit_test(test_quantize_rounds_half_to_even_and_saturates),
 		cmocka_unit_test(test_dequantize_per_axis),
 		cmocka_unit_test(test_convtranspose_1d_scatters_kernel),

@@ -372,6 +372,55 @@ static void isa_1_1_ops_assemble_and_validate(void **state)
 }
 
 
+/* ISA 1.3 row ops in the text format and the builder. */
+static void isa_1_3_row_ops_assemble_and_validate(void **state)
+{
+	struct npu_cs_program *p;
+	struct npu_insn_softmax sm;
+	struct npu_insn_layernorm ln;
+	struct npu_insn_reduce rd;
+	struct npu_cmdbuf *cb;
+	size_t off = sizeof(struct npu_cs_header);
+	char msg[1024];
+	const char *text =
+		"softmax input=0 output=4096 table=8192 rows=3 c=40 mult=1073741824 shift=84 zp_out=-128\n"
+		"layernorm input=0 output=0 params=8192 rows=3 c=40 eps=144 shift=24\n"
+		"reduce input=0 output=4096 rows=3 c=40 mult=26843546 shift=30 mode=1\n";
+
+	(void)state;
+	assert_int_equal(npu_cs_assemble(text, strlen(text), "r.npucs", &p, msg, sizeof(msg)),
+			 NPU_OK);
+	assert_int_equal(p->num_insns, 3);
+	memcpy(&sm, p->code + off, sizeof(sm));
+	memcpy(&ln, p->code + off + 48, sizeof(ln));
+	memcpy(&rd, p->code + off + 96, sizeof(rd));
+	assert_int_equal(sm.hdr.opcode, NPU_OP_SOFTMAX);
+	assert_int_equal(sm.in_stride, 40);	/* dense rows by default */
+	assert_int_equal(sm.zp_out, -128);
+	assert_int_equal(sm.act_max, 127);
+	assert_int_equal(ln.hdr.opcode, NPU_OP_LAYERNORM);
+	assert_int_equal(ln.eps, 144);
+	assert_int_equal(rd.mode, NPU_REDUCE_MAX);
+	assert_int_equal(rd.out_stride, 1);
+	npu_cs_program_free(p);
+
+	assert_int_equal(npu_cmdbuf_create(&cb), NPU_OK);
+	assert_int_equal(npu_cmdbuf_softmax(cb, &sm), NPU_OK);
+	assert_int_equal(npu_cmdbuf_layernorm(cb, &ln), NPU_OK);
+	assert_int_equal(npu_cmdbuf_reduce(cb, &rd), NPU_OK);
+	sm.shift = 0;
+	assert_int_equal(npu_cmdbuf_softmax(cb, &sm), NPU_ERR_INVALID_ARG);
+	assert_non_null(strstr(npu_cmdbuf_last_error(cb), "softmax #3: shift 0 is outside 1..126"));
+	ln.output = 5;	/* overlaps its input, not in place */
+	assert_int_equal(npu_cmdbuf_layernorm(cb, &ln), NPU_ERR_INVALID_ARG);
+	assert_non_null(strstr(npu_cmdbuf_last_error(cb), "overlaps input"));
+	rd.mode = 2;
+	assert_int_equal(npu_cmdbuf_reduce(cb, &rd), NPU_ERR_INVALID_ARG);
+	assert_non_null(strstr(npu_cmdbuf_last_error(cb), "mode 2 is not 0 (sum) or 1 (max)"));
+	assert_int_equal(npu_cmdbuf_count(cb), 3);
+	npu_cmdbuf_destroy(cb);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -383,6 +432,7 @@ int main(void)
 		cmocka_unit_test(binary_stream_validation_names_offsets),
 		cmocka_unit_test(assembler_errors_name_line_and_column),
 		cmocka_unit_test(isa_1_1_ops_assemble_and_validate),
+		cmocka_unit_test(isa_1_3_row_ops_assemble_and_validate),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -199,6 +199,13 @@ NPU_API npu_status npu_cmdbuf_lut(struct npu_cmdbuf *cb, uint8_t insn_flags,
 /* RESIZE (ISA 1.1): nearest / bilinear over an NHWC tensor in SRAM. */
 NPU_API npu_status npu_cmdbuf_resize(struct npu_cmdbuf *cb,
 			     const struct npu_insn_resize *insn);
+/* Row ops of the vector engine (ISA 1.3): over rows of int8 in SRAM. */
+NPU_API npu_status npu_cmdbuf_softmax(struct npu_cmdbuf *cb,
+			      const struct npu_insn_softmax *insn);
+NPU_API npu_status npu_cmdbuf_layernorm(struct npu_cmdbuf *cb,
+				const struct npu_insn_layernorm *insn);
+NPU_API npu_status npu_cmdbuf_reduce(struct npu_cmdbuf *cb,
+			     const struct npu_insn_reduce *insn);
 NPU_API npu_status npu_cmdbuf_timestamp(struct npu_cmdbuf *cb, uint8_t insn_flags,
 				uint64_t va);
 NPU_API npu_status npu_cmdbuf_barrier(struct npu_cmdbuf *cb);

@@ -525,7 +525,11 @@ NPU_API npu_status npu_session_npu_stats(const struct npu_session *session,
 NPU_API npu_status npu_plan_npu_stats(const struct npu_plan *plan,
 				      struct npu_npu_stats *stats);
 
-/* One NPU segment (one job per run): its share of the work, last run. */
+/*
+ * One NPU segment (one job per run; a segment inside a Loop or Scan body
+ * runs once per iteration, and its figures cover the whole run): its
+ * share of the work, last run.
+ */
 struct npu_segment_stats {
 	size_t struct_size;		/* sizeof(struct npu_segment_stats) */
 	size_t nodes;			/* source nodes it replaces */
@@ -550,7 +554,7 @@ struct npu_op_stats {
 	size_t struct_size;		/* sizeof(struct npu_op_stats) */
 	int segment;
 	const char *node;		/* source node name */
-	const char *kind;		/* "conv", "matmul", "pool", "eltwise", "lut", "resize" */
+	const char *kind;		/* "conv", "matmul", "pool", "eltwise", "lut", "resize", "copy", "softmax", "layernorm", "reduce" */
 	uint64_t macs;
 	uint64_t ideal_mac_cycles;	/* macs / MAC array size */
 	uint64_t cycles;

@@ -10,10 +10,18 @@
 #include <string.h>
 
 
-/* Pass 1 records min / max, pass 2 fills the histograms over that range. */
+/*
+ * Pass 1 records min / max, pass 2 fills the histograms over that range.
+ * Nodes of subgraphs (observed when the runner can) go to their graph's
+ * table: graphs[0] is the top-level one, tables[k] the table of graphs[k].
+ */
 struct observe_ctx {
 	struct npu_calib_table *t;
 	int pass;
+	const struct npu_graph **graphs;
+	struct npu_calib_table **tables;
+	bool **ran;
+	size_t num_graphs;
 };
 
 /* Per-channel sums of an NCHW value (bias correction); dropped on OOM. */
@@ -57,11 +65,9 @@ bool npu_calib_channel_means(const struct npu_calib_table *t, size_t v, uint32_t
 	return true;
 }
 
-static void observe_tensor(struct observe_ctx *c, const struct npu_value *v,
-			   const struct npu_tensor *x)
+static void observe_in(struct observe_ctx *c, struct npu_calib_table *t,
+		       const struct npu_value *v, const struct npu_tensor *x)
 {
-	struct npu_calib_table *t = c->t;
-
 	if (!v || !x || x->dtype != NPU_DTYPE_FLOAT || v->index >= t->num_values)
 		return;
 	if (c->pass == 1) {
@@ -72,13 +78,102 @@ static void observe_tensor(struct observe_ctx *c, const struct npu_value *v,
 	t->seen[v->index] = true;
 }
 
+static void observe_tensor(struct observe_ctx *c, const struct npu_value *v,
+			   const struct npu_tensor *x)
+{
+	observe_in(c, c->t, v, x);
+}
+
+/* The table of the graph that owns v (values sit at their index). */
+static struct npu_calib_table *owner_table(struct observe_ctx *c, const struct npu_value *v)
+{
+	size_t k;
+
+	for (k = 0; k < c->num_graphs; k++)
+		if (v->index < c->graphs[k]->num_values && c->graphs[k]->values[v->index] == v) {
+			if (c->ran[k])
+				*c->ran[k] = true;
+			return c->tables[k];
+		}
+	return NULL;
+}
+
 static void observe_node(void *arg, const struct npu_node *n,
 			 const struct npu_tensor *const *outputs)
 {
+	struct observe_ctx *c = arg;
+	struct npu_calib_table *t = NULL;
 	size_t i;
 
-	for (i = 0; i < n->num_outputs; i++)
-		observe_tensor(arg, n->outputs[i], outputs[i]);
+	for (i = 0; i < n->num_outputs && !t; i++)
+		if (n->outputs[i])
+			t = owner_table(c, n->outputs[i]);
+	for (i = 0; t && i < n->num_outputs; i++)
+		observe_in(c, t, n->outputs[i], outputs[i]);
+}
+
+/* Every subgraph below g, depth first, appended to subs[*n] (NULL: count). */
+static size_t walk_subgraphs(const struct npu_graph *g, struct npu_calib_sub *subs, size_t n)
+{
+	size_t i, a;
+
+	for (i = 0; i < g->num_nodes; i++)
+		for (a = 0; a < g->nodes[i]->num_attrs; a++) {
+			const struct npu_graph *body = g->nodes[i]->attrs[a].g;
+
+			if (g->nodes[i]->attrs[a].type != NPU_ATTR_GRAPH || !body)
+				continue;
+			if (subs)
+				subs[n].graph = body;
+			n = walk_subgraphs(body, subs, n + 1);
+		}
+	return n;
+}
+
+static npu_status table_alloc(struct npu_calib_table *t, size_t num_values)
+{
+	size_t i;
+
+	t->num_values = num_values;
+	t->stats = malloc(t->num_values * sizeof(*t->stats) + 1);
+	t->seen = calloc(t->num_values + 1, sizeof(*t->seen));
+	t->chan_sum = calloc(t->num_values + 1, sizeof(*t->chan_sum));
+	t->chan_count = calloc(t->num_values + 1, sizeof(*t->chan_count));
+	t->channels = calloc(t->num_values + 1, sizeof(*t->channels));
+	if (!t->stats || !t->seen || !t->chan_sum || !t->chan_count || !t->channels)
+		return NPU_ERR_NO_MEMORY;
+	for (i = 0; i < t->num_values; i++)
+		npu_calib_init(&t->stats[i]);
+	return NPU_OK;
+}
+
+/* t->subs for every subgraph of g, allocated (nothing seen yet). */
+static npu_status subs_alloc(struct npu_calib_table *t, const struct npu_graph *g)
+{
+	size_t n = walk_subgraphs(g, NULL, 0), k;
+
+	if (!n)
+		return NPU_OK;
+	t->subs = calloc(n, sizeof(*t->subs));
+	if (!t->subs)
+		return NPU_ERR_NO_MEMORY;
+	t->num_subs = n;
+	walk_subgraphs(g, t->subs, 0);
+	for (k = 0; k < n; k++)
+		if (table_alloc(&t->subs[k].table, t->subs[k].graph->num_values))
+			return NPU_ERR_NO_MEMORY;
+	return NPU_OK;
+}
+
+const struct npu_calib_sub *npu_calib_table_sub(const struct npu_calib_table *t,
+						const struct npu_graph *g)
+{
+	size_t k;
+
+	for (k = 0; t && k < t->num_subs; k++)
+		if (t->subs[k].graph == g)
+			return &t->subs[k];
+	return NULL;
 }
 
 /* Standard normal samples (Box-Muller) from a 64-bit LCG: reproducible. */
@@ -190,27 +285,34 @@ npu_status npu_calibrate(struct npu_graph *graph,
 	if (!r)
 		return npu_error_set(err, NPU_ERR_INVALID_ARG,
 				     "calibration: no graph runner (npu_compile_options.runner)");
-	table->num_values = graph->num_values;
-	table->stats = malloc(table->num_values * sizeof(*table->stats) + 1);
-	table->seen = calloc(table->num_values + 1, sizeof(*table->seen));
-	table->chan_sum = calloc(table->num_values + 1, sizeof(*table->chan_sum));
-	table->chan_count = calloc(table->num_values + 1, sizeof(*table->chan_count));
-	table->channels = calloc(table->num_values + 1, sizeof(*table->channels));
 	set = calloc(graph->num_inputs + 1, sizeof(*set));
-	if (!table->stats || !table->seen || !set || !table->chan_sum || !table->chan_count ||
-	    !table->channels) {
+	if (!set || table_alloc(table, graph->num_values) ||
+	    (r->open_nested && subs_alloc(table, graph)) ||
+	    !(ctx.graphs = calloc(table->num_subs + 1, sizeof(*ctx.graphs))) ||
+	    !(ctx.tables = calloc(table->num_subs + 1, sizeof(*ctx.tables))) ||
+	    !(ctx.ran = calloc(table->num_subs + 1, sizeof(*ctx.ran)))) {
 		free(set);
+		free(ctx.graphs);
+		free(ctx.tables);
 		npu_calib_table_free(table);
 		return npu_error_set(err, NPU_ERR_NO_MEMORY, "calibration: out of memory");
 	}
-	for (i = 0; i < table->num_values; i++)
-		npu_calib_init(&table->stats[i]);
-	st = r->open(graph, opts->threads, opts->pool, observe_node, &ctx, NULL, &s,
-		     err);
+	ctx.graphs[0] = graph;
+	ctx.tables[0] = table;
+	for (k = 0; k < table->num_subs; k++) {
+		ctx.graphs[k + 1] = table->subs[k].graph;
+		ctx.tables[k + 1] = &table->subs[k].table;
+		ctx.ran[k + 1] = &table->subs[k].ran;
+	}
+	ctx.num_graphs = table->num_subs + 1;
+	/* With subgraphs, their values are ranged too, every time they run. */
+	st = (table->num_subs ? r->open_nested : r->open)(graph, opts->threads, opts->pool,
+							   observe_node, &ctx, NULL, &s, err);
 	for (ctx.pass = 1; st == NPU_OK && ctx.pass <= 2; ctx.pass++) {
 		if (ctx.pass == 2)
-			for (i = 0; i < table->num_values; i++)
-				npu_calib_hist_begin(&table->stats[i]);
+			for (k = 0; k < ctx.num_graphs; k++)
+				for (i = 0; i < ctx.tables[k]->num_values; i++)
+					npu_calib_hist_begin(&ctx.tables[k]->stats[i]);
 		for (k = 0; st == NPU_OK && k < sets; k++) {
 			st = npu_calib_get_sample(graph, opts, k, set, &owned, err);
 			for (i = 0; !st && i < graph->num_inputs; i++)
@@ -225,6 +327,9 @@ npu_status npu_calibrate(struct npu_graph *graph,
 	if (s)
 		r->close(s);
 	free(set);
+	free(ctx.graphs);
+	free(ctx.tables);
+	free(ctx.ran);
 	if (st)
 		npu_calib_table_free(table);
 	return st;
@@ -349,53 +454,79 @@ static npu_status cache_store(struct npu_calib_cache *c, const struct npu_graph 
 	return NPU_OK;
 }
 
-npu_status npu_calibrate_cached(struct npu_graph *graph,
-				const struct npu_compile_options *opts,
-				struct npu_calib_table *table, struct npu_error *err)
+static bool all_cached(const struct npu_calib_cache *c, const struct npu_graph *g)
 {
-	struct npu_calib_cache *c = opts->calib_cache;
-	npu_status st;
 	size_t i;
 
-	if (!c)
-		return npu_calibrate(graph, opts, table, err);
-	for (i = 0; i < graph->num_values; i++)
-		if (needs_range(graph->values[i]) && !cache_find(c, graph->values[i]->name))
-			break;
-	if (i < graph->num_values || !c->count) {
-		st = npu_calibrate(graph, opts, table, err);
-		if (st == NPU_OK) {
-			c->runs++;
-			st = cache_store(c, graph, table, err);
-		}
-		return st;
-	}
-	/* Every range is known from an earlier plan: no calibration run. */
-	memset(table, 0, sizeof(*table));
-	table->num_values = graph->num_values;
-	table->stats = malloc(table->num_values * sizeof(*table->stats) + 1);
-	table->seen = calloc(table->num_values + 1, sizeof(*table->seen));
-	table->chan_sum = calloc(table->num_values + 1, sizeof(*table->chan_sum));
-	table->chan_count = calloc(table->num_values + 1, sizeof(*table->chan_count));
-	table->channels = calloc(table->num_values + 1, sizeof(*table->channels));
-	if (!table->stats || !table->seen || !table->chan_sum || !table->chan_count ||
-	    !table->channels) {
-		npu_calib_table_free(table);
-		return npu_error_set(err, NPU_ERR_NO_MEMORY, "calibration: out of memory");
-	}
-	for (i = 0; i < graph->num_values; i++) {
-		const struct calib_entry *e = needs_range(graph->values[i])
-					      ? cache_find(c, graph->values[i]->name) : NULL;
+	for (i = 0; i < g->num_values; i++)
+		if (needs_range(g->values[i]) && !cache_find(c, g->values[i]->name))
+			return false;
+	return true;
+}
 
-		npu_calib_init(&table->stats[i]);
+static void table_from_cache(const struct npu_calib_cache *c, const struct npu_graph *g,
+			     struct npu_calib_table *table, bool *ran)
+{
+	size_t i;
+
+	for (i = 0; i < g->num_values; i++) {
+		const struct calib_entry *e = needs_range(g->values[i])
+					      ? cache_find(c, g->values[i]->name) : NULL;
+
 		if (e) {
 			table->stats[i] = e->stats;
 			table->seen[i] = e->seen;
 			table->chan_sum[i] = dup_sums(e->chan_sum, e->channels);
 			table->channels[i] = table->chan_sum[i] ? e->channels : 0;
 			table->chan_count[i] = e->chan_count;
+			*ran |= e->seen && g->values[i]->producer;
 		}
 	}
+}
+
+npu_status npu_calibrate_cached(struct npu_graph *graph,
+				const struct npu_compile_options *opts,
+				struct npu_calib_table *table, struct npu_error *err)
+{
+	struct npu_calib_cache *c = opts->calib_cache;
+	bool ran = false, hit;
+	npu_status st;
+	size_t k;
+
+	if (!c)
+		return npu_calibrate(graph, opts, table, err);
+	/* Subgraph values are cached only when the runner ranges them. */
+	memset(table, 0, sizeof(*table));
+	hit = c->count && all_cached(c, graph);
+	if (hit && opts->runner && opts->runner->open_nested) {
+		if (subs_alloc(table, graph)) {
+			npu_calib_table_free(table);
+			return npu_error_set(err, NPU_ERR_NO_MEMORY, "calibration: out of memory");
+		}
+		for (k = 0; k < table->num_subs && hit; k++)
+			hit = all_cached(c, table->subs[k].graph);
+		npu_calib_table_free(table);
+	}
+	if (!hit) {
+		st = npu_calibrate(graph, opts, table, err);
+		if (st == NPU_OK) {
+			c->runs++;
+			st = cache_store(c, graph, table, err);
+		}
+		for (k = 0; st == NPU_OK && k < table->num_subs; k++)
+			st = cache_store(c, table->subs[k].graph, &table->subs[k].table, err);
+		return st;
+	}
+	/* Every range is known from an earlier plan: no calibration run. */
+	if (table_alloc(table, graph->num_values) ||
+	    (opts->runner && opts->runner->open_nested && subs_alloc(table, graph))) {
+		npu_calib_table_free(table);
+		return npu_error_set(err, NPU_ERR_NO_MEMORY, "calibration: out of memory");
+	}
+	table_from_cache(c, graph, table, &ran);
+	for (k = 0; k < table->num_subs; k++)
+		table_from_cache(c, table->subs[k].graph, &table->subs[k].table,
+				 &table->subs[k].ran);
 	return NPU_OK;
 }
 
@@ -403,6 +534,9 @@ void npu_calib_table_free(struct npu_calib_table *t)
 {
 	size_t i;
 
+	for (i = 0; i < t->num_subs; i++)
+		npu_calib_table_free(&t->subs[i].table);
+	free(t->subs);
 	for (i = 0; t->chan_sum && i < t->num_values; i++)
 		free(t->chan_sum[i]);
 	free(t->chan_sum);

@@ -387,6 +387,84 @@ static uint64_t mm_out_bytes(const void *c, uint32_t rows)
 	return (uint64_t)rows * ((const struct mm_ctx *)c)->chunk;
 }
 
+/*
+ * MATMUL of two activations (npu_lop.matmul.batch): 'chunk' batches per
+ * pass (all of them when they fit), A [m][k], B as [n][k] and out [m][n]
+ * of each whole in SRAM after the constants. A pass loads, multiplies and
+ * stores; the next pass's loads wait for the store (attention's products
+ * are small: usually one pass).
+ *
+ * B as ONNX stores it, [k][n], must become [n][k]. With n <= 64 a MATMUL
+ * does that: identity I_n (m = k = n) times B read as n' = k rows of n
+ * gives out[i][j] = B[j][i] - zp_b, requantized by exactly 1 (2^30 >> 30)
+ * back to B's zero point: exact, and n * ceil(k / 32) cycles instead of
+ * n strided DMAs of one-byte rows (64 cycles of setup each).
+ */
+struct mm_act_consts {
+	uint32_t lut, idq, id, size;	/* SRAM / blob offsets from the block */
+	bool mm_transpose;
+};
+
+static void mm_act_consts(const struct npu_lop *l, uint32_t n, struct mm_act_consts *o)
+{
+	uint64_t at = SRAM_ALIGN;	/* the per-tensor quant pair at 0 */
+
+	memset(o, 0, sizeof(*o));
+	o->lut = (uint32_t)at;
+	if (l->matmul.q.lut)
+		at += 256;
+	o->mm_transpose = !l->matmul.b_nk && n <= 64;
+	if (o->mm_transpose) {
+		o->idq = (uint32_t)at;
+		o->id = (uint32_t)(at + SRAM_ALIGN);
+		at = align_up(at + SRAM_ALIGN + (uint64_t)n * n, SRAM_ALIGN);
+	}
+	o->size = (uint32_t)at;
+}
+
+static bool plan_matmul_act(const struct npu_segment_program *prog,
+			    const struct npu_lop *l, uint32_t sram, struct plan *p,
+			    char *why, size_t why_size)
+{
+	const struct npu_act *in = &prog->acts[l->in], *in2 = &prog->acts[l->in2];
+	const struct npu_act *out = &prog->acts[l->out];
+	uint64_t rows = (uint64_t)in->n * in->h * in->w, m = rows / l->matmul.batch;
+	uint64_t k = in->c, n = out->c, at = 0, per;
+	struct mm_act_consts cl;
+
+	if (rows % l->matmul.batch || npu_act_bytes(in2) != l->matmul.batch * k * n ||
+	    npu_act_bytes(out) != l->matmul.batch * m * n ||
+	    in2->c != (l->matmul.b_nk ? k : n)) {
+		snprintf(why, why_size, "operand shapes do not form %u products",
+			 l->matmul.batch);
+		return false;
+	}
+	mm_act_consts(l, (uint32_t)n, &cl);
+	for (per = l->matmul.batch; per >= 1; per = per > 1 ? (per + 1) / 2 : 0) {
+		p->sram_consts = 0;
+		at = cl.size;
+		p->sram_in[0] = (uint32_t)at;
+		at = align_up(at + per * m * k, SRAM_ALIGN);
+		p->sram_in2[0] = p->sram_in2[1] = (uint32_t)at;
+		at = align_up(at + per * k * n, SRAM_ALIGN);
+		p->sram_in[1] = (uint32_t)at;	/* B as stored, to transpose */
+		if (cl.mm_transpose)
+			at = align_up(at + per * k * n, SRAM_ALIGN);
+		p->sram_out[0] = p->sram_out[1] = (uint32_t)at;
+		at += per * m * n;
+		if (at <= sram) {
+			p->rows = (uint32_t)m;
+			p->chunk = (uint32_t)per;
+			return true;
+		}
+		if (per == 1)
+			break;
+	}
+	snprintf(why, why_size, "one product's operands (%llu bytes) do not fit in SRAM",
+		 (unsigned long long)at);
+	return false;
+}
+
 static bool plan_matmul(const struct npu_segment_program *prog,
 			const struct npu_lop *l, uint32_t sram, struct plan *p,
 			char *why, size_t why_size)
@@ -395,6 +473,9 @@ static bool plan_matmul(const struct npu_segment_program *prog,
 	uint64_t m = (uint64_t)in->n * in->h * in->w;
 	struct mm_ctx ctx = { .k = in->c };
 	uint32_t chunk = out->c;
+
+	if (l->matmul.batch)
+		return plan_matmul_act(prog, l, sram, p, why, why_size);
 
 	if (m > UINT32_MAX) {
 		snprintf(why, why_size, "%llu rows exceed the MATMUL row limit",
@@ -460,6 +541,8 @@ static bool plan_flat(const struct npu_segment_program *prog,
 
 	if (l->kind == NPU_LOP_LUT) {
 		consts = 256;
+	} else if (l->kind == NPU_LOP_ROWS) {
+		consts = l->rows.consts_size;
 	} else {
 		/* A broadcast operand (constant or activation) stays resident. */
 		if (l->elt.bcast != NPU_BCAST_NONE)
@@ -477,6 +560,30 @@ static bool plan_flat(const struct npu_segment_program *prog,
 	if (p->rows)
 		return true;
 	snprintf(why, why_size, "a vector of %u channels does not fit in SRAM", out->c);
+	return false;
+}
+
+/* REDUCE: tiles of whole input rows of in.c bytes, one output byte each. */
+static uint64_t reduce_out_bytes(const void *c, uint32_t rows)
+{
+	(void)c;
+	return rows;
+}
+
+static bool plan_reduce(const struct npu_segment_program *prog,
+			const struct npu_lop *l, uint32_t sram, struct plan *p,
+			char *why, size_t why_size)
+{
+	const struct npu_act *in = &prog->acts[l->in];
+	struct flat_ctx ctx = { .unit = in->c };
+	uint64_t rows = npu_act_bytes(in) / in->c;
+	uint32_t max_rows = rows > UINT32_MAX ? UINT32_MAX : (uint32_t)rows;
+
+	p->chunk = in->c;
+	p->rows = fit_rows(p, 0, max_rows, flat_bytes, reduce_out_bytes, 0, &ctx, sram);
+	if (p->rows)
+		return true;
+	snprintf(why, why_size, "a row of %u elements does not fit in SRAM", in->c);
 	return false;
 }
 
@@ -622,6 +729,10 @@ static bool plan_lop(const struct npu_segment_program *prog,
 		return plan_matmul(prog, l, sram, p, why, why_size);
 	case NPU_LOP_POOL:
 		return plan_pool(prog, l, sram, p, why, why_size);
+	case NPU_LOP_ROWS:
+		if (l->rows.opcode == NPU_OP_REDUCE)
+			return plan_reduce(prog, l, sram, p, why, why_size);
+		/* fall through */
 	case NPU_LOP_ELTWISE:
 	case NPU_LOP_LUT:
 		return plan_flat(prog, l, sram, p, why, why_size);
@@ -1406,6 +1517,114 @@ static npu_status mm_store(struct emitter *e, void *ctx, size_t tile, int buf,
 	return NPU_OK;
 }
 
+static npu_status gen_matmul_act(struct emitter *e, const struct npu_lop *l,
+				 const struct plan *p)
+{
+	const struct npu_act *in = &e->prog->acts[l->in], *in2 = &e->prog->acts[l->in2];
+	const struct npu_act *out = &e->prog->acts[l->out];
+	const struct npu_lop_quant *q = &l->matmul.q;
+	uint32_t m = p->rows, k = in->c, n = out->c, b0, b, nb, i;
+	size_t start = (size_t)align_up(e->blob.size, SRAM_ALIGN), off;
+	struct mm_act_consts cl;
+	uint8_t quant[5], idq[5] = { 0, 0, 0, 0x40, 30 };	/* 2^30 >> 30 = 1 */
+	int8_t *ident = NULL;
+	int rc;
+
+	mm_act_consts(l, n, &cl);
+	memcpy(quant, q->mult, 4);
+	quant[4] = q->shift[0];
+	if (cl.mm_transpose) {
+		ident = calloc((size_t)n * n, 1);
+		if (!ident)
+			return npu_error_set(e->err, NPU_ERR_NO_MEMORY,
+					     "codegen: %s: out of memory", l->name);
+		for (i = 0; i < n; i++)
+			ident[(size_t)i * n + i] = 1;
+	}
+	/* Each part at the next 64-byte boundary: the offsets of mm_act_consts(). */
+	rc = blob_put(&e->blob, quant, sizeof(quant), &off) ||
+	     (q->lut && blob_put(&e->blob, q->lut, 256, &off)) ||
+	     (cl.mm_transpose && (blob_put(&e->blob, idq, sizeof(idq), &off) ||
+				  blob_put(&e->blob, ident, (size_t)n * n, &off)));
+	free(ident);
+	if (rc)
+		return npu_error_set(e->err, NPU_ERR_NO_MEMORY, "codegen: %s: out of memory",
+				     l->name);
+	if (emit_consts(e, start, e->blob.size - start, p->sram_consts))
+		return e->err->status;
+	for (b0 = 0; b0 < l->matmul.batch; b0 += nb) {
+		uint64_t b_va = arena(e, in2->offset + (uint64_t)b0 * k * n);
+		bool sync = true;	/* the first compute waits for the loads */
+
+		nb = l->matmul.batch - b0 < p->chunk ? l->matmul.batch - b0 : p->chunk;
+		EMIT(e, npu_cmdbuf_dma_copy_1d(e->cb, 0, NPU_SPACE_SRAM, p->sram_in[0],
+					       NPU_SPACE_VA,
+					       arena(e, in->offset + (uint64_t)b0 * m * k),
+					       nb * m * k));
+		if (l->matmul.b_nk || cl.mm_transpose)	/* as it is */
+			EMIT(e, npu_cmdbuf_dma_copy_1d(e->cb, 0, NPU_SPACE_SRAM,
+						       l->matmul.b_nk ? p->sram_in2[0] :
+						       p->sram_in[1], NPU_SPACE_VA, b_va,
+						       nb * k * n));
+		for (b = 0; cl.mm_transpose && b < nb; b++, sync = false) {
+			struct npu_insn_matmul t = {
+				.hdr.flags = sync ? NPU_INSN_SYNC : 0,
+				.a = p->sram_consts + cl.id, .b = p->sram_in[1] + b * k * n,
+				.quant = p->sram_consts + cl.idq,
+				.output = p->sram_in2[0] + b * k * n,
+				.flags = NPU_QUANT_PER_TENSOR | NPU_CONV_NO_BIAS,
+				.m = n, .k = n, .n = k, .a_stride = n, .out_stride = k,
+				.zp_b = (int16_t)in2->q.zero_point,
+				.zp_out = (int16_t)in2->q.zero_point,
+				.act_min = -128, .act_max = 127,
+			};
+
+			EMIT(e, npu_cmdbuf_matmul(e->cb, &t));
+		}
+		for (b = 0; !l->matmul.b_nk && !cl.mm_transpose && b < nb; b++) {
+			uint64_t bb = b_va + (uint64_t)b * k * n;
+			uint32_t dst = p->sram_in2[0] + b * k * n;
+
+			/* B [k][n] -> [n][k]: a strided DMA of one-byte rows per
+			 * row of the smaller side (each DMA costs a setup). */
+			if (k <= n)
+				for (i = 0; i < k; i++)
+					EMIT(e, npu_cmdbuf_dma_copy_2d(e->cb, 0, NPU_SPACE_SRAM, dst + i,
+								       k, NPU_SPACE_VA,
+								       bb + (uint64_t)i * n, 1, n, 1));
+			else
+				for (i = 0; i < n; i++)
+					EMIT(e, npu_cmdbuf_dma_copy_2d(e->cb, 0, NPU_SPACE_SRAM,
+								       dst + i * k, 1, NPU_SPACE_VA,
+								       bb + i, n, k, 1));
+		}
+		for (b = 0; b < nb; b++, sync = false) {
+			struct npu_insn_matmul mm = {
+				.hdr.flags = sync ? NPU_INSN_SYNC : 0,
+				.a = p->sram_in[0] + b * m * k, .b = p->sram_in2[0] + b * k * n,
+				.quant = p->sram_consts, .output = p->sram_out[0] + b * m * n,
+				.flags = NPU_QUANT_PER_TENSOR | NPU_CONV_NO_BIAS,
+				.m = m, .k = k, .n = n, .a_stride = k, .out_stride = n,
+				.zp_a = (int16_t)in->q.zero_point,
+				.zp_b = (int16_t)in2->q.zero_point,
+				.zp_out = (int16_t)(q->lut ? q->pre_act_zp : out->q.zero_point),
+				.act_min = q->act_min, .act_max = q->act_max,
+			};
+
+			EMIT(e, npu_cmdbuf_matmul(e->cb, &mm));
+		}
+		if (q->lut)
+			EMIT(e, npu_cmdbuf_lut(e->cb, 0, p->sram_out[0], p->sram_out[0],
+					       p->sram_consts + cl.lut, nb * m * n));
+		EMIT(e, npu_cmdbuf_dma_copy_1d(e->cb, NPU_INSN_SYNC, NPU_SPACE_VA,
+					       arena(e, out->offset + (uint64_t)b0 * m * n),
+					       NPU_SPACE_SRAM, p->sram_out[0], nb * m * n));
+	}
+	/* The model's MACs: the transposing products are data movement. */
+	e->res->macs += (uint64_t)l->matmul.batch * m * n * k;
+	return NPU_OK;
+}
+
 static npu_status gen_matmul(struct emitter *e, const struct npu_lop *l,
 			     const struct plan *p)
 {
@@ -1506,6 +1725,32 @@ static npu_status flat_compute(struct emitter *e, void *ctx, size_t tile, int bu
 		EMIT(e, npu_cmdbuf_lut(e->cb, NPU_INSN_SYNC, c->p.sram_in[buf],
 				       c->p.sram_out[buf], c->lut_sram, n));
 		return NPU_OK;
+	} else if (l->kind == NPU_LOP_ROWS && l->rows.opcode == NPU_OP_SOFTMAX) {
+		struct npu_insn_softmax sm = {
+			.hdr.flags = NPU_INSN_SYNC,
+			.input = c->p.sram_in[buf], .output = c->p.sram_out[buf],
+			.table = c->lut_sram, .rows = n / c->out->c, .c = c->out->c,
+			.in_stride = c->out->c, .out_stride = c->out->c,
+			.mult = l->rows.mult, .shift = l->rows.shift,
+			.zp_out = (int16_t)c->out->q.zero_point,
+			.act_min = -128, .act_max = 127,
+		};
+
+		EMIT(e, npu_cmdbuf_softmax(e->cb, &sm));
+		return NPU_OK;
+	} else if (l->kind == NPU_LOP_ROWS) {
+		struct npu_insn_layernorm ln = {
+			.hdr.flags = NPU_INSN_SYNC,
+			.input = c->p.sram_in[buf], .output = c->p.sram_out[buf],
+			.params = c->lut_sram, .rows = n / c->out->c, .c = c->out->c,
+			.in_stride = c->out->c, .out_stride = c->out->c,
+			.eps = l->rows.eps, .shift = l->rows.shift,
+			.zp_out = (int16_t)c->out->q.zero_point,
+			.act_min = -128, .act_max = 127,
+		};
+
+		EMIT(e, npu_cmdbuf_layernorm(e->cb, &ln));
+		return NPU_OK;
 	} else {
 		struct npu_insn_eltwise el = {
 			.hdr.flags = NPU_INSN_SYNC,
@@ -1556,7 +1801,8 @@ static npu_status gen_flat(struct emitter *e, const struct npu_lop *l,
 		.consts = flat_consts, .load = flat_load,
 		.compute = flat_compute, .store = flat_store,
 	};
-	const int8_t *lut = l->kind == NPU_LOP_LUT ? l->lut.table : l->elt.lut;
+	const int8_t *lut = l->kind == NPU_LOP_LUT ? l->lut.table :
+			    l->kind == NPU_LOP_ELTWISE ? l->elt.lut : NULL;
 	size_t start = (size_t)align_up(e->blob.size, SRAM_ALIGN), off;
 
 	if (l->kind == NPU_LOP_ELTWISE && l->elt.bcast == NPU_BCAST_NONE)
@@ -1576,6 +1822,12 @@ static npu_status gen_flat(struct emitter *e, const struct npu_lop *l,
 			goto oom;
 		c.lut_sram = p->sram_consts + (uint32_t)(off - start);
 	}
+	if (l->kind == NPU_LOP_ROWS) {
+		/* the exp table / gamma-beta params, resident for every tile */
+		if (blob_put(&e->blob, l->rows.consts, l->rows.consts_size, &off))
+			goto oom;
+		c.lut_sram = p->sram_consts + (uint32_t)(off - start);
+	}
 	c.blob_size = e->blob.size > start ? e->blob.size - start : 0;
 	if (c.bvec)
 		c.b_sram = p->sram_consts + (uint32_t)align_up(c.blob_size, SRAM_ALIGN);
@@ -1583,6 +1835,92 @@ static npu_status gen_flat(struct emitter *e, const struct npu_lop *l,
 	return run_tiles(e, &ops, &c);
 oom:
 	return npu_error_set(e->err, NPU_ERR_NO_MEMORY, "codegen: %s: out of memory", l->name);
+}
+
+/* ---- REDUCE ------------------------------------------------------------ */
+
+struct reduce_tiles {
+	const struct npu_lop *l;
+	const struct npu_act *in, *out;
+	struct plan p;
+	uint64_t rows;
+};
+
+static void reduce_tile(const struct reduce_tiles *c, size_t tile, uint64_t *r0,
+			uint64_t *r1)
+{
+	*r0 = tile * (uint64_t)c->p.rows;
+	*r1 = *r0 + c->p.rows < c->rows ? *r0 + c->p.rows : c->rows;
+}
+
+static npu_status reduce_consts(struct emitter *e, void *ctx, size_t tile, bool *changed)
+{
+	(void)e, (void)ctx, (void)tile;
+	*changed = false;
+	return NPU_OK;
+}
+
+static npu_status reduce_load(struct emitter *e, void *ctx, size_t tile, int buf)
+{
+	struct reduce_tiles *c = ctx;
+	uint64_t r0, r1;
+
+	reduce_tile(c, tile, &r0, &r1);
+	EMIT(e, npu_cmdbuf_dma_copy_1d(e->cb, 0, NPU_SPACE_SRAM, c->p.sram_in[buf],
+				       NPU_SPACE_VA, arena(e, c->in->offset + r0 * c->in->c),
+				       (uint32_t)((r1 - r0) * c->in->c)));
+	return NPU_OK;
+}
+
+static npu_status reduce_compute(struct emitter *e, void *ctx, size_t tile, int buf)
+{
+	struct reduce_tiles *c = ctx;
+	const struct npu_lop *l = c->l;
+	uint64_t r0, r1;
+	struct npu_insn_reduce rd = {
+		.hdr.flags = NPU_INSN_SYNC,
+		.input = c->p.sram_in[buf], .output = c->p.sram_out[buf],
+		.c = c->in->c, .in_stride = c->in->c, .out_stride = 1,
+		.mult = l->rows.mult, .shift = l->rows.shift, .mode = l->rows.mode,
+		.zp_in = (int16_t)c->in->q.zero_point,
+		.zp_out = (int16_t)c->out->q.zero_point,
+		.act_min = -128, .act_max = 127,
+	};
+
+	reduce_tile(c, tile, &r0, &r1);
+	rd.rows = (uint32_t)(r1 - r0);
+	EMIT(e, npu_cmdbuf_reduce(e->cb, &rd));
+	return NPU_OK;
+}
+
+static npu_status reduce_store(struct emitter *e, void *ctx, size_t tile, int buf,
+			       uint8_t flags)
+{
+	struct reduce_tiles *c = ctx;
+	uint64_t r0, r1;
+
+	reduce_tile(c, tile, &r0, &r1);
+	EMIT(e, npu_cmdbuf_dma_copy_1d(e->cb, flags, NPU_SPACE_VA,
+				       arena(e, c->out->offset + r0), NPU_SPACE_SRAM,
+				       c->p.sram_out[buf], (uint32_t)(r1 - r0)));
+	return NPU_OK;
+}
+
+static npu_status gen_reduce(struct emitter *e, const struct npu_lop *l,
+			     const struct plan *p)
+{
+	struct reduce_tiles c = {
+		.l = l, .p = *p,
+		.in = &e->prog->acts[l->in], .out = &e->prog->acts[l->out],
+	};
+	struct tile_ops ops = {
+		.consts = reduce_consts, .load = reduce_load,
+		.compute = reduce_compute, .store = reduce_store,
+	};
+
+	c.rows = npu_act_bytes(c.in) / c.in->c;
+	ops.count = (size_t)((c.rows + p->rows - 1) / p->rows);
+	return run_tiles(e, &ops, &c);
 }
 
 /* ---- COPY (Concat, Split, Slice) ------------------------------------- */
@@ -1806,8 +2144,14 @@ npu_status npu_codegen_segment(const struct npu_segment_program *prog,
 			st = gen_conv_or_pool(&e, l, &p);
 			break;
 		case NPU_LOP_MATMUL:
-			st = gen_matmul(&e, l, &p);
+			st = l->matmul.batch ? gen_matmul_act(&e, l, &p) : gen_matmul(&e, l, &p);
 			break;
+		case NPU_LOP_ROWS:
+			if (l->rows.opcode == NPU_OP_REDUCE) {
+				st = gen_reduce(&e, l, &p);
+				break;
+			}
+			/* fall through */
 		case NPU_LOP_ELTWISE:
 		case NPU_LOP_LUT:
 			st = gen_flat(&e, l, &p);

@@ -39,6 +39,9 @@ struct npu_act {
 	uint64_t offset;
 	struct npu_qparams q;
 	const char *name;	/* the graph value it holds (NULL: unknown) */
+	/* A rank-4 value stored row-major (npu_value.rows_layout), for the
+	 * quantization report's fp32 comparison (not in .npub). */
+	bool rows_layout;
 	/* The range keeps only where the LUT reading it is not flat: values
 	 * beyond it give that LUT's output all the same (quant report). */
 	bool flat_clamped;
@@ -60,6 +63,13 @@ enum npu_lop_kind {
 	 * Several COPY lops may write disjoint parts of one 'out'.
 	 */
 	NPU_LOP_COPY,
+	/*
+	 * A row op of the vector engine (ISA 1.3) over the innermost axis,
+	 * rows of in.c elements: SOFTMAX (consts: the 256 uint32 exp
+	 * table), LAYERNORM (consts: int32 mult[c] then bias[c]) or REDUCE
+	 * (no consts; one output byte per row, 'out' dense).
+	 */
+	NPU_LOP_ROWS,
 };
 
 /* Per-output-channel requantization and bias, host arrays of out.c. */
@@ -114,6 +124,19 @@ struct npu_lop {
 		struct {
 			const int8_t *weight;	/* [out.c][in.c] */
 			struct npu_lop_quant q;
+			/*
+			 * Non-zero: no weight; B is the activation 'in2' and the
+			 * lop is 'batch' products of two activations (attention):
+			 * in [batch][m][in.c] x in2 [batch][in.c][out.c] (as ONNX
+			 * stores B) -> out [batch][m][out.c], requantized per
+			 * tensor (q arrays of one). Code generation transposes
+			 * each B to the [n][k] that MATMUL reads (a MATMUL with
+			 * the identity, or DMA), unless b_nk: in2 is
+			 * [batch][out.c][in.c] already (B was a Transpose of it,
+			 * which the lop absorbed).
+			 */
+			uint32_t batch;
+			bool b_nk;
 		} matmul;
 		struct {
 			uint8_t mode;		/* NPU_POOL_MAX / NPU_POOL_AVG */
@@ -146,6 +169,15 @@ struct npu_lop {
 			int32_t offset_h, offset_w;
 		} resize;
 		struct {
+			uint8_t opcode;		/* NPU_OP_SOFTMAX / _LAYERNORM / _REDUCE */
+			uint8_t shift;
+			uint8_t mode;		/* REDUCE: NPU_REDUCE_* */
+			int32_t mult;		/* SOFTMAX, REDUCE */
+			uint32_t eps;		/* LAYERNORM */
+			const uint8_t *consts;
+			uint32_t consts_size;
+		} rows;
+		struct {
 			uint32_t rows, row_bytes;
 			uint64_t src_off, src_stride;	/* bytes within 'in' */
 			uint64_t dst_off, dst_stride;	/* bytes within 'out' */
@@ -157,6 +189,13 @@ struct npu_lop {
 		} copy;
 	};
 };
+
+/* Whether a lop reads a second activation, 'in2' (memory plan, renumbering). */
+static inline bool npu_lop_reads_in2(const struct npu_lop *l)
+{
+	return (l->kind == NPU_LOP_ELTWISE && !l->elt.b_const) ||
+	       (l->kind == NPU_LOP_MATMUL && l->matmul.batch);
+}
 
 struct npu_segment_program {
 	struct npu_act *acts;

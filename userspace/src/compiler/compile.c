@@ -26,7 +26,11 @@ struct build {
 	struct npu_device_info dev;
 	struct npu_compiled *c;
 	struct npu_node **rec_nodes;	/* records[i] describes rec_nodes[i] */
-	struct npu_calib_table calib;
+	struct npu_calib_table calib;	/* a subgraph's is the top one's (borrowed) */
+	const struct npu_calib_table *top_calib;	/* holds every subgraph's table */
+	const char *cpu_only;		/* every node stays on the CPU, for this reason */
+	bool *keep_found;		/* per keep_fp32 entry, shared with subgraphs */
+	size_t num_own;			/* records of b->g's own nodes */
 	struct npu_qdq_table qdq;
 	struct npu_qmap qmap;
 	struct npu_pw_groups pw;	/* pointwise groups: one LUT each */
@@ -46,7 +50,8 @@ static struct npu_placement_record *record_of(struct build *b,
 {
 	size_t i;
 
-	for (i = 0; i < b->c->num_records; i++)
+	/* Records after num_own are the subgraphs' (merge_compiled()). */
+	for (i = 0; i < b->num_own; i++)
 		if (b->rec_nodes[i] == n)
 			return &b->c->records[i];
 	return NULL;
@@ -89,6 +94,7 @@ static npu_status make_records(struct build *b)
 		b->rec_nodes[i] = n;
 		b->c->total_macs += r->macs;
 		b->c->num_records++;
+		b->num_own++;
 	}
 	return NPU_OK;
 }
@@ -111,6 +117,12 @@ static const char *npu_reason(const struct npu_node *n)
 		return "ELTWISE on the vector unit";
 	if (npu_is_data_movement(n))
 		return "strided DMA (a LUT where the quantization changes)";
+	if (!strcmp(n->op_type, "Softmax"))
+		return "SOFTMAX on the vector unit";
+	if (!strcmp(n->op_type, "LayerNormalization"))
+		return "LAYERNORM on the vector unit";
+	if (!strncmp(n->op_type, "Reduce", 6))
+		return "REDUCE on the vector unit";
 	return "LUT on the vector unit";
 }
 
@@ -139,23 +151,40 @@ static const struct npu_keep_fp32 *kept_fp32(struct build *b, const struct npu_n
 	return NULL;
 }
 
-/* Every node keep_fp32 names must exist (after the passes). */
-static npu_status check_keep_fp32(struct build *b)
+/* Mark the keep_fp32 names this graph has (a subgraph's: by their own name). */
+static void mark_keep_fp32(struct build *b)
 {
 	size_t i, j;
+
+	for (i = 0; i < b->o->num_keep_fp32; i++)
+		for (j = 0; j < b->c->num_records && !b->keep_found[i]; j++)
+			b->keep_found[i] = !strcmp(b->c->records[j].node, b->o->keep_fp32[i].node);
+}
+
+/* Every node keep_fp32 names must exist (after the passes), in some graph. */
+static npu_status check_keep_fp32(struct build *b)
+{
+	size_t i;
 
 	for (i = 0; i < b->o->num_keep_fp32; i++) {
 		const char *name = b->o->keep_fp32[i].node;
 
-		for (j = 0; j < b->c->num_records; j++)
-			if (!strcmp(b->c->records[j].node, name))
-				break;
-		if (j == b->c->num_records)
+		if (!b->keep_found[i])
 			return npu_error_set(b->err, NPU_ERR_INVALID_ARG,
 					     "keep fp32: no node named '%s' in the compiled graph (npu compile --explain lists them; a fused activation or a folded BatchNormalization is part of its producer)",
 					     name);
 	}
 	return NPU_OK;
+}
+
+static bool has_subgraph(const struct npu_node *n)
+{
+	size_t a;
+
+	for (a = 0; a < n->num_attrs; a++)
+		if (n->attrs[a].type == NPU_ATTR_GRAPH && n->attrs[a].g)
+			return true;
+	return false;
 }
 
 static void initial_placement(struct build *b)
@@ -168,7 +197,12 @@ static void initial_placement(struct build *b)
 		const struct npu_keep_fp32 *keep = kept_fp32(b, n);
 		char why[160];
 
-		if (keep) {
+		if (b->cpu_only) {
+			place(b, n, NPU_PLACE_CPU, b->cpu_only);
+		} else if (has_subgraph(n)) {
+			place(b, n, NPU_PLACE_CPU,
+			      "control flow runs on the CPU; its subgraphs are compiled on their own (records below)");
+		} else if (keep) {
 			/* An op the NPU cannot run keeps the reason why not. */
 			if (grp || npu_node_supported(b->g, n, &b->dev, why, sizeof(why)))
 				snprintf(why, sizeof(why), "%s", keep->reason ? keep->reason
@@ -339,6 +373,7 @@ void npu_segment_free(struct npu_segment *seg)
 	npu_codegen_result_free(&seg->code);
 	free(seg->first_node);
 	free(seg->last_node);
+	free(seg->graph_path);
 	free(seg);
 }
 
@@ -376,7 +411,7 @@ static npu_status drop_unused_acts(struct build *b, struct npu_segment *seg, uin
 		const struct npu_lop *l = &p->lops[i];
 
 		map[l->in] = map[l->out] = 1;
-		if (l->kind == NPU_LOP_ELTWISE && !l->elt.b_const)
+		if (npu_lop_reads_in2(l))
 			map[l->in2] = 1;
 	}
 	for (i = 0; i < p->num_acts; i++) {
@@ -390,7 +425,7 @@ static npu_status drop_unused_acts(struct build *b, struct npu_segment *seg, uin
 
 		l->in = map[l->in] - 1;
 		l->out = map[l->out] - 1;
-		if (l->kind == NPU_LOP_ELTWISE && !l->elt.b_const)
+		if (npu_lop_reads_in2(l))
 			l->in2 = map[l->in2] - 1;
 	}
 	for (i = 0; i < b->g->num_values; i++)
@@ -449,7 +484,7 @@ static npu_status finish_segment(struct build *b, const struct span *s,
 	}
 	for (i = 0; i < p->num_lops; i++) {
 		const struct npu_lop *l = &p->lops[i];
-		bool two = l->kind == NPU_LOP_ELTWISE && !l->elt.b_const;	/* in2 read */
+		bool two = npu_lop_reads_in2(l);	/* in2 read */
 
 		if (items[l->in].last_step < i)
 			items[l->in].last_step = (uint32_t)i;
@@ -819,10 +854,21 @@ npu_status npu_compiled_bind(struct npu_compiled *c, struct npu_graph *graph,
 		c->segments[i]->compiled = c;
 		st = bind_consts(c->segments[i], dev, c->dev_info.sram_size, err);
 	}
-	for (i = 0; i < c->num_segments && !st; i++)
-		st = rewrite_segment(graph, c->segments[i], err);
+	for (i = 0; i < c->num_segments && !st; i++) {
+		struct npu_segment *seg = c->segments[i];
+
+		seg->graph = npu_subgraph_at(graph, seg->graph_path);
+		if (!seg->graph)
+			return npu_error_set(err, NPU_ERR_MODEL,
+					     "NPU segment %d: the graph has no subgraph where it was compiled (%s)",
+					     seg->index, seg->first_node ? seg->first_node : "?");
+		st = rewrite_segment(seg->graph, seg, err);
+	}
 	if (!st)
 		st = npu_graph_sort(graph, err);
+	for (i = 0; i < c->num_segments && !st; i++)
+		if (c->segments[i]->graph != graph)
+			st = npu_graph_sort(c->segments[i]->graph, err);
 	return st;
 }
 
@@ -934,6 +980,12 @@ npu_status npu_compiled_run_create(struct npu_compiled *c, struct npu_compiled_r
 	return NPU_OK;
 }
 
+void npu_compiled_run_begin(struct npu_compiled_run *run)
+{
+	if (run)
+		run->group.epoch++;
+}
+
 void npu_compiled_run_destroy(struct npu_compiled_run *run)
 {
 	size_t i;
@@ -971,15 +1023,89 @@ void *npu_compiled_run_node_state(const struct npu_compiled_run *run,
 	return run->rts[seg->index];
 }
 
-npu_status npu_compile_passes_pre(struct npu_graph *graph,
-				  struct npu_qdq_table *qdq,
-				  struct npu_error *err)
+/* The name a subgraph path gives a control-flow node: its first output's. */
+static const char *node_key(const struct npu_node *n)
+{
+	size_t i;
+
+	for (i = 0; i < n->num_outputs; i++)
+		if (n->outputs[i])
+			return n->outputs[i]->name;
+	return "";
+}
+
+struct npu_graph *npu_subgraph_at(struct npu_graph *top, const char *path)
+{
+	struct npu_graph *g = top;
+
+	while (g && path && *path) {
+		const char *key_end = strchr(path, '\n');
+		const char *attr = key_end ? key_end + 1 : NULL;
+		const char *attr_end = attr ? strchr(attr, '\n') : NULL;
+		struct npu_graph *next = NULL;
+		size_t i, a;
+
+		if (!attr_end)
+			return NULL;
+		for (i = 0; i < g->num_nodes && !next; i++) {
+			const struct npu_node *n = g->nodes[i];
+			const char *k = node_key(n);
+
+			if (strlen(k) != (size_t)(key_end - path) || strncmp(k, path, key_end - path))
+				continue;
+			for (a = 0; a < n->num_attrs && !next; a++)
+				if (n->attrs[a].type == NPU_ATTR_GRAPH &&
+				    strlen(n->attrs[a].name) == (size_t)(attr_end - attr) &&
+				    !strncmp(n->attrs[a].name, attr, attr_end - attr))
+					next = n->attrs[a].g;
+		}
+		g = next;
+		path = attr_end + 1;
+	}
+	return g;
+}
+
+/*
+ * Run fn on every subgraph below g, depth first; an error names the
+ * control-flow node and the attribute it is in.
+ */
+static npu_status for_subgraphs(struct npu_graph *g, struct npu_qdq_table *qdq,
+				npu_status (*fn)(struct npu_graph *, struct npu_qdq_table *,
+						 struct npu_error *),
+				struct npu_error *err)
+{
+	npu_status st;
+	size_t i, a;
+
+	for (i = 0; i < g->num_nodes; i++) {
+		const struct npu_node *n = g->nodes[i];
+
+		for (a = 0; a < n->num_attrs; a++) {
+			if (n->attrs[a].type != NPU_ATTR_GRAPH || !n->attrs[a].g)
+				continue;
+			st = fn(n->attrs[a].g, qdq, err);
+			if (!st)
+				st = for_subgraphs(n->attrs[a].g, qdq, fn, err);
+			if (st) {
+				npu_error_prefix(err, "%s node '%s': %s", n->op_type, n->name,
+						 n->attrs[a].name);
+				return st;
+			}
+		}
+	}
+	return NPU_OK;
+}
+
+static npu_status passes_pre_one(struct npu_graph *graph, struct npu_qdq_table *qdq,
+				 struct npu_error *err)
 {
 	const struct npu_pass passes[] = {
 		{ "dead_nodes", npu_pass_dead_nodes, NULL },
 		{ "qdq", npu_pass_qdq, qdq },
 		{ "fold_batchnorm", npu_pass_fold_batchnorm, NULL },
 		{ "cancel_transposes", npu_pass_cancel_transposes, NULL },
+		/* Before arith_canon: the pattern's Sub / Div stay recognizable. */
+		{ "fuse_layernorm", npu_pass_fuse_layernorm, NULL },
 		{ "arith_canon", npu_pass_arith_canon, NULL },
 		/* After arith_canon: x / c and x - c are Mul / Add by now. */
 		{ "fold_channel_affine", npu_pass_fold_channel_affine, NULL },
@@ -989,14 +1115,206 @@ npu_status npu_compile_passes_pre(struct npu_graph *graph,
 	return npu_graph_run_passes(graph, passes, sizeof(passes) / sizeof(passes[0]), err);
 }
 
-npu_status npu_compile_passes_fuse(struct npu_graph *graph,
-				   struct npu_error *err)
+/* Subgraphs go through the same passes: their NPU segments are compiled too. */
+npu_status npu_compile_passes_pre(struct npu_graph *graph,
+				  struct npu_qdq_table *qdq,
+				  struct npu_error *err)
+{
+	npu_status st = passes_pre_one(graph, qdq, err);
+
+	return st ? st : for_subgraphs(graph, qdq, passes_pre_one, err);
+}
+
+static npu_status passes_fuse_one(struct npu_graph *graph, struct npu_qdq_table *qdq,
+				  struct npu_error *err)
 {
 	const struct npu_pass fuse[] = {
 		{ "fuse_activation", npu_pass_fuse_activation, NULL },
 	};
 
+	(void)qdq;
 	return npu_graph_run_passes(graph, fuse, 1, err);
+}
+
+npu_status npu_compile_passes_fuse(struct npu_graph *graph,
+				   struct npu_error *err)
+{
+	npu_status st = passes_fuse_one(graph, NULL, err);
+
+	return st ? st : for_subgraphs(graph, NULL, passes_fuse_one, err);
+}
+
+static char *concat(const char *a, const char *b, const char *c, const char *d, const char *e)
+{
+	size_t n = strlen(a) + strlen(b) + strlen(c) + strlen(d) + strlen(e) + 1;
+	char *s = malloc(n);
+
+	if (s)
+		snprintf(s, n, "%s%s%s%s%s", a, b, c, d, e);
+	return s;
+}
+
+/*
+ * Move a subgraph's records and segments into c: records named
+ * "<prefix><node>", segment indices after c's, each segment knowing the
+ * subgraph's path. 'sub' keeps nothing that needs freeing but itself.
+ */
+static npu_status merge_compiled(struct npu_compiled *c, struct npu_compiled *sub,
+				 const char *path, const char *prefix, struct npu_error *err)
+{
+	size_t i, off = c->num_segments;
+	struct npu_placement_record *r;
+	struct npu_segment **sg;
+	char **w;
+
+	r = realloc(c->records, (c->num_records + sub->num_records + 1) * sizeof(*r));
+	if (r)
+		c->records = r;
+	sg = realloc(c->segments, (c->num_segments + sub->num_segments + 1) * sizeof(*sg));
+	if (sg)
+		c->segments = sg;
+	w = realloc(c->warnings, (c->num_warnings + sub->num_warnings + 1) * sizeof(*w));
+	if (w)
+		c->warnings = w;
+	if (!r || !sg || !w)
+		return npu_error_set(err, NPU_ERR_NO_MEMORY, "compile: out of memory");
+	for (i = 0; i < sub->num_records; i++) {
+		struct npu_placement_record *d = &c->records[c->num_records];
+
+		*d = sub->records[i];
+		d->node = concat(prefix, sub->records[i].node, "", "", "");
+		free(sub->records[i].node);
+		sub->records[i].node = NULL;
+		sub->records[i].op_type = NULL;		/* moved */
+		if (d->segment >= 0)
+			d->segment += (int)off;
+		c->num_records++;
+		if (!d->node) {
+			free(d->op_type);
+			c->num_records--;
+			return npu_error_set(err, NPU_ERR_NO_MEMORY, "compile: out of memory");
+		}
+	}
+	for (i = 0; i < sub->num_segments; i++) {
+		struct npu_segment *seg = sub->segments[i];
+		char *first = concat(prefix, seg->first_node ? seg->first_node : "", "", "", "");
+		char *last = concat(prefix, seg->last_node ? seg->last_node : "", "", "", "");
+
+		char *where = concat(path, seg->graph_path ? seg->graph_path : "", "", "", "");
+
+		seg->index += (int)off;
+		free(seg->graph_path);	/* relative to sub's graph: now to c's */
+		seg->graph_path = where;
+		free(seg->first_node);
+		free(seg->last_node);
+		seg->first_node = first;
+		seg->last_node = last;
+		c->segments[c->num_segments++] = seg;
+		sub->segments[i] = NULL;
+		if (!first || !last || !seg->graph_path) {
+			sub->num_segments = 0;
+			return npu_error_set(err, NPU_ERR_NO_MEMORY, "compile: out of memory");
+		}
+	}
+	sub->num_segments = 0;
+	for (i = 0; i < sub->num_warnings; i++)
+		c->warnings[c->num_warnings++] = sub->warnings[i];
+	sub->num_warnings = 0;
+	c->total_macs += sub->total_macs;
+	c->npu_macs += sub->npu_macs;
+	return NPU_OK;
+}
+
+static npu_status compile_placed(struct build *b);
+
+/*
+ * The subgraphs of b's control-flow nodes, each compiled like a graph of
+ * its own with the ranges calibration saw inside it (every iteration):
+ * the control-flow node stays on the CPU and runs the subgraph's NPU
+ * segments each time it runs the subgraph. MACs and the cost model count
+ * one run of the subgraph.
+ */
+static npu_status compile_subgraphs(struct build *b)
+{
+	npu_status st = NPU_OK;
+	size_t i, a;
+
+	for (i = 0; i < b->g->num_nodes && !st; i++) {
+		struct npu_node *n = b->g->nodes[i];
+
+		for (a = 0; a < n->num_attrs && !st; a++) {
+			/* Looked up each time: merging moves the records. */
+			const struct npu_placement_record *rec = record_of(b, n);
+			struct npu_graph *body = n->attrs[a].g;
+			const struct npu_calib_sub *sub;
+			struct build sb = {
+				.g = body, .o = b->o, .dev = b->dev, .err = b->err,
+				.top_calib = b->top_calib, .keep_found = b->keep_found,
+				.qdq = b->qdq,
+			};
+			char *path, *prefix;
+
+			if (n->attrs[a].type != NPU_ATTR_GRAPH || !body)
+				continue;
+			/* Relative to b->g: merging into each enclosing level prepends its own. */
+			path = concat("", node_key(n), "\n", n->attrs[a].name, "\n");
+			prefix = concat("", rec ? rec->node : n->name, "/", n->attrs[a].name, "/");
+			sb.c = calloc(1, sizeof(*sb.c));
+			if (!path || !prefix || !sb.c) {
+				free(path);
+				free(prefix);
+				free(sb.c);
+				return npu_error_set(b->err, NPU_ERR_NO_MEMORY, "compile: out of memory");
+			}
+			sub = npu_calib_table_sub(b->top_calib, body);
+			if (sub && sub->ran)
+				sb.calib = sub->table;	/* borrowed */
+			else
+				sb.cpu_only = sub ? "its subgraph never ran during calibration: no ranges for int8"
+						  : "the calibration runner cannot range values inside subgraphs";
+			st = compile_placed(&sb);
+			if (!st)
+				st = merge_compiled(b->c, sb.c, path, prefix, b->err);
+			npu_compiled_free(sb.c);
+			free(path);
+			free(prefix);
+		}
+	}
+	return st;
+}
+
+/* Placement, segments and their code for b->g, then for its subgraphs. */
+static npu_status compile_placed(struct build *b)
+{
+	npu_status st;
+	size_t i;
+
+	/* Before anything asks npu_value_layout(): placement, groups, segments. */
+	if (!b->cpu_only)
+		npu_mark_rows_layout(b->g);
+	st = make_records(b);
+	if (!st)
+		mark_keep_fp32(b);
+	if (!st && !b->cpu_only)
+		st = npu_find_pointwise_groups(b->g, &b->pw, b->err);
+	if (!st && !b->cpu_only)
+		st = npu_build_qmap(b->g, &b->calib, &b->qdq, b->o, &b->pw, &b->qmap, b->err);
+	if (!st) {
+		initial_placement(b);
+		st = partition(b);
+		if (!st)
+			st = report_splits(b);
+	}
+	for (i = 0; !st && i < b->c->num_records; i++)
+		if (b->c->records[i].placement == NPU_PLACE_NPU)
+			b->c->npu_macs += b->c->records[i].macs;
+	if (!st)
+		st = compile_subgraphs(b);
+	npu_qmap_free(&b->qmap);
+	npu_pointwise_groups_free(&b->pw);
+	free(b->rec_nodes);
+	b->rec_nodes = NULL;
+	return st;
 }
 
 npu_status npu_compile_graph(struct npu_graph *graph,
@@ -1006,14 +1324,18 @@ npu_status npu_compile_graph(struct npu_graph *graph,
 	struct build b = { .g = graph, .o = opts, .err = err };
 	double t0 = now_ms();
 	npu_status st;
-	size_t i;
 
 	*out = NULL;
 	if (!opts->device)
 		return npu_error_set(err, NPU_ERR_INVALID_ARG, "compile: no device to compile for");
 	b.c = calloc(1, sizeof(*b.c));
-	if (!b.c)
+	b.keep_found = calloc(opts->num_keep_fp32 + 1, sizeof(*b.keep_found));
+	if (!b.c || !b.keep_found) {
+		free(b.c);
+		free(b.keep_found);
 		return npu_error_set(err, NPU_ERR_NO_MEMORY, "compile: out of memory");
+	}
+	b.top_calib = &b.calib;
 	st = npu_device_get_info(opts->device, &b.dev);
 	if (st)
 		npu_error_set(err, st, "compile: %s", npu_device_last_error(opts->device));
@@ -1024,31 +1346,16 @@ npu_status npu_compile_graph(struct npu_graph *graph,
 	if (!st)
 		st = npu_compile_passes_fuse(graph, err);
 	if (!st)
-		st = make_records(&b);
+		st = compile_placed(&b);
 	if (!st)
 		st = check_keep_fp32(&b);
-	if (!st)
-		st = npu_find_pointwise_groups(graph, &b.pw, err);
-	if (!st)
-		st = npu_build_qmap(graph, &b.calib, &b.qdq, opts, &b.pw, &b.qmap, err);
-	if (!st) {
-		initial_placement(&b);
-		st = partition(&b);
-		if (!st)
-			st = report_splits(&b);
-	}
-	for (i = 0; !st && i < b.c->num_records; i++)
-		if (b.c->records[i].placement == NPU_PLACE_NPU)
-			b.c->npu_macs += b.c->records[i].macs;
 	b.c->profile_ops = opts->profile_ops;
 	if (!st && !opts->cpu_only_placement)
 		st = npu_compiled_bind(b.c, graph, opts->device, err);
 	b.c->compile_ms = now_ms() - t0;
 	npu_calib_table_free(&b.calib);
 	npu_qdq_table_free(&b.qdq);
-	npu_qmap_free(&b.qmap);
-	npu_pointwise_groups_free(&b.pw);
-	free(b.rec_nodes);
+	free(b.keep_found);
 	if (st) {
 		npu_compiled_free(b.c);
 		return st;

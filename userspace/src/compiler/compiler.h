@@ -20,6 +20,11 @@
  *               "ai.npu") that the CPU runtime executes like any op: it
  *               quantizes its inputs into the device arena, runs the job
  *               and dequantizes the outputs                      (segment_op.c)
+ *
+ * Subgraphs (If branches, Loop / Scan bodies) go through the same stages:
+ * the control-flow node stays on the CPU, calibration ranges the values
+ * inside bodies on every iteration, and each body's segments are bound in
+ * the body as NpuSegment nodes (compile.c, compile_subgraphs()).
  */
 #ifndef NPU_COMPILER_H
 #define NPU_COMPILER_H
@@ -59,7 +64,24 @@ struct npu_calib_table {
 	double **chan_sum;
 	uint64_t *chan_count;
 	uint32_t *channels;
+	/*
+	 * The tables of the graph's subgraphs (If branches, Loop / Scan
+	 * bodies, nested ones too), each over every time it ran; a body that
+	 * never ran has ran == false and nothing seen.
+	 */
+	struct npu_calib_sub *subs;
+	size_t num_subs;
 };
+
+struct npu_calib_sub {
+	const struct npu_graph *graph;
+	bool ran;
+	struct npu_calib_table table;
+};
+
+/* The table of subgraph 'g' in t (top-level t's subs), or NULL. */
+const struct npu_calib_sub *npu_calib_table_sub(const struct npu_calib_table *t,
+						const struct npu_graph *g);
 
 /* Mean of channel c of value v, or false when calibration has none. */
 bool npu_calib_channel_means(const struct npu_calib_table *t, size_t v, uint32_t channels,
@@ -88,6 +110,16 @@ struct npu_graph_runner {
 			  struct npu_error *err);
 	const struct npu_tensor *(*output)(void *run, size_t index);
 	void (*close)(void *run);	/* NULL is fine */
+	/*
+	 * Optional: open() whose observer also sees every run of a subgraph
+	 * (If branches, Loop / Scan bodies, each iteration): first a node with
+	 * op_type "" whose outputs are the subgraph's inputs, then its nodes.
+	 * Calibration uses it to range the values inside bodies.
+	 */
+	npu_status (*open_nested)(struct npu_graph *graph, int threads,
+				  struct npu_threadpool *pool, npu_graph_observe_fn observe,
+				  void *observe_arg, void *share, void **run,
+				  struct npu_error *err);
 };
 
 struct npu_compile_options {
@@ -183,6 +215,12 @@ struct npu_segment {
 	size_t num_nodes;
 	/* The nodes it replaces, by their first output's (unique) name. */
 	char **node_keys;
+	/*
+	 * Where they are: NULL for the top-level graph, else the subgraph's
+	 * path from it (npu_subgraph_at()); 'graph' is that graph once bound.
+	 */
+	char *graph_path;
+	struct npu_graph *graph;
 	char *first_node, *last_node;	/* for messages and traces */
 	/* Device binding shared by every session (npu_compiled_bind): */
 	struct npu_compiled *compiled;	/* the model it belongs to */
@@ -219,6 +257,9 @@ void npu_compiled_warn(struct npu_compiled *c, const char *fmt, ...)
  */
 struct npu_segment_group {
 	struct npu_segment_rt *inflight;
+	/* Bumped as each run of the session begins (npu_compiled_run_begin):
+	 * a segment's per-run totals belong to the run of this number. */
+	uint64_t epoch;
 };
 
 /*
@@ -238,6 +279,9 @@ npu_status npu_compiled_run_create(struct npu_compiled *c,
 				   struct npu_compiled_run **out,
 				   struct npu_error *err);
 void npu_compiled_run_destroy(struct npu_compiled_run *run);
+/* A run of the session begins: per-run totals of its segments start over
+ * (a subgraph's segment runs once per iteration). */
+void npu_compiled_run_begin(struct npu_compiled_run *run);
 /* The compiled model an NpuSegment node belongs to, else NULL. */
 struct npu_compiled *npu_segment_node_compiled(const struct npu_node *node);
 /* The run state an NpuSegment node's op gets (ctx->state), else NULL. */
@@ -273,6 +317,14 @@ npu_status npu_compile_passes_fuse(struct npu_graph *graph,
  */
 npu_status npu_compiled_bind(struct npu_compiled *c, struct npu_graph *graph,
 			     struct npu_device *device, struct npu_error *err);
+
+/*
+ * Subgraph paths: for each level, the control-flow node's key (its first
+ * output's name) and the graph attribute's name, each followed by '\n'
+ * ("loop_out\nbody\n"). NULL or "" is 'top' itself; NULL when the path
+ * names no subgraph of 'top'.
+ */
+struct npu_graph *npu_subgraph_at(struct npu_graph *top, const char *path);
 
 /* Free one segment (and its device binding). */
 void npu_segment_free(struct npu_segment *seg);

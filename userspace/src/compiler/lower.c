@@ -26,7 +26,7 @@ bool npu_is_data_movement(const struct npu_node *n)
 {
 	static const char *const ops[] = {
 		"Concat", "Split", "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity",
-		"Transpose",
+		"Transpose", "Slice",
 	};
 	size_t i;
 
@@ -34,6 +34,75 @@ bool npu_is_data_movement(const struct npu_node *n)
 		if (!strcmp(n->op_type, ops[i]))
 			return true;
 	return false;
+}
+
+static bool is_reduce(const struct npu_node *n)
+{
+	return is_op(n, "ReduceMean") || is_op(n, "ReduceMax") || is_op(n, "ReduceSum");
+}
+
+bool npu_rows_op(const struct npu_node *n)
+{
+	return is_op(n, "Softmax") || is_op(n, "LayerNormalization") || is_reduce(n);
+}
+
+/* A reduction's one axis (attribute, or constant input from opset 13/18). */
+static bool reduce_axis(const struct npu_node *n, int64_t *axis)
+{
+	const struct npu_attr *a = npu_node_attr(n, "axes");
+	const struct npu_value *v = n->num_inputs > 1 ? n->inputs[1] : NULL;
+
+	if (a)
+		return a->type == NPU_ATTR_INTS && a->count == 1 && (*axis = a->ints[0], true);
+	if (!v || !v->constant || v->constant->dtype != NPU_DTYPE_INT64 ||
+	    npu_shape_numel(&v->shape) != 1)
+		return false;
+	*axis = ((const int64_t *)v->constant->data)[0];
+	return true;
+}
+
+bool npu_rows_op_geometry(const struct npu_node *n, char *why, size_t why_size)
+{
+	const struct npu_value *x = n->inputs[0];
+	int rank = x->shape.rank;
+	int64_t axis, c;
+	int k;
+
+	if (rank < 1 || npu_value_layout(x) == NPU_LAYOUT_NHWC ||
+	    npu_value_layout(n->outputs[0]) == NPU_LAYOUT_NHWC)
+		return WHY("rank-%d input: the NPU keeps it as NHWC, so the rows %s "
+			   "reduces are not contiguous", rank, n->op_type);
+	if (is_reduce(n)) {
+		if (!reduce_axis(n, &axis))
+			return WHY("not a reduction over exactly one constant axis");
+	} else {
+		/* Softmax before opset 13 flattens at 'axis' (default 1): the
+		 * same rows exactly when that axis is the last. */
+		axis = npu_node_attr_int_or(n, "axis",
+					    is_op(n, "Softmax") && n->opset < 13 ? 1 : -1);
+	}
+	if (axis < 0)
+		axis += rank;
+	if (axis != rank - 1)
+		return WHY("axis %lld is not the last axis", (long long)axis);
+	c = x->shape.dims[rank - 1];
+	if (c < 1 || c > 65535)
+		return WHY("last axis of %lld elements is outside 1..65535", (long long)c);
+	if (is_op(n, "LayerNormalization")) {
+		if (n->num_outputs > 1 && (n->outputs[1] || (n->num_outputs > 2 && n->outputs[2])))
+			return WHY("Mean / InvStdDev outputs have no NPU form");
+		for (k = 1; k < 3; k++) {
+			const struct npu_value *v = k < (int)n->num_inputs ? n->inputs[k] : NULL;
+
+			if (k == 2 && !v)
+				continue;
+			if (!v || !v->constant || v->dtype != NPU_DTYPE_FLOAT ||
+			    npu_shape_numel(&v->shape) != c)
+				return WHY("%s is not a constant of %lld floats",
+					   k == 1 ? "scale" : "bias", (long long)c);
+		}
+	}
+	return true;
 }
 
 bool npu_lut_function_known(const char *op)
@@ -52,7 +121,54 @@ bool npu_lut_function_known(const char *op)
 
 enum npu_layout npu_value_layout(const struct npu_value *v)
 {
-	return v->shape.rank == 4 ? NPU_LAYOUT_NHWC : NPU_LAYOUT_ROWS;
+	return v->shape.rank == 4 && !v->rows_layout ? NPU_LAYOUT_NHWC : NPU_LAYOUT_ROWS;
+}
+
+/* A node the NPU runs the same whichever order a rank-4 value it reads
+ * or writes is stored in (its lowering asks npu_value_layout()). */
+static bool layout_free_use(const struct npu_node *n)
+{
+	size_t i;
+
+	if (n->domain[0])
+		return false;
+	if (npu_rows_op(n) || is_op(n, "Transpose") || is_op(n, "Slice") ||
+	    is_op(n, "Reshape") || is_op(n, "Flatten") || is_op(n, "Squeeze") ||
+	    is_op(n, "Unsqueeze") || is_op(n, "Identity"))
+		return true;
+	if (is_op(n, "MatMul"))		/* of two activations */
+		return n->num_inputs == 2 && n->inputs[0] && n->inputs[1] &&
+		       !n->inputs[0]->constant && !n->inputs[1]->constant;
+	if (is_op(n, "Add") || is_op(n, "Mul")) {	/* by a scalar constant */
+		size_t acts = 0;
+
+		for (i = 0; i < n->num_inputs; i++)
+			acts += n->inputs[i] && !(n->inputs[i]->constant &&
+						  npu_shape_numel(&n->inputs[i]->shape) == 1);
+		return n->num_inputs == 2 && acts == 1;
+	}
+	return false;
+}
+
+void npu_mark_rows_layout(struct npu_graph *g)
+{
+	size_t i, j, k;
+
+	for (i = 0; i < g->num_values; i++) {
+		struct npu_value *v = g->values[i];
+		bool ok;
+
+		v->rows_layout = false;
+		if (v->shape.rank != 4 || v->constant || v->is_graph_input ||
+		    v->is_graph_output || !v->producer || !layout_free_use(v->producer))
+			continue;
+		ok = true;
+		for (j = 0; ok && j < g->num_nodes; j++)
+			for (k = 0; ok && k < g->nodes[j]->num_inputs; k++)
+				if (g->nodes[j]->inputs[k] == v)
+					ok = layout_free_use(g->nodes[j]);
+		v->rows_layout = ok;
+	}
 }
 
 void npu_value_act_dims(const struct npu_value *v, struct npu_act *act)
@@ -438,6 +554,8 @@ int npu_lower_act(struct npu_lower_ctx *lc, struct npu_value *v)
 		return -1;
 	prog->acts = acts;
 	npu_value_act_dims(v, &acts[prog->num_acts]);
+	acts[prog->num_acts].rows_layout = v->shape.rank == 4 &&
+					   npu_value_layout(v) == NPU_LAYOUT_ROWS;
 	acts[prog->num_acts].q = *q;
 	acts[prog->num_acts].flat_clamped = lc->qmap->flat_clamped &&
 					    lc->qmap->flat_clamped[v->index];
@@ -994,6 +1112,134 @@ static bool lower_resize(struct npu_lower_ctx *lc, struct npu_node *n, char *why
 	return true;
 }
 
+bool npu_matmul_act_geometry(const struct npu_node *n, uint32_t *batch, char *why,
+			     size_t why_size)
+{
+	const struct npu_value *a = n->inputs[0], *b = n->inputs[1], *y = n->outputs[0];
+	const struct npu_value *v[3] = { a, b, y };
+	int r = a->shape.rank, i, j;
+	uint64_t bt = 1, m, k, cols;
+
+	if (!is_op(n, "MatMul") || n->num_inputs != 2 || a->constant || b->constant)
+		return WHY("not a MatMul of two activations");
+	if (r < 2 || b->shape.rank != r || y->shape.rank != r)
+		return WHY("operands of ranks %d and %d: broadcasting has no NPU form", r,
+			   b->shape.rank);
+	for (i = 0; i < 3; i++)
+		if (npu_value_layout(v[i]) == NPU_LAYOUT_NHWC)
+			return WHY("'%s' is stored NHWC (a convolution touches it): its rows are "
+				   "not contiguous", v[i]->name);
+	for (i = 0; i < r - 2; i++) {
+		for (j = 1; j < 3; j++)
+			if (v[j]->shape.dims[i] != a->shape.dims[i])
+				return WHY("batch dims differ (broadcasting has no NPU form)");
+		bt *= (uint64_t)a->shape.dims[i];
+	}
+	m = (uint64_t)a->shape.dims[r - 2];
+	k = (uint64_t)a->shape.dims[r - 1];
+	cols = (uint64_t)b->shape.dims[r - 1];
+	if (b->shape.dims[r - 2] != (int64_t)k || y->shape.dims[r - 2] != (int64_t)m ||
+	    y->shape.dims[r - 1] != (int64_t)cols)
+		return WHY("inner dimensions differ");
+	if (!bt || !m || !k || !cols || bt > 65536 || k > UINT16_MAX || cols > UINT16_MAX ||
+	    m * k > (1u << 20) || k * cols > (1u << 20) || m * cols > (1u << 20))
+		return WHY("product of %llu x %llu x %llu (batch %llu) too large for one "
+			   "MATMUL per batch", (unsigned long long)m, (unsigned long long)k,
+			   (unsigned long long)cols, (unsigned long long)bt);
+	*batch = (uint32_t)bt;
+	return true;
+}
+
+/*
+ * B = Transpose(x) swapping the last two axes, lowered into this segment as
+ * plain copies (same quantization) that nothing else reads: x is B as
+ * MATMUL reads it, [n][k]. Drop those copies and return x (its act exists),
+ * else NULL.
+ */
+static const struct npu_value *absorbed_transpose(struct npu_lower_ctx *lc,
+						  const struct npu_node *n)
+{
+	struct npu_segment_program *prog = &lc->seg->prog;
+	const struct npu_value *b = n->inputs[1], *x;
+	const struct npu_node *t = b->producer;
+	const struct npu_attr *perm;
+	uint32_t ba, xa;
+	size_t i, j, kept;
+	int r = b->shape.rank, k;
+
+	if (!t || !is_op(t, "Transpose") || b->is_graph_output || !lc->act_of[b->index])
+		return NULL;
+	x = t->inputs[0];
+	perm = npu_node_attr(t, "perm");
+	if (!perm || perm->type != NPU_ATTR_INTS || perm->count != (size_t)r ||
+	    !lc->act_of[x->index] || npu_value_layout(x) != NPU_LAYOUT_ROWS ||
+	    npu_value_layout(b) != NPU_LAYOUT_ROWS)
+		return NULL;
+	for (k = 0; k < r; k++)
+		if (perm->ints[k] != (k < r - 2 ? k : k == r - 2 ? r - 1 : r - 2))
+			return NULL;
+	for (i = 0; i < lc->graph->num_nodes; i++)
+		for (j = 0; j < lc->graph->nodes[i]->num_inputs; j++)
+			if (lc->graph->nodes[i]->inputs[j] == b && lc->graph->nodes[i] != n)
+				return NULL;
+	ba = lc->act_of[b->index] - 1;
+	xa = lc->act_of[x->index] - 1;
+	for (i = 0; i < prog->num_lops; i++) {
+		const struct npu_lop *l = &prog->lops[i];
+
+		if (npu_lop_reads_in2(l) ? l->in2 == ba || l->in == ba : l->in == ba)
+			return NULL;
+		if (l->out == ba && (l->kind != NPU_LOP_COPY || l->in != xa || l->copy.lut))
+			return NULL;
+	}
+	for (i = 0, kept = 0; i < prog->num_lops; i++)
+		if (prog->lops[i].out != ba)
+			prog->lops[kept++] = prog->lops[i];
+	prog->num_lops = kept;	/* b's act goes in drop_unused_acts() */
+	return x;
+}
+
+/*
+ * Activation x activation (attention scores and context): one MATMUL per
+ * batch with B read from SRAM, zero points of both sides, requantized per
+ * tensor by s_a * s_b / s_out.
+ */
+static bool lower_matmul_act(struct npu_lower_ctx *lc, struct npu_node *n, char *why,
+			     size_t why_size)
+{
+	const struct npu_qparams *qa = value_q(lc, n->inputs[0]), *qb = value_q(lc, n->inputs[1]);
+	const struct npu_qparams *qout = value_q(lc, n->outputs[0]);
+	struct npu_qparams target;
+	const struct npu_value *nk;
+	struct npu_lop *l;
+	uint32_t batch;
+	int in2;
+
+	if (!npu_matmul_act_geometry(n, &batch, why, why_size))
+		return false;
+	if (!qa || !qb || !qout)
+		return WHY("no quantization parameters (not calibrated)");
+	nk = absorbed_transpose(lc, n);
+	in2 = nk ? (int)lc->act_of[nk->index] - 1 : npu_lower_act(lc, n->inputs[1]);
+	l = in2 < 0 ? NULL : new_unary_lop(lc, NPU_LOP_MATMUL, n);
+	if (!l)
+		return WHY("out of memory");
+	l->in2 = (uint32_t)in2;
+	l->matmul.batch = batch;
+	l->matmul.b_nk = nk != NULL;
+	/* The caller's fit check may not see it (absorbed copies went). */
+	if (!output_stage(lc, n, qout, &l->matmul.q.act_min, &l->matmul.q.act_max,
+			  &l->matmul.q.lut, &l->matmul.q.pre_act_zp, &target, why, why_size) ||
+	    !requant_arrays(lc, n->name, 1, qa->scale, &qb->scale, &target, NULL, 1.0f,
+			    &l->matmul.q, why, why_size) ||
+	    !npu_lop_fits(&lc->seg->prog, l, lc->sram_size ? lc->sram_size : NPU_SRAM_SIZE,
+			  why, why_size)) {
+		lc->seg->prog.num_lops--;
+		return false;
+	}
+	return true;
+}
+
 static bool lower_gemm(struct npu_lower_ctx *lc, struct npu_node *n, char *why,
 		       size_t why_size)
 {
@@ -1319,6 +1565,109 @@ fail:
 	return false;
 }
 
+/*
+ * SOFTMAX: the exp table in Q30 from the input scale; out = p / s_out
+ * as e * floor(2^62 / sum) * mult >> shift, mult < 2^31.
+ * LAYERNORM: gamma / s_out in Q15 units and beta / s_out at 2^shift, the
+ * largest shift that keeps both in int32; eps in units of (s_in / c)^2.
+ */
+static bool lower_rows(struct npu_lower_ctx *lc, struct npu_node *n, char *why,
+		       size_t why_size)
+{
+	const struct npu_qparams *qin = value_q(lc, n->inputs[0]);
+	const struct npu_qparams *qout = value_q(lc, n->outputs[0]);
+	uint32_t c = (uint32_t)n->inputs[0]->shape.dims[n->inputs[0]->shape.rank - 1];
+	struct npu_lop *l;
+	uint8_t *consts;
+	uint32_t k;
+
+	if (!npu_rows_op_geometry(n, why, why_size))
+		return false;
+	if (!qin || !qout)
+		return WHY("no quantization parameters (not calibrated)");
+	if (is_reduce(n)) {
+		/* acc = sum or max of (x - zp_in); a mean divides by c too */
+		double real = (double)qin->scale / qout->scale / (is_op(n, "ReduceMean") ? c : 1);
+		struct npu_requant rq;
+
+		if (!npu_requant_from_real(real, &rq))
+			return WHY("requantization multiplier %g out of range", real);
+		l = new_unary_lop(lc, NPU_LOP_ROWS, n);
+		if (!l)
+			return WHY("out of memory");
+		l->rows.opcode = NPU_OP_REDUCE;
+		l->rows.mode = is_op(n, "ReduceMax") ? NPU_REDUCE_MAX : NPU_REDUCE_SUM;
+		l->rows.mult = rq.mult;
+		l->rows.shift = rq.shift;
+		return true;
+	}
+	if (is_op(n, "Softmax")) {
+		int e2 = (int)floor(log2(2147483647.0 * qout->scale));
+
+		/* Beyond this one int8 step multiplies a probability by more
+		 * than e: inputs that differ by less than a step (ONNX's
+		 * large_number test: rows 0..3 and 10000..10003) collapse. */
+		if (qin->scale > 1.0f)
+			return WHY("input scale %g: one int8 step is a factor e^%.3g in "
+				   "probability, too coarse for SOFTMAX", qin->scale, qin->scale);
+		if (e2 + 62 < 1 || e2 + 62 > 126)
+			return WHY("output scale %g out of range", qout->scale);
+		consts = seg_own(lc->seg, 1024);
+		l = consts ? new_unary_lop(lc, NPU_LOP_ROWS, n) : NULL;
+		if (!l)
+			return WHY("out of memory");
+		for (k = 0; k < 256; k++) {
+			uint32_t t = (uint32_t)llround(ldexp(exp(-(double)k * qin->scale), 30));
+
+			memcpy(consts + 4 * k, &t, 4);
+		}
+		l->rows.opcode = NPU_OP_SOFTMAX;
+		l->rows.shift = (uint8_t)(62 + e2);
+		l->rows.mult = (int32_t)llround(ldexp(1.0, e2) / qout->scale);
+		l->rows.consts = consts;
+		l->rows.consts_size = 1024;
+		return true;
+	} else {
+		const float *gamma = n->inputs[1]->constant->data;
+		const float *beta = n->num_inputs > 2 && n->inputs[2] ?
+				    n->inputs[2]->constant->data : NULL;
+		double eps = npu_node_attr_float_or(n, "epsilon", 1e-5f);
+		double gmax = 0, bmax = 0, e;
+		int shift = 62;
+
+		for (k = 0; k < c; k++) {
+			gmax = fmax(gmax, fabs(gamma[k]) / qout->scale);
+			if (beta)
+				bmax = fmax(bmax, fabs(beta[k]) / qout->scale);
+		}
+		/* gmax * 2^(shift - 15) and bmax * 2^shift below 2^30 */
+		if (gmax > 0)
+			shift = (int)fmin(shift, floor(45 - log2(gmax)));
+		if (bmax > 0)
+			shift = (int)fmin(shift, floor(30 - log2(bmax)));
+		if (shift < 16)
+			return WHY("scale / bias over output scale %g too large", qout->scale);
+		consts = seg_own(lc->seg, 8 * (size_t)c);
+		l = consts ? new_unary_lop(lc, NPU_LOP_ROWS, n) : NULL;
+		if (!l)
+			return WHY("out of memory");
+		for (k = 0; k < c; k++) {
+			int32_t m = (int32_t)llround(ldexp(gamma[k] / qout->scale, shift - 15));
+			int32_t b = beta ? (int32_t)llround(ldexp(beta[k] / qout->scale, shift)) : 0;
+
+			memcpy(consts + 4 * k, &m, 4);
+			memcpy(consts + 4 * ((size_t)c + k), &b, 4);
+		}
+		e = eps * c * (double)c / ((double)qin->scale * qin->scale);
+		l->rows.opcode = NPU_OP_LAYERNORM;
+		l->rows.shift = (uint8_t)shift;
+		l->rows.eps = e >= 4294967295.0 ? UINT32_MAX : (uint32_t)llround(e);
+		l->rows.consts = consts;
+		l->rows.consts_size = 8 * c;
+		return true;
+	}
+}
+
 /* A standalone activation is a one-node pointwise group: one LUT. */
 static bool lower_lut(struct npu_lower_ctx *lc, struct npu_node *n, char *why,
 		      size_t why_size)
@@ -1585,6 +1934,96 @@ static bool movement_ids(const struct npu_node *n, int *yids)
 	return j == x->shape.rank;
 }
 
+/* Slice's starts / ends / axes / steps: attribute (opset < 10) or constant input. */
+static bool slice_ints(const struct npu_node *n, const char *name, size_t input,
+		       int64_t *v, size_t *count, bool *present)
+{
+	const struct npu_attr *a = n->opset < 10 ? npu_node_attr(n, name) : NULL;
+	const struct npu_value *c = n->opset >= 10 && input < n->num_inputs ? n->inputs[input] : NULL;
+	int64_t i, cnt;
+
+	*present = a || c;
+	*count = 0;
+	if (a) {
+		if (a->type != NPU_ATTR_INTS || a->count > NPU_MAX_RANK)
+			return false;
+		for (i = 0; i < (int64_t)a->count; i++)
+			v[i] = a->ints[i];
+		*count = a->count;
+		return true;
+	}
+	if (!c)
+		return true;
+	if (!c->constant || c->shape.rank != 1)
+		return false;
+	cnt = npu_shape_numel(&c->shape);
+	if (cnt < 0 || cnt > NPU_MAX_RANK)
+		return false;
+	for (i = 0; i < cnt; i++) {
+		if (c->constant->dtype == NPU_DTYPE_INT64)
+			v[i] = ((const int64_t *)c->constant->data)[i];
+		else if (c->constant->dtype == NPU_DTYPE_INT32)
+			v[i] = ((const int32_t *)c->constant->data)[i];
+		else
+			return false;
+	}
+	*count = (size_t)cnt;
+	return true;
+}
+
+/*
+ * A Slice with step 1 that cuts at most one axis: the elements
+ * [start, start + len) of 'axis' (a plain block of storage rows, by DMA).
+ */
+static bool slice_geometry(const struct npu_node *n, int64_t *axis, int64_t *start,
+			   int64_t *len, char *why, size_t why_size)
+{
+	const struct npu_value *x = n->inputs[0], *y = n->outputs[0];
+	int64_t st[NPU_MAX_RANK], en[NPU_MAX_RANK], ax[NPU_MAX_RANK], sp[NPU_MAX_RANK];
+	size_t ns, ne, na, np, i;
+	bool has_s, has_e, has_a, has_p, cut = false;
+	int r = x->shape.rank;
+
+	if (!slice_ints(n, "starts", 1, st, &ns, &has_s) ||
+	    !slice_ints(n, "ends", 2, en, &ne, &has_e) ||
+	    !slice_ints(n, "axes", 3, ax, &na, &has_a) ||
+	    !slice_ints(n, "steps", 4, sp, &np, &has_p) || !has_s || !has_e || ns != ne ||
+	    (has_a && na != ns) || (has_p && np != ns))
+		return WHY("starts / ends / axes / steps are not constants of one length");
+	if (y->shape.rank != r)
+		return WHY("output rank differs");
+	*axis = 0, *start = 0, *len = r ? x->shape.dims[0] : 1;
+	for (i = 0; i < ns; i++) {
+		int64_t a = has_a ? ax[i] : (int64_t)i, d, b, e;
+
+		if (a < 0)
+			a += r;
+		if (a < 0 || a >= r)
+			return WHY("axis %lld out of range", (long long)(has_a ? ax[i] : (int64_t)i));
+		if (has_p && sp[i] != 1)
+			return WHY("step %lld on axis %lld: only step 1 is a block copy",
+				   (long long)sp[i], (long long)a);
+		d = x->shape.dims[a];
+		b = st[i] < 0 ? st[i] + d : st[i];
+		e = en[i] < 0 ? en[i] + d : en[i];
+		b = b < 0 ? 0 : b > d ? d : b;
+		e = e < 0 ? 0 : e > d ? d : e;
+		if (e <= b)
+			return WHY("empty slice of axis %lld", (long long)a);
+		if (b == 0 && e == d)
+			continue;
+		if (cut)
+			return WHY("it cuts more than one axis");
+		cut = true;
+		*axis = a, *start = b, *len = e - b;
+	}
+	if (!r || y->shape.dims[*axis] != *len)
+		return WHY("output shape does not match the slice");
+	if (npu_value_layout(x) != npu_value_layout(y))
+		return WHY("input and output are stored in different orders (NHWC and rows)");
+	return true;
+}
+
 bool npu_data_movement_geometry(const struct npu_node *n, char *why, size_t why_size)
 {
 	const struct npu_value *y = n->outputs[0];
@@ -1627,6 +2066,15 @@ bool npu_data_movement_geometry(const struct npu_node *n, char *why, size_t why_
 			if (!storage_axis(o, axis, &o2, &d2, &u2) || o2 != outer || u2 != unit)
 				return WHY("output %zu does not match the input outside the axis", i);
 		}
+		return true;
+	}
+	if (is_op(n, "Slice")) {
+		int64_t axis, start, len;
+
+		if (!slice_geometry(n, &axis, &start, &len, why, why_size))
+			return false;
+		if (!storage_axis(n->inputs[0], axis, &outer, &dim, &unit))
+			return WHY("axis %lld has no NPU form", (long long)axis);
 		return true;
 	}
 	/* Reshape and friends: the same bytes in the same order, or nothing. */
@@ -1855,6 +2303,15 @@ static bool lower_data_movement(struct npu_lower_ctx *lc, struct npu_node *n,
 		}
 		return true;
 	}
+	if (is_op(n, "Slice")) {	/* outer rows of len * unit bytes at start */
+		int64_t start, len;
+
+		slice_geometry(n, &axis, &start, &len, why, why_size);
+		storage_axis(n->inputs[0], axis, &outer, &dim, &unit);
+		return add_copy(lc, n, n->inputs[0], n->outputs[0], (uint32_t)outer,
+				(uint32_t)(len * unit), (uint64_t)start * unit, dim * unit, 0,
+				len * unit, why, why_size);
+	}
 	if (is_op(n, "Split")) {
 		storage_axis(n->inputs[0], axis, &outer, &dim, &unit);
 		wide = dim * unit;
@@ -1920,6 +2377,8 @@ bool npu_lower_node(struct npu_lower_ctx *lc, struct npu_node *n, char *why,
 		return lower_conv_transpose(lc, n, why, why_size);
 	if (is_op(n, "Resize"))
 		return lower_resize(lc, n, why, why_size);
+	if (is_op(n, "MatMul") && n->num_inputs == 2 && !n->inputs[1]->constant)
+		return lower_matmul_act(lc, n, why, why_size);
 	if (is_op(n, "Gemm") || is_op(n, "MatMul"))
 		return lower_gemm(lc, n, why, why_size);
 	if (is_op(n, "MaxPool") || is_op(n, "AveragePool") || is_op(n, "GlobalAveragePool"))
@@ -1928,5 +2387,7 @@ bool npu_lower_node(struct npu_lower_ctx *lc, struct npu_node *n, char *why,
 		return lower_binary(lc, n, why, why_size);
 	if (npu_is_data_movement(n))
 		return lower_data_movement(lc, n, why, why_size);
+	if (npu_rows_op(n))
+		return lower_rows(lc, n, why, why_size);
 	return lower_lut(lc, n, why, why_size);
 }

@@ -59,6 +59,31 @@ bool npu_resize_geometry(const struct npu_node *n, struct npu_resize_geom *rg,
 bool npu_is_data_movement(const struct npu_node *n);
 bool npu_data_movement_geometry(const struct npu_node *n, char *why, size_t why_size);
 
+/*
+ * Softmax, LayerNormalization and ReduceMean / ReduceMax / ReduceSum as the
+ * vector engine's row ops (SOFTMAX, LAYERNORM, REDUCE, ISA 1.3): over the
+ * last axis, which must be the innermost in the NPU's layout (so not rank
+ * 4, whose layout is NHWC); LayerNormalization with constant scale / bias,
+ * a reduction over that one axis. On false 'why' says why not.
+ */
+bool npu_rows_op(const struct npu_node *n);
+bool npu_rows_op_geometry(const struct npu_node *n, char *why, size_t why_size);
+
+/*
+ * A MatMul of two activations (attention) as one MATMUL per batch:
+ * operands of one rank >= 2 with equal batch dims, none stored NHWC.
+ * 'batch' gets the product of the batch dims.
+ */
+bool npu_matmul_act_geometry(const struct npu_node *n, uint32_t *batch, char *why,
+			     size_t why_size);
+
+/*
+ * Store rank-4 values row-major (npu_value->rows_layout) when no node
+ * that reads or writes them cares about NHWC: copies, row ops, MatMul of
+ * two activations, Add / Mul by a scalar. Before placement.
+ */
+void npu_mark_rows_layout(struct npu_graph *g);
+
 /* Whether an activation op type has a LUT / clamp form on the NPU. */
 bool npu_lut_function_known(const char *op_type);
 

@@ -70,6 +70,10 @@ static void put(struct wbuf *w, const void *p, size_t n)
 /* A folded conv (codegen.h): fold_w follows the conv geometry; the weight
  * blob is every column phase's kernel (npu_conv_fold_phase()). */
 #define NPUB_KIND_CONV_FOLD	66
+/* A MATMUL of two activations (codegen.h matmul.batch): the batch count
+ * and a u8 b_nk follow, then per-tensor quantization (arrays of one), no
+ * weight. */
+#define NPUB_KIND_MATMUL_ACT	67
 
 static void put_u8(struct wbuf *w, uint8_t v) { put(w, &v, 1); }
 static void put_u16(struct wbuf *w, uint16_t v) { put(w, &v, 2); }
@@ -123,7 +127,7 @@ static void put_quant(struct wbuf *w, const struct npu_lop_quant *q, uint32_t oc
 	put_blob(w, q->lut, 256);
 }
 
-static void put_segment(struct wbuf *w, const struct npu_segment *seg)
+static void put_segment(struct wbuf *w, const struct npu_segment *seg, uint16_t major)
 {
 	const struct npu_segment_program *p = &seg->prog;
 	size_t i;
@@ -170,7 +174,9 @@ static void put_segment(struct wbuf *w, const struct npu_segment *seg)
 		put_u32(w, l->kind == NPU_LOP_CONV && l->conv.phase_h ? NPUB_KIND_CONV_PHASES :
 			   l->kind == NPU_LOP_CONV && l->conv.fold_w ? NPUB_KIND_CONV_FOLD :
 			   l->kind == NPU_LOP_CONV && (l->conv.ins_h || l->conv.ins_w) ?
-			   NPUB_KIND_CONV_INS : l->kind);
+			   NPUB_KIND_CONV_INS :
+			   l->kind == NPU_LOP_MATMUL && l->matmul.batch ? NPUB_KIND_MATMUL_ACT :
+			   l->kind);
 		put_str(w, l->name);
 		put_u32(w, l->in);
 		put_u32(w, l->in2);
@@ -226,6 +232,12 @@ static void put_segment(struct wbuf *w, const struct npu_segment *seg)
 			break;
 		}
 		case NPU_LOP_MATMUL:
+			if (l->matmul.batch) {
+				put_u32(w, l->matmul.batch);
+				put_u8(w, l->matmul.b_nk);
+				put_quant(w, &l->matmul.q, 1);
+				break;
+			}
 			put_quant(w, &l->matmul.q, out->c);
 			put_blob(w, l->matmul.weight, (uint64_t)out->c * in->c);
 			break;
@@ -256,6 +268,14 @@ static void put_segment(struct wbuf *w, const struct npu_segment *seg)
 		case NPU_LOP_LUT:
 			put_blob(w, l->lut.table, 256);
 			break;
+		case NPU_LOP_ROWS:
+			put_u8(w, l->rows.opcode);
+			put_u8(w, l->rows.shift);
+			put_u8(w, l->rows.mode);
+			put_u32(w, (uint32_t)l->rows.mult);
+			put_u32(w, l->rows.eps);
+			put_blob(w, l->rows.consts, l->rows.consts_size);
+			break;
 		case NPU_LOP_RESIZE:
 			put_u8(w, l->resize.mode);
 			put_u32(w, l->resize.step_h);
@@ -279,6 +299,9 @@ static void put_segment(struct wbuf *w, const struct npu_segment *seg)
 			break;
 		}
 	}
+	/* Version 2: where the segment is, "" for the top-level graph. */
+	if (major >= 2)
+		put_str(w, seg->graph_path ? seg->graph_path : "");
 }
 
 npu_status npu_npub_save(const char *path, const void *onnx, size_t onnx_size,
@@ -291,6 +314,15 @@ npu_status npu_npub_save(const char *path, const void *onnx, size_t onnx_size,
 	size_t at, i;
 	int j;
 	FILE *f;
+	/*
+	 * Segments inside subgraphs need version 2, which readers of version 1
+	 * refuse by its number; other files stay version 1 for them.
+	 */
+	uint16_t major = 1;
+
+	for (i = 0; i < c->num_segments; i++)
+		if (c->segments[i]->graph_path && c->segments[i]->graph_path[0])
+			major = NPU_NPUB_VERSION_MAJOR;
 
 	put(&w, (uint8_t[NPUB_HEADER_SIZE]){ 0 }, NPUB_HEADER_SIZE);
 	at = begin_section(&w, NPUB_MODEL);
@@ -330,7 +362,7 @@ npu_status npu_npub_save(const char *path, const void *onnx, size_t onnx_size,
 
 	for (i = 0; i < c->num_segments; i++) {
 		at = begin_section(&w, NPUB_SEGMENT);
-		put_segment(&w, c->segments[i]);
+		put_segment(&w, c->segments[i], major);
 		end_section(&w, at);
 		sections++;
 	}
@@ -342,7 +374,7 @@ npu_status npu_npub_save(const char *path, const void *onnx, size_t onnx_size,
 	crc = (uint32_t)crc32_z(0, w.data + NPUB_HEADER_SIZE, w.size - NPUB_HEADER_SIZE);
 	{
 		uint32_t magic = NPU_NPUB_MAGIC, hs = NPUB_HEADER_SIZE, zero = 0;
-		uint16_t major = NPU_NPUB_VERSION_MAJOR, minor = NPU_NPUB_VERSION_MINOR;
+		uint16_t minor = NPU_NPUB_VERSION_MINOR;
 
 		memcpy(w.data + 0, &magic, 4);
 		memcpy(w.data + 4, &major, 2);
@@ -526,14 +558,17 @@ static bool get_lop(struct rbuf *r, struct npu_segment *seg, struct npu_lop *l)
 	struct npu_segment_program *p = &seg->prog;
 	const struct npu_act *in, *out;
 	char *name;
-	bool ins, phases, fold;
+	bool ins, phases, fold, mm_act;
 
 	l->kind = get_u32(r, "kind");
 	ins = l->kind == NPUB_KIND_CONV_INS;
 	phases = l->kind == NPUB_KIND_CONV_PHASES;
 	fold = l->kind == NPUB_KIND_CONV_FOLD;
+	mm_act = l->kind == NPUB_KIND_MATMUL_ACT;
 	if (ins || phases || fold)
 		l->kind = NPU_LOP_CONV;
+	if (mm_act)
+		l->kind = NPU_LOP_MATMUL;
 	name = seg_keep(seg, get_str(r, "name"));
 	l->name = name ? name : "?";
 	l->in = get_u32(r, "in");
@@ -541,7 +576,7 @@ static bool get_lop(struct rbuf *r, struct npu_segment *seg, struct npu_lop *l)
 	l->out = get_u32(r, "out");
 	if (r->bad)
 		return false;
-	if (l->kind > NPU_LOP_COPY)
+	if (l->kind > NPU_LOP_ROWS)
 		return fail(r, "%s %llu is unknown", "op kind", l->kind);
 	if (l->in >= p->num_acts || l->out >= p->num_acts)
 		return fail(r, "%s %llu out of range", "tensor index", l->in > l->out ? l->in : l->out);
@@ -631,6 +666,31 @@ static bool get_lop(struct rbuf *r, struct npu_segment *seg, struct npu_lop *l)
 		break;
 	}
 	case NPU_LOP_MATMUL:
+		if (mm_act) {
+			const struct npu_act *in2;
+
+			uint8_t nk;
+
+			l->matmul.batch = get_u32(r, "batch");
+			nk = get_u8(r, "b_nk");
+			if (r->bad)
+				return false;
+			if (nk > 1)
+				return fail(r, "%s %llu: b_nk is not 0 or 1", "matmul", nk);
+			l->matmul.b_nk = nk;
+			if (l->in2 >= p->num_acts)
+				return fail(r, "%s %llu out of range", "tensor index", l->in2);
+			in2 = &p->acts[l->in2];
+			if (!l->matmul.batch ||
+			    ((uint64_t)in->n * in->h * in->w) % l->matmul.batch ||
+			    npu_act_bytes(in2) % ((uint64_t)l->matmul.batch * in->c) ||
+			    in2->c != (nk ? in->c : out->c) ||
+			    npu_act_bytes(in2) != (uint64_t)l->matmul.batch * in->c * out->c ||
+			    (uint64_t)in->n * in->h * in->w * out->c != npu_act_bytes(out))
+				return fail(r, "%s %llu: operand shapes do not form the batches",
+					    "matmul", l->matmul.batch);
+			return get_quant(r, seg, &l->matmul.q, 1);
+		}
 		if ((uint64_t)in->n * in->h * in->w != (uint64_t)out->n * out->h * out->w)
 			return fail(r, "%s %llu: row counts differ", "matmul", 0);
 		if (!get_quant(r, seg, &l->matmul.q, out->c))
@@ -692,6 +752,28 @@ static bool get_lop(struct rbuf *r, struct npu_segment *seg, struct npu_lop *l)
 		if (npu_act_bytes(in) != npu_act_bytes(out))
 			return fail(r, "%s %llu: sizes differ", "lut", 0);
 		l->lut.table = get_blob(r, seg, 256, false, "table");
+		break;
+	case NPU_LOP_ROWS:
+		l->rows.opcode = get_u8(r, "opcode");
+		l->rows.shift = get_u8(r, "shift");
+		l->rows.mode = get_u8(r, "mode");
+		l->rows.mult = (int32_t)get_u32(r, "mult");
+		l->rows.eps = get_u32(r, "eps");
+		if (r->bad)
+			return false;
+		if (l->rows.opcode == NPU_OP_REDUCE) {
+			if (!in->c || npu_act_bytes(in) / in->c != npu_act_bytes(out) ||
+			    l->rows.mode > NPU_REDUCE_MAX || l->rows.shift < 1 || l->rows.shift > 62)
+				return fail(r, "%s %llu invalid", "reduce", l->rows.mode);
+			l->rows.consts_size = 0;
+			l->rows.consts = get_blob(r, seg, 0, true, "row consts");
+			break;
+		}
+		if ((l->rows.opcode != NPU_OP_SOFTMAX && l->rows.opcode != NPU_OP_LAYERNORM) ||
+		    npu_act_bytes(in) != npu_act_bytes(out) || in->c != out->c || !out->c)
+			return fail(r, "%s %llu invalid", "row op", l->rows.opcode);
+		l->rows.consts_size = l->rows.opcode == NPU_OP_SOFTMAX ? 1024 : 8 * out->c;
+		l->rows.consts = get_blob(r, seg, l->rows.consts_size, false, "row consts");
 		break;
 	case NPU_LOP_RESIZE:
 		l->resize.mode = get_u8(r, "mode");
@@ -757,6 +839,7 @@ struct npu_npub {
 	char **seg_inputs, **seg_outputs;	/* value names, per segment, flat */
 	size_t *seg_in_base, *seg_out_base;
 	size_t num_seg_in, num_seg_out;
+	uint16_t major;		/* the file's format version */
 };
 
 static bool get_segment(struct rbuf *r, struct npu_npub *f, struct npu_segment *seg)
@@ -848,6 +931,13 @@ static bool get_segment(struct rbuf *r, struct npu_npub *f, struct npu_segment *
 		return fail(r, "%s %llu: out of memory", "ops", p->num_lops);
 	for (i = 0; i < p->num_lops && !r->bad; i++)
 		get_lop(r, seg, &p->lops[i]);
+	if (f->major >= 2 && !r->bad) {
+		seg->graph_path = get_str(r, "subgraph path");
+		if (seg->graph_path && !seg->graph_path[0]) {
+			free(seg->graph_path);
+			seg->graph_path = NULL;
+		}
+	}
 	if (!r->bad && r->left)
 		fail(r, "%s: %llu trailing bytes", "segment", r->left);
 	return !r->bad;
@@ -969,10 +1059,11 @@ npu_status npu_npub_open(const void *data, size_t size, const char *source,
 		fail(&hdr, "%s is 0x%llx, not \"NPUB\": not a compiled model", "magic", magic);
 		goto bad;
 	}
-	if (major != NPU_NPUB_VERSION_MAJOR) {
-		fail(&hdr, "%s %llu is not supported (this library reads version 1)", "version", major);
+	if (major < 1 || major > NPU_NPUB_VERSION_MAJOR) {
+		fail(&hdr, "%s %llu is not supported (this library reads versions 1 and 2)", "version", major);
 		goto bad;
 	}
+	f->major = major;
 	(void)minor;	/* minor versions only append fields at section ends */
 	if (hs != NPUB_HEADER_SIZE || reserved || file_size != size) {
 		fail(&hdr, "%s / file size mismatch (file has %llu bytes)", "header size", size);
@@ -1119,7 +1210,14 @@ npu_status npu_npub_instantiate(struct npu_npub *f, struct npu_graph *graph,
 	*out = NULL;
 	for (k = 0; k < c->num_segments; k++) {
 		struct npu_segment *seg = c->segments[k];
+		struct npu_graph *top = graph;
 
+		/* A segment of a subgraph binds to that subgraph's values. */
+		graph = npu_subgraph_at(top, seg->graph_path);
+		if (!graph)
+			return npu_error_set(err, NPU_ERR_MODEL,
+					     "NPU segment %d: the embedded model has no subgraph where it was compiled (%s)",
+					     seg->index, seg->first_node ? seg->first_node : "?");
 		seg->inputs = calloc(seg->num_inputs + 1, sizeof(*seg->inputs));
 		seg->outputs = calloc(seg->num_outputs + 1, sizeof(*seg->outputs));
 		if (!seg->inputs || !seg->outputs)
@@ -1144,6 +1242,7 @@ npu_status npu_npub_instantiate(struct npu_npub *f, struct npu_graph *graph,
 						     "NPU segment %d: output '%s' does not match the embedded model",
 						     seg->index, name ? name : "?");
 		}
+		graph = top;
 	}
 	c->profile_ops = profile_ops;
 	st = npu_compiled_bind(c, graph, dev, err);

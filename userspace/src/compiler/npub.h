@@ -18,7 +18,9 @@
 #include "compiler/compiler.h"
 
 #define NPU_NPUB_MAGIC		0x4255504e	/* "NPUB" */
-#define NPU_NPUB_VERSION_MAJOR	1
+/* Version 2 adds where each segment is (a subgraph's path); files without
+ * segments in subgraphs are still written as version 1. */
+#define NPU_NPUB_VERSION_MAJOR	2
 #define NPU_NPUB_VERSION_MINOR	0
 
 struct npu_npub;

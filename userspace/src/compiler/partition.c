@@ -116,6 +116,13 @@ static bool supported_gemm(const struct npu_node *n, char *why, size_t why_size)
 	bool gemm = is_op(n, "Gemm");
 	int64_t k, cols;
 
+	if (!gemm && b && !b->constant && static_float(b)) {	/* attention: act x act */
+		uint32_t batch;
+
+		if (!npu_matmul_act_geometry(n, &batch, why, why_size))
+			return false;
+		return activation_ok(n, why, why_size);
+	}
 	if (!b || !b->constant || b->dtype != NPU_DTYPE_FLOAT || b->shape.rank != 2)
 		return WHY("weights are not a constant 2-D float matrix");
 	if (gemm && npu_node_attr_int_or(n, "transA", 0))
@@ -173,13 +180,35 @@ static bool supported_binary(const struct npu_node *n, char *why, size_t why_siz
 	return activation_ok(n, why, why_size);
 }
 
+/*
+ * A ReduceMax whose output a Sub takes from the reduction's own input:
+ * the stabilizer of a written-out (Log)Softmax, x - max(x) before Exp. In
+ * int8 the max is off by up to half an input step, and that error goes
+ * straight into the exponent (ONNX's *_large_number_expanded: a step of
+ * 39 gives e^20), so the reduction stays in float on the CPU.
+ */
+static bool softmax_stabilizer(const struct npu_graph *g, const struct npu_node *n)
+{
+	size_t i;
+
+	if (!is_op(n, "ReduceMax"))
+		return false;
+	for (i = 0; i < g->num_nodes; i++) {
+		const struct npu_node *u = g->nodes[i];
+
+		if (is_op(u, "Sub") && u->num_inputs == 2 &&
+		    u->inputs[1] == n->outputs[0] && u->inputs[0] == n->inputs[0])
+			return true;
+	}
+	return false;
+}
+
 bool npu_node_supported(const struct npu_graph *g, const struct npu_node *n,
 			const struct npu_device_info *dev, char *why,
 			size_t why_size)
 {
 	size_t i;
 
-	(void)dev;
 	if (n->domain[0])
 		return WHY("op domain '%s' not in the NPU ISA", n->domain);
 	for (i = 0; i < n->num_outputs; i++)
@@ -209,6 +238,20 @@ bool npu_node_supported(const struct npu_graph *g, const struct npu_node *n,
 		return supported_pool(g, n, why, why_size);
 	if (npu_is_data_movement(n))		/* COPY: DMA with strides */
 		return npu_data_movement_geometry(n, why, why_size);
+	if (npu_rows_op(n)) {			/* SOFTMAX / LAYERNORM / REDUCE */
+		uint8_t op = is_op(n, "Softmax") ? NPU_OP_SOFTMAX :
+			     is_op(n, "LayerNormalization") ? NPU_OP_LAYERNORM : NPU_OP_REDUCE;
+
+		if (softmax_stabilizer(g, n))
+			return WHY("the max a softmax written out subtracts before Exp: "
+				   "int8 rounding of it goes into the exponent");
+		/* a device booted with an older firmware lacks the ISA 1.3 ops */
+		if (dev && dev->op_mask && !(dev->op_mask & NPU_OP_BIT(op)))
+			return WHY("the device's op mask 0x%x does not enable %s (ISA 1.3)",
+				   dev->op_mask, is_op(n, "Softmax") ? "SOFTMAX" :
+				   is_op(n, "LayerNormalization") ? "LAYERNORM" : "REDUCE");
+		return npu_rows_op_geometry(n, why, why_size);
+	}
 	if (npu_lut_function_known(n->op_type)) {
 		if (is_op(n, "Clip") && n->opset >= 11) {
 			for (i = 1; i < n->num_inputs; i++)

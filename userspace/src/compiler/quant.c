@@ -140,6 +140,77 @@ int32_t npu_quantize_bias(float bias, float input_scale, float weight_scale)
 	return (int32_t)v;
 }
 
+struct npu_qparams npu_qparams16_from_range(float min, float max)
+{
+	struct npu_qparams q = { 0.0f, 0 };
+	float m;
+
+	if (!isfinite(min) || !isfinite(max) || min > max)
+		min = max = 0.0f;
+	m = fmaxf(fabsf(min), fabsf(max));
+	q.scale = m / 32767.0f;
+	if (!(q.scale > FLT_MIN * 1024.0f))
+		q.scale = 1e-8f;
+	return q;
+}
+
+int16_t npu_quantize_value16(float x, struct npu_qparams q)
+{
+	double v = nearbyint((double)x / q.scale);
+
+	if (!(v >= -32767.0))	/* also catches NaN */
+		return v > 0 ? 32767 : -32767;
+	if (v > 32767.0)
+		return 32767;
+	return (int16_t)v;
+}
+
+float npu_dequantize_value16(int16_t q, struct npu_qparams p)
+{
+	return p.scale * (float)q;
+}
+
+int64_t npu_quantize_bias64(float bias, float input_scale, float weight_scale)
+{
+	double v = nearbyint((double)bias / ((double)input_scale * weight_scale));
+
+	/* 2^63 is exact in a double; INT64_MAX is not */
+	if (!(v >= -9223372036854775808.0))
+		return v > 0 ? INT64_MAX : INT64_MIN;
+	if (v >= 9223372036854775808.0)
+		return INT64_MAX;
+	return (int64_t)v;
+}
+
+/* |acc * mult| < 2^95: the device's 128-bit product (GCC and clang). */
+__extension__ typedef __int128 quant_i128;
+
+int16_t npu_requant16_apply(int64_t acc, struct npu_requant rq, int8_t act_min,
+			    int8_t act_max)
+{
+	quant_i128 v = (quant_i128)acc * rq.mult + ((quant_i128)1 << (rq.shift - 1));
+	int32_t lo = act_min * 256, hi = act_max * 256 + 255;
+
+	v >>= rq.shift;
+	return (int16_t)(v < lo ? lo : v > hi ? hi : v);
+}
+
+float npu_lut16_knot(int j, struct npu_qparams in)
+{
+	return in.scale * (float)(j * 128 - 32768);
+}
+
+void npu_lut16_table(const float y[513], struct npu_qparams out, int16_t table[513])
+{
+	for (int j = 0; j < 513; j++) {
+		double v = nearbyint((double)y[j] / out.scale);
+
+		/* a knot's value must fit int16 even past the range (j = 512) */
+		table[j] = !(v >= -32768.0) ? (v > 0 ? 32767 : -32768) :
+			   v > 32767.0 ? 32767 : (int16_t)v;
+	}
+}
+
 void npu_calib_init(struct npu_calib_stats *st)
 {
 	memset(st, 0, sizeof(*st));

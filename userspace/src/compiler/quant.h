@@ -72,6 +72,33 @@ void npu_bias_correct(const float *w, const int8_t *q, const float *scales, size
 /* bias_q = round(bias / (input_scale * weight_scale)), saturated to int32. */
 int32_t npu_quantize_bias(float bias, float input_scale, float weight_scale);
 
+/*
+ * ---- The 16x8 mode (NPU_INSN_I16, Documentation/isa.md) ----
+ *
+ * int16 activations are symmetric (zero point 0, q in [-32767, 32767] so
+ * that -x is exact), computed from the same calibration range as int8;
+ * weights stay int8 per channel, bias is int64.
+ */
+struct npu_qparams npu_qparams16_from_range(float min, float max);
+int16_t npu_quantize_value16(float x, struct npu_qparams q);	/* round-half-even */
+float npu_dequantize_value16(int16_t q, struct npu_qparams p);
+/* bias_q = round(bias / (input_scale * weight_scale)), saturated to int64. */
+int64_t npu_quantize_bias64(float bias, float input_scale, float weight_scale);
+/*
+ * firmware-sim's int16 requantization of a 64-bit accumulator, bit for bit
+ * (128-bit product, round half up, clamp [act_min * 256, act_max * 256 + 255]).
+ */
+int16_t npu_requant16_apply(int64_t acc, struct npu_requant rq, int8_t act_min,
+			    int8_t act_max);
+/*
+ * The 513 knots of an int16 LUT (isa.md): knot j is the input value
+ * j * 128 - 32768 (the last, +32768, one step past the int16 range).
+ * npu_lut16_knot() is its real value under 'in'; npu_lut16_table()
+ * quantizes F at the knots, y[j], to 'out'.
+ */
+float npu_lut16_knot(int j, struct npu_qparams in);
+void npu_lut16_table(const float y[513], struct npu_qparams out, int16_t table[513]);
+
 /* ---- Calibration statistics for one tensor ---- */
 
 #define NPU_CALIB_BINS 2048

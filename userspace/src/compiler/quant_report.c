@@ -111,7 +111,60 @@ static size_t lop_const_bytes(const struct npu_lop *l, const struct npu_act *in,
 		b += (size_t)out->c * in->c;
 	else if (l->kind == NPU_LOP_ELTWISE)
 		b += l->elt.b_count ? l->elt.b_count : npu_act_bytes(in);
+	else if (l->kind == NPU_LOP_ROWS)
+		b += l->rows.consts_size;
 	return b;
+}
+
+/* MATMUL of two activations: per batch, B [k][n] transposed to [n][k]
+ * (or [n][k] already: b_nk). */
+static bool run_matmul_act(const struct npu_segment_program *p, const struct npu_lop *l,
+			   const int8_t *a, const int8_t *b, int8_t *out_data)
+{
+	const struct npu_act *in = &p->acts[l->in], *in2 = &p->acts[l->in2];
+	const struct npu_act *out = &p->acts[l->out];
+	const struct npu_lop_quant *q = &l->matmul.q;
+	uint32_t m = (uint32_t)(npu_act_bytes(in) / l->matmul.batch / in->c), k = in->c;
+	uint32_t n = out->c, bt, i, j;
+	struct scratch s = { 0 };
+	uint32_t a_off, b_off, o_off, q_off, t_off = 0;
+
+	s.cap = (size_t)m * k + (size_t)k * n + (size_t)m * n + 256 + 64 * 8;
+	s.mem = malloc(s.cap);
+	if (!s.mem)
+		return false;
+	a_off = put(&s, NULL, (size_t)m * k);
+	b_off = put(&s, NULL, (size_t)k * n);
+	o_off = put(&s, NULL, (size_t)m * n);
+	q_off = put_quant(&s, q, 1);
+	if (q->lut)
+		t_off = put(&s, q->lut, 256);
+	for (bt = 0; bt < l->matmul.batch; bt++) {
+		struct npu_insn_matmul mm = {
+			.a = a_off, .b = b_off, .quant = q_off, .output = o_off,
+			.flags = NPU_QUANT_PER_TENSOR | NPU_CONV_NO_BIAS,
+			.m = m, .k = k, .n = n, .a_stride = k, .out_stride = n,
+			.zp_a = (int16_t)in->q.zero_point, .zp_b = (int16_t)in2->q.zero_point,
+			.zp_out = (int16_t)(q->lut ? q->pre_act_zp : out->q.zero_point),
+			.act_min = q->act_min, .act_max = q->act_max,
+		};
+
+		memcpy(s.mem + a_off, a + (size_t)bt * m * k, (size_t)m * k);
+		for (i = 0; i < k; i++)
+			for (j = 0; j < n; j++)
+				s.mem[b_off + (size_t)j * k + i] =
+					(uint8_t)b[(size_t)bt * k * n + (l->matmul.b_nk ?
+						   (size_t)j * k + i : (size_t)i * n + j)];
+		npu_ref_matmul(&mm, s.mem);
+		if (q->lut) {
+			struct npu_insn_lut lt = { .input = o_off, .output = o_off, .table = t_off,
+						   .count = m * n };
+			npu_ref_lut(&lt, s.mem);
+		}
+		memcpy(out_data + (size_t)bt * m * n, s.mem + o_off, (size_t)m * n);
+	}
+	free(s.mem);
+	return true;
 }
 
 /* 'out' = lop applied to 'a' (and 'b': in2) exactly as the device computes. */
@@ -140,6 +193,8 @@ static bool run_lop(const struct npu_segment_program *p, const struct npu_lop *l
 			}
 		return true;
 	}
+	if (l->kind == NPU_LOP_MATMUL && l->matmul.batch)
+		return b && run_matmul_act(p, l, a, b, out_data);
 	s.cap = 2 * in_bytes + out_bytes + lop_const_bytes(l, in, out) + 64 * 16;
 	s.mem = malloc(s.cap);
 	if (!s.mem)
@@ -166,6 +221,53 @@ static bool run_lop(const struct npu_segment_program *p, const struct npu_lop *l
 						   .table = put(&s, q->lut, 256),
 						   .count = (uint32_t)out_bytes };
 			npu_ref_lut(&lt, s.mem);
+		}
+		memcpy(out_data, s.mem + out_off, out_bytes);
+		free(s.mem);
+		return true;
+	}
+	if (l->kind == NPU_LOP_ROWS) {
+		/* every row of the tensor in one instruction, as codegen's tiles */
+		uint32_t rows = (uint32_t)(in_bytes / in->c);
+		uint32_t consts = put(&s, l->rows.consts, l->rows.consts_size);
+
+		if (l->rows.opcode == NPU_OP_REDUCE) {
+			struct npu_insn_reduce rd = {
+				.input = in_off, .output = out_off, .rows = rows, .c = in->c,
+				.in_stride = in->c, .out_stride = 1, .mult = l->rows.mult,
+				.shift = l->rows.shift, .mode = l->rows.mode,
+				.zp_in = (int16_t)in->q.zero_point,
+				.zp_out = (int16_t)out->q.zero_point,
+				.act_min = -128, .act_max = 127,
+			};
+
+			rd.hdr.opcode = NPU_OP_REDUCE;
+			rd.hdr.size = sizeof(rd);
+			npu_ref_reduce(&rd, s.mem);
+		} else if (l->rows.opcode == NPU_OP_SOFTMAX) {
+			struct npu_insn_softmax sm = {
+				.input = in_off, .output = out_off, .table = consts,
+				.rows = rows, .c = out->c, .in_stride = out->c,
+				.out_stride = out->c, .mult = l->rows.mult,
+				.shift = l->rows.shift, .zp_out = (int16_t)out->q.zero_point,
+				.act_min = -128, .act_max = 127,
+			};
+
+			sm.hdr.opcode = NPU_OP_SOFTMAX;
+			sm.hdr.size = sizeof(sm);
+			npu_ref_softmax(&sm, s.mem);
+		} else {
+			struct npu_insn_layernorm ln = {
+				.input = in_off, .output = out_off, .params = consts,
+				.rows = rows, .c = out->c, .in_stride = out->c,
+				.out_stride = out->c, .eps = l->rows.eps,
+				.shift = l->rows.shift, .zp_out = (int16_t)out->q.zero_point,
+				.act_min = -128, .act_max = 127,
+			};
+
+			ln.hdr.opcode = NPU_OP_LAYERNORM;
+			ln.hdr.size = sizeof(ln);
+			npu_ref_layernorm(&ln, s.mem);
 		}
 		memcpy(out_data, s.mem + out_off, out_bytes);
 		free(s.mem);
@@ -355,24 +457,91 @@ static bool run_lop(const struct npu_segment_program *p, const struct npu_lop *l
 
 /* ---- Values kept across a sample's runs ---- */
 
+/*
+ * Values inside subgraphs (NPU segments in If / Loop / Scan bodies), by
+ * name: names are unique across a model's graphs. Only a body's first run
+ * in a sample is kept, so a Loop's first iteration is what is reported.
+ */
+struct sub_store {
+	const char **want;
+	struct npu_tensor **t;	/* t[i] holds want[i] */
+	size_t count, cap;
+};
+
 struct store {
 	struct npu_tensor **t;	/* by value index */
 	const bool *want;
 	size_t count;
+	const struct npu_graph *g;	/* the graph the indices are of */
+	struct sub_store sub;
 };
+
+static bool sub_want(struct sub_store *s, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < s->count; i++)
+		if (!strcmp(s->want[i], name))
+			return true;
+	if (s->count == s->cap) {
+		size_t cap = s->cap ? 2 * s->cap : 16;
+		const char **w = realloc(s->want, cap * sizeof(*w));
+		struct npu_tensor **t;
+
+		if (!w)
+			return false;
+		s->want = w;
+		t = realloc(s->t, cap * sizeof(*t));
+		if (!t)
+			return false;
+		s->t = t;
+		s->cap = cap;
+	}
+	s->want[s->count] = name;
+	s->t[s->count++] = NULL;
+	return true;
+}
+
+static struct npu_tensor **sub_slot(struct sub_store *s, const char *name)
+{
+	size_t i;
+
+	for (i = 0; name && i < s->count; i++)
+		if (!strcmp(s->want[i], name))
+			return &s->t[i];
+	return NULL;
+}
 
 static void store_put(struct store *st, const struct npu_value *v, const struct npu_tensor *x)
 {
-	struct npu_tensor *c;
+	struct npu_tensor *c, **slot;
 
-	if (!v || !x || v->index >= st->count || !st->want[v->index] ||
-	    x->dtype != NPU_DTYPE_FLOAT || st->t[v->index])
+	if (!v || !x || x->dtype != NPU_DTYPE_FLOAT)
+		return;
+	if (st->g && (v->index >= st->g->num_values || st->g->values[v->index] != v))
+		slot = sub_slot(&st->sub, v->name);	/* a subgraph's value */
+	else
+		slot = v->index < st->count && st->want[v->index] ? &st->t[v->index] : NULL;
+	if (!slot || *slot)
 		return;
 	c = npu_tensor_create(NPU_DTYPE_FLOAT, &x->shape);
 	if (!c)
 		return;
 	memcpy(c->data, x->data, x->nbytes);
-	st->t[v->index] = c;
+	*slot = c;
+}
+
+/* The value named 'name' as the run saw it: top graph 'g' first. */
+static const struct npu_tensor *store_get(struct store *st, const struct npu_graph *g,
+					  const char *name)
+{
+	const struct npu_value *v = name ? npu_graph_find_value(g, name) : NULL;
+	struct npu_tensor **slot;
+
+	if (v && v->index < st->count && st->t[v->index])
+		return st->t[v->index];
+	slot = sub_slot(&st->sub, name);
+	return slot ? *slot : NULL;
 }
 
 static void store_clear(struct store *st)
@@ -382,6 +551,10 @@ static void store_clear(struct store *st)
 	for (i = 0; i < st->count; i++) {
 		npu_tensor_destroy(st->t[i]);
 		st->t[i] = NULL;
+	}
+	for (i = 0; i < st->sub.count; i++) {
+		npu_tensor_destroy(st->sub.t[i]);
+		st->sub.t[i] = NULL;
 	}
 }
 
@@ -405,15 +578,29 @@ struct ctx {
 
 static const struct npu_tensor *ref_of(struct ctx *x, const char *name)
 {
-	const struct npu_value *v = name ? npu_graph_find_value(x->ref, name) : NULL;
+	return store_get(&x->fp32, x->ref, name);
+}
 
-	return v ? x->fp32.t[v->index] : NULL;
+/* The value named 'name' in g or any of its subgraphs, or NULL. */
+static const struct npu_value *find_any(const struct npu_graph *g, const char *name)
+{
+	const struct npu_value *v = npu_graph_find_value(g, name);
+	size_t i, a;
+
+	for (i = 0; !v && i < g->num_nodes; i++)
+		for (a = 0; !v && a < g->nodes[i]->num_attrs; a++)
+			if (g->nodes[i]->attrs[a].g)
+				v = find_any(g->nodes[i]->attrs[a].g, name);
+	return v;
 }
 
 static enum npu_layout act_layout(struct ctx *x, const struct npu_act *a)
 {
-	const struct npu_value *v = a->name ? npu_graph_find_value(x->ref, a->name) : NULL;
+	const struct npu_value *v = a->name ? find_any(x->ref, a->name) : NULL;
 
+	/* The fp32 graph is not marked (npu_mark_rows_layout()): the act knows. */
+	if (a->rows_layout)
+		return NPU_LAYOUT_ROWS;
 	return v ? npu_value_layout(v) : NPU_LAYOUT_NHWC;
 }
 
@@ -492,9 +679,10 @@ static npu_status segment_sample(struct ctx *x, size_t si, struct npu_error *err
 	/* End to end: the segment's actual inputs, as the run quantized them. */
 	for (i = 0; i < seg->num_inputs && !st; i++) {
 		const struct npu_act *a = &p->acts[seg->input_acts[i]];
-		const struct npu_value *v = npu_graph_find_value(x->compiled, seg->inputs[i]->name);
-		const struct npu_tensor *t = v ? x->seen.t[v->index] : NULL;
+		const struct npu_tensor *t = store_get(&x->seen, x->compiled, seg->inputs[i]->name);
 
+		if (!t && seg->graph_path)
+			goto out;	/* its subgraph did not run in this sample */
 		q8[seg->input_acts[i]] = malloc(npu_act_bytes(a));
 		if (!t || !q8[seg->input_acts[i]] || t->nbytes != npu_act_bytes(a) * sizeof(float)) {
 			st = npu_error_set(err, NPU_ERR_INTERNAL,
@@ -508,7 +696,7 @@ static npu_status segment_sample(struct ctx *x, size_t si, struct npu_error *err
 		const struct npu_lop *l = &p->lops[i];
 		struct npu_qr_layer *ly = &x->r->layers[x->first_layer[si] + i];
 		const struct npu_act *out = &p->acts[l->out];
-		bool two = l->kind == NPU_LOP_ELTWISE && !l->elt.b_const;
+		bool two = npu_lop_reads_in2(l);
 		int8_t *la, *lb = NULL, *lo;
 
 		if (!q8[l->out])
@@ -540,8 +728,7 @@ static npu_status segment_sample(struct ctx *x, size_t si, struct npu_error *err
 	/* The emulation must be what the device computed: compare outputs. */
 	for (i = 0; i < seg->num_outputs && !st; i++) {
 		const struct npu_act *a = &p->acts[seg->output_acts[i]];
-		const struct npu_value *v = npu_graph_find_value(x->compiled, seg->outputs[i]->name);
-		const struct npu_tensor *t = v ? x->seen.t[v->index] : NULL;
+		const struct npu_tensor *t = store_get(&x->seen, x->compiled, seg->outputs[i]->name);
 		struct npu_tensor *deq;
 		uint64_t k;
 
@@ -559,6 +746,7 @@ static npu_status segment_sample(struct ctx *x, size_t si, struct npu_error *err
 		}
 		npu_tensor_destroy(deq);
 	}
+out:
 	for (i = 0; i < p->num_acts; i++)
 		free(q8[i]);
 	free(q8);
@@ -598,6 +786,8 @@ static const char *lop_kind_name(const struct npu_lop *l)
 	case NPU_LOP_POOL: return "POOL";
 	case NPU_LOP_ELTWISE: return l->elt.mode == NPU_ELT_ADD ? "ELTWISE ADD" : "ELTWISE MUL";
 	case NPU_LOP_RESIZE: return "RESIZE";
+	case NPU_LOP_ROWS: return l->rows.opcode == NPU_OP_SOFTMAX ? "SOFTMAX" :
+				  l->rows.opcode == NPU_OP_REDUCE ? "REDUCE" : "LAYERNORM";
 	case NPU_LOP_COPY: return l->copy.lut ? "DMA + LUT" : "DMA";
 	default: return "LUT";
 	}
@@ -617,16 +807,20 @@ npu_status npu_quant_report_build(struct npu_graph *ref, struct npu_graph *compi
 	bool *want_ref = calloc(ref->num_values + 1, sizeof(bool));
 	bool *want_seen = calloc(compiled->num_values + 1, sizeof(bool));
 	const struct npu_graph_runner *run = opts->runner;
+	npu_status (*open_fn)(struct npu_graph *, int, struct npu_threadpool *, npu_graph_observe_fn,
+			      void *, void *, void **, struct npu_error *) = run ? run->open : NULL;
 	void *re = NULL, *ce = NULL;
 	struct npu_tensor **set = calloc(ref->num_inputs + 1, sizeof(*set));
 	size_t samples = 0, total = 0, i, j, k;
+	bool ok = true;
 	npu_status st;
 
 	memset(out, 0, sizeof(*out));
 	x.first_layer = calloc(c->num_segments + 1, sizeof(*x.first_layer));
-	x.fp32 = (struct store){ calloc(ref->num_values + 1, sizeof(void *)), want_ref, ref->num_values };
+	x.fp32 = (struct store){ calloc(ref->num_values + 1, sizeof(void *)), want_ref, ref->num_values,
+				 ref, { 0 } };
 	x.seen = (struct store){ calloc(compiled->num_values + 1, sizeof(void *)), want_seen,
-				 compiled->num_values };
+				 compiled->num_values, compiled, { 0 } };
 	for (i = 0; i < c->num_segments; i++)
 		total += c->segments[i]->prog.num_lops;
 	out->layers = calloc(total + 1, sizeof(*out->layers));
@@ -647,6 +841,8 @@ npu_status npu_quant_report_build(struct npu_graph *ref, struct npu_graph *compi
 
 			if (v)
 				want_ref[v->index] = true;
+			else if (seg->graph_path && seg->prog.acts[j].name)
+				ok &= sub_want(&x.fp32.sub, seg->prog.acts[j].name);
 		}
 		for (j = 0; j < seg->num_inputs + seg->num_outputs; j++) {
 			const struct npu_value *bv = j < seg->num_inputs ? seg->inputs[j]
@@ -655,6 +851,15 @@ npu_status npu_quant_report_build(struct npu_graph *ref, struct npu_graph *compi
 
 			if (v)
 				want_seen[v->index] = true;
+			else if (seg->graph_path)
+				ok &= sub_want(&x.seen.sub, bv->name);
+		}
+		/* A body's segment: every run of the subgraphs is observed. */
+		if (seg->graph_path && run)
+			open_fn = run->open_nested;
+		if (!ok) {
+			st = npu_error_set(err, NPU_ERR_NO_MEMORY, "quant report: out of memory");
+			goto done;
 		}
 		for (j = 0; j < seg->prog.num_lops; j++) {
 			const struct npu_lop *l = &seg->prog.lops[j];
@@ -708,11 +913,13 @@ npu_status npu_quant_report_build(struct npu_graph *ref, struct npu_graph *compi
 	if (!st && !run)
 		st = npu_error_set(err, NPU_ERR_INVALID_ARG,
 				   "quant report: no graph runner (npu_compile_options.runner)");
+	if (!st && !open_fn)
+		st = npu_error_set(err, NPU_ERR_UNSUPPORTED,
+				   "quant report: NPU segments inside subgraphs need a runner that observes subgraphs (open_nested)");
 	if (!st)
-		st = run->open(ref, opts->threads, opts->pool, observe, &x.fp32, NULL, &re, err);
+		st = open_fn(ref, opts->threads, opts->pool, observe, &x.fp32, NULL, &re, err);
 	if (!st)
-		st = run->open(compiled, opts->threads, opts->pool, observe, &x.seen, NULL, &ce,
-			       err);
+		st = open_fn(compiled, opts->threads, opts->pool, observe, &x.seen, NULL, &ce, err);
 	for (k = 0; !st && k < samples; k++) {
 		bool owned = false;
 
@@ -755,6 +962,10 @@ done:
 		store_clear(&x.seen);
 	free(x.fp32.t);
 	free(x.seen.t);
+	free(x.fp32.sub.want);
+	free(x.fp32.sub.t);
+	free(x.seen.sub.want);
+	free(x.seen.sub.t);
 	free(x.first_layer);
 	free(want_ref);
 	free(want_seen);
@@ -818,7 +1029,8 @@ npu_status npu_quant_sensitivity(struct npu_graph *ref, const struct npu_compile
 	npu_status st = NPU_OK;
 
 	memset(out, 0, sizeof(*out));
-	x.fp32 = (struct store){ calloc(ref->num_values + 1, sizeof(void *)), want, ref->num_values };
+	x.fp32 = (struct store){ calloc(ref->num_values + 1, sizeof(void *)), want, ref->num_values,
+				 NULL, { 0 } };
 	for (i = 0; i < c->num_segments; i++)
 		total += c->segments[i]->prog.num_lops;
 	out->layers = calloc(total + 1, sizeof(*out->layers));
@@ -877,7 +1089,7 @@ npu_status npu_quant_sensitivity(struct npu_graph *ref, const struct npu_compile
 			for (j = 0; !st && j < p->num_lops; j++, li++) {
 				const struct npu_lop *l = &p->lops[j];
 				const struct npu_act *a = &p->acts[l->out];
-				bool two = l->kind == NPU_LOP_ELTWISE && !l->elt.b_const;
+				bool two = npu_lop_reads_in2(l);
 				const struct npu_tensor *r = ref_of(&x, a->name);
 				int8_t *la = quantize_ref(&x, &p->acts[l->in]);
 				int8_t *lb = two ? quantize_ref(&x, &p->acts[l->in2]) : NULL;

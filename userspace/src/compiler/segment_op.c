@@ -123,6 +123,15 @@ static npu_status segment_finish(struct npu_segment_rt *rt, struct npu_error *er
 	rt->cycles += res.cycles;
 	rt->device_ns += res.device_end_ns - res.device_start_ns;
 	rt->last = res;
+	if (rt->epoch != rt->group->epoch) {	/* the first job of this run */
+		rt->epoch = rt->group->epoch;
+		rt->run_jobs = rt->run_cycles = 0;
+		rt->run_wall_ms = 0;
+		for (i = 0; rt->lop_cycles && i < seg->prog.num_lops; i++)
+			rt->lop_cycles[i] = 0;
+	}
+	rt->run_jobs++;
+	rt->run_cycles += res.cycles;
 	for (i = 0; i < seg->num_outputs; i++) {
 		const struct npu_act *a = &seg->prog.acts[seg->output_acts[i]];
 
@@ -130,9 +139,10 @@ static npu_status segment_finish(struct npu_segment_rt *rt, struct npu_error *er
 			       seg->output_layout[i], rt->outputs[i]);
 	}
 	for (i = 0; rt->profile_map && i < seg->prog.num_lops; i++)
-		rt->lop_cycles[i] = rt->profile_map[i + 1] - rt->profile_map[i];
+		rt->lop_cycles[i] += rt->profile_map[i + 1] - rt->profile_map[i];
 	/* Host time inside the op: quantize + submit, then wait + dequantize. */
 	rt->last_wall_ms = rt->submit_ms + (now_ms() - t0);
+	rt->run_wall_ms += rt->last_wall_ms;
 	return NPU_OK;
 }
 

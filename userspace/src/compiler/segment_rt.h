@@ -28,10 +28,34 @@ struct npu_segment_rt {
 	/* Per-op profiling (npu_compile_options.profile_ops): */
 	struct npu_buffer *profile;	/* TIMESTAMPs around each op */
 	uint64_t *profile_map;
-	uint64_t *lop_cycles;		/* per op, last run */
-	double last_wall_ms;		/* host time of the last run inside the op
+	uint64_t *lop_cycles;		/* per op, summed over the run's jobs */
+	double last_wall_ms;		/* host time of the last job inside the op
 					 * (not the CPU work it overlapped) */
+	/*
+	 * This run's totals: one job for a top-level segment, one per
+	 * iteration for a Loop or Scan body's. Valid while epoch equals
+	 * group->epoch (else the segment has not run in this run).
+	 */
+	uint64_t epoch, run_jobs, run_cycles;
+	double run_wall_ms;
 };
+
+/* The modeled cycles of rt's jobs in the session's current run. */
+static inline uint64_t npu_segment_rt_run_cycles(const struct npu_segment_rt *rt)
+{
+	return rt && rt->epoch == rt->group->epoch ? rt->run_cycles : 0;
+}
+
+/* Jobs (iterations) of rt in the current run, at least 1: per-run MACs scale by it. */
+static inline uint64_t npu_segment_rt_run_jobs(const struct npu_segment_rt *rt)
+{
+	return rt && rt->epoch == rt->group->epoch && rt->run_jobs > 1 ? rt->run_jobs : 1;
+}
+
+static inline double npu_segment_rt_run_wall_ms(const struct npu_segment_rt *rt)
+{
+	return rt && rt->epoch == rt->group->epoch ? rt->run_wall_ms : 0;
+}
 
 /*
  * The boundary conversions of a segment, fp32 NCHW (or rows) <-> int8 NHWC

@@ -343,6 +343,30 @@ npu_status npu_cmdbuf_resize(struct npu_cmdbuf *cb,
 	EMIT(cb, NPU_OP_RESIZE, npu_insn_resize, insn);
 }
 
+npu_status npu_cmdbuf_softmax(struct npu_cmdbuf *cb,
+			      const struct npu_insn_softmax *insn)
+{
+	if (!insn)
+		return NPU_ERR_INVALID_ARG;
+	EMIT(cb, NPU_OP_SOFTMAX, npu_insn_softmax, insn);
+}
+
+npu_status npu_cmdbuf_layernorm(struct npu_cmdbuf *cb,
+				const struct npu_insn_layernorm *insn)
+{
+	if (!insn)
+		return NPU_ERR_INVALID_ARG;
+	EMIT(cb, NPU_OP_LAYERNORM, npu_insn_layernorm, insn);
+}
+
+npu_status npu_cmdbuf_reduce(struct npu_cmdbuf *cb,
+			     const struct npu_insn_reduce *insn)
+{
+	if (!insn)
+		return NPU_ERR_INVALID_ARG;
+	EMIT(cb, NPU_OP_REDUCE, npu_insn_reduce, insn);
+}
+
 npu_status npu_cmdbuf_timestamp(struct npu_cmdbuf *cb, uint8_t insn_flags,
 				uint64_t va)
 {

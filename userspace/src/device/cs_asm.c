@@ -101,7 +101,7 @@ static const struct field pool_fields[] = {
 #define E(f) NUMF(struct npu_insn_eltwise, f)
 static const struct field eltwise_fields[] = {
 	E(a), E(b), E(output), E(count), E(mode), E(bcast), E(shift),
-	E(channels), E(mult_a), E(mult_b), E(zp_a), E(zp_b), E(zp_out),
+	E(types), E(channels), E(mult_a), E(mult_b), E(zp_a), E(zp_b), E(zp_out),
 	E(act_min), E(act_max),
 	{ NULL, 0, 0, false, F_NUM, 0 },
 };
@@ -122,6 +122,31 @@ static const struct field resize_fields[] = {
 	{ NULL, 0, 0, false, F_NUM, 0 },
 };
 #undef R
+
+/* ISA 1.3 row ops; REDUCE's mode is numeric (0 sum, 1 max: "max" is POOL's 0). */
+#define S(f) NUMF(struct npu_insn_softmax, f)
+static const struct field softmax_fields[] = {
+	S(input), S(output), S(table), S(rows), S(c), S(in_stride), S(out_stride),
+	S(mult), S(zp_out), S(act_min), S(act_max), S(shift),
+	{ NULL, 0, 0, false, F_NUM, 0 },
+};
+#undef S
+
+#define L(f) NUMF(struct npu_insn_layernorm, f)
+static const struct field layernorm_fields[] = {
+	L(input), L(output), L(params), L(rows), L(c), L(in_stride), L(out_stride),
+	L(eps), L(zp_out), L(act_min), L(act_max), L(shift),
+	{ NULL, 0, 0, false, F_NUM, 0 },
+};
+#undef L
+
+#define D(f) NUMF(struct npu_insn_reduce, f)
+static const struct field reduce_fields[] = {
+	D(input), D(output), D(rows), D(c), D(in_stride), D(out_stride), D(mult),
+	D(zp_in), D(zp_out), D(act_min), D(act_max), D(mode), D(shift),
+	{ NULL, 0, 0, false, F_NUM, 0 },
+};
+#undef D
 
 static const struct field timestamp_fields[] = {
 	{ "va", offsetof(struct npu_insn_timestamp, va), 8, false, F_VA, 0 },
@@ -147,6 +172,9 @@ static const struct op_syntax {
 	{ "eltwise", NPU_OP_ELTWISE, sizeof(struct npu_insn_eltwise), eltwise_fields },
 	{ "lut", NPU_OP_LUT, sizeof(struct npu_insn_lut), lut_fields },
 	{ "resize", NPU_OP_RESIZE, sizeof(struct npu_insn_resize), resize_fields },
+	{ "softmax", NPU_OP_SOFTMAX, sizeof(struct npu_insn_softmax), softmax_fields },
+	{ "layernorm", NPU_OP_LAYERNORM, sizeof(struct npu_insn_layernorm), layernorm_fields },
+	{ "reduce", NPU_OP_REDUCE, sizeof(struct npu_insn_reduce), reduce_fields },
 	{ "timestamp", NPU_OP_TIMESTAMP, sizeof(struct npu_insn_timestamp), timestamp_fields },
 	{ "barrier", NPU_OP_BARRIER, sizeof(struct npu_insn_barrier), no_fields },
 };
@@ -435,6 +463,41 @@ static void apply_defaults(const struct op_syntax *op, const bool *given,
 		memcpy(insn, &e, sizeof(e));
 		break;
 	}
+	case NPU_OP_SOFTMAX:
+	case NPU_OP_LAYERNORM:
+	case NPU_OP_REDUCE: {
+		/* dense rows and no clamp unless given; the layouts share no
+		 * offsets, so each is set through its own struct */
+		if (op->opcode == NPU_OP_SOFTMAX) {
+			struct npu_insn_softmax s;
+
+			memcpy(&s, insn, sizeof(s));
+			if (!GIVEN("in_stride")) s.in_stride = s.c;
+			if (!GIVEN("out_stride")) s.out_stride = s.c;
+			if (!GIVEN("act_min")) s.act_min = -128;
+			if (!GIVEN("act_max")) s.act_max = 127;
+			memcpy(insn, &s, sizeof(s));
+		} else if (op->opcode == NPU_OP_LAYERNORM) {
+			struct npu_insn_layernorm l;
+
+			memcpy(&l, insn, sizeof(l));
+			if (!GIVEN("in_stride")) l.in_stride = l.c;
+			if (!GIVEN("out_stride")) l.out_stride = l.c;
+			if (!GIVEN("act_min")) l.act_min = -128;
+			if (!GIVEN("act_max")) l.act_max = 127;
+			memcpy(insn, &l, sizeof(l));
+		} else {
+			struct npu_insn_reduce r;
+
+			memcpy(&r, insn, sizeof(r));
+			if (!GIVEN("in_stride")) r.in_stride = r.c;
+			if (!GIVEN("out_stride")) r.out_stride = 1;
+			if (!GIVEN("act_min")) r.act_min = -128;
+			if (!GIVEN("act_max")) r.act_max = 127;
+			memcpy(insn, &r, sizeof(r));
+		}
+		break;
+	}
 	default:
 		break;
 	}
@@ -511,7 +574,12 @@ static npu_status assemble_insn(struct asm_state *a, const struct op_syntax *op,
 				hdr.flags |= NPU_INSN_SYNC;
 				continue;
 			}
-			return aerr(a, tok[i].col, "%s: expected key=value or 'sync', got '%s'",
+			if (!strcmp(tok[i].s, "i16")) {	/* int16 activations */
+				hdr.flags |= NPU_INSN_I16;
+				continue;
+			}
+			return aerr(a, tok[i].col,
+				    "%s: expected key=value, 'sync' or 'i16', got '%s'",
 				    op->name, tok[i].s);
 		}
 		*eq = '\0';
@@ -815,7 +883,7 @@ static npu_status assemble_line(struct asm_state *a, char *line)
 	for (i = 0; i < NUM_OPS; i++)
 		if (!strcmp(ops[i].name, tok[0].s))
 			return assemble_insn(a, &ops[i], tok, ntok);
-	return aerr(a, tok[0].col, "unknown instruction '%s' (nop dma_copy dma_fill conv2d matmul pool eltwise lut resize timestamp barrier)",
+	return aerr(a, tok[0].col, "unknown instruction '%s' (nop dma_copy dma_fill conv2d matmul pool eltwise lut resize softmax layernorm reduce timestamp barrier)",
 		    tok[0].s);
 }
 

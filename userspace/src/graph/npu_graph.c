@@ -598,6 +598,7 @@ struct npu_graph *npu_graph_clone(const struct npu_graph *src,
 		v->shape = sv->shape;
 		v->is_graph_input = sv->is_graph_input;
 		v->is_graph_output = sv->is_graph_output;
+		v->rows_layout = sv->rows_layout;
 		if (sv->constant && !(v->constant = clone_tensor(sv->constant)))
 			goto nomem;
 		for (d = 0; d < NPU_MAX_RANK; d++)

@@ -170,6 +170,39 @@ static npu_status string_unsupported(const struct npu_graph *g, const struct npu
 			     v->name, node->op_type);
 }
 
+/*
+ * No definition for the node's opset: when the op exists at other
+ * versions, say which, so that "not implemented at this version" reads
+ * differently from "not implemented at all".
+ */
+static npu_status op_unsupported(const struct npu_graph *g, const struct npu_node *node,
+				 const char *domain, struct npu_error *err)
+{
+	int lo = 0, hi = 0;
+	char label[300];
+	size_t i;
+
+	for (i = 0; npu_cpu_op_at(i); i++) {
+		const struct npu_op_def *def = npu_cpu_op_at(i);
+		const char *d = def->domain && strcmp(def->domain, "ai.onnx") ? def->domain : "";
+
+		if (strcmp(def->op_type, node->op_type) || strcmp(d, domain))
+			continue;
+		if (!lo || def->since_version < lo)
+			lo = def->since_version;
+		if (def->max_version > hi)
+			hi = def->max_version;
+	}
+	if (lo)
+		return npu_error_set(err, NPU_ERR_UNSUPPORTED,
+				     "%s: %s: op '%s%s%s' version %d (the model's opset) is not implemented; this library implements it for opsets %d to %d",
+				     g->source, npu_node_label(g, node, label, sizeof(label)),
+				     domain, domain[0] ? "." : "", node->op_type, node->opset, lo, hi);
+	return npu_error_set(err, NPU_ERR_UNSUPPORTED, "%s: %s: unsupported op '%s%s%s' (opset %d)",
+			     g->source, npu_node_label(g, node, label, sizeof(label)), domain,
+			     domain[0] ? "." : "", node->op_type, node->opset);
+}
+
 npu_status npu_graph_infer(struct npu_graph *g, bool fold,
 			   struct npu_error *err)
 {
@@ -189,14 +222,8 @@ npu_status npu_graph_infer(struct npu_graph *g, bool fold,
 					: node->domain,
 				      node->op_type, node->opset);
 		if (!def)
-			return npu_error_set(err, NPU_ERR_UNSUPPORTED,
-				"%s: %s: unsupported op '%s%s%s' (opset %d)",
-				g->source,
-				npu_node_label(g, node, label, sizeof(label)),
-				is_default_domain(node->domain) ? ""
-					: node->domain,
-				is_default_domain(node->domain) ? "" : ".",
-				node->op_type, node->opset);
+			return op_unsupported(g, node, is_default_domain(node->domain) ? ""
+					      : node->domain, err);
 		if (node->num_outputs > 64)
 			return npu_error_set(err, NPU_ERR_UNSUPPORTED,
 				"%s: %s: %zu outputs (at most 64 supported)",

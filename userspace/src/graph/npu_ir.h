@@ -130,6 +130,12 @@ struct npu_value {
 	struct npu_node *producer;	/* NULL for graph inputs / constants */
 	bool is_graph_input;
 	bool is_graph_output;
+	/*
+	 * Set by the NPU compiler (npu_mark_rows_layout()): a rank-4 value
+	 * that no convolution touches is stored row-major, like every other
+	 * rank, instead of NHWC (attention scores: softmax rows contiguous).
+	 */
+	bool rows_layout;
 	/* Added for the graph (npu_graph below): */
 	char *dim_params[NPU_MAX_RANK];	/* symbolic dim names (inputs / outputs) */
 	size_t index;		/* position in graph->values */

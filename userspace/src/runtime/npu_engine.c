@@ -157,14 +157,13 @@ NPU_API npu_status npu_engine_create(const struct npu_engine_options *opts,
 
 		e->threads = n > 0 ? (int)n : 1;
 	}
-	if (e->threads > 1) {
-		e->pool = npu_threadpool_create(e->threads);
-		if (!e->pool) {
-			st = npu_api_fail(NPU_ERR_NO_MEMORY,
-					  "npu_engine_create: cannot start %d threads", e->threads);
-			free(e);
-			return st;
-		}
+	/* One thread too: the pool keeps the kernels' scratch across runs. */
+	e->pool = npu_threadpool_create(e->threads);
+	if (!e->pool) {
+		st = npu_api_fail(NPU_ERR_NO_MEMORY,
+				  "npu_engine_create: cannot start %d threads", e->threads);
+		free(e);
+		return st;
 	}
 	pthread_mutex_init(&e->lock, NULL);
 	atomic_init(&e->refs, 1);

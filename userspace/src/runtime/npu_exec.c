@@ -55,7 +55,9 @@ struct npu_exec {
 	void (*observe)(void *arg, const struct npu_node *node,
 			const struct npu_tensor *const *outputs);
 	void *observe_arg;
+	bool observe_subgraphs;
 	struct npu_compiled_run *run;		/* NPU segments' state, if any */
+	bool own_run;				/* else the enclosing session's */
 	void **node_states;			/* per node, ctx->state */
 	/* Control flow: what its ops borrow, and a run state per subgraph. */
 	struct npu_op_runtime rt;
@@ -293,7 +295,8 @@ void npu_exec_destroy(struct npu_exec *s)
 		close(s->trace_fd);
 	if (s->own_pool)
 		npu_threadpool_destroy(s->pool);
-	npu_compiled_run_destroy(s->run);
+	if (s->own_run)
+		npu_compiled_run_destroy(s->run);
 	free(s->node_states);
 	for (i = 0; i < s->num_children; i++)
 		npu_exec_destroy(s->children[i].exec);
@@ -339,19 +342,96 @@ void npu_exec_plan_destroy(struct npu_exec_plan *p)
  * outputs and never-read values (an asynchronous node may still write
  * them) to the end of the run. Otherwise tensors come from the reuse pool.
  */
+/*
+ * Concat in place: an input of a Concat whose slice of the output is one
+ * contiguous range (every axis before the Concat axis has size 1), which
+ * only that Concat reads last and a synchronous CPU node produces, is
+ * placed inside the output instead of in its own slot: its producer
+ * writes the output slice directly and the Concat skips that copy
+ * (op_shape.c). The output then lives from its first such producer.
+ * Returns how many inputs it placed; alias[v] = output index + 1 and
+ * at[v] = byte offset in it.
+ */
+static size_t plan_concat_in_place(struct npu_exec_plan *p,
+				   struct npu_memplan_item *items, size_t *alias,
+				   uint64_t *at)
+{
+	struct npu_graph *g = p->g;
+	size_t i, j, k, placed = 0;
+
+	for (i = 0; i < g->num_nodes; i++) {
+		const struct npu_node *n = g->nodes[i];
+		const struct npu_value *y = n->num_outputs == 1 ? n->outputs[0] : NULL;
+		int64_t axis = npu_node_attr_int_or(n, "axis", 0);
+		size_t es;
+		uint64_t pos = 0;
+		int d;
+
+		if (!y || n->domain[0] || strcmp(n->op_type, "Concat") ||
+		    y->dtype == NPU_DTYPE_STRING || alias[y->index] ||
+		    !(es = npu_dtype_size(y->dtype)))
+			continue;
+		if (axis < 0)
+			axis += y->shape.rank;
+		if (axis < 0 || axis >= y->shape.rank)
+			continue;
+		for (d = 0; d < axis && y->shape.dims[d] == 1; d++)
+			;
+		if (d < axis)
+			continue;
+		for (j = 0; j < n->num_inputs; j++) {
+			const struct npu_value *v = n->inputs[j];
+			uint64_t bytes = v ? items[v->index].size : 0;
+			size_t uses = 0, pi;
+			bool ok;
+
+			if (!v)
+				continue;
+			for (k = 0; k < n->num_inputs; k++)
+				uses += n->inputs[k] == v;
+			for (pi = 0; v->producer && pi < i && g->nodes[pi] != v->producer; pi++)
+				;
+			ok = v->producer && pi < i && uses == 1 && !v->constant &&
+			     !v->is_graph_input && !v->is_graph_output &&
+			     p->last_use[v->index] == i && v->dtype == y->dtype &&
+			     !p->defs[pi]->submit && !alias[v->index] &&
+			     bytes && pos % 64 == 0;
+			/* An input that is itself a Concat's output keeps its copy. */
+			for (k = 0; ok && k < g->num_values; k++)
+				ok = alias[k] != v->index + 1;
+			if (ok) {
+				alias[v->index] = y->index + 1;
+				at[v->index] = pos;
+				items[v->index].size = 0;
+				if (items[y->index].first_step > pi)
+					items[y->index].first_step = (uint32_t)pi;
+				placed++;
+			}
+			pos += (uint64_t)npu_shape_numel(&v->shape) * es;
+		}
+	}
+	return placed;
+}
+
 static npu_status plan_arena(struct npu_exec_plan *p, struct npu_error *err)
 {
 	struct npu_graph *g = p->g;
 	struct npu_memplan_item *items;
+	size_t *alias;
+	uint64_t *at;
 	size_t i, j;
 
 	for (i = 0; i < g->num_nodes; i++)
 		if (p->dynamic[i])
 			return NPU_OK;
 	items = calloc(g->num_values + 1, sizeof(*items));
+	alias = calloc(g->num_values + 1, sizeof(*alias));
+	at = calloc(g->num_values + 1, sizeof(*at));
 	p->arena_off = calloc(g->num_values + 1, sizeof(*p->arena_off));
-	if (!items || !p->arena_off) {
+	if (!items || !alias || !at || !p->arena_off) {
 		free(items);
+		free(alias);
+		free(at);
 		return npu_error_set(err, NPU_ERR_NO_MEMORY, "out of memory");
 	}
 	for (i = 0; i < g->num_nodes; i++) {
@@ -369,13 +449,21 @@ static npu_status plan_arena(struct npu_exec_plan *p, struct npu_error *err)
 							       g->num_nodes : last);
 		}
 	}
+	plan_concat_in_place(p, items, alias, at);
 	if (npu_memplan(items, g->num_values, 64, &p->mem)) {
 		free(items);
+		free(alias);
+		free(at);
 		return npu_error_set(err, NPU_ERR_NO_MEMORY, "out of memory");
 	}
 	for (i = 0; i < g->num_values; i++)
 		p->arena_off[i] = items[i].offset;
+	for (i = 0; i < g->num_values; i++)
+		if (alias[i])
+			p->arena_off[i] = p->arena_off[alias[i] - 1] + at[i];
 	free(items);
+	free(alias);
+	free(at);
 	return NPU_OK;
 }
 
@@ -580,7 +668,8 @@ static npu_status rt_run(struct npu_op_ctx *ctx, const struct npu_graph *body,
 		if (s->children[i].body == body)
 			child = s->children[i].exec;
 	if (!child) {
-		struct npu_exec_options eo = { .pool = s->pool, .threads = 1, .profile = s->profile };
+		struct npu_exec_options eo = { .pool = s->pool, .threads = 1, .profile = s->profile,
+					       .segments_run = s->run };
 		struct npu_exec_child *c;
 
 		for (i = 0; i < s->p->num_subs; i++)
@@ -589,6 +678,11 @@ static npu_status rt_run(struct npu_op_ctx *ctx, const struct npu_graph *body,
 		if (!eo.plan)
 			return npu_error_set(ctx->err, NPU_ERR_INTERNAL, "%s: a subgraph that was never planned",
 					     s->g->source);
+		if (s->observe_subgraphs) {
+			eo.observe = s->observe;
+			eo.observe_arg = s->observe_arg;
+			eo.observe_subgraphs = true;
+		}
 		c = realloc(s->children, (s->num_children + 1) * sizeof(*c));
 		if (!c)
 			return npu_error_set(ctx->err, NPU_ERR_NO_MEMORY, "out of memory");
@@ -601,6 +695,13 @@ static npu_status rt_run(struct npu_op_ctx *ctx, const struct npu_graph *body,
 	}
 	for (i = 0; i < body->num_inputs; i++)
 		all[i] = i < formal ? inputs[i] : ctx->inputs[declared + body->capture_slot[i - formal]];
+	if (s->observe && s->observe_subgraphs) {
+		/* What the body reads this time: calibration ranges it. */
+		struct npu_node in = { .name = "", .op_type = "", .domain = "",
+				       .outputs = body->inputs, .num_outputs = body->num_inputs };
+
+		s->observe(s->observe_arg, &in, all);
+	}
 	st = npu_exec_run(child, all, ctx->err);
 	for (i = 0; st == NPU_OK && i < body->num_outputs; i++)
 		outputs[i] = npu_exec_output(child, i);
@@ -612,22 +713,41 @@ static npu_status rt_run(struct npu_op_ctx *ctx, const struct npu_graph *body,
  * own run of them (device arena, command streams), so sessions on other
  * threads never share run state.
  */
-static npu_status bind_segments(struct npu_exec *s, struct npu_error *err)
+/* The compiled model of g's NpuSegment nodes, its subgraphs' included. */
+static struct npu_compiled *compiled_in(const struct npu_graph *g)
 {
 	struct npu_compiled *c = NULL;
+	size_t i, a;
+
+	for (i = 0; i < g->num_nodes && !c; i++) {
+		c = npu_segment_node_compiled(g->nodes[i]);
+		for (a = 0; a < g->nodes[i]->num_attrs && !c; a++)
+			if (g->nodes[i]->attrs[a].type == NPU_ATTR_GRAPH && g->nodes[i]->attrs[a].g)
+				c = compiled_in(g->nodes[i]->attrs[a].g);
+	}
+	return c;
+}
+
+static npu_status bind_segments(struct npu_exec *s, struct npu_compiled_run *shared,
+				struct npu_error *err)
+{
+	struct npu_compiled *c = shared ? NULL : compiled_in(s->g);
 	size_t i;
 	npu_status st;
 
-	for (i = 0; i < s->g->num_nodes && !c; i++)
-		c = npu_segment_node_compiled(s->g->nodes[i]);
-	if (!c)
+	/* A subgraph's segments run in the enclosing session's run. */
+	s->run = shared;
+	if (!shared && !c)
 		return NPU_OK;
 	s->node_states = calloc(s->g->num_nodes + 1, sizeof(*s->node_states));
 	if (!s->node_states)
 		return npu_error_set(err, NPU_ERR_NO_MEMORY, "out of memory");
-	st = npu_compiled_run_create(c, &s->run, err);
-	if (st != NPU_OK)
-		return st;
+	if (!shared) {
+		st = npu_compiled_run_create(c, &s->run, err);
+		if (st != NPU_OK)
+			return st;
+		s->own_run = true;
+	}
 	for (i = 0; i < s->g->num_nodes; i++)
 		s->node_states[i] = npu_compiled_run_node_state(s->run, s->g->nodes[i]);
 	return NPU_OK;
@@ -673,6 +793,7 @@ npu_status npu_exec_create(struct npu_graph *g,
 	if (opts) {
 		s->observe = opts->observe;
 		s->observe_arg = opts->observe_arg;
+		s->observe_subgraphs = opts->observe_subgraphs;
 	}
 	s->node_ms = calloc(nn + 1, sizeof(*s->node_ms));
 	s->pending_of = calloc(nv + 1, sizeof(*s->pending_of));
@@ -694,14 +815,13 @@ npu_status npu_exec_create(struct npu_graph *g,
 
 			threads = n > 0 ? (int)n : 1;
 		}
-		if (threads > 1) {
-			s->pool = npu_threadpool_create(threads);
-			s->own_pool = true;
-			if (!s->pool) {
-				npu_exec_destroy(s);
-				return npu_error_set(err, NPU_ERR_NO_MEMORY,
-						     "cannot create %d threads", threads);
-			}
+		/* One thread too: the pool keeps the kernels' scratch across runs. */
+		s->pool = npu_threadpool_create(threads);
+		s->own_pool = true;
+		if (!s->pool) {
+			npu_exec_destroy(s);
+			return npu_error_set(err, NPU_ERR_NO_MEMORY,
+					     "cannot create %d threads", threads);
 		}
 	}
 	if (s->p->arena_off) {
@@ -715,7 +835,7 @@ npu_status npu_exec_create(struct npu_graph *g,
 					     (unsigned long long)bytes);
 		}
 	}
-	st = bind_segments(s, err);
+	st = bind_segments(s, opts ? opts->segments_run : NULL, err);
 	if (st != NPU_OK) {
 		npu_exec_destroy(s);
 		return st;
@@ -1128,6 +1248,8 @@ npu_status npu_exec_run_timed(struct npu_exec *s,
 		}
 	}
 	s->inflight = 0;
+	if (s->own_run)		/* a subgraph's iterations count in the enclosing run */
+		npu_compiled_run_begin(s->run);
 	if (timed)
 		s->run_start_ns = now_ns();
 	st = finish_all(s, run_nodes(s, inputs, err), err);
@@ -1191,12 +1313,13 @@ static void runner_close(void *run)
 	free(r);
 }
 
-static npu_status runner_open(struct npu_graph *g, int threads, struct npu_threadpool *pool,
-			      npu_graph_observe_fn observe, void *observe_arg, void *share,
-			      void **run, struct npu_error *err)
+static npu_status runner_open_as(struct npu_graph *g, int threads, struct npu_threadpool *pool,
+				 npu_graph_observe_fn observe, void *observe_arg, void *share,
+				 bool nested, void **run, struct npu_error *err)
 {
 	struct npu_exec_options o = { .threads = threads, .pool = pool,
-				      .observe = observe, .observe_arg = observe_arg };
+				      .observe = observe, .observe_arg = observe_arg,
+				      .observe_subgraphs = nested };
 	struct runner_run *r = calloc(1, sizeof(*r));
 	npu_status st;
 
@@ -1229,6 +1352,21 @@ static npu_status runner_open(struct npu_graph *g, int threads, struct npu_threa
 	return NPU_OK;
 }
 
+static npu_status runner_open(struct npu_graph *g, int threads, struct npu_threadpool *pool,
+			      npu_graph_observe_fn observe, void *observe_arg, void *share,
+			      void **run, struct npu_error *err)
+{
+	return runner_open_as(g, threads, pool, observe, observe_arg, share, false, run, err);
+}
+
+static npu_status runner_open_nested(struct npu_graph *g, int threads,
+				     struct npu_threadpool *pool, npu_graph_observe_fn observe,
+				     void *observe_arg, void *share, void **run,
+				     struct npu_error *err)
+{
+	return runner_open_as(g, threads, pool, observe, observe_arg, share, true, run, err);
+}
+
 static npu_status runner_run(void *run, const struct npu_tensor *const *inputs,
 			     struct npu_error *err)
 {
@@ -1245,6 +1383,7 @@ const struct npu_graph_runner npu_exec_graph_runner = {
 	.run = runner_run,
 	.output = runner_output,
 	.close = runner_close,
+	.open_nested = runner_open_nested,
 };
 
 size_t npu_exec_op_stats(const struct npu_exec *s,

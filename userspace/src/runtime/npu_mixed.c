@@ -165,7 +165,7 @@ static npu_status run_holdout(struct search *s, struct npu_graph *g, double (*do
 		}
 		run = t ? npu_exec_compiled_run(ex) : NULL;
 		for (i = 0; !st && run && i < run->c->num_segments; i++)
-			t->cycles += run->rts[i] ? run->rts[i]->last.cycles : 0;
+			t->cycles += npu_segment_rt_run_cycles(run->rts[i]);
 		npu_calib_sample_release(set, g->num_inputs, owned);
 		if (st)
 			npu_error_prefix(s->err, "accuracy target, held-out sample %zu", k);

@@ -49,6 +49,19 @@ struct npu_exec_options {
 	void (*observe)(void *arg, const struct npu_node *node,
 			const struct npu_tensor *const *outputs);
 	void *observe_arg;
+	/*
+	 * observe sees subgraph runs too (If branches, Loop / Scan bodies,
+	 * every iteration): first a node with op_type "" whose outputs are the
+	 * subgraph's inputs, then its nodes (npu_graph_runner.open_nested).
+	 */
+	bool observe_subgraphs;
+	/*
+	 * Borrowed: the NPU segments' run of the enclosing session, which a
+	 * subgraph's session shares (one device arena, one run state per
+	 * segment); NULL: the session makes its own when its graph (or a
+	 * subgraph) has NpuSegment nodes.
+	 */
+	struct npu_compiled_run *segments_run;
 };
 
 struct npu_op_stat {

@@ -542,10 +542,11 @@ NPU_API npu_status npu_session_npu_stats(const struct npu_session *s, struct npu
 	for (i = 0; c && i < c->num_segments; i++) {
 		const struct npu_segment_rt *rt = seg_rt(s, i);
 
-		if (rt && rt->runs) {
-			st.last_cycles += rt->last.cycles;
-			st.last_npu_wall_ms += rt->last_wall_ms;
-		}
+		/* Every job of the run: a Loop body's segment runs once per iteration. */
+		st.last_cycles += npu_segment_rt_run_cycles(rt);
+		st.last_npu_wall_ms += npu_segment_rt_run_wall_ms(rt);
+		st.ideal_mac_cycles += c->segments[i]->code.ideal_mac_cycles *
+				       (npu_segment_rt_run_jobs(rt) - 1);
 	}
 	return npu_api_copy_stats(out, &st, sizeof(st), "npu_npu_stats");
 }
@@ -566,12 +567,12 @@ NPU_API npu_status npu_session_npu_segment(const struct npu_session *s, size_t i
 	st.nodes = seg->num_nodes;
 	st.first_node = seg->first_node;
 	st.last_node = seg->last_node;
-	st.macs = seg->code.macs;
-	st.ideal_mac_cycles = seg->code.ideal_mac_cycles;
+	/* Per run: a Loop body's segment counts every iteration. */
+	st.macs = seg->code.macs * npu_segment_rt_run_jobs(rt);
+	st.ideal_mac_cycles = seg->code.ideal_mac_cycles * npu_segment_rt_run_jobs(rt);
 	st.instructions = seg->code.instructions;
-	st.dram_bytes = seg->code.dram_bytes;
-	if (rt && rt->runs)
-		st.last_cycles = rt->last.cycles;
+	st.dram_bytes = seg->code.dram_bytes * npu_segment_rt_run_jobs(rt);
+	st.last_cycles = npu_segment_rt_run_cycles(rt);
 	return npu_api_copy_stats(out, &st, sizeof(st), "npu_segment_stats");
 }
 
@@ -606,13 +607,18 @@ NPU_API npu_status npu_session_npu_op(const struct npu_session *s, size_t index,
 		l = &seg->prog.lops[index];
 		st.segment = seg->index;
 		st.node = l->name;
-		st.kind = (size_t)l->kind < sizeof(kinds) / sizeof(kinds[0]) ?
+		st.kind = l->kind == NPU_LOP_ROWS ?
+			  (l->rows.opcode == NPU_OP_SOFTMAX ? "softmax" :
+			   l->rows.opcode == NPU_OP_REDUCE ? "reduce" : "layernorm") :
+			  (size_t)l->kind < sizeof(kinds) / sizeof(kinds[0]) ?
 			  kinds[l->kind] : "other";
-		st.macs = seg->code.lop_macs ? seg->code.lop_macs[index] : 0;
-		st.dram_bytes = seg->code.lop_dram_bytes ? seg->code.lop_dram_bytes[index] : 0;
+		st.macs = (seg->code.lop_macs ? seg->code.lop_macs[index] : 0) *
+			  npu_segment_rt_run_jobs(rt);
+		st.dram_bytes = (seg->code.lop_dram_bytes ? seg->code.lop_dram_bytes[index] : 0) *
+				npu_segment_rt_run_jobs(rt);
 		st.ideal_mac_cycles = (st.macs + NPU_MAC_ROWS * NPU_MAC_COLS - 1) /
 				      (NPU_MAC_ROWS * NPU_MAC_COLS);
-		if (rt && rt->lop_cycles)
+		if (rt && rt->lop_cycles && npu_segment_rt_run_cycles(rt))
 			st.cycles = rt->lop_cycles[index];
 		return npu_api_copy_stats(out, &st, sizeof(st), "npu_op_stats");
 	}

@@ -64,6 +64,14 @@ npu_status npu_cpu_passes(struct npu_graph *g, struct npu_error *err);
 npu_status npu_pass_arith_canon(struct npu_graph *g, void *arg,
 				struct npu_error *err);
 
+/*
+ * ReduceMean / Sub / Pow / ReduceMean / Add / Sqrt / Div over the last axis
+ * (and a constant per-element Mul, Add after it) becomes one
+ * LayerNormalization (opset 17 node), which the NPU runs as LAYERNORM.
+ */
+npu_status npu_pass_fuse_layernorm(struct npu_graph *g, void *arg,
+				   struct npu_error *err);
+
 /* Transpose -> Transpose whose permutations compose to identity: removed. */
 npu_status npu_pass_cancel_transposes(struct npu_graph *g, void *arg,
 				      struct npu_error *err);

@@ -184,6 +184,7 @@ struct npu_conv_job {
 	float *xpad;		/* indirect: the zero-padded input */
 	size_t chunk, chunks;	/* output columns per task, tasks per image */
 	size_t rows_per_task, row_tasks; /* depthwise */
+	size_t pad_rows, pad_chunks;	/* padded rows per task, tasks per plane */
 };
 
 /* Copy 'len' floats (src NULL: zeros) to columns [jj, jj + len) of one
@@ -331,18 +332,25 @@ static void npu_conv_gemm_task(void *ctx, size_t t, int tid)
 	}
 }
 
-/* Row tiles: one zero-padded (phase-split) input plane (image, channel). */
+/*
+ * Row tiles: rows of one zero-padded (phase-split) input plane (image,
+ * channel). A task takes pad_rows rows, so that a few planes (the RGB
+ * input of a stem convolution) still spread over the threads.
+ */
 static void npu_conv_pad_task(void *ctx, size_t t)
 {
 	struct npu_conv_job *job = ctx;
 	const struct npu_conv2d_params *p = job->p;
 	const struct npu_conv_plan *pl = &job->pl;
-	const float *xc = job->x + t * pl->hw_in;
-	float *d = job->xpad + t * pl->hp * pl->wp;
+	size_t plane = t / job->pad_chunks, r0 = t % job->pad_chunks * job->pad_rows;
+	size_t r1 = r0 + job->pad_rows < pl->hp ? r0 + job->pad_rows : pl->hp;
+	const float *xc = job->x + plane * pl->hw_in;
+	float *d = job->xpad + (plane * pl->hp + r0) * pl->wp;
 	size_t r, lo = p->pad_left < pl->wp ? p->pad_left : pl->wp;
 	size_t hi = p->pad_left + p->in_w < pl->wp ? p->pad_left + p->in_w : pl->wp;
+	size_t sw = p->stride_w;
 
-	for (r = 0; r < pl->hp; r++, d += pl->wp) {
+	for (r = r0; r < r1; r++, d += pl->wp) {
 		ptrdiff_t ih = (ptrdiff_t)r - (ptrdiff_t)p->pad_top;
 		const float *xr = xc + (size_t)ih * p->in_w;
 		size_t q, j;
@@ -351,21 +359,50 @@ static void npu_conv_pad_task(void *ctx, size_t t)
 			memset(d, 0, pl->wp * sizeof(float));
 			continue;
 		}
-		if (p->stride_w == 1) {
+		if (sw == 1) {
 			memset(d, 0, lo * sizeof(float));
 			memcpy(d + lo, xr, (hi - lo) * sizeof(float));
 			memset(d + hi, 0, (pl->wp - hi) * sizeof(float));
 			continue;
 		}
-		for (q = 0; q < p->stride_w; q++)
-			for (j = 0; j < pl->wq; j++) {
-				/* padded column j * stride_w + q */
-				size_t pc = j * p->stride_w + q;
+		for (q = 0; q < sw; q++) {
+			/* Phase q holds padded columns j * sw + q; those in
+			 * [lo, hi) are input columns j * sw + q - pad_left. */
+			float *dq = d + q * pl->wq;
+			size_t j0 = lo > q ? (lo - q + sw - 1) / sw : 0;
+			size_t j1 = hi > q ? (hi - q + sw - 1) / sw : 0;
+			const float *src;
 
-				d[q * pl->wq + j] = pc >= lo && pc < hi ?
-						    xr[pc - p->pad_left] : 0.0f;
-			}
+			if (j0 > pl->wq)
+				j0 = pl->wq;
+			if (j1 > pl->wq)
+				j1 = pl->wq;
+			if (j1 < j0)
+				j1 = j0;
+			src = xr + (j0 * sw + q - p->pad_left);
+			for (j = 0; j < j0; j++)
+				dq[j] = 0.0f;
+			for (j = j0; j < j1; j++)
+				dq[j] = src[(j - j0) * sw];
+			for (j = j1; j < pl->wq; j++)
+				dq[j] = 0.0f;
+		}
 	}
+}
+
+/* Pad tasks: rows per task so that there are at least a few per thread. */
+static size_t npu_conv_pad_split(struct npu_conv_job *job, size_t planes,
+				 size_t threads)
+{
+	size_t want = 4 * threads, hp = job->pl.hp, chunks = 1;
+
+	if (planes < want && hp > 1)
+		chunks = npu_div_up(want, planes);
+	if (chunks > hp)
+		chunks = hp ? hp : 1;
+	job->pad_rows = npu_div_up(hp, chunks);
+	job->pad_chunks = npu_div_up(hp, job->pad_rows);
+	return planes * job->pad_chunks;
 }
 
 /*
@@ -578,7 +615,8 @@ bool npu_conv2d_f32_prepacked(const struct npu_conv2d_params *p,
 				memset(job.xpad + planes * job.pl.hp * job.pl.wp, 0,
 				       NPU_VEC_SLACK * sizeof(float));
 				npu_threadpool_run(pool, npu_conv_pad_task, &job,
-						   planes);
+						   npu_conv_pad_split(&job, planes,
+								      threads));
 			}
 		}
 		job.rows_per_task = p->out_h;
@@ -632,7 +670,7 @@ bool npu_conv2d_f32_prepacked(const struct npu_conv2d_params *p,
 			npu_wino_pack_weights(p, w, job.pw, pool);
 		npu_wino_run(p, &job.pl.wino_pl, x,
 			     packed ? packed + job.pl.direct_w : job.pw,
-			     bias, y, job.xpad, job.pb, pool);
+			     bias, y, job.pb, pool);
 		return true;
 	}
 	job.chunk = job.pl.chunk_max;
@@ -650,7 +688,8 @@ bool npu_conv2d_f32_prepacked(const struct npu_conv2d_params *p,
 				   p->groups * job.pl.a_panels);
 	if (job.pl.indirect) {
 		npu_threadpool_run(pool, npu_conv_pad_task, &job,
-				   p->batch * p->in_c);
+				   npu_conv_pad_split(&job, p->batch * p->in_c,
+						      threads));
 		npu_threadpool_run_tid(pool, npu_conv_ind_task, &job,
 				       images * p->out_h);
 		return true;

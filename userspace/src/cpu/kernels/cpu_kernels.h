@@ -53,6 +53,14 @@ void npu_threadpool_parallel_for(struct npu_threadpool *pool, size_t n,
 				 void (*fn)(void *ctx, size_t begin, size_t end),
 				 void *ctx);
 
+/*
+ * A 64-byte aligned buffer of at least 'size' bytes owned by the pool and
+ * reused by the next call (kernels and ops run one at a time on a pool,
+ * as npu_threadpool_run is not reentrant): working memory that costs no
+ * allocation per run. NULL if pool is NULL or on ENOMEM.
+ */
+void *npu_threadpool_scratch(struct npu_threadpool *pool, size_t size);
+
 /* ---- GEMM ---- */
 
 /*

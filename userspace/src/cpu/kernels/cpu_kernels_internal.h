@@ -122,12 +122,7 @@ extern const struct npu_vec_ops npu_vec_ops_avx512;
 
 const struct npu_vec_ops *npu_vec_ops_get(void);
 
-/*
- * A 64-byte aligned buffer of at least 'size' bytes owned by the pool and
- * reused by the next call (kernels run one at a time on a pool, as
- * npu_threadpool_run is not reentrant). NULL if pool is NULL or on ENOMEM.
- */
-void *npu_threadpool_scratch(struct npu_threadpool *pool, size_t size);
+/* npu_threadpool_scratch: cpu_kernels.h */
 
 /* ---- Winograd F(4,3), 3x3 stride 1 (cpu_winograd.c) ---- */
 
@@ -146,11 +141,12 @@ struct npu_wino_plan {
 	size_t twv;		/* slots per tile row: tw_n rounded up to 8 */
 	size_t hp, wp, wq;	/* padded plane: hp rows of 4 phases of wq */
 	size_t slots;		/* th_n * twv per image */
-	size_t chunk;		/* slots per task, a multiple of nr */
+	size_t chunk;		/* slots per GEMM pass, a multiple of nr */
+	size_t band;		/* tile rows per task (their input padded) */
 	size_t a_panels;	/* packed A panels per transformed weight */
 	size_t u_floats;	/* the 36 transformed weights, packed */
-	size_t pad_floats;	/* the padded, phase-split input */
-	size_t t_floats;	/* per thread: V, M and output rows */
+	size_t pad_floats;	/* shared padded input: 0 (padded per band) */
+	size_t t_floats;	/* per thread: V, M, output rows, band input */
 };
 
 /*
@@ -170,10 +166,10 @@ bool npu_wino_plan(const struct npu_conv2d_params *p,
 /* npu_wino_u_floats(p) floats of U = G g G^T, as 36 packed A operands. */
 void npu_wino_pack_weights(const struct npu_conv2d_params *p, const float *w,
 			   float *packed, struct npu_threadpool *pool);
-/* xpad: wp->pad_floats, tmp: threads * wp->t_floats (64-byte aligned). */
+/* tmp: threads * wp->t_floats (64-byte aligned). */
 void npu_wino_run(const struct npu_conv2d_params *p,
 		  const struct npu_wino_plan *wp, const float *x,
-		  const float *u, const float *bias, float *y, float *xpad,
-		  float *tmp, struct npu_threadpool *pool);
+		  const float *u, const float *bias, float *y, float *tmp,
+		  struct npu_threadpool *pool);
 
 #endif /* NPU_CPU_KERNELS_INTERNAL_H */

@@ -6,10 +6,12 @@
  *
  *  - weights: U = G g G^T once per plan, as 36 packed GEMM A operands
  *    (out_c x in_c each);
- *  - input: zero-padded once, each row split into its 4 column phases so
- *    that 8 consecutive tiles read 8 contiguous floats per tap; a task
- *    takes a chunk of tiles (tile rows padded to a multiple of 8 slots)
- *    and transforms it, V = B^T d B, straight into 36 packed GEMM B
+ *  - input: a task takes a band of tile rows (tile rows padded to a
+ *    multiple of 8 slots) and zero-pads just the input rows under it into
+ *    its own buffer (in L2: no pass over the whole input through memory),
+ *    each row split into its 4 column phases so that 8 consecutive tiles
+ *    read 8 contiguous floats per tap; then, a chunk of its tiles at a
+ *    time, transforms them, V = B^T d B, straight into 36 packed GEMM B
  *    operands (in_c x tiles);
  *  - 36 GEMMs M = U V on the register tiles, per chunk, in L2;
  *  - Y = A^T M A, interleaved into 4 output rows, then the epilogue row
@@ -86,6 +88,17 @@ static void npu_wino_mode_init(void)
 /* Per chunk and thread: V and M of about this many bytes (L2). */
 #define NPU_WINO_CHUNK_BYTES (768 * 1024)
 
+static size_t npu_wino_gcd(size_t a, size_t b)
+{
+	while (b) {
+		size_t t = a % b;
+
+		a = b;
+		b = t;
+	}
+	return a;
+}
+
 size_t npu_wino_u_floats(const struct npu_conv2d_params *p,
 			 const struct npu_gemm_ukernel *uk)
 {
@@ -129,10 +142,24 @@ bool npu_wino_plan(const struct npu_conv2d_params *p,
 		n = npu_round_up(wp->slots, uk->nr);
 	wp->chunk = n;
 	wp->a_panels = npu_div_up(p->out_c, uk->mr);
-	wp->pad_floats = npu_round_up(p->batch * p->in_c * wp->hp * wp->wp, 16);
-	/* V (in_c x chunk per xi), M (out_c x chunk per xi), 4 output rows */
+	/*
+	 * A band: whole tile rows whose slots fill whole GEMM tiles (nr
+	 * columns; twv is a multiple of 8, so at most nr / 8 rows), and at
+	 * least about a chunk of them.
+	 */
+	wp->band = uk->nr / npu_wino_gcd(wp->twv, uk->nr);
+	while (wp->band * wp->twv < n / 2)
+		wp->band *= 2;
+	if (wp->band > wp->th_n)
+		wp->band = wp->th_n;
+	wp->pad_floats = 0;
+	/*
+	 * V (in_c x chunk per xi), M (out_c x chunk per xi), 4 output rows,
+	 * then the band's padded input rows (4 per tile row and 2 below).
+	 */
 	wp->t_floats = npu_round_up(36 * ((p->in_c + p->out_c) * n + 32) +
-				    16 * n, 16);
+				    16 * n, 16) +
+		       npu_round_up(p->in_c * (4 * wp->band + 2) * wp->wp + 16, 16);
 	return true;
 }
 
@@ -145,8 +172,10 @@ struct npu_wino_job {
 	const struct npu_vec_ops *ops;
 	const float *x, *w, *bias;
 	const float *u;
-	float *y, *xpad, *tmp, *pu;
-	size_t chunk, chunks;	/* slots per task, tasks per image */
+	float *y, *tmp, *pu;
+	size_t chunk;		/* slots per GEMM pass */
+	size_t band, bands;	/* tile rows per task, bands per image */
+	size_t part_slots, parts; /* a one-row band split in parts */
 };
 
 /* U = G g G^T of panel pi (output channels pi * mr ...), packed as A. */
@@ -202,57 +231,65 @@ void npu_wino_pack_weights(const struct npu_conv2d_params *p, const float *w,
 	npu_threadpool_run(pool, npu_wino_pack_task, &job, job.a_panels);
 }
 
-/* One input plane (image, channel): zero padded, rows split into phases. */
-static void npu_wino_pad_task(void *ctx, size_t t)
+/*
+ * The padded input rows r0 .. r0 + rows - 1 of every channel of image b,
+ * zero padded and split into phases, into d (channel c at c * rows * wp).
+ */
+static void npu_wino_pad_rows(const struct npu_wino_job *job, size_t b,
+			      size_t r0, size_t rows, float *d)
 {
-	struct npu_wino_job *job = ctx;
 	const struct npu_conv2d_params *p = job->p;
 	const struct npu_wino_plan *wp = job->wp;
-	const float *xc = job->x + t * p->in_h * p->in_w;
-	float *d = job->xpad + t * wp->hp * wp->wp;
-	size_t r, lo = p->pad_left < wp->wp ? p->pad_left : wp->wp;
+	size_t lo = p->pad_left < wp->wp ? p->pad_left : wp->wp;
 	size_t hi = p->pad_left + p->in_w < wp->wp ? p->pad_left + p->in_w : wp->wp;
+	size_t c, r;
 
-	for (r = 0; r < wp->hp; r++, d += wp->wp) {
-		ptrdiff_t ih = (ptrdiff_t)r - (ptrdiff_t)p->pad_top;
+	for (c = 0; c < p->in_c; c++) {
+		const float *xc = job->x + (b * p->in_c + c) * p->in_h * p->in_w;
 
-		if (ih < 0 || ih >= (ptrdiff_t)p->in_h || lo >= hi) {
-			memset(d, 0, wp->wp * sizeof(float));
-			continue;
+		for (r = r0; r < r0 + rows; r++, d += wp->wp) {
+			ptrdiff_t ih = (ptrdiff_t)r - (ptrdiff_t)p->pad_top;
+
+			if (ih < 0 || ih >= (ptrdiff_t)p->in_h || lo >= hi) {
+				memset(d, 0, wp->wp * sizeof(float));
+				continue;
+			}
+			job->wo->split4(xc + (size_t)ih * p->in_w, lo, hi, d, wp->wq);
 		}
-		job->wo->split4(xc + (size_t)ih * p->in_w, lo, hi, d, wp->wq);
 	}
 }
 
-/* Slots [s0, s0 + chunk) of image b: transform, 36 GEMMs, back, epilogue. */
-static void npu_wino_task(void *ctx, size_t t, int tid)
+/*
+ * Slots [s0, s0 + n) of image b, whose padded rows from 4 * th0 are at xb
+ * (channel c at c * brows * wp): transform, 36 GEMMs, back, epilogue.
+ */
+static void npu_wino_chunk(struct npu_wino_job *job, size_t b, size_t s0,
+			   size_t n, const float *xb, size_t th0, size_t brows,
+			   float *v)
 {
-	struct npu_wino_job *job = ctx;
 	const struct npu_conv2d_params *p = job->p;
 	const struct npu_wino_plan *wp = job->wp;
 	const struct npu_gemm_ukernel *uk = job->uk;
 	size_t nr = uk->nr, mr = uk->mr, in_c = p->in_c, out_c = p->out_c;
-	size_t b = t / job->chunks, s0 = t % job->chunks * job->chunk;
-	size_t n = wp->slots - s0 < job->chunk ? wp->slots - s0 : job->chunk;
 	size_t np = npu_round_up(n, nr);
 	/* One cache line between the 36 matrices of V and of M: at strides
 	 * of a multiple of 4 KiB their rows would fight over a few cache sets
 	 * (in8 writes all 36 at once, out8 reads all 36). */
 	size_t vs = in_c * np + 16, ms = out_c * n + 16;
-	float *v = job->tmp + (size_t)tid * wp->t_floats;
 	float *m = v + 36 * vs;
 	float *rows = m + 36 * ms;
 	size_t ld = 4 * n, us = wp->a_panels * mr * in_c;
 	size_t c, l, i, k0, o, a;
 
 	for (c = 0; c < in_c; c++) {
-		const float *xc = job->xpad + (b * in_c + c) * wp->hp * wp->wp;
+		const float *xc = xb + c * brows * wp->wp;
 
 		for (l = 0; l < n; l += 8) {
 			size_t s = s0 + l, th = s / wp->twv, tw = s % wp->twv;
 
-			job->wo->in8(xc + 4 * th * wp->wp + tw, wp->wp, wp->wq,
-				     v + l / nr * in_c * nr + c * nr + l % nr, vs);
+			job->wo->in8(xc + 4 * (th - th0) * wp->wp + tw, wp->wp,
+				     wp->wq, v + l / nr * in_c * nr + c * nr + l % nr,
+				     vs);
 		}
 	}
 	for (i = 0; i < 36; i++)
@@ -294,29 +331,72 @@ static void npu_wino_task(void *ctx, size_t t, int tid)
 	}
 }
 
+/*
+ * Task t: a band of tile rows of one image (or a part of a one-row band):
+ * its padded input rows into the thread's buffer, then its slots a chunk
+ * at a time.
+ */
+static void npu_wino_task(void *ctx, size_t t, int tid)
+{
+	struct npu_wino_job *job = ctx;
+	const struct npu_wino_plan *wp = job->wp;
+	size_t per_image = job->bands * job->parts;
+	size_t b = t / per_image, bi = t % per_image / job->parts;
+	size_t part = t % job->parts;
+	size_t th0 = bi * job->band;
+	size_t th1 = th0 + job->band < wp->th_n ? th0 + job->band : wp->th_n;
+	size_t brows = 4 * (th1 - th0) + 2;
+	size_t s0 = th0 * wp->twv + part * job->part_slots;
+	size_t s1 = job->parts > 1 ? s0 + job->part_slots : th1 * wp->twv;
+	float *v = job->tmp + (size_t)tid * wp->t_floats;
+	float *xb = v + (wp->t_floats -
+			 npu_round_up(job->p->in_c * (4 * wp->band + 2) * wp->wp + 16, 16));
+	size_t s, n;
+
+	if (s1 > th1 * wp->twv)
+		s1 = th1 * wp->twv;
+	npu_wino_pad_rows(job, b, 4 * th0, brows, xb);
+	for (s = s0; s < s1; s += n) {
+		n = s1 - s < job->chunk ? s1 - s : job->chunk;
+		npu_wino_chunk(job, b, s, n, xb, th0, brows, v);
+	}
+}
+
 void npu_wino_run(const struct npu_conv2d_params *p,
 		  const struct npu_wino_plan *wp, const float *x,
-		  const float *u, const float *bias, float *y, float *xpad,
-		  float *tmp, struct npu_threadpool *pool)
+		  const float *u, const float *bias, float *y, float *tmp,
+		  struct npu_threadpool *pool)
 {
 	struct npu_wino_job job = {
 		.p = p, .wp = wp, .x = x, .u = u, .bias = bias, .y = y,
-		.xpad = xpad, .tmp = tmp,
+		.tmp = tmp,
 		.uk = npu_gemm_ukernel_for(npu_cpu_isa_get()),
 		.wo = npu_wino_ops_get(), .ops = npu_vec_ops_get(),
 	};
 	size_t threads = (size_t)npu_threadpool_size(pool);
-	size_t want = 4 * threads, nr = job.uk->nr;
+	size_t want = 4 * threads;
 
 	job.chunk = wp->chunk;
-	job.chunks = npu_div_up(wp->slots, job.chunk);
-	if (p->batch * job.chunks < want && threads > 1) {
-		/* Smaller chunks so that every thread has some. */
-		size_t per = npu_div_up(want, p->batch);
-
-		job.chunk = npu_round_up(npu_div_up(wp->slots, per), nr);
-		job.chunks = npu_div_up(wp->slots, job.chunk);
+	job.band = wp->band;
+	job.bands = npu_div_up(wp->th_n, job.band);
+	job.parts = 1;
+	job.part_slots = wp->twv;
+	/*
+	 * Narrower bands while there are fewer than two per thread (bands
+	 * whose slots fill whole GEMM tiles are worth some imbalance), then
+	 * parts of rows if still fewer than threads.
+	 */
+	while (threads > 1 && job.band > 1 && p->batch * job.bands < 2 * threads) {
+		job.band = npu_div_up(job.band, 2);
+		job.bands = npu_div_up(wp->th_n, job.band);
 	}
-	npu_threadpool_run(pool, npu_wino_pad_task, &job, p->batch * p->in_c);
-	npu_threadpool_run_tid(pool, npu_wino_task, &job, p->batch * job.chunks);
+	if (threads > 1 && p->batch * job.bands < threads) {
+		/* (band is 1 here) Parts of whole 8-slot groups, in8's unit. */
+		size_t parts = npu_div_up(want, p->batch * job.bands);
+
+		job.part_slots = npu_round_up(npu_div_up(wp->twv, parts), 8);
+		job.parts = npu_div_up(wp->twv, job.part_slots);
+	}
+	npu_threadpool_run_tid(pool, npu_wino_task, &job,
+			       p->batch * job.bands * job.parts);
 }

@@ -3,6 +3,7 @@
 #include "cpu/ops/op_common.h"
 
 #include <stdarg.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -557,4 +558,186 @@ npu_status npu_op_window(const struct npu_node *node, const struct npu_shape *x,
 			w->out[i]--;
 	}
 	return NPU_OK;
+}
+
+/* ---- type families ---- */
+
+enum npu_dtype npu_op_wide_dtype(enum npu_dtype dtype, bool ints)
+{
+	switch (dtype) {
+	case NPU_DTYPE_FLOAT16:
+	case NPU_DTYPE_BFLOAT16:
+		return NPU_DTYPE_FLOAT;
+	case NPU_DTYPE_INT8:
+	case NPU_DTYPE_INT16:
+	case NPU_DTYPE_INT32:
+		return ints ? NPU_DTYPE_INT64 : dtype;
+	case NPU_DTYPE_UINT8:
+	case NPU_DTYPE_UINT16:
+	case NPU_DTYPE_UINT32:
+		return ints ? NPU_DTYPE_UINT64 : dtype;
+	default:
+		return dtype;
+	}
+}
+
+bool npu_op_needs_widening(const struct npu_op_ctx *ctx, bool ints)
+{
+	size_t i;
+
+	for (i = 0; i < ctx->num_inputs; i++)
+		if (ctx->inputs[i] &&
+		    npu_op_wide_dtype(ctx->inputs[i]->dtype, ints) != ctx->inputs[i]->dtype)
+			return true;
+	for (i = 0; i < ctx->num_outputs; i++)
+		if (ctx->outputs[i] &&
+		    npu_op_wide_dtype(ctx->outputs[i]->dtype, ints) != ctx->outputs[i]->dtype)
+			return true;
+	return false;
+}
+
+/* n elements of src (type 'from') into dst of the family type 'to', or back. */
+static void widen(const void *src, enum npu_dtype from, void *dst, int64_t n)
+{
+	int64_t i;
+
+	switch (from) {
+	case NPU_DTYPE_FLOAT16:
+		for (i = 0; i < n; i++)
+			((float *)dst)[i] = npu_half_to_float(((const uint16_t *)src)[i]);
+		break;
+	case NPU_DTYPE_BFLOAT16:
+		for (i = 0; i < n; i++)
+			((float *)dst)[i] = npu_bf16_to_float(((const uint16_t *)src)[i]);
+		break;
+	case NPU_DTYPE_INT8:
+		for (i = 0; i < n; i++)
+			((int64_t *)dst)[i] = ((const int8_t *)src)[i];
+		break;
+	case NPU_DTYPE_INT16:
+		for (i = 0; i < n; i++)
+			((int64_t *)dst)[i] = ((const int16_t *)src)[i];
+		break;
+	case NPU_DTYPE_INT32:
+		for (i = 0; i < n; i++)
+			((int64_t *)dst)[i] = ((const int32_t *)src)[i];
+		break;
+	case NPU_DTYPE_UINT8:
+		for (i = 0; i < n; i++)
+			((uint64_t *)dst)[i] = ((const uint8_t *)src)[i];
+		break;
+	case NPU_DTYPE_UINT16:
+		for (i = 0; i < n; i++)
+			((uint64_t *)dst)[i] = ((const uint16_t *)src)[i];
+		break;
+	case NPU_DTYPE_UINT32:
+		for (i = 0; i < n; i++)
+			((uint64_t *)dst)[i] = ((const uint32_t *)src)[i];
+		break;
+	default:
+		break;
+	}
+}
+
+static void narrow(const void *src, void *dst, enum npu_dtype to, int64_t n)
+{
+	int64_t i;
+
+	switch (to) {
+	case NPU_DTYPE_FLOAT16:
+		for (i = 0; i < n; i++)
+			((uint16_t *)dst)[i] = npu_float_to_half(((const float *)src)[i]);
+		break;
+	case NPU_DTYPE_BFLOAT16:
+		for (i = 0; i < n; i++)
+			((uint16_t *)dst)[i] = npu_float_to_bf16(((const float *)src)[i], true);
+		break;
+	case NPU_DTYPE_INT8:
+		for (i = 0; i < n; i++)
+			((int8_t *)dst)[i] = (int8_t)((const int64_t *)src)[i];
+		break;
+	case NPU_DTYPE_INT16:
+		for (i = 0; i < n; i++)
+			((int16_t *)dst)[i] = (int16_t)((const int64_t *)src)[i];
+		break;
+	case NPU_DTYPE_INT32:
+		for (i = 0; i < n; i++)
+			((int32_t *)dst)[i] = (int32_t)((const int64_t *)src)[i];
+		break;
+	case NPU_DTYPE_UINT8:
+		for (i = 0; i < n; i++)
+			((uint8_t *)dst)[i] = (uint8_t)((const uint64_t *)src)[i];
+		break;
+	case NPU_DTYPE_UINT16:
+		for (i = 0; i < n; i++)
+			((uint16_t *)dst)[i] = (uint16_t)((const uint64_t *)src)[i];
+		break;
+	case NPU_DTYPE_UINT32:
+		for (i = 0; i < n; i++)
+			((uint32_t *)dst)[i] = (uint32_t)((const uint64_t *)src)[i];
+		break;
+	default:
+		break;
+	}
+}
+
+#define NPU_WIDEN_MAX 64
+
+npu_status npu_op_compute_widened(struct npu_op_ctx *ctx, bool ints,
+				  npu_status (*compute)(struct npu_op_ctx *ctx))
+{
+	struct npu_tensor win[NPU_WIDEN_MAX], wout[NPU_WIDEN_MAX], *out_p[NPU_WIDEN_MAX];
+	const struct npu_tensor *in_p[NPU_WIDEN_MAX];
+	struct npu_op_ctx w = *ctx;
+	npu_status st = NPU_OK;
+	size_t i;
+
+	if (ctx->num_inputs > NPU_WIDEN_MAX || ctx->num_outputs > NPU_WIDEN_MAX)
+		return npu_op_unsupported(ctx->err, ctx->node, "more than %d inputs or outputs",
+					  NPU_WIDEN_MAX);
+	memset(win, 0, sizeof(win));
+	memset(wout, 0, sizeof(wout));
+	for (i = 0; i < ctx->num_inputs && !st; i++) {
+		const struct npu_tensor *t = ctx->inputs[i];
+
+		in_p[i] = t;
+		if (!t || npu_op_wide_dtype(t->dtype, ints) == t->dtype)
+			continue;
+		win[i] = *t;
+		win[i].dtype = npu_op_wide_dtype(t->dtype, ints);
+		win[i].nbytes = (size_t)npu_op_numel(t) * npu_dtype_size(win[i].dtype);
+		win[i].data = malloc(win[i].nbytes ? win[i].nbytes : 1);
+		if (!win[i].data)
+			st = npu_op_error(ctx->err, ctx->node, NPU_ERR_NO_MEMORY, "out of memory");
+		else
+			widen(t->data, t->dtype, win[i].data, npu_op_numel(t));
+		in_p[i] = &win[i];
+	}
+	for (i = 0; i < ctx->num_outputs && !st; i++) {
+		struct npu_tensor *t = ctx->outputs[i];
+
+		out_p[i] = t;
+		if (!t || npu_op_wide_dtype(t->dtype, ints) == t->dtype)
+			continue;
+		wout[i] = *t;
+		wout[i].dtype = npu_op_wide_dtype(t->dtype, ints);
+		wout[i].nbytes = (size_t)npu_op_numel(t) * npu_dtype_size(wout[i].dtype);
+		wout[i].data = calloc(1, wout[i].nbytes ? wout[i].nbytes : 1);
+		if (!wout[i].data)
+			st = npu_op_error(ctx->err, ctx->node, NPU_ERR_NO_MEMORY, "out of memory");
+		out_p[i] = &wout[i];
+	}
+	w.inputs = in_p;
+	w.outputs = out_p;
+	if (!st)
+		st = compute(&w);
+	for (i = 0; i < ctx->num_outputs; i++) {
+		if (!st && wout[i].data)
+			narrow(wout[i].data, ctx->outputs[i]->data, ctx->outputs[i]->dtype,
+			       npu_op_numel(ctx->outputs[i]));
+		free(wout[i].data);
+	}
+	for (i = 0; i < ctx->num_inputs; i++)
+		free(win[i].data);
+	return st;
 }

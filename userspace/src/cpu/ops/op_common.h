@@ -143,4 +143,30 @@ npu_status npu_op_window(const struct npu_node *node, const struct npu_shape *x,
 			 const int64_t *k, int n, bool ceil_mode,
 			 struct npu_window *w, struct npu_error *err);
 
+/* ---- type families: one kernel per family ---- */
+
+/* IEEE half and bfloat16 <-> float (op_elementwise.c, Cast's conversions). */
+float npu_half_to_float(uint16_t h);
+uint16_t npu_float_to_half(float f);		/* round to nearest even */
+float npu_bf16_to_float(uint16_t b);
+uint16_t npu_float_to_bf16(float f, bool round);	/* round: to nearest even */
+
+/*
+ * The type a family's kernel computes in: float for float16 / bfloat16
+ * and, with 'ints', int64 for signed and uint64 for unsigned integers;
+ * every other type is its own.
+ */
+enum npu_dtype npu_op_wide_dtype(enum npu_dtype dtype, bool ints);
+/* Does any input or output of ctx need widening? */
+bool npu_op_needs_widening(const struct npu_op_ctx *ctx, bool ints);
+/*
+ * Run 'compute' on widened copies of the tensors that need it, then
+ * narrow its outputs back (floats rounded to nearest even, integers
+ * wrapping as C conversions do), so a kernel of the wide type serves the
+ * whole family: what numpy does for float16 arithmetic. Outputs must be
+ * preallocated (no alloc_outputs).
+ */
+npu_status npu_op_compute_widened(struct npu_op_ctx *ctx, bool ints,
+				  npu_status (*compute)(struct npu_op_ctx *ctx));
+
 #endif /* NPU_CPU_OP_COMMON_H */

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * Conv and ConvTranspose, fp32, 1-D, 2-D and 3-D (3-D as direct loops,
- * ConvTranspose's in op_convt3d.c). Conv runs
+ * ConvTranspose's in op_convt3d.c); float16 (and bfloat16 for Conv) widened
+ * to float, double as direct double loops. Conv runs
  * on npu_conv2d_f32_prepacked (1-D as height 1) with its weights packed
  * once per plan in prepare(). ConvTranspose with stride == kernel (no
  * overlap) runs on npu_convtranspose2d_f32_tiled; any other is a GEMM per
@@ -15,9 +16,13 @@
 #include "cpu/ops/op_common.h"
 #include "cpu/ops/op_convt3d.h"
 
+/*
+ * others: float16 / bfloat16 (widened to float by the compute) and double
+ * (conv_direct_f64) too.
+ */
 static npu_status npu_conv_check_common(struct npu_infer_ctx *ctx,
 					const char *const *attrs,
-					size_t max_inputs)
+					size_t max_inputs, bool others)
 {
 	const struct npu_node *node = ctx->node;
 	const struct npu_shape *x, *w;
@@ -30,7 +35,10 @@ static npu_status npu_conv_check_common(struct npu_infer_ctx *ctx,
 	if (st)
 		return st;
 	for (i = 0; i < node->num_inputs; i++)
-		if (node->inputs[i] && node->inputs[i]->dtype != NPU_DTYPE_FLOAT)
+		if (node->inputs[i] && node->inputs[i]->dtype != NPU_DTYPE_FLOAT &&
+		    !(others && node->inputs[i]->dtype == node->inputs[0]->dtype &&
+		      (npu_op_wide_dtype(node->inputs[i]->dtype, false) == NPU_DTYPE_FLOAT ||
+		       node->inputs[i]->dtype == NPU_DTYPE_DOUBLE)))
 			return npu_op_unsupported(ctx->err, node,
 						  "input %zu '%s' has type %s, not supported",
 						  i, node->inputs[i]->name,
@@ -80,11 +88,11 @@ static npu_status conv_infer_common(struct npu_infer_ctx *ctx, bool fused)
 							     "group", "kernel_shape",
 							     "pads", "strides", "activation",
 							     "activation_params",
-							     "post_scale", "post_shift"), 4);
+							     "post_scale", "post_shift"), 4, false);
 	else
 		st = npu_conv_check_common(ctx, NPU_OP_ATTRS("auto_pad", "dilations",
 							     "group", "kernel_shape",
-							     "pads", "strides"), 3);
+							     "pads", "strides"), 3, true);
 	if (st)
 		return st;
 	x = &node->inputs[0]->shape;
@@ -102,7 +110,7 @@ static npu_status conv_infer_common(struct npu_infer_ctx *ctx, bool fused)
 			   ctx->err);
 	if (st)
 		return st;
-	ctx->out_dtypes[0] = NPU_DTYPE_FLOAT;
+	ctx->out_dtypes[0] = node->inputs[0]->dtype;
 	ctx->out_shapes[0].rank = x->rank;
 	ctx->out_shapes[0].dims[0] = x->dims[0];
 	ctx->out_shapes[0].dims[1] = w->dims[0];
@@ -438,8 +446,75 @@ static npu_status conv_compute_common(struct npu_op_ctx *ctx, bool fused)
 	return NPU_OK;
 }
 
+/*
+ * Conv in double: the direct loop (1-D to 3-D, groups, strides, dilations,
+ * pads); the fast kernels are float only, and double inputs stay exact.
+ */
+static npu_status conv_direct_f64(struct npu_op_ctx *ctx)
+{
+	const struct npu_tensor *x = ctx->inputs[0], *w = ctx->inputs[1];
+	const struct npu_tensor *b = npu_op_in(ctx, 2);
+	const double *xv = x->data, *wv = w->data, *bv = b ? b->data : NULL;
+	double *yv = ctx->outputs[0]->data;
+	int64_t in[3] = { 1, 1, 1 }, out[3] = { 1, 1, 1 }, k[3] = { 1, 1, 1 };
+	int64_t st[3] = { 1, 1, 1 }, dl[3] = { 1, 1, 1 }, pb[3] = { 0 };
+	int64_t group = npu_node_attr_int_or(ctx->node, "group", 1);
+	int64_t nb = x->shape.dims[0], cin = x->shape.dims[1], m = w->shape.dims[0];
+	int64_t cg = cin / group, mg = m / group, in_sz, k_sz, yi = 0;
+	int64_t bn, oc, c, o0, o1, o2, k0, k1, k2;
+	struct npu_window win;
+	npu_status s;
+	int d, off;
+
+	s = npu_op_window(ctx->node, &x->shape, &w->shape.dims[2], x->shape.rank - 2,
+			  false, &win, ctx->err);
+	if (s)
+		return s;
+	off = 3 - win.n;
+	for (d = 0; d < win.n; d++) {	/* spatial dims right-aligned into three */
+		in[off + d] = win.in[d];
+		out[off + d] = win.out[d];
+		k[off + d] = win.k[d];
+		st[off + d] = win.stride[d];
+		dl[off + d] = win.dil[d];
+		pb[off + d] = win.pad_begin[d];
+	}
+	in_sz = in[0] * in[1] * in[2];
+	k_sz = k[0] * k[1] * k[2];
+	for (bn = 0; bn < nb; bn++)
+		for (oc = 0; oc < m; oc++)
+			for (o0 = 0; o0 < out[0]; o0++)
+				for (o1 = 0; o1 < out[1]; o1++)
+					for (o2 = 0; o2 < out[2]; o2++, yi++) {
+						double sum = bv ? bv[oc] : 0;
+						const double *xc = xv + (bn * cin + oc / mg * cg) * in_sz;
+
+						for (c = 0; c < cg; c++)
+						for (k0 = 0; k0 < k[0]; k0++)
+						for (k1 = 0; k1 < k[1]; k1++)
+						for (k2 = 0; k2 < k[2]; k2++) {
+							int64_t i0 = o0 * st[0] - pb[0] + k0 * dl[0];
+							int64_t i1 = o1 * st[1] - pb[1] + k1 * dl[1];
+							int64_t i2 = o2 * st[2] - pb[2] + k2 * dl[2];
+
+							if (i0 < 0 || i0 >= in[0] || i1 < 0 ||
+							    i1 >= in[1] || i2 < 0 || i2 >= in[2])
+								continue;
+							sum += xc[c * in_sz + (i0 * in[1] + i1) * in[2] + i2] *
+							       wv[(oc * cg + c) * k_sz +
+								  (k0 * k[1] + k1) * k[2] + k2];
+						}
+						yv[yi] = sum;
+					}
+	return NPU_OK;
+}
+
 static npu_status conv_compute(struct npu_op_ctx *ctx)
 {
+	if (ctx->inputs[0]->dtype == NPU_DTYPE_DOUBLE)
+		return conv_direct_f64(ctx);
+	if (npu_op_needs_widening(ctx, false))
+		return npu_op_compute_widened(ctx, false, conv_compute);
 	return conv_compute_common(ctx, false);
 }
 
@@ -570,7 +645,7 @@ static npu_status convt_infer(struct npu_infer_ctx *ctx)
 							     "output_shape", "pads",
 							     "strides", "activation",
 							     "activation_params",
-							     "post_scale", "post_shift"), 3);
+							     "post_scale", "post_shift"), 3, false);
 		if (!st)
 			st = npu_fused_conv_epilogue(node, &act, ctx->err);
 	} else {
@@ -578,7 +653,13 @@ static npu_status convt_infer(struct npu_infer_ctx *ctx)
 							     "group", "kernel_shape",
 							     "output_padding",
 							     "output_shape", "pads",
-							     "strides"), 3);
+							     "strides"), 3, true);
+		/* bfloat16 is a ConvTranspose type only from opset 22 on. */
+		if (!st && node->inputs[0]->dtype == NPU_DTYPE_BFLOAT16)
+			st = npu_op_unsupported(ctx->err, node,
+						"input 0 '%s' has type %s, not supported (ConvTranspose before opset 22 takes float16, float and double)",
+						node->inputs[0]->name,
+						npu_dtype_name(node->inputs[0]->dtype));
 	}
 	if (st)
 		return st;
@@ -593,7 +674,7 @@ static npu_status convt_infer(struct npu_infer_ctx *ctx)
 	st = npu_convt_geom(node, x, w, &g, ctx->err);
 	if (st)
 		return st;
-	ctx->out_dtypes[0] = NPU_DTYPE_FLOAT;
+	ctx->out_dtypes[0] = node->inputs[0]->dtype;
 	ctx->out_shapes[0].rank = x->rank;
 	ctx->out_shapes[0].dims[0] = x->dims[0];
 	ctx->out_shapes[0].dims[1] = w->dims[1] < 0 ? -1 : w->dims[1] * group;
@@ -662,6 +743,77 @@ static npu_status convt_epilogue(const struct npu_cpu_act_params *act,
 	return NPU_OK;
 }
 
+/*
+ * ConvTranspose in double: the direct scatter loop (1-D to 3-D, groups,
+ * strides, dilations, pads); the fast kernels are float only, and double
+ * inputs stay exact. Input element (c, i) adds x * W[c][m] at output
+ * i * stride - pad_begin + k * dilation of each channel m of c's group.
+ */
+static npu_status convt_direct_f64(struct npu_op_ctx *ctx)
+{
+	const struct npu_tensor *x = ctx->inputs[0], *w = ctx->inputs[1];
+	const struct npu_tensor *b = npu_op_in(ctx, 2);
+	struct npu_tensor *y = ctx->outputs[0];
+	const double *xv = x->data, *wv = w->data, *bv = b ? b->data : NULL;
+	double *yv = y->data;
+	int64_t in[3] = { 1, 1, 1 }, out[3] = { 1, 1, 1 }, k[3] = { 1, 1, 1 };
+	int64_t st[3] = { 1, 1, 1 }, dl[3] = { 1, 1, 1 }, pb[3] = { 0 };
+	int64_t group = npu_node_attr_int_or(ctx->node, "group", 1);
+	int64_t nb = x->shape.dims[0], cin = x->shape.dims[1], mg = w->shape.dims[1];
+	int64_t cg = cin / group, m = mg * group, out_sz, k_sz, xi = 0;
+	int64_t bn, c, oc, i0, i1, i2, k0, k1, k2, o;
+	struct npu_convt_geom g;
+	npu_status s;
+	int d, off;
+
+	s = npu_convt_geom(ctx->node, &x->shape, &w->shape, &g, ctx->err);
+	if (s)
+		return s;
+	off = 3 - g.n;
+	for (d = 0; d < g.n; d++) {	/* spatial dims right-aligned into three */
+		in[off + d] = g.in[d];
+		out[off + d] = g.out[d];
+		k[off + d] = g.k[d];
+		st[off + d] = g.stride[d];
+		dl[off + d] = g.dil[d];
+		pb[off + d] = g.pad_begin[d];
+	}
+	out_sz = out[0] * out[1] * out[2];
+	k_sz = k[0] * k[1] * k[2];
+	for (bn = 0; bn < nb; bn++)
+		for (oc = 0; oc < m; oc++)
+			for (o = 0; o < out_sz; o++)
+				yv[(bn * m + oc) * out_sz + o] = bv ? bv[oc] : 0;
+	for (bn = 0; bn < nb; bn++)
+		for (c = 0; c < cin; c++)
+			for (i0 = 0; i0 < in[0]; i0++)
+			for (i1 = 0; i1 < in[1]; i1++)
+			for (i2 = 0; i2 < in[2]; i2++, xi++) {
+				double xe = xv[xi];
+				int64_t oc0 = c / cg * mg, ml;
+
+				for (ml = 0; ml < mg; ml++) {
+					const double *wk = wv + (c * mg + ml) * k_sz;
+					double *yc = yv + (bn * m + oc0 + ml) * out_sz;
+
+					for (k0 = 0; k0 < k[0]; k0++)
+					for (k1 = 0; k1 < k[1]; k1++)
+					for (k2 = 0; k2 < k[2]; k2++) {
+						int64_t o0 = i0 * st[0] - pb[0] + k0 * dl[0];
+						int64_t o1 = i1 * st[1] - pb[1] + k1 * dl[1];
+						int64_t o2 = i2 * st[2] - pb[2] + k2 * dl[2];
+
+						if (o0 < 0 || o0 >= out[0] || o1 < 0 ||
+						    o1 >= out[1] || o2 < 0 || o2 >= out[2])
+							continue;
+						yc[(o0 * out[1] + o1) * out[2] + o2] +=
+							xe * wk[(k0 * k[1] + k1) * k[2] + k2];
+					}
+				}
+			}
+	return NPU_OK;
+}
+
 static npu_status convt_compute(struct npu_op_ctx *ctx)
 {
 	const struct npu_node *node = ctx->node;
@@ -677,6 +829,11 @@ static npu_status convt_compute(struct npu_op_ctx *ctx)
 	bool one_d = x->shape.rank == 3;
 	npu_status st;
 
+	/* float16 widened to float; double computed in double. */
+	if (x->dtype == NPU_DTYPE_DOUBLE)
+		return convt_direct_f64(ctx);
+	if (npu_op_needs_widening(ctx, false))
+		return npu_op_compute_widened(ctx, false, convt_compute);
 	st = npu_convt_geom(node, &x->shape, &w->shape, &g, ctx->err);
 	if (!st && convt_fused(node))
 		st = npu_fused_conv_epilogue(node, &act, ctx->err);

@@ -26,6 +26,7 @@ static npu_status cum_sum_infer(struct npu_infer_ctx *ctx)
 	static const enum npu_dtype types[] = {
 		NPU_DTYPE_FLOAT, NPU_DTYPE_DOUBLE, NPU_DTYPE_INT32,
 		NPU_DTYPE_INT64, NPU_DTYPE_UINT32, NPU_DTYPE_UINT64,
+		NPU_DTYPE_FLOAT16, NPU_DTYPE_BFLOAT16,	/* widened to float */
 		NPU_DTYPE_UNDEFINED,
 	};
 	static const enum npu_dtype axis_types[] = {
@@ -83,7 +84,7 @@ static npu_status cum_sum_infer(struct npu_infer_ctx *ctx)
 			}						\
 	} while (0)
 
-static npu_status cum_sum_compute(struct npu_op_ctx *ctx)
+static npu_status cum_sum_kernel(struct npu_op_ctx *ctx)
 {
 	const struct npu_tensor *x = ctx->inputs[0];
 	struct npu_tensor *y = ctx->outputs[0];
@@ -109,6 +110,13 @@ static npu_status cum_sum_compute(struct npu_op_ctx *ctx)
 	default: break;
 	}
 	return NPU_OK;
+}
+
+static npu_status cum_sum_compute(struct npu_op_ctx *ctx)
+{
+	if (npu_op_needs_widening(ctx, false))	/* float16 / bfloat16 */
+		return npu_op_compute_widened(ctx, false, cum_sum_kernel);
+	return cum_sum_kernel(ctx);
 }
 
 NPU_CPU_OP_DEF(cum_sum) = {

@@ -260,6 +260,7 @@ static bool npu_pow_type_ok(enum npu_dtype dt)
 	case NPU_DTYPE_INT64: case NPU_DTYPE_UINT32: case NPU_DTYPE_UINT64:
 	case NPU_DTYPE_INT8: case NPU_DTYPE_UINT8: case NPU_DTYPE_INT16:
 	case NPU_DTYPE_UINT16:
+	case NPU_DTYPE_FLOAT16: case NPU_DTYPE_BFLOAT16:	/* widened to float */
 		return true;
 	default:
 		return false;
@@ -334,7 +335,7 @@ static npu_status npu_bin_infer(struct npu_infer_ctx *ctx, enum npu_bin_kind k)
 	}
 	if (k == BIN_MOD && !npu_node_attr_int_or(node, "fmod", 0) &&
 	    (a->dtype == NPU_DTYPE_FLOAT || a->dtype == NPU_DTYPE_DOUBLE ||
-	     a->dtype == NPU_DTYPE_FLOAT16))
+	     a->dtype == NPU_DTYPE_FLOAT16 || a->dtype == NPU_DTYPE_BFLOAT16))
 		return npu_op_invalid(ctx->err, node,
 				      "attribute 'fmod' must be 1 for %s inputs",
 				      npu_dtype_name(a->dtype));
@@ -345,8 +346,7 @@ static npu_status npu_bin_infer(struct npu_infer_ctx *ctx, enum npu_bin_kind k)
 				return npu_op_unsupported(ctx->err, node,
 							  "input %zu has type %s, not supported",
 							  i, npu_dtype_name(node->inputs[i]->dtype));
-	} else if (!npu_bin_fn(k, a->dtype == NPU_DTYPE_FLOAT16 ?
-				 NPU_DTYPE_FLOAT : a->dtype)) {
+	} else if (!npu_bin_fn(k, npu_op_wide_dtype(a->dtype, false))) {
 		return npu_op_unsupported(ctx->err, node,
 					  "input 0 '%s' has type %s, not supported",
 					  a->name, npu_dtype_name(a->dtype));
@@ -482,13 +482,11 @@ static void npu_pow_generic(const struct npu_tensor *a,
 	}
 }
 
-static float npu_half_to_float(uint16_t h);
-static uint16_t npu_float_to_half(float f);
 static npu_status npu_bin_compute(struct npu_op_ctx *ctx, enum npu_bin_kind k);
 
 /*
- * float16 operands: computed in fp32 and rounded back to half (to nearest
- * even), which is what numpy's float16 arithmetic does.
+ * float16 / bfloat16 operands: computed in fp32 and rounded back (to
+ * nearest even), which is what numpy's float16 arithmetic does.
  */
 static npu_status npu_bin_half(struct npu_op_ctx *ctx, enum npu_bin_kind k)
 {
@@ -496,7 +494,7 @@ static npu_status npu_bin_half(struct npu_op_ctx *ctx, enum npu_bin_kind k)
 	const struct npu_tensor *in_p[64];
 	struct npu_tensor *y = ctx->outputs[0];
 	struct npu_op_ctx fctx = *ctx;
-	bool half_out = y->dtype == NPU_DTYPE_FLOAT16;
+	bool half_out = y->dtype == NPU_DTYPE_FLOAT16 || y->dtype == NPU_DTYPE_BFLOAT16;
 	int64_t n, i;
 	size_t j;
 	npu_status st = NPU_OK;
@@ -518,7 +516,8 @@ static npu_status npu_bin_half(struct npu_op_ctx *ctx, enum npu_bin_kind k)
 			goto out;
 		}
 		for (i = 0; i < n; i++)
-			((float *)fin[j].data)[i] =
+			((float *)fin[j].data)[i] = t->dtype == NPU_DTYPE_BFLOAT16 ?
+				npu_bf16_to_float(((const uint16_t *)t->data)[i]) :
 				npu_half_to_float(((const uint16_t *)t->data)[i]);
 		in_p[j] = &fin[j];
 	}
@@ -540,7 +539,8 @@ static npu_status npu_bin_half(struct npu_op_ctx *ctx, enum npu_bin_kind k)
 	st = npu_bin_compute(&fctx, k);
 	if (!st && half_out)
 		for (i = 0; i < npu_op_numel(y); i++)
-			((uint16_t *)y->data)[i] =
+			((uint16_t *)y->data)[i] = y->dtype == NPU_DTYPE_BFLOAT16 ?
+				npu_float_to_bf16(((const float *)fout.data)[i], true) :
 				npu_float_to_half(((const float *)fout.data)[i]);
 	if (half_out)
 		free(fout.data);
@@ -548,6 +548,11 @@ out:
 	for (j = 0; j < ctx->num_inputs; j++)
 		free(fin[j].data);
 	return st;
+}
+
+static npu_status npu_pow_compute(struct npu_op_ctx *ctx)
+{
+	return npu_bin_compute(ctx, BIN_POW);
 }
 
 static npu_status npu_bin_compute(struct npu_op_ctx *ctx, enum npu_bin_kind k)
@@ -561,12 +566,14 @@ static npu_status npu_bin_compute(struct npu_op_ctx *ctx, enum npu_bin_kind k)
 
 	if (n == 0)
 		return NPU_OK;
-	if (a->dtype == NPU_DTYPE_FLOAT16 && k != BIN_POW)
+	if ((a->dtype == NPU_DTYPE_FLOAT16 || a->dtype == NPU_DTYPE_BFLOAT16) && k != BIN_POW)
 		return npu_bin_half(ctx, k);
 	k = npu_bin_resolve(ctx->node, k);
 	b = *ctx->inputs[1 % ctx->num_inputs];
 	npu_bin_legacy_shape(ctx->node, &a->shape, &b.shape, &b.shape);
 	if (k == BIN_POW) {
+		if (npu_op_needs_widening(ctx, false))
+			return npu_op_compute_widened(ctx, false, npu_pow_compute);
 		if (a->dtype == NPU_DTYPE_FLOAT && b.dtype == NPU_DTYPE_FLOAT)
 			npu_bin_apply(pow_f32, a, &b, y);
 		else
@@ -778,102 +785,107 @@ struct npu_unary_params {
 	float alpha, beta, gamma;
 };
 
-static void npu_unary_f32(enum npu_unary_kind k,
-			  const struct npu_unary_params *p,
-			  const float *restrict x, float *restrict y,
-			  int64_t n)
-{
-	float alpha = p->alpha, beta = p->beta, gamma = p->gamma;
-	int64_t i;
-
-	switch (k) {
-	case UN_SQRT: for (i = 0; i < n; i++) y[i] = sqrtf(x[i]); break;
-	case UN_EXP: for (i = 0; i < n; i++) y[i] = expf(x[i]); break;
-	case UN_LOG: for (i = 0; i < n; i++) y[i] = logf(x[i]); break;
-	case UN_RELU:
-		for (i = 0; i < n; i++)
-			y[i] = x[i] > 0.0f ? x[i] : 0.0f;
-		break;
-	case UN_LEAKY_RELU:
-		for (i = 0; i < n; i++)
-			y[i] = x[i] < 0.0f ? alpha * x[i] : x[i];
-		break;
-	case UN_THRESHOLDED_RELU:
-		for (i = 0; i < n; i++)
-			y[i] = x[i] > alpha ? x[i] : 0.0f;
-		break;
-	case UN_SIGMOID:
-		for (i = 0; i < n; i++)
-			y[i] = 1.0f / (1.0f + expf(-x[i]));
-		break;
-	case UN_TANH: for (i = 0; i < n; i++) y[i] = tanhf(x[i]); break;
-	case UN_HARD_SIGMOID:
-		for (i = 0; i < n; i++)
-			y[i] = fmaxf(0.0f, fminf(1.0f, alpha * x[i] + beta));
-		break;
-	case UN_HARD_SWISH:
-		for (i = 0; i < n; i++)
-			y[i] = x[i] * fmaxf(0.0f, fminf(1.0f, x[i] / 6.0f + 0.5f));
-		break;
-	case UN_ERF: for (i = 0; i < n; i++) y[i] = erff(x[i]); break;
-	case UN_NEG: for (i = 0; i < n; i++) y[i] = -x[i]; break;
-	case UN_ABS: for (i = 0; i < n; i++) y[i] = fabsf(x[i]); break;
-	case UN_RECIPROCAL: for (i = 0; i < n; i++) y[i] = 1.0f / x[i]; break;
-	case UN_FLOOR: for (i = 0; i < n; i++) y[i] = floorf(x[i]); break;
-	case UN_CEIL: for (i = 0; i < n; i++) y[i] = ceilf(x[i]); break;
-	/* Round half to even, as ONNX (and the default FP rounding mode). */
-	case UN_ROUND: for (i = 0; i < n; i++) y[i] = nearbyintf(x[i]); break;
-	case UN_SIN: for (i = 0; i < n; i++) y[i] = sinf(x[i]); break;
-	case UN_COS: for (i = 0; i < n; i++) y[i] = cosf(x[i]); break;
-	case UN_SOFTPLUS:
-		for (i = 0; i < n; i++)
-			y[i] = x[i] > 30.0f ? x[i] : log1pf(expf(x[i]));
-		break;
-	case UN_SOFTSIGN:
-		for (i = 0; i < n; i++)
-			y[i] = x[i] / (1.0f + fabsf(x[i]));
-		break;
-	case UN_ELU:
-		for (i = 0; i < n; i++)
-			y[i] = x[i] < 0.0f ? alpha * (expf(x[i]) - 1.0f) : x[i];
-		break;
-	case UN_SELU:
-		for (i = 0; i < n; i++)
-			y[i] = x[i] <= 0.0f ? gamma * (alpha * expf(x[i]) - alpha)
-					    : gamma * x[i];
-		break;
-	case UN_SIGN:
-		for (i = 0; i < n; i++)
-			y[i] = (float)((x[i] > 0.0f) - (x[i] < 0.0f));
-		break;
-	case UN_CLIP:
-		for (i = 0; i < n; i++)
-			y[i] = fminf(fmaxf(x[i], alpha), beta);
-		break;
-	case UN_TAN: for (i = 0; i < n; i++) y[i] = tanf(x[i]); break;
-	case UN_ASIN: for (i = 0; i < n; i++) y[i] = asinf(x[i]); break;
-	case UN_ACOS: for (i = 0; i < n; i++) y[i] = acosf(x[i]); break;
-	case UN_ATAN: for (i = 0; i < n; i++) y[i] = atanf(x[i]); break;
-	case UN_SINH: for (i = 0; i < n; i++) y[i] = sinhf(x[i]); break;
-	case UN_COSH: for (i = 0; i < n; i++) y[i] = coshf(x[i]); break;
-	case UN_ASINH: for (i = 0; i < n; i++) y[i] = asinhf(x[i]); break;
-	case UN_ACOSH: for (i = 0; i < n; i++) y[i] = acoshf(x[i]); break;
-	case UN_ATANH: for (i = 0; i < n; i++) y[i] = atanhf(x[i]); break;
-	case UN_CELU:
-		for (i = 0; i < n; i++)
-			y[i] = fmaxf(0.0f, x[i]) +
-			       fminf(0.0f, alpha * (expf(x[i] / alpha) - 1.0f));
-		break;
-	case UN_SHRINK:
-		/* alpha = lambd, beta = bias */
-		for (i = 0; i < n; i++)
-			y[i] = x[i] < -alpha ? x[i] + beta :
-			       (x[i] > alpha ? x[i] - beta : 0.0f);
-		break;
-	case UN_NOT: case UN_IS_NAN: case UN_IS_INF:
-		break;
-	}
+/* One source for the float and double kernels (T, suffix S, libm suffix M). */
+#define UNARY_IMPL(T, S, M)							\
+static void npu_unary_##S(enum npu_unary_kind k, \
+			  const struct npu_unary_params *p, \
+			  const T *restrict x, T *restrict y, \
+			  int64_t n) \
+{ \
+	T alpha = (T)p->alpha, beta = (T)p->beta, gamma = (T)p->gamma; \
+	int64_t i; \
+ \
+	switch (k) { \
+	case UN_SQRT: for (i = 0; i < n; i++) y[i] = sqrt##M(x[i]); break; \
+	case UN_EXP: for (i = 0; i < n; i++) y[i] = exp##M(x[i]); break; \
+	case UN_LOG: for (i = 0; i < n; i++) y[i] = log##M(x[i]); break; \
+	case UN_RELU: \
+		for (i = 0; i < n; i++) \
+			y[i] = x[i] > (T)0.0 ? x[i] : (T)0.0; \
+		break; \
+	case UN_LEAKY_RELU: \
+		for (i = 0; i < n; i++) \
+			y[i] = x[i] < (T)0.0 ? alpha * x[i] : x[i]; \
+		break; \
+	case UN_THRESHOLDED_RELU: \
+		for (i = 0; i < n; i++) \
+			y[i] = x[i] > alpha ? x[i] : (T)0.0; \
+		break; \
+	case UN_SIGMOID: \
+		for (i = 0; i < n; i++) \
+			y[i] = (T)1.0 / ((T)1.0 + exp##M(-x[i])); \
+		break; \
+	case UN_TANH: for (i = 0; i < n; i++) y[i] = tanh##M(x[i]); break; \
+	case UN_HARD_SIGMOID: \
+		for (i = 0; i < n; i++) \
+			y[i] = fmax##M((T)0.0, fmin##M((T)1.0, alpha * x[i] + beta)); \
+		break; \
+	case UN_HARD_SWISH: \
+		for (i = 0; i < n; i++) \
+			y[i] = x[i] * fmax##M((T)0.0, fmin##M((T)1.0, x[i] / (T)6.0 + (T)0.5)); \
+		break; \
+	case UN_ERF: for (i = 0; i < n; i++) y[i] = erf##M(x[i]); break; \
+	case UN_NEG: for (i = 0; i < n; i++) y[i] = -x[i]; break; \
+	case UN_ABS: for (i = 0; i < n; i++) y[i] = fabs##M(x[i]); break; \
+	case UN_RECIPROCAL: for (i = 0; i < n; i++) y[i] = (T)1.0 / x[i]; break; \
+	case UN_FLOOR: for (i = 0; i < n; i++) y[i] = floor##M(x[i]); break; \
+	case UN_CEIL: for (i = 0; i < n; i++) y[i] = ceil##M(x[i]); break; \
+	/* Round half to even, as ONNX (and the default FP rounding mode). */ \
+	case UN_ROUND: for (i = 0; i < n; i++) y[i] = nearbyint##M(x[i]); break; \
+	case UN_SIN: for (i = 0; i < n; i++) y[i] = sin##M(x[i]); break; \
+	case UN_COS: for (i = 0; i < n; i++) y[i] = cos##M(x[i]); break; \
+	case UN_SOFTPLUS: \
+		for (i = 0; i < n; i++) \
+			y[i] = x[i] > (T)30.0 ? x[i] : log1p##M(exp##M(x[i])); \
+		break; \
+	case UN_SOFTSIGN: \
+		for (i = 0; i < n; i++) \
+			y[i] = x[i] / ((T)1.0 + fabs##M(x[i])); \
+		break; \
+	case UN_ELU: \
+		for (i = 0; i < n; i++) \
+			y[i] = x[i] < (T)0.0 ? alpha * (exp##M(x[i]) - (T)1.0) : x[i]; \
+		break; \
+	case UN_SELU: \
+		for (i = 0; i < n; i++) \
+			y[i] = x[i] <= (T)0.0 ? gamma * (alpha * exp##M(x[i]) - alpha) \
+					    : gamma * x[i]; \
+		break; \
+	case UN_SIGN: \
+		for (i = 0; i < n; i++) \
+			y[i] = (T)((x[i] > (T)0) - (x[i] < (T)0)); \
+		break; \
+	case UN_CLIP: \
+		for (i = 0; i < n; i++) \
+			y[i] = fmin##M(fmax##M(x[i], alpha), beta); \
+		break; \
+	case UN_TAN: for (i = 0; i < n; i++) y[i] = tan##M(x[i]); break; \
+	case UN_ASIN: for (i = 0; i < n; i++) y[i] = asin##M(x[i]); break; \
+	case UN_ACOS: for (i = 0; i < n; i++) y[i] = acos##M(x[i]); break; \
+	case UN_ATAN: for (i = 0; i < n; i++) y[i] = atan##M(x[i]); break; \
+	case UN_SINH: for (i = 0; i < n; i++) y[i] = sinh##M(x[i]); break; \
+	case UN_COSH: for (i = 0; i < n; i++) y[i] = cosh##M(x[i]); break; \
+	case UN_ASINH: for (i = 0; i < n; i++) y[i] = asinh##M(x[i]); break; \
+	case UN_ACOSH: for (i = 0; i < n; i++) y[i] = acosh##M(x[i]); break; \
+	case UN_ATANH: for (i = 0; i < n; i++) y[i] = atanh##M(x[i]); break; \
+	case UN_CELU: \
+		for (i = 0; i < n; i++) \
+			y[i] = fmax##M((T)0.0, x[i]) + \
+			       fmin##M((T)0.0, alpha * (exp##M(x[i] / alpha) - (T)1.0)); \
+		break; \
+	case UN_SHRINK: \
+		/* alpha = lambd, beta = bias */ \
+		for (i = 0; i < n; i++) \
+			y[i] = x[i] < -alpha ? x[i] + beta : \
+			       (x[i] > alpha ? x[i] - beta : (T)0.0); \
+		break; \
+	case UN_NOT: case UN_IS_NAN: case UN_IS_INF: \
+		break; \
+	} \
 }
+
+UNARY_IMPL(float, f32, f)
+UNARY_IMPL(double, f64, )
 
 /*
  * fp32 unary ops over the pool: the activations the kernels vectorize
@@ -944,6 +956,13 @@ static bool npu_signed_int(enum npu_dtype dt)
 	       dt == NPU_DTYPE_INT32 || dt == NPU_DTYPE_INT64;
 }
 
+static bool npu_integer(enum npu_dtype dt)
+{
+	enum npu_dtype w = npu_op_wide_dtype(dt, true);
+
+	return w == NPU_DTYPE_INT64 || w == NPU_DTYPE_UINT64;
+}
+
 #define INT_NEG_ABS(T, k, x, y, n)					\
 	do {								\
 		const T *xv = (x);					\
@@ -967,9 +986,14 @@ static npu_status npu_unary_infer(struct npu_infer_ctx *ctx,
 	if (st)
 		return st;
 	x = ctx->node->inputs[0];
+	/* float16 / bfloat16 run the float kernel (npu_op_compute_widened). */
 	if (k == UN_NOT ? x->dtype != NPU_DTYPE_BOOL :
-	    (x->dtype != NPU_DTYPE_FLOAT &&
-	     !((k == UN_NEG || k == UN_ABS) && npu_signed_int(x->dtype))))
+	    (npu_op_wide_dtype(x->dtype, false) != NPU_DTYPE_FLOAT &&
+	     x->dtype != NPU_DTYPE_DOUBLE &&
+	     !((k == UN_NEG || k == UN_ABS || k == UN_RELU || k == UN_SIGN) &&
+	       npu_signed_int(x->dtype)) &&
+	     !(k == UN_SIGN && npu_integer(x->dtype)) &&
+	     !(k == UN_ABS && npu_op_wide_dtype(x->dtype, true) == NPU_DTYPE_UINT64)))
 		return npu_op_unsupported(ctx->err, ctx->node,
 					  "input 0 '%s' has type %s, not supported",
 					  x->name, npu_dtype_name(x->dtype));
@@ -977,6 +1001,37 @@ static npu_status npu_unary_infer(struct npu_infer_ctx *ctx,
 							   : x->dtype;
 	ctx->out_shapes[0] = x->shape;
 	return NPU_OK;
+}
+
+/*
+ * Relu and Sign on integers: one kernel per family (int64 / uint64), the
+ * narrower integers widened to it.
+ */
+static npu_status npu_int_relu_sign(struct npu_op_ctx *ctx)
+{
+	bool sign = !strcmp(ctx->node->op_type, "Sign");
+	int64_t n = npu_op_numel(ctx->inputs[0]), i;
+
+	switch (ctx->inputs[0]->dtype) {
+	case NPU_DTYPE_INT64: {
+		const int64_t *x = ctx->inputs[0]->data;
+		int64_t *y = ctx->outputs[0]->data;
+
+		for (i = 0; i < n; i++)
+			y[i] = sign ? (x[i] > 0) - (x[i] < 0) : x[i] > 0 ? x[i] : 0;
+		return NPU_OK;
+	}
+	case NPU_DTYPE_UINT64: {	/* Relu of an unsigned value is itself */
+		const uint64_t *x = ctx->inputs[0]->data;
+		uint64_t *y = ctx->outputs[0]->data;
+
+		for (i = 0; i < n; i++)
+			y[i] = sign ? x[i] != 0 : x[i];
+		return NPU_OK;
+	}
+	default:
+		return npu_op_compute_widened(ctx, true, npu_int_relu_sign);
+	}
 }
 
 static npu_status npu_unary_compute(struct npu_op_ctx *ctx,
@@ -1006,14 +1061,18 @@ static npu_status npu_unary_compute(struct npu_op_ctx *ctx,
 	default: break;
 	}
 	if (k == UN_IS_NAN || k == UN_IS_INF) {
+		bool dbl = ctx->inputs[0]->dtype == NPU_DTYPE_DOUBLE;
 		const float *x = ctx->inputs[0]->data;
+		const double *xd = ctx->inputs[0]->data;
 		uint8_t *y = ctx->outputs[0]->data;
 		bool neg = npu_node_attr_int_or(node, "detect_negative", 1) != 0;
 		bool pos = npu_node_attr_int_or(node, "detect_positive", 1) != 0;
 
-		for (i = 0; i < n; i++)
-			y[i] = k == UN_IS_NAN ? isnan(x[i]) :
-			       (isinf(x[i]) && (x[i] > 0 ? pos : neg));
+		for (i = 0; i < n; i++) {
+			double v = dbl ? xd[i] : x[i];
+
+			y[i] = k == UN_IS_NAN ? isnan(v) : (isinf(v) && (v > 0 ? pos : neg));
+		}
 		return NPU_OK;
 	}
 	if (k == UN_NOT) {
@@ -1024,7 +1083,18 @@ static npu_status npu_unary_compute(struct npu_op_ctx *ctx,
 			y[i] = !x[i];
 		return NPU_OK;
 	}
+	if ((k == UN_RELU || k == UN_SIGN) && npu_integer(ctx->inputs[0]->dtype))
+		return npu_int_relu_sign(ctx);
 	switch (ctx->inputs[0]->dtype) {
+	case NPU_DTYPE_DOUBLE:	/* the same formulas as float, in double */
+		npu_unary_f64(k, &p, ctx->inputs[0]->data, ctx->outputs[0]->data, n);
+		break;
+	case NPU_DTYPE_UINT8:	/* Abs of an unsigned value is itself */
+	case NPU_DTYPE_UINT16:
+	case NPU_DTYPE_UINT32:
+	case NPU_DTYPE_UINT64:
+		memcpy(ctx->outputs[0]->data, ctx->inputs[0]->data, ctx->inputs[0]->nbytes);
+		break;
 	case NPU_DTYPE_INT8: INT_NEG_ABS(int8_t, k, ctx->inputs[0]->data, ctx->outputs[0]->data, n); break;
 	case NPU_DTYPE_INT16: INT_NEG_ABS(int16_t, k, ctx->inputs[0]->data, ctx->outputs[0]->data, n); break;
 	case NPU_DTYPE_INT32: INT_NEG_ABS(int32_t, k, ctx->inputs[0]->data, ctx->outputs[0]->data, n); break;
@@ -1044,6 +1114,9 @@ static npu_status sym##_infer(struct npu_infer_ctx *ctx)		\
 }									\
 static npu_status sym##_compute(struct npu_op_ctx *ctx)		\
 {									\
+	if (npu_op_wide_dtype(ctx->inputs[0]->dtype, false) == NPU_DTYPE_FLOAT && \
+	    ctx->inputs[0]->dtype != NPU_DTYPE_FLOAT)			\
+		return npu_op_compute_widened(ctx, false, sym##_compute); \
 	return npu_unary_compute(ctx, kind);				\
 }									\
 NPU_CPU_OP_DEF(sym) = {							\
@@ -1106,9 +1179,12 @@ UNARY_DEF(is_inf, "IsInf", UN_IS_INF, 10, "detect_negative", "detect_positive")
 
 static npu_status clip_infer(struct npu_infer_ctx *ctx)
 {
+	/* int16 / uint16 / uint32 and float16 / bfloat16 are widened (clip_compute). */
 	static const enum npu_dtype types[] = {
-		NPU_DTYPE_FLOAT, NPU_DTYPE_INT8, NPU_DTYPE_UINT8,
-		NPU_DTYPE_INT32, NPU_DTYPE_INT64, NPU_DTYPE_UNDEFINED,
+		NPU_DTYPE_FLOAT, NPU_DTYPE_DOUBLE, NPU_DTYPE_INT8, NPU_DTYPE_UINT8,
+		NPU_DTYPE_INT16, NPU_DTYPE_UINT16, NPU_DTYPE_INT32, NPU_DTYPE_UINT32,
+		NPU_DTYPE_INT64, NPU_DTYPE_UINT64, NPU_DTYPE_FLOAT16, NPU_DTYPE_BFLOAT16,
+		NPU_DTYPE_UNDEFINED,
 	};
 	const struct npu_node *node = ctx->node;
 	size_t i;
@@ -1141,7 +1217,7 @@ static npu_status clip_infer(struct npu_infer_ctx *ctx)
 	return NPU_OK;
 }
 
-static npu_status clip_compute(struct npu_op_ctx *ctx)
+static npu_status clip_kernel(struct npu_op_ctx *ctx)
 {
 	const struct npu_tensor *x = ctx->inputs[0];
 	const struct npu_tensor *tmin = npu_op_in(ctx, 1), *tmax = npu_op_in(ctx, 2);
@@ -1151,6 +1227,7 @@ static npu_status clip_compute(struct npu_op_ctx *ctx)
 
 	switch (x->dtype) {
 	case NPU_DTYPE_FLOAT: lo = -FLT_MAX; hi = FLT_MAX; break;
+	case NPU_DTYPE_DOUBLE: lo = -DBL_MAX; hi = DBL_MAX; break;
 	case NPU_DTYPE_INT8: lo = INT8_MIN; hi = INT8_MAX; break;
 	case NPU_DTYPE_UINT8: lo = 0; hi = UINT8_MAX; break;
 	case NPU_DTYPE_INT32: lo = INT32_MIN; hi = INT32_MAX; break;
@@ -1171,6 +1248,7 @@ static npu_status clip_compute(struct npu_op_ctx *ctx)
 		npu_unary_f32_par(UN_CLIP, &p, x->data, y, n, ctx->pool);
 		break;
 	}
+	case NPU_DTYPE_DOUBLE: CLIP_LOOP(double, x->data, y, n, lo, hi); break;
 	case NPU_DTYPE_INT8: CLIP_LOOP(int8_t, x->data, y, n, lo, hi); break;
 	case NPU_DTYPE_UINT8: CLIP_LOOP(uint8_t, x->data, y, n, lo, hi); break;
 	case NPU_DTYPE_INT32: CLIP_LOOP(int32_t, x->data, y, n, lo, hi); break;
@@ -1190,10 +1268,42 @@ static npu_status clip_compute(struct npu_op_ctx *ctx)
 		}
 		break;
 	}
+	case NPU_DTYPE_UINT64: {
+		const uint64_t *xv = x->data;
+		uint64_t *yv = y, l = 0, h = UINT64_MAX;
+		int64_t i;
+
+		if (tmin && npu_op_numel(tmin) == 1)
+			l = ((const uint64_t *)tmin->data)[0];
+		if (tmax && npu_op_numel(tmax) == 1)
+			h = ((const uint64_t *)tmax->data)[0];
+		for (i = 0; i < n; i++) {
+			uint64_t v = xv[i] < l ? l : xv[i];
+
+			yv[i] = v > h ? h : v;
+		}
+		break;
+	}
 	default:
 		break;
 	}
 	return NPU_OK;
+}
+
+/* Types without a loop of their own run their family's (npu_op_compute_widened). */
+static npu_status clip_compute(struct npu_op_ctx *ctx)
+{
+	switch (ctx->inputs[0]->dtype) {
+	case NPU_DTYPE_FLOAT16:
+	case NPU_DTYPE_BFLOAT16:
+		return npu_op_compute_widened(ctx, false, clip_kernel);
+	case NPU_DTYPE_INT16:
+	case NPU_DTYPE_UINT16:
+	case NPU_DTYPE_UINT32:
+		return npu_op_compute_widened(ctx, true, clip_kernel);
+	default:
+		return clip_kernel(ctx);
+	}
 }
 
 NPU_CPU_OP_DEF(clip) = {
@@ -1241,7 +1351,7 @@ NPU_CPU_OP_DEF(identity) = {
 
 /* ---- Cast ---- */
 
-static float npu_half_to_float(uint16_t h)
+float npu_half_to_float(uint16_t h)
 {
 	uint32_t sign = (uint32_t)(h & 0x8000) << 16, exp = (h >> 10) & 0x1f;
 	uint32_t mant = h & 0x3ff, bits;
@@ -1260,7 +1370,7 @@ static float npu_half_to_float(uint16_t h)
 }
 
 /* float -> IEEE half, round to nearest even (what numpy's astype does). */
-static uint16_t npu_float_to_half(float f)
+uint16_t npu_float_to_half(float f)
 {
 	uint32_t bits, sign, mant;
 	int32_t exp;
@@ -1299,7 +1409,7 @@ static uint16_t npu_float_to_half(float f)
 }
 
 /* bfloat16: the top 16 bits of a float, rounded to nearest even. */
-static float npu_bf16_to_float(uint16_t b)
+float npu_bf16_to_float(uint16_t b)
 {
 	uint32_t u = (uint32_t)b << 16;
 	float f;
@@ -1312,7 +1422,7 @@ static float npu_bf16_to_float(uint16_t b)
  * Before opset 19 ONNX's reference (and its test data) truncates to
  * bfloat16; from 19 it rounds to nearest even.
  */
-static uint16_t npu_float_to_bf16(float f, bool round)
+uint16_t npu_float_to_bf16(float f, bool round)
 {
 	uint32_t u;
 

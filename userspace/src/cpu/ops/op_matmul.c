@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * MatMul (numpy semantics: 1-D promotion, broadcast batch dims) and Gemm,
- * both on npu_sgemm; Det (LU with partial pivoting, in double).
+ * both on npu_sgemm for float (a reference loop for double and the
+ * integers); Det (LU with partial pivoting, in double).
  */
 #include <math.h>
 #include <stdlib.h>
@@ -9,6 +10,90 @@
 
 #include "cpu/kernels/cpu_kernels.h"
 #include "cpu/ops/op_common.h"
+
+/* ---- The type families ---- */
+
+/*
+ * Kernels: float (npu_sgemm; float16 / bfloat16 widened to it), double,
+ * int64 and uint64 (narrower integers widened to them), as the spec's
+ * MatMul-13 / Gemm-13 type lists allow. Every input has the type of A.
+ */
+static npu_status npu_gemm_type_ok(const struct npu_infer_ctx *ctx)
+{
+	const struct npu_node *node = ctx->node;
+	enum npu_dtype t = node->inputs[0]->dtype, w = npu_op_wide_dtype(t, true);
+	size_t i;
+
+	if (w != NPU_DTYPE_FLOAT && w != NPU_DTYPE_DOUBLE &&
+	    t != NPU_DTYPE_INT32 && t != NPU_DTYPE_INT64 &&
+	    t != NPU_DTYPE_UINT32 && t != NPU_DTYPE_UINT64)
+		return npu_op_unsupported(ctx->err, node,
+					  "input 0 '%s' has type %s, not supported",
+					  node->inputs[0]->name, npu_dtype_name(t));
+	for (i = 1; i < node->num_inputs; i++)
+		if (node->inputs[i] && node->inputs[i]->dtype != t)
+			return npu_op_invalid(ctx->err, node,
+					      "input %zu '%s' has type %s, input 0 %s",
+					      i, node->inputs[i]->name,
+					      npu_dtype_name(node->inputs[i]->dtype),
+					      npu_dtype_name(t));
+	return NPU_OK;
+}
+
+/*
+ * y = alpha * op(A) op(B) + beta * y (beta 0: y not read), the reference
+ * loop for the non-float families; U is the arithmetic type (unsigned for
+ * the integers, so overflow wraps as the spec's integer math does).
+ */
+#define GEMM_REF(T, U, S)						\
+static void npu_gemm_ref_##S(bool ta, bool tb, int64_t m, int64_t n,	\
+			     int64_t k, T alpha, const T *a, int64_t lda, \
+			     const T *b, int64_t ldb, T beta, T *y)	\
+{									\
+	int64_t i, j, p;						\
+									\
+	for (i = 0; i < m; i++)						\
+		for (j = 0; j < n; j++) {				\
+			U s = 0;					\
+									\
+			for (p = 0; p < k; p++)				\
+				s += (U)(ta ? a[p * lda + i] : a[i * lda + p]) * \
+				     (U)(tb ? b[j * ldb + p] : b[p * ldb + j]); \
+			s = (U)alpha * s;				\
+			if (beta != 0)					\
+				s += (U)beta * (U)y[i * n + j];		\
+			y[i * n + j] = (T)s;				\
+		}							\
+}
+
+GEMM_REF(double, double, f64)
+GEMM_REF(int64_t, uint64_t, i64)
+GEMM_REF(uint64_t, uint64_t, u64)
+
+/* One (m, k) x (k, n) product of type dt; lda / ldb are the row lengths. */
+static void npu_gemm_typed(enum npu_dtype dt, bool ta, bool tb, int64_t m, int64_t n,
+			   int64_t k, float alpha, const void *a, int64_t lda,
+			   const void *b, int64_t ldb, float beta, void *y,
+			   struct npu_threadpool *pool)
+{
+	switch (dt) {
+	case NPU_DTYPE_DOUBLE:
+		npu_gemm_ref_f64(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, y);
+		break;
+	case NPU_DTYPE_INT64:
+		npu_gemm_ref_i64(ta, tb, m, n, k, (int64_t)alpha, a, lda, b, ldb,
+				 (int64_t)beta, y);
+		break;
+	case NPU_DTYPE_UINT64:
+		npu_gemm_ref_u64(ta, tb, m, n, k, (uint64_t)alpha, a, lda, b, ldb,
+				 (uint64_t)beta, y);
+		break;
+	default:
+		npu_sgemm(ta, tb, (size_t)m, (size_t)n, (size_t)k, alpha, a, (size_t)lda,
+			  b, (size_t)ldb, beta, y, (size_t)n, pool);
+		break;
+	}
+}
 
 /* ---- MatMul ---- */
 
@@ -36,7 +121,6 @@ static npu_status matmul_infer(struct npu_infer_ctx *ctx)
 	const struct npu_value *a, *b;
 	struct npu_shape pa, pb, ba, bb, batch, *out = &ctx->out_shapes[0];
 	int64_t ka, kb;
-	int i;
 	npu_status st;
 
 	st = npu_op_check_arity(ctx, 2, 2);
@@ -46,12 +130,9 @@ static npu_status matmul_infer(struct npu_infer_ctx *ctx)
 		return st;
 	a = node->inputs[0];
 	b = node->inputs[1];
-	for (i = 0; i < 2; i++)
-		if (node->inputs[i]->dtype != NPU_DTYPE_FLOAT)
-			return npu_op_unsupported(ctx->err, node,
-						  "input %d '%s' has type %s, not supported",
-						  i, node->inputs[i]->name,
-						  npu_dtype_name(node->inputs[i]->dtype));
+	st = npu_gemm_type_ok(ctx);
+	if (st)
+		return st;
 	if (a->shape.rank < 1 || b->shape.rank < 1)
 		return npu_op_invalid(ctx->err, node, "scalar operand");
 	npu_matmul_promote(&a->shape, &b->shape, &pa, &pb);
@@ -73,7 +154,7 @@ static npu_status matmul_infer(struct npu_infer_ctx *ctx)
 		out->dims[out->rank++] = pa.dims[pa.rank - 2];
 	if (b->shape.rank > 1)
 		out->dims[out->rank++] = pb.dims[pb.rank - 1];
-	ctx->out_dtypes[0] = NPU_DTYPE_FLOAT;
+	ctx->out_dtypes[0] = a->dtype;
 	return NPU_OK;
 }
 
@@ -85,8 +166,12 @@ static npu_status matmul_compute(struct npu_op_ctx *ctx)
 	const struct npu_shape *ins[2] = { &ba, &bb };
 	int64_t m, k, n, r, i, off[2];
 	struct npu_bcast bc;
-	float *yv = y->data;
+	char *yv = y->data;
+	size_t es;
 
+	if (npu_op_needs_widening(ctx, true))
+		return npu_op_compute_widened(ctx, true, matmul_compute);
+	es = npu_dtype_size(y->dtype);
 	npu_matmul_promote(&a->shape, &b->shape, &pa, &pb);
 	m = pa.dims[pa.rank - 2];
 	k = pa.dims[pa.rank - 1];
@@ -98,14 +183,13 @@ static npu_status matmul_compute(struct npu_op_ctx *ctx)
 	if (npu_op_numel(y) == 0)
 		return NPU_OK;
 	if (k == 0) {
-		memset(yv, 0, (size_t)npu_op_numel(y) * sizeof(float));
+		memset(yv, 0, (size_t)npu_op_numel(y) * es);
 		return NPU_OK;
 	}
 	/* B shared by every batch: fold A's batches into M. */
 	if (npu_shape_numel(&bb) == 1) {
-		npu_sgemm(false, false, (size_t)(m * npu_shape_numel(&ba)),
-			  (size_t)n, (size_t)k, 1.0f, a->data, (size_t)k,
-			  b->data, (size_t)n, 0.0f, yv, (size_t)n, ctx->pool);
+		npu_gemm_typed(y->dtype, false, false, m * npu_shape_numel(&ba), n, k, 1.0f,
+			       a->data, k, b->data, n, 0.0f, yv, ctx->pool);
 		return NPU_OK;
 	}
 	batch.rank = ba.rank > bb.rank ? ba.rank : bb.rank;
@@ -119,15 +203,14 @@ static npu_status matmul_compute(struct npu_op_ctx *ctx)
 	for (r = 0; r < bc.rows; r++) {
 		npu_bcast_row(&bc, r, off);
 		for (i = 0; i < bc.len; i++) {
-			const float *ap = (const float *)a->data +
-					  (off[0] + i * bc.step[0]) * m * k;
-			const float *bp = (const float *)b->data +
-					  (off[1] + i * bc.step[1]) * k * n;
+			const char *ap = (const char *)a->data +
+					 (size_t)((off[0] + i * bc.step[0]) * m * k) * es;
+			const char *bp = (const char *)b->data +
+					 (size_t)((off[1] + i * bc.step[1]) * k * n) * es;
 
-			npu_sgemm(false, false, (size_t)m, (size_t)n, (size_t)k,
-				  1.0f, ap, (size_t)k, bp, (size_t)n, 0.0f,
-				  yv + (r * bc.len + i) * m * n, (size_t)n,
-				  ctx->pool);
+			npu_gemm_typed(y->dtype, false, false, m, n, k, 1.0f, ap, k, bp, n,
+				       0.0f, yv + (size_t)((r * bc.len + i) * m * n) * es,
+				       ctx->pool);
 		}
 	}
 	return NPU_OK;
@@ -146,7 +229,6 @@ static npu_status gemm_infer(struct npu_infer_ctx *ctx)
 	const struct npu_shape *a, *b;
 	struct npu_shape y, tmp;
 	int64_t m, ka, kb, n;
-	size_t i;
 	npu_status st;
 
 	st = npu_op_check_arity(ctx, 2, 3);
@@ -158,12 +240,9 @@ static npu_status gemm_infer(struct npu_infer_ctx *ctx)
 						     "transB"));
 	if (st)
 		return st;
-	for (i = 0; i < node->num_inputs; i++)
-		if (node->inputs[i] && node->inputs[i]->dtype != NPU_DTYPE_FLOAT)
-			return npu_op_unsupported(ctx->err, node,
-						  "input %zu '%s' has type %s, not supported",
-						  i, node->inputs[i]->name,
-						  npu_dtype_name(node->inputs[i]->dtype));
+	st = npu_gemm_type_ok(ctx);
+	if (st)
+		return st;
 	a = &node->inputs[0]->shape;
 	b = &node->inputs[1]->shape;
 	if (a->rank != 2 || b->rank != 2)
@@ -191,7 +270,7 @@ static npu_status gemm_infer(struct npu_infer_ctx *ctx)
 			return npu_op_invalid(ctx->err, node,
 					      "C does not broadcast to (M, N)");
 	}
-	ctx->out_dtypes[0] = NPU_DTYPE_FLOAT;
+	ctx->out_dtypes[0] = node->inputs[0]->dtype;
 	ctx->out_shapes[0] = y;
 	return NPU_OK;
 }
@@ -209,13 +288,15 @@ static npu_status gemm_compute(struct npu_op_ctx *ctx)
 	int64_t m = y->shape.dims[0], n = y->shape.dims[1];
 	int64_t k = ta ? a->shape.dims[0] : a->shape.dims[1];
 
+	if (npu_op_needs_widening(ctx, true))
+		return npu_op_compute_widened(ctx, true, gemm_compute);
 	if (m * n == 0)
 		return NPU_OK;
 	if (c && beta != 0.0f)
 		npu_op_broadcast_copy(c, y);
 	else
 		beta = 0.0f;
-	if (k == 0) {
+	if (k == 0 && y->dtype == NPU_DTYPE_FLOAT) {
 		int64_t i;
 		float *yv = y->data;
 
@@ -223,9 +304,8 @@ static npu_status gemm_compute(struct npu_op_ctx *ctx)
 			yv[i] = beta == 0.0f ? 0.0f : beta * yv[i];
 		return NPU_OK;
 	}
-	npu_sgemm(ta, tb, (size_t)m, (size_t)n, (size_t)k, alpha, a->data,
-		  (size_t)a->shape.dims[1], b->data, (size_t)b->shape.dims[1],
-		  beta, y->data, (size_t)n, ctx->pool);
+	npu_gemm_typed(y->dtype, ta, tb, m, n, k, alpha, a->data, a->shape.dims[1], b->data,
+		       b->shape.dims[1], beta, y->data, ctx->pool);
 	return NPU_OK;
 }
 

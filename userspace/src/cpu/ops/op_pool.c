@@ -34,7 +34,8 @@ static npu_status npu_pool_infer(struct npu_infer_ctx *ctx, bool is_max)
 	if (st)
 		return st;
 	x = node->inputs[0];
-	if (x->dtype != NPU_DTYPE_FLOAT &&
+	/* float16 / bfloat16 widened to float; double on the direct loop. */
+	if (npu_op_wide_dtype(x->dtype, false) != NPU_DTYPE_FLOAT && x->dtype != NPU_DTYPE_DOUBLE &&
 	    !(is_max && node->opset >= 12 &&
 	      (x->dtype == NPU_DTYPE_UINT8 || x->dtype == NPU_DTYPE_INT8)))
 		return npu_op_unsupported(ctx->err, node,
@@ -72,7 +73,7 @@ static npu_status npu_pool_infer(struct npu_infer_ctx *ctx, bool is_max)
 
 /*
  * Direct pooling for what the fp32 1-D / 2-D kernels do not cover: the
- * Indices output, int8 / uint8 MaxPool and 3-D windows. Indices are flat
+ * Indices output, int8 / uint8 MaxPool, double and 3-D windows. Indices are flat
  * over the whole input, the spatial part row-major (storage_order 0) or
  * column-major (1).
  */
@@ -137,8 +138,12 @@ static npu_status npu_pool_direct(struct npu_op_ctx *ctx, bool is_max,
 					if (!is_max) {
 						int64_t div = incl ? cnt_pad : cnt;
 
-						((float *)y->data)[yi] =
-							div ? (float)(sum / (double)div) : 0.0f;
+						if (y->dtype == NPU_DTYPE_DOUBLE)
+							((double *)y->data)[yi] =
+								div ? sum / (double)div : 0.0;
+						else
+							((float *)y->data)[yi] =
+								div ? (float)(sum / (double)div) : 0.0f;
 						continue;
 					}
 					switch (y->dtype) {
@@ -147,6 +152,9 @@ static npu_status npu_pool_direct(struct npu_op_ctx *ctx, bool is_max,
 						break;
 					case NPU_DTYPE_INT8:
 						((int8_t *)y->data)[yi] = (int8_t)(best_i < 0 ? 0 : best);
+						break;
+					case NPU_DTYPE_DOUBLE:
+						((double *)y->data)[yi] = best;
 						break;
 					default:
 						((float *)y->data)[yi] = (float)best;
@@ -213,6 +221,8 @@ static npu_status maxpool_infer(struct npu_infer_ctx *ctx)
 
 static npu_status maxpool_compute(struct npu_op_ctx *ctx)
 {
+	if (npu_op_needs_widening(ctx, false))
+		return npu_op_compute_widened(ctx, false, maxpool_compute);
 	return npu_pool_compute(ctx, true);
 }
 
@@ -223,6 +233,8 @@ static npu_status avgpool_infer(struct npu_infer_ctx *ctx)
 
 static npu_status avgpool_compute(struct npu_op_ctx *ctx)
 {
+	if (npu_op_needs_widening(ctx, false))
+		return npu_op_compute_widened(ctx, false, avgpool_compute);
 	return npu_pool_compute(ctx, false);
 }
 
@@ -251,14 +263,15 @@ static npu_status global_pool_infer(struct npu_infer_ctx *ctx)
 	if (st)
 		return st;
 	x = node->inputs[0];
-	if (x->dtype != NPU_DTYPE_FLOAT)
+	/* float16 / bfloat16 widened to float; double in its own loop. */
+	if (npu_op_wide_dtype(x->dtype, false) != NPU_DTYPE_FLOAT && x->dtype != NPU_DTYPE_DOUBLE)
 		return npu_op_unsupported(ctx->err, node,
 					  "input 0 '%s' has type %s, not supported",
 					  x->name, npu_dtype_name(x->dtype));
 	if (x->shape.rank < 3)
 		return npu_op_invalid(ctx->err, node, "X has rank %d",
 				      x->shape.rank);
-	ctx->out_dtypes[0] = NPU_DTYPE_FLOAT;
+	ctx->out_dtypes[0] = x->dtype;
 	ctx->out_shapes[0] = x->shape;
 	for (i = 2; i < x->shape.rank; i++)
 		ctx->out_shapes[0].dims[i] = 1;
@@ -288,6 +301,19 @@ static npu_status npu_global_pool(struct npu_op_ctx *ctx, bool is_max)
 	int64_t inner = npu_op_dims_prod(&x->shape, 2, x->shape.rank), i, k;
 	float *y = ctx->outputs[0]->data;
 
+	if (x->dtype == NPU_DTYPE_DOUBLE) {
+		double *yd = ctx->outputs[0]->data;
+
+		for (i = 0; i < nc; i++) {
+			const double *xp = (const double *)x->data + i * inner;
+			double acc = is_max ? -INFINITY : 0.0;
+
+			for (k = 0; k < inner; k++)
+				acc = is_max ? fmax(acc, xp[k]) : acc + xp[k];
+			yd[i] = is_max ? acc : acc / (double)inner;
+		}
+		return NPU_OK;
+	}
 	if (!is_max && inner > 0) {
 		/* Vectorized sums, planes over the pool. */
 		struct npu_gap_job job = { .x = x->data, .y = y, .inner = (size_t)inner };
@@ -315,11 +341,15 @@ static npu_status npu_global_pool(struct npu_op_ctx *ctx, bool is_max)
 
 static npu_status global_avgpool_compute(struct npu_op_ctx *ctx)
 {
+	if (npu_op_needs_widening(ctx, false))
+		return npu_op_compute_widened(ctx, false, global_avgpool_compute);
 	return npu_global_pool(ctx, false);
 }
 
 static npu_status global_maxpool_compute(struct npu_op_ctx *ctx)
 {
+	if (npu_op_needs_widening(ctx, false))
+		return npu_op_compute_widened(ctx, false, global_maxpool_compute);
 	return npu_global_pool(ctx, true);
 }
 

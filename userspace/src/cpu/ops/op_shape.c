@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cpu/kernels/cpu_kernels.h"
 #include "cpu/ops/op_common.h"
 #include "cpu/ops/op_random.h"
 #include "cpu/ops/op_string.h"
@@ -492,6 +493,45 @@ static npu_status concat_infer(struct npu_infer_ctx *ctx)
 	return NPU_OK;
 }
 
+/*
+ * Concat as pieces of y over the pool: y is, per outer index, the inputs'
+ * rows one after another; a piece [begin, end) of y's elements copies the
+ * parts of those rows it covers.
+ */
+#define CONCAT_MAX_PAR 64
+
+struct concat_job {
+	const struct npu_op_ctx *ctx;
+	char *y;
+	size_t es;
+	int64_t y_row;
+	int64_t row[CONCAT_MAX_PAR], pos[CONCAT_MAX_PAR];
+};
+
+static void concat_range(void *arg, size_t begin, size_t end)
+{
+	const struct concat_job *j = arg;
+	const char *src;
+	int64_t k = (int64_t)begin;
+	size_t i = 0;
+
+	while (k < (int64_t)end) {
+		int64_t o = k / j->y_row, r = k % j->y_row, n;
+
+		while (r >= j->pos[i] + j->row[i] || r < j->pos[i])
+			i = r < j->pos[i] ? 0 : i + 1;
+		n = j->pos[i] + j->row[i] - r;
+		if (n > (int64_t)end - k)
+			n = (int64_t)end - k;
+		src = (const char *)j->ctx->inputs[i]->data +
+		      (size_t)(o * j->row[i] + r - j->pos[i]) * j->es;
+		/* An input placed in y by the executor is there already. */
+		if (src != j->y + (size_t)k * j->es)
+			memcpy(j->y + (size_t)k * j->es, src, (size_t)n * j->es);
+		k += n;
+	}
+}
+
 static npu_status concat_compute(struct npu_op_ctx *ctx)
 {
 	struct npu_tensor *y = ctx->outputs[0];
@@ -503,11 +543,31 @@ static npu_status concat_compute(struct npu_op_ctx *ctx)
 		axis += y->shape.rank;
 	outer = npu_op_dims_prod(&y->shape, 0, axis);
 	y_row = npu_op_dims_prod(&y->shape, axis, y->shape.rank);
+	if (ctx->num_inputs <= CONCAT_MAX_PAR && y_row > 0 &&
+	    (size_t)(outer * y_row) >= 2 * NPU_VEC_GRAIN) {
+		struct concat_job j = { .ctx = ctx, .y = y->data, .es = es, .y_row = y_row };
+		int64_t copy = 0;
+
+		for (i = 0; i < ctx->num_inputs; i++) {
+			j.row[i] = npu_op_dims_prod(&ctx->inputs[i]->shape, axis,
+						    ctx->inputs[i]->shape.rank);
+			j.pos[i] = pos;
+			if (outer != 1 || (char *)y->data + pos * es != ctx->inputs[i]->data)
+				copy += j.row[i];
+			pos += j.row[i];
+		}
+		if (!copy)
+			return NPU_OK;	/* every input is in place */
+		npu_threadpool_parallel_for(ctx->pool, (size_t)(outer * y_row),
+					    NPU_VEC_GRAIN, concat_range, &j);
+		return NPU_OK;
+	}
 	for (i = 0; i < ctx->num_inputs; i++) {
 		const struct npu_tensor *x = ctx->inputs[i];
 		int64_t row = npu_op_dims_prod(&x->shape, axis, x->shape.rank);
 
-		if (row)
+		/* An input placed in y by the executor (npu_exec.c) is there. */
+		if (row && (outer != 1 || (char *)y->data + pos * es != x->data))
 			for (o = 0; o < outer; o++)
 				memcpy((char *)y->data + (o * y_row + pos) * es,
 				       (const char *)x->data + o * row * es,

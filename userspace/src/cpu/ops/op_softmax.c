@@ -25,7 +25,8 @@ static npu_status npu_softmax_infer(struct npu_infer_ctx *ctx)
 	if (st)
 		return st;
 	x = node->inputs[0];
-	if (x->dtype != NPU_DTYPE_FLOAT)
+	/* Kernels: float (float16 / bfloat16 widened to it) and double. */
+	if (npu_op_wide_dtype(x->dtype, false) != NPU_DTYPE_FLOAT && x->dtype != NPU_DTYPE_DOUBLE)
 		return npu_op_unsupported(ctx->err, node,
 					  "input 0 '%s' has type %s, not supported",
 					  x->name, npu_dtype_name(x->dtype));
@@ -41,42 +42,49 @@ static npu_status npu_softmax_infer(struct npu_infer_ctx *ctx)
 	return NPU_OK;
 }
 
-/* Normalizes n values at stride 'inner' for each of 'inner' lanes. */
-static void npu_softmax_block(const float *x, float *y, int64_t n,
-			      int64_t inner, bool log_out, float *mx,
-			      float *sum)
-{
-	int64_t k, j;
-
-	for (j = 0; j < inner; j++) {
-		mx[j] = -INFINITY;
-		sum[j] = 0.0f;
-	}
-	for (k = 0; k < n; k++)
-		for (j = 0; j < inner; j++)
-			mx[j] = fmaxf(mx[j], x[k * inner + j]);
-	for (k = 0; k < n; k++)
-		for (j = 0; j < inner; j++) {
-			float e = expf(x[k * inner + j] - mx[j]);
-
-			if (!log_out)
-				y[k * inner + j] = e;
-			sum[j] += e;
-		}
-	if (log_out) {
-		for (j = 0; j < inner; j++)
-			sum[j] = mx[j] + logf(sum[j]);
-		for (k = 0; k < n; k++)
-			for (j = 0; j < inner; j++)
-				y[k * inner + j] = x[k * inner + j] - sum[j];
-	} else {
-		for (j = 0; j < inner; j++)
-			sum[j] = 1.0f / sum[j];
-		for (k = 0; k < n; k++)
-			for (j = 0; j < inner; j++)
-				y[k * inner + j] *= sum[j];
-	}
+/*
+ * Normalizes n values at stride 'inner' for each of 'inner' lanes: once
+ * per floating type T (suffix S, libm suffix M).
+ */
+#define SOFTMAX_BLOCK(T, S, M) \
+static void npu_softmax_block_##S(const T *x, T *y, int64_t n, \
+			      int64_t inner, bool log_out, T *mx, \
+			      T *sum) \
+{ \
+	int64_t k, j; \
+ \
+	for (j = 0; j < inner; j++) { \
+		mx[j] = -INFINITY; \
+		sum[j] = (T)0; \
+	} \
+	for (k = 0; k < n; k++) \
+		for (j = 0; j < inner; j++) \
+			mx[j] = fmax##M(mx[j], x[k * inner + j]); \
+	for (k = 0; k < n; k++) \
+		for (j = 0; j < inner; j++) { \
+			T e = exp##M(x[k * inner + j] - mx[j]); \
+ \
+			if (!log_out) \
+				y[k * inner + j] = e; \
+			sum[j] += e; \
+		} \
+	if (log_out) { \
+		for (j = 0; j < inner; j++) \
+			sum[j] = mx[j] + log##M(sum[j]); \
+		for (k = 0; k < n; k++) \
+			for (j = 0; j < inner; j++) \
+				y[k * inner + j] = x[k * inner + j] - sum[j]; \
+	} else { \
+		for (j = 0; j < inner; j++) \
+			sum[j] = (T)1 / sum[j]; \
+		for (k = 0; k < n; k++) \
+			for (j = 0; j < inner; j++) \
+				y[k * inner + j] *= sum[j]; \
+	} \
 }
+
+SOFTMAX_BLOCK(float, f32, f)
+SOFTMAX_BLOCK(double, f64, )
 
 /*
  * Softmax over contiguous rows (inner 1): the vectorized exp, sum and
@@ -128,6 +136,19 @@ static npu_status npu_softmax_compute(struct npu_op_ctx *ctx, bool log_out)
 	}
 	if (outer * n * inner == 0)
 		return NPU_OK;
+	if (x->dtype == NPU_DTYPE_DOUBLE) {
+		double *dtmp = malloc(2 * (size_t)inner * sizeof(double));
+
+		if (!dtmp)
+			return npu_op_error(ctx->err, node, NPU_ERR_NO_MEMORY,
+					    "out of memory");
+		for (o = 0; o < outer; o++)
+			npu_softmax_block_f64((const double *)x->data + o * n * inner,
+					      (double *)ctx->outputs[0]->data + o * n * inner,
+					      n, inner, log_out, dtmp, dtmp + inner);
+		free(dtmp);
+		return NPU_OK;
+	}
 	if (inner == 1 && !log_out) {
 		struct npu_softmax_rows_job job = {
 			.x = x->data, .y = ctx->outputs[0]->data, .n = (size_t)n,
@@ -144,20 +165,24 @@ static npu_status npu_softmax_compute(struct npu_op_ctx *ctx, bool log_out)
 		return npu_op_error(ctx->err, node, NPU_ERR_NO_MEMORY,
 				    "out of memory");
 	for (o = 0; o < outer; o++)
-		npu_softmax_block((const float *)x->data + o * n * inner,
-				  (float *)ctx->outputs[0]->data + o * n * inner,
-				  n, inner, log_out, tmp, tmp + inner);
+		npu_softmax_block_f32((const float *)x->data + o * n * inner,
+				      (float *)ctx->outputs[0]->data + o * n * inner,
+				      n, inner, log_out, tmp, tmp + inner);
 	free(tmp);
 	return NPU_OK;
 }
 
 static npu_status softmax_compute(struct npu_op_ctx *ctx)
 {
+	if (npu_op_needs_widening(ctx, false))
+		return npu_op_compute_widened(ctx, false, softmax_compute);
 	return npu_softmax_compute(ctx, false);
 }
 
 static npu_status log_softmax_compute(struct npu_op_ctx *ctx)
 {
+	if (npu_op_needs_widening(ctx, false))
+		return npu_op_compute_widened(ctx, false, log_softmax_compute);
 	return npu_softmax_compute(ctx, true);
 }
 

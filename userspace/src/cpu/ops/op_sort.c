@@ -17,6 +17,14 @@ static const enum npu_dtype npu_sort_types[] = {
 	NPU_DTYPE_INT64, NPU_DTYPE_UINT64, NPU_DTYPE_UNDEFINED,
 };
 
+/* ArgMax / ArgMin / TopK: those and float16 / bfloat16, widened to float. */
+static const enum npu_dtype npu_sort_types_half[] = {
+	NPU_DTYPE_FLOAT, NPU_DTYPE_DOUBLE, NPU_DTYPE_INT8, NPU_DTYPE_UINT8,
+	NPU_DTYPE_INT16, NPU_DTYPE_UINT16, NPU_DTYPE_INT32, NPU_DTYPE_UINT32,
+	NPU_DTYPE_INT64, NPU_DTYPE_UINT64, NPU_DTYPE_FLOAT16, NPU_DTYPE_BFLOAT16,
+	NPU_DTYPE_UNDEFINED,
+};
+
 /* Calls X(T) in a switch over the numeric dtype dt. */
 #define SORT_SWITCH(dt, X)						\
 	switch (dt) {							\
@@ -86,7 +94,7 @@ static npu_status npu_arg_infer(struct npu_infer_ctx *ctx)
 							  "select_last_index")) :
 		     npu_op_check_attrs(ctx, NPU_OP_ATTRS("axis", "keepdims"));
 	if (!st)
-		st = npu_op_check_dtype(ctx, 0, npu_sort_types);
+		st = npu_op_check_dtype(ctx, 0, npu_sort_types_half);
 	if (st)
 		return st;
 	x = node->inputs[0];
@@ -132,11 +140,15 @@ static npu_status npu_arg_compute(struct npu_op_ctx *ctx, bool is_max)
 
 static npu_status arg_max_compute(struct npu_op_ctx *ctx)
 {
+	if (npu_op_needs_widening(ctx, false))
+		return npu_op_compute_widened(ctx, false, arg_max_compute);
 	return npu_arg_compute(ctx, true);
 }
 
 static npu_status arg_min_compute(struct npu_op_ctx *ctx)
 {
+	if (npu_op_needs_widening(ctx, false))
+		return npu_op_compute_widened(ctx, false, arg_min_compute);
 	return npu_arg_compute(ctx, false);
 }
 
@@ -167,7 +179,9 @@ static npu_status npu_hardmax_axis(const struct npu_node *node, int rank,
 static npu_status hardmax_infer(struct npu_infer_ctx *ctx)
 {
 	static const enum npu_dtype types[] = {
-		NPU_DTYPE_FLOAT, NPU_DTYPE_DOUBLE, NPU_DTYPE_UNDEFINED,
+		NPU_DTYPE_FLOAT, NPU_DTYPE_DOUBLE,
+		NPU_DTYPE_FLOAT16, NPU_DTYPE_BFLOAT16,	/* widened to float */
+		NPU_DTYPE_UNDEFINED,
 	};
 	const struct npu_node *node = ctx->node;
 	const struct npu_value *x;
@@ -199,6 +213,8 @@ static npu_status hardmax_compute(struct npu_op_ctx *ctx)
 	size_t es = npu_dtype_size(x->dtype);
 	npu_status st;
 
+	if (npu_op_needs_widening(ctx, false))
+		return npu_op_compute_widened(ctx, false, hardmax_compute);
 	st = npu_hardmax_axis(ctx->node, rank, &axis, ctx->err);
 	if (st)
 		return st;
@@ -318,7 +334,7 @@ static npu_status top_k_infer(struct npu_infer_ctx *ctx)
 		     npu_op_check_attrs(ctx, NPU_OP_ATTRS("axis", "largest",
 							  "sorted"));
 	if (!st)
-		st = npu_op_check_dtype(ctx, 0, npu_sort_types);
+		st = npu_op_check_dtype(ctx, 0, npu_sort_types_half);
 	if (!st)
 		st = npu_topk_k(node, NULL, &k, ctx->err);
 	if (st)
@@ -362,6 +378,9 @@ static npu_status top_k_infer(struct npu_infer_ctx *ctx)
 
 static npu_status top_k_compute(struct npu_op_ctx *ctx)
 {
+	if (npu_op_needs_widening(ctx, false))
+		return npu_op_compute_widened(ctx, false, top_k_compute);
+	{
 	const struct npu_tensor *x = ctx->inputs[0];
 	struct npu_tensor *vals = ctx->outputs[0], *inds = ctx->outputs[1];
 	const struct npu_node *node = ctx->node;
@@ -414,6 +433,7 @@ static npu_status top_k_compute(struct npu_op_ctx *ctx)
 		}
 	free(items);
 	return NPU_OK;
+	}
 }
 
 NPU_CPU_OP_DEF(top_k) = {
