@@ -36,6 +36,26 @@ else
 	OUT_OK=0
 fi
 
+# The kernel log, streamed to the host as it is written: on the debug
+# kernel both serial ports have gone silent mid-run, and a long run can
+# push an early report out of the log buffer before the final dmesg.
+KMSG_PID=
+if [ "$OUT_OK" = 1 ]; then
+	# A read returns EPIPE once records were overwritten, which ends cat;
+	# the next read on the same descriptor (3: an asynchronous command's
+	# stdin would be /dev/null) goes on from the oldest record left.
+	(
+		trap 'kill $c 2>/dev/null; exit 0' TERM
+		while :; do
+			cat <&3 &
+			c=$!
+			wait $c
+			sleep 0.2
+		done
+	) 3</dev/kmsg >/out/kmsg.txt 2>/dev/null &
+	KMSG_PID=$!
+fi
+
 # The command's terminal: no CR before LF, so the host sees clean output.
 [ "$NPU_VM_MODE" = run ] && stty -F $TTY -onlcr 2>/dev/null
 
@@ -44,6 +64,7 @@ finish() {
 	# The same result through 9p: on the debug kernel ttyS0's output has
 	# stalled mid-run (tools/npu-vm falls back to this file).
 	[ "$OUT_OK" = 1 ] && echo "$1" >/out/.npu-vm-result
+	[ -n "$KMSG_PID" ] && kill $KMSG_PID 2>/dev/null && wait $KMSG_PID 2>/dev/null
 	sync
 	[ "$OUT_OK" = 1 ] && umount /out
 	# Shell mode has no one to read it: the user saw everything.
