@@ -200,6 +200,77 @@ static void test_threadpool_null_and_bad_sizes(void **state)
 	free(v.hits);
 }
 
+/* Busy work the stats can see: a few microseconds of CPU per task. */
+static void spin_task(void *ctx, size_t i)
+{
+	struct visit_ctx *v = ctx;
+	volatile unsigned x = 0;
+	unsigned k;
+
+	for (k = 0; k < 20000; k++)
+		x += k;
+	v->hits[i]++;
+}
+
+/*
+ * NPU_POOL_STATS=1 (the cpu-kernels suite runs this binary once so):
+ * the counters add up to what was run, on the pool or a view, and the
+ * take resets them. Without the variable, take says stats are off.
+ */
+static void test_threadpool_stats(void **state)
+{
+	const char *e = getenv("NPU_POOL_STATS");
+	bool on = e && *e && strcmp(e, "0");
+	struct npu_threadpool *pool = npu_threadpool_create(2);
+	struct npu_threadpool *view;
+	struct npu_threadpool_stats st;
+	struct visit_ctx v = { .threads = 2 };
+	size_t i;
+
+	(void)state;
+	assert_non_null(pool);
+	view = npu_threadpool_create_view(pool);
+	assert_non_null(view);
+	v.hits = calloc(1000, sizeof(*v.hits));
+	assert_non_null(v.hits);
+	if (!on) {
+		assert_false(npu_threadpool_stats_take(pool, &st));
+		assert_false(npu_threadpool_stats_take(view, &st));
+		assert_false(npu_threadpool_stats_take(NULL, &st));
+		goto out;
+	}
+	assert_true(npu_threadpool_stats_take(pool, &st));	/* reset */
+	npu_threadpool_run(pool, spin_task, &v, 1000);	/* parallel */
+	npu_threadpool_run(pool, spin_task, &v, 1);	/* inline: one task */
+	assert_true(npu_threadpool_stats_take(pool, &st));
+	assert_int_equal(st.runs, 1);
+	assert_int_equal(st.inline_runs, 1);
+	assert_int_equal(st.tasks, 1001);
+	assert_true(st.worker_tasks <= 1000);
+	assert_true(st.work_ns > 0);
+	assert_true(st.serial_ns > 0 && st.serial_ns <= st.work_ns);
+	/* Balance can only be as good as perfect: span >= work / threads. */
+	assert_true(st.span_ns >= (st.work_ns - st.serial_ns) / 2 + st.serial_ns);
+	assert_true(st.wait_ns <= st.wall_ns);
+	assert_true(npu_threadpool_stats_take(pool, &st));
+	assert_int_equal(st.runs + st.inline_runs + st.tasks + st.work_ns, 0);
+	/* A view's runs count on the view, not on the shared pool. */
+	npu_threadpool_run_tid(view, visit_tid, &v, 999);
+	assert_true(npu_threadpool_stats_take(view, &st));
+	assert_int_equal(st.runs, 1);
+	assert_int_equal(st.tasks, 999);
+	assert_true(npu_threadpool_stats_take(pool, &st));
+	assert_int_equal(st.runs + st.tasks, 0);
+	assert_int_equal(v.hits[0], 3);
+	for (i = 1; i < 999; i++)
+		assert_int_equal(v.hits[i], 2);
+	assert_int_equal(v.hits[999], 1);
+out:
+	free(v.hits);
+	npu_threadpool_destroy(view);
+	npu_threadpool_destroy(pool);
+}
+
 static void test_threadpool_create_destroy_repeatedly(void **state)
 {
 	int i;
@@ -813,7 +884,87 @@ static void test_conv2d_larger_layers(void **state)
 		.act = { .kind = NPU_CPU_ACT_HARD_SWISH },
 	};
 	check_conv(&r, &cc, pool);
+	/*
+	 * 3x3 stride 1 through Winograd on 2 threads: an odd number of bands
+	 * (5 on AVX-512), a partial last tile row and column, a residual.
+	 */
+	cc.p = (struct npu_conv2d_params){
+		.batch = 1, .in_c = 8, .in_h = 79, .in_w = 77, .out_c = 24,
+		.out_h = 79, .out_w = 77, .k_h = 3, .k_w = 3, .stride_h = 1,
+		.stride_w = 1, .dil_h = 1, .dil_w = 1, .pad_top = 1,
+		.pad_left = 1, .groups = 1,
+		.act = { .kind = NPU_CPU_ACT_RELU },
+	};
+	cc.pad_bottom = cc.pad_right = 1;
+	cc.with_residual = true;
+	check_conv(&r, &cc, pool);
 	npu_threadpool_destroy(pool);
+}
+
+/*
+ * Subnormal weights (a third of a trained squeeze-excite conv's) are
+ * zero in the packed copy, where each would cost a microcode assist per
+ * multiply-add, and the outputs still match the reference computed with
+ * them: pointwise, general and Winograd (3x3) packings.
+ */
+static void test_conv2d_packed_weights_flush_subnormals(void **state)
+{
+	static const size_t ks[] = { 1, 3 };
+	struct rng r = { 0x5eed0010u };
+	size_t ki;
+
+	(void)state;
+	for (ki = 0; ki < 2; ki++) {
+		struct npu_conv2d_params p = {
+			.batch = 1, .in_c = 48, .in_h = 12, .in_w = 13,
+			.out_c = 20, .out_h = 12, .out_w = 13, .k_h = ks[ki],
+			.k_w = ks[ki], .stride_h = 1, .stride_w = 1, .dil_h = 1,
+			.dil_w = 1, .pad_top = ks[ki] / 2, .pad_left = ks[ki] / 2,
+			.groups = 1, .act = { .kind = NPU_CPU_ACT_RELU },
+		};
+		size_t xs = p.in_c * p.in_h * p.in_w, ys = p.out_c * p.out_h * p.out_w;
+		size_t ws = p.out_c * p.in_c * p.k_h * p.k_w, i, sub = 0;
+		size_t n = npu_conv2d_f32_packed_floats(&p), oc, oh, ow;
+		float *x = alloc_floats(xs), *w = alloc_floats(ws);
+		float *bias = alloc_floats(p.out_c), *y = alloc_floats(ys);
+		float *packed = aligned_alloc(64, (n * sizeof(float) + 63) / 64 * 64);
+
+		assert_true(n > 0);
+		assert_non_null(packed);
+		fill_random(&r, x, xs);
+		fill_random(&r, w, ws);
+		fill_random(&r, bias, p.out_c);
+		for (i = 0; i < ws; i += 3) {
+			w[i] = i % 2 ? 3e-39f : -1e-40f;	/* both subnormal */
+			sub++;
+		}
+		assert_true(fpclassify(w[0]) == FP_SUBNORMAL && sub > ws / 4);
+		npu_conv2d_f32_pack_weights(&p, w, packed, NULL);
+		for (i = 0; i < n; i++)
+			if (fpclassify(packed[i]) == FP_SUBNORMAL)
+				fail_msg("k%zu: packed[%zu] = %g is subnormal",
+					 ks[ki], i, (double)packed[i]);
+		assert_true(npu_conv2d_f32_prepacked(&p, x, w, packed, bias, y,
+						     NULL, NULL));
+		for (oc = 0; oc < p.out_c; oc++)
+		for (oh = 0; oh < p.out_h; oh++)
+		for (ow = 0; ow < p.out_w; ow++) {
+			double mag, ref = conv_ref(&p, x, w, bias, 0, oc, oh, ow, &mag);
+			double got = y[(oc * p.out_h + oh) * p.out_w + ow];
+			double tol = 4.0 * FLT_EPSILON * (double)(p.in_c * 9 + 3) * mag +
+				     2e-6 * fabs(ref) + 1e-30;
+
+			ref = ref > 0 ? ref : 0;	/* ReLU */
+			if (!(fabs(got - ref) <= tol))
+				fail_msg("k%zu: y[%zu][%zu][%zu] = %.9g want %.9g",
+					 ks[ki], oc, oh, ow, got, ref);
+		}
+		free(packed);
+		free(x);
+		free(w);
+		free(bias);
+		free(y);
+	}
 }
 
 static void test_conv2d_result_independent_of_thread_count(void **state)
@@ -1398,6 +1549,7 @@ int main(void)
 		cmocka_unit_test(test_threadpool_runs_every_index_once),
 		cmocka_unit_test(test_threadpool_null_and_bad_sizes),
 		cmocka_unit_test(test_threadpool_create_destroy_repeatedly),
+		cmocka_unit_test(test_threadpool_stats),
 		cmocka_unit_test(test_sgemm_matches_reference_random_shapes),
 		cmocka_unit_test(test_sgemm_deep_and_wide_products),
 		cmocka_unit_test(test_sgemm_degenerate_sizes),
@@ -1409,6 +1561,7 @@ int main(void)
 		cmocka_unit_test(test_conv2d_matches_reference_random_shapes),
 		cmocka_unit_test(test_conv2d_every_activation_each_path),
 		cmocka_unit_test(test_conv2d_larger_layers),
+		cmocka_unit_test(test_conv2d_packed_weights_flush_subnormals),
 		cmocka_unit_test(test_conv2d_result_independent_of_thread_count),
 		cmocka_unit_test(test_conv2d_prepacked_weights_match_reference),
 		cmocka_unit_test(test_conv2d_wide_rows_match_reference),

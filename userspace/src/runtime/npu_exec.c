@@ -75,6 +75,9 @@ struct npu_exec {
 	struct rt_buffer *free_bufs;		/* the reuse pool */
 	size_t num_free, cap_free;
 	double *node_ms;
+	/* NPU_POOL_STATS=1: the thread pool's stats per node (see
+	 * npu_threadpool_stats_take), printed when the session ends. */
+	struct npu_threadpool_stats *node_pool;
 	size_t *pending_of;			/* per value: async producer + 1 */
 	uint8_t *arena;				/* p->arena_off's memory */
 	double *submit_ms;			/* per node: when an async op began */
@@ -254,6 +257,98 @@ static int cmp_stat(const void *a, const void *b)
 	return strcmp(x->op_type, y->op_type);
 }
 
+/* Add the pool's stats since the last take to node i's (SIZE_MAX: drop). */
+static void pool_stats_node(struct npu_exec *s, size_t i)
+{
+	struct npu_threadpool_stats t, *n;
+
+	if (!npu_threadpool_stats_take(s->pool, &t) || i == SIZE_MAX)
+		return;
+	n = &s->node_pool[i];
+	n->runs += t.runs;
+	n->inline_runs += t.inline_runs;
+	n->tasks += t.tasks;
+	n->worker_tasks += t.worker_tasks;
+	n->work_ns += t.work_ns;
+	n->span_ns += t.span_ns;
+	n->serial_ns += t.serial_ns;
+	n->wall_ns += t.wall_ns;
+	n->wait_ns += t.wait_ns;
+}
+
+/* "AxBxC" of value v (inputs of a node, for the stats). */
+static const char *pool_stats_shape(const struct npu_value *v, char *buf, size_t n)
+{
+	size_t o = 0;
+	int d;
+
+	buf[0] = 0;
+	if (!v)
+		return buf;
+	for (d = 0; d < v->shape.rank && o + 24 < n; d++)
+		o += (size_t)snprintf(buf + o, n - o, "%s%lld", d ? "x" : "",
+				      (long long)v->shape.dims[d]);
+	return buf;
+}
+
+/*
+ * Per node and run, in ms: wall (if profiled), the pool's work (CPU time
+ * in tasks), span (the time with perfect balance), serial (inline runs),
+ * the caller's wait for other threads, tasks per run and the share the
+ * workers took. Heaviest span first.
+ */
+static void pool_stats_print(const struct npu_exec *s)
+{
+	size_t i, j, n = 0, *order;
+	double runs = s->runs ? (double)s->runs : 1.0;
+	struct npu_threadpool_stats tot = { 0 };
+	double tot_ms = 0;
+
+	order = malloc((s->g->num_nodes + 1) * sizeof(*order));
+	if (!order)
+		return;
+	for (i = 0; i < s->g->num_nodes; i++)
+		if (s->node_pool[i].runs || s->node_pool[i].inline_runs)
+			order[n++] = i;
+	for (i = 1; i < n; i++)	/* insertion sort: by span, descending */
+		for (j = i; j > 0 && s->node_pool[order[j]].span_ns >
+				     s->node_pool[order[j - 1]].span_ns; j--) {
+			size_t t = order[j];
+
+			order[j] = order[j - 1];
+			order[j - 1] = t;
+		}
+	fprintf(stderr, "pool stats, %d thread(s), per run (ms): node op wall work span serial "
+		"par_wall wait tasks/run worker%%\n", npu_threadpool_size(s->pool));
+	for (i = 0; i < n; i++) {
+		const struct npu_threadpool_stats *p = &s->node_pool[order[i]];
+		const struct npu_node *node = s->g->nodes[order[i]];
+
+		char s0[128], s1[128];
+
+		fprintf(stderr, "  %-24.24s %-18.18s %7.3f %7.3f %7.3f %7.3f %7.3f %7.3f %6.1f %5.1f %s %s\n",
+			node->name ? node->name : "?", node->op_type,
+			s->node_ms[order[i]] / runs, (double)p->work_ns / 1e6 / runs,
+			(double)p->span_ns / 1e6 / runs, (double)p->serial_ns / 1e6 / runs,
+			(double)p->wall_ns / 1e6 / runs, (double)p->wait_ns / 1e6 / runs,
+			(double)p->tasks / runs,
+			p->tasks ? 100.0 * (double)p->worker_tasks / (double)p->tasks : 0.0,
+			pool_stats_shape(node->num_inputs ? node->inputs[0] : NULL, s0, sizeof(s0)),
+			pool_stats_shape(node->num_inputs > 1 ? node->inputs[1] : NULL, s1, sizeof(s1)));
+		tot_ms += s->node_ms[order[i]];
+		tot.work_ns += p->work_ns;
+		tot.span_ns += p->span_ns;
+		tot.serial_ns += p->serial_ns;
+		tot.wall_ns += p->wall_ns;
+		tot.wait_ns += p->wait_ns;
+	}
+	fprintf(stderr, "  %-24s %-18s %7.3f %7.3f %7.3f %7.3f %7.3f %7.3f\n", "total", "",
+		tot_ms / runs, (double)tot.work_ns / 1e6 / runs, (double)tot.span_ns / 1e6 / runs,
+		(double)tot.serial_ns / 1e6 / runs, (double)tot.wall_ns / 1e6 / runs,
+		(double)tot.wait_ns / 1e6 / runs);
+	free(order);
+}
+
 static void build_stats(struct npu_exec *s)
 {
 	size_t i, j;
@@ -293,6 +388,9 @@ void npu_exec_destroy(struct npu_exec *s)
 	free(s->free_bufs);
 	if (s->trace_fd >= 0)
 		close(s->trace_fd);
+	if (s->node_pool)
+		pool_stats_print(s);
+	free(s->node_pool);
 	if (s->own_pool)
 		npu_threadpool_destroy(s->pool);
 	if (s->own_run)
@@ -824,6 +922,12 @@ npu_status npu_exec_create(struct npu_graph *g,
 					     "cannot create %d threads", threads);
 		}
 	}
+	{
+		struct npu_threadpool_stats t;
+
+		if (npu_threadpool_stats_take(s->pool, &t))
+			s->node_pool = calloc(nn + 1, sizeof(*s->node_pool));
+	}
 	if (s->p->arena_off) {
 		uint64_t bytes = s->p->mem.arena_bytes;
 
@@ -1170,7 +1274,11 @@ compute:
 		ctx.rt = &s->rt;
 		ctx.err = err;
 		npu_error_clear(err);
+		if (s->node_pool)
+			pool_stats_node(s, SIZE_MAX);	/* not this node's */
 		st = async ? s->defs[i]->submit(&ctx) : s->defs[i]->compute(&ctx);
+		if (s->node_pool)
+			pool_stats_node(s, i);
 		if (st != NPU_OK) {
 			if (!err->msg[0])
 				npu_error_set(err, st, "compute failed");

@@ -61,6 +61,29 @@ void npu_threadpool_parallel_for(struct npu_threadpool *pool, size_t n,
  */
 void *npu_threadpool_scratch(struct npu_threadpool *pool, size_t size);
 
+/*
+ * NPU_POOL_STATS=1 in the environment (read once, at the first pool
+ * created): every run on a pool is timed, per task in thread CPU time.
+ * Off, the pool costs one branch per task. For finding where threads
+ * idle; not for production.
+ */
+struct npu_threadpool_stats {
+	uint64_t runs;		/* runs on the workers */
+	uint64_t inline_runs;	/* runs on the calling thread alone */
+	uint64_t tasks, worker_tasks;	/* worker_tasks: not the caller's */
+	uint64_t work_ns;	/* CPU time in tasks, all threads */
+	/* sum over runs of max(work / threads, longest claim of tasks)
+	 * (+ serial): the run time with perfect balance and no waiting */
+	uint64_t span_ns;
+	uint64_t serial_ns;	/* inline runs' CPU time (in work and span) */
+	uint64_t wall_ns;	/* runs on the workers, start to end */
+	uint64_t wait_ns;	/* of wall: the caller idle, others' tasks left */
+};
+
+/* The stats since the last take, then zero them. false: stats are off. */
+bool npu_threadpool_stats_take(struct npu_threadpool *pool,
+			       struct npu_threadpool_stats *st);
+
 /* ---- GEMM ---- */
 
 /*

@@ -17,6 +17,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "cpu_kernels_internal.h"
@@ -36,6 +37,8 @@
  * enough that an idle engine costs nothing measurable.
  */
 #define NPU_POOL_SPIN_NS 1000000L
+/* A claim takes 1 / (this * threads) of the tasks left, at least one. */
+#define NPU_POOL_CLAIM_DIV 4
 
 struct npu_threadpool {
 	int threads;			/* including the caller */
@@ -52,34 +55,102 @@ struct npu_threadpool {
 	 * waits for the tasks, not for every worker to show up (a worker the
 	 * OS has not scheduled yet costs nothing).
 	 */
-	_Atomic uint64_t ticket;
-	atomic_size_t finished;		/* tasks of the current run done */
-	atomic_int sleepers;		/* workers waiting on 'wake' */
-	atomic_bool stop;
+	_Alignas(64) _Atomic uint64_t ticket;
+	/* Tasks of the current run done: a line of its own, so that a
+	 * thread finishing tasks does not take away the ticket's line. */
+	_Alignas(64) atomic_size_t finished;
 
-	/* The current run; written before its ticket is published. */
-	void (*fn)(void *ctx, size_t i);
+	/* The current run (written before its ticket is published) and the
+	 * flags the spinning workers poll: read-mostly, their own line. */
+	_Alignas(64) void (*fn)(void *ctx, size_t i);
 	void (*fn_tid)(void *ctx, size_t i, int tid);
 	void *ctx;
 	atomic_size_t count;
+	atomic_int sleepers;		/* workers waiting on 'wake' */
+	atomic_bool stop;
 
 	/* Kernel scratch kept across calls: fresh pages fault, slowly. */
 	void *scratch;
 	size_t scratch_size;
+
+	/*
+	 * NPU_POOL_STATS=1: where the threads' time goes. 'tstat' (on the
+	 * pool that owns the workers, one slot per thread, under run_lock)
+	 * holds the current run's task times; each run folds them into the
+	 * 'stats' of the pool it was called on (a view or the pool itself,
+	 * only touched by the thread using it).
+	 */
+	bool stats_on;
+	struct npu_pool_tstat {
+		uint64_t work_ns, max_ns, tasks;
+		char pad[64 - 3 * sizeof(uint64_t)];
+	} *tstat;
+	struct npu_threadpool_stats stats;
 };
+
+static pthread_once_t npu_pool_stats_once = PTHREAD_ONCE_INIT;
+static bool npu_pool_stats_env;
+
+static void npu_pool_stats_init(void)
+{
+	const char *e = getenv("NPU_POOL_STATS");
+
+	npu_pool_stats_env = e && *e && strcmp(e, "0");
+}
+
+/* CPU time of the calling thread: what a task cost, preemption aside. */
+static uint64_t npu_pool_cpu_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
 
 struct npu_pool_worker_arg {
 	struct npu_threadpool *pool;
 	int tid;
 };
 
-/* Claim and run tasks of generation 'gen' until none is left. */
+/* Run tasks [i, i + n) of the current run on thread tid. */
+static void npu_pool_tasks(struct npu_threadpool *pool, size_t i, size_t n,
+			   int tid)
+{
+	size_t end = i + n;
+	struct npu_pool_tstat *ts = pool->tstat ? &pool->tstat[tid] : NULL;
+	uint64_t c0 = ts ? npu_pool_cpu_ns() : 0;
+
+	if (pool->fn_tid)
+		for (; i < end; i++)
+			pool->fn_tid(pool->ctx, i, tid);
+	else
+		for (; i < end; i++)
+			pool->fn(pool->ctx, i);
+	if (ts) {
+		/* (A claim of n tasks counts as one for the longest task.) */
+		uint64_t d = npu_pool_cpu_ns() - c0;
+
+		ts->work_ns += d;
+		ts->tasks += n;
+		if (d > ts->max_ns)
+			ts->max_ns = d;
+	}
+}
+
+/*
+ * Claim and run tasks of generation 'gen' until none is left. A claim
+ * takes a share of what is left (guided scheduling): a run of thousands
+ * of small tasks costs tens of atomic operations on the shared ticket,
+ * not thousands (each one moves its cache line between the cores), and
+ * the last claims, single tasks, still balance the threads.
+ */
 static void npu_pool_work(struct npu_threadpool *pool, uint32_t gen, int tid)
 {
 	uint64_t t = atomic_load_explicit(&pool->ticket, memory_order_acquire);
+	size_t share = (size_t)NPU_POOL_CLAIM_DIV * (size_t)pool->threads;
 
 	for (;;) {
-		size_t i = (size_t)(t & 0xffffffffu), count;
+		size_t i = (size_t)(t & 0xffffffffu), count, n;
 
 		if ((uint32_t)(t >> 32) != gen)
 			return;
@@ -87,17 +158,17 @@ static void npu_pool_work(struct npu_threadpool *pool, uint32_t gen, int tid)
 		count = atomic_load_explicit(&pool->count, memory_order_acquire);
 		if (i >= count)
 			return;
-		if (!atomic_compare_exchange_weak_explicit(&pool->ticket, &t, t + 1,
+		n = (count - i) / share;
+		if (n < 1)
+			n = 1;
+		if (!atomic_compare_exchange_weak_explicit(&pool->ticket, &t, t + n,
 							   memory_order_acq_rel,
 							   memory_order_acquire))
 			continue;
-		/* Task i is ours: the run cannot end (nor fn change) before it. */
-		if (pool->fn_tid)
-			pool->fn_tid(pool->ctx, i, tid);
-		else
-			pool->fn(pool->ctx, i);
-		if (atomic_fetch_add_explicit(&pool->finished, 1,
-					      memory_order_acq_rel) + 1 == count) {
+		/* Tasks i.. are ours: the run cannot end (nor fn change) before. */
+		npu_pool_tasks(pool, i, n, tid);
+		if (atomic_fetch_add_explicit(&pool->finished, n,
+					      memory_order_acq_rel) + n == count) {
 			pthread_mutex_lock(&pool->lock);
 			pthread_cond_signal(&pool->done);
 			pthread_mutex_unlock(&pool->lock);
@@ -158,6 +229,17 @@ static void *npu_pool_worker(void *p)
 	}
 }
 
+/* Zeroed, on its own cache lines (the struct's atomics are aligned). */
+static struct npu_threadpool *npu_pool_alloc(void)
+{
+	size_t size = npu_round_up(sizeof(struct npu_threadpool), 64);
+	struct npu_threadpool *pool = aligned_alloc(64, size);
+
+	if (pool)
+		memset(pool, 0, size);
+	return pool;
+}
+
 struct npu_threadpool *npu_threadpool_create(int threads)
 {
 	struct npu_threadpool *pool;
@@ -165,10 +247,20 @@ struct npu_threadpool *npu_threadpool_create(int threads)
 
 	if (threads < 1)
 		return NULL;
-	pool = calloc(1, sizeof(*pool));
+	pool = npu_pool_alloc();
 	if (!pool)
 		return NULL;
 	pool->threads = 1;
+	pthread_once(&npu_pool_stats_once, npu_pool_stats_init);
+	pool->stats_on = npu_pool_stats_env;
+	if (pool->stats_on) {
+		pool->tstat = aligned_alloc(64, (size_t)threads * sizeof(*pool->tstat));
+		if (!pool->tstat) {
+			free(pool);
+			return NULL;
+		}
+		memset(pool->tstat, 0, (size_t)threads * sizeof(*pool->tstat));
+	}
 	pthread_mutex_init(&pool->run_lock, NULL);
 	pthread_mutex_init(&pool->lock, NULL);
 	pthread_cond_init(&pool->wake, NULL);
@@ -205,11 +297,12 @@ struct npu_threadpool *npu_threadpool_create_view(struct npu_threadpool *shared)
 
 	if (!shared || shared->shared)
 		return NULL;
-	view = calloc(1, sizeof(*view));
+	view = npu_pool_alloc();
 	if (!view)
 		return NULL;
 	view->threads = shared->threads;
 	view->shared = shared;
+	view->stats_on = shared->stats_on;
 	return view;
 }
 
@@ -236,6 +329,7 @@ void npu_threadpool_destroy(struct npu_threadpool *pool)
 	pthread_mutex_destroy(&pool->run_lock);
 	free(pool->workers);
 	free(pool->scratch);
+	free(pool->tstat);
 	free(pool);
 }
 
@@ -258,10 +352,32 @@ static void npu_pool_run_inline(void (*fn)(void *ctx, size_t i),
 	}
 }
 
-static void npu_pool_dispatch(struct npu_threadpool *pool,
-			      void (*fn)(void *ctx, size_t i),
-			      void (*fn_tid)(void *ctx, size_t i, int tid),
-			      void *ctx, size_t count);
+static uint64_t npu_pool_dispatch(struct npu_threadpool *pool,
+				  void (*fn)(void *ctx, size_t i),
+				  void (*fn_tid)(void *ctx, size_t i, int tid),
+				  void *ctx, size_t count);
+
+/* Stats of a run on the calling thread alone: all of it is serial. */
+static void npu_pool_run_inline_counted(struct npu_threadpool *pool,
+					void (*fn)(void *ctx, size_t i),
+					void (*fn_tid)(void *ctx, size_t i, int tid),
+					void *ctx, size_t count)
+{
+	uint64_t c0, d;
+
+	if (!pool || !pool->stats_on) {
+		npu_pool_run_inline(fn, fn_tid, ctx, count);
+		return;
+	}
+	c0 = npu_pool_cpu_ns();
+	npu_pool_run_inline(fn, fn_tid, ctx, count);
+	d = npu_pool_cpu_ns() - c0;
+	pool->stats.inline_runs++;
+	pool->stats.tasks += count;
+	pool->stats.work_ns += d;
+	pool->stats.span_ns += d;
+	pool->stats.serial_ns += d;
+}
 
 static void npu_pool_run(struct npu_threadpool *pool,
 			 void (*fn)(void *ctx, size_t i),
@@ -272,7 +388,7 @@ static void npu_pool_run(struct npu_threadpool *pool,
 		return;
 	/* (A task index must fit the ticket's 32 bits.) */
 	if (!pool || pool->threads == 1 || count == 1 || count >= 0xffffffffu) {
-		npu_pool_run_inline(fn, fn_tid, ctx, count);
+		npu_pool_run_inline_counted(pool, fn, fn_tid, ctx, count);
 		return;
 	}
 	/*
@@ -282,22 +398,51 @@ static void npu_pool_run(struct npu_threadpool *pool,
 	 */
 	{
 		struct npu_threadpool *workers = pool->shared ? pool->shared : pool;
+		long long t0 = 0;
+		uint64_t wait;
 
 		if (pthread_mutex_trylock(&workers->run_lock)) {
-			npu_pool_run_inline(fn, fn_tid, ctx, count);
+			npu_pool_run_inline_counted(pool, fn, fn_tid, ctx, count);
 			return;
 		}
-		npu_pool_dispatch(workers, fn, fn_tid, ctx, count);
+		if (workers->tstat)
+			t0 = npu_pool_now_ns();
+		wait = npu_pool_dispatch(workers, fn, fn_tid, ctx, count);
+		if (workers->tstat) {
+			struct npu_threadpool_stats *st = &pool->stats;
+			uint64_t work = 0, max = 0;
+			int i;
+
+			for (i = 0; i < workers->threads; i++) {
+				struct npu_pool_tstat *ts = &workers->tstat[i];
+
+				work += ts->work_ns;
+				if (ts->max_ns > max)
+					max = ts->max_ns;
+				if (i)
+					st->worker_tasks += ts->tasks;
+				memset(ts, 0, sizeof(*ts));
+			}
+			st->runs++;
+			st->tasks += count;
+			st->work_ns += work;
+			st->span_ns += work / (uint64_t)workers->threads > max ?
+				       work / (uint64_t)workers->threads : max;
+			st->wall_ns += (uint64_t)(npu_pool_now_ns() - t0);
+			st->wait_ns += wait;
+		}
 		pthread_mutex_unlock(&workers->run_lock);
 	}
 }
 
-static void npu_pool_dispatch(struct npu_threadpool *pool,
-			      void (*fn)(void *ctx, size_t i),
-			      void (*fn_tid)(void *ctx, size_t i, int tid),
-			      void *ctx, size_t count)
+/* Returns the time (stats on) the caller waited for others' tasks. */
+static uint64_t npu_pool_dispatch(struct npu_threadpool *pool,
+				  void (*fn)(void *ctx, size_t i),
+				  void (*fn_tid)(void *ctx, size_t i, int tid),
+				  void *ctx, size_t count)
 {
 	uint32_t gen = npu_pool_gen(pool) + 1;
+	long long t0;
 	int spin;
 
 	/*
@@ -320,17 +465,30 @@ static void npu_pool_dispatch(struct npu_threadpool *pool,
 	}
 
 	npu_pool_work(pool, gen, 0);
+	t0 = pool->tstat ? npu_pool_now_ns() : 0;
 
 	for (spin = 0; spin < NPU_POOL_SPIN; spin++) {
 		if (atomic_load_explicit(&pool->finished, memory_order_acquire) ==
 		    count)
-			return;
+			goto done;
 		npu_cpu_relax();
 	}
 	pthread_mutex_lock(&pool->lock);
 	while (atomic_load(&pool->finished) != count)
 		pthread_cond_wait(&pool->done, &pool->lock);
 	pthread_mutex_unlock(&pool->lock);
+done:
+	return pool->tstat ? (uint64_t)(npu_pool_now_ns() - t0) : 0;
+}
+
+bool npu_threadpool_stats_take(struct npu_threadpool *pool,
+			       struct npu_threadpool_stats *st)
+{
+	if (!pool || !pool->stats_on)
+		return false;
+	*st = pool->stats;
+	memset(&pool->stats, 0, sizeof(pool->stats));
+	return true;
 }
 
 void npu_threadpool_run(struct npu_threadpool *pool,

@@ -214,7 +214,8 @@ static void npu_wino_pack_task(void *ctx, size_t pi)
 					for (l = 0; l < 3; l++)
 						u += t[i][l] * g6[j][l];
 					job->pu[(i * 6 + j) * xs + pi * in_c * mr +
-						c * mr + o % mr] = (float)u;
+						c * mr + o % mr] =
+						npu_flush_subnormal((float)u);
 				}
 		}
 }
