@@ -1089,7 +1089,9 @@ static void test_conv2d_wide_rows_match_reference(void **state)
  * shapes here), and every shape under NPU_CPU_WINOGRAD=all (the meson
  * cpu_kernels_*_winograd runs). Odd sizes leave partial tiles and partial
  * 8-tile vectors, pads 0..2 on each side are asymmetric, batch 2 and
- * several chunks per image cross tile rows.
+ * several chunks per image cross tile rows; the last, wide shape takes
+ * bands of several tile rows whose GEMM tiles cross tile rows. 1, 2 and
+ * 3 threads (they band differently).
  */
 static void test_conv2d_3x3_stride1_shapes(void **state)
 {
@@ -1097,15 +1099,17 @@ static void test_conv2d_3x3_stride1_shapes(void **state)
 		{ 16, 16, 8, 8 }, { 17, 23, 13, 29 }, { 33, 16, 41, 9 },
 		{ 96, 24, 21, 37 }, { 16, 50, 9, 70 }, { 40, 35, 30, 30 },
 		{ 3, 5, 7, 11 }, { 16, 1, 5, 3 }, { 1, 16, 12, 12 },
-		{ 130, 20, 10, 10 }, { 300, 17, 9, 8 },
+		{ 130, 20, 10, 10 }, { 300, 17, 9, 8 }, { 8, 8, 60, 130 },
 	};
 	struct npu_threadpool *pool = npu_threadpool_create(3);
+	struct npu_threadpool *pool2 = npu_threadpool_create(2);
 	struct rng r = { 0x5eed0010u };
 	struct conv_case cc;
 	size_t si;
 
 	(void)state;
 	assert_non_null(pool);
+	assert_non_null(pool2);
 	for (si = 0; si < sizeof(shapes) / sizeof(shapes[0]); si++) {
 		struct npu_conv2d_params *p = &cc.p;
 
@@ -1132,8 +1136,12 @@ static void test_conv2d_3x3_stride1_shapes(void **state)
 		random_epilogue(&r, &cc);
 		for (conv_mode = 0; conv_mode <= 3; conv_mode++)
 			check_conv(&r, &cc, conv_mode == 1 ? NULL : pool);
+		/* 2 threads: the task split differs from 3's. */
+		conv_mode = 0;
+		check_conv(&r, &cc, pool2);
 	}
 	conv_mode = 0;
+	npu_threadpool_destroy(pool2);
 	npu_threadpool_destroy(pool);
 }
 
