@@ -39,6 +39,7 @@
 struct options {
 	const char *det, *rec, *dict, *device, *calib_dir, *calib_method, *save_calib;
 	const char *accuracy_target, *bias_correction;
+	const char *precision;	/* the 16x8 mode (npu_model_options) */
 	const char **images;
 	int num_images;
 	bool json;
@@ -65,6 +66,7 @@ static void usage(FILE *out)
 		"usage: npu-ocr [--det DET.onnx] [--rec REC.onnx] [--dict KEYS.txt]\n"
 		"               [--device cpu|sim|accel] [--calib-dir DIR] [--calib-method M]\n"
 		"               [--accuracy-target COS] [--bias-correction on|off]\n"
+		"               [--precision int8|int16]\n"
 		"               [--json] IMAGE.png...\n"
 		"  --det, --rec, --dict  PP-OCRv4 models and dictionary (default: the ones\n"
 		"                        tools/fetch-models caches, or $NPU_OCR_MODELS/...)\n"
@@ -76,7 +78,9 @@ static void usage(FILE *out)
 		"                        on the CPU until det and rec each reach this cosine\n"
 		"                        against fp32 on a held-out quarter of their samples\n"
 		"  --bias-correction B   on: correct conv biases for their int8 weights'\n"
-		"                        mean error (default off)\n"
+		"                        mean error (default: int16 nodes only)\n"
+		"  --precision P         NPU devices: int16 runs every node with an int16 form\n"
+		"                        in the 16x8 mode (int16 activations), det and rec\n"
 		"  --save-calib DIR      keep the preprocessed calibration samples in DIR/det\n"
 		"                        and DIR/rec (.npy; e.g. for npu compile --calib-dir)\n"
 		"  --json                one JSON object per image\n");
@@ -116,7 +120,8 @@ static int parse_args(int argc, char **argv, struct options *o)
 				   !strcmp(a, "--calib-method") ? &o->calib_method :
 				   !strcmp(a, "--save-calib") ? &o->save_calib :
 				   !strcmp(a, "--accuracy-target") ? &o->accuracy_target :
-				   !strcmp(a, "--bias-correction") ? &o->bias_correction : NULL;
+				   !strcmp(a, "--bias-correction") ? &o->bias_correction :
+				   !strcmp(a, "--precision") ? &o->precision : NULL;
 
 		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
 			usage(stdout);
@@ -288,10 +293,11 @@ static int load_model(struct ocr *r, const char *path, const char *calib,
 	mo.device = r->o->device;
 	mo.calib_dir = calib;
 	mo.calib_method = r->o->calib_method;
+	mo.precision = r->o->precision;
 	/* Mixed precision; the library checks the range and names it. */
 	mo.accuracy_target = r->o->accuracy_target ? strtod(r->o->accuracy_target, NULL) : 0;
 	if (r->o->bias_correction)
-		mo.bias_correction = !strcmp(r->o->bias_correction, "on");
+		mo.bias_correction = !strcmp(r->o->bias_correction, "on") ? 1 : -1;
 	if (npu_model_load_file(r->eng, path, &mo, m) != NPU_OK ||
 	    npu_session_create(*m, NULL, s) != NPU_OK) {
 		fprintf(stderr, "npu-ocr: %s: %s\n", path, npu_last_error());

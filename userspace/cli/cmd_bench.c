@@ -24,7 +24,8 @@ static void bench_usage(FILE *out)
 		"usage: npu bench MODEL [--device cpu|sim|accel] [--shape NAME=DIMS]...\n"
 		"                 [--iters N] [--warmup N] [--threads N] [--seed N] [--per-op]\n"
 		"                 [--json] [--report OUT.html]\n"
-		"                 [--calib-dir DIR | --calib random]   (sim, accel: see npu compile)\n\n"
+		"                 [--calib-dir DIR | --calib random]   (sim, accel: see npu compile)\n"
+		"                 [--int16 NODE[,NODE]...] [--precision int8|int16]   (see npu compile)\n\n"
 		"Runs MODEL (.onnx or a compiled .npub) on random inputs and reports latency\n"
 		"p50 / p90 / p99, throughput, compile time and peak memory; on an NPU device\n"
 		"also the modeled NPU time, the NPU utilization (ideal MAC cycles / modeled\n"
@@ -178,6 +179,41 @@ static int cmp_op_lost(const void *a, const void *b)
 	return x < y ? 1 : x > y ? -1 : 0;
 }
 
+/*
+ * The compiler's cost model (cycles predicted before code generation)
+ * against the modeled cycles, over the ops it predicted; an op fused into
+ * the one before it is counted with that one.
+ */
+static void print_cost_model(const struct npu_op_stats *ops, size_t n)
+{
+	double *err = calloc(n + 1, sizeof(*err)), worst = 0;
+	size_t i, m = 0, fused = 0, w = 0;
+
+	if (!err)
+		return;
+	for (i = 0; i < n; i++) {
+		fused += ops[i].fused != 0;
+		if (ops[i].fused || !ops[i].predicted_cycles || !ops[i].cycles)
+			continue;
+		err[m] = ((double)ops[i].predicted_cycles - (double)ops[i].cycles) /
+			 (double)ops[i].cycles;
+		if (err[m] < 0)
+			err[m] = -err[m];
+		if (err[m] >= worst) {
+			worst = err[m];
+			w = i;
+		}
+		m++;
+	}
+	if (m) {
+		qsort(err, m, sizeof(*err), cmp_double);
+		printf("  cost model: %zu ops predicted, median |error| %.2f%%, 90th %.2f%%, worst %.1f%% (%s %s); %zu fused group(s)\n",
+		       m, 100.0 * err[m / 2], 100.0 * err[m * 9 / 10], 100.0 * worst,
+		       ops[w].kind, ops[w].node, fused);
+	}
+	free(err);
+}
+
 /* The NPU ops by modeled cycles, with their roofline, and per kind. */
 static void print_op_table(const struct npu_session *m)
 {
@@ -231,6 +267,7 @@ static void print_op_table(const struct npu_session *m)
 		       (unsigned long long)op_lost(&ops[i]),
 		       (unsigned long long)ops[i].cycles,
 		       ops[i].cycles ? 100.0 * ops[i].ideal_mac_cycles / ops[i].cycles : 0.0);
+	print_cost_model(ops, n);
 	free(ops);
 }
 
@@ -308,6 +345,14 @@ int npu_cmd_bench(int argc, char **argv)
 			mo.calib_random = 1, i++;	/* timing only: noise will do */
 		} else if (v && (!strcmp(a, "--calib-dir") || !strcmp(a, "--calib"))) {
 			mo.calib_dir = v, i++;
+		} else if (v && !strcmp(a, "--int16")) {
+			mo.int16 = v, i++;
+		} else if (v && !strcmp(a, "--precision")) {
+			if (strcmp(v, "int8") && strcmp(v, "int16")) {
+				fprintf(stderr, "npu bench: --precision '%s': expected int8 or int16\n", v);
+				return 2;
+			}
+			mo.precision = v, i++;
 		} else if (v && !strcmp(a, "--shape")) {
 			if (num_shapes == MAX_SHAPES) {
 				fprintf(stderr, "npu bench: too many --shape options\n");
@@ -428,10 +473,11 @@ int npu_cmd_bench(int argc, char **argv)
 				npu_session_npu_op(cm.session, i, &os);
 				printf("%s\n  {\"segment\": %d, \"node\": ", i ? "," : "", os.segment);
 				npu_cli_json_string(stdout, os.node);
-				printf(", \"kind\": \"%s\", \"macs\": %llu, \"ideal_mac_cycles\": %llu, \"cycles\": %llu, \"dram_bytes\": %llu}",
+				printf(", \"kind\": \"%s\", \"macs\": %llu, \"ideal_mac_cycles\": %llu, \"cycles\": %llu, \"dram_bytes\": %llu, \"predicted_cycles\": %llu}",
 				       os.kind, (unsigned long long)os.macs,
 				       (unsigned long long)os.ideal_mac_cycles, (unsigned long long)os.cycles,
-				       (unsigned long long)os.dram_bytes);
+				       (unsigned long long)os.dram_bytes,
+				       (unsigned long long)os.predicted_cycles);
 			}
 			printf("]");
 		}

@@ -27,6 +27,7 @@ static void compile_usage(FILE *out)
 		"                   [--explain] [-o OUT.npub] [--threads N] [--json]\n"
 		"                   [--quant-report [--report-samples N]]\n"
 		"                   [--accuracy-target COS] [--keep-fp32 NODE[,NODE]...]\n"
+		"                   [--int16 NODE[,NODE]...] [--precision int8|int16]\n"
 		"                   [--bias-correction on|off] [--eval-dir DIR]\n\n"
 		"Compiles the model for the NPU: fp32 graph passes, int8 calibration,\n"
 		"placement of every node on the NPU or the CPU, code generation.\n"
@@ -48,16 +49,21 @@ static void compile_usage(FILE *out)
 		"                      SQNR first, on the calibration samples (--report-samples N\n"
 		"                      of them, default 8; 0: all)\n"
 		"  --bias-correction on|off  correct conv biases for the mean shift of their\n"
-		"                      int8 weights (calibration input means; default off)\n"
+		"                      int8 weights (calibration input means; default: on\n"
+		"                      for int16 nodes only)\n"
 		"  --eval-dir DIR      accuracy against fp32 (cosine, SQNR per output) over every\n"
 		"                      DIR/*.npy (a one-input model): data calibration never saw\n"
 		"  --keep-fp32 NODES   keep these nodes (comma-separated, names as --explain\n"
 		"                      shows them) in fp32 on the CPU\n"
 		"  --accuracy-target COS  mixed precision: hold out the last quarter of the\n"
-		"                      calibration samples, calibrate on the rest, and keep the\n"
-		"                      NPU nodes whose int8 error alone hurts the outputs most\n"
-		"                      in fp32 on the CPU until the outputs' cosine against\n"
+		"                      calibration samples, calibrate on the rest, and promote\n"
+		"                      the NPU nodes whose int8 error alone hurts the outputs\n"
+		"                      most to int16, then (if that is not enough) keep them\n"
+		"                      in fp32 on the CPU, until the outputs' cosine against\n"
 		"                      fp32 on the held-out samples reaches COS (0..1]\n"
+		"  --int16 NODES       run these nodes (comma-separated, names as --explain\n"
+		"                      shows them) with int16 activations (16x8 mode)\n"
+		"  --precision P       int8 (default) or int16: every node with an int16 form\n"
 		"Prints the MACs on the NPU, the device memory plan and the accuracy of the\n"
 		"int8 model against the fp32 CPU model on one random input.\n");
 }
@@ -316,6 +322,13 @@ static void mixed_precision(struct npu_plan *plan, bool json)
 			json_num(mp.kept_sqnr_db[i]);
 			printf("}");
 		}
+		printf("], \"holdout_cosine_int16\": ");
+		json_num(mp.holdout_cosine_int16);
+		printf(", \"int16\": [");
+		for (i = 0; i < mp.num_int16; i++) {
+			printf("%s", i ? ", " : "");
+			npu_cli_json_string(stdout, mp.int16[i]);
+		}
 		printf("]}");
 		return;
 	}
@@ -330,7 +343,13 @@ static void mixed_precision(struct npu_plan *plan, bool json)
 	printf("accuracy target %g: cosine against fp32 on %zu held-out sample(s) (calibrated on the other %zu): int8 %.5f -> %.5f, %s after %zu compilation(s)\n",
 	       mp.target, mp.holdout_samples, mp.calib_samples, mp.holdout_cosine_int8,
 	       mp.holdout_cosine, mp.reached ? "reached" : "NOT reached", mp.compilations);
-	printf("  %zu node(s) kept in fp32 on the CPU, most sensitive first (output SQNR with only that node in int8):",
+	if (mp.holdout_cosine_int16 > 0)
+		printf("  with int16 alone (no node in fp32) the best held-out cosine was %.5f\n",
+		       mp.holdout_cosine_int16);
+	printf("  %zu node(s) promoted to int16 (16x8 mode):", mp.num_int16);
+	for (i = 0; i < mp.num_int16; i++)
+		printf("%s %s", i ? "," : "", mp.int16[i]);
+	printf("\n  %zu node(s) kept in fp32 on the CPU, most sensitive first (output SQNR with only that node in int8):",
 	       mp.num_kept);
 	for (i = 0; i < mp.num_kept; i++)
 		printf("%s %s (%.1f dB)", i ? "," : "", mp.kept[i], mp.kept_sqnr_db[i]);
@@ -437,10 +456,18 @@ int npu_cmd_compile(int argc, char **argv)
 				fprintf(stderr, "npu compile: --bias-correction '%s': expected on or off\n", v);
 				return 2;
 			}
-			mo.bias_correction = !strcmp(v, "on");
+			mo.bias_correction = !strcmp(v, "on") ? 1 : -1;
 			i++;
 		} else if (v && !strcmp(a, "--keep-fp32")) {
 			mo.keep_fp32 = v, i++;
+		} else if (v && !strcmp(a, "--int16")) {
+			mo.int16 = v, i++;
+		} else if (v && !strcmp(a, "--precision")) {
+			if (strcmp(v, "int8") && strcmp(v, "int16")) {
+				fprintf(stderr, "npu compile: --precision '%s': expected int8 or int16\n", v);
+				return 2;
+			}
+			mo.precision = v, i++;
 		} else if (v && !strcmp(a, "--accuracy-target")) {
 			char *end;
 

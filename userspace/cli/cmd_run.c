@@ -19,6 +19,7 @@ struct run_args {
 	const char *model;
 	const char *device;
 	const char *calib_dir;	/* NPU devices: --calib-dir DIR or --calib random */
+	const char *int16, *precision;	/* --int16 NODES, --precision int8|int16 */
 	int calib_random;
 	const char *inputs[MAX_ARGS];
 	size_t num_inputs;
@@ -47,6 +48,7 @@ static void run_usage(FILE *out)
 		"               [--shape NAME=DIMS]... [--output-dir DIR] [--threads N]\n"
 		"               [--repeat N] [--profile] [--quiet]\n"
 		"               [--calib-dir DIR | --calib random]   (sim, accel: see npu compile)\n"
+		"               [--int16 NODE[,NODE]...] [--precision int8|int16]   (see npu compile)\n"
 		"               [--remote http://HOST:PORT --remote-model NAME [--remote-version V]\n"
 		"                [--remote-timeout S] [--link MBIT[,RTT_MS] | --link-rtt MS] [--upload-inputs]]\n\n"
 		"Runs the model and writes DIR/<output name>.npy for every output\n"
@@ -155,6 +157,14 @@ static int parse_run_args(int argc, char **argv, struct run_args *a)
 				a->calib_random = 1;
 			} else if (!strcmp(o, "--calib-dir") || !strcmp(o, "--calib")) {
 				a->calib_dir = v;
+			} else if (!strcmp(o, "--int16")) {
+				a->int16 = v;
+			} else if (!strcmp(o, "--precision")) {
+				if (strcmp(v, "int8") && strcmp(v, "int16")) {
+					fprintf(stderr, "npu run: --precision '%s': expected int8 or int16\n", v);
+					return -1;
+				}
+				a->precision = v;
 			} else if (!strcmp(o, "--input")) {
 				if (a->num_inputs == MAX_ARGS)
 					return -1;
@@ -293,6 +303,8 @@ int npu_cmd_run(int argc, char **argv)
 	opts.device = a.device;
 	opts.calib_dir = a.calib_dir;
 	opts.calib_random = a.calib_random;
+	opts.int16 = a.int16;
+	opts.precision = a.precision;
 	if (npu_cli_open(&cm, a.model, &opts, a.threads, "run"))
 		goto out;
 	m = cm.model;

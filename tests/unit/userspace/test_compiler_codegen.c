@@ -636,7 +636,13 @@ static void test_copy_outside_its_tensors_is_refused(void **state)
  * and as CONV2D with zero insertion and the flipped kernel. With the same
  * per-channel requantization they must agree bit for bit, tiled or not.
  */
-static void run_phases(uint32_t sram_budget, bool with_lut, uint32_t fold)
+/*
+ * in [2][h][w][cin] -> [2][2h][2w][oc]. Narrow layers keep the row phases
+ * apart; a wide one with few output channels joins them into one CONV2D
+ * whose store interleaves the rows (npu_phase_row_cycles()).
+ */
+static void run_phases_of(uint32_t sram_budget, bool with_lut, uint32_t fold, uint32_t h,
+			  uint32_t w, uint32_t cin, uint32_t oc, bool want_joined)
 {
 	struct npu_device_options opts;
 	struct npu_device *dev = NULL;
@@ -646,15 +652,18 @@ static void run_phases(uint32_t sram_budget, bool with_lut, uint32_t fold)
 	struct npu_codegen_target tgt = { 0 };
 	struct npu_job_result jr;
 	struct npu_error err = { 0 };
-	const uint32_t cin = 16, oc = 3, s = 2;
+	const uint32_t s = 2;
 	struct npu_act acts[3];
 	struct npu_lop lops[2];
 	struct npu_segment_program prog = { .acts = acts, .lops = lops };
 	struct quant_arrays q;
-	int32_t bias4[4 * 3], mult4[4 * 3], bias8[4 * 4 * 3], mult8[4 * 4 * 3];
-	uint8_t shift4[4 * 3], shift8[4 * 4 * 3], *arena_map, *const_map, *cmd_map;
-	int8_t wph[2 * 2 * 3 * 16], wzi[3 * 2 * 2 * 16], lut[256], *wfold;
 	uint32_t f = fold ? fold : 1, g;
+	int32_t *bias4 = calloc(4 * oc, 4), *mult4 = calloc(4 * oc, 4);
+	int32_t *bias8 = calloc(4 * f * oc, 4), *mult8 = calloc(4 * f * oc, 4);
+	uint8_t *shift4 = calloc(4 * oc, 1), *shift8 = calloc(4 * f * oc, 1);
+	uint8_t *arena_map, *const_map, *cmd_map;
+	int8_t *wph = calloc(4 * oc, cin), *wzi = calloc(4 * oc, cin), lut[256], *wfold;
+	bool joined;
 	uint64_t arena_bytes = 0;
 	const void *stream;
 	size_t stream_size, i;
@@ -666,8 +675,8 @@ static void run_phases(uint32_t sram_budget, bool with_lut, uint32_t fold)
 	opts.backend = NPU_BACKEND_SIM;
 	opts.flags = NPU_DEVICE_NO_ENV;
 	assert_int_equal(npu_device_open(&opts, &dev, msg, sizeof(msg)), NPU_OK);
-	acts[0] = (struct npu_act){ .n = 2, .h = 9, .w = 8, .c = cin };
-	acts[1] = (struct npu_act){ .n = 2, .h = 18, .w = 16, .c = oc };
+	acts[0] = (struct npu_act){ .n = 2, .h = h, .w = w, .c = cin };
+	acts[1] = (struct npu_act){ .n = 2, .h = 2 * h, .w = 2 * w, .c = oc };
 	acts[2] = acts[1];
 	for (i = 0; i < 3; i++) {
 		acts[i].q.zero_point = (int32_t)(rnd() % 41) - 20;
@@ -676,7 +685,7 @@ static void run_phases(uint32_t sram_budget, bool with_lut, uint32_t fold)
 	}
 	acts[2].q = acts[1].q;
 	prog.num_acts = 3;
-	fill_random(wph, sizeof(wph));
+	fill_random(wph, (size_t)4 * oc * cin);
 	fill_random(lut, sizeof(lut));
 	make_quant(&q, oc, cin);
 	for (dy = 0; dy < s; dy++)
@@ -775,8 +784,11 @@ static void run_phases(uint32_t sram_budget, bool with_lut, uint32_t fold)
 	}
 	assert_int_equal(jr.device_status, NPU_JOB_OK);
 	/* Both count the real MACs: every output element, every input channel. */
-	assert_int_equal(res.lop_macs[0], 2ull * 18 * 16 * oc * cin);
-	printf("# phases, fold %u, sram %u KiB%s: %llu cycles in all\n", f, sram_budget / 1024,
+	assert_int_equal(res.lop_macs[0], 2ull * 2 * h * 2 * w * oc * cin);
+	npu_phase_row_cycles(w, cin, oc, s, s, f, &joined);
+	assert_int_equal(joined, want_joined);
+	printf("# phases %ux%ux%u -> %u, fold %u, sram %u KiB%s%s: %llu cycles in all\n", h, w,
+	       cin, oc, f, sram_budget / 1024, joined ? ", joined" : "",
 	       with_lut ? ", LUT" : "", (unsigned long long)jr.cycles);
 	if (memcmp(arena_map + acts[1].offset, arena_map + acts[2].offset,
 		   npu_act_bytes(&acts[1])))
@@ -790,6 +802,19 @@ static void run_phases(uint32_t sram_budget, bool with_lut, uint32_t fold)
 	npu_device_close(dev);
 	free_quant(&q);
 	free(wfold);
+	free(bias4);
+	free(mult4);
+	free(bias8);
+	free(mult8);
+	free(shift4);
+	free(shift8);
+	free(wph);
+	free(wzi);
+}
+
+static void run_phases(uint32_t sram_budget, bool with_lut, uint32_t fold)
+{
+	run_phases_of(sram_budget, with_lut, fold, 9, 8, 16, 3, false);
 }
 
 static void test_phase_split_transposed_conv_equals_zero_insertion(void **state)
@@ -800,6 +825,12 @@ static void test_phase_split_transposed_conv_equals_zero_insertion(void **state)
 	run_phases(3 * 1024, true, 0);	/* a few input rows per tile */
 	run_phases(NPU_SRAM_SIZE, true, 2);	/* two input pixels per wide pixel */
 	run_phases(6 * 1024, false, 4);
+	/* PP-OCR det's two ConvTranspose layers, fewer rows: joined. */
+	run_phases_of(NPU_SRAM_SIZE, true, 8, 11, 320, 24, 1, true);
+	run_phases_of(NPU_SRAM_SIZE, false, 0, 7, 160, 24, 24, true);
+	run_phases_of(60 * 1024, true, 8, 13, 320, 24, 1, true);	/* several tiles */
+	/* Full size: tall tiles, stored by wide pixel (a DMA row per input row). */
+	run_phases_of(NPU_SRAM_SIZE, true, 8, 320, 320, 24, 1, true);
 }
 
 /*

@@ -25,79 +25,7 @@
 #include "compiler/quant_report.h"
 #include "runtime/npu_runtime.h"
 
-static uint64_t seed;
-
-static float uniform(float lo, float hi)
-{
-	seed = seed * 6364136223846793005ull + 1442695040888963407ull;
-	return lo + (hi - lo) * (float)((seed >> 11) / 9007199254740992.0);
-}
-
-static struct npu_value *val(struct npu_graph *g, const char *name, int rank,
-			     const int64_t *dims)
-{
-	struct npu_value *v = npu_graph_add_value(g, name, NULL);
-
-	assert_non_null(v);
-	v->dtype = NPU_DTYPE_FLOAT;
-	v->shape.rank = rank;
-	memcpy(v->shape.dims, dims, rank * sizeof(*dims));
-	return v;
-}
-
-static struct npu_value *weights(struct npu_graph *g, const char *name, int rank,
-				 const int64_t *dims, float lo, float hi)
-{
-	struct npu_shape s = { .rank = rank };
-	struct npu_tensor *t;
-	int64_t i;
-
-	memcpy(s.dims, dims, rank * sizeof(*dims));
-	t = npu_tensor_create(NPU_DTYPE_FLOAT, &s);
-	assert_non_null(t);
-	for (i = 0; i < npu_shape_numel(&s); i++)
-		((float *)t->data)[i] = uniform(lo, hi);
-	return npu_graph_add_constant(g, name, t, NULL);
-}
-
-static struct npu_node *add(struct npu_graph *g, const char *op, const char *name,
-			    struct npu_value **in, size_t nin, struct npu_value *out)
-{
-	struct npu_node *n = npu_graph_add_node(g, op, "", name, nin, 1, NULL);
-
-	assert_non_null(n);
-	n->opset = 14;	/* HardSwish exists since opset 14 */
-	memcpy(n->inputs, in, nin * sizeof(*in));
-	n->outputs[0] = out;
-	out->producer = n;
-	return n;
-}
-
-static void set_ints(struct npu_node *n, const char *name, const int64_t *v, size_t count)
-{
-	struct npu_attr *a;
-
-	n->attrs = realloc(n->attrs, (n->num_attrs + 1) * sizeof(*n->attrs));
-	a = &n->attrs[n->num_attrs++];
-	memset(a, 0, sizeof(*a));
-	a->name = strdup(name);
-	a->type = NPU_ATTR_INTS;
-	a->ints = malloc(count * sizeof(*v));
-	memcpy(a->ints, v, count * sizeof(*v));
-	a->count = count;
-}
-
-static void set_int(struct npu_node *n, const char *name, int64_t v)
-{
-	struct npu_attr *a;
-
-	n->attrs = realloc(n->attrs, (n->num_attrs + 1) * sizeof(*n->attrs));
-	a = &n->attrs[n->num_attrs++];
-	memset(a, 0, sizeof(*a));
-	a->name = strdup(name);
-	a->type = NPU_ATTR_INT;
-	a->i = v;
-}
+#include "graph_builder.h"
 
 /*
  * x[1,8,20,20] -> Conv3x3(16)+BN+Relu -> MaxPool2 -> DWConv3x3+HardSwish
@@ -114,13 +42,13 @@ static struct npu_graph *build_cnn(void)
 	const int64_t w2[4] = { 16, 16, 1, 1 }, c16[1] = { 16 }, wfc[2] = { 16, 10 };
 	const int64_t c10[1] = { 10 }, k3[2] = { 3, 3 }, k2[2] = { 2, 2 };
 	const int64_t pads1[4] = { 1, 1, 1, 1 };
-	struct npu_value *x = val(g, "x", 4, x_d), *in[5];
-	struct npu_value *c1 = val(g, "c1", 4, c1_d), *bn = val(g, "bn", 4, c1_d);
-	struct npu_value *r1 = val(g, "r1", 4, c1_d), *p1 = val(g, "p1", 4, p_d);
-	struct npu_value *dw = val(g, "dw", 4, p_d), *hs = val(g, "hs", 4, p_d);
-	struct npu_value *c2 = val(g, "c2", 4, p_d), *sum = val(g, "sum", 4, p_d);
-	struct npu_value *gap = val(g, "gap", 4, g_d), *flat = val(g, "flat", 2, f_d);
-	struct npu_value *fc = val(g, "fc", 2, o_d), *prob = val(g, "prob", 2, o_d);
+	struct npu_value *x = gb_value(g, "x", 4, x_d), *in[5];
+	struct npu_value *c1 = gb_value(g, "c1", 4, c1_d), *bn = gb_value(g, "bn", 4, c1_d);
+	struct npu_value *r1 = gb_value(g, "r1", 4, c1_d), *p1 = gb_value(g, "p1", 4, p_d);
+	struct npu_value *dw = gb_value(g, "dw", 4, p_d), *hs = gb_value(g, "hs", 4, p_d);
+	struct npu_value *c2 = gb_value(g, "c2", 4, p_d), *sum = gb_value(g, "sum", 4, p_d);
+	struct npu_value *gap = gb_value(g, "gap", 4, g_d), *flat = gb_value(g, "flat", 2, f_d);
+	struct npu_value *fc = gb_value(g, "fc", 2, o_d), *prob = gb_value(g, "prob", 2, o_d);
 	struct npu_node *n;
 
 	x->is_graph_input = true;
@@ -133,42 +61,42 @@ static struct npu_graph *build_cnn(void)
 	prob->is_graph_output = true;
 
 	in[0] = x;
-	in[1] = weights(g, "w1", 4, w1, -0.3f, 0.3f);
-	in[2] = weights(g, "b1", 1, c16, -0.1f, 0.1f);
-	n = add(g, "Conv", "conv1", in, 3, c1);
-	set_ints(n, "kernel_shape", k3, 2);
-	set_ints(n, "pads", pads1, 4);
+	in[1] = gb_weights(g, "w1", 4, w1, -0.3f, 0.3f);
+	in[2] = gb_weights(g, "b1", 1, c16, -0.1f, 0.1f);
+	n = gb_node(g, "Conv", "conv1", in, 3, c1);
+	gb_set_ints(n, "kernel_shape", k3, 2);
+	gb_set_ints(n, "pads", pads1, 4);
 	in[0] = c1;
-	in[1] = weights(g, "gamma", 1, c16, 0.5f, 1.5f);
-	in[2] = weights(g, "beta", 1, c16, -0.2f, 0.2f);
-	in[3] = weights(g, "mean", 1, c16, -0.1f, 0.1f);
-	in[4] = weights(g, "var", 1, c16, 0.5f, 2.0f);
-	add(g, "BatchNormalization", "bn1", in, 5, bn);
-	add(g, "Relu", "relu1", &bn, 1, r1);
-	n = add(g, "MaxPool", "pool1", &r1, 1, p1);
-	set_ints(n, "kernel_shape", k2, 2);
-	set_ints(n, "strides", k2, 2);
+	in[1] = gb_weights(g, "gamma", 1, c16, 0.5f, 1.5f);
+	in[2] = gb_weights(g, "beta", 1, c16, -0.2f, 0.2f);
+	in[3] = gb_weights(g, "mean", 1, c16, -0.1f, 0.1f);
+	in[4] = gb_weights(g, "var", 1, c16, 0.5f, 2.0f);
+	gb_node(g, "BatchNormalization", "bn1", in, 5, bn);
+	gb_node(g, "Relu", "relu1", &bn, 1, r1);
+	n = gb_node(g, "MaxPool", "pool1", &r1, 1, p1);
+	gb_set_ints(n, "kernel_shape", k2, 2);
+	gb_set_ints(n, "strides", k2, 2);
 	in[0] = p1;
-	in[1] = weights(g, "wdw", 4, wdw, -0.5f, 0.5f);
-	n = add(g, "Conv", "dwconv", in, 2, dw);
-	set_ints(n, "kernel_shape", k3, 2);
-	set_ints(n, "pads", pads1, 4);
-	set_int(n, "group", 16);
-	add(g, "HardSwish", "hswish", &dw, 1, hs);
+	in[1] = gb_weights(g, "wdw", 4, wdw, -0.5f, 0.5f);
+	n = gb_node(g, "Conv", "dwconv", in, 2, dw);
+	gb_set_ints(n, "kernel_shape", k3, 2);
+	gb_set_ints(n, "pads", pads1, 4);
+	gb_set_int(n, "group", 16);
+	gb_node(g, "HardSwish", "hswish", &dw, 1, hs);
 	in[0] = hs;
-	in[1] = weights(g, "w2", 4, w2, -0.4f, 0.4f);
-	in[2] = weights(g, "b2", 1, c16, -0.1f, 0.1f);
-	add(g, "Conv", "conv2", in, 3, c2);
+	in[1] = gb_weights(g, "w2", 4, w2, -0.4f, 0.4f);
+	in[2] = gb_weights(g, "b2", 1, c16, -0.1f, 0.1f);
+	gb_node(g, "Conv", "conv2", in, 3, c2);
 	in[0] = c2;
 	in[1] = p1;
-	add(g, "Add", "residual", in, 2, sum);
-	add(g, "GlobalAveragePool", "gap", &sum, 1, gap);
-	add(g, "Flatten", "flatten", &gap, 1, flat);
+	gb_node(g, "Add", "residual", in, 2, sum);
+	gb_node(g, "GlobalAveragePool", "gap", &sum, 1, gap);
+	gb_node(g, "Flatten", "flatten", &gap, 1, flat);
 	in[0] = flat;
-	in[1] = weights(g, "wfc", 2, wfc, -0.5f, 0.5f);
-	in[2] = weights(g, "bfc", 1, c10, -0.1f, 0.1f);
-	add(g, "Gemm", "fc", in, 3, fc);
-	add(g, "Softmax", "softmax", &fc, 1, prob);
+	in[1] = gb_weights(g, "wfc", 2, wfc, -0.5f, 0.5f);
+	in[2] = gb_weights(g, "bfc", 1, c10, -0.1f, 0.1f);
+	gb_node(g, "Gemm", "fc", in, 3, fc);
+	gb_node(g, "Softmax", "softmax", &fc, 1, prob);
 	return g;
 }
 
@@ -218,14 +146,14 @@ static void test_cnn_int8_on_sim_matches_fp32(void **state)
 	int k;
 
 	(void)state;
-	seed = 7;
+	gb_seed = 7;
 	ref = build_cnn();
-	seed = 7;
-	g = build_cnn();	/* same weights: same seed sequence */
-	seed = 99;
+	gb_seed = 7;
+	g = build_cnn();	/* same weights: same gb_seed sequence */
+	gb_seed = 99;
 	x = npu_tensor_create(NPU_DTYPE_FLOAT, &g->inputs[0]->shape);
 	for (k = 0; k < 8 * 20 * 20; k++)
-		((float *)x->data)[k] = uniform(-1.5f, 1.5f);
+		((float *)x->data)[k] = gb_uniform(-1.5f, 1.5f);
 	assert_int_equal(npu_graph_sort(ref, &err), NPU_OK);
 	if (npu_graph_infer(ref, true, &err) != NPU_OK)
 		fail_msg("infer: %s", err.msg);
@@ -305,7 +233,7 @@ static struct npu_graph *inferred_cnn(void)
 	struct npu_error err = { 0 };
 	struct npu_graph *g;
 
-	seed = 7;
+	gb_seed = 7;
 	g = build_cnn();
 	assert_int_equal(npu_graph_sort(g, &err), NPU_OK);
 	assert_int_equal(npu_graph_infer(g, true, &err), NPU_OK);
@@ -351,10 +279,10 @@ static void test_npub_round_trip_is_bit_identical(void **state)
 	(void)state;
 	assert_true(fd >= 0);
 	close(fd);
-	seed = 99;
+	gb_seed = 99;
 	x = npu_tensor_create(NPU_DTYPE_FLOAT, &g->inputs[0]->shape);
 	for (k = 0; k < 8 * 20 * 20; k++)
-		((float *)x->data)[k] = uniform(-1.5f, 1.5f);
+		((float *)x->data)[k] = gb_uniform(-1.5f, 1.5f);
 	npu_compile_options_init(&o);
 	o.runner = &npu_exec_graph_runner;
 	o.device = dev;
@@ -539,11 +467,11 @@ static void test_concurrent_contexts_on_threads_agree(void **state)
 	int i, k;
 
 	(void)state;
-	seed = 99;
+	gb_seed = 99;
 	w[0].x = npu_tensor_create(NPU_DTYPE_FLOAT, &(struct npu_shape){ .rank = 4,
 							.dims = { 1, 8, 20, 20 } });
 	for (k = 0; k < 8 * 20 * 20; k++)
-		((float *)w[0].x->data)[k] = uniform(-1.5f, 1.5f);
+		((float *)w[0].x->data)[k] = gb_uniform(-1.5f, 1.5f);
 	for (i = 0; i < 3; i++) {
 		w[i].g = inferred_cnn();	/* built here: build_cnn's PRNG is not shared */
 		w[i].x = w[0].x;
@@ -583,9 +511,9 @@ static void test_cpu_work_overlaps_an_npu_segment(void **state)
 	/* Large enough that the cost model keeps the conv on the NPU. */
 	const int64_t x_d[4] = { 1, 32, 48, 48 }, y_d[4] = { 1, 64, 48, 48 };
 	const int64_t w_d[4] = { 64, 32, 3, 3 }, pads[4] = { 1, 1, 1, 1 }, k3[2] = { 3, 3 };
-	struct npu_value *x = val(g, "x", 4, x_d), *in[2];
-	struct npu_value *c = val(g, "c", 4, y_d), *r = val(g, "r", 4, y_d);
-	struct npu_value *sm = val(g, "sm", 4, x_d);
+	struct npu_value *x = gb_value(g, "x", 4, x_d), *in[2];
+	struct npu_value *c = gb_value(g, "c", 4, y_d), *r = gb_value(g, "r", 4, y_d);
+	struct npu_value *sm = gb_value(g, "sm", 4, x_d);
 	struct npu_device *dev = open_sim();
 	struct npu_compile_options o;
 	struct npu_exec_options so = { .threads = 1, .observe = record_op };
@@ -597,7 +525,7 @@ static void test_cpu_work_overlaps_an_npu_segment(void **state)
 	int k;
 
 	(void)state;
-	seed = 5;
+	gb_seed = 5;
 	x->is_graph_input = true;
 	g->inputs = malloc(sizeof(*g->inputs));
 	g->inputs[0] = x;
@@ -607,19 +535,19 @@ static void test_cpu_work_overlaps_an_npu_segment(void **state)
 	g->outputs[1] = r;
 	g->num_outputs = 2;
 	sm->is_graph_output = r->is_graph_output = true;
-	add(g, "Softmax", "softmax", &x, 1, sm);
+	gb_node(g, "Softmax", "softmax", &x, 1, sm);
 	in[0] = x;
-	in[1] = weights(g, "w", 4, w_d, -0.2f, 0.2f);
+	in[1] = gb_weights(g, "w", 4, w_d, -0.2f, 0.2f);
 	{
-		struct npu_node *n = add(g, "Conv", "conv", in, 2, c);
+		struct npu_node *n = gb_node(g, "Conv", "conv", in, 2, c);
 
-		set_ints(n, "kernel_shape", k3, 2);
-		set_ints(n, "pads", pads, 4);
+		gb_set_ints(n, "kernel_shape", k3, 2);
+		gb_set_ints(n, "pads", pads, 4);
 	}
-	add(g, "Relu", "relu", &c, 1, r);
+	gb_node(g, "Relu", "relu", &c, 1, r);
 	xt = npu_tensor_create(NPU_DTYPE_FLOAT, &x->shape);
 	for (k = 0; k < 32 * 48 * 48; k++)
-		((float *)xt->data)[k] = uniform(-1.0f, 1.0f);
+		((float *)xt->data)[k] = gb_uniform(-1.0f, 1.0f);
 	assert_int_equal(npu_graph_sort(g, &err), NPU_OK);
 	assert_int_equal(npu_graph_infer(g, true, &err), NPU_OK);
 	npu_compile_options_init(&o);
@@ -645,7 +573,7 @@ static void test_cpu_work_overlaps_an_npu_segment(void **state)
 static struct npu_value *scalar(struct npu_graph *g, const char *name, float v)
 {
 	const int64_t one[1] = { 1 };
-	struct npu_value *c = weights(g, name, 1, one, 0, 0);
+	struct npu_value *c = gb_weights(g, name, 1, one, 0, 0);
 
 	*(float *)c->constant->data = v;
 	return c;
@@ -668,7 +596,7 @@ static void test_lut_input_range_drops_the_flat_part(void **state)
 
 	(void)state;
 	for (k = 0; k < 3; k++) {
-		struct npu_value *x = val(g, ops[k], 4, d), *y = val(g, outs[k], 4, d);
+		struct npu_value *x = gb_value(g, ops[k], 4, d), *y = gb_value(g, outs[k], 4, d);
 		struct npu_node *n = NULL;
 		struct npu_pw_group grp = { .nodes = &n, .count = 1, .x = x, .y = y };
 		struct npu_qparams in = npu_qparams_from_range(from[k][0], from[k][1]);
@@ -677,7 +605,7 @@ static void test_lut_input_range_drops_the_flat_part(void **state)
 		struct npu_error err = { 0 };
 		float lo, hi;
 
-		n = add(g, ops[k], ops[k], &x, 1, y);
+		n = gb_node(g, ops[k], ops[k], &x, 1, y);
 		assert_int_equal(npu_pointwise_tighten_input(&grp, &in, out, &err), NPU_OK);
 		lo = npu_dequantize_value(-128, in);
 		hi = npu_dequantize_value(127, in);
@@ -707,10 +635,10 @@ static void run_pointwise(bool leak_intermediate)
 {
 	struct npu_graph *g = npu_graph_create("hswish"), *ref;
 	const int64_t x_d[4] = { 1, 16, 32, 32 }, w_d[4] = { 16, 16, 1, 1 };
-	struct npu_value *x = val(g, "x", 4, x_d), *in[3];
-	struct npu_value *c = val(g, "c", 4, x_d), *a = val(g, "a", 4, x_d);
-	struct npu_value *cl = val(g, "cl", 4, x_d), *m = val(g, "m", 4, x_d);
-	struct npu_value *y = val(g, "y", 4, x_d);
+	struct npu_value *x = gb_value(g, "x", 4, x_d), *in[3];
+	struct npu_value *c = gb_value(g, "c", 4, x_d), *a = gb_value(g, "a", 4, x_d);
+	struct npu_value *cl = gb_value(g, "cl", 4, x_d), *m = gb_value(g, "m", 4, x_d);
+	struct npu_value *y = gb_value(g, "y", 4, x_d);
 	struct npu_device *dev = open_sim();
 	struct npu_compile_options o;
 	struct npu_compiled *cmp = NULL;
@@ -719,7 +647,7 @@ static void run_pointwise(bool leak_intermediate)
 	float *want, *got, lo = 1e30f, hi = -1e30f;
 	size_t i, luts = 0, elts = 0, k;
 
-	seed = 11;
+	gb_seed = 11;
 	x->is_graph_input = true;
 	g->inputs = malloc(sizeof(*g->inputs));
 	g->inputs[0] = x;
@@ -733,25 +661,25 @@ static void run_pointwise(bool leak_intermediate)
 		cl->is_graph_output = true;
 	}
 	in[0] = x;
-	in[1] = weights(g, "w", 4, w_d, -0.6f, 0.6f);
-	add(g, "Conv", "conv", in, 2, c);
+	in[1] = gb_weights(g, "w", 4, w_d, -0.6f, 0.6f);
+	gb_node(g, "Conv", "conv", in, 2, c);
 	in[0] = c;
 	in[1] = scalar(g, "three", 3.0f);
-	add(g, "Add", "add3", in, 2, a);
+	gb_node(g, "Add", "add3", in, 2, a);
 	in[0] = a;
 	in[1] = scalar(g, "zero", 0.0f);
 	in[2] = scalar(g, "six", 6.0f);
-	add(g, "Clip", "relu6", in, 3, cl);
+	gb_node(g, "Clip", "relu6", in, 3, cl);
 	in[0] = c;
 	in[1] = cl;
-	add(g, "Mul", "mul", in, 2, m);
+	gb_node(g, "Mul", "mul", in, 2, m);
 	in[0] = m;
 	in[1] = scalar(g, "six_", 6.0f);
-	add(g, "Div", "div6", in, 2, y);
+	gb_node(g, "Div", "div6", in, 2, y);
 
 	xt = npu_tensor_create(NPU_DTYPE_FLOAT, &x->shape);
 	for (k = 0; k < 16 * 32 * 32; k++)
-		((float *)xt->data)[k] = uniform(-3.0f, 3.0f);
+		((float *)xt->data)[k] = gb_uniform(-3.0f, 3.0f);
 	assert_int_equal(npu_graph_sort(g, &err), NPU_OK);
 	assert_int_equal(npu_graph_infer(g, true, &err), NPU_OK);
 	want = malloc(16 * 32 * 32 * sizeof(float));
@@ -842,12 +770,12 @@ static struct npu_graph *build_upsampler(const char *ctm)
 	const int64_t c4[1] = { 4 }, c6[1] = { 6 };
 	const int64_t k3[2] = { 3, 3 }, k2[2] = { 2, 2 }, s2[2] = { 2, 2 };
 	const int64_t pads1[4] = { 1, 1, 1, 1 }, op1[2] = { 1, 1 };
-	struct npu_value *x = val(g, "x", 4, x_d), *in[5];
-	struct npu_value *a = val(g, "a", 4, a_d), *ar = val(g, "ar", 4, a_d);
-	struct npu_value *t = val(g, "t", 4, t_d), *tb = val(g, "tb", 4, t_d);
-	struct npu_value *bn = val(g, "bn", 4, t_d), *br = val(g, "br", 4, t_d);
-	struct npu_value *r = val(g, "r", 4, r_d), *u = val(g, "u", 4, u_d);
-	struct npu_value *l = val(g, "l", 4, l_d), *y = val(g, "y", 4, o_d);
+	struct npu_value *x = gb_value(g, "x", 4, x_d), *in[5];
+	struct npu_value *a = gb_value(g, "a", 4, a_d), *ar = gb_value(g, "ar", 4, a_d);
+	struct npu_value *t = gb_value(g, "t", 4, t_d), *tb = gb_value(g, "tb", 4, t_d);
+	struct npu_value *bn = gb_value(g, "bn", 4, t_d), *br = gb_value(g, "br", 4, t_d);
+	struct npu_value *r = gb_value(g, "r", 4, r_d), *u = gb_value(g, "u", 4, u_d);
+	struct npu_value *l = gb_value(g, "l", 4, l_d), *y = gb_value(g, "y", 4, o_d);
 	struct npu_shape ss = { .rank = 1, .dims = { 4 } };
 	struct npu_tensor *st = npu_tensor_create(NPU_DTYPE_FLOAT, &ss);
 	struct npu_node *n;
@@ -862,27 +790,27 @@ static struct npu_graph *build_upsampler(const char *ctm)
 	y->is_graph_output = true;
 
 	in[0] = x;
-	in[1] = weights(g, "w1", 4, w1, -0.3f, 0.3f);
-	in[2] = weights(g, "b1", 1, c16, -0.1f, 0.1f);
-	n = add(g, "Conv", "conv1", in, 3, a);
-	set_ints(n, "kernel_shape", k3, 2);
-	set_ints(n, "pads", pads1, 4);
-	add(g, "Relu", "relu1", &a, 1, ar);
+	in[1] = gb_weights(g, "w1", 4, w1, -0.3f, 0.3f);
+	in[2] = gb_weights(g, "b1", 1, c16, -0.1f, 0.1f);
+	n = gb_node(g, "Conv", "conv1", in, 3, a);
+	gb_set_ints(n, "kernel_shape", k3, 2);
+	gb_set_ints(n, "pads", pads1, 4);
+	gb_node(g, "Relu", "relu1", &a, 1, ar);
 	in[0] = ar;
-	in[1] = weights(g, "wt1", 4, wt1, -0.4f, 0.4f);
-	n = add(g, "ConvTranspose", "up1", in, 2, t);
-	set_ints(n, "kernel_shape", k2, 2);
-	set_ints(n, "strides", s2, 2);
+	in[1] = gb_weights(g, "wt1", 4, wt1, -0.4f, 0.4f);
+	n = gb_node(g, "ConvTranspose", "up1", in, 2, t);
+	gb_set_ints(n, "kernel_shape", k2, 2);
+	gb_set_ints(n, "strides", s2, 2);
 	in[0] = t;
-	in[1] = weights(g, "tbias", 4, b8, -0.2f, 0.2f);
-	add(g, "Add", "up1_bias", in, 2, tb);
+	in[1] = gb_weights(g, "tbias", 4, b8, -0.2f, 0.2f);
+	gb_node(g, "Add", "up1_bias", in, 2, tb);
 	in[0] = tb;
-	in[1] = weights(g, "gamma", 1, c8, 0.5f, 1.5f);
-	in[2] = weights(g, "beta", 1, c8, -0.2f, 0.2f);
-	in[3] = weights(g, "mean", 1, c8, -0.1f, 0.1f);
-	in[4] = weights(g, "var", 1, c8, 0.5f, 2.0f);
-	add(g, "BatchNormalization", "bn1", in, 5, bn);
-	add(g, "Relu", "relu2", &bn, 1, br);
+	in[1] = gb_weights(g, "gamma", 1, c8, 0.5f, 1.5f);
+	in[2] = gb_weights(g, "beta", 1, c8, -0.2f, 0.2f);
+	in[3] = gb_weights(g, "mean", 1, c8, -0.1f, 0.1f);
+	in[4] = gb_weights(g, "var", 1, c8, 0.5f, 2.0f);
+	gb_node(g, "BatchNormalization", "bn1", in, 5, bn);
+	gb_node(g, "Relu", "relu2", &bn, 1, br);
 	((float *)st->data)[0] = 1;
 	((float *)st->data)[1] = 1;
 	((float *)st->data)[2] = 2;
@@ -890,18 +818,18 @@ static struct npu_graph *build_upsampler(const char *ctm)
 	in[0] = br;
 	in[1] = NULL;
 	in[2] = npu_graph_add_constant(g, "scales2", st, NULL);
-	n = add(g, "Resize", "near", in, 3, r);
+	n = gb_node(g, "Resize", "near", in, 3, r);
 	set_str(n, "mode", "nearest");
 	set_str(n, "coordinate_transformation_mode", "asymmetric");
 	set_str(n, "nearest_mode", "floor");
 	in[0] = r;
-	in[1] = weights(g, "wt2", 4, wt2, -0.3f, 0.3f);
-	in[2] = weights(g, "bt2", 1, c6, -0.1f, 0.1f);
-	n = add(g, "ConvTranspose", "up2", in, 3, u);
-	set_ints(n, "kernel_shape", k3, 2);
-	set_ints(n, "strides", s2, 2);
-	set_ints(n, "pads", pads1, 4);
-	set_ints(n, "output_padding", op1, 2);
+	in[1] = gb_weights(g, "wt2", 4, wt2, -0.3f, 0.3f);
+	in[2] = gb_weights(g, "bt2", 1, c6, -0.1f, 0.1f);
+	n = gb_node(g, "ConvTranspose", "up2", in, 3, u);
+	gb_set_ints(n, "kernel_shape", k3, 2);
+	gb_set_ints(n, "strides", s2, 2);
+	gb_set_ints(n, "pads", pads1, 4);
+	gb_set_ints(n, "output_padding", op1, 2);
 	in[0] = u;
 	in[1] = NULL;
 	in[2] = NULL;
@@ -914,13 +842,13 @@ static struct npu_graph *build_upsampler(const char *ctm)
 		((int64_t *)sz->data)[3] = 61;
 		in[3] = npu_graph_add_constant(g, "sizes_i64", sz, NULL);
 	}
-	n = add(g, "Resize", "lin", in, 4, l);
+	n = gb_node(g, "Resize", "lin", in, 4, l);
 	set_str(n, "mode", "linear");
 	set_str(n, "coordinate_transformation_mode", ctm);
 	in[0] = l;
-	in[1] = weights(g, "w3", 4, w3, -0.5f, 0.5f);
-	in[2] = weights(g, "b3", 1, c4, -0.1f, 0.1f);
-	add(g, "Conv", "conv3", in, 3, y);
+	in[1] = gb_weights(g, "w3", 4, w3, -0.5f, 0.5f);
+	in[2] = gb_weights(g, "b3", 1, c4, -0.1f, 0.1f);
+	gb_node(g, "Conv", "conv3", in, 3, y);
 	return g;
 }
 
@@ -949,14 +877,14 @@ static void test_conv_transpose_and_resize_on_sim_match_fp32(void **state)
 		double dot = 0, n1 = 0, n2 = 0, range = 0, worst = 0;
 		size_t i, on_npu = 0;
 
-		seed = 11;
+		gb_seed = 11;
 		ref = build_upsampler(modes[m]);
-		seed = 11;
+		gb_seed = 11;
 		g = build_upsampler(modes[m]);
-		seed = 5;
+		gb_seed = 5;
 		x = npu_tensor_create(NPU_DTYPE_FLOAT, &g->inputs[0]->shape);
 		for (i = 0; i < 8 * 10 * 12; i++)
-			((float *)x->data)[i] = uniform(-1.5f, 1.5f);
+			((float *)x->data)[i] = gb_uniform(-1.5f, 1.5f);
 		assert_int_equal(npu_graph_sort(ref, &err), NPU_OK);
 		if (npu_graph_infer(ref, true, &err) != NPU_OK)
 			fail_msg("infer: %s", err.msg);
@@ -1035,13 +963,13 @@ static struct npu_graph *build_fpn_concat(void)
 	const int64_t wc[4] = { 32, 18, 1, 1 }, wd[4] = { 32, 14, 1, 1 };
 	const int64_t c12[1] = { 12 }, c32[1] = { 32 }, wfc[2] = { 32, 10 }, c10[1] = { 10 };
 	const int64_t k3[2] = { 3, 3 }, pads1[4] = { 1, 1, 1, 1 };
-	struct npu_value *x = val(g, "x", 4, x_d), *in[3];
-	struct npu_value *a0 = val(g, "a0", 4, ab_d), *a = val(g, "a", 4, ab_d);
-	struct npu_value *b = val(g, "b", 4, ab_d), *cat = val(g, "cat", 4, cat_d);
-	struct npu_value *s0 = val(g, "s0", 4, s0_d), *s1 = val(g, "s1", 4, s1_d);
-	struct npu_value *c = val(g, "c", 4, c_d), *d = val(g, "d", 4, c_d);
-	struct npu_value *h = val(g, "h", 4, h_d), *gap = val(g, "gap", 4, g_d);
-	struct npu_value *flat = val(g, "flat", 2, f_d), *y = val(g, "y", 2, o_d);
+	struct npu_value *x = gb_value(g, "x", 4, x_d), *in[3];
+	struct npu_value *a0 = gb_value(g, "a0", 4, ab_d), *a = gb_value(g, "a", 4, ab_d);
+	struct npu_value *b = gb_value(g, "b", 4, ab_d), *cat = gb_value(g, "cat", 4, cat_d);
+	struct npu_value *s0 = gb_value(g, "s0", 4, s0_d), *s1 = gb_value(g, "s1", 4, s1_d);
+	struct npu_value *c = gb_value(g, "c", 4, c_d), *d = gb_value(g, "d", 4, c_d);
+	struct npu_value *h = gb_value(g, "h", 4, h_d), *gap = gb_value(g, "gap", 4, g_d);
+	struct npu_value *flat = gb_value(g, "flat", 2, f_d), *y = gb_value(g, "y", 2, o_d);
 	struct npu_shape ss = { .rank = 1, .dims = { 2 } };
 	struct npu_tensor *split = npu_tensor_create(NPU_DTYPE_INT64, &ss);
 	struct npu_node *n;
@@ -1056,20 +984,20 @@ static struct npu_graph *build_fpn_concat(void)
 	y->is_graph_output = true;
 
 	in[0] = x;
-	in[1] = weights(g, "wa", 4, wa, -0.4f, 0.4f);
-	in[2] = weights(g, "ba", 1, c12, -0.1f, 0.1f);
-	add(g, "Conv", "conv_a", in, 3, a0);
-	add(g, "Relu", "relu_a", &a0, 1, a);
-	in[1] = weights(g, "wb", 4, wb, -0.2f, 0.2f);
-	in[2] = weights(g, "bb", 1, c12, -0.1f, 0.1f);
-	n = add(g, "Conv", "conv_b", in, 3, b);
-	set_ints(n, "kernel_shape", k3, 2);
-	set_ints(n, "pads", pads1, 4);
+	in[1] = gb_weights(g, "wa", 4, wa, -0.4f, 0.4f);
+	in[2] = gb_weights(g, "ba", 1, c12, -0.1f, 0.1f);
+	gb_node(g, "Conv", "conv_a", in, 3, a0);
+	gb_node(g, "Relu", "relu_a", &a0, 1, a);
+	in[1] = gb_weights(g, "wb", 4, wb, -0.2f, 0.2f);
+	in[2] = gb_weights(g, "bb", 1, c12, -0.1f, 0.1f);
+	n = gb_node(g, "Conv", "conv_b", in, 3, b);
+	gb_set_ints(n, "kernel_shape", k3, 2);
+	gb_set_ints(n, "pads", pads1, 4);
 	in[0] = a;
 	in[1] = x;
 	in[2] = b;
-	n = add(g, "Concat", "cat_c", in, 3, cat);
-	set_int(n, "axis", 1);
+	n = gb_node(g, "Concat", "cat_c", in, 3, cat);
+	gb_set_int(n, "axis", 1);
 	((int64_t *)split->data)[0] = 14;
 	((int64_t *)split->data)[1] = 18;
 	n = npu_graph_add_node(g, "Split", "", "split", 2, 2, NULL);
@@ -1080,25 +1008,25 @@ static struct npu_graph *build_fpn_concat(void)
 	n->outputs[0] = s0;
 	n->outputs[1] = s1;
 	s0->producer = s1->producer = n;
-	set_int(n, "axis", 1);
+	gb_set_int(n, "axis", 1);
 	in[0] = s1;
-	in[1] = weights(g, "wc", 4, wc, -0.3f, 0.3f);
-	in[2] = weights(g, "bc", 1, c32, -0.1f, 0.1f);
-	add(g, "Conv", "conv_c", in, 3, c);
+	in[1] = gb_weights(g, "wc", 4, wc, -0.3f, 0.3f);
+	in[2] = gb_weights(g, "bc", 1, c32, -0.1f, 0.1f);
+	gb_node(g, "Conv", "conv_c", in, 3, c);
 	in[0] = s0;
-	in[1] = weights(g, "wd", 4, wd, -0.3f, 0.3f);
-	in[2] = weights(g, "bd", 1, c32, -0.1f, 0.1f);
-	add(g, "Conv", "conv_d", in, 3, d);
+	in[1] = gb_weights(g, "wd", 4, wd, -0.3f, 0.3f);
+	in[2] = gb_weights(g, "bd", 1, c32, -0.1f, 0.1f);
+	gb_node(g, "Conv", "conv_d", in, 3, d);
 	in[0] = c;
 	in[1] = d;
-	n = add(g, "Concat", "cat_h", in, 2, h);
-	set_int(n, "axis", 2);
-	add(g, "GlobalAveragePool", "gap", &h, 1, gap);
-	add(g, "Flatten", "flatten", &gap, 1, flat);
+	n = gb_node(g, "Concat", "cat_h", in, 2, h);
+	gb_set_int(n, "axis", 2);
+	gb_node(g, "GlobalAveragePool", "gap", &h, 1, gap);
+	gb_node(g, "Flatten", "flatten", &gap, 1, flat);
 	in[0] = flat;
-	in[1] = weights(g, "wfc", 2, wfc, -0.5f, 0.5f);
-	in[2] = weights(g, "bfc", 1, c10, -0.1f, 0.1f);
-	add(g, "Gemm", "fc", in, 3, y);
+	in[1] = gb_weights(g, "wfc", 2, wfc, -0.5f, 0.5f);
+	in[2] = gb_weights(g, "bfc", 1, c10, -0.1f, 0.1f);
+	gb_node(g, "Gemm", "fc", in, 3, y);
 	return g;
 }
 
@@ -1115,14 +1043,14 @@ static void test_concat_split_and_big_global_pool_on_sim_match_fp32(void **state
 	size_t i, copies = 0, pools = 0;
 
 	(void)state;
-	seed = 3;
+	gb_seed = 3;
 	ref = build_fpn_concat();
-	seed = 3;
+	gb_seed = 3;
 	g = build_fpn_concat();
-	seed = 8;
+	gb_seed = 8;
 	x = npu_tensor_create(NPU_DTYPE_FLOAT, &g->inputs[0]->shape);
 	for (i = 0; i < 8 * 100 * 200; i++)
-		((float *)x->data)[i] = uniform(-1.0f, 2.0f);
+		((float *)x->data)[i] = gb_uniform(-1.0f, 2.0f);
 	assert_int_equal(npu_graph_sort(ref, &err), NPU_OK);
 	if (npu_graph_infer(ref, true, &err) != NPU_OK)
 		fail_msg("infer: %s", err.msg);
@@ -1180,8 +1108,8 @@ static void test_cpu_node_between_segments_reports_the_split(void **state)
 {
 	struct npu_graph *g = npu_graph_create("split");
 	const int64_t x_d[4] = { 1, 4, 6, 6 }, w_d[4] = { 4, 4, 1, 1 }, c4[1] = { 4 };
-	struct npu_value *x = val(g, "x", 4, x_d), *a = val(g, "a", 4, x_d);
-	struct npu_value *sm = val(g, "sm", 4, x_d), *y = val(g, "y", 4, x_d), *in[3];
+	struct npu_value *x = gb_value(g, "x", 4, x_d), *a = gb_value(g, "a", 4, x_d);
+	struct npu_value *sm = gb_value(g, "sm", 4, x_d), *y = gb_value(g, "y", 4, x_d), *in[3];
 	struct npu_compile_options o;
 	struct npu_device *dev = open_sim();
 	struct npu_compiled *c = NULL;
@@ -1190,7 +1118,7 @@ static void test_cpu_node_between_segments_reports_the_split(void **state)
 	size_t i, found = 0;
 
 	(void)state;
-	seed = 21;
+	gb_seed = 21;
 	x->is_graph_input = true;
 	g->inputs = malloc(sizeof(*g->inputs));
 	g->inputs[0] = x;
@@ -1200,17 +1128,17 @@ static void test_cpu_node_between_segments_reports_the_split(void **state)
 	g->num_outputs = 1;
 	y->is_graph_output = true;
 	in[0] = x;
-	in[1] = weights(g, "w1", 4, w_d, -0.5f, 0.5f);
-	in[2] = weights(g, "b1", 1, c4, -0.1f, 0.1f);
-	add(g, "Conv", "conv1", in, 3, a);
-	set_int(add(g, "Softmax", "softmax", &a, 1, sm), "axis", 1);
+	in[1] = gb_weights(g, "w1", 4, w_d, -0.5f, 0.5f);
+	in[2] = gb_weights(g, "b1", 1, c4, -0.1f, 0.1f);
+	gb_node(g, "Conv", "conv1", in, 3, a);
+	gb_set_int(gb_node(g, "Softmax", "softmax", &a, 1, sm), "axis", 1);
 	in[0] = sm;
-	in[1] = weights(g, "w2", 4, w_d, -0.5f, 0.5f);
-	in[2] = weights(g, "b2", 1, c4, -0.1f, 0.1f);
-	add(g, "Conv", "conv2", in, 3, y);
+	in[1] = gb_weights(g, "w2", 4, w_d, -0.5f, 0.5f);
+	in[2] = gb_weights(g, "b2", 1, c4, -0.1f, 0.1f);
+	gb_node(g, "Conv", "conv2", in, 3, y);
 	t = npu_tensor_create(NPU_DTYPE_FLOAT, &x->shape);
 	for (i = 0; i < 4 * 36; i++)
-		((float *)t->data)[i] = uniform(-1.0f, 1.0f);
+		((float *)t->data)[i] = gb_uniform(-1.0f, 1.0f);
 	npu_compile_options_init(&o);
 	o.runner = &npu_exec_graph_runner;
 	o.device = dev;
@@ -1252,12 +1180,12 @@ static struct npu_graph *build_layernorm(void)
 	struct npu_graph *g = npu_graph_create("layernorm");
 	const int64_t x_d[3] = { 1, 12, 40 }, m_d[3] = { 1, 12, 1 }, y_d[3] = { 1, 12, 16 };
 	const int64_t w1[2] = { 40, 40 }, w2[2] = { 40, 16 }, c40[1] = { 40 }, last[1] = { -1 };
-	struct npu_value *x = val(g, "x", 3, x_d), *a = val(g, "a", 3, x_d);
-	struct npu_value *m = val(g, "m", 3, m_d), *d = val(g, "d", 3, x_d);
-	struct npu_value *p = val(g, "p", 3, x_d), *v = val(g, "v", 3, m_d);
-	struct npu_value *ve = val(g, "ve", 3, m_d), *sd = val(g, "sd", 3, m_d);
-	struct npu_value *n = val(g, "n", 3, x_d), *gm = val(g, "gm", 3, x_d);
-	struct npu_value *ln = val(g, "ln", 3, x_d), *y = val(g, "y", 3, y_d), *in[2];
+	struct npu_value *x = gb_value(g, "x", 3, x_d), *a = gb_value(g, "a", 3, x_d);
+	struct npu_value *m = gb_value(g, "m", 3, m_d), *d = gb_value(g, "d", 3, x_d);
+	struct npu_value *p = gb_value(g, "p", 3, x_d), *v = gb_value(g, "v", 3, m_d);
+	struct npu_value *ve = gb_value(g, "ve", 3, m_d), *sd = gb_value(g, "sd", 3, m_d);
+	struct npu_value *n = gb_value(g, "n", 3, x_d), *gm = gb_value(g, "gm", 3, x_d);
+	struct npu_value *ln = gb_value(g, "ln", 3, x_d), *y = gb_value(g, "y", 3, y_d), *in[2];
 
 	x->is_graph_input = true;
 	g->inputs = malloc(sizeof(*g->inputs));
@@ -1268,25 +1196,25 @@ static struct npu_graph *build_layernorm(void)
 	g->num_outputs = 1;
 	y->is_graph_output = true;
 	in[0] = x;
-	in[1] = weights(g, "w1", 2, w1, -0.4f, 0.4f);
-	add(g, "MatMul", "mm1", in, 2, a);
-	set_ints(add(g, "ReduceMean", "mean", &a, 1, m), "axes", last, 1);
+	in[1] = gb_weights(g, "w1", 2, w1, -0.4f, 0.4f);
+	gb_node(g, "MatMul", "mm1", in, 2, a);
+	gb_set_ints(gb_node(g, "ReduceMean", "mean", &a, 1, m), "axes", last, 1);
 	in[0] = a, in[1] = m;
-	add(g, "Sub", "sub", in, 2, d);
+	gb_node(g, "Sub", "sub", in, 2, d);
 	in[0] = d, in[1] = scalar(g, "two", 2.0f);
-	add(g, "Pow", "pow", in, 2, p);
-	set_ints(add(g, "ReduceMean", "var", &p, 1, v), "axes", last, 1);
+	gb_node(g, "Pow", "pow", in, 2, p);
+	gb_set_ints(gb_node(g, "ReduceMean", "var", &p, 1, v), "axes", last, 1);
 	in[0] = v, in[1] = scalar(g, "eps", 1e-5f);
-	add(g, "Add", "add_eps", in, 2, ve);
-	add(g, "Sqrt", "sqrt", &ve, 1, sd);
+	gb_node(g, "Add", "add_eps", in, 2, ve);
+	gb_node(g, "Sqrt", "sqrt", &ve, 1, sd);
 	in[0] = d, in[1] = sd;
-	add(g, "Div", "div", in, 2, n);
-	in[0] = n, in[1] = weights(g, "gamma", 1, c40, 0.5f, 1.5f);
-	add(g, "Mul", "gamma_mul", in, 2, gm);
-	in[0] = gm, in[1] = weights(g, "beta", 1, c40, -0.3f, 0.3f);
-	add(g, "Add", "beta_add", in, 2, ln);
-	in[0] = ln, in[1] = weights(g, "w2", 2, w2, -0.4f, 0.4f);
-	add(g, "MatMul", "mm2", in, 2, y);
+	gb_node(g, "Div", "div", in, 2, n);
+	in[0] = n, in[1] = gb_weights(g, "gamma", 1, c40, 0.5f, 1.5f);
+	gb_node(g, "Mul", "gamma_mul", in, 2, gm);
+	in[0] = gm, in[1] = gb_weights(g, "beta", 1, c40, -0.3f, 0.3f);
+	gb_node(g, "Add", "beta_add", in, 2, ln);
+	in[0] = ln, in[1] = gb_weights(g, "w2", 2, w2, -0.4f, 0.4f);
+	gb_node(g, "MatMul", "mm2", in, 2, y);
 	return g;
 }
 
@@ -1303,13 +1231,13 @@ static void test_layernorm_pattern_runs_as_layernorm(void **state)
 	size_t i, lns = 0;
 
 	(void)state;
-	seed = 31;
+	gb_seed = 31;
 	ref = build_layernorm();
-	seed = 31;
+	gb_seed = 31;
 	g = build_layernorm();
 	x = npu_tensor_create(NPU_DTYPE_FLOAT, &g->inputs[0]->shape);
 	for (i = 0; i < 12 * 40; i++)
-		((float *)x->data)[i] = uniform(-2.0f, 2.0f) + (float)(i / 40) * 0.3f;
+		((float *)x->data)[i] = gb_uniform(-2.0f, 2.0f) + (float)(i / 40) * 0.3f;
 	assert_int_equal(npu_graph_sort(ref, &err), NPU_OK);
 	assert_int_equal(npu_graph_infer(ref, true, &err), NPU_OK);
 	run_graph(ref, x, want);
@@ -1379,11 +1307,11 @@ static void test_reductions_run_as_reduce(void **state)
 	(void)state;
 	for (k = 0; k < 2; k++) {
 		struct npu_graph *g = npu_graph_create("reduce");
-		struct npu_value *xv = val(g, "x", 3, x_d), *a = val(g, "a", 3, x_d);
-		struct npu_value *m = val(g, "m", 3, m_d), *mx = val(g, "mx", 3, m_d);
-		struct npu_value *y = val(g, "y", 3, m_d), *in[2];
+		struct npu_value *xv = gb_value(g, "x", 3, x_d), *a = gb_value(g, "a", 3, x_d);
+		struct npu_value *m = gb_value(g, "m", 3, m_d), *mx = gb_value(g, "mx", 3, m_d);
+		struct npu_value *y = gb_value(g, "y", 3, m_d), *in[2];
 
-		seed = 41;
+		gb_seed = 41;
 		xv->is_graph_input = true;
 		g->inputs = malloc(sizeof(*g->inputs));
 		g->inputs[0] = xv;
@@ -1393,19 +1321,19 @@ static void test_reductions_run_as_reduce(void **state)
 		g->num_outputs = 1;
 		y->is_graph_output = true;
 		in[0] = xv;
-		in[1] = weights(g, "w1", 2, w1, -0.4f, 0.4f);
-		add(g, "MatMul", "mm1", in, 2, a);
-		set_ints(add(g, "ReduceMean", "mean", &a, 1, m), "axes", last, 1);
-		set_ints(add(g, "ReduceMax", "max", &a, 1, mx), "axes", last, 1);
+		in[1] = gb_weights(g, "w1", 2, w1, -0.4f, 0.4f);
+		gb_node(g, "MatMul", "mm1", in, 2, a);
+		gb_set_ints(gb_node(g, "ReduceMean", "mean", &a, 1, m), "axes", last, 1);
+		gb_set_ints(gb_node(g, "ReduceMax", "max", &a, 1, mx), "axes", last, 1);
 		in[0] = m, in[1] = mx;
-		add(g, "Add", "sum", in, 2, y);
+		gb_node(g, "Add", "sum", in, 2, y);
 		assert_int_equal(npu_graph_sort(g, &err), NPU_OK);
 		assert_int_equal(npu_graph_infer(g, true, &err), NPU_OK);
 		gs[k] = g;
 	}
 	x = npu_tensor_create(NPU_DTYPE_FLOAT, &gs[0]->inputs[0]->shape);
 	for (i = 0; i < 12 * 40; i++)
-		((float *)x->data)[i] = uniform(-2.0f, 2.0f);
+		((float *)x->data)[i] = gb_uniform(-2.0f, 2.0f);
 	run_graph(gs[0], x, want);
 
 	npu_compile_options_init(&o);
@@ -1461,8 +1389,8 @@ static struct npu_graph *build_transposes(int variant)
 	const int64_t y1_d[3] = { 1, 35, 3 }, c8[1] = { 8 }, c4[1] = { 4 };
 	const int64_t wm2[2] = { 35, 3 }, y2_d[3] = { 1, 8, 3 };
 	const int64_t p0[4] = { 0, 2, 3, 1 }, p1[3] = { 0, 2, 1 };
-	struct npu_value *x = val(g, "x", 4, variant ? x1_d : x0_d);
-	struct npu_value *a = val(g, "a", 4, variant ? a1_d : a0_d), *in[3], *y;
+	struct npu_value *x = gb_value(g, "x", 4, variant ? x1_d : x0_d);
+	struct npu_value *a = gb_value(g, "a", 4, variant ? a1_d : a0_d), *in[3], *y;
 	struct npu_node *n;
 
 	x->is_graph_input = true;
@@ -1470,41 +1398,41 @@ static struct npu_graph *build_transposes(int variant)
 	g->inputs[0] = x;
 	g->num_inputs = 1;
 	in[0] = x;
-	in[1] = weights(g, "w1", 4, w1, -0.5f, 0.5f);
-	in[2] = weights(g, "b1", 1, c8, -0.1f, 0.1f);
-	add(g, "Conv", "conv1", in, 3, a);
+	in[1] = gb_weights(g, "w1", 4, w1, -0.5f, 0.5f);
+	in[2] = gb_weights(g, "b1", 1, c8, -0.1f, 0.1f);
+	gb_node(g, "Conv", "conv1", in, 3, a);
 	if (variant == 0) {
-		struct npu_value *t = val(g, "t", 4, t_d);
+		struct npu_value *t = gb_value(g, "t", 4, t_d);
 
-		y = val(g, "y", 4, y0_d);
-		n = add(g, "Transpose", "nhwc_transpose", &a, 1, t);
-		set_ints(n, "perm", p0, 4);
+		y = gb_value(g, "y", 4, y0_d);
+		n = gb_node(g, "Transpose", "nhwc_transpose", &a, 1, t);
+		gb_set_ints(n, "perm", p0, 4);
 		in[0] = t;
-		in[1] = weights(g, "w2", 4, w2, -0.5f, 0.5f);
-		in[2] = weights(g, "b2", 1, c4, -0.1f, 0.1f);
-		add(g, "Conv", "conv2", in, 3, y);
+		in[1] = gb_weights(g, "w2", 4, w2, -0.5f, 0.5f);
+		in[2] = gb_weights(g, "b2", 1, c4, -0.1f, 0.1f);
+		gb_node(g, "Conv", "conv2", in, 3, y);
 	} else {
-		struct npu_value *r = val(g, "r", 3, r_d), *u = val(g, "u", 3, u_d);
+		struct npu_value *r = gb_value(g, "r", 3, r_d), *u = gb_value(g, "u", 3, u_d);
 		struct npu_shape ss = { .rank = 1, .dims = { 3 } };
 		struct npu_tensor *sh = npu_tensor_create(NPU_DTYPE_INT64, &ss);
 
-		y = val(g, "y", 3, variant == 1 ? y1_d : y2_d);
+		y = gb_value(g, "y", 3, variant == 1 ? y1_d : y2_d);
 		((int64_t *)sh->data)[0] = 1;
 		((int64_t *)sh->data)[1] = 8;
 		((int64_t *)sh->data)[2] = 35;
 		in[0] = a;
 		in[1] = npu_graph_add_constant(g, "shape", sh, NULL);
-		add(g, "Reshape", "to_rows", in, 2, r);
+		gb_node(g, "Reshape", "to_rows", in, 2, r);
 		if (variant == 1) {
-			n = add(g, "Transpose", "rows_transpose", &r, 1, u);
-			set_ints(n, "perm", p1, 3);
+			n = gb_node(g, "Transpose", "rows_transpose", &r, 1, u);
+			gb_set_ints(n, "perm", p1, 3);
 			in[0] = u;
-			in[1] = weights(g, "wm", 2, wm, -0.5f, 0.5f);
+			in[1] = gb_weights(g, "wm", 2, wm, -0.5f, 0.5f);
 		} else {
 			in[0] = r;
-			in[1] = weights(g, "wm", 2, wm2, -0.5f, 0.5f);
+			in[1] = gb_weights(g, "wm", 2, wm2, -0.5f, 0.5f);
 		}
-		add(g, "MatMul", "fc", in, 2, y);
+		gb_node(g, "MatMul", "fc", in, 2, y);
 	}
 	g->outputs = malloc(sizeof(*g->outputs));
 	g->outputs[0] = y;
@@ -1530,14 +1458,14 @@ static void test_transposes_by_dma_match_fp32(void **state)
 		size_t copies = 0, plain = 0;
 		double dot = 0, n1 = 0, n2 = 0, range = 0, worst = 0;
 
-		seed = 17;
+		gb_seed = 17;
 		ref = build_transposes(variant);
-		seed = 17;
+		gb_seed = 17;
 		g = build_transposes(variant);
-		seed = 4;
+		gb_seed = 4;
 		x = npu_tensor_create(NPU_DTYPE_FLOAT, &g->inputs[0]->shape);
 		for (i = 0; i < 6 * 5 * 7; i++)
-			((float *)x->data)[i] = uniform(-1.0f, 1.0f);
+			((float *)x->data)[i] = gb_uniform(-1.0f, 1.0f);
 		assert_int_equal(npu_graph_sort(ref, &err), NPU_OK);
 		if (npu_graph_infer(ref, true, &err) != NPU_OK)
 			fail_msg("infer: %s", err.msg);
@@ -1619,12 +1547,12 @@ static struct npu_graph *build_attention(bool step2, int64_t d)
 	const int64_t perm_c[4] = { 0, 2, 1, 3 }, zero[1] = { 0 };
 	const float wr = 0.4f * sqrtf(5.0f / (float)d);	/* outputs of one range */
 	const char *qkv_names[3] = { "q", "k", "v" };
-	struct npu_value *x = val(g, "x", 3, x_d), *qkv = val(g, "qkv", 3, qkv_d);
-	struct npu_value *r = val(g, "r5", 5, r5), *t = val(g, "t5", 5, t5), *h[3], *in[2];
-	struct npu_value *qs = val(g, "qs", 4, h4), *ktv = val(g, "kt", 4, kt);
-	struct npu_value *scores = val(g, "scores", 4, sc), *prob = val(g, "prob", 4, sc);
-	struct npu_value *ctx = val(g, "ctx", 4, h4), *ctxt = val(g, "ctx_t", 4, ctx_t);
-	struct npu_value *flat = val(g, "flat", 3, x_d), *y = val(g, "y", 3, x_d);
+	struct npu_value *x = gb_value(g, "x", 3, x_d), *qkv = gb_value(g, "qkv", 3, qkv_d);
+	struct npu_value *r = gb_value(g, "r5", 5, r5), *t = gb_value(g, "t5", 5, t5), *h[3], *in[2];
+	struct npu_value *qs = gb_value(g, "qs", 4, h4), *ktv = gb_value(g, "kt", 4, kt);
+	struct npu_value *scores = gb_value(g, "scores", 4, sc), *prob = gb_value(g, "prob", 4, sc);
+	struct npu_value *ctx = gb_value(g, "ctx", 4, h4), *ctxt = gb_value(g, "ctx_t", 4, ctx_t);
+	struct npu_value *flat = gb_value(g, "flat", 3, x_d), *y = gb_value(g, "y", 3, x_d);
 	struct npu_node *n;
 	int64_t shape[5];
 	int i;
@@ -1634,66 +1562,66 @@ static struct npu_graph *build_attention(bool step2, int64_t d)
 	g->inputs[0] = x;
 	g->num_inputs = 1;
 	in[0] = x;
-	in[1] = weights(g, "wqkv", 2, wq, -wr, wr);
-	add(g, "MatMul", "qkv_proj", in, 2, qkv);
+	in[1] = gb_weights(g, "wqkv", 2, wq, -wr, wr);
+	gb_node(g, "MatMul", "qkv_proj", in, 2, qkv);
 	memcpy(shape, r5, sizeof(r5));
 	in[0] = qkv;
 	in[1] = i64_const(g, "shape5", shape, 5);
-	add(g, "Reshape", "split_heads", in, 2, r);
-	set_ints(add(g, "Transpose", "qkv_transpose", &r, 1, t), "perm", perm5, 5);
+	gb_node(g, "Reshape", "split_heads", in, 2, r);
+	gb_set_ints(gb_node(g, "Transpose", "qkv_transpose", &r, 1, t), "perm", perm5, 5);
 	for (i = 0; i < 3; i++) {
 		char sname[16], qname[16];
-		struct npu_value *sl = val(g, (snprintf(sname, sizeof(sname), "%s_slice",
+		struct npu_value *sl = gb_value(g, (snprintf(sname, sizeof(sname), "%s_slice",
 						      qkv_names[i]), sname), 5, s5);
 		int64_t start = i, end = i + 1;
 
-		h[i] = val(g, qkv_names[i], 4, h4);
-		n = add(g, "Slice", (snprintf(qname, sizeof(qname), "slice_%s", qkv_names[i]),
+		h[i] = gb_value(g, qkv_names[i], 4, h4);
+		n = gb_node(g, "Slice", (snprintf(qname, sizeof(qname), "slice_%s", qkv_names[i]),
 				     qname), &t, 1, sl);
 		n->opset = 9;
-		set_ints(n, "axes", zero, 1);
-		set_ints(n, "starts", &start, 1);
-		set_ints(n, "ends", &end, 1);
-		n = add(g, "Squeeze", (snprintf(qname, sizeof(qname), "squeeze_%s",
+		gb_set_ints(n, "axes", zero, 1);
+		gb_set_ints(n, "starts", &start, 1);
+		gb_set_ints(n, "ends", &end, 1);
+		n = gb_node(g, "Squeeze", (snprintf(qname, sizeof(qname), "squeeze_%s",
 					       qkv_names[i]), qname), &sl, 1, h[i]);
 		n->opset = 9;
-		set_ints(n, "axes", zero, 1);
+		gb_set_ints(n, "axes", zero, 1);
 	}
 	in[0] = h[0];
 	in[1] = scalar(g, "scale", 1.0f / sqrtf((float)d));
-	add(g, "Mul", "q_scale", in, 2, qs);
-	set_ints(add(g, "Transpose", "k_transpose", &h[1], 1, ktv), "perm", perm_k, 4);
+	gb_node(g, "Mul", "q_scale", in, 2, qs);
+	gb_set_ints(gb_node(g, "Transpose", "k_transpose", &h[1], 1, ktv), "perm", perm_k, 4);
 	in[0] = qs;
 	in[1] = ktv;
-	add(g, "MatMul", "scores", in, 2, scores);
-	set_int(add(g, "Softmax", "softmax", &scores, 1, prob), "axis", -1);
+	gb_node(g, "MatMul", "scores", in, 2, scores);
+	gb_set_int(gb_node(g, "Softmax", "softmax", &scores, 1, prob), "axis", -1);
 	in[0] = prob;
 	in[1] = h[2];
 	if (step2) {	/* v as every other column of a 10-wide head */
 		const int64_t wide[4] = { 1, 4, 7, 2 * d }, st[1] = { 0 }, en[1] = { 2 * d };
 		const int64_t ax[1] = { 3 }, sp[1] = { 2 };
-		struct npu_value *vw = val(g, "v_wide", 4, wide), *vs = val(g, "v_step", 4, h4);
+		struct npu_value *vw = gb_value(g, "v_wide", 4, wide), *vs = gb_value(g, "v_step", 4, h4);
 		struct npu_value *cin[2] = { h[2], h[2] }, *sin[5];
 
-		n = add(g, "Concat", "v_twice", cin, 2, vw);
-		set_int(n, "axis", 3);
+		n = gb_node(g, "Concat", "v_twice", cin, 2, vw);
+		gb_set_int(n, "axis", 3);
 		sin[0] = vw;
 		sin[1] = i64_const(g, "st", st, 1);
 		sin[2] = i64_const(g, "en", en, 1);
 		sin[3] = i64_const(g, "ax", ax, 1);
 		sin[4] = i64_const(g, "sp", sp, 1);
-		add(g, "Slice", "v_step2", sin, 5, vs);
+		gb_node(g, "Slice", "v_step2", sin, 5, vs);
 		in[1] = vs;
 	}
-	add(g, "MatMul", "context", in, 2, ctx);
-	set_ints(add(g, "Transpose", "merge_heads", &ctx, 1, ctxt), "perm", perm_c, 4);
+	gb_node(g, "MatMul", "context", in, 2, ctx);
+	gb_set_ints(gb_node(g, "Transpose", "merge_heads", &ctx, 1, ctxt), "perm", perm_c, 4);
 	memcpy(shape, x_d, sizeof(x_d));
 	in[0] = ctxt;
 	in[1] = i64_const(g, "shape3", shape, 3);
-	add(g, "Reshape", "merge", in, 2, flat);
+	gb_node(g, "Reshape", "merge", in, 2, flat);
 	in[0] = flat;
-	in[1] = weights(g, "wo", 2, wo, -wr, wr);
-	add(g, "MatMul", "out_proj", in, 2, y);
+	in[1] = gb_weights(g, "wo", 2, wo, -wr, wr);
+	gb_node(g, "MatMul", "out_proj", in, 2, y);
 	g->outputs = malloc(sizeof(*g->outputs));
 	g->outputs[0] = y;
 	g->num_outputs = 1;
@@ -1724,16 +1652,16 @@ static void run_attention(int64_t d)
 
 	assert_true(fd >= 0);
 	close(fd);
-	seed = 23;
+	gb_seed = 23;
 	ref = build_attention(false, d);
-	seed = 23;
+	gb_seed = 23;
 	g = build_attention(false, d);
-	seed = 23;
+	gb_seed = 23;
 	g2 = build_attention(false, d);
-	seed = 5;
+	gb_seed = 5;
 	x = npu_tensor_create(NPU_DTYPE_FLOAT, &g->inputs[0]->shape);
 	for (i = 0; i < (size_t)(7 * 4 * d); i++)
-		((float *)x->data)[i] = uniform(-1.5f, 1.5f);
+		((float *)x->data)[i] = gb_uniform(-1.5f, 1.5f);
 	assert_int_equal(npu_graph_sort(ref, &err), NPU_OK);
 	if (npu_graph_infer(ref, true, &err) != NPU_OK)
 		fail_msg("infer: %s", err.msg);
@@ -1860,12 +1788,12 @@ static void test_strided_slice_stays_on_cpu_with_reason(void **state)
 	size_t i, found = 0;
 
 	(void)state;
-	seed = 23;
+	gb_seed = 23;
 	g = build_attention(true, 5);
-	seed = 5;
+	gb_seed = 5;
 	x = npu_tensor_create(NPU_DTYPE_FLOAT, &g->inputs[0]->shape);
 	for (i = 0; i < 7 * 20; i++)
-		((float *)x->data)[i] = uniform(-1.5f, 1.5f);
+		((float *)x->data)[i] = gb_uniform(-1.5f, 1.5f);
 	npu_compile_options_init(&o);
 	o.runner = &npu_exec_graph_runner;
 	o.device = dev;

@@ -64,12 +64,12 @@ struct npu_device;
 /* ---- Versions ---------------------------------------------------------- */
 
 #define NPU_API_VERSION_MAJOR 1
-#define NPU_API_VERSION_MINOR 0
+#define NPU_API_VERSION_MINOR 1
 #define NPU_API_VERSION_PATCH 0
 #define NPU_API_VERSION \
 	(NPU_API_VERSION_MAJOR * 10000 + NPU_API_VERSION_MINOR * 100 + NPU_API_VERSION_PATCH)
 
-/* The library's version, "1.0.0", and NPU_API_VERSION as it was built. */
+/* The library's version, "1.1.0", and NPU_API_VERSION as it was built. */
 NPU_API const char *npu_version(void);
 NPU_API int npu_api_version(void);
 
@@ -269,9 +269,21 @@ struct npu_model_options {
 	/*
 	 * 1: correct each convolution's bias for the mean shift its int8
 	 * weights make, from per-channel input means of the calibration
-	 * data (compiler.md, "Bias correction"); 0: off (the default).
+	 * data (compiler.md, "Bias correction"); -1: off; 0 (the default):
+	 * only the convolutions with int16 activations (the 16x8 mode).
 	 */
 	int bias_correction;
+	/*
+	 * The 16x8 mode (NPU devices with NPU_CAP_INT16; compiler.md, "int16
+	 * activations"). int16: nodes, comma-separated and named as for
+	 * keep_fp32, whose activations are int16 (int8 weights, int64
+	 * accumulator); precision: "int8" (NULL: the default) or "int16" for
+	 * every node that has an int16 form. A name no node has fails the
+	 * plan, and so does a named node without an int16 form.
+	 * With accuracy_target, the search promotes nodes to int16 first.
+	 */
+	const char *int16;
+	const char *precision;
 };
 
 NPU_API void npu_model_options_init_sized(struct npu_model_options *opts,
@@ -428,6 +440,11 @@ struct npu_mixed_precision {
 	uint64_t npu_cycles_int8, npu_cycles;
 	uint64_t cpu_macs_int8, cpu_macs;
 	uint32_t clock_mhz;		/* what the cycles count */
+	/* The search promotes nodes to int16 (16x8 mode) before it keeps
+	 * any in fp32: the nodes that run in int16, in graph order. */
+	size_t num_int16;
+	const char *const *int16;
+	double holdout_cosine_int16;	/* best with int16 alone (0: not tried) */
 };
 
 #define npu_mixed_precision_init(mp) \
@@ -564,6 +581,18 @@ struct npu_op_stats {
 	 * model loaded from .npub, which keeps no per-op accounting.
 	 */
 	uint64_t dram_bytes;
+	/*
+	 * The compiler's cost model: the cycles it predicted for the op
+	 * before generating code (Documentation/compiler.md); 0 for a .npub.
+	 */
+	uint64_t predicted_cycles;
+	/*
+	 * 1: the op runs inside the previous op's tile loop (cross-layer
+	 * fusion, its output never leaves SRAM): that op's MACs, cycles,
+	 * DRAM bytes and prediction cover both; this one has none (its
+	 * cycles are the profiling timestamp's).
+	 */
+	int fused;
 };
 
 NPU_API size_t npu_session_npu_num_ops(const struct npu_session *session);

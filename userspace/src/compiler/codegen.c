@@ -16,7 +16,25 @@ static uint64_t align_up(uint64_t v, uint64_t a)
 
 uint64_t npu_act_bytes(const struct npu_act *a)
 {
-	return (uint64_t)a->n * a->h * a->w * a->c;
+	return npu_act_elems(a) * npu_act_es(a);
+}
+
+/* The header flags of a compute op over 'a' (int16: NPU_INSN_I16). */
+static uint8_t i16_flag(const struct npu_act *a)
+{
+	return a->i16 ? NPU_INSN_I16 : 0;
+}
+
+/* Bytes of a lop's LUT: 513 int16 knots, 256 int8 entries, or none. */
+static unsigned lut_bytes(const struct npu_lop_quant *q)
+{
+	return q->lut16 ? 1026 : q->lut ? 256 : 0;
+}
+
+/* Bias bytes per channel: int64 for an int16 lop, int32 else, 0: none. */
+static unsigned bias_es(const struct npu_lop_quant *q)
+{
+	return q->bias64 ? 8 : q->bias ? 4 : 0;
 }
 
 /* ---- Constant blob ---------------------------------------------------- */
@@ -70,16 +88,24 @@ struct slice {
 
 /* Bytes of one slice's constants in SRAM: weights, bias, mult, shift, LUT. */
 static uint64_t slice_const_bytes(uint64_t channels, uint64_t weights_per_oc,
-				  bool bias, bool lut)
+				  unsigned bias_bytes, bool lut)
 {
 	uint64_t b = align_up(channels * weights_per_oc, SRAM_ALIGN);
 
-	if (bias)
-		b += align_up(channels * 4, SRAM_ALIGN);
+	if (bias_bytes)
+		b += align_up(channels * bias_bytes, SRAM_ALIGN);
 	b += align_up(channels * 5, SRAM_ALIGN);
 	if (lut)
 		b += 256;
 	return align_up(b, SRAM_ALIGN);
+}
+
+/* The same for a lop's quantization: its LUT may be int16 (1026 bytes). */
+static uint64_t slice_consts(uint64_t channels, uint64_t weights_per_oc,
+			     const struct npu_lop_quant *q)
+{
+	return align_up(slice_const_bytes(channels, weights_per_oc, bias_es(q), false) +
+			lut_bytes(q), SRAM_ALIGN);
 }
 
 /* Output-channel slicing for 'out_c' channels in 'groups' groups of 'chunk'. */
@@ -275,14 +301,38 @@ static uint64_t conv_in_bytes(const void *c, uint32_t rows)
 		r = (r + u - 1) / u + 1;
 	if (r > x->in->h)
 		r = x->in->h;
-	return r * x->in->w * x->in->c;
+	return r * x->in->w * x->in->c * npu_act_es(x->in);
 }
 
 static uint64_t conv_out_bytes(const void *c, uint32_t rows)
 {
 	const struct conv_ctx *x = c;
 
-	return (uint64_t)rows * x->out->w * x->chunk;
+	return (uint64_t)rows * x->out->w * x->chunk * npu_act_es(x->out);
+}
+
+static uint64_t ceil_div(uint64_t a, uint64_t b)
+{
+	return (a + b - 1) / b;
+}
+
+uint64_t npu_phase_row_cycles(uint32_t in_w, uint32_t in_c, uint32_t out_c, uint32_t phase_h,
+			      uint32_t phase_w, uint32_t f, bool *joined)
+{
+	uint64_t m = in_w / f, k = ceil_div((uint64_t)f * in_c, NPU_MAC_ROWS);
+	uint64_t pc = (uint64_t)f * phase_w * out_c, load = ceil_div((uint64_t)in_w * in_c, NPU_DMA_BYTES_PER_CYCLE);
+	uint64_t dma = NPU_CYCLES_DMA_SETUP + NPU_CYCLES_INSN_OVERHEAD;
+	/* Apart: phase_h CONV2D, one contiguous store of phase_h rows. */
+	uint64_t apart_c = phase_h * m * k * ceil_div(pc, NPU_MAC_COLS);
+	uint64_t apart_d = load + ceil_div(phase_h * m * pc, NPU_DMA_BYTES_PER_CYCLE);
+	/* Joined: one CONV2D, a strided store per row phase of m rows. */
+	uint64_t join_c = m * k * ceil_div(phase_h * pc, NPU_MAC_COLS);
+	uint64_t join_d = load + phase_h * (dma + m * ceil_div(pc, NPU_DMA_BYTES_PER_CYCLE));
+	uint64_t apart = apart_c > apart_d ? apart_c : apart_d;
+	uint64_t join = join_c > join_d ? join_c : join_d;
+
+	*joined = phase_h > 1 && phase_h * pc <= UINT16_MAX && join < apart;
+	return *joined ? join : apart;
 }
 
 /* Phase-split ConvTranspose: p->rows counts *input* rows per tile. */
@@ -305,6 +355,34 @@ static uint64_t phase_out_bytes(const void *c, uint32_t rows)
 	return (uint64_t)rows * x->ph * x->out->w * x->out->c;
 }
 
+/* Modeled cycles of a joined phase lop in tiles of r input rows. */
+static uint64_t joined_cost(const struct npu_lop *l, const struct npu_act *in,
+			    const struct npu_act *out, uint64_t r)
+{
+	uint64_t f = l->conv.fold_w ? l->conv.fold_w : 1, ph = l->conv.phase_h;
+	uint64_t m = in->w / f, pc = f * l->conv.phase_w * out->c, orow = (uint64_t)out->w * out->c;
+	uint64_t setup = NPU_CYCLES_DMA_SETUP + NPU_CYCLES_INSN_OVERHEAD, tiles = ceil_div(in->h, r);
+	uint64_t cmp = r * m * ceil_div(f * in->c, NPU_MAC_ROWS) * ceil_div(ph * pc, NPU_MAC_COLS) +
+		       (l->conv.q.lut ? ceil_div(r * ph * orow, NPU_VECTOR_LANES) : 0);
+	uint64_t load = setup + ceil_div(r * in->w * in->c, NPU_DMA_BYTES_PER_CYCLE);
+	uint64_t store = ph * (r < m ? r : m) * setup +
+			 ph * r * m * ceil_div(pc, NPU_DMA_BYTES_PER_CYCLE);
+
+	return tiles * (cmp > load + store ? cmp : load + store) + load + store;
+}
+
+/* The tile rows (at most 'max') joined_cost() likes best. */
+static uint32_t joined_rows(const struct npu_lop *l, const struct npu_act *in,
+			    const struct npu_act *out, uint32_t max)
+{
+	uint32_t r, best = max;
+
+	for (r = 1; r < max; r++)
+		if (joined_cost(l, in, out, r) < joined_cost(l, in, out, best))
+			best = r;
+	return best;
+}
+
 static bool plan_phases(const struct npu_segment_program *prog,
 			const struct npu_lop *l, uint32_t sram, struct plan *p,
 			char *why, size_t why_size)
@@ -314,8 +392,14 @@ static bool plan_phases(const struct npu_segment_program *prog,
 	uint32_t f = l->conv.fold_w ? l->conv.fold_w : 1;
 	uint64_t pc = (uint64_t)f * l->conv.phase_w * out->c;
 	uint64_t consts = l->conv.phase_h * slice_const_bytes(pc, (uint64_t)f * in->c,
-							      l->conv.q.bias != NULL,
+							      bias_es(&l->conv.q),
 							      l->conv.q.lut != NULL);
+	bool joined;
+
+	npu_phase_row_cycles(in->w, in->c, out->c, l->conv.phase_h, l->conv.phase_w, f, &joined);
+	if (joined)	/* one slice of all phase_h * pc channels */
+		consts = slice_const_bytes(l->conv.phase_h * pc, (uint64_t)f * in->c,
+					   bias_es(&l->conv.q), l->conv.q.lut != NULL);
 
 	if (out->h != in->h * l->conv.phase_h || out->w != in->w * l->conv.phase_w ||
 	    in->n != out->n || pc > UINT16_MAX || in->w % f || (uint64_t)f * in->c > UINT16_MAX) {
@@ -326,6 +410,11 @@ static bool plan_phases(const struct npu_segment_program *prog,
 	p->chunk = (uint32_t)pc;
 	if (consts < sram)
 		p->rows = fit_rows(p, consts, in->h, phase_in_bytes, phase_out_bytes, 0, &ctx, sram);
+	/* A joined store costs about what the compute does: the first load
+	 * and the last store overlap nothing, so balance tile count and size. */
+	if (joined && p->rows > 1)
+		p->rows = fit_rows(p, consts, joined_rows(l, in, out, p->rows),
+				   phase_in_bytes, phase_out_bytes, 0, &ctx, sram);
 	if (p->rows)
 		return true;
 	snprintf(why, why_size, "weights of %u phases and one input row of %ux%u do not fit in SRAM",
@@ -348,8 +437,7 @@ static bool plan_conv(const struct npu_segment_program *prog,
 
 	/* Whole layer first, then whole groups, then 32-channel multiples. */
 	for (chunk = out->c; chunk >= 1;) {
-		uint64_t consts = slice_const_bytes(chunk, wpo, l->conv.q.bias != NULL,
-						    l->conv.q.lut != NULL);
+		uint64_t consts = slice_consts(chunk, wpo, &l->conv.q);
 
 		ctx.chunk = chunk;
 		if (consts < sram) {
@@ -374,17 +462,17 @@ static bool plan_conv(const struct npu_segment_program *prog,
 }
 
 struct mm_ctx {
-	uint32_t k, chunk;
+	uint32_t k, chunk, es;
 };
 
 static uint64_t mm_in_bytes(const void *c, uint32_t rows)
 {
-	return (uint64_t)rows * ((const struct mm_ctx *)c)->k;
+	return (uint64_t)rows * ((const struct mm_ctx *)c)->k * ((const struct mm_ctx *)c)->es;
 }
 
 static uint64_t mm_out_bytes(const void *c, uint32_t rows)
 {
-	return (uint64_t)rows * ((const struct mm_ctx *)c)->chunk;
+	return (uint64_t)rows * ((const struct mm_ctx *)c)->chunk * ((const struct mm_ctx *)c)->es;
 }
 
 /*
@@ -471,7 +559,7 @@ static bool plan_matmul(const struct npu_segment_program *prog,
 {
 	const struct npu_act *in = &prog->acts[l->in], *out = &prog->acts[l->out];
 	uint64_t m = (uint64_t)in->n * in->h * in->w;
-	struct mm_ctx ctx = { .k = in->c };
+	struct mm_ctx ctx = { .k = in->c, .es = npu_act_es(in) };
 	uint32_t chunk = out->c;
 
 	if (l->matmul.batch)
@@ -483,8 +571,7 @@ static bool plan_matmul(const struct npu_segment_program *prog,
 		return false;
 	}
 	for (;;) {
-		uint64_t consts = slice_const_bytes(chunk, in->c, l->matmul.q.bias != NULL,
-						    l->matmul.q.lut != NULL);
+		uint64_t consts = slice_consts(chunk, in->c, &l->matmul.q);
 
 		ctx.chunk = chunk;
 		if (consts < sram) {
@@ -520,12 +607,22 @@ static bool plan_pool(const struct npu_segment_program *prog,
 }
 
 struct flat_ctx {
-	uint32_t unit;	/* bytes per 'row' of a flat tile */
+	uint32_t unit;	/* elements per 'row' of a flat tile */
+	uint32_t es_in, es_out;	/* bytes per element (int16: 2), 0: 1 */
 };
 
 static uint64_t flat_bytes(const void *c, uint32_t rows)
 {
-	return (uint64_t)rows * ((const struct flat_ctx *)c)->unit;
+	const struct flat_ctx *x = c;
+
+	return (uint64_t)rows * x->unit * (x->es_in ? x->es_in : 1);
+}
+
+static uint64_t flat_out_bytes(const void *c, uint32_t rows)
+{
+	const struct flat_ctx *x = c;
+
+	return (uint64_t)rows * x->unit * (x->es_out ? x->es_out : 1);
 }
 
 /* Eltwise / LUT: tiles of whole channel vectors ("rows" of c elements). */
@@ -534,29 +631,32 @@ static bool plan_flat(const struct npu_segment_program *prog,
 		      char *why, size_t why_size)
 {
 	const struct npu_act *out = &prog->acts[l->out];
-	uint64_t vectors = npu_act_bytes(out) / out->c;
-	struct flat_ctx ctx = { .unit = out->c };
+	uint64_t vectors = npu_act_elems(out) / out->c;
+	struct flat_ctx ctx = { .unit = out->c, .es_in = npu_act_es(&prog->acts[l->in]),
+				.es_out = npu_act_es(out) };
 	uint64_t consts = 0, in2 = 0;
 	uint32_t max_rows = vectors > UINT32_MAX ? UINT32_MAX : (uint32_t)vectors;
 
 	if (l->kind == NPU_LOP_LUT) {
-		consts = 256;
+		consts = l->lut.table16 ? 1026 : 256;
 	} else if (l->kind == NPU_LOP_ROWS) {
 		consts = l->rows.consts_size;
 	} else {
 		/* A broadcast operand (constant or activation) stays resident. */
+		uint32_t es_b = l->elt.b_const ? 1 : npu_act_es(&prog->acts[l->in2]);
+
 		if (l->elt.bcast != NPU_BCAST_NONE)
-			consts = align_up(l->elt.b_count, SRAM_ALIGN);
+			consts = align_up((uint64_t)l->elt.b_count * es_b, SRAM_ALIGN);
 		else
-			in2 = out->c;
-		if (l->elt.lut)
-			consts = align_up(consts, SRAM_ALIGN) + 256;
+			in2 = (uint64_t)out->c * es_b;
+		if (l->elt.lut || l->elt.lut16)
+			consts = align_up(consts, SRAM_ALIGN) + (l->elt.lut16 ? 1026 : 256);
 	}
 	p->chunk = out->c;
 	/* Keep each tile's element count within the instruction's 32 bits. */
 	if ((uint64_t)max_rows * out->c > UINT32_MAX)
 		max_rows = UINT32_MAX / out->c;
-	p->rows = fit_rows(p, consts, max_rows, flat_bytes, flat_bytes, in2, &ctx, sram);
+	p->rows = fit_rows(p, consts, max_rows, flat_bytes, flat_out_bytes, in2, &ctx, sram);
 	if (p->rows)
 		return true;
 	snprintf(why, why_size, "a vector of %u channels does not fit in SRAM", out->c);
@@ -628,14 +728,14 @@ static uint64_t resize_in_bytes(const void *c, uint32_t rows)
 		if (b - a + 1u > most)
 			most = b - a + 1u;
 	}
-	return most * x->in->w * x->in->c;
+	return most * x->in->w * x->in->c * (x->in->i16 ? 2u : 1u);
 }
 
 static uint64_t resize_out_bytes(const void *c, uint32_t rows)
 {
 	const struct resize_ctx *x = c;
 
-	return (uint64_t)rows * x->out->w * x->out->c;
+	return (uint64_t)rows * x->out->w * x->out->c * (x->out->i16 ? 2u : 1u);
 }
 
 static bool plan_resize(const struct npu_segment_program *prog,
@@ -809,8 +909,9 @@ static int put_slice_consts(struct blob *b, struct slice *s, const int8_t *weigh
 		return -1;
 	s->blob_off = start;
 	s->w_off = (uint32_t)(off - start);
-	if (q->bias) {
-		if (blob_put(b, q->bias + s->oc0, (size_t)c * 4, &off))
+	if (q->bias || q->bias64) {
+		if (q->bias64 ? blob_put(b, q->bias64 + s->oc0, (size_t)c * 8, &off) :
+				blob_put(b, q->bias + s->oc0, (size_t)c * 4, &off))
 			return -1;
 		s->bias_off = (uint32_t)(off - start);
 	}
@@ -825,8 +926,8 @@ static int put_slice_consts(struct blob *b, struct slice *s, const int8_t *weigh
 	if (rc)
 		return -1;
 	s->quant_off = (uint32_t)(off - start);
-	if (q->lut) {
-		if (blob_put(b, q->lut, 256, &off))
+	if (q->lut || q->lut16) {
+		if (q->lut16 ? blob_put(b, q->lut16, 1026, &off) : blob_put(b, q->lut, 256, &off))
 			return -1;
 		s->lut_off = (uint32_t)(off - start);
 	}
@@ -963,7 +1064,7 @@ static npu_status conv_consts(struct emitter *e, void *ctx, size_t tile, bool *c
 static npu_status conv_load(struct emitter *e, void *ctx, size_t tile, int buf)
 {
 	struct conv_tiles *c = ctx;
-	uint64_t row = (uint64_t)c->in->w * c->in->c;
+	uint64_t row = (uint64_t)c->in->w * c->in->c * npu_act_es(c->in);
 	struct window w;
 	uint32_t img, r0, r1;
 	size_t s;
@@ -987,12 +1088,14 @@ static npu_status conv_compute(struct emitter *e, void *ctx, size_t tile, int bu
 	uint32_t img, r0, r1, oc;
 	size_t s;
 
+	uint32_t es = npu_act_es(c->in);
+
 	conv_tile(c, tile, &s, &img, &r0, &r1);
 	conv_window(c, r0, r1, &w);
 	oc = c->pool ? c->out->c : c->slices[s].oc1 - c->slices[s].oc0;
 	if (c->pool) {
 		struct npu_insn_pool p = {
-			.hdr.flags = NPU_INSN_SYNC,
+			.hdr.flags = NPU_INSN_SYNC | i16_flag(c->in),
 			.input = c->p.sram_in[buf], .output = c->p.sram_out[buf],
 			.mode = l->pool.mode, .flags = l->pool.flags, .c = (uint16_t)oc,
 			.in_h = (uint16_t)w.in_h, .in_w = (uint16_t)c->in->w,
@@ -1001,8 +1104,8 @@ static npu_status conv_compute(struct emitter *e, void *ctx, size_t tile, int bu
 			.stride_h = l->pool.stride_h, .stride_w = l->pool.stride_w,
 			.pad_top = (uint8_t)w.pad_top, .pad_bottom = (uint8_t)w.pad_bottom,
 			.pad_left = l->pool.pad_left, .pad_right = l->pool.pad_right,
-			.in_row_stride = c->in->w * c->in->c, .in_pixel_stride = c->in->c,
-			.out_row_stride = c->out->w * oc, .out_pixel_stride = oc,
+			.in_row_stride = c->in->w * c->in->c * es, .in_pixel_stride = c->in->c * es,
+			.out_row_stride = c->out->w * oc * es, .out_pixel_stride = oc * es,
 			.zp_in = (int16_t)c->in->q.zero_point,
 			.zp_out = (int16_t)c->out->q.zero_point,
 			.act_min = l->pool.act_min, .act_max = l->pool.act_max,
@@ -1014,13 +1117,13 @@ static npu_status conv_compute(struct emitter *e, void *ctx, size_t tile, int bu
 		const struct slice *sl = &c->slices[s];
 		const struct npu_lop_quant *q = &l->conv.q;
 		struct npu_insn_conv2d cv = {
-			.hdr.flags = NPU_INSN_SYNC,
-			.input = c->p.sram_in[buf] + sl->in_offset,
+			.hdr.flags = NPU_INSN_SYNC | i16_flag(c->in),
+			.input = c->p.sram_in[buf] + sl->in_offset * es,
 			.weight = c->p.sram_consts + sl->w_off,
-			.bias = q->bias ? c->p.sram_consts + sl->bias_off : 0,
+			.bias = bias_es(q) ? c->p.sram_consts + sl->bias_off : 0,
 			.quant = c->p.sram_consts + sl->quant_off,
 			.output = c->p.sram_out[buf],
-			.flags = q->bias ? 0 : NPU_CONV_NO_BIAS,
+			.flags = bias_es(q) ? 0 : NPU_CONV_NO_BIAS,
 			.in_h = (uint16_t)w.in_h, .in_w = (uint16_t)c->in->w,
 			.in_c = (uint16_t)sl->in_c, .out_c = (uint16_t)oc,
 			.out_h = (uint16_t)(r1 - r0), .out_w = (uint16_t)c->out->w,
@@ -1031,8 +1134,8 @@ static npu_status conv_compute(struct emitter *e, void *ctx, size_t tile, int bu
 			.pad_left = l->conv.pad_left, .pad_right = l->conv.pad_right,
 			.groups = (uint16_t)sl->groups,
 			.ins_h = l->conv.ins_h, .ins_w = l->conv.ins_w,
-			.in_row_stride = c->in->w * c->in->c, .in_pixel_stride = c->in->c,
-			.out_row_stride = c->out->w * oc, .out_pixel_stride = oc,
+			.in_row_stride = c->in->w * c->in->c * es, .in_pixel_stride = c->in->c * es,
+			.out_row_stride = c->out->w * oc * es, .out_pixel_stride = oc * es,
 			.zp_in = (int16_t)c->in->q.zero_point, .zp_w = 0,
 			.zp_out = (int16_t)(q->lut ? q->pre_act_zp : c->out->q.zero_point),
 			.act_min = q->act_min, .act_max = q->act_max,
@@ -1065,8 +1168,8 @@ static npu_status conv_compute(struct emitter *e, void *ctx, size_t tile, int bu
 		} else {
 			EMIT(e, npu_cmdbuf_conv2d(e->cb, &cv));
 		}
-		if (q->lut)
-			EMIT(e, npu_cmdbuf_lut(e->cb, 0, cv.output, cv.output,
+		if (q->lut || q->lut16)
+			EMIT(e, npu_cmdbuf_lut(e->cb, i16_flag(c->out), cv.output, cv.output,
 					       c->p.sram_consts + sl->lut_off,
 					       (r1 - r0) * c->out->w * oc));
 		return NPU_OK;
@@ -1077,7 +1180,7 @@ static npu_status conv_store(struct emitter *e, void *ctx, size_t tile, int buf,
 			     uint8_t flags)
 {
 	struct conv_tiles *c = ctx;
-	uint32_t img, r0, r1, oc0 = 0, oc1 = c->out->c;
+	uint32_t img, r0, r1, oc0 = 0, oc1 = c->out->c, es;
 	uint64_t pixels, dst;
 	size_t s;
 
@@ -1087,14 +1190,16 @@ static npu_status conv_store(struct emitter *e, void *ctx, size_t tile, int buf,
 		oc1 = c->slices[s].oc1;
 	}
 	pixels = (uint64_t)(r1 - r0) * c->out->w;
-	dst = arena(e, c->out->offset + ((uint64_t)img * c->out->h + r0) * c->out->w * c->out->c + oc0);
+	es = npu_act_es(c->out);
+	dst = arena(e, c->out->offset +
+		       (((uint64_t)img * c->out->h + r0) * c->out->w * c->out->c + oc0) * es);
 	if (oc1 - oc0 == c->out->c)
 		EMIT(e, npu_cmdbuf_dma_copy_1d(e->cb, flags, NPU_SPACE_VA, dst, NPU_SPACE_SRAM,
-					       c->p.sram_out[buf], (uint32_t)(pixels * c->out->c)));
+					       c->p.sram_out[buf], (uint32_t)(pixels * c->out->c * es)));
 	else
-		EMIT(e, npu_cmdbuf_dma_copy_2d(e->cb, flags, NPU_SPACE_VA, dst, c->out->c,
-					       NPU_SPACE_SRAM, c->p.sram_out[buf], oc1 - oc0,
-					       (uint32_t)pixels, oc1 - oc0));
+		EMIT(e, npu_cmdbuf_dma_copy_2d(e->cb, flags, NPU_SPACE_VA, dst, c->out->c * es,
+					       NPU_SPACE_SRAM, c->p.sram_out[buf], (oc1 - oc0) * es,
+					       (uint32_t)pixels, (oc1 - oc0) * es));
 	return NPU_OK;
 }
 
@@ -1171,6 +1276,7 @@ struct phase_tiles {
 	const struct npu_act *in, *out;
 	struct plan p;
 	struct slice *sl;	/* one per row phase, contiguous in the blob */
+	bool joined;		/* one slice, one CONV2D (npu_phase_row_cycles()) */
 	uint32_t row_tiles;	/* per image */
 	size_t blob_off, blob_size;
 };
@@ -1220,7 +1326,34 @@ static npu_status phase_compute(struct emitter *e, void *ctx, size_t tile, int b
 	uint64_t orow = (uint64_t)c->out->w * c->out->c;
 
 	phase_tile(c, tile, &img, &r0, &r1);
-	for (dy = 0; dy < l->conv.phase_h; dy++) {
+	if (c->joined) {
+		/* Wide pixel m holds (dy, f, dx, oc): phase_store() interleaves. */
+		const struct slice *sl = &c->sl[0];
+		uint32_t base = c->p.sram_consts + (uint32_t)(sl->blob_off - c->blob_off);
+		struct npu_insn_conv2d cv = {
+			.hdr.flags = NPU_INSN_SYNC,
+			.input = c->p.sram_in[buf],
+			.weight = base + sl->w_off,
+			.bias = q->bias ? base + sl->bias_off : 0,
+			.quant = base + sl->quant_off,
+			.output = c->p.sram_out[buf],
+			.flags = q->bias ? 0 : NPU_CONV_NO_BIAS,
+			.in_h = (uint16_t)(r1 - r0), .in_w = (uint16_t)(c->in->w / f),
+			.in_c = (uint16_t)(f * c->in->c), .out_c = (uint16_t)(l->conv.phase_h * pc),
+			.out_h = (uint16_t)(r1 - r0), .out_w = (uint16_t)(c->in->w / f),
+			.k_h = 1, .k_w = 1, .stride_h = 1, .stride_w = 1, .dil_h = 1, .dil_w = 1,
+			.groups = 1,
+			.in_row_stride = c->in->w * c->in->c, .in_pixel_stride = f * c->in->c,
+			.out_row_stride = (uint32_t)(l->conv.phase_h * orow),
+			.out_pixel_stride = l->conv.phase_h * pc,
+			.zp_in = (int16_t)c->in->q.zero_point, .zp_w = 0,
+			.zp_out = (int16_t)(q->lut ? q->pre_act_zp : c->out->q.zero_point),
+			.act_min = q->act_min, .act_max = q->act_max,
+		};
+
+		EMIT(e, npu_cmdbuf_conv2d(e->cb, &cv));
+	}
+	for (dy = 0; dy < l->conv.phase_h && !c->joined; dy++) {
 		const struct slice *sl = &c->sl[dy];
 		uint32_t base = c->p.sram_consts + (uint32_t)(sl->blob_off - c->blob_off);
 		struct npu_insn_conv2d cv = {
@@ -1252,6 +1385,43 @@ static npu_status phase_compute(struct emitter *e, void *ctx, size_t tile, int b
 	return NPU_OK;
 }
 
+/*
+ * A joined tile in SRAM is [row i][wide pixel m][dy][pc]; output row
+ * phase_h * i + dy takes block dy of every m. Strided DMA, by input row
+ * (m rows of pc bytes each) or by wide pixel (a row per input row) when
+ * the tile has fewer rows than wide pixels. 'flags' (the tile's SYNC) go
+ * on the first: the DMA engine runs the rest after it.
+ */
+static npu_status phase_store_joined(struct emitter *e, const struct phase_tiles *c,
+				     uint32_t img, uint32_t r0, uint32_t r1, int buf,
+				     uint8_t flags)
+{
+	uint32_t ph = c->l->conv.phase_h, f = c->l->conv.fold_w ? c->l->conv.fold_w : 1;
+	uint32_t m = c->in->w / f, pc = c->p.chunk, dy, i, n = r1 - r0;
+	uint64_t orow = (uint64_t)c->out->w * c->out->c;
+	uint64_t dst = c->out->offset + ((uint64_t)img * c->out->h + (uint64_t)r0 * ph) * orow;
+	uint64_t src = c->p.sram_out[buf];
+
+	for (dy = 0; dy < ph; dy++) {
+		if (n <= m) {
+			for (i = 0; i < n; i++, flags = 0)
+				EMIT(e, npu_cmdbuf_dma_copy_2d(e->cb, flags, NPU_SPACE_VA,
+							       arena(e, dst + ((uint64_t)i * ph + dy) * orow),
+							       pc, NPU_SPACE_SRAM,
+							       src + (uint64_t)i * ph * orow + dy * pc,
+							       (uint64_t)ph * pc, m, pc));
+			continue;
+		}
+		for (i = 0; i < m; i++, flags = 0)
+			EMIT(e, npu_cmdbuf_dma_copy_2d(e->cb, flags, NPU_SPACE_VA,
+						       arena(e, dst + dy * orow + (uint64_t)i * pc),
+						       ph * orow, NPU_SPACE_SRAM,
+						       src + ((uint64_t)i * ph + dy) * pc,
+						       ph * orow, n, pc));
+	}
+	return NPU_OK;
+}
+
 static npu_status phase_store(struct emitter *e, void *ctx, size_t tile, int buf,
 			      uint8_t flags)
 {
@@ -1260,6 +1430,8 @@ static npu_status phase_store(struct emitter *e, void *ctx, size_t tile, int buf
 	uint32_t img, r0, r1;
 
 	phase_tile(c, tile, &img, &r0, &r1);
+	if (c->joined)
+		return phase_store_joined(e, c, img, r0, r1, buf, flags);
 	EMIT(e, npu_cmdbuf_dma_copy_1d(e->cb, flags, NPU_SPACE_VA,
 				       arena(e, c->out->offset + ((uint64_t)img * c->out->h +
 								 (uint64_t)r0 * c->l->conv.phase_h) * orow),
@@ -1281,12 +1453,14 @@ static npu_status gen_phases(struct emitter *e, const struct npu_lop *l, const s
 	uint32_t dy;
 	npu_status st;
 
+	npu_phase_row_cycles(c.in->w, c.in->c, c.out->c, l->conv.phase_h, l->conv.phase_w,
+			     l->conv.fold_w ? l->conv.fold_w : 1, &c.joined);
 	c.sl = calloc(l->conv.phase_h, sizeof(*c.sl));
 	if (!c.sl)
 		return npu_error_set(e->err, NPU_ERR_NO_MEMORY, "codegen: %s: out of memory", l->name);
-	for (dy = 0; dy < l->conv.phase_h; dy++) {
+	for (dy = 0; dy < (c.joined ? 1u : l->conv.phase_h); dy++) {
 		c.sl[dy].oc0 = dy * p->chunk;
-		c.sl[dy].oc1 = (dy + 1) * p->chunk;
+		c.sl[dy].oc1 = c.joined ? l->conv.phase_h * p->chunk : (dy + 1) * p->chunk;
 		if (put_slice_consts(&e->blob, &c.sl[dy], l->conv.weight,
 				     (uint64_t)(l->conv.fold_w ? l->conv.fold_w : 1) * c.in->c,
 				     &l->conv.q)) {
@@ -1333,7 +1507,7 @@ static npu_status resize_consts(struct emitter *e, void *ctx, size_t tile, bool 
 static npu_status resize_load(struct emitter *e, void *ctx, size_t tile, int buf)
 {
 	struct resize_tiles *c = ctx;
-	uint64_t row = (uint64_t)c->in->w * c->in->c;
+	uint64_t row = (uint64_t)c->in->w * c->in->c * (c->in->i16 ? 2u : 1u);
 	uint32_t img, r0, r1, a, b;
 
 	resize_tile(c, tile, &img, &r0, &r1);
@@ -1349,7 +1523,7 @@ static npu_status resize_compute(struct emitter *e, void *ctx, size_t tile, int 
 {
 	struct resize_tiles *c = ctx;
 	const struct npu_lop *l = c->l;
-	uint32_t img, r0, r1, a, b;
+	uint32_t img, r0, r1, a, b, es = c->in->i16 ? 2u : 1u;	/* strides in bytes */
 	struct npu_insn_resize r;
 
 	resize_tile(c, tile, &img, &r0, &r1);
@@ -1360,13 +1534,13 @@ static npu_status resize_compute(struct emitter *e, void *ctx, size_t tile, int 
 	 * whole tensor (the clamps agree too: a and b are clamped ends).
 	 */
 	r = (struct npu_insn_resize){
-		.hdr.flags = NPU_INSN_SYNC,
+		.hdr.flags = NPU_INSN_SYNC | i16_flag(c->in),
 		.input = c->p.sram_in[buf], .output = c->p.sram_out[buf],
 		.mode = l->resize.mode, .c = (uint16_t)c->in->c,
 		.in_h = (uint16_t)(b - a + 1u), .in_w = (uint16_t)c->in->w,
 		.out_h = (uint16_t)(r1 - r0), .out_w = (uint16_t)c->out->w,
-		.in_row_stride = c->in->w * c->in->c, .in_pixel_stride = c->in->c,
-		.out_row_stride = c->out->w * c->out->c, .out_pixel_stride = c->out->c,
+		.in_row_stride = c->in->w * c->in->c * es, .in_pixel_stride = c->in->c * es,
+		.out_row_stride = c->out->w * c->out->c * es, .out_pixel_stride = c->out->c * es,
 		.step_h = l->resize.step_h, .step_w = l->resize.step_w,
 		.offset_h = (int32_t)((int64_t)l->resize.offset_h +
 				      (int64_t)r0 * l->resize.step_h -
@@ -1382,7 +1556,7 @@ static npu_status resize_store(struct emitter *e, void *ctx, size_t tile, int bu
 			       uint8_t flags)
 {
 	struct resize_tiles *c = ctx;
-	uint64_t row = (uint64_t)c->out->w * c->out->c;
+	uint64_t row = (uint64_t)c->out->w * c->out->c * (c->out->i16 ? 2u : 1u);
 	uint32_t img, r0, r1;
 
 	resize_tile(c, tile, &img, &r0, &r1);
@@ -1452,8 +1626,9 @@ static npu_status mm_load(struct emitter *e, void *ctx, size_t tile, int buf)
 
 	mm_tile(c, tile, &s, &r0, &r1);
 	EMIT(e, npu_cmdbuf_dma_copy_1d(e->cb, 0, NPU_SPACE_SRAM, c->p.sram_in[buf],
-				       NPU_SPACE_VA, arena(e, c->in->offset + r0 * c->in->c),
-				       (uint32_t)((r1 - r0) * c->in->c)));
+				       NPU_SPACE_VA,
+				       arena(e, c->in->offset + r0 * c->in->c * npu_act_es(c->in)),
+				       (uint32_t)((r1 - r0) * c->in->c * npu_act_es(c->in))));
 	return NPU_OK;
 }
 
@@ -1471,23 +1646,23 @@ static npu_status mm_compute(struct emitter *e, void *ctx, size_t tile, int buf)
 	n = sl->oc1 - sl->oc0;
 	{
 		struct npu_insn_matmul mm = {
-			.hdr.flags = NPU_INSN_SYNC,
+			.hdr.flags = NPU_INSN_SYNC | i16_flag(c->in),
 			.a = c->p.sram_in[buf],
 			.b = c->p.sram_consts + sl->w_off,
-			.bias = q->bias ? c->p.sram_consts + sl->bias_off : 0,
+			.bias = bias_es(q) ? c->p.sram_consts + sl->bias_off : 0,
 			.quant = c->p.sram_consts + sl->quant_off,
 			.output = c->p.sram_out[buf],
-			.flags = q->bias ? 0 : NPU_CONV_NO_BIAS,
+			.flags = bias_es(q) ? 0 : NPU_CONV_NO_BIAS,
 			.m = (uint32_t)(r1 - r0), .k = c->in->c, .n = n,
-			.a_stride = c->in->c, .out_stride = n,
+			.a_stride = c->in->c * npu_act_es(c->in), .out_stride = n * npu_act_es(c->out),
 			.zp_a = (int16_t)c->in->q.zero_point, .zp_b = 0,
 			.zp_out = (int16_t)(q->lut ? q->pre_act_zp : c->out->q.zero_point),
 			.act_min = q->act_min, .act_max = q->act_max,
 		};
 
 		EMIT(e, npu_cmdbuf_matmul(e->cb, &mm));
-		if (q->lut)
-			EMIT(e, npu_cmdbuf_lut(e->cb, 0, mm.output, mm.output,
+		if (q->lut || q->lut16)
+			EMIT(e, npu_cmdbuf_lut(e->cb, i16_flag(c->out), mm.output, mm.output,
 					       c->p.sram_consts + sl->lut_off,
 					       (uint32_t)(r1 - r0) * n));
 	}
@@ -1501,19 +1676,20 @@ static npu_status mm_store(struct emitter *e, void *ctx, size_t tile, int buf,
 	const struct slice *sl;
 	uint64_t r0, r1, dst;
 	size_t s;
-	uint32_t n;
+	uint32_t n, es;
 
 	mm_tile(c, tile, &s, &r0, &r1);
 	sl = &c->slices[s];
 	n = sl->oc1 - sl->oc0;
-	dst = arena(e, c->out->offset + r0 * c->out->c + sl->oc0);
+	es = npu_act_es(c->out);
+	dst = arena(e, c->out->offset + (r0 * c->out->c + sl->oc0) * es);
 	if (n == c->out->c)
 		EMIT(e, npu_cmdbuf_dma_copy_1d(e->cb, flags, NPU_SPACE_VA, dst, NPU_SPACE_SRAM,
-					       c->p.sram_out[buf], (uint32_t)((r1 - r0) * n)));
+					       c->p.sram_out[buf], (uint32_t)((r1 - r0) * n * es)));
 	else
-		EMIT(e, npu_cmdbuf_dma_copy_2d(e->cb, flags, NPU_SPACE_VA, dst, c->out->c,
-					       NPU_SPACE_SRAM, c->p.sram_out[buf], n,
-					       (uint32_t)(r1 - r0), n));
+		EMIT(e, npu_cmdbuf_dma_copy_2d(e->cb, flags, NPU_SPACE_VA, dst, c->out->c * es,
+					       NPU_SPACE_SRAM, c->p.sram_out[buf], n * es,
+					       (uint32_t)(r1 - r0), n * es));
 	return NPU_OK;
 }
 
@@ -1692,7 +1868,8 @@ static npu_status flat_consts(struct emitter *e, void *ctx, size_t tile, bool *c
 	/* The previous op ended with a SYNC store: its SRAM is free. */
 	if (c->bvec)
 		EMIT(e, npu_cmdbuf_dma_copy_1d(e->cb, 0, NPU_SPACE_SRAM, c->b_sram, NPU_SPACE_VA,
-					       arena(e, c->bvec->offset), c->l->elt.b_count));
+					       arena(e, c->bvec->offset),
+					       c->l->elt.b_count * npu_act_es(c->bvec)));
 	return NPU_OK;
 }
 
@@ -1701,14 +1878,16 @@ static npu_status flat_load(struct emitter *e, void *ctx, size_t tile, int buf)
 	struct flat_tiles *c = ctx;
 	uint64_t e0, e1;
 
+	uint32_t ea = npu_act_es(c->a), eb = c->b ? npu_act_es(c->b) : 1;
+
 	flat_tile(c, tile, &e0, &e1);
 	EMIT(e, npu_cmdbuf_dma_copy_1d(e->cb, 0, NPU_SPACE_SRAM, c->p.sram_in[buf],
-				       NPU_SPACE_VA, arena(e, c->a->offset + e0),
-				       (uint32_t)(e1 - e0)));
+				       NPU_SPACE_VA, arena(e, c->a->offset + e0 * ea),
+				       (uint32_t)((e1 - e0) * ea)));
 	if (c->b)
 		EMIT(e, npu_cmdbuf_dma_copy_1d(e->cb, 0, NPU_SPACE_SRAM, c->p.sram_in2[buf],
-					       NPU_SPACE_VA, arena(e, c->b->offset + e0),
-					       (uint32_t)(e1 - e0)));
+					       NPU_SPACE_VA, arena(e, c->b->offset + e0 * eb),
+					       (uint32_t)((e1 - e0) * eb)));
 	return NPU_OK;
 }
 
@@ -1722,7 +1901,7 @@ static npu_status flat_compute(struct emitter *e, void *ctx, size_t tile, int bu
 	flat_tile(c, tile, &e0, &e1);
 	n = (uint32_t)(e1 - e0);
 	if (l->kind == NPU_LOP_LUT) {
-		EMIT(e, npu_cmdbuf_lut(e->cb, NPU_INSN_SYNC, c->p.sram_in[buf],
+		EMIT(e, npu_cmdbuf_lut(e->cb, NPU_INSN_SYNC | i16_flag(c->out), c->p.sram_in[buf],
 				       c->p.sram_out[buf], c->lut_sram, n));
 		return NPU_OK;
 	} else if (l->kind == NPU_LOP_ROWS && l->rows.opcode == NPU_OP_SOFTMAX) {
@@ -1769,10 +1948,21 @@ static npu_status flat_compute(struct emitter *e, void *ctx, size_t tile, int bu
 			.zp_out = (int16_t)(l->elt.lut ? l->elt.pre_act_zp : c->out->q.zero_point),
 			.act_min = l->elt.act_min, .act_max = l->elt.act_max,
 		};
+		const struct npu_act *bact = c->b ? c->b : c->bvec;
 
+		/* Mixed widths (int8 <-> int16 at a precision boundary, or an
+		 * int8 constant b) say per operand; all int16 is the I16 mode. */
+		el.types = (uint8_t)((c->a->i16 ? NPU_ELT_A16 : 0) |
+				     (bact && bact->i16 ? NPU_ELT_B16 : 0) |
+				     (c->out->i16 ? NPU_ELT_OUT16 : 0));
+		if (el.types == (NPU_ELT_A16 | NPU_ELT_B16 | NPU_ELT_OUT16)) {
+			el.types = 0;
+			el.hdr.flags |= NPU_INSN_I16;
+		}
 		EMIT(e, npu_cmdbuf_eltwise(e->cb, &el));
-		if (l->elt.lut)
-			EMIT(e, npu_cmdbuf_lut(e->cb, 0, el.output, el.output, c->lut_sram, n));
+		if (l->elt.lut || l->elt.lut16)
+			EMIT(e, npu_cmdbuf_lut(e->cb, i16_flag(c->out), el.output, el.output,
+					       c->lut_sram, n));
 		return NPU_OK;
 	}
 }
@@ -1785,8 +1975,9 @@ static npu_status flat_store(struct emitter *e, void *ctx, size_t tile, int buf,
 
 	flat_tile(c, tile, &e0, &e1);
 	EMIT(e, npu_cmdbuf_dma_copy_1d(e->cb, flags, NPU_SPACE_VA,
-				       arena(e, c->out->offset + e0), NPU_SPACE_SRAM,
-				       c->p.sram_out[buf], (uint32_t)(e1 - e0)));
+				       arena(e, c->out->offset + e0 * npu_act_es(c->out)),
+				       NPU_SPACE_SRAM, c->p.sram_out[buf],
+				       (uint32_t)((e1 - e0) * npu_act_es(c->out))));
 	return NPU_OK;
 }
 
@@ -1801,15 +1992,19 @@ static npu_status gen_flat(struct emitter *e, const struct npu_lop *l,
 		.consts = flat_consts, .load = flat_load,
 		.compute = flat_compute, .store = flat_store,
 	};
-	const int8_t *lut = l->kind == NPU_LOP_LUT ? l->lut.table :
-			    l->kind == NPU_LOP_ELTWISE ? l->elt.lut : NULL;
+	const void *lut = l->kind == NPU_LOP_LUT ? (l->lut.table16 ? (const void *)l->lut.table16
+							: (const void *)l->lut.table) :
+			  l->kind == NPU_LOP_ELTWISE ? (l->elt.lut16 ? (const void *)l->elt.lut16
+							 : (const void *)l->elt.lut) : NULL;
+	bool lut16 = (l->kind == NPU_LOP_LUT && l->lut.table16) ||
+		     (l->kind == NPU_LOP_ELTWISE && l->elt.lut16);
 	size_t start = (size_t)align_up(e->blob.size, SRAM_ALIGN), off;
 
 	if (l->kind == NPU_LOP_ELTWISE && l->elt.bcast == NPU_BCAST_NONE)
 		c.b = &e->prog->acts[l->in2];
 	else if (l->kind == NPU_LOP_ELTWISE && !l->elt.b_const)
 		c.bvec = &e->prog->acts[l->in2];
-	c.elems = npu_act_bytes(c.out);
+	c.elems = npu_act_elems(c.out);
 	c.per_tile = (uint64_t)p->rows * c.out->c;
 	c.blob_off = start;
 	if (l->kind == NPU_LOP_ELTWISE && l->elt.b_const) {
@@ -1818,7 +2013,7 @@ static npu_status gen_flat(struct emitter *e, const struct npu_lop *l,
 		c.b_sram = p->sram_consts + (uint32_t)(off - start);
 	}
 	if (lut) {
-		if (blob_put(&e->blob, lut, 256, &off))
+		if (blob_put(&e->blob, lut, lut16 ? 1026 : 256, &off))
 			goto oom;
 		c.lut_sram = p->sram_consts + (uint32_t)(off - start);
 	}
@@ -2061,6 +2256,1313 @@ static npu_status gen_copy(struct emitter *e, const struct npu_lop *l,
 	return st;
 }
 
+/* ---- Cost model -------------------------------------------------------- */
+
+/*
+ * Predicted cycles of one lop under a plan, before any code exists: the
+ * tile loop of run_tiles() replayed on the two engines of the cycle model
+ * (npu_hw.h): each instruction costs NPU_CYCLES_INSN_OVERHEAD plus its
+ * formula, a SYNC one starts when both engines are free, nothing starts
+ * before the last SYNC point. Exact in structure for CONV / POOL / ELTWISE
+ * / LUT / SOFTMAX / LAYERNORM (the instructions run_tiles emits), a
+ * roofline guess (max of compute and DMA) for the others.
+ * Documentation/compiler.md ("Cost model") compares it with the cycle model.
+ */
+struct cost_engines {
+	uint64_t dma, cmp, floor;
+};
+
+static void cost_insn(struct cost_engines *t, bool dma, bool sync, uint64_t cycles)
+{
+	uint64_t *own = dma ? &t->dma : &t->cmp, other = dma ? t->cmp : t->dma;
+	uint64_t start = *own;
+
+	if (sync && other > start)
+		start = other;
+	if (t->floor > start)
+		start = t->floor;
+	*own = start + NPU_CYCLES_INSN_OVERHEAD + cycles;
+	if (sync)
+		t->floor = start;
+}
+
+static uint64_t cost_dma(uint64_t rows, uint64_t row_bytes)
+{
+	return NPU_CYCLES_DMA_SETUP +
+	       rows * ((row_bytes + NPU_DMA_BYTES_PER_CYCLE - 1) / NPU_DMA_BYTES_PER_CYCLE);
+}
+
+static uint64_t div_up64(uint64_t a, uint64_t b)
+{
+	return (a + b - 1) / b;
+}
+
+/* CONV2D cycles of one instruction (the formula of npu_hw.h). */
+static uint64_t cost_conv_insn(uint64_t out_h, uint64_t out_w, uint64_t taps,
+			       uint32_t groups, uint32_t in_c, uint32_t out_c, bool i16)
+{
+	uint32_t rows = i16 ? NPU_MAC_ROWS / 2 : NPU_MAC_ROWS;
+
+	if (groups == in_c && groups == out_c)
+		return div_up64(out_h * out_w, rows) * taps * div_up64(out_c, NPU_MAC_COLS);
+	return out_h * out_w * taps * groups * div_up64(in_c / groups, rows) *
+	       div_up64(out_c / groups, NPU_MAC_COLS);
+}
+
+static uint64_t cost_end(const struct cost_engines *t)
+{
+	return t->dma > t->cmp ? t->dma : t->cmp;
+}
+
+static uint64_t cost_conv(const struct npu_segment_program *prog,
+			  const struct npu_lop *l, const struct plan *p)
+{
+	struct conv_tiles c = {
+		.l = l, .p = *p,
+		.in = &prog->acts[l->in], .out = &prog->acts[l->out],
+		.pool = l->kind == NPU_LOP_POOL,
+	};
+	struct cost_engines t = { 0, 0, 0 };
+	uint32_t lanes = c.in->i16 ? NPU_VECTOR_LANES / 2 : NPU_VECTOR_LANES;
+	uint64_t row = (uint64_t)c.in->w * c.in->c * npu_act_es(c.in);
+	uint64_t wpo = 0, prev_store = 0, tiles, i;
+	size_t s = 0;
+
+	c.row_tiles = (c.out->h + p->rows - 1) / p->rows;
+	if (!c.pool) {
+		wpo = conv_wpo(l, c.in, c.out);
+		c.slices = calloc(c.out->c, sizeof(*c.slices));
+		if (!c.slices)
+			return 0;
+		c.num_slices = make_slices(c.out->c, c.in->c, l->conv.groups, p->chunk,
+					   c.slices, c.out->c);
+	} else {
+		c.num_slices = 1;
+	}
+	tiles = (uint64_t)c.num_slices * c.in->n * c.row_tiles;
+	for (i = 0; i <= tiles; i++) {
+		uint32_t img, r0, r1, oc = c.out->c;
+		uint64_t compute, pixels, load = 0, store;
+		struct window w;
+
+		if (i < tiles) {
+			conv_tile(&c, i, &s, &img, &r0, &r1);
+			conv_window(&c, r0, r1, &w);
+			if (w.in_h)
+				load = cost_dma(1, w.in_h * row);
+		}
+		if (i == 0 && !c.pool) {	/* consts, then the first load */
+			cost_insn(&t, false, true, 0);
+			cost_insn(&t, true, false, cost_dma(1, slice_const_bytes(
+				c.slices[0].oc1 - c.slices[0].oc0, wpo, bias_es(&l->conv.q),
+				l->conv.q.lut != NULL)));
+		}
+		if (i == 0) {
+			if (load)
+				cost_insn(&t, true, false, load);
+			continue;
+		}
+		/* tile i - 1 computes, tile i - 2 is stored, tile i loads */
+		conv_tile(&c, i - 1, &s, &img, &r0, &r1);
+		conv_window(&c, r0, r1, &w);
+		if (!c.pool) {
+			const struct slice *sl = &c.slices[s];
+
+			oc = sl->oc1 - sl->oc0;
+			if (i - 1 > 0 && s != c.cur_slice) {
+				cost_insn(&t, false, true, 0);
+				cost_insn(&t, true, false, cost_dma(1, slice_const_bytes(
+					oc, wpo, bias_es(&l->conv.q), l->conv.q.lut != NULL)));
+			}
+			c.cur_slice = s;
+		}
+		pixels = (uint64_t)(r1 - r0) * c.out->w;
+		if (c.pool) {
+			compute = div_up64(pixels * oc * l->pool.k_h * l->pool.k_w, lanes);
+			cost_insn(&t, false, true, compute);
+		} else if (l->conv.fold_w) {
+			uint32_t R = l->conv.fold_w / l->conv.stride_w, r;
+
+			for (r = 0; r < R; r++) {
+				struct npu_fold_phase ph;
+
+				npu_conv_fold_phase(c.in->w, c.out->w, c.in->c, c.out->c,
+						    l->conv.k_h, l->conv.k_w, l->conv.stride_w,
+						    l->conv.pad_left, l->conv.fold_w, r, &ph);
+				compute = cost_conv_insn(r1 - r0, c.out->w / R,
+							 conv_taps(l->conv.k_h, l->conv.dil_h, 0) * ph.k_w,
+							 c.slices[s].groups,
+							 l->conv.fold_w * c.slices[s].in_c, oc, c.in->i16);
+				cost_insn(&t, false, true, compute);
+			}
+		} else {
+			compute = cost_conv_insn(r1 - r0, c.out->w,
+						 conv_taps(l->conv.k_h, l->conv.dil_h, l->conv.ins_h) *
+						 conv_taps(l->conv.k_w, l->conv.dil_w, l->conv.ins_w),
+						 c.slices[s].groups, c.slices[s].in_c, oc, c.in->i16);
+			cost_insn(&t, false, true, compute);
+		}
+		if (!c.pool && l->conv.q.lut)
+			cost_insn(&t, false, false, div_up64(pixels * oc, lanes));
+		store = oc == c.out->c ? cost_dma(1, pixels * oc * npu_act_es(c.out)) :
+			cost_dma(pixels, (uint64_t)oc * npu_act_es(c.out));
+		if (prev_store)
+			cost_insn(&t, true, false, prev_store);
+		if (i < tiles && load)
+			cost_insn(&t, true, false, load);
+		prev_store = store;
+	}
+	cost_insn(&t, true, true, prev_store);
+	free(c.slices);
+	return cost_end(&t);
+}
+
+static uint64_t cost_flat(const struct npu_segment_program *prog,
+			  const struct npu_lop *l, const struct plan *p)
+{
+	const struct npu_act *out = &prog->acts[l->out];
+	uint32_t lanes = out->i16 ? NPU_VECTOR_LANES / 2 : NPU_VECTOR_LANES;
+	uint64_t es = npu_act_es(out), elems = npu_act_elems(out);
+	uint64_t per = (uint64_t)p->rows * out->c, tiles = div_up64(elems, per), i;
+	bool two = l->kind == NPU_LOP_ELTWISE && l->elt.bcast == NPU_BCAST_NONE;
+	bool lut = (l->kind == NPU_LOP_ELTWISE && l->elt.lut);
+	struct cost_engines t = { 0, 0, 0 };
+	uint64_t prev_store = 0;
+
+	if (p->consts_bytes) {
+		cost_insn(&t, false, true, 0);
+		cost_insn(&t, true, false, cost_dma(1, p->consts_bytes));
+	}
+	for (i = 0; i <= tiles; i++) {
+		uint64_t n = i < tiles ? (i + 1 < tiles ? per : elems - i * per) : 0, m;
+
+		if (i > 0) {
+			m = i < tiles ? per : elems - (i - 1) * per;
+			if (m > per)
+				m = per;
+			if (l->kind == NPU_LOP_ROWS && l->rows.opcode == NPU_OP_SOFTMAX)
+				cost_insn(&t, false, true, m / out->c *
+					  (3 * div_up64(out->c, lanes) + NPU_CYCLES_VEC_ROW));
+			else if (l->kind == NPU_LOP_ROWS)
+				cost_insn(&t, false, true, m / out->c *
+					  (2 * div_up64(out->c, lanes) + NPU_CYCLES_VEC_ROW));
+			else
+				cost_insn(&t, false, true, div_up64(m, lanes));
+			if (lut)
+				cost_insn(&t, false, false, div_up64(m, lanes));
+			if (prev_store)
+				cost_insn(&t, true, false, prev_store);
+			prev_store = cost_dma(1, m * es);
+		}
+		if (n) {
+			cost_insn(&t, true, false, cost_dma(1, n * es));
+			if (two)
+				cost_insn(&t, true, false, cost_dma(1, n * es));
+		}
+	}
+	cost_insn(&t, true, true, prev_store);
+	return cost_end(&t);
+}
+
+/* MATMUL with constant weights: gen_matmul()'s tile loop, slices outermost. */
+static uint64_t cost_matmul(const struct npu_segment_program *prog,
+			    const struct npu_lop *l, const struct plan *p)
+{
+	const struct npu_act *in = &prog->acts[l->in], *out = &prog->acts[l->out];
+	uint32_t mrows = in->i16 ? NPU_MAC_ROWS / 2 : NPU_MAC_ROWS;
+	uint32_t lanes = out->i16 ? NPU_VECTOR_LANES / 2 : NPU_VECTOR_LANES;
+	uint64_t m = (uint64_t)in->n * in->h * in->w, es_in = npu_act_es(in);
+	uint64_t es_out = npu_act_es(out), rt = div_up64(m, p->rows), tiles, i;
+	uint64_t prev_store = 0;
+	bool lut = l->matmul.q.lut || l->matmul.q.lut16;
+	struct cost_engines t = { 0, 0, 0 };
+	size_t ns = div_up64(out->c, p->chunk), prev_s = 0;
+
+	tiles = ns * rt;
+	for (i = 0; i <= tiles; i++) {
+		if (i > 0) {	/* tile i - 1 computes, i - 2 is stored */
+			uint64_t s = (i - 1) / rt, r0 = (i - 1) % rt * p->rows;
+			uint64_t r1 = r0 + p->rows < m ? r0 + p->rows : m;
+			uint64_t n = s + 1 < ns ? p->chunk : out->c - s * p->chunk;
+
+			if (i - 1 > 0 && s != prev_s) {
+				cost_insn(&t, false, true, 0);
+				cost_insn(&t, true, false, cost_dma(1, slice_consts(n, in->c,
+										   &l->matmul.q)));
+			}
+			prev_s = s;
+			cost_insn(&t, false, true, (r1 - r0) * div_up64(in->c, mrows) *
+						   div_up64(n, NPU_MAC_COLS));
+			if (lut)
+				cost_insn(&t, false, false, div_up64((r1 - r0) * n, lanes));
+			if (prev_store)
+				cost_insn(&t, true, false, prev_store);
+			prev_store = n == out->c ? cost_dma(1, (r1 - r0) * n * es_out) :
+				     cost_dma(r1 - r0, n * es_out);
+		} else {
+			uint64_t n = ns > 1 ? p->chunk : out->c;
+
+			cost_insn(&t, false, true, 0);
+			cost_insn(&t, true, false, cost_dma(1, slice_consts(n, in->c, &l->matmul.q)));
+		}
+		if (i < tiles) {
+			uint64_t r0 = i % rt * p->rows, r1 = r0 + p->rows < m ? r0 + p->rows : m;
+
+			cost_insn(&t, true, false, cost_dma(1, (r1 - r0) * in->c * es_in));
+		}
+	}
+	cost_insn(&t, true, true, prev_store);
+	return cost_end(&t);
+}
+
+/* The rest: compute and DMA overlap perfectly, plus one tile of each. */
+static uint64_t cost_roofline(const struct npu_segment_program *prog,
+			      const struct npu_lop *l)
+{
+	const struct npu_act *in = &prog->acts[l->in], *out = &prog->acts[l->out];
+	uint64_t bytes = npu_act_bytes(in) + npu_act_bytes(out), compute;
+
+	if (l->kind == NPU_LOP_MATMUL) {
+		uint64_t m = npu_act_elems(out) / out->c;
+
+		compute = m * div_up64(in->c, NPU_MAC_ROWS) * div_up64(out->c, NPU_MAC_COLS);
+		if (!l->matmul.batch)
+			bytes += (uint64_t)in->c * out->c;
+	} else if (l->kind == NPU_LOP_COPY && !l->copy.lut) {
+		/* DRAM to DRAM, one DMA per repeat (dma_rows()) */
+		uint64_t reps = l->copy.count > 1 ? l->copy.count : 1;
+		bool dense = l->copy.rows > 1 && l->copy.src_stride == l->copy.row_bytes &&
+			     l->copy.dst_stride == l->copy.row_bytes;
+
+		return reps * (NPU_CYCLES_INSN_OVERHEAD +
+			       (dense ? cost_dma(1, (uint64_t)l->copy.rows * l->copy.row_bytes) :
+				cost_dma(l->copy.rows, l->copy.row_bytes)));
+	} else if (l->kind == NPU_LOP_COPY) {
+		compute = div_up64((uint64_t)l->copy.rows * l->copy.row_bytes, NPU_VECTOR_LANES);
+		bytes = 2 * (uint64_t)l->copy.rows * l->copy.row_bytes;
+	} else if (l->kind == NPU_LOP_RESIZE) {
+		compute = div_up64(npu_act_elems(out) *
+				   (l->resize.mode == NPU_RESIZE_NEAREST ? 1 : 4), NPU_VECTOR_LANES);
+	} else {
+		compute = div_up64(npu_act_elems(out) * 4, NPU_VECTOR_LANES);
+	}
+	bytes = div_up64(bytes, NPU_DMA_BYTES_PER_CYCLE);
+	return (compute > bytes ? compute : bytes) + 4 * (NPU_CYCLES_DMA_SETUP +
+							  NPU_CYCLES_INSN_OVERHEAD);
+}
+
+static uint64_t plan_cost(const struct npu_segment_program *prog,
+			  const struct npu_lop *l, const struct plan *p)
+{
+	if ((l->kind == NPU_LOP_CONV && !l->conv.phase_h) || l->kind == NPU_LOP_POOL)
+		return cost_conv(prog, l, p);
+	if (l->kind == NPU_LOP_CONV) {
+		/* phase-split ConvTranspose: lowering's per-row model, plus the
+		 * constants, the first load, the last store and one tile's
+		 * instructions per tile */
+		const struct npu_act *in = &prog->acts[l->in], *out = &prog->acts[l->out];
+		uint32_t f = l->conv.fold_w ? l->conv.fold_w : 1;
+		uint64_t rows = p->rows ? p->rows : 1, tiles = div_up64(in->h, rows) * in->n;
+		uint64_t row_in = (uint64_t)in->w * in->c, row_out = (uint64_t)l->conv.phase_h *
+								  out->w * out->c;
+		bool joined;
+		uint64_t per = npu_phase_row_cycles(in->w, in->c, out->c, l->conv.phase_h,
+						    l->conv.phase_w, f, &joined);
+
+		return (uint64_t)in->n * in->h * per + cost_dma(1, p->consts_bytes) +
+		       cost_dma(1, rows * row_in) + cost_dma(1, rows * row_out) +
+		       tiles * (joined ? 1 : l->conv.phase_h) * NPU_CYCLES_INSN_OVERHEAD;
+	}
+	if (l->kind == NPU_LOP_ELTWISE || l->kind == NPU_LOP_LUT ||
+	    (l->kind == NPU_LOP_ROWS && l->rows.opcode != NPU_OP_REDUCE))
+		return cost_flat(prog, l, p);
+	if (l->kind == NPU_LOP_MATMUL && !l->matmul.batch)
+		return cost_matmul(prog, l, p);
+	return cost_roofline(prog, l);
+}
+
+/*
+ * Tile height by search: the largest tile that fits leaves the first load
+ * and the last store of an op outside the double-buffered overlap, so a
+ * few more, smaller tiles often finish sooner; more tiles cost instruction
+ * overhead and conv halo rows. Tries tile counts from the fewest up and
+ * keeps the plan the cost model predicts fastest. The SRAM layout stays
+ * the one planned for the largest tile (a smaller tile uses a prefix of
+ * each buffer). NPU_TILE_SEARCH=0 keeps the largest tile.
+ */
+static void tile_search(const struct npu_segment_program *prog,
+			const struct npu_lop *l, struct plan *p)
+{
+	const struct npu_act *out = &prog->acts[l->out];
+	const char *env = getenv("NPU_TILE_SEARCH");
+	uint64_t total, k, best_cost, c;
+	uint32_t best = p->rows, last = p->rows, tries = 0;
+	struct plan t = *p;
+
+	if (env && !strcmp(env, "0"))
+		return;
+	if ((l->kind == NPU_LOP_CONV && !l->conv.phase_h) || l->kind == NPU_LOP_POOL)
+		total = out->h;
+	else if (l->kind == NPU_LOP_ELTWISE || l->kind == NPU_LOP_LUT ||
+		 (l->kind == NPU_LOP_ROWS && l->rows.opcode != NPU_OP_REDUCE))
+		total = npu_act_elems(out) / out->c;
+	else if (l->kind == NPU_LOP_MATMUL && !l->matmul.batch)
+		total = npu_act_elems(&prog->acts[l->in]) / prog->acts[l->in].c;
+	else
+		return;
+	best_cost = plan_cost(prog, l, p);
+	for (k = div_up64(total, p->rows) + 1; k <= total && tries < 40;
+	     k += k / 8 ? k / 8 : 1) {
+		uint32_t r = (uint32_t)div_up64(total, k);
+
+		if (r >= last)
+			continue;
+		last = r;
+		tries++;
+		t.rows = r;
+		c = plan_cost(prog, l, &t);
+		if (c < best_cost) {
+			best_cost = c;
+			best = r;
+		}
+	}
+	p->rows = best;
+}
+
+/* ---- Cross-layer fusion: conv -> conv through SRAM ---------------------- */
+
+/*
+ * Two convolutions P -> Q where Q alone reads P's output and nothing
+ * outside the segment does (npu_act.internal) run as one tile loop: per
+ * tile of Q's output rows, the DMA loads the input rows P needs for the
+ * rows of its output that Q's window reads (the halo rows, recomputed by
+ * the neighbouring tile too), P computes them into an SRAM buffer 'mid',
+ * Q computes from 'mid', and only Q's output is stored. P's output never
+ * goes to DRAM. SRAM: [P consts][Q consts][in0][in1][mid][out0][out1].
+ * Whole layers only (one slice each), batch 1, no folded / phase-split /
+ * zero-inserting convs, no int16. Chosen per pair when the cost model
+ * predicts the fused loop faster than the two ops apart (fusion_plan());
+ * NPU_FUSE=0 turns it off.
+ */
+struct fused {
+	const struct npu_lop *lp, *lq;
+	const struct npu_act *in, *mid, *out;
+	struct slice sp, sq;
+	uint32_t rows, tiles;		/* Q output rows per tile */
+	uint32_t sram_in[2], sram_mid, sram_out[2], q_consts;
+	uint64_t p_consts_bytes, q_consts_bytes;
+};
+
+static bool fuse_conv_ok(const struct npu_segment_program *prog, const struct npu_lop *l)
+{
+	const struct npu_act *in = &prog->acts[l->in], *out = &prog->acts[l->out];
+
+	return l->kind == NPU_LOP_CONV && !npu_lop_reads_in2(l) && !l->conv.phase_h && !l->conv.fold_w &&
+	       !l->conv.ins_h && !l->conv.ins_w && in->n == 1 && out->n == 1 &&
+	       !in->i16 && !out->i16 && !l->conv.q.bias64 && conv_wpo(l, in, out) &&
+	       !in->im2col.k_h && !out->im2col.k_h;	/* plain NHWC rows only */
+}
+
+/* Rows [a, b) of a conv's output -> the window of its input rows. */
+static void fused_window(const struct npu_segment_program *prog, const struct npu_lop *l,
+			 uint32_t a, uint32_t b, struct window *w)
+{
+	struct conv_tiles c = { .l = l, .in = &prog->acts[l->in], .out = &prog->acts[l->out] };
+
+	conv_window(&c, a, b, w);
+}
+
+/* Lay out SRAM for 'rows' Q rows per tile; false: it does not fit. */
+static bool fused_layout(struct fused *f, uint32_t rows, uint32_t sram)
+{
+	uint64_t mid_rows = window_rows(rows, f->lq->conv.stride_h, f->lq->conv.dil_h,
+					f->lq->conv.k_h);
+	uint64_t in_rows, in_b, mid_b, out_b, off;
+
+	if (mid_rows > f->mid->h)
+		mid_rows = f->mid->h;
+	in_rows = window_rows(mid_rows, f->lp->conv.stride_h, f->lp->conv.dil_h,
+			      f->lp->conv.k_h);
+	if (in_rows > f->in->h)
+		in_rows = f->in->h;
+	in_b = align_up(in_rows * f->in->w * f->in->c, SRAM_ALIGN);
+	mid_b = align_up(mid_rows * f->mid->w * f->mid->c, SRAM_ALIGN);
+	out_b = align_up((uint64_t)rows * f->out->w * f->out->c, SRAM_ALIGN);
+	off = align_up(f->p_consts_bytes, SRAM_ALIGN) + align_up(f->q_consts_bytes, SRAM_ALIGN);
+	if (off + 2 * in_b + mid_b + 2 * out_b > sram)
+		return false;
+	f->q_consts = (uint32_t)align_up(f->p_consts_bytes, SRAM_ALIGN);
+	f->sram_in[0] = (uint32_t)off;
+	f->sram_in[1] = (uint32_t)(off + in_b);
+	f->sram_mid = (uint32_t)(off + 2 * in_b);
+	f->sram_out[0] = (uint32_t)(off + 2 * in_b + mid_b);
+	f->sram_out[1] = (uint32_t)(off + 2 * in_b + mid_b + out_b);
+	f->rows = rows;
+	f->tiles = (f->out->h + rows - 1) / rows;
+	return true;
+}
+
+static bool fused_init(const struct npu_segment_program *prog, size_t i, struct fused *f)
+{
+	const struct npu_lop *lp = &prog->lops[i], *lq = &prog->lops[i + 1];
+	size_t j;
+
+	memset(f, 0, sizeof(*f));
+	if (!fuse_conv_ok(prog, lp) || !fuse_conv_ok(prog, lq) || lq->in != lp->out ||
+	    !prog->acts[lp->out].internal)
+		return false;
+	for (j = 0; j < prog->num_lops; j++) {
+		const struct npu_lop *o = &prog->lops[j];
+
+		if (j != i + 1 && (o->in == lp->out ||
+				   (npu_lop_reads_in2(o) && o->in2 == lp->out)))
+			return false;
+	}
+	f->lp = lp;
+	f->lq = lq;
+	f->in = &prog->acts[lp->in];
+	f->mid = &prog->acts[lp->out];
+	f->out = &prog->acts[lq->out];
+	/* P reads its input until Q's last tile: Q must not overwrite it. */
+	if (f->out->offset < f->in->offset + npu_act_bytes(f->in) &&
+	    f->in->offset < f->out->offset + npu_act_bytes(f->out))
+		return false;
+	make_slices(f->mid->c, f->in->c, lp->conv.groups, f->mid->c, &f->sp, 1);
+	make_slices(f->out->c, f->mid->c, lq->conv.groups, f->out->c, &f->sq, 1);
+	f->p_consts_bytes = slice_const_bytes(f->mid->c, conv_wpo(lp, f->in, f->mid),
+					      bias_es(&lp->conv.q), lp->conv.q.lut != NULL);
+	f->q_consts_bytes = slice_const_bytes(f->out->c, conv_wpo(lq, f->mid, f->out),
+					      bias_es(&lq->conv.q), lq->conv.q.lut != NULL);
+	return true;
+}
+
+/* Tile t: Q rows [r0, r1), P rows [m0, m0 + mw.in_h), input window pw. */
+static void fused_tile(const struct npu_segment_program *prog, const struct fused *f,
+		       uint32_t t, uint32_t *r0, uint32_t *r1, struct window *qw,
+		       struct window *pw)
+{
+	*r0 = t * f->rows;
+	*r1 = *r0 + f->rows < f->out->h ? *r0 + f->rows : f->out->h;
+	fused_window(prog, f->lq, *r0, *r1, qw);
+	fused_window(prog, f->lp, qw->ih0, qw->ih0 + qw->in_h, pw);
+}
+
+static uint64_t fused_cost(const struct npu_segment_program *prog, const struct fused *f)
+{
+	struct cost_engines t = { 0, 0, 0 };
+	uint64_t in_row = (uint64_t)f->in->w * f->in->c, prev_store = 0;
+	uint64_t tp = (uint64_t)f->lp->conv.k_h * f->lp->conv.k_w;
+	uint64_t tq = (uint64_t)f->lq->conv.k_h * f->lq->conv.k_w;
+	uint32_t i;
+
+	cost_insn(&t, false, true, 0);
+	cost_insn(&t, true, false, cost_dma(1, f->p_consts_bytes));
+	cost_insn(&t, false, true, 0);
+	cost_insn(&t, true, false, cost_dma(1, f->q_consts_bytes));
+	for (i = 0; i <= f->tiles; i++) {
+		struct window qw, pw;
+		uint32_t r0, r1;
+		uint64_t load = 0;
+
+		if (i < f->tiles) {
+			fused_tile(prog, f, i, &r0, &r1, &qw, &pw);
+			if (pw.in_h)
+				load = cost_dma(1, pw.in_h * in_row);
+		}
+		if (i == 0) {
+			if (load)
+				cost_insn(&t, true, false, load);
+			continue;
+		}
+		fused_tile(prog, f, i - 1, &r0, &r1, &qw, &pw);
+		cost_insn(&t, false, true, cost_conv_insn(qw.in_h, f->mid->w, tp, f->sp.groups,
+							  f->sp.in_c, f->mid->c, false));
+		if (f->lp->conv.q.lut)
+			cost_insn(&t, false, false, div_up64((uint64_t)qw.in_h * f->mid->w *
+							     f->mid->c, NPU_VECTOR_LANES));
+		cost_insn(&t, false, false, cost_conv_insn(r1 - r0, f->out->w, tq, f->sq.groups,
+							   f->sq.in_c, f->out->c, false));
+		if (f->lq->conv.q.lut)
+			cost_insn(&t, false, false, div_up64((uint64_t)(r1 - r0) * f->out->w *
+							     f->out->c, NPU_VECTOR_LANES));
+		if (prev_store)
+			cost_insn(&t, true, false, prev_store);
+		if (i < f->tiles && load)
+			cost_insn(&t, true, false, load);
+		prev_store = cost_dma(1, (uint64_t)(r1 - r0) * f->out->w * f->out->c);
+	}
+	cost_insn(&t, true, true, prev_store);
+	return cost_end(&t);
+}
+
+/* The best tile height for a fused pair, or false when none fits. */
+static bool fused_search(const struct npu_segment_program *prog, struct fused *f,
+			 uint32_t sram, uint64_t *cost)
+{
+	/* NPU_FUSE_ROWS=N caps the tile (tests force halos across tiles). */
+	const char *env = getenv("NPU_FUSE_ROWS");
+	uint32_t cap = env ? (uint32_t)strtoul(env, NULL, 10) : 0;
+	uint32_t r, best = 0, last = 0, tries = 0;
+	uint64_t k, c, best_cost = UINT64_MAX;
+
+	for (k = cap ? div_up64(f->out->h, cap) : 1; k <= f->out->h && tries < 48;
+	     k += k / 8 ? k / 8 : 1) {
+		r = (uint32_t)div_up64(f->out->h, k);
+		if (r == last || (cap && r > cap) || !fused_layout(f, r, sram))
+			continue;
+		last = r;
+		tries++;
+		c = fused_cost(prog, f);
+		if (c < best_cost) {
+			best_cost = c;
+			best = r;
+		}
+	}
+	if (!best)
+		return false;
+	fused_layout(f, best, sram);
+	*cost = best_cost;
+	return true;
+}
+
+/*
+ * A channel Concat (COPY lops i .. i + m - 1, plain, each one input's
+ * pixels into its channel block of the same output) as one tile loop:
+ * each input's rows come in dense, an identity RESIZE (nearest, step 1,
+ * any pixel stride) interleaves them into the output tile at their
+ * channel offset, and the tile goes out dense. A strided DMA pays a cycle
+ * per pixel row of a few bytes; this pays the bytes. Same bytes as the
+ * copies (a RESIZE moves bytes, no arithmetic; an input whose parameters
+ * differ from the output's goes through its copy's LUT first, in place).
+ * SRAM: [LUTs][in0 (all inputs)][in1][out0][out1], rows of out.w pixels.
+ */
+#define CAT_MAX 16
+
+struct cat_group {
+	const struct npu_act *in[CAT_MAX], *out;
+	const int8_t *lut[CAT_MAX];	/* requantizing input k, or NULL */
+	/* Input k made by this RESIZE inside the loop from rin[k] (its
+	 * input rows come in, the resized ones never exist in DRAM). */
+	const struct npu_lop *rz[CAT_MAX];
+	const struct npu_act *rin[CAT_MAX];
+	uint32_t lops;			/* RESIZE lops before the copies + m */
+	uint32_t off[CAT_MAX];		/* channel offset of input k */
+	size_t blob_off;		/* the LUTs, 256 bytes per input, at SRAM 0 */
+	uint32_t m, rows, tiles;	/* inputs; image rows (n * h) per tile */
+	uint32_t sram_in[2], sram_out[2];
+};
+
+/* Whether act a is read by a lop other than lop 'self'. */
+static bool read_elsewhere(const struct npu_segment_program *prog, uint32_t a, size_t self)
+{
+	size_t j;
+
+	for (j = 0; j < prog->num_lops; j++) {
+		const struct npu_lop *o = &prog->lops[j];
+
+		if (j != self && (o->in == a || (npu_lop_reads_in2(o) && o->in2 == a)))
+			return true;
+	}
+	return false;
+}
+
+static bool overlap(const struct npu_act *a, const struct npu_act *b)
+{
+	return a->offset < b->offset + npu_act_bytes(b) && b->offset < a->offset + npu_act_bytes(a);
+}
+
+/*
+ * Lops i ..: RESIZE lops (compile.c sinks those whose output only a Concat
+ * reads next to it) then the Concat's COPY lops.
+ */
+static bool cat_init(const struct npu_segment_program *prog, size_t i, struct cat_group *g)
+{
+	const struct npu_act *out;
+	uint64_t pixels, covered = 0;
+	uint32_t q = 0, used = 0, x;
+	size_t j, first;
+
+	memset(g, 0, sizeof(*g));
+	while (i + q < prog->num_lops && prog->lops[i + q].kind == NPU_LOP_RESIZE && q < CAT_MAX)
+		q++;
+	first = i + q;
+	if (first >= prog->num_lops || prog->lops[first].kind != NPU_LOP_COPY)
+		return false;
+	out = &prog->acts[prog->lops[first].out];
+	pixels = (uint64_t)out->n * out->h * out->w;
+	g->out = out;
+	if (out->i16 || out->im2col.k_h || out->c > 0xffff || out->w > 0xffff || (q && out->n != 1))
+		return false;
+	for (j = first; j < prog->num_lops && prog->lops[j].kind == NPU_LOP_COPY &&
+		    prog->lops[j].out == prog->lops[first].out; j++) {
+		const struct npu_lop *l = &prog->lops[j];
+		const struct npu_act *in = &prog->acts[l->in];
+
+		for (x = 0; x < q && prog->lops[i + x].out != l->in; x++)
+			;
+		if (x < q) {
+			const struct npu_lop *r = &prog->lops[i + x];
+			const struct npu_act *rin = &prog->acts[r->in];
+
+			if (!in->internal || read_elsewhere(prog, l->in, j) || rin->i16 ||
+			    rin->im2col.k_h || rin->n != 1 || overlap(rin, out) ||
+			    (l->copy.lut && r->resize.mode != NPU_RESIZE_NEAREST))
+				return false;
+			g->rz[g->m] = r;
+			g->rin[g->m] = rin;
+			used++;
+		}
+
+		if (g->m == CAT_MAX || l->copy.count > 1 || in->i16 ||
+		    in->im2col.k_h || l->copy.rows != pixels || l->copy.src_off ||
+		    l->copy.row_bytes != in->c || l->copy.src_stride != in->c ||
+		    l->copy.dst_stride != out->c || l->copy.dst_off + in->c > out->c ||
+		    in->n != out->n || in->h != out->h || in->w != out->w ||
+		    (!g->rz[g->m] && overlap(in, out)))
+			return false;
+		g->in[g->m] = in;
+		g->lut[g->m] = l->copy.lut;
+		g->off[g->m++] = (uint32_t)l->copy.dst_off;
+		covered += in->c;
+	}
+	g->lops = q + g->m;
+	/* every channel once (the copies' blocks are disjoint then), every
+	 * RESIZE absorbed */
+	return g->m >= 2 && covered == out->c && used == q;
+}
+
+/* SRAM bytes of input k's block for tiles of 'rows' rows. */
+static uint64_t cat_block_bytes(const struct cat_group *g, uint32_t k, uint32_t rows)
+{
+	if (g->rz[k]) {
+		struct resize_ctx rc = { .l = g->rz[k], .in = g->rin[k], .out = g->in[k] };
+
+		return align_up(resize_in_bytes(&rc, rows), SRAM_ALIGN);
+	}
+	return align_up((uint64_t)rows * g->out->w * g->in[k]->c, SRAM_ALIGN);
+}
+
+static bool cat_layout(struct cat_group *g, uint32_t rows, uint32_t sram)
+{
+	uint64_t b = align_up((uint64_t)rows * g->out->w * g->out->c, SRAM_ALIGN);
+	uint64_t base = align_up(256u * g->m, SRAM_ALIGN), in_b = 0;
+	uint32_t k;
+
+	/* the inputs' blocks inside in[buf], each 64-byte aligned */
+	for (k = 0; k < g->m; k++)
+		in_b += cat_block_bytes(g, k, rows);
+	if (base + 2 * in_b + 2 * b > sram)
+		return false;
+	g->sram_in[0] = (uint32_t)base;
+	g->sram_in[1] = (uint32_t)(base + in_b);
+	g->sram_out[0] = (uint32_t)(base + 2 * in_b);
+	g->sram_out[1] = (uint32_t)(base + 2 * in_b + b);
+	g->rows = rows;
+	g->tiles = (uint32_t)div_up64((uint64_t)g->out->n * g->out->h, rows);
+	return true;
+}
+
+/* The group at lop i with the most rows per tile that fit; false: none. */
+static bool cat_plan(const struct npu_segment_program *prog, size_t i, uint32_t sram,
+		     struct cat_group *g)
+{
+	const char *env = getenv("NPU_FUSE_ROWS");
+	uint32_t cap = env ? (uint32_t)strtoul(env, NULL, 10) : 0;
+	uint32_t lo = 0, hi;
+
+	if (!cat_init(prog, i, g))
+		return false;
+	hi = g->out->n * g->out->h;
+	if (hi > 0xffff)
+		hi = 0xffff;
+	if (cap && cap < hi)
+		hi = cap;
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo + 1) / 2;
+
+		if (cat_layout(g, mid, sram))
+			lo = mid;
+		else
+			hi = mid - 1;
+	}
+	if (!lo || !cat_layout(g, lo, sram))
+		return false;
+	/*
+	 * Without a RESIZE to absorb, only where the copies' strided rows
+	 * waste DMA cycles: their DMA (a cycle per started 64 bytes of each
+	 * pixel row) against the loop's dense bytes in and out plus each
+	 * tile's instructions (rec's Concat of 120-byte rows is faster as
+	 * copies). NPU_FUSE=force: always (tests).
+	 */
+	env = getenv("NPU_FUSE");
+	if (g->lops == g->m && !(env && !strcmp(env, "force"))) {
+		uint64_t pixels = (uint64_t)g->out->n * g->out->h * g->out->w, copies = 0;
+		uint64_t loop = div_up64(2 * pixels * g->out->c, 64) +
+				(uint64_t)g->tiles * (2 * g->m + 1) *
+					(NPU_CYCLES_INSN_OVERHEAD + NPU_CYCLES_DMA_SETUP);
+		uint32_t k;
+
+		for (k = 0; k < g->m; k++)
+			copies += NPU_CYCLES_INSN_OVERHEAD + NPU_CYCLES_DMA_SETUP +
+				  pixels * div_up64(g->in[k]->c, 64);
+		if (copies <= loop)
+			return false;
+	}
+	return true;
+}
+
+static void cat_tile(const struct cat_group *g, size_t t, uint32_t *r0, uint32_t *r1)
+{
+	uint32_t h = g->out->n * g->out->h;
+
+	*r0 = (uint32_t)t * g->rows;
+	*r1 = *r0 + g->rows < h ? *r0 + g->rows : h;
+}
+
+static uint32_t cat_in_block(const struct cat_group *g, uint32_t k)
+{
+	uint32_t off = 0, j;
+
+	for (j = 0; j < k; j++)
+		off += (uint32_t)cat_block_bytes(g, j, g->rows);
+	return off;
+}
+
+static npu_status cat_consts(struct emitter *e, void *ctx, size_t tile, bool *changed)
+{
+	struct cat_group *g = ctx;
+
+	*changed = tile == 0;
+	return *changed ? emit_consts(e, g->blob_off, 256u * g->m, 0) : NPU_OK;
+}
+
+static npu_status cat_load(struct emitter *e, void *ctx, size_t tile, int buf)
+{
+	struct cat_group *g = ctx;
+	uint32_t r0, r1, k;
+
+	cat_tile(g, tile, &r0, &r1);
+	for (k = 0; k < g->m; k++) {
+		uint64_t row = (uint64_t)g->out->w * g->in[k]->c;
+		uint32_t a, b;
+
+		if (g->rz[k]) {
+			row = (uint64_t)g->rin[k]->w * g->rin[k]->c;
+			resize_rows(g->rz[k], g->rin[k], r0, r1, &a, &b);
+			EMIT(e, npu_cmdbuf_dma_copy_1d(e->cb, 0, NPU_SPACE_SRAM,
+						       g->sram_in[buf] + cat_in_block(g, k),
+						       NPU_SPACE_VA,
+						       arena(e, g->rin[k]->offset + a * row),
+						       (uint32_t)((b - a + 1u) * row)));
+			continue;
+		}
+		EMIT(e, npu_cmdbuf_dma_copy_1d(e->cb, 0, NPU_SPACE_SRAM,
+					       g->sram_in[buf] + cat_in_block(g, k), NPU_SPACE_VA,
+					       arena(e, g->in[k]->offset + r0 * row),
+					       (uint32_t)((r1 - r0) * row)));
+	}
+	return NPU_OK;
+}
+
+static npu_status cat_compute(struct emitter *e, void *ctx, size_t tile, int buf)
+{
+	struct cat_group *g = ctx;
+	uint32_t r0, r1, k;
+
+	cat_tile(g, tile, &r0, &r1);
+	for (k = 0; k < g->m; k++) {
+		const struct npu_act *in = g->in[k];
+		uint32_t blk = g->sram_in[buf] + cat_in_block(g, k);
+		struct npu_insn_resize r = {
+			.hdr.flags = k ? 0 : NPU_INSN_SYNC,
+			.input = blk,
+			.output = g->sram_out[buf] + g->off[k],
+			.mode = NPU_RESIZE_NEAREST, .c = (uint16_t)in->c,
+			.in_h = (uint16_t)(r1 - r0), .in_w = (uint16_t)in->w,
+			.out_h = (uint16_t)(r1 - r0), .out_w = (uint16_t)in->w,
+			.in_row_stride = in->w * in->c, .in_pixel_stride = in->c,
+			.out_row_stride = g->out->w * g->out->c, .out_pixel_stride = g->out->c,
+			.step_h = 1, .step_w = 1, .den_h = 1, .den_w = 1,
+		};
+
+		uint32_t lut_n = (r1 - r0) * in->w * in->c;
+
+		if (g->rz[k]) {	/* as resize_compute(), into the channel block */
+			const struct npu_lop *lr = g->rz[k];
+			const struct npu_act *rin = g->rin[k];
+			uint32_t a, b;
+
+			resize_rows(lr, rin, r0, r1, &a, &b);
+			r.mode = lr->resize.mode;
+			r.in_h = (uint16_t)(b - a + 1u);
+			r.in_w = (uint16_t)rin->w;
+			r.in_row_stride = rin->w * rin->c;
+			r.step_h = lr->resize.step_h;
+			r.step_w = lr->resize.step_w;
+			r.offset_h = (int32_t)((int64_t)lr->resize.offset_h +
+					       (int64_t)r0 * lr->resize.step_h -
+					       (int64_t)a * lr->resize.den_h);
+			r.offset_w = lr->resize.offset_w;
+			r.den_h = lr->resize.den_h;
+			r.den_w = lr->resize.den_w;
+			/* nearest (cat_init()): the LUT commutes with it */
+			lut_n = (b - a + 1u) * rin->w * rin->c;
+		}
+		if (g->lut[k]) {
+			EMIT(e, npu_cmdbuf_lut(e->cb, k ? 0 : NPU_INSN_SYNC, blk, blk, 256u * k, lut_n));
+			r.hdr.flags = 0;
+		}
+		EMIT(e, npu_cmdbuf_resize(e->cb, &r));
+	}
+	return NPU_OK;
+}
+
+static npu_status cat_store(struct emitter *e, void *ctx, size_t tile, int buf, uint8_t flags)
+{
+	struct cat_group *g = ctx;
+	uint64_t row = (uint64_t)g->out->w * g->out->c;
+	uint32_t r0, r1;
+
+	cat_tile(g, tile, &r0, &r1);
+	EMIT(e, npu_cmdbuf_dma_copy_1d(e->cb, flags, NPU_SPACE_VA,
+				       arena(e, g->out->offset + r0 * row), NPU_SPACE_SRAM,
+				       g->sram_out[buf], (uint32_t)((r1 - r0) * row)));
+	return NPU_OK;
+}
+
+/* The Concat group starting at lop i (fusion_plan() chose it); *m its lops. */
+static npu_status gen_concat(struct emitter *e, size_t i, uint32_t sram, size_t *m)
+{
+	struct cat_group g;
+	struct tile_ops ops = {
+		.consts = cat_consts, .load = cat_load,
+		.compute = cat_compute, .store = cat_store,
+	};
+	uint32_t k;
+
+	if (!cat_plan(e->prog, i, sram, &g))
+		return npu_error_set(e->err, NPU_ERR_UNSUPPORTED, "codegen: %s: fusion plan changed",
+				     e->prog->lops[i].name);
+	e->lop = &e->prog->lops[i];
+	*m = g.lops;
+	for (k = 0; k < g.m; k++) {
+		static const int8_t none[256];
+		size_t off;
+
+		/* a LUT slot per input (unused for a plain one) */
+		if (blob_put(&e->blob, g.lut[k] ? g.lut[k] : none, 256, &off))
+			return npu_error_set(e->err, NPU_ERR_NO_MEMORY, "codegen: %s: out of memory",
+					     e->prog->lops[i].name);
+		if (!k)
+			g.blob_off = off;
+	}
+	ops.count = g.tiles;
+	return run_tiles(e, &ops, &g);
+}
+
+/*
+ * RESIZE -> ELTWISE as one tile loop (the FPN's a + up(b)): per tile of
+ * output rows the resized rows of b are made in SRAM from the few input
+ * rows they sample and fed straight to the ELTWISE, so the upsampled
+ * tensor (an internal value only that ELTWISE reads) never goes to DRAM.
+ * SRAM: [consts][rin0][rin1][x0][x1][mid][out0][out1]; rin holds the
+ * resize's input window, x the other operand's rows, mid the resized
+ * rows. Whole rows of one image per tile; no int16. Bit-identical to
+ * the two ops apart: RESIZE and ELTWISE see the same bytes (the tile's
+ * RESIZE samples the same input rows as the whole one, resize_compute()).
+ */
+struct rz_elt {
+	const struct npu_lop *lr, *le;
+	const struct npu_act *rin, *mid, *x, *out;
+	bool mid_is_a;			/* the resized tensor is the ELTWISE's a */
+	uint32_t rows, row_tiles;	/* output rows per tile, tiles per image */
+	uint32_t sram_rin[2], sram_x[2], sram_mid, sram_out[2];
+	size_t blob_off, blob_size;
+	uint32_t lut_sram;
+};
+
+static bool same_dims(const struct npu_act *a, const struct npu_act *b)
+{
+	return a->n == b->n && a->h == b->h && a->w == b->w && a->c == b->c;
+}
+
+static bool rz_elt_init(const struct npu_segment_program *prog, size_t i, struct rz_elt *f)
+{
+	const struct npu_lop *lr = &prog->lops[i], *le = &prog->lops[i + 1];
+	size_t j;
+
+	memset(f, 0, sizeof(*f));
+	if (lr->kind != NPU_LOP_RESIZE || le->kind != NPU_LOP_ELTWISE ||
+	    le->elt.bcast != NPU_BCAST_NONE || le->elt.b_const || le->elt.lut16 ||
+	    (le->in == lr->out) == (le->in2 == lr->out) || !prog->acts[lr->out].internal)
+		return false;
+	for (j = 0; j < prog->num_lops; j++) {
+		const struct npu_lop *o = &prog->lops[j];
+
+		if (j != i + 1 && (o->in == lr->out ||
+				   (npu_lop_reads_in2(o) && o->in2 == lr->out)))
+			return false;
+	}
+	f->lr = lr;
+	f->le = le;
+	f->rin = &prog->acts[lr->in];
+	f->mid = &prog->acts[lr->out];
+	f->mid_is_a = le->in == lr->out;
+	f->x = &prog->acts[f->mid_is_a ? le->in2 : le->in];
+	f->out = &prog->acts[le->out];
+	if (f->rin->i16 || f->mid->i16 || f->x->i16 || f->out->i16 || f->rin->im2col.k_h ||
+	    f->x->im2col.k_h || f->rin->n != f->out->n || !same_dims(f->mid, f->out) ||
+	    !same_dims(f->x, f->out))
+		return false;
+	/* The resize reads its input until the last tile: the output must not
+	 * overwrite it (compile.c keeps them apart). */
+	return !(f->out->offset < f->rin->offset + npu_act_bytes(f->rin) &&
+		 f->rin->offset < f->out->offset + npu_act_bytes(f->out));
+}
+
+/* Lay out SRAM for 'rows' output rows per tile; false: it does not fit. */
+static bool rz_elt_layout(struct rz_elt *f, uint32_t rows, uint32_t sram)
+{
+	struct resize_ctx rc = { .l = f->lr, .in = f->rin, .out = f->mid };
+	uint64_t rin_b = align_up(resize_in_bytes(&rc, rows), SRAM_ALIGN);
+	uint64_t row_b = align_up((uint64_t)rows * f->out->w * f->out->c, SRAM_ALIGN);
+	uint64_t off = align_up(f->le->elt.lut ? 256 : 0, SRAM_ALIGN);
+
+	if (off + 2 * rin_b + 5 * row_b > sram)
+		return false;
+	f->sram_rin[0] = (uint32_t)off;
+	f->sram_rin[1] = (uint32_t)(off + rin_b);
+	f->sram_x[0] = (uint32_t)(off + 2 * rin_b);
+	f->sram_x[1] = (uint32_t)(off + 2 * rin_b + row_b);
+	f->sram_mid = (uint32_t)(off + 2 * rin_b + 2 * row_b);
+	f->sram_out[0] = (uint32_t)(off + 2 * rin_b + 3 * row_b);
+	f->sram_out[1] = (uint32_t)(off + 2 * rin_b + 4 * row_b);
+	f->rows = rows;
+	f->row_tiles = (f->out->h + rows - 1) / rows;
+	return true;
+}
+
+/* The most rows per tile that fit (binary search); false: not one. */
+static bool rz_elt_plan(const struct npu_segment_program *prog, size_t i, uint32_t sram,
+			struct rz_elt *f)
+{
+	/* NPU_FUSE_ROWS=N caps the tile here too (tests: many tiles). */
+	const char *env = getenv("NPU_FUSE_ROWS");
+	uint32_t cap = env ? (uint32_t)strtoul(env, NULL, 10) : 0;
+	uint32_t lo = 0, hi;
+
+	if (!rz_elt_init(prog, i, f))
+		return false;
+	hi = cap && cap < f->out->h ? cap : f->out->h;
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo + 1) / 2;
+
+		if (rz_elt_layout(f, mid, sram))
+			lo = mid;
+		else
+			hi = mid - 1;
+	}
+	return lo && rz_elt_layout(f, lo, sram);
+}
+
+static void rz_elt_tile(const struct rz_elt *f, uint32_t t, uint32_t *img, uint32_t *r0,
+			uint32_t *r1)
+{
+	*img = t / f->row_tiles;
+	*r0 = (t % f->row_tiles) * f->rows;
+	*r1 = *r0 + f->rows < f->out->h ? *r0 + f->rows : f->out->h;
+}
+
+static npu_status rz_elt_consts(struct emitter *e, void *ctx, size_t tile, bool *changed)
+{
+	struct rz_elt *f = ctx;
+
+	*changed = tile == 0;
+	if (*changed && f->blob_size)
+		return emit_consts(e, f->blob_off, f->blob_size, 0);
+	return NPU_OK;
+}
+
+static npu_status rz_elt_load(struct emitter *e, void *ctx, size_t tile, int buf)
+{
+	struct rz_elt *f = ctx;
+	uint64_t in_row = (uint64_t)f->rin->w * f->rin->c, row = (uint64_t)f->out->w * f->out->c;
+	uint32_t img, r0, r1, a, b;
+
+	rz_elt_tile(f, (uint32_t)tile, &img, &r0, &r1);
+	resize_rows(f->lr, f->rin, r0, r1, &a, &b);
+	EMIT(e, npu_cmdbuf_dma_copy_1d(e->cb, 0, NPU_SPACE_SRAM, f->sram_rin[buf], NPU_SPACE_VA,
+				       arena(e, f->rin->offset +
+					     ((uint64_t)img * f->rin->h + a) * in_row),
+				       (uint32_t)((b - a + 1u) * in_row)));
+	EMIT(e, npu_cmdbuf_dma_copy_1d(e->cb, 0, NPU_SPACE_SRAM, f->sram_x[buf], NPU_SPACE_VA,
+				       arena(e, f->x->offset +
+					     ((uint64_t)img * f->out->h + r0) * row),
+				       (uint32_t)((r1 - r0) * row)));
+	return NPU_OK;
+}
+
+static npu_status rz_elt_compute(struct emitter *e, void *ctx, size_t tile, int buf)
+{
+	struct rz_elt *f = ctx;
+	const struct npu_lop *lr = f->lr, *le = f->le;
+	uint32_t img, r0, r1, a, b, n;
+	struct npu_insn_resize r;
+	struct npu_insn_eltwise el;
+
+	rz_elt_tile(f, (uint32_t)tile, &img, &r0, &r1);
+	resize_rows(lr, f->rin, r0, r1, &a, &b);
+	n = (r1 - r0) * f->out->w * f->out->c;
+	/* As resize_compute(): the numerator shifted to the tile's rows. */
+	r = (struct npu_insn_resize){
+		.hdr.flags = NPU_INSN_SYNC,
+		.input = f->sram_rin[buf], .output = f->sram_mid,
+		.mode = lr->resize.mode, .c = (uint16_t)f->rin->c,
+		.in_h = (uint16_t)(b - a + 1u), .in_w = (uint16_t)f->rin->w,
+		.out_h = (uint16_t)(r1 - r0), .out_w = (uint16_t)f->mid->w,
+		.in_row_stride = f->rin->w * f->rin->c, .in_pixel_stride = f->rin->c,
+		.out_row_stride = f->mid->w * f->mid->c, .out_pixel_stride = f->mid->c,
+		.step_h = lr->resize.step_h, .step_w = lr->resize.step_w,
+		.offset_h = (int32_t)((int64_t)lr->resize.offset_h +
+				      (int64_t)r0 * lr->resize.step_h -
+				      (int64_t)a * lr->resize.den_h),
+		.offset_w = lr->resize.offset_w,
+		.den_h = lr->resize.den_h, .den_w = lr->resize.den_w,
+	};
+	e->lop = lr;
+	EMIT(e, npu_cmdbuf_resize(e->cb, &r));
+	/* The compute engine runs in order: the ELTWISE sees mid complete. */
+	el = (struct npu_insn_eltwise){
+		.a = f->mid_is_a ? f->sram_mid : f->sram_x[buf],
+		.b = f->mid_is_a ? f->sram_x[buf] : f->sram_mid,
+		.output = f->sram_out[buf], .count = n,
+		.mode = le->elt.mode, .bcast = NPU_BCAST_NONE, .shift = le->elt.shift,
+		.mult_a = le->elt.mult_a, .mult_b = le->elt.mult_b,
+		.zp_a = (int16_t)(f->mid_is_a ? f->mid : f->x)->q.zero_point,
+		.zp_b = (int16_t)(f->mid_is_a ? f->x : f->mid)->q.zero_point,
+		.zp_out = (int16_t)(le->elt.lut ? le->elt.pre_act_zp : f->out->q.zero_point),
+		.act_min = le->elt.act_min, .act_max = le->elt.act_max,
+	};
+	e->lop = le;
+	EMIT(e, npu_cmdbuf_eltwise(e->cb, &el));
+	if (le->elt.lut)
+		EMIT(e, npu_cmdbuf_lut(e->cb, 0, el.output, el.output, f->lut_sram, n));
+	return NPU_OK;
+}
+
+static npu_status rz_elt_store(struct emitter *e, void *ctx, size_t tile, int buf,
+			       uint8_t flags)
+{
+	struct rz_elt *f = ctx;
+	uint64_t row = (uint64_t)f->out->w * f->out->c;
+	uint32_t img, r0, r1;
+
+	rz_elt_tile(f, (uint32_t)tile, &img, &r0, &r1);
+	EMIT(e, npu_cmdbuf_dma_copy_1d(e->cb, flags, NPU_SPACE_VA,
+				       arena(e, f->out->offset +
+					     ((uint64_t)img * f->out->h + r0) * row),
+				       NPU_SPACE_SRAM, f->sram_out[buf], (uint32_t)((r1 - r0) * row)));
+	return NPU_OK;
+}
+
+/* The RESIZE -> ELTWISE pair starting at lop i (fusion_plan() chose it). */
+static npu_status gen_resize_elt(struct emitter *e, size_t i, uint32_t sram)
+{
+	struct rz_elt f;
+	struct tile_ops ops = {
+		.consts = rz_elt_consts, .load = rz_elt_load,
+		.compute = rz_elt_compute, .store = rz_elt_store,
+	};
+	size_t off;
+
+	if (!rz_elt_plan(e->prog, i, sram, &f))
+		return npu_error_set(e->err, NPU_ERR_UNSUPPORTED, "codegen: %s: fusion plan changed",
+				     e->prog->lops[i].name);
+	e->lop = f.lr;
+	if (f.le->elt.lut) {
+		if (blob_put(&e->blob, f.le->elt.lut, 256, &off))
+			return npu_error_set(e->err, NPU_ERR_NO_MEMORY, "codegen: %s: out of memory",
+					     f.le->name);
+		f.blob_off = off;
+		f.blob_size = 256;
+		f.lut_sram = 0;
+	}
+	ops.count = (size_t)f.out->n * f.row_tiles;
+	return run_tiles(e, &ops, &f);
+}
+
+/*
+ * Which lops run fused with the next one: greedy over the segment in order,
+ * a pair fuses when its predicted cycles beat the two ops' own (each with
+ * its own best tiles). fuse[i] = 1: lop i heads a pair with lop i + 1;
+ * 2: lop i is a RESIZE run inside the ELTWISE i + 1 (always, when it fits:
+ * it only removes DMA); 3: lop i heads a Concat's COPY lops run as one
+ * loop (gen_concat(), always), 4 marking the others.
+ */
+static void fusion_plan(const struct npu_segment_program *prog, uint32_t sram,
+			uint8_t *fuse)
+{
+	const char *env = getenv("NPU_FUSE");
+	/* NPU_FUSE=force: every pair that can fuse does (tests) */
+	bool force = env && !strcmp(env, "force");
+	size_t i;
+
+	if (env && !strcmp(env, "0"))
+		return;
+	for (i = 0; i + 1 < prog->num_lops; i++) {
+		struct plan pp, pq;
+		struct fused f;
+		char why[8];
+		uint64_t fc, apart;
+		struct rz_elt rz;
+		struct cat_group cg;
+
+		if (cat_plan(prog, i, sram, &cg)) {
+			memset(fuse + i, 4, cg.lops);
+			fuse[i] = 3;
+			i += cg.lops - 1;
+			continue;
+		}
+		if (rz_elt_plan(prog, i, sram, &rz)) {
+			fuse[i] = 2;
+			i++;
+			continue;
+		}
+		if (!fused_init(prog, i, &f) ||
+		    !plan_lop(prog, f.lp, sram, &pp, why, sizeof(why)) ||
+		    !plan_lop(prog, f.lq, sram, &pq, why, sizeof(why)) ||
+		    pp.chunk != f.mid->c || pq.chunk != f.out->c)
+			continue;
+		tile_search(prog, f.lp, &pp);
+		tile_search(prog, f.lq, &pq);
+		apart = plan_cost(prog, f.lp, &pp) + plan_cost(prog, f.lq, &pq);
+		if (!fused_search(prog, &f, sram, &fc) || (fc >= apart && !force))
+			continue;
+		fuse[i] = 1;
+		i++;	/* a lop joins one pair at most */
+	}
+}
+
+static npu_status fused_conv(struct emitter *e, const struct npu_lop *l,
+			     const struct npu_act *in, const struct npu_act *out,
+			     const struct slice *sl, uint32_t consts, uint32_t input,
+			     uint32_t output, const struct window *w, uint32_t out_h, uint8_t flags)
+{
+	const struct npu_lop_quant *q = &l->conv.q;
+	struct npu_insn_conv2d cv = {
+		.hdr.flags = flags,
+		.input = input + sl->in_offset,
+		.weight = consts + sl->w_off,
+		.bias = q->bias ? consts + sl->bias_off : 0,
+		.quant = consts + sl->quant_off,
+		.output = output,
+		.flags = q->bias ? 0 : NPU_CONV_NO_BIAS,
+		.in_h = (uint16_t)w->in_h, .in_w = (uint16_t)in->w,
+		.in_c = (uint16_t)sl->in_c, .out_c = (uint16_t)out->c,
+		.out_h = (uint16_t)out_h, .out_w = (uint16_t)out->w,
+		.k_h = l->conv.k_h, .k_w = l->conv.k_w,
+		.stride_h = l->conv.stride_h, .stride_w = l->conv.stride_w,
+		.dil_h = l->conv.dil_h, .dil_w = l->conv.dil_w,
+		.pad_top = (uint8_t)w->pad_top, .pad_bottom = (uint8_t)w->pad_bottom,
+		.pad_left = l->conv.pad_left, .pad_right = l->conv.pad_right,
+		.groups = (uint16_t)sl->groups,
+		.in_row_stride = in->w * in->c, .in_pixel_stride = in->c,
+		.out_row_stride = out->w * out->c, .out_pixel_stride = out->c,
+		.zp_in = (int16_t)in->q.zero_point, .zp_w = 0,
+		.zp_out = (int16_t)(q->lut ? q->pre_act_zp : out->q.zero_point),
+		.act_min = q->act_min, .act_max = q->act_max,
+	};
+
+	EMIT(e, npu_cmdbuf_conv2d(e->cb, &cv));
+	if (q->lut)
+		EMIT(e, npu_cmdbuf_lut(e->cb, 0, output, output, consts + sl->lut_off,
+				       out_h * out->w * out->c));
+	return NPU_OK;
+}
+
+static npu_status fused_load(struct emitter *e, const struct fused *f, uint32_t t)
+{
+	struct window qw, pw;
+	uint32_t r0, r1;
+	uint64_t row = (uint64_t)f->in->w * f->in->c;
+
+	fused_tile(e->prog, f, t, &r0, &r1, &qw, &pw);
+	if (!pw.in_h)
+		return NPU_OK;
+	EMIT(e, npu_cmdbuf_dma_copy_1d(e->cb, 0, NPU_SPACE_SRAM, f->sram_in[t % 2], NPU_SPACE_VA,
+				       arena(e, f->in->offset + pw.ih0 * row),
+				       (uint32_t)(pw.in_h * row)));
+	return NPU_OK;
+}
+
+static npu_status fused_store(struct emitter *e, const struct fused *f, uint32_t t,
+			      uint8_t flags)
+{
+	uint64_t row = (uint64_t)f->out->w * f->out->c;
+	uint32_t r0 = t * f->rows;
+	uint32_t r1 = r0 + f->rows < f->out->h ? r0 + f->rows : f->out->h;
+
+	EMIT(e, npu_cmdbuf_dma_copy_1d(e->cb, flags, NPU_SPACE_VA, arena(e, f->out->offset + r0 * row),
+				       NPU_SPACE_SRAM, f->sram_out[t % 2],
+				       (uint32_t)((r1 - r0) * row)));
+	return NPU_OK;
+}
+
+/* The fused pair starting at lop i (fusion_plan() chose it). */
+static npu_status gen_fused(struct emitter *e, size_t i, uint32_t sram)
+{
+	const struct npu_segment_program *prog = e->prog;
+	struct fused f;
+	uint64_t cost;
+	uint32_t t;
+	npu_status st;
+
+	if (!fused_init(prog, i, &f) || !fused_search(prog, &f, sram, &cost))
+		return npu_error_set(e->err, NPU_ERR_UNSUPPORTED, "codegen: %s: fusion plan changed",
+				     prog->lops[i].name);
+	if (put_slice_consts(&e->blob, &f.sp, f.lp->conv.weight, conv_wpo(f.lp, f.in, f.mid),
+			     &f.lp->conv.q) ||
+	    put_slice_consts(&e->blob, &f.sq, f.lq->conv.weight, conv_wpo(f.lq, f.mid, f.out),
+			     &f.lq->conv.q))
+		return npu_error_set(e->err, NPU_ERR_NO_MEMORY, "codegen: %s: out of memory",
+				     f.lp->name);
+	e->lop = f.lp;
+	st = emit_consts(e, f.sp.blob_off, f.sp.blob_size, 0);
+	if (!st)
+		st = emit_consts(e, f.sq.blob_off, f.sq.blob_size, f.q_consts);
+	if (!st)
+		st = fused_load(e, &f, 0);
+	for (t = 0; t < f.tiles && !st; t++) {
+		struct window qw, pw;
+		uint32_t r0, r1;
+
+		fused_tile(prog, &f, t, &r0, &r1, &qw, &pw);
+		e->lop = f.lp;
+		st = fused_conv(e, f.lp, f.in, f.mid, &f.sp, 0, f.sram_in[t % 2], f.sram_mid,
+				&pw, qw.in_h, NPU_INSN_SYNC);
+		e->lop = f.lq;
+		if (!st)
+			st = fused_conv(e, f.lq, f.mid, f.out, &f.sq, f.q_consts, f.sram_mid,
+					f.sram_out[t % 2], &qw, r1 - r0, 0);
+		if (!st && t > 0)
+			st = fused_store(e, &f, t - 1, 0);
+		if (!st && t + 1 < f.tiles)
+			st = fused_load(e, &f, t + 1);
+	}
+	if (!st)
+		st = fused_store(e, &f, f.tiles - 1, NPU_INSN_SYNC);
+	return st;
+}
+
+/* Useful MACs of a whole conv lop (as gen_conv_or_pool counts them). */
+static uint64_t conv_lop_macs(const struct npu_segment_program *prog, const struct npu_lop *l)
+{
+	const struct npu_act *in = &prog->acts[l->in], *out = &prog->acts[l->out];
+
+	return (uint64_t)out->n * out->h * out->w * out->c * (in->c / l->conv.groups) *
+	       l->conv.k_h * l->conv.k_w;
+}
+
 /* ---- Segment ----------------------------------------------------------- */
 
 /*
@@ -2109,20 +3611,31 @@ npu_status npu_codegen_segment(const struct npu_segment_program *prog,
 {
 	struct emitter e = { .prog = prog, .t = target, .cb = cb, .res = result, .err = err };
 	npu_status st = NPU_OK;
+	uint8_t *fuse = NULL;	/* fuse[i]: lop i runs fused with lop i + 1 */
 	size_t i;
 
 	memset(result, 0, sizeof(*result));
 	result->lop_macs = calloc(prog->num_lops + 1, sizeof(*result->lop_macs));
 	result->lop_dram_bytes = calloc(prog->num_lops + 1, sizeof(*result->lop_dram_bytes));
-	if (!result->lop_macs || !result->lop_dram_bytes) {
+	result->lop_pred_cycles = calloc(prog->num_lops + 1, sizeof(*result->lop_pred_cycles));
+	result->lop_fused = calloc(prog->num_lops + 1, 1);
+	if (!result->lop_macs || !result->lop_dram_bytes || !result->lop_pred_cycles ||
+	    !result->lop_fused) {
 		free(result->lop_macs);
 		free(result->lop_dram_bytes);
+		free(result->lop_pred_cycles);
+		free(result->lop_fused);
 		memset(result, 0, sizeof(*result));
 		return npu_error_set(err, NPU_ERR_NO_MEMORY, "codegen: out of memory");
 	}
 	if (target->profile_va &&
 	    npu_cmdbuf_timestamp(cb, NPU_INSN_SYNC, target->profile_va) != NPU_OK)
 		st = emit_fail(&e, NPU_ERR_INVALID_ARG);
+	fuse = calloc(prog->num_lops + 1, 1);
+	if (!fuse)
+		st = npu_error_set(err, NPU_ERR_NO_MEMORY, "codegen: out of memory");
+	else
+		fusion_plan(prog, target->sram_size, fuse);
 	for (i = 0; i < prog->num_lops && st == NPU_OK; i++) {
 		const struct npu_lop *l = &prog->lops[i];
 		uint64_t macs_before = result->macs;
@@ -2132,12 +3645,65 @@ npu_status npu_codegen_segment(const struct npu_segment_program *prog,
 
 		npu_cmdbuf_data(cb, &stream_before);
 
+		if (fuse && fuse[i] == 3) {	/* a Concat's copies as one tile loop */
+			size_t stream_after, m = 0, k;
+
+			st = gen_concat(&e, i, target->sram_size, &m);
+			if (st != NPU_OK)
+				break;
+			npu_cmdbuf_data(cb, &stream_after);
+			result->lop_dram_bytes[i] = stream_dram_bytes(cb, stream_before, stream_after);
+			result->dram_bytes += result->lop_dram_bytes[i];
+			result->fused_groups++;
+			for (k = 1; k < m; k++)
+				result->lop_fused[i + k] = 1;
+			for (k = 0; k < m && target->profile_va; k++)
+				if (npu_cmdbuf_timestamp(cb, NPU_INSN_SYNC,
+							 target->profile_va + 8 * (i + k + 1)))
+					st = emit_fail(&e, NPU_ERR_INVALID_ARG);
+			i += m - 1;
+			continue;
+		}
+		if (fuse && fuse[i]) {	/* lops i and i + 1 as one tile loop */
+			size_t stream_after;
+
+			st = fuse[i] == 2 ? gen_resize_elt(&e, i, target->sram_size) :
+					    gen_fused(&e, i, target->sram_size);
+			if (st != NPU_OK)
+				break;
+			/* the group's figures go on its first lop (npu_op_stats.fused) */
+			if (fuse[i] == 1)
+				result->lop_macs[i] = conv_lop_macs(prog, l) +
+						      conv_lop_macs(prog, &prog->lops[i + 1]);
+			result->macs += result->lop_macs[i];
+			npu_cmdbuf_data(cb, &stream_after);
+			result->lop_dram_bytes[i] = stream_dram_bytes(cb, stream_before, stream_after);
+			result->dram_bytes += result->lop_dram_bytes[i];
+			result->fused_groups++;
+			result->lop_fused[i + 1] = 1;
+			{
+				struct fused f;
+				uint64_t c = 0;
+
+				if (fused_init(prog, i, &f) &&
+				    fused_search(prog, &f, target->sram_size, &c))
+					result->lop_pred_cycles[i] = c;
+			}
+			if (target->profile_va &&
+			    (npu_cmdbuf_timestamp(cb, NPU_INSN_SYNC, target->profile_va + 8 * (i + 1)) ||
+			     npu_cmdbuf_timestamp(cb, NPU_INSN_SYNC, target->profile_va + 8 * (i + 2))))
+				st = emit_fail(&e, NPU_ERR_INVALID_ARG);
+			i++;
+			continue;
+		}
 		e.lop = l;
 		if (!plan_lop(prog, l, target->sram_size, &p, why, sizeof(why))) {
 			st = npu_error_set(err, NPU_ERR_UNSUPPORTED, "codegen: %s: %s",
 					   l->name, why);
 			break;
 		}
+		tile_search(prog, l, &p);
+		result->lop_pred_cycles[i] = plan_cost(prog, l, &p);
 		switch (l->kind) {
 		case NPU_LOP_CONV:
 		case NPU_LOP_POOL:
@@ -2176,10 +3742,13 @@ npu_status npu_codegen_segment(const struct npu_segment_program *prog,
 		    npu_cmdbuf_timestamp(cb, NPU_INSN_SYNC, target->profile_va + 8 * (i + 1)) != NPU_OK)
 			st = emit_fail(&e, NPU_ERR_INVALID_ARG);
 	}
+	free(fuse);
 	if (st != NPU_OK) {
 		free(e.blob.data);
 		free(result->lop_macs);
 		free(result->lop_dram_bytes);
+		free(result->lop_pred_cycles);
+		free(result->lop_fused);
 		memset(result, 0, sizeof(*result));
 		return st;
 	}
@@ -2196,5 +3765,7 @@ void npu_codegen_result_free(struct npu_codegen_result *result)
 	free(result->consts);
 	free(result->lop_macs);
 	free(result->lop_dram_bytes);
+	free(result->lop_pred_cycles);
+	free(result->lop_fused);
 	memset(result, 0, sizeof(*result));
 }

@@ -45,9 +45,38 @@ struct npu_act {
 	/* The range keeps only where the LUT reading it is not flat: values
 	 * beyond it give that LUT's output all the same (quant report). */
 	bool flat_clamped;
+	/* int16 elements (the 16x8 mode, NPU_INSN_I16): 2 bytes each, q
+	 * symmetric (zero point 0). Lops over it run with NPU_INSN_I16. */
+	bool i16;
+	/*
+	 * k_h != 0: a segment input stored as im2col for a first-layer conv
+	 * (NPU_LAYOUT_IM2COL): [n][h][w][k_h][k_w][c / (k_h k_w)], pixel
+	 * (y, x) holding the window at (y * stride_h - pad_top, x *
+	 * stride_w - pad_left) of the value, zero point where it falls
+	 * outside. The host gathers it while quantizing the input, so a conv
+	 * over few channels runs as a 1x1 conv whose K fills the MAC rows.
+	 */
+	struct {
+		uint8_t k_h, k_w, stride_h, stride_w, pad_top, pad_left;
+	} im2col;
+	/* Produced and read only inside its segment, so its bytes need not
+	 * reach DRAM (cross-layer fusion). Not in .npub: derived on load. */
+	bool internal;
 };
 
+/* Bytes of an act (elements times 1 or 2); npu_act_elems() its elements. */
 uint64_t npu_act_bytes(const struct npu_act *a);
+
+static inline uint64_t npu_act_elems(const struct npu_act *a)
+{
+	return (uint64_t)a->n * a->h * a->w * a->c;
+}
+
+/* Bytes per element of an act. */
+static inline uint32_t npu_act_es(const struct npu_act *a)
+{
+	return a->i16 ? 2u : 1u;
+}
 
 enum npu_lop_kind {
 	NPU_LOP_CONV,
@@ -75,6 +104,10 @@ enum npu_lop_kind {
 /* Per-output-channel requantization and bias, host arrays of out.c. */
 struct npu_lop_quant {
 	const int32_t *bias;	/* NULL: no bias */
+	/* An int16 lop (acts i16): its bias as the int64 NPU_INSN_I16 wants
+	 * (bias stays NULL), and its LUT as 513 int16 knots (lut NULL). */
+	const int64_t *bias64;
+	const int16_t *lut16;
 	const int32_t *mult;
 	const uint8_t *shift;
 	int8_t act_min, act_max;	/* fused Relu / Clip */
@@ -158,9 +191,11 @@ struct npu_lop {
 			int8_t act_min, act_max;
 			const int8_t *lut;	/* fused activation, or NULL */
 			int16_t pre_act_zp;	/* with a LUT: zero point of its input */
+			const int16_t *lut16;	/* the same for an int16 output */
 		} elt;
 		struct {
 			const int8_t *table;	/* 256 entries */
+			const int16_t *table16;	/* int16 acts: 513 knots (table NULL) */
 		} lut;
 		struct {
 			uint8_t mode;		/* NPU_RESIZE_* */
@@ -213,6 +248,12 @@ struct npu_codegen_result {
 	 * DRAM (device VA), both directions counted. */
 	uint64_t *lop_dram_bytes;
 	uint64_t dram_bytes;
+	/* Per lop (malloc'ed): the cost model's cycles before codegen. */
+	uint64_t *lop_pred_cycles;
+	/* Pairs of lops run as one tile loop through SRAM (cross-layer
+	 * fusion): the pair's cycles and DRAM bytes count on its first lop. */
+	uint64_t fused_groups;
+	uint8_t *lop_fused;		/* per lop: 1 = inside the previous lop's loop */
 	uint64_t macs;			/* MACs the stream will execute */
 	uint64_t ideal_mac_cycles;	/* macs / MAC array size */
 	uint64_t instructions;
@@ -247,6 +288,18 @@ struct npu_fold_phase {
 bool npu_conv_fold_phase(uint32_t in_w, uint32_t out_w, uint32_t in_c, uint32_t out_c,
 			 uint32_t k_h, uint32_t k_w, uint32_t stride_w, uint32_t pad_left,
 			 uint32_t fold_w, uint32_t r, struct npu_fold_phase *ph);
+
+/*
+ * Modeled cycles per input row of a phase-split ConvTranspose (npu_lop
+ * .conv.phase_h) over in_w x in_c pixels to out_c channels with input fold
+ * f (1: none), and in *joined whether code generation runs all phase_h row
+ * phases as one CONV2D (channels (dy, f, dx, oc), phase_h times fewer
+ * instructions, fewer column passes when one phase leaves MAC columns
+ * idle) whose store interleaves the dy blocks into their rows with strided
+ * DMA. Lowering picks the fold by it; code generation follows *joined.
+ */
+uint64_t npu_phase_row_cycles(uint32_t in_w, uint32_t in_c, uint32_t out_c, uint32_t phase_h,
+			      uint32_t phase_w, uint32_t f, bool *joined);
 
 /*
  * Whether 'lop' can be tiled into 'sram_size' bytes. On false, 'why' gets

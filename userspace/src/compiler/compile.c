@@ -177,6 +177,56 @@ static npu_status check_keep_fp32(struct build *b)
 	return NPU_OK;
 }
 
+/*
+ * Every node int16_nodes names must exist and have an int16 form (else an
+ * error that says why; int16_all leaves such nodes int8). The device must
+ * have the mode at all.
+ */
+static npu_status check_int16(struct build *b)
+{
+	size_t i, j;
+
+	if ((b->o->num_int16_nodes || b->o->int16_all) && !(b->dev.caps & NPU_CAP_INT16))
+		return npu_error_set(b->err, NPU_ERR_UNSUPPORTED,
+				     "int16: the device has no 16x8 mode (NPU_CAP_INT16)");
+	for (i = 0; i < b->o->num_int16_nodes; i++) {
+		const char *name = b->o->int16_nodes[i];
+		const struct npu_node *n = NULL;
+		char why[160];
+
+		for (j = 0; j < b->g->num_nodes && !n; j++)
+			if (!strcmp(b->g->nodes[j]->name, name))
+				n = b->g->nodes[j];
+		if (!n)
+			return npu_error_set(b->err, NPU_ERR_INVALID_ARG,
+					     "int16: no node named '%s' in the compiled graph (npu compile --explain lists them; a fused activation or a folded BatchNormalization is part of its producer)",
+					     name);
+		why[0] = 0;
+		if (!npu_node_int16(b->o, &b->pw, n, why, sizeof(why)) && why[0] &&
+		    !b->o->int16_lenient)
+			return npu_error_set(b->err, NPU_ERR_UNSUPPORTED,
+					     "int16: node '%s' cannot run in int16: %s (--precision int16 leaves such nodes int8)",
+					     name, why);
+	}
+	for (i = 0; (b->o->num_int16_nodes || b->o->int16_all) && i < b->g->num_nodes; i++) {
+		const struct npu_node *n = b->g->nodes[i];
+		const struct npu_pw_group *grp = npu_pointwise_group_of(&b->pw, n);
+		char **names;
+
+		if (grp ? !npu_group_int16(b->o, grp) : !npu_node_int16(b->o, &b->pw, n, NULL, 0))
+			continue;
+		names = realloc(b->c->int16_nodes, (b->c->num_int16_nodes + 1) * sizeof(*names));
+		if (!names || !(names[b->c->num_int16_nodes] = strdup(n->name))) {
+			if (names)
+				b->c->int16_nodes = names;
+			return npu_error_set(b->err, NPU_ERR_NO_MEMORY, "compile: out of memory");
+		}
+		b->c->int16_nodes = names;
+		b->c->num_int16_nodes++;
+	}
+	return NPU_OK;
+}
+
 static bool has_subgraph(const struct npu_node *n)
 {
 	size_t a;
@@ -212,9 +262,12 @@ static void initial_placement(struct build *b)
 			snprintf(why, sizeof(why), "LUT on the vector unit (%zu pointwise nodes '%s' -> '%s' as one table)",
 				 grp->count, grp->x->name, grp->y->name);
 			place(b, n, NPU_PLACE_NPU, why);
-		} else if (npu_node_supported(b->g, n, &b->dev, why, sizeof(why)))
-			place(b, n, NPU_PLACE_NPU, npu_reason(n));
-		else
+		} else if (npu_node_supported(b->g, n, &b->dev, why, sizeof(why))) {
+			/* The 16x8 mode shows in the reason (--explain). */
+			snprintf(why, sizeof(why), "%s%s", npu_reason(n),
+				 npu_node_int16(b->o, &b->pw, n, NULL, 0) ? ", int16 activations" : "");
+			place(b, n, NPU_PLACE_NPU, why);
+		} else
 			place(b, n, NPU_PLACE_CPU, why);
 	}
 }
@@ -436,6 +489,59 @@ static npu_status drop_unused_acts(struct build *b, struct npu_segment *seg, uin
 	return NPU_OK;
 }
 
+/*
+ * Move each RESIZE whose output only one later ELTWISE or Concat COPY reads
+ * to just before that ELTWISE, or before the first COPY of that Concat
+ * (graph order often puts the FPN's upsample far from its Add), so that
+ * code generation can run them as one tile loop (gen_resize_elt(),
+ * gen_concat()) and the resized tensor lives one step. Nothing between
+ * writes either of its acts, so the order stays valid.
+ */
+static void sink_resizes(struct npu_segment_program *p)
+{
+	size_t k, j, m;
+
+	for (k = 0; k + 1 < p->num_lops; k++) {
+		struct npu_lop r = p->lops[k];
+		size_t reader = 0, readers = 0;
+
+		if (r.kind != NPU_LOP_RESIZE)
+			continue;
+		for (j = k + 1; j < p->num_lops; j++) {
+			const struct npu_lop *o = &p->lops[j];
+
+			if (o->in == r.out || (npu_lop_reads_in2(o) && o->in2 == r.out)) {
+				reader = j;
+				readers++;
+			}
+		}
+		if (readers != 1 || !(p->lops[reader].kind == NPU_LOP_COPY ||
+				      (p->lops[reader].kind == NPU_LOP_ELTWISE &&
+				       npu_lop_reads_in2(&p->lops[reader]))))
+			continue;
+		if (p->lops[reader].kind == NPU_LOP_COPY)	/* the Concat's first COPY */
+			for (j = k + 1; j < reader; j++)
+				if (p->lops[j].kind == NPU_LOP_COPY &&
+				    p->lops[j].out == p->lops[reader].out) {
+					reader = j;
+					break;
+				}
+		/* already next to it (or behind other RESIZEs going there) */
+		for (m = k + 1; m < reader && p->lops[m].kind == NPU_LOP_RESIZE; m++)
+			;
+		if (m == reader)
+			continue;
+		for (m = k + 1; m < reader; m++)
+			if (p->lops[m].out == r.in || p->lops[m].out == r.out)
+				break;
+		if (m < reader)
+			continue;
+		memmove(&p->lops[k], &p->lops[k + 1], (reader - 1 - k) * sizeof(*p->lops));
+		p->lops[reader - 1] = r;
+		k--;	/* lop k is another one now */
+	}
+}
+
 /* Boundary values and the arena plan of a lowered segment. */
 static npu_status finish_segment(struct build *b, const struct span *s,
 				 struct npu_segment *seg, uint32_t *act_of)
@@ -447,6 +553,7 @@ static npu_status finish_segment(struct build *b, const struct span *s,
 
 	if (drop_unused_acts(b, seg, act_of))
 		return b->err->status;
+	sink_resizes(p);
 	items = calloc(p->num_acts + 1, sizeof(*items));
 	written = calloc(p->num_acts + 1, sizeof(*written));
 	cap = p->num_acts + 1;
@@ -472,7 +579,8 @@ static npu_status finish_segment(struct build *b, const struct span *s,
 		a = act_of[i] - 1;
 		if (!v->producer || !in_span(b->g, s, v->producer)) {
 			seg->inputs[seg->num_inputs] = v;
-			seg->input_layout[seg->num_inputs] = npu_value_layout(v);
+			seg->input_layout[seg->num_inputs] = p->acts[a].im2col.k_h ?
+				NPU_LAYOUT_IM2COL : npu_value_layout(v);
 			seg->input_acts[seg->num_inputs++] = a;
 			items[a].first_step = 0;
 		} else if (used_outside(b->g, s, v)) {
@@ -480,8 +588,15 @@ static npu_status finish_segment(struct build *b, const struct span *s,
 			seg->output_layout[seg->num_outputs] = npu_value_layout(v);
 			seg->output_acts[seg->num_outputs++] = a;
 			items[a].last_step = (uint32_t)p->num_lops;
+		} else {
+			p->acts[a].internal = true;
 		}
 	}
+	/* Values sharing an act (a copy that moves no byte): any boundary use wins. */
+	for (i = 0; i < seg->num_inputs; i++)
+		p->acts[seg->input_acts[i]].internal = false;
+	for (i = 0; i < seg->num_outputs; i++)
+		p->acts[seg->output_acts[i]].internal = false;
 	for (i = 0; i < p->num_lops; i++) {
 		const struct npu_lop *l = &p->lops[i];
 		bool two = npu_lop_reads_in2(l);	/* in2 read */
@@ -496,6 +611,51 @@ static npu_status finish_segment(struct build *b, const struct span *s,
 		written[l->out] = true;
 		if (items[l->out].last_step < i)
 			items[l->out].last_step = (uint32_t)i;
+	}
+	/*
+	 * A conv -> conv pair through an internal value may run fused (codegen,
+	 * fusion_plan()): the first conv then reads its input until the second
+	 * one's last tile, so that input must not share memory with the
+	 * second one's output.
+	 */
+	for (i = 1; i < p->num_lops; i++) {
+		const struct npu_lop *a = &p->lops[i - 1], *q = &p->lops[i];
+
+		if (a->kind == NPU_LOP_CONV && q->kind == NPU_LOP_CONV && q->in == a->out &&
+		    p->acts[a->out].internal && items[a->in].last_step < i)
+			items[a->in].last_step = (uint32_t)i;
+	}
+	/* So may a RESIZE inside the ELTWISE or Concat COPY that reads its
+	 * output (codegen, gen_resize_elt(), gen_concat()): its input lives
+	 * until that reader. */
+	for (i = 0; i < p->num_lops; i++) {
+		const struct npu_lop *a = &p->lops[i];
+		size_t j;
+
+		if (a->kind != NPU_LOP_RESIZE || !p->acts[a->out].internal)
+			continue;
+		for (j = i + 1; j < p->num_lops; j++) {
+			const struct npu_lop *q = &p->lops[j];
+
+			if ((q->kind == NPU_LOP_ELTWISE || q->kind == NPU_LOP_COPY) &&
+			    (q->in == a->out || (npu_lop_reads_in2(q) && q->in2 == a->out)) &&
+			    items[a->in].last_step < j)
+				items[a->in].last_step = (uint32_t)j;
+		}
+	}
+	/* A value made in the span whose act no lop writes would be read as
+	 * stale memory (a producer that wrote another precision's form). */
+	for (i = 0; i < b->g->num_values; i++) {
+		struct npu_value *v = b->g->values[i];
+
+		if (act_of[i] && v->producer && in_span(b->g, s, v->producer) &&
+		    !written[act_of[i] - 1]) {
+			free(items);
+			free(written);
+			return npu_error_set(b->err, NPU_ERR_INTERNAL,
+					     "compile: NPU tensor '%s' is read but its producer '%s' never writes it",
+					     v->name, v->producer->name);
+		}
 	}
 	free(written);
 	for (i = 0; i < p->num_acts; i++)
@@ -526,16 +686,18 @@ static npu_status lower_spans(struct build *b, const struct span *spans,
 		const struct span *s = &spans[k];
 		struct npu_segment *seg = calloc(1, sizeof(*seg));
 		uint32_t *act_of = calloc(b->g->num_values + 1, sizeof(*act_of));
+		uint32_t *alt_of = calloc(b->g->num_values + 1, sizeof(*alt_of));
 		struct npu_lower_ctx lc = {
 			.graph = b->g, .qmap = &b->qmap, .calib = &b->calib,
 			.opts = b->o, .seg = seg, .act_of = act_of, .compiled = b->c,
-			.sram_size = b->dev.sram_size,
+			.sram_size = b->dev.sram_size, .alt_of = alt_of,
 		};
 		npu_status st = NPU_OK;
 
-		if (!seg || !act_of) {
+		if (!seg || !act_of || !alt_of) {
 			free(seg);
 			free(act_of);
+			free(alt_of);
 			return npu_error_set(b->err, NPU_ERR_NO_MEMORY, "compile: out of memory");
 		}
 		seg->index = (int)b->c->num_segments;
@@ -580,6 +742,7 @@ static npu_status lower_spans(struct build *b, const struct span *spans,
 			st = finish_segment(b, s, seg, act_of);
 		}
 		free(act_of);
+		free(alt_of);
 		if (*retry || st) {
 			npu_segment_free(seg);
 			return st;
@@ -1109,6 +1272,7 @@ static npu_status passes_pre_one(struct npu_graph *graph, struct npu_qdq_table *
 		{ "arith_canon", npu_pass_arith_canon, NULL },
 		/* After arith_canon: x / c and x - c are Mul / Add by now. */
 		{ "fold_channel_affine", npu_pass_fold_channel_affine, NULL },
+		{ "fold_self_gate", npu_pass_fold_self_gate, NULL },
 		{ "dead_nodes", npu_pass_dead_nodes, NULL },
 	};
 
@@ -1297,6 +1461,9 @@ static npu_status compile_placed(struct build *b)
 		mark_keep_fp32(b);
 	if (!st && !b->cpu_only)
 		st = npu_find_pointwise_groups(b->g, &b->pw, b->err);
+	/* The top-level graph's names (subgraphs share the options). */
+	if (!st && b->top_calib == &b->calib)
+		st = check_int16(b);
 	if (!st && !b->cpu_only)
 		st = npu_build_qmap(b->g, &b->calib, &b->qdq, b->o, &b->pw, &b->qmap, b->err);
 	if (!st) {
@@ -1396,6 +1563,9 @@ void npu_compiled_free(struct npu_compiled *c)
 	for (i = 0; i < c->num_warnings; i++)
 		free(c->warnings[i]);
 	free(c->warnings);
+	for (i = 0; i < c->num_int16_nodes; i++)
+		free(c->int16_nodes[i]);
+	free(c->int16_nodes);
 	for (i = 0; i < c->num_segments; i++)
 		npu_segment_free(c->segments[i]);
 	free(c->segments);

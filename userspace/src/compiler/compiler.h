@@ -51,6 +51,7 @@ struct npu_segment_rt;
 enum npu_layout {
 	NPU_LAYOUT_ROWS = 0,	/* row-major as ONNX: [rows][last dim] */
 	NPU_LAYOUT_NHWC = 1,	/* a rank-4 NCHW value stored channels-last */
+	NPU_LAYOUT_IM2COL = 2,	/* a segment input as npu_act.im2col says */
 };
 
 /* Calibration statistics of every float value, by value index. */
@@ -165,9 +166,11 @@ struct npu_compile_options {
 	/*
 	 * Correct each convolution's bias for the mean error its int8 weights
 	 * make: per output channel, (dequantized - fp32 weights) times the
-	 * per-channel mean of its input over the calibration data.
+	 * per-channel mean of its input over the calibration data. > 0: every
+	 * convolution; < 0: none; 0 (the default): those in the 16x8 mode,
+	 * whose error is mostly the weights' (compiler.md, "int16 activations").
 	 */
-	bool bias_correction;
+	int bias_correction;
 	/*
 	 * Mixed precision: nodes that stay fp32 on the CPU although the NPU
 	 * could run them, by name as placement records show them (after the
@@ -177,6 +180,22 @@ struct npu_compile_options {
 	 */
 	const struct npu_keep_fp32 *keep_fp32;
 	size_t num_keep_fp32;
+	/*
+	 * The 16x8 mode (NPU_INSN_I16): nodes, named as keep_fp32 names them,
+	 * whose output is int16 (symmetric) and whose NPU op reads int16;
+	 * int16_all: every node that has an int16 form. Conv (not folded or
+	 * transposed), Gemm / MatMul by a constant, Max / Average / Global
+	 * pooling, Add, Mul and the LUT activations (fused or not, and
+	 * pointwise groups: 513-knot int16 LUTs) have one; other kinds stay
+	 * int8 (naming one is an error). ELTWISE requantizes where an int8
+	 * value meets an int16 reader. A name no node has is an error.
+	 */
+	const char *const *int16_nodes;
+	size_t num_int16_nodes;
+	bool int16_all;
+	/* A named node without an int16 form stays int8 instead of failing
+	 * (the accuracy-target search names its candidates blindly). */
+	bool int16_lenient;
 };
 
 struct npu_keep_fp32 {
@@ -245,6 +264,9 @@ struct npu_compiled {
 	 * that saturated, naming the node (the runtime logs them). */
 	char **warnings;
 	size_t num_warnings;
+	/* The nodes (top-level graph) that run in the 16x8 mode. */
+	char **int16_nodes;
+	size_t num_int16_nodes;
 };
 
 /* Record a warning on 'c' (dropped when out of memory or c is NULL). */

@@ -531,40 +531,146 @@ static void *seg_own(struct npu_segment *seg, size_t bytes)
 	return p;
 }
 
+/* The parameters of v's form the node being lowered reads (lc->want16). */
 static const struct npu_qparams *value_q(const struct npu_lower_ctx *lc,
 					 const struct npu_value *v)
 {
 	if (!v || v->index >= lc->qmap->count || !lc->qmap->set[v->index])
 		return NULL;
-	return &lc->qmap->q[v->index];
+	return lc->want16 && lc->qmap->q16 ? &lc->qmap->q16[v->index] : &lc->qmap->q[v->index];
 }
 
+static bool value_i16(const struct npu_lower_ctx *lc, const struct npu_value *v)
+{
+	return lc->qmap->i16 && v->index < lc->qmap->count && lc->qmap->i16[v->index];
+}
+
+static bool native_act(struct npu_lower_ctx *lc, struct npu_value *v, int *out);
+static bool lower_node(struct npu_lower_ctx *lc, struct npu_node *n, char *why,
+		       size_t why_size);
+static bool requant_act(struct npu_lower_ctx *lc, struct npu_value *v, int native, int *out);
+static bool requant_to(struct npu_lower_ctx *lc, struct npu_value *v, int native,
+		       const struct npu_qparams *to, const char *suffix, int *out);
+
+/*
+ * The act of v in the precision the node being lowered uses: its own
+ * (what its producer writes, int16 when that runs in the 16x8 mode), or
+ * a copy in the other precision that an ELTWISE requantizes to, made once.
+ */
 int npu_lower_act(struct npu_lower_ctx *lc, struct npu_value *v)
 {
+	int a, alt;
+
+	if (!native_act(lc, v, &a))
+		return -1;
+	if (lc->seg->prog.acts[a].i16 == lc->want16)
+		return a;
+	if (lc->alt_of && lc->alt_of[v->index])
+		return (int)lc->alt_of[v->index] - 1;
+	if (!lc->alt_of || !requant_act(lc, v, a, &alt))
+		return -1;
+	lc->alt_of[v->index] = (uint32_t)alt + 1;
+	return alt;
+}
+
+/* A new act of v's dims with parameters 'q' (int16 when i16). */
+static int add_act(struct npu_lower_ctx *lc, struct npu_value *v, const struct npu_qparams *q,
+		   bool i16)
+{
 	struct npu_segment_program *prog = &lc->seg->prog;
-	const struct npu_qparams *q = value_q(lc, v);
 	struct npu_act *acts;
 
-	if (lc->act_of[v->index])
-		return (int)lc->act_of[v->index] - 1;
-	if (!q)
-		return -1;
 	acts = realloc(prog->acts, (prog->num_acts + 1) * sizeof(*acts));
 	if (!acts)
 		return -1;
 	prog->acts = acts;
+	memset(&acts[prog->num_acts], 0, sizeof(acts[0]));
 	npu_value_act_dims(v, &acts[prog->num_acts]);
 	acts[prog->num_acts].rows_layout = v->shape.rank == 4 &&
 					   npu_value_layout(v) == NPU_LAYOUT_ROWS;
 	acts[prog->num_acts].q = *q;
-	acts[prog->num_acts].flat_clamped = lc->qmap->flat_clamped &&
+	acts[prog->num_acts].i16 = i16;
+	acts[prog->num_acts].flat_clamped = !i16 && lc->qmap->flat_clamped &&
 					    lc->qmap->flat_clamped[v->index];
 	/* Named for the quantization report; the graph value may go away. */
 	acts[prog->num_acts].name = seg_own(lc->seg, strlen(v->name) + 1);
 	if (acts[prog->num_acts].name)
 		memcpy((char *)acts[prog->num_acts].name, v->name, strlen(v->name) + 1);
-	lc->act_of[v->index] = (uint32_t)++prog->num_acts;
-	return (int)prog->num_acts - 1;
+	return (int)prog->num_acts++;
+}
+
+/* int8 <-> int16 at a precision boundary: ADD of a scalar 0 with types. */
+static bool requant_act(struct npu_lower_ctx *lc, struct npu_value *v, int native, int *out)
+{
+	return requant_to(lc, v, native, lc->want16 ? &lc->qmap->q16[v->index] :
+				      &lc->qmap->q[v->index], lc->want16 ? "to_int16" : "to_int8",
+			  out);
+}
+
+/* A new act of v in the precision lc->want16 at 'to', which an ELTWISE fills from 'native'. */
+static bool requant_to(struct npu_lower_ctx *lc, struct npu_value *v, int native,
+		       const struct npu_qparams *to, const char *suffix, int *out)
+{
+	static const int8_t zero;
+	struct npu_segment_program *prog = &lc->seg->prog;
+	struct npu_qparams from = prog->acts[native].q;
+	double r = from.scale / to->scale;
+	int shift = (int)floor(log2((double)(1 << 30) / r));
+	struct npu_lop *l, *lops;
+	char *name;
+	int a;
+
+	if (shift > 62)
+		shift = 62;
+	if (shift < 1)
+		return false;
+	a = add_act(lc, v, to, lc->want16);
+	lops = a < 0 ? NULL : realloc(prog->lops, (prog->num_lops + 1) * sizeof(*lops));
+	name = lops ? seg_own(lc->seg, strlen(v->name) + strlen(suffix) + 2) : NULL;
+	if (lops)
+		prog->lops = lops;
+	if (!name)
+		return false;
+	sprintf(name, "%s/%s", v->name, suffix);
+	l = &prog->lops[prog->num_lops++];
+	memset(l, 0, sizeof(*l));
+	l->kind = NPU_LOP_ELTWISE;
+	l->name = name;
+	l->in = (uint32_t)native;
+	l->out = (uint32_t)a;
+	l->elt.mode = NPU_ELT_ADD;
+	l->elt.bcast = NPU_BCAST_SCALAR;
+	l->elt.b_const = &zero;
+	l->elt.b_count = 1;
+	l->elt.shift = (uint8_t)shift;
+	l->elt.mult_a = (int32_t)llround(ldexp(r, shift));
+	l->elt.mult_b = 0;
+	l->elt.act_min = -128;
+	l->elt.act_max = 127;
+	*out = a;
+	return true;
+}
+
+/* v's own act: int16 when its producer runs in the 16x8 mode. */
+static bool native_act(struct npu_lower_ctx *lc, struct npu_value *v, int *out)
+{
+	bool i16 = value_i16(lc, v);
+	const struct npu_qparams *q;
+	int a;
+
+	if (lc->act_of[v->index]) {
+		*out = (int)lc->act_of[v->index] - 1;
+		return true;
+	}
+	if (!v || v->index >= lc->qmap->count || !lc->qmap->set[v->index])
+		return false;
+	q = i16 ? &lc->qmap->q16[v->index] : &lc->qmap->q[v->index];
+	a = add_act(lc, v, q, i16);
+	if (a < 0)
+		return false;
+	lc->act_of[v->index] = (uint32_t)a + 1;
+	*out = a;
+	return true;
 }
 
 static struct npu_lop *new_lop(struct npu_lower_ctx *lc, enum npu_lop_kind kind,
@@ -631,18 +737,47 @@ bool npu_pre_activation_qparams(const struct npu_lower_ctx *lc,
  */
 static bool output_stage(struct npu_lower_ctx *lc, const struct npu_node *n,
 			 const struct npu_qparams *out, int8_t *act_min,
-			 int8_t *act_max, const int8_t **lut, int16_t *pre_zp,
-			 struct npu_qparams *target, char *why, size_t why_size)
+			 int8_t *act_max, const int8_t **lut, const int16_t **lut16,
+			 int16_t *pre_zp, struct npu_qparams *target, char *why,
+			 size_t why_size)
 {
 	struct npu_act_fn fn;
 
 	*act_min = -128;
 	*act_max = 127;
 	*lut = NULL;
+	*lut16 = NULL;
 	*pre_zp = 0;
 	*target = *out;
 	if (!npu_node_activation(n, &fn))
 		return true;
+	if ((!strcmp(fn.op, "Relu") || !strcmp(fn.op, "Clip")) && lc->want16) {
+		/* int16 clamps in steps of 256 (isa.md): the rails nearest outside. */
+		if (fn.min > -FLT_MAX)
+			*act_min = (int8_t)(npu_quantize_value16(fn.min, *out) >> 8);
+		if (fn.max < FLT_MAX)
+			*act_max = (int8_t)(npu_quantize_value16(fn.max, *out) >> 8);
+		return true;
+	}
+	if (lc->want16) {
+		/* 513 int16 knots over the symmetric pre-activation range. */
+		struct npu_qparams pre;
+		int16_t *table = seg_own(lc->seg, 513 * sizeof(*table));
+		struct npu_error err = { 0 };
+		float lo, hi;
+
+		if (!npu_pre_activation_qparams(lc, n, &pre))
+			return WHY("no calibration range for the value before %s", fn.op);
+		if (!table)
+			return WHY("out of memory");
+		lo = (float)(-128 - pre.zero_point) * pre.scale;
+		hi = (float)(127 - pre.zero_point) * pre.scale;
+		*target = npu_qparams16_from_range(lo, hi);
+		if (npu_pointwise_table16(NULL, n, *target, *out, table, &err))
+			return WHY("%s", err.msg);
+		*lut16 = table;
+		return true;
+	}
 	if (!strcmp(fn.op, "Relu") || !strcmp(fn.op, "Clip")) {
 		if (fn.min > -FLT_MAX)
 			*act_min = npu_quantize_value(fn.min, *out);
@@ -677,10 +812,12 @@ static bool requant_arrays(struct npu_lower_ctx *lc, const char *name, uint32_t 
 {
 	int32_t *mult = seg_own(lc->seg, oc * sizeof(*mult));
 	uint8_t *shift = seg_own(lc->seg, oc);
-	int32_t *b = bias ? seg_own(lc->seg, oc * sizeof(*b)) : NULL;
+	/* The 16x8 mode's accumulator is int64, and so is its bias. */
+	int64_t *b64 = bias && lc->want16 ? seg_own(lc->seg, oc * sizeof(*b64)) : NULL;
+	int32_t *b = bias && !lc->want16 ? seg_own(lc->seg, oc * sizeof(*b)) : NULL;
 	uint32_t c;
 
-	if (!mult || !shift || (bias && !b))
+	if (!mult || !shift || (bias && !b && !b64))
 		return WHY("out of memory");
 	for (c = 0; c < oc; c++) {
 		struct npu_requant rq;
@@ -690,12 +827,15 @@ static bool requant_arrays(struct npu_lower_ctx *lc, const char *name, uint32_t 
 			return WHY("requantization multiplier %g of channel %u out of range", real, c);
 		mult[c] = rq.mult;
 		shift[c] = rq.shift;
-		if (b) {
+		if (b || b64) {
 			double exact = (double)bias[c] * bias_mul / ((double)in_scale * w_scale[c]);
 
-			b[c] = npu_quantize_bias(bias[c] * bias_mul, in_scale, w_scale[c]);
+			if (b64)
+				b64[c] = npu_quantize_bias64(bias[c] * bias_mul, in_scale, w_scale[c]);
+			else
+				b[c] = npu_quantize_bias(bias[c] * bias_mul, in_scale, w_scale[c]);
 			/* The accumulator cannot hold it: the channel gets a wrong offset. */
-			if (fabs(exact) > 2147483647.0)
+			if (!b64 && fabs(exact) > 2147483647.0)
 				npu_compiled_warn(lc->compiled,
 						  "node '%s': bias of channel %u saturates int32 (%.3g x the accumulator's range): input scale %g x weight scale %g is too fine for bias %g",
 						  name, c, fabs(exact) / 2147483647.0, in_scale,
@@ -705,6 +845,7 @@ static bool requant_arrays(struct npu_lower_ctx *lc, const char *name, uint32_t 
 	q->mult = mult;
 	q->shift = shift;
 	q->bias = b;
+	q->bias64 = b64;
 	return true;
 }
 
@@ -724,6 +865,9 @@ static void widen_for_bias(struct npu_lower_ctx *lc, const char *name, const flo
 	const double limit = 1073741824.0;	/* 2^30: half the accumulator */
 	size_t c, i, widened = 0, first = 0;
 	double worst = 1.0;
+
+	if (lc->want16)
+		return;	/* the 16x8 mode's int64 accumulator holds any bias */
 
 	for (c = 0; bias && c < oc; c++) {
 		double need = fabs((double)bias[c] * bias_mul) / ((double)in_scale * limit);
@@ -836,7 +980,9 @@ static const float *corrected_bias(struct npu_lower_ctx *lc, const struct npu_no
 	float *b;
 	uint32_t c;
 
-	if (!lc->opts->bias_correction || geo->ins_h || geo->ins_w ||
+	/* Default: the 16x8 mode only, where the weights' error dominates. */
+	if (!(lc->opts->bias_correction > 0 || (!lc->opts->bias_correction && lc->want16)) ||
+	    geo->ins_h || geo->ins_w ||
 	    !npu_calib_channel_means(lc->calib, n->inputs[0]->index, geo->c, &sum, &count))
 		return bias;
 	b = seg_own(lc->seg, geo->oc * sizeof(*b));
@@ -852,6 +998,47 @@ static const float *corrected_bias(struct npu_lower_ctx *lc, const struct npu_no
 	npu_bias_correct(w, wq, scales, geo->oc, geo->c, geo->groups, geo->k_h * geo->k_w, mean, b);
 	free(mean);
 	return b;
+}
+
+/*
+ * A conv over few channels straight from a graph input (the first layer:
+ * 3 channels on 32 MAC rows) reads that input as im2col, which the host
+ * gathers while quantizing it (npu_act.im2col): a 1x1 conv whose K =
+ * k_h * k_w * c fills the MAC rows, one cycle per output pixel instead of
+ * a tap per kernel row or column. Only for an input that nothing else
+ * reads and whose window fits one pass of the rows. Makes the act.
+ */
+static bool im2col_input(struct npu_lower_ctx *lc, const struct npu_node *n,
+			 const struct npu_conv_geom *g)
+{
+	struct npu_value *x = n->inputs[0];
+	uint64_t k = (uint64_t)g->k_h * g->k_w * g->c;
+	size_t uses = 0, i, j;
+	struct npu_act *act;
+	int a;
+
+	if (lc->want16 || !x->is_graph_input || x->is_graph_output || x->producer ||
+	    lc->act_of[x->index] || value_i16(lc, x) || npu_value_layout(x) != NPU_LAYOUT_NHWC ||
+	    g->groups != 1 || g->dil_h != 1 || g->dil_w != 1 || g->ins_h || g->ins_w ||
+	    g->k_h * g->k_w < 2 || k > NPU_MAC_ROWS || g->k_h > 15 || g->k_w > 15 ||
+	    g->stride_h > 15 || g->stride_w > 15 || g->pad_top > 15 || g->pad_left > 15)
+		return false;
+	for (i = 0; i < lc->graph->num_nodes; i++)
+		for (j = 0; j < lc->graph->nodes[i]->num_inputs; j++)
+			uses += lc->graph->nodes[i]->inputs[j] == x;
+	if (uses != 1 || !native_act(lc, x, &a))
+		return false;
+	act = &lc->seg->prog.acts[a];
+	act->h = g->oh;
+	act->w = g->ow;
+	act->c = (uint32_t)k;
+	act->im2col.k_h = (uint8_t)g->k_h;
+	act->im2col.k_w = (uint8_t)g->k_w;
+	act->im2col.stride_h = (uint8_t)g->stride_h;
+	act->im2col.stride_w = (uint8_t)g->stride_w;
+	act->im2col.pad_top = (uint8_t)g->pad_top;
+	act->im2col.pad_left = (uint8_t)g->pad_left;
+	return true;
 }
 
 /* A Conv (or the CONV2D of a ConvTranspose): w is [oc][ic/groups][kh][kw]. */
@@ -886,6 +1073,14 @@ static bool lower_conv_with(struct npu_lower_ctx *lc, struct npu_node *n,
 				for (kw = 0; kw < geo.k_w; kw++)
 					wnhwc[(((size_t)oc * geo.k_h + kh) * geo.k_w + kw) * (geo.c / geo.groups) + ic] =
 						wq[(((size_t)oc * (geo.c / geo.groups) + ic) * geo.k_h + kh) * geo.k_w + kw];
+	if (im2col_input(lc, n, &geo)) {
+		/* [oc][kh][kw][ic] is the 1x1 weight over the window's channels. */
+		geo.c = per;
+		geo.k_h = geo.k_w = geo.stride_h = geo.stride_w = 1;
+		geo.pad_top = geo.pad_left = geo.pad_bottom = geo.pad_right = 0;
+		geo.h = geo.oh;
+		geo.w = geo.ow;
+	}
 	l = new_unary_lop(lc, NPU_LOP_CONV, n);
 	if (!l)
 		return WHY("out of memory");
@@ -903,7 +1098,7 @@ static bool lower_conv_with(struct npu_lower_ctx *lc, struct npu_node *n,
 	l->conv.groups = (uint16_t)geo.groups;
 	l->conv.ins_h = (uint8_t)geo.ins_h;
 	l->conv.ins_w = (uint8_t)geo.ins_w;
-	l->conv.fold_w = (uint8_t)choose_fold(&geo);
+	l->conv.fold_w = lc->want16 ? 0 : (uint8_t)choose_fold(&geo);
 	if (l->conv.fold_w) {
 		l->conv.weight = fold_weights(lc, &geo, l->conv.fold_w, wnhwc);
 		if (!l->conv.weight) {
@@ -912,6 +1107,7 @@ static bool lower_conv_with(struct npu_lower_ctx *lc, struct npu_node *n,
 		}
 	}
 	if (!output_stage(lc, n, qout, &l->conv.q.act_min, &l->conv.q.act_max, &l->conv.q.lut,
+			  &l->conv.q.lut16,
 			  &l->conv.q.pre_act_zp, &target, why, why_size))
 		goto undo;
 	if (!requant_arrays(lc, n->name, geo.oc, qin->scale, scales, &target, bias, 1.0f, &l->conv.q,
@@ -954,9 +1150,10 @@ static bool lower_conv(struct npu_lower_ctx *lc, struct npu_node *n, char *why,
 /* Modeled cycles per input row of the phase form with input fold f. */
 static uint64_t phase_cost(const struct npu_conv_geom *g, uint64_t f)
 {
-	uint64_t s_h = g->ins_h + 1u, s_w = g->ins_w + 1u;
+	bool joined;
 
-	return s_h * (g->w / f) * ((f * g->c + 31) / 32) * ((f * s_w * g->oc + 31) / 32);
+	return npu_phase_row_cycles(g->w, g->c, g->oc, g->ins_h + 1u, g->ins_w + 1u,
+				    (uint32_t)f, &joined);
 }
 
 /*
@@ -1037,6 +1234,7 @@ static bool lower_conv_transpose_phases(struct npu_lower_ctx *lc, struct npu_nod
 	l->conv.phase_w = (uint8_t)pw;
 	l->conv.fold_w = (uint8_t)(fold > 1 ? fold : 0);
 	if (!output_stage(lc, n, qout, &l->conv.q.act_min, &l->conv.q.act_max, &l->conv.q.lut,
+			  &l->conv.q.lut16,
 			  &l->conv.q.pre_act_zp, &target, why, why_size) ||
 	    !requant_arrays(lc, n->name, rows, qin->scale, scales, &target, brep, 1.0f,
 			    &l->conv.q, why, why_size)) {
@@ -1060,7 +1258,7 @@ static bool lower_conv_transpose(struct npu_lower_ctx *lc, struct npu_node *n,
 
 	if (!npu_conv_transpose_geometry(lc->graph, n, &geo, why, why_size))
 		return false;
-	if (phases_pay(&geo)) {
+	if (!lc->want16 && phases_pay(&geo)) {	/* the phase form is int8 only */
 		char tmp[160];
 
 		if (!lower_conv_transpose_phases(lc, n, &geo, phases_pay(&geo), why, why_size))
@@ -1229,7 +1427,8 @@ static bool lower_matmul_act(struct npu_lower_ctx *lc, struct npu_node *n, char 
 	l->matmul.b_nk = nk != NULL;
 	/* The caller's fit check may not see it (absorbed copies went). */
 	if (!output_stage(lc, n, qout, &l->matmul.q.act_min, &l->matmul.q.act_max,
-			  &l->matmul.q.lut, &l->matmul.q.pre_act_zp, &target, why, why_size) ||
+			  &l->matmul.q.lut, &l->matmul.q.lut16, &l->matmul.q.pre_act_zp, &target,
+			  why, why_size) ||
 	    !requant_arrays(lc, n->name, 1, qa->scale, &qb->scale, &target, NULL, 1.0f,
 			    &l->matmul.q, why, why_size) ||
 	    !npu_lop_fits(&lc->seg->prog, l, lc->sram_size ? lc->sram_size : NPU_SRAM_SIZE,
@@ -1287,7 +1486,8 @@ static bool lower_gemm(struct npu_lower_ctx *lc, struct npu_node *n, char *why,
 		return WHY("out of memory");
 	l->matmul.weight = wq;
 	if (!output_stage(lc, n, qout, &l->matmul.q.act_min, &l->matmul.q.act_max,
-			  &l->matmul.q.lut, &l->matmul.q.pre_act_zp, &target, why, why_size) ||
+			  &l->matmul.q.lut, &l->matmul.q.lut16, &l->matmul.q.pre_act_zp, &target,
+			  why, why_size) ||
 	    !requant_arrays(lc, n->name, cols, qin->scale, scales, &target, bias, 1.0f, &l->matmul.q,
 			    why, why_size)) {
 		lc->seg->prog.num_lops--;
@@ -1389,6 +1589,7 @@ static bool lower_global_pool_banded(struct npu_lower_ctx *lc, struct npu_node *
 		t->w = geo->w / b;
 		t->c = geo->c;
 		t->q = *qin;
+		t->i16 = lc->want16;
 		sprintf(name, "%s/block_mean", n->name);
 		t->name = name;
 		prog->num_acts++;
@@ -1527,6 +1728,7 @@ static bool lower_binary(struct npu_lower_ctx *lc, struct npu_node *n, char *why
 		}
 	}
 	if (!output_stage(lc, n, qout, &l->elt.act_min, &l->elt.act_max, &l->elt.lut,
+			  &l->elt.lut16,
 			  &l->elt.pre_act_zp, &target, why, why_size))
 		goto fail;
 	if (add) {
@@ -1718,17 +1920,28 @@ static bool fuse_lut_into_producer(struct npu_lower_ctx *lc, const struct npu_pw
 	int x = lc->act_of[grp->x->index] ? (int)lc->act_of[grp->x->index] - 1 : -1;
 	int y;
 
-	if (!prev || !qx || x < 0 || prev->out != (uint32_t)x || !group_alone_reads_x(lc, grp))
+	/* Only a producer of the LUT's precision takes it as its output stage. */
+	if (!prev || !qx || x < 0 || prev->out != (uint32_t)x || prog->acts[x].i16 != lc->want16 ||
+	    !group_alone_reads_x(lc, grp))
 		return false;
-	if (!((prev->kind == NPU_LOP_CONV && !prev->conv.q.lut) ||
-	      (prev->kind == NPU_LOP_MATMUL && !prev->matmul.q.lut) ||
-	      (prev->kind == NPU_LOP_ELTWISE && !prev->elt.lut)))
+	if (!((prev->kind == NPU_LOP_CONV && !prev->conv.q.lut && !prev->conv.q.lut16) ||
+	      (prev->kind == NPU_LOP_MATMUL && !prev->matmul.q.lut && !prev->matmul.q.lut16) ||
+	      (prev->kind == NPU_LOP_ELTWISE && !prev->elt.lut && !prev->elt.lut16)))
 		return false;
 	y = npu_lower_act(lc, grp->y);
 	if (y < 0)
 		return false;
 	prev = &prog->lops[prog->num_lops - 1];	/* acts moved, lops did not */
-	if (prev->kind == NPU_LOP_CONV) {
+	if (lc->want16) {
+		const int16_t *t16 = (const int16_t *)(const void *)table;
+
+		if (prev->kind == NPU_LOP_CONV)
+			prev->conv.q.lut16 = t16;
+		else if (prev->kind == NPU_LOP_MATMUL)
+			prev->matmul.q.lut16 = t16;
+		else
+			prev->elt.lut16 = t16;
+	} else if (prev->kind == NPU_LOP_CONV) {
 		prev->conv.q.lut = table;
 		prev->conv.q.pre_act_zp = (int16_t)qx->zero_point;
 	} else if (prev->kind == NPU_LOP_MATMUL) {
@@ -1742,8 +1955,8 @@ static bool fuse_lut_into_producer(struct npu_lower_ctx *lc, const struct npu_pw
 	return true;
 }
 
-bool npu_lower_pointwise(struct npu_lower_ctx *lc, const struct npu_pw_group *grp,
-			 char *why, size_t why_size)
+static bool lower_pointwise(struct npu_lower_ctx *lc, const struct npu_pw_group *grp,
+			    char *why, size_t why_size)
 {
 	const struct npu_qparams *qin = value_q(lc, grp->x), *qout = value_q(lc, grp->y);
 	struct npu_error err = { 0 };
@@ -1753,10 +1966,13 @@ bool npu_lower_pointwise(struct npu_lower_ctx *lc, const struct npu_pw_group *gr
 
 	if (!qin || !qout)
 		return WHY("no quantization parameters (not calibrated)");
-	table = seg_own(lc->seg, 256);
+	/* int16: 513 int16 knots (1026 bytes), handed around as bytes. */
+	table = seg_own(lc->seg, lc->want16 ? 1026 : 256);
 	if (!table)
 		return WHY("out of memory");
-	if (npu_pointwise_table(grp, *qin, *qout, table, &err) != NPU_OK)
+	if (lc->want16 ? npu_pointwise_table16(grp, NULL, *qin, *qout,
+					       (int16_t *)(void *)table, &err) != NPU_OK :
+			 npu_pointwise_table(grp, *qin, *qout, table, &err) != NPU_OK)
 		return WHY("%s", err.msg);
 	if (fuse_lut_into_producer(lc, grp, table))
 		return true;
@@ -1767,8 +1983,24 @@ bool npu_lower_pointwise(struct npu_lower_ctx *lc, const struct npu_pw_group *gr
 		return WHY("out of memory");
 	l->in = (uint32_t)in;
 	l->out = (uint32_t)out;
-	l->lut.table = table;
+	if (lc->want16)
+		l->lut.table16 = (const int16_t *)(const void *)table;
+	else
+		l->lut.table = table;
 	return true;
+}
+
+bool npu_lower_pointwise(struct npu_lower_ctx *lc, const struct npu_pw_group *grp,
+			 char *why, size_t why_size)
+{
+	bool ok, saved = lc->want16;
+
+	/* A group of 2+ nodes decides here; one LUT node in npu_lower_node(). */
+	if (grp->count > 1)
+		lc->want16 = npu_group_int16(lc->opts, grp);
+	ok = lower_pointwise(lc, grp, why, why_size);
+	lc->want16 = saved;
+	return ok;
 }
 
 /* ---- Data movement: Concat, Split, Slice, Reshape as COPY lops ---- */
@@ -2149,12 +2381,28 @@ static bool add_copy(struct npu_lower_ctx *lc, const struct npu_node *n,
 	const struct npu_qparams *qx = value_q(lc, x), *qy = value_q(lc, y);
 	int in, out;
 	struct npu_lop *l;
-	bool oom;
+	bool oom = false;
 
 	if (!qx || !qy)
 		return WHY("no quantization parameters (not calibrated)");
 	in = npu_lower_act(lc, x);
 	out = npu_lower_act(lc, y);
+	if (lc->want16 && in >= 0 && qx->scale != qy->scale) {
+		/* int16 has no LUT copy: an ELTWISE rescales x to y's scale first. */
+		int native = in;
+
+		if (!requant_to(lc, x, native, qy, "to_concat16", &in))
+			return WHY("cannot rescale '%s' to the int16 scale of '%s'", x->name,
+				   y->name);
+		qx = qy;
+	}
+	if (lc->want16) {	/* the geometry counts elements of 2 bytes */
+		row_bytes *= 2;
+		src_off *= 2;
+		src_stride *= 2;
+		dst_off *= 2;
+		dst_stride *= 2;
+	}
 	l = in < 0 || out < 0 ? NULL : new_lop(lc, NPU_LOP_COPY, n);
 	if (!l)
 		return WHY("out of memory");
@@ -2166,8 +2414,8 @@ static bool add_copy(struct npu_lower_ctx *lc, const struct npu_node *n,
 	l->copy.src_stride = rows > 1 ? src_stride : row_bytes;
 	l->copy.dst_off = dst_off;
 	l->copy.dst_stride = rows > 1 ? dst_stride : row_bytes;
-	l->copy.lut = requant_table(lc, qx, qy, &oom);
-	if (oom) {
+	l->copy.lut = lc->want16 ? NULL : requant_table(lc, qx, qy, &oom);
+	if (!lc->want16 && oom) {
 		lc->seg->prog.num_lops--;
 		return WHY("out of memory");
 	}
@@ -2368,8 +2616,62 @@ undo:
 	return false;
 }
 
+bool npu_node_int16(const struct npu_compile_options *opts, const struct npu_pw_groups *pw,
+		    const struct npu_node *n, char *why, size_t why_size)
+{
+	bool named = false;
+	size_t i;
+
+	for (i = 0; i < opts->num_int16_nodes && !named; i++)
+		named = !strcmp(opts->int16_nodes[i], n->name);
+	if (!named && !opts->int16_all)
+		return false;
+	/* A pointwise group is one LUT: npu_group_int16() decides for it. */
+	if (pw && npu_pointwise_group_of(pw, n))
+		return false;
+	if (n->domain[0] ||
+	    !(is_op(n, "Conv") || is_op(n, "Gemm") ||
+	      (is_op(n, "MatMul") && n->num_inputs == 2 && n->inputs[1] && n->inputs[1]->constant) ||
+	      is_op(n, "MaxPool") || is_op(n, "AveragePool") || is_op(n, "GlobalAveragePool") ||
+	      is_op(n, "Add") || is_op(n, "Mul") ||
+	      /* 2-byte elements: RESIZE's I16 form, DMA copies, zero insertion */
+	      is_op(n, "Resize") || is_op(n, "Concat") || is_op(n, "ConvTranspose") ||
+	      (npu_lut_function_known(n->op_type) && !npu_is_data_movement(n) &&
+	       !npu_rows_op(n)))) {
+		if (why && named)
+			snprintf(why, why_size, "%s has no int16 form in the compiler", n->op_type);
+		return false;
+	}
+	return true;
+}
+
+bool npu_group_int16(const struct npu_compile_options *opts, const struct npu_pw_group *grp)
+{
+	size_t i, j;
+
+	if (opts->int16_all)
+		return true;
+	for (i = 0; i < grp->count; i++)
+		for (j = 0; j < opts->num_int16_nodes; j++)
+			if (!strcmp(opts->int16_nodes[j], grp->nodes[i]->name))
+				return true;
+	return false;
+}
+
 bool npu_lower_node(struct npu_lower_ctx *lc, struct npu_node *n, char *why,
 		    size_t why_size)
+{
+	bool ok;
+
+	/* Pointwise groups go to npu_lower_pointwise(), never here. */
+	lc->want16 = npu_node_int16(lc->opts, NULL, n, NULL, 0);
+	ok = lower_node(lc, n, why, why_size);
+	lc->want16 = false;
+	return ok;
+}
+
+static bool lower_node(struct npu_lower_ctx *lc, struct npu_node *n, char *why,
+		       size_t why_size)
 {
 	if (is_op(n, "Conv"))
 		return lower_conv(lc, n, why, why_size);

@@ -102,10 +102,30 @@ struct npu_qmap {
 	struct npu_qparams *q;
 	bool *set;
 	bool *flat_clamped;	/* range narrowed to its LUT's non-flat part */
+	/* The 16x8 mode: i16 marks values whose producer runs int16 (their
+	 * acts are int16); q16 the symmetric int16 parameters of every set
+	 * value, for the int16 form any value gets before an int16 reader. */
+	bool *i16;
+	struct npu_qparams *q16;
 	size_t count;
 };
 
 struct npu_pw_groups;
+
+/*
+ * Whether node n runs in the 16x8 mode under 'opts' (named or int16_all,
+ * and of a kind that has an int16 form, not part of one of the pointwise
+ * groups 'pw', which become int8 LUTs). With 'why', a named node that
+ * cannot gets the reason there and false.
+ */
+bool npu_node_int16(const struct npu_compile_options *opts, const struct npu_pw_groups *pw,
+		    const struct npu_node *n, char *why, size_t why_size);
+
+struct npu_pw_group;
+
+/* Whether a pointwise group (one LUT) runs in the 16x8 mode: int16_all,
+ * or any of its nodes named. */
+bool npu_group_int16(const struct npu_compile_options *opts, const struct npu_pw_group *grp);
 
 /*
  * quantize.c: parameters for every calibrated (or QDQ) float value; the
@@ -128,6 +148,10 @@ struct npu_lower_ctx {
 	uint32_t *act_of;	/* value index -> act index + 1 (0: none yet) */
 	struct npu_compiled *compiled;	/* warnings go here (may be NULL) */
 	uint32_t sram_size;	/* the device's; 0: NPU_SRAM_SIZE */
+	/* value index -> act + 1 of its other-precision form (an ELTWISE
+	 * requantizes to it); may be NULL when nothing is int16. */
+	uint32_t *alt_of;
+	bool want16;	/* the node being lowered reads and writes int16 */
 };
 
 /*

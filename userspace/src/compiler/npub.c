@@ -121,10 +121,44 @@ static void put_quant(struct wbuf *w, const struct npu_lop_quant *q, uint32_t oc
 	put_u8(w, (uint8_t)q->act_min);
 	put_u8(w, (uint8_t)q->act_max);
 	put_u16(w, (uint16_t)q->pre_act_zp);
-	put_blob(w, q->bias, (uint64_t)oc * 4);
+	/* An int16 op's bias is int64 (NPU_INSN_I16). */
+	if (q->bias64)
+		put_blob(w, q->bias64, (uint64_t)oc * 8);
+	else
+		put_blob(w, q->bias, (uint64_t)oc * 4);
 	put_blob(w, q->mult, (uint64_t)oc * 4);
 	put_blob(w, q->shift, oc);
-	put_blob(w, q->lut, 256);
+	if (q->lut16)
+		put_blob(w, q->lut16, 1026);	/* 513 int16 knots */
+	else
+		put_blob(w, q->lut, 256);
+}
+
+/*
+ * A boundary value's layout word: the npu_layout, and for an im2col input
+ * its window in the bits above (4 each: k_h, k_w, stride_h, stride_w,
+ * pad_top, pad_left). Readers before im2col refuse the value as a layout.
+ */
+static uint32_t layout_word(enum npu_layout lay, const struct npu_act *a)
+{
+	if (lay != NPU_LAYOUT_IM2COL)
+		return lay;
+	return lay | (uint32_t)a->im2col.k_h << 8 | (uint32_t)a->im2col.k_w << 12 |
+	       (uint32_t)a->im2col.stride_h << 16 | (uint32_t)a->im2col.stride_w << 20 |
+	       (uint32_t)a->im2col.pad_top << 24 | (uint32_t)a->im2col.pad_left << 28;
+}
+
+/* Decode layout_word()'s window into act a; false if it cannot be one. */
+static bool layout_im2col(uint32_t word, struct npu_act *a)
+{
+	a->im2col.k_h = word >> 8 & 15;
+	a->im2col.k_w = word >> 12 & 15;
+	a->im2col.stride_h = word >> 16 & 15;
+	a->im2col.stride_w = word >> 20 & 15;
+	a->im2col.pad_top = word >> 24 & 15;
+	a->im2col.pad_left = word >> 28 & 15;
+	return a->im2col.k_h && a->im2col.k_w && a->im2col.stride_h && a->im2col.stride_w &&
+	       !a->i16 && a->c % (a->im2col.k_h * a->im2col.k_w) == 0;
 }
 
 static void put_segment(struct wbuf *w, const struct npu_segment *seg, uint16_t major)
@@ -151,13 +185,15 @@ static void put_segment(struct wbuf *w, const struct npu_segment *seg, uint16_t 
 		put_u32(w, a->c);
 		put_u64(w, a->offset);
 		put_f32(w, a->q.scale);
-		put_u32(w, (uint32_t)a->q.zero_point);
+		/* An int16 tensor (zero point 0) writes 0x10000, which readers
+		 * before the 16x8 mode refuse as a zero point. */
+		put_u32(w, a->i16 ? 0x10000u : (uint32_t)a->q.zero_point);
 	}
 	put_u32(w, (uint32_t)seg->num_inputs);
 	for (i = 0; i < seg->num_inputs; i++) {
 		put_str(w, seg->inputs[i]->name);
 		put_u32(w, seg->input_acts[i]);
-		put_u32(w, seg->input_layout[i]);
+		put_u32(w, layout_word(seg->input_layout[i], &p->acts[seg->input_acts[i]]));
 	}
 	put_u32(w, (uint32_t)seg->num_outputs);
 	for (i = 0; i < seg->num_outputs; i++) {
@@ -263,10 +299,16 @@ static void put_segment(struct wbuf *w, const struct npu_segment *seg, uint16_t 
 			put_u16(w, (uint16_t)l->elt.zp_b);
 			put_u16(w, (uint16_t)l->elt.pre_act_zp);
 			put_blob(w, l->elt.b_const, l->elt.b_count);
-			put_blob(w, l->elt.lut, 256);
+			if (l->elt.lut16)
+				put_blob(w, l->elt.lut16, 1026);
+			else
+				put_blob(w, l->elt.lut, 256);
 			break;
 		case NPU_LOP_LUT:
-			put_blob(w, l->lut.table, 256);
+			if (l->lut.table16)
+				put_blob(w, l->lut.table16, 1026);
+			else
+				put_blob(w, l->lut.table, 256);
 			break;
 		case NPU_LOP_ROWS:
 			put_u8(w, l->rows.opcode);
@@ -519,18 +561,24 @@ static void *get_blob(struct rbuf *r, struct npu_segment *seg, uint64_t want,
 	return p;
 }
 
-static bool get_quant(struct rbuf *r, struct npu_segment *seg, struct npu_lop_quant *q,
-		      uint32_t oc)
+static bool get_quant(struct rbuf *r, struct npu_segment *seg, bool i16,
+		      struct npu_lop_quant *q, uint32_t oc)
 {
 	uint32_t i;
 
 	q->act_min = (int8_t)get_u8(r, "act_min");
 	q->act_max = (int8_t)get_u8(r, "act_max");
 	q->pre_act_zp = (int16_t)get_u16(r, "pre_act_zp");
-	q->bias = get_blob(r, seg, (uint64_t)oc * 4, true, "bias");
+	if (i16)
+		q->bias64 = get_blob(r, seg, (uint64_t)oc * 8, true, "bias");
+	else
+		q->bias = get_blob(r, seg, (uint64_t)oc * 4, true, "bias");
 	q->mult = get_blob(r, seg, (uint64_t)oc * 4, false, "mult");
 	q->shift = get_blob(r, seg, oc, false, "shift");
-	q->lut = get_blob(r, seg, 256, true, "lut");
+	if (i16)
+		q->lut16 = get_blob(r, seg, 1026, true, "lut");
+	else
+		q->lut = get_blob(r, seg, 256, true, "lut");
 	if (r->bad)
 		return false;
 	if (q->act_min > q->act_max)
@@ -626,7 +674,7 @@ static bool get_lop(struct rbuf *r, struct npu_segment *seg, struct npu_lop *l)
 							 l->conv.pad_left, l->conv.fold_w, k, &ph))
 					return fail(r, "%s %llu: a column phase has no CONV2D form",
 						    "fold_w", l->conv.fold_w);
-			if (!get_quant(r, seg, &l->conv.q, out->c))
+			if (!get_quant(r, seg, out->i16, &l->conv.q, out->c))
 				return false;
 			l->conv.weight = get_blob(r, seg, ph.weight_off + (uint64_t)out->c *
 						  l->conv.k_h * ph.k_w * l->conv.fold_w * in->c,
@@ -644,7 +692,7 @@ static bool get_lop(struct rbuf *r, struct npu_segment *seg, struct npu_lop *l)
 			    out->w != in->w * l->conv.phase_w)
 				return fail(r, "%s %llu: not a kernel = stride transposed conv",
 					    "phases", l->conv.phase_h);
-			if (!get_quant(r, seg, &l->conv.q, chans))
+			if (!get_quant(r, seg, out->i16, &l->conv.q, chans))
 				return false;
 			l->conv.weight = get_blob(r, seg, (uint64_t)chans * f * in->c, false, "weight");
 			break;
@@ -659,7 +707,7 @@ static bool get_lop(struct rbuf *r, struct npu_segment *seg, struct npu_lop *l)
 		    !check_window(r, (in->w - 1) * (l->conv.ins_w + 1u) + 1, out->w, l->conv.k_w,
 				  l->conv.stride_w, l->conv.dil_w,
 				  l->conv.pad_left, l->conv.pad_right, "conv width") ||
-		    !get_quant(r, seg, &l->conv.q, out->c))
+		    !get_quant(r, seg, out->i16, &l->conv.q, out->c))
 			return false;
 		l->conv.weight = get_blob(r, seg, (uint64_t)out->c * l->conv.k_h * l->conv.k_w *
 					  (in->c / l->conv.groups), false, "weight");
@@ -689,11 +737,11 @@ static bool get_lop(struct rbuf *r, struct npu_segment *seg, struct npu_lop *l)
 			    (uint64_t)in->n * in->h * in->w * out->c != npu_act_bytes(out))
 				return fail(r, "%s %llu: operand shapes do not form the batches",
 					    "matmul", l->matmul.batch);
-			return get_quant(r, seg, &l->matmul.q, 1);
+			return get_quant(r, seg, out->i16, &l->matmul.q, 1);
 		}
 		if ((uint64_t)in->n * in->h * in->w != (uint64_t)out->n * out->h * out->w)
 			return fail(r, "%s %llu: row counts differ", "matmul", 0);
-		if (!get_quant(r, seg, &l->matmul.q, out->c))
+		if (!get_quant(r, seg, out->i16, &l->matmul.q, out->c))
 			return false;
 		l->matmul.weight = get_blob(r, seg, (uint64_t)out->c * in->c, false, "weight");
 		break;
@@ -730,28 +778,34 @@ static bool get_lop(struct rbuf *r, struct npu_segment *seg, struct npu_lop *l)
 		if (r->bad)
 			return false;
 		if (l->elt.mode > NPU_ELT_MUL || l->elt.bcast > NPU_BCAST_SCALAR ||
-		    l->elt.shift < 1 || l->elt.shift > 62 || npu_act_bytes(in) != npu_act_bytes(out))
+		    l->elt.shift < 1 || l->elt.shift > 62 || npu_act_elems(in) != npu_act_elems(out))
 			return fail(r, "%s of op %llu invalid", "mode / broadcast / shift", 0);
 		l->elt.b_count = l->elt.bcast == NPU_BCAST_SCALAR ? 1 :
 				 l->elt.bcast == NPU_BCAST_CHANNEL ? out->c : 0;
 		if (l->elt.bcast == NPU_BCAST_NONE) {
 			if (get_u64(r, "b") != 0)
 				return fail(r, "%s %llu: unexpected constant", "eltwise", 0);
-			if (l->in2 >= p->num_acts || npu_act_bytes(&p->acts[l->in2]) != npu_act_bytes(out))
+			if (l->in2 >= p->num_acts || npu_act_elems(&p->acts[l->in2]) != npu_act_elems(out))
 				return fail(r, "%s %llu: second input invalid", "eltwise", l->in2);
 		} else {
 			/* A broadcast b is a constant blob or, when empty, tensor in2. */
 			l->elt.b_const = get_blob(r, seg, l->elt.b_count, true, "b");
 			if (!r->bad && !l->elt.b_const &&
-			    (l->in2 >= p->num_acts || npu_act_bytes(&p->acts[l->in2]) != l->elt.b_count))
+			    (l->in2 >= p->num_acts || npu_act_elems(&p->acts[l->in2]) != l->elt.b_count))
 				return fail(r, "%s %llu: broadcast input invalid", "eltwise", l->in2);
 		}
-		l->elt.lut = get_blob(r, seg, 256, true, "lut");
+		if (out->i16)
+			l->elt.lut16 = get_blob(r, seg, 1026, true, "lut");
+		else
+			l->elt.lut = get_blob(r, seg, 256, true, "lut");
 		break;
 	case NPU_LOP_LUT:
 		if (npu_act_bytes(in) != npu_act_bytes(out))
 			return fail(r, "%s %llu: sizes differ", "lut", 0);
-		l->lut.table = get_blob(r, seg, 256, false, "table");
+		if (out->i16)
+			l->lut.table16 = get_blob(r, seg, 1026, false, "table");
+		else
+			l->lut.table = get_blob(r, seg, 256, false, "table");
 		break;
 	case NPU_LOP_ROWS:
 		l->rows.opcode = get_u8(r, "opcode");
@@ -879,6 +933,10 @@ static bool get_segment(struct rbuf *r, struct npu_npub *f, struct npu_segment *
 		a->offset = get_u64(r, "offset");
 		a->q.scale = get_f32(r, "scale");
 		a->q.zero_point = (int32_t)get_u32(r, "zero point");
+		if (a->q.zero_point == 0x10000) {
+			a->i16 = true;
+			a->q.zero_point = 0;
+		}
 		if (r->bad)
 			break;
 		if (!a->n || !a->h || !a->w || !a->c || a->c > 65535 ||
@@ -915,11 +973,17 @@ static bool get_segment(struct rbuf *r, struct npu_npub *f, struct npu_segment *
 		for (i = 0; i < n && !r->bad; i++) {
 			char *s = get_str(r, "value name");
 			size_t at = io ? f->num_seg_out++ : f->num_seg_in++;
+			uint32_t word;
 
 			names[at] = s;
 			acts[i] = get_u32(r, "tensor");
-			lay[i] = (enum npu_layout)get_u32(r, "layout");
-			if (!r->bad && (acts[i] >= p->num_acts || lay[i] > NPU_LAYOUT_NHWC))
+			word = get_u32(r, "layout");
+			lay[i] = (enum npu_layout)(word & 0xff);
+			if (!r->bad && (acts[i] >= p->num_acts || lay[i] > NPU_LAYOUT_IM2COL ||
+					(lay[i] == NPU_LAYOUT_IM2COL && io) ||
+					(lay[i] != NPU_LAYOUT_IM2COL && word > 0xff) ||
+					(lay[i] == NPU_LAYOUT_IM2COL &&
+					 !layout_im2col(word, &p->acts[acts[i]]))))
 				return fail(r, "%s %llu: tensor or layout out of range", "boundary value", i);
 		}
 	}
@@ -931,6 +995,15 @@ static bool get_segment(struct rbuf *r, struct npu_npub *f, struct npu_segment *
 		return fail(r, "%s %llu: out of memory", "ops", p->num_lops);
 	for (i = 0; i < p->num_lops && !r->bad; i++)
 		get_lop(r, seg, &p->lops[i]);
+	/* Values only the segment reads (npu_act.internal, cross-layer fusion):
+	 * what a lop writes, minus the boundary. */
+	for (i = 0; i < p->num_lops && !r->bad; i++)
+		if (p->lops[i].out < p->num_acts)
+			p->acts[p->lops[i].out].internal = true;
+	for (i = 0; i < seg->num_inputs && !r->bad; i++)
+		p->acts[seg->input_acts[i]].internal = false;
+	for (i = 0; i < seg->num_outputs && !r->bad; i++)
+		p->acts[seg->output_acts[i]].internal = false;
 	if (f->major >= 2 && !r->bad) {
 		seg->graph_path = get_str(r, "subgraph path");
 		if (seg->graph_path && !seg->graph_path[0]) {
@@ -1184,6 +1257,25 @@ const char *npu_npub_input(const struct npu_npub *f, size_t index,
 	return f->input_names[index];
 }
 
+/* Output size of a window over n pixels with padding 'pad' before, 0..15 after. */
+static bool window_fits(uint32_t n, uint32_t k, uint32_t s, uint32_t pad, uint32_t out)
+{
+	uint32_t after;
+
+	for (after = 0; after < 16; after++)
+		if (n + pad + after >= k && (n + pad + after - k) / s + 1 == out)
+			return true;
+	return false;
+}
+
+/* Whether im2col act a gathers from a value of NHWC dims 'v'. */
+static bool im2col_of(const struct npu_act *v, const struct npu_act *a)
+{
+	return v->n == a->n && (uint64_t)v->c * a->im2col.k_h * a->im2col.k_w == a->c &&
+	       window_fits(v->h, a->im2col.k_h, a->im2col.stride_h, a->im2col.pad_top, a->h) &&
+	       window_fits(v->w, a->im2col.k_w, a->im2col.stride_w, a->im2col.pad_left, a->w);
+}
+
 static struct npu_value *find_float_value(struct npu_graph *g, const char *name,
 					  const struct npu_act *a)
 {
@@ -1193,6 +1285,8 @@ static struct npu_value *find_float_value(struct npu_graph *g, const char *name,
 	if (!v || v->dtype != NPU_DTYPE_FLOAT)
 		return NULL;
 	npu_value_act_dims(v, &dims);
+	if (a->im2col.k_h)
+		return im2col_of(&dims, a) ? v : NULL;
 	if (dims.n != a->n || dims.h != a->h || dims.w != a->w || dims.c != a->c)
 		return NULL;
 	return v;

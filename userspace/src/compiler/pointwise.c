@@ -327,6 +327,33 @@ npu_status npu_pointwise_table(const struct npu_pw_group *grp,
 	return st;
 }
 
+npu_status npu_pointwise_table16(const struct npu_pw_group *grp, const struct npu_node *fused,
+				 struct npu_qparams in, struct npu_qparams out,
+				 int16_t table[513], struct npu_error *err)
+{
+	static const struct npu_shape shape = { .rank = 4, .dims = { 1, 1, 1, 513 } };
+	struct npu_tensor *xt = npu_tensor_create(NPU_DTYPE_FLOAT, &shape);
+	float y[513];
+	npu_status st;
+	int j;
+
+	if (!xt)
+		return npu_error_set(err, NPU_ERR_NO_MEMORY, "compile: out of memory");
+	for (j = 0; j < 513; j++)
+		((float *)xt->data)[j] = npu_lut16_knot(j, in);
+	if (grp) {
+		st = group_eval(grp, xt, y, err);
+	} else {
+		st = npu_cpu_apply_fused_activation(fused, xt, err);
+		if (!st)
+			memcpy(y, xt->data, sizeof(y));
+	}
+	if (!st)
+		npu_lut16_table(y, out, table);
+	npu_tensor_destroy(xt);
+	return st;
+}
+
 /*
  * The narrowest [lo', hi'] inside [lo, hi] outside which F stays within
  * 'tol' of F(lo) (below) and of F(hi) (above), on a grid of 'n' points,

@@ -42,6 +42,15 @@ npu_status npu_fused_activation_table(const struct npu_node *n, struct npu_qpara
 				      struct npu_error *err);
 
 /*
+ * The 513 knots of F as an int16 LUT (NPU_INSN_I16): of the group, or
+ * with grp NULL of the activation fused into 'fused'; 'in' and 'out' are
+ * symmetric int16 parameters.
+ */
+npu_status npu_pointwise_table16(const struct npu_pw_group *grp, const struct npu_node *fused,
+				 struct npu_qparams in, struct npu_qparams out,
+				 int16_t table[513], struct npu_error *err);
+
+/*
  * Narrow the input parameters of F to where F is not flat: a range method
  * sees only the data, but values below x0 of a HardSwish (or far out on a
  * Sigmoid's tails) all give the same output, so clamping them costs

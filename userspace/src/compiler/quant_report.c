@@ -601,6 +601,8 @@ static enum npu_layout act_layout(struct ctx *x, const struct npu_act *a)
 	/* The fp32 graph is not marked (npu_mark_rows_layout()): the act knows. */
 	if (a->rows_layout)
 		return NPU_LAYOUT_ROWS;
+	if (a->im2col.k_h)
+		return NPU_LAYOUT_IM2COL;
 	return v ? npu_value_layout(v) : NPU_LAYOUT_NHWC;
 }
 
@@ -645,7 +647,8 @@ static int8_t *quantize_ref(struct ctx *x, const struct npu_act *a)
 	const struct npu_tensor *ref = ref_of(x, a->name);
 	int8_t *q;
 
-	if (!ref || ref->nbytes != npu_act_bytes(a) * sizeof(float))
+	/* An im2col act gathers from its value (which it checks the shape of). */
+	if (!ref || (ref->nbytes != npu_act_bytes(a) * sizeof(float) && !a->im2col.k_h))
 		return NULL;
 	q = malloc(npu_act_bytes(a));
 	if (q)
@@ -676,6 +679,15 @@ static npu_status segment_sample(struct ctx *x, size_t si, struct npu_error *err
 
 	if (!q8)
 		return npu_error_set(err, NPU_ERR_NO_MEMORY, "quant report: out of memory");
+	/* The host emulation below is int8 only. */
+	for (i = 0; i < p->num_acts; i++) {
+		if (p->acts[i].i16) {
+			free(q8);
+			return npu_error_set(err, NPU_ERR_UNSUPPORTED,
+					     "quant report: segment %zu has int16 tensors ('%s'): the report emulates int8 only; run it without --int16 / --precision int16",
+					     si, p->acts[i].name ? p->acts[i].name : "?");
+		}
+	}
 	/* End to end: the segment's actual inputs, as the run quantized them. */
 	for (i = 0; i < seg->num_inputs && !st; i++) {
 		const struct npu_act *a = &p->acts[seg->input_acts[i]];
@@ -684,7 +696,10 @@ static npu_status segment_sample(struct ctx *x, size_t si, struct npu_error *err
 		if (!t && seg->graph_path)
 			goto out;	/* its subgraph did not run in this sample */
 		q8[seg->input_acts[i]] = malloc(npu_act_bytes(a));
-		if (!t || !q8[seg->input_acts[i]] || t->nbytes != npu_act_bytes(a) * sizeof(float)) {
+		/* An im2col act holds more than its value (and checks its shape). */
+		if (!t || !q8[seg->input_acts[i]] ||
+		    (t->nbytes != npu_act_bytes(a) * sizeof(float) &&
+		     seg->input_layout[i] != NPU_LAYOUT_IM2COL)) {
 			st = npu_error_set(err, NPU_ERR_INTERNAL,
 					   "quant report: segment %zu input '%s' was not observed",
 					   si, seg->inputs[i]->name);

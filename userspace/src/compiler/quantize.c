@@ -77,6 +77,32 @@ static void tighten_lut_inputs(struct npu_graph *g, const struct npu_qdq_table *
 	}
 }
 
+/*
+ * A graph input read only by nodes in the 16x8 mode is quantized to int16
+ * on the host: as int8 (and an ELTWISE to int16) it would cap the whole
+ * model at the input's int8 precision.
+ */
+static bool all_readers_int16(const struct npu_graph *g, const struct npu_compile_options *opts,
+			      const struct npu_pw_groups *pw, const struct npu_value *v)
+{
+	size_t i, j;
+	bool any = false;
+
+	for (i = 0; i < g->num_nodes; i++) {
+		const struct npu_node *n = g->nodes[i];
+		const struct npu_pw_group *grp = pw ? npu_pointwise_group_of(pw, n) : NULL;
+
+		for (j = 0; j < n->num_inputs; j++) {
+			if (n->inputs[j] != v)
+				continue;
+			if (grp ? !npu_group_int16(opts, grp) : !npu_node_int16(opts, pw, n, NULL, 0))
+				return false;
+			any = true;
+		}
+	}
+	return any;
+}
+
 npu_status npu_build_qmap(struct npu_graph *g, const struct npu_calib_table *calib,
 			  const struct npu_qdq_table *qdq,
 			  const struct npu_compile_options *opts,
@@ -89,7 +115,9 @@ npu_status npu_build_qmap(struct npu_graph *g, const struct npu_calib_table *cal
 	qmap->q = calloc(qmap->count ? qmap->count : 1, sizeof(*qmap->q));
 	qmap->set = calloc(qmap->count ? qmap->count : 1, sizeof(*qmap->set));
 	qmap->flat_clamped = calloc(qmap->count ? qmap->count : 1, sizeof(*qmap->flat_clamped));
-	if (!qmap->q || !qmap->set || !qmap->flat_clamped)
+	qmap->i16 = calloc(qmap->count ? qmap->count : 1, sizeof(*qmap->i16));
+	qmap->q16 = calloc(qmap->count ? qmap->count : 1, sizeof(*qmap->q16));
+	if (!qmap->q || !qmap->set || !qmap->flat_clamped || !qmap->i16 || !qmap->q16)
 		return npu_error_set(err, NPU_ERR_NO_MEMORY, "quantize: out of memory");
 	for (i = 0; i < g->num_values; i++) {
 		const struct npu_value *v = g->values[i];
@@ -107,8 +135,38 @@ npu_status npu_build_qmap(struct npu_graph *g, const struct npu_calib_table *cal
 		} else {
 			continue;
 		}
+		/*
+		 * The int16 form: symmetric. A calibrated value spans everything
+		 * observed (TFLite's 16x8: 16 bits need no clipping, which the
+		 * percentile / entropy / MSE ranges do for int8); a QDQ value its
+		 * given int8 range.
+		 */
+		if (!fixed)
+			npu_calib_range(&calib->stats[i], NPU_CALIB_MINMAX, 0.0, &lo, &hi);
+		else {
+			lo = (0 - qmap->q[i].zero_point - 128) * qmap->q[i].scale;
+			hi = (127 - qmap->q[i].zero_point) * qmap->q[i].scale;
+		}
+		qmap->q16[i] = npu_qparams16_from_range(lo, hi);
 		qmap->set[i] = true;
 	}
+	/* Outputs of the nodes in the 16x8 mode are int16 (npu_node_int16()). */
+	for (i = 0; (opts->int16_all || opts->num_int16_nodes) && i < g->num_nodes; i++) {
+		const struct npu_node *n = g->nodes[i];
+		size_t j;
+
+		if (!npu_node_int16(opts, pw, n, NULL, 0))
+			continue;
+		for (j = 0; j < n->num_outputs; j++)
+			if (n->outputs[j] && qmap->set[n->outputs[j]->index])
+				qmap->i16[n->outputs[j]->index] = true;
+	}
+	for (i = 0; pw && (opts->int16_all || opts->num_int16_nodes) && i < pw->count; i++)
+		if (npu_group_int16(opts, &pw->groups[i]) && qmap->set[pw->groups[i].y->index])
+			qmap->i16[pw->groups[i].y->index] = true;
+	for (i = 0; (opts->int16_all || opts->num_int16_nodes) && i < g->num_values; i++)
+		if (qmap->set[i] && !g->values[i]->producer && all_readers_int16(g, opts, pw, g->values[i]))
+			qmap->i16[i] = true;
 	if (pw)
 		tighten_lut_inputs(g, qdq, pw, qmap);
 	/* Max / average pooling keep their input's scale (nodes are sorted). */
@@ -125,6 +183,7 @@ npu_status npu_build_qmap(struct npu_graph *g, const struct npu_calib_table *cal
 		y = n->outputs[0];
 		if (x && y && qmap->set[x->index]) {
 			qmap->q[y->index] = qmap->q[x->index];
+			qmap->q16[y->index] = qmap->q16[x->index];
 			qmap->set[y->index] = true;
 			qmap->flat_clamped[y->index] = false;	/* its own narrowing is gone */
 		}
@@ -137,5 +196,7 @@ void npu_qmap_free(struct npu_qmap *qmap)
 	free(qmap->q);
 	free(qmap->set);
 	free(qmap->flat_clamped);
+	free(qmap->i16);
+	free(qmap->q16);
 	memset(qmap, 0, sizeof(*qmap));
 }

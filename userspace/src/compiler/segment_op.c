@@ -16,7 +16,65 @@
 
 #include "cpu/ops/cpu_ops.h"
 
-/* fp32 NCHW (or rows) -> int8 NHWC (or rows), with rounding to nearest even. */
+/* Element e of act a's storage: int8, or int16 (symmetric) when a->i16. */
+static void put_q(const struct npu_act *a, int8_t *dst, uint64_t e, float x, float inv)
+{
+	long v = lrintf(x * inv) + a->q.zero_point;
+
+	if (a->i16)
+		((int16_t *)(void *)dst)[e] = (int16_t)(v < -32767 ? -32767 : v > 32767 ? 32767 : v);
+	else
+		dst[e] = (int8_t)(v < -128 ? -128 : v > 127 ? 127 : v);
+}
+
+static float get_q(const struct npu_act *a, const int8_t *src, uint64_t e)
+{
+	int32_t q = a->i16 ? ((const int16_t *)(const void *)src)[e] : src[e];
+
+	return a->q.scale * (float)(q - a->q.zero_point);
+}
+
+/*
+ * fp32 NCHW -> int8 im2col (npu_act.im2col): every output pixel's window,
+ * [k_h][k_w][c], padding as the zero point. The source is t's own NCHW
+ * shape; a window pixel outside it reads as padding, so no index leaves t.
+ */
+static void quantize_im2col(const struct npu_tensor *t, const struct npu_act *a,
+			    int8_t *dst, float inv)
+{
+	const float *src = t->data;
+	uint32_t kh = a->im2col.k_h, kw = a->im2col.k_w, c = a->c / (kh * kw);
+	int64_t H = t->shape.rank == 4 ? t->shape.dims[2] : 0;
+	int64_t W = t->shape.rank == 4 ? t->shape.dims[3] : 0;
+	uint64_t e = 0, n, y, x, i, j, k;
+
+	if (t->shape.rank != 4 || t->shape.dims[0] != a->n || t->shape.dims[1] != c)
+		H = W = 0;	/* not the value compiled for: padding only */
+	for (n = 0; n < a->n; n++)
+		for (y = 0; y < a->h; y++)
+			for (x = 0; x < a->w; x++)
+				for (i = 0; i < kh; i++)
+					for (j = 0; j < kw; j++) {
+						int64_t sy = (int64_t)(y * a->im2col.stride_h + i) -
+							     a->im2col.pad_top;
+						int64_t sx = (int64_t)(x * a->im2col.stride_w + j) -
+							     a->im2col.pad_left;
+						bool in = sy >= 0 && sy < H && sx >= 0 && sx < W;
+
+						for (k = 0; k < c; k++, e++) {
+							if (in)
+								put_q(a, dst, e, src[((n * c + k) * H + sy) *
+										     W + sx], inv);
+							else	/* padding: the zero point, either width */
+								put_q(a, dst, e, 0.0f, inv);
+						}
+					}
+}
+
+/*
+ * fp32 NCHW (or rows) -> int8 NHWC (or rows), with rounding to nearest
+ * even; int16 elements for an int16 act.
+ */
 void npu_segment_quantize_in(const struct npu_tensor *t, const struct npu_act *a,
 			enum npu_layout layout, int8_t *dst)
 {
@@ -25,25 +83,23 @@ void npu_segment_quantize_in(const struct npu_tensor *t, const struct npu_act *a
 	uint64_t hw = (uint64_t)a->h * a->w, n, p, c;
 
 	if (layout == NPU_LAYOUT_ROWS) {
-		uint64_t i, count = npu_act_bytes(a);
+		uint64_t i, count = npu_act_elems(a);
 
-		for (i = 0; i < count; i++) {
-			long v = lrintf(src[i] * inv) + a->q.zero_point;
-
-			dst[i] = (int8_t)(v < -128 ? -128 : v > 127 ? 127 : v);
-		}
+		for (i = 0; i < count; i++)
+			put_q(a, dst, i, src[i], inv);
+		return;
+	}
+	if (layout == NPU_LAYOUT_IM2COL) {
+		quantize_im2col(t, a, dst, inv);
 		return;
 	}
 	for (n = 0; n < a->n; n++) {
 		for (c = 0; c < a->c; c++) {
 			const float *plane = src + (n * a->c + c) * hw;
-			int8_t *out = dst + n * hw * a->c + c;
+			uint64_t base = n * hw * a->c + c;
 
-			for (p = 0; p < hw; p++) {
-				long v = lrintf(plane[p] * inv) + a->q.zero_point;
-
-				out[p * a->c] = (int8_t)(v < -128 ? -128 : v > 127 ? 127 : v);
-			}
+			for (p = 0; p < hw; p++)
+				put_q(a, dst, base + p * a->c, plane[p], inv);
 		}
 	}
 }
@@ -51,24 +107,23 @@ void npu_segment_quantize_in(const struct npu_tensor *t, const struct npu_act *a
 void npu_segment_dequantize_out(const int8_t *src, const struct npu_act *a,
 			   enum npu_layout layout, struct npu_tensor *t)
 {
-	float *dst = t->data, s = a->q.scale;
-	int32_t zp = a->q.zero_point;
+	float *dst = t->data;
 	uint64_t hw = (uint64_t)a->h * a->w, n, p, c;
 
 	if (layout == NPU_LAYOUT_ROWS) {
-		uint64_t i, count = npu_act_bytes(a);
+		uint64_t i, count = npu_act_elems(a);
 
 		for (i = 0; i < count; i++)
-			dst[i] = s * (float)(src[i] - zp);
+			dst[i] = get_q(a, src, i);
 		return;
 	}
 	for (n = 0; n < a->n; n++) {
 		for (c = 0; c < a->c; c++) {
 			float *plane = dst + (n * a->c + c) * hw;
-			const int8_t *in = src + n * hw * a->c + c;
+			uint64_t base = n * hw * a->c + c;
 
 			for (p = 0; p < hw; p++)
-				plane[p] = s * (float)(in[p * a->c] - zp);
+				plane[p] = get_q(a, src, base + p * a->c);
 		}
 	}
 }
@@ -173,12 +228,15 @@ static npu_status segment_submit(struct npu_op_ctx *ctx)
 	t0 = now_ms();
 	for (i = 0; i < seg->num_inputs; i++) {
 		const struct npu_act *a = &seg->prog.acts[seg->input_acts[i]];
+		/* An im2col act is bigger than the value it gathers from. */
+		uint64_t elems = seg->input_layout[i] == NPU_LAYOUT_IM2COL ?
+				 (uint64_t)npu_shape_numel(&seg->inputs[i]->shape) : npu_act_elems(a);
 
-		if (ctx->inputs[i]->nbytes != npu_act_bytes(a) * sizeof(float))
+		if (ctx->inputs[i]->nbytes != elems * sizeof(float))
 			return npu_error_set(ctx->err, NPU_ERR_INVALID_ARG,
 					     "NPU segment %d: input '%s' has %zu bytes, compiled for %llu",
 					     seg->index, seg->inputs[i]->name, ctx->inputs[i]->nbytes,
-					     (unsigned long long)(npu_act_bytes(a) * sizeof(float)));
+					     (unsigned long long)(elems * sizeof(float)));
 		npu_segment_quantize_in(ctx->inputs[i], a, seg->input_layout[i],
 			    (int8_t *)rt->arena_map + a->offset);
 	}

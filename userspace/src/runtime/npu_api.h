@@ -95,6 +95,10 @@ struct npu_model {
 	char *keep_fp32;		/* opts.keep_fp32, split at the commas */
 	struct npu_keep_fp32 *keep;
 	size_t num_keep;
+	char *int16;			/* opts.int16, split at the commas */
+	const char **int16_names;
+	size_t num_int16;
+	char *precision;
 	char **calib_names;		/* samples of calib_dir (under build_lock) */
 	int num_calib_names;
 	char *source;

@@ -95,6 +95,8 @@ struct search {
 	double *cand_sqnr;
 	char **cand_reason;
 	size_t num_cand;
+	/* int16_nodes of a trial: the caller's, then candidates. */
+	const char **i16;
 	struct npu_error *err;
 };
 
@@ -192,15 +194,44 @@ static size_t fill_keep(struct search *s, size_t k)
 	return n;
 }
 
+/* The caller's int16 nodes and the first k16 candidates; the count. */
+static size_t fill_int16(struct search *s, size_t k16)
+{
+	size_t n = s->opts->num_int16_nodes, i;
+
+	for (i = 0; i < n; i++)
+		s->i16[i] = s->opts->int16_nodes[i];
+	for (i = 0; i < k16 && i < s->num_cand; i++) {
+		s->i16[n++] = s->cand[i];
+		/* its output-stage group too, or the group stays an int8 LUT */
+		if (s->cand_also[i])
+			s->i16[n++] = s->cand_also[i];
+	}
+	return n;
+}
+
+/* Options of a trial: the first k16 candidates in int16 (those with an
+ * int16 form; the rest stay int8), the first k in fp32 (which wins). */
+static void trial_options(struct search *s, size_t k16, size_t k, struct npu_compile_options *o)
+{
+	*o = s->cal;
+	o->keep_fp32 = s->keep;
+	o->num_keep_fp32 = fill_keep(s, k);
+	o->int16_nodes = s->i16;
+	o->num_int16_nodes = fill_int16(s, k16);
+	o->int16_lenient = k16 > 0;
+}
+
 /*
- * Compile a copy of the graph keeping the fixed nodes and the first
- * 'k' candidates in fp32, and measure it on the hold-out. With 'keep_c',
- * the compiled copy is handed back (*keep_g, *keep_c) instead of freed.
+ * Compile a copy of the graph with the first 'k16' candidates in int16
+ * and the fixed nodes and the first 'k' candidates in fp32, and measure
+ * it on the hold-out. With 'keep_c', the compiled copy is handed back
+ * (*keep_g, *keep_c) instead of freed.
  */
-static npu_status trial(struct search *s, size_t k, struct trial *t,
+static npu_status trial(struct search *s, size_t k16, size_t k, struct trial *t,
 			struct npu_graph **keep_g, struct npu_compiled **keep_c)
 {
-	struct npu_compile_options o = s->cal;
+	struct npu_compile_options o;
 	struct npu_graph *g = npu_graph_clone(s->graph, s->err);
 	struct npu_compiled *c = NULL;
 	double (*dots)[3] = calloc(s->num_outputs + 1, sizeof(*dots));
@@ -214,8 +245,7 @@ static npu_status trial(struct search *s, size_t k, struct trial *t,
 		return s->err->status ? s->err->status
 				      : npu_error_set(s->err, NPU_ERR_NO_MEMORY, "accuracy target: out of memory");
 	}
-	o.keep_fp32 = s->keep;
-	o.num_keep_fp32 = fill_keep(s, k);
+	trial_options(s, k16, k, &o);
 	st = npu_compile_graph(g, &o, &c, s->err);
 	if (!st)
 		st = run_holdout(s, g, dots, t);
@@ -236,6 +266,58 @@ static npu_status trial(struct search *s, size_t k, struct trial *t,
 	}
 	npu_graph_destroy(g);	/* as a plan: its NpuSegment nodes point to c */
 	npu_compiled_free(c);
+	return st;
+}
+
+/*
+ * Doubling finds a k that reaches the target, bisection the smallest (the
+ * cosine grows with k as a rule, not always). Without a k that does, the
+ * best cosine seen wins. int16: k candidates in int16 (none in fp32);
+ * else every candidate in int16 (where it has a form) and k in fp32.
+ */
+static npu_status search(struct search *s, double target, bool int16, struct trial *best,
+			 size_t *best_k16, size_t *best_k, struct npu_mixed_result *res)
+{
+	size_t lo = 0, hi = 0, k;
+	struct trial t;
+	npu_status st = NPU_OK;
+
+	for (k = 1; !st && s->num_cand && !hi; k *= 2) {
+		if (k > s->num_cand)
+			k = s->num_cand;
+		st = trial(s, int16 ? k : s->num_cand, int16 ? 0 : k, &t, NULL, NULL);
+		res->compilations++;
+		if (st)
+			break;
+		if (int16 && t.cosine > res->cosine_int16)
+			res->cosine_int16 = t.cosine;
+		if (t.cosine >= target || t.cosine > best->cosine) {
+			*best = t;
+			*best_k16 = int16 ? k : s->num_cand;
+			*best_k = int16 ? 0 : k;
+		}
+		if (t.cosine >= target)
+			hi = k;
+		else
+			lo = k;
+		if (k == s->num_cand)
+			break;
+	}
+	while (!st && hi && hi - lo > 1) {
+		k = lo + (hi - lo) / 2;
+		st = trial(s, int16 ? k : s->num_cand, int16 ? 0 : k, &t, NULL, NULL);
+		res->compilations++;
+		if (!st && int16 && t.cosine > res->cosine_int16)
+			res->cosine_int16 = t.cosine;
+		if (!st && t.cosine >= target) {
+			hi = k;
+			*best = t;
+			*best_k16 = int16 ? k : s->num_cand;
+			*best_k = int16 ? 0 : k;
+		} else {
+			lo = k;
+		}
+	}
 	return st;
 }
 
@@ -265,7 +347,9 @@ static npu_status rank(struct search *s, struct npu_compiled *c, double target)
 	s->cand_sqnr = calloc(qr.count + 1, sizeof(*s->cand_sqnr));
 	free(s->keep);
 	s->keep = calloc(s->num_fixed + 2 * qr.count + 1, sizeof(*s->keep));
-	if (!s->cand || !s->cand_also || !s->cand_reason || !s->cand_sqnr || !s->keep) {
+	free(s->i16);
+	s->i16 = calloc(s->opts->num_int16_nodes + 2 * qr.count + 1, sizeof(*s->i16));
+	if (!s->cand || !s->cand_also || !s->cand_reason || !s->cand_sqnr || !s->keep || !s->i16) {
 		npu_quant_report_clear(&qr);
 		npu_graph_destroy(ref);
 		return npu_error_set(s->err, NPU_ERR_NO_MEMORY, "accuracy target: out of memory");
@@ -334,6 +418,7 @@ static void search_free(struct search *s)
 	free(s->cand_reason);
 	free(s->cand_sqnr);
 	free(s->keep);
+	free(s->i16);
 }
 
 void npu_mixed_result_free(struct npu_mixed_result *r)
@@ -345,6 +430,9 @@ void npu_mixed_result_free(struct npu_mixed_result *r)
 	for (i = 0; i < r->num_kept; i++)
 		free(r->kept[i]);
 	free(r->kept);
+	for (i = 0; i < r->num_int16; i++)
+		free(r->int16[i]);
+	free(r->int16);
 	free(r->kept_sqnr_db);
 	memset(r, 0, sizeof(*r));
 }
@@ -382,8 +470,8 @@ npu_status npu_mixed_compile(struct npu_graph *graph, const struct npu_compile_o
 	struct npu_calib_cache *own_cache = NULL;
 	struct npu_graph *g0 = NULL;
 	struct npu_compiled *c0 = NULL;
-	struct trial t0, t, best;
-	size_t n = 0, lo, hi, k, best_k = 0, i;
+	struct trial t0, best;
+	size_t n = 0, best_k = 0, best_k16 = 0, i;
 	npu_status st;
 
 	*out = NULL;
@@ -417,7 +505,8 @@ npu_status npu_mixed_compile(struct npu_graph *graph, const struct npu_compile_o
 		s.cal.calib_cache = own_cache;
 	}
 	s.keep = calloc(s.num_fixed + 1, sizeof(*s.keep));
-	if (!s.keep) {
+	s.i16 = calloc(opts->num_int16_nodes + 1, sizeof(*s.i16));
+	if (!s.keep || !s.i16) {
 		st = npu_error_set(err, NPU_ERR_NO_MEMORY, "accuracy target: out of memory");
 		goto done;
 	}
@@ -425,7 +514,7 @@ npu_status npu_mixed_compile(struct npu_graph *graph, const struct npu_compile_o
 		memcpy(s.keep, opts->keep_fp32, s.num_fixed * sizeof(*s.keep));
 	st = reference_outputs(&s);
 	if (!st)
-		st = trial(&s, 0, &t0, &g0, &c0);
+		st = trial(&s, 0, 0, &t0, &g0, &c0);
 	if (st)
 		goto done;
 	res->compilations = 1;
@@ -437,58 +526,45 @@ npu_status npu_mixed_compile(struct npu_graph *graph, const struct npu_compile_o
 	best = t0;
 	if (t0.cosine < target) {
 		st = rank(&s, c0, target);
-		/*
-		 * Doubling finds a k that reaches the target, bisection the
-		 * smallest (the cosine grows with k as a rule, not always).
-		 * Without a k that does, the best cosine seen wins.
-		 */
-		lo = hi = 0;
-		for (k = 1; !st && s.num_cand && !hi; k *= 2) {
-			if (k > s.num_cand)
-				k = s.num_cand;
-			st = trial(&s, k, &t, NULL, NULL);
-			res->compilations++;
-			if (st)
-				break;
-			if (t.cosine >= target) {
-				hi = k;
-				best = t;
-				best_k = k;
-			} else {
-				lo = k;
-				if (t.cosine > best.cosine) {
-					best = t;
-					best_k = k;
-				}
-			}
-			if (k == s.num_cand)
-				break;
-		}
-		while (!st && hi && hi - lo > 1) {
-			k = lo + (hi - lo) / 2;
-			st = trial(&s, k, &t, NULL, NULL);
-			res->compilations++;
-			if (!st && t.cosine >= target) {
-				hi = k;
-				best = t;
-				best_k = k;
-			} else {
-				lo = k;
-			}
-		}
+		/* int16 first: cheaper than the CPU, and it stays on the NPU. */
+		if (!st)
+			st = search(&s, target, true, &best, &best_k16, &best_k, res);
+		if (!st && best.cosine < target)
+			st = search(&s, target, false, &best, &best_k16, &best_k, res);
 	}
 	if (st)
 		goto done;
 	/* The plan's graph, compiled with what the search chose. */
 	{
-		struct npu_compile_options o = s.cal;
+		struct npu_compile_options o;
 
-		o.keep_fp32 = s.keep;
-		o.num_keep_fp32 = fill_keep(&s, best_k);
+		trial_options(&s, best_k16, best_k, &o);
 		st = npu_compile_graph(graph, &o, out, err);
 	}
 	if (st)
 		goto done;
+	res->int16 = calloc((*out)->num_int16_nodes + 1, sizeof(*res->int16));
+	if (!res->int16) {
+		st = npu_error_set(err, NPU_ERR_NO_MEMORY, "accuracy target: out of memory");
+		goto done;
+	}
+	for (i = 0; i < (*out)->num_int16_nodes; i++) {
+		const char *name = (*out)->int16_nodes[i];
+		size_t j;
+
+		/* Only what runs on the NPU is int16 (not a node kept in fp32,
+		 * nor a member of a group that went with one). */
+		for (j = 0; j < (*out)->num_records && strcmp((*out)->records[j].node, name); j++)
+			;
+		if (j == (*out)->num_records || (*out)->records[j].placement != NPU_PLACE_NPU)
+			continue;
+		res->int16[res->num_int16] = strdup(name);
+		if (!res->int16[res->num_int16]) {
+			st = npu_error_set(err, NPU_ERR_NO_MEMORY, "accuracy target: out of memory");
+			goto done;
+		}
+		res->num_int16++;
+	}
 	res->cosine = best.cosine;
 	res->reached = best.cosine >= target;
 	res->segments = best.segments;

@@ -10,8 +10,10 @@
  * with fp32 on the held-out samples; below the target, the per-layer
  * analysis (npu_quant_sensitivity() in quant_report.h, on calibration
  * samples) ranks the NPU nodes by what the error each adds alone does to
- * the outputs, and the search keeps the k worst in fp32 on the CPU for
- * the smallest k (doubling, then bisection) that reaches the target.
+ * the outputs, and the search promotes the k worst to int16 (the 16x8
+ * mode; those without an int16 form stay int8) for the smallest k
+ * (doubling, then bisection) that reaches the target; when all of them in
+ * int16 do not, it keeps the k worst in fp32 on the CPU the same way.
  * A candidate whose NPU op took a pointwise group as its output stage
  * takes that group along. (Ranking by local SQNR alone needed 101 of
  * det's nodes for 0.99 where this needs 21: Documentation/compiler.md.)
@@ -41,6 +43,11 @@ struct npu_mixed_result {
 	char **kept;
 	double *kept_sqnr_db;		/* output SQNR with only it in int8 */
 	size_t num_kept;
+	/* The best hold-out cosine with candidates in int16 only (0: not
+	 * tried), and the nodes in int16 (16x8 mode) in the result. */
+	double cosine_int16;
+	char **int16;
+	size_t num_int16;
 	/* Costs: before (int8) and after, per run. */
 	size_t segments_int8, segments;
 	uint64_t cycles_int8, cycles;	/* modeled NPU cycles, hold-out mean */

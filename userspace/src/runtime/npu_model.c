@@ -281,7 +281,10 @@ static npu_status compile_plan(struct npu_model *m, struct npu_plan *p, struct n
 		o.calib_cache = m->calib;
 		o.keep_fp32 = m->keep;
 		o.num_keep_fp32 = m->num_keep;
-		o.bias_correction = m->opts.bias_correction != 0;
+		o.int16_nodes = m->int16_names;
+		o.num_int16_nodes = m->num_int16;
+		o.int16_all = m->precision && !strcmp(m->precision, "int16");
+		o.bias_correction = m->opts.bias_correction;
 		if (m->opts.accuracy_target > 0) {
 			p->mixed = calloc(1, sizeof(*p->mixed));
 			st = p->mixed ? npu_mixed_compile(p->g, &o, m->opts.accuracy_target,
@@ -767,6 +770,9 @@ NPU_API npu_status npu_plan_mixed_precision(const struct npu_plan *p,
 		mp.cpu_macs_int8 = r->cpu_macs_int8;
 		mp.cpu_macs = r->cpu_macs;
 		mp.clock_mhz = r->clock_mhz;
+		mp.num_int16 = r->num_int16;
+		mp.int16 = (const char *const *)r->int16;
+		mp.holdout_cosine_int16 = r->cosine_int16;
 	}
 	return npu_api_copy_stats(out, &mp, sizeof(mp), "npu_mixed_precision");
 }
@@ -816,6 +822,9 @@ void npu_model_unref(struct npu_model *m)
 	free(m->calib_method);
 	free(m->keep_fp32);
 	free(m->keep);
+	free(m->int16);
+	free(m->int16_names);
+	free(m->precision);
 	pthread_mutex_destroy(&m->build_lock);
 	pthread_mutex_destroy(&m->cache_lock);
 	npu_engine_unref(m->engine);
@@ -864,6 +873,10 @@ static npu_status check_options(struct npu_model *m)
 		return npu_api_fail(NPU_ERR_INVALID_ARG,
 				    "npu_model_options.accuracy_target %g: expected a cosine in (0, 1], or 0 for none",
 				    m->opts.accuracy_target);
+	if (m->precision && strcmp(m->precision, "int8") && strcmp(m->precision, "int16"))
+		return npu_api_fail(NPU_ERR_INVALID_ARG,
+				    "npu_model_options.precision '%s': expected int8 or int16",
+				    m->precision);
 	if (strcmp(dev, "cpu") && m->calib_dir &&
 	    (stat(m->calib_dir, &sb) || !S_ISDIR(sb.st_mode)))
 		return npu_api_fail(NPU_ERR_NOT_FOUND,
@@ -892,6 +905,31 @@ static npu_status split_keep_fp32(struct npu_model *m)
 			return npu_api_fail(NPU_ERR_INVALID_ARG,
 					    "npu_model_options.keep_fp32: an empty node name (expected NODE[,NODE...])");
 		m->keep[m->num_keep++].node = name;
+	}
+	return NPU_OK;
+}
+
+/* "a,b" -> int16 node names pointing into m->int16 (cut at the commas). */
+static npu_status split_int16(struct npu_model *m)
+{
+	size_t n = 1;
+	char *p, *name;
+
+	if (!m->int16)
+		return NPU_OK;
+	for (p = m->int16; *p; p++)
+		n += *p == ',';
+	m->int16_names = calloc(n, sizeof(*m->int16_names));
+	if (!m->int16_names)
+		return npu_api_fail(NPU_ERR_NO_MEMORY, "out of memory");
+	for (name = m->int16; name; name = p) {
+		p = strchr(name, ',');
+		if (p)
+			*p++ = 0;
+		if (!*name)
+			return npu_api_fail(NPU_ERR_INVALID_ARG,
+					    "npu_model_options.int16: an empty node name (expected NODE[,NODE...])");
+		m->int16_names[m->num_int16++] = name;
 	}
 	return NPU_OK;
 }
@@ -1068,6 +1106,10 @@ NPU_API npu_status npu_model_load_memory(struct npu_engine *e, const void *data,
 		m->calib_method = dup_opt(m->opts.calib_method, &nomem);
 		m->keep_fp32 = dup_opt(m->opts.keep_fp32, &nomem);
 		m->opts.keep_fp32 = m->keep_fp32;
+		m->int16 = dup_opt(m->opts.int16, &nomem);
+		m->opts.int16 = m->int16;
+		m->precision = dup_opt(m->opts.precision, &nomem);
+		m->opts.precision = m->precision;
 		m->opts.device = m->device_name;
 		m->opts.calib_dir = m->calib_dir;
 		m->opts.calib_method = m->calib_method;
@@ -1083,6 +1125,8 @@ NPU_API npu_status npu_model_load_memory(struct npu_engine *e, const void *data,
 		st = check_options(m);
 	if (!st)
 		st = split_keep_fp32(m);
+	if (!st)
+		st = split_int16(m);
 	if (!st && strcmp(m->device_name, "cpu"))
 		st = npu_engine_get_device(e, m->device_name, &m->dev);
 	if (!st)

@@ -618,6 +618,10 @@ NPU_API npu_status npu_session_npu_op(const struct npu_session *s, size_t index,
 				npu_segment_rt_run_jobs(rt);
 		st.ideal_mac_cycles = (st.macs + NPU_MAC_ROWS * NPU_MAC_COLS - 1) /
 				      (NPU_MAC_ROWS * NPU_MAC_COLS);
+		st.fused = seg->code.lop_fused ? seg->code.lop_fused[index] : 0;
+		st.predicted_cycles = (seg->code.lop_pred_cycles ?
+				       seg->code.lop_pred_cycles[index] : 0) *
+				      npu_segment_rt_run_jobs(rt);
 		if (rt && rt->lop_cycles && npu_segment_rt_run_cycles(rt))
 			st.cycles = rt->lop_cycles[index];
 		return npu_api_copy_stats(out, &st, sizeof(st), "npu_op_stats");

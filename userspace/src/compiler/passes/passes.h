@@ -72,6 +72,13 @@ npu_status npu_pass_arith_canon(struct npu_graph *g, void *arg,
 npu_status npu_pass_fuse_layernorm(struct npu_graph *g, void *arg,
 				   struct npu_error *err);
 
+/*
+ * Add(y, Mul(y, s)) with s broadcast into y (a squeeze-excitation gate)
+ * becomes Mul(y, Add(s, 1)): one full-size ELTWISE less (NPU path only).
+ */
+npu_status npu_pass_fold_self_gate(struct npu_graph *g, void *arg,
+				   struct npu_error *err);
+
 /* Transpose -> Transpose whose permutations compose to identity: removed. */
 npu_status npu_pass_cancel_transposes(struct npu_graph *g, void *arg,
 				      struct npu_error *err);

@@ -1,0 +1,149 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * graph_builder.h - build npu_graphs by hand in the compiler unit tests
+ * (cmocka asserts on allocation failure; test-only, static functions).
+ * Include after <cmocka.h> and "compiler/compiler.h".
+ */
+#ifndef NPU_TEST_GRAPH_BUILDER_H
+#define NPU_TEST_GRAPH_BUILDER_H
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A reproducible generator: tests set gb_seed, then draw. */
+static uint64_t gb_seed;
+
+static inline float gb_uniform(float lo, float hi)
+{
+	gb_seed = gb_seed * 6364136223846793005ull + 1442695040888963407ull;
+	return lo + (hi - lo) * (float)((gb_seed >> 11) / 9007199254740992.0);
+}
+
+/* An fp32 value of the given shape (no producer yet). */
+static inline struct npu_value *gb_value(struct npu_graph *g, const char *name, int rank,
+					 const int64_t *dims)
+{
+	struct npu_value *v = npu_graph_add_value(g, name, NULL);
+
+	assert_non_null(v);
+	v->dtype = NPU_DTYPE_FLOAT;
+	v->shape.rank = rank;
+	memcpy(v->shape.dims, dims, (size_t)rank * sizeof(*dims));
+	return v;
+}
+
+/* An fp32 constant drawn uniformly from [lo, hi). */
+static inline struct npu_value *gb_weights(struct npu_graph *g, const char *name, int rank,
+					   const int64_t *dims, float lo, float hi)
+{
+	struct npu_shape s = { .rank = rank };
+	struct npu_tensor *t;
+	struct npu_value *v;
+	int64_t i;
+
+	memcpy(s.dims, dims, (size_t)rank * sizeof(*dims));
+	t = npu_tensor_create(NPU_DTYPE_FLOAT, &s);
+	assert_non_null(t);
+	for (i = 0; i < npu_shape_numel(&s); i++)
+		((float *)t->data)[i] = gb_uniform(lo, hi);
+	v = npu_graph_add_constant(g, name, t, NULL);
+	assert_non_null(v);
+	return v;
+}
+
+/* A node of the default domain at opset 14 (HardSwish exists since 14). */
+static inline struct npu_node *gb_node(struct npu_graph *g, const char *op, const char *name,
+				       struct npu_value **in, size_t nin, struct npu_value *out)
+{
+	struct npu_node *n = npu_graph_add_node(g, op, "", name, nin, 1, NULL);
+
+	assert_non_null(n);
+	n->opset = 14;
+	memcpy(n->inputs, in, nin * sizeof(*in));
+	n->outputs[0] = out;
+	out->producer = n;
+	return n;
+}
+
+static inline struct npu_attr *gb_attr(struct npu_node *n, const char *name,
+				       enum npu_attr_type type)
+{
+	struct npu_attr *attrs = realloc(n->attrs, (n->num_attrs + 1) * sizeof(*n->attrs)), *a;
+
+	assert_non_null(attrs);
+	n->attrs = attrs;
+	a = &n->attrs[n->num_attrs++];
+	memset(a, 0, sizeof(*a));
+	a->name = strdup(name);
+	assert_non_null(a->name);
+	a->type = type;
+	return a;
+}
+
+static inline void gb_set_ints(struct npu_node *n, const char *name, const int64_t *v,
+			       size_t count)
+{
+	struct npu_attr *a = gb_attr(n, name, NPU_ATTR_INTS);
+
+	a->ints = malloc(count * sizeof(*v));
+	assert_non_null(a->ints);
+	memcpy(a->ints, v, count * sizeof(*v));
+	a->count = count;
+}
+
+static inline void gb_set_int(struct npu_node *n, const char *name, int64_t v)
+{
+	gb_attr(n, name, NPU_ATTR_INT)->i = v;
+}
+
+static inline void gb_set_str(struct npu_node *n, const char *name, const char *v)
+{
+	struct npu_attr *a = gb_attr(n, name, NPU_ATTR_STRING);
+
+	a->s = strdup(v);
+	assert_non_null(a->s);
+}
+
+/* Mark v[0..n) as the graph's outputs, in that order. */
+static inline void gb_outputs(struct npu_graph *g, struct npu_value **v, size_t n)
+{
+	size_t i;
+
+	g->outputs = malloc(n * sizeof(*g->outputs));
+	assert_non_null(g->outputs);
+	for (i = 0; i < n; i++) {
+		g->outputs[i] = v[i];
+		v[i]->is_graph_output = true;
+	}
+	g->num_outputs = n;
+}
+
+/*
+ * Sort, infer and compile g for dev, calibrated by min/max on the one input
+ * set x; small segments stay on the NPU, so a test compares NPU with CPU.
+ * Needs "runtime/npu_runtime.h" (the graph runner).
+ */
+static inline struct npu_compiled *gb_compile(struct npu_graph *g, struct npu_device *dev,
+					      struct npu_tensor **x)
+{
+	struct npu_compile_options o;
+	struct npu_compiled *c = NULL;
+	struct npu_error err = { 0 };
+
+	assert_int_equal(npu_graph_sort(g, &err), NPU_OK);
+	if (npu_graph_infer(g, true, &err) != NPU_OK)
+		fail_msg("infer: %s", err.msg);
+	npu_compile_options_init(&o);
+	o.runner = &npu_exec_graph_runner;
+	o.device = dev;
+	o.calib_inputs = x;
+	o.num_calib_sets = 1;
+	o.calib_method = NPU_CALIB_MINMAX;
+	o.keep_small_segments = true;
+	if (npu_compile_graph(g, &o, &c, &err) != NPU_OK)
+		fail_msg("compile: %s", err.msg);
+	return c;
+}
+
+#endif /* NPU_TEST_GRAPH_BUILDER_H */

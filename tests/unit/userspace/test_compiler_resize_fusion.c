@@ -1,0 +1,333 @@
+// SPDX-License-Identifier: MIT
+/*
+ * RESIZE inside the ELTWISE tile loop (codegen.c, gen_resize_elt()): the
+ * FPN's `a + up(b)` whose upsampled tensor stays in SRAM must give exactly
+ * the bytes of the same model compiled with fusion off (NPU_FUSE=0), over
+ * odd sizes, non-integer scales, bilinear and nearest, the resized tensor
+ * as either operand, Add and Mul, with tiles forced small (NPU_FUSE_ROWS)
+ * so that the tiles' input windows overlap. The same for a channel Concat
+ * whose copies run as one tile loop (gen_concat()).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "compiler/compiler.h"
+#include "runtime/npu_runtime.h"
+
+#include "graph_builder.h"
+
+struct variant {
+	int64_t c, h, w;
+	bool linear;		/* bilinear half_pixel, else nearest asymmetric floor */
+	bool resized_first;	/* Add(up(q), p) instead of Add(p, up(q)) */
+	const char *op;		/* "Add" or "Mul"; NULL: the Concat model */
+};
+
+/*
+ * x[1,c,h,w] -> p = Conv1x1 -> q = Conv3x3 stride 2 (pad 1) -> r =
+ * Resize(q) to h x w (sizes) -> y = op(p, r) (or op(r, p)) -> Relu.
+ */
+static struct npu_graph *build(const struct variant *v)
+{
+	struct npu_graph *g = npu_graph_create("fpn");
+	int64_t xd[4] = { 1, v->c, v->h, v->w };
+	int64_t qd[4] = { 1, v->c, (v->h - 1) / 2 + 1, (v->w - 1) / 2 + 1 };
+	int64_t wd1[4] = { v->c, v->c, 1, 1 }, wd2[4] = { v->c, v->c, 3, 3 }, bd[1] = { v->c };
+	int64_t k1[2] = { 1, 1 }, k3[2] = { 3, 3 }, s2[2] = { 2, 2 }, pads[4] = { 1, 1, 1, 1 };
+	struct npu_shape ss = { .rank = 1, .dims = { 4 } };
+	struct npu_tensor *sz = npu_tensor_create(NPU_DTYPE_INT64, &ss);
+	struct npu_value *x = gb_value(g, "x", 4, xd), *p = gb_value(g, "p", 4, xd), *q = gb_value(g, "q", 4, qd);
+	struct npu_value *r = gb_value(g, "r", 4, xd), *s = gb_value(g, "s", 4, xd), *y = gb_value(g, "y", 4, xd);
+	struct npu_value *in[4];
+	struct npu_node *n;
+
+	assert_non_null(sz);
+	x->is_graph_input = true;
+	g->inputs = malloc(sizeof(*g->inputs));
+	g->inputs[0] = x;
+	g->num_inputs = 1;
+	in[0] = x;
+	in[1] = gb_weights(g, "w1", 4, wd1, -0.5f, 0.5f);
+	in[2] = gb_weights(g, "b1", 1, bd, -0.2f, 0.2f);
+	n = gb_node(g, "Conv", "conv1", in, 3, p);
+	gb_set_ints(n, "kernel_shape", k1, 2);
+	in[0] = p;
+	in[1] = gb_weights(g, "w2", 4, wd2, -0.3f, 0.3f);
+	in[2] = gb_weights(g, "b2", 1, bd, -0.2f, 0.2f);
+	n = gb_node(g, "Conv", "conv2", in, 3, q);
+	gb_set_ints(n, "kernel_shape", k3, 2);
+	gb_set_ints(n, "strides", s2, 2);
+	gb_set_ints(n, "pads", pads, 4);
+	memcpy(sz->data, xd, sizeof(xd));
+	in[0] = q;
+	in[1] = NULL;
+	in[2] = NULL;
+	in[3] = npu_graph_add_constant(g, "sizes", sz, NULL);
+	n = gb_node(g, "Resize", "up", in, 4, r);
+	if (v->linear) {
+		gb_set_str(n, "mode", "linear");
+		gb_set_str(n, "coordinate_transformation_mode", "half_pixel");
+	} else {
+		gb_set_str(n, "mode", "nearest");
+		gb_set_str(n, "coordinate_transformation_mode", "asymmetric");
+		gb_set_str(n, "nearest_mode", "floor");
+	}
+	in[0] = v->resized_first ? r : p;
+	in[1] = v->resized_first ? p : r;
+	gb_node(g, v->op, "merge", in, 2, s);
+	gb_node(g, "Relu", "relu", &s, 1, y);
+	g->outputs = malloc(sizeof(*g->outputs));
+	g->outputs[0] = y;
+	g->num_outputs = 1;
+	y->is_graph_output = true;
+	return g;
+}
+
+static struct npu_value *conv(struct npu_graph *g, struct npu_value *x, const char *name,
+			      int64_t out_c, int64_t k)
+{
+	int64_t od[4] = { 1, out_c, x->shape.dims[2], x->shape.dims[3] };
+	int64_t wd[4] = { out_c, x->shape.dims[1], k, k }, bd[1] = { out_c };
+	int64_t ks[2] = { k, k }, pads[4] = { k / 2, k / 2, k / 2, k / 2 };
+	struct npu_value *in[3], *y = gb_value(g, name, 4, od);
+	struct npu_node *n;
+	char wn[32];
+
+	in[0] = x;
+	snprintf(wn, sizeof(wn), "%s_w", name);
+	in[1] = gb_weights(g, wn, 4, wd, -0.5f, 0.5f);
+	snprintf(wn, sizeof(wn), "%s_b", name);
+	in[2] = gb_weights(g, wn, 1, bd, -0.2f, 0.2f);
+	n = gb_node(g, "Conv", wn, in, 3, y);
+	gb_set_ints(n, "kernel_shape", ks, 2);
+	gb_set_ints(n, "pads", pads, 4);
+	return y;
+}
+
+static struct npu_value *resize(struct npu_graph *g, struct npu_value *x, const char *name,
+				int64_t h, int64_t w, bool linear)
+{
+	int64_t od[4] = { 1, x->shape.dims[1], h, w };
+	struct npu_shape ss = { .rank = 1, .dims = { 4 } };
+	struct npu_tensor *sz = npu_tensor_create(NPU_DTYPE_INT64, &ss);
+	struct npu_value *in[4], *y = gb_value(g, name, 4, od);
+	struct npu_node *n;
+	char sn[32];
+
+	assert_non_null(sz);
+	memcpy(sz->data, od, sizeof(od));
+	snprintf(sn, sizeof(sn), "%s_sizes", name);
+	in[0] = x;
+	in[1] = NULL;
+	in[2] = NULL;
+	in[3] = npu_graph_add_constant(g, sn, sz, NULL);
+	n = gb_node(g, "Resize", name, in, 4, y);
+	gb_set_str(n, "mode", linear ? "linear" : "nearest");
+	gb_set_str(n, "coordinate_transformation_mode", linear ? "half_pixel" : "asymmetric");
+	if (!linear)
+		gb_set_str(n, "nearest_mode", "floor");
+	return y;
+}
+
+/*
+ * The FPN's Concat: x[1,c,h,w] -> three convs of 5, 7 and 3 channels ->
+ * Concat on channels (-> 15) -> Conv3x3 to 4 channels. With 'linear' /
+ * 'resized_first' the 5- and 3-channel inputs are upsampled from a
+ * downsampled x (as det's neck does), so their RESIZEs run inside the
+ * Concat's loop.
+ */
+static struct npu_graph *build_concat(const struct variant *v)
+{
+	struct npu_graph *g = npu_graph_create("concat");
+	int64_t xd[4] = { 1, v->c, v->h, v->w }, cd[4] = { 1, 15, v->h, v->w };
+	struct npu_value *x = gb_value(g, "x", 4, xd), *cat = gb_value(g, "cat", 4, cd), *in[3], *y;
+	struct npu_node *n;
+
+	x->is_graph_input = true;
+	g->inputs = malloc(sizeof(*g->inputs));
+	g->inputs[0] = x;
+	g->num_inputs = 1;
+	if (v->resized_first) {
+		struct npu_value *d = resize(g, x, "down", (v->h + 2) / 3, (v->w + 1) / 2, false);
+
+		in[0] = resize(g, conv(g, d, "p5", 5, 1), "up5", v->h, v->w, v->linear);
+		in[2] = resize(g, conv(g, d, "p3", 3, 3), "up3", v->h, v->w, false);
+	} else {
+		in[0] = conv(g, x, "p5", 5, 1);
+		in[2] = conv(g, x, "p3", 3, 1);
+	}
+	in[1] = conv(g, x, "p7", 7, 3);
+	n = gb_node(g, "Concat", "cat", in, 3, cat);
+	gb_set_int(n, "axis", 1);
+	y = conv(g, cat, "head", 4, 3);
+	g->outputs = malloc(sizeof(*g->outputs));
+	g->outputs[0] = y;
+	g->num_outputs = 1;
+	y->is_graph_output = true;
+	return g;
+}
+
+/* Compile for sim with NPU_FUSE=fuse, run on x, copy the output out. */
+static size_t compile_and_run(struct npu_device *dev, const struct variant *v,
+			      struct npu_tensor *x, const char *fuse, const char *rows,
+			      float *out, size_t cap, uint64_t *fused_groups,
+			      size_t *fused_lops)
+{
+	struct npu_exec_options so = { .threads = 1 };
+	struct npu_compiled *c;
+	struct npu_error err = { 0 };
+	struct npu_graph *g;
+	struct npu_exec *s;
+	const struct npu_tensor *t;
+	size_t n;
+
+	setenv("NPU_FUSE", fuse, 1);
+	if (rows)
+		setenv("NPU_FUSE_ROWS", rows, 1);
+	else
+		unsetenv("NPU_FUSE_ROWS");
+	gb_seed = 17;	/* the same weights every time */
+	g = v->op ? build(v) : build_concat(v);
+	c = gb_compile(g, dev, &x);
+	/* everything on the NPU, or the test would compare CPU with CPU */
+	assert_int_equal(c->num_segments, 1);
+	*fused_groups = c->segments[0]->code.fused_groups;
+	/* lops run inside another's loop (the Concat's copies and RESIZEs) */
+	*fused_lops = 0;
+	for (n = 0; n < c->segments[0]->prog.num_lops; n++)
+		*fused_lops += c->segments[0]->code.lop_fused[n];
+	if (npu_exec_create(g, &so, &s, &err) != NPU_OK)
+		fail_msg("session: %s", err.msg);
+	if (npu_exec_run(s, (const struct npu_tensor *const *)&x, &err) != NPU_OK)
+		fail_msg("run: %s", err.msg);
+	t = npu_exec_output(s, 0);
+	n = t->nbytes / sizeof(float);
+	assert_true(n <= cap);
+	memcpy(out, t->data, t->nbytes);
+	npu_exec_destroy(s);
+	npu_compiled_free(c);
+	npu_graph_destroy(g);
+	unsetenv("NPU_FUSE");
+	unsetenv("NPU_FUSE_ROWS");
+	return n;
+}
+
+static void check(const struct variant *v, const char *rows)
+{
+	struct npu_device_options dopts;
+	struct npu_device *dev;
+	struct npu_shape xs = { .rank = 4, .dims = { 1, v->c, v->h, v->w } };
+	struct npu_tensor *x = npu_tensor_create(NPU_DTYPE_FLOAT, &xs);
+	size_t cap = 1 << 16, n0, n1, i, diff = 0;
+	float *a = calloc(cap, sizeof(float)), *b = calloc(cap, sizeof(float));
+	uint64_t g0, g1;
+	size_t f0, f1;
+	char msg[256];
+	int64_t k;
+
+	assert_non_null(x);
+	assert_non_null(a);
+	assert_non_null(b);
+	gb_seed = 3;
+	for (k = 0; k < npu_shape_numel(&xs); k++)
+		((float *)x->data)[k] = gb_uniform(-2.0f, 2.0f);
+	npu_device_options_init(&dopts);
+	dopts.backend = NPU_BACKEND_SIM;
+	dopts.flags = NPU_DEVICE_NO_ENV;
+	assert_int_equal(npu_device_open(&dopts, &dev, msg, sizeof(msg)), NPU_OK);
+
+	n0 = compile_and_run(dev, v, x, "0", NULL, a, cap, &g0, &f0);
+	/* force: a small plain Concat alone is cheaper as copies */
+	n1 = compile_and_run(dev, v, x, "force", rows, b, cap, &g1, &f1);
+	print_message("# %s %lldx%lldx%lld %s%s, tile rows <= %s: %llu fused groups, %zu lops inside\n",
+		      v->op ? v->op : "Concat",
+		      (long long)v->c, (long long)v->h, (long long)v->w,
+		      v->linear ? "bilinear" : "nearest", v->resized_first ? " (resized a)" : "",
+		      rows ? rows : "any", (unsigned long long)g1, f1);
+	assert_int_equal(g0, 0);
+	assert_true(g1 >= 1);	/* the RESIZE -> ELTWISE pair, the Concat */
+	/* the Concat's other two copies, and both RESIZEs when nearest */
+	if (!v->op)
+		assert_true(f1 >= (v->resized_first && !v->linear ? 4u : 2u));
+	assert_int_equal(n0, n1);
+	for (i = 0; i < n0; i++)
+		diff += memcmp(&a[i], &b[i], sizeof(float)) != 0;
+	assert_int_equal(diff, 0);
+	/* and the output is not trivially constant */
+	for (i = 1; i < n0 && a[i] == a[0]; i++)
+		;
+	assert_true(i < n0);
+
+	npu_device_close(dev);
+	npu_tensor_destroy(x);
+	free(a);
+	free(b);
+}
+
+static void test_resize_eltwise_small_tiles(void **state)
+{
+	static const struct variant v[] = {
+		{ 6, 13, 11, true, false, "Add" },
+		{ 5, 17, 9, false, true, "Add" },
+		{ 7, 11, 15, true, true, "Mul" },
+	};
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+		check(&v[i], "1");
+		check(&v[i], "3");
+	}
+}
+
+static void test_resize_eltwise_free_tiles(void **state)
+{
+	static const struct variant v[] = {
+		{ 6, 13, 11, true, false, "Add" },
+		{ 9, 40, 33, false, false, "Add" },
+		{ 3, 21, 29, true, true, "Mul" },
+	};
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(v) / sizeof(v[0]); i++)
+		check(&v[i], NULL);
+}
+
+/* Concat's copies as one tile loop (gen_concat()), with RESIZEs absorbed. */
+static void test_concat_group(void **state)
+{
+	static const struct variant v[] = {
+		{ 4, 13, 11, false, false, NULL },
+		{ 3, 7, 33, false, false, NULL },
+		{ 4, 17, 12, false, true, NULL },
+		{ 2, 11, 19, true, true, NULL },
+	};
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+		check(&v[i], "1");
+		check(&v[i], "4");
+		check(&v[i], NULL);
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_concat_group),
+		cmocka_unit_test(test_resize_eltwise_small_tiles),
+		cmocka_unit_test(test_resize_eltwise_free_tiles),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
