@@ -1,8 +1,8 @@
 #!/bin/sh
 # PP-OCRv4 compiled for the NPU, on the real driver: the same .npub (det,
-# and rec when it was made) gives bit-identical outputs on accel and on
-# sim, and examples/ocr-detect finds
-# the rendered text on accel. Data: /npu/data, made on the host by
+# rec, and rec16 = rec in the 16x8 mode) gives bit-identical outputs on
+# accel and on sim, and examples/ocr-detect finds the rendered text on
+# accel. Data: /npu/data, made on the host by
 # tests/models/prepare (tests/vm/run copies it).
 . /npu/guest-lib.sh
 export PATH=/npu/bin:/npu/vm:$PATH
@@ -48,22 +48,24 @@ else
 	notok "PP-OCRv4 det compiled: outputs on accel differ from sim's"
 fi
 # The recognizer exercises what det does not (its NPU segments around
-# attention, normalization and softmax), on a seeded random input.
-if [ -f $D/rec.npub ]; then
+# attention, normalization and softmax), on a seeded random input; rec16
+# is the same model compiled in the 16x8 mode (--precision int16).
+for m in rec rec16; do
+	[ -f $D/$m.npub ] || continue
 	for dev in accel sim; do
-		if npu run $D/rec.npub --device $dev --random-inputs 7 \
-			--output-dir /tmp/$dev-rec --quiet >/tmp/run-rec-$dev.txt 2>&1; then
-			ok "npu run rec.npub --device $dev: $(tail -n 1 /tmp/run-rec-$dev.txt)"
+		if npu run $D/$m.npub --device $dev --random-inputs 7 \
+			--output-dir /tmp/$dev-$m --quiet >/tmp/run-$m-$dev.txt 2>&1; then
+			ok "npu run $m.npub --device $dev: $(tail -n 1 /tmp/run-$m-$dev.txt)"
 		else
-			notok "npu run rec.npub --device $dev: $(tail -n 3 /tmp/run-rec-$dev.txt)"
+			notok "npu run $m.npub --device $dev: $(tail -n 3 /tmp/run-$m-$dev.txt)"
 		fi
 	done
-	if identical rec; then
-		ok "PP-OCRv4 rec compiled: outputs on accel equal sim's, bit for bit"
+	if identical $m; then
+		ok "PP-OCRv4 $m compiled: outputs on accel equal sim's, bit for bit"
 	else
-		notok "PP-OCRv4 rec compiled: outputs on accel differ from sim's"
+		notok "PP-OCRv4 $m compiled: outputs on accel differ from sim's"
 	fi
-fi
+done
 if command -v ocr-detect >/dev/null &&
    ocr-detect $D/det.npub $D/input.png --device accel --truth $D/truth.txt \
 	>/tmp/ocr-accel.txt 2>&1; then
