@@ -476,6 +476,11 @@ static void test_accuracy_target_is_reached_on_held_out_data(void **state)
 	assert_true((!strcmp(mp.kept[0], "scale") && !strcmp(mp.kept[1], "conv1")) ||
 		    (!strcmp(mp.kept[0], "conv1") && !strcmp(mp.kept[1], "scale")));
 	assert_int_equal(placement_of(plan, "conv2", &p)->on_npu, 1);
+	/* Those two in fp32 reach the target alone: the second stage
+	 * (how much int16 the fp32 nodes still need) leaves none in int16,
+	 * where the first stage had every candidate in int16. */
+	printf("# int16 after the second stage: %zu\n", mp.num_int16);
+	assert_int_equal(mp.num_int16, 0);
 	assert_true(mp.compilations >= 2);
 	assert_true(mp.cpu_macs > mp.cpu_macs_int8);
 	placement_of(plan, "scale", &p);

@@ -321,6 +321,46 @@ static npu_status search(struct search *s, double target, bool int16, struct tri
 	return st;
 }
 
+/*
+ * After search() kept the k worst in fp32 with every candidate in int16:
+ * most of the gain may come from those k, so bisect how many candidates
+ * (the first k16) int16 still needs beside them. k16 <= k adds no int16
+ * node (the first k are in fp32, which wins), so the first trial is k
+ * alone in fp32; then bisection over (k, num_cand]. At most
+ * ceil(log2(num_cand - k)) + 1 trials; only a trial that reaches the
+ * target replaces *best, so the plan never falls below it.
+ */
+static npu_status trim_int16(struct search *s, double target, struct trial *best,
+			     size_t *best_k16, size_t best_k, struct npu_mixed_result *res)
+{
+	size_t lo = best_k, hi = *best_k16, k16;
+	struct trial t;
+	npu_status st;
+
+	if (best->cosine < target || !best_k || hi <= lo)
+		return NPU_OK;
+	st = trial(s, 0, best_k, &t, NULL, NULL);
+	res->compilations++;
+	if (!st && t.cosine >= target) {
+		*best = t;
+		*best_k16 = 0;
+		return NPU_OK;
+	}
+	while (!st && hi - lo > 1) {
+		k16 = lo + (hi - lo) / 2;
+		st = trial(s, k16, best_k, &t, NULL, NULL);
+		res->compilations++;
+		if (!st && t.cosine >= target) {
+			hi = k16;
+			*best = t;
+			*best_k16 = k16;
+		} else {
+			lo = k16;
+		}
+	}
+	return st;
+}
+
 /* ---- Ranking: the per-layer analysis of the all-int8 compilation ---- */
 
 static npu_status rank(struct search *s, struct npu_compiled *c, double target)
@@ -531,6 +571,9 @@ npu_status npu_mixed_compile(struct npu_graph *graph, const struct npu_compile_o
 			st = search(&s, target, true, &best, &best_k16, &best_k, res);
 		if (!st && best.cosine < target)
 			st = search(&s, target, false, &best, &best_k16, &best_k, res);
+		/* Then only as much int16 as the fp32 nodes still need. */
+		if (!st && best_k)
+			st = trim_int16(&s, target, &best, &best_k16, best_k, res);
 	}
 	if (st)
 		goto done;

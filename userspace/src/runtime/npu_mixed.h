@@ -13,7 +13,9 @@
  * the outputs, and the search promotes the k worst to int16 (the 16x8
  * mode; those without an int16 form stay int8) for the smallest k
  * (doubling, then bisection) that reaches the target; when all of them in
- * int16 do not, it keeps the k worst in fp32 on the CPU the same way.
+ * int16 do not, it keeps the k worst in fp32 on the CPU the same way
+ * and then bisects how many candidates (the first k16) still need int16
+ * beside those k (at most log2(candidates) + 1 more trials).
  * A candidate whose NPU op took a pointwise group as its output stage
  * takes that group along. (Ranking by local SQNR alone needed 101 of
  * det's nodes for 0.99 where this needs 21: Documentation/compiler.md.)
