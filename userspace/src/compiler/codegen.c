@@ -2795,13 +2795,30 @@ static uint64_t fused_cost(const struct npu_segment_program *prog, const struct 
 	return cost_end(&t);
 }
 
+/*
+ * Test switches of the fusion planners. NPU_FUSE=0: no fused group;
+ * NPU_FUSE=force: every group that can fuse does. NPU_FUSE_ROWS=N caps
+ * a group's tile at N rows (tests force halos and many tiles); 0: none.
+ */
+static bool fuse_env_is(const char *value)
+{
+	const char *env = getenv("NPU_FUSE");
+
+	return env && !strcmp(env, value);
+}
+
+static uint32_t fuse_rows_cap(void)
+{
+	const char *env = getenv("NPU_FUSE_ROWS");
+
+	return env ? (uint32_t)strtoul(env, NULL, 10) : 0;
+}
+
 /* The best tile height for a fused pair, or false when none fits. */
 static bool fused_search(const struct npu_segment_program *prog, struct fused *f,
 			 uint32_t sram, uint64_t *cost)
 {
-	/* NPU_FUSE_ROWS=N caps the tile (tests force halos across tiles). */
-	const char *env = getenv("NPU_FUSE_ROWS");
-	uint32_t cap = env ? (uint32_t)strtoul(env, NULL, 10) : 0;
+	uint32_t cap = fuse_rows_cap();
 	uint32_t r, best = 0, last = 0, tries = 0;
 	uint64_t k, c, best_cost = UINT64_MAX;
 
@@ -2966,9 +2983,7 @@ static bool cat_layout(struct cat_group *g, uint32_t rows, uint32_t sram)
 static bool cat_plan(const struct npu_segment_program *prog, size_t i, uint32_t sram,
 		     struct cat_group *g)
 {
-	const char *env = getenv("NPU_FUSE_ROWS");
-	uint32_t cap = env ? (uint32_t)strtoul(env, NULL, 10) : 0;
-	uint32_t lo = 0, hi;
+	uint32_t cap = fuse_rows_cap(), lo = 0, hi;
 
 	if (!cat_init(prog, i, g))
 		return false;
@@ -2994,8 +3009,7 @@ static bool cat_plan(const struct npu_segment_program *prog, size_t i, uint32_t 
 	 * tile's instructions (rec's Concat of 120-byte rows is faster as
 	 * copies). NPU_FUSE=force: always (tests).
 	 */
-	env = getenv("NPU_FUSE");
-	if (g->lops == g->m && !(env && !strcmp(env, "force"))) {
+	if (g->lops == g->m && !fuse_env_is("force")) {
 		uint64_t pixels = (uint64_t)g->out->n * g->out->h * g->out->w, copies = 0;
 		uint64_t loop = div_up64(2 * pixels * g->out->c, 64) +
 				(uint64_t)g->tiles * (2 * g->m + 1) *
@@ -3246,10 +3260,7 @@ static bool rz_elt_layout(struct rz_elt *f, uint32_t rows, uint32_t sram)
 static bool rz_elt_plan(const struct npu_segment_program *prog, size_t i, uint32_t sram,
 			struct rz_elt *f)
 {
-	/* NPU_FUSE_ROWS=N caps the tile here too (tests: many tiles). */
-	const char *env = getenv("NPU_FUSE_ROWS");
-	uint32_t cap = env ? (uint32_t)strtoul(env, NULL, 10) : 0;
-	uint32_t lo = 0, hi;
+	uint32_t cap = fuse_rows_cap(), lo = 0, hi;
 
 	if (!rz_elt_init(prog, i, f))
 		return false;
@@ -3402,12 +3413,10 @@ static npu_status gen_resize_elt(struct emitter *e, size_t i, uint32_t sram)
 static void fusion_plan(const struct npu_segment_program *prog, uint32_t sram,
 			uint8_t *fuse)
 {
-	const char *env = getenv("NPU_FUSE");
-	/* NPU_FUSE=force: every pair that can fuse does (tests) */
-	bool force = env && !strcmp(env, "force");
+	bool force = fuse_env_is("force");
 	size_t i;
 
-	if (env && !strcmp(env, "0"))
+	if (fuse_env_is("0"))
 		return;
 	for (i = 0; i + 1 < prog->num_lops; i++) {
 		struct plan pp, pq;
