@@ -1334,6 +1334,7 @@ static void test_vec_axpb_and_sum(void **state)
 struct range_ctx {
 	unsigned *hits;
 	size_t n;
+	size_t plane;	/* nonzero: every call must stay inside one plane */
 	int bad;
 };
 
@@ -1342,7 +1343,8 @@ static void visit_range(void *ctx, size_t begin, size_t end)
 	struct range_ctx *v = ctx;
 	size_t i;
 
-	if (begin >= end || end > v->n)
+	if (begin >= end || end > v->n ||
+	    (v->plane && begin / v->plane != (end - 1) / v->plane))
 		v->bad = 1;
 	for (i = begin; i < end && i < v->n; i++)
 		__atomic_fetch_add(&v->hits[i], 1, __ATOMIC_RELAXED);
@@ -1373,6 +1375,45 @@ static void test_threadpool_parallel_for_covers_range_once(void **state)
 					assert_int_equal(v.hits[i], 1);
 				free(v.hits);
 			}
+		npu_threadpool_destroy(pool);
+	}
+}
+
+/*
+ * Split by planes: every item once, each call inside one plane, with
+ * planes too short to split (plain pieces) and long ones.
+ */
+static void test_threadpool_parallel_for_planes_covers_each_once(void **state)
+{
+	static const size_t planes[] = { 0, 1, 2, 3, 48, 480 };
+	static const size_t lens[] = { 1, 5, 64, 127, 128, 480, 6400 };
+	static const size_t grains[] = { 0, 1, 256, 100000 };
+	size_t si, pi, li, gi, i;
+
+	(void)state;
+	for (si = 0; si < 3; si++) {
+		struct npu_threadpool *pool = npu_threadpool_create((int)si + 1);
+
+		assert_non_null(pool);
+		for (pi = 0; pi < sizeof(planes) / sizeof(planes[0]); pi++)
+			for (li = 0; li < sizeof(lens) / sizeof(lens[0]); li++)
+				for (gi = 0; gi < sizeof(grains) / sizeof(grains[0]); gi++) {
+					size_t n = planes[pi] * lens[li];
+					struct range_ctx v = { .n = n };
+
+					/* Plain pieces may span planes; split ones not. */
+					if (si && lens[li] >= 64 * (si + 1) && planes[pi] > 1 &&
+					    n >= 2 * (grains[gi] ? grains[gi] : 1))
+						v.plane = lens[li];
+					v.hits = calloc(n + 1, sizeof(*v.hits));
+					assert_non_null(v.hits);
+					npu_threadpool_parallel_for_planes(pool, planes[pi], lens[li],
+									   grains[gi], visit_range, &v);
+					assert_int_equal(v.bad, 0);
+					for (i = 0; i < n; i++)
+						assert_int_equal(v.hits[i], 1);
+					free(v.hits);
+				}
 		npu_threadpool_destroy(pool);
 	}
 }
@@ -1579,6 +1620,7 @@ int main(void)
 		cmocka_unit_test(test_vec_axpb_and_sum),
 		cmocka_unit_test(test_vec_max_skips_nan_every_length),
 		cmocka_unit_test(test_threadpool_parallel_for_covers_range_once),
+		cmocka_unit_test(test_threadpool_parallel_for_planes_covers_each_once),
 		cmocka_unit_test(test_threadpool_back_to_back_short_runs),
 		cmocka_unit_test(test_pool2d_matches_reference_random_shapes),
 		cmocka_unit_test(test_pool2d_common_layers),

@@ -185,6 +185,7 @@ struct npu_conv_job {
 	size_t chunk, chunks;	/* output columns per task, tasks per image */
 	size_t rows_per_task, row_tasks; /* depthwise */
 	size_t pad_rows, pad_chunks;	/* padded rows per task, tasks per plane */
+	size_t pad_planes;
 };
 
 /* Copy 'len' floats (src NULL: zeros) to columns [jj, jj + len) of one
@@ -337,14 +338,16 @@ static void npu_conv_gemm_task(void *ctx, size_t t, int tid)
 /*
  * Row tiles: rows of one zero-padded (phase-split) input plane (image,
  * channel). A task takes pad_rows rows, so that a few planes (the RGB
- * input of a stem convolution) still spread over the threads.
+ * input of a stem convolution) still spread over the threads; tasks are
+ * band-major, so each thread pads the rows it will read (and its
+ * producer wrote): see npu_conv_depthwise_task.
  */
 static void npu_conv_pad_task(void *ctx, size_t t)
 {
 	struct npu_conv_job *job = ctx;
 	const struct npu_conv2d_params *p = job->p;
 	const struct npu_conv_plan *pl = &job->pl;
-	size_t plane = t / job->pad_chunks, r0 = t % job->pad_chunks * job->pad_rows;
+	size_t plane = t % job->pad_planes, r0 = t / job->pad_planes * job->pad_rows;
 	size_t r1 = r0 + job->pad_rows < pl->hp ? r0 + job->pad_rows : pl->hp;
 	const float *xc = job->x + plane * pl->hw_in;
 	float *d = job->xpad + (plane * pl->hp + r0) * pl->wp;
@@ -400,10 +403,14 @@ static size_t npu_conv_pad_split(struct npu_conv_job *job, size_t planes,
 
 	if (planes < want && hp > 1)
 		chunks = npu_div_up(want, planes);
+	/* A band of rows per thread at least: see npu_conv_depthwise_task. */
+	if (chunks < threads)
+		chunks = threads;
 	if (chunks > hp)
 		chunks = hp ? hp : 1;
 	job->pad_rows = npu_div_up(hp, chunks);
 	job->pad_chunks = npu_div_up(hp, job->pad_rows);
+	job->pad_planes = planes;
 	return planes * job->pad_chunks;
 }
 
@@ -472,8 +479,8 @@ static void npu_conv_depthwise_task(void *ctx, size_t t)
 	struct npu_conv_job *job = ctx;
 	const struct npu_conv2d_params *p = job->p;
 	const struct npu_vec_ops *ops = job->ops;
-	size_t bc = t / job->row_tasks, c = bc % p->in_c;
-	size_t oh0 = t % job->row_tasks * job->rows_per_task, oh, kh, kw;
+	size_t planes = p->batch * p->in_c, bc = t % planes, c = bc % p->in_c;
+	size_t oh0 = t / planes * job->rows_per_task, oh, kh, kw;
 	size_t oh_end = oh0 + job->rows_per_task < p->out_h ?
 			oh0 + job->rows_per_task : p->out_h;
 	const float *xc = job->x + bc * job->pl.hw_in;
@@ -598,7 +605,7 @@ bool npu_conv2d_f32_prepacked(const struct npu_conv2d_params *p,
 	want = 4 * threads;	/* tasks wanted: a few per thread */
 
 	if (job.pl.depthwise) {
-		size_t planes = p->batch * p->in_c;
+		size_t planes = p->batch * p->in_c, row_tasks;
 		void *own = NULL;
 
 		if (job.pl.dw_padded) {
@@ -621,10 +628,19 @@ bool npu_conv2d_f32_prepacked(const struct npu_conv2d_params *p,
 								      threads));
 			}
 		}
-		job.rows_per_task = p->out_h;
+		/*
+		 * Tasks are bands of rows, band-major: the pool hands thread
+		 * i the i-th run of tasks, so here the i-th band of every
+		 * plane, the rows the pixel-split ops around (GEMM columns,
+		 * conv rows) give it too. A plane split by channels instead
+		 * would read half its input from the other core's cache.
+		 */
+		row_tasks = threads;
 		if (planes < want)
-			job.rows_per_task = npu_div_up(p->out_h,
-						       npu_div_up(want, planes));
+			row_tasks = npu_div_up(want, planes);
+		if (row_tasks > p->out_h)
+			row_tasks = p->out_h;
+		job.rows_per_task = npu_div_up(p->out_h, row_tasks);
 		job.row_tasks = npu_div_up(p->out_h, job.rows_per_task);
 		npu_threadpool_run(pool, npu_conv_depthwise_task, &job,
 				   planes * job.row_tasks);

@@ -54,6 +54,18 @@ void npu_threadpool_parallel_for(struct npu_threadpool *pool, size_t n,
 				 void *ctx);
 
 /*
+ * The same over n = planes * plane items (an NCHW tensor: planes = N * C,
+ * plane = H * W), but piece i covers the i-th part of every plane, as
+ * fn(ctx, begin, end) calls within one plane each: the threads split the
+ * pixels as convolutions do, so each reads what it wrote itself (see
+ * cpu_threadpool.c). Plain pieces when a plane is too short to split.
+ */
+void npu_threadpool_parallel_for_planes(struct npu_threadpool *pool,
+					size_t planes, size_t plane, size_t grain,
+					void (*fn)(void *ctx, size_t begin, size_t end),
+					void *ctx);
+
+/*
  * A 64-byte aligned buffer of at least 'size' bytes owned by the pool and
  * reused by the next call (kernels and ops run one at a time on a pool,
  * as npu_threadpool_run is not reentrant): working memory that costs no

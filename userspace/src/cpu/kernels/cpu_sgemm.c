@@ -165,6 +165,13 @@ static void npu_sgemm_naive(bool trans_a, bool trans_b, size_t m, size_t n,
 	}
 }
 
+/*
+ * Products below this many multiply-adds (about 30 us on one core) stay
+ * on the calling thread: two pool runs (pack, then blocks), and blocks
+ * reading panels the other core packed, cost more than half of that.
+ */
+#define NPU_SGEMM_THREAD_MIN_MACS (2.0 * 1024 * 1024)
+
 /* Split 'len' into blocks of at most 'max' (multiples of 'unit'), evenly. */
 static size_t npu_block_size(size_t len, size_t max, size_t blocks_min,
 			     size_t unit)
@@ -213,7 +220,7 @@ void npu_sgemm(bool trans_a, bool trans_b, size_t m, size_t n, size_t k,
 	}
 	job.pb = job.pa + a_bytes / sizeof(float);
 	/* Small products stay on the calling thread. */
-	if ((double)m * n * k < 64.0 * 64 * 64)
+	if ((double)m * n * k < NPU_SGEMM_THREAD_MIN_MACS)
 		pool = NULL, threads = 1;
 	npu_threadpool_run(pool, npu_sgemm_pack_task, &job,
 			   job.a_panels + job.b_panels);

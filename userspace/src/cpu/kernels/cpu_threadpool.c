@@ -1,8 +1,15 @@
 // SPDX-License-Identifier: MIT
 /*
- * cpu_threadpool.c - a fixed set of worker threads. A run hands out task
- * indices from one atomic ticket (dynamic balance); the caller works too
- * and waits for the tasks to finish, not for the workers to arrive.
+ * cpu_threadpool.c - a fixed set of worker threads. A run splits its task
+ * indices into one contiguous range per thread, in thread order: the
+ * caller takes the first, worker i the (i + 1)-th. Consecutive ops that
+ * order their tasks the same way (by image rows or pixels) thus hand
+ * each thread the part of the tensor it wrote itself, still in its
+ * core's cache: on these machines a line another core wrote reads 3 to 4
+ * times slower than one's own. A thread works its range front to back
+ * and, once done, steals the back half of what another has left
+ * (dynamic balance). The caller works too and waits for the tasks to
+ * finish, not for the workers to arrive.
  * Between runs the workers spin (yielding now and then) for about a
  * millisecond, so the ops of one run never wait for a wake-up, then sleep
  * on a condition variable, so an idle pool costs no CPU.
@@ -37,8 +44,15 @@
  * enough that an idle engine costs nothing measurable.
  */
 #define NPU_POOL_SPIN_NS 1000000L
-/* A claim takes 1 / (this * threads) of the tasks left, at least one. */
+/* An owner's claim takes 1 / this of its range's tasks left, at least one. */
 #define NPU_POOL_CLAIM_DIV 4
+
+/* One thread's share of the current run: tasks [begin, end). */
+struct npu_pool_slot {
+	/* begin in the low 32 bits, end in the high: one compare-and-swap
+	 * serves the owner (from the front) and thieves (from the back). */
+	_Alignas(64) _Atomic uint64_t range;
+};
 
 struct npu_threadpool {
 	int threads;			/* including the caller */
@@ -48,19 +62,13 @@ struct npu_threadpool {
 	pthread_mutex_t lock;
 	pthread_cond_t wake;		/* new run or stop */
 	pthread_cond_t done;		/* the last task of a run finished */
-	/*
-	 * The run's generation (high 32 bits) and next task index (low 32)
-	 * in one word: a worker claims a task with a compare-and-swap, so a
-	 * late worker can never take a task of a later run, and the caller
-	 * waits for the tasks, not for every worker to show up (a worker the
-	 * OS has not scheduled yet costs nothing).
-	 */
-	_Alignas(64) _Atomic uint64_t ticket;
-	/* Tasks of the current run done: a line of its own, so that a
-	 * thread finishing tasks does not take away the ticket's line. */
+	/* The run's generation: the workers wait for it to change. */
+	_Alignas(64) atomic_uint gen;
+	/* Tasks of the current run done: a line of its own. */
 	_Alignas(64) atomic_size_t finished;
+	struct npu_pool_slot *slots;	/* one per thread, of the workers' pool */
 
-	/* The current run (written before its ticket is published) and the
+	/* The current run (written before its ranges are published) and the
 	 * flags the spinning workers poll: read-mostly, their own line. */
 	_Alignas(64) void (*fn)(void *ctx, size_t i);
 	void (*fn_tid)(void *ctx, size_t i, int tid);
@@ -138,42 +146,76 @@ static void npu_pool_tasks(struct npu_threadpool *pool, size_t i, size_t n,
 }
 
 /*
- * Claim and run tasks of generation 'gen' until none is left. A claim
- * takes a share of what is left (guided scheduling): a run of thousands
- * of small tasks costs tens of atomic operations on the shared ticket,
- * not thousands (each one moves its cache line between the cores), and
- * the last claims, single tasks, still balance the threads.
+ * Claim tasks from thread 'victim's range: its owner takes a share of
+ * what is left from the front (a run of thousands of small tasks costs
+ * tens of atomic operations, and the last claims, single tasks, still
+ * balance the threads); a thief takes the back half.
  */
-static void npu_pool_work(struct npu_threadpool *pool, uint32_t gen, int tid)
+static bool npu_pool_claim(struct npu_threadpool *pool, int victim, bool own,
+			   size_t *first, size_t *n)
 {
-	uint64_t t = atomic_load_explicit(&pool->ticket, memory_order_acquire);
-	size_t share = (size_t)NPU_POOL_CLAIM_DIV * (size_t)pool->threads;
+	struct npu_pool_slot *slot = &pool->slots[victim];
+	uint64_t r = atomic_load_explicit(&slot->range, memory_order_acquire);
 
 	for (;;) {
-		size_t i = (size_t)(t & 0xffffffffu), count, n;
+		uint32_t begin = (uint32_t)r, end = (uint32_t)(r >> 32), k;
+		uint64_t next;
 
-		if ((uint32_t)(t >> 32) != gen)
-			return;
-		/* acquire: a count of a later run implies its ticket, below. */
-		count = atomic_load_explicit(&pool->count, memory_order_acquire);
-		if (i >= count)
-			return;
-		n = (count - i) / share;
-		if (n < 1)
-			n = 1;
-		if (!atomic_compare_exchange_weak_explicit(&pool->ticket, &t, t + n,
+		if (begin >= end)
+			return false;
+		if (own) {
+			k = (end - begin) / NPU_POOL_CLAIM_DIV;
+			if (!k)
+				k = 1;
+			next = (uint64_t)end << 32 | (begin + k);
+			*first = begin;
+		} else {
+			k = (end - begin + 1) / 2;
+			next = (uint64_t)(end - k) << 32 | begin;
+			*first = end - k;
+		}
+		/* acq_rel: the run's fn, ctx and count were written before. */
+		if (atomic_compare_exchange_weak_explicit(&slot->range, &r, next,
 							   memory_order_acq_rel,
-							   memory_order_acquire))
-			continue;
-		/* Tasks i.. are ours: the run cannot end (nor fn change) before. */
-		npu_pool_tasks(pool, i, n, tid);
+							   memory_order_acquire)) {
+			*n = k;
+			return true;
+		}
+	}
+}
+
+/*
+ * Run tasks of the current run on thread tid until none is left: its
+ * own range first, then others'. A worker that arrives late, even after
+ * its run ended, claims nothing stale: every range of a finished run is
+ * empty, and a range it wins of a newer run comes with that run's fn,
+ * ctx and count (published before the ranges).
+ */
+static void npu_pool_work(struct npu_threadpool *pool, int tid)
+{
+	int threads = pool->threads;
+
+	for (;;) {
+		size_t first, n, count;
+		int v = 0;
+
+		if (!npu_pool_claim(pool, tid, true, &first, &n)) {
+			for (v = 1; v < threads; v++)
+				if (npu_pool_claim(pool, (tid + v) % threads, false,
+						   &first, &n))
+					break;
+			if (v == threads)
+				return;
+		}
+		/* Tasks first.. are ours: the run cannot end (nor fn change) before. */
+		count = atomic_load_explicit(&pool->count, memory_order_relaxed);
+		npu_pool_tasks(pool, first, n, tid);
 		if (atomic_fetch_add_explicit(&pool->finished, n,
 					      memory_order_acq_rel) + n == count) {
 			pthread_mutex_lock(&pool->lock);
 			pthread_cond_signal(&pool->done);
 			pthread_mutex_unlock(&pool->lock);
 		}
-		t = atomic_load_explicit(&pool->ticket, memory_order_acquire);
 	}
 }
 
@@ -187,7 +229,7 @@ static long long npu_pool_now_ns(void)
 
 static uint32_t npu_pool_gen(struct npu_threadpool *pool)
 {
-	return (uint32_t)(atomic_load(&pool->ticket) >> 32);
+	return atomic_load(&pool->gen);
 }
 
 static void *npu_pool_worker(void *p)
@@ -225,7 +267,7 @@ static void *npu_pool_worker(void *p)
 		if (atomic_load(&pool->stop))
 			return NULL;
 		seen = gen;
-		npu_pool_work(pool, gen, arg.tid);
+		npu_pool_work(pool, arg.tid);
 	}
 }
 
@@ -261,6 +303,13 @@ struct npu_threadpool *npu_threadpool_create(int threads)
 		}
 		memset(pool->tstat, 0, (size_t)threads * sizeof(*pool->tstat));
 	}
+	pool->slots = aligned_alloc(64, (size_t)threads * sizeof(*pool->slots));
+	if (!pool->slots) {
+		free(pool->tstat);
+		free(pool);
+		return NULL;
+	}
+	memset(pool->slots, 0, (size_t)threads * sizeof(*pool->slots));
 	pthread_mutex_init(&pool->run_lock, NULL);
 	pthread_mutex_init(&pool->lock, NULL);
 	pthread_cond_init(&pool->wake, NULL);
@@ -328,6 +377,7 @@ void npu_threadpool_destroy(struct npu_threadpool *pool)
 	pthread_mutex_destroy(&pool->lock);
 	pthread_mutex_destroy(&pool->run_lock);
 	free(pool->workers);
+	free(pool->slots);
 	free(pool->scratch);
 	free(pool->tstat);
 	free(pool);
@@ -386,7 +436,7 @@ static void npu_pool_run(struct npu_threadpool *pool,
 {
 	if (!count)
 		return;
-	/* (A task index must fit the ticket's 32 bits.) */
+	/* (A task index must fit a range's 32 bits.) */
 	if (!pool || pool->threads == 1 || count == 1 || count >= 0xffffffffu) {
 		npu_pool_run_inline_counted(pool, fn, fn_tid, ctx, count);
 		return;
@@ -442,29 +492,30 @@ static uint64_t npu_pool_dispatch(struct npu_threadpool *pool,
 				  void *ctx, size_t count)
 {
 	uint32_t gen = npu_pool_gen(pool) + 1;
+	size_t threads = (size_t)pool->threads;
 	long long t0;
 	int spin;
+	size_t i;
 
-	/*
-	 * Close the last run first: a worker that read its ticket and then
-	 * this run's count must fail its compare-and-swap, not claim an
-	 * index past the old run's end.
-	 */
-	atomic_store(&pool->ticket, (uint64_t)gen << 32 | 0xffffffffu);
+	/* Every range of the last run is empty: a late worker claims none. */
 	pool->fn = fn;
 	pool->fn_tid = fn_tid;
 	pool->ctx = ctx;
-	atomic_store_explicit(&pool->count, count, memory_order_release);
+	atomic_store_explicit(&pool->count, count, memory_order_relaxed);
 	atomic_store_explicit(&pool->finished, 0, memory_order_relaxed);
+	for (i = 0; i < threads; i++)
+		atomic_store_explicit(&pool->slots[i].range,
+				      (uint64_t)((i + 1) * count / threads) << 32 |
+				      (i * count / threads), memory_order_release);
 	/* Publish the run (seq_cst: ordered against the sleepers check). */
-	atomic_store(&pool->ticket, (uint64_t)gen << 32);
+	atomic_store(&pool->gen, gen);
 	if (atomic_load(&pool->sleepers)) {
 		pthread_mutex_lock(&pool->lock);
 		pthread_cond_broadcast(&pool->wake);
 		pthread_mutex_unlock(&pool->lock);
 	}
 
-	npu_pool_work(pool, gen, 0);
+	npu_pool_work(pool, 0);
 	t0 = pool->tstat ? npu_pool_now_ns() : 0;
 
 	for (spin = 0; spin < NPU_POOL_SPIN; spin++) {
@@ -556,4 +607,45 @@ void npu_threadpool_parallel_for(struct npu_threadpool *pool, size_t n,
 		return;
 	}
 	npu_threadpool_run(pool, npu_pool_range_task, &r, r.pieces);
+}
+
+struct npu_pool_planes {
+	void (*fn)(void *ctx, size_t begin, size_t end);
+	void *ctx;
+	size_t planes, plane, pieces;
+};
+
+static void npu_pool_planes_task(void *ctx, size_t i)
+{
+	const struct npu_pool_planes *r = ctx;
+	size_t lo = i * r->plane / r->pieces, hi = (i + 1) * r->plane / r->pieces;
+	size_t k;
+
+	for (k = 0; k < r->planes; k++)
+		r->fn(r->ctx, k * r->plane + lo, k * r->plane + hi);
+}
+
+void npu_threadpool_parallel_for_planes(struct npu_threadpool *pool,
+					size_t planes, size_t plane, size_t grain,
+					void (*fn)(void *ctx, size_t begin, size_t end),
+					void *ctx)
+{
+	struct npu_pool_planes r = {
+		.fn = fn, .ctx = ctx, .planes = planes, .plane = plane,
+	};
+	size_t threads = (size_t)npu_threadpool_size(pool), n = planes * plane;
+
+	if (!grain)
+		grain = 1;
+	/* Parts of a plane shorter than a few vectors: plain pieces. */
+	if (threads == 1 || planes < 2 || plane < 64 * threads || n < 2 * grain) {
+		npu_threadpool_parallel_for(pool, n, grain, fn, ctx);
+		return;
+	}
+	r.pieces = n / grain;
+	if (r.pieces > 4 * threads)
+		r.pieces = 4 * threads;
+	if (r.pieces > plane / 16)
+		r.pieces = plane / 16;
+	npu_threadpool_run(pool, npu_pool_planes_task, &r, r.pieces);
 }

@@ -398,6 +398,21 @@ static void npu_bin_apply(npu_bin_row_fn fn, const struct npu_tensor *a,
 }
 
 /*
+ * Items per image plane of a tensor of this shape (the last two dims of
+ * rank 3 and up): the unit the threads split by pixels, as convolutions
+ * do, so that each reads what it wrote (npu_threadpool_parallel_for_planes).
+ */
+static size_t npu_elt_plane(const struct npu_shape *s, size_t n)
+{
+	size_t plane;
+
+	if (s->rank < 3 || s->dims[s->rank - 1] <= 0 || s->dims[s->rank - 2] <= 0)
+		return n ? n : 1;
+	plane = (size_t)(s->dims[s->rank - 1] * s->dims[s->rank - 2]);
+	return n % plane ? n : plane;
+}
+
+/*
  * fp32 Add / Sub / Mul / Div: the vectorized kernel, over pieces of the
  * output split between the pool's threads (rows of the broadcast, or
  * parts of one long row).
@@ -434,14 +449,17 @@ static void npu_bin_f32(enum npu_bin_kind k, const struct npu_tensor *a,
 {
 	const struct npu_shape *ins[2] = { &a->shape, &b->shape };
 	struct npu_bin_f32_job job = { .a = a->data, .b = b->data, .y = y->data };
+	size_t n, plane;
 
 	job.op = k == BIN_ADD ? NPU_VEC_ADD : k == BIN_SUB ? NPU_VEC_SUB :
 		 k == BIN_MUL ? NPU_VEC_MUL : NPU_VEC_DIV;
 	npu_bcast_init(&job.bc, &y->shape, ins, 2);
 	if (job.bc.len <= 0)
 		return;
-	npu_threadpool_parallel_for(pool, (size_t)(job.bc.rows * job.bc.len),
-				    NPU_VEC_GRAIN, npu_bin_f32_range, &job);
+	n = (size_t)(job.bc.rows * job.bc.len);
+	plane = npu_elt_plane(&y->shape, n);
+	npu_threadpool_parallel_for_planes(pool, n / plane, plane, NPU_VEC_GRAIN,
+					   npu_bin_f32_range, &job);
 }
 
 static double npu_pow_get(const struct npu_tensor *t, int64_t i)
@@ -916,10 +934,12 @@ static void npu_unary_f32_range(void *ctx, size_t begin, size_t end)
 static void npu_unary_f32_par(enum npu_unary_kind k,
 			      const struct npu_unary_params *p,
 			      const float *x, float *y, int64_t n,
+			      const struct npu_shape *shape,
 			      struct npu_threadpool *pool)
 {
 	struct npu_unary_f32_job job = { .k = k, .p = *p, .x = x, .y = y };
 	size_t grain = 2048;	/* libm calls: costly per element */
+	size_t plane;
 
 	switch (k) {
 	case UN_RELU: job.act.kind = NPU_CPU_ACT_RELU; break;
@@ -946,8 +966,9 @@ static void npu_unary_f32_par(enum npu_unary_kind k,
 	}
 	if (job.act.kind != NPU_CPU_ACT_NONE)
 		grain = NPU_VEC_GRAIN;
-	npu_threadpool_parallel_for(pool, (size_t)n, grain,
-				    npu_unary_f32_range, &job);
+	plane = npu_elt_plane(shape, (size_t)n);
+	npu_threadpool_parallel_for_planes(pool, (size_t)n / plane, plane, grain,
+					   npu_unary_f32_range, &job);
 }
 
 static bool npu_signed_int(enum npu_dtype dt)
@@ -1101,7 +1122,8 @@ static npu_status npu_unary_compute(struct npu_op_ctx *ctx,
 	case NPU_DTYPE_INT64: INT_NEG_ABS(int64_t, k, ctx->inputs[0]->data, ctx->outputs[0]->data, n); break;
 	default:
 		npu_unary_f32_par(k, &p, ctx->inputs[0]->data,
-				  ctx->outputs[0]->data, n, ctx->pool);
+				  ctx->outputs[0]->data, n, &ctx->inputs[0]->shape,
+				  ctx->pool);
 		break;
 	}
 	return NPU_OK;
@@ -1245,7 +1267,7 @@ static npu_status clip_kernel(struct npu_op_ctx *ctx)
 	case NPU_DTYPE_FLOAT: {
 		struct npu_unary_params p = { .alpha = (float)lo, .beta = (float)hi };
 
-		npu_unary_f32_par(UN_CLIP, &p, x->data, y, n, ctx->pool);
+		npu_unary_f32_par(UN_CLIP, &p, x->data, y, n, &x->shape, ctx->pool);
 		break;
 	}
 	case NPU_DTYPE_DOUBLE: CLIP_LOOP(double, x->data, y, n, lo, hi); break;
