@@ -461,6 +461,59 @@ static void test_sgemm_result_independent_of_thread_count(void **state)
 	free(c1);
 }
 
+/*
+ * B packed once (plan time) gives bitwise npu_sgemm's result, both
+ * layouts of B, odd shapes, with and without a pool; a panel width that
+ * is not this ISA's (B packed on another machine) packs B per call.
+ */
+static void test_sgemm_prepacked_b_matches_per_call(void **state)
+{
+	static const size_t shapes[][3] = {
+		{ 40, 6625, 120 }, { 1, 1, 1 }, { 7, 33, 5 }, { 61, 45, 1031 },
+		{ 128, 17, 64 },
+	};
+	struct npu_threadpool *pool = npu_threadpool_create(2);
+	struct rng r = { 0x5eed0004u };
+	size_t si;
+	int tb, pi;
+
+	(void)state;
+	assert_non_null(pool);
+	for (si = 0; si < sizeof(shapes) / sizeof(shapes[0]); si++)
+		for (tb = 0; tb < 2; tb++)
+			for (pi = 0; pi < 2; pi++) {
+				size_t m = shapes[si][0], n = shapes[si][1], k = shapes[si][2];
+				size_t ldb = tb ? k : n, nr;
+				float *a = alloc_floats(m * k), *b = alloc_floats(k * n);
+				float *c = alloc_floats(m * n), *c1 = alloc_floats(m * n);
+				float *pb = alloc_floats(npu_sgemm_packed_b_floats(n, k));
+
+				fill_random(&r, a, m * k);
+				fill_random(&r, b, k * n);
+				fill_random(&r, c1, m * n);
+				memcpy(c, c1, m * n * sizeof(float));
+				nr = npu_sgemm_pack_b(tb, n, k, b, ldb, pb);
+				assert_true(nr > 0);
+				npu_sgemm(false, tb, m, n, k, 0.5f, a, k, b, ldb, 0.25f, c1, n,
+					  pi ? pool : NULL);
+				/* B's own copy scrambled: the packed panels are read. */
+				fill_nan(b, k * n);
+				npu_sgemm_prepacked(false, tb, m, n, k, 0.5f, a, k, b, ldb, pb,
+						    nr, 0.25f, c, n, pi ? pool : NULL);
+				assert_memory_equal(c, c1, m * n * sizeof(float));
+				/* Another panel width: B from its operand (NaN now). */
+				npu_sgemm_prepacked(false, tb, m, n, k, 0.5f, a, k, b, ldb, pb,
+						    nr + 1, 0.0f, c, n, pi ? pool : NULL);
+				assert_true(c[0] != c[0]);
+				free(a);
+				free(b);
+				free(c);
+				free(c1);
+				free(pb);
+			}
+	npu_threadpool_destroy(pool);
+}
+
 /* ---- activations and exp ---- */
 
 static double act_ref(const struct npu_cpu_act_params *a, double x)
@@ -1603,6 +1656,7 @@ int main(void)
 		cmocka_unit_test(test_sgemm_deep_and_wide_products),
 		cmocka_unit_test(test_sgemm_degenerate_sizes),
 		cmocka_unit_test(test_sgemm_result_independent_of_thread_count),
+		cmocka_unit_test(test_sgemm_prepacked_b_matches_per_call),
 		cmocka_unit_test(test_vec_act_every_kind_and_length),
 		cmocka_unit_test(test_vec_sigmoid_saturates_cleanly),
 		cmocka_unit_test(test_vec_exp_accuracy_over_full_range),

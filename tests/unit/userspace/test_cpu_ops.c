@@ -921,6 +921,77 @@ static void test_conv_prepared_weights_match_per_call_packing(void **state)
 	t_free(t);
 }
 
+/* Runs t's compute() again into NaN-filled outputs; its status. */
+static npu_status t_compute_again(struct t_node *t, size_t n)
+{
+	struct npu_op_ctx ctx;
+
+	memset(t->out_t[0].data, 0xff, n * sizeof(float));	/* NaNs */
+	memset(&ctx, 0, sizeof(ctx));
+	ctx.node = &t->node;
+	ctx.inputs = t->in_p;
+	ctx.num_inputs = t->node.num_inputs;
+	ctx.outputs = t->out_p;
+	ctx.num_outputs = 1;
+	ctx.err = &t->err;
+	return t->def->compute(&ctx);
+}
+
+/*
+ * MatMul (A's batches folded into M) and Gemm (transB, C) with a
+ * constant B: prepare() packs B once, compute() then gives bitwise the
+ * output of packing per call, and release() frees it.
+ */
+static void test_gemm_prepared_b_matches_per_call_packing(void **state)
+{
+	enum { BA = 2, M = 5, K = 13, N = 70 };
+	static float a[BA * M * K], b[K * N], c[N];
+	uint32_t s = 777;
+	int op;
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(a) / sizeof(a[0]); i++)
+		a[i] = (float)((s = s * 1664525u + 1013904223u) >> 8) / 16777216.0f - 0.5f;
+	for (i = 0; i < sizeof(b) / sizeof(b[0]); i++)
+		b[i] = (float)((s = s * 1664525u + 1013904223u) >> 8) / 16777216.0f - 0.5f;
+	for (i = 0; i < N; i++)
+		c[i] = (float)i * 0.125f;
+	for (op = 0; op < 2; op++) {
+		struct t_node *t = t_new(op ? "Gemm" : "MatMul", 13, 1);
+		size_t n = (size_t)BA * M * N;
+		float *y0;
+
+		if (op) {
+			t_input(t, NPU_DTYPE_FLOAT, a, false, 2, D(BA * M), D(K));
+			t_input(t, NPU_DTYPE_FLOAT, b, true, 2, D(N), D(K));
+			t_input(t, NPU_DTYPE_FLOAT, c, true, 1, D(N));
+			t_attr_int(t, "transB", 1);
+			t_attr_float(t, "alpha", 0.5f);
+		} else {
+			t_input(t, NPU_DTYPE_FLOAT, a, false, 3, D(BA), D(M), D(K));
+			t_input(t, NPU_DTYPE_FLOAT, b, true, 2, D(K), D(N));
+		}
+		t_run(t);
+		y0 = malloc(n * sizeof(float));
+		assert_non_null(y0);
+		memcpy(y0, t->out_t[0].data, n * sizeof(float));
+		assert_non_null(t->def->prepare);
+		assert_int_equal(t->def->prepare(&t->node, &t->err), NPU_OK);
+		assert_non_null(t->node.op_state);
+		assert_int_equal(t_compute_again(t, n), NPU_OK);
+		assert_memory_equal(t->out_t[0].data, y0, n * sizeof(float));
+		t->def->release(&t->node);
+		assert_null(t->node.op_state);
+		/* B computed at run time: nothing to pack at plan time. */
+		t->vals[1].constant = NULL;
+		assert_int_equal(t->def->prepare(&t->node, &t->err), NPU_OK);
+		assert_null(t->node.op_state);
+		free(y0);
+		t_free(t);
+	}
+}
+
 /* ---- misc data movement ---- */
 
 static void test_pad_reflect_mirrors_without_edge(void **state)
@@ -2655,6 +2726,7 @@ int main(void)
 		cmocka_unit_test(test_dequantize_per_axis),
 		cmocka_unit_test(test_convtranspose_1d_scatters_kernel),
 		cmocka_unit_test(test_conv_prepared_weights_match_per_call_packing),
+		cmocka_unit_test(test_gemm_prepared_b_matches_per_call_packing),
 		cmocka_unit_test(test_pad_reflect_mirrors_without_edge),
 		cmocka_unit_test(test_gather_takes_negative_indices),
 		cmocka_unit_test(test_transpose_permutes_axes),

@@ -108,6 +108,23 @@ void npu_sgemm(bool trans_a, bool trans_b, size_t m, size_t n, size_t k,
 	       size_t ldb, float beta, float *c, size_t ldc,
 	       struct npu_threadpool *pool);
 
+/*
+ * A constant B packed once (at plan time) into the panels npu_sgemm
+ * packs per call: npu_sgemm_packed_b_floats() floats for op(B) of K x N
+ * on this machine's ISA; npu_sgemm_pack_b() fills them and returns the
+ * panel width it used, which npu_sgemm_prepacked() must be given back
+ * (a different ISA since then packs B per call instead). Results are
+ * bitwise those of npu_sgemm.
+ */
+size_t npu_sgemm_packed_b_floats(size_t n, size_t k);
+size_t npu_sgemm_pack_b(bool trans_b, size_t n, size_t k, const float *b,
+			size_t ldb, float *packed);
+void npu_sgemm_prepacked(bool trans_a, bool trans_b, size_t m, size_t n,
+			 size_t k, float alpha, const float *a, size_t lda,
+			 const float *b, size_t ldb, const float *packed_b,
+			 size_t packed_nr, float beta, float *c, size_t ldc,
+			 struct npu_threadpool *pool);
+
 /* ---- Convolution, NCHW ---- */
 
 /* Activation applied in the kernel's epilogue (fused by the compiler). */

@@ -2,8 +2,10 @@
 /*
  * cpu_sgemm.c - packed single-precision GEMM.
  *
- * Both operands are packed once per call into register-tile panels over
- * their whole depth (shared, read-only afterwards), in parallel. The
+ * Both operands are packed into register-tile panels over their whole
+ * depth (shared, read-only afterwards), in parallel: A per call, B per
+ * call too unless it is a constant packed at plan time
+ * (npu_sgemm_pack_b). The
  * output is then cut into mc x nc blocks, one pool task each; a task
  * walks the depth in kc steps and runs the ISA's register tile over the
  * block. Every C element sees the same arithmetic whatever the blocking,
@@ -89,7 +91,8 @@ struct npu_sgemm_job {
 	const float *a, *b;
 	size_t lda, ldb, ldc;
 	float *c;
-	float *pa, *pb;		/* packed operands */
+	float *pa, *pb_out;	/* packed A, and B when packed per call */
+	const float *pb;	/* packed B: pb_out, or packed at plan time */
 	size_t a_panels, b_panels;
 	size_t mc, nc, kc;	/* block sizes */
 	size_t m_blocks, n_blocks;
@@ -108,7 +111,7 @@ static void npu_sgemm_pack_task(void *ctx, size_t i)
 	}
 	i -= job->a_panels;
 	npu_gemm_pack_b(job->trans_b, job->b, job->ldb, i * nr,
-			job->n - i * nr, job->k, nr, job->pb + i * job->k * nr);
+			job->n - i * nr, job->k, nr, job->pb_out + i * job->k * nr);
 }
 
 static void npu_sgemm_block_task(void *ctx, size_t i)
@@ -185,10 +188,39 @@ static size_t npu_block_size(size_t len, size_t max, size_t blocks_min,
 	return npu_round_up(npu_div_up(len, blocks), unit);
 }
 
+size_t npu_sgemm_packed_b_floats(size_t n, size_t k)
+{
+	const struct npu_gemm_ukernel *uk = npu_gemm_ukernel_for(npu_cpu_isa_get());
+
+	return npu_div_up(n, uk->nr) * uk->nr * k;
+}
+
+size_t npu_sgemm_pack_b(bool trans_b, size_t n, size_t k, const float *b,
+			size_t ldb, float *packed)
+{
+	const struct npu_gemm_ukernel *uk = npu_gemm_ukernel_for(npu_cpu_isa_get());
+	size_t nr = uk->nr, j;
+
+	for (j = 0; j < npu_div_up(n, nr); j++)
+		npu_gemm_pack_b(trans_b, b, ldb, j * nr, n - j * nr, k, nr,
+				packed + j * k * nr);
+	return nr;
+}
+
 void npu_sgemm(bool trans_a, bool trans_b, size_t m, size_t n, size_t k,
 	       float alpha, const float *a, size_t lda, const float *b,
 	       size_t ldb, float beta, float *c, size_t ldc,
 	       struct npu_threadpool *pool)
+{
+	npu_sgemm_prepacked(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb,
+			    NULL, 0, beta, c, ldc, pool);
+}
+
+void npu_sgemm_prepacked(bool trans_a, bool trans_b, size_t m, size_t n,
+			 size_t k, float alpha, const float *a, size_t lda,
+			 const float *b, size_t ldb, const float *packed_b,
+			 size_t packed_nr, float beta, float *c, size_t ldc,
+			 struct npu_threadpool *pool)
 {
 	const struct npu_gemm_ukernel *uk = npu_gemm_ukernel_for(npu_cpu_isa_get());
 	struct npu_sgemm_job job = {
@@ -206,10 +238,13 @@ void npu_sgemm(bool trans_a, bool trans_b, size_t m, size_t n, size_t k,
 		npu_sgemm_scale_c(m, n, beta, c, ldc);
 		return;
 	}
+	if (packed_nr != uk->nr)
+		packed_b = NULL;
 	job.a_panels = npu_div_up(m, uk->mr);
 	job.b_panels = npu_div_up(n, uk->nr);
 	a_bytes = npu_round_up(job.a_panels * uk->mr * k * sizeof(float), 64);
-	b_bytes = npu_round_up(job.b_panels * uk->nr * k * sizeof(float), 64);
+	b_bytes = packed_b ? 0 :
+		  npu_round_up(job.b_panels * uk->nr * k * sizeof(float), 64);
 	job.pa = npu_threadpool_scratch(pool, a_bytes + b_bytes);
 	if (!job.pa)
 		job.pa = own = aligned_alloc(64, a_bytes + b_bytes);
@@ -218,12 +253,13 @@ void npu_sgemm(bool trans_a, bool trans_b, size_t m, size_t n, size_t k,
 				ldb, beta, c, ldc);
 		return;
 	}
-	job.pb = job.pa + a_bytes / sizeof(float);
+	job.pb_out = job.pa + a_bytes / sizeof(float);
+	job.pb = packed_b ? packed_b : job.pb_out;
 	/* Small products stay on the calling thread. */
 	if ((double)m * n * k < NPU_SGEMM_THREAD_MIN_MACS)
 		pool = NULL, threads = 1;
 	npu_threadpool_run(pool, npu_sgemm_pack_task, &job,
-			   job.a_panels + job.b_panels);
+			   job.a_panels + (packed_b ? 0 : job.b_panels));
 
 	job.kc = npu_block_size(k, uk->kc, 1, 1);
 	/* Enough blocks that every thread gets a few. */
