@@ -490,28 +490,40 @@ static void npu_conv_depthwise_task(void *ctx, size_t t)
 	ptrdiff_t sw = (ptrdiff_t)p->stride_w;
 
 	if (job->pl.dw_padded) {
-		/* Every tap in the buffer: one register-blocked pass per row. */
+		/*
+		 * Every tap in the buffer: one register-blocked pass per two
+		 * rows (row oh + 1's taps are stride_h padded rows further).
+		 */
 		const struct npu_conv_plan *pl = &job->pl;
 		const float *xp = job->xpad + bc * pl->hp * pl->wp;
 		const float *taps[NPU_CONV_DW_MAX_TAPS];
+		size_t tap_off[NPU_CONV_DW_MAX_TAPS], t = 0;
 
-		for (oh = oh0; oh < oh_end; oh++) {
-			float *yr = job->y + bc * pl->hw_out + oh * p->out_w;
-			size_t t = 0;
+		/* Where each tap is from its output row's first padded row
+		 * (once per task: per row, the divisions cost more than the
+		 * row's multiply-adds). */
+		for (kh = 0; kh < p->k_h; kh++)
+			for (kw = 0; kw < p->k_w; kw++) {
+				size_t o = kw * p->dil_w;
 
-			for (kh = 0; kh < p->k_h; kh++) {
-				const float *xr = xp + (oh * p->stride_h + kh * p->dil_h) *
-						       pl->wp;
-
-				for (kw = 0; kw < p->k_w; kw++) {
-					size_t o = kw * p->dil_w;
-
-					taps[t++] = xr + o % p->stride_w * pl->wq +
-						    o / p->stride_w;
-				}
+				tap_off[t++] = kh * p->dil_h * pl->wp +
+					       o % p->stride_w * pl->wq + o / p->stride_w;
 			}
-			ops->dw_taps(taps, wc, t, bias, yr, p->out_w);
-			if (npu_conv_has_epilogue(p, NULL))
+		for (oh = oh0; oh < oh_end; oh += 2) {
+			float *yr = job->y + bc * pl->hw_out + oh * p->out_w;
+			const float *xr = xp + oh * p->stride_h * pl->wp;
+			size_t r;
+
+			for (t = 0; t < p->k_h * p->k_w; t++)
+				taps[t] = xr + tap_off[t];
+			if (oh + 1 < oh_end)
+				ops->dw_taps2(taps, p->stride_h * pl->wp, wc, t, bias, yr,
+					      yr + p->out_w, p->out_w);
+			else
+				ops->dw_taps(taps, wc, t, bias, yr, p->out_w);
+			if (!npu_conv_has_epilogue(p, NULL))
+				continue;
+			for (r = 0; r < 2 && oh + r < oh_end; r++, yr += p->out_w)
 				ops->epi(&p->act, 0.0f, npu_conv_res(p, job->y, yr),
 					 yr, yr, p->out_w);
 		}

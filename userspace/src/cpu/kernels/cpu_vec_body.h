@@ -297,7 +297,35 @@ NPU_V_TARGET static float NPU_V_FN(max_reduce)(const float *x, size_t n)
  * taps' input rows, four vectors of outputs kept in registers over all
  * taps (one store per output instead of one per tap). Reads each
  * src[t] up to index n + VL - 2 (the caller's slack past a row's end).
+ * Past the four-vector blocks, one vector at a time sums the even and
+ * the odd taps in two chains (one chain of 25 dependent FMAs left the
+ * core idle for their latency), then adds them. dw_taps2_row below
+ * computes every output exactly as this does.
  */
+NPU_V_TARGET static inline V NPU_V_FN(dw_taps_vec)(const float *const *src, size_t off,
+						   const float *w, size_t taps, float bias)
+{
+	V a0 = V_SET1(bias), a1 = V_SET1(0.0f);
+	size_t t;
+
+	for (t = 0; t + 1 < taps; t += 2) {
+		a0 = V_FMA(V_SET1(w[t]), V_LOAD(src[t] + off), a0);
+		a1 = V_FMA(V_SET1(w[t + 1]), V_LOAD(src[t + 1] + off), a1);
+	}
+	if (t < taps)
+		a0 = V_FMA(V_SET1(w[t]), V_LOAD(src[t] + off), a0);
+	return V_ADD(a0, a1);
+}
+
+/* The last n - i outputs as one whole vector, lanes past n dropped. */
+NPU_V_TARGET static inline void NPU_V_FN(dw_store_tail)(float *y, V v, size_t n)
+{
+	float tmp[VL];
+
+	V_STORE(tmp, v);
+	memcpy(y, tmp, n * sizeof(float));
+}
+
 NPU_V_TARGET static void NPU_V_FN(dw_taps_row)(const float *const *src,
 					       const float *w, size_t taps,
 					       float bias, float *y, size_t n)
@@ -321,25 +349,77 @@ NPU_V_TARGET static void NPU_V_FN(dw_taps_row)(const float *const *src,
 		V_STORE(y + i + 2 * VL, a2);
 		V_STORE(y + i + 3 * VL, a3);
 	}
-	for (; i + VL <= n; i += VL) {
-		V a0 = V_SET1(bias);
+	for (; i + VL <= n; i += VL)
+		V_STORE(y + i, NPU_V_FN(dw_taps_vec)(src, i, w, taps, bias));
+	/* (Rows of 20 or 40 outputs, PP-OCR's 5x5 depthwise, are half tail.) */
+	if (i < n)
+		NPU_V_FN(dw_store_tail)(y + i, NPU_V_FN(dw_taps_vec)(src, i, w, taps, bias),
+					n - i);
+}
 
-		for (t = 0; t < taps; t++)
-			a0 = V_FMA(V_SET1(w[t]), V_LOAD(src[t] + i), a0);
-		V_STORE(y + i, a0);
+/*
+ * Two output rows at once, the second's tap t at src[t] + step: eight
+ * chains of FMAs per tap in the blocks (four vectors of each row), four
+ * in the tail. Every output is bitwise what dw_taps_row gives.
+ */
+NPU_V_TARGET static void NPU_V_FN(dw_taps2_row)(const float *const *src, size_t step,
+						const float *w, size_t taps, float bias,
+						float *y0, float *y1, size_t n)
+{
+	size_t i = 0, t;
+
+	for (; i + 4 * VL <= n; i += 4 * VL) {
+		V a0 = V_SET1(bias), a1 = a0, a2 = a0, a3 = a0;
+		V b0 = a0, b1 = a0, b2 = a0, b3 = a0;
+
+		for (t = 0; t < taps; t++) {
+			V wv = V_SET1(w[t]);
+			const float *s = src[t] + i, *r = s + step;
+
+			a0 = V_FMA(wv, V_LOAD(s), a0);
+			a1 = V_FMA(wv, V_LOAD(s + VL), a1);
+			a2 = V_FMA(wv, V_LOAD(s + 2 * VL), a2);
+			a3 = V_FMA(wv, V_LOAD(s + 3 * VL), a3);
+			b0 = V_FMA(wv, V_LOAD(r), b0);
+			b1 = V_FMA(wv, V_LOAD(r + VL), b1);
+			b2 = V_FMA(wv, V_LOAD(r + 2 * VL), b2);
+			b3 = V_FMA(wv, V_LOAD(r + 3 * VL), b3);
+		}
+		V_STORE(y0 + i, a0);
+		V_STORE(y0 + i + VL, a1);
+		V_STORE(y0 + i + 2 * VL, a2);
+		V_STORE(y0 + i + 3 * VL, a3);
+		V_STORE(y1 + i, b0);
+		V_STORE(y1 + i + VL, b1);
+		V_STORE(y1 + i + 2 * VL, b2);
+		V_STORE(y1 + i + 3 * VL, b3);
 	}
-	if (i < n) {
-		/* The last n - i outputs as one whole vector: the taps' rows
-		 * may be read up to VL - 1 floats past n (the caller's slack),
-		 * the lanes past n are dropped. Rows of 20 or 40 outputs
-		 * (PP-OCR's 5x5 depthwise) are half tail. */
-		float tmp[VL];
-		V a0 = V_SET1(bias);
+	for (; i < n; i += VL) {
+		V a0 = V_SET1(bias), a1 = V_SET1(0.0f), b0 = a0, b1 = a1;
 
-		for (t = 0; t < taps; t++)
-			a0 = V_FMA(V_SET1(w[t]), V_LOAD(src[t] + i), a0);
-		V_STORE(tmp, a0);
-		memcpy(y + i, tmp, (n - i) * sizeof(float));
+		for (t = 0; t + 1 < taps; t += 2) {
+			V w0 = V_SET1(w[t]), w1 = V_SET1(w[t + 1]);
+
+			a0 = V_FMA(w0, V_LOAD(src[t] + i), a0);
+			a1 = V_FMA(w1, V_LOAD(src[t + 1] + i), a1);
+			b0 = V_FMA(w0, V_LOAD(src[t] + step + i), b0);
+			b1 = V_FMA(w1, V_LOAD(src[t + 1] + step + i), b1);
+		}
+		if (t < taps) {
+			V w0 = V_SET1(w[t]);
+
+			a0 = V_FMA(w0, V_LOAD(src[t] + i), a0);
+			b0 = V_FMA(w0, V_LOAD(src[t] + step + i), b0);
+		}
+		a0 = V_ADD(a0, a1);
+		b0 = V_ADD(b0, b1);
+		if (i + VL <= n) {
+			V_STORE(y0 + i, a0);
+			V_STORE(y1 + i, b0);
+		} else {
+			NPU_V_FN(dw_store_tail)(y0 + i, a0, n - i);
+			NPU_V_FN(dw_store_tail)(y1 + i, b0, n - i);
+		}
 	}
 }
 
@@ -395,10 +475,12 @@ NPU_V_TARGET static void NPU_V_FN(convt2_row)(const float *x, size_t xs,
 	}
 }
 
+
 const struct npu_vec_ops NPU_V_FN(npu_vec_ops) = {
 	.convt2 = NPU_V_FN(convt2_row),
 	.max = NPU_V_FN(max_reduce),
 	.dw_taps = NPU_V_FN(dw_taps_row),
+	.dw_taps2 = NPU_V_FN(dw_taps2_row),
 	.axpb = NPU_V_FN(axpb_row),
 	.sum = NPU_V_FN(sum_row),
 	.binary = NPU_V_FN(binary_row),
