@@ -89,10 +89,6 @@ static void npu_conv_plan(const struct npu_conv2d_params *p,
 				 (p->k_h - 1) * p->dil_h + 1;
 			pl->wq = p->out_w + (p->k_w - 1) * p->dil_w / p->stride_w;
 			pl->wp = p->stride_w * pl->wq;
-			/* + slack: dw_taps reads whole vectors past a row */
-			pl->pad_floats = npu_round_up(p->batch * p->in_c *
-						      pl->hp * pl->wp +
-						      NPU_VEC_SLACK, 16);
 		}
 		return;
 	}
@@ -156,6 +152,55 @@ static inline const float *npu_conv_res(const struct npu_conv2d_params *p,
 	return p->residual ? p->residual + (yr - y) : NULL;
 }
 
+/*
+ * Depthwise tasks are bands of output rows, band-major (task t: band
+ * t / planes of plane t % planes): the pool hands thread i the i-th run
+ * of tasks, so here the i-th horizontal slab of every plane, the rows
+ * the pixel-split ops around (GEMM columns, conv rows) give it too. A
+ * plane split by channels instead would read half its input from the
+ * other core's cache. Each band pads its own input rows into the
+ * thread's buffer (npu_conv_dw_band_floats), so bands are at most
+ * NPU_CONV_DW_BAND_BYTES of padded rows, in a multiple of 'threads'
+ * so that thread i still gets the i-th slab.
+ */
+#define NPU_CONV_DW_BAND_BYTES (256 * 1024)
+
+static void npu_conv_dw_bands(const struct npu_conv2d_params *p,
+			      const struct npu_conv_plan *pl, size_t threads,
+			      size_t *rows_per_task, size_t *row_tasks)
+{
+	size_t planes = p->batch * p->in_c, tasks = threads, rows;
+
+	if (planes < 4 * threads)
+		tasks = npu_div_up(4 * threads, planes);
+	if (pl->dw_padded) {
+		size_t span = (p->k_h - 1) * p->dil_h + 1;
+		size_t max_rows = NPU_CONV_DW_BAND_BYTES / sizeof(float) / pl->wp;
+
+		for (rows = npu_div_up(p->out_h, tasks);
+		     rows > 1 && (rows - 1) * p->stride_h + span > max_rows;
+		     rows = npu_div_up(p->out_h, tasks))
+			tasks += threads;
+	}
+	if (tasks > p->out_h)
+		tasks = p->out_h;
+	*rows_per_task = npu_div_up(p->out_h, tasks);
+	*row_tasks = npu_div_up(p->out_h, *rows_per_task);
+}
+
+/* Floats of one thread's padded band (+ slack: dw_taps reads whole
+ * vectors past a row). */
+static size_t npu_conv_dw_band_floats(const struct npu_conv2d_params *p,
+				      const struct npu_conv_plan *pl,
+				      size_t rows_per_task)
+{
+	size_t rows = (rows_per_task - 1) * p->stride_h + (p->k_h - 1) * p->dil_h + 1;
+
+	if (rows > pl->hp)
+		rows = pl->hp;
+	return npu_round_up(rows * pl->wp + NPU_VEC_SLACK, 16);
+}
+
 size_t npu_conv2d_f32_scratch_size(const struct npu_conv2d_params *p,
 				   int threads)
 {
@@ -164,10 +209,17 @@ size_t npu_conv2d_f32_scratch_size(const struct npu_conv2d_params *p,
 	if (npu_conv_degenerate(p))
 		return 0;
 	npu_conv_plan(p, &pl);
-	if (pl.depthwise)
-		return pl.dw_padded ? pl.pad_floats * sizeof(float) + 64 : 0;
 	if (threads < 1)
 		threads = 1;
+	if (pl.depthwise) {
+		size_t rows_per_task, row_tasks;
+
+		if (!pl.dw_padded)
+			return 0;
+		npu_conv_dw_bands(p, &pl, (size_t)threads, &rows_per_task, &row_tasks);
+		return (size_t)threads * npu_conv_dw_band_floats(p, &pl, rows_per_task) *
+		       sizeof(float) + 64;
+	}
 	/* + 64: the caller's buffer need not be aligned. */
 	return (pl.w_floats + pl.pad_floats + (size_t)threads * pl.b_floats) *
 	       sizeof(float) + 64;
@@ -184,6 +236,7 @@ struct npu_conv_job {
 	float *xpad;		/* indirect: the zero-padded input */
 	size_t chunk, chunks;	/* output columns per task, tasks per image */
 	size_t rows_per_task, row_tasks; /* depthwise */
+	size_t band_floats;		/* depthwise: a thread's padded band */
 	size_t pad_rows, pad_chunks;	/* padded rows per task, tasks per plane */
 	size_t pad_planes;
 };
@@ -342,15 +395,13 @@ static void npu_conv_gemm_task(void *ctx, size_t t, int tid)
  * band-major, so each thread pads the rows it will read (and its
  * producer wrote): see npu_conv_depthwise_task.
  */
-static void npu_conv_pad_task(void *ctx, size_t t)
+/* Padded rows [r0, r1) of one input plane, row r0 at d. */
+static void npu_conv_pad_rows(const struct npu_conv_job *job, size_t plane,
+			      size_t r0, size_t r1, float *d)
 {
-	struct npu_conv_job *job = ctx;
 	const struct npu_conv2d_params *p = job->p;
 	const struct npu_conv_plan *pl = &job->pl;
-	size_t plane = t % job->pad_planes, r0 = t / job->pad_planes * job->pad_rows;
-	size_t r1 = r0 + job->pad_rows < pl->hp ? r0 + job->pad_rows : pl->hp;
 	const float *xc = job->x + plane * pl->hw_in;
-	float *d = job->xpad + (plane * pl->hp + r0) * pl->wp;
 	size_t r, lo = p->pad_left < pl->wp ? p->pad_left : pl->wp;
 	size_t hi = p->pad_left + p->in_w < pl->wp ? p->pad_left + p->in_w : pl->wp;
 	size_t sw = p->stride_w;
@@ -393,6 +444,16 @@ static void npu_conv_pad_task(void *ctx, size_t t)
 				dq[j] = 0.0f;
 		}
 	}
+}
+
+static void npu_conv_pad_task(void *ctx, size_t t)
+{
+	struct npu_conv_job *job = ctx;
+	const struct npu_conv_plan *pl = &job->pl;
+	size_t plane = t % job->pad_planes, r0 = t / job->pad_planes * job->pad_rows;
+	size_t r1 = r0 + job->pad_rows < pl->hp ? r0 + job->pad_rows : pl->hp;
+
+	npu_conv_pad_rows(job, plane, r0, r1, job->xpad + (plane * pl->hp + r0) * pl->wp);
 }
 
 /* Pad tasks: rows per task so that there are at least a few per thread. */
@@ -474,7 +535,7 @@ static void npu_conv_ind_task(void *ctx, size_t t, int tid)
 	}
 }
 
-static void npu_conv_depthwise_task(void *ctx, size_t t)
+static void npu_conv_depthwise_task(void *ctx, size_t t, int tid)
 {
 	struct npu_conv_job *job = ctx;
 	const struct npu_conv2d_params *p = job->p;
@@ -495,9 +556,18 @@ static void npu_conv_depthwise_task(void *ctx, size_t t)
 		 * rows (row oh + 1's taps are stride_h padded rows further).
 		 */
 		const struct npu_conv_plan *pl = &job->pl;
-		const float *xp = job->xpad + bc * pl->hp * pl->wp;
+		float *band = job->xpad + (size_t)tid * job->band_floats;
+		size_t pr0 = oh0 * p->stride_h;
+		size_t pr1 = (oh_end - 1) * p->stride_h + (p->k_h - 1) * p->dil_h + 1;
 		const float *taps[NPU_CONV_DW_MAX_TAPS];
 		size_t tap_off[NPU_CONV_DW_MAX_TAPS], t = 0;
+		const struct npu_cpu_act_params *act =
+			p->act.kind != NPU_CPU_ACT_NONE || p->act.post ? &p->act : NULL;
+
+		/* The band's padded rows, while the producer's output is
+		 * still in this core's cache; then zeros for the slack. */
+		npu_conv_pad_rows(job, bc, pr0, pr1, band);
+		memset(band + (pr1 - pr0) * pl->wp, 0, NPU_VEC_SLACK * sizeof(float));
 
 		/* Where each tap is from its output row's first padded row
 		 * (once per task: per row, the divisions cost more than the
@@ -511,21 +581,18 @@ static void npu_conv_depthwise_task(void *ctx, size_t t)
 			}
 		for (oh = oh0; oh < oh_end; oh += 2) {
 			float *yr = job->y + bc * pl->hw_out + oh * p->out_w;
-			const float *xr = xp + oh * p->stride_h * pl->wp;
-			size_t r;
+			const float *xr = band + (oh * p->stride_h - pr0) * pl->wp;
 
 			for (t = 0; t < p->k_h * p->k_w; t++)
 				taps[t] = xr + tap_off[t];
 			if (oh + 1 < oh_end)
-				ops->dw_taps2(taps, p->stride_h * pl->wp, wc, t, bias, yr,
+				ops->dw_taps2(taps, p->stride_h * pl->wp, wc, t, bias, act,
+					      npu_conv_res(p, job->y, yr),
+					      npu_conv_res(p, job->y, yr + p->out_w), yr,
 					      yr + p->out_w, p->out_w);
 			else
-				ops->dw_taps(taps, wc, t, bias, yr, p->out_w);
-			if (!npu_conv_has_epilogue(p, NULL))
-				continue;
-			for (r = 0; r < 2 && oh + r < oh_end; r++, yr += p->out_w)
-				ops->epi(&p->act, 0.0f, npu_conv_res(p, job->y, yr),
-					 yr, yr, p->out_w);
+				ops->dw_taps(taps, wc, t, bias, act,
+					     npu_conv_res(p, job->y, yr), yr, p->out_w);
 		}
 		return;
 	}
@@ -617,45 +684,29 @@ bool npu_conv2d_f32_prepacked(const struct npu_conv2d_params *p,
 	want = 4 * threads;	/* tasks wanted: a few per thread */
 
 	if (job.pl.depthwise) {
-		size_t planes = p->batch * p->in_c, row_tasks;
+		size_t planes = p->batch * p->in_c;
 		void *own = NULL;
 
+		npu_conv_dw_bands(p, &job.pl, threads, &job.rows_per_task,
+				  &job.row_tasks);
 		if (job.pl.dw_padded) {
-			size_t need = job.pl.pad_floats * sizeof(float) + 64;
+			size_t need;
 
+			job.band_floats = npu_conv_dw_band_floats(p, &job.pl,
+								  job.rows_per_task);
+			need = threads * job.band_floats * sizeof(float) + 64;
 			if (!scratch)
 				scratch = npu_threadpool_scratch(pool, need);
 			if (!scratch)
 				scratch = own = malloc(need);
-			if (!scratch) {
+			if (!scratch)
 				job.pl.dw_padded = false;	/* unpadded taps */
-			} else {
+			else
 				job.xpad = (float *)(((uintptr_t)scratch + 63) &
 						     ~(uintptr_t)63);
-				/* The slack: zeros, not stale (denormal) data. */
-				memset(job.xpad + planes * job.pl.hp * job.pl.wp, 0,
-				       NPU_VEC_SLACK * sizeof(float));
-				npu_threadpool_run(pool, npu_conv_pad_task, &job,
-						   npu_conv_pad_split(&job, planes,
-								      threads));
-			}
 		}
-		/*
-		 * Tasks are bands of rows, band-major: the pool hands thread
-		 * i the i-th run of tasks, so here the i-th band of every
-		 * plane, the rows the pixel-split ops around (GEMM columns,
-		 * conv rows) give it too. A plane split by channels instead
-		 * would read half its input from the other core's cache.
-		 */
-		row_tasks = threads;
-		if (planes < want)
-			row_tasks = npu_div_up(want, planes);
-		if (row_tasks > p->out_h)
-			row_tasks = p->out_h;
-		job.rows_per_task = npu_div_up(p->out_h, row_tasks);
-		job.row_tasks = npu_div_up(p->out_h, job.rows_per_task);
-		npu_threadpool_run(pool, npu_conv_depthwise_task, &job,
-				   planes * job.row_tasks);
+		npu_threadpool_run_tid(pool, npu_conv_depthwise_task, &job,
+				       planes * job.row_tasks);
 		free(own);
 		return true;
 	}

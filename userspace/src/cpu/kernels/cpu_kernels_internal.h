@@ -105,14 +105,19 @@ struct npu_vec_ops {
 	float (*sum)(const float *x, size_t n);
 	/* max of x[0 .. n), NaN skipped, -inf for n 0 */
 	float (*max)(const float *x, size_t n);
-	/* y[i] = bias + sum_t w[t] * src[t][i] (depthwise row from taps);
-	 * reads src[t][i] for i < n + NPU_VEC_SLACK (lanes past n dropped) */
+	/* y[i] = post(act(bias + sum_t w[t] * src[t][i] + res[i])): a
+	 * depthwise row from its taps, the epilogue in registers (a NULL:
+	 * no activation or post, res NULL: no residual); reads src[t][i]
+	 * for i < n + NPU_VEC_SLACK (lanes past n dropped) */
 	void (*dw_taps)(const float *const *src, const float *w, size_t taps,
-			float bias, float *y, size_t n);
+			float bias, const struct npu_cpu_act_params *a,
+			const float *res, float *y, size_t n);
 	/* dw_taps for two rows, y0 from src[t] and y1 from src[t] + step:
 	 * bitwise the same outputs, twice the FMA chains in flight */
 	void (*dw_taps2)(const float *const *src, size_t step, const float *w,
-			 size_t taps, float bias, float *y0, float *y1, size_t n);
+			 size_t taps, float bias,
+			 const struct npu_cpu_act_params *a, const float *res0,
+			 const float *res1, float *y0, float *y1, size_t n);
 	/* y[2 i + j] = bias + sum_c w[c * ws + j] * x[c * xs + i], j < 2
 	 * (a ConvTranspose output row, stride == kernel, k_w 2) */
 	void (*convt2)(const float *x, size_t xs, size_t cg, const float *w,
