@@ -6,7 +6,9 @@
  * odd sizes, non-integer scales, bilinear and nearest, the resized tensor
  * as either operand, Add and Mul, with tiles forced small (NPU_FUSE_ROWS)
  * so that the tiles' input windows overlap. The same for a channel Concat
- * whose copies run as one tile loop (gen_concat()).
+ * whose copies run as one tile loop (gen_concat()), and for a gated
+ * operand p * sigmoid(GlobalAveragePool(p)) (det's RSE gate) made inside
+ * the loop from p (compile.c sink_gates(), the gate ELTWISE in the loop).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -29,11 +31,17 @@ struct variant {
 	bool linear;		/* bilinear half_pixel, else nearest asymmetric floor */
 	bool resized_first;	/* Add(up(q), p) instead of Add(p, up(q)) */
 	const char *op;		/* "Add" or "Mul"; NULL: the Concat model */
+	bool gate;		/* op(p * sigmoid(gap(p)), up(q)) */
 };
+
+static struct npu_value *conv(struct npu_graph *g, struct npu_value *x, const char *name,
+			      int64_t out_c, int64_t k);
 
 /*
  * x[1,c,h,w] -> p = Conv1x1 -> q = Conv3x3 stride 2 (pad 1) -> r =
  * Resize(q) to h x w (sizes) -> y = op(p, r) (or op(r, p)) -> Relu.
+ * With 'gate': p * sigmoid(gap(p)) in place of p, and three 1x1 convs
+ * after q, so that the gate is lowered a few lops before the RESIZE.
  */
 static struct npu_graph *build(const struct variant *v)
 {
@@ -67,6 +75,8 @@ static struct npu_graph *build(const struct variant *v)
 	gb_set_ints(n, "strides", s2, 2);
 	gb_set_ints(n, "pads", pads, 4);
 	memcpy(sz->data, xd, sizeof(xd));
+	if (v->gate)
+		q = conv(g, conv(g, conv(g, q, "c3", v->c, 1), "c4", v->c, 1), "c5", v->c, 1);
 	in[0] = q;
 	in[1] = NULL;
 	in[2] = NULL;
@@ -79,6 +89,23 @@ static struct npu_graph *build(const struct variant *v)
 		gb_set_str(n, "mode", "nearest");
 		gb_set_str(n, "coordinate_transformation_mode", "asymmetric");
 		gb_set_str(n, "nearest_mode", "floor");
+	}
+	if (v->gate) {	/* the gate comes first in graph order: sink_gates() moves it */
+		int64_t gd[4] = { 1, v->c, 1, 1 };
+		struct npu_value *gp = gb_value(g, "gp", 4, gd), *gs = gb_value(g, "gs", 4, gd);
+		struct npu_value *gy = gb_value(g, "gy", 4, xd);
+		struct npu_node *t[3];
+
+		t[0] = gb_node(g, "GlobalAveragePool", "gap", &p, 1, gp);
+		t[1] = gb_node(g, "Sigmoid", "gsig", &gp, 1, gs);
+		in[0] = p;
+		in[1] = gs;
+		t[2] = gb_node(g, "Mul", "gate", in, 2, gy);
+		/* graph order conv1, gap, gsig, gate, conv2, c3, c4, c5, up (the
+		 * sort keeps a valid order): the gate five lops before its reader */
+		memmove(&g->nodes[4], &g->nodes[1], (g->num_nodes - 4) * sizeof(*g->nodes));
+		memcpy(&g->nodes[1], t, sizeof(t));
+		p = gy;
 	}
 	in[0] = v->resized_first ? r : p;
 	in[1] = v->resized_first ? p : r;
@@ -137,12 +164,31 @@ static struct npu_value *resize(struct npu_graph *g, struct npu_value *x, const 
 	return y;
 }
 
+/* y * sigmoid(gap(y)) (det's RSE gate), the Mul node named 'name'. */
+static struct npu_value *gate(struct npu_graph *g, struct npu_value *y, const char *name)
+{
+	int64_t gd[4] = { 1, y->shape.dims[1], 1, 1 };
+	struct npu_value *in[2], *o = gb_value(g, name, 4, y->shape.dims);
+	char vn[40];
+
+	snprintf(vn, sizeof(vn), "%s_gap", name);
+	in[0] = gb_value(g, vn, 4, gd);
+	gb_node(g, "GlobalAveragePool", vn, &y, 1, in[0]);
+	snprintf(vn, sizeof(vn), "%s_sig", name);
+	in[1] = gb_value(g, vn, 4, gd);
+	gb_node(g, "Sigmoid", vn, &in[0], 1, in[1]);
+	in[0] = y;
+	gb_node(g, "Mul", name, in, 2, o);
+	return o;
+}
+
 /*
  * The FPN's Concat: x[1,c,h,w] -> three convs of 5, 7 and 3 channels ->
  * Concat on channels (-> 15) -> Conv3x3 to 4 channels. With 'linear' /
  * 'resized_first' the 5- and 3-channel inputs are upsampled from a
  * downsampled x (as det's neck does), so their RESIZEs run inside the
- * Concat's loop.
+ * Concat's loop. With 'gate' the 7-channel input (and the upsampled
+ * 5-channel one's source) is gated, the gates inside the loop too.
  */
 static struct npu_graph *build_concat(const struct variant *v)
 {
@@ -158,13 +204,17 @@ static struct npu_graph *build_concat(const struct variant *v)
 	if (v->resized_first) {
 		struct npu_value *d = resize(g, x, "down", (v->h + 2) / 3, (v->w + 1) / 2, false);
 
-		in[0] = resize(g, conv(g, d, "p5", 5, 1), "up5", v->h, v->w, v->linear);
+		struct npu_value *p5 = conv(g, d, "p5", 5, 1);
+
+		in[0] = resize(g, v->gate ? gate(g, p5, "g5") : p5, "up5", v->h, v->w, v->linear);
 		in[2] = resize(g, conv(g, d, "p3", 3, 3), "up3", v->h, v->w, false);
 	} else {
 		in[0] = conv(g, x, "p5", 5, 1);
 		in[2] = conv(g, x, "p3", 3, 1);
 	}
 	in[1] = conv(g, x, "p7", 7, 3);
+	if (v->gate)
+		in[1] = gate(g, in[1], "g7");
 	n = gb_node(g, "Concat", "cat", in, 3, cat);
 	gb_set_int(n, "axis", 1);
 	y = conv(g, cat, "head", 4, 3);
@@ -179,7 +229,7 @@ static struct npu_graph *build_concat(const struct variant *v)
 static size_t compile_and_run(struct npu_device *dev, const struct variant *v,
 			      struct npu_tensor *x, const char *fuse, const char *rows,
 			      float *out, size_t cap, uint64_t *fused_groups,
-			      size_t *fused_lops)
+			      size_t *fused_lops, bool *gate_loop)
 {
 	struct npu_exec_options so = { .threads = 1 };
 	struct npu_compiled *c;
@@ -196,14 +246,49 @@ static size_t compile_and_run(struct npu_device *dev, const struct variant *v,
 		unsetenv("NPU_FUSE_ROWS");
 	gb_seed = 17;	/* the same weights every time */
 	g = v->op ? build(v) : build_concat(v);
+	if (v->op && v->gate) {	/* in sorted graph order compile.c must sink the gate */
+		size_t gi = 0, ci = 0;
+
+		assert_int_equal(npu_graph_sort(g, &err), NPU_OK);
+		for (n = 0; n < g->num_nodes; n++) {
+			if (!strcmp(g->nodes[n]->name, "gate"))
+				gi = n;
+			if (!strcmp(g->nodes[n]->name, "c5_b"))	/* conv()'s node name */
+				ci = n;
+		}
+		assert_true(gi + 1 < ci);
+	}
 	c = gb_compile(g, dev, &x);
 	/* everything on the NPU, or the test would compare CPU with CPU */
 	assert_int_equal(c->num_segments, 1);
 	*fused_groups = c->segments[0]->code.fused_groups;
 	/* lops run inside another's loop (the Concat's copies and RESIZEs) */
 	*fused_lops = 0;
-	for (n = 0; n < c->segments[0]->prog.num_lops; n++)
+	*gate_loop = false;
+	for (n = 0; n < c->segments[0]->prog.num_lops; n++) {
+		const struct npu_segment_program *pr = &c->segments[0]->prog;
+
 		*fused_lops += c->segments[0]->code.lop_fused[n];
+		/* the gate heads a loop with the RESIZE and the ELTWISE inside */
+		if (!strcmp(pr->lops[n].name, "gate") && n + 2 < pr->num_lops &&
+		    pr->lops[n + 1].kind == NPU_LOP_RESIZE && !c->segments[0]->code.lop_fused[n] &&
+		    c->segments[0]->code.lop_fused[n + 1] && c->segments[0]->code.lop_fused[n + 2])
+			*gate_loop = true;
+	}
+	if (!v->op && v->gate) {	/* every lop from the gate g7 to the last COPY in one loop */
+		const struct npu_segment_program *pr = &c->segments[0]->prog;
+		size_t gi = pr->num_lops, last = 0, k;
+
+		for (n = 0; n < pr->num_lops; n++) {
+			if (!strcmp(pr->lops[n].name, "g7"))
+				gi = n;
+			if (pr->lops[n].kind == NPU_LOP_COPY)
+				last = n;
+		}
+		*gate_loop = gi < last;
+		for (k = gi + 1; k <= last && *gate_loop; k++)
+			*gate_loop = c->segments[0]->code.lop_fused[k];
+	}
 	if (npu_exec_create(g, &so, &s, &err) != NPU_OK)
 		fail_msg("session: %s", err.msg);
 	if (npu_exec_run(s, (const struct npu_tensor *const *)&x, &err) != NPU_OK)
@@ -230,6 +315,7 @@ static void check(const struct variant *v, const char *rows)
 	float *a = calloc(cap, sizeof(float)), *b = calloc(cap, sizeof(float));
 	uint64_t g0, g1;
 	size_t f0, f1;
+	bool gl0, gl1;
 	char msg[256];
 	int64_t k;
 
@@ -244,11 +330,11 @@ static void check(const struct variant *v, const char *rows)
 	dopts.flags = NPU_DEVICE_NO_ENV;
 	assert_int_equal(npu_device_open(&dopts, &dev, msg, sizeof(msg)), NPU_OK);
 
-	n0 = compile_and_run(dev, v, x, "0", NULL, a, cap, &g0, &f0);
+	n0 = compile_and_run(dev, v, x, "0", NULL, a, cap, &g0, &f0, &gl0);
 	/* force: a small plain Concat alone is cheaper as copies */
-	n1 = compile_and_run(dev, v, x, "force", rows, b, cap, &g1, &f1);
-	print_message("# %s %lldx%lldx%lld %s%s, tile rows <= %s: %llu fused groups, %zu lops inside\n",
-		      v->op ? v->op : "Concat",
+	n1 = compile_and_run(dev, v, x, "force", rows, b, cap, &g1, &f1, &gl1);
+	print_message("# %s%s %lldx%lldx%lld %s%s, tile rows <= %s: %llu fused groups, %zu lops inside\n",
+		      v->op ? v->op : "Concat", v->gate ? " of a gated operand" : "",
 		      (long long)v->c, (long long)v->h, (long long)v->w,
 		      v->linear ? "bilinear" : "nearest", v->resized_first ? " (resized a)" : "",
 		      rows ? rows : "any", (unsigned long long)g1, f1);
@@ -257,6 +343,12 @@ static void check(const struct variant *v, const char *rows)
 	/* the Concat's other two copies, and both RESIZEs when nearest */
 	if (!v->op)
 		assert_true(f1 >= (v->resized_first && !v->linear ? 4u : 2u));
+	/* the RESIZE and the ELTWISE (the copies) inside the gate's loop; not
+	 * the Concat's with a bilinear RESIZE whose copy requantizes (a LUT
+	 * commutes only with nearest): that RESIZE and what precedes it stay
+	 * outside, the bytes are checked all the same */
+	if (v->gate && (v->op || !v->linear))
+		assert_true(gl1 && !gl0);
 	assert_int_equal(n0, n1);
 	for (i = 0; i < n0; i++)
 		diff += memcmp(&a[i], &b[i], sizeof(float)) != 0;
@@ -275,9 +367,9 @@ static void check(const struct variant *v, const char *rows)
 static void test_resize_eltwise_small_tiles(void **state)
 {
 	static const struct variant v[] = {
-		{ 6, 13, 11, true, false, "Add" },
-		{ 5, 17, 9, false, true, "Add" },
-		{ 7, 11, 15, true, true, "Mul" },
+		{ 6, 13, 11, true, false, "Add", false },
+		{ 5, 17, 9, false, true, "Add", false },
+		{ 7, 11, 15, true, true, "Mul", false },
 	};
 	size_t i;
 
@@ -288,12 +380,30 @@ static void test_resize_eltwise_small_tiles(void **state)
 	}
 }
 
+/* The gate y = p * sigmoid(gap(p)) made inside the RESIZE -> ELTWISE loop. */
+static void test_gate_resize_eltwise(void **state)
+{
+	static const struct variant v[] = {
+		{ 6, 13, 11, true, false, "Add", true },
+		{ 5, 17, 9, false, true, "Add", true },
+		{ 7, 11, 15, false, false, "Mul", true },
+	};
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+		check(&v[i], "1");
+		check(&v[i], "4");
+		check(&v[i], NULL);
+	}
+}
+
 static void test_resize_eltwise_free_tiles(void **state)
 {
 	static const struct variant v[] = {
-		{ 6, 13, 11, true, false, "Add" },
-		{ 9, 40, 33, false, false, "Add" },
-		{ 3, 21, 29, true, true, "Mul" },
+		{ 6, 13, 11, true, false, "Add", false },
+		{ 9, 40, 33, false, false, "Add", false },
+		{ 3, 21, 29, true, true, "Mul", false },
 	};
 	size_t i;
 
@@ -306,10 +416,13 @@ static void test_resize_eltwise_free_tiles(void **state)
 static void test_concat_group(void **state)
 {
 	static const struct variant v[] = {
-		{ 4, 13, 11, false, false, NULL },
-		{ 3, 7, 33, false, false, NULL },
-		{ 4, 17, 12, false, true, NULL },
-		{ 2, 11, 19, true, true, NULL },
+		{ 4, 13, 11, false, false, NULL, false },
+		{ 3, 7, 33, false, false, NULL, false },
+		{ 4, 17, 12, false, true, NULL, false },
+		{ 2, 11, 19, true, true, NULL, false },
+		{ 4, 13, 11, false, false, NULL, true },
+		{ 4, 17, 12, false, true, NULL, true },
+		{ 2, 11, 19, true, true, NULL, true },
 	};
 	size_t i;
 
@@ -327,6 +440,7 @@ int main(void)
 		cmocka_unit_test(test_concat_group),
 		cmocka_unit_test(test_resize_eltwise_small_tiles),
 		cmocka_unit_test(test_resize_eltwise_free_tiles),
+		cmocka_unit_test(test_gate_resize_eltwise),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -216,6 +216,7 @@ struct plan {
 	uint32_t rows;		/* output rows (or matrix rows / elements) per tile */
 	uint32_t sram_consts, sram_in[2], sram_in2[2], sram_out[2];
 	uint64_t consts_bytes;
+	bool pmm;		/* pixel-major MATMULs (struct pmm) */
 };
 
 /* Input rows a conv / pool tile of 'rows' output rows needs at most. */
@@ -335,6 +336,131 @@ uint64_t npu_phase_row_cycles(uint32_t in_w, uint32_t in_c, uint32_t out_c, uint
 	return *joined ? join : apart;
 }
 
+/*
+ * A phase-split ConvTranspose with one output channel as MATMULs with the
+ * pixels on the n axis (pixel-major): phase (dy, dx) is out[1][n] =
+ * w[1][k] x in[n][k], one MATMUL of ceil(k / 32) * ceil(n / 32) cycles
+ * for n input pixels, where a CONV2D computing one output channel per
+ * pixel leaves 31 of 32 MAC columns idle (the joined phases, a
+ * block-diagonal kernel over wide pixels, still waste 3 of 4 MACs). The
+ * weight row of a phase is the lop's row (dy, f = 0, dx) (lowering's fold
+ * repeats it per f), its own multiplier and shift per tensor (MATMUL
+ * requantizes per column, here per pixel), its bias repeated per pixel.
+ * A nearest RESIZE of step 1 (a strided copy) then puts each phase's
+ * pixels at their place in the output rows, and the rows go out dense.
+ * SRAM: [per phase: weights, bias[n], quant][LUT][in0][in1][mid][out0][out1].
+ *
+ * The same for a 1x1 convolution with few output channels (det's 48 -> 12
+ * RSE convs use 12 of 32 MAC columns): "phase" p is output channel p, one
+ * MATMUL per channel, and the RESIZE interleaves the channel planes into
+ * NHWC pixels (output pixel stride = out_c): out_c * (ceil(in_c / 32) / 32
+ * + 1 / 64) cycles per pixel instead of ceil(in_c / 32) * ceil(out_c / 32).
+ *
+ * Chosen when the cost model predicts it faster than the CONV2Ds
+ * (plan_phases(), plan_conv()). NPU_PIXEL_MM=0 keeps the CONV2Ds,
+ * NPU_PIXEL_MM=force takes the MATMULs whenever they fit, NPU_FUSE_ROWS=N
+ * caps the tile at N input rows (tests).
+ */
+#define PMM_MAX_PHASES 64
+
+struct pmm {
+	bool conv1x1;			/* 1x1 conv: phase p = output channel p */
+	uint32_t phases, rows, n;	/* n: pixels (rows * in.w) per tile at most */
+	uint32_t w_off[PMM_MAX_PHASES], bias_off[PMM_MAX_PHASES], quant_off[PMM_MAX_PHASES];
+	uint32_t lut_off, sram_in[2], sram_mid, sram_out[2];
+	uint64_t consts;
+};
+
+static bool pmm_env_is(const char *value)
+{
+	const char *env = getenv("NPU_PIXEL_MM");
+
+	return env && !strcmp(env, value);
+}
+
+static bool pmm_ok(const struct npu_segment_program *prog, const struct npu_lop *l)
+{
+	const struct npu_act *in = &prog->acts[l->in], *out = &prog->acts[l->out];
+
+	if (pmm_env_is("0") || l->kind != NPU_LOP_CONV || npu_lop_reads_in2(l) || in->i16 ||
+	    out->i16 || l->conv.q.bias64 || l->conv.q.lut16 || in->im2col.k_h ||
+	    in->n != out->n || in->w > UINT16_MAX || in->h > UINT16_MAX)
+		return false;
+	if (!l->conv.phase_h)	/* a plain 1x1 conv, stride 1, no padding */
+		return l->conv.k_h == 1 && l->conv.k_w == 1 && l->conv.stride_h == 1 &&
+		       l->conv.stride_w == 1 && !l->conv.pad_top && !l->conv.pad_left &&
+		       !l->conv.pad_bottom && !l->conv.pad_right && l->conv.groups == 1 &&
+		       !l->conv.fold_w && !l->conv.ins_h && !l->conv.ins_w &&
+		       out->c <= PMM_MAX_PHASES && out->h == in->h && out->w == in->w;
+	return l->conv.phase_w && out->c == 1 &&
+	       (uint32_t)l->conv.phase_h * l->conv.phase_w <= PMM_MAX_PHASES &&
+	       out->h == in->h * l->conv.phase_h && out->w == in->w * l->conv.phase_w &&
+	       (!l->conv.fold_w || in->w % l->conv.fold_w == 0);
+}
+
+/* Lay out SRAM for tiles of 'rows' input rows; false: it does not fit. */
+static bool pmm_layout(const struct npu_segment_program *prog, const struct npu_lop *l,
+		       uint32_t rows, uint32_t sram, struct pmm *m)
+{
+	const struct npu_act *in = &prog->acts[l->in];
+	uint64_t off = 0, n = (uint64_t)rows * in->w, in_b, mid_b;
+	uint32_t p;
+
+	m->conv1x1 = !l->conv.phase_h;
+	m->phases = m->conv1x1 ? prog->acts[l->out].c : (uint32_t)l->conv.phase_h * l->conv.phase_w;
+	for (p = 0; p < m->phases; p++) {
+		m->w_off[p] = (uint32_t)off;
+		off += align_up(in->c, SRAM_ALIGN);
+		m->bias_off[p] = (uint32_t)off;
+		if (l->conv.q.bias)
+			off += align_up(4 * n, SRAM_ALIGN);
+		m->quant_off[p] = (uint32_t)off;
+		off += SRAM_ALIGN;	/* mult + shift: 5 bytes */
+	}
+	m->lut_off = (uint32_t)off;
+	if (l->conv.q.lut)
+		off += 256;
+	m->consts = align_up(off, SRAM_ALIGN);
+	in_b = align_up(n * in->c, SRAM_ALIGN);
+	mid_b = align_up(m->phases * n, SRAM_ALIGN);	/* = one output tile */
+	if (m->consts + 2 * in_b + 3 * mid_b > sram)
+		return false;
+	m->rows = rows;
+	m->n = (uint32_t)n;
+	m->sram_in[0] = (uint32_t)m->consts;
+	m->sram_in[1] = (uint32_t)(m->consts + in_b);
+	m->sram_mid = (uint32_t)(m->consts + 2 * in_b);
+	m->sram_out[0] = (uint32_t)(m->consts + 2 * in_b + mid_b);
+	m->sram_out[1] = (uint32_t)(m->consts + 2 * in_b + 2 * mid_b);
+	return true;
+}
+
+static uint64_t pmm_cost(const struct npu_segment_program *prog, const struct npu_lop *l,
+			 const struct pmm *m);
+static uint32_t fuse_rows_cap(void);
+
+/* The tile rows pmm_cost() likes best among those that fit; false: none. */
+static bool pmm_plan(const struct npu_segment_program *prog, const struct npu_lop *l,
+		     uint32_t sram, struct pmm *m)
+{
+	const struct npu_act *in = &prog->acts[l->in];
+	uint32_t r, best = 0;
+	uint64_t c, best_cost = UINT64_MAX;
+
+	uint32_t cap = fuse_rows_cap();	/* tests: small tiles */
+
+	for (r = in->h; r >= 1; r--) {
+		if ((cap && r > cap) || !pmm_layout(prog, l, r, sram, m))
+			continue;
+		c = pmm_cost(prog, l, m);
+		if (c < best_cost) {
+			best_cost = c;
+			best = r;
+		}
+	}
+	return best && pmm_layout(prog, l, best, sram, m);
+}
+
 /* Phase-split ConvTranspose: p->rows counts *input* rows per tile. */
 struct phase_ctx {
 	const struct npu_act *in, *out;
@@ -383,9 +509,44 @@ static uint32_t joined_rows(const struct npu_lop *l, const struct npu_act *in,
 	return best;
 }
 
+static bool plan_phases_conv(const struct npu_segment_program *prog,
+			     const struct npu_lop *l, uint32_t sram, struct plan *p,
+			     char *why, size_t why_size);
+static uint64_t plan_cost(const struct npu_segment_program *prog,
+			  const struct npu_lop *l, const struct plan *p);
+
 static bool plan_phases(const struct npu_segment_program *prog,
 			const struct npu_lop *l, uint32_t sram, struct plan *p,
 			char *why, size_t why_size)
+{
+	struct pmm pm;
+
+	if (pmm_ok(prog, l) && pmm_plan(prog, l, sram, &pm)) {
+		struct plan conv = *p;
+
+		/* the phase CONV2Ds when they fit and the model prefers them */
+		if (pmm_env_is("force") || !plan_phases_conv(prog, l, sram, &conv, why, why_size) ||
+		    pmm_cost(prog, l, &pm) < plan_cost(prog, l, &conv)) {
+			p->pmm = true;
+			p->chunk = 1;
+			p->rows = pm.rows;
+			p->consts_bytes = pm.consts;
+			p->sram_in[0] = pm.sram_in[0];
+			p->sram_in[1] = pm.sram_in[1];
+			p->sram_in2[0] = pm.sram_mid;
+			p->sram_out[0] = pm.sram_out[0];
+			p->sram_out[1] = pm.sram_out[1];
+			return true;
+		}
+		*p = conv;
+		return true;
+	}
+	return plan_phases_conv(prog, l, sram, p, why, why_size);
+}
+
+static bool plan_phases_conv(const struct npu_segment_program *prog,
+			     const struct npu_lop *l, uint32_t sram, struct plan *p,
+			     char *why, size_t why_size)
 {
 	const struct npu_act *in = &prog->acts[l->in], *out = &prog->acts[l->out];
 	struct phase_ctx ctx = { .in = in, .out = out, .ph = l->conv.phase_h };
@@ -422,12 +583,48 @@ static bool plan_phases(const struct npu_segment_program *prog,
 	return false;
 }
 
+static bool plan_conv_plain(const struct npu_segment_program *prog,
+			    const struct npu_lop *l, uint32_t sram, struct plan *p,
+			    char *why, size_t why_size);
+static void tile_search(const struct npu_segment_program *prog,
+			const struct npu_lop *l, struct plan *p);
+
+/* A phase-split ConvTranspose, or a conv that pixel-major MATMULs (struct
+ * pmm) may run faster than its CONV2Ds (each with its best tiles). */
 static bool plan_conv(const struct npu_segment_program *prog,
 		      const struct npu_lop *l, uint32_t sram, struct plan *p,
 		      char *why, size_t why_size)
 {
+	struct pmm pm;
+
 	if (l->conv.phase_h)
 		return plan_phases(prog, l, sram, p, why, why_size);
+	if (pmm_ok(prog, l) && pmm_plan(prog, l, sram, &pm)) {
+		struct plan conv = *p;
+
+		if (pmm_env_is("force") || !plan_conv_plain(prog, l, sram, &conv, why, why_size) ||
+		    (tile_search(prog, l, &conv), pmm_cost(prog, l, &pm) < plan_cost(prog, l, &conv))) {
+			p->pmm = true;
+			p->chunk = prog->acts[l->out].c;	/* one slice (fusion_plan()) */
+			p->rows = pm.rows;
+			p->consts_bytes = pm.consts;
+			p->sram_in[0] = pm.sram_in[0];
+			p->sram_in[1] = pm.sram_in[1];
+			p->sram_in2[0] = pm.sram_mid;
+			p->sram_out[0] = pm.sram_out[0];
+			p->sram_out[1] = pm.sram_out[1];
+			return true;
+		}
+		*p = conv;
+		return true;
+	}
+	return plan_conv_plain(prog, l, sram, p, why, why_size);
+}
+
+static bool plan_conv_plain(const struct npu_segment_program *prog,
+			    const struct npu_lop *l, uint32_t sram, struct plan *p,
+			    char *why, size_t why_size)
+{
 	const struct npu_act *in = &prog->acts[l->in], *out = &prog->acts[l->out];
 	uint32_t groups = l->conv.groups, opg = out->c / groups;
 	uint64_t wpo = conv_wpo(l, in, out);
@@ -1220,6 +1417,7 @@ static uint64_t conv_taps(uint32_t k, uint32_t dil, uint32_t ins)
 
 static npu_status gen_phases(struct emitter *e, const struct npu_lop *l,
 			     const struct plan *p);
+static npu_status gen_pmm(struct emitter *e, const struct npu_lop *l, const struct pmm *m);
 
 static npu_status gen_conv_or_pool(struct emitter *e, const struct npu_lop *l,
 				   const struct plan *p)
@@ -1236,6 +1434,14 @@ static npu_status gen_conv_or_pool(struct emitter *e, const struct npu_lop *l,
 	npu_status st = NPU_OK;
 	size_t i;
 
+	if (!c.pool && p->pmm) {
+		struct pmm pm;
+
+		if (!pmm_layout(e->prog, l, p->rows, e->t->sram_size, &pm))
+			return npu_error_set(e->err, NPU_ERR_INTERNAL, "codegen: %s: plan lost",
+					     l->name);
+		return gen_pmm(e, l, &pm);
+	}
 	if (!c.pool && l->conv.phase_h)
 		return gen_phases(e, l, p);
 	c.row_tiles = (c.out->h + p->rows - 1) / p->rows;
@@ -1440,8 +1646,160 @@ static npu_status phase_store(struct emitter *e, void *ctx, size_t tile, int buf
 	return NPU_OK;
 }
 
+/* ---- Pixel-major MATMULs: 1x1 convs, ConvTranspose phases (pmm) ------- */
+
+struct pmm_tiles {
+	const struct npu_lop *l;
+	const struct npu_act *in, *out;
+	struct pmm m;
+	uint32_t row_tiles;	/* per image */
+	size_t blob_off;
+};
+
+static void pmm_tile(const struct pmm_tiles *c, size_t tile, uint32_t *img, uint32_t *r0,
+		     uint32_t *r1)
+{
+	*img = (uint32_t)(tile / c->row_tiles);
+	*r0 = (uint32_t)(tile % c->row_tiles) * c->m.rows;
+	*r1 = *r0 + c->m.rows < c->in->h ? *r0 + c->m.rows : c->in->h;
+}
+
+static npu_status pmm_consts(struct emitter *e, void *ctx, size_t tile, bool *changed)
+{
+	struct pmm_tiles *c = ctx;
+
+	*changed = tile == 0;
+	return *changed ? emit_consts(e, c->blob_off, c->m.consts, 0) : NPU_OK;
+}
+
+static npu_status pmm_load(struct emitter *e, void *ctx, size_t tile, int buf)
+{
+	struct pmm_tiles *c = ctx;
+	uint64_t row = (uint64_t)c->in->w * c->in->c;
+	uint32_t img, r0, r1;
+
+	pmm_tile(c, tile, &img, &r0, &r1);
+	EMIT(e, npu_cmdbuf_dma_copy_1d(e->cb, 0, NPU_SPACE_SRAM, c->m.sram_in[buf], NPU_SPACE_VA,
+				       arena(e, c->in->offset + ((uint64_t)img * c->in->h + r0) * row),
+				       (uint32_t)((r1 - r0) * row)));
+	return NPU_OK;
+}
+
+/* Phase p = (dy, dx) into mid block p, the LUT over all, then each block
+ * to output pixels (s_h * i + dy, s_w * j + dx) of the tile. */
+static npu_status pmm_compute(struct emitter *e, void *ctx, size_t tile, int buf)
+{
+	struct pmm_tiles *c = ctx;
+	const struct npu_lop_quant *q = &c->l->conv.q;
+	uint32_t ph = c->l->conv.phase_h, pw = c->l->conv.phase_w ? c->l->conv.phase_w : 1;
+	uint32_t img, r0, r1, p, n;
+	uint32_t ow = c->out->w;
+
+	pmm_tile(c, tile, &img, &r0, &r1);
+	n = (r1 - r0) * c->in->w;
+	for (p = 0; p < c->m.phases; p++) {
+		struct npu_insn_matmul mm = {
+			.hdr.flags = p ? 0 : NPU_INSN_SYNC,
+			.a = c->m.w_off[p],
+			.b = c->m.sram_in[buf],
+			.bias = q->bias ? c->m.bias_off[p] : 0,
+			.quant = c->m.quant_off[p],
+			.output = c->m.sram_mid + p * n,
+			.flags = NPU_QUANT_PER_TENSOR | (q->bias ? 0 : NPU_CONV_NO_BIAS),
+			.m = 1, .k = c->in->c, .n = n,
+			.a_stride = c->in->c, .out_stride = n,
+			.zp_a = 0, .zp_b = (int16_t)c->in->q.zero_point,
+			.zp_out = (int16_t)(q->lut ? q->pre_act_zp : c->out->q.zero_point),
+			.act_min = q->act_min, .act_max = q->act_max,
+		};
+
+		EMIT(e, npu_cmdbuf_matmul(e->cb, &mm));
+	}
+	if (q->lut)
+		EMIT(e, npu_cmdbuf_lut(e->cb, 0, c->m.sram_mid, c->m.sram_mid, c->m.lut_off,
+				       c->m.phases * n));
+	for (p = 0; p < c->m.phases; p++) {
+		struct npu_insn_resize rz = {
+			.input = c->m.sram_mid + p * n,
+			.output = c->m.sram_out[buf] + (p / pw) * ow + p % pw,
+			.mode = NPU_RESIZE_NEAREST, .c = 1,
+			.in_h = (uint16_t)(r1 - r0), .in_w = (uint16_t)c->in->w,
+			.out_h = (uint16_t)(r1 - r0), .out_w = (uint16_t)c->in->w,
+			.in_row_stride = c->in->w, .in_pixel_stride = 1,
+			.out_row_stride = ph * ow, .out_pixel_stride = pw,
+			.step_h = 1, .step_w = 1, .den_h = 1, .den_w = 1,
+		};
+
+		if (c->m.conv1x1) {	/* channel p of every NHWC pixel */
+			rz.output = c->m.sram_out[buf] + p;
+			rz.out_row_stride = c->in->w * c->m.phases;
+			rz.out_pixel_stride = c->m.phases;
+		}
+		EMIT(e, npu_cmdbuf_resize(e->cb, &rz));
+	}
+	return NPU_OK;
+}
+
+static npu_status pmm_store(struct emitter *e, void *ctx, size_t tile, int buf, uint8_t flags)
+{
+	struct pmm_tiles *c = ctx;
+	uint64_t orow = (uint64_t)c->out->w * c->out->c;
+	uint32_t img, r0, r1, s = c->m.conv1x1 ? 1 : c->l->conv.phase_h;	/* out rows per in row */
+
+	pmm_tile(c, tile, &img, &r0, &r1);
+	EMIT(e, npu_cmdbuf_dma_copy_1d(e->cb, flags, NPU_SPACE_VA,
+				       arena(e, c->out->offset + ((uint64_t)img * c->out->h +
+								 (uint64_t)r0 * s) * orow),
+				       NPU_SPACE_SRAM, c->m.sram_out[buf],
+				       (uint32_t)((r1 - r0) * s * orow)));
+	return NPU_OK;
+}
+
+static npu_status gen_pmm(struct emitter *e, const struct npu_lop *l, const struct pmm *m)
+{
+	struct pmm_tiles c = {
+		.l = l, .m = *m,
+		.in = &e->prog->acts[l->in], .out = &e->prog->acts[l->out],
+	};
+	struct tile_ops ops = {
+		.consts = pmm_consts, .load = pmm_load,
+		.compute = pmm_compute, .store = pmm_store,
+	};
+	const struct npu_lop_quant *q = &l->conv.q;
+	uint32_t f = l->conv.fold_w ? l->conv.fold_w : 1, pw = l->conv.phase_w ? l->conv.phase_w : 1;
+	uint32_t p, j;
+	uint8_t *k = calloc(1, m->consts);
+	int rc;
+
+	if (!k)
+		return npu_error_set(e->err, NPU_ERR_NO_MEMORY, "codegen: %s: out of memory", l->name);
+	for (p = 0; p < m->phases; p++) {
+		/* lowering's row (dy, f = 0, dx, oc = 0); its f = 0 block of weights
+		 * (a 1x1 conv: row p) */
+		size_t row = m->conv1x1 ? p : ((size_t)(p / pw) * f * pw) + p % pw;
+
+		memcpy(k + m->w_off[p], l->conv.weight + row * f * c.in->c, c.in->c);
+		if (q->bias)
+			for (j = 0; j < m->n; j++)
+				memcpy(k + m->bias_off[p] + 4 * (size_t)j, &q->bias[row], 4);
+		memcpy(k + m->quant_off[p], &q->mult[row], 4);
+		k[m->quant_off[p] + 4] = q->shift[row];
+	}
+	if (q->lut)
+		memcpy(k + m->lut_off, q->lut, 256);
+	rc = blob_put(&e->blob, k, m->consts, &c.blob_off);
+	free(k);
+	if (rc)
+		return npu_error_set(e->err, NPU_ERR_NO_MEMORY, "codegen: %s: out of memory", l->name);
+	c.row_tiles = (c.in->h + m->rows - 1) / m->rows;
+	e->res->macs += (uint64_t)c.out->n * c.out->h * c.out->w * c.out->c * c.in->c;
+	ops.count = (size_t)c.in->n * c.row_tiles;
+	return run_tiles(e, &ops, &c);
+}
+
 static npu_status gen_phases(struct emitter *e, const struct npu_lop *l, const struct plan *p)
 {
+
 	struct phase_tiles c = {
 		.l = l, .p = *p,
 		.in = &e->prog->acts[l->in], .out = &e->prog->acts[l->out],
@@ -2551,9 +2909,52 @@ static uint64_t cost_roofline(const struct npu_segment_program *prog,
 							  NPU_CYCLES_INSN_OVERHEAD);
 }
 
+/* pmm_compute()'s tile loop (pixel-major MATMULs) replayed. */
+static uint64_t pmm_cost(const struct npu_segment_program *prog, const struct npu_lop *l,
+			 const struct pmm *m)
+{
+	const struct npu_act *in = &prog->acts[l->in];
+	struct cost_engines t = { 0, 0, 0 };
+	uint64_t tiles = div_up64(in->h, m->rows) * in->n, prev_store = 0, i;
+	uint64_t row = (uint64_t)in->w * in->c, kb = div_up64(in->c, NPU_MAC_ROWS);
+	uint32_t p;
+
+	cost_insn(&t, false, true, 0);
+	cost_insn(&t, true, false, cost_dma(1, m->consts));
+	for (i = 0; i <= tiles; i++) {
+		uint64_t r0 = (i % div_up64(in->h, m->rows)) * m->rows, r = 0, n;
+
+		if (i < tiles)
+			r = (r0 + m->rows < in->h ? m->rows : in->h - r0);
+		if (i == 0) {
+			cost_insn(&t, true, false, cost_dma(1, r * row));
+			continue;
+		}
+		r0 = ((i - 1) % div_up64(in->h, m->rows)) * m->rows;
+		n = (r0 + m->rows < in->h ? m->rows : in->h - r0) * in->w;
+		for (p = 0; p < m->phases; p++)
+			cost_insn(&t, false, p == 0, kb * div_up64(n, NPU_MAC_COLS));
+		if (l->conv.q.lut)
+			cost_insn(&t, false, false, div_up64(m->phases * n, NPU_VECTOR_LANES));
+		for (p = 0; p < m->phases; p++)
+			cost_insn(&t, false, false, div_up64(n, NPU_VECTOR_LANES));
+		if (prev_store)
+			cost_insn(&t, true, false, prev_store);
+		if (i < tiles)
+			cost_insn(&t, true, false, cost_dma(1, r * row));
+		prev_store = cost_dma(1, m->phases * n);
+	}
+	cost_insn(&t, true, true, prev_store);
+	return cost_end(&t);
+}
+
 static uint64_t plan_cost(const struct npu_segment_program *prog,
 			  const struct npu_lop *l, const struct plan *p)
 {
+	struct pmm pm;
+
+	if (p->pmm && pmm_layout(prog, l, p->rows, UINT32_MAX, &pm))
+		return pmm_cost(prog, l, &pm);
 	if ((l->kind == NPU_LOP_CONV && !l->conv.phase_h) || l->kind == NPU_LOP_POOL)
 		return cost_conv(prog, l, p);
 	if (l->kind == NPU_LOP_CONV) {
@@ -2599,7 +3000,7 @@ static void tile_search(const struct npu_segment_program *prog,
 	uint32_t best = p->rows, last = p->rows, tries = 0;
 	struct plan t = *p;
 
-	if (env && !strcmp(env, "0"))
+	if ((env && !strcmp(env, "0")) || p->pmm)	/* pmm_plan() searched its own */
 		return;
 	if ((l->kind == NPU_LOP_CONV && !l->conv.phase_h) || l->kind == NPU_LOP_POOL)
 		total = out->h;
@@ -2851,7 +3252,11 @@ static bool fused_search(const struct npu_segment_program *prog, struct fused *f
  * per pixel row of a few bytes; this pays the bytes. Same bytes as the
  * copies (a RESIZE moves bytes, no arithmetic; an input whose parameters
  * differ from the output's goes through its copy's LUT first, in place).
- * SRAM: [LUTs][in0 (all inputs)][in1][out0][out1], rows of out.w pixels.
+ * Gates (broadcast ELTWISEs) making an input, or a RESIZE's input, may
+ * lead the group (compile.c sink_gates()): their input rows come in and
+ * are gated in place.
+ * SRAM: [LUTs][gate vectors][in0 (all inputs)][in1][out0][out1], rows of
+ * out.w pixels.
  */
 #define CAT_MAX 16
 
@@ -2862,9 +3267,16 @@ struct cat_group {
 	 * input rows come in, the resized ones never exist in DRAM). */
 	const struct npu_lop *rz[CAT_MAX];
 	const struct npu_act *rin[CAT_MAX];
-	uint32_t lops;			/* RESIZE lops before the copies + m */
+	/* Input k's rows (rin[k]'s with a RESIZE) made in the loop by this
+	 * broadcast ELTWISE (det's RSE gate y * (s + 1)) from gate_a[k] rows,
+	 * its vector gate_b[k] (or a constant) resident at gate_sram[k]. */
+	const struct npu_lop *gate[CAT_MAX];
+	const struct npu_act *gate_a[CAT_MAX], *gate_b[CAT_MAX];
+	uint32_t gate_sram[CAT_MAX];
+	uint32_t lops;			/* gates + RESIZE lops before the copies + m */
 	uint32_t off[CAT_MAX];		/* channel offset of input k */
-	size_t blob_off;		/* the LUTs, 256 bytes per input, at SRAM 0 */
+	size_t blob_off;		/* the LUTs, 256 bytes per input, at SRAM 0, then the gates' vectors */
+	uint32_t consts;		/* their SRAM bytes */
 	uint32_t m, rows, tiles;	/* inputs; image rows (n * h) per tile */
 	uint32_t sram_in[2], sram_out[2];
 };
@@ -2892,14 +3304,20 @@ static bool overlap(const struct npu_act *a, const struct npu_act *b)
  * Lops i ..: RESIZE lops (compile.c sinks those whose output only a Concat
  * reads next to it) then the Concat's COPY lops.
  */
+static bool same_dims(const struct npu_act *a, const struct npu_act *b);
+
 static bool cat_init(const struct npu_segment_program *prog, size_t i, struct cat_group *g)
 {
 	const struct npu_act *out;
 	uint64_t pixels, covered = 0;
-	uint32_t q = 0, used = 0, x;
-	size_t j, first;
+	uint32_t q = 0, used = 0, x, ng = 0, gused = 0, k;
+	size_t j, first, g0 = i;
 
 	memset(g, 0, sizeof(*g));
+	while (i + ng < prog->num_lops && prog->lops[i + ng].kind == NPU_LOP_ELTWISE &&
+	       prog->lops[i + ng].elt.bcast != NPU_BCAST_NONE && ng < CAT_MAX)
+		ng++;
+	i += ng;	/* the gates, then the RESIZEs, then the copies */
 	while (i + q < prog->num_lops && prog->lops[i + q].kind == NPU_LOP_RESIZE && q < CAT_MAX)
 		q++;
 	first = i + q;
@@ -2942,10 +3360,44 @@ static bool cat_init(const struct npu_segment_program *prog, size_t i, struct ca
 		g->off[g->m++] = (uint32_t)l->copy.dst_off;
 		covered += in->c;
 	}
-	g->lops = q + g->m;
+	g->lops = ng + q + g->m;
+	g->consts = 256u * g->m;
+	/* each gate makes one input's rows (or its RESIZE's input), which only
+	 * that input's RESIZE or copy reads */
+	for (x = 0; x < ng; x++) {
+		const struct npu_lop *lx = &prog->lops[g0 + x];
+		const struct npu_act *xa = &prog->acts[lx->in];
+		const struct npu_act *bv = lx->elt.b_const ? NULL : &prog->acts[lx->in2];
+
+		for (k = 0; k < g->m && &prog->acts[lx->out] != (g->rz[k] ? g->rin[k] : g->in[k]); k++)
+			;
+		if (k == g->m || g->gate[k] || lx->elt.lut || lx->elt.lut16 ||
+		    !prog->acts[lx->out].internal || xa->i16 || xa->im2col.k_h ||
+		    !same_dims(xa, &prog->acts[lx->out]) || (bv && bv->i16) ||
+		    lx->elt.b_count != (lx->elt.bcast == NPU_BCAST_CHANNEL ? xa->c : 1u) ||
+		    overlap(xa, out) || (bv && overlap(bv, out)))
+			return false;
+		for (j = 0; j < prog->num_lops; j++) {
+			const struct npu_lop *o = &prog->lops[j];
+
+			if (o != (g->rz[k] ? g->rz[k] : &prog->lops[first + k]) &&
+			    (o->in == lx->out || (npu_lop_reads_in2(o) && o->in2 == lx->out)))
+				return false;
+		}
+		g->gate[k] = lx;
+		g->gate_a[k] = xa;
+		g->gate_b[k] = bv;
+		gused++;
+	}
+	for (k = 0; k < g->m; k++) {	/* the vectors after the LUT slots, as gen_concat() puts them */
+		if (!g->gate[k])
+			continue;
+		g->gate_sram[k] = g->consts;
+		g->consts += (uint32_t)align_up(g->gate[k]->elt.b_count, SRAM_ALIGN);
+	}
 	/* every channel once (the copies' blocks are disjoint then), every
-	 * RESIZE absorbed */
-	return g->m >= 2 && covered == out->c && used == q;
+	 * RESIZE and gate absorbed */
+	return g->m >= 2 && covered == out->c && used == q && gused == ng;
 }
 
 /* SRAM bytes of input k's block for tiles of 'rows' rows. */
@@ -2962,7 +3414,7 @@ static uint64_t cat_block_bytes(const struct cat_group *g, uint32_t k, uint32_t 
 static bool cat_layout(struct cat_group *g, uint32_t rows, uint32_t sram)
 {
 	uint64_t b = align_up((uint64_t)rows * g->out->w * g->out->c, SRAM_ALIGN);
-	uint64_t base = align_up(256u * g->m, SRAM_ALIGN), in_b = 0;
+	uint64_t base = align_up(g->consts, SRAM_ALIGN), in_b = 0;
 	uint32_t k;
 
 	/* the inputs' blocks inside in[buf], each 64-byte aligned */
@@ -2979,7 +3431,89 @@ static bool cat_layout(struct cat_group *g, uint32_t rows, uint32_t sram)
 	return true;
 }
 
-/* The group at lop i with the most rows per tile that fit; false: none. */
+static void cat_tile(const struct cat_group *g, size_t t, uint32_t *r0, uint32_t *r1);
+
+/* The group's tile loop (cat_load / _compute / _store) replayed. */
+static uint64_t cat_cost(const struct cat_group *g)
+{
+	struct cost_engines t = { 0, 0, 0 };
+	uint64_t prev_store = 0, i, orow = (uint64_t)g->out->w * g->out->c;
+	uint32_t r0, r1, a, b, k;
+
+	cost_insn(&t, false, true, 0);
+	cost_insn(&t, true, false, cost_dma(1, g->consts));
+	for (k = 0; k < g->m; k++)
+		if (g->gate_b[k])
+			cost_insn(&t, true, false, cost_dma(1, g->gate[k]->elt.b_count));
+	for (i = 0; i <= g->tiles; i++) {
+		if (i > 0) {
+			bool sync = true;
+
+			cat_tile(g, i - 1, &r0, &r1);
+			for (k = 0; k < g->m; k++) {
+				uint64_t n = (uint64_t)(r1 - r0) * g->out->w * g->in[k]->c, lut_n = n;
+				uint64_t taps = 1;
+
+				if (g->rz[k]) {
+					resize_rows(g->rz[k], g->rin[k], r0, r1, &a, &b);
+					lut_n = (uint64_t)(b - a + 1u) * g->rin[k]->w * g->rin[k]->c;
+					taps = g->rz[k]->resize.mode == NPU_RESIZE_NEAREST ? 1 : 4;
+				}
+				if (g->gate[k]) {	/* on the rows loaded (lut_n of them) */
+					cost_insn(&t, false, sync, div_up64(lut_n, NPU_VECTOR_LANES));
+					sync = false;
+				}
+				if (g->lut[k]) {
+					cost_insn(&t, false, sync, div_up64(lut_n, NPU_VECTOR_LANES));
+					sync = false;
+				}
+				cost_insn(&t, false, sync, div_up64(n * taps, NPU_VECTOR_LANES));
+				sync = false;
+			}
+			if (prev_store)
+				cost_insn(&t, true, false, prev_store);
+			prev_store = cost_dma(1, (uint64_t)(r1 - r0) * orow);
+		}
+		if (i == g->tiles)
+			break;
+		cat_tile(g, i, &r0, &r1);
+		for (k = 0; k < g->m; k++) {
+			uint64_t rows = r1 - r0, row = (uint64_t)g->out->w * g->in[k]->c;
+
+			if (g->rz[k]) {
+				resize_rows(g->rz[k], g->rin[k], r0, r1, &a, &b);
+				rows = b - a + 1u;
+				row = (uint64_t)g->rin[k]->w * g->rin[k]->c;
+			}
+			cost_insn(&t, true, false, cost_dma(1, rows * row));
+		}
+	}
+	cost_insn(&t, true, true, prev_store);
+	return cost_end(&t);
+}
+
+/* The tile rows cat_cost() likes best (from the most that fit down). */
+static void cat_search(struct cat_group *g, uint32_t lo, uint32_t sram)
+{
+	uint32_t h = g->out->n * g->out->h, r, best = lo, last = 0, tries = 0;
+	uint64_t k, c, best_cost = cat_cost(g);
+
+	for (k = div_up64(h, lo) + 1; k <= h && tries < 40; k += k / 8 ? k / 8 : 1) {
+		r = (uint32_t)div_up64(h, k);
+		if (r >= lo || r == last || !cat_layout(g, r, sram))
+			continue;
+		last = r;
+		tries++;
+		c = cat_cost(g);
+		if (c < best_cost) {
+			best_cost = c;
+			best = r;
+		}
+	}
+	cat_layout(g, best, sram);
+}
+
+/* The group at lop i with the tile rows cat_cost() likes best; false: none. */
 static bool cat_plan(const struct npu_segment_program *prog, size_t i, uint32_t sram,
 		     struct cat_group *g)
 {
@@ -3022,6 +3556,7 @@ static bool cat_plan(const struct npu_segment_program *prog, size_t i, uint32_t 
 		if (copies <= loop)
 			return false;
 	}
+	cat_search(g, lo, sram);
 	return true;
 }
 
@@ -3046,8 +3581,20 @@ static npu_status cat_consts(struct emitter *e, void *ctx, size_t tile, bool *ch
 {
 	struct cat_group *g = ctx;
 
+	uint32_t k;
+
 	*changed = tile == 0;
-	return *changed ? emit_consts(e, g->blob_off, 256u * g->m, 0) : NPU_OK;
+	if (!*changed)
+		return NPU_OK;
+	if (emit_consts(e, g->blob_off, g->consts, 0))
+		return e->err->status;
+	/* The previous op ended with a SYNC store: its SRAM is free. */
+	for (k = 0; k < g->m; k++)
+		if (g->gate_b[k])
+			EMIT(e, npu_cmdbuf_dma_copy_1d(e->cb, 0, NPU_SPACE_SRAM, g->gate_sram[k],
+						       NPU_SPACE_VA, arena(e, g->gate_b[k]->offset),
+						       g->gate[k]->elt.b_count));
+	return NPU_OK;
 }
 
 static npu_status cat_load(struct emitter *e, void *ctx, size_t tile, int buf)
@@ -3060,19 +3607,22 @@ static npu_status cat_load(struct emitter *e, void *ctx, size_t tile, int buf)
 		uint64_t row = (uint64_t)g->out->w * g->in[k]->c;
 		uint32_t a, b;
 
+		/* with a gate its input (the same shape) comes in instead */
 		if (g->rz[k]) {
 			row = (uint64_t)g->rin[k]->w * g->rin[k]->c;
 			resize_rows(g->rz[k], g->rin[k], r0, r1, &a, &b);
 			EMIT(e, npu_cmdbuf_dma_copy_1d(e->cb, 0, NPU_SPACE_SRAM,
 						       g->sram_in[buf] + cat_in_block(g, k),
 						       NPU_SPACE_VA,
-						       arena(e, g->rin[k]->offset + a * row),
+						       arena(e, (g->gate[k] ? g->gate_a[k] : g->rin[k])->offset +
+							     a * row),
 						       (uint32_t)((b - a + 1u) * row)));
 			continue;
 		}
 		EMIT(e, npu_cmdbuf_dma_copy_1d(e->cb, 0, NPU_SPACE_SRAM,
 					       g->sram_in[buf] + cat_in_block(g, k), NPU_SPACE_VA,
-					       arena(e, g->in[k]->offset + r0 * row),
+					       arena(e, (g->gate[k] ? g->gate_a[k] : g->in[k])->offset +
+						     r0 * row),
 					       (uint32_t)((r1 - r0) * row)));
 	}
 	return NPU_OK;
@@ -3082,13 +3632,14 @@ static npu_status cat_compute(struct emitter *e, void *ctx, size_t tile, int buf
 {
 	struct cat_group *g = ctx;
 	uint32_t r0, r1, k;
+	uint8_t sync = NPU_INSN_SYNC;	/* on the tile's first instruction */
 
 	cat_tile(g, tile, &r0, &r1);
 	for (k = 0; k < g->m; k++) {
 		const struct npu_act *in = g->in[k];
 		uint32_t blk = g->sram_in[buf] + cat_in_block(g, k);
 		struct npu_insn_resize r = {
-			.hdr.flags = k ? 0 : NPU_INSN_SYNC,
+			.hdr.flags = 0,
 			.input = blk,
 			.output = g->sram_out[buf] + g->off[k],
 			.mode = NPU_RESIZE_NEAREST, .c = (uint16_t)in->c,
@@ -3122,10 +3673,31 @@ static npu_status cat_compute(struct emitter *e, void *ctx, size_t tile, int buf
 			/* nearest (cat_init()): the LUT commutes with it */
 			lut_n = (b - a + 1u) * rin->w * rin->c;
 		}
-		if (g->lut[k]) {
-			EMIT(e, npu_cmdbuf_lut(e->cb, k ? 0 : NPU_INSN_SYNC, blk, blk, 256u * k, lut_n));
-			r.hdr.flags = 0;
+		if (g->gate[k]) {	/* the input's rows from the gate's, in place (flat_compute()) */
+			const struct npu_lop *lx = g->gate[k];
+			const struct npu_act *xo = g->rz[k] ? g->rin[k] : in;
+			struct npu_insn_eltwise el = {
+				.hdr.flags = sync,
+				.a = blk, .b = g->gate_sram[k], .output = blk, .count = lut_n,
+				.mode = lx->elt.mode, .bcast = lx->elt.bcast, .shift = lx->elt.shift,
+				.channels = lx->elt.bcast == NPU_BCAST_CHANNEL ? xo->c : 0,
+				.mult_a = lx->elt.mult_a, .mult_b = lx->elt.mult_b,
+				.zp_a = (int16_t)g->gate_a[k]->q.zero_point,
+				.zp_b = g->gate_b[k] ? (int16_t)g->gate_b[k]->q.zero_point : lx->elt.zp_b,
+				.zp_out = (int16_t)xo->q.zero_point,
+				.act_min = lx->elt.act_min, .act_max = lx->elt.act_max,
+			};
+
+			e->lop = lx;
+			EMIT(e, npu_cmdbuf_eltwise(e->cb, &el));
+			sync = 0;
 		}
+		if (g->lut[k]) {
+			EMIT(e, npu_cmdbuf_lut(e->cb, sync, blk, blk, 256u * k, lut_n));
+			sync = 0;
+		}
+		r.hdr.flags = sync;
+		sync = 0;
 		EMIT(e, npu_cmdbuf_resize(e->cb, &r));
 	}
 	return NPU_OK;
@@ -3170,6 +3742,17 @@ static npu_status gen_concat(struct emitter *e, size_t i, uint32_t sram, size_t 
 		if (!k)
 			g.blob_off = off;
 	}
+	for (k = 0; k < g.m; k++) {	/* a gate's constant vector, or room for its input */
+		size_t off;
+
+		if (g.gate[k] && blob_put(&e->blob, g.gate[k]->elt.b_const, g.gate[k]->elt.b_count, &off))
+			return npu_error_set(e->err, NPU_ERR_NO_MEMORY, "codegen: %s: out of memory",
+					     e->prog->lops[i].name);
+	}
+	/* blob_put() pads to 64 bytes: the block is g.consts bytes, as cat_init() laid out */
+	if (blob_put(&e->blob, NULL, 0, &(size_t){ 0 }))
+		return npu_error_set(e->err, NPU_ERR_NO_MEMORY, "codegen: %s: out of memory",
+				     e->prog->lops[i].name);
 	ops.count = g.tiles;
 	return run_tiles(e, &ops, &g);
 }
@@ -3184,15 +3767,23 @@ static npu_status gen_concat(struct emitter *e, size_t i, uint32_t sram, size_t 
  * rows. Whole rows of one image per tile; no int16. Bit-identical to
  * the two ops apart: RESIZE and ELTWISE see the same bytes (the tile's
  * RESIZE samples the same input rows as the whole one, resize_compute()).
+ *
+ * The other operand x may itself be a broadcast ELTWISE of the lop just
+ * before (det's RSE gate y * (s + 1) feeding the FPN's y' + up(b); compile.c
+ * sink_gates() puts it there): then x's input y comes in instead, the gate
+ * runs in place on the tile with its vector resident, and x never goes to
+ * DRAM either. The gate is vector work the loop's DMA used to wait on.
  */
 struct rz_elt {
-	const struct npu_lop *lr, *le;
+	const struct npu_lop *lx, *lr, *le;	/* lx: the gate making x, or NULL */
 	const struct npu_act *rin, *mid, *x, *out;
+	const struct npu_act *xa, *bvec;	/* the gate's a, its broadcast b (or NULL) */
 	bool mid_is_a;			/* the resized tensor is the ELTWISE's a */
+	uint32_t lops;			/* 2, or 3 with the gate */
 	uint32_t rows, row_tiles;	/* output rows per tile, tiles per image */
 	uint32_t sram_rin[2], sram_x[2], sram_mid, sram_out[2];
 	size_t blob_off, blob_size;
-	uint32_t lut_sram;
+	uint32_t lut_sram, gate_lut_sram, gate_b_sram, consts;
 };
 
 static bool same_dims(const struct npu_act *a, const struct npu_act *b)
@@ -3200,7 +3791,7 @@ static bool same_dims(const struct npu_act *a, const struct npu_act *b)
 	return a->n == b->n && a->h == b->h && a->w == b->w && a->c == b->c;
 }
 
-static bool rz_elt_init(const struct npu_segment_program *prog, size_t i, struct rz_elt *f)
+static bool rz_pair_init(const struct npu_segment_program *prog, size_t i, struct rz_elt *f)
 {
 	const struct npu_lop *lr = &prog->lops[i], *le = &prog->lops[i + 1];
 	size_t j;
@@ -3234,13 +3825,72 @@ static bool rz_elt_init(const struct npu_segment_program *prog, size_t i, struct
 		 f->rin->offset < f->out->offset + npu_act_bytes(f->out));
 }
 
+/* Lop i as the gate making the pair's x (lops i + 1, i + 2); f holds the pair. */
+static bool rz_gate_init(const struct npu_segment_program *prog, size_t i, struct rz_elt *f)
+{
+	const struct npu_lop *lx = &prog->lops[i];
+	const struct npu_act *xa = &prog->acts[lx->in];
+	const struct npu_act *bvec = lx->elt.b_const ? NULL : &prog->acts[lx->in2];
+	size_t j;
+
+	if (lx->kind != NPU_LOP_ELTWISE || lx->elt.bcast == NPU_BCAST_NONE || lx->elt.lut16 ||
+	    &prog->acts[lx->out] != f->x || !f->x->internal || xa->i16 || xa->im2col.k_h ||
+	    !same_dims(xa, f->x) || (bvec && bvec->i16) ||
+	    lx->elt.b_count != (lx->elt.bcast == NPU_BCAST_CHANNEL ? f->x->c : 1u))
+		return false;
+	for (j = 0; j < prog->num_lops; j++) {
+		const struct npu_lop *o = &prog->lops[j];
+
+		if (j != i + 2 && (o->in == lx->out ||
+				   (npu_lop_reads_in2(o) && o->in2 == lx->out)))
+			return false;
+	}
+	/* y and the vector are read until the last tile (compile.c keeps
+	 * them apart from the output) */
+	if (overlap(f->out, xa) || (bvec && overlap(f->out, bvec)))
+		return false;
+	f->lx = lx;
+	f->xa = xa;
+	f->bvec = bvec;
+	return true;
+}
+
+static bool rz_elt_init(const struct npu_segment_program *prog, size_t i, struct rz_elt *f)
+{
+	uint32_t off = 0;
+
+	if (i + 2 < prog->num_lops && prog->lops[i].kind == NPU_LOP_ELTWISE &&
+	    rz_pair_init(prog, i + 1, f) && rz_gate_init(prog, i, f)) {
+		f->lops = 3;
+	} else if (rz_pair_init(prog, i, f)) {
+		f->lops = 2;
+	} else {
+		return false;
+	}
+	/* SRAM constants, as gen_resize_elt() puts them in the blob */
+	if (f->le->elt.lut) {
+		f->lut_sram = off;
+		off += 256;
+	}
+	if (f->lx && f->lx->elt.lut) {
+		f->gate_lut_sram = off;
+		off += 256;
+	}
+	if (f->lx) {
+		f->gate_b_sram = off;
+		off += (uint32_t)align_up(f->lx->elt.b_count, SRAM_ALIGN);
+	}
+	f->consts = off;
+	return true;
+}
+
 /* Lay out SRAM for 'rows' output rows per tile; false: it does not fit. */
 static bool rz_elt_layout(struct rz_elt *f, uint32_t rows, uint32_t sram)
 {
 	struct resize_ctx rc = { .l = f->lr, .in = f->rin, .out = f->mid };
 	uint64_t rin_b = align_up(resize_in_bytes(&rc, rows), SRAM_ALIGN);
 	uint64_t row_b = align_up((uint64_t)rows * f->out->w * f->out->c, SRAM_ALIGN);
-	uint64_t off = align_up(f->le->elt.lut ? 256 : 0, SRAM_ALIGN);
+	uint64_t off = align_up(f->consts, SRAM_ALIGN);
 
 	if (off + 2 * rin_b + 5 * row_b > sram)
 		return false;
@@ -3256,11 +3906,17 @@ static bool rz_elt_layout(struct rz_elt *f, uint32_t rows, uint32_t sram)
 	return true;
 }
 
-/* The most rows per tile that fit (binary search); false: not one. */
+static uint64_t rz_elt_cost(const struct rz_elt *f);
+
+/*
+ * The tile rows the cost model likes best (rz_elt_cost(), tile counts from
+ * the fewest up, as fused_search()); false: not one row fits.
+ */
 static bool rz_elt_plan(const struct npu_segment_program *prog, size_t i, uint32_t sram,
 			struct rz_elt *f)
 {
-	uint32_t cap = fuse_rows_cap(), lo = 0, hi;
+	uint32_t cap = fuse_rows_cap(), lo = 0, hi, r, best, last = 0, tries = 0;
+	uint64_t k, c, best_cost;
 
 	if (!rz_elt_init(prog, i, f))
 		return false;
@@ -3273,7 +3929,23 @@ static bool rz_elt_plan(const struct npu_segment_program *prog, size_t i, uint32
 		else
 			hi = mid - 1;
 	}
-	return lo && rz_elt_layout(f, lo, sram);
+	if (!lo || !rz_elt_layout(f, lo, sram))
+		return false;
+	best = lo;
+	best_cost = rz_elt_cost(f);
+	for (k = div_up64(f->out->h, lo) + 1; k <= f->out->h && tries < 40; k += k / 8 ? k / 8 : 1) {
+		r = (uint32_t)div_up64(f->out->h, k);
+		if (r >= lo || r == last || !rz_elt_layout(f, r, sram))
+			continue;
+		last = r;
+		tries++;
+		c = rz_elt_cost(f);
+		if (c < best_cost) {
+			best_cost = c;
+			best = r;
+		}
+	}
+	return rz_elt_layout(f, best, sram);
 }
 
 static void rz_elt_tile(const struct rz_elt *f, uint32_t t, uint32_t *img, uint32_t *r0,
@@ -3284,13 +3956,65 @@ static void rz_elt_tile(const struct rz_elt *f, uint32_t t, uint32_t *img, uint3
 	*r1 = *r0 + f->rows < f->out->h ? *r0 + f->rows : f->out->h;
 }
 
+/* The group's tile loop (rz_elt_load / _compute / _store) replayed. */
+static uint64_t rz_elt_cost(const struct rz_elt *f)
+{
+	struct cost_engines t = { 0, 0, 0 };
+	uint64_t in_row = (uint64_t)f->rin->w * f->rin->c, row = (uint64_t)f->out->w * f->out->c;
+	uint64_t tiles = (uint64_t)f->out->n * f->row_tiles, prev_store = 0, i;
+	uint64_t taps = f->lr->resize.mode == NPU_RESIZE_NEAREST ? 1 : 4;
+	uint32_t img, r0, r1, a, b;
+
+	if (f->consts) {	/* what rz_elt_consts() loads */
+		cost_insn(&t, false, true, 0);
+		cost_insn(&t, true, false, cost_dma(1, f->consts));
+	}
+	for (i = 0; i <= tiles; i++) {
+		uint64_t n;
+
+		if (i == 0) {
+			rz_elt_tile(f, 0, &img, &r0, &r1);
+			resize_rows(f->lr, f->rin, r0, r1, &a, &b);
+			cost_insn(&t, true, false, cost_dma(1, (b - a + 1u) * in_row));
+			cost_insn(&t, true, false, cost_dma(1, (r1 - r0) * row));
+			continue;
+		}
+		rz_elt_tile(f, (uint32_t)(i - 1), &img, &r0, &r1);
+		n = (r1 - r0) * row;
+		if (f->lx) {
+			cost_insn(&t, false, true, div_up64(n, NPU_VECTOR_LANES));
+			if (f->lx->elt.lut)
+				cost_insn(&t, false, false, div_up64(n, NPU_VECTOR_LANES));
+		}
+		cost_insn(&t, false, !f->lx, div_up64(n * taps, NPU_VECTOR_LANES));
+		cost_insn(&t, false, false, div_up64(n, NPU_VECTOR_LANES));
+		if (f->le->elt.lut)
+			cost_insn(&t, false, false, div_up64(n, NPU_VECTOR_LANES));
+		if (prev_store)
+			cost_insn(&t, true, false, prev_store);
+		if (i < tiles) {
+			rz_elt_tile(f, (uint32_t)i, &img, &r0, &r1);
+			resize_rows(f->lr, f->rin, r0, r1, &a, &b);
+			cost_insn(&t, true, false, cost_dma(1, (b - a + 1u) * in_row));
+			cost_insn(&t, true, false, cost_dma(1, (r1 - r0) * row));
+		}
+		prev_store = cost_dma(1, n);
+	}
+	cost_insn(&t, true, true, prev_store);
+	return cost_end(&t);
+}
+
 static npu_status rz_elt_consts(struct emitter *e, void *ctx, size_t tile, bool *changed)
 {
 	struct rz_elt *f = ctx;
 
 	*changed = tile == 0;
-	if (*changed && f->blob_size)
-		return emit_consts(e, f->blob_off, f->blob_size, 0);
+	if (*changed && f->blob_size && emit_consts(e, f->blob_off, f->blob_size, 0))
+		return e->err->status;
+	/* The previous op ended with a SYNC store: its SRAM is free. */
+	if (*changed && f->bvec)
+		EMIT(e, npu_cmdbuf_dma_copy_1d(e->cb, 0, NPU_SPACE_SRAM, f->gate_b_sram, NPU_SPACE_VA,
+					       arena(e, f->bvec->offset), f->lx->elt.b_count));
 	return NPU_OK;
 }
 
@@ -3306,8 +4030,9 @@ static npu_status rz_elt_load(struct emitter *e, void *ctx, size_t tile, int buf
 				       arena(e, f->rin->offset +
 					     ((uint64_t)img * f->rin->h + a) * in_row),
 				       (uint32_t)((b - a + 1u) * in_row)));
+	/* x, or with the gate its input y (the same shape) */
 	EMIT(e, npu_cmdbuf_dma_copy_1d(e->cb, 0, NPU_SPACE_SRAM, f->sram_x[buf], NPU_SPACE_VA,
-				       arena(e, f->x->offset +
+				       arena(e, (f->lx ? f->xa : f->x)->offset +
 					     ((uint64_t)img * f->out->h + r0) * row),
 				       (uint32_t)((r1 - r0) * row)));
 	return NPU_OK;
@@ -3324,9 +4049,29 @@ static npu_status rz_elt_compute(struct emitter *e, void *ctx, size_t tile, int 
 	rz_elt_tile(f, (uint32_t)tile, &img, &r0, &r1);
 	resize_rows(lr, f->rin, r0, r1, &a, &b);
 	n = (r1 - r0) * f->out->w * f->out->c;
+	if (f->lx) {	/* x = gate(y) in place, as flat_compute() */
+		const struct npu_lop *lx = f->lx;
+
+		el = (struct npu_insn_eltwise){
+			.hdr.flags = NPU_INSN_SYNC,
+			.a = f->sram_x[buf], .b = f->gate_b_sram, .output = f->sram_x[buf],
+			.count = n, .mode = lx->elt.mode, .bcast = lx->elt.bcast,
+			.shift = lx->elt.shift,
+			.channels = lx->elt.bcast == NPU_BCAST_CHANNEL ? f->x->c : 0,
+			.mult_a = lx->elt.mult_a, .mult_b = lx->elt.mult_b,
+			.zp_a = (int16_t)f->xa->q.zero_point,
+			.zp_b = f->bvec ? (int16_t)f->bvec->q.zero_point : lx->elt.zp_b,
+			.zp_out = (int16_t)(lx->elt.lut ? lx->elt.pre_act_zp : f->x->q.zero_point),
+			.act_min = lx->elt.act_min, .act_max = lx->elt.act_max,
+		};
+		e->lop = lx;
+		EMIT(e, npu_cmdbuf_eltwise(e->cb, &el));
+		if (lx->elt.lut)
+			EMIT(e, npu_cmdbuf_lut(e->cb, 0, el.output, el.output, f->gate_lut_sram, n));
+	}
 	/* As resize_compute(): the numerator shifted to the tile's rows. */
 	r = (struct npu_insn_resize){
-		.hdr.flags = NPU_INSN_SYNC,
+		.hdr.flags = f->lx ? 0 : NPU_INSN_SYNC,
 		.input = f->sram_rin[buf], .output = f->sram_mid,
 		.mode = lr->resize.mode, .c = (uint16_t)f->rin->c,
 		.in_h = (uint16_t)(b - a + 1u), .in_w = (uint16_t)f->rin->w,
@@ -3376,8 +4121,9 @@ static npu_status rz_elt_store(struct emitter *e, void *ctx, size_t tile, int bu
 	return NPU_OK;
 }
 
-/* The RESIZE -> ELTWISE pair starting at lop i (fusion_plan() chose it). */
-static npu_status gen_resize_elt(struct emitter *e, size_t i, uint32_t sram)
+/* The RESIZE -> ELTWISE pair (or gate, RESIZE, ELTWISE) starting at lop i
+ * (fusion_plan() chose it); *m: its lops. */
+static npu_status gen_resize_elt(struct emitter *e, size_t i, uint32_t sram, size_t *m)
 {
 	struct rz_elt f;
 	struct tile_ops ops = {
@@ -3390,14 +4136,16 @@ static npu_status gen_resize_elt(struct emitter *e, size_t i, uint32_t sram)
 		return npu_error_set(e->err, NPU_ERR_UNSUPPORTED, "codegen: %s: fusion plan changed",
 				     e->prog->lops[i].name);
 	e->lop = f.lr;
-	if (f.le->elt.lut) {
-		if (blob_put(&e->blob, f.le->elt.lut, 256, &off))
-			return npu_error_set(e->err, NPU_ERR_NO_MEMORY, "codegen: %s: out of memory",
-					     f.le->name);
-		f.blob_off = off;
-		f.blob_size = 256;
-		f.lut_sram = 0;
-	}
+	*m = f.lops;
+	/* rz_elt_init()'s layout: [LUT][gate LUT][gate b], each 64-aligned */
+	f.blob_off = (size_t)align_up(e->blob.size, SRAM_ALIGN);
+	if ((f.le->elt.lut && blob_put(&e->blob, f.le->elt.lut, 256, &off)) ||
+	    (f.lx && f.lx->elt.lut && blob_put(&e->blob, f.lx->elt.lut, 256, &off)) ||
+	    (f.lx && f.lx->elt.b_const &&
+	     blob_put(&e->blob, f.lx->elt.b_const, f.lx->elt.b_count, &off)))
+		return npu_error_set(e->err, NPU_ERR_NO_MEMORY, "codegen: %s: out of memory",
+				     f.le->name);
+	f.blob_size = e->blob.size > f.blob_off ? e->blob.size - f.blob_off : 0;
 	ops.count = (size_t)f.out->n * f.row_tiles;
 	return run_tiles(e, &ops, &f);
 }
@@ -3406,8 +4154,10 @@ static npu_status gen_resize_elt(struct emitter *e, size_t i, uint32_t sram)
  * Which lops run fused with the next one: greedy over the segment in order,
  * a pair fuses when its predicted cycles beat the two ops' own (each with
  * its own best tiles). fuse[i] = 1: lop i heads a pair with lop i + 1;
- * 2: lop i is a RESIZE run inside the ELTWISE i + 1 (always, when it fits:
- * it only removes DMA); 3: lop i heads a Concat's COPY lops run as one
+ * 2: lop i is a RESIZE run inside the ELTWISE i + 1, or a gate run with
+ * the RESIZE i + 1 inside the ELTWISE i + 2, all three marked 2 (always,
+ * when it fits: it only removes DMA); 3: lop i heads a Concat's COPY lops
+ * (and the gates and RESIZEs before them) run as one
  * loop (gen_concat(), always), 4 marking the others.
  */
 static void fusion_plan(const struct npu_segment_program *prog, uint32_t sram,
@@ -3433,8 +4183,8 @@ static void fusion_plan(const struct npu_segment_program *prog, uint32_t sram,
 			continue;
 		}
 		if (rz_elt_plan(prog, i, sram, &rz)) {
-			fuse[i] = 2;
-			i++;
+			memset(fuse + i, 2, rz.lops);
+			i += rz.lops - 1;
 			continue;
 		}
 		if (!fused_init(prog, i, &f) ||
@@ -3660,6 +4410,37 @@ npu_status npu_codegen_segment(const struct npu_segment_program *prog,
 			st = gen_concat(&e, i, target->sram_size, &m);
 			if (st != NPU_OK)
 				break;
+			{
+				struct cat_group cg;
+
+				if (cat_plan(prog, i, target->sram_size, &cg))
+					result->lop_pred_cycles[i] = cat_cost(&cg);
+			}
+			npu_cmdbuf_data(cb, &stream_after);
+			result->lop_dram_bytes[i] = stream_dram_bytes(cb, stream_before, stream_after);
+			result->dram_bytes += result->lop_dram_bytes[i];
+			result->fused_groups++;
+			for (k = 1; k < m; k++)
+				result->lop_fused[i + k] = 1;
+			for (k = 0; k < m && target->profile_va; k++)
+				if (npu_cmdbuf_timestamp(cb, NPU_INSN_SYNC,
+							 target->profile_va + 8 * (i + k + 1)))
+					st = emit_fail(&e, NPU_ERR_INVALID_ARG);
+			i += m - 1;
+			continue;
+		}
+		if (fuse && fuse[i] == 2) {	/* [gate,] RESIZE, ELTWISE as one tile loop */
+			size_t stream_after, m = 0, k;
+
+			st = gen_resize_elt(&e, i, target->sram_size, &m);
+			if (st != NPU_OK)
+				break;
+			{
+				struct rz_elt rz;
+
+				if (rz_elt_plan(prog, i, target->sram_size, &rz))
+					result->lop_pred_cycles[i] = rz_elt_cost(&rz);
+			}
 			npu_cmdbuf_data(cb, &stream_after);
 			result->lop_dram_bytes[i] = stream_dram_bytes(cb, stream_before, stream_after);
 			result->dram_bytes += result->lop_dram_bytes[i];
@@ -3676,8 +4457,7 @@ npu_status npu_codegen_segment(const struct npu_segment_program *prog,
 		if (fuse && fuse[i]) {	/* lops i and i + 1 as one tile loop */
 			size_t stream_after;
 
-			st = fuse[i] == 2 ? gen_resize_elt(&e, i, target->sram_size) :
-					    gen_fused(&e, i, target->sram_size);
+			st = gen_fused(&e, i, target->sram_size);
 			if (st != NPU_OK)
 				break;
 			/* the group's figures go on its first lop (npu_op_stats.fused) */

@@ -542,6 +542,91 @@ static void sink_resizes(struct npu_segment_program *p)
 	}
 }
 
+/*
+ * A broadcast ELTWISE (det's RSE gate y * (s + 1)) whose output one later
+ * ELTWISE alone reads as the other operand of a RESIZE sunk next to it
+ * moves to just before that RESIZE; one whose output only a Concat's COPY
+ * reads, or a RESIZE sunk before that Concat's copies, moves to just
+ * before that group (its RESIZEs and gates): codegen then runs them as one
+ * tile loop (gen_resize_elt(), gen_concat()), and the gate's output never
+ * goes to DRAM. Nothing between may write its inputs or output.
+ */
+#define CAT_GROUP_MAX 16	/* codegen.c CAT_MAX: inputs of a Concat loop */
+
+static bool is_gate(const struct npu_lop *l)
+{
+	return l->kind == NPU_LOP_ELTWISE && l->elt.bcast != NPU_BCAST_NONE;
+}
+
+/* Where gate k goes (it moves to just before lop t), or 0: it stays. */
+static size_t gate_target(const struct npu_segment_program *p, size_t k, size_t reader)
+{
+	const struct npu_lop *x = &p->lops[k], *e = &p->lops[reader], *r = &p->lops[reader - 1];
+	size_t c = reader, s;
+
+	if (e->kind == NPU_LOP_ELTWISE) {
+		if (e->elt.bcast != NPU_BCAST_NONE || r->kind != NPU_LOP_RESIZE || reader < k + 3 ||
+		    !((e->in == x->out && e->in2 == r->out) || (e->in2 == x->out && e->in == r->out)))
+			return 0;
+		return reader - 1;
+	}
+	if (e->kind == NPU_LOP_RESIZE)	/* the Concat COPY that reads it */
+		for (c = reader + 1; c < p->num_lops && !(p->lops[c].kind == NPU_LOP_COPY &&
+							   p->lops[c].in == e->out); c++)
+			;
+	if (c >= p->num_lops || p->lops[c].kind != NPU_LOP_COPY)
+		return 0;
+	for (s = c; s > k + 1 && p->lops[s - 1].kind == NPU_LOP_COPY &&
+		    p->lops[s - 1].out == p->lops[c].out; s--)
+		;
+	/* RESIZEs, and gates one of them or a copy reads (not a gate's vector) */
+	while (s > k + 1 && (p->lops[s - 1].kind == NPU_LOP_RESIZE || is_gate(&p->lops[s - 1]))) {
+		size_t q;
+
+		for (q = s; is_gate(&p->lops[s - 1]) && q <= c; q++)
+			if ((p->lops[q].kind == NPU_LOP_RESIZE || p->lops[q].kind == NPU_LOP_COPY) &&
+			    p->lops[q].in == p->lops[s - 1].out)
+				break;
+		if (q > c)
+			break;
+		s--;
+	}
+	/* the reader inside the group, the gate not next to it already */
+	return s <= reader && s > k + 1 ? s : 0;
+}
+
+static void sink_gates(struct npu_segment_program *p)
+{
+	size_t k, j, m, t;
+
+	for (k = 0; k + 2 < p->num_lops; k++) {
+		struct npu_lop x = p->lops[k];
+		size_t reader = 0, readers = 0;
+
+		if (!is_gate(&x))
+			continue;
+		for (j = k + 1; j < p->num_lops; j++) {
+			const struct npu_lop *o = &p->lops[j];
+
+			if (o->in == x.out || (npu_lop_reads_in2(o) && o->in2 == x.out)) {
+				reader = j;
+				readers++;
+			}
+		}
+		if (readers != 1 || reader < k + 2 || !(t = gate_target(p, k, reader)))
+			continue;	/* not one reader, no loop to join, or in place */
+		for (m = k + 1; m < t; m++)
+			if (p->lops[m].out == x.in || p->lops[m].out == x.out ||
+			    (npu_lop_reads_in2(&x) && p->lops[m].out == x.in2))
+				break;
+		if (m < t)
+			continue;
+		memmove(&p->lops[k], &p->lops[k + 1], (t - 1 - k) * sizeof(*p->lops));
+		p->lops[t - 1] = x;
+		k--;	/* lop k is another one now */
+	}
+}
+
 /* Boundary values and the arena plan of a lowered segment. */
 static npu_status finish_segment(struct build *b, const struct span *s,
 				 struct npu_segment *seg, uint32_t *act_of)
@@ -554,6 +639,7 @@ static npu_status finish_segment(struct build *b, const struct span *s,
 	if (drop_unused_acts(b, seg, act_of))
 		return b->err->status;
 	sink_resizes(p);
+	sink_gates(p);
 	items = calloc(p->num_acts + 1, sizeof(*items));
 	written = calloc(p->num_acts + 1, sizeof(*written));
 	cap = p->num_acts + 1;
@@ -642,6 +728,41 @@ static npu_status finish_segment(struct build *b, const struct span *s,
 			    items[a->in].last_step < j)
 				items[a->in].last_step = (uint32_t)j;
 		}
+	}
+	/* And a gate run inside that loop or a Concat's (sink_gates()): its
+	 * inputs live until the lop that reads its output, or that output's
+	 * RESIZE, when only such a group's lops lie between. */
+	for (i = 0; i < p->num_lops; i++) {
+		const struct npu_lop *x = &p->lops[i];
+		size_t j, j2, last = 0;
+
+		if (!is_gate(x) || !p->acts[x->out].internal)
+			continue;
+		for (j = i + 1; j < p->num_lops && j <= i + 3 * CAT_GROUP_MAX; j++) {
+			const struct npu_lop *o = &p->lops[j];
+
+			if (o->kind != NPU_LOP_RESIZE && o->kind != NPU_LOP_COPY &&
+			    o->kind != NPU_LOP_ELTWISE)
+				break;	/* not a loop's lop */
+			if (o->in != x->out && !(npu_lop_reads_in2(o) && o->in2 == x->out))
+				continue;
+			last = j;
+			for (j2 = j + 1; o->kind == NPU_LOP_RESIZE && j2 < p->num_lops; j2++) {
+				const struct npu_lop *q = &p->lops[j2];
+
+				if (q->kind != NPU_LOP_RESIZE && q->kind != NPU_LOP_COPY &&
+				    q->kind != NPU_LOP_ELTWISE)
+					break;
+				if (q->in == o->out || (npu_lop_reads_in2(q) && q->in2 == o->out))
+					last = j2;
+			}
+		}
+		if (!last)
+			continue;
+		if (items[x->in].last_step < last)
+			items[x->in].last_step = (uint32_t)last;
+		if (npu_lop_reads_in2(x) && items[x->in2].last_step < last)
+			items[x->in2].last_step = (uint32_t)last;
 	}
 	/* A value made in the span whose act no lop writes would be read as
 	 * stale memory (a producer that wrote another precision's form). */

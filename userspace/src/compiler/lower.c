@@ -1916,10 +1916,28 @@ static bool fuse_lut_into_producer(struct npu_lower_ctx *lc, const struct npu_pw
 {
 	struct npu_segment_program *prog = &lc->seg->prog;
 	const struct npu_qparams *qx = value_q(lc, grp->x);
-	struct npu_lop *prev = prog->num_lops ? &prog->lops[prog->num_lops - 1] : NULL;
+	struct npu_lop *prev = NULL;
 	int x = lc->act_of[grp->x->index] ? (int)lc->act_of[grp->x->index] - 1 : -1;
+	size_t j, at = 0, writers = 0;
 	int y;
 
+	/*
+	 * The producer need not be the lop lowered last (graph order may put
+	 * other branches between, e.g. det's LCNet blocks before an FPN
+	 * lateral): the LUT's input x has no other reader, so the producer
+	 * writes y instead of x wherever it runs. NPU_LUT_PRODUCER=last (tests)
+	 * takes only the last lop.
+	 */
+	const char *env = getenv("NPU_LUT_PRODUCER");
+	bool last_only = env && !strcmp(env, "last");
+
+	for (j = last_only && prog->num_lops ? prog->num_lops - 1 : 0; x >= 0 && j < prog->num_lops; j++)
+		if (prog->lops[j].out == (uint32_t)x) {
+			at = j;
+			writers++;
+		}
+	if (writers == 1)
+		prev = &prog->lops[at];
 	/* Only a producer of the LUT's precision takes it as its output stage. */
 	if (!prev || !qx || x < 0 || prev->out != (uint32_t)x || prog->acts[x].i16 != lc->want16 ||
 	    !group_alone_reads_x(lc, grp))
@@ -1931,7 +1949,7 @@ static bool fuse_lut_into_producer(struct npu_lower_ctx *lc, const struct npu_pw
 	y = npu_lower_act(lc, grp->y);
 	if (y < 0)
 		return false;
-	prev = &prog->lops[prog->num_lops - 1];	/* acts moved, lops did not */
+	prev = &prog->lops[at];	/* acts moved, lops did not */
 	if (lc->want16) {
 		const int16_t *t16 = (const int16_t *)(const void *)table;
 
