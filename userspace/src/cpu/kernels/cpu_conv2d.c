@@ -79,11 +79,12 @@ static void npu_conv_plan(const struct npu_conv2d_params *p,
 			p->out_h == p->in_h && p->out_w == p->in_w;
 	if (pl->depthwise) {
 		/*
-		 * Stride 1: padded rows, every tap an output reads is in the
-		 * buffer (strided rows keep the pair-load passes: splitting
-		 * their phases costs more than it saves).
+		 * Stride 1 or 2 along rows: padded rows (stride 2 split into
+		 * even and odd column phases as they are copied), every tap an
+		 * output reads is in the buffer, contiguous along the row.
+		 * Larger strides keep the per-tap gather passes.
 		 */
-		if (p->k_h * p->k_w <= NPU_CONV_DW_MAX_TAPS && p->stride_w == 1) {
+		if (p->k_h * p->k_w <= NPU_CONV_DW_MAX_TAPS && p->stride_w <= 2) {
 			pl->dw_padded = true;
 			pl->hp = (p->out_h - 1) * p->stride_h +
 				 (p->k_h - 1) * p->dil_h + 1;
@@ -438,8 +439,11 @@ static void npu_conv_pad_rows(const struct npu_conv_job *job, size_t plane,
 			src = xr + (j0 * sw + q - p->pad_left);
 			for (j = 0; j < j0; j++)
 				dq[j] = 0.0f;
-			for (j = j0; j < j1; j++)
-				dq[j] = src[(j - j0) * sw];
+			if (sw == 2)
+				job->ops->copy_s2(src, dq + j0, j1 - j0);
+			else
+				for (j = j0; j < j1; j++)
+					dq[j] = src[(j - j0) * sw];
 			for (j = j1; j < pl->wq; j++)
 				dq[j] = 0.0f;
 		}

@@ -118,6 +118,8 @@ struct npu_vec_ops {
 			 size_t taps, float bias,
 			 const struct npu_cpu_act_params *a, const float *res0,
 			 const float *res1, float *y0, float *y1, size_t n);
+	/* y[j] = x[2 j], j < n (a stride-2 phase of a padded row) */
+	void (*copy_s2)(const float *x, float *y, size_t n);
 	/* y[2 i + j] = bias + sum_c w[c * ws + j] * x[c * xs + i], j < 2
 	 * (a ConvTranspose output row, stride == kernel, k_w 2) */
 	void (*convt2)(const float *x, size_t xs, size_t cg, const float *w,

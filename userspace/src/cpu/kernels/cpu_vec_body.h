@@ -507,11 +507,25 @@ NPU_V_TARGET static void NPU_V_FN(convt2_row)(const float *x, size_t xs,
 }
 
 
+/* y[j] = x[2 j] for j < n (reads x[0 .. 2 n - 2] only). */
+NPU_V_TARGET static void NPU_V_FN(copy_s2_row)(const float *x, float *y, size_t n)
+{
+	size_t j = 0;
+
+	/* A vector reads x[2 j .. 2 j + 2 VL - 1]: whole ones while the
+	 * last lane's partner x[2 j + 2 VL - 1] is still before x[2 n - 1]. */
+	for (; j + VL < n; j += VL)
+		V_STORE(y + j, V_LOAD_S2(x + 2 * j));
+	for (; j < n; j++)
+		y[j] = x[2 * j];
+}
+
 const struct npu_vec_ops NPU_V_FN(npu_vec_ops) = {
 	.convt2 = NPU_V_FN(convt2_row),
 	.max = NPU_V_FN(max_reduce),
 	.dw_taps = NPU_V_FN(dw_taps_row),
 	.dw_taps2 = NPU_V_FN(dw_taps2_row),
+	.copy_s2 = NPU_V_FN(copy_s2_row),
 	.axpb = NPU_V_FN(axpb_row),
 	.sum = NPU_V_FN(sum_row),
 	.binary = NPU_V_FN(binary_row),
