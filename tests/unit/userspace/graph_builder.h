@@ -146,4 +146,44 @@ static inline struct npu_compiled *gb_compile(struct npu_graph *g, struct npu_de
 	return c;
 }
 
+/*
+ * Runs g once on one thread with input x and copies output 0 to out
+ * (room for cap floats); returns its float count. Needs
+ * "runtime/npu_runtime.h".
+ */
+static inline size_t gb_run(struct npu_graph *g, struct npu_tensor *x, float *out, size_t cap)
+{
+	struct npu_exec_options so = { .threads = 1 };
+	struct npu_error err = { 0 };
+	const struct npu_tensor *t;
+	struct npu_exec *s;
+	size_t n;
+
+	if (npu_exec_create(g, &so, &s, &err) != NPU_OK)
+		fail_msg("session: %s", err.msg);
+	if (npu_exec_run(s, (const struct npu_tensor *const *)&x, &err) != NPU_OK)
+		fail_msg("run: %s", err.msg);
+	t = npu_exec_output(s, 0);
+	n = t->nbytes / sizeof(float);
+	assert_true(n <= cap);
+	memcpy(out, t->data, t->nbytes);
+	npu_exec_destroy(s);
+	return n;
+}
+
+/* The in-process simulator, environment ignored. */
+static inline struct npu_device *gb_sim_device(void)
+{
+	struct npu_device_options dopts;
+	struct npu_device *dev;
+	char msg[256];
+
+	npu_device_options_init(&dopts);
+	dopts.backend = NPU_BACKEND_SIM;
+	dopts.flags = NPU_DEVICE_NO_ENV;
+	if (npu_device_open(&dopts, &dev, msg, sizeof(msg)) != NPU_OK)
+		fail_msg("sim device: %s", msg);
+	return dev;
+}
+
 #endif /* NPU_TEST_GRAPH_BUILDER_H */

@@ -108,12 +108,8 @@ static size_t compile_and_run(struct npu_device *dev, int64_t h, int64_t w,
 			      struct npu_tensor *x, const char *fuse, const char *rows,
 			      float *out, size_t cap, uint64_t *fused_groups)
 {
-	struct npu_exec_options so = { .threads = 1 };
 	struct npu_compiled *c;
-	struct npu_error err = { 0 };
 	struct npu_graph *g;
-	struct npu_exec *s;
-	const struct npu_tensor *t;
 	size_t i, n;
 
 	setenv("NPU_FUSE", fuse, 1);
@@ -128,15 +124,7 @@ static size_t compile_and_run(struct npu_device *dev, int64_t h, int64_t w,
 	*fused_groups = 0;
 	for (i = 0; i < c->num_segments; i++)
 		*fused_groups += c->segments[i]->code.fused_groups;
-	if (npu_exec_create(g, &so, &s, &err) != NPU_OK)
-		fail_msg("session: %s", err.msg);
-	if (npu_exec_run(s, (const struct npu_tensor *const *)&x, &err) != NPU_OK)
-		fail_msg("run: %s", err.msg);
-	t = npu_exec_output(s, 0);
-	n = t->nbytes / sizeof(float);
-	assert_true(n <= cap);
-	memcpy(out, t->data, t->nbytes);
-	npu_exec_destroy(s);
+	n = gb_run(g, x, out, cap);
 	npu_compiled_free(c);
 	npu_graph_destroy(g);
 	unsetenv("NPU_FUSE");
@@ -146,14 +134,12 @@ static size_t compile_and_run(struct npu_device *dev, int64_t h, int64_t w,
 
 static void check_shape(int64_t h, int64_t w, const char *rows)
 {
-	struct npu_device_options dopts;
 	struct npu_device *dev;
 	struct npu_shape xs = { .rank = 4, .dims = { 1, 5, h, w } };
 	struct npu_tensor *x = npu_tensor_create(NPU_DTYPE_FLOAT, &xs);
 	size_t cap = 1 << 16, n0, n1, i, diff = 0;
 	float *a = calloc(cap, sizeof(float)), *b = calloc(cap, sizeof(float));
 	uint64_t g0, g1;
-	char msg[256];
 	int64_t k;
 
 	assert_non_null(x);
@@ -162,10 +148,7 @@ static void check_shape(int64_t h, int64_t w, const char *rows)
 	gb_seed = 5;
 	for (k = 0; k < npu_shape_numel(&xs); k++)
 		((float *)x->data)[k] = gb_uniform(-2.0f, 2.0f);
-	npu_device_options_init(&dopts);
-	dopts.backend = NPU_BACKEND_SIM;
-	dopts.flags = NPU_DEVICE_NO_ENV;
-	assert_int_equal(npu_device_open(&dopts, &dev, msg, sizeof(msg)), NPU_OK);
+	dev = gb_sim_device();
 
 	n0 = compile_and_run(dev, h, w, x, "0", NULL, a, cap, &g0);
 	/* forced tiles of few rows cost more than they save: force the pairs too */

@@ -92,12 +92,9 @@ static struct npu_graph *build(const struct variant *v)
 static size_t compile_and_run(struct npu_device *dev, const struct variant *v, bool fuse,
 			      struct npu_tensor *x, const char *rows, float *out, size_t cap)
 {
-	struct npu_exec_options so = { .threads = 1 };
 	struct npu_error err = { 0 };
 	struct npu_compiled *c;
 	struct npu_graph *g;
-	struct npu_exec *s;
-	const struct npu_tensor *t;
 	size_t n, i, luts = 0, order_b = 0, order_s = 0;
 
 	if (!fuse)
@@ -122,15 +119,7 @@ static size_t compile_and_run(struct npu_device *dev, const struct variant *v, b
 		luts += c->segments[0]->prog.lops[i].kind == NPU_LOP_LUT;
 	/* the Sigmoid a LUT lop, or conv_a's output stage */
 	assert_int_equal(luts, fuse ? 0 : 1);
-	if (npu_exec_create(g, &so, &s, &err) != NPU_OK)
-		fail_msg("session: %s", err.msg);
-	if (npu_exec_run(s, (const struct npu_tensor *const *)&x, &err) != NPU_OK)
-		fail_msg("run: %s", err.msg);
-	t = npu_exec_output(s, 0);
-	n = t->nbytes / sizeof(float);
-	assert_true(n <= cap);
-	memcpy(out, t->data, t->nbytes);
-	npu_exec_destroy(s);
+	n = gb_run(g, x, out, cap);
 	npu_compiled_free(c);
 	npu_graph_destroy(g);
 	unsetenv("NPU_FUSE_ROWS");
@@ -142,19 +131,14 @@ static void test_lut_into_earlier_producer(void **state)
 {
 	static const struct variant v[] = { { 3, 13, 11 }, { 5, 9, 17 }, { 2, 21, 7 } };
 	static const char *rows[] = { "1", "3", NULL };
-	struct npu_device_options dopts;
 	struct npu_device *dev;
 	size_t cap = 1 << 14, i, r, n0, n1, k;
 	float *a = calloc(cap, sizeof(float)), *b = calloc(cap, sizeof(float));
-	char msg[256];
 
 	(void)state;
 	assert_non_null(a);
 	assert_non_null(b);
-	npu_device_options_init(&dopts);
-	dopts.backend = NPU_BACKEND_SIM;
-	dopts.flags = NPU_DEVICE_NO_ENV;
-	assert_int_equal(npu_device_open(&dopts, &dev, msg, sizeof(msg)), NPU_OK);
+	dev = gb_sim_device();
 	for (i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
 		struct npu_shape xs = { .rank = 4, .dims = { 1, v[i].c, v[i].h, v[i].w } };
 		struct npu_tensor *x = npu_tensor_create(NPU_DTYPE_FLOAT, &xs);

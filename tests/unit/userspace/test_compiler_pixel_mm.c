@@ -86,12 +86,8 @@ static size_t compile_and_run(struct npu_device *dev, const struct variant *v,
 			      struct npu_tensor *x, const char *mm, const char *rows,
 			      float *out, size_t cap, uint64_t *insns, uint64_t *pred)
 {
-	struct npu_exec_options so = { .threads = 1 };
 	struct npu_compiled *c;
-	struct npu_error err = { 0 };
 	struct npu_graph *g;
-	struct npu_exec *s;
-	const struct npu_tensor *t;
 	size_t n, i;
 
 	setenv("NPU_PIXEL_MM", mm, 1);
@@ -113,15 +109,7 @@ static size_t compile_and_run(struct npu_device *dev, const struct variant *v,
 		    (v->oc || c->segments[0]->prog.lops[i].conv.phase_h))
 			*pred = c->segments[0]->code.lop_pred_cycles[i];
 	assert_true(*pred > 0);	/* the phase form was chosen at all */
-	if (npu_exec_create(g, &so, &s, &err) != NPU_OK)
-		fail_msg("session: %s", err.msg);
-	if (npu_exec_run(s, (const struct npu_tensor *const *)&x, &err) != NPU_OK)
-		fail_msg("run: %s", err.msg);
-	t = npu_exec_output(s, 0);
-	n = t->nbytes / sizeof(float);
-	assert_true(n <= cap);
-	memcpy(out, t->data, t->nbytes);
-	npu_exec_destroy(s);
+	n = gb_run(g, x, out, cap);
 	npu_compiled_free(c);
 	npu_graph_destroy(g);
 	unsetenv("NPU_PIXEL_MM");
@@ -132,14 +120,12 @@ static size_t compile_and_run(struct npu_device *dev, const struct variant *v,
 
 static void check(const struct variant *v, const char *rows)
 {
-	struct npu_device_options dopts;
 	struct npu_device *dev;
 	struct npu_shape xs = { .rank = 4, .dims = { 1, v->c, v->h, v->w } };
 	struct npu_tensor *x = npu_tensor_create(NPU_DTYPE_FLOAT, &xs);
 	size_t cap = 1 << 16, n0, n1, i, diff = 0;
 	float *a = calloc(cap, sizeof(float)), *b = calloc(cap, sizeof(float));
 	uint64_t i0, i1, p0, p1;
-	char msg[256];
 	int64_t k;
 
 	assert_non_null(x);
@@ -148,10 +134,7 @@ static void check(const struct variant *v, const char *rows)
 	gb_seed = 5;
 	for (k = 0; k < npu_shape_numel(&xs); k++)
 		((float *)x->data)[k] = gb_uniform(-2.0f, 2.0f);
-	npu_device_options_init(&dopts);
-	dopts.backend = NPU_BACKEND_SIM;
-	dopts.flags = NPU_DEVICE_NO_ENV;
-	assert_int_equal(npu_device_open(&dopts, &dev, msg, sizeof(msg)), NPU_OK);
+	dev = gb_sim_device();
 
 	n0 = compile_and_run(dev, v, x, "0", rows, a, cap, &i0, &p0);
 	n1 = compile_and_run(dev, v, x, "force", rows, b, cap, &i1, &p1);

@@ -231,12 +231,9 @@ static size_t compile_and_run(struct npu_device *dev, const struct variant *v,
 			      float *out, size_t cap, uint64_t *fused_groups,
 			      size_t *fused_lops, bool *gate_loop)
 {
-	struct npu_exec_options so = { .threads = 1 };
 	struct npu_compiled *c;
 	struct npu_error err = { 0 };
 	struct npu_graph *g;
-	struct npu_exec *s;
-	const struct npu_tensor *t;
 	size_t n;
 
 	setenv("NPU_FUSE", fuse, 1);
@@ -289,15 +286,7 @@ static size_t compile_and_run(struct npu_device *dev, const struct variant *v,
 		for (k = gi + 1; k <= last && *gate_loop; k++)
 			*gate_loop = c->segments[0]->code.lop_fused[k];
 	}
-	if (npu_exec_create(g, &so, &s, &err) != NPU_OK)
-		fail_msg("session: %s", err.msg);
-	if (npu_exec_run(s, (const struct npu_tensor *const *)&x, &err) != NPU_OK)
-		fail_msg("run: %s", err.msg);
-	t = npu_exec_output(s, 0);
-	n = t->nbytes / sizeof(float);
-	assert_true(n <= cap);
-	memcpy(out, t->data, t->nbytes);
-	npu_exec_destroy(s);
+	n = gb_run(g, x, out, cap);
 	npu_compiled_free(c);
 	npu_graph_destroy(g);
 	unsetenv("NPU_FUSE");
@@ -307,7 +296,6 @@ static size_t compile_and_run(struct npu_device *dev, const struct variant *v,
 
 static void check(const struct variant *v, const char *rows)
 {
-	struct npu_device_options dopts;
 	struct npu_device *dev;
 	struct npu_shape xs = { .rank = 4, .dims = { 1, v->c, v->h, v->w } };
 	struct npu_tensor *x = npu_tensor_create(NPU_DTYPE_FLOAT, &xs);
@@ -316,7 +304,6 @@ static void check(const struct variant *v, const char *rows)
 	uint64_t g0, g1;
 	size_t f0, f1;
 	bool gl0, gl1;
-	char msg[256];
 	int64_t k;
 
 	assert_non_null(x);
@@ -325,10 +312,7 @@ static void check(const struct variant *v, const char *rows)
 	gb_seed = 3;
 	for (k = 0; k < npu_shape_numel(&xs); k++)
 		((float *)x->data)[k] = gb_uniform(-2.0f, 2.0f);
-	npu_device_options_init(&dopts);
-	dopts.backend = NPU_BACKEND_SIM;
-	dopts.flags = NPU_DEVICE_NO_ENV;
-	assert_int_equal(npu_device_open(&dopts, &dev, msg, sizeof(msg)), NPU_OK);
+	dev = gb_sim_device();
 
 	n0 = compile_and_run(dev, v, x, "0", NULL, a, cap, &g0, &f0, &gl0);
 	/* force: a small plain Concat alone is cheaper as copies */

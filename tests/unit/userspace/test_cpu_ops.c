@@ -867,6 +867,22 @@ static void test_convtranspose_1d_scatters_kernel(void **state)
 	t_free(t);
 }
 
+/* Runs t's compute() again into NaN-filled outputs; its status. */
+static npu_status t_compute_again(struct t_node *t, size_t n)
+{
+	struct npu_op_ctx ctx;
+
+	memset(t->out_t[0].data, 0xff, n * sizeof(float));	/* NaNs */
+	memset(&ctx, 0, sizeof(ctx));
+	ctx.node = &t->node;
+	ctx.inputs = t->in_p;
+	ctx.num_inputs = t->node.num_inputs;
+	ctx.outputs = t->out_p;
+	ctx.num_outputs = 1;
+	ctx.err = &t->err;
+	return t->def->compute(&ctx);
+}
+
 /*
  * Conv with constant weights: prepare() packs them once (op_state), and
  * compute() then gives bitwise the same output as packing per call;
@@ -878,7 +894,6 @@ static void test_conv_prepared_weights_match_per_call_packing(void **state)
 	static float x[C * H * W], w[M * C * 3 * 3], b[M];
 	static const int64_t pads[4] = { 1, 1, 1, 1 };
 	struct t_node *t = t_new("Conv", 11, 1);
-	struct npu_op_ctx ctx;
 	float *y0;
 	size_t i, n = (size_t)M * H * W;
 	uint32_t s = 12345;
@@ -901,15 +916,7 @@ static void test_conv_prepared_weights_match_per_call_packing(void **state)
 	assert_non_null(t->def->prepare);
 	assert_int_equal(t->def->prepare(&t->node, &t->err), NPU_OK);
 	assert_non_null(t->node.op_state);
-	memset(t->out_t[0].data, 0xff, n * sizeof(float));	/* NaNs */
-	memset(&ctx, 0, sizeof(ctx));
-	ctx.node = &t->node;
-	ctx.inputs = t->in_p;
-	ctx.num_inputs = t->node.num_inputs;
-	ctx.outputs = t->out_p;
-	ctx.num_outputs = 1;
-	ctx.err = &t->err;
-	assert_int_equal(t->def->compute(&ctx), NPU_OK);
+	assert_int_equal(t_compute_again(t, n), NPU_OK);
 	assert_memory_equal(t->out_t[0].data, y0, n * sizeof(float));
 	t->def->release(&t->node);
 	assert_null(t->node.op_state);
@@ -919,22 +926,6 @@ static void test_conv_prepared_weights_match_per_call_packing(void **state)
 	assert_null(t->node.op_state);
 	free(y0);
 	t_free(t);
-}
-
-/* Runs t's compute() again into NaN-filled outputs; its status. */
-static npu_status t_compute_again(struct t_node *t, size_t n)
-{
-	struct npu_op_ctx ctx;
-
-	memset(t->out_t[0].data, 0xff, n * sizeof(float));	/* NaNs */
-	memset(&ctx, 0, sizeof(ctx));
-	ctx.node = &t->node;
-	ctx.inputs = t->in_p;
-	ctx.num_inputs = t->node.num_inputs;
-	ctx.outputs = t->out_p;
-	ctx.num_outputs = 1;
-	ctx.err = &t->err;
-	return t->def->compute(&ctx);
 }
 
 /*
