@@ -509,6 +509,20 @@ static uint32_t joined_rows(const struct npu_lop *l, const struct npu_act *in,
 	return best;
 }
 
+/* p runs the pixel-major MATMULs of pm, in slices of 'chunk' channels. */
+static void plan_take_pmm(struct plan *p, const struct pmm *pm, uint32_t chunk)
+{
+	p->pmm = true;
+	p->chunk = chunk;
+	p->rows = pm->rows;
+	p->consts_bytes = pm->consts;
+	p->sram_in[0] = pm->sram_in[0];
+	p->sram_in[1] = pm->sram_in[1];
+	p->sram_in2[0] = pm->sram_mid;
+	p->sram_out[0] = pm->sram_out[0];
+	p->sram_out[1] = pm->sram_out[1];
+}
+
 static bool plan_phases_conv(const struct npu_segment_program *prog,
 			     const struct npu_lop *l, uint32_t sram, struct plan *p,
 			     char *why, size_t why_size);
@@ -527,15 +541,7 @@ static bool plan_phases(const struct npu_segment_program *prog,
 		/* the phase CONV2Ds when they fit and the model prefers them */
 		if (pmm_env_is("force") || !plan_phases_conv(prog, l, sram, &conv, why, why_size) ||
 		    pmm_cost(prog, l, &pm) < plan_cost(prog, l, &conv)) {
-			p->pmm = true;
-			p->chunk = 1;
-			p->rows = pm.rows;
-			p->consts_bytes = pm.consts;
-			p->sram_in[0] = pm.sram_in[0];
-			p->sram_in[1] = pm.sram_in[1];
-			p->sram_in2[0] = pm.sram_mid;
-			p->sram_out[0] = pm.sram_out[0];
-			p->sram_out[1] = pm.sram_out[1];
+			plan_take_pmm(p, &pm, 1);
 			return true;
 		}
 		*p = conv;
@@ -604,15 +610,7 @@ static bool plan_conv(const struct npu_segment_program *prog,
 
 		if (pmm_env_is("force") || !plan_conv_plain(prog, l, sram, &conv, why, why_size) ||
 		    (tile_search(prog, l, &conv), pmm_cost(prog, l, &pm) < plan_cost(prog, l, &conv))) {
-			p->pmm = true;
-			p->chunk = prog->acts[l->out].c;	/* one slice (fusion_plan()) */
-			p->rows = pm.rows;
-			p->consts_bytes = pm.consts;
-			p->sram_in[0] = pm.sram_in[0];
-			p->sram_in[1] = pm.sram_in[1];
-			p->sram_in2[0] = pm.sram_mid;
-			p->sram_out[0] = pm.sram_out[0];
-			p->sram_out[1] = pm.sram_out[1];
+			plan_take_pmm(p, &pm, prog->acts[l->out].c);	/* one slice (fusion_plan()) */
 			return true;
 		}
 		*p = conv;
