@@ -49,9 +49,11 @@ typedef uint64_t npu_le64;
 #define NPU_HW_VERSION_MAJOR		1
 #define NPU_HW_VERSION_MINOR		0
 #define NPU_ISA_VERSION_MAJOR		1
-#define NPU_ISA_VERSION_MINOR		3	/* 1.1: CONV2D zero insertion, RESIZE;
+#define NPU_ISA_VERSION_MINOR		4	/* 1.1: CONV2D zero insertion, RESIZE;
 						   1.2: int16 activations (NPU_INSN_I16);
-						   1.3: SOFTMAX, LAYERNORM, REDUCE */
+						   1.3: SOFTMAX, LAYERNORM, REDUCE;
+						   1.4: CONV2D / MATMUL output LUT
+						   (NPU_CONV_OUT_LUT) */
 #define NPU_VERSION(major, minor)	(((major) << 16) | (minor))
 
 /* Fixed device parameters, reported through the identity registers. */
@@ -106,6 +108,7 @@ typedef uint64_t npu_le64;
 #define NPU_CAP_ZERO_INSERT		(1u << 8)	/* CONV2D ins_h / ins_w (ISA 1.1) */
 #define NPU_CAP_RESIZE			(1u << 9)	/* RESIZE (ISA 1.1) */
 #define NPU_CAP_INT16			(1u << 10)	/* NPU_INSN_I16, 16x8 (ISA 1.2) */
+#define NPU_CAP_OUT_LUT			(1u << 11)	/* NPU_CONV_OUT_LUT (ISA 1.4) */
 
 /*
  * Control and status. Writing NPU_CTRL_RESET resets every queue, the MMU,
@@ -422,7 +425,7 @@ struct npu_fw_config {
 };
 
 /* ---------------------------------------------------------------------------
- * Command-stream ISA, version 1.3 (NPU_ISA_VERSION_MINOR has the history)
+ * Command-stream ISA, version 1.4 (NPU_ISA_VERSION_MINOR has the history)
  *
  * A command stream is a struct npu_cs_header followed by instructions.
  * Every instruction starts with struct npu_insn_header; 'size' is the
@@ -573,6 +576,16 @@ struct npu_insn_dma_fill {
  */
 #define NPU_CONV_NO_BIAS		(1u << 1)
 
+/*
+ * NPU_CONV_OUT_LUT (ISA 1.4), CONV2D and MATMUL: the output unit maps each
+ * requantized, clamped int8 output o through the 256-byte int8 table at
+ * SRAM offset 'lut': out = lut[o + 128] (as LUT does). The table is read
+ * before any output byte is written. It costs no cycles: the table sits in
+ * the MAC array's output pipeline. Int8 only (BAD_ENCODING with
+ * NPU_INSN_I16); without the flag 'lut' must be 0.
+ */
+#define NPU_CONV_OUT_LUT		(1u << 2)
+
 struct npu_insn_conv2d {
 	struct npu_insn_header hdr;
 	uint32_t input;		/* SRAM offsets */
@@ -580,7 +593,8 @@ struct npu_insn_conv2d {
 	uint32_t bias;
 	uint32_t quant;
 	uint32_t output;
-	uint32_t flags;		/* NPU_QUANT_PER_TENSOR, NPU_CONV_NO_BIAS */
+	uint32_t flags;		/* NPU_QUANT_PER_TENSOR, NPU_CONV_NO_BIAS,
+				   NPU_CONV_OUT_LUT */
 	uint16_t in_h, in_w;
 	uint16_t in_c, out_c;
 	uint16_t out_h, out_w;
@@ -595,7 +609,7 @@ struct npu_insn_conv2d {
 	int8_t act_min, act_max;
 	uint8_t ins_h, ins_w;	/* zero insertion (ISA 1.1); 0 = none */
 	uint16_t reserved0;	/* must be 0 */
-	uint32_t reserved1;	/* must be 0 */
+	uint32_t lut;		/* NPU_CONV_OUT_LUT's table (ISA 1.4), else 0 */
 };
 
 /*
@@ -607,12 +621,13 @@ struct npu_insn_conv2d {
 struct npu_insn_matmul {
 	struct npu_insn_header hdr;
 	uint32_t a, b, bias, quant, output;
-	uint32_t flags;		/* NPU_QUANT_PER_TENSOR, NPU_CONV_NO_BIAS */
+	uint32_t flags;		/* NPU_QUANT_PER_TENSOR, NPU_CONV_NO_BIAS,
+				   NPU_CONV_OUT_LUT */
 	uint32_t m, k, n;
 	uint32_t a_stride, out_stride;
 	int16_t zp_a, zp_b, zp_out;
 	int8_t act_min, act_max;
-	uint32_t reserved;
+	uint32_t lut;		/* NPU_CONV_OUT_LUT's table (ISA 1.4), else 0 */
 };
 
 /*

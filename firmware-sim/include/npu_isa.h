@@ -30,7 +30,7 @@ struct npu_sram_range {
 	uint32_t end;
 };
 
-#define NPU_OP_MAX_READS	4
+#define NPU_OP_MAX_READS	5	/* CONV2D: input, weight, quant, bias, lut */
 #define NPU_OP_MAX_WRITES	1
 
 /* What a checked instruction touches in SRAM and costs. */

@@ -204,6 +204,24 @@ static void out_target_finish(struct out_target *o, uint8_t *dst, size_t rs,
 	}
 }
 
+/*
+ * NPU_CONV_OUT_LUT: maps the op's int8 outputs through its table once the
+ * kernel has written them (to SRAM or the temporary), so every kernel
+ * shares the stage. 'table' is a private copy taken before any write: a
+ * table the output overlaps still reads as it was.
+ */
+static void out_lut_apply(const uint8_t *table, const struct out_target *o,
+			  uint32_t h, uint32_t w, uint32_t c)
+{
+	for (uint32_t y = 0; y < h; y++)
+		for (uint32_t x = 0; x < w; x++) {
+			uint8_t *p = (uint8_t *)o->base + y * o->rs + x * o->ps;
+
+			for (uint32_t i = 0; i < c; i++)
+				p[i] = table[(uint8_t)(p[i] + 128)];
+		}
+}
+
 static void conv_depthwise(const struct npu_kern *kn,
 			   const struct npu_insn_conv2d *in, const uint8_t *sram,
 			   const struct chan_tables *t, const struct out_target *o)
@@ -559,6 +577,7 @@ void npu_op_conv2d(const struct npu_insn_conv2d *in, uint8_t *sram)
 	struct npu_op_footprint fp;
 	struct chan_tables t;
 	struct out_target o;
+	uint8_t table[256];
 
 	if (npu_op_conv2d_check(in, &fp))
 		return;
@@ -568,6 +587,8 @@ void npu_op_conv2d(const struct npu_insn_conv2d *in, uint8_t *sram)
 	}
 	if (load_tables(&t, sram, in->bias, in->quant, in->flags, in->out_c))
 		return;
+	if (in->flags & NPU_CONV_OUT_LUT)
+		memcpy(table, sram + in->lut, sizeof(table));
 	out_target_init(&o, &fp, sram + in->output, in->out_row_stride,
 			in->out_pixel_stride, in->out_h, in->out_w, in->out_c);
 	/* Zero insertion runs through im2col; the depthwise kernels lack it. */
@@ -576,6 +597,8 @@ void npu_op_conv2d(const struct npu_insn_conv2d *in, uint8_t *sram)
 		conv_depthwise(kn, in, sram, &t, &o);
 	else
 		conv_gemm(kn, in, sram, &t, &o);
+	if (in->flags & NPU_CONV_OUT_LUT)
+		out_lut_apply(table, &o, in->out_h, in->out_w, in->out_c);
 	out_target_finish(&o, sram + in->output, in->out_row_stride,
 			  in->out_pixel_stride, in->out_h, in->out_w, in->out_c);
 	free(t.bias);
@@ -588,6 +611,7 @@ void npu_op_matmul(const struct npu_insn_matmul *in, uint8_t *sram)
 	struct chan_tables t;
 	struct out_target o;
 	uint32_t chunk = 1024;
+	uint8_t table[256];
 
 	if (npu_op_matmul_check(in, &fp))
 		return;
@@ -597,6 +621,8 @@ void npu_op_matmul(const struct npu_insn_matmul *in, uint8_t *sram)
 	}
 	if (load_tables(&t, sram, in->bias, in->quant, in->flags, in->n))
 		return;
+	if (in->flags & NPU_CONV_OUT_LUT)
+		memcpy(table, sram + in->lut, sizeof(table));
 	out_target_init(&o, &fp, sram + in->output, in->out_stride, 0,
 			in->m, 1, in->n);
 
@@ -627,6 +653,8 @@ void npu_op_matmul(const struct npu_insn_matmul *in, uint8_t *sram)
 	free(row);
 	free(orow);
 	free(arow);
+	if (in->flags & NPU_CONV_OUT_LUT)
+		out_lut_apply(table, &o, in->m, 1, in->n);
 	out_target_finish(&o, sram + in->output, in->out_stride, 0, in->m, 1, in->n);
 	free(t.bias);
 }

@@ -249,6 +249,39 @@ uint32_t npu_conv_taps(uint32_t k, uint32_t dil, uint32_t ins)
 	return (uint32_t)div_up(k, period);
 }
 
+/*
+ * The flags word of CONV2D / MATMUL and its output LUT (ISA 1.4): the
+ * table offset means something only with NPU_CONV_OUT_LUT, so it is 0
+ * without (as the reserved word it was), and the stage is int8 only.
+ */
+static uint32_t out_lut_chk(struct npu_isa_check *c,
+			    const struct npu_insn_header *hdr, uint32_t flags,
+			    uint32_t lut)
+{
+	if (flags & ~(NPU_QUANT_PER_TENSOR | NPU_CONV_NO_BIAS | NPU_CONV_OUT_LUT))
+		return npu_isa_fail(c, ENC, "flags", "flags 0x%x has unknown bits",
+				    flags);
+	if (!(flags & NPU_CONV_OUT_LUT) && lut)
+		return npu_isa_fail(c, ENC, "lut",
+				    "lut is 0x%x without flag OUT_LUT (must be 0)", lut);
+	if ((flags & NPU_CONV_OUT_LUT) && (hdr->flags & NPU_INSN_I16))
+		return npu_isa_fail(c, ENC, "flags",
+				    "flag OUT_LUT with header flag I16: the output "
+				    "LUT is int8 only");
+	return NPU_JOB_OK;
+}
+
+/* The output LUT's 256-byte table, a read of the op, when the flag is set. */
+static uint32_t out_lut_range(struct npu_isa_check *c, uint32_t flags,
+			      uint32_t lut, struct npu_op_footprint *f)
+{
+	if (!(flags & NPU_CONV_OUT_LUT))
+		return NPU_JOB_OK;
+	TRY(sram_range(c, "lut", lut, 256, 1, 1, &f->reads[f->num_reads]));
+	f->num_reads++;
+	return NPU_JOB_OK;
+}
+
 uint32_t npu_op_conv2d_validate(const struct npu_insn_conv2d *in,
 				struct npu_op_footprint *fp,
 				struct npu_isa_check *c)
@@ -263,10 +296,7 @@ uint32_t npu_op_conv2d_validate(const struct npu_insn_conv2d *in,
 		memset(fp, 0, sizeof(*fp));
 	TRY(check_hdr(&in->hdr, NPU_OP_CONV2D, sizeof(*in), c));
 	TRY(reserved_zero(c, "reserved0", in->reserved0));
-	TRY(reserved_zero(c, "reserved1", in->reserved1));
-	if (in->flags & ~(NPU_QUANT_PER_TENSOR | NPU_CONV_NO_BIAS))
-		return npu_isa_fail(c, ENC, "flags", "flags 0x%x has unknown bits",
-				    in->flags);
+	TRY(out_lut_chk(c, &in->hdr, in->flags, in->lut));
 
 	TRY(nonzero(c, "in_h", in->in_h));
 	TRY(nonzero(c, "in_w", in->in_w));
@@ -320,6 +350,7 @@ uint32_t npu_op_conv2d_validate(const struct npu_insn_conv2d *in,
 			       &f.reads[3]));
 		f.num_reads = 4;
 	}
+	TRY(out_lut_range(c, in->flags, in->lut, &f));
 	f.num_writes = 1;
 
 	/* Sizes are bounded by SRAM now, so none of these products overflow. */
@@ -349,10 +380,7 @@ uint32_t npu_op_matmul_validate(const struct npu_insn_matmul *in,
 	if (fp)
 		memset(fp, 0, sizeof(*fp));
 	TRY(check_hdr(&in->hdr, NPU_OP_MATMUL, sizeof(*in), c));
-	TRY(reserved_zero(c, "reserved", in->reserved));
-	if (in->flags & ~(NPU_QUANT_PER_TENSOR | NPU_CONV_NO_BIAS))
-		return npu_isa_fail(c, ENC, "flags", "flags 0x%x has unknown bits",
-				    in->flags);
+	TRY(out_lut_chk(c, &in->hdr, in->flags, in->lut));
 	TRY(nonzero(c, "m", in->m));
 	TRY(nonzero(c, "k", in->k));
 	TRY(nonzero(c, "n", in->n));
@@ -382,6 +410,7 @@ uint32_t npu_op_matmul_validate(const struct npu_insn_matmul *in,
 		TRY(sram_range(c, "bias", in->bias, in->n, 4 * es, 1, &f.reads[3]));
 		f.num_reads = 4;
 	}
+	TRY(out_lut_range(c, in->flags, in->lut, &f));
 	f.num_writes = 1;
 	f.cycles = (uint64_t)in->m * div_up(in->k, mac_rows(&in->hdr)) *
 		   div_up(in->n, NPU_MAC_COLS);

@@ -51,6 +51,15 @@ static int32_t requant_acc(uint64_t acc, int32_t mult, uint32_t shift,
 			   act_min, act_max);
 }
 
+/* NPU_CONV_OUT_LUT (int8 only): the output unit's table lookup. */
+static int32_t out_lut(const uint8_t *sram, uint32_t flags, uint32_t lut,
+		       int32_t o)
+{
+	if (!(flags & NPU_CONV_OUT_LUT))
+		return o;
+	return (int8_t)sram[lut + (uint32_t)(o + 128)];
+}
+
 static int64_t ld_bias(const uint8_t *sram, uint32_t bias, uint32_t i, int i16)
 {
 	if (i16)
@@ -110,8 +119,10 @@ void npu_ref_conv2d(const struct npu_insn_conv2d *in, uint8_t *sram)
 			acc += (uint64_t)(int64_t)((x - in->zp_in) * (w - in->zp_w));
 		}
 		st_act(res + (((size_t)oh * in->out_w + ow) * in->out_c + oc) * es,
-		       requant_acc(acc, mult[oc], (uint32_t)shift[oc], in->zp_out,
-				   in->act_min, in->act_max, i16), i16);
+		       out_lut(sram, in->flags, in->lut,
+			       requant_acc(acc, mult[oc], (uint32_t)shift[oc],
+					   in->zp_out, in->act_min, in->act_max,
+					   i16)), i16);
 	}
 	npu_scatter_dense(sram + in->output, in->out_row_stride,
 			  in->out_pixel_stride, res,
@@ -151,8 +162,10 @@ void npu_ref_matmul(const struct npu_insn_matmul *in, uint8_t *sram)
 			acc += (uint64_t)(int64_t)((a - in->zp_a) * (b - in->zp_b));
 		}
 		st_act(res + ((size_t)i * in->n + j) * es,
-		       requant_acc(acc, mult[j], (uint32_t)shift[j], in->zp_out,
-				   in->act_min, in->act_max, i16), i16);
+		       out_lut(sram, in->flags, in->lut,
+			       requant_acc(acc, mult[j], (uint32_t)shift[j],
+					   in->zp_out, in->act_min, in->act_max,
+					   i16)), i16);
 	}
 	npu_scatter_dense(sram + in->output, in->out_stride, 0,
 			  res, in->m, 1, in->n * es);

@@ -2,7 +2,8 @@
 /*
  * test_exec.c - command-stream execution: malformed streams end with an
  * exact status and error_offset; DMA semantics and bounds; TIMESTAMP;
- * the two-engine cycle model and hazard detection; an int16 (16x8) job.
+ * the two-engine cycle model and hazard detection; an int16 (16x8) job;
+ * an output-LUT (ISA 1.4) job.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -684,6 +685,82 @@ static void int16_matmul_job_gives_the_hand_computed_result(void **state)
 	expect(f, NPU_JOB_ERR_BAD_ENCODING, offset);
 }
 
+/*
+ * The output LUT through the device (ISA 1.4): an int8 MATMUL whose table
+ * (output + 1) is applied by hand, the cycles of the MATMUL without it,
+ * and the table a read for hazards: a DMA writing it while the MATMUL
+ * runs fails the job, one writing just past it does not.
+ */
+static void matmul_out_lut_job_maps_outputs_and_reads_its_table(void **state)
+{
+	struct fixture *f = *state;
+	struct npu_insn_matmul mm = {
+		.hdr = { .opcode = NPU_OP_MATMUL, .flags = NPU_INSN_SYNC, .size = sizeof(mm) },
+		.a = 0, .b = 64, .quant = 192, .output = 256, .lut = 0x10000,
+		.flags = NPU_QUANT_PER_TENSOR | NPU_CONV_NO_BIAS | NPU_CONV_OUT_LUT,
+		.m = 2, .k = 3, .n = 2, .a_stride = 3, .out_stride = 2,
+		.act_min = -128, .act_max = 126,
+	};
+	const int8_t a[6] = { 10, -20, 30, 127, -128, 5 };
+	const int8_t b[6] = { 1, 2, 3, -1, 0, 127 };
+	const int32_t mult = 1 << 30;	/* with shift 31: round(acc / 2) */
+	/*
+	 * row 0: 10 - 40 + 90 = 60 -> 30;  -10 + 0 + 3810 = 3800 -> clamp 126
+	 * row 1: 127 - 256 + 15 = -114 -> -57;  -127 + 0 + 635 = 508 -> 126
+	 * then the table: + 1
+	 */
+	const int8_t want[4] = { 31, 127, -56, 127 };
+	uint8_t img[512] = { 0 };
+	int8_t got[4];
+	struct npu_completion c;
+	uint32_t offset;
+
+	memcpy(img, a, sizeof(a));
+	memcpy(img + 64, b, sizeof(b));
+	memcpy(img + 192, &mult, 4);
+	img[196] = 31;
+	sim_test_write(&f->host, f->data, img, sizeof(img));
+	emit_lut_table(f, 0x10000);
+	sim_test_emit_copy(&f->stream, 0, NPU_SPACE_VA, DATA_VA, NPU_SPACE_SRAM, 0,
+			   1, sizeof(img), 0, 0);
+	sim_test_emit(&f->stream, &mm, sizeof(mm));
+	sim_test_emit_copy(&f->stream, NPU_INSN_SYNC, NPU_SPACE_SRAM, 256,
+			   NPU_SPACE_VA, DATA_VA + 0x1000, 1, sizeof(got), 0, 0);
+	c = run(f);
+	assert_int_equal(c.status, NPU_JOB_OK);
+	sim_test_read(&f->host, f->data + 0x1000, got, sizeof(got));
+	for (int i = 0; i < 4; i++)
+		assert_int_equal(got[i], want[i]);
+	/* table 4 beats and image 8 beats on the DMA engine; the MATMUL
+	 * 2 * ceil(3 / 32) * ceil(2 / 32) = 2 cycles, the LUT none; 1 beat out */
+	assert_int_equal(c.cycles, 2 * (OVERHEAD + NPU_CYCLES_DMA_SETUP) + 4 + 8 +
+				   OVERHEAD + 2 + OVERHEAD + NPU_CYCLES_DMA_SETUP + 1);
+
+	/* DMA into the table while the MATMUL reads it (no SYNC): a hazard */
+	sim_test_stream_init(&f->stream);
+	emit_lut_table(f, 0x10000);
+	sim_test_emit_copy(&f->stream, 0, NPU_SPACE_VA, DATA_VA, NPU_SPACE_SRAM, 0,
+			   1, sizeof(img), 0, 0);
+	sim_test_emit(&f->stream, &mm, sizeof(mm));
+	offset = sim_test_emit_fill(&f->stream, 0, NPU_SPACE_SRAM, 0x10000 + 255, 0,
+				    1, 1, 0);
+	expect(f, NPU_JOB_ERR_HAZARD, offset);
+	/* the byte after the table is not the MATMUL's */
+	sim_test_stream_init(&f->stream);
+	emit_lut_table(f, 0x10000);
+	sim_test_emit_copy(&f->stream, 0, NPU_SPACE_VA, DATA_VA, NPU_SPACE_SRAM, 0,
+			   1, sizeof(img), 0, 0);
+	sim_test_emit(&f->stream, &mm, sizeof(mm));
+	sim_test_emit_fill(&f->stream, 0, NPU_SPACE_SRAM, 0x10000 + 256, 0, 1, 1, 0);
+	expect(f, NPU_JOB_OK, 0);
+
+	/* a table past the end of SRAM fails the job at the MATMUL */
+	sim_test_stream_init(&f->stream);
+	mm.lut = NPU_SRAM_SIZE - 128;
+	offset = sim_test_emit(&f->stream, &mm, sizeof(mm));
+	expect(f, NPU_JOB_ERR_SRAM_BOUNDS, offset);
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, fixture_setup, fixture_teardown)
@@ -709,6 +786,7 @@ int main(void)
 		T(full_hazard_window_stalls_instead_of_missing_hazards),
 		T(matmul_counts_macs_and_checks_sram_shifts),
 		T(int16_matmul_job_gives_the_hand_computed_result),
+		T(matmul_out_lut_job_maps_outputs_and_reads_its_table),
 	};
 #undef T
 

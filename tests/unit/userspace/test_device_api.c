@@ -186,10 +186,24 @@ static void builder_rejects_bad_instructions(void **state)
 	assert_int_equal(npu_cmdbuf_conv2d(cb, &bad), NPU_ERR_INVALID_ARG);
 	assert_non_null(strstr(npu_cmdbuf_last_error(cb), "zp_in 200"));
 
+	/* ISA 1.4's output LUT: the table only with the flag, inside SRAM, int8 */
 	bad = cv;
-	bad.reserved1 = 1;
+	bad.lut = 1;
 	assert_int_equal(npu_cmdbuf_conv2d(cb, &bad), NPU_ERR_INVALID_ARG);
-	assert_non_null(strstr(npu_cmdbuf_last_error(cb), "reserved"));
+	assert_non_null(strstr(npu_cmdbuf_last_error(cb), "lut is 0x1 without flag OUT_LUT"));
+
+	bad = cv;
+	bad.flags |= NPU_CONV_OUT_LUT;
+	bad.lut = NPU_SRAM_SIZE - 255;
+	assert_int_equal(npu_cmdbuf_conv2d(cb, &bad), NPU_ERR_INVALID_ARG);
+	assert_non_null(strstr(npu_cmdbuf_last_error(cb), "lut ["));
+	assert_non_null(strstr(npu_cmdbuf_last_error(cb), "exceeds SRAM size"));
+
+	bad = cv;
+	bad.flags |= NPU_CONV_OUT_LUT;
+	bad.hdr.flags |= NPU_INSN_I16;
+	assert_int_equal(npu_cmdbuf_conv2d(cb, &bad), NPU_ERR_INVALID_ARG);
+	assert_non_null(strstr(npu_cmdbuf_last_error(cb), "OUT_LUT with header flag I16"));
 
 	bad = cv;
 	bad.groups = 3;

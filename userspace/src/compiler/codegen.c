@@ -37,6 +37,36 @@ static unsigned bias_es(const struct npu_lop_quant *q)
 	return q->bias64 ? 8 : q->bias ? 4 : 0;
 }
 
+/*
+ * An int8 output LUT of a conv / matmul lop runs in the MAC array's output
+ * unit (NPU_CONV_OUT_LUT, ISA 1.4): no LUT instruction, no vector-engine
+ * cycles. NPU_OUT_LUT=0 emits the separate LUT of ISA 1.3 instead (tests
+ * compare the two). int16 tables (lut16) always take a LUT instruction.
+ */
+static bool out_lut_fused(const struct npu_lop_quant *q)
+{
+	const char *env = getenv("NPU_OUT_LUT");
+
+	return q->lut && !(env && !strcmp(env, "0"));
+}
+
+/* Whether the lop's output stage needs its own LUT instruction. */
+static bool lut_insn(const struct npu_lop_quant *q)
+{
+	return q->lut16 || (q->lut && !out_lut_fused(q));
+}
+
+/* The OUT_LUT flag and table of a CONV2D / MATMUL when the stage fuses. */
+static uint32_t out_lut_flag(const struct npu_lop_quant *q)
+{
+	return out_lut_fused(q) ? NPU_CONV_OUT_LUT : 0;
+}
+
+static uint32_t out_lut_at(const struct npu_lop_quant *q, uint32_t table)
+{
+	return out_lut_fused(q) ? table : 0;
+}
+
 /* ---- Constant blob ---------------------------------------------------- */
 
 struct blob {
@@ -489,7 +519,7 @@ static uint64_t joined_cost(const struct npu_lop *l, const struct npu_act *in,
 	uint64_t m = in->w / f, pc = f * l->conv.phase_w * out->c, orow = (uint64_t)out->w * out->c;
 	uint64_t setup = NPU_CYCLES_DMA_SETUP + NPU_CYCLES_INSN_OVERHEAD, tiles = ceil_div(in->h, r);
 	uint64_t cmp = r * m * ceil_div(f * in->c, NPU_MAC_ROWS) * ceil_div(ph * pc, NPU_MAC_COLS) +
-		       (l->conv.q.lut ? ceil_div(r * ph * orow, NPU_VECTOR_LANES) : 0);
+		       (lut_insn(&l->conv.q) ? ceil_div(r * ph * orow, NPU_VECTOR_LANES) : 0);
 	uint64_t load = setup + ceil_div(r * in->w * in->c, NPU_DMA_BYTES_PER_CYCLE);
 	uint64_t store = ph * (r < m ? r : m) * setup +
 			 ph * r * m * ceil_div(pc, NPU_DMA_BYTES_PER_CYCLE);
@@ -1318,7 +1348,7 @@ static npu_status conv_compute(struct emitter *e, void *ctx, size_t tile, int bu
 			.bias = bias_es(q) ? c->p.sram_consts + sl->bias_off : 0,
 			.quant = c->p.sram_consts + sl->quant_off,
 			.output = c->p.sram_out[buf],
-			.flags = bias_es(q) ? 0 : NPU_CONV_NO_BIAS,
+			.flags = (bias_es(q) ? 0 : NPU_CONV_NO_BIAS) | out_lut_flag(q),
 			.in_h = (uint16_t)w.in_h, .in_w = (uint16_t)c->in->w,
 			.in_c = (uint16_t)sl->in_c, .out_c = (uint16_t)oc,
 			.out_h = (uint16_t)(r1 - r0), .out_w = (uint16_t)c->out->w,
@@ -1334,6 +1364,7 @@ static npu_status conv_compute(struct emitter *e, void *ctx, size_t tile, int bu
 			.zp_in = (int16_t)c->in->q.zero_point, .zp_w = 0,
 			.zp_out = (int16_t)(q->lut ? q->pre_act_zp : c->out->q.zero_point),
 			.act_min = q->act_min, .act_max = q->act_max,
+			.lut = out_lut_at(q, c->p.sram_consts + sl->lut_off),
 		};
 
 		if (l->conv.fold_w) {
@@ -1363,7 +1394,7 @@ static npu_status conv_compute(struct emitter *e, void *ctx, size_t tile, int bu
 		} else {
 			EMIT(e, npu_cmdbuf_conv2d(e->cb, &cv));
 		}
-		if (q->lut || q->lut16)
+		if (lut_insn(q))
 			EMIT(e, npu_cmdbuf_lut(e->cb, i16_flag(c->out), cv.output, cv.output,
 					       c->p.sram_consts + sl->lut_off,
 					       (r1 - r0) * c->out->w * oc));
@@ -1541,7 +1572,7 @@ static npu_status phase_compute(struct emitter *e, void *ctx, size_t tile, int b
 			.bias = q->bias ? base + sl->bias_off : 0,
 			.quant = base + sl->quant_off,
 			.output = c->p.sram_out[buf],
-			.flags = q->bias ? 0 : NPU_CONV_NO_BIAS,
+			.flags = (q->bias ? 0 : NPU_CONV_NO_BIAS) | out_lut_flag(q),
 			.in_h = (uint16_t)(r1 - r0), .in_w = (uint16_t)(c->in->w / f),
 			.in_c = (uint16_t)(f * c->in->c), .out_c = (uint16_t)(l->conv.phase_h * pc),
 			.out_h = (uint16_t)(r1 - r0), .out_w = (uint16_t)(c->in->w / f),
@@ -1553,6 +1584,7 @@ static npu_status phase_compute(struct emitter *e, void *ctx, size_t tile, int b
 			.zp_in = (int16_t)c->in->q.zero_point, .zp_w = 0,
 			.zp_out = (int16_t)(q->lut ? q->pre_act_zp : c->out->q.zero_point),
 			.act_min = q->act_min, .act_max = q->act_max,
+			.lut = out_lut_at(q, c->p.sram_consts + c->sl[0].lut_off),
 		};
 
 		EMIT(e, npu_cmdbuf_conv2d(e->cb, &cv));
@@ -1567,7 +1599,7 @@ static npu_status phase_compute(struct emitter *e, void *ctx, size_t tile, int b
 			.bias = q->bias ? base + sl->bias_off : 0,
 			.quant = base + sl->quant_off,
 			.output = c->p.sram_out[buf] + dy * (uint32_t)orow,
-			.flags = q->bias ? 0 : NPU_CONV_NO_BIAS,
+			.flags = (q->bias ? 0 : NPU_CONV_NO_BIAS) | out_lut_flag(q),
 			.in_h = (uint16_t)(r1 - r0), .in_w = (uint16_t)(c->in->w / f),
 			.in_c = (uint16_t)(f * c->in->c), .out_c = (uint16_t)pc,
 			.out_h = (uint16_t)(r1 - r0), .out_w = (uint16_t)(c->in->w / f),
@@ -1578,11 +1610,12 @@ static npu_status phase_compute(struct emitter *e, void *ctx, size_t tile, int b
 			.zp_in = (int16_t)c->in->q.zero_point, .zp_w = 0,
 			.zp_out = (int16_t)(q->lut ? q->pre_act_zp : c->out->q.zero_point),
 			.act_min = q->act_min, .act_max = q->act_max,
+			.lut = out_lut_at(q, c->p.sram_consts + c->sl[0].lut_off),
 		};
 
 		EMIT(e, npu_cmdbuf_conv2d(e->cb, &cv));
 	}
-	if (q->lut)
+	if (lut_insn(q))
 		EMIT(e, npu_cmdbuf_lut(e->cb, 0, c->p.sram_out[buf], c->p.sram_out[buf],
 				       c->p.sram_consts + c->sl[0].lut_off,
 				       (uint32_t)((r1 - r0) * l->conv.phase_h * orow)));
@@ -1703,17 +1736,19 @@ static npu_status pmm_compute(struct emitter *e, void *ctx, size_t tile, int buf
 			.bias = q->bias ? c->m.bias_off[p] : 0,
 			.quant = c->m.quant_off[p],
 			.output = c->m.sram_mid + p * n,
-			.flags = NPU_QUANT_PER_TENSOR | (q->bias ? 0 : NPU_CONV_NO_BIAS),
+			.flags = NPU_QUANT_PER_TENSOR | (q->bias ? 0 : NPU_CONV_NO_BIAS) |
+				 out_lut_flag(q),
 			.m = 1, .k = c->in->c, .n = n,
 			.a_stride = c->in->c, .out_stride = n,
 			.zp_a = 0, .zp_b = (int16_t)c->in->q.zero_point,
 			.zp_out = (int16_t)(q->lut ? q->pre_act_zp : c->out->q.zero_point),
 			.act_min = q->act_min, .act_max = q->act_max,
+			.lut = out_lut_at(q, c->m.lut_off),
 		};
 
 		EMIT(e, npu_cmdbuf_matmul(e->cb, &mm));
 	}
-	if (q->lut)
+	if (lut_insn(q))
 		EMIT(e, npu_cmdbuf_lut(e->cb, 0, c->m.sram_mid, c->m.sram_mid, c->m.lut_off,
 				       c->m.phases * n));
 	for (p = 0; p < c->m.phases; p++) {
@@ -2008,16 +2043,17 @@ static npu_status mm_compute(struct emitter *e, void *ctx, size_t tile, int buf)
 			.bias = bias_es(q) ? c->p.sram_consts + sl->bias_off : 0,
 			.quant = c->p.sram_consts + sl->quant_off,
 			.output = c->p.sram_out[buf],
-			.flags = bias_es(q) ? 0 : NPU_CONV_NO_BIAS,
+			.flags = (bias_es(q) ? 0 : NPU_CONV_NO_BIAS) | out_lut_flag(q),
 			.m = (uint32_t)(r1 - r0), .k = c->in->c, .n = n,
 			.a_stride = c->in->c * npu_act_es(c->in), .out_stride = n * npu_act_es(c->out),
 			.zp_a = (int16_t)c->in->q.zero_point, .zp_b = 0,
 			.zp_out = (int16_t)(q->lut ? q->pre_act_zp : c->out->q.zero_point),
 			.act_min = q->act_min, .act_max = q->act_max,
+			.lut = out_lut_at(q, c->p.sram_consts + sl->lut_off),
 		};
 
 		EMIT(e, npu_cmdbuf_matmul(e->cb, &mm));
-		if (q->lut || q->lut16)
+		if (lut_insn(q))
 			EMIT(e, npu_cmdbuf_lut(e->cb, i16_flag(c->out), mm.output, mm.output,
 					       c->p.sram_consts + sl->lut_off,
 					       (uint32_t)(r1 - r0) * n));
@@ -2135,17 +2171,18 @@ static npu_status gen_matmul_act(struct emitter *e, const struct npu_lop *l,
 				.hdr.flags = sync ? NPU_INSN_SYNC : 0,
 				.a = p->sram_in[0] + b * m * k, .b = p->sram_in2[0] + b * k * n,
 				.quant = p->sram_consts, .output = p->sram_out[0] + b * m * n,
-				.flags = NPU_QUANT_PER_TENSOR | NPU_CONV_NO_BIAS,
+				.flags = NPU_QUANT_PER_TENSOR | NPU_CONV_NO_BIAS | out_lut_flag(q),
 				.m = m, .k = k, .n = n, .a_stride = k, .out_stride = n,
 				.zp_a = (int16_t)in->q.zero_point,
 				.zp_b = (int16_t)in2->q.zero_point,
 				.zp_out = (int16_t)(q->lut ? q->pre_act_zp : out->q.zero_point),
 				.act_min = q->act_min, .act_max = q->act_max,
+				.lut = out_lut_at(q, p->sram_consts + cl.lut),
 			};
 
 			EMIT(e, npu_cmdbuf_matmul(e->cb, &mm));
 		}
-		if (q->lut)
+		if (lut_insn(q))
 			EMIT(e, npu_cmdbuf_lut(e->cb, 0, p->sram_out[0], p->sram_out[0],
 					       p->sram_consts + cl.lut, nb * m * n));
 		EMIT(e, npu_cmdbuf_dma_copy_1d(e->cb, NPU_INSN_SYNC, NPU_SPACE_VA,
@@ -2758,7 +2795,7 @@ static uint64_t cost_conv(const struct npu_segment_program *prog,
 						 c.slices[s].groups, c.slices[s].in_c, oc, c.in->i16);
 			cost_insn(&t, false, true, compute);
 		}
-		if (!c.pool && l->conv.q.lut)
+		if (!c.pool && lut_insn(&l->conv.q))
 			cost_insn(&t, false, false, div_up64(pixels * oc, lanes));
 		store = oc == c.out->c ? cost_dma(1, pixels * oc * npu_act_es(c.out)) :
 			cost_dma(pixels, (uint64_t)oc * npu_act_es(c.out));
@@ -2830,7 +2867,7 @@ static uint64_t cost_matmul(const struct npu_segment_program *prog,
 	uint64_t m = (uint64_t)in->n * in->h * in->w, es_in = npu_act_es(in);
 	uint64_t es_out = npu_act_es(out), rt = div_up64(m, p->rows), tiles, i;
 	uint64_t prev_store = 0;
-	bool lut = l->matmul.q.lut || l->matmul.q.lut16;
+	bool lut = lut_insn(&l->matmul.q);
 	struct cost_engines t = { 0, 0, 0 };
 	size_t ns = div_up64(out->c, p->chunk), prev_s = 0;
 
@@ -2932,7 +2969,7 @@ static uint64_t pmm_cost(const struct npu_segment_program *prog, const struct np
 		n = (r0 + m->rows < in->h ? m->rows : in->h - r0) * in->w;
 		for (p = 0; p < m->phases; p++)
 			cost_insn(&t, false, p == 0, kb * div_up64(n, NPU_MAC_COLS));
-		if (l->conv.q.lut)
+		if (lut_insn(&l->conv.q))
 			cost_insn(&t, false, false, div_up64(m->phases * n, NPU_VECTOR_LANES));
 		for (p = 0; p < m->phases; p++)
 			cost_insn(&t, false, false, div_up64(n, NPU_VECTOR_LANES));
@@ -3176,12 +3213,12 @@ static uint64_t fused_cost(const struct npu_segment_program *prog, const struct 
 		fused_tile(prog, f, i - 1, &r0, &r1, &qw, &pw);
 		cost_insn(&t, false, true, cost_conv_insn(qw.in_h, f->mid->w, tp, f->sp.groups,
 							  f->sp.in_c, f->mid->c, false));
-		if (f->lp->conv.q.lut)
+		if (lut_insn(&f->lp->conv.q))
 			cost_insn(&t, false, false, div_up64((uint64_t)qw.in_h * f->mid->w *
 							     f->mid->c, NPU_VECTOR_LANES));
 		cost_insn(&t, false, false, cost_conv_insn(r1 - r0, f->out->w, tq, f->sq.groups,
 							   f->sq.in_c, f->out->c, false));
-		if (f->lq->conv.q.lut)
+		if (lut_insn(&f->lq->conv.q))
 			cost_insn(&t, false, false, div_up64((uint64_t)(r1 - r0) * f->out->w *
 							     f->out->c, NPU_VECTOR_LANES));
 		if (prev_store)
@@ -4213,7 +4250,7 @@ static npu_status fused_conv(struct emitter *e, const struct npu_lop *l,
 		.bias = q->bias ? consts + sl->bias_off : 0,
 		.quant = consts + sl->quant_off,
 		.output = output,
-		.flags = q->bias ? 0 : NPU_CONV_NO_BIAS,
+		.flags = (q->bias ? 0 : NPU_CONV_NO_BIAS) | out_lut_flag(q),
 		.in_h = (uint16_t)w->in_h, .in_w = (uint16_t)in->w,
 		.in_c = (uint16_t)sl->in_c, .out_c = (uint16_t)out->c,
 		.out_h = (uint16_t)out_h, .out_w = (uint16_t)out->w,
@@ -4228,10 +4265,11 @@ static npu_status fused_conv(struct emitter *e, const struct npu_lop *l,
 		.zp_in = (int16_t)in->q.zero_point, .zp_w = 0,
 		.zp_out = (int16_t)(q->lut ? q->pre_act_zp : out->q.zero_point),
 		.act_min = q->act_min, .act_max = q->act_max,
+		.lut = out_lut_at(q, consts + sl->lut_off),
 	};
 
 	EMIT(e, npu_cmdbuf_conv2d(e->cb, &cv));
-	if (q->lut)
+	if (lut_insn(q))
 		EMIT(e, npu_cmdbuf_lut(e->cb, 0, output, output, consts + sl->lut_off,
 				       out_h * out->w * out->c));
 	return NPU_OK;

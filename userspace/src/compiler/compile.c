@@ -1112,6 +1112,25 @@ static npu_status bind_consts(struct npu_segment *seg, struct npu_device *dev,
 	return NPU_OK;
 }
 
+/*
+ * Command streams are generated at bind time for the device but carry
+ * this library's ISA version (npu_cmdbuf_reset()), which an older device
+ * refuses job by job (BAD_HEADER): say so once, up front. A .npub holds
+ * lowered ops, not streams, so it needs no ISA version of its own.
+ */
+npu_status npu_compiled_isa_check(const struct npu_device_info *info,
+				  struct npu_error *err)
+{
+	unsigned int major = info->isa_version >> 16, minor = info->isa_version & 0xffff;
+
+	if (major == NPU_ISA_VERSION_MAJOR && minor >= NPU_ISA_VERSION_MINOR)
+		return NPU_OK;
+	return npu_error_set(err, NPU_ERR_UNSUPPORTED,
+			     "compile: the device runs command-stream ISA %u.%u; this library "
+			     "emits ISA %u.%u (1.4: the CONV2D / MATMUL output LUT)",
+			     major, minor, NPU_ISA_VERSION_MAJOR, NPU_ISA_VERSION_MINOR);
+}
+
 npu_status npu_compiled_bind(struct npu_compiled *c, struct npu_graph *graph,
 			     struct npu_device *dev, struct npu_error *err)
 {
@@ -1133,6 +1152,9 @@ npu_status npu_compiled_bind(struct npu_compiled *c, struct npu_graph *graph,
 	st = npu_device_get_info(dev, &c->dev_info);
 	if (st)
 		return npu_error_set(err, st, "compile: %s", npu_device_last_error(dev));
+	st = npu_compiled_isa_check(&c->dev_info, err);
+	if (st)
+		return st;
 	c->dev = dev;
 	for (i = 0; i < c->num_segments && !st; i++) {
 		c->segments[i]->compiled = c;

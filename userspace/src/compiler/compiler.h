@@ -339,6 +339,13 @@ npu_status npu_compile_passes_fuse(struct npu_graph *graph,
  */
 npu_status npu_compiled_bind(struct npu_compiled *c, struct npu_graph *graph,
 			     struct npu_device *device, struct npu_error *err);
+/*
+ * NPU_OK when a device reporting 'info' runs this library's command
+ * streams (same ISA major, minor at least ours); else NPU_ERR_UNSUPPORTED
+ * naming both versions. npu_compiled_bind() checks it.
+ */
+npu_status npu_compiled_isa_check(const struct npu_device_info *info,
+				  struct npu_error *err);
 
 /*
  * Subgraph paths: for each level, the control-flow node's key (its first

@@ -73,7 +73,7 @@ static const struct field conv2d_fields[] = {
 	C(pad_top), C(pad_left), C(pad_bottom), C(pad_right), C(groups),
 	C(in_row_stride), C(in_pixel_stride), C(out_row_stride),
 	C(out_pixel_stride), C(zp_in), C(zp_w), C(zp_out), C(act_min),
-	C(act_max), C(ins_h), C(ins_w),
+	C(act_max), C(ins_h), C(ins_w), C(lut),
 	{ NULL, 0, 0, false, F_NUM, 0 },
 };
 #undef C
@@ -82,7 +82,7 @@ static const struct field conv2d_fields[] = {
 static const struct field matmul_fields[] = {
 	M(a), M(b), M(bias), M(quant), M(output), M(flags), M(m), M(k), M(n),
 	M(a_stride), M(out_stride), M(zp_a), M(zp_b), M(zp_out), M(act_min),
-	M(act_max),
+	M(act_max), M(lut),
 	{ NULL, 0, 0, false, F_NUM, 0 },
 };
 #undef M
@@ -197,6 +197,7 @@ static const struct {
 	{ "bcast", "scalar", NPU_BCAST_SCALAR },
 	{ "flags", "per_tensor", NPU_QUANT_PER_TENSOR },
 	{ "flags", "no_bias", NPU_CONV_NO_BIAS },
+	{ "flags", "out_lut", NPU_CONV_OUT_LUT },
 	{ "flags", "count_pad", NPU_POOL_COUNT_PAD },
 };
 
@@ -645,7 +646,7 @@ static npu_status assemble_insn(struct asm_state *a, const struct op_syntax *op,
 				return aerr(a, tok[i].col + (unsigned int)(val - tok[i].s),
 					    "%s: %s='%s' is not a number%s", op->name,
 					    tok[i].s, val,
-					    !strcmp(tok[i].s, "flags") ? " or per_tensor|no_bias|count_pad" :
+					    !strcmp(tok[i].s, "flags") ? " or per_tensor|no_bias|out_lut|count_pad" :
 					    !strcmp(tok[i].s, "mode") ? " or max|avg (pool) / add|mul (eltwise) / nearest|bilinear (resize)" :
 					    !strcmp(tok[i].s, "bcast") ? " or none|channel|scalar" : "");
 		}
