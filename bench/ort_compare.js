@@ -177,7 +177,7 @@ async function main() {
 	} else if (cmd === 'all') {
 		const ort = require('onnxruntime-node');
 		const [runner, work, iters, casesFile] = args;
-		const settleMs = Number(process.env.ORT_COMPARE_SETTLE_MS ?? 30);
+		const settleMs = Number(process.env.ORT_COMPARE_SETTLE_MS ?? 150);
 		for (const c of JSON.parse(fs.readFileSync(casesFile, 'utf8'))) {
 			const x = readNpy(c.input);
 			const feeds = { [c.in_name]: new ort.Tensor('float32', x.data, x.shape) };
@@ -189,7 +189,8 @@ async function main() {
 			for (let i = 0; i < Number(iters); i++) {
 				// Alternate who goes first, so neither always follows the other.
 				for (const who of i % 2 ? ['ort', 'npu'] : ['npu', 'ort']) {
-					// Let the other engine's workers stop spinning first.
+					// Let the other engine's leftover work (ORT's spinning
+					// pool: ~50 ms of CPU after a run) end first.
 					await new Promise(r => setTimeout(r, settleMs));
 					if (who === 'npu') {
 						tn.push(Number((await ours.cmd('run')).split(' ')[1]));
