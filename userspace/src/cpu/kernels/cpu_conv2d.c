@@ -390,13 +390,10 @@ static void npu_conv_gemm_task(void *ctx, size_t t, int tid)
 }
 
 /*
- * Row tiles: rows of one zero-padded (phase-split) input plane (image,
- * channel). A task takes pad_rows rows, so that a few planes (the RGB
- * input of a stem convolution) still spread over the threads; tasks are
- * band-major, so each thread pads the rows it will read (and its
- * producer wrote): see npu_conv_depthwise_task.
+ * Padded rows [r0, r1) of one input plane, row r0 at d: zero rows and
+ * columns around the input's, each row split into stride_w phases
+ * (column j * stride_w + q at phase q, j).
  */
-/* Padded rows [r0, r1) of one input plane, row r0 at d. */
 static void npu_conv_pad_rows(const struct npu_conv_job *job, size_t plane,
 			      size_t r0, size_t r1, float *d)
 {
@@ -450,6 +447,13 @@ static void npu_conv_pad_rows(const struct npu_conv_job *job, size_t plane,
 	}
 }
 
+/*
+ * Row tiles (the indirect convolution's shared padded copy): rows of one
+ * input plane. A task takes pad_rows rows, so that a few planes (the RGB
+ * input of a stem convolution) still spread over the threads; tasks are
+ * band-major, so each thread pads the rows it will read (and its
+ * producer wrote), as in npu_conv_dw_bands.
+ */
 static void npu_conv_pad_task(void *ctx, size_t t)
 {
 	struct npu_conv_job *job = ctx;
@@ -468,7 +472,7 @@ static size_t npu_conv_pad_split(struct npu_conv_job *job, size_t planes,
 
 	if (planes < want && hp > 1)
 		chunks = npu_div_up(want, planes);
-	/* A band of rows per thread at least: see npu_conv_depthwise_task. */
+	/* A band of rows per thread at least (see npu_conv_pad_task). */
 	if (chunks < threads)
 		chunks = threads;
 	if (chunks > hp)
