@@ -1497,47 +1497,213 @@ static bool lower_gemm(struct npu_lower_ctx *lc, struct npu_node *n, char *why,
 }
 
 /*
- * GlobalAveragePool as a depthwise CONV2D whose H x W weights are all 1 / HW
- * (exactly 127 in int8, at scale 1 / (127 HW)): unlike POOL, a convolution
- * requantizes, so the mean gets its own, much narrower range instead of
- * its input's (squeeze-and-excitation blocks lost 20 dB there).
+ * A mean over windows as a depthwise CONV2D whose k_h x k_w weights are
+ * all 127 at scale 1 / (127 div) (div: the window's area, or what stands
+ * for it): unlike POOL, a convolution requantizes, so the mean gets its
+ * own, much narrower range instead of its input's (squeeze-and-excitation
+ * blocks lost 20 dB there). Padded taps read zp_in: they add 0.
  */
+static bool lower_mean_conv(struct npu_lower_ctx *lc, struct npu_node *n, uint32_t c,
+			    uint32_t k_h, uint32_t k_w, uint32_t pad_bottom, uint32_t pad_right,
+			    double div, int in_act, int out_act, const struct npu_qparams *qin,
+			    const struct npu_qparams *qout, char *why, size_t why_size)
+{
+	size_t per = (size_t)k_h * k_w;
+	int8_t *w = seg_own(lc->seg, (size_t)c * per);
+	float *scales = seg_own(lc->seg, c * sizeof(*scales));
+	struct npu_lop *l;
+	uint32_t i;
+
+	if (!w || !scales || in_act < 0 || out_act < 0)
+		return WHY("out of memory");
+	memset(w, 127, (size_t)c * per);
+	for (i = 0; i < c; i++)
+		scales[i] = (float)(1.0 / (div * 127.0));
+	l = new_lop(lc, NPU_LOP_CONV, n);
+	if (!l)
+		return WHY("out of memory");
+	l->in = (uint32_t)in_act;
+	l->out = (uint32_t)out_act;
+	l->conv.weight = w;
+	l->conv.k_h = (uint8_t)k_h;
+	l->conv.k_w = (uint8_t)k_w;
+	/* Windows tile the input (a global mean has one). */
+	l->conv.stride_h = (uint8_t)k_h;
+	l->conv.stride_w = (uint8_t)k_w;
+	l->conv.pad_bottom = (uint8_t)pad_bottom;
+	l->conv.pad_right = (uint8_t)pad_right;
+	l->conv.dil_h = l->conv.dil_w = 1;
+	l->conv.groups = (uint16_t)c;
+	l->conv.q.act_min = -128;
+	l->conv.q.act_max = 127;
+	if (!requant_arrays(lc, n->name, c, qin->scale, scales, qout, NULL, 1.0f,
+			    &l->conv.q, why, why_size)) {
+		lc->seg->prog.num_lops--;
+		return false;
+	}
+	return true;
+}
+
+/* GlobalAveragePool as one depthwise CONV2D with an H x W kernel of 1 / HW. */
 static bool lower_global_pool_as_conv(struct npu_lower_ctx *lc, struct npu_node *n,
 				      const struct npu_conv_geom *geo, int in_act,
 				      const struct npu_qparams *qin,
 				      const struct npu_qparams *qout, char *why,
 				      size_t why_size)
 {
-	size_t per = (size_t)geo->k_h * geo->k_w;
-	int8_t *w = seg_own(lc->seg, (size_t)geo->c * per);
-	float *scales = seg_own(lc->seg, geo->c * sizeof(*scales));
-	int out = npu_lower_act(lc, n->outputs[0]);
-	struct npu_lop *l;
-	uint32_t c;
+	return lower_mean_conv(lc, n, geo->c, geo->k_h, geo->k_w, 0, 0,
+			       (double)geo->k_h * geo->k_w, in_act,
+			       npu_lower_act(lc, n->outputs[0]), qin, qout, why, why_size);
+}
 
-	if (!w || !scales || in_act < 0 || out < 0)
-		return WHY("out of memory");
-	memset(w, 127, (size_t)geo->c * per);
-	for (c = 0; c < geo->c; c++)
-		scales[c] = (float)(1.0 / ((double)per * 127.0));
-	l = new_lop(lc, NPU_LOP_CONV, n);
-	if (!l)
-		return WHY("out of memory");
-	l->in = (uint32_t)in_act;
-	l->out = (uint32_t)out;
-	l->conv.weight = w;
-	l->conv.k_h = (uint8_t)geo->k_h;
-	l->conv.k_w = (uint8_t)geo->k_w;
-	l->conv.stride_h = l->conv.stride_w = 1;
-	l->conv.dil_h = l->conv.dil_w = 1;
-	l->conv.groups = (uint16_t)geo->c;
-	l->conv.q.act_min = -128;
-	l->conv.q.act_max = 127;
-	if (!requant_arrays(lc, n->name, geo->c, qin->scale, scales, qout, NULL, 1.0f,
-			    &l->conv.q, why, why_size)) {
-		lc->seg->prog.num_lops--;
-		return false;
+/*
+ * Modeled cycles of a GlobalAveragePool over h x w split into out_h x
+ * out_w bands of k_h x k_w (isa.md, depthwise CONV2D: the array works on
+ * 'lanes' pixels x 'lanes' channels per tap): stage 1 the band means,
+ * stage 2 their mean. One band (1 x 1) is the one-stage form.
+ */
+static uint64_t gap_split_cycles(uint32_t c, uint32_t out_h, uint32_t out_w, uint32_t k_h,
+				 uint32_t k_w, uint32_t lanes)
+{
+	uint64_t cb = (c + lanes - 1) / lanes, p = (uint64_t)out_h * out_w;
+
+	return ((p + lanes - 1) / lanes) * k_h * k_w * cb + (p > 1 ? p * cb : 0);
+}
+
+/*
+ * The next band grid for a two-stage GlobalAveragePool after (*out_h,
+ * *out_w) in the order of modeled cycles (0 x 0: the first): out_h x
+ * out_w bands of ceil(h / out_h) x ceil(w / out_w), the last row and
+ * column padded. r is the input's step over the output's: each band
+ * mean is rounded to half an input step (uniform, sd 0.289 r output
+ * steps) and stage 2 weighs the P bands by k_h k_w / HW, so the output
+ * moves by sd 0.289 r sqrt(P) k_h k_w / HW; grids where four of those
+ * reach one output step are left out (more bands average the rounding
+ * away). False when none is left that beats the one-stage form by a
+ * quarter.
+ */
+static bool gap_next_split(uint32_t h, uint32_t w, uint32_t c, uint32_t lanes, double r,
+			   uint32_t *out_h, uint32_t *out_w)
+{
+	uint64_t one = gap_split_cycles(c, 1, 1, h, w, lanes), prev = 0, best = UINT64_MAX;
+	uint32_t oh, ow, bh = 0, bw = 0;
+
+	if (*out_h)
+		prev = gap_split_cycles(c, *out_h, *out_w, (h + *out_h - 1) / *out_h,
+					(w + *out_w - 1) / *out_w, lanes);
+	for (oh = 1; oh <= h; oh++) {
+		uint32_t kh = (h + oh - 1) / oh;
+
+		/* Only grids without an all-padding row or column. */
+		if (kh > 255 || (h + kh - 1) / kh != oh)
+			continue;
+		for (ow = 1; ow <= w; ow++) {
+			uint32_t kw = (w + ow - 1) / ow;
+			uint64_t cy;
+
+			if (kw > 255 || (w + kw - 1) / kw != ow || (oh == 1 && ow == 1) ||
+			    4 * 0.289 * r * sqrt((double)oh * ow) * kh * kw > (double)h * w)
+				continue;
+			cy = gap_split_cycles(c, oh, ow, kh, kw, lanes);
+			/* Strictly after the previous grid: (cycles, oh, ow). */
+			if (*out_h && (cy < prev || (cy == prev && (oh < *out_h ||
+			    (oh == *out_h && ow <= *out_w)))))
+				continue;
+			if (cy < best) {
+				best = cy;
+				bh = oh;
+				bw = ow;
+			}
+		}
 	}
+	if (!bh || best * 4 > one * 3)
+		return false;
+	*out_h = bh;
+	*out_w = bw;
+	return true;
+}
+
+/*
+ * GlobalAveragePool in two depthwise CONV2Ds when the cycle model says it
+ * pays: the one-stage form's output is one pixel, so 31 of the array's 32
+ * pixel lanes idle for H x W taps. Stage 1 writes the means of ~32 bands
+ * (one pixel each, every lane busy) into an int8 temporary at the input's
+ * quantization (a band mean lies in the input's range; zero padding pulls
+ * it toward 0, which is in range too); stage 2 averages them with the
+ * true 1 / HW and requantizes to the output. The ISA has no int8 -> int16
+ * CONV2D, so the temporary is int8: each band mean is rounded once (half
+ * a step of the input), and the weighted mean of those errors is what
+ * the output may differ by; gap_next_split() keeps it under an output
+ * step (test_compiler_gap_split checks 1 LSB). NPU_GAP_SPLIT=0
+ * keeps the one-stage form. *done stays false, nothing lowered, when no
+ * split pays, fits SRAM or requantizes; false only when out of memory.
+ */
+static bool lower_global_pool_split(struct npu_lower_ctx *lc, struct npu_node *n,
+				    const struct npu_conv_geom *geo,
+				    const struct npu_qparams *qin,
+				    const struct npu_qparams *qout, bool *done, char *why,
+				    size_t why_size)
+{
+	struct npu_segment_program *prog = &lc->seg->prog;
+	uint32_t sram = lc->sram_size ? lc->sram_size : NPU_SRAM_SIZE;
+	const char *env = getenv("NPU_GAP_SPLIT");
+	size_t lops, acts;
+	uint32_t oh = 0, ow = 0, tries;
+	int in, out;
+	char tmp[160];
+
+	*done = false;
+	if (env && !strcmp(env, "0"))
+		return true;
+	in = npu_lower_act(lc, n->inputs[0]);
+	out = npu_lower_act(lc, n->outputs[0]);
+	if (in < 0 || out < 0)
+		return WHY("out of memory");
+	lops = prog->num_lops;
+	acts = prog->num_acts;
+	for (tries = 0; tries < 8 && gap_next_split(geo->h, geo->w, geo->c,
+						    lc->want16 ? 16 : 32,
+						    qin->scale / qout->scale, &oh, &ow); tries++) {
+		uint32_t kh = (geo->h + oh - 1) / oh, kw = (geo->w + ow - 1) / ow;
+		struct npu_act *t, *na;
+		char *name;
+
+		prog->num_lops = lops;
+		prog->num_acts = acts;
+		na = realloc(prog->acts, (acts + 1) * sizeof(*na));
+		name = seg_own(lc->seg, strlen(n->name) + 16);
+		if (!na || !name)
+			return WHY("out of memory");
+		prog->acts = na;
+		t = &na[acts];
+		memset(t, 0, sizeof(*t));
+		t->n = geo->n;
+		t->h = oh;
+		t->w = ow;
+		t->c = geo->c;
+		t->q = *qin;
+		t->i16 = lc->want16;
+		sprintf(name, "%s/band_mean", n->name);
+		t->name = name;
+		prog->num_acts++;
+		/* A stage that cannot be requantized leaves the other forms. */
+		if (!lower_mean_conv(lc, n, geo->c, kh, kw, oh * kh - geo->h, ow * kw - geo->w,
+				     (double)kh * kw, in, (int)acts, qin, qin, why, why_size))
+			break;
+		if (!npu_lop_fits(prog, &prog->lops[prog->num_lops - 1], sram, tmp, sizeof(tmp)))
+			continue;
+		/* Stage 1 divided by kh kw; the whole by h w. */
+		if (!lower_mean_conv(lc, n, geo->c, oh, ow, 0, 0,
+				     (double)geo->h * geo->w / ((double)kh * kw), (int)acts, out,
+				     qin, qout, why, why_size))
+			break;
+		if (npu_lop_fits(prog, &prog->lops[prog->num_lops - 1], sram, tmp, sizeof(tmp))) {
+			*done = true;
+			return true;
+		}
+	}
+	prog->num_lops = lops;
+	prog->num_acts = acts;
 	return true;
 }
 
@@ -1628,7 +1794,12 @@ static bool lower_pool(struct npu_lower_ctx *lc, struct npu_node *n, char *why,
 		return false;
 	if (qin && qout && is_op(n, "GlobalAveragePool") && geo.c <= 65535) {
 		char tmp[160];
+		bool done;
 
+		if (!lower_global_pool_split(lc, n, &geo, qin, qout, &done, why, why_size))
+			return false;
+		if (done)
+			return true;
 		if (!lower_global_pool_as_conv(lc, n, &geo, npu_lower_act(lc, n->inputs[0]),
 					       qin, qout, why, why_size))
 			return false;
