@@ -1534,17 +1534,25 @@ static npu_status phase_consts(struct emitter *e, void *ctx, size_t tile, bool *
 	return emit_consts(e, c->blob_off, c->blob_size, c->p.sram_consts);
 }
 
+/* Input rows [r0, r1) of image img, dense NHWC, to SRAM at 'sram'. */
+static npu_status load_in_rows(struct emitter *e, const struct npu_act *in, uint32_t sram,
+			       uint32_t img, uint32_t r0, uint32_t r1)
+{
+	uint64_t row = (uint64_t)in->w * in->c;
+
+	EMIT(e, npu_cmdbuf_dma_copy_1d(e->cb, 0, NPU_SPACE_SRAM, sram, NPU_SPACE_VA,
+				       arena(e, in->offset + ((uint64_t)img * in->h + r0) * row),
+				       (uint32_t)((r1 - r0) * row)));
+	return NPU_OK;
+}
+
 static npu_status phase_load(struct emitter *e, void *ctx, size_t tile, int buf)
 {
 	struct phase_tiles *c = ctx;
-	uint64_t row = (uint64_t)c->in->w * c->in->c;
 	uint32_t img, r0, r1;
 
 	phase_tile(c, tile, &img, &r0, &r1);
-	EMIT(e, npu_cmdbuf_dma_copy_1d(e->cb, 0, NPU_SPACE_SRAM, c->p.sram_in[buf], NPU_SPACE_VA,
-				       arena(e, c->in->offset + ((uint64_t)img * c->in->h + r0) * row),
-				       (uint32_t)((r1 - r0) * row)));
-	return NPU_OK;
+	return load_in_rows(e, c->in, c->p.sram_in[buf], img, r0, r1);
 }
 
 /*
@@ -1706,14 +1714,10 @@ static npu_status pmm_consts(struct emitter *e, void *ctx, size_t tile, bool *ch
 static npu_status pmm_load(struct emitter *e, void *ctx, size_t tile, int buf)
 {
 	struct pmm_tiles *c = ctx;
-	uint64_t row = (uint64_t)c->in->w * c->in->c;
 	uint32_t img, r0, r1;
 
 	pmm_tile(c, tile, &img, &r0, &r1);
-	EMIT(e, npu_cmdbuf_dma_copy_1d(e->cb, 0, NPU_SPACE_SRAM, c->m.sram_in[buf], NPU_SPACE_VA,
-				       arena(e, c->in->offset + ((uint64_t)img * c->in->h + r0) * row),
-				       (uint32_t)((r1 - r0) * row)));
-	return NPU_OK;
+	return load_in_rows(e, c->in, c->m.sram_in[buf], img, r0, r1);
 }
 
 /* Phase p = (dy, dx) into mid block p, the LUT over all, then each block

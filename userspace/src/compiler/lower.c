@@ -1544,6 +1544,38 @@ static bool lower_mean_conv(struct npu_lower_ctx *lc, struct npu_node *n, uint32
 	return true;
 }
 
+/*
+ * A new act at the end of the program for a pool's intermediate means:
+ * h x w of geo's images and channels at the input's quantization, named
+ * "<node>/<what>". False: out of memory.
+ */
+static bool temp_mean_act(struct npu_lower_ctx *lc, const struct npu_node *n,
+			  const struct npu_conv_geom *geo, uint32_t h, uint32_t w,
+			  const struct npu_qparams *qin, const char *what)
+{
+	struct npu_segment_program *prog = &lc->seg->prog;
+	size_t len = strlen(n->name) + strlen(what) + 2;
+	struct npu_act *na = realloc(prog->acts, (prog->num_acts + 1) * sizeof(*na));
+	char *name = seg_own(lc->seg, len);
+	struct npu_act *t;
+
+	if (!na || !name)
+		return false;
+	prog->acts = na;
+	t = &na[prog->num_acts];
+	memset(t, 0, sizeof(*t));
+	t->n = geo->n;
+	t->h = h;
+	t->w = w;
+	t->c = geo->c;
+	t->q = *qin;
+	t->i16 = lc->want16;
+	snprintf(name, len, "%s/%s", n->name, what);
+	t->name = name;
+	prog->num_acts++;
+	return true;
+}
+
 /* GlobalAveragePool as one depthwise CONV2D with an H x W kernel of 1 / HW. */
 static bool lower_global_pool_as_conv(struct npu_lower_ctx *lc, struct npu_node *n,
 				      const struct npu_conv_geom *geo, int in_act,
@@ -1665,27 +1697,11 @@ static bool lower_global_pool_split(struct npu_lower_ctx *lc, struct npu_node *n
 						    lc->want16 ? 16 : 32,
 						    qin->scale / qout->scale, &oh, &ow); tries++) {
 		uint32_t kh = (geo->h + oh - 1) / oh, kw = (geo->w + ow - 1) / ow;
-		struct npu_act *t, *na;
-		char *name;
 
 		prog->num_lops = lops;
 		prog->num_acts = acts;
-		na = realloc(prog->acts, (acts + 1) * sizeof(*na));
-		name = seg_own(lc->seg, strlen(n->name) + 16);
-		if (!na || !name)
+		if (!temp_mean_act(lc, n, geo, oh, ow, qin, "band_mean"))
 			return WHY("out of memory");
-		prog->acts = na;
-		t = &na[acts];
-		memset(t, 0, sizeof(*t));
-		t->n = geo->n;
-		t->h = oh;
-		t->w = ow;
-		t->c = geo->c;
-		t->q = *qin;
-		t->i16 = lc->want16;
-		sprintf(name, "%s/band_mean", n->name);
-		t->name = name;
-		prog->num_acts++;
 		/* A stage that cannot be requantized leaves the other forms. */
 		if (!lower_mean_conv(lc, n, geo->c, kh, kw, oh * kh - geo->h, ow * kw - geo->w,
 				     (double)kh * kw, in, (int)acts, qin, qin, why, why_size))
@@ -1735,30 +1751,14 @@ static bool lower_global_pool_banded(struct npu_lower_ctx *lc, struct npu_node *
 		return WHY("global pool of width %u has no banded NPU form", geo->w);
 	for (a = geo->h < 255 ? geo->h : 255; a >= 1; a--) {
 		struct npu_conv_geom g2 = *geo;
-		struct npu_act *t, *na;
 		struct npu_lop *pl;
-		char *name;
 
 		if (geo->h % a || geo->h / a > 255 || (a == geo->h && b == geo->w))
 			continue;
 		prog->num_lops = lops;
 		prog->num_acts = acts;
-		na = realloc(prog->acts, (acts + 1) * sizeof(*na));
-		name = seg_own(lc->seg, strlen(n->name) + 16);
-		if (!na || !name)
+		if (!temp_mean_act(lc, n, geo, geo->h / a, geo->w / b, qin, "block_mean"))
 			return WHY("out of memory");
-		prog->acts = na;
-		t = &na[acts];
-		memset(t, 0, sizeof(*t));
-		t->n = geo->n;
-		t->h = geo->h / a;
-		t->w = geo->w / b;
-		t->c = geo->c;
-		t->q = *qin;
-		t->i16 = lc->want16;
-		sprintf(name, "%s/block_mean", n->name);
-		t->name = name;
-		prog->num_acts++;
 		pl = new_lop(lc, NPU_LOP_POOL, n);
 		if (!pl)
 			return WHY("out of memory");
@@ -1771,8 +1771,8 @@ static bool lower_global_pool_banded(struct npu_lower_ctx *lc, struct npu_node *
 		pl->pool.act_max = 127;
 		if (!npu_lop_fits(prog, pl, sram, tmp, sizeof(tmp)))
 			continue;
-		g2.h = g2.k_h = t->h;
-		g2.w = g2.k_w = t->w;
+		g2.h = g2.k_h = geo->h / a;
+		g2.w = g2.k_w = geo->w / b;
 		if (!lower_global_pool_as_conv(lc, n, &g2, (int)acts, qin, qout, why, why_size))
 			return false;
 		if (npu_lop_fits(prog, &prog->lops[prog->num_lops - 1], sram, tmp, sizeof(tmp)))
