@@ -4402,6 +4402,28 @@ static uint64_t stream_dram_bytes(const struct npu_cmdbuf *cb, size_t from, size
 	return bytes;
 }
 
+/*
+ * After a fused group of m lops from lop i was emitted: its DRAM bytes
+ * (the stream since stream_before) on the first lop (npu_op_stats.fused),
+ * the others marked fused, and a profiling timestamp after each.
+ */
+static npu_status close_group(struct emitter *e, size_t i, size_t m, size_t stream_before)
+{
+	struct npu_codegen_result *result = e->res;
+	size_t stream_after, k;
+
+	npu_cmdbuf_data(e->cb, &stream_after);
+	result->lop_dram_bytes[i] = stream_dram_bytes(e->cb, stream_before, stream_after);
+	result->dram_bytes += result->lop_dram_bytes[i];
+	result->fused_groups++;
+	for (k = 1; k < m; k++)
+		result->lop_fused[i + k] = 1;
+	for (k = 0; k < m && e->t->profile_va; k++)
+		if (npu_cmdbuf_timestamp(e->cb, NPU_INSN_SYNC, e->t->profile_va + 8 * (i + k + 1)))
+			return emit_fail(e, NPU_ERR_INVALID_ARG);
+	return NPU_OK;
+}
+
 npu_status npu_codegen_segment(const struct npu_segment_program *prog,
 			       const struct npu_codegen_target *target,
 			       struct npu_cmdbuf *cb,
@@ -4445,7 +4467,7 @@ npu_status npu_codegen_segment(const struct npu_segment_program *prog,
 		npu_cmdbuf_data(cb, &stream_before);
 
 		if (fuse && fuse[i] == 3) {	/* a Concat's copies as one tile loop */
-			size_t stream_after, m = 0, k;
+			size_t m = 0;
 
 			st = gen_concat(&e, i, target->sram_size, &m);
 			if (st != NPU_OK)
@@ -4456,21 +4478,12 @@ npu_status npu_codegen_segment(const struct npu_segment_program *prog,
 				if (cat_plan(prog, i, target->sram_size, &cg))
 					result->lop_pred_cycles[i] = cat_cost(&cg);
 			}
-			npu_cmdbuf_data(cb, &stream_after);
-			result->lop_dram_bytes[i] = stream_dram_bytes(cb, stream_before, stream_after);
-			result->dram_bytes += result->lop_dram_bytes[i];
-			result->fused_groups++;
-			for (k = 1; k < m; k++)
-				result->lop_fused[i + k] = 1;
-			for (k = 0; k < m && target->profile_va; k++)
-				if (npu_cmdbuf_timestamp(cb, NPU_INSN_SYNC,
-							 target->profile_va + 8 * (i + k + 1)))
-					st = emit_fail(&e, NPU_ERR_INVALID_ARG);
+			st = close_group(&e, i, m, stream_before);
 			i += m - 1;
 			continue;
 		}
 		if (fuse && fuse[i] == 2) {	/* [gate,] RESIZE, ELTWISE as one tile loop */
-			size_t stream_after, m = 0, k;
+			size_t m = 0;
 
 			st = gen_resize_elt(&e, i, target->sram_size, &m);
 			if (st != NPU_OK)
@@ -4481,22 +4494,11 @@ npu_status npu_codegen_segment(const struct npu_segment_program *prog,
 				if (rz_elt_plan(prog, i, target->sram_size, &rz))
 					result->lop_pred_cycles[i] = rz_elt_cost(&rz);
 			}
-			npu_cmdbuf_data(cb, &stream_after);
-			result->lop_dram_bytes[i] = stream_dram_bytes(cb, stream_before, stream_after);
-			result->dram_bytes += result->lop_dram_bytes[i];
-			result->fused_groups++;
-			for (k = 1; k < m; k++)
-				result->lop_fused[i + k] = 1;
-			for (k = 0; k < m && target->profile_va; k++)
-				if (npu_cmdbuf_timestamp(cb, NPU_INSN_SYNC,
-							 target->profile_va + 8 * (i + k + 1)))
-					st = emit_fail(&e, NPU_ERR_INVALID_ARG);
+			st = close_group(&e, i, m, stream_before);
 			i += m - 1;
 			continue;
 		}
 		if (fuse && fuse[i]) {	/* lops i and i + 1 as one tile loop */
-			size_t stream_after;
-
 			st = gen_fused(&e, i, target->sram_size);
 			if (st != NPU_OK)
 				break;
@@ -4505,11 +4507,6 @@ npu_status npu_codegen_segment(const struct npu_segment_program *prog,
 				result->lop_macs[i] = conv_lop_macs(prog, l) +
 						      conv_lop_macs(prog, &prog->lops[i + 1]);
 			result->macs += result->lop_macs[i];
-			npu_cmdbuf_data(cb, &stream_after);
-			result->lop_dram_bytes[i] = stream_dram_bytes(cb, stream_before, stream_after);
-			result->dram_bytes += result->lop_dram_bytes[i];
-			result->fused_groups++;
-			result->lop_fused[i + 1] = 1;
 			{
 				struct fused f;
 				uint64_t c = 0;
@@ -4518,10 +4515,7 @@ npu_status npu_codegen_segment(const struct npu_segment_program *prog,
 				    fused_search(prog, &f, target->sram_size, &c))
 					result->lop_pred_cycles[i] = c;
 			}
-			if (target->profile_va &&
-			    (npu_cmdbuf_timestamp(cb, NPU_INSN_SYNC, target->profile_va + 8 * (i + 1)) ||
-			     npu_cmdbuf_timestamp(cb, NPU_INSN_SYNC, target->profile_va + 8 * (i + 2))))
-				st = emit_fail(&e, NPU_ERR_INVALID_ARG);
+			st = close_group(&e, i, 2, stream_before);
 			i++;
 			continue;
 		}
