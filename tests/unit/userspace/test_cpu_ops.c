@@ -1128,6 +1128,55 @@ static void test_cast_float_to_half_and_int(void **state)
 	t_free(t);
 }
 
+/*
+ * Out-of-range values saturate instead of overflowing the C conversion
+ * (undefined behaviour, found by fuzz_onnx through constant folding):
+ * integers clamp to the type's range, NaN becomes 0, and doubles beyond
+ * float's range become +-inf.
+ */
+static void test_cast_out_of_range_saturates(void **state)
+{
+	static const float x[7] = { 1e30f, -1e30f, INFINITY, -INFINITY, NAN, 300.7f, -300.7f };
+	static const int8_t want8[7] = { 127, -128, 127, -128, 0, 127, -128 };
+	static const int32_t want32[7] = { INT32_MAX, INT32_MIN, INT32_MAX, INT32_MIN, 0, 300, -300 };
+	static const uint64_t wantu[7] = { UINT64_MAX - 2047, 0, UINT64_MAX - 2047, 0, 0, 300, 0 };
+	static const double xd[3] = { 1e300, -1e300, 3.5 };
+	const float *yf;
+	struct t_node *t;
+
+	(void)state;
+	t = t_new("Cast", 13, 1);
+	t_input(t, NPU_DTYPE_FLOAT, x, false, 1, D(7));
+	t_attr_int(t, "to", NPU_DTYPE_INT8);
+	t_run(t);
+	assert_memory_equal(t->out_t[0].data, want8, sizeof(want8));
+	t_free(t);
+
+	t = t_new("Cast", 13, 1);
+	t_input(t, NPU_DTYPE_FLOAT, x, false, 1, D(7));
+	t_attr_int(t, "to", NPU_DTYPE_INT32);
+	t_run(t);
+	assert_memory_equal(t->out_t[0].data, want32, sizeof(want32));
+	t_free(t);
+
+	t = t_new("Cast", 13, 1);
+	t_input(t, NPU_DTYPE_FLOAT, x, false, 1, D(7));
+	t_attr_int(t, "to", NPU_DTYPE_UINT64);
+	t_run(t);
+	assert_memory_equal(t->out_t[0].data, wantu, sizeof(wantu));
+	t_free(t);
+
+	t = t_new("Cast", 13, 1);
+	t_input(t, NPU_DTYPE_DOUBLE, xd, false, 1, D(3));
+	t_attr_int(t, "to", NPU_DTYPE_FLOAT);
+	t_run(t);
+	yf = t->out_t[0].data;
+	assert_true(isinf(yf[0]) && yf[0] > 0);
+	assert_true(isinf(yf[1]) && yf[1] < 0);
+	assert_true(yf[2] == 3.5f);
+	t_free(t);
+}
+
 /* ---- honest rejections ---- */
 
 static void test_conv_rejects_int8_naming_node_and_type(void **state)
@@ -2726,6 +2775,7 @@ int main(void)
 		cmocka_unit_test(test_reduce_sum_noop_with_empty_axes),
 		cmocka_unit_test(test_reduce_mean_axes_attribute_before_18),
 		cmocka_unit_test(test_cast_float_to_half_and_int),
+		cmocka_unit_test(test_cast_out_of_range_saturates),
 		cmocka_unit_test(test_conv_rejects_int8_naming_node_and_type),
 		cmocka_unit_test(test_unknown_attribute_is_unsupported),
 		cmocka_unit_test(test_maxpool_indices_row_and_column_major),

@@ -1583,6 +1583,36 @@ static npu_status cast_strings(struct npu_op_ctx *ctx)
 	return st;
 }
 
+/*
+ * A value already truncated for an integer dtype (or any for a float
+ * one), made representable in dt: ONNX leaves out-of-range casts
+ * undefined and C makes them undefined behaviour, so integers saturate
+ * to the type's range and finite values beyond float's become +-inf, as
+ * IEEE rounding gives (from FLT_MAX + half an ulp on). NaN stays NaN.
+ */
+static double cast_saturate(enum npu_dtype dt, double v)
+{
+	double lo, hi;
+
+	switch (dt) {
+	case NPU_DTYPE_FLOAT:
+	case NPU_DTYPE_FLOAT16:
+	case NPU_DTYPE_BFLOAT16:
+		return fabs(v) >= 0x1.ffffffp127 ? copysign(INFINITY, v) : v;
+	case NPU_DTYPE_INT8: lo = INT8_MIN; hi = INT8_MAX; break;
+	case NPU_DTYPE_UINT8: lo = 0; hi = UINT8_MAX; break;
+	case NPU_DTYPE_INT16: lo = INT16_MIN; hi = INT16_MAX; break;
+	case NPU_DTYPE_UINT16: lo = 0; hi = UINT16_MAX; break;
+	case NPU_DTYPE_INT32: lo = INT32_MIN; hi = INT32_MAX; break;
+	case NPU_DTYPE_UINT32: lo = 0; hi = UINT32_MAX; break;
+	/* The largest doubles below 2^63 and 2^64. */
+	case NPU_DTYPE_INT64: lo = -0x1p63; hi = 0x1.fffffffffffffp62; break;
+	case NPU_DTYPE_UINT64: lo = 0; hi = 0x1.fffffffffffffp63; break;
+	default: return v;
+	}
+	return v < lo ? lo : v > hi ? hi : v;
+}
+
 static npu_status cast_compute(struct npu_op_ctx *ctx)
 {
 	const struct npu_tensor *x = ctx->inputs[0];
@@ -1623,10 +1653,12 @@ static npu_status cast_compute(struct npu_op_ctx *ctx)
 		if (y->dtype == NPU_DTYPE_BOOL)
 			for (i = 0; i < n; i++)
 				w[i] = w[i] != 0;
-		/* Float to integer: truncate toward zero, NaN to 0. */
+		/* Float to integer: truncate toward zero, NaN to 0, saturate. */
 		if (!npu_dtype_is_float(y->dtype))
 			for (i = 0; i < n; i++)
 				w[i] = isnan(w[i]) ? 0 : trunc(w[i]);
+		for (i = 0; i < n; i++)
+			w[i] = cast_saturate(y->dtype, w[i]);
 		CAST_SWITCH(CAST_WRITE, y->dtype, y->data, w, n,
 			    for (i = 0; i < n; i++)
 				((uint16_t *)y->data)[i] = npu_float_to_half((float)w[i]),
