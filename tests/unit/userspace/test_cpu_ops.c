@@ -1141,30 +1141,28 @@ static void test_cast_out_of_range_saturates(void **state)
 	static const int32_t want32[7] = { INT32_MAX, INT32_MIN, INT32_MAX, INT32_MIN, 0, 300, -300 };
 	static const uint64_t wantu[7] = { UINT64_MAX - 2047, 0, UINT64_MAX - 2047, 0, 0, 300, 0 };
 	static const double xd[3] = { 1e300, -1e300, 3.5 };
+	const struct {
+		enum npu_dtype to;
+		const void *want;
+		size_t size;
+	} cases[] = {
+		{ NPU_DTYPE_INT8, want8, sizeof(want8) },
+		{ NPU_DTYPE_INT32, want32, sizeof(want32) },
+		{ NPU_DTYPE_UINT64, wantu, sizeof(wantu) },
+	};
 	const float *yf;
 	struct t_node *t;
+	size_t i;
 
 	(void)state;
-	t = t_new("Cast", 13, 1);
-	t_input(t, NPU_DTYPE_FLOAT, x, false, 1, D(7));
-	t_attr_int(t, "to", NPU_DTYPE_INT8);
-	t_run(t);
-	assert_memory_equal(t->out_t[0].data, want8, sizeof(want8));
-	t_free(t);
-
-	t = t_new("Cast", 13, 1);
-	t_input(t, NPU_DTYPE_FLOAT, x, false, 1, D(7));
-	t_attr_int(t, "to", NPU_DTYPE_INT32);
-	t_run(t);
-	assert_memory_equal(t->out_t[0].data, want32, sizeof(want32));
-	t_free(t);
-
-	t = t_new("Cast", 13, 1);
-	t_input(t, NPU_DTYPE_FLOAT, x, false, 1, D(7));
-	t_attr_int(t, "to", NPU_DTYPE_UINT64);
-	t_run(t);
-	assert_memory_equal(t->out_t[0].data, wantu, sizeof(wantu));
-	t_free(t);
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		t = t_new("Cast", 13, 1);
+		t_input(t, NPU_DTYPE_FLOAT, x, false, 1, D(7));
+		t_attr_int(t, "to", cases[i].to);
+		t_run(t);
+		assert_memory_equal(t->out_t[0].data, cases[i].want, cases[i].size);
+		t_free(t);
+	}
 
 	t = t_new("Cast", 13, 1);
 	t_input(t, NPU_DTYPE_DOUBLE, xd, false, 1, D(3));
