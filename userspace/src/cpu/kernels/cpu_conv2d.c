@@ -406,13 +406,15 @@ static void npu_conv_pad_rows(const struct npu_conv_job *job, size_t plane,
 
 	for (r = r0; r < r1; r++, d += pl->wp) {
 		ptrdiff_t ih = (ptrdiff_t)r - (ptrdiff_t)p->pad_top;
-		const float *xr = xc + (size_t)ih * p->in_w;
+		const float *xr;
 		size_t q, j;
 
 		if (ih < 0 || ih >= (ptrdiff_t)p->in_h || lo >= hi) {
 			memset(d, 0, pl->wp * sizeof(float));
 			continue;
 		}
+		/* Formed only for a row inside x (no out-of-object pointer). */
+		xr = xc + (size_t)ih * p->in_w;
 		if (sw == 1) {
 			memset(d, 0, lo * sizeof(float));
 			memcpy(d + lo, xr, (hi - lo) * sizeof(float));
@@ -671,6 +673,14 @@ bool npu_conv2d_f32(const struct npu_conv2d_params *p, const float *x,
 		    void *scratch, struct npu_threadpool *pool)
 {
 	return npu_conv2d_f32_prepacked(p, x, w, NULL, bias, y, scratch, pool);
+}
+
+bool npu_conv2d_f32_takes_winograd(const struct npu_conv2d_params *p)
+{
+	struct npu_conv_plan pl;
+
+	npu_conv_plan(p, &pl);
+	return pl.wino;
 }
 
 bool npu_conv2d_f32_prepacked(const struct npu_conv2d_params *p,

@@ -199,6 +199,13 @@ bool npu_conv2d_f32_prepacked(const struct npu_conv2d_params *p,
 			      struct npu_threadpool *pool);
 
 /*
+ * Whether npu_conv2d_f32 runs p as Winograd F(4,3) (3x3 stride 1 where it
+ * wins): the layout pass leaves such convolutions in NCHW, since the
+ * blocked kernels are direct.
+ */
+bool npu_conv2d_f32_takes_winograd(const struct npu_conv2d_params *p);
+
+/*
  * ConvTranspose whose stride equals its kernel, no padding, dilation 1,
  * output exactly in * k (the 2x2 / stride 2 upsampling of detection
  * heads): every input pixel owns its own k_h x k_w output tile, so it is
@@ -214,6 +221,61 @@ bool npu_convtranspose2d_f32_tiled(const struct npu_convt2d_params *p,
 				   const float *x, const float *w,
 				   const float *bias, float *y,
 				   struct npu_threadpool *pool);
+
+/* ---- Blocked layout NCHW16c ---- */
+
+/*
+ * The layout pass (compiler/passes/pass_cpu_nchwc.c) keeps the activations
+ * of a run of convolutions in NCHW16c: [N][Cb][H][W][16], Cb =
+ * npu_nchwc_blocks(C), channel c in block c / 16, lane c % 16, so every
+ * pixel's channels are one vector. Lanes past C hold finite values of no
+ * meaning (the reorder writes zeros; an activation may turn them into
+ * 0.5): the kernels below never let them reach a real channel (their
+ * packed weights are zero there).
+ */
+#define NPU_NCHWC_BLOCK 16
+
+static inline size_t npu_nchwc_blocks(size_t c)
+{
+	return (c + NPU_NCHWC_BLOCK - 1) / NPU_NCHWC_BLOCK;
+}
+
+/* x [N][C][hw] -> y [N][Cb][hw][16], the lanes past C zero. */
+void npu_nchwc_reorder_in_f32(size_t batch, size_t c, size_t hw,
+			      const float *x, float *y,
+			      struct npu_threadpool *pool);
+/* x [N][Cb][hw][16] -> y [N][C][hw]. */
+void npu_nchwc_reorder_out_f32(size_t batch, size_t c, size_t hw,
+			       const float *x, float *y,
+			       struct npu_threadpool *pool);
+
+/*
+ * Convolution into a blocked y, with p's shapes in real channel counts.
+ * p->groups is 1, or p->in_c == p->out_c == p->groups (depthwise). x is
+ * blocked, or plain NCHW when nchw_input (groups 1 only: a first layer
+ * with a few channels). p->residual, if set, is blocked as y. The weights
+ * w ([out_c][in_c / groups][k_h][k_w], ONNX) and bias (NULL: none) are
+ * packed once into 'packed' (npu_nchwc_conv_packed_floats(p) floats,
+ * 64-byte aligned); the convolution reads only 'packed'.
+ */
+size_t npu_nchwc_conv_packed_floats(const struct npu_conv2d_params *p);
+void npu_nchwc_conv_pack(const struct npu_conv2d_params *p, const float *w,
+			 const float *bias, float *packed);
+void npu_nchwc_conv_f32(const struct npu_conv2d_params *p, bool nchw_input,
+			const float *x, const float *packed, float *y,
+			struct npu_threadpool *pool);
+
+/* Blocked x [N][Cb][hw][16] -> y [N][Cb][16]: the mean over hw. */
+void npu_nchwc_global_avgpool_f32(size_t batch, size_t c, size_t hw,
+				  const float *x, float *y,
+				  struct npu_threadpool *pool);
+
+/* Blocked nearest upsampling by integer factors: y pixel (i, j) is x
+ * pixel (i / fh, j / fw); y is [N][Cb][in_h * fh][in_w * fw][16]. */
+void npu_nchwc_upsample_nearest_f32(size_t batch, size_t c, size_t in_h,
+				    size_t in_w, size_t fh, size_t fw,
+				    const float *x, float *y,
+				    struct npu_threadpool *pool);
 
 /* ---- Pooling, NCHW ---- */
 

@@ -2,7 +2,13 @@
 /*
  * cpu_conv_bench - GFLOP/s of npu_conv2d_f32 (and time of the pooling
  * kernels) on a few typical layer shapes, or one given on the command line:
- * cpu-conv-bench [--threads N] [--min-ms MS] [N,C,H,W,OC,K,STRIDE,PAD,GROUPS]...
+ * cpu-conv-bench [--threads N] [--min-ms MS] [--nchwc]
+ *                [N,C,H,W,OC,K,STRIDE,PAD,GROUPS]...
+ * --nchwc times the blocked NCHW16c convolution (input already blocked,
+ * weights packed) against npu_conv2d_f32_prepacked on the same shape,
+ * interleaved, and prints both medians and their ratio. A one-group conv
+ * with fewer than 8 input channels reads its input as NCHW (nchw_input,
+ * as a first layer does).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,6 +45,88 @@ static void npu_fill(float *v, size_t n, unsigned seed)
 		v[i] = (float)(seed >> 8) / (float)(1u << 24) - 0.5f;
 	}
 }
+
+static int npu_cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static double npu_median(double *v, int n)
+{
+	qsort(v, (size_t)n, sizeof(*v), npu_cmp_double);
+	return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+#define NPU_BENCH_MAX_REPS 2000
+
+/*
+ * The blocked convolution next to the NCHW one, alternating run by run so
+ * both see the same machine state; medians of each.
+ */
+static int npu_bench_nchwc(const struct npu_conv2d_params *p, const float *x,
+			   const float *wt, const float *bias,
+			   struct npu_threadpool *pool, double min_ms)
+{
+	static double tn[NPU_BENCH_MAX_REPS], tb[NPU_BENCH_MAX_REPS];
+	size_t icb = npu_nchwc_blocks(p->in_c), ocb = npu_nchwc_blocks(p->out_c);
+	size_t hw = p->in_h * p->in_w, ohw = p->out_h * p->out_w;
+	bool nchw_in = p->groups == 1 && p->in_c < 8;
+	size_t nw = npu_conv2d_f32_packed_floats(p);
+	size_t nb = npu_nchwc_conv_packed_floats(p);
+	float *xb, *yb, *y, *packed = NULL, *pb;
+	double t0, mn, mb, flops;
+	int reps = 0;
+
+	xb = aligned_alloc(64, (p->batch * icb * hw * 16 * sizeof(float) + 63) / 64 * 64);
+	yb = aligned_alloc(64, (p->batch * ocb * ohw * 16 * sizeof(float) + 63) / 64 * 64);
+	y = aligned_alloc(64, (p->batch * p->out_c * ohw * sizeof(float) + 63) / 64 * 64);
+	pb = aligned_alloc(64, (nb * sizeof(float) + 63) / 64 * 64);
+	if (!xb || !yb || !y || !pb)
+		return -1;
+	if (nw) {
+		packed = aligned_alloc(64, (nw * sizeof(float) + 63) / 64 * 64);
+		if (!packed)
+			return -1;
+		npu_conv2d_f32_pack_weights(p, wt, packed, pool);
+	}
+	npu_nchwc_conv_pack(p, wt, bias, pb);
+	npu_nchwc_reorder_in_f32(p->batch, p->in_c, hw, x, xb, pool);
+	/* Warm both up (pool scratch, page faults). */
+	npu_conv2d_f32_prepacked(p, x, wt, packed, bias, y, NULL, pool);
+	npu_nchwc_conv_f32(p, nchw_in, nchw_in ? x : xb, pb, yb, pool);
+	t0 = npu_now();
+	do {
+		double st = npu_now();
+
+		npu_conv2d_f32_prepacked(p, x, wt, packed, bias, y, NULL, pool);
+		tn[reps] = npu_now() - st;
+		st = npu_now();
+		npu_nchwc_conv_f32(p, nchw_in, nchw_in ? x : xb, pb, yb, pool);
+		tb[reps] = npu_now() - st;
+		reps++;
+	} while (((npu_now() - t0) * 1e3 < min_ms || reps < 5) &&
+		 reps < NPU_BENCH_MAX_REPS);
+	mn = npu_median(tn, reps);
+	mb = npu_median(tb, reps);
+	flops = 2.0 * p->batch * p->out_c * ohw * (p->in_c / p->groups) *
+		p->k_h * p->k_w;
+	printf("conv %zux%zux%zux%zu k%zu s%zu p%zu g%zu -> %zu%s: "
+	       "nchw %.3f ms (%.1f GFLOP/s), nchwc %.3f ms (%.1f GFLOP/s), "
+	       "nchw/nchwc %.2fx (%d reps, medians)\n", p->batch, p->in_c,
+	       p->in_h, p->in_w, p->k_h, p->stride_h, p->pad_top, p->groups,
+	       p->out_c, nchw_in ? " (nchw input)" : "", mn * 1e3,
+	       flops / mn * 1e-9, mb * 1e3, flops / mb * 1e-9, mn / mb, reps);
+	free(xb);
+	free(yb);
+	free(y);
+	free(pb);
+	free(packed);
+	return 0;
+}
+
+static bool npu_nchwc_mode;
 
 static int npu_bench_conv(const char *spec, struct npu_threadpool *pool,
 			  double min_ms)
@@ -80,6 +168,16 @@ static int npu_bench_conv(const char *spec, struct npu_threadpool *pool,
 		return -1;
 	npu_fill(x, xs, 1);
 	npu_fill(wt, ws, 2);
+	if (npu_nchwc_mode) {
+		int rc = npu_bench_nchwc(&p, x, wt, bias, pool, min_ms);
+
+		free(x);
+		free(wt);
+		free(bias);
+		free(y);
+		free(scratch);
+		return rc;
+	}
 	/* Weights packed once, as the Conv op does at plan time. */
 	nw = npu_conv2d_f32_packed_floats(&p);
 	if (nw) {
@@ -130,13 +228,17 @@ int main(int argc, char **argv)
 	int threads = 1, i, rc = 0;
 	double min_ms = 300;
 
-	for (i = 1; i < argc && argv[i][0] == '-'; i += 2) {
+	for (i = 1; i < argc && argv[i][0] == '-'; i++) {
+		if (!strcmp(argv[i], "--nchwc")) {
+			npu_nchwc_mode = true;
+			continue;
+		}
 		if (i + 1 >= argc)
 			goto usage;
 		if (!strcmp(argv[i], "--threads"))
-			threads = atoi(argv[i + 1]);
+			threads = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--min-ms"))
-			min_ms = atof(argv[i + 1]);
+			min_ms = atof(argv[++i]);
 		else
 			goto usage;
 	}
@@ -155,7 +257,7 @@ int main(int argc, char **argv)
 	npu_threadpool_destroy(pool);
 	return rc ? 1 : 0;
 usage:
-	fprintf(stderr, "usage: %s [--threads N] [--min-ms MS] "
+	fprintf(stderr, "usage: %s [--threads N] [--min-ms MS] [--nchwc] "
 		"[N,C,H,W,OC,K,STRIDE,PAD,GROUPS]...\n", argv[0]);
 	return 2;
 }

@@ -1,0 +1,335 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * cpu_nchwc_body.h - the NCHW16c convolution tiles, written once on GNU C
+ * vectors of the ISA's width (a 16-float channel block is NV of them) and
+ * included by cpu_nchwc.c once per ISA, which defines beforehand:
+ *   NPU_NC_FN(name)  the name with the ISA suffix
+ *   NPU_NC_TARGET    the function attribute (empty for portable)
+ *   NPU_NC_V / NPU_NC_VU / NPU_NC_VI  the vector type, its unaligned
+ *                    aliasing twin, and the int vector of the same shape
+ *   NPU_NC_VW        floats a vector (16, 8, 4)
+ *   NPU_NC_FMA(a, b, c)  a * b + c, fused where the ISA has it (the
+ *                    build is ISO C, so GCC contracts nothing itself)
+ *   NPU_NC_XT        output pixels of a one-group register tile
+ *   NPU_NC_DT        output pixels of a depthwise register tile
+ * The tiles take and return no vectors by value: helpers work through
+ * pointers, always inlined.
+ */
+#define NV (16 / NPU_NC_VW)
+
+/* v = post(act(v)), sigmoid excepted (the caller runs it on the row). */
+NPU_NC_TARGET static inline __attribute__((always_inline)) void
+NPU_NC_FN(npu_nc_act)(const struct npu_cpu_act_params *a,
+		      const enum npu_cpu_act kind, NPU_NC_V *v)
+{
+	NPU_NC_V x = *v, zero = npu_nc_set1(0.0f), one = npu_nc_set1(1.0f);
+
+	switch (kind) {
+	case NPU_CPU_ACT_RELU:
+		x = npu_nc_max(zero, x);
+		break;
+	case NPU_CPU_ACT_CLIP:
+		x = npu_nc_min(npu_nc_set1(a->act_max),
+				npu_nc_max(npu_nc_set1(a->act_min), x));
+		break;
+	case NPU_CPU_ACT_LEAKY_RELU:
+		x = npu_nc_sel_gt(zero, x, x * a->alpha, x);
+		break;
+	case NPU_CPU_ACT_HARD_SIGMOID:
+		x = npu_nc_min(one, npu_nc_max(zero,
+			NPU_NC_FMA(npu_nc_set1(a->alpha), x,
+				   npu_nc_set1(a->beta))));
+		break;
+	case NPU_CPU_ACT_HARD_SWISH:
+		x = x * npu_nc_min(one, npu_nc_max(zero,
+			NPU_NC_FMA(npu_nc_set1(1.0f / 6.0f), x,
+				   npu_nc_set1(0.5f))));
+		break;
+	default:
+		break;
+	}
+	if (a->post && kind != NPU_CPU_ACT_SIGMOID)
+		x = NPU_NC_FMA(x, npu_nc_set1(a->post_scale),
+			       npu_nc_set1(a->post_shift));
+	*v = x;
+}
+
+/*
+ * The output write of a tile of nt pixels x nb channel blocks: bias,
+ * residual, activation, post; acc[(j * nb + b) * NV + h] is part h of
+ * pixel j of block b. 'kind' is a constant in each caller below, so no
+ * switch runs per vector.
+ */
+NPU_NC_TARGET static inline __attribute__((always_inline)) void
+NPU_NC_FN(npu_nc_store_k)(const struct npu_nc_conv *c, NPU_NC_V *acc,
+			  size_t n, size_t ob, size_t oh, size_t ow0,
+			  const int nt, const int nb,
+			  const enum npu_cpu_act kind)
+{
+	const struct npu_cpu_act_params *a = &c->p->act;
+	const float *res = c->p->residual;
+	int j, b, h;
+
+	for (b = 0; b < nb; b++) {
+		size_t off = (((n * c->ocb + ob + b) * c->out_h + oh) * c->out_w +
+			      ow0) * 16;
+		const float *bias = c->bias + (ob + b) * 16;
+		float *y = c->y + off;
+
+#pragma GCC unroll 16
+		for (j = 0; j < nt; j++) {
+#pragma GCC unroll 4
+			for (h = 0; h < NV; h++) {
+				NPU_NC_V v = acc[(j * nb + b) * NV + h] +
+					     npu_nc_load(bias + h * NPU_NC_VW);
+
+				if (res)
+					v += npu_nc_load(res + off + j * 16 +
+							 h * NPU_NC_VW);
+				NPU_NC_FN(npu_nc_act)(a, kind, &v);
+				npu_nc_store(y + j * 16 + h * NPU_NC_VW, v);
+			}
+		}
+		if (kind == NPU_CPU_ACT_SIGMOID)
+			npu_vec_act_f32(a, y, y, (size_t)nt * 16);
+	}
+}
+
+NPU_NC_TARGET static inline __attribute__((always_inline)) void
+NPU_NC_FN(npu_nc_store)(const struct npu_nc_conv *c, NPU_NC_V *acc, size_t n,
+			size_t ob, size_t oh, size_t ow0, const int nt,
+			const int nb)
+{
+#define NPU_NC_STORE_CASE(k)						\
+	case k:								\
+		NPU_NC_FN(npu_nc_store_k)(c, acc, n, ob, oh, ow0, nt, nb, k); \
+		break;
+	switch (c->p->act.kind) {
+	NPU_NC_STORE_CASE(NPU_CPU_ACT_RELU)
+	NPU_NC_STORE_CASE(NPU_CPU_ACT_CLIP)
+	NPU_NC_STORE_CASE(NPU_CPU_ACT_LEAKY_RELU)
+	NPU_NC_STORE_CASE(NPU_CPU_ACT_HARD_SIGMOID)
+	NPU_NC_STORE_CASE(NPU_CPU_ACT_HARD_SWISH)
+	NPU_NC_STORE_CASE(NPU_CPU_ACT_SIGMOID)
+	default:
+	NPU_NC_STORE_CASE(NPU_CPU_ACT_NONE)
+	}
+#undef NPU_NC_STORE_CASE
+}
+
+/*
+ * acc[pixel j][block b] += x[j * ps] * w[b * wob]: one input lane of nt
+ * pixels into nb blocks.
+ */
+NPU_NC_TARGET static inline __attribute__((always_inline)) void
+NPU_NC_FN(npu_nc_fma_px)(NPU_NC_V *acc, const float *w, size_t wob,
+			 const float *x, size_t ps, const int nt, const int nb)
+{
+	NPU_NC_V wv[2 * NV];
+	int j, h;
+
+#pragma GCC unroll 8
+	for (h = 0; h < nb * NV; h++)
+		wv[h] = npu_nc_load(w + h / NV * wob + h % NV * NPU_NC_VW);
+#pragma GCC unroll 16
+	for (j = 0; j < nt; j++) {
+		NPU_NC_V s = npu_nc_set1(x[j * ps]);
+
+#pragma GCC unroll 8
+		for (h = 0; h < nb * NV; h++)
+			acc[j * nb * NV + h] = NPU_NC_FMA(s, wv[h],
+							  acc[j * nb * NV + h]);
+	}
+}
+
+/*
+ * One tile of the one-group convolution: nt output pixels of row oh from
+ * ow0, output blocks ob .. ob + nb - 1. l input lanes per pixel (16:
+ * blocked input, 1: NCHW); swc the stride across if constant (0: read it)
+ * so the interior loop addresses its pixels with constant offsets.
+ */
+NPU_NC_TARGET static inline __attribute__((always_inline)) void
+NPU_NC_FN(npu_nc_tile)(const struct npu_nc_conv *c, size_t n, size_t ob,
+		       size_t oh, size_t ow0, const int nt, const int nb,
+		       const int l, const int swc)
+{
+	const size_t sw = swc ? (size_t)swc : c->sw, kw = c->kw;
+	const size_t ps = sw * l, ts = c->dw * l;
+	const ptrdiff_t ih0 = (ptrdiff_t)(oh * c->sh) - (ptrdiff_t)c->pt;
+	const ptrdiff_t iw0 = (ptrdiff_t)(ow0 * sw) - (ptrdiff_t)c->pl;
+	const bool inside = iw0 >= 0 &&
+		iw0 + (ptrdiff_t)((nt - 1) * sw + (kw - 1) * c->dw) <
+		(ptrdiff_t)c->in_w;
+	const size_t plane = c->in_h * c->in_w * l;
+	NPU_NC_V acc[NPU_NC_NMAX(NPU_NC_XT) * 2 * NV];
+	size_t g, ky, kx;
+	int j, q, h;
+
+#pragma GCC unroll 32
+	for (j = 0; j < nt * nb * NV; j++)
+		acc[j] = npu_nc_set1(0.0f);
+	for (g = 0; g < c->icg; g++) {
+		const float *xp = c->x + (n * c->icg + g) * plane;
+		/* weight (ky, kx, lane q): wg + (ky * kw + kx) * 256 + q * 16 */
+		const float *wg = c->w + ob * c->wob + (l == 16 ? g * c->wg :
+				  g / 16 * c->wg + g % 16 * 16);
+		/*
+		 * The real lanes of the last block only: its pad lanes may
+		 * hold anything, NaN included (a Div ran on them), and
+		 * 0 * NaN would reach every output channel.
+		 */
+		const int lq = l == 16 && g + 1 == c->icg ?
+			       (int)(c->p->in_c - g * 16) : l;
+
+		for (ky = 0; ky < c->kh; ky++) {
+			ptrdiff_t ih = ih0 + (ptrdiff_t)(ky * c->dh);
+			const float *row, *wr = wg + ky * kw * 256;
+
+			if (ih < 0 || ih >= (ptrdiff_t)c->in_h)
+				continue;
+			row = xp + (size_t)ih * c->in_w * l;
+			if (inside) {
+				const float *xr = row + iw0 * l;
+
+				for (kx = 0; kx < kw; kx++, xr += ts,
+				     wr += 256) {
+					for (q = 0; q < lq; q++)
+						NPU_NC_FN(npu_nc_fma_px)(acc, wr + q * 16, c->wob,
+									 xr + q, ps, nt, nb);
+				}
+				continue;
+			}
+			/* A tile on the left / right padding: the pixels out
+			 * of the row read a zero block instead. */
+			for (kx = 0; kx < kw; kx++, wr += 256) {
+				const float *xs[NPU_NC_NMAX(NPU_NC_XT)];
+
+				for (j = 0; j < nt; j++) {
+					ptrdiff_t iw = iw0 + (ptrdiff_t)(j * sw +
+						       kx * c->dw);
+
+					xs[j] = iw >= 0 && iw < (ptrdiff_t)c->in_w ?
+						row + (size_t)iw * l : npu_nc_zeros;
+				}
+				for (q = 0; q < lq; q++) {
+					NPU_NC_V w[2 * NV];
+
+#pragma GCC unroll 8
+					for (h = 0; h < nb * NV; h++)
+						w[h] = npu_nc_load(wr + h / NV * c->wob +
+								   q * 16 + h % NV * NPU_NC_VW);
+#pragma GCC unroll 16
+					for (j = 0; j < nt; j++) {
+						NPU_NC_V s = npu_nc_set1(xs[j][q]);
+
+#pragma GCC unroll 8
+						for (h = 0; h < nb * NV; h++)
+							acc[j * nb * NV + h] =
+								NPU_NC_FMA(s, w[h], acc[j * nb * NV + h]);
+					}
+				}
+			}
+		}
+	}
+	NPU_NC_FN(npu_nc_store)(c, acc, n, ob, oh, ow0, nt, nb);
+}
+
+/* One depthwise tile: nt output pixels of row oh from ow0, block cb. */
+NPU_NC_TARGET static inline __attribute__((always_inline)) void
+NPU_NC_FN(npu_nc_dw_tile)(const struct npu_nc_conv *c, size_t n, size_t cb,
+			  size_t oh, size_t ow0, const int nt, const int swc)
+{
+	const size_t sw = swc ? (size_t)swc : c->sw, kw = c->kw;
+	const ptrdiff_t ih0 = (ptrdiff_t)(oh * c->sh) - (ptrdiff_t)c->pt;
+	const ptrdiff_t iw0 = (ptrdiff_t)(ow0 * sw) - (ptrdiff_t)c->pl;
+	const bool inside = iw0 >= 0 &&
+		iw0 + (ptrdiff_t)((nt - 1) * sw + (kw - 1) * c->dw) <
+		(ptrdiff_t)c->in_w;
+	const float *xp = c->x + (n * c->ocb + cb) * c->in_h * c->in_w * 16;
+	const float *wb = c->w + cb * c->kh * kw * 16;
+	NPU_NC_V acc[NPU_NC_NMAX(NPU_NC_DT) * NV];
+	size_t ky, kx;
+	int j, h;
+
+#pragma GCC unroll 32
+	for (j = 0; j < nt * NV; j++)
+		acc[j] = npu_nc_set1(0.0f);
+	for (ky = 0; ky < c->kh; ky++) {
+		ptrdiff_t ih = ih0 + (ptrdiff_t)(ky * c->dh);
+		const float *row, *wr = wb + ky * kw * 16;
+
+		if (ih < 0 || ih >= (ptrdiff_t)c->in_h)
+			continue;
+		row = xp + (size_t)ih * c->in_w * 16;
+		if (inside) {
+			const float *xr = row + iw0 * 16;
+
+			for (kx = 0; kx < kw; kx++, xr += c->dw * 16) {
+#pragma GCC unroll 4
+				for (h = 0; h < NV; h++) {
+					NPU_NC_V wv = npu_nc_load(wr + kx * 16 + h * NPU_NC_VW);
+
+#pragma GCC unroll 16
+					for (j = 0; j < nt; j++)
+						acc[j * NV + h] = NPU_NC_FMA(
+							npu_nc_load(xr + j * sw * 16 + h * NPU_NC_VW),
+							wv, acc[j * NV + h]);
+				}
+			}
+			continue;
+		}
+		for (kx = 0; kx < kw; kx++) {
+#pragma GCC unroll 16
+			for (j = 0; j < nt; j++) {
+				ptrdiff_t iw = iw0 + (ptrdiff_t)(j * sw + kx * c->dw);
+
+				if (iw < 0 || iw >= (ptrdiff_t)c->in_w)
+					continue;
+#pragma GCC unroll 4
+				for (h = 0; h < NV; h++)
+					acc[j * NV + h] = NPU_NC_FMA(
+						npu_nc_load(row + (size_t)iw * 16 + h * NPU_NC_VW),
+						npu_nc_load(wr + kx * 16 + h * NPU_NC_VW),
+						acc[j * NV + h]);
+			}
+		}
+	}
+	NPU_NC_FN(npu_nc_store)(c, acc, n, cb, oh, ow0, nt, 1);
+}
+
+/* The instances: one-group tiles by (pixels, blocks, lanes, stride). */
+#define NPU_NC_INST(nt, nb, l, swc)					\
+NPU_NC_TARGET static void						\
+NPU_NC_FN(npu_nc_tile_##nt##_##nb##_##l##_##swc)(const struct npu_nc_conv *c, \
+		size_t n, size_t ob, size_t oh, size_t ow0)		\
+{									\
+	NPU_NC_FN(npu_nc_tile)(c, n, ob, oh, ow0, nt, nb, l, swc);	\
+}
+#define NPU_NC_INST_NT(nt)						\
+	NPU_NC_INST(nt, 1, 16, 1) NPU_NC_INST(nt, 2, 16, 1)		\
+	NPU_NC_INST(nt, 1, 16, 2) NPU_NC_INST(nt, 2, 16, 2)		\
+	NPU_NC_INST(nt, 1, 16, 0) NPU_NC_INST(nt, 2, 16, 0)		\
+	NPU_NC_INST(nt, 1, 1, 0) NPU_NC_INST(nt, 2, 1, 0)
+#define NPU_NC_DW_INST(nt, swc)						\
+NPU_NC_TARGET static void						\
+NPU_NC_FN(npu_nc_dw_##nt##_##swc)(const struct npu_nc_conv *c, size_t n, \
+		size_t cb, size_t oh, size_t ow0)			\
+{									\
+	NPU_NC_FN(npu_nc_dw_tile)(c, n, cb, oh, ow0, nt, swc);		\
+}
+#define NPU_NC_DW_INST_NT(nt)						\
+	NPU_NC_DW_INST(nt, 1) NPU_NC_DW_INST(nt, 2) NPU_NC_DW_INST(nt, 0)
+
+NPU_NC_INST_NT(NPU_NC_XT)
+NPU_NC_INST_NT(4)
+NPU_NC_INST_NT(2)
+NPU_NC_INST_NT(1)
+NPU_NC_DW_INST_NT(NPU_NC_DT)
+NPU_NC_DW_INST_NT(4)
+NPU_NC_DW_INST_NT(2)
+NPU_NC_DW_INST_NT(1)
+#undef NPU_NC_INST
+#undef NPU_NC_INST_NT
+#undef NPU_NC_DW_INST
+#undef NPU_NC_DW_INST_NT
+#undef NV
