@@ -671,6 +671,312 @@ static void test_cpu_fuse_leaves_lookalikes(void **state)
 	npu_graph_destroy(g);
 }
 
+
+/* ---- The blocked layout (pass_cpu_nchwc.c) ---- */
+
+/* A constant of any size drawn from frand() * scale. */
+static struct npu_value *rconst_any(struct npu_graph *g, const char *name, int rank,
+				    const int64_t *dims, uint32_t *seed, float scale)
+{
+	struct npu_shape sh = { .rank = rank };
+	struct npu_tensor *t;
+	struct npu_value *v;
+	int64_t i;
+
+	memcpy(sh.dims, dims, rank * sizeof(*dims));
+	t = npu_tensor_create(NPU_DTYPE_FLOAT, &sh);
+	assert_non_null(t);
+	for (i = 0; i < npu_shape_numel(&sh); i++)
+		((float *)t->data)[i] = scale * frand(seed);
+	v = npu_graph_add_constant(g, name, t, NULL);
+	assert_non_null(v);
+	return v;
+}
+
+static struct npu_value *shaped(struct npu_graph *g, const char *name, int64_t n,
+				int64_t c, int64_t h, int64_t w)
+{
+	int64_t d[4] = { n, c, h, w };
+	struct npu_value *v = input(g, name, 4, d);
+
+	v->is_graph_input = false;
+	return v;
+}
+
+static struct npu_node *conv_node(struct npu_graph *g, const char *name, struct npu_value *x,
+				  int64_t oc, int64_t k, int64_t group, int64_t stride,
+				  uint32_t *seed, struct npu_value *y)
+{
+	int64_t dw[4] = { oc, x->shape.dims[1] / group, k, k }, db[1] = { oc };
+	int64_t pads[4] = { k / 2, k / 2, k / 2, k / 2 }, st[2] = { stride, stride };
+	char wn[32], bn[32];
+	struct npu_value *in[3];
+	struct npu_node *n;
+
+	snprintf(wn, sizeof(wn), "%s_w", name);
+	snprintf(bn, sizeof(bn), "%s_b", name);
+	in[0] = x;
+	in[1] = rconst_any(g, wn, 4, dw, seed, 1.0f / sqrtf((float)(dw[1] * k * k)));
+	in[2] = rconst_any(g, bn, 1, db, seed, 0.2f);
+	n = node(g, "Conv", name, in, 3, y);
+	set_int(n, "group", group);
+	assert_int_equal(npu_node_set_attr_ints(n, "pads", pads, 4), NPU_OK);
+	assert_int_equal(npu_node_set_attr_ints(n, "strides", st, 2), NPU_OK);
+	return n;
+}
+
+static struct npu_node *resize_node(struct npu_graph *g, const char *name, struct npu_value *x,
+				    const char *ctm, const char *nearest, struct npu_value *y)
+{
+	int64_t d4[1] = { 4 };
+	float sc[4] = { 1.0f, 1.0f, (float)(y->shape.dims[2] / x->shape.dims[2]),
+			(float)(y->shape.dims[3] / x->shape.dims[3]) };
+	char sn[32];
+	struct npu_value *in[3];
+	struct npu_node *n;
+
+	snprintf(sn, sizeof(sn), "%s_scales", name);
+	in[0] = x;
+	in[1] = NULL;
+	in[2] = constant(g, sn, 1, d4, sc);
+	n = node(g, "Resize", name, in, 3, y);
+	n->opset = 13;
+	assert_int_equal(npu_node_set_attr_string(n, "mode", "nearest"), NPU_OK);
+	assert_int_equal(npu_node_set_attr_string(n, "coordinate_transformation_mode", ctm),
+			 NPU_OK);
+	assert_int_equal(npu_node_set_attr_string(n, "nearest_mode", nearest), NPU_OK);
+	return n;
+}
+
+/*
+ * x [2,3,13,17] -> conv 3x3/2 (24) -> HardSwish = a; a -> depthwise 3x3
+ * -> Relu = r (an output too); r * Sigmoid(GAP(r)) -> conv 1x1 (40) + 0.5
+ * = p; p -> Resize x2 x3 (half_pixel, blocked) = u; Concat(conv1x1(u) (32),
+ * u) -> conv 3x3 (5) = out1; Resize of p that is not i / f (asymmetric,
+ * round_prefer_floor): plain; Concat(a (24), conv(a) (16)): plain, its
+ * first input does not fill whole blocks; x -> depthwise on the graph
+ * input (reordered in) / Div by a blocked value = out3.
+ */
+static struct npu_graph *nchwc_graph(void)
+{
+	struct npu_graph *g = graph13();
+	uint32_t seed = 11;
+	int64_t dx[4] = { 2, 3, 13, 17 };
+	struct npu_value *x = input(g, "x", 4, dx);
+	struct npu_value *c0 = shaped(g, "c0", 2, 24, 7, 9), *a = shaped(g, "a", 2, 24, 7, 9);
+	struct npu_value *dw = shaped(g, "dw", 2, 24, 7, 9), *r = shaped(g, "r", 2, 24, 7, 9);
+	struct npu_value *gp = shaped(g, "gp", 2, 24, 1, 1), *sg = shaped(g, "sg", 2, 24, 1, 1);
+	struct npu_value *m = shaped(g, "m", 2, 24, 7, 9), *pw = shaped(g, "pw", 2, 40, 7, 9);
+	struct npu_value *p = shaped(g, "p", 2, 40, 7, 9), *u = shaped(g, "u", 2, 40, 14, 27);
+	struct npu_value *q = shaped(g, "q", 2, 32, 14, 27), *cat = shaped(g, "cat", 2, 72, 14, 27);
+	struct npu_value *out1 = shaped(g, "out1", 2, 5, 14, 27);
+	struct npu_value *ua = shaped(g, "ua", 2, 40, 14, 18);
+	struct npu_value *a16 = shaped(g, "a16", 2, 16, 7, 9);
+	struct npu_value *cat2 = shaped(g, "cat2", 2, 40, 7, 9);
+	struct npu_value *xd = shaped(g, "xd", 2, 3, 13, 17), *xs = shaped(g, "xs", 2, 3, 13, 17);
+	struct npu_value *xq = shaped(g, "xq", 2, 3, 13, 17);
+	struct npu_node *n;
+
+	g->inputs = calloc(1, sizeof(*g->inputs));
+	assert_non_null(g->inputs);
+	g->inputs[0] = x;
+	g->num_inputs = 1;
+	conv_node(g, "c0", x, 24, 3, 1, 2, &seed, c0);
+	node(g, "HardSwish", "hs", &c0, 1, a)->opset = 14;
+	conv_node(g, "dw", a, 24, 3, 24, 1, &seed, dw);
+	node(g, "Relu", "relu", &dw, 1, r);
+	mark_output(g, r);
+	node(g, "GlobalAveragePool", "gap", &r, 1, gp);
+	node(g, "Sigmoid", "sig", &gp, 1, sg);
+	binop(g, "Mul", "gate", r, sg, m);
+	conv_node(g, "pw", m, 40, 1, 1, 1, &seed, pw);
+	binop(g, "Add", "bias", pw, scalar(g, "half", 0.5f), p);
+	resize_node(g, "up", p, "half_pixel", "round_prefer_floor", u);
+	conv_node(g, "q", u, 32, 1, 1, 1, &seed, q);
+	{
+		struct npu_value *in[2] = { q, u };
+
+		n = node(g, "Concat", "cat", in, 2, cat);
+		set_int(n, "axis", -3);
+	}
+	conv_node(g, "out1", cat, 5, 3, 1, 1, &seed, out1);
+	mark_output(g, out1);
+	{
+		int64_t d4[1] = { 4 };
+		float sc[4] = { 1.0f, 1.0f, 2.0f, 2.0f };
+		struct npu_value *in[3] = { p, NULL, constant(g, "ua_scales", 1, d4, sc) };
+
+		/* 14 x 18 from 7 x 9: i / 2 rounded to nearest, not floor(i / 2) */
+		n = node(g, "Resize", "up_asym", in, 3, ua);
+		n->opset = 13;
+		assert_int_equal(npu_node_set_attr_string(n, "mode", "nearest"), NPU_OK);
+		assert_int_equal(npu_node_set_attr_string(n, "coordinate_transformation_mode",
+							  "asymmetric"), NPU_OK);
+		mark_output(g, ua);
+	}
+	conv_node(g, "a16", a, 16, 1, 1, 1, &seed, a16);
+	{
+		struct npu_value *in[2] = { a, a16 };
+
+		n = node(g, "Concat", "cat2", in, 2, cat2);
+		set_int(n, "axis", 1);
+		mark_output(g, cat2);
+	}
+	conv_node(g, "xd", x, 3, 3, 3, 1, &seed, xd);
+	node(g, "Sigmoid", "xsig", &xd, 1, xs);
+	binop(g, "Div", "xdiv", x, xs, xq);
+	mark_output(g, xq);
+	return g;
+}
+
+static void run_outputs(struct npu_graph *g, const struct npu_tensor *x, int threads,
+			float **out, size_t *count)
+{
+	struct npu_exec_options so = { .threads = threads };
+	const struct npu_tensor *ins[] = { x };
+	struct npu_error err = { 0 };
+	struct npu_exec *s = NULL;
+	size_t o;
+
+	assert_int_equal(npu_exec_create(g, &so, &s, &err), NPU_OK);
+	if (npu_exec_run(s, ins, &err))
+		fail_msg("%s", err.msg);
+	for (o = 0; o < g->num_outputs; o++) {
+		const struct npu_tensor *t = npu_exec_output(s, o);
+
+		assert_non_null(t);
+		count[o] = t->nbytes / sizeof(float);
+		out[o] = malloc(t->nbytes);
+		assert_non_null(out[o]);
+		memcpy(out[o], t->data, t->nbytes);
+	}
+	npu_exec_destroy(s);
+}
+
+/* g planned plainly and blocked (NPU_CPU_NCHWC=1) gives the same outputs. */
+static struct npu_graph *check_blocked_matches_plain(struct npu_graph *g,
+						     const int64_t *xdims, float xscale)
+{
+	struct npu_shape xs = { .rank = 4 };
+	struct npu_tensor *x;
+	struct npu_graph *plain, *blocked;
+	struct npu_error err = { 0 };
+	float *ref[8], *got[8];
+	size_t nref[8], ngot[8], o, i;
+	uint32_t seed = 5;
+	int threads;
+
+	memcpy(xs.dims, xdims, sizeof(xs.dims[0]) * 4);
+	x = npu_tensor_create(NPU_DTYPE_FLOAT, &xs);
+	assert_non_null(x);
+	for (i = 0; i < (size_t)npu_shape_numel(&xs); i++)
+		((float *)x->data)[i] = xscale * frand(&seed);
+	assert_true(g->num_outputs <= 8);
+	assert_int_equal(npu_graph_sort(g, &err), NPU_OK);
+	if (npu_graph_infer(g, true, &err))
+		fail_msg("%s", err.msg);
+	plain = npu_graph_clone(g, &err);
+	blocked = npu_graph_clone(g, &err);
+	assert_non_null(plain);
+	assert_non_null(blocked);
+	setenv("NPU_CPU_NCHWC", "0", 1);
+	assert_int_equal(npu_cpu_passes(plain, &err), NPU_OK);
+	setenv("NPU_CPU_NCHWC", "1", 1);
+	if (npu_cpu_passes(blocked, &err))
+		fail_msg("%s", err.msg);
+	setenv("NPU_CPU_NCHWC", "0", 1);
+	/* The pass's rank-5 values must infer as it set them. */
+	if (npu_graph_infer(blocked, false, &err))
+		fail_msg("%s", err.msg);
+	for (threads = 1; threads <= 2; threads++) {
+		run_outputs(plain, x, threads, ref, nref);
+		run_outputs(blocked, x, threads, got, ngot);
+		for (o = 0; o < g->num_outputs; o++) {
+			assert_int_equal(ngot[o], nref[o]);
+			for (i = 0; i < nref[o]; i++)
+				if (!(fabsf(got[o][i] - ref[o][i]) <= 1e-4f + 1e-4f * fabsf(ref[o][i])))
+					fail_msg("%d threads, output %zu '%s' [%zu]: blocked %.9g, plain %.9g",
+						 threads, o, g->outputs[o]->name, i, got[o][i],
+						 ref[o][i]);
+			free(ref[o]);
+			free(got[o]);
+		}
+	}
+	npu_tensor_destroy(x);
+	npu_graph_destroy(plain);
+	npu_graph_destroy(g);
+	return blocked;
+}
+
+static void test_cpu_nchwc_matches_plain_graph(void **state)
+{
+	int64_t dx[4] = { 2, 3, 13, 17 };
+	struct npu_graph *b = check_blocked_matches_plain(nchwc_graph(), dx, 2.0f);
+
+	(void)state;
+	/*
+	 * c0, dw, pw, q, a16 and xd; out1 (3x3 stride 1 on 14 x 27) stays an
+	 * NCHW Conv, which runs as Winograd.
+	 */
+	assert_int_equal(count_domain_op(b, "ai.npu.cpu", "NchwcConv"), 6);
+	assert_int_equal(count_domain_op(b, "", "Conv"), 1);
+	assert_int_equal(count_domain_op(b, "ai.npu.cpu", "FusedConv"), 0);
+	assert_int_equal(count_domain_op(b, "ai.npu.cpu", "NchwcGlobalAveragePool"), 1);
+	assert_int_equal(count_domain_op(b, "ai.npu.cpu", "NchwcUpsample"), 1);
+	/* The asymmetric Resize and the 24 + 16 Concat stay plain. */
+	assert_int_equal(count_domain_op(b, "", "Resize"), 1);
+	assert_int_equal(count_domain_op(b, "", "Concat"), 2);
+	/*
+	 * Reordered in: x for the depthwise xd (c0 reads x as it is) and x
+	 * again for the Div by the blocked Sigmoid: one reorder serves both.
+	 */
+	assert_int_equal(count_domain_op(b, "ai.npu.cpu", "NchwcReorderInput"), 1);
+	/*
+	 * Out: r (an output), p (the asymmetric Resize), a and a16 (the plain
+	 * Concat), cat (for out1) and xq (an output).
+	 */
+	assert_int_equal(count_domain_op(b, "ai.npu.cpu", "NchwcReorderOutput"), 6);
+	npu_graph_destroy(b);
+}
+
+/* A conv between plain ops gains nothing blocked: it stays as it is. */
+static void test_cpu_nchwc_leaves_isolated_conv(void **state)
+{
+	struct npu_graph *g = graph13();
+	uint32_t seed = 3;
+	int64_t dx[4] = { 1, 16, 5, 6 };
+	struct npu_value *x = input(g, "x", 4, dx), *c = shaped(g, "c", 1, 32, 5, 6);
+	struct npu_value *f = shaped(g, "f", 1, 32, 5, 6);
+
+	(void)state;
+	g->inputs = calloc(1, sizeof(*g->inputs));
+	assert_non_null(g->inputs);
+	g->inputs[0] = x;
+	g->num_inputs = 1;
+	conv_node(g, "conv", x, 32, 3, 1, 1, &seed, c);
+	node(g, "Floor", "floor", &c, 1, f);
+	mark_output(g, f);
+	{
+		struct npu_graph *blocked = check_blocked_matches_plain(g, dx, 1.0f);
+
+		assert_int_equal(count_domain_op(blocked, "ai.npu.cpu", "NchwcConv"), 0);
+		assert_int_equal(count_domain_op(blocked, "ai.npu.cpu", "NchwcReorderOutput"), 0);
+		npu_graph_destroy(blocked);
+	}
+}
+
+/* The fusion test's graph: SAME pads, residuals, SE, ConvTranspose. */
+static void test_cpu_nchwc_keeps_fused_graph_outputs(void **state)
+{
+	int64_t dx[4] = { 1, 3, 9, 11 };
+	struct npu_graph *b = check_blocked_matches_plain(fusable_graph(), dx, 4.0f);
+
+	(void)state;
+	assert_int_equal(count_domain_op(b, "ai.npu.cpu", "FusedConv"), 0);
+	assert_true(count_domain_op(b, "ai.npu.cpu", "NchwcConv") >= 4);
+	npu_graph_destroy(b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -684,7 +990,13 @@ int main(void)
 		cmocka_unit_test(test_qdq_pairs_become_fixed_qparams),
 		cmocka_unit_test(test_cpu_fuse_matches_unfused_graph),
 		cmocka_unit_test(test_cpu_fuse_leaves_lookalikes),
+		cmocka_unit_test(test_cpu_nchwc_matches_plain_graph),
+		cmocka_unit_test(test_cpu_nchwc_leaves_isolated_conv),
+		cmocka_unit_test(test_cpu_nchwc_keeps_fused_graph_outputs),
 	};
+
+	/* The fusion tests count ops of the plain layout; the blocked ones set it. */
+	setenv("NPU_CPU_NCHWC", "0", 1);
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

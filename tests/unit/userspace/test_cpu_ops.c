@@ -2731,6 +2731,130 @@ static void test_fused_conv_rejects_bad_epilogues(void **state)
 	assert_null(npu_cpu_op_find("", "FusedConv", 13));
 }
 
+
+/* The layout pass's ops name what does not fit. */
+static void test_nchwc_ops_reject_bad_inputs(void **state)
+{
+	static const float x[2 * 16 * 4] = { 0 }, w[8 * 24] = { 0 };
+	static const int32_t xi[12] = { 0 };
+	static int64_t bad_factors[2] = { 0, 2 };
+	struct t_node *t;
+
+	(void)state;
+	/* More channels than the blocks hold. */
+	t = t_new_in(NPU_CPU_FUSED_DOMAIN, "NchwcReorderOutput", 1, 1);
+	t_input(t, NPU_DTYPE_FLOAT, x, false, 5, D(1), D(2), D(2), D(2), D(16));
+	t_attr_int(t, "channels", 40);
+	assert_int_equal(t_infer(t), NPU_ERR_INVALID_ARG);
+	assert_non_null(strstr(t->err.msg, "channels 40 do not fit 2 blocks"));
+	t_free(t);
+	/* Not blocked by 16. */
+	t = t_new_in(NPU_CPU_FUSED_DOMAIN, "NchwcReorderOutput", 1, 1);
+	t_input(t, NPU_DTYPE_FLOAT, x, false, 5, D(1), D(2), D(2), D(2), D(8));
+	t_attr_int(t, "channels", 8);
+	assert_int_equal(t_infer(t), NPU_ERR_INVALID_ARG);
+	assert_non_null(strstr(t->err.msg, "not blocked by 16"));
+	t_free(t);
+	/* An int tensor to block. */
+	t = t_new_in(NPU_CPU_FUSED_DOMAIN, "NchwcReorderInput", 1, 1);
+	t_input(t, NPU_DTYPE_INT32, xi, false, 4, D(1), D(3), D(2), D(2));
+	assert_int_equal(t_infer(t), NPU_ERR_UNSUPPORTED);
+	assert_non_null(strstr(t->err.msg, "int32, not float"));
+	t_free(t);
+	/* 24 channels need 2 blocks. */
+	t = t_new_in(NPU_CPU_FUSED_DOMAIN, "NchwcConv", 1, 1);
+	t_input(t, NPU_DTYPE_FLOAT, x, false, 5, D(1), D(1), D(2), D(2), D(16));
+	t_input(t, NPU_DTYPE_FLOAT, w, true, 4, D(8), D(24), D(1), D(1));
+	assert_int_equal(t_infer(t), NPU_ERR_INVALID_ARG);
+	assert_non_null(strstr(t->err.msg, "X has 1 blocks, W and group give 24 channels"));
+	t_free(t);
+	/* Weights that are not constants cannot be packed once. */
+	t = t_new_in(NPU_CPU_FUSED_DOMAIN, "NchwcConv", 1, 1);
+	t_input(t, NPU_DTYPE_FLOAT, x, false, 5, D(1), D(2), D(2), D(2), D(16));
+	t_input(t, NPU_DTYPE_FLOAT, w, false, 4, D(8), D(24), D(1), D(1));
+	assert_int_equal(t_infer(t), NPU_ERR_UNSUPPORTED);
+	assert_non_null(strstr(t->err.msg, "must be constants"));
+	t_free(t);
+	/* Two groups of 2 channels: neither one group nor depthwise. */
+	t = t_new_in(NPU_CPU_FUSED_DOMAIN, "NchwcConv", 1, 1);
+	t_input(t, NPU_DTYPE_FLOAT, x, false, 5, D(1), D(1), D(2), D(2), D(16));
+	t_input(t, NPU_DTYPE_FLOAT, w, true, 4, D(4), D(2), D(1), D(1));
+	t_attr_int(t, "group", 2);
+	assert_int_equal(t_infer(t), NPU_ERR_UNSUPPORTED);
+	assert_non_null(strstr(t->err.msg, "neither 1 nor depthwise"));
+	t_free(t);
+	/* Depthwise on a plain NCHW X. */
+	t = t_new_in(NPU_CPU_FUSED_DOMAIN, "NchwcConv", 1, 1);
+	t_input(t, NPU_DTYPE_FLOAT, x, false, 4, D(1), D(4), D(2), D(2));
+	t_input(t, NPU_DTYPE_FLOAT, w, true, 4, D(4), D(1), D(1), D(1));
+	t_attr_int(t, "group", 4);
+	assert_int_equal(t_infer(t), NPU_ERR_UNSUPPORTED);
+	assert_non_null(strstr(t->err.msg, "needs a blocked X"));
+	t_free(t);
+	/* A residual that is not blocked as the output. */
+	t = t_new_in(NPU_CPU_FUSED_DOMAIN, "NchwcConv", 1, 1);
+	t_input(t, NPU_DTYPE_FLOAT, x, false, 5, D(1), D(2), D(2), D(2), D(16));
+	t_input(t, NPU_DTYPE_FLOAT, w, true, 4, D(8), D(24), D(1), D(1));
+	t_skip_input(t);
+	t_input(t, NPU_DTYPE_FLOAT, x, false, 4, D(1), D(8), D(2), D(2));
+	assert_int_equal(t_infer(t), NPU_ERR_INVALID_ARG);
+	assert_non_null(strstr(t->err.msg, "residual Z"));
+	t_free(t);
+	/* Upsampling by 0. */
+	t = t_new_in(NPU_CPU_FUSED_DOMAIN, "NchwcUpsample", 1, 1);
+	t_input(t, NPU_DTYPE_FLOAT, x, false, 5, D(1), D(2), D(2), D(2), D(16));
+	t_attr_ints(t, "factors", bad_factors, 2);
+	assert_int_equal(t_infer(t), NPU_ERR_INVALID_ARG);
+	assert_non_null(strstr(t->err.msg, "'factors' must be two ints >= 1"));
+	t_free(t);
+}
+
+/* Blocked in, a 1x1 conv of 24 channels to 2 with Relu, plain out. */
+static void test_nchwc_conv_computes_through_reorders(void **state)
+{
+	float x[24 * 3], w[2 * 24], b[2] = { 0.5f, -100.0f }, xb[2 * 16 * 3];
+	float want[2 * 3];
+	struct t_node *t;
+	int c, p, o;
+
+	(void)state;
+	for (c = 0; c < 24; c++) {
+		for (p = 0; p < 3; p++)
+			x[c * 3 + p] = (float)(c - p);
+		w[c] = 0.25f;
+		w[24 + c] = (float)c;
+	}
+	for (o = 0; o < 2; o++)
+		for (p = 0; p < 3; p++) {
+			float acc = b[o];
+
+			for (c = 0; c < 24; c++)
+				acc += w[o * 24 + c] * x[c * 3 + p];
+			want[o * 3 + p] = acc > 0 ? acc : 0;
+		}
+	t = t_new_in(NPU_CPU_FUSED_DOMAIN, "NchwcReorderInput", 1, 1);
+	t_input(t, NPU_DTYPE_FLOAT, x, false, 4, D(1), D(24), D(1), D(3));
+	t_run(t);
+	assert_shape(&t->out_t[0], 5, D(1), D(2), D(1), D(3), D(16));
+	memcpy(xb, t->out_t[0].data, sizeof(xb));
+	t_free(t);
+	for (p = 0; p < 3; p++)	/* the second block's pad lanes are zero */
+		for (c = 8; c < 16; c++)
+			assert_true(xb[3 * 16 + p * 16 + c] == 0.0f);
+	t = t_new_in(NPU_CPU_FUSED_DOMAIN, "NchwcConv", 1, 1);
+	t_input(t, NPU_DTYPE_FLOAT, xb, false, 5, D(1), D(2), D(1), D(3), D(16));
+	t_input(t, NPU_DTYPE_FLOAT, w, true, 4, D(2), D(24), D(1), D(1));
+	t_input(t, NPU_DTYPE_FLOAT, b, true, 1, D(2));
+	t_attr_str(t, "activation", "Relu");
+	t_run(t);
+	assert_shape(&t->out_t[0], 5, D(1), D(1), D(1), D(3), D(16));
+	for (o = 0; o < 2; o++)
+		for (p = 0; p < 3; p++)
+			assert_float_equal(((float *)t->out_t[0].data)[p * 16 + o],
+					   want[o * 3 + p], 1e-4);
+	t_free(t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -2840,6 +2964,8 @@ int main(void)
 		cmocka_unit_test(test_mel_weight_matrix_triangle_and_bad_edges),
 		cmocka_unit_test(test_fused_conv_epilogue_order),
 		cmocka_unit_test(test_fused_conv_rejects_bad_epilogues),
+		cmocka_unit_test(test_nchwc_ops_reject_bad_inputs),
+		cmocka_unit_test(test_nchwc_conv_computes_through_reorders),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -118,6 +118,36 @@ npu_status npu_node_set_attr_floats(struct npu_node *n, const char *name,
 	return NPU_OK;
 }
 
+npu_status npu_node_set_attr_int(struct npu_node *n, const char *name,
+				 int64_t value)
+{
+	struct npu_attr *a = attr_slot(n, name);
+
+	if (!a)
+		return NPU_ERR_NO_MEMORY;
+	a->type = NPU_ATTR_INT;
+	a->i = value;
+	return NPU_OK;
+}
+
+npu_status npu_node_set_attr_ints(struct npu_node *n, const char *name,
+				  const int64_t *v, size_t count)
+{
+	int64_t *copy = malloc((count ? count : 1) * sizeof(int64_t));
+	struct npu_attr *a = copy ? attr_slot(n, name) : NULL;
+
+	if (!a) {
+		free(copy);
+		return NPU_ERR_NO_MEMORY;
+	}
+	memcpy(copy, v, count * sizeof(int64_t));
+	free(a->ints);
+	a->type = NPU_ATTR_INTS;
+	a->ints = copy;
+	a->count = count;
+	return NPU_OK;
+}
+
 const float *npu_const_floats(const struct npu_value *v, int64_t *count)
 {
 	if (!v || !v->constant || v->constant->dtype != NPU_DTYPE_FLOAT)

@@ -422,6 +422,7 @@ npu_status npu_cpu_passes(struct npu_graph *g, struct npu_error *err)
 		{ "fold_batchnorm", npu_pass_fold_batchnorm, NULL },
 		{ "fold_channel_affine", npu_pass_fold_channel_affine, NULL },
 		{ "cpu_fuse", npu_pass_cpu_fuse, NULL },
+		{ "cpu_nchwc", npu_pass_cpu_nchwc, NULL },
 		{ "dead_nodes", npu_pass_dead_nodes, NULL },
 	};
 	const char *env = getenv("NPU_CPU_FUSE");

@@ -54,9 +54,19 @@ npu_status npu_pass_cpu_fuse(struct npu_graph *g, void *arg,
 			     struct npu_error *err);
 
 /*
+ * CPU layout (graphs that run on the CPU): runs of convolutions and the
+ * elementwise, pooling, nearest-upsampling and concatenating ops between
+ * them keep their activations blocked (NCHW16c), with reorders only at the
+ * edges. See pass_cpu_nchwc.c.
+ */
+npu_status npu_pass_cpu_nchwc(struct npu_graph *g, void *arg,
+			      struct npu_error *err);
+
+/*
  * The passes a graph planned for the CPU device runs: dead nodes,
  * BatchNormalization and per-channel affine folding into Conv, CPU
- * fusion. NPU_CPU_FUSE=0 in the environment skips them all.
+ * fusion, the blocked layout. NPU_CPU_FUSE=0 in the environment skips
+ * them all.
  */
 npu_status npu_cpu_passes(struct npu_graph *g, struct npu_error *err);
 
@@ -126,6 +136,10 @@ npu_status npu_node_set_attr_string(struct npu_node *n, const char *name,
 				    const char *value);
 npu_status npu_node_set_attr_floats(struct npu_node *n, const char *name,
 				     const float *v, size_t count);
+npu_status npu_node_set_attr_int(struct npu_node *n, const char *name,
+				 int64_t value);
+npu_status npu_node_set_attr_ints(struct npu_node *n, const char *name,
+				  const int64_t *v, size_t count);
 /* A float constant input's data, or NULL if it is absent / not constant. */
 const float *npu_const_floats(const struct npu_value *v, int64_t *count);
 

@@ -123,6 +123,14 @@ npu_status npu_cpu_apply_fused_activation(const struct npu_node *n,
  */
 #define NPU_CPU_FUSED_DOMAIN "ai.npu.cpu"
 
+/*
+ * Whether the layout pass should run Conv / FusedConv 'conv' (2-D, group 1
+ * or depthwise, shapes known) as NchwcConv (op_nchwc.c): not where the NCHW
+ * kernel takes Winograd, which does fewer multiplies than the blocked
+ * direct kernels.
+ */
+bool npu_nchwc_conv_preferred(const struct npu_node *conv);
+
 struct npu_cpu_act_params;
 /* A FusedConv node's epilogue (activation, post affine) from its attributes. */
 npu_status npu_fused_conv_epilogue(const struct npu_node *node,

@@ -398,17 +398,24 @@ static void npu_bin_apply(npu_bin_row_fn fn, const struct npu_tensor *a,
 }
 
 /*
- * Items per image plane of a tensor of this shape (the last two dims of
- * rank 3 and up): the unit the threads split by pixels, as convolutions
- * do, so that each reads what it wrote (npu_threadpool_parallel_for_planes).
+ * Items per image plane of a tensor of this shape: the dims after the
+ * channels (rank 4 and up: H x W, D x H x W, or H x W x 16 of a blocked
+ * NCHW16c tensor), the last two of rank 3. The threads split each plane
+ * by pixels, as convolutions do, so that each reads what it wrote
+ * (npu_threadpool_parallel_for_planes).
  */
 static size_t npu_elt_plane(const struct npu_shape *s, size_t n)
 {
-	size_t plane;
+	size_t plane = 1;
+	int d;
 
-	if (s->rank < 3 || s->dims[s->rank - 1] <= 0 || s->dims[s->rank - 2] <= 0)
+	if (s->rank < 3)
 		return n ? n : 1;
-	plane = (size_t)(s->dims[s->rank - 1] * s->dims[s->rank - 2]);
+	for (d = s->rank >= 4 ? 2 : s->rank - 2; d < s->rank; d++) {
+		if (s->dims[d] <= 0)
+			return n ? n : 1;
+		plane *= (size_t)s->dims[d];
+	}
 	return n % plane ? n : plane;
 }
 
@@ -424,6 +431,49 @@ struct npu_bin_f32_job {
 	float *y;
 };
 
+/*
+ * Rows of 16 contiguous floats (a blocked tensor's pixels): through a
+ * local array, so that the compiler vectorizes them even where y is a.
+ */
+#define NPU_BIN_ROWS16(expr)							\
+	for (r = 0; r < rows; r++, a += da, b += db, y += 16) {			\
+		float t[16];							\
+										\
+		for (i = 0; i < 16; i++)					\
+			t[i] = (expr);						\
+		memcpy(y, t, sizeof(t));					\
+	}
+
+/* 'rows' consecutive rows along broadcast dim d from offsets off. */
+static void npu_bin_f32_short_rows(const struct npu_bin_f32_job *job, const int64_t *off,
+				   int d, size_t rows, size_t begin)
+{
+	size_t len = (size_t)job->bc.len, r, i;
+	size_t sa = (size_t)job->bc.step[0], sb = (size_t)job->bc.step[1];
+	const float *a = job->a + off[0], *b = job->b + off[1];
+	size_t da = (size_t)job->bc.strides[0][d], db = (size_t)job->bc.strides[1][d];
+	float *y = job->y + begin;
+
+	if (len == 16 && sa == 1 && sb == 1) {
+		switch (job->op) {
+		case NPU_VEC_ADD:
+			NPU_BIN_ROWS16(a[i] + b[i]);
+			return;
+		case NPU_VEC_SUB:
+			NPU_BIN_ROWS16(a[i] - b[i]);
+			return;
+		case NPU_VEC_MUL:
+			NPU_BIN_ROWS16(a[i] * b[i]);
+			return;
+		default:
+			NPU_BIN_ROWS16(a[i] / b[i]);
+			return;
+		}
+	}
+	for (r = 0; r < rows; r++, a += da, b += db, y += len)
+		npu_vec_binary_f32(job->op, a, sa, b, sb, y, len);
+}
+
 static void npu_bin_f32_range(void *ctx, size_t begin, size_t end)
 {
 	const struct npu_bin_f32_job *job = ctx;
@@ -436,6 +486,23 @@ static void npu_bin_f32_range(void *ctx, size_t begin, size_t end)
 		size_t n = len - c < end - begin ? len - c : end - begin;
 
 		npu_bcast_row(&job->bc, (int64_t)r, off);
+		if (len < 64 && !c && job->bc.rank >= 2) {
+			/*
+			 * Short rows (a blocked tensor times one vector per
+			 * channel block, [N,Cb,H,W,16] * [N,Cb,1,1,16]): step
+			 * along the next dim without re-deriving the offsets
+			 * or calling the vector kernel per row.
+			 */
+			int d = job->bc.rank - 2;
+			size_t run = (size_t)job->bc.dims[d] - r % (size_t)job->bc.dims[d];
+			size_t rows = (end - begin) / len < run ? (end - begin) / len : run;
+
+			if (rows > 1) {
+				npu_bin_f32_short_rows(job, off, d, rows, begin);
+				begin += rows * len;
+				continue;
+			}
+		}
 		npu_vec_binary_f32(job->op, job->a + off[0] + c * sa, sa,
 				   job->b + off[1] + c * sb, sb,
 				   job->y + begin, n);

@@ -104,6 +104,13 @@ NPU_CPU_OP(fused_conv)	/* domain ai.npu.cpu: made by the CPU fusion pass */
 NPU_CPU_OP(fused_conv_transpose)	/* ai.npu.cpu, as FusedConv */
 NPU_CPU_OP(conv_transpose)
 
+/* op_nchwc.c: ai.npu.cpu, made by the layout pass (pass_cpu_nchwc.c) */
+NPU_CPU_OP(nchwc_reorder_input)
+NPU_CPU_OP(nchwc_reorder_output)
+NPU_CPU_OP(nchwc_conv)
+NPU_CPU_OP(nchwc_global_average_pool)
+NPU_CPU_OP(nchwc_upsample)
+
 /* op_pool.c */
 NPU_CPU_OP(max_pool)
 NPU_CPU_OP(average_pool)

@@ -1,0 +1,468 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The blocked-layout ops of the layout pass (compiler/passes/
+ * pass_cpu_nchwc.c), domain ai.npu.cpu, opset 1. A blocked value is a
+ * rank-5 float tensor [N][Cb][H][W][16] holding the NCHW tensor of C
+ * channels (cpu_kernels.h, "Blocked layout NCHW16c"); the elementwise ops
+ * run on such values unchanged, lane by lane.
+ *
+ *   NchwcReorderInput       X [N,C,H,W]      -> Y [N,Cb,H,W,16]
+ *   NchwcReorderOutput      X [N,Cb,H,W,16]  -> Y [N,channels,H,W]
+ *   NchwcConv               FusedConv's inputs and attributes (op_conv.c)
+ *                           with X blocked, or plain NCHW (rank 4) for
+ *                           group 1; Z and Y blocked
+ *   NchwcGlobalAveragePool  X blocked -> Y [N,Cb,1,1,16]
+ *   NchwcUpsample           nearest, integer 'factors' [fh, fw]
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cpu/kernels/cpu_kernels.h"
+#include "cpu/ops/op_common.h"
+
+/* The blocked shape of an NCHW shape with known channels. */
+static void nchwc_shape(const struct npu_shape *nchw, struct npu_shape *out)
+{
+	out->rank = 5;
+	out->dims[0] = nchw->dims[0];
+	out->dims[1] = (int64_t)npu_nchwc_blocks((size_t)nchw->dims[1]);
+	out->dims[2] = nchw->dims[2];
+	out->dims[3] = nchw->dims[3];
+	out->dims[4] = NPU_NCHWC_BLOCK;
+}
+
+/* Input 0 must be a float tensor of 'rank' dims, all known. */
+static npu_status nchwc_check_x(struct npu_infer_ctx *ctx, int rank)
+{
+	const struct npu_value *x = ctx->node->inputs[0];
+	int i;
+
+	if (x->dtype != NPU_DTYPE_FLOAT)
+		return npu_op_unsupported(ctx->err, ctx->node,
+					  "X '%s' has type %s, not float", x->name,
+					  npu_dtype_name(x->dtype));
+	if (x->shape.rank != rank)
+		return npu_op_invalid(ctx->err, ctx->node, "X '%s' has rank %d, not %d",
+				      x->name, x->shape.rank, rank);
+	for (i = 0; i < rank; i++)
+		if (x->shape.dims[i] < 0)
+			return npu_op_unsupported(ctx->err, ctx->node,
+						  "X '%s' has an unknown dim %d", x->name, i);
+	if (rank == 5 && x->shape.dims[4] != NPU_NCHWC_BLOCK)
+		return npu_op_invalid(ctx->err, ctx->node,
+				      "X '%s' is not blocked by %d (last dim %lld)",
+				      x->name, NPU_NCHWC_BLOCK, (long long)x->shape.dims[4]);
+	return NPU_OK;
+}
+
+/* ---- Reorders ---- */
+
+static npu_status reorder_in_infer(struct npu_infer_ctx *ctx)
+{
+	npu_status st = npu_op_check_arity(ctx, 1, 1);
+
+	if (!st)
+		st = npu_op_check_attrs(ctx, NPU_OP_ATTRS(NULL));
+	if (!st)
+		st = nchwc_check_x(ctx, 4);
+	if (st)
+		return st;
+	ctx->out_dtypes[0] = NPU_DTYPE_FLOAT;
+	nchwc_shape(&ctx->node->inputs[0]->shape, &ctx->out_shapes[0]);
+	return NPU_OK;
+}
+
+static npu_status reorder_in_compute(struct npu_op_ctx *ctx)
+{
+	const struct npu_tensor *x = ctx->inputs[0];
+	const int64_t *d = x->shape.dims;
+
+	npu_nchwc_reorder_in_f32((size_t)d[0], (size_t)d[1], (size_t)(d[2] * d[3]),
+				 x->data, ctx->outputs[0]->data, ctx->pool);
+	return NPU_OK;
+}
+
+NPU_CPU_OP_DEF(nchwc_reorder_input) = {
+	.op_type = "NchwcReorderInput", .domain = NPU_CPU_FUSED_DOMAIN,
+	.since_version = 1, .max_version = 1, .infer = reorder_in_infer,
+	.compute = reorder_in_compute,
+};
+
+static npu_status reorder_out_infer(struct npu_infer_ctx *ctx)
+{
+	const struct npu_node *node = ctx->node;
+	int64_t c = npu_node_attr_int_or(node, "channels", -1);
+	const struct npu_shape *x;
+	npu_status st = npu_op_check_arity(ctx, 1, 1);
+
+	if (!st)
+		st = npu_op_check_attrs(ctx, NPU_OP_ATTRS("channels"));
+	if (!st)
+		st = nchwc_check_x(ctx, 5);
+	if (st)
+		return st;
+	x = &node->inputs[0]->shape;
+	if (c < 1 || (int64_t)npu_nchwc_blocks((size_t)c) != x->dims[1])
+		return npu_op_invalid(ctx->err, node,
+				      "channels %lld do not fit %lld blocks of X '%s'",
+				      (long long)c, (long long)x->dims[1],
+				      node->inputs[0]->name);
+	ctx->out_dtypes[0] = NPU_DTYPE_FLOAT;
+	ctx->out_shapes[0].rank = 4;
+	ctx->out_shapes[0].dims[0] = x->dims[0];
+	ctx->out_shapes[0].dims[1] = c;
+	ctx->out_shapes[0].dims[2] = x->dims[2];
+	ctx->out_shapes[0].dims[3] = x->dims[3];
+	return NPU_OK;
+}
+
+static npu_status reorder_out_compute(struct npu_op_ctx *ctx)
+{
+	const int64_t *d = ctx->outputs[0]->shape.dims;
+
+	npu_nchwc_reorder_out_f32((size_t)d[0], (size_t)d[1], (size_t)(d[2] * d[3]),
+				  ctx->inputs[0]->data, ctx->outputs[0]->data,
+				  ctx->pool);
+	return NPU_OK;
+}
+
+NPU_CPU_OP_DEF(nchwc_reorder_output) = {
+	.op_type = "NchwcReorderOutput", .domain = NPU_CPU_FUSED_DOMAIN,
+	.since_version = 1, .max_version = 1, .infer = reorder_out_infer,
+	.compute = reorder_out_compute,
+};
+
+/* ---- Convolution ---- */
+
+/*
+ * The kernel's parameters from the node and its input shapes: x is
+ * [N,C,H,W] or blocked (C from W and group); false with err set when they
+ * do not fit.
+ */
+static npu_status nchwc_conv_params(const struct npu_node *node,
+				    const struct npu_shape *x,
+				    const struct npu_shape *w,
+				    struct npu_conv2d_params *p,
+				    struct npu_error *err)
+{
+	int64_t group = npu_node_attr_int_or(node, "group", 1);
+	struct npu_shape logical;
+	struct npu_window win;
+	npu_status st;
+
+	memset(p, 0, sizeof(*p));
+	if (w->rank != 4 || group < 1)
+		return npu_op_invalid(err, node, "W has rank %d, group %lld (want 4, >= 1)",
+				      w->rank, (long long)group);
+	logical = *x;
+	logical.rank = 4;
+	logical.dims[1] = w->dims[1] * group;
+	if (x->rank == 5 && x->dims[1] != (int64_t)npu_nchwc_blocks((size_t)logical.dims[1]))
+		return npu_op_invalid(err, node,
+				      "X has %lld blocks, W and group give %lld channels",
+				      (long long)x->dims[1], (long long)logical.dims[1]);
+	if (x->rank == 4 && x->dims[1] != logical.dims[1])
+		return npu_op_invalid(err, node, "X has %lld channels, W and group %lld",
+				      (long long)x->dims[1], (long long)logical.dims[1]);
+	if (w->dims[0] % group)
+		return npu_op_invalid(err, node, "W's %lld outputs do not split into %lld groups",
+				      (long long)w->dims[0], (long long)group);
+	if (group > 1 && (group != logical.dims[1] || group != w->dims[0]))
+		return npu_op_unsupported(err, node,
+					  "group %lld is neither 1 nor depthwise (%lld -> %lld channels)",
+					  (long long)group, (long long)logical.dims[1],
+					  (long long)w->dims[0]);
+	if (group > 1 && x->rank == 4)
+		return npu_op_unsupported(err, node, "a depthwise NchwcConv needs a blocked X");
+	st = npu_op_window(node, &logical, &w->dims[2], 2, false, &win, err);
+	if (st)
+		return st;
+	p->batch = (size_t)logical.dims[0];
+	p->in_c = (size_t)logical.dims[1];
+	p->out_c = (size_t)w->dims[0];
+	p->groups = (size_t)group;
+	p->in_h = (size_t)win.in[0];
+	p->in_w = (size_t)win.in[1];
+	p->out_h = (size_t)win.out[0];
+	p->out_w = (size_t)win.out[1];
+	p->k_h = (size_t)win.k[0];
+	p->k_w = (size_t)win.k[1];
+	p->stride_h = (size_t)win.stride[0];
+	p->stride_w = (size_t)win.stride[1];
+	p->dil_h = (size_t)win.dil[0];
+	p->dil_w = (size_t)win.dil[1];
+	p->pad_top = (size_t)win.pad_begin[0];
+	p->pad_left = (size_t)win.pad_begin[1];
+	return npu_fused_conv_epilogue(node, &p->act, err);
+}
+
+bool npu_nchwc_conv_preferred(const struct npu_node *conv)
+{
+	struct npu_error err = { 0 };
+	struct npu_conv2d_params p;
+	struct npu_shape xs;
+
+	if (conv->num_inputs < 2 || !conv->inputs[0] || !conv->inputs[1] ||
+	    conv->inputs[0]->shape.rank != 4 || conv->inputs[0]->shape.dims[1] < 1)
+		return false;
+	/* As NchwcConv would see it: a depthwise one reads its X blocked. */
+	xs = conv->inputs[0]->shape;
+	if (npu_node_attr_int_or(conv, "group", 1) > 1)
+		nchwc_shape(&conv->inputs[0]->shape, &xs);
+	if (nchwc_conv_params(conv, &xs, &conv->inputs[1]->shape, &p, &err))
+		return false;
+	return !npu_conv2d_f32_takes_winograd(&p);
+}
+
+static npu_status nchwc_conv_infer(struct npu_infer_ctx *ctx)
+{
+	const struct npu_node *node = ctx->node;
+	const struct npu_value *x, *w, *b, *z;
+	struct npu_conv2d_params p;
+	npu_status st;
+	size_t i;
+
+	st = npu_op_check_arity(ctx, 2, 4);
+	if (!st)
+		st = npu_op_check_attrs(ctx, NPU_OP_ATTRS("auto_pad", "dilations", "group",
+							  "kernel_shape", "pads", "strides",
+							  "activation", "activation_params",
+							  "post_scale", "post_shift"));
+	if (st)
+		return st;
+	x = node->inputs[0];
+	w = node->inputs[1];
+	b = npu_op_input(node, 2);
+	z = npu_op_input(node, 3);
+	st = nchwc_check_x(ctx, x->shape.rank == 4 ? 4 : 5);
+	if (st)
+		return st;
+	for (i = 1; i < node->num_inputs; i++)
+		if (node->inputs[i] && node->inputs[i]->dtype != NPU_DTYPE_FLOAT)
+			return npu_op_unsupported(ctx->err, node, "input %zu '%s' is not float",
+						  i, node->inputs[i]->name);
+	if (!w->constant || (b && !b->constant))
+		return npu_op_unsupported(ctx->err, node,
+					  "W and B must be constants (they are packed once)");
+	st = nchwc_conv_params(node, &x->shape, &w->shape, &p, ctx->err);
+	if (st)
+		return st;
+	if (b && npu_shape_numel(&b->shape) != (int64_t)p.out_c)
+		return npu_op_invalid(ctx->err, node, "B '%s' does not have %zu elements",
+				      b->name, p.out_c);
+	ctx->out_dtypes[0] = NPU_DTYPE_FLOAT;
+	ctx->out_shapes[0].rank = 5;
+	ctx->out_shapes[0].dims[0] = (int64_t)p.batch;
+	ctx->out_shapes[0].dims[1] = (int64_t)npu_nchwc_blocks(p.out_c);
+	ctx->out_shapes[0].dims[2] = (int64_t)p.out_h;
+	ctx->out_shapes[0].dims[3] = (int64_t)p.out_w;
+	ctx->out_shapes[0].dims[4] = NPU_NCHWC_BLOCK;
+	if (z) {
+		bool same = z->shape.rank == 5;
+
+		for (i = 0; same && i < 5; i++)
+			same = z->shape.dims[i] == ctx->out_shapes[0].dims[i];
+		if (!same)
+			return npu_op_invalid(ctx->err, node,
+					      "residual Z '%s' is not blocked as the output",
+					      z->name);
+	}
+	return NPU_OK;
+}
+
+/* Weights and bias packed at plan time for the shapes the plan has. */
+struct nchwc_conv_state {
+	struct npu_conv2d_params p;
+	float *packed;
+};
+
+static float *nchwc_pack(const struct npu_conv2d_params *p, const float *w,
+			 const float *bias)
+{
+	size_t bytes = npu_nchwc_conv_packed_floats(p) * sizeof(float);
+	float *packed = aligned_alloc(64, (bytes + 63) / 64 * 64);
+
+	if (packed)
+		npu_nchwc_conv_pack(p, w, bias, packed);
+	return packed;
+}
+
+/* The fields that fix the packed layout and the geometry. */
+static bool same_geometry(const struct npu_conv2d_params *a,
+			  const struct npu_conv2d_params *b)
+{
+	return a->batch == b->batch && a->in_c == b->in_c && a->in_h == b->in_h &&
+	       a->in_w == b->in_w && a->out_c == b->out_c && a->out_h == b->out_h &&
+	       a->out_w == b->out_w && a->k_h == b->k_h && a->k_w == b->k_w &&
+	       a->stride_h == b->stride_h && a->stride_w == b->stride_w &&
+	       a->dil_h == b->dil_h && a->dil_w == b->dil_w &&
+	       a->pad_top == b->pad_top && a->pad_left == b->pad_left &&
+	       a->groups == b->groups;
+}
+
+static npu_status nchwc_conv_prepare(struct npu_node *node, struct npu_error *err)
+{
+	const struct npu_value *b = npu_op_input(node, 2);
+	struct nchwc_conv_state *s;
+	npu_status st;
+
+	node->op_state = NULL;
+	if (!npu_op_shape_known(&node->inputs[0]->shape) || !node->inputs[1]->constant)
+		return NPU_OK;	/* packed per call */
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return npu_op_error(err, node, NPU_ERR_NO_MEMORY, "out of memory");
+	st = nchwc_conv_params(node, &node->inputs[0]->shape,
+			       &node->inputs[1]->constant->shape, &s->p, err);
+	if (st) {
+		free(s);
+		return st;
+	}
+	s->packed = nchwc_pack(&s->p, node->inputs[1]->constant->data,
+			       b && b->constant ? b->constant->data : NULL);
+	if (!s->packed) {
+		size_t bytes = npu_nchwc_conv_packed_floats(&s->p) * sizeof(float);
+
+		free(s);
+		return npu_op_error(err, node, NPU_ERR_NO_MEMORY,
+				    "out of memory (%zu bytes of packed weights)", bytes);
+	}
+	node->op_state = s;
+	return NPU_OK;
+}
+
+static void nchwc_conv_release(struct npu_node *node)
+{
+	struct nchwc_conv_state *s = node->op_state;
+
+	if (s) {
+		free(s->packed);
+		free(s);
+	}
+	node->op_state = NULL;
+}
+
+static npu_status nchwc_conv_compute(struct npu_op_ctx *ctx)
+{
+	const struct npu_node *node = ctx->node;
+	const struct nchwc_conv_state *s = node->op_state;
+	const struct npu_tensor *x = ctx->inputs[0], *w = ctx->inputs[1];
+	const struct npu_tensor *b = npu_op_in(ctx, 2), *z = npu_op_in(ctx, 3);
+	struct npu_conv2d_params p;
+	float *own = NULL;
+	const float *packed;
+	npu_status st;
+
+	st = nchwc_conv_params(node, &x->shape, &w->shape, &p, ctx->err);
+	if (st)
+		return st;
+	p.residual = z ? z->data : NULL;
+	if (s && same_geometry(&s->p, &p)) {
+		packed = s->packed;
+	} else {
+		own = nchwc_pack(&p, w->data, b ? b->data : NULL);
+		if (!own)
+			return npu_op_error(ctx->err, node, NPU_ERR_NO_MEMORY,
+					    "out of memory (packed weights)");
+		packed = own;
+	}
+	npu_nchwc_conv_f32(&p, x->shape.rank == 4, x->data, packed,
+			   ctx->outputs[0]->data, ctx->pool);
+	free(own);
+	return NPU_OK;
+}
+
+NPU_CPU_OP_DEF(nchwc_conv) = {
+	.op_type = "NchwcConv", .domain = NPU_CPU_FUSED_DOMAIN, .since_version = 1,
+	.max_version = 1, .infer = nchwc_conv_infer, .prepare = nchwc_conv_prepare,
+	.release = nchwc_conv_release, .compute = nchwc_conv_compute,
+};
+
+/* ---- Pooling and resizing ---- */
+
+static npu_status nchwc_gap_infer(struct npu_infer_ctx *ctx)
+{
+	npu_status st = npu_op_check_arity(ctx, 1, 1);
+
+	if (!st)
+		st = npu_op_check_attrs(ctx, NPU_OP_ATTRS(NULL));
+	if (!st)
+		st = nchwc_check_x(ctx, 5);
+	if (st)
+		return st;
+	ctx->out_dtypes[0] = NPU_DTYPE_FLOAT;
+	ctx->out_shapes[0] = ctx->node->inputs[0]->shape;
+	ctx->out_shapes[0].dims[2] = 1;
+	ctx->out_shapes[0].dims[3] = 1;
+	return NPU_OK;
+}
+
+static npu_status nchwc_gap_compute(struct npu_op_ctx *ctx)
+{
+	const int64_t *d = ctx->inputs[0]->shape.dims;
+
+	npu_nchwc_global_avgpool_f32((size_t)d[0], (size_t)(d[1] * NPU_NCHWC_BLOCK),
+				     (size_t)(d[2] * d[3]), ctx->inputs[0]->data,
+				     ctx->outputs[0]->data, ctx->pool);
+	return NPU_OK;
+}
+
+NPU_CPU_OP_DEF(nchwc_global_average_pool) = {
+	.op_type = "NchwcGlobalAveragePool", .domain = NPU_CPU_FUSED_DOMAIN,
+	.since_version = 1, .max_version = 1, .infer = nchwc_gap_infer,
+	.compute = nchwc_gap_compute,
+};
+
+static npu_status nchwc_upsample_factors(const struct npu_node *node, int64_t *f,
+					 struct npu_error *err)
+{
+	const struct npu_attr *a = npu_node_attr(node, "factors");
+
+	if (!a || a->type != NPU_ATTR_INTS || a->count != 2 || a->ints[0] < 1 ||
+	    a->ints[1] < 1)
+		return npu_op_invalid(err, node, "'factors' must be two ints >= 1");
+	f[0] = a->ints[0];
+	f[1] = a->ints[1];
+	return NPU_OK;
+}
+
+static npu_status nchwc_upsample_infer(struct npu_infer_ctx *ctx)
+{
+	int64_t f[2];
+	npu_status st = npu_op_check_arity(ctx, 1, 1);
+
+	if (!st)
+		st = npu_op_check_attrs(ctx, NPU_OP_ATTRS("factors"));
+	if (!st)
+		st = nchwc_check_x(ctx, 5);
+	if (!st)
+		st = nchwc_upsample_factors(ctx->node, f, ctx->err);
+	if (st)
+		return st;
+	ctx->out_dtypes[0] = NPU_DTYPE_FLOAT;
+	ctx->out_shapes[0] = ctx->node->inputs[0]->shape;
+	ctx->out_shapes[0].dims[2] *= f[0];
+	ctx->out_shapes[0].dims[3] *= f[1];
+	return NPU_OK;
+}
+
+static npu_status nchwc_upsample_compute(struct npu_op_ctx *ctx)
+{
+	const int64_t *d = ctx->inputs[0]->shape.dims;
+	int64_t f[2];
+	npu_status st = nchwc_upsample_factors(ctx->node, f, ctx->err);
+
+	if (st)
+		return st;
+	npu_nchwc_upsample_nearest_f32((size_t)d[0], (size_t)(d[1] * NPU_NCHWC_BLOCK),
+				       (size_t)d[2], (size_t)d[3], (size_t)f[0],
+				       (size_t)f[1], ctx->inputs[0]->data,
+				       ctx->outputs[0]->data, ctx->pool);
+	return NPU_OK;
+}
+
+NPU_CPU_OP_DEF(nchwc_upsample) = {
+	.op_type = "NchwcUpsample", .domain = NPU_CPU_FUSED_DOMAIN,
+	.since_version = 1, .max_version = 1, .infer = nchwc_upsample_infer,
+	.compute = nchwc_upsample_compute,
+};
