@@ -545,9 +545,19 @@ void npu_nchwc_conv_f32(const struct npu_conv2d_params *p, bool nchw_input,
 	/* 1x1, stride 1, no padding: the plane is one row of pixels. */
 	if (c.kh == 1 && c.kw == 1 && c.sh == 1 && c.sw == 1 && !c.pt &&
 	    !c.pl && c.in_h == c.out_h && c.in_w == c.out_w) {
+		size_t t = (size_t)npu_threadpool_size(pool);
+
 		c.in_w = c.out_w = c.in_h * c.in_w;
 		c.in_h = c.out_h = 1;
 		c.seg_len = (size_t)ops->xt * 16;
+		/*
+		 * A small plane (20 x 20 x 384 channels): segments short
+		 * enough that each thread gets several, or the last thread's
+		 * band would hold fewer of them (2 : 1 on two threads).
+		 */
+		if (t > 1 && c.out_w < 4 * t * c.seg_len)
+			c.seg_len = npu_round_up(npu_div_up(c.out_w, 4 * t),
+						 (size_t)ops->xt);
 	} else {
 		c.seg_len = c.out_w;
 	}
@@ -564,6 +574,25 @@ void npu_nchwc_conv_f32(const struct npu_conv2d_params *p, bool nchw_input,
 
 /* ---- Global average pooling, nearest upsampling ---- */
 
+/* The 16 lane sums of hw pixels, four pixels in flight (AVX-512). */
+__attribute__((target(NPU_TARGET_AVX512))) static void
+npu_nc_gap_avx512(const float *x, size_t hw, float *sum)
+{
+	__m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+	size_t p = 0;
+
+	for (; p + 4 <= hw; p += 4) {
+		a0 = _mm512_add_ps(a0, _mm512_loadu_ps(x + p * 16));
+		a1 = _mm512_add_ps(a1, _mm512_loadu_ps(x + p * 16 + 16));
+		a2 = _mm512_add_ps(a2, _mm512_loadu_ps(x + p * 16 + 32));
+		a3 = _mm512_add_ps(a3, _mm512_loadu_ps(x + p * 16 + 48));
+	}
+	for (; p < hw; p++)
+		a0 = _mm512_add_ps(a0, _mm512_loadu_ps(x + p * 16));
+	_mm512_storeu_ps(sum, _mm512_add_ps(_mm512_add_ps(a0, a1),
+					    _mm512_add_ps(a2, a3)));
+}
+
 static void npu_nc_gap_task(void *ctx, size_t t)
 {
 	const struct npu_nc_plain *r = ctx;
@@ -571,9 +600,13 @@ static void npu_nc_gap_task(void *ctx, size_t t)
 	float acc[16] = { 0 }, inv = 1.0f / (float)r->hw;
 	size_t p, l;
 
-	for (p = 0; p < r->hw; p++)
-		for (l = 0; l < 16; l++)
-			acc[l] += x[p * 16 + l];
+	if (npu_cpu_isa_get() == NPU_CPU_ISA_AVX512) {
+		npu_nc_gap_avx512(x, r->hw, acc);
+	} else {
+		for (p = 0; p < r->hw; p++)
+			for (l = 0; l < 16; l++)
+				acc[l] += x[p * 16 + l];
+	}
 	for (l = 0; l < 16; l++)
 		r->y[t * 16 + l] = acc[l] * inv;
 }
