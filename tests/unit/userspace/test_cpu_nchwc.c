@@ -28,48 +28,9 @@
 #include <cmocka.h>
 
 #include "cpu_kernels.h"
+#include "kernel_test_rng.h"
 
 #define B NPU_NCHWC_BLOCK
-
-struct rng {
-	uint64_t s;
-};
-
-static uint64_t rng_next(struct rng *r)
-{
-	r->s ^= r->s >> 12;
-	r->s ^= r->s << 25;
-	r->s ^= r->s >> 27;
-	return r->s * 0x2545f4914f6cdd1dull;
-}
-
-static size_t rng_below(struct rng *r, size_t n)
-{
-	return (size_t)(rng_next(r) >> 11) % n;
-}
-
-/* Uniform in [-1, 1). */
-static float rng_float(struct rng *r)
-{
-	return (float)((double)(rng_next(r) >> 40) / (double)(1ull << 24)) *
-	       2.0f - 1.0f;
-}
-
-static void fill_random(struct rng *r, float *v, size_t n)
-{
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		v[i] = rng_float(r);
-}
-
-static void fill_nan(float *v, size_t n)
-{
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		v[i] = NAN;
-}
 
 /* 64-byte aligned, n floats rounded up to whole cache lines. */
 static float *alloc_floats(size_t n)

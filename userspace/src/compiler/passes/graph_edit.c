@@ -148,6 +148,24 @@ npu_status npu_node_set_attr_ints(struct npu_node *n, const char *name,
 	return NPU_OK;
 }
 
+npu_status npu_node_set_op(struct npu_node *n, const char *domain, const char *op_type,
+			   int opset)
+{
+	char *d = strdup(domain), *t = strdup(op_type);
+
+	if (!d || !t) {
+		free(d);
+		free(t);
+		return NPU_ERR_NO_MEMORY;
+	}
+	free(n->domain);
+	free(n->op_type);
+	n->domain = d;
+	n->op_type = t;
+	n->opset = opset;
+	return NPU_OK;
+}
+
 const float *npu_const_floats(const struct npu_value *v, int64_t *count)
 {
 	if (!v || !v->constant || v->constant->dtype != NPU_DTYPE_FLOAT)

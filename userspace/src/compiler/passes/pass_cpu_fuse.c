@@ -91,17 +91,6 @@ static bool is_div6(const struct npu_node *n, const struct npu_value *v, int ran
 	return !strcmp(n->op_type, "Mul") && near(f, 1.0f / 6.0f);
 }
 
-static npu_status set_str(char **field, const char *s)
-{
-	char *d = strdup(s);
-
-	if (!d)
-		return NPU_ERR_NO_MEMORY;
-	free(*field);
-	*field = d;
-	return NPU_OK;
-}
-
 /* Node 'keep' now writes 'out' (made by 'last'); the nodes in between go. */
 static void take_output(struct npu_graph *g, struct npu_node *keep,
 			struct npu_node *const *drop, size_t ndrop,
@@ -163,9 +152,9 @@ static npu_status fuse_hardswish(struct npu_graph *g, struct npu_node *a,
 	out = n2->outputs[0];
 	if (!out || out->dtype != NPU_DTYPE_FLOAT)
 		return NPU_OK;
-	if (set_str(&a->op_type, "HardSwish"))
+	/* HardSwish's first opset, whatever the model's */
+	if (npu_node_set_op(a, "", "HardSwish", 14))
 		return NPU_ERR_NO_MEMORY;
-	a->opset = 14;	/* HardSwish's first opset, whatever the model's */
 	a->inputs[0] = x;
 	a->inputs[1] = NULL;
 	a->num_inputs = 1;
@@ -221,13 +210,8 @@ static npu_status make_fused(struct npu_node *p)
 
 	if (!strcmp(p->op_type, "FusedConv") || !strcmp(p->op_type, "FusedConvTranspose"))
 		return NPU_OK;
-	if (!strcmp(p->op_type, "ConvTranspose")) {
-		if (set_str(&p->op_type, "FusedConvTranspose") ||
-		    set_str(&p->domain, NPU_CPU_FUSED_DOMAIN))
-			return NPU_ERR_NO_MEMORY;
-		p->opset = 1;
-		return NPU_OK;
-	}
+	if (!strcmp(p->op_type, "ConvTranspose"))
+		return npu_node_set_op(p, NPU_CPU_FUSED_DOMAIN, "FusedConvTranspose", 1);
 	in = realloc(p->inputs, 4 * sizeof(*in));
 	if (!in)
 		return NPU_ERR_NO_MEMORY;
@@ -235,10 +219,7 @@ static npu_status make_fused(struct npu_node *p)
 	for (i = p->num_inputs; i < 4; i++)
 		in[i] = NULL;
 	p->num_inputs = 4;
-	if (set_str(&p->op_type, "FusedConv") || set_str(&p->domain, NPU_CPU_FUSED_DOMAIN))
-		return NPU_ERR_NO_MEMORY;
-	p->opset = 1;
-	return NPU_OK;
+	return npu_node_set_op(p, NPU_CPU_FUSED_DOMAIN, "FusedConv", 1);
 }
 
 /* One more node fused into Conv / FusedConv p, if its output allows. */

@@ -89,17 +89,6 @@ static npu_status set_twin(struct nchwc *c, const struct npu_value *v,
 	return NPU_OK;
 }
 
-static npu_status set_str(char **field, const char *s)
-{
-	char *d = strdup(s);
-
-	if (!d)
-		return NPU_ERR_NO_MEMORY;
-	free(*field);
-	*field = d;
-	return NPU_OK;
-}
-
 /* A new blocked value for the NCHW shape of 'like'. */
 static struct npu_value *new_blocked(struct nchwc *c, const struct npu_value *like)
 {
@@ -179,9 +168,8 @@ static npu_status retarget_output(struct nchwc *c, struct npu_node *n)
 
 static npu_status set_op(struct nchwc *c, struct npu_node *n, const char *op)
 {
-	if (set_str(&n->op_type, op) || set_str(&n->domain, NPU_CPU_FUSED_DOMAIN))
+	if (npu_node_set_op(n, NPU_CPU_FUSED_DOMAIN, op, 1))
 		return npu_error_set(c->err, NPU_ERR_NO_MEMORY, "nchwc: out of memory");
-	n->opset = 1;
 	return NPU_OK;
 }
 

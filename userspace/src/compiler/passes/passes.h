@@ -138,6 +138,9 @@ npu_status npu_node_set_attr_floats(struct npu_node *n, const char *name,
 				     const float *v, size_t count);
 npu_status npu_node_set_attr_int(struct npu_node *n, const char *name,
 				 int64_t value);
+/* Make n an op_type node of 'domain' at 'opset' (its inputs and attributes stay). */
+npu_status npu_node_set_op(struct npu_node *n, const char *domain, const char *op_type,
+			   int opset);
 npu_status npu_node_set_attr_ints(struct npu_node *n, const char *name,
 				  const int64_t *v, size_t count);
 /* A float constant input's data, or NULL if it is absent / not constant. */
