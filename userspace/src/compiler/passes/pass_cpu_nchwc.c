@@ -233,7 +233,6 @@ static npu_status convert_conv(struct nchwc *c, struct npu_node *n)
 
 	if (!xb && !has_blocked_reader(c, n->outputs[0]))
 		return NPU_OK;
-
 	if (!xb && npu_node_attr_int_or(n, "group", 1) > 1) {
 		xb = blocked_input(c, x);
 		if (!xb)
@@ -376,6 +375,8 @@ static bool upsample_factors(const struct npu_node *n, int64_t *f)
 		if (y->shape.dims[2 + i] % x->shape.dims[2 + i])
 			return false;
 		f[i] = y->shape.dims[2 + i] / x->shape.dims[2 + i];
+		if (f[i] > NPU_NCHWC_MAX_FACTOR)
+			return false;
 	}
 	/* Scales given: the coordinates use them, so they must be f exactly. */
 	if (scales && npu_shape_numel(&scales->shape) > 0) {

@@ -131,6 +131,9 @@ npu_status npu_cpu_apply_fused_activation(const struct npu_node *n,
  */
 bool npu_nchwc_conv_preferred(const struct npu_node *conv);
 
+/* NchwcUpsample's largest factor (its output dims stay far from overflow). */
+#define NPU_NCHWC_MAX_FACTOR 4096
+
 struct npu_cpu_act_params;
 /* A FusedConv node's epilogue (activation, post affine) from its attributes. */
 npu_status npu_fused_conv_epilogue(const struct npu_node *node,

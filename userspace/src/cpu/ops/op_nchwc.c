@@ -419,8 +419,10 @@ static npu_status nchwc_upsample_factors(const struct npu_node *node, int64_t *f
 	const struct npu_attr *a = npu_node_attr(node, "factors");
 
 	if (!a || a->type != NPU_ATTR_INTS || a->count != 2 || a->ints[0] < 1 ||
-	    a->ints[1] < 1)
-		return npu_op_invalid(err, node, "'factors' must be two ints >= 1");
+	    a->ints[1] < 1 || a->ints[0] > NPU_NCHWC_MAX_FACTOR ||
+	    a->ints[1] > NPU_NCHWC_MAX_FACTOR)
+		return npu_op_invalid(err, node, "'factors' must be two ints in [1, %d]",
+				      NPU_NCHWC_MAX_FACTOR);
 	f[0] = a->ints[0];
 	f[1] = a->ints[1];
 	return NPU_OK;
