@@ -14,6 +14,7 @@
  *   NchwcGlobalAveragePool  X blocked -> Y [N,Cb,1,1,16]
  *   NchwcUpsample           nearest, integer 'factors' [fh, fw]
  */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -135,9 +136,9 @@ NPU_CPU_OP_DEF(nchwc_reorder_output) = {
 /* ---- Convolution ---- */
 
 /*
- * The kernel's parameters from the node and its input shapes: x is
- * [N,C,H,W] or blocked (C from W and group); false with err set when they
- * do not fit.
+ * The kernel's parameters from the node and its input shapes (all dims
+ * known): x is [N,C,H,W] or blocked (C from W and group); an error status,
+ * err set, when they do not fit.
  */
 static npu_status nchwc_conv_params(const struct npu_node *node,
 				    const struct npu_shape *x,
@@ -154,6 +155,9 @@ static npu_status nchwc_conv_params(const struct npu_node *node,
 	if (w->rank != 4 || group < 1)
 		return npu_op_invalid(err, node, "W has rank %d, group %lld (want 4, >= 1)",
 				      w->rank, (long long)group);
+	if (w->dims[1] < 0 || w->dims[1] > INT32_MAX || group > INT32_MAX)
+		return npu_op_invalid(err, node, "W's %lld channels a group x group %lld: too many",
+				      (long long)w->dims[1], (long long)group);
 	logical = *x;
 	logical.rank = 4;
 	logical.dims[1] = w->dims[1] * group;
