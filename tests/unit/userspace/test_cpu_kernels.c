@@ -24,7 +24,7 @@
 #include <cmocka.h>
 
 #include "cpu_kernels.h"
-#include "kernel_test_rng.h"
+#include "kernel_test_util.h"
 
 /* ---- helpers ---- */
 
@@ -605,42 +605,6 @@ struct conv_case {
 	bool with_bias;
 	bool with_residual;	/* p.residual set by check_conv */
 };
-
-static double conv_ref(const struct npu_conv2d_params *p, const float *x,
-		       const float *w, const float *bias, size_t b, size_t oc,
-		       size_t oh, size_t ow, double *mag)
-{
-	size_t mg = p->out_c / p->groups, cg = p->in_c / p->groups;
-	size_t g = oc / mg, ci, kh, kw;
-	double acc = bias ? bias[oc] : 0.0;
-
-	*mag = fabs(acc);
-	for (ci = 0; ci < cg; ci++) {
-		size_t c = g * cg + ci;
-
-		for (kh = 0; kh < p->k_h; kh++) {
-			ptrdiff_t ih = (ptrdiff_t)(oh * p->stride_h + kh * p->dil_h) -
-				       (ptrdiff_t)p->pad_top;
-
-			if (ih < 0 || ih >= (ptrdiff_t)p->in_h)
-				continue;
-			for (kw = 0; kw < p->k_w; kw++) {
-				ptrdiff_t iw = (ptrdiff_t)(ow * p->stride_w + kw * p->dil_w) -
-					       (ptrdiff_t)p->pad_left;
-				double v;
-
-				if (iw < 0 || iw >= (ptrdiff_t)p->in_w)
-					continue;
-				v = (double)w[((oc * cg + ci) * p->k_h + kh) * p->k_w + kw] *
-				    x[((b * p->in_c + c) * p->in_h + (size_t)ih) * p->in_w +
-				      (size_t)iw];
-				acc += v;
-				*mag += fabs(v);
-			}
-		}
-	}
-	return acc;
-}
 
 /*
  * How check_conv runs the kernel: 0 npu_conv2d_f32 with the caller's

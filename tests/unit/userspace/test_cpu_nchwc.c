@@ -28,7 +28,7 @@
 #include <cmocka.h>
 
 #include "cpu_kernels.h"
-#include "kernel_test_rng.h"
+#include "kernel_test_util.h"
 
 #define B NPU_NCHWC_BLOCK
 
@@ -148,36 +148,6 @@ static void set_act(struct rng *r, struct npu_cpu_act_params *a,
 	a->post_shift = rng_float(r);
 }
 
-/* sum |w x| + |bias| of one output element (the error scale). */
-static double conv_mag(const struct npu_conv2d_params *p, const float *x,
-		       const float *w, const float *bias, size_t b, size_t oc,
-		       size_t oh, size_t ow)
-{
-	size_t cg = p->in_c / p->groups, g = oc / (p->out_c / p->groups);
-	size_t ci, kh, kw;
-	double mag = bias ? fabs(bias[oc]) : 0.0;
-
-	for (ci = 0; ci < cg; ci++)
-		for (kh = 0; kh < p->k_h; kh++) {
-			ptrdiff_t ih = (ptrdiff_t)(oh * p->stride_h + kh * p->dil_h) -
-				       (ptrdiff_t)p->pad_top;
-
-			if (ih < 0 || ih >= (ptrdiff_t)p->in_h)
-				continue;
-			for (kw = 0; kw < p->k_w; kw++) {
-				ptrdiff_t iw = (ptrdiff_t)(ow * p->stride_w + kw * p->dil_w) -
-					       (ptrdiff_t)p->pad_left;
-
-				if (iw < 0 || iw >= (ptrdiff_t)p->in_w)
-					continue;
-				mag += fabs((double)w[((oc * cg + ci) * p->k_h + kh) * p->k_w + kw] *
-					    x[((b * p->in_c + g * cg + ci) * p->in_h + (size_t)ih) *
-					      p->in_w + (size_t)iw]);
-			}
-		}
-	return mag;
-}
-
 static int cases_run;
 
 static void check_nchwc_conv(struct rng *r, const struct nc_case *cc,
@@ -266,9 +236,11 @@ static void check_nchwc_conv(struct rng *r, const struct nc_case *cc,
 	for (oc = 0; oc < p.out_c; oc++)
 	for (i = 0; i < ohw; i++) {
 		size_t yi = (b * p.out_c + oc) * ohw + i;
-		double mag = conv_mag(&p, x, w, cc->bias ? bias : NULL, b, oc,
-				      i / p.out_w, i % p.out_w);
-		double ref = yref[yi], got = y[yi], tol;
+		double ref = yref[yi], got = y[yi], tol, mag;
+
+		/* The error scale of this output: sum |w x| + |bias|. */
+		conv_ref(&p, x, w, cc->bias ? bias : NULL, b, oc, i / p.out_w,
+			 i % p.out_w, &mag);
 
 		if (res)
 			mag += fabs(res[yi]);
