@@ -489,7 +489,8 @@ npu_status npu_pass_cpu_nchwc(struct npu_graph *g, void *arg, struct npu_error *
 	order = malloc((count ? count : 1) * sizeof(*order));
 	if (!order)
 		return npu_error_set(err, NPU_ERR_NO_MEMORY, "nchwc: out of memory");
-	memcpy(order, g->nodes, count * sizeof(*order));
+	if (count)	/* an empty graph has no node array */
+		memcpy(order, g->nodes, count * sizeof(*order));
 	for (i = 0; !st && i < count; i++)
 		st = convert_node(&c, order[i]);
 	free(order);
