@@ -49,11 +49,13 @@ typedef uint64_t npu_le64;
 #define NPU_HW_VERSION_MAJOR		1
 #define NPU_HW_VERSION_MINOR		0
 #define NPU_ISA_VERSION_MAJOR		1
-#define NPU_ISA_VERSION_MINOR		4	/* 1.1: CONV2D zero insertion, RESIZE;
+#define NPU_ISA_VERSION_MINOR		5	/* 1.1: CONV2D zero insertion, RESIZE;
 						   1.2: int16 activations (NPU_INSN_I16);
 						   1.3: SOFTMAX, LAYERNORM, REDUCE;
 						   1.4: CONV2D / MATMUL output LUT
-						   (NPU_CONV_OUT_LUT) */
+						   (NPU_CONV_OUT_LUT);
+						   1.5: MAC array modes
+						   (NPU_CONV_ARRAY()) */
 #define NPU_VERSION(major, minor)	(((major) << 16) | (minor))
 
 /* Fixed device parameters, reported through the identity registers. */
@@ -109,6 +111,7 @@ typedef uint64_t npu_le64;
 #define NPU_CAP_RESIZE			(1u << 9)	/* RESIZE (ISA 1.1) */
 #define NPU_CAP_INT16			(1u << 10)	/* NPU_INSN_I16, 16x8 (ISA 1.2) */
 #define NPU_CAP_OUT_LUT			(1u << 11)	/* NPU_CONV_OUT_LUT (ISA 1.4) */
+#define NPU_CAP_ARRAY_MODES		(1u << 12)	/* NPU_CONV_ARRAY() (ISA 1.5) */
 
 /*
  * Control and status. Writing NPU_CTRL_RESET resets every queue, the MMU,
@@ -425,7 +428,7 @@ struct npu_fw_config {
 };
 
 /* ---------------------------------------------------------------------------
- * Command-stream ISA, version 1.4 (NPU_ISA_VERSION_MINOR has the history)
+ * Command-stream ISA, version 1.5 (NPU_ISA_VERSION_MINOR has the history)
  *
  * A command stream is a struct npu_cs_header followed by instructions.
  * Every instruction starts with struct npu_insn_header; 'size' is the
@@ -586,6 +589,30 @@ struct npu_insn_dma_fill {
  */
 #define NPU_CONV_OUT_LUT		(1u << 2)
 
+/*
+ * MAC array modes (ISA 1.5), CONV2D and MATMUL flags bits 3..5: the 32 x 32
+ * array is built of 8 x 8 blocks and can run as 'parts' sub-arrays of
+ * rows x cols, each holding the same weights and fed its own output pixel
+ * (MATMUL: row of a), as the MPE modes of Intel's NPU trade output
+ * channels for pixels. A layer with 24 output channels fills 24 of 32
+ * columns in mode 0 and all of them in mode 3. The mode changes cycles
+ * only, never results; the input network delivers up to four vectors a
+ * cycle. Modes 6 and 7 are BAD_ENCODING.
+ *   mode  parts  rows x cols
+ *   0     1      32 x 32
+ *   1     2      32 x 16
+ *   2     2      16 x 32
+ *   3     4      32 x  8
+ *   4     4      16 x 16
+ *   5     4       8 x 32
+ * The cycle model below uses the mode's rows, cols and parts in place of
+ * MAC_ROWS, MAC_COLS and 1.
+ */
+#define NPU_CONV_ARRAY_SHIFT		3
+#define NPU_CONV_ARRAY_MASK		(7u << NPU_CONV_ARRAY_SHIFT)
+#define NPU_CONV_ARRAY(mode)		((uint32_t)(mode) << NPU_CONV_ARRAY_SHIFT)
+#define NPU_ARRAY_NUM_MODES		6
+
 struct npu_insn_conv2d {
 	struct npu_insn_header hdr;
 	uint32_t input;		/* SRAM offsets */
@@ -594,7 +621,7 @@ struct npu_insn_conv2d {
 	uint32_t quant;
 	uint32_t output;
 	uint32_t flags;		/* NPU_QUANT_PER_TENSOR, NPU_CONV_NO_BIAS,
-				   NPU_CONV_OUT_LUT */
+				   NPU_CONV_OUT_LUT, NPU_CONV_ARRAY() */
 	uint16_t in_h, in_w;
 	uint16_t in_c, out_c;
 	uint16_t out_h, out_w;
@@ -622,7 +649,7 @@ struct npu_insn_matmul {
 	struct npu_insn_header hdr;
 	uint32_t a, b, bias, quant, output;
 	uint32_t flags;		/* NPU_QUANT_PER_TENSOR, NPU_CONV_NO_BIAS,
-				   NPU_CONV_OUT_LUT */
+				   NPU_CONV_OUT_LUT, NPU_CONV_ARRAY() */
 	uint32_t m, k, n;
 	uint32_t a_stride, out_stride;
 	int16_t zp_a, zp_b, zp_out;
@@ -834,14 +861,17 @@ struct npu_insn_barrier {
  * Cycle model (Documentation/isa.md derives it):
  *   every instruction:  NPU_CYCLES_INSN_OVERHEAD
  *   DMA:      NPU_CYCLES_DMA_SETUP + rows * ceil(row_bytes / DMA_BYTES_PER_CYCLE)
- *   CONV2D:   out_h * out_w * taps_h * taps_w * groups
+ *   CONV2D:   ceil(out_h * out_w / parts) * taps_h * taps_w * groups
  *               * ceil(in_c/groups / MAC_ROWS) * ceil(out_c/groups / MAC_COLS)
- *             depthwise: ceil(out_h * out_w / MAC_ROWS) * taps_h * taps_w
- *               * ceil(c / MAC_COLS)
+ *             depthwise: ceil(out_h * out_w / (MAC_ROWS * parts))
+ *               * taps_h * taps_w * ceil(c / MAC_COLS)
  *             taps_h = k_h without zero insertion, else the taps of the
  *             densest output phase: ceil(k_h / ((ins_h + 1) /
  *             gcd(dil_h, ins_h + 1))) (taps on inserted zeros are skipped)
- *   MATMUL:   m * ceil(k / MAC_ROWS) * ceil(n / MAC_COLS)
+ *   MATMUL:   ceil(m / parts) * ceil(k / MAC_ROWS) * ceil(n / MAC_COLS)
+ *             (parts, and MAC_ROWS x MAC_COLS, from the array mode; 1 and
+ *             32 x 32 in mode 0; npu_isa.h's npu_conv2d_cycles() and
+ *             npu_matmul_cycles() compute both)
  *   POOL:     ceil(out_h * out_w * c * k_h * k_w / VECTOR_LANES)
  *   ELTWISE, LUT: ceil(count / VECTOR_LANES)
  *   RESIZE:   ceil(out_h * out_w * c * (NEAREST ? 1 : 4) / VECTOR_LANES)

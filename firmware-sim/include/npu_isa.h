@@ -91,6 +91,34 @@ uint32_t npu_insn_check_header(const void *bytes, size_t avail,
 uint32_t npu_insn_check(const void *insn, struct npu_isa_check *c,
 			struct npu_op_footprint *fp);
 
+/*
+ * The MAC array in mode 'mode' (NPU_CONV_ARRAY(), ISA 1.5): 'parts'
+ * sub-arrays of rows x cols. With 'i16' (NPU_INSN_I16) an int16 x int8
+ * product takes two cells, so rows halves. Returns 0, or -1 for a mode
+ * that does not exist (the outputs are then mode 0's).
+ */
+struct npu_array_shape {
+	uint32_t rows, cols, parts;
+};
+
+int npu_array_shape(uint32_t mode, int i16, struct npu_array_shape *shape);
+
+/*
+ * Cycles of a CONV2D (npu_hw.h's cycle model): 'pixels' = out_h * out_w,
+ * 'taps' as the executor counts them (zero insertion skipped), depthwise
+ * when groups == in_c == out_c. And of a MATMUL of m x k by k x n.
+ * npu_conv2d_fastest_mode() / npu_matmul_fastest_mode(): the mode with the
+ * fewest cycles, the lowest on a tie; the compiler's choice.
+ */
+uint64_t npu_conv2d_cycles(uint64_t pixels, uint64_t taps, uint32_t groups,
+			   uint32_t in_c, uint32_t out_c, int i16, uint32_t mode);
+uint32_t npu_conv2d_fastest_mode(uint64_t pixels, uint64_t taps,
+				 uint32_t groups, uint32_t in_c,
+				 uint32_t out_c, int i16);
+uint64_t npu_matmul_cycles(uint64_t m, uint64_t k, uint64_t n, int i16,
+			   uint32_t mode);
+uint32_t npu_matmul_fastest_mode(uint64_t m, uint64_t k, uint64_t n, int i16);
+
 /* Per-op checks, as npu_insn_check() runs them; 'c' may be NULL. */
 uint32_t npu_op_conv2d_validate(const struct npu_insn_conv2d *insn,
 				struct npu_op_footprint *fp,

@@ -110,12 +110,6 @@ static uint32_t act_bytes(const struct npu_insn_header *hdr)
 	return (hdr->flags & NPU_INSN_I16) ? 2 : 1;
 }
 
-/* MAC array input lanes: an int16 x int8 product takes two (half rate). */
-static uint32_t mac_rows(const struct npu_insn_header *hdr)
-{
-	return (hdr->flags & NPU_INSN_I16) ? NPU_MAC_ROWS / 2 : NPU_MAC_ROWS;
-}
-
 /* Vector lanes: the engine moves bytes, int16 elements take two. */
 static uint32_t vec_lanes(const struct npu_insn_header *hdr)
 {
@@ -254,13 +248,98 @@ uint32_t npu_conv_taps(uint32_t k, uint32_t dil, uint32_t ins)
  * table offset means something only with NPU_CONV_OUT_LUT, so it is 0
  * without (as the reserved word it was), and the stage is int8 only.
  */
+static const struct npu_array_shape array_modes[NPU_ARRAY_NUM_MODES] = {
+	{ 32, 32, 1 }, { 32, 16, 2 }, { 16, 32, 2 },
+	{ 32, 8, 4 }, { 16, 16, 4 }, { 8, 32, 4 },
+};
+
+/* The table is the contract's (npu_hw.h); its blocks tile the array. */
+_Static_assert(NPU_MAC_ROWS == 32 && NPU_MAC_COLS == 32,
+	       "array modes are defined for a 32 x 32 array");
+
+int npu_array_shape(uint32_t mode, int i16, struct npu_array_shape *shape)
+{
+	int ret = mode < NPU_ARRAY_NUM_MODES ? 0 : -1;
+
+	*shape = array_modes[ret ? 0 : mode];
+	if (i16)
+		shape->rows /= 2;
+	return ret;
+}
+
+uint64_t npu_conv2d_cycles(uint64_t pixels, uint64_t taps, uint32_t groups,
+			   uint32_t in_c, uint32_t out_c, int i16, uint32_t mode)
+{
+	struct npu_array_shape a;
+
+	npu_array_shape(mode, i16, &a);
+	if (groups == in_c && groups == out_c)	/* rows carry pixels */
+		return div_up(pixels, (uint64_t)a.rows * a.parts) * taps *
+		       div_up(out_c, a.cols);
+	return div_up(pixels, a.parts) * taps * groups *
+	       div_up(in_c / groups, a.rows) * div_up(out_c / groups, a.cols);
+}
+
+uint32_t npu_conv2d_fastest_mode(uint64_t pixels, uint64_t taps,
+				 uint32_t groups, uint32_t in_c,
+				 uint32_t out_c, int i16)
+{
+	uint32_t mode, best = 0;
+	uint64_t best_cycles = UINT64_MAX;
+
+	for (mode = 0; mode < NPU_ARRAY_NUM_MODES; mode++) {
+		uint64_t cyc = npu_conv2d_cycles(pixels, taps, groups, in_c,
+						 out_c, i16, mode);
+
+		if (cyc < best_cycles) {
+			best_cycles = cyc;
+			best = mode;
+		}
+	}
+	return best;
+}
+
+uint64_t npu_matmul_cycles(uint64_t m, uint64_t k, uint64_t n, int i16,
+			   uint32_t mode)
+{
+	struct npu_array_shape a;
+
+	npu_array_shape(mode, i16, &a);
+	return div_up(m, a.parts) * div_up(k, a.rows) * div_up(n, a.cols);
+}
+
+uint32_t npu_matmul_fastest_mode(uint64_t m, uint64_t k, uint64_t n, int i16)
+{
+	uint32_t mode, best = 0;
+	uint64_t best_cycles = UINT64_MAX;
+
+	for (mode = 0; mode < NPU_ARRAY_NUM_MODES; mode++) {
+		uint64_t cyc = npu_matmul_cycles(m, k, n, i16, mode);
+
+		if (cyc < best_cycles) {
+			best_cycles = cyc;
+			best = mode;
+		}
+	}
+	return best;
+}
+
+/* CONV2D / MATMUL flags: known bits, the output LUT, the array mode. */
 static uint32_t out_lut_chk(struct npu_isa_check *c,
 			    const struct npu_insn_header *hdr, uint32_t flags,
 			    uint32_t lut)
 {
-	if (flags & ~(NPU_QUANT_PER_TENSOR | NPU_CONV_NO_BIAS | NPU_CONV_OUT_LUT))
+	if (flags & ~(NPU_QUANT_PER_TENSOR | NPU_CONV_NO_BIAS | NPU_CONV_OUT_LUT |
+		      NPU_CONV_ARRAY_MASK))
 		return npu_isa_fail(c, ENC, "flags", "flags 0x%x has unknown bits",
 				    flags);
+	if ((flags & NPU_CONV_ARRAY_MASK) >> NPU_CONV_ARRAY_SHIFT >=
+	    NPU_ARRAY_NUM_MODES)
+		return npu_isa_fail(c, ENC, "flags",
+				    "flags 0x%x: array mode %u does not exist "
+				    "(0..%u)", flags,
+				    (flags & NPU_CONV_ARRAY_MASK) >> NPU_CONV_ARRAY_SHIFT,
+				    NPU_ARRAY_NUM_MODES - 1);
 	if (!(flags & NPU_CONV_OUT_LUT) && lut)
 		return npu_isa_fail(c, ENC, "lut",
 				    "lut is 0x%x without flag OUT_LUT (must be 0)", lut);
@@ -287,10 +366,10 @@ uint32_t npu_op_conv2d_validate(const struct npu_insn_conv2d *in,
 				struct npu_isa_check *c)
 {
 	struct npu_op_footprint f = { 0 };
-	uint32_t cin_g, cout_g;
+	uint32_t cin_g;
 	uint64_t taps;
 	int i16 = !!(in->hdr.flags & NPU_INSN_I16);
-	uint32_t es = act_bytes(&in->hdr), rows = mac_rows(&in->hdr);
+	uint32_t es = act_bytes(&in->hdr);
 
 	if (fp)
 		memset(fp, 0, sizeof(*fp));
@@ -333,7 +412,6 @@ uint32_t npu_op_conv2d_validate(const struct npu_insn_conv2d *in,
 		       in->out_pixel_stride));
 
 	cin_g = in->in_c / in->groups;
-	cout_g = in->out_c / in->groups;
 	TRY(tensor_range(c, "input", in->input, in->in_h, in->in_w,
 			 in->in_c * es, in->in_row_stride, in->in_pixel_stride,
 			 &f.reads[0]));
@@ -356,13 +434,10 @@ uint32_t npu_op_conv2d_validate(const struct npu_insn_conv2d *in,
 	/* Sizes are bounded by SRAM now, so none of these products overflow. */
 	taps = (uint64_t)npu_conv_taps(in->k_h, in->dil_h, in->ins_h) *
 	       npu_conv_taps(in->k_w, in->dil_w, in->ins_w);
-	if (in->groups == in->in_c && in->groups == in->out_c)
-		f.cycles = div_up((uint64_t)in->out_h * in->out_w, rows) *
-			   taps * div_up(in->out_c, NPU_MAC_COLS);
-	else
-		f.cycles = (uint64_t)in->out_h * in->out_w * taps *
-			   in->groups * div_up(cin_g, rows) *
-			   div_up(cout_g, NPU_MAC_COLS);
+	f.cycles = npu_conv2d_cycles((uint64_t)in->out_h * in->out_w, taps,
+				     in->groups, in->in_c, in->out_c, i16,
+				     (in->flags & NPU_CONV_ARRAY_MASK) >>
+				     NPU_CONV_ARRAY_SHIFT);
 	f.macs = (uint64_t)in->out_h * in->out_w * in->out_c * taps * cin_g;
 	if (fp)
 		*fp = f;
@@ -412,8 +487,9 @@ uint32_t npu_op_matmul_validate(const struct npu_insn_matmul *in,
 	}
 	TRY(out_lut_range(c, in->flags, in->lut, &f));
 	f.num_writes = 1;
-	f.cycles = (uint64_t)in->m * div_up(in->k, mac_rows(&in->hdr)) *
-		   div_up(in->n, NPU_MAC_COLS);
+	f.cycles = npu_matmul_cycles(in->m, in->k, in->n, i16,
+				     (in->flags & NPU_CONV_ARRAY_MASK) >>
+				     NPU_CONV_ARRAY_SHIFT);
 	f.macs = (uint64_t)in->m * in->k * in->n;
 	if (fp)
 		*fp = f;

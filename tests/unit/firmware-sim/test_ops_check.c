@@ -49,7 +49,10 @@ static void test_conv2d_check_statuses(void **state)
 	CONV_EXPECT(OK, c.hdr.flags = NPU_INSN_SYNC);
 	CONV_EXPECT(ENC, c.reserved0 = 1);
 	CONV_EXPECT(ENC, c.lut = 0x80000000u);	/* the table without OUT_LUT */
-	CONV_EXPECT(ENC, c.flags = 1u << 3);
+	CONV_EXPECT(OK, c.flags = NPU_CONV_ARRAY(5));	/* ISA 1.5 modes */
+	CONV_EXPECT(ENC, c.flags = NPU_CONV_ARRAY(6));	/* no such mode */
+	CONV_EXPECT(ENC, c.flags = NPU_CONV_ARRAY(7));
+	CONV_EXPECT(ENC, c.flags = 1u << 6);
 	CONV_EXPECT(ENC, c.flags = 1u << 31);
 	CONV_EXPECT(OK, c.flags = NPU_QUANT_PER_TENSOR | NPU_CONV_NO_BIAS);
 	CONV_EXPECT(NPU_JOB_ERR_BAD_OPCODE, c.hdr.opcode = NPU_OP_MATMUL);
@@ -143,7 +146,9 @@ static void test_matmul_check_statuses(void **state)
 	MM_EXPECT(OK);
 	MM_EXPECT(ENC, m.hdr.size = 72);
 	MM_EXPECT(ENC, m.lut = 1);	/* the table without OUT_LUT */
-	MM_EXPECT(ENC, m.flags = 8);
+	MM_EXPECT(OK, m.flags = NPU_CONV_ARRAY(3));
+	MM_EXPECT(ENC, m.flags = NPU_CONV_ARRAY(6));
+	MM_EXPECT(ENC, m.flags = 1u << 6);
 	MM_EXPECT(PARAM, m.m = 0);
 	MM_EXPECT(PARAM, m.k = 0);
 	MM_EXPECT(PARAM, m.n = 0);

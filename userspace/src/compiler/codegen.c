@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "npu/npu_device.h"
+#include "npu_isa.h"
 
 #define SRAM_ALIGN 64u
 
@@ -65,6 +66,63 @@ static uint32_t out_lut_flag(const struct npu_lop_quant *q)
 static uint32_t out_lut_at(const struct npu_lop_quant *q, uint32_t table)
 {
 	return out_lut_fused(q) ? table : 0;
+}
+
+/*
+ * The MAC array mode of a CONV2D / MATMUL (ISA 1.5): the fastest for the
+ * instruction's shape (npu_isa.h), so that a layer of 24 or 16 channels
+ * still fills the array. The cost model prices every instruction in the
+ * mode its emitter picks. NPU_ARRAY_MODES=0 keeps mode 0, the timing of
+ * ISA 1.4 (tests compare the two: the modes change cycles, never bytes).
+ */
+static bool array_modes(void)
+{
+	const char *env = getenv("NPU_ARRAY_MODES");
+
+	return !(env && !strcmp(env, "0"));
+}
+
+static uint32_t conv_mode(uint64_t pixels, uint32_t groups, uint32_t in_c, uint32_t out_c,
+			  bool i16)
+{
+	/* taps scale every mode's cycles alike, so they do not choose */
+	return array_modes() ? npu_conv2d_fastest_mode(pixels, 1, groups, in_c, out_c, i16) : 0;
+}
+
+static uint32_t matmul_mode(uint64_t m, uint64_t k, uint64_t n, bool i16)
+{
+	return array_modes() ? npu_matmul_fastest_mode(m, k, n, i16) : 0;
+}
+
+uint64_t npu_conv_insn_cycles(uint64_t pixels, uint64_t taps, uint32_t groups, uint32_t in_c,
+			      uint32_t out_c, bool i16)
+{
+	return npu_conv2d_cycles(pixels, taps, groups, in_c, out_c, i16,
+				 conv_mode(pixels, groups, in_c, out_c, i16));
+}
+
+/* MATMUL cycles of one instruction, in its mode. */
+static uint64_t matmul_cycles(uint64_t m, uint64_t k, uint64_t n, bool i16)
+{
+	return npu_matmul_cycles(m, k, n, i16, matmul_mode(m, k, n, i16));
+}
+
+/* npu_cmdbuf_conv2d() / _matmul() with the instruction's array mode set. */
+static npu_status cmd_conv2d(struct npu_cmdbuf *cb, const struct npu_insn_conv2d *insn)
+{
+	struct npu_insn_conv2d cv = *insn;
+
+	cv.flags |= NPU_CONV_ARRAY(conv_mode((uint64_t)cv.out_h * cv.out_w, cv.groups, cv.in_c,
+					     cv.out_c, cv.hdr.flags & NPU_INSN_I16));
+	return npu_cmdbuf_conv2d(cb, &cv);
+}
+
+static npu_status cmd_matmul(struct npu_cmdbuf *cb, const struct npu_insn_matmul *insn)
+{
+	struct npu_insn_matmul mm = *insn;
+
+	mm.flags |= NPU_CONV_ARRAY(matmul_mode(mm.m, mm.k, mm.n, mm.hdr.flags & NPU_INSN_I16));
+	return npu_cmdbuf_matmul(cb, &mm);
 }
 
 /* ---- Constant blob ---------------------------------------------------- */
@@ -350,14 +408,14 @@ static uint64_t ceil_div(uint64_t a, uint64_t b)
 uint64_t npu_phase_row_cycles(uint32_t in_w, uint32_t in_c, uint32_t out_c, uint32_t phase_h,
 			      uint32_t phase_w, uint32_t f, bool *joined)
 {
-	uint64_t m = in_w / f, k = ceil_div((uint64_t)f * in_c, NPU_MAC_ROWS);
+	uint64_t m = in_w / f;
 	uint64_t pc = (uint64_t)f * phase_w * out_c, load = ceil_div((uint64_t)in_w * in_c, NPU_DMA_BYTES_PER_CYCLE);
 	uint64_t dma = NPU_CYCLES_DMA_SETUP + NPU_CYCLES_INSN_OVERHEAD;
 	/* Apart: phase_h CONV2D, one contiguous store of phase_h rows. */
-	uint64_t apart_c = phase_h * m * k * ceil_div(pc, NPU_MAC_COLS);
+	uint64_t apart_c = phase_h * npu_conv_insn_cycles(m, 1, 1, f * in_c, (uint32_t)pc, false);
 	uint64_t apart_d = load + ceil_div(phase_h * m * pc, NPU_DMA_BYTES_PER_CYCLE);
 	/* Joined: one CONV2D, a strided store per row phase of m rows. */
-	uint64_t join_c = m * k * ceil_div(phase_h * pc, NPU_MAC_COLS);
+	uint64_t join_c = npu_conv_insn_cycles(m, 1, 1, f * in_c, (uint32_t)(phase_h * pc), false);
 	uint64_t join_d = load + phase_h * (dma + m * ceil_div(pc, NPU_DMA_BYTES_PER_CYCLE));
 	uint64_t apart = apart_c > apart_d ? apart_c : apart_d;
 	uint64_t join = join_c > join_d ? join_c : join_d;
@@ -518,7 +576,7 @@ static uint64_t joined_cost(const struct npu_lop *l, const struct npu_act *in,
 	uint64_t f = l->conv.fold_w ? l->conv.fold_w : 1, ph = l->conv.phase_h;
 	uint64_t m = in->w / f, pc = f * l->conv.phase_w * out->c, orow = (uint64_t)out->w * out->c;
 	uint64_t setup = NPU_CYCLES_DMA_SETUP + NPU_CYCLES_INSN_OVERHEAD, tiles = ceil_div(in->h, r);
-	uint64_t cmp = r * m * ceil_div(f * in->c, NPU_MAC_ROWS) * ceil_div(ph * pc, NPU_MAC_COLS) +
+	uint64_t cmp = r * npu_conv_insn_cycles(m, 1, 1, (uint32_t)(f * in->c), (uint32_t)(ph * pc), false) +
 		       (lut_insn(&l->conv.q) ? ceil_div(r * ph * orow, NPU_VECTOR_LANES) : 0);
 	uint64_t load = setup + ceil_div(r * in->w * in->c, NPU_DMA_BYTES_PER_CYCLE);
 	uint64_t store = ph * (r < m ? r : m) * setup +
@@ -1389,10 +1447,10 @@ static npu_status conv_compute(struct emitter *e, void *ctx, size_t tile, int bu
 				f.stride_w = 1;
 				f.pad_left = (uint8_t)ph.pad_left;
 				f.pad_right = (uint8_t)ph.pad_right;
-				EMIT(e, npu_cmdbuf_conv2d(e->cb, &f));
+				EMIT(e, cmd_conv2d(e->cb, &f));
 			}
 		} else {
-			EMIT(e, npu_cmdbuf_conv2d(e->cb, &cv));
+			EMIT(e, cmd_conv2d(e->cb, &cv));
 		}
 		if (lut_insn(q))
 			EMIT(e, npu_cmdbuf_lut(e->cb, i16_flag(c->out), cv.output, cv.output,
@@ -1595,7 +1653,7 @@ static npu_status phase_compute(struct emitter *e, void *ctx, size_t tile, int b
 			.lut = out_lut_at(q, c->p.sram_consts + c->sl[0].lut_off),
 		};
 
-		EMIT(e, npu_cmdbuf_conv2d(e->cb, &cv));
+		EMIT(e, cmd_conv2d(e->cb, &cv));
 	}
 	for (dy = 0; dy < l->conv.phase_h && !c->joined; dy++) {
 		const struct slice *sl = &c->sl[dy];
@@ -1621,7 +1679,7 @@ static npu_status phase_compute(struct emitter *e, void *ctx, size_t tile, int b
 			.lut = out_lut_at(q, c->p.sram_consts + c->sl[0].lut_off),
 		};
 
-		EMIT(e, npu_cmdbuf_conv2d(e->cb, &cv));
+		EMIT(e, cmd_conv2d(e->cb, &cv));
 	}
 	if (lut_insn(q))
 		EMIT(e, npu_cmdbuf_lut(e->cb, 0, c->p.sram_out[buf], c->p.sram_out[buf],
@@ -1750,7 +1808,7 @@ static npu_status pmm_compute(struct emitter *e, void *ctx, size_t tile, int buf
 			.lut = out_lut_at(q, c->m.lut_off),
 		};
 
-		EMIT(e, npu_cmdbuf_matmul(e->cb, &mm));
+		EMIT(e, cmd_matmul(e->cb, &mm));
 	}
 	if (lut_insn(q))
 		EMIT(e, npu_cmdbuf_lut(e->cb, 0, c->m.sram_mid, c->m.sram_mid, c->m.lut_off,
@@ -2056,7 +2114,7 @@ static npu_status mm_compute(struct emitter *e, void *ctx, size_t tile, int buf)
 			.lut = out_lut_at(q, c->p.sram_consts + sl->lut_off),
 		};
 
-		EMIT(e, npu_cmdbuf_matmul(e->cb, &mm));
+		EMIT(e, cmd_matmul(e->cb, &mm));
 		if (lut_insn(q))
 			EMIT(e, npu_cmdbuf_lut(e->cb, i16_flag(c->out), mm.output, mm.output,
 					       c->p.sram_consts + sl->lut_off,
@@ -2151,7 +2209,7 @@ static npu_status gen_matmul_act(struct emitter *e, const struct npu_lop *l,
 				.act_min = -128, .act_max = 127,
 			};
 
-			EMIT(e, npu_cmdbuf_matmul(e->cb, &t));
+			EMIT(e, cmd_matmul(e->cb, &t));
 		}
 		for (b = 0; !l->matmul.b_nk && !cl.mm_transpose && b < nb; b++) {
 			uint64_t bb = b_va + (uint64_t)b * k * n;
@@ -2184,7 +2242,7 @@ static npu_status gen_matmul_act(struct emitter *e, const struct npu_lop *l,
 				.lut = out_lut_at(q, p->sram_consts + cl.lut),
 			};
 
-			EMIT(e, npu_cmdbuf_matmul(e->cb, &mm));
+			EMIT(e, cmd_matmul(e->cb, &mm));
 		}
 		if (lut_insn(q))
 			EMIT(e, npu_cmdbuf_lut(e->cb, 0, p->sram_out[0], p->sram_out[0],
@@ -2698,12 +2756,7 @@ static uint64_t div_up64(uint64_t a, uint64_t b)
 static uint64_t cost_conv_insn(uint64_t out_h, uint64_t out_w, uint64_t taps,
 			       uint32_t groups, uint32_t in_c, uint32_t out_c, bool i16)
 {
-	uint32_t rows = i16 ? NPU_MAC_ROWS / 2 : NPU_MAC_ROWS;
-
-	if (groups == in_c && groups == out_c)
-		return div_up64(out_h * out_w, rows) * taps * div_up64(out_c, NPU_MAC_COLS);
-	return out_h * out_w * taps * groups * div_up64(in_c / groups, rows) *
-	       div_up64(out_c / groups, NPU_MAC_COLS);
+	return npu_conv_insn_cycles(out_h * out_w, taps, groups, in_c, out_c, i16);
 }
 
 static uint64_t cost_end(const struct cost_engines *t)
@@ -2866,7 +2919,6 @@ static uint64_t cost_matmul(const struct npu_segment_program *prog,
 			    const struct npu_lop *l, const struct plan *p)
 {
 	const struct npu_act *in = &prog->acts[l->in], *out = &prog->acts[l->out];
-	uint32_t mrows = in->i16 ? NPU_MAC_ROWS / 2 : NPU_MAC_ROWS;
 	uint32_t lanes = out->i16 ? NPU_VECTOR_LANES / 2 : NPU_VECTOR_LANES;
 	uint64_t m = (uint64_t)in->n * in->h * in->w, es_in = npu_act_es(in);
 	uint64_t es_out = npu_act_es(out), rt = div_up64(m, p->rows), tiles, i;
@@ -2888,8 +2940,7 @@ static uint64_t cost_matmul(const struct npu_segment_program *prog,
 										   &l->matmul.q)));
 			}
 			prev_s = s;
-			cost_insn(&t, false, true, (r1 - r0) * div_up64(in->c, mrows) *
-						   div_up64(n, NPU_MAC_COLS));
+			cost_insn(&t, false, true, matmul_cycles(r1 - r0, in->c, n, in->i16));
 			if (lut)
 				cost_insn(&t, false, false, div_up64((r1 - r0) * n, lanes));
 			if (prev_store)
@@ -2922,7 +2973,7 @@ static uint64_t cost_roofline(const struct npu_segment_program *prog,
 	if (l->kind == NPU_LOP_MATMUL) {
 		uint64_t m = npu_act_elems(out) / out->c;
 
-		compute = m * div_up64(in->c, NPU_MAC_ROWS) * div_up64(out->c, NPU_MAC_COLS);
+		compute = matmul_cycles(m, in->c, out->c, in->i16);
 		if (!l->matmul.batch)
 			bytes += (uint64_t)in->c * out->c;
 	} else if (l->kind == NPU_LOP_COPY && !l->copy.lut) {
@@ -2955,7 +3006,7 @@ static uint64_t pmm_cost(const struct npu_segment_program *prog, const struct np
 	const struct npu_act *in = &prog->acts[l->in];
 	struct cost_engines t = { 0, 0, 0 };
 	uint64_t tiles = div_up64(in->h, m->rows) * in->n, prev_store = 0, i;
-	uint64_t row = (uint64_t)in->w * in->c, kb = div_up64(in->c, NPU_MAC_ROWS);
+	uint64_t row = (uint64_t)in->w * in->c;
 	uint32_t p;
 
 	cost_insn(&t, false, true, 0);
@@ -2972,7 +3023,7 @@ static uint64_t pmm_cost(const struct npu_segment_program *prog, const struct np
 		r0 = ((i - 1) % div_up64(in->h, m->rows)) * m->rows;
 		n = (r0 + m->rows < in->h ? m->rows : in->h - r0) * in->w;
 		for (p = 0; p < m->phases; p++)
-			cost_insn(&t, false, p == 0, kb * div_up64(n, NPU_MAC_COLS));
+			cost_insn(&t, false, p == 0, matmul_cycles(1, in->c, n, false));
 		if (lut_insn(&l->conv.q))
 			cost_insn(&t, false, false, div_up64(m->phases * n, NPU_VECTOR_LANES));
 		for (p = 0; p < m->phases; p++)
@@ -4272,7 +4323,7 @@ static npu_status fused_conv(struct emitter *e, const struct npu_lop *l,
 		.lut = out_lut_at(q, consts + sl->lut_off),
 	};
 
-	EMIT(e, npu_cmdbuf_conv2d(e->cb, &cv));
+	EMIT(e, cmd_conv2d(e->cb, &cv));
 	if (lut_insn(q))
 		EMIT(e, npu_cmdbuf_lut(e->cb, 0, output, output, consts + sl->lut_off,
 				       out_h * out->w * out->c));

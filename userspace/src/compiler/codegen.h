@@ -302,6 +302,13 @@ uint64_t npu_phase_row_cycles(uint32_t in_w, uint32_t in_c, uint32_t out_c, uint
 			      uint32_t phase_w, uint32_t f, bool *joined);
 
 /*
+ * Modeled cycles of one CONV2D of 'pixels' output pixels in the MAC array
+ * mode code generation picks for it (ISA 1.5; npu_hw.h's cycle model).
+ */
+uint64_t npu_conv_insn_cycles(uint64_t pixels, uint64_t taps, uint32_t groups, uint32_t in_c,
+			      uint32_t out_c, bool i16);
+
+/*
  * Whether 'lop' can be tiled into 'sram_size' bytes. On false, 'why' gets
  * a short reason ("one output row needs 3.1 MiB of SRAM").
  */

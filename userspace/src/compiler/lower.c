@@ -899,14 +899,17 @@ static void widen_for_bias(struct npu_lower_ctx *lc, const char *name, const flo
  */
 static uint32_t choose_fold(const struct npu_conv_geom *g)
 {
-	double best = (double)g->k_w * ((g->c + 31) / 32);
+	/* cycles of one output row, plain and per fold, in the array mode
+	 * each CONV2D gets */
+	uint64_t best = npu_conv_insn_cycles(g->ow, (uint64_t)g->k_h * g->k_w, 1, g->c, g->oc,
+					     false);
 	uint32_t fold = 0, R, r, F;
 
 	if (g->groups != 1 || g->dil_w != 1 || g->ins_w || g->ins_h)
 		return 0;
 	for (R = 2; (F = g->stride_w * R) * g->c <= NPU_MAC_ROWS && F <= 255; R++) {
 		struct npu_fold_phase ph;
-		double taps = 0;
+		uint64_t cycles = 0;
 
 		if (g->w % F || g->ow % R)
 			continue;
@@ -914,13 +917,13 @@ static uint32_t choose_fold(const struct npu_conv_geom *g)
 			if (!npu_conv_fold_phase(g->w, g->ow, g->c, g->oc, g->k_h, g->k_w,
 						 g->stride_w, g->pad_left, F, r, &ph))
 				break;
-			taps += ph.k_w;
+			cycles += npu_conv_insn_cycles(g->ow / R, (uint64_t)g->k_h * ph.k_w, 1,
+						       F * g->c, g->oc, false);
 		}
 		if (r < R)
 			continue;
-		taps = taps * ((F * g->c + 31) / 32) / R;
-		if (taps < best) {
-			best = taps;
+		if (cycles < best) {
+			best = cycles;
 			fold = F;
 		}
 	}
@@ -1176,7 +1179,8 @@ static uint32_t phases_pay(const struct npu_conv_geom *g)
 			best = phase_cost(g, f);
 			fold = f;
 		}
-	if (best >= s_h * s_w * g->w * ((g->c + 31) / 32) * ((g->oc + 31) / 32))
+	/* zero insertion: one tap per output pixel in the densest phase */
+	if (best >= npu_conv_insn_cycles(s_h * s_w * g->w, 1, 1, g->c, g->oc, false))
 		return 0;
 	return (uint32_t)fold;
 }

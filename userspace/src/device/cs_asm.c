@@ -198,6 +198,11 @@ static const struct {
 	{ "flags", "per_tensor", NPU_QUANT_PER_TENSOR },
 	{ "flags", "no_bias", NPU_CONV_NO_BIAS },
 	{ "flags", "out_lut", NPU_CONV_OUT_LUT },
+	{ "flags", "array1", NPU_CONV_ARRAY(1) },
+	{ "flags", "array2", NPU_CONV_ARRAY(2) },
+	{ "flags", "array3", NPU_CONV_ARRAY(3) },
+	{ "flags", "array4", NPU_CONV_ARRAY(4) },
+	{ "flags", "array5", NPU_CONV_ARRAY(5) },
 	{ "flags", "count_pad", NPU_POOL_COUNT_PAD },
 };
 
