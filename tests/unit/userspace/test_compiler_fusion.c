@@ -1,10 +1,13 @@
 // SPDX-License-Identifier: MIT
 /*
- * Cross-layer fusion (codegen.c, fusion_plan()): conv -> conv pairs whose
- * intermediate stays in SRAM must give exactly the bytes of the same model
+ * Cross-layer fusion (codegen.c, fusion_plan()): conv chains whose
+ * intermediates stay in SRAM must give exactly the bytes of the same model
  * compiled with fusion off (NPU_FUSE=0), over odd sizes, strides, kernels,
  * dilations, depthwise and fused activations, with tiles forced small
- * (NPU_FUSE_ROWS) so that halo rows are recomputed across tiles.
+ * (NPU_FUSE_ROWS) so that halo rows are recomputed across tiles; chains of
+ * more than two convs; and "teed" intermediates, read outside the chain
+ * too (a gate after a Squeeze-and-Excitation pool, a product with a later
+ * layer), which the chain stores as it goes.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -17,7 +20,9 @@
 
 #include <cmocka.h>
 
+#include "compiler/codegen.h"
 #include "compiler/compiler.h"
+#include "npu/npu_device.h"
 #include "runtime/npu_runtime.h"
 
 #include "graph_builder.h"
@@ -103,10 +108,93 @@ static struct npu_graph *build_chain(int64_t h, int64_t w)
 	return g;
 }
 
+enum model {
+	CHAIN,		/* build_chain() */
+	TEE_MUL,	/* build_tee(), a product with a later layer */
+	TEE_SE,		/* build_tee(), a Squeeze-and-Excitation gate */
+};
+
+/*
+ * x[1,5,H,W] -> 1x1 conv to 24 -> c0 = 3x3 conv to 16 + Relu, then
+ * TEE_MUL: c1 = 3x3 conv (halo rows across tiles), c2 = 1x1 to 16,
+ *          y = 1x1 conv of (c2 * c0);
+ * TEE_SE:  y = 1x1 conv of c0 * Sigmoid(1x1 conv of GlobalAveragePool(c0)).
+ * c0 is read inside a chain and after it.
+ */
+static struct npu_graph *build_tee(int64_t h, int64_t w, enum model m)
+{
+	static const struct conv_spec c0s = { 16, 3, 3, 1, 1, 1, 1, 1, 1, 1, "Relu" };
+	static const struct conv_spec c1s = { 12, 3, 3, 1, 1, 1, 1, 1, 1, 1, "Relu" };
+	static const struct conv_spec pw16 = { 16, 1, 1, 1, 1, 0, 0, 0, 0, 1, NULL };
+	static const struct conv_spec pw7 = { 7, 1, 1, 1, 1, 0, 0, 0, 0, 1, NULL };
+	static const struct conv_spec pre = { 24, 1, 1, 1, 1, 0, 0, 0, 0, 1, NULL };
+	struct npu_graph *g = npu_graph_create("tee");
+	int64_t xd[4] = { 1, 5, h, w }, cd[4] = { 1, 16, h, w }, pd[4] = { 1, 16, 1, 1 };
+	struct npu_value *x = gb_value(g, "x", 4, xd), *c0, *b, *in[2], *p, *y;
+
+	x->is_graph_input = true;
+	g->inputs = malloc(sizeof(*g->inputs));
+	g->inputs[0] = x;
+	g->num_inputs = 1;
+	/* a first 1x1 conv, so that c0 reads 24 channels: no input fold */
+	c0 = conv(g, conv(g, x, 4, &pre), 0, &c0s);
+	if (m == TEE_MUL) {
+		b = conv(g, conv(g, c0, 1, &c1s), 2, &pw16);
+	} else {
+		p = gb_value(g, "pool", 4, pd);
+		gb_node(g, "GlobalAveragePool", "gap", &c0, 1, p);
+		b = conv(g, p, 1, &pw16);
+		in[0] = b;
+		b = gb_value(g, "gate", 4, pd);
+		gb_node(g, "Sigmoid", "sig", in, 1, b);
+	}
+	in[0] = c0;
+	in[1] = b;
+	p = gb_value(g, "prod", 4, cd);
+	gb_node(g, "Mul", "mul", in, 2, p);
+	y = conv(g, p, 3, &pw7);
+	g->outputs = malloc(sizeof(*g->outputs));
+	g->outputs[0] = y;
+	g->num_outputs = 1;
+	y->is_graph_output = true;
+	return g;
+}
+
+/*
+ * Generates segment 0's stream again: the longest fused group, in lops,
+ * and whether the lop after 'name' runs inside name's group.
+ */
+static void groups(const struct npu_compiled *c, const char *name, size_t *longest,
+		   bool *after_fused)
+{
+	const struct npu_segment_program *prog = &c->segments[0]->prog;
+	struct npu_codegen_target t = { .sram_size = c->dev_info.sram_size };
+	struct npu_codegen_result res = { 0 };
+	struct npu_error err = { 0 };
+	struct npu_cmdbuf *cb;
+	size_t i, run = 1;
+
+	assert_int_equal(npu_cmdbuf_create(&cb), NPU_OK);
+	if (npu_codegen_segment(prog, &t, cb, &res, &err) != NPU_OK)
+		fail_msg("codegen: %s", npu_error_msg(&err));
+	*longest = 1;
+	*after_fused = false;
+	for (i = 1; i < prog->num_lops; i++) {
+		run = res.lop_fused[i] ? run + 1 : 1;
+		if (run > *longest)
+			*longest = run;
+		if (name && !strcmp(prog->lops[i - 1].name, name) && res.lop_fused[i])
+			*after_fused = true;
+	}
+	npu_codegen_result_free(&res);
+	npu_cmdbuf_destroy(cb);
+}
+
 /* Compile for sim with NPU_FUSE=fuse, run on x, copy the output out. */
-static size_t compile_and_run(struct npu_device *dev, int64_t h, int64_t w,
+static size_t compile_and_run(struct npu_device *dev, enum model m, int64_t h, int64_t w,
 			      struct npu_tensor *x, const char *fuse, const char *rows,
-			      float *out, size_t cap, uint64_t *fused_groups)
+			      float *out, size_t cap, uint64_t *fused_groups, size_t *longest,
+			      bool *teed)
 {
 	struct npu_compiled *c;
 	struct npu_graph *g;
@@ -118,12 +206,13 @@ static size_t compile_and_run(struct npu_device *dev, int64_t h, int64_t w,
 	else
 		unsetenv("NPU_FUSE_ROWS");
 	gb_seed = 11;	/* the same weights every time */
-	g = build_chain(h, w);
+	g = m == CHAIN ? build_chain(h, w) : build_tee(h, w, m);
 	c = gb_compile(g, dev, &x);
 	assert_true(c->num_segments >= 1);
 	*fused_groups = 0;
 	for (i = 0; i < c->num_segments; i++)
 		*fused_groups += c->segments[i]->code.fused_groups;
+	groups(c, "conv0", longest, teed);
 	n = gb_run(g, x, out, cap);
 	npu_compiled_free(c);
 	npu_graph_destroy(g);
@@ -132,14 +221,15 @@ static size_t compile_and_run(struct npu_device *dev, int64_t h, int64_t w,
 	return n;
 }
 
-static void check_shape(int64_t h, int64_t w, const char *rows)
+static void check_model(enum model m, int64_t h, int64_t w, const char *rows)
 {
 	struct npu_device *dev;
 	struct npu_shape xs = { .rank = 4, .dims = { 1, 5, h, w } };
 	struct npu_tensor *x = npu_tensor_create(NPU_DTYPE_FLOAT, &xs);
-	size_t cap = 1 << 16, n0, n1, i, diff = 0;
+	size_t cap = 1 << 16, n0, n1, i, diff = 0, l0, l1;
 	float *a = calloc(cap, sizeof(float)), *b = calloc(cap, sizeof(float));
 	uint64_t g0, g1;
+	bool t0, t1;
 	int64_t k;
 
 	assert_non_null(x);
@@ -150,15 +240,24 @@ static void check_shape(int64_t h, int64_t w, const char *rows)
 		((float *)x->data)[k] = gb_uniform(-2.0f, 2.0f);
 	dev = gb_sim_device();
 
-	n0 = compile_and_run(dev, h, w, x, "0", NULL, a, cap, &g0);
-	/* forced tiles of few rows cost more than they save: force the pairs too */
-	n1 = compile_and_run(dev, h, w, x, rows ? "force" : "1", rows, b, cap, &g1);
-	print_message("# %lldx%lld, fused tile rows <= %s: %llu fused groups, %zu outputs\n",
-		      (long long)h, (long long)w, rows ? rows : "any",
-		      (unsigned long long)g1, n1);
+	n0 = compile_and_run(dev, m, h, w, x, "0", NULL, a, cap, &g0, &l0, &t0);
+	/* forced tiles of few rows cost more than they save: force the chains too */
+	n1 = compile_and_run(dev, m, h, w, x, rows ? "force" : "1", rows, b, cap, &g1, &l1, &t1);
+	print_message("# model %d %lldx%lld, fused tile rows <= %s: %llu fused groups, "
+		      "the longest of %zu lops%s, %zu outputs\n", (int)m, (long long)h,
+		      (long long)w, rows ? rows : "any", (unsigned long long)g1, l1,
+		      t1 ? ", conv0 teed" : "", n1);
 	assert_int_equal(g0, 0);
-	/* 8 convs in a chain: at least two disjoint pairs must fuse. */
-	assert_true(g1 >= 2);
+	assert_int_equal(l0, 1);
+	if (m == CHAIN) {
+		/* 8 convs in a chain: at least two groups; forced, one of 6 */
+		assert_true(g1 >= 2);
+		if (rows)
+			assert_int_equal(l1, 6);
+	} else if (rows) {
+		/* conv0 heads a chain and is stored for the Mul as well */
+		assert_true(t1);
+	}
 	assert_int_equal(n0, n1);
 	for (i = 0; i < n0; i++)
 		diff += memcmp(&a[i], &b[i], sizeof(float)) != 0;
@@ -177,16 +276,27 @@ static void check_shape(int64_t h, int64_t w, const char *rows)
 static void test_fused_small_tiles_are_bit_identical(void **state)
 {
 	(void)state;
-	check_shape(37, 29, "1");
-	check_shape(37, 29, "2");
-	check_shape(23, 41, "3");
+	check_model(CHAIN, 37, 29, "1");
+	check_model(CHAIN, 37, 29, "2");
+	check_model(CHAIN, 23, 41, "3");
 }
 
 static void test_fused_free_tiles_are_bit_identical(void **state)
 {
 	(void)state;
-	check_shape(61, 47, NULL);
-	check_shape(9, 7, NULL);
+	check_model(CHAIN, 61, 47, NULL);
+	check_model(CHAIN, 9, 7, NULL);
+}
+
+static void test_teed_intermediates_are_bit_identical(void **state)
+{
+	(void)state;
+	check_model(TEE_MUL, 37, 29, "1");
+	check_model(TEE_MUL, 23, 41, "3");
+	check_model(TEE_MUL, 61, 47, NULL);
+	check_model(TEE_SE, 37, 29, "2");
+	check_model(TEE_SE, 96, 80, "5");
+	check_model(TEE_SE, 96, 80, NULL);
 }
 
 int main(void)
@@ -194,6 +304,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_fused_small_tiles_are_bit_identical),
 		cmocka_unit_test(test_fused_free_tiles_are_bit_identical),
+		cmocka_unit_test(test_teed_intermediates_are_bit_identical),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

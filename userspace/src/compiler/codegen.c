@@ -3120,28 +3120,50 @@ static void tile_search(const struct npu_segment_program *prog,
 	p->rows = best;
 }
 
-/* ---- Cross-layer fusion: conv -> conv through SRAM ---------------------- */
+/* ---- Cross-layer fusion: conv chains through SRAM ------------------------ */
 
 /*
- * Two convolutions P -> Q where Q alone reads P's output and nothing
- * outside the segment does (npu_act.internal) run as one tile loop: per
- * tile of Q's output rows, the DMA loads the input rows P needs for the
- * rows of its output that Q's window reads (the halo rows, recomputed by
- * the neighbouring tile too), P computes them into an SRAM buffer 'mid',
- * Q computes from 'mid', and only Q's output is stored. P's output never
- * goes to DRAM. SRAM: [P consts][Q consts][in0][in1][mid][out0][out1].
+ * A chain of n (2..FUSE_MAX) convolutions, each reading the one before,
+ * runs as one tile loop (depth-first tiling): per tile of the last conv's
+ * output rows, the DMA loads the input rows the first conv needs for the
+ * rows of its output the second one's window reads, and so on back
+ * through the chain (halo rows at a tile edge are recomputed by both
+ * neighbouring tiles); each conv computes into an SRAM buffer the next
+ * one reads, and the last one's rows are stored. An intermediate nothing
+ * else reads (npu_act.internal) never goes to DRAM. One that is read
+ * outside the chain too (a Squeeze-and-Excitation block's input, read by
+ * its GlobalAveragePool in the chain and by the gate after it) is "teed":
+ * its buffer is doubled and each tile's new rows are stored while the
+ * next tile computes, so its reader later finds it whole, and the chain
+ * saves that reader's load of it instead.
+ * SRAM: [consts 0 .. n-1][in0][in1][mid 0 (x2 if teed)] .. [out0][out1].
  * Whole layers only (one slice each), batch 1, no folded / phase-split /
- * zero-inserting convs, no int16. Chosen per pair when the cost model
- * predicts the fused loop faster than the two ops apart (fusion_plan());
- * NPU_FUSE=0 turns it off.
+ * zero-inserting convs, no int16. fusion_plan() picks the chains whose
+ * predicted cycles beat the ops apart; NPU_FUSE=0 turns it off.
  */
+#define FUSE_MAX NPU_FUSE_MAX
+
+static bool read_elsewhere(const struct npu_segment_program *prog, uint32_t a, size_t self);
+static bool overlap(const struct npu_act *a, const struct npu_act *b);
+
 struct fused {
-	const struct npu_lop *lp, *lq;
-	const struct npu_act *in, *mid, *out;
-	struct slice sp, sq;
-	uint32_t rows, tiles;		/* Q output rows per tile */
-	uint32_t sram_in[2], sram_mid, sram_out[2], q_consts;
-	uint64_t p_consts_bytes, q_consts_bytes;
+	uint32_t n;				/* convs in the chain */
+	const struct npu_lop *l[FUSE_MAX];
+	/* act[0] the chain's input, act[k + 1] conv k's output */
+	const struct npu_act *act[FUSE_MAX + 1];
+	bool tee[FUSE_MAX];			/* act[k + 1], k < n - 1, also stored */
+	struct slice sl[FUSE_MAX];
+	uint64_t consts_bytes[FUSE_MAX];
+	uint32_t consts_at[FUSE_MAX];
+	uint32_t rows, tiles;			/* last conv's output rows per tile */
+	uint32_t sram_in[2], sram_out[2];
+	uint32_t sram_mid[FUSE_MAX][2];		/* act[k + 1]; [1] only when teed */
+};
+
+/* Per tile: w[k], the input window of conv k; w[n - 1] is the output's. */
+struct fused_tile {
+	uint32_t r0, r1;			/* last conv's output rows */
+	struct window w[FUSE_MAX];
 };
 
 static bool fuse_conv_ok(const struct npu_segment_program *prog, const struct npu_lop *l)
@@ -3163,133 +3185,228 @@ static void fused_window(const struct npu_segment_program *prog, const struct np
 	conv_window(&c, a, b, w);
 }
 
-/* Lay out SRAM for 'rows' Q rows per tile; false: it does not fit. */
+/* Buffer of act[k + 1] for tile t. */
+static uint32_t fused_mid(const struct fused *f, uint32_t k, uint32_t t)
+{
+	return f->sram_mid[k][f->tee[k] ? t % 2 : 0];
+}
+
+/* Lay out SRAM for 'rows' output rows per tile; false: it does not fit. */
 static bool fused_layout(struct fused *f, uint32_t rows, uint32_t sram)
 {
-	uint64_t mid_rows = window_rows(rows, f->lq->conv.stride_h, f->lq->conv.dil_h,
-					f->lq->conv.k_h);
-	uint64_t in_rows, in_b, mid_b, out_b, off;
+	uint64_t need = rows, mid_b[FUSE_MAX], in_b, out_b, off = 0;
+	uint32_t k;
 
-	if (mid_rows > f->mid->h)
-		mid_rows = f->mid->h;
-	in_rows = window_rows(mid_rows, f->lp->conv.stride_h, f->lp->conv.dil_h,
-			      f->lp->conv.k_h);
-	if (in_rows > f->in->h)
-		in_rows = f->in->h;
-	in_b = align_up(in_rows * f->in->w * f->in->c, SRAM_ALIGN);
-	mid_b = align_up(mid_rows * f->mid->w * f->mid->c, SRAM_ALIGN);
-	out_b = align_up((uint64_t)rows * f->out->w * f->out->c, SRAM_ALIGN);
-	off = align_up(f->p_consts_bytes, SRAM_ALIGN) + align_up(f->q_consts_bytes, SRAM_ALIGN);
-	if (off + 2 * in_b + mid_b + 2 * out_b > sram)
+	/* rows of act[k] one tile needs at most, from the output back */
+	for (k = f->n - 1; k > 0; k--) {
+		need = window_rows(need, f->l[k]->conv.stride_h, f->l[k]->conv.dil_h,
+				   f->l[k]->conv.k_h);
+		if (need > f->act[k]->h)
+			need = f->act[k]->h;
+		mid_b[k - 1] = align_up(need * f->act[k]->w * f->act[k]->c, SRAM_ALIGN);
+	}
+	need = window_rows(need, f->l[0]->conv.stride_h, f->l[0]->conv.dil_h, f->l[0]->conv.k_h);
+	if (need > f->act[0]->h)
+		need = f->act[0]->h;
+	in_b = align_up(need * f->act[0]->w * f->act[0]->c, SRAM_ALIGN);
+	out_b = align_up((uint64_t)rows * f->act[f->n]->w * f->act[f->n]->c, SRAM_ALIGN);
+	for (k = 0; k < f->n; k++) {
+		f->consts_at[k] = (uint32_t)off;
+		off += align_up(f->consts_bytes[k], SRAM_ALIGN);
+	}
+	for (k = 0; k < 2; k++, off += in_b)
+		f->sram_in[k] = (uint32_t)off;
+	for (k = 0; k + 1 < f->n; k++) {
+		f->sram_mid[k][0] = f->sram_mid[k][1] = (uint32_t)off;
+		off += mid_b[k];
+		if (f->tee[k]) {
+			f->sram_mid[k][1] = (uint32_t)off;
+			off += mid_b[k];
+		}
+	}
+	for (k = 0; k < 2; k++, off += out_b)
+		f->sram_out[k] = (uint32_t)off;
+	if (off > sram)
 		return false;
-	f->q_consts = (uint32_t)align_up(f->p_consts_bytes, SRAM_ALIGN);
-	f->sram_in[0] = (uint32_t)off;
-	f->sram_in[1] = (uint32_t)(off + in_b);
-	f->sram_mid = (uint32_t)(off + 2 * in_b);
-	f->sram_out[0] = (uint32_t)(off + 2 * in_b + mid_b);
-	f->sram_out[1] = (uint32_t)(off + 2 * in_b + mid_b + out_b);
 	f->rows = rows;
-	f->tiles = (f->out->h + rows - 1) / rows;
+	f->tiles = (f->act[f->n]->h + rows - 1) / rows;
 	return true;
 }
 
-static bool fused_init(const struct npu_segment_program *prog, size_t i, struct fused *f)
+/* Whether reading act a's rows through conv l's windows leaves no row out. */
+static bool fused_covers(const struct npu_segment_program *prog, const struct npu_lop *l,
+			 const struct npu_act *a)
 {
-	const struct npu_lop *lp = &prog->lops[i], *lq = &prog->lops[i + 1];
-	size_t j;
+	struct window w;
+
+	fused_window(prog, l, 0, prog->acts[l->out].h, &w);
+	return w.ih0 == 0 && w.in_h == a->h &&
+	       l->conv.stride_h <= (uint32_t)l->conv.dil_h * (l->conv.k_h - 1) + 1;
+}
+
+/* The chain of n convs from lop i, or false when it cannot fuse. */
+static bool fused_init(const struct npu_segment_program *prog, size_t i, uint32_t n,
+		       struct fused *f)
+{
+	uint32_t k;
 
 	memset(f, 0, sizeof(*f));
-	if (!fuse_conv_ok(prog, lp) || !fuse_conv_ok(prog, lq) || lq->in != lp->out ||
-	    !prog->acts[lp->out].internal)
+	if (n < 2 || n > FUSE_MAX || i + n > prog->num_lops)
 		return false;
-	for (j = 0; j < prog->num_lops; j++) {
-		const struct npu_lop *o = &prog->lops[j];
+	f->n = n;
+	for (k = 0; k < n; k++) {
+		f->l[k] = &prog->lops[i + k];
+		if (!fuse_conv_ok(prog, f->l[k]) || (k && f->l[k]->in != f->l[k - 1]->out))
+			return false;
+		f->act[k] = &prog->acts[f->l[k]->in];
+	}
+	f->act[n] = &prog->acts[f->l[n - 1]->out];
+	for (k = 0; k + 1 < n; k++) {
+		uint32_t a = f->l[k]->out;
 
-		if (j != i + 1 && (o->in == lp->out ||
-				   (npu_lop_reads_in2(o) && o->in2 == lp->out)))
+		f->tee[k] = !prog->acts[a].internal || read_elsewhere(prog, a, i + k + 1);
+		/* a teed act is stored whole: the next conv's windows must cover it */
+		if (f->tee[k] && !fused_covers(prog, f->l[k + 1], f->act[k + 1]))
 			return false;
 	}
-	f->lp = lp;
-	f->lq = lq;
-	f->in = &prog->acts[lp->in];
-	f->mid = &prog->acts[lp->out];
-	f->out = &prog->acts[lq->out];
-	/* P reads its input until Q's last tile: Q must not overwrite it. */
-	if (f->out->offset < f->in->offset + npu_act_bytes(f->in) &&
-	    f->in->offset < f->out->offset + npu_act_bytes(f->out))
-		return false;
-	make_slices(f->mid->c, f->in->c, lp->conv.groups, f->mid->c, &f->sp, 1);
-	make_slices(f->out->c, f->mid->c, lq->conv.groups, f->out->c, &f->sq, 1);
-	f->p_consts_bytes = slice_const_bytes(f->mid->c, conv_wpo(lp, f->in, f->mid),
-					      bias_es(&lp->conv.q), lp->conv.q.lut != NULL);
-	f->q_consts_bytes = slice_const_bytes(f->out->c, conv_wpo(lq, f->mid, f->out),
-					      bias_es(&lq->conv.q), lq->conv.q.lut != NULL);
+	/* The first conv reads its input until the last tile: nothing the
+	 * chain writes to DRAM may share its memory (compile.c plans so). */
+	for (k = 1; k <= n; k++)
+		if ((k == n || f->tee[k - 1]) && overlap(f->act[0], f->act[k]))
+			return false;
+	for (k = 0; k < n; k++) {
+		make_slices(f->act[k + 1]->c, f->act[k]->c, f->l[k]->conv.groups, f->act[k + 1]->c,
+			    &f->sl[k], 1);
+		f->consts_bytes[k] = slice_const_bytes(f->act[k + 1]->c,
+						       conv_wpo(f->l[k], f->act[k], f->act[k + 1]),
+						       bias_es(&f->l[k]->conv.q),
+						       f->l[k]->conv.q.lut != NULL);
+	}
 	return true;
 }
 
-/* Tile t: Q rows [r0, r1), P rows [m0, m0 + mw.in_h), input window pw. */
+/* Tile t's output rows and, back through the chain, each conv's window. */
 static void fused_tile(const struct npu_segment_program *prog, const struct fused *f,
-		       uint32_t t, uint32_t *r0, uint32_t *r1, struct window *qw,
-		       struct window *pw)
+		       uint32_t t, struct fused_tile *ft)
 {
-	*r0 = t * f->rows;
-	*r1 = *r0 + f->rows < f->out->h ? *r0 + f->rows : f->out->h;
-	fused_window(prog, f->lq, *r0, *r1, qw);
-	fused_window(prog, f->lp, qw->ih0, qw->ih0 + qw->in_h, pw);
+	uint32_t k, a, b;
+
+	ft->r0 = t * f->rows;
+	ft->r1 = ft->r0 + f->rows < f->act[f->n]->h ? ft->r0 + f->rows : f->act[f->n]->h;
+	a = ft->r0;
+	b = ft->r1;
+	for (k = f->n; k-- > 0;) {
+		fused_window(prog, f->l[k], a, b, &ft->w[k]);
+		a = ft->w[k].ih0;
+		b = a + ft->w[k].in_h;
+	}
+}
+
+/* Rows of act[k + 1] conv k computes in a tile: those conv k + 1 reads. */
+static void fused_rows(const struct fused *f, const struct fused_tile *ft, uint32_t k,
+		       uint32_t *a, uint32_t *b)
+{
+	if (k + 1 == f->n) {
+		*a = ft->r0;
+		*b = ft->r1;
+	} else {
+		*a = ft->w[k + 1].ih0;
+		*b = *a + ft->w[k + 1].in_h;
+	}
+}
+
+/* The rows of teed act[k + 1] tile t stores: those no earlier tile did. */
+static void fused_tee_rows(const struct npu_segment_program *prog, const struct fused *f,
+			   uint32_t k, uint32_t t, uint32_t *a, uint32_t *b)
+{
+	struct fused_tile ft;
+	uint32_t m0, m1;
+
+	fused_tile(prog, f, t, &ft);
+	fused_rows(f, &ft, k, a, b);
+	if (t) {
+		fused_tile(prog, f, t - 1, &ft);
+		fused_rows(f, &ft, k, &m0, &m1);
+		if (*a < m1)
+			*a = m1 < *b ? m1 : *b;
+	}
 }
 
 static uint64_t fused_cost(const struct npu_segment_program *prog, const struct fused *f)
 {
 	struct cost_engines t = { 0, 0, 0 };
-	uint64_t in_row = (uint64_t)f->in->w * f->in->c, prev_store = 0;
-	uint64_t tp = (uint64_t)f->lp->conv.k_h * f->lp->conv.k_w;
-	uint64_t tq = (uint64_t)f->lq->conv.k_h * f->lq->conv.k_w;
-	uint32_t i;
+	uint64_t in_row = (uint64_t)f->act[0]->w * f->act[0]->c, prev_store = 0;
+	uint32_t i, k;
 
-	cost_insn(&t, false, true, 0);
-	cost_insn(&t, true, false, cost_dma(1, f->p_consts_bytes));
-	cost_insn(&t, false, true, 0);
-	cost_insn(&t, true, false, cost_dma(1, f->q_consts_bytes));
+	for (k = 0; k < f->n; k++) {
+		cost_insn(&t, false, true, 0);
+		cost_insn(&t, true, false, cost_dma(1, f->consts_bytes[k]));
+	}
 	for (i = 0; i <= f->tiles; i++) {
-		struct window qw, pw;
-		uint32_t r0, r1;
+		struct fused_tile ft;
 		uint64_t load = 0;
 
 		if (i < f->tiles) {
-			fused_tile(prog, f, i, &r0, &r1, &qw, &pw);
-			if (pw.in_h)
-				load = cost_dma(1, pw.in_h * in_row);
+			fused_tile(prog, f, i, &ft);
+			if (ft.w[0].in_h)
+				load = cost_dma(1, ft.w[0].in_h * in_row);
 		}
 		if (i == 0) {
 			if (load)
 				cost_insn(&t, true, false, load);
 			continue;
 		}
-		fused_tile(prog, f, i - 1, &r0, &r1, &qw, &pw);
-		cost_insn(&t, false, true, cost_conv_insn(qw.in_h, f->mid->w, tp, f->sp.groups,
-							  f->sp.in_c, f->mid->c, false));
-		if (lut_insn(&f->lp->conv.q))
-			cost_insn(&t, false, false, div_up64((uint64_t)qw.in_h * f->mid->w *
-							     f->mid->c, NPU_VECTOR_LANES));
-		cost_insn(&t, false, false, cost_conv_insn(r1 - r0, f->out->w, tq, f->sq.groups,
-							   f->sq.in_c, f->out->c, false));
-		if (lut_insn(&f->lq->conv.q))
-			cost_insn(&t, false, false, div_up64((uint64_t)(r1 - r0) * f->out->w *
-							     f->out->c, NPU_VECTOR_LANES));
+		fused_tile(prog, f, i - 1, &ft);
+		for (k = 0; k < f->n; k++) {
+			const struct npu_act *o = f->act[k + 1];
+			uint32_t a, b;
+
+			fused_rows(f, &ft, k, &a, &b);
+			cost_insn(&t, false, k == 0,
+				  cost_conv_insn(b - a, o->w,
+						 (uint64_t)f->l[k]->conv.k_h * f->l[k]->conv.k_w,
+						 f->sl[k].groups, f->sl[k].in_c, o->c, false));
+			if (lut_insn(&f->l[k]->conv.q))
+				cost_insn(&t, false, false, div_up64((uint64_t)(b - a) * o->w * o->c,
+								     NPU_VECTOR_LANES));
+		}
 		if (prev_store)
 			cost_insn(&t, true, false, prev_store);
+		for (k = 0; k + 1 < f->n; k++) {
+			uint32_t a, b;
+
+			if (!f->tee[k] || i < 2)
+				continue;
+			fused_tee_rows(prog, f, k, i - 2, &a, &b);
+			if (b > a)
+				cost_insn(&t, true, false, cost_dma(1, (uint64_t)(b - a) *
+								   f->act[k + 1]->w *
+								   f->act[k + 1]->c));
+		}
 		if (i < f->tiles && load)
 			cost_insn(&t, true, false, load);
-		prev_store = cost_dma(1, (uint64_t)(r1 - r0) * f->out->w * f->out->c);
+		prev_store = cost_dma(1, (uint64_t)(ft.r1 - ft.r0) * f->act[f->n]->w *
+				      f->act[f->n]->c);
 	}
 	cost_insn(&t, true, true, prev_store);
+	for (k = 0; k + 1 < f->n; k++) {
+		uint32_t a, b;
+
+		if (!f->tee[k])
+			continue;
+		fused_tee_rows(prog, f, k, f->tiles - 1, &a, &b);
+		if (b > a)
+			cost_insn(&t, true, false, cost_dma(1, (uint64_t)(b - a) *
+							   f->act[k + 1]->w * f->act[k + 1]->c));
+	}
 	return cost_end(&t);
 }
 
 /*
  * Test switches of the fusion planners. NPU_FUSE=0: no fused group;
- * NPU_FUSE=force: every group that can fuse does. NPU_FUSE_ROWS=N caps
- * a group's tile at N rows (tests force halos and many tiles); 0: none.
+ * NPU_FUSE=force: every group that can fuse does (conv chains as long as
+ * they go). NPU_FUSE_ROWS=N caps a group's tile at N rows (tests force
+ * halos and many tiles); 0: none.
  */
 static bool fuse_env_is(const char *value)
 {
@@ -3305,17 +3422,16 @@ static uint32_t fuse_rows_cap(void)
 	return env ? (uint32_t)strtoul(env, NULL, 10) : 0;
 }
 
-/* The best tile height for a fused pair, or false when none fits. */
+/* The best tile height for a fused chain, or false when none fits. */
 static bool fused_search(const struct npu_segment_program *prog, struct fused *f,
 			 uint32_t sram, uint64_t *cost)
 {
-	uint32_t cap = fuse_rows_cap();
+	uint32_t cap = fuse_rows_cap(), h = f->act[f->n]->h;
 	uint32_t r, best = 0, last = 0, tries = 0;
 	uint64_t k, c, best_cost = UINT64_MAX;
 
-	for (k = cap ? div_up64(f->out->h, cap) : 1; k <= f->out->h && tries < 48;
-	     k += k / 8 ? k / 8 : 1) {
-		r = (uint32_t)div_up64(f->out->h, k);
+	for (k = cap ? div_up64(h, cap) : 1; k <= h && tries < 48; k += k / 8 ? k / 8 : 1) {
+		r = (uint32_t)div_up64(h, k);
 		if (r == last || (cap && r > cap) || !fused_layout(f, r, sram))
 			continue;
 		last = r;
@@ -4241,28 +4357,28 @@ static npu_status gen_resize_elt(struct emitter *e, size_t i, uint32_t sram, siz
 }
 
 /*
- * Which lops run fused with the next one: greedy over the segment in order,
- * a pair fuses when its predicted cycles beat the two ops' own (each with
- * its own best tiles). fuse[i] = 1: lop i heads a pair with lop i + 1;
- * 2: lop i is a RESIZE run inside the ELTWISE i + 1, or a gate run with
- * the RESIZE i + 1 inside the ELTWISE i + 2, all three marked 2 (always,
- * when it fits: it only removes DMA); 3: lop i heads a Concat's COPY lops
- * (and the gates and RESIZEs before them) run as one
- * loop (gen_concat(), always), 4 marking the others.
+ * Which lops run fused. fuse[i] = 1: lop i heads a conv chain, each lop
+ * after it in the chain marked 5 (gen_fused()); 2: lop i is a RESIZE run
+ * inside the ELTWISE i + 1, or a gate run with the RESIZE i + 1 inside the
+ * ELTWISE i + 2, all three marked 2 (always, when it fits: it only removes
+ * DMA); 3: lop i heads a Concat's COPY lops (and the gates and RESIZEs
+ * before them) run as one loop (gen_concat(), always), 4 marking the
+ * others. The Concat and RESIZE groups are taken first, in order; then
+ * the conv chains that minimize the segment's predicted cycles, each
+ * conv alone at its own best tiles or in a chain at the chain's
+ * (dynamic programming over the lops, from the end).
  */
 static void fusion_plan(const struct npu_segment_program *prog, uint32_t sram,
 			uint8_t *fuse)
 {
 	bool force = fuse_env_is("force");
-	size_t i;
+	size_t i, L = prog->num_lops;
+	uint64_t *best = NULL;
+	uint8_t *len = NULL;
 
 	if (fuse_env_is("0"))
 		return;
-	for (i = 0; i + 1 < prog->num_lops; i++) {
-		struct plan pp, pq;
-		struct fused f;
-		char why[8];
-		uint64_t fc, apart;
+	for (i = 0; i + 1 < L; i++) {
 		struct rz_elt rz;
 		struct cat_group cg;
 
@@ -4275,21 +4391,48 @@ static void fusion_plan(const struct npu_segment_program *prog, uint32_t sram,
 		if (rz_elt_plan(prog, i, sram, &rz)) {
 			memset(fuse + i, 2, rz.lops);
 			i += rz.lops - 1;
-			continue;
 		}
-		if (!fused_init(prog, i, &f) ||
-		    !plan_lop(prog, f.lp, sram, &pp, why, sizeof(why)) ||
-		    !plan_lop(prog, f.lq, sram, &pq, why, sizeof(why)) ||
-		    pp.chunk != f.mid->c || pq.chunk != f.out->c)
-			continue;
-		tile_search(prog, f.lp, &pp);
-		tile_search(prog, f.lq, &pq);
-		apart = plan_cost(prog, f.lp, &pp) + plan_cost(prog, f.lq, &pq);
-		if (!fused_search(prog, &f, sram, &fc) || (fc >= apart && !force))
-			continue;
-		fuse[i] = 1;
-		i++;	/* a lop joins one pair at most */
 	}
+	best = calloc(L + 1, sizeof(*best));
+	len = calloc(L + 1, 1);
+	if (!best || !len)
+		goto out;	/* no chains: each lop alone */
+	for (i = L; i-- > 0;) {
+		const struct npu_lop *l = &prog->lops[i];
+		uint64_t alone = 0;
+		struct plan p;
+		char why[8];
+		uint32_t n;
+
+		len[i] = 1;
+		if (!fuse[i] && fuse_conv_ok(prog, l) && plan_lop(prog, l, sram, &p, why, sizeof(why))) {
+			tile_search(prog, l, &p);
+			alone = plan_cost(prog, l, &p);
+		}
+		best[i] = alone + best[i + 1];
+		for (n = 2; n <= FUSE_MAX && i + n <= L && !fuse[i + n - 1]; n++) {
+			struct fused f;
+			uint64_t fc;
+
+			if (fuse[i] || !fused_init(prog, i, n, &f))
+				break;
+			if (!fused_search(prog, &f, sram, &fc))
+				continue;
+			if (fc + best[i + n] < best[i] || force) {
+				best[i] = fc + best[i + n];
+				len[i] = (uint8_t)n;
+			}
+		}
+	}
+	for (i = 0; i < L; i++)
+		if (len[i] > 1) {
+			memset(fuse + i + 1, 5, len[i] - 1u);
+			fuse[i] = 1;
+			i += len[i] - 1u;
+		}
+out:
+	free(best);
+	free(len);
 }
 
 static npu_status fused_conv(struct emitter *e, const struct npu_lop *l,
@@ -4332,75 +4475,108 @@ static npu_status fused_conv(struct emitter *e, const struct npu_lop *l,
 
 static npu_status fused_load(struct emitter *e, const struct fused *f, uint32_t t)
 {
-	struct window qw, pw;
-	uint32_t r0, r1;
-	uint64_t row = (uint64_t)f->in->w * f->in->c;
+	struct fused_tile ft;
+	uint64_t row = (uint64_t)f->act[0]->w * f->act[0]->c;
 
-	fused_tile(e->prog, f, t, &r0, &r1, &qw, &pw);
-	if (!pw.in_h)
+	fused_tile(e->prog, f, t, &ft);
+	if (!ft.w[0].in_h)
 		return NPU_OK;
 	EMIT(e, npu_cmdbuf_dma_copy_1d(e->cb, 0, NPU_SPACE_SRAM, f->sram_in[t % 2], NPU_SPACE_VA,
-				       arena(e, f->in->offset + pw.ih0 * row),
-				       (uint32_t)(pw.in_h * row)));
+				       arena(e, f->act[0]->offset + ft.w[0].ih0 * row),
+				       (uint32_t)(ft.w[0].in_h * row)));
 	return NPU_OK;
 }
 
 static npu_status fused_store(struct emitter *e, const struct fused *f, uint32_t t,
 			      uint8_t flags)
 {
-	uint64_t row = (uint64_t)f->out->w * f->out->c;
+	const struct npu_act *out = f->act[f->n];
+	uint64_t row = (uint64_t)out->w * out->c;
 	uint32_t r0 = t * f->rows;
-	uint32_t r1 = r0 + f->rows < f->out->h ? r0 + f->rows : f->out->h;
+	uint32_t r1 = r0 + f->rows < out->h ? r0 + f->rows : out->h;
 
-	EMIT(e, npu_cmdbuf_dma_copy_1d(e->cb, flags, NPU_SPACE_VA, arena(e, f->out->offset + r0 * row),
+	EMIT(e, npu_cmdbuf_dma_copy_1d(e->cb, flags, NPU_SPACE_VA, arena(e, out->offset + r0 * row),
 				       NPU_SPACE_SRAM, f->sram_out[t % 2],
 				       (uint32_t)((r1 - r0) * row)));
 	return NPU_OK;
 }
 
-/* The fused pair starting at lop i (fusion_plan() chose it). */
-static npu_status gen_fused(struct emitter *e, size_t i, uint32_t sram)
+/* Tile t's new rows of every teed intermediate, from its buffer. */
+static npu_status fused_store_tees(struct emitter *e, const struct fused *f, uint32_t t,
+				   uint8_t flags)
+{
+	uint32_t k;
+
+	for (k = 0; k + 1 < f->n; k++) {
+		const struct npu_act *m = f->act[k + 1];
+		uint64_t row = (uint64_t)m->w * m->c;
+		struct fused_tile ft;
+		uint32_t a, b, m0, m1;
+
+		if (!f->tee[k])
+			continue;
+		fused_tile(e->prog, f, t, &ft);
+		fused_rows(f, &ft, k, &m0, &m1);
+		fused_tee_rows(e->prog, f, k, t, &a, &b);
+		if (b <= a)
+			continue;
+		EMIT(e, npu_cmdbuf_dma_copy_1d(e->cb, flags, NPU_SPACE_VA,
+					       arena(e, m->offset + a * row), NPU_SPACE_SRAM,
+					       fused_mid(f, k, t) + (uint32_t)((a - m0) * row),
+					       (uint32_t)((b - a) * row)));
+		flags = 0;
+	}
+	return NPU_OK;
+}
+
+/* The fused chain of n convs starting at lop i (fusion_plan() chose it). */
+static npu_status gen_fused(struct emitter *e, size_t i, uint32_t n, uint32_t sram)
 {
 	const struct npu_segment_program *prog = e->prog;
 	struct fused f;
 	uint64_t cost;
-	uint32_t t;
-	npu_status st;
+	uint32_t t, k;
+	npu_status st = NPU_OK;
 
-	if (!fused_init(prog, i, &f) || !fused_search(prog, &f, sram, &cost))
+	if (!fused_init(prog, i, n, &f) || !fused_search(prog, &f, sram, &cost))
 		return npu_error_set(e->err, NPU_ERR_UNSUPPORTED, "codegen: %s: fusion plan changed",
 				     prog->lops[i].name);
-	if (put_slice_consts(&e->blob, &f.sp, f.lp->conv.weight, conv_wpo(f.lp, f.in, f.mid),
-			     &f.lp->conv.q) ||
-	    put_slice_consts(&e->blob, &f.sq, f.lq->conv.weight, conv_wpo(f.lq, f.mid, f.out),
-			     &f.lq->conv.q))
-		return npu_error_set(e->err, NPU_ERR_NO_MEMORY, "codegen: %s: out of memory",
-				     f.lp->name);
-	e->lop = f.lp;
-	st = emit_consts(e, f.sp.blob_off, f.sp.blob_size, 0);
-	if (!st)
-		st = emit_consts(e, f.sq.blob_off, f.sq.blob_size, f.q_consts);
+	for (k = 0; k < n; k++)
+		if (put_slice_consts(&e->blob, &f.sl[k], f.l[k]->conv.weight,
+				     conv_wpo(f.l[k], f.act[k], f.act[k + 1]), &f.l[k]->conv.q))
+			return npu_error_set(e->err, NPU_ERR_NO_MEMORY,
+					     "codegen: %s: out of memory", f.l[0]->name);
+	e->lop = f.l[0];
+	for (k = 0; k < n && !st; k++)
+		st = emit_consts(e, f.sl[k].blob_off, f.sl[k].blob_size, f.consts_at[k]);
 	if (!st)
 		st = fused_load(e, &f, 0);
 	for (t = 0; t < f.tiles && !st; t++) {
-		struct window qw, pw;
-		uint32_t r0, r1;
+		struct fused_tile ft;
 
-		fused_tile(prog, &f, t, &r0, &r1, &qw, &pw);
-		e->lop = f.lp;
-		st = fused_conv(e, f.lp, f.in, f.mid, &f.sp, 0, f.sram_in[t % 2], f.sram_mid,
-				&pw, qw.in_h, NPU_INSN_SYNC);
-		e->lop = f.lq;
-		if (!st)
-			st = fused_conv(e, f.lq, f.mid, f.out, &f.sq, f.q_consts, f.sram_mid,
-					f.sram_out[t % 2], &qw, r1 - r0, 0);
+		fused_tile(prog, &f, t, &ft);
+		for (k = 0; k < n && !st; k++) {
+			uint32_t a, b;
+
+			fused_rows(&f, &ft, k, &a, &b);
+			e->lop = f.l[k];
+			st = fused_conv(e, f.l[k], f.act[k], f.act[k + 1], &f.sl[k], f.consts_at[k],
+					k ? fused_mid(&f, k - 1, t) : f.sram_in[t % 2],
+					k + 1 < n ? fused_mid(&f, k, t) : f.sram_out[t % 2],
+					&ft.w[k], b - a, k ? 0 : NPU_INSN_SYNC);
+		}
+		e->lop = f.l[0];
 		if (!st && t > 0)
 			st = fused_store(e, &f, t - 1, 0);
+		if (!st && t > 0)
+			st = fused_store_tees(e, &f, t - 1, 0);
 		if (!st && t + 1 < f.tiles)
 			st = fused_load(e, &f, t + 1);
 	}
 	if (!st)
 		st = fused_store(e, &f, f.tiles - 1, NPU_INSN_SYNC);
+	if (!st)
+		st = fused_store_tees(e, &f, f.tiles - 1, 0);
 	return st;
 }
 
@@ -4483,7 +4659,7 @@ npu_status npu_codegen_segment(const struct npu_segment_program *prog,
 {
 	struct emitter e = { .prog = prog, .t = target, .cb = cb, .res = result, .err = err };
 	npu_status st = NPU_OK;
-	uint8_t *fuse = NULL;	/* fuse[i]: lop i runs fused with lop i + 1 */
+	uint8_t *fuse = NULL;	/* fuse[i]: how lop i runs fused (fusion_plan()) */
 	size_t i;
 
 	memset(result, 0, sizeof(*result));
@@ -4549,25 +4725,28 @@ npu_status npu_codegen_segment(const struct npu_segment_program *prog,
 			i += m - 1;
 			continue;
 		}
-		if (fuse && fuse[i]) {	/* lops i and i + 1 as one tile loop */
-			st = gen_fused(&e, i, target->sram_size);
+		if (fuse && fuse[i] == 1) {	/* a conv chain as one tile loop */
+			uint32_t n = 1, k;
+
+			while (i + n < prog->num_lops && fuse[i + n] == 5)
+				n++;
+			st = gen_fused(&e, i, n, target->sram_size);
 			if (st != NPU_OK)
 				break;
 			/* the group's figures go on its first lop (npu_op_stats.fused) */
-			if (fuse[i] == 1)
-				result->lop_macs[i] = conv_lop_macs(prog, l) +
-						      conv_lop_macs(prog, &prog->lops[i + 1]);
+			for (k = 0; k < n; k++)
+				result->lop_macs[i] += conv_lop_macs(prog, &prog->lops[i + k]);
 			result->macs += result->lop_macs[i];
 			{
 				struct fused f;
 				uint64_t c = 0;
 
-				if (fused_init(prog, i, &f) &&
+				if (fused_init(prog, i, n, &f) &&
 				    fused_search(prog, &f, target->sram_size, &c))
 					result->lop_pred_cycles[i] = c;
 			}
-			st = close_group(&e, i, 2, stream_before);
-			i++;
+			st = close_group(&e, i, n, stream_before);
+			i += n - 1;
 			continue;
 		}
 		e.lop = l;

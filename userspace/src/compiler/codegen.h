@@ -305,6 +305,9 @@ uint64_t npu_phase_row_cycles(uint32_t in_w, uint32_t in_c, uint32_t out_c, uint
  * Modeled cycles of one CONV2D of 'pixels' output pixels in the MAC array
  * mode code generation picks for it (ISA 1.5; npu_hw.h's cycle model).
  */
+/* Convolutions in one fused chain at most (codegen.c, fusion_plan()). */
+#define NPU_FUSE_MAX 6
+
 uint64_t npu_conv_insn_cycles(uint64_t pixels, uint64_t taps, uint32_t groups, uint32_t in_c,
 			      uint32_t out_c, bool i16);
 

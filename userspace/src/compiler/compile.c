@@ -699,17 +699,22 @@ static npu_status finish_segment(struct build *b, const struct span *s,
 			items[l->out].last_step = (uint32_t)i;
 	}
 	/*
-	 * A conv -> conv pair through an internal value may run fused (codegen,
-	 * fusion_plan()): the first conv then reads its input until the second
-	 * one's last tile, so that input must not share memory with the
-	 * second one's output.
+	 * A chain of convs, each reading the one before, may run fused
+	 * (codegen, fusion_plan(), at most NPU_FUSE_MAX): the first conv then
+	 * reads its input until the last one's last tile, so that input must
+	 * not share memory with what the chain writes.
 	 */
-	for (i = 1; i < p->num_lops; i++) {
-		const struct npu_lop *a = &p->lops[i - 1], *q = &p->lops[i];
+	for (i = 0; i < p->num_lops; i++) {
+		size_t j;
 
-		if (a->kind == NPU_LOP_CONV && q->kind == NPU_LOP_CONV && q->in == a->out &&
-		    p->acts[a->out].internal && items[a->in].last_step < i)
-			items[a->in].last_step = (uint32_t)i;
+		for (j = i + 1; j < p->num_lops && j < i + NPU_FUSE_MAX; j++) {
+			const struct npu_lop *a = &p->lops[j - 1], *q = &p->lops[j];
+
+			if (a->kind != NPU_LOP_CONV || q->kind != NPU_LOP_CONV || q->in != a->out)
+				break;
+			if (items[p->lops[i].in].last_step < j)
+				items[p->lops[i].in].last_step = (uint32_t)j;
+		}
 	}
 	/* So may a RESIZE inside the ELTWISE or Concat COPY that reads its
 	 * output (codegen, gen_resize_elt(), gen_concat()): its input lives
