@@ -112,7 +112,43 @@ enum model {
 	CHAIN,		/* build_chain() */
 	TEE_MUL,	/* build_tee(), a product with a later layer */
 	TEE_SE,		/* build_tee(), a Squeeze-and-Excitation gate */
+	STEM,		/* build_stem(): a first layer read as im2col, then a chain */
 };
+
+/* The input channels of each model. */
+static int64_t model_c(enum model m)
+{
+	return m == STEM ? 3 : 5;
+}
+
+/*
+ * x[1,3,H,W] -> 3x3 stride 2 conv to 16 + HardSwish (K = 27: the input is
+ * read as im2col) -> depthwise 3x3 + Relu -> 1x1 to 24.
+ */
+static struct npu_graph *build_stem(int64_t h, int64_t w)
+{
+	static const struct conv_spec specs[] = {
+		{ 16, 3, 3, 2, 1, 1, 1, 1, 1, 1, "HardSwish" },
+		{ 16, 3, 3, 1, 1, 1, 1, 1, 1, 16, "Relu" },
+		{ 24, 1, 1, 1, 1, 0, 0, 0, 0, 1, NULL },
+	};
+	struct npu_graph *g = npu_graph_create("stem");
+	int64_t xd[4] = { 1, 3, h, w };
+	struct npu_value *x = gb_value(g, "x", 4, xd), *y = x;
+	size_t i;
+
+	x->is_graph_input = true;
+	g->inputs = malloc(sizeof(*g->inputs));
+	g->inputs[0] = x;
+	g->num_inputs = 1;
+	for (i = 0; i < sizeof(specs) / sizeof(specs[0]); i++)
+		y = conv(g, y, (int)i, &specs[i]);
+	g->outputs = malloc(sizeof(*g->outputs));
+	g->outputs[0] = y;
+	g->num_outputs = 1;
+	y->is_graph_output = true;
+	return g;
+}
 
 /*
  * x[1,5,H,W] -> 1x1 conv to 24 -> c0 = 3x3 conv to 16 + Relu, then
@@ -206,13 +242,15 @@ static size_t compile_and_run(struct npu_device *dev, enum model m, int64_t h, i
 	else
 		unsetenv("NPU_FUSE_ROWS");
 	gb_seed = 11;	/* the same weights every time */
-	g = m == CHAIN ? build_chain(h, w) : build_tee(h, w, m);
+	g = m == CHAIN ? build_chain(h, w) : m == STEM ? build_stem(h, w) : build_tee(h, w, m);
 	c = gb_compile(g, dev, &x);
 	assert_true(c->num_segments >= 1);
 	*fused_groups = 0;
 	for (i = 0; i < c->num_segments; i++)
 		*fused_groups += c->segments[i]->code.fused_groups;
 	groups(c, "conv0", longest, teed);
+	if (m == STEM)	/* the first conv reads its input as im2col */
+		assert_true(c->segments[0]->prog.acts[c->segments[0]->prog.lops[0].in].im2col.k_h);
 	n = gb_run(g, x, out, cap);
 	npu_compiled_free(c);
 	npu_graph_destroy(g);
@@ -224,7 +262,7 @@ static size_t compile_and_run(struct npu_device *dev, enum model m, int64_t h, i
 static void check_model(enum model m, int64_t h, int64_t w, const char *rows)
 {
 	struct npu_device *dev;
-	struct npu_shape xs = { .rank = 4, .dims = { 1, 5, h, w } };
+	struct npu_shape xs = { .rank = 4, .dims = { 1, model_c(m), h, w } };
 	struct npu_tensor *x = npu_tensor_create(NPU_DTYPE_FLOAT, &xs);
 	size_t cap = 1 << 16, n0, n1, i, diff = 0, l0, l1;
 	float *a = calloc(cap, sizeof(float)), *b = calloc(cap, sizeof(float));
@@ -246,7 +284,7 @@ static void check_model(enum model m, int64_t h, int64_t w, const char *rows)
 	print_message("# model %d %lldx%lld, fused tile rows <= %s: %llu fused groups, "
 		      "the longest of %zu lops%s, %zu outputs\n", (int)m, (long long)h,
 		      (long long)w, rows ? rows : "any", (unsigned long long)g1, l1,
-		      t1 ? ", conv0 teed" : "", n1);
+		      t1 ? ", conv0 fused with the next lop" : "", n1);
 	assert_int_equal(g0, 0);
 	assert_int_equal(l0, 1);
 	if (m == CHAIN) {
@@ -254,6 +292,9 @@ static void check_model(enum model m, int64_t h, int64_t w, const char *rows)
 		assert_true(g1 >= 2);
 		if (rows)
 			assert_int_equal(l1, 6);
+	} else if (m == STEM && rows) {
+		assert_true(t1);	/* the im2col conv heads the chain */
+		assert_int_equal(l1, 3);
 	} else if (rows) {
 		/* conv0 heads a chain and is stored for the Mul as well */
 		assert_true(t1);
@@ -299,12 +340,21 @@ static void test_teed_intermediates_are_bit_identical(void **state)
 	check_model(TEE_SE, 96, 80, NULL);
 }
 
+static void test_im2col_head_is_bit_identical(void **state)
+{
+	(void)state;
+	check_model(STEM, 37, 29, "1");
+	check_model(STEM, 64, 48, "3");
+	check_model(STEM, 64, 48, NULL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_fused_small_tiles_are_bit_identical),
 		cmocka_unit_test(test_fused_free_tiles_are_bit_identical),
 		cmocka_unit_test(test_teed_intermediates_are_bit_identical),
+		cmocka_unit_test(test_im2col_head_is_bit_identical),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

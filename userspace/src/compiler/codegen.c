@@ -3173,7 +3173,7 @@ static bool fuse_conv_ok(const struct npu_segment_program *prog, const struct np
 	return l->kind == NPU_LOP_CONV && !npu_lop_reads_in2(l) && !l->conv.phase_h && !l->conv.fold_w &&
 	       !l->conv.ins_h && !l->conv.ins_w && in->n == 1 && out->n == 1 &&
 	       !in->i16 && !out->i16 && !l->conv.q.bias64 && conv_wpo(l, in, out) &&
-	       !in->im2col.k_h && !out->im2col.k_h;	/* plain NHWC rows only */
+	       !out->im2col.k_h;	/* an im2col input is plain rows of k_h * k_w * c */
 }
 
 /* Rows [a, b) of a conv's output -> the window of its input rows. */
