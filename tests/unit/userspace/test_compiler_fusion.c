@@ -113,12 +113,95 @@ enum model {
 	TEE_MUL,	/* build_tee(), a product with a later layer */
 	TEE_SE,		/* build_tee(), a Squeeze-and-Excitation gate */
 	STEM,		/* build_stem(): a first layer read as im2col, then a chain */
+	DECONV,		/* build_deconv(): zero insertion and a pixel-major tail */
+	BRANCH,		/* build_branch(): another branch between two convs */
 };
 
 /* The input channels of each model. */
 static int64_t model_c(enum model m)
 {
 	return m == STEM ? 3 : 5;
+}
+
+/*
+ * x[1,5,H,W] -> 3x3 conv to 24 + Relu -> ConvTranspose 24 -> 24, 2x2 stride
+ * 2 (zero insertion: one tap per output pixel) + Relu -> ConvTranspose
+ * 24 -> 1, 2x2 stride 2 (pixel-major MATMULs, the chain's tail) -> Sigmoid.
+ */
+static struct npu_graph *build_deconv(int64_t h, int64_t w)
+{
+	static const struct conv_spec c0s = { 24, 3, 3, 1, 1, 1, 1, 1, 1, 1, "Relu" };
+	struct npu_graph *g = npu_graph_create("deconv");
+	int64_t xd[4] = { 1, 5, h, w }, k2[2] = { 2, 2 };
+	struct npu_value *x = gb_value(g, "x", 4, xd), *y = x, *in[3];
+	int64_t oc[2] = { 24, 1 }, i;
+
+	x->is_graph_input = true;
+	g->inputs = malloc(sizeof(*g->inputs));
+	g->inputs[0] = x;
+	g->num_inputs = 1;
+	y = conv(g, x, 0, &c0s);
+	for (i = 0; i < 2; i++) {
+		const int64_t *d = y->shape.dims;
+		int64_t od[4] = { 1, oc[i], 2 * d[2], 2 * d[3] };
+		int64_t wd[4] = { d[1], oc[i], 2, 2 }, bd[1] = { oc[i] };
+		struct npu_value *t, *a;
+		struct npu_node *n;
+		char name[16];
+
+		snprintf(name, sizeof(name), "t%d", (int)i);
+		t = gb_value(g, name, 4, od);
+		in[0] = y;
+		snprintf(name, sizeof(name), "tw%d", (int)i);
+		in[1] = gb_weights(g, name, 4, wd, -0.5f, 0.5f);
+		snprintf(name, sizeof(name), "tb%d", (int)i);
+		in[2] = gb_weights(g, name, 1, bd, -0.2f, 0.2f);
+		snprintf(name, sizeof(name), "deconv%d", (int)i);
+		n = gb_node(g, "ConvTranspose", name, in, 3, t);
+		gb_set_ints(n, "kernel_shape", k2, 2);
+		gb_set_ints(n, "strides", k2, 2);
+		snprintf(name, sizeof(name), "ta%d", (int)i);
+		a = gb_value(g, name, 4, od);
+		gb_node(g, i ? "Sigmoid" : "Relu", name, &t, 1, a);
+		y = a;
+	}
+	g->outputs = malloc(sizeof(*g->outputs));
+	g->outputs[0] = y;
+	g->num_outputs = 1;
+	y->is_graph_output = true;
+	return g;
+}
+
+/*
+ * x[1,5,H,W] -> c0 = 3x3 conv to 16 + Relu; d = 3x3 conv of x (another
+ * branch, which graph order puts before c0's reader); y = 1x1 conv of c0
+ * + d. compile.c moves c0's reader up behind c0, so they can chain.
+ */
+static struct npu_graph *build_branch(int64_t h, int64_t w)
+{
+	static const struct conv_spec c0s = { 16, 3, 3, 1, 1, 1, 1, 1, 1, 1, "Relu" };
+	static const struct conv_spec ds = { 16, 3, 3, 1, 1, 1, 1, 1, 1, 1, NULL };
+	static const struct conv_spec pw = { 16, 1, 1, 1, 1, 0, 0, 0, 0, 1, NULL };
+	struct npu_graph *g = npu_graph_create("branch");
+	int64_t xd[4] = { 1, 5, h, w }, yd[4] = { 1, 16, h, w };
+	struct npu_value *x = gb_value(g, "x", 4, xd), *c0, *d, *e, *in[2], *y;
+
+	x->is_graph_input = true;
+	g->inputs = malloc(sizeof(*g->inputs));
+	g->inputs[0] = x;
+	g->num_inputs = 1;
+	c0 = conv(g, x, 0, &c0s);
+	d = conv(g, x, 1, &ds);
+	e = conv(g, c0, 2, &pw);
+	y = gb_value(g, "y", 4, yd);
+	in[0] = e;
+	in[1] = d;
+	gb_node(g, "Add", "add", in, 2, y);
+	g->outputs = malloc(sizeof(*g->outputs));
+	g->outputs[0] = y;
+	g->num_outputs = 1;
+	y->is_graph_output = true;
+	return g;
 }
 
 /*
@@ -242,7 +325,9 @@ static size_t compile_and_run(struct npu_device *dev, enum model m, int64_t h, i
 	else
 		unsetenv("NPU_FUSE_ROWS");
 	gb_seed = 11;	/* the same weights every time */
-	g = m == CHAIN ? build_chain(h, w) : m == STEM ? build_stem(h, w) : build_tee(h, w, m);
+	g = m == CHAIN ? build_chain(h, w) : m == STEM ? build_stem(h, w) :
+	    m == DECONV ? build_deconv(h, w) : m == BRANCH ? build_branch(h, w) :
+	    build_tee(h, w, m);
 	c = gb_compile(g, dev, &x);
 	assert_true(c->num_segments >= 1);
 	*fused_groups = 0;
@@ -251,6 +336,20 @@ static size_t compile_and_run(struct npu_device *dev, enum model m, int64_t h, i
 	groups(c, "conv0", longest, teed);
 	if (m == STEM)	/* the first conv reads its input as im2col */
 		assert_true(c->segments[0]->prog.acts[c->segments[0]->prog.lops[0].in].im2col.k_h);
+	if (m == DECONV) {	/* zero insertion, then pixel-major: both in the chain */
+		const struct npu_segment_program *prog = &c->segments[0]->prog;
+
+		assert_int_equal(prog->num_lops, 3);
+		assert_true(prog->lops[1].conv.ins_h == 1 && !prog->lops[1].conv.phase_h);
+		assert_true(prog->lops[2].conv.phase_h == 2);
+	}
+	if (m == BRANCH) {	/* c0's reader right behind it */
+		const struct npu_segment_program *prog = &c->segments[0]->prog;
+
+		assert_true(prog->num_lops >= 3);
+		assert_string_equal(prog->lops[0].name, "conv0");
+		assert_string_equal(prog->lops[1].name, "conv2");
+	}
 	n = gb_run(g, x, out, cap);
 	npu_compiled_free(c);
 	npu_graph_destroy(g);
@@ -292,6 +391,11 @@ static void check_model(enum model m, int64_t h, int64_t w, const char *rows)
 		assert_true(g1 >= 2);
 		if (rows)
 			assert_int_equal(l1, 6);
+	} else if (m == DECONV && rows) {
+		assert_true(t1);
+		assert_int_equal(l1, 3);
+	} else if (m == BRANCH && rows) {
+		assert_true(t1);
 	} else if (m == STEM && rows) {
 		assert_true(t1);	/* the im2col conv heads the chain */
 		assert_int_equal(l1, 3);
@@ -340,6 +444,21 @@ static void test_teed_intermediates_are_bit_identical(void **state)
 	check_model(TEE_SE, 96, 80, NULL);
 }
 
+static void test_deconv_tail_is_bit_identical(void **state)
+{
+	(void)state;
+	check_model(DECONV, 13, 11, "1");
+	check_model(DECONV, 20, 24, "3");
+	check_model(DECONV, 40, 36, NULL);
+}
+
+static void test_hoisted_reader_is_bit_identical(void **state)
+{
+	(void)state;
+	check_model(BRANCH, 23, 17, "2");
+	check_model(BRANCH, 40, 36, NULL);
+}
+
 static void test_im2col_head_is_bit_identical(void **state)
 {
 	(void)state;
@@ -355,6 +474,8 @@ int main(void)
 		cmocka_unit_test(test_fused_free_tiles_are_bit_identical),
 		cmocka_unit_test(test_teed_intermediates_are_bit_identical),
 		cmocka_unit_test(test_im2col_head_is_bit_identical),
+		cmocka_unit_test(test_deconv_tail_is_bit_identical),
+		cmocka_unit_test(test_hoisted_reader_is_bit_identical),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -486,12 +486,16 @@ static bool pmm_ok(const struct npu_segment_program *prog, const struct npu_lop 
 	       (!l->conv.fold_w || in->w % l->conv.fold_w == 0);
 }
 
-/* Lay out SRAM for tiles of 'rows' input rows; false: it does not fit. */
-static bool pmm_layout(const struct npu_segment_program *prog, const struct npu_lop *l,
-		       uint32_t rows, uint32_t sram, struct pmm *m)
+/*
+ * The constants of tiles of n pixels from SRAM offset 0: per phase its
+ * weight row, its bias once per pixel (m = 1: the bias goes with the
+ * n side) and its requantization, then the LUT.
+ */
+static void pmm_consts_layout(const struct npu_segment_program *prog, const struct npu_lop *l,
+			      uint64_t n, struct pmm *m)
 {
 	const struct npu_act *in = &prog->acts[l->in];
-	uint64_t off = 0, n = (uint64_t)rows * in->w, in_b, mid_b;
+	uint64_t off = 0;
 	uint32_t p;
 
 	m->conv1x1 = !l->conv.phase_h;
@@ -509,6 +513,17 @@ static bool pmm_layout(const struct npu_segment_program *prog, const struct npu_
 	if (l->conv.q.lut)
 		off += 256;
 	m->consts = align_up(off, SRAM_ALIGN);
+	m->n = (uint32_t)n;
+}
+
+/* Lay out SRAM for tiles of 'rows' input rows; false: it does not fit. */
+static bool pmm_layout(const struct npu_segment_program *prog, const struct npu_lop *l,
+		       uint32_t rows, uint32_t sram, struct pmm *m)
+{
+	const struct npu_act *in = &prog->acts[l->in];
+	uint64_t n = (uint64_t)rows * in->w, in_b, mid_b;
+
+	pmm_consts_layout(prog, l, n, m);
 	in_b = align_up(n * in->c, SRAM_ALIGN);
 	mid_b = align_up(m->phases * n, SRAM_ALIGN);	/* = one output tile */
 	if (m->consts + 2 * in_b + 3 * mid_b > sram)
@@ -1778,61 +1793,74 @@ static npu_status pmm_load(struct emitter *e, void *ctx, size_t tile, int buf)
 	return load_in_rows(e, c->in, c->m.sram_in[buf], img, r0, r1);
 }
 
-/* Phase p = (dy, dx) into mid block p, the LUT over all, then each block
- * to output pixels (s_h * i + dy, s_w * j + dx) of the tile. */
-static npu_status pmm_compute(struct emitter *e, void *ctx, size_t tile, int buf)
+/*
+ * The pixel-major MATMULs of 'rows' input rows at SRAM 'input' (constants
+ * at 'consts' + m's offsets): phase p = (dy, dx) into mid block p, the LUT
+ * over all, then each block to output pixels (s_h * i + dy, s_w * j + dx)
+ * of the tile at 'output'. 'flags' on the first instruction.
+ */
+static npu_status pmm_emit(struct emitter *e, const struct npu_lop *l, const struct pmm *m,
+			   uint32_t consts, uint32_t input, uint32_t output, uint32_t rows,
+			   uint8_t flags)
 {
-	struct pmm_tiles *c = ctx;
-	const struct npu_lop_quant *q = &c->l->conv.q;
-	uint32_t ph = c->l->conv.phase_h, pw = c->l->conv.phase_w ? c->l->conv.phase_w : 1;
-	uint32_t img, r0, r1, p, n;
-	uint32_t ow = c->out->w;
+	const struct npu_act *in = &e->prog->acts[l->in], *out = &e->prog->acts[l->out];
+	const struct npu_lop_quant *q = &l->conv.q;
+	uint32_t ph = l->conv.phase_h, pw = l->conv.phase_w ? l->conv.phase_w : 1;
+	uint32_t p, n = rows * in->w, ow = out->w;
 
-	pmm_tile(c, tile, &img, &r0, &r1);
-	n = (r1 - r0) * c->in->w;
-	for (p = 0; p < c->m.phases; p++) {
+	for (p = 0; p < m->phases; p++) {
 		struct npu_insn_matmul mm = {
-			.hdr.flags = p ? 0 : NPU_INSN_SYNC,
-			.a = c->m.w_off[p],
-			.b = c->m.sram_in[buf],
-			.bias = q->bias ? c->m.bias_off[p] : 0,
-			.quant = c->m.quant_off[p],
-			.output = c->m.sram_mid + p * n,
+			.hdr.flags = p ? 0 : flags,
+			.a = consts + m->w_off[p],
+			.b = input,
+			.bias = q->bias ? consts + m->bias_off[p] : 0,
+			.quant = consts + m->quant_off[p],
+			.output = m->sram_mid + p * n,
 			.flags = NPU_QUANT_PER_TENSOR | (q->bias ? 0 : NPU_CONV_NO_BIAS) |
 				 out_lut_flag(q),
-			.m = 1, .k = c->in->c, .n = n,
-			.a_stride = c->in->c, .out_stride = n,
-			.zp_a = 0, .zp_b = (int16_t)c->in->q.zero_point,
-			.zp_out = (int16_t)(q->lut ? q->pre_act_zp : c->out->q.zero_point),
+			.m = 1, .k = in->c, .n = n,
+			.a_stride = in->c, .out_stride = n,
+			.zp_a = 0, .zp_b = (int16_t)in->q.zero_point,
+			.zp_out = (int16_t)(q->lut ? q->pre_act_zp : out->q.zero_point),
 			.act_min = q->act_min, .act_max = q->act_max,
-			.lut = out_lut_at(q, c->m.lut_off),
+			.lut = out_lut_at(q, consts + m->lut_off),
 		};
 
 		EMIT(e, cmd_matmul(e->cb, &mm));
 	}
 	if (lut_insn(q))
-		EMIT(e, npu_cmdbuf_lut(e->cb, 0, c->m.sram_mid, c->m.sram_mid, c->m.lut_off,
-				       c->m.phases * n));
-	for (p = 0; p < c->m.phases; p++) {
+		EMIT(e, npu_cmdbuf_lut(e->cb, 0, m->sram_mid, m->sram_mid, consts + m->lut_off,
+				       m->phases * n));
+	for (p = 0; p < m->phases; p++) {
 		struct npu_insn_resize rz = {
-			.input = c->m.sram_mid + p * n,
-			.output = c->m.sram_out[buf] + (p / pw) * ow + p % pw,
+			.input = m->sram_mid + p * n,
+			.output = output + (p / pw) * ow + p % pw,
 			.mode = NPU_RESIZE_NEAREST, .c = 1,
-			.in_h = (uint16_t)(r1 - r0), .in_w = (uint16_t)c->in->w,
-			.out_h = (uint16_t)(r1 - r0), .out_w = (uint16_t)c->in->w,
-			.in_row_stride = c->in->w, .in_pixel_stride = 1,
+			.in_h = (uint16_t)rows, .in_w = (uint16_t)in->w,
+			.out_h = (uint16_t)rows, .out_w = (uint16_t)in->w,
+			.in_row_stride = in->w, .in_pixel_stride = 1,
 			.out_row_stride = ph * ow, .out_pixel_stride = pw,
 			.step_h = 1, .step_w = 1, .den_h = 1, .den_w = 1,
 		};
 
-		if (c->m.conv1x1) {	/* channel p of every NHWC pixel */
-			rz.output = c->m.sram_out[buf] + p;
-			rz.out_row_stride = c->in->w * c->m.phases;
-			rz.out_pixel_stride = c->m.phases;
+		if (m->conv1x1) {	/* channel p of every NHWC pixel */
+			rz.output = output + p;
+			rz.out_row_stride = in->w * m->phases;
+			rz.out_pixel_stride = m->phases;
 		}
 		EMIT(e, npu_cmdbuf_resize(e->cb, &rz));
 	}
 	return NPU_OK;
+}
+
+static npu_status pmm_compute(struct emitter *e, void *ctx, size_t tile, int buf)
+{
+	struct pmm_tiles *c = ctx;
+	uint32_t img, r0, r1;
+
+	pmm_tile(c, tile, &img, &r0, &r1);
+	return pmm_emit(e, c->l, &c->m, 0, c->m.sram_in[buf], c->m.sram_out[buf], r1 - r0,
+			NPU_INSN_SYNC);
 }
 
 static npu_status pmm_store(struct emitter *e, void *ctx, size_t tile, int buf, uint8_t flags)
@@ -1850,17 +1878,12 @@ static npu_status pmm_store(struct emitter *e, void *ctx, size_t tile, int buf, 
 	return NPU_OK;
 }
 
-static npu_status gen_pmm(struct emitter *e, const struct npu_lop *l, const struct pmm *m)
+/* The constants of pmm_consts_layout() into the blob at *off. */
+static npu_status pmm_blob(struct emitter *e, const struct npu_lop *l, const struct pmm *m,
+			   size_t *off)
 {
-	struct pmm_tiles c = {
-		.l = l, .m = *m,
-		.in = &e->prog->acts[l->in], .out = &e->prog->acts[l->out],
-	};
-	struct tile_ops ops = {
-		.consts = pmm_consts, .load = pmm_load,
-		.compute = pmm_compute, .store = pmm_store,
-	};
 	const struct npu_lop_quant *q = &l->conv.q;
+	const struct npu_act *in = &e->prog->acts[l->in];
 	uint32_t f = l->conv.fold_w ? l->conv.fold_w : 1, pw = l->conv.phase_w ? l->conv.phase_w : 1;
 	uint32_t p, j;
 	uint8_t *k = calloc(1, m->consts);
@@ -1873,7 +1896,7 @@ static npu_status gen_pmm(struct emitter *e, const struct npu_lop *l, const stru
 		 * (a 1x1 conv: row p) */
 		size_t row = m->conv1x1 ? p : ((size_t)(p / pw) * f * pw) + p % pw;
 
-		memcpy(k + m->w_off[p], l->conv.weight + row * f * c.in->c, c.in->c);
+		memcpy(k + m->w_off[p], l->conv.weight + row * f * in->c, in->c);
 		if (q->bias)
 			for (j = 0; j < m->n; j++)
 				memcpy(k + m->bias_off[p] + 4 * (size_t)j, &q->bias[row], 4);
@@ -1882,10 +1905,25 @@ static npu_status gen_pmm(struct emitter *e, const struct npu_lop *l, const stru
 	}
 	if (q->lut)
 		memcpy(k + m->lut_off, q->lut, 256);
-	rc = blob_put(&e->blob, k, m->consts, &c.blob_off);
+	rc = blob_put(&e->blob, k, m->consts, off);
 	free(k);
 	if (rc)
 		return npu_error_set(e->err, NPU_ERR_NO_MEMORY, "codegen: %s: out of memory", l->name);
+	return NPU_OK;
+}
+
+static npu_status gen_pmm(struct emitter *e, const struct npu_lop *l, const struct pmm *m)
+{
+	struct pmm_tiles c = {
+		.l = l, .m = *m,
+		.in = &e->prog->acts[l->in], .out = &e->prog->acts[l->out],
+	};
+	struct tile_ops ops = {
+		.consts = pmm_consts, .load = pmm_load,
+		.compute = pmm_compute, .store = pmm_store,
+	};
+	if (pmm_blob(e, l, m, &c.blob_off))
+		return e->err->status;
 	c.row_tiles = (c.in->h + m->rows - 1) / m->rows;
 	e->res->macs += (uint64_t)c.out->n * c.out->h * c.out->w * c.out->c * c.in->c;
 	ops.count = (size_t)c.in->n * c.row_tiles;
@@ -3147,6 +3185,7 @@ static bool read_elsewhere(const struct npu_segment_program *prog, uint32_t a, s
 static bool overlap(const struct npu_act *a, const struct npu_act *b);
 
 struct fused {
+	const struct npu_segment_program *prog;
 	uint32_t n;				/* convs in the chain */
 	const struct npu_lop *l[FUSE_MAX];
 	/* act[0] the chain's input, act[k + 1] conv k's output */
@@ -3158,7 +3197,23 @@ struct fused {
 	uint32_t rows, tiles;			/* last conv's output rows per tile */
 	uint32_t sram_in[2], sram_out[2];
 	uint32_t sram_mid[FUSE_MAX][2];		/* act[k + 1]; [1] only when teed */
+	/* The last lop is a ConvTranspose as pixel-major MATMULs (gen_pmm()):
+	 * tiles count its input rows, pm its constants and buffer. */
+	bool pmm;
+	struct pmm pm;
 };
+
+/* Rows the tiles split: the last lop's output, or a pmm tail's input. */
+static uint32_t fused_h(const struct fused *f)
+{
+	return f->pmm ? f->act[f->n - 1]->h : f->act[f->n]->h;
+}
+
+/* Output rows per row the tiles count (a pmm tail: its stride). */
+static uint32_t fused_out_per_row(const struct fused *f)
+{
+	return f->pmm ? f->l[f->n - 1]->conv.phase_h : 1;
+}
 
 /* Per tile: w[k], the input window of conv k; w[n - 1] is the output's. */
 struct fused_tile {
@@ -3171,7 +3226,7 @@ static bool fuse_conv_ok(const struct npu_segment_program *prog, const struct np
 	const struct npu_act *in = &prog->acts[l->in], *out = &prog->acts[l->out];
 
 	return l->kind == NPU_LOP_CONV && !npu_lop_reads_in2(l) && !l->conv.phase_h && !l->conv.fold_w &&
-	       !l->conv.ins_h && !l->conv.ins_w && in->n == 1 && out->n == 1 &&
+	       in->n == 1 && out->n == 1 &&
 	       !in->i16 && !out->i16 && !l->conv.q.bias64 && conv_wpo(l, in, out) &&
 	       !out->im2col.k_h;	/* an im2col input is plain rows of k_h * k_w * c */
 }
@@ -3194,11 +3249,18 @@ static uint32_t fused_mid(const struct fused *f, uint32_t k, uint32_t t)
 /* Lay out SRAM for 'rows' output rows per tile; false: it does not fit. */
 static bool fused_layout(struct fused *f, uint32_t rows, uint32_t sram)
 {
-	uint64_t need = rows, mid_b[FUSE_MAX], in_b, out_b, off = 0;
-	uint32_t k;
+	uint64_t need = rows, mid_b[FUSE_MAX], in_b, out_b, off = 0, pm_mid = 0;
+	uint32_t k, last = f->n - 1;
 
+	if (f->pmm) {	/* its input rows are the tile's rows */
+		mid_b[last - 1] = align_up(need * f->act[last]->w * f->act[last]->c, SRAM_ALIGN);
+		pmm_consts_layout(f->prog, f->l[last], need * f->act[last]->w, &f->pm);
+		f->consts_bytes[last] = f->pm.consts;
+		pm_mid = align_up(f->pm.phases * need * f->act[last]->w, SRAM_ALIGN);
+		last--;
+	}
 	/* rows of act[k] one tile needs at most, from the output back */
-	for (k = f->n - 1; k > 0; k--) {
+	for (k = last; k > 0; k--) {
 		need = window_rows(need, f->l[k]->conv.stride_h, f->l[k]->conv.dil_h,
 				   f->l[k]->conv.k_h);
 		if (need > f->act[k]->h)
@@ -3209,7 +3271,8 @@ static bool fused_layout(struct fused *f, uint32_t rows, uint32_t sram)
 	if (need > f->act[0]->h)
 		need = f->act[0]->h;
 	in_b = align_up(need * f->act[0]->w * f->act[0]->c, SRAM_ALIGN);
-	out_b = align_up((uint64_t)rows * f->act[f->n]->w * f->act[f->n]->c, SRAM_ALIGN);
+	out_b = align_up((uint64_t)rows * fused_out_per_row(f) * f->act[f->n]->w * f->act[f->n]->c,
+			 SRAM_ALIGN);
 	for (k = 0; k < f->n; k++) {
 		f->consts_at[k] = (uint32_t)off;
 		off += align_up(f->consts_bytes[k], SRAM_ALIGN);
@@ -3226,10 +3289,12 @@ static bool fused_layout(struct fused *f, uint32_t rows, uint32_t sram)
 	}
 	for (k = 0; k < 2; k++, off += out_b)
 		f->sram_out[k] = (uint32_t)off;
+	f->pm.sram_mid = (uint32_t)off;
+	off += pm_mid;
 	if (off > sram)
 		return false;
 	f->rows = rows;
-	f->tiles = (f->act[f->n]->h + rows - 1) / rows;
+	f->tiles = (fused_h(f) + rows - 1) / rows;
 	return true;
 }
 
@@ -3244,6 +3309,16 @@ static bool fused_covers(const struct npu_segment_program *prog, const struct np
 	       l->conv.stride_h <= (uint32_t)l->conv.dil_h * (l->conv.k_h - 1) + 1;
 }
 
+/*
+ * A ConvTranspose as pixel-major MATMULs (pmm_ok()) ends a chain: an input
+ * row makes phase_h output rows, so its tiles need no halo.
+ */
+static bool pmm_tail_ok(const struct npu_segment_program *prog, const struct npu_lop *l)
+{
+	return l->kind == NPU_LOP_CONV && l->conv.phase_h && pmm_ok(prog, l) &&
+	       prog->acts[l->in].n == 1;
+}
+
 /* The chain of n convs from lop i, or false when it cannot fuse. */
 static bool fused_init(const struct npu_segment_program *prog, size_t i, uint32_t n,
 		       struct fused *f)
@@ -3254,9 +3329,13 @@ static bool fused_init(const struct npu_segment_program *prog, size_t i, uint32_
 	if (n < 2 || n > FUSE_MAX || i + n > prog->num_lops)
 		return false;
 	f->n = n;
+	f->prog = prog;
 	for (k = 0; k < n; k++) {
 		f->l[k] = &prog->lops[i + k];
-		if (!fuse_conv_ok(prog, f->l[k]) || (k && f->l[k]->in != f->l[k - 1]->out))
+		if (k && f->l[k]->in != f->l[k - 1]->out)
+			return false;
+		if (!fuse_conv_ok(prog, f->l[k]) &&
+		    !(k == n - 1 && pmm_tail_ok(prog, f->l[k]) && (f->pmm = true)))
 			return false;
 		f->act[k] = &prog->acts[f->l[k]->in];
 	}
@@ -3274,7 +3353,7 @@ static bool fused_init(const struct npu_segment_program *prog, size_t i, uint32_
 	for (k = 1; k <= n; k++)
 		if ((k == n || f->tee[k - 1]) && overlap(f->act[0], f->act[k]))
 			return false;
-	for (k = 0; k < n; k++) {
+	for (k = 0; k < n - f->pmm; k++) {
 		make_slices(f->act[k + 1]->c, f->act[k]->c, f->l[k]->conv.groups, f->act[k + 1]->c,
 			    &f->sl[k], 1);
 		f->consts_bytes[k] = slice_const_bytes(f->act[k + 1]->c,
@@ -3292,10 +3371,15 @@ static void fused_tile(const struct npu_segment_program *prog, const struct fuse
 	uint32_t k, a, b;
 
 	ft->r0 = t * f->rows;
-	ft->r1 = ft->r0 + f->rows < f->act[f->n]->h ? ft->r0 + f->rows : f->act[f->n]->h;
+	ft->r1 = ft->r0 + f->rows < fused_h(f) ? ft->r0 + f->rows : fused_h(f);
 	a = ft->r0;
 	b = ft->r1;
-	for (k = f->n; k-- > 0;) {
+	k = f->n;
+	if (f->pmm) {	/* one input row per output row phase: no halo */
+		k--;
+		ft->w[k] = (struct window){ .ih0 = a, .in_h = b - a };
+	}
+	while (k-- > 0) {
 		fused_window(prog, f->l[k], a, b, &ft->w[k]);
 		a = ft->w[k].ih0;
 		b = a + ft->w[k].in_h;
@@ -3332,6 +3416,15 @@ static void fused_tee_rows(const struct npu_segment_program *prog, const struct 
 	}
 }
 
+/* Taps a conv's CONV2D costs per output pixel (zero insertion skips some). */
+static uint64_t conv_taps(uint32_t k, uint32_t dil, uint32_t ins);
+
+static uint64_t fused_taps(const struct npu_lop *l)
+{
+	return conv_taps(l->conv.k_h, l->conv.dil_h, l->conv.ins_h) *
+	       conv_taps(l->conv.k_w, l->conv.dil_w, l->conv.ins_w);
+}
+
 static uint64_t fused_cost(const struct npu_segment_program *prog, const struct fused *f)
 {
 	struct cost_engines t = { 0, 0, 0 };
@@ -3359,13 +3452,25 @@ static uint64_t fused_cost(const struct npu_segment_program *prog, const struct 
 		fused_tile(prog, f, i - 1, &ft);
 		for (k = 0; k < f->n; k++) {
 			const struct npu_act *o = f->act[k + 1];
-			uint32_t a, b;
+			uint32_t a, b, p;
 
 			fused_rows(f, &ft, k, &a, &b);
+			if (f->pmm && k + 1 == f->n) {	/* pmm_emit() */
+				uint64_t px = (uint64_t)(b - a) * f->act[k]->w;
+
+				for (p = 0; p < f->pm.phases; p++)
+					cost_insn(&t, false, false,
+						  matmul_cycles(1, f->act[k]->c, px, false));
+				if (lut_insn(&f->l[k]->conv.q))
+					cost_insn(&t, false, false, div_up64(f->pm.phases * px,
+									     NPU_VECTOR_LANES));
+				for (p = 0; p < f->pm.phases; p++)
+					cost_insn(&t, false, false, div_up64(px, NPU_VECTOR_LANES));
+				continue;
+			}
 			cost_insn(&t, false, k == 0,
-				  cost_conv_insn(b - a, o->w,
-						 (uint64_t)f->l[k]->conv.k_h * f->l[k]->conv.k_w,
-						 f->sl[k].groups, f->sl[k].in_c, o->c, false));
+				  cost_conv_insn(b - a, o->w, fused_taps(f->l[k]), f->sl[k].groups,
+						 f->sl[k].in_c, o->c, false));
 			if (lut_insn(&f->l[k]->conv.q))
 				cost_insn(&t, false, false, div_up64((uint64_t)(b - a) * o->w * o->c,
 								     NPU_VECTOR_LANES));
@@ -3385,8 +3490,8 @@ static uint64_t fused_cost(const struct npu_segment_program *prog, const struct 
 		}
 		if (i < f->tiles && load)
 			cost_insn(&t, true, false, load);
-		prev_store = cost_dma(1, (uint64_t)(ft.r1 - ft.r0) * f->act[f->n]->w *
-				      f->act[f->n]->c);
+		prev_store = cost_dma(1, (uint64_t)(ft.r1 - ft.r0) * fused_out_per_row(f) *
+				      f->act[f->n]->w * f->act[f->n]->c);
 	}
 	cost_insn(&t, true, true, prev_store);
 	for (k = 0; k + 1 < f->n; k++) {
@@ -3426,7 +3531,7 @@ static uint32_t fuse_rows_cap(void)
 static bool fused_search(const struct npu_segment_program *prog, struct fused *f,
 			 uint32_t sram, uint64_t *cost)
 {
-	uint32_t cap = fuse_rows_cap(), h = f->act[f->n]->h;
+	uint32_t cap = fuse_rows_cap(), h = fused_h(f);
 	uint32_t r, best = 0, last = 0, tries = 0;
 	uint64_t k, c, best_cost = UINT64_MAX;
 
@@ -4405,7 +4510,8 @@ static void fusion_plan(const struct npu_segment_program *prog, uint32_t sram,
 		uint32_t n;
 
 		len[i] = 1;
-		if (!fuse[i] && fuse_conv_ok(prog, l) && plan_lop(prog, l, sram, &p, why, sizeof(why))) {
+		if (!fuse[i] && (fuse_conv_ok(prog, l) || pmm_tail_ok(prog, l)) &&
+		    plan_lop(prog, l, sram, &p, why, sizeof(why))) {
 			tile_search(prog, l, &p);
 			alone = plan_cost(prog, l, &p);
 		}
@@ -4457,6 +4563,7 @@ static npu_status fused_conv(struct emitter *e, const struct npu_lop *l,
 		.dil_h = l->conv.dil_h, .dil_w = l->conv.dil_w,
 		.pad_top = (uint8_t)w->pad_top, .pad_bottom = (uint8_t)w->pad_bottom,
 		.pad_left = l->conv.pad_left, .pad_right = l->conv.pad_right,
+		.ins_h = l->conv.ins_h, .ins_w = l->conv.ins_w,
 		.groups = (uint16_t)sl->groups,
 		.in_row_stride = in->w * in->c, .in_pixel_stride = in->c,
 		.out_row_stride = out->w * out->c, .out_pixel_stride = out->c,
@@ -4491,9 +4598,9 @@ static npu_status fused_store(struct emitter *e, const struct fused *f, uint32_t
 			      uint8_t flags)
 {
 	const struct npu_act *out = f->act[f->n];
-	uint64_t row = (uint64_t)out->w * out->c;
+	uint64_t row = (uint64_t)out->w * out->c * fused_out_per_row(f);
 	uint32_t r0 = t * f->rows;
-	uint32_t r1 = r0 + f->rows < out->h ? r0 + f->rows : out->h;
+	uint32_t r1 = r0 + f->rows < fused_h(f) ? r0 + f->rows : fused_h(f);
 
 	EMIT(e, npu_cmdbuf_dma_copy_1d(e->cb, flags, NPU_SPACE_VA, arena(e, out->offset + r0 * row),
 				       NPU_SPACE_SRAM, f->sram_out[t % 2],
@@ -4536,19 +4643,24 @@ static npu_status gen_fused(struct emitter *e, size_t i, uint32_t n, uint32_t sr
 	struct fused f;
 	uint64_t cost;
 	uint32_t t, k;
+	size_t pm_blob_off = 0;
 	npu_status st = NPU_OK;
 
 	if (!fused_init(prog, i, n, &f) || !fused_search(prog, &f, sram, &cost))
 		return npu_error_set(e->err, NPU_ERR_UNSUPPORTED, "codegen: %s: fusion plan changed",
 				     prog->lops[i].name);
-	for (k = 0; k < n; k++)
+	for (k = 0; k < n - f.pmm; k++)
 		if (put_slice_consts(&e->blob, &f.sl[k], f.l[k]->conv.weight,
 				     conv_wpo(f.l[k], f.act[k], f.act[k + 1]), &f.l[k]->conv.q))
 			return npu_error_set(e->err, NPU_ERR_NO_MEMORY,
 					     "codegen: %s: out of memory", f.l[0]->name);
+	if (f.pmm && pmm_blob(e, f.l[n - 1], &f.pm, &pm_blob_off))
+		return e->err->status;
 	e->lop = f.l[0];
 	for (k = 0; k < n && !st; k++)
-		st = emit_consts(e, f.sl[k].blob_off, f.sl[k].blob_size, f.consts_at[k]);
+		st = f.pmm && k == n - 1 ?
+		     emit_consts(e, pm_blob_off, f.pm.consts, f.consts_at[k]) :
+		     emit_consts(e, f.sl[k].blob_off, f.sl[k].blob_size, f.consts_at[k]);
 	if (!st)
 		st = fused_load(e, &f, 0);
 	for (t = 0; t < f.tiles && !st; t++) {
@@ -4560,6 +4672,11 @@ static npu_status gen_fused(struct emitter *e, size_t i, uint32_t n, uint32_t sr
 
 			fused_rows(&f, &ft, k, &a, &b);
 			e->lop = f.l[k];
+			if (f.pmm && k == n - 1) {
+				st = pmm_emit(e, f.l[k], &f.pm, f.consts_at[k], fused_mid(&f, k - 1, t),
+					      f.sram_out[t % 2], b - a, 0);
+				continue;
+			}
 			st = fused_conv(e, f.l[k], f.act[k], f.act[k + 1], &f.sl[k], f.consts_at[k],
 					k ? fused_mid(&f, k - 1, t) : f.sram_in[t % 2],
 					k + 1 < n ? fused_mid(&f, k, t) : f.sram_out[t % 2],
@@ -4585,8 +4702,11 @@ static uint64_t conv_lop_macs(const struct npu_segment_program *prog, const stru
 {
 	const struct npu_act *in = &prog->acts[l->in], *out = &prog->acts[l->out];
 
+	if (l->conv.phase_h)	/* as gen_pmm() counts them */
+		return (uint64_t)out->n * out->h * out->w * out->c * in->c;
+	/* taps on inserted zeros are skipped (npu_hw.h) */
 	return (uint64_t)out->n * out->h * out->w * out->c * (in->c / l->conv.groups) *
-	       l->conv.k_h * l->conv.k_w;
+	       fused_taps(l);
 }
 
 /* ---- Segment ----------------------------------------------------------- */

@@ -627,6 +627,49 @@ static void sink_gates(struct npu_segment_program *p)
 	}
 }
 
+/*
+ * A conv that reads a conv's output moves up to right behind it when the
+ * lops between neither write what it reads or writes nor read what it
+ * writes, so that the two can run as one fused chain (codegen.c,
+ * fusion_plan(): chains are consecutive lops). Graph order often puts
+ * another branch between them: det's Squeeze-and-Excitation pools after
+ * the FPN convs.
+ */
+static bool lop_touches(const struct npu_lop *m, const struct npu_lop *x)
+{
+	bool two = npu_lop_reads_in2(m);
+
+	return m->out == x->in || m->out == x->out || m->in == x->out ||
+	       (two && m->in2 == x->out);
+}
+
+static void hoist_conv_readers(struct npu_segment_program *p)
+{
+	size_t k, j, m;
+
+	for (k = 0; k + 2 < p->num_lops; k++) {
+		struct npu_lop x;
+
+		if (p->lops[k].kind != NPU_LOP_CONV)
+			continue;
+		for (j = k + 1; j < p->num_lops; j++)
+			if (p->lops[j].in == p->lops[k].out ||
+			    (npu_lop_reads_in2(&p->lops[j]) && p->lops[j].in2 == p->lops[k].out))
+				break;
+		if (j >= p->num_lops || j == k + 1 || p->lops[j].kind != NPU_LOP_CONV ||
+		    npu_lop_reads_in2(&p->lops[j]))
+			continue;
+		for (m = k + 1; m < j; m++)
+			if (lop_touches(&p->lops[m], &p->lops[j]))
+				break;
+		if (m < j)
+			continue;
+		x = p->lops[j];
+		memmove(&p->lops[k + 2], &p->lops[k + 1], (j - k - 1) * sizeof(*p->lops));
+		p->lops[k + 1] = x;
+	}
+}
+
 /* Boundary values and the arena plan of a lowered segment. */
 static npu_status finish_segment(struct build *b, const struct span *s,
 				 struct npu_segment *seg, uint32_t *act_of)
@@ -640,6 +683,7 @@ static npu_status finish_segment(struct build *b, const struct span *s,
 		return b->err->status;
 	sink_resizes(p);
 	sink_gates(p);
+	hoist_conv_readers(p);
 	items = calloc(p->num_acts + 1, sizeof(*items));
 	written = calloc(p->num_acts + 1, sizeof(*written));
 	cap = p->num_acts + 1;

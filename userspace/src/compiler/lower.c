@@ -1607,6 +1607,20 @@ static uint64_t gap_split_cycles(uint32_t c, uint32_t out_h, uint32_t out_w, uin
 }
 
 /*
+ * What a grid costs: its two stages, plus the DMA of one band row of the
+ * input. Stage 1 joins its producer's conv chain (codegen.c, the input
+ * teed), whose tiles are whole band rows, and the last tile's store is
+ * not overlapped: a grid of a few tall bands serializes a large part of
+ * the input's store.
+ */
+static uint64_t gap_grid_score(uint32_t c, uint32_t oh, uint32_t ow, uint32_t h, uint32_t w,
+			       uint32_t lanes)
+{
+	return gap_split_cycles(c, oh, ow, (h + oh - 1) / oh, (w + ow - 1) / ow, lanes) +
+	       (uint64_t)h * w * c / oh / NPU_DMA_BYTES_PER_CYCLE;
+}
+
+/*
  * The next band grid for a two-stage GlobalAveragePool after (*out_h,
  * *out_w) in the order of modeled cycles (0 x 0: the first): out_h x
  * out_w bands of ceil(h / out_h) x ceil(w / out_w), the last row and
@@ -1622,11 +1636,11 @@ static bool gap_next_split(uint32_t h, uint32_t w, uint32_t c, uint32_t lanes, d
 			   uint32_t *out_h, uint32_t *out_w)
 {
 	uint64_t one = gap_split_cycles(c, 1, 1, h, w, lanes), prev = 0, best = UINT64_MAX;
+	uint64_t best_cy = 0;
 	uint32_t oh, ow, bh = 0, bw = 0;
 
 	if (*out_h)
-		prev = gap_split_cycles(c, *out_h, *out_w, (h + *out_h - 1) / *out_h,
-					(w + *out_w - 1) / *out_w, lanes);
+		prev = gap_grid_score(c, *out_h, *out_w, h, w, lanes);
 	for (oh = 1; oh <= h; oh++) {
 		uint32_t kh = (h + oh - 1) / oh;
 
@@ -1640,19 +1654,20 @@ static bool gap_next_split(uint32_t h, uint32_t w, uint32_t c, uint32_t lanes, d
 			if (kw > 255 || (w + kw - 1) / kw != ow || (oh == 1 && ow == 1) ||
 			    4 * 0.289 * r * sqrt((double)oh * ow) * kh * kw > (double)h * w)
 				continue;
-			cy = gap_split_cycles(c, oh, ow, kh, kw, lanes);
-			/* Strictly after the previous grid: (cycles, oh, ow). */
+			cy = gap_grid_score(c, oh, ow, h, w, lanes);
+			/* Strictly after the previous grid: (score, oh, ow). */
 			if (*out_h && (cy < prev || (cy == prev && (oh < *out_h ||
 			    (oh == *out_h && ow <= *out_w)))))
 				continue;
 			if (cy < best) {
 				best = cy;
+				best_cy = gap_split_cycles(c, oh, ow, kh, kw, lanes);
 				bh = oh;
 				bw = ow;
 			}
 		}
 	}
-	if (!bh || best * 4 > one * 3)
+	if (!bh || best_cy * 4 > one * 3)
 		return false;
 	*out_h = bh;
 	*out_w = bw;
