@@ -92,4 +92,14 @@ static inline double conv_ref(const struct npu_conv2d_params *p, const float *x,
 	return acc;
 }
 
+/* Output extent of a conv or pool window over 'in' (pads p0, p1), 0 if none. */
+static inline size_t out_extent(size_t in, size_t k, size_t s, size_t d, size_t p0, size_t p1)
+{
+	size_t span = (k - 1) * d + 1;
+
+	if (in + p0 + p1 < span)
+		return 0;
+	return (in + p0 + p1 - span) / s + 1;
+}
+
 #endif /* NPU_TEST_KERNEL_TEST_UTIL_H */

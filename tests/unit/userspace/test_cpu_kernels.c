@@ -718,17 +718,6 @@ static void check_conv(struct rng *r, const struct conv_case *cc,
 	free(y);
 }
 
-/* Output extent; 0 when the kernel does not fit. */
-static size_t out_extent(size_t in, size_t k, size_t s, size_t d, size_t p0,
-			 size_t p1)
-{
-	size_t span = (k - 1) * d + 1;
-
-	if (in + p0 + p1 < span)
-		return 0;
-	return (in + p0 + p1 - span) / s + 1;
-}
-
 /* The fused extras, each in a third of the cases: residual, affine. */
 static void random_epilogue(struct rng *r, struct conv_case *cc)
 {

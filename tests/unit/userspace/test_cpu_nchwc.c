@@ -124,16 +124,6 @@ struct nc_case {
 	int threads;
 };
 
-static size_t out_extent(size_t in, size_t k, size_t s, size_t d, size_t p0,
-			 size_t p1)
-{
-	size_t span = (k - 1) * d + 1;
-
-	if (in + p0 + p1 < span)
-		return 0;
-	return (in + p0 + p1 - span) / s + 1;
-}
-
 static void set_act(struct rng *r, struct npu_cpu_act_params *a,
 		    enum npu_cpu_act kind, bool post)
 {

@@ -45,6 +45,11 @@ struct nchwc {
 	struct npu_graph *g;
 	struct npu_value **twin;	/* by value index: the blocked twin */
 	size_t cap;
+	/* The readers of each value of the graph as it came in (value index
+	 * v: reader[reader_at[v] .. reader_at[v + 1]]); the pass only retargets
+	 * readers it has not reached yet, so a later lookup still holds. */
+	size_t *reader_at, num_values;
+	const struct npu_node **reader;
 	struct npu_error *err;
 };
 
@@ -209,21 +214,55 @@ static bool concat_aligned(const struct npu_node *n);
  */
 static bool has_blocked_reader(const struct nchwc *c, const struct npu_value *y)
 {
-	size_t i, j;
+	size_t i;
 
-	for (i = 0; i < c->g->num_nodes; i++) {
-		const struct npu_node *n = c->g->nodes[i];
+	if (y->index >= c->num_values)
+		return false;
+	for (i = c->reader_at[y->index]; i < c->reader_at[y->index + 1]; i++) {
+		const struct npu_node *n = c->reader[i];
 
-		for (j = 0; j < n->num_inputs; j++) {
-			if (n->inputs[j] != y)
-				continue;
-			if (conv_fits(n) || is_lanewise_unary(n) || is_lanewise_binary(n) ||
-			    is_onnx(n, "GlobalAveragePool") || is_onnx(n, "Resize") ||
-			    (is_onnx(n, "Concat") && concat_aligned(n)))
-				return true;
-		}
+		if (conv_fits(n) || is_lanewise_unary(n) || is_lanewise_binary(n) ||
+		    is_onnx(n, "GlobalAveragePool") || is_onnx(n, "Resize") ||
+		    (is_onnx(n, "Concat") && concat_aligned(n)))
+			return true;
 	}
 	return false;
+}
+
+/* c->reader_at / c->reader from the graph's nodes (a node once per input). */
+static npu_status index_readers(struct nchwc *c)
+{
+	struct npu_graph *g = c->g;
+	size_t i, j, total = 0;
+
+	c->num_values = g->num_values;
+	c->reader_at = calloc(g->num_values + 2, sizeof(*c->reader_at));
+	if (!c->reader_at)
+		return npu_error_set(c->err, NPU_ERR_NO_MEMORY, "nchwc: out of memory");
+	for (i = 0; i < g->num_nodes; i++)
+		for (j = 0; j < g->nodes[i]->num_inputs; j++) {
+			const struct npu_value *v = g->nodes[i]->inputs[j];
+
+			if (v && v->index < g->num_values)
+				c->reader_at[v->index + 2]++;
+		}
+	for (i = 0; i < g->num_values; i++) {
+		c->reader_at[i + 2] += c->reader_at[i + 1];
+		total = c->reader_at[i + 2];
+	}
+	c->reader = malloc((total ? total : 1) * sizeof(*c->reader));
+	if (!c->reader)
+		return npu_error_set(c->err, NPU_ERR_NO_MEMORY, "nchwc: out of memory");
+	/* counts went to v + 2, so after the sums reader_at[v + 1] is where v's
+	 * readers start: fill from there; it ends at v + 1's start */
+	for (i = 0; i < g->num_nodes; i++)
+		for (j = 0; j < g->nodes[i]->num_inputs; j++) {
+			const struct npu_value *v = g->nodes[i]->inputs[j];
+
+			if (v && v->index < g->num_values)
+				c->reader[c->reader_at[v->index + 1]++] = g->nodes[i];
+		}
+	return NPU_OK;
 }
 
 static npu_status convert_conv(struct nchwc *c, struct npu_node *n)
@@ -491,9 +530,12 @@ npu_status npu_pass_cpu_nchwc(struct npu_graph *g, void *arg, struct npu_error *
 		return npu_error_set(err, NPU_ERR_NO_MEMORY, "nchwc: out of memory");
 	if (count)	/* an empty graph has no node array */
 		memcpy(order, g->nodes, count * sizeof(*order));
+	st = index_readers(&c);
 	for (i = 0; !st && i < count; i++)
 		st = convert_node(&c, order[i]);
 	free(order);
 	free(c.twin);
+	free(c.reader_at);
+	free(c.reader);
 	return st;
 }

@@ -134,6 +134,10 @@ bool npu_nchwc_conv_preferred(const struct npu_node *conv);
 /* NchwcUpsample's largest factor (its output dims stay far from overflow). */
 #define NPU_NCHWC_MAX_FACTOR 4096
 
+/* The attributes of FusedConv, and of NchwcConv, which takes its inputs. */
+#define NPU_FUSED_CONV_ATTRS "auto_pad", "dilations", "group", "kernel_shape", "pads", \
+	"strides", "activation", "activation_params", "post_scale", "post_shift"
+
 struct npu_cpu_act_params;
 /* A FusedConv node's epilogue (activation, post affine) from its attributes. */
 npu_status npu_fused_conv_epilogue(const struct npu_node *node,

@@ -84,11 +84,7 @@ static npu_status conv_infer_common(struct npu_infer_ctx *ctx, bool fused)
 	npu_status st;
 
 	if (fused)
-		st = npu_conv_check_common(ctx, NPU_OP_ATTRS("auto_pad", "dilations",
-							     "group", "kernel_shape",
-							     "pads", "strides", "activation",
-							     "activation_params",
-							     "post_scale", "post_shift"), 4, false);
+		st = npu_conv_check_common(ctx, NPU_OP_ATTRS(NPU_FUSED_CONV_ATTRS), 4, false);
 	else
 		st = npu_conv_check_common(ctx, NPU_OP_ATTRS("auto_pad", "dilations",
 							     "group", "kernel_shape",

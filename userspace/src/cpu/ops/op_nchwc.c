@@ -228,10 +228,7 @@ static npu_status nchwc_conv_infer(struct npu_infer_ctx *ctx)
 
 	st = npu_op_check_arity(ctx, 2, 4);
 	if (!st)
-		st = npu_op_check_attrs(ctx, NPU_OP_ATTRS("auto_pad", "dilations", "group",
-							  "kernel_shape", "pads", "strides",
-							  "activation", "activation_params",
-							  "post_scale", "post_shift"));
+		st = npu_op_check_attrs(ctx, NPU_OP_ATTRS(NPU_FUSED_CONV_ATTRS));
 	if (st)
 		return st;
 	x = node->inputs[0];
