@@ -459,6 +459,102 @@ static void test_hoisted_reader_is_bit_identical(void **state)
 	check_model(BRANCH, 40, 36, NULL);
 }
 
+/*
+ * Constants prefetched across ops (codegen.c prefetch_consts()): the
+ * chain of eight convs unfused, with NPU_PREFETCH=0 and without, gives the
+ * same bytes; with it, ops start without their BARRIER and some constant
+ * load sits in front of the previous op's final SYNC store.
+ */
+static void stream_shape(const struct npu_compiled *c, unsigned *barriers, unsigned *early)
+{
+	struct npu_codegen_target t = { .sram_size = c->dev_info.sram_size };
+	struct npu_codegen_result res = { 0 };
+	struct npu_error err = { 0 };
+	struct npu_cmdbuf *cb;
+	const uint8_t *p;
+	size_t size, off;
+	bool load_seen = false;
+
+	*barriers = *early = 0;
+	assert_int_equal(npu_cmdbuf_create(&cb), NPU_OK);
+	if (npu_codegen_segment(&c->segments[0]->prog, &t, cb, &res, &err) != NPU_OK)
+		fail_msg("codegen: %s", npu_error_msg(&err));
+	p = npu_cmdbuf_data(cb, &size);
+	for (off = sizeof(struct npu_cs_header); off < size;) {
+		struct npu_insn_header h;
+
+		memcpy(&h, p + off, sizeof(h));
+		*barriers += h.opcode == NPU_OP_BARRIER;
+		/* a DRAM -> SRAM load, then a SYNC SRAM -> DRAM store: the
+		 * next op's constants in front of this op's last store */
+		if (h.opcode == NPU_OP_DMA_COPY) {
+			struct npu_insn_dma_copy d;
+
+			memcpy(&d, p + off, sizeof(d));
+			if (d.src_space == NPU_SPACE_VA && d.dst_space == NPU_SPACE_SRAM &&
+			    !(h.flags & NPU_INSN_SYNC))
+				load_seen = true;
+			else if (d.dst_space == NPU_SPACE_VA && (h.flags & NPU_INSN_SYNC))
+				*early += load_seen;
+			if (d.dst_space == NPU_SPACE_VA)
+				load_seen = false;
+		} else if (h.opcode != NPU_OP_TIMESTAMP) {
+			load_seen = false;
+		}
+		off += h.size;
+	}
+	npu_codegen_result_free(&res);
+	npu_cmdbuf_destroy(cb);
+}
+
+static void test_prefetch_is_bit_identical(void **state)
+{
+	struct npu_shape xs = { .rank = 4, .dims = { 1, 5, 37, 29 } };
+	struct npu_tensor *x = npu_tensor_create(NPU_DTYPE_FLOAT, &xs);
+	size_t cap = 1 << 16, n[2], i;
+	float *out[2];
+	unsigned barriers[2], early[2];
+	struct npu_device *dev;
+	int64_t k;
+
+	(void)state;
+	assert_non_null(x);
+	gb_seed = 5;
+	for (k = 0; k < npu_shape_numel(&xs); k++)
+		((float *)x->data)[k] = gb_uniform(-2.0f, 2.0f);
+	dev = gb_sim_device();
+	for (i = 0; i < 2; i++) {
+		struct npu_compiled *c;
+		struct npu_graph *g;
+
+		setenv("NPU_FUSE", "0", 1);	/* eight ops, each with its constants */
+		setenv("NPU_PREFETCH", i ? "1" : "0", 1);
+		gb_seed = 11;
+		g = build_chain(37, 29);
+		c = gb_compile(g, dev, &x);
+		stream_shape(c, &barriers[i], &early[i]);
+		out[i] = calloc(cap, sizeof(float));
+		assert_non_null(out[i]);
+		n[i] = gb_run(g, x, out[i], cap);
+		npu_compiled_free(c);
+		npu_graph_destroy(g);
+	}
+	unsetenv("NPU_FUSE");
+	unsetenv("NPU_PREFETCH");
+	print_message("# prefetch off / on: %u / %u barriers, %u / %u constant loads ahead of "
+		      "a final store\n", barriers[0], barriers[1], early[0], early[1]);
+	assert_int_equal(early[0], 0);
+	assert_true(early[1] >= 3);
+	assert_true(barriers[1] < barriers[0]);
+	assert_int_equal(n[0], n[1]);
+	assert_true(n[0] > 0);
+	assert_memory_equal(out[0], out[1], n[0] * sizeof(float));
+	npu_device_close(dev);
+	npu_tensor_destroy(x);
+	free(out[0]);
+	free(out[1]);
+}
+
 static void test_im2col_head_is_bit_identical(void **state)
 {
 	(void)state;
@@ -476,6 +572,7 @@ int main(void)
 		cmocka_unit_test(test_im2col_head_is_bit_identical),
 		cmocka_unit_test(test_deconv_tail_is_bit_identical),
 		cmocka_unit_test(test_hoisted_reader_is_bit_identical),
+		cmocka_unit_test(test_prefetch_is_bit_identical),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

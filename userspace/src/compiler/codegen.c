@@ -1162,6 +1162,11 @@ struct emitter {
 	struct npu_codegen_result *res;
 	struct npu_error *err;
 	const struct npu_lop *lop;
+	/* Instruction numbers of the constant loads (emit_consts()), rising:
+	 * what prefetch_consts() may move; none is moved when recording one
+	 * ran out of memory (const_loads_lost). */
+	size_t *const_loads, num_const_loads, cap_const_loads;
+	bool const_loads_lost;
 };
 
 static npu_status emit_fail(struct emitter *e, npu_status st)
@@ -1189,6 +1194,19 @@ static npu_status emit_consts(struct emitter *e, size_t blob_off, size_t size,
 	if (!size)
 		return NPU_OK;
 	EMIT(e, npu_cmdbuf_barrier(e->cb));
+	if (e->num_const_loads == e->cap_const_loads) {
+		size_t cap = e->cap_const_loads ? 2 * e->cap_const_loads : 256;
+		size_t *t = realloc(e->const_loads, cap * sizeof(*t));
+
+		if (t) {
+			e->const_loads = t;
+			e->cap_const_loads = cap;
+		} else {
+			e->const_loads_lost = true;	/* then nothing is prefetched */
+		}
+	}
+	if (e->num_const_loads < e->cap_const_loads)
+		e->const_loads[e->num_const_loads++] = npu_cmdbuf_count(e->cb);
 	EMIT(e, npu_cmdbuf_dma_copy_1d(e->cb, 0, NPU_SPACE_SRAM, sram, NPU_SPACE_VA,
 				       e->t->consts_va + blob_off, (uint32_t)size));
 	return NPU_OK;
@@ -4709,6 +4727,363 @@ static uint64_t conv_lop_macs(const struct npu_segment_program *prog, const stru
 	       fused_taps(l);
 }
 
+/* ---- Constants prefetched across ops ------------------------------------ */
+
+/*
+ * An op starts with its constants: a BARRIER, so that they do not land on
+ * SRAM the op before still uses, then their DMA, then its first input
+ * tile; the MAC array idles through all of it and through the last store
+ * of the op before. When the two ops' SRAM footprints fit side by side,
+ * the op is moved to the other end of SRAM (every SRAM operand shifted)
+ * and its constants' DMAs go in front of the previous op's final store,
+ * without the BARRIER: the DMA engine loads the next layer's weights
+ * while the MAC array computes this layer's last tile. Bytes are the
+ * same; only the schedule changes. NPU_PREFETCH=0 turns it off.
+ */
+static bool prefetch_on(void)
+{
+	const char *env = getenv("NPU_PREFETCH");
+
+	return !(env && !strcmp(env, "0"));
+}
+
+static void add32(uint8_t *p, size_t off, int64_t delta)
+{
+	uint32_t v;
+
+	memcpy(&v, p + off, 4);
+	v = (uint32_t)((int64_t)v + delta);
+	memcpy(p + off, &v, 4);
+}
+
+static void add64(uint8_t *p, size_t off, int64_t delta)
+{
+	uint64_t v;
+
+	memcpy(&v, p + off, 8);
+	v = (uint64_t)((int64_t)v + delta);
+	memcpy(p + off, &v, 8);
+}
+
+/* Shifts every SRAM offset instruction p names by delta (npu_hw.h). */
+static void reloc_sram(uint8_t *p, int64_t delta)
+{
+	struct npu_insn_header h;
+	uint32_t flags;
+
+#define R32(type, field) add32(p, offsetof(struct type, field), delta)
+	memcpy(&h, p, sizeof(h));
+	switch (h.opcode) {
+	case NPU_OP_DMA_COPY:
+		if (p[offsetof(struct npu_insn_dma_copy, src_space)] == NPU_SPACE_SRAM)
+			add64(p, offsetof(struct npu_insn_dma_copy, src), delta);
+		if (p[offsetof(struct npu_insn_dma_copy, dst_space)] == NPU_SPACE_SRAM)
+			add64(p, offsetof(struct npu_insn_dma_copy, dst), delta);
+		break;
+	case NPU_OP_DMA_FILL:
+		if (p[offsetof(struct npu_insn_dma_fill, dst_space)] == NPU_SPACE_SRAM)
+			add64(p, offsetof(struct npu_insn_dma_fill, dst), delta);
+		break;
+	case NPU_OP_CONV2D:
+		memcpy(&flags, p + offsetof(struct npu_insn_conv2d, flags), 4);
+		R32(npu_insn_conv2d, input);
+		R32(npu_insn_conv2d, weight);
+		R32(npu_insn_conv2d, quant);
+		R32(npu_insn_conv2d, output);
+		if (!(flags & NPU_CONV_NO_BIAS))
+			R32(npu_insn_conv2d, bias);
+		if (flags & NPU_CONV_OUT_LUT)
+			R32(npu_insn_conv2d, lut);
+		break;
+	case NPU_OP_MATMUL:
+		memcpy(&flags, p + offsetof(struct npu_insn_matmul, flags), 4);
+		R32(npu_insn_matmul, a);
+		R32(npu_insn_matmul, b);
+		R32(npu_insn_matmul, quant);
+		R32(npu_insn_matmul, output);
+		if (!(flags & NPU_CONV_NO_BIAS))
+			R32(npu_insn_matmul, bias);
+		if (flags & NPU_CONV_OUT_LUT)
+			R32(npu_insn_matmul, lut);
+		break;
+	case NPU_OP_POOL:
+		R32(npu_insn_pool, input);
+		R32(npu_insn_pool, output);
+		break;
+	case NPU_OP_ELTWISE:
+		R32(npu_insn_eltwise, a);
+		R32(npu_insn_eltwise, b);
+		R32(npu_insn_eltwise, output);
+		break;
+	case NPU_OP_LUT:
+		R32(npu_insn_lut, input);
+		R32(npu_insn_lut, output);
+		R32(npu_insn_lut, table);
+		break;
+	case NPU_OP_RESIZE:
+		R32(npu_insn_resize, input);
+		R32(npu_insn_resize, output);
+		break;
+	case NPU_OP_SOFTMAX:
+		R32(npu_insn_softmax, input);
+		R32(npu_insn_softmax, output);
+		R32(npu_insn_softmax, table);
+		break;
+	case NPU_OP_LAYERNORM:
+		R32(npu_insn_layernorm, input);
+		R32(npu_insn_layernorm, output);
+		R32(npu_insn_layernorm, params);
+		break;
+	case NPU_OP_REDUCE:
+		R32(npu_insn_reduce, input);
+		R32(npu_insn_reduce, output);
+		break;
+	default:	/* NOP, BARRIER, TIMESTAMP: no SRAM operand */
+		break;
+	}
+#undef R32
+}
+
+/* The SRAM bytes instructions [a, b) touch: [*lo, *hi), empty if none. */
+static void sram_span(uint8_t *const *insn, size_t a, size_t b, uint32_t sram, uint32_t *lo,
+		      uint32_t *hi)
+{
+	size_t j;
+	unsigned int k;
+
+	*lo = UINT32_MAX;
+	*hi = 0;
+	for (j = a; j < b; j++) {
+		struct npu_isa_check chk = { .sram_size = sram };
+		struct npu_op_footprint fp;
+
+		if (npu_insn_check(insn[j], &chk, &fp) != NPU_JOB_OK)
+			continue;	/* the stream was checked as it was built */
+		for (k = 0; k < fp.num_reads + fp.num_writes; k++) {
+			const struct npu_sram_range *r = k < fp.num_reads ? &fp.reads[k] :
+							 &fp.writes[k - fp.num_reads];
+
+			if (r->end <= r->begin)
+				continue;
+			if (r->begin < *lo)
+				*lo = r->begin;
+			if (r->end > *hi)
+				*hi = r->end;
+		}
+	}
+	if (*hi <= *lo)
+		*lo = *hi = 0;
+}
+
+/*
+ * Cycles of instructions list[0 .. n - 1] from idle engines, by the cycle
+ * model (what the simulator's two-engine timing does; cost_insn()), less
+ * the timestamps. An op between per-op profiling timestamps starts from
+ * idle engines too.
+ */
+static uint64_t replay(uint8_t *const *list, size_t n, uint32_t sram)
+{
+	struct cost_engines t = { 0, 0, 0 };
+	size_t j;
+
+	for (j = 0; j < n; j++) {
+		struct npu_isa_check chk = { .sram_size = sram };
+		struct npu_op_footprint fp = { 0 };
+
+		/* profiling timestamps left out, so that a profiled stream
+		 * prefetches what the plain one does */
+		if (list[j][0] == NPU_OP_TIMESTAMP ||
+		    npu_insn_check(list[j], &chk, &fp) != NPU_JOB_OK)
+			continue;	/* checked as the stream was built */
+		cost_insn(&t, npu_insn_is_dma(list[j][0]), list[j][1] & NPU_INSN_SYNC, fp.cycles);
+	}
+	return cost_end(&t);
+}
+
+/* Whether instruction number j was emitted by emit_consts() (bsearch). */
+static bool is_consts_load(const struct emitter *e, size_t j)
+{
+	size_t lo = 0, hi = e->num_const_loads;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (e->const_loads[mid] == j)
+			return true;
+		if (e->const_loads[mid] < j)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return false;
+}
+
+/*
+ * Rewrites the segment's stream: ops start at stream offsets starts[0 ..
+ * nops - 1], op i with lop first_lop[i]. Each op whose footprint fits
+ * beside the previous one's is moved clear of it and its leading constant
+ * loads go in front of the previous op's final SYNC store (prefetch_on());
+ * its predicted cycles lose what those loads cost it (they overlap the
+ * previous op's last tile).
+ */
+static npu_status prefetch_consts(struct emitter *e, const size_t *starts,
+				  const size_t *first_lop, size_t nops)
+{
+	uint32_t sram = e->t->sram_size ? e->t->sram_size : NPU_SRAM_SIZE;
+	size_t size, n = 0, cap = 0, i, j, *first = NULL, *at = NULL;
+	const uint8_t *src = npu_cmdbuf_data(e->cb, &size);
+	uint8_t *data = NULL, **insn = NULL, *fate = NULL;	/* 1 moved, 2 dropped */
+	uint8_t **cand = NULL, **tmp = NULL;
+	uint32_t prev_lo = 0, prev_hi = 0;
+	npu_status st = NPU_OK;
+	size_t off;
+
+	if (!prefetch_on() || nops < 2 || e->const_loads_lost)
+		return NPU_OK;
+	data = malloc(size);
+	first = calloc(nops + 1, sizeof(*first));
+	at = malloc((nops + 1) * sizeof(*at));	/* op i's loads go before insn at[i] */
+	if (!data || !first || !at)
+		goto oom;
+	for (i = 0; i <= nops; i++)
+		at[i] = SIZE_MAX;
+	memcpy(data, src, size);
+	for (off = sizeof(struct npu_cs_header); off + sizeof(struct npu_insn_header) <= size;) {
+		struct npu_insn_header h;
+
+		memcpy(&h, data + off, sizeof(h));
+		if (n == cap) {
+			uint8_t **t = realloc(insn, (cap = cap ? 2 * cap : 1024) * sizeof(*t));
+
+			if (!t)
+				goto oom;
+			insn = t;
+		}
+		insn[n++] = data + off;
+		off += h.size;
+	}
+	fate = calloc(n + 1, 1);
+	cand = malloc((n + 1) * sizeof(*cand));
+	tmp = malloc((2 * n + 1) * sizeof(*tmp));
+	if (!fate || !cand || !tmp)
+		goto oom;
+	for (i = 0, j = 0; i < nops; i++) {	/* instruction index of each op's start */
+		while (j < n && (size_t)(insn[j] - data) < starts[i])
+			j++;
+		first[i] = j;
+	}
+	first[nops] = n;
+	sram_span(insn, first[0], first[1], sram, &prev_lo, &prev_hi);
+	for (i = 1; i < nops; i++) {
+		uint32_t lo, hi, len, to;
+		size_t k, last = SIZE_MAX, loads = 0;
+		int64_t delta;
+
+		sram_span(insn, first[i], first[i + 1], sram, &lo, &hi);
+		lo &= ~(SRAM_ALIGN - 1);
+		len = hi - lo;
+		for (k = first[i - 1]; k < first[i]; k++)	/* the previous op's final store */
+			if (insn[k][0] == NPU_OP_DMA_COPY && (insn[k][1] & NPU_INSN_SYNC))
+				last = k;
+		/* its leading constant loads, as many as the previous op's last
+		 * tile hides: the previous op, replayed with them in front of its
+		 * final store, must take no longer (then the per-op figures
+		 * stay true too) */
+		for (k = first[i]; last != SIZE_MAX && k < first[i + 1]; k++) {
+			if (insn[k][0] == NPU_OP_BARRIER)
+				continue;
+			if (!is_consts_load(e, k))
+				break;
+			cand[loads++] = insn[k];
+		}
+		if (last != SIZE_MAX && loads) {
+			size_t na = first[i] - first[i - 1], pos = last - first[i - 1];
+			uint64_t before = replay(insn + first[i - 1], na, sram);
+
+			for (; loads; loads--) {
+				memcpy(tmp, insn + first[i - 1], pos * sizeof(*tmp));
+				memcpy(tmp + pos, cand, loads * sizeof(*tmp));
+				memcpy(tmp + pos + loads, insn + last, (na - pos) * sizeof(*tmp));
+				if (replay(tmp, na + loads, sram) <= before)
+					break;
+			}
+		}
+		to = hi <= prev_lo || lo >= prev_hi ? lo :	/* clear already */
+		     len <= (prev_lo & ~(SRAM_ALIGN - 1)) ? 0 :
+		     ((sram - len) & ~(SRAM_ALIGN - 1)) >= prev_hi ?
+		     (sram - len) & ~(SRAM_ALIGN - 1) : UINT32_MAX;
+		if (!len || !loads || last == SIZE_MAX || to == UINT32_MAX) {
+			prev_lo = lo;
+			prev_hi = hi;
+			continue;
+		}
+		delta = (int64_t)to - lo;
+		for (k = first[i]; k < first[i + 1]; k++)
+			reloc_sram(insn[k], delta);
+		{
+			/* its prediction loses what it no longer waits for */
+			uint64_t *pred = &e->res->lop_pred_cycles[first_lop[i]];
+			uint64_t was = replay(insn + first[i], first[i + 1] - first[i], sram), now;
+			size_t nb = 0;
+
+			for (k = first[i]; loads; k++) {
+				fate[k] = insn[k][0] == NPU_OP_BARRIER ? 2 : 1;
+				loads -= fate[k] == 1;
+			}
+			for (k = first[i]; k < first[i + 1]; k++)
+				if (!fate[k])
+					tmp[nb++] = insn[k];
+			now = replay(tmp, nb, sram);
+			*pred = *pred > was - now ? *pred - (was - now) : 0;
+		}
+		at[i] = last;
+		prev_lo = to;
+		prev_hi = to + len;
+	}
+	npu_cmdbuf_reset(e->cb);
+	for (j = 0; j < first[0] && !st; j++) {	/* before the first op: a timestamp */
+		struct npu_insn_header h;
+
+		memcpy(&h, insn[j], sizeof(h));
+		st = npu_cmdbuf_raw(e->cb, insn[j], h.size);
+	}
+	for (i = 0; i < nops && !st; i++)
+		for (j = first[i]; j < first[i + 1] && !st; j++) {
+			struct npu_insn_header h;
+			size_t k;
+
+			if (i + 1 < nops && at[i + 1] == j)	/* the next op's loads */
+				for (k = first[i + 1]; k < first[i + 2] && !st; k++)
+					if (fate[k] == 1) {
+						memcpy(&h, insn[k], sizeof(h));
+						st = npu_cmdbuf_raw(e->cb, insn[k], h.size);
+					}
+			if (fate[j] || st)
+				continue;
+			memcpy(&h, insn[j], sizeof(h));
+			st = npu_cmdbuf_raw(e->cb, insn[j], h.size);
+		}
+	if (st)
+		st = npu_error_set(e->err, st, "codegen: prefetch: %s", npu_cmdbuf_last_error(e->cb));
+	free(data);
+	free(insn);
+	free(first);
+	free(at);
+	free(fate);
+	free(cand);
+	free(tmp);
+	return st;
+oom:
+	free(data);
+	free(insn);
+	free(first);
+	free(at);
+	free(fate);
+	free(cand);
+	free(tmp);
+	return npu_error_set(e->err, NPU_ERR_NO_MEMORY, "codegen: out of memory");
+}
+
 /* ---- Segment ----------------------------------------------------------- */
 
 /*
@@ -4780,6 +5155,7 @@ npu_status npu_codegen_segment(const struct npu_segment_program *prog,
 	struct emitter e = { .prog = prog, .t = target, .cb = cb, .res = result, .err = err };
 	npu_status st = NPU_OK;
 	uint8_t *fuse = NULL;	/* fuse[i]: how lop i runs fused (fusion_plan()) */
+	size_t *starts = NULL, *first_lop = NULL, nops = 0;	/* each op or group */
 	size_t i;
 
 	memset(result, 0, sizeof(*result));
@@ -4800,7 +5176,9 @@ npu_status npu_codegen_segment(const struct npu_segment_program *prog,
 	    npu_cmdbuf_timestamp(cb, NPU_INSN_SYNC, target->profile_va) != NPU_OK)
 		st = emit_fail(&e, NPU_ERR_INVALID_ARG);
 	fuse = calloc(prog->num_lops + 1, 1);
-	if (!fuse)
+	starts = calloc(prog->num_lops + 1, sizeof(*starts));
+	first_lop = calloc(prog->num_lops + 1, sizeof(*first_lop));
+	if (!fuse || !starts || !first_lop)
 		st = npu_error_set(err, NPU_ERR_NO_MEMORY, "codegen: out of memory");
 	else
 		fusion_plan(prog, target->sram_size, fuse);
@@ -4812,6 +5190,8 @@ npu_status npu_codegen_segment(const struct npu_segment_program *prog,
 		struct plan p;
 
 		npu_cmdbuf_data(cb, &stream_before);
+		first_lop[nops] = i;
+		starts[nops++] = stream_before;
 
 		if (fuse && fuse[i] == 3) {	/* a Concat's copies as one tile loop */
 			size_t m = 0;
@@ -4916,6 +5296,11 @@ npu_status npu_codegen_segment(const struct npu_segment_program *prog,
 			st = emit_fail(&e, NPU_ERR_INVALID_ARG);
 	}
 	free(fuse);
+	if (st == NPU_OK)
+		st = prefetch_consts(&e, starts, first_lop, nops);
+	free(e.const_loads);
+	free(starts);
+	free(first_lop);
 	if (st != NPU_OK) {
 		free(e.blob.data);
 		free(result->lop_macs);
