@@ -119,6 +119,15 @@ uint64_t npu_matmul_cycles(uint64_t m, uint64_t k, uint64_t n, int i16,
 			   uint32_t mode);
 uint32_t npu_matmul_fastest_mode(uint64_t m, uint64_t k, uint64_t n, int i16);
 
+/*
+ * Adds delta to every SRAM offset the instruction at 'insn' names (the
+ * SRAM side of a DMA; the operands of a compute op, a bias only without
+ * NPU_CONV_NO_BIAS, the output table only with NPU_CONV_OUT_LUT), so that
+ * the same work runs on SRAM shifted by delta: its footprint moves by
+ * delta and nothing else changes. The caller keeps the result in SRAM.
+ */
+void npu_insn_shift_sram(void *insn, int64_t delta);
+
 /* Per-op checks, as npu_insn_check() runs them; 'c' may be NULL. */
 uint32_t npu_op_conv2d_validate(const struct npu_insn_conv2d *insn,
 				struct npu_op_footprint *fp,

@@ -334,3 +334,102 @@ uint32_t npu_insn_check(const void *insn, struct npu_isa_check *c,
 				    "unknown opcode 0x%02x", h.opcode);
 	}
 }
+
+/* ---- Relocation ------------------------------------------------------------ */
+
+static void shift32(uint8_t *p, size_t off, int64_t delta)
+{
+	uint32_t v;
+
+	memcpy(&v, p + off, 4);
+	v = (uint32_t)((int64_t)v + delta);
+	memcpy(p + off, &v, 4);
+}
+
+static void shift64(uint8_t *p, size_t off, int64_t delta)
+{
+	uint64_t v;
+
+	memcpy(&v, p + off, 8);
+	v = (uint64_t)((int64_t)v + delta);
+	memcpy(p + off, &v, 8);
+}
+
+void npu_insn_shift_sram(void *insn, int64_t delta)
+{
+	uint8_t *p = insn;
+	struct npu_insn_header h;
+	uint32_t flags;
+
+#define R32(type, field) shift32(p, offsetof(struct type, field), delta)
+	memcpy(&h, p, sizeof(h));
+	switch (h.opcode) {
+	case NPU_OP_DMA_COPY:
+		if (p[offsetof(struct npu_insn_dma_copy, src_space)] == NPU_SPACE_SRAM)
+			shift64(p, offsetof(struct npu_insn_dma_copy, src), delta);
+		if (p[offsetof(struct npu_insn_dma_copy, dst_space)] == NPU_SPACE_SRAM)
+			shift64(p, offsetof(struct npu_insn_dma_copy, dst), delta);
+		break;
+	case NPU_OP_DMA_FILL:
+		if (p[offsetof(struct npu_insn_dma_fill, dst_space)] == NPU_SPACE_SRAM)
+			shift64(p, offsetof(struct npu_insn_dma_fill, dst), delta);
+		break;
+	case NPU_OP_CONV2D:
+		memcpy(&flags, p + offsetof(struct npu_insn_conv2d, flags), 4);
+		R32(npu_insn_conv2d, input);
+		R32(npu_insn_conv2d, weight);
+		R32(npu_insn_conv2d, quant);
+		R32(npu_insn_conv2d, output);
+		if (!(flags & NPU_CONV_NO_BIAS))
+			R32(npu_insn_conv2d, bias);
+		if (flags & NPU_CONV_OUT_LUT)
+			R32(npu_insn_conv2d, lut);
+		break;
+	case NPU_OP_MATMUL:
+		memcpy(&flags, p + offsetof(struct npu_insn_matmul, flags), 4);
+		R32(npu_insn_matmul, a);
+		R32(npu_insn_matmul, b);
+		R32(npu_insn_matmul, quant);
+		R32(npu_insn_matmul, output);
+		if (!(flags & NPU_CONV_NO_BIAS))
+			R32(npu_insn_matmul, bias);
+		if (flags & NPU_CONV_OUT_LUT)
+			R32(npu_insn_matmul, lut);
+		break;
+	case NPU_OP_POOL:
+		R32(npu_insn_pool, input);
+		R32(npu_insn_pool, output);
+		break;
+	case NPU_OP_ELTWISE:
+		R32(npu_insn_eltwise, a);
+		R32(npu_insn_eltwise, b);
+		R32(npu_insn_eltwise, output);
+		break;
+	case NPU_OP_LUT:
+		R32(npu_insn_lut, input);
+		R32(npu_insn_lut, output);
+		R32(npu_insn_lut, table);
+		break;
+	case NPU_OP_RESIZE:
+		R32(npu_insn_resize, input);
+		R32(npu_insn_resize, output);
+		break;
+	case NPU_OP_SOFTMAX:
+		R32(npu_insn_softmax, input);
+		R32(npu_insn_softmax, output);
+		R32(npu_insn_softmax, table);
+		break;
+	case NPU_OP_LAYERNORM:
+		R32(npu_insn_layernorm, input);
+		R32(npu_insn_layernorm, output);
+		R32(npu_insn_layernorm, params);
+		break;
+	case NPU_OP_REDUCE:
+		R32(npu_insn_reduce, input);
+		R32(npu_insn_reduce, output);
+		break;
+	default:	/* NOP, BARRIER, TIMESTAMP: no SRAM operand */
+		break;
+	}
+#undef R32
+}

@@ -4,7 +4,8 @@
  * gives its own status (BAD_ENCODING for reserved fields, flags and size,
  * BAD_PARAM for dims / enums / zero points / shapes, SRAM_BOUNDS for
  * operands outside SRAM, including sizes that overflow 32 and 64 bits),
- * and the footprint and cycles of known shapes equal the formulas.
+ * and the footprint and cycles of known shapes equal the formulas; and
+ * npu_insn_shift_sram() moves exactly the footprint the validator sees.
  */
 #include "ops_test_util.h"
 
@@ -363,6 +364,145 @@ static void test_quant_shifts_in_sram_are_checked(void **state)
 	free(sram);
 }
 
+/*
+ * npu_insn_shift_sram() moves exactly what the validator sees: for one
+ * valid instruction of every kind (and the CONV2D / MATMUL flag cases that
+ * name or drop an operand), the footprint after a shift is the old one
+ * moved by delta, cycles and MACs unchanged, and shifting back restores
+ * the bytes.
+ */
+static void check_shift(const void *insn, size_t size, int64_t delta)
+{
+	uint8_t a[128], b[128];
+	struct npu_op_footprint f0, f1;
+	unsigned int k;
+
+	assert_true(size <= sizeof(a));
+	memcpy(a, insn, size);
+	memcpy(b, insn, size);
+	assert_int_equal(npu_insn_check(a, NULL, &f0), OK);
+	npu_insn_shift_sram(b, delta);
+	assert_int_equal(npu_insn_check(b, NULL, &f1), OK);
+	assert_int_equal(f0.num_reads, f1.num_reads);
+	assert_int_equal(f0.num_writes, f1.num_writes);
+	for (k = 0; k < f0.num_reads; k++) {
+		assert_int_equal(f1.reads[k].begin, f0.reads[k].begin + delta);
+		assert_int_equal(f1.reads[k].end, f0.reads[k].end + delta);
+	}
+	for (k = 0; k < f0.num_writes; k++) {
+		assert_int_equal(f1.writes[k].begin, f0.writes[k].begin + delta);
+		assert_int_equal(f1.writes[k].end, f0.writes[k].end + delta);
+	}
+	assert_int_equal(f0.cycles, f1.cycles);
+	assert_int_equal(f0.macs, f1.macs);
+	npu_insn_shift_sram(b, -delta);
+	assert_memory_equal(a, b, size);
+}
+
+static void test_shift_moves_footprints(void **state)
+{
+	struct npu_insn_conv2d c = conv_base();
+	struct npu_insn_matmul m = mm_base();
+	const struct npu_insn_pool pool = {
+		.hdr = { NPU_OP_POOL, 0, sizeof(pool), 0 },
+		.input = 0, .output = 4096, .mode = NPU_POOL_MAX, .c = 8,
+		.in_h = 8, .in_w = 8, .out_h = 4, .out_w = 4,
+		.k_h = 2, .k_w = 2, .stride_h = 2, .stride_w = 2,
+		.in_row_stride = 64, .in_pixel_stride = 8,
+		.out_row_stride = 32, .out_pixel_stride = 8,
+		.act_min = -128, .act_max = 127,
+	};
+	const struct npu_insn_eltwise elt = {
+		.hdr = { NPU_OP_ELTWISE, 0, sizeof(elt), 0 },
+		.a = 0, .b = 1000, .output = 2000, .count = 1000,
+		.mode = NPU_ELT_ADD, .bcast = NPU_BCAST_NONE, .shift = 20,
+		.mult_a = 1 << 20, .mult_b = 1 << 20,
+		.act_min = -128, .act_max = 127,
+	};
+	const struct npu_insn_lut lut = {
+		.hdr = { NPU_OP_LUT, 0, sizeof(lut), 0 },
+		.input = 0, .output = 100, .table = 200, .count = 100,
+	};
+	const struct npu_insn_resize rz = {
+		.hdr = { NPU_OP_RESIZE, 0, sizeof(rz), 0 },
+		.input = 64, .output = 1024, .mode = NPU_RESIZE_NEAREST, .c = 4,
+		.in_h = 2, .in_w = 2, .out_h = 4, .out_w = 4,
+		.in_row_stride = 8, .in_pixel_stride = 4,
+		.out_row_stride = 16, .out_pixel_stride = 4,
+		.step_h = 2, .step_w = 2, .den_h = 4, .den_w = 4,
+	};
+	struct npu_insn_softmax sm = {
+		.hdr = { NPU_OP_SOFTMAX, 0, sizeof(sm), 0 },
+		.input = 0, .output = 512, .rows = 3, .c = 40, .in_stride = 40,
+		.out_stride = 40, .mult = 1 << 30, .shift = 84, .zp_out = -128,
+		.act_min = -128, .act_max = 127,
+	};
+	struct npu_insn_layernorm ln = {
+		.hdr = { NPU_OP_LAYERNORM, 0, sizeof(ln), 0 },
+		.input = 0, .output = 512, .params = 1024, .rows = 3, .c = 40,
+		.in_stride = 40, .out_stride = 40, .shift = 20,
+		.act_min = -128, .act_max = 127,
+	};
+	struct npu_insn_reduce rd = {
+		.hdr = { NPU_OP_REDUCE, 0, sizeof(rd), 0 },
+		.input = 0, .output = 512, .rows = 3, .c = 40, .in_stride = 40,
+		.out_stride = 1, .mult = 1 << 20, .shift = 20,
+		.act_min = -128, .act_max = 127,
+	};
+	struct npu_insn_dma_copy dc = {
+		.hdr = { NPU_OP_DMA_COPY, 0, sizeof(dc), 0 },
+		.src_space = NPU_SPACE_SRAM, .dst_space = NPU_SPACE_SRAM,
+		.rows = 3, .src = 0, .dst = 4096, .row_bytes = 100,
+		.src_stride = 128, .dst_stride = 100,
+	};
+	struct npu_insn_dma_fill df = {
+		.hdr = { NPU_OP_DMA_FILL, 0, sizeof(df), 0 },
+		.dst_space = NPU_SPACE_SRAM, .value = 7, .rows = 2, .dst = 256,
+		.row_bytes = 64, .dst_stride = 64,
+	};
+	const struct npu_insn_barrier bar = { .hdr = { NPU_OP_BARRIER, 0, sizeof(bar), 0 } };
+	static const int64_t deltas[] = { 64, 65536, 1 << 20 };
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(deltas) / sizeof(deltas[0]); i++) {
+		int64_t d = deltas[i];
+
+		c = conv_base();
+		check_shift(&c, sizeof(c), d);
+		c.flags = NPU_CONV_NO_BIAS | NPU_CONV_OUT_LUT | NPU_CONV_ARRAY(3);
+		c.bias = 0;
+		c.lut = 1024 + 4608 + 256;
+		check_shift(&c, sizeof(c), d);
+		m = mm_base();
+		check_shift(&m, sizeof(m), d);
+		m.flags = NPU_CONV_NO_BIAS | NPU_CONV_OUT_LUT;
+		m.bias = 0;
+		m.lut = 90000;
+		check_shift(&m, sizeof(m), d);
+		check_shift(&pool, sizeof(pool), d);
+		check_shift(&elt, sizeof(elt), d);
+		check_shift(&lut, sizeof(lut), d);
+		check_shift(&rz, sizeof(rz), d);
+		check_shift(&sm, sizeof(sm), d);
+		check_shift(&ln, sizeof(ln), d);
+		check_shift(&rd, sizeof(rd), d);
+		check_shift(&dc, sizeof(dc), d);
+		dc.src_space = NPU_SPACE_VA;	/* only the SRAM side moves */
+		dc.src = 0x10000;
+		check_shift(&dc, sizeof(dc), d);
+		dc.src_space = NPU_SPACE_SRAM;
+		dc.src = 0;
+		dc.dst_space = NPU_SPACE_VA;
+		dc.dst = 0x20000;
+		check_shift(&dc, sizeof(dc), d);
+		dc.dst_space = NPU_SPACE_SRAM;
+		dc.dst = 4096;
+		check_shift(&df, sizeof(df), d);
+		check_shift(&bar, sizeof(bar), d);
+	}
+}
+
 static void test_impl_selection(void **state)
 {
 	(void)state;
@@ -381,6 +521,7 @@ int main(void)
 		cmocka_unit_test(test_pool_eltwise_lut_check_statuses),
 		cmocka_unit_test(test_footprints_and_cycles_follow_the_formulas),
 		cmocka_unit_test(test_quant_shifts_in_sram_are_checked),
+		cmocka_unit_test(test_shift_moves_footprints),
 		cmocka_unit_test(test_impl_selection),
 	};
 
