@@ -3193,9 +3193,11 @@ static void tile_search(const struct npu_segment_program *prog,
  * next tile computes, so its reader later finds it whole, and the chain
  * saves that reader's load of it instead.
  * SRAM: [consts 0 .. n-1][in0][in1][mid 0 (x2 if teed)] .. [out0][out1].
- * Whole layers only (one slice each), batch 1, no folded / phase-split /
- * zero-inserting convs, no int16. fusion_plan() picks the chains whose
- * predicted cycles beat the ops apart; NPU_FUSE=0 turns it off.
+ * Whole layers only (one slice each), batch 1, no folded or phase-split
+ * conv (zero insertion is fine), no int16; except that a ConvTranspose as
+ * pixel-major MATMULs may end a chain (pmm_tail_ok()). fusion_plan()
+ * picks the chains whose predicted cycles beat the ops apart; NPU_FUSE=0
+ * turns it off.
  */
 #define FUSE_MAX NPU_FUSE_MAX
 
@@ -3362,8 +3364,10 @@ static bool fused_init(const struct npu_segment_program *prog, size_t i, uint32_
 		uint32_t a = f->l[k]->out;
 
 		f->tee[k] = !prog->acts[a].internal || read_elsewhere(prog, a, i + k + 1);
-		/* a teed act is stored whole: the next conv's windows must cover it */
-		if (f->tee[k] && !fused_covers(prog, f->l[k + 1], f->act[k + 1]))
+		/* a teed act is stored whole: the next conv's windows must cover it
+		 * (a pmm tail reads every row once) */
+		if (f->tee[k] && !(f->pmm && k + 2 == n) &&
+		    !fused_covers(prog, f->l[k + 1], f->act[k + 1]))
 			return false;
 	}
 	/* The first conv reads its input until the last tile: nothing the
