@@ -207,7 +207,7 @@ static void print_cost_model(const struct npu_op_stats *ops, size_t n)
 	}
 	if (m) {
 		qsort(err, m, sizeof(*err), cmp_double);
-		printf("  cost model: %zu ops predicted, median |error| %.2f%%, 90th %.2f%%, worst %.1f%% (%s %s); %zu fused group(s)\n",
+		printf("  cost model: %zu ops predicted, median |error| %.2f%%, 90th %.2f%%, worst %.1f%% (%s %s); %zu ops run inside a fused group\n",
 		       m, 100.0 * err[m / 2], 100.0 * err[m * 9 / 10], 100.0 * worst,
 		       ops[w].kind, ops[w].node, fused);
 	}
