@@ -2,7 +2,8 @@
 /*
  * isa_check.c - the one ISA validator (npu_isa.h): instruction headers,
  * DMA_COPY, DMA_FILL and TIMESTAMP, and the dispatch to the compute ops'
- * checks (ops/npu_ops_check.c). The executor (exec.c) and the host's
+ * checks (ops/npu_ops_check.c); and npu_insn_shift_sram(), which knows the
+ * same SRAM operands. The executor (exec.c) and the host's
  * command-stream builder call the same functions; only the VA side of a
  * DMA goes through a hook, because translating it needs the device's MMU.
  */

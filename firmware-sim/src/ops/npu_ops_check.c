@@ -243,17 +243,13 @@ uint32_t npu_conv_taps(uint32_t k, uint32_t dil, uint32_t ins)
 	return (uint32_t)div_up(k, period);
 }
 
-/*
- * The flags word of CONV2D / MATMUL and its output LUT (ISA 1.4): the
- * table offset means something only with NPU_CONV_OUT_LUT, so it is 0
- * without (as the reserved word it was), and the stage is int8 only.
- */
+/* The MAC array modes of npu_hw.h (NPU_CONV_ARRAY()): rows, cols, parts. */
 static const struct npu_array_shape array_modes[NPU_ARRAY_NUM_MODES] = {
 	{ 32, 32, 1 }, { 32, 16, 2 }, { 16, 32, 2 },
 	{ 32, 8, 4 }, { 16, 16, 4 }, { 8, 32, 4 },
 };
 
-/* The table is the contract's (npu_hw.h); its blocks tile the array. */
+/* The table's 8 x 8 blocks tile this array. */
 _Static_assert(NPU_MAC_ROWS == 32 && NPU_MAC_COLS == 32,
 	       "array modes are defined for a 32 x 32 array");
 
@@ -324,7 +320,12 @@ uint32_t npu_matmul_fastest_mode(uint64_t m, uint64_t k, uint64_t n, int i16)
 	return best;
 }
 
-/* CONV2D / MATMUL flags: known bits, the output LUT, the array mode. */
+/*
+ * The flags word of CONV2D / MATMUL, with its output LUT (ISA 1.4) and
+ * array mode (ISA 1.5): the table offset means something only with
+ * NPU_CONV_OUT_LUT, so it is 0 without (as the reserved word it was), and
+ * the stage is int8 only; modes 6 and 7 do not exist.
+ */
 static uint32_t out_lut_chk(struct npu_isa_check *c,
 			    const struct npu_insn_header *hdr, uint32_t flags,
 			    uint32_t lut)
