@@ -175,11 +175,11 @@ static void test_matmul_check_statuses(void **state)
 	MM_EXPECT(BOUNDS, m.quant = NPU_SRAM_SIZE - 199);
 }
 
-static void test_pool_eltwise_lut_check_statuses(void **state)
+/* 8x8x8 max pool 2x2 stride 2; a 1000-element ADD; a 100-byte LUT. */
+static struct npu_insn_pool pool_base(void)
 {
-	struct npu_op_footprint fp;
-	const struct npu_insn_pool pool = {
-		.hdr = { NPU_OP_POOL, 0, sizeof(pool), 0 },
+	struct npu_insn_pool p = {
+		.hdr = { NPU_OP_POOL, 0, sizeof(p), 0 },
 		.input = 0, .output = 4096, .mode = NPU_POOL_MAX, .c = 8,
 		.in_h = 8, .in_w = 8, .out_h = 4, .out_w = 4,
 		.k_h = 2, .k_w = 2, .stride_h = 2, .stride_w = 2,
@@ -187,17 +187,36 @@ static void test_pool_eltwise_lut_check_statuses(void **state)
 		.out_row_stride = 32, .out_pixel_stride = 8,
 		.act_min = -128, .act_max = 127,
 	};
-	const struct npu_insn_eltwise elt = {
-		.hdr = { NPU_OP_ELTWISE, 0, sizeof(elt), 0 },
+	return p;
+}
+
+static struct npu_insn_eltwise elt_base(void)
+{
+	struct npu_insn_eltwise e = {
+		.hdr = { NPU_OP_ELTWISE, 0, sizeof(e), 0 },
 		.a = 0, .b = 1000, .output = 2000, .count = 1000,
 		.mode = NPU_ELT_ADD, .bcast = NPU_BCAST_NONE, .shift = 20,
 		.mult_a = 1 << 20, .mult_b = 1 << 20,
 		.act_min = -128, .act_max = 127,
 	};
-	const struct npu_insn_lut lut = {
-		.hdr = { NPU_OP_LUT, 0, sizeof(lut), 0 },
+	return e;
+}
+
+static struct npu_insn_lut lut_base(void)
+{
+	struct npu_insn_lut l = {
+		.hdr = { NPU_OP_LUT, 0, sizeof(l), 0 },
 		.input = 0, .output = 100, .table = 200, .count = 100,
 	};
+	return l;
+}
+
+static void test_pool_eltwise_lut_check_statuses(void **state)
+{
+	struct npu_op_footprint fp;
+	const struct npu_insn_pool pool = pool_base();
+	const struct npu_insn_eltwise elt = elt_base();
+	const struct npu_insn_lut lut = lut_base();
 	struct npu_insn_pool p;
 	struct npu_insn_eltwise e;
 	struct npu_insn_lut l;
@@ -403,26 +422,9 @@ static void test_shift_moves_footprints(void **state)
 {
 	struct npu_insn_conv2d c = conv_base();
 	struct npu_insn_matmul m = mm_base();
-	const struct npu_insn_pool pool = {
-		.hdr = { NPU_OP_POOL, 0, sizeof(pool), 0 },
-		.input = 0, .output = 4096, .mode = NPU_POOL_MAX, .c = 8,
-		.in_h = 8, .in_w = 8, .out_h = 4, .out_w = 4,
-		.k_h = 2, .k_w = 2, .stride_h = 2, .stride_w = 2,
-		.in_row_stride = 64, .in_pixel_stride = 8,
-		.out_row_stride = 32, .out_pixel_stride = 8,
-		.act_min = -128, .act_max = 127,
-	};
-	const struct npu_insn_eltwise elt = {
-		.hdr = { NPU_OP_ELTWISE, 0, sizeof(elt), 0 },
-		.a = 0, .b = 1000, .output = 2000, .count = 1000,
-		.mode = NPU_ELT_ADD, .bcast = NPU_BCAST_NONE, .shift = 20,
-		.mult_a = 1 << 20, .mult_b = 1 << 20,
-		.act_min = -128, .act_max = 127,
-	};
-	const struct npu_insn_lut lut = {
-		.hdr = { NPU_OP_LUT, 0, sizeof(lut), 0 },
-		.input = 0, .output = 100, .table = 200, .count = 100,
-	};
+	const struct npu_insn_pool pool = pool_base();
+	const struct npu_insn_eltwise elt = elt_base();
+	const struct npu_insn_lut lut = lut_base();
 	const struct npu_insn_resize rz = {
 		.hdr = { NPU_OP_RESIZE, 0, sizeof(rz), 0 },
 		.input = 64, .output = 1024, .mode = NPU_RESIZE_NEAREST, .c = 4,

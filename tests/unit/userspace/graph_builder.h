@@ -7,7 +7,9 @@
 #ifndef NPU_TEST_GRAPH_BUILDER_H
 #define NPU_TEST_GRAPH_BUILDER_H
 
+#include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -103,6 +105,21 @@ static inline void gb_set_str(struct npu_node *n, const char *name, const char *
 
 	a->s = strdup(v);
 	assert_non_null(a->s);
+}
+
+/* Sets "NAME=VALUE" (or unsets NAME when set is false); NULL: nothing. */
+static inline void gb_env_pair(const char *pair, bool set)
+{
+	char name[64];
+	const char *eq = pair ? strchr(pair, '=') : NULL;
+
+	if (!eq)
+		return;
+	snprintf(name, sizeof(name), "%.*s", (int)(eq - pair), pair);
+	if (set)
+		setenv(name, eq + 1, 1);
+	else
+		unsetenv(name);
 }
 
 /* Mark v[0..n) as the graph's outputs, in that order. */

@@ -120,21 +120,6 @@ static struct npu_graph *build(const struct variant *v)
 	return g;
 }
 
-/* Sets "NAME=VALUE" (or unsets NAME when set is false). */
-static void env_pair(const char *pair, bool set)
-{
-	char name[64];
-	const char *eq = pair ? strchr(pair, '=') : NULL;
-
-	if (!eq)
-		return;
-	snprintf(name, sizeof(name), "%.*s", (int)(eq - pair), pair);
-	if (set)
-		setenv(name, eq + 1, 1);
-	else
-		unsetenv(name);
-}
-
 /*
  * Generates the segment's stream again and sums, through the ISA
  * validator, the cycles of its CONV2D and MATMUL instructions; counts
@@ -189,7 +174,7 @@ static size_t compile_and_run(struct npu_device *dev, const struct variant *v,
 	size_t n;
 
 	setenv("NPU_ARRAY_MODES", modes ? "1" : "0", 1);
-	env_pair(v->env, true);
+	gb_env_pair(v->env, true);
 	gb_seed = 17;	/* the same weights every time */
 	g = build(v);
 	c = gb_compile(g, dev, &x);
@@ -201,7 +186,7 @@ static size_t compile_and_run(struct npu_device *dev, const struct variant *v,
 	n = gb_run(g, x, out, cap);
 	npu_compiled_free(c);
 	npu_graph_destroy(g);
-	env_pair(v->env, false);
+	gb_env_pair(v->env, false);
 	unsetenv("NPU_ARRAY_MODES");
 	return n;
 }

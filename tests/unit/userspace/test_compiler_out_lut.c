@@ -113,21 +113,6 @@ static struct npu_graph *build(const struct variant *v)
 	return g;
 }
 
-/* Sets "NAME=VALUE" (or unsets NAME when set is false). */
-static void env_pair(const char *pair, bool set)
-{
-	char name[64];
-	const char *eq = pair ? strchr(pair, '=') : NULL;
-
-	if (!eq)
-		return;
-	snprintf(name, sizeof(name), "%.*s", (int)(eq - pair), pair);
-	if (set)
-		setenv(name, eq + 1, 1);
-	else
-		unsetenv(name);
-}
-
 /*
  * Generates the segment's stream again and counts its LUT instructions
  * and the CONV2D / MATMUL instructions that carry NPU_CONV_OUT_LUT.
@@ -181,7 +166,7 @@ static size_t compile_and_run(struct npu_device *dev, const struct variant *v,
 	setenv("NPU_OUT_LUT", fused ? "1" : "0", 1);
 	if (rows)
 		setenv("NPU_FUSE_ROWS", rows, 1);
-	env_pair(v->env, true);
+	gb_env_pair(v->env, true);
 	gb_seed = 41;	/* the same weights every time */
 	g = build(v);
 	c = gb_compile(g, dev, &x);
@@ -212,7 +197,7 @@ static size_t compile_and_run(struct npu_device *dev, const struct variant *v,
 	n = gb_run(g, x, out, cap);
 	npu_compiled_free(c);
 	npu_graph_destroy(g);
-	env_pair(v->env, false);
+	gb_env_pair(v->env, false);
 	unsetenv("NPU_FUSE_ROWS");
 	unsetenv("NPU_OUT_LUT");
 	return n;
