@@ -1535,6 +1535,25 @@ static uint64_t conv_taps(uint32_t k, uint32_t dil, uint32_t ins)
 	return (k + period - 1) / period;
 }
 
+/* Taps a conv lop's CONV2D runs per output pixel (zero insertion skips some). */
+static uint64_t lop_taps(const struct npu_lop *l)
+{
+	return conv_taps(l->conv.k_h, l->conv.dil_h, l->conv.ins_h) *
+	       conv_taps(l->conv.k_w, l->conv.dil_w, l->conv.ins_w);
+}
+
+/* The MACs a whole conv lop executes, as the device counts them. */
+static uint64_t conv_lop_macs(const struct npu_segment_program *prog, const struct npu_lop *l)
+{
+	const struct npu_act *in = &prog->acts[l->in], *out = &prog->acts[l->out];
+
+	if (l->conv.phase_h)	/* pixel-major: every (dy, dx) phase one MAC per input channel */
+		return (uint64_t)out->n * out->h * out->w * out->c * in->c;
+	/* taps on inserted zeros are skipped (npu_hw.h) */
+	return (uint64_t)out->n * out->h * out->w * out->c * (in->c / l->conv.groups) *
+	       lop_taps(l);
+}
+
 static npu_status gen_phases(struct emitter *e, const struct npu_lop *l,
 			     const struct plan *p);
 static npu_status gen_pmm(struct emitter *e, const struct npu_lop *l, const struct pmm *m);
@@ -1581,11 +1600,7 @@ static npu_status gen_conv_or_pool(struct emitter *e, const struct npu_lop *l,
 						     "codegen: %s: out of memory", l->name);
 			}
 		}
-		/* The device skips taps on inserted zeros (npu_hw.h cycle model). */
-		e->res->macs += (uint64_t)c.out->n * c.out->h * c.out->w * c.out->c *
-				(c.in->c / l->conv.groups) *
-				conv_taps(l->conv.k_h, l->conv.dil_h, l->conv.ins_h) *
-				conv_taps(l->conv.k_w, l->conv.dil_w, l->conv.ins_w);
+		e->res->macs += conv_lop_macs(e->prog, l);
 	} else {
 		c.num_slices = 1;
 	}
@@ -1940,10 +1955,11 @@ static npu_status gen_pmm(struct emitter *e, const struct npu_lop *l, const stru
 		.consts = pmm_consts, .load = pmm_load,
 		.compute = pmm_compute, .store = pmm_store,
 	};
+
 	if (pmm_blob(e, l, m, &c.blob_off))
 		return e->err->status;
 	c.row_tiles = (c.in->h + m->rows - 1) / m->rows;
-	e->res->macs += (uint64_t)c.out->n * c.out->h * c.out->w * c.out->c * c.in->c;
+	e->res->macs += conv_lop_macs(e->prog, l);
 	ops.count = (size_t)c.in->n * c.row_tiles;
 	return run_tiles(e, &ops, &c);
 }
@@ -2808,13 +2824,6 @@ static uint64_t div_up64(uint64_t a, uint64_t b)
 	return (a + b - 1) / b;
 }
 
-/* CONV2D cycles of one instruction (the formula of npu_hw.h). */
-static uint64_t cost_conv_insn(uint64_t out_h, uint64_t out_w, uint64_t taps,
-			       uint32_t groups, uint32_t in_c, uint32_t out_c, bool i16)
-{
-	return npu_conv_insn_cycles(out_h * out_w, taps, groups, in_c, out_c, i16);
-}
-
 static uint64_t cost_end(const struct cost_engines *t)
 {
 	return t->dma > t->cmp ? t->dma : t->cmp;
@@ -2895,17 +2904,17 @@ static uint64_t cost_conv(const struct npu_segment_program *prog,
 				npu_conv_fold_phase(c.in->w, c.out->w, c.in->c, c.out->c,
 						    l->conv.k_h, l->conv.k_w, l->conv.stride_w,
 						    l->conv.pad_left, l->conv.fold_w, r, &ph);
-				compute = cost_conv_insn(r1 - r0, c.out->w / R,
-							 conv_taps(l->conv.k_h, l->conv.dil_h, 0) * ph.k_w,
-							 c.slices[s].groups,
-							 l->conv.fold_w * c.slices[s].in_c, oc, c.in->i16);
+				compute = npu_conv_insn_cycles((uint64_t)(r1 - r0) * (c.out->w / R),
+							       conv_taps(l->conv.k_h, l->conv.dil_h, 0) *
+							       ph.k_w, c.slices[s].groups,
+							       l->conv.fold_w * c.slices[s].in_c, oc,
+							       c.in->i16);
 				cost_insn(&t, false, true, compute);
 			}
 		} else {
-			compute = cost_conv_insn(r1 - r0, c.out->w,
-						 conv_taps(l->conv.k_h, l->conv.dil_h, l->conv.ins_h) *
-						 conv_taps(l->conv.k_w, l->conv.dil_w, l->conv.ins_w),
-						 c.slices[s].groups, c.slices[s].in_c, oc, c.in->i16);
+			compute = npu_conv_insn_cycles((uint64_t)(r1 - r0) * c.out->w, lop_taps(l),
+						       c.slices[s].groups, c.slices[s].in_c, oc,
+						       c.in->i16);
 			cost_insn(&t, false, true, compute);
 		}
 		if (!c.pool && lut_insn(&l->conv.q))
@@ -3438,15 +3447,6 @@ static void fused_tee_rows(const struct npu_segment_program *prog, const struct 
 	}
 }
 
-/* Taps a conv's CONV2D costs per output pixel (zero insertion skips some). */
-static uint64_t conv_taps(uint32_t k, uint32_t dil, uint32_t ins);
-
-static uint64_t fused_taps(const struct npu_lop *l)
-{
-	return conv_taps(l->conv.k_h, l->conv.dil_h, l->conv.ins_h) *
-	       conv_taps(l->conv.k_w, l->conv.dil_w, l->conv.ins_w);
-}
-
 static uint64_t fused_cost(const struct npu_segment_program *prog, const struct fused *f)
 {
 	struct cost_engines t = { 0, 0, 0 };
@@ -3491,8 +3491,8 @@ static uint64_t fused_cost(const struct npu_segment_program *prog, const struct 
 				continue;
 			}
 			cost_insn(&t, false, k == 0,
-				  cost_conv_insn(b - a, o->w, fused_taps(f->l[k]), f->sl[k].groups,
-						 f->sl[k].in_c, o->c, false));
+				  npu_conv_insn_cycles((uint64_t)(b - a) * o->w, lop_taps(f->l[k]),
+						       f->sl[k].groups, f->sl[k].in_c, o->c, false));
 			if (lut_insn(&f->l[k]->conv.q))
 				cost_insn(&t, false, false, div_up64((uint64_t)(b - a) * o->w * o->c,
 								     NPU_VECTOR_LANES));
@@ -4719,17 +4719,6 @@ static npu_status gen_fused(struct emitter *e, size_t i, uint32_t n, uint32_t sr
 	return st;
 }
 
-/* Useful MACs of a whole conv lop (as gen_conv_or_pool counts them). */
-static uint64_t conv_lop_macs(const struct npu_segment_program *prog, const struct npu_lop *l)
-{
-	const struct npu_act *in = &prog->acts[l->in], *out = &prog->acts[l->out];
-
-	if (l->conv.phase_h)	/* as gen_pmm() counts them */
-		return (uint64_t)out->n * out->h * out->w * out->c * in->c;
-	/* taps on inserted zeros are skipped (npu_hw.h) */
-	return (uint64_t)out->n * out->h * out->w * out->c * (in->c / l->conv.groups) *
-	       fused_taps(l);
-}
 
 /* ---- Constants prefetched across ops ------------------------------------ */
 
