@@ -120,18 +120,7 @@ struct npu_nc_ops {
 #define NPU_NC_FMA(a, b, c) _mm512_fmadd_ps(a, b, c)
 #define NPU_NC_XT 12
 #define NPU_NC_DT 8
-#include "cpu_nchwc_body.h"
-static const struct npu_nc_ops npu_nc_ops_avx512 =
-	NPU_NC_TABLE(NPU_NC_FN, NPU_NC_XT, NPU_NC_DT);
-#undef NPU_NC_FN
-#undef NPU_NC_TARGET
-#undef NPU_NC_V
-#undef NPU_NC_VU
-#undef NPU_NC_VI
-#undef NPU_NC_VW
-#undef NPU_NC_FMA
-#undef NPU_NC_XT
-#undef NPU_NC_DT
+#include "cpu_nchwc_body.h"	/* npu_nc_ops_avx512 */
 
 /* AVX2: a block is two ymm, so fewer pixels a tile (16 registers). */
 #define NPU_NC_FN(name) name##_avx2
@@ -143,18 +132,7 @@ static const struct npu_nc_ops npu_nc_ops_avx512 =
 #define NPU_NC_FMA(a, b, c) _mm256_fmadd_ps(a, b, c)
 #define NPU_NC_XT 3
 #define NPU_NC_DT 6
-#include "cpu_nchwc_body.h"
-static const struct npu_nc_ops npu_nc_ops_avx2 =
-	NPU_NC_TABLE(NPU_NC_FN, NPU_NC_XT, NPU_NC_DT);
-#undef NPU_NC_FN
-#undef NPU_NC_TARGET
-#undef NPU_NC_V
-#undef NPU_NC_VU
-#undef NPU_NC_VI
-#undef NPU_NC_VW
-#undef NPU_NC_FMA
-#undef NPU_NC_XT
-#undef NPU_NC_DT
+#include "cpu_nchwc_body.h"	/* npu_nc_ops_avx2 */
 
 /* Portable: SSE (the x86-64 baseline), four xmm a block, no FMA. */
 #define NPU_NC_FN(name) name##_portable
@@ -166,18 +144,7 @@ static const struct npu_nc_ops npu_nc_ops_avx2 =
 #define NPU_NC_FMA(a, b, c) ((a) * (b) + (c))
 #define NPU_NC_XT 3
 #define NPU_NC_DT 3
-#include "cpu_nchwc_body.h"
-static const struct npu_nc_ops npu_nc_ops_portable =
-	NPU_NC_TABLE(NPU_NC_FN, NPU_NC_XT, NPU_NC_DT);
-#undef NPU_NC_FN
-#undef NPU_NC_TARGET
-#undef NPU_NC_V
-#undef NPU_NC_VU
-#undef NPU_NC_VI
-#undef NPU_NC_VW
-#undef NPU_NC_FMA
-#undef NPU_NC_XT
-#undef NPU_NC_DT
+#include "cpu_nchwc_body.h"	/* npu_nc_ops_portable */
 
 static const struct npu_nc_ops *npu_nc_ops_get(void)
 {

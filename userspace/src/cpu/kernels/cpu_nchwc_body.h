@@ -13,7 +13,8 @@
  *   NPU_NC_XT        output pixels of a one-group register tile
  *   NPU_NC_DT        output pixels of a depthwise register tile
  * The tiles take and return no vectors by value: helpers work through
- * pointers, always inlined.
+ * pointers, always inlined. It ends with the ISA's table of tiles,
+ * NPU_NC_FN(npu_nc_ops), and undefines the parameters above.
  */
 #define NV (16 / NPU_NC_VW)
 
@@ -333,3 +334,16 @@ NPU_NC_DW_INST_NT(1)
 #undef NPU_NC_DW_INST
 #undef NPU_NC_DW_INST_NT
 #undef NV
+
+static const struct npu_nc_ops NPU_NC_FN(npu_nc_ops) =
+	NPU_NC_TABLE(NPU_NC_FN, NPU_NC_XT, NPU_NC_DT);
+
+#undef NPU_NC_FN
+#undef NPU_NC_TARGET
+#undef NPU_NC_V
+#undef NPU_NC_VU
+#undef NPU_NC_VI
+#undef NPU_NC_VW
+#undef NPU_NC_FMA
+#undef NPU_NC_XT
+#undef NPU_NC_DT
