@@ -203,4 +203,23 @@ static inline struct npu_device *gb_sim_device(void)
 	return dev;
 }
 
+#ifdef NPU_COMPILER_CODEGEN_H
+/*
+ * Generates segment 0's stream of c again (device VAs 0, no profiling)
+ * into a new *cb and *res, which the caller frees. Needs
+ * "compiler/codegen.h" before this header.
+ */
+static inline void gb_segment_stream(const struct npu_compiled *c, struct npu_cmdbuf **cb,
+				     struct npu_codegen_result *res)
+{
+	struct npu_codegen_target t = { .sram_size = c->dev_info.sram_size };
+	struct npu_error err = { 0 };
+
+	memset(res, 0, sizeof(*res));
+	assert_int_equal(npu_cmdbuf_create(cb), NPU_OK);
+	if (npu_codegen_segment(&c->segments[0]->prog, &t, *cb, res, &err) != NPU_OK)
+		fail_msg("codegen: %s", npu_error_msg(&err));
+}
+#endif
+
 #endif /* NPU_TEST_GRAPH_BUILDER_H */

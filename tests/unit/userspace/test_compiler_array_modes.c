@@ -127,18 +127,15 @@ static struct npu_graph *build(const struct variant *v)
  */
 static uint64_t mac_cycles(const struct npu_compiled *c, unsigned *moded)
 {
-	struct npu_codegen_target t = { .sram_size = c->dev_info.sram_size };
-	struct npu_codegen_result res = { 0 };
-	struct npu_error err = { 0 };
+	uint32_t sram = c->dev_info.sram_size;
+	struct npu_codegen_result res;
 	struct npu_cmdbuf *cb;
 	const uint8_t *p;
 	size_t size, off;
 	uint64_t cycles = 0;
 
 	*moded = 0;
-	assert_int_equal(npu_cmdbuf_create(&cb), NPU_OK);
-	if (npu_codegen_segment(&c->segments[0]->prog, &t, cb, &res, &err) != NPU_OK)
-		fail_msg("codegen: %s", npu_error_msg(&err));
+	gb_segment_stream(c, &cb, &res);
 	p = npu_cmdbuf_data(cb, &size);
 	for (off = sizeof(struct npu_cs_header); off < size;) {
 		struct npu_insn_header h;
@@ -148,7 +145,7 @@ static uint64_t mac_cycles(const struct npu_compiled *c, unsigned *moded)
 		memcpy(&h, p + off, sizeof(h));
 		assert_true(h.size >= sizeof(h) && off + h.size <= size);
 		if (h.opcode == NPU_OP_CONV2D || h.opcode == NPU_OP_MATMUL) {
-			struct npu_isa_check chk = { .sram_size = t.sram_size };
+			struct npu_isa_check chk = { .sram_size = sram };
 
 			assert_int_equal(npu_insn_check(p + off, &chk, &fp), NPU_JOB_OK);
 			cycles += fp.cycles;

@@ -287,15 +287,11 @@ static void groups(const struct npu_compiled *c, const char *name, size_t *longe
 		   bool *after_fused)
 {
 	const struct npu_segment_program *prog = &c->segments[0]->prog;
-	struct npu_codegen_target t = { .sram_size = c->dev_info.sram_size };
-	struct npu_codegen_result res = { 0 };
-	struct npu_error err = { 0 };
+	struct npu_codegen_result res;
 	struct npu_cmdbuf *cb;
 	size_t i, run = 1;
 
-	assert_int_equal(npu_cmdbuf_create(&cb), NPU_OK);
-	if (npu_codegen_segment(prog, &t, cb, &res, &err) != NPU_OK)
-		fail_msg("codegen: %s", npu_error_msg(&err));
+	gb_segment_stream(c, &cb, &res);
 	*longest = 1;
 	*after_fused = false;
 	for (i = 1; i < prog->num_lops; i++) {
@@ -467,18 +463,14 @@ static void test_hoisted_reader_is_bit_identical(void **state)
  */
 static void stream_shape(const struct npu_compiled *c, unsigned *barriers, unsigned *early)
 {
-	struct npu_codegen_target t = { .sram_size = c->dev_info.sram_size };
-	struct npu_codegen_result res = { 0 };
-	struct npu_error err = { 0 };
+	struct npu_codegen_result res;
 	struct npu_cmdbuf *cb;
 	const uint8_t *p;
 	size_t size, off;
 	bool load_seen = false;
 
 	*barriers = *early = 0;
-	assert_int_equal(npu_cmdbuf_create(&cb), NPU_OK);
-	if (npu_codegen_segment(&c->segments[0]->prog, &t, cb, &res, &err) != NPU_OK)
-		fail_msg("codegen: %s", npu_error_msg(&err));
+	gb_segment_stream(c, &cb, &res);
 	p = npu_cmdbuf_data(cb, &size);
 	for (off = sizeof(struct npu_cs_header); off < size;) {
 		struct npu_insn_header h;

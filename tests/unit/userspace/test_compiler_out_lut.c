@@ -119,17 +119,13 @@ static struct npu_graph *build(const struct variant *v)
  */
 static void scan_stream(const struct npu_compiled *c, unsigned *luts, unsigned *flagged)
 {
-	struct npu_codegen_target t = { .sram_size = c->dev_info.sram_size };
-	struct npu_codegen_result res = { 0 };
-	struct npu_error err = { 0 };
+	struct npu_codegen_result res;
 	struct npu_cmdbuf *cb;
 	const uint8_t *p;
 	size_t size, off;
 
 	*luts = *flagged = 0;
-	assert_int_equal(npu_cmdbuf_create(&cb), NPU_OK);
-	if (npu_codegen_segment(&c->segments[0]->prog, &t, cb, &res, &err) != NPU_OK)
-		fail_msg("codegen: %s", npu_error_msg(&err));
+	gb_segment_stream(c, &cb, &res);
 	p = npu_cmdbuf_data(cb, &size);
 	for (off = sizeof(struct npu_cs_header); off < size;) {
 		struct npu_insn_header h;
