@@ -11,8 +11,13 @@
 #ifndef NPU_SERVE_BATCHER_H
 #define NPU_SERVE_BATCHER_H
 
+#include <stdatomic.h>
+
 #include "metrics.h"
 #include "model_config.h"
+
+/* A request whose client went away before it ran (HTTP has no code for it: nginx's 499). */
+#define SERVE_CANCELLED 499
 
 struct infer_tensor {
 	char name[SERVE_NAME_MAX];
@@ -48,6 +53,14 @@ struct infer_request {
 	struct infer_tensor results[SERVE_MAX_IO];
 	void (*done)(struct infer_request *req, void *arg);
 	void *done_arg;
+	/*
+	 * Set by a front end when the client is gone (HTTP disconnect, gRPC
+	 * RST_STREAM). A request still queued is then dropped, never run, and
+	 * completes with SERVE_CANCELLED; one already running finishes. Either
+	 * way 'done' is called exactly once, so the front end frees the
+	 * request only after it.
+	 */
+	atomic_bool cancelled;
 	struct infer_request *next;
 };
 
