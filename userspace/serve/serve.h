@@ -44,6 +44,12 @@ void serve_log(enum serve_log_level level, const char *fmt, ...)
 int serve_err(char *err, int status, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
+/*
+ * The TLS versions and suites HTTPS and gRPC-TLS accept (GnuTLS priority
+ * syntax): TLS 1.2 and 1.3 only, as RFC 7540 section 9.2 requires of h2.
+ */
+#define SERVE_TLS_PRIORITIES "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2:%SERVER_PRECEDENCE"
+
 uint64_t serve_now_ns(void);	/* CLOCK_MONOTONIC */
 
 /* Triton datatype names ("FP32") and config names ("TYPE_FP32"). */
