@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* metrics: statistics and the Prometheus text format (see metrics.h). */
 #include <inttypes.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +28,17 @@ static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct model_stats *models;
 static struct device_stats *devices;
 static uint64_t http_status_counts[6];	/* 2xx 4xx(400) 404 5xx(500) 501 503 */
+static _Atomic uint64_t limit_hits[LIMIT_COUNT];
+static const char *const limit_names[LIMIT_COUNT] = {
+	[LIMIT_HTTP_HEADER_TIMEOUT] = "http_header_timeout",
+	[LIMIT_HTTP_BODY_TIMEOUT] = "http_body_timeout",
+	[LIMIT_HTTP_BODY_BUDGET] = "http_body_budget",
+	[LIMIT_GRPC_PREFACE_TIMEOUT] = "grpc_preface_timeout",
+	[LIMIT_GRPC_IDLE_TIMEOUT] = "grpc_idle_timeout",
+	[LIMIT_GRPC_CONNECTIONS] = "grpc_connections",
+	[LIMIT_GRPC_BODY_TIMEOUT] = "grpc_body_timeout",
+	[LIMIT_GRPC_BUFFER] = "grpc_buffer",
+};
 static uint64_t start_ns;
 
 struct model_stats *metrics_model(const char *model, int64_t version)
@@ -167,6 +179,12 @@ void metrics_http_request(int status)
 	pthread_mutex_lock(&registry_lock);
 	http_status_counts[k]++;
 	pthread_mutex_unlock(&registry_lock);
+}
+
+void metrics_limit_hit(enum serve_limit which)
+{
+	if ((unsigned int)which < LIMIT_COUNT)
+		atomic_fetch_add(&limit_hits[which], 1);
 }
 
 void metrics_foreach(void (*fn)(struct model_stats *s, void *arg), void *arg)
@@ -405,6 +423,11 @@ char *metrics_render(size_t *len)
 	for (i = 0; i < 6; i++)
 		fprintf(f, "npu_serve_http_responses_total{status=\"%s\"} %" PRIu64 "\n",
 			status_names[i], http_status_counts[i]);
+	help(f, "npu_serve_limit_hits_total", "counter",
+	     "Connections closed and requests refused by a hardening limit.");
+	for (i = 0; i < LIMIT_COUNT; i++)
+		fprintf(f, "npu_serve_limit_hits_total{limit=\"%s\"} %" PRIu64 "\n",
+			limit_names[i], atomic_load(&limit_hits[i]));
 	help(f, "npu_serve_uptime_seconds", "gauge", "Seconds since the server started.");
 	fprintf(f, "npu_serve_uptime_seconds %.3f\n", up);
 	pthread_mutex_unlock(&registry_lock);

@@ -62,6 +62,20 @@ void metrics_device(const char *device, uint64_t ns, uint64_t cycles);
 /* Requests that failed before reaching a model (bad input, unknown model). */
 void metrics_http_request(int status);
 
+/* A limit the server enforced against a client (Documentation/serving.md, "Limits and hardening"). */
+enum serve_limit {
+	LIMIT_HTTP_HEADER_TIMEOUT,	/* headers not complete in time: closed */
+	LIMIT_HTTP_BODY_TIMEOUT,	/* body not complete in time: closed */
+	LIMIT_HTTP_BODY_BUDGET,		/* every body byte the server allows is held: 503 */
+	LIMIT_GRPC_PREFACE_TIMEOUT,	/* no HTTP/2 preface or TLS handshake in time: closed */
+	LIMIT_GRPC_IDLE_TIMEOUT,	/* no stream for too long: closed */
+	LIMIT_GRPC_CONNECTIONS,		/* at a connection cap: closed or refused */
+	LIMIT_GRPC_BODY_TIMEOUT,	/* a call's message not complete in time: reset */
+	LIMIT_GRPC_BUFFER,		/* a stream or connection over its buffer bound */
+	LIMIT_COUNT
+};
+void metrics_limit_hit(enum serve_limit which);
+
 /* Call fn for every (model, version) series, in creation order (the panel's sampler). */
 void metrics_foreach(void (*fn)(struct model_stats *s, void *arg), void *arg);
 

@@ -33,6 +33,14 @@ static void usage(FILE *out)
 		"  --http-thread-count N      HTTP threads (default 4)\n"
 		"  --http-max-body-bytes N    largest request body (default 67108864)\n"
 		"  --http-timeout-secs N      idle connection timeout (default 60)\n"
+		"  --http-header-timeout-secs N  a request's headers must arrive within N s (default 30)\n"
+		"  --http-body-timeout-secs N    and its body within N s more (default 120)\n"
+		"  --http-max-connections N   open HTTP connections (default 1024)\n"
+		"  --http-max-connections-per-client N  from one address (default 128)\n"
+		"  --http-max-buffered-bytes N  request bodies held at once, all connections\n"
+		"                             (default 536870912)\n"
+		"  --allowed-host NAME        a host name clients may use in Host besides IP addresses\n"
+		"                             and localhost (DNS-rebinding check); repeatable\n"
 		"  --metrics-port N           also serve /metrics on this port (default 8002; 0: any; -1: off)\n"
 		"  --allow-metrics=false      no /metrics anywhere\n"
 		"  --grpc-port N              gRPC port (default 8001; 0: any free port; -1: off)\n"
@@ -134,6 +142,7 @@ int main(int argc, char **argv)
 	sigset_t set;
 
 	static char *load_models[256];
+	static const char *allowed_hosts[64];
 
 	ro.load_models = load_models;
 	for (i = 1; i < argc; i++) {
@@ -198,6 +207,33 @@ int main(int argc, char **argv)
 			if (parse_int(flag, val, 1, 86400, &x))
 				return 2;
 			ho.timeout_secs = (unsigned int)x;
+		} else if (!strcmp(flag, "--http-header-timeout-secs") ||
+			   !strcmp(flag, "--http-body-timeout-secs")) {
+			if (parse_int(flag, val, 1, 86400, &x))
+				return 2;
+			if (flag[7] == 'h')
+				ho.header_timeout_secs = (unsigned int)x;
+			else
+				ho.body_timeout_secs = (unsigned int)x;
+		} else if (!strcmp(flag, "--http-max-connections")) {
+			if (parse_int(flag, val, 1, 65536, &x))
+				return 2;
+			ho.max_connections = (unsigned int)x;
+		} else if (!strcmp(flag, "--http-max-connections-per-client")) {
+			if (parse_int(flag, val, 1, 65536, &x))
+				return 2;
+			ho.per_client_connections = (unsigned int)x;
+		} else if (!strcmp(flag, "--http-max-buffered-bytes")) {
+			if (parse_int(flag, val, 1, 1L << 40, &x))
+				return 2;
+			ho.max_buffered_bytes = (size_t)x;
+		} else if (!strcmp(flag, "--allowed-host")) {
+			if (ho.num_allowed_hosts >= sizeof(allowed_hosts) / sizeof(allowed_hosts[0])) {
+				fprintf(stderr, "npu serve: more than 64 --allowed-host\n");
+				return 2;
+			}
+			allowed_hosts[ho.num_allowed_hosts++] = val;
+			ho.allowed_hosts = allowed_hosts;
 		} else if (!strcmp(flag, "--metrics-port")) {
 			if (parse_int(flag, val, -1, 65535, &metrics_port))
 				return 2;
