@@ -915,7 +915,6 @@ static int route_headers(struct conn *c, const char *url, const char *method, st
 
 		if (ar != AUTH_OK) {
 			set_auth_error(r, ar, c->ep->scope);
-			r->close = 1;	/* its body, if any, is not read */
 			return 0;
 		}
 	}
@@ -924,7 +923,6 @@ static int route_headers(struct conn *c, const char *url, const char *method, st
 		snprintf(msg, sizeof(msg), "Content-Type '%.80s' is what a web page can send cross-site: send 'Content-Type: application/json' (or application/octet-stream with binary tensors)",
 			 ct);
 		set_error(r, 415, msg);
-		r->close = 1;
 		return 0;
 	}
 	if (c->args.version) {
@@ -1133,6 +1131,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection,
 		*con_cls = c;
 		set_phase(s, c->client, PHASE_BODY, NULL);
 		if (!route_headers(c, url, method, &r)) {
+			/* A body that follows is not read: the connection cannot carry on. */
+			if (MHD_lookup_connection_value(connection, MHD_HEADER_KIND,
+							MHD_HTTP_HEADER_CONTENT_LENGTH) ||
+			    MHD_lookup_connection_value(connection, MHD_HEADER_KIND,
+							MHD_HTTP_HEADER_TRANSFER_ENCODING))
+				r.close = 1;
 			c->state = CONN_DONE;
 			set_phase(s, c->client, PHASE_HANDLER, NULL);
 			return send_response(connection, &r);
