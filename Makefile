@@ -104,9 +104,11 @@ kselftest: driver
 # cores, then cached). Not part of `make check` (see Documentation/vm.md).
 .PHONY: kselftest-debug soak
 DEBUG_SUITE := 00 10 20 50 60 90
-kselftest-debug:
+kselftest-debug: userspace
+	@tools/setup-deps --debug-kernel
 	@tests/vm/run-debug --only "$(DEBUG_SUITE)"
 
 # The same with the fuzzer at 1e6 operations and a 10-minute fault campaign.
-soak:
+soak: userspace
+	@tools/setup-deps --debug-kernel
 	@tests/vm/run-debug --soak --only "$(DEBUG_SUITE)"
