@@ -139,7 +139,11 @@ int npu_device_init(struct npu_device *ndev)
 		return ret;
 	pci_set_master(pdev);
 
-	ret = dma_set_mask_and_coherent(&pdev->dev, DMA_BIT_MASK(64));
+	/*
+	 * Page table entries and the context root hold address bits 12..51:
+	 * a DMA address at or above 2^52 would be truncated, not refused.
+	 */
+	ret = dma_set_mask_and_coherent(&pdev->dev, DMA_BIT_MASK(fls64(NPU_PTE_ADDR_MASK)));
 	if (ret)
 		return ret;
 	/*
