@@ -330,14 +330,53 @@ void npu_queue_rerun(struct npu_queue *q, int error)
 	spin_unlock_irqrestore(&q->lock, flags);
 }
 
+static void npu_job_cancel_cb(struct dma_fence *prev, struct dma_fence_cb *cb)
+{
+	struct npu_job *job = container_of(cb, struct npu_job, cancel_cb);
+	struct dma_fence *fence = job->hw_fence;
+
+	dma_fence_signal(fence);
+	dma_fence_put(fence);
+}
+
 /*
- * run_job does not run @job: the scheduler fails its finished fence with
- * @error once this returns, so the record must say so already.
+ * run_job does not run @job: its finished fence fails with @error. Not
+ * at once, though: an earlier job of the same queue may still be on the
+ * ring, and this job's fence may have replaced that job's in a shared
+ * BO's reservation (same scheduler context), so signaling first would
+ * tell implicit sync the BO is idle mid-write. The hardware fence, unused
+ * here, takes the next seqno of the queue's timeline and signals with
+ * @error right after the last job on the ring. The record says CANCELED
+ * before either.
  */
 static struct dma_fence *npu_job_run_cancel(struct npu_job *job, int error)
 {
+	struct npu_queue *q = job->queue;
+	struct dma_fence *prev = NULL;
+	unsigned long flags;
+
 	npu_job_rec_cancel(job);
-	return ERR_PTR(error);
+	spin_lock_irqsave(&q->lock, flags);
+	if (q->tail != q->head) {
+		struct npu_job *last = q->slots[(q->tail - 1) % NPU_RING_ENTRIES];
+
+		if (last)
+			prev = dma_fence_get(last->hw_fence);
+	}
+	if (prev) {
+		dma_fence_init(job->hw_fence, &npu_fence_ops, &q->fence_lock,
+			       q->fence_context, ++q->fence_seqno);
+		job->hw_fence_init = true;
+	}
+	spin_unlock_irqrestore(&q->lock, flags);
+	if (!prev)
+		return ERR_PTR(error);
+	dma_fence_set_error(job->hw_fence, error);
+	dma_fence_get(job->hw_fence);	/* the callback's */
+	if (dma_fence_add_callback(prev, &job->cancel_cb, npu_job_cancel_cb))
+		npu_job_cancel_cb(prev, &job->cancel_cb);
+	dma_fence_put(prev);
+	return dma_fence_get(job->hw_fence);
 }
 
 static struct dma_fence *npu_job_run(struct drm_sched_job *sched_job)
@@ -349,10 +388,8 @@ static struct dma_fence *npu_job_run(struct drm_sched_job *sched_job)
 	u32 slot, i;
 	int idx;
 
-	if (unlikely(sched_job->s_fence->finished.error)) {
-		npu_job_rec_cancel(job);
-		return NULL;
-	}
+	if (unlikely(sched_job->s_fence->finished.error))
+		return npu_job_run_cancel(job, sched_job->s_fence->finished.error);
 	if (atomic_read(&job->ctx->banned))
 		return npu_job_run_cancel(job, -ECANCELED);
 	/* Dependencies have signaled by now; one that failed cancels this job. */
