@@ -252,12 +252,13 @@ static void run_batch(struct instance *in, struct infer_request **reqs, size_t n
 				res->dims[0] = batch_of(s, r);
 				want = per * (size_t)res->dims[0];
 				res->data = malloc(want ? want : 1);
-				if (res->data)
+				/* A zero-element output may have no data pointer at all. */
+				if (res->data && want)
 					memcpy(res->data, (const char *)out.data + per * (size_t)off, want);
 			} else {
 				want = out.nbytes;
 				res->data = malloc(want ? want : 1);
-				if (res->data)
+				if (res->data && want)
 					memcpy(res->data, out.data, want);
 			}
 			if (!res->data) {
@@ -302,6 +303,14 @@ out:
 
 /* ---- The queue ------------------------------------------------------------- */
 
+/* now + us, saturated: a client's timeout of INT64_MAX us is "never", not the past. */
+static uint64_t deadline_after(uint64_t now_ns, uint64_t us)
+{
+	if (us > (UINT64_MAX - now_ns) / 1000)
+		return UINT64_MAX;
+	return now_ns + us * 1000;
+}
+
 static void unlink_req(struct level_queue *q, struct infer_request *prev,
 		       struct infer_request *r)
 {
@@ -315,9 +324,16 @@ static void unlink_req(struct level_queue *q, struct infer_request *prev,
 	q->count--;
 }
 
+static int is_cancelled(struct infer_request *r)
+{
+	return atomic_load_explicit(&r->cancelled, memory_order_relaxed);
+}
+
 /*
- * Under the lock: move expired requests (timeout action REJECT) to
- * 'expired'; return the earliest deadline still ahead (0: none).
+ * Under the lock: move expired requests (timeout action REJECT) and those
+ * whose client is gone to 'expired'; return the earliest deadline still
+ * ahead (0: none). It runs before every batch is formed, so no cancelled
+ * request that is still queued then is ever run.
  */
 static uint64_t expire(struct scheduler *s, uint64_t now, struct infer_request **expired)
 {
@@ -330,7 +346,7 @@ static uint64_t expire(struct scheduler *s, uint64_t now, struct infer_request *
 		while (r) {
 			struct infer_request *nx = r->next;
 
-			if (r->t_deadline && r->t_deadline <= now) {
+			if ((r->t_deadline && r->t_deadline <= now) || is_cancelled(r)) {
 				unlink_req(&s->q[l], prev, r);
 				s->pending--;
 				r->next = *expired;
@@ -412,9 +428,9 @@ static size_t form_batch(struct scheduler *s, uint64_t now, struct infer_request
 					target = cfg->preferred[i];
 		}
 		send = full || sum >= target || s->stopping ||
-		       now >= head->t_enqueue + cfg->max_queue_delay_us * 1000;
+		       now >= deadline_after(head->t_enqueue, cfg->max_queue_delay_us);
 		if (!send) {
-			*wake = head->t_enqueue + cfg->max_queue_delay_us * 1000;
+			*wake = deadline_after(head->t_enqueue, cfg->max_queue_delay_us);
 			return 0;
 		}
 		/* Early on a preferred size: the largest one that fits. */
@@ -476,12 +492,19 @@ static void *instance_main(void *arg)
 				struct infer_request *r = expired;
 
 				expired = r->next;
-				r->status = serve_err(r->err, SERVE_UNAVAILABLE,
-						      "request timeout expired after %" PRIu64 " us in the queue of model '%s'",
-						      (now - r->t_enqueue) / 1000, r->model);
 				metrics_pending(s->stats, -1);
-				metrics_rejected(s->stats, 1);
-				metrics_request(s->stats, 0, 0, serve_now_ns() - r->t_arrive);
+				if (is_cancelled(r)) {
+					r->status = serve_err(r->err, SERVE_CANCELLED,
+							      "cancelled by the client after %" PRIu64 " us in the queue of model '%s'",
+							      (now - r->t_enqueue) / 1000, r->model);
+					metrics_cancelled(s->stats);
+				} else {
+					r->status = serve_err(r->err, SERVE_UNAVAILABLE,
+							      "request timeout expired after %" PRIu64 " us in the queue of model '%s'",
+							      (now - r->t_enqueue) / 1000, r->model);
+					metrics_rejected(s->stats, 1);
+					metrics_request(s->stats, 0, 0, serve_now_ns() - r->t_arrive);
+				}
 				complete(s, r);
 			}
 			pthread_mutex_lock(&s->lock);
@@ -544,7 +567,7 @@ int scheduler_enqueue(struct scheduler *s, struct infer_request *req, char *err)
 		timeout = req->timeout_us;
 	req->t_enqueue = serve_now_ns();
 	req->t_deadline = timeout && !q->policy.timeout_action_delay ?
-		req->t_enqueue + timeout * 1000 : 0;
+		deadline_after(req->t_enqueue, timeout) : 0;
 	req->next = NULL;
 	req->seq = s->next_seq++;
 	if (q->tail)
@@ -647,7 +670,7 @@ static void destroy(struct scheduler *s)
 
 int scheduler_create(const struct model_config *cfg, struct npu_model *model,
 		     const char *device, struct model_stats *stats,
-		     struct scheduler **out, char *err)
+		     uint64_t default_max_queue_size, struct scheduler **out, char *err)
 {
 	struct scheduler *s = calloc(1, sizeof(*s));
 	size_t i, j;
@@ -671,9 +694,13 @@ int scheduler_create(const struct model_config *cfg, struct npu_model *model,
 		pthread_condattr_destroy(&ca);
 	}
 	s->levels = cfg->priority_levels > 0 ? cfg->priority_levels : 1;
-	for (l = 1; l <= s->levels; l++)
+	for (l = 1; l <= s->levels; l++) {
 		s->q[l].policy = cfg->level_policy_set[l] ? cfg->level_policy[l]
 							  : cfg->default_queue_policy;
+		/* Triton's 0 means unbounded: here the server's bound instead. */
+		if (!s->q[l].policy.max_queue_size)
+			s->q[l].policy.max_queue_size = default_max_queue_size;
+	}
 	for (i = 0; i < cfg->num_outputs; i++) {
 		int found = 0;
 

@@ -71,13 +71,16 @@ struct scheduler;
 /*
  * Sessions for the instances on 'model' (device named for logs and
  * metrics), warm-up on the config's shapes when they are fully known, and
- * the instance threads. The config must outlive the scheduler.
+ * the instance threads. The config must outlive the scheduler. A queue
+ * whose policy sets no max_queue_size holds default_max_queue_size.
  */
 int scheduler_create(const struct model_config *cfg, struct npu_model *model,
 		     const char *device, struct model_stats *stats,
-		     struct scheduler **out, char *err);
+		     uint64_t default_max_queue_size, struct scheduler **out, char *err);
 /*
- * Queue a validated request. On an error the request is not queued and
+ * Queue a validated request. One whose 'cancelled' is set while it waits
+ * is dropped before the next batch is formed and completes with
+ * SERVE_CANCELLED, never run. On an error the request is not queued and
  * 'done' is not called: SERVE_UNAVAILABLE for a full queue or a
  * scheduler that is draining, SERVE_INVALID for a bad priority.
  */

@@ -27,7 +27,16 @@ struct repo_options {
 	int strict_readiness;
 	size_t num_load;		/* --load-model (explicit mode; "*" all) */
 	char **load_models;
+	/* Limits (Documentation/serving.md, "Limits and hardening"); 0: the default. */
+	size_t max_json_bytes;		/* JSON part of an inference body (16 MiB) */
+	size_t json_value_slack;	/* JSON values beyond a model's tensor elements (4096) */
+	uint64_t default_max_queue_size;	/* each priority level's queue when the
+						 * config sets no max_queue_size (1024) */
 };
+
+#define REPO_DEFAULT_MAX_JSON_BYTES (16u << 20)
+#define REPO_DEFAULT_JSON_VALUE_SLACK 4096
+#define REPO_DEFAULT_MAX_QUEUE_SIZE 1024
 
 struct repository;
 
