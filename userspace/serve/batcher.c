@@ -11,6 +11,8 @@
 #include "panel.h"
 
 #define MAX_BATCH_REQUESTS 1024
+#define MAX_SHAPE_MEMORY 256
+#define SHAPE_WINDOW_NS 60000000000ull
 
 struct level_queue {
 	struct infer_request *head, *tail;
@@ -42,6 +44,15 @@ struct scheduler {
 	/* preserve_ordering: responses leave in the order requests came. */
 	uint64_t next_seq, next_release;
 	struct infer_request *held;	/* done, waiting for earlier ones */
+
+	/* Models with a variable dim: recent input shapes, most recent first,
+	 * and the new ones admitted in the current minute. */
+	struct scheduler_limits limits;
+	int variable_dims;
+	size_t num_shapes;
+	uint64_t shapes[MAX_SHAPE_MEMORY];
+	uint64_t shape_window_start;
+	int new_shapes_in_window;
 
 	int num_instances;
 	struct instance inst[64];
@@ -535,6 +546,68 @@ static void *instance_main(void *arg)
 	return NULL;
 }
 
+/* The dims of every input but the batch dim: what picks a plan besides the batch size. */
+static uint64_t shape_signature(const struct scheduler *s, const struct infer_request *req)
+{
+	uint64_t h = 14695981039346656037ull;
+	int b = s->cfg->max_batch_size > 0, k;
+	size_t i;
+
+	for (i = 0; i < req->num_inputs; i++) {
+		const struct infer_tensor *t = &req->inputs[i];
+
+		for (k = b; k <= t->rank; k++) {
+			/* The rank too: [2, 3] and [2][3] differ. */
+			uint64_t d = k < t->rank ? (uint64_t)t->dims[k] : UINT64_MAX - (uint64_t)t->rank;
+			int byte;
+
+			for (byte = 0; byte < 8; byte++) {
+				h ^= (d >> (8 * byte)) & 0xff;
+				h *= 1099511628211ull;
+			}
+		}
+	}
+	return h;
+}
+
+/*
+ * Under the lock: admit the request's input shape. A shape seen lately
+ * moves to the front; a new one (a plan to compile, on an NPU device
+ * seconds of work) is taken while the minute's budget lasts.
+ */
+static int admit_shape(struct scheduler *s, const struct infer_request *req, uint64_t now,
+		       char *err)
+{
+	uint64_t sig;
+	size_t i, n;
+
+	if (!s->variable_dims)
+		return SERVE_OK;	/* the config's dims fix every shape */
+	sig = shape_signature(s, req);
+	for (i = 0; i < s->num_shapes && s->shapes[i] != sig; i++)
+		;
+	if (i == s->num_shapes) {
+		if (now - s->shape_window_start >= SHAPE_WINDOW_NS) {
+			s->shape_window_start = now;
+			s->new_shapes_in_window = 0;
+		}
+		if (s->limits.max_new_shapes_per_minute >= 0 &&
+		    s->new_shapes_in_window >= s->limits.max_new_shapes_per_minute)
+			return serve_err(err, SERVE_UNAVAILABLE,
+					 "model '%s' version %" PRId64 " already took %d new input shapes this minute (--max-new-shapes-per-minute): each compiles a plan; retry with a shape used lately, or later",
+					 req->model, req->version, s->new_shapes_in_window);
+		s->new_shapes_in_window++;
+		n = s->limits.shape_memory;
+		if (i >= n)
+			i = n - 1;	/* forget the least recent */
+		else
+			s->num_shapes++;
+	}
+	memmove(&s->shapes[1], &s->shapes[0], i * sizeof(s->shapes[0]));
+	s->shapes[0] = sig;
+	return SERVE_OK;
+}
+
 int scheduler_enqueue(struct scheduler *s, struct infer_request *req, char *err)
 {
 	struct level_queue *q;
@@ -552,6 +625,11 @@ int scheduler_enqueue(struct scheduler *s, struct infer_request *req, char *err)
 		pthread_mutex_unlock(&s->lock);
 		return serve_err(err, SERVE_UNAVAILABLE, "model '%s' version %" PRId64 " is unloading",
 				 req->model, req->version);
+	}
+	if (admit_shape(s, req, serve_now_ns(), err)) {
+		pthread_mutex_unlock(&s->lock);
+		metrics_request(s->stats, 0, 0, serve_now_ns() - req->t_arrive);
+		return SERVE_UNAVAILABLE;
 	}
 	q = &s->q[level];
 	if (q->policy.max_queue_size && q->count >= q->policy.max_queue_size) {
@@ -670,7 +748,7 @@ static void destroy(struct scheduler *s)
 
 int scheduler_create(const struct model_config *cfg, struct npu_model *model,
 		     const char *device, struct model_stats *stats,
-		     uint64_t default_max_queue_size, struct scheduler **out, char *err)
+		     const struct scheduler_limits *limits, struct scheduler **out, char *err)
 {
 	struct scheduler *s = calloc(1, sizeof(*s));
 	size_t i, j;
@@ -699,8 +777,17 @@ int scheduler_create(const struct model_config *cfg, struct npu_model *model,
 							  : cfg->default_queue_policy;
 		/* Triton's 0 means unbounded: here the server's bound instead. */
 		if (!s->q[l].policy.max_queue_size)
-			s->q[l].policy.max_queue_size = default_max_queue_size;
+			s->q[l].policy.max_queue_size = limits->default_max_queue_size;
 	}
+	s->limits = *limits;
+	if (!s->limits.shape_memory)
+		s->limits.shape_memory = 1;
+	if (s->limits.shape_memory > MAX_SHAPE_MEMORY)
+		s->limits.shape_memory = MAX_SHAPE_MEMORY;
+	for (i = 0; i < cfg->num_inputs; i++)
+		for (l = 0; l < cfg->inputs[i].rank; l++)
+			s->variable_dims |= cfg->inputs[i].dims[l] < 0;
+	s->shape_window_start = serve_now_ns();
 	for (i = 0; i < cfg->num_outputs; i++) {
 		int found = 0;
 

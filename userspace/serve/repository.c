@@ -400,6 +400,7 @@ static int load_version(struct repository *r, const char *name,
 			int64_t v, uint64_t fp, struct model_version **out, char *err)
 {
 	struct model_version *mv = new_version();
+	struct scheduler_limits sl;
 	struct npu_model_options mo;
 	char file[8192], calib[8192];
 	const char *calib_param;
@@ -467,8 +468,10 @@ static int load_version(struct repository *r, const char *name,
 		free_version(mv);
 		return serve_err(err, SERVE_INTERNAL, "out of memory");
 	}
-	st = scheduler_create(&mv->cfg, mv->model, mv->device, mv->stats,
-			      r->opts.default_max_queue_size, &mv->sched, err);
+	sl.default_max_queue_size = r->opts.default_max_queue_size;
+	sl.max_new_shapes_per_minute = r->opts.max_new_shapes_per_minute;
+	sl.shape_memory = mo.max_plans;	/* as many shapes as the plan cache holds */
+	st = scheduler_create(&mv->cfg, mv->model, mv->device, mv->stats, &sl, &mv->sched, err);
 	if (st) {
 		free_version(mv);
 		return st;
@@ -662,7 +665,10 @@ static int do_load(struct repository *r, const char *name, const json_t *overrid
 			pthread_mutex_lock(&r->lock);
 			vs = state_of(e, sel[i]);
 			snprintf(vs->reason, sizeof(vs->reason), "%s", msg);
-			snprintf(e->reason, sizeof(e->reason), "%s", msg);
+			/* Loading one more version failed: that version's row says
+			 * so, not the rows of those still serving. */
+			if (only <= 0)
+				snprintf(e->reason, sizeof(e->reason), "%s", msg);
 			pthread_mutex_unlock(&r->lock);
 			for (j = 0; j < MAX_VERSIONS; j++)
 				free_version(fresh[j]);
@@ -710,7 +716,8 @@ failed_model:
 	relative_paths(r, err);
 	serve_log(SERVE_LOG_ERROR, "model '%s': %s", name, err);
 	pthread_mutex_lock(&r->lock);
-	snprintf(e->reason, sizeof(e->reason), "%s", err);
+	if (only <= 0)
+		snprintf(e->reason, sizeof(e->reason), "%s", err);
 	pthread_mutex_unlock(&r->lock);
 	return st;
 }
@@ -750,6 +757,7 @@ static int do_unload(struct repository *r, const char *name, int64_t version, ch
 	pthread_mutex_lock(&r->lock);
 	if (version < 0)
 		e->wanted = 0;
+	e->reason[0] = '\0';	/* what serves changed since the last failure */
 	for (i = 0; i < n; i++) {
 		struct version_state *vs = state_of(e, old[i]->version);
 
@@ -1094,6 +1102,7 @@ static void poll_once(struct repository *r)
 	}
 	/* Models whose directory is gone are unloaded. */
 	pthread_mutex_lock(&r->lock);
+restart:
 	for (e = r->models; e; e = e->next) {
 		int on_disk = 0;
 
@@ -1108,9 +1117,9 @@ static void poll_once(struct repository *r)
 			serve_log(SERVE_LOG_INFO, "poll: model '%s' removed, unloading", name);
 			repository_unload(r, name, -1, err);
 			pthread_mutex_lock(&r->lock);
-			e = r->models;	/* restart: the list may have grown */
-			if (!e)
-				break;
+			/* From the head again, the head included: the list may
+			 * have changed; 'e' has nothing loaded now. */
+			goto restart;
 		}
 	}
 	pthread_mutex_unlock(&r->lock);
@@ -1165,6 +1174,8 @@ int repository_create(const struct repo_options *o, struct repository **out, cha
 		r->opts.json_value_slack = REPO_DEFAULT_JSON_VALUE_SLACK;
 	if (!r->opts.default_max_queue_size)
 		r->opts.default_max_queue_size = REPO_DEFAULT_MAX_QUEUE_SIZE;
+	if (!r->opts.max_new_shapes_per_minute)
+		r->opts.max_new_shapes_per_minute = REPO_DEFAULT_MAX_NEW_SHAPES_PER_MINUTE;
 	r->limits.max_json_bytes = r->opts.max_json_bytes;
 	r->limits.json_value_slack = r->opts.json_value_slack;
 	if (!realpath(o->path, r->path)) {

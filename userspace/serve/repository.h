@@ -32,11 +32,15 @@ struct repo_options {
 	size_t json_value_slack;	/* JSON values beyond a model's tensor elements (4096) */
 	uint64_t default_max_queue_size;	/* each priority level's queue when the
 						 * config sets no max_queue_size (1024) */
+	/* Models with a variable dim: new input shapes (plans to compile) a
+	 * version takes per minute; 0: the default (60), -1: no limit. */
+	int max_new_shapes_per_minute;
 };
 
 #define REPO_DEFAULT_MAX_JSON_BYTES (16u << 20)
 #define REPO_DEFAULT_JSON_VALUE_SLACK 4096
 #define REPO_DEFAULT_MAX_QUEUE_SIZE 1024
+#define REPO_DEFAULT_MAX_NEW_SHAPES_PER_MINUTE 60
 
 struct repository;
 

@@ -49,6 +49,9 @@ static void usage(FILE *out)
 		"                             16777216; binary tensor data is bounded by the body limit)\n"
 		"  --default-max-queue-size N queue bound of a priority level whose config sets no\n"
 		"                             max_queue_size (default 1024); a full queue answers 503\n"
+		"  --max-new-shapes-per-minute N  input shapes not seen lately (each compiles a plan)\n"
+		"                             a version of a variable-dim model takes per minute\n"
+		"                             (default 60; -1: no limit); over it: 503\n"
 		"  --port-file FILE           write 'http=', 'grpc=' and 'metrics=PORT' lines once listening\n"
 		"  --tls-cert FILE            serve HTTPS (and /metrics on --metrics-port) and gRPC over\n"
 		"                             TLS (ALPN h2) with this PEM certificate chain; needs --tls-key\n"
@@ -247,6 +250,10 @@ int main(int argc, char **argv)
 			if (parse_int(flag, val, 1, 1L << 30, &x))
 				return 2;
 			ro.default_max_queue_size = (uint64_t)x;
+		} else if (!strcmp(flag, "--max-new-shapes-per-minute")) {
+			if (parse_int(flag, val, -1, 1000000, &x))
+				return 2;
+			ro.max_new_shapes_per_minute = x ? (int)x : -1;
 		} else if (!strcmp(flag, "--port-file")) {
 			port_file = val;
 		} else if (!strcmp(flag, "--tls-cert") || !strcmp(flag, "--tls-key")) {
