@@ -193,13 +193,13 @@ def test_json_amplification(s):
           "(%.1f s)" % (n, took), (st, b[:300]))
     ts.ok(0 < hwm < 400 << 20, "peak RSS stays under 400 MB (VmHWM %d MB)" % (hwm >> 20), hwm)
     # Under the byte limit, the values a 32-element model may take bound the parse.
-    n = 7 << 20
+    n = 3 << 20
     body = (b'{"inputs":[{"name":"x0","datatype":"FP32","shape":[1,3],"data":['
             + b"1," * (n - 1) + b"1]}]}")
     st, _, b = ts.request(s.port, "POST", "/v2/models/relu/infer", body, JSON_HDR, timeout=120)
     hwm = status_field(s.proc.pid, "VmHWM")
     ts.ok(st == 400 and b"values" in b and b"max_batch_size x dims" in b,
-          "14 MiB of JSON holding %d values for a 32-element model: 400 naming the bound" % n,
+          "6 MiB of JSON holding %d values for a 32-element model: 400 naming the bound" % n,
           (st, b[:300]))
     ts.ok(0 < hwm < 400 << 20, "... peak RSS still under 400 MB (%d MB)" % (hwm >> 20), hwm)
     # A variable dim: the JSON byte limit bounds what parsing may allocate.

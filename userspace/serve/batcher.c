@@ -501,20 +501,22 @@ static void *instance_main(void *arg)
 			pthread_mutex_unlock(&s->lock);
 			while (expired) {
 				struct infer_request *r = expired;
+				uint64_t waited_us = (now - r->t_enqueue) / 1000;
 
 				expired = r->next;
 				metrics_pending(s->stats, -1);
 				if (is_cancelled(r)) {
 					r->status = serve_err(r->err, SERVE_CANCELLED,
-							      "cancelled by the client after %" PRIu64 " us in the queue of model '%s'",
-							      (now - r->t_enqueue) / 1000, r->model);
+						"cancelled by the client after %" PRIu64 " us in the queue of model '%s'",
+						waited_us, r->model);
 					metrics_cancelled(s->stats);
 				} else {
 					r->status = serve_err(r->err, SERVE_UNAVAILABLE,
-							      "request timeout expired after %" PRIu64 " us in the queue of model '%s'",
-							      (now - r->t_enqueue) / 1000, r->model);
+						"request timeout expired after %" PRIu64 " us in the queue of model '%s'",
+						waited_us, r->model);
 					metrics_rejected(s->stats, 1);
-					metrics_request(s->stats, 0, 0, serve_now_ns() - r->t_arrive);
+					metrics_request(s->stats, 0, 0,
+							serve_now_ns() - r->t_arrive);
 				}
 				complete(s, r);
 			}
@@ -557,8 +559,9 @@ static uint64_t shape_signature(const struct scheduler *s, const struct infer_re
 		const struct infer_tensor *t = &req->inputs[i];
 
 		for (k = b; k <= t->rank; k++) {
-			/* The rank too: [2, 3] and [2][3] differ. */
-			uint64_t d = k < t->rank ? (uint64_t)t->dims[k] : UINT64_MAX - (uint64_t)t->rank;
+			/* The rank too ends each input's dims. */
+			uint64_t d = k < t->rank ? (uint64_t)t->dims[k]
+						 : UINT64_MAX - (uint64_t)t->rank;
 			int byte;
 
 			for (byte = 0; byte < 8; byte++) {

@@ -324,7 +324,8 @@ static int decode_input(const json_t *in, size_t index, const struct model_confi
 		size_t leaves = 0;
 
 		if (count_leaves(data, 0, (size_t)elems, &leaves))
-			return serve_err(err, SERVE_INVALID, "input '%s': 'data' nested deeper than %d",
+			return serve_err(err, SERVE_INVALID,
+					 "input '%s': 'data' nested deeper than %d",
 					 ct->name, MAX_JSON_DEPTH);
 		if (leaves > elems)
 			return serve_err(err, SERVE_INVALID,
@@ -452,7 +453,8 @@ int codec_decode(const char *body, size_t len, long long json_len,
 		}
 		/* Whole or refused: a cut could split a UTF-8 character. */
 		if (json_string_length(v) >= sizeof(req->id)) {
-			serve_err(err, SERVE_INVALID, "'id' is %zu bytes, longer than the limit of %zu",
+			serve_err(err, SERVE_INVALID,
+				  "'id' is %zu bytes, longer than the limit of %zu",
 				  json_string_length(v), sizeof(req->id) - 1);
 			goto out;
 		}

@@ -582,8 +582,8 @@ static int do_load(struct repository *r, const char *name, const json_t *overrid
 		return serve_err(err, SERVE_INVALID, "'%s' is not a valid model name", name);
 	snprintf(dir, sizeof(dir), "%s/%s", r->path, name);
 	if (!is_dir(dir))
-		return serve_err(err, SERVE_NOT_FOUND, "failed to load '%s': no model directory '%s'",
-				 name, name);
+		return serve_err(err, SERVE_NOT_FOUND,
+				 "failed to load '%s': no model directory '%s'", name, name);
 	e = get_entry(r, name, 1);
 	if (!e)
 		return serve_err(err, SERVE_INTERNAL, "out of memory");

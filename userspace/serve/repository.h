@@ -28,7 +28,7 @@ struct repo_options {
 	size_t num_load;		/* --load-model (explicit mode; "*" all) */
 	char **load_models;
 	/* Limits (Documentation/serving.md, "Limits and hardening"); 0: the default. */
-	size_t max_json_bytes;		/* JSON part of an inference body (16 MiB) */
+	size_t max_json_bytes;		/* JSON part of an inference body (8 MiB) */
 	size_t json_value_slack;	/* JSON values beyond a model's tensor elements (4096) */
 	uint64_t default_max_queue_size;	/* each priority level's queue when the
 						 * config sets no max_queue_size (1024) */
@@ -37,7 +37,8 @@ struct repo_options {
 	int max_new_shapes_per_minute;
 };
 
-#define REPO_DEFAULT_MAX_JSON_BYTES (16u << 20)
+/* Parsing costs up to ~21 bytes of memory per JSON byte ("1,1,..."): 8 MiB, ~175 MB. */
+#define REPO_DEFAULT_MAX_JSON_BYTES (8u << 20)
 #define REPO_DEFAULT_JSON_VALUE_SLACK 4096
 #define REPO_DEFAULT_MAX_QUEUE_SIZE 1024
 #define REPO_DEFAULT_MAX_NEW_SHAPES_PER_MINUTE 60

@@ -46,7 +46,7 @@ static void usage(FILE *out)
 		"  --threads N                CPU threads of the engine (default: all cores)\n"
 		"  --exit-timeout-secs N      longest drain at exit (default 30)\n"
 		"  --max-json-bytes N         largest JSON part of an inference request (default\n"
-		"                             16777216; binary tensor data is bounded by the body limit)\n"
+		"                             8388608; binary tensor data is bounded by the body limit)\n"
 		"  --default-max-queue-size N queue bound of a priority level whose config sets no\n"
 		"                             max_queue_size (default 1024); a full queue answers 503\n"
 		"  --max-new-shapes-per-minute N  input shapes not seen lately (each compiles a plan)\n"
