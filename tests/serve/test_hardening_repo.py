@@ -229,6 +229,55 @@ def test_json_amplification(s):
           % (grew >> 20), (st, b[:200], grew))
 
 
+def test_decode_outside_lock(repo):
+    """A reload, and the model's other requests, do not wait for a slow
+    decode: it ran under the model's writer-preferring lock."""
+    import http.client
+    s = ts.Server("hardening-lock", repo, "--model-control-mode", "explicit",
+                  "--load-model", "var", "--max-json-bytes", str(64 << 20),
+                  "--http-max-body-bytes", str(64 << 20))
+    try:
+        if not ts.ok(s.up(), "the server starts with --max-json-bytes 64 MiB", s.log_text()):
+            return
+        n = 12 << 20   # ~24 MiB of JSON: seconds of parsing
+        body = (b'{"inputs":[{"name":"x0","datatype":"FP32","shape":[1,%d],"data":[' % (n + 1)
+                + b"1," * (n - 1) + b"1]}]}")
+        sent = threading.Event()
+        big = {}
+
+        def slow_decode():
+            try:
+                c = http.client.HTTPConnection("127.0.0.1", s.port, timeout=120)
+                c.request("POST", "/v2/models/var/infer", body, JSON_HDR)
+                sent.set()
+                r = c.getresponse()
+                big["status"], big["body"] = r.status, r.read()
+                big["done"] = time.time()
+                c.close()
+            except (OSError, http.client.HTTPException) as e:
+                big["status"], big["done"] = str(e), time.time()
+            sent.set()
+
+        t = threading.Thread(target=slow_decode)
+        t.start()
+        sent.wait(60)
+        time.sleep(0.3)
+        st_load = post(s.port, "/v2/repository/models/var/load")[0]
+        t_load = time.time()
+        st_small = ts.infer(s.port, "var", [("x0", "FP32", [1, 2], [1, -1])])[0]
+        t_small = time.time()
+        t.join(120)
+        done = big.get("done", 0)
+        ts.ok(big.get("status") == 400 and st_load == 200 and st_small == 200 and
+              t_load < done - 1.0 and t_small < done - 1.0,
+              "during a %.1f s decode a reload and a small request are answered first "
+              "(%.1f s, %.1f s before it)" % (done - t_load + 0.3 if done else 0,
+                                               done - t_load, done - t_small),
+              (big.get("status"), st_load, st_small))
+    finally:
+        s.stop(30)
+
+
 # ---- Defect 9: the queue bound and the cancelled counter ---------------------
 
 def test_queue_bound(repo):
@@ -401,6 +450,7 @@ def main():
         servers.append(s)
         if ts.ok(s.up(), "the server starts", s.log_text()):
             for name, fn in (("json", test_json_amplification),
+                             ("lock", lambda x: test_decode_outside_lock(repo)),
                              ("queue", lambda x: test_queue_bound(repo)),
                              ("shapes", lambda x: test_shape_budget(repo)),
                              ("timeouts", test_timeouts), ("ids", test_ids),

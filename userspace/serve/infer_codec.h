@@ -11,6 +11,11 @@
 
 #include "batcher.h"
 
+/* Parsing costs up to ~21 bytes of memory per JSON byte ("1,1,..."): 8 MiB, ~175 MB. */
+#define CODEC_DEFAULT_MAX_JSON_BYTES (8u << 20)
+/* Names, shapes, parameters and outputs of 16 inputs and outputs fit with room to spare. */
+#define CODEC_DEFAULT_JSON_VALUE_SLACK 4096
+
 /* What a request body may make the decoder allocate (repo_options sets them). */
 struct codec_limits {
 	size_t max_json_bytes;		/* the JSON part of a body; 0: only the body limit */

@@ -1169,9 +1169,9 @@ int repository_create(const struct repo_options *o, struct repository **out, cha
 		return serve_err(err, SERVE_INTERNAL, "out of memory");
 	r->opts = *o;
 	if (!r->opts.max_json_bytes)
-		r->opts.max_json_bytes = REPO_DEFAULT_MAX_JSON_BYTES;
+		r->opts.max_json_bytes = CODEC_DEFAULT_MAX_JSON_BYTES;
 	if (!r->opts.json_value_slack)
-		r->opts.json_value_slack = REPO_DEFAULT_JSON_VALUE_SLACK;
+		r->opts.json_value_slack = CODEC_DEFAULT_JSON_VALUE_SLACK;
 	if (!r->opts.default_max_queue_size)
 		r->opts.default_max_queue_size = REPO_DEFAULT_MAX_QUEUE_SIZE;
 	if (!r->opts.max_new_shapes_per_minute)

@@ -37,9 +37,6 @@ struct repo_options {
 	int max_new_shapes_per_minute;
 };
 
-/* Parsing costs up to ~21 bytes of memory per JSON byte ("1,1,..."): 8 MiB, ~175 MB. */
-#define REPO_DEFAULT_MAX_JSON_BYTES (8u << 20)
-#define REPO_DEFAULT_JSON_VALUE_SLACK 4096
 #define REPO_DEFAULT_MAX_QUEUE_SIZE 1024
 #define REPO_DEFAULT_MAX_NEW_SHAPES_PER_MINUTE 60
 
