@@ -629,11 +629,6 @@ int scheduler_enqueue(struct scheduler *s, struct infer_request *req, char *err)
 		return serve_err(err, SERVE_UNAVAILABLE, "model '%s' version %" PRId64 " is unloading",
 				 req->model, req->version);
 	}
-	if (admit_shape(s, req, serve_now_ns(), err)) {
-		pthread_mutex_unlock(&s->lock);
-		metrics_request(s->stats, 0, 0, serve_now_ns() - req->t_arrive);
-		return SERVE_UNAVAILABLE;
-	}
 	q = &s->q[level];
 	if (q->policy.max_queue_size && q->count >= q->policy.max_queue_size) {
 		pthread_mutex_unlock(&s->lock);
@@ -642,6 +637,12 @@ int scheduler_enqueue(struct scheduler *s, struct infer_request *req, char *err)
 		return serve_err(err, SERVE_UNAVAILABLE,
 				 "exceeds maximum queue size %" PRIu64 " of model '%s' priority level %d",
 				 q->policy.max_queue_size, req->model, level);
+	}
+	/* After the queue bound: a request refused there spends no new shape. */
+	if (admit_shape(s, req, serve_now_ns(), err)) {
+		pthread_mutex_unlock(&s->lock);
+		metrics_request(s->stats, 0, 0, serve_now_ns() - req->t_arrive);
+		return SERVE_UNAVAILABLE;
 	}
 	timeout = q->policy.default_timeout_us;
 	if (req->timeout_us && (q->policy.allow_timeout_override || !timeout))

@@ -204,8 +204,8 @@ static int cmp_i64(const void *a, const void *b)
  * A version directory's name: the canonical decimal form only (1, 2, 10;
  * no leading zero, sign or space), so that no two directories name the
  * same version ('1' and '01'). Returns the version, 0 when the name is
- * not a number at all (another directory: ignored), -1 when it is digits
- * but not canonical (refused).
+ * not a version at all (another directory, or "0": ignored, as always),
+ * -1 when it is digits but not canonical (refused).
  */
 static int64_t version_of_dir(const char *d)
 {
@@ -221,7 +221,7 @@ static int64_t version_of_dir(const char *d)
 			return -1;
 		v = v * 10 + (d[i] - '0');
 	}
-	return d[0] == '0' ? -1 : v;
+	return d[0] == '0' && d[1] ? -1 : v;
 }
 
 static size_t dedupe_sorted(int64_t *v, size_t n)
