@@ -99,6 +99,13 @@ void metrics_rejected(struct model_stats *s, int timeout)
 	pthread_mutex_unlock(&s->lock);
 }
 
+void metrics_cancelled(struct model_stats *s)
+{
+	pthread_mutex_lock(&s->lock);
+	s->cancelled++;
+	pthread_mutex_unlock(&s->lock);
+}
+
 void metrics_request(struct model_stats *s, int success, uint64_t queue_ns,
 		     uint64_t request_ns)
 {
@@ -236,7 +243,7 @@ json_t *metrics_stats_json(const char *model, int64_t version)
 				"compute_output", dur(&zero)));
 		}
 		o = json_pack("{s:s, s:s, s:I, s:I, s:I, s:{s:o, s:o, s:o, s:o, s:o, s:o},"
-			      " s:o, s:{s:I, s:I}, s:I, s:I}",
+			      " s:o, s:{s:I, s:I}, s:I, s:I, s:I}",
 			      "name", s->model, "version", v,
 			      "last_inference", (json_int_t)s->last_inference_ms,
 			      "inference_count", (json_int_t)s->inference_count,
@@ -249,6 +256,7 @@ json_t *metrics_stats_json(const char *model, int64_t version)
 			      "batch_stats", batches,
 			      "rejected", "queue_full", (json_int_t)s->rejected_queue_full,
 			      "timeout", (json_int_t)s->rejected_timeout,
+			      "cancelled", (json_int_t)s->cancelled,
 			      "pending", (json_int_t)s->pending,
 			      "executing", (json_int_t)s->executing);
 		pthread_mutex_unlock(&s->lock);
@@ -287,7 +295,7 @@ static void help(FILE *f, const char *name, const char *type, const char *text)
 }
 
 enum field { F_SUCCESS, F_FAIL, F_INFER_COUNT, F_EXEC_COUNT, F_REJ_FULL, F_REJ_TIMEOUT,
-	     F_PENDING };
+	     F_CANCELLED, F_PENDING };
 
 static uint64_t field(const struct model_stats *s, enum field f)
 {
@@ -298,6 +306,7 @@ static uint64_t field(const struct model_stats *s, enum field f)
 	case F_EXEC_COUNT: return s->execution_count;
 	case F_REJ_FULL: return s->rejected_queue_full;
 	case F_REJ_TIMEOUT: return s->rejected_timeout;
+	case F_CANCELLED: return s->cancelled;
 	case F_PENDING: return (uint64_t)(s->pending > 0 ? s->pending : 0);
 	}
 	return 0;
@@ -378,6 +387,8 @@ char *metrics_render(size_t *len)
 		     "Requests rejected because the queue was full.", F_REJ_FULL);
 	model_series(f, "npu_serve_queue_rejected_timeout_total", "counter",
 		     "Requests rejected because their queue timeout expired.", F_REJ_TIMEOUT);
+	model_series(f, "npu_serve_inference_request_cancelled_total", "counter",
+		     "Queued requests dropped unrun because their client went away.", F_CANCELLED);
 	model_series(f, "npu_serve_pending_requests", "gauge",
 		     "Requests waiting in the scheduler queue.", F_PENDING);
 	histogram_series(f, "npu_serve_request_duration_seconds",

@@ -36,6 +36,7 @@ struct model_stats {
 	uint64_t inference_count;	/* batch elements */
 	uint64_t execution_count;	/* batches run */
 	uint64_t rejected_queue_full, rejected_timeout;
+	uint64_t cancelled;		/* dropped from the queue: the client left */
 	uint64_t last_inference_ms;	/* Unix ms */
 	int64_t pending;		/* queued now */
 	int64_t executing;		/* taken by an instance, not answered */
@@ -51,6 +52,7 @@ struct model_stats *metrics_model(const char *model, int64_t version);
 void metrics_pending(struct model_stats *s, int delta);
 void metrics_executing(struct model_stats *s, int delta);
 void metrics_rejected(struct model_stats *s, int timeout);
+void metrics_cancelled(struct model_stats *s);
 /* One request finished: queue and whole-request times. */
 void metrics_request(struct model_stats *s, int success, uint64_t queue_ns,
 		     uint64_t request_ns);

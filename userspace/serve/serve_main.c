@@ -53,6 +53,13 @@ static void usage(FILE *out)
 		"  --device D                 device of KIND_AUTO instances: cpu (default), sim, accel\n"
 		"  --threads N                CPU threads of the engine (default: all cores)\n"
 		"  --exit-timeout-secs N      longest drain at exit (default 30)\n"
+		"  --max-json-bytes N         largest JSON part of an inference request (default\n"
+		"                             8388608; binary tensor data is bounded by the body limit)\n"
+		"  --default-max-queue-size N queue bound of a priority level whose config sets no\n"
+		"                             max_queue_size (default 1024); a full queue answers 503\n"
+		"  --max-new-shapes-per-minute N  input shapes not seen lately (each compiles a plan)\n"
+		"                             a version of a variable-dim model takes per minute\n"
+		"                             (default 60; -1: no limit); over it: 503\n"
 		"  --port-file FILE           write 'http=', 'grpc=' and 'metrics=PORT' lines once listening\n"
 		"  --tls-cert FILE            serve HTTPS (and /metrics on --metrics-port) and gRPC over\n"
 		"                             TLS (ALPN h2) with this PEM certificate chain; needs --tls-key\n"
@@ -271,6 +278,18 @@ int main(int argc, char **argv)
 		} else if (!strcmp(flag, "--exit-timeout-secs")) {
 			if (parse_int(flag, val, 0, 86400, &exit_timeout))
 				return 2;
+		} else if (!strcmp(flag, "--max-json-bytes")) {
+			if (parse_int(flag, val, 1024, 1L << 40, &x))
+				return 2;
+			ro.max_json_bytes = (size_t)x;
+		} else if (!strcmp(flag, "--default-max-queue-size")) {
+			if (parse_int(flag, val, 1, 1L << 30, &x))
+				return 2;
+			ro.default_max_queue_size = (uint64_t)x;
+		} else if (!strcmp(flag, "--max-new-shapes-per-minute")) {
+			if (parse_int(flag, val, -1, 1000000, &x))
+				return 2;
+			ro.max_new_shapes_per_minute = x ? (int)x : -1;
 		} else if (!strcmp(flag, "--port-file")) {
 			port_file = val;
 		} else if (!strcmp(flag, "--tls-cert") || !strcmp(flag, "--tls-key")) {
