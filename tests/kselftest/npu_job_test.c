@@ -893,7 +893,8 @@ TEST(a_canceled_job_keeps_a_shared_bo_busy_until_the_writer_ahead_of_it_ends)
 	sync_c = npu_syncobj_new(fd);
 	ASSERT_NE(0, sync_c);
 	ASSERT_EQ(0, npu_bo_new(fd, 4096, 0, &cmd_c));
-	ASSERT_EQ(0, npu_bo_new(fd, 4096, 0, &cmd_a));
+	/* Room for the longest npu_cs. */
+	ASSERT_EQ(0, npu_bo_new(fd, sizeof(cs.buf), 0, &cmd_a));
 	ASSERT_EQ(0, npu_bo_new(fd, 4096, 0, &cmd_b));
 	ASSERT_EQ(0, npu_bo_new(fd, 1 << 20, 0, &x));
 	fills = npu_fills_for_ms(fd, &cmd_a, &x, 1500);

@@ -176,6 +176,24 @@ def test_body_budget(s):
     ok(ts.wait_for(lambda: raw(s.port, "POST", "/v2/models/relu/infer",
                                {"Content-Type": "application/json"}, RELU_BODY)[0] == 200, 5),
        "the budget comes back when those clients leave: the next request is served")
+    # Clients that send half a body and close normally (FIN, not a reset):
+    # their connections, and the budget they reserved, go at once, not
+    # after the inactivity timeout (60 s).
+    for _ in range(2):
+        c = connect(s.port)
+        c.sendall(head("POST", "/v2/models/relu/infer", hdr) + b"{" * 1024)
+        c.close()
+    t0 = time.time()
+
+    def third_gets_budget():
+        c = connect(s.port)
+        c.sendall(head("POST", "/v2/models/relu/infer", hdr))
+        st, _, _ = read_response(c, 0.3)
+        c.close()
+        return st != 503
+    ok(ts.wait_for(third_gets_budget, 5),
+       "two clients that close mid-body give their connections and budget back at once (%.1f s)"
+       % (time.time() - t0))
 
 
 # ---- Deadlines and connection caps --------------------------------------------------

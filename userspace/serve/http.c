@@ -1083,7 +1083,17 @@ static void *watch_main(void *arg)
 			uint64_t age = now - cl->phase_start_ns;
 			int late = (cl->phase == PHASE_HEADERS && age > header_ns) ||
 				   (cl->phase == PHASE_BODY && age > body_ns);
+			int receiving = cl->phase == PHASE_HEADERS || cl->phase == PHASE_BODY;
 
+			/*
+			 * A client that closed with its request unfinished: libmicrohttpd
+			 * would keep the slot until the inactivity timeout.
+			 */
+			if (receiving && !late && !cl->closing && cl->fd >= 0 && peer_gone(cl->fd)) {
+				cl->closing = 1;
+				shutdown(cl->fd, SHUT_RDWR);
+				continue;
+			}
 			if (late && !cl->closing && cl->fd >= 0) {
 				/* libmicrohttpd sees the end of the stream and closes it. */
 				cl->closing = 1;
