@@ -71,6 +71,18 @@ MIX = {
 }
 
 
+# Repeated attacks: their counts are per 30 s of attack (a long soak keeps them
+# going); the others are connections held at once.
+REPEATED = ("drop_mid_request", "drop_mid_wait", "bad_json", "grpc_rst", "churn")
+
+
+def mix_count(attack, cfg):
+    n = MIX[attack] * cfg.scale
+    if attack in REPEATED:
+        n *= max(1.0, cfg.duration / 30.0)
+    return max(1, int(n))
+
+
 class Config:
     """Everything run() needs; the script's flags map onto these fields."""
 
@@ -338,7 +350,7 @@ class Attacks:
         self.slow = parse_model(cfg.slow_model)
 
     def n(self, attack):
-        return max(1, int(MIX[attack] * self.cfg.scale))
+        return mix_count(attack, self.cfg)
 
     def count(self, attack, outcome, ops=1):
         with self.lock:
@@ -710,7 +722,7 @@ class Attacks:
                 conns.append([h, 0])
             except OSError:
                 self.count("grpc_no_read", "connect failed")
-        for _ in range(120):
+        for _ in range(int(120 * max(1.0, self.cfg.duration / 30.0))):
             if not self.running() or not conns:
                 break
             for c in list(conns):
@@ -1034,7 +1046,7 @@ def run(cfg):
         "duration_s": {"quiet": round(t_attack - t_quiet, 1),
                        "attack": round(t_end - t_attack, 1),
                        "after": round(t_after - t_end, 1)},
-        "attack_mix": {a: max(1, int(MIX[a] * cfg.scale)) for a in cfg.attacks},
+        "attack_mix": {a: mix_count(a, cfg) for a in cfg.attacks},
         "attacks": attacks,
         "good": {proto: {"quiet": phase_stats(records[proto], t_quiet, t_attack),
                          "attack": phase_stats(records[proto], t_attack, t_end),
