@@ -120,9 +120,13 @@ soak:
 .PHONY: soak-serve
 SOAK_SECS ?= 600
 soak-serve: userspace asan
-	@w=$$(mktemp -d "$${TMPDIR:-/tmp}/npu-soak-serve.XXXXXX"); \
-		trap 'if [ -f "$$w/pids" ]; then while read -r p; do kill -KILL "$$p" 2>/dev/null; \
-			done <"$$w/pids"; fi; cp "$$w"/soak-*.json $(BUILD)/ 2>/dev/null; \
-			rm -rf "$$w"' EXIT; \
+	@mkdir -p $(BUILD); w=$$(mktemp -d "$${TMPDIR:-/tmp}/npu-soak-serve.XXXXXX"); \
+		cleanup() { \
+			if [ -f "$$w/pids" ]; then \
+				while read -r p; do kill -KILL "$$p" 2>/dev/null; done <"$$w/pids"; \
+			fi; \
+			cp "$$w"/soak-*.json $(BUILD)/ 2>/dev/null; rm -rf "$$w"; \
+		}; \
+		trap cleanup EXIT; \
 		SOAK_SECS=$(SOAK_SECS) ASAN_SOAK_SECS=$(SOAK_SECS) NPU=$(BIN)/npu \
 		/usr/bin/python3 tests/serve/test_hardening_soak.py "$$w"

@@ -71,6 +71,11 @@ MIX = {
 }
 
 
+# The connection floods (slowloris, grpc_idle) start this many seconds into
+# the attack, so the other attackers hold their connections before a server
+# without per-client limits runs out of them.
+FLOOD_DELAY = 3.0
+
 # Repeated attacks: their counts are per 30 s of attack (a long soak keeps them
 # going); the others are connections held at once.
 REPEATED = ("drop_mid_request", "drop_mid_wait", "bad_json", "grpc_rst", "churn")
@@ -422,6 +427,7 @@ class Attacks:
 
     # slowloris: many connections trickling a header line every few seconds.
     def slowloris(self):
+        self.sleep(FLOOD_DELAY)
         conns, opened, target = [], 0, self.n("slowloris")
         max_opens = target * 3
         next_line = {}
@@ -608,6 +614,7 @@ class Attacks:
             self.sleep(0.05)
 
     def grpc_idle(self):
+        self.sleep(FLOOD_DELAY)
         idle = []
         for _ in range(self.n("grpc_idle")):
             if not self.running():
