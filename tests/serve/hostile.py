@@ -593,15 +593,8 @@ class Attacks:
             ("timeout 2^63-1", json.dumps({"inputs": [good], "parameters":
                                            {"timeout": (1 << 63) - 1}}).encode()),
         ]
-        big_left = max(1, int(3 * self.cfg.scale))
-        for i in range(self.n("bad_json")):
-            if not self.running():
-                break
-            if i % 40 == 2 and big_left:
-                what, body = "big wrong-shape JSON", big
-                big_left -= 1
-            else:
-                what, body = cases[i % len(cases)]
+
+        def send(what, body):
             try:
                 s = self.connect(self.cfg.http_port, timeout=30.0)
                 s.sendall(self.http_head("POST", path, self.auth +
@@ -611,7 +604,23 @@ class Attacks:
                 self.count("bad_json", "%s: %s" % (what, st or "no answer"))
             except OSError as e:
                 self.count("bad_json", "%s: %s" % (what, type(e).__name__))
+
+        def bigs():
+            # One at a time, beside the small ones: each may take the server seconds.
+            for _ in range(max(1, int(3 * self.cfg.scale * max(1.0, self.cfg.duration / 30)))):
+                if not self.running():
+                    break
+                send("48 MiB wrong-shape JSON", big)
+                self.sleep(1.0)
+
+        t = threading.Thread(target=bigs, daemon=True)
+        t.start()
+        for i in range(self.n("bad_json")):
+            if not self.running():
+                break
+            send(*cases[i % len(cases)])
             self.sleep(0.05)
+        t.join(max(0.1, self.deadline + 2 - time.time()))
 
     def grpc_idle(self):
         self.sleep(FLOOD_DELAY)
