@@ -8,7 +8,8 @@
  * one tiny model written to a temporary directory at startup. Each input
  * gets a fresh socketpair handed to the server (http_add_connection); the
  * input is written, the write side shut down, and the answer read until the
- * server closes (at most IO_DEADLINE_MS). Seeds: tests/fuzz/corpus/serve_http/.
+ * server closes, goes quiet for QUIET_MS or IO_DEADLINE_MS pass. Seeds:
+ * tests/fuzz/corpus/serve_http/.
  *
  * Deterministic enough to replay a crash: every input starts with the model
  * loaded with its config from disk (an input that loads or unloads is
@@ -34,6 +35,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 /* A whole answer comes back well within this on an idle machine. */
 #define IO_DEADLINE_MS 5000
+/*
+ * Once the input is written, silence this long ends the conversation: a
+ * request cut short (a Content-Length longer than its body) is not closed
+ * on the client's half-close but only at the server's idle timeout.
+ */
+#define QUIET_MS 100
 
 #define API_TOKEN "fuzz-api-token"
 #define ADMIN_TOKEN "fuzz-admin-token"
@@ -155,7 +162,7 @@ static long long now_ms(void)
 /* Write the client's bytes and read the answer until EOF or the deadline. */
 static void converse(int fd, const uint8_t *data, size_t size)
 {
-	long long deadline = now_ms() + IO_DEADLINE_MS;
+	long long deadline = now_ms() + IO_DEADLINE_MS, last_io = now_ms();
 	size_t sent = 0;
 	int write_open = 1;
 	char buf[16384];
@@ -169,6 +176,8 @@ static void converse(int fd, const uint8_t *data, size_t size)
 		long long left = deadline - now_ms();
 		ssize_t n;
 
+		if (!write_open && last_io + QUIET_MS - now_ms() < left)
+			left = last_io + QUIET_MS - now_ms();
 		if (left <= 0)
 			return;
 		if (poll(&p, 1, (int)left) < 0) {
@@ -178,6 +187,8 @@ static void converse(int fd, const uint8_t *data, size_t size)
 		}
 		if (p.revents & POLLIN) {
 			n = read(fd, buf, sizeof(buf));
+			if (n > 0)
+				last_io = now_ms();
 			if (n > 0 && echo)
 				fwrite(buf, 1, (size_t)n, stderr);
 			if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
@@ -185,8 +196,10 @@ static void converse(int fd, const uint8_t *data, size_t size)
 		}
 		if (write_open && (p.revents & (POLLOUT | POLLERR | POLLHUP))) {
 			n = send(fd, data + sent, size - sent, MSG_NOSIGNAL);
-			if (n > 0)
+			if (n > 0) {
 				sent += (size_t)n;
+				last_io = now_ms();
+			}
 			if (sent == size || (n < 0 && errno != EAGAIN && errno != EINTR)) {
 				shutdown(fd, SHUT_WR);
 				write_open = 0;
