@@ -64,7 +64,7 @@ def make_repo(repo):
 
 
 def soak(label, npu, secs, p99_ms, rss_mb, extra_env=None):
-    """One server, one hostile run; returns (summary, server) after SIGTERM."""
+    """One server, one hostile run; returns (summary, server, exit status) after SIGTERM."""
     saved_npu, saved_env = ts.NPU, dict(os.environ)
     ts.NPU = npu
     if extra_env:
@@ -80,7 +80,7 @@ def soak(label, npu, secs, p99_ms, rss_mb, extra_env=None):
         os.environ.update(saved_env)
     try:
         if not ts.ok(s.up(), "%s: the server starts (%s)" % (label, s.port), s.log_text()[-2000:]):
-            return None, s
+            return None, s, None
         cfg = hostile.Config(http_port=s.port, grpc_port=s.grpc_port, pid=s.proc.pid,
                              token=API_TOKEN, admin_token=ADMIN_TOKEN, duration=secs,
                              quiet=max(4.0, secs / 4), churn_model="churn",
@@ -91,11 +91,11 @@ def soak(label, npu, secs, p99_ms, rss_mb, extra_env=None):
         summary = hostile.run(cfg)
         print("\n".join("# " + line for line in hostile.table(summary).splitlines()), flush=True)
         check(label, summary, p99_ms, rss_mb)
-        return summary, s
     finally:
         rc = s.stop(60)
         ts.ok(rc == 0, "%s: the server exits 0 on SIGTERM after the soak (status %s)" %
               (label, rc), s.log_text()[-1500:])
+    return summary, s, rc
 
 
 def check(label, sm, p99_ms, rss_mb):
@@ -145,15 +145,18 @@ def main():
         print("# %s is not built (make asan): the ASan soak is skipped" % ASAN_NPU, flush=True)
         return
     try:
-        _, s = soak("asan", os.path.abspath(ASAN_NPU), ASAN_SOAK_SECS, ASAN_GOOD_P99_MS,
+        _, s, rc = soak("asan", os.path.abspath(ASAN_NPU), ASAN_SOAK_SECS, ASAN_GOOD_P99_MS,
                     ASAN_RSS_CEILING_MB,
                     {"ASAN_OPTIONS": "detect_leaks=1:abort_on_error=0",
                      "UBSAN_OPTIONS": "print_stacktrace=1"})
         log = s.log_text()
         found = [m for m in SAN_MARKERS if m in log]
         at = log.find(found[0]) if found else 0
-        ts.ok(not found, "asan: no ASan/LSan/UBSan report in the server's log after the soak "
-              "and SIGTERM", log[at:at + 3000])
+        # LeakSanitizer runs at a normal exit only: an _exit(1) after a failed drain
+        # proves nothing about leaks.
+        ts.ok(not found and rc == 0, "asan: no ASan/LSan/UBSan report in the server's log after "
+              "the soak and SIGTERM, and LeakSanitizer ran (exit status %s)" % rc,
+              log[at:at + 3000] if found else "")
     except Exception as e:
         ts.ok(False, "asan soak: %s: %s" % (type(e).__name__, e))
 
