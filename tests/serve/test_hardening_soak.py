@@ -83,7 +83,7 @@ def soak(label, npu, secs, p99_ms, rss_mb, extra_env=None):
             return None, s, None
         cfg = hostile.Config(http_port=s.port, grpc_port=s.grpc_port, pid=s.proc.pid,
                              token=API_TOKEN, admin_token=ADMIN_TOKEN, duration=secs,
-                             quiet=max(4.0, secs / 4), churn_model="churn",
+                             quiet=max(4.0, secs / 4), churn_model="churn", settle_max=12.0,
                              model="relu:x0:FP32:1x4",
                              slow_model="slow:x0:FP32:1x%dx%d" % (ts.SLOW_ROWS, ts.SLOW_COLS),
                              json_path=os.path.join(ts.WORK, "soak-%s.json" % label),
