@@ -415,7 +415,7 @@ class Attacks:
         except (IndexError, ValueError):
             return 0
 
-    def infer_body(self, spec, nbytes_binary=True):
+    def infer_body(self, spec):
         """A valid binary-tensor infer body for model spec and its headers."""
         name, inp, dt, shape = spec
         n = 1
