@@ -1393,3 +1393,20 @@ void http_stop(struct http_server *s)
 	pthread_mutex_destroy(&s->clients_lock);
 	free(s);
 }
+
+/*
+ * Hand the server a connected socket as if it had been accepted (the HTTP
+ * request-path fuzzer feeds one end of a socketpair). The peer address is
+ * reported as 127.0.0.1. The server owns 'fd' from here: libmicrohttpd
+ * closes it on failure too.
+ */
+int http_add_connection(struct http_server *s, int fd, char *err)
+{
+	struct sockaddr_in peer = { .sin_family = AF_INET };
+
+	peer.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (MHD_add_connection(s->d, fd, (const struct sockaddr *)&peer, sizeof(peer)) != MHD_YES)
+		return serve_err(err, SERVE_UNAVAILABLE, "cannot add connection fd %d: %s", fd,
+				 strerror(errno));
+	return SERVE_OK;
+}

@@ -57,5 +57,7 @@ void http_quiesce(struct http_server *s);
 /* Wait until no inference request is in flight, at most timeout_ms. */
 int http_wait_idle(struct http_server *s, int timeout_ms);
 void http_stop(struct http_server *s);
+/* Serve an already connected socket (the fuzzer); the server owns 'fd'. */
+int http_add_connection(struct http_server *s, int fd, char *err);
 
 #endif /* NPU_SERVE_HTTP_H */
