@@ -153,12 +153,9 @@ int npu_device_init(struct npu_device *ndev)
 	 */
 	dma_set_max_seg_size(&pdev->dev, UINT_MAX);
 
-	ret = pcim_iomap_regions(pdev, BIT(NPU_BAR_REGS), NPU_DRIVER_NAME);
-	if (ret)
-		return ret;
-	ndev->regs = pcim_iomap_table(pdev)[NPU_BAR_REGS];
-	if (!ndev->regs)
-		return -ENOMEM;
+	ndev->regs = pcim_iomap_region(pdev, NPU_BAR_REGS, NPU_DRIVER_NAME);
+	if (IS_ERR(ndev->regs))
+		return PTR_ERR(ndev->regs);
 
 	ret = npu_device_identify(ndev);
 	if (ret)

@@ -332,7 +332,6 @@ static const struct drm_driver npu_drm_driver = {
 	.fops			= &npu_fops,
 	.name			= NPU_DRIVER_NAME,
 	.desc			= NPU_DRIVER_DESC,
-	.date			= "20250101",
 	.major			= 1,
 	.minor			= 0,
 };
