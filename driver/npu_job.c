@@ -41,6 +41,17 @@ static const struct dma_fence_ops npu_fence_ops = {
 	.get_timeline_name = npu_fence_timeline_name,
 };
 
+static const char *npu_cancel_fence_timeline_name(struct dma_fence *fence)
+{
+	return "canceled";
+}
+
+/* A canceled job's fence (npu_job_run_cancel()): its own lock and timeline. */
+static const struct dma_fence_ops npu_cancel_fence_ops = {
+	.get_driver_name = npu_fence_driver_name,
+	.get_timeline_name = npu_cancel_fence_timeline_name,
+};
+
 static void npu_job_rec_release(struct kref *ref)
 {
 	kfree(container_of(ref, struct npu_job_rec, ref));
@@ -345,9 +356,10 @@ static void npu_job_cancel_cb(struct dma_fence *prev, struct dma_fence_cb *cb)
  * ring, and this job's fence may have replaced that job's in a shared
  * BO's reservation (same scheduler context), so signaling first would
  * tell implicit sync the BO is idle mid-write. The hardware fence, unused
- * here, takes the next seqno of the queue's timeline and signals with
- * @error right after the last job on the ring. The record says CANCELED
- * before either.
+ * here, becomes a fence of the queue's canceled timeline that signals
+ * with @error right after the last job on the ring. It is signaled from
+ * that job's fence callback, under that fence's lock: it has a lock of
+ * its own (cancel_lock). The record says CANCELED before either.
  */
 static struct dma_fence *npu_job_run_cancel(struct npu_job *job, int error)
 {
@@ -364,8 +376,8 @@ static struct dma_fence *npu_job_run_cancel(struct npu_job *job, int error)
 			prev = dma_fence_get(last->hw_fence);
 	}
 	if (prev) {
-		dma_fence_init(job->hw_fence, &npu_fence_ops, &q->fence_lock,
-			       q->fence_context, ++q->fence_seqno);
+		dma_fence_init(job->hw_fence, &npu_cancel_fence_ops, &q->cancel_lock,
+			       q->cancel_context, ++q->cancel_seqno);
 		job->hw_fence_init = true;
 	}
 	spin_unlock_irqrestore(&q->lock, flags);
@@ -515,7 +527,9 @@ static enum drm_gpu_sched_stat npu_job_timedout(struct drm_sched_job *sched_job)
 	}
 
 	npu_queue_process(job->queue);
-	if (!job->hw_fence_init || dma_fence_is_signaled(job->hw_fence)) {
+	/* Canceled in run_job, it waits for the job ahead: never hung itself. */
+	if (!job->hw_fence_init || job->hw_fence->ops != &npu_fence_ops ||
+	    dma_fence_is_signaled(job->hw_fence)) {
 		/* Spurious (or never run): put it back to be freed. */
 		npu_job_timeout_rearm(job);
 		npu_device_reset_unlock(ndev);
@@ -579,7 +593,9 @@ int npu_job_queues_init(struct npu_device *ndev)
 		snprintf(queue->name, sizeof(queue->name), "npu-q%d", q);
 		spin_lock_init(&queue->lock);
 		spin_lock_init(&queue->fence_lock);
+		spin_lock_init(&queue->cancel_lock);
 		queue->fence_context = dma_fence_context_alloc(1);
+		queue->cancel_context = dma_fence_context_alloc(1);
 
 		queue->ring = dmam_alloc_coherent(dev, NPU_RING_ENTRIES *
 						  sizeof(*queue->ring),

@@ -55,6 +55,10 @@ struct npu_queue {
 	spinlock_t fence_lock;
 	u64 fence_context;
 	u64 fence_seqno;
+	/* Fences of jobs canceled in run_job (npu_job_run_cancel()). */
+	spinlock_t cancel_lock;
+	u64 cancel_context;
+	u64 cancel_seqno;
 
 	/* Jobs a reset took off the ring before they started, in order. */
 	struct npu_job *rerun[NPU_RING_ENTRIES];
