@@ -82,6 +82,7 @@ static uint32_t npu_stream_fetch(struct npu_sim *sim, struct npu_sim_run *run,
 		want = NPU_STREAM_CHUNK;
 	run->chunk_offset = offset;
 	run->chunk_len = 0;
+	run->chunk_fault = NPU_JOB_OK;
 	while (run->chunk_len < want) {
 		uint64_t va = run->cmd_va + offset + run->chunk_len;
 		uint32_t in_page = NPU_PAGE_SIZE - (va & (NPU_PAGE_SIZE - 1));
@@ -92,13 +93,64 @@ static uint32_t npu_stream_fetch(struct npu_sim *sim, struct npu_sim_run *run,
 			n = in_page;
 		status = npu_mmu_read(sim, run, va, run->chunk + run->chunk_len, n);
 		if (status != NPU_JOB_OK) {
-			if (run->chunk_len >= len)
+			if (run->chunk_len >= len) {
+				run->chunk_fault = status;
 				break;
+			}
 			return status;
 		}
 		run->chunk_len += n;
 	}
 	*bytes = run->chunk;
+	return NPU_JOB_OK;
+}
+
+/*
+ * Fetch the instruction at 'offset' into 'insn' and check its header: the
+ * header is read once, from the same bytes as the rest of the instruction,
+ * and everything past its size is zero, so what runs is exactly what was
+ * checked (issue 29 D-a). The chunk is a private copy: guest writes after
+ * the read cannot change it. When the instruction crosses the chunk's end
+ * it is re-read as a whole from 'offset', and the new bytes, which a
+ * guest (or an earlier DMA of the same stream) may have changed, are
+ * checked again from the header on.
+ */
+static uint32_t npu_fetch_insn(struct npu_sim *sim, struct npu_sim_run *run,
+			       uint32_t offset, union npu_insn_any *insn,
+			       uint16_t *size)
+{
+	struct npu_isa_check hdr_check = { .op_mask = run->op_mask };
+	uint32_t remaining = run->cmd_size - offset;
+	const uint8_t *bytes;
+	uint32_t status, avail;
+	struct npu_insn_header hdr;
+
+	status = npu_stream_fetch(sim, run, offset, sizeof(hdr), &bytes);
+	if (status != NPU_JOB_OK)
+		return status;
+	/* The header rules are the validator's (npu_isa.h), in its order. */
+	status = npu_insn_check_header(bytes, remaining, &hdr_check);
+	if (status != NPU_JOB_OK)
+		return status;
+	memcpy(&hdr, bytes, sizeof(hdr));
+	avail = run->chunk_len - (offset - run->chunk_offset);
+	if (hdr.size > avail) {
+		status = npu_stream_fetch(sim, run, offset, hdr.size, &bytes);
+		if (status != NPU_JOB_OK)
+			return status;
+		status = npu_insn_check_header(bytes, remaining, &hdr_check);
+		if (status != NPU_JOB_OK)
+			return status;
+		memcpy(&hdr, bytes, sizeof(hdr));
+		avail = run->chunk_len - (offset - run->chunk_offset);
+		/* Now a larger opcode, whose end lies on a page that faulted. */
+		if (hdr.size > avail)
+			return run->chunk_fault != NPU_JOB_OK ? run->chunk_fault :
+								NPU_JOB_ERR_DMA;
+	}
+	memset(insn, 0, sizeof(*insn));
+	memcpy(insn, bytes, hdr.size);
+	*size = hdr.size;
 	return NPU_JOB_OK;
 }
 
@@ -447,31 +499,18 @@ static uint32_t npu_exec_stream(struct npu_sim *sim, struct npu_sim_run *run,
 
 	for (offset = sizeof(struct npu_cs_header); offset < run->cmd_size;) {
 		uint32_t remaining = run->cmd_size - offset;
-		struct npu_isa_check hdr_check = { .op_mask = run->op_mask };
 		union npu_insn_any insn;
 		struct npu_insn_plan plan;
-		const uint8_t *bytes;
-		uint16_t size;
+		uint16_t size = 0;
 
 		*error_offset = offset;
 		if (npu_aborted(sim, run))
 			return NPU_JOB_ERR_ABORTED;
 		if (remaining < sizeof(struct npu_insn_header))
 			return NPU_JOB_ERR_TRUNCATED;
-		status = npu_stream_fetch(sim, run, offset,
-					  sizeof(struct npu_insn_header), &bytes);
+		status = npu_fetch_insn(sim, run, offset, &insn, &size);
 		if (status != NPU_JOB_OK)
 			return status;
-		memcpy(&insn.hdr, bytes, sizeof(insn.hdr));
-		/* The header rules are the validator's (npu_isa.h), in its order. */
-		size = npu_insn_size(insn.hdr.opcode);
-		status = npu_insn_check_header(bytes, remaining, &hdr_check);
-		if (status != NPU_JOB_OK)
-			return status;
-		status = npu_stream_fetch(sim, run, offset, size, &bytes);
-		if (status != NPU_JOB_OK)
-			return status;
-		memcpy(&insn, bytes, size);
 		status = npu_check_insn(run, &insn, &plan);
 		if (status != NPU_JOB_OK)
 			return status;

@@ -174,6 +174,7 @@ static void npu_run_prepare(struct npu_sim *sim, struct npu_sim_job *job)
 	run->cmd_size = 0;
 	run->chunk_offset = 0;
 	run->chunk_len = 0;
+	run->chunk_fault = NPU_JOB_OK;
 	run->sync_floor = 0;
 	for (unsigned int e = 0; e < NPU_ENGINE_COUNT; e++) {
 		run->engines[e].free_at = 0;
