@@ -46,6 +46,14 @@ static bool npu_aborted(struct npu_sim *sim, const struct npu_sim_run *run)
 	return atomic_load_explicit(&sim->epoch, memory_order_relaxed) != run->epoch;
 }
 
+/* The ops' poll (npu_ops.h): a reset stops a long op, not only the stream. */
+static bool npu_exec_poll_aborted(void *ctx)
+{
+	struct npu_sim *sim = ctx;
+
+	return npu_aborted(sim, &sim->run);
+}
+
 static uint64_t npu_add_sat(uint64_t a, uint64_t b)
 {
 	return a > UINT64_MAX - b ? UINT64_MAX : a + b;
@@ -550,6 +558,10 @@ void npu_exec_job(struct npu_sim *sim, struct npu_sim_job *job)
 {
 	struct npu_sim_run *run = &sim->run;
 	struct npu_completion *result = &job->result;
+	const struct npu_ops_poll poll = {
+		.aborted = npu_exec_poll_aborted,
+		.ctx = sim,
+	};
 	uint32_t error_offset = 0;
 	uint32_t status;
 
@@ -557,12 +569,16 @@ void npu_exec_job(struct npu_sim *sim, struct npu_sim_job *job)
 	run->start_ns = result->start_ns;
 	run->cmd_va = job->desc.cmd_va;
 	run->cmd_size = job->desc.cmd_size;
+
 	if (npu_aborted(sim, run))
 		status = NPU_JOB_ERR_ABORTED;	/* reset before it started */
 	else
 		status = npu_check_desc(sim, run, &job->desc);
-	if (status == NPU_JOB_OK)
+	if (status == NPU_JOB_OK) {
+		npu_ops_set_poll(&poll);
 		status = npu_exec_stream(sim, run, &error_offset);
+		npu_ops_set_poll(NULL);
+	}
 	if (status == NPU_JOB_OK && npu_aborted(sim, run))
 		status = NPU_JOB_ERR_ABORTED;
 
