@@ -445,10 +445,15 @@ static uint32_t live_taps(uint32_t r, uint32_t k, uint32_t dil, uint32_t period,
 	return n;
 }
 
-/* Output coordinates sorted by residue, per dimension. */
+/*
+ * Output coordinates sorted by residue, per dimension, and the live taps
+ * of every residue: computed once, since a conv may have up to 2^16
+ * classes (the work per class must stay small next to its pixels').
+ */
 struct residue_classes {
 	uint32_t *start_h, *order_h, *start_w, *order_w;
-	uint32_t *kh, *kw;	/* live taps of the current class */
+	uint32_t *nkh, *kh;	/* per residue rh: count, taps at kh + rh * k_h */
+	uint32_t *nkw, *kw;
 };
 
 static void residue_classes_init(struct residue_classes *rc,
@@ -460,15 +465,23 @@ static void residue_classes_init(struct residue_classes *rc,
 	rc->start_w = malloc(sizeof(uint32_t) * (uw + 1));
 	rc->order_h = malloc(sizeof(uint32_t) * in->out_h);
 	rc->order_w = malloc(sizeof(uint32_t) * in->out_w);
-	rc->kh = malloc(sizeof(uint32_t) * in->k_h);
-	rc->kw = malloc(sizeof(uint32_t) * in->k_w);
+	rc->nkh = malloc(sizeof(uint32_t) * uh);
+	rc->nkw = malloc(sizeof(uint32_t) * uw);
+	rc->kh = malloc(sizeof(uint32_t) * in->k_h * uh);
+	rc->kw = malloc(sizeof(uint32_t) * in->k_w * uw);
 	if (!rc->start_h || !rc->start_w || !rc->order_h || !rc->order_w ||
-	    !rc->kh || !rc->kw)
+	    !rc->nkh || !rc->nkw || !rc->kh || !rc->kw)
 		abort();
 	sort_by_residue(in->out_h, in->stride_h, in->pad_top, uh, rc->start_h,
 			rc->order_h);
 	sort_by_residue(in->out_w, in->stride_w, in->pad_left, uw, rc->start_w,
 			rc->order_w);
+	for (uint32_t r = 0; r < uh; r++)
+		rc->nkh[r] = live_taps(r, in->k_h, in->dil_h, uh,
+				       rc->kh + (size_t)r * in->k_h);
+	for (uint32_t r = 0; r < uw; r++)
+		rc->nkw[r] = live_taps(r, in->k_w, in->dil_w, uw,
+				       rc->kw + (size_t)r * in->k_w);
 }
 
 static void residue_classes_fini(struct residue_classes *rc)
@@ -477,6 +490,8 @@ static void residue_classes_fini(struct residue_classes *rc)
 	free(rc->start_w);
 	free(rc->order_h);
 	free(rc->order_w);
+	free(rc->nkh);
+	free(rc->nkw);
 	free(rc->kh);
 	free(rc->kw);
 }
@@ -515,13 +530,14 @@ static void conv_gemm_inserted(const struct npu_kern *kn,
 	residue_classes_init(&rc, in);
 	for (uint32_t g = 0; g < groups; g++)
 	for (uint32_t rh = 0; rh < uh; rh++) {
-		uint32_t nkh;
+		uint32_t nkh = rc.nkh[rh];
+		const uint32_t *kh = rc.kh + (size_t)rh * in->k_h;
 
 		if (rc.start_h[rh] == rc.start_h[rh + 1])
 			continue;
-		nkh = live_taps(rh, in->k_h, in->dil_h, uh, rc.kh);
 		for (uint32_t rw = 0; rw < uw; rw++) {
-			uint32_t nkw, k, npix, m = 0;
+			uint32_t nkw = rc.nkw[rw], k, npix, m = 0;
+			const uint32_t *kw = rc.kw + (size_t)rw * in->k_w;
 			uint32_t rows_h = rc.start_h[rh + 1] - rc.start_h[rh];
 			uint32_t cols_w = rc.start_w[rw + 1] - rc.start_w[rw];
 			struct npu_gemm gm;
@@ -530,14 +546,13 @@ static void conv_gemm_inserted(const struct npu_kern *kn,
 				continue;
 			if (ops_aborted())
 				goto out;
-			nkw = live_taps(rw, in->k_w, in->dil_w, uw, rc.kw);
 			k = nkh * nkw * cin_g;
 			for (uint32_t j = 0; j < cout_g; j++)
 				for (uint32_t a = 0; a < nkh; a++)
 					for (uint32_t c = 0; c < nkw; c++)
 						memcpy(b + (size_t)j * k + ((size_t)a * nkw + c) * cin_g,
 						       weight + ((size_t)(g * cout_g + j) * taps +
-								 rc.kh[a] * in->k_w + rc.kw[c]) * cin_g,
+								 kh[a] * in->k_w + kw[c]) * cin_g,
 						       cin_g);
 			gm = (struct npu_gemm){
 				.arow = arow, .orow = orow, .b = b, .ldb = k,
@@ -557,12 +572,12 @@ static void conv_gemm_inserted(const struct npu_kern *kn,
 				orow[m] = o->base + oh * o->rs + ow * o->ps + g * cout_g;
 				for (uint32_t a = 0; a < nkh; a++) {
 					int64_t ih = (int64_t)oh * in->stride_h - in->pad_top +
-						     (int64_t)rc.kh[a] * in->dil_h;
+						     (int64_t)kh[a] * in->dil_h;
 
 					for (uint32_t c = 0; c < nkw; c++, dst += cin_g) {
 						int64_t iw = (int64_t)ow * in->stride_w -
 							     in->pad_left +
-							     (int64_t)rc.kw[c] * in->dil_w;
+							     (int64_t)kw[c] * in->dil_w;
 
 						if (ih < 0 || ih >= eff_h || ih % uh ||
 						    iw < 0 || iw >= eff_w || iw % uw)
@@ -757,19 +772,19 @@ static int conv2d_i16_inserted(const struct npu_kern *kn,
 		abort();
 	residue_classes_init(&rc, in);
 	for (uint32_t rh = 0; rh < uh && !aborted; rh++) {
-		uint32_t nkh;
+		uint32_t nkh = rc.nkh[rh];
+		const uint32_t *kh = rc.kh + (size_t)rh * in->k_h;
 
 		if (rc.start_h[rh] == rc.start_h[rh + 1])
 			continue;
-		nkh = live_taps(rh, in->k_h, in->dil_h, uh, rc.kh);
 		for (uint32_t rw = 0; rw < uw && !aborted; rw++) {
 			uint32_t rows_h = rc.start_h[rh + 1] - rc.start_h[rh];
 			uint32_t cols_w = rc.start_w[rw + 1] - rc.start_w[rw];
-			uint32_t nkw, k;
+			uint32_t nkw = rc.nkw[rw], k;
+			const uint32_t *kw = rc.kw + (size_t)rw * in->k_w;
 
 			if (!cols_w)
 				continue;
-			nkw = live_taps(rw, in->k_w, in->dil_w, uw, rc.kw);
 			k = nkh * nkw * cin_g;
 			for (uint32_t j = 0; j < in->out_c; j++)
 				for (uint32_t a = 0; a < nkh; a++)
@@ -777,8 +792,8 @@ static int conv2d_i16_inserted(const struct npu_kern *kn,
 						for (uint32_t i = 0; i < cin_g; i++)
 							w[(size_t)j * k + ((size_t)a * nkw + c) * cin_g + i] =
 								(int16_t)(wsrc[((size_t)j * taps +
-										rc.kh[a] * in->k_w +
-										rc.kw[c]) * cin_g + i] -
+										kh[a] * in->k_w +
+										kw[c]) * cin_g + i] -
 									  in->zp_w);
 			for (uint32_t p = 0; p < rows_h * cols_w; p++) {
 				uint32_t oh = rc.order_h[rc.start_h[rh] + p / cols_w];
@@ -793,12 +808,12 @@ static int conv2d_i16_inserted(const struct npu_kern *kn,
 
 					for (uint32_t a = 0; a < nkh; a++) {
 						int64_t ih = (int64_t)oh * in->stride_h - in->pad_top +
-							     (int64_t)rc.kh[a] * in->dil_h;
+							     (int64_t)kh[a] * in->dil_h;
 
 						for (uint32_t c = 0; c < nkw; c++, dst += cin_g) {
 							int64_t iw = (int64_t)ow * in->stride_w -
 								     in->pad_left +
-								     (int64_t)rc.kw[c] * in->dil_w;
+								     (int64_t)kw[c] * in->dil_w;
 
 							if (ih < 0 || ih >= eff_h || ih % uh ||
 							    iw < 0 || iw >= eff_w || iw % uw)
