@@ -109,6 +109,14 @@ static int ops_aborted(void)
 	return ops_poll && ops_poll->aborted(ops_poll->ctx);
 }
 
+/* POOL: output pixels between polls, a window of up to 65,025 taps each. */
+static uint32_t pool_poll_pixels(const struct npu_insn_pool *in)
+{
+	uint64_t pixel = (uint64_t)in->k_h * in->k_w * in->c;
+
+	return pixel >= (1u << 16) ? 1 : (uint32_t)((1u << 16) / (pixel ? pixel : 1));
+}
+
 /* ---------------------------------------------------------------------------
  * CONV2D / MATMUL
  */
@@ -1080,6 +1088,8 @@ static void pool_i16(const struct npu_insn_pool *in, uint8_t *sram)
 	uint8_t *res = malloc((size_t)in->out_h * in->out_w * c * 2);
 	int64_t *acc = malloc(sizeof(*acc) * c);
 
+	uint32_t poll = pool_poll_pixels(in), since_poll = 0;
+
 	if (!res || !acc)
 		abort();
 	for (uint32_t oh = 0; oh < in->out_h; oh++) {
@@ -1090,6 +1100,12 @@ static void pool_i16(const struct npu_insn_pool *in, uint8_t *sram)
 		h0 = h0 < 0 ? 0 : h0;
 		for (uint32_t ow = 0; ow < in->out_w; ow++) {
 			int32_t w0 = (int32_t)(ow * in->stride_w) - in->pad_left;
+
+			if (++since_poll == poll) {
+				since_poll = 0;
+				if (ops_aborted())
+					goto aborted;
+			}
 			int32_t w1 = w0 + in->k_w;
 			uint8_t *dst = res + ((size_t)oh * in->out_w + ow) * c * 2;
 			int64_t count;
@@ -1126,6 +1142,7 @@ static void pool_i16(const struct npu_insn_pool *in, uint8_t *sram)
 	}
 	npu_scatter_dense(sram + in->output, in->out_row_stride,
 			  in->out_pixel_stride, res, in->out_h, in->out_w, c * 2);
+aborted:
 	free(acc);
 	free(res);
 }
@@ -1239,6 +1256,7 @@ void npu_op_pool(const struct npu_insn_pool *in, uint8_t *sram)
 	struct npu_op_footprint fp;
 	struct out_target o;
 	uint32_t c = in->c;
+	uint32_t poll = pool_poll_pixels(in), since_poll = 0;
 	int32_t *acc;
 
 	if (npu_op_pool_check(in, &fp))
@@ -1263,6 +1281,16 @@ void npu_op_pool(const struct npu_insn_pool *in, uint8_t *sram)
 			int32_t w1 = w0 + in->k_w;
 			int8_t *dst = o.base + oh * o.rs + ow * o.ps;
 			int64_t count, valid;
+
+			if (++since_poll == poll) {
+				since_poll = 0;
+				if (ops_aborted()) {
+					/* A partial result: never copied into SRAM. */
+					free(o.tmp);
+					free(acc);
+					return;
+				}
+			}
 
 			w1 = w1 > in->in_w ? in->in_w : w1;
 			w0 = w0 < 0 ? 0 : w0;
