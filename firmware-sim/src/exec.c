@@ -13,8 +13,22 @@
 #error "firmware-sim decodes little-endian structures in place"
 #endif
 
-/* Check the abort flag this often inside long DMA loops (rows). */
-#define NPU_ABORT_POLL_ROWS	1024
+/*
+ * Check the abort flag inside long DMA loops after about this many bytes
+ * (a row counts its bytes plus 64, so tiny rows are polled too). VA rows
+ * are also polled page by page by the MMU; SRAM rows are not, and 1024
+ * rows of 2 MiB each would be 2 GiB of memmove between polls.
+ */
+#define NPU_ABORT_POLL_BYTES	(1u << 22)
+
+static bool npu_dma_poll_due(uint64_t *since, uint32_t row_bytes)
+{
+	*since += (uint64_t)row_bytes + 64;
+	if (*since < NPU_ABORT_POLL_BYTES)
+		return false;
+	*since = 0;
+	return true;
+}
 
 union npu_insn_any {
 	struct npu_insn_header hdr;
@@ -282,10 +296,12 @@ static uint32_t npu_dma_copy_row(struct npu_sim *sim, struct npu_sim_run *run,
 static uint32_t npu_run_dma_copy(struct npu_sim *sim, struct npu_sim_run *run,
 				 const struct npu_insn_dma_copy *insn)
 {
+	uint64_t since_poll = 0;
+
 	for (uint32_t r = 0; r < insn->rows; r++) {
 		uint32_t status;
 
-		if (r % NPU_ABORT_POLL_ROWS == NPU_ABORT_POLL_ROWS - 1 &&
+		if (npu_dma_poll_due(&since_poll, insn->row_bytes) &&
 		    npu_aborted(sim, run))
 			return NPU_JOB_ERR_ABORTED;
 		status = npu_dma_copy_row(sim, run, insn,
@@ -302,12 +318,13 @@ static uint32_t npu_run_dma_fill(struct npu_sim *sim, struct npu_sim_run *run,
 				 const struct npu_insn_dma_fill *insn)
 {
 	uint8_t pattern[1024];
+	uint64_t since_poll = 0;
 
 	memset(pattern, insn->value, sizeof(pattern));
 	for (uint32_t r = 0; r < insn->rows; r++) {
 		uint64_t dst = insn->dst + r * insn->dst_stride;
 
-		if (r % NPU_ABORT_POLL_ROWS == NPU_ABORT_POLL_ROWS - 1 &&
+		if (npu_dma_poll_due(&since_poll, insn->row_bytes) &&
 		    npu_aborted(sim, run))
 			return NPU_JOB_ERR_ABORTED;
 		if (insn->dst_space == NPU_SPACE_SRAM) {
