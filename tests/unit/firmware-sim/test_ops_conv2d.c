@@ -645,6 +645,31 @@ static void test_ops_stop_soon_after_an_abort(void **state)
 			fail_msg("%s: %" PRIu64 " of %" PRIu64 " MACs done after an abort",
 				 shapes[i].what, npu_ops_host_macs() - before, fp.macs);
 	}
+
+	/*
+	 * POOL (charged per window tap): a 255 x 255 max pool polls, and
+	 * stops at the first "aborted" it sees, with its output untouched
+	 * when the output overlaps the input (a temporary result).
+	 */
+	struct npu_insn_pool pool = {
+		.hdr = { .opcode = NPU_OP_POOL, .size = sizeof(pool) },
+		.input = 0, .output = 0, .mode = NPU_POOL_MAX, .c = 8,
+		.in_h = 255, .in_w = 255, .out_h = 255, .out_w = 255,
+		.k_h = 255, .k_w = 255, .stride_h = 1, .stride_w = 1,
+		.pad_top = 127, .pad_left = 127, .pad_bottom = 127, .pad_right = 127,
+		.in_row_stride = 255 * 8, .in_pixel_stride = 8,
+		.out_row_stride = 255 * 8, .out_pixel_stride = 8,
+		.act_min = -128, .act_max = 127,
+	};
+
+	assert_int_equal(npu_op_pool_check(&pool, &fp), NPU_JOB_OK);
+	memcpy(s->fast, s->init, NPU_SRAM_SIZE);
+	polls_seen = 0;
+	npu_ops_set_poll(&poll);
+	npu_op_pool(&pool, s->fast);
+	npu_ops_set_poll(NULL);
+	assert_int_equal(polls_seen, 3);
+	assert_memory_equal(s->fast, s->init, 255u * 255 * 8);
 	ops_sram_free(s);
 }
 
