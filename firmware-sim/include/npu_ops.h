@@ -20,6 +20,7 @@
 #ifndef NPU_OPS_H
 #define NPU_OPS_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "npu_hw.h"
@@ -55,6 +56,27 @@ void npu_op_resize(const struct npu_insn_resize *insn, uint8_t *sram);
 void npu_op_softmax(const struct npu_insn_softmax *insn, uint8_t *sram);
 void npu_op_layernorm(const struct npu_insn_layernorm *insn, uint8_t *sram);
 void npu_op_reduce(const struct npu_insn_reduce *insn, uint8_t *sram);
+
+/*
+ * The executor's hooks into long op loops, per calling thread. While a
+ * poll is set, npu_op_*() call poll->aborted(poll->ctx) between slices of
+ * work (GEMM chunks, bands of output rows: about 2^22 MACs each, or
+ * one output row or pixel when that is larger)
+ * and, once it returns true, stop early and write no temporary result:
+ * the job is being aborted (a reset), its outputs do not matter, and the
+ * reset must not wait for the whole op. NULL clears it.
+ */
+struct npu_ops_poll {
+	bool (*aborted)(void *ctx);
+	void *ctx;
+};
+void npu_ops_set_poll(const struct npu_ops_poll *poll);
+/*
+ * Multiply-accumulates npu_op_conv2d() / npu_op_matmul() have performed on
+ * this thread so far: the work done, which tests hold to the MACs the
+ * cycle model charges (npu_op_footprint.macs; issue 29 D-b).
+ */
+uint64_t npu_ops_host_macs(void);
 
 void npu_ref_conv2d(const struct npu_insn_conv2d *insn, uint8_t *sram);
 void npu_ref_matmul(const struct npu_insn_matmul *insn, uint8_t *sram);

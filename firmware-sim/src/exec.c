@@ -13,8 +13,22 @@
 #error "firmware-sim decodes little-endian structures in place"
 #endif
 
-/* Check the abort flag this often inside long DMA loops (rows). */
-#define NPU_ABORT_POLL_ROWS	1024
+/*
+ * Check the abort flag inside long DMA loops after about this many bytes
+ * (a row counts its bytes plus 64, so tiny rows are polled too). VA rows
+ * are also polled page by page by the MMU; SRAM rows are not, and 1024
+ * rows of 2 MiB each would be 2 GiB of memmove between polls.
+ */
+#define NPU_ABORT_POLL_BYTES	(1u << 22)
+
+static bool npu_dma_poll_due(uint64_t *since, uint32_t row_bytes)
+{
+	*since += (uint64_t)row_bytes + 64;
+	if (*since < NPU_ABORT_POLL_BYTES)
+		return false;
+	*since = 0;
+	return true;
+}
 
 union npu_insn_any {
 	struct npu_insn_header hdr;
@@ -44,6 +58,14 @@ struct npu_insn_plan {
 static bool npu_aborted(struct npu_sim *sim, const struct npu_sim_run *run)
 {
 	return atomic_load_explicit(&sim->epoch, memory_order_relaxed) != run->epoch;
+}
+
+/* The ops' poll (npu_ops.h): a reset stops a long op, not only the stream. */
+static bool npu_exec_poll_aborted(void *ctx)
+{
+	struct npu_sim *sim = ctx;
+
+	return npu_aborted(sim, &sim->run);
 }
 
 static uint64_t npu_add_sat(uint64_t a, uint64_t b)
@@ -82,6 +104,7 @@ static uint32_t npu_stream_fetch(struct npu_sim *sim, struct npu_sim_run *run,
 		want = NPU_STREAM_CHUNK;
 	run->chunk_offset = offset;
 	run->chunk_len = 0;
+	run->chunk_fault = NPU_JOB_OK;
 	while (run->chunk_len < want) {
 		uint64_t va = run->cmd_va + offset + run->chunk_len;
 		uint32_t in_page = NPU_PAGE_SIZE - (va & (NPU_PAGE_SIZE - 1));
@@ -92,13 +115,64 @@ static uint32_t npu_stream_fetch(struct npu_sim *sim, struct npu_sim_run *run,
 			n = in_page;
 		status = npu_mmu_read(sim, run, va, run->chunk + run->chunk_len, n);
 		if (status != NPU_JOB_OK) {
-			if (run->chunk_len >= len)
+			if (run->chunk_len >= len) {
+				run->chunk_fault = status;
 				break;
+			}
 			return status;
 		}
 		run->chunk_len += n;
 	}
 	*bytes = run->chunk;
+	return NPU_JOB_OK;
+}
+
+/*
+ * Fetch the instruction at 'offset' into 'insn' and check its header: the
+ * header is read once, from the same bytes as the rest of the instruction,
+ * and everything past its size is zero, so what runs is exactly what was
+ * checked (issue 29 D-a). The chunk is a private copy: guest writes after
+ * the read cannot change it. When the instruction crosses the chunk's end
+ * it is re-read as a whole from 'offset', and the new bytes, which a
+ * guest (or an earlier DMA of the same stream) may have changed, are
+ * checked again from the header on.
+ */
+static uint32_t npu_fetch_insn(struct npu_sim *sim, struct npu_sim_run *run,
+			       uint32_t offset, union npu_insn_any *insn,
+			       uint16_t *size)
+{
+	struct npu_isa_check hdr_check = { .op_mask = run->op_mask };
+	uint32_t remaining = run->cmd_size - offset;
+	const uint8_t *bytes;
+	uint32_t status, avail;
+	struct npu_insn_header hdr;
+
+	status = npu_stream_fetch(sim, run, offset, sizeof(hdr), &bytes);
+	if (status != NPU_JOB_OK)
+		return status;
+	/* The header rules are the validator's (npu_isa.h), in its order. */
+	status = npu_insn_check_header(bytes, remaining, &hdr_check);
+	if (status != NPU_JOB_OK)
+		return status;
+	memcpy(&hdr, bytes, sizeof(hdr));
+	avail = run->chunk_len - (offset - run->chunk_offset);
+	if (hdr.size > avail) {
+		status = npu_stream_fetch(sim, run, offset, hdr.size, &bytes);
+		if (status != NPU_JOB_OK)
+			return status;
+		status = npu_insn_check_header(bytes, remaining, &hdr_check);
+		if (status != NPU_JOB_OK)
+			return status;
+		memcpy(&hdr, bytes, sizeof(hdr));
+		avail = run->chunk_len - (offset - run->chunk_offset);
+		/* Now a larger opcode, whose end lies on a page that faulted. */
+		if (hdr.size > avail)
+			return run->chunk_fault != NPU_JOB_OK ? run->chunk_fault :
+								NPU_JOB_ERR_DMA;
+	}
+	memset(insn, 0, sizeof(*insn));
+	memcpy(insn, bytes, hdr.size);
+	*size = hdr.size;
 	return NPU_JOB_OK;
 }
 
@@ -222,10 +296,12 @@ static uint32_t npu_dma_copy_row(struct npu_sim *sim, struct npu_sim_run *run,
 static uint32_t npu_run_dma_copy(struct npu_sim *sim, struct npu_sim_run *run,
 				 const struct npu_insn_dma_copy *insn)
 {
+	uint64_t since_poll = 0;
+
 	for (uint32_t r = 0; r < insn->rows; r++) {
 		uint32_t status;
 
-		if (r % NPU_ABORT_POLL_ROWS == NPU_ABORT_POLL_ROWS - 1 &&
+		if (npu_dma_poll_due(&since_poll, insn->row_bytes) &&
 		    npu_aborted(sim, run))
 			return NPU_JOB_ERR_ABORTED;
 		status = npu_dma_copy_row(sim, run, insn,
@@ -242,12 +318,13 @@ static uint32_t npu_run_dma_fill(struct npu_sim *sim, struct npu_sim_run *run,
 				 const struct npu_insn_dma_fill *insn)
 {
 	uint8_t pattern[1024];
+	uint64_t since_poll = 0;
 
 	memset(pattern, insn->value, sizeof(pattern));
 	for (uint32_t r = 0; r < insn->rows; r++) {
 		uint64_t dst = insn->dst + r * insn->dst_stride;
 
-		if (r % NPU_ABORT_POLL_ROWS == NPU_ABORT_POLL_ROWS - 1 &&
+		if (npu_dma_poll_due(&since_poll, insn->row_bytes) &&
 		    npu_aborted(sim, run))
 			return NPU_JOB_ERR_ABORTED;
 		if (insn->dst_space == NPU_SPACE_SRAM) {
@@ -447,31 +524,18 @@ static uint32_t npu_exec_stream(struct npu_sim *sim, struct npu_sim_run *run,
 
 	for (offset = sizeof(struct npu_cs_header); offset < run->cmd_size;) {
 		uint32_t remaining = run->cmd_size - offset;
-		struct npu_isa_check hdr_check = { .op_mask = run->op_mask };
 		union npu_insn_any insn;
 		struct npu_insn_plan plan;
-		const uint8_t *bytes;
-		uint16_t size;
+		uint16_t size = 0;
 
 		*error_offset = offset;
 		if (npu_aborted(sim, run))
 			return NPU_JOB_ERR_ABORTED;
 		if (remaining < sizeof(struct npu_insn_header))
 			return NPU_JOB_ERR_TRUNCATED;
-		status = npu_stream_fetch(sim, run, offset,
-					  sizeof(struct npu_insn_header), &bytes);
+		status = npu_fetch_insn(sim, run, offset, &insn, &size);
 		if (status != NPU_JOB_OK)
 			return status;
-		memcpy(&insn.hdr, bytes, sizeof(insn.hdr));
-		/* The header rules are the validator's (npu_isa.h), in its order. */
-		size = npu_insn_size(insn.hdr.opcode);
-		status = npu_insn_check_header(bytes, remaining, &hdr_check);
-		if (status != NPU_JOB_OK)
-			return status;
-		status = npu_stream_fetch(sim, run, offset, size, &bytes);
-		if (status != NPU_JOB_OK)
-			return status;
-		memcpy(&insn, bytes, size);
 		status = npu_check_insn(run, &insn, &plan);
 		if (status != NPU_JOB_OK)
 			return status;
@@ -511,6 +575,10 @@ void npu_exec_job(struct npu_sim *sim, struct npu_sim_job *job)
 {
 	struct npu_sim_run *run = &sim->run;
 	struct npu_completion *result = &job->result;
+	const struct npu_ops_poll poll = {
+		.aborted = npu_exec_poll_aborted,
+		.ctx = sim,
+	};
 	uint32_t error_offset = 0;
 	uint32_t status;
 
@@ -518,12 +586,16 @@ void npu_exec_job(struct npu_sim *sim, struct npu_sim_job *job)
 	run->start_ns = result->start_ns;
 	run->cmd_va = job->desc.cmd_va;
 	run->cmd_size = job->desc.cmd_size;
+
 	if (npu_aborted(sim, run))
 		status = NPU_JOB_ERR_ABORTED;	/* reset before it started */
 	else
 		status = npu_check_desc(sim, run, &job->desc);
-	if (status == NPU_JOB_OK)
+	if (status == NPU_JOB_OK) {
+		npu_ops_set_poll(&poll);
 		status = npu_exec_stream(sim, run, &error_offset);
+		npu_ops_set_poll(NULL);
+	}
 	if (status == NPU_JOB_OK && npu_aborted(sim, run))
 		status = NPU_JOB_ERR_ABORTED;
 

@@ -130,13 +130,20 @@ void npu_queue_reg_write(struct npu_sim *sim, unsigned int q, uint32_t reg,
 	}
 }
 
+/*
+ * Work is the slots between HEAD and the doorbell TAIL, at most a ring's
+ * worth: a HEAD that somehow passed the doorbell TAIL (modulo 2^32) must
+ * read as "nothing announced", never as four billion slots to run.
+ */
 static bool npu_queue_has_work(const struct npu_sim *sim,
 			       const struct npu_queue *queue)
 {
+	uint32_t announced = queue->doorbell_tail - queue->head;
+
 	return sim->state == NPU_STATE_READY &&
 	       (queue->ctrl & NPU_QUEUE_ENABLE) &&
 	       queue->status == NPU_QUEUE_OK &&
-	       queue->head != queue->doorbell_tail;
+	       announced && announced <= queue->ring_size;
 }
 
 bool npu_sim_has_work(struct npu_sim *sim)
@@ -167,6 +174,7 @@ static void npu_run_prepare(struct npu_sim *sim, struct npu_sim_job *job)
 	run->cmd_size = 0;
 	run->chunk_offset = 0;
 	run->chunk_len = 0;
+	run->chunk_fault = NPU_JOB_OK;
 	run->sync_floor = 0;
 	for (unsigned int e = 0; e < NPU_ENGINE_COUNT; e++) {
 		run->engines[e].free_at = 0;
@@ -270,6 +278,13 @@ void npu_sim_job_finish(struct npu_sim *sim, struct npu_sim_job *job)
 	}
 	job->result.fence = fence;
 
+	/*
+	 * A stop, a disable or a doorbell of a rewound TAIL while this job ran
+	 * left the doorbell TAIL on this job's slot: HEAD moving past the
+	 * job must take it along, or HEAD would pass it (issue 29 D-c).
+	 */
+	if (queue->doorbell_tail == queue->head)
+		queue->doorbell_tail++;
 	queue->head++;
 	queue->last_seq = job->desc.seqno;
 	sim->perf_jobs++;

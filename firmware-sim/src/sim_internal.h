@@ -89,6 +89,7 @@ struct npu_sim_run {
 	uint32_t cmd_size;
 	uint32_t chunk_offset;
 	uint32_t chunk_len;
+	uint32_t chunk_fault;		/* the fault that ended the chunk early */
 	uint8_t chunk[NPU_STREAM_CHUNK];
 	struct npu_engine engines[NPU_ENGINE_COUNT];
 	uint64_t sync_floor;		/* start of the last SYNC instruction */

@@ -100,7 +100,7 @@ NPU_TGT static void dw_avx2(const struct npu_dw *d)
 	const struct npu_rq *rq = &d->rq;
 	const __m256i zp = _mm256_set1_epi32(d->zp_in);
 
-	for (uint32_t oh = 0; oh < d->out_h; oh++)
+	for (uint32_t oh = d->oh_begin; oh < d->oh_end; oh++)
 	for (uint32_t ow = 0; ow < d->out_w; ow++) {
 		int8_t *out = d->out + oh * d->out_rs + ow * d->out_ps;
 

@@ -354,7 +354,7 @@ NPU_TGT static void dw_avx512(const struct npu_dw *d)
 	const struct rq_vec v = rq_vec_init(rq);
 	const __m512i zp = _mm512_set1_epi32(d->zp_in);
 
-	for (uint32_t oh = 0; oh < d->out_h; oh++) {
+	for (uint32_t oh = d->oh_begin; oh < d->oh_end; oh++) {
 		int64_t ih0 = (int64_t)oh * d->stride_h - d->pad_top;
 		uint32_t kh_lo, kh_hi;
 

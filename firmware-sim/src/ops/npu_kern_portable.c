@@ -42,7 +42,7 @@ void npu_portable_dw(const struct npu_dw *d)
 	const struct npu_rq *rq = &d->rq;
 	uint32_t acc[64];
 
-	for (uint32_t oh = 0; oh < d->out_h; oh++)
+	for (uint32_t oh = d->oh_begin; oh < d->oh_end; oh++)
 	for (uint32_t ow = 0; ow < d->out_w; ow++) {
 		int8_t *out = d->out + oh * d->out_rs + ow * d->out_ps;
 

@@ -86,6 +86,38 @@ int npu_ops_set_impl(const char *name)
 }
 
 /* ---------------------------------------------------------------------------
+ * The executor's hooks (npu_ops.h): a reset is polled between slices of an
+ * op (GEMM chunks, output rows), and the multiply-accumulates performed
+ * are counted, so tests can hold the work done to what the cycle model
+ * charges (issue 29 D-b). Per thread: each device runs on its own.
+ */
+static _Thread_local const struct npu_ops_poll *ops_poll;
+static _Thread_local uint64_t ops_macs_done;
+
+void npu_ops_set_poll(const struct npu_ops_poll *poll)
+{
+	ops_poll = poll;
+}
+
+uint64_t npu_ops_host_macs(void)
+{
+	return ops_macs_done;
+}
+
+static int ops_aborted(void)
+{
+	return ops_poll && ops_poll->aborted(ops_poll->ctx);
+}
+
+/* POOL: output pixels between polls, a window of up to 65,025 taps each. */
+static uint32_t pool_poll_pixels(const struct npu_insn_pool *in)
+{
+	uint64_t pixel = (uint64_t)in->k_h * in->k_w * in->c;
+
+	return pixel >= (1u << 16) ? 1 : (uint32_t)((1u << 16) / (pixel ? pixel : 1));
+}
+
+/* ---------------------------------------------------------------------------
  * CONV2D / MATMUL
  */
 
@@ -99,6 +131,23 @@ static uint32_t chunk_rows(uint32_t k)
 	if (p > 1024)
 		p = 1024;
 	return p & ~3u;
+}
+
+/*
+ * Rows per GEMM call between polls of the reset epoch: about 2^22 MACs,
+ * at least 4 rows (a row is k * n MACs, at most the SRAM's size, since the
+ * weights are k * n bytes of it), at most 'max_rows'.
+ */
+#define NPU_OPS_SLICE_MACS	(1ull << 22)
+
+static uint32_t slice_rows(uint32_t k, uint32_t n, uint32_t max_rows)
+{
+	uint64_t row_macs = (uint64_t)k * n;
+	uint64_t rows = NPU_OPS_SLICE_MACS / (row_macs ? row_macs : 1);
+
+	if (rows < 4)
+		rows = 4;
+	return rows < max_rows ? (uint32_t)rows : max_rows;
 }
 
 /* Per-channel tables the kernels read, padded for whole-vector loads. */
@@ -251,7 +300,17 @@ static void conv_depthwise(const struct npu_kern *kn,
 	for (uint32_t ch = 0; ch < c; ch++)
 		for (uint32_t tap = 0; tap < taps; tap++)
 			wt[(size_t)tap * cpad + ch] = w[(size_t)ch * taps + tap] - in->zp_w;
-	kn->dw(&d);
+	/* Bands of about NPU_OPS_SLICE_MACS between polls of the reset epoch. */
+	uint64_t row_macs = (uint64_t)in->out_w * c * taps;
+	uint32_t band = row_macs >= NPU_OPS_SLICE_MACS ? 1 :
+			(uint32_t)(NPU_OPS_SLICE_MACS / (row_macs ? row_macs : 1));
+
+	for (d.oh_begin = 0; d.oh_begin < in->out_h && !ops_aborted();
+	     d.oh_begin = d.oh_end) {
+		d.oh_end = in->out_h - d.oh_begin < band ? in->out_h : d.oh_begin + band;
+		kn->dw(&d);
+		ops_macs_done += (uint64_t)(d.oh_end - d.oh_begin) * row_macs;
+	}
 	free(wt);
 }
 
@@ -263,7 +322,7 @@ static void conv_gemm(const struct npu_kern *kn, const struct npu_insn_conv2d *i
 	uint32_t cin_g = in->in_c / groups, cout_g = in->out_c / groups;
 	uint32_t k = (uint32_t)in->k_h * in->k_w * cin_g;
 	uint32_t pixels = (uint32_t)in->out_h * in->out_w;
-	uint32_t chunk = chunk_rows(k);
+	uint32_t chunk = slice_rows(k, cout_g, chunk_rows(k));
 	int direct = in->k_h == 1 && in->k_w == 1 && !in->pad_top &&
 		     !in->pad_left && !in->pad_bottom && !in->pad_right &&
 		     !in->ins_h && !in->ins_w;
@@ -293,6 +352,9 @@ static void conv_gemm(const struct npu_kern *kn, const struct npu_insn_conv2d *i
 		fold_col(kn, &gm, t->bias + g * cout_g, t->col + g * cout_g);
 		for (uint32_t p0 = 0; p0 < pixels; p0 += chunk) {
 			uint32_t m = pixels - p0 < chunk ? pixels - p0 : chunk;
+
+			if (ops_aborted())
+				goto out;
 
 			for (uint32_t i = 0; i < m; i++) {
 				uint32_t oh = (p0 + i) / in->out_w;
@@ -332,8 +394,224 @@ static void conv_gemm(const struct npu_kern *kn, const struct npu_insn_conv2d *i
 			gm.m = m;
 			fold_rows(kn, &gm, row);
 			kn->gemm(&gm);
+			ops_macs_done += (uint64_t)m * gm.n * gm.k;
 		}
 	}
+out:
+	free(patch);
+	free(row);
+	free(orow);
+	free(arow);
+}
+
+/*
+ * Zero insertion: output coordinates o with the same residue
+ * r = (o * stride - pad) mod (ins + 1) see inserted zeros at the same
+ * kernel taps. Sort the coordinates of one dimension by residue: 'start'
+ * gets period + 1 bucket starts into 'order'.
+ */
+static void sort_by_residue(uint32_t n, uint32_t stride, uint32_t pad,
+			    uint32_t period, uint32_t *start, uint32_t *order)
+{
+	uint32_t *cursor = calloc(period + 1, sizeof(*cursor));
+
+	if (!cursor)
+		abort();
+	for (uint32_t o = 0; o < n; o++) {
+		int64_t r = ((int64_t)o * stride - pad) % period;
+
+		cursor[(r < 0 ? r + period : r) + 1]++;
+	}
+	for (uint32_t r = 0; r < period; r++)
+		cursor[r + 1] += cursor[r];
+	memcpy(start, cursor, sizeof(*start) * (period + 1));
+	for (uint32_t o = 0; o < n; o++) {
+		int64_t r = ((int64_t)o * stride - pad) % period;
+
+		order[cursor[r < 0 ? r + period : r]++] = o;
+	}
+	free(cursor);
+}
+
+/*
+ * The kernel taps of one dimension that can land on real input for
+ * residue 'r' (the others read inserted zeros: they contribute nothing
+ * and the cycle model does not charge them, npu_conv_taps()). With none,
+ * tap 0 stands in: it reads an inserted zero or padding, i.e. zp_in, so
+ * it contributes nothing either and keeps the GEMM's k above 0.
+ */
+static uint32_t live_taps(uint32_t r, uint32_t k, uint32_t dil, uint32_t period,
+			  uint32_t *taps)
+{
+	uint32_t n = 0;
+
+	for (uint32_t t = 0; t < k; t++)
+		if ((r + (uint64_t)t * dil) % period == 0)
+			taps[n++] = t;
+	if (!n)
+		taps[n++] = 0;
+	return n;
+}
+
+/*
+ * Output coordinates sorted by residue, per dimension, and the live taps
+ * of every residue: computed once, since a conv may have up to 2^16
+ * classes (the work per class must stay small next to its pixels').
+ */
+struct residue_classes {
+	uint32_t *start_h, *order_h, *start_w, *order_w;
+	uint32_t *nkh, *kh;	/* per residue rh: count, taps at kh + rh * k_h */
+	uint32_t *nkw, *kw;
+};
+
+static void residue_classes_init(struct residue_classes *rc,
+				 const struct npu_insn_conv2d *in)
+{
+	uint32_t uh = in->ins_h + 1u, uw = in->ins_w + 1u;
+
+	rc->start_h = malloc(sizeof(uint32_t) * (uh + 1));
+	rc->start_w = malloc(sizeof(uint32_t) * (uw + 1));
+	rc->order_h = malloc(sizeof(uint32_t) * in->out_h);
+	rc->order_w = malloc(sizeof(uint32_t) * in->out_w);
+	rc->nkh = malloc(sizeof(uint32_t) * uh);
+	rc->nkw = malloc(sizeof(uint32_t) * uw);
+	rc->kh = malloc(sizeof(uint32_t) * in->k_h * uh);
+	rc->kw = malloc(sizeof(uint32_t) * in->k_w * uw);
+	if (!rc->start_h || !rc->start_w || !rc->order_h || !rc->order_w ||
+	    !rc->nkh || !rc->nkw || !rc->kh || !rc->kw)
+		abort();
+	sort_by_residue(in->out_h, in->stride_h, in->pad_top, uh, rc->start_h,
+			rc->order_h);
+	sort_by_residue(in->out_w, in->stride_w, in->pad_left, uw, rc->start_w,
+			rc->order_w);
+	for (uint32_t r = 0; r < uh; r++)
+		rc->nkh[r] = live_taps(r, in->k_h, in->dil_h, uh,
+				       rc->kh + (size_t)r * in->k_h);
+	for (uint32_t r = 0; r < uw; r++)
+		rc->nkw[r] = live_taps(r, in->k_w, in->dil_w, uw,
+				       rc->kw + (size_t)r * in->k_w);
+}
+
+static void residue_classes_fini(struct residue_classes *rc)
+{
+	free(rc->start_h);
+	free(rc->start_w);
+	free(rc->order_h);
+	free(rc->order_w);
+	free(rc->nkh);
+	free(rc->nkw);
+	free(rc->kh);
+	free(rc->kw);
+}
+
+/*
+ * int8 CONV2D with zero insertion: per residue class, a GEMM over the live
+ * taps only, with the weights cut to match. What is skipped is exactly
+ * (zp_in - zp_in) * w = 0 terms, so the result equals the dense im2col's
+ * bit for bit, while the work is what the cycle model charges.
+ */
+static void conv_gemm_inserted(const struct npu_kern *kn,
+			       const struct npu_insn_conv2d *in,
+			       const uint8_t *sram, const struct chan_tables *t,
+			       const struct out_target *o)
+{
+	uint32_t groups = in->groups;
+	uint32_t cin_g = in->in_c / groups, cout_g = in->out_c / groups;
+	uint32_t uh = in->ins_h + 1u, uw = in->ins_w + 1u;
+	uint32_t taps = (uint32_t)in->k_h * in->k_w;
+	uint32_t kmax = npu_conv_taps(in->k_h, in->dil_h, in->ins_h) *
+			npu_conv_taps(in->k_w, in->dil_w, in->ins_w) * cin_g;
+	uint32_t chunk = slice_rows(kmax, cout_g, chunk_rows(kmax));
+	int64_t eff_h = ((int64_t)in->in_h - 1) * uh + 1;
+	int64_t eff_w = ((int64_t)in->in_w - 1) * uw + 1;
+	const int8_t *input = (const int8_t *)(sram + in->input);
+	const int8_t *weight = (const int8_t *)(sram + in->weight);
+	const int8_t **arow = malloc(sizeof(*arow) * chunk);
+	int8_t **orow = malloc(sizeof(*orow) * chunk);
+	int32_t *row = malloc(sizeof(*row) * chunk);
+	int8_t *patch = malloc((size_t)chunk * kmax);
+	int8_t *b = malloc((size_t)cout_g * kmax);
+	struct residue_classes rc;
+
+	if (!arow || !orow || !row || !patch || !b)
+		abort();
+	residue_classes_init(&rc, in);
+	for (uint32_t g = 0; g < groups; g++)
+	for (uint32_t rh = 0; rh < uh; rh++) {
+		uint32_t nkh = rc.nkh[rh];
+		const uint32_t *kh = rc.kh + (size_t)rh * in->k_h;
+
+		if (rc.start_h[rh] == rc.start_h[rh + 1])
+			continue;
+		for (uint32_t rw = 0; rw < uw; rw++) {
+			uint32_t nkw = rc.nkw[rw], k, npix, m = 0;
+			const uint32_t *kw = rc.kw + (size_t)rw * in->k_w;
+			uint32_t rows_h = rc.start_h[rh + 1] - rc.start_h[rh];
+			uint32_t cols_w = rc.start_w[rw + 1] - rc.start_w[rw];
+			struct npu_gemm gm;
+
+			if (!cols_w)
+				continue;
+			if (ops_aborted())
+				goto out;
+			k = nkh * nkw * cin_g;
+			for (uint32_t j = 0; j < cout_g; j++)
+				for (uint32_t a = 0; a < nkh; a++)
+					for (uint32_t c = 0; c < nkw; c++)
+						memcpy(b + (size_t)j * k + ((size_t)a * nkw + c) * cin_g,
+						       weight + ((size_t)(g * cout_g + j) * taps +
+								 kh[a] * in->k_w + kw[c]) * cin_g,
+						       cin_g);
+			gm = (struct npu_gemm){
+				.arow = arow, .orow = orow, .b = b, .ldb = k,
+				.n = cout_g, .k = k, .za = in->zp_in, .zb = in->zp_w,
+				.rq = { t->col + g * cout_g, t->mult + g * cout_g,
+					t->shift + g * cout_g, in->zp_out,
+					in->act_min, in->act_max },
+			};
+			fold_col(kn, &gm, t->bias + g * cout_g, t->col + g * cout_g);
+			npix = rows_h * cols_w;
+			for (uint32_t p = 0; p < npix; p++) {
+				uint32_t oh = rc.order_h[rc.start_h[rh] + p / cols_w];
+				uint32_t ow = rc.order_w[rc.start_w[rw] + p % cols_w];
+				int8_t *dst = patch + (size_t)m * k;
+
+				arow[m] = dst;
+				orow[m] = o->base + oh * o->rs + ow * o->ps + g * cout_g;
+				for (uint32_t a = 0; a < nkh; a++) {
+					int64_t ih = (int64_t)oh * in->stride_h - in->pad_top +
+						     (int64_t)kh[a] * in->dil_h;
+
+					for (uint32_t c = 0; c < nkw; c++, dst += cin_g) {
+						int64_t iw = (int64_t)ow * in->stride_w -
+							     in->pad_left +
+							     (int64_t)kw[c] * in->dil_w;
+
+						if (ih < 0 || ih >= eff_h || ih % uh ||
+						    iw < 0 || iw >= eff_w || iw % uw)
+							memset(dst, (uint8_t)in->zp_in, cin_g);
+						else
+							memcpy(dst, input +
+							       ih / uh * in->in_row_stride +
+							       iw / uw * in->in_pixel_stride +
+							       g * cin_g, cin_g);
+					}
+				}
+				if (++m == chunk || p + 1 == npix) {
+					if (ops_aborted())
+						goto out;
+					gm.m = m;
+					fold_rows(kn, &gm, row);
+					kn->gemm(&gm);
+					ops_macs_done += (uint64_t)m * gm.n * gm.k;
+					m = 0;
+				}
+			}
+		}
+	}
+out:
+	residue_classes_fini(&rc);
+	free(b);
 	free(patch);
 	free(row);
 	free(orow);
@@ -424,6 +702,9 @@ static void dw_i16(const struct npu_kern *kn, const struct npu_insn_conv2d *in,
 	for (uint32_t ow = 0; ow < in->out_w; ow++) {
 		uint32_t run = 0;
 
+		if (ops_aborted())
+			goto out;
+
 		memcpy(acc, bias, sizeof(*acc) * c);
 		memset(acc32, 0, sizeof(*acc32) * c);
 		for (uint32_t kh = 0; kh < in->k_h; kh++) {
@@ -442,6 +723,7 @@ static void dw_i16(const struct npu_kern *kn, const struct npu_insn_conv2d *in,
 				memcpy(x, sram + in->input + ih * in->in_row_stride +
 				       iw * in->in_pixel_stride, 2 * (size_t)c);
 				kn->mac16(acc32, x, wk, c);
+				ops_macs_done += c;
 				if (++run == 256) {
 					for (uint32_t ch = 0; ch < c; ch++) {
 						acc[ch] += acc32[ch];
@@ -459,10 +741,112 @@ static void dw_i16(const struct npu_kern *kn, const struct npu_insn_conv2d *in,
 				   npu_requant16(a, mult[ch], (uint32_t)shift[ch], lo, hi));
 		}
 	}
+out:
 	free(acc);
 	free(acc32);
 	free(x);
 	free(wt);
+}
+
+/*
+ * NPU_INSN_I16 with zero insertion: per residue class (conv_gemm_inserted)
+ * the patch and the weights cover the live taps only; inserted and padded
+ * taps read 0 (zero points are 0), so the sums are the dense ones exactly.
+ * Writes the dense result 'res'; returns nonzero when a reset cut it short.
+ */
+static int conv2d_i16_inserted(const struct npu_kern *kn,
+			       const struct npu_insn_conv2d *in,
+			       const uint8_t *sram, const int64_t *bias,
+			       const int32_t *mult, const int32_t *shift,
+			       uint8_t *res)
+{
+	uint32_t groups = in->groups;
+	uint32_t cin_g = in->in_c / groups, cout_g = in->out_c / groups;
+	uint32_t uh = in->ins_h + 1u, uw = in->ins_w + 1u;
+	uint32_t taps = (uint32_t)in->k_h * in->k_w;
+	uint32_t kmax = npu_conv_taps(in->k_h, in->dil_h, in->ins_h) *
+			npu_conv_taps(in->k_w, in->dil_w, in->ins_w) * cin_g;
+	int64_t eff_h = ((int64_t)in->in_h - 1) * uh + 1;
+	int64_t eff_w = ((int64_t)in->in_w - 1) * uw + 1;
+	int32_t lo = npu_act16_lo(in->act_min), hi = npu_act16_hi(in->act_max);
+	const uint8_t *input = sram + in->input;
+	const int8_t *wsrc = (const int8_t *)(sram + in->weight);
+	int16_t *w = malloc(sizeof(*w) * ((size_t)in->out_c * kmax + 1));
+	int16_t *patch = malloc(sizeof(*patch) * ((size_t)kmax + 1));
+	struct residue_classes rc;
+	int aborted = 0;
+
+	if (!w || !patch)
+		abort();
+	residue_classes_init(&rc, in);
+	for (uint32_t rh = 0; rh < uh && !aborted; rh++) {
+		uint32_t nkh = rc.nkh[rh];
+		const uint32_t *kh = rc.kh + (size_t)rh * in->k_h;
+
+		if (rc.start_h[rh] == rc.start_h[rh + 1])
+			continue;
+		for (uint32_t rw = 0; rw < uw && !aborted; rw++) {
+			uint32_t rows_h = rc.start_h[rh + 1] - rc.start_h[rh];
+			uint32_t cols_w = rc.start_w[rw + 1] - rc.start_w[rw];
+			uint32_t nkw = rc.nkw[rw], k;
+			const uint32_t *kw = rc.kw + (size_t)rw * in->k_w;
+
+			if (!cols_w)
+				continue;
+			k = nkh * nkw * cin_g;
+			for (uint32_t j = 0; j < in->out_c; j++)
+				for (uint32_t a = 0; a < nkh; a++)
+					for (uint32_t c = 0; c < nkw; c++)
+						for (uint32_t i = 0; i < cin_g; i++)
+							w[(size_t)j * k + ((size_t)a * nkw + c) * cin_g + i] =
+								(int16_t)(wsrc[((size_t)j * taps +
+										kh[a] * in->k_w +
+										kw[c]) * cin_g + i] -
+									  in->zp_w);
+			for (uint32_t p = 0; p < rows_h * cols_w; p++) {
+				uint32_t oh = rc.order_h[rc.start_h[rh] + p / cols_w];
+				uint32_t ow = rc.order_w[rc.start_w[rw] + p % cols_w];
+
+				if (ops_aborted()) {
+					aborted = 1;
+					break;
+				}
+				for (uint32_t g = 0; g < groups; g++) {
+					int16_t *dst = patch;
+
+					for (uint32_t a = 0; a < nkh; a++) {
+						int64_t ih = (int64_t)oh * in->stride_h - in->pad_top +
+							     (int64_t)kh[a] * in->dil_h;
+
+						for (uint32_t c = 0; c < nkw; c++, dst += cin_g) {
+							int64_t iw = (int64_t)ow * in->stride_w -
+								     in->pad_left +
+								     (int64_t)kw[c] * in->dil_w;
+
+							if (ih < 0 || ih >= eff_h || ih % uh ||
+							    iw < 0 || iw >= eff_w || iw % uw)
+								memset(dst, 0, sizeof(*dst) * cin_g);
+							else
+								memcpy(dst, input + ih / uh * in->in_row_stride +
+								       iw / uw * in->in_pixel_stride +
+								       (size_t)g * cin_g * 2,
+								       2 * (size_t)cin_g);
+						}
+					}
+					row16(kn, patch, w + (size_t)g * cout_g * k, k, cout_g,
+					      bias + g * cout_g, mult + g * cout_g,
+					      shift + g * cout_g, lo, hi,
+					      res + (((size_t)oh * in->out_w + ow) * in->out_c +
+						     (size_t)g * cout_g) * 2);
+					ops_macs_done += (uint64_t)k * cout_g;
+				}
+			}
+		}
+	}
+	residue_classes_fini(&rc);
+	free(patch);
+	free(w);
+	return aborted;
 }
 
 static void conv2d_i16(const struct npu_kern *kn, const struct npu_insn_conv2d *in,
@@ -493,11 +877,18 @@ static void conv2d_i16(const struct npu_kern *kn, const struct npu_insn_conv2d *
 		dw_i16(kn, in, sram, bias, mult, shift, res);
 		goto scatter;
 	}
+	if (in->ins_h || in->ins_w) {
+		if (conv2d_i16_inserted(kn, in, sram, bias, mult, shift, res))
+			goto aborted;
+		goto scatter;
+	}
 	for (size_t i = 0; i < (size_t)in->out_c * k; i++)
 		w[i] = (int16_t)(wsrc[i] - in->zp_w);
 	for (uint32_t oh = 0; oh < in->out_h; oh++)
 	for (uint32_t ow = 0; ow < in->out_w; ow++)
 	for (uint32_t g = 0; g < groups; g++) {
+		if (!g && ops_aborted())
+			goto aborted;
 		int16_t *dst = patch;
 
 		/* Zero points are 0: padded and inserted taps read 0. */
@@ -522,12 +913,16 @@ static void conv2d_i16(const struct npu_kern *kn, const struct npu_insn_conv2d *
 		      bias + g * cout_g, mult + g * cout_g, shift + g * cout_g,
 		      lo, hi, res + (((size_t)oh * in->out_w + ow) * in->out_c +
 				     (size_t)g * cout_g) * 2);
+		ops_macs_done += (uint64_t)k * cout_g;
 	}
 scatter:
+	if (ops_aborted())
+		goto aborted;
 	/* Written after every read: outputs may overlap inputs. */
 	npu_scatter_dense(sram + in->output, in->out_row_stride,
 			  in->out_pixel_stride, res, in->out_h, in->out_w,
 			  (uint32_t)in->out_c * 2);
+aborted:
 	free(bias);
 	free(mult);
 	free(shift);
@@ -556,11 +951,15 @@ static void matmul_i16(const struct npu_kern *kn, const struct npu_insn_matmul *
 	for (size_t i = 0; i < (size_t)in->n * in->k; i++)
 		w[i] = (int16_t)(bsrc[i] - in->zp_b);
 	for (uint32_t i = 0; i < in->m; i++) {
+		if (ops_aborted())
+			break;
 		memcpy(a, sram + in->a + (size_t)i * in->a_stride, 2 * (size_t)in->k);
 		row16(kn, a, w, in->k, in->n, bias, mult, shift, lo, hi,
 		      res + (size_t)i * in->n * 2);
+		ops_macs_done += (uint64_t)in->k * in->n;
 	}
-	npu_scatter_dense(sram + in->output, in->out_stride, 0, res, in->m, 1,
+	if (!ops_aborted())
+		npu_scatter_dense(sram + in->output, in->out_stride, 0, res, in->m, 1,
 			  in->n * 2);
 	free(bias);
 	free(mult);
@@ -592,11 +991,18 @@ void npu_op_conv2d(const struct npu_insn_conv2d *in, uint8_t *sram)
 	out_target_init(&o, &fp, sram + in->output, in->out_row_stride,
 			in->out_pixel_stride, in->out_h, in->out_w, in->out_c);
 	/* Zero insertion runs through im2col; the depthwise kernels lack it. */
-	if (in->groups == in->in_c && in->groups == in->out_c &&
-	    !in->ins_h && !in->ins_w)
+	if (in->ins_h || in->ins_w)
+		conv_gemm_inserted(kn, in, sram, &t, &o);
+	else if (in->groups == in->in_c && in->groups == in->out_c)
 		conv_depthwise(kn, in, sram, &t, &o);
 	else
 		conv_gemm(kn, in, sram, &t, &o);
+	if (ops_aborted()) {
+		/* A partial result of an aborted job: never copied into SRAM. */
+		free(o.tmp);
+		free(t.bias);
+		return;
+	}
 	if (in->flags & NPU_CONV_OUT_LUT)
 		out_lut_apply(table, &o, in->out_h, in->out_w, in->out_c);
 	out_target_finish(&o, sram + in->output, in->out_row_stride,
@@ -610,7 +1016,7 @@ void npu_op_matmul(const struct npu_insn_matmul *in, uint8_t *sram)
 	struct npu_op_footprint fp;
 	struct chan_tables t;
 	struct out_target o;
-	uint32_t chunk = 1024;
+	uint32_t chunk = slice_rows(in->k, in->n, 1024);
 	uint8_t table[256];
 
 	if (npu_op_matmul_check(in, &fp))
@@ -640,7 +1046,7 @@ void npu_op_matmul(const struct npu_insn_matmul *in, uint8_t *sram)
 	if (!arow || !orow || !row)
 		abort();
 	fold_col(kn, &gm, t.bias, t.col);
-	for (uint32_t i0 = 0; i0 < in->m; i0 += chunk) {
+	for (uint32_t i0 = 0; i0 < in->m && !ops_aborted(); i0 += chunk) {
 		gm.m = in->m - i0 < chunk ? in->m - i0 : chunk;
 		for (uint32_t i = 0; i < gm.m; i++) {
 			arow[i] = (const int8_t *)(sram + in->a) +
@@ -649,10 +1055,17 @@ void npu_op_matmul(const struct npu_insn_matmul *in, uint8_t *sram)
 		}
 		fold_rows(kn, &gm, row);
 		kn->gemm(&gm);
+		ops_macs_done += (uint64_t)gm.m * gm.n * gm.k;
 	}
 	free(row);
 	free(orow);
 	free(arow);
+	if (ops_aborted()) {
+		/* A partial result of an aborted job: never copied into SRAM. */
+		free(o.tmp);
+		free(t.bias);
+		return;
+	}
 	if (in->flags & NPU_CONV_OUT_LUT)
 		out_lut_apply(table, &o, in->m, 1, in->n);
 	out_target_finish(&o, sram + in->output, in->out_stride, 0, in->m, 1, in->n);
@@ -675,6 +1088,8 @@ static void pool_i16(const struct npu_insn_pool *in, uint8_t *sram)
 	uint8_t *res = malloc((size_t)in->out_h * in->out_w * c * 2);
 	int64_t *acc = malloc(sizeof(*acc) * c);
 
+	uint32_t poll = pool_poll_pixels(in), since_poll = 0;
+
 	if (!res || !acc)
 		abort();
 	for (uint32_t oh = 0; oh < in->out_h; oh++) {
@@ -685,6 +1100,12 @@ static void pool_i16(const struct npu_insn_pool *in, uint8_t *sram)
 		h0 = h0 < 0 ? 0 : h0;
 		for (uint32_t ow = 0; ow < in->out_w; ow++) {
 			int32_t w0 = (int32_t)(ow * in->stride_w) - in->pad_left;
+
+			if (++since_poll == poll) {
+				since_poll = 0;
+				if (ops_aborted())
+					goto aborted;
+			}
 			int32_t w1 = w0 + in->k_w;
 			uint8_t *dst = res + ((size_t)oh * in->out_w + ow) * c * 2;
 			int64_t count;
@@ -721,6 +1142,7 @@ static void pool_i16(const struct npu_insn_pool *in, uint8_t *sram)
 	}
 	npu_scatter_dense(sram + in->output, in->out_row_stride,
 			  in->out_pixel_stride, res, in->out_h, in->out_w, c * 2);
+aborted:
 	free(acc);
 	free(res);
 }
@@ -834,6 +1256,7 @@ void npu_op_pool(const struct npu_insn_pool *in, uint8_t *sram)
 	struct npu_op_footprint fp;
 	struct out_target o;
 	uint32_t c = in->c;
+	uint32_t poll = pool_poll_pixels(in), since_poll = 0;
 	int32_t *acc;
 
 	if (npu_op_pool_check(in, &fp))
@@ -858,6 +1281,16 @@ void npu_op_pool(const struct npu_insn_pool *in, uint8_t *sram)
 			int32_t w1 = w0 + in->k_w;
 			int8_t *dst = o.base + oh * o.rs + ow * o.ps;
 			int64_t count, valid;
+
+			if (++since_poll == poll) {
+				since_poll = 0;
+				if (ops_aborted()) {
+					/* A partial result: never copied into SRAM. */
+					free(o.tmp);
+					free(acc);
+					return;
+				}
+			}
 
 			w1 = w1 > in->in_w ? in->in_w : w1;
 			w0 = w0 < 0 ? 0 : w0;

@@ -170,6 +170,7 @@ struct npu_dw {
 	int8_t *out;
 	size_t out_rs, out_ps;
 	uint32_t in_h, in_w, out_h, out_w, c, cpad;
+	uint32_t oh_begin, oh_end;	/* the band of output rows to compute */
 	uint32_t k_h, k_w, stride_h, stride_w, dil_h, dil_w, pad_top, pad_left;
 	int32_t zp_in;
 	const int32_t *wt;	/* [k_h * k_w][cpad]: w - zp_w, tap-major */

@@ -761,6 +761,109 @@ static void matmul_out_lut_job_maps_outputs_and_reads_its_table(void **state)
 	expect(f, NPU_JOB_ERR_SRAM_BOUNDS, offset);
 }
 
+/*
+ * Issue 29 D-a: a stream that rewrites itself. An early DMA_COPY puts a
+ * DMA_FILL over the DMA_COPY at stream offset 4088, whose 56 bytes cross
+ * the end of the 4 KiB chunk the device fetched first; the device re-reads
+ * that instruction and must check and run what it re-read, as a whole:
+ * never the new opcode with the old instruction's header checks and size.
+ * Returns the completion; the fill's target is DATA_VA + 0x8000.
+ */
+static struct npu_completion run_self_rewriting_stream(struct fixture *f,
+						       const struct npu_insn_dma_fill *fill)
+{
+	struct sim_test_host *host = &f->host;
+	struct npu_job_desc desc;
+	struct npu_completion c;
+	uint64_t addr;
+	uint32_t index, offset;
+
+	sim_test_write(host, f->data, fill, sizeof(*fill));
+	sim_test_stream_init(&f->stream);
+	sim_test_emit_copy(&f->stream, 0, NPU_SPACE_VA, DATA_VA, NPU_SPACE_VA,
+			   f->next_cmd_va + 4088, 1, sizeof(*fill), 0, 0);
+	while (f->stream.len < 4088)
+		sim_test_emit_nop(&f->stream, 0);
+	/* Its strides (unused with one row) read as two NOPs after a fill. */
+	offset = sim_test_emit_copy(&f->stream, 0, NPU_SPACE_SRAM, 0,
+				    NPU_SPACE_SRAM, 64, 1, 8, 8u << 16, 8u << 16);
+	assert_int_equal(offset, 4088);
+	addr = sim_test_map_new(host, 1, f->next_cmd_va, 2 * 4096,
+				NPU_PTE_READ | NPU_PTE_WRITE);
+	sim_test_write(host, addr, f->stream.buf, f->stream.len);
+	desc = sim_test_desc(host, 0, 1, f->next_cmd_va, f->stream.len, 7);
+	f->next_cmd_va += 0x100000;
+	index = sim_test_push(host, 0, &desc, true);
+	npu_sim_run_pending(host->sim);
+	assert_true(sim_test_completion(host, 0, index, &c));
+	return c;
+}
+
+static bool fill_target_untouched(struct fixture *f)
+{
+	uint8_t out[4096];
+
+	sim_test_read(&f->host, f->data + 0x8000, out, sizeof(out));
+	for (size_t i = 0; i < sizeof(out); i++)
+		if (out[i])
+			return false;
+	return true;
+}
+
+static void rewritten_instruction_runs_only_as_checked(void **state)
+{
+	struct fixture *f = *state;
+	struct sim_test_host *host = &f->host;
+	struct npu_fw_config config;
+	struct npu_insn_dma_fill fill = {
+		.hdr = { .opcode = NPU_OP_DMA_FILL, .size = sizeof(fill) },
+		.dst_space = NPU_SPACE_VA, .value = 0x5a, .rows = 1,
+		.dst = DATA_VA + 0x8000, .row_bytes = 4096,
+	};
+	struct npu_completion c;
+	uint8_t out[4096];
+
+	/* A valid replacement runs: all of it, as checked, then the NOP. */
+	c = run_self_rewriting_stream(f, &fill);
+	assert_int_equal(c.error_offset, 0);
+	assert_int_equal(c.status, NPU_JOB_OK);
+	sim_test_read(host, f->data + 0x8000, out, sizeof(out));
+	for (size_t i = 0; i < sizeof(out); i++)
+		assert_int_equal(out[i], 0x5a);
+	memset(out, 0, sizeof(out));
+	sim_test_write(host, f->data + 0x8000, out, sizeof(out));
+
+	/* Header rules apply to the re-read bytes: flags and reserved. */
+	fill.hdr.flags = 0xfc;
+	c = run_self_rewriting_stream(f, &fill);
+	assert_int_equal(c.status, NPU_JOB_ERR_BAD_ENCODING);
+	assert_int_equal(c.error_offset, 4088);
+	assert_true(fill_target_untouched(f));
+	fill.hdr.flags = 0;
+	fill.hdr.reserved = 0xdeadbeef;
+	c = run_self_rewriting_stream(f, &fill);
+	assert_int_equal(c.status, NPU_JOB_ERR_BAD_ENCODING);
+	assert_int_equal(c.error_offset, 4088);
+	assert_true(fill_target_untouched(f));
+	fill.hdr.reserved = 0;
+
+	/* So does the firmware's op mask: a disabled DMA_FILL never runs. */
+	sim_test_host_fini(host);
+	assert_int_equal(sim_test_host_init(host, MEM_SIZE), 0);
+	npu_fw_default_config(&config);
+	config.op_mask &= ~NPU_OP_BIT(NPU_OP_DMA_FILL);
+	assert_int_equal(sim_test_boot_config(host, &config), NPU_STATE_READY);
+	sim_test_ctx_table_init(host);
+	sim_test_ring_init(host, 0, 8);
+	sim_test_ctx_init(host, 1);
+	f->data = sim_test_map_new(host, 1, DATA_VA, 0x10000,
+				   NPU_PTE_READ | NPU_PTE_WRITE);
+	c = run_self_rewriting_stream(f, &fill);
+	assert_int_equal(c.status, NPU_JOB_ERR_BAD_OPCODE);
+	assert_int_equal(c.error_offset, 4088);
+	assert_true(fill_target_untouched(f));
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, fixture_setup, fixture_teardown)
@@ -787,6 +890,7 @@ int main(void)
 		T(matmul_counts_macs_and_checks_sram_shifts),
 		T(int16_matmul_job_gives_the_hand_computed_result),
 		T(matmul_out_lut_job_maps_outputs_and_reads_its_table),
+		T(rewritten_instruction_runs_only_as_checked),
 	};
 #undef T
 

@@ -8,6 +8,8 @@
  * included; and zero insertion equals a transposed convolution written
  * independently (scatter form).
  */
+#include <inttypes.h>
+
 #include "ops_test_util.h"
 
 struct conv_p {
@@ -520,6 +522,157 @@ static void test_conv2d_bad_shift_writes_nothing(void **state)
 	ops_sram_free(s);
 }
 
+/*
+ * Issue 29 D-b: a zero-inserting convolution does the work the cycle model
+ * charges (npu_op_footprint.macs): the inserted-zero taps, which the model
+ * skips, are neither packed nor multiplied. A 255 x 255 kernel over an
+ * input with 255 zeros between pixels is charged one tap per pixel; the
+ * dense im2col did all 65,025. Results still equal the reference's.
+ */
+static void conv_work_within_charge(struct ops_sram *s,
+				    const struct npu_insn_conv2d *in,
+				    const char *what)
+{
+	struct npu_op_footprint fp;
+	uint64_t before;
+
+	assert_int_equal(npu_op_conv2d_check(in, &fp), NPU_JOB_OK);
+	assert_int_equal(npu_op_conv2d_check_sram(in, s->init), NPU_JOB_OK);
+	for (int i = 0; i < OPS_NUM_IMPLS; i++) {
+		if (npu_ops_set_impl(ops_impls[i]))
+			continue;
+		memcpy(s->fast, s->init, NPU_SRAM_SIZE);
+		before = npu_ops_host_macs();
+		npu_op_conv2d(in, s->fast);
+		if (npu_ops_host_macs() - before > fp.macs)
+			fail_msg("%s, %s: %" PRIu64 " MACs done, %" PRIu64 " charged",
+				 what, ops_impls[i], npu_ops_host_macs() - before,
+				 fp.macs);
+	}
+	ops_golden(s, in, run_ref, run_fast, what);
+}
+
+static void test_conv2d_zero_insertion_work_is_what_is_charged(void **state)
+{
+	struct ops_sram *s = ops_sram_new();
+	struct conv_p p = conv_defaults;
+	struct npu_insn_conv2d in;
+
+	(void)state;
+	ops_seed(29);
+	p.in_h = p.in_w = 2, p.in_c = 2, p.out_c = 3;
+	p.k_h = p.k_w = 255, p.ins_h = p.ins_w = 255;
+	p.pt = p.pl = 2, p.pb = p.pr = 4;
+	assert_int_equal(conv_build(s, &p, &in), NPU_JOB_OK);
+	conv_work_within_charge(s, &in, "k 255, ins 255");
+
+	/* Depthwise with dilation and stride: several residue classes. */
+	p = conv_defaults;
+	p.in_h = p.in_w = 6, p.in_c = p.out_c = p.groups = 5;
+	p.k_h = p.k_w = 7, p.dh = p.dw = 3, p.ins_h = p.ins_w = 3;
+	p.sh = 2, p.pt = p.pl = p.pb = p.pr = 5;
+	assert_int_equal(conv_build(s, &p, &in), NPU_JOB_OK);
+	conv_work_within_charge(s, &in, "depthwise, dil 3, ins 3, stride 2");
+
+	/* The int16 path: the same shape with int16 activations. */
+	p = conv_defaults;
+	p.in_h = p.in_w = 2, p.in_c = 2, p.out_c = 3;
+	p.k_h = p.k_w = 255, p.ins_h = p.ins_w = 255;
+	p.pt = p.pl = 2, p.pb = p.pr = 4;
+	p.zp_in = p.zp_w = p.zp_out = 0;
+	assert_int_equal(conv_build(s, &p, &in), NPU_JOB_OK);
+	in.hdr.flags |= NPU_INSN_I16;
+	in.in_pixel_stride = 2u * in.in_c;
+	in.in_row_stride = in.in_pixel_stride * in.in_w;
+	in.out_pixel_stride = 2u * in.out_c;
+	in.out_row_stride = in.out_pixel_stride * in.out_w;
+	in.input = 0;
+	in.output = 4096;
+	in.weight = 8192;
+	in.bias = 8192 + 3 * 65025 * 2 + 64;
+	in.quant = in.bias + 8 * 3 + 64;
+	ops_write_quant(s->init, in.quant, 3, 2, p.quant);
+	conv_work_within_charge(s, &in, "int16, k 255, ins 255");
+	ops_sram_free(s);
+}
+
+/*
+ * Issue 29 D-b: a reset stops a long op between slices, not after it.
+ * The poll reports "aborted" from its third call on; each op must then
+ * stop within a slice (about 2^22 MACs), whatever the op's size.
+ */
+static int polls_seen;
+
+static bool abort_on_third_poll(void *ctx)
+{
+	(void)ctx;
+	return ++polls_seen >= 3;
+}
+
+static void test_ops_stop_soon_after_an_abort(void **state)
+{
+	const struct npu_ops_poll poll = { .aborted = abort_on_third_poll };
+	struct ops_sram *s = ops_sram_new();
+	struct conv_p p = conv_defaults;
+	struct npu_insn_conv2d in;
+	struct npu_op_footprint fp;
+	const struct { int hw, c, groups, k, ins; const char *what; } shapes[] = {
+		{ 64, 64, 1, 5, 0, "im2col" },
+		{ 128, 16, 16, 15, 0, "depthwise" },
+		{ 32, 64, 1, 5, 1, "zero insertion" },
+	};
+
+	(void)state;
+	ops_seed(291);
+	for (unsigned int i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++) {
+		uint64_t before;
+
+		p = conv_defaults;
+		p.in_h = p.in_w = shapes[i].hw, p.in_c = p.out_c = shapes[i].c;
+		p.groups = shapes[i].groups, p.ins_h = p.ins_w = shapes[i].ins;
+		p.k_h = p.k_w = shapes[i].k;
+		p.pt = p.pl = p.pb = p.pr = shapes[i].k / 2;
+		assert_int_equal(conv_build(s, &p, &in), NPU_JOB_OK);
+		assert_int_equal(npu_op_conv2d_check(&in, &fp), NPU_JOB_OK);
+		memcpy(s->fast, s->init, NPU_SRAM_SIZE);
+		polls_seen = 0;
+		npu_ops_set_poll(&poll);
+		before = npu_ops_host_macs();
+		npu_op_conv2d(&in, s->fast);
+		npu_ops_set_poll(NULL);
+		if (npu_ops_host_macs() - before > 4ull << 22 ||
+		    npu_ops_host_macs() - before >= fp.macs / 2)
+			fail_msg("%s: %" PRIu64 " of %" PRIu64 " MACs done after an abort",
+				 shapes[i].what, npu_ops_host_macs() - before, fp.macs);
+	}
+
+	/*
+	 * POOL (charged per window tap): a 255 x 255 max pool polls, and
+	 * stops at the first "aborted" it sees, with its output untouched
+	 * when the output overlaps the input (a temporary result).
+	 */
+	struct npu_insn_pool pool = {
+		.hdr = { .opcode = NPU_OP_POOL, .size = sizeof(pool) },
+		.input = 0, .output = 0, .mode = NPU_POOL_MAX, .c = 8,
+		.in_h = 255, .in_w = 255, .out_h = 255, .out_w = 255,
+		.k_h = 255, .k_w = 255, .stride_h = 1, .stride_w = 1,
+		.pad_top = 127, .pad_left = 127, .pad_bottom = 127, .pad_right = 127,
+		.in_row_stride = 255 * 8, .in_pixel_stride = 8,
+		.out_row_stride = 255 * 8, .out_pixel_stride = 8,
+		.act_min = -128, .act_max = 127,
+	};
+
+	assert_int_equal(npu_op_pool_check(&pool, &fp), NPU_JOB_OK);
+	memcpy(s->fast, s->init, NPU_SRAM_SIZE);
+	polls_seen = 0;
+	npu_ops_set_poll(&poll);
+	npu_op_pool(&pool, s->fast);
+	npu_ops_set_poll(NULL);
+	assert_int_equal(polls_seen, 3);
+	assert_memory_equal(s->fast, s->init, 255u * 255 * 8);
+	ops_sram_free(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -529,6 +682,8 @@ int main(void)
 		cmocka_unit_test(test_conv2d_bad_shift_writes_nothing),
 		cmocka_unit_test(test_conv2d_zero_insertion_matches_reference),
 		cmocka_unit_test(test_conv2d_zero_insertion_is_conv_transpose),
+		cmocka_unit_test(test_conv2d_zero_insertion_work_is_what_is_charged),
+		cmocka_unit_test(test_ops_stop_soon_after_an_abort),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

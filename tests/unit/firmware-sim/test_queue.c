@@ -445,6 +445,50 @@ static void tail_without_doorbell_is_not_work(void **state)
 	assert_int_equal(npu_sim_run_pending(f->host.sim), 1);
 }
 
+/*
+ * Issue 29 D-c: a queue disabled (or its TAIL rewound and rung) while one
+ * of its jobs runs must not leave HEAD past the doorbell TAIL when that job
+ * completes, or a re-enabled queue runs ring slots nobody submitted.
+ */
+static void queue_stopped_during_a_job_runs_nothing_more(void **state)
+{
+	struct fixture *f = *state;
+	struct sim_test_host *host = &f->host;
+	struct npu_sim_job job;
+
+	sim_test_stream_init(&f->stream);
+	sim_test_emit_nop(&f->stream, 0);
+	load_stream(f, CMD_VA);
+	push_job(f, 0, CMD_VA, 1, true);
+	assert_true(npu_sim_job_fetch(host->sim, &job));
+	sim_test_set_reg(host, NPU_REG_QUEUE(0, NPU_QREG_CTRL), 0);
+	npu_sim_job_execute(host->sim, &job);
+	npu_sim_job_finish(host->sim, &job);
+	assert_int_equal(qreg(f, 0, NPU_QREG_HEAD), 1);
+	sim_test_set_reg(host, NPU_REG_QUEUE(0, NPU_QREG_CTRL), NPU_QUEUE_ENABLE);
+	assert_false(npu_sim_has_work(host->sim));
+	assert_int_equal(npu_sim_run_pending(host->sim), 0);
+	assert_int_equal(qreg(f, 0, NPU_QREG_HEAD), 1);
+	assert_int_equal(qreg(f, 0, NPU_QREG_TAIL), 1);
+
+	/* The same with TAIL rewound onto the running job and rung. */
+	push_job(f, 0, CMD_VA, 2, true);
+	assert_true(npu_sim_job_fetch(host->sim, &job));
+	sim_test_set_reg(host, NPU_REG_QUEUE(0, NPU_QREG_TAIL), 1);
+	sim_test_doorbell(host, 0);
+	npu_sim_job_execute(host->sim, &job);
+	npu_sim_job_finish(host->sim, &job);
+	assert_int_equal(qreg(f, 0, NPU_QREG_HEAD), 2);
+	assert_false(npu_sim_has_work(host->sim));
+	assert_int_equal(npu_sim_run_pending(host->sim), 0);
+
+	/* The queue still works: the next submission runs once. */
+	sim_test_set_reg(host, NPU_REG_QUEUE(0, NPU_QREG_TAIL), 2);
+	push_job(f, 0, CMD_VA, 3, true);
+	assert_int_equal(npu_sim_run_pending(host->sim), 1);
+	assert_int_equal(qreg(f, 0, NPU_QREG_HEAD), 3);
+}
+
 static void bad_descriptors_complete_with_bad_desc(void **state)
 {
 	struct fixture *f = *state;
@@ -522,6 +566,7 @@ int main(void)
 		T(invalid_ring_registers_stop_the_queue),
 		T(unreadable_ring_stops_queue_at_fetch),
 		T(tail_without_doorbell_is_not_work),
+		T(queue_stopped_during_a_job_runs_nothing_more),
 		T(bad_descriptors_complete_with_bad_desc),
 		T(unwritable_completion_stops_the_queue),
 	};
