@@ -110,11 +110,18 @@ kselftest-debug: userspace
 	@tests/vm/run-debug --only "$(DEBUG_SUITE)"
 
 # The same with the fuzzer at 1e6 operations and a 10-minute fault campaign,
-# then the serve soak below (both run; either failing fails).
+# then the serve soak below and 10 minutes of each device and server
+# libFuzzer target (all run; any failing fails).
 soak: userspace
 	@tools/setup-deps --debug-kernel
 	@st=0; tests/vm/run-debug --soak --only "$(DEBUG_SUITE)" || st=1; \
-		$(MAKE) --no-print-directory soak-serve || st=1; exit $$st
+		$(MAKE) --no-print-directory soak-serve || st=1; \
+		NPU_FUZZ_SECONDS=$(SOAK_FUZZ_SECS) NPU_FUZZ_ONLY="$(SOAK_FUZZERS)" \
+			tests/fuzz/run-short || st=1; exit $$st
+
+# The device model and the server's request paths under libFuzzer, longer.
+SOAK_FUZZ_SECS ?= 600
+SOAK_FUZZERS := fuzz_device fuzz_serve_http fuzz_serve_grpc
 
 # The hostile-client soak of `npu serve` (tests/serve/hostile.py through
 # tests/serve/test_hardening_soak.py) for SOAK_SECS of attack against the
