@@ -106,6 +106,7 @@ struct gstream {
 	int dispatched;		/* the request ended and was handled */
 	int finished;		/* ModelStreamInfer: trailers sent */
 	int closed;		/* the HTTP/2 stream is gone */
+	int reset_after;	/* RST_STREAM once the answer is sent: error code + 1 */
 	uint64_t t_body;	/* a request (or a stream's message) began: body_timeout_ms */
 	size_t owed;		/* received and not yet returned to the window (consumed) */
 	size_t acct;		/* counted in conn->buffered and srv->buffered */
@@ -320,15 +321,17 @@ static void respond_error(struct gstream *s, int code, const char *msg)
 
 /*
  * A call answered before its request ended (refused at its headers, too
- * large, too slow): what it holds is dropped and so is the DATA that
- * follows; the stream is reset after the answer (RFC 9113 8.1).
+ * large): what it holds is dropped and so is the DATA that follows, given
+ * back to the windows unread; once the answer is out the stream is reset
+ * with NO_ERROR (RFC 9113 8.1: stop sending, no error). A RST_STREAM
+ * submitted with the answer would cancel it (nghttp2), hence on_frame_send.
  */
 static void stream_refuse(struct gstream *s, int ended)
 {
 	s->refused = 1;
 	stream_drop_body(s);
 	if (!ended)
-		nghttp2_submit_rst_stream(s->conn->session, NGHTTP2_FLAG_NONE, s->id, NGHTTP2_NO_ERROR);
+		s->reset_after = NGHTTP2_NO_ERROR + 1;
 }
 
 static void respond(struct gstream *s, const ProtobufCMessage *m)
@@ -917,8 +920,7 @@ static ssize_t read_stream(nghttp2_session *session, int32_t stream_id, uint8_t 
 			s->finished = 1;
 			call_done(s);
 			if (!s->half_closed)
-				nghttp2_submit_rst_stream(session, NGHTTP2_FLAG_NONE, stream_id,
-							  NGHTTP2_NO_ERROR);
+				s->reset_after = NGHTTP2_NO_ERROR + 1;
 			return 0;
 		}
 		s->deferred = 1;
@@ -1759,6 +1761,10 @@ static int on_frame_recv(nghttp2_session *session, const nghttp2_frame *frame, v
 		return 0;
 	if (frame->hd.type == NGHTTP2_HEADERS && frame->headers.cat == NGHTTP2_HCAT_REQUEST)
 		call_headers(s, ended);
+	if (ended && (s->refused || s->finished)) {
+		s->reset_after = 0;	/* the client's side is done: nothing to reset */
+		return 0;
+	}
 	if (!ended || s->refused || s->dispatched)
 		return 0;
 	if (s->streaming) {
@@ -1771,6 +1777,23 @@ static int on_frame_recv(nghttp2_session *session, const nghttp2_frame *frame, v
 	dispatch(s);
 	stream_drop_body(s);	/* decoded: the request's bytes are no longer held */
 	conn_repay(c);
+	return 0;
+}
+
+/* An answer is out: a stream whose client is still sending is reset now. */
+static int on_frame_send(nghttp2_session *session, const nghttp2_frame *frame, void *user_data)
+{
+	struct gstream *s;
+
+	(void)user_data;
+	if (frame->hd.type != NGHTTP2_HEADERS || !(frame->hd.flags & NGHTTP2_FLAG_END_STREAM))
+		return 0;
+	s = nghttp2_session_get_stream_user_data(session, frame->hd.stream_id);
+	if (s && s->reset_after) {
+		nghttp2_submit_rst_stream(session, NGHTTP2_FLAG_NONE, s->id,
+					  (uint32_t)s->reset_after - 1);
+		s->reset_after = 0;
+	}
 	return 0;
 }
 
@@ -1994,6 +2017,7 @@ static void conn_service(struct gconn *c)
 			} else {
 				respond_error(s, GRPC_DEADLINE_EXCEEDED, msg);
 				stream_refuse(s, 0);
+				s->reset_after = NGHTTP2_CANCEL + 1;
 			}
 		}
 	}
@@ -2060,6 +2084,7 @@ static void *conn_main(void *arg)
 	nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cb, on_data_chunk);
 	nghttp2_session_callbacks_set_on_frame_recv_callback(cb, on_frame_recv);
 	nghttp2_session_callbacks_set_on_stream_close_callback(cb, on_stream_close);
+	nghttp2_session_callbacks_set_on_frame_send_callback(cb, on_frame_send);
 	/* Windows move only for bytes taken into a bounded buffer (conn_repay). */
 	nghttp2_option_new(&opt);
 	nghttp2_option_set_no_auto_window_update(opt, 1);

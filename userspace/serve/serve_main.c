@@ -261,8 +261,9 @@ int main(int argc, char **argv)
 			if (parse_int(flag, val, -1, 65535, &grpc_port_flag))
 				return 2;
 #ifdef NPU_SERVE_HAVE_GRPC
-		} else if (!strncmp(flag, "--grpc-", 7) && grpc_flag(flag, val, &go)) {
-			return 2;
+		} else if (!strncmp(flag, "--grpc-", 7)) {
+			if (grpc_flag(flag, val, &go))
+				return 2;
 #endif
 		} else if (!strcmp(flag, "--model-control-mode")) {
 			if (!strcmp(val, "none"))
