@@ -2004,7 +2004,8 @@ static void conn_service(struct gconn *c)
 		} else if (s->held_len && !stream_backlogged(s)) {
 			stream_unhold(s);
 		}
-		if (s->t_body && now - s->t_body > limit) {
+		/* t_body may be later than 'now': set by stream_unhold just above. */
+		if (s->t_body && now > s->t_body && now - s->t_body > limit) {
 			char msg[96];
 
 			snprintf(msg, sizeof(msg), "the request did not end within %d s (%s)",
@@ -2242,10 +2243,24 @@ static struct gconn *conn_new(struct grpc_server *srv, int fd, uint32_t peer)
 	return c;
 }
 
+/*
+ * Out of fds or memory (EMFILE, ENFILE, ENOBUFS, ENOMEM...) for a
+ * connection: wait for resources, never give up; logged once per burst
+ * (it ends when connections are served with no failure for a second).
+ */
+static void accept_backoff(uint64_t *burst, int err)
+{
+	if (!*burst)
+		serve_log(SERVE_LOG_WARN, "gRPC: cannot accept a connection: %s; retrying every %d ms",
+			  strerror(err), ACCEPT_BACKOFF_MS);
+	*burst = serve_now_ns();
+	poll(NULL, 0, ACCEPT_BACKOFF_MS);
+}
+
 static void *accept_main(void *arg)
 {
 	struct grpc_server *srv = arg;
-	int burst = 0;	/* accept is failing: logged once until it works again */
+	uint64_t burst = 0;	/* the last accept failure of a burst (ns) */
 
 	for (;;) {
 		struct sockaddr_in peer;
@@ -2263,17 +2278,9 @@ static void *accept_main(void *arg)
 				break;	/* closed by grpc_quiesce */
 			if (e == EINTR || e == ECONNABORTED)
 				continue;
-			/* EMFILE, ENFILE, ENOBUFS, ENOMEM...: wait for resources, never give up. */
-			if (!burst)
-				serve_log(SERVE_LOG_WARN, "gRPC: cannot accept a connection: %s; retrying every %d ms",
-					  strerror(e), ACCEPT_BACKOFF_MS);
-			burst = 1;
-			poll(NULL, 0, ACCEPT_BACKOFF_MS);
+			accept_backoff(&burst, e);
 			continue;
 		}
-		if (burst)
-			serve_log(SERVE_LOG_INFO, "gRPC: accepting connections again");
-		burst = 0;
 		pthread_mutex_lock(&srv->lock);
 		admit = conn_admit(srv, peer.sin_addr.s_addr);
 		c = admit ? conn_new(srv, fd, peer.sin_addr.s_addr) : NULL;
@@ -2285,16 +2292,25 @@ static void *accept_main(void *arg)
 		refused_peer = !admit;
 		pthread_mutex_unlock(&srv->lock);
 		if (!c) {
+			int e = errno;
+
+			close(fd);
 			if (refused_peer)
 				serve_log(SERVE_LOG_DEBUG, "gRPC: a connection refused (per-client or global cap)");
-			close(fd);
+			else
+				accept_backoff(&burst, e);	/* no fd for its eventfd, or no memory */
 			continue;
 		}
 		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 		fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
 		pthread_attr_init(&attr);
 		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-		if (pthread_create(&t, &attr, conn_main, c)) {
+		if (!pthread_create(&t, &attr, conn_main, c)) {
+			if (burst && serve_now_ns() - burst > 1000000000ull) {
+				serve_log(SERVE_LOG_INFO, "gRPC: accepting connections again");
+				burst = 0;
+			}
+		} else {
 			pthread_mutex_lock(&srv->lock);
 			{
 				struct gconn **pp;
