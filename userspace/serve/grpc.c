@@ -219,22 +219,30 @@ static int stream_backlogged(const struct gstream *s)
  * Give received bytes back to the client's windows (WINDOW_UPDATE) only
  * while this connection and the server hold less than their limits, and
  * not to a stream whose answers wait for a client that does not read:
- * otherwise the client waits (back-pressure).
+ * otherwise the client waits (back-pressure). Past the connection's limit
+ * its oldest unfinished request still goes on, so that one always can
+ * finish (at most max_message_bytes more).
  */
 static void conn_repay(struct gconn *c)
 {
 	struct grpc_server *srv = c->srv;
-	struct gstream *s;
+	struct gstream *s, *oldest = NULL;
 	int full;
 
+	for (s = c->streams; s; s = s->next)
+		if (!s->streaming && s->t_body && !s->refused && !s->dispatched &&
+		    (!oldest || s->t_body < oldest->t_body))
+			oldest = s;
 	for (s = c->streams; s; s = s->next) {
 		if (!s->owed || (s->streaming == 2 && (s->held_len || stream_backlogged(s))))
 			continue;
 		pthread_mutex_lock(&srv->lock);
 		full = srv->buffered > srv->o.max_buffer_bytes;
 		pthread_mutex_unlock(&srv->lock);
-		if (full || c->buffered > srv->o.max_connection_buffer_bytes)
+		if (full)
 			return;
+		if (c->buffered > srv->o.max_connection_buffer_bytes && s != oldest)
+			continue;
 		nghttp2_session_consume(c->session, s->id, s->owed);
 		s->owed = 0;
 	}
@@ -901,7 +909,7 @@ static ssize_t read_stream(nghttp2_session *session, int32_t stream_id, uint8_t 
 
 	(void)user_data;
 	if (!n) {
-		if (s->half_closed && !s->infer_pending) {
+		if (s->half_closed && !s->infer_pending && !s->held_len) {
 			nghttp2_nv trailers[] = { NV("grpc-status", "0") };
 
 			*data_flags |= NGHTTP2_DATA_FLAG_EOF | NGHTTP2_DATA_FLAG_NO_END_STREAM;
@@ -1182,6 +1190,8 @@ static int stream_hold(struct gstream *s, const uint8_t *data, size_t len)
 	return 0;
 }
 
+static void stream_end(struct gstream *s);
+
 /* The held bytes, as far as the backlog allows now (the connection thread's pass). */
 static void stream_unhold(struct gstream *s)
 {
@@ -1196,6 +1206,8 @@ static void stream_unhold(struct gstream *s)
 	memmove(s->held, s->held + off, s->held_len - off);
 	s->held_len -= off;
 	stream_account(s);
+	if (!s->held_len && s->half_closed)
+		stream_end(s);
 }
 
 /* The request headers of a ModelStreamInfer call: answer with ours now. */
@@ -1225,9 +1237,13 @@ static void stream_begin(struct gstream *s)
 static void stream_end(struct gstream *s)
 {
 	s->half_closed = 1;
+	if (s->held_len)
+		return;	/* checked once the held messages are taken (stream_unhold) */
 	if (s->len)
 		stream_error(s, GRPC_INVALID_ARGUMENT, "the stream ended inside a message", NULL, NULL);
 	s->len = 0;
+	s->t_body = 0;
+	stream_account(s);
 	stream_kick(s);
 }
 
