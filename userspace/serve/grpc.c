@@ -108,7 +108,8 @@ struct gstream {
 	int closed;		/* the HTTP/2 stream is gone */
 	int reset_after;	/* RST_STREAM once the answer is sent: error code + 1 */
 	uint64_t t_body;	/* a request (or a stream's message) began: body_timeout_ms */
-	size_t owed;		/* received and not yet returned to the window (consumed) */
+	size_t owed;		/* received, not yet given back to the stream's window */
+	size_t owed_conn;	/* ... and to the connection's */
 	size_t acct;		/* counted in conn->buffered and srv->buffered */
 	uint8_t *held;		/* ModelStreamInfer: bytes waiting for the backlog to shrink */
 	size_t held_len, held_cap;
@@ -198,8 +199,8 @@ static void stream_free(struct gstream *s)
 		s->next->prev = s->prev;
 	stream_drop_body(s);
 	/* Bytes of a gone stream still count against the connection's window. */
-	if (s->owed && c->session)
-		nghttp2_session_consume_connection(c->session, s->owed);
+	if (s->owed_conn && c->session)
+		nghttp2_session_consume_connection(c->session, s->owed_conn);
 	if (atomic_fetch_sub(&c->nstreams, 1) == 1)
 		c->t_idle = serve_now_ns();
 	infer_request_clear(&s->req);
@@ -221,29 +222,43 @@ static int stream_backlogged(const struct gstream *s)
  * not to a stream whose answers wait for a client that does not read:
  * otherwise the client waits (back-pressure). Past the connection's limit
  * its oldest unfinished request still goes on, so that one always can
- * finish (at most max_message_bytes more).
+ * finish (at most max_message_bytes more): the connection's window is
+ * given back for every stream, each stream's window holds its own bytes.
  */
+static int full_now(struct grpc_server *srv)
+{
+	int full;
+
+	pthread_mutex_lock(&srv->lock);
+	full = srv->buffered > srv->o.max_buffer_bytes;
+	pthread_mutex_unlock(&srv->lock);
+	return full;
+}
+
 static void conn_repay(struct gconn *c)
 {
 	struct grpc_server *srv = c->srv;
 	struct gstream *s, *oldest = NULL;
-	int full;
 
 	for (s = c->streams; s; s = s->next)
 		if (!s->streaming && s->t_body && !s->refused && !s->dispatched &&
 		    (!oldest || s->t_body < oldest->t_body))
 			oldest = s;
 	for (s = c->streams; s; s = s->next) {
-		if (!s->owed || (s->streaming == 2 && (s->held_len || stream_backlogged(s))))
+		if (!s->owed || (s->streaming == 2 && (s->held_len || stream_backlogged(s)))) {
+			if (s->owed_conn && !full_now(srv)) {
+				nghttp2_session_consume_connection(c->session, s->owed_conn);
+				s->owed_conn = 0;
+			}
 			continue;
-		pthread_mutex_lock(&srv->lock);
-		full = srv->buffered > srv->o.max_buffer_bytes;
-		pthread_mutex_unlock(&srv->lock);
-		if (full)
+		}
+		if (full_now(srv))
 			return;
+		nghttp2_session_consume_connection(c->session, s->owed_conn);
+		s->owed_conn = 0;
 		if (c->buffered > srv->o.max_connection_buffer_bytes && s != oldest)
 			continue;
-		nghttp2_session_consume(c->session, s->id, s->owed);
+		nghttp2_session_consume_stream(c->session, s->id, s->owed);
 		s->owed = 0;
 	}
 }
@@ -1699,6 +1714,7 @@ static int on_data_chunk(nghttp2_session *session, uint8_t flags, int32_t stream
 			stream_data(s, data, len);
 		}
 		s->owed += len;
+		s->owed_conn += len;
 		stream_account(s);
 		conn_repay(c);
 		return 0;
@@ -1728,6 +1744,7 @@ static int on_data_chunk(nghttp2_session *session, uint8_t flags, int32_t stream
 	memcpy(s->body + s->len, data, len);
 	s->len += len;
 	s->owed += len;
+	s->owed_conn += len;
 	stream_account(s);
 	conn_repay(c);
 	return 0;
