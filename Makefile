@@ -20,6 +20,7 @@ help:
 	@echo "make kselftest  run the driver kselftests in the VM"
 	@echo "make kselftest-debug  the VM suite on a KASAN/lockdep/kmemleak kernel"
 	@echo "make soak       the same with 1e6 fuzzer operations and a long fault campaign"
+	@echo "make soak-serve the hostile-client soak of npu serve (SOAK_SECS, default 600)"
 	@echo "make demo       the main job: a real model end to end on the simulator"
 
 deps:
@@ -104,9 +105,30 @@ kselftest: driver
 # cores, then cached). Not part of `make check` (see Documentation/vm.md).
 .PHONY: kselftest-debug soak
 DEBUG_SUITE := 00 10 20 50 60 90
-kselftest-debug:
+kselftest-debug: userspace
+	@tools/setup-deps --debug-kernel
 	@tests/vm/run-debug --only "$(DEBUG_SUITE)"
 
-# The same with the fuzzer at 1e6 operations and a 10-minute fault campaign.
-soak:
-	@tests/vm/run-debug --soak --only "$(DEBUG_SUITE)"
+# The same with the fuzzer at 1e6 operations and a 10-minute fault campaign,
+# then the serve soak below (both run; either failing fails).
+soak: userspace
+	@tools/setup-deps --debug-kernel
+	@st=0; tests/vm/run-debug --soak --only "$(DEBUG_SUITE)" || st=1; \
+		$(MAKE) --no-print-directory soak-serve || st=1; exit $$st
+
+# The hostile-client soak of `npu serve` (tests/serve/hostile.py through
+# tests/serve/test_hardening_soak.py) for SOAK_SECS of attack against the
+# release and the ASan+UBSan builds; the reports (JSON) land in $(BUILD)/.
+.PHONY: soak-serve
+SOAK_SECS ?= 600
+soak-serve: userspace asan
+	@mkdir -p $(BUILD); w=$$(mktemp -d "$${TMPDIR:-/tmp}/npu-soak-serve.XXXXXX"); \
+		cleanup() { \
+			if [ -f "$$w/pids" ]; then \
+				while read -r p; do kill -KILL "$$p" 2>/dev/null; done <"$$w/pids"; \
+			fi; \
+			cp "$$w"/soak-*.json $(BUILD)/ 2>/dev/null; rm -rf "$$w"; \
+		}; \
+		trap cleanup EXIT; \
+		SOAK_SECS=$(SOAK_SECS) ASAN_SOAK_SECS=$(SOAK_SECS) NPU=$(BIN)/npu \
+		/usr/bin/python3 tests/serve/test_hardening_soak.py "$$w"

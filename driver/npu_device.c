@@ -139,7 +139,11 @@ int npu_device_init(struct npu_device *ndev)
 		return ret;
 	pci_set_master(pdev);
 
-	ret = dma_set_mask_and_coherent(&pdev->dev, DMA_BIT_MASK(64));
+	/*
+	 * Page table entries and the context root hold address bits 12..51:
+	 * a DMA address at or above 2^52 would be truncated, not refused.
+	 */
+	ret = dma_set_mask_and_coherent(&pdev->dev, DMA_BIT_MASK(fls64(NPU_PTE_ADDR_MASK)));
 	if (ret)
 		return ret;
 	/*
@@ -226,6 +230,15 @@ void npu_device_fini(struct npu_device *ndev)
 		npu_queue_abort_inflight(&ndev->queues[q], -ENODEV);
 	npu_irq_fini(ndev);
 
+	/*
+	 * A PCI error recovery that failed after error_detected calls
+	 * neither slot_reset nor resume: the schedulers are still stopped
+	 * and would hold every job. Resume them, so that each job ends.
+	 */
+	if (READ_ONCE(ndev->reset_prepared)) {
+		drm_warn(&ndev->drm, "unbind after a failed PCI recovery: failing its jobs\n");
+		npu_device_reset_resume(ndev);
+	}
 	npu_job_drain(ndev);
 	mutex_lock(&ndev->ctx_lock);
 	list_for_each_entry(ctx, &ndev->contexts, node) {
@@ -301,6 +314,7 @@ void npu_device_reset_resume(struct npu_device *ndev)
 	atomic_inc(&ndev->reset_count);
 	for (q = 0; q < NPU_NUM_QUEUES; q++)
 		npu_job_sched_restart(&ndev->queues[q].sched);
+	WRITE_ONCE(ndev->reset_prepared, false);
 	atomic_set(&ndev->reset_pending, 0);
 	npu_dbg(ndev, RESET, "reset %d done\n", atomic_read(&ndev->reset_count));
 }
@@ -372,6 +386,7 @@ void npu_device_reset_prepare(struct npu_device *ndev)
 {
 	npu_device_reset_lock(ndev);
 	npu_device_stop_jobs(ndev, NULL);
+	WRITE_ONCE(ndev->reset_prepared, true);
 	trace_npu_reset(ndev, ~0u, atomic_read(&ndev->reset_count) + 1);
 }
 

@@ -63,8 +63,14 @@ static void npu_context_release(struct kref *ref)
 
 	/*
 	 * No job of this context can run any more: retire it in hardware
-	 * (after unbind the table and the device are gone already).
+	 * (after unbind the table and the device are gone already). It
+	 * leaves the list and its page tables go in one ctx_lock section:
+	 * an unbind either finds it and frees the tables itself while it
+	 * still owns the device, or finds it gone with them. The tables are
+	 * never freed on a device the driver has let go.
 	 */
+	mutex_lock(&ndev->ctx_lock);
+	list_del_init(&ctx->node);
 	if (drm_dev_enter(&ndev->drm, &idx)) {
 		WRITE_ONCE(ndev->ctx_table[ctx->id].pt_root, 0);
 		wmb(); /* the entry is cleared before the TLB drops it */
@@ -72,6 +78,7 @@ static void npu_context_release(struct kref *ref)
 		drm_dev_exit(idx);
 	}
 	npu_mmu_ctx_fini(ndev, &ctx->mmu);
+	mutex_unlock(&ndev->ctx_lock);
 	ida_free(&ndev->ctx_ida, ctx->id);
 	atomic_dec(&ndev->ctx_count);
 	npu_dbg(ndev, DRV, "context %u released\n", ctx->id);
@@ -159,22 +166,17 @@ err_exit:
 
 static void npu_postclose(struct drm_device *drm, struct drm_file *file)
 {
-	struct npu_device *ndev = to_npu_device(drm);
 	struct npu_context *ctx = file->driver_priv;
 	struct npu_job_rec *rec;
 	unsigned long id;
 
 	/*
 	 * Queued jobs are flushed or killed; running ones hold a reference.
-	 * Still on the list meanwhile: an unbind in parallel finds the
+	 * On the list until its release: an unbind in parallel finds the
 	 * context and waits (submit_lock) rather than tear the schedulers
-	 * down under this entity.
+	 * down under this entity, and takes its page tables back.
 	 */
 	npu_job_entities_fini(ctx);
-
-	mutex_lock(&ndev->ctx_lock);
-	list_del_init(&ctx->node);
-	mutex_unlock(&ndev->ctx_lock);
 
 	xa_for_each(&ctx->jobs, id, rec)
 		npu_job_rec_put(rec);

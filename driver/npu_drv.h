@@ -108,6 +108,11 @@ struct npu_device {
 	/* Timeout handlers of every queue run here, one at a time. */
 	struct workqueue_struct *reset_wq;
 	atomic_t reset_pending;
+	/*
+	 * npu_device_reset_prepare() ran and no resume yet: a PCI recovery
+	 * that failed before slot_reset leaves it set, and unbind ends it.
+	 */
+	bool reset_prepared;
 	atomic_t reset_count;
 	/* Set by npu_device_stop_jobs(), used once the device was reset. */
 	struct npu_active reset_active;

@@ -330,14 +330,53 @@ void npu_queue_rerun(struct npu_queue *q, int error)
 	spin_unlock_irqrestore(&q->lock, flags);
 }
 
+static void npu_job_cancel_cb(struct dma_fence *prev, struct dma_fence_cb *cb)
+{
+	struct npu_job *job = container_of(cb, struct npu_job, cancel_cb);
+	struct dma_fence *fence = job->hw_fence;
+
+	dma_fence_signal(fence);
+	dma_fence_put(fence);
+}
+
 /*
- * run_job does not run @job: the scheduler fails its finished fence with
- * @error once this returns, so the record must say so already.
+ * run_job does not run @job: its finished fence fails with @error. Not
+ * at once, though: an earlier job of the same queue may still be on the
+ * ring, and this job's fence may have replaced that job's in a shared
+ * BO's reservation (same scheduler context), so signaling first would
+ * tell implicit sync the BO is idle mid-write. The hardware fence, unused
+ * here, takes the next seqno of the queue's timeline and signals with
+ * @error right after the last job on the ring. The record says CANCELED
+ * before either.
  */
 static struct dma_fence *npu_job_run_cancel(struct npu_job *job, int error)
 {
+	struct npu_queue *q = job->queue;
+	struct dma_fence *prev = NULL;
+	unsigned long flags;
+
 	npu_job_rec_cancel(job);
-	return ERR_PTR(error);
+	spin_lock_irqsave(&q->lock, flags);
+	if (q->tail != q->head) {
+		struct npu_job *last = q->slots[(q->tail - 1) % NPU_RING_ENTRIES];
+
+		if (last)
+			prev = dma_fence_get(last->hw_fence);
+	}
+	if (prev) {
+		dma_fence_init(job->hw_fence, &npu_fence_ops, &q->fence_lock,
+			       q->fence_context, ++q->fence_seqno);
+		job->hw_fence_init = true;
+	}
+	spin_unlock_irqrestore(&q->lock, flags);
+	if (!prev)
+		return ERR_PTR(error);
+	dma_fence_set_error(job->hw_fence, error);
+	dma_fence_get(job->hw_fence);	/* the callback's */
+	if (dma_fence_add_callback(prev, &job->cancel_cb, npu_job_cancel_cb))
+		npu_job_cancel_cb(prev, &job->cancel_cb);
+	dma_fence_put(prev);
+	return dma_fence_get(job->hw_fence);
 }
 
 static struct dma_fence *npu_job_run(struct drm_sched_job *sched_job)
@@ -349,10 +388,8 @@ static struct dma_fence *npu_job_run(struct drm_sched_job *sched_job)
 	u32 slot, i;
 	int idx;
 
-	if (unlikely(sched_job->s_fence->finished.error)) {
-		npu_job_rec_cancel(job);
-		return NULL;
-	}
+	if (unlikely(sched_job->s_fence->finished.error))
+		return npu_job_run_cancel(job, sched_job->s_fence->finished.error);
 	if (atomic_read(&job->ctx->banned))
 		return npu_job_run_cancel(job, -ECANCELED);
 	/* Dependencies have signaled by now; one that failed cancels this job. */
@@ -641,25 +678,89 @@ static int npu_job_add_bo(struct npu_job *job, struct drm_file *file,
 	return 0;
 }
 
-static int npu_job_copy_bo_refs(struct npu_job *job, struct drm_file *file,
-				const struct drm_npu_submit *args)
+/*
+ * What a submit reads from user memory, copied and checked before the
+ * device is entered and before the job counts: a copy may fault and wait
+ * for as long as user space likes (userfaultfd, a FUSE mmap), and neither
+ * unbind (drm_dev_unplug's synchronize_srcu, global to all DRM devices)
+ * nor npu_job_drain may wait for it.
+ */
+struct npu_submit_user {
+	struct drm_npu_bo_ref *refs;
+	struct drm_npu_sync *syncs;
+};
+
+static void npu_submit_user_free(struct npu_submit_user *u)
 {
-	struct drm_npu_bo_ref ref;
+	kvfree(u->refs);
+	kvfree(u->syncs);
+}
+
+static int npu_submit_user_copy(const struct drm_npu_submit *args,
+				struct npu_submit_user *u)
+{
+	u32 i;
+	int ret;
+
+	memset(u, 0, sizeof(*u));
+	if (args->bo_ref_count) {
+		u->refs = kvmalloc_array(args->bo_ref_count, sizeof(*u->refs),
+					 GFP_KERNEL_ACCOUNT);
+		if (!u->refs)
+			return -ENOMEM;
+	}
+	for (i = 0; i < args->bo_ref_count; i++) {
+		u64 uptr = args->bo_refs + (u64)i * args->bo_ref_size;
+		struct drm_npu_bo_ref *ref = &u->refs[i];
+
+		ret = copy_struct_from_user(ref, sizeof(*ref),
+					    u64_to_user_ptr(uptr),
+					    args->bo_ref_size);
+		if (ret) {
+			ret = ret == -E2BIG ? -EINVAL : ret;
+			goto err;
+		}
+		if (!ref->access || ref->access & ~(DRM_NPU_BO_ACCESS_READ |
+						    DRM_NPU_BO_ACCESS_WRITE)) {
+			ret = -EINVAL;
+			goto err;
+		}
+	}
+	if (args->in_sync_count) {
+		u->syncs = kvmalloc_array(args->in_sync_count, sizeof(*u->syncs),
+					  GFP_KERNEL_ACCOUNT);
+		if (!u->syncs) {
+			ret = -ENOMEM;
+			goto err;
+		}
+		if (copy_from_user(u->syncs, u64_to_user_ptr(args->in_syncs),
+				   args->in_sync_count * sizeof(*u->syncs))) {
+			ret = -EFAULT;
+			goto err;
+		}
+	}
+	for (i = 0; i < args->in_sync_count; i++) {
+		if (u->syncs[i].flags) {
+			ret = -EINVAL;
+			goto err;
+		}
+	}
+	return 0;
+err:
+	npu_submit_user_free(u);
+	return ret;
+}
+
+static int npu_job_add_bo_refs(struct npu_job *job, struct drm_file *file,
+			       const struct drm_npu_submit *args,
+			       const struct npu_submit_user *u)
+{
 	u32 i;
 	int ret;
 
 	for (i = 0; i < args->bo_ref_count; i++) {
-		u64 uptr = args->bo_refs + (u64)i * args->bo_ref_size;
-
-		ret = copy_struct_from_user(&ref, sizeof(ref),
-					    u64_to_user_ptr(uptr),
-					    args->bo_ref_size);
-		if (ret)
-			return ret == -E2BIG ? -EINVAL : ret;
-		if (!ref.access || ref.access & ~(DRM_NPU_BO_ACCESS_READ |
-						  DRM_NPU_BO_ACCESS_WRITE))
-			return -EINVAL;
-		ret = npu_job_add_bo(job, file, ref.handle, ref.access);
+		ret = npu_job_add_bo(job, file, u->refs[i].handle,
+				     u->refs[i].access);
 		if (ret)
 			return ret;
 	}
@@ -729,42 +830,25 @@ nomem:
 }
 
 static int npu_job_add_in_syncs(struct npu_job *job, struct drm_file *file,
-				const struct drm_npu_submit *args)
+				const struct drm_npu_submit *args,
+				const struct drm_npu_sync *syncs)
 {
-	struct drm_npu_sync *syncs;
 	struct dma_fence *fence;
 	u32 i;
-	int ret = 0;
+	int ret;
 
 	if (!args->in_sync_count)
 		return 0;
-	syncs = kvmalloc_array(args->in_sync_count, sizeof(*syncs),
-			       GFP_KERNEL_ACCOUNT);
-	if (!syncs)
-		return -ENOMEM;
 	job->deps = kvmalloc_array(args->in_sync_count, sizeof(*job->deps),
 				   GFP_KERNEL_ACCOUNT | __GFP_ZERO);
-	if (!job->deps) {
-		kvfree(syncs);
+	if (!job->deps)
 		return -ENOMEM;
-	}
-	if (copy_from_user(syncs, u64_to_user_ptr(args->in_syncs),
-			   args->in_sync_count * sizeof(*syncs))) {
-		ret = -EFAULT;
-		goto out;
-	}
-	for (i = 0; i < args->in_sync_count; i++) {
-		if (syncs[i].flags) {
-			ret = -EINVAL;
-			goto out;
-		}
-	}
 	for (i = 0; i < args->in_sync_count; i++) {
 		/* u64 points: drm_sched_job_add_syncobj_dependency takes u32. */
 		ret = drm_syncobj_find_fence(file, syncs[i].handle,
 					     syncs[i].point, 0, &fence);
 		if (ret)
-			goto out;
+			return ret;
 		/*
 		 * A timeline point is a dma_fence_chain link, which signals
 		 * without the error of the fence it contains: keep that one.
@@ -772,17 +856,13 @@ static int npu_job_add_in_syncs(struct npu_job *job, struct drm_file *file,
 		job->deps[job->dep_count++] =
 			dma_fence_get(dma_fence_chain_contained(fence));
 		fence = npu_job_dep_until_finished(job, fence);
-		if (IS_ERR(fence)) {
-			ret = PTR_ERR(fence);
-			goto out;
-		}
+		if (IS_ERR(fence))
+			return PTR_ERR(fence);
 		ret = drm_sched_job_add_dependency(&job->base, fence);
 		if (ret)
-			goto out;
+			return ret;
 	}
-out:
-	kvfree(syncs);
-	return ret;
+	return 0;
 }
 
 /*
@@ -806,25 +886,40 @@ static int npu_job_queue_permit(struct drm_file *file, u32 queue)
 
 static int npu_job_do_submit(struct drm_file *file,
 			     struct drm_npu_submit *args,
+			     const struct npu_submit_user *u,
 			     struct dma_fence **finished,
 			     struct npu_job_rec **rec_out);
 
-/* Inside drm_dev_enter(): unbind waits for submits in progress. */
+/*
+ * User memory first (it may fault for ever), then inside drm_dev_enter():
+ * unbind waits for submits in progress, which no longer touch user memory.
+ */
 int npu_job_submit(struct drm_file *file, struct drm_npu_submit *args,
 		   struct dma_fence **finished, struct npu_job_rec **rec_out)
 {
 	struct npu_context *ctx = file->driver_priv;
+	struct npu_submit_user u;
 	int idx, ret;
 
-	if (!drm_dev_enter(&ctx->ndev->drm, &idx))
-		return -ENODEV;
-	ret = npu_job_do_submit(file, args, finished, rec_out);
-	drm_dev_exit(idx);
+	ret = npu_job_check_args(args);
+	if (ret)
+		return ret;
+	ret = npu_submit_user_copy(args, &u);
+	if (ret)
+		return ret;
+	if (drm_dev_enter(&ctx->ndev->drm, &idx)) {
+		ret = npu_job_do_submit(file, args, &u, finished, rec_out);
+		drm_dev_exit(idx);
+	} else {
+		ret = -ENODEV;
+	}
+	npu_submit_user_free(&u);
 	return ret;
 }
 
 static int npu_job_do_submit(struct drm_file *file,
 			     struct drm_npu_submit *args,
+			     const struct npu_submit_user *u,
 			     struct dma_fence **finished,
 			     struct npu_job_rec **rec_out)
 {
@@ -841,9 +936,6 @@ static int npu_job_do_submit(struct drm_file *file,
 	u32 i;
 	int ret;
 
-	ret = npu_job_check_args(args);
-	if (ret)
-		return ret;
 	ret = npu_job_queue_permit(file, args->queue);
 	if (ret)
 		return ret;
@@ -891,7 +983,7 @@ static int npu_job_do_submit(struct drm_file *file,
 	}
 	job->cmd_size = args->cmd_size;
 
-	ret = npu_job_copy_bo_refs(job, file, args);
+	ret = npu_job_add_bo_refs(job, file, args, u);
 	if (ret)
 		goto err_job;
 
@@ -927,7 +1019,7 @@ static int npu_job_do_submit(struct drm_file *file,
 		goto err_job;
 	sched_init = true;
 
-	ret = npu_job_add_in_syncs(job, file, args);
+	ret = npu_job_add_in_syncs(job, file, args, u->syncs);
 	if (ret)
 		goto err_job;
 

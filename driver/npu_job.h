@@ -111,6 +111,8 @@ struct npu_job {
 	 */
 	struct dma_fence *hw_fence;
 	bool hw_fence_init;
+	/* A canceled job's hardware fence waits for the job ahead of it. */
+	struct dma_fence_cb cancel_cb;
 };
 
 static inline struct npu_job *to_npu_job(struct drm_sched_job *sched_job)

@@ -74,7 +74,7 @@ int npu_uring_cmd(struct io_uring_cmd *cmd, unsigned int issue_flags)
 	struct drm_npu_submit args;
 	struct npu_uring_work *w;
 	u32 flags, pad;
-	int ret, idx;
+	int ret;
 
 	if (cmd->cmd_op != DRM_NPU_URING_CMD_SUBMIT)
 		return -EOPNOTSUPP;
@@ -94,12 +94,8 @@ int npu_uring_cmd(struct io_uring_cmd *cmd, unsigned int issue_flags)
 	if (!w)
 		return -ENOMEM;
 
-	if (!drm_dev_enter(drm, &idx)) {
-		kfree(w);
-		return -ENODEV;
-	}
+	/* It enters the device itself, once the user memory is copied. */
 	ret = npu_job_submit(file, &args, &w->fence, &w->rec);
-	drm_dev_exit(idx);
 	if (ret) {
 		kfree(w);
 		return ret;

@@ -17,6 +17,9 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static struct model_config cfg;
+static const struct codec_limits limits = {
+	CODEC_DEFAULT_MAX_JSON_BYTES, CODEC_DEFAULT_JSON_VALUE_SLACK
+};
 
 static void setup(void)
 {
@@ -53,7 +56,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (data[0] != 0xff)
 		json_len = data[0] < size ? (long long)(size - 1 - data[0]) : -1;
 	memset(&req, 0, sizeof(req));
-	if (codec_decode((const char *)data + 1, size - 1, json_len, &cfg, &req, err) != SERVE_OK)
+	if (codec_decode((const char *)data + 1, size - 1, json_len, &cfg, &limits, &req,
+			 err) != SERVE_OK)
 		return 0;
 	/* Echo the inputs as results to cover the encoder. */
 	req.num_results = 0;

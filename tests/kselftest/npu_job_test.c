@@ -4,6 +4,8 @@
  * fence chains, hang recovery, SIGKILL cleanup and dma-buf sharing.
  */
 #include <grp.h>
+#include <linux/dma-buf.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
@@ -859,6 +861,99 @@ TEST(failed_dependency_cancels_on_any_queue_with_the_record_final)
 	npu_bo_free(fd, &cmd_bad);
 	npu_bo_free(fd, &cmd_dep);
 	npu_bo_free(fd, &buf);
+	close(fd);
+}
+
+/*
+ * A job canceled by a failed dependency must not signal before an
+ * earlier job of its queue: its finished fence replaced that job's in
+ * the shared BO's reservation (same scheduler context), so implicit sync
+ * would call the BO idle while the earlier job still writes it. C faults
+ * (out-sync S); long job A writes X; B writes X too and waits for S.
+ * The sync file exported from X must stay unsignaled while A runs.
+ */
+TEST(a_canceled_job_keeps_a_shared_bo_busy_until_the_writer_ahead_of_it_ends)
+{
+	struct npu_bo cmd_c, cmd_a, cmd_b, x;
+	struct drm_npu_job_info info;
+	struct drm_prime_handle exp = { 0 };
+	struct dma_buf_export_sync_file sf = { .flags = DMA_BUF_SYNC_READ };
+	struct drm_npu_bo_ref ref;
+	struct drm_npu_sync in;
+	struct drm_npu_submit s;
+	struct pollfd pfd = { .events = POLLIN };
+	struct npu_cs cs;
+	unsigned int fills;
+	uint64_t a, b;
+	uint32_t sync_c;
+	int fd = npu_open(), busy;
+
+	if (fd < 0)
+		SKIP(return, "no device");
+	sync_c = npu_syncobj_new(fd);
+	ASSERT_NE(0, sync_c);
+	ASSERT_EQ(0, npu_bo_new(fd, 4096, 0, &cmd_c));
+	/* Room for the longest npu_cs. */
+	ASSERT_EQ(0, npu_bo_new(fd, sizeof(cs.buf), 0, &cmd_a));
+	ASSERT_EQ(0, npu_bo_new(fd, 4096, 0, &cmd_b));
+	ASSERT_EQ(0, npu_bo_new(fd, 1 << 20, 0, &x));
+	fills = npu_fills_for_ms(fd, &cmd_a, &x, 1500);
+
+	/* C faults; S carries its error. */
+	npu_cs_begin(&cs);
+	npu_cs_fill(&cs, npu_param(fd, DRM_NPU_PARAM_VA_END) - 0x10000, 7, 64);
+	npu_submit_init(&s, cmd_c.handle, npu_cs_store(&cs, &cmd_c, 0), 0);
+	s.out_sync.handle = sync_c;
+	ASSERT_EQ(0, npu_submit(fd, &s));
+	ASSERT_EQ(0, npu_syncobj_wait(fd, sync_c, 0, WAIT_MS));
+
+	/* A: a long writer of X on queue 1. */
+	ref.handle = x.handle;
+	ref.access = DRM_NPU_BO_ACCESS_WRITE;
+	npu_cs_long(&cs, &x, fills, 5, x.va, 6);
+	npu_submit_init(&s, cmd_a.handle, npu_cs_store(&cs, &cmd_a, 0), 1);
+	s.bo_refs = (uintptr_t)&ref;
+	s.bo_ref_count = 1;
+	ASSERT_EQ(0, npu_submit(fd, &s));
+	a = s.job_id;
+	/* B: writes X after A, on the same queue, and depends on C. */
+	in.handle = sync_c;
+	in.point = 0;
+	in.flags = 0;
+	npu_cs_begin(&cs);
+	npu_cs_fill(&cs, x.va, 9, 64);
+	npu_submit_init(&s, cmd_b.handle, npu_cs_store(&cs, &cmd_b, 0), 1);
+	s.bo_refs = (uintptr_t)&ref;
+	s.bo_ref_count = 1;
+	s.in_syncs = (uintptr_t)&in;
+	s.in_sync_count = 1;
+	ASSERT_EQ(0, npu_submit(fd, &s));
+	b = s.job_id;
+	/* B reaches run_job and is canceled while A runs. */
+	ASSERT_EQ(0, npu_job_wait(fd, b, WAIT_MS, &info));
+	ASSERT_EQ(DRM_NPU_JOB_CANCELED, info.state);
+
+	exp.handle = x.handle;
+	exp.flags = DRM_CLOEXEC | DRM_RDWR;
+	ASSERT_EQ(0, npu_ioctl(fd, DRM_IOCTL_PRIME_HANDLE_TO_FD, &exp));
+	ASSERT_EQ(0, ioctl(exp.fd, DMA_BUF_IOCTL_EXPORT_SYNC_FILE, &sf));
+	pfd.fd = sf.fd;
+	busy = poll(&pfd, 1, 0) == 0;
+	ASSERT_EQ(0, npu_job_info(fd, a, &info));
+	if (info.state == DRM_NPU_JOB_DONE)
+		SKIP(goto out, "A ended before the check: the machine is too fast for %u fills",
+		     fills);
+	EXPECT_TRUE(busy) {
+		TH_LOG("X's write fence signaled while job A (state %u) still writes it",
+		       info.state);
+	}
+	ASSERT_EQ(NPU_JOB_OK, wait_status(fd, a, &info));
+	EXPECT_EQ(1, poll(&pfd, 1, WAIT_MS));
+	EXPECT_EQ(6, ((uint8_t *)x.map)[0]);	/* A's marker; B never wrote */
+out:
+	close(sf.fd);
+	close(exp.fd);
+	npu_syncobj_free(fd, sync_c);
 	close(fd);
 }
 

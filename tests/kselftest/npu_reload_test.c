@@ -5,7 +5,14 @@
  * comes from $NPU_KO (the VM runner sets it).
  */
 #include <dirent.h>
+#include <linux/userfaultfd.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 
 #include "npu_test.h"
 #include "kselftest_harness.h"
@@ -330,6 +337,112 @@ TEST(unbind_with_jobs_in_flight_then_rebind)
 	close(fd);
 
 	ASSERT_EQ(0, sysfs_write(DRV_DIR "/bind", bdf));
+	fd = wait_for_device(5000);
+	ASSERT_GE(fd, 0);
+	run_one_job(_metadata, fd);
+	close(fd);
+}
+
+struct blocked_submit {
+	int fd;
+	struct drm_npu_submit s;
+	int ret;
+};
+
+static void *blocked_submit_main(void *arg)
+{
+	struct blocked_submit *b = arg;
+
+	b->ret = npu_submit(b->fd, &b->s);
+	return NULL;
+}
+
+struct unbinder {
+	char bdf[256];
+	int ret;
+	atomic_int done;
+};
+
+static void *unbinder_main(void *arg)
+{
+	struct unbinder *u = arg;
+
+	u->ret = sysfs_write(DRV_DIR "/unbind", u->bdf);
+	atomic_store(&u->done, 1);
+	return NULL;
+}
+
+/*
+ * A submit whose in_syncs array sits in a page that userfaultfd never
+ * fills: the copy waits for as long as user space likes. Unbind must not
+ * wait with it (drm_dev_unplug's synchronize_srcu is global to every DRM
+ * device; npu_job_drain waits for counted jobs): the driver copies user
+ * memory before it enters the device or counts the job. The fault is
+ * resolved after 10 s whatever happened, so a broken driver fails the
+ * test instead of hanging it.
+ */
+TEST(unbind_completes_while_a_submit_waits_in_a_user_fault)
+{
+	struct uffdio_api api = { .api = UFFD_API };
+	struct uffdio_register reg = { 0 };
+	struct uffdio_zeropage zero = { 0 };
+	struct pollfd pfd = { .events = POLLIN };
+	struct blocked_submit b = { 0 };
+	struct unbinder u = { 0 };
+	pthread_t submitter, unbind;
+	struct uffd_msg msg;
+	struct npu_bo cmd;
+	struct npu_cs cs;
+	int64_t end;
+	void *page;
+	int uffd, fd;
+
+	if (bound_device(u.bdf, sizeof(u.bdf)))
+		SKIP(return, "npu not bound");
+	uffd = syscall(__NR_userfaultfd, O_CLOEXEC | O_NONBLOCK);
+	if (uffd < 0)
+		SKIP(return, "no userfaultfd: %s", strerror(errno));
+	ASSERT_EQ(0, ioctl(uffd, UFFDIO_API, &api));
+	page = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, page);
+	reg.range.start = (uintptr_t)page;
+	reg.range.len = 4096;
+	reg.mode = UFFDIO_REGISTER_MODE_MISSING;
+	ASSERT_EQ(0, ioctl(uffd, UFFDIO_REGISTER, &reg));
+
+	fd = npu_open();
+	ASSERT_GE(fd, 0);
+	ASSERT_EQ(0, npu_bo_new(fd, 4096, 0, &cmd));
+	npu_cs_begin(&cs);
+	npu_cs_fill(&cs, cmd.va + 2048, 1, 64);
+	b.fd = fd;
+	npu_submit_init(&b.s, cmd.handle, npu_cs_store(&cs, &cmd, 0), 1);
+	b.s.in_sync_count = 1;
+	b.s.in_syncs = (uintptr_t)page;
+	ASSERT_EQ(0, pthread_create(&submitter, NULL, blocked_submit_main, &b));
+	pfd.fd = uffd;
+	ASSERT_EQ(1, poll(&pfd, 1, 10000));	/* the submit's copy faulted */
+	ASSERT_EQ((ssize_t)sizeof(msg), read(uffd, &msg, sizeof(msg)));
+	ASSERT_EQ(UFFD_EVENT_PAGEFAULT, msg.event);
+
+	ASSERT_EQ(0, pthread_create(&unbind, NULL, unbinder_main, &u));
+	end = npu_now_ns() + 10000000000ll;
+	while (!atomic_load(&u.done) && npu_now_ns() < end)
+		usleep(20000);
+	EXPECT_EQ(1, atomic_load(&u.done));	/* unbind did not wait for the fault */
+
+	zero.range = reg.range;
+	ioctl(uffd, UFFDIO_ZEROPAGE, &zero);
+	pthread_join(submitter, NULL);
+	pthread_join(unbind, NULL);
+	EXPECT_EQ(0, u.ret);
+	EXPECT_EQ(-ENODEV, b.ret);	/* it found the device gone once copied */
+	npu_bo_free(fd, &cmd);
+	close(fd);
+	close(uffd);
+	munmap(page, 4096);
+
+	ASSERT_EQ(0, sysfs_write(DRV_DIR "/bind", u.bdf));
 	fd = wait_for_device(5000);
 	ASSERT_GE(fd, 0);
 	run_one_job(_metadata, fd);

@@ -85,8 +85,10 @@ enum auth_result auth_check(const struct serve_auth *a, enum auth_scope scope,
 		return AUTH_OK;
 	if (scope == AUTH_API && !a->api_token)
 		return AUTH_OK;
-	if (scope == AUTH_ADMIN && !a->admin_token)
+	if (scope == AUTH_ADMIN && !a->admin_token && !a->api_token)
 		return AUTH_OK;
+	if (scope == AUTH_ADMIN && !a->admin_token)
+		return AUTH_ADMIN_UNSET;
 	if (!h)
 		return AUTH_MISSING;
 	if (strncasecmp(h, "Bearer ", 7))
@@ -112,6 +114,16 @@ enum auth_result auth_check(const struct serve_auth *a, enum auth_scope scope,
 	return AUTH_INVALID;
 }
 
+int auth_http_status(enum auth_result r)
+{
+	return r == AUTH_FORBIDDEN || r == AUTH_ADMIN_UNSET ? 403 : 401;
+}
+
+int auth_grpc_code(enum auth_result r)
+{
+	return r == AUTH_FORBIDDEN || r == AUTH_ADMIN_UNSET ? 7 : 16;
+}
+
 const char *auth_message(enum auth_result r, enum auth_scope scope)
 {
 	int admin = scope == AUTH_ADMIN;
@@ -127,6 +139,8 @@ const char *auth_message(enum auth_result r, enum auth_scope scope)
 			     : "the bearer token is not valid: this call needs the API token (--api-token)";
 	case AUTH_FORBIDDEN:
 		return "the API token does not allow repository or management calls: they need the admin token (--admin-token)";
+	case AUTH_ADMIN_UNSET:
+		return "repository and management calls are off: --api-token is set and --admin-token is not (set one to allow them)";
 	default:
 		return "ok";
 	}

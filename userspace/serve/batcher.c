@@ -11,6 +11,8 @@
 #include "panel.h"
 
 #define MAX_BATCH_REQUESTS 1024
+#define MAX_SHAPE_MEMORY 256
+#define SHAPE_WINDOW_NS 60000000000ull
 
 struct level_queue {
 	struct infer_request *head, *tail;
@@ -42,6 +44,15 @@ struct scheduler {
 	/* preserve_ordering: responses leave in the order requests came. */
 	uint64_t next_seq, next_release;
 	struct infer_request *held;	/* done, waiting for earlier ones */
+
+	/* Models with a variable dim: recent input shapes, most recent first,
+	 * and the new ones admitted in the current minute. */
+	struct scheduler_limits limits;
+	int variable_dims;
+	size_t num_shapes;
+	uint64_t shapes[MAX_SHAPE_MEMORY];
+	uint64_t shape_window_start;
+	int new_shapes_in_window;
 
 	int num_instances;
 	struct instance inst[64];
@@ -252,12 +263,13 @@ static void run_batch(struct instance *in, struct infer_request **reqs, size_t n
 				res->dims[0] = batch_of(s, r);
 				want = per * (size_t)res->dims[0];
 				res->data = malloc(want ? want : 1);
-				if (res->data)
+				/* A zero-element output may have no data pointer at all. */
+				if (res->data && want)
 					memcpy(res->data, (const char *)out.data + per * (size_t)off, want);
 			} else {
 				want = out.nbytes;
 				res->data = malloc(want ? want : 1);
-				if (res->data)
+				if (res->data && want)
 					memcpy(res->data, out.data, want);
 			}
 			if (!res->data) {
@@ -302,6 +314,14 @@ out:
 
 /* ---- The queue ------------------------------------------------------------- */
 
+/* now + us, saturated: a client's timeout of INT64_MAX us is "never", not the past. */
+static uint64_t deadline_after(uint64_t now_ns, uint64_t us)
+{
+	if (us > (UINT64_MAX - now_ns) / 1000)
+		return UINT64_MAX;
+	return now_ns + us * 1000;
+}
+
 static void unlink_req(struct level_queue *q, struct infer_request *prev,
 		       struct infer_request *r)
 {
@@ -315,9 +335,16 @@ static void unlink_req(struct level_queue *q, struct infer_request *prev,
 	q->count--;
 }
 
+static int is_cancelled(struct infer_request *r)
+{
+	return atomic_load_explicit(&r->cancelled, memory_order_relaxed);
+}
+
 /*
- * Under the lock: move expired requests (timeout action REJECT) to
- * 'expired'; return the earliest deadline still ahead (0: none).
+ * Under the lock: move expired requests (timeout action REJECT) and those
+ * whose client is gone to 'expired'; return the earliest deadline still
+ * ahead (0: none). It runs before every batch is formed, so no cancelled
+ * request that is still queued then is ever run.
  */
 static uint64_t expire(struct scheduler *s, uint64_t now, struct infer_request **expired)
 {
@@ -330,7 +357,7 @@ static uint64_t expire(struct scheduler *s, uint64_t now, struct infer_request *
 		while (r) {
 			struct infer_request *nx = r->next;
 
-			if (r->t_deadline && r->t_deadline <= now) {
+			if ((r->t_deadline && r->t_deadline <= now) || is_cancelled(r)) {
 				unlink_req(&s->q[l], prev, r);
 				s->pending--;
 				r->next = *expired;
@@ -412,9 +439,9 @@ static size_t form_batch(struct scheduler *s, uint64_t now, struct infer_request
 					target = cfg->preferred[i];
 		}
 		send = full || sum >= target || s->stopping ||
-		       now >= head->t_enqueue + cfg->max_queue_delay_us * 1000;
+		       now >= deadline_after(head->t_enqueue, cfg->max_queue_delay_us);
 		if (!send) {
-			*wake = head->t_enqueue + cfg->max_queue_delay_us * 1000;
+			*wake = deadline_after(head->t_enqueue, cfg->max_queue_delay_us);
 			return 0;
 		}
 		/* Early on a preferred size: the largest one that fits. */
@@ -474,14 +501,23 @@ static void *instance_main(void *arg)
 			pthread_mutex_unlock(&s->lock);
 			while (expired) {
 				struct infer_request *r = expired;
+				uint64_t waited_us = (now - r->t_enqueue) / 1000;
 
 				expired = r->next;
-				r->status = serve_err(r->err, SERVE_UNAVAILABLE,
-						      "request timeout expired after %" PRIu64 " us in the queue of model '%s'",
-						      (now - r->t_enqueue) / 1000, r->model);
 				metrics_pending(s->stats, -1);
-				metrics_rejected(s->stats, 1);
-				metrics_request(s->stats, 0, 0, serve_now_ns() - r->t_arrive);
+				if (is_cancelled(r)) {
+					r->status = serve_err(r->err, SERVE_CANCELLED,
+						"cancelled by the client after %" PRIu64 " us in the queue of model '%s'",
+						waited_us, r->model);
+					metrics_cancelled(s->stats);
+				} else {
+					r->status = serve_err(r->err, SERVE_UNAVAILABLE,
+						"request timeout expired after %" PRIu64 " us in the queue of model '%s'",
+						waited_us, r->model);
+					metrics_rejected(s->stats, 1);
+					metrics_request(s->stats, 0, 0,
+							serve_now_ns() - r->t_arrive);
+				}
 				complete(s, r);
 			}
 			pthread_mutex_lock(&s->lock);
@@ -512,6 +548,69 @@ static void *instance_main(void *arg)
 	return NULL;
 }
 
+/* The dims of every input but the batch dim: what picks a plan besides the batch size. */
+static uint64_t shape_signature(const struct scheduler *s, const struct infer_request *req)
+{
+	uint64_t h = 14695981039346656037ull;
+	int b = s->cfg->max_batch_size > 0, k;
+	size_t i;
+
+	for (i = 0; i < req->num_inputs; i++) {
+		const struct infer_tensor *t = &req->inputs[i];
+
+		for (k = b; k <= t->rank; k++) {
+			/* The rank too ends each input's dims. */
+			uint64_t d = k < t->rank ? (uint64_t)t->dims[k]
+						 : UINT64_MAX - (uint64_t)t->rank;
+			int byte;
+
+			for (byte = 0; byte < 8; byte++) {
+				h ^= (d >> (8 * byte)) & 0xff;
+				h *= 1099511628211ull;
+			}
+		}
+	}
+	return h;
+}
+
+/*
+ * Under the lock: admit the request's input shape. A shape seen lately
+ * moves to the front; a new one (a plan to compile, on an NPU device
+ * seconds of work) is taken while the minute's budget lasts.
+ */
+static int admit_shape(struct scheduler *s, const struct infer_request *req, uint64_t now,
+		       char *err)
+{
+	uint64_t sig;
+	size_t i, n;
+
+	if (!s->variable_dims)
+		return SERVE_OK;	/* the config's dims fix every shape */
+	sig = shape_signature(s, req);
+	for (i = 0; i < s->num_shapes && s->shapes[i] != sig; i++)
+		;
+	if (i == s->num_shapes) {
+		if (now - s->shape_window_start >= SHAPE_WINDOW_NS) {
+			s->shape_window_start = now;
+			s->new_shapes_in_window = 0;
+		}
+		if (s->limits.max_new_shapes_per_minute >= 0 &&
+		    s->new_shapes_in_window >= s->limits.max_new_shapes_per_minute)
+			return serve_err(err, SERVE_UNAVAILABLE,
+					 "model '%s' version %" PRId64 " already took %d new input shapes this minute (--max-new-shapes-per-minute): each compiles a plan; retry with a shape used lately, or later",
+					 req->model, req->version, s->new_shapes_in_window);
+		s->new_shapes_in_window++;
+		n = s->limits.shape_memory;
+		if (i >= n)
+			i = n - 1;	/* forget the least recent */
+		else
+			s->num_shapes++;
+	}
+	memmove(&s->shapes[1], &s->shapes[0], i * sizeof(s->shapes[0]));
+	s->shapes[0] = sig;
+	return SERVE_OK;
+}
+
 int scheduler_enqueue(struct scheduler *s, struct infer_request *req, char *err)
 {
 	struct level_queue *q;
@@ -539,12 +638,18 @@ int scheduler_enqueue(struct scheduler *s, struct infer_request *req, char *err)
 				 "exceeds maximum queue size %" PRIu64 " of model '%s' priority level %d",
 				 q->policy.max_queue_size, req->model, level);
 	}
+	/* After the queue bound: a request refused there spends no new shape. */
+	if (admit_shape(s, req, serve_now_ns(), err)) {
+		pthread_mutex_unlock(&s->lock);
+		metrics_request(s->stats, 0, 0, serve_now_ns() - req->t_arrive);
+		return SERVE_UNAVAILABLE;
+	}
 	timeout = q->policy.default_timeout_us;
 	if (req->timeout_us && (q->policy.allow_timeout_override || !timeout))
 		timeout = req->timeout_us;
 	req->t_enqueue = serve_now_ns();
 	req->t_deadline = timeout && !q->policy.timeout_action_delay ?
-		req->t_enqueue + timeout * 1000 : 0;
+		deadline_after(req->t_enqueue, timeout) : 0;
 	req->next = NULL;
 	req->seq = s->next_seq++;
 	if (q->tail)
@@ -647,7 +752,7 @@ static void destroy(struct scheduler *s)
 
 int scheduler_create(const struct model_config *cfg, struct npu_model *model,
 		     const char *device, struct model_stats *stats,
-		     struct scheduler **out, char *err)
+		     const struct scheduler_limits *limits, struct scheduler **out, char *err)
 {
 	struct scheduler *s = calloc(1, sizeof(*s));
 	size_t i, j;
@@ -671,9 +776,22 @@ int scheduler_create(const struct model_config *cfg, struct npu_model *model,
 		pthread_condattr_destroy(&ca);
 	}
 	s->levels = cfg->priority_levels > 0 ? cfg->priority_levels : 1;
-	for (l = 1; l <= s->levels; l++)
+	for (l = 1; l <= s->levels; l++) {
 		s->q[l].policy = cfg->level_policy_set[l] ? cfg->level_policy[l]
 							  : cfg->default_queue_policy;
+		/* Triton's 0 means unbounded: here the server's bound instead. */
+		if (!s->q[l].policy.max_queue_size)
+			s->q[l].policy.max_queue_size = limits->default_max_queue_size;
+	}
+	s->limits = *limits;
+	if (!s->limits.shape_memory)
+		s->limits.shape_memory = 1;
+	if (s->limits.shape_memory > MAX_SHAPE_MEMORY)
+		s->limits.shape_memory = MAX_SHAPE_MEMORY;
+	for (i = 0; i < cfg->num_inputs; i++)
+		for (l = 0; l < cfg->inputs[i].rank; l++)
+			s->variable_dims |= cfg->inputs[i].dims[l] < 0;
+	s->shape_window_start = serve_now_ns();
 	for (i = 0; i < cfg->num_outputs; i++) {
 		int found = 0;
 

@@ -68,18 +68,34 @@ void infer_request_clear(struct infer_request *req);	/* frees owned data */
 
 struct scheduler;
 
+/* What a scheduler bounds (repo_options documents the defaults). */
+struct scheduler_limits {
+	uint64_t default_max_queue_size;	/* a level whose policy sets none */
+	/*
+	 * A model with a variable dim: input shapes (the batch dim aside)
+	 * not among the last 'shape_memory' seen may compile a plan each;
+	 * at most this many per minute (-1: no limit).
+	 */
+	int max_new_shapes_per_minute;
+	size_t shape_memory;
+};
+
 /*
  * Sessions for the instances on 'model' (device named for logs and
  * metrics), warm-up on the config's shapes when they are fully known, and
- * the instance threads. The config must outlive the scheduler.
+ * the instance threads. The config must outlive the scheduler. A queue
+ * whose policy sets no max_queue_size holds default_max_queue_size.
  */
 int scheduler_create(const struct model_config *cfg, struct npu_model *model,
 		     const char *device, struct model_stats *stats,
-		     struct scheduler **out, char *err);
+		     const struct scheduler_limits *limits, struct scheduler **out, char *err);
 /*
- * Queue a validated request. On an error the request is not queued and
- * 'done' is not called: SERVE_UNAVAILABLE for a full queue or a
- * scheduler that is draining, SERVE_INVALID for a bad priority.
+ * Queue a validated request. One whose 'cancelled' is set while it waits
+ * is dropped before the next batch is formed and completes with
+ * SERVE_CANCELLED, never run. On an error the request is not queued and
+ * 'done' is not called: SERVE_UNAVAILABLE for a full queue, a scheduler
+ * that is draining or a new input shape over the budget, SERVE_INVALID
+ * for a bad priority.
  */
 int scheduler_enqueue(struct scheduler *s, struct infer_request *req, char *err);
 /* Stop taking requests, run everything queued, join, free. */

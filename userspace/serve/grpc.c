@@ -1508,7 +1508,7 @@ static int call_allowed(struct gstream *s, const char *method)
 
 	if (r == AUTH_OK)
 		return 1;
-	respond_error(s, r == AUTH_FORBIDDEN ? 7 : 16, auth_message(r, scope));
+	respond_error(s, auth_grpc_code(r), auth_message(r, scope));
 	return 0;
 }
 

@@ -4,12 +4,15 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -34,15 +37,59 @@ struct http_server {
 	int draining;		/* SIGTERM: new requests are refused */
 	char last_log[256];	/* libmicrohttpd's last message (start errors) */
 	atomic_bool started;	/* MHD_start_daemon returned: its threads log */
+	int loopback;		/* listening on 127.0.0.0/8: Host names are checked */
+	atomic_size_t buffered;	/* request body bytes held by all connections */
+	/* Every open TCP connection, for the deadline and disconnect watch. */
+	pthread_mutex_t clients_lock;
+	struct client *clients;
+	pthread_t watch;
+	int watch_started;
+	atomic_bool stopping;
 };
+
+/*
+ * One TCP connection (libmicrohttpd's socket context), for what the
+ * library does not bound itself: its inactivity timeout restarts on
+ * every byte, so a client trickling a header line a minute holds a
+ * connection forever. The watch thread closes a connection whose phase
+ * outlives its deadline and cancels a waiting request whose client left.
+ */
+enum client_phase {
+	PHASE_HEADERS,		/* awaiting a request's headers */
+	PHASE_BODY,		/* headers in, the body arriving */
+	PHASE_HANDLER,		/* being answered: the inactivity timeout applies */
+	PHASE_WAITING,		/* an inference request queued: watch for a hang-up */
+};
+
+struct client {
+	struct client *prev, *next;
+	int fd;
+	enum client_phase phase;	/* under the server's clients_lock */
+	uint64_t phase_start_ns;
+	int closing;		/* shut down by the watch */
+	struct conn *waiting;	/* PHASE_WAITING: its request */
+};
+
+struct args {
+	const char *asset;	/* {a}: a panel asset's file name */
+	const char *model;
+	const char *version;	/* NULL: not in the path */
+	int64_t v;		/* -1 */
+};
+
+struct endpoint;
 
 enum conn_state { CONN_RECEIVING, CONN_WAITING, CONN_DONE };
 
 struct conn {
 	struct http_server *srv;
+	struct client *client;
 	char *body;
 	size_t len, cap;
-	int too_large;
+	size_t reserved;	/* of srv->buffered, returned when the request ends */
+	char *path;		/* the URL split into segments: args point into it */
+	const struct endpoint *ep;	/* the route, chosen on the headers */
+	struct args args;
 	enum conn_state state;
 	pthread_mutex_t lock;
 	int finished, suspended;
@@ -131,14 +178,10 @@ static enum MHD_Result send_response(struct MHD_Connection *conn, struct respons
 
 /* ---- Handlers ------------------------------------------------------------------- */
 
-struct args {
-	const char *asset;	/* {a}: a panel asset's file name */
-	const char *model;
-	const char *version;	/* NULL: not in the path */
-	int64_t v;		/* -1 */
-};
-
 typedef int (*handler_fn)(struct conn *c, struct args *a, struct response *r);
+
+static void set_phase(struct http_server *s, struct client *cl, enum client_phase p,
+		      struct conn *waiting);
 
 #define SUSPENDED 1
 
@@ -418,6 +461,7 @@ static int h_infer(struct conn *c, struct args *a, struct response *r)
 	if (!c->finished) {
 		c->state = CONN_WAITING;
 		c->suspended = 1;
+		set_phase(s, c->client, PHASE_WAITING, c);
 		MHD_suspend_connection(c->mhd);
 		pthread_mutex_unlock(&c->lock);
 		return SUSPENDED;
@@ -500,8 +544,17 @@ static int h_panel_state(struct conn *c, struct args *a, struct response *r)
 	const struct serve_auth *au = c->srv->o.auth;
 	static const char *const modes[] = { "none", "explicit", "poll" };
 
+	const char *authz = MHD_lookup_connection_value(c->mhd, MHD_HEADER_KIND,
+							MHD_HTTP_HEADER_AUTHORIZATION);
+	json_t *models = repository_index(c->srv->repo, 0), *m;
+	size_t i;
+
 	(void)a;
-	json_object_set_new(j, "models", repository_index(c->srv->repo, 0));
+	/* Failure reasons are the repository index's, which the API token may not read. */
+	if (auth_check(au, AUTH_ADMIN, authz) != AUTH_OK)
+		json_array_foreach(models, i, m)
+			json_object_del(m, "reason");
+	json_object_set_new(j, "models", models);
 	json_object_set_new(j, "server", json_pack(
 		"{s:s, s:s, s:b, s:b, s:b}", "version", npu_version(),
 		"model_control_mode", modes[repository_mode(c->srv->repo)],
@@ -618,96 +671,450 @@ static int match(const char *pattern, char **seg, size_t n, struct args *a)
 	return 1;
 }
 
-static void route(struct conn *c, const char *url, const char *method, struct response *r,
-		  int *suspended)
+/* ---- Checks on the headers --------------------------------------------------------- */
+
+static void set_auth_error(struct response *r, enum auth_result ar, enum auth_scope scope)
 {
-	char *path = strdup(url), *seg[MAX_SEGMENTS + 1];
+	set_error(r, auth_http_status(ar), auth_message(ar, scope));
+	r->www_auth = ar == AUTH_MISSING ? "Bearer realm=\"npu-serve\"" :
+		      ar == AUTH_MALFORMED ? "Bearer realm=\"npu-serve\", error=\"invalid_request\"" :
+		      ar == AUTH_INVALID ? "Bearer realm=\"npu-serve\", error=\"invalid_token\"" :
+		      NULL;
+}
+
+/* "host", "host:port", "[v6]:port" -> the host part in 'out'; 0 if malformed. */
+static int host_part(const char *hostport, char *out, size_t size)
+{
+	const char *end;
+	size_t n;
+
+	if (hostport[0] == '[') {
+		end = strchr(hostport, ']');
+		if (!end)
+			return 0;
+		n = (size_t)(end + 1 - hostport);
+	} else {
+		end = strchr(hostport, ':');
+		n = end ? (size_t)(end - hostport) : strlen(hostport);
+	}
+	if (!n || n >= size)
+		return 0;
+	memcpy(out, hostport, n);
+	out[n] = '\0';
+	return 1;
+}
+
+static int is_ip_literal(const char *host)
+{
+	struct in6_addr a6;
+	struct in_addr a4;
+	char v6[64];
+	size_t n = strlen(host);
+
+	if (inet_pton(AF_INET, host, &a4) == 1)
+		return 1;
+	if (n > 2 && host[0] == '[' && host[n - 1] == ']' && n - 2 < sizeof(v6)) {
+		memcpy(v6, host + 1, n - 2);
+		v6[n - 2] = '\0';
+		return inet_pton(AF_INET6, v6, &a6) == 1;
+	}
+	return 0;
+}
+
+/*
+ * DNS rebinding: a page of evil.example whose name then resolves to
+ * 127.0.0.1 is same-origin with this server in the browser's eyes, but
+ * its requests say "Host: evil.example". On a loopback listener (or with
+ * --allowed-host) only IP literals, localhost and the allowed names pass.
+ */
+static int host_allowed(const struct http_server *s, const char *hostport)
+{
+	char host[256];
+	size_t i;
+
+	if (!s->loopback && !s->o.num_allowed_hosts)
+		return 1;
+	if (!hostport || !host_part(hostport, host, sizeof(host)))
+		return 0;
+	if (is_ip_literal(host) || !strcasecmp(host, "localhost"))
+		return 1;
+	for (i = 0; i < s->o.num_allowed_hosts; i++)
+		if (!strcasecmp(host, s->o.allowed_hosts[i]))
+			return 1;
+	return 0;
+}
+
+/*
+ * Cross-site requests: browsers send Origin with every cross-origin
+ * request and every POST. This server sends no CORS headers, so a page
+ * of another origin has no business here: its Origin must name this
+ * very host and port (the panel's own requests do).
+ */
+static int origin_allowed(const struct http_server *s, const char *origin, const char *hostport)
+{
+	const char *scheme_end, *oh;
+	const char *dflt = s->o.tls_cert_pem ? "443" : "80";
+	char ohost[256], hhost[256];
+	const char *oport, *hport;
+
+	if (!origin)
+		return 1;
+	if (!hostport)
+		return 0;
+	scheme_end = strstr(origin, "://");
+	if (!scheme_end)
+		return 0;	/* "null" (sandboxed frames, file://) and garbage */
+	oh = scheme_end + 3;
+	if (!host_part(oh, ohost, sizeof(ohost)) || !host_part(hostport, hhost, sizeof(hhost)))
+		return 0;
+	if (strcasecmp(ohost, hhost))
+		return 0;
+	oport = oh + strlen(ohost);
+	oport = *oport == ':' ? oport + 1 :
+		!strncasecmp(origin, "https://", 8) ? "443" : "80";
+	hport = hostport + strlen(hhost);
+	hport = *hport == ':' ? hport + 1 : dflt;
+	return !strcmp(oport, hport);
+}
+
+/*
+ * A POST a browser can send cross-site without a preflight has one of
+ * the CORS-safelisted content types. Refusing those (unless the request
+ * carries a token, which no page can add cross-site) means a state
+ * change always needs a request a web page cannot forge.
+ */
+static int simple_content_type(const char *ct)
+{
+	static const char *const simple[] = { "application/x-www-form-urlencoded",
+					      "multipart/form-data", "text/plain" };
+	size_t i, n;
+
+	if (!ct)
+		return 0;
+	while (*ct == ' ')
+		ct++;
+	for (i = 0; i < sizeof(simple) / sizeof(simple[0]); i++) {
+		n = strlen(simple[i]);
+		if (!strncasecmp(ct, simple[i], n) && (ct[n] == '\0' || ct[n] == ';' || ct[n] == ' '))
+			return 1;
+	}
+	return 0;
+}
+
+/* ---- Routing --------------------------------------------------------------------- */
+
+/* The request ends: give back its share of the body budget. */
+static void release_body(struct conn *c)
+{
+	if (c->reserved) {
+		atomic_fetch_sub(&c->srv->buffered, c->reserved);
+		c->reserved = 0;
+	}
+}
+
+/* Reserve 'n' more body bytes of the server-wide budget; 0 if it is spent. */
+static int reserve_body(struct conn *c, size_t n)
+{
+	struct http_server *s = c->srv;
+	size_t cur = atomic_load(&s->buffered);
+
+	do {
+		if (cur + n > s->o.max_buffered_bytes)
+			return 0;
+	} while (!atomic_compare_exchange_weak(&s->buffered, &cur, cur + n));
+	c->reserved += n;
+	return 1;
+}
+
+static void set_body_too_large(struct conn *c, struct response *r)
+{
+	char msg[SERVE_ERR_MAX];
+
+	snprintf(msg, sizeof(msg), "the request body exceeds %zu bytes (--http-max-body-bytes)",
+		 c->srv->o.max_body_bytes);
+	set_error(r, 413, msg);
+	r->close = 1;
+}
+
+static void set_busy(struct response *r)
+{
+	metrics_limit_hit(LIMIT_HTTP_BODY_BUDGET);
+	set_error(r, SERVE_UNAVAILABLE,
+		  "the server holds as many request bodies as it allows (--http-max-buffered-bytes): retry later");
+	r->close = 1;
+}
+
+/*
+ * Everything decided on the request line and headers, before a byte of
+ * the body is read or buffered: the route, the method, the token, the
+ * Host and Origin, the content type of a state change, the body's
+ * declared size. Returns 1 with the route in c->ep / c->args, or 0 with
+ * the refusal in 'r'.
+ */
+static int route_headers(struct conn *c, const char *url, const char *method, struct response *r)
+{
+	struct http_server *s = c->srv;
+	struct MHD_Connection *mc = c->mhd;
+	const char *host = MHD_lookup_connection_value(mc, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST);
+	const char *authz = MHD_lookup_connection_value(mc, MHD_HEADER_KIND,
+							 MHD_HTTP_HEADER_AUTHORIZATION);
+	const char *cl, *ct;
+	char *seg[MAX_SEGMENTS + 1];
+	char msg[SERVE_ERR_MAX];
 	size_t n, i;
 	int path_known = 0;
-	struct args a;
 
-	*suspended = 0;
-	pthread_mutex_lock(&c->srv->lock);
-	if (c->srv->draining) {
-		pthread_mutex_unlock(&c->srv->lock);
-		free(path);
+	pthread_mutex_lock(&s->lock);
+	if (s->draining) {
+		pthread_mutex_unlock(&s->lock);
 		set_error(r, SERVE_UNAVAILABLE, "the server is shutting down");
 		r->close = 1;
-		return;
+		return 0;
 	}
-	pthread_mutex_unlock(&c->srv->lock);
-	if (!path) {
+	pthread_mutex_unlock(&s->lock);
+	if (!host_allowed(s, host)) {
+		snprintf(msg, sizeof(msg), "Host '%.100s' is not this server's: use its address, localhost, or a name given with --allowed-host",
+			 host ? host : "");
+		set_error(r, 403, msg);
+		return 0;
+	}
+	if (!origin_allowed(s, MHD_lookup_connection_value(mc, MHD_HEADER_KIND, "Origin"), host)) {
+		set_error(r, 403, "cross-origin requests are refused: the Origin header names another site");
+		return 0;
+	}
+	c->path = strdup(url);
+	if (!c->path) {
 		set_error(r, SERVE_INTERNAL, "out of memory");
-		return;
+		return 0;
 	}
-	n = split(path, seg);
+	n = split(c->path, seg);
 	for (i = 0; i < NUM_ENDPOINTS; i++) {
-		if (c->srv->o.metrics_only && !endpoints[i].metrics_port)
+		const struct endpoint *e = &endpoints[i];
+
+		if (s->o.metrics_only && !e->metrics_port)
 			continue;
-		if (n > MAX_SEGMENTS || !match(endpoints[i].pattern, seg, n, &a))
+		if (n > MAX_SEGMENTS || !match(e->pattern, seg, n, &c->args))
 			continue;
 		path_known = 1;
-		if (strcmp(method, endpoints[i].method) &&
-		    !(!strcmp(method, "HEAD") && !strcmp(endpoints[i].method, "GET")))
+		if (strcmp(method, e->method) &&
+		    !(!strcmp(method, "HEAD") && !strcmp(e->method, "GET")))
 			continue;
-		if (endpoints[i].scope != AUTH_OPEN) {
-			const char *h = MHD_lookup_connection_value(c->mhd, MHD_HEADER_KIND,
-								    MHD_HTTP_HEADER_AUTHORIZATION);
-			enum auth_result ar = auth_check(c->srv->o.auth, endpoints[i].scope, h);
+		c->ep = e;
+		break;
+	}
+	if (!c->ep) {
+		if (path_known)
+			snprintf(msg, sizeof(msg), "method %.16s is not allowed on %.200s", method, url);
+		else
+			snprintf(msg, sizeof(msg), "unknown endpoint %.200s", url);
+		set_error(r, path_known ? 405 : SERVE_NOT_FOUND, msg);
+		return 0;
+	}
+	if (c->ep->scope != AUTH_OPEN) {
+		enum auth_result ar = auth_check(s->o.auth, c->ep->scope, authz);
 
-			if (ar != AUTH_OK) {
-				set_error(r, ar == AUTH_FORBIDDEN ? 403 : 401,
-					  auth_message(ar, endpoints[i].scope));
-				r->www_auth = ar == AUTH_MISSING ? "Bearer realm=\"npu-serve\"" :
-					      ar == AUTH_MALFORMED ? "Bearer realm=\"npu-serve\", error=\"invalid_request\"" :
-					      ar == AUTH_INVALID ? "Bearer realm=\"npu-serve\", error=\"invalid_token\"" :
-					      NULL;
-				free(path);
-				return;
-			}
+		if (ar != AUTH_OK) {
+			set_auth_error(r, ar, c->ep->scope);
+			return 0;
 		}
-		if (a.version) {
-			char *end;
-			long long v;
+	}
+	ct = MHD_lookup_connection_value(mc, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
+	if (!strcmp(c->ep->method, "POST") && !authz && simple_content_type(ct)) {
+		snprintf(msg, sizeof(msg), "Content-Type '%.80s' is what a web page can send cross-site: send 'Content-Type: application/json' (or application/octet-stream with binary tensors)",
+			 ct);
+		set_error(r, 415, msg);
+		return 0;
+	}
+	if (c->args.version) {
+		char *end;
+		long long v;
 
-			errno = 0;
-			v = strtoll(a.version, &end, 10);
-			if (errno || end == a.version || *end || v < 1) {
-				char msg[SERVE_ERR_MAX];
-
-				snprintf(msg, sizeof(msg), "model version '%.64s' is not a positive integer",
-					 a.version);
-				set_error(r, SERVE_INVALID, msg);
-				free(path);
-				return;
-			}
-			a.v = v;
+		errno = 0;
+		v = strtoll(c->args.version, &end, 10);
+		if (errno || end == c->args.version || *end || v < 1) {
+			snprintf(msg, sizeof(msg), "model version '%.64s' is not a positive integer",
+				 c->args.version);
+			set_error(r, SERVE_INVALID, msg);
+			return 0;
 		}
-		if (c->too_large) {
-			char msg[SERVE_ERR_MAX];
+		c->args.v = v;
+	}
+	cl = MHD_lookup_connection_value(mc, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+	if (cl) {
+		char *end;
+		unsigned long long want;
 
-			snprintf(msg, sizeof(msg), "the request body exceeds %zu bytes (--http-max-body-bytes)",
-				 c->srv->o.max_body_bytes);
-			set_error(r, 413, msg);
-			free(path);
-			return;
+		errno = 0;
+		want = strtoull(cl, &end, 10);
+		if (errno || end == cl || *end || want > s->o.max_body_bytes) {
+			set_body_too_large(c, r);
+			return 0;
 		}
-		*suspended = endpoints[i].fn(c, &a, r) == SUSPENDED;
-		free(path);
+		/* The declared size is held now, so a client cannot overcommit by trickling. */
+		if (want && !reserve_body(c, (size_t)want)) {
+			set_busy(r);
+			return 0;
+		}
+	}
+	return 1;
+}
+
+/* Append a chunk of the body; 0 with the refusal in 'r' past a limit. */
+static int take_body(struct conn *c, const char *data, size_t n, struct response *r)
+{
+	struct http_server *s = c->srv;
+
+	if (c->len + n > s->o.max_body_bytes) {
+		set_body_too_large(c, r);
+		return 0;
+	}
+	/* A chunked body (no Content-Length) reserves as it grows. */
+	if (c->len + n > c->reserved && !reserve_body(c, c->len + n - c->reserved)) {
+		set_busy(r);
+		return 0;
+	}
+	if (c->len + n + 1 > c->cap) {
+		size_t cap = c->cap ? c->cap : 4096;
+		char *nb;
+
+		while (cap < c->len + n + 1)
+			cap *= 2;
+		if (cap > s->o.max_body_bytes + 1)
+			cap = s->o.max_body_bytes + 1;
+		nb = realloc(c->body, cap);
+		if (!nb) {
+			set_error(r, SERVE_INTERNAL, "out of memory for the request body");
+			r->close = 1;
+			return 0;
+		}
+		c->body = nb;
+		c->cap = cap;
+	}
+	memcpy(c->body + c->len, data, n);
+	c->len += n;
+	c->body[c->len] = '\0';
+	return 1;
+}
+
+/* ---- Connection phases and the watch thread ----------------------------------------- */
+
+static struct client *client_of(struct MHD_Connection *mc)
+{
+	const union MHD_ConnectionInfo *ci =
+		MHD_get_connection_info(mc, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+
+	return ci ? ci->socket_context : NULL;
+}
+
+static void set_phase(struct http_server *s, struct client *cl, enum client_phase p,
+		      struct conn *waiting)
+{
+	if (!cl)
+		return;
+	pthread_mutex_lock(&s->clients_lock);
+	cl->phase = p;
+	cl->phase_start_ns = serve_now_ns();
+	cl->waiting = waiting;
+	pthread_mutex_unlock(&s->clients_lock);
+}
+
+static void on_connection(void *cls, struct MHD_Connection *mc, void **socket_context,
+			  enum MHD_ConnectionNotificationCode code)
+{
+	struct http_server *s = cls;
+	struct client *cl = *socket_context;
+
+	if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+		const union MHD_ConnectionInfo *ci =
+			MHD_get_connection_info(mc, MHD_CONNECTION_INFO_CONNECTION_FD);
+
+		cl = calloc(1, sizeof(*cl));
+		if (!cl)
+			return;		/* not watched: the inactivity timeout still applies */
+		cl->fd = ci ? ci->connect_fd : -1;
+		cl->phase = PHASE_HEADERS;
+		cl->phase_start_ns = serve_now_ns();
+		pthread_mutex_lock(&s->clients_lock);
+		cl->next = s->clients;
+		if (s->clients)
+			s->clients->prev = cl;
+		s->clients = cl;
+		pthread_mutex_unlock(&s->clients_lock);
+		*socket_context = cl;
 		return;
 	}
-	free(path);
-	if (path_known) {
-		char msg[SERVE_ERR_MAX];
+	/* Closed: libmicrohttpd closes the socket after this returns. */
+	if (!cl)
+		return;
+	pthread_mutex_lock(&s->clients_lock);
+	if (cl->prev)
+		cl->prev->next = cl->next;
+	else
+		s->clients = cl->next;
+	if (cl->next)
+		cl->next->prev = cl->prev;
+	pthread_mutex_unlock(&s->clients_lock);
+	free(cl);
+	*socket_context = NULL;
+}
 
-		snprintf(msg, sizeof(msg), "method %.16s is not allowed on %.200s", method, url);
-		set_error(r, 405, msg);
-	} else {
-		char msg[SERVE_ERR_MAX];
+/* The peer closed or reset its side (a TLS close_notify comes with its FIN). */
+static int peer_gone(int fd)
+{
+	struct pollfd p = { .fd = fd, .events = POLLRDHUP };
 
-		snprintf(msg, sizeof(msg), "unknown endpoint %.200s", url);
-		set_error(r, SERVE_NOT_FOUND, msg);
+	return poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR));
+}
+
+#define WATCH_PERIOD_MS 200
+
+static void *watch_main(void *arg)
+{
+	struct http_server *s = arg;
+	const uint64_t header_ns = (uint64_t)s->o.header_timeout_secs * 1000000000ull;
+	const uint64_t body_ns = (uint64_t)s->o.body_timeout_secs * 1000000000ull;
+
+	while (!atomic_load(&s->stopping)) {
+		uint64_t now = serve_now_ns();
+		struct client *cl;
+
+		pthread_mutex_lock(&s->clients_lock);
+		for (cl = s->clients; cl; cl = cl->next) {
+			uint64_t age = now - cl->phase_start_ns;
+			int late = (cl->phase == PHASE_HEADERS && age > header_ns) ||
+				   (cl->phase == PHASE_BODY && age > body_ns);
+			int receiving = cl->phase == PHASE_HEADERS || cl->phase == PHASE_BODY;
+
+			/*
+			 * A client that closed with its request unfinished: libmicrohttpd
+			 * would keep the slot until the inactivity timeout.
+			 */
+			if (receiving && !late && !cl->closing && cl->fd >= 0 && peer_gone(cl->fd)) {
+				cl->closing = 1;
+				shutdown(cl->fd, SHUT_RDWR);
+				continue;
+			}
+			if (late && !cl->closing && cl->fd >= 0) {
+				/* libmicrohttpd sees the end of the stream and closes it. */
+				cl->closing = 1;
+				shutdown(cl->fd, SHUT_RDWR);
+				metrics_limit_hit(cl->phase == PHASE_HEADERS ? LIMIT_HTTP_HEADER_TIMEOUT
+									     : LIMIT_HTTP_BODY_TIMEOUT);
+				serve_log(SERVE_LOG_DEBUG, "http: closed a connection whose %s took over %u s",
+					  cl->phase == PHASE_HEADERS ? "headers" : "body",
+					  cl->phase == PHASE_HEADERS ? s->o.header_timeout_secs
+								     : s->o.body_timeout_secs);
+			}
+			if (cl->phase == PHASE_WAITING && cl->waiting && cl->fd >= 0 &&
+			    !atomic_load(&cl->waiting->req.cancelled) && peer_gone(cl->fd)) {
+				atomic_store(&cl->waiting->req.cancelled, true);
+				serve_log(SERVE_LOG_DEBUG, "http: the client of a queued request left: cancelled");
+			}
+		}
+		pthread_mutex_unlock(&s->clients_lock);
+		usleep(WATCH_PERIOD_MS * 1000);
 	}
+	return NULL;
 }
 
 /* ---- libmicrohttpd callbacks ------------------------------------------------------- */
@@ -720,61 +1127,57 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection,
 	struct http_server *s = cls;
 	struct conn *c = *con_cls;
 	struct response r = { 0 };
-	int suspended;
 
 	(void)version;
 	if (!c) {
-		const char *cl;
-
+		/* The headers are complete: decide on them, before any body. */
 		c = calloc(1, sizeof(*c));
 		if (!c)
 			return MHD_NO;
 		c->srv = s;
 		c->mhd = connection;
+		c->client = client_of(connection);
 		pthread_mutex_init(&c->lock, NULL);
 		*con_cls = c;
-		cl = MHD_lookup_connection_value(connection, MHD_HEADER_KIND,
-						 MHD_HTTP_HEADER_CONTENT_LENGTH);
-		if (cl && strtoull(cl, NULL, 10) > s->o.max_body_bytes)
-			c->too_large = 1;	/* answered once the body is read */
+		set_phase(s, c->client, PHASE_BODY, NULL);
+		if (!route_headers(c, url, method, &r)) {
+			/* A body that follows is not read: the connection cannot carry on. */
+			if (MHD_lookup_connection_value(connection, MHD_HEADER_KIND,
+							MHD_HTTP_HEADER_CONTENT_LENGTH) ||
+			    MHD_lookup_connection_value(connection, MHD_HEADER_KIND,
+							MHD_HTTP_HEADER_TRANSFER_ENCODING))
+				r.close = 1;
+			c->state = CONN_DONE;
+			set_phase(s, c->client, PHASE_HANDLER, NULL);
+			return send_response(connection, &r);
+		}
 		return MHD_YES;
 	}
 	if (*upload_data_size) {
 		size_t n = *upload_data_size;
 
-		if (!c->too_large && c->len + n > s->o.max_body_bytes)
-			c->too_large = 1;
-		if (!c->too_large) {
-			if (c->len + n + 1 > c->cap) {
-				size_t cap = c->cap ? c->cap : 4096;
-				char *nb;
-
-				while (cap < c->len + n + 1)
-					cap *= 2;
-				nb = realloc(c->body, cap);
-				if (!nb)
-					return MHD_NO;
-				c->body = nb;
-				c->cap = cap;
-			}
-			memcpy(c->body + c->len, upload_data, n);
-			c->len += n;
-			c->body[c->len] = '\0';
-		}
 		*upload_data_size = 0;
+		if (c->state == CONN_DONE)
+			return MHD_YES;		/* answered early: the rest is discarded */
+		if (!take_body(c, upload_data, n, &r)) {
+			c->state = CONN_DONE;
+			set_phase(s, c->client, PHASE_HANDLER, NULL);
+			return send_response(connection, &r);
+		}
 		return MHD_YES;
 	}
 	if (c->state == CONN_WAITING) {
 		/* Resumed: the batch is done. */
 		c->state = CONN_DONE;
 		c->suspended = 0;
+		set_phase(s, c->client, PHASE_HANDLER, NULL);
 		infer_response(c, &r);
 		return send_response(connection, &r);
 	}
 	if (c->state == CONN_DONE)
 		return MHD_YES;
-	route(c, url, method, &r, &suspended);
-	if (suspended)
+	set_phase(s, c->client, PHASE_HANDLER, NULL);
+	if (c->ep->fn(c, &c->args, &r) == SUSPENDED)
 		return MHD_YES;
 	c->state = CONN_DONE;
 	return send_response(connection, &r);
@@ -784,15 +1187,14 @@ static void on_completed(void *cls, struct MHD_Connection *connection, void **co
 			 enum MHD_RequestTerminationCode toe)
 {
 	struct conn *c = *con_cls;
+	struct http_server *s = cls;
 
-	(void)cls;
-	(void)connection;
 	(void)toe;
+	/* The connection awaits its next request: the header deadline starts again. */
+	set_phase(s, client_of(connection), PHASE_HEADERS, NULL);
 	if (!c)
 		return;
 	if (c->counted) {
-		struct http_server *s = c->srv;
-
 		pthread_mutex_lock(&s->lock);
 		s->in_flight--;
 		pthread_cond_broadcast(&s->idle);
@@ -803,7 +1205,9 @@ static void on_completed(void *cls, struct MHD_Connection *connection, void **co
 	pthread_mutex_unlock(&c->lock);
 	infer_request_clear(&c->req);
 	pthread_mutex_destroy(&c->lock);
+	release_body(c);
 	free(c->body);
+	free(c->path);
 	free(c);
 	*con_cls = NULL;
 }
@@ -827,7 +1231,7 @@ int http_start(struct repository *repo, const struct http_options *o,
 	struct http_server *s = calloc(1, sizeof(*s));
 	struct sockaddr_in addr;
 	const union MHD_DaemonInfo *info;
-	struct MHD_OptionItem pool[4];
+	struct MHD_OptionItem pool[5];
 	unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL |
 			     MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
 	int k = 0;
@@ -845,6 +1249,18 @@ int http_start(struct repository *repo, const struct http_options *o,
 		s->o.timeout_secs = 60;
 	if (!s->o.max_header_bytes)
 		s->o.max_header_bytes = 64u << 10;
+	if (!s->o.header_timeout_secs)
+		s->o.header_timeout_secs = 30;
+	if (!s->o.body_timeout_secs)
+		s->o.body_timeout_secs = 120;
+	if (!s->o.max_connections)
+		s->o.max_connections = 1024;
+	if (!s->o.per_client_connections)
+		s->o.per_client_connections = 128;
+	if (!s->o.max_buffered_bytes)
+		s->o.max_buffered_bytes = 512u << 20;
+	if (s->o.max_buffered_bytes < s->o.max_body_bytes)
+		s->o.max_buffered_bytes = s->o.max_body_bytes;
 	memset(&addr, 0, sizeof(addr));
 	addr.sin_family = AF_INET;
 	addr.sin_port = htons((uint16_t)o->port);
@@ -852,8 +1268,10 @@ int http_start(struct repository *repo, const struct http_options *o,
 		free(s);
 		return serve_err(err, SERVE_INVALID, "'%s' is not an IPv4 address", o->address);
 	}
+	s->loopback = (ntohl(addr.sin_addr.s_addr) >> 24) == 127;
 	pthread_mutex_init(&s->lock, NULL);
 	pthread_cond_init(&s->idle, NULL);
+	pthread_mutex_init(&s->clients_lock, NULL);
 	/* A pool only for more than one thread (MHD warns otherwise). */
 	memset(pool, 0, sizeof(pool));
 	if (s->o.threads > 1) {
@@ -864,6 +1282,7 @@ int http_start(struct repository *repo, const struct http_options *o,
 		if (MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES) {
 			pthread_cond_destroy(&s->idle);
 			pthread_mutex_destroy(&s->lock);
+			pthread_mutex_destroy(&s->clients_lock);
 			free(s);
 			return serve_err(err, SERVE_UNSUPPORTED,
 					 "this libmicrohttpd is built without TLS (GnuTLS): --tls-cert cannot be served");
@@ -873,6 +1292,8 @@ int http_start(struct repository *repo, const struct http_options *o,
 		pool[k++].ptr_value = (void *)s->o.tls_key_pem;
 		pool[k].option = MHD_OPTION_HTTPS_MEM_CERT;
 		pool[k++].ptr_value = (void *)s->o.tls_cert_pem;
+		pool[k].option = MHD_OPTION_HTTPS_PRIORITIES;
+		pool[k++].ptr_value = (void *)SERVE_TLS_PRIORITIES;
 	}
 	pool[k].option = MHD_OPTION_END;
 	s->d = MHD_start_daemon(flags,
@@ -881,8 +1302,10 @@ int http_start(struct repository *repo, const struct http_options *o,
 				MHD_OPTION_ARRAY, pool,
 				MHD_OPTION_CONNECTION_TIMEOUT, s->o.timeout_secs,
 				MHD_OPTION_CONNECTION_MEMORY_LIMIT, s->o.max_header_bytes,
-				MHD_OPTION_CONNECTION_LIMIT, (unsigned int)1024,
+				MHD_OPTION_CONNECTION_LIMIT, s->o.max_connections,
+				MHD_OPTION_PER_IP_CONNECTION_LIMIT, s->o.per_client_connections,
 				MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
+				MHD_OPTION_NOTIFY_CONNECTION, on_connection, s,
 				MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, s,
 				MHD_OPTION_END);
 	if (!s->d) {
@@ -897,10 +1320,15 @@ int http_start(struct repository *repo, const struct http_options *o,
 				       o->address ? o->address : "127.0.0.1", o->port, strerror(e));
 		pthread_cond_destroy(&s->idle);
 		pthread_mutex_destroy(&s->lock);
+		pthread_mutex_destroy(&s->clients_lock);
 		free(s);
 		return st;
 	}
 	atomic_store(&s->started, true);
+	if (pthread_create(&s->watch, NULL, watch_main, s))
+		serve_log(SERVE_LOG_WARN, "http: no watch thread: header and body deadlines are not enforced");
+	else
+		s->watch_started = 1;
 	info = MHD_get_daemon_info(s->d, MHD_DAEMON_INFO_BIND_PORT);
 	s->port = info ? info->port : o->port;
 	*out = s;
@@ -956,8 +1384,29 @@ void http_stop(struct http_server *s)
 {
 	if (!s)
 		return;
+	atomic_store(&s->stopping, true);
+	if (s->watch_started)
+		pthread_join(s->watch, NULL);
 	MHD_stop_daemon(s->d);
 	pthread_cond_destroy(&s->idle);
 	pthread_mutex_destroy(&s->lock);
+	pthread_mutex_destroy(&s->clients_lock);
 	free(s);
+}
+
+/*
+ * Hand the server a connected socket as if it had been accepted (the HTTP
+ * request-path fuzzer feeds one end of a socketpair). The peer address is
+ * reported as 127.0.0.1. The server owns 'fd' from here: libmicrohttpd
+ * closes it on failure too.
+ */
+int http_add_connection(struct http_server *s, int fd, char *err)
+{
+	struct sockaddr_in peer = { .sin_family = AF_INET };
+
+	peer.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (MHD_add_connection(s->d, fd, (const struct sockaddr *)&peer, sizeof(peer)) != MHD_YES)
+		return serve_err(err, SERVE_UNAVAILABLE, "cannot add connection fd %d: %s", fd,
+				 strerror(errno));
+	return SERVE_OK;
 }

@@ -161,6 +161,31 @@ static int flatten(struct flat *f, const json_t *v, int depth)
 	return 0;
 }
 
+/*
+ * The leaves of a 'data' array, counted before anything is allocated for
+ * them: a shape the client declares is only trusted once the body backs
+ * it. Stops counting past 'limit'.
+ */
+static int count_leaves(const json_t *v, int depth, size_t limit, size_t *count)
+{
+	size_t i;
+	json_t *e;
+
+	if (!json_is_array(v)) {
+		(*count)++;
+		return 0;
+	}
+	if (depth > MAX_JSON_DEPTH)
+		return -1;
+	json_array_foreach(v, i, e) {
+		if (count_leaves(e, depth + 1, limit, count))
+			return -1;
+		if (*count > limit)
+			return 0;
+	}
+	return 0;
+}
+
 static int get_bool_param(const json_t *params, const char *key, int *out, char *err,
 			  const char *where)
 {
@@ -296,7 +321,20 @@ static int decode_input(const json_t *in, size_t index, const struct model_confi
 		return serve_err(err, SERVE_INVALID, "input '%s': 'data' is not an array", ct->name);
 	{
 		struct flat f = { dtype, NULL, 0, (size_t)elems, ct->name, err, 0 };
+		size_t leaves = 0;
 
+		if (count_leaves(data, 0, (size_t)elems, &leaves))
+			return serve_err(err, SERVE_INVALID,
+					 "input '%s': 'data' nested deeper than %d",
+					 ct->name, MAX_JSON_DEPTH);
+		if (leaves > elems)
+			return serve_err(err, SERVE_INVALID,
+					 "input '%s': 'data' has more elements than its shape (%" PRIu64 ")",
+					 ct->name, elems);
+		if (leaves < elems)
+			return serve_err(err, SERVE_INVALID,
+					 "input '%s': 'data' has %zu elements but shape needs %" PRIu64,
+					 ct->name, leaves, elems);
 		f.buf = malloc(bytes ? bytes : 1);
 		if (!f.buf)
 			return serve_err(err, SERVE_INTERNAL, "out of memory");
@@ -314,9 +352,60 @@ static int decode_input(const json_t *in, size_t index, const struct model_confi
 	return SERVE_OK;
 }
 
+/*
+ * The tensor elements a request for 'cfg' may carry: max_batch_size (or 1)
+ * times the elements of every input; 0 when a dim is variable (-1).
+ */
+static uint64_t max_request_elements(const struct model_config *cfg)
+{
+	uint64_t total = 0, batch = cfg->max_batch_size > 0 ? (uint64_t)cfg->max_batch_size : 1;
+	size_t i;
+	int d;
+
+	for (i = 0; i < cfg->num_inputs; i++) {
+		uint64_t n = batch;
+
+		for (d = 0; d < cfg->inputs[i].rank; d++) {
+			if (cfg->inputs[i].dims[d] < 0)
+				return 0;
+			n *= (uint64_t)cfg->inputs[i].dims[d];
+			if (n > MAX_ELEMENTS)
+				return 0;	/* the shape check refuses more */
+		}
+		total += n;
+	}
+	return total;
+}
+
+/*
+ * An upper bound on the JSON values in 'n' bytes of JSON, without parsing:
+ * every value but the root follows a ',' or opens its container, so
+ * values <= 1 + commas + '[' + '{' outside strings. Stops past 'limit'.
+ */
+static size_t json_values_bound(const char *p, size_t n, size_t limit)
+{
+	size_t i, count = 1;
+
+	for (i = 0; i < n && count <= limit; i++) {
+		switch (p[i]) {
+		case '"':
+			for (i++; i < n && p[i] != '"'; i++)
+				if (p[i] == '\\')
+					i++;
+			break;
+		case ',':
+		case '[':
+		case '{':
+			count++;
+			break;
+		}
+	}
+	return count;
+}
+
 int codec_decode(const char *body, size_t len, long long json_len,
-		 const struct model_config *cfg, struct infer_request *req,
-		 char *err)
+		 const struct model_config *cfg, const struct codec_limits *lim,
+		 struct infer_request *req, char *err)
 {
 	json_error_t jerr;
 	json_t *root, *v, *inputs, *outputs, *params;
@@ -329,6 +418,23 @@ int codec_decode(const char *body, size_t len, long long json_len,
 				 "Inference-Header-Content-Length %lld exceeds the body of %zu bytes",
 				 json_len, len);
 	n = json_len >= 0 ? (size_t)json_len : len;
+	/* jansson takes ~50 bytes per value parsed: bound both before parsing. */
+	if (lim->max_json_bytes && n > lim->max_json_bytes)
+		return serve_err(err, SERVE_INVALID,
+				 "the request's JSON is %zu bytes, over the limit of %zu (--max-json-bytes): send large tensors as binary data (Inference-Header-Content-Length)",
+				 n, lim->max_json_bytes);
+	{
+		uint64_t elements = max_request_elements(cfg);
+
+		if (elements) {
+			size_t limit = (size_t)elements + lim->json_value_slack;
+
+			if (json_values_bound(body, n, limit) > limit)
+				return serve_err(err, SERVE_INVALID,
+						 "the request's JSON has more than %zu values: model '%s' takes at most %" PRIu64 " tensor elements (max_batch_size x dims) plus %zu for names, shapes and parameters",
+						 limit, cfg->name, elements, lim->json_value_slack);
+		}
+	}
 	root = json_loadb(body, n, JSON_REJECT_DUPLICATES, &jerr);
 	if (!root)
 		return serve_err(err, SERVE_INVALID, "malformed JSON in the request at line %d column %d: %s",
@@ -345,7 +451,14 @@ int codec_decode(const char *body, size_t len, long long json_len,
 			serve_err(err, SERVE_INVALID, "'id' is not a string");
 			goto out;
 		}
-		snprintf(req->id, sizeof(req->id), "%s", json_string_value(v));
+		/* Whole or refused: a cut could split a UTF-8 character. */
+		if (json_string_length(v) >= sizeof(req->id)) {
+			serve_err(err, SERVE_INVALID,
+				  "'id' is %zu bytes, longer than the limit of %zu",
+				  json_string_length(v), sizeof(req->id) - 1);
+			goto out;
+		}
+		memcpy(req->id, json_string_value(v), json_string_length(v) + 1);
 	}
 	params = json_object_get(root, "parameters");
 	if (params) {

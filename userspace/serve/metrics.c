@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* metrics: statistics and the Prometheus text format (see metrics.h). */
 #include <inttypes.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +28,17 @@ static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct model_stats *models;
 static struct device_stats *devices;
 static uint64_t http_status_counts[6];	/* 2xx 4xx(400) 404 5xx(500) 501 503 */
+static _Atomic uint64_t limit_hits[LIMIT_COUNT];
+static const char *const limit_names[LIMIT_COUNT] = {
+	[LIMIT_HTTP_HEADER_TIMEOUT] = "http_header_timeout",
+	[LIMIT_HTTP_BODY_TIMEOUT] = "http_body_timeout",
+	[LIMIT_HTTP_BODY_BUDGET] = "http_body_budget",
+	[LIMIT_GRPC_PREFACE_TIMEOUT] = "grpc_preface_timeout",
+	[LIMIT_GRPC_IDLE_TIMEOUT] = "grpc_idle_timeout",
+	[LIMIT_GRPC_CONNECTIONS] = "grpc_connections",
+	[LIMIT_GRPC_BODY_TIMEOUT] = "grpc_body_timeout",
+	[LIMIT_GRPC_BUFFER] = "grpc_buffer",
+};
 static uint64_t start_ns;
 
 struct model_stats *metrics_model(const char *model, int64_t version)
@@ -84,6 +96,13 @@ void metrics_rejected(struct model_stats *s, int timeout)
 		s->rejected_timeout++;
 	else
 		s->rejected_queue_full++;
+	pthread_mutex_unlock(&s->lock);
+}
+
+void metrics_cancelled(struct model_stats *s)
+{
+	pthread_mutex_lock(&s->lock);
+	s->cancelled++;
 	pthread_mutex_unlock(&s->lock);
 }
 
@@ -169,6 +188,12 @@ void metrics_http_request(int status)
 	pthread_mutex_unlock(&registry_lock);
 }
 
+void metrics_limit_hit(enum serve_limit which)
+{
+	if ((unsigned int)which < LIMIT_COUNT)
+		atomic_fetch_add(&limit_hits[which], 1);
+}
+
 void metrics_foreach(void (*fn)(struct model_stats *s, void *arg), void *arg)
 {
 	struct model_stats *s, *first;
@@ -218,7 +243,7 @@ json_t *metrics_stats_json(const char *model, int64_t version)
 				"compute_output", dur(&zero)));
 		}
 		o = json_pack("{s:s, s:s, s:I, s:I, s:I, s:{s:o, s:o, s:o, s:o, s:o, s:o},"
-			      " s:o, s:{s:I, s:I}, s:I, s:I}",
+			      " s:o, s:{s:I, s:I}, s:I, s:I, s:I}",
 			      "name", s->model, "version", v,
 			      "last_inference", (json_int_t)s->last_inference_ms,
 			      "inference_count", (json_int_t)s->inference_count,
@@ -231,6 +256,7 @@ json_t *metrics_stats_json(const char *model, int64_t version)
 			      "batch_stats", batches,
 			      "rejected", "queue_full", (json_int_t)s->rejected_queue_full,
 			      "timeout", (json_int_t)s->rejected_timeout,
+			      "cancelled", (json_int_t)s->cancelled,
 			      "pending", (json_int_t)s->pending,
 			      "executing", (json_int_t)s->executing);
 		pthread_mutex_unlock(&s->lock);
@@ -269,7 +295,7 @@ static void help(FILE *f, const char *name, const char *type, const char *text)
 }
 
 enum field { F_SUCCESS, F_FAIL, F_INFER_COUNT, F_EXEC_COUNT, F_REJ_FULL, F_REJ_TIMEOUT,
-	     F_PENDING };
+	     F_CANCELLED, F_PENDING };
 
 static uint64_t field(const struct model_stats *s, enum field f)
 {
@@ -280,6 +306,7 @@ static uint64_t field(const struct model_stats *s, enum field f)
 	case F_EXEC_COUNT: return s->execution_count;
 	case F_REJ_FULL: return s->rejected_queue_full;
 	case F_REJ_TIMEOUT: return s->rejected_timeout;
+	case F_CANCELLED: return s->cancelled;
 	case F_PENDING: return (uint64_t)(s->pending > 0 ? s->pending : 0);
 	}
 	return 0;
@@ -360,6 +387,8 @@ char *metrics_render(size_t *len)
 		     "Requests rejected because the queue was full.", F_REJ_FULL);
 	model_series(f, "npu_serve_queue_rejected_timeout_total", "counter",
 		     "Requests rejected because their queue timeout expired.", F_REJ_TIMEOUT);
+	model_series(f, "npu_serve_inference_request_cancelled_total", "counter",
+		     "Queued requests dropped unrun because their client went away.", F_CANCELLED);
 	model_series(f, "npu_serve_pending_requests", "gauge",
 		     "Requests waiting in the scheduler queue.", F_PENDING);
 	histogram_series(f, "npu_serve_request_duration_seconds",
@@ -405,6 +434,11 @@ char *metrics_render(size_t *len)
 	for (i = 0; i < 6; i++)
 		fprintf(f, "npu_serve_http_responses_total{status=\"%s\"} %" PRIu64 "\n",
 			status_names[i], http_status_counts[i]);
+	help(f, "npu_serve_limit_hits_total", "counter",
+	     "Connections closed and requests refused by a hardening limit.");
+	for (i = 0; i < LIMIT_COUNT; i++)
+		fprintf(f, "npu_serve_limit_hits_total{limit=\"%s\"} %" PRIu64 "\n",
+			limit_names[i], atomic_load(&limit_hits[i]));
 	help(f, "npu_serve_uptime_seconds", "gauge", "Seconds since the server started.");
 	fprintf(f, "npu_serve_uptime_seconds %.3f\n", up);
 	pthread_mutex_unlock(&registry_lock);

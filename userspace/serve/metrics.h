@@ -36,6 +36,7 @@ struct model_stats {
 	uint64_t inference_count;	/* batch elements */
 	uint64_t execution_count;	/* batches run */
 	uint64_t rejected_queue_full, rejected_timeout;
+	uint64_t cancelled;		/* dropped from the queue: the client left */
 	uint64_t last_inference_ms;	/* Unix ms */
 	int64_t pending;		/* queued now */
 	int64_t executing;		/* taken by an instance, not answered */
@@ -51,6 +52,7 @@ struct model_stats *metrics_model(const char *model, int64_t version);
 void metrics_pending(struct model_stats *s, int delta);
 void metrics_executing(struct model_stats *s, int delta);
 void metrics_rejected(struct model_stats *s, int timeout);
+void metrics_cancelled(struct model_stats *s);
 /* One request finished: queue and whole-request times. */
 void metrics_request(struct model_stats *s, int success, uint64_t queue_ns,
 		     uint64_t request_ns);
@@ -61,6 +63,20 @@ void metrics_batch(struct model_stats *s, int64_t batch, uint64_t input_ns,
 void metrics_device(const char *device, uint64_t ns, uint64_t cycles);
 /* Requests that failed before reaching a model (bad input, unknown model). */
 void metrics_http_request(int status);
+
+/* A limit the server enforced against a client (Documentation/serving.md, "Limits and hardening"). */
+enum serve_limit {
+	LIMIT_HTTP_HEADER_TIMEOUT,	/* headers not complete in time: closed */
+	LIMIT_HTTP_BODY_TIMEOUT,	/* body not complete in time: closed */
+	LIMIT_HTTP_BODY_BUDGET,		/* every body byte the server allows is held: 503 */
+	LIMIT_GRPC_PREFACE_TIMEOUT,	/* no HTTP/2 preface or TLS handshake in time: closed */
+	LIMIT_GRPC_IDLE_TIMEOUT,	/* no stream for too long: closed */
+	LIMIT_GRPC_CONNECTIONS,		/* at a connection cap: closed or refused */
+	LIMIT_GRPC_BODY_TIMEOUT,	/* a call's message not complete in time: reset */
+	LIMIT_GRPC_BUFFER,		/* a stream or connection over its buffer bound */
+	LIMIT_COUNT
+};
+void metrics_limit_hit(enum serve_limit which);
 
 /* Call fn for every (model, version) series, in creation order (the panel's sampler). */
 void metrics_foreach(void (*fn)(struct model_stats *s, void *arg), void *arg);

@@ -25,6 +25,14 @@ struct model_version {
 	struct npu_model *model;
 	struct scheduler *sched;
 	struct model_stats *stats;
+	/*
+	 * Requests being decoded hold a reference, taken under the model's
+	 * lock and dropped after the enqueue: decoding runs outside the lock,
+	 * and a replaced version is freed only once nobody decodes for it.
+	 */
+	pthread_mutex_t ref_lock;
+	pthread_cond_t ref_cond;
+	int refs;
 };
 
 struct version_state {
@@ -50,6 +58,7 @@ struct model_entry {
 
 struct repository {
 	struct repo_options opts;
+	struct codec_limits limits;
 	char path[4096];
 	char device[SERVE_NAME_MAX];
 	struct npu_engine *engine;
@@ -118,6 +127,25 @@ static int is_file(const char *path)
 	return !stat(path, &st) && S_ISREG(st.st_mode);
 }
 
+/*
+ * Messages a client sees (load errors, index reasons) name files relative
+ * to the repository root ("relu/1/model.onnx"): the server's directory
+ * layout is not theirs to learn. Rewrites 'msg' in place.
+ */
+static void relative_paths(const struct repository *r, char *msg)
+{
+	size_t plen = strlen(r->path);
+	char *p;
+
+	if (!plen)
+		return;
+	while ((p = strstr(msg, r->path))) {
+		size_t cut = plen + (p[plen] == '/');
+
+		memmove(p, p + cut, strlen(p + cut) + 1);
+	}
+}
+
 static char *read_text(const char *path, size_t *len)
 {
 	FILE *f = fopen(path, "rb");
@@ -172,28 +200,66 @@ static int cmp_i64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* Numeric version directories holding a model file, ascending. */
+/*
+ * A version directory's name: the canonical decimal form only (1, 2, 10;
+ * no leading zero, sign or space), so that no two directories name the
+ * same version ('1' and '01'). Returns the version, 0 when the name is
+ * not a version at all (another directory, or "0": ignored, as always),
+ * -1 when it is digits but not canonical (refused).
+ */
+static int64_t version_of_dir(const char *d)
+{
+	int64_t v = 0;
+	size_t i;
+
+	if (!isdigit((unsigned char)d[0]))
+		return 0;
+	for (i = 0; d[i]; i++) {
+		if (!isdigit((unsigned char)d[i]))
+			return 0;
+		if (v > (INT64_MAX - 9) / 10)
+			return -1;
+		v = v * 10 + (d[i] - '0');
+	}
+	return d[0] == '0' && d[1] ? -1 : v;
+}
+
+static size_t dedupe_sorted(int64_t *v, size_t n)
+{
+	size_t i, k = 0;
+
+	for (i = 0; i < n; i++)
+		if (!k || v[k - 1] != v[i])
+			v[k++] = v[i];
+	return k;
+}
+
+/*
+ * Numeric version directories holding a model file, ascending, each once.
+ * 'refused' (when not NULL) gets the first directory named with digits
+ * that is not a canonical version number ("" if none).
+ */
 static size_t list_versions(const struct repository *r, const char *name,
-			    const struct model_config *cfg, int64_t *out)
+			    const struct model_config *cfg, int64_t *out, char *refused,
+			    size_t refused_size)
 {
 	char dir[4096 + SERVE_NAME_MAX], file[8192];
 	struct dirent *de;
 	size_t n = 0;
 	DIR *d;
 
+	if (refused)
+		refused[0] = '\0';
 	snprintf(dir, sizeof(dir), "%s/%s", r->path, name);
 	d = opendir(dir);
 	if (!d)
 		return 0;
 	while ((de = readdir(d)) && n < MAX_VERSIONS) {
-		char *end;
-		long long v;
+		int64_t v = version_of_dir(de->d_name);
 
-		if (!isdigit((unsigned char)de->d_name[0]))
-			continue;
-		errno = 0;
-		v = strtoll(de->d_name, &end, 10);
-		if (errno || *end || v <= 0)
+		if (v < 0 && refused && !refused[0])
+			snprintf(refused, refused_size, "%s", de->d_name);
+		if (v <= 0)
 			continue;
 		model_file(r, name, v, cfg, file, sizeof(file));
 		if (file[0])
@@ -201,7 +267,7 @@ static size_t list_versions(const struct repository *r, const char *name,
 	}
 	closedir(d);
 	qsort(out, n, sizeof(*out), cmp_i64);
-	return n;
+	return dedupe_sorted(out, n);
 }
 
 static struct model_entry *find_entry(struct repository *r, const char *name, int create)
@@ -270,13 +336,47 @@ static struct version_state *state_of(struct model_entry *e, int64_t v)
 	return &e->states[e->num_states++];
 }
 
+static struct model_version *new_version(void)
+{
+	struct model_version *mv = calloc(1, sizeof(*mv));
+
+	if (mv) {
+		pthread_mutex_init(&mv->ref_lock, NULL);
+		pthread_cond_init(&mv->ref_cond, NULL);
+	}
+	return mv;
+}
+
+/* Under the model's lock (any mode): keep 'mv' alive past the unlock. */
+static void version_get(struct model_version *mv)
+{
+	pthread_mutex_lock(&mv->ref_lock);
+	mv->refs++;
+	pthread_mutex_unlock(&mv->ref_lock);
+}
+
+static void version_put(struct model_version *mv)
+{
+	pthread_mutex_lock(&mv->ref_lock);
+	if (!--mv->refs)
+		pthread_cond_broadcast(&mv->ref_cond);
+	pthread_mutex_unlock(&mv->ref_lock);
+}
+
+/* 'mv' is out of e->loaded: wait for its last decoder, drain, free. */
 static void free_version(struct model_version *mv)
 {
 	if (!mv)
 		return;
+	pthread_mutex_lock(&mv->ref_lock);
+	while (mv->refs)
+		pthread_cond_wait(&mv->ref_cond, &mv->ref_lock);
+	pthread_mutex_unlock(&mv->ref_lock);
 	scheduler_drain_destroy(mv->sched);
 	if (mv->model)
 		npu_model_destroy(mv->model);
+	pthread_cond_destroy(&mv->ref_cond);
+	pthread_mutex_destroy(&mv->ref_lock);
 	free(mv);
 }
 
@@ -299,7 +399,8 @@ static int load_version(struct repository *r, const char *name,
 			const struct model_config *base, int config_given,
 			int64_t v, uint64_t fp, struct model_version **out, char *err)
 {
-	struct model_version *mv = calloc(1, sizeof(*mv));
+	struct model_version *mv = new_version();
+	struct scheduler_limits sl;
 	struct npu_model_options mo;
 	char file[8192], calib[8192];
 	const char *calib_param;
@@ -315,7 +416,7 @@ static int load_version(struct repository *r, const char *name,
 	snprintf(mv->device, sizeof(mv->device), "%s", resolve_device(r, base));
 	model_file(r, name, v, base, file, sizeof(file));
 	if (!file[0]) {
-		free(mv);
+		free_version(mv);
 		return serve_err(err, SERVE_NOT_FOUND, "version %" PRId64 " has no model file", v);
 	}
 	npu_model_options_init(&mo);
@@ -346,7 +447,7 @@ static int load_version(struct repository *r, const char *name,
 
 		mo.accuracy_target = strtod(calib_param, &end);
 		if (*end || end == calib_param || !(mo.accuracy_target > 0 && mo.accuracy_target <= 1)) {
-			free(mv);
+			free_version(mv);
 			return serve_err(err, SERVE_INVALID,
 					 "parameter accuracy_target '%s': expected a cosine in (0, 1]",
 					 calib_param);
@@ -354,7 +455,7 @@ static int load_version(struct repository *r, const char *name,
 	}
 	if (npu_model_load_file(r->engine, file, &mo, &mv->model) != NPU_OK) {
 		st = serve_err(err, SERVE_INVALID, "%s", npu_last_error());
-		free(mv);
+		free_version(mv);
 		return st;
 	}
 	st = config_complete(&mv->cfg, mv->model, config_given, err);
@@ -367,7 +468,10 @@ static int load_version(struct repository *r, const char *name,
 		free_version(mv);
 		return serve_err(err, SERVE_INTERNAL, "out of memory");
 	}
-	st = scheduler_create(&mv->cfg, mv->model, mv->device, mv->stats, &mv->sched, err);
+	sl.default_max_queue_size = r->opts.default_max_queue_size;
+	sl.max_new_shapes_per_minute = r->opts.max_new_shapes_per_minute;
+	sl.shape_memory = mo.max_plans;	/* as many shapes as the plan cache holds */
+	st = scheduler_create(&mv->cfg, mv->model, mv->device, mv->stats, &sl, &mv->sched, err);
 	if (st) {
 		free_version(mv);
 		return st;
@@ -410,7 +514,7 @@ static int read_config(struct repository *r, const char *name, const json_t *ove
 	if (!text) {
 		if (errno == ENOENT)
 			return SERVE_OK;
-		return serve_err(err, SERVE_INVALID, "%s: %s", path, strerror(errno));
+		return serve_err(err, SERVE_INVALID, "%s/config.pbtxt: %s", name, strerror(errno));
 	}
 	*fp = fnv(*fp, text, len);
 	*given = 1;
@@ -435,13 +539,30 @@ static size_t select_versions(const struct model_config *cfg, const int64_t *ava
 			out[k++] = avail[i];
 		return k;
 	case VP_SPECIFIC:
+		/* A version listed twice is selected once. */
 		for (i = 0; i < n; i++)
 			for (j = 0; j < cfg->vp_count; j++)
-				if (avail[i] == cfg->vp_versions[j])
+				if (avail[i] == cfg->vp_versions[j]) {
 					out[k++] = avail[i];
+					break;
+				}
 		return k;
 	}
 	return 0;
+}
+
+/* Each pointer once: a version freed twice is a double free. */
+static size_t unique_versions(struct model_version **v, size_t n)
+{
+	size_t i, j, k = 0;
+
+	for (i = 0; i < n; i++) {
+		for (j = 0; j < k && v[j] != v[i]; j++)
+			;
+		if (j == k)
+			v[k++] = v[i];
+	}
+	return k;
 }
 
 static int do_load(struct repository *r, const char *name, const json_t *override,
@@ -455,14 +576,14 @@ static int do_load(struct repository *r, const char *name, const json_t *overrid
 	size_t navail, nsel, i, j, nnext = 0, nold = 0;
 	uint64_t cfg_fp;
 	int given, st = SERVE_OK;
-	char dir[8192];
+	char dir[8192], refused[256];
 
 	if (!valid_name(name))
 		return serve_err(err, SERVE_INVALID, "'%s' is not a valid model name", name);
 	snprintf(dir, sizeof(dir), "%s/%s", r->path, name);
 	if (!is_dir(dir))
-		return serve_err(err, SERVE_NOT_FOUND, "failed to load '%s': no model directory %s",
-				 name, dir);
+		return serve_err(err, SERVE_NOT_FOUND,
+				 "failed to load '%s': no model directory '%s'", name, name);
 	e = get_entry(r, name, 1);
 	if (!e)
 		return serve_err(err, SERVE_INTERNAL, "out of memory");
@@ -472,7 +593,14 @@ static int do_load(struct repository *r, const char *name, const json_t *overrid
 	st = read_config(r, name, override, &cfg, &given, &cfg_fp, err);
 	if (st)
 		goto failed_model;
-	navail = list_versions(r, name, &cfg, avail);
+	navail = list_versions(r, name, &cfg, avail, refused, sizeof(refused));
+	if (refused[0]) {
+		/* '01' next to '1' is ambiguous: which one did the operator mean? */
+		st = serve_err(err, SERVE_INVALID,
+			       "failed to load '%s': version directory '%s/%s' is not a version number in canonical form (1, 2, 10, ...: no leading zero, sign or space)",
+			       name, name, refused);
+		goto failed_model;
+	}
 	if (only > 0) {
 		/* Our extension: this version besides the loaded ones. */
 		nsel = 0;
@@ -494,6 +622,7 @@ static int do_load(struct repository *r, const char *name, const json_t *overrid
 	} else {
 		nsel = select_versions(&cfg, avail, navail, sel);
 	}
+	nsel = dedupe_sorted(sel, nsel);
 	if (!nsel) {
 		st = serve_err(err, SERVE_INVALID,
 			       "failed to load '%s': no version directory (1, 2, ...) with %s selected by the version policy",
@@ -516,6 +645,9 @@ static int do_load(struct repository *r, const char *name, const json_t *overrid
 			if (e->loaded[j]->version == sel[i] && e->loaded[j]->fingerprint == fp)
 				keep = e->loaded[j];
 		pthread_rwlock_unlock(&e->lock);
+		for (j = 0; keep && j < nnext; j++)
+			if (next[j] == keep)
+				keep = NULL;	/* already kept: never twice */
 		if (keep) {
 			next[nnext++] = keep;
 			continue;
@@ -527,12 +659,16 @@ static int do_load(struct repository *r, const char *name, const json_t *overrid
 
 			snprintf(msg, sizeof(msg), "failed to load '%s' version %" PRId64 ": %s",
 				 name, sel[i], err);
+			relative_paths(r, msg);
 			serve_err(err, st, "%s", msg);
 			serve_log(SERVE_LOG_ERROR, "%s", msg);
 			pthread_mutex_lock(&r->lock);
 			vs = state_of(e, sel[i]);
 			snprintf(vs->reason, sizeof(vs->reason), "%s", msg);
-			snprintf(e->reason, sizeof(e->reason), "%s", msg);
+			/* Loading one more version failed: that version's row says
+			 * so, not the rows of those still serving. */
+			if (only <= 0)
+				snprintf(e->reason, sizeof(e->reason), "%s", msg);
 			pthread_mutex_unlock(&r->lock);
 			for (j = 0; j < MAX_VERSIONS; j++)
 				free_version(fresh[j]);
@@ -553,6 +689,7 @@ static int do_load(struct repository *r, const char *name, const json_t *overrid
 	memcpy(e->loaded, next, nnext * sizeof(next[0]));
 	e->num_loaded = nnext;
 	pthread_rwlock_unlock(&e->lock);
+	nold = unique_versions(old, nold);
 
 	pthread_mutex_lock(&r->lock);
 	e->reason[0] = '\0';
@@ -576,9 +713,11 @@ static int do_load(struct repository *r, const char *name, const json_t *overrid
 	return SERVE_OK;
 
 failed_model:
+	relative_paths(r, err);
 	serve_log(SERVE_LOG_ERROR, "model '%s': %s", name, err);
 	pthread_mutex_lock(&r->lock);
-	snprintf(e->reason, sizeof(e->reason), "%s", err);
+	if (only <= 0)
+		snprintf(e->reason, sizeof(e->reason), "%s", err);
 	pthread_mutex_unlock(&r->lock);
 	return st;
 }
@@ -611,12 +750,14 @@ static int do_unload(struct repository *r, const char *name, int64_t version, ch
 	}
 	e->num_loaded = keep;
 	pthread_rwlock_unlock(&e->lock);
+	n = unique_versions(old, n);
 	if (version > 0 && !n)
 		return serve_err(err, SERVE_NOT_FOUND,
 				 "failed to unload '%s' version %" PRId64 ": not loaded", name, version);
 	pthread_mutex_lock(&r->lock);
 	if (version < 0)
 		e->wanted = 0;
+	e->reason[0] = '\0';	/* what serves changed since the last failure */
 	for (i = 0; i < n; i++) {
 		struct version_state *vs = state_of(e, old[i]->version);
 
@@ -793,11 +934,14 @@ int repository_infer(struct repository *r, const char *name, int64_t version,
 		return not_found(err, name, version, 0);
 	pthread_rwlock_rdlock(&e->lock);
 	mv = pick(e, version);
-	if (!mv) {
-		pthread_rwlock_unlock(&e->lock);
+	if (mv)
+		version_get(mv);
+	pthread_rwlock_unlock(&e->lock);
+	if (!mv)
 		return not_found(err, name, version, 1);
-	}
-	st = codec_decode(body, len, json_len, &mv->cfg, req, err);
+	/* Outside the lock: a slow decode stalls neither a swap nor, behind
+	 * the writer-preferring lock, the model's other requests. */
+	st = codec_decode(body, len, json_len, &mv->cfg, &r->limits, req, err);
 	if (!st) {
 		snprintf(req->model, sizeof(req->model), "%s", name);
 		req->version = mv->version;
@@ -805,7 +949,7 @@ int repository_infer(struct repository *r, const char *name, int64_t version,
 		if (st)
 			infer_request_clear(req);
 	}
-	pthread_rwlock_unlock(&e->lock);
+	version_put(mv);
 	return st;
 }
 
@@ -896,7 +1040,7 @@ json_t *repository_model_config(struct repository *r, const char *name,
 /* Config text, version directories and model files: what a change touches. */
 static uint64_t fingerprint(const struct repository *r, const char *name)
 {
-	char path[8192], file[8192];
+	char path[8192], file[8192], refused[256];
 	struct model_config cfg;
 	int64_t v[MAX_VERSIONS];
 	size_t n, i, len;
@@ -913,7 +1057,8 @@ static uint64_t fingerprint(const struct repository *r, const char *name)
 		config_parse_pbtxt(&cfg, text, len, "config.pbtxt", err);
 		free(text);
 	}
-	n = list_versions(r, name, &cfg, v);
+	n = list_versions(r, name, &cfg, v, refused, sizeof(refused));
+	h = fnv(h, refused, strlen(refused));	/* a refused directory appearing is a change */
 	for (i = 0; i < n; i++) {
 		model_file(r, name, v[i], &cfg, file, sizeof(file));
 		h = fnv(h, file, strlen(file));
@@ -957,6 +1102,7 @@ static void poll_once(struct repository *r)
 	}
 	/* Models whose directory is gone are unloaded. */
 	pthread_mutex_lock(&r->lock);
+restart:
 	for (e = r->models; e; e = e->next) {
 		int on_disk = 0;
 
@@ -971,9 +1117,9 @@ static void poll_once(struct repository *r)
 			serve_log(SERVE_LOG_INFO, "poll: model '%s' removed, unloading", name);
 			repository_unload(r, name, -1, err);
 			pthread_mutex_lock(&r->lock);
-			e = r->models;	/* restart: the list may have grown */
-			if (!e)
-				break;
+			/* From the head again, the head included: the list may
+			 * have changed; 'e' has nothing loaded now. */
+			goto restart;
 		}
 	}
 	pthread_mutex_unlock(&r->lock);
@@ -1022,6 +1168,16 @@ int repository_create(const struct repo_options *o, struct repository **out, cha
 	if (!r)
 		return serve_err(err, SERVE_INTERNAL, "out of memory");
 	r->opts = *o;
+	if (!r->opts.max_json_bytes)
+		r->opts.max_json_bytes = CODEC_DEFAULT_MAX_JSON_BYTES;
+	if (!r->opts.json_value_slack)
+		r->opts.json_value_slack = CODEC_DEFAULT_JSON_VALUE_SLACK;
+	if (!r->opts.default_max_queue_size)
+		r->opts.default_max_queue_size = REPO_DEFAULT_MAX_QUEUE_SIZE;
+	if (!r->opts.max_new_shapes_per_minute)
+		r->opts.max_new_shapes_per_minute = REPO_DEFAULT_MAX_NEW_SHAPES_PER_MINUTE;
+	r->limits.max_json_bytes = r->opts.max_json_bytes;
+	r->limits.json_value_slack = r->opts.json_value_slack;
 	if (!realpath(o->path, r->path)) {
 		int st = serve_err(err, SERVE_INVALID, "--model-repository %s: %s", o->path,
 				   strerror(errno));

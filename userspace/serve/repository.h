@@ -27,7 +27,18 @@ struct repo_options {
 	int strict_readiness;
 	size_t num_load;		/* --load-model (explicit mode; "*" all) */
 	char **load_models;
+	/* Limits (Documentation/serving.md, "Limits and hardening"); 0: the default. */
+	size_t max_json_bytes;		/* JSON part of an inference body (8 MiB) */
+	size_t json_value_slack;	/* JSON values beyond a model's tensor elements (4096) */
+	uint64_t default_max_queue_size;	/* each priority level's queue when the
+						 * config sets no max_queue_size (1024) */
+	/* Models with a variable dim: new input shapes (plans to compile) a
+	 * version takes per minute; 0: the default (60), -1: no limit. */
+	int max_new_shapes_per_minute;
 };
+
+#define REPO_DEFAULT_MAX_QUEUE_SIZE 1024
+#define REPO_DEFAULT_MAX_NEW_SHAPES_PER_MINUTE 60
 
 struct repository;
 

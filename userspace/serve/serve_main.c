@@ -34,6 +34,14 @@ static void usage(FILE *out)
 		"  --http-thread-count N      HTTP threads (default 4)\n"
 		"  --http-max-body-bytes N    largest request body (default 67108864)\n"
 		"  --http-timeout-secs N      idle connection timeout (default 60)\n"
+		"  --http-header-timeout-secs N  a request's headers must arrive within N s (default 30)\n"
+		"  --http-body-timeout-secs N    and its body within N s more (default 120)\n"
+		"  --http-max-connections N   open HTTP connections (default 1024)\n"
+		"  --http-max-connections-per-client N  from one address (default 128)\n"
+		"  --http-max-buffered-bytes N  request bodies held at once, all connections\n"
+		"                             (default 536870912)\n"
+		"  --allowed-host NAME        a host name clients may use in Host besides IP addresses\n"
+		"                             and localhost (DNS-rebinding check); repeatable\n"
 		"  --metrics-port N           also serve /metrics on this port (default 8002; 0: any; -1: off)\n"
 		"  --allow-metrics=false      no /metrics anywhere\n"
 		"  --grpc-port N              gRPC port (default 8001; 0: any free port; -1: off)\n"
@@ -57,6 +65,13 @@ static void usage(FILE *out)
 		"  --device D                 device of KIND_AUTO instances: cpu (default), sim, accel\n"
 		"  --threads N                CPU threads of the engine (default: all cores)\n"
 		"  --exit-timeout-secs N      longest drain at exit (default 30)\n"
+		"  --max-json-bytes N         largest JSON part of an inference request (default\n"
+		"                             8388608; binary tensor data is bounded by the body limit)\n"
+		"  --default-max-queue-size N queue bound of a priority level whose config sets no\n"
+		"                             max_queue_size (default 1024); a full queue answers 503\n"
+		"  --max-new-shapes-per-minute N  input shapes not seen lately (each compiles a plan)\n"
+		"                             a version of a variable-dim model takes per minute\n"
+		"                             (default 60; -1: no limit); over it: 503\n"
 		"  --port-file FILE           write 'http=', 'grpc=' and 'metrics=PORT' lines once listening\n"
 		"  --tls-cert FILE            serve HTTPS (and /metrics on --metrics-port) and gRPC over\n"
 		"                             TLS (ALPN h2) with this PEM certificate chain; needs --tls-key\n"
@@ -190,6 +205,7 @@ int main(int argc, char **argv)
 	sigset_t set;
 
 	static char *load_models[256];
+	static const char *allowed_hosts[64];
 
 	ro.load_models = load_models;
 	for (i = 1; i < argc; i++) {
@@ -254,6 +270,33 @@ int main(int argc, char **argv)
 			if (parse_int(flag, val, 1, 86400, &x))
 				return 2;
 			ho.timeout_secs = (unsigned int)x;
+		} else if (!strcmp(flag, "--http-header-timeout-secs") ||
+			   !strcmp(flag, "--http-body-timeout-secs")) {
+			if (parse_int(flag, val, 1, 86400, &x))
+				return 2;
+			if (flag[7] == 'h')
+				ho.header_timeout_secs = (unsigned int)x;
+			else
+				ho.body_timeout_secs = (unsigned int)x;
+		} else if (!strcmp(flag, "--http-max-connections")) {
+			if (parse_int(flag, val, 1, 65536, &x))
+				return 2;
+			ho.max_connections = (unsigned int)x;
+		} else if (!strcmp(flag, "--http-max-connections-per-client")) {
+			if (parse_int(flag, val, 1, 65536, &x))
+				return 2;
+			ho.per_client_connections = (unsigned int)x;
+		} else if (!strcmp(flag, "--http-max-buffered-bytes")) {
+			if (parse_int(flag, val, 1, 1L << 40, &x))
+				return 2;
+			ho.max_buffered_bytes = (size_t)x;
+		} else if (!strcmp(flag, "--allowed-host")) {
+			if (ho.num_allowed_hosts >= sizeof(allowed_hosts) / sizeof(allowed_hosts[0])) {
+				fprintf(stderr, "npu serve: more than 64 --allowed-host\n");
+				return 2;
+			}
+			allowed_hosts[ho.num_allowed_hosts++] = val;
+			ho.allowed_hosts = allowed_hosts;
 		} else if (!strcmp(flag, "--metrics-port")) {
 			if (parse_int(flag, val, -1, 65535, &metrics_port))
 				return 2;
@@ -296,6 +339,18 @@ int main(int argc, char **argv)
 		} else if (!strcmp(flag, "--exit-timeout-secs")) {
 			if (parse_int(flag, val, 0, 86400, &exit_timeout))
 				return 2;
+		} else if (!strcmp(flag, "--max-json-bytes")) {
+			if (parse_int(flag, val, 1024, 1L << 40, &x))
+				return 2;
+			ro.max_json_bytes = (size_t)x;
+		} else if (!strcmp(flag, "--default-max-queue-size")) {
+			if (parse_int(flag, val, 1, 1L << 30, &x))
+				return 2;
+			ro.default_max_queue_size = (uint64_t)x;
+		} else if (!strcmp(flag, "--max-new-shapes-per-minute")) {
+			if (parse_int(flag, val, -1, 1000000, &x))
+				return 2;
+			ro.max_new_shapes_per_minute = x ? (int)x : -1;
 		} else if (!strcmp(flag, "--port-file")) {
 			port_file = val;
 		} else if (!strcmp(flag, "--tls-cert") || !strcmp(flag, "--tls-key")) {
