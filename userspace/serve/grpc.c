@@ -8,6 +8,8 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,12 +29,14 @@
 #include "metrics.h"
 
 #define SERVICE "/inference.GRPCInferenceService/"
-#define TLS_HANDSHAKE_MS 10000	/* a client that does not finish it is dropped */
+#define ACCEPT_BACKOFF_MS 100	/* out of fds or memory: wait this long, then accept again */
+#define DRAIN_GOAWAY_MS 1000	/* from the shutdown notice to the final GOAWAY (RFC 9113 6.8) */
 
 /* gRPC status codes. */
 enum {
 	GRPC_OK = 0,
 	GRPC_INVALID_ARGUMENT = 3,
+	GRPC_DEADLINE_EXCEEDED = 4,
 	GRPC_NOT_FOUND = 5,
 	GRPC_RESOURCE_EXHAUSTED = 8,
 	GRPC_UNIMPLEMENTED = 12,
@@ -51,8 +55,11 @@ struct grpc_server {
 	pthread_cond_t cond;
 	int in_flight;		/* calls received and not yet answered */
 	int conns;
+	int evicting;		/* connections closed for a newcomer, not yet gone */
 	int stop;
-	struct gconn *conn_list;
+	atomic_int draining;	/* grpc_quiesce: GOAWAY everywhere, no new calls */
+	size_t buffered;	/* request bytes held by every connection (under lock) */
+	struct gconn *conn_list;	/* newest first */
 #ifdef NPU_SERVE_HAVE_GRPC_TLS
 	gnutls_certificate_credentials_t cred;	/* NULL: h2c */
 	gnutls_priority_t priority;
@@ -72,6 +79,15 @@ struct gconn {
 	int pending;		/* inferences queued */
 	struct gstream *streams;	/* every stream (connection thread only) */
 	struct gconn *next;
+	uint32_t peer;		/* the client's IPv4 address (network order) */
+	uint64_t t_accept, t_idle;	/* accepted; the last stream closed (ns) */
+	atomic_int nstreams;	/* open streams, read by the acceptor */
+	int evicted;		/* closed by the acceptor for a newcomer (under srv->lock) */
+	int got_settings;	/* the client's preface and SETTINGS came */
+	int closing;		/* GOAWAY sent for idleness: close once written */
+	int drain;		/* 1: shutdown notice sent, 2: final GOAWAY sent */
+	uint64_t t_drain;
+	size_t buffered;	/* request bytes held by this connection */
 #ifdef NPU_SERVE_HAVE_GRPC_TLS
 	gnutls_session_t tls;		/* NULL: h2c */
 	int tls_up;			/* the handshake completed */
@@ -86,8 +102,19 @@ struct gstream {
 	char *authz;		/* the "authorization" metadata (auth.h) */
 	char *body;
 	size_t len, cap;
-	int too_large;
+	int refused;		/* answered before its end: its DATA is dropped */
+	int dispatched;		/* the request ended and was handled */
+	int finished;		/* ModelStreamInfer: trailers sent */
 	int closed;		/* the HTTP/2 stream is gone */
+	int reset_after;	/* RST_STREAM once the answer is sent: error code + 1 */
+	uint64_t t_body;	/* a request (or a stream's message) began: body_timeout_ms */
+	size_t owed;		/* received, not yet given back to the stream's window */
+	size_t owed_conn;	/* ... and to the connection's */
+	size_t acct;		/* counted in conn->buffered and srv->buffered */
+	uint8_t *held;		/* ModelStreamInfer: bytes waiting for the backlog to shrink */
+	size_t held_len, held_cap;
+	size_t sub_bytes;	/* ModelStreamInfer: inputs of the messages in flight */
+	struct gsub *subs;	/* ... and those messages (to cancel them) */
 	int counted;		/* in srv->in_flight */
 	/* The response message (5-byte prefix included) and its trailer. */
 	uint8_t *resp;
@@ -111,6 +138,8 @@ struct gsub {
 	struct gstream *s;
 	struct infer_request req;
 	char *body;
+	size_t len;
+	struct gsub *sprev, *snext;	/* in s->subs */
 	char *model, *id;	/* for an error answer */
 	struct gsub *next_done;
 };
@@ -129,20 +158,109 @@ static int status_to_grpc(int st)
 
 /* ---- Streams and responses -------------------------------------------------- */
 
+/* Request bytes a stream holds, counted per connection and in all (the buffer limits). */
+static void stream_account(struct gstream *s)
+{
+	struct gconn *c = s->conn;
+	struct grpc_server *srv = c->srv;
+	size_t now = s->len + s->held_len;
+
+	if (now == s->acct)
+		return;
+	c->buffered = c->buffered - s->acct + now;
+	pthread_mutex_lock(&srv->lock);
+	srv->buffered = srv->buffered - s->acct + now;
+	pthread_mutex_unlock(&srv->lock);
+	s->acct = now;
+}
+
+/* Drop what a stream holds of its request (answered, refused or done with). */
+static void stream_drop_body(struct gstream *s)
+{
+	free(s->body);
+	s->body = NULL;
+	s->len = s->cap = 0;
+	free(s->held);
+	s->held = NULL;
+	s->held_len = s->held_cap = 0;
+	s->t_body = 0;
+	stream_account(s);
+}
+
 static void stream_free(struct gstream *s)
 {
+	struct gconn *c = s->conn;
+
 	if (s->prev)
 		s->prev->next = s->next;
 	else
-		s->conn->streams = s->next;
+		c->streams = s->next;
 	if (s->next)
 		s->next->prev = s->prev;
+	stream_drop_body(s);
+	/* Bytes of a gone stream still count against the connection's window. */
+	if (s->owed_conn && c->session)
+		nghttp2_session_consume_connection(c->session, s->owed_conn);
+	if (atomic_fetch_sub(&c->nstreams, 1) == 1)
+		c->t_idle = serve_now_ns();
 	infer_request_clear(&s->req);
 	free(s->authz);
 	free(s->infer_body);
-	free(s->body);
 	free(s->resp);
 	free(s);
+}
+
+/* ModelStreamInfer: responses queued and inputs in flight past the limit. */
+static int stream_backlogged(const struct gstream *s)
+{
+	return s->resp_len - s->resp_off + s->sub_bytes >= s->conn->srv->o.max_stream_pending_bytes;
+}
+
+/*
+ * Give received bytes back to the client's windows (WINDOW_UPDATE) only
+ * while this connection and the server hold less than their limits, and
+ * not to a stream whose answers wait for a client that does not read:
+ * otherwise the client waits (back-pressure). Past the connection's limit
+ * its oldest unfinished request still goes on, so that one always can
+ * finish (at most max_message_bytes more): the connection's window is
+ * given back for every stream, each stream's window holds its own bytes.
+ */
+static int full_now(struct grpc_server *srv)
+{
+	int full;
+
+	pthread_mutex_lock(&srv->lock);
+	full = srv->buffered > srv->o.max_buffer_bytes;
+	pthread_mutex_unlock(&srv->lock);
+	return full;
+}
+
+static void conn_repay(struct gconn *c)
+{
+	struct grpc_server *srv = c->srv;
+	struct gstream *s, *oldest = NULL;
+
+	for (s = c->streams; s; s = s->next)
+		if (!s->streaming && s->t_body && !s->refused && !s->dispatched &&
+		    (!oldest || s->t_body < oldest->t_body))
+			oldest = s;
+	for (s = c->streams; s; s = s->next) {
+		if (!s->owed || (s->streaming == 2 && (s->held_len || stream_backlogged(s)))) {
+			if (s->owed_conn && !full_now(srv)) {
+				nghttp2_session_consume_connection(c->session, s->owed_conn);
+				s->owed_conn = 0;
+			}
+			continue;
+		}
+		if (full_now(srv))
+			return;
+		nghttp2_session_consume_connection(c->session, s->owed_conn);
+		s->owed_conn = 0;
+		if (c->buffered > srv->o.max_connection_buffer_bytes && s != oldest)
+			continue;
+		nghttp2_session_consume_stream(c->session, s->id, s->owed);
+		s->owed = 0;
+	}
 }
 
 static void call_done(struct gstream *s)
@@ -222,6 +340,21 @@ static void respond_error(struct gstream *s, int code, const char *msg)
 			     code == GRPC_INTERNAL ? 500 : code == GRPC_UNIMPLEMENTED ? 501 : 400);
 	nghttp2_submit_response(s->conn->session, s->id, hdrs, 4, NULL);
 	call_done(s);
+}
+
+/*
+ * A call answered before its request ended (refused at its headers, too
+ * large): what it holds is dropped and so is the DATA that follows, given
+ * back to the windows unread; once the answer is out the stream is reset
+ * with NO_ERROR (RFC 9113 8.1: stop sending, no error). A RST_STREAM
+ * submitted with the answer would cancel it (nghttp2), hence on_frame_send.
+ */
+static void stream_refuse(struct gstream *s, int ended)
+{
+	s->refused = 1;
+	stream_drop_body(s);
+	if (!ended)
+		s->reset_after = NGHTTP2_NO_ERROR + 1;
 }
 
 static void respond(struct gstream *s, const ProtobufCMessage *m)
@@ -791,12 +924,26 @@ static ssize_t read_stream(nghttp2_session *session, int32_t stream_id, uint8_t 
 
 	(void)user_data;
 	if (!n) {
-		if (s->half_closed && !s->infer_pending) {
+		if (s->half_closed && !s->infer_pending && !s->held_len) {
 			nghttp2_nv trailers[] = { NV("grpc-status", "0") };
 
 			*data_flags |= NGHTTP2_DATA_FLAG_EOF | NGHTTP2_DATA_FLAG_NO_END_STREAM;
 			nghttp2_submit_trailer(session, stream_id, trailers, 1);
+			s->finished = 1;
 			call_done(s);
+			return 0;
+		}
+		/* Draining: the work queued is answered, the call ends here. */
+		if (atomic_load(&s->conn->srv->draining) && !s->infer_pending && !s->held_len) {
+			nghttp2_nv trailers[] = { NV("grpc-status", "14"),
+						  NV("grpc-message", "the server is shutting down") };
+
+			*data_flags |= NGHTTP2_DATA_FLAG_EOF | NGHTTP2_DATA_FLAG_NO_END_STREAM;
+			nghttp2_submit_trailer(session, stream_id, trailers, 2);
+			s->finished = 1;
+			call_done(s);
+			if (!s->half_closed)
+				s->reset_after = NGHTTP2_NO_ERROR + 1;
 			return 0;
 		}
 		s->deferred = 1;
@@ -882,6 +1029,19 @@ static void sub_free(struct gsub *m)
 	free(m);
 }
 
+static void sub_unlist(struct gsub *m)
+{
+	struct gstream *s = m->s;
+
+	if (m->sprev)
+		m->sprev->snext = m->snext;
+	else
+		s->subs = m->snext;
+	if (m->snext)
+		m->snext->sprev = m->sprev;
+	s->sub_bytes -= m->len;
+}
+
 /* One complete message of the stream. */
 static void stream_message(struct gstream *s, const uint8_t *msg, size_t n, int compressed)
 {
@@ -926,10 +1086,17 @@ static void stream_message(struct gstream *s, const uint8_t *msg, size_t n, int 
 	m->req.t_arrive = serve_now_ns();
 	m->req.done = stream_infer_done;
 	m->req.done_arg = m;
+	m->len = len;
 	pthread_mutex_lock(&s->conn->lock);
 	s->conn->pending++;
 	s->infer_pending++;
 	pthread_mutex_unlock(&s->conn->lock);
+	/* Listed before it is queued: a cancel may come before it is done. */
+	m->snext = s->subs;
+	if (s->subs)
+		s->subs->sprev = m;
+	s->subs = m;
+	s->sub_bytes += len;
 	st = repository_infer(s->conn->srv->repo, rq->model_name, v, m->body, len, (long long)hl,
 			      &m->req, err);
 	if (st) {
@@ -937,6 +1104,7 @@ static void stream_message(struct gstream *s, const uint8_t *msg, size_t n, int 
 		s->conn->pending--;
 		s->infer_pending--;
 		pthread_mutex_unlock(&s->conn->lock);
+		sub_unlist(m);
 		stream_error(s, status_to_grpc(st), err, rq->model_name, rq->id);
 		sub_free(m);
 	}
@@ -1010,6 +1178,51 @@ static void stream_data(struct gstream *s, const uint8_t *data, size_t len)
 			}
 		}
 	}
+	/* A message begun and not ended is on the clock (body_timeout_ms). */
+	if (!s->len)
+		s->t_body = 0;
+	else if (!s->t_body)
+		s->t_body = serve_now_ns();
+}
+
+/* Bytes of a backlogged stream kept unread (not consumed) until it shrinks. */
+static int stream_hold(struct gstream *s, const uint8_t *data, size_t len)
+{
+	if (s->held_len + len > s->held_cap) {
+		size_t cap = s->held_cap ? s->held_cap : 16384;
+		uint8_t *p;
+
+		while (cap < s->held_len + len)
+			cap *= 2;
+		p = realloc(s->held, cap);
+		if (!p)
+			return -1;
+		s->held = p;
+		s->held_cap = cap;
+	}
+	memcpy(s->held + s->held_len, data, len);
+	s->held_len += len;
+	return 0;
+}
+
+static void stream_end(struct gstream *s);
+
+/* The held bytes, as far as the backlog allows now (the connection thread's pass). */
+static void stream_unhold(struct gstream *s)
+{
+	size_t off = 0;
+
+	while (off < s->held_len && !stream_backlogged(s)) {
+		size_t n = s->held_len - off < 16384 ? s->held_len - off : 16384;
+
+		stream_data(s, s->held + off, n);
+		off += n;
+	}
+	memmove(s->held, s->held + off, s->held_len - off);
+	s->held_len -= off;
+	stream_account(s);
+	if (!s->held_len && s->half_closed)
+		stream_end(s);
 }
 
 /* The request headers of a ModelStreamInfer call: answer with ours now. */
@@ -1026,8 +1239,9 @@ static void stream_begin(struct gstream *s)
 	srv->in_flight++;
 	pthread_mutex_unlock(&srv->lock);
 	s->counted = 1;
+	s->t_body = 0;	/* from now on, per message */
 	if (!call_allowed(s, "ModelStreamInfer"))
-		return;	/* answered; the messages that follow are dropped */
+		return;	/* answered; the caller refuses the rest */
 	s->streaming = 2;	/* answering */
 	dp.source.ptr = s;
 	dp.read_callback = read_stream;
@@ -1038,9 +1252,13 @@ static void stream_begin(struct gstream *s)
 static void stream_end(struct gstream *s)
 {
 	s->half_closed = 1;
+	if (s->held_len)
+		return;	/* checked once the held messages are taken (stream_unhold) */
 	if (s->len)
 		stream_error(s, GRPC_INVALID_ARGUMENT, "the stream ended inside a message", NULL, NULL);
 	s->len = 0;
+	s->t_body = 0;
+	stream_account(s);
 	stream_kick(s);
 }
 
@@ -1306,17 +1524,8 @@ static void dispatch(struct gstream *s)
 	srv->in_flight++;
 	pthread_mutex_unlock(&srv->lock);
 	s->counted = 1;
-	if (strncmp(s->path, SERVICE, strlen(SERVICE))) {
-		respond_error(s, GRPC_UNIMPLEMENTED, "unknown service");
-		return;
-	}
+	/* The service and the token were checked on the headers (call_headers). */
 	method = s->path + strlen(SERVICE);
-	if (!call_allowed(s, method))
-		return;
-	if (s->too_large) {
-		respond_error(s, GRPC_RESOURCE_EXHAUSTED, "the message exceeds the server's limit");
-		return;
-	}
 	if (s->len < 5) {
 		respond_error(s, GRPC_INVALID_ARGUMENT, "no gRPC message in the request");
 		return;
@@ -1453,10 +1662,12 @@ static int on_begin_headers(nghttp2_session *session, const nghttp2_frame *frame
 		return NGHTTP2_ERR_CALLBACK_FAILURE;
 	s->conn = c;
 	s->id = frame->hd.stream_id;
+	s->t_body = serve_now_ns();
 	s->next = c->streams;
 	if (c->streams)
 		c->streams->prev = s;
 	c->streams = s;
+	atomic_fetch_add(&c->nstreams, 1);
 	nghttp2_session_set_stream_user_data(session, s->id, s);
 	return 0;
 }
@@ -1484,17 +1695,34 @@ static int on_data_chunk(nghttp2_session *session, uint8_t flags, int32_t stream
 {
 	struct gconn *c = user_data;
 	struct gstream *s = nghttp2_session_get_stream_user_data(session, stream_id);
+	int ended = flags & NGHTTP2_FLAG_END_STREAM;
 
-	(void)flags;
-	if (s && s->streaming) {
-		if (s->streaming == 2)
-			stream_data(s, data, len);
+	if (!s || s->refused || s->finished || s->dispatched ||
+	    (s->streaming && atomic_load(&c->srv->draining))) {
+		/* Dropped unread: given back to the windows at once. */
+		nghttp2_session_consume(session, stream_id, len);
 		return 0;
 	}
-	if (!s || s->too_large)
+	if (s->streaming) {
+		if (s->held_len || stream_backlogged(s)) {
+			if (stream_hold(s, data, len)) {
+				nghttp2_session_consume(session, stream_id, len);
+				stream_error(s, GRPC_INTERNAL, "out of memory", NULL, NULL);
+				return 0;
+			}
+		} else {
+			stream_data(s, data, len);
+		}
+		s->owed += len;
+		s->owed_conn += len;
+		stream_account(s);
+		conn_repay(c);
 		return 0;
+	}
 	if (s->len + len > c->srv->o.max_message_bytes) {
-		s->too_large = 1;
+		nghttp2_session_consume(session, stream_id, len);
+		respond_error(s, GRPC_RESOURCE_EXHAUSTED, "the message exceeds the server's limit");
+		stream_refuse(s, ended);
 		return 0;
 	}
 	if (s->len + len > s->cap) {
@@ -1505,7 +1733,9 @@ static int on_data_chunk(nghttp2_session *session, uint8_t flags, int32_t stream
 			cap *= 2;
 		nb = realloc(s->body, cap);
 		if (!nb) {
-			s->too_large = 1;
+			nghttp2_session_consume(session, stream_id, len);
+			respond_error(s, GRPC_INTERNAL, "out of memory");
+			stream_refuse(s, ended);
 			return 0;
 		}
 		s->body = nb;
@@ -1513,33 +1743,90 @@ static int on_data_chunk(nghttp2_session *session, uint8_t flags, int32_t stream
 	}
 	memcpy(s->body + s->len, data, len);
 	s->len += len;
+	s->owed += len;
+	s->owed_conn += len;
+	stream_account(s);
+	conn_repay(c);
 	return 0;
+}
+
+/*
+ * A call's headers, complete: the service, the draining state and the
+ * token are checked now, so a refused call is answered at once and its
+ * DATA is never buffered.
+ */
+static void call_headers(struct gstream *s, int ended)
+{
+	if (atomic_load(&s->conn->srv->draining)) {
+		respond_error(s, GRPC_UNAVAILABLE, "the server is shutting down");
+		stream_refuse(s, ended);
+		return;
+	}
+	if (strncmp(s->path, SERVICE, strlen(SERVICE))) {
+		respond_error(s, GRPC_UNIMPLEMENTED, "unknown service");
+		stream_refuse(s, ended);
+		return;
+	}
+	/* A streaming call is answered as its messages come, not at the end. */
+	if (!strcmp(s->path, SERVICE "ModelStreamInfer")) {
+		s->streaming = 1;
+		stream_begin(s);
+		if (s->streaming == 1)
+			stream_refuse(s, ended);
+		return;
+	}
+	if (!call_allowed(s, s->path + strlen(SERVICE)))
+		stream_refuse(s, ended);
 }
 
 static int on_frame_recv(nghttp2_session *session, const nghttp2_frame *frame, void *user_data)
 {
+	struct gconn *c = user_data;
 	struct gstream *s;
+	int ended = frame->hd.flags & NGHTTP2_FLAG_END_STREAM;
 
-	(void)user_data;
+	if (frame->hd.type == NGHTTP2_SETTINGS)
+		c->got_settings = 1;	/* the preface is complete */
 	if (frame->hd.type != NGHTTP2_DATA && frame->hd.type != NGHTTP2_HEADERS)
 		return 0;
 	s = nghttp2_session_get_stream_user_data(session, frame->hd.stream_id);
 	if (!s)
 		return 0;
-	/* A streaming call is answered as its messages come, not at the end. */
-	if (frame->hd.type == NGHTTP2_HEADERS && frame->headers.cat == NGHTTP2_HCAT_REQUEST &&
-	    !strcmp(s->path, SERVICE "ModelStreamInfer")) {
-		s->streaming = 1;
-		stream_begin(s);
+	if (frame->hd.type == NGHTTP2_HEADERS && frame->headers.cat == NGHTTP2_HCAT_REQUEST)
+		call_headers(s, ended);
+	if (ended && (s->refused || s->finished)) {
+		s->reset_after = 0;	/* the client's side is done: nothing to reset */
+		return 0;
 	}
-	if (!(frame->hd.flags & NGHTTP2_FLAG_END_STREAM))
+	if (!ended || s->refused || s->dispatched)
 		return 0;
 	if (s->streaming) {
 		if (s->streaming == 2)
 			stream_end(s);
 		return 0;
 	}
+	s->dispatched = 1;
+	s->t_body = 0;
 	dispatch(s);
+	stream_drop_body(s);	/* decoded: the request's bytes are no longer held */
+	conn_repay(c);
+	return 0;
+}
+
+/* An answer is out: a stream whose client is still sending is reset now. */
+static int on_frame_send(nghttp2_session *session, const nghttp2_frame *frame, void *user_data)
+{
+	struct gstream *s;
+
+	(void)user_data;
+	if (frame->hd.type != NGHTTP2_HEADERS || !(frame->hd.flags & NGHTTP2_FLAG_END_STREAM))
+		return 0;
+	s = nghttp2_session_get_stream_user_data(session, frame->hd.stream_id);
+	if (s && s->reset_after) {
+		nghttp2_submit_rst_stream(session, NGHTTP2_FLAG_NONE, s->id,
+					  (uint32_t)s->reset_after - 1);
+		s->reset_after = 0;
+	}
 	return 0;
 }
 
@@ -1548,6 +1835,7 @@ static int on_stream_close(nghttp2_session *session, int32_t stream_id, uint32_t
 {
 	struct gconn *c = user_data;
 	struct gstream *s = nghttp2_session_get_stream_user_data(session, stream_id);
+	struct gsub *m;
 	int pending;
 
 	(void)error_code;
@@ -1561,7 +1849,17 @@ static int on_stream_close(nghttp2_session *session, int32_t stream_id, uint32_t
 	if (!pending) {
 		call_done(s);
 		stream_free(s);
+		return 0;
 	}
+	stream_drop_body(s);
+	/*
+	 * The client is gone (RST_STREAM) before the answer: work still queued
+	 * is dropped by the batcher; the stream is freed after its 'done'.
+	 */
+	if (!s->streaming)
+		atomic_store(&s->req.cancelled, true);
+	for (m = s->subs; m; m = m->snext)
+		atomic_store(&m->req.cancelled, true);
 	return 0;
 }
 
@@ -1586,6 +1884,7 @@ static void answer_done(struct gconn *c)
 
 		subs = m->next_done;
 		s = m->s;
+		sub_unlist(m);
 		pthread_mutex_lock(&c->lock);
 		left = --s->infer_pending;
 		c->pending--;
@@ -1658,14 +1957,14 @@ static int conn_pending(struct gconn *c)
 #ifdef NPU_SERVE_HAVE_GRPC_TLS
 /*
  * The TLS handshake, ALPN "h2" required (gRPC over TLS). A client that
- * speaks plaintext HTTP/2, offers no h2 or stalls past TLS_HANDSHAKE_MS is
- * logged and dropped; 0 when the connection may carry gRPC.
+ * speaks plaintext HTTP/2, offers no h2 or stalls past preface_timeout_ms
+ * (from the accept) is logged and dropped; 0 when the connection may carry gRPC.
  */
 static int tls_accept(struct gconn *c)
 {
 	static const gnutls_datum_t h2 = { (unsigned char *)"h2", 2 };
 	struct grpc_server *srv = c->srv;
-	uint64_t deadline = serve_now_ns() + TLS_HANDSHAKE_MS * 1000000ull;
+	uint64_t deadline = c->t_accept + (uint64_t)srv->o.preface_timeout_ms * 1000000ull;
 	gnutls_datum_t alpn = { 0 };
 	int r;
 
@@ -1694,12 +1993,12 @@ static int tls_accept(struct gconn *c)
 			return -1;
 		}
 		pthread_mutex_lock(&srv->lock);
-		stop = srv->stop;
+		stop = srv->stop || c->evicted;
 		pthread_mutex_unlock(&srv->lock);
 		if (stop || serve_now_ns() > deadline) {
 			if (!stop)
 				serve_log(SERVE_LOG_INFO, "gRPC: TLS handshake not finished within %d ms: dropped",
-					  TLS_HANDSHAKE_MS);
+					  srv->o.preface_timeout_ms);
 			return -1;
 		}
 		if (gnutls_record_get_direction(c->tls))
@@ -1717,15 +2016,95 @@ static int tls_accept(struct gconn *c)
 }
 #endif
 
+/*
+ * Once per turn of a connection's loop: messages held for a backlog that
+ * has shrunk, requests past body_timeout_ms, and the windows.
+ */
+static void conn_service(struct gconn *c)
+{
+	struct grpc_server *srv = c->srv;
+	uint64_t now = serve_now_ns(), limit = (uint64_t)srv->o.body_timeout_ms * 1000000ull;
+	int draining = atomic_load(&srv->draining);
+	struct gstream *s;
+
+	for (s = c->streams; s; s = s->next) {
+		if (s->closed || s->refused || s->finished)
+			continue;
+		if (s->held_len && draining) {
+			s->held_len = 0;	/* no new work while draining */
+			stream_account(s);
+			stream_kick(s);
+		} else if (s->held_len && !stream_backlogged(s)) {
+			stream_unhold(s);
+		}
+		/* t_body may be later than 'now': set by stream_unhold just above. */
+		if (s->t_body && now > s->t_body && now - s->t_body > limit) {
+			char msg[96];
+
+			snprintf(msg, sizeof(msg), "the request did not end within %d s (%s)",
+				 srv->o.body_timeout_ms / 1000, s->streaming ? "a message" : "its body");
+			serve_log(SERVE_LOG_INFO, "gRPC: stream %d: %s: reset", (int)s->id, msg);
+			if (s->streaming) {
+				stream_drop_body(s);
+				nghttp2_submit_rst_stream(c->session, NGHTTP2_FLAG_NONE, s->id,
+							  NGHTTP2_CANCEL);
+			} else {
+				respond_error(s, GRPC_DEADLINE_EXCEEDED, msg);
+				stream_refuse(s, 0);
+				s->reset_after = NGHTTP2_CANCEL + 1;
+			}
+		}
+	}
+	conn_repay(c);
+}
+
+/*
+ * GOAWAY for a connection: on drain a shutdown notice, then after
+ * DRAIN_GOAWAY_MS the final one with the last stream we took (new calls
+ * in between are refused, UNAVAILABLE); on idleness the final one at once.
+ */
+static void conn_goaway(struct gconn *c, uint64_t now)
+{
+	struct grpc_server *srv = c->srv;
+	struct gstream *s;
+
+	if (atomic_load(&srv->draining) && c->drain == 0) {
+		nghttp2_submit_shutdown_notice(c->session);
+		c->drain = 1;
+		c->t_drain = now;
+		for (s = c->streams; s; s = s->next)
+			if (s->streaming == 2)
+				stream_kick(s);	/* an idle stream can end now */
+	}
+	if (c->drain == 1 && now - c->t_drain >= DRAIN_GOAWAY_MS * 1000000ull) {
+		nghttp2_submit_goaway(c->session, NGHTTP2_FLAG_NONE,
+				      nghttp2_session_get_last_proc_stream_id(c->session),
+				      NGHTTP2_NO_ERROR, NULL, 0);
+		c->drain = 2;
+	}
+	if (!c->drain && !c->closing && c->got_settings && !atomic_load(&c->nstreams) &&
+	    now - c->t_idle > (uint64_t)srv->o.idle_timeout_ms * 1000000ull) {
+		static const char why[] = "idle";
+
+		nghttp2_submit_goaway(c->session, NGHTTP2_FLAG_NONE,
+				      nghttp2_session_get_last_proc_stream_id(c->session),
+				      NGHTTP2_NO_ERROR, (const uint8_t *)why, sizeof(why) - 1);
+		c->closing = 1;
+	}
+}
+
+/* A connection, from the TLS handshake to its close; frees c. */
 static void *conn_main(void *arg)
 {
 	struct gconn *c = arg;
 	struct grpc_server *srv = c->srv;
 	nghttp2_session_callbacks *cb;
+	nghttp2_option *opt;
 	nghttp2_settings_entry settings[] = {
-		{ NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, 256 },
-		{ NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, 1 << 24 },
+		{ NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, (uint32_t)srv->o.max_streams },
+		{ NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, (uint32_t)srv->o.stream_window_bytes },
 	};
+	uint64_t preface_ns = (uint64_t)srv->o.preface_timeout_ms * 1000000ull;
 	uint8_t buf[16384];
 
 #ifdef NPU_SERVE_HAVE_GRPC_TLS
@@ -1739,28 +2118,46 @@ static void *conn_main(void *arg)
 	nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cb, on_data_chunk);
 	nghttp2_session_callbacks_set_on_frame_recv_callback(cb, on_frame_recv);
 	nghttp2_session_callbacks_set_on_stream_close_callback(cb, on_stream_close);
-	nghttp2_session_server_new(&c->session, cb, c);
+	nghttp2_session_callbacks_set_on_frame_send_callback(cb, on_frame_send);
+	/* Windows move only for bytes taken into a bounded buffer (conn_repay). */
+	nghttp2_option_new(&opt);
+	nghttp2_option_set_no_auto_window_update(opt, 1);
+	nghttp2_session_server_new2(&c->session, cb, c, opt);
+	nghttp2_option_del(opt);
 	nghttp2_session_callbacks_del(cb);
 	nghttp2_submit_settings(c->session, NGHTTP2_FLAG_NONE, settings, 2);
-	nghttp2_session_set_local_window_size(c->session, NGHTTP2_FLAG_NONE, 0, 1 << 24);
+	nghttp2_session_set_local_window_size(c->session, NGHTTP2_FLAG_NONE, 0,
+					      (int32_t)srv->o.connection_window_bytes);
 	for (;;) {
 		struct pollfd p[2] = {
 			{ c->fd, POLLIN, 0 },
 			{ c->efd, POLLIN, 0 },
 		};
+		uint64_t now = serve_now_ns();
 		int stop;
 
+		pthread_mutex_lock(&srv->lock);
+		stop = srv->stop || c->evicted;
+		pthread_mutex_unlock(&srv->lock);
+		if (stop)
+			break;
+		if (!c->got_settings && now - c->t_accept > preface_ns) {
+			serve_log(SERVE_LOG_INFO, "gRPC: no HTTP/2 preface within %d ms: closed",
+				  srv->o.preface_timeout_ms);
+			break;
+		}
+		conn_goaway(c, now);
+		conn_service(c);
 		if (nghttp2_session_send(c->session))
 			break;
 		if (!nghttp2_session_want_read(c->session) && !nghttp2_session_want_write(c->session))
 			break;
+		/* After the last GOAWAY: closed once it is written and no stream is left. */
+		if ((c->closing || (c->drain == 2 && !atomic_load(&c->nstreams))) &&
+		    !nghttp2_session_want_write(c->session))
+			break;
 		if (nghttp2_session_want_write(c->session))
 			p[0].events |= POLLOUT;
-		pthread_mutex_lock(&srv->lock);
-		stop = srv->stop;
-		pthread_mutex_unlock(&srv->lock);
-		if (stop)
-			break;
 		if (poll(p, 2, conn_pending(c) ? 0 : 500) < 0 && errno != EINTR)
 			break;
 		if (p[1].revents & POLLIN)
@@ -1788,6 +2185,7 @@ static void *conn_main(void *arg)
 	}
 	pthread_mutex_unlock(&c->lock);
 	nghttp2_session_del(c->session);
+	c->session = NULL;
 	while (c->streams) {	/* streams the session did not close */
 		call_done(c->streams);
 		stream_free(c->streams);
@@ -1800,8 +2198,7 @@ drop:
 		gnutls_deinit(c->tls);
 	}
 #endif
-	close(c->fd);
-	close(c->efd);
+	/* Unlisted before the close: the acceptor may shut the fd down while listed. */
 	pthread_mutex_lock(&srv->lock);
 	{
 		struct gconn **pp;
@@ -1812,64 +2209,159 @@ drop:
 				break;
 			}
 	}
+	if (c->evicted)
+		srv->evicting--;
 	srv->conns--;
 	pthread_cond_broadcast(&srv->cond);
 	pthread_mutex_unlock(&srv->lock);
+	close(c->fd);
+	close(c->efd);
 	pthread_cond_destroy(&c->cond);
 	pthread_mutex_destroy(&c->lock);
 	free(c);
 	return NULL;
 }
 
+/*
+ * Room for a connection from 'peer' (under srv->lock): at most
+ * max_connections_per_client from one address; at max_connections the
+ * oldest connection with no open stream is closed for it (a silent or idle
+ * client yields to a newcomer), and only when every connection has a call
+ * open is the newcomer refused.
+ */
+static int conn_admit(struct grpc_server *srv, uint32_t peer)
+{
+	struct gconn *c, *oldest = NULL;
+	int same = 0;
+
+	if (srv->stop || atomic_load(&srv->draining))
+		return 0;
+	for (c = srv->conn_list; c; c = c->next) {
+		if (c->evicted)
+			continue;
+		same += c->peer == peer;
+		if (!atomic_load(&c->nstreams))
+			oldest = c;	/* the list is newest first */
+	}
+	if (same >= srv->o.max_connections_per_client)
+		return 0;
+	if (srv->conns - srv->evicting < srv->o.max_connections)
+		return 1;
+	if (!oldest)
+		return 0;
+	oldest->evicted = 1;
+	srv->evicting++;
+	shutdown(oldest->fd, SHUT_RDWR);	/* its thread wakes and closes it */
+	return 1;
+}
+
+static struct gconn *conn_new(struct grpc_server *srv, int fd, uint32_t peer)
+{
+	struct gconn *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return NULL;
+	c->srv = srv;
+	c->fd = fd;
+	c->peer = peer;
+	c->t_accept = c->t_idle = serve_now_ns();
+	atomic_init(&c->nstreams, 0);
+	c->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (c->efd < 0) {
+		free(c);
+		return NULL;
+	}
+	pthread_mutex_init(&c->lock, NULL);
+	pthread_cond_init(&c->cond, NULL);
+	return c;
+}
+
+/*
+ * Out of fds or memory (EMFILE, ENFILE, ENOBUFS, ENOMEM...) for a
+ * connection: wait for resources, never give up; logged once per burst
+ * (it ends when connections are served with no failure for a second).
+ */
+static void accept_backoff(uint64_t *burst, int err)
+{
+	if (!*burst)
+		serve_log(SERVE_LOG_WARN, "gRPC: cannot accept a connection: %s; retrying every %d ms",
+			  strerror(err), ACCEPT_BACKOFF_MS);
+	*burst = serve_now_ns();
+	poll(NULL, 0, ACCEPT_BACKOFF_MS);
+}
+
 static void *accept_main(void *arg)
 {
 	struct grpc_server *srv = arg;
+	uint64_t burst = 0;	/* the last accept failure of a burst (ns) */
 
 	for (;;) {
-		int fd = accept4(srv->listen_fd, NULL, NULL, SOCK_CLOEXEC), one = 1;
+		struct sockaddr_in peer;
+		socklen_t plen = sizeof(peer);
+		int fd = accept4(srv->listen_fd, (struct sockaddr *)&peer, &plen, SOCK_CLOEXEC), one = 1;
 		struct gconn *c;
 		pthread_t t;
 		pthread_attr_t attr;
+		int admit, refused_peer = 0;
 
 		if (fd < 0) {
-			if (errno == EINTR || errno == ECONNABORTED)
+			int e = errno;
+
+			if (atomic_load(&srv->draining))
+				break;	/* closed by grpc_quiesce */
+			if (e == EINTR || e == ECONNABORTED)
 				continue;
-			break;	/* closed by grpc_quiesce */
-		}
-		pthread_mutex_lock(&srv->lock);
-		if (srv->stop || srv->conns >= srv->o.max_connections) {
-			pthread_mutex_unlock(&srv->lock);
-			close(fd);
+			accept_backoff(&burst, e);
 			continue;
 		}
+		pthread_mutex_lock(&srv->lock);
+		admit = conn_admit(srv, peer.sin_addr.s_addr);
+		c = admit ? conn_new(srv, fd, peer.sin_addr.s_addr) : NULL;
+		if (c) {
+			srv->conns++;
+			c->next = srv->conn_list;
+			srv->conn_list = c;
+		}
+		refused_peer = !admit;
 		pthread_mutex_unlock(&srv->lock);
+		if (!c) {
+			int e = errno;
+
+			close(fd);
+			if (refused_peer)
+				serve_log(SERVE_LOG_DEBUG, "gRPC: a connection refused (per-client or global cap)");
+			else
+				accept_backoff(&burst, e);	/* no fd for its eventfd, or no memory */
+			continue;
+		}
 		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 		fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
-		c = calloc(1, sizeof(*c));
-		if (!c) {
-			close(fd);
-			continue;
-		}
-		c->srv = srv;
-		c->fd = fd;
-		c->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-		pthread_mutex_init(&c->lock, NULL);
-		pthread_cond_init(&c->cond, NULL);
-		pthread_mutex_lock(&srv->lock);
-		srv->conns++;
-		c->next = srv->conn_list;
-		srv->conn_list = c;
-		pthread_mutex_unlock(&srv->lock);
 		pthread_attr_init(&attr);
 		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-		if (c->efd < 0 || pthread_create(&t, &attr, conn_main, c)) {
+		if (!pthread_create(&t, &attr, conn_main, c)) {
+			if (burst && serve_now_ns() - burst > 1000000000ull) {
+				serve_log(SERVE_LOG_INFO, "gRPC: accepting connections again");
+				burst = 0;
+			}
+		} else {
 			pthread_mutex_lock(&srv->lock);
+			{
+				struct gconn **pp;
+
+				for (pp = &srv->conn_list; *pp; pp = &(*pp)->next)
+					if (*pp == c) {
+						*pp = c->next;
+						break;
+					}
+			}
+			if (c->evicted)
+				srv->evicting--;
 			srv->conns--;
-			srv->conn_list = c->next;
 			pthread_mutex_unlock(&srv->lock);
-			if (c->efd >= 0)
-				close(c->efd);
+			close(c->efd);
 			close(fd);
+			pthread_cond_destroy(&c->cond);
+			pthread_mutex_destroy(&c->lock);
 			free(c);
 		}
 		pthread_attr_destroy(&attr);
@@ -1889,6 +2381,40 @@ static void grpc_free_tls(struct grpc_server *s)
 #endif
 }
 
+/* The limits left 0 get their defaults (grpc.h). */
+static void grpc_defaults(struct grpc_options *o)
+{
+	if (!o->max_message_bytes)
+		o->max_message_bytes = 64u << 20;
+	if (!o->max_connections)
+		o->max_connections = 256;
+	if (!o->max_connections_per_client)
+		o->max_connections_per_client = 64;
+	if (!o->max_streams)
+		o->max_streams = 64;
+	if (!o->stream_window_bytes)
+		o->stream_window_bytes = 1u << 20;
+	if (!o->connection_window_bytes)
+		o->connection_window_bytes = 4u << 20;
+	/* HTTP/2 windows are 31-bit. */
+	if (o->stream_window_bytes > 0x7fffffff)
+		o->stream_window_bytes = 0x7fffffff;
+	if (o->connection_window_bytes > 0x7fffffff)
+		o->connection_window_bytes = 0x7fffffff;
+	if (!o->max_connection_buffer_bytes)
+		o->max_connection_buffer_bytes = 2 * o->max_message_bytes;
+	if (!o->max_buffer_bytes)
+		o->max_buffer_bytes = 4 * o->max_message_bytes;
+	if (!o->max_stream_pending_bytes)
+		o->max_stream_pending_bytes = o->max_message_bytes;
+	if (!o->preface_timeout_ms)
+		o->preface_timeout_ms = 10000;
+	if (!o->idle_timeout_ms)
+		o->idle_timeout_ms = 300000;
+	if (!o->body_timeout_ms)
+		o->body_timeout_ms = 60000;
+}
+
 int grpc_start(struct repository *repo, const struct grpc_options *o,
 	       struct grpc_server **out, char *err)
 {
@@ -1902,10 +2428,7 @@ int grpc_start(struct repository *repo, const struct grpc_options *o,
 		return serve_err(err, SERVE_INTERNAL, "out of memory");
 	s->repo = repo;
 	s->o = *o;
-	if (!s->o.max_message_bytes)
-		s->o.max_message_bytes = 64u << 20;
-	if (!s->o.max_connections)
-		s->o.max_connections = 256;
+	grpc_defaults(&s->o);
 	memset(&addr, 0, sizeof(addr));
 	addr.sin_family = AF_INET;
 	addr.sin_port = htons((uint16_t)o->port);
@@ -1940,7 +2463,7 @@ int grpc_start(struct repository *repo, const struct grpc_options *o,
 			r = gnutls_certificate_set_x509_key_mem(s->cred, &cert, &key,
 								GNUTLS_X509_FMT_PEM);
 		if (!r)
-			r = gnutls_priority_init(&s->priority, NULL, NULL);
+			r = gnutls_priority_init(&s->priority, SERVE_TLS_PRIORITIES, NULL);
 		if (r) {
 			int st = serve_err(err, SERVE_INVALID,
 					   "TLS: the certificate or key (--tls-cert, --tls-key): %s",
@@ -1980,6 +2503,8 @@ void grpc_quiesce(struct grpc_server *s)
 {
 	if (!s || !s->accepting)
 		return;
+	/* Each connection's thread sends GOAWAY on its next turn (conn_goaway). */
+	atomic_store(&s->draining, 1);
 	shutdown(s->listen_fd, SHUT_RDWR);
 	pthread_join(s->acceptor, NULL);
 	close(s->listen_fd);
@@ -2033,4 +2558,35 @@ void grpc_stop(struct grpc_server *s)
 	pthread_mutex_destroy(&s->lock);
 	grpc_free_tls(s);
 	free(s);
+}
+
+int grpc_serve_connection(struct repository *repo, const struct grpc_options *o, int fd)
+{
+	struct grpc_server *s = calloc(1, sizeof(*s));
+	struct gconn *c;
+
+	if (!s) {
+		close(fd);
+		return -1;
+	}
+	s->repo = repo;
+	s->o = *o;
+	s->o.tls_cert_pem = s->o.tls_key_pem = NULL;
+	grpc_defaults(&s->o);
+	s->listen_fd = -1;
+	pthread_mutex_init(&s->lock, NULL);
+	pthread_cond_init(&s->cond, NULL);
+	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+	c = conn_new(s, fd, 0);
+	if (!c) {
+		close(fd);
+	} else {
+		s->conns = 1;
+		s->conn_list = c;
+		conn_main(c);
+	}
+	pthread_cond_destroy(&s->cond);
+	pthread_mutex_destroy(&s->lock);
+	free(s);
+	return c ? 0 : -1;
 }

@@ -5,6 +5,7 @@
  * and dynamic batching. Flags follow Triton's names.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,6 +45,17 @@ static void usage(FILE *out)
 		"  --metrics-port N           also serve /metrics on this port (default 8002; 0: any; -1: off)\n"
 		"  --allow-metrics=false      no /metrics anywhere\n"
 		"  --grpc-port N              gRPC port (default 8001; 0: any free port; -1: off)\n"
+		"  --grpc-max-connections N   gRPC connections (default 256; when full the oldest idle one\n"
+		"                             is closed for a newcomer)\n"
+		"  --grpc-max-connections-per-client N  from one address (default 64)\n"
+		"  --grpc-max-streams N       concurrent calls per gRPC connection (default 64)\n"
+		"  --grpc-max-buffer-bytes N  request bytes the gRPC connections hold in all\n"
+		"                             (default 4 x --http-max-body-bytes; half per connection)\n"
+		"  --grpc-stream-pending-bytes N  ModelStreamInfer answers waiting for a client that\n"
+		"                             does not read (default --http-max-body-bytes)\n"
+		"  --grpc-preface-timeout-secs N  TLS handshake and HTTP/2 preface (default 10)\n"
+		"  --grpc-idle-timeout-secs N     no call open: GOAWAY and close (default 300)\n"
+		"  --grpc-body-timeout-secs N     a request begun and not ended: reset (default 60)\n"
 		"  --model-control-mode M     none (default): load everything, no load/unload API;\n"
 		"                             explicit: load --load-model ones, load/unload API;\n"
 		"                             poll: load everything and follow changes on disk\n"
@@ -128,6 +140,47 @@ static int parse_bool(const char *flag, const char *v, int *out)
 	return 0;
 }
 
+#ifdef NPU_SERVE_HAVE_GRPC
+/* A --grpc-* limit (grpc.h); 0 when it was one, else -1 (said why). */
+static int grpc_flag(const char *flag, const char *val, struct grpc_options *go)
+{
+	static const struct {
+		const char *flag;
+		long lo, hi, scale;
+		size_t offset;
+		int is_size;
+	} limits[] = {
+		{ "--grpc-max-connections", 1, 65536, 1, offsetof(struct grpc_options, max_connections), 0 },
+		{ "--grpc-max-connections-per-client", 1, 65536, 1,
+		  offsetof(struct grpc_options, max_connections_per_client), 0 },
+		{ "--grpc-max-streams", 1, 65536, 1, offsetof(struct grpc_options, max_streams), 0 },
+		{ "--grpc-max-buffer-bytes", 1, 1L << 40, 1, offsetof(struct grpc_options, max_buffer_bytes), 1 },
+		{ "--grpc-stream-pending-bytes", 1, 1L << 40, 1,
+		  offsetof(struct grpc_options, max_stream_pending_bytes), 1 },
+		{ "--grpc-preface-timeout-secs", 1, 3600, 1000,
+		  offsetof(struct grpc_options, preface_timeout_ms), 0 },
+		{ "--grpc-idle-timeout-secs", 1, 86400, 1000, offsetof(struct grpc_options, idle_timeout_ms), 0 },
+		{ "--grpc-body-timeout-secs", 1, 86400, 1000, offsetof(struct grpc_options, body_timeout_ms), 0 },
+	};
+	size_t i;
+	long x;
+
+	for (i = 0; i < sizeof(limits) / sizeof(limits[0]); i++) {
+		if (strcmp(flag, limits[i].flag))
+			continue;
+		if (parse_int(flag, val, limits[i].lo, limits[i].hi, &x))
+			return -1;
+		if (limits[i].is_size)
+			*(size_t *)((char *)go + limits[i].offset) = (size_t)x;
+		else
+			*(int *)((char *)go + limits[i].offset) = (int)(x * limits[i].scale);
+		return 0;
+	}
+	fprintf(stderr, "npu serve: unknown option '%s'\n", flag);
+	return -1;
+}
+#endif
+
 int main(int argc, char **argv)
 {
 	struct repo_options ro = { .device = "cpu", .mode = CONTROL_NONE, .poll_secs = 15,
@@ -141,6 +194,9 @@ int main(int argc, char **argv)
 	struct repository *repo = NULL;
 	const char *port_file = NULL;
 	long metrics_port = 8002, grpc_port_flag = 8001, exit_timeout = 30, x;
+#ifdef NPU_SERVE_HAVE_GRPC
+	struct grpc_options go = { 0 };
+#endif
 	int allow_metrics = 1, i, sig;
 	static struct serve_auth auth;
 	/* Static: reachable (not leaked) when a bad flag returns early. */
@@ -247,6 +303,11 @@ int main(int argc, char **argv)
 		} else if (!strcmp(flag, "--grpc-port")) {
 			if (parse_int(flag, val, -1, 65535, &grpc_port_flag))
 				return 2;
+#ifdef NPU_SERVE_HAVE_GRPC
+		} else if (!strncmp(flag, "--grpc-", 7)) {
+			if (grpc_flag(flag, val, &go))
+				return 2;
+#endif
 		} else if (!strcmp(flag, "--model-control-mode")) {
 			if (!strcmp(val, "none"))
 				ro.mode = CONTROL_NONE;
@@ -379,10 +440,14 @@ int main(int argc, char **argv)
 		serve_log(SERVE_LOG_INFO, "metrics on %s:%d/metrics", ho.address, http_port(metrics));
 #ifdef NPU_SERVE_HAVE_GRPC
 	if (grpc_port_flag >= 0) {
-		struct grpc_options go = { .address = ho.address, .port = (int)grpc_port_flag,
-					   .max_message_bytes = ho.max_body_bytes, .auth = &auth,
-					   .tls_cert_pem = tls_cert, .tls_key_pem = tls_key };
-
+		go.address = ho.address;
+		go.port = (int)grpc_port_flag;
+		go.max_message_bytes = ho.max_body_bytes;
+		go.auth = &auth;
+		go.tls_cert_pem = tls_cert;
+		go.tls_key_pem = tls_key;
+		if (go.max_buffer_bytes && !go.max_connection_buffer_bytes)
+			go.max_connection_buffer_bytes = go.max_buffer_bytes / 2;
 		if (grpc_start(repo, &go, &grpc, err)) {
 			serve_log(SERVE_LOG_ERROR, "gRPC: %s", err);
 			http_stop(metrics);
