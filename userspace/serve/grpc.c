@@ -1996,9 +1996,11 @@ static int tls_accept(struct gconn *c)
 		stop = srv->stop || c->evicted;
 		pthread_mutex_unlock(&srv->lock);
 		if (stop || serve_now_ns() > deadline) {
-			if (!stop)
+			if (!stop) {
 				serve_log(SERVE_LOG_INFO, "gRPC: TLS handshake not finished within %d ms: dropped",
 					  srv->o.preface_timeout_ms);
+				metrics_limit_hit(LIMIT_GRPC_PREFACE_TIMEOUT);
+			}
 			return -1;
 		}
 		if (gnutls_record_get_direction(c->tls))
@@ -2044,6 +2046,7 @@ static void conn_service(struct gconn *c)
 			snprintf(msg, sizeof(msg), "the request did not end within %d s (%s)",
 				 srv->o.body_timeout_ms / 1000, s->streaming ? "a message" : "its body");
 			serve_log(SERVE_LOG_INFO, "gRPC: stream %d: %s: reset", (int)s->id, msg);
+			metrics_limit_hit(LIMIT_GRPC_BODY_TIMEOUT);
 			if (s->streaming) {
 				stream_drop_body(s);
 				nghttp2_submit_rst_stream(c->session, NGHTTP2_FLAG_NONE, s->id,
@@ -2086,6 +2089,7 @@ static void conn_goaway(struct gconn *c, uint64_t now)
 	    now - c->t_idle > (uint64_t)srv->o.idle_timeout_ms * 1000000ull) {
 		static const char why[] = "idle";
 
+		metrics_limit_hit(LIMIT_GRPC_IDLE_TIMEOUT);
 		nghttp2_submit_goaway(c->session, NGHTTP2_FLAG_NONE,
 				      nghttp2_session_get_last_proc_stream_id(c->session),
 				      NGHTTP2_NO_ERROR, (const uint8_t *)why, sizeof(why) - 1);
@@ -2144,6 +2148,7 @@ static void *conn_main(void *arg)
 		if (!c->got_settings && now - c->t_accept > preface_ns) {
 			serve_log(SERVE_LOG_INFO, "gRPC: no HTTP/2 preface within %d ms: closed",
 				  srv->o.preface_timeout_ms);
+			metrics_limit_hit(LIMIT_GRPC_PREFACE_TIMEOUT);
 			break;
 		}
 		conn_goaway(c, now);
@@ -2251,6 +2256,7 @@ static int conn_admit(struct grpc_server *srv, uint32_t peer)
 		return 0;
 	oldest->evicted = 1;
 	srv->evicting++;
+	metrics_limit_hit(LIMIT_GRPC_CONNECTIONS);
 	shutdown(oldest->fd, SHUT_RDWR);	/* its thread wakes and closes it */
 	return 1;
 }
@@ -2328,8 +2334,10 @@ static void *accept_main(void *arg)
 			int e = errno;
 
 			close(fd);
-			if (refused_peer)
+			if (refused_peer) {
 				serve_log(SERVE_LOG_DEBUG, "gRPC: a connection refused (per-client or global cap)");
+				metrics_limit_hit(LIMIT_GRPC_CONNECTIONS);
+			}
 			else
 				accept_backoff(&burst, e);	/* no fd for its eventfd, or no memory */
 			continue;

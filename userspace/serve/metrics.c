@@ -37,7 +37,6 @@ static const char *const limit_names[LIMIT_COUNT] = {
 	[LIMIT_GRPC_IDLE_TIMEOUT] = "grpc_idle_timeout",
 	[LIMIT_GRPC_CONNECTIONS] = "grpc_connections",
 	[LIMIT_GRPC_BODY_TIMEOUT] = "grpc_body_timeout",
-	[LIMIT_GRPC_BUFFER] = "grpc_buffer",
 };
 static uint64_t start_ns;
 

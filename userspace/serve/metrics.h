@@ -73,7 +73,6 @@ enum serve_limit {
 	LIMIT_GRPC_IDLE_TIMEOUT,	/* no stream for too long: closed */
 	LIMIT_GRPC_CONNECTIONS,		/* at a connection cap: closed or refused */
 	LIMIT_GRPC_BODY_TIMEOUT,	/* a call's message not complete in time: reset */
-	LIMIT_GRPC_BUFFER,		/* a stream or connection over its buffer bound */
 	LIMIT_COUNT
 };
 void metrics_limit_hit(enum serve_limit which);
