@@ -140,46 +140,77 @@ static int parse_bool(const char *flag, const char *v, int *out)
 	return 0;
 }
 
+/*
+ * A numeric limit flag: its range, the unit its field counts in (1000:
+ * seconds given, milliseconds kept) and where it goes in an options struct.
+ */
+struct limit_flag {
+	const char *flag;
+	long lo, hi, scale;
+	size_t offset;
+	enum { FIELD_INT, FIELD_UINT, FIELD_SIZE } type;
+};
+
+static const struct limit_flag http_limits[] = {
+	{ "--http-header-timeout-secs", 1, 86400, 1,
+	  offsetof(struct http_options, header_timeout_secs), FIELD_UINT },
+	{ "--http-body-timeout-secs", 1, 86400, 1,
+	  offsetof(struct http_options, body_timeout_secs), FIELD_UINT },
+	{ "--http-max-connections", 1, 65536, 1,
+	  offsetof(struct http_options, max_connections), FIELD_UINT },
+	{ "--http-max-connections-per-client", 1, 65536, 1,
+	  offsetof(struct http_options, per_client_connections), FIELD_UINT },
+	{ "--http-max-buffered-bytes", 1, 1L << 40, 1,
+	  offsetof(struct http_options, max_buffered_bytes), FIELD_SIZE },
+};
+
 #ifdef NPU_SERVE_HAVE_GRPC
-/* A --grpc-* limit (grpc.h); 0 when it was one, else -1 (said why). */
-static int grpc_flag(const char *flag, const char *val, struct grpc_options *go)
+static const struct limit_flag grpc_limits[] = {
+	{ "--grpc-max-connections", 1, 65536, 1, offsetof(struct grpc_options, max_connections),
+	  FIELD_INT },
+	{ "--grpc-max-connections-per-client", 1, 65536, 1,
+	  offsetof(struct grpc_options, max_connections_per_client), FIELD_INT },
+	{ "--grpc-max-streams", 1, 65536, 1, offsetof(struct grpc_options, max_streams), FIELD_INT },
+	{ "--grpc-max-buffer-bytes", 1, 1L << 40, 1, offsetof(struct grpc_options, max_buffer_bytes),
+	  FIELD_SIZE },
+	{ "--grpc-stream-pending-bytes", 1, 1L << 40, 1,
+	  offsetof(struct grpc_options, max_stream_pending_bytes), FIELD_SIZE },
+	{ "--grpc-preface-timeout-secs", 1, 3600, 1000,
+	  offsetof(struct grpc_options, preface_timeout_ms), FIELD_INT },
+	{ "--grpc-idle-timeout-secs", 1, 86400, 1000, offsetof(struct grpc_options, idle_timeout_ms),
+	  FIELD_INT },
+	{ "--grpc-body-timeout-secs", 1, 86400, 1000, offsetof(struct grpc_options, body_timeout_ms),
+	  FIELD_INT },
+};
+#endif
+
+/*
+ * Set 'flag' if the table has it: 1 when it was one of them, 0 when not,
+ * -1 when its value is bad (said why).
+ */
+static int set_limit_flag(const struct limit_flag *table, size_t n, const char *flag,
+			  const char *val, void *options)
 {
-	static const struct {
-		const char *flag;
-		long lo, hi, scale;
-		size_t offset;
-		int is_size;
-	} limits[] = {
-		{ "--grpc-max-connections", 1, 65536, 1, offsetof(struct grpc_options, max_connections), 0 },
-		{ "--grpc-max-connections-per-client", 1, 65536, 1,
-		  offsetof(struct grpc_options, max_connections_per_client), 0 },
-		{ "--grpc-max-streams", 1, 65536, 1, offsetof(struct grpc_options, max_streams), 0 },
-		{ "--grpc-max-buffer-bytes", 1, 1L << 40, 1, offsetof(struct grpc_options, max_buffer_bytes), 1 },
-		{ "--grpc-stream-pending-bytes", 1, 1L << 40, 1,
-		  offsetof(struct grpc_options, max_stream_pending_bytes), 1 },
-		{ "--grpc-preface-timeout-secs", 1, 3600, 1000,
-		  offsetof(struct grpc_options, preface_timeout_ms), 0 },
-		{ "--grpc-idle-timeout-secs", 1, 86400, 1000, offsetof(struct grpc_options, idle_timeout_ms), 0 },
-		{ "--grpc-body-timeout-secs", 1, 86400, 1000, offsetof(struct grpc_options, body_timeout_ms), 0 },
-	};
+	char *field;
 	size_t i;
 	long x;
 
-	for (i = 0; i < sizeof(limits) / sizeof(limits[0]); i++) {
-		if (strcmp(flag, limits[i].flag))
+	for (i = 0; i < n; i++) {
+		if (strcmp(flag, table[i].flag))
 			continue;
-		if (parse_int(flag, val, limits[i].lo, limits[i].hi, &x))
+		if (parse_int(flag, val, table[i].lo, table[i].hi, &x))
 			return -1;
-		if (limits[i].is_size)
-			*(size_t *)((char *)go + limits[i].offset) = (size_t)x;
+		field = (char *)options + table[i].offset;
+		if (table[i].type == FIELD_SIZE)
+			*(size_t *)field = (size_t)x;
+		else if (table[i].type == FIELD_UINT)
+			*(unsigned int *)field = (unsigned int)(x * table[i].scale);
 		else
-			*(int *)((char *)go + limits[i].offset) = (int)(x * limits[i].scale);
-		return 0;
+			*(int *)field = (int)(x * table[i].scale);
+		return 1;
 	}
-	fprintf(stderr, "npu serve: unknown option '%s'\n", flag);
-	return -1;
+	return 0;
 }
-#endif
 
 int main(int argc, char **argv)
 {
@@ -197,7 +228,7 @@ int main(int argc, char **argv)
 #ifdef NPU_SERVE_HAVE_GRPC
 	struct grpc_options go = { 0 };
 #endif
-	int allow_metrics = 1, i, sig;
+	int allow_metrics = 1, i, sig, st;
 	static struct serve_auth auth;
 	/* Static: reachable (not leaked) when a bad flag returns early. */
 	static char *tls_cert, *tls_key;
@@ -250,6 +281,17 @@ int main(int argc, char **argv)
 			}
 			val = argv[++i];
 		}
+		st = set_limit_flag(http_limits, sizeof(http_limits) / sizeof(http_limits[0]), flag,
+				    val, &ho);
+#ifdef NPU_SERVE_HAVE_GRPC
+		if (!st)
+			st = set_limit_flag(grpc_limits, sizeof(grpc_limits) / sizeof(grpc_limits[0]),
+					    flag, val, &go);
+#endif
+		if (st < 0)
+			return 2;
+		if (st > 0)
+			continue;
 		if (!strcmp(flag, "--model-repository") || !strcmp(flag, "--model-store")) {
 			ro.path = val;
 		} else if (!strcmp(flag, "--http-port")) {
@@ -270,26 +312,6 @@ int main(int argc, char **argv)
 			if (parse_int(flag, val, 1, 86400, &x))
 				return 2;
 			ho.timeout_secs = (unsigned int)x;
-		} else if (!strcmp(flag, "--http-header-timeout-secs") ||
-			   !strcmp(flag, "--http-body-timeout-secs")) {
-			if (parse_int(flag, val, 1, 86400, &x))
-				return 2;
-			if (flag[7] == 'h')
-				ho.header_timeout_secs = (unsigned int)x;
-			else
-				ho.body_timeout_secs = (unsigned int)x;
-		} else if (!strcmp(flag, "--http-max-connections")) {
-			if (parse_int(flag, val, 1, 65536, &x))
-				return 2;
-			ho.max_connections = (unsigned int)x;
-		} else if (!strcmp(flag, "--http-max-connections-per-client")) {
-			if (parse_int(flag, val, 1, 65536, &x))
-				return 2;
-			ho.per_client_connections = (unsigned int)x;
-		} else if (!strcmp(flag, "--http-max-buffered-bytes")) {
-			if (parse_int(flag, val, 1, 1L << 40, &x))
-				return 2;
-			ho.max_buffered_bytes = (size_t)x;
 		} else if (!strcmp(flag, "--allowed-host")) {
 			if (ho.num_allowed_hosts >= sizeof(allowed_hosts) / sizeof(allowed_hosts[0])) {
 				fprintf(stderr, "npu serve: more than 64 --allowed-host\n");
@@ -303,11 +325,6 @@ int main(int argc, char **argv)
 		} else if (!strcmp(flag, "--grpc-port")) {
 			if (parse_int(flag, val, -1, 65535, &grpc_port_flag))
 				return 2;
-#ifdef NPU_SERVE_HAVE_GRPC
-		} else if (!strncmp(flag, "--grpc-", 7)) {
-			if (grpc_flag(flag, val, &go))
-				return 2;
-#endif
 		} else if (!strcmp(flag, "--model-control-mode")) {
 			if (!strcmp(val, "none"))
 				ro.mode = CONTROL_NONE;
