@@ -25,7 +25,7 @@ struct grpc_options {
 	int max_connections;
 	int max_connections_per_client;
 	int max_streams;	/* SETTINGS_MAX_CONCURRENT_STREAMS per connection, default 64 */
-	/* Flow control: the receive windows we announce (default 1 MiB, 2 MiB). */
+	/* Flow control: the receive windows we announce (default 1 MiB, 4 MiB). */
 	size_t stream_window_bytes, connection_window_bytes;
 	/*
 	 * Request bytes held (received, not yet decoded) per connection
