@@ -1075,10 +1075,12 @@ static void *watch_main(void *arg)
 	const uint64_t body_ns = (uint64_t)s->o.body_timeout_secs * 1000000000ull;
 
 	while (!atomic_load(&s->stopping)) {
-		uint64_t now = serve_now_ns();
 		struct client *cl;
+		uint64_t now;
 
 		pthread_mutex_lock(&s->clients_lock);
+		/* Read under the lock: a phase set just before must not look aeons old. */
+		now = serve_now_ns();
 		for (cl = s->clients; cl; cl = cl->next) {
 			uint64_t age = now - cl->phase_start_ns;
 			int late = (cl->phase == PHASE_HEADERS && age > header_ns) ||
