@@ -600,14 +600,8 @@ def tls_version_accepted(port, flag):
 
 
 def test_tls():
-    d = os.path.join(WORK, "hg-tls")
-    os.makedirs(d, exist_ok=True)
-    cert, key = os.path.join(d, "cert.pem"), os.path.join(d, "key.pem")
-    r = subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key,
-                        "-out", cert, "-days", "1", "-subj", "/CN=127.0.0.1",
-                        "-addext", "subjectAltName=IP:127.0.0.1"],
-                       capture_output=True, text=True, timeout=60)
-    if not ts.ok(r.returncode == 0, "openssl makes a certificate", r.stderr[-200:]):
+    cert, key = ts.make_cert("hg-tls")
+    if not ts.ok(cert is not None, "openssl makes a certificate", key):
         return
     repo = repo_of("hg-tlsrepo", ("relu", "N,4"))
     s = ts.Server("hg-tls", repo, "--tls-cert", cert, "--tls-key", key)

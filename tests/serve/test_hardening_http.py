@@ -415,17 +415,6 @@ def test_cancel():
         s.stop(30)
 
 
-def make_cert():
-    d = os.path.join(ts.WORK, "hardtls")
-    os.makedirs(d, exist_ok=True)
-    cert, key = os.path.join(d, "cert.pem"), os.path.join(d, "key.pem")
-    r = subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key,
-                        "-out", cert, "-days", "1", "-subj", "/CN=127.0.0.1",
-                        "-addext", "subjectAltName=IP:127.0.0.1"],
-                       capture_output=True, text=True, timeout=60)
-    return (cert, key) if r.returncode == 0 else (None, None)
-
-
 def section(name, fn, *args):
     try:
         fn(*args)
@@ -464,8 +453,8 @@ def main():
                       "--load-model", "*", "--allowed-host", "npu.test")
         if open_.up():
             section("cross-site", test_cross_site, open_)
-        cert, key = make_cert()
-        if ok(cert is not None, "openssl makes a certificate"):
+        cert, key = ts.make_cert("hardtls")
+        if ok(cert is not None, "openssl makes a certificate", key):
             section("tls", test_tls, cert, key)
         section("cancel", test_cancel)
         for s in servers:

@@ -291,6 +291,18 @@ def infer(port, model, inputs, outputs=None, version=None, params=None, binary_i
     return st, js, vals
 
 
+def make_cert(dirname):
+    """A self-signed certificate for 127.0.0.1 in WORK/dirname: (cert, key), or (None, error)."""
+    d = os.path.join(WORK, dirname)
+    os.makedirs(d, exist_ok=True)
+    cert, key = os.path.join(d, "cert.pem"), os.path.join(d, "key.pem")
+    r = subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key,
+                        "-out", cert, "-days", "1", "-subj", "/CN=127.0.0.1",
+                        "-addext", "subjectAltName=IP:127.0.0.1"],
+                       capture_output=True, text=True, timeout=60)
+    return (cert, key) if r.returncode == 0 else (None, r.stderr[-300:])
+
+
 def f32(vals):
     return [struct.unpack("<f", struct.pack("<f", v))[0] for v in vals]
 
@@ -1472,13 +1484,8 @@ def https_request(port, cafile, method, path, body=None, headers=None, timeout=3
 
 def test_security():
     d = os.path.join(WORK, "tls")
-    os.makedirs(d, exist_ok=True)
-    cert, key = os.path.join(d, "cert.pem"), os.path.join(d, "key.pem")
-    r = subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key,
-                        "-out", cert, "-days", "1", "-subj", "/CN=127.0.0.1",
-                        "-addext", "subjectAltName=IP:127.0.0.1"],
-                       capture_output=True, text=True, timeout=60)
-    if not ok(r.returncode == 0, "openssl makes a self-signed certificate", r.stderr[-300:]):
+    cert, key = make_cert("tls")
+    if not ok(cert is not None, "openssl makes a self-signed certificate", key):
         return None
     api, admin = "api-Secret-7f3a9", "admin-Secret-c41d2"
     tokfile = os.path.join(d, "admin.token")
