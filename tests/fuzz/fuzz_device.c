@@ -42,6 +42,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "fuzz_sim_layout.h"
 #include "sim_test_host.h"
 
 #define FUZZ_MEM_SIZE		(1u << 20)
@@ -84,9 +85,7 @@ struct fuzz_race {
 };
 
 static struct sim_test_host fuzz_host;
-static uint8_t *fuzz_snapshot;
-static uint64_t fuzz_fw_addr;
-static uint32_t fuzz_fw_size;
+static struct fuzz_sim_layout fuzz_layout;
 
 static struct fuzz_race fuzz_races[FUZZ_MAX_RACES];
 static unsigned int fuzz_num_races;
@@ -207,8 +206,6 @@ static const struct npu_sim_host_ops fuzz_ops = {
 static void fuzz_init(void)
 {
 	struct sim_test_host *host = &fuzz_host;
-	struct npu_fw_config config;
-	uint8_t image[256];
 
 	if (sim_test_host_init(host, FUZZ_MEM_SIZE))
 		abort();
@@ -217,24 +214,8 @@ static void fuzz_init(void)
 	host->sim = npu_sim_create(&fuzz_ops, host);
 	if (!host->sim)
 		abort();
-	npu_fw_default_config(&config);
-	config.tlb_entries = FUZZ_TLB_ENTRIES;
-	fuzz_fw_size = (uint32_t)npu_fw_build(image, sizeof(image), 1, "fuzz",
-					      &config, NULL, 0);
-	fuzz_fw_addr = sim_test_alloc(host, fuzz_fw_size, 64);
-	sim_test_write(host, fuzz_fw_addr, image, fuzz_fw_size);
-	sim_test_ctx_table_init(host);
-	sim_test_ctx_init(host, FUZZ_CTX);
-	for (unsigned int q = 0; q < NPU_NUM_QUEUES; q++)
-		sim_test_ring_init(host, q, 4);
-	sim_test_map(host, FUZZ_CTX, 0, 0, FUZZ_MEM_SIZE,
-		     NPU_PTE_READ | NPU_PTE_WRITE);
-	if (host->alloc_next > FUZZ_STREAM_BASE)
-		abort();
-	fuzz_snapshot = malloc(FUZZ_MEM_SIZE);
-	if (!fuzz_snapshot)
-		abort();
-	memcpy(fuzz_snapshot, host->mem, FUZZ_MEM_SIZE);
+	fuzz_sim_layout_init(host, FUZZ_MEM_SIZE, FUZZ_TLB_ENTRIES, FUZZ_CTX, FUZZ_STREAM_BASE,
+			     &fuzz_layout);
 }
 
 static void fuzz_boot(void)
@@ -242,8 +223,8 @@ static void fuzz_boot(void)
 	struct sim_test_host *host = &fuzz_host;
 
 	npu_sim_reg_write(host->sim, NPU_REG_CTRL, NPU_CTRL_RESET);
-	sim_test_set_reg64(host, NPU_REG_FW_ADDR_LO, fuzz_fw_addr);
-	sim_test_set_reg(host, NPU_REG_FW_SIZE, fuzz_fw_size);
+	sim_test_set_reg64(host, NPU_REG_FW_ADDR_LO, fuzz_layout.fw_addr);
+	sim_test_set_reg(host, NPU_REG_FW_SIZE, fuzz_layout.fw_size);
 	sim_test_set_reg(host, NPU_REG_FW_BOOT, NPU_BOOT_START);
 	fuzz_check(sim_test_reg(host, NPU_REG_STATUS) == NPU_STATE_READY,
 		   "the reference firmware did not boot");
@@ -419,9 +400,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct fuzz_input in = { data, size };
 	uint8_t op;
 
-	if (!fuzz_snapshot)
+	if (!fuzz_layout.snapshot)
 		fuzz_init();
-	memcpy(host->mem, fuzz_snapshot, FUZZ_MEM_SIZE);
+	memcpy(host->mem, fuzz_layout.snapshot, FUZZ_MEM_SIZE);
 	fuzz_num_races = 0;
 	fuzz_job_fetched = false;
 	fuzz_boot();

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fuzz_sim_layout.h"
 #include "sim_test_host.h"
 
 #define FUZZ_MEM_SIZE		(1u << 20)
@@ -30,9 +31,7 @@
 #define FUZZ_TLB_ENTRIES	8u
 
 static struct sim_test_host fuzz_host;
-static uint8_t *fuzz_snapshot;
-static uint64_t fuzz_fw_addr;
-static uint32_t fuzz_fw_size;
+static struct fuzz_sim_layout fuzz_layout;
 
 static void fuzz_check(int ok)
 {
@@ -45,8 +44,8 @@ static void fuzz_boot(void)
 	struct sim_test_host *host = &fuzz_host;
 
 	sim_test_set_reg(host, NPU_REG_CTRL, NPU_CTRL_RESET);
-	sim_test_set_reg64(host, NPU_REG_FW_ADDR_LO, fuzz_fw_addr);
-	sim_test_set_reg(host, NPU_REG_FW_SIZE, fuzz_fw_size);
+	sim_test_set_reg64(host, NPU_REG_FW_ADDR_LO, fuzz_layout.fw_addr);
+	sim_test_set_reg(host, NPU_REG_FW_SIZE, fuzz_layout.fw_size);
 	sim_test_set_reg(host, NPU_REG_FW_BOOT, NPU_BOOT_START);
 	fuzz_check(sim_test_reg(host, NPU_REG_STATUS) == NPU_STATE_READY);
 	sim_test_set_reg(host, NPU_REG_WATCHDOG_CYCLES, FUZZ_WATCHDOG_CYCLES);
@@ -63,29 +62,11 @@ static void fuzz_boot(void)
 static void fuzz_init(void)
 {
 	struct sim_test_host *host = &fuzz_host;
-	struct npu_fw_config config;
-	uint8_t image[256];
 
 	if (sim_test_host_init(host, FUZZ_MEM_SIZE))
 		abort();
-	npu_fw_default_config(&config);
-	config.tlb_entries = FUZZ_TLB_ENTRIES;
-	fuzz_fw_size = (uint32_t)npu_fw_build(image, sizeof(image), 1, "fuzz",
-					      &config, NULL, 0);
-	fuzz_fw_addr = sim_test_alloc(host, fuzz_fw_size, 64);
-	sim_test_write(host, fuzz_fw_addr, image, fuzz_fw_size);
-	sim_test_ctx_table_init(host);
-	sim_test_ctx_init(host, FUZZ_CTX);
-	for (unsigned int q = 0; q < NPU_NUM_QUEUES; q++)
-		sim_test_ring_init(host, q, 4);
-	sim_test_map(host, FUZZ_CTX, 0, 0, FUZZ_MEM_SIZE,
-		     NPU_PTE_READ | NPU_PTE_WRITE);
-	if (host->alloc_next > FUZZ_STREAM_ADDR)
-		abort();
-	fuzz_snapshot = malloc(FUZZ_MEM_SIZE);
-	if (!fuzz_snapshot)
-		abort();
-	memcpy(fuzz_snapshot, host->mem, FUZZ_MEM_SIZE);
+	fuzz_sim_layout_init(host, FUZZ_MEM_SIZE, FUZZ_TLB_ENTRIES, FUZZ_CTX, FUZZ_STREAM_ADDR,
+			     &fuzz_layout);
 }
 
 static void fuzz_run_job(unsigned int q, const struct npu_job_desc *desc)
@@ -127,7 +108,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	unsigned int q;
 	uint8_t mode;
 
-	if (!fuzz_snapshot)
+	if (!fuzz_layout.snapshot)
 		fuzz_init();
 	if (size < 1)
 		return 0;
@@ -136,7 +117,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	size--;
 	q = (mode >> 1) & 1;
 
-	memcpy(host->mem, fuzz_snapshot, FUZZ_MEM_SIZE);
+	memcpy(host->mem, fuzz_layout.snapshot, FUZZ_MEM_SIZE);
 	fuzz_boot();
 
 	desc = sim_test_desc(host, q, FUZZ_CTX, FUZZ_STREAM_ADDR, 0, 1);
