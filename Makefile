@@ -82,7 +82,7 @@ driver:
 driver-lint:
 	@cp=$$(tools/fetch-kernel --print checkpatch) && \
 		"$$cp" --strict --no-tree --terse --show-types -f \
-			$$(ls driver/*.[ch] | grep -v '\.mod\.c$$') Kbuild driver/Kbuild \
+			$$(ls driver/*.[ch] | grep -v '\.mod\.c$$') Kbuild driver/Kbuild driver/Kconfig \
 			> $(BUILD)/driver-checkpatch.log 2>&1; \
 		grep -E '^[^ ]+:[0-9]+: (ERROR|WARNING|CHECK):' $(BUILD)/driver-checkpatch.log && \
 		{ echo "driver-lint: checkpatch findings above"; exit 1; }; \

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
- * npu - DRM accel driver for the NPU of firmware-sim/include/npu_hw.h.
+ * npu - DRM accel driver for the NPU of driver/hw/npu_hw.h.
  *
  * The device and the per-file contexts; one header per unit besides
  * (npu_mmu.h, npu_gem.h, npu_job.h), as drivers/accel/ivpu.
