@@ -1238,6 +1238,7 @@ static void segment_rt_free(struct npu_segment_rt *rt)
 	npu_buffer_free(rt->profile);
 	free(rt->lop_cycles);
 	npu_buffer_free(rt->cmd);
+	free(rt->outputs);
 	free(rt);
 }
 
@@ -1259,7 +1260,9 @@ static npu_status segment_rt_create(struct npu_compiled_run *run, struct npu_seg
 	void *map;
 
 	*out = rt;
-	if (!rt || npu_cmdbuf_create(&cb))
+	if (rt)
+		rt->outputs = calloc(seg->num_outputs + 1, sizeof(*rt->outputs));
+	if (!rt || !rt->outputs || npu_cmdbuf_create(&cb))
 		return npu_error_set(err, NPU_ERR_NO_MEMORY, "NPU segment %d: out of memory",
 				     seg->index);
 	rt->seg = seg;

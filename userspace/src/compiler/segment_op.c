@@ -214,11 +214,6 @@ static npu_status segment_submit(struct npu_op_ctx *ctx)
 				     "node '%s': NPU segment not bound to a device in this session",
 				     ctx->node->name);
 	seg = rt->seg;
-	if (seg->num_outputs > sizeof(rt->outputs) / sizeof(rt->outputs[0]))
-		return npu_error_set(ctx->err, NPU_ERR_UNSUPPORTED,
-				     "NPU segment %d: %zu outputs, at most %zu",
-				     seg->index, seg->num_outputs,
-				     sizeof(rt->outputs) / sizeof(rt->outputs[0]));
 	/* The arena is shared: the segment in flight must finish first. */
 	if (rt->group->inflight) {
 		st = segment_finish(rt->group->inflight, ctx->err);

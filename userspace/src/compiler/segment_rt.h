@@ -15,7 +15,7 @@ struct npu_segment_rt {
 	struct npu_segment_group *group;
 	/* While in flight (submitted, outputs not yet dequantized): */
 	struct npu_job *job;
-	struct npu_tensor *outputs[64];	/* where wait() writes the results */
+	struct npu_tensor **outputs;	/* seg->num_outputs: where wait() writes */
 	double submit_ms;		/* host time the submit took */
 	struct npu_device *dev;
 	struct npu_buffer *arena;	/* shared by every segment of a model */

@@ -203,11 +203,10 @@ static npu_status op_unsupported(const struct npu_graph *g, const struct npu_nod
 			     domain[0] ? "." : "", node->op_type, node->opset);
 }
 
-npu_status npu_graph_infer(struct npu_graph *g, bool fold,
-			   struct npu_error *err)
+/* dtypes and shapes: room for the most outputs of any node of g. */
+static npu_status infer_nodes(struct npu_graph *g, bool fold, enum npu_dtype *dtypes,
+			      struct npu_shape *shapes, struct npu_error *err)
 {
-	enum npu_dtype dtypes[64];
-	struct npu_shape shapes[64];
 	char label[300];
 	size_t i = 0, j;
 	npu_status st;
@@ -224,12 +223,6 @@ npu_status npu_graph_infer(struct npu_graph *g, bool fold,
 		if (!def)
 			return op_unsupported(g, node, is_default_domain(node->domain) ? ""
 					      : node->domain, err);
-		if (node->num_outputs > 64)
-			return npu_error_set(err, NPU_ERR_UNSUPPORTED,
-				"%s: %s: %zu outputs (at most 64 supported)",
-				g->source,
-				npu_node_label(g, node, label, sizeof(label)),
-				node->num_outputs);
 		for (j = 0; j < node->num_inputs; j++)
 			if (node->inputs[j] && node->inputs[j]->dtype == NPU_DTYPE_STRING &&
 			    !def->strings)
@@ -302,4 +295,26 @@ npu_status npu_graph_infer(struct npu_graph *g, bool fold,
 			i++;
 	}
 	return NPU_OK;
+}
+
+npu_status npu_graph_infer(struct npu_graph *g, bool fold,
+			   struct npu_error *err)
+{
+	size_t i, most = 1;
+	enum npu_dtype *dtypes;
+	struct npu_shape *shapes;
+	npu_status st;
+
+	for (i = 0; i < g->num_nodes; i++)
+		if (g->nodes[i]->num_outputs > most)
+			most = g->nodes[i]->num_outputs;
+	dtypes = calloc(most, sizeof(*dtypes));
+	shapes = calloc(most, sizeof(*shapes));
+	if (!dtypes || !shapes)
+		st = npu_error_set(err, NPU_ERR_NO_MEMORY, "out of memory");
+	else
+		st = infer_nodes(g, fold, dtypes, shapes, err);
+	free(dtypes);
+	free(shapes);
+	return st;
 }

@@ -53,6 +53,20 @@ static char *bin_to_str(const ProtobufCBinaryData *b)
 	return s;
 }
 
+/*
+ * A declared type that says nothing: ONNX lets subgraph inputs and graph
+ * outputs leave their type to inference (a TypeProto with no value, or a
+ * tensor type without an element type).
+ */
+static bool type_is_empty(const Onnx__TypeProto *tp)
+{
+	if (!tp || tp->value_case == ONNX__TYPE_PROTO__VALUE__NOT_SET)
+		return true;
+	return tp->value_case == ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE &&
+	       (!tp->tensor_type || !tp->tensor_type->has_elem_type ||
+		tp->tensor_type->elem_type == 0);
+}
+
 /* ValueInfoProto type -> value dtype / shape / symbolic dim names. */
 static npu_status import_type(struct importer *im, const char *what,
 			      const Onnx__ValueInfoProto *vi,
@@ -704,7 +718,7 @@ static npu_status import_body(struct importer *im, const Onnx__GraphProto *gp)
 		if (!v)
 			return im->err->status;
 		/* A subgraph input may leave its type to the node that runs it. */
-		st = im->parent && !vi->type ? NPU_OK
+		st = im->parent && type_is_empty(vi->type) ? NPU_OK
 					     : import_type(im, im->parent ? "subgraph input"
 									  : "graph input", vi, v);
 		if (st != NPU_OK)
@@ -740,7 +754,8 @@ static npu_status import_body(struct importer *im, const Onnx__GraphProto *gp)
 			return npu_error_set(im->err, NPU_ERR_MODEL,
 					     "%s: graph output '%s' appears twice",
 					     im->src, vi->name);
-		if (vi->type) {
+		/* An output without a type gets the one inference gives it. */
+		if (!type_is_empty(vi->type)) {
 			/* Check the declared type; keep its symbolic names. */
 			memset(&declared, 0, sizeof(declared));
 			declared.name = vi->name;

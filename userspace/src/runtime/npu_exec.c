@@ -17,8 +17,6 @@
 #include "compiler/compiler.h"	/* the NpuSegment op */
 #include "graph/npu_str.h"
 
-#define NPU_RT_MAX_IO 64
-
 struct rt_buffer {
 	void *data;
 	size_t cap;
@@ -37,6 +35,8 @@ struct npu_exec_plan {
 	/* All shapes static: every intermediate lives in one planned arena. */
 	uint64_t *arena_off;			/* per value; NULL: reuse pool */
 	struct npu_memplan_stats mem;
+	/* Most inputs or outputs of one node, or inputs of one subgraph. */
+	size_t max_io;
 	/* The plans of the nodes' subgraphs (If branches, Loop bodies...). */
 	struct npu_exec_sub {
 		const struct npu_graph *body;
@@ -92,6 +92,22 @@ struct npu_exec {
 	uint64_t runs;
 	struct npu_op_stat *stats;
 	size_t num_stats;
+	/*
+	 * Per-node scratch of p->max_io entries each, so a node's input and
+	 * output count has no fixed cap (an If capturing hundreds of outer
+	 * values). One set per use: run_nodes, finish_node (called inside
+	 * run_nodes), run-time inference and a subgraph's inputs.
+	 */
+	struct npu_exec_scratch {
+		const struct npu_tensor **ins;
+		struct npu_tensor **outs;
+		struct npu_tensor **fin_outs;
+		enum npu_dtype *dtypes;
+		struct npu_shape *shapes;
+		struct npu_value *tmp;
+		struct npu_value **tmpp;
+		const struct npu_tensor **sub_ins;
+	} io;
 };
 
 static bool is_default_domain(const char *d)
@@ -410,6 +426,14 @@ void npu_exec_destroy(struct npu_exec *s)
 	free(s->steps);
 	free(s->step_of);
 	free(s->stats);
+	free(s->io.ins);
+	free(s->io.outs);
+	free(s->io.fin_outs);
+	free(s->io.dtypes);
+	free(s->io.shapes);
+	free(s->io.tmp);
+	free(s->io.tmpp);
+	free(s->io.sub_ins);
 	free(s);
 }
 
@@ -611,6 +635,8 @@ static npu_status plan_subgraphs(struct npu_exec_plan *p, struct npu_error *err)
 			if (st != NPU_OK)
 				return st;
 			p->subs[p->num_subs++].body = node->attrs[a].g;
+			if (node->attrs[a].g->num_inputs > p->max_io)
+				p->max_io = node->attrs[a].g->num_inputs;
 		}
 	}
 	return NPU_OK;
@@ -641,15 +667,10 @@ npu_status npu_exec_plan_create(struct npu_graph *g, struct npu_exec_plan **out,
 	for (i = 0; i < nn; i++) {
 		struct npu_node *node = g->nodes[i];
 
-		if (node->num_inputs > NPU_RT_MAX_IO ||
-		    node->num_outputs > NPU_RT_MAX_IO) {
-			npu_exec_plan_destroy(p);
-			return npu_error_set(err, NPU_ERR_UNSUPPORTED,
-				"%s: %s: more than %d inputs or outputs",
-				g->source, npu_node_label(g, node, label,
-							  sizeof(label)),
-				NPU_RT_MAX_IO);
-		}
+		if (node->num_inputs > p->max_io)
+			p->max_io = node->num_inputs;
+		if (node->num_outputs > p->max_io)
+			p->max_io = node->num_outputs;
 		p->defs[i] = find_def(node);
 		if (!p->defs[i]) {
 			npu_exec_plan_destroy(p);
@@ -755,13 +776,13 @@ static npu_status rt_run(struct npu_op_ctx *ctx, const struct npu_graph *body,
 	const struct npu_node *node = ctx->node;
 	size_t declared = node->num_inputs - node->num_implicit_inputs;
 	size_t formal = body->num_inputs - body->num_captures, i;
-	const struct npu_tensor *all[NPU_RT_MAX_IO];
+	const struct npu_tensor **all = s->io.sub_ins;
 	struct npu_exec *child = NULL;
 	npu_status st;
 
-	if (body->num_inputs > NPU_RT_MAX_IO)
-		return npu_error_set(ctx->err, NPU_ERR_UNSUPPORTED, "%s: a subgraph with more than %d inputs",
-				     s->g->source, NPU_RT_MAX_IO);
+	if (body->num_inputs > s->p->max_io)
+		return npu_error_set(ctx->err, NPU_ERR_INTERNAL, "%s: a subgraph that was never planned",
+				     s->g->source);
 	for (i = 0; i < s->num_children; i++)
 		if (s->children[i].body == body)
 			child = s->children[i].exec;
@@ -900,8 +921,21 @@ npu_status npu_exec_create(struct npu_graph *g,
 	s->view = calloc(nv + 1, sizeof(*s->view));
 	s->owned = calloc(nv + 1, sizeof(*s->owned));
 	s->owned_cap = calloc(nv + 1, sizeof(*s->owned_cap));
+	{
+		size_t n = s->p->max_io + 1;
+
+		s->io.ins = calloc(n, sizeof(*s->io.ins));
+		s->io.outs = calloc(n, sizeof(*s->io.outs));
+		s->io.fin_outs = calloc(n, sizeof(*s->io.fin_outs));
+		s->io.dtypes = calloc(n, sizeof(*s->io.dtypes));
+		s->io.shapes = calloc(n, sizeof(*s->io.shapes));
+		s->io.tmp = calloc(n, sizeof(*s->io.tmp));
+		s->io.tmpp = calloc(n, sizeof(*s->io.tmpp));
+		s->io.sub_ins = calloc(n, sizeof(*s->io.sub_ins));
+	}
 	if (!s->node_ms || !s->stats || !s->view || !s->owned || !s->owned_cap ||
-	    !s->pending_of || !s->submit_ms) {
+	    !s->pending_of || !s->submit_ms || !s->io.ins || !s->io.outs || !s->io.fin_outs ||
+	    !s->io.dtypes || !s->io.shapes || !s->io.tmp || !s->io.tmpp || !s->io.sub_ins) {
 		npu_exec_destroy(s);
 		return npu_error_set(err, NPU_ERR_NO_MEMORY, "out of memory");
 	}
@@ -962,7 +996,7 @@ static npu_status infer_at_run_time(struct npu_exec *s, size_t ni,
 				    struct npu_error *err)
 {
 	struct npu_node *node = s->g->nodes[ni], copy = *node;
-	struct npu_value tmp[NPU_RT_MAX_IO], *tmpp[NPU_RT_MAX_IO];
+	struct npu_value *tmp = s->io.tmp, **tmpp = s->io.tmpp;
 	struct npu_infer_ctx ctx;
 	char label[300], sbuf[160];
 	size_t j;
@@ -1060,7 +1094,7 @@ static npu_status finish_node(struct npu_exec *s, size_t k, struct npu_error *er
 {
 	struct npu_graph *g = s->g;
 	struct npu_node *node = g->nodes[k];
-	struct npu_tensor *outs[NPU_RT_MAX_IO];
+	struct npu_tensor **outs = s->io.fin_outs;
 	struct npu_op_ctx ctx = {
 		.node = node, .num_outputs = node->num_outputs, .outputs = outs,
 		.pool = s->pool, .err = err,
@@ -1134,10 +1168,10 @@ static npu_status run_nodes(struct npu_exec *s,
 			    struct npu_error *err)
 {
 	struct npu_graph *g = s->g;
-	const struct npu_tensor *ins[NPU_RT_MAX_IO];
-	struct npu_tensor *outs[NPU_RT_MAX_IO];
-	enum npu_dtype dtypes[NPU_RT_MAX_IO];
-	struct npu_shape shapes[NPU_RT_MAX_IO];
+	const struct npu_tensor **ins = s->io.ins;
+	struct npu_tensor **outs = s->io.outs;
+	enum npu_dtype *dtypes = s->io.dtypes;
+	struct npu_shape *shapes = s->io.shapes;
 	char label[300];
 	size_t i, j;
 	npu_status st;

@@ -133,14 +133,14 @@ static npu_status run_holdout(struct search *s, struct npu_graph *g, double (*do
 			      struct trial *t)
 {
 	struct npu_exec_options eo = { .threads = s->opts->threads, .pool = s->opts->pool };
-	struct npu_tensor *set[64] = { 0 };
+	struct npu_tensor **set = calloc(g->num_inputs + 1, sizeof(*set));
 	struct npu_exec *ex = NULL;
 	bool fill = dots == NULL;
 	npu_status st;
 	size_t k, i;
 
-	if (g->num_inputs > 64)
-		return npu_error_set(s->err, NPU_ERR_UNSUPPORTED, "accuracy target: too many inputs");
+	if (!set)
+		return npu_error_set(s->err, NPU_ERR_NO_MEMORY, "accuracy target: out of memory");
 	st = npu_exec_create(g, &eo, &ex, s->err);
 	for (k = 0; !st && k < s->hold_set.count; k++) {
 		bool owned = false;
@@ -175,6 +175,7 @@ static npu_status run_holdout(struct search *s, struct npu_graph *g, double (*do
 	if (t && s->hold_set.count)
 		t->cycles /= s->hold_set.count;
 	npu_exec_destroy(ex);
+	free(set);
 	return st;
 }
 

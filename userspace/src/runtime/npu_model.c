@@ -549,9 +549,9 @@ npu_status npu_model_bind_inputs(const struct npu_model *m,
 NPU_API npu_status npu_model_get_plan(struct npu_model *m, const struct npu_host_tensor *shapes,
 				      size_t count, struct npu_plan **out)
 {
-	struct npu_tensor ts[64];
-	const struct npu_tensor *ptrs[64];
-	struct npu_shape s[64];
+	struct npu_tensor *ts;
+	const struct npu_tensor **ptrs;
+	struct npu_shape *s;
 	size_t i;
 	npu_status st;
 
@@ -560,17 +560,26 @@ NPU_API npu_status npu_model_get_plan(struct npu_model *m, const struct npu_host
 	*out = NULL;
 	if (atomic_load(&m->destroyed))
 		return npu_api_fail(NPU_ERR_INVALID_ARG, "npu_model_get_plan: the model was destroyed");
-	if (m->num_inputs > 64)
-		return npu_api_fail(NPU_ERR_UNSUPPORTED, "%s: more than 64 inputs", m->source);
+	ts = calloc(m->num_inputs + 1, sizeof(*ts));
+	ptrs = calloc(m->num_inputs + 1, sizeof(*ptrs));
+	s = calloc(m->num_inputs + 1, sizeof(*s));
+	if (!ts || !ptrs || !s) {
+		st = npu_api_fail(NPU_ERR_NO_MEMORY, "out of memory");
+		goto out;
+	}
 	st = npu_model_bind_inputs(m, shapes, count, true, ts, ptrs);
 	if (st)
-		return st;
+		goto out;
 	for (i = 0; i < m->num_inputs; i++)
 		s[i] = ptrs[i]->shape;
 	npu_model_ref(m);
 	st = npu_model_plan_for(m, s, out);
 	if (st)
 		npu_model_unref(m);
+out:
+	free(ts);
+	free(ptrs);
+	free(s);
 	return st;
 }
 
@@ -1061,9 +1070,6 @@ static npu_status load(struct npu_model *m, const void *data, size_t size)
 		return npu_api_fail_err(&err);
 	m->num_inputs = m->base->num_inputs;
 	m->num_outputs = m->base->num_outputs;
-	if (m->num_inputs > 64)
-		return npu_api_fail(NPU_ERR_UNSUPPORTED, "%s: %zu inputs, at most 64 are supported",
-				    m->source, m->num_inputs);
 	st = copy_io(&m->inputs, m->base->inputs, m->num_inputs);
 	if (!st)
 		st = copy_io(&m->outputs, m->base->outputs, m->num_outputs);

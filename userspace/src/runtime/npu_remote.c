@@ -710,7 +710,8 @@ out:
 NPU_API npu_status npu_remote_run_split(struct npu_remote *r, struct npu_session *head,
 					const struct npu_host_tensor *inputs, size_t count)
 {
-	struct npu_host_tensor outs[64];
+	struct npu_host_tensor *outs = NULL;
+	struct npu_tensor_info *info = NULL;
 	size_t n, i;
 	npu_status st;
 
@@ -721,18 +722,21 @@ NPU_API npu_status npu_remote_run_split(struct npu_remote *r, struct npu_session
 		return st;
 	r->stats.last_head_ms = npu_session_last_run_seconds(head) * 1e3;
 	n = npu_model_num_outputs(npu_plan_model(npu_session_plan(head)));
-	if (n > sizeof(outs) / sizeof(outs[0]))
-		return npu_api_fail(NPU_ERR_UNSUPPORTED, "npu_remote_run_split: the head has %zu outputs (at most 64)", n);
+	outs = calloc(n + 1, sizeof(*outs));
+	if (!outs)
+		return npu_api_fail(NPU_ERR_NO_MEMORY, "out of memory");
 	for (i = 0; i < n; i++) {
 		st = npu_session_output(head, i, &outs[i]);
 		if (st != NPU_OK)
-			return st;
+			goto out;
 	}
 	if (!r->checked) {
-		struct npu_tensor_info info[64];
-
+		info = calloc(n + 1, sizeof(*info));
+		if (!info) {
+			st = npu_api_fail(NPU_ERR_NO_MEMORY, "out of memory");
+			goto out;
+		}
 		for (i = 0; i < n; i++) {
-			memset(&info[i], 0, sizeof(info[i]));
 			info[i].name = outs[i].name;
 			info[i].dtype = outs[i].dtype;
 			info[i].rank = outs[i].rank;
@@ -740,9 +744,13 @@ NPU_API npu_status npu_remote_run_split(struct npu_remote *r, struct npu_session
 		}
 		st = npu_remote_check(r, info, n);
 		if (st != NPU_OK)
-			return st;
+			goto out;
 	}
-	return npu_remote_infer(r, outs, n);
+	st = npu_remote_infer(r, outs, n);
+out:
+	free(info);
+	free(outs);
+	return st;
 }
 
 NPU_API size_t npu_remote_num_outputs(const struct npu_remote *r)

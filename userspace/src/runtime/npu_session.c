@@ -34,8 +34,12 @@ struct npu_session {
 	uint64_t clock;
 	double last_run_s;
 	bool last_timed;		/* the last run succeeded and measured its steps */
-	/* Aligned copies of misaligned inputs: outputs may alias them. */
-	void *aligned[64];
+	/* Per model input: aligned copies of misaligned inputs (outputs may
+	 * alias them), and a run's bound tensors and shapes. */
+	void **aligned;
+	struct npu_tensor *bound;
+	const struct npu_tensor **bound_ptrs;
+	struct npu_shape *bound_shapes;
 };
 
 NPU_API void npu_session_options_init_sized(struct npu_session_options *o, size_t size)
@@ -76,10 +80,19 @@ NPU_API npu_status npu_session_create(struct npu_model *m,
 		return npu_api_fail(NPU_ERR_NO_MEMORY, "out of memory");
 	s->max_states = o.max_plan_states ? o.max_plan_states : NPU_DEFAULT_PLAN_STATES;
 	s->states = calloc(s->max_states, sizeof(*s->states));
+	s->aligned = calloc(m->num_inputs + 1, sizeof(*s->aligned));
+	s->bound = calloc(m->num_inputs + 1, sizeof(*s->bound));
+	s->bound_ptrs = calloc(m->num_inputs + 1, sizeof(*s->bound_ptrs));
+	s->bound_shapes = calloc(m->num_inputs + 1, sizeof(*s->bound_shapes));
 	if (m->engine->pool)
 		s->pool = npu_threadpool_create_view(m->engine->pool);
-	if (!s->states || (m->engine->pool && !s->pool)) {
+	if (!s->states || !s->aligned || !s->bound || !s->bound_ptrs || !s->bound_shapes ||
+	    (m->engine->pool && !s->pool)) {
 		free(s->states);
+		free(s->aligned);
+		free(s->bound);
+		free(s->bound_ptrs);
+		free(s->bound_shapes);
 		npu_threadpool_destroy(s->pool);
 		free(s);
 		return npu_api_fail(NPU_ERR_NO_MEMORY, "out of memory");
@@ -105,8 +118,12 @@ NPU_API void npu_session_destroy(struct npu_session *s)
 		return;
 	for (i = 0; i < s->num_states; i++)
 		drop_state(&s->states[i]);
-	for (i = 0; i < 64; i++)
+	for (i = 0; i < s->model->num_inputs; i++)
 		free(s->aligned[i]);
+	free(s->aligned);
+	free(s->bound);
+	free(s->bound_ptrs);
+	free(s->bound_shapes);
 	free(s->states);
 	npu_threadpool_destroy(s->pool);
 	npu_model_unref(s->model);
@@ -187,9 +204,9 @@ static npu_status run(struct npu_session *s, struct npu_plan *given,
 		      const struct npu_host_tensor *inputs, size_t count, bool timed)
 {
 	struct npu_model *m = s->model;
-	struct npu_tensor ts[64];
-	const struct npu_tensor *ptrs[64];
-	struct npu_shape shapes[64];
+	struct npu_tensor *ts = s->bound;
+	const struct npu_tensor **ptrs = s->bound_ptrs;
+	struct npu_shape *shapes = s->bound_shapes;
 	struct npu_error err = { 0 };
 	struct npu_plan *plan = given;
 	struct plan_state *ps = NULL;
@@ -213,7 +230,7 @@ static npu_status run(struct npu_session *s, struct npu_plan *given,
 	for (i = 0; i < m->num_inputs; i++)
 		shapes[i] = ptrs[i]->shape;
 	/* Kernels read whole elements: misaligned input data is copied first. */
-	for (i = 0; i < 64; i++) {
+	for (i = 0; i < m->num_inputs; i++) {
 		free(aligned[i]);	/* the last run's: its outputs are void now */
 		aligned[i] = NULL;
 	}

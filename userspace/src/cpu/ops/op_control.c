@@ -168,19 +168,21 @@ static npu_status if_infer(struct npu_infer_ctx *ctx)
 static npu_status if_compute(struct npu_op_ctx *ctx)
 {
 	const struct npu_node *n = ctx->node;
-	const struct npu_tensor *cond = npu_op_in(ctx, 0), *outs[64];
+	const struct npu_tensor *cond = npu_op_in(ctx, 0), **outs;
 	const struct npu_graph *g;
 	npu_status st;
 	size_t i;
 
 	if (!cond || npu_shape_numel(&cond->shape) != 1)
 		return npu_op_invalid(ctx->err, n, "input 'cond' must hold one value");
-	if (n->num_outputs > 64)
-		return npu_op_unsupported(ctx->err, n, "more than 64 outputs");
 	g = body_attr(n, truth(cond) ? "then_branch" : "else_branch");
+	outs = calloc(g->num_outputs + 1, sizeof(*outs));
+	if (!outs)
+		return npu_op_error(ctx->err, n, NPU_ERR_NO_MEMORY, "out of memory");
 	st = ctx->rt->run(ctx, g, NULL, outs);
 	for (i = 0; st == NPU_OK && i < n->num_outputs; i++)
 		st = set_output(ctx, i, outs[i]);
+	free(outs);
 	return st;
 }
 

@@ -575,8 +575,8 @@ static npu_status npu_bin_compute(struct npu_op_ctx *ctx, enum npu_bin_kind k);
  */
 static npu_status npu_bin_half(struct npu_op_ctx *ctx, enum npu_bin_kind k)
 {
-	struct npu_tensor fin[64], fout, *out_p = &fout;
-	const struct npu_tensor *in_p[64];
+	struct npu_tensor *fin, fout, *out_p = &fout;
+	const struct npu_tensor **in_p;
 	struct npu_tensor *y = ctx->outputs[0];
 	struct npu_op_ctx fctx = *ctx;
 	bool half_out = y->dtype == NPU_DTYPE_FLOAT16 || y->dtype == NPU_DTYPE_BFLOAT16;
@@ -584,9 +584,13 @@ static npu_status npu_bin_half(struct npu_op_ctx *ctx, enum npu_bin_kind k)
 	size_t j;
 	npu_status st = NPU_OK;
 
-	if (ctx->num_inputs > 64)
-		return npu_op_unsupported(ctx->err, ctx->node, "more than 64 inputs");
-	memset(fin, 0, sizeof(fin));
+	fin = calloc(ctx->num_inputs + 1, sizeof(*fin));
+	in_p = calloc(ctx->num_inputs + 1, sizeof(*in_p));
+	if (!fin || !in_p) {
+		free(fin);
+		free(in_p);
+		return npu_op_error(ctx->err, ctx->node, NPU_ERR_NO_MEMORY, "out of memory");
+	}
 	for (j = 0; j < ctx->num_inputs; j++) {
 		const struct npu_tensor *t = ctx->inputs[j];
 
@@ -632,6 +636,8 @@ static npu_status npu_bin_half(struct npu_op_ctx *ctx, enum npu_bin_kind k)
 out:
 	for (j = 0; j < ctx->num_inputs; j++)
 		free(fin[j].data);
+	free(fin);
+	free(in_p);
 	return st;
 }
 
