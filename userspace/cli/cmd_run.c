@@ -15,6 +15,28 @@
 
 #define MAX_ARGS 64
 
+
+/* mkdir -p: DIR and the directories above it; 0, or -1 with errno. */
+static int make_dirs(const char *dir)
+{
+	char path[4096];
+	size_t i, n = strlen(dir);
+
+	if (n == 0 || n >= sizeof(path)) {
+		errno = n ? ENAMETOOLONG : ENOENT;
+		return -1;
+	}
+	memcpy(path, dir, n + 1);
+	for (i = 1; i <= n; i++) {
+		if (path[i] != '/' && path[i] != '\0')
+			continue;
+		path[i] = '\0';
+		if (mkdir(path, 0777) && errno != EEXIST)
+			return -1;
+		path[i] = i < n ? '/' : '\0';
+	}
+	return 0;
+}
 struct run_args {
 	const char *model;
 	const char *device;
@@ -493,8 +515,8 @@ int npu_cmd_run(int argc, char **argv)
 						(double)ns.last_cycles / (ns.clock_mhz * 1e3);
 		}
 	}
-	if (mkdir(a.output_dir, 0777) && errno != EEXIST) {
-		fprintf(stderr, "npu run: %s: %s\n", a.output_dir, strerror(errno));
+	if (make_dirs(a.output_dir)) {
+		fprintf(stderr, "npu run: --output-dir %s: %s\n", a.output_dir, strerror(errno));
 		goto out;
 	}
 	n_out = remote ? npu_remote_num_outputs(remote) : npu_model_num_outputs(m);

@@ -4,7 +4,9 @@
  * type is left to inference (a TypeProto with no value, a tensor type
  * without an element type), nested If, and no fixed cap on the inputs and
  * outputs of nodes and sessions: a model with 81 inputs whose If has 70
- * outputs and whose inner If captures all 81 outer values.
+ * outputs and whose inner If captures all 81 outer values. And the If
+ * branch these shapes make invalid, which never runs (silero VAD):
+ * PyTorch's "squeeze dim 2 if it is 1" and a branch chosen by an input.
  *
  *   top (x0..x79 float[2], c bool) -> o0..o69 = If(c)
  *     then: t0..t69 = If(c)            (nested; its outputs untyped)
@@ -63,10 +65,22 @@ static void free_owned(void)
 	owned = NULL;
 }
 
-enum { FLOAT = 1, BOOL = 9 };
+enum { FLOAT = 1, INT64 = 7, BOOL = 9 };
 enum vi_kind { TYPED, NO_TYPE, EMPTY_TYPE, NO_ELEM_TYPE };
 
+static Onnx__ValueInfoProto *vi_dims(const char *n, int elem, int rank, const int64_t *dims,
+				     enum vi_kind kind);
+
 static Onnx__ValueInfoProto *vi(const char *n, int elem, int rank, enum vi_kind kind)
+{
+	static const int64_t twos[8] = { 2, 2, 2, 2, 2, 2, 2, 2 };
+
+	return vi_dims(n, elem, rank, twos, kind);
+}
+
+/* dims[i] < 0: the symbolic dim "N". */
+static Onnx__ValueInfoProto *vi_dims(const char *n, int elem, int rank, const int64_t *dims,
+				     enum vi_kind kind)
 {
 	Onnx__ValueInfoProto *v = zalloc(sizeof(*v));
 	Onnx__TypeProto *tp;
@@ -99,8 +113,13 @@ static Onnx__ValueInfoProto *vi(const char *n, int elem, int rank, enum vi_kind 
 	for (i = 0; i < rank; i++) {
 		sh->dim[i] = zalloc(sizeof(*sh->dim[i]));
 		onnx__tensor_shape_proto__dimension__init(sh->dim[i]);
-		sh->dim[i]->value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
-		sh->dim[i]->dim_value = 2;
+		if (dims[i] < 0) {
+			sh->dim[i]->value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM;
+			sh->dim[i]->dim_param = "N";
+		} else {
+			sh->dim[i]->value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
+			sh->dim[i]->dim_value = dims[i];
+		}
 	}
 	return v;
 }
@@ -359,6 +378,203 @@ static void test_declared_types_still_checked(void **state)
 	run_both_ways(TYPED);
 }
 
+/* ---- An If branch that is invalid for the shapes it is planned with ---- */
+
+static Onnx__TensorProto *init_i64(Onnx__GraphProto *g, const char *n, int rank, int64_t v)
+{
+	Onnx__TensorProto *t = zalloc(sizeof(*t));
+
+	onnx__tensor_proto__init(t);
+	t->name = (char *)n;
+	t->has_data_type = 1;
+	t->data_type = INT64;
+	t->n_dims = (size_t)rank;
+	t->dims = zalloc(sizeof(int64_t));
+	t->dims[0] = 1;
+	t->n_int64_data = 1;
+	t->int64_data = zalloc(sizeof(int64_t));
+	t->int64_data[0] = v;
+	if (!g->initializer)
+		g->initializer = zalloc(4 * sizeof(*g->initializer));
+	assert_true(g->n_initializer < 4);
+	g->initializer[g->n_initializer++] = t;
+	return t;
+}
+
+static void *pack_model(Onnx__GraphProto *top, size_t *size)
+{
+	Onnx__ModelProto m;
+	Onnx__OperatorSetIdProto op, *opp = &op;
+	void *buf;
+
+	onnx__model_proto__init(&m);
+	onnx__operator_set_id_proto__init(&op);
+	m.has_ir_version = 1;
+	m.ir_version = 8;
+	op.domain = "";
+	op.has_version = 1;
+	op.version = 13;
+	m.n_opset_import = 1;
+	m.opset_import = &opp;
+	m.graph = top;
+	*size = onnx__model_proto__get_packed_size(&m);
+	buf = malloc(*size);
+	assert_non_null(buf);
+	onnx__model_proto__pack(&m, buf);
+	free_owned();
+	return buf;
+}
+
+/*
+ * x [1, 4, N] -> y = If(by_input ? c : Shape(x)[2] == 1,
+ *                       then: Squeeze(x, axes = [2]), else: Identity(x))
+ * PyTorch exports x.squeeze(2) this way. With N = 2 the then branch is
+ * invalid; it runs only when the condition says so.
+ */
+static void *build_squeeze_if(bool by_input, size_t *size)
+{
+	static const int64_t xdims[3] = { 1, 4, -1 };
+	Onnx__GraphProto *top = graph_new("top", 4, 2);
+	Onnx__GraphProto *t = graph_new("then", 1, 1);
+	Onnx__GraphProto *e = graph_new("else", 1, 1);
+	Onnx__NodeProto *n;
+
+	top->input[top->n_input++] = vi_dims("x", FLOAT, 3, xdims, TYPED);
+	if (by_input) {
+		top->input[top->n_input++] = vi("c", BOOL, 0, TYPED);
+	} else {
+		init_i64(top, "two", 0, 2);
+		init_i64(top, "one", 0, 1);
+		n = node(top, "Shape", "shape", 1, 1);
+		n->input[0] = "x";
+		n->output[0] = "shape";
+		n = node(top, "Gather", "dim2", 2, 1);
+		n->input[0] = "shape";
+		n->input[1] = "two";
+		n->output[0] = "dim2";
+		n = node(top, "Equal", "is_one", 2, 1);
+		n->input[0] = "dim2";
+		n->input[1] = "one";
+		n->output[0] = "c";
+	}
+	n = node(top, "If", "squeeze_if_one", 1, 1);
+	n->input[0] = "c";
+	n->output[0] = "y";
+	top->output[top->n_output++] = vi("y", FLOAT, 0, NO_ELEM_TYPE);
+	branches(n, t, e);
+
+	init_i64(t, "axes", 1, 2);
+	n = node(t, "Squeeze", "squeeze", 2, 1);
+	n->input[0] = "x";
+	n->input[1] = "axes";
+	n->output[0] = "squeezed";
+	t->output[t->n_output++] = vi("squeezed", FLOAT, 0, NO_TYPE);
+	n = node(e, "Identity", "keep", 1, 1);
+	n->input[0] = "x";
+	n->output[0] = "kept";
+	e->output[e->n_output++] = vi("kept", FLOAT, 0, NO_TYPE);
+	return pack_model(top, size);
+}
+
+/* Run with x [1, 4, last] (and c when given); the status, y's rank in *rank. */
+static npu_status run_squeeze_if(struct npu_session *s, int64_t last, int cond, int *rank)
+{
+	static float x[8];
+	static uint8_t c;
+	struct npu_host_tensor in[2], y;
+	npu_status st;
+	int i;
+
+	for (i = 0; i < 8; i++)
+		x[i] = (float)i;
+	memset(in, 0, sizeof(in));
+	in[0].dtype = NPU_TYPE_FLOAT;
+	in[0].rank = 3;
+	in[0].dims[0] = 1;
+	in[0].dims[1] = 4;
+	in[0].dims[2] = last;
+	in[0].data = x;
+	in[0].nbytes = (size_t)(4 * last) * sizeof(float);
+	c = (uint8_t)(cond > 0);
+	in[1].dtype = NPU_TYPE_BOOL;
+	in[1].data = &c;
+	in[1].nbytes = 1;
+	st = npu_session_run(s, in, cond < 0 ? 1 : 2);
+	if (st == NPU_OK) {
+		assert_int_equal(npu_session_output(s, 0, &y), NPU_OK);
+		*rank = y.rank;
+		assert_int_equal(y.nbytes, in[0].nbytes);
+		assert_memory_equal(y.data, x, y.nbytes);
+	}
+	return st;
+}
+
+static void open_model(void *buf, size_t size, struct npu_engine **e, struct npu_model **m,
+		       struct npu_session **s)
+{
+	assert_int_equal(npu_engine_create(NULL, e), NPU_OK);
+	if (npu_model_load_memory(*e, buf, size, "branch.onnx", NULL, m) != NPU_OK)
+		fail_msg("load: %s", npu_last_error());
+	assert_int_equal(npu_session_create(*m, NULL, s), NPU_OK);
+}
+
+/* The condition folds from the shapes: only the branch taken is inferred. */
+static void test_squeeze_if_dim_is_one(void **state)
+{
+	struct npu_engine *e;
+	struct npu_model *m;
+	struct npu_session *s;
+	size_t size;
+	void *buf = build_squeeze_if(false, &size);
+	int rank = -1;
+
+	(void)state;
+	open_model(buf, size, &e, &m, &s);
+	if (run_squeeze_if(s, 1, -1, &rank) != NPU_OK)
+		fail_msg("x 1x4x1: %s", npu_last_error());
+	assert_int_equal(rank, 2);
+	if (run_squeeze_if(s, 2, -1, &rank) != NPU_OK)
+		fail_msg("x 1x4x2 (the squeeze branch is invalid and not taken): %s", npu_last_error());
+	assert_int_equal(rank, 3);
+	npu_session_destroy(s);
+	npu_model_destroy(m);
+	npu_engine_destroy(e);
+	free(buf);
+}
+
+/*
+ * Chosen by an input: planned with both branches, the invalid one is left
+ * to run time; taking it is an error naming its node, and the session
+ * still runs afterwards.
+ */
+static void test_branch_invalid_for_these_shapes_runs_only_if_taken(void **state)
+{
+	struct npu_engine *e;
+	struct npu_model *m;
+	struct npu_session *s;
+	size_t size;
+	void *buf = build_squeeze_if(true, &size);
+	int rank = -1;
+
+	(void)state;
+	open_model(buf, size, &e, &m, &s);
+	if (run_squeeze_if(s, 2, 0, &rank) != NPU_OK)
+		fail_msg("x 1x4x2, else branch: %s", npu_last_error());
+	assert_int_equal(rank, 3);
+	assert_int_not_equal(run_squeeze_if(s, 2, 1, &rank), NPU_OK);
+	if (!strstr(npu_last_error(), "squeeze"))
+		fail_msg("the error does not name the Squeeze: %s", npu_last_error());
+	if (run_squeeze_if(s, 1, 1, &rank) != NPU_OK)
+		fail_msg("x 1x4x1, then branch: %s", npu_last_error());
+	assert_int_equal(rank, 2);
+	if (run_squeeze_if(s, 2, 0, &rank) != NPU_OK)
+		fail_msg("x 1x4x2 after the error: %s", npu_last_error());
+	npu_session_destroy(s);
+	npu_model_destroy(m);
+	npu_engine_destroy(e);
+	free(buf);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -367,6 +583,8 @@ int main(void)
 		cmocka_unit_test(test_tensor_type_without_element_type),
 		cmocka_unit_test(test_declared_types_still_checked),
 		cmocka_unit_test(test_unknown_op_inside_a_subgraph_is_named),
+		cmocka_unit_test(test_squeeze_if_dim_is_one),
+		cmocka_unit_test(test_branch_invalid_for_these_shapes_runs_only_if_taken),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -123,6 +123,23 @@ static npu_status set_output(struct npu_op_ctx *ctx, size_t index, const struct 
 
 /* ---- If ---- */
 
+/* The If's output types are those of branch g, the only one that can run. */
+static npu_status take_branch_types(struct npu_infer_ctx *ctx, const struct npu_graph *g,
+				    const char *which)
+{
+	const struct npu_node *n = ctx->node;
+	size_t i;
+
+	if (g->num_outputs != n->num_outputs)
+		return npu_op_invalid(ctx->err, n, "the node has %zu outputs, %s %zu", n->num_outputs,
+				      which, g->num_outputs);
+	for (i = 0; i < n->num_outputs; i++) {
+		ctx->out_dtypes[i] = g->outputs[i]->dtype;
+		ctx->out_shapes[i] = g->outputs[i]->shape;
+	}
+	return NPU_OK;
+}
+
 static npu_status if_infer(struct npu_infer_ctx *ctx)
 {
 	const struct npu_node *n = ctx->node;
@@ -140,11 +157,42 @@ static npu_status if_infer(struct npu_infer_ctx *ctx)
 				      npu_dtype_name(cond->dtype));
 	if (num_formal(then_g) || num_formal(else_g))
 		return npu_op_invalid(ctx->err, n, "a branch declares inputs (branches take none)");
+	if (cond->constant && npu_shape_numel(&cond->constant->shape) == 1) {
+		/*
+		 * Known now (shapes fold: "squeeze dim 2 if it is 1", as PyTorch
+		 * exports it): the other branch never runs and may not even be
+		 * valid for these shapes, so only the taken one is inferred.
+		 */
+		bool take_then = truth(cond->constant);
+		const char *which = take_then ? "then_branch" : "else_branch";
+
+		st = infer_body(n, take_then ? then_g : else_g, which, ctx->err);
+		return st != NPU_OK ? st : take_branch_types(ctx, take_then ? then_g : else_g, which);
+	}
+	/*
+	 * Not known before run time. A branch these shapes make invalid
+	 * (silero VAD's 8 kHz path given a 16 kHz frame) is not an error
+	 * while the other one is valid: it can only be the branch not taken,
+	 * and if it is taken after all, run-time inference of the failing
+	 * node reports it then. The If's outputs take the valid branch's
+	 * types. Both invalid: the model cannot run with these shapes.
+	 */
 	st = infer_body(n, then_g, "then_branch", ctx->err);
-	if (st == NPU_OK)
-		st = infer_body(n, else_g, "else_branch", ctx->err);
-	if (st != NPU_OK)
-		return st;
+	if (st != NPU_OK) {
+		struct npu_error then_err = *ctx->err;
+
+		npu_error_clear(ctx->err);
+		if (infer_body(n, else_g, "else_branch", ctx->err) != NPU_OK) {
+			*ctx->err = then_err;
+			return then_err.status;
+		}
+		return take_branch_types(ctx, else_g, "else_branch");
+	}
+	st = infer_body(n, else_g, "else_branch", ctx->err);
+	if (st != NPU_OK) {
+		npu_error_clear(ctx->err);
+		return take_branch_types(ctx, then_g, "then_branch");
+	}
 	if (then_g->num_outputs != n->num_outputs || else_g->num_outputs != n->num_outputs)
 		return npu_op_invalid(ctx->err, n,
 				      "the node has %zu outputs, then_branch %zu and else_branch %zu",
