@@ -101,6 +101,7 @@ struct npu_model {
 	char *precision;
 	char **calib_names;		/* samples of calib_dir (under build_lock) */
 	int num_calib_names;
+	bool calib_subdirs;		/* DIR/<sample>/<input>.npy form */
 	char *source;
 	void *bytes;			/* the ONNX model */
 	size_t size;

@@ -168,7 +168,8 @@ static npu_status calib_tensor(const char *path, const struct npu_value *in,
 
 /*
  * calib_dir: DIR/NAME.npy, one sample each, for a one-input model; else
- * DIR/<sample>/<input name>.npy. Sorted by name, so runs are repeatable.
+ * (and for a one-input model without such files) DIR/<sample>/<input
+ * name>.npy. Sorted by name, so runs are repeatable.
  * The compiler asks for the count, then for each sample as it needs it
  * (twice), so no more than one sample is in memory.
  */
@@ -187,12 +188,20 @@ static npu_status calib_count(void *arg, const struct npu_graph *g, size_t *coun
 	if (!dir || !g->num_inputs)
 		return NPU_OK;
 	n = npu_npy_list_samples(dir, one_input, &m->calib_names);
+	m->calib_subdirs = !one_input;
+	if (n == 0 && one_input) {
+		npu_npy_free_names(m->calib_names, 0);
+		m->calib_names = NULL;
+		n = npu_npy_list_samples(dir, false, &m->calib_names);
+		m->calib_subdirs = true;
+	}
 	if (n < 0)
 		return npu_error_set(err, NPU_ERR_IO, "calibration directory %s: cannot read it", dir);
 	m->num_calib_names = n;
 	if (n == 0)
 		return npu_error_set(err, NPU_ERR_INVALID_ARG, "calibration directory %s: no %s", dir,
-				     one_input ? ".npy files" : "sample subdirectories");
+				     one_input ? ".npy files or sample subdirectories"
+					       : "sample subdirectories");
 	*count = (size_t)n;
 	return NPU_OK;
 }
@@ -208,7 +217,7 @@ static npu_status calib_sample(void *arg, const struct npu_graph *g, size_t inde
 	if (index >= (size_t)m->num_calib_names)
 		return npu_error_set(err, NPU_ERR_INVALID_ARG, "calibration sample %zu does not exist", index);
 	for (k = 0; !st && k < g->num_inputs; k++) {
-		if (g->num_inputs == 1)
+		if (!m->calib_subdirs)
 			snprintf(path, sizeof(path), "%s/%s", m->calib_dir, m->calib_names[index]);
 		else
 			snprintf(path, sizeof(path), "%s/%s/%s.npy", m->calib_dir,
