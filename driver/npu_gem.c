@@ -7,12 +7,15 @@
 
 #include <linux/delay.h>
 #include <linux/dma-buf.h>
+#include <linux/fs.h>
+#include <linux/mm.h>
 #include <linux/seq_file.h>
 #include <linux/slab.h>
 
 #include <drm/drm_drv.h>
 #include <drm/drm_file.h>
 #include <drm/drm_gem.h>
+#include <drm/drm_prime.h>
 #include <drm/drm_vma_manager.h>
 
 #include "npu_drv.h"
@@ -193,6 +196,29 @@ static void npu_bo_dma_unmap(struct npu_bo *bo)
 }
 
 /*
+ * Unbind: give a foreign import's attachment back to its exporter. Its
+ * sg mapping may be the one the dma-buf core caches in the attachment
+ * (exporters with cache_sgt_mapping such as udmabuf and DRM PRIME, or
+ * any dynamic exporter: we attach as a static importer), which
+ * dma_buf_unmap_attachment() leaves in place; only the detach unmaps
+ * it. The exporter also forgets a device that may be gone for good. The
+ * BO keeps its dma-buf reference (put in npu_gem_free()) and no longer
+ * counts as an import: nothing can map it again.
+ */
+static void npu_bo_detach(struct npu_bo *bo)
+{
+	struct drm_gem_object *obj = &bo->base.base;
+	struct dma_buf_attachment *attach = bo->attach;
+
+	if (!attach)
+		return;
+	bo->dmabuf = attach->dmabuf;
+	bo->attach = NULL;
+	WRITE_ONCE(obj->import_attach, NULL);
+	dma_buf_detach(bo->dmabuf, attach);
+}
+
+/*
  * Unbind, with the device stopped: BOs that outlive the driver (held by
  * open files, mmaps or dma-bufs) give their DMA mappings back now, as
  * the DMA API requires of a driver that lets go of its device. A BO
@@ -217,6 +243,7 @@ void npu_gem_unbind_all(struct npu_device *ndev)
 		spin_unlock(&ndev->bo_list_lock);
 
 		npu_bo_dma_unmap(bo);
+		npu_bo_detach(bo);
 		drm_gem_object_put(&bo->base.base);
 
 		spin_lock(&ndev->bo_list_lock);
@@ -229,6 +256,7 @@ static void npu_gem_free(struct drm_gem_object *obj)
 {
 	struct npu_bo *bo = to_npu_bo(obj);
 	struct npu_device *ndev = to_npu_device(obj->dev);
+	struct dma_buf *detached = bo->dmabuf;
 
 	drm_WARN_ON(obj->dev, !list_empty(&bo->maps));
 	/* Before it leaves the list: see npu_gem_unbind_all(). */
@@ -238,7 +266,10 @@ static void npu_gem_free(struct drm_gem_object *obj)
 	spin_unlock(&ndev->bo_list_lock);
 	mutex_destroy(&bo->lock);
 	atomic_dec(&ndev->bo_count);
+	/* An import detached at unbind holds only its dma-buf reference. */
 	drm_gem_shmem_free(&bo->base);
+	if (detached)
+		dma_buf_put(detached);
 }
 
 static enum drm_gem_object_status npu_gem_status(struct drm_gem_object *obj)
@@ -248,6 +279,21 @@ static enum drm_gem_object_status npu_gem_status(struct drm_gem_object *obj)
 	if (bo->base.pages || obj->import_attach)
 		return DRM_GEM_OBJECT_RESIDENT;
 	return 0;
+}
+
+/*
+ * A read-only import stays read-only for the CPU too: mapped through
+ * our file, it would otherwise be writable (mmap checks our file's mode,
+ * not the dma-buf's).
+ */
+static int npu_gem_mmap(struct drm_gem_object *obj, struct vm_area_struct *vma)
+{
+	if (obj->import_attach && !(obj->dma_buf->file->f_mode & FMODE_WRITE)) {
+		if (vma->vm_flags & VM_WRITE)
+			return -EACCES;
+		vm_flags_clear(vma, VM_MAYWRITE);
+	}
+	return drm_gem_shmem_object_mmap(obj, vma);
 }
 
 static const struct drm_gem_object_funcs npu_gem_funcs = {
@@ -260,7 +306,7 @@ static const struct drm_gem_object_funcs npu_gem_funcs = {
 	.get_sg_table = drm_gem_shmem_object_get_sg_table,
 	.vmap = drm_gem_shmem_object_vmap,
 	.vunmap = drm_gem_shmem_object_vunmap,
-	.mmap = drm_gem_shmem_object_mmap,
+	.mmap = npu_gem_mmap,
 	.status = npu_gem_status,
 	.vm_ops = &drm_gem_shmem_vm_ops,
 };
@@ -285,22 +331,88 @@ struct drm_gem_object *npu_gem_create_object(struct drm_device *drm,
 	return &bo->base.base;
 }
 
+/* Called by npu_gem_prime_import(), inside drm_dev_enter(). */
 struct drm_gem_object *
 npu_gem_prime_import_sg_table(struct drm_device *drm,
 			      struct dma_buf_attachment *attach,
 			      struct sg_table *sgt)
 {
 	struct drm_gem_object *obj;
+	struct npu_bo *bo;
+
+	obj = drm_gem_shmem_prime_import_sg_table(drm, attach, sgt);
+	if (IS_ERR(obj))
+		return obj;
+	bo = to_npu_bo(obj);
+	bo->attach = attach;
+	/* What the dma-buf's file may not write, the device may not either. */
+	if (!(attach->dmabuf->file->f_mode & FMODE_WRITE))
+		bo->flags |= DRM_NPU_BO_DEVICE_READ_ONLY;
+	npu_bo_register(to_npu_device(drm), bo);
+	return obj;
+}
+
+/*
+ * drm_gem_prime_import_dev() without its shortcut for our own BOs: the
+ * device gets its own attachment (and the importer a BO of its own).
+ */
+static struct drm_gem_object *npu_gem_import_attach(struct drm_device *drm,
+						    struct dma_buf *dma_buf)
+{
+	struct dma_buf_attachment *attach;
+	struct drm_gem_object *obj;
+	struct sg_table *sgt;
+	int ret;
+
+	attach = dma_buf_attach(dma_buf, drm->dev);
+	if (IS_ERR(attach))
+		return ERR_CAST(attach);
+	get_dma_buf(dma_buf);
+
+	sgt = dma_buf_map_attachment_unlocked(attach, DMA_BIDIRECTIONAL);
+	if (IS_ERR(sgt)) {
+		ret = PTR_ERR(sgt);
+		goto err_detach;
+	}
+	obj = npu_gem_prime_import_sg_table(drm, attach, sgt);
+	if (IS_ERR(obj)) {
+		ret = PTR_ERR(obj);
+		goto err_unmap;
+	}
+	obj->import_attach = attach;
+	obj->resv = dma_buf->resv;
+	return obj;
+
+err_unmap:
+	dma_buf_unmap_attachment_unlocked(attach, sgt, DMA_BIDIRECTIONAL);
+err_detach:
+	dma_buf_detach(dma_buf, attach);
+	dma_buf_put(dma_buf);
+	return ERR_PTR(ret);
+}
+
+/*
+ * PRIME import. A writable dma-buf goes the core's way: one of our own
+ * BOs is that BO again, any other gets an attachment. A read-only one
+ * (its file lacks FMODE_WRITE: a PRIME export without DRM_RDWR, a
+ * dma-heap buffer allocated O_RDONLY) always gets an attachment and a BO
+ * mapped read-only for the device, even when it is one of ours: sharing
+ * the exporter's BO would hand the importer its writable mapping. All of
+ * it inside drm_dev_enter(): unbind (npu_gem_unbind_all()) only ever
+ * sees finished imports.
+ */
+struct drm_gem_object *npu_gem_prime_import(struct drm_device *drm,
+					    struct dma_buf *dma_buf)
+{
+	struct drm_gem_object *obj;
 	int idx;
 
-	/* After unbind the core undoes the attachment's mapping. */
 	if (!drm_dev_enter(drm, &idx))
 		return ERR_PTR(-ENODEV);
-	obj = drm_gem_shmem_prime_import_sg_table(drm, attach, sgt);
-	if (!IS_ERR(obj)) {
-		to_npu_bo(obj)->attach = attach;
-		npu_bo_register(to_npu_device(drm), to_npu_bo(obj));
-	}
+	if (dma_buf->file->f_mode & FMODE_WRITE)
+		obj = drm_gem_prime_import(drm, dma_buf);
+	else
+		obj = npu_gem_import_attach(drm, dma_buf);
 	drm_dev_exit(idx);
 	return obj;
 }
@@ -337,6 +449,14 @@ int npu_ioctl_bo_create(struct drm_device *drm, void *data,
 		return -EINVAL;
 	if (args->size > NPU_VA_END - NPU_VA_START)
 		return -ENOSPC;
+	/*
+	 * All of a BO is resident while it is mapped: one larger than RAM
+	 * could never be, and the shmem helper's page array for it (8 bytes
+	 * a page, not charged to the caller's memcg) would be 1 GiB for the
+	 * largest VA range.
+	 */
+	if (PAGE_ALIGN(args->size) >> PAGE_SHIFT > totalram_pages())
+		return -ENOMEM;
 
 	shmem = drm_gem_shmem_create(drm, PAGE_ALIGN(args->size));
 	if (IS_ERR(shmem))

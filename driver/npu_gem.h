@@ -11,6 +11,7 @@
 #include <drm/drm_gem_shmem_helper.h>
 #include <drm/drm_mm.h>
 
+struct dma_buf;
 struct dma_buf_attachment;
 struct drm_file;
 struct npu_context;
@@ -41,6 +42,8 @@ struct npu_bo {
 	 * core sets import_attach and resv only after the import hook).
 	 */
 	struct dma_buf_attachment *attach;
+	/* The dma-buf of an import whose attachment unbind gave back. */
+	struct dma_buf *dmabuf;
 };
 
 static inline struct npu_bo *to_npu_bo(struct drm_gem_object *obj)
@@ -50,6 +53,8 @@ static inline struct npu_bo *to_npu_bo(struct drm_gem_object *obj)
 
 struct drm_gem_object *npu_gem_create_object(struct drm_device *drm,
 					     size_t size);
+struct drm_gem_object *npu_gem_prime_import(struct drm_device *drm,
+					    struct dma_buf *dma_buf);
 struct drm_gem_object *
 npu_gem_prime_import_sg_table(struct drm_device *drm,
 			      struct dma_buf_attachment *attach,
