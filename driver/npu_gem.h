@@ -44,6 +44,10 @@ struct npu_bo {
 	struct dma_buf_attachment *attach;
 	/* The dma-buf of an import whose attachment unbind gave back. */
 	struct dma_buf *dmabuf;
+	/* Under lock: jobs holding the BO; reclaimed by the shrinker. */
+	u32 job_users;
+	bool evicted;
+	bool resident_counted;		/* in npu_device.pages_resident */
 };
 
 static inline struct npu_bo *to_npu_bo(struct drm_gem_object *obj)
@@ -69,5 +73,6 @@ int npu_ioctl_bo_info(struct drm_device *drm, void *data,
 		      struct drm_file *file);
 void npu_gem_print_ctx(struct seq_file *m, struct npu_context *ctx);
 void npu_gem_unbind_all(struct npu_device *ndev);
+int npu_gem_init(struct npu_device *ndev);
 
 #endif /* __NPU_GEM_H__ */

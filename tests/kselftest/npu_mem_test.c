@@ -584,4 +584,109 @@ TEST(bo_larger_than_ram_or_the_memcg_limit_fails_cleanly)
 	EXPECT_EQ(warn, alloc_failures_logged());
 }
 
+/* ---- reclaim ---- */
+
+#define RECLAIM_BOS	8
+#define RECLAIM_SIZE	(1 << 20)
+
+static uint8_t reclaim_byte(int bo, size_t i)
+{
+	return (uint8_t)(i * 31 + bo * 17 + (i >> 12));
+}
+
+/* Every byte of 'bo' through the CPU (a fault brings an evicted BO back). */
+static int reclaim_check(const struct npu_bo *bo, int n)
+{
+	const uint8_t *p = bo->map;
+	size_t i;
+
+	for (i = 0; i < RECLAIM_SIZE; i++)
+		if (p[i] != reclaim_byte(n, i))
+			return (int)i;
+	return -1;
+}
+
+/*
+ * The shrinker (run by drop_caches here, as by reclaim) evicts the BOs
+ * no job holds: they leave the page tables, their pages are unpinned.
+ * They come back with every byte, at the same VA, when a job that lists
+ * them is submitted or the CPU touches them; a BO a queued job holds is
+ * not taken.
+ */
+TEST(idle_bos_are_reclaimed_and_come_back_with_their_data)
+{
+	struct npu_bo cmd, bos[RECLAIM_BOS], check;
+	struct drm_npu_job_info info;
+	long long reclaimed, restored, mapped;
+	struct drm_npu_submit s;
+	uint32_t handles[2];
+	struct npu_cs cs;
+	int fd, i, bad;
+	size_t j;
+
+	fd = npu_open();
+	ASSERT_GE(fd, 0);
+	ASSERT_LE(0, npu_counter("pages_reclaimed"))
+		TH_LOG("no reclaim counters in npu_counters");
+	ASSERT_EQ(0, npu_bo_new(fd, 4096, 0, &cmd));
+	ASSERT_EQ(0, npu_bo_new(fd, RECLAIM_SIZE, 0, &check));
+	for (i = 0; i < RECLAIM_BOS; i++) {
+		ASSERT_EQ(0, npu_bo_new(fd, RECLAIM_SIZE, 0, &bos[i]));
+		for (j = 0; j < RECLAIM_SIZE; j++)
+			((uint8_t *)bos[i].map)[j] = reclaim_byte(i, j);
+	}
+
+	/* A job holds bos[0] (queues paused): it must stay. */
+	ASSERT_EQ(0, npu_pause_queues(1));
+	npu_cs_begin(&cs);
+	npu_cs_copy(&cs, bos[0].va, check.va, 4096);
+	handles[0] = bos[0].handle;
+	handles[1] = check.handle;
+	npu_submit_init(&s, cmd.handle, npu_cs_store(&cs, &cmd, 0), 1);
+	s.bo_refs = (uintptr_t)(struct drm_npu_bo_ref[2]){
+		{ handles[0], DRM_NPU_BO_ACCESS_READ },
+		{ handles[1], DRM_NPU_BO_ACCESS_WRITE } };
+	s.bo_ref_count = 2;
+	ASSERT_EQ(0, npu_submit(fd, &s));
+
+	reclaimed = npu_counter("pages_reclaimed");
+	restored = npu_counter("bos_restored");
+	mapped = npu_counter("pages_mapped");
+	ASSERT_EQ(0, sysfs_write("/proc/sys/vm/drop_caches", "2"));
+	/* bos[1..] and the command buffer; not bos[0], check or the job. */
+	EXPECT_GE(npu_counter("pages_reclaimed") - reclaimed,
+		  (RECLAIM_BOS - 1) * (RECLAIM_SIZE >> 12));
+	EXPECT_GT(mapped, npu_counter("pages_mapped"));
+	ASSERT_EQ(0, npu_pause_queues(0));
+	ASSERT_EQ(0, npu_job_wait(fd, s.job_id, WAIT_MS, &info));
+	EXPECT_EQ(NPU_JOB_OK, info.status);
+	EXPECT_EQ(0, memcmp(check.map, bos[0].map, 4096));
+
+	/* Evict again; odd BOs come back through a job first, even ones through the CPU. */
+	ASSERT_EQ(0, sysfs_write("/proc/sys/vm/drop_caches", "2"));
+	for (i = 0; i < RECLAIM_BOS; i++) {
+		if (i % 2) {
+			memset(check.map, 0, RECLAIM_SIZE);
+			npu_cs_begin(&cs);
+			npu_cs_copy(&cs, bos[i].va, check.va, RECLAIM_SIZE / 2);
+			npu_cs_copy(&cs, bos[i].va + RECLAIM_SIZE / 2,
+				    check.va + RECLAIM_SIZE / 2, RECLAIM_SIZE / 2);
+			handles[0] = bos[i].handle;
+			EXPECT_EQ(NPU_JOB_OK, run_with(fd, &cmd, &cs, handles, 2, &info));
+			EXPECT_EQ(0, memcmp(check.map, bos[i].map, RECLAIM_SIZE))
+				TH_LOG("bo %d: the device read other data than the CPU", i);
+		}
+		bad = reclaim_check(&bos[i], i);
+		EXPECT_EQ(-1, bad) TH_LOG("bo %d byte %d", i, bad);
+	}
+	EXPECT_LE(restored + RECLAIM_BOS, npu_counter("bos_restored"));
+	EXPECT_EQ(mapped, npu_counter("pages_mapped"));
+
+	for (i = 0; i < RECLAIM_BOS; i++)
+		npu_bo_free(fd, &bos[i]);
+	npu_bo_free(fd, &check);
+	npu_bo_free(fd, &cmd);
+	close(fd);
+}
+
 TEST_HARNESS_MAIN
