@@ -69,6 +69,9 @@ static int npu_debugfs_counters_show(struct seq_file *m, void *unused)
 	seq_printf(m, "bos %d\n", atomic_read(&ndev->bo_count));
 	seq_printf(m, "pages_mapped %lld\n",
 		   (s64)atomic64_read(&ndev->pages_mapped));
+	seq_printf(m, "pages_reclaimed %lld\n",
+		   (s64)atomic64_read(&ndev->pages_reclaimed));
+	seq_printf(m, "bos_restored %lld\n", (s64)atomic64_read(&ndev->bos_restored));
 	seq_printf(m, "jobs %d\n", atomic_read(&ndev->job_count));
 	seq_printf(m, "contexts %d\n", atomic_read(&ndev->ctx_count));
 	seq_printf(m, "jobs_submitted %lld\n",

@@ -133,6 +133,9 @@ int npu_device_init(struct npu_device *ndev)
 	ret = drmm_mutex_init(drm, &ndev->mmu_lock);
 	if (ret)
 		return ret;
+	ret = npu_gem_init(ndev);
+	if (ret)
+		return ret;
 
 	ret = pcim_enable_device(pdev);
 	if (ret)

@@ -325,6 +325,7 @@ static const struct drm_driver npu_drm_driver = {
 	.open			= npu_open,
 	.postclose		= npu_postclose,
 	.gem_create_object	= npu_gem_create_object,
+	.gem_prime_import	= npu_gem_prime_import,
 	.gem_prime_import_sg_table = npu_gem_prime_import_sg_table,
 	.show_fdinfo		= npu_show_fdinfo,
 	.ioctls			= npu_ioctls,

@@ -130,6 +130,11 @@ struct npu_device {
 	/* Leak accounting read by the kselftests through debugfs. */
 	atomic_t bo_count;
 	atomic64_t pages_mapped;
+	/* Reclaim (npu_gem.c): pages pinned for the device, and the totals. */
+	struct shrinker *shrinker;
+	atomic64_t pages_resident;
+	atomic64_t pages_reclaimed;
+	atomic64_t bos_restored;
 	atomic_t job_count;
 	/* Woken when job_count drops to zero (unbind waits for it). */
 	wait_queue_head_t job_free_wq;

@@ -11,6 +11,7 @@
 #include <drm/drm_gem_shmem_helper.h>
 #include <drm/drm_mm.h>
 
+struct dma_buf;
 struct dma_buf_attachment;
 struct drm_file;
 struct npu_context;
@@ -41,6 +42,12 @@ struct npu_bo {
 	 * core sets import_attach and resv only after the import hook).
 	 */
 	struct dma_buf_attachment *attach;
+	/* The dma-buf of an import whose attachment unbind gave back. */
+	struct dma_buf *dmabuf;
+	/* Under lock: jobs holding the BO; reclaimed by the shrinker. */
+	u32 job_users;
+	bool evicted;
+	bool resident_counted;		/* in npu_device.pages_resident */
 };
 
 static inline struct npu_bo *to_npu_bo(struct drm_gem_object *obj)
@@ -50,6 +57,8 @@ static inline struct npu_bo *to_npu_bo(struct drm_gem_object *obj)
 
 struct drm_gem_object *npu_gem_create_object(struct drm_device *drm,
 					     size_t size);
+struct drm_gem_object *npu_gem_prime_import(struct drm_device *drm,
+					    struct dma_buf *dma_buf);
 struct drm_gem_object *
 npu_gem_prime_import_sg_table(struct drm_device *drm,
 			      struct dma_buf_attachment *attach,
@@ -64,5 +73,6 @@ int npu_ioctl_bo_info(struct drm_device *drm, void *data,
 		      struct drm_file *file);
 void npu_gem_print_ctx(struct seq_file *m, struct npu_context *ctx);
 void npu_gem_unbind_all(struct npu_device *ndev);
+int npu_gem_init(struct npu_device *ndev);
 
 #endif /* __NPU_GEM_H__ */

@@ -150,6 +150,18 @@ static void npu_mmu_clear(struct npu_device *ndev, struct npu_mmu_ctx *mmu,
 	}
 }
 
+/*
+ * Clear the entries of @va..+@size with @mmu->lock held (the shrinker
+ * trylocks it); the caller invalidates the TLB.
+ */
+void npu_mmu_clear_locked(struct npu_device *ndev, struct npu_mmu_ctx *mmu,
+			  u64 va, u64 size)
+{
+	lockdep_assert_held(&mmu->lock);
+	npu_mmu_clear(ndev, mmu, va, size);
+	atomic64_sub(size >> NPU_PAGE_SHIFT, &ndev->pages_mapped);
+}
+
 static struct npu_context *npu_mmu_to_ctx(struct npu_mmu_ctx *mmu)
 {
 	return container_of(mmu, struct npu_context, mmu);

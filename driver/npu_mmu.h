@@ -42,6 +42,8 @@ int npu_mmu_map(struct npu_device *ndev, struct npu_mmu_ctx *mmu, u64 va,
 		struct sg_table *sgt, u64 size, u32 prot);
 void npu_mmu_unmap(struct npu_device *ndev, struct npu_mmu_ctx *mmu,
 		   u64 va, u64 size);
+void npu_mmu_clear_locked(struct npu_device *ndev, struct npu_mmu_ctx *mmu,
+			  u64 va, u64 size);
 int npu_mmu_invalidate(struct npu_device *ndev, u32 ctx_id);
 
 #endif /* __NPU_MMU_H__ */

@@ -107,6 +107,7 @@ struct fbo {
 	uint32_t handle;
 	uint64_t va, size;
 	void *map;
+	int ro;		/* an import of a read-only dma-buf: mapped PROT_READ */
 };
 
 struct check {
@@ -442,6 +443,12 @@ static void op_mmap(struct ffile *f)
 		p = mmap(NULL, i.size, PROT_READ | PROT_WRITE, MAP_SHARED, f->fd,
 			 i.mmap_offset);
 		atomic_fetch_add(&sh->ops, 1);
+		/* Read-only dma-bufs import read-only for the CPU too. */
+		if (p == MAP_FAILED && errno == EACCES) {
+			p = mmap(NULL, i.size, PROT_READ, MAP_SHARED, f->fd,
+				 i.mmap_offset);
+			b->ro = p != MAP_FAILED;
+		}
 		if (p == MAP_FAILED) {
 			if (errno != ENOMEM)
 				finding("mmap of handle %u: %d", b->handle, -errno);
@@ -450,7 +457,10 @@ static void op_mmap(struct ffile *f)
 		b->map = p;
 	}
 	/* Touch it: CPU writes racing device DMA are the user's business. */
-	memset((uint8_t *)b->map + rn(b->size), rn(256), 1);
+	if (b->ro)
+		(void)*(volatile uint8_t *)((uint8_t *)b->map + rn(b->size));
+	else
+		memset((uint8_t *)b->map + rn(b->size), rn(256), 1);
 }
 
 static void op_prime(struct ffile *f)
