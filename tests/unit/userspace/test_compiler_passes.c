@@ -277,6 +277,89 @@ static void test_relu_and_clip_fuse_into_producers(void **state)
 	npu_graph_destroy(g);
 }
 
+static void run_outputs(struct npu_graph *g, const struct npu_tensor *x, int threads,
+			float **out, size_t *count);
+
+/*
+ * Max / Min of x and one constant value become a Clip (TF exports a clamp
+ * as tf.math.maximum): the same outputs; a constant that would broadcast
+ * x wider, or holds several values, is left alone.
+ */
+static void test_max_min_by_a_constant_become_clip(void **state)
+{
+	struct npu_graph *g = npu_graph_create("test"), *f;
+	int64_t d[2] = { 3, 5 }, d11[2] = { 1, 1 }, d111[3] = { 1, 1, 1 }, d5[1] = { 5 };
+	const float lo = -0.4f, hi = 0.5f, five[5] = { 0, 1, 2, 3, 4 };
+	struct npu_value *x = input(g, "x", 2, d), *in[2];
+	struct npu_value *a = value_like(g, "a", x), *b = value_like(g, "b", x);
+	struct npu_value *c = value_like(g, "c", x), *e = value_like(g, "e", x);
+	struct npu_error err = { 0 };
+	float xin[15], *ref[4], *got[4];
+	struct npu_tensor xt = { .dtype = NPU_DTYPE_FLOAT, .shape = { 2, { 3, 5 } },
+				 .data = xin, .nbytes = sizeof(xin) };
+	size_t i, o, nref[4], ngot[4];
+	int k;
+
+	(void)state;
+	for (k = 0; k < 15; k++)
+		xin[k] = (float)(k - 7) / 7.0f;
+	in[0] = x;
+	in[1] = constant(g, "lo", 2, d11, &lo);
+	node(g, "Max", "clamp_low", in, 2, a)->opset = 13;
+	in[0] = constant(g, "hi", 0, d11, &hi);	/* the constant first */
+	in[1] = a;
+	node(g, "Min", "clamp_high", in, 2, b)->opset = 13;
+	in[0] = b;
+	in[1] = constant(g, "wide", 3, d111, &lo);	/* [1,1,1]: the result is rank 3 */
+	node(g, "Max", "widens", in, 2, c)->opset = 13;
+	in[0] = b;
+	in[1] = constant(g, "five", 1, d5, five);
+	node(g, "Max", "per_column", in, 2, e)->opset = 13;
+	mark_output(g, a);
+	mark_output(g, b);
+	mark_output(g, c);
+	mark_output(g, e);
+	g->inputs = calloc(1, sizeof(*g->inputs));
+	assert_non_null(g->inputs);
+	g->inputs[0] = x;
+	g->num_inputs = 1;
+	assert_int_equal(npu_graph_sort(g, &err), NPU_OK);
+	if (npu_graph_infer(g, false, &err))
+		fail_msg("%s", err.msg);
+	f = npu_graph_clone(g, &err);
+	assert_non_null(f);
+	assert_int_equal(npu_pass_arith_canon(f, NULL, &err), NPU_OK);
+	assert_int_equal(npu_graph_sort(f, &err), NPU_OK);
+	assert_int_equal(count_op(f, "Clip"), 2);
+	assert_int_equal(count_op(f, "Max"), 2);
+	assert_int_equal(count_op(f, "Min"), 0);
+	for (i = 0; i < f->num_nodes; i++) {
+		const struct npu_node *n = f->nodes[i];
+
+		if (!strcmp(n->name, "clamp_high")) {
+			assert_string_equal(n->op_type, "Clip");
+			assert_int_equal(n->num_inputs, 3);
+			assert_null(n->inputs[1]);
+			assert_true(*(const float *)n->inputs[2]->constant->data == hi);
+		}
+	}
+	if (npu_graph_infer(f, false, &err))
+		fail_msg("%s", err.msg);
+	run_outputs(g, &xt, 1, ref, nref);
+	run_outputs(f, &xt, 1, got, ngot);
+	for (o = 0; o < 4; o++) {
+		assert_int_equal(ngot[o], nref[o]);
+		for (i = 0; i < nref[o]; i++)
+			if (got[o][i] != ref[o][i])
+				fail_msg("output %zu [%zu]: %g, before the pass %g", o, i, got[o][i],
+					 ref[o][i]);
+		free(ref[o]);
+		free(got[o]);
+	}
+	npu_graph_destroy(f);
+	npu_graph_destroy(g);
+}
+
 static void test_activation_with_two_users_is_not_fused(void **state)
 {
 	struct npu_graph *g = npu_graph_create("test");
@@ -971,6 +1054,7 @@ int main(void)
 		cmocka_unit_test(test_channel_mul_add_fold_into_conv),
 		cmocka_unit_test(test_batchnorm_with_shared_conv_output_is_left_alone),
 		cmocka_unit_test(test_relu_and_clip_fuse_into_producers),
+		cmocka_unit_test(test_max_min_by_a_constant_become_clip),
 		cmocka_unit_test(test_activation_with_two_users_is_not_fused),
 		cmocka_unit_test(test_inverse_transposes_cancel),
 		cmocka_unit_test(test_qdq_pairs_become_fixed_qparams),
