@@ -815,7 +815,8 @@ static bool requant_arrays(struct npu_lower_ctx *lc, const char *name, uint32_t 
 	/* The 16x8 mode's accumulator is int64, and so is its bias. */
 	int64_t *b64 = bias && lc->want16 ? seg_own(lc->seg, oc * sizeof(*b64)) : NULL;
 	int32_t *b = bias && !lc->want16 ? seg_own(lc->seg, oc * sizeof(*b)) : NULL;
-	uint32_t c;
+	uint32_t c, saturated = 0, first = 0;
+	double worst = 0.0;
 
 	if (!mult || !shift || (bias && !b && !b64))
 		return WHY("out of memory");
@@ -835,13 +836,18 @@ static bool requant_arrays(struct npu_lower_ctx *lc, const char *name, uint32_t 
 			else
 				b[c] = npu_quantize_bias(bias[c] * bias_mul, in_scale, w_scale[c]);
 			/* The accumulator cannot hold it: the channel gets a wrong offset. */
-			if (!b64 && fabs(exact) > 2147483647.0)
-				npu_compiled_warn(lc->compiled,
-						  "node '%s': bias of channel %u saturates int32 (%.3g x the accumulator's range): input scale %g x weight scale %g is too fine for bias %g",
-						  name, c, fabs(exact) / 2147483647.0, in_scale,
-						  w_scale[c], bias[c] * bias_mul);
+			if (!b64 && fabs(exact) > 2147483647.0) {
+				if (!saturated++)
+					first = c;
+				worst = fmax(worst, fabs(exact) / 2147483647.0);
+			}
 		}
 	}
+	/* One line per node, not per channel. */
+	if (saturated)
+		npu_compiled_warn(lc->compiled,
+				  "node '%s': the bias of %u of %u channels (first: %u) saturates int32 (up to %.3g x the accumulator's range): input scale %g is too fine for those biases",
+				  name, saturated, oc, first, worst, in_scale);
 	q->mult = mult;
 	q->shift = shift;
 	q->bias = b;
