@@ -5,7 +5,8 @@ protobuf wire format by hand, as tests/serve/make_model.py):
   x [1,3,S,S] -> Conv(8) -> Relu (r1) -> Conv(C2) -> Relu (r2)
     -> GlobalAveragePool (gap) -> Flatten (flat) -> Gemm(4) -> y [1,4]
 
-usage: make_model.py OUT.onnx [S [C2 [SEED]]]   (defaults 16 8 1)
+usage: make_model.py OUT.onnx [S [C2 [SEED [BATCH]]]]   (defaults 16 8 1 1;
+BATCH may be a name, a dynamic batch dimension)
 Weights are pseudo-random from SEED.
 
 make_model.py --heavy OUT.onnx S L C [STEM]: a model with a small
@@ -79,6 +80,7 @@ def main():
     s = int(sys.argv[2]) if len(sys.argv) > 2 else 16
     c2 = int(sys.argv[3]) if len(sys.argv) > 3 else 8
     rng = random.Random(int(sys.argv[4]) if len(sys.argv) > 4 else 1)
+    batch = sys.argv[5] if len(sys.argv) > 5 else "1"
     r = lambda n, k: [rng.uniform(-k, k) for _ in range(n)]  # noqa: E731
     inits = [
         tensor("w1", [8, 3, 3, 3], r(8 * 27, 0.3)), tensor("b1", [8], r(8, 0.1)),
@@ -94,8 +96,8 @@ def main():
     g += node("Gemm", "gemm", ["flat", "wg", "bg"], ["y"])
     g += field_bytes(2, "split-test")
     g += b"".join(field_bytes(5, t) for t in inits)
-    g += field_bytes(11, value_info("x", ["1", "3", str(s), str(s)], 1))
-    g += field_bytes(12, value_info("y", ["1", "4"], 1))
+    g += field_bytes(11, value_info("x", [batch, "3", str(s), str(s)], 1))
+    g += field_bytes(12, value_info("y", [batch, "4"], 1))
     opset = field_bytes(1, "") + field_varint(2, 13)
     m = field_varint(1, 8) + field_bytes(2, "split-test") + field_bytes(7, g) + \
         field_bytes(8, opset)

@@ -126,14 +126,14 @@ int npu_cli_input_info(const struct npu_cli_model *cm, size_t index,
 
 int npu_cli_plan(struct npu_cli_model *cm, const char *cmd)
 {
-	struct npu_host_tensor want[64];
 	size_t i, n = npu_model_num_inputs(cm->model);
+	struct npu_host_tensor *want = calloc(n + 1, sizeof(*want));
+	int rc = -1;
 
-	if (n > 64) {
-		fprintf(stderr, "npu %s: more than 64 inputs\n", cmd);
+	if (!want) {
+		fprintf(stderr, "npu %s: out of memory\n", cmd);
 		return -1;
 	}
-	memset(want, 0, sizeof(want));
 	for (i = 0; i < n; i++) {
 		struct npu_tensor_info info;
 		int d;
@@ -144,7 +144,7 @@ int npu_cli_plan(struct npu_cli_model *cm, const char *cmd)
 				fprintf(stderr, "npu %s: input '%s' has a dynamic dimension %d (%s): fix it with --shape %s=DIMS\n",
 					cmd, info.name, d, info.dim_names[d] ? info.dim_names[d] : "?",
 					info.name);
-				return -1;
+				goto out;
 			}
 		want[i].name = info.name;
 		want[i].rank = info.rank;
@@ -155,9 +155,12 @@ int npu_cli_plan(struct npu_cli_model *cm, const char *cmd)
 	if (npu_model_get_plan(cm->model, want, n, &cm->plan) != NPU_OK ||
 	    (!cm->session && npu_session_create(cm->model, NULL, &cm->session) != NPU_OK)) {
 		fprintf(stderr, "npu %s: %s\n", cmd, npu_last_error());
-		return -1;
+		goto out;
 	}
-	return 0;
+	rc = 0;
+out:
+	free(want);
+	return rc;
 }
 
 /* splitmix64: deterministic across platforms for a seed. */

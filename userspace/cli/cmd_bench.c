@@ -315,7 +315,7 @@ int npu_cmd_bench(int argc, char **argv)
 	struct npu_cli_model cm = { 0 };
 	struct npu_npu_stats st;
 	int threads = 0;
-	struct npu_host_tensor inputs[64];
+	struct npu_host_tensor *inputs = NULL;	/* one per model input */
 	const char *model = NULL, *shapes[MAX_SHAPES];
 	size_t num_shapes = 0, i;
 	int iters = 20, warmup = 3, rc = 1, n_in = 0, k;
@@ -393,6 +393,11 @@ int npu_cmd_bench(int argc, char **argv)
 	load_ms = now_ms();
 	if (npu_cli_open(&cm, model, &mo, threads, "bench"))
 		goto out;
+	inputs = calloc(npu_model_num_inputs(cm.model) + 1, sizeof(*inputs));
+	if (!inputs) {
+		fprintf(stderr, "npu bench: out of memory\n");
+		goto out;
+	}
 	for (i = 0; i < num_shapes; i++)
 		if (npu_cli_apply_shape(&cm, shapes[i], "bench"))
 			goto out;
@@ -532,7 +537,9 @@ int npu_cmd_bench(int argc, char **argv)
 		}
 	}
 out:
-	npu_cli_free_inputs(inputs, n_in);
+	if (inputs)
+		npu_cli_free_inputs(inputs, n_in);
+	free(inputs);
 	free(lat);
 	npu_cli_close(&cm);
 	return rc;

@@ -393,7 +393,7 @@ int npu_cmd_compile(int argc, char **argv)
 	struct npu_cli_model cm = { 0 }, ref = { 0 };
 	struct npu_npu_stats st;
 	int threads = 0;
-	struct npu_host_tensor inputs[64];
+	struct npu_host_tensor *inputs = NULL;	/* one per model input */
 	const char *model = NULL, *out = NULL, *shapes[MAX_SHAPES], *report = NULL, *eval = NULL;
 	size_t num_shapes = 0, i, on_npu = 0;
 	bool explain = false, json = false, qreport = false;
@@ -511,6 +511,11 @@ int npu_cmd_compile(int argc, char **argv)
 	}
 	if (npu_cli_open(&cm, model, &mo, threads, "compile"))
 		goto out;
+	inputs = calloc(npu_model_num_inputs(cm.model) + 1, sizeof(*inputs));
+	if (!inputs) {
+		fprintf(stderr, "npu compile: out of memory\n");
+		goto out;
+	}
 	for (i = 0; i < num_shapes; i++)
 		if (npu_cli_apply_shape(&cm, shapes[i], "compile"))
 			goto out;
@@ -642,7 +647,9 @@ int npu_cmd_compile(int argc, char **argv)
 		printf(",\n  \"output\": "), npu_cli_json_string(stdout, out ? out : ""), printf("\n}\n");
 	rc = 0;
 out:
-	npu_cli_free_inputs(inputs, n_in);
+	if (inputs)
+		npu_cli_free_inputs(inputs, n_in);
+	free(inputs);
 	npu_tensor_destroy(calib_keep);
 	npu_cli_close(&ref);
 	npu_cli_close(&cm);

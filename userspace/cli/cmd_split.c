@@ -541,6 +541,57 @@ static const char *cand_label(const struct cand *c, char *buf, size_t size)
 	return buf;
 }
 
+/*
+ * --auto costs the model at one shape: a dynamic dimension no --shape
+ * fixes is costed as 1 (a batch of one, the common case), and said so.
+ * The head and tail keep the model's dynamic dimensions either way.
+ * bufs holds the "NAME=DIMS" strings added to a->shapes.
+ */
+static int default_dynamic_dims(const struct npu_cli_model *cm, struct split_args *a,
+				char bufs[][300])
+{
+	size_t i, k, n = npu_model_num_inputs(cm->model);
+
+	for (i = 0; i < n; i++) {
+		struct npu_tensor_info info;
+		size_t len, used;
+		bool given = false, dynamic = false;
+		int d;
+
+		if (npu_cli_input_info(cm, i, &info)) {
+			fprintf(stderr, "npu split: %s\n", npu_last_error());
+			return -1;
+		}
+		len = strlen(info.name);
+		for (k = 0; k < a->num_shapes; k++)
+			given |= !strncmp(a->shapes[k], info.name, len) && a->shapes[k][len] == '=';
+		for (d = 0; d < info.rank; d++)
+			dynamic |= info.dims[d] < 0;
+		if (given || !dynamic)
+			continue;
+		if (a->num_shapes == MAX_SHAPES) {
+			fprintf(stderr, "npu split: input '%s' has dynamic dimensions: give --shape %s=DIMS\n",
+				info.name, info.name);
+			return -1;
+		}
+		used = (size_t)snprintf(bufs[a->num_shapes], 300, "%s=", info.name);
+		for (d = 0; d < info.rank && used < 300; d++)
+			used += (size_t)snprintf(bufs[a->num_shapes] + used, 300 - used, "%s%lld",
+						 d ? "x" : "", (long long)(info.dims[d] < 0 ? 1 : info.dims[d]));
+		if (used >= 300) {
+			fprintf(stderr, "npu split: input '%s': name too long for a default shape\n",
+				info.name);
+			return -1;
+		}
+		fprintf(stderr, "npu split: costing input '%s' as %s (its dynamic dimensions set to 1; "
+			"--shape %s=DIMS costs another size)\n", info.name,
+			bufs[a->num_shapes] + strlen(info.name) + 1, info.name);
+		a->shapes[a->num_shapes] = bufs[a->num_shapes];
+		a->num_shapes++;
+	}
+	return 0;
+}
+
 /* Bytes of a value of the model at the sample's shapes (the link's payload). */
 static uint64_t value_bytes(const struct npu_graph *g, const char *name, bool int8)
 {
@@ -890,7 +941,7 @@ out:
 	return rc;
 }
 
-static int auto_split(const struct split_args *a, const void *data, size_t size)
+static int auto_split(struct split_args *a, const void *data, size_t size)
 {
 	struct npu_onnx_cutgraph *cg = NULL;
 	struct npu_error err = { 0 };
@@ -906,7 +957,7 @@ static int auto_split(const struct split_args *a, const void *data, size_t size)
 	size_t i, k, n, best = 0, n_in = 0;
 	int n_rand = -1, rc = 1;
 	bool on_npu = strcmp(a->device, "cpu") != 0;
-	char label[512];
+	char label[512], dyn_shapes[MAX_SHAPES][300];
 
 	if (npu_onnx_cutgraph_create(data, size, a->model, &cg, &err) != NPU_OK) {
 		fprintf(stderr, "npu split: %s\n", npu_error_msg(&err));
@@ -927,6 +978,8 @@ static int auto_split(const struct split_args *a, const void *data, size_t size)
 		fprintf(stderr, "npu split: more than %d model inputs\n", MAX_SHAPES);
 		goto out;
 	}
+	if (default_dynamic_dims(&cm, a, dyn_shapes))
+		goto out;
 	n_rand = npu_cli_random_inputs(&cm, 1, 0.0f, 1.0f, a->shapes, a->num_shapes, ins, "split");
 	if (n_rand < 0)
 		goto out;
