@@ -218,22 +218,56 @@ void npu_calib_init(struct npu_calib_stats *st)
 	st->max = -FLT_MAX;
 }
 
+/*
+ * Calibration looks at every activation of every sample: pass 1 keeps
+ * LANES independent running minima, maxima and counts, which the compiler
+ * vectorizes (the same result as one running value: min and max do not
+ * depend on the order, and only finite values count).
+ */
+#define LANES 16
+
 void npu_calib_observe_minmax(struct npu_calib_stats *st, const float *x, size_t n)
 {
-	float mn = st->min, mx = st->max;
-	uint64_t seen = 0;
-	size_t i;
+	float mn[LANES], mx[LANES];
+	uint32_t seen[LANES];
+	uint64_t total = 0;
+	size_t i = 0, j;
 
-	for (i = 0; i < n; i++) {
+	for (j = 0; j < LANES; j++) {
+		mn[j] = st->min;
+		mx[j] = st->max;
+		seen[j] = 0;
+	}
+	while (i + LANES <= n) {
+		/* Blocks of at most 2^31 lanes' worth keep the counts exact. */
+		size_t end = n - i > ((size_t)1 << 31) ? i + ((size_t)1 << 31) : n;
+
+		for (; i + LANES <= end; i += LANES)
+			for (j = 0; j < LANES; j++) {
+				float v = x[i + j];
+				bool fin = fabsf(v) <= FLT_MAX;	/* not NaN, not +-inf */
+
+				mn[j] = fin && v < mn[j] ? v : mn[j];
+				mx[j] = fin && v > mx[j] ? v : mx[j];
+				seen[j] += fin;
+			}
+		for (j = 0; j < LANES; j++) {
+			total += seen[j];
+			seen[j] = 0;
+		}
+	}
+	for (; i < n; i++) {
 		if (!isfinite(x[i]))
 			continue;
-		mn = x[i] < mn ? x[i] : mn;
-		mx = x[i] > mx ? x[i] : mx;
-		seen++;
+		mn[0] = x[i] < mn[0] ? x[i] : mn[0];
+		mx[0] = x[i] > mx[0] ? x[i] : mx[0];
+		total++;
 	}
-	st->min = mn;
-	st->max = mx;
-	st->seen += seen;
+	for (j = 0; j < LANES; j++) {
+		st->min = mn[j] < st->min ? mn[j] : st->min;
+		st->max = mx[j] > st->max ? mx[j] : st->max;
+	}
+	st->seen += total;
 }
 
 void npu_calib_hist_begin(struct npu_calib_stats *st)
