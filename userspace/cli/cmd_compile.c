@@ -27,7 +27,7 @@ static void compile_usage(FILE *out)
 		"                   [--explain] [-o OUT.npub] [--threads N] [--json]\n"
 		"                   [--quant-report [--report-samples N]]\n"
 		"                   [--accuracy-target COS] [--keep-fp32 NODE[,NODE]...]\n"
-		"                   [--int16 NODE[,NODE]...] [--precision int8|int16]\n"
+		"                   [--int16 NODE[,NODE]...] [--precision int8|int16] [--codegen K=V,...]\n"
 		"                   [--bias-correction on|off] [--eval-dir DIR]\n\n"
 		"Compiles the model for the NPU: fp32 graph passes, int8 calibration,\n"
 		"placement of every node on the NPU or the CPU, code generation.\n"
@@ -63,6 +63,10 @@ static void compile_usage(FILE *out)
 		"                      fp32 on the held-out samples reaches COS (0..1]\n"
 		"  --int16 NODES       run these nodes (comma-separated, names as --explain\n"
 		"                      shows them) with int16 activations (16x8 mode)\n"
+		"  --codegen K=V,...   how NPU code is built, for measuring a technique:\n"
+		"                      array_modes, out_lut, tile_search, prefetch, gap_split\n"
+		"                      = 0|1; pixel_mm, fuse = auto|off|force; fuse_rows = N;\n"
+		"                      lut_producer = any|last (a .npub keeps them)\n"
 		"  --precision P       int8 (default) or int16: every node with an int16 form\n"
 		"Prints the MACs on the NPU, the device memory plan and the accuracy of the\n"
 		"int8 model against the fp32 CPU model on one random input.\n");
@@ -468,6 +472,8 @@ int npu_cmd_compile(int argc, char **argv)
 				return 2;
 			}
 			mo.precision = v, i++;
+		} else if (v && !strcmp(a, "--codegen")) {
+			mo.codegen = v, i++;
 		} else if (v && !strcmp(a, "--accuracy-target")) {
 			char *end;
 

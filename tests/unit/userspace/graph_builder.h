@@ -107,19 +107,24 @@ static inline void gb_set_str(struct npu_node *n, const char *name, const char *
 	assert_non_null(a->s);
 }
 
-/* Sets "NAME=VALUE" (or unsets NAME when set is false); NULL: nothing. */
-static inline void gb_env_pair(const char *pair, bool set)
-{
-	char name[64];
-	const char *eq = pair ? strchr(pair, '=') : NULL;
+/* The codegen options gb_compile() compiles with (zero: the defaults). */
+static struct npu_codegen_options gb_codegen;
 
-	if (!eq)
-		return;
-	snprintf(name, sizeof(name), "%.*s", (int)(eq - pair), pair);
-	if (set)
-		setenv(name, eq + 1, 1);
-	else
-		unsetenv(name);
+/* "0" / "off", "force", else auto: a choice as the options string spells it. */
+static inline enum npu_codegen_choice fuse_choice(const char *v)
+{
+	return !strcmp(v, "0") || !strcmp(v, "off") ? NPU_CODEGEN_OFF :
+	       !strcmp(v, "force") ? NPU_CODEGEN_FORCE : NPU_CODEGEN_AUTO;
+}
+
+/* Back to the defaults, then "key=value,..." (npu_codegen_options_parse). */
+static inline void gb_codegen_use(const char *spec)
+{
+	struct npu_error err = { 0 };
+
+	memset(&gb_codegen, 0, sizeof(gb_codegen));
+	if (spec && npu_codegen_options_parse(&gb_codegen, spec, &err) != NPU_OK)
+		fail_msg("%s", err.msg);
 }
 
 /* Mark v[0..n) as the graph's outputs, in that order. */
@@ -158,6 +163,7 @@ static inline struct npu_compiled *gb_compile(struct npu_graph *g, struct npu_de
 	o.num_calib_sets = 1;
 	o.calib_method = NPU_CALIB_MINMAX;
 	o.keep_small_segments = true;
+	o.codegen = gb_codegen;
 	if (npu_compile_graph(g, &o, &c, &err) != NPU_OK)
 		fail_msg("compile: %s", err.msg);
 	return c;

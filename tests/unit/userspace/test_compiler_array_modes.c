@@ -38,7 +38,7 @@ enum shape {
 struct variant {
 	enum shape shape;
 	int64_t c, mid, h, w, oc;
-	const char *env;	/* extra NAME=VALUE for the codegen, or NULL */
+	const char *env;	/* extra codegen options (key=value), or NULL */
 	bool faster;		/* modes must save cycles */
 };
 
@@ -170,21 +170,20 @@ static size_t compile_and_run(struct npu_device *dev, const struct variant *v,
 	struct npu_graph *g;
 	size_t n;
 
-	setenv("NPU_ARRAY_MODES", modes ? "1" : "0", 1);
-	gb_env_pair(v->env, true);
+	gb_codegen_use(v->env);
+	gb_codegen.no_array_modes = !modes;
 	gb_seed = 17;	/* the same weights every time */
 	g = build(v);
 	c = gb_compile(g, dev, &x);
 	/* everything on the NPU, or the test would compare CPU with CPU */
 	assert_int_equal(c->num_segments, 1);
 	*cycles = mac_cycles(c, moded);
-	if (v->env && !strcmp(v->env, "NPU_FUSE=force"))	/* the pair path ran */
+	if (v->env && !strcmp(v->env, "fuse=force"))	/* the pair path ran */
 		assert_true(c->segments[0]->code.fused_groups >= 1);
 	n = gb_run(g, x, out, cap);
 	npu_compiled_free(c);
 	npu_graph_destroy(g);
-	gb_env_pair(v->env, false);
-	unsetenv("NPU_ARRAY_MODES");
+	gb_codegen_use(NULL);
 	return n;
 }
 
@@ -237,7 +236,7 @@ static const struct variant variants[] = {
 	{ CONVS, 3, 24, 11, 13, 16, NULL, true },
 	{ CONVS, 16, 16, 9, 17, 24, NULL, true },
 	{ CONVS, 40, 48, 7, 9, 8, NULL, true },
-	{ CONVS, 5, 24, 13, 6, 40, "NPU_FUSE=force", true },	/* the conv pair */
+	{ CONVS, 5, 24, 13, 6, 40, "fuse=force", true },	/* the conv pair */
 	{ CONVS, 32, 32, 6, 7, 64, NULL, false },	/* fills the array */
 	{ DECONV, 3, 24, 7, 9, 24, NULL, true },
 	{ DECONV, 4, 16, 6, 5, 3, NULL, false },

@@ -257,8 +257,12 @@ static uint8_t *read_all(const char *path, size_t *size)
 	return d;
 }
 
-/* Save, reload, re-bind: the same int8 program gives the same numbers. */
-static void test_npub_round_trip_is_bit_identical(void **state)
+/*
+ * Save, reload, re-bind: the same int8 program gives the same numbers, and
+ * codegen options other than the defaults come back with each segment, so
+ * the reloaded file generates the same code wherever it loads.
+ */
+static void npub_round_trip(const char *codegen)
 {
 	static const char fake_onnx[] = "embedded model bytes";
 	struct npu_graph *g = inferred_cnn(), *g2 = inferred_cnn();
@@ -275,8 +279,8 @@ static void test_npub_round_trip_is_bit_identical(void **state)
 	size_t size, msize;
 	uint8_t *bytes;
 	int fd = mkstemp(path), k;
+	size_t i;
 
-	(void)state;
 	assert_true(fd >= 0);
 	close(fd);
 	gb_seed = 99;
@@ -287,6 +291,8 @@ static void test_npub_round_trip_is_bit_identical(void **state)
 	o.runner = &npu_exec_graph_runner;
 	o.device = dev;
 	o.calib_random = true;
+	if (codegen && npu_codegen_options_parse(&o.codegen, codegen, &err) != NPU_OK)
+		fail_msg("%s", err.msg);
 	if (npu_compile_graph(g, &o, &c, &err) != NPU_OK)
 		fail_msg("compile: %s", err.msg);
 	run_graph(g, x, first);
@@ -307,6 +313,10 @@ static void test_npub_round_trip_is_bit_identical(void **state)
 	assert_int_equal(c2->num_segments, c->num_segments);
 	assert_int_equal(c2->num_records, c->num_records);
 	assert_int_equal(c2->npu_macs, c->npu_macs);
+	for (i = 0; i < c->num_segments; i++)
+		assert_memory_equal(&c2->segments[i]->prog.opts, &o.codegen, sizeof(o.codegen));
+	/* Options other than the defaults need version 2.1. */
+	assert_int_equal(((const uint16_t *)bytes)[2], codegen ? 2 : 1);
 	run_graph(g2, x, second);
 	assert_memory_equal(first, second, sizeof(first));
 
@@ -320,6 +330,53 @@ static void test_npub_round_trip_is_bit_identical(void **state)
 	npu_tensor_destroy(x);
 	free(bytes);
 	unlink(path);
+}
+
+static void test_npub_round_trip_is_bit_identical(void **state)
+{
+	(void)state;
+	npub_round_trip(NULL);
+	npub_round_trip("array_modes=0,prefetch=0,tile_search=0,fuse=off,out_lut=0,fuse_rows=3");
+}
+
+/* --codegen: every key, and the bad ones named with what they take. */
+static void test_codegen_options_parse(void **state)
+{
+	static const struct {
+		const char *spec, *error;
+	} bad[] = {
+		{ "fuse=sometimes", "fuse cannot be 'sometimes' (auto, off or force)" },
+		{ "bogus=1", "unknown option 'bogus'" },
+		{ "array_modes=2", "array_modes cannot be '2' (0 or 1)" },
+		{ "fuse_rows=x", "fuse_rows cannot be 'x' (a row count)" },
+		{ "lut_producer=first", "lut_producer cannot be 'first' (any or last)" },
+		{ "nokey", "'nokey' is not key=value" },
+	};
+	struct npu_codegen_options o = { 0 }, zero = { 0 };
+	struct npu_error err = { 0 };
+	size_t i;
+
+	(void)state;
+	assert_int_equal(npu_codegen_options_parse(&o, "array_modes=0,out_lut=0,tile_search=0,"
+						   "prefetch=0,gap_split=0,lut_producer=last,"
+						   "pixel_mm=force,fuse=off,fuse_rows=7", &err), NPU_OK);
+	assert_true(o.no_array_modes && o.no_out_lut && o.no_tile_search && o.no_prefetch &&
+		    o.no_gap_split && o.lut_last_producer_only);
+	assert_int_equal(o.pixel_mm, NPU_CODEGEN_FORCE);
+	assert_int_equal(o.fuse, NPU_CODEGEN_OFF);
+	assert_int_equal(o.fuse_max_rows, 7);
+	/* Back to every default, key by key. */
+	assert_int_equal(npu_codegen_options_parse(&o, "array_modes=1,out_lut=1,tile_search=1,"
+						   "prefetch=1,gap_split=1,lut_producer=any,"
+						   "pixel_mm=auto,fuse=auto,fuse_rows=0", &err), NPU_OK);
+	assert_memory_equal(&o, &zero, sizeof(o));
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		o.fuse_max_rows = 5;
+		assert_int_equal(npu_codegen_options_parse(&o, bad[i].spec, &err), NPU_ERR_INVALID_ARG);
+		if (!strstr(err.msg, bad[i].error))
+			fail_msg("'%s': %s", bad[i].spec, err.msg);
+		assert_int_equal(o.fuse_max_rows, 5);	/* a failed parse changes nothing */
+	}
 }
 
 /* Every truncation, a flipped byte, a bad magic or version: clean errors. */
@@ -1066,10 +1123,9 @@ static void test_concat_split_and_big_global_pool_on_sim_match_fp32(void **state
 	assert_int_equal(npu_graph_infer(g, true, &err), NPU_OK);
 	/* The banded POOL form: by default the mean runs as two depthwise
 	 * stages, which test_compiler_gap_split covers. */
-	setenv("NPU_GAP_SPLIT", "0", 1);
+	o.codegen.no_gap_split = true;
 	if (npu_compile_graph(g, &o, &c, &err) != NPU_OK)
 		fail_msg("compile: %s", err.msg);
-	unsetenv("NPU_GAP_SPLIT");
 	for (i = 0; i < c->num_records; i++) {
 		const struct npu_placement_record *r = &c->records[i];
 
@@ -1828,6 +1884,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_cnn_int8_on_sim_matches_fp32),
 		cmocka_unit_test(test_npub_round_trip_is_bit_identical),
+		cmocka_unit_test(test_codegen_options_parse),
 		cmocka_unit_test(test_malformed_npub_is_rejected_with_a_reason),
 		cmocka_unit_test(test_concurrent_contexts_on_threads_agree),
 		cmocka_unit_test(test_cpu_work_overlaps_an_npu_segment),

@@ -315,11 +315,10 @@ static size_t compile_and_run(struct npu_device *dev, enum model m, int64_t h, i
 	struct npu_graph *g;
 	size_t i, n;
 
-	setenv("NPU_FUSE", fuse, 1);
+	gb_codegen_use(NULL);
+	gb_codegen.fuse = fuse_choice(fuse);
 	if (rows)
-		setenv("NPU_FUSE_ROWS", rows, 1);
-	else
-		unsetenv("NPU_FUSE_ROWS");
+		gb_codegen.fuse_max_rows = (uint32_t)atoi(rows);
 	gb_seed = 11;	/* the same weights every time */
 	g = m == CHAIN ? build_chain(h, w) : m == STEM ? build_stem(h, w) :
 	    m == DECONV ? build_deconv(h, w) : m == BRANCH ? build_branch(h, w) :
@@ -349,8 +348,7 @@ static size_t compile_and_run(struct npu_device *dev, enum model m, int64_t h, i
 	n = gb_run(g, x, out, cap);
 	npu_compiled_free(c);
 	npu_graph_destroy(g);
-	unsetenv("NPU_FUSE");
-	unsetenv("NPU_FUSE_ROWS");
+	gb_codegen_use(NULL);
 	return n;
 }
 
@@ -519,8 +517,8 @@ static void test_prefetch_is_bit_identical(void **state)
 		struct npu_compiled *c;
 		struct npu_graph *g;
 
-		setenv("NPU_FUSE", "0", 1);	/* eight ops, each with its constants */
-		setenv("NPU_PREFETCH", i ? "1" : "0", 1);
+		gb_codegen_use("fuse=off");	/* eight ops, each with its constants */
+		gb_codegen.no_prefetch = !i;
 		gb_seed = 11;
 		g = build_chain(37, 29);
 		c = gb_compile(g, dev, &x);
@@ -531,8 +529,7 @@ static void test_prefetch_is_bit_identical(void **state)
 		npu_compiled_free(c);
 		npu_graph_destroy(g);
 	}
-	unsetenv("NPU_FUSE");
-	unsetenv("NPU_PREFETCH");
+	gb_codegen_use(NULL);
 	print_message("# prefetch off / on: %u / %u barriers, %u / %u constant loads ahead of "
 		      "a final store\n", barriers[0], barriers[1], early[0], early[1]);
 	assert_int_equal(early[0], 0);

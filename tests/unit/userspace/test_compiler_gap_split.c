@@ -60,7 +60,7 @@ static size_t compile_and_run(struct npu_device *dev, const struct variant *v, b
 	struct npu_graph *g;
 	size_t n, i;
 
-	setenv("NPU_GAP_SPLIT", split ? "1" : "0", 1);
+	gb_codegen_use(split ? NULL : "gap_split=0");
 	g = build(v);
 	c = gb_compile(g, dev, &x);
 	assert_int_equal(c->num_segments, 1);
@@ -75,7 +75,7 @@ static size_t compile_and_run(struct npu_device *dev, const struct variant *v, b
 	n = gb_run(g, x, out, cap);
 	npu_compiled_free(c);
 	npu_graph_destroy(g);
-	unsetenv("NPU_GAP_SPLIT");
+	gb_codegen_use(NULL);
 	return n;
 }
 

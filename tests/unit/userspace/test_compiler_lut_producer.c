@@ -97,12 +97,9 @@ static size_t compile_and_run(struct npu_device *dev, const struct variant *v, b
 	struct npu_graph *g;
 	size_t n, i, luts = 0, order_b = 0, order_s = 0;
 
-	if (!fuse)
-		setenv("NPU_LUT_PRODUCER", "last", 1);
+	gb_codegen_use(fuse ? NULL : "lut_producer=last");
 	if (rows)
-		setenv("NPU_FUSE_ROWS", rows, 1);
-	else
-		unsetenv("NPU_FUSE_ROWS");
+		gb_codegen.fuse_max_rows = (uint32_t)atoi(rows);
 	gb_seed = 29;
 	g = build(v);
 	assert_int_equal(npu_graph_sort(g, &err), NPU_OK);
@@ -122,8 +119,7 @@ static size_t compile_and_run(struct npu_device *dev, const struct variant *v, b
 	n = gb_run(g, x, out, cap);
 	npu_compiled_free(c);
 	npu_graph_destroy(g);
-	unsetenv("NPU_FUSE_ROWS");
-	unsetenv("NPU_LUT_PRODUCER");
+	gb_codegen_use(NULL);
 	return n;
 }
 

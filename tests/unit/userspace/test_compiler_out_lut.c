@@ -37,7 +37,7 @@ enum tail {
 struct variant {
 	int64_t c, mid, h, w, oc, k;
 	enum tail tail;
-	const char *env;	/* extra NAME=VALUE for the codegen, or NULL */
+	const char *env;	/* extra codegen options (key=value), or NULL */
 };
 
 /*
@@ -159,10 +159,10 @@ static size_t compile_and_run(struct npu_device *dev, const struct variant *v,
 	size_t n, i, luts = 0, stages = 0;
 	unsigned lut_insns, flagged;
 
-	setenv("NPU_OUT_LUT", fused ? "1" : "0", 1);
+	gb_codegen_use(v->env);
+	gb_codegen.no_out_lut = !fused;
 	if (rows)
-		setenv("NPU_FUSE_ROWS", rows, 1);
-	gb_env_pair(v->env, true);
+		gb_codegen.fuse_max_rows = (uint32_t)atoi(rows);
 	gb_seed = 41;	/* the same weights every time */
 	g = build(v);
 	c = gb_compile(g, dev, &x);
@@ -179,7 +179,7 @@ static size_t compile_and_run(struct npu_device *dev, const struct variant *v,
 	assert_int_equal(luts, 0);
 	assert_int_equal(stages, 2);
 	*insns = c->segments[0]->code.instructions;
-	if (v->env && !strcmp(v->env, "NPU_FUSE=force"))	/* the pair path ran */
+	if (v->env && !strcmp(v->env, "fuse=force"))	/* the pair path ran */
 		assert_true(c->segments[0]->code.fused_groups >= 1);
 	/* fused: no LUT instruction at all; else no flag */
 	scan_stream(c, &lut_insns, &flagged);
@@ -193,9 +193,7 @@ static size_t compile_and_run(struct npu_device *dev, const struct variant *v,
 	n = gb_run(g, x, out, cap);
 	npu_compiled_free(c);
 	npu_graph_destroy(g);
-	gb_env_pair(v->env, false);
-	unsetenv("NPU_FUSE_ROWS");
-	unsetenv("NPU_OUT_LUT");
+	gb_codegen_use(NULL);
 	return n;
 }
 
@@ -238,10 +236,10 @@ static void check(const struct variant *v, const char *rows)
 }
 
 static const struct variant variants[] = {
-	{ 3, 20, 11, 13, 7, 1, TAIL_CONV1, "NPU_FUSE=0" },
-	{ 5, 33, 9, 17, 40, 1, TAIL_CONV1, "NPU_FUSE=force" },	/* the conv pair */
-	{ 3, 24, 7, 9, 5, 2, TAIL_DECONV, "NPU_PIXEL_MM=0" },	/* phases */
-	{ 2, 9, 5, 7, 1, 2, TAIL_DECONV, "NPU_PIXEL_MM=force" },	/* pixel-major */
+	{ 3, 20, 11, 13, 7, 1, TAIL_CONV1, "fuse=off" },
+	{ 5, 33, 9, 17, 40, 1, TAIL_CONV1, "fuse=force" },	/* the conv pair */
+	{ 3, 24, 7, 9, 5, 2, TAIL_DECONV, "pixel_mm=off" },	/* phases */
+	{ 2, 9, 5, 7, 1, 2, TAIL_DECONV, "pixel_mm=force" },	/* pixel-major */
 	{ 4, 16, 6, 5, 3, 3, TAIL_DECONV, NULL },
 	{ 37, 45, 13, 1, 11, 1, TAIL_GEMM, NULL },
 	{ 8, 70, 65, 1, 33, 1, TAIL_GEMM, NULL },

@@ -90,12 +90,10 @@ static size_t compile_and_run(struct npu_device *dev, const struct variant *v,
 	struct npu_graph *g;
 	size_t n, i;
 
-	setenv("NPU_PIXEL_MM", mm, 1);
-	setenv("NPU_FUSE", "0", 1);	/* no conv pair takes the 1x1 conv in */
+	gb_codegen_use("fuse=off");	/* no conv pair takes the 1x1 conv in */
+	gb_codegen.pixel_mm = fuse_choice(mm);
 	if (rows)
-		setenv("NPU_FUSE_ROWS", rows, 1);
-	else
-		unsetenv("NPU_FUSE_ROWS");
+		gb_codegen.fuse_max_rows = (uint32_t)atoi(rows);
 	gb_seed = 23;	/* the same weights every time */
 	g = build(v);
 	c = gb_compile(g, dev, &x);
@@ -112,9 +110,7 @@ static size_t compile_and_run(struct npu_device *dev, const struct variant *v,
 	n = gb_run(g, x, out, cap);
 	npu_compiled_free(c);
 	npu_graph_destroy(g);
-	unsetenv("NPU_PIXEL_MM");
-	unsetenv("NPU_FUSE");
-	unsetenv("NPU_FUSE_ROWS");
+	gb_codegen_use(NULL);
 	return n;
 }
 

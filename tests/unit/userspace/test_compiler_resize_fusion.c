@@ -236,11 +236,10 @@ static size_t compile_and_run(struct npu_device *dev, const struct variant *v,
 	struct npu_graph *g;
 	size_t n;
 
-	setenv("NPU_FUSE", fuse, 1);
+	gb_codegen_use(NULL);
+	gb_codegen.fuse = fuse_choice(fuse);
 	if (rows)
-		setenv("NPU_FUSE_ROWS", rows, 1);
-	else
-		unsetenv("NPU_FUSE_ROWS");
+		gb_codegen.fuse_max_rows = (uint32_t)atoi(rows);
 	gb_seed = 17;	/* the same weights every time */
 	g = v->op ? build(v) : build_concat(v);
 	if (v->op && v->gate) {	/* in sorted graph order compile.c must sink the gate */
@@ -289,8 +288,7 @@ static size_t compile_and_run(struct npu_device *dev, const struct variant *v,
 	n = gb_run(g, x, out, cap);
 	npu_compiled_free(c);
 	npu_graph_destroy(g);
-	unsetenv("NPU_FUSE");
-	unsetenv("NPU_FUSE_ROWS");
+	gb_codegen_use(NULL);
 	return n;
 }
 

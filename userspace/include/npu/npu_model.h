@@ -284,6 +284,15 @@ struct npu_model_options {
 	 */
 	const char *int16;
 	const char *precision;
+	/*
+	 * How NPU code is built and scheduled, "key=value[,key=value...]"
+	 * (NULL: the defaults, every technique on): array_modes, out_lut,
+	 * tile_search, prefetch, gap_split = 0|1; lut_producer = any|last;
+	 * pixel_mm, fuse = auto|off|force; fuse_rows = N. For measuring a
+	 * technique or reaching a code path; a compiled model (.npub) keeps
+	 * them. An unknown key or value fails the load naming it.
+	 */
+	const char *codegen;
 };
 
 NPU_API void npu_model_options_init_sized(struct npu_model_options *opts,

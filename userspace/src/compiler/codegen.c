@@ -41,87 +41,173 @@ static unsigned bias_es(const struct npu_lop_quant *q)
 /*
  * An int8 output LUT of a conv / matmul lop runs in the MAC array's output
  * unit (NPU_CONV_OUT_LUT, ISA 1.4): no LUT instruction, no vector-engine
- * cycles. NPU_OUT_LUT=0 emits the separate LUT of ISA 1.3 instead (tests
+ * cycles. opts.no_out_lut emits the separate LUT of ISA 1.3 instead (tests
  * compare the two). int16 tables (lut16) always take a LUT instruction.
  */
-static bool out_lut_fused(const struct npu_lop_quant *q)
+static bool out_lut_fused(const struct npu_codegen_options *o, const struct npu_lop_quant *q)
 {
-	const char *env = getenv("NPU_OUT_LUT");
-
-	return q->lut && !(env && !strcmp(env, "0"));
+	return q->lut && !o->no_out_lut;
 }
 
 /* Whether the lop's output stage needs its own LUT instruction. */
-static bool lut_insn(const struct npu_lop_quant *q)
+static bool lut_insn(const struct npu_codegen_options *o, const struct npu_lop_quant *q)
 {
-	return q->lut16 || (q->lut && !out_lut_fused(q));
+	return q->lut16 || (q->lut && !out_lut_fused(o, q));
 }
 
 /* The OUT_LUT flag and table of a CONV2D / MATMUL when the stage fuses. */
-static uint32_t out_lut_flag(const struct npu_lop_quant *q)
+static uint32_t out_lut_flag(const struct npu_codegen_options *o, const struct npu_lop_quant *q)
 {
-	return out_lut_fused(q) ? NPU_CONV_OUT_LUT : 0;
+	return out_lut_fused(o, q) ? NPU_CONV_OUT_LUT : 0;
 }
 
-static uint32_t out_lut_at(const struct npu_lop_quant *q, uint32_t table)
+static uint32_t out_lut_at(const struct npu_codegen_options *o, const struct npu_lop_quant *q,
+			   uint32_t table)
 {
-	return out_lut_fused(q) ? table : 0;
+	return out_lut_fused(o, q) ? table : 0;
 }
 
 /*
  * The MAC array mode of a CONV2D / MATMUL (ISA 1.5): the fastest for the
  * instruction's shape (npu_isa.h), so that a layer of 24 or 16 channels
  * still fills the array. The cost model prices every instruction in the
- * mode its emitter picks. NPU_ARRAY_MODES=0 keeps mode 0, the timing of
+ * mode its emitter picks. opts.no_array_modes keeps mode 0, the timing of
  * ISA 1.4 (tests compare the two: the modes change cycles, never bytes).
  */
-static bool array_modes(void)
-{
-	const char *env = getenv("NPU_ARRAY_MODES");
-
-	return !(env && !strcmp(env, "0"));
-}
-
-static uint32_t conv_mode(uint64_t pixels, uint32_t groups, uint32_t in_c, uint32_t out_c,
-			  bool i16)
+static uint32_t conv_mode(const struct npu_codegen_options *o, uint64_t pixels, uint32_t groups,
+			  uint32_t in_c, uint32_t out_c, bool i16)
 {
 	/* taps scale every mode's cycles alike, so they do not choose */
-	return array_modes() ? npu_conv2d_fastest_mode(pixels, 1, groups, in_c, out_c, i16) : 0;
+	return o->no_array_modes ? 0 : npu_conv2d_fastest_mode(pixels, 1, groups, in_c, out_c, i16);
 }
 
-static uint32_t matmul_mode(uint64_t m, uint64_t k, uint64_t n, bool i16)
+static uint32_t matmul_mode(const struct npu_codegen_options *o, uint64_t m, uint64_t k,
+			    uint64_t n, bool i16)
 {
-	return array_modes() ? npu_matmul_fastest_mode(m, k, n, i16) : 0;
+	return o->no_array_modes ? 0 : npu_matmul_fastest_mode(m, k, n, i16);
 }
 
-uint64_t npu_conv_insn_cycles(uint64_t pixels, uint64_t taps, uint32_t groups, uint32_t in_c,
-			      uint32_t out_c, bool i16)
+uint64_t npu_conv_insn_cycles(const struct npu_codegen_options *o, uint64_t pixels,
+			      uint64_t taps, uint32_t groups, uint32_t in_c, uint32_t out_c,
+			      bool i16)
 {
 	return npu_conv2d_cycles(pixels, taps, groups, in_c, out_c, i16,
-				 conv_mode(pixels, groups, in_c, out_c, i16));
+				 conv_mode(o, pixels, groups, in_c, out_c, i16));
 }
 
 /* MATMUL cycles of one instruction, in its mode. */
-static uint64_t matmul_cycles(uint64_t m, uint64_t k, uint64_t n, bool i16)
+static uint64_t matmul_cycles(const struct npu_codegen_options *o, uint64_t m, uint64_t k,
+			      uint64_t n, bool i16)
 {
-	return npu_matmul_cycles(m, k, n, i16, matmul_mode(m, k, n, i16));
+	return npu_matmul_cycles(m, k, n, i16, matmul_mode(o, m, k, n, i16));
+}
+
+static bool parse_switch(const char *v, bool *on)
+{
+	if (!strcmp(v, "1") || !strcmp(v, "on"))
+		*on = true;
+	else if (!strcmp(v, "0") || !strcmp(v, "off"))
+		*on = false;
+	else
+		return false;
+	return true;
+}
+
+static bool parse_choice(const char *v, enum npu_codegen_choice *c)
+{
+	if (!strcmp(v, "auto") || !strcmp(v, "1") || !strcmp(v, "on"))
+		*c = NPU_CODEGEN_AUTO;
+	else if (!strcmp(v, "off") || !strcmp(v, "0"))
+		*c = NPU_CODEGEN_OFF;
+	else if (!strcmp(v, "force"))
+		*c = NPU_CODEGEN_FORCE;
+	else
+		return false;
+	return true;
+}
+
+npu_status npu_codegen_options_parse(struct npu_codegen_options *o, const char *spec,
+				     struct npu_error *err)
+{
+	struct npu_codegen_options n = *o;
+	char item[64];
+	const char *p = spec;
+
+	while (p && *p) {
+		size_t len = strcspn(p, ",");
+		char *v, *end;
+		bool on, ok;
+
+		if (len >= sizeof(item) || !(v = memchr(p, '=', len)))
+			return npu_error_set(err, NPU_ERR_INVALID_ARG,
+					     "'%.*s' is not key=value", (int)len, p);
+		memcpy(item, p, len);
+		item[len] = '\0';
+		v = item + (v - p);
+		*v++ = '\0';
+		if (!strcmp(item, "pixel_mm")) {
+			ok = parse_choice(v, &n.pixel_mm);
+		} else if (!strcmp(item, "fuse")) {
+			ok = parse_choice(v, &n.fuse);
+		} else if (!strcmp(item, "fuse_rows")) {
+			unsigned long r = strtoul(v, &end, 10);
+
+			ok = *v && !*end && r <= UINT16_MAX;
+			n.fuse_max_rows = (uint32_t)r;
+		} else if (!strcmp(item, "lut_producer")) {
+			ok = !strcmp(v, "any") || !strcmp(v, "last");
+			n.lut_last_producer_only = !strcmp(v, "last");
+		} else if ((ok = parse_switch(v, &on))) {
+			if (!strcmp(item, "array_modes"))
+				n.no_array_modes = !on;
+			else if (!strcmp(item, "out_lut"))
+				n.no_out_lut = !on;
+			else if (!strcmp(item, "tile_search"))
+				n.no_tile_search = !on;
+			else if (!strcmp(item, "prefetch"))
+				n.no_prefetch = !on;
+			else if (!strcmp(item, "gap_split"))
+				n.no_gap_split = !on;
+			else
+				return npu_error_set(err, NPU_ERR_INVALID_ARG,
+						     "unknown option '%s' (array_modes, out_lut, tile_search, prefetch, gap_split, lut_producer, pixel_mm, fuse, fuse_rows)", item);
+		} else if (strcmp(item, "array_modes") && strcmp(item, "out_lut") &&
+			   strcmp(item, "tile_search") && strcmp(item, "prefetch") &&
+			   strcmp(item, "gap_split")) {
+			return npu_error_set(err, NPU_ERR_INVALID_ARG,
+					     "unknown option '%s' (array_modes, out_lut, tile_search, prefetch, gap_split, lut_producer, pixel_mm, fuse, fuse_rows)", item);
+		}
+		if (!ok)
+			return npu_error_set(err, NPU_ERR_INVALID_ARG, "%s cannot be '%s' (%s)", item, v,
+					     !strcmp(item, "pixel_mm") || !strcmp(item, "fuse") ?
+					     "auto, off or force" :
+					     !strcmp(item, "fuse_rows") ? "a row count" :
+					     !strcmp(item, "lut_producer") ? "any or last" : "0 or 1");
+		p += len;
+		if (*p == ',')
+			p++;
+	}
+	*o = n;
+	return NPU_OK;
 }
 
 /* npu_cmdbuf_conv2d() / _matmul() with the instruction's array mode set. */
-static npu_status cmd_conv2d(struct npu_cmdbuf *cb, const struct npu_insn_conv2d *insn)
+static npu_status cmd_conv2d(const struct npu_codegen_options *o, struct npu_cmdbuf *cb,
+			      const struct npu_insn_conv2d *insn)
 {
 	struct npu_insn_conv2d cv = *insn;
 
-	cv.flags |= NPU_CONV_ARRAY(conv_mode((uint64_t)cv.out_h * cv.out_w, cv.groups, cv.in_c,
+	cv.flags |= NPU_CONV_ARRAY(conv_mode(o, (uint64_t)cv.out_h * cv.out_w, cv.groups, cv.in_c,
 					     cv.out_c, cv.hdr.flags & NPU_INSN_I16));
 	return npu_cmdbuf_conv2d(cb, &cv);
 }
 
-static npu_status cmd_matmul(struct npu_cmdbuf *cb, const struct npu_insn_matmul *insn)
+static npu_status cmd_matmul(const struct npu_codegen_options *o, struct npu_cmdbuf *cb,
+			      const struct npu_insn_matmul *insn)
 {
 	struct npu_insn_matmul mm = *insn;
 
-	mm.flags |= NPU_CONV_ARRAY(matmul_mode(mm.m, mm.k, mm.n, mm.hdr.flags & NPU_INSN_I16));
+	mm.flags |= NPU_CONV_ARRAY(matmul_mode(o, mm.m, mm.k, mm.n, mm.hdr.flags & NPU_INSN_I16));
 	return npu_cmdbuf_matmul(cb, &mm);
 }
 
@@ -405,17 +491,18 @@ static uint64_t ceil_div(uint64_t a, uint64_t b)
 	return (a + b - 1) / b;
 }
 
-uint64_t npu_phase_row_cycles(uint32_t in_w, uint32_t in_c, uint32_t out_c, uint32_t phase_h,
-			      uint32_t phase_w, uint32_t f, bool *joined)
+uint64_t npu_phase_row_cycles(const struct npu_codegen_options *o, uint32_t in_w, uint32_t in_c,
+			      uint32_t out_c, uint32_t phase_h, uint32_t phase_w, uint32_t f,
+			      bool *joined)
 {
 	uint64_t m = in_w / f;
 	uint64_t pc = (uint64_t)f * phase_w * out_c, load = ceil_div((uint64_t)in_w * in_c, NPU_DMA_BYTES_PER_CYCLE);
 	uint64_t dma = NPU_CYCLES_DMA_SETUP + NPU_CYCLES_INSN_OVERHEAD;
 	/* Apart: phase_h CONV2D, one contiguous store of phase_h rows. */
-	uint64_t apart_c = phase_h * npu_conv_insn_cycles(m, 1, 1, f * in_c, (uint32_t)pc, false);
+	uint64_t apart_c = phase_h * npu_conv_insn_cycles(o, m, 1, 1, f * in_c, (uint32_t)pc, false);
 	uint64_t apart_d = load + ceil_div(phase_h * m * pc, NPU_DMA_BYTES_PER_CYCLE);
 	/* Joined: one CONV2D, a strided store per row phase of m rows. */
-	uint64_t join_c = npu_conv_insn_cycles(m, 1, 1, f * in_c, (uint32_t)(phase_h * pc), false);
+	uint64_t join_c = npu_conv_insn_cycles(o, m, 1, 1, f * in_c, (uint32_t)(phase_h * pc), false);
 	uint64_t join_d = load + phase_h * (dma + m * ceil_div(pc, NPU_DMA_BYTES_PER_CYCLE));
 	uint64_t apart = apart_c > apart_d ? apart_c : apart_d;
 	uint64_t join = join_c > join_d ? join_c : join_d;
@@ -459,18 +546,11 @@ struct pmm {
 	uint64_t consts;
 };
 
-static bool pmm_env_is(const char *value)
-{
-	const char *env = getenv("NPU_PIXEL_MM");
-
-	return env && !strcmp(env, value);
-}
-
 static bool pmm_ok(const struct npu_segment_program *prog, const struct npu_lop *l)
 {
 	const struct npu_act *in = &prog->acts[l->in], *out = &prog->acts[l->out];
 
-	if (pmm_env_is("0") || l->kind != NPU_LOP_CONV || npu_lop_reads_in2(l) || in->i16 ||
+	if (prog->opts.pixel_mm == NPU_CODEGEN_OFF || l->kind != NPU_LOP_CONV || npu_lop_reads_in2(l) || in->i16 ||
 	    out->i16 || l->conv.q.bias64 || l->conv.q.lut16 || in->im2col.k_h ||
 	    in->n != out->n || in->w > UINT16_MAX || in->h > UINT16_MAX)
 		return false;
@@ -540,7 +620,6 @@ static bool pmm_layout(const struct npu_segment_program *prog, const struct npu_
 
 static uint64_t pmm_cost(const struct npu_segment_program *prog, const struct npu_lop *l,
 			 const struct pmm *m);
-static uint32_t fuse_rows_cap(void);
 
 /* The tile rows pmm_cost() likes best among those that fit; false: none. */
 static bool pmm_plan(const struct npu_segment_program *prog, const struct npu_lop *l,
@@ -550,7 +629,7 @@ static bool pmm_plan(const struct npu_segment_program *prog, const struct npu_lo
 	uint32_t r, best = 0;
 	uint64_t c, best_cost = UINT64_MAX;
 
-	uint32_t cap = fuse_rows_cap();	/* tests: small tiles */
+	uint32_t cap = prog->opts.fuse_max_rows;	/* tests: small tiles */
 
 	for (r = in->h; r >= 1; r--) {
 		if ((cap && r > cap) || !pmm_layout(prog, l, r, sram, m))
@@ -585,14 +664,15 @@ static uint64_t phase_out_bytes(const void *c, uint32_t rows)
 }
 
 /* Modeled cycles of a joined phase lop in tiles of r input rows. */
-static uint64_t joined_cost(const struct npu_lop *l, const struct npu_act *in,
-			    const struct npu_act *out, uint64_t r)
+static uint64_t joined_cost(const struct npu_codegen_options *o, const struct npu_lop *l,
+			    const struct npu_act *in, const struct npu_act *out, uint64_t r)
 {
 	uint64_t f = l->conv.fold_w ? l->conv.fold_w : 1, ph = l->conv.phase_h;
 	uint64_t m = in->w / f, pc = f * l->conv.phase_w * out->c, orow = (uint64_t)out->w * out->c;
 	uint64_t setup = NPU_CYCLES_DMA_SETUP + NPU_CYCLES_INSN_OVERHEAD, tiles = ceil_div(in->h, r);
-	uint64_t cmp = r * npu_conv_insn_cycles(m, 1, 1, (uint32_t)(f * in->c), (uint32_t)(ph * pc), false) +
-		       (lut_insn(&l->conv.q) ? ceil_div(r * ph * orow, NPU_VECTOR_LANES) : 0);
+	uint64_t cmp = r * npu_conv_insn_cycles(o, m, 1, 1, (uint32_t)(f * in->c), (uint32_t)(ph * pc),
+						false) +
+		       (lut_insn(o, &l->conv.q) ? ceil_div(r * ph * orow, NPU_VECTOR_LANES) : 0);
 	uint64_t load = setup + ceil_div(r * in->w * in->c, NPU_DMA_BYTES_PER_CYCLE);
 	uint64_t store = ph * (r < m ? r : m) * setup +
 			 ph * r * m * ceil_div(pc, NPU_DMA_BYTES_PER_CYCLE);
@@ -601,13 +681,13 @@ static uint64_t joined_cost(const struct npu_lop *l, const struct npu_act *in,
 }
 
 /* The tile rows (at most 'max') joined_cost() likes best. */
-static uint32_t joined_rows(const struct npu_lop *l, const struct npu_act *in,
-			    const struct npu_act *out, uint32_t max)
+static uint32_t joined_rows(const struct npu_codegen_options *o, const struct npu_lop *l,
+			    const struct npu_act *in, const struct npu_act *out, uint32_t max)
 {
 	uint32_t r, best = max;
 
 	for (r = 1; r < max; r++)
-		if (joined_cost(l, in, out, r) < joined_cost(l, in, out, best))
+		if (joined_cost(o, l, in, out, r) < joined_cost(o, l, in, out, best))
 			best = r;
 	return best;
 }
@@ -642,7 +722,7 @@ static bool plan_phases(const struct npu_segment_program *prog,
 		struct plan conv = *p;
 
 		/* the phase CONV2Ds when they fit and the model prefers them */
-		if (pmm_env_is("force") || !plan_phases_conv(prog, l, sram, &conv, why, why_size) ||
+		if (prog->opts.pixel_mm == NPU_CODEGEN_FORCE || !plan_phases_conv(prog, l, sram, &conv, why, why_size) ||
 		    pmm_cost(prog, l, &pm) < plan_cost(prog, l, &conv)) {
 			plan_take_pmm(p, &pm, 1);
 			return true;
@@ -666,7 +746,7 @@ static bool plan_phases_conv(const struct npu_segment_program *prog,
 							      l->conv.q.lut != NULL);
 	bool joined;
 
-	npu_phase_row_cycles(in->w, in->c, out->c, l->conv.phase_h, l->conv.phase_w, f, &joined);
+	npu_phase_row_cycles(&prog->opts, in->w, in->c, out->c, l->conv.phase_h, l->conv.phase_w, f, &joined);
 	if (joined)	/* one slice of all phase_h * pc channels */
 		consts = slice_const_bytes(l->conv.phase_h * pc, (uint64_t)f * in->c,
 					   bias_es(&l->conv.q), l->conv.q.lut != NULL);
@@ -683,7 +763,7 @@ static bool plan_phases_conv(const struct npu_segment_program *prog,
 	/* A joined store costs about what the compute does: the first load
 	 * and the last store overlap nothing, so balance tile count and size. */
 	if (joined && p->rows > 1)
-		p->rows = fit_rows(p, consts, joined_rows(l, in, out, p->rows),
+		p->rows = fit_rows(p, consts, joined_rows(&prog->opts, l, in, out, p->rows),
 				   phase_in_bytes, phase_out_bytes, 0, &ctx, sram);
 	if (p->rows)
 		return true;
@@ -711,7 +791,7 @@ static bool plan_conv(const struct npu_segment_program *prog,
 	if (pmm_ok(prog, l) && pmm_plan(prog, l, sram, &pm)) {
 		struct plan conv = *p;
 
-		if (pmm_env_is("force") || !plan_conv_plain(prog, l, sram, &conv, why, why_size) ||
+		if (prog->opts.pixel_mm == NPU_CODEGEN_FORCE || !plan_conv_plain(prog, l, sram, &conv, why, why_size) ||
 		    (tile_search(prog, l, &conv), pmm_cost(prog, l, &pm) < plan_cost(prog, l, &conv))) {
 			plan_take_pmm(p, &pm, prog->acts[l->out].c);	/* one slice (fusion_plan()) */
 			return true;
@@ -1439,7 +1519,7 @@ static npu_status conv_compute(struct emitter *e, void *ctx, size_t tile, int bu
 			.bias = bias_es(q) ? c->p.sram_consts + sl->bias_off : 0,
 			.quant = c->p.sram_consts + sl->quant_off,
 			.output = c->p.sram_out[buf],
-			.flags = (bias_es(q) ? 0 : NPU_CONV_NO_BIAS) | out_lut_flag(q),
+			.flags = (bias_es(q) ? 0 : NPU_CONV_NO_BIAS) | out_lut_flag(&e->prog->opts, q),
 			.in_h = (uint16_t)w.in_h, .in_w = (uint16_t)c->in->w,
 			.in_c = (uint16_t)sl->in_c, .out_c = (uint16_t)oc,
 			.out_h = (uint16_t)(r1 - r0), .out_w = (uint16_t)c->out->w,
@@ -1455,7 +1535,7 @@ static npu_status conv_compute(struct emitter *e, void *ctx, size_t tile, int bu
 			.zp_in = (int16_t)c->in->q.zero_point, .zp_w = 0,
 			.zp_out = (int16_t)(q->lut ? q->pre_act_zp : c->out->q.zero_point),
 			.act_min = q->act_min, .act_max = q->act_max,
-			.lut = out_lut_at(q, c->p.sram_consts + sl->lut_off),
+			.lut = out_lut_at(&e->prog->opts, q, c->p.sram_consts + sl->lut_off),
 		};
 
 		if (l->conv.fold_w) {
@@ -1480,12 +1560,12 @@ static npu_status conv_compute(struct emitter *e, void *ctx, size_t tile, int bu
 				f.stride_w = 1;
 				f.pad_left = (uint8_t)ph.pad_left;
 				f.pad_right = (uint8_t)ph.pad_right;
-				EMIT(e, cmd_conv2d(e->cb, &f));
+				EMIT(e, cmd_conv2d(&e->prog->opts, e->cb, &f));
 			}
 		} else {
-			EMIT(e, cmd_conv2d(e->cb, &cv));
+			EMIT(e, cmd_conv2d(&e->prog->opts, e->cb, &cv));
 		}
-		if (lut_insn(q))
+		if (lut_insn(&e->prog->opts, q))
 			EMIT(e, npu_cmdbuf_lut(e->cb, i16_flag(c->out), cv.output, cv.output,
 					       c->p.sram_consts + sl->lut_off,
 					       (r1 - r0) * c->out->w * oc));
@@ -1686,7 +1766,7 @@ static npu_status phase_compute(struct emitter *e, void *ctx, size_t tile, int b
 			.bias = q->bias ? base + sl->bias_off : 0,
 			.quant = base + sl->quant_off,
 			.output = c->p.sram_out[buf],
-			.flags = (q->bias ? 0 : NPU_CONV_NO_BIAS) | out_lut_flag(q),
+			.flags = (q->bias ? 0 : NPU_CONV_NO_BIAS) | out_lut_flag(&e->prog->opts, q),
 			.in_h = (uint16_t)(r1 - r0), .in_w = (uint16_t)(c->in->w / f),
 			.in_c = (uint16_t)(f * c->in->c), .out_c = (uint16_t)(l->conv.phase_h * pc),
 			.out_h = (uint16_t)(r1 - r0), .out_w = (uint16_t)(c->in->w / f),
@@ -1698,10 +1778,10 @@ static npu_status phase_compute(struct emitter *e, void *ctx, size_t tile, int b
 			.zp_in = (int16_t)c->in->q.zero_point, .zp_w = 0,
 			.zp_out = (int16_t)(q->lut ? q->pre_act_zp : c->out->q.zero_point),
 			.act_min = q->act_min, .act_max = q->act_max,
-			.lut = out_lut_at(q, c->p.sram_consts + c->sl[0].lut_off),
+			.lut = out_lut_at(&e->prog->opts, q, c->p.sram_consts + c->sl[0].lut_off),
 		};
 
-		EMIT(e, cmd_conv2d(e->cb, &cv));
+		EMIT(e, cmd_conv2d(&e->prog->opts, e->cb, &cv));
 	}
 	for (dy = 0; dy < l->conv.phase_h && !c->joined; dy++) {
 		const struct slice *sl = &c->sl[dy];
@@ -1713,7 +1793,7 @@ static npu_status phase_compute(struct emitter *e, void *ctx, size_t tile, int b
 			.bias = q->bias ? base + sl->bias_off : 0,
 			.quant = base + sl->quant_off,
 			.output = c->p.sram_out[buf] + dy * (uint32_t)orow,
-			.flags = (q->bias ? 0 : NPU_CONV_NO_BIAS) | out_lut_flag(q),
+			.flags = (q->bias ? 0 : NPU_CONV_NO_BIAS) | out_lut_flag(&e->prog->opts, q),
 			.in_h = (uint16_t)(r1 - r0), .in_w = (uint16_t)(c->in->w / f),
 			.in_c = (uint16_t)(f * c->in->c), .out_c = (uint16_t)pc,
 			.out_h = (uint16_t)(r1 - r0), .out_w = (uint16_t)(c->in->w / f),
@@ -1724,12 +1804,12 @@ static npu_status phase_compute(struct emitter *e, void *ctx, size_t tile, int b
 			.zp_in = (int16_t)c->in->q.zero_point, .zp_w = 0,
 			.zp_out = (int16_t)(q->lut ? q->pre_act_zp : c->out->q.zero_point),
 			.act_min = q->act_min, .act_max = q->act_max,
-			.lut = out_lut_at(q, c->p.sram_consts + c->sl[0].lut_off),
+			.lut = out_lut_at(&e->prog->opts, q, c->p.sram_consts + c->sl[0].lut_off),
 		};
 
-		EMIT(e, cmd_conv2d(e->cb, &cv));
+		EMIT(e, cmd_conv2d(&e->prog->opts, e->cb, &cv));
 	}
-	if (lut_insn(q))
+	if (lut_insn(&e->prog->opts, q))
 		EMIT(e, npu_cmdbuf_lut(e->cb, 0, c->p.sram_out[buf], c->p.sram_out[buf],
 				       c->p.sram_consts + c->sl[0].lut_off,
 				       (uint32_t)((r1 - r0) * l->conv.phase_h * orow)));
@@ -1850,18 +1930,18 @@ static npu_status pmm_emit(struct emitter *e, const struct npu_lop *l, const str
 			.quant = consts + m->quant_off[p],
 			.output = m->sram_mid + p * n,
 			.flags = NPU_QUANT_PER_TENSOR | (q->bias ? 0 : NPU_CONV_NO_BIAS) |
-				 out_lut_flag(q),
+				 out_lut_flag(&e->prog->opts, q),
 			.m = 1, .k = in->c, .n = n,
 			.a_stride = in->c, .out_stride = n,
 			.zp_a = 0, .zp_b = (int16_t)in->q.zero_point,
 			.zp_out = (int16_t)(q->lut ? q->pre_act_zp : out->q.zero_point),
 			.act_min = q->act_min, .act_max = q->act_max,
-			.lut = out_lut_at(q, consts + m->lut_off),
+			.lut = out_lut_at(&e->prog->opts, q, consts + m->lut_off),
 		};
 
-		EMIT(e, cmd_matmul(e->cb, &mm));
+		EMIT(e, cmd_matmul(&e->prog->opts, e->cb, &mm));
 	}
-	if (lut_insn(q))
+	if (lut_insn(&e->prog->opts, q))
 		EMIT(e, npu_cmdbuf_lut(e->cb, 0, m->sram_mid, m->sram_mid, consts + m->lut_off,
 				       m->phases * n));
 	for (p = 0; p < m->phases; p++) {
@@ -1978,7 +2058,7 @@ static npu_status gen_phases(struct emitter *e, const struct npu_lop *l, const s
 	uint32_t dy;
 	npu_status st;
 
-	npu_phase_row_cycles(c.in->w, c.in->c, c.out->c, l->conv.phase_h, l->conv.phase_w,
+	npu_phase_row_cycles(&e->prog->opts, c.in->w, c.in->c, c.out->c, l->conv.phase_h, l->conv.phase_w,
 			     l->conv.fold_w ? l->conv.fold_w : 1, &c.joined);
 	c.sl = calloc(l->conv.phase_h, sizeof(*c.sl));
 	if (!c.sl)
@@ -2177,17 +2257,17 @@ static npu_status mm_compute(struct emitter *e, void *ctx, size_t tile, int buf)
 			.bias = bias_es(q) ? c->p.sram_consts + sl->bias_off : 0,
 			.quant = c->p.sram_consts + sl->quant_off,
 			.output = c->p.sram_out[buf],
-			.flags = (bias_es(q) ? 0 : NPU_CONV_NO_BIAS) | out_lut_flag(q),
+			.flags = (bias_es(q) ? 0 : NPU_CONV_NO_BIAS) | out_lut_flag(&e->prog->opts, q),
 			.m = (uint32_t)(r1 - r0), .k = c->in->c, .n = n,
 			.a_stride = c->in->c * npu_act_es(c->in), .out_stride = n * npu_act_es(c->out),
 			.zp_a = (int16_t)c->in->q.zero_point, .zp_b = 0,
 			.zp_out = (int16_t)(q->lut ? q->pre_act_zp : c->out->q.zero_point),
 			.act_min = q->act_min, .act_max = q->act_max,
-			.lut = out_lut_at(q, c->p.sram_consts + sl->lut_off),
+			.lut = out_lut_at(&e->prog->opts, q, c->p.sram_consts + sl->lut_off),
 		};
 
-		EMIT(e, cmd_matmul(e->cb, &mm));
-		if (lut_insn(q))
+		EMIT(e, cmd_matmul(&e->prog->opts, e->cb, &mm));
+		if (lut_insn(&e->prog->opts, q))
 			EMIT(e, npu_cmdbuf_lut(e->cb, i16_flag(c->out), mm.output, mm.output,
 					       c->p.sram_consts + sl->lut_off,
 					       (uint32_t)(r1 - r0) * n));
@@ -2281,7 +2361,7 @@ static npu_status gen_matmul_act(struct emitter *e, const struct npu_lop *l,
 				.act_min = -128, .act_max = 127,
 			};
 
-			EMIT(e, cmd_matmul(e->cb, &t));
+			EMIT(e, cmd_matmul(&e->prog->opts, e->cb, &t));
 		}
 		for (b = 0; !l->matmul.b_nk && !cl.mm_transpose && b < nb; b++) {
 			uint64_t bb = b_va + (uint64_t)b * k * n;
@@ -2305,18 +2385,18 @@ static npu_status gen_matmul_act(struct emitter *e, const struct npu_lop *l,
 				.hdr.flags = sync ? NPU_INSN_SYNC : 0,
 				.a = p->sram_in[0] + b * m * k, .b = p->sram_in2[0] + b * k * n,
 				.quant = p->sram_consts, .output = p->sram_out[0] + b * m * n,
-				.flags = NPU_QUANT_PER_TENSOR | NPU_CONV_NO_BIAS | out_lut_flag(q),
+				.flags = NPU_QUANT_PER_TENSOR | NPU_CONV_NO_BIAS | out_lut_flag(&e->prog->opts, q),
 				.m = m, .k = k, .n = n, .a_stride = k, .out_stride = n,
 				.zp_a = (int16_t)in->q.zero_point,
 				.zp_b = (int16_t)in2->q.zero_point,
 				.zp_out = (int16_t)(q->lut ? q->pre_act_zp : out->q.zero_point),
 				.act_min = q->act_min, .act_max = q->act_max,
-				.lut = out_lut_at(q, p->sram_consts + cl.lut),
+				.lut = out_lut_at(&e->prog->opts, q, p->sram_consts + cl.lut),
 			};
 
-			EMIT(e, cmd_matmul(e->cb, &mm));
+			EMIT(e, cmd_matmul(&e->prog->opts, e->cb, &mm));
 		}
-		if (lut_insn(q))
+		if (lut_insn(&e->prog->opts, q))
 			EMIT(e, npu_cmdbuf_lut(e->cb, 0, p->sram_out[0], p->sram_out[0],
 					       p->sram_consts + cl.lut, nb * m * n));
 		EMIT(e, npu_cmdbuf_dma_copy_1d(e->cb, NPU_INSN_SYNC, NPU_SPACE_VA,
@@ -2904,7 +2984,7 @@ static uint64_t cost_conv(const struct npu_segment_program *prog,
 				npu_conv_fold_phase(c.in->w, c.out->w, c.in->c, c.out->c,
 						    l->conv.k_h, l->conv.k_w, l->conv.stride_w,
 						    l->conv.pad_left, l->conv.fold_w, r, &ph);
-				compute = npu_conv_insn_cycles((uint64_t)(r1 - r0) * (c.out->w / R),
+				compute = npu_conv_insn_cycles(&prog->opts, (uint64_t)(r1 - r0) * (c.out->w / R),
 							       conv_taps(l->conv.k_h, l->conv.dil_h, 0) *
 							       ph.k_w, c.slices[s].groups,
 							       l->conv.fold_w * c.slices[s].in_c, oc,
@@ -2912,12 +2992,12 @@ static uint64_t cost_conv(const struct npu_segment_program *prog,
 				cost_insn(&t, false, true, compute);
 			}
 		} else {
-			compute = npu_conv_insn_cycles((uint64_t)(r1 - r0) * c.out->w, lop_taps(l),
+			compute = npu_conv_insn_cycles(&prog->opts, (uint64_t)(r1 - r0) * c.out->w, lop_taps(l),
 						       c.slices[s].groups, c.slices[s].in_c, oc,
 						       c.in->i16);
 			cost_insn(&t, false, true, compute);
 		}
-		if (!c.pool && lut_insn(&l->conv.q))
+		if (!c.pool && lut_insn(&prog->opts, &l->conv.q))
 			cost_insn(&t, false, false, div_up64(pixels * oc, lanes));
 		store = oc == c.out->c ? cost_dma(1, pixels * oc * npu_act_es(c.out)) :
 			cost_dma(pixels, (uint64_t)oc * npu_act_es(c.out));
@@ -2988,7 +3068,7 @@ static uint64_t cost_matmul(const struct npu_segment_program *prog,
 	uint64_t m = (uint64_t)in->n * in->h * in->w, es_in = npu_act_es(in);
 	uint64_t es_out = npu_act_es(out), rt = div_up64(m, p->rows), tiles, i;
 	uint64_t prev_store = 0;
-	bool lut = lut_insn(&l->matmul.q);
+	bool lut = lut_insn(&prog->opts, &l->matmul.q);
 	struct cost_engines t = { 0, 0, 0 };
 	size_t ns = div_up64(out->c, p->chunk), prev_s = 0;
 
@@ -3005,7 +3085,7 @@ static uint64_t cost_matmul(const struct npu_segment_program *prog,
 										   &l->matmul.q)));
 			}
 			prev_s = s;
-			cost_insn(&t, false, true, matmul_cycles(r1 - r0, in->c, n, in->i16));
+			cost_insn(&t, false, true, matmul_cycles(&prog->opts, r1 - r0, in->c, n, in->i16));
 			if (lut)
 				cost_insn(&t, false, false, div_up64((r1 - r0) * n, lanes));
 			if (prev_store)
@@ -3038,7 +3118,7 @@ static uint64_t cost_roofline(const struct npu_segment_program *prog,
 	if (l->kind == NPU_LOP_MATMUL) {
 		uint64_t m = npu_act_elems(out) / out->c;
 
-		compute = matmul_cycles(m, in->c, out->c, in->i16);
+		compute = matmul_cycles(&prog->opts, m, in->c, out->c, in->i16);
 		if (!l->matmul.batch)
 			bytes += (uint64_t)in->c * out->c;
 	} else if (l->kind == NPU_LOP_COPY && !l->copy.lut) {
@@ -3088,8 +3168,8 @@ static uint64_t pmm_cost(const struct npu_segment_program *prog, const struct np
 		r0 = ((i - 1) % div_up64(in->h, m->rows)) * m->rows;
 		n = (r0 + m->rows < in->h ? m->rows : in->h - r0) * in->w;
 		for (p = 0; p < m->phases; p++)
-			cost_insn(&t, false, p == 0, matmul_cycles(1, in->c, n, false));
-		if (lut_insn(&l->conv.q))
+			cost_insn(&t, false, p == 0, matmul_cycles(&prog->opts, 1, in->c, n, false));
+		if (lut_insn(&prog->opts, &l->conv.q))
 			cost_insn(&t, false, false, div_up64(m->phases * n, NPU_VECTOR_LANES));
 		for (p = 0; p < m->phases; p++)
 			cost_insn(&t, false, false, div_up64(n, NPU_VECTOR_LANES));
@@ -3122,7 +3202,7 @@ static uint64_t plan_cost(const struct npu_segment_program *prog,
 		uint64_t row_in = (uint64_t)in->w * in->c, row_out = (uint64_t)l->conv.phase_h *
 								  out->w * out->c;
 		bool joined;
-		uint64_t per = npu_phase_row_cycles(in->w, in->c, out->c, l->conv.phase_h,
+		uint64_t per = npu_phase_row_cycles(&prog->opts, in->w, in->c, out->c, l->conv.phase_h,
 						    l->conv.phase_w, f, &joined);
 
 		return (uint64_t)in->n * in->h * per + cost_dma(1, p->consts_bytes) +
@@ -3150,12 +3230,11 @@ static void tile_search(const struct npu_segment_program *prog,
 			const struct npu_lop *l, struct plan *p)
 {
 	const struct npu_act *out = &prog->acts[l->out];
-	const char *env = getenv("NPU_TILE_SEARCH");
 	uint64_t total, k, best_cost, c;
 	uint32_t best = p->rows, last = p->rows, tries = 0;
 	struct plan t = *p;
 
-	if ((env && !strcmp(env, "0")) || p->pmm)	/* pmm_plan() searched its own */
+	if (prog->opts.no_tile_search || p->pmm)	/* pmm_plan() searched its own */
 		return;
 	if ((l->kind == NPU_LOP_CONV && !l->conv.phase_h) || l->kind == NPU_LOP_POOL)
 		total = out->h;
@@ -3482,8 +3561,8 @@ static uint64_t fused_cost(const struct npu_segment_program *prog, const struct 
 
 				for (p = 0; p < f->pm.phases; p++)
 					cost_insn(&t, false, false,
-						  matmul_cycles(1, f->act[k]->c, px, false));
-				if (lut_insn(&f->l[k]->conv.q))
+						  matmul_cycles(&prog->opts, 1, f->act[k]->c, px, false));
+				if (lut_insn(&prog->opts, &f->l[k]->conv.q))
 					cost_insn(&t, false, false, div_up64(f->pm.phases * px,
 									     NPU_VECTOR_LANES));
 				for (p = 0; p < f->pm.phases; p++)
@@ -3491,9 +3570,9 @@ static uint64_t fused_cost(const struct npu_segment_program *prog, const struct 
 				continue;
 			}
 			cost_insn(&t, false, k == 0,
-				  npu_conv_insn_cycles((uint64_t)(b - a) * o->w, lop_taps(f->l[k]),
+				  npu_conv_insn_cycles(&prog->opts, (uint64_t)(b - a) * o->w, lop_taps(f->l[k]),
 						       f->sl[k].groups, f->sl[k].in_c, o->c, false));
-			if (lut_insn(&f->l[k]->conv.q))
+			if (lut_insn(&prog->opts, &f->l[k]->conv.q))
 				cost_insn(&t, false, false, div_up64((uint64_t)(b - a) * o->w * o->c,
 								     NPU_VECTOR_LANES));
 		}
@@ -3530,30 +3609,15 @@ static uint64_t fused_cost(const struct npu_segment_program *prog, const struct 
 }
 
 /*
- * Test switches of the fusion planners. NPU_FUSE=0: no fused group;
- * NPU_FUSE=force: every group that can fuse does (conv chains as long as
- * they go). NPU_FUSE_ROWS=N caps a group's tile at N rows (tests force
- * halos and many tiles); 0: none.
+ * The fusion planners' switches (prog->opts): fuse OFF, no fused group;
+ * FORCE, every group that can fuse does (conv chains as long as they go);
+ * fuse_max_rows caps a group's tile rows (tests force halos and many
+ * tiles). The best tile height for a fused chain, or false when none fits.
  */
-static bool fuse_env_is(const char *value)
-{
-	const char *env = getenv("NPU_FUSE");
-
-	return env && !strcmp(env, value);
-}
-
-static uint32_t fuse_rows_cap(void)
-{
-	const char *env = getenv("NPU_FUSE_ROWS");
-
-	return env ? (uint32_t)strtoul(env, NULL, 10) : 0;
-}
-
-/* The best tile height for a fused chain, or false when none fits. */
 static bool fused_search(const struct npu_segment_program *prog, struct fused *f,
 			 uint32_t sram, uint64_t *cost)
 {
-	uint32_t cap = fuse_rows_cap(), h = fused_h(f);
+	uint32_t cap = prog->opts.fuse_max_rows, h = fused_h(f);
 	uint32_t r, best = 0, last = 0, tries = 0;
 	uint64_t k, c, best_cost = UINT64_MAX;
 
@@ -3850,7 +3914,7 @@ static void cat_search(struct cat_group *g, uint32_t lo, uint32_t sram)
 static bool cat_plan(const struct npu_segment_program *prog, size_t i, uint32_t sram,
 		     struct cat_group *g)
 {
-	uint32_t cap = fuse_rows_cap(), lo = 0, hi;
+	uint32_t cap = prog->opts.fuse_max_rows, lo = 0, hi;
 
 	if (!cat_init(prog, i, g))
 		return false;
@@ -3876,7 +3940,7 @@ static bool cat_plan(const struct npu_segment_program *prog, size_t i, uint32_t 
 	 * tile's instructions (rec's Concat of 120-byte rows is faster as
 	 * copies). NPU_FUSE=force: always (tests).
 	 */
-	if (g->lops == g->m && !fuse_env_is("force")) {
+	if (g->lops == g->m && prog->opts.fuse != NPU_CODEGEN_FORCE) {
 		uint64_t pixels = (uint64_t)g->out->n * g->out->h * g->out->w, copies = 0;
 		uint64_t loop = div_up64(2 * pixels * g->out->c, 64) +
 				(uint64_t)g->tiles * (2 * g->m + 1) *
@@ -4248,7 +4312,7 @@ static uint64_t rz_elt_cost(const struct rz_elt *f);
 static bool rz_elt_plan(const struct npu_segment_program *prog, size_t i, uint32_t sram,
 			struct rz_elt *f)
 {
-	uint32_t cap = fuse_rows_cap(), lo = 0, hi, r, best, last = 0, tries = 0;
+	uint32_t cap = prog->opts.fuse_max_rows, lo = 0, hi, r, best, last = 0, tries = 0;
 	uint64_t k, c, best_cost;
 
 	if (!rz_elt_init(prog, i, f))
@@ -4498,12 +4562,12 @@ static npu_status gen_resize_elt(struct emitter *e, size_t i, uint32_t sram, siz
 static void fusion_plan(const struct npu_segment_program *prog, uint32_t sram,
 			uint8_t *fuse)
 {
-	bool force = fuse_env_is("force");
+	bool force = prog->opts.fuse == NPU_CODEGEN_FORCE;
 	size_t i, L = prog->num_lops;
 	uint64_t *best = NULL;
 	uint8_t *len = NULL;
 
-	if (fuse_env_is("0"))
+	if (prog->opts.fuse == NPU_CODEGEN_OFF)
 		return;
 	for (i = 0; i + 1 < L; i++) {
 		struct rz_elt rz;
@@ -4576,7 +4640,7 @@ static npu_status fused_conv(struct emitter *e, const struct npu_lop *l,
 		.bias = q->bias ? consts + sl->bias_off : 0,
 		.quant = consts + sl->quant_off,
 		.output = output,
-		.flags = (q->bias ? 0 : NPU_CONV_NO_BIAS) | out_lut_flag(q),
+		.flags = (q->bias ? 0 : NPU_CONV_NO_BIAS) | out_lut_flag(&e->prog->opts, q),
 		.in_h = (uint16_t)w->in_h, .in_w = (uint16_t)in->w,
 		.in_c = (uint16_t)sl->in_c, .out_c = (uint16_t)out->c,
 		.out_h = (uint16_t)out_h, .out_w = (uint16_t)out->w,
@@ -4592,11 +4656,11 @@ static npu_status fused_conv(struct emitter *e, const struct npu_lop *l,
 		.zp_in = (int16_t)in->q.zero_point, .zp_w = 0,
 		.zp_out = (int16_t)(q->lut ? q->pre_act_zp : out->q.zero_point),
 		.act_min = q->act_min, .act_max = q->act_max,
-		.lut = out_lut_at(q, consts + sl->lut_off),
+		.lut = out_lut_at(&e->prog->opts, q, consts + sl->lut_off),
 	};
 
-	EMIT(e, cmd_conv2d(e->cb, &cv));
-	if (lut_insn(q))
+	EMIT(e, cmd_conv2d(&e->prog->opts, e->cb, &cv));
+	if (lut_insn(&e->prog->opts, q))
 		EMIT(e, npu_cmdbuf_lut(e->cb, 0, output, output, consts + sl->lut_off,
 				       out_h * out->w * out->c));
 	return NPU_OK;
@@ -4733,12 +4797,6 @@ static npu_status gen_fused(struct emitter *e, size_t i, uint32_t n, uint32_t sr
  * while the MAC array computes this layer's last tile. Bytes are the
  * same; only the schedule changes. NPU_PREFETCH=0 turns it off.
  */
-static bool prefetch_on(void)
-{
-	const char *env = getenv("NPU_PREFETCH");
-
-	return !(env && !strcmp(env, "0"));
-}
 
 
 /* The SRAM bytes instructions [a, b) touch: [*lo, *hi), empty if none. */
@@ -4835,7 +4893,7 @@ static npu_status prefetch_consts(struct emitter *e, const size_t *starts,
 	npu_status st = NPU_OK;
 	size_t off;
 
-	if (!prefetch_on() || nops < 2 || e->const_loads_lost)
+	if (e->prog->opts.no_prefetch || nops < 2 || e->const_loads_lost)
 		return NPU_OK;
 	data = malloc(size);
 	first = calloc(nops + 1, sizeof(*first));

@@ -232,11 +232,47 @@ static inline bool npu_lop_reads_in2(const struct npu_lop *l)
 	       (l->kind == NPU_LOP_MATMUL && l->matmul.batch);
 }
 
+/* A technique code generation chooses by its cost model, or forced. */
+enum npu_codegen_choice {
+	NPU_CODEGEN_AUTO = 0,	/* where the cost model says it pays */
+	NPU_CODEGEN_OFF,	/* never */
+	NPU_CODEGEN_FORCE,	/* wherever it can (tests: halos, many tiles) */
+};
+
+/*
+ * How a segment's program is built and scheduled. The zero value is the
+ * default, every technique on; tests and experiments turn one off to
+ * measure or to reach a code path. A compiled model keeps them with each
+ * segment (a .npub stores them), so one file generates the same code in
+ * every environment.
+ */
+struct npu_codegen_options {
+	bool no_array_modes;		/* every CONV2D / MATMUL in the plain mode (ISA 1.4 code) */
+	bool no_out_lut;		/* output LUTs as their own instruction, not fused */
+	bool no_tile_search;		/* tile heights as planned, not searched by cost */
+	bool no_prefetch;		/* no constant loads moved ahead of the op before */
+	bool no_gap_split;		/* GlobalAveragePool not split into row bands */
+	bool lut_last_producer_only;	/* a LUT folds only into the lop lowered last */
+	enum npu_codegen_choice pixel_mm;	/* pixel-major 1x1 convolutions */
+	enum npu_codegen_choice fuse;		/* depth-first conv chains and pairs */
+	uint32_t fuse_max_rows;		/* a fused group's tile rows at most; 0: no cap */
+};
+
+/*
+ * Set options from "key=value[,key=value...]": array_modes, out_lut,
+ * tile_search, prefetch, gap_split = 0|1; lut_producer = any|last;
+ * pixel_mm, fuse = auto|off|force (1 = auto, 0 = off); fuse_rows = N. Keys not
+ * given keep their value. An unknown key or value fails naming it.
+ */
+npu_status npu_codegen_options_parse(struct npu_codegen_options *o, const char *spec,
+				     struct npu_error *err);
+
 struct npu_segment_program {
 	struct npu_act *acts;
 	size_t num_acts;
 	struct npu_lop *lops;
 	size_t num_lops;
+	struct npu_codegen_options opts;	/* npu_compile_options.codegen */
 };
 
 /* What code generation produced and what the cycle model predicts. */
@@ -298,8 +334,9 @@ bool npu_conv_fold_phase(uint32_t in_w, uint32_t out_w, uint32_t in_c, uint32_t 
  * idle) whose store interleaves the dy blocks into their rows with strided
  * DMA. Lowering picks the fold by it; code generation follows *joined.
  */
-uint64_t npu_phase_row_cycles(uint32_t in_w, uint32_t in_c, uint32_t out_c, uint32_t phase_h,
-			      uint32_t phase_w, uint32_t f, bool *joined);
+uint64_t npu_phase_row_cycles(const struct npu_codegen_options *o, uint32_t in_w, uint32_t in_c,
+			      uint32_t out_c, uint32_t phase_h, uint32_t phase_w, uint32_t f,
+			      bool *joined);
 
 /*
  * Modeled cycles of one CONV2D of 'pixels' output pixels in the MAC array
@@ -308,8 +345,9 @@ uint64_t npu_phase_row_cycles(uint32_t in_w, uint32_t in_c, uint32_t out_c, uint
 /* Convolutions in one fused chain at most (codegen.c, fusion_plan()). */
 #define NPU_FUSE_MAX 6
 
-uint64_t npu_conv_insn_cycles(uint64_t pixels, uint64_t taps, uint32_t groups, uint32_t in_c,
-			      uint32_t out_c, bool i16);
+uint64_t npu_conv_insn_cycles(const struct npu_codegen_options *o, uint64_t pixels,
+			      uint64_t taps, uint32_t groups, uint32_t in_c, uint32_t out_c,
+			      bool i16);
 
 /*
  * Whether 'lop' can be tiled into 'sram_size' bytes. On false, 'why' gets

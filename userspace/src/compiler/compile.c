@@ -870,6 +870,7 @@ static npu_status lower_spans(struct build *b, const struct span *spans,
 			free(alt_of);
 			return npu_error_set(b->err, NPU_ERR_NO_MEMORY, "compile: out of memory");
 		}
+		seg->prog.opts = b->o->codegen;
 		seg->index = (int)b->c->num_segments;
 		seg->num_nodes = s->end - s->first;
 		for (i = s->first; i < s->end && !*retry; i++) {

@@ -161,6 +161,8 @@ struct npu_compile_options {
 	int threads;
 	struct npu_threadpool *pool;	/* borrowed; NULL: own pool of 'threads' */
 	bool cpu_only_placement;	/* explain only: place, generate nothing */
+	/* How segments are built and scheduled (zero: the defaults). */
+	struct npu_codegen_options codegen;
 	bool keep_small_segments;	/* skip the cost model (tests) */
 	bool profile_ops;		/* time every op on the device */
 	/*

@@ -903,11 +903,11 @@ static void widen_for_bias(struct npu_lower_ctx *lc, const char *name, const flo
  * phases with fewer taps each (codegen.h, npu_lop.conv.fold_w). The fold
  * with the fewest modeled cycles per output pixel, or 0 for none.
  */
-static uint32_t choose_fold(const struct npu_conv_geom *g)
+static uint32_t choose_fold(const struct npu_codegen_options *o, const struct npu_conv_geom *g)
 {
 	/* cycles of one output row, plain and per fold, in the array mode
 	 * each CONV2D gets */
-	uint64_t best = npu_conv_insn_cycles(g->ow, (uint64_t)g->k_h * g->k_w, 1, g->c, g->oc,
+	uint64_t best = npu_conv_insn_cycles(o, g->ow, (uint64_t)g->k_h * g->k_w, 1, g->c, g->oc,
 					     false);
 	uint32_t fold = 0, R, r, F;
 
@@ -923,7 +923,7 @@ static uint32_t choose_fold(const struct npu_conv_geom *g)
 			if (!npu_conv_fold_phase(g->w, g->ow, g->c, g->oc, g->k_h, g->k_w,
 						 g->stride_w, g->pad_left, F, r, &ph))
 				break;
-			cycles += npu_conv_insn_cycles(g->ow / R, (uint64_t)g->k_h * ph.k_w, 1,
+			cycles += npu_conv_insn_cycles(o, g->ow / R, (uint64_t)g->k_h * ph.k_w, 1,
 						       F * g->c, g->oc, false);
 		}
 		if (r < R)
@@ -1107,7 +1107,7 @@ static bool lower_conv_with(struct npu_lower_ctx *lc, struct npu_node *n,
 	l->conv.groups = (uint16_t)geo.groups;
 	l->conv.ins_h = (uint8_t)geo.ins_h;
 	l->conv.ins_w = (uint8_t)geo.ins_w;
-	l->conv.fold_w = lc->want16 ? 0 : (uint8_t)choose_fold(&geo);
+	l->conv.fold_w = lc->want16 ? 0 : (uint8_t)choose_fold(&lc->seg->prog.opts, &geo);
 	if (l->conv.fold_w) {
 		l->conv.weight = fold_weights(lc, &geo, l->conv.fold_w, wnhwc);
 		if (!l->conv.weight) {
@@ -1157,11 +1157,12 @@ static bool lower_conv(struct npu_lower_ctx *lc, struct npu_node *n, char *why,
  * MAC columns that zero insertion (one output channel per column) leaves idle.
  */
 /* Modeled cycles per input row of the phase form with input fold f. */
-static uint64_t phase_cost(const struct npu_conv_geom *g, uint64_t f)
+static uint64_t phase_cost(const struct npu_codegen_options *o, const struct npu_conv_geom *g,
+			   uint64_t f)
 {
 	bool joined;
 
-	return npu_phase_row_cycles(g->w, g->c, g->oc, g->ins_h + 1u, g->ins_w + 1u,
+	return npu_phase_row_cycles(o, g->w, g->c, g->oc, g->ins_h + 1u, g->ins_w + 1u,
 				    (uint32_t)f, &joined);
 }
 
@@ -1170,7 +1171,7 @@ static uint64_t phase_cost(const struct npu_conv_geom *g, uint64_t f)
  * insertion, else 0. Folding F input pixels into one wide pixel fills the
  * MAC rows and columns a narrow layer leaves idle (codegen.h).
  */
-static uint32_t phases_pay(const struct npu_conv_geom *g)
+static uint32_t phases_pay(const struct npu_codegen_options *o, const struct npu_conv_geom *g)
 {
 	uint64_t s_h = g->ins_h + 1u, s_w = g->ins_w + 1u, best, f, fold = 1;
 
@@ -1179,14 +1180,14 @@ static uint32_t phases_pay(const struct npu_conv_geom *g)
 	    g->pad_bottom != g->k_h - 1 || g->pad_left != g->k_w - 1 ||
 	    g->pad_right != g->k_w - 1 || s_w * g->oc > UINT16_MAX)
 		return 0;
-	best = phase_cost(g, 1);
+	best = phase_cost(o, g, 1);
 	for (f = 2; f <= 255 && f * s_w * g->oc <= UINT16_MAX && f * g->c <= UINT16_MAX; f++)
-		if (g->w % f == 0 && phase_cost(g, f) < best) {
-			best = phase_cost(g, f);
+		if (g->w % f == 0 && phase_cost(o, g, f) < best) {
+			best = phase_cost(o, g, f);
 			fold = f;
 		}
 	/* zero insertion: one tap per output pixel in the densest phase */
-	if (best >= npu_conv_insn_cycles(s_h * s_w * g->w, 1, 1, g->c, g->oc, false))
+	if (best >= npu_conv_insn_cycles(o, s_h * s_w * g->w, 1, 1, g->c, g->oc, false))
 		return 0;
 	return (uint32_t)fold;
 }
@@ -1268,10 +1269,10 @@ static bool lower_conv_transpose(struct npu_lower_ctx *lc, struct npu_node *n,
 
 	if (!npu_conv_transpose_geometry(lc->graph, n, &geo, why, why_size))
 		return false;
-	if (!lc->want16 && phases_pay(&geo)) {	/* the phase form is int8 only */
+	if (!lc->want16 && phases_pay(&lc->seg->prog.opts, &geo)) {	/* the phase form is int8 only */
 		char tmp[160];
 
-		if (!lower_conv_transpose_phases(lc, n, &geo, phases_pay(&geo), why, why_size))
+		if (!lower_conv_transpose_phases(lc, n, &geo, phases_pay(&lc->seg->prog.opts, &geo), why, why_size))
 			return false;
 		if (npu_lop_fits(&lc->seg->prog, &lc->seg->prog.lops[lc->seg->prog.num_lops - 1],
 				 lc->sram_size ? lc->sram_size : NPU_SRAM_SIZE, tmp, sizeof(tmp)))
@@ -1691,7 +1692,7 @@ static bool gap_next_split(uint32_t h, uint32_t w, uint32_t c, uint32_t lanes, d
  * CONV2D, so the temporary is int8: each band mean is rounded once (half
  * a step of the input), and the weighted mean of those errors is what
  * the output may differ by; gap_next_split() keeps it under an output
- * step (test_compiler_gap_split checks 1 LSB). NPU_GAP_SPLIT=0
+ * step (test_compiler_gap_split checks 1 LSB). opts.no_gap_split
  * keeps the one-stage form. *done stays false, nothing lowered, when no
  * split pays, fits SRAM or requantizes; false only when out of memory.
  */
@@ -1703,14 +1704,13 @@ static bool lower_global_pool_split(struct npu_lower_ctx *lc, struct npu_node *n
 {
 	struct npu_segment_program *prog = &lc->seg->prog;
 	uint32_t sram = lc->sram_size ? lc->sram_size : NPU_SRAM_SIZE;
-	const char *env = getenv("NPU_GAP_SPLIT");
 	size_t lops, acts;
 	uint32_t oh = 0, ow = 0, tries;
 	int in, out;
 	char tmp[160];
 
 	*done = false;
-	if (env && !strcmp(env, "0"))
+	if (prog->opts.no_gap_split)
 		return true;
 	in = npu_lower_act(lc, n->inputs[0]);
 	out = npu_lower_act(lc, n->outputs[0]);
@@ -2121,11 +2121,10 @@ static bool fuse_lut_into_producer(struct npu_lower_ctx *lc, const struct npu_pw
 	 * The producer need not be the lop lowered last (graph order may put
 	 * other branches between, e.g. det's LCNet blocks before an FPN
 	 * lateral): the LUT's input x has no other reader, so the producer
-	 * writes y instead of x wherever it runs. NPU_LUT_PRODUCER=last (tests)
-	 * takes only the last lop.
+	 * writes y instead of x wherever it runs. opts.lut_last_producer_only
+	 * (tests) takes only the last lop.
 	 */
-	const char *env = getenv("NPU_LUT_PRODUCER");
-	bool last_only = env && !strcmp(env, "last");
+	bool last_only = prog->opts.lut_last_producer_only;
 
 	for (j = last_only && prog->num_lops ? prog->num_lops - 1 : 0; x >= 0 && j < prog->num_lops; j++)
 		if (prog->lops[j].out == (uint32_t)x) {

@@ -161,6 +161,13 @@ static bool layout_im2col(uint32_t word, struct npu_act *a)
 	       !a->i16 && a->c % (a->im2col.k_h * a->im2col.k_w) == 0;
 }
 
+static bool codegen_defaults(const struct npu_codegen_options *o)
+{
+	static const struct npu_codegen_options d;
+
+	return !memcmp(o, &d, sizeof(d));
+}
+
 static void put_segment(struct wbuf *w, const struct npu_segment *seg, uint16_t major)
 {
 	const struct npu_segment_program *p = &seg->prog;
@@ -344,6 +351,17 @@ static void put_segment(struct wbuf *w, const struct npu_segment *seg, uint16_t 
 	/* Version 2: where the segment is, "" for the top-level graph. */
 	if (major >= 2)
 		put_str(w, seg->graph_path ? seg->graph_path : "");
+	/* Version 2.1: codegen options other than the defaults. */
+	if (!codegen_defaults(&p->opts)) {
+		const struct npu_codegen_options *o = &p->opts;
+
+		put_u32(w, (uint32_t)o->no_array_modes | (uint32_t)o->no_out_lut << 1 |
+			   (uint32_t)o->no_tile_search << 2 | (uint32_t)o->no_prefetch << 3 |
+			   (uint32_t)o->no_gap_split << 4 | (uint32_t)o->lut_last_producer_only << 5);
+		put_u8(w, (uint8_t)o->pixel_mm);
+		put_u8(w, (uint8_t)o->fuse);
+		put_u32(w, o->fuse_max_rows);
+	}
 }
 
 npu_status npu_npub_save(const char *path, const void *onnx, size_t onnx_size,
@@ -363,7 +381,8 @@ npu_status npu_npub_save(const char *path, const void *onnx, size_t onnx_size,
 	uint16_t major = 1;
 
 	for (i = 0; i < c->num_segments; i++)
-		if (c->segments[i]->graph_path && c->segments[i]->graph_path[0])
+		if ((c->segments[i]->graph_path && c->segments[i]->graph_path[0]) ||
+		    !codegen_defaults(&c->segments[i]->prog.opts))
 			major = NPU_NPUB_VERSION_MAJOR;
 
 	put(&w, (uint8_t[NPUB_HEADER_SIZE]){ 0 }, NPUB_HEADER_SIZE);
@@ -1010,6 +1029,28 @@ static bool get_segment(struct rbuf *r, struct npu_npub *f, struct npu_segment *
 			free(seg->graph_path);
 			seg->graph_path = NULL;
 		}
+	}
+	/* 2.1: the codegen options the segment was compiled with, if not the
+	 * defaults: the same code in every environment. */
+	if (f->major >= 2 && !r->bad && r->left) {
+		struct npu_codegen_options *o = &p->opts;
+		uint32_t flags = get_u32(r, "codegen flags");
+		uint8_t pmm = get_u8(r, "codegen pixel_mm"), fuse = get_u8(r, "codegen fuse");
+
+		o->fuse_max_rows = get_u32(r, "codegen fuse_rows");
+		if (!r->bad && flags >> 6)
+			return fail(r, "%s: unknown flags %#llx", "codegen options", flags);
+		if (!r->bad && (pmm > NPU_CODEGEN_FORCE || fuse > NPU_CODEGEN_FORCE))
+			return fail(r, "%s: choice %llu is not auto, off or force", "codegen options",
+				    pmm > NPU_CODEGEN_FORCE ? pmm : fuse);
+		o->no_array_modes = flags & 1;
+		o->no_out_lut = flags >> 1 & 1;
+		o->no_tile_search = flags >> 2 & 1;
+		o->no_prefetch = flags >> 3 & 1;
+		o->no_gap_split = flags >> 4 & 1;
+		o->lut_last_producer_only = flags >> 5 & 1;
+		o->pixel_mm = (enum npu_codegen_choice)pmm;
+		o->fuse = (enum npu_codegen_choice)fuse;
 	}
 	if (!r->bad && r->left)
 		fail(r, "%s: %llu trailing bytes", "segment", r->left);

@@ -21,7 +21,7 @@
 /* Version 2 adds where each segment is (a subgraph's path); files without
  * segments in subgraphs are still written as version 1. */
 #define NPU_NPUB_VERSION_MAJOR	2
-#define NPU_NPUB_VERSION_MINOR	0
+#define NPU_NPUB_VERSION_MINOR	1	/* 2.1: codegen options per segment */
 
 struct npu_npub;
 

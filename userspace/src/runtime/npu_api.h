@@ -11,6 +11,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 
+#include "compiler/codegen.h"
 #include "graph/npu_ir.h"
 #include "npu/npu_device.h"
 #include "npu/npu_model.h"
@@ -99,6 +100,8 @@ struct npu_model {
 	const char **int16_names;
 	size_t num_int16;
 	char *precision;
+	char *codegen;			/* opts.codegen, copied */
+	struct npu_codegen_options codegen_opts;	/* parsed from it */
 	char **calib_names;		/* samples of calib_dir (under build_lock) */
 	int num_calib_names;
 	bool calib_subdirs;		/* DIR/<sample>/<input>.npy form */

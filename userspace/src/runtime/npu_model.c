@@ -293,6 +293,7 @@ static npu_status compile_plan(struct npu_model *m, struct npu_plan *p, struct n
 		o.int16_nodes = m->int16_names;
 		o.num_int16_nodes = m->num_int16;
 		o.int16_all = m->precision && !strcmp(m->precision, "int16");
+		o.codegen = m->codegen_opts;
 		o.bias_correction = m->opts.bias_correction;
 		if (m->opts.accuracy_target > 0) {
 			p->mixed = calloc(1, sizeof(*p->mixed));
@@ -653,6 +654,7 @@ static void report_options(struct npu_model *m, struct npu_compile_options *o)
 		o->calib_arg = m;
 	}
 	o->calib_random = m->opts.calib_random != 0;
+	o->codegen = m->codegen_opts;
 }
 
 NPU_API npu_status npu_plan_quant_report(struct npu_plan *p, size_t max_samples,
@@ -843,6 +845,7 @@ void npu_model_unref(struct npu_model *m)
 	free(m->int16);
 	free(m->int16_names);
 	free(m->precision);
+	free(m->codegen);
 	pthread_mutex_destroy(&m->build_lock);
 	pthread_mutex_destroy(&m->cache_lock);
 	npu_engine_unref(m->engine);
@@ -895,6 +898,13 @@ static npu_status check_options(struct npu_model *m)
 		return npu_api_fail(NPU_ERR_INVALID_ARG,
 				    "npu_model_options.precision '%s': expected int8 or int16",
 				    m->precision);
+	if (m->codegen) {
+		struct npu_error err = { 0 };
+
+		if (npu_codegen_options_parse(&m->codegen_opts, m->codegen, &err) != NPU_OK)
+			return npu_api_fail(NPU_ERR_INVALID_ARG, "npu_model_options.codegen: %s",
+					    err.msg);
+	}
 	if (strcmp(dev, "cpu") && m->calib_dir &&
 	    (stat(m->calib_dir, &sb) || !S_ISDIR(sb.st_mode)))
 		return npu_api_fail(NPU_ERR_NOT_FOUND,
@@ -1125,6 +1135,8 @@ NPU_API npu_status npu_model_load_memory(struct npu_engine *e, const void *data,
 		m->opts.int16 = m->int16;
 		m->precision = dup_opt(m->opts.precision, &nomem);
 		m->opts.precision = m->precision;
+		m->codegen = dup_opt(m->opts.codegen, &nomem);
+		m->opts.codegen = m->codegen;
 		m->opts.device = m->device_name;
 		m->opts.calib_dir = m->calib_dir;
 		m->opts.calib_method = m->calib_method;
