@@ -391,9 +391,28 @@ static struct dma_fence *npu_job_run_cancel(struct npu_job *job, int error)
 	return dma_fence_get(job->hw_fence);
 }
 
+static struct dma_fence *npu_job_run_signalling(struct npu_job *job);
+
 static struct dma_fence *npu_job_run(struct drm_sched_job *sched_job)
 {
 	struct npu_job *job = to_npu_job(sched_job);
+	bool cookie;
+	struct dma_fence *fence;
+
+	cookie = dma_fence_begin_signalling();
+	fence = npu_job_run_signalling(job);
+	dma_fence_end_signalling(cookie);
+	return fence;
+}
+
+/*
+ * run_job, a fence-signalling section: the scheduler's run worker, which
+ * a reset waits for (drm_sched_wqueue_stop()). Hence no reset_lock: the
+ * reset stops this before it touches the rings.
+ */
+static struct dma_fence *npu_job_run_signalling(struct npu_job *job)
+{
+	struct drm_sched_job *sched_job = &job->base;
 	struct npu_device *ndev = job->ndev;
 	struct npu_queue *q = job->queue;
 	unsigned long flags;
@@ -410,7 +429,7 @@ static struct dma_fence *npu_job_run(struct drm_sched_job *sched_job)
 			return npu_job_run_cancel(job, -ECANCELED);
 	if (!drm_dev_enter(&ndev->drm, &idx))
 		return npu_job_run_cancel(job, -ENODEV);
-	if (!ndev->ready) {
+	if (!READ_ONCE(ndev->ready)) {
 		drm_dev_exit(idx);
 		return npu_job_run_cancel(job, -EIO);
 	}
@@ -427,7 +446,7 @@ static struct dma_fence *npu_job_run(struct drm_sched_job *sched_job)
 	job->hw_fence_init = true;
 	slot = npu_queue_push_locked(q, job);
 	/* Fault injection: a stream address that no context maps. */
-	if (atomic_xchg(&ndev->inject.fault_next, 0))
+	if (npu_inject(ndev, NPU_INJECT_MMU_FAULT))
 		q->ring[slot].cmd_va = 0;
 
 	spin_lock(&job->ctx->rec_lock);
@@ -435,7 +454,7 @@ static struct dma_fence *npu_job_run(struct drm_sched_job *sched_job)
 	spin_unlock(&job->ctx->rec_lock);
 	trace_npu_job_run(job, job->hw_fence->seqno, slot);
 
-	if (atomic_xchg(&ndev->inject.hang_next, 0))
+	if (npu_inject(ndev, NPU_INJECT_HANG))
 		npu_write(ndev, NPU_REG_DEBUG, NPU_DEBUG_HANG_NEXT);
 	npu_queue_doorbell_locked(q);
 	spin_unlock_irqrestore(&q->lock, flags);
@@ -475,83 +494,111 @@ bool npu_job_is_hung(struct npu_job *job)
 }
 
 /*
- * drm_sched_stop() drops the pending jobs' hardware fences (6.12):
- * give them back, so drm_sched_start() waits for them instead of
- * canceling the jobs. What resubmit did, without running anything again.
+ * Put @job back at the head of its pending list, where
+ * drm_sched_job_timedout() took it from; the core re-arms the timer when
+ * the handler returns. 6.17's DRM_GPU_SCHED_STAT_NO_HANG does this in
+ * the core; 6.12 has no such status, so the driver does it, as etnaviv
+ * does. Neither drm_sched_stop() (it frees finished jobs from inside the
+ * handler and drops the hardware fences of the others, which
+ * drm_sched_start() then cancels) nor a poke at s_fence->parent is
+ * needed. A job that ended meanwhile was not freed (it was off the
+ * list): drm_sched_wqueue_start() of a running scheduler only queues its
+ * run and free work, and a stopped one queues them when it starts.
+ * Called with reset_lock held for writing, so nothing starts or stops
+ * the scheduler meanwhile.
  */
-static void npu_sched_restore_parents(struct drm_gpu_scheduler *sched)
-{
-	struct drm_sched_job *s_job;
-
-	list_for_each_entry(s_job, &sched->pending_list, list) {
-		struct npu_job *job = to_npu_job(s_job);
-
-		if (!s_job->s_fence->parent && job->hw_fence_init)
-			s_job->s_fence->parent = dma_fence_get(job->hw_fence);
-	}
-}
-
-/* Put a timed-out job back and re-arm its queue's timeout. */
-static void npu_job_timeout_rearm(struct npu_job *job)
+void npu_job_timeout_reinsert(struct npu_job *job)
 {
 	struct drm_gpu_scheduler *sched = &job->queue->sched;
 
-	drm_sched_stop(sched, &job->base);
-	npu_sched_restore_parents(sched);
-	drm_sched_start(sched);
+	lockdep_assert_held_write(&job->ndev->reset_lock);
+	spin_lock(&sched->job_list_lock);
+	list_add(&job->base.list, &sched->pending_list);
+	spin_unlock(&sched->job_list_lock);
+	if (npu_device_sched_running(job->ndev))
+		drm_sched_wqueue_start(sched);
 }
 
-void npu_job_sched_restart(struct drm_gpu_scheduler *sched)
-{
-	npu_sched_restore_parents(sched);
-	drm_sched_start(sched);
-}
-
+/*
+ * A fence-signalling section (dma_fence_begin_signalling()): lockdep
+ * checks that nothing here allocates memory or takes a lock that is held
+ * elsewhere across an allocation or a fence wait. reset_lock is taken
+ * for writing; its readers only do MMIO.
+ */
 static enum drm_gpu_sched_stat npu_job_timedout(struct drm_sched_job *sched_job)
 {
 	struct npu_job *job = to_npu_job(sched_job);
 	struct npu_device *ndev = job->ndev;
+	enum drm_gpu_sched_stat stat = DRM_GPU_SCHED_STAT_NOMINAL;
+	bool cookie = dma_fence_begin_signalling();
 	int idx;
 
+	down_write(&ndev->reset_lock);
 	if (!drm_dev_enter(&ndev->drm, &idx)) {
 		/* Unplugged: the job ends when unbind fails its fence. */
-		npu_job_timeout_rearm(job);
-		return DRM_GPU_SCHED_STAT_ENODEV;
+		npu_job_timeout_reinsert(job);
+		stat = DRM_GPU_SCHED_STAT_ENODEV;
+		goto out;
 	}
-	/* Schedulers are stopped and started under reset_pending only. */
-	if (!npu_device_reset_trylock(ndev, 10000)) {
-		/* Shutting down: keep the job, the scheduler stays stopped. */
-		drm_sched_stop(&job->queue->sched, sched_job);
-		drm_dev_exit(idx);
-		return DRM_GPU_SCHED_STAT_NOMINAL;
+	/* A PCI reset or a shutdown holds the schedulers: theirs to handle. */
+	if (!npu_device_may_recover(ndev)) {
+		npu_job_timeout_reinsert(job);
+		goto out_exit;
 	}
 
 	npu_queue_process(job->queue);
-	/* Canceled in run_job, it waits for the job ahead: never hung itself. */
 	if (!job->hw_fence_init || job->hw_fence->ops != &npu_fence_ops ||
 	    dma_fence_is_signaled(job->hw_fence)) {
-		/* Spurious (or never run): put it back to be freed. */
-		npu_job_timeout_rearm(job);
-		npu_device_reset_unlock(ndev);
-	} else if (!npu_job_is_hung(job)) {
+		/*
+		 * Ended, or never on the device (canceled in run_job, it
+		 * waits for the job ahead): not hung itself.
+		 */
+		npu_job_timeout_reinsert(job);
+	} else if (ndev->ready && !npu_job_is_hung(job)) {
 		npu_dbg(ndev, RESET, "ctx %u job %llu waits, not hung\n",
 			job->ctx->id, job->rec->id);
-		npu_job_timeout_rearm(job);
-		npu_device_reset_unlock(ndev);
+		npu_job_timeout_reinsert(job);
 	} else {
 		npu_device_recover(ndev, job);
 	}
+out_exit:
 	drm_dev_exit(idx);
-	return DRM_GPU_SCHED_STAT_NOMINAL;
+out:
+	up_write(&ndev->reset_lock);
+	dma_fence_end_signalling(cookie);
+	return stat;
 }
 
+/*
+ * free_job may run inside a fence-signalling section (the scheduler's
+ * free worker, which a reset waits for; a killed entity's callback), and
+ * freeing a job takes bo->lock, mmu.lock, ctx_lock and dma_resv locks
+ * that are held elsewhere across GFP_KERNEL allocations, and reset_lock
+ * for reading (TLB invalidation). So free_job only drops the scheduler's
+ * part and hands the rest to npu_job_free_work().
+ */
 static void npu_job_free(struct drm_sched_job *sched_job)
 {
 	struct npu_job *job = to_npu_job(sched_job);
+	struct npu_device *ndev = job->ndev;
 
 	drm_sched_job_cleanup(sched_job);
-	atomic_dec(&job->ctx->jobs_inflight);
-	npu_job_release(job);
+	if (llist_add(&job->free_node, &ndev->job_free_list))
+		queue_work(system_unbound_wq, &ndev->job_free_work);
+}
+
+void npu_job_free_work(struct work_struct *work)
+{
+	struct npu_device *ndev = container_of(work, struct npu_device,
+					       job_free_work);
+	struct npu_job *job, *next;
+	struct llist_node *list;
+
+	list = llist_del_all(&ndev->job_free_list);
+	llist_for_each_entry_safe(job, next, list, free_node) {
+		atomic_dec(&job->ctx->jobs_inflight);
+		npu_job_release(job);
+	}
 }
 
 /*
@@ -562,16 +609,12 @@ static void npu_job_free(struct drm_sched_job *sched_job)
  */
 void npu_job_drain(struct npu_device *ndev)
 {
-	int q;
-
-	/* Held-back jobs must reach run_job to end. */
-	if (atomic_xchg(&ndev->inject.paused, 0))
-		for (q = 0; q < NPU_NUM_QUEUES; q++)
-			drm_sched_wqueue_start(&ndev->queues[q].sched);
 	while (!wait_event_timeout(ndev->job_free_wq,
 				   !atomic_read(&ndev->job_count), 10 * HZ))
 		drm_warn(&ndev->drm, "unbind waits for %d jobs\n",
 			 atomic_read(&ndev->job_count));
+	/* The last job's free may still be returning from the worker. */
+	flush_work(&ndev->job_free_work);
 }
 
 static const struct drm_sched_backend_ops npu_sched_ops = {
@@ -1028,7 +1071,11 @@ static int npu_job_do_submit(struct drm_file *file,
 		}
 	}
 
-	rec->submit_ns = npu_device_time_ns(ndev);
+	/* MMIO: not while a reset owns the device (0 then). */
+	if (npu_device_hw_enter(ndev)) {
+		rec->submit_ns = npu_device_time_ns(ndev);
+		npu_device_hw_exit(ndev);
+	}
 
 	ret = drm_sched_job_init(&job->base, &ctx->entity[args->queue], 1, ctx);
 	if (ret)
