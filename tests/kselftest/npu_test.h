@@ -388,6 +388,55 @@ static inline int npu_debugfs_write(const char *file, const char *val)
 }
 
 /*
+ * Make the next pass through one of the driver's fault points fail
+ * (@what: hang, mmu_fault, boot_fail, tlb_timeout) on the device whose
+ * debugfs directory is @dir: through its fault_attr fail_<what>/ on
+ * kernels with CONFIG_FAULT_INJECTION_DEBUG_FS, else through the one-shot
+ * knob npu_inject_<what> (Debian's stock kernel).
+ */
+static inline int npu_write_file(const char *path, const char *val)
+{
+	int fd = open(path, O_WRONLY), ret = 0;
+
+	if (fd < 0)
+		return -errno;
+	if (write(fd, val, strlen(val)) < 0)
+		ret = -errno;
+	close(fd);
+	return ret;
+}
+
+static inline int npu_inject_once_in(const char *dir, const char *what)
+{
+	static const char *const attr[][2] = {
+		{ "verbose", "0" }, { "interval", "1" }, { "space", "0" },
+		{ "times", "1" }, { "probability", "100" },
+	};
+	char path[512];
+	unsigned int i;
+	int ret = 0;
+
+	snprintf(path, sizeof(path), "%s/fail_%s", dir, what);
+	if (access(path, F_OK)) {
+		snprintf(path, sizeof(path), "%s/npu_inject_%s", dir, what);
+		return npu_write_file(path, "1");
+	}
+	for (i = 0; i < sizeof(attr) / sizeof(attr[0]) && !ret; i++) {
+		snprintf(path, sizeof(path), "%s/fail_%s/%s", dir, what,
+			 attr[i][0]);
+		ret = npu_write_file(path, attr[i][1]);
+	}
+	return ret;
+}
+
+static inline int npu_inject_once(const char *what)
+{
+	const char *dir = npu_debugfs_dir();
+
+	return dir ? npu_inject_once_in(dir, what) : -ENOENT;
+}
+
+/*
  * Hold every job back in the schedulers (their fences stay unsignaled)
  * or let them run again: the npu_pause_queues test hook.
  */
