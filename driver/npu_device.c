@@ -131,6 +131,8 @@ int npu_device_init(struct npu_device *ndev)
 	init_rwsem(&ndev->reset_lock);
 	init_waitqueue_head(&ndev->job_free_wq);
 	init_llist_head(&ndev->job_free_list);
+	spin_lock_init(&ndev->gate_lock);
+	INIT_LIST_HEAD(&ndev->gates);
 	INIT_WORK(&ndev->job_free_work, npu_job_free_work);
 	INIT_LIST_HEAD(&ndev->contexts);
 	spin_lock_init(&ndev->bo_list_lock);
@@ -264,6 +266,8 @@ void npu_device_fini(struct npu_device *ndev)
 			drm_sched_wqueue_start(&ndev->queues[q].sched);
 	}
 	up_write(&ndev->reset_lock);
+	/* Jobs waiting for another driver's fence must not wait for ever. */
+	npu_job_gates_fail(ndev);
 	npu_job_drain(ndev);
 	mutex_lock(&ndev->ctx_lock);
 	list_for_each_entry(ctx, &ndev->contexts, node) {

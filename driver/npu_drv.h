@@ -151,6 +151,9 @@ struct npu_device {
 	 */
 	struct llist_head job_free_list;
 	struct work_struct job_free_work;
+	/* Jobs' gates on other drivers' fences still waiting (npu_job.c). */
+	spinlock_t gate_lock;
+	struct list_head gates;
 
 	struct npu_inject inject;
 

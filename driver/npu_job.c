@@ -7,6 +7,7 @@
 #include <linux/dma-fence-array.h>
 #include <linux/dma-fence-chain.h>
 #include <linux/dma-mapping.h>
+#include <linux/irq_work.h>
 #include <linux/seq_file.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
@@ -105,6 +106,9 @@ static void npu_job_release(struct npu_job *job)
 	for (i = 0; i < job->dep_count; i++)
 		dma_fence_put(job->deps[i]);
 	kvfree(job->deps);
+	for (i = 0; i < job->foreign_count; i++)
+		dma_fence_put(job->foreign[i]);
+	kfree(job->foreign);
 	kvfree(job->bos);
 	kvfree(job->access);
 	if (job->hw_fence_init)
@@ -856,6 +860,221 @@ static int npu_job_check_args(const struct drm_npu_submit *args)
 }
 
 /*
+ * Foreign dependencies. drm_sched waits for every dependency of a job
+ * before it runs it, and also before it frees a job whose entity was
+ * killed (a closed file), so a dependency that never signals would keep
+ * the job, and with it unbind's drain, for ever. This driver's own fences
+ * always signal (completion, reset, ban, unplug); another driver's need
+ * not (sw_sync's, by design). So a job's foreign fences (in-syncs and
+ * implicit fences that are not this device's scheduler fences) are
+ * gathered behind one gate fence of the driver's, which signals once they
+ * all have, with the first error, or with -ENODEV when unbind fails every
+ * gate still waiting (npu_job_gates_fail()).
+ */
+struct npu_gate_cb {
+	struct dma_fence_cb cb;
+	struct dma_fence *fence;
+	struct npu_job_gate *gate;
+};
+
+struct npu_job_gate {
+	struct dma_fence base;
+	spinlock_t lock;		/* the fence's */
+	struct npu_device *ndev;
+	/* On ndev->gates while waiting; the list holds a reference. */
+	struct list_head node;
+	struct list_head fail_node;	/* npu_job_gates_fail() */
+	/* Signals outside the foreign fence's lock (as dma_fence_array). */
+	struct irq_work work;
+	atomic_t pending;
+	int error;
+	u32 count;
+	struct npu_gate_cb cbs[] __counted_by(count);
+};
+
+static const char *npu_gate_timeline_name(struct dma_fence *fence)
+{
+	return "foreign-deps";
+}
+
+static const struct dma_fence_ops npu_gate_fence_ops = {
+	.get_driver_name = npu_fence_driver_name,
+	.get_timeline_name = npu_gate_timeline_name,
+};
+
+static void npu_gate_signal_work(struct irq_work *work)
+{
+	struct npu_job_gate *gate = container_of(work, struct npu_job_gate, work);
+	struct npu_device *ndev = gate->ndev;
+	unsigned long flags;
+	u32 i;
+
+	spin_lock_irqsave(&ndev->gate_lock, flags);
+	list_del_init(&gate->node);
+	spin_unlock_irqrestore(&ndev->gate_lock, flags);
+	if (gate->error)
+		dma_fence_set_error(&gate->base, gate->error);
+	dma_fence_signal(&gate->base);
+	for (i = 0; i < gate->count; i++)
+		dma_fence_put(gate->cbs[i].fence);
+	dma_fence_put(&gate->base);	/* the list's */
+}
+
+static void npu_gate_dep_done(struct npu_job_gate *gate, int error)
+{
+	if (error)
+		cmpxchg(&gate->error, 0, error);
+	if (atomic_dec_and_test(&gate->pending))
+		irq_work_queue(&gate->work);
+}
+
+static void npu_gate_cb(struct dma_fence *fence, struct dma_fence_cb *cb)
+{
+	struct npu_gate_cb *gcb = container_of(cb, struct npu_gate_cb, cb);
+
+	npu_gate_dep_done(gcb->gate, fence->error);
+}
+
+/*
+ * Unbind, after drm_dev_unplug() (no submit makes new gates) and the
+ * device's stop: every gate still waiting fails with -ENODEV, so that the
+ * jobs behind it reach run_job (or their kill) and end.
+ */
+void npu_job_gates_fail(struct npu_device *ndev)
+{
+	struct npu_job_gate *gate, *tmp;
+	unsigned long flags;
+	LIST_HEAD(failed);
+	u32 i;
+
+	spin_lock_irqsave(&ndev->gate_lock, flags);
+	list_for_each_entry(gate, &ndev->gates, node) {
+		dma_fence_get(&gate->base);
+		list_add_tail(&gate->fail_node, &failed);
+		for (i = 0; i < gate->count; i++)
+			if (dma_fence_remove_callback(gate->cbs[i].fence,
+						      &gate->cbs[i].cb))
+				npu_gate_dep_done(gate, -ENODEV);
+	}
+	spin_unlock_irqrestore(&ndev->gate_lock, flags);
+	/* Their signalling work is this module's code: wait for it. */
+	list_for_each_entry_safe(gate, tmp, &failed, fail_node) {
+		irq_work_sync(&gate->work);
+		dma_fence_put(&gate->base);
+	}
+}
+
+/* Whether @fence is one of this device's scheduler fences. */
+static bool npu_fence_is_ours(struct npu_device *ndev, struct dma_fence *fence)
+{
+	struct drm_sched_fence *s_fence = to_drm_sched_fence(fence);
+	int q;
+
+	if (!s_fence)
+		return false;
+	for (q = 0; q < NPU_NUM_QUEUES; q++)
+		if (s_fence->sched == &ndev->queues[q].sched)
+			return true;
+	return false;
+}
+
+/* Ours, or a timeline point whose every link contains one of ours. */
+static bool npu_fence_chain_is_ours(struct npu_device *ndev,
+				    struct dma_fence *fence)
+{
+	struct dma_fence *iter;
+
+	if (!dma_fence_is_chain(fence))
+		return npu_fence_is_ours(ndev, fence);
+	dma_fence_chain_for_each(iter, fence) {
+		if (!npu_fence_is_ours(ndev, dma_fence_chain_contained(iter))) {
+			dma_fence_put(iter);
+			return false;
+		}
+	}
+	return true;
+}
+
+/* Keep @fence (its reference) for the gate: npu_job_gate_arm(). */
+static int npu_job_add_foreign(struct npu_job *job, struct dma_fence *fence)
+{
+	u32 i;
+
+	if (dma_fence_is_signaled(fence) && !fence->error) {
+		dma_fence_put(fence);
+		return 0;
+	}
+	for (i = 0; i < job->foreign_count; i++) {
+		if (job->foreign[i] == fence) {
+			dma_fence_put(fence);
+			return 0;
+		}
+	}
+	if (job->foreign_count == job->foreign_cap) {
+		u32 cap = max(2 * job->foreign_cap, 4u);
+		struct dma_fence **f;
+
+		f = krealloc_array(job->foreign, cap, sizeof(*f),
+				   GFP_KERNEL_ACCOUNT);
+		if (!f) {
+			dma_fence_put(fence);
+			return -ENOMEM;
+		}
+		job->foreign = f;
+		job->foreign_cap = cap;
+	}
+	job->foreign[job->foreign_count++] = fence;
+	return 0;
+}
+
+/* The gate of @job's foreign fences, if any, as one dependency. */
+static int npu_job_gate_arm(struct npu_job *job)
+{
+	struct npu_device *ndev = job->ndev;
+	struct npu_job_gate *gate;
+	unsigned long flags;
+	u32 i, n = job->foreign_count;
+
+	if (!n)
+		return 0;
+	gate = kzalloc(struct_size(gate, cbs, n), GFP_KERNEL_ACCOUNT);
+	if (!gate)
+		return -ENOMEM;
+	gate->count = n;
+	gate->ndev = ndev;
+	spin_lock_init(&gate->lock);
+	init_irq_work(&gate->work, npu_gate_signal_work);
+	dma_fence_init(&gate->base, &npu_gate_fence_ops, &gate->lock,
+		       dma_fence_context_alloc(1), 1);
+	/* Armed callbacks + 1, so that none can end the gate before all are. */
+	atomic_set(&gate->pending, n + 1);
+	for (i = 0; i < n; i++) {
+		gate->cbs[i].fence = job->foreign[i];
+		gate->cbs[i].gate = gate;
+	}
+	job->foreign_count = 0;
+
+	dma_fence_get(&gate->base);	/* the list's */
+	spin_lock_irqsave(&ndev->gate_lock, flags);
+	list_add_tail(&gate->node, &ndev->gates);
+	for (i = 0; i < n; i++)
+		if (dma_fence_add_callback(gate->cbs[i].fence, &gate->cbs[i].cb,
+					   npu_gate_cb))
+			npu_gate_dep_done(gate, gate->cbs[i].fence->error);
+	spin_unlock_irqrestore(&ndev->gate_lock, flags);
+	npu_gate_dep_done(gate, 0);
+	return drm_sched_job_add_dependency(&job->base, &gate->base);
+}
+
+/* A dependency of @job (takes @fence's reference). */
+static int npu_job_add_dep(struct npu_job *job, struct dma_fence *fence)
+{
+	if (npu_fence_chain_is_ours(job->ndev, fence))
+		return drm_sched_job_add_dependency(&job->base, fence);
+	return npu_job_add_foreign(job, fence);
+}
+
+/*
  * drm_sched waits on a dependency from the job's own queue only until it
  * is scheduled, and not at all on one from the same context and queue:
  * the ring keeps them in order. But a dependency that fails cancels this
@@ -914,6 +1133,12 @@ static int npu_job_add_in_syncs(struct npu_job *job, struct drm_file *file,
 		 */
 		job->deps[job->dep_count++] =
 			dma_fence_get(dma_fence_chain_contained(fence));
+		if (!npu_fence_chain_is_ours(job->ndev, fence)) {
+			ret = npu_job_add_foreign(job, fence);
+			if (ret)
+				return ret;
+			continue;
+		}
 		fence = npu_job_dep_until_finished(job, fence);
 		if (IS_ERR(fence))
 			return PTR_ERR(fence);
@@ -1102,12 +1327,21 @@ static int npu_job_do_submit(struct drm_file *file,
 		}
 	}
 	for (i = 0; i < job->bo_count; i++) {
-		ret = drm_sched_job_add_implicit_dependencies(&job->base, job->bos[i],
-							      job->access[i] &
-							      DRM_NPU_BO_ACCESS_WRITE);
-		if (ret)
-			goto err_exec;
+		bool write = job->access[i] & DRM_NPU_BO_ACCESS_WRITE;
+		struct dma_resv_iter cursor;
+		struct dma_fence *dep;
+
+		/* drm_sched_job_add_implicit_dependencies(), foreign ones gated. */
+		dma_resv_for_each_fence(&cursor, job->bos[i]->resv,
+					dma_resv_usage_rw(write), dep) {
+			ret = npu_job_add_dep(job, dma_fence_get(dep));
+			if (ret)
+				goto err_exec;
+		}
 	}
+	ret = npu_job_gate_arm(job);
+	if (ret)
+		goto err_exec;
 
 	mutex_lock(&ctx->submit_lock);
 	rec->id = ctx->next_job_id;

@@ -109,6 +109,10 @@ struct npu_job {
 	/* The in-syncs' fences: a job whose dependency failed is canceled. */
 	struct dma_fence **deps;
 	u32 dep_count;
+	/* Other drivers' fences, gathered at submit behind one gate fence. */
+	struct dma_fence **foreign;
+	u32 foreign_count;
+	u32 foreign_cap;
 
 	/*
 	 * Hardware fence, allocated at submit and initialized by run_job:
@@ -138,6 +142,7 @@ void npu_queue_retire(struct npu_queue *q, const struct npu_active *act);
 void npu_queue_rerun(struct npu_queue *q, int error);
 bool npu_job_is_hung(struct npu_job *job);
 void npu_job_drain(struct npu_device *ndev);
+void npu_job_gates_fail(struct npu_device *ndev);
 void npu_job_timeout_reinsert(struct npu_job *job);
 void npu_job_free_work(struct work_struct *work);
 void npu_queue_hw_init(struct npu_queue *q);
