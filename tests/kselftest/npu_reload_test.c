@@ -408,44 +408,6 @@ TEST(unbind_with_jobs_in_flight_then_rebind)
 	close(fd);
 }
 
-/* vgem (drivers/gpu/drm/vgem, include/uapi/drm/vgem_drm.h). */
-struct vgem_fence_attach {
-	uint32_t handle;
-	uint32_t flags;
-	uint32_t out_fence;
-	uint32_t pad;
-};
-
-struct vgem_fence_signal {
-	uint32_t fence;
-	uint32_t flags;
-};
-
-#define VGEM_FENCE_WRITE	0x1
-#define VGEM_IOCTL_FENCE_ATTACH	DRM_IOWR(DRM_COMMAND_BASE + 0x1, struct vgem_fence_attach)
-#define VGEM_IOCTL_FENCE_SIGNAL	DRM_IOW(DRM_COMMAND_BASE + 0x2, struct vgem_fence_signal)
-
-/* A DRM node of the vgem driver, or -1. */
-static int vgem_open(void)
-{
-	char path[64], name[16];
-	int i, fd;
-
-	for (i = 0; i < 16; i++) {
-		struct drm_version v = { .name = name, .name_len = sizeof(name) - 1 };
-
-		snprintf(path, sizeof(path), "/dev/dri/card%d", i);
-		fd = open(path, O_RDWR | O_CLOEXEC);
-		if (fd < 0)
-			continue;
-		memset(name, 0, sizeof(name));
-		if (!ioctl(fd, DRM_IOCTL_VERSION, &v) && !strcmp(name, "vgem"))
-			return fd;
-		close(fd);
-	}
-	return -1;
-}
-
 /*
  * A job that waits for another driver's fence which nobody signals (a
  * vgem fence, the write fence of an imported vgem buffer): unbind must
@@ -456,10 +418,7 @@ static int vgem_open(void)
  */
 TEST(unbind_completes_while_a_job_waits_for_another_drivers_fence)
 {
-	struct drm_mode_create_dumb dumb = { .height = 1, .width = 4096, .bpp = 8 };
-	struct drm_prime_handle exp = { 0 }, imp = { 0 };
-	struct vgem_fence_attach attach = { 0 };
-	struct vgem_fence_signal sig = { 0 };
+	struct npu_vgem_bo vbo = { 0 };
 	struct drm_npu_job_info info;
 	struct drm_npu_bo_ref ref;
 	struct drm_npu_submit s;
@@ -470,27 +429,18 @@ TEST(unbind_completes_while_a_job_waits_for_another_drivers_fence)
 
 	if (bound_device(bdf, sizeof(bdf)))
 		SKIP(return, "npu not bound");
-	vfd = vgem_open();
+	vfd = npu_vgem_open();
 	if (vfd < 0)
 		SKIP(return, "no vgem device");
-	ASSERT_EQ(0, ioctl(vfd, DRM_IOCTL_MODE_CREATE_DUMB, &dumb));
-	attach.handle = dumb.handle;
-	attach.flags = VGEM_FENCE_WRITE;
-	ASSERT_EQ(0, ioctl(vfd, VGEM_IOCTL_FENCE_ATTACH, &attach));
-	exp.handle = dumb.handle;
-	exp.flags = DRM_CLOEXEC | DRM_RDWR;
-	ASSERT_EQ(0, ioctl(vfd, DRM_IOCTL_PRIME_HANDLE_TO_FD, &exp));
-
 	fd = npu_open();
 	ASSERT_GE(fd, 0);
-	imp.fd = exp.fd;
-	ASSERT_EQ(0, ioctl(fd, DRM_IOCTL_PRIME_FD_TO_HANDLE, &imp));
+	ASSERT_EQ(0, npu_vgem_fenced_bo(vfd, fd, &vbo));
 	ASSERT_EQ(0, npu_bo_new(fd, 4096, 0, &cmd));
 	ASSERT_EQ(0, npu_bo_new(fd, 4096, 0, &buf));
 	npu_cs_begin(&cs);
 	npu_cs_fill(&cs, buf.va, 0x5a, 64);
 	npu_submit_init(&s, cmd.handle, npu_cs_store(&cs, &cmd, 0), 1);
-	ref = (struct drm_npu_bo_ref){ .handle = imp.handle,
+	ref = (struct drm_npu_bo_ref){ .handle = vbo.npu_handle,
 				       .access = DRM_NPU_BO_ACCESS_READ };
 	s.bo_refs = (uintptr_t)&ref;
 	s.bo_ref_count = 1;
@@ -501,13 +451,12 @@ TEST(unbind_completes_while_a_job_waits_for_another_drivers_fence)
 
 	ASSERT_EQ(0, sysfs_write(DRV_DIR "/unbind", bdf));
 	/* Still pending: unbind did not wait for it to time out. */
-	sig.fence = attach.out_fence;
-	EXPECT_EQ(0, ioctl(vfd, VGEM_IOCTL_FENCE_SIGNAL, &sig));
+	EXPECT_EQ(0, npu_vgem_signal(vfd, &vbo));
 	EXPECT_NE(0x5a, ((uint8_t *)buf.map)[63]);
 	npu_bo_free(fd, &buf);
 	npu_bo_free(fd, &cmd);
 	close(fd);
-	close(exp.fd);
+	close(vbo.dmabuf_fd);
 	close(vfd);
 
 	ASSERT_EQ(0, sysfs_write(DRV_DIR "/bind", bdf));

@@ -215,4 +215,67 @@ TEST(exit_with_uring_jobs_in_flight_leaves_nothing_behind)
 	}
 }
 
+/*
+ * A process exits with an io_uring command whose job waits for another
+ * driver's fence (an imported vgem buffer's write fence) that nobody
+ * signals: io_uring cancels the command (the driver marks its commands
+ * cancelable) and the exit completes; the job stays queued and ends when
+ * the fence signals. Uncancelable, the exit waited for the fence: vgem's
+ * signal by themselves after 10 s, so the fence must still be pending
+ * when the child has been reaped.
+ */
+TEST(exit_with_a_uring_job_behind_another_drivers_fence_is_not_held)
+{
+	struct npu_vgem_bo vbo = { 0 };
+	struct npu_bo cmd, buf;
+	int fd, vfd, status;
+	pid_t pid;
+
+	vfd = npu_vgem_open();
+	if (vfd < 0)
+		SKIP(return, "no vgem device");
+	fd = npu_open();
+	ASSERT_GE(fd, 0);
+	ASSERT_EQ(0, npu_vgem_fenced_bo(vfd, fd, &vbo));
+	ASSERT_EQ(0, npu_bo_new(fd, 4096, 0, &cmd));
+	ASSERT_EQ(0, npu_bo_new(fd, 4096, 0, &buf));
+
+	pid = fork();
+	ASSERT_GE(pid, 0);
+	if (pid == 0) {
+		struct drm_npu_bo_ref ref = { .handle = vbo.npu_handle,
+					      .access = DRM_NPU_BO_ACCESS_READ };
+		struct io_uring_sqe *sqe;
+		struct drm_npu_submit s;
+		struct io_uring ring;
+		struct npu_cs cs;
+
+		if (io_uring_queue_init(8, &ring, IORING_SETUP_CQE32))
+			_exit(2);
+		sqe = io_uring_get_sqe(&ring);
+		if (!sqe)
+			_exit(2);
+		npu_cs_begin(&cs);
+		npu_cs_fill(&cs, buf.va, 0x77, 64);
+		npu_submit_init(&s, cmd.handle, npu_cs_store(&cs, &cmd, 0), 1);
+		s.bo_refs = (uintptr_t)&ref;
+		s.bo_ref_count = 1;
+		prep_submit(sqe, fd, &s, 1);
+		if (io_uring_submit(&ring) != 1)
+			_exit(3);
+		usleep(100000);
+		_exit(0);	/* the command is still waiting */
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_TRUE(WIFEXITED(status));
+	EXPECT_EQ(0, WEXITSTATUS(status));
+	/* Still pending: the exit did not wait for it. */
+	EXPECT_EQ(0, npu_vgem_signal(vfd, &vbo));
+	npu_bo_free(fd, &buf);
+	npu_bo_free(fd, &cmd);
+	close(vbo.dmabuf_fd);
+	close(fd);
+	close(vfd);
+}
+
 TEST_HARNESS_MAIN
