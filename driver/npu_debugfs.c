@@ -6,6 +6,7 @@
  */
 
 #include <linux/debugfs.h>
+#include <linux/fault-inject.h>
 #include <linux/seq_file.h>
 
 #include <drm/drm_drv.h>
@@ -26,7 +27,8 @@ static int npu_debugfs_state_show(struct seq_file *m, void *unused)
 	u32 status = 0, state;
 	int q, idx;
 
-	seq_printf(m, "ready: %d\n", ndev->ready);
+	seq_printf(m, "ready: %d\n", READ_ONCE(ndev->ready));
+	seq_printf(m, "wedged: %d\n", READ_ONCE(ndev->wedged));
 	seq_printf(m, "hw_version: %u.%u\n", ndev->hw_version >> 16,
 		   ndev->hw_version & 0xffff);
 	seq_printf(m, "fw_version: %u.%u\n", ndev->fw_version >> 16,
@@ -35,6 +37,12 @@ static int npu_debugfs_state_show(struct seq_file *m, void *unused)
 	seq_printf(m, "reset_count: %d\n", atomic_read(&ndev->reset_count));
 	if (!drm_dev_enter(&ndev->drm, &idx)) {
 		seq_puts(m, "device: unplugged\n");
+		return 0;
+	}
+	/* Registers: not while a reset owns the device. */
+	if (!npu_device_hw_enter(ndev)) {
+		seq_puts(m, "device: in reset or unusable\n");
+		drm_dev_exit(idx);
 		return 0;
 	}
 	status = npu_read(ndev, NPU_REG_STATUS);
@@ -56,6 +64,7 @@ static int npu_debugfs_state_show(struct seq_file *m, void *unused)
 		   npu_read64(ndev, NPU_REG_PERF_CYCLES_LO));
 	seq_printf(m, "perf_errors: %u\n", npu_read(ndev, NPU_REG_PERF_ERRORS));
 	seq_printf(m, "perf_faults: %u\n", npu_read(ndev, NPU_REG_PERF_FAULTS));
+	npu_device_hw_exit(ndev);
 	drm_dev_exit(idx);
 	return 0;
 }
@@ -102,35 +111,117 @@ static int npu_debugfs_contexts_show(struct seq_file *m, void *unused)
 }
 DEFINE_SHOW_ATTRIBUTE(npu_debugfs_contexts);
 
+#if IS_ENABLED(CONFIG_DRM_ACCEL_NPU_DEBUG)
 /*
  * Test hook: 1 stops the schedulers from handing jobs to the device (they
- * stay queued, their fences unsignaled), 0 lets them run again.
+ * stay queued, their fences unsignaled), 0 lets them run again. A state
+ * of the schedulers as a reset's: changed under reset_lock, and a reset
+ * or the timeout handler leaves held schedulers stopped. Tests need it
+ * on kernels without sw_sync (Debian's), where no fence that user space
+ * signals at will can hold a job back.
  */
 static int npu_debugfs_pause_get(void *data, u64 *val)
 {
 	struct npu_device *ndev = data;
 
-	*val = atomic_read(&ndev->inject.paused);
+	down_read(&ndev->reset_lock);
+	*val = ndev->inject.paused;
+	up_read(&ndev->reset_lock);
 	return 0;
 }
 
 static int npu_debugfs_pause_set(void *data, u64 val)
 {
 	struct npu_device *ndev = data;
-	int q;
+	bool was;
+	int q, idx;
 
-	if (atomic_xchg(&ndev->inject.paused, !!val) == !!val)
-		return 0;
-	for (q = 0; q < NPU_NUM_QUEUES; q++) {
-		if (val)
-			drm_sched_wqueue_stop(&ndev->queues[q].sched);
-		else
-			drm_sched_wqueue_start(&ndev->queues[q].sched);
+	if (!drm_dev_enter(&ndev->drm, &idx))
+		return -ENODEV;
+	down_write(&ndev->reset_lock);
+	was = npu_device_sched_running(ndev);
+	ndev->inject.paused = val;
+	if (was != npu_device_sched_running(ndev)) {
+		for (q = 0; q < NPU_NUM_QUEUES; q++) {
+			if (val)
+				drm_sched_wqueue_stop(&ndev->queues[q].sched);
+			else
+				drm_sched_wqueue_start(&ndev->queues[q].sched);
+		}
 	}
+	up_write(&ndev->reset_lock);
+	drm_dev_exit(idx);
 	return 0;
 }
 DEFINE_DEBUGFS_ATTRIBUTE(npu_debugfs_pause_fops, npu_debugfs_pause_get,
 			 npu_debugfs_pause_set, "%llu\n");
+
+/*
+ * Fault injection points. With CONFIG_FAULT_INJECTION_DEBUG_FS each is a
+ * fault_attr (Documentation/fault-injection/fault-injection.rst) in a
+ * directory fail_<name>/ of every device's debugfs, shared by the
+ * devices as xe's are: e.g. times 1, probability 100 fails the next pass
+ * through the point. Without it (Debian's stock kernel) each device has
+ * a one-shot knob npu_inject_<name> instead: write 1, and the next pass
+ * fails.
+ */
+static const char * const npu_inject_names[NPU_INJECT_COUNT] = {
+	[NPU_INJECT_HANG] = "hang",
+	[NPU_INJECT_MMU_FAULT] = "mmu_fault",
+	[NPU_INJECT_BOOT_FAIL] = "boot_fail",
+	[NPU_INJECT_TLB_TIMEOUT] = "tlb_timeout",
+};
+
+#ifdef CONFIG_FAULT_INJECTION
+static struct fault_attr npu_fail_attrs[NPU_INJECT_COUNT] = {
+	[0 ... NPU_INJECT_COUNT - 1] = FAULT_ATTR_INITIALIZER,
+};
+#endif
+
+bool npu_inject(struct npu_device *ndev, enum npu_inject_point point)
+{
+	if (atomic_xchg(&ndev->inject.once[point], 0))
+		return true;
+#ifdef CONFIG_FAULT_INJECTION
+	/*
+	 * Only once armed: a task's fail-nth counts every should_fail() it
+	 * passes, and the ioctl tests' fail-nth runs must not land here.
+	 */
+	if (!READ_ONCE(npu_fail_attrs[point].probability))
+		return false;
+	return should_fail(&npu_fail_attrs[point], 1);
+#else
+	return false;
+#endif
+}
+
+static void npu_debugfs_init_hooks(struct npu_device *ndev, struct dentry *root)
+{
+	char name[32];
+	int i;
+
+	for (i = 0; i < NPU_INJECT_COUNT; i++) {
+#ifdef CONFIG_FAULT_INJECTION_DEBUG_FS
+		snprintf(name, sizeof(name), "fail_%s", npu_inject_names[i]);
+		fault_create_debugfs_attr(name, root, &npu_fail_attrs[i]);
+#else
+		snprintf(name, sizeof(name), "npu_inject_%s", npu_inject_names[i]);
+		debugfs_create_atomic_t(name, 0600, root, &ndev->inject.once[i]);
+#endif
+	}
+	debugfs_create_file_unsafe("npu_pause_queues", 0600, root, ndev,
+				   &npu_debugfs_pause_fops);
+}
+#else
+bool npu_inject(struct npu_device *ndev, enum npu_inject_point point)
+{
+	return false;
+}
+
+static void npu_debugfs_init_hooks(struct npu_device *ndev, struct dentry *root)
+{
+}
+#endif
 
 void npu_debugfs_init(struct npu_device *ndev)
 {
@@ -144,13 +235,5 @@ void npu_debugfs_init(struct npu_device *ndev)
 			    &npu_debugfs_counters_fops);
 	debugfs_create_file("npu_contexts", 0444, root, ndev,
 			    &npu_debugfs_contexts_fops);
-	/* Fault injection, each one-shot: write 1. */
-	debugfs_create_atomic_t("npu_inject_hang", 0600, root,
-				&ndev->inject.hang_next);
-	debugfs_create_atomic_t("npu_inject_mmu_fault", 0600, root,
-				&ndev->inject.fault_next);
-	debugfs_create_atomic_t("npu_inject_boot_fail", 0600, root,
-				&ndev->inject.fail_boot);
-	debugfs_create_file_unsafe("npu_pause_queues", 0600, root, ndev,
-				   &npu_debugfs_pause_fops);
+	npu_debugfs_init_hooks(ndev, root);
 }

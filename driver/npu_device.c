@@ -49,10 +49,15 @@ int npu_device_hw_start(struct npu_device *ndev)
 {
 	int ret, q;
 
-	ndev->ready = false;
+	WRITE_ONCE(ndev->ready, false);
 	ret = npu_device_reset_hw(ndev);
 	if (ret)
 		return ret;
+	/* The device's DMA has stopped: it may reach memory again. */
+	if (ndev->wedged) {
+		pci_set_master(ndev->pdev);
+		WRITE_ONCE(ndev->wedged, false);
+	}
 
 	npu_write(ndev, NPU_REG_FAULT_ACK, 1);
 	npu_write(ndev, NPU_REG_IRQ_ACK, ~0u);
@@ -70,7 +75,7 @@ int npu_device_hw_start(struct npu_device *ndev)
 
 	ndev->fw_version = npu_read(ndev, NPU_REG_FW_VERSION);
 	ndev->op_mask = npu_read(ndev, NPU_REG_OP_MASK);
-	ndev->ready = true;
+	WRITE_ONCE(ndev->ready, true);
 	npu_irq_enable(ndev);
 	return 0;
 }
@@ -123,7 +128,12 @@ int npu_device_init(struct npu_device *ndev)
 	BUILD_BUG_ON(NPU_NUM_CONTEXTS * sizeof(struct npu_ctx_entry) > PAGE_SIZE);
 
 	ida_init(&ndev->ctx_ida);
+	init_rwsem(&ndev->reset_lock);
 	init_waitqueue_head(&ndev->job_free_wq);
+	init_llist_head(&ndev->job_free_list);
+	spin_lock_init(&ndev->gate_lock);
+	INIT_LIST_HEAD(&ndev->gates);
+	INIT_WORK(&ndev->job_free_work, npu_job_free_work);
 	INIT_LIST_HEAD(&ndev->contexts);
 	spin_lock_init(&ndev->bo_list_lock);
 	INIT_LIST_HEAD(&ndev->bo_list);
@@ -192,11 +202,21 @@ int npu_device_init(struct npu_device *ndev)
 	if (ret)
 		return ret;
 
+	down_write(&ndev->reset_lock);
 	ret = npu_device_hw_start(ndev);
 	if (ret) {
+		/*
+		 * A boot that timed out may still be reading the firmware,
+		 * which devres frees before it disables the device: stop it
+		 * first, and if it does not stop, cut its DMA.
+		 */
 		npu_irq_fini(ndev);
-		return ret;
+		if (npu_device_reset_hw(ndev))
+			npu_device_wedge(ndev, "device reset timed out at probe");
 	}
+	up_write(&ndev->reset_lock);
+	if (ret)
+		return ret;
 	/* What PCI error recovery restores after a slot reset. */
 	pci_save_state(pdev);
 	return 0;
@@ -221,24 +241,36 @@ void npu_device_fini(struct npu_device *ndev)
 	 * run_job, submit and the timeout handler run inside drm_dev_enter(),
 	 * so after drm_dev_unplug() nothing else touches the rings.
 	 */
+	down_write(&ndev->reset_lock);
 	npu_irq_disable(ndev);
 	for (q = 0; q < NPU_NUM_QUEUES; q++)
 		npu_queue_process(&ndev->queues[q]);
-	npu_device_reset_hw(ndev);
-	ndev->ready = false;
+	/* Pages and tables go below: a device that did not stop loses DMA. */
+	if (npu_device_reset_hw(ndev))
+		npu_device_wedge(ndev, "device reset timed out at unbind");
+	WRITE_ONCE(ndev->ready, false);
 	for (q = 0; q < NPU_NUM_QUEUES; q++)
 		npu_queue_abort_inflight(&ndev->queues[q], -ENODEV);
 	npu_irq_fini(ndev);
 
 	/*
 	 * A PCI error recovery that failed after error_detected calls
-	 * neither slot_reset nor resume: the schedulers are still stopped
-	 * and would hold every job. Resume them, so that each job ends.
+	 * neither slot_reset nor resume, a shutdown stopped the schedulers
+	 * for good and tests may hold jobs back: every job would wait. Start
+	 * them, so that each job reaches run_job and ends (-ENODEV).
 	 */
-	if (READ_ONCE(ndev->reset_prepared)) {
+	if (ndev->reset_prepared)
 		drm_warn(&ndev->drm, "unbind after a failed PCI recovery: failing its jobs\n");
-		npu_device_reset_resume(ndev);
+	if (ndev->reset_prepared || ndev->inject.paused || ndev->shut_down) {
+		ndev->reset_prepared = false;
+		ndev->inject.paused = false;
+		ndev->shut_down = false;
+		for (q = 0; q < NPU_NUM_QUEUES; q++)
+			drm_sched_wqueue_start(&ndev->queues[q].sched);
 	}
+	up_write(&ndev->reset_lock);
+	/* Jobs waiting for another driver's fence must not wait for ever. */
+	npu_job_gates_fail(ndev);
 	npu_job_drain(ndev);
 	mutex_lock(&ndev->ctx_lock);
 	list_for_each_entry(ctx, &ndev->contexts, node) {
@@ -251,30 +283,94 @@ void npu_device_fini(struct npu_device *ndev)
 }
 
 /*
+ * MMIO outside the schedulers, the IRQ threads and the reset paths
+ * (TLB invalidation, GET_PARAM, debugfs, the submit timestamp): true
+ * with reset_lock held for reading, false (nothing held) while a reset
+ * owns the device, after a shutdown or while the device is unusable.
+ * A caller that gets false skips its MMIO; every reset ends with a full
+ * TLB invalidation (npu_device_hw_start()).
+ */
+bool npu_device_hw_enter(struct npu_device *ndev)
+{
+	down_read(&ndev->reset_lock);
+	if (READ_ONCE(ndev->ready) && !ndev->reset_prepared)
+		return true;
+	up_read(&ndev->reset_lock);
+	return false;
+}
+
+/* npu_device_hw_enter() that never waits (reclaim: the shrinker). */
+bool npu_device_hw_tryenter(struct npu_device *ndev)
+{
+	if (!down_read_trylock(&ndev->reset_lock))
+		return false;
+	if (READ_ONCE(ndev->ready) && !ndev->reset_prepared)
+		return true;
+	up_read(&ndev->reset_lock);
+	return false;
+}
+
+void npu_device_hw_exit(struct npu_device *ndev)
+{
+	up_read(&ndev->reset_lock);
+}
+
+/*
+ * The device may still be doing DMA and nothing stopped it (its reset or
+ * a TLB invalidation timed out): turn bus mastering off before any page
+ * it could reach is freed. Jobs fail with -EIO until a reset succeeds;
+ * npu_device_hw_start() turns bus mastering back on.
+ */
+void npu_device_wedge(struct npu_device *ndev, const char *why)
+{
+	pci_clear_master(ndev->pdev);
+	WRITE_ONCE(ndev->wedged, true);
+	WRITE_ONCE(ndev->ready, false);
+	drm_err(&ndev->drm, "%s: bus mastering off until a reset succeeds\n", why);
+}
+
+/*
  * The steps of every reset, shared by timeout recovery, PCI error
  * recovery and PCI resets: stop the jobs, reset and re-boot the device,
- * run the jobs that had not started again. reset_pending is held from the
- * first to the last.
+ * run the jobs that had not started again. Each step holds reset_lock
+ * for writing; between the steps of a PCI reset, reset_prepared keeps
+ * the MMIO users (npu_device_hw_enter()) and the timeout handler away.
+ * Nothing here allocates or waits for a fence: the timeout handler runs
+ * it inside a fence-signalling section.
  */
 
 /*
- * Stop handing jobs to the device, stop its queues from fetching and
- * note the one job that may have started (NPU_REG_ACTIVE).
+ * Whether the timeout handler may reset the device: not while a PCI
+ * reset holds it, nor after a shutdown. reset_lock held.
  */
-static void npu_device_stop_jobs(struct npu_device *ndev, struct npu_job *bad)
+bool npu_device_may_recover(struct npu_device *ndev)
+{
+	lockdep_assert_held(&ndev->reset_lock);
+	return !ndev->reset_prepared && !ndev->shut_down;
+}
+
+/* The schedulers hand jobs to the device: no reset, shutdown or pause. */
+bool npu_device_sched_running(struct npu_device *ndev)
+{
+	return npu_device_may_recover(ndev) && !ndev->inject.paused;
+}
+
+/*
+ * Stop handing jobs to the device (drm_sched_wqueue_stop() waits for a
+ * run_job in progress; the jobs keep their hardware fences and their
+ * places on the pending lists), stop its queues from fetching and note
+ * the one job that may have started (NPU_REG_ACTIVE).
+ */
+static void npu_device_stop_jobs(struct npu_device *ndev)
 {
 	struct npu_active *act = &ndev->reset_active;
 	u32 active;
 	int q;
 
+	lockdep_assert_held_write(&ndev->reset_lock);
 	npu_irq_disable(ndev);
-	/* A timed-out job goes back on its scheduler's pending list. */
-	for (q = 0; q < NPU_NUM_QUEUES; q++) {
-		struct npu_queue *queue = &ndev->queues[q];
-
-		drm_sched_stop(&queue->sched,
-			       bad && bad->queue == queue ? &bad->base : NULL);
-	}
+	for (q = 0; q < NPU_NUM_QUEUES; q++)
+		drm_sched_wqueue_stop(&ndev->queues[q].sched);
 	/* Disabled queues fetch nothing: only the executing job can run on. */
 	for (q = 0; q < NPU_NUM_QUEUES; q++)
 		npu_write(ndev, NPU_REG_QUEUE(q, NPU_QREG_CTRL), 0);
@@ -286,15 +382,18 @@ static void npu_device_stop_jobs(struct npu_device *ndev, struct npu_job *bad)
 }
 
 /*
- * Reset the device (the reset completes once its DMA has stopped), retire
- * what it held (npu_queue_retire()), boot it again and put the jobs that
- * had not started back on the rings.
+ * Reset the device (the reset completes once its DMA has stopped; if it
+ * does not, bus mastering goes off before any job ends), retire what it
+ * held (npu_queue_retire()), boot it again and put the jobs that had not
+ * started back on the rings.
  */
-int npu_device_reset_restart(struct npu_device *ndev)
+static int npu_device_restart_locked(struct npu_device *ndev)
 {
 	int q, ret;
 
-	npu_device_reset_hw(ndev);
+	lockdep_assert_held_write(&ndev->reset_lock);
+	if (npu_device_reset_hw(ndev))
+		npu_device_wedge(ndev, "device reset timed out");
 	for (q = 0; q < NPU_NUM_QUEUES; q++)
 		npu_queue_retire(&ndev->queues[q], &ndev->reset_active);
 
@@ -307,24 +406,25 @@ int npu_device_reset_restart(struct npu_device *ndev)
 }
 
 /* Let the schedulers go on: re-run jobs complete through their fences. */
-void npu_device_reset_resume(struct npu_device *ndev)
+static void npu_device_resume_locked(struct npu_device *ndev)
 {
 	int q;
 
+	lockdep_assert_held_write(&ndev->reset_lock);
 	atomic_inc(&ndev->reset_count);
-	for (q = 0; q < NPU_NUM_QUEUES; q++)
-		npu_job_sched_restart(&ndev->queues[q].sched);
-	WRITE_ONCE(ndev->reset_prepared, false);
-	atomic_set(&ndev->reset_pending, 0);
+	ndev->reset_prepared = false;
+	if (npu_device_sched_running(ndev))
+		for (q = 0; q < NPU_NUM_QUEUES; q++)
+			drm_sched_wqueue_start(&ndev->queues[q].sched);
 	npu_dbg(ndev, RESET, "reset %d done\n", atomic_read(&ndev->reset_count));
 }
 
 /*
  * Recovery after a job timeout, once npu_job_is_hung() found @bad on the
- * engine for job_timeout_ms; called with reset_pending taken
- * (npu_device_reset_trylock()), which npu_device_reset_resume() releases.
- * Only the job the device says it is executing is blamed and its context
- * banned; a job that merely waited behind others never is.
+ * engine for job_timeout_ms; called by the timeout handler with
+ * reset_lock held for writing, @bad off its pending list (the handler
+ * puts it back). Only the job the device says it is executing is blamed
+ * and its context banned; a job that merely waited behind others never is.
  */
 void npu_device_recover(struct npu_device *ndev, struct npu_job *bad)
 {
@@ -332,7 +432,7 @@ void npu_device_recover(struct npu_device *ndev, struct npu_job *bad)
 	u32 guilty_ctx = ~0u;
 	u64 guilty_id = 0;
 
-	npu_device_stop_jobs(ndev, bad);
+	npu_device_stop_jobs(ndev);
 	/* Still the job judged hung (it may have ended in between)? */
 	if (act->valid && act->queue == bad->queue->id &&
 	    act->seqno == bad->hw_fence->seqno) {
@@ -344,65 +444,67 @@ void npu_device_recover(struct npu_device *ndev, struct npu_job *bad)
 	}
 	trace_npu_reset(ndev, guilty_ctx, atomic_read(&ndev->reset_count) + 1);
 
-	npu_device_reset_restart(ndev);
-	npu_device_reset_resume(ndev);
-}
-
-/* Wait for a running recovery, then keep others out until resume. */
-static void npu_device_reset_lock(struct npu_device *ndev)
-{
-	while (atomic_cmpxchg(&ndev->reset_pending, 0, 1) != 0)
-		usleep_range(1000, 2000);
-}
-
-/*
- * The same for the timeout handler, which gives up after @ms (a shutdown
- * keeps reset_pending for good). Release with npu_device_reset_unlock()
- * or npu_device_reset_resume().
- */
-bool npu_device_reset_trylock(struct npu_device *ndev, unsigned int ms)
-{
-	unsigned long end = jiffies + msecs_to_jiffies(ms);
-
-	while (atomic_cmpxchg(&ndev->reset_pending, 0, 1) != 0) {
-		if (time_after(jiffies, end))
-			return false;
-		usleep_range(1000, 2000);
-	}
-	return true;
-}
-
-void npu_device_reset_unlock(struct npu_device *ndev)
-{
-	atomic_set(&ndev->reset_pending, 0);
+	npu_device_restart_locked(ndev);
+	npu_job_timeout_reinsert(bad);
+	npu_device_resume_locked(ndev);
 }
 
 /*
  * A reset not caused by a job (PCI error recovery, FLR / bus reset from
  * sysfs): nobody is guilty; the job executing fails with
  * NPU_JOB_ERR_ABORTED, the ones that had not started run afterwards.
+ * The device is reset here already, so that its DMA has stopped before
+ * anything is unmapped while the PCI core resets it (MMU invalidations
+ * are skipped meanwhile, and npu_device_hw_start() invalidates all).
  */
 void npu_device_reset_prepare(struct npu_device *ndev)
 {
-	npu_device_reset_lock(ndev);
-	npu_device_stop_jobs(ndev, NULL);
-	WRITE_ONCE(ndev->reset_prepared, true);
-	trace_npu_reset(ndev, ~0u, atomic_read(&ndev->reset_count) + 1);
+	down_write(&ndev->reset_lock);
+	if (!ndev->reset_prepared && !ndev->shut_down) {
+		npu_device_stop_jobs(ndev);
+		if (npu_device_reset_hw(ndev))
+			npu_device_wedge(ndev, "device reset timed out");
+		ndev->reset_prepared = true;
+		trace_npu_reset(ndev, ~0u, atomic_read(&ndev->reset_count) + 1);
+	}
+	up_write(&ndev->reset_lock);
+}
+
+int npu_device_reset_restart(struct npu_device *ndev)
+{
+	int ret = -EIO;
+
+	down_write(&ndev->reset_lock);
+	if (ndev->reset_prepared)
+		ret = npu_device_restart_locked(ndev);
+	up_write(&ndev->reset_lock);
+	return ret;
+}
+
+void npu_device_reset_resume(struct npu_device *ndev)
+{
+	down_write(&ndev->reset_lock);
+	if (ndev->reset_prepared)
+		npu_device_resume_locked(ndev);
+	up_write(&ndev->reset_lock);
 }
 
 /*
  * Reboot, poweroff or kexec: no more jobs reach the device, its
- * interrupts and DMA stop. Jobs still queued never run.
+ * interrupts and DMA stop. Jobs still queued never run; the timeout
+ * handler leaves them alone (npu_device_may_recover()).
  */
 void npu_device_shutdown(struct npu_device *ndev)
 {
 	int q;
 
-	npu_device_reset_lock(ndev);
+	down_write(&ndev->reset_lock);
 	for (q = 0; q < NPU_NUM_QUEUES; q++)
 		drm_sched_wqueue_stop(&ndev->queues[q].sched);
 	npu_irq_disable(ndev);
+	ndev->shut_down = true;
 	ndev->ready = false;
 	npu_device_reset_hw(ndev);
 	pci_clear_master(ndev->pdev);
+	up_write(&ndev->reset_lock);
 }

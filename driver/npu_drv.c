@@ -246,7 +246,13 @@ static int npu_ioctl_get_param(struct drm_device *drm, void *data,
 	case DRM_NPU_PARAM_DEVICE_TIME_NS:
 		if (!drm_dev_enter(drm, &idx))
 			return -ENODEV;
+		/* Not while a reset owns the device. */
+		if (!npu_device_hw_enter(ndev)) {
+			drm_dev_exit(idx);
+			return -EBUSY;
+		}
 		args->value = npu_device_time_ns(ndev);
+		npu_device_hw_exit(ndev);
 		drm_dev_exit(idx);
 		break;
 	case DRM_NPU_PARAM_FEATURES:

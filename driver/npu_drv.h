@@ -13,10 +13,13 @@
 #include <linux/io.h>
 #include <linux/kref.h>
 #include <linux/list.h>
+#include <linux/llist.h>
 #include <linux/mutex.h>
 #include <linux/pci.h>
+#include <linux/rwsem.h>
 #include <linux/spinlock.h>
 #include <linux/wait.h>
+#include <linux/workqueue.h>
 #include <linux/xarray.h>
 
 #include <drm/drm_device.h>
@@ -59,13 +62,20 @@ extern unsigned int npu_job_timeout_ms;
 		drm_dbg(&(ndev)->drm, "[%s] " fmt, #cat, ##__VA_ARGS__); \
 } while (0)
 
-/* Test hooks set through debugfs. */
+/* Fault injection points (CONFIG_DRM_ACCEL_NPU_DEBUG, npu_debugfs.c). */
+enum npu_inject_point {
+	NPU_INJECT_HANG,		/* the next job started never ends */
+	NPU_INJECT_MMU_FAULT,		/* the next job's stream address is 0 */
+	NPU_INJECT_BOOT_FAIL,		/* the next firmware boot is refused */
+	NPU_INJECT_TLB_TIMEOUT,		/* the next TLB invalidation times out */
+	NPU_INJECT_COUNT
+};
+
 struct npu_inject {
-	atomic_t hang_next;
-	atomic_t fault_next;
-	atomic_t fail_boot;
-	/* Schedulers hold jobs back (drm_sched_wqueue_stop) while set. */
-	atomic_t paused;
+	/* One-shot knobs, on kernels without CONFIG_FAULT_INJECTION_DEBUG_FS. */
+	atomic_t once[NPU_INJECT_COUNT];
+	/* Schedulers hold jobs back while set; under reset_lock. */
+	bool paused;
 };
 
 struct npu_device {
@@ -107,16 +117,43 @@ struct npu_device {
 
 	/* Timeout handlers of every queue run here, one at a time. */
 	struct workqueue_struct *reset_wq;
-	atomic_t reset_pending;
 	/*
-	 * npu_device_reset_prepare() ran and no resume yet: a PCI recovery
-	 * that failed before slot_reset leaves it set, and unbind ends it.
+	 * Held for writing by every step of a reset (timeout recovery, PCI
+	 * error recovery and resets, shutdown), for reading by the MMIO
+	 * users outside the schedulers (npu_device_hw_enter()). The
+	 * schedulers' run_job and the IRQ threads are stopped by the reset
+	 * itself (drm_sched_wqueue_stop(), synchronize_irq()) and never
+	 * take it. Held in fence-signalling sections: no allocation and no
+	 * fence wait while it is held.
+	 */
+	struct rw_semaphore reset_lock;
+	/*
+	 * Under reset_lock: npu_device_reset_prepare() ran and no resume
+	 * yet. A PCI recovery that failed before slot_reset leaves it set,
+	 * and unbind ends it.
 	 */
 	bool reset_prepared;
+	bool shut_down;		/* under reset_lock: .shutdown ran */
 	atomic_t reset_count;
 	/* Set by npu_device_stop_jobs(), used once the device was reset. */
 	struct npu_active reset_active;
-	bool ready;	/* firmware booted, queues usable */
+	bool ready;	/* firmware booted, queues usable; under reset_lock */
+	/*
+	 * A reset or a TLB invalidation failed: bus mastering is off, so the
+	 * device can reach no memory the driver frees, until a reset works.
+	 */
+	bool wedged;
+
+	/*
+	 * Jobs are freed here, not in free_job: free_job may run inside a
+	 * fence-signalling section, and freeing takes locks (bo->lock,
+	 * mmu.lock, dma_resv, ctx_lock) held elsewhere across allocations.
+	 */
+	struct llist_head job_free_list;
+	struct work_struct job_free_work;
+	/* Jobs' gates on other drivers' fences still waiting (npu_job.c). */
+	spinlock_t gate_lock;
+	struct list_head gates;
 
 	struct npu_inject inject;
 
@@ -204,9 +241,13 @@ void npu_device_fini(struct npu_device *ndev);
 int npu_device_hw_start(struct npu_device *ndev);
 int npu_device_reset_hw(struct npu_device *ndev);
 u64 npu_device_time_ns(struct npu_device *ndev);
+bool npu_device_hw_enter(struct npu_device *ndev);
+bool npu_device_hw_tryenter(struct npu_device *ndev);
+void npu_device_hw_exit(struct npu_device *ndev);
+void npu_device_wedge(struct npu_device *ndev, const char *why);
 void npu_device_recover(struct npu_device *ndev, struct npu_job *bad);
-bool npu_device_reset_trylock(struct npu_device *ndev, unsigned int ms);
-void npu_device_reset_unlock(struct npu_device *ndev);
+bool npu_device_may_recover(struct npu_device *ndev);
+bool npu_device_sched_running(struct npu_device *ndev);
 void npu_device_reset_prepare(struct npu_device *ndev);
 int npu_device_reset_restart(struct npu_device *ndev);
 void npu_device_reset_resume(struct npu_device *ndev);
@@ -228,5 +269,6 @@ int npu_uring_cmd(struct io_uring_cmd *cmd, unsigned int issue_flags);
 
 /* npu_debugfs.c */
 void npu_debugfs_init(struct npu_device *ndev);
+bool npu_inject(struct npu_device *ndev, enum npu_inject_point point);
 
 #endif /* __NPU_DRV_H__ */

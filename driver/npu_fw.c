@@ -95,7 +95,7 @@ static int npu_fw_boot_once(struct npu_device *ndev, bool corrupt)
 
 int npu_fw_boot(struct npu_device *ndev)
 {
-	bool corrupt = atomic_xchg(&ndev->inject.fail_boot, 0);
+	bool corrupt = npu_inject(ndev, NPU_INJECT_BOOT_FAIL);
 	int ret;
 
 	ret = npu_fw_boot_once(ndev, corrupt);

@@ -130,9 +130,9 @@ static bool npu_bo_evictable(struct npu_bo *bo)
 
 /*
  * Evict @bo (see above); bo->lock and its reservation held, inside
- * drm_dev_enter(). The page tables' locks are only tried: a context
- * allocates page tables under its lock, and that allocation may be what
- * reclaim runs for.
+ * drm_dev_enter() and npu_device_hw_tryenter(). The page tables' locks
+ * are only tried: a context allocates page tables under its lock, and
+ * that allocation may be what reclaim runs for.
  */
 static bool npu_bo_evict(struct npu_device *ndev, struct npu_bo *bo)
 {
@@ -150,7 +150,7 @@ static bool npu_bo_evict(struct npu_device *ndev, struct npu_bo *bo)
 	}
 	wmb(); /* cleared entries are visible before the invalidation */
 	list_for_each_entry(map, &bo->maps, node)
-		npu_mmu_invalidate(ndev, map->ctx->id);
+		npu_mmu_invalidate_entered(ndev, map->ctx->id);
 
 	drm_vma_node_unmap(&obj->vma_node, obj->dev->anon_inode->i_mapping);
 	npu_bo_put_sgt(bo);
@@ -183,14 +183,21 @@ static unsigned long npu_gem_try_evict(struct npu_device *ndev,
 	struct drm_gem_object *obj = &bo->base.base;
 	unsigned long freed = 0;
 
-	if (!mutex_trylock(&bo->lock))
+	/*
+	 * The TLB invalidation needs the device out of reset, and a reset
+	 * may be what allocates memory now: only tried, like the rest.
+	 */
+	if (!npu_device_hw_tryenter(ndev))
 		return 0;
-	if (dma_resv_trylock(obj->resv)) {
-		if (npu_bo_evictable(bo) && npu_bo_evict(ndev, bo))
-			freed = obj->size >> PAGE_SHIFT;
-		dma_resv_unlock(obj->resv);
+	if (mutex_trylock(&bo->lock)) {
+		if (dma_resv_trylock(obj->resv)) {
+			if (npu_bo_evictable(bo) && npu_bo_evict(ndev, bo))
+				freed = obj->size >> PAGE_SHIFT;
+			dma_resv_unlock(obj->resv);
+		}
+		mutex_unlock(&bo->lock);
 	}
-	mutex_unlock(&bo->lock);
+	npu_device_hw_exit(ndev);
 	return freed;
 }
 

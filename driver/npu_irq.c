@@ -5,6 +5,7 @@
  * the threads.
  */
 
+#include <linux/dma-fence.h>
 #include <linux/interrupt.h>
 #include <linux/pci.h>
 
@@ -24,9 +25,18 @@ static irqreturn_t npu_irq_queue(int irq, void *arg)
 	return IRQ_WAKE_THREAD;
 }
 
+/*
+ * The completion path signals fences: a fence-signalling section, so
+ * lockdep checks nothing here allocates or waits. A reset stops the
+ * threads (synchronize_irq()) rather than locking them out, so they take
+ * no reset_lock.
+ */
 static irqreturn_t npu_irq_queue_thread(int irq, void *arg)
 {
+	bool cookie = dma_fence_begin_signalling();
+
 	npu_queue_process(arg);
+	dma_fence_end_signalling(cookie);
 	return IRQ_HANDLED;
 }
 
@@ -63,6 +73,7 @@ static irqreturn_t npu_irq_error_thread(int irq, void *arg)
 {
 	struct npu_device *ndev = arg;
 	u32 bits = atomic_xchg(&ndev->irq_err_pending, 0);
+	bool cookie = dma_fence_begin_signalling();
 	int q;
 
 	if (bits & NPU_IRQ_MMU_FAULT)
@@ -84,6 +95,7 @@ static irqreturn_t npu_irq_error_thread(int irq, void *arg)
 	/* Failed jobs write completion records too. */
 	for (q = 0; q < NPU_NUM_QUEUES; q++)
 		npu_queue_process(&ndev->queues[q]);
+	dma_fence_end_signalling(cookie);
 	return IRQ_HANDLED;
 }
 

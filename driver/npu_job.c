@@ -7,6 +7,7 @@
 #include <linux/dma-fence-array.h>
 #include <linux/dma-fence-chain.h>
 #include <linux/dma-mapping.h>
+#include <linux/irq_work.h>
 #include <linux/seq_file.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
@@ -105,6 +106,9 @@ static void npu_job_release(struct npu_job *job)
 	for (i = 0; i < job->dep_count; i++)
 		dma_fence_put(job->deps[i]);
 	kvfree(job->deps);
+	for (i = 0; i < job->foreign_count; i++)
+		dma_fence_put(job->foreign[i]);
+	kfree(job->foreign);
 	kvfree(job->bos);
 	kvfree(job->access);
 	if (job->hw_fence_init)
@@ -391,9 +395,28 @@ static struct dma_fence *npu_job_run_cancel(struct npu_job *job, int error)
 	return dma_fence_get(job->hw_fence);
 }
 
+static struct dma_fence *npu_job_run_signalling(struct npu_job *job);
+
 static struct dma_fence *npu_job_run(struct drm_sched_job *sched_job)
 {
 	struct npu_job *job = to_npu_job(sched_job);
+	bool cookie;
+	struct dma_fence *fence;
+
+	cookie = dma_fence_begin_signalling();
+	fence = npu_job_run_signalling(job);
+	dma_fence_end_signalling(cookie);
+	return fence;
+}
+
+/*
+ * run_job, a fence-signalling section: the scheduler's run worker, which
+ * a reset waits for (drm_sched_wqueue_stop()). Hence no reset_lock: the
+ * reset stops this before it touches the rings.
+ */
+static struct dma_fence *npu_job_run_signalling(struct npu_job *job)
+{
+	struct drm_sched_job *sched_job = &job->base;
 	struct npu_device *ndev = job->ndev;
 	struct npu_queue *q = job->queue;
 	unsigned long flags;
@@ -410,7 +433,7 @@ static struct dma_fence *npu_job_run(struct drm_sched_job *sched_job)
 			return npu_job_run_cancel(job, -ECANCELED);
 	if (!drm_dev_enter(&ndev->drm, &idx))
 		return npu_job_run_cancel(job, -ENODEV);
-	if (!ndev->ready) {
+	if (!READ_ONCE(ndev->ready)) {
 		drm_dev_exit(idx);
 		return npu_job_run_cancel(job, -EIO);
 	}
@@ -427,7 +450,7 @@ static struct dma_fence *npu_job_run(struct drm_sched_job *sched_job)
 	job->hw_fence_init = true;
 	slot = npu_queue_push_locked(q, job);
 	/* Fault injection: a stream address that no context maps. */
-	if (atomic_xchg(&ndev->inject.fault_next, 0))
+	if (npu_inject(ndev, NPU_INJECT_MMU_FAULT))
 		q->ring[slot].cmd_va = 0;
 
 	spin_lock(&job->ctx->rec_lock);
@@ -435,7 +458,7 @@ static struct dma_fence *npu_job_run(struct drm_sched_job *sched_job)
 	spin_unlock(&job->ctx->rec_lock);
 	trace_npu_job_run(job, job->hw_fence->seqno, slot);
 
-	if (atomic_xchg(&ndev->inject.hang_next, 0))
+	if (npu_inject(ndev, NPU_INJECT_HANG))
 		npu_write(ndev, NPU_REG_DEBUG, NPU_DEBUG_HANG_NEXT);
 	npu_queue_doorbell_locked(q);
 	spin_unlock_irqrestore(&q->lock, flags);
@@ -475,83 +498,111 @@ bool npu_job_is_hung(struct npu_job *job)
 }
 
 /*
- * drm_sched_stop() drops the pending jobs' hardware fences (6.12):
- * give them back, so drm_sched_start() waits for them instead of
- * canceling the jobs. What resubmit did, without running anything again.
+ * Put @job back at the head of its pending list, where
+ * drm_sched_job_timedout() took it from; the core re-arms the timer when
+ * the handler returns. 6.17's DRM_GPU_SCHED_STAT_NO_HANG does this in
+ * the core; 6.12 has no such status, so the driver does it, as etnaviv
+ * does. Neither drm_sched_stop() (it frees finished jobs from inside the
+ * handler and drops the hardware fences of the others, which
+ * drm_sched_start() then cancels) nor a poke at s_fence->parent is
+ * needed. A job that ended meanwhile was not freed (it was off the
+ * list): drm_sched_wqueue_start() of a running scheduler only queues its
+ * run and free work, and a stopped one queues them when it starts.
+ * Called with reset_lock held for writing, so nothing starts or stops
+ * the scheduler meanwhile.
  */
-static void npu_sched_restore_parents(struct drm_gpu_scheduler *sched)
-{
-	struct drm_sched_job *s_job;
-
-	list_for_each_entry(s_job, &sched->pending_list, list) {
-		struct npu_job *job = to_npu_job(s_job);
-
-		if (!s_job->s_fence->parent && job->hw_fence_init)
-			s_job->s_fence->parent = dma_fence_get(job->hw_fence);
-	}
-}
-
-/* Put a timed-out job back and re-arm its queue's timeout. */
-static void npu_job_timeout_rearm(struct npu_job *job)
+void npu_job_timeout_reinsert(struct npu_job *job)
 {
 	struct drm_gpu_scheduler *sched = &job->queue->sched;
 
-	drm_sched_stop(sched, &job->base);
-	npu_sched_restore_parents(sched);
-	drm_sched_start(sched);
+	lockdep_assert_held_write(&job->ndev->reset_lock);
+	spin_lock(&sched->job_list_lock);
+	list_add(&job->base.list, &sched->pending_list);
+	spin_unlock(&sched->job_list_lock);
+	if (npu_device_sched_running(job->ndev))
+		drm_sched_wqueue_start(sched);
 }
 
-void npu_job_sched_restart(struct drm_gpu_scheduler *sched)
-{
-	npu_sched_restore_parents(sched);
-	drm_sched_start(sched);
-}
-
+/*
+ * A fence-signalling section (dma_fence_begin_signalling()): lockdep
+ * checks that nothing here allocates memory or takes a lock that is held
+ * elsewhere across an allocation or a fence wait. reset_lock is taken
+ * for writing; its readers only do MMIO.
+ */
 static enum drm_gpu_sched_stat npu_job_timedout(struct drm_sched_job *sched_job)
 {
 	struct npu_job *job = to_npu_job(sched_job);
 	struct npu_device *ndev = job->ndev;
+	enum drm_gpu_sched_stat stat = DRM_GPU_SCHED_STAT_NOMINAL;
+	bool cookie = dma_fence_begin_signalling();
 	int idx;
 
+	down_write(&ndev->reset_lock);
 	if (!drm_dev_enter(&ndev->drm, &idx)) {
 		/* Unplugged: the job ends when unbind fails its fence. */
-		npu_job_timeout_rearm(job);
-		return DRM_GPU_SCHED_STAT_ENODEV;
+		npu_job_timeout_reinsert(job);
+		stat = DRM_GPU_SCHED_STAT_ENODEV;
+		goto out;
 	}
-	/* Schedulers are stopped and started under reset_pending only. */
-	if (!npu_device_reset_trylock(ndev, 10000)) {
-		/* Shutting down: keep the job, the scheduler stays stopped. */
-		drm_sched_stop(&job->queue->sched, sched_job);
-		drm_dev_exit(idx);
-		return DRM_GPU_SCHED_STAT_NOMINAL;
+	/* A PCI reset or a shutdown holds the schedulers: theirs to handle. */
+	if (!npu_device_may_recover(ndev)) {
+		npu_job_timeout_reinsert(job);
+		goto out_exit;
 	}
 
 	npu_queue_process(job->queue);
-	/* Canceled in run_job, it waits for the job ahead: never hung itself. */
 	if (!job->hw_fence_init || job->hw_fence->ops != &npu_fence_ops ||
 	    dma_fence_is_signaled(job->hw_fence)) {
-		/* Spurious (or never run): put it back to be freed. */
-		npu_job_timeout_rearm(job);
-		npu_device_reset_unlock(ndev);
-	} else if (!npu_job_is_hung(job)) {
+		/*
+		 * Ended, or never on the device (canceled in run_job, it
+		 * waits for the job ahead): not hung itself.
+		 */
+		npu_job_timeout_reinsert(job);
+	} else if (ndev->ready && !npu_job_is_hung(job)) {
 		npu_dbg(ndev, RESET, "ctx %u job %llu waits, not hung\n",
 			job->ctx->id, job->rec->id);
-		npu_job_timeout_rearm(job);
-		npu_device_reset_unlock(ndev);
+		npu_job_timeout_reinsert(job);
 	} else {
 		npu_device_recover(ndev, job);
 	}
+out_exit:
 	drm_dev_exit(idx);
-	return DRM_GPU_SCHED_STAT_NOMINAL;
+out:
+	up_write(&ndev->reset_lock);
+	dma_fence_end_signalling(cookie);
+	return stat;
 }
 
+/*
+ * free_job may run inside a fence-signalling section (the scheduler's
+ * free worker, which a reset waits for; a killed entity's callback), and
+ * freeing a job takes bo->lock, mmu.lock, ctx_lock and dma_resv locks
+ * that are held elsewhere across GFP_KERNEL allocations, and reset_lock
+ * for reading (TLB invalidation). So free_job only drops the scheduler's
+ * part and hands the rest to npu_job_free_work().
+ */
 static void npu_job_free(struct drm_sched_job *sched_job)
 {
 	struct npu_job *job = to_npu_job(sched_job);
+	struct npu_device *ndev = job->ndev;
 
 	drm_sched_job_cleanup(sched_job);
-	atomic_dec(&job->ctx->jobs_inflight);
-	npu_job_release(job);
+	if (llist_add(&job->free_node, &ndev->job_free_list))
+		queue_work(system_unbound_wq, &ndev->job_free_work);
+}
+
+void npu_job_free_work(struct work_struct *work)
+{
+	struct npu_device *ndev = container_of(work, struct npu_device,
+					       job_free_work);
+	struct npu_job *job, *next;
+	struct llist_node *list;
+
+	list = llist_del_all(&ndev->job_free_list);
+	llist_for_each_entry_safe(job, next, list, free_node) {
+		atomic_dec(&job->ctx->jobs_inflight);
+		npu_job_release(job);
+	}
 }
 
 /*
@@ -562,16 +613,12 @@ static void npu_job_free(struct drm_sched_job *sched_job)
  */
 void npu_job_drain(struct npu_device *ndev)
 {
-	int q;
-
-	/* Held-back jobs must reach run_job to end. */
-	if (atomic_xchg(&ndev->inject.paused, 0))
-		for (q = 0; q < NPU_NUM_QUEUES; q++)
-			drm_sched_wqueue_start(&ndev->queues[q].sched);
 	while (!wait_event_timeout(ndev->job_free_wq,
 				   !atomic_read(&ndev->job_count), 10 * HZ))
 		drm_warn(&ndev->drm, "unbind waits for %d jobs\n",
 			 atomic_read(&ndev->job_count));
+	/* The last job's free may still be returning from the worker. */
+	flush_work(&ndev->job_free_work);
 }
 
 static const struct drm_sched_backend_ops npu_sched_ops = {
@@ -813,6 +860,221 @@ static int npu_job_check_args(const struct drm_npu_submit *args)
 }
 
 /*
+ * Foreign dependencies. drm_sched waits for every dependency of a job
+ * before it runs it, and also before it frees a job whose entity was
+ * killed (a closed file), so a dependency that never signals would keep
+ * the job, and with it unbind's drain, for ever. This driver's own fences
+ * always signal (completion, reset, ban, unplug); another driver's need
+ * not (sw_sync's, by design). So a job's foreign fences (in-syncs and
+ * implicit fences that are not this device's scheduler fences) are
+ * gathered behind one gate fence of the driver's, which signals once they
+ * all have, with the first error, or with -ENODEV when unbind fails every
+ * gate still waiting (npu_job_gates_fail()).
+ */
+struct npu_gate_cb {
+	struct dma_fence_cb cb;
+	struct dma_fence *fence;
+	struct npu_job_gate *gate;
+};
+
+struct npu_job_gate {
+	struct dma_fence base;
+	spinlock_t lock;		/* the fence's */
+	struct npu_device *ndev;
+	/* On ndev->gates while waiting; the list holds a reference. */
+	struct list_head node;
+	struct list_head fail_node;	/* npu_job_gates_fail() */
+	/* Signals outside the foreign fence's lock (as dma_fence_array). */
+	struct irq_work work;
+	atomic_t pending;
+	int error;
+	u32 count;
+	struct npu_gate_cb cbs[] __counted_by(count);
+};
+
+static const char *npu_gate_timeline_name(struct dma_fence *fence)
+{
+	return "foreign-deps";
+}
+
+static const struct dma_fence_ops npu_gate_fence_ops = {
+	.get_driver_name = npu_fence_driver_name,
+	.get_timeline_name = npu_gate_timeline_name,
+};
+
+static void npu_gate_signal_work(struct irq_work *work)
+{
+	struct npu_job_gate *gate = container_of(work, struct npu_job_gate, work);
+	struct npu_device *ndev = gate->ndev;
+	unsigned long flags;
+	u32 i;
+
+	spin_lock_irqsave(&ndev->gate_lock, flags);
+	list_del_init(&gate->node);
+	spin_unlock_irqrestore(&ndev->gate_lock, flags);
+	if (gate->error)
+		dma_fence_set_error(&gate->base, gate->error);
+	dma_fence_signal(&gate->base);
+	for (i = 0; i < gate->count; i++)
+		dma_fence_put(gate->cbs[i].fence);
+	dma_fence_put(&gate->base);	/* the list's */
+}
+
+static void npu_gate_dep_done(struct npu_job_gate *gate, int error)
+{
+	if (error)
+		cmpxchg(&gate->error, 0, error);
+	if (atomic_dec_and_test(&gate->pending))
+		irq_work_queue(&gate->work);
+}
+
+static void npu_gate_cb(struct dma_fence *fence, struct dma_fence_cb *cb)
+{
+	struct npu_gate_cb *gcb = container_of(cb, struct npu_gate_cb, cb);
+
+	npu_gate_dep_done(gcb->gate, fence->error);
+}
+
+/*
+ * Unbind, after drm_dev_unplug() (no submit makes new gates) and the
+ * device's stop: every gate still waiting fails with -ENODEV, so that the
+ * jobs behind it reach run_job (or their kill) and end.
+ */
+void npu_job_gates_fail(struct npu_device *ndev)
+{
+	struct npu_job_gate *gate, *tmp;
+	unsigned long flags;
+	LIST_HEAD(failed);
+	u32 i;
+
+	spin_lock_irqsave(&ndev->gate_lock, flags);
+	list_for_each_entry(gate, &ndev->gates, node) {
+		dma_fence_get(&gate->base);
+		list_add_tail(&gate->fail_node, &failed);
+		for (i = 0; i < gate->count; i++)
+			if (dma_fence_remove_callback(gate->cbs[i].fence,
+						      &gate->cbs[i].cb))
+				npu_gate_dep_done(gate, -ENODEV);
+	}
+	spin_unlock_irqrestore(&ndev->gate_lock, flags);
+	/* Their signalling work is this module's code: wait for it. */
+	list_for_each_entry_safe(gate, tmp, &failed, fail_node) {
+		irq_work_sync(&gate->work);
+		dma_fence_put(&gate->base);
+	}
+}
+
+/* Whether @fence is one of this device's scheduler fences. */
+static bool npu_fence_is_ours(struct npu_device *ndev, struct dma_fence *fence)
+{
+	struct drm_sched_fence *s_fence = to_drm_sched_fence(fence);
+	int q;
+
+	if (!s_fence)
+		return false;
+	for (q = 0; q < NPU_NUM_QUEUES; q++)
+		if (s_fence->sched == &ndev->queues[q].sched)
+			return true;
+	return false;
+}
+
+/* Ours, or a timeline point whose every link contains one of ours. */
+static bool npu_fence_chain_is_ours(struct npu_device *ndev,
+				    struct dma_fence *fence)
+{
+	struct dma_fence *iter;
+
+	if (!dma_fence_is_chain(fence))
+		return npu_fence_is_ours(ndev, fence);
+	dma_fence_chain_for_each(iter, fence) {
+		if (!npu_fence_is_ours(ndev, dma_fence_chain_contained(iter))) {
+			dma_fence_put(iter);
+			return false;
+		}
+	}
+	return true;
+}
+
+/* Keep @fence (its reference) for the gate: npu_job_gate_arm(). */
+static int npu_job_add_foreign(struct npu_job *job, struct dma_fence *fence)
+{
+	u32 i;
+
+	if (dma_fence_is_signaled(fence) && !fence->error) {
+		dma_fence_put(fence);
+		return 0;
+	}
+	for (i = 0; i < job->foreign_count; i++) {
+		if (job->foreign[i] == fence) {
+			dma_fence_put(fence);
+			return 0;
+		}
+	}
+	if (job->foreign_count == job->foreign_cap) {
+		u32 cap = max(2 * job->foreign_cap, 4u);
+		struct dma_fence **f;
+
+		f = krealloc_array(job->foreign, cap, sizeof(*f),
+				   GFP_KERNEL_ACCOUNT);
+		if (!f) {
+			dma_fence_put(fence);
+			return -ENOMEM;
+		}
+		job->foreign = f;
+		job->foreign_cap = cap;
+	}
+	job->foreign[job->foreign_count++] = fence;
+	return 0;
+}
+
+/* The gate of @job's foreign fences, if any, as one dependency. */
+static int npu_job_gate_arm(struct npu_job *job)
+{
+	struct npu_device *ndev = job->ndev;
+	struct npu_job_gate *gate;
+	unsigned long flags;
+	u32 i, n = job->foreign_count;
+
+	if (!n)
+		return 0;
+	gate = kzalloc(struct_size(gate, cbs, n), GFP_KERNEL_ACCOUNT);
+	if (!gate)
+		return -ENOMEM;
+	gate->count = n;
+	gate->ndev = ndev;
+	spin_lock_init(&gate->lock);
+	init_irq_work(&gate->work, npu_gate_signal_work);
+	dma_fence_init(&gate->base, &npu_gate_fence_ops, &gate->lock,
+		       dma_fence_context_alloc(1), 1);
+	/* Armed callbacks + 1, so that none can end the gate before all are. */
+	atomic_set(&gate->pending, n + 1);
+	for (i = 0; i < n; i++) {
+		gate->cbs[i].fence = job->foreign[i];
+		gate->cbs[i].gate = gate;
+	}
+	job->foreign_count = 0;
+
+	dma_fence_get(&gate->base);	/* the list's */
+	spin_lock_irqsave(&ndev->gate_lock, flags);
+	list_add_tail(&gate->node, &ndev->gates);
+	for (i = 0; i < n; i++)
+		if (dma_fence_add_callback(gate->cbs[i].fence, &gate->cbs[i].cb,
+					   npu_gate_cb))
+			npu_gate_dep_done(gate, gate->cbs[i].fence->error);
+	spin_unlock_irqrestore(&ndev->gate_lock, flags);
+	npu_gate_dep_done(gate, 0);
+	return drm_sched_job_add_dependency(&job->base, &gate->base);
+}
+
+/* A dependency of @job (takes @fence's reference). */
+static int npu_job_add_dep(struct npu_job *job, struct dma_fence *fence)
+{
+	if (npu_fence_chain_is_ours(job->ndev, fence))
+		return drm_sched_job_add_dependency(&job->base, fence);
+	return npu_job_add_foreign(job, fence);
+}
+
+/*
  * drm_sched waits on a dependency from the job's own queue only until it
  * is scheduled, and not at all on one from the same context and queue:
  * the ring keeps them in order. But a dependency that fails cancels this
@@ -871,6 +1133,12 @@ static int npu_job_add_in_syncs(struct npu_job *job, struct drm_file *file,
 		 */
 		job->deps[job->dep_count++] =
 			dma_fence_get(dma_fence_chain_contained(fence));
+		if (!npu_fence_chain_is_ours(job->ndev, fence)) {
+			ret = npu_job_add_foreign(job, fence);
+			if (ret)
+				return ret;
+			continue;
+		}
 		fence = npu_job_dep_until_finished(job, fence);
 		if (IS_ERR(fence))
 			return PTR_ERR(fence);
@@ -1028,7 +1296,11 @@ static int npu_job_do_submit(struct drm_file *file,
 		}
 	}
 
-	rec->submit_ns = npu_device_time_ns(ndev);
+	/* MMIO: not while a reset owns the device (0 then). */
+	if (npu_device_hw_enter(ndev)) {
+		rec->submit_ns = npu_device_time_ns(ndev);
+		npu_device_hw_exit(ndev);
+	}
 
 	ret = drm_sched_job_init(&job->base, &ctx->entity[args->queue], 1, ctx);
 	if (ret)
@@ -1055,12 +1327,21 @@ static int npu_job_do_submit(struct drm_file *file,
 		}
 	}
 	for (i = 0; i < job->bo_count; i++) {
-		ret = drm_sched_job_add_implicit_dependencies(&job->base, job->bos[i],
-							      job->access[i] &
-							      DRM_NPU_BO_ACCESS_WRITE);
-		if (ret)
-			goto err_exec;
+		bool write = job->access[i] & DRM_NPU_BO_ACCESS_WRITE;
+		struct dma_resv_iter cursor;
+		struct dma_fence *dep;
+
+		/* drm_sched_job_add_implicit_dependencies(), foreign ones gated. */
+		dma_resv_for_each_fence(&cursor, job->bos[i]->resv,
+					dma_resv_usage_rw(write), dep) {
+			ret = npu_job_add_dep(job, dma_fence_get(dep));
+			if (ret)
+				goto err_exec;
+		}
 	}
+	ret = npu_job_gate_arm(job);
+	if (ret)
+		goto err_exec;
 
 	mutex_lock(&ctx->submit_lock);
 	rec->id = ctx->next_job_id;

@@ -7,6 +7,7 @@
 
 #include <linux/dma-fence.h>
 #include <linux/kref.h>
+#include <linux/llist.h>
 #include <linux/spinlock.h>
 #include <linux/types.h>
 
@@ -30,6 +31,7 @@ struct drm_file;
 struct npu_context;
 struct npu_device;
 struct seq_file;
+struct work_struct;
 
 /* One hardware queue: its ring, completion records and scheduler. */
 struct npu_queue {
@@ -107,6 +109,10 @@ struct npu_job {
 	/* The in-syncs' fences: a job whose dependency failed is canceled. */
 	struct dma_fence **deps;
 	u32 dep_count;
+	/* Other drivers' fences, gathered at submit behind one gate fence. */
+	struct dma_fence **foreign;
+	u32 foreign_count;
+	u32 foreign_cap;
 
 	/*
 	 * Hardware fence, allocated at submit and initialized by run_job:
@@ -117,6 +123,8 @@ struct npu_job {
 	bool hw_fence_init;
 	/* A canceled job's hardware fence waits for the job ahead of it. */
 	struct dma_fence_cb cancel_cb;
+	/* On npu_device.job_free_list once the scheduler is done with it. */
+	struct llist_node free_node;
 };
 
 static inline struct npu_job *to_npu_job(struct drm_sched_job *sched_job)
@@ -134,7 +142,9 @@ void npu_queue_retire(struct npu_queue *q, const struct npu_active *act);
 void npu_queue_rerun(struct npu_queue *q, int error);
 bool npu_job_is_hung(struct npu_job *job);
 void npu_job_drain(struct npu_device *ndev);
-void npu_job_sched_restart(struct drm_gpu_scheduler *sched);
+void npu_job_gates_fail(struct npu_device *ndev);
+void npu_job_timeout_reinsert(struct npu_job *job);
+void npu_job_free_work(struct work_struct *work);
 void npu_queue_hw_init(struct npu_queue *q);
 int npu_job_submit(struct drm_file *file, struct drm_npu_submit *args,
 		   struct dma_fence **finished, struct npu_job_rec **rec);

@@ -121,7 +121,16 @@ static struct npu_pt *npu_mmu_walk(struct npu_device *ndev,
 	return pt;
 }
 
-int npu_mmu_invalidate(struct npu_device *ndev, u32 ctx_id)
+/*
+ * Under reset_lock (npu_device_hw_enter()). While a reset owns the
+ * device, or it is unusable, there is nothing to invalidate: the device
+ * was reset (its DMA stopped) or lost bus mastering, and every boot
+ * starts with a full invalidation. An invalidation that times out leaves
+ * stale translations to pages that are about to be freed: the device
+ * loses bus mastering until a reset (npu_device_wedge()).
+ */
+/* The invalidation itself; the caller holds npu_device_hw_enter(). */
+int npu_mmu_invalidate_entered(struct npu_device *ndev, u32 ctx_id)
 {
 	u32 val;
 	int ret;
@@ -130,10 +139,25 @@ int npu_mmu_invalidate(struct npu_device *ndev, u32 ctx_id)
 	npu_write(ndev, NPU_REG_MMU_INVALIDATE, ctx_id);
 	ret = readl_poll_timeout(ndev->regs + NPU_REG_MMU_INVALIDATE, val,
 				 val == 0, 5, 100000);
+	if (npu_inject(ndev, NPU_INJECT_TLB_TIMEOUT))
+		ret = -ETIMEDOUT;
 	mutex_unlock(&ndev->mmu_lock);
-	if (ret)
+	if (ret) {
 		drm_err(&ndev->drm, "TLB invalidation of context %u timed out\n",
 			ctx_id);
+		npu_device_wedge(ndev, "TLB invalidation timed out");
+	}
+	return ret;
+}
+
+int npu_mmu_invalidate(struct npu_device *ndev, u32 ctx_id)
+{
+	int ret;
+
+	if (!npu_device_hw_enter(ndev))
+		return 0;
+	ret = npu_mmu_invalidate_entered(ndev, ctx_id);
+	npu_device_hw_exit(ndev);
 	return ret;
 }
 

@@ -45,5 +45,6 @@ void npu_mmu_unmap(struct npu_device *ndev, struct npu_mmu_ctx *mmu,
 void npu_mmu_clear_locked(struct npu_device *ndev, struct npu_mmu_ctx *mmu,
 			  u64 va, u64 size);
 int npu_mmu_invalidate(struct npu_device *ndev, u32 ctx_id);
+int npu_mmu_invalidate_entered(struct npu_device *ndev, u32 ctx_id);
 
 #endif /* __NPU_MMU_H__ */

@@ -5,9 +5,11 @@
  * the job's finished fence signals.
  *
  * Lifetime: an outstanding command holds a reference on the device file
- * (io_uring's), so the context cannot go away under it; every finished
- * fence signals (completion, reset, ban or unplug), so no command is left
- * behind and none needs to be cancelable.
+ * (io_uring's), so the context cannot go away under it. Commands are
+ * cancelable: a job may wait for another driver's fence that takes its
+ * time (or never signals), and the ring's owner must still be able to
+ * exit. A canceled command completes with -ECANCELED at once; its job
+ * stays queued and ends as any job whose submitter went away.
  */
 
 #include <linux/io_uring/cmd.h>
@@ -64,6 +66,24 @@ static void npu_uring_fence_cb(struct dma_fence *fence, struct dma_fence_cb *cb)
 	io_uring_cmd_complete_in_task(w->cmd, npu_uring_task_cb);
 }
 
+/*
+ * io_uring cancels the command (its task exits, or the ring goes away),
+ * with the ring's lock held, which the completion's task work holds too.
+ * If the fence callback has run, that task work completes the command.
+ */
+static int npu_uring_cancel(struct io_uring_cmd *cmd, unsigned int issue_flags)
+{
+	struct npu_uring_pdu *pdu = io_uring_cmd_to_pdu(cmd, struct npu_uring_pdu);
+	struct npu_uring_work *w = pdu->work;
+	u64 job_id = w->job_id;
+
+	if (!dma_fence_remove_callback(w->fence, &w->cb))
+		return 0;
+	npu_uring_work_free(w);
+	io_uring_cmd_done(cmd, -ECANCELED, job_id, issue_flags);
+	return 0;
+}
+
 int npu_uring_cmd(struct io_uring_cmd *cmd, unsigned int issue_flags)
 {
 	struct drm_file *file = cmd->file->private_data;
@@ -76,6 +96,8 @@ int npu_uring_cmd(struct io_uring_cmd *cmd, unsigned int issue_flags)
 	u32 flags, pad;
 	int ret;
 
+	if (issue_flags & IO_URING_F_CANCEL)
+		return npu_uring_cancel(cmd, issue_flags);
 	if (cmd->cmd_op != DRM_NPU_URING_CMD_SUBMIT)
 		return -EOPNOTSUPP;
 
@@ -93,6 +115,7 @@ int npu_uring_cmd(struct io_uring_cmd *cmd, unsigned int issue_flags)
 	w = kzalloc(sizeof(*w), GFP_KERNEL_ACCOUNT);
 	if (!w)
 		return -ENOMEM;
+	INIT_LIST_HEAD(&w->cb.node);	/* a cancel may come before the callback */
 
 	/* It enters the device itself, once the user memory is copied. */
 	ret = npu_job_submit(file, &args, &w->fence, &w->rec);
@@ -108,6 +131,12 @@ int npu_uring_cmd(struct io_uring_cmd *cmd, unsigned int issue_flags)
 	if (put_user(args.job_id, &uargs->job_id))
 		npu_dbg(to_npu_device(drm), URING, "job id not written back\n");
 
+	/*
+	 * Cancelable before the callback exists: once it does, its task
+	 * work may complete the command, and a completed command must not
+	 * be marked afterwards.
+	 */
+	io_uring_cmd_mark_cancelable(cmd, issue_flags);
 	if (dma_fence_add_callback(w->fence, &w->cb, npu_uring_fence_cb)) {
 		/* Already signaled: complete from here. */
 		u64 job_id = w->job_id;

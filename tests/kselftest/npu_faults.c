@@ -7,12 +7,14 @@
  *   npu_faults [-s SEED] [-t SECONDS] [-p INNOCENT_PROCS]
  *
  * Injections (the parent, every 0.2 to 1.2 s, until SECONDS have passed):
- *   hang        debugfs npu_inject_hang: the next job started never ends
+ * (debugfs fault points, fault_attr fail_<what>/ or knob npu_inject_<what>:
+ * see npu_inject_once_in() in npu_test.h)
+ *   hang        the next job started never ends
  *               (the timeout handler resets the device, that job's
  *               context is banned)
- *   mmu_fault   debugfs npu_inject_mmu_fault: the next job's stream
+ *   mmu_fault   the next job's stream
  *               address is unmapped
- *   fw_crash    debugfs npu_inject_boot_fail, then a PCI function reset:
+ *   fw_crash    boot_fail, then a PCI function reset:
  *               the re-boot of the firmware fails once and is retried
  *               (the device has no other way to crash its firmware)
  *   flr         /sys/bus/pci/devices/<bdf>/reset
@@ -328,12 +330,13 @@ static int write_file(const char *path, const char *val)
 	return ret;
 }
 
-static int inject_debugfs(const char *file)
+/* The driver's fault points: fault_attr or one-shot knob (npu_test.h). */
+static int inject(const char *what)
 {
-	char path[320];
+	char dir[320];
 
-	snprintf(path, sizeof(path), "/sys/kernel/debug/accel/%s/%s", bdf, file);
-	return write_file(path, "1");
+	snprintf(dir, sizeof(dir), "/sys/kernel/debug/accel/%s", bdf);
+	return npu_inject_once_in(dir, what);
 }
 
 static int flr(void)
@@ -439,15 +442,15 @@ int main(int argc, char **argv)
 		usleep(200000 + rn(1000000));
 		if (r < 30) {
 			what = "hang";
-			ret = inject_debugfs("npu_inject_hang");
+			ret = inject("hang");
 			atomic_fetch_add(&cnt->inj_hang, 1);
 		} else if (r < 55) {
 			what = "mmu_fault";
-			ret = inject_debugfs("npu_inject_mmu_fault");
+			ret = inject("mmu_fault");
 			atomic_fetch_add(&cnt->inj_fault, 1);
 		} else if (r < 70) {
 			what = "fw_crash";
-			ret = inject_debugfs("npu_inject_boot_fail");
+			ret = inject("boot_fail");
 			if (!ret)
 				ret = flr();
 			atomic_fetch_add(&cnt->inj_fw, 1);

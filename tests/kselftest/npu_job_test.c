@@ -352,7 +352,7 @@ TEST(injected_mmu_fault_fails_next_job_only)
 	ASSERT_EQ(0, npu_bo_new(fd, 4096, 0, &buf));
 	npu_cs_begin(&cs);
 	npu_cs_fill(&cs, buf.va, 5, 64);
-	ASSERT_EQ(0, npu_debugfs_write("npu_inject_mmu_fault", "1"));
+	ASSERT_EQ(0, npu_inject_once("mmu_fault"));
 	id = run_cs(fd, &cs, 0, &cmd, 0);
 	ASSERT_NE(0, id);
 	EXPECT_EQ(NPU_JOB_ERR_MMU_UNMAPPED, wait_status(fd, id, &info));
@@ -380,8 +380,8 @@ static void hang_and_recover(struct __test_metadata *_metadata, bool boot_fail)
 	sync = npu_syncobj_new(a);
 
 	if (boot_fail)
-		ASSERT_EQ(0, npu_debugfs_write("npu_inject_boot_fail", "1"));
-	ASSERT_EQ(0, npu_debugfs_write("npu_inject_hang", "1"));
+		ASSERT_EQ(0, npu_inject_once("boot_fail"));
+	ASSERT_EQ(0, npu_inject_once("hang"));
 	/* Queue 0 and first in line: the injected hang hits A's job. */
 	npu_cs_begin(&cs);
 	ja = run_cs(a, &cs, 0, &cmd_a, sync);
@@ -792,6 +792,65 @@ TEST(failed_timeline_point_cancels_the_waiting_job)
 	EXPECT_EQ(DRM_NPU_JOB_DONE, info.state);
 	EXPECT_EQ(0x45, ((uint8_t *)buf.map)[192 + 63]);
 	npu_syncobj_free(fd, tl);
+	close(fd);
+}
+
+/*
+ * No in-sync makes a job wait for a fence that does not exist yet: a
+ * timeline point nobody submitted, or a syncobj without a fence, fails
+ * the submit with -EINVAL, so that no job (and with it no close, unbind
+ * or io_uring command) waits for one that may never come (driver.md,
+ * "Why these cannot happen").
+ */
+TEST(in_syncs_on_points_never_submitted_fail_at_submit)
+{
+	struct drm_npu_sync in[2];
+	struct drm_npu_job_info info;
+	struct drm_npu_submit s;
+	struct npu_bo cmd, buf;
+	struct npu_cs cs;
+	int fd = npu_open();
+	uint32_t tl, empty, size;
+
+	if (fd < 0)
+		SKIP(return, "no device");
+	tl = npu_syncobj_new(fd);
+	empty = npu_syncobj_new(fd);
+	ASSERT_NE(0, tl);
+	ASSERT_NE(0, empty);
+	ASSERT_EQ(0, npu_bo_new(fd, 4096, 0, &cmd));
+	ASSERT_EQ(0, npu_bo_new(fd, 4096, 0, &buf));
+	npu_cs_begin(&cs);
+	npu_cs_fill(&cs, buf.va, 0x11, 64);
+	size = npu_cs_store(&cs, &cmd, 0);
+
+	/* Point 1 exists (submitted); points 2 and beyond do not. */
+	npu_submit_init(&s, cmd.handle, size, 1);
+	s.out_sync.handle = tl;
+	s.out_sync.point = 1;
+	ASSERT_EQ(0, npu_submit(fd, &s));
+	ASSERT_EQ(0, npu_job_wait(fd, s.job_id, WAIT_MS, &info));
+
+	in[0] = (struct drm_npu_sync){ .handle = tl, .point = 1 };
+	in[1] = (struct drm_npu_sync){ .handle = tl, .point = 2 };
+	npu_submit_init(&s, cmd.handle, size, 1);
+	s.in_syncs = (uintptr_t)in;
+	s.in_sync_count = 2;
+	EXPECT_EQ(-EINVAL, npu_submit(fd, &s));
+
+	in[1] = (struct drm_npu_sync){ .handle = empty };
+	EXPECT_EQ(-EINVAL, npu_submit(fd, &s));
+
+	/* The point that exists is enough. */
+	s.in_sync_count = 1;
+	ASSERT_EQ(0, npu_submit(fd, &s));
+	ASSERT_EQ(0, npu_job_wait(fd, s.job_id, WAIT_MS, &info));
+	EXPECT_EQ(DRM_NPU_JOB_DONE, info.state);
+
+	npu_syncobj_free(fd, tl);
+	npu_syncobj_free(fd, empty);
+	npu_bo_free(fd, &buf);
+	npu_bo_free(fd, &cmd);
 	close(fd);
 }
 

@@ -242,6 +242,71 @@ static int kernel_log_has(const char *what)
 	return system(cmd) == 0;
 }
 
+/* The "wedged:" line of npu_state, or -1. */
+static int device_wedged(void)
+{
+	char path[512], line[256];
+	int val = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/npu_state", npu_debugfs_dir());
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "wedged: %d", &val) == 1)
+			break;
+	fclose(f);
+	return val;
+}
+
+/*
+ * A TLB invalidation that times out leaves translations to pages that
+ * are about to be freed: the driver turns the device's bus mastering off
+ * (wedged: its jobs fail, it reaches no memory) until a reset succeeds,
+ * and a PCI reset brings it back. The simulated device always finishes
+ * an invalidation, so the timeout is injected (fault point tlb_timeout).
+ */
+TEST(tlb_invalidation_timeout_cuts_dma_until_a_reset)
+{
+	struct npu_bo cmd, buf, extra;
+	struct drm_npu_job_info info;
+	struct drm_npu_submit s;
+	struct npu_cs cs;
+	char path[512];
+	int fd;
+
+	if (pci_reset_path(path, sizeof(path)))
+		SKIP(return, "no PCI reset in sysfs");
+	if (!npu_debugfs_dir())
+		SKIP(return, "no npu debugfs");
+	fd = npu_open();
+	ASSERT_GE(fd, 0);
+	ASSERT_EQ(0, npu_bo_new(fd, 4096, 0, &cmd));
+	ASSERT_EQ(0, npu_bo_new(fd, 4096, 0, &buf));
+	ASSERT_EQ(0, device_wedged());
+	ASSERT_EQ(0, npu_inject_once("tlb_timeout"));
+	/* Mapping a new BO invalidates the TLB: the timeout hits there. */
+	ASSERT_EQ(0, npu_bo_new(fd, 4096, 0, &extra));
+	npu_bo_free(fd, &extra);
+	ASSERT_EQ(1, device_wedged());
+
+	npu_cs_begin(&cs);
+	npu_cs_fill(&cs, buf.va, 0x3c, 64);
+	npu_submit_init(&s, cmd.handle, npu_cs_store(&cs, &cmd, 0), 1);
+	ASSERT_EQ(0, npu_submit(fd, &s));
+	ASSERT_EQ(0, npu_job_wait(fd, s.job_id, 20000, &info));
+	EXPECT_EQ(DRM_NPU_JOB_CANCELED, info.state);
+	EXPECT_NE(0x3c, ((uint8_t *)buf.map)[63]);
+
+	ASSERT_EQ(0, sysfs_write(path, "1"));
+	EXPECT_EQ(0, device_wedged());
+	npu_bo_free(fd, &buf);
+	npu_bo_free(fd, &cmd);
+	run_one_job(_metadata, fd);
+	close(fd);
+}
+
 /*
  * Jobs on the hardware (one hung, 511 behind it) hold the last references
  * to the context once the file is closed. Unbind must fail and free every
@@ -258,7 +323,7 @@ static void hung_jobs_of_a_closed_file(struct __test_metadata *_metadata)
 	ASSERT_GE(fd, 0);
 	ASSERT_EQ(0, npu_bo_new(fd, 4096, 0, &cmd));
 	ASSERT_EQ(0, npu_bo_new(fd, 1 << 20, 0, &buf));
-	ASSERT_EQ(0, npu_debugfs_write("npu_inject_hang", "1"));
+	ASSERT_EQ(0, npu_inject_once("hang"));
 	/* 512 jobs: freeing them all takes a while after the fences fail. */
 	for (i = 0; i < 8; i++)
 		queue_work(fd, &cmd, &buf);
@@ -335,6 +400,64 @@ TEST(unbind_with_jobs_in_flight_then_rebind)
 	npu_bo_free(fd, &buf);
 	npu_bo_free(fd, &cmd);
 	close(fd);
+
+	ASSERT_EQ(0, sysfs_write(DRV_DIR "/bind", bdf));
+	fd = wait_for_device(5000);
+	ASSERT_GE(fd, 0);
+	run_one_job(_metadata, fd);
+	close(fd);
+}
+
+/*
+ * A job that waits for another driver's fence which nobody signals (a
+ * vgem fence, the write fence of an imported vgem buffer): unbind must
+ * not wait for that fence (drm_sched waits for a job's dependencies
+ * before it runs or frees it). The driver gates foreign fences behind a
+ * fence of its own that unbind fails. vgem fences signal by themselves
+ * after 10 s: the fence must still be pending once unbind returned.
+ */
+TEST(unbind_completes_while_a_job_waits_for_another_drivers_fence)
+{
+	struct npu_vgem_bo vbo = { 0 };
+	struct drm_npu_job_info info;
+	struct drm_npu_bo_ref ref;
+	struct drm_npu_submit s;
+	struct npu_bo cmd, buf;
+	struct npu_cs cs;
+	char bdf[256];
+	int fd, vfd;
+
+	if (bound_device(bdf, sizeof(bdf)))
+		SKIP(return, "npu not bound");
+	vfd = npu_vgem_open();
+	if (vfd < 0)
+		SKIP(return, "no vgem device");
+	fd = npu_open();
+	ASSERT_GE(fd, 0);
+	ASSERT_EQ(0, npu_vgem_fenced_bo(vfd, fd, &vbo));
+	ASSERT_EQ(0, npu_bo_new(fd, 4096, 0, &cmd));
+	ASSERT_EQ(0, npu_bo_new(fd, 4096, 0, &buf));
+	npu_cs_begin(&cs);
+	npu_cs_fill(&cs, buf.va, 0x5a, 64);
+	npu_submit_init(&s, cmd.handle, npu_cs_store(&cs, &cmd, 0), 1);
+	ref = (struct drm_npu_bo_ref){ .handle = vbo.npu_handle,
+				       .access = DRM_NPU_BO_ACCESS_READ };
+	s.bo_refs = (uintptr_t)&ref;
+	s.bo_ref_count = 1;
+	ASSERT_EQ(0, npu_submit(fd, &s));
+	usleep(200000);
+	ASSERT_EQ(0, npu_job_info(fd, s.job_id, &info));
+	EXPECT_EQ(DRM_NPU_JOB_QUEUED, info.state);
+
+	ASSERT_EQ(0, sysfs_write(DRV_DIR "/unbind", bdf));
+	/* Still pending: unbind did not wait for it to time out. */
+	EXPECT_EQ(0, npu_vgem_signal(vfd, &vbo));
+	EXPECT_NE(0x5a, ((uint8_t *)buf.map)[63]);
+	npu_bo_free(fd, &buf);
+	npu_bo_free(fd, &cmd);
+	close(fd);
+	close(vbo.dmabuf_fd);
+	close(vfd);
 
 	ASSERT_EQ(0, sysfs_write(DRV_DIR "/bind", bdf));
 	fd = wait_for_device(5000);

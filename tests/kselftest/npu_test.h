@@ -388,12 +388,147 @@ static inline int npu_debugfs_write(const char *file, const char *val)
 }
 
 /*
+ * Make the next pass through one of the driver's fault points fail
+ * (@what: hang, mmu_fault, boot_fail, tlb_timeout) on the device whose
+ * debugfs directory is @dir: through its fault_attr fail_<what>/ on
+ * kernels with CONFIG_FAULT_INJECTION_DEBUG_FS, else through the one-shot
+ * knob npu_inject_<what> (Debian's stock kernel).
+ */
+static inline int npu_write_file(const char *path, const char *val)
+{
+	int fd = open(path, O_WRONLY), ret = 0;
+
+	if (fd < 0)
+		return -errno;
+	if (write(fd, val, strlen(val)) < 0)
+		ret = -errno;
+	close(fd);
+	return ret;
+}
+
+static inline int npu_inject_once_in(const char *dir, const char *what)
+{
+	static const char *const attr[][2] = {
+		{ "verbose", "0" }, { "interval", "1" }, { "space", "0" },
+		{ "times", "1" }, { "probability", "100" },
+	};
+	char path[512];
+	unsigned int i;
+	int ret = 0;
+
+	snprintf(path, sizeof(path), "%s/fail_%s", dir, what);
+	if (access(path, F_OK)) {
+		snprintf(path, sizeof(path), "%s/npu_inject_%s", dir, what);
+		return npu_write_file(path, "1");
+	}
+	for (i = 0; i < sizeof(attr) / sizeof(attr[0]) && !ret; i++) {
+		snprintf(path, sizeof(path), "%s/fail_%s/%s", dir, what,
+			 attr[i][0]);
+		ret = npu_write_file(path, attr[i][1]);
+	}
+	return ret;
+}
+
+static inline int npu_inject_once(const char *what)
+{
+	const char *dir = npu_debugfs_dir();
+
+	return dir ? npu_inject_once_in(dir, what) : -ENOENT;
+}
+
+/*
  * Hold every job back in the schedulers (their fences stay unsignaled)
  * or let them run again: the npu_pause_queues test hook.
  */
 static inline int npu_pause_queues(int pause)
 {
 	return npu_debugfs_write("npu_pause_queues", pause ? "1" : "0");
+}
+
+/*
+ * ---- vgem: another driver's fences, signaled at will ----
+ * (drivers/gpu/drm/vgem, include/uapi/drm/vgem_drm.h; vgem fences signal
+ * by themselves, with an error, after 10 s.)
+ */
+struct npu_vgem_fence_attach {
+	uint32_t handle;
+	uint32_t flags;
+	uint32_t out_fence;
+	uint32_t pad;
+};
+
+struct npu_vgem_fence_signal {
+	uint32_t fence;
+	uint32_t flags;
+};
+
+#define NPU_VGEM_FENCE_WRITE	0x1
+#define NPU_VGEM_IOCTL_FENCE_ATTACH \
+	DRM_IOWR(DRM_COMMAND_BASE + 0x1, struct npu_vgem_fence_attach)
+#define NPU_VGEM_IOCTL_FENCE_SIGNAL \
+	DRM_IOW(DRM_COMMAND_BASE + 0x2, struct npu_vgem_fence_signal)
+
+/* A DRM node of the vgem driver, or -1. */
+static inline int npu_vgem_open(void)
+{
+	char path[64], name[16];
+	int i, fd;
+
+	for (i = 0; i < 16; i++) {
+		struct drm_version v = { .name = name,
+					 .name_len = sizeof(name) - 1 };
+
+		snprintf(path, sizeof(path), "/dev/dri/card%d", i);
+		fd = open(path, O_RDWR | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		memset(name, 0, sizeof(name));
+		if (!ioctl(fd, DRM_IOCTL_VERSION, &v) && !strcmp(name, "vgem"))
+			return fd;
+		close(fd);
+	}
+	return -1;
+}
+
+/* A 4 KiB vgem buffer with a pending write fence, imported into @npu_fd. */
+struct npu_vgem_bo {
+	uint32_t vgem_handle;
+	uint32_t fence;
+	int dmabuf_fd;
+	uint32_t npu_handle;
+};
+
+static inline int npu_vgem_fenced_bo(int vfd, int npu_fd, struct npu_vgem_bo *bo)
+{
+	struct drm_mode_create_dumb dumb = { .height = 1, .width = 4096, .bpp = 8 };
+	struct npu_vgem_fence_attach attach = { .flags = NPU_VGEM_FENCE_WRITE };
+	struct drm_prime_handle exp = { .flags = DRM_CLOEXEC | DRM_RDWR };
+	struct drm_prime_handle imp = { 0 };
+
+	if (ioctl(vfd, DRM_IOCTL_MODE_CREATE_DUMB, &dumb))
+		return -errno;
+	attach.handle = dumb.handle;
+	if (ioctl(vfd, NPU_VGEM_IOCTL_FENCE_ATTACH, &attach))
+		return -errno;
+	exp.handle = dumb.handle;
+	if (ioctl(vfd, DRM_IOCTL_PRIME_HANDLE_TO_FD, &exp))
+		return -errno;
+	imp.fd = exp.fd;
+	if (ioctl(npu_fd, DRM_IOCTL_PRIME_FD_TO_HANDLE, &imp))
+		return -errno;
+	bo->vgem_handle = dumb.handle;
+	bo->fence = attach.out_fence;
+	bo->dmabuf_fd = exp.fd;
+	bo->npu_handle = imp.handle;
+	return 0;
+}
+
+/* 0 if the fence was still pending (-ETIMEDOUT once it timed out). */
+static inline int npu_vgem_signal(int vfd, const struct npu_vgem_bo *bo)
+{
+	struct npu_vgem_fence_signal sig = { .fence = bo->fence };
+
+	return ioctl(vfd, NPU_VGEM_IOCTL_FENCE_SIGNAL, &sig) ? -errno : 0;
 }
 
 /* Wait until the leak counters equal the baseline (or time out). */

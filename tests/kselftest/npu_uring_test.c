@@ -215,4 +215,87 @@ TEST(exit_with_uring_jobs_in_flight_leaves_nothing_behind)
 	}
 }
 
+/*
+ * A process exits with an io_uring command whose job waits for another
+ * driver's fence (an imported vgem buffer's write fence) that nobody
+ * signals. Tearing the ring down cancels the command (the driver marks
+ * its commands cancelable), so io_uring lets go of the device file and
+ * it is released: a 1 MiB BO of that file which the job does not use is
+ * unmapped (the debugfs pages_mapped count). The job stays queued, with
+ * its own BOs mapped, and ends when the fence signals. Uncancelable, the
+ * command held the file until the fence signaled: vgem's signal by
+ * themselves after 10 s, so the fence must still be pending once the
+ * file is gone.
+ */
+TEST(exit_with_a_uring_job_behind_another_drivers_fence_releases_the_file)
+{
+	struct npu_vgem_bo vbo = { 0 };
+	int vfd, pfd, status, i;
+	long long base, now = -1;
+	pid_t pid;
+
+	if (npu_counter("pages_mapped") < 0)
+		SKIP(return, "no npu debugfs");
+	vfd = npu_vgem_open();
+	if (vfd < 0)
+		SKIP(return, "no vgem device");
+	pfd = npu_open();
+	ASSERT_GE(pfd, 0);
+	ASSERT_EQ(0, npu_vgem_fenced_bo(vfd, pfd, &vbo));
+	base = npu_counter("pages_mapped");
+
+	pid = fork();
+	ASSERT_GE(pid, 0);
+	if (pid == 0) {
+		struct drm_npu_bo_ref ref = { .access = DRM_NPU_BO_ACCESS_READ };
+		struct drm_prime_handle imp = { .fd = vbo.dmabuf_fd };
+		struct io_uring_sqe *sqe;
+		struct drm_npu_submit s;
+		struct npu_bo cmd, buf, unused;
+		struct io_uring ring;
+		struct npu_cs cs;
+		int fd = npu_open();
+
+		if (fd < 0 || ioctl(fd, DRM_IOCTL_PRIME_FD_TO_HANDLE, &imp) ||
+		    npu_bo_new(fd, 4096, 0, &cmd) || npu_bo_new(fd, 4096, 0, &buf) ||
+		    npu_bo_new(fd, 1 << 20, 0, &unused))
+			_exit(2);
+		if (io_uring_queue_init(8, &ring, IORING_SETUP_CQE32))
+			_exit(3);
+		sqe = io_uring_get_sqe(&ring);
+		if (!sqe)
+			_exit(3);
+		npu_cs_begin(&cs);
+		npu_cs_fill(&cs, buf.va, 0x77, 64);
+		npu_submit_init(&s, cmd.handle, npu_cs_store(&cs, &cmd, 0), 1);
+		ref.handle = imp.handle;
+		s.bo_refs = (uintptr_t)&ref;
+		s.bo_ref_count = 1;
+		prep_submit(sqe, fd, &s, 1);
+		if (io_uring_submit(&ring) != 1)
+			_exit(4);
+		usleep(100000);
+		_exit(0);	/* the command still waits */
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_TRUE(WIFEXITED(status));
+	ASSERT_EQ(0, WEXITSTATUS(status));
+	/*
+	 * The ring is torn down in a kworker: wait until at most the job's
+	 * three pages stay mapped of the child's 259 (or 20 s).
+	 */
+	for (i = 0; i < 400; i++) {
+		now = npu_counter("pages_mapped");
+		if (now <= base + 3)
+			break;
+		usleep(50000);
+	}
+	EXPECT_LE(now, base + 3);
+	/* Still pending: the file went without waiting for it. */
+	EXPECT_EQ(0, npu_vgem_signal(vfd, &vbo));
+	close(vbo.dmabuf_fd);
+	close(pfd);
+	close(vfd);
+}
+
 TEST_HARNESS_MAIN
