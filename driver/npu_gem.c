@@ -31,13 +31,16 @@ static struct npu_bo_map *npu_bo_find_map(struct npu_bo *bo,
 
 static int npu_gem_open(struct drm_gem_object *obj, struct drm_file *file)
 {
-	struct npu_context *ctx = file->driver_priv;
-	struct npu_device *ndev = ctx->ndev;
+	/* The file's VA space, created by its first handle. */
+	struct npu_context *ctx = npu_file_ctx(file);
+	struct npu_device *ndev = to_npu_device(obj->dev);
 	struct npu_bo *bo = to_npu_bo(obj);
 	struct npu_bo_map *map;
 	struct sg_table *sgt;
 	int ret, idx;
 
+	if (IS_ERR(ctx))
+		return PTR_ERR(ctx);
 	/* Unbind takes every DMA mapping back: none may appear after it. */
 	if (!drm_dev_enter(&ndev->drm, &idx))
 		return -ENODEV;
@@ -137,7 +140,11 @@ void npu_bo_map_put(struct drm_gem_object *obj, struct npu_context *ctx)
 
 static void npu_gem_close(struct drm_gem_object *obj, struct drm_file *file)
 {
-	npu_bo_map_put(obj, file->driver_priv);
+	struct npu_context *ctx = npu_file_ctx_peek(file);
+
+	/* A handle exists only once npu_gem_open() made the VA space. */
+	if (ctx)
+		npu_bo_map_put(obj, ctx);
 }
 
 /* Take a user of @obj's mapping in @ctx (see npu_bo_map_put()). */
@@ -325,8 +332,8 @@ int npu_bo_va(struct drm_gem_object *obj, struct npu_context *ctx, u64 *va)
 int npu_ioctl_bo_create(struct drm_device *drm, void *data,
 			struct drm_file *file)
 {
-	struct npu_context *ctx = file->driver_priv;
 	struct drm_npu_bo_create *args = data;
+	struct npu_context *ctx;
 	struct drm_gem_shmem_object *shmem;
 	u32 handle;
 	int ret;
@@ -337,6 +344,9 @@ int npu_ioctl_bo_create(struct drm_device *drm, void *data,
 		return -EINVAL;
 	if (args->size > NPU_VA_END - NPU_VA_START)
 		return -ENOSPC;
+	ctx = npu_file_ctx(file);
+	if (IS_ERR(ctx))
+		return PTR_ERR(ctx);
 
 	shmem = drm_gem_shmem_create(drm, PAGE_ALIGN(args->size));
 	if (IS_ERR(shmem))
@@ -359,13 +369,15 @@ int npu_ioctl_bo_create(struct drm_device *drm, void *data,
 int npu_ioctl_bo_info(struct drm_device *drm, void *data,
 		      struct drm_file *file)
 {
-	struct npu_context *ctx = file->driver_priv;
+	struct npu_context *ctx = npu_file_ctx_peek(file);
 	struct drm_npu_bo_info *args = data;
 	struct drm_gem_object *obj;
 	int ret;
 
 	if (args->flags)
 		return -EINVAL;
+	if (!ctx)
+		return -ENOENT;
 
 	obj = drm_gem_object_lookup(file, args->handle);
 	if (!obj)
