@@ -161,7 +161,7 @@ static int innocent_job(struct set *s, unsigned int n)
 		return ret == -ECANCELED || ret == -ENODEV ? 1 : 0;
 	}
 	ret = npu_job_wait_ioctl(s->fd, sub.job_id, WAIT_NS,
-				 DRM_NPU_JOB_WAIT_RELATIVE, &w);
+				 NPU_WAIT_RELATIVE, &w);
 	if (ret == -ENODEV || ret == -ECANCELED) {
 		atomic_fetch_add(&cnt->failed, 1);
 		atomic_fetch_add(ret == -ENODEV ? &cnt->fail_nodev : &cnt->fail_banned, 1);
@@ -255,7 +255,7 @@ static void guilty(uint64_t seed)
 			continue;
 		atomic_fetch_add(&cnt->guilty_jobs, 1);
 		ret = npu_job_wait_ioctl(s.fd, sub.job_id, WAIT_NS,
-					 DRM_NPU_JOB_WAIT_RELATIVE, &w);
+					 NPU_WAIT_RELATIVE, &w);
 		if (ret || w.state == DRM_NPU_JOB_CANCELED || w.status != NPU_JOB_OK) {
 			atomic_fetch_add(&cnt->guilty_errors, 1);
 		} else if (!hang) {
@@ -381,7 +381,7 @@ static int probe(void)
 		sub.bo_ref_count = 2;
 		ok = !npu_submit(s.fd, &sub) &&
 		     !npu_job_wait_ioctl(s.fd, sub.job_id, 30000000000ll,
-					 DRM_NPU_JOB_WAIT_RELATIVE, &w) &&
+					 NPU_WAIT_RELATIVE, &w) &&
 		     w.state == DRM_NPU_JOB_DONE && w.status == NPU_JOB_OK &&
 		     !memcmp(s.src.map, s.dst.map, JOB_BYTES);
 		set_close(&s);

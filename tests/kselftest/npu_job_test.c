@@ -415,7 +415,10 @@ static void hang_and_recover(struct __test_metadata *_metadata, bool boot_fail)
 	EXPECT_EQ(0, npu_syncobj_wait(a, sync, 0, WAIT_MS));
 	EXPECT_EQ(resets + 1, npu_param(b, DRM_NPU_PARAM_RESET_COUNT));
 
-	/* The guilty context is banned, the innocent one is not. */
+	/*
+	 * The guilty context is banned, the innocent file is not, and
+	 * neither is the guilty file's other context (queue 1).
+	 */
 	npu_cs_begin(&cs);
 	EXPECT_EQ(0, run_cs(a, &cs, 0, &cmd_a, 0));
 	{
@@ -423,6 +426,16 @@ static void hang_and_recover(struct __test_metadata *_metadata, bool boot_fail)
 
 		npu_submit_init(&s, cmd_a.handle, 16, 0);
 		EXPECT_EQ(-ECANCELED, npu_submit(a, &s));
+		npu_submit_init(&s, cmd_a.handle, 16, 1);
+		ASSERT_EQ(0, npu_submit(a, &s));
+		EXPECT_EQ(NPU_JOB_OK, wait_status(a, s.job_id, &info));
+		/* A new context of the guilty file starts clean. */
+		i = npu_context_new(a, DRM_NPU_CONTEXT_PRIORITY_HIGH);
+		ASSERT_LT(0, i);
+		npu_submit_init(&s, cmd_a.handle, 16, 0);
+		s.context_id = i;
+		ASSERT_EQ(0, npu_submit(a, &s));
+		EXPECT_EQ(NPU_JOB_OK, wait_status(a, s.job_id, &info));
 	}
 	npu_cs_fill(&cs, buf_b.va, 0x99, 8);
 	jb[0] = run_cs(b, &cs, 0, &cmd_b, 0);
@@ -991,7 +1004,7 @@ TEST(job_wait_returns_the_status_when_the_job_ends)
 	id = run_cs(fd, &cs, 0, &cmd2, 0);
 	ASSERT_NE(0, id);
 	ASSERT_EQ(0, npu_job_wait_ioctl(fd, id, WAIT_MS * 1000000ll,
-					DRM_NPU_JOB_WAIT_RELATIVE, &w));
+					NPU_WAIT_RELATIVE, &w));
 	EXPECT_EQ(DRM_NPU_JOB_DONE, w.state);
 	EXPECT_EQ(NPU_JOB_ERR_MMU_UNMAPPED, w.status);
 	close(fd);
@@ -1037,7 +1050,7 @@ TEST_F(held, job_wait_times_out_with_etime_until_the_job_ends)
 	EXPECT_EQ(DRM_NPU_JOB_QUEUED, w.state);
 	t0 = npu_now_ns();
 	EXPECT_EQ(-ETIME, npu_job_wait_ioctl(self->fd, id, 200 * 1000000ll,
-					     DRM_NPU_JOB_WAIT_RELATIVE, &w));
+					     NPU_WAIT_RELATIVE, &w));
 	EXPECT_GE(npu_now_ns() - t0, 150 * 1000000ll);
 	EXPECT_EQ(-ETIME, npu_job_wait_ioctl(self->fd, id,
 					     npu_now_ns() + 100 * 1000000ll, 0, &w));
@@ -1045,7 +1058,7 @@ TEST_F(held, job_wait_times_out_with_etime_until_the_job_ends)
 
 	ASSERT_EQ(0, npu_pause_queues(0));
 	ASSERT_EQ(0, npu_job_wait_ioctl(self->fd, id, WAIT_MS * 1000000ll,
-					DRM_NPU_JOB_WAIT_RELATIVE, &w));
+					NPU_WAIT_RELATIVE, &w));
 	EXPECT_EQ(DRM_NPU_JOB_DONE, w.state);
 	EXPECT_EQ(NPU_JOB_OK, w.status);
 	EXPECT_EQ(0x2d, ((uint8_t *)buf.map)[63]);
@@ -1090,7 +1103,7 @@ TEST_F(held, submit_beyond_the_queued_job_cap_is_ebusy)
 	ASSERT_EQ(0, npu_pause_queues(0));
 	close(other);
 	ASSERT_EQ(0, npu_job_wait_ioctl(self->fd, last, WAIT_MS * 1000000ll,
-					DRM_NPU_JOB_WAIT_RELATIVE, &w));
+					NPU_WAIT_RELATIVE, &w));
 	EXPECT_EQ(NPU_JOB_OK, w.status);
 	/* Retired jobs free their slots. */
 	end = npu_now_ns() + WAIT_MS * 1000000ll;
@@ -1318,7 +1331,7 @@ TEST_F(held, queued_jobs_are_charged_to_the_submitters_memcg)
 
 	ASSERT_EQ(0, npu_pause_queues(0));
 	ASSERT_EQ(0, npu_job_wait_ioctl(self->fd, last, WAIT_MS * 1000000ll,
-					DRM_NPU_JOB_WAIT_RELATIVE, &w));
+					NPU_WAIT_RELATIVE, &w));
 	EXPECT_EQ(NPU_JOB_OK, w.status);
 	npu_bo_free(self->fd, &buf);
 	npu_bo_free(self->fd, &cmd);
@@ -1336,9 +1349,10 @@ static int drop_privileges(void)
 }
 
 /*
- * Queue 0 has strict priority: submitting to it needs CAP_SYS_NICE (or
- * DRM master), as panthor's high-priority groups do. An ordinary user
- * gets -EACCES there and can still use queue 1.
+ * Queue 0 (HIGH contexts) has strict priority: creating a HIGH context
+ * needs CAP_SYS_NICE (or DRM master), as panthor's high-priority groups
+ * do. An ordinary user gets -EACCES there and can still use queue 1
+ * through a LOW (or NORMAL) context.
  */
 TEST(unprivileged_submit_to_the_high_priority_queue_is_refused)
 {
@@ -1363,12 +1377,17 @@ TEST(unprivileged_submit_to_the_high_priority_queue_is_refused)
 	pid = fork();
 	ASSERT_GE(pid, 0);
 	if (pid == 0) {
+		int id;
+
 		if (drop_privileges())
 			_exit(10);
-		npu_submit_init(&s, cmd.handle, cs.len, 0);
-		if (npu_submit(fd, &s) != -EACCES)
+		if (npu_context_new(fd, DRM_NPU_CONTEXT_PRIORITY_HIGH) != -EACCES)
 			_exit(11);
+		id = npu_context_new(fd, DRM_NPU_CONTEXT_PRIORITY_LOW);
+		if (id <= 0)
+			_exit(12);
 		npu_submit_init(&s, cmd.handle, cs.len, 1);
+		s.context_id = id;
 		if (npu_submit(fd, &s))
 			_exit(12);
 		if (npu_job_wait(fd, s.job_id, WAIT_MS, &info) ||
@@ -1425,11 +1444,10 @@ TEST(a_queue0_flood_does_not_get_a_starved_queue1_job_banned)
 	if (pid == 0) {
 		if (drop_privileges())
 			_exit(10);
-		for (i = 0; i < 32; i++) {
-			npu_submit_init(&s, cmd_a.handle, len_a, 0);
-			if (npu_submit(a, &s) != -EACCES)
+		for (i = 0; i < 32; i++)
+			if (npu_context_new(a, DRM_NPU_CONTEXT_PRIORITY_HIGH) !=
+			    -EACCES)
 				_exit(11);
-		}
 		_exit(0);
 	}
 	ASSERT_EQ(pid, waitpid(pid, &status, 0));
