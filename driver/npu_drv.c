@@ -243,7 +243,7 @@ static struct npu_context *npu_context_create(struct npu_file *nfile)
 	ctx->ndev = ndev;
 	ctx->id = id;
 	ctx->pid = task_tgid_nr(current);
-	ctx->uid = nfile->uid;
+	ctx->uid = current_euid();
 	ctx->next_job_id = 1;
 	mutex_init(&ctx->submit_lock);
 	mutex_init(&ctx->exec_lock);
@@ -327,8 +327,6 @@ static int npu_open(struct drm_device *drm, struct drm_file *file)
 	if (!nfile)
 		return -ENOMEM;
 	nfile->ndev = to_npu_device(drm);
-	/* The opener (drm_file.filp is not set yet). */
-	nfile->uid = current_euid();
 	mutex_init(&nfile->lock);
 	file->driver_priv = nfile;
 	return 0;

@@ -175,8 +175,6 @@ struct npu_file {
 	/* Serializes the creation of @ctx. */
 	struct mutex lock;
 	struct npu_context *ctx;
-	/* Whose VA space it is, for the max_vms_per_user limit. */
-	kuid_t uid;
 };
 
 static inline struct npu_file *to_npu_file(struct drm_file *file)
@@ -194,7 +192,10 @@ struct npu_context {
 	u32 id;
 	struct list_head node;
 	pid_t pid;
-	/* Counted in ndev->vm_users (not for CAP_SYS_ADMIN). */
+	/*
+	 * Counted in ndev->vm_users against the euid of the task that made
+	 * it (not for CAP_SYS_ADMIN).
+	 */
 	kuid_t uid;
 	bool uid_charged;
 

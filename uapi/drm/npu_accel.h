@@ -231,8 +231,9 @@ struct drm_npu_get_param {
  * its first need: the first BO_CREATE, PRIME import, CONTEXT_CREATE or
  * DRM_NPU_PARAM_VM_ID query; a file that only asks parameters takes none.
  * Creating it fails with -EBUSY when all of the device's are in use, with
- * -EMFILE when the file's owner (the opener's effective uid) already
- * holds DRM_NPU_PARAM_MAX_VMS_PER_USER of them. A VA space lives until its
+ * -EMFILE when the user making it (the effective uid of the calling
+ * task) already holds DRM_NPU_PARAM_MAX_VMS_PER_USER of them (a task with
+ * CAP_SYS_ADMIN is not counted). A VA space lives until its
  * file is closed and its last job has retired.
  */
 
