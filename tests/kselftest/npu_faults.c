@@ -79,7 +79,8 @@ static int open_any(void)
 	for (i = 0; i < g.gl_pathc && fd < 0; i++)
 		fd = open(g.gl_pathv[i], O_RDWR | O_CLOEXEC);
 	globfree(&g);
-	return fd;
+	/* The contexts npu_submit_init() names (uAPI version 2). */
+	return npu_with_contexts(fd);
 }
 
 /* Open, retrying for up to 60 s while the device is away. */

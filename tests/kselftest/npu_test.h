@@ -69,12 +69,12 @@ static inline int npu_context_free(int fd, uint32_t id)
 #define NPU_CTX_FOR_QUEUE(q)	((q) ? NPU_CTX_QUEUE1 : NPU_CTX_QUEUE0)
 
 /*
- * Open the device with the two contexts most tests use. Without the
- * privilege for HIGH (an unprivileged caller) id 1 is a NORMAL context.
+ * Give a freshly opened @fd the two contexts most tests use (npu_open()).
+ * Without the privilege for HIGH (an unprivileged caller) id 1 is a
+ * NORMAL context. Closes @fd and returns -1 (errno set) on failure.
  */
-static inline int npu_open(void)
+static inline int npu_with_contexts(int fd)
 {
-	int fd = npu_open_bare();
 	int hi, lo;
 
 	if (fd < 0)
@@ -90,6 +90,11 @@ static inline int npu_open(void)
 		return -1;
 	}
 	return fd;
+}
+
+static inline int npu_open(void)
+{
+	return npu_with_contexts(npu_open_bare());
 }
 
 static inline uint64_t npu_param(int fd, uint32_t param)
