@@ -1064,6 +1064,78 @@ TEST_F(held, job_wait_times_out_with_etime_until_the_job_ends)
 	EXPECT_EQ(0x2d, ((uint8_t *)buf.map)[63]);
 }
 
+static volatile sig_atomic_t npu_signals_seen;
+
+static void npu_count_signal(int sig)
+{
+	npu_signals_seen++;
+}
+
+/*
+ * JOB_WAIT takes an absolute CLOCK_MONOTONIC deadline only: a wait that
+ * signals interrupt (SA_RESTART: the kernel restarts it) still ends at
+ * its deadline. With version 1's relative timeouts every restart began
+ * the wait anew, so a wait interrupted more often than its timeout never
+ * ended.
+ */
+TEST_F(held, job_wait_restarted_by_signals_keeps_its_deadline)
+{
+	struct sigaction sa = { .sa_handler = npu_count_signal,
+				.sa_flags = SA_RESTART };
+	struct npu_bo cmd, buf;
+	struct drm_npu_job_wait w = { 0 };
+	struct npu_cs cs;
+	pid_t me = getpid(), pinger;
+	int ret, status;
+	uint64_t id;
+
+	if (self->fd < 0)
+		SKIP(return, "no device");
+	if (!need_debugfs())
+		SKIP(return, "no npu debugfs");
+	ASSERT_EQ(0, npu_bo_new(self->fd, 4096, 0, &cmd));
+	ASSERT_EQ(0, npu_bo_new(self->fd, 4096, 0, &buf));
+	ASSERT_EQ(0, npu_pause_queues(1));
+	npu_cs_begin(&cs);
+	npu_cs_fill(&cs, buf.va, 0x3e, 64);
+	id = run_cs(self->fd, &cs, 1, &cmd, 0);
+	ASSERT_NE(0, id);
+
+	ASSERT_EQ(0, sigaction(SIGUSR1, &sa, NULL));
+	npu_signals_seen = 0;
+	/* A signal every 20 ms, for at most 20 s. */
+	pinger = fork();
+	ASSERT_LE(0, pinger);
+	if (pinger == 0) {
+		int i;
+
+		for (i = 0; i < 1000; i++) {
+			usleep(20000);
+			if (kill(me, SIGUSR1))
+				break;
+		}
+		_exit(0);
+	}
+	w.job_id = id;
+	w.timeout_ns = npu_now_ns() + 300 * 1000000ll;
+	/* Raw ioctl(): a restart is the kernel's, not a retry here. */
+	ret = ioctl(self->fd, DRM_IOCTL_NPU_JOB_WAIT, &w) ? -errno : 0;
+	kill(pinger, SIGKILL);
+	waitpid(pinger, &status, 0);
+	signal(SIGUSR1, SIG_DFL);
+	EXPECT_EQ(-ETIME, ret);
+	EXPECT_EQ(DRM_NPU_JOB_QUEUED, w.state);
+	/* It was interrupted (and restarted) along the way. */
+	EXPECT_LT(0, npu_signals_seen);
+
+	ASSERT_EQ(0, npu_pause_queues(0));
+	ASSERT_EQ(0, npu_job_wait_ioctl(self->fd, id, WAIT_MS * 1000000ll,
+					NPU_WAIT_RELATIVE, &w));
+	EXPECT_EQ(NPU_JOB_OK, w.status);
+	npu_bo_free(self->fd, &buf);
+	npu_bo_free(self->fd, &cmd);
+}
+
 TEST_F(held, submit_beyond_the_queued_job_cap_is_ebusy)
 {
 	uint64_t cap, i, last = 0;
