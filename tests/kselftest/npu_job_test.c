@@ -1136,6 +1136,51 @@ TEST_F(held, job_wait_restarted_by_signals_keeps_its_deadline)
 	npu_bo_free(self->fd, &cmd);
 }
 
+/*
+ * LOW and NORMAL contexts share hardware queue 1, LOW at a lower
+ * drm_sched priority: of two jobs waiting at the same time, the NORMAL
+ * one goes to the device first although the LOW one was submitted
+ * first. The queues are held while both are submitted.
+ */
+TEST_F(held, a_normal_context_runs_before_a_low_one)
+{
+	struct drm_npu_job_info lo_info, no_info;
+	struct drm_npu_submit s;
+	struct npu_bo cmd, buf;
+	struct npu_cs cs;
+	uint64_t lo_job, no_job;
+	int lo;
+
+	if (self->fd < 0)
+		SKIP(return, "no device");
+	if (!need_debugfs())
+		SKIP(return, "no npu debugfs");
+	lo = npu_context_new(self->fd, DRM_NPU_CONTEXT_PRIORITY_LOW);
+	ASSERT_LT(0, lo);
+	ASSERT_EQ(0, npu_bo_new(self->fd, 4096, 0, &cmd));
+	ASSERT_EQ(0, npu_bo_new(self->fd, 4096, 0, &buf));
+	npu_cs_begin(&cs);
+	npu_cs_fill(&cs, buf.va, 0x4f, 64);
+	ASSERT_EQ(0, npu_pause_queues(1));
+	npu_submit_init(&s, cmd.handle, npu_cs_store(&cs, &cmd, 0), 1);
+	s.context_id = lo;
+	ASSERT_EQ(0, npu_submit(self->fd, &s));
+	lo_job = s.job_id;
+	npu_submit_init(&s, cmd.handle, cs.len, 1);	/* NORMAL */
+	ASSERT_EQ(0, npu_submit(self->fd, &s));
+	no_job = s.job_id;
+	ASSERT_EQ(0, npu_pause_queues(0));
+	ASSERT_EQ(NPU_JOB_OK, wait_status(self->fd, lo_job, &lo_info));
+	ASSERT_EQ(NPU_JOB_OK, wait_status(self->fd, no_job, &no_info));
+	EXPECT_EQ(1, lo_info.queue);
+	EXPECT_EQ(1, no_info.queue);
+	EXPECT_EQ(lo, lo_info.context_id);
+	EXPECT_EQ(NPU_CTX_QUEUE1, no_info.context_id);
+	EXPECT_LT(no_info.start_ns, lo_info.start_ns);
+	npu_bo_free(self->fd, &buf);
+	npu_bo_free(self->fd, &cmd);
+}
+
 TEST_F(held, submit_beyond_the_queued_job_cap_is_ebusy)
 {
 	uint64_t cap, i, last = 0;
