@@ -436,7 +436,7 @@ void npu_device_recover(struct npu_device *ndev, struct npu_job *bad)
 	/* Still the job judged hung (it may have ended in between)? */
 	if (act->valid && act->queue == bad->queue->id &&
 	    act->seqno == bad->hw_fence->seqno) {
-		atomic_set(&bad->ctx->banned, 1);
+		atomic_set(&bad->ectx->banned, 1);
 		guilty_ctx = bad->ctx->id;
 		guilty_id = bad->rec->id;
 		drm_warn(&ndev->drm, "job %llu of context %u hung the device: context banned\n",

@@ -17,12 +17,15 @@
 #include <linux/mutex.h>
 #include <linux/pci.h>
 #include <linux/rwsem.h>
+#include <linux/srcu.h>
+#include <linux/uidgid.h>
 #include <linux/spinlock.h>
 #include <linux/wait.h>
 #include <linux/workqueue.h>
 #include <linux/xarray.h>
 
 #include <drm/drm_device.h>
+#include <drm/drm_file.h>
 #include <drm/drm_print.h>
 #include <drm/gpu_scheduler.h>
 
@@ -37,12 +40,10 @@
 
 /* Upper bound of the job_timeout_ms module parameter (10 minutes). */
 #define NPU_JOB_TIMEOUT_MAX_MS	600000
-/* What DRM_NPU_PARAM_FEATURES reports. */
-#define NPU_FEATURES		(DRM_NPU_FEATURE_URING_SUBMIT |		\
-				 DRM_NPU_FEATURE_TIMELINE_SYNCOBJ |	\
-				 DRM_NPU_FEATURE_JOB_WAIT |		\
-				 DRM_NPU_FEATURE_UNALIGNED_ARRAYS |	\
-				 DRM_NPU_FEATURE_TIMELINE_DEP_ERRORS)
+/* What DRM_NPU_PARAM_FEATURES reports: version 2 defines no bits yet. */
+#define NPU_FEATURES		0ull
+/* Contexts of the uAPI one file may hold (-ENOSPC beyond). */
+#define NPU_MAX_FILE_CONTEXTS	32
 
 /* Debug categories, enabled through the dbg_mask module parameter. */
 #define NPU_DBG_DRV		BIT(0)
@@ -103,9 +104,11 @@ struct npu_device {
 	struct npu_ctx_entry *ctx_table;
 	dma_addr_t ctx_table_dma;
 	struct ida ctx_ida;
-	/* Protects contexts (the list debugfs walks). */
+	/* Protects contexts (the list debugfs walks) and vm_users. */
 	struct mutex ctx_lock;
 	struct list_head contexts;
+	/* uid -> VA spaces it holds (xa_mk_value), for max_vms_per_user. */
+	struct xarray vm_users;
 
 	/* Serializes MMU invalidations (register write + readback poll). */
 	struct mutex mmu_lock;
@@ -204,36 +207,90 @@ static inline u64 npu_read64(struct npu_device *ndev, u32 lo)
 	return ((u64)npu_read(ndev, lo + 4) << 32) | l;
 }
 
-/* An open file: one hardware context. */
+/*
+ * An open file. Its VA space (@ctx) is created at first need
+ * (npu_file_ctx()): a file that only asks parameters holds none of the
+ * device's NPU_NUM_CONTEXTS hardware contexts.
+ */
+struct npu_file {
+	struct npu_device *ndev;
+	/* Serializes the creation of @ctx. */
+	struct mutex lock;
+	struct npu_context *ctx;
+};
+
+static inline struct npu_file *to_npu_file(struct drm_file *file)
+{
+	return file->driver_priv;
+}
+
+/*
+ * A file's VA space: one hardware (MMU) context, the file's job records
+ * and the contexts of the uAPI (struct npu_exec_ctx) that submit into it.
+ */
 struct npu_context {
 	struct kref ref;
 	struct npu_device *ndev;
 	u32 id;
 	struct list_head node;
 	pid_t pid;
+	/*
+	 * Counted in ndev->vm_users against the euid of the task that made
+	 * it (not for CAP_SYS_ADMIN).
+	 */
+	kuid_t uid;
+	bool uid_charged;
 
 	struct npu_mmu_ctx mmu;
-	struct drm_sched_entity entity[NPU_NUM_QUEUES];
-	bool entities_ready;
+
+	/*
+	 * Contexts of the uAPI by id; changed under exec_lock, looked up
+	 * by submits under npu_exec_ctx_srcu. exec_closed: no new ones.
+	 */
+	struct mutex exec_lock;
+	struct xarray exec_ctxs;
+	bool exec_closed;
 
 	/* Serializes job arm + push on the entities and job ids. */
 	struct mutex submit_lock;
 	u64 next_job_id;
-	struct xarray jobs;		/* job id -> struct npu_job_rec */
-	/* Protects the records' fields. */
+	/* The last NPU_JOB_HISTORY job records, at id % NPU_JOB_HISTORY. */
+	struct npu_job_rec **recs;
+	/* Protects @recs and the records' fields. */
 	spinlock_t rec_lock;
 
-	atomic_t banned;
+	/* Busy time and modeled cycles per hardware queue, for fdinfo. */
 	atomic64_t engine_ns[NPU_NUM_QUEUES];
+	atomic64_t cycles[NPU_NUM_QUEUES];
 	/* Jobs submitted and not yet freed, at most NPU_MAX_QUEUED_JOBS. */
 	atomic_t jobs_inflight;
 	/* Woken whenever one of the records reaches DONE or CANCELED. */
 	wait_queue_head_t job_wq;
 };
 
+/*
+ * A context of the uAPI (DRM_IOCTL_NPU_CONTEXT_CREATE): an ordered stream
+ * of jobs with a priority, one drm_sched entity on one hardware queue,
+ * banned alone when one of its jobs hangs the device. Jobs hold a
+ * reference; it holds one on its VA space.
+ */
+struct npu_exec_ctx {
+	struct kref ref;
+	struct npu_context *ctx;
+	u32 id;
+	u32 priority;
+	u32 queue;
+	struct drm_sched_entity entity;
+	bool entity_ready;
+	atomic_t banned;
+};
+
 /* npu_drv.c */
+extern unsigned int npu_max_vms_per_user;
 struct npu_context *npu_context_get(struct npu_context *ctx);
 void npu_context_put(struct npu_context *ctx);
+struct npu_context *npu_file_ctx(struct drm_file *file);
+struct npu_context *npu_file_ctx_peek(struct drm_file *file);
 
 /* npu_device.c */
 int npu_device_init(struct npu_device *ndev);

@@ -257,13 +257,16 @@ int npu_gem_init(struct npu_device *ndev)
 
 static int npu_gem_open(struct drm_gem_object *obj, struct drm_file *file)
 {
-	struct npu_context *ctx = file->driver_priv;
-	struct npu_device *ndev = ctx->ndev;
+	/* The file's VA space, created by its first handle. */
+	struct npu_context *ctx = npu_file_ctx(file);
+	struct npu_device *ndev = to_npu_device(obj->dev);
 	struct npu_bo *bo = to_npu_bo(obj);
 	struct npu_bo_map *map;
 	struct sg_table *sgt;
 	int ret, idx;
 
+	if (IS_ERR(ctx))
+		return PTR_ERR(ctx);
 	/* Unbind takes every DMA mapping back: none may appear after it. */
 	if (!drm_dev_enter(&ndev->drm, &idx))
 		return -ENODEV;
@@ -382,7 +385,11 @@ void npu_bo_map_put(struct drm_gem_object *obj, struct npu_context *ctx)
 
 static void npu_gem_close(struct drm_gem_object *obj, struct drm_file *file)
 {
-	npu_bo_map_drop(obj, file->driver_priv, false);
+	struct npu_context *ctx = npu_file_ctx_peek(file);
+
+	/* A handle exists only once npu_gem_open() made the VA space. */
+	if (ctx)
+		npu_bo_map_drop(obj, ctx, false);
 }
 
 /*
@@ -736,8 +743,8 @@ int npu_bo_va(struct drm_gem_object *obj, struct npu_context *ctx, u64 *va)
 int npu_ioctl_bo_create(struct drm_device *drm, void *data,
 			struct drm_file *file)
 {
-	struct npu_context *ctx = file->driver_priv;
 	struct drm_npu_bo_create *args = data;
+	struct npu_context *ctx;
 	struct drm_gem_shmem_object *shmem;
 	u32 handle;
 	int ret;
@@ -756,6 +763,9 @@ int npu_ioctl_bo_create(struct drm_device *drm, void *data,
 	 */
 	if (PAGE_ALIGN(args->size) >> PAGE_SHIFT > totalram_pages())
 		return -ENOMEM;
+	ctx = npu_file_ctx(file);
+	if (IS_ERR(ctx))
+		return PTR_ERR(ctx);
 
 	shmem = drm_gem_shmem_create(drm, PAGE_ALIGN(args->size));
 	if (IS_ERR(shmem))
@@ -778,13 +788,15 @@ int npu_ioctl_bo_create(struct drm_device *drm, void *data,
 int npu_ioctl_bo_info(struct drm_device *drm, void *data,
 		      struct drm_file *file)
 {
-	struct npu_context *ctx = file->driver_priv;
+	struct npu_context *ctx = npu_file_ctx_peek(file);
 	struct drm_npu_bo_info *args = data;
 	struct drm_gem_object *obj;
 	int ret;
 
 	if (args->flags)
 		return -EINVAL;
+	if (!ctx)
+		return -ENOENT;
 
 	obj = drm_gem_object_lookup(file, args->handle);
 	if (!obj)

@@ -115,6 +115,8 @@ static void npu_job_release(struct npu_job *job)
 		dma_fence_put(job->hw_fence);
 	else
 		kfree(job->hw_fence);
+	if (job->ectx)
+		npu_exec_ctx_put(job->ectx);
 	npu_context_put(job->ctx);
 	kfree(job);
 	/*
@@ -156,6 +158,7 @@ static void npu_job_complete(struct npu_queue *q, struct npu_job *job,
 	if (res.end_ns > res.start_ns)
 		atomic64_add(res.end_ns - res.start_ns,
 			     &job->ctx->engine_ns[q->id]);
+	atomic64_add(res.cycles, &job->ctx->cycles[q->id]);
 	trace_npu_job_complete(job, &res);
 
 	if (res.status != NPU_JOB_OK) {
@@ -266,7 +269,7 @@ void npu_queue_retire(struct npu_queue *q, const struct npu_active *act)
 		started = !act->known ||
 			  (act->valid && act->queue == q->id &&
 			   act->seqno == job->hw_fence->seqno);
-		if (atomic_read(&job->ctx->banned))
+		if (atomic_read(&job->ectx->banned))
 			npu_job_fence_fail(job, -ECANCELED);
 		else if (started)
 			npu_job_reset_aborted(job);
@@ -425,7 +428,7 @@ static struct dma_fence *npu_job_run_signalling(struct npu_job *job)
 
 	if (unlikely(sched_job->s_fence->finished.error))
 		return npu_job_run_cancel(job, sched_job->s_fence->finished.error);
-	if (atomic_read(&job->ctx->banned))
+	if (atomic_read(&job->ectx->banned))
 		return npu_job_run_cancel(job, -ECANCELED);
 	/* Dependencies have signaled by now; one that failed cancels this job. */
 	for (i = 0; i < job->dep_count; i++)
@@ -680,39 +683,185 @@ void npu_job_queues_fini(struct npu_device *ndev)
 	}
 }
 
-int npu_job_entities_init(struct npu_context *ctx)
+/*
+ * Submits look their context up inside this SRCU section; destroy takes
+ * it out of the file's table, waits for them, then ends its entity (as
+ * amdxdna's hwctx_srcu).
+ */
+DEFINE_STATIC_SRCU(npu_exec_ctx_srcu);
+
+static void npu_exec_ctx_release(struct kref *ref)
 {
-	struct npu_device *ndev = ctx->ndev;
-	int q, ret;
+	struct npu_exec_ctx *ectx = container_of(ref, struct npu_exec_ctx, ref);
 
-	for (q = 0; q < NPU_NUM_QUEUES; q++) {
-		struct drm_gpu_scheduler *sched = &ndev->queues[q].sched;
+	npu_context_put(ectx->ctx);
+	kfree(ectx);
+}
 
-		ret = drm_sched_entity_init(&ctx->entity[q],
-					    DRM_SCHED_PRIORITY_NORMAL,
-					    &sched, 1, NULL);
-		if (ret) {
-			while (--q >= 0)
-				drm_sched_entity_destroy(&ctx->entity[q]);
-			return ret;
-		}
+void npu_exec_ctx_put(struct npu_exec_ctx *ectx)
+{
+	kref_put(&ectx->ref, npu_exec_ctx_release);
+}
+
+u32 npu_exec_ctx_count(struct npu_context *ctx)
+{
+	struct npu_exec_ctx *ectx;
+	unsigned long id;
+	u32 n = 0;
+
+	xa_lock(&ctx->exec_ctxs);
+	xa_for_each(&ctx->exec_ctxs, id, ectx)
+		n++;
+	xa_unlock(&ctx->exec_ctxs);
+	return n;
+}
+
+/*
+ * HIGH takes queue 0, which has strict priority over queue 1: whoever
+ * floods it delays everyone else's jobs, so it needs a privilege (as
+ * panthor's group_priority_permit()). LOW shares queue 1 with NORMAL
+ * at a lower drm_sched priority.
+ */
+static int npu_exec_ctx_priority(struct drm_file *file, u32 priority,
+				 u32 *queue, enum drm_sched_priority *sched_prio)
+{
+	switch (priority) {
+	case DRM_NPU_CONTEXT_PRIORITY_LOW:
+		*queue = NPU_QUEUE_NORMAL;
+		*sched_prio = DRM_SCHED_PRIORITY_LOW;
+		return 0;
+	case DRM_NPU_CONTEXT_PRIORITY_NORMAL:
+		*queue = NPU_QUEUE_NORMAL;
+		*sched_prio = DRM_SCHED_PRIORITY_NORMAL;
+		return 0;
+	case DRM_NPU_CONTEXT_PRIORITY_HIGH:
+		if (!capable(CAP_SYS_NICE) && !drm_is_current_master(file))
+			return -EACCES;
+		*queue = NPU_QUEUE_HIGH_PRIORITY;
+		*sched_prio = DRM_SCHED_PRIORITY_HIGH;
+		return 0;
+	default:
+		return -EINVAL;
 	}
-	ctx->entities_ready = true;
+}
+
+int npu_ioctl_context_create(struct drm_device *drm, void *data,
+			     struct drm_file *file)
+{
+	struct npu_device *ndev = to_npu_device(drm);
+	struct drm_npu_context_create *args = data;
+	enum drm_sched_priority sched_prio;
+	struct drm_gpu_scheduler *sched;
+	struct npu_exec_ctx *ectx;
+	struct npu_context *ctx;
+	u32 queue, id;
+	int ret, idx;
+
+	if (args->flags || args->pad)
+		return -EINVAL;
+	ret = npu_exec_ctx_priority(file, args->priority, &queue, &sched_prio);
+	if (ret)
+		return ret;
+	ctx = npu_file_ctx(file);
+	if (IS_ERR(ctx))
+		return PTR_ERR(ctx);
+
+	ectx = kzalloc(sizeof(*ectx), GFP_KERNEL_ACCOUNT);
+	if (!ectx)
+		return -ENOMEM;
+	kref_init(&ectx->ref);
+	ectx->ctx = npu_context_get(ctx);
+	ectx->priority = args->priority;
+	ectx->queue = queue;
+
+	/* The schedulers: not after unbind. */
+	if (!drm_dev_enter(drm, &idx)) {
+		ret = -ENODEV;
+		goto err_put;
+	}
+	mutex_lock(&ctx->exec_lock);
+	if (ctx->exec_closed) {
+		ret = -ENODEV;
+		goto err_unlock;
+	}
+	sched = &ndev->queues[queue].sched;
+	ret = drm_sched_entity_init(&ectx->entity, sched_prio, &sched, 1, NULL);
+	if (ret)
+		goto err_unlock;
+	ectx->entity_ready = true;
+	/* Ids from 1; a full table is this file's limit, not the device's. */
+	/* xa_alloc() sets the id before a lookup can find the entry. */
+	ret = xa_alloc(&ctx->exec_ctxs, &ectx->id, ectx,
+		       XA_LIMIT(1, NPU_MAX_FILE_CONTEXTS), GFP_KERNEL_ACCOUNT);
+	if (ret) {
+		drm_sched_entity_destroy(&ectx->entity);
+		ret = ret == -EBUSY ? -ENOSPC : ret;
+		goto err_unlock;
+	}
+	id = ectx->id;
+	mutex_unlock(&ctx->exec_lock);
+	drm_dev_exit(idx);
+	args->context_id = id;
+	npu_dbg(ndev, JOB, "vm %u: context %u priority %u on queue %u\n",
+		ctx->id, id, args->priority, queue);
 	return 0;
+
+err_unlock:
+	mutex_unlock(&ctx->exec_lock);
+	drm_dev_exit(idx);
+err_put:
+	npu_exec_ctx_put(ectx);
+	return ret;
+}
+
+/*
+ * Out of the table (no new submit finds it), submits in flight done,
+ * then the entity: its queued jobs go to the device first (killable).
+ * exec_lock held.
+ */
+static void npu_exec_ctx_end(struct npu_exec_ctx *ectx)
+{
+	synchronize_srcu(&npu_exec_ctx_srcu);
+	if (ectx->entity_ready) {
+		drm_sched_entity_destroy(&ectx->entity);
+		ectx->entity_ready = false;
+	}
+	npu_exec_ctx_put(ectx);
+}
+
+int npu_ioctl_context_destroy(struct drm_device *drm, void *data,
+			      struct drm_file *file)
+{
+	struct drm_npu_context_destroy *args = data;
+	struct npu_exec_ctx *ectx;
+	struct npu_context *ctx;
+
+	if (args->pad)
+		return -EINVAL;
+	ctx = npu_file_ctx_peek(file);
+	if (!ctx)
+		return -ENOENT;
+	mutex_lock(&ctx->exec_lock);
+	ectx = xa_erase(&ctx->exec_ctxs, args->context_id);
+	if (ectx)
+		npu_exec_ctx_end(ectx);
+	mutex_unlock(&ctx->exec_lock);
+	return ectx ? 0 : -ENOENT;
 }
 
 /* From postclose or unbind, whichever comes first: once. */
 void npu_job_entities_fini(struct npu_context *ctx)
 {
-	int q;
+	struct npu_exec_ctx *ectx;
+	unsigned long id;
 
-	mutex_lock(&ctx->submit_lock);
-	if (ctx->entities_ready) {
-		for (q = 0; q < NPU_NUM_QUEUES; q++)
-			drm_sched_entity_destroy(&ctx->entity[q]);
-		ctx->entities_ready = false;
+	mutex_lock(&ctx->exec_lock);
+	ctx->exec_closed = true;
+	xa_for_each(&ctx->exec_ctxs, id, ectx) {
+		xa_erase(&ctx->exec_ctxs, id);
+		npu_exec_ctx_end(ectx);
 	}
-	mutex_unlock(&ctx->submit_lock);
+	mutex_unlock(&ctx->exec_lock);
 }
 
 /*
@@ -796,13 +945,17 @@ static int npu_submit_user_copy(const struct drm_npu_submit *args,
 			ret = -ENOMEM;
 			goto err;
 		}
-		if (copy_from_user(u->syncs, u64_to_user_ptr(args->in_syncs),
-				   args->in_sync_count * sizeof(*u->syncs))) {
-			ret = -EFAULT;
-			goto err;
-		}
 	}
 	for (i = 0; i < args->in_sync_count; i++) {
+		u64 uptr = args->in_syncs + (u64)i * args->in_sync_size;
+
+		ret = copy_struct_from_user(&u->syncs[i], sizeof(u->syncs[i]),
+					    u64_to_user_ptr(uptr),
+					    args->in_sync_size);
+		if (ret) {
+			ret = ret == -E2BIG ? -EINVAL : ret;
+			goto err;
+		}
 		if (u->syncs[i].flags) {
 			ret = -EINVAL;
 			goto err;
@@ -834,8 +987,6 @@ static int npu_job_check_args(const struct drm_npu_submit *args)
 {
 	if (args->flags || args->reserved || args->out_sync.flags)
 		return -EINVAL;
-	if (args->queue >= NPU_NUM_QUEUES)
-		return -EINVAL;
 	if (!args->cmd_size || args->cmd_size % NPU_CS_ALIGN ||
 	    args->cmd_offset % NPU_CS_ALIGN || args->cmd_size > NPU_CS_MAX_SIZE)
 		return -EINVAL;
@@ -852,8 +1003,14 @@ static int npu_job_check_args(const struct drm_npu_submit *args)
 		if (args->bo_ref_size % 8)
 			return -EINVAL;
 	}
-	if (args->in_sync_count && !args->in_syncs)
-		return -EFAULT;
+	if (args->in_sync_count) {
+		if (args->in_sync_size < sizeof(struct drm_npu_sync) ||
+		    args->in_sync_size > NPU_MAX_BO_REF_SIZE ||
+		    args->in_sync_size % 8)
+			return -EINVAL;
+		if (!args->in_syncs)
+			return -EFAULT;
+	}
 	if (!args->out_sync.handle && args->out_sync.point)
 		return -EINVAL;
 	return 0;
@@ -1154,20 +1311,6 @@ static int npu_job_add_in_syncs(struct npu_job *job, struct drm_file *file,
  * holds a reference to the scheduler's finished fence and *@rec (if
  * given) one to the job's record.
  */
-/*
- * Queue 0 has strict priority over queue 1: whoever floods it delays
- * everyone else's jobs, so it needs a privilege (as panthor's
- * group_priority_permit()).
- */
-static int npu_job_queue_permit(struct drm_file *file, u32 queue)
-{
-	if (queue != NPU_QUEUE_HIGH_PRIORITY)
-		return 0;
-	if (capable(CAP_SYS_NICE) || drm_is_current_master(file))
-		return 0;
-	return -EACCES;
-}
-
 static int npu_job_do_submit(struct drm_file *file,
 			     struct drm_npu_submit *args,
 			     const struct npu_submit_user *u,
@@ -1181,9 +1324,9 @@ static int npu_job_do_submit(struct drm_file *file,
 int npu_job_submit(struct drm_file *file, struct drm_npu_submit *args,
 		   struct dma_fence **finished, struct npu_job_rec **rec_out)
 {
-	struct npu_context *ctx = file->driver_priv;
+	struct npu_device *ndev = to_npu_device(file->minor->dev);
 	struct npu_submit_user u;
-	int idx, ret;
+	int idx, ret, srcu;
 
 	ret = npu_job_check_args(args);
 	if (ret)
@@ -1191,8 +1334,10 @@ int npu_job_submit(struct drm_file *file, struct drm_npu_submit *args,
 	ret = npu_submit_user_copy(args, &u);
 	if (ret)
 		return ret;
-	if (drm_dev_enter(&ctx->ndev->drm, &idx)) {
+	if (drm_dev_enter(&ndev->drm, &idx)) {
+		srcu = srcu_read_lock(&npu_exec_ctx_srcu);
 		ret = npu_job_do_submit(file, args, &u, finished, rec_out);
+		srcu_read_unlock(&npu_exec_ctx_srcu, srcu);
 		drm_dev_exit(idx);
 	} else {
 		ret = -ENODEV;
@@ -1207,11 +1352,12 @@ static int npu_job_do_submit(struct drm_file *file,
 			     struct dma_fence **finished,
 			     struct npu_job_rec **rec_out)
 {
-	struct npu_context *ctx = file->driver_priv;
-	struct npu_device *ndev = ctx->ndev;
+	struct npu_context *ctx = npu_file_ctx_peek(file);
+	struct npu_device *ndev = to_npu_device(file->minor->dev);
 	struct drm_syncobj *out_syncobj = NULL;
 	struct dma_fence_chain *chain = NULL;
 	struct npu_job_rec *rec, *old;
+	struct npu_exec_ctx *ectx;
 	struct dma_fence *fence;
 	struct drm_exec exec;
 	bool sched_init = false;
@@ -1220,26 +1366,38 @@ static int npu_job_do_submit(struct drm_file *file,
 	u32 i;
 	int ret;
 
-	ret = npu_job_queue_permit(file, args->queue);
-	if (ret)
-		return ret;
-	if (atomic_read(&ctx->banned))
+	/* No VA space: no context either. Inside npu_exec_ctx_srcu. */
+	if (!ctx)
+		return -ENOENT;
+	xa_lock(&ctx->exec_ctxs);
+	ectx = xa_load(&ctx->exec_ctxs, args->context_id);
+	if (ectx)
+		kref_get(&ectx->ref);
+	xa_unlock(&ctx->exec_ctxs);
+	if (!ectx)
+		return -ENOENT;
+	if (atomic_read(&ectx->banned)) {
+		npu_exec_ctx_put(ectx);
 		return -ECANCELED;
-	/* A per-context cap on jobs not yet retired, as ivpu has. */
+	}
+	/* A per-file cap on jobs not yet retired, as ivpu has. */
 	if (atomic_inc_return(&ctx->jobs_inflight) > NPU_MAX_QUEUED_JOBS) {
 		atomic_dec(&ctx->jobs_inflight);
+		npu_exec_ctx_put(ectx);
 		return -EBUSY;
 	}
 
 	job = kzalloc(sizeof(*job), GFP_KERNEL_ACCOUNT);
 	if (!job) {
 		atomic_dec(&ctx->jobs_inflight);
+		npu_exec_ctx_put(ectx);
 		return -ENOMEM;
 	}
 	atomic_inc(&ndev->job_count);
 	job->ndev = ndev;
 	job->ctx = npu_context_get(ctx);
-	job->queue = &ndev->queues[args->queue];
+	job->ectx = ectx;
+	job->queue = &ndev->queues[ectx->queue];
 
 	job->bos = kvmalloc_array(args->bo_ref_count + 1, sizeof(*job->bos),
 				  GFP_KERNEL_ACCOUNT);
@@ -1253,7 +1411,8 @@ static int npu_job_do_submit(struct drm_file *file,
 		goto err_job;
 	}
 	kref_init(&rec->ref);
-	rec->queue = args->queue;
+	rec->context_id = ectx->id;
+	rec->queue = ectx->queue;
 	rec->state = DRM_NPU_JOB_QUEUED;
 	job->rec = rec;
 
@@ -1261,7 +1420,8 @@ static int npu_job_do_submit(struct drm_file *file,
 	ret = npu_job_add_bo(job, file, args->cmd_handle, DRM_NPU_BO_ACCESS_READ);
 	if (ret)
 		goto err_job;
-	if ((u64)args->cmd_offset + args->cmd_size > job->bos[0]->size) {
+	if (args->cmd_offset > job->bos[0]->size ||
+	    args->cmd_size > job->bos[0]->size - args->cmd_offset) {
 		ret = -EINVAL;
 		goto err_job;
 	}
@@ -1302,7 +1462,7 @@ static int npu_job_do_submit(struct drm_file *file,
 		npu_device_hw_exit(ndev);
 	}
 
-	ret = drm_sched_job_init(&job->base, &ctx->entity[args->queue], 1, ctx);
+	ret = drm_sched_job_init(&job->base, &ectx->entity, 1, ctx);
 	if (ret)
 		goto err_job;
 	sched_init = true;
@@ -1344,20 +1504,15 @@ static int npu_job_do_submit(struct drm_file *file,
 		goto err_exec;
 
 	mutex_lock(&ctx->submit_lock);
-	rec->id = ctx->next_job_id;
+	/* The record replaces the one NPU_JOB_HISTORY ids older. */
+	rec->id = ctx->next_job_id++;
 	kref_get(&rec->ref);
-	ret = xa_err(xa_store(&ctx->jobs, rec->id, rec, GFP_KERNEL_ACCOUNT));
-	if (ret) {
-		mutex_unlock(&ctx->submit_lock);
-		npu_job_rec_put(rec);
-		goto err_exec;
-	}
-	ctx->next_job_id++;
-	if (rec->id > NPU_JOB_HISTORY) {
-		old = xa_erase(&ctx->jobs, rec->id - NPU_JOB_HISTORY);
-		if (old)
-			npu_job_rec_put(old);
-	}
+	spin_lock(&ctx->rec_lock);
+	old = ctx->recs[rec->id % NPU_JOB_HISTORY];
+	ctx->recs[rec->id % NPU_JOB_HISTORY] = rec;
+	spin_unlock(&ctx->rec_lock);
+	if (old)
+		npu_job_rec_put(old);
 
 	drm_sched_job_arm(&job->base);
 	fence = dma_fence_get(&job->base.s_fence->finished);
@@ -1367,8 +1522,8 @@ static int npu_job_do_submit(struct drm_file *file,
 				   DMA_RESV_USAGE_WRITE : DMA_RESV_USAGE_READ);
 	atomic64_inc(&ndev->jobs_submitted);
 	trace_npu_job_submit(job);
-	npu_dbg(ndev, JOB, "ctx %u job %llu queued on %u\n", ctx->id, rec->id,
-		args->queue);
+	npu_dbg(ndev, JOB, "vm %u context %u job %llu queued on %u\n", ctx->id,
+		ectx->id, rec->id, ectx->queue);
 	if (rec_out) {
 		kref_get(&rec->ref);
 		*rec_out = rec;
@@ -1411,28 +1566,36 @@ int npu_ioctl_submit(struct drm_device *drm, void *data,
 	return npu_job_submit(file, data, NULL, NULL);
 }
 
-/* A reference to the record of one of the file's last jobs, or NULL. */
+/*
+ * A reference to the record of one of the file's last jobs, or NULL. The
+ * slot holds the newest id with that remainder: an older id finds a
+ * record with another id.
+ */
 static struct npu_job_rec *npu_job_rec_lookup(struct npu_context *ctx, u64 id)
 {
 	struct npu_job_rec *rec;
 
-	xa_lock(&ctx->jobs);
-	rec = xa_load(&ctx->jobs, id);
-	if (rec)
+	spin_lock(&ctx->rec_lock);
+	rec = ctx->recs[id % NPU_JOB_HISTORY];
+	if (rec && rec->id == id)
 		kref_get(&rec->ref);
-	xa_unlock(&ctx->jobs);
+	else
+		rec = NULL;
+	spin_unlock(&ctx->rec_lock);
 	return rec;
 }
 
 int npu_ioctl_job_info(struct drm_device *drm, void *data,
 		       struct drm_file *file)
 {
-	struct npu_context *ctx = file->driver_priv;
+	struct npu_context *ctx = npu_file_ctx_peek(file);
 	struct drm_npu_job_info *args = data;
 	struct npu_job_rec *rec;
 
-	if (args->flags || args->pad || args->reserved)
+	if (args->flags || args->reserved)
 		return -EINVAL;
+	if (!ctx)
+		return -ENOENT;
 
 	rec = npu_job_rec_lookup(ctx, args->job_id);
 	if (!rec)
@@ -1442,6 +1605,7 @@ int npu_ioctl_job_info(struct drm_device *drm, void *data,
 	args->state = rec->state;
 	args->status = rec->status;
 	args->error_offset = rec->error_offset;
+	args->context_id = rec->context_id;
 	args->queue = rec->queue;
 	args->fault_addr = rec->fault_addr;
 	args->submit_ns = rec->submit_ns;
@@ -1464,21 +1628,21 @@ static bool npu_job_rec_ended(struct npu_job_rec *rec)
 int npu_ioctl_job_wait(struct drm_device *drm, void *data,
 		       struct drm_file *file)
 {
-	struct npu_context *ctx = file->driver_priv;
+	struct npu_context *ctx = npu_file_ctx_peek(file);
 	struct drm_npu_job_wait *args = data;
 	struct npu_job_rec *rec;
 	long timeout, ret;
 
-	if (args->flags & ~DRM_NPU_JOB_WAIT_FLAGS || args->pad)
+	if (args->flags || args->pad)
 		return -EINVAL;
+	if (!ctx)
+		return -ENOENT;
 
-	if (!(args->flags & DRM_NPU_JOB_WAIT_RELATIVE))
-		timeout = drm_timeout_abs_to_jiffies(args->timeout_ns);
-	else if (args->timeout_ns <= 0)
-		timeout = 0;
-	else
-		timeout = min_t(u64, nsecs_to_jiffies64(args->timeout_ns),
-				MAX_SCHEDULE_TIMEOUT);
+	/*
+	 * Absolute CLOCK_MONOTONIC only (botching-up-ioctls.rst): a wait
+	 * restarted after a signal keeps its deadline.
+	 */
+	timeout = drm_timeout_abs_to_jiffies(args->timeout_ns);
 
 	rec = npu_job_rec_lookup(ctx, args->job_id);
 	if (!rec)
@@ -1507,20 +1671,31 @@ static const char * const npu_job_state_names[] = {
 
 void npu_job_print_ctx(struct seq_file *m, struct npu_context *ctx)
 {
+	struct npu_exec_ctx *ectx;
 	struct npu_job_rec *rec;
-	unsigned long id, first;
+	unsigned long cid;
+	u64 id, first;
 
 	mutex_lock(&ctx->submit_lock);
-	first = ctx->next_job_id > 16 ? ctx->next_job_id - 16 : 0;
-	seq_printf(m, "    jobs submitted %llu in flight %d banned %d\n",
-		   ctx->next_job_id - 1, atomic_read(&ctx->jobs_inflight),
-		   atomic_read(&ctx->banned));
-	xa_for_each_start(&ctx->jobs, id, rec, first) {
-		spin_lock(&ctx->rec_lock);
-		seq_printf(m, "    job %llu queue %u %s status %s cycles %llu\n",
-			   rec->id, rec->queue, npu_job_state_names[rec->state & 3],
+	first = ctx->next_job_id > 16 ? ctx->next_job_id - 16 : 1;
+	seq_printf(m, "    jobs submitted %llu in flight %d\n",
+		   ctx->next_job_id - 1, atomic_read(&ctx->jobs_inflight));
+	xa_lock(&ctx->exec_ctxs);
+	xa_for_each(&ctx->exec_ctxs, cid, ectx)
+		seq_printf(m, "    context %u priority %u queue %u banned %d\n",
+			   ectx->id, ectx->priority, ectx->queue,
+			   atomic_read(&ectx->banned));
+	xa_unlock(&ctx->exec_ctxs);
+	spin_lock(&ctx->rec_lock);
+	for (id = first; id < ctx->next_job_id; id++) {
+		rec = ctx->recs[id % NPU_JOB_HISTORY];
+		if (!rec || rec->id != id)
+			continue;
+		seq_printf(m, "    job %llu context %u queue %u %s status %s cycles %llu\n",
+			   rec->id, rec->context_id, rec->queue,
+			   npu_job_state_names[rec->state & 3],
 			   npu_job_status_str(rec->status), rec->cycles);
-		spin_unlock(&ctx->rec_lock);
 	}
+	spin_unlock(&ctx->rec_lock);
 	mutex_unlock(&ctx->submit_lock);
 }

@@ -18,6 +18,8 @@
 
 /* Strict priority over the other queue: CAP_SYS_NICE or DRM master. */
 #define NPU_QUEUE_HIGH_PRIORITY	0
+/* NORMAL and LOW contexts share it, LOW at a lower drm_sched priority. */
+#define NPU_QUEUE_NORMAL	1
 /* Ring entries per hardware queue; also the scheduler's credit limit. */
 #define NPU_RING_ENTRIES	256
 /* JOB_INFO keeps the last this many jobs of a file. */
@@ -30,6 +32,7 @@
 struct drm_file;
 struct npu_context;
 struct npu_device;
+struct npu_exec_ctx;
 struct seq_file;
 struct work_struct;
 
@@ -79,6 +82,7 @@ struct npu_active {
 struct npu_job_rec {
 	struct kref ref;
 	u64 id;
+	u32 context_id;
 	u32 state;
 	u32 status;
 	u32 error_offset;
@@ -95,6 +99,8 @@ struct npu_job {
 	struct drm_sched_job base;
 	struct npu_device *ndev;
 	struct npu_context *ctx;
+	/* The uAPI context it was submitted to (its entity, its ban). */
+	struct npu_exec_ctx *ectx;
 	struct npu_queue *queue;
 	struct npu_job_rec *rec;
 
@@ -134,8 +140,9 @@ static inline struct npu_job *to_npu_job(struct drm_sched_job *sched_job)
 
 int npu_job_queues_init(struct npu_device *ndev);
 void npu_job_queues_fini(struct npu_device *ndev);
-int npu_job_entities_init(struct npu_context *ctx);
 void npu_job_entities_fini(struct npu_context *ctx);
+void npu_exec_ctx_put(struct npu_exec_ctx *ectx);
+u32 npu_exec_ctx_count(struct npu_context *ctx);
 void npu_queue_process(struct npu_queue *q);
 void npu_queue_abort_inflight(struct npu_queue *q, int error);
 void npu_queue_retire(struct npu_queue *q, const struct npu_active *act);
@@ -155,6 +162,10 @@ int npu_ioctl_job_info(struct drm_device *drm, void *data,
 		       struct drm_file *file);
 int npu_ioctl_job_wait(struct drm_device *drm, void *data,
 		       struct drm_file *file);
+int npu_ioctl_context_create(struct drm_device *drm, void *data,
+			     struct drm_file *file);
+int npu_ioctl_context_destroy(struct drm_device *drm, void *data,
+			      struct drm_file *file);
 void npu_job_print_ctx(struct seq_file *m, struct npu_context *ctx);
 
 #endif /* __NPU_JOB_H__ */

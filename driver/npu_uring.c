@@ -21,6 +21,9 @@
 
 #include "npu_drv.h"
 
+/* Largest drm_npu_uring_submit.submit_size: a page of a future struct. */
+#define NPU_URING_SUBMIT_MAX_SIZE	4096
+
 struct npu_uring_work {
 	struct dma_fence_cb cb;
 	struct io_uring_cmd *cmd;
@@ -93,7 +96,7 @@ int npu_uring_cmd(struct io_uring_cmd *cmd, unsigned int issue_flags)
 	struct drm_npu_submit __user *uargs;
 	struct drm_npu_submit args;
 	struct npu_uring_work *w;
-	u32 flags, pad;
+	u32 flags, size;
 	int ret;
 
 	if (issue_flags & IO_URING_F_CANCEL)
@@ -103,14 +106,16 @@ int npu_uring_cmd(struct io_uring_cmd *cmd, unsigned int issue_flags)
 
 	/* The SQE lives in memory the application can still write. */
 	uargs = u64_to_user_ptr(READ_ONCE(sqe_cmd->submit));
+	size = READ_ONCE(sqe_cmd->submit_size);
 	flags = READ_ONCE(sqe_cmd->flags);
-	pad = READ_ONCE(sqe_cmd->pad);
-	if (flags || pad)
+	if (flags || !size || size > NPU_URING_SUBMIT_MAX_SIZE)
 		return -EINVAL;
 	if (!uargs)
 		return -EFAULT;
-	if (copy_from_user(&args, uargs, sizeof(args)))
-		return -EFAULT;
+	/* An older, shorter struct reads zero-extended, as ioctls do. */
+	ret = copy_struct_from_user(&args, sizeof(args), uargs, size);
+	if (ret)
+		return ret;
 
 	w = kzalloc(sizeof(*w), GFP_KERNEL_ACCOUNT);
 	if (!w)
@@ -128,7 +133,8 @@ int npu_uring_cmd(struct io_uring_cmd *cmd, unsigned int issue_flags)
 	w->job_id = args.job_id;
 	pdu->work = w;
 	/* The job is queued either way; the CQE (CQE32) carries the id too. */
-	if (put_user(args.job_id, &uargs->job_id))
+	if (size >= offsetofend(struct drm_npu_submit, job_id) &&
+	    put_user(args.job_id, &uargs->job_id))
 		npu_dbg(to_npu_device(drm), URING, "job id not written back\n");
 
 	/*

@@ -82,7 +82,10 @@ int main(int argc, char **argv)
 			for (i = 0; i < n; i++) {
 				struct io_uring_sqe *sqe = io_uring_get_sqe(&ring);
 				struct drm_npu_submit *sub = &subs[slot++ % 4096];
-				struct drm_npu_uring_submit us = { .submit = (uintptr_t)sub };
+				struct drm_npu_uring_submit us = {
+					.submit = (uintptr_t)sub,
+					.submit_size = sizeof(*sub),
+				};
 
 				npu_submit_init(sub, cmd.handle, cs.len, 1);
 				memset(sqe, 0, sizeof(*sqe));

@@ -81,7 +81,8 @@ static int open_any(void)
 	for (i = 0; i < g.gl_pathc && fd < 0; i++)
 		fd = open(g.gl_pathv[i], O_RDWR | O_CLOEXEC);
 	globfree(&g);
-	return fd;
+	/* The contexts npu_submit_init() names (uAPI version 2). */
+	return npu_with_contexts(fd);
 }
 
 /* Open, retrying for up to 60 s while the device is away. */
@@ -163,7 +164,7 @@ static int innocent_job(struct set *s, unsigned int n)
 		return ret == -ECANCELED || ret == -ENODEV ? 1 : 0;
 	}
 	ret = npu_job_wait_ioctl(s->fd, sub.job_id, WAIT_NS,
-				 DRM_NPU_JOB_WAIT_RELATIVE, &w);
+				 NPU_WAIT_RELATIVE, &w);
 	if (ret == -ENODEV || ret == -ECANCELED) {
 		atomic_fetch_add(&cnt->failed, 1);
 		atomic_fetch_add(ret == -ENODEV ? &cnt->fail_nodev : &cnt->fail_banned, 1);
@@ -257,7 +258,7 @@ static void guilty(uint64_t seed)
 			continue;
 		atomic_fetch_add(&cnt->guilty_jobs, 1);
 		ret = npu_job_wait_ioctl(s.fd, sub.job_id, WAIT_NS,
-					 DRM_NPU_JOB_WAIT_RELATIVE, &w);
+					 NPU_WAIT_RELATIVE, &w);
 		if (ret || w.state == DRM_NPU_JOB_CANCELED || w.status != NPU_JOB_OK) {
 			atomic_fetch_add(&cnt->guilty_errors, 1);
 		} else if (!hang) {
@@ -384,7 +385,7 @@ static int probe(void)
 		sub.bo_ref_count = 2;
 		ok = !npu_submit(s.fd, &sub) &&
 		     !npu_job_wait_ioctl(s.fd, sub.job_id, 30000000000ll,
-					 DRM_NPU_JOB_WAIT_RELATIVE, &w) &&
+					 NPU_WAIT_RELATIVE, &w) &&
 		     w.state == DRM_NPU_JOB_DONE && w.status == NPU_JOB_OK &&
 		     !memcmp(s.src.map, s.dst.map, JOB_BYTES);
 		set_close(&s);

@@ -314,9 +314,12 @@ static void op_get_param(struct ffile *f)
 	ret = fuzz_ioctl(f->fd, DRM_IOCTL_NPU_GET_PARAM, &p);
 	if (p.pad && !ret)
 		finding("GET_PARAM with pad %u succeeded", p.pad);
-	if (!p.pad && p.param <= DRM_NPU_PARAM_JOB_HISTORY && ret && ret != -ENODEV)
+	/* VM_ID may have to make a VA space, which can fail. */
+	if (!p.pad && p.param <= DRM_NPU_PARAM_MAX_FILE_CONTEXTS && ret &&
+	    ret != -ENODEV && !(p.param == DRM_NPU_PARAM_VM_ID &&
+				(ret == -EBUSY || ret == -EMFILE)))
 		finding("GET_PARAM %u: %d", p.param, ret);
-	if (!p.pad && p.param > DRM_NPU_PARAM_JOB_HISTORY && ret != -EINVAL)
+	if (!p.pad && p.param > DRM_NPU_PARAM_MAX_FILE_CONTEXTS && ret != -EINVAL)
 		finding("GET_PARAM of unknown %u: %d", p.param, ret);
 }
 
@@ -701,7 +704,7 @@ static void check_finish(struct ffile *f, struct check *c, int64_t timeout_ns)
 	int ret;
 
 	ret = npu_job_wait_ioctl(f->fd, c->job_id, timeout_ns,
-				 DRM_NPU_JOB_WAIT_RELATIVE, &w);
+				 NPU_WAIT_RELATIVE, &w);
 	atomic_fetch_add(&sh->ops, 1);
 	if (ret == -ETIME && timeout_ns < 1000000000ll)
 		return;		/* later */
@@ -790,6 +793,7 @@ static void op_submit_checked(struct ffile *f, int uring)
 			goto ioctl;
 		/* The struct is read at issue; keep it until the submit call. */
 		us.submit = (uintptr_t)&s;
+		us.submit_size = sizeof(s);
 		memset(sqe, 0, sizeof(*sqe));
 		sqe->opcode = IORING_OP_URING_CMD;
 		sqe->fd = f->fd;
@@ -909,7 +913,7 @@ static void op_submit_random(struct ffile *f, int uring)
 
 	if (chance(40)) {
 		mutated = 1;
-		switch (rn(14)) {
+		switch (rn(16)) {
 		case 0: s.cmd_handle = pick_handle(f); mutated = 0; break;
 		case 1:	/* misaligned, or past the 8 KiB buffer */
 			s.cmd_offset = chance(50) ? (rnd_u64_edge() | 1 | (rn(7) << 1)) :
@@ -919,7 +923,7 @@ static void op_submit_random(struct ffile *f, int uring)
 			s.cmd_size = chance(30) ? 0 : chance(50) ? ((uint32_t)rnd() | 4) :
 						  8192 + 8 * (1 + rn(1 << 20));
 			break;
-		case 3: s.queue = 2 + rn(100); break;
+		case 3: s.context_id = chance(50) ? 0 : 100 + rn(100); break;
 		case 4: s.flags = 1 + rn(0xffff); break;
 		case 5: s.bo_ref_count = DRM_NPU_MAX_BO_REFS + 1 + rn(1000); break;
 		case 6: s.bo_refs = rnd_u64_edge() | 1; mutated = nrefs > 0; break;
@@ -929,18 +933,31 @@ static void op_submit_random(struct ffile *f, int uring)
 		case 10: s.reserved = rnd() | 1; break;
 		case 11: s.out_sync.flags = 1 + rn(7); s.out_sync.handle = s.out_sync.handle ?: 1; mutated = 0; break;
 		case 12: refs[0].access = chance(50) ? 0 : 4 + rn(100); mutated = nrefs > 0; break;
+		case 13:	/* an entry size below, odd or above the limits */
+			s.in_sync_size = chance(50) ? rn(16) : 4096 + 8 * (1 + rn(100));
+			s.in_syncs = (uintptr_t)in;
+			s.in_sync_count = 1;
+			break;
+		case 14:	/* a 64-bit offset past any buffer */
+			s.cmd_offset = ((uint64_t)(1 + rn(1 << 20)) << 32) | (rn(512) << 3);
+			break;
 		default: in[0].flags = 1; s.in_sync_count = s.in_sync_count ?: 0; mutated = 0; break;
 		}
 	}
 
 	if (uring && f->ring_ok && !in_child) {
-		struct drm_npu_uring_submit us = { .submit = (uintptr_t)&s };
+		struct drm_npu_uring_submit us = {
+			.submit = (uintptr_t)&s,
+			.submit_size = sizeof(s),
+		};
 		struct io_uring_sqe *sqe = io_uring_get_sqe(&f->ring);
 
 		if (!sqe)
 			return;
 		if (chance(10))
 			us.flags = 1 + rn(3);
+		if (chance(10))
+			us.submit_size = chance(50) ? rn(sizeof(s)) : rnd();
 		if (chance(5))
 			us.submit = rnd_u64_edge();
 		memset(sqe, 0, sizeof(*sqe));
@@ -958,12 +975,44 @@ static void op_submit_random(struct ffile *f, int uring)
 	ret = fuzz_ioctl(f->fd, DRM_IOCTL_NPU_SUBMIT, &s);
 	if (!ret) {
 		if (mutated)
-			finding("mutated SUBMIT succeeded (cmd_off %u size %u queue %u flags %x count %u refsz %u syncs %u reserved %llx)",
-				s.cmd_offset, s.cmd_size, s.queue, s.flags,
-				s.bo_ref_count, s.bo_ref_size, s.in_sync_count,
+			finding("mutated SUBMIT succeeded (cmd_off %llu size %u context %u flags %x count %u refsz %u syncs %u syncsz %u reserved %llx)",
+				(unsigned long long)s.cmd_offset, s.cmd_size,
+				s.context_id, s.flags, s.bo_ref_count,
+				s.bo_ref_size, s.in_sync_count, s.in_sync_size,
 				(unsigned long long)s.reserved);
 		after_submit(f, &s);
 	}
+}
+
+/*
+ * Contexts come and go; ids 1 and 2 (npu_open()'s, which the checked
+ * submits use) stay unless the file is forked off (shared).
+ */
+static void op_context(struct ffile *f)
+{
+	struct drm_npu_context_create c = { .priority = rn(4) };
+	struct drm_npu_context_destroy d = { .context_id = 3 + rn(40) };
+	int ret;
+
+	if (chance(50)) {
+		if (chance(5))
+			c.flags = 1 + rn(3);
+		if (chance(5))
+			c.pad = 1;
+		ret = fuzz_ioctl(f->fd, DRM_IOCTL_NPU_CONTEXT_CREATE, &c);
+		if (!ret && (c.flags || c.pad || c.priority > 2))
+			finding("CONTEXT_CREATE with flags %x pad %u priority %u succeeded",
+				c.flags, c.pad, c.priority);
+		if (!ret && c.context_id < 3)
+			finding("CONTEXT_CREATE gave id %u, already in use",
+				c.context_id);
+		return;
+	}
+	if (chance(5))
+		d.pad = 1;
+	ret = fuzz_ioctl(f->fd, DRM_IOCTL_NPU_CONTEXT_DESTROY, &d);
+	if (!ret && d.pad)
+		finding("CONTEXT_DESTROY with pad succeeded");
 }
 
 static void op_job_info(struct ffile *f)
@@ -975,12 +1024,10 @@ static void op_job_info(struct ffile *f)
 	if (chance(5))
 		i.flags = 1 + rn(10);
 	if (chance(5))
-		i.pad = 1;
-	if (chance(5))
 		i.reserved = 1;
 	ret = fuzz_ioctl(f->fd, DRM_IOCTL_NPU_JOB_INFO, &i);
-	if (!ret && (i.flags || i.pad || i.reserved))
-		finding("JOB_INFO with flags/pad/reserved succeeded");
+	if (!ret && (i.flags || i.reserved))
+		finding("JOB_INFO with flags/reserved succeeded");
 	if (!ret && i.state > DRM_NPU_JOB_CANCELED)
 		finding("JOB_INFO state %u", i.state);
 }
@@ -998,15 +1045,16 @@ static void op_job_wait(struct ffile *f)
 		}
 	w.job_id = f->njobs && chance(80) ? f->jobs[rn(f->njobs)] : rnd_u64_edge();
 	w.timeout_ns = chance(50) ? rn(2000000) : (int64_t)rnd_u64_edge();
-	w.flags = chance(90) ? DRM_NPU_JOB_WAIT_RELATIVE : rn(8);
-	if (!(w.flags & DRM_NPU_JOB_WAIT_RELATIVE) && w.timeout_ns > 0 && chance(90))
+	/* Absolute CLOCK_MONOTONIC times only; any flag is -EINVAL. */
+	w.flags = chance(90) ? 0 : rn(8);
+	if (w.timeout_ns > 0 && chance(90))
 		w.timeout_ns = npu_now_ns() + rn(2000000);
 	if (chance(5))
 		w.pad = 1;
 	if (chance(5))
 		w.state = rnd();
 	ret = fuzz_ioctl(f->fd, DRM_IOCTL_NPU_JOB_WAIT, &w);
-	if (!ret && (w.pad || (w.flags & ~DRM_NPU_JOB_WAIT_FLAGS)))
+	if (!ret && (w.pad || w.flags))
 		finding("JOB_WAIT with pad/flags %x succeeded", w.flags);
 }
 
@@ -1019,13 +1067,15 @@ static void op_raw_ioctl(struct ffile *f)
 {
 	static const unsigned int nrs[] = {
 		DRM_NPU_GET_PARAM, DRM_NPU_BO_INFO, DRM_NPU_JOB_INFO,
+		/* Version 1's SUBMIT and JOB_INFO. */
+		0x03, 0x04,
 	};
 	uint64_t buf[16];
 	unsigned int nr, size, dir, i;
 
 	for (i = 0; i < 16; i++)
 		buf[i] = chance(50) ? rn(64) : rnd();
-	nr = chance(70) ? nrs[rn(3)] : 0x06 + rn(0x3a);
+	nr = chance(70) ? nrs[rn(5)] : 0x0a + rn(0x36);
 	size = rn(sizeof(buf) + 1);
 	dir = rn(4);
 	fuzz_ioctl(f->fd, _IOC(dir, DRM_IOCTL_BASE, DRM_COMMAND_BASE + nr, size), buf);
@@ -1092,7 +1142,8 @@ static void one_op(void)
 	else if (r < 720)	op_submit_random(f, chance(40));
 	else if (r < 800)	op_job_info(f);
 	else if (r < 880)	op_job_wait(f);
-	else if (r < 930)	op_uring_reap(f);
+	else if (r < 910)	op_uring_reap(f);
+	else if (r < 930)	op_context(f);
 	else if (r < 975)	op_file(f);
 	else if (r < 985)	op_fork();
 	else			op_raw_ioctl(f);

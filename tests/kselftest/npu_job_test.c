@@ -415,7 +415,10 @@ static void hang_and_recover(struct __test_metadata *_metadata, bool boot_fail)
 	EXPECT_EQ(0, npu_syncobj_wait(a, sync, 0, WAIT_MS));
 	EXPECT_EQ(resets + 1, npu_param(b, DRM_NPU_PARAM_RESET_COUNT));
 
-	/* The guilty context is banned, the innocent one is not. */
+	/*
+	 * The guilty context is banned, the innocent file is not, and
+	 * neither is the guilty file's other context (queue 1).
+	 */
 	npu_cs_begin(&cs);
 	EXPECT_EQ(0, run_cs(a, &cs, 0, &cmd_a, 0));
 	{
@@ -423,6 +426,16 @@ static void hang_and_recover(struct __test_metadata *_metadata, bool boot_fail)
 
 		npu_submit_init(&s, cmd_a.handle, 16, 0);
 		EXPECT_EQ(-ECANCELED, npu_submit(a, &s));
+		npu_submit_init(&s, cmd_a.handle, 16, 1);
+		ASSERT_EQ(0, npu_submit(a, &s));
+		EXPECT_EQ(NPU_JOB_OK, wait_status(a, s.job_id, &info));
+		/* A new context of the guilty file starts clean. */
+		i = npu_context_new(a, DRM_NPU_CONTEXT_PRIORITY_HIGH);
+		ASSERT_LT(0, i);
+		npu_submit_init(&s, cmd_a.handle, 16, 0);
+		s.context_id = i;
+		ASSERT_EQ(0, npu_submit(a, &s));
+		EXPECT_EQ(NPU_JOB_OK, wait_status(a, s.job_id, &info));
 	}
 	npu_cs_fill(&cs, buf_b.va, 0x99, 8);
 	jb[0] = run_cs(b, &cs, 0, &cmd_b, 0);
@@ -1050,7 +1063,7 @@ TEST(job_wait_returns_the_status_when_the_job_ends)
 	id = run_cs(fd, &cs, 0, &cmd2, 0);
 	ASSERT_NE(0, id);
 	ASSERT_EQ(0, npu_job_wait_ioctl(fd, id, WAIT_MS * 1000000ll,
-					DRM_NPU_JOB_WAIT_RELATIVE, &w));
+					NPU_WAIT_RELATIVE, &w));
 	EXPECT_EQ(DRM_NPU_JOB_DONE, w.state);
 	EXPECT_EQ(NPU_JOB_ERR_MMU_UNMAPPED, w.status);
 	close(fd);
@@ -1096,7 +1109,7 @@ TEST_F(held, job_wait_times_out_with_etime_until_the_job_ends)
 	EXPECT_EQ(DRM_NPU_JOB_QUEUED, w.state);
 	t0 = npu_now_ns();
 	EXPECT_EQ(-ETIME, npu_job_wait_ioctl(self->fd, id, 200 * 1000000ll,
-					     DRM_NPU_JOB_WAIT_RELATIVE, &w));
+					     NPU_WAIT_RELATIVE, &w));
 	EXPECT_GE(npu_now_ns() - t0, 150 * 1000000ll);
 	EXPECT_EQ(-ETIME, npu_job_wait_ioctl(self->fd, id,
 					     npu_now_ns() + 100 * 1000000ll, 0, &w));
@@ -1104,10 +1117,127 @@ TEST_F(held, job_wait_times_out_with_etime_until_the_job_ends)
 
 	ASSERT_EQ(0, npu_pause_queues(0));
 	ASSERT_EQ(0, npu_job_wait_ioctl(self->fd, id, WAIT_MS * 1000000ll,
-					DRM_NPU_JOB_WAIT_RELATIVE, &w));
+					NPU_WAIT_RELATIVE, &w));
 	EXPECT_EQ(DRM_NPU_JOB_DONE, w.state);
 	EXPECT_EQ(NPU_JOB_OK, w.status);
 	EXPECT_EQ(0x2d, ((uint8_t *)buf.map)[63]);
+}
+
+static volatile sig_atomic_t npu_signals_seen;
+
+static void npu_count_signal(int sig)
+{
+	npu_signals_seen++;
+}
+
+/*
+ * JOB_WAIT takes an absolute CLOCK_MONOTONIC deadline only: a wait that
+ * signals interrupt (SA_RESTART: the kernel restarts it) still ends at
+ * its deadline. With version 1's relative timeouts every restart began
+ * the wait anew, so a wait interrupted more often than its timeout never
+ * ended.
+ */
+TEST_F(held, job_wait_restarted_by_signals_keeps_its_deadline)
+{
+	struct sigaction sa = { .sa_handler = npu_count_signal,
+				.sa_flags = SA_RESTART };
+	struct npu_bo cmd, buf;
+	struct drm_npu_job_wait w = { 0 };
+	struct npu_cs cs;
+	pid_t me = getpid(), pinger;
+	int ret, status;
+	uint64_t id;
+
+	if (self->fd < 0)
+		SKIP(return, "no device");
+	if (!need_debugfs())
+		SKIP(return, "no npu debugfs");
+	ASSERT_EQ(0, npu_bo_new(self->fd, 4096, 0, &cmd));
+	ASSERT_EQ(0, npu_bo_new(self->fd, 4096, 0, &buf));
+	ASSERT_EQ(0, npu_pause_queues(1));
+	npu_cs_begin(&cs);
+	npu_cs_fill(&cs, buf.va, 0x3e, 64);
+	id = run_cs(self->fd, &cs, 1, &cmd, 0);
+	ASSERT_NE(0, id);
+
+	ASSERT_EQ(0, sigaction(SIGUSR1, &sa, NULL));
+	npu_signals_seen = 0;
+	/* A signal every 20 ms, for at most 20 s. */
+	pinger = fork();
+	ASSERT_LE(0, pinger);
+	if (pinger == 0) {
+		int i;
+
+		for (i = 0; i < 1000; i++) {
+			usleep(20000);
+			if (kill(me, SIGUSR1))
+				break;
+		}
+		_exit(0);
+	}
+	w.job_id = id;
+	w.timeout_ns = npu_now_ns() + 300 * 1000000ll;
+	/* Raw ioctl(): a restart is the kernel's, not a retry here. */
+	ret = ioctl(self->fd, DRM_IOCTL_NPU_JOB_WAIT, &w) ? -errno : 0;
+	kill(pinger, SIGKILL);
+	waitpid(pinger, &status, 0);
+	signal(SIGUSR1, SIG_DFL);
+	EXPECT_EQ(-ETIME, ret);
+	EXPECT_EQ(DRM_NPU_JOB_QUEUED, w.state);
+	/* It was interrupted (and restarted) along the way. */
+	EXPECT_LT(0, npu_signals_seen);
+
+	ASSERT_EQ(0, npu_pause_queues(0));
+	ASSERT_EQ(0, npu_job_wait_ioctl(self->fd, id, WAIT_MS * 1000000ll,
+					NPU_WAIT_RELATIVE, &w));
+	EXPECT_EQ(NPU_JOB_OK, w.status);
+	npu_bo_free(self->fd, &buf);
+	npu_bo_free(self->fd, &cmd);
+}
+
+/*
+ * LOW and NORMAL contexts share hardware queue 1, LOW at a lower
+ * drm_sched priority: of two jobs waiting at the same time, the NORMAL
+ * one goes to the device first although the LOW one was submitted
+ * first. The queues are held while both are submitted.
+ */
+TEST_F(held, a_normal_context_runs_before_a_low_one)
+{
+	struct drm_npu_job_info lo_info, no_info;
+	struct drm_npu_submit s;
+	struct npu_bo cmd, buf;
+	struct npu_cs cs;
+	uint64_t lo_job, no_job;
+	int lo;
+
+	if (self->fd < 0)
+		SKIP(return, "no device");
+	if (!need_debugfs())
+		SKIP(return, "no npu debugfs");
+	lo = npu_context_new(self->fd, DRM_NPU_CONTEXT_PRIORITY_LOW);
+	ASSERT_LT(0, lo);
+	ASSERT_EQ(0, npu_bo_new(self->fd, 4096, 0, &cmd));
+	ASSERT_EQ(0, npu_bo_new(self->fd, 4096, 0, &buf));
+	npu_cs_begin(&cs);
+	npu_cs_fill(&cs, buf.va, 0x4f, 64);
+	ASSERT_EQ(0, npu_pause_queues(1));
+	npu_submit_init(&s, cmd.handle, npu_cs_store(&cs, &cmd, 0), 1);
+	s.context_id = lo;
+	ASSERT_EQ(0, npu_submit(self->fd, &s));
+	lo_job = s.job_id;
+	npu_submit_init(&s, cmd.handle, cs.len, 1);	/* NORMAL */
+	ASSERT_EQ(0, npu_submit(self->fd, &s));
+	no_job = s.job_id;
+	ASSERT_EQ(0, npu_pause_queues(0));
+	ASSERT_EQ(NPU_JOB_OK, wait_status(self->fd, lo_job, &lo_info));
+	ASSERT_EQ(NPU_JOB_OK, wait_status(self->fd, no_job, &no_info));
+	EXPECT_EQ(1, lo_info.queue);
+	EXPECT_EQ(1, no_info.queue);
+	EXPECT_EQ(lo, lo_info.context_id);
+	EXPECT_EQ(NPU_CTX_QUEUE1, no_info.context_id);
+	EXPECT_LT(no_info.start_ns, lo_info.start_ns);
+	npu_bo_free(self->fd, &buf);
+	npu_bo_free(self->fd, &cmd);
 }
 
 TEST_F(held, submit_beyond_the_queued_job_cap_is_ebusy)
@@ -1149,7 +1279,7 @@ TEST_F(held, submit_beyond_the_queued_job_cap_is_ebusy)
 	ASSERT_EQ(0, npu_pause_queues(0));
 	close(other);
 	ASSERT_EQ(0, npu_job_wait_ioctl(self->fd, last, WAIT_MS * 1000000ll,
-					DRM_NPU_JOB_WAIT_RELATIVE, &w));
+					NPU_WAIT_RELATIVE, &w));
 	EXPECT_EQ(NPU_JOB_OK, w.status);
 	/* Retired jobs free their slots. */
 	end = npu_now_ns() + WAIT_MS * 1000000ll;
@@ -1377,7 +1507,7 @@ TEST_F(held, queued_jobs_are_charged_to_the_submitters_memcg)
 
 	ASSERT_EQ(0, npu_pause_queues(0));
 	ASSERT_EQ(0, npu_job_wait_ioctl(self->fd, last, WAIT_MS * 1000000ll,
-					DRM_NPU_JOB_WAIT_RELATIVE, &w));
+					NPU_WAIT_RELATIVE, &w));
 	EXPECT_EQ(NPU_JOB_OK, w.status);
 	npu_bo_free(self->fd, &buf);
 	npu_bo_free(self->fd, &cmd);
@@ -1395,9 +1525,10 @@ static int drop_privileges(void)
 }
 
 /*
- * Queue 0 has strict priority: submitting to it needs CAP_SYS_NICE (or
- * DRM master), as panthor's high-priority groups do. An ordinary user
- * gets -EACCES there and can still use queue 1.
+ * Queue 0 (HIGH contexts) has strict priority: creating a HIGH context
+ * needs CAP_SYS_NICE (or DRM master), as panthor's high-priority groups
+ * do. An ordinary user gets -EACCES there and can still use queue 1
+ * through a LOW (or NORMAL) context.
  */
 TEST(unprivileged_submit_to_the_high_priority_queue_is_refused)
 {
@@ -1422,12 +1553,17 @@ TEST(unprivileged_submit_to_the_high_priority_queue_is_refused)
 	pid = fork();
 	ASSERT_GE(pid, 0);
 	if (pid == 0) {
+		int id;
+
 		if (drop_privileges())
 			_exit(10);
-		npu_submit_init(&s, cmd.handle, cs.len, 0);
-		if (npu_submit(fd, &s) != -EACCES)
+		if (npu_context_new(fd, DRM_NPU_CONTEXT_PRIORITY_HIGH) != -EACCES)
 			_exit(11);
+		id = npu_context_new(fd, DRM_NPU_CONTEXT_PRIORITY_LOW);
+		if (id <= 0)
+			_exit(12);
 		npu_submit_init(&s, cmd.handle, cs.len, 1);
+		s.context_id = id;
 		if (npu_submit(fd, &s))
 			_exit(12);
 		if (npu_job_wait(fd, s.job_id, WAIT_MS, &info) ||
@@ -1484,11 +1620,10 @@ TEST(a_queue0_flood_does_not_get_a_starved_queue1_job_banned)
 	if (pid == 0) {
 		if (drop_privileges())
 			_exit(10);
-		for (i = 0; i < 32; i++) {
-			npu_submit_init(&s, cmd_a.handle, len_a, 0);
-			if (npu_submit(a, &s) != -EACCES)
+		for (i = 0; i < 32; i++)
+			if (npu_context_new(a, DRM_NPU_CONTEXT_PRIORITY_HIGH) !=
+			    -EACCES)
 				_exit(11);
-		}
 		_exit(0);
 	}
 	ASSERT_EQ(pid, waitpid(pid, &status, 0));

@@ -24,13 +24,6 @@
 
 #define NPU_DEV_PATH	"/dev/accel/accel0"
 
-static inline int npu_open(void)
-{
-	const char *path = getenv("NPU_DEV");
-
-	return open(path ? path : NPU_DEV_PATH, O_RDWR | O_CLOEXEC);
-}
-
 /* ioctl that returns -errno, retrying on EINTR / EAGAIN. */
 static inline int npu_ioctl(int fd, unsigned long req, void *arg)
 {
@@ -40,6 +33,68 @@ static inline int npu_ioctl(int fd, unsigned long req, void *arg)
 		ret = ioctl(fd, req, arg);
 	} while (ret == -1 && (errno == EINTR || errno == EAGAIN));
 	return ret == -1 ? -errno : ret;
+}
+
+/* The device node, without contexts (no VA space either). */
+static inline int npu_open_bare(void)
+{
+	const char *path = getenv("NPU_DEV");
+
+	return open(path ? path : NPU_DEV_PATH, O_RDWR | O_CLOEXEC);
+}
+
+/* DRM_IOCTL_NPU_CONTEXT_CREATE: the id (> 0) or -errno. */
+static inline int npu_context_new(int fd, uint32_t priority)
+{
+	struct drm_npu_context_create c = { .priority = priority };
+	int ret = npu_ioctl(fd, DRM_IOCTL_NPU_CONTEXT_CREATE, &c);
+
+	return ret ? ret : (int)c.context_id;
+}
+
+static inline int npu_context_free(int fd, uint32_t id)
+{
+	struct drm_npu_context_destroy d = { .context_id = id };
+
+	return npu_ioctl(fd, DRM_IOCTL_NPU_CONTEXT_DESTROY, &d);
+}
+
+/*
+ * The contexts npu_open() creates, by the hardware queue of version 1
+ * they stand for: a file's first context gets id 1, its second id 2
+ * (the driver hands out the lowest free id).
+ */
+#define NPU_CTX_QUEUE0	1	/* DRM_NPU_CONTEXT_PRIORITY_HIGH, queue 0 */
+#define NPU_CTX_QUEUE1	2	/* DRM_NPU_CONTEXT_PRIORITY_NORMAL, queue 1 */
+#define NPU_CTX_FOR_QUEUE(q)	((q) ? NPU_CTX_QUEUE1 : NPU_CTX_QUEUE0)
+
+/*
+ * Give a freshly opened @fd the two contexts most tests use (npu_open()).
+ * Without the privilege for HIGH (an unprivileged caller) id 1 is a
+ * NORMAL context. Closes @fd and returns -1 (errno set) on failure.
+ */
+static inline int npu_with_contexts(int fd)
+{
+	int hi, lo;
+
+	if (fd < 0)
+		return fd;
+	hi = npu_context_new(fd, DRM_NPU_CONTEXT_PRIORITY_HIGH);
+	if (hi == -EACCES)
+		hi = npu_context_new(fd, DRM_NPU_CONTEXT_PRIORITY_NORMAL);
+	lo = npu_context_new(fd, DRM_NPU_CONTEXT_PRIORITY_NORMAL);
+	if (hi != NPU_CTX_QUEUE0 || lo != NPU_CTX_QUEUE1) {
+		/* No VA space left (EBUSY) or limits: as open() failing. */
+		close(fd);
+		errno = hi < 0 ? -hi : lo < 0 ? -lo : EPROTO;
+		return -1;
+	}
+	return fd;
+}
+
+static inline int npu_open(void)
+{
+	return npu_with_contexts(npu_open_bare());
 }
 
 static inline uint64_t npu_param(int fd, uint32_t param)
@@ -185,14 +240,16 @@ static inline uint32_t npu_cs_store(struct npu_cs *cs, struct npu_bo *cmd,
 
 /* ---- submit and wait ---- */
 
+/* A submit to the context npu_open() made for hardware queue @queue. */
 static inline void npu_submit_init(struct drm_npu_submit *s, uint32_t cmd,
 				   uint32_t size, uint32_t queue)
 {
 	memset(s, 0, sizeof(*s));
 	s->cmd_handle = cmd;
 	s->cmd_size = size;
-	s->queue = queue;
+	s->context_id = NPU_CTX_FOR_QUEUE(queue);
 	s->bo_ref_size = sizeof(struct drm_npu_bo_ref);
+	s->in_sync_size = sizeof(struct drm_npu_sync);
 }
 
 static inline int npu_submit(int fd, struct drm_npu_submit *s)
@@ -266,6 +323,13 @@ static inline int npu_job_wait(int fd, uint64_t id, int timeout_ms,
 	}
 }
 
+/*
+ * Not a kernel flag: npu_job_wait_ioctl() turns @timeout_ns into the
+ * absolute CLOCK_MONOTONIC time JOB_WAIT takes (version 2 has no
+ * relative timeouts).
+ */
+#define NPU_WAIT_RELATIVE	(1u << 31)
+
 /* DRM_IOCTL_NPU_JOB_WAIT; returns 0 / -errno, fills *w. */
 static inline int npu_job_wait_ioctl(int fd, uint64_t id, int64_t timeout_ns,
 				     uint32_t flags, struct drm_npu_job_wait *w)
@@ -273,6 +337,10 @@ static inline int npu_job_wait_ioctl(int fd, uint64_t id, int64_t timeout_ns,
 	memset(w, 0, sizeof(*w));
 	w->job_id = id;
 	w->timeout_ns = timeout_ns;
+	if (flags & NPU_WAIT_RELATIVE) {
+		flags &= ~NPU_WAIT_RELATIVE;
+		w->timeout_ns = timeout_ns > 0 ? npu_now_ns() + timeout_ns : 0;
+	}
 	w->flags = flags;
 	return npu_ioctl(fd, DRM_IOCTL_NPU_JOB_WAIT, w);
 }

@@ -5,6 +5,7 @@
  * status or -errno, CQE32 carries the job id.
  */
 #include <liburing.h>
+#include <stddef.h>
 #include <sys/wait.h>
 
 #include "npu_test.h"
@@ -15,7 +16,10 @@
 static void prep_submit(struct io_uring_sqe *sqe, int fd,
 			struct drm_npu_submit *s, uint64_t user_data)
 {
-	struct drm_npu_uring_submit us = { .submit = (uintptr_t)s };
+	struct drm_npu_uring_submit us = {
+		.submit = (uintptr_t)s,
+		.submit_size = sizeof(*s),
+	};
 
 	memset(sqe, 0, sizeof(*sqe));
 	sqe->opcode = IORING_OP_URING_CMD;
@@ -152,17 +156,25 @@ TEST_F(uring, invalid_commands_fail_with_errno)
 	prep_submit(sqe, self->fd, NULL, 1);
 	EXPECT_EQ(-EFAULT, one_cqe_res(&self->ring));
 
-	/* Non-zero flags / pad in the SQE command area. */
+	/* Non-zero flags in the SQE command area. */
 	sqe = io_uring_get_sqe(&self->ring);
 	prep_submit(sqe, self->fd, &s, 1);
 	us.submit = (uintptr_t)&s;
+	us.submit_size = sizeof(s);
 	us.flags = 1;
 	memcpy(sqe->cmd, &us, sizeof(us));
 	EXPECT_EQ(-EINVAL, one_cqe_res(&self->ring));
+
+	/* submit_size 0 (a version 1 SQE has its pad there) or huge. */
+	us.flags = 0;
+	us.submit_size = 0;
 	sqe = io_uring_get_sqe(&self->ring);
 	prep_submit(sqe, self->fd, &s, 1);
-	us.flags = 0;
-	us.pad = 1;
+	memcpy(sqe->cmd, &us, sizeof(us));
+	EXPECT_EQ(-EINVAL, one_cqe_res(&self->ring));
+	us.submit_size = 4096 + 8;
+	sqe = io_uring_get_sqe(&self->ring);
+	prep_submit(sqe, self->fd, &s, 1);
 	memcpy(sqe->cmd, &us, sizeof(us));
 	EXPECT_EQ(-EINVAL, one_cqe_res(&self->ring));
 
@@ -171,6 +183,47 @@ TEST_F(uring, invalid_commands_fail_with_errno)
 	prep_submit(sqe, self->fd, &s, 1);
 	sqe->cmd_op = 0x1234;
 	EXPECT_EQ(-EOPNOTSUPP, one_cqe_res(&self->ring));
+}
+
+/*
+ * submit_size lets the struct grow: a larger one with a zero tail is
+ * read, a non-zero tail is -E2BIG; a shorter one reads zero-extended
+ * (here: without the reserved field, so its job id is still written).
+ */
+TEST_F(uring, submit_size_reads_larger_and_shorter_structs)
+{
+	struct { struct drm_npu_submit s; uint64_t tail[2]; } big;
+	struct drm_npu_uring_submit us = { 0 };
+	struct io_uring_sqe *sqe;
+	int res;
+
+	npu_submit_init(&big.s, self->cmd.handle, self->empty_size, 1);
+	big.tail[0] = big.tail[1] = 0;
+	us.submit = (uintptr_t)&big;
+	us.submit_size = sizeof(big);
+	sqe = io_uring_get_sqe(&self->ring);
+	prep_submit(sqe, self->fd, &big.s, 1);
+	memcpy(sqe->cmd, &us, sizeof(us));
+	res = one_cqe_res(&self->ring);
+	EXPECT_EQ(NPU_JOB_OK, res);
+	EXPECT_NE(0, big.s.job_id);
+
+	npu_submit_init(&big.s, self->cmd.handle, self->empty_size, 1);
+	big.tail[1] = 1;
+	sqe = io_uring_get_sqe(&self->ring);
+	prep_submit(sqe, self->fd, &big.s, 1);
+	memcpy(sqe->cmd, &us, sizeof(us));
+	EXPECT_EQ(-E2BIG, one_cqe_res(&self->ring));
+	EXPECT_EQ(0, big.s.job_id);
+
+	npu_submit_init(&big.s, self->cmd.handle, self->empty_size, 1);
+	big.s.reserved = 0xdead;	/* past the size: not read */
+	us.submit_size = offsetof(struct drm_npu_submit, reserved);
+	sqe = io_uring_get_sqe(&self->ring);
+	prep_submit(sqe, self->fd, &big.s, 1);
+	memcpy(sqe->cmd, &us, sizeof(us));
+	EXPECT_EQ(NPU_JOB_OK, one_cqe_res(&self->ring));
+	EXPECT_NE(0, big.s.job_id);
 }
 
 TEST(exit_with_uring_jobs_in_flight_leaves_nothing_behind)

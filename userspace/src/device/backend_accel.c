@@ -35,6 +35,13 @@ struct accel_backend {
 	int ring_err;			/* errno of io_uring_queue_init */
 	pthread_mutex_t sq_lock;	/* io_uring submission side */
 	pthread_mutex_t cq_lock;	/* io_uring completion side */
+	/*
+	 * The kernel context per hardware queue the library's submits name:
+	 * queue 0 a HIGH context (made at its first use: it needs
+	 * CAP_SYS_NICE), queue 1 a NORMAL one. 0: not made yet.
+	 */
+	pthread_mutex_t ctx_lock;
+	uint32_t ctx[2];
 };
 
 /* What the kernel reads while an async job is in flight. */
@@ -65,6 +72,7 @@ bool npu_accel_find_node(char *path, size_t path_size)
 		if (fd < 0)
 			continue;
 		ver = drmGetVersion(fd);
+		/* Any major: accel_open() says which ones do not match. */
 		ours = ver && ver->name && !strcmp(ver->name, "npu");
 		drmFreeVersion(ver);
 		close(fd);
@@ -106,6 +114,7 @@ static npu_status accel_open(struct npu_device *dev,
 	dev->be = be;
 	pthread_mutex_init(&be->sq_lock, NULL);
 	pthread_mutex_init(&be->cq_lock, NULL);
+	pthread_mutex_init(&be->ctx_lock, NULL);
 	be->fd = open(path, O_RDWR | O_CLOEXEC);
 	if (be->fd < 0)
 		return npu_dev_error(dev, errno == ENOENT ? NPU_ERR_NOT_FOUND : NPU_ERR_IO,
@@ -117,6 +126,15 @@ static npu_status accel_open(struct npu_device *dev,
 		st = npu_dev_error(dev, NPU_ERR_NOT_FOUND,
 				   "%s is not an npu device (its driver is \"%s\")",
 				   path, ver && ver->name ? ver->name : "not DRM");
+		drmFreeVersion(ver);
+		return st;
+	}
+	if (ver->version_major != DRM_NPU_ABI_MAJOR) {
+		st = npu_dev_error(dev, NPU_ERR_UNSUPPORTED,
+				   "%s: the npu driver speaks uAPI version %d, this library version %d (update %s)",
+				   path, ver->version_major, DRM_NPU_ABI_MAJOR,
+				   ver->version_major < DRM_NPU_ABI_MAJOR ?
+				   "the kernel module" : "libnpu-user");
 		drmFreeVersion(ver);
 		return st;
 	}
@@ -145,7 +163,7 @@ static npu_status accel_open(struct npu_device *dev,
 	dev->info.sram_size = (uint32_t)v[DRM_NPU_PARAM_SRAM_SIZE];
 	dev->info.clock_mhz = (uint32_t)v[DRM_NPU_PARAM_CLOCK_MHZ];
 	dev->info.dma_bytes_per_cycle = (uint32_t)v[DRM_NPU_PARAM_DMA_BYTES_PER_CYCLE];
-	dev->info.context_id = (uint32_t)v[DRM_NPU_PARAM_CONTEXT_ID];
+	dev->info.context_id = (uint32_t)v[DRM_NPU_PARAM_VM_ID];
 	dev->info.va_start = v[DRM_NPU_PARAM_VA_START];
 	dev->info.va_end = v[DRM_NPU_PARAM_VA_END];
 
@@ -205,6 +223,39 @@ static void sweep_released(struct npu_device *dev)
 	pthread_mutex_unlock(&dev->lock);
 }
 
+/* The kernel context for hardware queue @queue, made at its first use. */
+static npu_status accel_context(struct npu_device *dev, uint32_t queue,
+				uint32_t *id)
+{
+	struct accel_backend *be = to_accel(dev);
+	struct drm_npu_context_create c = {
+		.priority = queue ? DRM_NPU_CONTEXT_PRIORITY_NORMAL :
+				    DRM_NPU_CONTEXT_PRIORITY_HIGH,
+	};
+	npu_status st = NPU_OK;
+
+	if (queue > 1)
+		return npu_dev_error(dev, NPU_ERR_INVALID_ARG,
+				     "queue %u: the device has queues 0 and 1", queue);
+	pthread_mutex_lock(&be->ctx_lock);
+	if (!be->ctx[queue]) {
+		if (drmIoctl(be->fd, DRM_IOCTL_NPU_CONTEXT_CREATE, &c))
+			st = npu_dev_error(dev, errno == EACCES ? NPU_ERR_UNSUPPORTED :
+					   errno == EBUSY || errno == EMFILE ? NPU_ERR_BUSY :
+					   NPU_ERR_DEVICE,
+					   "DRM_IOCTL_NPU_CONTEXT_CREATE (queue %u): %s%s",
+					   queue, strerror(errno),
+					   errno == EACCES ? " (queue 0 has strict priority: it needs CAP_SYS_NICE)" :
+					   errno == EMFILE ? " (this user holds the most device VA spaces the driver allows)" :
+					   errno == EBUSY ? " (all of the device's VA spaces are in use)" : "");
+		else
+			be->ctx[queue] = c.context_id;
+	}
+	*id = be->ctx[queue];
+	pthread_mutex_unlock(&be->ctx_lock);
+	return st;
+}
+
 static npu_status accel_submit(struct npu_device *dev, struct npu_job *job,
 			       const struct npu_submit *s)
 {
@@ -212,9 +263,14 @@ static npu_status accel_submit(struct npu_device *dev, struct npu_job *job,
 	struct accel_submit_blob *b;
 	struct io_uring_sqe *sqe;
 	unsigned int i;
+	uint32_t ctx = 0;
+	npu_status st;
 	int ret;
 
 	sweep_released(dev);
+	st = accel_context(dev, s->queue, &ctx);
+	if (st)
+		return st;
 	if (job->async && !be->ring_ok)
 		return npu_dev_error(dev, NPU_ERR_UNSUPPORTED,
 				     "io_uring is unavailable (%s): use blocking submits",
@@ -235,13 +291,14 @@ static npu_status accel_submit(struct npu_device *dev, struct npu_job *job,
 	for (i = 0; i < s->num_deps; i++)
 		b->in_syncs[i].handle = s->deps[i]->syncobj;
 	b->submit.cmd_handle = s->cmd->handle;
-	b->submit.cmd_offset = (uint32_t)s->cmd_offset;
+	b->submit.cmd_offset = s->cmd_offset;
 	b->submit.cmd_size = (uint32_t)s->cmd_size;
-	b->submit.queue = s->queue;
+	b->submit.context_id = ctx;
 	b->submit.bo_ref_count = s->num_buffers;
 	b->submit.bo_refs = (uintptr_t)b->refs;
 	b->submit.bo_ref_size = sizeof(b->refs[0]);
 	b->submit.in_sync_count = s->num_deps;
+	b->submit.in_sync_size = sizeof(b->in_syncs[0]);
 	b->submit.in_syncs = (uintptr_t)b->in_syncs;
 	b->submit.out_sync.handle = job->syncobj;
 
@@ -250,12 +307,13 @@ static npu_status accel_submit(struct npu_device *dev, struct npu_job *job,
 			return npu_dev_error(dev, errno == ECANCELED ? NPU_ERR_DEVICE :
 					     errno == EINVAL ? NPU_ERR_INVALID_ARG : NPU_ERR_DEVICE,
 					     "DRM_IOCTL_NPU_SUBMIT: %s%s", strerror(errno),
-					     errno == ECANCELED ? " (this context was banned after a device hang: reopen the device)" : "");
+					     errno == ECANCELED ? " (this queue's context was banned after a device hang: reopen the device)" : "");
 		job->kernel_job_id = b->submit.job_id;
 		job->result.job_id = b->submit.job_id;
 		return NPU_OK;
 	}
 	b->usub.submit = (uintptr_t)&b->submit;
+	b->usub.submit_size = sizeof(b->submit);
 	pthread_mutex_lock(&be->sq_lock);
 	sqe = io_uring_get_sqe(&be->ring);
 	if (!sqe) {
@@ -453,6 +511,7 @@ static void accel_release(struct npu_device *dev)
 	be->fd = -1;
 	pthread_mutex_destroy(&be->sq_lock);
 	pthread_mutex_destroy(&be->cq_lock);
+	pthread_mutex_destroy(&be->ctx_lock);
 }
 
 /* ---- Buffers ---- */
