@@ -7,8 +7,8 @@
  * fixed widths ("buckets") that holds it, so that an NPU compiles one plan
  * per bucket. On an NPU device both models run int8, calibrated on a
  * directory of PNG images: det on the images, preprocessed exactly as
- * inference preprocesses them, and every bucket's rec, when first needed,
- * on the crops det finds in them.
+ * inference preprocesses them, rec on the crops det finds in them; each
+ * bucket's plan, compiled when first needed, uses those ranges.
  *
  *   npu-ocr [options] [--json] IMAGE.png...   (npu-ocr --help lists them)
  *
@@ -36,11 +36,12 @@
 
 #define MAX_BOXES 256
 #define MAX_CALIB 1000
-#define MAX_CALIB_CROPS 64	/* rec calibration samples per bucket */
+#define MAX_CALIB_CROPS 32
+#define DET_PAD_NPU 128	/* NPU devices: det input sides, multiples of this */	/* rec calibration samples per bucket */
 #define MAX_BUCKETS 16
 #define REC_H 48
 #define DEFAULT_BUCKETS "160,320,480,640,960,1280,1920"
-#define DEFAULT_SPACE_THRESH 0.004
+#define DEFAULT_SPACE_THRESH 0.008
 #define DEFAULT_MAX_PIXELS 64000000LL	/* 8000 x 8000 */
 
 struct options {
@@ -56,11 +57,9 @@ struct options {
 	bool json;
 };
 
-/* One rec width: on NPU devices a model of its own, calibrated for it. */
+/* One rec input width: a plan of its own (static shapes for NPUs). */
 struct bucket {
 	int width;
-	struct npu_model *model;
-	struct npu_session *session;
 };
 
 /* A rec calibration sample: a crop at height REC_H, its own width. */
@@ -72,14 +71,13 @@ struct calib_crop {
 struct ocr {
 	const struct options *o;
 	struct npu_engine *eng;
-	struct npu_model *det, *rec;	/* rec: the CPU's one model for every bucket */
+	struct npu_model *det, *rec;	/* rec: one model, a plan per bucket */
 	struct npu_session *det_s, *rec_s;
 	struct det_resize resize;
 	struct db_opts db;
+	bool npu;		/* an NPU device: static shapes matter */
 	struct bucket buckets[MAX_BUCKETS];
 	int num_buckets;
-	struct calib_crop *crops;
-	int num_crops;
 	char tmp_dir[4096];	/* NPU devices: where calibration samples go */
 	char **keys;		/* keys[0] = blank */
 	int num_keys;
@@ -116,7 +114,7 @@ static void usage(FILE *out)
 		"  --precision P         NPU devices: int16 runs every node with an int16 form\n"
 		"                        in the 16x8 mode (int16 activations), det and rec\n"
 		"  --save-calib DIR      keep the preprocessed calibration samples in DIR/det\n"
-		"                        and DIR/rec-WIDTH (.npy; e.g. for npu compile --calib-dir)\n"
+		"                        and DIR/rec (.npy; e.g. for npu compile --calib-dir)\n"
 		"  --rec-widths LIST     rec input widths at height 48, ascending (default\n"
 		"                        " DEFAULT_BUCKETS "): a crop goes into the narrowest\n"
 		"                        that holds it, wider ones are squeezed into the last\n"
@@ -126,7 +124,7 @@ static void usage(FILE *out)
 		"  --det-min-side N      max: first scale up so the short side >= N (64)\n"
 		"  --drop-score S        drop text read with a mean probability < S (0.5)\n"
 		"  --space-thresh P      between two characters, read a space where the\n"
-		"                        space class reached P in the blank steps (0.004;\n"
+		"                        space class reached P in the blank steps (0.008;\n"
 		"                        1: only where it wins the argmax, as PaddleOCR)\n"
 		"  --max-pixels N        refuse images of more pixels (default 64000000)\n"
 		"  --json                one JSON object per image\n");
@@ -386,7 +384,14 @@ static int load_model(struct ocr *r, const char *path, const char *calib, size_t
 static int load_image(struct ocr *r, const char *path, struct rgb_image *img, char *err,
 		      size_t err_size)
 {
-	return rgb_image_load_png_limit(path, img, r->o->max_pixels, err, err_size);
+	int rc = rgb_image_load_png_limit(path, img, r->o->max_pixels, err, err_size);
+
+	if (rc && strstr(err, "above the limit")) {
+		size_t n = strlen(err);
+
+		snprintf(err + n, err_size - n, " (--max-pixels)");
+	}
+	return rc;
 }
 
 /* Detection: the boxes of one image in reading order, or -1. */
@@ -394,22 +399,27 @@ static int detect(struct ocr *r, const struct rgb_image *img, struct quad *boxes
 {
 	struct npu_host_tensor in = { .dtype = NPU_TYPE_FLOAT, .rank = 4 };
 	struct npu_host_tensor prob;
-	int w, h, count;
+	int w, h, pw, ph, count;
 	size_t n;
 	float *x;
 
 	det_input_size(&r->resize, img->width, img->height, &w, &h);
-	n = (size_t)3 * w * h;
+	/* NPU devices compile a plan per input shape: pad up to a multiple of
+	 * DET_PAD_NPU (zeros, the mean colour, where DB finds no text) so that
+	 * images of similar sizes share one. */
+	pw = r->npu ? (w + DET_PAD_NPU - 1) / DET_PAD_NPU * DET_PAD_NPU : w;
+	ph = r->npu ? (h + DET_PAD_NPU - 1) / DET_PAD_NPU * DET_PAD_NPU : h;
+	n = (size_t)3 * pw * ph;
 	x = malloc(n * sizeof(float));
 	if (!x) {
 		fprintf(stderr, "npu-ocr: out of memory for a %dx%d detection input\n", w, h);
 		return -1;
 	}
-	det_input(img, w, h, w, h, x);
+	det_input(img, w, h, pw, ph, x);
 	in.dims[0] = 1;
 	in.dims[1] = 3;
-	in.dims[2] = h;
-	in.dims[3] = w;
+	in.dims[2] = ph;
+	in.dims[3] = pw;
 	in.data = x;
 	in.nbytes = n * sizeof(float);
 	if (npu_session_run(r->det_s, &in, 1) != NPU_OK ||
@@ -420,14 +430,19 @@ static int detect(struct ocr *r, const struct rgb_image *img, struct quad *boxes
 	}
 	free(x);
 	if (prob.dtype != NPU_TYPE_FLOAT || prob.rank != 4 || prob.dims[1] != 1 ||
-	    prob.dims[2] != h || prob.dims[3] != w) {
-		fprintf(stderr, "npu-ocr: detection output is not a 1x1x%dx%d float map\n", h, w);
+	    prob.dims[2] != ph || prob.dims[3] != pw) {
+		fprintf(stderr, "npu-ocr: detection output is not a 1x1x%dx%d float map\n", ph, pw);
 		return -1;
 	}
-	count = db_boxes(prob.data, w, h, w, h, &r->db, img->width, img->height, boxes, MAX_BOXES);
+	count = db_boxes(prob.data, pw, ph, w, h, &r->db, img->width, img->height, boxes, MAX_BOXES);
 	if (count < 0)
 		fprintf(stderr, "npu-ocr: out of memory in detection post-processing\n");
 	return count;
+}
+
+static int cmp_int(const void *a, const void *b)
+{
+	return *(const int *)a - *(const int *)b;
 }
 
 /* The narrowest bucket that holds 'width', else the widest. */
@@ -459,31 +474,40 @@ static void remove_dir(const char *dir)
 }
 
 /*
- * An NPU bucket's rec model, made on first use: calibrated on every
- * calibration crop as this width reads it (padded, or squeezed when
- * wider), and its plan compiled now, once.
+ * NPU devices: rec calibrated once, on every calibration crop as the
+ * bucket that holds the median crop reads it (padded, or squeezed when
+ * wider). Activation ranges belong to the model, by tensor, and every
+ * bucket's plan uses them: rec's layers see the same values per column
+ * whatever the width, so one calibration serves all widths, and each
+ * bucket costs one compilation on first use.
  */
-static int bucket_open(struct ocr *r, struct bucket *b)
+static int calibrate_rec(struct ocr *r, const struct calib_crop *crops, int num_crops)
 {
-	struct npu_host_tensor shape = { .dtype = NPU_TYPE_FLOAT, .rank = 4,
-					 .dims = { 1, 3, REC_H, b->width } };
-	size_t plane = (size_t)REC_H * b->width;
+	struct npu_host_tensor shape = { .dtype = NPU_TYPE_FLOAT, .rank = 4 };
+	int *widths = malloc(sizeof(int) * (size_t)num_crops);
 	char dir[4200], path[4400];
 	struct npu_plan *plan;
-	float *x = malloc(sizeof(float) * 3 * plane);
-	int i, c, y, k, rc = -1;
+	float *x = NULL;
+	int i, c, y, k, rc = -1, width;
+	size_t plane;
 
-	if (!x)
+	if (!widths)
 		return -1;
-	snprintf(dir, sizeof(dir), "%s/rec-%d", r->tmp_dir, b->width);
-	if (mkdir(dir, 0700) && errno != EEXIST) {
-		fprintf(stderr, "npu-ocr: %s: %s\n", dir, strerror(errno));
+	for (i = 0; i < num_crops; i++)
+		widths[i] = crops[i].width;
+	qsort(widths, (size_t)num_crops, sizeof(int), cmp_int);
+	width = bucket_for(r, widths[num_crops / 2])->width;
+	plane = (size_t)REC_H * width;
+	x = malloc(sizeof(float) * 3 * plane);
+	snprintf(dir, sizeof(dir), "%s/rec", r->tmp_dir);
+	if (!x || (mkdir(dir, 0700) && errno != EEXIST)) {
+		fprintf(stderr, "npu-ocr: %s: %s\n", dir, x ? strerror(errno) : "out of memory");
 		goto out;
 	}
-	for (i = 0; i < r->num_crops; i++) {
-		const struct calib_crop *cc = &r->crops[i];
+	for (i = 0; i < num_crops; i++) {
+		const struct calib_crop *cc = &crops[i];
 		size_t src_plane = (size_t)REC_H * cc->width;
-		int w = cc->width < b->width ? cc->width : b->width;
+		int w = cc->width < width ? cc->width : width;
 
 		memset(x, 0, sizeof(float) * 3 * plane);
 		for (c = 0; c < 3; c++)
@@ -496,28 +520,32 @@ static int bucket_open(struct ocr *r, struct bucket *b)
 					double f = sx - x0 < 0 ? 0 : sx - x0;
 					const float *row = cc->nchw + c * src_plane + (size_t)y * cc->width;
 
-					x[c * plane + (size_t)y * b->width + k] =
+					x[c * plane + (size_t)y * width + k] =
 						(float)((1 - f) * row[x0] + f * row[x1]);
 				}
 		snprintf(path, sizeof(path), "%s/%06d.npy", dir, i);
-		if (write_npy(path, x, 3, REC_H, b->width))
+		if (write_npy(path, x, 3, REC_H, width))
 			goto out;
 	}
-	if (load_model(r, r->o->rec, dir, 0, &b->model, &b->session))
+	if (load_model(r, r->o->rec, dir, (size_t)r->num_buckets + 2, &r->rec, &r->rec_s))
 		goto out;
-	if (npu_model_get_plan(b->model, &shape, 1, &plan) != NPU_OK) {
-		fprintf(stderr, "npu-ocr: %s at 1x3x%dx%d: %s\n", r->o->rec, REC_H, b->width,
+	shape.dims[0] = 1;
+	shape.dims[1] = 3;
+	shape.dims[2] = REC_H;
+	shape.dims[3] = width;
+	if (npu_model_get_plan(r->rec, &shape, 1, &plan) != NPU_OK) {
+		fprintf(stderr, "npu-ocr: %s at 1x3x%dx%d: %s\n", r->o->rec, REC_H, width,
 			npu_last_error());
 		goto out;
 	}
 	npu_plan_release(plan);
 	if (!r->o->json)
-		fprintf(stderr, "npu-ocr: calibrated rec at width %d on %d crops\n", b->width,
-			r->num_crops);
+		fprintf(stderr, "npu-ocr: calibrated rec on %d crops at width %d\n", num_crops, width);
 	rc = 0;
 out:
 	if (!r->o->save_calib)
 		remove_dir(dir);
+	free(widths);
 	free(x);
 	return rc;
 }
@@ -560,7 +588,6 @@ static int recognize(struct ocr *r, const struct rgb_image *img, struct line *l)
 {
 	struct npu_host_tensor in = { .dtype = NPU_TYPE_FLOAT, .rank = 4 };
 	struct npu_host_tensor out;
-	struct npu_session *s = r->rec_s;
 	struct crop c;
 	struct bucket *b;
 	const float *p;
@@ -573,11 +600,6 @@ static int recognize(struct ocr *r, const struct rgb_image *img, struct line *l)
 	crop_of(&l->q, &c);
 	width = crop_rec_width(&c, REC_H);
 	b = bucket_for(r, width);
-	if (!r->rec) {
-		if (!b->model && bucket_open(r, b))
-			return -1;
-		s = b->session;
-	}
 	rec_input(img, &c, REC_H, width, b->width, r->rec_x);
 	in.dims[0] = 1;
 	in.dims[1] = 3;
@@ -585,7 +607,8 @@ static int recognize(struct ocr *r, const struct rgb_image *img, struct line *l)
 	in.dims[3] = b->width;
 	in.data = r->rec_x;
 	in.nbytes = sizeof(float) * 3 * REC_H * (size_t)b->width;
-	if (npu_session_run(s, &in, 1) != NPU_OK || npu_session_output(s, 0, &out) != NPU_OK) {
+	if (npu_session_run(r->rec_s, &in, 1) != NPU_OK ||
+	    npu_session_output(r->rec_s, 0, &out) != NPU_OK) {
 		fprintf(stderr, "npu-ocr: recognition: %s\n", npu_last_error());
 		return -1;
 	}
@@ -610,7 +633,8 @@ static int recognize(struct ocr *r, const struct rgb_image *img, struct line *l)
 			size_t n = strlen(str);
 
 			/* A word gap the argmax read as blank: the space class
-			 * rises there (to ~0.1) and stays ~0 inside words. */
+			 * rises there (0.01..0.2) and stays ~0 inside words;
+			 * 0.008 is 2 steps of an int8 softmax output (1/255). */
 			if (len && l->text[len - 1] != ' ' && best != space &&
 			    gap_space >= r->o->space_thresh && len + 1 < sizeof(l->text)) {
 				l->text[len++] = ' ';
@@ -705,6 +729,8 @@ static int calibrate(struct ocr *r, const char *dir)
 	char *names[MAX_CALIB];
 	struct quad *boxes = malloc(sizeof(*boxes) * MAX_BOXES);
 	int n = 0, i, j, w = 0, h = 0, rc = -1, max_w = r->buckets[r->num_buckets - 1].width;
+	struct calib_crop *crops = NULL;
+	int num_crops = 0;
 	float *x = NULL;
 	DIR *d = opendir(dir);
 	struct dirent *e;
@@ -762,6 +788,8 @@ static int calibrate(struct ocr *r, const char *dir)
 		w = iw > w ? iw : w;
 		h = ih > h ? ih : h;
 	}
+	w = (w + DET_PAD_NPU - 1) / DET_PAD_NPU * DET_PAD_NPU;	/* as detect() pads */
+	h = (h + DET_PAD_NPU - 1) / DET_PAD_NPU * DET_PAD_NPU;
 	x = malloc(sizeof(float) * 3 * (size_t)w * h);
 	if (!x)
 		goto out;
@@ -796,8 +824,8 @@ static int calibrate(struct ocr *r, const char *dir)
 		}
 		npu_plan_release(plan);
 	}
-	r->crops = calloc(MAX_CALIB_CROPS, sizeof(*r->crops));
-	for (i = 0; r->crops && i < n && r->num_crops < MAX_CALIB_CROPS; i++) {
+	crops = calloc(MAX_CALIB_CROPS, sizeof(*crops));
+	for (i = 0; crops && i < n && num_crops < MAX_CALIB_CROPS; i++) {
 		struct rgb_image img = { 0 };
 		char err[512];
 		int count;
@@ -806,8 +834,8 @@ static int calibrate(struct ocr *r, const char *dir)
 		if (load_image(r, path, &img, err, sizeof(err)))
 			goto out;
 		count = detect(r, &img, boxes);
-		for (j = 0; j < count && r->num_crops < MAX_CALIB_CROPS; j++) {
-			struct calib_crop *cc = &r->crops[r->num_crops];
+		for (j = 0; j < count && num_crops < MAX_CALIB_CROPS; j++) {
+			struct calib_crop *cc = &crops[num_crops];
 			struct crop c;
 
 			crop_of(&boxes[j], &c);
@@ -819,25 +847,27 @@ static int calibrate(struct ocr *r, const char *dir)
 				goto out;
 			}
 			rec_input(&img, &c, REC_H, cc->width, cc->width, cc->nchw);
-			r->num_crops++;
+			num_crops++;
 		}
 		rgb_image_free(&img);
 		if (count < 0)
 			goto out;
 	}
-	if (!r->num_crops) {
+	if (!num_crops) {
 		fprintf(stderr, "npu-ocr: --calib-dir %s: detection found no text to calibrate recognition on\n", dir);
 		goto out;
 	}
 	if (!r->o->json)
-		fprintf(stderr, "npu-ocr: calibrated det on %d images (%dx%d); %d crops for rec\n",
-			n, w, h, r->num_crops);
-	rc = 0;
+		fprintf(stderr, "npu-ocr: calibrated det on %d images (%dx%d)\n", n, w, h);
+	rc = calibrate_rec(r, crops, num_crops);
 out:
 	if (!r->o->save_calib && r->tmp_dir[0])
 		remove_dir(det_dir);
 	free(x);
 	free(boxes);
+	for (i = 0; i < num_crops; i++)
+		free(crops[i].nchw);
+	free(crops);
 	for (i = 0; i < n; i++)
 		free(names[i]);
 	return rc;
@@ -900,6 +930,7 @@ int main(int argc, char **argv)
 	r.resize.limit_min = !strcmp(o.det_limit_type, "min");
 	r.resize.min_side = o.det_min_side;
 	db_opts_default(&r.db);
+	r.npu = strcmp(o.device, "cpu") != 0;
 	if (parse_buckets(&r, o.rec_widths))
 		goto out;
 	if (!o.det)
@@ -941,15 +972,8 @@ out:
 	npu_session_destroy(r.rec_s);
 	npu_model_destroy(r.det);
 	npu_model_destroy(r.rec);
-	for (i = 0; i < r.num_buckets; i++) {
-		npu_session_destroy(r.buckets[i].session);
-		npu_model_destroy(r.buckets[i].model);
-	}
 	if (r.eng)
 		npu_engine_destroy(r.eng);
-	for (i = 0; i < r.num_crops; i++)
-		free(r.crops[i].nchw);
-	free(r.crops);
 	if (r.tmp_dir[0] && !o.save_calib)
 		rmdir(r.tmp_dir);
 	for (i = 0; i < r.num_keys; i++)
