@@ -54,7 +54,7 @@ struct options {
 	int det_limit_side, det_min_side;
 	double drop_score, space_thresh;
 	long long max_pixels;
-	bool json;
+	bool json, latin_fixes;
 };
 
 /* One rec input width: a plan of its own (static shapes for NPUs). */
@@ -84,9 +84,11 @@ struct ocr {
 	float *rec_x;		/* one rec input of the widest bucket */
 };
 
+#define LINE_TEXT 1024
+
 struct line {
 	struct quad q;
-	char text[1024];
+	char text[LINE_TEXT];
 	float score;
 };
 
@@ -98,7 +100,8 @@ static void usage(FILE *out)
 		"               [--accuracy-target COS] [--bias-correction on|off]\n"
 		"               [--precision int8|int16] [--rec-widths W,W,...]\n"
 		"               [--det-limit-side N] [--det-limit-type max|min] [--det-min-side N]\n"
-		"               [--drop-score S] [--space-thresh P] [--max-pixels N]\n"
+		"               [--drop-score S] [--space-thresh P] [--latin-fixes on|off]\n"
+		"               [--max-pixels N]\n"
 		"               [--json] IMAGE.png...\n"
 		"  --det, --rec, --dict  PP-OCRv4 models and dictionary (default: the ones\n"
 		"                        tools/fetch-models caches, or $NPU_OCR_MODELS/...)\n"
@@ -126,6 +129,8 @@ static void usage(FILE *out)
 		"  --space-thresh P      between two characters, read a space where the\n"
 		"                        space class reached P in the blank steps (0.008;\n"
 		"                        1: only where it wins the argmax, as PaddleOCR)\n"
+		"  --latin-fixes on|off  on (default): a 0 among letters is O, an O among\n"
+		"                        digits 0, a space after a letter's comma or colon\n"
 		"  --max-pixels N        refuse images of more pixels (default 64000000)\n"
 		"  --json                one JSON object per image\n");
 }
@@ -160,7 +165,7 @@ static int parse_number(const char *opt, const char *v, double lo, double hi, do
 
 static int parse_args(int argc, char **argv, struct options *o)
 {
-	const char *limit_side = NULL, *min_side = NULL, *drop_score = NULL, *max_pixels = NULL, *space = NULL;
+	const char *limit_side = NULL, *min_side = NULL, *latin = NULL, *drop_score = NULL, *max_pixels = NULL, *space = NULL;
 	double d;
 	int i;
 
@@ -194,6 +199,7 @@ static int parse_args(int argc, char **argv, struct options *o)
 				   !strcmp(a, "--det-min-side") ? &min_side :
 				   !strcmp(a, "--drop-score") ? &drop_score :
 				   !strcmp(a, "--space-thresh") ? &space :
+				   !strcmp(a, "--latin-fixes") ? &latin :
 				   !strcmp(a, "--max-pixels") ? &max_pixels : NULL;
 
 		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
@@ -254,6 +260,11 @@ static int parse_args(int argc, char **argv, struct options *o)
 		if (parse_number("--drop-score", drop_score, 0, 1, &d))
 			return -1;
 		o->drop_score = d;
+	}
+	o->latin_fixes = !latin || !strcmp(latin, "on");
+	if (latin && strcmp(latin, "on") && strcmp(latin, "off")) {
+		fprintf(stderr, "npu-ocr: --latin-fixes '%s': expected on or off\n", latin);
+		return -1;
 	}
 	if (space) {
 		if (parse_number("--space-thresh", space, 0, 1, &d))
@@ -581,6 +592,72 @@ static void ascii_fullwidth(char *s)
 	*w = 0;
 }
 
+static bool is_alpha(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+}
+
+static bool is_digit(char c)
+{
+	return c >= '0' && c <= '9';
+}
+
+/*
+ * Latin text's two commonest misreadings by the Chinese model, fixed by
+ * the characters around them: a 0 in a run of letters with no other digit
+ * is the letter O ("ST0P", "p0stcode"; lower case when its neighbours are,
+ * upper case at the start of a word), an O in a run of digits is 0
+ * ("2O19"); and a comma, semicolon or colon right after a letter and
+ * before a letter or digit lost its space ("window,88607"; "1,234" and
+ * "10:30" are digits on both sides and stay).
+ */
+static void latin_fixes(char *s)
+{
+	char out[LINE_TEXT];
+	size_t n = strlen(s), i, j, k, w = 0;
+
+	for (i = 0; i < n; i = j) {
+		size_t letters = 0, digits = 0, zeros = 0, ohs = 0;
+		bool upper;
+
+		for (j = i; j < n && (is_alpha(s[j]) || is_digit(s[j])); j++) {
+			letters += is_alpha(s[j]);
+			digits += is_digit(s[j]);
+			zeros += s[j] == '0';
+			ohs += s[j] == 'O' || s[j] == 'o';
+		}
+		if (j == i) {
+			j = i + 1;
+			continue;
+		}
+		if (letters && zeros && zeros == digits) {
+			for (k = i; k < j; k++) {
+				if (s[k] != '0')
+					continue;
+				/* upper case at a word's start, else as the next (at
+				 * the end: the previous) letter, lower after a lower-case one */
+				upper = k == i || (k + 1 < j ? s[k + 1] >= 'A' && s[k + 1] <= 'Z' :
+						   s[k - 1] >= 'A' && s[k - 1] <= 'Z');
+				if (k > i && s[k - 1] >= 'a' && s[k - 1] <= 'z')
+					upper = false;
+				s[k] = upper ? 'O' : 'o';
+			}
+		} else if (digits && ohs && ohs == letters && digits >= 2) {
+			for (k = i; k < j; k++)
+				if (s[k] == 'O' || s[k] == 'o')
+					s[k] = '0';
+		}
+	}
+	for (i = 0; i < n && w + 2 < sizeof(out); i++) {
+		out[w++] = s[i];
+		if ((s[i] == ',' || s[i] == ';' || s[i] == ':') && i > 0 && is_alpha(s[i - 1]) &&
+		    i + 1 < n && (is_alpha(s[i + 1]) || is_digit(s[i + 1])))
+			out[w++] = ' ';
+	}
+	out[w] = 0;
+	memcpy(s, out, w + 1);
+}
+
 /* Recognition + CTC greedy decoding (CTCLabelDecode): argmax per step,
  * repeats merged, blanks dropped; the score is the mean probability of the
  * kept steps. */
@@ -653,6 +730,8 @@ static int recognize(struct ocr *r, const struct rgb_image *img, struct line *l)
 		prev = (int)best;
 	}
 	ascii_fullwidth(l->text);
+	if (r->o->latin_fixes)
+		latin_fixes(l->text);
 	/* The dictionary's space class lands at a crop's edges: not text. */
 	len = strlen(l->text);
 	while (len && l->text[len - 1] == ' ')
