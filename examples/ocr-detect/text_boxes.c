@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "text_boxes.h"
 
+#include <errno.h>
 #include <math.h>
 #include <png.h>
 #include <stdint.h>
@@ -122,13 +123,54 @@ float text_box_iou(const struct text_box *a, const struct text_box *b)
 int rgb_image_load_png(const char *path, struct rgb_image *img, char *err,
 		       size_t err_size)
 {
+	return rgb_image_load_png_limit(path, img, 0, err, err_size);
+}
+
+int rgb_image_load_png_limit(const char *path, struct rgb_image *img, long long max_pixels,
+			     char *err, size_t err_size)
+{
+	static const unsigned char sig[8] = { 0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n' };
+	/* Transparent pixels show the page they would be printed on. */
+	const png_color white = { 255, 255, 255 };
+	unsigned char head[8];
 	png_image png;
+	size_t got;
+	FILE *f;
 
 	memset(&png, 0, sizeof(png));
 	memset(img, 0, sizeof(*img));
+	/* libpng's own messages ("Read Error") name neither the file nor the
+	 * problem: look at the file first. */
+	f = fopen(path, "rb");
+	if (!f) {
+		snprintf(err, err_size, "%s: %s", path, strerror(errno));
+		return -1;
+	}
+	got = fread(head, 1, sizeof(head), f);
+	if (got == 0) {
+		fclose(f);
+		snprintf(err, err_size, "%s: empty file, not a PNG image", path);
+		return -1;
+	}
+	if (got < sizeof(head) || memcmp(head, sig, sizeof(sig))) {
+		fclose(f);
+		snprintf(err, err_size, "%s: not a PNG image (no PNG signature)", path);
+		return -1;
+	}
+	rewind(f);
 	png.version = PNG_IMAGE_VERSION;
-	if (!png_image_begin_read_from_file(&png, path)) {
-		snprintf(err, err_size, "%s: %s", path, png.message);
+	if (!png_image_begin_read_from_stdio(&png, f)) {
+		fclose(f);
+		snprintf(err, err_size, "%s: corrupt or truncated PNG header (libpng: %s)", path,
+			 png.message);
+		return -1;
+	}
+	if (png.width == 0 || png.height == 0 ||
+	    (max_pixels > 0 && (long long)png.width * png.height > max_pixels)) {
+		snprintf(err, err_size, "%s: %ux%u pixels is above the limit of %lld pixels", path,
+			 png.width, png.height, max_pixels);
+		png_image_free(&png);
+		fclose(f);
 		return -1;
 	}
 	png.format = PNG_FORMAT_RGB;
@@ -137,15 +179,19 @@ int rgb_image_load_png(const char *path, struct rgb_image *img, char *err,
 	img->data = malloc(PNG_IMAGE_SIZE(png));
 	if (!img->data) {
 		png_image_free(&png);
-		snprintf(err, err_size, "%s: out of memory for %dx%d image", path,
+		fclose(f);
+		snprintf(err, err_size, "%s: out of memory for a %dx%d image", path,
 			 img->width, img->height);
 		return -1;
 	}
-	if (!png_image_finish_read(&png, NULL, img->data, 0, NULL)) {
-		snprintf(err, err_size, "%s: %s", path, png.message);
+	if (!png_image_finish_read(&png, &white, img->data, 0, NULL)) {
+		snprintf(err, err_size, "%s: truncated or corrupt PNG data (libpng: %s)", path,
+			 png.message);
 		rgb_image_free(img);
+		fclose(f);
 		return -1;
 	}
+	fclose(f);
 	return 0;
 }
 

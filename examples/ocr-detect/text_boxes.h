@@ -43,8 +43,17 @@ struct rgb_image {
 	unsigned char *data;
 };
 
+/*
+ * Load a PNG (grayscale, palette, 16-bit and alpha images become RGB8,
+ * alpha composited on white). Errors name the file and the problem (no
+ * such file, empty, not a PNG, truncated or corrupt data).
+ */
 int rgb_image_load_png(const char *path, struct rgb_image *img, char *err,
 		       size_t err_size);
+/* The same, refusing images of more than max_pixels pixels (0: no limit)
+ * before decoding them. */
+int rgb_image_load_png_limit(const char *path, struct rgb_image *img, long long max_pixels,
+			     char *err, size_t err_size);
 int rgb_image_save_png(const char *path, const struct rgb_image *img,
 		       char *err, size_t err_size);
 void rgb_image_free(struct rgb_image *img);

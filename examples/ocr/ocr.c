@@ -1,19 +1,22 @@
 // SPDX-License-Identifier: MIT
 /*
  * npu-ocr: text detection -> crops -> text recognition -> CTC greedy
- * decoding, with PaddleOCR's PP-OCRv4 models, through the public API only
- * (<npu/npu.h>). On an NPU device both models run int8, calibrated on a
+ * decoding, with PaddleOCR's PP-OCRv4 models and PaddleOCR's pre- and
+ * post-processing (ppocr.c), through the public API only (<npu/npu.h>).
+ * Recognition reads each crop at height 48 in the narrowest of a few
+ * fixed widths ("buckets") that holds it, so that an NPU compiles one plan
+ * per bucket. On an NPU device both models run int8, calibrated on a
  * directory of PNG images: det on the images, preprocessed exactly as
- * inference preprocesses them, rec on the crops det finds in them.
+ * inference preprocesses them, rec on the crops det finds in them; each
+ * bucket's plan, compiled when first needed, uses those ranges.
  *
- *   npu-ocr [--det DET.onnx] [--rec REC.onnx] [--dict KEYS.txt]
- *           [--device cpu|sim|accel] [--calib-dir DIR] [--calib-method M]
- *           [--accuracy-target COS]
- *           [--json] IMAGE.png...
+ *   npu-ocr [options] [--json] IMAGE.png...   (npu-ocr --help lists them)
  *
- * Prints each line's box and text (or, with --json, one object per image:
- * {"image": PATH, "lines": [{"box": [x0, y0, x1, y1], "text": "...",
- * "score": S}, ...]}).
+ * Prints each text box and its text in reading order (or, with --json, one
+ * object per image: {"image": PATH, "lines": [{"box": [x0, y0, x1, y1],
+ * "points": [[x, y] x 4], "text": "...", "score": S}, ...]}; an image that
+ * cannot be read gives {"image": PATH, "error": "...", "lines": []}, the
+ * others are still read, and the exit status is 1).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -28,35 +31,64 @@
 #include <npu/npu.h>
 #include <npu/npu_model.h>
 
+#include "ppocr.h"
 #include "text_boxes.h"
 
 #define MAX_BOXES 256
 #define MAX_CALIB 1000
+#define MAX_CALIB_CROPS 32
+#define DET_PAD_NPU 128	/* NPU devices: det input sides, multiples of this */	/* rec calibration samples per bucket */
+#define MAX_BUCKETS 16
 #define REC_H 48
-#define REC_W 320		/* one rec plan: every crop is fitted into 48x320 */
-#define MAX_DET_SIDE 960
+#define DEFAULT_BUCKETS "160,320,480,640,960,1280,1920"
+#define DEFAULT_SPACE_THRESH 0.008
+#define DEFAULT_MAX_PIXELS 64000000LL	/* 8000 x 8000 */
 
 struct options {
 	const char *det, *rec, *dict, *device, *calib_dir, *calib_method, *save_calib;
 	const char *accuracy_target, *bias_correction;
 	const char *precision;	/* the 16x8 mode (npu_model_options) */
+	const char *rec_widths, *det_limit_type;
 	const char **images;
 	int num_images;
-	bool json;
+	int det_limit_side, det_min_side;
+	double drop_score, space_thresh;
+	long long max_pixels;
+	bool json, latin_fixes;
+};
+
+/* One rec input width: a plan of its own (static shapes for NPUs). */
+struct bucket {
+	int width;
+};
+
+/* A rec calibration sample: a crop at height REC_H, its own width. */
+struct calib_crop {
+	int width;
+	float *nchw;
 };
 
 struct ocr {
 	const struct options *o;
 	struct npu_engine *eng;
-	struct npu_model *det, *rec;
+	struct npu_model *det, *rec;	/* rec: one model, a plan per bucket */
 	struct npu_session *det_s, *rec_s;
+	struct det_resize resize;
+	struct db_opts db;
+	bool npu;		/* an NPU device: static shapes matter */
+	struct bucket buckets[MAX_BUCKETS];
+	int num_buckets;
+	char tmp_dir[4096];	/* NPU devices: where calibration samples go */
 	char **keys;		/* keys[0] = blank */
 	int num_keys;
+	float *rec_x;		/* one rec input of the widest bucket */
 };
 
+#define LINE_TEXT 1024
+
 struct line {
-	struct text_box box;
-	char text[1024];
+	struct quad q;
+	char text[LINE_TEXT];
 	float score;
 };
 
@@ -66,7 +98,10 @@ static void usage(FILE *out)
 		"usage: npu-ocr [--det DET.onnx] [--rec REC.onnx] [--dict KEYS.txt]\n"
 		"               [--device cpu|sim|accel] [--calib-dir DIR] [--calib-method M]\n"
 		"               [--accuracy-target COS] [--bias-correction on|off]\n"
-		"               [--precision int8|int16]\n"
+		"               [--precision int8|int16] [--rec-widths W,W,...]\n"
+		"               [--det-limit-side N] [--det-limit-type max|min] [--det-min-side N]\n"
+		"               [--drop-score S] [--space-thresh P] [--latin-fixes on|off]\n"
+		"               [--max-pixels N]\n"
 		"               [--json] IMAGE.png...\n"
 		"  --det, --rec, --dict  PP-OCRv4 models and dictionary (default: the ones\n"
 		"                        tools/fetch-models caches, or $NPU_OCR_MODELS/...)\n"
@@ -83,6 +118,20 @@ static void usage(FILE *out)
 		"                        in the 16x8 mode (int16 activations), det and rec\n"
 		"  --save-calib DIR      keep the preprocessed calibration samples in DIR/det\n"
 		"                        and DIR/rec (.npy; e.g. for npu compile --calib-dir)\n"
+		"  --rec-widths LIST     rec input widths at height 48, ascending (default\n"
+		"                        " DEFAULT_BUCKETS "): a crop goes into the narrowest\n"
+		"                        that holds it, wider ones are squeezed into the last\n"
+		"  --det-limit-side N    det input: the side limit (default 960)\n"
+		"  --det-limit-type T    max (default): scale down so the long side <= N;\n"
+		"                        min: scale up so the short side >= N\n"
+		"  --det-min-side N      max: first scale up so the short side >= N (64)\n"
+		"  --drop-score S        drop text read with a mean probability < S (0.5)\n"
+		"  --space-thresh P      between two characters, read a space where the\n"
+		"                        space class reached P in the blank steps (0.008;\n"
+		"                        1: only where it wins the argmax, as PaddleOCR)\n"
+		"  --latin-fixes on|off  on (default): a 0 among letters is O, an O among\n"
+		"                        digits 0, a space after a letter's comma or colon\n"
+		"  --max-pixels N        refuse images of more pixels (default 64000000)\n"
 		"  --json                one JSON object per image\n");
 }
 
@@ -101,12 +150,34 @@ static char *model_default(const char *file)
 	return strdup(path);
 }
 
+static int parse_number(const char *opt, const char *v, double lo, double hi, double *out)
+{
+	char *end;
+	double d = strtod(v, &end);
+
+	if (end == v || *end || !(d >= lo && d <= hi)) {
+		fprintf(stderr, "npu-ocr: %s '%s': expected a number in %g..%g\n", opt, v, lo, hi);
+		return -1;
+	}
+	*out = d;
+	return 0;
+}
+
 static int parse_args(int argc, char **argv, struct options *o)
 {
+	const char *limit_side = NULL, *min_side = NULL, *latin = NULL, *drop_score = NULL, *max_pixels = NULL, *space = NULL;
+	double d;
 	int i;
 
 	memset(o, 0, sizeof(*o));
 	o->device = "cpu";
+	o->rec_widths = DEFAULT_BUCKETS;
+	o->det_limit_type = "max";
+	o->det_limit_side = 960;
+	o->det_min_side = 64;
+	o->drop_score = 0.5;
+	o->space_thresh = DEFAULT_SPACE_THRESH;
+	o->max_pixels = DEFAULT_MAX_PIXELS;
 	o->images = calloc((size_t)argc, sizeof(*o->images));
 	if (!o->images)
 		return -1;
@@ -121,7 +192,15 @@ static int parse_args(int argc, char **argv, struct options *o)
 				   !strcmp(a, "--save-calib") ? &o->save_calib :
 				   !strcmp(a, "--accuracy-target") ? &o->accuracy_target :
 				   !strcmp(a, "--bias-correction") ? &o->bias_correction :
-				   !strcmp(a, "--precision") ? &o->precision : NULL;
+				   !strcmp(a, "--precision") ? &o->precision :
+				   !strcmp(a, "--rec-widths") ? &o->rec_widths :
+				   !strcmp(a, "--det-limit-side") ? &limit_side :
+				   !strcmp(a, "--det-limit-type") ? &o->det_limit_type :
+				   !strcmp(a, "--det-min-side") ? &min_side :
+				   !strcmp(a, "--drop-score") ? &drop_score :
+				   !strcmp(a, "--space-thresh") ? &space :
+				   !strcmp(a, "--latin-fixes") ? &latin :
+				   !strcmp(a, "--max-pixels") ? &max_pixels : NULL;
 
 		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
 			usage(stdout);
@@ -162,6 +241,41 @@ static int parse_args(int argc, char **argv, struct options *o)
 			o->bias_correction);
 		return -1;
 	}
+	if (strcmp(o->det_limit_type, "max") && strcmp(o->det_limit_type, "min")) {
+		fprintf(stderr, "npu-ocr: --det-limit-type '%s': expected max or min\n",
+			o->det_limit_type);
+		return -1;
+	}
+	if (limit_side) {
+		if (parse_number("--det-limit-side", limit_side, 32, 4000, &d))
+			return -1;
+		o->det_limit_side = (int)d;
+	}
+	if (min_side) {
+		if (parse_number("--det-min-side", min_side, 0, 4000, &d))
+			return -1;
+		o->det_min_side = (int)d;
+	}
+	if (drop_score) {
+		if (parse_number("--drop-score", drop_score, 0, 1, &d))
+			return -1;
+		o->drop_score = d;
+	}
+	o->latin_fixes = !latin || !strcmp(latin, "on");
+	if (latin && strcmp(latin, "on") && strcmp(latin, "off")) {
+		fprintf(stderr, "npu-ocr: --latin-fixes '%s': expected on or off\n", latin);
+		return -1;
+	}
+	if (space) {
+		if (parse_number("--space-thresh", space, 0, 1, &d))
+			return -1;
+		o->space_thresh = d;
+	}
+	if (max_pixels) {
+		if (parse_number("--max-pixels", max_pixels, 1, 1e12, &d))
+			return -1;
+		o->max_pixels = (long long)d;
+	}
 	if (o->save_calib && !o->calib_dir) {
 		fprintf(stderr, "npu-ocr: --save-calib goes with --calib-dir\n");
 		return -1;
@@ -172,6 +286,33 @@ static int parse_args(int argc, char **argv, struct options *o)
 		return -1;
 	}
 	return 0;
+}
+
+/* "160,320,...": ascending widths, multiples of 8 (rec's time steps are W / 8). */
+static int parse_buckets(struct ocr *r, const char *list)
+{
+	const char *p = list;
+
+	while (*p) {
+		char *end;
+		long w = strtol(p, &end, 10);
+
+		if (end == p || (*end && *end != ',') || w < 16 || w > 8192 || w % 8 ||
+		    (r->num_buckets && w <= r->buckets[r->num_buckets - 1].width) ||
+		    r->num_buckets == MAX_BUCKETS) {
+			fprintf(stderr, "npu-ocr: --rec-widths '%s': expected up to %d ascending widths, multiples of 8 in 16..8192, comma-separated\n",
+				list, MAX_BUCKETS);
+			return -1;
+		}
+		r->buckets[r->num_buckets++].width = (int)w;
+		p = *end ? end + 1 : end;
+	}
+	if (!r->num_buckets) {
+		fprintf(stderr, "npu-ocr: --rec-widths is empty\n");
+		return -1;
+	}
+	r->rec_x = malloc(sizeof(float) * 3 * REC_H * (size_t)r->buckets[r->num_buckets - 1].width);
+	return r->rec_x ? 0 : -1;
 }
 
 /* ppocr_keys_v1.txt: one character per line; CTC index 0 is the blank and
@@ -201,62 +342,6 @@ static int load_dict(struct ocr *r, const char *path)
 	return 0;
 }
 
-static int round_to_32(int v)
-{
-	int r = (v + 31) / 32 * 32;
-
-	return r < 32 ? 32 : r > MAX_DET_SIDE ? MAX_DET_SIDE : r;
-}
-
-/* PP-OCR rec input: the crop scaled to height 48 keeping its aspect
- * (squeezed if wider than REC_W), BGR, (x / 255 - 0.5) / 0.5, zero padding
- * on the right, as PaddleOCR's resize_norm_img. */
-static void rec_input(const struct rgb_image *img, const struct text_box *b, float *nchw)
-{
-	int x0 = (int)floorf(b->x0), y0 = (int)floorf(b->y0);
-	int x1 = (int)ceilf(b->x1), y1 = (int)ceilf(b->y1);
-	int cw, ch, w, x, y, c;
-	size_t plane = (size_t)REC_H * REC_W;
-
-	x0 = x0 < 0 ? 0 : x0;
-	y0 = y0 < 0 ? 0 : y0;
-	x1 = x1 > img->width ? img->width : x1;
-	y1 = y1 > img->height ? img->height : y1;
-	cw = x1 > x0 ? x1 - x0 : 1;
-	ch = y1 > y0 ? y1 - y0 : 1;
-	w = (int)ceil((double)REC_H * cw / ch);
-	w = w > REC_W ? REC_W : w < 1 ? 1 : w;
-	memset(nchw, 0, sizeof(float) * 3 * plane);
-	for (y = 0; y < REC_H; y++) {
-		/* Bilinear: glyph strokes are thin. */
-		double fy = (y + 0.5) * ch / REC_H - 0.5;
-		int sy = (int)floor(fy);
-		double wy = fy - sy;
-
-		for (x = 0; x < w; x++) {
-			double fx = (x + 0.5) * cw / w - 0.5;
-			int sx = (int)floor(fx);
-			double wx = fx - sx;
-
-			for (c = 0; c < 3; c++) {
-				double acc = 0;
-				int dy, dx;
-
-				for (dy = 0; dy < 2; dy++)
-					for (dx = 0; dx < 2; dx++) {
-						int px = x0 + sx + dx, py = y0 + sy + dy;
-
-						px = px < x0 ? x0 : px >= x0 + cw ? x0 + cw - 1 : px;
-						py = py < y0 ? y0 : py >= y0 + ch ? y0 + ch - 1 : py;
-						acc += (dx ? wx : 1 - wx) * (dy ? wy : 1 - wy) *
-						       img->data[((size_t)py * img->width + px) * 3 + 2 - c];
-					}
-				nchw[c * plane + (size_t)y * REC_W + x] = (float)(acc / 255.0 - 0.5) / 0.5f;
-			}
-		}
-	}
-}
-
 static int write_npy(const char *path, const float *data, int c, int h, int w)
 {
 	char header[128];
@@ -284,7 +369,7 @@ static int write_npy(const char *path, const float *data, int c, int h, int w)
 	return 0;
 }
 
-static int load_model(struct ocr *r, const char *path, const char *calib,
+static int load_model(struct ocr *r, const char *path, const char *calib, size_t max_plans,
 		      struct npu_model **m, struct npu_session **s)
 {
 	struct npu_model_options mo;
@@ -294,6 +379,7 @@ static int load_model(struct ocr *r, const char *path, const char *calib,
 	mo.calib_dir = calib;
 	mo.calib_method = r->o->calib_method;
 	mo.precision = r->o->precision;
+	mo.max_plans = max_plans;
 	/* Mixed precision; the library checks the range and names it. */
 	mo.accuracy_target = r->o->accuracy_target ? strtod(r->o->accuracy_target, NULL) : 0;
 	if (r->o->bias_correction)
@@ -306,22 +392,47 @@ static int load_model(struct ocr *r, const char *path, const char *calib,
 	return 0;
 }
 
-/* Detection: boxes of one image, sorted top to bottom. */
-static int detect(struct ocr *r, const struct rgb_image *img, int in_w, int in_h,
-		  struct text_box *boxes)
+static int load_image(struct ocr *r, const char *path, struct rgb_image *img, char *err,
+		      size_t err_size)
 {
-	size_t n = (size_t)3 * in_w * in_h;
-	float *x = malloc(n * sizeof(float));
-	struct npu_host_tensor in = { .dtype = NPU_TYPE_FLOAT, .rank = 4,
-				      .dims = { 1, 3, in_h, in_w }, .nbytes = n * sizeof(float) };
-	struct npu_host_tensor prob;
-	struct db_params db;
-	int count, i, j;
+	int rc = rgb_image_load_png_limit(path, img, r->o->max_pixels, err, err_size);
 
-	if (!x)
+	if (rc && strstr(err, "above the limit")) {
+		size_t n = strlen(err);
+
+		snprintf(err + n, err_size - n, " (--max-pixels)");
+	}
+	return rc;
+}
+
+/* Detection: the boxes of one image in reading order, or -1. */
+static int detect(struct ocr *r, const struct rgb_image *img, struct quad *boxes)
+{
+	struct npu_host_tensor in = { .dtype = NPU_TYPE_FLOAT, .rank = 4 };
+	struct npu_host_tensor prob;
+	int w, h, pw, ph, count;
+	size_t n;
+	float *x;
+
+	det_input_size(&r->resize, img->width, img->height, &w, &h);
+	/* NPU devices compile a plan per input shape: pad up to a multiple of
+	 * DET_PAD_NPU (zeros, the mean colour, where DB finds no text) so that
+	 * images of similar sizes share one. */
+	pw = r->npu ? (w + DET_PAD_NPU - 1) / DET_PAD_NPU * DET_PAD_NPU : w;
+	ph = r->npu ? (h + DET_PAD_NPU - 1) / DET_PAD_NPU * DET_PAD_NPU : h;
+	n = (size_t)3 * pw * ph;
+	x = malloc(n * sizeof(float));
+	if (!x) {
+		fprintf(stderr, "npu-ocr: out of memory for a %dx%d detection input\n", w, h);
 		return -1;
-	rgb_image_to_ppocr_input(img, in_w, in_h, x);
+	}
+	det_input(img, w, h, pw, ph, x);
+	in.dims[0] = 1;
+	in.dims[1] = 3;
+	in.dims[2] = ph;
+	in.dims[3] = pw;
 	in.data = x;
+	in.nbytes = n * sizeof(float);
 	if (npu_session_run(r->det_s, &in, 1) != NPU_OK ||
 	    npu_session_output(r->det_s, 0, &prob) != NPU_OK) {
 		fprintf(stderr, "npu-ocr: detection: %s\n", npu_last_error());
@@ -329,45 +440,250 @@ static int detect(struct ocr *r, const struct rgb_image *img, int in_w, int in_h
 		return -1;
 	}
 	free(x);
-	if (prob.dtype != NPU_TYPE_FLOAT || prob.rank != 4 || prob.dims[1] != 1) {
-		fprintf(stderr, "npu-ocr: detection output is not a 1x1xHxW float map\n");
+	if (prob.dtype != NPU_TYPE_FLOAT || prob.rank != 4 || prob.dims[1] != 1 ||
+	    prob.dims[2] != ph || prob.dims[3] != pw) {
+		fprintf(stderr, "npu-ocr: detection output is not a 1x1x%dx%d float map\n", ph, pw);
 		return -1;
 	}
-	db_params_default(&db);
-	count = db_find_boxes(prob.data, (int)prob.dims[3], (int)prob.dims[2], &db,
-			      (float)img->width / (float)prob.dims[3],
-			      (float)img->height / (float)prob.dims[2], boxes, MAX_BOXES);
+	count = db_boxes(prob.data, pw, ph, w, h, &r->db, img->width, img->height, boxes, MAX_BOXES);
 	if (count < 0)
-		return -1;
-	count = count > MAX_BOXES ? MAX_BOXES : count;
-	for (i = 1; i < count; i++)	/* insertion sort: reading order */
-		for (j = i; j > 0 && (boxes[j].y0 < boxes[j - 1].y0 - 4 ||
-				      (fabsf(boxes[j].y0 - boxes[j - 1].y0) <= 4 &&
-				       boxes[j].x0 < boxes[j - 1].x0)); j--) {
-			struct text_box t = boxes[j];
-
-			boxes[j] = boxes[j - 1];
-			boxes[j - 1] = t;
-		}
+		fprintf(stderr, "npu-ocr: out of memory in detection post-processing\n");
 	return count;
 }
 
-/* Recognition + CTC greedy decoding: argmax per step, repeats collapsed,
- * blanks dropped; the score is the mean probability of the kept steps. */
+static int cmp_int(const void *a, const void *b)
+{
+	return *(const int *)a - *(const int *)b;
+}
+
+/* The narrowest bucket that holds 'width', else the widest. */
+static struct bucket *bucket_for(struct ocr *r, int width)
+{
+	int i;
+
+	for (i = 0; i < r->num_buckets - 1; i++)
+		if (width <= r->buckets[i].width)
+			break;
+	return &r->buckets[i];
+}
+
+static void remove_dir(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	char path[4400];
+
+	while (d && (e = readdir(d))) {
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+		unlink(path);
+	}
+	if (d)
+		closedir(d);
+	rmdir(dir);
+}
+
+/*
+ * NPU devices: rec calibrated once, on every calibration crop as the
+ * bucket that holds the median crop reads it (padded, or squeezed when
+ * wider). Activation ranges belong to the model, by tensor, and every
+ * bucket's plan uses them: rec's layers see the same values per column
+ * whatever the width, so one calibration serves all widths, and each
+ * bucket costs one compilation on first use.
+ */
+static int calibrate_rec(struct ocr *r, const struct calib_crop *crops, int num_crops)
+{
+	struct npu_host_tensor shape = { .dtype = NPU_TYPE_FLOAT, .rank = 4 };
+	int *widths = malloc(sizeof(int) * (size_t)num_crops);
+	char dir[4200], path[4400];
+	struct npu_plan *plan;
+	float *x = NULL;
+	int i, c, y, k, rc = -1, width;
+	size_t plane;
+
+	if (!widths)
+		return -1;
+	for (i = 0; i < num_crops; i++)
+		widths[i] = crops[i].width;
+	qsort(widths, (size_t)num_crops, sizeof(int), cmp_int);
+	width = bucket_for(r, widths[num_crops / 2])->width;
+	plane = (size_t)REC_H * width;
+	x = malloc(sizeof(float) * 3 * plane);
+	snprintf(dir, sizeof(dir), "%s/rec", r->tmp_dir);
+	if (!x || (mkdir(dir, 0700) && errno != EEXIST)) {
+		fprintf(stderr, "npu-ocr: %s: %s\n", dir, x ? strerror(errno) : "out of memory");
+		goto out;
+	}
+	for (i = 0; i < num_crops; i++) {
+		const struct calib_crop *cc = &crops[i];
+		size_t src_plane = (size_t)REC_H * cc->width;
+		int w = cc->width < width ? cc->width : width;
+
+		memset(x, 0, sizeof(float) * 3 * plane);
+		for (c = 0; c < 3; c++)
+			for (y = 0; y < REC_H; y++)
+				for (k = 0; k < w; k++) {
+					/* linear in x: the squeeze of a crop wider than the bucket */
+					double sx = (k + 0.5) * cc->width / w - 0.5;
+					int x0 = sx < 0 ? 0 : (int)sx;
+					int x1 = x0 + 1 < cc->width ? x0 + 1 : x0;
+					double f = sx - x0 < 0 ? 0 : sx - x0;
+					const float *row = cc->nchw + c * src_plane + (size_t)y * cc->width;
+
+					x[c * plane + (size_t)y * width + k] =
+						(float)((1 - f) * row[x0] + f * row[x1]);
+				}
+		snprintf(path, sizeof(path), "%s/%06d.npy", dir, i);
+		if (write_npy(path, x, 3, REC_H, width))
+			goto out;
+	}
+	if (load_model(r, r->o->rec, dir, (size_t)r->num_buckets + 2, &r->rec, &r->rec_s))
+		goto out;
+	shape.dims[0] = 1;
+	shape.dims[1] = 3;
+	shape.dims[2] = REC_H;
+	shape.dims[3] = width;
+	if (npu_model_get_plan(r->rec, &shape, 1, &plan) != NPU_OK) {
+		fprintf(stderr, "npu-ocr: %s at 1x3x%dx%d: %s\n", r->o->rec, REC_H, width,
+			npu_last_error());
+		goto out;
+	}
+	npu_plan_release(plan);
+	if (!r->o->json)
+		fprintf(stderr, "npu-ocr: calibrated rec on %d crops at width %d\n", num_crops, width);
+	rc = 0;
+out:
+	if (!r->o->save_calib)
+		remove_dir(dir);
+	free(widths);
+	free(x);
+	return rc;
+}
+
+/*
+ * The Chinese dictionary has full-width forms of ASCII punctuation
+ * (U+FF01..U+FF5E, e.g. "，" "（"): next to ASCII text they are the ASCII
+ * characters (NFKC maps them the same way).
+ */
+static void ascii_fullwidth(char *s)
+{
+	char *w = s, *p = s;
+
+	while (*p) {
+		unsigned char a = (unsigned char)p[0], b = (unsigned char)p[1];
+		unsigned char c = b ? (unsigned char)p[2] : 0;
+		/* U+FF01..U+FF5E: EF BC 81..BF, EF BD 80..9E */
+		int cp = a == 0xef && (b == 0xbc || b == 0xbd) && c >= 0x80 && c <= 0xbf ?
+			 0xff00 + (b - 0xbc) * 64 + (c - 0x80) : 0;
+
+		if (cp >= 0xff01 && cp <= 0xff5e) {
+			unsigned char prev = w > s ? (unsigned char)w[-1] : 0;
+			unsigned char next = (unsigned char)p[3];
+
+			if ((prev && prev < 0x80) || (next && next < 0x80)) {
+				*w++ = (char)(cp - 0xff01 + 0x21);
+				p += 3;
+				continue;
+			}
+		}
+		*w++ = *p++;
+	}
+	*w = 0;
+}
+
+static bool is_alpha(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+}
+
+static bool is_digit(char c)
+{
+	return c >= '0' && c <= '9';
+}
+
+/*
+ * Latin text's two commonest misreadings by the Chinese model, fixed by
+ * the characters around them: a 0 in a run of letters with no other digit
+ * is the letter O ("ST0P", "p0stcode"; lower case when its neighbours are,
+ * upper case at the start of a word), an O in a run of digits is 0
+ * ("2O19"); and a comma, semicolon or colon right after a letter and
+ * before a letter or digit lost its space ("window,88607"; "1,234" and
+ * "10:30" are digits on both sides and stay).
+ */
+static void latin_fixes(char *s)
+{
+	char out[LINE_TEXT];
+	size_t n = strlen(s), i, j, k, w = 0;
+
+	for (i = 0; i < n; i = j) {
+		size_t letters = 0, digits = 0, zeros = 0, ohs = 0;
+		bool upper;
+
+		for (j = i; j < n && (is_alpha(s[j]) || is_digit(s[j])); j++) {
+			letters += is_alpha(s[j]);
+			digits += is_digit(s[j]);
+			zeros += s[j] == '0';
+			ohs += s[j] == 'O' || s[j] == 'o';
+		}
+		if (j == i) {
+			j = i + 1;
+			continue;
+		}
+		if (letters && zeros && zeros == digits) {
+			for (k = i; k < j; k++) {
+				if (s[k] != '0')
+					continue;
+				/* upper case at a word's start, else as the next (at
+				 * the end: the previous) letter, lower after a lower-case one */
+				upper = k == i || (k + 1 < j ? s[k + 1] >= 'A' && s[k + 1] <= 'Z' :
+						   s[k - 1] >= 'A' && s[k - 1] <= 'Z');
+				if (k > i && s[k - 1] >= 'a' && s[k - 1] <= 'z')
+					upper = false;
+				s[k] = upper ? 'O' : 'o';
+			}
+		} else if (digits && ohs && ohs == letters && digits >= 2) {
+			for (k = i; k < j; k++)
+				if (s[k] == 'O' || s[k] == 'o')
+					s[k] = '0';
+		}
+	}
+	for (i = 0; i < n && w + 2 < sizeof(out); i++) {
+		out[w++] = s[i];
+		if ((s[i] == ',' || s[i] == ';' || s[i] == ':') && i > 0 && is_alpha(s[i - 1]) &&
+		    i + 1 < n && (is_alpha(s[i + 1]) || is_digit(s[i + 1])))
+			out[w++] = ' ';
+	}
+	out[w] = 0;
+	memcpy(s, out, w + 1);
+}
+
+/* Recognition + CTC greedy decoding (CTCLabelDecode): argmax per step,
+ * repeats merged, blanks dropped; the score is the mean probability of the
+ * kept steps. */
 static int recognize(struct ocr *r, const struct rgb_image *img, struct line *l)
 {
-	static float x[3 * REC_H * REC_W];
-	struct npu_host_tensor in = { .dtype = NPU_TYPE_FLOAT, .rank = 4,
-				      .dims = { 1, 3, REC_H, REC_W }, .data = x,
-				      .nbytes = sizeof(x) };
+	struct npu_host_tensor in = { .dtype = NPU_TYPE_FLOAT, .rank = 4 };
 	struct npu_host_tensor out;
+	struct crop c;
+	struct bucket *b;
 	const float *p;
 	int64_t t, steps, classes;
-	int prev = 0, kept = 0;
+	int prev = 0, kept = 0, width, space = r->num_keys - 1;
 	size_t len = 0;
 	double sum = 0;
+	float gap_space = 0;
 
-	rec_input(img, &l->box, x);
+	crop_of(&l->q, &c);
+	width = crop_rec_width(&c, REC_H);
+	b = bucket_for(r, width);
+	rec_input(img, &c, REC_H, width, b->width, r->rec_x);
+	in.dims[0] = 1;
+	in.dims[1] = 3;
+	in.dims[2] = REC_H;
+	in.dims[3] = b->width;
+	in.data = r->rec_x;
+	in.nbytes = sizeof(float) * 3 * REC_H * (size_t)b->width;
 	if (npu_session_run(r->rec_s, &in, 1) != NPU_OK ||
 	    npu_session_output(r->rec_s, 0, &out) != NPU_OK) {
 		fprintf(stderr, "npu-ocr: recognition: %s\n", npu_last_error());
@@ -390,19 +706,34 @@ static int recognize(struct ocr *r, const struct rgb_image *img, struct line *l)
 			if (row[k] > row[best])
 				best = k;
 		if (best && best != prev) {
-			const char *s = r->keys[best];
-			size_t n = strlen(s);
+			const char *str = r->keys[best];
+			size_t n = strlen(str);
 
+			/* A word gap the argmax read as blank: the space class
+			 * rises there (0.01..0.2) and stays ~0 inside words;
+			 * 0.008 is 2 steps of an int8 softmax output (1/255). */
+			if (len && l->text[len - 1] != ' ' && best != space &&
+			    gap_space >= r->o->space_thresh && len + 1 < sizeof(l->text)) {
+				l->text[len++] = ' ';
+				l->text[len] = 0;
+			}
 			if (len + n < sizeof(l->text)) {
-				memcpy(l->text + len, s, n + 1);
+				memcpy(l->text + len, str, n + 1);
 				len += n;
 			}
 			sum += row[best];
 			kept++;
+			gap_space = 0;
+		} else if (!best && row[space] > gap_space) {
+			gap_space = row[space];
 		}
 		prev = (int)best;
 	}
+	ascii_fullwidth(l->text);
+	if (r->o->latin_fixes)
+		latin_fixes(l->text);
 	/* The dictionary's space class lands at a crop's edges: not text. */
+	len = strlen(l->text);
 	while (len && l->text[len - 1] == ' ')
 		l->text[--len] = 0;
 	if (l->text[0] == ' ') {
@@ -430,27 +761,32 @@ static void json_string(const char *s)
 	putchar('"');
 }
 
-static int read_image(struct ocr *r, const char *path, struct line *lines)
+/* The lines of one image (those read with a score >= --drop-score), or
+ * -1 with the reason in 'err' (the image) or on stderr (the models). */
+static int read_image(struct ocr *r, const char *path, struct line *lines, char *err,
+		      size_t err_size, bool *bad_image)
 {
-	static struct text_box boxes[MAX_BOXES];
+	static struct quad boxes[MAX_BOXES];
 	struct rgb_image img = { 0 };
-	char err[512];
-	int n, i;
+	int n, i, kept = 0;
 
-	if (rgb_image_load_png(path, &img, err, sizeof(err))) {
-		fprintf(stderr, "npu-ocr: %s\n", err);
+	*bad_image = false;
+	if (load_image(r, path, &img, err, err_size)) {
+		*bad_image = true;
 		return -1;
 	}
-	n = detect(r, &img, round_to_32(img.width), round_to_32(img.height), boxes);
+	n = detect(r, &img, boxes);
 	for (i = 0; i < n; i++) {
-		lines[i].box = boxes[i];
-		if (recognize(r, &img, &lines[i])) {
-			n = -1;
+		lines[kept].q = boxes[i];
+		if (recognize(r, &img, &lines[kept])) {
+			kept = -1;
 			break;
 		}
+		if (lines[kept].text[0] && lines[kept].score >= r->o->drop_score)
+			kept++;
 	}
 	rgb_image_free(&img);
-	return n;
+	return n < 0 ? -1 : kept;
 }
 
 static int cmp_str(const void *a, const void *b)
@@ -458,43 +794,29 @@ static int cmp_str(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-static void remove_dir(const char *dir)
-{
-	DIR *d = opendir(dir);
-	struct dirent *e;
-	char path[4096];
-
-	while (d && (e = readdir(d))) {
-		if (e->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
-		unlink(path);
-	}
-	if (d)
-		closedir(d);
-	rmdir(dir);
-}
-
 /*
- * Calibration: the PNGs of 'dir' become det samples (every one at the
- * size of the first, so that one plan calibrates on all of them); det,
- * calibrated on them, finds boxes in each, whose crops become rec samples.
- * Ranges belong to the model, so plans of other sizes reuse them.
+ * Calibration: the PNGs of 'dir' become det samples, each resized as
+ * inference resizes it and padded with the mean colour into the largest
+ * of their sizes (so that one plan calibrates on all of them); det,
+ * calibrated on them, finds boxes in each, whose crops, at height 48 and
+ * their own widths, are kept to calibrate each rec bucket when first used.
+ * Ranges belong to the model, so det plans of other sizes reuse them.
  */
 static int calibrate(struct ocr *r, const char *dir)
 {
-	char tmpl[4096], det_dir[4200], rec_dir[4200], path[4400];
-	const char *tmp = getenv("TMPDIR");
-	char *names[MAX_CALIB], *base;
-	struct rgb_image *imgs = NULL;
-	struct text_box boxes[MAX_BOXES];
-	int n = 0, i, j, w = 0, h = 0, crops = 0, rc = -1;
+	char det_dir[4200], path[4400];
+	char *names[MAX_CALIB];
+	struct quad *boxes = malloc(sizeof(*boxes) * MAX_BOXES);
+	int n = 0, i, j, w = 0, h = 0, rc = -1, max_w = r->buckets[r->num_buckets - 1].width;
+	struct calib_crop *crops = NULL;
+	int num_crops = 0;
 	float *x = NULL;
 	DIR *d = opendir(dir);
 	struct dirent *e;
 
 	if (!d) {
 		fprintf(stderr, "npu-ocr: --calib-dir %s: %s\n", dir, strerror(errno));
+		free(boxes);
 		return -1;
 	}
 	while ((e = readdir(d)) && n < MAX_CALIB) {
@@ -504,109 +826,169 @@ static int calibrate(struct ocr *r, const char *dir)
 			names[n++] = strdup(e->d_name);
 	}
 	closedir(d);
-	if (!n) {
+	if (!n || !boxes) {
 		fprintf(stderr, "npu-ocr: --calib-dir %s: no .png images\n", dir);
-		return -1;
+		goto out;
 	}
 	qsort(names, (size_t)n, sizeof(*names), cmp_str);
 	if (r->o->save_calib) {
-		base = NULL;
-		mkdir(r->o->save_calib, 0755);	/* may exist */
-		snprintf(det_dir, sizeof(det_dir), "%s/det", r->o->save_calib);
-		snprintf(rec_dir, sizeof(rec_dir), "%s/rec", r->o->save_calib);
+		snprintf(r->tmp_dir, sizeof(r->tmp_dir), "%s", r->o->save_calib);
+		mkdir(r->tmp_dir, 0755);	/* may exist */
 	} else {
-		snprintf(tmpl, sizeof(tmpl), "%s/npu-ocr-calib.XXXXXX",
+		const char *tmp = getenv("TMPDIR");
+
+		snprintf(r->tmp_dir, sizeof(r->tmp_dir), "%s/npu-ocr-calib.XXXXXX",
 			 tmp && *tmp ? tmp : "/tmp");
-		base = mkdtemp(tmpl);
-		snprintf(det_dir, sizeof(det_dir), "%s/det", tmpl);
-		snprintf(rec_dir, sizeof(rec_dir), "%s/rec", tmpl);
+		if (!mkdtemp(r->tmp_dir)) {
+			fprintf(stderr, "npu-ocr: temporary calibration directory %s: %s\n",
+				r->tmp_dir, strerror(errno));
+			r->tmp_dir[0] = 0;
+			goto out;
+		}
 	}
-	if ((!base && !r->o->save_calib) || (mkdir(det_dir, 0700) && errno != EEXIST) ||
-	    (mkdir(rec_dir, 0700) && errno != EEXIST)) {
-		fprintf(stderr, "npu-ocr: temporary calibration directory: %s\n", strerror(errno));
+	snprintf(det_dir, sizeof(det_dir), "%s/det", r->tmp_dir);
+	if (mkdir(det_dir, 0700) && errno != EEXIST) {
+		fprintf(stderr, "npu-ocr: %s: %s\n", det_dir, strerror(errno));
 		goto out;
 	}
+	/* The det canvas: the largest input among the images. */
 	for (i = 0; i < n; i++) {
 		struct rgb_image img = { 0 };
 		char err[512];
+		int iw, ih;
 
 		snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
-		if (rgb_image_load_png(path, &img, err, sizeof(err))) {
+		if (load_image(r, path, &img, err, sizeof(err))) {
 			fprintf(stderr, "npu-ocr: calibration image %s\n", err);
 			goto out;
 		}
-		if (!i) {
-			w = round_to_32(img.width);
-			h = round_to_32(img.height);
-			x = malloc(sizeof(float) * 3 * (size_t)w * h);
-			if (!x)
-				goto out;
+		det_input_size(&r->resize, img.width, img.height, &iw, &ih);
+		rgb_image_free(&img);
+		w = iw > w ? iw : w;
+		h = ih > h ? ih : h;
+	}
+	w = (w + DET_PAD_NPU - 1) / DET_PAD_NPU * DET_PAD_NPU;	/* as detect() pads */
+	h = (h + DET_PAD_NPU - 1) / DET_PAD_NPU * DET_PAD_NPU;
+	x = malloc(sizeof(float) * 3 * (size_t)w * h);
+	if (!x)
+		goto out;
+	for (i = 0; i < n; i++) {
+		struct rgb_image img = { 0 };
+		char err[512];
+		int iw, ih;
+
+		snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
+		if (load_image(r, path, &img, err, sizeof(err))) {
+			fprintf(stderr, "npu-ocr: calibration image %s\n", err);
+			goto out;
 		}
-		rgb_image_to_ppocr_input(&img, w, h, x);
+		det_input_size(&r->resize, img.width, img.height, &iw, &ih);
+		det_input(&img, iw, ih, w, h, x);
 		rgb_image_free(&img);
 		snprintf(path, sizeof(path), "%s/%05d.npy", det_dir, i);
 		if (write_npy(path, x, 3, h, w))
 			goto out;
 	}
-	if (load_model(r, r->o->det, det_dir, &r->det, &r->det_s))
+	if (load_model(r, r->o->det, det_dir, 0, &r->det, &r->det_s))
 		goto out;
-	imgs = calloc((size_t)n, sizeof(*imgs));
-	for (i = 0; imgs && i < n; i++) {
+	{
+		/* Calibrate det now, while its samples exist. */
+		struct npu_host_tensor shape = { .dtype = NPU_TYPE_FLOAT, .rank = 4,
+						 .dims = { 1, 3, h, w } };
+		struct npu_plan *plan;
+
+		if (npu_model_get_plan(r->det, &shape, 1, &plan) != NPU_OK) {
+			fprintf(stderr, "npu-ocr: %s: %s\n", r->o->det, npu_last_error());
+			goto out;
+		}
+		npu_plan_release(plan);
+	}
+	crops = calloc(MAX_CALIB_CROPS, sizeof(*crops));
+	for (i = 0; crops && i < n && num_crops < MAX_CALIB_CROPS; i++) {
 		struct rgb_image img = { 0 };
 		char err[512];
 		int count;
 
 		snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
-		if (rgb_image_load_png(path, &img, err, sizeof(err)))
+		if (load_image(r, path, &img, err, sizeof(err)))
 			goto out;
-		count = detect(r, &img, w, h, boxes);
-		for (j = 0; j < count && crops < 100000; j++) {
-			static float rx[3 * REC_H * REC_W];
+		count = detect(r, &img, boxes);
+		for (j = 0; j < count && num_crops < MAX_CALIB_CROPS; j++) {
+			struct calib_crop *cc = &crops[num_crops];
+			struct crop c;
 
-			rec_input(&img, &boxes[j], rx);
-			snprintf(path, sizeof(path), "%s/%06d.npy", rec_dir, crops++);
-			if (write_npy(path, rx, 3, REC_H, REC_W)) {
+			crop_of(&boxes[j], &c);
+			cc->width = crop_rec_width(&c, REC_H);
+			cc->width = cc->width > max_w ? max_w : cc->width;
+			cc->nchw = malloc(sizeof(float) * 3 * REC_H * (size_t)cc->width);
+			if (!cc->nchw) {
 				rgb_image_free(&img);
 				goto out;
 			}
+			rec_input(&img, &c, REC_H, cc->width, cc->width, cc->nchw);
+			num_crops++;
 		}
 		rgb_image_free(&img);
 		if (count < 0)
 			goto out;
 	}
-	if (!crops) {
+	if (!num_crops) {
 		fprintf(stderr, "npu-ocr: --calib-dir %s: detection found no text to calibrate recognition on\n", dir);
 		goto out;
 	}
-	if (load_model(r, r->o->rec, rec_dir, &r->rec, &r->rec_s))
-		goto out;
-	{
-		/* Calibrate rec now, while its samples exist. */
-		struct npu_host_tensor shape = { .dtype = NPU_TYPE_FLOAT, .rank = 4,
-						 .dims = { 1, 3, REC_H, REC_W } };
-		struct npu_plan *plan;
-
-		if (npu_model_get_plan(r->rec, &shape, 1, &plan) != NPU_OK) {
-			fprintf(stderr, "npu-ocr: %s: %s\n", r->o->rec, npu_last_error());
-			goto out;
-		}
-		npu_plan_release(plan);
-	}
 	if (!r->o->json)
-		fprintf(stderr, "npu-ocr: calibrated det on %d images (%dx%d), rec on %d crops\n",
-			n, w, h, crops);
-	rc = 0;
+		fprintf(stderr, "npu-ocr: calibrated det on %d images (%dx%d)\n", n, w, h);
+	rc = calibrate_rec(r, crops, num_crops);
 out:
+	if (!r->o->save_calib && r->tmp_dir[0])
+		remove_dir(det_dir);
 	free(x);
-	free(imgs);
+	free(boxes);
+	for (i = 0; i < num_crops; i++)
+		free(crops[i].nchw);
+	free(crops);
 	for (i = 0; i < n; i++)
 		free(names[i]);
-	if (base) {
-		remove_dir(det_dir);
-		remove_dir(rec_dir);
-		rmdir(tmpl);
-	}
 	return rc;
+}
+
+static void print_image(const struct ocr *r, const char *path, const struct line *lines, int n,
+			const char *err)
+{
+	int k, j;
+
+	if (r->o->json) {
+		printf("{\"image\": ");
+		json_string(path);
+		if (err) {
+			printf(", \"error\": ");
+			json_string(err);
+		}
+		printf(", \"lines\": [");
+		for (k = 0; k < n; k++) {
+			const struct quad *q = &lines[k].q;
+			float x0 = fminf(fminf(q->x[0], q->x[1]), fminf(q->x[2], q->x[3]));
+			float y0 = fminf(fminf(q->y[0], q->y[1]), fminf(q->y[2], q->y[3]));
+			float x1 = fmaxf(fmaxf(q->x[0], q->x[1]), fmaxf(q->x[2], q->x[3]));
+			float y1 = fmaxf(fmaxf(q->y[0], q->y[1]), fmaxf(q->y[2], q->y[3]));
+
+			printf("%s{\"box\": [%.0f, %.0f, %.0f, %.0f], \"points\": [", k ? ", " : "",
+			       x0, y0, x1, y1);
+			for (j = 0; j < 4; j++)
+				printf("%s[%.0f, %.0f]", j ? ", " : "", q->x[j], q->y[j]);
+			printf("], \"text\": ");
+			json_string(lines[k].text);
+			printf(", \"score\": %.4f}", lines[k].score);
+		}
+		printf("]}\n");
+	} else if (!err) {
+		printf("%s: %d lines\n", path, n);
+		for (k = 0; k < n; k++)
+			printf("  %4.0f %4.0f %4.0f %4.0f  %.3f  %s\n", lines[k].q.x[0],
+			       lines[k].q.y[0], lines[k].q.x[2], lines[k].q.y[2], lines[k].score,
+			       lines[k].text);
+	}
+	fflush(stdout);
 }
 
 int main(int argc, char **argv)
@@ -615,13 +997,21 @@ int main(int argc, char **argv)
 	struct options o;
 	struct ocr r = { .o = &o };
 	char *det = NULL, *rec = NULL, *dict = NULL;
-	int i, k, rc = 1;
+	int i, rc = 1, bad = 0;
 
 	if (parse_args(argc, argv, &o)) {
 		usage(stderr);
 		free(o.images);
 		return 2;
 	}
+	det_resize_default(&r.resize);
+	r.resize.limit_side = o.det_limit_side;
+	r.resize.limit_min = !strcmp(o.det_limit_type, "min");
+	r.resize.min_side = o.det_min_side;
+	db_opts_default(&r.db);
+	r.npu = strcmp(o.device, "cpu") != 0;
+	if (parse_buckets(&r, o.rec_widths))
+		goto out;
 	if (!o.det)
 		o.det = det = model_default("ch_PP-OCRv4_det_infer.onnx");
 	if (!o.rec)
@@ -637,36 +1027,25 @@ int main(int argc, char **argv)
 	if (o.calib_dir) {
 		if (calibrate(&r, o.calib_dir))
 			goto out;
-	} else if (load_model(&r, o.det, NULL, &r.det, &r.det_s) ||
-		   load_model(&r, o.rec, NULL, &r.rec, &r.rec_s)) {
+	} else if (load_model(&r, o.det, NULL, 0, &r.det, &r.det_s) ||
+		   load_model(&r, o.rec, NULL, (size_t)r.num_buckets + 2, &r.rec, &r.rec_s)) {
 		goto out;
 	}
 	for (i = 0; i < o.num_images; i++) {
-		int n = read_image(&r, o.images[i], lines);
+		char err[1024] = "";
+		bool bad_image;
+		int n = read_image(&r, o.images[i], lines, err, sizeof(err), &bad_image);
 
-		if (n < 0)
-			goto out;
-		if (o.json) {
-			printf("{\"image\": ");
-			json_string(o.images[i]);
-			printf(", \"lines\": [");
-			for (k = 0; k < n; k++) {
-				printf("%s{\"box\": [%.0f, %.0f, %.0f, %.0f], \"text\": ", k ? ", " : "",
-				       lines[k].box.x0, lines[k].box.y0, lines[k].box.x1, lines[k].box.y1);
-				json_string(lines[k].text);
-				printf(", \"score\": %.4f}", lines[k].score);
-			}
-			printf("]}\n");
-		} else {
-			printf("%s: %d lines\n", o.images[i], n);
-			for (k = 0; k < n; k++)
-				printf("  %4.0f %4.0f %4.0f %4.0f  %.3f  %s\n", lines[k].box.x0,
-				       lines[k].box.y0, lines[k].box.x1, lines[k].box.y1,
-				       lines[k].score, lines[k].text);
+		if (n < 0 && !bad_image)
+			goto out;	/* the models failed: said on stderr */
+		if (n < 0) {
+			/* A bad image is that image's error; the others are read. */
+			fprintf(stderr, "npu-ocr: %s\n", err);
+			bad++;
 		}
-		fflush(stdout);
+		print_image(&r, o.images[i], lines, n < 0 ? 0 : n, n < 0 ? err : NULL);
 	}
-	rc = 0;
+	rc = bad ? 1 : 0;
 out:
 	npu_session_destroy(r.det_s);
 	npu_session_destroy(r.rec_s);
@@ -674,9 +1053,12 @@ out:
 	npu_model_destroy(r.rec);
 	if (r.eng)
 		npu_engine_destroy(r.eng);
+	if (r.tmp_dir[0] && !o.save_calib)
+		rmdir(r.tmp_dir);
 	for (i = 0; i < r.num_keys; i++)
 		free(r.keys[i]);
 	free(r.keys);
+	free(r.rec_x);
 	free(det);
 	free(rec);
 	free(dict);
