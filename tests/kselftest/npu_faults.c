@@ -320,17 +320,6 @@ static int find_bdf(void)
 	return -1;
 }
 
-static int write_file(const char *path, const char *val)
-{
-	int fd = open(path, O_WRONLY), ret;
-
-	if (fd < 0)
-		return -errno;
-	ret = write(fd, val, strlen(val)) < 0 ? -errno : 0;
-	close(fd);
-	return ret;
-}
-
 /* The driver's fault points: fault_attr or one-shot knob (npu_test.h). */
 static int inject(const char *what)
 {
@@ -345,17 +334,17 @@ static int flr(void)
 	char path[128];
 
 	snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/reset", bdf);
-	return write_file(path, "1");
+	return npu_write_file(path, "1");
 }
 
 static int unbind_rebind(void)
 {
-	int ret = write_file("/sys/bus/pci/drivers/npu/unbind", bdf);
+	int ret = npu_write_file("/sys/bus/pci/drivers/npu/unbind", bdf);
 
 	if (ret)
 		return ret;
 	usleep(rn(300000));
-	return write_file("/sys/bus/pci/drivers/npu/bind", bdf);
+	return npu_write_file("/sys/bus/pci/drivers/npu/bind", bdf);
 }
 
 /* A copy job on a fresh file that must succeed within 60 s. */

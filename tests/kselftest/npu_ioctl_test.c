@@ -962,18 +962,6 @@ TEST_F(npu, fdinfo_keys_follow_drm_usage_stats)
 	close(bare);
 }
 
-/* Write a string to a file; 0 or -errno. */
-static int write_str(const char *path, const char *val)
-{
-	int fd = open(path, O_WRONLY), ret;
-
-	if (fd < 0)
-		return -errno;
-	ret = write(fd, val, strlen(val)) < 0 ? -errno : 0;
-	close(fd);
-	return ret;
-}
-
 /*
  * BO_CREATE with its n-th kernel allocation failing, for every n
  * (/proc/thread-self/fail-nth, failslab with GFP_KERNEL allowed): each
@@ -1002,7 +990,7 @@ TEST(bo_create_failing_at_each_allocation_keeps_the_bo_count)
 	/* Opened once: an open() while fail-nth counts could fail itself. */
 	nfd = open(nth, O_RDWR);
 	ASSERT_LE(0, nfd);
-	ASSERT_EQ(0, write_str(gfp, "N"));
+	ASSERT_EQ(0, npu_write_file(gfp, "N"));
 	for (n = 1; n < 4000; n++) {
 		struct drm_npu_bo_create c = { .size = 8192 };
 		int ret, len;
@@ -1022,7 +1010,7 @@ TEST(bo_create_failing_at_each_allocation_keeps_the_bo_count)
 		injected++;
 	}
 	close(nfd);
-	write_str(gfp, "Y");
+	npu_write_file(gfp, "Y");
 	close(fd);
 	TH_LOG("%d allocation sites of BO_CREATE failed in turn", injected);
 	EXPECT_LT(0, injected);

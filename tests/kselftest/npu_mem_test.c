@@ -21,17 +21,6 @@
 #define BUF_SIZE	(64 << 10)
 #define HALF		(BUF_SIZE / 2)
 
-static int sysfs_write(const char *path, const char *val)
-{
-	int fd = open(path, O_WRONLY), ret;
-
-	if (fd < 0)
-		return -errno;
-	ret = write(fd, val, strlen(val)) < 0 ? -errno : 0;
-	close(fd);
-	return ret;
-}
-
 /* The PCI address of the device behind /dev/accel/accel0. */
 static int npu_bdf(char *bdf, size_t len)
 {
@@ -452,7 +441,7 @@ TEST(unbind_with_foreign_dma_bufs_imported_then_rebind)
 	copy_both_ways(_metadata, fd, &heap, h_heap, va_heap);
 	EXPECT_EQ(3, dma_buf_attachments(bdf));
 
-	ASSERT_EQ(0, sysfs_write(DRV_DIR "/unbind", bdf));
+	ASSERT_EQ(0, npu_write_file(DRV_DIR "/unbind", bdf));
 	EXPECT_EQ(0, dma_buf_attachments(bdf));
 
 	/* Nothing is imported for a device that is gone. */
@@ -474,7 +463,7 @@ TEST(unbind_with_foreign_dma_bufs_imported_then_rebind)
 	ext_free(&heap, BUF_SIZE);
 	EXPECT_EQ(0, dma_buf_attachments(bdf));
 
-	ASSERT_EQ(0, sysfs_write(DRV_DIR "/bind", bdf));
+	ASSERT_EQ(0, npu_write_file(DRV_DIR "/bind", bdf));
 	fd = wait_for_device(5000);
 	ASSERT_GE(fd, 0);
 	ASSERT_EQ(0, udmabuf_new(&udma, BUF_SIZE));
@@ -511,14 +500,14 @@ static int cg_enter(const char *max)
 	if (access(CG_ROOT "/cgroup.controllers", F_OK) &&
 	    mount("none", CG_ROOT, "cgroup2", 0, NULL))
 		return -errno;
-	if (sysfs_write(CG_ROOT "/cgroup.subtree_control", "+memory"))
+	if (npu_write_file(CG_ROOT "/cgroup.subtree_control", "+memory"))
 		return -ENOTSUP;
 	if (mkdir(CG_TEST, 0755) && errno != EEXIST)
 		return -errno;
-	if (sysfs_write(CG_TEST "/memory.max", max))
+	if (npu_write_file(CG_TEST "/memory.max", max))
 		return -ENOTSUP;
 	snprintf(pid, sizeof(pid), "%d", getpid());
-	return sysfs_write(CG_TEST "/cgroup.procs", pid);
+	return npu_write_file(CG_TEST "/cgroup.procs", pid);
 }
 
 static void cg_leave(void)
@@ -526,7 +515,7 @@ static void cg_leave(void)
 	char pid[32];
 
 	snprintf(pid, sizeof(pid), "%d", getpid());
-	sysfs_write(CG_ROOT "/cgroup.procs", pid);
+	npu_write_file(CG_ROOT "/cgroup.procs", pid);
 	rmdir(CG_TEST);
 }
 
@@ -652,7 +641,7 @@ TEST(idle_bos_are_reclaimed_and_come_back_with_their_data)
 	reclaimed = npu_counter("pages_reclaimed");
 	restored = npu_counter("bos_restored");
 	mapped = npu_counter("pages_mapped");
-	ASSERT_EQ(0, sysfs_write("/proc/sys/vm/drop_caches", "2"));
+	ASSERT_EQ(0, npu_write_file("/proc/sys/vm/drop_caches", "2"));
 	/* bos[1..] and the command buffer; not bos[0], check or the job. */
 	EXPECT_GE(npu_counter("pages_reclaimed") - reclaimed,
 		  (RECLAIM_BOS - 1) * (RECLAIM_SIZE >> 12));
@@ -663,7 +652,7 @@ TEST(idle_bos_are_reclaimed_and_come_back_with_their_data)
 	EXPECT_EQ(0, memcmp(check.map, bos[0].map, 4096));
 
 	/* Evict again; odd BOs come back through a job first, even ones through the CPU. */
-	ASSERT_EQ(0, sysfs_write("/proc/sys/vm/drop_caches", "2"));
+	ASSERT_EQ(0, npu_write_file("/proc/sys/vm/drop_caches", "2"));
 	for (i = 0; i < RECLAIM_BOS; i++) {
 		if (i % 2) {
 			memset(check.map, 0, RECLAIM_SIZE);

@@ -19,17 +19,6 @@
 
 #define DRV_DIR "/sys/bus/pci/drivers/npu"
 
-static int sysfs_write(const char *path, const char *val)
-{
-	int fd = open(path, O_WRONLY), ret;
-
-	if (fd < 0)
-		return -errno;
-	ret = write(fd, val, strlen(val)) < 0 ? -errno : 0;
-	close(fd);
-	return ret;
-}
-
 /* The PCI address bound to npu, e.g. "0000:01:00.0". */
 static int bound_device(char *bdf, size_t len)
 {
@@ -139,7 +128,7 @@ TEST(pci_reset_with_jobs_in_flight_reruns_the_ones_not_started)
 		ASSERT_EQ(0, npu_submit(fd, &s));
 		ids[i] = s.job_id;
 	}
-	ASSERT_EQ(0, sysfs_write(path, "1"));
+	ASSERT_EQ(0, npu_write_file(path, "1"));
 	for (i = 0; i < 16; i++) {
 		ASSERT_EQ(0, npu_job_wait(fd, ids[i], 20000, &info));
 		EXPECT_EQ(DRM_NPU_JOB_DONE, info.state) TH_LOG("job %d", i);
@@ -207,7 +196,7 @@ TEST(pci_reset_never_reruns_the_job_it_interrupted)
 		usleep(1000);
 	} while (info.state == DRM_NPU_JOB_QUEUED);
 	usleep(200000);
-	ASSERT_EQ(0, sysfs_write(path, "1"));
+	ASSERT_EQ(0, npu_write_file(path, "1"));
 
 	ASSERT_EQ(0, npu_job_wait(fd, id, 20000, &info));
 	EXPECT_EQ(DRM_NPU_JOB_DONE, info.state);
@@ -231,7 +220,7 @@ TEST(pci_reset_never_reruns_the_job_it_interrupted)
 /* Hung tasks are reported after 2 s instead of 120 (the runner checks). */
 static void short_hung_task_timeout(void)
 {
-	sysfs_write("/proc/sys/kernel/hung_task_timeout_secs", "2");
+	npu_write_file("/proc/sys/kernel/hung_task_timeout_secs", "2");
 }
 
 static int kernel_log_has(const char *what)
@@ -299,7 +288,7 @@ TEST(tlb_invalidation_timeout_cuts_dma_until_a_reset)
 	EXPECT_EQ(DRM_NPU_JOB_CANCELED, info.state);
 	EXPECT_NE(0x3c, ((uint8_t *)buf.map)[63]);
 
-	ASSERT_EQ(0, sysfs_write(path, "1"));
+	ASSERT_EQ(0, npu_write_file(path, "1"));
 	EXPECT_EQ(0, device_wedged());
 	npu_bo_free(fd, &buf);
 	npu_bo_free(fd, &cmd);
@@ -343,10 +332,10 @@ TEST(unbind_with_a_hung_job_of_a_closed_file_then_rebind)
 		SKIP(return, "no npu debugfs");
 	short_hung_task_timeout();
 	hung_jobs_of_a_closed_file(_metadata);
-	ASSERT_EQ(0, sysfs_write(DRV_DIR "/unbind", bdf));
+	ASSERT_EQ(0, npu_write_file(DRV_DIR "/unbind", bdf));
 	sleep(4);
 	EXPECT_FALSE(kernel_log_has("blocked for more than"));
-	ASSERT_EQ(0, sysfs_write(DRV_DIR "/bind", bdf));
+	ASSERT_EQ(0, npu_write_file(DRV_DIR "/bind", bdf));
 	fd = wait_for_device(5000);
 	ASSERT_GE(fd, 0);
 	run_one_job(_metadata, fd);
@@ -392,7 +381,7 @@ TEST(unbind_with_jobs_in_flight_then_rebind)
 	ASSERT_EQ(0, npu_bo_new(fd, 1 << 20, 0, &buf));
 	queue_work(fd, &cmd, &buf);
 
-	ASSERT_EQ(0, sysfs_write(DRV_DIR "/unbind", bdf));
+	ASSERT_EQ(0, npu_write_file(DRV_DIR "/unbind", bdf));
 	/* The open file outlives the device: ioctls fail cleanly. */
 	npu_submit_init(&s, cmd.handle, 16, 0);
 	EXPECT_EQ(-ENODEV, npu_submit(fd, &s));
@@ -401,7 +390,7 @@ TEST(unbind_with_jobs_in_flight_then_rebind)
 	npu_bo_free(fd, &cmd);
 	close(fd);
 
-	ASSERT_EQ(0, sysfs_write(DRV_DIR "/bind", bdf));
+	ASSERT_EQ(0, npu_write_file(DRV_DIR "/bind", bdf));
 	fd = wait_for_device(5000);
 	ASSERT_GE(fd, 0);
 	run_one_job(_metadata, fd);
@@ -449,7 +438,7 @@ TEST(unbind_completes_while_a_job_waits_for_another_drivers_fence)
 	ASSERT_EQ(0, npu_job_info(fd, s.job_id, &info));
 	EXPECT_EQ(DRM_NPU_JOB_QUEUED, info.state);
 
-	ASSERT_EQ(0, sysfs_write(DRV_DIR "/unbind", bdf));
+	ASSERT_EQ(0, npu_write_file(DRV_DIR "/unbind", bdf));
 	/* Still pending: unbind did not wait for it to time out. */
 	EXPECT_EQ(0, npu_vgem_signal(vfd, &vbo));
 	EXPECT_NE(0x5a, ((uint8_t *)buf.map)[63]);
@@ -459,7 +448,7 @@ TEST(unbind_completes_while_a_job_waits_for_another_drivers_fence)
 	close(vbo.dmabuf_fd);
 	close(vfd);
 
-	ASSERT_EQ(0, sysfs_write(DRV_DIR "/bind", bdf));
+	ASSERT_EQ(0, npu_write_file(DRV_DIR "/bind", bdf));
 	fd = wait_for_device(5000);
 	ASSERT_GE(fd, 0);
 	run_one_job(_metadata, fd);
@@ -490,7 +479,7 @@ static void *unbinder_main(void *arg)
 {
 	struct unbinder *u = arg;
 
-	u->ret = sysfs_write(DRV_DIR "/unbind", u->bdf);
+	u->ret = npu_write_file(DRV_DIR "/unbind", u->bdf);
 	atomic_store(&u->done, 1);
 	return NULL;
 }
@@ -565,7 +554,7 @@ TEST(unbind_completes_while_a_submit_waits_in_a_user_fault)
 	close(uffd);
 	munmap(page, 4096);
 
-	ASSERT_EQ(0, sysfs_write(DRV_DIR "/bind", u.bdf));
+	ASSERT_EQ(0, npu_write_file(DRV_DIR "/bind", u.bdf));
 	fd = wait_for_device(5000);
 	ASSERT_GE(fd, 0);
 	run_one_job(_metadata, fd);
@@ -623,7 +612,7 @@ TEST(unbind_with_bos_held_by_files_mmaps_and_dma_bufs)
 	npu_bo_free(fd3, &exported);
 	close(fd3);
 
-	ASSERT_EQ(0, sysfs_write(DRV_DIR "/unbind", bdf));
+	ASSERT_EQ(0, npu_write_file(DRV_DIR "/unbind", bdf));
 
 	/* Nothing new gets mapped for a device that is gone. */
 	imp.fd = dmabuf;
@@ -646,7 +635,7 @@ TEST(unbind_with_bos_held_by_files_mmaps_and_dma_bufs)
 	npu_bo_free(fd, &cmd);
 	close(fd);
 
-	ASSERT_EQ(0, sysfs_write(DRV_DIR "/bind", bdf));
+	ASSERT_EQ(0, npu_write_file(DRV_DIR "/bind", bdf));
 	fd = wait_for_device(5000);
 	ASSERT_GE(fd, 0);
 	run_one_job(_metadata, fd);

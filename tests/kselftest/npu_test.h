@@ -438,30 +438,7 @@ static inline long long npu_counter(const char *name)
 	return ret;
 }
 
-static inline int npu_debugfs_write(const char *file, const char *val)
-{
-	const char *dir = npu_debugfs_dir();
-	char path[320];
-	int fd, ret;
-
-	if (!dir)
-		return -ENOENT;
-	snprintf(path, sizeof(path), "%s/%s", dir, file);
-	fd = open(path, O_WRONLY);
-	if (fd < 0)
-		return -errno;
-	ret = write(fd, val, strlen(val)) < 0 ? -errno : 0;
-	close(fd);
-	return ret;
-}
-
-/*
- * Make the next pass through one of the driver's fault points fail
- * (@what: hang, mmu_fault, boot_fail, tlb_timeout) on the device whose
- * debugfs directory is @dir: through its fault_attr fail_<what>/ on
- * kernels with CONFIG_FAULT_INJECTION_DEBUG_FS, else through the one-shot
- * knob npu_inject_<what> (Debian's stock kernel).
- */
+/* Write a string to a (sysfs, debugfs, procfs) file; 0 or -errno. */
 static inline int npu_write_file(const char *path, const char *val)
 {
 	int fd = open(path, O_WRONLY), ret = 0;
@@ -473,6 +450,25 @@ static inline int npu_write_file(const char *path, const char *val)
 	close(fd);
 	return ret;
 }
+
+static inline int npu_debugfs_write(const char *file, const char *val)
+{
+	const char *dir = npu_debugfs_dir();
+	char path[320];
+
+	if (!dir)
+		return -ENOENT;
+	snprintf(path, sizeof(path), "%s/%s", dir, file);
+	return npu_write_file(path, val);
+}
+
+/*
+ * Make the next pass through one of the driver's fault points fail
+ * (@what: hang, mmu_fault, boot_fail, tlb_timeout) on the device whose
+ * debugfs directory is @dir: through its fault_attr fail_<what>/ on
+ * kernels with CONFIG_FAULT_INJECTION_DEBUG_FS, else through the one-shot
+ * knob npu_inject_<what> (Debian's stock kernel).
+ */
 
 static inline int npu_inject_once_in(const char *dir, const char *what)
 {
