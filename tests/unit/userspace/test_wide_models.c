@@ -518,6 +518,15 @@ static void open_model(void *buf, size_t size, struct npu_engine **e, struct npu
 	assert_int_equal(npu_session_create(*m, NULL, s), NPU_OK);
 }
 
+static void close_model(void *buf, struct npu_engine *e, struct npu_model *m,
+			struct npu_session *s)
+{
+	npu_session_destroy(s);
+	npu_model_destroy(m);
+	npu_engine_destroy(e);
+	free(buf);
+}
+
 /* The condition folds from the shapes: only the branch taken is inferred. */
 static void test_squeeze_if_dim_is_one(void **state)
 {
@@ -536,10 +545,7 @@ static void test_squeeze_if_dim_is_one(void **state)
 	if (run_squeeze_if(s, 2, -1, &rank) != NPU_OK)
 		fail_msg("x 1x4x2 (the squeeze branch is invalid and not taken): %s", npu_last_error());
 	assert_int_equal(rank, 3);
-	npu_session_destroy(s);
-	npu_model_destroy(m);
-	npu_engine_destroy(e);
-	free(buf);
+	close_model(buf, e, m, s);
 }
 
 /*
@@ -569,10 +575,7 @@ static void test_branch_invalid_for_these_shapes_runs_only_if_taken(void **state
 	assert_int_equal(rank, 2);
 	if (run_squeeze_if(s, 2, 0, &rank) != NPU_OK)
 		fail_msg("x 1x4x2 after the error: %s", npu_last_error());
-	npu_session_destroy(s);
-	npu_model_destroy(m);
-	npu_engine_destroy(e);
-	free(buf);
+	close_model(buf, e, m, s);
 }
 
 int main(void)
