@@ -11,6 +11,9 @@
 //                     run alternately, one run each, ITERS times after a
 //                     warm-up; prints one JSON line per case (medians, ratio,
 //                     cosine of every output)
+//   node ort_compare.js ref   CASES.json              reference outputs:
+//                     each case {model, in_name, input, outdir} runs once
+//                     on one thread, its outputs go to outdir/<name>.npy
 //   node ort_compare.js profile RUNNER MODEL IN_NAME IN.npy THREADS ITERS
 //                     per-op-type milliseconds per run, ours (node timings)
 //                     against ORT's session profiling, as JSON
@@ -174,6 +177,19 @@ async function main() {
 		}
 		console.log(JSON.stringify({ median_ms: median(times), min_ms: Math.min(...times),
 			outputs: sess.outputNames }));
+	} else if (cmd === 'ref') {
+		// Reference outputs, one session per case, one thread, no timing.
+		const ort = require('onnxruntime-node');
+		for (const c of JSON.parse(fs.readFileSync(args[0], 'utf8'))) {
+			const x = readNpy(c.input);
+			const sess = await ortSession(ort, c.model, 1);
+			const out = await sess.run({ [c.in_name]: new ort.Tensor('float32', x.data, x.shape) });
+			fs.mkdirSync(c.outdir, { recursive: true });
+			for (const name of sess.outputNames)
+				writeNpy(path.join(c.outdir, name.replace(/[^A-Za-z0-9_.-]/g, '_') + '.npy'),
+					out[name].dims, out[name].data);
+			await sess.release();
+		}
 	} else if (cmd === 'all') {
 		const ort = require('onnxruntime-node');
 		const [runner, work, iters, casesFile] = args;
