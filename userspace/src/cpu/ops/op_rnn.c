@@ -259,7 +259,7 @@ static float npu_rnn_clip(const struct npu_rnn *r, float v)
 	return v;
 }
 
-/* act over n floats in place: Sigmoid on the vector path, the rest per element. */
+/* act over n floats in place: Sigmoid and Tanh on the vector path. */
 static void npu_rnn_act_vec(enum npu_rnn_act a, float *v, int64_t n)
 {
 	int64_t i;
@@ -268,6 +268,10 @@ static void npu_rnn_act_vec(enum npu_rnn_act a, float *v, int64_t n)
 		struct npu_cpu_act_params p = { .kind = NPU_CPU_ACT_SIGMOID };
 
 		npu_vec_act_f32(&p, v, v, (size_t)n);
+		return;
+	}
+	if (a == ACT_TANH) {
+		npu_vec_tanh_f32(v, v, (size_t)n);
 		return;
 	}
 	for (i = 0; i < n; i++)
