@@ -641,6 +641,56 @@ out:
 	return st;
 }
 
+/* fp32 Max / Min of two tensors of y's shape (no broadcast): one tight
+ * loop (the generic path calls a function per element), threaded. The
+ * expressions are the generic path's: a NaN in either input wins. */
+struct npu_minmax_job {
+	const float *a, *b;
+	float *y;
+	bool max;
+};
+
+static void npu_minmax_range(void *ctx, size_t begin, size_t end)
+{
+	const struct npu_minmax_job *job = ctx;
+	const float *a = job->a, *b = job->b;
+	float *y = job->y;
+	size_t i;
+
+	if (job->max)
+		for (i = begin; i < end; i++)
+			y[i] = (a[i] > b[i] || a[i] != a[i]) ? a[i] : b[i];
+	else
+		for (i = begin; i < end; i++)
+			y[i] = (a[i] < b[i] || a[i] != a[i]) ? a[i] : b[i];
+}
+
+static bool npu_minmax_f32(struct npu_op_ctx *ctx, enum npu_bin_kind k)
+{
+	const struct npu_tensor *a = ctx->inputs[0], *b;
+	struct npu_tensor *y = ctx->outputs[0];
+	struct npu_minmax_job job;
+	int d;
+
+	if (ctx->num_inputs != 2)
+		return false;
+	b = ctx->inputs[1];
+	if (a->dtype != NPU_DTYPE_FLOAT ||
+	    b->dtype != NPU_DTYPE_FLOAT || y->dtype != NPU_DTYPE_FLOAT ||
+	    a->shape.rank != y->shape.rank || b->shape.rank != y->shape.rank)
+		return false;
+	for (d = 0; d < y->shape.rank; d++)
+		if (a->shape.dims[d] != y->shape.dims[d] || b->shape.dims[d] != y->shape.dims[d])
+			return false;
+	job.a = a->data;
+	job.b = b->data;
+	job.y = y->data;
+	job.max = k == BIN_MAX;
+	npu_threadpool_parallel_for(ctx->pool, (size_t)npu_op_numel(y), NPU_VEC_GRAIN,
+				    npu_minmax_range, &job);
+	return true;
+}
+
 static npu_status npu_pow_compute(struct npu_op_ctx *ctx)
 {
 	return npu_bin_compute(ctx, BIN_POW);
@@ -680,6 +730,8 @@ static npu_status npu_bin_compute(struct npu_op_ctx *ctx, enum npu_bin_kind k)
 		npu_bin_apply(npu_bin_fn(k, a->dtype), a, &b, y);
 		return NPU_OK;
 	}
+	if ((k == BIN_MAX || k == BIN_MIN) && npu_minmax_f32(ctx, k))
+		return NPU_OK;
 	/* Variadic: fold the inputs into y in place. */
 	if (ctx->num_inputs == 1) {
 		npu_op_broadcast_copy(a, y);
