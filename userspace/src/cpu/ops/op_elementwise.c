@@ -650,18 +650,33 @@ struct npu_minmax_job {
 	bool max;
 };
 
+typedef float npu_v8f __attribute__((vector_size(32)));
+typedef int32_t npu_v8i __attribute__((vector_size(32)));
+
 static void npu_minmax_range(void *ctx, size_t begin, size_t end)
 {
 	const struct npu_minmax_job *job = ctx;
 	const float *a = job->a, *b = job->b;
 	float *y = job->y;
-	size_t i;
+	size_t i = begin;
 
+	/* Branch-free on 8 lanes (GNU C vectors: SSE2 pairs at the least):
+	 * with branches, random data mispredicts every other element. */
+	for (; i + 8 <= end; i += 8) {
+		npu_v8f x, z;
+		npu_v8i m;
+
+		memcpy(&x, a + i, sizeof(x));
+		memcpy(&z, b + i, sizeof(z));
+		m = (job->max ? x > z : x < z) | (x != x);
+		m = (m & (npu_v8i)x) | (~m & (npu_v8i)z);
+		memcpy(y + i, &m, sizeof(m));
+	}
 	if (job->max)
-		for (i = begin; i < end; i++)
+		for (; i < end; i++)
 			y[i] = (a[i] > b[i] || a[i] != a[i]) ? a[i] : b[i];
 	else
-		for (i = begin; i < end; i++)
+		for (; i < end; i++)
 			y[i] = (a[i] < b[i] || a[i] != a[i]) ? a[i] : b[i];
 }
 
