@@ -8,7 +8,9 @@ Writes OUTDIR/<name>.onnx for each model and OUTDIR/manifest.tsv, one line
 per model: name, input name, input dims ("N" is the dynamic batch), kind of
 input ("image", "audio", "seq": all float32, filled by bench/ort_compare.js
 gen). Every model has one float input whose first dimension is the batch
-"N", so the same file runs at batch 1 and 8.
+"N", so the same file runs at batch 1 and 8, except the two *-edges
+recurrent models (a fixed batch of 3: their sequence_lens is a constant),
+which run once.
 
 Deterministic: each model's weights come from numpy's PCG64 seeded with a
 fixed number per model, and onnx serializes the same graph to the same
@@ -371,6 +373,28 @@ def rnn(g, kind, steps=50, feat=40, hidden=128, classes=30):
     return g.model("x", ["N", steps, feat], g.linear(x, cin, classes))
 
 
+def rnn_edges(g, kind, steps=7, batch=3, feat=8, hidden=16):
+    """One bidirectional layer with what the zoo's other RNNs leave out:
+    sequence_lens (7, 3, 1: rows stop early, the reverse direction starts
+    at each row's own end), initial states, LSTM peepholes, GRU without
+    linear_before_reset. A fixed batch of 3 (sequence_lens is a constant)."""
+    gates, s = (4, 0.3) if kind == "LSTM" else (3, 0.3)
+    ins = ["x", g.const(g.uniform(-s, s, 2, gates * hidden, feat)),
+           g.const(g.uniform(-s, s, 2, gates * hidden, hidden)),
+           g.const(g.uniform(-s, s, 2, 2 * gates * hidden)),
+           g.const(np.array([7, 3, 1], np.int32), "seq_lens"),
+           g.const(g.uniform(-1, 1, 2, batch, hidden), "h0")]
+    attrs = {"hidden_size": hidden, "direction": "bidirectional"}
+    if kind == "LSTM":
+        ins += [g.const(g.uniform(-1, 1, 2, batch, hidden), "c0"),
+                g.const(g.uniform(-s, s, 2, 3 * hidden), "peep")]
+    y, yh = g.op(kind, ins, nout=2, **attrs)
+    y = g.op("Reshape", [y, g.const(np.array([steps, -1], np.int64), "shape")])
+    yh = g.op("Reshape", [yh, g.const(np.array([1, -1], np.int64), "shape")])
+    x = g.op("Concat", [y, yh], axis=0)
+    return g.model("x", [steps, batch, feat], x)
+
+
 def bert(g, seq=64, d=128, heads=4, layers=2, ff=512):
     """A BERT-style encoder on N x S x D embeddings: LayerNormalization,
     MatMul + Add projections, multi-head attention (Reshape, Transpose,
@@ -416,6 +440,8 @@ ZOO = {
     "lstm": (lambda g: rnn(g, "LSTM"), 111, "seq"),
     "gru": (lambda g: rnn(g, "GRU"), 112, "seq"),
     "bert": (bert, 113, "seq"),
+    "lstm-edges": (lambda g: rnn_edges(g, "LSTM"), 114, "seq"),
+    "gru-edges": (lambda g: rnn_edges(g, "GRU"), 115, "seq"),
 }
 
 
