@@ -11,6 +11,9 @@
 //                     run alternately, one run each, ITERS times after a
 //                     warm-up; prints one JSON line per case (medians, ratio,
 //                     cosine of every output)
+//   node ort_compare.js ref   CASES.json              reference outputs:
+//                     each case {model, in_name, input, outdir} runs once
+//                     on one thread, its outputs go to outdir/<name>.npy
 //   node ort_compare.js profile RUNNER MODEL IN_NAME IN.npy THREADS ITERS
 //                     per-op-type milliseconds per run, ours (node timings)
 //                     against ORT's session profiling, as JSON
@@ -174,6 +177,19 @@ async function main() {
 		}
 		console.log(JSON.stringify({ median_ms: median(times), min_ms: Math.min(...times),
 			outputs: sess.outputNames }));
+	} else if (cmd === 'ref') {
+		// Reference outputs, one session per case, one thread, no timing.
+		const ort = require('onnxruntime-node');
+		for (const c of JSON.parse(fs.readFileSync(args[0], 'utf8'))) {
+			const x = readNpy(c.input);
+			const sess = await ortSession(ort, c.model, 1);
+			const out = await sess.run({ [c.in_name]: new ort.Tensor('float32', x.data, x.shape) });
+			fs.mkdirSync(c.outdir, { recursive: true });
+			for (const name of sess.outputNames)
+				writeNpy(path.join(c.outdir, name.replace(/[^A-Za-z0-9_.-]/g, '_') + '.npy'),
+					out[name].dims, out[name].data);
+			await sess.release();
+		}
 	} else if (cmd === 'all') {
 		const ort = require('onnxruntime-node');
 		const [runner, work, iters, casesFile] = args;
@@ -183,17 +199,27 @@ async function main() {
 			const feeds = { [c.in_name]: new ort.Tensor('float32', x.data, x.shape) };
 			const sess = await ortSession(ort, c.model, c.threads);
 			const ours = startRunner(runner, c.model, c.input, c.threads, false);
+			// NPU_RUNNER_BASE: a second build of ours (the tree before a
+			// change) in the same rotation, for before / after ratios.
+			const baseRunner = process.env.NPU_RUNNER_BASE;
+			const base = baseRunner ? startRunner(baseRunner, c.model, c.input, c.threads, false) : null;
 			await ours.cmd('run');		// warm-up (plans on first use)
+			if (base)
+				await base.cmd('run');
 			let out = await sess.run(feeds);
-			const tn = [], to = [];
+			const tn = [], to = [], tb = [];
+			const orders = base ? [['npu', 'ort', 'base'], ['ort', 'base', 'npu'], ['base', 'npu', 'ort']] :
+				[['npu', 'ort'], ['ort', 'npu']];
 			for (let i = 0; i < Number(iters); i++) {
-				// Alternate who goes first, so neither always follows the other.
-				for (const who of i % 2 ? ['ort', 'npu'] : ['npu', 'ort']) {
+				// Rotate who goes first, so none always follows another.
+				for (const who of orders[i % orders.length]) {
 					// Let the other engine's leftover work (ORT's spinning
 					// pool: ~50 ms of CPU after a run) end first.
 					await new Promise(r => setTimeout(r, settleMs));
 					if (who === 'npu') {
 						tn.push(Number((await ours.cmd('run')).split(' ')[1]));
+					} else if (who === 'base') {
+						tb.push(Number((await base.cmd('run')).split(' ')[1]));
 					} else {
 						const t0 = process.hrtime.bigint();
 						out = await sess.run(feeds);
@@ -205,14 +231,21 @@ async function main() {
 			fs.mkdirSync(dn, { recursive: true }); fs.mkdirSync(dort, { recursive: true });
 			await ours.cmd('out ' + dn);
 			ours.close();
+			if (base)
+				base.close();
 			for (const name of sess.outputNames) {
 				const t = out[name];
 				writeNpy(path.join(dort, name.replace(/[^A-Za-z0-9_.-]/g, '_') + '.npy'), t.dims, t.data);
 			}
 			await sess.release();
 			const mn = median(tn), mo = median(to);
-			console.log(JSON.stringify({ name: c.name, threads: c.threads, runs: tn.length,
-				npu_ms: mn, ort_ms: mo, ratio: mn / mo, outputs: compareDirs(dn, dort) }));
+			const r = { name: c.name, threads: c.threads, runs: tn.length,
+				npu_ms: mn, ort_ms: mo, ratio: mn / mo, outputs: compareDirs(dn, dort) };
+			if (base) {
+				r.base_ms = median(tb);
+				r.base_ratio = r.base_ms / mo;
+			}
+			console.log(JSON.stringify(r));
 		}
 	} else if (cmd === 'profile') {
 		const ort = require('onnxruntime-node');

@@ -420,6 +420,72 @@ static void test_inverse_transposes_cancel(void **state)
 	npu_graph_destroy(g);
 }
 
+/*
+ * What tf2onnx writes for an NHWC model: Transposes to NCHW around each
+ * pool / conv, the activations and Max between them in NHWC. The
+ * Transposes move below LeakyRelu, Relu and Max and cancel; the one
+ * that makes the graph output keeps it (and its name).
+ */
+static void test_transposes_move_below_elementwise_ops_and_cancel(void **state)
+{
+	struct npu_graph *g = npu_graph_create("test");
+	int64_t d[4] = { 1, 4, 6, 3 }, dc[4] = { 1, 3, 4, 6 }, one[1] = { 1 };
+	const int64_t to_nchw[4] = { 0, 3, 1, 2 }, to_nhwc[4] = { 0, 2, 3, 1 };
+	const float two = 2.0f;
+	struct npu_value *x = input(g, "x", 4, d), *v[16], *in[2];
+	struct npu_shape nchw = { .rank = 4, .dims = { 1, 3, 4, 6 } };
+	struct npu_error err = { 0 };
+	struct npu_node *mx;
+	int i;
+
+	(void)state;
+	(void)dc;
+	for (i = 0; i < 16; i++) {
+		char name[8];
+
+		snprintf(name, sizeof(name), "v%d", i);
+		v[i] = value_like(g, name, x);
+	}
+	transpose(g, "ta", x, v[0], to_nchw);
+	node(g, "MaxPool", "pa", &v[0], 1, v[1]);
+	transpose(g, "tb", v[1], v[2], to_nhwc);
+	node(g, "LeakyRelu", "la", &v[2], 1, v[3]);
+	transpose(g, "tc", x, v[4], to_nchw);
+	node(g, "MaxPool", "pb", &v[4], 1, v[5]);
+	transpose(g, "td", v[5], v[6], to_nhwc);
+	node(g, "Relu", "rb", &v[6], 1, v[7]);
+	in[0] = v[3];
+	in[1] = v[7];
+	mx = node(g, "Max", "mx", in, 2, v[8]);
+	in[0] = v[8];
+	in[1] = constant(g, "two", 1, one, &two);
+	node(g, "Mul", "mul", in, 2, v[9]);
+	transpose(g, "te", v[9], v[10], to_nchw);
+	node(g, "MaxPool", "pc", &v[10], 1, v[11]);
+	transpose(g, "tf", v[11], v[12], to_nhwc);
+	mark_output(g, v[12]);
+	for (i = 0; i < 2; i++)
+		v[i]->shape = nchw, v[4 + i]->shape = nchw, v[10 + i]->shape = nchw;
+	assert_int_equal(npu_graph_sort(g, &err), NPU_OK);
+	assert_int_equal(npu_pass_cancel_transposes(g, NULL, &err), NPU_OK);
+	assert_int_equal(npu_pass_dead_nodes(g, NULL, &err), NPU_OK);
+	assert_int_equal(npu_graph_sort(g, &err), NPU_OK);
+	/* ta and tc (x is NHWC) and tf (the output) are left. */
+	assert_int_equal(count_op(g, "Transpose"), 3);
+	/* Max now reads the pools' NCHW outputs through the activations. */
+	assert_ptr_equal(mx->inputs[0]->producer->inputs[0], v[1]);
+	assert_ptr_equal(mx->inputs[1]->producer->inputs[0], v[5]);
+	assert_int_equal(mx->outputs[0]->shape.dims[1], 3);	/* NCHW now */
+	assert_int_equal(mx->outputs[0]->shape.dims[3], 6);
+	/* The last pool reads Mul's output directly; the output keeps its name. */
+	assert_string_equal(g->outputs[0]->name, "v12");
+	assert_string_equal(g->outputs[0]->producer->op_type, "Transpose");
+	assert_string_equal(g->outputs[0]->producer->inputs[0]->producer->name, "pc");
+	assert_string_equal(g->outputs[0]->producer->inputs[0]->producer->inputs[0]->producer->name,
+			    "mul");
+	npu_graph_destroy(g);
+}
+
 static void test_qdq_pairs_become_fixed_qparams(void **state)
 {
 	struct npu_graph *g = npu_graph_create("test");
@@ -1057,6 +1123,7 @@ int main(void)
 		cmocka_unit_test(test_max_min_by_a_constant_become_clip),
 		cmocka_unit_test(test_activation_with_two_users_is_not_fused),
 		cmocka_unit_test(test_inverse_transposes_cancel),
+		cmocka_unit_test(test_transposes_move_below_elementwise_ops_and_cancel),
 		cmocka_unit_test(test_qdq_pairs_become_fixed_qparams),
 		cmocka_unit_test(test_cpu_fuse_matches_unfused_graph),
 		cmocka_unit_test(test_cpu_fuse_leaves_lookalikes),

@@ -597,6 +597,39 @@ static void test_vec_exp_special_values(void **state)
 	assert_true(fabs(y[9] - exp(-100.0)) <= 4.0 * 1.4e-45 + 1e-6 * exp(-100.0));
 }
 
+static void test_vec_tanh_accuracy_and_special_values(void **state)
+{
+	struct rng r = { 0x5eed0006u };
+	size_t n = 200011, i;	/* odd: the tail vector too */
+	float *x = alloc_floats(n), *y = alloc_floats(n);
+	float sx[8] = { 0.0f, -0.0f, 20.0f, -20.0f, INFINITY, -INFINITY, NAN, 1e-30f };
+	float sy[8];
+	double worst = 0;
+
+	(void)state;
+	for (i = 0; i < n; i++)
+		x[i] = i < n / 2 ? -12.0f + 24.0f * (float)i / (float)(n / 2) :
+		       (rng_float(&r) - 0.5f) * (i % 3 ? 2.0f : 1e-3f);
+	npu_vec_tanh_f32(x, y, n);
+	for (i = 0; i < n; i++) {
+		double ref = tanh((double)x[i]), e = fabs(y[i] - ref);
+
+		if (ref != 0 && e / fabs(ref) > worst)
+			worst = e / fabs(ref);
+		if (!(e <= 4e-7 * fabs(ref) + 1e-30))
+			fail_msg("tanh(%.9g) = %.9g, want %.9g (rel %.3g)", x[i],
+				 y[i], ref, e / fabs(ref));
+	}
+	print_message("tanh: worst relative error %.3g\n", worst);
+	npu_vec_tanh_f32(sx, sy, 8);
+	assert_true(sy[0] == 0.0f && sy[1] == 0.0f);
+	assert_true(sy[2] == 1.0f && sy[3] == -1.0f && sy[4] == 1.0f && sy[5] == -1.0f);
+	assert_true(isnan(sy[6]));
+	assert_true(sy[7] == 1e-30f);
+	free(x);
+	free(y);
+}
+
 /* ---- convolution ---- */
 
 struct conv_case {
@@ -1582,6 +1615,7 @@ int main(void)
 		cmocka_unit_test(test_vec_sigmoid_saturates_cleanly),
 		cmocka_unit_test(test_vec_exp_accuracy_over_full_range),
 		cmocka_unit_test(test_vec_exp_special_values),
+		cmocka_unit_test(test_vec_tanh_accuracy_and_special_values),
 		cmocka_unit_test(test_conv2d_matches_reference_random_shapes),
 		cmocka_unit_test(test_conv2d_every_activation_each_path),
 		cmocka_unit_test(test_conv2d_larger_layers),

@@ -2621,6 +2621,40 @@ static void test_max_float16_through_fp32(void **state)
 	t_free(t);
 }
 
+/* fp32 Max / Min of same-shape inputs (the 8-lane loop, then the tail):
+ * the larger / smaller, and a NaN in either input wins. */
+static void test_max_min_f32_same_shape_nan_wins(void **state)
+{
+	float a[19], b[19];
+	int k, i;
+
+	(void)state;
+	for (i = 0; i < 19; i++) {
+		a[i] = (float)((i * 7) % 5) - 2.0f;
+		b[i] = (float)((i * 3) % 4) - 1.5f;
+	}
+	a[2] = NAN;
+	b[5] = NAN;
+	a[17] = NAN;
+	b[18] = NAN;
+	for (k = 0; k < 2; k++) {
+		struct t_node *t = t_new(k ? "Min" : "Max", 13, 1);
+		const float *y;
+
+		t_input(t, NPU_DTYPE_FLOAT, a, false, 1, D(19));
+		t_input(t, NPU_DTYPE_FLOAT, b, false, 1, D(19));
+		t_run(t);
+		y = t->out_t[0].data;
+		for (i = 0; i < 19; i++) {
+			if (isnan(a[i]) || isnan(b[i]))
+				assert_true(isnan(y[i]));
+			else
+				assert_true(y[i] == (k ? fminf(a[i], b[i]) : fmaxf(a[i], b[i])));
+		}
+		t_free(t);
+	}
+}
+
 static void test_mel_weight_matrix_triangle_and_bad_edges(void **state)
 {
 	static const int64_t bins[1] = { 1 }, len[1] = { 8 }, rate[1] = { 8 };
@@ -2961,6 +2995,7 @@ int main(void)
 		cmocka_unit_test(test_stft_frames_and_zero_step),
 		cmocka_unit_test(test_roi_align_averages_and_checks_batch_index),
 		cmocka_unit_test(test_max_float16_through_fp32),
+		cmocka_unit_test(test_max_min_f32_same_shape_nan_wins),
 		cmocka_unit_test(test_mel_weight_matrix_triangle_and_bad_edges),
 		cmocka_unit_test(test_fused_conv_epilogue_order),
 		cmocka_unit_test(test_fused_conv_rejects_bad_epilogues),

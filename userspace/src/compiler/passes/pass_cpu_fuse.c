@@ -402,6 +402,9 @@ npu_status npu_cpu_passes(struct npu_graph *g, struct npu_error *err)
 		{ "dead_nodes", npu_pass_dead_nodes, NULL },
 		{ "fold_batchnorm", npu_pass_fold_batchnorm, NULL },
 		{ "fold_channel_affine", npu_pass_fold_channel_affine, NULL },
+		/* Before cpu_fuse: a Conv's activation behind a Transpose comes next to it. */
+		{ "cancel_transposes", npu_pass_cancel_transposes, NULL },
+		{ "dead_nodes", npu_pass_dead_nodes, NULL },
 		{ "cpu_fuse", npu_pass_cpu_fuse, NULL },
 		{ "cpu_nchwc", npu_pass_cpu_nchwc, NULL },
 		{ "dead_nodes", npu_pass_dead_nodes, NULL },

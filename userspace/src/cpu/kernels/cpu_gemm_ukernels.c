@@ -6,7 +6,8 @@
  *   portable: 4 x 8 in plain C
  * Each reads packed panels (see npu_gemm_pack_a/b) and updates a tile of
  * C with alpha / beta; beta == 0 never reads C. Edge tiles (m < mr,
- * n < nr) store through masks / row checks.
+ * n < nr) store through masks / row checks; on AVX-512 an edge of at
+ * most 8 rows runs a tile of 1, 2, 4 or 8 rows instead of all 14.
  */
 #include <immintrin.h>
 
@@ -17,58 +18,89 @@
 #define AVX512_ROWS(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) \
 	X(10) X(11) X(12) X(13)
 
-__attribute__((target(NPU_TARGET_AVX512)))
-static void npu_ukernel_avx512(size_t kc, const float *a, const float *b,
-			       float *c, size_t ldc, float alpha, float beta,
-			       size_t m, size_t n)
-{
-#define DECL(i) __m512 c##i##0 = _mm512_setzero_ps(), \
+/*
+ * The tile over a list of rows: ROWS(X) expands X(i) for each row i the
+ * variant computes. Every row's sums are the same FMA chain in every
+ * variant, so a C element has the same bits whichever variant runs it.
+ */
+#define AVX512_DECL(i) __m512 c##i##0 = _mm512_setzero_ps(), \
 	c##i##1 = _mm512_setzero_ps();
-	AVX512_ROWS(DECL)
-#undef DECL
-	__mmask16 k0, k1;
-	__m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
-	size_t kk;
-
-	/* The C tile is touched only at the end: start fetching it now. */
-#define PREF(i) if (i < m) { _mm_prefetch((const char *)(c + i * ldc), \
+#define AVX512_PREF(i) if (i < m) { _mm_prefetch((const char *)(c + i * ldc), \
 		_MM_HINT_T0); _mm_prefetch((const char *)(c + i * ldc + 31), \
 		_MM_HINT_T0); }
-	AVX512_ROWS(PREF)
-#undef PREF
-	for (kk = 0; kk < kc; kk++) {
-		__m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16);
-
-		_mm_prefetch((const char *)(b + 32 * 8), _MM_HINT_T0);
-#define STEP(i) { __m512 ai = _mm512_set1_ps(a[i]); \
+#define AVX512_STEP(i) { __m512 ai = _mm512_set1_ps(a[i]); \
 		c##i##0 = _mm512_fmadd_ps(ai, b0, c##i##0); \
 		c##i##1 = _mm512_fmadd_ps(ai, b1, c##i##1); }
-		AVX512_ROWS(STEP)
-#undef STEP
-		a += 14;
-		b += 32;
-	}
-
-	k0 = n >= 16 ? 0xffff : (__mmask16)((1u << n) - 1);
-	k1 = n >= 32 ? 0xffff : n <= 16 ? 0 : (__mmask16)((1u << (n - 16)) - 1);
-	if (beta == 0.0f) {
-#define STORE(i) if (i < m) { float *ci = c + i * ldc; \
+#define AVX512_STORE0(i) if (i < m) { float *ci = c + i * ldc; \
 		_mm512_mask_storeu_ps(ci, k0, _mm512_mul_ps(va, c##i##0)); \
 		_mm512_mask_storeu_ps(ci + 16, k1, \
 				      _mm512_mul_ps(va, c##i##1)); }
-		AVX512_ROWS(STORE)
-#undef STORE
-	} else {
-#define STORE(i) if (i < m) { float *ci = c + i * ldc; \
+#define AVX512_STORE(i) if (i < m) { float *ci = c + i * ldc; \
 		__m512 o0 = _mm512_maskz_loadu_ps(k0, ci); \
 		__m512 o1 = _mm512_maskz_loadu_ps(k1, ci + 16); \
 		_mm512_mask_storeu_ps(ci, k0, _mm512_fmadd_ps(vb, o0, \
 				      _mm512_mul_ps(va, c##i##0))); \
 		_mm512_mask_storeu_ps(ci + 16, k1, _mm512_fmadd_ps(vb, o1, \
 				      _mm512_mul_ps(va, c##i##1))); }
-		AVX512_ROWS(STORE)
-#undef STORE
-	}
+#define AVX512_UKERNEL(name, ROWS)					\
+__attribute__((target(NPU_TARGET_AVX512)))				\
+static void name(size_t kc, const float *a, const float *b, float *c,	\
+		 size_t ldc, float alpha, float beta, size_t m, size_t n) \
+{									\
+	ROWS(AVX512_DECL)						\
+	__mmask16 k0, k1;						\
+	__m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);	\
+	size_t kk;							\
+									\
+	/* The C tile is touched only at the end: start fetching it now. */ \
+	ROWS(AVX512_PREF)						\
+	for (kk = 0; kk < kc; kk++) {					\
+		__m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16); \
+									\
+		_mm_prefetch((const char *)(b + 32 * 8), _MM_HINT_T0);	\
+		ROWS(AVX512_STEP)					\
+		a += 14;						\
+		b += 32;						\
+	}								\
+									\
+	k0 = n >= 16 ? 0xffff : (__mmask16)((1u << n) - 1);		\
+	k1 = n >= 32 ? 0xffff : n <= 16 ? 0 : (__mmask16)((1u << (n - 16)) - 1); \
+	if (beta == 0.0f) {						\
+		ROWS(AVX512_STORE0)					\
+	} else {							\
+		ROWS(AVX512_STORE)					\
+	}								\
+}
+
+/*
+ * Short tiles for m < 14 (a batch-1 Gemm / MatMul is m = 1, a recurrent
+ * step m = batch): the full tile would run all 14 rows' FMAs for them.
+ */
+#define AVX512_ROWS1(X) X(0)
+#define AVX512_ROWS2(X) X(0) X(1)
+#define AVX512_ROWS4(X) X(0) X(1) X(2) X(3)
+#define AVX512_ROWS8(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
+AVX512_UKERNEL(npu_ukernel_avx512_14, AVX512_ROWS)
+AVX512_UKERNEL(npu_ukernel_avx512_1, AVX512_ROWS1)
+AVX512_UKERNEL(npu_ukernel_avx512_2, AVX512_ROWS2)
+AVX512_UKERNEL(npu_ukernel_avx512_4, AVX512_ROWS4)
+AVX512_UKERNEL(npu_ukernel_avx512_8, AVX512_ROWS8)
+
+__attribute__((target(NPU_TARGET_AVX512)))
+static void npu_ukernel_avx512(size_t kc, const float *a, const float *b,
+			       float *c, size_t ldc, float alpha, float beta,
+			       size_t m, size_t n)
+{
+	if (m > 8)
+		npu_ukernel_avx512_14(kc, a, b, c, ldc, alpha, beta, m, n);
+	else if (m > 4)
+		npu_ukernel_avx512_8(kc, a, b, c, ldc, alpha, beta, m, n);
+	else if (m > 2)
+		npu_ukernel_avx512_4(kc, a, b, c, ldc, alpha, beta, m, n);
+	else if (m > 1)
+		npu_ukernel_avx512_2(kc, a, b, c, ldc, alpha, beta, m, n);
+	else
+		npu_ukernel_avx512_1(kc, a, b, c, ldc, alpha, beta, m, n);
 }
 
 /*

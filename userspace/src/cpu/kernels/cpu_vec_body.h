@@ -142,6 +142,42 @@ NPU_V_TARGET static void NPU_V_FN(exp_row)(const float *x, float *y, size_t n)
 	}
 }
 
+/*
+ * tanh(x), Cephes' tanhf: x + x^3 P(x^2) for |x| < 0.625, else
+ * sign(x) (1 - 2 / (exp(2|x|) + 1)); about 2 ulp, +-1 past |x| ~ 9,
+ * NaN passed on.
+ */
+NPU_V_TARGET static inline V NPU_V_FN(tanh_v)(V x)
+{
+	V ax = V_MAX(x, V_SUB(V_SET1(0.0f), x)), z = V_MUL(x, x), p, big;
+
+	p = V_SET1(-5.70498872745e-3f);
+	p = V_FMA(p, z, V_SET1(2.06390887954e-2f));
+	p = V_FMA(p, z, V_SET1(-5.37397155531e-2f));
+	p = V_FMA(p, z, V_SET1(1.33314422036e-1f));
+	p = V_FMA(p, z, V_SET1(-3.33332819422e-1f));
+	p = V_FMA(V_MUL(p, z), x, x);
+	big = V_SUB(V_SET1(1.0f), V_DIV(V_SET1(2.0f), V_ADD(V_SET1(1.0f),
+		NPU_V_FN(exp_v)(V_ADD(ax, ax)))));
+	big = V_SEL_GT(V_SET1(0.0f), x, V_SUB(V_SET1(0.0f), big), big);
+	return V_SEL_GT(V_SET1(0.625f), ax, p, big);
+}
+
+NPU_V_TARGET static void NPU_V_FN(tanh_row)(const float *x, float *y, size_t n)
+{
+	size_t i = 0;
+
+	for (; i + VL <= n; i += VL)
+		V_STORE(y + i, NPU_V_FN(tanh_v)(V_LOAD(x + i)));
+	if (i < n) {
+		float tmp[VL] = { 0 };
+
+		memcpy(tmp, x + i, (n - i) * sizeof(float));
+		V_STORE(tmp, NPU_V_FN(tanh_v)(V_LOAD(tmp)));
+		memcpy(y + i, tmp, (n - i) * sizeof(float));
+	}
+}
+
 NPU_V_TARGET static void NPU_V_FN(fma_row)(float *y, const float *x,
 					   size_t stride, float w, size_t n)
 {
@@ -532,6 +568,7 @@ const struct npu_vec_ops NPU_V_FN(npu_vec_ops) = {
 	.act = NPU_V_FN(act_row),
 	.epi = NPU_V_FN(epi_row),
 	.exp = NPU_V_FN(exp_row),
+	.tanh = NPU_V_FN(tanh_row),
 	.fma_row = NPU_V_FN(fma_row),
 	.max_row = NPU_V_FN(max_row),
 };
