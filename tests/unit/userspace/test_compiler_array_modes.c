@@ -3,7 +3,7 @@
  * MAC array modes (ISA 1.5, NPU_CONV_ARRAY()): code generation gives each
  * CONV2D and MATMUL the mode with the fewest cycles for its shape
  * (codegen.c cmd_conv2d() / cmd_matmul()). A mode changes timing only, so
- * a model must give exactly the bytes of mode 0 (NPU_ARRAY_MODES=0) in
+ * a model must give exactly the bytes of mode 0 (array_modes=0) in
  * every path: plain, depthwise, the fused pair, ConvTranspose, Gemm; over
  * channel counts that leave the 32 x 32 array part idle (3, 8, 16, 24,
  * 40) and ones that fill it. The MAC cycles of the stream, summed by the

@@ -2,9 +2,9 @@
 /*
  * Cross-layer fusion (codegen.c, fusion_plan()): conv chains whose
  * intermediates stay in SRAM must give exactly the bytes of the same model
- * compiled with fusion off (NPU_FUSE=0), over odd sizes, strides, kernels,
+ * compiled with fusion off (fuse=off), over odd sizes, strides, kernels,
  * dilations, depthwise and fused activations, with tiles forced small
- * (NPU_FUSE_ROWS) so that halo rows are recomputed across tiles; chains of
+ * (codegen fuse_rows) so that halo rows are recomputed across tiles; chains of
  * more than two convs; and "teed" intermediates, read outside the chain
  * too (a gate after a Squeeze-and-Excitation pool, a product with a later
  * layer), which the chain stores as it goes.
@@ -305,7 +305,7 @@ static void groups(const struct npu_compiled *c, const char *name, size_t *longe
 	npu_cmdbuf_destroy(cb);
 }
 
-/* Compile for sim with NPU_FUSE=fuse, run on x, copy the output out. */
+/* Compile for sim with codegen fuse=<fuse>, run on x, copy the output out. */
 static size_t compile_and_run(struct npu_device *dev, enum model m, int64_t h, int64_t w,
 			      struct npu_tensor *x, const char *fuse, const char *rows,
 			      float *out, size_t cap, uint64_t *fused_groups, size_t *longest,
@@ -455,7 +455,7 @@ static void test_hoisted_reader_is_bit_identical(void **state)
 
 /*
  * Constants prefetched across ops (codegen.c prefetch_consts()): the
- * chain of eight convs unfused, with NPU_PREFETCH=0 and without, gives the
+ * chain of eight convs unfused, with prefetch=0 and without, gives the
  * same bytes; with it, ops start without their BARRIER and some constant
  * load sits in front of the previous op's final SYNC store.
  */

@@ -2,7 +2,7 @@
 /*
  * GlobalAveragePool in two depthwise CONV2D stages (lower.c,
  * lower_global_pool_split(): ~32 band means into an int8 temporary, then
- * their mean) against the one-stage form (NPU_GAP_SPLIT=0) and the fp32
+ * their mean) against the one-stage form (gap_split=0) and the fp32
  * mean, over odd shapes: H x W prime, tiny, large, padded bands, C not a
  * multiple of 32. The temporary is int8 (the ISA has no int8 -> int16
  * CONV2D), so the two forms may differ, by at most one output step (the

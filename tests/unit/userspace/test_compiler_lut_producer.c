@@ -5,7 +5,7 @@
  * the producer need not be the last lop). x -> a = Conv3x3, b = Conv1x1,
  * s = a * relu(a + k1) * k2 (one table), c = Conv1x1(s), y = c + b, with
  * b between a and s in graph order: lowered with a LUT lop of its own
- * (NPU_LUT_PRODUCER=last, the old rule) and as conv_a's output stage, the
+ * (lut_producer=last, the old rule) and as conv_a's output stage, the
  * same output bytes, over odd sizes and tiles forced small.
  */
 #include <setjmp.h>

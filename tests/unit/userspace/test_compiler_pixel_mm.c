@@ -5,10 +5,10 @@
  * pixels on its n axis, and a 1x1 conv with few output channels, one
  * MATMUL per channel; a nearest RESIZE of step 1 puts each plane's pixels
  * in place. Must give exactly the bytes of the same model compiled with
- * CONV2Ds (NPU_PIXEL_MM=0 against =force), over odd sizes, more than 32
+ * CONV2Ds (pixel_mm=off against force), over odd sizes, more than 32
  * input channels, 2x2 and 3x3 kernels (= stride), 1, 5 and 12 output
  * channels, with and without bias and a fused Sigmoid LUT, tiles forced
- * to 1 and 3 input rows (NPU_FUSE_ROWS) and free.
+ * to 1 and 3 input rows (codegen fuse_rows) and free.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -81,7 +81,7 @@ static struct npu_graph *build(const struct variant *v)
 	return g;
 }
 
-/* Compile for sim (NPU_PIXEL_MM=mm: 0 or force), run on x, copy the output out. */
+/* Compile for sim (pixel_mm=<mm>: 0 or force), run on x, copy the output out. */
 static size_t compile_and_run(struct npu_device *dev, const struct variant *v,
 			      struct npu_tensor *x, const char *mm, const char *rows,
 			      float *out, size_t cap, uint64_t *insns, uint64_t *pred)

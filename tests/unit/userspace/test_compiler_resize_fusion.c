@@ -2,9 +2,9 @@
 /*
  * RESIZE inside the ELTWISE tile loop (codegen.c, gen_resize_elt()): the
  * FPN's `a + up(b)` whose upsampled tensor stays in SRAM must give exactly
- * the bytes of the same model compiled with fusion off (NPU_FUSE=0), over
+ * the bytes of the same model compiled with fusion off (fuse=off), over
  * odd sizes, non-integer scales, bilinear and nearest, the resized tensor
- * as either operand, Add and Mul, with tiles forced small (NPU_FUSE_ROWS)
+ * as either operand, Add and Mul, with tiles forced small (codegen fuse_rows)
  * so that the tiles' input windows overlap. The same for a channel Concat
  * whose copies run as one tile loop (gen_concat()), and for a gated
  * operand p * sigmoid(GlobalAveragePool(p)) (det's RSE gate) made inside
@@ -225,7 +225,7 @@ static struct npu_graph *build_concat(const struct variant *v)
 	return g;
 }
 
-/* Compile for sim with NPU_FUSE=fuse, run on x, copy the output out. */
+/* Compile for sim with codegen fuse=<fuse>, run on x, copy the output out. */
 static size_t compile_and_run(struct npu_device *dev, const struct variant *v,
 			      struct npu_tensor *x, const char *fuse, const char *rows,
 			      float *out, size_t cap, uint64_t *fused_groups,

@@ -532,8 +532,8 @@ uint64_t npu_phase_row_cycles(const struct npu_codegen_options *o, uint32_t in_w
  * + 1 / 64) cycles per pixel instead of ceil(in_c / 32) * ceil(out_c / 32).
  *
  * Chosen when the cost model predicts it faster than the CONV2Ds
- * (plan_phases(), plan_conv()). NPU_PIXEL_MM=0 keeps the CONV2Ds,
- * NPU_PIXEL_MM=force takes the MATMULs whenever they fit, NPU_FUSE_ROWS=N
+ * (plan_phases(), plan_conv()). opts.pixel_mm OFF keeps the CONV2Ds,
+ * FORCE takes the MATMULs whenever they fit, opts.fuse_max_rows
  * caps the tile at N input rows (tests).
  */
 #define PMM_MAX_PHASES 64
@@ -3224,7 +3224,7 @@ static uint64_t plan_cost(const struct npu_segment_program *prog,
  * overhead and conv halo rows. Tries tile counts from the fewest up and
  * keeps the plan the cost model predicts fastest. The SRAM layout stays
  * the one planned for the largest tile (a smaller tile uses a prefix of
- * each buffer). NPU_TILE_SEARCH=0 keeps the largest tile.
+ * each buffer). opts.no_tile_search keeps the largest tile.
  */
 static void tile_search(const struct npu_segment_program *prog,
 			const struct npu_lop *l, struct plan *p)
@@ -3284,7 +3284,7 @@ static void tile_search(const struct npu_segment_program *prog,
  * Whole layers only (one slice each), batch 1, no folded or phase-split
  * conv (zero insertion is fine), no int16; except that a ConvTranspose as
  * pixel-major MATMULs may end a chain (pmm_tail_ok()). fusion_plan()
- * picks the chains whose predicted cycles beat the ops apart; NPU_FUSE=0
+ * picks the chains whose predicted cycles beat the ops apart; opts.fuse OFF
  * turns it off.
  */
 #define FUSE_MAX NPU_FUSE_MAX
@@ -3938,7 +3938,7 @@ static bool cat_plan(const struct npu_segment_program *prog, size_t i, uint32_t 
 	 * waste DMA cycles: their DMA (a cycle per started 64 bytes of each
 	 * pixel row) against the loop's dense bytes in and out plus each
 	 * tile's instructions (rec's Concat of 120-byte rows is faster as
-	 * copies). NPU_FUSE=force: always (tests).
+	 * copies). opts.fuse FORCE: always (tests).
 	 */
 	if (g->lops == g->m && prog->opts.fuse != NPU_CODEGEN_FORCE) {
 		uint64_t pixels = (uint64_t)g->out->n * g->out->h * g->out->w, copies = 0;
@@ -4795,7 +4795,7 @@ static npu_status gen_fused(struct emitter *e, size_t i, uint32_t n, uint32_t sr
  * and its constants' DMAs go in front of the previous op's final store,
  * without the BARRIER: the DMA engine loads the next layer's weights
  * while the MAC array computes this layer's last tile. Bytes are the
- * same; only the schedule changes. NPU_PREFETCH=0 turns it off.
+ * same; only the schedule changes. opts.no_prefetch turns it off.
  */
 
 
