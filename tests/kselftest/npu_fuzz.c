@@ -868,17 +868,23 @@ static void op_submit_random(struct ffile *f, int uring)
 		struct npu_cs cs;
 
 		npu_cs_begin(&cs);
+		_Static_assert(sizeof(refs) / sizeof(refs[0]) >= 2 * 4, "a pair per op");
 		for (i = 0; i < 1 + (int)rn(4) && f->nbos; i++) {
 			struct fbo *a = &f->bos[rn(f->nbos)], *b = &f->bos[rn(f->nbos)];
 			uint32_t n = 1 + rn(a->size < b->size ? a->size : b->size);
 			uint64_t bad = chance(50) ? 0 : (1ull << 39) + rn(1 << 20);
 
-			if (nrefs < 6) {
-				refs[nrefs++] = (struct drm_npu_bo_ref){ a->handle,
-					DRM_NPU_BO_ACCESS_READ | DRM_NPU_BO_ACCESS_WRITE };
-				refs[nrefs++] = (struct drm_npu_bo_ref){ b->handle,
-					DRM_NPU_BO_ACCESS_READ | DRM_NPU_BO_ACCESS_WRITE };
-			}
+			/*
+			 * Every pair is listed (4 pairs fill refs[]): an unlisted
+			 * buffer closed before the job runs frees its VA, a checked
+			 * job's buffer may get it, and this job then writes there
+			 * (the harness's own race, reported as a wrong header or
+			 * wrong bytes of the checked job).
+			 */
+			refs[nrefs++] = (struct drm_npu_bo_ref){ a->handle,
+				DRM_NPU_BO_ACCESS_READ | DRM_NPU_BO_ACCESS_WRITE };
+			refs[nrefs++] = (struct drm_npu_bo_ref){ b->handle,
+				DRM_NPU_BO_ACCESS_READ | DRM_NPU_BO_ACCESS_WRITE };
 			if (chance(50))
 				npu_cs_fill(&cs, chance(90) ? a->va : bad, rn(256), n);
 			else
