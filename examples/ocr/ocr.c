@@ -795,6 +795,26 @@ static int cmp_str(const void *a, const void *b)
 }
 
 /*
+ * Calibration image 'name' of 'dir' and the det input size it gets (the
+ * caller frees the image); prints the error and returns -1 when it does
+ * not load.
+ */
+static int load_calib_image(struct ocr *r, const char *dir, const char *name,
+			    struct rgb_image *img, int *iw, int *ih)
+{
+	char path[4096], err[512];
+
+	memset(img, 0, sizeof(*img));
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	if (load_image(r, path, img, err, sizeof(err))) {
+		fprintf(stderr, "npu-ocr: calibration image %s\n", err);
+		return -1;
+	}
+	det_input_size(&r->resize, img->width, img->height, iw, ih);
+	return 0;
+}
+
+/*
  * Calibration: the PNGs of 'dir' become det samples, each resized as
  * inference resizes it and padded with the mean colour into the largest
  * of their sizes (so that one plan calibrates on all of them); det,
@@ -853,16 +873,11 @@ static int calibrate(struct ocr *r, const char *dir)
 	}
 	/* The det canvas: the largest input among the images. */
 	for (i = 0; i < n; i++) {
-		struct rgb_image img = { 0 };
-		char err[512];
+		struct rgb_image img;
 		int iw, ih;
 
-		snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
-		if (load_image(r, path, &img, err, sizeof(err))) {
-			fprintf(stderr, "npu-ocr: calibration image %s\n", err);
+		if (load_calib_image(r, dir, names[i], &img, &iw, &ih))
 			goto out;
-		}
-		det_input_size(&r->resize, img.width, img.height, &iw, &ih);
 		rgb_image_free(&img);
 		w = iw > w ? iw : w;
 		h = ih > h ? ih : h;
@@ -873,16 +888,11 @@ static int calibrate(struct ocr *r, const char *dir)
 	if (!x)
 		goto out;
 	for (i = 0; i < n; i++) {
-		struct rgb_image img = { 0 };
-		char err[512];
+		struct rgb_image img;
 		int iw, ih;
 
-		snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
-		if (load_image(r, path, &img, err, sizeof(err))) {
-			fprintf(stderr, "npu-ocr: calibration image %s\n", err);
+		if (load_calib_image(r, dir, names[i], &img, &iw, &ih))
 			goto out;
-		}
-		det_input_size(&r->resize, img.width, img.height, &iw, &ih);
 		det_input(&img, iw, ih, w, h, x);
 		rgb_image_free(&img);
 		snprintf(path, sizeof(path), "%s/%05d.npy", det_dir, i);
