@@ -434,13 +434,16 @@ static void npu_exit(PCIDevice *pci)
 
     qemu_mutex_lock(&s->lock);
     s->stopping = true;
-    /* A reset makes a running job stop at its next page of DMA. */
+    /*
+     * A reset makes a running job stop at its next page of DMA or its
+     * next slice of an operation's work, whichever comes first.
+     */
     npu_reset_sim_locked(s, "unrealize");
     qemu_cond_signal(&s->cond);
     qemu_mutex_unlock(&s->lock);
     /*
      * With the BQL held: the worker never waits for it (its DMA reaches
-     * RAM only, see npu_dma()), so it ends within one page or one boot.
+     * RAM only, see npu_dma()), so it ends within one page, one slice of work or one boot.
      */
     qemu_thread_join(&s->worker);
 

@@ -143,32 +143,28 @@ static uint32_t npu_fetch_insn(struct npu_sim *sim, struct npu_sim_run *run,
 {
 	struct npu_isa_check hdr_check = { .op_mask = run->op_mask };
 	uint32_t remaining = run->cmd_size - offset;
+	uint32_t want = sizeof(struct npu_insn_header);
 	const uint8_t *bytes;
 	uint32_t status, avail;
 	struct npu_insn_header hdr;
 
-	status = npu_stream_fetch(sim, run, offset, sizeof(hdr), &bytes);
-	if (status != NPU_JOB_OK)
-		return status;
-	/* The header rules are the validator's (npu_isa.h), in its order. */
-	status = npu_insn_check_header(bytes, remaining, &hdr_check);
-	if (status != NPU_JOB_OK)
-		return status;
-	memcpy(&hdr, bytes, sizeof(hdr));
-	avail = run->chunk_len - (offset - run->chunk_offset);
-	if (hdr.size > avail) {
-		status = npu_stream_fetch(sim, run, offset, hdr.size, &bytes);
+	for (;;) {
+		status = npu_stream_fetch(sim, run, offset, want, &bytes);
 		if (status != NPU_JOB_OK)
 			return status;
+		/* The header rules are the validator's (npu_isa.h), in its order. */
 		status = npu_insn_check_header(bytes, remaining, &hdr_check);
 		if (status != NPU_JOB_OK)
 			return status;
 		memcpy(&hdr, bytes, sizeof(hdr));
 		avail = run->chunk_len - (offset - run->chunk_offset);
-		/* Now a larger opcode, whose end lies on a page that faulted. */
-		if (hdr.size > avail)
+		if (hdr.size <= avail)
+			break;
+		/* Re-read and now a larger opcode, ending on a page that faulted. */
+		if (want > sizeof(hdr))
 			return run->chunk_fault != NPU_JOB_OK ? run->chunk_fault :
 								NPU_JOB_ERR_DMA;
+		want = hdr.size;
 	}
 	memset(insn, 0, sizeof(*insn));
 	memcpy(insn, bytes, hdr.size);

@@ -220,23 +220,8 @@ static void fuzz_init(void)
 
 static void fuzz_boot(void)
 {
-	struct sim_test_host *host = &fuzz_host;
-
-	npu_sim_reg_write(host->sim, NPU_REG_CTRL, NPU_CTRL_RESET);
-	sim_test_set_reg64(host, NPU_REG_FW_ADDR_LO, fuzz_layout.fw_addr);
-	sim_test_set_reg(host, NPU_REG_FW_SIZE, fuzz_layout.fw_size);
-	sim_test_set_reg(host, NPU_REG_FW_BOOT, NPU_BOOT_START);
-	fuzz_check(sim_test_reg(host, NPU_REG_STATUS) == NPU_STATE_READY,
+	fuzz_check(fuzz_sim_boot(&fuzz_host, &fuzz_layout, FUZZ_WATCHDOG_CYCLES),
 		   "the reference firmware did not boot");
-	sim_test_set_reg(host, NPU_REG_WATCHDOG_CYCLES, FUZZ_WATCHDOG_CYCLES);
-	sim_test_set_reg64(host, NPU_REG_CTX_TABLE_LO, host->ctx_table);
-	for (unsigned int q = 0; q < NPU_NUM_QUEUES; q++) {
-		sim_test_set_reg64(host, NPU_REG_QUEUE(q, NPU_QREG_RING_BASE_LO),
-				   host->rings[q].base);
-		sim_test_set_reg(host, NPU_REG_QUEUE(q, NPU_QREG_RING_SIZE),
-				 host->rings[q].entries);
-	}
-	sim_test_set_reg(host, NPU_REG_IRQ_MASK, 0xffffffffu);
 }
 
 /* ---- Jobs -------------------------------------------------------------- */

@@ -3,11 +3,13 @@
  * The guest memory both firmware-sim fuzzers (fuzz_isa, fuzz_device) start
  * every input from: a firmware image, the context table, one context with
  * all of memory mapped read-write, a 4-slot ring per queue, and a snapshot
- * of it all to restore between inputs.
+ * of it all to restore between inputs; and the boot that brings the device
+ * up on it.
  */
 #ifndef FUZZ_SIM_LAYOUT_H
 #define FUZZ_SIM_LAYOUT_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,6 +46,34 @@ static inline void fuzz_sim_layout_init(struct sim_test_host *host, uint64_t mem
 	if (!l->snapshot)
 		abort();
 	memcpy(l->snapshot, host->mem, mem_size);
+}
+
+/*
+ * Reset and boot the device on the layout, then program the watchdog, the
+ * context table and the rings, with every interrupt unmasked. Returns
+ * whether the firmware booted (the rest is programmed either way).
+ */
+static inline bool fuzz_sim_boot(struct sim_test_host *host,
+				 const struct fuzz_sim_layout *l,
+				 uint32_t watchdog_cycles)
+{
+	bool booted;
+
+	sim_test_set_reg(host, NPU_REG_CTRL, NPU_CTRL_RESET);
+	sim_test_set_reg64(host, NPU_REG_FW_ADDR_LO, l->fw_addr);
+	sim_test_set_reg(host, NPU_REG_FW_SIZE, l->fw_size);
+	sim_test_set_reg(host, NPU_REG_FW_BOOT, NPU_BOOT_START);
+	booted = sim_test_reg(host, NPU_REG_STATUS) == NPU_STATE_READY;
+	sim_test_set_reg(host, NPU_REG_WATCHDOG_CYCLES, watchdog_cycles);
+	sim_test_set_reg64(host, NPU_REG_CTX_TABLE_LO, host->ctx_table);
+	for (unsigned int q = 0; q < NPU_NUM_QUEUES; q++) {
+		sim_test_set_reg64(host, NPU_REG_QUEUE(q, NPU_QREG_RING_BASE_LO),
+				   host->rings[q].base);
+		sim_test_set_reg(host, NPU_REG_QUEUE(q, NPU_QREG_RING_SIZE),
+				 host->rings[q].entries);
+	}
+	sim_test_set_reg(host, NPU_REG_IRQ_MASK, 0xffffffffu);
+	return booted;
 }
 
 #endif /* FUZZ_SIM_LAYOUT_H */

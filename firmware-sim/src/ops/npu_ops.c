@@ -505,6 +505,42 @@ static void residue_classes_fini(struct residue_classes *rc)
 }
 
 /*
+ * The live taps of output pixel (oh, ow) of residue class (kh, kw), group
+ * g: nkh * nkw runs of cin_g elements of 'esize' bytes into 'dst'. Taps on
+ * an inserted zero or on padding read the byte 'pad' (the zero point).
+ */
+static void gather_live_taps(const struct npu_insn_conv2d *in,
+			     const uint8_t *input, uint32_t oh, uint32_t ow,
+			     const uint32_t *kh, uint32_t nkh,
+			     const uint32_t *kw, uint32_t nkw, uint32_t g,
+			     uint32_t cin_g, size_t esize, uint8_t pad,
+			     uint8_t *dst)
+{
+	uint32_t uh = in->ins_h + 1u, uw = in->ins_w + 1u;
+	int64_t eff_h = ((int64_t)in->in_h - 1) * uh + 1;
+	int64_t eff_w = ((int64_t)in->in_w - 1) * uw + 1;
+	size_t run = esize * cin_g;
+
+	for (uint32_t a = 0; a < nkh; a++) {
+		int64_t ih = (int64_t)oh * in->stride_h - in->pad_top +
+			     (int64_t)kh[a] * in->dil_h;
+
+		for (uint32_t c = 0; c < nkw; c++, dst += run) {
+			int64_t iw = (int64_t)ow * in->stride_w - in->pad_left +
+				     (int64_t)kw[c] * in->dil_w;
+
+			if (ih < 0 || ih >= eff_h || ih % uh ||
+			    iw < 0 || iw >= eff_w || iw % uw)
+				memset(dst, pad, run);
+			else
+				memcpy(dst, input + ih / uh * in->in_row_stride +
+				       iw / uw * in->in_pixel_stride +
+				       (size_t)g * run, run);
+		}
+	}
+}
+
+/*
  * int8 CONV2D with zero insertion: per residue class, a GEMM over the live
  * taps only, with the weights cut to match. What is skipped is exactly
  * (zp_in - zp_in) * w = 0 terms, so the result equals the dense im2col's
@@ -522,9 +558,7 @@ static void conv_gemm_inserted(const struct npu_kern *kn,
 	uint32_t kmax = npu_conv_taps(in->k_h, in->dil_h, in->ins_h) *
 			npu_conv_taps(in->k_w, in->dil_w, in->ins_w) * cin_g;
 	uint32_t chunk = slice_rows(kmax, cout_g, chunk_rows(kmax));
-	int64_t eff_h = ((int64_t)in->in_h - 1) * uh + 1;
-	int64_t eff_w = ((int64_t)in->in_w - 1) * uw + 1;
-	const int8_t *input = (const int8_t *)(sram + in->input);
+	const uint8_t *input = sram + in->input;
 	const int8_t *weight = (const int8_t *)(sram + in->weight);
 	const int8_t **arow = malloc(sizeof(*arow) * chunk);
 	int8_t **orow = malloc(sizeof(*orow) * chunk);
@@ -578,25 +612,9 @@ static void conv_gemm_inserted(const struct npu_kern *kn,
 
 				arow[m] = dst;
 				orow[m] = o->base + oh * o->rs + ow * o->ps + g * cout_g;
-				for (uint32_t a = 0; a < nkh; a++) {
-					int64_t ih = (int64_t)oh * in->stride_h - in->pad_top +
-						     (int64_t)kh[a] * in->dil_h;
-
-					for (uint32_t c = 0; c < nkw; c++, dst += cin_g) {
-						int64_t iw = (int64_t)ow * in->stride_w -
-							     in->pad_left +
-							     (int64_t)kw[c] * in->dil_w;
-
-						if (ih < 0 || ih >= eff_h || ih % uh ||
-						    iw < 0 || iw >= eff_w || iw % uw)
-							memset(dst, (uint8_t)in->zp_in, cin_g);
-						else
-							memcpy(dst, input +
-							       ih / uh * in->in_row_stride +
-							       iw / uw * in->in_pixel_stride +
-							       g * cin_g, cin_g);
-					}
-				}
+				gather_live_taps(in, input, oh, ow, kh, nkh, kw, nkw, g,
+						 cin_g, 1, (uint8_t)in->zp_in,
+						 (uint8_t *)dst);
 				if (++m == chunk || p + 1 == npix) {
 					if (ops_aborted())
 						goto out;
@@ -766,8 +784,6 @@ static int conv2d_i16_inserted(const struct npu_kern *kn,
 	uint32_t taps = (uint32_t)in->k_h * in->k_w;
 	uint32_t kmax = npu_conv_taps(in->k_h, in->dil_h, in->ins_h) *
 			npu_conv_taps(in->k_w, in->dil_w, in->ins_w) * cin_g;
-	int64_t eff_h = ((int64_t)in->in_h - 1) * uh + 1;
-	int64_t eff_w = ((int64_t)in->in_w - 1) * uw + 1;
 	int32_t lo = npu_act16_lo(in->act_min), hi = npu_act16_hi(in->act_max);
 	const uint8_t *input = sram + in->input;
 	const int8_t *wsrc = (const int8_t *)(sram + in->weight);
@@ -812,27 +828,9 @@ static int conv2d_i16_inserted(const struct npu_kern *kn,
 					break;
 				}
 				for (uint32_t g = 0; g < groups; g++) {
-					int16_t *dst = patch;
-
-					for (uint32_t a = 0; a < nkh; a++) {
-						int64_t ih = (int64_t)oh * in->stride_h - in->pad_top +
-							     (int64_t)kh[a] * in->dil_h;
-
-						for (uint32_t c = 0; c < nkw; c++, dst += cin_g) {
-							int64_t iw = (int64_t)ow * in->stride_w -
-								     in->pad_left +
-								     (int64_t)kw[c] * in->dil_w;
-
-							if (ih < 0 || ih >= eff_h || ih % uh ||
-							    iw < 0 || iw >= eff_w || iw % uw)
-								memset(dst, 0, sizeof(*dst) * cin_g);
-							else
-								memcpy(dst, input + ih / uh * in->in_row_stride +
-								       iw / uw * in->in_pixel_stride +
-								       (size_t)g * cin_g * 2,
-								       2 * (size_t)cin_g);
-						}
-					}
+					gather_live_taps(in, input, oh, ow, kh, nkh, kw,
+							 nkw, g, cin_g, 2, 0,
+							 (uint8_t *)patch);
 					row16(kn, patch, w + (size_t)g * cout_g * k, k, cout_g,
 					      bias + g * cout_g, mult + g * cout_g,
 					      shift + g * cout_g, lo, hi,
