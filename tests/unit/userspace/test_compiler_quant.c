@@ -10,7 +10,9 @@
 
 #include <cmocka.h>
 
+#include "compiler/compiler.h"
 #include "compiler/quant.h"
+#include "compiler/segment_rt.h"
 
 static double lcg_uniform(uint64_t *s)
 {
@@ -417,6 +419,68 @@ static void test_bias_correction_removes_the_mean_shift(void **state)
 	check_bias_correction(5, 7, 1, 1);	/* pointwise */
 }
 
+/*
+ * A segment's inputs are quantized as lrintf() would in the default
+ * rounding mode: ties to even; and saturated: NaN to the low end, +-inf
+ * and values past the long range to their own end (lrintf() plus the zero
+ * point overflowed there, so -inf read as +127). Rows, NHWC and im2col
+ * (padding = the zero point) all take the same rule, int8 and int16.
+ */
+static void test_segment_inputs_round_to_even_and_saturate(void **state)
+{
+	static const float x[8] = { 2.5f, 3.5f, -2.5f, NAN, INFINITY, -INFINITY,
+				    1e30f, -1e30f };
+	static const int8_t want8[8] = { -3, -1, -7, -128, 127, -128, 127, -128 };
+	static const int16_t want16[8] = { 2, 4, -2, -32767, 32767, -32767, 32767,
+					   -32767 };
+	struct npu_tensor t = { .dtype = NPU_DTYPE_FLOAT, .data = (void *)x,
+				.nbytes = sizeof(x) };
+	struct npu_act a = { .n = 1, .h = 1, .w = 4, .c = 2,
+			     .q = { .scale = 1.0f, .zero_point = -5 } };
+	int8_t q8[9 * 4];
+	int16_t q16[8];
+	int i, p;
+
+	(void)state;
+	t.shape.rank = 4;
+	t.shape.dims[0] = 1;
+	t.shape.dims[1] = 2;
+	t.shape.dims[2] = 1;
+	t.shape.dims[3] = 4;
+	npu_segment_quantize_in(&t, &a, NPU_LAYOUT_ROWS, q8);
+	for (i = 0; i < 8; i++)
+		assert_int_equal(want8[i], q8[i]);
+	/* NHWC: element (p, c) comes from NCHW c * 4 + p. */
+	npu_segment_quantize_in(&t, &a, NPU_LAYOUT_NHWC, q8);
+	for (p = 0; p < 4; p++)
+		for (i = 0; i < 2; i++)
+			assert_int_equal(want8[i * 4 + p], q8[p * 2 + i]);
+	a.i16 = true;
+	a.q.zero_point = 0;
+	npu_segment_quantize_in(&t, &a, NPU_LAYOUT_ROWS, (int8_t *)q16);
+	for (i = 0; i < 8; i++)
+		assert_int_equal(want16[i], q16[i]);
+
+	/* im2col of a 1x1x2x4 value, 3x3 windows at stride 1, pad 1. */
+	memset(&a, 0, sizeof(a));
+	a = (struct npu_act){ .n = 1, .h = 1, .w = 4, .c = 9,
+			      .q = { .scale = 1.0f, .zero_point = -5 },
+			      .im2col = { 3, 3, 1, 1, 1, 1 } };
+	t.shape.dims[1] = 1;
+	t.shape.dims[2] = 2;
+	npu_segment_quantize_in(&t, &a, NPU_LAYOUT_IM2COL, q8);
+	/* Pixel (0, 0): row -1 and column -1 are padding, (1, 1) is x[0]. */
+	for (i = 0; i < 3; i++)
+		assert_int_equal(-5, q8[i]);
+	assert_int_equal(-5, q8[3]);
+	assert_int_equal(want8[0], q8[4]);
+	assert_int_equal(want8[1], q8[5]);
+	assert_int_equal(want8[4], q8[7]);	/* x[1 * 4 + 0] */
+	/* Pixel (0, 3): its right column is padding, its centre x[3] (NaN). */
+	assert_int_equal(-128, q8[27 + 4]);
+	assert_int_equal(-5, q8[27 + 5]);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -436,6 +500,7 @@ int main(void)
 		cmocka_unit_test(test_calibration_method_names),
 		cmocka_unit_test(test_calibration_of_nothing_is_zero_range),
 		cmocka_unit_test(test_bias_correction_removes_the_mean_shift),
+		cmocka_unit_test(test_segment_inputs_round_to_even_and_saturate),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -16,10 +16,27 @@
 
 #include "cpu/ops/cpu_ops.h"
 
-/* Element e of act a's storage: int8, or int16 (symmetric) when a->i16. */
-static void put_q(const struct npu_act *a, int8_t *dst, uint64_t e, float x, float inv)
+/*
+ * x * inv rounded to nearest even, as lrintf() in the default rounding
+ * mode, without the libm call (the segment's inputs are millions of
+ * elements): clamped first, to a range whose every value rounds exactly
+ * by the 1.5 * 2^23 trick and still saturates int16, so NaN and values
+ * past the long range saturate too (NaN to the low end).
+ */
+static inline int32_t quant_round(float x, float inv)
 {
-	long v = lrintf(x * inv) + a->q.zero_point;
+	float v = x * inv;
+
+	v = v >= -65536.0f ? v : -65536.0f;
+	v = v <= 65536.0f ? v : 65536.0f;
+	return (int32_t)((v + 12582912.0f) - 12582912.0f);
+}
+
+/* Element e of act a's storage: int8, or int16 (symmetric) when a->i16. */
+static inline void put_q(const struct npu_act *a, int8_t *dst, uint64_t e, float x,
+			 float inv)
+{
+	int32_t v = quant_round(x, inv) + a->q.zero_point;
 
 	if (a->i16)
 		((int16_t *)(void *)dst)[e] = (int16_t)(v < -32767 ? -32767 : v > 32767 ? 32767 : v);
@@ -27,7 +44,34 @@ static void put_q(const struct npu_act *a, int8_t *dst, uint64_t e, float x, flo
 		dst[e] = (int8_t)(v < -128 ? -128 : v > 127 ? 127 : v);
 }
 
-static float get_q(const struct npu_act *a, const int8_t *src, uint64_t e)
+/*
+ * 'count' floats of 'src' into elements e0, e0 + stride, ... of act a:
+ * put_q() with the element width decided once per run.
+ */
+static void put_q_run(const struct npu_act *a, int8_t *dst, uint64_t e0, uint64_t stride,
+		      const float *src, uint64_t count, float inv)
+{
+	int32_t zp = a->q.zero_point;
+	uint64_t i;
+
+	if (a->i16) {
+		int16_t *d = (int16_t *)(void *)dst + e0;
+
+		for (i = 0; i < count; i++) {
+			int32_t v = quant_round(src[i], inv) + zp;
+
+			d[i * stride] = (int16_t)(v < -32767 ? -32767 : v > 32767 ? 32767 : v);
+		}
+		return;
+	}
+	for (i = 0; i < count; i++) {
+		int32_t v = quant_round(src[i], inv) + zp;
+
+		dst[e0 + i * stride] = (int8_t)(v < -128 ? -128 : v > 127 ? 127 : v);
+	}
+}
+
+static inline float get_q(const struct npu_act *a, const int8_t *src, uint64_t e)
 {
 	int32_t q = a->i16 ? ((const int16_t *)(const void *)src)[e] : src[e];
 
@@ -80,28 +124,20 @@ void npu_segment_quantize_in(const struct npu_tensor *t, const struct npu_act *a
 {
 	const float *src = t->data;
 	float inv = 1.0f / a->q.scale;
-	uint64_t hw = (uint64_t)a->h * a->w, n, p, c;
+	uint64_t hw = (uint64_t)a->h * a->w, n, c;
 
 	if (layout == NPU_LAYOUT_ROWS) {
-		uint64_t i, count = npu_act_elems(a);
-
-		for (i = 0; i < count; i++)
-			put_q(a, dst, i, src[i], inv);
+		put_q_run(a, dst, 0, 1, src, npu_act_elems(a), inv);
 		return;
 	}
 	if (layout == NPU_LAYOUT_IM2COL) {
 		quantize_im2col(t, a, dst, inv);
 		return;
 	}
-	for (n = 0; n < a->n; n++) {
-		for (c = 0; c < a->c; c++) {
-			const float *plane = src + (n * a->c + c) * hw;
-			uint64_t base = n * hw * a->c + c;
-
-			for (p = 0; p < hw; p++)
-				put_q(a, dst, base + p * a->c, plane[p], inv);
-		}
-	}
+	for (n = 0; n < a->n; n++)
+		for (c = 0; c < a->c; c++)
+			put_q_run(a, dst, n * hw * a->c + c, a->c,
+				  src + (n * a->c + c) * hw, hw, inv);
 }
 
 void npu_segment_dequantize_out(const int8_t *src, const struct npu_act *a,
