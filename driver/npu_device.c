@@ -210,13 +210,15 @@ int npu_device_init(struct npu_device *ndev)
 		 * which devres frees before it disables the device: stop it
 		 * first, and if it does not stop, cut its DMA.
 		 */
-		npu_irq_fini(ndev);
+		npu_irq_disable(ndev);
 		if (npu_device_reset_hw(ndev))
 			npu_device_wedge(ndev, "device reset timed out at probe");
 	}
 	up_write(&ndev->reset_lock);
-	if (ret)
+	if (ret) {
+		npu_irq_fini(ndev);	/* not under reset_lock: npu_device_fini() */
 		return ret;
+	}
 	/* What PCI error recovery restores after a slot reset. */
 	pci_save_state(pdev);
 	return 0;
@@ -251,7 +253,6 @@ void npu_device_fini(struct npu_device *ndev)
 	WRITE_ONCE(ndev->ready, false);
 	for (q = 0; q < NPU_NUM_QUEUES; q++)
 		npu_queue_abort_inflight(&ndev->queues[q], -ENODEV);
-	npu_irq_fini(ndev);
 
 	/*
 	 * A PCI error recovery that failed after error_detected calls
@@ -269,6 +270,15 @@ void npu_device_fini(struct npu_device *ndev)
 			drm_sched_wqueue_start(&ndev->queues[q].sched);
 	}
 	up_write(&ndev->reset_lock);
+	/*
+	 * Not under reset_lock: the timeout handler takes it inside the
+	 * fence-signalling section, and freeing the vectors takes the MSI
+	 * descriptor mutex, which is held across GFP_KERNEL allocations
+	 * (lockdep: md->mutex -> fs_reclaim -> dma_fence_map -> reset_lock).
+	 * Interrupts are masked and synchronized above; the device lock,
+	 * held by unbind, keeps a PCI reset out.
+	 */
+	npu_irq_fini(ndev);
 	/* Jobs waiting for another driver's fence must not wait for ever. */
 	npu_job_gates_fail(ndev);
 	npu_job_drain(ndev);
