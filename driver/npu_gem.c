@@ -290,7 +290,8 @@ static unsigned long npu_gem_shrinker_scan(struct shrinker *shrinker,
 	}
 	drm_dev_exit(idx);
 	sc->nr_scanned = scanned;
-	return freed ? freed : SHRINK_STOP;
+	/* Not SHRINK_STOP for a busy BO: that would end the pass at it. */
+	return scanned ? freed : SHRINK_STOP;
 }
 
 static void npu_gem_fini(struct drm_device *drm, void *arg)
