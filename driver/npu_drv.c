@@ -671,7 +671,28 @@ static struct pci_driver npu_pci_driver = {
 	.shutdown	= npu_shutdown,
 	.err_handler	= &npu_pci_err_handlers,
 };
-module_pci_driver(npu_pci_driver);
+
+static int __init npu_init(void)
+{
+	int ret;
+
+	ret = npu_gem_module_init();
+	if (ret)
+		return ret;
+	ret = pci_register_driver(&npu_pci_driver);
+	if (ret)
+		npu_gem_module_exit();
+	return ret;
+}
+module_init(npu_init);
+
+/* Every BO is gone: each holds its device, open files and dma-bufs the module. */
+static void __exit npu_exit(void)
+{
+	pci_unregister_driver(&npu_pci_driver);
+	npu_gem_module_exit();
+}
+module_exit(npu_exit);
 
 MODULE_DESCRIPTION(NPU_DRIVER_DESC);
 MODULE_LICENSE("GPL");

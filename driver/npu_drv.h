@@ -13,6 +13,7 @@
 #include <linux/io.h>
 #include <linux/kref.h>
 #include <linux/list.h>
+#include <linux/list_lru.h>
 #include <linux/llist.h>
 #include <linux/mutex.h>
 #include <linux/pci.h>
@@ -170,8 +171,12 @@ struct npu_device {
 	/* Leak accounting read by the kselftests through debugfs. */
 	atomic_t bo_count;
 	atomic64_t pages_mapped;
-	/* Reclaim (npu_gem.c): pages pinned for the device, and the totals. */
+	/*
+	 * Reclaim (npu_gem.c): resident BOs per memory cgroup, pages pinned
+	 * for the device, and the totals.
+	 */
 	struct shrinker *shrinker;
+	struct list_lru bo_lru;
 	atomic64_t pages_resident;
 	atomic64_t pages_reclaimed;
 	atomic64_t bos_restored;

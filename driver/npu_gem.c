@@ -8,6 +8,7 @@
 #include <linux/delay.h>
 #include <linux/dma-buf.h>
 #include <linux/fs.h>
+#include <linux/list_lru.h>
 #include <linux/mm.h>
 #include <linux/seq_file.h>
 #include <linux/shrinker.h>
@@ -22,6 +23,20 @@
 
 #include "npu_drv.h"
 #include "npu_gem.h"
+
+/* BOs, accounted to the allocating cgroup (see "Reclaim" below). */
+static struct kmem_cache *npu_bo_cache;
+
+int __init npu_gem_module_init(void)
+{
+	npu_bo_cache = KMEM_CACHE(npu_bo, SLAB_ACCOUNT);
+	return npu_bo_cache ? 0 : -ENOMEM;
+}
+
+void npu_gem_module_exit(void)
+{
+	kmem_cache_destroy(npu_bo_cache);
+}
 
 static struct npu_bo_map *npu_bo_find_map(struct npu_bo *bo,
 					  struct npu_context *ctx)
@@ -44,6 +59,14 @@ static struct npu_bo_map *npu_bo_find_map(struct npu_bo *bo,
  * and the pages unpinned (marked dirty, so shmem writes them to swap).
  * It comes back, at the same VAs, when a job that lists it is submitted,
  * when a context maps it, or on a CPU fault (npu_bo_restore()).
+ *
+ * A resident BO sits in the device's list_lru (bo_lru), in the list of
+ * the memory cgroup that allocated it: the shrinker is memcg-aware, so a
+ * cgroup at its memory.max evicts its own idle BOs (reclaim of a child
+ * cgroup calls only memcg-aware shrinkers). The BO comes from a kmem
+ * cache through kmem_cache_alloc_lru(), which gives bo_lru a list for
+ * the allocating cgroup: its shmem pages are charged to that cgroup too,
+ * as the creating process pins them first.
  */
 static void npu_bo_count_resident(struct npu_device *ndev, struct npu_bo *bo,
 				  bool resident)
@@ -54,6 +77,10 @@ static void npu_bo_count_resident(struct npu_device *ndev, struct npu_bo *bo,
 		return;
 	bo->resident_counted = resident;
 	atomic64_add(resident ? pages : -pages, &ndev->pages_resident);
+	if (resident)
+		list_lru_add_obj(&ndev->bo_lru, &bo->lru_node);
+	else
+		list_lru_del_obj(&ndev->bo_lru, &bo->lru_node);
 }
 
 /* Drop the sg table and our pin of the pages; resv held. */
@@ -167,13 +194,14 @@ busy:
 	return false;
 }
 
+/* Resident BOs of the cgroup (and node) being reclaimed. */
 static unsigned long npu_gem_shrinker_count(struct shrinker *shrinker,
 					    struct shrink_control *sc)
 {
 	struct npu_device *ndev = shrinker->private_data;
-	s64 pages = atomic64_read(&ndev->pages_resident);
+	unsigned long bos = list_lru_shrink_count(&ndev->bo_lru, sc);
 
-	return pages > 0 ? pages : SHRINK_EMPTY;
+	return bos ? bos : SHRINK_EMPTY;
 }
 
 /* Never waits: every lock is tried, fences are only tested. */
@@ -192,7 +220,7 @@ static unsigned long npu_gem_try_evict(struct npu_device *ndev,
 	if (mutex_trylock(&bo->lock)) {
 		if (dma_resv_trylock(obj->resv)) {
 			if (npu_bo_evictable(bo) && npu_bo_evict(ndev, bo))
-				freed = obj->size >> PAGE_SHIFT;
+				freed = 1;
 			dma_resv_unlock(obj->resv);
 		}
 		mutex_unlock(&bo->lock);
@@ -201,38 +229,69 @@ static unsigned long npu_gem_try_evict(struct npu_device *ndev,
 	return freed;
 }
 
+/* BOs taken from the lru per walk: evicting them sleeps, the walk may not. */
+#define NPU_SHRINK_BATCH	16
+
+struct npu_shrink_batch {
+	struct npu_bo *bos[NPU_SHRINK_BATCH];
+	unsigned int count;
+};
+
 /*
- * Walk the device's BOs from the least recently looked at (each one
- * looked at goes to the tail). Inside drm_dev_enter(): unbind waits for
- * a running scan, and none starts after it.
+ * Under the lru's lock: take a reference and move the BO to the tail
+ * (looked at). Eviction takes it off the lru (npu_bo_count_resident()).
+ */
+static enum lru_status npu_gem_lru_take(struct list_head *item,
+					struct list_lru_one *list,
+					spinlock_t *lock, void *arg)
+{
+	struct npu_bo *bo = container_of(item, struct npu_bo, lru_node);
+	struct npu_shrink_batch *batch = arg;
+
+	if (batch->count == NPU_SHRINK_BATCH)
+		return LRU_STOP;
+	/* Being freed: npu_gem_free() takes it off. */
+	if (!kref_get_unless_zero(&bo->base.base.refcount))
+		return LRU_SKIP;
+	batch->bos[batch->count++] = bo;
+	return LRU_ROTATE;
+}
+
+/*
+ * Walk the cgroup's resident BOs from the least recently looked at, in
+ * batches. Inside drm_dev_enter(): unbind waits for a running scan, and
+ * none starts after it. Counted in BOs.
  */
 static unsigned long npu_gem_shrinker_scan(struct shrinker *shrinker,
 					   struct shrink_control *sc)
 {
 	struct npu_device *ndev = shrinker->private_data;
-	unsigned long freed = 0;
-	struct npu_bo *bo;
-	int n, idx;
+	struct npu_shrink_batch batch;
+	unsigned long freed = 0, scanned = 0, walk, left;
+	unsigned int i;
+	int idx;
 
 	if (!drm_dev_enter(&ndev->drm, &idx))
 		return SHRINK_STOP;
-	spin_lock(&ndev->bo_list_lock);
-	for (n = atomic_read(&ndev->bo_count);
-	     n > 0 && freed < sc->nr_to_scan && !list_empty(&ndev->bo_list);
-	     n--) {
-		bo = list_first_entry(&ndev->bo_list, struct npu_bo, dev_node);
-		list_move_tail(&bo->dev_node, &ndev->bo_list);
-		if (!kref_get_unless_zero(&bo->base.base.refcount))
-			continue;
-		spin_unlock(&ndev->bo_list_lock);
-		freed += npu_gem_try_evict(ndev, bo);
-		drm_gem_object_put(&bo->base.base);
-		spin_lock(&ndev->bo_list_lock);
+	while (scanned < sc->nr_to_scan) {
+		walk = min_t(unsigned long, sc->nr_to_scan - scanned,
+			     NPU_SHRINK_BATCH);
+		left = walk;
+		batch.count = 0;
+		list_lru_walk_one(&ndev->bo_lru, sc->nid, sc->memcg,
+				  npu_gem_lru_take, &batch, &left);
+		scanned += walk - left;
+		for (i = 0; i < batch.count; i++) {
+			freed += npu_gem_try_evict(ndev, batch.bos[i]);
+			drm_gem_object_put(&batch.bos[i]->base.base);
+		}
+		if (left == walk)
+			break;	/* the list is empty */
 	}
-	spin_unlock(&ndev->bo_list_lock);
 	drm_dev_exit(idx);
-	sc->nr_scanned = freed;
-	return freed ? freed : SHRINK_STOP;
+	sc->nr_scanned = scanned;
+	/* Not SHRINK_STOP for a busy BO: that would end the pass at it. */
+	return scanned ? freed : SHRINK_STOP;
 }
 
 static void npu_gem_fini(struct drm_device *drm, void *arg)
@@ -240,17 +299,33 @@ static void npu_gem_fini(struct drm_device *drm, void *arg)
 	struct npu_device *ndev = arg;
 
 	shrinker_free(ndev->shrinker);
+	list_lru_destroy(&ndev->bo_lru);
 }
 
 int npu_gem_init(struct npu_device *ndev)
 {
-	ndev->shrinker = shrinker_alloc(0, "drm-npu:%s",
-					dev_name(ndev->drm.dev));
+	int ret;
+
+	/* Evicting unpins pages: not slab, so called even without kmem accounting. */
+	ndev->shrinker = shrinker_alloc(SHRINKER_MEMCG_AWARE |
+					SHRINKER_NUMA_AWARE |
+					SHRINKER_NONSLAB,
+					"drm-npu:%s", dev_name(ndev->drm.dev));
 	if (!ndev->shrinker)
 		return -ENOMEM;
+	ret = list_lru_init_memcg(&ndev->bo_lru, ndev->shrinker);
+	if (ret) {
+		shrinker_free(ndev->shrinker);
+		return ret;
+	}
 	ndev->shrinker->count_objects = npu_gem_shrinker_count;
 	ndev->shrinker->scan_objects = npu_gem_shrinker_scan;
 	ndev->shrinker->private_data = ndev;
+	/*
+	 * Counted in BOs, each many pages: scanned one at a time, from the
+	 * priority at which the cgroup has more BOs than 2^priority on.
+	 */
+	ndev->shrinker->batch = 1;
 	shrinker_register(ndev->shrinker);
 	return drmm_add_action_or_reset(&ndev->drm, npu_gem_fini, ndev);
 }
@@ -620,7 +695,9 @@ struct drm_gem_object *npu_gem_create_object(struct drm_device *drm,
 {
 	struct npu_bo *bo;
 
-	bo = kzalloc(sizeof(*bo), GFP_KERNEL_ACCOUNT);
+	/* Freed by drm_gem_shmem_free() (kfree() takes cache objects). */
+	bo = kmem_cache_alloc_lru(npu_bo_cache, &to_npu_device(drm)->bo_lru,
+				  GFP_KERNEL_ACCOUNT | __GFP_ZERO);
 	if (!bo)
 		return ERR_PTR(-ENOMEM);
 	bo->base.base.funcs = &npu_gem_funcs;
@@ -629,6 +706,7 @@ struct drm_gem_object *npu_gem_create_object(struct drm_device *drm,
 	mutex_init(&bo->lock);
 	INIT_LIST_HEAD(&bo->maps);
 	INIT_LIST_HEAD(&bo->dev_node);
+	INIT_LIST_HEAD(&bo->lru_node);
 	/*
 	 * Not counted or listed here: when the shmem helper fails after
 	 * this hook (shmem file, mmap offset) it kfree()s the object

@@ -37,6 +37,7 @@ struct npu_bo {
 	struct mutex lock;
 	struct list_head maps;
 	struct list_head dev_node;	/* in npu_device.bo_list */
+	struct list_head lru_node;	/* in npu_device.bo_lru while resident */
 	/*
 	 * A foreign dma-buf's attachment, set before the BO is listed (the
 	 * core sets import_attach and resv only after the import hook).
@@ -74,5 +75,7 @@ int npu_ioctl_bo_info(struct drm_device *drm, void *data,
 void npu_gem_print_ctx(struct seq_file *m, struct npu_context *ctx);
 void npu_gem_unbind_all(struct npu_device *ndev);
 int npu_gem_init(struct npu_device *ndev);
+int npu_gem_module_init(void);
+void npu_gem_module_exit(void);
 
 #endif /* __NPU_GEM_H__ */
