@@ -157,15 +157,21 @@ static bool npu_bo_evictable(struct npu_bo *bo)
 
 /*
  * Evict @bo (see above); bo->lock and its reservation held, inside
- * drm_dev_enter() and npu_device_hw_tryenter(). The page tables' locks
- * are only tried: a context allocates page tables under its lock, and
- * that allocation may be what reclaim runs for.
+ * drm_dev_enter(). The page tables' locks are only tried: a context
+ * allocates page tables under its lock, and that allocation may be what
+ * reclaim runs for. So is the device: the TLB invalidation needs it out
+ * of reset, and a reset may be what allocates memory now. reset_lock
+ * covers the device's side only: it is taken inside the fence-signalling
+ * section, so the CPU mappings' zap (i_mmap_rwsem, held across MMU
+ * notifiers that wait for fences) comes after it (lockdep, debug kernel).
  */
 static bool npu_bo_evict(struct npu_device *ndev, struct npu_bo *bo)
 {
 	struct drm_gem_object *obj = &bo->base.base;
 	struct npu_bo_map *map, *locked;
 
+	if (!npu_device_hw_tryenter(ndev))
+		return false;
 	list_for_each_entry(map, &bo->maps, node) {
 		if (!mutex_trylock(&map->ctx->mmu.lock))
 			goto busy;
@@ -178,6 +184,7 @@ static bool npu_bo_evict(struct npu_device *ndev, struct npu_bo *bo)
 	wmb(); /* cleared entries are visible before the invalidation */
 	list_for_each_entry(map, &bo->maps, node)
 		npu_mmu_invalidate_entered(ndev, map->ctx->id);
+	npu_device_hw_exit(ndev);
 
 	drm_vma_node_unmap(&obj->vma_node, obj->dev->anon_inode->i_mapping);
 	npu_bo_put_sgt(bo);
@@ -191,6 +198,7 @@ busy:
 			break;
 		mutex_unlock(&locked->ctx->mmu.lock);
 	}
+	npu_device_hw_exit(ndev);
 	return false;
 }
 
@@ -211,12 +219,6 @@ static unsigned long npu_gem_try_evict(struct npu_device *ndev,
 	struct drm_gem_object *obj = &bo->base.base;
 	unsigned long freed = 0;
 
-	/*
-	 * The TLB invalidation needs the device out of reset, and a reset
-	 * may be what allocates memory now: only tried, like the rest.
-	 */
-	if (!npu_device_hw_tryenter(ndev))
-		return 0;
 	if (mutex_trylock(&bo->lock)) {
 		if (dma_resv_trylock(obj->resv)) {
 			if (npu_bo_evictable(bo) && npu_bo_evict(ndev, bo))
@@ -225,7 +227,6 @@ static unsigned long npu_gem_try_evict(struct npu_device *ndev,
 		}
 		mutex_unlock(&bo->lock);
 	}
-	npu_device_hw_exit(ndev);
 	return freed;
 }
 
