@@ -647,6 +647,11 @@ static npu_status plan_subgraphs(struct npu_exec_plan *p, struct npu_error *err)
 	return NPU_OK;
 }
 
+const struct npu_cpu_options *npu_exec_plan_cpu(const struct npu_exec_plan *p)
+{
+	return &p->cpu;
+}
+
 npu_status npu_exec_plan_create(struct npu_graph *g, struct npu_exec_plan **out,
 				struct npu_error *err)
 {

@@ -39,6 +39,8 @@ npu_status npu_exec_plan_create_with(struct npu_graph *graph,
 				     struct npu_exec_plan **out,
 				     struct npu_error *err);
 void npu_exec_plan_destroy(struct npu_exec_plan *plan);
+/* The CPU options the plan's ops were prepared with. */
+const struct npu_cpu_options *npu_exec_plan_cpu(const struct npu_exec_plan *plan);
 /* The host tensor memory of every session of the plan (see below). */
 void npu_exec_plan_memory(const struct npu_exec_plan *plan, bool *planned,
 			  struct npu_memplan_stats *stats);
