@@ -59,13 +59,40 @@ int npu_cli_device_default(struct npu_device_options *o, const char *cmd)
 	return 0;
 }
 
+const char *npu_cli_cpu_env(char *buf, size_t size)
+{
+	static const char *const vars[][2] = {
+		{ "NPU_CPU_FUSE", "fuse" },
+		{ "NPU_CPU_NCHWC", "nchwc" },
+		{ "NPU_CPU_WINOGRAD", "winograd" },
+	};
+	size_t n = 0, i;
+
+	buf[0] = '\0';
+	for (i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
+		const char *v = getenv(vars[i][0]);
+
+		if (v && *v && n < size)
+			n += (size_t)snprintf(buf + n, size - n, "%s%s=%s", n ? "," : "",
+					      vars[i][1], v);
+	}
+	return buf[0] ? buf : NULL;
+}
+
 int npu_cli_open(struct npu_cli_model *cm, const char *path,
 		 const struct npu_model_options *opts, int threads, const char *cmd)
 {
 	struct npu_engine_options eo;
+	struct npu_model_options mo;
+	char cpu[128];
 
 	memset(cm, 0, sizeof(*cm));
 	npu_cli_engine_options(&eo, threads);
+	if (opts && !opts->cpu) {	/* no --cpu: NPU_CPU_* from the environment */
+		mo = *opts;
+		mo.cpu = npu_cli_cpu_env(cpu, sizeof(cpu));
+		opts = &mo;
+	}
 	if (npu_engine_create(&eo, &cm->engine) != NPU_OK ||
 	    npu_model_load_file(cm->engine, path, opts, &cm->model) != NPU_OK) {
 		fprintf(stderr, "npu %s: %s\n", cmd, npu_last_error());

@@ -44,7 +44,15 @@ void npu_cli_engine_options(struct npu_engine_options *eo, int threads);
 struct npu_device_options;
 int npu_cli_device_default(struct npu_device_options *o, const char *cmd);
 
-/* Engine and model; prints the error and returns non-zero. */
+/*
+ * The CPU options NPU_CPU_FUSE=0|1, NPU_CPU_NCHWC=auto|0|1 and
+ * NPU_CPU_WINOGRAD=auto|0|all ask for, as a --cpu spec in buf (NULL when
+ * none is set): what npu_cli_open() uses when --cpu is not given.
+ */
+const char *npu_cli_cpu_env(char *buf, size_t size);
+
+/* Engine and model (CPU options from the environment without --cpu);
+ * prints the error and returns non-zero. */
 int npu_cli_open(struct npu_cli_model *cm, const char *path,
 		 const struct npu_model_options *opts, int threads,
 		 const char *cmd);

@@ -77,8 +77,8 @@ void *npu_threadpool_scratch(struct npu_threadpool *pool, size_t size);
 
 /*
  * A pool created with stats on (npu_threadpool_create_stats; the engine's
- * npu_engine_options.pool_stats, npu --pool-stats or NPU_POOL_STATS=1 in
- * the CLI): every run on it and its views is timed, per task in thread CPU time.
+ * npu_engine_options.pool_stats, NPU_POOL_STATS=1 in the CLI): every run
+ * on it and its views is timed, per task in thread CPU time.
  * Off, the pool costs one branch per task. For finding where threads
  * idle; not for production.
  */
