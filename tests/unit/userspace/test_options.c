@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <zlib.h>
 
 #include "compiler/compiler.h"
 #include "cpu/kernels/cpu_kernels.h"
@@ -344,6 +345,49 @@ static void test_npub_records_cpu_options_and_plans_by_them(void **state)
 }
 
 /*
+ * A .npub whose recorded CPU option is out of range (checksum made right
+ * again) is a malformed file naming the field, not options taken as read.
+ */
+static void test_npub_with_a_bad_cpu_option_is_refused(void **state)
+{
+	struct npu_engine *e = engine_new();
+	struct npu_model_options mo;
+	struct npu_model *m = NULL;
+	size_t onnx_size, size, at = 32;
+	void *onnx = model_bytes(&onnx_size);
+	uint8_t *file = compile_to_npub(e, onnx, onnx_size, "winograd=0", &size);
+	uint32_t crc;
+
+	(void)state;
+	for (;;) {	/* to the stats section (tag 3): u32 tag, u32, u64 size */
+		uint32_t tag;
+		uint64_t len;
+
+		assert_true(at + 16 <= size);
+		memcpy(&tag, file + at, 4);
+		memcpy(&len, file + at + 8, 8);
+		if (tag == 3) {
+			assert_int_equal(len, 16 + 3);	/* two u64 MACs, three options */
+			assert_int_equal(file[at + 16 + 18], NPU_CPU_OFF);	/* winograd */
+			file[at + 16 + 18] = 7;
+			break;
+		}
+		at += 16 + (size_t)len;
+	}
+	crc = (uint32_t)crc32_z(0, file + 32, size - 32);
+	memcpy(file + 12, &crc, 4);
+	npu_model_options_init(&mo);
+	mo.device = "sim";
+	assert_int_equal(npu_model_load_memory(e, file, size, "bad.npub", &mo, &m), NPU_ERR_MODEL);
+	assert_null(m);
+	if (!strstr(npu_last_error(), "bad.npub") || !strstr(npu_last_error(), "cpu options"))
+		fail_msg("'%s' names neither the file nor the field", npu_last_error());
+	free(file);
+	free(onnx);
+	npu_engine_destroy(e);
+}
+
+/*
  * cpu_isa: an unknown name is refused naming it; the path this process
  * runs is accepted again; another one is NPU_ERR_BUSY (chosen once per
  * process), naming the one it runs.
@@ -475,6 +519,7 @@ int main(void)
 		cmocka_unit_test(test_cpu_options_parse_and_name_bad_ones),
 		cmocka_unit_test(test_models_of_one_engine_plan_by_their_own_cpu_options),
 		cmocka_unit_test(test_npub_records_cpu_options_and_plans_by_them),
+		cmocka_unit_test(test_npub_with_a_bad_cpu_option_is_refused),
 		cmocka_unit_test(test_engine_cpu_isa_caps_once_per_process),
 		cmocka_unit_test(test_engine_pool_stats_times_its_pool),
 		cmocka_unit_test(test_engine_trace_file_and_its_one_env_override),

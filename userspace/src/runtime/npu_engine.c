@@ -155,8 +155,15 @@ NPU_API npu_status npu_engine_create(const struct npu_engine_options *opts,
 	/* The one environment variable the library reads (npu_model.h). */
 	if (!e->opts.trace_file)
 		e->opts.trace_file = getenv("NPU_TRACE_FILE");
-	e->opts.trace_file = e->opts.trace_file && *e->opts.trace_file ?
-			     strdup(e->opts.trace_file) : NULL;
+	if (e->opts.trace_file && *e->opts.trace_file) {
+		e->opts.trace_file = strdup(e->opts.trace_file);
+		if (!e->opts.trace_file) {
+			free(e);
+			return npu_api_fail(NPU_ERR_NO_MEMORY, "npu_engine_create: out of memory");
+		}
+	} else {
+		e->opts.trace_file = NULL;
+	}
 	if (e->opts.cpu_isa) {	/* the caller's string: applied now, not kept */
 		int r = npu_cpu_kernels_cap_isa(e->opts.cpu_isa);
 
