@@ -3,7 +3,6 @@
  * cpu_options.c - the "key=value,..." form of struct npu_cpu_options
  * (npu_model_options.cpu, npu --cpu).
  */
-#include <stdio.h>
 #include <string.h>
 
 #include "cpu/cpu_options.h"
@@ -68,22 +67,4 @@ npu_status npu_cpu_options_parse(struct npu_cpu_options *o, const char *spec,
 	}
 	*o = n;
 	return NPU_OK;
-}
-
-void npu_cpu_options_str(const struct npu_cpu_options *o, char *buf, size_t size)
-{
-	static const char *const nchwc[] = { "auto", "0", "1" };
-	static const char *const wino[] = { "auto", "0", "all" };
-	size_t n = 0;
-
-	if (!size)
-		return;
-	buf[0] = '\0';
-	if (o->no_fuse)
-		n += (size_t)snprintf(buf + n, size - n, "fuse=0");
-	if (o->nchwc != NPU_CPU_AUTO && n < size)
-		n += (size_t)snprintf(buf + n, size - n, "%snchwc=%s", n ? "," : "",
-				      nchwc[o->nchwc]);
-	if (o->winograd != NPU_CPU_AUTO && n < size)
-		snprintf(buf + n, size - n, "%swinograd=%s", n ? "," : "", wino[o->winograd]);
 }

@@ -10,7 +10,6 @@
 #define NPU_CPU_OPTIONS_H
 
 #include <stdbool.h>
-#include <stddef.h>
 
 #include "common/npu_error.h"
 
@@ -38,9 +37,6 @@ struct npu_cpu_options {
  */
 npu_status npu_cpu_options_parse(struct npu_cpu_options *o, const char *spec,
 				 struct npu_error *err);
-
-/* "fuse=0,nchwc=1,winograd=all" (only what differs from the defaults), "" for them. */
-void npu_cpu_options_str(const struct npu_cpu_options *o, char *buf, size_t size);
 
 static inline bool npu_cpu_options_default(const struct npu_cpu_options *o)
 {
