@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "cli_util.h"
 
+#include "npu/npu_device.h"
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,14 +32,67 @@ int npu_cli_parse_dims(const char *s, int64_t *dims)
 	}
 }
 
+void npu_cli_engine_options(struct npu_engine_options *eo, int threads)
+{
+	const char *stats = getenv("NPU_POOL_STATS");
+
+	npu_engine_options_init(eo);
+	eo->threads = threads;
+	eo->cpu_isa = getenv("NPU_CPU_ISA");
+	if (eo->cpu_isa && !*eo->cpu_isa)
+		eo->cpu_isa = NULL;
+	eo->pool_stats = stats && *stats && strcmp(stats, "0");
+	eo->trace_file = getenv("NPU_TRACE_FILE");
+}
+
+int npu_cli_device_default(struct npu_device_options *o, const char *cmd)
+{
+	const char *env = getenv("NPU_DEVICE");
+
+	npu_device_options_init(o);
+	if (env && *env && npu_device_options_parse(o, env)) {
+		fprintf(stderr, "npu %s: NPU_DEVICE='%s': expected sim, accel, auto or a /dev/accel/accelN path\n",
+			cmd, env);
+		return -1;
+	}
+	o->trace_file = getenv("NPU_TRACE_FILE");	/* npu trace points it here */
+	return 0;
+}
+
+const char *npu_cli_cpu_env(char *buf, size_t size)
+{
+	static const char *const vars[][2] = {
+		{ "NPU_CPU_FUSE", "fuse" },
+		{ "NPU_CPU_NCHWC", "nchwc" },
+		{ "NPU_CPU_WINOGRAD", "winograd" },
+	};
+	size_t n = 0, i;
+
+	buf[0] = '\0';
+	for (i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
+		const char *v = getenv(vars[i][0]);
+
+		if (v && *v && n < size)
+			n += (size_t)snprintf(buf + n, size - n, "%s%s=%s", n ? "," : "",
+					      vars[i][1], v);
+	}
+	return buf[0] ? buf : NULL;
+}
+
 int npu_cli_open(struct npu_cli_model *cm, const char *path,
 		 const struct npu_model_options *opts, int threads, const char *cmd)
 {
 	struct npu_engine_options eo;
+	struct npu_model_options mo;
+	char cpu[128];
 
 	memset(cm, 0, sizeof(*cm));
-	npu_engine_options_init(&eo);
-	eo.threads = threads;
+	npu_cli_engine_options(&eo, threads);
+	if (opts && !opts->cpu) {	/* no --cpu: NPU_CPU_* from the environment */
+		mo = *opts;
+		mo.cpu = npu_cli_cpu_env(cpu, sizeof(cpu));
+		opts = &mo;
+	}
 	if (npu_engine_create(&eo, &cm->engine) != NPU_OK ||
 	    npu_model_load_file(cm->engine, path, opts, &cm->model) != NPU_OK) {
 		fprintf(stderr, "npu %s: %s\n", cmd, npu_last_error());

@@ -28,7 +28,31 @@ struct npu_cli_model {
 	char shape_names[NPU_CLI_MAX_SHAPES][256];
 };
 
-/* Engine and model; prints the error and returns non-zero. */
+/*
+ * Engine options with the debugging switches the CLI takes from the
+ * environment (the library reads none but NPU_TRACE_FILE): NPU_CPU_ISA =
+ * portable|avx2|avx512 caps the CPU kernels' path, NPU_POOL_STATS=1 times
+ * the thread pool, NPU_TRACE_FILE=path traces ops and jobs.
+ */
+void npu_cli_engine_options(struct npu_engine_options *eo, int threads);
+
+/*
+ * Device options for --device's default: NPU_DEVICE (sim|accel|auto|
+ * /dev/accel/accelN) if set, else auto; the trace file NPU_TRACE_FILE.
+ * Prints the error, returns non-zero.
+ */
+struct npu_device_options;
+int npu_cli_device_default(struct npu_device_options *o, const char *cmd);
+
+/*
+ * The CPU options NPU_CPU_FUSE=0|1, NPU_CPU_NCHWC=auto|0|1 and
+ * NPU_CPU_WINOGRAD=auto|0|all ask for, as a --cpu spec in buf (NULL when
+ * none is set): what npu_cli_open() uses when --cpu is not given.
+ */
+const char *npu_cli_cpu_env(char *buf, size_t size);
+
+/* Engine and model (CPU options from the environment without --cpu);
+ * prints the error and returns non-zero. */
 int npu_cli_open(struct npu_cli_model *cm, const char *path,
 		 const struct npu_model_options *opts, int threads,
 		 const char *cmd);

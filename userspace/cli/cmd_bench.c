@@ -26,7 +26,7 @@ static void bench_usage(FILE *out)
 		"                 [--json] [--report OUT.html]\n"
 		"                 [--calib-dir DIR | --calib random]   (sim, accel: see npu compile)\n"
 		"                 [--int16 NODE[,NODE]...] [--precision int8|int16] [--codegen K=V,...]\n"
-		"                 (see npu compile)\n\n"
+		"                 [--cpu K=V,...]   (see npu compile)\n\n"
 		"Runs MODEL (.onnx or a compiled .npub) on random inputs and reports latency\n"
 		"p50 / p90 / p99, throughput, compile time and peak memory; on an NPU device\n"
 		"also the modeled NPU time, the NPU utilization (ideal MAC cycles / modeled\n"
@@ -356,6 +356,8 @@ int npu_cmd_bench(int argc, char **argv)
 			mo.precision = v, i++;
 		} else if (v && !strcmp(a, "--codegen")) {
 			mo.codegen = v, i++;
+		} else if (v && !strcmp(a, "--cpu")) {
+			mo.cpu = v, i++;
 		} else if (v && !strcmp(a, "--shape")) {
 			if (num_shapes == MAX_SHAPES) {
 				fprintf(stderr, "npu bench: too many --shape options\n");

@@ -28,6 +28,7 @@ static void compile_usage(FILE *out)
 		"                   [--quant-report [--report-samples N]]\n"
 		"                   [--accuracy-target COS] [--keep-fp32 NODE[,NODE]...]\n"
 		"                   [--int16 NODE[,NODE]...] [--precision int8|int16] [--codegen K=V,...]\n"
+		"                   [--cpu K=V,...]\n"
 		"                   [--bias-correction on|off] [--eval-dir DIR]\n\n"
 		"Compiles the model for the NPU: fp32 graph passes, int8 calibration,\n"
 		"placement of every node on the NPU or the CPU, code generation.\n"
@@ -67,6 +68,9 @@ static void compile_usage(FILE *out)
 		"                      array_modes, out_lut, tile_search, prefetch, gap_split\n"
 		"                      = 0|1; pixel_mm, fuse = auto|off|force; fuse_rows = N;\n"
 		"                      lut_producer = any|last (a .npub keeps them)\n"
+		"  --cpu K=V,...       how the CPU part is planned: fuse = 0|1, nchwc =\n"
+		"                      auto|0|1 (cpu device), winograd = auto|0|all\n"
+		"                      (a .npub keeps them)\n"
 		"  --precision P       int8 (default) or int16: every node with an int16 form\n"
 		"Prints the MACs on the NPU, the device memory plan and the accuracy of the\n"
 		"int8 model against the fp32 CPU model on one random input.\n");
@@ -474,6 +478,8 @@ int npu_cmd_compile(int argc, char **argv)
 			mo.precision = v, i++;
 		} else if (v && !strcmp(a, "--codegen")) {
 			mo.codegen = v, i++;
+		} else if (v && !strcmp(a, "--cpu")) {
+			mo.cpu = v, i++;
 		} else if (v && !strcmp(a, "--accuracy-target")) {
 			char *end;
 

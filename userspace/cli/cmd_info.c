@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "npu/npu.h"
+#include "cli_util.h"
 #include "npu_cli.h"
 #include "npu_sim.h"
 
@@ -82,7 +83,8 @@ int npu_cmd_info(int argc, char **argv)
 	double tops;
 	int c;
 
-	npu_device_options_init(&opts);
+	if (npu_cli_device_default(&opts, "info"))	/* NPU_DEVICE, else auto */
+		return 2;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "d:jh", longopts, NULL)) != -1) {
 		switch (c) {

@@ -29,6 +29,7 @@
 #include "graph/npu_ir.h"
 #include "graph/npu_str.h"
 #include "npu/npu_model.h"
+#include "cli_util.h"
 #include "npu_cli.h"
 #include "onnx/npu_onnx.h"
 #include "runtime/npu_npy.h"
@@ -609,8 +610,7 @@ static enum verdict run_test(const char *dir, const struct test_opts *o,
 
 	path_fmt(model, sizeof(model), "%s/model.onnx", dir);
 	npu_model_options_init(&mo);
-	npu_engine_options_init(&eo);
-	eo.threads = o->threads;
+	npu_cli_engine_options(&eo, o->threads);
 	mo.device = o->device;
 	if (npu) {
 		/* int8: calibrated on this test's inputs, every NPU node kept. */

@@ -43,6 +43,7 @@ struct run_args {
 	const char *calib_dir;	/* NPU devices: --calib-dir DIR or --calib random */
 	const char *int16, *precision;	/* --int16 NODES, --precision int8|int16 */
 	const char *codegen;		/* --codegen K=V,... */
+	const char *cpu;		/* --cpu K=V,... */
 	int calib_random;
 	const char *inputs[MAX_ARGS];
 	size_t num_inputs;
@@ -72,7 +73,7 @@ static void run_usage(FILE *out)
 		"               [--repeat N] [--profile] [--quiet]\n"
 		"               [--calib-dir DIR | --calib random]   (sim, accel: see npu compile)\n"
 		"               [--int16 NODE[,NODE]...] [--precision int8|int16] [--codegen K=V,...]\n"
-		"               (see npu compile)\n"
+		"               [--cpu K=V,...]   (see npu compile)\n"
 		"               [--remote http://HOST:PORT --remote-model NAME [--remote-version V]\n"
 		"                [--remote-timeout S] [--link MBIT[,RTT_MS] | --link-rtt MS] [--upload-inputs]]\n\n"
 		"Runs the model and writes DIR/<output name>.npy for every output\n"
@@ -191,6 +192,8 @@ static int parse_run_args(int argc, char **argv, struct run_args *a)
 				a->precision = v;
 			} else if (!strcmp(o, "--codegen")) {
 				a->codegen = v;
+			} else if (!strcmp(o, "--cpu")) {
+				a->cpu = v;
 			} else if (!strcmp(o, "--input")) {
 				if (a->num_inputs == MAX_ARGS)
 					return -1;
@@ -332,6 +335,7 @@ int npu_cmd_run(int argc, char **argv)
 	opts.int16 = a.int16;
 	opts.precision = a.precision;
 	opts.codegen = a.codegen;
+	opts.cpu = a.cpu;
 	if (npu_cli_open(&cm, a.model, &opts, a.threads, "run"))
 		goto out;
 	m = cm.model;

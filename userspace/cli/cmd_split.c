@@ -302,7 +302,11 @@ static int cpu_profile(const struct split_args *a, const struct npu_onnx_cutgrap
 	close(fd);
 	npu_model_options_init(&mo);
 	mo.device = "cpu";
-	if (npu_cli_open(&cm, a->model, &mo, threads, "split"))
+	/* The engine's trace file (read at its creation): every run's op spans. */
+	setenv("NPU_TRACE_FILE", path, 1);
+	r = npu_cli_open(&cm, a->model, &mo, threads, "split");
+	unsetenv("NPU_TRACE_FILE");
+	if (r)
 		goto out_unlink;
 	if (npu_session_create(cm.model, NULL, &cm.session) != NPU_OK) {
 		fprintf(stderr, "npu split: %s\n", npu_last_error());
@@ -316,11 +320,7 @@ static int cpu_profile(const struct split_args *a, const struct npu_onnx_cutgrap
 			fprintf(stderr, "npu split: %s: %m\n", path);
 			goto out_close;
 		}
-		if (!r)
-			setenv("NPU_TRACE_FILE", path, 1);
 		st = npu_session_run(cm.session, ins, n_in);
-		if (!r)
-			unsetenv("NPU_TRACE_FILE");
 		if (st != NPU_OK) {
 			fprintf(stderr, "npu split: profiling run: %s\n", npu_last_error());
 			goto out_close;

@@ -9,6 +9,7 @@
 
 #include "device/cs_asm.h"
 #include "npu/npu.h"
+#include "cli_util.h"
 #include "npu_cli.h"
 #include "npu_sim.h"
 
@@ -234,7 +235,8 @@ int npu_cmd_submit(int argc, char **argv)
 	uint64_t t0, t1;
 	double wall;
 
-	npu_device_options_init(&opts);
+	if (npu_cli_device_default(&opts, "submit"))	/* NPU_DEVICE, else auto */
+		return 2;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "d:n:q:ak:D:VjQh", longopts, NULL)) != -1) {
 		char *end;

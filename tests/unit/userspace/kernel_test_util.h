@@ -10,6 +10,22 @@
 #ifndef NPU_TEST_KERNEL_TEST_UTIL_H
 #define NPU_TEST_KERNEL_TEST_UTIL_H
 
+/*
+ * The code path meson asks for (NPU_CPU_ISA=portable|avx2|avx512: the
+ * kernels read no environment, the test caps them itself), before any
+ * kernel runs. false: not a path name.
+ */
+static inline bool kernel_test_cap_isa(void)
+{
+	const char *isa = getenv("NPU_CPU_ISA");
+
+	if (isa && *isa && npu_cpu_kernels_cap_isa(isa)) {
+		fprintf(stderr, "NPU_CPU_ISA='%s': expected portable, avx2 or avx512\n", isa);
+		return false;
+	}
+	return true;
+}
+
 struct rng {
 	uint64_t s;
 };

@@ -15,6 +15,10 @@
 #include "compiler/passes/passes.h"
 #include "runtime/npu_runtime.h"
 
+/* The fusion tests count ops of the plain layout; the blocked ones ask for it. */
+static const struct npu_cpu_options plain_layout = { .nchwc = NPU_CPU_OFF };
+static const struct npu_cpu_options blocked_layout = { .nchwc = NPU_CPU_ON };
+
 static struct npu_value *input(struct npu_graph *g, const char *name, int rank,
 			       const int64_t *dims)
 {
@@ -749,7 +753,7 @@ static void test_cpu_fuse_matches_unfused_graph(void **state)
 		fail_msg("%s", err.msg);
 	f = npu_graph_clone(g, &err);
 	assert_non_null(f);
-	assert_int_equal(npu_cpu_passes(f, &err), NPU_OK);
+	assert_int_equal(npu_cpu_passes(f, &plain_layout, &err), NPU_OK);
 
 	/*
 	 * conv0 + hard-swish + affine; conv1 + residual + Relu; dw + Sigmoid;
@@ -823,7 +827,7 @@ static void test_cpu_fuse_leaves_lookalikes(void **state)
 	mark_output(g, v[7]);
 	assert_int_equal(npu_graph_sort(g, &err), NPU_OK);
 	assert_int_equal(npu_graph_infer(g, true, &err), NPU_OK);
-	assert_int_equal(npu_cpu_passes(g, &err), NPU_OK);
+	assert_int_equal(npu_cpu_passes(g, &plain_layout, &err), NPU_OK);
 	assert_int_equal(count_op(g, "HardSwish"), 0);
 	assert_int_equal(count_op(g, "Clip"), 2);
 	assert_int_equal(g->num_nodes, 8);
@@ -988,7 +992,7 @@ static struct npu_graph *nchwc_graph(void)
 	return g;
 }
 
-/* g planned plainly and blocked (NPU_CPU_NCHWC=1) gives the same outputs. */
+/* g planned plainly and blocked (option nchwc=1) gives the same outputs. */
 static struct npu_graph *check_blocked_matches_plain(struct npu_graph *g,
 						     const int64_t *xdims, float xscale)
 {
@@ -1014,12 +1018,9 @@ static struct npu_graph *check_blocked_matches_plain(struct npu_graph *g,
 	blocked = npu_graph_clone(g, &err);
 	assert_non_null(plain);
 	assert_non_null(blocked);
-	setenv("NPU_CPU_NCHWC", "0", 1);
-	assert_int_equal(npu_cpu_passes(plain, &err), NPU_OK);
-	setenv("NPU_CPU_NCHWC", "1", 1);
-	if (npu_cpu_passes(blocked, &err))
+	assert_int_equal(npu_cpu_passes(plain, &plain_layout, &err), NPU_OK);
+	if (npu_cpu_passes(blocked, &blocked_layout, &err))
 		fail_msg("%s", err.msg);
-	setenv("NPU_CPU_NCHWC", "0", 1);
 	/* The pass's rank-5 values must infer as it set them. */
 	if (npu_graph_infer(blocked, false, &err))
 		fail_msg("%s", err.msg);
@@ -1131,9 +1132,6 @@ int main(void)
 		cmocka_unit_test(test_cpu_nchwc_leaves_isolated_conv),
 		cmocka_unit_test(test_cpu_nchwc_keeps_fused_graph_outputs),
 	};
-
-	/* The fusion tests count ops of the plain layout; the blocked ones set it. */
-	setenv("NPU_CPU_NCHWC", "0", 1);
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

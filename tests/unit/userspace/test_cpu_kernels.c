@@ -2,7 +2,10 @@
 /*
  * test_cpu_kernels.c - the CPU kernels against naive double-precision
  * references over seeded random shapes. meson runs this binary once per
- * code path (NPU_CPU_ISA=portable|avx2|avx512).
+ * code path (NPU_CPU_ISA=portable|avx2|avx512, which main() applies), once
+ * more with every 3x3 conv through Winograd (NPU_CPU_WINOGRAD=all: the
+ * params' winograd field) and once with every pool timed (NPU_POOL_STATS=1:
+ * the pools are created with stats on).
  *
  * Tolerances (eps = FLT_EPSILON), per output element:
  *   sgemm:   |c - ref| <= 4 eps (K + 2) (|alpha| sum_k |a b| + |beta c|)
@@ -25,6 +28,17 @@
 
 #include "cpu_kernels.h"
 #include "kernel_test_util.h"
+
+/* NPU_CPU_WINOGRAD / NPU_POOL_STATS as meson sets them (main()). */
+static enum npu_conv_winograd conv_winograd;
+static bool pool_stats;
+
+/* Every pool of the tests with stats as the run asks (the stats test aside). */
+static struct npu_threadpool *test_pool_create(int threads)
+{
+	return npu_threadpool_create_stats(threads, pool_stats);
+}
+#define npu_threadpool_create(threads) test_pool_create(threads)
 
 /* ---- helpers ---- */
 
@@ -174,21 +188,18 @@ static void spin_task(void *ctx, size_t i)
 }
 
 /*
- * NPU_POOL_STATS=1 (the cpu-kernels suite runs this binary once so):
- * the counters add up to what was run, on the pool or a view, and the
- * take resets them. Without the variable, take says stats are off.
+ * A pool created with stats on: the counters add up to what was run, on
+ * the pool or a view, and the take resets them. Created with them off
+ * (run twice: on, then off), take says stats are off.
  */
-static void test_threadpool_stats(void **state)
+static void check_threadpool_stats(bool on)
 {
-	const char *e = getenv("NPU_POOL_STATS");
-	bool on = e && *e && strcmp(e, "0");
-	struct npu_threadpool *pool = npu_threadpool_create(2);
+	struct npu_threadpool *pool = npu_threadpool_create_stats(2, on);
 	struct npu_threadpool *view;
 	struct npu_threadpool_stats st;
 	struct visit_ctx v = { .threads = 2 };
 	size_t i;
 
-	(void)state;
 	assert_non_null(pool);
 	view = npu_threadpool_create_view(pool);
 	assert_non_null(view);
@@ -230,6 +241,13 @@ out:
 	free(v.hits);
 	npu_threadpool_destroy(view);
 	npu_threadpool_destroy(pool);
+}
+
+static void test_threadpool_stats(void **state)
+{
+	(void)state;
+	check_threadpool_stats(true);
+	check_threadpool_stats(false);
 }
 
 static void test_threadpool_create_destroy_repeatedly(void **state)
@@ -698,6 +716,7 @@ static void check_conv(struct rng *r, const struct conv_case *cc,
 	float *bias = alloc_floats(p->out_c), *y = alloc_floats(ys + 1);
 	size_t b, oc, oh, ow;
 
+	pp.winograd = conv_winograd;
 	fill_random(r, x, xs);
 	fill_random(r, w, ws);
 	fill_random(r, bias, p->out_c);
@@ -921,6 +940,7 @@ static void test_conv2d_packed_weights_flush_subnormals(void **state)
 			.k_w = ks[ki], .stride_h = 1, .stride_w = 1, .dil_h = 1,
 			.dil_w = 1, .pad_top = ks[ki] / 2, .pad_left = ks[ki] / 2,
 			.groups = 1, .act = { .kind = NPU_CPU_ACT_RELU },
+			.winograd = conv_winograd,
 		};
 		size_t xs = p.in_c * p.in_h * p.in_w, ys = p.out_c * p.out_h * p.out_w;
 		size_t ws = p.out_c * p.in_c * p.k_h * p.k_w, i, sub = 0;
@@ -1091,9 +1111,43 @@ static void test_conv2d_wide_rows_match_reference(void **state)
 }
 
 /*
+ * The params' winograd field decides: a 3x3 stride-1 conv on a plane below
+ * the size where Winograd wins takes it only under ALL, one above it under
+ * AUTO and ALL, never under OFF; a 1x1 or strided one never; and the
+ * packed weights grow by Winograd's only where it is allowed.
+ */
+static void test_conv_winograd_choice_follows_params(void **state)
+{
+	struct npu_conv2d_params small = {
+		.batch = 1, .in_c = 16, .in_h = 6, .in_w = 6, .out_c = 16, .out_h = 6,
+		.out_w = 6, .k_h = 3, .k_w = 3, .stride_h = 1, .stride_w = 1, .dil_h = 1,
+		.dil_w = 1, .pad_top = 1, .pad_left = 1, .groups = 1,
+	};
+	struct npu_conv2d_params big = small, strided = small;
+	size_t plain;
+
+	(void)state;
+	big.in_h = big.in_w = big.out_h = big.out_w = 40;
+	strided.stride_h = strided.stride_w = 2;
+	strided.out_h = strided.out_w = 3;
+	assert_false(npu_conv2d_f32_takes_winograd(&small));
+	assert_true(npu_conv2d_f32_takes_winograd(&big));
+	small.winograd = big.winograd = strided.winograd = NPU_CONV_WINOGRAD_ALL;
+	assert_true(npu_conv2d_f32_takes_winograd(&small));
+	assert_true(npu_conv2d_f32_takes_winograd(&big));
+	assert_false(npu_conv2d_f32_takes_winograd(&strided));
+	small.winograd = big.winograd = NPU_CONV_WINOGRAD_OFF;
+	assert_false(npu_conv2d_f32_takes_winograd(&small));
+	assert_false(npu_conv2d_f32_takes_winograd(&big));
+	plain = npu_conv2d_f32_packed_floats(&big);
+	big.winograd = NPU_CONV_WINOGRAD_AUTO;
+	assert_true(npu_conv2d_f32_packed_floats(&big) > plain);
+}
+
+/*
  * 3x3, stride 1, dilation 1, one group: Winograd F(4,3) where it wins
  * (outputs at least 10 high and wide, at most 65536 channel pairs: most
- * shapes here), and every shape under NPU_CPU_WINOGRAD=all (the meson
+ * shapes here), and every shape under winograd ALL (NPU_CPU_WINOGRAD=all, the meson
  * cpu_kernels_*_winograd runs). Odd sizes leave partial tiles and partial
  * 8-tile vectors, pads 0..2 on each side are asymmetric, batch 2 and
  * several chunks per image cross tile rows; the last, wide shape takes
@@ -1623,6 +1677,7 @@ int main(void)
 		cmocka_unit_test(test_conv2d_result_independent_of_thread_count),
 		cmocka_unit_test(test_conv2d_prepacked_weights_match_reference),
 		cmocka_unit_test(test_conv2d_wide_rows_match_reference),
+		cmocka_unit_test(test_conv_winograd_choice_follows_params),
 		cmocka_unit_test(test_conv2d_3x3_stride1_shapes),
 		cmocka_unit_test(test_convtranspose_tiled_matches_reference),
 		cmocka_unit_test(test_vec_binary_exact_every_op_and_stride),
@@ -1634,6 +1689,13 @@ int main(void)
 		cmocka_unit_test(test_pool2d_matches_reference_random_shapes),
 		cmocka_unit_test(test_pool2d_common_layers),
 	};
+	const char *wino = getenv("NPU_CPU_WINOGRAD");
+	const char *stats = getenv("NPU_POOL_STATS");
 
+	if (!kernel_test_cap_isa())
+		return 1;
+	conv_winograd = wino && !strcmp(wino, "all") ? NPU_CONV_WINOGRAD_ALL :
+			wino && !strcmp(wino, "0") ? NPU_CONV_WINOGRAD_OFF : NPU_CONV_WINOGRAD_AUTO;
+	pool_stats = stats && *stats && strcmp(stats, "0");
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

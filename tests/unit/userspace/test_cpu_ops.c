@@ -914,7 +914,7 @@ static void test_conv_prepared_weights_match_per_call_packing(void **state)
 	assert_non_null(y0);
 	memcpy(y0, t->out_t[0].data, n * sizeof(float));
 	assert_non_null(t->def->prepare);
-	assert_int_equal(t->def->prepare(&t->node, &t->err), NPU_OK);
+	assert_int_equal(t->def->prepare(&t->node, NULL, &t->err), NPU_OK);
 	assert_non_null(t->node.op_state);
 	assert_int_equal(t_compute_again(t, n), NPU_OK);
 	assert_memory_equal(t->out_t[0].data, y0, n * sizeof(float));
@@ -922,7 +922,7 @@ static void test_conv_prepared_weights_match_per_call_packing(void **state)
 	assert_null(t->node.op_state);
 	/* Weights computed at run time: nothing to pack at plan time. */
 	t->vals[1].constant = NULL;
-	assert_int_equal(t->def->prepare(&t->node, &t->err), NPU_OK);
+	assert_int_equal(t->def->prepare(&t->node, NULL, &t->err), NPU_OK);
 	assert_null(t->node.op_state);
 	free(y0);
 	t_free(t);
@@ -968,7 +968,7 @@ static void test_gemm_prepared_b_matches_per_call_packing(void **state)
 		assert_non_null(y0);
 		memcpy(y0, t->out_t[0].data, n * sizeof(float));
 		assert_non_null(t->def->prepare);
-		assert_int_equal(t->def->prepare(&t->node, &t->err), NPU_OK);
+		assert_int_equal(t->def->prepare(&t->node, NULL, &t->err), NPU_OK);
 		assert_non_null(t->node.op_state);
 		assert_int_equal(t_compute_again(t, n), NPU_OK);
 		assert_memory_equal(t->out_t[0].data, y0, n * sizeof(float));
@@ -976,7 +976,7 @@ static void test_gemm_prepared_b_matches_per_call_packing(void **state)
 		assert_null(t->node.op_state);
 		/* B computed at run time: nothing to pack at plan time. */
 		t->vals[1].constant = NULL;
-		assert_int_equal(t->def->prepare(&t->node, &t->err), NPU_OK);
+		assert_int_equal(t->def->prepare(&t->node, NULL, &t->err), NPU_OK);
 		assert_null(t->node.op_state);
 		free(y0);
 		t_free(t);

@@ -16,6 +16,7 @@
 #include <cmocka.h>
 
 #include "device/cs_asm.h"
+#include "device_env.h"
 #include "npu/npu.h"
 
 static struct npu_device *open_dev(void)
@@ -23,7 +24,7 @@ static struct npu_device *open_dev(void)
 	struct npu_device *dev = NULL;
 	char err[512];
 
-	if (npu_device_open(NULL, &dev, err, sizeof(err)))
+	if (npu_device_open(test_device_options(), &dev, err, sizeof(err)))
 		fail_msg("open: %s", err);
 	return dev;
 }

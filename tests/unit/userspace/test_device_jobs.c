@@ -20,6 +20,7 @@
 
 #include <cmocka.h>
 
+#include "device_env.h"
 #include "npu/npu.h"
 #include "npu_sim.h"
 
@@ -33,7 +34,7 @@ static int setup(void **state)
 	struct ctx *c = calloc(1, sizeof(*c));
 	char err[512];
 
-	if (!c || npu_device_open(NULL, &c->dev, err, sizeof(err))) {
+	if (!c || npu_device_open(test_device_options(), &c->dev, err, sizeof(err))) {
 		fprintf(stderr, "open: %s\n", err);
 		free(c);
 		return -1;
@@ -689,7 +690,7 @@ static void close_with_jobs_in_flight_is_safe(void **state)
 	int i;
 
 	(void)state;
-	assert_int_equal(npu_device_open(NULL, &dev, err, sizeof(err)), NPU_OK);
+	assert_int_equal(npu_device_open(test_device_options(), &dev, err, sizeof(err)), NPU_OK);
 	assert_int_equal(npu_buffer_alloc(dev, 1 << 20, 0, &a), NPU_OK);
 	cmd = fill_stream(dev, npu_buffer_va(a), 1 << 20, 4, 1, &size);
 	use = (struct npu_buffer_use){ a, NPU_ACCESS_READ_WRITE };

@@ -59,15 +59,18 @@ enum npu_backend {
 	NPU_BACKEND_ACCEL = 2,
 };
 
-/* Ignore the NPU_DEVICE / NPU_TRACE_FILE environment variables. */
+/*
+ * No effect: npu_device_open() reads no environment variable (before 1.2 it
+ * read NPU_DEVICE and NPU_TRACE_FILE unless this flag was set). Programs
+ * that honour NPU_DEVICE pass it to npu_device_options_parse(), as the npu
+ * CLI does.
+ */
 #define NPU_DEVICE_NO_ENV	(1u << 0)
 
 /*
  * Options of npu_device_open(); zero-initialise (or npu_device_options_init)
- * and set what you need. Environment (unless NPU_DEVICE_NO_ENV):
- *   NPU_DEVICE=sim|accel|/dev/accel/accelN  overrides backend/path when the
- *                                           options leave them AUTO/NULL;
- *   NPU_TRACE_FILE=path                     when trace_file is NULL.
+ * and set what you need. Backend AUTO: accel if an npu accel node exists,
+ * else sim.
  */
 struct npu_device_options {
 	enum npu_backend backend;
@@ -90,7 +93,7 @@ NPU_API npu_status npu_device_options_parse(struct npu_device_options *opts,
 				    const char *spec);
 
 /*
- * Open a device. opts may be NULL (defaults + environment). On failure
+ * Open a device. opts may be NULL (the defaults). On failure
  * *out is NULL and, if errmsg is not NULL, errmsg holds the reason, e.g.
  * "npu_device_open: /dev/accel/accel7: No such file or directory".
  */

@@ -184,6 +184,28 @@ struct npu_engine_options {
 	/* Where messages go; NULL: stderr. Called from any thread. */
 	void (*log)(void *arg, enum npu_log_level level, const char *message);
 	void *log_arg;
+	/*
+	 * Debugging and measurement. The library reads no environment
+	 * variable except NPU_TRACE_FILE, once, in npu_engine_create() when
+	 * trace_file is NULL; the npu CLI maps NPU_CPU_ISA, NPU_POOL_STATS and
+	 * NPU_TRACE_FILE onto these fields.
+	 */
+	/*
+	 * Cap the CPU kernels' code path: "portable", "avx2" or "avx512"
+	 * (NULL: the best the CPU supports). The path is chosen once per
+	 * process, by its first engine (or kernel call): an engine asking for
+	 * another one fails with NPU_ERR_BUSY.
+	 */
+	const char *cpu_isa;
+	/* Time every task of the engine's thread pool; sessions print where
+	 * the threads' time went per node when they end (stderr). */
+	int pool_stats;
+	/*
+	 * Append a Chrome trace (Perfetto) of every CPU op and NPU job of the
+	 * engine's sessions and devices to this file. NULL: NPU_TRACE_FILE
+	 * from the environment, if set; "" for none.
+	 */
+	const char *trace_file;
 };
 
 NPU_API void npu_engine_options_init_sized(struct npu_engine_options *opts,
@@ -293,6 +315,18 @@ struct npu_model_options {
 	 * them. An unknown key or value fails the load naming it.
 	 */
 	const char *codegen;
+	/*
+	 * How the CPU part is planned, "key=value[,key=value...]" (NULL: the
+	 * defaults): fuse = 0|1 (0: no CPU graph passes, the graph as
+	 * imported; "cpu" device only), nchwc = auto|0|1 (the blocked layout
+	 * pass: by default on AVX-512 only; "cpu" device only), winograd =
+	 * auto|0|all (Winograd F(4,3) for 3x3 convolutions where it wins,
+	 * never, or for every eligible one). Per model: two models of one
+	 * engine may differ. A compiled model (.npub) keeps them: it plans the
+	 * CPU part with the options it was compiled with. An unknown key or
+	 * value fails the load naming it.
+	 */
+	const char *cpu;
 };
 
 NPU_API void npu_model_options_init_sized(struct npu_model_options *opts,

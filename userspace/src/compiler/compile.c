@@ -1699,6 +1699,7 @@ npu_status npu_compile_graph(struct npu_graph *graph,
 		return npu_error_set(err, NPU_ERR_NO_MEMORY, "compile: out of memory");
 	}
 	b.top_calib = &b.calib;
+	b.c->cpu = opts->cpu;
 	st = npu_device_get_info(opts->device, &b.dev);
 	if (st)
 		npu_error_set(err, st, "compile: %s", npu_device_last_error(opts->device));

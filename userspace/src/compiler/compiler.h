@@ -163,6 +163,11 @@ struct npu_compile_options {
 	bool cpu_only_placement;	/* explain only: place, generate nothing */
 	/* How segments are built and scheduled (zero: the defaults). */
 	struct npu_codegen_options codegen;
+	/*
+	 * How the CPU part runs (zero: the defaults): kept in the result
+	 * (npu_compiled.cpu, a .npub stores it) for the executor's plan.
+	 */
+	struct npu_cpu_options cpu;
 	bool keep_small_segments;	/* skip the cost model (tests) */
 	bool profile_ops;		/* time every op on the device */
 	/*
@@ -269,6 +274,8 @@ struct npu_compiled {
 	/* The nodes (top-level graph) that run in the 16x8 mode. */
 	char **int16_nodes;
 	size_t num_int16_nodes;
+	/* The CPU options compiled with (npu_compile_options.cpu). */
+	struct npu_cpu_options cpu;
 };
 
 /* Record a warning on 'c' (dropped when out of memory or c is NULL). */

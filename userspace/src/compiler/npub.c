@@ -384,6 +384,8 @@ npu_status npu_npub_save(const char *path, const void *onnx, size_t onnx_size,
 		if ((c->segments[i]->graph_path && c->segments[i]->graph_path[0]) ||
 		    !codegen_defaults(&c->segments[i]->prog.opts))
 			major = NPU_NPUB_VERSION_MAJOR;
+	if (!npu_cpu_options_default(&c->cpu))
+		major = NPU_NPUB_VERSION_MAJOR;
 
 	put(&w, (uint8_t[NPUB_HEADER_SIZE]){ 0 }, NPUB_HEADER_SIZE);
 	at = begin_section(&w, NPUB_MODEL);
@@ -405,6 +407,12 @@ npu_status npu_npub_save(const char *path, const void *onnx, size_t onnx_size,
 	at = begin_section(&w, NPUB_STATS);
 	put_u64(&w, c->total_macs);
 	put_u64(&w, c->npu_macs);
+	/* Version 2.2: the CPU options other than the defaults. */
+	if (!npu_cpu_options_default(&c->cpu)) {
+		put_u8(&w, c->cpu.no_fuse);
+		put_u8(&w, (uint8_t)c->cpu.nchwc);
+		put_u8(&w, (uint8_t)c->cpu.winograd);
+	}
 	end_section(&w, at);
 	sections++;
 
@@ -1220,6 +1228,21 @@ npu_status npu_npub_open(const void *data, size_t size, const char *source,
 			sec.where = "stats section";
 			f->c->total_macs = get_u64(&sec, "total macs");
 			f->c->npu_macs = get_u64(&sec, "npu macs");
+			/* 2.2: the CPU options compiled with, if not the defaults. */
+			if (!sec.bad && sec.left) {
+				uint8_t fuse = get_u8(&sec, "cpu fuse");
+				uint8_t nchwc = get_u8(&sec, "cpu nchwc");
+				uint8_t wino = get_u8(&sec, "cpu winograd");
+
+				if (!sec.bad && (fuse > 1 || nchwc > NPU_CPU_ON || wino > NPU_CPU_ON))
+					fail(&sec, "%s: value %llu out of range", "cpu options",
+					     fuse > 1 ? fuse : nchwc > NPU_CPU_ON ? nchwc : wino);
+				f->c->cpu.no_fuse = fuse;
+				f->c->cpu.nchwc = (enum npu_cpu_choice)nchwc;
+				f->c->cpu.winograd = (enum npu_cpu_choice)wino;
+			}
+			if (!sec.bad && sec.left)
+				fail(&sec, "%s: %llu trailing bytes", "stats", sec.left);
 			if (sec.bad)
 				goto bad;
 			break;
@@ -1282,6 +1305,11 @@ const void *npu_npub_model(const struct npu_npub *f, size_t *size)
 {
 	*size = f->model_size;
 	return f->model;
+}
+
+const struct npu_cpu_options *npu_npub_cpu_options(const struct npu_npub *f)
+{
+	return &f->c->cpu;
 }
 
 size_t npu_npub_num_inputs(const struct npu_npub *f)

@@ -21,7 +21,8 @@
 /* Version 2 adds where each segment is (a subgraph's path); files without
  * segments in subgraphs are still written as version 1. */
 #define NPU_NPUB_VERSION_MAJOR	2
-#define NPU_NPUB_VERSION_MINOR	1	/* 2.1: codegen options per segment */
+#define NPU_NPUB_VERSION_MINOR	2	/* 2.1: codegen options per segment;
+					 * 2.2: the CPU options */
 
 struct npu_npub;
 
@@ -37,6 +38,8 @@ const void *npu_npub_model(const struct npu_npub *p, size_t *size);
 size_t npu_npub_num_inputs(const struct npu_npub *p);
 const char *npu_npub_input(const struct npu_npub *p, size_t index,
 			   struct npu_shape *shape);
+/* The CPU options the file was compiled with (the defaults before 2.2). */
+const struct npu_cpu_options *npu_npub_cpu_options(const struct npu_npub *p);
 
 /*
  * Attach the file's segments to 'graph' (the embedded model imported with

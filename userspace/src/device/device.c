@@ -125,13 +125,12 @@ static npu_status open_fail(char *errmsg, size_t errmsg_size, npu_status st,
 	return st;
 }
 
-/* Resolve backend + path from options, then NPU_DEVICE, then auto-detection. */
+/* Resolve backend + path from the options, else by auto-detection. */
 static npu_status pick_backend(const struct npu_device_options *o,
 			       enum npu_backend *backend, char *path,
 			       size_t path_size, char *errmsg, size_t errmsg_size)
 {
 	enum npu_backend b = o->backend;
-	const char *env = NULL;
 
 	path[0] = '\0';
 	if (o->path) {
@@ -139,29 +138,13 @@ static npu_status pick_backend(const struct npu_device_options *o,
 		if (b == NPU_BACKEND_AUTO)
 			b = NPU_BACKEND_ACCEL;
 	}
-	if (!(o->flags & NPU_DEVICE_NO_ENV))
-		env = getenv("NPU_DEVICE");
-	if (b == NPU_BACKEND_AUTO && env && *env) {
-		if (!strcmp(env, "sim")) {
-			b = NPU_BACKEND_SIM;
-		} else if (!strcmp(env, "accel")) {
-			b = NPU_BACKEND_ACCEL;
-		} else if (env[0] == '/') {
-			b = NPU_BACKEND_ACCEL;
-			snprintf(path, path_size, "%s", env);
-		} else if (strcmp(env, "auto")) {
-			return open_fail(errmsg, errmsg_size, NPU_ERR_INVALID_ARG,
-					 "npu_device_open: NPU_DEVICE='%s' is not sim, accel, auto or a /dev/accel/accelN path",
-					 env);
-		}
-	}
 	if (b == NPU_BACKEND_AUTO)
 		b = npu_accel_find_node(path, path_size) ? NPU_BACKEND_ACCEL :
 							   NPU_BACKEND_SIM;
 	if (b == NPU_BACKEND_ACCEL && !path[0] &&
 	    !npu_accel_find_node(path, path_size))
 		return open_fail(errmsg, errmsg_size, NPU_ERR_NOT_FOUND,
-				 "npu_device_open: no NPU accel device: no /dev/accel/accel* node is driven by \"npu\" (is the npu module loaded? use --device sim / NPU_DEVICE=sim for the simulator)");
+				 "npu_device_open: no NPU accel device: no /dev/accel/accel* node is driven by \"npu\" (is the npu module loaded? use --device sim for the simulator)");
 	if (b != NPU_BACKEND_SIM && b != NPU_BACKEND_ACCEL)
 		return open_fail(errmsg, errmsg_size, NPU_ERR_INVALID_ARG,
 				 "npu_device_open: unknown backend %d", (int)b);
@@ -230,8 +213,6 @@ npu_status npu_device_open(const struct npu_device_options *opts,
 		return st;
 	}
 	trace = opts->trace_file;
-	if (!trace && !(opts->flags & NPU_DEVICE_NO_ENV))
-		trace = getenv("NPU_TRACE_FILE");
 	if (trace && *trace)
 		npu_trace_open(dev, trace);
 	*out = dev;

@@ -85,7 +85,7 @@ struct npu_device {
 	unsigned int inflight;		/* all jobs not yet complete */
 	int event_fd;			/* sim completion queue: readable when cq */
 
-	int trace_fd;			/* NPU_TRACE_FILE when tracing */
+	int trace_fd;			/* opts->trace_file when tracing */
 	bool tracing;
 	pthread_mutex_t trace_lock;
 	uint32_t trace_id;		/* distinguishes devices in one process */

@@ -2,9 +2,10 @@
 /*
  * trace.c - per-device job tracing in the Chrome trace-event format.
  *
- * A device opened with a trace file (option or NPU_TRACE_FILE) appends two
- * complete ("X") events per job: the host span (submit -> completion seen)
- * and the device span (device start -> end, on the host clock), plus
+ * A device opened with a trace file (npu_device_options.trace_file; an
+ * engine passes its own) appends two complete ("X") events per job: the
+ * host span (submit -> completion seen) and the device span (device start
+ * -> end, on the host clock), plus
  * thread-name metadata when it opens. The file uses the JSON Array Format
  * ("[" then one event per line, each followed by ","), which Perfetto and
  * chrome://tracing load as is, and which many devices and processes can

@@ -104,7 +104,7 @@ static npu_status fold_node(const struct npu_op_def *def,
 		}
 	}
 	if (def->prepare) {
-		st = def->prepare(node, err);
+		st = def->prepare(node, NULL, err);	/* folding: the default CPU options */
 		if (st != NPU_OK)
 			goto fail;
 	}

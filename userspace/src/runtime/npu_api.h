@@ -102,6 +102,8 @@ struct npu_model {
 	char *precision;
 	char *codegen;			/* opts.codegen, copied */
 	struct npu_codegen_options codegen_opts;	/* parsed from it */
+	char *cpu;			/* opts.cpu, copied */
+	struct npu_cpu_options cpu_opts;	/* parsed from it */
 	char **calib_names;		/* samples of calib_dir (under build_lock) */
 	int num_calib_names;
 	bool calib_subdirs;		/* DIR/<sample>/<input>.npy form */

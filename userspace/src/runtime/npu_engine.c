@@ -6,6 +6,7 @@
  */
 #include "runtime/npu_api.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -151,6 +152,33 @@ NPU_API npu_status npu_engine_create(const struct npu_engine_options *opts,
 		free(e);
 		return st;
 	}
+	/* The one environment variable the library reads (npu_model.h). */
+	if (!e->opts.trace_file)
+		e->opts.trace_file = getenv("NPU_TRACE_FILE");
+	if (e->opts.trace_file && *e->opts.trace_file) {
+		e->opts.trace_file = strdup(e->opts.trace_file);
+		if (!e->opts.trace_file) {
+			free(e);
+			return npu_api_fail(NPU_ERR_NO_MEMORY, "npu_engine_create: out of memory");
+		}
+	} else {
+		e->opts.trace_file = NULL;
+	}
+	if (e->opts.cpu_isa) {	/* the caller's string: applied now, not kept */
+		int r = npu_cpu_kernels_cap_isa(e->opts.cpu_isa);
+
+		if (r) {
+			st = npu_api_fail(r == -EINVAL ? NPU_ERR_INVALID_ARG : NPU_ERR_BUSY,
+					  r == -EINVAL ?
+					  "npu_engine_options.cpu_isa '%s': expected portable, avx2 or avx512" :
+					  "npu_engine_options.cpu_isa '%s': this process already runs the %s kernels (the path is chosen once per process)",
+					  e->opts.cpu_isa, npu_cpu_kernels_isa());
+			free((char *)e->opts.trace_file);
+			free(e);
+			return st;
+		}
+		e->opts.cpu_isa = NULL;
+	}
 	e->threads = e->opts.threads;
 	if (e->threads <= 0) {
 		long n = sysconf(_SC_NPROCESSORS_ONLN);
@@ -158,10 +186,11 @@ NPU_API npu_status npu_engine_create(const struct npu_engine_options *opts,
 		e->threads = n > 0 ? (int)n : 1;
 	}
 	/* One thread too: the pool keeps the kernels' scratch across runs. */
-	e->pool = npu_threadpool_create(e->threads);
+	e->pool = npu_threadpool_create_stats(e->threads, e->opts.pool_stats != 0);
 	if (!e->pool) {
 		st = npu_api_fail(NPU_ERR_NO_MEMORY,
 				  "npu_engine_create: cannot start %d threads", e->threads);
+		free((char *)e->opts.trace_file);
 		free(e);
 		return st;
 	}
@@ -188,6 +217,7 @@ void npu_engine_unref(struct npu_engine *e)
 		free(e->devs[i].name);
 	}
 	npu_threadpool_destroy(e->pool);
+	free((char *)e->opts.trace_file);
 	pthread_mutex_destroy(&e->lock);
 	free(e);
 }
@@ -202,11 +232,7 @@ NPU_API int npu_engine_threads(const struct npu_engine *e)
 	return e ? e->threads : 0;
 }
 
-/*
- * "sim", "accel" or an accel node: what --device and options.device take.
- * The environment still applies (NPU_TRACE_FILE; NPU_DEVICE only picks the
- * node for "accel"), as for any npu_device_open().
- */
+/* "sim", "accel" or an accel node: what --device and options.device take. */
 static npu_status check_device_name(const char *name, struct npu_device_options *o)
 {
 	npu_device_options_init(o);
@@ -268,6 +294,7 @@ NPU_API npu_status npu_engine_get_device(struct npu_engine *e, const char *name,
 		pthread_mutex_unlock(&e->lock);
 		return NPU_OK;
 	}
+	o.trace_file = e->opts.trace_file;	/* the engine's, for its devices */
 	st = npu_device_open(&o, &dev, msg, sizeof(msg));
 	if (st) {
 		pthread_mutex_unlock(&e->lock);

@@ -29,6 +29,7 @@ struct rt_buffer {
  */
 struct npu_exec_plan {
 	struct npu_graph *g;
+	struct npu_cpu_options cpu;		/* what prepare() and the ops saw */
 	const struct npu_op_def **defs;		/* per node */
 	bool *dynamic;				/* per node: infer at run time */
 	size_t *last_use;			/* per value: last consuming node */
@@ -56,6 +57,7 @@ struct npu_exec {
 			const struct npu_tensor *const *outputs);
 	void *observe_arg;
 	bool observe_subgraphs;
+	const char *trace_file;			/* opts->trace_file, borrowed */
 	struct npu_compiled_run *run;		/* NPU segments' state, if any */
 	bool own_run;				/* else the enclosing session's */
 	void **node_states;			/* per node, ctx->state */
@@ -75,14 +77,15 @@ struct npu_exec {
 	struct rt_buffer *free_bufs;		/* the reuse pool */
 	size_t num_free, cap_free;
 	double *node_ms;
-	/* NPU_POOL_STATS=1: the thread pool's stats per node (see
-	 * npu_threadpool_stats_take), printed when the session ends. */
+	/* A pool with stats on (npu_engine_options.pool_stats): its stats
+	 * per node (see npu_threadpool_stats_take), printed when the session
+	 * ends. */
 	struct npu_threadpool_stats *node_pool;
 	size_t *pending_of;			/* per value: async producer + 1 */
 	uint8_t *arena;				/* p->arena_off's memory */
 	double *submit_ms;			/* per node: when an async op began */
 	size_t inflight;			/* the async node in flight + 1, or 0 */
-	int trace_fd;				/* NPU_TRACE_FILE, or -1 */
+	int trace_fd;				/* trace_file open, or -1 */
 	/* A timed run (npu_exec_run_timed): its steps, made on first use. */
 	bool timed, steps_valid;
 	struct npu_exec_step *steps;		/* in the order they started */
@@ -116,7 +119,8 @@ static bool is_default_domain(const char *d)
 }
 
 /*
- * Op spans for NPU_TRACE_FILE: one complete event per node, on the same
+ * Op spans for the trace file (npu_exec_options.trace_file, the engine's
+ * npu_engine_options.trace_file): one complete event per node, on the same
  * CLOCK_MONOTONIC timeline and in the same append-only JSON array as the
  * device layer's job spans (device/trace.c), so Perfetto shows CPU ops and
  * NPU jobs together. Best effort: a failed write turns tracing off.
@@ -125,7 +129,7 @@ static void trace_append(struct npu_exec *s, const char *text, size_t len);
 
 static void trace_open(struct npu_exec *s)
 {
-	const char *path = getenv("NPU_TRACE_FILE");
+	const char *path = s->trace_file;
 	char meta[160];
 	int n;
 
@@ -631,7 +635,8 @@ static npu_status plan_subgraphs(struct npu_exec_plan *p, struct npu_error *err)
 		for (a = 0; a < node->num_attrs; a++) {
 			if (node->attrs[a].type != NPU_ATTR_GRAPH)
 				continue;
-			st = npu_exec_plan_create(node->attrs[a].g, &p->subs[p->num_subs].plan, err);
+			st = npu_exec_plan_create_with(node->attrs[a].g, &p->cpu,
+						       &p->subs[p->num_subs].plan, err);
 			if (st != NPU_OK)
 				return st;
 			p->subs[p->num_subs++].body = node->attrs[a].g;
@@ -642,8 +647,19 @@ static npu_status plan_subgraphs(struct npu_exec_plan *p, struct npu_error *err)
 	return NPU_OK;
 }
 
+const struct npu_cpu_options *npu_exec_plan_cpu(const struct npu_exec_plan *p)
+{
+	return &p->cpu;
+}
+
 npu_status npu_exec_plan_create(struct npu_graph *g, struct npu_exec_plan **out,
 				struct npu_error *err)
+{
+	return npu_exec_plan_create_with(g, NULL, out, err);
+}
+
+npu_status npu_exec_plan_create_with(struct npu_graph *g, const struct npu_cpu_options *cpu,
+				     struct npu_exec_plan **out, struct npu_error *err)
 {
 	struct npu_exec_plan *p;
 	size_t i, j, nn = g->num_nodes, nv = g->num_values;
@@ -655,6 +671,8 @@ npu_status npu_exec_plan_create(struct npu_graph *g, struct npu_exec_plan **out,
 	if (!p)
 		return npu_error_set(err, NPU_ERR_NO_MEMORY, "out of memory");
 	p->g = g;
+	if (cpu)
+		p->cpu = *cpu;
 	p->defs = calloc(nn + 1, sizeof(*p->defs));
 	p->dynamic = calloc(nn + 1, sizeof(*p->dynamic));
 	p->last_use = calloc(nv + 1, sizeof(*p->last_use));
@@ -702,7 +720,7 @@ npu_status npu_exec_plan_create(struct npu_graph *g, struct npu_exec_plan **out,
 	for (i = 0; i < nn; i++) {
 		if (!p->defs[i]->prepare)
 			continue;
-		st = p->defs[i]->prepare(g->nodes[i], err);
+		st = p->defs[i]->prepare(g->nodes[i], &p->cpu, err);
 		if (st != NPU_OK) {
 			/* Only nodes before i were prepared. */
 			for (j = i; j < nn; j++)
@@ -788,7 +806,7 @@ static npu_status rt_run(struct npu_op_ctx *ctx, const struct npu_graph *body,
 			child = s->children[i].exec;
 	if (!child) {
 		struct npu_exec_options eo = { .pool = s->pool, .threads = 1, .profile = s->profile,
-					       .segments_run = s->run };
+					       .segments_run = s->run, .trace_file = s->trace_file };
 		struct npu_exec_child *c;
 
 		for (i = 0; i < s->p->num_subs; i++)
@@ -893,7 +911,7 @@ npu_status npu_exec_create(struct npu_graph *g,
 	if (opts && opts->plan) {
 		s->p = opts->plan;
 	} else {
-		st = npu_exec_plan_create(g, &s->own_plan, err);
+		st = npu_exec_plan_create_with(g, opts ? opts->cpu : NULL, &s->own_plan, err);
 		if (st != NPU_OK) {
 			npu_exec_destroy(s);
 			return st;
@@ -908,6 +926,7 @@ npu_status npu_exec_create(struct npu_graph *g,
 	s->rt.run = rt_run;
 	s->rt.arg = s;
 	s->profile = opts && opts->profile;
+	s->trace_file = opts ? opts->trace_file : NULL;
 	trace_open(s);
 	if (opts) {
 		s->observe = opts->observe;
@@ -1097,7 +1116,7 @@ static npu_status finish_node(struct npu_exec *s, size_t k, struct npu_error *er
 	struct npu_tensor **outs = s->io.fin_outs;
 	struct npu_op_ctx ctx = {
 		.node = node, .num_outputs = node->num_outputs, .outputs = outs,
-		.pool = s->pool, .err = err,
+		.pool = s->pool, .cpu = &s->p->cpu, .err = err,
 		.state = s->node_states ? s->node_states[k] : NULL,
 	};
 	npu_status st;
@@ -1306,6 +1325,7 @@ compute:
 		ctx.pool = s->pool;
 		ctx.state = s->node_states ? s->node_states[i] : NULL;
 		ctx.rt = &s->rt;
+		ctx.cpu = &s->p->cpu;
 		ctx.err = err;
 		npu_error_clear(err);
 		if (s->node_pool)

@@ -294,6 +294,7 @@ static npu_status compile_plan(struct npu_model *m, struct npu_plan *p, struct n
 		o.num_int16_nodes = m->num_int16;
 		o.int16_all = m->precision && !strcmp(m->precision, "int16");
 		o.codegen = m->codegen_opts;
+		o.cpu = m->cpu_opts;
 		o.bias_correction = m->opts.bias_correction;
 		if (m->opts.accuracy_target > 0) {
 			p->mixed = calloc(1, sizeof(*p->mixed));
@@ -347,12 +348,14 @@ static npu_status build_plan(struct npu_model *m, const struct npu_shape *shapes
 	if (!st && on_npu(m))
 		st = compile_plan(m, p, &err);
 	else if (!st)
-		st = npu_cpu_passes(p->g, &err);	/* fusion for the CPU kernels */
+		st = npu_cpu_passes(p->g, &m->cpu_opts, &err);	/* fusion for the CPU kernels */
 	for (i = 0; !st && p->compiled && i < p->compiled->num_warnings; i++)
 		npu_engine_log(m->engine, NPU_LOG_WARNING, "%s: %s", m->source,
 			       p->compiled->warnings[i]);
+	/* A compiled model's CPU part as compiled (a .npub: as recorded). */
 	if (!st)
-		st = npu_exec_plan_create(p->g, &p->exec, &err);
+		st = npu_exec_plan_create_with(p->g, p->compiled ? &p->compiled->cpu : &m->cpu_opts,
+					       &p->exec, &err);
 	if (!st)
 		st = copy_io(&p->outputs, p->g->outputs, p->g->num_outputs) ? NPU_ERR_NO_MEMORY
 									     : NPU_OK;
@@ -655,6 +658,7 @@ static void report_options(struct npu_model *m, struct npu_compile_options *o)
 	}
 	o->calib_random = m->opts.calib_random != 0;
 	o->codegen = m->codegen_opts;
+	o->cpu = m->cpu_opts;
 }
 
 NPU_API npu_status npu_plan_quant_report(struct npu_plan *p, size_t max_samples,
@@ -846,6 +850,7 @@ void npu_model_unref(struct npu_model *m)
 	free(m->int16_names);
 	free(m->precision);
 	free(m->codegen);
+	free(m->cpu);
 	pthread_mutex_destroy(&m->build_lock);
 	pthread_mutex_destroy(&m->cache_lock);
 	npu_engine_unref(m->engine);
@@ -903,6 +908,13 @@ static npu_status check_options(struct npu_model *m)
 
 		if (npu_codegen_options_parse(&m->codegen_opts, m->codegen, &err) != NPU_OK)
 			return npu_api_fail(NPU_ERR_INVALID_ARG, "npu_model_options.codegen: %s",
+					    err.msg);
+	}
+	if (m->cpu) {
+		struct npu_error err = { 0 };
+
+		if (npu_cpu_options_parse(&m->cpu_opts, m->cpu, &err) != NPU_OK)
+			return npu_api_fail(NPU_ERR_INVALID_ARG, "npu_model_options.cpu: %s",
 					    err.msg);
 	}
 	if (strcmp(dev, "cpu") && m->calib_dir &&
@@ -983,6 +995,9 @@ static npu_status take_npub(struct npu_model *m, const void *data, size_t size)
 	memcpy(m->bytes, model, m->size);
 	memcpy(m->npub, data, size);
 	m->npub_size = size;
+	/* Recompiled for other shapes with the file's CPU options, unless given. */
+	if (!m->cpu)
+		m->cpu_opts = *npu_npub_cpu_options(f);
 	m->npub_shapes = calloc(npu_npub_num_inputs(f) + 1, sizeof(*m->npub_shapes));
 	if (!m->npub_shapes)
 		st = npu_api_fail(NPU_ERR_NO_MEMORY, "out of memory");
@@ -1137,6 +1152,8 @@ NPU_API npu_status npu_model_load_memory(struct npu_engine *e, const void *data,
 		m->opts.precision = m->precision;
 		m->codegen = dup_opt(m->opts.codegen, &nomem);
 		m->opts.codegen = m->codegen;
+		m->cpu = dup_opt(m->opts.cpu, &nomem);
+		m->opts.cpu = m->cpu;
 		m->opts.device = m->device_name;
 		m->opts.calib_dir = m->calib_dir;
 		m->opts.calib_method = m->calib_method;

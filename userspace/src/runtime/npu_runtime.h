@@ -14,6 +14,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "cpu/cpu_options.h"
 #include "graph/npu_ir.h"
 
 struct npu_graph_runner;
@@ -31,7 +32,15 @@ struct npu_memplan_stats;
 npu_status npu_exec_plan_create(struct npu_graph *graph,
 				struct npu_exec_plan **out,
 				struct npu_error *err);
+/* The same with the model's CPU options (NULL: the defaults): ops prepare
+ * and run by them (the convolutions' Winograd choice). */
+npu_status npu_exec_plan_create_with(struct npu_graph *graph,
+				     const struct npu_cpu_options *cpu,
+				     struct npu_exec_plan **out,
+				     struct npu_error *err);
 void npu_exec_plan_destroy(struct npu_exec_plan *plan);
+/* The CPU options the plan's ops were prepared with. */
+const struct npu_cpu_options *npu_exec_plan_cpu(const struct npu_exec_plan *plan);
 /* The host tensor memory of every session of the plan (see below). */
 void npu_exec_plan_memory(const struct npu_exec_plan *plan, bool *planned,
 			  struct npu_memplan_stats *stats);
@@ -62,6 +71,13 @@ struct npu_exec_options {
 	 * subgraph) has NpuSegment nodes.
 	 */
 	struct npu_compiled_run *segments_run;
+	/* Without 'plan': the CPU options of the session's own (NULL: defaults). */
+	const struct npu_cpu_options *cpu;
+	/*
+	 * Append a Chrome trace span per node to this file (the engine's
+	 * npu_engine_options.trace_file); NULL: none. Borrowed.
+	 */
+	const char *trace_file;
 };
 
 struct npu_op_stat {
@@ -122,7 +138,7 @@ struct npu_exec_step {
 
 /*
  * npu_exec_run() that, with 'timed', also records every node's step (the
- * same clock reads that profiling and NPU_TRACE_FILE use). Untimed it
+ * same clock reads that profiling and the trace file use). Untimed it
  * reads no clock per node.
  */
 npu_status npu_exec_run_timed(struct npu_exec *s,

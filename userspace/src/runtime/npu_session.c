@@ -177,6 +177,7 @@ static npu_status state_for(struct npu_session *s, struct npu_plan *plan,
 		}
 		eo.plan = plan->exec;
 		eo.profile = s->model->opts.profile != 0;
+		eo.trace_file = s->model->engine->opts.trace_file;
 		st = npu_exec_create(plan->g, &eo, &ps->exec, &err);
 		if (st) {
 			*ps = s->states[--s->num_states];

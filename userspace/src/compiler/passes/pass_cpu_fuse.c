@@ -396,7 +396,8 @@ npu_status npu_pass_cpu_fuse(struct npu_graph *g, void *arg,
 	return NPU_OK;
 }
 
-npu_status npu_cpu_passes(struct npu_graph *g, struct npu_error *err)
+npu_status npu_cpu_passes(struct npu_graph *g, const struct npu_cpu_options *o,
+			  struct npu_error *err)
 {
 	const struct npu_pass passes[] = {
 		{ "dead_nodes", npu_pass_dead_nodes, NULL },
@@ -406,13 +407,12 @@ npu_status npu_cpu_passes(struct npu_graph *g, struct npu_error *err)
 		{ "cancel_transposes", npu_pass_cancel_transposes, NULL },
 		{ "dead_nodes", npu_pass_dead_nodes, NULL },
 		{ "cpu_fuse", npu_pass_cpu_fuse, NULL },
-		{ "cpu_nchwc", npu_pass_cpu_nchwc, NULL },
+		{ "cpu_nchwc", npu_pass_cpu_nchwc, (void *)o },
 		{ "dead_nodes", npu_pass_dead_nodes, NULL },
 	};
-	const char *env = getenv("NPU_CPU_FUSE");
 
-	/* NPU_CPU_FUSE=0: the graph as imported (A/B measurements, bisecting). */
-	if (env && !strcmp(env, "0"))
+	/* fuse=0: the graph as imported (A/B measurements, bisecting). */
+	if (o && o->no_fuse)
 		return NPU_OK;
 	return npu_graph_run_passes(g, passes, sizeof(passes) / sizeof(passes[0]), err);
 }

@@ -30,8 +30,9 @@
  * computes the same values as the plain graph up to the kernels' rounding.
  *
  * It runs by default where the blocked kernels have their fast path
- * (AVX-512); NPU_CPU_NCHWC=0 / 1 in the environment turns it off / on
- * whatever the ISA (A/B measurements, the other ISAs' tests).
+ * (AVX-512); the option nchwc=0 / 1 (struct npu_cpu_options, the pass's
+ * argument) turns it off / on whatever the ISA (A/B measurements, the
+ * other ISAs' tests).
  */
 #include "compiler/passes/passes.h"
 #include "cpu/kernels/cpu_kernels.h"
@@ -43,6 +44,7 @@
 
 struct nchwc {
 	struct npu_graph *g;
+	const struct npu_cpu_options *opts;	/* never NULL */
 	struct npu_value **twin;	/* by value index: the blocked twin */
 	size_t cap;
 	/* The readers of each value of the graph as it came in (value index
@@ -180,7 +182,7 @@ static npu_status set_op(struct nchwc *c, struct npu_node *n, const char *op)
 
 /* ---- Convolution ---- */
 
-static bool conv_fits(const struct npu_node *n)
+static bool conv_fits(const struct nchwc *c, const struct npu_node *n)
 {
 	const struct npu_value *x, *w, *b;
 	int64_t group;
@@ -200,7 +202,7 @@ static bool conv_fits(const struct npu_node *n)
 	if (group != 1 && !(group == x->shape.dims[1] && group == w->shape.dims[0] &&
 			    w->shape.dims[1] == 1))
 		return false;
-	return npu_nchwc_conv_preferred(n);
+	return npu_nchwc_conv_preferred(n, c->opts);
 }
 
 static bool is_lanewise_unary(const struct npu_node *n);
@@ -221,7 +223,7 @@ static bool has_blocked_reader(const struct nchwc *c, const struct npu_value *y)
 	for (i = c->reader_at[y->index]; i < c->reader_at[y->index + 1]; i++) {
 		const struct npu_node *n = c->reader[i];
 
-		if (conv_fits(n) || is_lanewise_unary(n) || is_lanewise_binary(n) ||
+		if (conv_fits(c, n) || is_lanewise_unary(n) || is_lanewise_binary(n) ||
 		    is_onnx(n, "GlobalAveragePool") || is_onnx(n, "Resize") ||
 		    (is_onnx(n, "Concat") && concat_aligned(n)))
 			return true;
@@ -485,7 +487,7 @@ static npu_status convert_node(struct nchwc *c, struct npu_node *n)
 	size_t i;
 	npu_status st;
 
-	if (conv_fits(n))
+	if (conv_fits(c, n))
 		return convert_conv(c, n);
 	if (is_lanewise_binary(n))
 		return convert_binary(c, n, &done);
@@ -515,14 +517,15 @@ static npu_status convert_node(struct nchwc *c, struct npu_node *n)
 
 npu_status npu_pass_cpu_nchwc(struct npu_graph *g, void *arg, struct npu_error *err)
 {
-	const char *env = getenv("NPU_CPU_NCHWC");
-	struct nchwc c = { .g = g, .err = err };
+	static const struct npu_cpu_options defaults;
+	const struct npu_cpu_options *o = arg ? arg : &defaults;
+	struct nchwc c = { .g = g, .opts = o, .err = err };
 	struct npu_node **order;
 	size_t count = g->num_nodes, i;
 	npu_status st = NPU_OK;
 
-	(void)arg;
-	if (env ? !strcmp(env, "0") : strcmp(npu_cpu_kernels_isa(), "avx512"))
+	if (o->nchwc == NPU_CPU_OFF ||
+	    (o->nchwc == NPU_CPU_AUTO && strcmp(npu_cpu_kernels_isa(), "avx512")))
 		return NPU_OK;
 	/* The nodes as sorted now: the pass appends reorders behind them. */
 	order = malloc((count ? count : 1) * sizeof(*order));

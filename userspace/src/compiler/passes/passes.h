@@ -12,6 +12,7 @@
 #define NPU_COMPILER_PASSES_H
 
 #include "compiler/quant.h"
+#include "cpu/cpu_options.h"
 #include "graph/npu_ir.h"
 
 /* Remove nodes none of whose outputs reach a graph output. */
@@ -57,7 +58,8 @@ npu_status npu_pass_cpu_fuse(struct npu_graph *g, void *arg,
  * CPU layout (graphs that run on the CPU): runs of convolutions and the
  * elementwise, pooling, nearest-upsampling and concatenating ops between
  * them keep their activations blocked (NCHW16c), with reorders only at the
- * edges. See pass_cpu_nchwc.c.
+ * edges. See pass_cpu_nchwc.c. arg: const struct npu_cpu_options * (its
+ * nchwc and winograd choices), NULL for the defaults.
  */
 npu_status npu_pass_cpu_nchwc(struct npu_graph *g, void *arg,
 			      struct npu_error *err);
@@ -65,10 +67,11 @@ npu_status npu_pass_cpu_nchwc(struct npu_graph *g, void *arg,
 /*
  * The passes a graph planned for the CPU device runs: dead nodes,
  * BatchNormalization and per-channel affine folding into Conv, CPU
- * fusion, the blocked layout. NPU_CPU_FUSE=0 in the environment skips
- * them all.
+ * fusion, the blocked layout. o->no_fuse (option fuse=0) skips them all;
+ * o NULL: the defaults.
  */
-npu_status npu_cpu_passes(struct npu_graph *g, struct npu_error *err);
+npu_status npu_cpu_passes(struct npu_graph *g, const struct npu_cpu_options *o,
+			  struct npu_error *err);
 
 /* x / c -> x * (1/c), x - c -> x + (-c) for constant c (NPU path only). */
 npu_status npu_pass_arith_canon(struct npu_graph *g, void *arg,

@@ -19,6 +19,8 @@ struct npu_threadpool;
 
 /* 'threads' counts the caller too: 1 creates no worker. NULL on failure. */
 struct npu_threadpool *npu_threadpool_create(int threads);
+/* The same, with every run timed if 'stats' (npu_threadpool_stats below). */
+struct npu_threadpool *npu_threadpool_create_stats(int threads, bool stats);
 /*
  * A view of 'shared' for one session: same size, its own scratch. A run on
  * a view uses the shared workers when free, else the calling thread only.
@@ -74,8 +76,9 @@ void npu_threadpool_parallel_for_planes(struct npu_threadpool *pool,
 void *npu_threadpool_scratch(struct npu_threadpool *pool, size_t size);
 
 /*
- * NPU_POOL_STATS=1 in the environment (read once, at the first pool
- * created): every run on a pool is timed, per task in thread CPU time.
+ * A pool created with stats on (npu_threadpool_create_stats; the engine's
+ * npu_engine_options.pool_stats, NPU_POOL_STATS=1 in the CLI): every run
+ * on it and its views is timed, per task in thread CPU time.
  * Off, the pool costs one branch per task. For finding where threads
  * idle; not for production.
  */
@@ -164,6 +167,16 @@ struct npu_conv2d_params {
 	 * overlap y.
 	 */
 	const float *residual;
+	/*
+	 * Winograd F(4,3) for 3x3 stride 1: where it wins (0, the default),
+	 * never, or for every eligible convolution (tests). Pack and run with
+	 * the same value: the packed weights hold Winograd's only if allowed.
+	 */
+	enum npu_conv_winograd {
+		NPU_CONV_WINOGRAD_AUTO = 0,
+		NPU_CONV_WINOGRAD_OFF,
+		NPU_CONV_WINOGRAD_ALL,
+	} winograd;
 };
 
 /*
@@ -321,5 +334,12 @@ float npu_vec_max_f32(const float *x, size_t n);
 
 /* Which code path the kernels run: "avx512", "avx2" or "portable". */
 const char *npu_cpu_kernels_isa(void);
+/*
+ * Cap the code path at 'name' ("portable", "avx2" or "avx512"; below the
+ * cap, the best the CPU supports). The path is chosen once per process, at
+ * the first kernel call or cap: 0 if the cap is in effect, -EINVAL for an
+ * unknown name, -EBUSY if the process already runs another path.
+ */
+int npu_cpu_kernels_cap_isa(const char *name);
 
 #endif /* NPU_CPU_KERNELS_H */

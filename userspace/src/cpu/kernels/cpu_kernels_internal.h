@@ -20,7 +20,7 @@ enum npu_cpu_isa {
 	NPU_CPU_ISA_AVX512,
 };
 
-/* Chosen once (cpuid capped by NPU_CPU_ISA), then constant. */
+/* Chosen once (cpuid capped by npu_cpu_kernels_cap_isa), then constant. */
 enum npu_cpu_isa npu_cpu_isa_get(void);
 
 /* ---- GEMM ---- */
@@ -155,7 +155,7 @@ static inline float npu_flush_subnormal(float v)
 /* ---- Winograd F(4,3), 3x3 stride 1 (cpu_winograd.c) ---- */
 
 /*
- * Chosen (NPU_CPU_WINOGRAD unset) for outputs at least this high and wide
+ * Chosen (p->winograd AUTO) for outputs at least this high and wide
  * (smaller planes leave most of the 8-tile vectors and GEMM tiles empty)
  * and at most this many in_c x out_c channel pairs (above it the
  * transformed weights, 4x the direct ones, stream from memory for every
@@ -180,13 +180,13 @@ struct npu_wino_plan {
 /*
  * Floats of the transformed, packed weights if W's shape alone allows
  * Winograd (3x3, one group, channel pairs; the Conv op packs at plan time
- * without the spatial sizes), else 0; NPU_CPU_WINOGRAD=0 gives 0.
+ * without the spatial sizes), else 0; p->winograd OFF gives 0.
  */
 size_t npu_wino_u_floats(const struct npu_conv2d_params *p,
 			 const struct npu_gemm_ukernel *uk);
 /*
  * false: not a Winograd convolution (W not eligible, not stride 1 /
- * dilation 1, or outputs below the thresholds; NPU_CPU_WINOGRAD=all
+ * dilation 1, or outputs below the thresholds; p->winograd ALL
  * ignores the thresholds, for tests).
  */
 bool npu_wino_plan(const struct npu_conv2d_params *p,

@@ -86,7 +86,7 @@ struct npu_threadpool {
 	size_t scratch_size;
 
 	/*
-	 * NPU_POOL_STATS=1: where the threads' time goes. 'tstat' (on the
+	 * Stats on (npu_threadpool_create_stats): where the threads' time goes. 'tstat' (on the
 	 * pool that owns the workers, one slot per thread, under run_lock)
 	 * holds the current run's task times; each run folds them into the
 	 * 'stats' of the pool it was called on (a view or the pool itself,
@@ -99,16 +99,6 @@ struct npu_threadpool {
 	} *tstat;
 	struct npu_threadpool_stats stats;
 };
-
-static pthread_once_t npu_pool_stats_once = PTHREAD_ONCE_INIT;
-static bool npu_pool_stats_env;
-
-static void npu_pool_stats_init(void)
-{
-	const char *e = getenv("NPU_POOL_STATS");
-
-	npu_pool_stats_env = e && *e && strcmp(e, "0");
-}
 
 /* CPU time of the calling thread: what a task cost, preemption aside. */
 static uint64_t npu_pool_cpu_ns(void)
@@ -289,6 +279,11 @@ static struct npu_threadpool *npu_pool_alloc(void)
 
 struct npu_threadpool *npu_threadpool_create(int threads)
 {
+	return npu_threadpool_create_stats(threads, false);
+}
+
+struct npu_threadpool *npu_threadpool_create_stats(int threads, bool stats)
+{
 	struct npu_threadpool *pool;
 	int i;
 
@@ -298,8 +293,7 @@ struct npu_threadpool *npu_threadpool_create(int threads)
 	if (!pool)
 		return NULL;
 	pool->threads = 1;
-	pthread_once(&npu_pool_stats_once, npu_pool_stats_init);
-	pool->stats_on = npu_pool_stats_env;
+	pool->stats_on = stats;
 	if (pool->stats_on) {
 		pool->tstat = aligned_alloc(64, (size_t)threads * sizeof(*pool->tstat));
 		if (!pool->tstat) {

@@ -68,23 +68,6 @@ static const struct npu_wino_ops *npu_wino_ops_get(void)
 	}
 }
 
-/* ---- When: NPU_CPU_WINOGRAD=0 never, =all every eligible conv ---- */
-
-enum { NPU_WINO_AUTO, NPU_WINO_OFF, NPU_WINO_ALL };
-
-static pthread_once_t npu_wino_once = PTHREAD_ONCE_INIT;
-static int npu_wino_mode;
-
-static void npu_wino_mode_init(void)
-{
-	const char *e = getenv("NPU_CPU_WINOGRAD");
-
-	if (e && !strcmp(e, "0"))
-		npu_wino_mode = NPU_WINO_OFF;
-	else if (e && !strcmp(e, "all"))
-		npu_wino_mode = NPU_WINO_ALL;
-}
-
 /* Per chunk and thread: V and M of about this many bytes (L2). */
 #define NPU_WINO_CHUNK_BYTES (768 * 1024)
 
@@ -102,11 +85,10 @@ static size_t npu_wino_gcd(size_t a, size_t b)
 size_t npu_wino_u_floats(const struct npu_conv2d_params *p,
 			 const struct npu_gemm_ukernel *uk)
 {
-	pthread_once(&npu_wino_once, npu_wino_mode_init);
-	if (npu_wino_mode == NPU_WINO_OFF || p->groups != 1 ||
+	if (p->winograd == NPU_CONV_WINOGRAD_OFF || p->groups != 1 ||
 	    p->k_h != 3 || p->k_w != 3 || !p->in_c || !p->out_c)
 		return 0;
-	if (npu_wino_mode == NPU_WINO_AUTO &&
+	if (p->winograd == NPU_CONV_WINOGRAD_AUTO &&
 	    p->in_c * p->out_c > NPU_WINO_MAX_PAIRS)
 		return 0;
 	return npu_round_up(36 * npu_div_up(p->out_c, uk->mr) * uk->mr *
@@ -124,7 +106,7 @@ bool npu_wino_plan(const struct npu_conv2d_params *p,
 	    p->dil_h != 1 || p->dil_w != 1)
 		return false;
 	/* Where it wins (cpu-conv-bench, Documentation/cpu-kernels.md). */
-	if (npu_wino_mode == NPU_WINO_AUTO &&
+	if (p->winograd == NPU_CONV_WINOGRAD_AUTO &&
 	    (p->out_h < NPU_WINO_MIN_HW || p->out_w < NPU_WINO_MIN_HW))
 		return false;
 	wp->th_n = npu_div_up(p->out_h, 4);

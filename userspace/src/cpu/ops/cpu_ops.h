@@ -9,7 +9,8 @@
  *               unsupported types / attributes with a message naming the
  *               node, the attribute or input, and the reason;
  *   prepare() - optional: once per planned graph (pack weights,
- *               precompute), result in node->op_state, freed by release();
+ *               precompute) with the model's CPU options, result in
+ *               node->op_state, freed by release();
  *               compute() only reads it, as sessions on several threads
  *               run the same prepared graph at once;
  *   compute() - runs the op on concrete tensors; outputs are allocated by
@@ -18,6 +19,7 @@
 #ifndef NPU_CPU_OPS_H
 #define NPU_CPU_OPS_H
 
+#include "cpu/cpu_options.h"
 #include "graph/npu_ir.h"
 
 struct npu_threadpool;
@@ -60,6 +62,8 @@ struct npu_op_ctx {
 	struct npu_threadpool *pool;
 	void *state;	/* per-session run state of this node (NPU segments) */
 	const struct npu_op_runtime *rt;	/* ops with alloc_outputs */
+	/* The model's CPU options, as prepare() had them; NULL: the defaults. */
+	const struct npu_cpu_options *cpu;
 	struct npu_error *err;
 };
 
@@ -81,7 +85,8 @@ struct npu_op_def {
 	int since_version;	/* lowest opset this definition supports */
 	int max_version;	/* highest opset it was checked against */
 	npu_status (*infer)(struct npu_infer_ctx *ctx);
-	npu_status (*prepare)(struct npu_node *node, struct npu_error *err);
+	npu_status (*prepare)(struct npu_node *node, const struct npu_cpu_options *cpu,
+			      struct npu_error *err);
 	void (*release)(struct npu_node *node);
 	npu_status (*compute)(struct npu_op_ctx *ctx);
 	/*
@@ -129,7 +134,10 @@ npu_status npu_cpu_apply_fused_activation(const struct npu_node *n,
  * kernel takes Winograd, which does fewer multiplies than the blocked
  * direct kernels.
  */
-bool npu_nchwc_conv_preferred(const struct npu_node *conv);
+bool npu_nchwc_conv_preferred(const struct npu_node *conv, const struct npu_cpu_options *cpu);
+
+/* The Conv kernels' Winograd choice (enum npu_conv_winograd) under cpu (NULL: defaults). */
+int npu_conv_winograd_of(const struct npu_cpu_options *cpu);
 
 /* NchwcUpsample's largest factor (its output dims stay far from overflow). */
 #define NPU_NCHWC_MAX_FACTOR 4096

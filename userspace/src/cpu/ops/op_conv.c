@@ -214,6 +214,7 @@ static npu_status fused_conv_infer(struct npu_infer_ctx *ctx)
 struct npu_conv_state {
 	int64_t wdims[4];	/* W's shape when packed (rank 3: k_h 1) */
 	int64_t group;
+	enum npu_conv_winograd winograd;	/* packed with Winograd's weights if allowed */
 	float *packed;
 };
 
@@ -237,7 +238,15 @@ static size_t npu_op_round_up_64(size_t n)
 	return (n + 63) / 64 * 64;
 }
 
-static npu_status conv_prepare(struct npu_node *node, struct npu_error *err)
+int npu_conv_winograd_of(const struct npu_cpu_options *cpu)
+{
+	if (!cpu || cpu->winograd == NPU_CPU_AUTO)
+		return NPU_CONV_WINOGRAD_AUTO;
+	return cpu->winograd == NPU_CPU_OFF ? NPU_CONV_WINOGRAD_OFF : NPU_CONV_WINOGRAD_ALL;
+}
+
+static npu_status conv_prepare(struct npu_node *node, const struct npu_cpu_options *cpu,
+			       struct npu_error *err)
 {
 	const struct npu_value *wv = node->num_inputs > 1 ? node->inputs[1] : NULL;
 	const struct npu_tensor *w = wv ? wv->constant : NULL;
@@ -255,6 +264,7 @@ static npu_status conv_prepare(struct npu_node *node, struct npu_error *err)
 		if (w->shape.dims[i] <= 0)
 			return NPU_OK;
 	npu_conv_weight_params(w->shape.dims, w->shape.rank, group, &p);
+	p.winograd = (enum npu_conv_winograd)npu_conv_winograd_of(cpu);
 	n = npu_conv2d_f32_packed_floats(&p);
 	if (!n)
 		return NPU_OK;
@@ -270,6 +280,7 @@ static npu_status conv_prepare(struct npu_node *node, struct npu_error *err)
 	for (i = 0; i < w->shape.rank; i++)
 		st->wdims[i] = w->shape.dims[i];
 	st->group = group;
+	st->winograd = p.winograd;
 	npu_conv2d_f32_pack_weights(&p, w->data, st->packed, NULL);
 	node->op_state = st;
 	return NPU_OK;
@@ -387,6 +398,7 @@ static npu_status conv_compute_common(struct npu_op_ctx *ctx, bool fused)
 	if (npu_op_numel(y) == 0)
 		return NPU_OK;
 	memset(&p, 0, sizeof(p));
+	p.winograd = (enum npu_conv_winograd)npu_conv_winograd_of(ctx->cpu);	/* as prepare() packed */
 	p.batch = (size_t)x->shape.dims[0];
 	p.in_c = (size_t)x->shape.dims[1];
 	p.out_c = (size_t)w->shape.dims[0];
@@ -413,7 +425,7 @@ static npu_status conv_compute_common(struct npu_op_ctx *ctx, bool fused)
 		p.residual = z ? z->data : NULL;
 	}
 	/* The packed weights, if prepare() packed this very W shape. */
-	if (st && st->group == (int64_t)p.groups) {
+	if (st && st->group == (int64_t)p.groups && st->winograd == p.winograd) {
 		packed = st->packed;
 		for (i = 0; i < w->shape.rank; i++)
 			if (st->wdims[i] != w->shape.dims[i])

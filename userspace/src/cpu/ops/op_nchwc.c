@@ -200,7 +200,7 @@ static npu_status nchwc_conv_params(const struct npu_node *node,
 	return npu_fused_conv_epilogue(node, &p->act, err);
 }
 
-bool npu_nchwc_conv_preferred(const struct npu_node *conv)
+bool npu_nchwc_conv_preferred(const struct npu_node *conv, const struct npu_cpu_options *cpu)
 {
 	struct npu_error err = { 0 };
 	struct npu_conv2d_params p;
@@ -215,6 +215,7 @@ bool npu_nchwc_conv_preferred(const struct npu_node *conv)
 		nchwc_shape(&conv->inputs[0]->shape, &xs);
 	if (nchwc_conv_params(conv, &xs, &conv->inputs[1]->shape, &p, &err))
 		return false;
+	p.winograd = (enum npu_conv_winograd)npu_conv_winograd_of(cpu);
 	return !npu_conv2d_f32_takes_winograd(&p);
 }
 
@@ -301,12 +302,14 @@ static bool same_geometry(const struct npu_conv2d_params *a,
 	       a->groups == b->groups;
 }
 
-static npu_status nchwc_conv_prepare(struct npu_node *node, struct npu_error *err)
+static npu_status nchwc_conv_prepare(struct npu_node *node, const struct npu_cpu_options *cpu,
+				     struct npu_error *err)
 {
 	const struct npu_value *b = npu_op_input(node, 2);
 	struct nchwc_conv_state *s;
 	npu_status st;
 
+	(void)cpu;	/* the blocked kernels are direct: no Winograd choice */
 	node->op_state = NULL;
 	if (!npu_op_shape_known(&node->inputs[0]->shape) || !node->inputs[1]->constant)
 		return NPU_OK;	/* packed per call */

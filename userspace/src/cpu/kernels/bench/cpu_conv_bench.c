@@ -126,6 +126,8 @@ static int npu_bench_nchwc(const struct npu_conv2d_params *p, const float *x,
 	return 0;
 }
 
+/* --winograd: the kernels' choice for every convolution timed. */
+static enum npu_conv_winograd npu_bench_winograd;
 static bool npu_nchwc_mode;
 
 static int npu_bench_conv(const char *spec, struct npu_threadpool *pool,
@@ -155,6 +157,7 @@ static int npu_bench_conv(const char *spec, struct npu_threadpool *pool,
 	p.out_w = (w + 2 * pad - k) / s + 1;
 	p.groups = g;
 	p.act.kind = NPU_CPU_ACT_RELU;
+	p.winograd = npu_bench_winograd;
 	xs = n * c * h * w;
 	ws = oc * (c / g) * k * k;
 	ys = n * oc * p.out_h * p.out_w;
@@ -239,6 +242,14 @@ int main(int argc, char **argv)
 			threads = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--min-ms"))
 			min_ms = atof(argv[++i]);
+		else if (!strcmp(argv[i], "--isa") && !npu_cpu_kernels_cap_isa(argv[i + 1]))
+			i++;
+		else if (!strcmp(argv[i], "--winograd") && !strcmp(argv[i + 1], "0"))
+			npu_bench_winograd = NPU_CONV_WINOGRAD_OFF, i++;
+		else if (!strcmp(argv[i], "--winograd") && !strcmp(argv[i + 1], "all"))
+			npu_bench_winograd = NPU_CONV_WINOGRAD_ALL, i++;
+		else if (!strcmp(argv[i], "--winograd") && !strcmp(argv[i + 1], "auto"))
+			i++;
 		else
 			goto usage;
 	}
@@ -258,6 +269,7 @@ int main(int argc, char **argv)
 	return rc ? 1 : 0;
 usage:
 	fprintf(stderr, "usage: %s [--threads N] [--min-ms MS] [--nchwc] "
+		"[--isa portable|avx2|avx512] [--winograd auto|0|all] "
 		"[N,C,H,W,OC,K,STRIDE,PAD,GROUPS]...\n", argv[0]);
 	return 2;
 }

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * cpu_gemm_bench - GFLOP/s of npu_sgemm on square (or M N K) products.
- * usage: cpu-gemm-bench [--threads N] [--min-ms MS] SIZE... | M,N,K...
+ * usage: cpu-gemm-bench [--threads N] [--min-ms MS] [--isa ISA] SIZE... | M,N,K...
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,7 +52,7 @@ int main(int argc, char **argv)
 			threads = atoi(argv[i + 1]);
 		else if (!strcmp(argv[i], "--min-ms"))
 			min_ms = atof(argv[i + 1]);
-		else
+		else if (strcmp(argv[i], "--isa") || npu_cpu_kernels_cap_isa(argv[i + 1]))
 			goto usage;
 	}
 	if (i >= argc)
@@ -104,7 +104,7 @@ int main(int argc, char **argv)
 	npu_threadpool_destroy(pool);
 	return 0;
 usage:
-	fprintf(stderr, "usage: %s [--threads N] [--min-ms MS] SIZE|M,N,K...\n",
+	fprintf(stderr, "usage: %s [--threads N] [--min-ms MS] [--isa portable|avx2|avx512] SIZE|M,N,K...\n",
 		argv[0]);
 	return 2;
 }
