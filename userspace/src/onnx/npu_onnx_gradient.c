@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "onnx/npu_onnx_internal.h"
-#include "cpu/ops/cpu_ops.h"
+#include "graph/npu_op_schema.h"
 
 #define TRAINING_DOMAIN "ai.onnx.preview.training"
 
@@ -88,7 +88,7 @@ static npu_status accumulate(struct lowering *lw, struct npu_value *v, struct np
 {
 	struct npu_value *s;
 
-	if (!d || !(s = emit(lw, "SumToShape", NPU_CPU_FUSED_DOMAIN, 1, d, v)))
+	if (!d || !(s = emit(lw, "SumToShape", NPU_DOMAIN_CPU_INTERNAL, 1, d, v)))
 		return lw->err->status ? lw->err->status : NPU_ERR_NO_MEMORY;
 	if (lw->adj[v->index]) {
 		s = emit(lw, "Add", "", 14, lw->adj[v->index], s);

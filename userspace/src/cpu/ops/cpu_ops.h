@@ -1,13 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * cpu_ops.h - the CPU backend's ONNX operators (internal).
+ * cpu_ops.h - the CPU backend's kernels for ONNX operators (internal).
  *
- * One file per op family (cpu/ops/op_<family>.c), each registering its ops
- * in the table generated from cpu/ops/op_list.h. An op has:
- *   infer()   - output types and shapes from the inputs' (and, for shape
- *               ops such as Reshape, the constant inputs' values); rejects
- *               unsupported types / attributes with a message naming the
- *               node, the attribute or input, and the reason;
+ * One file per op family (cpu/ops/op_<family>.c), each registering its
+ * kernels in the table generated from cpu/ops/op_list.h. A kernel runs the
+ * op a schema (graph/npu_op_schema.h) describes, found by (domain,
+ * op_type); a kernel without a schema is an error at the table's first use.
+ * A kernel has:
  *   prepare() - optional: once per planned graph (pack weights,
  *               precompute), result in node->op_state, freed by release();
  *               compute() only reads it, as sessions on several threads
@@ -18,7 +17,7 @@
 #ifndef NPU_CPU_OPS_H
 #define NPU_CPU_OPS_H
 
-#include "graph/npu_ir.h"
+#include "graph/npu_op_schema.h"
 
 struct npu_threadpool;
 struct npu_op_ctx;
@@ -63,23 +62,17 @@ struct npu_op_ctx {
 	struct npu_error *err;
 };
 
-/*
- * Shape inference input: the node with its input values' dtype / shape
- * (and value->constant where known). Fills out_dtypes / out_shapes for
- * each of node->num_outputs. Unknown dims propagate as -1.
- */
-struct npu_infer_ctx {
-	const struct npu_node *node;
-	enum npu_dtype *out_dtypes;
-	struct npu_shape *out_shapes;
-	struct npu_error *err;
-};
-
 struct npu_op_def {
 	const char *op_type;	/* "Conv" */
 	const char *domain;	/* "" (ai.onnx) or "com.microsoft"... */
-	int since_version;	/* lowest opset this definition supports */
+	int since_version;	/* lowest opset this kernel supports */
 	int max_version;	/* highest opset it was checked against */
+	/*
+	 * Transitional, until every family's infer() lives in graph/schemas:
+	 * a kernel that still has one registers it as its op's schema
+	 * (op_registry.c), with alloc_outputs and strings as the schema's
+	 * dynamic_outputs and strings. A kernel without one has a schema.
+	 */
 	npu_status (*infer)(struct npu_infer_ctx *ctx);
 	npu_status (*prepare)(struct npu_node *node, struct npu_error *err);
 	void (*release)(struct npu_node *node);
@@ -121,7 +114,7 @@ npu_status npu_cpu_apply_fused_activation(const struct npu_node *n,
  * The domain of the ops only graph passes make for the CPU (FusedConv,
  * opset 1); models do not use it.
  */
-#define NPU_CPU_FUSED_DOMAIN "ai.npu.cpu"
+#define NPU_CPU_FUSED_DOMAIN NPU_DOMAIN_CPU_INTERNAL
 
 /*
  * Whether the layout pass should run Conv / FusedConv 'conv' (2-D, group 1
@@ -144,10 +137,15 @@ npu_status npu_fused_conv_epilogue(const struct npu_node *node,
 				   struct npu_cpu_act_params *act,
 				   struct npu_error *err);
 
-/* The definition for (domain, op_type) at 'opset', or NULL if unsupported. */
+/* The kernel for (domain, op_type) at 'opset', or NULL if there is none. */
 const struct npu_op_def *npu_cpu_op_find(const char *domain,
 					 const char *op_type, int opset);
-/* Iterate all registered ops (for `npu ops`, docs and tests). */
+/* Iterate all kernels (for `npu ops`, docs and tests). */
 const struct npu_op_def *npu_cpu_op_at(size_t index);
+/*
+ * Whether every kernel has a schema covering its opsets; if not, err
+ * names the first that has none and npu_cpu_op_find() finds nothing.
+ */
+npu_status npu_cpu_ops_check(struct npu_error *err);
 
 #endif /* NPU_CPU_OPS_H */
