@@ -4,3 +4,7 @@
  * names the schema npu_schema_<sym> in its family's graph/schemas/<family>.c.
  * Included by npu_op_schema.c to build the table; keep it grouped by family.
  */
+
+/* softmax.c */
+NPU_OP_SCHEMA(softmax)
+NPU_OP_SCHEMA(log_softmax)
