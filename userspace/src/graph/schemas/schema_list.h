@@ -8,3 +8,6 @@
 /* softmax.c */
 NPU_OP_SCHEMA(softmax)
 NPU_OP_SCHEMA(log_softmax)
+
+/* cumsum.c */
+NPU_OP_SCHEMA(cum_sum)
