@@ -11,3 +11,7 @@ NPU_OP_SCHEMA(log_softmax)
 
 /* cumsum.c */
 NPU_OP_SCHEMA(cum_sum)
+
+/* detect.c */
+NPU_OP_SCHEMA(non_max_suppression)
+NPU_OP_SCHEMA(roi_align)
