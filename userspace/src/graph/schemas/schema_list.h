@@ -15,3 +15,8 @@ NPU_OP_SCHEMA(cum_sum)
 /* detect.c */
 NPU_OP_SCHEMA(non_max_suppression)
 NPU_OP_SCHEMA(roi_align)
+
+/* dft.c */
+NPU_OP_SCHEMA(dft)
+NPU_OP_SCHEMA(stft)
+NPU_OP_SCHEMA(mel_weight_matrix)
