@@ -20,3 +20,9 @@ NPU_OP_SCHEMA(roi_align)
 NPU_OP_SCHEMA(dft)
 NPU_OP_SCHEMA(stft)
 NPU_OP_SCHEMA(mel_weight_matrix)
+
+/* layout.c */
+NPU_OP_SCHEMA(trilu)
+NPU_OP_SCHEMA(depth_to_space)
+NPU_OP_SCHEMA(space_to_depth)
+NPU_OP_SCHEMA(reverse_sequence)
