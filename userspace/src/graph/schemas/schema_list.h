@@ -26,3 +26,7 @@ NPU_OP_SCHEMA(trilu)
 NPU_OP_SCHEMA(depth_to_space)
 NPU_OP_SCHEMA(space_to_depth)
 NPU_OP_SCHEMA(reverse_sequence)
+
+/* loss.c */
+NPU_OP_SCHEMA(negative_log_likelihood_loss)
+NPU_OP_SCHEMA(softmax_cross_entropy_loss)
