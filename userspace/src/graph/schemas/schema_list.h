@@ -30,3 +30,8 @@ NPU_OP_SCHEMA(reverse_sequence)
 /* loss.c */
 NPU_OP_SCHEMA(negative_log_likelihood_loss)
 NPU_OP_SCHEMA(softmax_cross_entropy_loss)
+
+/* matmul.c */
+NPU_OP_SCHEMA(matmul)
+NPU_OP_SCHEMA(gemm)
+NPU_OP_SCHEMA(det)
