@@ -35,3 +35,10 @@ NPU_OP_SCHEMA(softmax_cross_entropy_loss)
 NPU_OP_SCHEMA(matmul)
 NPU_OP_SCHEMA(gemm)
 NPU_OP_SCHEMA(det)
+
+/* norm.c */
+NPU_OP_SCHEMA(batch_normalization)
+NPU_OP_SCHEMA(instance_normalization)
+NPU_OP_SCHEMA(layer_normalization)
+NPU_OP_SCHEMA(lrn)
+NPU_OP_SCHEMA(mean_variance_normalization)
