@@ -42,3 +42,10 @@ NPU_OP_SCHEMA(instance_normalization)
 NPU_OP_SCHEMA(layer_normalization)
 NPU_OP_SCHEMA(lrn)
 NPU_OP_SCHEMA(mean_variance_normalization)
+
+/* pool.c */
+NPU_OP_SCHEMA(max_pool)
+NPU_OP_SCHEMA(average_pool)
+NPU_OP_SCHEMA(global_average_pool)
+NPU_OP_SCHEMA(global_max_pool)
+NPU_OP_SCHEMA(max_unpool)
