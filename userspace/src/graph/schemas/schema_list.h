@@ -49,3 +49,12 @@ NPU_OP_SCHEMA(average_pool)
 NPU_OP_SCHEMA(global_average_pool)
 NPU_OP_SCHEMA(global_max_pool)
 NPU_OP_SCHEMA(max_unpool)
+
+/* quant.c */
+NPU_OP_SCHEMA(quantize_linear)
+NPU_OP_SCHEMA(dequantize_linear)
+NPU_OP_SCHEMA(qlinear_matmul)
+NPU_OP_SCHEMA(qlinear_conv)
+NPU_OP_SCHEMA(conv_integer)
+NPU_OP_SCHEMA(matmul_integer)
+NPU_OP_SCHEMA(dynamic_quantize_linear)
