@@ -77,3 +77,8 @@ NPU_OP_SCHEMA(slice)
 NPU_OP_SCHEMA(gather)
 NPU_OP_SCHEMA(expand)
 NPU_OP_SCHEMA(tile)
+
+/* control.c */
+NPU_OP_SCHEMA(if)
+NPU_OP_SCHEMA(loop)
+NPU_OP_SCHEMA(scan)
