@@ -82,3 +82,12 @@ NPU_OP_SCHEMA(tile)
 NPU_OP_SCHEMA(if)
 NPU_OP_SCHEMA(loop)
 NPU_OP_SCHEMA(scan)
+
+/* index.c */
+NPU_OP_SCHEMA(gather_elements)
+NPU_OP_SCHEMA(scatter_elements)
+NPU_OP_SCHEMA(scatter)
+NPU_OP_SCHEMA(gather_nd)
+NPU_OP_SCHEMA(scatter_nd)
+NPU_OP_SCHEMA(compress)
+NPU_OP_SCHEMA(non_zero)
