@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * schema_list.h - every built-in op schema, one line each: NPU_OP_SCHEMA(sym)
+ * schema_list.h - every built-in op schema, one line each: NPU_OP_SCHEMA(hann_window)
+NPU_OP_SCHEMA(hamming_window)
+NPU_OP_SCHEMA(blackman_window)
  * names the schema npu_schema_<sym> in its family's graph/schemas/<family>.c.
  * Included by npu_op_schema.c to build the table; keep it grouped by family.
  */
@@ -91,3 +93,6 @@ NPU_OP_SCHEMA(gather_nd)
 NPU_OP_SCHEMA(scatter_nd)
 NPU_OP_SCHEMA(compress)
 NPU_OP_SCHEMA(non_zero)
+
+/* text.c */
+NPU_OP_SCHEMA(tfidf_vectorizer)
