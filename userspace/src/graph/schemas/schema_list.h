@@ -96,3 +96,6 @@ NPU_OP_SCHEMA(non_zero)
 
 /* text.c */
 NPU_OP_SCHEMA(tfidf_vectorizer)
+
+/* grid_sample.c */
+NPU_OP_SCHEMA(grid_sample)
