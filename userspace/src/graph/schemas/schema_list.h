@@ -99,3 +99,6 @@ NPU_OP_SCHEMA(tfidf_vectorizer)
 
 /* grid_sample.c */
 NPU_OP_SCHEMA(grid_sample)
+
+/* einsum.c */
+NPU_OP_SCHEMA(einsum)
