@@ -102,3 +102,11 @@ NPU_OP_SCHEMA(grid_sample)
 
 /* einsum.c */
 NPU_OP_SCHEMA(einsum)
+
+/* generate.c */
+NPU_OP_SCHEMA(range)
+NPU_OP_SCHEMA(eye_like)
+NPU_OP_SCHEMA(one_hot)
+NPU_OP_SCHEMA(hann_window)
+NPU_OP_SCHEMA(hamming_window)
+NPU_OP_SCHEMA(blackman_window)
