@@ -122,3 +122,8 @@ NPU_OP_SCHEMA(reduce_l2)
 NPU_OP_SCHEMA(reduce_sum_square)
 NPU_OP_SCHEMA(reduce_log_sum)
 NPU_OP_SCHEMA(reduce_log_sum_exp)
+
+/* optimizer.c */
+NPU_OP_SCHEMA(adagrad)
+NPU_OP_SCHEMA(momentum)
+NPU_OP_SCHEMA(adam)
