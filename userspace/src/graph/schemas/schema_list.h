@@ -127,3 +127,10 @@ NPU_OP_SCHEMA(reduce_log_sum_exp)
 NPU_OP_SCHEMA(adagrad)
 NPU_OP_SCHEMA(momentum)
 NPU_OP_SCHEMA(adam)
+
+/* random.c */
+NPU_OP_SCHEMA(random_uniform)
+NPU_OP_SCHEMA(random_uniform_like)
+NPU_OP_SCHEMA(random_normal)
+NPU_OP_SCHEMA(random_normal_like)
+NPU_OP_SCHEMA(bernoulli)
