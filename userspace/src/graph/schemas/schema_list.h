@@ -134,3 +134,8 @@ NPU_OP_SCHEMA(random_uniform_like)
 NPU_OP_SCHEMA(random_normal)
 NPU_OP_SCHEMA(random_normal_like)
 NPU_OP_SCHEMA(bernoulli)
+
+/* rnn.c */
+NPU_OP_SCHEMA(rnn)
+NPU_OP_SCHEMA(gru)
+NPU_OP_SCHEMA(lstm)
