@@ -17,6 +17,7 @@
 #include "cpu/kernels/cpu_kernels.h"
 #include "cpu/ops/op_common.h"
 #include "cpu/ops/op_string.h"
+#include "graph/schemas/string.h"
 
 /* ---- binary row kernels ---- */
 

@@ -139,3 +139,6 @@ NPU_OP_SCHEMA(bernoulli)
 NPU_OP_SCHEMA(rnn)
 NPU_OP_SCHEMA(gru)
 NPU_OP_SCHEMA(lstm)
+
+/* string.c */
+NPU_OP_SCHEMA(string_normalizer)
