@@ -207,3 +207,10 @@ NPU_OP_SCHEMA(xor)
 NPU_OP_SCHEMA(prelu)
 NPU_OP_SCHEMA(mod)
 NPU_OP_SCHEMA(bit_shift)
+
+/* sort.c */
+NPU_OP_SCHEMA(arg_max)
+NPU_OP_SCHEMA(arg_min)
+NPU_OP_SCHEMA(hardmax)
+NPU_OP_SCHEMA(top_k)
+NPU_OP_SCHEMA(unique)
