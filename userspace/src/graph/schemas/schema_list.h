@@ -228,3 +228,7 @@ NPU_OP_SCHEMA(sequence_map)
 NPU_OP_SCHEMA(optional)
 NPU_OP_SCHEMA(optional_has_element)
 NPU_OP_SCHEMA(optional_get_element)
+
+/* resize.c */
+NPU_OP_SCHEMA(resize)
+NPU_OP_SCHEMA(upsample)
