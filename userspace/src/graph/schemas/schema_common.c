@@ -386,3 +386,17 @@ enum npu_dtype npu_op_wide_dtype(enum npu_dtype dtype, bool ints)
 		return dtype;
 	}
 }
+
+/* Whether r broadcasts to g (numpy rules, r may not be larger). */
+bool npu_op_broadcasts_to(const struct npu_shape *r, const struct npu_shape *g)
+{
+	int i, k = g->rank - r->rank;
+
+	if (k < 0)
+		return false;
+	for (i = 0; i < r->rank; i++)
+		if (r->dims[i] >= 0 && g->dims[k + i] >= 0 && r->dims[i] != 1 &&
+		    r->dims[i] != g->dims[k + i])
+			return false;
+	return true;
+}

@@ -85,6 +85,9 @@ npu_status npu_op_broadcast_shape(const struct npu_infer_ctx *ctx,
 				  const struct npu_shape *b,
 				  struct npu_shape *out);
 
+/* Whether r broadcasts to g (numpy rules, r may not be larger). */
+bool npu_op_broadcasts_to(const struct npu_shape *r, const struct npu_shape *g);
+
 /* ---- sliding windows (Conv, pooling) ---- */
 
 #define NPU_WIN_MAX 3
