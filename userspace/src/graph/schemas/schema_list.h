@@ -232,3 +232,7 @@ NPU_OP_SCHEMA(optional_get_element)
 /* resize.c */
 NPU_OP_SCHEMA(resize)
 NPU_OP_SCHEMA(upsample)
+
+/* conv.c */
+NPU_OP_SCHEMA(conv)
+NPU_OP_SCHEMA(conv_transpose)
