@@ -127,6 +127,20 @@ bool npu_nchwc_conv_preferred(const struct npu_node *conv);
 /* NchwcUpsample's largest factor (its output dims stay far from overflow). */
 #define NPU_NCHWC_MAX_FACTOR 4096
 
+/*
+ * What the blocked-layout ops' schemas (compiler/op_schemas.c) share with
+ * their kernels (op_nchwc.c): the blocked shape of an NCHW shape with known
+ * channels; NchwcConv's kernel parameters from the node and its input
+ * shapes (an error, err set, when they do not fit); NchwcUpsample's factors.
+ */
+struct npu_conv2d_params;
+void npu_nchwc_shape(const struct npu_shape *nchw, struct npu_shape *out);
+npu_status npu_nchwc_conv_params(const struct npu_node *node, const struct npu_shape *x,
+				 const struct npu_shape *w, struct npu_conv2d_params *p,
+				 struct npu_error *err);
+npu_status npu_nchwc_upsample_factors(const struct npu_node *node, int64_t *f,
+				      struct npu_error *err);
+
 /* The attributes of FusedConv, and of NchwcConv, which takes its inputs. */
 #define NPU_FUSED_CONV_ATTRS "auto_pad", "dilations", "group", "kernel_shape", "pads", \
 	"strides", "activation", "activation_params", "post_scale", "post_shift"
