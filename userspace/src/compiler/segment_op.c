@@ -282,8 +282,6 @@ static npu_status segment_compute(struct npu_op_ctx *ctx)
 static const struct npu_op_def segment_op_def = {
 	.op_type = NPU_SEGMENT_OP,
 	.domain = NPU_SEGMENT_DOMAIN,
-	.since_version = 1,
-	.max_version = 1,
 	.compute = segment_compute,
 	.submit = segment_submit,
 	.wait = segment_wait,

@@ -12,7 +12,8 @@
  *               compute() only reads it, as sessions on several threads
  *               run the same prepared graph at once;
  *   compute() - runs the op on concrete tensors; outputs are allocated by
- *               the caller from the shapes infer() gave for these inputs.
+ *               the caller from the shapes the schema's infer() gave for
+ *               these inputs (except ops with dynamic_outputs).
  */
 #ifndef NPU_CPU_OPS_H
 #define NPU_CPU_OPS_H
@@ -58,22 +59,18 @@ struct npu_op_ctx {
 	size_t num_outputs;
 	struct npu_threadpool *pool;
 	void *state;	/* per-session run state of this node (NPU segments) */
-	const struct npu_op_runtime *rt;	/* ops with alloc_outputs */
+	const struct npu_op_runtime *rt;	/* ops whose schema has dynamic_outputs */
 	struct npu_error *err;
 };
 
+/*
+ * A kernel: it runs the op its schema describes (found by domain and
+ * op_type), at every opset the schema covers. What the op is (versions,
+ * inference, outputs sized at run time, strings) is the schema's.
+ */
 struct npu_op_def {
 	const char *op_type;	/* "Conv" */
-	const char *domain;	/* "" (ai.onnx) or "com.microsoft"... */
-	int since_version;	/* lowest opset this kernel supports */
-	int max_version;	/* highest opset it was checked against */
-	/*
-	 * Transitional, until every family's infer() lives in graph/schemas:
-	 * a kernel that still has one registers it as its op's schema
-	 * (op_registry.c), with alloc_outputs and strings as the schema's
-	 * dynamic_outputs and strings. A kernel without one has a schema.
-	 */
-	npu_status (*infer)(struct npu_infer_ctx *ctx);
+	const char *domain;	/* "" (ai.onnx), NPU_CPU_FUSED_DOMAIN... */
 	npu_status (*prepare)(struct npu_node *node, struct npu_error *err);
 	void (*release)(struct npu_node *node);
 	npu_status (*compute)(struct npu_op_ctx *ctx);
@@ -87,19 +84,6 @@ struct npu_op_def {
 	 */
 	npu_status (*submit)(struct npu_op_ctx *ctx);
 	npu_status (*wait)(struct npu_op_ctx *ctx);
-	/*
-	 * compute() sets its outputs' dtype and shape itself through
-	 * ctx->rt (control flow): the runtime does not allocate them, and
-	 * infer() may leave their shapes unknown (rank -1 allowed). Such ops
-	 * are never folded at compile time.
-	 */
-	bool alloc_outputs;
-	/*
-	 * The op reads or writes string tensors (graph/npu_str.h): it checks
-	 * their layout and allocates string outputs itself (alloc_bytes).
-	 * Without it, a string input or output is rejected at load.
-	 */
-	bool strings;
 };
 
 /*
@@ -157,8 +141,8 @@ const struct npu_op_def *npu_cpu_op_find(const char *domain,
 /* Iterate all kernels (for `npu ops`, docs and tests). */
 const struct npu_op_def *npu_cpu_op_at(size_t index);
 /*
- * Whether every kernel has a schema covering its opsets; if not, err
- * names the first that has none and npu_cpu_op_find() finds nothing.
+ * Whether every kernel has a schema; if not, err names the first that has
+ * none and npu_cpu_op_find() finds nothing (checked at its first use).
  */
 npu_status npu_cpu_ops_check(struct npu_error *err);
 

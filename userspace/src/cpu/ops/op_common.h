@@ -73,7 +73,7 @@ bool npu_op_needs_widening(const struct npu_op_ctx *ctx, bool ints);
  * narrow its outputs back (floats rounded to nearest even, integers
  * wrapping as C conversions do), so a kernel of the wide type serves the
  * whole family: what numpy does for float16 arithmetic. Outputs must be
- * preallocated (no alloc_outputs).
+ * preallocated (no dynamic_outputs).
  */
 npu_status npu_op_compute_widened(struct npu_op_ctx *ctx, bool ints,
 				  npu_status (*compute)(struct npu_op_ctx *ctx));

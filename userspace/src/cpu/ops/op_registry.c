@@ -28,15 +28,6 @@ static const char *npu_cpu_op_domain(const char *domain)
 	return domain;
 }
 
-/*
- * Transitional: the schemas of the families whose infer() is still here,
- * registered at load like any other layer's (graph/npu_op_schema.h).
- */
-static struct npu_op_schema npu_cpu_legacy_schemas[NPU_CPU_OP_COUNT];
-static const struct npu_op_schema *npu_cpu_legacy_list[NPU_CPU_OP_COUNT];
-static struct npu_error npu_cpu_register_err;
-static npu_status npu_cpu_register_st;
-
 static npu_status cpu_fold(struct npu_node *node, const struct npu_tensor *const *ins,
 			   struct npu_tensor *const *outs, bool *folded,
 			   struct npu_error *err)
@@ -68,27 +59,9 @@ static npu_status cpu_fold(struct npu_node *node, const struct npu_tensor *const
 	return st;
 }
 
+/* At load: the graph folds constants with the CPU's kernels. */
 __attribute__((constructor)) static void npu_cpu_ops_register(void)
 {
-	size_t i, n = 0;
-
-	for (i = 0; i < NPU_CPU_OP_COUNT; i++) {
-		const struct npu_op_def *def = npu_cpu_op_table[i];
-		struct npu_op_schema *s = &npu_cpu_legacy_schemas[n];
-
-		if (!def->infer)
-			continue;
-		s->op_type = def->op_type;
-		s->domain = def->domain;
-		s->since_version = def->since_version;
-		s->max_version = def->max_version;
-		s->infer = def->infer;
-		s->dynamic_outputs = def->alloc_outputs;
-		s->strings = def->strings;
-		npu_cpu_legacy_list[n++] = s;
-	}
-	npu_cpu_register_st = npu_op_schema_register(npu_cpu_legacy_list, n,
-						      &npu_cpu_register_err);
 	npu_graph_set_fold(cpu_fold);
 }
 
@@ -96,17 +69,15 @@ static pthread_once_t npu_cpu_check_once = PTHREAD_ONCE_INIT;
 static struct npu_error npu_cpu_check_err;
 static npu_status npu_cpu_check_st;
 
-/* Every kernel runs an op some schema describes, at all its opsets. */
+/*
+ * Every kernel runs an op some schema describes. Checked at first use, not
+ * at load: other layers register schemas from their own constructors.
+ */
 static void cpu_check_once(void)
 {
 	size_t i;
 	int lo, hi;
 
-	if (npu_cpu_register_st != NPU_OK) {
-		npu_cpu_check_st = npu_cpu_register_st;
-		npu_cpu_check_err = npu_cpu_register_err;
-		return;
-	}
 	for (i = 0; i < NPU_CPU_OP_COUNT; i++) {
 		const struct npu_op_def *def = npu_cpu_op_table[i];
 		const char *dom = npu_cpu_op_domain(def->domain);
@@ -115,14 +86,6 @@ static void cpu_check_once(void)
 			npu_cpu_check_st = npu_error_set(&npu_cpu_check_err, NPU_ERR_INTERNAL,
 				"CPU kernel '%s%s%s' has no op schema", dom,
 				dom[0] ? "." : "", def->op_type);
-			return;
-		}
-		if (def->since_version &&
-		    (def->since_version < lo || def->max_version > hi)) {
-			npu_cpu_check_st = npu_error_set(&npu_cpu_check_err, NPU_ERR_INTERNAL,
-				"CPU kernel '%s%s%s' opsets %d to %d: its schema covers only %d to %d",
-				dom, dom[0] ? "." : "", def->op_type,
-				def->since_version, def->max_version, lo, hi);
 			return;
 		}
 	}
@@ -136,10 +99,7 @@ npu_status npu_cpu_ops_check(struct npu_error *err)
 	return npu_cpu_check_st;
 }
 
-/*
- * A kernel registered without versions runs every opset its schema
- * describes; one with versions runs those.
- */
+/* A kernel runs every opset its schema describes. */
 const struct npu_op_def *npu_cpu_op_find(const char *domain,
 					 const char *op_type, int opset)
 {
@@ -154,8 +114,7 @@ const struct npu_op_def *npu_cpu_op_find(const char *domain,
 		if (strcmp(def->op_type, op_type) ||
 		    strcmp(npu_cpu_op_domain(def->domain), dom))
 			continue;
-		if (def->since_version ? opset >= def->since_version && opset <= def->max_version
-				       : npu_op_schema_find(dom, op_type, opset) != NULL)
+		if (npu_op_schema_find(dom, op_type, opset))
 			return def;
 	}
 	return NULL;

@@ -5,7 +5,7 @@
  * SequenceLength, SplitToSequence, ConcatFromSequence, SequenceMap,
  * Optional, OptionalHasElement, OptionalGetElement. Values are packed
  * containers (graph/npu_seq.h); ops that make one give it its size at run
- * time (alloc_outputs).
+ * time (the schemas' dynamic_outputs).
  */
 #include <stdlib.h>
 #include <string.h>
