@@ -256,7 +256,7 @@ static npu_status loop_infer(struct npu_infer_ctx *ctx)
 }
 
 npu_status npu_scan_attrs_read(const struct npu_node *n, const struct npu_graph *g,
-			     struct npu_scan_attrs *a, struct npu_error *err)
+			       struct npu_scan_attrs *a, struct npu_error *err)
 {
 	int64_t m = npu_node_attr_int_or(n, "num_scan_inputs", -1);
 	size_t first = 0;
@@ -314,7 +314,7 @@ npu_status npu_scan_attrs_read(const struct npu_node *n, const struct npu_graph 
 
 /* The shape of one slice of a scanned input (its scan axis removed). */
 npu_status npu_scan_slice_shape(const struct npu_node *n, const struct npu_shape *in, int64_t axis,
-			      size_t k, struct npu_shape *out, int *norm_axis, struct npu_error *err)
+				size_t k, struct npu_shape *out, int *norm_axis, struct npu_error *err)
 {
 	int d, j = 0;
 	npu_status st;

@@ -18,10 +18,10 @@ size_t npu_control_num_declared(const struct npu_node *n);
 bool npu_control_truth(const struct npu_tensor *t);
 
 npu_status npu_scan_attrs_read(const struct npu_node *n, const struct npu_graph *g,
-			     struct npu_scan_attrs *a, struct npu_error *err);
+			       struct npu_scan_attrs *a, struct npu_error *err);
 
 /* The shape of one slice of a scanned input (its scan axis removed). */
 npu_status npu_scan_slice_shape(const struct npu_node *n, const struct npu_shape *in, int64_t axis,
-			      size_t k, struct npu_shape *out, int *norm_axis, struct npu_error *err);
+				size_t k, struct npu_shape *out, int *norm_axis, struct npu_error *err);
 
 #endif /* NPU_SCHEMA_CONTROL_H */

@@ -14,8 +14,8 @@
  * 'others' float16 / bfloat16 (widened to float by the kernel) and double too.
  */
 npu_status npu_conv_check_common(struct npu_infer_ctx *ctx,
-					const char *const *attrs,
-					size_t max_inputs, bool others)
+				 const char *const *attrs,
+				 size_t max_inputs, bool others)
 {
 	const struct npu_node *node = ctx->node;
 	const struct npu_shape *x, *w;
@@ -131,10 +131,10 @@ static npu_status conv_infer(struct npu_infer_ctx *ctx)
 }
 
 npu_status npu_convt_geom(const struct npu_node *node,
-				 const struct npu_shape *x,
-				 const struct npu_shape *w,
-				 struct npu_convt_geom *g,
-				 struct npu_error *err)
+			  const struct npu_shape *x,
+			  const struct npu_shape *w,
+			  struct npu_convt_geom *g,
+			  struct npu_error *err)
 {
 	const char *auto_pad = npu_node_attr_string_or(node, "auto_pad", "NOTSET");
 	int64_t strides[3], dil[3], pads[6], opad[3], oshape[NPU_MAX_RANK];

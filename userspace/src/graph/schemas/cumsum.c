@@ -5,8 +5,8 @@
 
 
 npu_status npu_cumsum_axis(const struct npu_node *node,
-				  const struct npu_tensor *t, int rank,
-				  int *axis, struct npu_error *err)
+			   const struct npu_tensor *t, int rank,
+			   int *axis, struct npu_error *err)
 {
 	if (t->dtype != NPU_DTYPE_INT32 && t->dtype != NPU_DTYPE_INT64)
 		return npu_op_invalid(err, node,

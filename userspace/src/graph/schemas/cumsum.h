@@ -6,7 +6,7 @@
 #include "graph/schemas/schema_common.h"
 
 npu_status npu_cumsum_axis(const struct npu_node *node,
-				  const struct npu_tensor *t, int rank,
-				  int *axis, struct npu_error *err);
+			   const struct npu_tensor *t, int rank,
+			   int *axis, struct npu_error *err);
 
 #endif /* NPU_SCHEMA_CUMSUM_H */

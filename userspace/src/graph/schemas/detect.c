@@ -114,8 +114,8 @@ int64_t npu_nms_run(const struct npu_nms_args *a, int64_t *out)
 
 /* Reads the arguments from the tensors t[0..4] (t[2..4] may be NULL). */
 npu_status npu_nms_args(const struct npu_node *node,
-			       const struct npu_tensor *const *t,
-			       struct npu_nms_args *a, struct npu_error *err)
+			const struct npu_tensor *const *t,
+			struct npu_nms_args *a, struct npu_error *err)
 {
 	static const char *const what[5] = {
 		NULL, NULL, "max_output_boxes_per_class", "iou_threshold",
@@ -220,7 +220,7 @@ static npu_status non_max_suppression_infer(struct npu_infer_ctx *ctx)
 }
 
 npu_status npu_roi_args(const struct npu_node *node,
-			       struct npu_roi_args *a, struct npu_error *err)
+			struct npu_roi_args *a, struct npu_error *err)
 {
 	const char *ctm = npu_node_attr_string_or(node,
 						  "coordinate_transformation_mode",

@@ -27,10 +27,10 @@ int64_t npu_nms_run(const struct npu_nms_args *a, int64_t *out);
 
 /* Reads the arguments from the tensors t[0..4] (t[2..4] may be NULL). */
 npu_status npu_nms_args(const struct npu_node *node,
-			       const struct npu_tensor *const *t,
-			       struct npu_nms_args *a, struct npu_error *err);
+			const struct npu_tensor *const *t,
+			struct npu_nms_args *a, struct npu_error *err);
 
 npu_status npu_roi_args(const struct npu_node *node,
-			       struct npu_roi_args *a, struct npu_error *err);
+			struct npu_roi_args *a, struct npu_error *err);
 
 #endif /* NPU_SCHEMA_DETECT_H */

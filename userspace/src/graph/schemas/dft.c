@@ -22,9 +22,9 @@ static npu_status npu_dft_scalar(const struct npu_node *node,
 
 /* The signal axis (of the squeezed, complex signal) and dft_length. */
 npu_status npu_dft_args(const struct npu_node *node, int rank,
-			       const struct npu_tensor *len_t,
-			       const struct npu_tensor *axis_t, int64_t in_len,
-			       int *axis, int64_t *n_fft, struct npu_error *err)
+			const struct npu_tensor *len_t,
+			const struct npu_tensor *axis_t, int64_t in_len,
+			int *axis, int64_t *n_fft, struct npu_error *err)
 {
 	int64_t a;
 	npu_status st;
@@ -129,12 +129,12 @@ static npu_status dft_infer(struct npu_infer_ctx *ctx)
 
 /* frame_length: the input, else the window's length, else the signal's. */
 npu_status npu_stft_args(const struct npu_node *node,
-				const struct npu_shape *xs,
-				const struct npu_tensor *step_t,
-				const struct npu_shape *win,
-				const struct npu_tensor *flen_t, int64_t *step,
-				int64_t *flen, int64_t *frames,
-				struct npu_error *err)
+			 const struct npu_shape *xs,
+			 const struct npu_tensor *step_t,
+			 const struct npu_shape *win,
+			 const struct npu_tensor *flen_t, int64_t *step,
+			 int64_t *flen, int64_t *frames,
+			 struct npu_error *err)
 {
 	npu_status st;
 
@@ -219,8 +219,8 @@ static npu_status stft_infer(struct npu_infer_ctx *ctx)
 }
 
 npu_status npu_mel_args(const struct npu_node *node,
-			       const struct npu_tensor *const *t,
-			       struct npu_mel_args *a, struct npu_error *err)
+			const struct npu_tensor *const *t,
+			struct npu_mel_args *a, struct npu_error *err)
 {
 	npu_status st;
 

@@ -68,8 +68,8 @@ too_many:
 
 /* Parses the equation against the inputs' shapes. */
 npu_status npu_ein_parse(const struct npu_node *node,
-				const struct npu_shape *const *shapes, int n_in,
-				struct npu_einsum *e, struct npu_error *err)
+			 const struct npu_shape *const *shapes, int n_in,
+			 struct npu_einsum *e, struct npu_error *err)
 {
 	const char *eq_raw = npu_node_attr_string_or(node, "equation", NULL);
 	char eq[256];

@@ -22,7 +22,7 @@ struct npu_einsum {
 
 /* Parses the equation against the inputs' shapes. */
 npu_status npu_ein_parse(const struct npu_node *node,
-				const struct npu_shape *const *shapes, int n_in,
-				struct npu_einsum *e, struct npu_error *err);
+			 const struct npu_shape *const *shapes, int n_in,
+			 struct npu_einsum *e, struct npu_error *err);
 
 #endif /* NPU_SCHEMA_EINSUM_H */

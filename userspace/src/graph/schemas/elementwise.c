@@ -60,7 +60,7 @@ static bool npu_bin_type_ok(enum npu_bin_kind k, enum npu_dtype dt)
 
 /* The kind an attribute selects (Mod's fmod, BitShift's direction). */
 enum npu_bin_kind npu_bin_resolve(const struct npu_node *node,
-					 enum npu_bin_kind k)
+				  enum npu_bin_kind k)
 {
 	if (k == BIN_MOD && npu_node_attr_int_or(node, "fmod", 0))
 		return BIN_FMOD;
@@ -101,9 +101,9 @@ static bool npu_pow_type_ok(enum npu_dtype dt)
  * numpy rules give the same result.
  */
 void npu_bin_legacy_shape(const struct npu_node *node,
-				 const struct npu_shape *a,
-				 const struct npu_shape *b,
-				 struct npu_shape *out)
+			  const struct npu_shape *a,
+			  const struct npu_shape *b,
+			  struct npu_shape *out)
 {
 	int64_t axis;
 	int i;
@@ -271,8 +271,8 @@ bool npu_integer(enum npu_dtype dt)
 }
 
 npu_status npu_unary_infer(struct npu_infer_ctx *ctx,
-				  enum npu_unary_kind k,
-				  const char *const *attrs)
+			   enum npu_unary_kind k,
+			   const char *const *attrs)
 {
 	const struct npu_value *x;
 	npu_status st;

@@ -21,8 +21,8 @@ bool npu_range_is_int(enum npu_dtype dt)
 
 /* max(ceil((limit - start) / delta), 0), in the inputs' type's arithmetic. */
 npu_status npu_range_count(const struct npu_node *node,
-				  const struct npu_tensor *const *t,
-				  int64_t *count, struct npu_error *err)
+			   const struct npu_tensor *const *t,
+			   int64_t *count, struct npu_error *err)
 {
 	if (npu_range_is_int(t[0]->dtype)) {
 		int64_t start = npu_gen_int_get(t[0], 0);
@@ -151,8 +151,8 @@ static npu_status eye_like_infer(struct npu_infer_ctx *ctx)
 }
 
 npu_status npu_onehot_depth(const struct npu_node *node,
-				   const struct npu_tensor *t, int64_t *depth,
-				   struct npu_error *err)
+			    const struct npu_tensor *t, int64_t *depth,
+			    struct npu_error *err)
 {
 	double d;
 
@@ -223,8 +223,8 @@ static npu_status one_hot_infer(struct npu_infer_ctx *ctx)
 }
 
 npu_status npu_window_size(const struct npu_node *node,
-				  const struct npu_tensor *t, int64_t *size,
-				  struct npu_error *err)
+			   const struct npu_tensor *t, int64_t *size,
+			   struct npu_error *err)
 {
 	if ((t->dtype != NPU_DTYPE_INT32 && t->dtype != NPU_DTYPE_INT64) ||
 	    npu_op_numel(t) != 1)

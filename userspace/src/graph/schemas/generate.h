@@ -11,15 +11,15 @@ bool npu_range_is_int(enum npu_dtype dt);
 
 /* max(ceil((limit - start) / delta), 0), in the inputs' type's arithmetic. */
 npu_status npu_range_count(const struct npu_node *node,
-				  const struct npu_tensor *const *t,
-				  int64_t *count, struct npu_error *err);
+			   const struct npu_tensor *const *t,
+			   int64_t *count, struct npu_error *err);
 
 npu_status npu_onehot_depth(const struct npu_node *node,
-				   const struct npu_tensor *t, int64_t *depth,
-				   struct npu_error *err);
+			    const struct npu_tensor *t, int64_t *depth,
+			    struct npu_error *err);
 
 npu_status npu_window_size(const struct npu_node *node,
-				  const struct npu_tensor *t, int64_t *size,
-				  struct npu_error *err);
+			   const struct npu_tensor *t, int64_t *size,
+			   struct npu_error *err);
 
 #endif /* NPU_SCHEMA_GENERATE_H */

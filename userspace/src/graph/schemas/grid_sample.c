@@ -7,7 +7,7 @@
 #include <string.h>
 
 npu_status npu_gs_args(const struct npu_node *node,
-			      struct npu_gs_args *a, struct npu_error *err)
+		       struct npu_gs_args *a, struct npu_error *err)
 {
 	const char *mode = npu_node_attr_string_or(node, "mode",
 						   node->opset >= 20 ? "linear" :

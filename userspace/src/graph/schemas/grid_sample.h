@@ -15,6 +15,6 @@ struct npu_gs_args {
 };
 
 npu_status npu_gs_args(const struct npu_node *node,
-			      struct npu_gs_args *a, struct npu_error *err);
+		       struct npu_gs_args *a, struct npu_error *err);
 
 #endif /* NPU_SCHEMA_GRID_SAMPLE_H */

@@ -22,8 +22,8 @@ static npu_status npu_index_check_sized(const struct npu_infer_ctx *ctx,
 }
 
 npu_status npu_scatter_reduction(const struct npu_node *node,
-					enum npu_scatter_red *r,
-					struct npu_error *err)
+				 enum npu_scatter_red *r,
+				 struct npu_error *err)
 {
 	const char *s = npu_node_attr_string_or(node, "reduction", "none");
 

@@ -8,8 +8,8 @@
 enum npu_scatter_red { SCAT_NONE, SCAT_ADD, SCAT_MUL, SCAT_MAX, SCAT_MIN };
 
 npu_status npu_scatter_reduction(const struct npu_node *node,
-					enum npu_scatter_red *r,
-					struct npu_error *err);
+				 enum npu_scatter_red *r,
+				 struct npu_error *err);
 
 /* Kept slices: the true entries among the first min(len, n) of cond. */
 int64_t npu_compress_count(const struct npu_tensor *cond, int64_t n);

@@ -8,8 +8,8 @@
 #include <string.h>
 
 npu_status npu_loss_reduction(const struct npu_node *node,
-				     enum npu_loss_reduction *r,
-				     struct npu_error *err)
+			      enum npu_loss_reduction *r,
+			      struct npu_error *err)
 {
 	const char *s = npu_node_attr_string_or(node, "reduction", "mean");
 

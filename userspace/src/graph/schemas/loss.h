@@ -8,7 +8,7 @@
 enum npu_loss_reduction { LOSS_NONE, LOSS_SUM, LOSS_MEAN };
 
 npu_status npu_loss_reduction(const struct npu_node *node,
-				     enum npu_loss_reduction *r,
-				     struct npu_error *err);
+			      enum npu_loss_reduction *r,
+			      struct npu_error *err);
 
 #endif /* NPU_SCHEMA_LOSS_H */

@@ -36,8 +36,8 @@ static npu_status npu_gemm_type_ok(const struct npu_infer_ctx *ctx)
 
 /* A and B promoted to rank >= 2 the numpy way. */
 void npu_matmul_promote(const struct npu_shape *a,
-			       const struct npu_shape *b,
-			       struct npu_shape *pa, struct npu_shape *pb)
+			const struct npu_shape *b,
+			struct npu_shape *pa, struct npu_shape *pb)
 {
 	*pa = *a;
 	*pb = *b;

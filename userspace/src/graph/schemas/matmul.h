@@ -7,7 +7,7 @@
 
 /* A and B promoted to rank >= 2 the numpy way. */
 void npu_matmul_promote(const struct npu_shape *a,
-			       const struct npu_shape *b,
-			       struct npu_shape *pa, struct npu_shape *pb);
+			const struct npu_shape *b,
+			struct npu_shape *pa, struct npu_shape *pb);
 
 #endif /* NPU_SCHEMA_MATMUL_H */

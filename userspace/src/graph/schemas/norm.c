@@ -190,7 +190,7 @@ static npu_status lrn_infer(struct npu_infer_ctx *ctx)
 
 /* reduced[d] from 'axes' (default 0, 2, 3). */
 npu_status npu_mvn_axes(const struct npu_node *node, int rank,
-			       bool *reduced, struct npu_error *err)
+			bool *reduced, struct npu_error *err)
 {
 	static const int64_t def[3] = { 0, 2, 3 };
 	int64_t axes[NPU_MAX_RANK];

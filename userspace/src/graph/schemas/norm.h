@@ -7,6 +7,6 @@
 
 /* reduced[d] from 'axes' (default 0, 2, 3). */
 npu_status npu_mvn_axes(const struct npu_node *node, int rank,
-			       bool *reduced, struct npu_error *err);
+			bool *reduced, struct npu_error *err);
 
 #endif /* NPU_SCHEMA_NORM_H */

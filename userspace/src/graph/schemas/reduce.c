@@ -15,10 +15,10 @@ static int npu_reduce_axes_input_opset(enum npu_reduce_kind k)
 
 /* reduced[d] for each input dim; false everywhere means identity. */
 npu_status npu_reduce_axes(const struct npu_node *node,
-				  enum npu_reduce_kind k,
-				  const struct npu_tensor *axes_t, int rank,
-				  bool *reduced, bool *known,
-				  struct npu_error *err)
+			   enum npu_reduce_kind k,
+			   const struct npu_tensor *axes_t, int rank,
+			   bool *reduced, bool *known,
+			   struct npu_error *err)
 {
 	int64_t axes[NPU_MAX_RANK];
 	int n, i, ax;

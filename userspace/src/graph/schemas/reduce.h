@@ -12,9 +12,9 @@ enum npu_reduce_kind {
 
 /* reduced[d] for each input dim; false everywhere means identity. */
 npu_status npu_reduce_axes(const struct npu_node *node,
-				  enum npu_reduce_kind k,
-				  const struct npu_tensor *axes_t, int rank,
-				  bool *reduced, bool *known,
-				  struct npu_error *err);
+			   enum npu_reduce_kind k,
+			   const struct npu_tensor *axes_t, int rank,
+			   bool *reduced, bool *known,
+			   struct npu_error *err);
 
 #endif /* NPU_SCHEMA_REDUCE_H */

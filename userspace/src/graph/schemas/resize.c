@@ -109,9 +109,9 @@ static npu_status npu_resize_floats(const struct npu_node *node,
  * tensors (NULL at infer time: constants are used).
  */
 npu_status npu_resize_setup(const struct npu_node *node,
-				   const struct npu_shape *x,
-				   const struct npu_tensor *const *t,
-				   struct npu_resize *rs, struct npu_error *err)
+			    const struct npu_shape *x,
+			    const struct npu_tensor *const *t,
+			    struct npu_resize *rs, struct npu_error *err)
 {
 	bool upsample = npu_is_upsample(node);
 	int rank = x->rank, n_axes = rank, cnt_scales = 0, cnt_sizes = 0;

@@ -31,8 +31,8 @@ struct npu_resize {
  * tensors (NULL at infer time: constants are used).
  */
 npu_status npu_resize_setup(const struct npu_node *node,
-				   const struct npu_shape *x,
-				   const struct npu_tensor *const *t,
-				   struct npu_resize *rs, struct npu_error *err);
+			    const struct npu_shape *x,
+			    const struct npu_tensor *const *t,
+			    struct npu_resize *rs, struct npu_error *err);
 
 #endif /* NPU_SCHEMA_RESIZE_H */

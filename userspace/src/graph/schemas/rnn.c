@@ -30,8 +30,8 @@ static npu_status npu_rnn_act_parse(const struct npu_node *node,
 }
 
 npu_status npu_rnn_parse(const struct npu_node *node,
-				enum npu_rnn_kind kind, struct npu_rnn *r,
-				struct npu_error *err)
+			 enum npu_rnn_kind kind, struct npu_rnn *r,
+			 struct npu_error *err)
 {
 	const char *dir = npu_node_attr_string_or(node, "direction", "forward");
 	const struct npu_attr *acts = npu_node_attr(node, "activations");

@@ -21,7 +21,7 @@ struct npu_rnn {
 };
 
 npu_status npu_rnn_parse(const struct npu_node *node,
-				enum npu_rnn_kind kind, struct npu_rnn *r,
-				struct npu_error *err);
+			 enum npu_rnn_kind kind, struct npu_rnn *r,
+			 struct npu_error *err);
 
 #endif /* NPU_SCHEMA_RNN_H */

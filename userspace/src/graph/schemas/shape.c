@@ -194,9 +194,9 @@ int64_t npu_shape_clamp64(int64_t v, int64_t lo, int64_t hi)
 }
 
 npu_status npu_pad_args(const struct npu_node *node,
-			       const struct npu_tensor *const *t, int rank,
-			       int64_t *begin, int64_t *end, bool *known,
-			       enum npu_pad_mode *mode, struct npu_error *err)
+			const struct npu_tensor *const *t, int rank,
+			int64_t *begin, int64_t *end, bool *known,
+			enum npu_pad_mode *mode, struct npu_error *err)
 {
 	const char *m = npu_node_attr_string_or(node, "mode", "constant");
 	int64_t pads[2 * NPU_MAX_RANK], axes[NPU_MAX_RANK];
@@ -310,7 +310,7 @@ static npu_status pad_infer(struct npu_infer_ctx *ctx)
 }
 
 void npu_shape_range(const struct npu_node *node, int rank,
-			    int64_t *start, int64_t *end)
+		     int64_t *start, int64_t *end)
 {
 	int64_t s = npu_node_attr_int_or(node, "start", 0);
 	int64_t e = npu_node_attr_int_or(node, "end", rank);
@@ -446,7 +446,7 @@ static npu_status constant_of_shape_infer(struct npu_infer_ctx *ctx)
 
 /* ratio: the input (12), else the attribute, default 0.5; -1 unknown. */
 float npu_dropout_ratio(const struct npu_node *node,
-			       const struct npu_tensor *t)
+			const struct npu_tensor *t)
 {
 	if (node->opset < 12)
 		return npu_node_attr_float_or(node, "ratio", 0.5f);
@@ -642,7 +642,7 @@ static npu_status reshape_infer(struct npu_infer_ctx *ctx)
 }
 
 void npu_transpose_perm(const struct npu_node *node, int rank,
-			       int64_t *perm, int *n)
+			int64_t *perm, int *n)
 {
 	int i;
 
@@ -863,9 +863,9 @@ static npu_status split_infer(struct npu_infer_ctx *ctx)
 
 /* Reads the four lists from attributes, constant values or tensors. */
 npu_status npu_slice_read(const struct npu_node *node,
-				 const struct npu_tensor *const *t, int rank,
-				 struct npu_slice_args *sa,
-				 struct npu_error *err)
+			  const struct npu_tensor *const *t, int rank,
+			  struct npu_slice_args *sa,
+			  struct npu_error *err)
 {
 	static const char *const names[4] = { "starts", "ends", "axes", "steps" };
 	int64_t v[4][NPU_MAX_RANK];
@@ -939,7 +939,7 @@ npu_status npu_slice_read(const struct npu_node *node,
 
 /* Resolves start / end against dim (ONNX clamping), gives the length. */
 void npu_slice_resolve(int64_t dim, int64_t *start, int64_t end,
-			      int64_t step, int64_t *len)
+		       int64_t step, int64_t *len)
 {
 	int64_t s = *start, e = end;
 

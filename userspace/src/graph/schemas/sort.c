@@ -75,7 +75,7 @@ static npu_status npu_arg_infer(struct npu_infer_ctx *ctx)
 
 /* Before opset 13 the input is coerced to 2-D at 'axis' (default 1). */
 npu_status npu_hardmax_axis(const struct npu_node *node, int rank,
-				   int *axis, struct npu_error *err)
+			    int *axis, struct npu_error *err)
 {
 	int64_t def = node->opset >= 13 ? -1 : 1;
 
@@ -115,8 +115,8 @@ static npu_status hardmax_infer(struct npu_infer_ctx *ctx)
 
 /* K from the attribute (< 10) or the constant / run-time input. */
 npu_status npu_topk_k(const struct npu_node *node,
-			     const struct npu_tensor *kt, int64_t *k,
-			     struct npu_error *err)
+		      const struct npu_tensor *kt, int64_t *k,
+		      struct npu_error *err)
 {
 	int64_t v[1];
 	int n;
@@ -304,9 +304,9 @@ static npu_status npu_uniq_setup(const struct npu_node *node,
 
 /* Runs Unique on x; *n unique slices; the arrays are the caller's to free. */
 npu_status npu_uniq_all(const struct npu_node *node,
-			       const struct npu_tensor *x, struct npu_uniq *u,
-			       int *axis, int64_t **first, int64_t **group,
-			       int64_t **count, int64_t *n, struct npu_error *err)
+			const struct npu_tensor *x, struct npu_uniq *u,
+			int *axis, int64_t **first, int64_t **group,
+			int64_t **count, int64_t *n, struct npu_error *err)
 {
 	size_t sz;
 	npu_status st;

@@ -115,7 +115,7 @@ size_t npu_strnorm_case_map(const char *s, size_t n, enum npu_case_action a, cha
 }
 
 npu_status npu_strnorm_parse(const struct npu_node *node, struct npu_strnorm *nz,
-				   struct npu_error *err)
+			     struct npu_error *err)
 {
 	const char *action = npu_node_attr_string_or(node, "case_change_action", "NONE");
 	const struct npu_attr *sw = npu_node_attr(node, "stopwords");
@@ -179,8 +179,8 @@ static size_t longest_stopword(const struct npu_strnorm *nz)
 
 /* The strings of x kept by the normalizer: keep[i]; returns their count. */
 npu_status npu_strnorm_filter(const struct npu_strnorm *nz, const struct npu_tensor *x,
-				    bool *keep, size_t *kept, const struct npu_node *node,
-				    struct npu_error *err)
+			      bool *keep, size_t *kept, const struct npu_node *node,
+			      struct npu_error *err)
 {
 	size_t n = (size_t)npu_op_numel(x), i, longest = 0;
 	char *fa = NULL, *fb;

@@ -17,12 +17,12 @@ struct npu_strnorm {
 size_t npu_strnorm_case_map(const char *s, size_t n, enum npu_case_action a, char *out);
 
 npu_status npu_strnorm_parse(const struct npu_node *node, struct npu_strnorm *nz,
-				   struct npu_error *err);
+			     struct npu_error *err);
 
 /* The strings of x kept by the normalizer: keep[i]; returns their count. */
 npu_status npu_strnorm_filter(const struct npu_strnorm *nz, const struct npu_tensor *x,
-				    bool *keep, size_t *kept, const struct npu_node *node,
-				    struct npu_error *err);
+			      bool *keep, size_t *kept, const struct npu_node *node,
+			      struct npu_error *err);
 
 /* Equal (19) on two string tensors: bool, numpy-broadcast shape. */
 npu_status npu_op_strings_equal_infer(struct npu_infer_ctx *ctx);

@@ -6,7 +6,7 @@
 #include <string.h>
 
 npu_status npu_tfidf_parse(const struct npu_node *node,
-				  struct npu_tfidf *t, struct npu_error *err)
+			   struct npu_tfidf *t, struct npu_error *err)
 {
 	const struct npu_attr *pool = npu_node_attr(node, "pool_int64s");
 	const struct npu_attr *counts = npu_node_attr(node, "ngram_counts");

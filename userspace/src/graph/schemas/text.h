@@ -17,6 +17,6 @@ struct npu_tfidf {
 };
 
 npu_status npu_tfidf_parse(const struct npu_node *node,
-				  struct npu_tfidf *t, struct npu_error *err);
+			   struct npu_tfidf *t, struct npu_error *err);
 
 #endif /* NPU_SCHEMA_TEXT_H */
