@@ -1,8 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * schema_list.h - every built-in op schema, one line each: NPU_OP_SCHEMA(hann_window)
-NPU_OP_SCHEMA(hamming_window)
-NPU_OP_SCHEMA(blackman_window)
+ * schema_list.h - every built-in op schema, one line each: NPU_OP_SCHEMA(sym)
  * names the schema npu_schema_<sym> in its family's graph/schemas/<family>.c.
  * Included by npu_op_schema.c to build the table; keep it grouped by family.
  */
