@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* The schemas of op_generate.c's ops: EyeLike, OneHot, Range, name. */
+/* The schemas of op_generate.c's ops: EyeLike, OneHot, Range and the windows (Hann, Hamming, Blackman). */
 #include "graph/schemas/schema_common.h"
 #include "graph/schemas/generate.h"
 

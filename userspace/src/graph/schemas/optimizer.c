@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* The schemas of op_optimizer.c's ops: . */
+/* The schemas of op_optimizer.c's ops: Adagrad, Momentum, Adam (ai.onnx.preview.training). */
 #include "graph/schemas/schema_common.h"
 
 #define NPU_TRAINING_DOMAIN "ai.onnx.preview.training"

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* The schemas of op_random.c's ops: . */
+/* The schemas of op_random.c's ops: RandomUniform(Like), RandomNormal(Like), Bernoulli. */
 #include "graph/schemas/schema_common.h"
 #include "graph/schemas/random.h"
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* The schemas of op_reduce.c's ops: . */
+/* The schemas of op_reduce.c's ops: the ten Reduce* ops. */
 #include "graph/schemas/schema_common.h"
 #include "graph/schemas/reduce.h"
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* The schemas of op_rnn.c's ops: . */
+/* The schemas of op_rnn.c's ops: RNN, GRU, LSTM. */
 #include "graph/schemas/schema_common.h"
 #include "graph/schemas/rnn.h"
 

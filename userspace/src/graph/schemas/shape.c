@@ -1,5 +1,9 @@
 // SPDX-License-Identifier: MIT
-/* The schemas of op_shape.c's ops: Constant, ConstantOfShape, Dropout, Flatten, Pad, Shape, Size, Squeeze, Unsqueeze. */
+/*
+ * The schemas of op_shape.c's ops: Reshape, Flatten, Transpose, Concat, Split, Slice,
+ * Squeeze, Unsqueeze, Gather, Pad, Shape, Size, Constant, ConstantOfShape, Expand,
+ * Dropout, Tile.
+ */
 #include "graph/schemas/schema_common.h"
 #include "graph/schemas/shape.h"
 
