@@ -33,6 +33,7 @@ struct t_node {
 	const struct npu_tensor *in_p[T_MAX];
 	struct npu_tensor *out_p[T_MAX];
 	struct npu_error err;
+	const struct npu_op_schema *schema;
 	const struct npu_op_def *def;
 };
 
@@ -55,6 +56,8 @@ static struct t_node *t_new_in(const char *domain, const char *op, int opset,
 		t->outs[i] = &t->vals[T_MAX + i];
 		t->outs[i]->name = (char *)"out";
 	}
+	t->schema = npu_op_schema_find(domain, op, opset);
+	assert_non_null(t->schema);
 	t->def = npu_cpu_op_find(domain, op, opset);
 	assert_non_null(t->def);
 	return t;
@@ -153,7 +156,7 @@ static npu_status t_infer(struct t_node *t)
 	size_t i;
 
 	memset(shapes, 0, sizeof(shapes));
-	st = t->def->infer(&ctx);
+	st = t->schema->infer(&ctx);
 	if (st)
 		return st;
 	for (i = 0; i < t->node.num_outputs; i++) {

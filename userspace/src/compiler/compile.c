@@ -4,6 +4,7 @@
 #include "compiler/lower.h"
 #include "compiler/pointwise.h"
 #include "compiler/segment_rt.h"
+#include "cpu/ops/cpu_ops.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -267,6 +268,13 @@ static void initial_placement(struct build *b)
 			snprintf(why, sizeof(why), "%s%s", npu_reason(n),
 				 npu_node_int16(b->o, &b->pw, n, NULL, 0) ? ", int16 activations" : "");
 			place(b, n, NPU_PLACE_NPU, why);
+		} else if (!npu_cpu_op_find(n->domain, n->op_type, n->opset)) {
+			/* The graph knows the op (it inferred), no kernel runs it. */
+			char both[sizeof(why) + 96];
+
+			snprintf(both, sizeof(both), "no CPU kernel for op '%s%s%s' (opset %d); NPU: %s",
+				 n->domain, n->domain[0] ? "." : "", n->op_type, n->opset, why);
+			place(b, n, NPU_PLACE_CPU, both);
 		} else
 			place(b, n, NPU_PLACE_CPU, why);
 	}

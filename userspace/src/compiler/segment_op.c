@@ -314,17 +314,32 @@ static npu_status segment_compute(struct npu_op_ctx *ctx)
 	return st != NPU_OK ? st : segment_wait(ctx);
 }
 
-/* The runtime runs NpuSegment nodes (domain ai.npu) with this definition. */
+/* The runtime runs NpuSegment nodes (domain ai.npu) with this kernel. */
 static const struct npu_op_def segment_op_def = {
+	.op_type = NPU_SEGMENT_OP,
+	.domain = NPU_SEGMENT_DOMAIN,
+	.compute = segment_compute,
+	.submit = segment_submit,
+	.wait = segment_wait,
+};
+
+/* What an NpuSegment is, for the graph; the compiler owns the domain. */
+static const struct npu_op_schema segment_op_schema = {
 	.op_type = NPU_SEGMENT_OP,
 	.domain = NPU_SEGMENT_DOMAIN,
 	.since_version = 1,
 	.max_version = 1,
 	.infer = segment_infer,
-	.compute = segment_compute,
-	.submit = segment_submit,
-	.wait = segment_wait,
 };
+
+__attribute__((constructor)) static void segment_op_register(void)
+{
+	static const struct npu_op_schema *const list[] = { &segment_op_schema };
+	struct npu_error err;
+
+	/* Only a second owner of ai.npu.NpuSegment could make this fail. */
+	(void)npu_op_schema_register(list, 1, &err);
+}
 
 const struct npu_op_def *npu_segment_op_def(void)
 {

@@ -11,10 +11,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cpu/ops/cpu_ops.h"
+#include "graph/npu_op_schema.h"
 
 /* Folded outputs larger than this stay computed at run time. */
 #define NPU_FOLD_MAX_BYTES (64u << 20)
+
+/* The backend's evaluator for folding (npu_graph_set_fold), set at load. */
+static npu_op_fold_fn npu_fold;
+
+void npu_graph_set_fold(npu_op_fold_fn fold)
+{
+	npu_fold = fold;
+}
 
 static bool is_default_domain(const char *d)
 {
@@ -80,15 +88,15 @@ static npu_status fold_shape_op(struct npu_node *node, struct npu_error *err,
 	return NPU_OK;
 }
 
-static npu_status fold_node(const struct npu_op_def *def,
-			    struct npu_node *node, struct npu_error *err)
+/* *folded = false when the evaluator has no kernel for the op. */
+static npu_status fold_node(struct npu_node *node, bool *folded, struct npu_error *err)
 {
 	const struct npu_tensor *ins[64];
 	struct npu_tensor *outs[16] = { 0 };
-	struct npu_op_ctx ctx = { 0 };
 	npu_status st = NPU_OK;
 	size_t j;
 
+	*folded = false;
 	for (j = 0; j < node->num_inputs; j++)
 		ins[j] = node->inputs[j] ? node->inputs[j]->constant : NULL;
 	for (j = 0; j < node->num_outputs; j++) {
@@ -103,22 +111,8 @@ static npu_status fold_node(const struct npu_op_def *def,
 			goto fail;
 		}
 	}
-	if (def->prepare) {
-		st = def->prepare(node, NULL, err);	/* folding: the default CPU options */
-		if (st != NPU_OK)
-			goto fail;
-	}
-	ctx.node = node;
-	ctx.inputs = ins;
-	ctx.num_inputs = node->num_inputs;
-	ctx.outputs = outs;
-	ctx.num_outputs = node->num_outputs;
-	ctx.err = err;
-	st = def->compute(&ctx);
-	if (def->release)
-		def->release(node);
-	node->op_state = NULL;
-	if (st != NPU_OK)
+	st = npu_fold(node, ins, outs, folded, err);
+	if (st != NPU_OK || !*folded)
 		goto fail;
 	for (j = 0; j < node->num_outputs; j++)
 		if (node->outputs[j])
@@ -134,7 +128,7 @@ static bool can_fold(const struct npu_node *node)
 {
 	size_t j, bytes = 0;
 
-	if (node->num_inputs > 64 || node->num_outputs > 16 ||
+	if (!npu_fold || node->num_inputs > 64 || node->num_outputs > 16 ||
 	    !fold_allowed(node))
 		return false;
 	if (!node->num_inputs && strcmp(node->op_type, "Constant"))
@@ -178,22 +172,10 @@ static npu_status string_unsupported(const struct npu_graph *g, const struct npu
 static npu_status op_unsupported(const struct npu_graph *g, const struct npu_node *node,
 				 const char *domain, struct npu_error *err)
 {
-	int lo = 0, hi = 0;
+	int lo, hi;
 	char label[300];
-	size_t i;
 
-	for (i = 0; npu_cpu_op_at(i); i++) {
-		const struct npu_op_def *def = npu_cpu_op_at(i);
-		const char *d = def->domain && strcmp(def->domain, "ai.onnx") ? def->domain : "";
-
-		if (strcmp(def->op_type, node->op_type) || strcmp(d, domain))
-			continue;
-		if (!lo || def->since_version < lo)
-			lo = def->since_version;
-		if (def->max_version > hi)
-			hi = def->max_version;
-	}
-	if (lo)
+	if (npu_op_schema_versions(domain, node->op_type, &lo, &hi))
 		return npu_error_set(err, NPU_ERR_UNSUPPORTED,
 				     "%s: %s: op '%s%s%s' version %d (the model's opset) is not implemented; this library implements it for opsets %d to %d",
 				     g->source, npu_node_label(g, node, label, sizeof(label)),
@@ -213,24 +195,22 @@ static npu_status infer_nodes(struct npu_graph *g, bool fold, enum npu_dtype *dt
 
 	while (i < g->num_nodes) {
 		struct npu_node *node = g->nodes[i];
-		const struct npu_op_def *def;
+		const struct npu_op_schema *schema;
 		struct npu_infer_ctx ctx;
 		bool unknown_rank = false, folded = false;
 
-		def = npu_cpu_op_find(is_default_domain(node->domain) ? ""
-					: node->domain,
-				      node->op_type, node->opset);
-		if (!def)
+		schema = npu_op_schema_find(node->domain, node->op_type, node->opset);
+		if (!schema)
 			return op_unsupported(g, node, is_default_domain(node->domain) ? ""
 					      : node->domain, err);
 		for (j = 0; j < node->num_inputs; j++)
 			if (node->inputs[j] && node->inputs[j]->dtype == NPU_DTYPE_STRING &&
-			    !def->strings)
+			    !schema->strings)
 				return string_unsupported(g, node, node->inputs[j], "input", err);
 		for (j = 0; j < node->num_inputs; j++)
 			if (node->inputs[j] && node->inputs[j]->shape.rank < 0)
 				unknown_rank = true;
-		if (unknown_rank && !def->alloc_outputs) {
+		if (unknown_rank && !schema->dynamic_outputs) {
 			/* Rank not known before run time: infer then. */
 			for (j = 0; j < node->num_outputs; j++)
 				if (node->outputs[j] &&
@@ -248,7 +228,7 @@ static npu_status infer_nodes(struct npu_graph *g, bool fold, enum npu_dtype *dt
 		ctx.out_shapes = shapes;
 		ctx.err = err;
 		npu_error_clear(err);
-		st = def->infer(&ctx);
+		st = schema->infer(&ctx);
 		if (st != NPU_OK) {
 			if (!err->msg[0])
 				npu_error_set(err, st, "shape inference failed");
@@ -260,7 +240,7 @@ static npu_status infer_nodes(struct npu_graph *g, bool fold, enum npu_dtype *dt
 
 			if (!v)
 				continue;
-			if ((shapes[j].rank < 0 && !def->alloc_outputs) ||
+			if ((shapes[j].rank < 0 && !schema->dynamic_outputs) ||
 			    shapes[j].rank > NPU_MAX_RANK)
 				return npu_error_set(err, NPU_ERR_INTERNAL,
 					"%s: %s: op inferred rank %d for '%s'",
@@ -270,7 +250,7 @@ static npu_status infer_nodes(struct npu_graph *g, bool fold, enum npu_dtype *dt
 					shapes[j].rank, v->name);
 			v->dtype = dtypes[j];
 			v->shape = shapes[j];
-			if (v->dtype == NPU_DTYPE_STRING && !def->strings)
+			if (v->dtype == NPU_DTYPE_STRING && !schema->strings)
 				return string_unsupported(g, node, v, "output", err);
 		}
 		if (fold && node->num_inputs >= 1 && node->inputs[0] &&
@@ -281,13 +261,12 @@ static npu_status infer_nodes(struct npu_graph *g, bool fold, enum npu_dtype *dt
 			st = fold_shape_op(node, err, &folded);
 			if (st != NPU_OK)
 				return st;
-		} else if (fold && !def->alloc_outputs && can_fold(node)) {
-			st = fold_node(def, node, err);
+		} else if (fold && !schema->dynamic_outputs && can_fold(node)) {
+			st = fold_node(node, &folded, err);
 			if (st != NPU_OK) {
 				npu_graph_error_context(g, node, err);
 				return st;
 			}
-			folded = true;
 		}
 		if (folded)
 			npu_graph_remove_node(g, node);

@@ -15,9 +15,56 @@
 #include <string.h>
 
 #include "onnx/npu_onnx_internal.h"
-#include "cpu/ops/cpu_ops.h"
+#include "graph/npu_op_schema.h"
+#include "graph/schemas/schema_common.h"
 
 #define TRAINING_DOMAIN "ai.onnx.preview.training"
+
+/*
+ * SumToShape (domain ai.npu.cpu): Y = G summed over the axes along which
+ * R's shape was broadcast to G's, so Y has R's shape: the gradient of a
+ * broadcast operand. The lowering below makes it, so its schema is ours.
+ */
+static npu_status sum_to_shape_infer(struct npu_infer_ctx *ctx)
+{
+	const struct npu_node *node = ctx->node;
+	const struct npu_value *g, *r;
+	char a[160], b[160];
+	npu_status st;
+
+	st = npu_op_check_arity(ctx, 2, 2);
+	if (!st)
+		st = npu_op_check_attrs(ctx, NPU_OP_ATTRS(NULL));
+	if (st)
+		return st;
+	g = node->inputs[0];
+	r = node->inputs[1];
+	if (g->dtype != NPU_DTYPE_FLOAT && g->dtype != NPU_DTYPE_DOUBLE)
+		return npu_op_unsupported(ctx->err, node, "gradient of type %s is not supported",
+					  npu_dtype_name(g->dtype));
+	if (g->shape.rank >= 0 && r->shape.rank >= 0 && !npu_op_broadcasts_to(&r->shape, &g->shape))
+		return npu_op_invalid(ctx->err, node,
+				      "'%s' (%s) does not broadcast to its gradient's shape %s",
+				      r->name, npu_shape_str(&r->shape, a, sizeof(a)),
+				      npu_shape_str(&g->shape, b, sizeof(b)));
+	ctx->out_dtypes[0] = g->dtype;
+	ctx->out_shapes[0] = r->shape;
+	return NPU_OK;
+}
+
+static const struct npu_op_schema sum_to_shape_schema = {
+	.op_type = "SumToShape", .domain = NPU_DOMAIN_CPU_INTERNAL,
+	.since_version = 1, .max_version = 1, .infer = sum_to_shape_infer,
+};
+
+__attribute__((constructor)) static void gradient_schemas_register(void)
+{
+	static const struct npu_op_schema *const list[] = { &sum_to_shape_schema };
+	struct npu_error err;
+
+	/* Only a second owner of ai.npu.cpu.SumToShape could make this fail. */
+	(void)npu_op_schema_register(list, 1, &err);
+}
 
 struct lowering {
 	struct npu_graph *g;
@@ -88,7 +135,7 @@ static npu_status accumulate(struct lowering *lw, struct npu_value *v, struct np
 {
 	struct npu_value *s;
 
-	if (!d || !(s = emit(lw, "SumToShape", NPU_CPU_FUSED_DOMAIN, 1, d, v)))
+	if (!d || !(s = emit(lw, "SumToShape", NPU_DOMAIN_CPU_INTERNAL, 1, d, v)))
 		return lw->err->status ? lw->err->status : NPU_ERR_NO_MEMORY;
 	if (lw->adj[v->index]) {
 		s = emit(lw, "Add", "", 14, lw->adj[v->index], s);

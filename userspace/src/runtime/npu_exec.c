@@ -14,6 +14,7 @@
 #include "cpu/kernels/cpu_kernels.h"
 #include "compiler/memplan.h"
 #include "cpu/ops/cpu_ops.h"
+#include "graph/npu_op_schema.h"
 #include "compiler/compiler.h"	/* the NpuSegment op */
 #include "graph/npu_str.h"
 
@@ -31,6 +32,7 @@ struct npu_exec_plan {
 	struct npu_graph *g;
 	struct npu_cpu_options cpu;		/* what prepare() and the ops saw */
 	const struct npu_op_def **defs;		/* per node */
+	const struct npu_op_schema **schemas;	/* per node */
 	bool *dynamic;				/* per node: infer at run time */
 	size_t *last_use;			/* per value: last consuming node */
 	/* All shapes static: every intermediate lives in one planned arena. */
@@ -69,6 +71,7 @@ struct npu_exec {
 	} *children;
 	size_t num_children;
 	const struct npu_op_def **defs;		/* p->defs */
+	const struct npu_op_schema **schemas;	/* p->schemas */
 	bool *dynamic;
 	size_t *last_use;
 	const struct npu_tensor **view;		/* per value: what nodes read */
@@ -455,6 +458,7 @@ void npu_exec_plan_destroy(struct npu_exec_plan *p)
 		npu_exec_plan_destroy(p->subs[i].plan);
 	free(p->subs);
 	free(p->defs);
+	free(p->schemas);
 	free(p->dynamic);
 	free(p->last_use);
 	free(p->arena_off);
@@ -674,9 +678,10 @@ npu_status npu_exec_plan_create_with(struct npu_graph *g, const struct npu_cpu_o
 	if (cpu)
 		p->cpu = *cpu;
 	p->defs = calloc(nn + 1, sizeof(*p->defs));
+	p->schemas = calloc(nn + 1, sizeof(*p->schemas));
 	p->dynamic = calloc(nn + 1, sizeof(*p->dynamic));
 	p->last_use = calloc(nv + 1, sizeof(*p->last_use));
-	if (!p->defs || !p->dynamic || !p->last_use) {
+	if (!p->defs || !p->schemas || !p->dynamic || !p->last_use) {
 		npu_exec_plan_destroy(p);
 		return npu_error_set(err, NPU_ERR_NO_MEMORY, "out of memory");
 	}
@@ -689,9 +694,21 @@ npu_status npu_exec_plan_create_with(struct npu_graph *g, const struct npu_cpu_o
 			p->max_io = node->num_inputs;
 		if (node->num_outputs > p->max_io)
 			p->max_io = node->num_outputs;
-		p->defs[i] = find_def(node);
+		p->schemas[i] = npu_op_schema_find(node->domain, node->op_type, node->opset);
+		p->defs[i] = p->schemas[i] ? find_def(node) : NULL;
 		if (!p->defs[i]) {
+			bool described = p->schemas[i] != NULL;
+
 			npu_exec_plan_destroy(p);
+			st = npu_cpu_ops_check(err);
+			if (st != NPU_OK)
+				return st;
+			if (described)	/* the graph knows the op; nothing here runs it */
+				return npu_error_set(err, NPU_ERR_UNSUPPORTED,
+					"%s: %s: no CPU kernel for op '%s%s%s' (opset %d)",
+					g->source, npu_node_label(g, node, label, sizeof(label)),
+					node->domain, node->domain[0] ? "." : "",
+					node->op_type, node->opset);
 			return npu_error_set(err, NPU_ERR_UNSUPPORTED,
 				"%s: %s: unsupported op '%s' (opset %d)",
 				g->source, npu_node_label(g, node, label,
@@ -709,7 +726,7 @@ npu_status npu_exec_plan_create_with(struct npu_graph *g, const struct npu_cpu_o
 				  v->dtype == NPU_DTYPE_STRING))	/* size depends on the text */
 				p->dynamic[i] = true;
 		}
-		if (p->defs[i]->alloc_outputs)
+		if (p->schemas[i]->dynamic_outputs)
 			p->dynamic[i] = true;	/* shapes known only by running it */
 	}
 	st = plan_subgraphs(p, err);
@@ -919,6 +936,7 @@ npu_status npu_exec_create(struct npu_graph *g,
 		s->p = s->own_plan;
 	}
 	s->defs = s->p->defs;
+	s->schemas = s->p->schemas;
 	s->dynamic = s->p->dynamic;
 	s->last_use = s->p->last_use;
 	s->rt.alloc_output = rt_alloc_output;
@@ -1040,7 +1058,7 @@ static npu_status infer_at_run_time(struct npu_exec *s, size_t ni,
 		dtypes[j] = NPU_DTYPE_UNDEFINED;
 		memset(&shapes[j], 0, sizeof(shapes[j]));
 	}
-	st = s->defs[ni]->infer(&ctx);
+	st = s->schemas[ni]->infer(&ctx);
 	if (st != NPU_OK) {
 		npu_graph_error_context(s->g, node, err);
 		return st;
@@ -1247,7 +1265,7 @@ static npu_status run_nodes(struct npu_exec *s,
 		t0ns = clocked(s) ? now_ns() : 0;
 		t0 = (double)t0ns / 1e6;
 		step_begin(s, i, t0ns);
-		if (s->defs[i]->alloc_outputs) {
+		if (s->schemas[i]->dynamic_outputs) {
 			/* The op gives its outputs their shapes (rt_alloc_output). */
 			for (j = 0; j < node->num_outputs; j++) {
 				struct npu_value *v = node->outputs[j];
@@ -1279,7 +1297,7 @@ static npu_status run_nodes(struct npu_exec *s,
 				continue;
 			t = &s->owned[v->index];
 			esize = npu_dtype_size(dtypes[j]);
-			if (dtypes[j] == NPU_DTYPE_STRING && s->defs[i]->strings) {
+			if (dtypes[j] == NPU_DTYPE_STRING && s->schemas[i]->strings) {
 				/* The op allocates it (alloc_bytes) once it knows the text. */
 				memset(t, 0, sizeof(*t));
 				t->dtype = dtypes[j];

@@ -1,26 +1,26 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * cpu_ops.h - the CPU backend's ONNX operators (internal).
+ * cpu_ops.h - the CPU backend's kernels for ONNX operators (internal).
  *
- * One file per op family (cpu/ops/op_<family>.c), each registering its ops
- * in the table generated from cpu/ops/op_list.h. An op has:
- *   infer()   - output types and shapes from the inputs' (and, for shape
- *               ops such as Reshape, the constant inputs' values); rejects
- *               unsupported types / attributes with a message naming the
- *               node, the attribute or input, and the reason;
+ * One file per op family (cpu/ops/op_<family>.c), each registering its
+ * kernels in the table generated from cpu/ops/op_list.h. A kernel runs the
+ * op a schema (graph/npu_op_schema.h) describes, found by (domain,
+ * op_type); a kernel without a schema is an error at the table's first use.
+ * A kernel has:
  *   prepare() - optional: once per planned graph (pack weights,
  *               precompute) with the model's CPU options, result in
  *               node->op_state, freed by release();
  *               compute() only reads it, as sessions on several threads
  *               run the same prepared graph at once;
  *   compute() - runs the op on concrete tensors; outputs are allocated by
- *               the caller from the shapes infer() gave for these inputs.
+ *               the caller from the shapes the schema's infer() gave for
+ *               these inputs (except ops with dynamic_outputs).
  */
 #ifndef NPU_CPU_OPS_H
 #define NPU_CPU_OPS_H
 
 #include "cpu/cpu_options.h"
-#include "graph/npu_ir.h"
+#include "graph/npu_op_schema.h"
 
 struct npu_threadpool;
 struct npu_op_ctx;
@@ -61,30 +61,20 @@ struct npu_op_ctx {
 	size_t num_outputs;
 	struct npu_threadpool *pool;
 	void *state;	/* per-session run state of this node (NPU segments) */
-	const struct npu_op_runtime *rt;	/* ops with alloc_outputs */
+	const struct npu_op_runtime *rt;	/* ops whose schema has dynamic_outputs */
 	/* The model's CPU options, as prepare() had them; NULL: the defaults. */
 	const struct npu_cpu_options *cpu;
 	struct npu_error *err;
 };
 
 /*
- * Shape inference input: the node with its input values' dtype / shape
- * (and value->constant where known). Fills out_dtypes / out_shapes for
- * each of node->num_outputs. Unknown dims propagate as -1.
+ * A kernel: it runs the op its schema describes (found by domain and
+ * op_type), at every opset the schema covers. What the op is (versions,
+ * inference, outputs sized at run time, strings) is the schema's.
  */
-struct npu_infer_ctx {
-	const struct npu_node *node;
-	enum npu_dtype *out_dtypes;
-	struct npu_shape *out_shapes;
-	struct npu_error *err;
-};
-
 struct npu_op_def {
 	const char *op_type;	/* "Conv" */
-	const char *domain;	/* "" (ai.onnx) or "com.microsoft"... */
-	int since_version;	/* lowest opset this definition supports */
-	int max_version;	/* highest opset it was checked against */
-	npu_status (*infer)(struct npu_infer_ctx *ctx);
+	const char *domain;	/* "" (ai.onnx), NPU_CPU_FUSED_DOMAIN... */
 	npu_status (*prepare)(struct npu_node *node, const struct npu_cpu_options *cpu,
 			      struct npu_error *err);
 	void (*release)(struct npu_node *node);
@@ -99,19 +89,6 @@ struct npu_op_def {
 	 */
 	npu_status (*submit)(struct npu_op_ctx *ctx);
 	npu_status (*wait)(struct npu_op_ctx *ctx);
-	/*
-	 * compute() sets its outputs' dtype and shape itself through
-	 * ctx->rt (control flow): the runtime does not allocate them, and
-	 * infer() may leave their shapes unknown (rank -1 allowed). Such ops
-	 * are never folded at compile time.
-	 */
-	bool alloc_outputs;
-	/*
-	 * The op reads or writes string tensors (graph/npu_str.h): it checks
-	 * their layout and allocates string outputs itself (alloc_bytes).
-	 * Without it, a string input or output is rejected at load.
-	 */
-	bool strings;
 };
 
 /*
@@ -126,7 +103,7 @@ npu_status npu_cpu_apply_fused_activation(const struct npu_node *n,
  * The domain of the ops only graph passes make for the CPU (FusedConv,
  * opset 1); models do not use it.
  */
-#define NPU_CPU_FUSED_DOMAIN "ai.npu.cpu"
+#define NPU_CPU_FUSED_DOMAIN NPU_DOMAIN_CPU_INTERNAL
 
 /*
  * Whether the layout pass should run Conv / FusedConv 'conv' (2-D, group 1
@@ -142,6 +119,20 @@ int npu_conv_winograd_of(const struct npu_cpu_options *cpu);
 /* NchwcUpsample's largest factor (its output dims stay far from overflow). */
 #define NPU_NCHWC_MAX_FACTOR 4096
 
+/*
+ * What the blocked-layout ops' schemas (compiler/op_schemas.c) share with
+ * their kernels (op_nchwc.c): the blocked shape of an NCHW shape with known
+ * channels; NchwcConv's kernel parameters from the node and its input
+ * shapes (an error, err set, when they do not fit); NchwcUpsample's factors.
+ */
+struct npu_conv2d_params;
+void npu_nchwc_shape(const struct npu_shape *nchw, struct npu_shape *out);
+npu_status npu_nchwc_conv_params(const struct npu_node *node, const struct npu_shape *x,
+				 const struct npu_shape *w, struct npu_conv2d_params *p,
+				 struct npu_error *err);
+npu_status npu_nchwc_upsample_factors(const struct npu_node *node, int64_t *f,
+				      struct npu_error *err);
+
 /* The attributes of FusedConv, and of NchwcConv, which takes its inputs. */
 #define NPU_FUSED_CONV_ATTRS "auto_pad", "dilations", "group", "kernel_shape", "pads", \
 	"strides", "activation", "activation_params", "post_scale", "post_shift"
@@ -152,10 +143,15 @@ npu_status npu_fused_conv_epilogue(const struct npu_node *node,
 				   struct npu_cpu_act_params *act,
 				   struct npu_error *err);
 
-/* The definition for (domain, op_type) at 'opset', or NULL if unsupported. */
+/* The kernel for (domain, op_type) at 'opset', or NULL if there is none. */
 const struct npu_op_def *npu_cpu_op_find(const char *domain,
 					 const char *op_type, int opset);
-/* Iterate all registered ops (for `npu ops`, docs and tests). */
+/* Iterate all kernels (for `npu ops`, docs and tests). */
 const struct npu_op_def *npu_cpu_op_at(size_t index);
+/*
+ * Whether every kernel has a schema; if not, err names the first that has
+ * none and npu_cpu_op_find() finds nothing (checked at its first use).
+ */
+npu_status npu_cpu_ops_check(struct npu_error *err);
 
 #endif /* NPU_CPU_OPS_H */

@@ -17,6 +17,7 @@
 #include "cpu/kernels/cpu_kernels.h"
 #include "cpu/ops/op_common.h"
 #include "cpu/ops/op_string.h"
+#include "graph/schemas/elementwise.h"
 
 /* ---- binary row kernels ---- */
 
@@ -193,35 +194,6 @@ static npu_bin_row_fn shr_fn(enum npu_dtype dt)
 	}
 }
 
-enum npu_bin_kind {
-	BIN_ADD, BIN_SUB, BIN_MUL, BIN_DIV, BIN_POW, BIN_MAX, BIN_MIN,
-	BIN_SUM, BIN_MEAN, BIN_EQ, BIN_GT, BIN_LT, BIN_GE, BIN_LE,
-	BIN_AND, BIN_OR, BIN_XOR, BIN_PRELU,
-	BIN_MOD, BIN_FMOD,	/* Mod; fmod = 1 selects BIN_FMOD */
-	BIN_SHL, BIN_SHR,	/* BitShift; direction RIGHT selects BIN_SHR */
-};
-
-/* The kind an attribute selects (Mod's fmod, BitShift's direction). */
-static enum npu_bin_kind npu_bin_resolve(const struct npu_node *node,
-					 enum npu_bin_kind k)
-{
-	if (k == BIN_MOD && npu_node_attr_int_or(node, "fmod", 0))
-		return BIN_FMOD;
-	if (k == BIN_SHL &&
-	    !strcmp(npu_node_attr_string_or(node, "direction", ""), "RIGHT"))
-		return BIN_SHR;
-	return k;
-}
-
-static bool npu_bin_is_variadic(enum npu_bin_kind k)
-{
-	return k == BIN_MAX || k == BIN_MIN || k == BIN_SUM || k == BIN_MEAN;
-}
-
-static bool npu_bin_is_bool_out(enum npu_bin_kind k)
-{
-	return k >= BIN_EQ && k <= BIN_XOR;
-}
 
 static npu_bin_row_fn npu_bin_fn(enum npu_bin_kind k, enum npu_dtype dt)
 {
@@ -250,131 +222,6 @@ static npu_bin_row_fn npu_bin_fn(enum npu_bin_kind k, enum npu_dtype dt)
 	case BIN_SHR: return shr_fn(dt);
 	}
 	return NULL;
-}
-
-/* Pow with mixed base / exponent types: the exponent goes through double. */
-static bool npu_pow_type_ok(enum npu_dtype dt)
-{
-	switch (dt) {
-	case NPU_DTYPE_FLOAT: case NPU_DTYPE_DOUBLE: case NPU_DTYPE_INT32:
-	case NPU_DTYPE_INT64: case NPU_DTYPE_UINT32: case NPU_DTYPE_UINT64:
-	case NPU_DTYPE_INT8: case NPU_DTYPE_UINT8: case NPU_DTYPE_INT16:
-	case NPU_DTYPE_UINT16:
-	case NPU_DTYPE_FLOAT16: case NPU_DTYPE_BFLOAT16:	/* widened to float */
-		return true;
-	default:
-		return false;
-	}
-}
-
-/*
- * Before opset 7, B broadcasts to A only with broadcast = 1, aligned at
- * 'axis' (default: the trailing dims): pad B with trailing ones so the
- * numpy rules give the same result.
- */
-static void npu_bin_legacy_shape(const struct npu_node *node,
-				 const struct npu_shape *a,
-				 const struct npu_shape *b,
-				 struct npu_shape *out)
-{
-	int64_t axis;
-	int i;
-
-	*out = *b;
-	/* PRelu-6: a 1-D slope is per channel (axis 1). */
-	if (node->opset < 7 && !strcmp(node->op_type, "PRelu") &&
-	    b->rank == 1 && a->rank >= 2 && b->dims[0] == a->dims[1] &&
-	    b->dims[0] != 1) {
-		for (i = 1; i < a->rank - 1; i++)
-			out->dims[i] = 1;
-		out->rank = a->rank - 1;
-		return;
-	}
-	if (node->opset >= 7 || !npu_node_attr_int_or(node, "broadcast", 0) ||
-	    !npu_node_attr(node, "axis"))
-		return;
-	axis = npu_node_attr_int_or(node, "axis", 0);
-	if (axis < 0)
-		axis += a->rank;
-	if (axis < 0 || axis + b->rank > a->rank)
-		return;
-	for (i = b->rank; i < a->rank - axis; i++)
-		out->dims[i] = 1;
-	out->rank = (int)(a->rank - axis);
-}
-
-static npu_status npu_bin_infer(struct npu_infer_ctx *ctx, enum npu_bin_kind k)
-{
-	const struct npu_node *node = ctx->node;
-	const struct npu_value *a;
-	struct npu_shape shape;
-	size_t i, n_max = npu_bin_is_variadic(k) ? 64 : 2;
-	npu_status st;
-
-	st = npu_op_check_arity(ctx, npu_bin_is_variadic(k) ? 1 : 2, n_max);
-	if (st)
-		return st;
-	if (k == BIN_MOD)
-		st = npu_op_check_attrs(ctx, NPU_OP_ATTRS("fmod"));
-	else if (k == BIN_SHL)
-		st = npu_op_check_attrs(ctx, NPU_OP_ATTRS("direction"));
-	else
-		st = node->opset < 7 && !npu_bin_is_variadic(k) ?
-		     npu_op_check_attrs(ctx, NPU_OP_ATTRS("broadcast", "axis")) :
-		     npu_op_check_attrs(ctx, NPU_OP_ATTRS(NULL));
-	if (st)
-		return st;
-	a = node->inputs[0];
-	if (k == BIN_SHL) {
-		const char *dir = npu_node_attr_string_or(node, "direction", "");
-
-		if (strcmp(dir, "LEFT") && strcmp(dir, "RIGHT"))
-			return npu_op_invalid(ctx->err, node,
-					      "attribute 'direction' = '%s' is not LEFT or RIGHT",
-					      dir);
-	}
-	if (k == BIN_MOD && !npu_node_attr_int_or(node, "fmod", 0) &&
-	    (a->dtype == NPU_DTYPE_FLOAT || a->dtype == NPU_DTYPE_DOUBLE ||
-	     a->dtype == NPU_DTYPE_FLOAT16 || a->dtype == NPU_DTYPE_BFLOAT16))
-		return npu_op_invalid(ctx->err, node,
-				      "attribute 'fmod' must be 1 for %s inputs",
-				      npu_dtype_name(a->dtype));
-	k = npu_bin_resolve(node, k);
-	if (k == BIN_POW) {
-		for (i = 0; i < 2; i++)
-			if (!npu_pow_type_ok(node->inputs[i]->dtype))
-				return npu_op_unsupported(ctx->err, node,
-							  "input %zu has type %s, not supported",
-							  i, npu_dtype_name(node->inputs[i]->dtype));
-	} else if (!npu_bin_fn(k, npu_op_wide_dtype(a->dtype, false))) {
-		return npu_op_unsupported(ctx->err, node,
-					  "input 0 '%s' has type %s, not supported",
-					  a->name, npu_dtype_name(a->dtype));
-	}
-	shape = a->shape;
-	for (i = 1; i < node->num_inputs; i++) {
-		const struct npu_value *b = node->inputs[i];
-		struct npu_shape bs;
-
-		if (!b)
-			return npu_op_invalid(ctx->err, node,
-					      "input %zu is missing", i);
-		if (k != BIN_POW && b->dtype != a->dtype)
-			return npu_op_invalid(ctx->err, node,
-					      "input %zu has type %s, input 0 %s",
-					      i, npu_dtype_name(b->dtype),
-					      npu_dtype_name(a->dtype));
-		npu_bin_legacy_shape(node, &a->shape, &b->shape, &bs);
-		st = npu_op_broadcast_shape(ctx, &shape, &bs, &shape);
-		if (st)
-			return st;
-	}
-	if (k == BIN_PRELU && shape.rank != a->shape.rank)
-		return npu_op_invalid(ctx->err, node,
-				      "slope does not broadcast to X");
-	ctx->out_dtypes[0] = npu_bin_is_bool_out(k) ? NPU_DTYPE_BOOL : a->dtype;
-	ctx->out_shapes[0] = shape;
-	return NPU_OK;
 }
 
 /* y = op(a, b) over the broadcast of both to y's shape. */
@@ -782,17 +629,12 @@ static npu_status npu_bin_compute(struct npu_op_ctx *ctx, enum npu_bin_kind k)
 }
 
 #define BIN_DEF(sym, name, kind, since)					\
-static npu_status sym##_infer(struct npu_infer_ctx *ctx)		\
-{									\
-	return npu_bin_infer(ctx, kind);				\
-}									\
-static npu_status sym##_compute(struct npu_op_ctx *ctx)		\
+static npu_status sym##_compute(struct npu_op_ctx *ctx)			\
 {									\
 	return npu_bin_compute(ctx, kind);				\
 }									\
 NPU_CPU_OP_DEF(sym) = {							\
-	.op_type = name, .domain = "", .since_version = since,		\
-	.max_version = 21, .infer = sym##_infer,			\
+	.op_type = name, .domain = "",					\
 	.compute = sym##_compute,					\
 };
 
@@ -806,20 +648,6 @@ BIN_DEF(min, "Min", BIN_MIN, 6)
 BIN_DEF(sum, "Sum", BIN_SUM, 6)
 BIN_DEF(mean, "Mean", BIN_MEAN, 6)
 
-/* Equal also compares strings (opset 19), in op_string.c. */
-static npu_status equal_infer(struct npu_infer_ctx *ctx)
-{
-	const struct npu_node *node = ctx->node;
-
-	if (node->num_inputs < 1 || !node->inputs[0] || node->inputs[0]->dtype != NPU_DTYPE_STRING)
-		return npu_bin_infer(ctx, BIN_EQ);
-	if (node->opset < 19)
-		return npu_op_unsupported(ctx->err, node,
-					  "string inputs need opset 19, the model imports opset %d",
-					  node->opset);
-	return npu_op_strings_equal_infer(ctx);
-}
-
 static npu_status equal_compute(struct npu_op_ctx *ctx)
 {
 	if (ctx->inputs[0]->dtype == NPU_DTYPE_STRING)
@@ -828,9 +656,9 @@ static npu_status equal_compute(struct npu_op_ctx *ctx)
 }
 
 NPU_CPU_OP_DEF(equal) = {
-	.op_type = "Equal", .domain = "", .since_version = 7,
-	.max_version = 21, .infer = equal_infer, .compute = equal_compute,
-	.strings = true,
+	.op_type = "Equal",
+	.domain = "",
+	.compute = equal_compute,
 };
 BIN_DEF(greater, "Greater", BIN_GT, 7)
 BIN_DEF(less, "Less", BIN_LT, 7)
@@ -860,44 +688,6 @@ WHERE_ROW(where_8, uint8_t)
 WHERE_ROW(where_16, uint16_t)
 WHERE_ROW(where_32, uint32_t)
 WHERE_ROW(where_64, uint64_t)
-
-static npu_status where_infer(struct npu_infer_ctx *ctx)
-{
-	const struct npu_node *node = ctx->node;
-	struct npu_shape shape;
-	size_t es;
-	npu_status st;
-
-	st = npu_op_check_arity(ctx, 3, 3);
-	if (!st)
-		st = npu_op_check_attrs(ctx, NPU_OP_ATTRS(NULL));
-	if (st)
-		return st;
-	if (node->inputs[0]->dtype != NPU_DTYPE_BOOL)
-		return npu_op_invalid(ctx->err, node,
-				      "condition has type %s, expected bool",
-				      npu_dtype_name(node->inputs[0]->dtype));
-	if (node->inputs[1]->dtype != node->inputs[2]->dtype)
-		return npu_op_invalid(ctx->err, node,
-				      "X and Y types differ (%s, %s)",
-				      npu_dtype_name(node->inputs[1]->dtype),
-				      npu_dtype_name(node->inputs[2]->dtype));
-	es = npu_dtype_size(node->inputs[1]->dtype);
-	if (es != 1 && es != 2 && es != 4 && es != 8)
-		return npu_op_unsupported(ctx->err, node,
-					  "X has type %s, not supported",
-					  npu_dtype_name(node->inputs[1]->dtype));
-	st = npu_op_broadcast_shape(ctx, &node->inputs[0]->shape,
-				    &node->inputs[1]->shape, &shape);
-	if (!st)
-		st = npu_op_broadcast_shape(ctx, &shape,
-					    &node->inputs[2]->shape, &shape);
-	if (st)
-		return st;
-	ctx->out_dtypes[0] = node->inputs[1]->dtype;
-	ctx->out_shapes[0] = shape;
-	return NPU_OK;
-}
 
 static npu_status where_compute(struct npu_op_ctx *ctx)
 {
@@ -932,21 +722,13 @@ static npu_status where_compute(struct npu_op_ctx *ctx)
 }
 
 NPU_CPU_OP_DEF(where) = {
-	.op_type = "Where", .domain = "", .since_version = 9,
-	.max_version = 21, .infer = where_infer, .compute = where_compute,
+	.op_type = "Where",
+	.domain = "",
+	.compute = where_compute,
 };
 
 /* ---- unary float ops ---- */
 
-enum npu_unary_kind {
-	UN_SQRT, UN_EXP, UN_LOG, UN_RELU, UN_LEAKY_RELU, UN_SIGMOID, UN_TANH,
-	UN_HARD_SIGMOID, UN_HARD_SWISH, UN_ERF, UN_NEG, UN_ABS, UN_RECIPROCAL,
-	UN_FLOOR, UN_CEIL, UN_ROUND, UN_SIN, UN_COS, UN_SOFTPLUS,
-	UN_SOFTSIGN, UN_ELU, UN_SELU, UN_SIGN, UN_CLIP, UN_NOT,
-	UN_THRESHOLDED_RELU, UN_TAN, UN_ASIN, UN_ACOS, UN_ATAN, UN_SINH,
-	UN_COSH, UN_ASINH, UN_ACOSH, UN_ATANH, UN_CELU, UN_SHRINK,
-	UN_IS_NAN, UN_IS_INF,
-};
 
 struct npu_unary_params {
 	float alpha, beta, gamma;
@@ -1120,19 +902,6 @@ static void npu_unary_f32_par(enum npu_unary_kind k,
 					   npu_unary_f32_range, &job);
 }
 
-static bool npu_signed_int(enum npu_dtype dt)
-{
-	return dt == NPU_DTYPE_INT8 || dt == NPU_DTYPE_INT16 ||
-	       dt == NPU_DTYPE_INT32 || dt == NPU_DTYPE_INT64;
-}
-
-static bool npu_integer(enum npu_dtype dt)
-{
-	enum npu_dtype w = npu_op_wide_dtype(dt, true);
-
-	return w == NPU_DTYPE_INT64 || w == NPU_DTYPE_UINT64;
-}
-
 #define INT_NEG_ABS(T, k, x, y, n)					\
 	do {								\
 		const T *xv = (x);					\
@@ -1142,36 +911,6 @@ static bool npu_integer(enum npu_dtype dt)
 			yv[i_] = (T)((k) == UN_NEG ? -xv[i_] :		\
 				     (xv[i_] < 0 ? -xv[i_] : xv[i_]));	\
 	} while (0)
-
-static npu_status npu_unary_infer(struct npu_infer_ctx *ctx,
-				  enum npu_unary_kind k,
-				  const char *const *attrs)
-{
-	const struct npu_value *x;
-	npu_status st;
-
-	st = npu_op_check_arity(ctx, 1, 1);
-	if (!st)
-		st = npu_op_check_attrs(ctx, attrs);
-	if (st)
-		return st;
-	x = ctx->node->inputs[0];
-	/* float16 / bfloat16 run the float kernel (npu_op_compute_widened). */
-	if (k == UN_NOT ? x->dtype != NPU_DTYPE_BOOL :
-	    (npu_op_wide_dtype(x->dtype, false) != NPU_DTYPE_FLOAT &&
-	     x->dtype != NPU_DTYPE_DOUBLE &&
-	     !((k == UN_NEG || k == UN_ABS || k == UN_RELU || k == UN_SIGN) &&
-	       npu_signed_int(x->dtype)) &&
-	     !(k == UN_SIGN && npu_integer(x->dtype)) &&
-	     !(k == UN_ABS && npu_op_wide_dtype(x->dtype, true) == NPU_DTYPE_UINT64)))
-		return npu_op_unsupported(ctx->err, ctx->node,
-					  "input 0 '%s' has type %s, not supported",
-					  x->name, npu_dtype_name(x->dtype));
-	ctx->out_dtypes[0] = k == UN_IS_NAN || k == UN_IS_INF ? NPU_DTYPE_BOOL
-							   : x->dtype;
-	ctx->out_shapes[0] = x->shape;
-	return NPU_OK;
-}
 
 /*
  * Relu and Sign on integers: one kernel per family (int64 / uint64), the
@@ -1279,20 +1018,15 @@ static npu_status npu_unary_compute(struct npu_op_ctx *ctx,
 }
 
 #define UNARY_DEF(sym, name, kind, since, ...)				\
-static npu_status sym##_infer(struct npu_infer_ctx *ctx)		\
+static npu_status sym##_compute(struct npu_op_ctx *ctx)			\
 {									\
-	return npu_unary_infer(ctx, kind, NPU_OP_ATTRS(__VA_ARGS__));	\
-}									\
-static npu_status sym##_compute(struct npu_op_ctx *ctx)		\
-{									\
-	if (npu_op_wide_dtype(ctx->inputs[0]->dtype, false) == NPU_DTYPE_FLOAT && \
+	if (npu_op_wide_dtype(ctx->inputs[0]->dtype, false) == NPU_DTYPE_FLOAT &&	\
 	    ctx->inputs[0]->dtype != NPU_DTYPE_FLOAT)			\
-		return npu_op_compute_widened(ctx, false, sym##_compute); \
+		return npu_op_compute_widened(ctx, false, sym##_compute);	\
 	return npu_unary_compute(ctx, kind);				\
 }									\
 NPU_CPU_OP_DEF(sym) = {							\
-	.op_type = name, .domain = "", .since_version = since,		\
-	.max_version = 21, .infer = sym##_infer,			\
+	.op_type = name, .domain = "",					\
 	.compute = sym##_compute,					\
 };
 
@@ -1347,46 +1081,6 @@ UNARY_DEF(is_inf, "IsInf", UN_IS_INF, 10, "detect_negative", "detect_positive")
 			yv[i_] = v > h ? h : v;				\
 		}							\
 	} while (0)
-
-static npu_status clip_infer(struct npu_infer_ctx *ctx)
-{
-	/* int16 / uint16 / uint32 and float16 / bfloat16 are widened (clip_compute). */
-	static const enum npu_dtype types[] = {
-		NPU_DTYPE_FLOAT, NPU_DTYPE_DOUBLE, NPU_DTYPE_INT8, NPU_DTYPE_UINT8,
-		NPU_DTYPE_INT16, NPU_DTYPE_UINT16, NPU_DTYPE_INT32, NPU_DTYPE_UINT32,
-		NPU_DTYPE_INT64, NPU_DTYPE_UINT64, NPU_DTYPE_FLOAT16, NPU_DTYPE_BFLOAT16,
-		NPU_DTYPE_UNDEFINED,
-	};
-	const struct npu_node *node = ctx->node;
-	size_t i;
-	npu_status st;
-
-	st = npu_op_check_arity(ctx, 1, node->opset < 11 ? 1 : 3);
-	if (!st)
-		st = node->opset < 11 ?
-		     npu_op_check_attrs(ctx, NPU_OP_ATTRS("min", "max")) :
-		     npu_op_check_attrs(ctx, NPU_OP_ATTRS(NULL));
-	if (!st)
-		st = npu_op_check_dtype(ctx, 0, types);
-	if (st)
-		return st;
-	if (node->opset < 11 && node->inputs[0]->dtype != NPU_DTYPE_FLOAT)
-		return npu_op_unsupported(ctx->err, node,
-					  "input 0 type %s before opset 11",
-					  npu_dtype_name(node->inputs[0]->dtype));
-	for (i = 1; i < node->num_inputs; i++) {
-		const struct npu_value *v = node->inputs[i];
-
-		if (v && (v->dtype != node->inputs[0]->dtype ||
-			  npu_shape_numel(&v->shape) > 1))
-			return npu_op_invalid(ctx->err, node,
-					      "input %zu must be a scalar of the input's type",
-					      i);
-	}
-	ctx->out_dtypes[0] = node->inputs[0]->dtype;
-	ctx->out_shapes[0] = node->inputs[0]->shape;
-	return NPU_OK;
-}
 
 static npu_status clip_kernel(struct npu_op_ctx *ctx)
 {
@@ -1478,29 +1172,12 @@ static npu_status clip_compute(struct npu_op_ctx *ctx)
 }
 
 NPU_CPU_OP_DEF(clip) = {
-	.op_type = "Clip", .domain = "", .since_version = 6,
-	.max_version = 21, .infer = clip_infer, .compute = clip_compute,
+	.op_type = "Clip",
+	.domain = "",
+	.compute = clip_compute,
 };
 
 /* ---- Identity ---- */
-
-static npu_status identity_infer(struct npu_infer_ctx *ctx)
-{
-	npu_status st = npu_op_check_arity(ctx, 1, 1);
-
-	if (!st)
-		st = npu_op_check_attrs(ctx, NPU_OP_ATTRS(NULL));
-	if (st)
-		return st;
-	if (!npu_dtype_size(ctx->node->inputs[0]->dtype) &&
-	    ctx->node->inputs[0]->dtype != NPU_DTYPE_STRING)
-		return npu_op_unsupported(ctx->err, ctx->node,
-					  "input 0 has type %s, not supported",
-					  npu_dtype_name(ctx->node->inputs[0]->dtype));
-	ctx->out_dtypes[0] = ctx->node->inputs[0]->dtype;
-	ctx->out_shapes[0] = ctx->node->inputs[0]->shape;
-	return NPU_OK;
-}
 
 static npu_status identity_compute(struct npu_op_ctx *ctx)
 {
@@ -1515,9 +1192,9 @@ static npu_status identity_compute(struct npu_op_ctx *ctx)
 }
 
 NPU_CPU_OP_DEF(identity) = {
-	.op_type = "Identity", .domain = "", .since_version = 1,
-	.max_version = 21, .infer = identity_infer,
-	.compute = identity_compute, .strings = true,
+	.op_type = "Identity",
+	.domain = "",
+	.compute = identity_compute,
 };
 
 /* ---- Cast ---- */
@@ -1605,55 +1282,10 @@ uint16_t npu_float_to_bf16(float f, bool round)
 	return (uint16_t)(u >> 16);
 }
 
-static bool npu_cast_type_ok(enum npu_dtype dt)
-{
-	switch (dt) {
-	case NPU_DTYPE_BFLOAT16:
-	case NPU_DTYPE_FLOAT: case NPU_DTYPE_DOUBLE: case NPU_DTYPE_FLOAT16:
-	case NPU_DTYPE_INT8: case NPU_DTYPE_UINT8: case NPU_DTYPE_INT16:
-	case NPU_DTYPE_UINT16: case NPU_DTYPE_INT32: case NPU_DTYPE_UINT32:
-	case NPU_DTYPE_INT64: case NPU_DTYPE_UINT64: case NPU_DTYPE_BOOL:
-	case NPU_DTYPE_STRING:	/* op_string.c */
-		return true;
-	default:
-		return false;
-	}
-}
-
 static bool npu_dtype_is_float(enum npu_dtype dt)
 {
 	return dt == NPU_DTYPE_FLOAT || dt == NPU_DTYPE_DOUBLE ||
 	       dt == NPU_DTYPE_FLOAT16 || dt == NPU_DTYPE_BFLOAT16;
-}
-
-static npu_status cast_infer(struct npu_infer_ctx *ctx)
-{
-	const struct npu_node *node = ctx->node;
-	const struct npu_attr *to = npu_node_attr(node, "to");
-	enum npu_dtype src;
-	npu_status st;
-
-	st = npu_op_check_arity(ctx, 1, 1);
-	if (!st)
-		st = npu_op_check_attrs(ctx, NPU_OP_ATTRS("to", "saturate"));
-	if (st)
-		return st;
-	if (!to || to->type != NPU_ATTR_INT)
-		return npu_op_invalid(ctx->err, node,
-				      "attribute 'to' is missing or not an int");
-	src = node->inputs[0]->dtype;
-	if (!npu_cast_type_ok(src))
-		return npu_op_unsupported(ctx->err, node,
-					  "input type %s is not supported",
-					  npu_dtype_name(src));
-	if (!npu_cast_type_ok((enum npu_dtype)to->i))
-		return npu_op_unsupported(ctx->err, node,
-					  "attribute 'to' = %lld (%s) is not supported",
-					  (long long)to->i,
-					  npu_dtype_name((enum npu_dtype)to->i));
-	ctx->out_dtypes[0] = (enum npu_dtype)to->i;
-	ctx->out_shapes[0] = node->inputs[0]->shape;
-	return NPU_OK;
 }
 
 /* Source to a wide buffer: int64 when both ends are integers, else double. */
@@ -1820,40 +1452,13 @@ static npu_status cast_compute(struct npu_op_ctx *ctx)
 }
 
 NPU_CPU_OP_DEF(cast) = {
-	.op_type = "Cast", .domain = "", .since_version = 6,
-	.max_version = 21, .infer = cast_infer, .compute = cast_compute,
-	.strings = true,
+	.op_type = "Cast",
+	.domain = "",
+	.compute = cast_compute,
 };
 
-/* CastLike (15): Cast to the type of input 1 (whose values are unused). */
-static npu_status cast_like_infer(struct npu_infer_ctx *ctx)
-{
-	const struct npu_node *node = ctx->node;
-	enum npu_dtype src, dst;
-	npu_status st;
-
-	st = npu_op_check_arity(ctx, 2, 2);
-	if (!st)
-		st = npu_op_check_attrs(ctx, NPU_OP_ATTRS("saturate"));
-	if (st)
-		return st;
-	src = node->inputs[0]->dtype;
-	dst = node->inputs[1]->dtype;
-	if (!npu_cast_type_ok(src))
-		return npu_op_unsupported(ctx->err, node,
-					  "input 0 '%s' has type %s, not supported",
-					  node->inputs[0]->name, npu_dtype_name(src));
-	if (!npu_cast_type_ok(dst))
-		return npu_op_unsupported(ctx->err, node,
-					  "input 1 '%s' has type %s, not supported",
-					  node->inputs[1]->name, npu_dtype_name(dst));
-	ctx->out_dtypes[0] = dst;
-	ctx->out_shapes[0] = node->inputs[0]->shape;
-	return NPU_OK;
-}
-
 NPU_CPU_OP_DEF(cast_like) = {
-	.op_type = "CastLike", .domain = "", .since_version = 15,
-	.max_version = 21, .infer = cast_like_infer, .compute = cast_compute,
-	.strings = true,
+	.op_type = "CastLike",
+	.domain = "",
+	.compute = cast_compute,
 };

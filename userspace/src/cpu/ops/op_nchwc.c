@@ -22,7 +22,7 @@
 #include "cpu/ops/op_common.h"
 
 /* The blocked shape of an NCHW shape with known channels. */
-static void nchwc_shape(const struct npu_shape *nchw, struct npu_shape *out)
+void npu_nchwc_shape(const struct npu_shape *nchw, struct npu_shape *out)
 {
 	out->rank = 5;
 	out->dims[0] = nchw->dims[0];
@@ -32,46 +32,7 @@ static void nchwc_shape(const struct npu_shape *nchw, struct npu_shape *out)
 	out->dims[4] = NPU_NCHWC_BLOCK;
 }
 
-/* Input 0 must be a float tensor of 'rank' dims, all known. */
-static npu_status nchwc_check_x(struct npu_infer_ctx *ctx, int rank)
-{
-	const struct npu_value *x = ctx->node->inputs[0];
-	int i;
-
-	if (x->dtype != NPU_DTYPE_FLOAT)
-		return npu_op_unsupported(ctx->err, ctx->node,
-					  "X '%s' has type %s, not float", x->name,
-					  npu_dtype_name(x->dtype));
-	if (x->shape.rank != rank)
-		return npu_op_invalid(ctx->err, ctx->node, "X '%s' has rank %d, not %d",
-				      x->name, x->shape.rank, rank);
-	for (i = 0; i < rank; i++)
-		if (x->shape.dims[i] < 0)
-			return npu_op_unsupported(ctx->err, ctx->node,
-						  "X '%s' has an unknown dim %d", x->name, i);
-	if (rank == 5 && x->shape.dims[4] != NPU_NCHWC_BLOCK)
-		return npu_op_invalid(ctx->err, ctx->node,
-				      "X '%s' is not blocked by %d (last dim %lld)",
-				      x->name, NPU_NCHWC_BLOCK, (long long)x->shape.dims[4]);
-	return NPU_OK;
-}
-
 /* ---- Reorders ---- */
-
-static npu_status reorder_in_infer(struct npu_infer_ctx *ctx)
-{
-	npu_status st = npu_op_check_arity(ctx, 1, 1);
-
-	if (!st)
-		st = npu_op_check_attrs(ctx, NPU_OP_ATTRS(NULL));
-	if (!st)
-		st = nchwc_check_x(ctx, 4);
-	if (st)
-		return st;
-	ctx->out_dtypes[0] = NPU_DTYPE_FLOAT;
-	nchwc_shape(&ctx->node->inputs[0]->shape, &ctx->out_shapes[0]);
-	return NPU_OK;
-}
 
 static npu_status reorder_in_compute(struct npu_op_ctx *ctx)
 {
@@ -85,37 +46,8 @@ static npu_status reorder_in_compute(struct npu_op_ctx *ctx)
 
 NPU_CPU_OP_DEF(nchwc_reorder_input) = {
 	.op_type = "NchwcReorderInput", .domain = NPU_CPU_FUSED_DOMAIN,
-	.since_version = 1, .max_version = 1, .infer = reorder_in_infer,
 	.compute = reorder_in_compute,
 };
-
-static npu_status reorder_out_infer(struct npu_infer_ctx *ctx)
-{
-	const struct npu_node *node = ctx->node;
-	int64_t c = npu_node_attr_int_or(node, "channels", -1);
-	const struct npu_shape *x;
-	npu_status st = npu_op_check_arity(ctx, 1, 1);
-
-	if (!st)
-		st = npu_op_check_attrs(ctx, NPU_OP_ATTRS("channels"));
-	if (!st)
-		st = nchwc_check_x(ctx, 5);
-	if (st)
-		return st;
-	x = &node->inputs[0]->shape;
-	if (c < 1 || (int64_t)npu_nchwc_blocks((size_t)c) != x->dims[1])
-		return npu_op_invalid(ctx->err, node,
-				      "channels %lld do not fit %lld blocks of X '%s'",
-				      (long long)c, (long long)x->dims[1],
-				      node->inputs[0]->name);
-	ctx->out_dtypes[0] = NPU_DTYPE_FLOAT;
-	ctx->out_shapes[0].rank = 4;
-	ctx->out_shapes[0].dims[0] = x->dims[0];
-	ctx->out_shapes[0].dims[1] = c;
-	ctx->out_shapes[0].dims[2] = x->dims[2];
-	ctx->out_shapes[0].dims[3] = x->dims[3];
-	return NPU_OK;
-}
 
 static npu_status reorder_out_compute(struct npu_op_ctx *ctx)
 {
@@ -129,7 +61,6 @@ static npu_status reorder_out_compute(struct npu_op_ctx *ctx)
 
 NPU_CPU_OP_DEF(nchwc_reorder_output) = {
 	.op_type = "NchwcReorderOutput", .domain = NPU_CPU_FUSED_DOMAIN,
-	.since_version = 1, .max_version = 1, .infer = reorder_out_infer,
 	.compute = reorder_out_compute,
 };
 
@@ -140,11 +71,11 @@ NPU_CPU_OP_DEF(nchwc_reorder_output) = {
  * known): x is [N,C,H,W] or blocked (C from W and group); an error status,
  * err set, when they do not fit.
  */
-static npu_status nchwc_conv_params(const struct npu_node *node,
-				    const struct npu_shape *x,
-				    const struct npu_shape *w,
-				    struct npu_conv2d_params *p,
-				    struct npu_error *err)
+npu_status npu_nchwc_conv_params(const struct npu_node *node,
+				 const struct npu_shape *x,
+				 const struct npu_shape *w,
+				 struct npu_conv2d_params *p,
+				 struct npu_error *err)
 {
 	int64_t group = npu_node_attr_int_or(node, "group", 1);
 	struct npu_shape logical;
@@ -212,64 +143,11 @@ bool npu_nchwc_conv_preferred(const struct npu_node *conv, const struct npu_cpu_
 	/* As NchwcConv would see it: a depthwise one reads its X blocked. */
 	xs = conv->inputs[0]->shape;
 	if (npu_node_attr_int_or(conv, "group", 1) > 1)
-		nchwc_shape(&conv->inputs[0]->shape, &xs);
-	if (nchwc_conv_params(conv, &xs, &conv->inputs[1]->shape, &p, &err))
+		npu_nchwc_shape(&conv->inputs[0]->shape, &xs);
+	if (npu_nchwc_conv_params(conv, &xs, &conv->inputs[1]->shape, &p, &err))
 		return false;
 	p.winograd = (enum npu_conv_winograd)npu_conv_winograd_of(cpu);
 	return !npu_conv2d_f32_takes_winograd(&p);
-}
-
-static npu_status nchwc_conv_infer(struct npu_infer_ctx *ctx)
-{
-	const struct npu_node *node = ctx->node;
-	const struct npu_value *x, *w, *b, *z;
-	struct npu_conv2d_params p;
-	npu_status st;
-	size_t i;
-
-	st = npu_op_check_arity(ctx, 2, 4);
-	if (!st)
-		st = npu_op_check_attrs(ctx, NPU_OP_ATTRS(NPU_FUSED_CONV_ATTRS));
-	if (st)
-		return st;
-	x = node->inputs[0];
-	w = node->inputs[1];
-	b = npu_op_input(node, 2);
-	z = npu_op_input(node, 3);
-	st = nchwc_check_x(ctx, x->shape.rank == 4 ? 4 : 5);
-	if (st)
-		return st;
-	for (i = 1; i < node->num_inputs; i++)
-		if (node->inputs[i] && node->inputs[i]->dtype != NPU_DTYPE_FLOAT)
-			return npu_op_unsupported(ctx->err, node, "input %zu '%s' is not float",
-						  i, node->inputs[i]->name);
-	if (!w->constant || (b && !b->constant))
-		return npu_op_unsupported(ctx->err, node,
-					  "W and B must be constants (they are packed once)");
-	st = nchwc_conv_params(node, &x->shape, &w->shape, &p, ctx->err);
-	if (st)
-		return st;
-	if (b && npu_shape_numel(&b->shape) != (int64_t)p.out_c)
-		return npu_op_invalid(ctx->err, node, "B '%s' does not have %zu elements",
-				      b->name, p.out_c);
-	ctx->out_dtypes[0] = NPU_DTYPE_FLOAT;
-	ctx->out_shapes[0].rank = 5;
-	ctx->out_shapes[0].dims[0] = (int64_t)p.batch;
-	ctx->out_shapes[0].dims[1] = (int64_t)npu_nchwc_blocks(p.out_c);
-	ctx->out_shapes[0].dims[2] = (int64_t)p.out_h;
-	ctx->out_shapes[0].dims[3] = (int64_t)p.out_w;
-	ctx->out_shapes[0].dims[4] = NPU_NCHWC_BLOCK;
-	if (z) {
-		bool same = z->shape.rank == 5;
-
-		for (i = 0; same && i < 5; i++)
-			same = z->shape.dims[i] == ctx->out_shapes[0].dims[i];
-		if (!same)
-			return npu_op_invalid(ctx->err, node,
-					      "residual Z '%s' is not blocked as the output",
-					      z->name);
-	}
-	return NPU_OK;
 }
 
 /* Weights and bias packed at plan time for the shapes the plan has. */
@@ -316,7 +194,7 @@ static npu_status nchwc_conv_prepare(struct npu_node *node, const struct npu_cpu
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return npu_op_error(err, node, NPU_ERR_NO_MEMORY, "out of memory");
-	st = nchwc_conv_params(node, &node->inputs[0]->shape,
+	st = npu_nchwc_conv_params(node, &node->inputs[0]->shape,
 			       &node->inputs[1]->constant->shape, &s->p, err);
 	if (st) {
 		free(s);
@@ -357,7 +235,7 @@ static npu_status nchwc_conv_compute(struct npu_op_ctx *ctx)
 	const float *packed;
 	npu_status st;
 
-	st = nchwc_conv_params(node, &x->shape, &w->shape, &p, ctx->err);
+	st = npu_nchwc_conv_params(node, &x->shape, &w->shape, &p, ctx->err);
 	if (st)
 		return st;
 	p.residual = z ? z->data : NULL;
@@ -377,29 +255,12 @@ static npu_status nchwc_conv_compute(struct npu_op_ctx *ctx)
 }
 
 NPU_CPU_OP_DEF(nchwc_conv) = {
-	.op_type = "NchwcConv", .domain = NPU_CPU_FUSED_DOMAIN, .since_version = 1,
-	.max_version = 1, .infer = nchwc_conv_infer, .prepare = nchwc_conv_prepare,
+	.op_type = "NchwcConv", .domain = NPU_CPU_FUSED_DOMAIN,
+	.prepare = nchwc_conv_prepare,
 	.release = nchwc_conv_release, .compute = nchwc_conv_compute,
 };
 
 /* ---- Pooling and resizing ---- */
-
-static npu_status nchwc_gap_infer(struct npu_infer_ctx *ctx)
-{
-	npu_status st = npu_op_check_arity(ctx, 1, 1);
-
-	if (!st)
-		st = npu_op_check_attrs(ctx, NPU_OP_ATTRS(NULL));
-	if (!st)
-		st = nchwc_check_x(ctx, 5);
-	if (st)
-		return st;
-	ctx->out_dtypes[0] = NPU_DTYPE_FLOAT;
-	ctx->out_shapes[0] = ctx->node->inputs[0]->shape;
-	ctx->out_shapes[0].dims[2] = 1;
-	ctx->out_shapes[0].dims[3] = 1;
-	return NPU_OK;
-}
 
 static npu_status nchwc_gap_compute(struct npu_op_ctx *ctx)
 {
@@ -413,11 +274,10 @@ static npu_status nchwc_gap_compute(struct npu_op_ctx *ctx)
 
 NPU_CPU_OP_DEF(nchwc_global_average_pool) = {
 	.op_type = "NchwcGlobalAveragePool", .domain = NPU_CPU_FUSED_DOMAIN,
-	.since_version = 1, .max_version = 1, .infer = nchwc_gap_infer,
 	.compute = nchwc_gap_compute,
 };
 
-static npu_status nchwc_upsample_factors(const struct npu_node *node, int64_t *f,
+npu_status npu_nchwc_upsample_factors(const struct npu_node *node, int64_t *f,
 					 struct npu_error *err)
 {
 	const struct npu_attr *a = npu_node_attr(node, "factors");
@@ -432,31 +292,11 @@ static npu_status nchwc_upsample_factors(const struct npu_node *node, int64_t *f
 	return NPU_OK;
 }
 
-static npu_status nchwc_upsample_infer(struct npu_infer_ctx *ctx)
-{
-	int64_t f[2];
-	npu_status st = npu_op_check_arity(ctx, 1, 1);
-
-	if (!st)
-		st = npu_op_check_attrs(ctx, NPU_OP_ATTRS("factors"));
-	if (!st)
-		st = nchwc_check_x(ctx, 5);
-	if (!st)
-		st = nchwc_upsample_factors(ctx->node, f, ctx->err);
-	if (st)
-		return st;
-	ctx->out_dtypes[0] = NPU_DTYPE_FLOAT;
-	ctx->out_shapes[0] = ctx->node->inputs[0]->shape;
-	ctx->out_shapes[0].dims[2] *= f[0];
-	ctx->out_shapes[0].dims[3] *= f[1];
-	return NPU_OK;
-}
-
 static npu_status nchwc_upsample_compute(struct npu_op_ctx *ctx)
 {
 	const int64_t *d = ctx->inputs[0]->shape.dims;
 	int64_t f[2];
-	npu_status st = nchwc_upsample_factors(ctx->node, f, ctx->err);
+	npu_status st = npu_nchwc_upsample_factors(ctx->node, f, ctx->err);
 
 	if (st)
 		return st;
@@ -469,6 +309,5 @@ static npu_status nchwc_upsample_compute(struct npu_op_ctx *ctx)
 
 NPU_CPU_OP_DEF(nchwc_upsample) = {
 	.op_type = "NchwcUpsample", .domain = NPU_CPU_FUSED_DOMAIN,
-	.since_version = 1, .max_version = 1, .infer = nchwc_upsample_infer,
 	.compute = nchwc_upsample_compute,
 };

@@ -19,7 +19,6 @@ npu_status npu_op_numbers_to_strings(struct npu_op_ctx *ctx, const struct npu_te
 npu_status npu_op_strings_to_numbers(struct npu_op_ctx *ctx, const struct npu_tensor *x,
 				     struct npu_tensor *y);
 /* Equal (19) on two string tensors, numpy-broadcast: a bool per pair. */
-npu_status npu_op_strings_equal_infer(struct npu_infer_ctx *ctx);
 npu_status npu_op_strings_equal(struct npu_op_ctx *ctx);
 /* Whether any input or output of the call is a string tensor. */
 bool npu_op_has_strings(const struct npu_op_ctx *ctx);

@@ -1,0 +1,158 @@
+// SPDX-License-Identifier: MIT
+/*
+ * npu_op_schema.c - the op schema registry: the built-in table generated
+ * from graph/schemas/schema_list.h, then the schemas other layers register.
+ */
+#include "graph/npu_op_schema.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <string.h>
+
+#define NPU_OP_SCHEMA(sym) extern const struct npu_op_schema npu_schema_##sym;
+#include "graph/schemas/schema_list.h"
+#undef NPU_OP_SCHEMA
+
+static const struct npu_op_schema *const npu_builtin_schemas[] = {
+#define NPU_OP_SCHEMA(sym) &npu_schema_##sym,
+#include "graph/schemas/schema_list.h"
+#undef NPU_OP_SCHEMA
+	NULL	/* keeps the array non-empty */
+};
+
+static size_t builtin_count(void)
+{
+	return sizeof(npu_builtin_schemas) / sizeof(npu_builtin_schemas[0]) - 1;
+}
+
+/*
+ * Registered schemas: appended under the lock, read without it. An entry
+ * is written before the count that publishes it, and never moves.
+ */
+#define NPU_OP_SCHEMA_MAX_REGISTERED 1024
+static const struct npu_op_schema *npu_registered[NPU_OP_SCHEMA_MAX_REGISTERED];
+static atomic_size_t npu_num_registered;
+static pthread_mutex_t npu_register_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* "" and "ai.onnx" name the same (default) domain. */
+static const char *canon_domain(const char *domain)
+{
+	if (!domain || !strcmp(domain, "ai.onnx"))
+		return "";
+	return domain;
+}
+
+const struct npu_op_schema *npu_op_schema_at(size_t index)
+{
+	size_t n = atomic_load_explicit(&npu_num_registered, memory_order_acquire);
+
+	if (index < builtin_count())
+		return npu_builtin_schemas[index];
+	index -= builtin_count();
+	return index < n ? npu_registered[index] : NULL;
+}
+
+static bool same_op(const struct npu_op_schema *s, const char *domain, const char *op_type)
+{
+	return !strcmp(s->op_type, op_type) && !strcmp(canon_domain(s->domain), domain);
+}
+
+const struct npu_op_schema *npu_op_schema_find(const char *domain,
+					       const char *op_type, int opset)
+{
+	const struct npu_op_schema *s;
+	const char *dom = canon_domain(domain);
+	size_t i;
+
+	if (!op_type)
+		return NULL;
+	for (i = 0; (s = npu_op_schema_at(i)); i++)
+		if (same_op(s, dom, op_type) && opset >= s->since_version &&
+		    opset <= s->max_version)
+			return s;
+	return NULL;
+}
+
+bool npu_op_schema_versions(const char *domain, const char *op_type, int *lo, int *hi)
+{
+	const struct npu_op_schema *s;
+	const char *dom = canon_domain(domain);
+	bool any = false;
+	size_t i;
+
+	*lo = *hi = 0;
+	if (!op_type)
+		return false;
+	for (i = 0; (s = npu_op_schema_at(i)); i++) {
+		if (!same_op(s, dom, op_type))
+			continue;
+		if (!any || s->since_version < *lo)
+			*lo = s->since_version;
+		if (!any || s->max_version > *hi)
+			*hi = s->max_version;
+		any = true;
+	}
+	return any;
+}
+
+static bool overlaps(const struct npu_op_schema *a, const struct npu_op_schema *b)
+{
+	return same_op(b, canon_domain(a->domain), a->op_type) &&
+	       a->since_version <= b->max_version && b->since_version <= a->max_version;
+}
+
+/* s against every schema there is and the 'nprev' before it in its batch. */
+static npu_status check_new(const struct npu_op_schema *s,
+			    const struct npu_op_schema *const *prev, size_t nprev,
+			    struct npu_error *err)
+{
+	const struct npu_op_schema *o = NULL;
+	size_t i;
+
+	if (!s || !s->op_type || !s->op_type[0] || !s->domain || !s->infer)
+		return npu_error_set(err, NPU_ERR_INVALID_ARG,
+				     "op schema '%s': needs an op type, a domain and infer()",
+				     s && s->op_type ? s->op_type : "(null)");
+	if (s->since_version < 1 || s->max_version < s->since_version)
+		return npu_error_set(err, NPU_ERR_INVALID_ARG,
+				     "op schema '%s%s%s': opset range %d to %d is empty",
+				     s->domain, s->domain[0] ? "." : "", s->op_type,
+				     s->since_version, s->max_version);
+	for (i = 0; !o && i < nprev; i++)
+		if (overlaps(s, prev[i]))
+			o = prev[i];
+	for (i = 0; !o && npu_op_schema_at(i); i++)
+		if (overlaps(s, npu_op_schema_at(i)))
+			o = npu_op_schema_at(i);
+	if (o)
+		return npu_error_set(err, NPU_ERR_INVALID_ARG,
+				     "op schema '%s%s%s' opsets %d to %d: already defined for opsets %d to %d",
+				     s->domain, s->domain[0] ? "." : "", s->op_type,
+				     s->since_version, s->max_version,
+				     o->since_version, o->max_version);
+	return NPU_OK;
+}
+
+npu_status npu_op_schema_register(const struct npu_op_schema *const *schemas,
+				  size_t count, struct npu_error *err)
+{
+	npu_status st = NPU_OK;
+	size_t i, n;
+
+	pthread_mutex_lock(&npu_register_lock);
+	n = atomic_load_explicit(&npu_num_registered, memory_order_relaxed);
+	if (count > NPU_OP_SCHEMA_MAX_REGISTERED - n)
+		st = npu_error_set(err, NPU_ERR_NO_MEMORY,
+				   "op schemas: %zu more would pass the limit of %d registered",
+				   count, NPU_OP_SCHEMA_MAX_REGISTERED);
+	/* All or nothing: every one is checked before any is published. */
+	for (i = 0; i < count && st == NPU_OK; i++)
+		st = check_new(schemas[i], schemas, i, err);
+	if (st == NPU_OK) {
+		for (i = 0; i < count; i++)
+			npu_registered[n + i] = schemas[i];
+		atomic_store_explicit(&npu_num_registered, n + count, memory_order_release);
+	}
+	pthread_mutex_unlock(&npu_register_lock);
+	return st;
+}

@@ -1,0 +1,101 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * npu_op_schema.h - what an op is, independent of any kernel (internal).
+ *
+ * A schema names an op by (domain, op_type) and an opset range, and gives
+ * its shape / type inference and the flags that describe the op itself.
+ * The ONNX ops' schemas are built in (graph/schemas/<family>.c, listed in
+ * graph/schemas/schema_list.h); ops that another layer makes (the
+ * compiler's NPU segments and fused ops, the importer's lowerings) are
+ * registered by that layer through npu_op_schema_register(). Backends
+ * register kernels against schemas by (domain, op_type): the CPU's table is
+ * in cpu/ops, and an op may have a schema and no CPU kernel.
+ */
+#ifndef NPU_OP_SCHEMA_H
+#define NPU_OP_SCHEMA_H
+
+#include "graph/npu_ir.h"
+
+/*
+ * The internal domains, one owner each: only names live here, the owner
+ * registers its ops' schemas.
+ *   ai.npu      NPU segments (compiler/segment_op.c)
+ *   ai.npu.cpu  ops graph passes and the importer make for the CPU
+ *               (compiler/op_schemas.c, onnx/npu_onnx_gradient.c)
+ */
+#define NPU_DOMAIN_SEGMENT "ai.npu"
+#define NPU_DOMAIN_CPU_INTERNAL "ai.npu.cpu"
+
+/*
+ * Shape inference input: the node with its input values' dtype / shape
+ * (and value->constant where known). Fills out_dtypes / out_shapes for
+ * each of node->num_outputs. Unknown dims propagate as -1.
+ */
+struct npu_infer_ctx {
+	const struct npu_node *node;
+	enum npu_dtype *out_dtypes;
+	struct npu_shape *out_shapes;
+	struct npu_error *err;
+};
+
+struct npu_op_schema {
+	const char *op_type;	/* "Conv" */
+	const char *domain;	/* "" (ai.onnx) or "ai.onnx.preview.training"... */
+	int since_version;	/* lowest opset this schema describes */
+	int max_version;	/* highest opset it was checked against */
+	/*
+	 * Output types and shapes from the inputs' (and, for shape ops such
+	 * as Reshape, the constant inputs' values); rejects unsupported
+	 * types / attributes with a message naming the node, the attribute
+	 * or input, and the reason.
+	 */
+	npu_status (*infer)(struct npu_infer_ctx *ctx);
+	/*
+	 * Output shapes are known only by running the op (control flow):
+	 * infer() may leave them unknown (rank -1), the kernel sizes them
+	 * itself, and the op is never folded at compile time.
+	 */
+	bool dynamic_outputs;
+	/*
+	 * The op reads or writes string tensors (graph/npu_str.h). Without
+	 * it, a string input or output is rejected at load.
+	 */
+	bool strings;
+};
+
+/* The schema for (domain, op_type) at 'opset', or NULL. "" = "ai.onnx". */
+const struct npu_op_schema *npu_op_schema_find(const char *domain,
+					       const char *op_type, int opset);
+/*
+ * The opset range over which (domain, op_type) has schemas at all: false
+ * when it has none (an unknown op, not merely another version).
+ */
+bool npu_op_schema_versions(const char *domain, const char *op_type,
+			    int *lo, int *hi);
+/* Iterate all schemas, built-in then registered (`npu ops`, docs, tests). */
+const struct npu_op_schema *npu_op_schema_at(size_t index);
+
+/*
+ * Add schemas for ops the graph does not define (internal domains, custom
+ * ops). The schemas must outlive the process's use of the library. Fails,
+ * naming the op, when one overlaps an existing schema's versions or lacks
+ * a name, domain or infer(). Thread-safe.
+ */
+npu_status npu_op_schema_register(const struct npu_op_schema *const *schemas,
+				  size_t count, struct npu_error *err);
+
+/*
+ * Constant folding: evaluate 'node' on its constant inputs 'ins' into
+ * 'outs' (allocated from the inferred shapes). *folded = false when the
+ * evaluator has no kernel for the op (it then stays in the graph). The
+ * graph cannot run ops itself: a backend lends it its kernels once, at
+ * load (the CPU, cpu/ops/op_registry.c); without one nothing folds but
+ * Shape and Size.
+ */
+typedef npu_status (*npu_op_fold_fn)(struct npu_node *node,
+				     const struct npu_tensor *const *ins,
+				     struct npu_tensor *const *outs,
+				     bool *folded, struct npu_error *err);
+void npu_graph_set_fold(npu_op_fold_fn fold);
+
+#endif /* NPU_OP_SCHEMA_H */
