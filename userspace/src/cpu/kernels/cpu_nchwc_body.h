@@ -143,11 +143,33 @@ NPU_NC_FN(npu_nc_fma_px)(NPU_NC_V *acc, const float *w, size_t wob,
 	}
 }
 
+/* One pixel's l lanes (16 or 1) from src to dst. */
+NPU_NC_TARGET static inline __attribute__((always_inline)) void
+NPU_NC_FN(npu_nc_copy_px)(float *dst, const float *src, const int l)
+{
+	int h;
+
+	if (l == 16) {
+#pragma GCC unroll 4
+		for (h = 0; h < NV; h++)
+			npu_nc_store(dst + h * NPU_NC_VW, npu_nc_load(src + h * NPU_NC_VW));
+	} else {
+		dst[0] = src[0];
+	}
+}
+
 /*
- * One tile of the one-group convolution: nt output pixels of row oh from
- * ow0, output blocks ob .. ob + nb - 1. l input lanes per pixel (16:
- * blocked input, 1: NCHW); swc the stride across if constant (0: read it)
- * so the interior loop addresses its pixels with constant offsets.
+ * One tile of the one-group convolution: nt output pixels from (oh, ow0)
+ * on, in the plane's order (past the end of row oh, on into the next
+ * rows: a small plane keeps whole tiles), output blocks ob .. ob + nb - 1.
+ * l input lanes per pixel (16: blocked input, 1: NCHW); swc the stride
+ * across if constant (0: read it). A tile on one row whose every tap is
+ * in the input reads its pixels at constant offsets; one on one row that
+ * reaches into the padding first copies the span of each input row it
+ * reads, zeros where the padding is, and reads that alike; any other
+ * gathers, tap by tap, its pixels' inputs into one contiguous tile (a
+ * zero block where a pixel reads the padding), which the same
+ * multiply-adds then read at constant offsets.
  */
 NPU_NC_TARGET static inline __attribute__((always_inline)) void
 NPU_NC_FN(npu_nc_tile)(const struct npu_nc_conv *c, size_t n, size_t ob,
@@ -158,17 +180,35 @@ NPU_NC_FN(npu_nc_tile)(const struct npu_nc_conv *c, size_t n, size_t ob,
 	const size_t ps = sw * l, ts = c->dw * l;
 	const ptrdiff_t ih0 = (ptrdiff_t)(oh * c->sh) - (ptrdiff_t)c->pt;
 	const ptrdiff_t iw0 = (ptrdiff_t)(ow0 * sw) - (ptrdiff_t)c->pl;
-	const bool inside = iw0 >= 0 &&
+	const bool inside = ow0 + (size_t)nt <= c->out_w && iw0 >= 0 &&
 		iw0 + (ptrdiff_t)((nt - 1) * sw + (kw - 1) * c->dw) <
 		(ptrdiff_t)c->in_w;
 	const size_t plane = c->in_h * c->in_w * l;
+	/* the input pixels a tile on one row reads across */
+	const size_t span = (size_t)(nt - 1) * sw + (kw - 1) * c->dw + 1;
+	const bool padded_row = !inside && ow0 + (size_t)nt <= c->out_w &&
+				span <= NPU_NC_SPAN;
 	NPU_NC_V acc[NPU_NC_NMAX(NPU_NC_XT) * 2 * NV];
-	size_t g, ky, kx;
-	int j, q, h;
+	/* a padded row: that span, zeros where it is out of the row */
+	float rb[NPU_NC_SPAN * 16] __attribute__((aligned(64)));
+	/* the gathered tile: pixel j's l lanes at j * l */
+	float gx[NPU_NC_NMAX(NPU_NC_XT) * 16] __attribute__((aligned(64)));
+	/* where pixel j's window starts in the input (gathering tiles) */
+	ptrdiff_t gh[NPU_NC_NMAX(NPU_NC_XT)], gw[NPU_NC_NMAX(NPU_NC_XT)];
+	size_t g, ky, kx, row, col;
+	int j, q;
 
 #pragma GCC unroll 32
 	for (j = 0; j < nt * nb * NV; j++)
 		acc[j] = npu_nc_set1(0.0f);
+	for (j = 0, row = oh, col = ow0; j < nt; j++) {
+		gh[j] = (ptrdiff_t)(row * c->sh) - (ptrdiff_t)c->pt;
+		gw[j] = (ptrdiff_t)(col * sw) - (ptrdiff_t)c->pl;
+		if (++col == c->out_w) {
+			col = 0;
+			row++;
+		}
+	}
 	for (g = 0; g < c->icg; g++) {
 		const float *xp = c->x + (n * c->icg + g) * plane;
 		/* weight (ky, kx, lane q): wg + (ky * kw + kx) * 256 + q * 16 */
@@ -183,15 +223,28 @@ NPU_NC_FN(npu_nc_tile)(const struct npu_nc_conv *c, size_t n, size_t ob,
 			       (int)(c->p->in_c - g * 16) : l;
 
 		for (ky = 0; ky < c->kh; ky++) {
-			ptrdiff_t ih = ih0 + (ptrdiff_t)(ky * c->dh);
-			const float *row, *wr = wg + ky * kw * 256;
+			const float *wr = wg + ky * kw * 256;
 
-			if (ih < 0 || ih >= (ptrdiff_t)c->in_h)
-				continue;
-			row = xp + (size_t)ih * c->in_w * l;
-			if (inside) {
-				const float *xr = row + iw0 * l;
+			if (inside || padded_row) {
+				ptrdiff_t ih = ih0 + (ptrdiff_t)(ky * c->dh);
+				const float *xr;
 
+				if (ih < 0 || ih >= (ptrdiff_t)c->in_h)
+					continue;
+				xr = xp + (size_t)ih * c->in_w * l;
+				if (inside) {
+					xr += (size_t)iw0 * l;
+				} else {
+					/* the row's span, zeros for the padding */
+					for (col = 0; col < span; col++) {
+						ptrdiff_t iw = iw0 + (ptrdiff_t)col;
+						const float *src = iw >= 0 && iw < (ptrdiff_t)c->in_w ?
+							xr + (size_t)iw * l : npu_nc_zeros;
+
+						NPU_NC_FN(npu_nc_copy_px)(rb + col * l, src, l);
+					}
+					xr = rb;
+				}
 				for (kx = 0; kx < kw; kx++, xr += ts,
 				     wr += 256) {
 					for (q = 0; q < lq; q++)
@@ -200,35 +253,26 @@ NPU_NC_FN(npu_nc_tile)(const struct npu_nc_conv *c, size_t n, size_t ob,
 				}
 				continue;
 			}
-			/* A tile on the left / right padding: the pixels out
-			 * of the row read a zero block instead. */
 			for (kx = 0; kx < kw; kx++, wr += 256) {
-				const float *xs[NPU_NC_NMAX(NPU_NC_XT)];
+				bool any = false;
 
 				for (j = 0; j < nt; j++) {
-					ptrdiff_t iw = iw0 + (ptrdiff_t)(j * sw +
-						       kx * c->dw);
+					ptrdiff_t ih = gh[j] + (ptrdiff_t)(ky * c->dh);
+					ptrdiff_t iw = gw[j] + (ptrdiff_t)(kx * c->dw);
+					const float *src = npu_nc_zeros;
 
-					xs[j] = iw >= 0 && iw < (ptrdiff_t)c->in_w ?
-						row + (size_t)iw * l : npu_nc_zeros;
-				}
-				for (q = 0; q < lq; q++) {
-					NPU_NC_V w[2 * NV];
-
-#pragma GCC unroll 8
-					for (h = 0; h < nb * NV; h++)
-						w[h] = npu_nc_load(wr + h / NV * c->wob +
-								   q * 16 + h % NV * NPU_NC_VW);
-#pragma GCC unroll 16
-					for (j = 0; j < nt; j++) {
-						NPU_NC_V s = npu_nc_set1(xs[j][q]);
-
-#pragma GCC unroll 8
-						for (h = 0; h < nb * NV; h++)
-							acc[j * nb * NV + h] =
-								NPU_NC_FMA(s, w[h], acc[j * nb * NV + h]);
+					if (ih >= 0 && ih < (ptrdiff_t)c->in_h &&
+					    iw >= 0 && iw < (ptrdiff_t)c->in_w) {
+						src = xp + ((size_t)ih * c->in_w + (size_t)iw) * l;
+						any = true;
 					}
+					NPU_NC_FN(npu_nc_copy_px)(gx + j * l, src, l);
 				}
+				if (!any)
+					continue;
+				for (q = 0; q < lq; q++)
+					NPU_NC_FN(npu_nc_fma_px)(acc, wr + q * 16, c->wob,
+								 gx + q, (size_t)l, nt, nb);
 			}
 		}
 	}
