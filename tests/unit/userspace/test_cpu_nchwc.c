@@ -385,6 +385,11 @@ static const struct nc_case nc_small_planes[] = {
 	{ 2, 32, 17, 2, 2, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, false, false, false, true, NPU_CPU_ACT_HARD_SWISH, false, 2 },
 	{ 1, 24, 40, 5, 1, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, false, false, true, false, NPU_CPU_ACT_CLIP, false, 1 },
 	{ 1, 24, 40, 1, 5, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, false, false, true, false, NPU_CPU_ACT_LEAKY_RELU, false, 1 },
+	/* a plane's last 5 to 11 pixels in one tile, part written: 4 x 5
+	 * (12 + 8), 1x1 on 3 x 3 (9), NCHW input on 3 x 3 */
+	{ 1, 33, 40, 4, 5, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, false, false, true, true, NPU_CPU_ACT_SIGMOID, false, 2 },
+	{ 2, 96, 40, 3, 3, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, false, false, true, true, NPU_CPU_ACT_RELU, true, 1 },
+	{ 1, 3, 24, 3, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, false, true, true, true, NPU_CPU_ACT_CLIP, false, 2 },
 	/* strides 2: 12 x 12 -> 6 x 6, 13 x 13 -> 7 x 7, 1x1 downsampling */
 	{ 1, 40, 64, 12, 12, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, false, false, true, false, NPU_CPU_ACT_RELU, false, 2 },
 	{ 2, 17, 33, 13, 13, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, false, false, true, true, NPU_CPU_ACT_NONE, true, 1 },
