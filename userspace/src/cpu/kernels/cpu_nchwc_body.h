@@ -150,6 +150,28 @@ NPU_NC_FN(npu_nc_fma_px)(NPU_NC_V *acc, const float *w, size_t wob,
 	}
 }
 
+/* acc[pixel j][block b] += *xs[j] * w[b * wob], as npu_nc_fma_px. */
+NPU_NC_TARGET static inline __attribute__((always_inline)) void
+NPU_NC_FN(npu_nc_fma_ptrs)(NPU_NC_V *acc, const float *w, size_t wob,
+			   const float *const *xs, const int nt, const int nb)
+{
+	NPU_NC_V wv[2 * NV];
+	int j, h;
+
+#pragma GCC unroll 8
+	for (h = 0; h < nb * NV; h++)
+		wv[h] = npu_nc_load(w + h / NV * wob + h % NV * NPU_NC_VW);
+#pragma GCC unroll 16
+	for (j = 0; j < nt; j++) {
+		NPU_NC_V s = npu_nc_set1(*xs[j]);
+
+#pragma GCC unroll 8
+		for (h = 0; h < nb * NV; h++)
+			acc[j * nb * NV + h] = NPU_NC_FMA(s, wv[h],
+							  acc[j * nb * NV + h]);
+	}
+}
+
 /* One pixel's l lanes (16 or 1) from src to dst. */
 NPU_NC_TARGET static inline __attribute__((always_inline)) void
 NPU_NC_FN(npu_nc_copy_px)(float *dst, const float *src, const int l)
@@ -178,7 +200,9 @@ NPU_NC_FN(npu_nc_copy_px)(float *dst, const float *src, const int l)
  * reads, zeros where the padding is, and reads that alike; any other
  * gathers, tap by tap, its pixels' inputs into one contiguous tile (a
  * zero block where a pixel reads the padding), which the same
- * multiply-adds then read at constant offsets.
+ * multiply-adds then read at constant offsets. On one lane (NCHW) a copy
+ * costs as much as the multiply-adds it feeds: short tiles on one row
+ * there read through a pointer per pixel instead.
  */
 NPU_NC_TARGET static inline __attribute__((always_inline)) void
 NPU_NC_FN(npu_nc_tile)(const struct npu_nc_conv *c, size_t n, size_t ob,
@@ -196,13 +220,18 @@ NPU_NC_FN(npu_nc_tile)(const struct npu_nc_conv *c, size_t n, size_t ob,
 	const size_t plane = c->in_h * c->in_w * l;
 	/* the input pixels a tile on one row reads across */
 	const size_t span = (size_t)(nt - 1) * sw + (kw - 1) * c->dw + 1;
-	const bool padded_row = !inside && m == (size_t)nt &&
-				ow0 + (size_t)nt <= c->out_w && span <= NPU_NC_SPAN;
+	const bool one_row = m == (size_t)nt && ow0 + (size_t)nt <= c->out_w;
+	const bool padded_row = !inside && one_row && span <= NPU_NC_SPAN &&
+				(l == 16 || nt == NPU_NC_XT);
+	/* one lane, a short tile on the padding: a pointer per pixel */
+	const bool row_ptrs = !inside && !padded_row && one_row && l == 1;
 	NPU_NC_V acc[NPU_NC_NMAX(NPU_NC_XT) * 2 * NV];
 	/* a padded row: that span, zeros where it is out of the row */
 	float rb[NPU_NC_SPAN * 16] __attribute__((aligned(64)));
 	/* the gathered tile: pixel j's l lanes at j * l */
 	float gx[NPU_NC_NMAX(NPU_NC_XT) * 16] __attribute__((aligned(64)));
+	/* one lane (NCHW): where each pixel's input is, not a copy */
+	const float *xs[NPU_NC_NMAX(NPU_NC_XT)];
 	/* where pixel j's window starts in the input (gathering tiles) */
 	ptrdiff_t gh[NPU_NC_NMAX(NPU_NC_XT)], gw[NPU_NC_NMAX(NPU_NC_XT)];
 	size_t g, ky, kx, row, col;
@@ -237,13 +266,25 @@ NPU_NC_FN(npu_nc_tile)(const struct npu_nc_conv *c, size_t n, size_t ob,
 		for (ky = 0; ky < c->kh; ky++) {
 			const float *wr = wg + ky * kw * 256;
 
-			if (inside || padded_row) {
+			if (inside || padded_row || row_ptrs) {
 				ptrdiff_t ih = ih0 + (ptrdiff_t)(ky * c->dh);
 				const float *xr;
 
 				if (ih < 0 || ih >= (ptrdiff_t)c->in_h)
 					continue;
 				xr = xp + (size_t)ih * c->in_w * l;
+				if (row_ptrs) {
+					for (kx = 0; kx < kw; kx++, wr += 256) {
+						for (j = 0; j < nt; j++) {
+							ptrdiff_t iw = gw[j] + (ptrdiff_t)(kx * c->dw);
+
+							xs[j] = iw >= 0 && iw < (ptrdiff_t)c->in_w ?
+								xr + iw : npu_nc_zeros;
+						}
+						NPU_NC_FN(npu_nc_fma_ptrs)(acc, wr, c->wob, xs, nt, nb);
+					}
+					continue;
+				}
 				if (inside) {
 					xr += (size_t)iw0 * l;
 				} else {
@@ -278,13 +319,21 @@ NPU_NC_FN(npu_nc_tile)(const struct npu_nc_conv *c, size_t n, size_t ob,
 						src = xp + ((size_t)ih * c->in_w + (size_t)iw) * l;
 						any = true;
 					}
-					NPU_NC_FN(npu_nc_copy_px)(gx + j * l, src, l);
+					if (l == 16)
+						NPU_NC_FN(npu_nc_copy_px)(gx + j * 16, src, 16);
+					else
+						xs[j] = src;
 				}
 				if (!any)
 					continue;
-				for (q = 0; q < lq; q++)
-					NPU_NC_FN(npu_nc_fma_px)(acc, wr + q * 16, c->wob,
-								 gx + q, (size_t)l, nt, nb);
+				if (l == 16) {
+					for (q = 0; q < lq; q++)
+						NPU_NC_FN(npu_nc_fma_px)(acc, wr + q * 16, c->wob,
+									 gx + q, 16, nt, nb);
+					continue;
+				}
+				/* one lane: its scalars through the pointers */
+				NPU_NC_FN(npu_nc_fma_ptrs)(acc, wr, c->wob, xs, nt, nb);
 			}
 		}
 	}
