@@ -133,12 +133,12 @@ static int npu_debugfs_pause_get(void *data, u64 *val)
 static int npu_debugfs_pause_set(void *data, u64 val)
 {
 	struct npu_device *ndev = data;
-	bool was, cookie;
+	bool was;
 	int q, idx;
 
 	if (!drm_dev_enter(&ndev->drm, &idx))
 		return -ENODEV;
-	cookie = npu_device_reset_begin(ndev);
+	down_write(&ndev->reset_lock);
 	was = npu_device_sched_running(ndev);
 	ndev->inject.paused = val;
 	if (was != npu_device_sched_running(ndev)) {
@@ -149,7 +149,7 @@ static int npu_debugfs_pause_set(void *data, u64 val)
 				drm_sched_wqueue_start(&ndev->queues[q].sched);
 		}
 	}
-	npu_device_reset_end(ndev, cookie);
+	up_write(&ndev->reset_lock);
 	drm_dev_exit(idx);
 	return 0;
 }

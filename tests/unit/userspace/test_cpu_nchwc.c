@@ -315,7 +315,7 @@ static void test_nchwc_conv_fixed_cases(void **state)
 static void test_nchwc_conv_random_cases(void **state)
 {
 	static const size_t cs[] = { 1, 3, 15, 16, 17, 24, 40, 96 };
-	static const size_t hs[] = { 1, 5, 13, 31 };
+	static const size_t hs[] = { 1, 3, 5, 7, 13, 31 };
 	static const size_t ks[][2] = { { 1, 1 }, { 3, 3 }, { 5, 5 }, { 3, 1 },
 					{ 1, 7 } };
 	struct npu_threadpool *pool = npu_threadpool_create(2);
@@ -335,8 +335,8 @@ static void test_nchwc_conv_random_cases(void **state)
 		cc.out_c = cc.depthwise ? cc.in_c : cs[rng_below(&r, 8)];
 		if (cc.nchw && cc.in_c > 17)
 			cc.in_c = 3;
-		cc.h = hs[rng_below(&r, 4)];
-		cc.w = hs[rng_below(&r, 4)];
+		cc.h = hs[rng_below(&r, 6)];
+		cc.w = hs[rng_below(&r, 6)];
 		cc.kh = ks[k][0];
 		cc.kw = ks[k][1];
 		cc.sh = 1 + rng_below(&r, 2);
@@ -363,6 +363,62 @@ static void test_nchwc_conv_random_cases(void **state)
 	}
 	print_message("nchwc conv: %d random cases\n", ran);
 	assert_true(ran > 150);
+	npu_threadpool_destroy(pool);
+}
+
+/*
+ * Small planes, where one-group tiles run on across rows (the late layers
+ * of a ResNet: 7 x 7, 3 x 3, 2 x 2): tiles that start mid-row and end in a
+ * later one, planes narrower than one tile, single-row tiles that copy a
+ * padded row, gathered tiles on every side of the padding, strides 2,
+ * dilation, an NCHW input, odd channel counts, both block counts of a
+ * tile (an odd number of output blocks), batch 2 and 2 threads (whose
+ * split of the plane differs from one thread's: bitwise the same).
+ */
+static const struct nc_case nc_small_planes[] = {
+	/* 7 x 7 3x3 pad 1: 4 tiles of 12 then a 1-pixel one */
+	{ 1, 64, 64, 7, 7, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, false, false, true, true, NPU_CPU_ACT_RELU, false, 1 },
+	{ 2, 40, 48, 7, 7, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, false, false, true, true, NPU_CPU_ACT_RELU, false, 2 },
+	/* 14 x 14, an odd output block count, residual + sigmoid */
+	{ 1, 17, 40, 14, 14, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, false, false, true, true, NPU_CPU_ACT_SIGMOID, false, 2 },
+	/* planes narrower than a tile: 3 x 3, 2 x 2, 1 x 5, 5 x 1 */
+	{ 1, 96, 96, 3, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, false, false, true, false, NPU_CPU_ACT_NONE, true, 1 },
+	{ 2, 32, 17, 2, 2, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, false, false, false, true, NPU_CPU_ACT_HARD_SWISH, false, 2 },
+	{ 1, 24, 40, 5, 1, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, false, false, true, false, NPU_CPU_ACT_CLIP, false, 1 },
+	{ 1, 24, 40, 1, 5, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, false, false, true, false, NPU_CPU_ACT_LEAKY_RELU, false, 1 },
+	/* a plane's last 5 to 11 pixels in one tile, part written: 4 x 5
+	 * (12 + 8), 1x1 on 3 x 3 (9), NCHW input on 3 x 3 */
+	{ 1, 33, 40, 4, 5, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, false, false, true, true, NPU_CPU_ACT_SIGMOID, false, 2 },
+	{ 2, 96, 40, 3, 3, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, false, false, true, true, NPU_CPU_ACT_RELU, true, 1 },
+	{ 1, 3, 24, 3, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, false, true, true, true, NPU_CPU_ACT_CLIP, false, 2 },
+	/* strides 2: 12 x 12 -> 6 x 6, 13 x 13 -> 7 x 7, 1x1 downsampling */
+	{ 1, 40, 64, 12, 12, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, false, false, true, false, NPU_CPU_ACT_RELU, false, 2 },
+	{ 2, 17, 33, 13, 13, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, false, false, true, true, NPU_CPU_ACT_NONE, true, 1 },
+	{ 1, 48, 96, 13, 13, 1, 1, 2, 2, 1, 1, 0, 0, 0, 0, false, false, true, true, NPU_CPU_ACT_RELU, false, 2 },
+	/* asymmetric pads, dilation, 5x5, stride 3 across */
+	{ 1, 24, 24, 9, 9, 5, 5, 1, 1, 2, 2, 3, 1, 4, 2, false, false, true, false, NPU_CPU_ACT_HARD_SIGMOID, false, 1 },
+	{ 1, 15, 40, 11, 10, 3, 3, 2, 3, 1, 1, 1, 2, 0, 1, false, false, true, true, NPU_CPU_ACT_RELU, true, 2 },
+	/* NCHW input on a small plane */
+	{ 1, 3, 32, 13, 13, 7, 7, 2, 2, 1, 1, 3, 3, 3, 3, false, true, true, false, NPU_CPU_ACT_RELU, false, 1 },
+	{ 2, 3, 17, 6, 6, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, false, true, false, true, NPU_CPU_ACT_NONE, false, 2 },
+	/* depthwise keeps its row tiles: the same small planes */
+	{ 1, 40, 40, 7, 7, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, true, false, true, true, NPU_CPU_ACT_RELU, false, 2 },
+	{ 1, 17, 17, 3, 3, 5, 5, 2, 2, 1, 1, 2, 2, 2, 2, true, false, true, false, NPU_CPU_ACT_NONE, false, 1 },
+};
+
+static void test_nchwc_conv_small_planes(void **state)
+{
+	struct npu_threadpool *pool = npu_threadpool_create(2);
+	struct rng r = { 0x5a11 };
+	size_t i;
+
+	(void)state;
+	assert_non_null(pool);
+	cases_run = 0;
+	for (i = 0; i < sizeof(nc_small_planes) / sizeof(nc_small_planes[0]); i++)
+		check_nchwc_conv(&r, &nc_small_planes[i], pool);
+	assert_int_equal(cases_run,
+			 sizeof(nc_small_planes) / sizeof(nc_small_planes[0]));
 	npu_threadpool_destroy(pool);
 }
 
@@ -499,6 +555,7 @@ int main(void)
 		cmocka_unit_test(test_nchwc_reorder_round_trip),
 		cmocka_unit_test(test_nchwc_conv_fixed_cases),
 		cmocka_unit_test(test_nchwc_conv_random_cases),
+		cmocka_unit_test(test_nchwc_conv_small_planes),
 		cmocka_unit_test(test_nchwc_conv_every_activation),
 		cmocka_unit_test(test_nchwc_global_avgpool),
 		cmocka_unit_test(test_nchwc_upsample_nearest),

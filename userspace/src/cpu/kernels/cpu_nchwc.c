@@ -68,16 +68,36 @@ struct npu_nc_conv {
 	size_t wob, wg;		/* packed floats per output / input block */
 	/* p's geometry, or a 1x1 stride-1 plane as one row */
 	size_t in_h, in_w, out_h, out_w, kh, kw, sh, sw, dh, dw, pt, pl;
-	/* tasks: bands of units (a segment of an output row) x 'kt' */
+	/* tasks: bands of units (a segment of an output plane, in plane
+	 * order: one row, or whole tiles across rows) x 'kt' */
 	size_t seg_len, segs, units, band_units, kt;
 	bool nchw, depthwise;
+	/*
+	 * The last pixels of a segment in plane order (5 to xt - 1 of them)
+	 * in one tile, part written, not in 4-, 2- and 1-pixel ones: one
+	 * pass over the weights, not two or three. On a 3 x 3 plane, 3x3 512
+	 * -> 512: 0.59 -> 0.28 ms, weights cold; 2048 -> 512 1x1: 0.23 ->
+	 * 0.15 ms. Row by row it is no gain (56 x 56 x 64: 1.15 -> 1.16 ms).
+	 */
+	bool tail_full;
 };
 
 /* Tile arrays hold the widest instance: XT / DT or the 4-pixel one. */
 #define NPU_NC_NMAX(t) ((t) > 4 ? (t) : 4)
+/*
+ * How far ahead (floats: 4 taps of 16 x 16) a tile prefetches the weights
+ * it streams. A late layer's weights (3x3, 512 x 512: 9.4 MB) come from
+ * memory, once per tile, and the hardware prefetcher stops at each 4 KiB
+ * page: 3x3 512 -> 512 on a 3 x 3 plane, weights cold, took 0.93 ms
+ * without, 0.58 ms with (Zen 5, one thread; no change with them cached).
+ */
+#define NPU_NC_PF 1024
+/* Input pixels a padded row copy holds (a wider span gathers by tap). */
+#define NPU_NC_SPAN 40
 
+/* m: the pixels of the tile written (one-group tiles; nt for the rest) */
 typedef void (*npu_nc_tile_fn)(const struct npu_nc_conv *c, size_t n,
-			       size_t ob, size_t oh, size_t ow0);
+			       size_t ob, size_t oh, size_t ow0, size_t m);
 
 /* Tiles by [pixels: XT, 4, 2, 1][blocks - 1][lanes / stride: 16 s1,
  * 16 s2, 16 any, 1 any], depthwise by [pixels: DT, 4, 2, 1][s1, s2, any] */
@@ -425,17 +445,18 @@ void npu_nchwc_conv_pack(const struct npu_conv2d_params *p, const float *w,
 }
 
 /*
- * The tiles of one output row segment [c0, c1) for blocks ob.. (nb): full
- * tiles, then the rest in 4-, 2- and 1-pixel tiles (nearly as efficient
- * a multiply-add: they still load each weight vector once per 4 pixels,
- * where one more full tile over the last pixels would redo most of them).
+ * The tiles of output pixels [c0, c1) of one plane (in plane order) for
+ * blocks ob.. (nb): full tiles, then the rest in 4-, 2- and 1-pixel tiles
+ * (nearly as efficient a multiply-add: they still load each weight vector
+ * once per 4 pixels, where one more full tile over the last pixels would
+ * redo most of them).
  */
 static void npu_nc_segment(const struct npu_nc_conv *c,
 			   const struct npu_nc_ops *ops, size_t n, size_t ob,
-			   int nb, size_t oh, size_t c0, size_t c1)
+			   int nb, size_t c0, size_t c1)
 {
 	static const int sizes[4] = { 0, 4, 2, 1 };
-	size_t ow = c0;
+	size_t p = c0;
 	int v, k;
 
 	if (c->nchw)
@@ -450,8 +471,13 @@ static void npu_nc_segment(const struct npu_nc_conv *c,
 		npu_nc_tile_fn f = c->depthwise ? ops->dw[k][v] :
 				   ops->tile[k][nb - 1][v];
 
-		for (; ow + nt <= c1; ow += nt)
-			f(c, n, ob, oh, ow);
+		for (; p + nt <= c1; p += nt)
+			f(c, n, ob, p / c->out_w, p % c->out_w, nt);
+		/* The rest in one full tile, part written (see below). */
+		if (!k && p < c1 && c->tail_full && c1 - p > 4) {
+			f(c, n, ob, p / c->out_w, p % c->out_w, c1 - p);
+			return;
+		}
 	}
 }
 
@@ -462,6 +488,7 @@ static void npu_nc_conv_task(void *ctx, size_t t)
 	const struct npu_nc_ops *ops = npu_nc_ops_get();
 	size_t k = t % c->kt, u0 = t / c->kt * c->band_units;
 	size_t u1 = u0 + c->band_units, u, ob;
+	size_t plane = c->out_h * c->out_w;
 	int nb = 1;
 
 	if (u1 > c->units)
@@ -473,14 +500,49 @@ static void npu_nc_conv_task(void *ctx, size_t t)
 		nb = ob + 1 < c->ocb ? 2 : 1;
 	}
 	for (u = u0; u < u1; u++) {
-		size_t r = u / c->segs, s = u % c->segs;
-		size_t c0 = s * c->seg_len, c1 = c0 + c->seg_len;
+		size_t s = u % c->segs, c0 = s * c->seg_len;
+		size_t c1 = c0 + c->seg_len;
 
-		if (c1 > c->out_w)
-			c1 = c->out_w;
-		npu_nc_segment(c, ops, r / c->out_h, ob, nb, r % c->out_h,
-			       c0, c1);
+		if (c1 > plane)
+			c1 = plane;
+		npu_nc_segment(c, ops, u / c->segs, ob, nb, c0, c1);
 	}
+}
+
+/*
+ * Relative time of a run of len output pixels in tiles of xt, 4, 2 and 1:
+ * a tile of fewer than 4 pixels x 2 blocks (or than a full one) has too
+ * few accumulators to hide the multiply-add latency, so it costs about
+ * as much as 4 pixels.
+ */
+static size_t npu_nc_run_cost(size_t len, size_t xt)
+{
+	static const size_t sizes[4] = { 0, 4, 2, 1 };
+	size_t lo = xt < 4 ? xt : 4, cost = 0, k, nt;
+
+	for (k = 0; k < 4; k++) {
+		nt = k ? sizes[k] : xt;
+		cost += len / nt * (nt > lo ? nt : lo);
+		len %= nt;
+	}
+	return cost;
+}
+
+/*
+ * Whether one-group tiles run on in plane order across rows rather than
+ * stop at each row's end: when a row's tiles would leave short ones (7,
+ * 14 pixels across a late ResNet layer), and the gathering that tiles
+ * crossing a row take (about 1 in 8 of their time) costs less than that.
+ * Not on an NCHW input: there a tile gathers one lane a tap, as many
+ * copies as multiply-adds (128 x 12 x 12 -> 256 x 6 x 6, 3x3 stride 2:
+ * 0.24 ms in rows, 0.38 ms across them).
+ */
+static bool npu_nc_cross_rows(const struct npu_nc_conv *c, size_t xt)
+{
+	size_t rows = c->out_h * npu_nc_run_cost(c->out_w, xt);
+	size_t plane = npu_nc_run_cost(c->out_h * c->out_w, xt);
+
+	return c->out_h > 1 && 8 * rows > 9 * plane;
 }
 
 void npu_nchwc_conv_f32(const struct npu_conv2d_params *p, bool nchw_input,
@@ -517,6 +579,7 @@ void npu_nchwc_conv_f32(const struct npu_conv2d_params *p, bool nchw_input,
 		c.in_w = c.out_w = c.in_h * c.in_w;
 		c.in_h = c.out_h = 1;
 		c.seg_len = (size_t)ops->xt * 16;
+		c.tail_full = !c.depthwise;
 		/*
 		 * A small plane (20 x 20 x 384 channels): segments short
 		 * enough that each thread gets several, or the last thread's
@@ -525,11 +588,22 @@ void npu_nchwc_conv_f32(const struct npu_conv2d_params *p, bool nchw_input,
 		if (t > 1 && c.out_w < 4 * t * c.seg_len)
 			c.seg_len = npu_round_up(npu_div_up(c.out_w, 4 * t),
 						 (size_t)ops->xt);
+	} else if (!c.depthwise && !c.nchw &&
+		   npu_nc_cross_rows(&c, (size_t)ops->xt)) {
+		size_t t = (size_t)npu_threadpool_size(pool);
+		size_t hw = c.out_h * c.out_w;
+
+		/* Segments of whole tiles; a few per thread, as above. */
+		c.seg_len = npu_round_up(c.out_w, (size_t)ops->xt);
+		c.tail_full = true;
+		if (t > 1 && hw < 4 * t * c.seg_len)
+			c.seg_len = npu_round_up(npu_div_up(hw, 4 * t),
+						 (size_t)ops->xt);
 	} else {
 		c.seg_len = c.out_w;
 	}
-	c.segs = npu_div_up(c.out_w, c.seg_len);
-	c.units = p->batch * c.out_h * c.segs;
+	c.segs = npu_div_up(c.out_h * c.out_w, c.seg_len);
+	c.units = p->batch * c.segs;
 	macs = p->batch * p->out_h * p->out_w * p->out_c * c.kh * c.kw *
 	       (c.depthwise ? 1 : p->in_c);
 	bands = npu_nc_bands(pool, c.units, c.kt, macs >= NPU_NC_MIN_MACS);

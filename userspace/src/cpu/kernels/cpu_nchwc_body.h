@@ -58,13 +58,14 @@ NPU_NC_FN(npu_nc_act)(const struct npu_cpu_act_params *a,
 /*
  * The output write of a tile of nt pixels x nb channel blocks: bias,
  * residual, activation, post; acc[(j * nb + b) * NV + h] is part h of
- * pixel j of block b. 'kind' is a constant in each caller below, so no
+ * pixel j of block b. Only the first m pixels are real (a tile over the
+ * last m pixels of a plane). 'kind' is a constant in each caller below, so no
  * switch runs per vector.
  */
 NPU_NC_TARGET static inline __attribute__((always_inline)) void
 NPU_NC_FN(npu_nc_store_k)(const struct npu_nc_conv *c, NPU_NC_V *acc,
 			  size_t n, size_t ob, size_t oh, size_t ow0,
-			  const int nt, const int nb,
+			  const int nt, size_t m, const int nb,
 			  const enum npu_cpu_act kind)
 {
 	const struct npu_cpu_act_params *a = &c->p->act;
@@ -79,6 +80,8 @@ NPU_NC_FN(npu_nc_store_k)(const struct npu_nc_conv *c, NPU_NC_V *acc,
 
 #pragma GCC unroll 16
 		for (j = 0; j < nt; j++) {
+			if ((size_t)j >= m)
+				break;
 #pragma GCC unroll 4
 			for (h = 0; h < NV; h++) {
 				NPU_NC_V v = acc[(j * nb + b) * NV + h] +
@@ -92,18 +95,18 @@ NPU_NC_FN(npu_nc_store_k)(const struct npu_nc_conv *c, NPU_NC_V *acc,
 			}
 		}
 		if (kind == NPU_CPU_ACT_SIGMOID)
-			npu_vec_act_f32(a, y, y, (size_t)nt * 16);
+			npu_vec_act_f32(a, y, y, m * 16);
 	}
 }
 
 NPU_NC_TARGET static inline __attribute__((always_inline)) void
 NPU_NC_FN(npu_nc_store)(const struct npu_nc_conv *c, NPU_NC_V *acc, size_t n,
 			size_t ob, size_t oh, size_t ow0, const int nt,
-			const int nb)
+			size_t m, const int nb)
 {
 #define NPU_NC_STORE_CASE(k)						\
 	case k:								\
-		NPU_NC_FN(npu_nc_store_k)(c, acc, n, ob, oh, ow0, nt, nb, k); \
+		NPU_NC_FN(npu_nc_store_k)(c, acc, n, ob, oh, ow0, nt, m, nb, k); \
 		break;
 	switch (c->p->act.kind) {
 	NPU_NC_STORE_CASE(NPU_CPU_ACT_RELU)
@@ -132,6 +135,10 @@ NPU_NC_FN(npu_nc_fma_px)(NPU_NC_V *acc, const float *w, size_t wob,
 #pragma GCC unroll 8
 	for (h = 0; h < nb * NV; h++)
 		wv[h] = npu_nc_load(w + h / NV * wob + h % NV * NPU_NC_VW);
+	/* this cache line of each block's weights, a few taps on */
+	__builtin_prefetch(w + NPU_NC_PF, 0, 3);
+	if (nb > 1)
+		__builtin_prefetch(w + wob + NPU_NC_PF, 0, 3);
 #pragma GCC unroll 16
 	for (j = 0; j < nt; j++) {
 		NPU_NC_V s = npu_nc_set1(x[j * ps]);
@@ -143,32 +150,106 @@ NPU_NC_FN(npu_nc_fma_px)(NPU_NC_V *acc, const float *w, size_t wob,
 	}
 }
 
+/* acc[pixel j][block b] += *xs[j] * w[b * wob], as npu_nc_fma_px. */
+NPU_NC_TARGET static inline __attribute__((always_inline)) void
+NPU_NC_FN(npu_nc_fma_ptrs)(NPU_NC_V *acc, const float *w, size_t wob,
+			   const float *const *xs, const int nt, const int nb)
+{
+	NPU_NC_V wv[2 * NV];
+	int j, h;
+
+#pragma GCC unroll 8
+	for (h = 0; h < nb * NV; h++)
+		wv[h] = npu_nc_load(w + h / NV * wob + h % NV * NPU_NC_VW);
+#pragma GCC unroll 16
+	for (j = 0; j < nt; j++) {
+		NPU_NC_V s = npu_nc_set1(*xs[j]);
+
+#pragma GCC unroll 8
+		for (h = 0; h < nb * NV; h++)
+			acc[j * nb * NV + h] = NPU_NC_FMA(s, wv[h],
+							  acc[j * nb * NV + h]);
+	}
+}
+
+/* One pixel's l lanes (16 or 1) from src to dst. */
+NPU_NC_TARGET static inline __attribute__((always_inline)) void
+NPU_NC_FN(npu_nc_copy_px)(float *dst, const float *src, const int l)
+{
+	int h;
+
+	if (l == 16) {
+#pragma GCC unroll 4
+		for (h = 0; h < NV; h++)
+			npu_nc_store(dst + h * NPU_NC_VW, npu_nc_load(src + h * NPU_NC_VW));
+	} else {
+		dst[0] = src[0];
+	}
+}
+
 /*
- * One tile of the one-group convolution: nt output pixels of row oh from
- * ow0, output blocks ob .. ob + nb - 1. l input lanes per pixel (16:
- * blocked input, 1: NCHW); swc the stride across if constant (0: read it)
- * so the interior loop addresses its pixels with constant offsets.
+ * One tile of the one-group convolution: nt output pixels from (oh, ow0)
+ * on, in the plane's order (past the end of row oh, on into the next
+ * rows: a small plane keeps whole tiles), output blocks ob .. ob + nb - 1;
+ * of them only the first m are written (m < nt: the last pixels of a
+ * plane, in one pass over the weights rather than several short tiles).
+ * l input lanes per pixel (16: blocked input, 1: NCHW); swc the stride
+ * across if constant (0: read it). A tile on one row whose every tap is
+ * in the input reads its pixels at constant offsets; one on one row that
+ * reaches into the padding first copies the span of each input row it
+ * reads, zeros where the padding is, and reads that alike; any other
+ * gathers, tap by tap, its pixels' inputs into one contiguous tile (a
+ * zero block where a pixel reads the padding), which the same
+ * multiply-adds then read at constant offsets. On one lane (NCHW) a copy
+ * costs as much as the multiply-adds it feeds: short tiles on one row
+ * there read through a pointer per pixel instead.
  */
 NPU_NC_TARGET static inline __attribute__((always_inline)) void
 NPU_NC_FN(npu_nc_tile)(const struct npu_nc_conv *c, size_t n, size_t ob,
-		       size_t oh, size_t ow0, const int nt, const int nb,
-		       const int l, const int swc)
+		       size_t oh, size_t ow0, size_t m, const int nt,
+		       const int nb, const int l, const int swc)
 {
 	const size_t sw = swc ? (size_t)swc : c->sw, kw = c->kw;
 	const size_t ps = sw * l, ts = c->dw * l;
 	const ptrdiff_t ih0 = (ptrdiff_t)(oh * c->sh) - (ptrdiff_t)c->pt;
 	const ptrdiff_t iw0 = (ptrdiff_t)(ow0 * sw) - (ptrdiff_t)c->pl;
-	const bool inside = iw0 >= 0 &&
+	const bool inside = m == (size_t)nt && ow0 + (size_t)nt <= c->out_w &&
+		iw0 >= 0 &&
 		iw0 + (ptrdiff_t)((nt - 1) * sw + (kw - 1) * c->dw) <
 		(ptrdiff_t)c->in_w;
 	const size_t plane = c->in_h * c->in_w * l;
+	/* the input pixels a tile on one row reads across */
+	const size_t span = (size_t)(nt - 1) * sw + (kw - 1) * c->dw + 1;
+	const bool one_row = m == (size_t)nt && ow0 + (size_t)nt <= c->out_w;
+	const bool padded_row = !inside && one_row && span <= NPU_NC_SPAN &&
+				(l == 16 || nt == NPU_NC_XT);
+	/* one lane, a short tile on the padding: a pointer per pixel */
+	const bool row_ptrs = !inside && !padded_row && one_row && l == 1;
 	NPU_NC_V acc[NPU_NC_NMAX(NPU_NC_XT) * 2 * NV];
-	size_t g, ky, kx;
-	int j, q, h;
+	/* a padded row: that span, zeros where it is out of the row */
+	float rb[NPU_NC_SPAN * 16] __attribute__((aligned(64)));
+	/* the gathered tile: pixel j's l lanes at j * l */
+	float gx[NPU_NC_NMAX(NPU_NC_XT) * 16] __attribute__((aligned(64)));
+	/* one lane (NCHW): where each pixel's input is, not a copy */
+	const float *xs[NPU_NC_NMAX(NPU_NC_XT)];
+	/* where pixel j's window starts in the input (gathering tiles) */
+	ptrdiff_t gh[NPU_NC_NMAX(NPU_NC_XT)], gw[NPU_NC_NMAX(NPU_NC_XT)];
+	size_t g, ky, kx, row, col;
+	int j, q;
 
 #pragma GCC unroll 32
 	for (j = 0; j < nt * nb * NV; j++)
 		acc[j] = npu_nc_set1(0.0f);
+	for (j = 0, row = oh, col = ow0; j < nt; j++) {
+		/* past the m real pixels: rows above every tap's */
+		gh[j] = (size_t)j < m ? (ptrdiff_t)(row * c->sh) - (ptrdiff_t)c->pt :
+			-1 - (ptrdiff_t)((c->kh - 1) * c->dh);
+		gw[j] = (ptrdiff_t)(col * sw) - (ptrdiff_t)c->pl;
+		if (++col == c->out_w) {
+			col = 0;
+			row++;
+		}
+	}
 	for (g = 0; g < c->icg; g++) {
 		const float *xp = c->x + (n * c->icg + g) * plane;
 		/* weight (ky, kx, lane q): wg + (ky * kw + kx) * 256 + q * 16 */
@@ -183,15 +264,40 @@ NPU_NC_FN(npu_nc_tile)(const struct npu_nc_conv *c, size_t n, size_t ob,
 			       (int)(c->p->in_c - g * 16) : l;
 
 		for (ky = 0; ky < c->kh; ky++) {
-			ptrdiff_t ih = ih0 + (ptrdiff_t)(ky * c->dh);
-			const float *row, *wr = wg + ky * kw * 256;
+			const float *wr = wg + ky * kw * 256;
 
-			if (ih < 0 || ih >= (ptrdiff_t)c->in_h)
-				continue;
-			row = xp + (size_t)ih * c->in_w * l;
-			if (inside) {
-				const float *xr = row + iw0 * l;
+			if (inside || padded_row || row_ptrs) {
+				ptrdiff_t ih = ih0 + (ptrdiff_t)(ky * c->dh);
+				const float *xr;
 
+				if (ih < 0 || ih >= (ptrdiff_t)c->in_h)
+					continue;
+				xr = xp + (size_t)ih * c->in_w * l;
+				if (row_ptrs) {
+					for (kx = 0; kx < kw; kx++, wr += 256) {
+						for (j = 0; j < nt; j++) {
+							ptrdiff_t iw = gw[j] + (ptrdiff_t)(kx * c->dw);
+
+							xs[j] = iw >= 0 && iw < (ptrdiff_t)c->in_w ?
+								xr + iw : npu_nc_zeros;
+						}
+						NPU_NC_FN(npu_nc_fma_ptrs)(acc, wr, c->wob, xs, nt, nb);
+					}
+					continue;
+				}
+				if (inside) {
+					xr += (size_t)iw0 * l;
+				} else {
+					/* the row's span, zeros for the padding */
+					for (col = 0; col < span; col++) {
+						ptrdiff_t iw = iw0 + (ptrdiff_t)col;
+						const float *src = iw >= 0 && iw < (ptrdiff_t)c->in_w ?
+							xr + (size_t)iw * l : npu_nc_zeros;
+
+						NPU_NC_FN(npu_nc_copy_px)(rb + col * l, src, l);
+					}
+					xr = rb;
+				}
 				for (kx = 0; kx < kw; kx++, xr += ts,
 				     wr += 256) {
 					for (q = 0; q < lq; q++)
@@ -200,39 +306,38 @@ NPU_NC_FN(npu_nc_tile)(const struct npu_nc_conv *c, size_t n, size_t ob,
 				}
 				continue;
 			}
-			/* A tile on the left / right padding: the pixels out
-			 * of the row read a zero block instead. */
 			for (kx = 0; kx < kw; kx++, wr += 256) {
-				const float *xs[NPU_NC_NMAX(NPU_NC_XT)];
+				bool any = false;
 
 				for (j = 0; j < nt; j++) {
-					ptrdiff_t iw = iw0 + (ptrdiff_t)(j * sw +
-						       kx * c->dw);
+					ptrdiff_t ih = gh[j] + (ptrdiff_t)(ky * c->dh);
+					ptrdiff_t iw = gw[j] + (ptrdiff_t)(kx * c->dw);
+					const float *src = npu_nc_zeros;
 
-					xs[j] = iw >= 0 && iw < (ptrdiff_t)c->in_w ?
-						row + (size_t)iw * l : npu_nc_zeros;
-				}
-				for (q = 0; q < lq; q++) {
-					NPU_NC_V w[2 * NV];
-
-#pragma GCC unroll 8
-					for (h = 0; h < nb * NV; h++)
-						w[h] = npu_nc_load(wr + h / NV * c->wob +
-								   q * 16 + h % NV * NPU_NC_VW);
-#pragma GCC unroll 16
-					for (j = 0; j < nt; j++) {
-						NPU_NC_V s = npu_nc_set1(xs[j][q]);
-
-#pragma GCC unroll 8
-						for (h = 0; h < nb * NV; h++)
-							acc[j * nb * NV + h] =
-								NPU_NC_FMA(s, w[h], acc[j * nb * NV + h]);
+					if (ih >= 0 && ih < (ptrdiff_t)c->in_h &&
+					    iw >= 0 && iw < (ptrdiff_t)c->in_w) {
+						src = xp + ((size_t)ih * c->in_w + (size_t)iw) * l;
+						any = true;
 					}
+					if (l == 16)
+						NPU_NC_FN(npu_nc_copy_px)(gx + j * 16, src, 16);
+					else
+						xs[j] = src;
 				}
+				if (!any)
+					continue;
+				if (l == 16) {
+					for (q = 0; q < lq; q++)
+						NPU_NC_FN(npu_nc_fma_px)(acc, wr + q * 16, c->wob,
+									 gx + q, 16, nt, nb);
+					continue;
+				}
+				/* one lane: its scalars through the pointers */
+				NPU_NC_FN(npu_nc_fma_ptrs)(acc, wr, c->wob, xs, nt, nb);
 			}
 		}
 	}
-	NPU_NC_FN(npu_nc_store)(c, acc, n, ob, oh, ow0, nt, nb);
+	NPU_NC_FN(npu_nc_store)(c, acc, n, ob, oh, ow0, nt, m, nb);
 }
 
 /* One depthwise tile: nt output pixels of row oh from ow0, block cb. */
@@ -295,16 +400,16 @@ NPU_NC_FN(npu_nc_dw_tile)(const struct npu_nc_conv *c, size_t n, size_t cb,
 			}
 		}
 	}
-	NPU_NC_FN(npu_nc_store)(c, acc, n, cb, oh, ow0, nt, 1);
+	NPU_NC_FN(npu_nc_store)(c, acc, n, cb, oh, ow0, nt, (size_t)nt, 1);
 }
 
 /* The instances: one-group tiles by (pixels, blocks, lanes, stride). */
 #define NPU_NC_INST(nt, nb, l, swc)					\
 NPU_NC_TARGET static void						\
 NPU_NC_FN(npu_nc_tile_##nt##_##nb##_##l##_##swc)(const struct npu_nc_conv *c, \
-		size_t n, size_t ob, size_t oh, size_t ow0)		\
+		size_t n, size_t ob, size_t oh, size_t ow0, size_t m)	\
 {									\
-	NPU_NC_FN(npu_nc_tile)(c, n, ob, oh, ow0, nt, nb, l, swc);	\
+	NPU_NC_FN(npu_nc_tile)(c, n, ob, oh, ow0, m, nt, nb, l, swc);	\
 }
 #define NPU_NC_INST_NT(nt)						\
 	NPU_NC_INST(nt, 1, 16, 1) NPU_NC_INST(nt, 2, 16, 1)		\
@@ -314,8 +419,9 @@ NPU_NC_FN(npu_nc_tile_##nt##_##nb##_##l##_##swc)(const struct npu_nc_conv *c, \
 #define NPU_NC_DW_INST(nt, swc)						\
 NPU_NC_TARGET static void						\
 NPU_NC_FN(npu_nc_dw_##nt##_##swc)(const struct npu_nc_conv *c, size_t n, \
-		size_t cb, size_t oh, size_t ow0)			\
+		size_t cb, size_t oh, size_t ow0, size_t m)		\
 {									\
+	(void)m;							\
 	NPU_NC_FN(npu_nc_dw_tile)(c, n, cb, oh, ow0, nt, swc);		\
 }
 #define NPU_NC_DW_INST_NT(nt)						\
