@@ -16,6 +16,8 @@
  */
 #include <npu/npu.h>
 
+#include "cli_util.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -106,31 +108,6 @@ static int write_npy(const char *path, const struct npu_host_tensor *t)
 	return fclose(f) == 0 && ok ? 0 : -1;
 }
 
-/*
- * The library reads no environment: the A/B switches the bench scripts
- * set (NPU_CPU_FUSE=0, NPU_CPU_NCHWC=0|1, NPU_CPU_WINOGRAD=0|all) become
- * the model's CPU options here, as in the npu CLI.
- */
-static const char *cpu_spec_from_env(char *buf, size_t size)
-{
-	static const char *const vars[][2] = {
-		{ "NPU_CPU_FUSE", "fuse" },
-		{ "NPU_CPU_NCHWC", "nchwc" },
-		{ "NPU_CPU_WINOGRAD", "winograd" },
-	};
-	size_t n = 0, i;
-
-	buf[0] = '\0';
-	for (i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
-		const char *v = getenv(vars[i][0]);
-
-		if (v && *v && n < size)
-			n += (size_t)snprintf(buf + n, size - n, "%s%s=%s", n ? "," : "",
-					      vars[i][1], v);
-	}
-	return buf[0] ? buf : NULL;
-}
-
 int main(int argc, char **argv)
 {
 	struct npu_engine_options eo;
@@ -156,7 +133,7 @@ int main(int argc, char **argv)
 	eo.cpu_isa = getenv("NPU_CPU_ISA");
 	npu_model_options_init(&mo);
 	mo.device = "cpu";
-	mo.cpu = cpu_spec_from_env(cpu, sizeof(cpu));
+	mo.cpu = npu_cli_cpu_env(cpu, sizeof(cpu));
 	mo.profile = argc > 4 && !strcmp(argv[4], "--profile");
 	if (npu_engine_create(&eo, &e) != NPU_OK ||
 	    npu_model_load_file(e, argv[1], &mo, &m) != NPU_OK ||

@@ -238,26 +238,18 @@ static int late(void)
 static int run_job(int fd, struct npu_bo *cmd, struct npu_cs *cs,
 		   const uint32_t *handles, int n, uint64_t *job_id, int wait)
 {
-	struct drm_npu_bo_ref refs[4];
 	struct drm_npu_job_info info;
-	struct drm_npu_submit s;
-	int i, ret;
+	uint64_t id;
+	int ret;
 
-	for (i = 0; i < n; i++) {
-		refs[i].handle = handles[i];
-		refs[i].access = DRM_NPU_BO_ACCESS_READ | DRM_NPU_BO_ACCESS_WRITE;
-	}
-	npu_submit_init(&s, cmd->handle, npu_cs_store(cs, cmd, 0), 1);
-	s.bo_refs = (uintptr_t)refs;
-	s.bo_ref_count = n;
-	ret = npu_submit(fd, &s);
+	ret = npu_submit_rw(fd, cmd, cs, handles, n, &id);
 	if (ret)
 		return ret;
 	if (job_id)
-		*job_id = s.job_id;
+		*job_id = id;
 	if (!wait)
 		return 0;
-	ret = npu_job_wait(fd, s.job_id, WAIT_MS, &info);
+	ret = npu_job_wait(fd, id, WAIT_MS, &info);
 	return ret ? ret : (int)info.status;
 }
 

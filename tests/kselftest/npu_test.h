@@ -369,6 +369,35 @@ static inline void npu_cs_long(struct npu_cs *cs, const struct npu_bo *buf,
 	npu_cs_fill(cs, marker_va, marker, 64);
 }
 
+/* At most this many handles in npu_submit_rw(). */
+#define NPU_SUBMIT_RW_MAX	8
+
+/*
+ * Store 'cs' at the start of 'cmd' and submit it on queue 1 listing the
+ * 'n' handles for reading and writing: 0 and the job's id, or -errno.
+ */
+static inline int npu_submit_rw(int fd, struct npu_bo *cmd, struct npu_cs *cs,
+				const uint32_t *handles, int n, uint64_t *job_id)
+{
+	struct drm_npu_bo_ref refs[NPU_SUBMIT_RW_MAX];
+	struct drm_npu_submit s;
+	int i, ret;
+
+	if (n > NPU_SUBMIT_RW_MAX)
+		return -E2BIG;
+	for (i = 0; i < n; i++) {
+		refs[i].handle = handles[i];
+		refs[i].access = DRM_NPU_BO_ACCESS_READ | DRM_NPU_BO_ACCESS_WRITE;
+	}
+	npu_submit_init(&s, cmd->handle, npu_cs_store(cs, cmd, 0), 1);
+	s.bo_refs = (uintptr_t)refs;
+	s.bo_ref_count = n;
+	ret = npu_submit(fd, &s);
+	if (!ret && job_id)
+		*job_id = s.job_id;
+	return ret;
+}
+
 /*
  * How many whole-'buf' fills make a job of about 'ms' milliseconds on
  * this machine (measured once with 8 fills), within 1..NPU_CS_MAX_FILLS.

@@ -21,6 +21,9 @@ static void prep_submit(struct io_uring_sqe *sqe, int fd,
 		.submit_size = sizeof(*s),
 	};
 
+	/* No free entry: io_uring_submit() then submits nothing, and says so. */
+	if (!sqe)
+		return;
 	memset(sqe, 0, sizeof(*sqe));
 	sqe->opcode = IORING_OP_URING_CMD;
 	sqe->fd = fd;
