@@ -133,12 +133,12 @@ static int npu_debugfs_pause_get(void *data, u64 *val)
 static int npu_debugfs_pause_set(void *data, u64 val)
 {
 	struct npu_device *ndev = data;
-	bool was;
+	bool was, cookie;
 	int q, idx;
 
 	if (!drm_dev_enter(&ndev->drm, &idx))
 		return -ENODEV;
-	down_write(&ndev->reset_lock);
+	cookie = npu_device_reset_begin(ndev);
 	was = npu_device_sched_running(ndev);
 	ndev->inject.paused = val;
 	if (was != npu_device_sched_running(ndev)) {
@@ -149,7 +149,7 @@ static int npu_debugfs_pause_set(void *data, u64 val)
 				drm_sched_wqueue_start(&ndev->queues[q].sched);
 		}
 	}
-	up_write(&ndev->reset_lock);
+	npu_device_reset_end(ndev, cookie);
 	drm_dev_exit(idx);
 	return 0;
 }

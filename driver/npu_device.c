@@ -326,6 +326,29 @@ void npu_device_hw_exit(struct npu_device *ndev)
 }
 
 /*
+ * One step of a reset, or of stopping or starting the schedulers, with
+ * reset_lock held for writing. Jobs' fences wait for it, so it is a
+ * fence-signalling section, as the timeout handler is: lockdep checks
+ * that it allocates nothing and takes no lock held across an allocation
+ * or a fence wait. It may wait for run_job (drm_sched_wqueue_stop()),
+ * which is a signalling section too: outside one, lockdep reads that wait
+ * under reset_lock as the inverse of the timeout handler's order.
+ */
+bool npu_device_reset_begin(struct npu_device *ndev)
+{
+	bool cookie = dma_fence_begin_signalling();
+
+	down_write(&ndev->reset_lock);
+	return cookie;
+}
+
+void npu_device_reset_end(struct npu_device *ndev, bool cookie)
+{
+	up_write(&ndev->reset_lock);
+	dma_fence_end_signalling(cookie);
+}
+
+/*
  * The device may still be doing DMA and nothing stopped it (its reset or
  * a TLB invalidation timed out): turn bus mastering off before any page
  * it could reach is freed. Jobs fail with -EIO until a reset succeeds;
@@ -469,7 +492,9 @@ void npu_device_recover(struct npu_device *ndev, struct npu_job *bad)
  */
 void npu_device_reset_prepare(struct npu_device *ndev)
 {
-	down_write(&ndev->reset_lock);
+	bool cookie;
+
+	cookie = npu_device_reset_begin(ndev);
 	if (!ndev->reset_prepared && !ndev->shut_down) {
 		npu_device_stop_jobs(ndev);
 		if (npu_device_reset_hw(ndev))
@@ -477,26 +502,29 @@ void npu_device_reset_prepare(struct npu_device *ndev)
 		ndev->reset_prepared = true;
 		trace_npu_reset(ndev, ~0u, atomic_read(&ndev->reset_count) + 1);
 	}
-	up_write(&ndev->reset_lock);
+	npu_device_reset_end(ndev, cookie);
 }
 
 int npu_device_reset_restart(struct npu_device *ndev)
 {
+	bool cookie;
 	int ret = -EIO;
 
-	down_write(&ndev->reset_lock);
+	cookie = npu_device_reset_begin(ndev);
 	if (ndev->reset_prepared)
 		ret = npu_device_restart_locked(ndev);
-	up_write(&ndev->reset_lock);
+	npu_device_reset_end(ndev, cookie);
 	return ret;
 }
 
 void npu_device_reset_resume(struct npu_device *ndev)
 {
-	down_write(&ndev->reset_lock);
+	bool cookie;
+
+	cookie = npu_device_reset_begin(ndev);
 	if (ndev->reset_prepared)
 		npu_device_resume_locked(ndev);
-	up_write(&ndev->reset_lock);
+	npu_device_reset_end(ndev, cookie);
 }
 
 /*
@@ -506,9 +534,10 @@ void npu_device_reset_resume(struct npu_device *ndev)
  */
 void npu_device_shutdown(struct npu_device *ndev)
 {
+	bool cookie;
 	int q;
 
-	down_write(&ndev->reset_lock);
+	cookie = npu_device_reset_begin(ndev);
 	for (q = 0; q < NPU_NUM_QUEUES; q++)
 		drm_sched_wqueue_stop(&ndev->queues[q].sched);
 	npu_irq_disable(ndev);
@@ -516,5 +545,5 @@ void npu_device_shutdown(struct npu_device *ndev)
 	ndev->ready = false;
 	npu_device_reset_hw(ndev);
 	pci_clear_master(ndev->pdev);
-	up_write(&ndev->reset_lock);
+	npu_device_reset_end(ndev, cookie);
 }

@@ -306,6 +306,8 @@ u64 npu_device_time_ns(struct npu_device *ndev);
 bool npu_device_hw_enter(struct npu_device *ndev);
 bool npu_device_hw_tryenter(struct npu_device *ndev);
 void npu_device_hw_exit(struct npu_device *ndev);
+bool npu_device_reset_begin(struct npu_device *ndev);
+void npu_device_reset_end(struct npu_device *ndev, bool cookie);
 void npu_device_wedge(struct npu_device *ndev, const char *why);
 void npu_device_recover(struct npu_device *ndev, struct npu_job *bad);
 bool npu_device_may_recover(struct npu_device *ndev);

@@ -628,7 +628,7 @@ static npu_status npu_bin_compute(struct npu_op_ctx *ctx, enum npu_bin_kind k)
 	return NPU_OK;
 }
 
-#define BIN_DEF(sym, name, kind, since)					\
+#define BIN_DEF(sym, name, kind)					\
 static npu_status sym##_compute(struct npu_op_ctx *ctx)			\
 {									\
 	return npu_bin_compute(ctx, kind);				\
@@ -638,15 +638,15 @@ NPU_CPU_OP_DEF(sym) = {							\
 	.compute = sym##_compute,					\
 };
 
-BIN_DEF(add, "Add", BIN_ADD, 6)
-BIN_DEF(sub, "Sub", BIN_SUB, 6)
-BIN_DEF(mul, "Mul", BIN_MUL, 6)
-BIN_DEF(div, "Div", BIN_DIV, 6)
-BIN_DEF(pow, "Pow", BIN_POW, 1)
-BIN_DEF(max, "Max", BIN_MAX, 6)
-BIN_DEF(min, "Min", BIN_MIN, 6)
-BIN_DEF(sum, "Sum", BIN_SUM, 6)
-BIN_DEF(mean, "Mean", BIN_MEAN, 6)
+BIN_DEF(add, "Add", BIN_ADD)
+BIN_DEF(sub, "Sub", BIN_SUB)
+BIN_DEF(mul, "Mul", BIN_MUL)
+BIN_DEF(div, "Div", BIN_DIV)
+BIN_DEF(pow, "Pow", BIN_POW)
+BIN_DEF(max, "Max", BIN_MAX)
+BIN_DEF(min, "Min", BIN_MIN)
+BIN_DEF(sum, "Sum", BIN_SUM)
+BIN_DEF(mean, "Mean", BIN_MEAN)
 
 static npu_status equal_compute(struct npu_op_ctx *ctx)
 {
@@ -660,16 +660,16 @@ NPU_CPU_OP_DEF(equal) = {
 	.domain = "",
 	.compute = equal_compute,
 };
-BIN_DEF(greater, "Greater", BIN_GT, 7)
-BIN_DEF(less, "Less", BIN_LT, 7)
-BIN_DEF(greater_or_equal, "GreaterOrEqual", BIN_GE, 12)
-BIN_DEF(less_or_equal, "LessOrEqual", BIN_LE, 12)
-BIN_DEF(and, "And", BIN_AND, 7)
-BIN_DEF(or, "Or", BIN_OR, 7)
-BIN_DEF(xor, "Xor", BIN_XOR, 7)
-BIN_DEF(prelu, "PRelu", BIN_PRELU, 6)
-BIN_DEF(mod, "Mod", BIN_MOD, 10)
-BIN_DEF(bit_shift, "BitShift", BIN_SHL, 11)
+BIN_DEF(greater, "Greater", BIN_GT)
+BIN_DEF(less, "Less", BIN_LT)
+BIN_DEF(greater_or_equal, "GreaterOrEqual", BIN_GE)
+BIN_DEF(less_or_equal, "LessOrEqual", BIN_LE)
+BIN_DEF(and, "And", BIN_AND)
+BIN_DEF(or, "Or", BIN_OR)
+BIN_DEF(xor, "Xor", BIN_XOR)
+BIN_DEF(prelu, "PRelu", BIN_PRELU)
+BIN_DEF(mod, "Mod", BIN_MOD)
+BIN_DEF(bit_shift, "BitShift", BIN_SHL)
 
 /* ---- Where ---- */
 
@@ -1017,7 +1017,7 @@ static npu_status npu_unary_compute(struct npu_op_ctx *ctx,
 	return NPU_OK;
 }
 
-#define UNARY_DEF(sym, name, kind, since, ...)				\
+#define UNARY_DEF(sym, name, kind)					\
 static npu_status sym##_compute(struct npu_op_ctx *ctx)			\
 {									\
 	if (npu_op_wide_dtype(ctx->inputs[0]->dtype, false) == NPU_DTYPE_FLOAT &&	\
@@ -1030,44 +1030,44 @@ NPU_CPU_OP_DEF(sym) = {							\
 	.compute = sym##_compute,					\
 };
 
-UNARY_DEF(sqrt, "Sqrt", UN_SQRT, 6, NULL)
-UNARY_DEF(exp, "Exp", UN_EXP, 6, NULL)
-UNARY_DEF(log, "Log", UN_LOG, 6, NULL)
-UNARY_DEF(relu, "Relu", UN_RELU, 6, NULL)
-UNARY_DEF(leaky_relu, "LeakyRelu", UN_LEAKY_RELU, 6, "alpha")
-UNARY_DEF(thresholded_relu, "ThresholdedRelu", UN_THRESHOLDED_RELU, 10, "alpha")
-UNARY_DEF(sigmoid, "Sigmoid", UN_SIGMOID, 6, NULL)
-UNARY_DEF(tanh, "Tanh", UN_TANH, 6, NULL)
-UNARY_DEF(hard_sigmoid, "HardSigmoid", UN_HARD_SIGMOID, 6, "alpha", "beta")
-UNARY_DEF(hard_swish, "HardSwish", UN_HARD_SWISH, 14, NULL)
-UNARY_DEF(erf, "Erf", UN_ERF, 9, NULL)
-UNARY_DEF(neg, "Neg", UN_NEG, 6, NULL)
-UNARY_DEF(abs, "Abs", UN_ABS, 6, NULL)
-UNARY_DEF(reciprocal, "Reciprocal", UN_RECIPROCAL, 6, NULL)
-UNARY_DEF(floor, "Floor", UN_FLOOR, 6, NULL)
-UNARY_DEF(ceil, "Ceil", UN_CEIL, 6, NULL)
-UNARY_DEF(round, "Round", UN_ROUND, 11, NULL)
-UNARY_DEF(sin, "Sin", UN_SIN, 7, NULL)
-UNARY_DEF(cos, "Cos", UN_COS, 7, NULL)
-UNARY_DEF(softplus, "Softplus", UN_SOFTPLUS, 1, NULL)
-UNARY_DEF(softsign, "Softsign", UN_SOFTSIGN, 1, NULL)
-UNARY_DEF(elu, "Elu", UN_ELU, 6, "alpha")
-UNARY_DEF(selu, "Selu", UN_SELU, 6, "alpha", "gamma")
-UNARY_DEF(sign, "Sign", UN_SIGN, 9, NULL)
-UNARY_DEF(not, "Not", UN_NOT, 1, NULL)
-UNARY_DEF(tan, "Tan", UN_TAN, 7, NULL)
-UNARY_DEF(asin, "Asin", UN_ASIN, 7, NULL)
-UNARY_DEF(acos, "Acos", UN_ACOS, 7, NULL)
-UNARY_DEF(atan, "Atan", UN_ATAN, 7, NULL)
-UNARY_DEF(sinh, "Sinh", UN_SINH, 9, NULL)
-UNARY_DEF(cosh, "Cosh", UN_COSH, 9, NULL)
-UNARY_DEF(asinh, "Asinh", UN_ASINH, 9, NULL)
-UNARY_DEF(acosh, "Acosh", UN_ACOSH, 9, NULL)
-UNARY_DEF(atanh, "Atanh", UN_ATANH, 9, NULL)
-UNARY_DEF(celu, "Celu", UN_CELU, 12, "alpha")
-UNARY_DEF(shrink, "Shrink", UN_SHRINK, 9, "lambd", "bias")
-UNARY_DEF(is_nan, "IsNaN", UN_IS_NAN, 9, NULL)
-UNARY_DEF(is_inf, "IsInf", UN_IS_INF, 10, "detect_negative", "detect_positive")
+UNARY_DEF(sqrt, "Sqrt", UN_SQRT)
+UNARY_DEF(exp, "Exp", UN_EXP)
+UNARY_DEF(log, "Log", UN_LOG)
+UNARY_DEF(relu, "Relu", UN_RELU)
+UNARY_DEF(leaky_relu, "LeakyRelu", UN_LEAKY_RELU)
+UNARY_DEF(thresholded_relu, "ThresholdedRelu", UN_THRESHOLDED_RELU)
+UNARY_DEF(sigmoid, "Sigmoid", UN_SIGMOID)
+UNARY_DEF(tanh, "Tanh", UN_TANH)
+UNARY_DEF(hard_sigmoid, "HardSigmoid", UN_HARD_SIGMOID)
+UNARY_DEF(hard_swish, "HardSwish", UN_HARD_SWISH)
+UNARY_DEF(erf, "Erf", UN_ERF)
+UNARY_DEF(neg, "Neg", UN_NEG)
+UNARY_DEF(abs, "Abs", UN_ABS)
+UNARY_DEF(reciprocal, "Reciprocal", UN_RECIPROCAL)
+UNARY_DEF(floor, "Floor", UN_FLOOR)
+UNARY_DEF(ceil, "Ceil", UN_CEIL)
+UNARY_DEF(round, "Round", UN_ROUND)
+UNARY_DEF(sin, "Sin", UN_SIN)
+UNARY_DEF(cos, "Cos", UN_COS)
+UNARY_DEF(softplus, "Softplus", UN_SOFTPLUS)
+UNARY_DEF(softsign, "Softsign", UN_SOFTSIGN)
+UNARY_DEF(elu, "Elu", UN_ELU)
+UNARY_DEF(selu, "Selu", UN_SELU)
+UNARY_DEF(sign, "Sign", UN_SIGN)
+UNARY_DEF(not, "Not", UN_NOT)
+UNARY_DEF(tan, "Tan", UN_TAN)
+UNARY_DEF(asin, "Asin", UN_ASIN)
+UNARY_DEF(acos, "Acos", UN_ACOS)
+UNARY_DEF(atan, "Atan", UN_ATAN)
+UNARY_DEF(sinh, "Sinh", UN_SINH)
+UNARY_DEF(cosh, "Cosh", UN_COSH)
+UNARY_DEF(asinh, "Asinh", UN_ASINH)
+UNARY_DEF(acosh, "Acosh", UN_ACOSH)
+UNARY_DEF(atanh, "Atanh", UN_ATANH)
+UNARY_DEF(celu, "Celu", UN_CELU)
+UNARY_DEF(shrink, "Shrink", UN_SHRINK)
+UNARY_DEF(is_nan, "IsNaN", UN_IS_NAN)
+UNARY_DEF(is_inf, "IsInf", UN_IS_INF)
 
 /* ---- Clip: min / max as attributes (< 11) or optional inputs ---- */
 

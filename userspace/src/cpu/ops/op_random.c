@@ -203,7 +203,7 @@ static npu_status rand_compute(struct npu_op_ctx *ctx, enum rand_kind k)
 	return NPU_OK;
 }
 
-#define RAND_DEF(sym, name, kind, since)				\
+#define RAND_DEF(sym, name, kind)					\
 static npu_status sym##_compute(struct npu_op_ctx *ctx)			\
 {									\
 	return rand_compute(ctx, kind);					\
@@ -213,8 +213,8 @@ NPU_CPU_OP_DEF(sym) = {							\
 	.compute = sym##_compute,					\
 };
 
-RAND_DEF(random_uniform, "RandomUniform", RAND_UNIFORM, 1)
-RAND_DEF(random_uniform_like, "RandomUniformLike", RAND_UNIFORM, 1)
-RAND_DEF(random_normal, "RandomNormal", RAND_NORMAL, 1)
-RAND_DEF(random_normal_like, "RandomNormalLike", RAND_NORMAL, 1)
-RAND_DEF(bernoulli, "Bernoulli", RAND_BERNOULLI, 15)
+RAND_DEF(random_uniform, "RandomUniform", RAND_UNIFORM)
+RAND_DEF(random_uniform_like, "RandomUniformLike", RAND_UNIFORM)
+RAND_DEF(random_normal, "RandomNormal", RAND_NORMAL)
+RAND_DEF(random_normal_like, "RandomNormalLike", RAND_NORMAL)
+RAND_DEF(bernoulli, "Bernoulli", RAND_BERNOULLI)

@@ -308,7 +308,7 @@ out:
 	return st;
 }
 
-#define RNN_DEF(sym, name, kind, since)					\
+#define RNN_DEF(sym, name, kind)					\
 static npu_status sym##_compute(struct npu_op_ctx *ctx)			\
 {									\
 	return npu_rnn_compute(ctx, kind);				\
@@ -318,6 +318,6 @@ NPU_CPU_OP_DEF(sym) = {							\
 	.compute = sym##_compute,					\
 };
 
-RNN_DEF(rnn, "RNN", CELL_RNN, 7)
-RNN_DEF(gru, "GRU", CELL_GRU, 7)
-RNN_DEF(lstm, "LSTM", CELL_LSTM, 7)
+RNN_DEF(rnn, "RNN", CELL_RNN)
+RNN_DEF(gru, "GRU", CELL_GRU)
+RNN_DEF(lstm, "LSTM", CELL_LSTM)
