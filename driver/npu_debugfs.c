@@ -134,22 +134,20 @@ static int npu_debugfs_pause_set(void *data, u64 val)
 {
 	struct npu_device *ndev = data;
 	bool was, cookie;
-	int q, idx;
+	int idx;
 
 	if (!drm_dev_enter(&ndev->drm, &idx))
 		return -ENODEV;
+	/* Flag first, stop after, outside reset_lock (npu_device_stop_scheds()). */
+	mutex_lock(&ndev->sched_lock);
 	cookie = npu_device_reset_begin(ndev);
 	was = npu_device_sched_running(ndev);
 	ndev->inject.paused = val;
-	if (was != npu_device_sched_running(ndev)) {
-		for (q = 0; q < NPU_NUM_QUEUES; q++) {
-			if (val)
-				drm_sched_wqueue_stop(&ndev->queues[q].sched);
-			else
-				drm_sched_wqueue_start(&ndev->queues[q].sched);
-		}
-	}
+	npu_device_start_scheds(ndev);
 	npu_device_reset_end(ndev, cookie);
+	if (was && val)
+		npu_device_stop_scheds(ndev);
+	mutex_unlock(&ndev->sched_lock);
 	drm_dev_exit(idx);
 	return 0;
 }

@@ -129,6 +129,9 @@ int npu_device_init(struct npu_device *ndev)
 
 	ida_init(&ndev->ctx_ida);
 	init_rwsem(&ndev->reset_lock);
+	ret = drmm_mutex_init(&ndev->drm, &ndev->sched_lock);
+	if (ret)
+		return ret;
 	init_waitqueue_head(&ndev->job_free_wq);
 	init_llist_head(&ndev->job_free_list);
 	spin_lock_init(&ndev->gate_lock);
@@ -326,13 +329,11 @@ void npu_device_hw_exit(struct npu_device *ndev)
 }
 
 /*
- * One step of a reset, or of stopping or starting the schedulers, with
+ * One step of a reset, or of holding or releasing the schedulers, with
  * reset_lock held for writing. Jobs' fences wait for it, so it is a
  * fence-signalling section, as the timeout handler is: lockdep checks
  * that it allocates nothing and takes no lock held across an allocation
- * or a fence wait. It may wait for run_job (drm_sched_wqueue_stop()),
- * which is a signalling section too: outside one, lockdep reads that wait
- * under reset_lock as the inverse of the timeout handler's order.
+ * or a fence wait.
  */
 bool npu_device_reset_begin(struct npu_device *ndev)
 {
@@ -389,10 +390,42 @@ bool npu_device_sched_running(struct npu_device *ndev)
 }
 
 /*
- * Stop handing jobs to the device (drm_sched_wqueue_stop() waits for a
- * run_job in progress; the jobs keep their hardware fences and their
- * places on the pending lists), stop its queues from fetching and note
- * the one job that may have started (NPU_REG_ACTIVE).
+ * Stop the schedulers handing jobs to the device (drm_sched_wqueue_stop()
+ * waits for a run_job in progress; the jobs keep their hardware fences
+ * and their places on the pending lists). Never under reset_lock: run_job
+ * is a fence-signalling section, and the timeout handler takes reset_lock
+ * inside one, so waiting for run_job under it inverts that order (the
+ * debug kernel's lockdep, once a run_job was in flight at a PCI reset:
+ * work_run_job -> dma_fence_map -> reset_lock -> work_run_job). Every
+ * caller takes reset_lock afterwards and, under it, starts them again if
+ * nothing holds them (npu_device_start_scheds()): the last word is always
+ * said under the lock. Steps that make npu_device_sched_running() false
+ * set their flag first and stop after, under sched_lock.
+ */
+void npu_device_stop_scheds(struct npu_device *ndev)
+{
+	int q;
+
+	lockdep_assert_not_held(&ndev->reset_lock);
+	for (q = 0; q < NPU_NUM_QUEUES; q++)
+		drm_sched_wqueue_stop(&ndev->queues[q].sched);
+}
+
+/* Under reset_lock: let the schedulers go on if nothing holds them. */
+void npu_device_start_scheds(struct npu_device *ndev)
+{
+	int q;
+
+	lockdep_assert_held_write(&ndev->reset_lock);
+	if (npu_device_sched_running(ndev))
+		for (q = 0; q < NPU_NUM_QUEUES; q++)
+			drm_sched_wqueue_start(&ndev->queues[q].sched);
+}
+
+/*
+ * With the schedulers stopped (npu_device_stop_scheds()): stop the
+ * device's queues from fetching and note the one job that may have
+ * started (NPU_REG_ACTIVE).
  */
 static void npu_device_stop_jobs(struct npu_device *ndev)
 {
@@ -402,8 +435,6 @@ static void npu_device_stop_jobs(struct npu_device *ndev)
 
 	lockdep_assert_held_write(&ndev->reset_lock);
 	npu_irq_disable(ndev);
-	for (q = 0; q < NPU_NUM_QUEUES; q++)
-		drm_sched_wqueue_stop(&ndev->queues[q].sched);
 	/* Disabled queues fetch nothing: only the executing job can run on. */
 	for (q = 0; q < NPU_NUM_QUEUES; q++)
 		npu_write(ndev, NPU_REG_QUEUE(q, NPU_QREG_CTRL), 0);
@@ -441,14 +472,10 @@ static int npu_device_restart_locked(struct npu_device *ndev)
 /* Let the schedulers go on: re-run jobs complete through their fences. */
 static void npu_device_resume_locked(struct npu_device *ndev)
 {
-	int q;
-
 	lockdep_assert_held_write(&ndev->reset_lock);
 	atomic_inc(&ndev->reset_count);
 	ndev->reset_prepared = false;
-	if (npu_device_sched_running(ndev))
-		for (q = 0; q < NPU_NUM_QUEUES; q++)
-			drm_sched_wqueue_start(&ndev->queues[q].sched);
+	npu_device_start_scheds(ndev);
 	npu_dbg(ndev, RESET, "reset %d done\n", atomic_read(&ndev->reset_count));
 }
 
@@ -492,17 +519,25 @@ void npu_device_recover(struct npu_device *ndev, struct npu_job *bad)
  */
 void npu_device_reset_prepare(struct npu_device *ndev)
 {
-	bool cookie;
+	bool cookie, stop;
 
+	mutex_lock(&ndev->sched_lock);
 	cookie = npu_device_reset_begin(ndev);
-	if (!ndev->reset_prepared && !ndev->shut_down) {
+	stop = !ndev->reset_prepared && !ndev->shut_down;
+	/* From here the timeout handler leaves jobs alone, nothing starts. */
+	if (stop)
+		ndev->reset_prepared = true;
+	npu_device_reset_end(ndev, cookie);
+	if (stop) {
+		npu_device_stop_scheds(ndev);
+		cookie = npu_device_reset_begin(ndev);
 		npu_device_stop_jobs(ndev);
 		if (npu_device_reset_hw(ndev))
 			npu_device_wedge(ndev, "device reset timed out");
-		ndev->reset_prepared = true;
 		trace_npu_reset(ndev, ~0u, atomic_read(&ndev->reset_count) + 1);
+		npu_device_reset_end(ndev, cookie);
 	}
-	npu_device_reset_end(ndev, cookie);
+	mutex_unlock(&ndev->sched_lock);
 }
 
 int npu_device_reset_restart(struct npu_device *ndev)
@@ -521,10 +556,12 @@ void npu_device_reset_resume(struct npu_device *ndev)
 {
 	bool cookie;
 
+	mutex_lock(&ndev->sched_lock);
 	cookie = npu_device_reset_begin(ndev);
 	if (ndev->reset_prepared)
 		npu_device_resume_locked(ndev);
 	npu_device_reset_end(ndev, cookie);
+	mutex_unlock(&ndev->sched_lock);
 }
 
 /*
@@ -535,15 +572,17 @@ void npu_device_reset_resume(struct npu_device *ndev)
 void npu_device_shutdown(struct npu_device *ndev)
 {
 	bool cookie;
-	int q;
 
+	mutex_lock(&ndev->sched_lock);
 	cookie = npu_device_reset_begin(ndev);
-	for (q = 0; q < NPU_NUM_QUEUES; q++)
-		drm_sched_wqueue_stop(&ndev->queues[q].sched);
-	npu_irq_disable(ndev);
 	ndev->shut_down = true;
+	npu_device_reset_end(ndev, cookie);
+	npu_device_stop_scheds(ndev);
+	cookie = npu_device_reset_begin(ndev);
+	npu_irq_disable(ndev);
 	ndev->ready = false;
 	npu_device_reset_hw(ndev);
 	pci_clear_master(ndev->pdev);
 	npu_device_reset_end(ndev, cookie);
+	mutex_unlock(&ndev->sched_lock);
 }

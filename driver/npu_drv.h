@@ -132,6 +132,13 @@ struct npu_device {
 	 */
 	struct rw_semaphore reset_lock;
 	/*
+	 * Serializes the steps that stop the schedulers for good (a PCI
+	 * reset's prepare, shutdown, the pause hook) with those that let them
+	 * go again (resume, unpause); taken before reset_lock, never in a
+	 * fence-signalling section (npu_device_stop_scheds()).
+	 */
+	struct mutex sched_lock;
+	/*
 	 * Under reset_lock: npu_device_reset_prepare() ran and no resume
 	 * yet. A PCI recovery that failed before slot_reset leaves it set,
 	 * and unbind ends it.
@@ -308,6 +315,8 @@ bool npu_device_hw_tryenter(struct npu_device *ndev);
 void npu_device_hw_exit(struct npu_device *ndev);
 bool npu_device_reset_begin(struct npu_device *ndev);
 void npu_device_reset_end(struct npu_device *ndev, bool cookie);
+void npu_device_stop_scheds(struct npu_device *ndev);
+void npu_device_start_scheds(struct npu_device *ndev);
 void npu_device_wedge(struct npu_device *ndev, const char *why);
 void npu_device_recover(struct npu_device *ndev, struct npu_job *bad);
 bool npu_device_may_recover(struct npu_device *ndev);

@@ -509,10 +509,9 @@ bool npu_job_is_hung(struct npu_job *job)
  * handler and drops the hardware fences of the others, which
  * drm_sched_start() then cancels) nor a poke at s_fence->parent is
  * needed. A job that ended meanwhile was not freed (it was off the
- * list): drm_sched_wqueue_start() of a running scheduler only queues its
- * run and free work, and a stopped one queues them when it starts.
- * Called with reset_lock held for writing, so nothing starts or stops
- * the scheduler meanwhile.
+ * list): the handler stopped the schedulers first and starts them at
+ * its end (npu_device_start_scheds()), which queues their run and free
+ * work. Called with reset_lock held for writing.
  */
 void npu_job_timeout_reinsert(struct npu_job *job)
 {
@@ -522,8 +521,6 @@ void npu_job_timeout_reinsert(struct npu_job *job)
 	spin_lock(&sched->job_list_lock);
 	list_add(&job->base.list, &sched->pending_list);
 	spin_unlock(&sched->job_list_lock);
-	if (npu_device_sched_running(job->ndev))
-		drm_sched_wqueue_start(sched);
 }
 
 /*
@@ -540,6 +537,8 @@ static enum drm_gpu_sched_stat npu_job_timedout(struct drm_sched_job *sched_job)
 	bool cookie = dma_fence_begin_signalling();
 	int idx;
 
+	/* Before reset_lock, and started again under it at the end. */
+	npu_device_stop_scheds(ndev);
 	down_write(&ndev->reset_lock);
 	if (!drm_dev_enter(&ndev->drm, &idx)) {
 		/* Unplugged: the job ends when unbind fails its fence. */
@@ -571,6 +570,7 @@ static enum drm_gpu_sched_stat npu_job_timedout(struct drm_sched_job *sched_job)
 out_exit:
 	drm_dev_exit(idx);
 out:
+	npu_device_start_scheds(ndev);
 	up_write(&ndev->reset_lock);
 	dma_fence_end_signalling(cookie);
 	return stat;
