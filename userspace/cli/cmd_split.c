@@ -23,10 +23,10 @@
 #include <unistd.h>
 
 #include "cli_util.h"
+#include "npu-tools/onnx_split.h"
 #include "npu/npu_model.h"
 #include "npu_cli.h"
 #include "onnx/npu_onnx.h"
-#include "onnx/npu_onnx_split.h"
 #include "runtime/npu_npy.h"
 
 #define MAX_CANDIDATES 4096
@@ -220,15 +220,15 @@ static int write_split(const struct split_args *a, const void *data, size_t size
 		       const char *const *cut, size_t count)
 {
 	struct npu_onnx_split sp;
-	struct npu_error err = { 0 };
+	char msg[512];
 	size_t i;
 	int rc = 0;
 
 	if (a->int8) {
 		if (int8_split(a, data, size, cut, count, &sp))
 			return 1;
-	} else if (npu_onnx_split(data, size, a->model, cut, count, &sp, &err) != NPU_OK) {
-		fprintf(stderr, "npu split: %s\n", npu_error_msg(&err));
+	} else if (npu_onnx_split(data, size, a->model, cut, count, &sp, msg, sizeof(msg)) != NPU_OK) {
+		fprintf(stderr, "npu split: %s\n", msg);
 		return 1;
 	}
 	if (write_file(a->head_out, sp.head, sp.head_size) ||
@@ -908,7 +908,7 @@ static int int8_split(const struct split_args *a, const void *data, size_t size,
 	struct npu_model_options mo;
 	struct npu_onnx_split plain = { 0 };
 	struct npu_onnx_split_quant *q = calloc(count + 1, sizeof(*q));
-	struct npu_error err = { 0 };
+	char msg[512];
 	struct samples s = { 0 };
 	int rc = -1;
 
@@ -918,14 +918,15 @@ static int int8_split(const struct split_args *a, const void *data, size_t size,
 		goto out;
 	if (load_samples(a, &cm, &s))
 		goto out;
-	if (npu_onnx_split(data, size, a->model, cut, count, &plain, &err) != NPU_OK) {
-		fprintf(stderr, "npu split: %s\n", npu_error_msg(&err));
+	if (npu_onnx_split(data, size, a->model, cut, count, &plain, msg, sizeof(msg)) != NPU_OK) {
+		fprintf(stderr, "npu split: %s\n", msg);
 		goto out;
 	}
 	if (int8_params(cm.engine, &plain, cut, count, &s, q))
 		goto out;
-	if (npu_onnx_split_quantized(data, size, a->model, cut, count, q, out, &err) != NPU_OK) {
-		fprintf(stderr, "npu split: %s\n", npu_error_msg(&err));
+	if (npu_onnx_split_quantized(data, size, a->model, cut, count, q, out, msg,
+				     sizeof(msg)) != NPU_OK) {
+		fprintf(stderr, "npu split: %s\n", msg);
 		goto out;
 	}
 	if (int8_accuracy(cm.engine, &plain, out, count, &s)) {
@@ -945,6 +946,7 @@ static int auto_split(struct split_args *a, const void *data, size_t size)
 {
 	struct npu_onnx_cutgraph *cg = NULL;
 	struct npu_error err = { 0 };
+	char msg[512];
 	struct npu_cli_model cm = { 0 };
 	struct npu_model_options mo;
 	struct npu_host_tensor ins[MAX_SHAPES];
@@ -959,8 +961,8 @@ static int auto_split(struct split_args *a, const void *data, size_t size)
 	bool on_npu = strcmp(a->device, "cpu") != 0;
 	char label[512], dyn_shapes[MAX_SHAPES][300];
 
-	if (npu_onnx_cutgraph_create(data, size, a->model, &cg, &err) != NPU_OK) {
-		fprintf(stderr, "npu split: %s\n", npu_error_msg(&err));
+	if (npu_onnx_cutgraph_create(data, size, a->model, &cg, msg, sizeof(msg)) != NPU_OK) {
+		fprintf(stderr, "npu split: %s\n", msg);
 		return 1;
 	}
 	n = npu_onnx_cutgraph_num_nodes(cg);
@@ -1057,7 +1059,7 @@ static int auto_split(struct split_args *a, const void *data, size_t size)
 		struct cand *x = &c.v[i];
 
 		if (npu_onnx_cutgraph_check(cg, (const char *const *)x->names, x->count, hm, tm,
-					    &err) != NPU_OK)
+					    msg, sizeof(msg)) != NPU_OK)
 			continue;
 		for (k = 0; k < n; k++) {
 			if (hm[k])
