@@ -1179,3 +1179,93 @@ npu_status npu_onnx_split_quantized(const void *data, size_t size, const char *s
 	return report(split_quantized(data, size, source, cut, count, q, out, &err), &err, msg,
 		      msg_size);
 }
+
+struct npu_onnx_sizes {
+	struct npu_graph *g;
+	size_t num_inputs;
+};
+
+npu_status npu_onnx_sizes_create(const void *data, size_t size, const char *source,
+				 const struct npu_host_tensor *inputs, size_t num_inputs,
+				 struct npu_onnx_sizes **out, char *msg, size_t msg_size)
+{
+	struct npu_error err = { 0 };
+	struct npu_onnx_sizes *s;
+	npu_status st;
+	size_t i;
+
+	*out = NULL;
+	s = calloc(1, sizeof(*s));
+	if (!s) {
+		npu_error_set(&err, NPU_ERR_NO_MEMORY, "out of memory");
+		return report(NPU_ERR_NO_MEMORY, &err, msg, msg_size);
+	}
+	st = npu_onnx_import(data, size, source, &s->g, &err);
+	if (st != NPU_OK) {
+		free(s);
+		return report(st, &err, msg, msg_size);
+	}
+	for (i = 0; i < s->g->num_inputs && i < num_inputs; i++) {
+		struct npu_value *v = s->g->inputs[i];
+
+		if (inputs[i].rank < 0 || inputs[i].rank > NPU_MAX_RANK) {
+			npu_onnx_sizes_destroy(s);
+			npu_error_set(&err, NPU_ERR_INVALID_ARG, "%s: input '%s': rank %d", source,
+				      v->name, inputs[i].rank);
+			return report(NPU_ERR_INVALID_ARG, &err, msg, msg_size);
+		}
+		v->shape.rank = inputs[i].rank;
+		memcpy(v->shape.dims, inputs[i].dims, sizeof(int64_t) * (size_t)inputs[i].rank);
+	}
+	s->num_inputs = i;
+	st = npu_graph_infer(s->g, false, &err);
+	if (st != NPU_OK) {
+		npu_onnx_sizes_destroy(s);
+		return report(st, &err, msg, msg_size);
+	}
+	*out = s;
+	return NPU_OK;
+}
+
+void npu_onnx_sizes_destroy(struct npu_onnx_sizes *s)
+{
+	if (!s)
+		return;
+	npu_graph_destroy(s->g);
+	free(s);
+}
+
+size_t npu_onnx_sizes_num_inputs(const struct npu_onnx_sizes *s)
+{
+	return s->num_inputs;
+}
+
+uint64_t npu_onnx_sizes_bytes(const struct npu_onnx_sizes *s, const char *name, bool int8)
+{
+	const struct npu_value *v = npu_graph_find_value(s->g, name);
+	int64_t n;
+
+	if (!v || (n = npu_shape_numel(&v->shape)) < 0)
+		return 0;
+	if (int8 && v->dtype == NPU_DTYPE_FLOAT)
+		return (uint64_t)n;
+	return (uint64_t)n * npu_dtype_size(v->dtype);
+}
+
+uint64_t npu_onnx_sizes_output_bytes(const struct npu_onnx_sizes *s)
+{
+	uint64_t bytes = 0;
+	size_t i;
+
+	for (i = 0; i < s->g->num_outputs; i++)
+		bytes += npu_onnx_sizes_bytes(s, s->g->outputs[i]->name, false);
+	return bytes;
+}
+
+npu_status npu_onnx_read_file(const char *path, void **data, size_t *size, char *msg,
+			      size_t msg_size)
+{
+	struct npu_error err = { 0 };
+
+	return report(npu_read_file(path, data, size, &err), &err, msg, msg_size);
+}

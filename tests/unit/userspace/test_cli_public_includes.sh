@@ -16,11 +16,6 @@ cmd_onnx_test.c graph/npu_ir.h
 cmd_onnx_test.c graph/npu_str.h
 cmd_onnx_test.c onnx/npu_onnx.h
 cmd_onnx_test.c runtime/npu_npy.h
-cmd_run.c onnx/npu_onnx.h
-cmd_run.c runtime/npu_npy.h
-cmd_split.c onnx/npu_onnx.h
-cmd_split.c runtime/npu_npy.h
-cmd_compile.c runtime/npu_npy.h
 '
 public() {	# public FILE HEADER QUOTED: 0 if the include is allowed
 	case $2 in

@@ -22,7 +22,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "npu/npu_status.h"
+#include "npu/npu_model.h"	/* npu_host_tensor */
 
 /* The dataflow of a model's top graph by tensor name, for checking cuts. */
 struct npu_onnx_cutgraph;
@@ -61,6 +61,28 @@ size_t npu_onnx_cutgraph_enumerate(const struct npu_onnx_cutgraph *cg, size_t ma
 npu_status npu_onnx_cutgraph_check(const struct npu_onnx_cutgraph *cg,
 				   const char *const *cut, size_t count,
 				   bool *head, bool *tail, char *msg, size_t msg_size);
+
+/*
+ * The size of every tensor of a model at given input shapes, for costing
+ * cuts: the model imported and its shapes inferred with inputs[i] (rank and
+ * dims; i below num_inputs) as the shape of its i-th input.
+ */
+struct npu_onnx_sizes;
+
+npu_status npu_onnx_sizes_create(const void *data, size_t size, const char *source,
+				 const struct npu_host_tensor *inputs, size_t num_inputs,
+				 struct npu_onnx_sizes **out, char *msg, size_t msg_size);
+void npu_onnx_sizes_destroy(struct npu_onnx_sizes *s);
+/* How many model inputs took a shape from 'inputs'. */
+size_t npu_onnx_sizes_num_inputs(const struct npu_onnx_sizes *s);
+/* Bytes of tensor 'name' (int8: a float tensor at 1 byte an element); 0 if unknown. */
+uint64_t npu_onnx_sizes_bytes(const struct npu_onnx_sizes *s, const char *name, bool int8);
+/* Bytes of the model's outputs, summed. */
+uint64_t npu_onnx_sizes_output_bytes(const struct npu_onnx_sizes *s);
+
+/* Read a whole file (a model) into a malloc'd buffer; errors name the file. */
+npu_status npu_onnx_read_file(const char *path, void **data, size_t *size, char *msg,
+			      size_t msg_size);
 
 /* The two serialized models of a cut. */
 struct npu_onnx_split {
