@@ -3,6 +3,7 @@
 
 #include "npu/npu_device.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -372,4 +373,49 @@ int npu_cli_parse_link(const char *v, double *mbit, double *rtt_ms)
 			return -1;
 	}
 	return *end ? -1 : 0;
+}
+
+static int npy_file(const struct dirent *d)
+{
+	size_t n = strlen(d->d_name);
+
+	return n > 4 && !strcmp(d->d_name + n - 4, ".npy");
+}
+
+static int not_hidden(const struct dirent *d)
+{
+	return d->d_name[0] != '.';
+}
+
+int npu_cli_list_samples(const char *dir, bool npy_files, char ***names)
+{
+	struct dirent **ents = NULL;
+	char **out;
+	int n = scandir(dir, &ents, npy_files ? npy_file : not_hidden, alphasort), i, bad = 0;
+
+	*names = NULL;
+	if (n < 0)
+		return -1;
+	out = calloc((size_t)n + 1, sizeof(*out));
+	for (i = 0; i < n; i++) {
+		if (out && !(out[i] = strdup(ents[i]->d_name)))
+			bad = 1;
+		free(ents[i]);
+	}
+	free(ents);
+	if (!out || bad) {
+		npu_cli_free_names(out, n);
+		return -1;
+	}
+	*names = out;
+	return n;
+}
+
+void npu_cli_free_names(char **names, int count)
+{
+	int i;
+
+	for (i = 0; names && i < count; i++)
+		free(names[i]);
+	free(names);
 }

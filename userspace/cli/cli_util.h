@@ -3,6 +3,7 @@
 #ifndef NPU_CLI_UTIL_H
 #define NPU_CLI_UTIL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -78,6 +79,15 @@ int npu_cli_random_inputs(const struct npu_cli_model *cm, uint64_t seed, float l
 			  float hi, const char *const *shapes, size_t num_shapes,
 			  struct npu_host_tensor *out, const char *cmd);
 void npu_cli_free_inputs(struct npu_host_tensor *t, int count);
+
+/*
+ * The samples of a calibration or evaluation directory, sorted by name (the
+ * order the library's calibration reads them in): its *.npy files
+ * (npy_files), or its subdirectories (dot names skipped). Returns the
+ * count, or -1 when 'dir' cannot be read; free with npu_cli_free_names().
+ */
+int npu_cli_list_samples(const char *dir, bool npy_files, char ***names);
+void npu_cli_free_names(char **names, int count);
 
 /*
  * Fill a tensor from a splitmix64 stream: floats uniform in [lo, hi),

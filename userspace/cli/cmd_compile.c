@@ -10,7 +10,6 @@
 #include <string.h>
 
 #include "cli_util.h"
-#include "runtime/npu_npy.h"
 #include "npu/npu_model.h"
 #include "npu_cli.h"
 #include "report.h"
@@ -218,9 +217,8 @@ static int quant_report(struct npu_plan *plan, size_t samples, bool json)
 static int eval_dir(struct npu_session *npu, struct npu_session *ref, const char *dir,
 		    bool json)
 {
-	struct npu_error err = { 0 };
 	char path[4096], **names = NULL;
-	int n = npu_npy_list_samples(dir, true, &names), k, rc = -1;
+	int n = npu_cli_list_samples(dir, true, &names), k, rc = -1;
 	size_t o, n_out = npu_model_num_outputs(npu_plan_model(npu_session_plan(npu)));
 	double (*acc)[4] = calloc(n_out + 1, sizeof(*acc));	/* ab, aa, bb, (a-b)^2 */
 
@@ -229,25 +227,19 @@ static int eval_dir(struct npu_session *npu, struct npu_session *ref, const char
 		goto out;
 	}
 	for (k = 0; k < n; k++) {
-		struct npu_tensor *t = NULL;
 		struct npu_host_tensor in = { 0 };
 
 		snprintf(path, sizeof(path), "%s/%s", dir, names[k]);
-		if (npu_npy_read(path, &t, &err) != NPU_OK) {
-			fprintf(stderr, "npu compile: --eval-dir: %s\n", err.msg);
+		if (npu_tensor_file_read(path, &in) != NPU_OK) {
+			fprintf(stderr, "npu compile: --eval-dir: %s\n", npu_last_error());
 			goto out;
 		}
-		in.dtype = (enum npu_data_type)t->dtype;
-		in.rank = t->shape.rank;
-		memcpy(in.dims, t->shape.dims, sizeof(int64_t) * (size_t)in.rank);
-		in.data = t->data;
-		in.nbytes = t->nbytes;
 		if (npu_session_run(npu, &in, 1) != NPU_OK || npu_session_run(ref, &in, 1) != NPU_OK) {
 			fprintf(stderr, "npu compile: --eval-dir %s: %s\n", path, npu_last_error());
-			npu_tensor_destroy(t);
+			npu_host_tensor_free(&in);
 			goto out;
 		}
-		npu_tensor_destroy(t);
+		npu_host_tensor_free(&in);
 		for (o = 0; o < n_out; o++) {
 			struct npu_host_tensor a, b;
 			size_t i;
@@ -287,7 +279,7 @@ static int eval_dir(struct npu_session *npu, struct npu_session *ref, const char
 	rc = 0;
 out:
 	free(acc);
-	npu_npy_free_names(names, n);
+	npu_cli_free_names(names, n);
 	return rc;
 }
 
@@ -371,32 +363,24 @@ static void mixed_precision(struct npu_plan *plan, bool json)
 
 /* The first calibration sample of a one-input model, as the accuracy input. */
 static int calib_sample(const struct npu_model *m, const char *dir,
-			struct npu_host_tensor *in, struct npu_tensor **keep)
+			struct npu_host_tensor *in)
 {
-	struct npu_error err = { 0 };
 	char path[4096], **names = NULL;
-	int n = npu_model_num_inputs(m) == 1 ? npu_npy_list_samples(dir, true, &names) : -1;
+	int n = npu_model_num_inputs(m) == 1 ? npu_cli_list_samples(dir, true, &names) : -1;
 	int rc = -1;
 
 	if (n > 0) {
 		snprintf(path, sizeof(path), "%s/%s", dir, names[0]);
-		if (npu_npy_read(path, keep, &err) == NPU_OK) {
-			memset(in, 0, sizeof(*in));
-			in->dtype = (enum npu_data_type)(*keep)->dtype;
-			in->rank = (*keep)->shape.rank;
-			memcpy(in->dims, (*keep)->shape.dims, sizeof(int64_t) * (size_t)in->rank);
-			in->data = (*keep)->data;
-			in->nbytes = (*keep)->nbytes;
+		if (npu_tensor_file_read(path, in) == NPU_OK)
 			rc = 0;
-		}
 	}
-	npu_npy_free_names(names, n);
+	npu_cli_free_names(names, n);
 	return rc;
 }
 
 int npu_cmd_compile(int argc, char **argv)
 {
-	struct npu_tensor *calib_keep = NULL;
+	bool calib_in = false;	/* inputs[0] read from the calibration set */
 	struct npu_model_options mo;
 	struct npu_cli_model cm = { 0 }, ref = { 0 };
 	struct npu_npu_stats st;
@@ -631,7 +615,8 @@ int npu_cmd_compile(int argc, char **argv)
 				goto out;
 		if (npu_cli_plan(&ref, "compile"))
 			goto out;
-		if (mo.calib_dir && !calib_sample(cm.model, mo.calib_dir, &inputs[0], &calib_keep)) {
+		if (mo.calib_dir && !calib_sample(cm.model, mo.calib_dir, &inputs[0])) {
+			calib_in = true;
 			if (!json)
 				printf("accuracy input: the first calibration sample in %s\n", mo.calib_dir);
 			if (accuracy(cm.session, ref.session, inputs, 1, json))
@@ -659,10 +644,11 @@ int npu_cmd_compile(int argc, char **argv)
 		printf(",\n  \"output\": "), npu_cli_json_string(stdout, out ? out : ""), printf("\n}\n");
 	rc = 0;
 out:
+	if (calib_in)
+		npu_host_tensor_free(&inputs[0]);
 	if (inputs)
 		npu_cli_free_inputs(inputs, n_in);
 	free(inputs);
-	npu_tensor_destroy(calib_keep);
 	npu_cli_close(&ref);
 	npu_cli_close(&cm);
 	return rc;

@@ -5,10 +5,10 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "npu/npu.h"
 #include "cli_util.h"
+#include "npu-tools/cs_asm.h"
+#include "npu/npu.h"
 #include "npu_cli.h"
-#include "npu_sim.h"
 
 static void info_usage(FILE *out)
 {
@@ -59,7 +59,7 @@ static void print_list(FILE *f, bool json, uint32_t caps, uint32_t ops)
 	}
 	for (i = 0; i < sizeof(all_opcodes); i++)
 		if (ops & NPU_OP_BIT(all_opcodes[i])) {
-			const char *n = npu_opcode_name(all_opcodes[i]);
+			const char *n = npu_cs_opcode_name(all_opcodes[i]);
 
 			fprintf(f, json ? "%s\"%s\"" : "%s%s", first ? "" : json ? ", " : " ",
 				n ? n : "?");

@@ -26,13 +26,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "graph/npu_ir.h"
-#include "graph/npu_str.h"
-#include "npu/npu_model.h"
 #include "cli_util.h"
+#include "npu-tools/onnx_data.h"
+#include "npu/npu_model.h"
 #include "npu_cli.h"
-#include "onnx/npu_onnx.h"
-#include "runtime/npu_npy.h"
 
 #define RTOL 1e-3
 #define ATOL 1e-5
@@ -128,65 +125,103 @@ static float half_to_float(uint16_t h)
 	return f;
 }
 
-static double elem(const void *data, enum npu_dtype t, size_t i)
+static double elem(const void *data, enum npu_data_type t, size_t i)
 {
 	switch (t) {
-	case NPU_DTYPE_FLOAT: return ((const float *)data)[i];
-	case NPU_DTYPE_DOUBLE: return ((const double *)data)[i];
-	case NPU_DTYPE_FLOAT16: return half_to_float(((const uint16_t *)data)[i]);
-	case NPU_DTYPE_BFLOAT16: {
+	case NPU_TYPE_FLOAT: return ((const float *)data)[i];
+	case NPU_TYPE_DOUBLE: return ((const double *)data)[i];
+	case NPU_TYPE_FLOAT16: return half_to_float(((const uint16_t *)data)[i]);
+	case NPU_TYPE_BFLOAT16: {
 		uint32_t u = (uint32_t)((const uint16_t *)data)[i] << 16;
 		float f;
 
 		memcpy(&f, &u, sizeof(f));
 		return f;
 	}
-	case NPU_DTYPE_INT8: return ((const int8_t *)data)[i];
-	case NPU_DTYPE_UINT8: return ((const uint8_t *)data)[i];
-	case NPU_DTYPE_BOOL: return ((const uint8_t *)data)[i] != 0;
-	case NPU_DTYPE_INT16: return ((const int16_t *)data)[i];
-	case NPU_DTYPE_UINT16: return ((const uint16_t *)data)[i];
-	case NPU_DTYPE_INT32: return ((const int32_t *)data)[i];
-	case NPU_DTYPE_UINT32: return ((const uint32_t *)data)[i];
-	case NPU_DTYPE_INT64: return (double)((const int64_t *)data)[i];
-	case NPU_DTYPE_UINT64: return (double)((const uint64_t *)data)[i];
+	case NPU_TYPE_INT8: return ((const int8_t *)data)[i];
+	case NPU_TYPE_UINT8: return ((const uint8_t *)data)[i];
+	case NPU_TYPE_BOOL: return ((const uint8_t *)data)[i] != 0;
+	case NPU_TYPE_INT16: return ((const int16_t *)data)[i];
+	case NPU_TYPE_UINT16: return ((const uint16_t *)data)[i];
+	case NPU_TYPE_INT32: return ((const int32_t *)data)[i];
+	case NPU_TYPE_UINT32: return ((const uint32_t *)data)[i];
+	case NPU_TYPE_INT64: return (double)((const int64_t *)data)[i];
+	case NPU_TYPE_UINT64: return (double)((const uint64_t *)data)[i];
 	default: return 0;
 	}
 }
 
-static bool exact_type(enum npu_dtype t)
+static bool exact_type(enum npu_data_type t)
 {
-	return t != NPU_DTYPE_FLOAT && t != NPU_DTYPE_DOUBLE &&
-	       t != NPU_DTYPE_FLOAT16 && t != NPU_DTYPE_BFLOAT16;
+	return t != NPU_TYPE_FLOAT && t != NPU_TYPE_DOUBLE &&
+	       t != NPU_TYPE_FLOAT16 && t != NPU_TYPE_BFLOAT16;
 }
 
-static bool int_equal(const void *a, const void *b, enum npu_dtype t, size_t i)
+static bool int_equal(const void *a, const void *b, enum npu_data_type t, size_t i)
 {
-	size_t es = npu_dtype_size(t);
+	size_t es = npu_data_type_size(t);
 
-	if (t == NPU_DTYPE_BOOL)
+	if (t == NPU_TYPE_BOOL)
 		return (((const uint8_t *)a)[i] != 0) == (((const uint8_t *)b)[i] != 0);
 	return !memcmp((const char *)a + i * es, (const char *)b + i * es, es);
 }
 
-static void index_text(const struct npu_shape *s, size_t flat, char *buf,
+static void index_text(const struct npu_host_tensor *t, size_t flat, char *buf,
 		       size_t size)
 {
-	size_t idx[NPU_MAX_RANK], len = 0;
+	size_t idx[NPU_MODEL_MAX_RANK], len = 0;
 	int d;
 
-	for (d = s->rank - 1; d >= 0; d--) {
-		size_t dim = s->dims[d] > 0 ? (size_t)s->dims[d] : 1;
+	for (d = t->rank - 1; d >= 0; d--) {
+		size_t dim = t->dims[d] > 0 ? (size_t)t->dims[d] : 1;
 
 		idx[d] = flat % dim;
 		flat /= dim;
 	}
 	len += (size_t)snprintf(buf, size, "[");
-	for (d = 0; d < s->rank && len < size; d++)
+	for (d = 0; d < t->rank && len < size; d++)
 		len += (size_t)snprintf(buf + len, size - len, "%s%zu",
 					d ? "," : "", idx[d]);
 	if (len < size)
 		snprintf(buf + len, size - len, "]");
+}
+
+/* "1x3x4", "scalar", "?" for an unknown dim. */
+static const char *shape_text(const struct npu_host_tensor *t, char *buf, size_t size)
+{
+	size_t len = 0;
+	int i;
+
+	if (!size)
+		return buf;
+	buf[0] = '\0';
+	if (t->rank == 0) {
+		snprintf(buf, size, "scalar");
+		return buf;
+	}
+	for (i = 0; i < t->rank && len < size; i++) {
+		int n;
+
+		if (t->dims[i] < 0)
+			n = snprintf(buf + len, size - len, "%s?", i ? "x" : "");
+		else
+			n = snprintf(buf + len, size - len, "%s%lld", i ? "x" : "",
+				     (long long)t->dims[i]);
+		if (n < 0)
+			break;
+		len += (size_t)n;
+	}
+	return buf;
+}
+
+static size_t numel(const struct npu_host_tensor *t)
+{
+	size_t n = 1;
+	int d;
+
+	for (d = 0; d < t->rank; d++)
+		n *= t->dims[d] > 0 ? (size_t)t->dims[d] : 0;
+	return n;
 }
 
 /* 0 when 'got' matches 'exp'; else writes the reason into msg. */
@@ -194,9 +229,9 @@ static void index_text(const struct npu_shape *s, size_t flat, char *buf,
  * The int8 tolerance of a float output: a share of its scale, the larger of
  * its range and its largest magnitude (a one-element output has no range).
  */
-static double int8_tolerance(const struct npu_tensor *exp)
+static double int8_tolerance(const struct npu_host_tensor *exp)
 {
-	size_t n = (size_t)npu_shape_numel(&exp->shape), i;
+	size_t n = numel(exp), i;
 	double lo = INFINITY, hi = -INFINITY, scale;
 
 	for (i = 0; i < n; i++) {
@@ -213,22 +248,19 @@ static double int8_tolerance(const struct npu_tensor *exp)
 	return INT8_RANGE_TOL * scale + ATOL;
 }
 
-static int compare(const char *name, const struct npu_tensor *exp,
+static int compare(const char *name, const struct npu_host_tensor *exp,
 		   const struct npu_host_tensor *got, bool int8, char *msg,
 		   size_t size);
 
 /* Sequences and optionals: the same number of items, each compared. */
-static int compare_container(const char *name, const struct npu_tensor *exp,
+static int compare_container(const char *name, const struct npu_host_tensor *exp,
 			     const struct npu_host_tensor *got, bool int8, char *msg,
 			     size_t size)
 {
-	struct npu_host_tensor eh = { .dtype = (enum npu_data_type)exp->dtype, .rank = 1,
-				      .dims = { (int64_t)exp->nbytes }, .data = exp->data,
-				      .nbytes = exp->nbytes };
 	size_t ne, ng, i;
 	char item_name[300];
 
-	if (npu_sequence_length(&eh, &ne) || npu_sequence_length(got, &ng)) {
+	if (npu_sequence_length(exp, &ne) || npu_sequence_length(got, &ng)) {
 		snprintf(msg, size, "output '%s': %s", name, npu_last_error());
 		return 1;
 	}
@@ -238,45 +270,37 @@ static int compare_container(const char *name, const struct npu_tensor *exp,
 	}
 	for (i = 0; i < ne; i++) {
 		struct npu_host_tensor ei, gi;
-		struct npu_tensor et = { 0 };
 
-		npu_sequence_item(&eh, i, &ei);
+		npu_sequence_item(exp, i, &ei);
 		npu_sequence_item(got, i, &gi);
-		et.dtype = (enum npu_dtype)ei.dtype;
-		et.shape.rank = ei.rank;
-		memcpy(et.shape.dims, ei.dims, sizeof(et.shape.dims));
-		et.data = ei.data;
-		et.nbytes = ei.nbytes;
 		snprintf(item_name, sizeof(item_name), "%s[%zu]", name, i);
-		if (compare(item_name, &et, &gi, int8, msg, size))
+		if (compare(item_name, &ei, &gi, int8, msg, size))
 			return 1;
 	}
 	return 0;
 }
 
 /* String tensors: every string byte for byte. */
-static int compare_strings(const char *name, const struct npu_tensor *exp,
+static int compare_strings(const char *name, const struct npu_host_tensor *exp,
 			   const struct npu_host_tensor *got, size_t n, char *msg, size_t size)
 {
-	struct npu_error err = { 0 };
 	size_t i;
 
-	if (npu_str_check(exp, "expected output", &err) != NPU_OK) {
-		snprintf(msg, size, "%s", npu_error_msg(&err));
-		return 1;
-	}
 	for (i = 0; i < n; i++) {
 		const char *e, *g;
 		size_t el, gl;
 		char at[160];
 
-		e = npu_str_at(exp, i, &el);
+		if (npu_string_tensor_get(exp, i, &e, &el) != NPU_OK) {
+			snprintf(msg, size, "expected output: %s", npu_last_error());
+			return 1;
+		}
 		if (npu_string_tensor_get(got, i, &g, &gl) != NPU_OK) {
 			snprintf(msg, size, "output '%s': %s", name, npu_last_error());
 			return 1;
 		}
 		if (el != gl || memcmp(e, g, el)) {
-			index_text(&exp->shape, i, at, sizeof(at));
+			index_text(exp, i, at, sizeof(at));
 			snprintf(msg, size, "output '%s' at %s is \"%.*s\", expected \"%.*s\"", name,
 				 at, (int)(gl > 60 ? 60 : gl), g, (int)(el > 60 ? 60 : el), e);
 			return 1;
@@ -285,35 +309,30 @@ static int compare_strings(const char *name, const struct npu_tensor *exp,
 	return 0;
 }
 
-static int compare(const char *name, const struct npu_tensor *exp,
+static int compare(const char *name, const struct npu_host_tensor *exp,
 		   const struct npu_host_tensor *got, bool int8, char *msg,
 		   size_t size)
 {
-	struct npu_shape gs = { 0 };
 	char a[160], b[160], at[160];
 	size_t n, i, worst = SIZE_MAX, bad = 0;
 	double worst_err = -1, tol8 = 0;
 
-	gs.rank = got->rank;
-	memcpy(gs.dims, got->dims, sizeof(gs.dims));
-	if ((enum npu_dtype)got->dtype == exp->dtype &&
-	    (exp->dtype == NPU_DTYPE_SEQUENCE || exp->dtype == NPU_DTYPE_OPTIONAL))
+	if (got->dtype == exp->dtype &&
+	    (exp->dtype == NPU_TYPE_SEQUENCE || exp->dtype == NPU_TYPE_OPTIONAL))
 		return compare_container(name, exp, got, int8, msg, size);
-	if ((enum npu_dtype)got->dtype != exp->dtype) {
+	if (got->dtype != exp->dtype) {
 		snprintf(msg, size, "output '%s' is %s, expected %s", name,
-			 npu_dtype_name((enum npu_dtype)got->dtype),
-			 npu_dtype_name(exp->dtype));
+			 npu_data_type_name(got->dtype), npu_data_type_name(exp->dtype));
 		return 1;
 	}
-	if (gs.rank != exp->shape.rank ||
-	    memcmp(gs.dims, exp->shape.dims, sizeof(int64_t) * (size_t)gs.rank)) {
+	if (got->rank != exp->rank ||
+	    memcmp(got->dims, exp->dims, sizeof(int64_t) * (size_t)got->rank)) {
 		snprintf(msg, size, "output '%s' has shape %s, expected %s", name,
-			 npu_shape_str(&gs, a, sizeof(a)),
-			 npu_shape_str(&exp->shape, b, sizeof(b)));
+			 shape_text(got, a, sizeof(a)), shape_text(exp, b, sizeof(b)));
 		return 1;
 	}
-	n = (size_t)npu_shape_numel(&exp->shape);
-	if (exp->dtype == NPU_DTYPE_STRING)
+	n = numel(exp);
+	if (exp->dtype == NPU_TYPE_STRING)
 		return compare_strings(name, exp, got, n, msg, size);
 	if (int8 && !exact_type(exp->dtype))
 		tol8 = int8_tolerance(exp);
@@ -346,7 +365,7 @@ static int compare(const char *name, const struct npu_tensor *exp,
 	}
 	if (!bad)
 		return 0;
-	index_text(&exp->shape, worst, at, sizeof(at));
+	index_text(exp, worst, at, sizeof(at));
 	snprintf(msg, size,
 		 "output '%s' max abs err %.6g at %s (expected %.9g, got %.9g; %zu of %zu elements off)",
 		 name, worst_err, at, elem(exp->data, exp->dtype, worst),
@@ -438,11 +457,9 @@ static void remove_tree(const char *dir)
  * calib/0/<input name>.npy.
  */
 static int write_calibration(const struct npu_model *m, const char *calib,
-			     struct npu_tensor *const *ins,
 			     const struct npu_host_tensor *hs, size_t n_in,
 			     char *msg, size_t size)
 {
-	struct npu_error err = { 0 };
 	char path[4096];
 	size_t i;
 
@@ -463,8 +480,8 @@ static int write_calibration(const struct npu_model *m, const char *calib,
 			path_fmt(path, sizeof(path), "%s/0.npy", calib);
 		else
 			path_fmt(path, sizeof(path), "%s/0/%s.npy", calib, name ? name : "?");
-		if (npu_npy_write(path, ins[i], &err) != NPU_OK) {
-			snprintf(msg, size, "calibration input: %s", npu_error_msg(&err));
+		if (npu_tensor_file_write_npy(path, &hs[i]) != NPU_OK) {
+			snprintf(msg, size, "calibration input: %s", npu_last_error());
 			return -1;
 		}
 	}
@@ -476,17 +493,14 @@ static enum verdict run_data_set(struct npu_session *s, const struct npu_model *
 				 const char *set_dir, const char *calib,
 				 bool int8, char *msg, size_t size)
 {
-	struct npu_tensor *ins[MAX_IO] = { 0 }, *exp[MAX_IO] = { 0 };
-	struct npu_host_tensor hs[MAX_IO];
-	struct npu_error err = { 0 };
+	/* ins: as read (they own data and name); hs: as the session takes them */
+	struct npu_host_tensor ins[MAX_IO] = { 0 }, exp[MAX_IO] = { 0 }, hs[MAX_IO];
 	size_t n_in = 0, n_exp = 0, i, k;
 	enum verdict v = V_FAIL;
 	char path[4096];
 	npu_status st;
 
 	for (i = 0; i < MAX_IO; i++) {
-		char *name = NULL;
-
 		struct npu_tensor_info decl = { 0 };
 
 		path_fmt(path, sizeof(path), "%s/input_%zu.pb", set_dir, i);
@@ -494,40 +508,32 @@ static enum verdict run_data_set(struct npu_session *s, const struct npu_model *
 			break;
 		/* A sequence or optional input is read as one (by position). */
 		npu_model_input_info(m, i, &decl);
-		if (npu_onnx_read_value_file(path, (enum npu_dtype)decl.dtype, &ins[i], &name,
-					     &err) != NPU_OK) {
-			snprintf(msg, size, "%s", npu_error_msg(&err));
-			v = err.status == NPU_ERR_UNSUPPORTED ? V_SKIP : V_FAIL;
-			free(name);
+		st = npu_onnx_data_read(path, decl.dtype, &ins[i], msg, size);
+		if (st != NPU_OK) {
+			v = st == NPU_ERR_UNSUPPORTED ? V_SKIP : V_FAIL;
 			goto out;
 		}
-		memset(&hs[i], 0, sizeof(hs[i]));
+		hs[i] = ins[i];
 		hs[i].name = NULL;
 		/* By name when it names a model input, else by position. */
 		for (k = 0; k < npu_model_num_inputs(m); k++) {
 			struct npu_tensor_info info;
 
 			npu_model_input_info(m, k, &info);
-			if (name && !strcmp(name, info.name))
+			if (ins[i].name && !strcmp(ins[i].name, info.name))
 				hs[i].name = info.name;
 		}
-		free(name);
 		/* ONNX 1.12's test data store bfloat16 as its uint16 bits. */
-		if (decl.dtype == NPU_TYPE_BFLOAT16 && ins[i]->dtype == NPU_DTYPE_UINT16)
-			ins[i]->dtype = NPU_DTYPE_BFLOAT16;
+		if (decl.dtype == NPU_TYPE_BFLOAT16 && ins[i].dtype == NPU_TYPE_UINT16)
+			hs[i].dtype = NPU_TYPE_BFLOAT16;
 		/* Data that contradict the model's declared rank: a defect of the test. */
-		if (decl.name && decl.rank >= 0 && ins[i]->dtype != NPU_DTYPE_SEQUENCE &&
-		    ins[i]->dtype != NPU_DTYPE_OPTIONAL && ins[i]->shape.rank != decl.rank) {
+		if (decl.name && decl.rank >= 0 && hs[i].dtype != NPU_TYPE_SEQUENCE &&
+		    hs[i].dtype != NPU_TYPE_OPTIONAL && hs[i].rank != decl.rank) {
 			snprintf(msg, size, "test data: input '%s' has rank %d, the model declares rank %d",
-				 decl.name, ins[i]->shape.rank, decl.rank);
+				 decl.name, hs[i].rank, decl.rank);
 			v = V_SKIP;
 			goto out;
 		}
-		hs[i].dtype = (enum npu_data_type)ins[i]->dtype;
-		hs[i].rank = ins[i]->shape.rank;
-		memcpy(hs[i].dims, ins[i]->shape.dims, sizeof(hs[i].dims));
-		hs[i].data = ins[i]->data;
-		hs[i].nbytes = ins[i]->nbytes;
 		n_in++;
 	}
 	/* All named or all positional: mixing would double-bind inputs. */
@@ -536,15 +542,15 @@ static enum verdict run_data_set(struct npu_session *s, const struct npu_model *
 			for (k = 0; k < n_in; k++)
 				hs[k].name = NULL;
 	for (i = 0; calib && i < n_in; i++)
-		if (ins[i]->dtype == NPU_DTYPE_SEQUENCE || ins[i]->dtype == NPU_DTYPE_OPTIONAL ||
-		    ins[i]->dtype == NPU_DTYPE_BFLOAT16 || ins[i]->dtype == NPU_DTYPE_STRING) {
+		if (hs[i].dtype == NPU_TYPE_SEQUENCE || hs[i].dtype == NPU_TYPE_OPTIONAL ||
+		    hs[i].dtype == NPU_TYPE_BFLOAT16 || hs[i].dtype == NPU_TYPE_STRING) {
 			/* Calibration data are .npy files, which hold none of these. */
 			snprintf(msg, size, "input %zu is %s: no .npy calibration data for it",
-				 i, npu_dtype_name(ins[i]->dtype));
+				 i, npu_data_type_name(hs[i].dtype));
 			v = V_SKIP;
 			goto out;
 		}
-	if (calib && write_calibration(m, calib, ins, hs, n_in, msg, size))
+	if (calib && write_calibration(m, calib, hs, n_in, msg, size))
 		goto out;
 	st = npu_session_run(s, hs, n_in);
 	if (st != NPU_OK) {
@@ -561,14 +567,13 @@ static enum verdict run_data_set(struct npu_session *s, const struct npu_model *
 			break;
 		if (i < npu_model_num_outputs(m))
 			npu_session_output(s, i, &got);
-		if (npu_onnx_read_value_file(path, (enum npu_dtype)got.dtype, &exp[i], NULL,
-					     &err) != NPU_OK) {
-			snprintf(msg, size, "%s", npu_error_msg(&err));
-			v = err.status == NPU_ERR_UNSUPPORTED ? V_SKIP : V_FAIL;
+		st = npu_onnx_data_read(path, got.dtype, &exp[i], msg, size);
+		if (st != NPU_OK) {
+			v = st == NPU_ERR_UNSUPPORTED ? V_SKIP : V_FAIL;
 			goto out;
 		}
-		if (exp[i]->dtype == NPU_DTYPE_UINT16 && got.dtype == NPU_TYPE_BFLOAT16)
-			exp[i]->dtype = NPU_DTYPE_BFLOAT16;	/* as for inputs */
+		if (exp[i].dtype == NPU_TYPE_UINT16 && got.dtype == NPU_TYPE_BFLOAT16)
+			exp[i].dtype = NPU_TYPE_BFLOAT16;	/* as for inputs */
 		n_exp++;
 	}
 	if (n_exp != npu_model_num_outputs(m)) {
@@ -580,14 +585,14 @@ static enum verdict run_data_set(struct npu_session *s, const struct npu_model *
 		struct npu_host_tensor got;
 
 		npu_session_output(s, i, &got);
-		if (compare(got.name, exp[i], &got, int8, msg, size))
+		if (compare(got.name, &exp[i], &got, int8, msg, size))
 			goto out;
 	}
 	v = V_PASS;
 out:
 	for (i = 0; i < MAX_IO; i++) {
-		npu_tensor_destroy(ins[i]);
-		npu_tensor_destroy(exp[i]);
+		npu_host_tensor_free(&ins[i]);
+		npu_host_tensor_free(&exp[i]);
 	}
 	return v;
 }

@@ -10,8 +10,6 @@
 #include "npu/npu_remote.h"
 #include "cli_util.h"
 #include "npu_cli.h"
-#include "onnx/npu_onnx.h"
-#include "runtime/npu_npy.h"
 
 #define MAX_ARGS 64
 
@@ -131,13 +129,6 @@ static const char *shape_text(int rank, const int64_t *dims, char *buf,
 		len += (size_t)snprintf(buf + len, size - len, "%s%lld",
 					d ? "x" : "", (long long)dims[d]);
 	return buf;
-}
-
-static int ends_with(const char *s, const char *suffix)
-{
-	size_t a = strlen(s), b = strlen(suffix);
-
-	return a >= b && !strcmp(s + a - b, suffix);
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -280,26 +271,19 @@ static int parse_run_args(int argc, char **argv, struct run_args *a)
 
 /* Read NAME=FILE for input 'name', if given: .npy or TensorProto .pb. */
 static int load_input_file(const struct run_args *a, const char *name,
-			   struct npu_tensor **out)
+			   struct npu_host_tensor *out)
 {
-	struct npu_error err = { 0 };
 	size_t i, len = strlen(name);
 
-	*out = NULL;
+	memset(out, 0, sizeof(*out));
 	for (i = 0; i < a->num_inputs; i++) {
 		const char *arg = a->inputs[i], *file;
-		npu_status st;
 
 		if (strncmp(arg, name, len) || arg[len] != '=')
 			continue;
 		file = arg + len + 1;
-		if (ends_with(file, ".pb"))
-			st = npu_onnx_read_tensor_file(file, out, NULL, &err);
-		else
-			st = npu_npy_read(file, out, &err);
-		if (st != NPU_OK) {
-			fprintf(stderr, "npu run: input '%s': %s\n", name,
-				npu_error_msg(&err));
+		if (npu_tensor_file_read(file, out) != NPU_OK) {
+			fprintf(stderr, "npu run: input '%s': %s\n", name, npu_last_error());
 			return -1;
 		}
 		return 1;
@@ -314,7 +298,7 @@ int npu_cmd_run(int argc, char **argv)
 	struct npu_cli_model cm = { 0 };
 	struct npu_model *m = NULL;
 	struct npu_host_tensor *ins = NULL;
-	struct npu_tensor **files = NULL;
+	struct npu_host_tensor *files = NULL;	/* --input NAME=FILE */
 	void **random_bufs = NULL;
 	double *times = NULL, *head_ms = NULL, *req_ms = NULL, *wall_ms = NULL, *modeled_ms = NULL;
 	struct npu_remote *remote = NULL;
@@ -387,11 +371,11 @@ int npu_cmd_run(int argc, char **argv)
 		if (r < 0)
 			goto out;
 		if (r > 0) {
-			h->dtype = (enum npu_data_type)files[i]->dtype;
-			h->rank = files[i]->shape.rank;
-			memcpy(h->dims, files[i]->shape.dims, sizeof(h->dims));
-			h->data = files[i]->data;
-			h->nbytes = files[i]->nbytes;
+			h->dtype = files[i].dtype;
+			h->rank = files[i].rank;
+			memcpy(h->dims, files[i].dims, sizeof(h->dims));
+			h->data = files[i].data;
+			h->nbytes = files[i].nbytes;
 			continue;
 		}
 		if (!a.have_seed) {
@@ -531,24 +515,17 @@ int npu_cmd_run(int argc, char **argv)
 	n_out = remote ? npu_remote_num_outputs(remote) : npu_model_num_outputs(m);
 	for (i = 0; i < n_out; i++) {
 		struct npu_host_tensor o;
-		struct npu_tensor t = { 0 };
-		struct npu_error err = { 0 };
 		char fname[256], path[4096];
 
 		if (remote)
 			npu_remote_output(remote, i, &o);
 		else
 			npu_session_output(cm.session, i, &o);
-		t.dtype = (enum npu_dtype)o.dtype;
-		t.shape.rank = o.rank;
-		memcpy(t.shape.dims, o.dims, sizeof(t.shape.dims));
-		t.data = o.data;
-		t.nbytes = o.nbytes;
 		safe_name(o.name, fname, sizeof(fname));
 		snprintf(path, sizeof(path), "%s/%s.npy", a.output_dir, fname);
-		if (npu_npy_write(path, &t, &err) != NPU_OK) {
+		if (npu_tensor_file_write_npy(path, &o) != NPU_OK) {
 			fprintf(stderr, "npu run: output '%s': %s\n", o.name,
-				npu_error_msg(&err));
+				npu_last_error());
 			goto out;
 		}
 		if (!a.quiet)
@@ -630,7 +607,7 @@ int npu_cmd_run(int argc, char **argv)
 out:
 	if (files)
 		for (i = 0; i < npu_model_num_inputs(m); i++)
-			npu_tensor_destroy(files[i]);
+			npu_host_tensor_free(&files[i]);
 	if (random_bufs)
 		for (i = 0; i < npu_model_num_inputs(m); i++)
 			free(random_bufs[i]);

@@ -23,11 +23,9 @@
 #include <unistd.h>
 
 #include "cli_util.h"
+#include "npu-tools/onnx_split.h"
 #include "npu/npu_model.h"
 #include "npu_cli.h"
-#include "onnx/npu_onnx.h"
-#include "onnx/npu_onnx_split.h"
-#include "runtime/npu_npy.h"
 
 #define MAX_CANDIDATES 4096
 #define MAX_SHAPES 16
@@ -220,15 +218,15 @@ static int write_split(const struct split_args *a, const void *data, size_t size
 		       const char *const *cut, size_t count)
 {
 	struct npu_onnx_split sp;
-	struct npu_error err = { 0 };
+	char msg[512];
 	size_t i;
 	int rc = 0;
 
 	if (a->int8) {
 		if (int8_split(a, data, size, cut, count, &sp))
 			return 1;
-	} else if (npu_onnx_split(data, size, a->model, cut, count, &sp, &err) != NPU_OK) {
-		fprintf(stderr, "npu split: %s\n", npu_error_msg(&err));
+	} else if (npu_onnx_split(data, size, a->model, cut, count, &sp, msg, sizeof(msg)) != NPU_OK) {
+		fprintf(stderr, "npu split: %s\n", msg);
 		return 1;
 	}
 	if (write_file(a->head_out, sp.head, sp.head_size) ||
@@ -593,18 +591,6 @@ static int default_dynamic_dims(const struct npu_cli_model *cm, struct split_arg
 }
 
 /* Bytes of a value of the model at the sample's shapes (the link's payload). */
-static uint64_t value_bytes(const struct npu_graph *g, const char *name, bool int8)
-{
-	const struct npu_value *v = npu_graph_find_value(g, name);
-	int64_t n;
-
-	if (!v || (n = npu_shape_numel(&v->shape)) < 0)
-		return 0;
-	if (int8 && v->dtype == NPU_DTYPE_FLOAT)
-		return (uint64_t)n;
-	return (uint64_t)n * npu_dtype_size(v->dtype);
-}
-
 static double link_ms(const struct split_args *a, uint64_t bytes)
 {
 	return a->rtt_ms + (double)bytes * 8.0 / (a->mbit * 1e3);
@@ -682,7 +668,7 @@ static int load_samples(const struct split_args *a, const struct npu_cli_model *
 		rc = 0;
 		goto out;
 	}
-	n = npu_npy_list_samples(a->calib, n_in == 1, &names);
+	n = npu_cli_list_samples(a->calib, n_in == 1, &names);
 	if (n <= 0) {
 		fprintf(stderr, "npu split: --calib %s: %s\n", a->calib,
 			n < 0 ? "cannot read the directory"
@@ -693,8 +679,7 @@ static int load_samples(const struct split_args *a, const struct npu_cli_model *
 		for (i = 0; i < n_in; i++) {
 			struct npu_host_tensor *h = &s->set[s->n][i];
 			struct npu_tensor_info info;
-			struct npu_tensor *t = NULL;
-			struct npu_error err = { 0 };
+			struct npu_host_tensor t;
 
 			npu_cli_input_info(cm, i, &info);
 			if (n_in == 1)
@@ -702,35 +687,37 @@ static int load_samples(const struct split_args *a, const struct npu_cli_model *
 			else
 				snprintf(path, sizeof(path), "%s/%s/%s.npy", a->calib, names[s->n],
 					 info.name);
-			if (npu_npy_read(path, &t, &err) != NPU_OK) {
-				fprintf(stderr, "npu split: calibration sample: %s\n", npu_error_msg(&err));
+			if (npu_tensor_file_read(path, &t) != NPU_OK) {
+				fprintf(stderr, "npu split: calibration sample: %s\n", npu_last_error());
 				goto out;
 			}
-			if ((enum npu_data_type)t->dtype != info.dtype || t->shape.rank != info.rank) {
+			if (t.dtype != info.dtype || t.rank != info.rank) {
 				fprintf(stderr, "npu split: calibration file %s: %s of rank %d, but input '%s' is %s of rank %d\n",
-					path, npu_data_type_name((enum npu_data_type)t->dtype),
-					t->shape.rank, info.name, npu_data_type_name(info.dtype), info.rank);
-				npu_tensor_destroy(t);
+					path, npu_data_type_name(t.dtype),
+					t.rank, info.name, npu_data_type_name(info.dtype), info.rank);
+				npu_host_tensor_free(&t);
 				goto out;
 			}
+			/* The sample keeps the file's data (freed by samples_free()). */
 			h->name = info.name;
 			h->dtype = info.dtype;
-			h->rank = t->shape.rank;
-			memcpy(h->dims, t->shape.dims, sizeof(int64_t) * (size_t)h->rank);
-			h->nbytes = t->nbytes;
-			h->data = malloc(t->nbytes ? t->nbytes : 1);
-			if (h->data)
-				memcpy(h->data, t->data, t->nbytes);
-			npu_tensor_destroy(t);
-			if (!h->data)
-				goto out;
+			h->rank = t.rank;
+			memcpy(h->dims, t.dims, sizeof(int64_t) * (size_t)h->rank);
+			h->nbytes = t.nbytes;
+			h->data = t.data;
+			if (!h->data) {
+				/* an empty tensor: a byte to own, as samples_free() expects */
+				h->data = malloc(1);
+				if (!h->data)
+					goto out;
+			}
 		}
 	}
 	snprintf(s->what, sizeof(s->what), "%zu calibration sample%s of %s", s->n,
 		 s->n == 1 ? "" : "s", a->calib);
 	rc = 0;
 out:
-	npu_npy_free_names(names, n);
+	npu_cli_free_names(names, n);
 	if (rc)
 		samples_free(s);
 	return rc;
@@ -908,7 +895,7 @@ static int int8_split(const struct split_args *a, const void *data, size_t size,
 	struct npu_model_options mo;
 	struct npu_onnx_split plain = { 0 };
 	struct npu_onnx_split_quant *q = calloc(count + 1, sizeof(*q));
-	struct npu_error err = { 0 };
+	char msg[512];
 	struct samples s = { 0 };
 	int rc = -1;
 
@@ -918,14 +905,15 @@ static int int8_split(const struct split_args *a, const void *data, size_t size,
 		goto out;
 	if (load_samples(a, &cm, &s))
 		goto out;
-	if (npu_onnx_split(data, size, a->model, cut, count, &plain, &err) != NPU_OK) {
-		fprintf(stderr, "npu split: %s\n", npu_error_msg(&err));
+	if (npu_onnx_split(data, size, a->model, cut, count, &plain, msg, sizeof(msg)) != NPU_OK) {
+		fprintf(stderr, "npu split: %s\n", msg);
 		goto out;
 	}
 	if (int8_params(cm.engine, &plain, cut, count, &s, q))
 		goto out;
-	if (npu_onnx_split_quantized(data, size, a->model, cut, count, q, out, &err) != NPU_OK) {
-		fprintf(stderr, "npu split: %s\n", npu_error_msg(&err));
+	if (npu_onnx_split_quantized(data, size, a->model, cut, count, q, out, msg,
+				     sizeof(msg)) != NPU_OK) {
+		fprintf(stderr, "npu split: %s\n", msg);
 		goto out;
 	}
 	if (int8_accuracy(cm.engine, &plain, out, count, &s)) {
@@ -944,13 +932,13 @@ out:
 static int auto_split(struct split_args *a, const void *data, size_t size)
 {
 	struct npu_onnx_cutgraph *cg = NULL;
-	struct npu_error err = { 0 };
+	struct npu_onnx_sizes *sizes = NULL;
+	char msg[512];
 	struct npu_cli_model cm = { 0 };
 	struct npu_model_options mo;
 	struct npu_host_tensor ins[MAX_SHAPES];
 	struct profile head = { 0 }, server = { 0 }, cpu = { 0 };
 	struct cands c = { 0 };
-	struct npu_graph *g = NULL;
 	bool *hm = NULL, *tm = NULL;
 	uint64_t in_bytes = 0, out_bytes = 0;
 	double all_device = 0, all_server = 0, npu_ms = 0;
@@ -959,8 +947,8 @@ static int auto_split(struct split_args *a, const void *data, size_t size)
 	bool on_npu = strcmp(a->device, "cpu") != 0;
 	char label[512], dyn_shapes[MAX_SHAPES][300];
 
-	if (npu_onnx_cutgraph_create(data, size, a->model, &cg, &err) != NPU_OK) {
-		fprintf(stderr, "npu split: %s\n", npu_error_msg(&err));
+	if (npu_onnx_cutgraph_create(data, size, a->model, &cg, msg, sizeof(msg)) != NPU_OK) {
+		fprintf(stderr, "npu split: %s\n", msg);
 		return 1;
 	}
 	n = npu_onnx_cutgraph_num_nodes(cg);
@@ -985,21 +973,14 @@ static int auto_split(struct split_args *a, const void *data, size_t size)
 		goto out;
 	n_in = (size_t)n_rand;
 	/* Shapes of every tensor at the sample's input shapes: the bytes of a cut. */
-	if (npu_onnx_import(data, size, a->model, &g, &err) != NPU_OK) {
-		fprintf(stderr, "npu split: %s\n", npu_error_msg(&err));
+	if (npu_onnx_sizes_create(data, size, a->model, ins, n_in, &sizes, msg,
+				  sizeof(msg)) != NPU_OK) {
+		fprintf(stderr, "npu split: %s\n", msg);
 		goto out;
 	}
-	for (i = 0; i < g->num_inputs && i < n_in; i++) {
-		g->inputs[i]->shape.rank = ins[i].rank;
-		memcpy(g->inputs[i]->shape.dims, ins[i].dims, sizeof(int64_t) * (size_t)ins[i].rank);
+	for (i = 0; i < npu_onnx_sizes_num_inputs(sizes); i++)
 		in_bytes += ins[i].nbytes;
-	}
-	if (npu_graph_infer(g, false, &err) != NPU_OK) {
-		fprintf(stderr, "npu split: %s\n", npu_error_msg(&err));
-		goto out;
-	}
-	for (i = 0; i < g->num_outputs; i++)
-		out_bytes += value_bytes(g, g->outputs[i]->name, false);
+	out_bytes = npu_onnx_sizes_output_bytes(sizes);
 
 	fprintf(stderr, "npu split: profiling %zu nodes on the CPU (%d thread%s)...\n", n,
 		a->threads, a->threads == 1 ? "" : "s");
@@ -1057,7 +1038,7 @@ static int auto_split(struct split_args *a, const void *data, size_t size)
 		struct cand *x = &c.v[i];
 
 		if (npu_onnx_cutgraph_check(cg, (const char *const *)x->names, x->count, hm, tm,
-					    &err) != NPU_OK)
+					    msg, sizeof(msg)) != NPU_OK)
 			continue;
 		for (k = 0; k < n; k++) {
 			if (hm[k])
@@ -1066,7 +1047,7 @@ static int auto_split(struct split_args *a, const void *data, size_t size)
 				x->tail_ms += server.ms[k];
 		}
 		for (k = 0; k < x->count; k++)
-			x->bytes += value_bytes(g, x->names[k], a->int8);
+			x->bytes += npu_onnx_sizes_bytes(sizes, x->names[k], a->int8);
 		x->bytes += out_bytes;
 		x->xfer_ms = link_ms(a, x->bytes);
 		x->total_ms = x->head_ms + x->xfer_ms + x->tail_ms;
@@ -1122,7 +1103,7 @@ out:
 	free(cpu.ms);
 	if (n_rand > 0)
 		npu_cli_free_inputs(ins, n_rand);
-	npu_graph_destroy(g);
+	npu_onnx_sizes_destroy(sizes);
 	npu_cli_close(&cm);
 	npu_onnx_cutgraph_destroy(cg);
 	return rc;
@@ -1131,15 +1112,15 @@ out:
 int npu_cmd_split(int argc, char **argv)
 {
 	struct split_args a;
-	struct npu_error err = { 0 };
+	char msg[512];
 	void *data = NULL;
 	size_t size = 0;
 	int rc;
 
 	if (parse_split_args(argc, argv, &a))
 		return 2;
-	if (npu_read_file(a.model, &data, &size, &err) != NPU_OK) {
-		fprintf(stderr, "npu split: %s\n", npu_error_msg(&err));
+	if (npu_onnx_read_file(a.model, &data, &size, msg, sizeof(msg)) != NPU_OK) {
+		fprintf(stderr, "npu split: %s\n", msg);
 		return 1;
 	}
 	if (a.at) {

@@ -7,11 +7,10 @@
 #include <string.h>
 #include <time.h>
 
-#include "device/cs_asm.h"
-#include "npu/npu.h"
 #include "cli_util.h"
+#include "npu-tools/cs_asm.h"
+#include "npu/npu.h"
 #include "npu_cli.h"
-#include "npu_sim.h"
 
 #define MAX_DUMPS	16
 #define KEEP_RESULTS	1000	/* per-job lines kept for printing */
@@ -318,8 +317,8 @@ int npu_cmd_submit(int argc, char **argv)
 		goto out;
 	}
 	npu_device_get_info(dev, &info);
-	if (npu_cs_instantiate(dev, prog, &inst)) {
-		fprintf(stderr, "npu submit: %s\n", npu_device_last_error(dev));
+	if (npu_cs_instantiate(dev, prog, &inst, err, sizeof(err))) {
+		fprintf(stderr, "npu submit: %s\n", err);
 		rc = 1;
 		goto out;
 	}
@@ -378,7 +377,7 @@ int npu_cmd_submit(int argc, char **argv)
 
 			npu_buffer_map(inst->bufs[b], &p);
 			printf("%s\n    \"%s\": {\"size\": %" PRIu64 ", \"crc32\": \"%08x\"",
-			       i ? "," : "", dumps[i], size, npu_crc32(0, p, size));
+			       i ? "," : "", dumps[i], size, npu_cs_crc32(p, size));
 			if (size <= 65536) {
 				printf(", \"hex\": \"");
 				for (k = 0; k < size; k++)
@@ -414,7 +413,7 @@ int npu_cmd_submit(int argc, char **argv)
 
 			npu_buffer_map(inst->bufs[b], &p);
 			printf("buffer %s (%" PRIu64 " bytes, crc32 %08x):\n", dumps[i],
-			       prog->buffers[b].size, npu_crc32(0, p, prog->buffers[b].size));
+			       prog->buffers[b].size, npu_cs_crc32(p, prog->buffers[b].size));
 			hexdump(p, prog->buffers[b].size);
 		}
 	}

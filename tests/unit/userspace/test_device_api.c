@@ -15,8 +15,8 @@
 
 #include <cmocka.h>
 
-#include "device/cs_asm.h"
 #include "device_env.h"
+#include "npu-tools/cs_asm.h"
 #include "npu/npu.h"
 
 static struct npu_device *open_dev(void)

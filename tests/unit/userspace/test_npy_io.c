@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include "graph/npu_ir.h"
+#include "npu/npu_model.h"
 #include "runtime/npu_npy.h"
 
 /* A .npy in memory with the given header dict and version. */
@@ -125,6 +126,59 @@ static void test_not_npy_is_refused(void **state)
 	assert_non_null(strstr(err.msg, "bad magic"));
 }
 
+/* The public face (API 1.2): host tensors the caller owns, checked on write. */
+static void test_public_tensor_files_round_trip_and_refuse_bad_tensors(void **state)
+{
+	char path[] = "/tmp/npu-npy-XXXXXX";
+	float data[6] = { 1.5f, -2, 3, -4, 5, 6 };
+	struct npu_host_tensor t = { .dtype = NPU_TYPE_FLOAT, .rank = 2, .dims = { 3, 2 },
+				     .data = data, .nbytes = sizeof(data) };
+	struct npu_host_tensor back;
+	int fd = mkstemp(path);
+
+	(void)state;
+	assert_true(fd >= 0);
+	close(fd);
+	assert_int_equal(npu_tensor_file_write_npy(path, &t), NPU_OK);
+	assert_int_equal(npu_tensor_file_read(path, &back), NPU_OK);
+	assert_int_equal(back.dtype, NPU_TYPE_FLOAT);
+	assert_int_equal(back.rank, 2);
+	assert_int_equal(back.dims[0], 3);
+	assert_int_equal(back.dims[1], 2);
+	assert_null(back.name);
+	assert_int_equal(back.nbytes, sizeof(data));
+	assert_memory_equal(back.data, data, sizeof(data));
+	npu_host_tensor_free(&back);
+	assert_null(back.data);
+	npu_host_tensor_free(NULL);
+
+	/* nbytes that do not match the dims: refused, naming the file. */
+	t.nbytes = sizeof(data) - 4;
+	assert_int_equal(npu_tensor_file_write_npy(path, &t), NPU_ERR_INVALID_ARG);
+	assert_non_null(strstr(npu_last_error(), "20 bytes of data for 6 elements of float"));
+	t.nbytes = sizeof(data);
+	t.dims[1] = -1;
+	assert_int_equal(npu_tensor_file_write_npy(path, &t), NPU_ERR_INVALID_ARG);
+	assert_non_null(strstr(npu_last_error(), "dim 1 is -1"));
+	unlink(path);
+
+	/* A missing file, and a .pb that is not a TensorProto. */
+	assert_int_not_equal(npu_tensor_file_read("/nonexistent/x.npy", &back), NPU_OK);
+	assert_non_null(strstr(npu_last_error(), "/nonexistent/x.npy"));
+	assert_null(back.data);
+	{
+		char pb[] = "/tmp/npu-pb-XXXXXX.pb";
+		int pfd = mkstemps(pb, 3);
+
+		assert_true(pfd >= 0);
+		assert_int_equal(write(pfd, "\xff\xff\xff\xff", 4), 4);
+		close(pfd);
+		assert_int_not_equal(npu_tensor_file_read(pb, &back), NPU_OK);
+		assert_non_null(strstr(npu_last_error(), pb));
+		unlink(pb);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -132,6 +186,7 @@ int main(void)
 		cmocka_unit_test(test_v2_header_and_1d_scalar_shapes_parse),
 		cmocka_unit_test(test_fortran_order_big_endian_and_truncation_are_refused),
 		cmocka_unit_test(test_not_npy_is_refused),
+		cmocka_unit_test(test_public_tensor_files_round_trip_and_refuse_bad_tensors),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

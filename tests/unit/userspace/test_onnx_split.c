@@ -23,8 +23,8 @@
 
 #include <cmocka.h>
 
+#include "npu-tools/onnx_split.h"
 #include "npu/npu.h"
-#include "onnx/npu_onnx_split.h"
 #include "onnx_builder.h"
 
 enum { FLOAT = 1, BOOL = 9 };
@@ -158,7 +158,7 @@ static void collect(void *arg, const char *const *names, size_t count)
 static void test_every_cut_runs_bit_exact(void **state)
 {
 	struct npu_onnx_cutgraph *cg;
-	struct npu_error err = { 0 };
+	char err[512] = "";
 	struct npu_host_tensor ins[2] = { host("x", x_in), host("x2", x2_in) };
 	struct npu_model *whole;
 	struct npu_session *ws;
@@ -174,7 +174,8 @@ static void test_every_cut_runs_bit_exact(void **state)
 
 	(void)state;
 	run_model(buf, size, "whole", ins, 2, &whole, &ws, &ref);
-	assert_int_equal(npu_onnx_cutgraph_create(buf, size, "split.onnx", &cg, &err), NPU_OK);
+	assert_int_equal(npu_onnx_cutgraph_create(buf, size, "split.onnx", &cg, err, sizeof(err)),
+			 NPU_OK);
 	assert_int_equal(npu_onnx_cutgraph_num_nodes(cg), 8);
 	npu_onnx_cutgraph_enumerate(cg, 0, collect, &cuts);
 	npu_onnx_cutgraph_destroy(cg);
@@ -197,8 +198,9 @@ static void test_every_cut_runs_bit_exact(void **state)
 		size_t n_tin = 0, ho;
 		bool x2_in_tail = false;
 
-		if (npu_onnx_split(buf, size, "split.onnx", cut, cuts.count[i], &sp, &err) != NPU_OK)
-			fail_msg("cut %s: %s", cut[0], npu_error_msg(&err));
+		if (npu_onnx_split(buf, size, "split.onnx", cut, cuts.count[i], &sp, err,
+				   sizeof(err)) != NPU_OK)
+			fail_msg("cut %s: %s", cut[0], err);
 		/* The head reads only x: the raw second input stays for the tail. */
 		run_model(sp.head, sp.head_size, "head", ins, 1, &hm, &hs, &h0);
 		assert_int_equal(npu_model_num_inputs(hm), 1);
@@ -236,12 +238,12 @@ static void expect_bad(const void *buf, size_t size, const char *const *cut, siz
 		       const char *needle)
 {
 	struct npu_onnx_split sp;
-	struct npu_error err = { 0 };
+	char err[512] = "";
 
-	if (npu_onnx_split(buf, size, "split.onnx", cut, n, &sp, &err) == NPU_OK)
+	if (npu_onnx_split(buf, size, "split.onnx", cut, n, &sp, err, sizeof(err)) == NPU_OK)
 		fail_msg("cut at '%s' was accepted", cut[0]);
-	if (!strstr(npu_error_msg(&err), needle))
-		fail_msg("cut at '%s': message '%s' lacks '%s'", cut[0], npu_error_msg(&err),
+	if (!strstr(err, needle))
+		fail_msg("cut at '%s': message '%s' lacks '%s'", cut[0], err,
 			 needle);
 	assert_null(sp.head);
 	assert_null(sp.tail);
@@ -286,7 +288,7 @@ static void test_int8_transfer(void **state)
 					     { .on = false } };
 	struct npu_host_tensor ins[2] = { host("x", x_in), host("x2", x2_in) };
 	struct npu_onnx_split sp, plain;
-	struct npu_error err = { 0 };
+	char err[512] = "";
 	struct npu_model *whole, *hm, *pm, *tm;
 	struct npu_session *ws, *hs, *ps, *ts;
 	struct npu_host_tensor ref, h0, p0, t0, tin[3];
@@ -295,9 +297,11 @@ static void test_int8_transfer(void **state)
 
 	(void)state;
 	run_model(buf, size, "whole", ins, 2, &whole, &ws, &ref);
-	if (npu_onnx_split_quantized(buf, size, "split.onnx", cut, 2, q, &sp, &err) != NPU_OK)
-		fail_msg("int8 cut: %s", npu_error_msg(&err));
-	assert_int_equal(npu_onnx_split(buf, size, "split.onnx", cut, 2, &plain, &err), NPU_OK);
+	if (npu_onnx_split_quantized(buf, size, "split.onnx", cut, 2, q, &sp, err,
+				     sizeof(err)) != NPU_OK)
+		fail_msg("int8 cut: %s", err);
+	assert_int_equal(npu_onnx_split(buf, size, "split.onnx", cut, 2, &plain, err, sizeof(err)),
+			 NPU_OK);
 	assert_int_equal(sp.num_tail_inputs, 3);
 	assert_string_equal(sp.tail_inputs[0], "b_uint8");
 	assert_string_equal(sp.tail_inputs[1], "d");
@@ -343,10 +347,11 @@ static void test_int8_transfer(void **state)
 
 	/* A scale that is not a positive number. */
 	q[0].scale = 0;
-	assert_int_not_equal(npu_onnx_split_quantized(buf, size, "split.onnx", cut, 2, q, &sp, &err),
+	assert_int_not_equal(npu_onnx_split_quantized(buf, size, "split.onnx", cut, 2, q, &sp, err,
+						      sizeof(err)),
 			     NPU_OK);
-	if (!strstr(npu_error_msg(&err), "cut tensor 'b': int8 transfer scale 0 is not a positive number"))
-		fail_msg("message: %s", npu_error_msg(&err));
+	if (!strstr(err, "cut tensor 'b': int8 transfer scale 0 is not a positive number"))
+		fail_msg("message: %s", err);
 	assert_null(sp.head);
 	free(buf);
 }

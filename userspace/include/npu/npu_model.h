@@ -64,12 +64,12 @@ struct npu_device;
 /* ---- Versions ---------------------------------------------------------- */
 
 #define NPU_API_VERSION_MAJOR 1
-#define NPU_API_VERSION_MINOR 1
+#define NPU_API_VERSION_MINOR 2
 #define NPU_API_VERSION_PATCH 0
 #define NPU_API_VERSION \
 	(NPU_API_VERSION_MAJOR * 10000 + NPU_API_VERSION_MINOR * 100 + NPU_API_VERSION_PATCH)
 
-/* The library's version, "1.1.0", and NPU_API_VERSION as it was built. */
+/* The library's version, "1.2.0", and NPU_API_VERSION as it was built. */
 NPU_API const char *npu_version(void);
 NPU_API int npu_api_version(void);
 
@@ -164,6 +164,27 @@ NPU_API npu_status npu_string_tensor_pack(const char *const *strings, const size
 /* String 'index' of t as a view into its buffer (not NUL-terminated). */
 NPU_API npu_status npu_string_tensor_get(const struct npu_host_tensor *t, size_t index,
 					 const char **str, size_t *length);
+
+/* ---- Tensor files (API 1.2) ---------------------------------------------- */
+
+/*
+ * Read a tensor from a file: a serialized ONNX TensorProto when the path
+ * ends in ".pb", otherwise a NumPy .npy file (format 1.0 to 3.0,
+ * little-endian <f4 <f8 <f2 <i8 <i4 <i2 |i1 <u8 <u4 <u2 |u1 |b1, C order;
+ * Fortran order and big-endian data are refused). *out then holds the
+ * tensor in memory the library allocated: data, and name (the
+ * TensorProto's name, NULL for .npy). Release it with
+ * npu_host_tensor_free(). Errors (npu_last_error()) name the file and
+ * what is wrong with it.
+ */
+NPU_API npu_status npu_tensor_file_read(const char *path, struct npu_host_tensor *out);
+/*
+ * Write t as a .npy file (format 1.0). nbytes must match the dims and the
+ * element type; strings, sequences and optionals are refused.
+ */
+NPU_API npu_status npu_tensor_file_write_npy(const char *path, const struct npu_host_tensor *t);
+/* Free what npu_tensor_file_read() allocated and zero *t; NULL is a no-op. */
+NPU_API void npu_host_tensor_free(struct npu_host_tensor *t);
 
 /* ---- Engine -------------------------------------------------------------- */
 

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * cs_asm.h - command-stream files (internal; used by the CLI and tests).
+ * npu-tools/cs_asm.h - command-stream files, for the tools (libnpu-tools.a:
+ * `npu submit`, tests); not part of libnpu-user. Uses only the public API.
  *
  * A file is either a binary stream (starts with NPU_CS_MAGIC) or the text
  * form of Documentation/command-stream-text.md. Assembling yields a
@@ -8,8 +9,8 @@
  * npu_cs_instantiate() allocates and initialises on a device and patches
  * with their VAs, ready to submit any number of times.
  */
-#ifndef NPU_CS_ASM_H
-#define NPU_CS_ASM_H
+#ifndef NPU_TOOLS_CS_ASM_H
+#define NPU_TOOLS_CS_ASM_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -77,12 +78,20 @@ struct npu_cs_instance {
 	struct npu_submit submit;	/* ready to pass to npu_job_* */
 };
 
-/* Allocate + initialise the buffers, place the patched stream in 'cmd'. */
+/*
+ * Allocate + initialise the buffers, place the patched stream in 'cmd'.
+ * On failure 'msg' says which buffer and why ("buffer 'x' (line 3): ...").
+ */
 npu_status npu_cs_instantiate(struct npu_device *dev,
 			      const struct npu_cs_program *prog,
-			      struct npu_cs_instance **out);
+			      struct npu_cs_instance **out, char *msg, size_t msg_size);
 void npu_cs_instance_free(struct npu_cs_instance *inst);
 /* -1 if no buffer has that name */
 int npu_cs_find_buffer(const struct npu_cs_program *prog, const char *name);
 
-#endif /* NPU_CS_ASM_H */
+/* The hardware's name of an opcode ("CONV2D"), or NULL if it has none. */
+const char *npu_cs_opcode_name(uint32_t opcode);
+/* zlib's CRC-32 of a buffer, as `npu submit --dump` prints it. */
+uint32_t npu_cs_crc32(const void *data, size_t size);
+
+#endif /* NPU_TOOLS_CS_ASM_H */

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * npu_onnx_split.c - cut a ModelProto in two at named tensors.
+ * onnx_split.c - cut a ModelProto in two at named tensors (the tools
+ * library: `npu split`; not part of libnpu-user).
  *
  * The dataflow is read from the protobuf itself (not from our graph IR), so
  * the parts are the original nodes with their attributes untouched; the IR
@@ -9,7 +10,7 @@
  * from constants) never has to cross the link: each part that needs it
  * gets its own copy.
  */
-#include "onnx/npu_onnx_split.h"
+#include "npu-tools/onnx_split.h"
 #include "onnx/npu_onnx_internal.h"
 
 #include <math.h>
@@ -273,8 +274,8 @@ out:
 	return st;
 }
 
-npu_status npu_onnx_cutgraph_create(const void *data, size_t size, const char *source,
-				    struct npu_onnx_cutgraph **out, struct npu_error *err)
+static npu_status cutgraph_create(const void *data, size_t size, const char *source,
+				  struct npu_onnx_cutgraph **out, struct npu_error *err)
 {
 	struct npu_onnx_cutgraph *cg = calloc(1, sizeof(*cg));
 	const Onnx__GraphProto *gp;
@@ -482,9 +483,9 @@ struct walk {
 	size_t *from;	/* tail walk: the node that reads the tensor (NO_NODE: a graph output) */
 };
 
-npu_status npu_onnx_cutgraph_check(const struct npu_onnx_cutgraph *cg,
-				   const char *const *cut, size_t count,
-				   bool *head_out, bool *tail_out, struct npu_error *err)
+static npu_status cutgraph_check(const struct npu_onnx_cutgraph *cg,
+				 const char *const *cut, size_t count,
+				 bool *head_out, bool *tail_out, struct npu_error *err)
 {
 	bool *in_cut = calloc(cg->num_t + 1, sizeof(bool));
 	bool *cut_used = calloc(cg->num_t + 1, sizeof(bool));
@@ -636,7 +637,7 @@ size_t npu_onnx_cutgraph_enumerate(const struct npu_onnx_cutgraph *cg, size_t ma
 
 			if (!cg->t[cg->n[i].outs[k]].used || cg->t[cg->n[i].outs[k]].output)
 				continue;
-			if (npu_onnx_cutgraph_check(cg, &name, 1, NULL, NULL, &err) == NPU_OK &&
+			if (cutgraph_check(cg, &name, 1, NULL, NULL, &err) == NPU_OK &&
 			    (!max_cuts || made < max_cuts)) {
 				fn(arg, &name, 1);
 				made++;
@@ -662,7 +663,7 @@ size_t npu_onnx_cutgraph_enumerate(const struct npu_onnx_cutgraph *cg, size_t ma
 
 			last_pair[0] = live[0];
 			last_pair[1] = live[1];
-			if (npu_onnx_cutgraph_check(cg, names, 2, NULL, NULL, &err) == NPU_OK) {
+			if (cutgraph_check(cg, names, 2, NULL, NULL, &err) == NPU_OK) {
 				fn(arg, names, 2);
 				made++;
 			}
@@ -1040,17 +1041,10 @@ static npu_status make_qcut(const struct npu_onnx_cutgraph *cg, const char *cut,
 	return NPU_OK;
 }
 
-npu_status npu_onnx_split(const void *data, size_t size, const char *source,
-			  const char *const *cut, size_t count,
-			  struct npu_onnx_split *out, struct npu_error *err)
-{
-	return npu_onnx_split_quantized(data, size, source, cut, count, NULL, out, err);
-}
-
-npu_status npu_onnx_split_quantized(const void *data, size_t size, const char *source,
-				    const char *const *cut, size_t count,
-				    const struct npu_onnx_split_quant *q,
-				    struct npu_onnx_split *out, struct npu_error *err)
+static npu_status split_quantized(const void *data, size_t size, const char *source,
+				  const char *const *cut, size_t count,
+				  const struct npu_onnx_split_quant *q,
+				  struct npu_onnx_split *out, struct npu_error *err)
 {
 	struct npu_onnx_cutgraph *cg = NULL;
 	struct npu_graph *g = NULL;
@@ -1063,7 +1057,7 @@ npu_status npu_onnx_split_quantized(const void *data, size_t size, const char *s
 	size_t i;
 
 	memset(out, 0, sizeof(*out));
-	st = npu_onnx_cutgraph_create(data, size, source, &cg, err);
+	st = cutgraph_create(data, size, source, &cg, err);
 	if (st != NPU_OK)
 		return st;
 	head = calloc(cg->num_n + 1, sizeof(bool));
@@ -1081,7 +1075,7 @@ npu_status npu_onnx_split_quantized(const void *data, size_t size, const char *s
 		st = oom(err);
 		goto out;
 	}
-	st = npu_onnx_cutgraph_check(cg, cut, count, head, tail, err);
+	st = cutgraph_check(cg, cut, count, head, tail, err);
 	if (st != NPU_OK)
 		goto out;
 	for (i = 0; i < count; i++) {
@@ -1140,4 +1134,138 @@ out:
 	npu_graph_destroy(g);
 	npu_onnx_cutgraph_destroy(cg);
 	return st;
+}
+
+/* The public entry points report through a caller's buffer. */
+static npu_status report(npu_status st, const struct npu_error *err, char *msg, size_t msg_size)
+{
+	if (st != NPU_OK && msg && msg_size)
+		snprintf(msg, msg_size, "%s", npu_error_msg(err));
+	return st;
+}
+
+npu_status npu_onnx_cutgraph_create(const void *data, size_t size, const char *source,
+				    struct npu_onnx_cutgraph **out, char *msg, size_t msg_size)
+{
+	struct npu_error err = { 0 };
+
+	return report(cutgraph_create(data, size, source, out, &err), &err, msg, msg_size);
+}
+
+npu_status npu_onnx_cutgraph_check(const struct npu_onnx_cutgraph *cg,
+				   const char *const *cut, size_t count,
+				   bool *head, bool *tail, char *msg, size_t msg_size)
+{
+	struct npu_error err = { 0 };
+
+	return report(cutgraph_check(cg, cut, count, head, tail, &err), &err, msg, msg_size);
+}
+
+npu_status npu_onnx_split(const void *data, size_t size, const char *source,
+			  const char *const *cut, size_t count,
+			  struct npu_onnx_split *out, char *msg, size_t msg_size)
+{
+	return npu_onnx_split_quantized(data, size, source, cut, count, NULL, out, msg,
+					msg_size);
+}
+
+npu_status npu_onnx_split_quantized(const void *data, size_t size, const char *source,
+				    const char *const *cut, size_t count,
+				    const struct npu_onnx_split_quant *q,
+				    struct npu_onnx_split *out, char *msg, size_t msg_size)
+{
+	struct npu_error err = { 0 };
+
+	return report(split_quantized(data, size, source, cut, count, q, out, &err), &err, msg,
+		      msg_size);
+}
+
+struct npu_onnx_sizes {
+	struct npu_graph *g;
+	size_t num_inputs;
+};
+
+npu_status npu_onnx_sizes_create(const void *data, size_t size, const char *source,
+				 const struct npu_host_tensor *inputs, size_t num_inputs,
+				 struct npu_onnx_sizes **out, char *msg, size_t msg_size)
+{
+	struct npu_error err = { 0 };
+	struct npu_onnx_sizes *s;
+	npu_status st;
+	size_t i;
+
+	*out = NULL;
+	s = calloc(1, sizeof(*s));
+	if (!s) {
+		npu_error_set(&err, NPU_ERR_NO_MEMORY, "out of memory");
+		return report(NPU_ERR_NO_MEMORY, &err, msg, msg_size);
+	}
+	st = npu_onnx_import(data, size, source, &s->g, &err);
+	if (st != NPU_OK) {
+		free(s);
+		return report(st, &err, msg, msg_size);
+	}
+	for (i = 0; i < s->g->num_inputs && i < num_inputs; i++) {
+		struct npu_value *v = s->g->inputs[i];
+
+		if (inputs[i].rank < 0 || inputs[i].rank > NPU_MAX_RANK) {
+			npu_onnx_sizes_destroy(s);
+			npu_error_set(&err, NPU_ERR_INVALID_ARG, "%s: input '%s': rank %d", source,
+				      v->name, inputs[i].rank);
+			return report(NPU_ERR_INVALID_ARG, &err, msg, msg_size);
+		}
+		v->shape.rank = inputs[i].rank;
+		memcpy(v->shape.dims, inputs[i].dims, sizeof(int64_t) * (size_t)inputs[i].rank);
+	}
+	s->num_inputs = i;
+	st = npu_graph_infer(s->g, false, &err);
+	if (st != NPU_OK) {
+		npu_onnx_sizes_destroy(s);
+		return report(st, &err, msg, msg_size);
+	}
+	*out = s;
+	return NPU_OK;
+}
+
+void npu_onnx_sizes_destroy(struct npu_onnx_sizes *s)
+{
+	if (!s)
+		return;
+	npu_graph_destroy(s->g);
+	free(s);
+}
+
+size_t npu_onnx_sizes_num_inputs(const struct npu_onnx_sizes *s)
+{
+	return s->num_inputs;
+}
+
+uint64_t npu_onnx_sizes_bytes(const struct npu_onnx_sizes *s, const char *name, bool int8)
+{
+	const struct npu_value *v = npu_graph_find_value(s->g, name);
+	int64_t n;
+
+	if (!v || (n = npu_shape_numel(&v->shape)) < 0)
+		return 0;
+	if (int8 && v->dtype == NPU_DTYPE_FLOAT)
+		return (uint64_t)n;
+	return (uint64_t)n * npu_dtype_size(v->dtype);
+}
+
+uint64_t npu_onnx_sizes_output_bytes(const struct npu_onnx_sizes *s)
+{
+	uint64_t bytes = 0;
+	size_t i;
+
+	for (i = 0; i < s->g->num_outputs; i++)
+		bytes += npu_onnx_sizes_bytes(s, s->g->outputs[i]->name, false);
+	return bytes;
+}
+
+npu_status npu_onnx_read_file(const char *path, void **data, size_t *size, char *msg,
+			      size_t msg_size)
+{
+	struct npu_error err = { 0 };
+
+	return report(npu_read_file(path, data, size, &err), &err, msg, msg_size);
 }

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * npu_onnx_split.h - cutting an ONNX model in two at named tensors
- * (internal): a head that computes the cut tensors from the model's inputs
+ * npu-tools/onnx_split.h - cutting an ONNX model in two at named tensors,
+ * for the tools (libnpu-tools.a: `npu split`, tests; not part of
+ * libnpu-user): a head that computes the cut tensors from the model's inputs
  * and a tail that computes the model's outputs from them.
  *
  * Both parts are cut out of the ModelProto itself, so they keep the
@@ -10,15 +11,18 @@
  * the tail reads from the head's side is in the cut; otherwise the error
  * names the tensor that crosses it. Subgraph attributes (If, Loop, Scan)
  * count as uses of the outer tensors they capture.
+ *
+ * Errors: a status, and the message in the caller's 'msg' (msg_size bytes,
+ * NUL-terminated, may be NULL).
  */
-#ifndef NPU_ONNX_SPLIT_H
-#define NPU_ONNX_SPLIT_H
+#ifndef NPU_TOOLS_ONNX_SPLIT_H
+#define NPU_TOOLS_ONNX_SPLIT_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
-#include "common/npu_error.h"
+#include "npu/npu_model.h"	/* npu_host_tensor */
 
 /* The dataflow of a model's top graph by tensor name, for checking cuts. */
 struct npu_onnx_cutgraph;
@@ -26,7 +30,7 @@ struct npu_onnx_cutgraph;
 npu_status npu_onnx_cutgraph_create(const void *data, size_t size,
 				    const char *source,
 				    struct npu_onnx_cutgraph **out,
-				    struct npu_error *err);
+				    char *msg, size_t msg_size);
 void npu_onnx_cutgraph_destroy(struct npu_onnx_cutgraph *cg);
 
 /* Nodes in topological order: name ("#index" when unnamed) and op type. */
@@ -56,7 +60,29 @@ size_t npu_onnx_cutgraph_enumerate(const struct npu_onnx_cutgraph *cg, size_t ma
  */
 npu_status npu_onnx_cutgraph_check(const struct npu_onnx_cutgraph *cg,
 				   const char *const *cut, size_t count,
-				   bool *head, bool *tail, struct npu_error *err);
+				   bool *head, bool *tail, char *msg, size_t msg_size);
+
+/*
+ * The size of every tensor of a model at given input shapes, for costing
+ * cuts: the model imported and its shapes inferred with inputs[i] (rank and
+ * dims; i below num_inputs) as the shape of its i-th input.
+ */
+struct npu_onnx_sizes;
+
+npu_status npu_onnx_sizes_create(const void *data, size_t size, const char *source,
+				 const struct npu_host_tensor *inputs, size_t num_inputs,
+				 struct npu_onnx_sizes **out, char *msg, size_t msg_size);
+void npu_onnx_sizes_destroy(struct npu_onnx_sizes *s);
+/* How many model inputs took a shape from 'inputs'. */
+size_t npu_onnx_sizes_num_inputs(const struct npu_onnx_sizes *s);
+/* Bytes of tensor 'name' (int8: a float tensor at 1 byte an element); 0 if unknown. */
+uint64_t npu_onnx_sizes_bytes(const struct npu_onnx_sizes *s, const char *name, bool int8);
+/* Bytes of the model's outputs, summed. */
+uint64_t npu_onnx_sizes_output_bytes(const struct npu_onnx_sizes *s);
+
+/* Read a whole file (a model) into a malloc'd buffer; errors name the file. */
+npu_status npu_onnx_read_file(const char *path, void **data, size_t *size, char *msg,
+			      size_t msg_size);
 
 /* The two serialized models of a cut. */
 struct npu_onnx_split {
@@ -74,7 +100,7 @@ struct npu_onnx_split {
 
 npu_status npu_onnx_split(const void *data, size_t size, const char *source,
 			  const char *const *cut, size_t count,
-			  struct npu_onnx_split *out, struct npu_error *err);
+			  struct npu_onnx_split *out, char *msg, size_t msg_size);
 
 /*
  * int8 transfer of one cut tensor: the head ends in QuantizeLinear(cut,
@@ -95,7 +121,7 @@ struct npu_onnx_split_quant {
 npu_status npu_onnx_split_quantized(const void *data, size_t size, const char *source,
 				    const char *const *cut, size_t count,
 				    const struct npu_onnx_split_quant *q,
-				    struct npu_onnx_split *out, struct npu_error *err);
+				    struct npu_onnx_split *out, char *msg, size_t msg_size);
 void npu_onnx_split_free(struct npu_onnx_split *s);
 
-#endif /* NPU_ONNX_SPLIT_H */
+#endif /* NPU_TOOLS_ONNX_SPLIT_H */

@@ -17,8 +17,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "device/cs_asm.h"
-#include "device/device_internal.h"
+#include <zlib.h>
+
+#include "npu-tools/cs_asm.h"
+#include "npu_sim.h"	/* npu_opcode_name: the firmware's names */
 
 enum field_kind {
 	F_NUM,		/* integer */
@@ -982,7 +984,7 @@ npu_status npu_cs_from_binary(const void *data, size_t size, const char *filenam
 			      char *msg, size_t msg_size)
 {
 	struct npu_cs_program *p;
-	char m[NPU_ERROR_MSG_MAX];
+	char m[512];	/* npu_cs_validate's message */
 
 	*out = NULL;
 	if (validate && npu_cs_validate(data, size, 0, 0, m, sizeof(m))) {
@@ -1125,7 +1127,7 @@ void npu_cs_instance_free(struct npu_cs_instance *inst)
 
 npu_status npu_cs_instantiate(struct npu_device *dev,
 			      const struct npu_cs_program *prog,
-			      struct npu_cs_instance **out)
+			      struct npu_cs_instance **out, char *msg, size_t msg_size)
 {
 	struct npu_cs_instance *inst;
 	uint8_t *code;
@@ -1135,14 +1137,17 @@ npu_status npu_cs_instantiate(struct npu_device *dev,
 
 	*out = NULL;
 	inst = calloc(1, sizeof(*inst));
-	if (!inst)
-		return npu_dev_error(dev, NPU_ERR_NO_MEMORY, "out of memory");
+	if (!inst) {
+		snprintf(msg, msg_size, "out of memory");
+		return NPU_ERR_NO_MEMORY;
+	}
 	inst->dev = dev;
 	inst->bufs = calloc(prog->num_buffers + 1, sizeof(*inst->bufs));
 	inst->uses = calloc(prog->num_buffers + 1, sizeof(*inst->uses));
 	if (!inst->bufs || !inst->uses) {
 		npu_cs_instance_free(inst);
-		return npu_dev_error(dev, NPU_ERR_NO_MEMORY, "out of memory");
+		snprintf(msg, msg_size, "out of memory");
+		return NPU_ERR_NO_MEMORY;
 	}
 	for (i = 0; i < prog->num_buffers; i++) {
 		const struct npu_cs_buffer_decl *d = &prog->buffers[i];
@@ -1151,7 +1156,8 @@ npu_status npu_cs_instantiate(struct npu_device *dev,
 				      d->read_only ? NPU_BUFFER_DEVICE_READ_ONLY : 0,
 				      &inst->bufs[i]);
 		if (st) {
-			npu_dev_error_prefix(dev, "buffer '%s' (line %u)", d->name, d->line);
+			snprintf(msg, msg_size, "buffer '%s' (line %u): %s", d->name, d->line,
+				 npu_device_last_error(dev));
 			npu_cs_instance_free(inst);
 			return st;
 		}
@@ -1165,7 +1171,7 @@ npu_status npu_cs_instantiate(struct npu_device *dev,
 	st = npu_buffer_alloc(dev, prog->code_size, NPU_BUFFER_DEVICE_READ_ONLY,
 			      &inst->cmd);
 	if (st) {
-		npu_dev_error_prefix(dev, "command buffer");
+		snprintf(msg, msg_size, "command buffer: %s", npu_device_last_error(dev));
 		npu_cs_instance_free(inst);
 		return st;
 	}
@@ -1186,4 +1192,24 @@ npu_status npu_cs_instantiate(struct npu_device *dev,
 	inst->submit.queue = prog->queue;
 	*out = inst;
 	return NPU_OK;
+}
+
+const char *npu_cs_opcode_name(uint32_t opcode)
+{
+	return npu_opcode_name(opcode);
+}
+
+uint32_t npu_cs_crc32(const void *data, size_t size)
+{
+	uLong crc = crc32(0L, Z_NULL, 0);
+
+	/* zlib takes uInt lengths: feed a large buffer in pieces. */
+	while (size) {
+		uInt n = size > (1u << 30) ? (1u << 30) : (uInt)size;
+
+		crc = crc32(crc, data, n);
+		data = (const uint8_t *)data + n;
+		size -= n;
+	}
+	return (uint32_t)crc;
 }
