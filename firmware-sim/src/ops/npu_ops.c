@@ -1326,13 +1326,22 @@ void npu_op_pool(const struct npu_insn_pool *in, uint8_t *sram)
 	free(acc);
 }
 
+/* A channel broadcast shorter than this runs over b repeated to about this length. */
+#define NPU_ELT_MIN_PERIOD	256
+
 void npu_op_eltwise(const struct npu_insn_eltwise *in, uint8_t *sram)
 {
+	const struct npu_kern *kn = kern_get();
 	struct npu_op_footprint fp;
 	const int8_t *a, *b;
 	int8_t *out, *tmp = NULL;
-	int64_t za, zb, ma = in->mult_a, mb = in->mult_b;
+	int8_t rep[2 * NPU_ELT_MIN_PERIOD];
 	uint32_t n = in->count;
+	struct npu_elt e = {
+		.mode = in->mode, .shift = in->shift,
+		.za = in->zp_a, .zb = in->zp_b, .ma = in->mult_a, .mb = in->mult_b,
+		.zp_out = in->zp_out, .lo = in->act_min, .hi = in->act_max,
+	};
 
 	if (npu_op_eltwise_check(in, &fp))
 		return;
@@ -1343,8 +1352,6 @@ void npu_op_eltwise(const struct npu_insn_eltwise *in, uint8_t *sram)
 	a = (const int8_t *)sram + in->a;
 	b = (const int8_t *)sram + in->b;
 	out = (int8_t *)sram + in->output;
-	za = in->zp_a;
-	zb = in->zp_b;
 	/* Element i only reads a[i] (and b[i]): exact aliasing is safe in place. */
 	if ((npu_ranges_overlap(fp.writes[0], fp.reads[0]) && in->a != in->output) ||
 	    (npu_ranges_overlap(fp.writes[0], fp.reads[1]) &&
@@ -1355,41 +1362,23 @@ void npu_op_eltwise(const struct npu_insn_eltwise *in, uint8_t *sram)
 		out = tmp;
 	}
 
-	if (in->bcast == NPU_BCAST_SCALAR) {
-		int64_t bv = b[0] - zb;
-
-		/* Fold the constant operand: one multiply-add per element. */
-		if (in->mode == NPU_ELT_ADD)
-			for (uint32_t i = 0; i < n; i++)
-				out[i] = npu_requant64((a[i] - za) * ma + bv * mb,
-						       in->shift, in->zp_out,
-						       in->act_min, in->act_max);
-		else
-			for (uint32_t i = 0; i < n; i++)
-				out[i] = npu_requant64((a[i] - za) * (bv * ma),
-						       in->shift, in->zp_out,
-						       in->act_min, in->act_max);
+	if (in->bcast != NPU_BCAST_CHANNEL) {
+		kn->elt_i8(&e, a, b, in->bcast == NPU_BCAST_SCALAR, out, n);
 	} else {
-		uint32_t period = in->bcast == NPU_BCAST_CHANNEL ? in->channels : n;
+		uint32_t period = in->channels;
 
-		for (uint32_t i0 = 0; i0 < n; i0 += period) {
-			uint32_t len = n - i0 < period ? n - i0 : period;
-			const int8_t *ai = a + i0;
-			const int8_t *bi = in->bcast == NPU_BCAST_CHANNEL ? b : b + i0;
-			int8_t *oi = out + i0;
+		/* Few channels: whole copies of b, so each kernel call runs long. */
+		if (period < NPU_ELT_MIN_PERIOD) {
+			uint32_t copies = (NPU_ELT_MIN_PERIOD + period - 1) / period;
 
-			if (in->mode == NPU_ELT_ADD)
-				for (uint32_t i = 0; i < len; i++)
-					oi[i] = npu_requant64((ai[i] - za) * ma +
-							      (bi[i] - zb) * mb,
-							      in->shift, in->zp_out,
-							      in->act_min, in->act_max);
-			else
-				for (uint32_t i = 0; i < len; i++)
-					oi[i] = npu_requant64((ai[i] - za) * (bi[i] - zb) * ma,
-							      in->shift, in->zp_out,
-							      in->act_min, in->act_max);
+			for (uint32_t r = 0; r < copies; r++)
+				memcpy(rep + (size_t)r * period, b, period);
+			period *= copies;
+			b = rep;
 		}
+		for (uint32_t i0 = 0; i0 < n; i0 += period)
+			kn->elt_i8(&e, a + i0, b, 0, out + i0,
+				   n - i0 < period ? n - i0 : period);
 	}
 	if (tmp) {
 		memcpy(sram + in->output, tmp, n);
