@@ -314,6 +314,88 @@ static void conv_depthwise(const struct npu_kern *kn,
 	free(wt);
 }
 
+/*
+ * The im2col row of output pixel (oh, ow): k_h * k_w taps of cin bytes from
+ * 'input' (the group's first channel), zp_in where a tap falls in padding.
+ * With dil_w 1 and pixels packed (pixel stride == cin) a kernel row's taps
+ * are one run of input: one copy for its part inside, fills for the rest.
+ */
+static void gather_patch(const struct npu_insn_conv2d *in, const int8_t *input,
+			 uint32_t cin, uint32_t oh, uint32_t ow, int8_t *dst)
+{
+	int64_t iw0 = (int64_t)ow * in->stride_w - in->pad_left;
+	size_t row_len = (size_t)in->k_w * cin;
+	int run = in->dil_w == 1 && in->in_pixel_stride == cin;
+	uint32_t kw_lo = 0, kw_hi = in->k_w;
+
+	if (run) {
+		/* The taps kw with 0 <= iw0 + kw < in_w. */
+		if (iw0 < 0)
+			kw_lo = (uint32_t)(-iw0 < in->k_w ? -iw0 : in->k_w);
+		if (iw0 + in->k_w > in->in_w)
+			kw_hi = iw0 >= in->in_w ? kw_lo : (uint32_t)(in->in_w - iw0);
+		if (kw_hi < kw_lo)
+			kw_hi = kw_lo;
+	}
+	for (uint32_t kh = 0; kh < in->k_h; kh++, dst += row_len) {
+		int64_t ih = (int64_t)oh * in->stride_h - in->pad_top +
+			     (int64_t)kh * in->dil_h;
+
+		if (ih < 0 || ih >= in->in_h) {
+			memset(dst, (uint8_t)in->zp_in, row_len);
+			continue;
+		}
+		const int8_t *src = input + (size_t)ih * in->in_row_stride;
+
+		if (run) {
+			memset(dst, (uint8_t)in->zp_in, (size_t)kw_lo * cin);
+			if (kw_hi > kw_lo)
+				memcpy(dst + (size_t)kw_lo * cin,
+				       src + (iw0 + kw_lo) * (int64_t)cin,
+				       (size_t)(kw_hi - kw_lo) * cin);
+			memset(dst + (size_t)kw_hi * cin, (uint8_t)in->zp_in,
+			       (size_t)(in->k_w - kw_hi) * cin);
+			continue;
+		}
+		for (uint32_t kw = 0; kw < in->k_w; kw++) {
+			int64_t iw = iw0 + (int64_t)kw * in->dil_w;
+
+			if (iw < 0 || iw >= in->in_w)
+				memset(dst + (size_t)kw * cin, (uint8_t)in->zp_in, cin);
+			else
+				memcpy(dst + (size_t)kw * cin,
+				       src + (size_t)iw * in->in_pixel_stride, cin);
+		}
+	}
+}
+
+/* The same with zero insertion: input (ih, iw) of the inserted grid is real
+ * only at multiples of ins + 1, inside the inserted extent eff_h x eff_w. */
+static void gather_patch_inserted(const struct npu_insn_conv2d *in,
+				  const int8_t *input, uint32_t cin,
+				  int64_t eff_h, int64_t eff_w,
+				  uint32_t oh, uint32_t ow, int8_t *dst)
+{
+	int64_t uh = in->ins_h + 1, uw = in->ins_w + 1;
+
+	for (uint32_t kh = 0; kh < in->k_h; kh++) {
+		int64_t ih = (int64_t)oh * in->stride_h - in->pad_top +
+			     (int64_t)kh * in->dil_h;
+
+		for (uint32_t kw = 0; kw < in->k_w; kw++, dst += cin) {
+			int64_t iw = (int64_t)ow * in->stride_w - in->pad_left +
+				     (int64_t)kw * in->dil_w;
+
+			if (ih < 0 || ih >= eff_h || ih % uh ||
+			    iw < 0 || iw >= eff_w || iw % uw)
+				memset(dst, (uint8_t)in->zp_in, cin);
+			else
+				memcpy(dst, input + ih / uh * in->in_row_stride +
+				       iw / uw * in->in_pixel_stride, cin);
+		}
+	}
+}
+
 static void conv_gemm(const struct npu_kern *kn, const struct npu_insn_conv2d *in,
 		      const uint8_t *sram, const struct chan_tables *t,
 		      const struct out_target *o)
@@ -368,28 +450,14 @@ static void conv_gemm(const struct npu_kern *kn, const struct npu_insn_conv2d *i
 						  g * cin_g;
 					continue;
 				}
-				int8_t *dst = patch + (size_t)i * k;
-
-				arow[i] = dst;
-				for (uint32_t kh = 0; kh < in->k_h; kh++) {
-					int64_t ih = (int64_t)oh * in->stride_h -
-						     in->pad_top + (int64_t)kh * in->dil_h;
-
-					for (uint32_t kw = 0; kw < in->k_w; kw++, dst += cin_g) {
-						int64_t iw = (int64_t)ow * in->stride_w -
-							     in->pad_left +
-							     (int64_t)kw * in->dil_w;
-
-						if (ih < 0 || ih >= eff_h || ih % uh ||
-						    iw < 0 || iw >= eff_w || iw % uw)
-							memset(dst, (uint8_t)in->zp_in, cin_g);
-						else
-							memcpy(dst, input +
-							       ih / uh * in->in_row_stride +
-							       iw / uw * in->in_pixel_stride +
-							       g * cin_g, cin_g);
-					}
-				}
+				arow[i] = patch + (size_t)i * k;
+				if (in->ins_h || in->ins_w)
+					gather_patch_inserted(in, input + g * cin_g, cin_g,
+							      eff_h, eff_w, oh, ow,
+							      patch + (size_t)i * k);
+				else
+					gather_patch(in, input + g * cin_g, cin_g, oh, ow,
+						     patch + (size_t)i * k);
 			}
 			gm.m = m;
 			fold_rows(kn, &gm, row);
