@@ -317,6 +317,7 @@ const struct npu_kern npu_kern_avx2 = {
 	.dot16x4 = dot16x4_avx2,
 	.mac16 = mac16_avx2,
 	.elt_i8 = elt_i8_avx2,
+	.lut_i8 = npu_portable_lut_i8,
 };
 
 #else
@@ -332,6 +333,7 @@ const struct npu_kern npu_kern_avx2 = {
 	.dot16x4 = npu_portable_dot16x4,
 	.mac16 = npu_portable_mac16,
 	.elt_i8 = npu_portable_elt_i8,
+	.lut_i8 = npu_portable_lut_i8,
 };
 
 #endif

@@ -579,6 +579,46 @@ NPU_TGT static void elt_i8_avx512(const struct npu_elt *e, const int8_t *a,
 		elt_run512(&v, a, b, b_scalar, 0, out, n);
 }
 
+/*
+ * LUT, int8: with VBMI, vpermi2b looks 64 bytes up in one half of the
+ * table (index bits 0..6) and bit 7 picks the half. VBMI is not part of
+ * this set's requirements (Cascade Lake has VNNI without it): checked once,
+ * the portable loop otherwise.
+ */
+__attribute__((target("avx512f,avx512bw,avx512vbmi")))
+static void lut_i8_vbmi(const uint8_t *table, const uint8_t *src, uint8_t *dst, size_t n)
+{
+	const __m512i t0 = _mm512_loadu_si512(table), t1 = _mm512_loadu_si512(table + 64);
+	const __m512i t2 = _mm512_loadu_si512(table + 128), t3 = _mm512_loadu_si512(table + 192);
+	const __m512i flip = _mm512_set1_epi8((char)0x80);
+
+	for (size_t i = 0; i < n; i += 64) {
+		__mmask64 m = n - i >= 64 ? ~(__mmask64)0 : ((__mmask64)1 << (n - i)) - 1;
+		__m512i u = _mm512_xor_si512(_mm512_maskz_loadu_epi8(m, src + i), flip);
+		__m512i lo = _mm512_permutex2var_epi8(t0, u, t1);
+		__m512i hi = _mm512_permutex2var_epi8(t2, u, t3);
+
+		_mm512_mask_storeu_epi8(dst + i, m,
+					_mm512_mask_blend_epi8(_mm512_movepi8_mask(u), lo, hi));
+	}
+}
+
+static void lut_i8_avx512(const uint8_t *table, const uint8_t *src, uint8_t *dst, size_t n)
+{
+	static int vbmi = -1;
+	int has = __atomic_load_n(&vbmi, __ATOMIC_RELAXED);
+
+	if (has < 0) {
+		__builtin_cpu_init();
+		has = !!__builtin_cpu_supports("avx512vbmi");
+		__atomic_store_n(&vbmi, has, __ATOMIC_RELAXED);
+	}
+	if (has)
+		lut_i8_vbmi(table, src, dst, n);
+	else
+		npu_portable_lut_i8(table, src, dst, n);
+}
+
 const struct npu_kern npu_kern_avx512vnni = {
 	.name = "avx512vnni",
 	.dot_kind = NPU_DOT_U8S8,
@@ -589,6 +629,7 @@ const struct npu_kern npu_kern_avx512vnni = {
 	.dot16x4 = dot16x4_avx512,
 	.mac16 = mac16_avx512,
 	.elt_i8 = elt_i8_avx512,
+	.lut_i8 = lut_i8_avx512,
 };
 
 #else
@@ -604,6 +645,7 @@ const struct npu_kern npu_kern_avx512vnni = {
 	.dot16x4 = npu_portable_dot16x4,
 	.mac16 = npu_portable_mac16,
 	.elt_i8 = npu_portable_elt_i8,
+	.lut_i8 = npu_portable_lut_i8,
 };
 
 #endif

@@ -147,6 +147,13 @@ void npu_portable_elt_i8(const struct npu_elt *e, const int8_t *a, const int8_t 
 	}
 }
 
+void npu_portable_lut_i8(const uint8_t *table, const uint8_t *src, uint8_t *dst,
+			 size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		dst[i] = table[(uint8_t)(src[i] + 128)];
+}
+
 const struct npu_kern npu_kern_portable = {
 	.name = "portable",
 	.dot_kind = NPU_DOT_EXACT,
@@ -157,4 +164,5 @@ const struct npu_kern npu_kern_portable = {
 	.dot16x4 = npu_portable_dot16x4,
 	.mac16 = npu_portable_mac16,
 	.elt_i8 = npu_portable_elt_i8,
+	.lut_i8 = npu_portable_lut_i8,
 };

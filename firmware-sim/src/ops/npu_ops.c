@@ -262,13 +262,23 @@ static void out_target_finish(struct out_target *o, uint8_t *dst, size_t rs,
 static void out_lut_apply(const uint8_t *table, const struct out_target *o,
 			  uint32_t h, uint32_t w, uint32_t c)
 {
-	for (uint32_t y = 0; y < h; y++)
-		for (uint32_t x = 0; x < w; x++) {
-			uint8_t *p = (uint8_t *)o->base + y * o->rs + x * o->ps;
+	const struct npu_kern *kn = kern_get();
 
-			for (uint32_t i = 0; i < c; i++)
-				p[i] = table[(uint8_t)(p[i] + 128)];
+	/* Packed pixels: whole rows (or the whole tensor) in one call. */
+	if (o->ps == c && o->rs == (size_t)w * c) {
+		kn->lut_i8(table, (uint8_t *)o->base, (uint8_t *)o->base, (size_t)h * w * c);
+		return;
+	}
+	for (uint32_t y = 0; y < h; y++) {
+		uint8_t *row = (uint8_t *)o->base + y * o->rs;
+
+		if (o->ps == c) {
+			kn->lut_i8(table, row, row, (size_t)w * c);
+			continue;
 		}
+		for (uint32_t x = 0; x < w; x++)
+			kn->lut_i8(table, row + x * o->ps, row + x * o->ps, c);
+	}
 }
 
 static void conv_depthwise(const struct npu_kern *kn,
@@ -1477,8 +1487,7 @@ void npu_op_lut(const struct npu_insn_lut *in, uint8_t *sram)
 			abort();
 		dst = tmp;
 	}
-	for (uint32_t i = 0; i < in->count; i++)
-		dst[i] = table[(uint8_t)(src[i] + 128)];
+	kern_get()->lut_i8(table, src, dst, in->count);
 	if (tmp) {
 		memcpy(sram + in->output, tmp, in->count);
 		free(tmp);

@@ -223,6 +223,8 @@ struct npu_kern {
 	 */
 	void (*elt_i8)(const struct npu_elt *e, const int8_t *a, const int8_t *b,
 		       int b_scalar, int8_t *out, uint32_t n);
+	/* LUT, int8: dst[i] = table[(uint8_t)(src[i] + 128)], i < n; dst may be src. */
+	void (*lut_i8)(const uint8_t *table, const uint8_t *src, uint8_t *dst, size_t n);
 };
 
 extern const struct npu_kern npu_kern_portable;
@@ -239,6 +241,8 @@ void npu_portable_dot16x4(const int16_t *a, const int16_t *b, size_t ldb, uint32
 void npu_portable_mac16(int32_t *acc, const int16_t *x, const int16_t *w, uint32_t c);
 void npu_portable_elt_i8(const struct npu_elt *e, const int8_t *a, const int8_t *b,
 			 int b_scalar, int8_t *out, uint32_t n);
+void npu_portable_lut_i8(const uint8_t *table, const uint8_t *src, uint8_t *dst,
+			 size_t n);
 
 /* Whether [a) and [b) share a byte. */
 static inline int npu_ranges_overlap(struct npu_sram_range a,

@@ -294,6 +294,21 @@ static void test_lut_matches_reference(void **state)
 		assert_int_equal(npu_op_lut_check(&in, &fp), NPU_JOB_OK);
 		ops_golden(s, &in, lut_ref, lut_fast, "lut");
 	}
+	/* Every tail of the 64-byte vector kernel, in place or not. */
+	for (uint32_t count = 1; count <= 200; count++) {
+		struct npu_insn_lut in = { 0 };
+		struct npu_op_footprint fp;
+
+		in.hdr.opcode = NPU_OP_LUT;
+		in.hdr.size = sizeof(in);
+		in.count = count;
+		s->next = 0;
+		in.input = ops_place(s, count);
+		in.table = ops_place(s, 256);
+		in.output = count % 2 ? in.input : ops_place(s, count);
+		assert_int_equal(npu_op_lut_check(&in, &fp), NPU_JOB_OK);
+		ops_golden(s, &in, lut_ref, lut_fast, "lut tail");
+	}
 	ops_sram_free(s);
 }
 
