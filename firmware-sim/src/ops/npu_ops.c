@@ -1276,10 +1276,27 @@ static void lut_i16(const struct npu_insn_lut *in, uint8_t *sram)
 	free(res);
 }
 
+/*
+ * RESIZE's column coordinates, the same for every output row: computed
+ * once per op (three int64 divisions each) into [out_w][3] = x0, x1, fx.
+ */
+static uint32_t *resize_cols(const struct npu_insn_resize *in)
+{
+	uint32_t *cols = malloc(sizeof(*cols) * 3 * (size_t)in->out_w);
+
+	if (!cols)
+		abort();
+	for (uint32_t ox = 0; ox < in->out_w; ox++)
+		npu_resize_coord(ox, in->step_w, in->offset_w, in->den_w, in->in_w,
+				 &cols[3 * ox], &cols[3 * ox + 1], &cols[3 * ox + 2]);
+	return cols;
+}
+
 static void resize_i16(const struct npu_insn_resize *in, uint8_t *sram)
 {
 	uint32_t c = in->c;
 	uint8_t *res = malloc((size_t)in->out_h * in->out_w * c * 2);
+	uint32_t *cols = resize_cols(in);
 
 	if (!res)
 		abort();
@@ -1293,10 +1310,7 @@ static void resize_i16(const struct npu_insn_resize *in, uint8_t *sram)
 
 		for (uint32_t ox = 0; ox < in->out_w; ox++) {
 			uint8_t *dst = res + ((size_t)oy * in->out_w + ox) * c * 2;
-			uint32_t x0, x1, fx;
-
-			npu_resize_coord(ox, in->step_w, in->offset_w, in->den_w,
-					 in->in_w, &x0, &x1, &fx);
+			uint32_t x0 = cols[3 * ox], x1 = cols[3 * ox + 1], fx = cols[3 * ox + 2];
 			const uint8_t *a = r0 + (size_t)x0 * in->in_pixel_stride;
 
 			if (in->mode == NPU_RESIZE_NEAREST) {
@@ -1324,6 +1338,7 @@ static void resize_i16(const struct npu_insn_resize *in, uint8_t *sram)
 	}
 	npu_scatter_dense(sram + in->output, in->out_row_stride,
 			  in->out_pixel_stride, res, in->out_h, in->out_w, c * 2);
+	free(cols);
 	free(res);
 }
 
@@ -1503,6 +1518,7 @@ void npu_op_resize(const struct npu_insn_resize *in, uint8_t *sram)
 	struct npu_op_footprint fp;
 	struct out_target o;
 	uint32_t c = in->c;
+	uint32_t *cols;
 
 	if (npu_op_resize_check(in, &fp))
 		return;
@@ -1512,6 +1528,7 @@ void npu_op_resize(const struct npu_insn_resize *in, uint8_t *sram)
 	}
 	out_target_init(&o, &fp, sram + in->output, in->out_row_stride,
 			in->out_pixel_stride, in->out_h, in->out_w, c);
+	cols = resize_cols(in);
 	for (uint32_t oy = 0; oy < in->out_h; oy++) {
 		uint32_t y0, y1, fy;
 
@@ -1524,10 +1541,7 @@ void npu_op_resize(const struct npu_insn_resize *in, uint8_t *sram)
 
 		for (uint32_t ox = 0; ox < in->out_w; ox++) {
 			int8_t *dst = o.base + oy * o.rs + ox * o.ps;
-			uint32_t x0, x1, fx;
-
-			npu_resize_coord(ox, in->step_w, in->offset_w, in->den_w,
-					 in->in_w, &x0, &x1, &fx);
+			uint32_t x0 = cols[3 * ox], x1 = cols[3 * ox + 1], fx = cols[3 * ox + 2];
 			const int8_t *a = r0 + (size_t)x0 * in->in_pixel_stride;
 
 			if (in->mode == NPU_RESIZE_NEAREST) {
@@ -1550,4 +1564,5 @@ void npu_op_resize(const struct npu_insn_resize *in, uint8_t *sram)
 	}
 	out_target_finish(&o, sram + in->output, in->out_row_stride,
 			  in->out_pixel_stride, in->out_h, in->out_w, c);
+	free(cols);
 }
