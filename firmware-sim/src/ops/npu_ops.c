@@ -70,6 +70,11 @@ static const struct npu_kern *kern_get(void)
 	return kern_table[idx];
 }
 
+const struct npu_kern *npu_kern_current(void)
+{
+	return kern_get();
+}
+
 const char *npu_ops_impl_name(void)
 {
 	return kern_get()->name;

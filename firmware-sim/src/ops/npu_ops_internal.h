@@ -228,6 +228,8 @@ struct npu_kern {
 };
 
 extern const struct npu_kern npu_kern_portable;
+/* The kernel set the ops run on (npu_ops.c: chosen once, NPU_SIM_ISA caps it). */
+const struct npu_kern *npu_kern_current(void);
 extern const struct npu_kern npu_kern_avx2;
 extern const struct npu_kern npu_kern_avx512vnni;
 
