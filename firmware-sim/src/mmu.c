@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * mmu.c - the device MMU: context table, 3-level page walk, a direct-mapped
- * TLB invalidated through generation counters, and page-by-page transfers
- * between context VAs and device buffers.
+ * TLB invalidated through generation counters, and transfers between
+ * context VAs and device buffers translated page by page and moved in runs
+ * of pages contiguous in host memory.
  */
 #include <string.h>
 
@@ -141,6 +142,21 @@ uint32_t npu_mmu_check_range(struct npu_sim_run *run, uint64_t va,
 	return NPU_JOB_OK;
 }
 
+/*
+ * Pages one quiesce step may move: a run of pages that are contiguous in
+ * host memory goes out in one dma_read / dma_write (hardware.md, DMA
+ * quiesce), and a reset waits for at most this much.
+ */
+#define NPU_DMA_RUN_PAGES	16
+
+static int npu_mmu_move(struct npu_sim *sim, uint32_t access, uint64_t addr,
+			uint8_t *rbuf, const uint8_t *wbuf, uint64_t n)
+{
+	if (access == NPU_ACCESS_WRITE)
+		return sim->ops.dma_write(sim->opaque, addr, wbuf, n);
+	return sim->ops.dma_read(sim->opaque, addr, rbuf, n);
+}
+
 static uint32_t npu_mmu_transfer(struct npu_sim *sim, struct npu_sim_run *run,
 				 uint64_t va, uint8_t *rbuf, const uint8_t *wbuf,
 				 uint64_t len, uint32_t access)
@@ -150,13 +166,13 @@ static uint32_t npu_mmu_transfer(struct npu_sim *sim, struct npu_sim_run *run,
 	while (status == NPU_JOB_OK && len) {
 		uint64_t in_page = NPU_PAGE_SIZE - (va & (NPU_PAGE_SIZE - 1));
 		uint64_t n = len < in_page ? len : in_page;
+		uint32_t next_status = NPU_JOB_OK;
 		uint64_t addr;
-		int rc;
 
 		/*
-		 * One page is one step of the quiesce handshake: announce it,
-		 * then look at the epoch, so a reset either sees this step
-		 * in flight or this step sees the reset (both seq_cst).
+		 * One run of pages is one step of the quiesce handshake:
+		 * announce it, then look at the epoch, so a reset either sees
+		 * this step in flight or this step sees the reset (both seq_cst).
 		 */
 		atomic_store(&sim->dma_step,
 			     atomic_load(&sim->quiesce_req) << 1 | 1);
@@ -169,19 +185,45 @@ static uint32_t npu_mmu_transfer(struct npu_sim *sim, struct npu_sim_run *run,
 			atomic_store(&sim->dma_step, 0);
 			break;
 		}
-		if (access == NPU_ACCESS_WRITE)
-			rc = sim->ops.dma_write(sim->opaque, addr, wbuf, n);
-		else
-			rc = sim->ops.dma_read(sim->opaque, addr, rbuf, n);
+		/*
+		 * Extend the run while the next page follows in host memory. A
+		 * fault there ends the job after the run before it has moved,
+		 * as if page by page.
+		 */
+		for (int pages = 1; pages < NPU_DMA_RUN_PAGES && n < len; pages++) {
+			uint64_t next, step = len - n < NPU_PAGE_SIZE ? len - n : NPU_PAGE_SIZE;
+
+			next_status = npu_mmu_translate(sim, run, va + n, access, &next);
+			if (next_status != NPU_JOB_OK || next != addr + n)
+				break;
+			n += step;
+		}
+		if (npu_mmu_move(sim, access, addr, rbuf, wbuf, n)) {
+			/* Which page the bus refused: move the run page by page. */
+			uint64_t done = 0;
+
+			while (done < n) {
+				uint64_t left = NPU_PAGE_SIZE - ((va + done) & (NPU_PAGE_SIZE - 1));
+				uint64_t m = n - done < left ? n - done : left;
+
+				if (npu_mmu_move(sim, access, addr + done,
+						 rbuf ? rbuf + done : NULL,
+						 wbuf ? wbuf + done : NULL, m)) {
+					atomic_store(&sim->dma_step, 0);
+					return npu_mmu_fault(run, NPU_JOB_ERR_DMA, va + done,
+							     access);
+				}
+				done += m;
+			}
+		}
 		atomic_store(&sim->dma_step, 0);
-		if (rc)
-			return npu_mmu_fault(run, NPU_JOB_ERR_DMA, va, access);
 		va += n;
 		len -= n;
 		if (rbuf)
 			rbuf += n;
 		if (wbuf)
 			wbuf += n;
+		status = next_status;
 	}
 	return status;
 }

@@ -219,6 +219,94 @@ NPU_TGT static void mac16_avx2(int32_t *acc, const int16_t *x, const int16_t *w,
 	npu_portable_mac16(acc + i, x + i, w + i, c - i);
 }
 
+/*
+ * ELTWISE, int8: 8 elements per step, the even and odd ones in 64-bit lanes
+ * as in the AVX-512 kernel. AVX2 has no 64-bit arithmetic shift or min/max:
+ * the shift is a logical one of x ^ sign (then ^ sign again), the clamp two
+ * compares and blends.
+ */
+struct elt_vec256 {
+	__m256i za, zb, ma, mb, rnd, zp, lo, hi, zero;
+	__m128i cnt;
+};
+
+NPU_TGT NPU_INLINE __m256i elt_rq256(__m256i acc, const struct elt_vec256 *v)
+{
+	__m256i sgn;
+
+	acc = _mm256_add_epi64(acc, v->rnd);
+	sgn = _mm256_cmpgt_epi64(v->zero, acc);
+	acc = _mm256_xor_si256(_mm256_srl_epi64(_mm256_xor_si256(acc, sgn), v->cnt), sgn);
+	acc = _mm256_add_epi64(acc, v->zp);
+	acc = _mm256_blendv_epi8(acc, v->lo, _mm256_cmpgt_epi64(v->lo, acc));
+	return _mm256_blendv_epi8(acc, v->hi, _mm256_cmpgt_epi64(acc, v->hi));
+}
+
+NPU_TGT NPU_INLINE __m128i elt8_avx2(__m256i da, __m256i db, int add,
+				     const struct elt_vec256 *v)
+{
+	__m256i pe, po, r;
+
+	if (add) {
+		pe = _mm256_add_epi64(_mm256_mul_epi32(da, v->ma), _mm256_mul_epi32(db, v->mb));
+		po = _mm256_add_epi64(_mm256_mul_epi32(_mm256_srli_epi64(da, 32), v->ma),
+				      _mm256_mul_epi32(_mm256_srli_epi64(db, 32), v->mb));
+	} else {
+		__m256i d = _mm256_mullo_epi32(da, db);	/* fits: npu_ops_internal.h */
+
+		pe = _mm256_mul_epi32(d, v->ma);
+		po = _mm256_mul_epi32(_mm256_srli_epi64(d, 32), v->ma);
+	}
+	r = _mm256_blend_epi32(elt_rq256(pe, v), _mm256_slli_epi64(elt_rq256(po, v), 32), 0xAA);
+	/* Every lane is within int8 already: the saturating packs are exact. */
+	r = _mm256_castsi128_si256(_mm_packs_epi32(_mm256_castsi256_si128(r),
+						   _mm256_extracti128_si256(r, 1)));
+	return _mm_packs_epi16(_mm256_castsi256_si128(r), _mm256_castsi256_si128(r));
+}
+
+NPU_TGT NPU_INLINE void elt_run256(const struct elt_vec256 *v, const int8_t *a,
+				   const int8_t *b, int b_scalar, int add,
+				   int8_t *out, uint32_t n)
+{
+	__m256i db = v->zb;	/* b[0] - zb when b is a scalar */
+
+	for (uint32_t i = 0; i + 8 <= n; i += 8) {
+		__m256i da = _mm256_sub_epi32(_mm256_cvtepi8_epi32(
+			_mm_loadl_epi64((const __m128i *)(const void *)(a + i))), v->za);
+
+		if (!b_scalar)
+			db = _mm256_sub_epi32(_mm256_cvtepi8_epi32(
+				_mm_loadl_epi64((const __m128i *)(const void *)(b + i))), v->zb);
+		_mm_storel_epi64((__m128i *)(void *)(out + i), elt8_avx2(da, db, add, v));
+	}
+}
+
+NPU_TGT static void elt_i8_avx2(const struct npu_elt *e, const int8_t *a,
+				const int8_t *b, int b_scalar, int8_t *out, uint32_t n)
+{
+	struct elt_vec256 v = {
+		.za = _mm256_set1_epi32(e->za),
+		.zb = _mm256_set1_epi32(b_scalar ? b[0] - e->zb : e->zb),
+		.ma = _mm256_set1_epi32(e->ma),
+		.mb = _mm256_set1_epi32(e->mb),
+		.rnd = _mm256_set1_epi64x((int64_t)1 << (e->shift - 1)),
+		.zp = _mm256_set1_epi64x(e->zp_out),
+		.lo = _mm256_set1_epi64x(e->lo),
+		.hi = _mm256_set1_epi64x(e->hi),
+		.zero = _mm256_setzero_si256(),
+		.cnt = _mm_cvtsi32_si128((int)e->shift),
+	};
+	uint32_t done = n & ~7u;
+
+	if (e->mode == NPU_ELT_ADD)
+		elt_run256(&v, a, b, b_scalar, 1, out, done);
+	else
+		elt_run256(&v, a, b, b_scalar, 0, out, done);
+	if (done < n)
+		npu_portable_elt_i8(e, a + done, b_scalar ? b : b + done, b_scalar,
+				    out + done, n - done);
+}
+
 const struct npu_kern npu_kern_avx2 = {
 	.name = "avx2",
 	.dot_kind = NPU_DOT_EXACT,
@@ -228,6 +316,8 @@ const struct npu_kern npu_kern_avx2 = {
 	.dot16 = dot16_avx2,
 	.dot16x4 = dot16x4_avx2,
 	.mac16 = mac16_avx2,
+	.elt_i8 = elt_i8_avx2,
+	.lut_i8 = npu_portable_lut_i8,
 };
 
 #else
@@ -242,6 +332,8 @@ const struct npu_kern npu_kern_avx2 = {
 	.dot16 = npu_portable_dot16,
 	.dot16x4 = npu_portable_dot16x4,
 	.mac16 = npu_portable_mac16,
+	.elt_i8 = npu_portable_elt_i8,
+	.lut_i8 = npu_portable_lut_i8,
 };
 
 #endif

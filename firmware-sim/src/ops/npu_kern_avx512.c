@@ -491,6 +491,134 @@ NPU_TGT static void mac16_avx512(int32_t *acc, const int16_t *x, const int16_t *
 	npu_portable_mac16(acc + i, x + i, w + i, c - i);
 }
 
+/*
+ * ELTWISE, int8: 16 elements per step. The operands minus their zero points
+ * are int32 lanes; vpmuldq takes the even ones to 64-bit products and, after
+ * a 32-bit shift, the odd ones, so the requantization runs in int64 exactly
+ * like the scalar one and the two halves interleave back by a blend.
+ */
+struct elt_vec512 {
+	__m512i za, zb, ma, mb, rnd, zp, lo, hi;
+	__m128i cnt;
+};
+
+NPU_TGT NPU_INLINE __m512i elt_rq512(__m512i acc, const struct elt_vec512 *v)
+{
+	acc = _mm512_sra_epi64(_mm512_add_epi64(acc, v->rnd), v->cnt);
+	acc = _mm512_add_epi64(acc, v->zp);
+	return _mm512_min_epi64(_mm512_max_epi64(acc, v->lo), v->hi);
+}
+
+NPU_TGT NPU_INLINE __m128i elt16_avx512(__m512i da, __m512i db, int add,
+					const struct elt_vec512 *v)
+{
+	__m512i pe, po;
+
+	if (add) {
+		pe = _mm512_add_epi64(_mm512_mul_epi32(da, v->ma), _mm512_mul_epi32(db, v->mb));
+		po = _mm512_add_epi64(_mm512_mul_epi32(_mm512_srli_epi64(da, 32), v->ma),
+				      _mm512_mul_epi32(_mm512_srli_epi64(db, 32), v->mb));
+	} else {
+		__m512i d = _mm512_mullo_epi32(da, db);	/* fits: npu_ops_internal.h */
+
+		pe = _mm512_mul_epi32(d, v->ma);
+		po = _mm512_mul_epi32(_mm512_srli_epi64(d, 32), v->ma);
+	}
+	pe = elt_rq512(pe, v);
+	po = elt_rq512(po, v);
+	return _mm512_cvtepi32_epi8(_mm512_mask_blend_epi32(0xAAAA, pe,
+							    _mm512_slli_epi64(po, 32)));
+}
+
+NPU_TGT NPU_INLINE void elt_run512(const struct elt_vec512 *v, const int8_t *a,
+				   const int8_t *b, int b_scalar, int add,
+				   int8_t *out, uint32_t n)
+{
+	__m512i db = v->zb;	/* b[0] - zb when b is a scalar */
+	uint32_t i = 0;
+
+	for (; i + 16 <= n; i += 16) {
+		__m512i da = _mm512_sub_epi32(_mm512_cvtepi8_epi32(
+			_mm_loadu_si128((const __m128i *)(const void *)(a + i))), v->za);
+
+		if (!b_scalar)
+			db = _mm512_sub_epi32(_mm512_cvtepi8_epi32(
+				_mm_loadu_si128((const __m128i *)(const void *)(b + i))), v->zb);
+		_mm_storeu_si128((__m128i *)(void *)(out + i), elt16_avx512(da, db, add, v));
+	}
+	if (i < n) {
+		__mmask16 m = (__mmask16)((1u << (n - i)) - 1);
+		__m512i da = _mm512_sub_epi32(_mm512_cvtepi8_epi32(
+			_mm_maskz_loadu_epi8(m, a + i)), v->za);
+
+		if (!b_scalar)
+			db = _mm512_sub_epi32(_mm512_cvtepi8_epi32(
+				_mm_maskz_loadu_epi8(m, b + i)), v->zb);
+		_mm_mask_storeu_epi8(out + i, m, elt16_avx512(da, db, add, v));
+	}
+}
+
+NPU_TGT static void elt_i8_avx512(const struct npu_elt *e, const int8_t *a,
+				  const int8_t *b, int b_scalar, int8_t *out, uint32_t n)
+{
+	struct elt_vec512 v = {
+		.za = _mm512_set1_epi32(e->za),
+		.zb = _mm512_set1_epi32(b_scalar ? b[0] - e->zb : e->zb),
+		.ma = _mm512_set1_epi32(e->ma),
+		.mb = _mm512_set1_epi32(e->mb),
+		.rnd = _mm512_set1_epi64((int64_t)1 << (e->shift - 1)),
+		.zp = _mm512_set1_epi64(e->zp_out),
+		.lo = _mm512_set1_epi64(e->lo),
+		.hi = _mm512_set1_epi64(e->hi),
+		.cnt = _mm_cvtsi32_si128((int)e->shift),
+	};
+
+	if (e->mode == NPU_ELT_ADD)
+		elt_run512(&v, a, b, b_scalar, 1, out, n);
+	else
+		elt_run512(&v, a, b, b_scalar, 0, out, n);
+}
+
+/*
+ * LUT, int8: with VBMI, vpermi2b looks 64 bytes up in one half of the
+ * table (index bits 0..6) and bit 7 picks the half. VBMI is not part of
+ * this set's requirements (Cascade Lake has VNNI without it): checked once,
+ * the portable loop otherwise.
+ */
+__attribute__((target("avx512f,avx512bw,avx512vbmi")))
+static void lut_i8_vbmi(const uint8_t *table, const uint8_t *src, uint8_t *dst, size_t n)
+{
+	const __m512i t0 = _mm512_loadu_si512(table), t1 = _mm512_loadu_si512(table + 64);
+	const __m512i t2 = _mm512_loadu_si512(table + 128), t3 = _mm512_loadu_si512(table + 192);
+	const __m512i flip = _mm512_set1_epi8((char)0x80);
+
+	for (size_t i = 0; i < n; i += 64) {
+		__mmask64 m = n - i >= 64 ? ~(__mmask64)0 : ((__mmask64)1 << (n - i)) - 1;
+		__m512i u = _mm512_xor_si512(_mm512_maskz_loadu_epi8(m, src + i), flip);
+		__m512i lo = _mm512_permutex2var_epi8(t0, u, t1);
+		__m512i hi = _mm512_permutex2var_epi8(t2, u, t3);
+
+		_mm512_mask_storeu_epi8(dst + i, m,
+					_mm512_mask_blend_epi8(_mm512_movepi8_mask(u), lo, hi));
+	}
+}
+
+static void lut_i8_avx512(const uint8_t *table, const uint8_t *src, uint8_t *dst, size_t n)
+{
+	static int vbmi = -1;
+	int has = __atomic_load_n(&vbmi, __ATOMIC_RELAXED);
+
+	if (has < 0) {
+		__builtin_cpu_init();
+		has = !!__builtin_cpu_supports("avx512vbmi");
+		__atomic_store_n(&vbmi, has, __ATOMIC_RELAXED);
+	}
+	if (has)
+		lut_i8_vbmi(table, src, dst, n);
+	else
+		npu_portable_lut_i8(table, src, dst, n);
+}
+
 const struct npu_kern npu_kern_avx512vnni = {
 	.name = "avx512vnni",
 	.dot_kind = NPU_DOT_U8S8,
@@ -500,6 +628,8 @@ const struct npu_kern npu_kern_avx512vnni = {
 	.dot16 = dot16_avx512,
 	.dot16x4 = dot16x4_avx512,
 	.mac16 = mac16_avx512,
+	.elt_i8 = elt_i8_avx512,
+	.lut_i8 = lut_i8_avx512,
 };
 
 #else
@@ -514,6 +644,8 @@ const struct npu_kern npu_kern_avx512vnni = {
 	.dot16 = npu_portable_dot16,
 	.dot16x4 = npu_portable_dot16x4,
 	.mac16 = npu_portable_mac16,
+	.elt_i8 = npu_portable_elt_i8,
+	.lut_i8 = npu_portable_lut_i8,
 };
 
 #endif

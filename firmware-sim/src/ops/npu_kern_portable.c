@@ -119,6 +119,41 @@ void npu_portable_mac16(int32_t *acc, const int16_t *x, const int16_t *w, uint32
 		acc[i] += x[i] * w[i];
 }
 
+void npu_portable_elt_i8(const struct npu_elt *e, const int8_t *a, const int8_t *b,
+			 int b_scalar, int8_t *out, uint32_t n)
+{
+	int64_t za = e->za, zb = e->zb, ma = e->ma, mb = e->mb;
+
+	if (b_scalar) {
+		int64_t bv = b[0] - zb;
+
+		/* Fold the constant operand: one multiply-add per element. */
+		if (e->mode == NPU_ELT_ADD)
+			for (uint32_t i = 0; i < n; i++)
+				out[i] = npu_requant64((a[i] - za) * ma + bv * mb,
+						       e->shift, e->zp_out, e->lo, e->hi);
+		else
+			for (uint32_t i = 0; i < n; i++)
+				out[i] = npu_requant64((a[i] - za) * (bv * ma),
+						       e->shift, e->zp_out, e->lo, e->hi);
+	} else if (e->mode == NPU_ELT_ADD) {
+		for (uint32_t i = 0; i < n; i++)
+			out[i] = npu_requant64((a[i] - za) * ma + (b[i] - zb) * mb,
+					       e->shift, e->zp_out, e->lo, e->hi);
+	} else {
+		for (uint32_t i = 0; i < n; i++)
+			out[i] = npu_requant64((a[i] - za) * (b[i] - zb) * ma,
+					       e->shift, e->zp_out, e->lo, e->hi);
+	}
+}
+
+void npu_portable_lut_i8(const uint8_t *table, const uint8_t *src, uint8_t *dst,
+			 size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		dst[i] = table[(uint8_t)(src[i] + 128)];
+}
+
 const struct npu_kern npu_kern_portable = {
 	.name = "portable",
 	.dot_kind = NPU_DOT_EXACT,
@@ -128,4 +163,6 @@ const struct npu_kern npu_kern_portable = {
 	.dot16 = npu_portable_dot16,
 	.dot16x4 = npu_portable_dot16x4,
 	.mac16 = npu_portable_mac16,
+	.elt_i8 = npu_portable_elt_i8,
+	.lut_i8 = npu_portable_lut_i8,
 };

@@ -70,6 +70,11 @@ static const struct npu_kern *kern_get(void)
 	return kern_table[idx];
 }
 
+const struct npu_kern *npu_kern_current(void)
+{
+	return kern_get();
+}
+
 const char *npu_ops_impl_name(void)
 {
 	return kern_get()->name;
@@ -262,13 +267,23 @@ static void out_target_finish(struct out_target *o, uint8_t *dst, size_t rs,
 static void out_lut_apply(const uint8_t *table, const struct out_target *o,
 			  uint32_t h, uint32_t w, uint32_t c)
 {
-	for (uint32_t y = 0; y < h; y++)
-		for (uint32_t x = 0; x < w; x++) {
-			uint8_t *p = (uint8_t *)o->base + y * o->rs + x * o->ps;
+	const struct npu_kern *kn = kern_get();
 
-			for (uint32_t i = 0; i < c; i++)
-				p[i] = table[(uint8_t)(p[i] + 128)];
+	/* Packed pixels: whole rows (or the whole tensor) in one call. */
+	if (o->ps == c && o->rs == (size_t)w * c) {
+		kn->lut_i8(table, (uint8_t *)o->base, (uint8_t *)o->base, (size_t)h * w * c);
+		return;
+	}
+	for (uint32_t y = 0; y < h; y++) {
+		uint8_t *row = (uint8_t *)o->base + y * o->rs;
+
+		if (o->ps == c) {
+			kn->lut_i8(table, row, row, (size_t)w * c);
+			continue;
 		}
+		for (uint32_t x = 0; x < w; x++)
+			kn->lut_i8(table, row + x * o->ps, row + x * o->ps, c);
+	}
 }
 
 static void conv_depthwise(const struct npu_kern *kn,
@@ -312,6 +327,88 @@ static void conv_depthwise(const struct npu_kern *kn,
 		ops_macs_done += (uint64_t)(d.oh_end - d.oh_begin) * row_macs;
 	}
 	free(wt);
+}
+
+/*
+ * The im2col row of output pixel (oh, ow): k_h * k_w taps of cin bytes from
+ * 'input' (the group's first channel), zp_in where a tap falls in padding.
+ * With dil_w 1 and pixels packed (pixel stride == cin) a kernel row's taps
+ * are one run of input: one copy for its part inside, fills for the rest.
+ */
+static void gather_patch(const struct npu_insn_conv2d *in, const int8_t *input,
+			 uint32_t cin, uint32_t oh, uint32_t ow, int8_t *dst)
+{
+	int64_t iw0 = (int64_t)ow * in->stride_w - in->pad_left;
+	size_t row_len = (size_t)in->k_w * cin;
+	int run = in->dil_w == 1 && in->in_pixel_stride == cin;
+	uint32_t kw_lo = 0, kw_hi = in->k_w;
+
+	if (run) {
+		/* The taps kw with 0 <= iw0 + kw < in_w. */
+		if (iw0 < 0)
+			kw_lo = (uint32_t)(-iw0 < in->k_w ? -iw0 : in->k_w);
+		if (iw0 + in->k_w > in->in_w)
+			kw_hi = iw0 >= in->in_w ? kw_lo : (uint32_t)(in->in_w - iw0);
+		if (kw_hi < kw_lo)
+			kw_hi = kw_lo;
+	}
+	for (uint32_t kh = 0; kh < in->k_h; kh++, dst += row_len) {
+		int64_t ih = (int64_t)oh * in->stride_h - in->pad_top +
+			     (int64_t)kh * in->dil_h;
+
+		if (ih < 0 || ih >= in->in_h) {
+			memset(dst, (uint8_t)in->zp_in, row_len);
+			continue;
+		}
+		const int8_t *src = input + (size_t)ih * in->in_row_stride;
+
+		if (run) {
+			memset(dst, (uint8_t)in->zp_in, (size_t)kw_lo * cin);
+			if (kw_hi > kw_lo)
+				memcpy(dst + (size_t)kw_lo * cin,
+				       src + (iw0 + kw_lo) * (int64_t)cin,
+				       (size_t)(kw_hi - kw_lo) * cin);
+			memset(dst + (size_t)kw_hi * cin, (uint8_t)in->zp_in,
+			       (size_t)(in->k_w - kw_hi) * cin);
+			continue;
+		}
+		for (uint32_t kw = 0; kw < in->k_w; kw++) {
+			int64_t iw = iw0 + (int64_t)kw * in->dil_w;
+
+			if (iw < 0 || iw >= in->in_w)
+				memset(dst + (size_t)kw * cin, (uint8_t)in->zp_in, cin);
+			else
+				memcpy(dst + (size_t)kw * cin,
+				       src + (size_t)iw * in->in_pixel_stride, cin);
+		}
+	}
+}
+
+/* The same with zero insertion: input (ih, iw) of the inserted grid is real
+ * only at multiples of ins + 1, inside the inserted extent eff_h x eff_w. */
+static void gather_patch_inserted(const struct npu_insn_conv2d *in,
+				  const int8_t *input, uint32_t cin,
+				  int64_t eff_h, int64_t eff_w,
+				  uint32_t oh, uint32_t ow, int8_t *dst)
+{
+	int64_t uh = in->ins_h + 1, uw = in->ins_w + 1;
+
+	for (uint32_t kh = 0; kh < in->k_h; kh++) {
+		int64_t ih = (int64_t)oh * in->stride_h - in->pad_top +
+			     (int64_t)kh * in->dil_h;
+
+		for (uint32_t kw = 0; kw < in->k_w; kw++, dst += cin) {
+			int64_t iw = (int64_t)ow * in->stride_w - in->pad_left +
+				     (int64_t)kw * in->dil_w;
+
+			if (ih < 0 || ih >= eff_h || ih % uh ||
+			    iw < 0 || iw >= eff_w || iw % uw)
+				memset(dst, (uint8_t)in->zp_in, cin);
+			else
+				memcpy(dst, input + ih / uh * in->in_row_stride +
+				       iw / uw * in->in_pixel_stride, cin);
+		}
+	}
 }
 
 static void conv_gemm(const struct npu_kern *kn, const struct npu_insn_conv2d *in,
@@ -368,28 +465,14 @@ static void conv_gemm(const struct npu_kern *kn, const struct npu_insn_conv2d *i
 						  g * cin_g;
 					continue;
 				}
-				int8_t *dst = patch + (size_t)i * k;
-
-				arow[i] = dst;
-				for (uint32_t kh = 0; kh < in->k_h; kh++) {
-					int64_t ih = (int64_t)oh * in->stride_h -
-						     in->pad_top + (int64_t)kh * in->dil_h;
-
-					for (uint32_t kw = 0; kw < in->k_w; kw++, dst += cin_g) {
-						int64_t iw = (int64_t)ow * in->stride_w -
-							     in->pad_left +
-							     (int64_t)kw * in->dil_w;
-
-						if (ih < 0 || ih >= eff_h || ih % uh ||
-						    iw < 0 || iw >= eff_w || iw % uw)
-							memset(dst, (uint8_t)in->zp_in, cin_g);
-						else
-							memcpy(dst, input +
-							       ih / uh * in->in_row_stride +
-							       iw / uw * in->in_pixel_stride +
-							       g * cin_g, cin_g);
-					}
-				}
+				arow[i] = patch + (size_t)i * k;
+				if (in->ins_h || in->ins_w)
+					gather_patch_inserted(in, input + g * cin_g, cin_g,
+							      eff_h, eff_w, oh, ow,
+							      patch + (size_t)i * k);
+				else
+					gather_patch(in, input + g * cin_g, cin_g, oh, ow,
+						     patch + (size_t)i * k);
 			}
 			gm.m = m;
 			fold_rows(kn, &gm, row);
@@ -1198,10 +1281,27 @@ static void lut_i16(const struct npu_insn_lut *in, uint8_t *sram)
 	free(res);
 }
 
+/*
+ * RESIZE's column coordinates, the same for every output row: computed
+ * once per op (three int64 divisions each) into [out_w][3] = x0, x1, fx.
+ */
+static uint32_t *resize_cols(const struct npu_insn_resize *in)
+{
+	uint32_t *cols = malloc(sizeof(*cols) * 3 * (size_t)in->out_w);
+
+	if (!cols)
+		abort();
+	for (uint32_t ox = 0; ox < in->out_w; ox++)
+		npu_resize_coord(ox, in->step_w, in->offset_w, in->den_w, in->in_w,
+				 &cols[3 * ox], &cols[3 * ox + 1], &cols[3 * ox + 2]);
+	return cols;
+}
+
 static void resize_i16(const struct npu_insn_resize *in, uint8_t *sram)
 {
 	uint32_t c = in->c;
 	uint8_t *res = malloc((size_t)in->out_h * in->out_w * c * 2);
+	uint32_t *cols = resize_cols(in);
 
 	if (!res)
 		abort();
@@ -1215,10 +1315,7 @@ static void resize_i16(const struct npu_insn_resize *in, uint8_t *sram)
 
 		for (uint32_t ox = 0; ox < in->out_w; ox++) {
 			uint8_t *dst = res + ((size_t)oy * in->out_w + ox) * c * 2;
-			uint32_t x0, x1, fx;
-
-			npu_resize_coord(ox, in->step_w, in->offset_w, in->den_w,
-					 in->in_w, &x0, &x1, &fx);
+			uint32_t x0 = cols[3 * ox], x1 = cols[3 * ox + 1], fx = cols[3 * ox + 2];
 			const uint8_t *a = r0 + (size_t)x0 * in->in_pixel_stride;
 
 			if (in->mode == NPU_RESIZE_NEAREST) {
@@ -1246,6 +1343,7 @@ static void resize_i16(const struct npu_insn_resize *in, uint8_t *sram)
 	}
 	npu_scatter_dense(sram + in->output, in->out_row_stride,
 			  in->out_pixel_stride, res, in->out_h, in->out_w, c * 2);
+	free(cols);
 	free(res);
 }
 
@@ -1326,13 +1424,22 @@ void npu_op_pool(const struct npu_insn_pool *in, uint8_t *sram)
 	free(acc);
 }
 
+/* A channel broadcast shorter than this runs over b repeated to about this length. */
+#define NPU_ELT_MIN_PERIOD	256
+
 void npu_op_eltwise(const struct npu_insn_eltwise *in, uint8_t *sram)
 {
+	const struct npu_kern *kn = kern_get();
 	struct npu_op_footprint fp;
 	const int8_t *a, *b;
 	int8_t *out, *tmp = NULL;
-	int64_t za, zb, ma = in->mult_a, mb = in->mult_b;
+	int8_t rep[2 * NPU_ELT_MIN_PERIOD];
 	uint32_t n = in->count;
+	struct npu_elt e = {
+		.mode = in->mode, .shift = in->shift,
+		.za = in->zp_a, .zb = in->zp_b, .ma = in->mult_a, .mb = in->mult_b,
+		.zp_out = in->zp_out, .lo = in->act_min, .hi = in->act_max,
+	};
 
 	if (npu_op_eltwise_check(in, &fp))
 		return;
@@ -1343,8 +1450,6 @@ void npu_op_eltwise(const struct npu_insn_eltwise *in, uint8_t *sram)
 	a = (const int8_t *)sram + in->a;
 	b = (const int8_t *)sram + in->b;
 	out = (int8_t *)sram + in->output;
-	za = in->zp_a;
-	zb = in->zp_b;
 	/* Element i only reads a[i] (and b[i]): exact aliasing is safe in place. */
 	if ((npu_ranges_overlap(fp.writes[0], fp.reads[0]) && in->a != in->output) ||
 	    (npu_ranges_overlap(fp.writes[0], fp.reads[1]) &&
@@ -1355,41 +1460,23 @@ void npu_op_eltwise(const struct npu_insn_eltwise *in, uint8_t *sram)
 		out = tmp;
 	}
 
-	if (in->bcast == NPU_BCAST_SCALAR) {
-		int64_t bv = b[0] - zb;
-
-		/* Fold the constant operand: one multiply-add per element. */
-		if (in->mode == NPU_ELT_ADD)
-			for (uint32_t i = 0; i < n; i++)
-				out[i] = npu_requant64((a[i] - za) * ma + bv * mb,
-						       in->shift, in->zp_out,
-						       in->act_min, in->act_max);
-		else
-			for (uint32_t i = 0; i < n; i++)
-				out[i] = npu_requant64((a[i] - za) * (bv * ma),
-						       in->shift, in->zp_out,
-						       in->act_min, in->act_max);
+	if (in->bcast != NPU_BCAST_CHANNEL) {
+		kn->elt_i8(&e, a, b, in->bcast == NPU_BCAST_SCALAR, out, n);
 	} else {
-		uint32_t period = in->bcast == NPU_BCAST_CHANNEL ? in->channels : n;
+		uint32_t period = in->channels;
 
-		for (uint32_t i0 = 0; i0 < n; i0 += period) {
-			uint32_t len = n - i0 < period ? n - i0 : period;
-			const int8_t *ai = a + i0;
-			const int8_t *bi = in->bcast == NPU_BCAST_CHANNEL ? b : b + i0;
-			int8_t *oi = out + i0;
+		/* Few channels: whole copies of b, so each kernel call runs long. */
+		if (period < NPU_ELT_MIN_PERIOD) {
+			uint32_t copies = (NPU_ELT_MIN_PERIOD + period - 1) / period;
 
-			if (in->mode == NPU_ELT_ADD)
-				for (uint32_t i = 0; i < len; i++)
-					oi[i] = npu_requant64((ai[i] - za) * ma +
-							      (bi[i] - zb) * mb,
-							      in->shift, in->zp_out,
-							      in->act_min, in->act_max);
-			else
-				for (uint32_t i = 0; i < len; i++)
-					oi[i] = npu_requant64((ai[i] - za) * (bi[i] - zb) * ma,
-							      in->shift, in->zp_out,
-							      in->act_min, in->act_max);
+			for (uint32_t r = 0; r < copies; r++)
+				memcpy(rep + (size_t)r * period, b, period);
+			period *= copies;
+			b = rep;
 		}
+		for (uint32_t i0 = 0; i0 < n; i0 += period)
+			kn->elt_i8(&e, a + i0, b, 0, out + i0,
+				   n - i0 < period ? n - i0 : period);
 	}
 	if (tmp) {
 		memcpy(sram + in->output, tmp, n);
@@ -1420,8 +1507,7 @@ void npu_op_lut(const struct npu_insn_lut *in, uint8_t *sram)
 			abort();
 		dst = tmp;
 	}
-	for (uint32_t i = 0; i < in->count; i++)
-		dst[i] = table[(uint8_t)(src[i] + 128)];
+	kern_get()->lut_i8(table, src, dst, in->count);
 	if (tmp) {
 		memcpy(sram + in->output, tmp, in->count);
 		free(tmp);
@@ -1437,6 +1523,7 @@ void npu_op_resize(const struct npu_insn_resize *in, uint8_t *sram)
 	struct npu_op_footprint fp;
 	struct out_target o;
 	uint32_t c = in->c;
+	uint32_t *cols;
 
 	if (npu_op_resize_check(in, &fp))
 		return;
@@ -1446,6 +1533,7 @@ void npu_op_resize(const struct npu_insn_resize *in, uint8_t *sram)
 	}
 	out_target_init(&o, &fp, sram + in->output, in->out_row_stride,
 			in->out_pixel_stride, in->out_h, in->out_w, c);
+	cols = resize_cols(in);
 	for (uint32_t oy = 0; oy < in->out_h; oy++) {
 		uint32_t y0, y1, fy;
 
@@ -1458,10 +1546,7 @@ void npu_op_resize(const struct npu_insn_resize *in, uint8_t *sram)
 
 		for (uint32_t ox = 0; ox < in->out_w; ox++) {
 			int8_t *dst = o.base + oy * o.rs + ox * o.ps;
-			uint32_t x0, x1, fx;
-
-			npu_resize_coord(ox, in->step_w, in->offset_w, in->den_w,
-					 in->in_w, &x0, &x1, &fx);
+			uint32_t x0 = cols[3 * ox], x1 = cols[3 * ox + 1], fx = cols[3 * ox + 2];
 			const int8_t *a = r0 + (size_t)x0 * in->in_pixel_stride;
 
 			if (in->mode == NPU_RESIZE_NEAREST) {
@@ -1484,4 +1569,5 @@ void npu_op_resize(const struct npu_insn_resize *in, uint8_t *sram)
 	}
 	out_target_finish(&o, sram + in->output, in->out_row_stride,
 			  in->out_pixel_stride, in->out_h, in->out_w, c);
+	free(cols);
 }

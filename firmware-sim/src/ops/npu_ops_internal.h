@@ -177,6 +177,19 @@ struct npu_dw {
 	struct npu_rq rq;	/* col = bias */
 };
 
+/*
+ * ELTWISE on int8 operands (npu_hw.h): out[i] = clamp(zp_out +
+ * ((acc + 2^(shift - 1)) >> shift)) with acc = (a - za) * ma + (b - zb) * mb
+ * (ADD) or (a - za) * (b - zb) * ma (MUL), in int64. |a - za| <= 2^15 + 2^7,
+ * so the MUL product (a - za) * (b - zb) fits an int32 before the multiplier.
+ */
+struct npu_elt {
+	uint32_t mode;		/* NPU_ELT_ADD / NPU_ELT_MUL */
+	uint32_t shift;		/* 1..62 */
+	int32_t za, zb, ma, mb;
+	int32_t zp_out, lo, hi;
+};
+
 enum npu_dot_kind {
 	/* dot = sum (a - za) * (b - zb): col = bias, row = NULL. */
 	NPU_DOT_EXACT,
@@ -204,9 +217,19 @@ struct npu_kern {
 			int64_t out[4]);
 	/* Depthwise, NPU_INSN_I16: acc[i] += x[i] * w[i], products < 2^23. */
 	void (*mac16)(int32_t *acc, const int16_t *x, const int16_t *w, uint32_t c);
+	/*
+	 * ELTWISE, int8: out[i] from a[i] and b[i] (b[0] for every i when
+	 * b_scalar), i < n. out may equal a or b exactly, never overlap otherwise.
+	 */
+	void (*elt_i8)(const struct npu_elt *e, const int8_t *a, const int8_t *b,
+		       int b_scalar, int8_t *out, uint32_t n);
+	/* LUT, int8: dst[i] = table[(uint8_t)(src[i] + 128)], i < n; dst may be src. */
+	void (*lut_i8)(const uint8_t *table, const uint8_t *src, uint8_t *dst, size_t n);
 };
 
 extern const struct npu_kern npu_kern_portable;
+/* The kernel set the ops run on (npu_ops.c: chosen once, NPU_SIM_ISA caps it). */
+const struct npu_kern *npu_kern_current(void);
 extern const struct npu_kern npu_kern_avx2;
 extern const struct npu_kern npu_kern_avx512vnni;
 
@@ -218,6 +241,10 @@ int64_t npu_portable_dot16(const int16_t *a, const int16_t *b, uint32_t k);
 void npu_portable_dot16x4(const int16_t *a, const int16_t *b, size_t ldb, uint32_t k,
 			  int64_t out[4]);
 void npu_portable_mac16(int32_t *acc, const int16_t *x, const int16_t *w, uint32_t c);
+void npu_portable_elt_i8(const struct npu_elt *e, const int8_t *a, const int8_t *b,
+			 int b_scalar, int8_t *out, uint32_t n);
+void npu_portable_lut_i8(const uint8_t *table, const uint8_t *src, uint8_t *dst,
+			 size_t n);
 
 /* Whether [a) and [b) share a byte. */
 static inline int npu_ranges_overlap(struct npu_sram_range a,

@@ -511,7 +511,9 @@ void npu_op_softmax(const struct npu_insn_softmax *in, uint8_t *sram)
 {
 	const uint8_t *table = sram + in->table;
 	stats_fn stats = stats_get();
+	const struct npu_kern *kern = npu_kern_current();
 	uint32_t tab[256];
+	uint8_t ytab[256] = { 0 };	/* entries above a row's max are never read */
 
 	if (npu_op_softmax_check(in, NULL))
 		return;
@@ -533,8 +535,18 @@ void npu_op_softmax(const struct npu_insn_softmax *in, uint8_t *sram)
 			continue;
 		}
 		inv = (1ull << 62) / sum;
-		for (uint32_t i = 0; i < in->c; i++)
-			y[i] = sm_out(in, tab[st.max - x[i]], inv);
+		if (in->c <= 256) {
+			for (uint32_t i = 0; i < in->c; i++)
+				y[i] = sm_out(in, tab[st.max - x[i]], inv);
+			continue;
+		}
+		/*
+		 * A long row: an output depends only on x, so requantize the at
+		 * most 256 values once and map the row through them as a LUT.
+		 */
+		for (int32_t v = -128; v <= st.max; v++)
+			ytab[v + 128] = (uint8_t)sm_out(in, tab[st.max - v], inv);
+		kern->lut_i8(ytab, (const uint8_t *)x, (uint8_t *)y, in->c);
 	}
 }
 

@@ -341,6 +341,47 @@ static void invalid_context_fails_bad_context(void **state)
 	assert_int_equal(sim_test_reg(host, NPU_REG_QUEUE(0, NPU_QREG_HEAD)), 2);
 }
 
+/*
+ * Pages contiguous in host memory move as one run (one dma_write), but a
+ * fault or a refused page inside the run still ends the job exactly there:
+ * the pages before it land, the fault names the first byte of that page.
+ */
+static void page_runs_stop_at_the_faulting_page(void **state)
+{
+	struct fixture *f = *state;
+	struct sim_test_host *host = &f->host;
+	uint8_t in[5 * 4096], out[sizeof(in)];
+	uint64_t src, dst;
+	struct npu_completion c;
+
+	for (size_t i = 0; i < sizeof(in); i++)
+		in[i] = (uint8_t)(i * 13 + (i >> 12));
+	src = sim_test_map_new(host, 1, SRC_VA, sizeof(in), NPU_PTE_READ);
+	sim_test_write(host, src, in, sizeof(in));
+	/* Three contiguous pages, then none: a write run of five faults at the fourth. */
+	dst = sim_test_map_new(host, 1, DST_VA, 3 * 4096, NPU_PTE_WRITE);
+	stream_copy_through_sram(f, SRC_VA, DST_VA + 10, sizeof(in) - 10);
+	c = run(f, 1);
+	assert_int_equal(c.status, NPU_JOB_ERR_MMU_UNMAPPED);
+	assert_int_equal(c.fault_addr, DST_VA + 3 * 4096);
+	sim_test_read(host, dst + 10, out, 3 * 4096 - 10);
+	assert_memory_equal(out, in, 3 * 4096 - 10);
+	sim_test_set_reg(host, NPU_REG_FAULT_ACK, 1);
+
+	/* The last two pages of host memory and the page past its end: contiguous
+	 * addresses, so one run, which the bus refuses at the third page. */
+	sim_test_map(host, 2, DST_VA, MEM_SIZE - 2 * 4096, 3 * 4096, NPU_PTE_WRITE);
+	sim_test_map(host, 2, SRC_VA, src, sizeof(in), NPU_PTE_READ);
+	memset(out, 0, sizeof(out));
+	sim_test_write(host, MEM_SIZE - 2 * 4096, out, 2 * 4096);
+	stream_copy_through_sram(f, SRC_VA, DST_VA, 3 * 4096);
+	c = run(f, 2);
+	assert_int_equal(c.status, NPU_JOB_ERR_DMA);
+	assert_int_equal(c.fault_addr, DST_VA + 2 * 4096);
+	sim_test_read(host, MEM_SIZE - 2 * 4096, out, 2 * 4096);
+	assert_memory_equal(out, in, 2 * 4096);
+}
+
 static void small_tlb_still_translates_correctly(void **state)
 {
 	struct fixture *f = *state;
@@ -385,6 +426,7 @@ int main(void)
 		T(pte_outside_host_memory_is_dma_error),
 		T(invalid_context_fails_bad_context),
 		T(small_tlb_still_translates_correctly),
+		T(page_runs_stop_at_the_faulting_page),
 	};
 #undef T
 

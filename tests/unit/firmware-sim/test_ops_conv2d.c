@@ -339,6 +339,51 @@ static void test_conv2d_edge_cases_match_reference(void **state)
 	ops_sram_free(s);
 }
 
+/*
+ * The im2col gathering: packed pixels copy a kernel row's taps inside the
+ * input as one run, the rest filled with zp_in. Kernels wider than the
+ * input, windows hanging over both edges, strides, few channels (first
+ * layers), and dilation or gaps between pixels (tap by tap) for contrast.
+ */
+static void test_conv2d_patch_runs_match_reference(void **state)
+{
+	struct ops_sram *s = ops_sram_new();
+	static const int chans[] = { 1, 3, 4, 16, 17 };
+
+	(void)state;
+	ops_seed(3232);
+	for (int i = 0; i < 300; i++) {
+		struct conv_p p = conv_defaults;
+
+		p.in_c = chans[ops_range(0, 4)];
+		p.out_c = (int)ops_range(1, 20);
+		p.k_h = (int)ops_range(1, 4);
+		p.k_w = (int)ops_range(1, 7);
+		p.sh = (int)ops_range(1, 2);
+		p.sw = (int)ops_range(1, 3);
+		p.dw = ops_range(0, 4) ? 1 : 2;
+		p.pt = (int)ops_range(0, p.k_h - 1);
+		p.pb = (int)ops_range(0, p.k_h - 1);
+		p.pl = (int)ops_range(0, p.k_w - 1);
+		p.pr = (int)ops_range(0, p.k_w - 1);
+		p.in_h = p.k_h + (int)ops_range(0, 3);
+		p.in_w = p.dw * (p.k_w - 1) + 1 - p.pl - p.pr + (int)ops_range(0, 4);
+		if (p.in_w < 1)
+			p.in_w = 1 + (int)ops_range(0, 2);
+		if (p.in_w + p.pl + p.pr < p.dw * (p.k_w - 1) + 1)
+			p.pr = p.dw * (p.k_w - 1) + 1 - p.in_w - p.pl;
+		if (p.pr >= p.k_w) {
+			p.dw = 1;
+			p.pl = p.pr = p.k_w - 1;
+			p.in_w = 1;
+		}
+		p.zp_in = (int)ops_range(-128, 127);
+		p.in_gap = ops_range(0, 4) ? 0 : (int)ops_range(1, 5);
+		conv_golden(s, &p, "patch runs");
+	}
+	ops_sram_free(s);
+}
+
 static void test_conv2d_large_shape_matches_reference(void **state)
 {
 	struct ops_sram *s = ops_sram_new();
@@ -678,6 +723,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_conv2d_random_shapes_match_reference),
 		cmocka_unit_test(test_conv2d_edge_cases_match_reference),
+		cmocka_unit_test(test_conv2d_patch_runs_match_reference),
 		cmocka_unit_test(test_conv2d_large_shape_matches_reference),
 		cmocka_unit_test(test_conv2d_bad_shift_writes_nothing),
 		cmocka_unit_test(test_conv2d_zero_insertion_matches_reference),

@@ -224,6 +224,53 @@ static void test_eltwise_matches_reference(void **state)
 	ops_sram_free(s);
 }
 
+/*
+ * The vector ELTWISE kernels: every count around their widths (8, 16) for
+ * the tails, channel broadcasts below and above the length the op repeats
+ * short b to, each mode and broadcast form, in place on a and on b.
+ */
+static void test_eltwise_tails_and_short_periods_match_reference(void **state)
+{
+	static const uint32_t counts[] = { 1, 2, 7, 8, 9, 15, 16, 17, 23, 31, 32, 33,
+					   63, 65, 255, 256, 257, 511, 513, 1029 };
+	static const uint32_t chans[] = { 1, 2, 3, 5, 8, 16, 17, 24, 100, 255, 256,
+					  257, 300 };
+	struct ops_sram *s = ops_sram_new();
+
+	(void)state;
+	ops_seed(32);
+	for (size_t ci = 0; ci < sizeof(counts) / sizeof(counts[0]); ci++)
+		for (int mode = 0; mode < 2; mode++)
+			for (int bcast = 0; bcast < 3; bcast++) {
+				struct elt_p p = {
+					.mode = mode, .bcast = bcast, .count = counts[ci],
+					.channels = chans[ops_range(0, 12)],
+					.zp_a = (int)ops_range(-128, 127),
+					.zp_b = (int)ops_range(-128, 127),
+					.zp_out = (int)ops_range(-20, 20),
+					.act_min = (int)ops_range(-128, -60),
+					.act_max = (int)ops_range(60, 127),
+					.mult_a = (int32_t)ops_range(-(1 << 30), 1 << 30),
+					.mult_b = (int32_t)ops_range(-(1 << 30), 1 << 30),
+					.shift = mode == NPU_ELT_ADD ? (int)ops_range(29, 33) :
+								       (int)ops_range(37, 41),
+					.alias = (int)ops_range(0, 2),
+				};
+
+				elt_golden(s, &p, "eltwise tail or short period");
+			}
+	for (size_t ci = 0; ci < sizeof(chans) / sizeof(chans[0]); ci++)
+		for (int mode = 0; mode < 2; mode++)
+			elt_golden(s, &(struct elt_p){ .mode = mode,
+				.bcast = NPU_BCAST_CHANNEL, .channels = chans[ci],
+				.count = chans[ci] * 7 + 3, .shift = mode ? 38 : 30,
+				.mult_a = 1 << 30, .mult_b = -(1 << 29), .zp_a = 5,
+				.zp_b = -7, .act_min = -128, .act_max = 127 },
+				"eltwise channel broadcast, every period");
+	ops_sram_free(s);
+	ops_report_impls();
+}
+
 static void test_lut_matches_reference(void **state)
 {
 	struct ops_sram *s = ops_sram_new();
@@ -246,6 +293,21 @@ static void test_lut_matches_reference(void **state)
 			    alias == 3 ? in.input : ops_place(s, count);
 		assert_int_equal(npu_op_lut_check(&in, &fp), NPU_JOB_OK);
 		ops_golden(s, &in, lut_ref, lut_fast, "lut");
+	}
+	/* Every tail of the 64-byte vector kernel, in place or not. */
+	for (uint32_t count = 1; count <= 200; count++) {
+		struct npu_insn_lut in = { 0 };
+		struct npu_op_footprint fp;
+
+		in.hdr.opcode = NPU_OP_LUT;
+		in.hdr.size = sizeof(in);
+		in.count = count;
+		s->next = 0;
+		in.input = ops_place(s, count);
+		in.table = ops_place(s, 256);
+		in.output = count % 2 ? in.input : ops_place(s, count);
+		assert_int_equal(npu_op_lut_check(&in, &fp), NPU_JOB_OK);
+		ops_golden(s, &in, lut_ref, lut_fast, "lut tail");
 	}
 	ops_sram_free(s);
 }
@@ -476,6 +538,7 @@ int main(void)
 		cmocka_unit_test(test_pool_matches_reference),
 		cmocka_unit_test(test_pool_avg_rounds_half_away_from_zero),
 		cmocka_unit_test(test_eltwise_matches_reference),
+		cmocka_unit_test(test_eltwise_tails_and_short_periods_match_reference),
 		cmocka_unit_test(test_lut_matches_reference),
 		cmocka_unit_test(test_lut_indexes_by_input_plus_128),
 		cmocka_unit_test(test_resize_matches_reference),
