@@ -10,8 +10,8 @@
 #include <string.h>
 
 #include "onnx/npu_onnx.h"
+#include "runtime/npu_api.h"
 
-_Static_assert(NPU_MAX_RANK == NPU_MODEL_MAX_RANK, "one rank limit");
 
 npu_status npu_onnx_data_read(const char *path, enum npu_data_type kind,
 			      struct npu_host_tensor *out, char *msg, size_t msg_size)
@@ -28,14 +28,6 @@ npu_status npu_onnx_data_read(const char *path, enum npu_data_type kind,
 			snprintf(msg, msg_size, "%s", npu_error_msg(&err));
 		return st;
 	}
-	/* The data moves to the caller: no copy. */
-	out->name = name;
-	out->dtype = (enum npu_data_type)t->dtype;
-	out->rank = t->shape.rank;
-	memcpy(out->dims, t->shape.dims, sizeof(int64_t) * (size_t)t->shape.rank);
-	out->data = t->data;
-	out->nbytes = t->nbytes;
-	t->data = NULL;
-	npu_tensor_destroy(t);
+	npu_host_tensor_take(out, t, name);
 	return NPU_OK;
 }

@@ -148,4 +148,11 @@ npu_status npu_model_bind_inputs(const struct npu_model *model,
 				 struct npu_tensor *tensors,
 				 const struct npu_tensor **ptrs);
 
+/*
+ * Move an internal tensor's data and 'name' (both malloc'ed) into 'out',
+ * a host tensor its caller frees with npu_host_tensor_free(); 't' is
+ * destroyed. No copy.
+ */
+void npu_host_tensor_take(struct npu_host_tensor *out, struct npu_tensor *t, char *name);
+
 #endif /* NPU_API_INTERNAL_H */

@@ -22,6 +22,18 @@ static bool ends_with(const char *s, const char *suffix)
 	return n >= k && !strcmp(s + n - k, suffix);
 }
 
+void npu_host_tensor_take(struct npu_host_tensor *out, struct npu_tensor *t, char *name)
+{
+	out->name = name;
+	out->dtype = (enum npu_data_type)t->dtype;
+	out->rank = t->shape.rank;
+	memcpy(out->dims, t->shape.dims, sizeof(int64_t) * (size_t)t->shape.rank);
+	out->data = t->data;
+	out->nbytes = t->nbytes;
+	t->data = NULL;
+	npu_tensor_destroy(t);
+}
+
 NPU_API npu_status npu_tensor_file_read(const char *path, struct npu_host_tensor *out)
 {
 	struct npu_error err = { 0 };
@@ -40,15 +52,7 @@ NPU_API npu_status npu_tensor_file_read(const char *path, struct npu_host_tensor
 		st = npu_npy_read(path, &t, &err);
 	if (st != NPU_OK)
 		return npu_api_fail_err(&err);
-	/* The data moves to the caller: no copy. */
-	out->name = name;
-	out->dtype = (enum npu_data_type)t->dtype;
-	out->rank = t->shape.rank;
-	memcpy(out->dims, t->shape.dims, sizeof(int64_t) * (size_t)t->shape.rank);
-	out->data = t->data;
-	out->nbytes = t->nbytes;
-	t->data = NULL;
-	npu_tensor_destroy(t);
+	npu_host_tensor_take(out, t, name);
 	return NPU_OK;
 }
 
