@@ -5,6 +5,8 @@
  *   #include <npu/npu.h>      (pkg-config --cflags --libs libnpu-user)
  *
  * It compiles as C11 and as C++17; only what it declares is exported.
+ * Split computing's client is a library of its own: <npu/npu_remote.h>,
+ * pkg-config npu-remote.
  */
 #ifndef NPU_H
 #define NPU_H
@@ -12,6 +14,5 @@
 #include "npu/npu_status.h"	/* npu_status, npu_status_str() */
 #include "npu/npu_device.h"	/* devices, buffers, command streams, jobs */
 #include "npu/npu_model.h"	/* engine, models, plans, sessions */
-#include "npu/npu_remote.h"	/* split computing: a tail on a server */
 
 #endif /* NPU_H */

@@ -63,18 +63,28 @@ struct npu_device;
 
 /* ---- Versions ---------------------------------------------------------- */
 
-#define NPU_API_VERSION_MAJOR 1
-#define NPU_API_VERSION_MINOR 2
+#define NPU_API_VERSION_MAJOR 2
+#define NPU_API_VERSION_MINOR 0
 #define NPU_API_VERSION_PATCH 0
 #define NPU_API_VERSION \
 	(NPU_API_VERSION_MAJOR * 10000 + NPU_API_VERSION_MINOR * 100 + NPU_API_VERSION_PATCH)
 
-/* The library's version, "1.2.0", and NPU_API_VERSION as it was built. */
+/* The library's version, "2.0.0", and NPU_API_VERSION as it was built. */
 NPU_API const char *npu_version(void);
 NPU_API int npu_api_version(void);
 
 /* The calling thread's message for its last failed call ("" if none). */
 NPU_API const char *npu_last_error(void);
+/*
+ * Set the calling thread's npu_last_error() to the formatted message and
+ * return 'status': for libraries built on this one (libnpu-remote, an
+ * application's own layers) whose errors callers read the same way.
+ */
+NPU_API npu_status npu_last_error_set(npu_status status, const char *fmt, ...)
+#if defined(__GNUC__) || defined(__clang__)
+	__attribute__((format(printf, 2, 3)))
+#endif
+	;
 
 /* ---- Tensors ------------------------------------------------------------ */
 

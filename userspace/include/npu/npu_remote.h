@@ -28,6 +28,9 @@
  *
  * A remote is single-threaded (one connection, kept alive); use one per
  * thread.
+ *
+ * Its own library, libnpu-remote (pkg-config --cflags --libs npu-remote),
+ * so that libnpu-user itself needs no HTTP client.
  */
 #ifndef NPU_REMOTE_H
 #define NPU_REMOTE_H

@@ -773,7 +773,7 @@ static bool get_lop(struct rbuf *r, struct npu_segment *seg, struct npu_lop *l)
 		l->matmul.weight = get_blob(r, seg, (uint64_t)out->c * in->c, false, "weight");
 		break;
 	case NPU_LOP_POOL: {
-		uint8_t g[12];
+		uint8_t g[12] = { 0 };
 
 		take(r, g, sizeof(g), "pool geometry");
 		l->pool.mode = g[0], l->pool.flags = g[1], l->pool.k_h = g[2];

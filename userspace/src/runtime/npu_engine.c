@@ -5,6 +5,7 @@
  * the struct_size rules of the option and statistics structs.
  */
 #include "runtime/npu_api.h"
+#include "common/npu_struct_size.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -48,6 +49,16 @@ npu_status npu_api_fail(npu_status status, const char *fmt, ...)
 	return status;
 }
 
+NPU_API npu_status npu_last_error_set(npu_status status, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	npu_error_vset(&last_error, status, fmt ? fmt : "", ap);
+	va_end(ap);
+	return status;
+}
+
 npu_status npu_api_fail_err(const struct npu_error *err)
 {
 	npu_status st = err->status ? err->status : NPU_ERR_INTERNAL;
@@ -58,21 +69,20 @@ npu_status npu_api_fail_err(const struct npu_error *err)
 npu_status npu_api_copy_options(void *dst, size_t size, const void *src,
 				const char *what)
 {
-	size_t given, i;
+	size_t given, byte = 0;
 
-	memcpy(&given, src, sizeof(given));
-	if (given < sizeof(size_t))
+	switch (npu_struct_copy_in(dst, size, src, &given, &byte)) {
+	case NPU_STRUCT_UNSIZED:
 		return npu_api_fail(NPU_ERR_INVALID_ARG,
 				    "%s: struct_size is %zu: initialise the struct with %s_init()",
 				    what, given, what);
-	for (i = size; i < given; i++)
-		if (((const unsigned char *)src)[i])
-			return npu_api_fail(NPU_ERR_UNSUPPORTED,
-					    "%s: struct_size %zu is larger than this library's %zu and byte %zu is set: the application was built against a newer libnpu-user (%s here)",
-					    what, given, size, i, npu_version());
-	memcpy((char *)dst + sizeof(size_t), (const char *)src + sizeof(size_t),
-	       (given < size ? given : size) - sizeof(size_t));
-	memcpy(dst, &size, sizeof(size));
+	case NPU_STRUCT_NEWER:
+		return npu_api_fail(NPU_ERR_UNSUPPORTED,
+				    "%s: struct_size %zu is larger than this library's %zu and byte %zu is set: the application was built against a newer libnpu-user (%s here)",
+				    what, given, size, byte, npu_version());
+	case NPU_STRUCT_FITS:
+		break;
+	}
 	return NPU_OK;
 }
 
@@ -81,13 +91,10 @@ npu_status npu_api_copy_stats(void *dst, const void *src, size_t size,
 {
 	size_t given;
 
-	memcpy(&given, dst, sizeof(given));
-	if (given < sizeof(size_t))
+	if (npu_struct_copy_out(dst, src, size, &given) == NPU_STRUCT_UNSIZED)
 		return npu_api_fail(NPU_ERR_INVALID_ARG,
 				    "%s: struct_size is %zu: initialise the struct with %s_init()",
 				    what, given, what);
-	memcpy((char *)dst + sizeof(size_t), (const char *)src + sizeof(size_t),
-	       (given < size ? given : size) - sizeof(size_t));
 	return NPU_OK;
 }
 

@@ -391,7 +391,7 @@ NPU_API npu_status npu_session_step_timing(const struct npu_session *s, size_t i
 	struct npu_step_timing t = { .struct_size = sizeof(t) };
 	const struct npu_exec_step *steps, *e;
 	uint64_t start, end;
-	size_t n;
+	size_t n = 0;
 	npu_status st;
 
 	if (!out)

@@ -190,7 +190,7 @@ static void npu_pool_work(struct npu_threadpool *pool, int tid)
 	int threads = pool->threads;
 
 	for (;;) {
-		size_t first, n, count;
+		size_t first = 0, n = 0, count;
 		int v = 0;
 
 		if (!npu_pool_claim(pool, tid, true, &first, &n)) {

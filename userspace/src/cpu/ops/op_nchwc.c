@@ -295,7 +295,7 @@ npu_status npu_nchwc_upsample_factors(const struct npu_node *node, int64_t *f,
 static npu_status nchwc_upsample_compute(struct npu_op_ctx *ctx)
 {
 	const int64_t *d = ctx->inputs[0]->shape.dims;
-	int64_t f[2];
+	int64_t f[2] = { 1, 1 };
 	npu_status st = npu_nchwc_upsample_factors(ctx->node, f, ctx->err);
 
 	if (st)

@@ -36,7 +36,7 @@ static npu_status npu_loss_infer(struct npu_infer_ctx *ctx, bool softmax)
 	};
 	const struct npu_node *node = ctx->node;
 	const struct npu_value *x, *t, *w;
-	enum npu_loss_reduction red;
+	enum npu_loss_reduction red = 0;
 	int i;
 	npu_status st;
 

@@ -6,10 +6,11 @@
  * sender that emulates a slow link on loopback.
  */
 #include "npu/npu_remote.h"
-#include "runtime/npu_api.h"
+#include "common/npu_struct_size.h"
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -119,6 +120,26 @@ static void pace_finish(struct pacer *p)
 		sleep_until(p->t0 + (double)p->bytes / p->bytes_per_ms);
 }
 
+/* The caller's options of its own struct_size into ours (npu_struct_size.h). */
+static npu_status copy_options(struct npu_remote_options *dst, const struct npu_remote_options *src)
+{
+	size_t given, byte = 0;
+
+	switch (npu_struct_copy_in(dst, sizeof(*dst), src, &given, &byte)) {
+	case NPU_STRUCT_UNSIZED:
+		return npu_last_error_set(NPU_ERR_INVALID_ARG,
+					  "npu_remote_options: struct_size is %zu: initialise the struct with npu_remote_options_init()",
+					  given);
+	case NPU_STRUCT_NEWER:
+		return npu_last_error_set(NPU_ERR_UNSUPPORTED,
+					  "npu_remote_options: struct_size %zu is larger than this library's %zu and byte %zu is set: the application was built against a newer libnpu-remote",
+					  given, sizeof(*dst), byte);
+	case NPU_STRUCT_FITS:
+		break;
+	}
+	return NPU_OK;
+}
+
 NPU_API void npu_remote_options_init_sized(struct npu_remote_options *o, size_t size)
 {
 	struct npu_remote_options d = { .struct_size = size, .timeout_s = 30 };
@@ -178,32 +199,32 @@ NPU_API npu_status npu_remote_create(const struct npu_remote_options *opts,
 	size_t len;
 
 	if (!out)
-		return npu_api_fail(NPU_ERR_INVALID_ARG, "npu_remote_create: out is NULL");
+		return npu_last_error_set(NPU_ERR_INVALID_ARG, "npu_remote_create: out is NULL");
 	*out = NULL;
 	if (!opts)
-		return npu_api_fail(NPU_ERR_INVALID_ARG, "npu_remote_create: options are NULL (url and model are needed)");
+		return npu_last_error_set(NPU_ERR_INVALID_ARG, "npu_remote_create: options are NULL (url and model are needed)");
 	r = calloc(1, sizeof(*r));
 	if (!r)
-		return npu_api_fail(NPU_ERR_NO_MEMORY, "out of memory");
+		return npu_last_error_set(NPU_ERR_NO_MEMORY, "out of memory");
 	r->stats.struct_size = sizeof(r->stats);
 	npu_remote_options_init(&r->opts);
-	st = npu_api_copy_options(&r->opts, sizeof(r->opts), opts, "npu_remote_options");
+	st = copy_options(&r->opts, opts);
 	if (st) {
 		free(r);
 		return st;
 	}
 	if (!r->opts.url || (strncmp(r->opts.url, "http://", 7) && strncmp(r->opts.url, "https://", 8)))
-		st = npu_api_fail(NPU_ERR_INVALID_ARG, "npu_remote_create: url '%s' is not http://HOST:PORT",
+		st = npu_last_error_set(NPU_ERR_INVALID_ARG, "npu_remote_create: url '%s' is not http://HOST:PORT",
 				  r->opts.url ? r->opts.url : "(null)");
 	else if (!r->opts.model || !r->opts.model[0] || strpbrk(r->opts.model, "/?#% "))
-		st = npu_api_fail(NPU_ERR_INVALID_ARG, "npu_remote_create: model name '%s' is not a model name",
+		st = npu_last_error_set(NPU_ERR_INVALID_ARG, "npu_remote_create: model name '%s' is not a model name",
 				  r->opts.model ? r->opts.model : "(null)");
 	else if (r->opts.version && (!r->opts.version[0] ||
 				     strspn(r->opts.version, "0123456789") != strlen(r->opts.version)))
-		st = npu_api_fail(NPU_ERR_INVALID_ARG, "npu_remote_create: version '%s' is not a version number",
+		st = npu_last_error_set(NPU_ERR_INVALID_ARG, "npu_remote_create: version '%s' is not a version number",
 				  r->opts.version);
 	else if (r->opts.timeout_s < 0 || r->opts.link_mbit < 0 || r->opts.link_rtt_ms < 0)
-		st = npu_api_fail(NPU_ERR_INVALID_ARG, "npu_remote_create: a negative timeout or link figure");
+		st = npu_last_error_set(NPU_ERR_INVALID_ARG, "npu_remote_create: a negative timeout or link figure");
 	if (st) {
 		free(r);
 		return st;
@@ -215,7 +236,7 @@ NPU_API npu_status npu_remote_create(const struct npu_remote_options *opts,
 	r->version = r->opts.version ? strdup(r->opts.version) : NULL;
 	if (!r->url || !r->model || (r->opts.version && !r->version)) {
 		npu_remote_destroy(r);
-		return npu_api_fail(NPU_ERR_NO_MEMORY, "out of memory");
+		return npu_last_error_set(NPU_ERR_NO_MEMORY, "out of memory");
 	}
 	len = strlen(r->url);
 	while (len && r->url[len - 1] == '/')
@@ -226,7 +247,7 @@ NPU_API npu_status npu_remote_create(const struct npu_remote_options *opts,
 	pthread_once(&curl_once, curl_init);
 	if (curl_init_status != CURLE_OK || !(r->curl = curl_easy_init())) {
 		npu_remote_destroy(r);
-		return npu_api_fail(NPU_ERR_INTERNAL, "npu_remote_create: libcurl does not initialise");
+		return npu_last_error_set(NPU_ERR_INTERNAL, "npu_remote_create: libcurl does not initialise");
 	}
 	*out = r;
 	return NPU_OK;
@@ -365,18 +386,18 @@ static npu_status http(struct npu_remote *r, const char *path, const unsigned ch
 	r->body = NULL;
 	where(r, w, sizeof(w));
 	if (rc == CURLE_OPERATION_TIMEDOUT)
-		return npu_api_fail(NPU_ERR_TIMEOUT, "%s: no answer within %.3g s (the remote timeout)",
+		return npu_last_error_set(NPU_ERR_TIMEOUT, "%s: no answer within %.3g s (the remote timeout)",
 				    w, r->opts.timeout_s);
 	if (rc == CURLE_COULDNT_CONNECT || rc == CURLE_COULDNT_RESOLVE_HOST)
-		return npu_api_fail(NPU_ERR_IO, "%s: cannot connect: %s (is npu serve running there?)",
+		return npu_last_error_set(NPU_ERR_IO, "%s: cannot connect: %s (is npu serve running there?)",
 				    w, r->curl_err[0] ? r->curl_err : curl_easy_strerror(rc));
 	if (rc != CURLE_OK)
-		return npu_api_fail(NPU_ERR_IO, "%s: %s", w,
+		return npu_last_error_set(NPU_ERR_IO, "%s: %s", w,
 				    r->curl_err[0] ? r->curl_err : curl_easy_strerror(rc));
 	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
 	if (code != 200) {
 		server_message(r, msg, sizeof(msg));
-		return npu_api_fail(code == 404 ? NPU_ERR_NOT_FOUND : NPU_ERR_DEVICE,
+		return npu_last_error_set(code == 404 ? NPU_ERR_NOT_FOUND : NPU_ERR_DEVICE,
 				    "%s: the server answered %ld: %s", w, code, msg);
 	}
 	return NPU_OK;
@@ -453,14 +474,14 @@ static npu_status fetch_metadata(struct npu_remote *r)
 	ins = j ? json_object_get(j, "inputs") : NULL;
 	if (!json_is_array(ins)) {
 		json_decref(j);
-		return npu_api_fail(NPU_ERR_IO, "%s: the metadata has no 'inputs' list%s%s", w,
+		return npu_last_error_set(NPU_ERR_IO, "%s: the metadata has no 'inputs' list%s%s", w,
 				    j ? "" : ": ", j ? "" : je.text);
 	}
 	free_inputs(r);
 	r->inputs = calloc(json_array_size(ins) + 1, sizeof(*r->inputs));
 	if (!r->inputs) {
 		json_decref(j);
-		return npu_api_fail(NPU_ERR_NO_MEMORY, "out of memory");
+		return npu_last_error_set(NPU_ERR_NO_MEMORY, "out of memory");
 	}
 	json_array_foreach(ins, i, it) {
 		struct remote_io *io = &r->inputs[r->num_inputs];
@@ -472,12 +493,12 @@ static npu_status fetch_metadata(struct npu_remote *r)
 		if (!name || !dt || !json_is_array(shape) ||
 		    json_array_size(shape) > NPU_MODEL_MAX_RANK) {
 			json_decref(j);
-			return npu_api_fail(NPU_ERR_IO, "%s: metadata input %zu is malformed", w, i);
+			return npu_last_error_set(NPU_ERR_IO, "%s: metadata input %zu is malformed", w, i);
 		}
 		io->name = strdup(name);
 		if (!io->name) {
 			json_decref(j);
-			return npu_api_fail(NPU_ERR_NO_MEMORY, "out of memory");
+			return npu_last_error_set(NPU_ERR_NO_MEMORY, "out of memory");
 		}
 		r->num_inputs++;
 		snprintf(io->datatype, sizeof(io->datatype), "%s", dt);
@@ -497,7 +518,7 @@ NPU_API npu_status npu_remote_check(struct npu_remote *r, const struct npu_tenso
 	npu_status st;
 
 	if (!r || (count && !sent))
-		return npu_api_fail(NPU_ERR_INVALID_ARG, "npu_remote_check: NULL argument");
+		return npu_last_error_set(NPU_ERR_INVALID_ARG, "npu_remote_check: NULL argument");
 	st = fetch_metadata(r);
 	if (st != NPU_OK)
 		return st;
@@ -511,25 +532,25 @@ NPU_API npu_status npu_remote_check(struct npu_remote *r, const struct npu_tenso
 			if (!strcmp(r->inputs[k].name, sent[i].name))
 				io = &r->inputs[k];
 		if (!io)
-			return npu_api_fail(NPU_ERR_INVALID_ARG,
+			return npu_last_error_set(NPU_ERR_INVALID_ARG,
 					    "%s: tensor '%s' of the head is not an input of the tail (the tail's inputs: %s%s%s%s)",
 					    w, sent[i].name, r->num_inputs ? r->inputs[0].name : "none",
 					    r->num_inputs > 1 ? ", " : "",
 					    r->num_inputs > 1 ? r->inputs[1].name : "",
 					    r->num_inputs > 2 ? ", ..." : "");
 		if (!dt || strcmp(dt, io->datatype))
-			return npu_api_fail(NPU_ERR_INVALID_ARG,
+			return npu_last_error_set(NPU_ERR_INVALID_ARG,
 					    "%s: tensor '%s': the head sends %s, the tail takes %s",
 					    w, sent[i].name, dt ? dt : npu_data_type_name(sent[i].dtype),
 					    io->datatype);
 		if (sent[i].rank >= 0 && sent[i].rank != io->rank)
-			return npu_api_fail(NPU_ERR_INVALID_ARG,
+			return npu_last_error_set(NPU_ERR_INVALID_ARG,
 					    "%s: tensor '%s': the head sends %s, the tail takes %s (rank %d, not %d)",
 					    w, sent[i].name, dims_str(sent[i].rank, sent[i].dims, a, sizeof(a)),
 					    dims_str(io->rank, io->dims, b, sizeof(b)), io->rank, sent[i].rank);
 		for (d = 0; sent[i].rank >= 0 && d < io->rank; d++)
 			if (io->dims[d] >= 0 && sent[i].dims[d] >= 0 && io->dims[d] != sent[i].dims[d])
-				return npu_api_fail(NPU_ERR_INVALID_ARG,
+				return npu_last_error_set(NPU_ERR_INVALID_ARG,
 						    "%s: tensor '%s': the head sends %s, the tail takes %s (dim %d)",
 						    w, sent[i].name,
 						    dims_str(sent[i].rank, sent[i].dims, a, sizeof(a)),
@@ -541,7 +562,7 @@ NPU_API npu_status npu_remote_check(struct npu_remote *r, const struct npu_tenso
 		for (i = 0; i < count && !found; i++)
 			found = !strcmp(r->inputs[k].name, sent[i].name);
 		if (!found)
-			return npu_api_fail(NPU_ERR_INVALID_ARG,
+			return npu_last_error_set(NPU_ERR_INVALID_ARG,
 					    "%s: the tail needs input '%s', which the head does not produce",
 					    w, r->inputs[k].name);
 	}
@@ -561,19 +582,19 @@ static npu_status parse_response(struct npu_remote *r)
 	where(r, w, sizeof(w));
 	free_outputs(r);
 	if (r->header_len < 0 || (size_t)r->header_len > r->resp_size)
-		return npu_api_fail(NPU_ERR_IO,
+		return npu_last_error_set(NPU_ERR_IO,
 				    "%s: the reply has no binary tensors (Inference-Header-Content-Length %ld, %zu bytes)",
 				    w, r->header_len, r->resp_size);
 	j = json_loadb((const char *)r->resp, (size_t)r->header_len, 0, &je);
 	outs = j ? json_object_get(j, "outputs") : NULL;
 	if (!json_is_array(outs)) {
 		json_decref(j);
-		return npu_api_fail(NPU_ERR_IO, "%s: the reply has no 'outputs' list", w);
+		return npu_last_error_set(NPU_ERR_IO, "%s: the reply has no 'outputs' list", w);
 	}
 	r->outs = calloc(json_array_size(outs) + 1, sizeof(*r->outs));
 	if (!r->outs) {
 		json_decref(j);
-		return npu_api_fail(NPU_ERR_NO_MEMORY, "out of memory");
+		return npu_last_error_set(NPU_ERR_NO_MEMORY, "out of memory");
 	}
 	off = (size_t)r->header_len;
 	json_array_foreach(outs, i, o) {
@@ -588,7 +609,7 @@ static npu_status parse_response(struct npu_remote *r)
 		if (!name || !json_is_array(shape) || json_array_size(shape) > NPU_MODEL_MAX_RANK ||
 		    !json_is_integer(bsz) || (ro->dtype = kserve_type(dt)) == NPU_TYPE_UNDEFINED) {
 			json_decref(j);
-			return npu_api_fail(NPU_ERR_IO, "%s: reply output %zu is malformed or not binary",
+			return npu_last_error_set(NPU_ERR_IO, "%s: reply output %zu is malformed or not binary",
 					    w, i);
 		}
 		ro->rank = (int)json_array_size(shape);
@@ -600,7 +621,7 @@ static npu_status parse_response(struct npu_remote *r)
 		if (want != (size_t)numel * npu_data_type_size(ro->dtype) ||
 		    want > r->resp_size - off) {
 			json_decref(j);
-			return npu_api_fail(NPU_ERR_IO,
+			return npu_last_error_set(NPU_ERR_IO,
 					    "%s: reply output '%s': %zu bytes announced for a %s tensor of %lld elements, %zu left",
 					    w, name, want, dt, (long long)numel, r->resp_size - off);
 		}
@@ -610,7 +631,7 @@ static npu_status parse_response(struct npu_remote *r)
 			free(ro->name);
 			free(ro->data);
 			json_decref(j);
-			return npu_api_fail(NPU_ERR_NO_MEMORY, "out of memory");
+			return npu_last_error_set(NPU_ERR_NO_MEMORY, "out of memory");
 		}
 		memcpy(ro->data, r->resp + off, want);
 		ro->nbytes = want;
@@ -632,12 +653,12 @@ NPU_API npu_status npu_remote_infer(struct npu_remote *r, const struct npu_host_
 	npu_status st = NPU_OK;
 
 	if (!r || (count && !in))
-		return npu_api_fail(NPU_ERR_INVALID_ARG, "npu_remote_infer: NULL argument");
+		return npu_last_error_set(NPU_ERR_INVALID_ARG, "npu_remote_infer: NULL argument");
 	req = json_object();
 	ins = json_array();
 	if (!req || !ins) {
 		json_decref(ins);
-		st = npu_api_fail(NPU_ERR_NO_MEMORY, "out of memory");
+		st = npu_last_error_set(NPU_ERR_NO_MEMORY, "out of memory");
 		goto out;
 	}
 	json_object_set_new(req, "inputs", ins);
@@ -650,7 +671,7 @@ NPU_API npu_status npu_remote_infer(struct npu_remote *r, const struct npu_host_
 		if (!in[i].name || !dt || in[i].rank < 0 || in[i].rank > NPU_MODEL_MAX_RANK) {
 			json_decref(t);
 			json_decref(shape);
-			st = npu_api_fail(NPU_ERR_INVALID_ARG,
+			st = npu_last_error_set(NPU_ERR_INVALID_ARG,
 					  "npu_remote_infer: input %zu ('%s'): %s", i,
 					  in[i].name ? in[i].name : "",
 					  !in[i].name ? "no name" : !dt ? "a type the protocol has no datatype for"
@@ -670,13 +691,13 @@ NPU_API npu_status npu_remote_infer(struct npu_remote *r, const struct npu_host_
 	json_object_set_new(req, "parameters", json_pack("{sb}", "binary_data_output", 1));
 	header = json_dumps(req, JSON_COMPACT);
 	if (!header) {
-		st = npu_api_fail(NPU_ERR_NO_MEMORY, "out of memory");
+		st = npu_last_error_set(NPU_ERR_NO_MEMORY, "out of memory");
 		goto out;
 	}
 	hlen = strlen(header);
 	body = malloc(hlen + total + 1);
 	if (!body) {
-		st = npu_api_fail(NPU_ERR_NO_MEMORY, "out of memory (%zu bytes of tensors)", total);
+		st = npu_last_error_set(NPU_ERR_NO_MEMORY, "out of memory (%zu bytes of tensors)", total);
 		goto out;
 	}
 	memcpy(body, header, hlen);
@@ -716,7 +737,7 @@ NPU_API npu_status npu_remote_run_split(struct npu_remote *r, struct npu_session
 	npu_status st;
 
 	if (!r || !head)
-		return npu_api_fail(NPU_ERR_INVALID_ARG, "npu_remote_run_split: NULL argument");
+		return npu_last_error_set(NPU_ERR_INVALID_ARG, "npu_remote_run_split: NULL argument");
 	st = npu_session_run(head, inputs, count);
 	if (st != NPU_OK)
 		return st;
@@ -724,7 +745,7 @@ NPU_API npu_status npu_remote_run_split(struct npu_remote *r, struct npu_session
 	n = npu_model_num_outputs(npu_plan_model(npu_session_plan(head)));
 	outs = calloc(n + 1, sizeof(*outs));
 	if (!outs)
-		return npu_api_fail(NPU_ERR_NO_MEMORY, "out of memory");
+		return npu_last_error_set(NPU_ERR_NO_MEMORY, "out of memory");
 	for (i = 0; i < n; i++) {
 		st = npu_session_output(head, i, &outs[i]);
 		if (st != NPU_OK)
@@ -733,7 +754,7 @@ NPU_API npu_status npu_remote_run_split(struct npu_remote *r, struct npu_session
 	if (!r->checked) {
 		info = calloc(n + 1, sizeof(*info));
 		if (!info) {
-			st = npu_api_fail(NPU_ERR_NO_MEMORY, "out of memory");
+			st = npu_last_error_set(NPU_ERR_NO_MEMORY, "out of memory");
 			goto out;
 		}
 		for (i = 0; i < n; i++) {
@@ -764,9 +785,9 @@ NPU_API npu_status npu_remote_output(const struct npu_remote *r, size_t index,
 	const struct remote_output *o;
 
 	if (!r || !out)
-		return npu_api_fail(NPU_ERR_INVALID_ARG, "npu_remote_output: NULL argument");
+		return npu_last_error_set(NPU_ERR_INVALID_ARG, "npu_remote_output: NULL argument");
 	if (index >= r->num_outs)
-		return npu_api_fail(NPU_ERR_INVALID_ARG, "npu_remote_output: index %zu of %zu outputs",
+		return npu_last_error_set(NPU_ERR_INVALID_ARG, "npu_remote_output: index %zu of %zu outputs",
 				    index, r->num_outs);
 	o = &r->outs[index];
 	memset(out, 0, sizeof(*out));
@@ -782,7 +803,13 @@ NPU_API npu_status npu_remote_output(const struct npu_remote *r, size_t index,
 NPU_API npu_status npu_remote_get_stats(const struct npu_remote *r,
 					struct npu_remote_stats *stats)
 {
+	size_t given;
+
 	if (!r || !stats)
-		return npu_api_fail(NPU_ERR_INVALID_ARG, "npu_remote_get_stats: NULL argument");
-	return npu_api_copy_stats(stats, &r->stats, sizeof(r->stats), "npu_remote_stats");
+		return npu_last_error_set(NPU_ERR_INVALID_ARG, "npu_remote_get_stats: NULL argument");
+	if (npu_struct_copy_out(stats, &r->stats, sizeof(r->stats), &given) == NPU_STRUCT_UNSIZED)
+		return npu_last_error_set(NPU_ERR_INVALID_ARG,
+					  "npu_remote_stats: struct_size is %zu: initialise the struct with npu_remote_stats_init()",
+					  given);
+	return NPU_OK;
 }
