@@ -440,7 +440,9 @@ static void test_long_loop_cancelled_from_another_thread(void **state)
 	assert_int_equal(d.status, NPU_ERR_CANCELLED);
 	assert_true(!pthread_equal(d.thread, pthread_self()));
 	assert_ptr_equal(d.session, s);
-	if (!strstr(d.msg, "run cancelled") || !strstr(d.msg, "loop"))
+	print_message("cancelled: %s\n", d.msg);
+	if (!strstr(d.msg, "run cancelled (npu_cancel_trigger) before ") ||
+	    !strstr(d.msg, "node 'loop' (Loop)"))
 		fail_msg("message: %s", d.msg);
 	assert_int_equal(d.rerun, NPU_ERR_BUSY);
 	assert_int_equal(d.wait, NPU_ERR_BUSY);

@@ -28,8 +28,9 @@
  *            recently used dropped). A new shape never re-imports the model
  *            or recalibrates it. Thread-safe, read-only.
  *   session  the run state of one thread: tensors, arenas, jobs in flight.
- *            Single-threaded: a call while another thread is inside the
- *            same session fails with NPU_ERR_BUSY.
+ *            One run at a time: a call while another thread is inside the
+ *            same session, or while its async run is in flight
+ *            (npu_session_run_async), fails with NPU_ERR_BUSY.
  * A model keeps its engine alive and a session its model, so destroying
  * them in any order is safe; a session of a destroyed model reports an
  * error instead of running.
@@ -440,7 +441,7 @@ struct npu_model_metadata {
 
 NPU_API npu_status npu_model_get_metadata(const struct npu_model *model,
 					  struct npu_model_metadata *metadata);
-/* metadata_props entry 'index', in file order (key or value may be NULL). */
+/* metadata_props entry 'index', in file order ('key' or 'value' may be NULL: not wanted). */
 NPU_API npu_status npu_model_metadata_prop(const struct npu_model *model, size_t index,
 					   const char **key, const char **value);
 /* The value of metadata_props key 'key'; NPU_ERR_NOT_FOUND if none. */

@@ -207,7 +207,7 @@ static npu_status check_cancel(struct npu_exec *s, const char *where, const char
 	atomic_fetch_add_explicit(&s->cancel->polls, 1, memory_order_relaxed);
 	if (!atomic_load_explicit(&s->cancel->triggered, memory_order_acquire))
 		return NPU_OK;
-	return npu_error_set(err, NPU_ERR_CANCELLED, "%s: run cancelled (npu_cancel_trigger) before %s %s",
+	return npu_error_set(err, NPU_ERR_CANCELLED, "%s: run cancelled (npu_cancel_trigger) before %s%s",
 			     s->g->source, where, what);
 }
 
@@ -871,7 +871,7 @@ static npu_status rt_run(struct npu_op_ctx *ctx, const struct npu_graph *body,
 	if (s->cancel) {
 		char label[300];
 
-		st = check_cancel(s, "a subgraph run of",
+		st = check_cancel(s, "a subgraph run of ",
 				  npu_node_label(s->g, node, label, sizeof(label)), ctx->err);
 		if (st != NPU_OK)
 			return st;
@@ -886,6 +886,14 @@ static npu_status rt_run(struct npu_op_ctx *ctx, const struct npu_graph *body,
 		s->observe(s->observe_arg, &in, all);
 	}
 	st = npu_exec_run(child, all, ctx->err);
+	if (st == NPU_ERR_CANCELLED) {
+		/* Cancelled at a body node: say whose body, level by level. */
+		char label[300];
+		size_t len = strlen(ctx->err->msg);
+
+		snprintf(ctx->err->msg + len, sizeof(ctx->err->msg) - len, ", in a subgraph of %s",
+			 npu_node_label(s->g, node, label, sizeof(label)));
+	}
 	for (i = 0; st == NPU_OK && i < body->num_outputs; i++)
 		outputs[i] = npu_exec_output(child, i);
 	return st;
@@ -1263,7 +1271,7 @@ static npu_status run_nodes(struct npu_exec *s,
 
 		/* Before every node, so before every NPU job it would submit. */
 		if (s->cancel) {
-			st = check_cancel(s, "node", npu_node_label(g, node, label, sizeof(label)),
+			st = check_cancel(s, "", npu_node_label(g, node, label, sizeof(label)),
 					  err);
 			if (st != NPU_OK)
 				return st;
