@@ -161,7 +161,7 @@ static bool enter(struct npu_session *s, const char *what)
 
 	if (!atomic_compare_exchange_strong(&s->busy, &expected, true)) {
 		npu_api_fail(NPU_ERR_BUSY,
-			     "%s: the session is running already (a call on another thread, or an async run not ended: npu_session_wait()); a session runs one run at a time: make one per thread",
+			     "%s: the session is in use by another thread or by an async run not yet ended (npu_session_wait()); a session runs one run at a time: make one per thread",
 			     what);
 		return false;
 	}
