@@ -761,7 +761,9 @@ NPU_API npu_status npu_session_run_with(struct npu_session *session,
  * npu_session_output(); the session counts as running until it returns,
  * so another run of the session started here fails with NPU_ERR_BUSY and
  * npu_session_wait() here too; npu_session_destroy() here is allowed (it
- * takes effect once the callback returned).
+ * takes effect once the callback returned). Do not wait here for another
+ * session's run (npu_session_wait, npu_session_destroy of a session with
+ * a run queued): with every worker in such a callback, the queue stalls.
  */
 typedef void (*npu_run_callback)(npu_status status, struct npu_session *session, void *arg);
 
