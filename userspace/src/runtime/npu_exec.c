@@ -192,7 +192,6 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-/* Profiling, the trace file and timed runs share one clock read per edge. */
 void npu_exec_set_cancel(struct npu_exec *s, struct npu_cancel *cancel)
 {
 	s->cancel = cancel;
@@ -211,6 +210,7 @@ static npu_status check_cancel(struct npu_exec *s, const char *where, const char
 			     s->g->source, where, what);
 }
 
+/* Profiling, the trace file and timed runs share one clock read per edge. */
 static bool clocked(const struct npu_exec *s)
 {
 	return s->profile || s->trace_fd >= 0 || s->timed;
