@@ -1,5 +1,8 @@
 // SPDX-License-Identifier: MIT
-/* npu info: what device a program would get, and what it can do. */
+/*
+ * npu info: what device a program would get, and what it can do; given a
+ * model, what the model says about itself.
+ */
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -14,10 +17,14 @@ static void info_usage(FILE *out)
 {
 	fprintf(out,
 		"usage: npu info [--device sim|accel|auto|/dev/accel/accelN] [--json]\n"
+		"       npu info [--json] MODEL.onnx|MODEL.npub\n"
 		"\n"
 		"Open the NPU and print its identity and capabilities: backend, firmware\n"
 		"and ISA versions, supported opcodes, queues, MAC array, SRAM, clock, DMA\n"
 		"bandwidth and the device VA range.\n"
+		"Given a model: its inputs and outputs as declared, and its metadata\n"
+		"(producer, version, domain, model version, doc strings, graph name and\n"
+		"the metadata_props key/value pairs).\n"
 		"\n"
 		"  --device D   sim: the in-process simulator; accel: the first npu\n"
 		"               /dev/accel node; a path: that node; auto (default): accel\n"
@@ -67,6 +74,124 @@ static void print_list(FILE *f, bool json, uint32_t caps, uint32_t ops)
 		}
 }
 
+static void print_io(const struct npu_tensor_info *t, bool json)
+{
+	int d;
+
+	if (json) {
+		printf("{\"name\": ");
+		npu_cli_json_string(stdout, t->name);
+		printf(", \"type\": \"%s\", \"shape\": ", npu_data_type_name(t->dtype));
+		if (t->rank < 0) {
+			printf("null}");
+			return;
+		}
+		printf("[");
+		for (d = 0; d < t->rank; d++) {
+			printf("%s", d ? ", " : "");
+			if (t->dims[d] >= 0)
+				printf("%lld", (long long)t->dims[d]);
+			else
+				npu_cli_json_string(stdout, t->dim_names[d] ? t->dim_names[d] : "?");
+		}
+		printf("]}");
+		return;
+	}
+	printf("  %s: %s[", t->name, npu_data_type_name(t->dtype));
+	for (d = 0; d < t->rank; d++) {
+		printf("%s", d ? "," : "");
+		if (t->dims[d] >= 0)
+			printf("%lld", (long long)t->dims[d]);
+		else
+			printf("%s", t->dim_names[d] ? t->dim_names[d] : "?");
+	}
+	printf(t->rank < 0 ? "?]\n" : "]\n");
+}
+
+/* npu info MODEL: the model's interface and metadata. */
+static int model_info(const char *path, bool json)
+{
+	struct npu_model_metadata md;
+	struct npu_tensor_info t;
+	struct npu_model_options mo;
+	struct npu_engine *e;
+	struct npu_model *m;
+	const char *key, *value;
+	size_t i, n;
+	struct {
+		const char *label, *json, *value;
+	} fields[7];
+
+	npu_model_options_init(&mo);
+	mo.device = "cpu";	/* only the file is read: nothing is compiled */
+	if (npu_engine_create(NULL, &e) != NPU_OK ||
+	    npu_model_load_file(e, path, &mo, &m) != NPU_OK) {
+		fprintf(stderr, "npu info: %s\n", npu_last_error());
+		npu_engine_destroy(e);
+		return 1;
+	}
+	npu_model_metadata_init(&md);
+	npu_model_get_metadata(m, &md);
+	fields[0].label = "producer", fields[0].json = "producer_name", fields[0].value = md.producer_name;
+	fields[1].label = "version", fields[1].json = "producer_version", fields[1].value = md.producer_version;
+	fields[2].label = "domain", fields[2].json = "domain", fields[2].value = md.domain;
+	fields[3].label = "doc", fields[3].json = "doc_string", fields[3].value = md.doc_string;
+	fields[4].label = "graph", fields[4].json = "graph_name", fields[4].value = md.graph_name;
+	fields[5].label = "graph doc", fields[5].json = "graph_doc_string", fields[5].value = md.graph_doc_string;
+	fields[6].label = NULL;
+	if (json) {
+		printf("{\n  \"model\": ");
+		npu_cli_json_string(stdout, path);
+		for (i = 0; fields[i].label; i++) {
+			printf(",\n  \"%s\": ", fields[i].json);
+			npu_cli_json_string(stdout, fields[i].value);
+		}
+		printf(",\n  \"model_version\": %lld,\n  \"metadata_props\": {",
+		       (long long)md.model_version);
+		for (i = 0; i < md.num_props; i++) {
+			npu_model_metadata_prop(m, i, &key, &value);
+			printf("%s", i ? ", " : "");
+			npu_cli_json_string(stdout, key);
+			printf(": ");
+			npu_cli_json_string(stdout, value);
+		}
+		printf("},\n  \"inputs\": [");
+	} else {
+		printf("model      %s\n", path);
+		for (i = 0; fields[i].label; i++)
+			if (fields[i].value[0])
+				printf("%-10s %s\n", fields[i].label, fields[i].value);
+		if (md.model_version)
+			printf("model ver  %lld\n", (long long)md.model_version);
+		for (i = 0; i < md.num_props; i++) {
+			npu_model_metadata_prop(m, i, &key, &value);
+			printf("%-10s %s = %s\n", i ? "" : "metadata", key, value);
+		}
+		printf("inputs     %zu\n", npu_model_num_inputs(m));
+	}
+	n = npu_model_num_inputs(m);
+	for (i = 0; i < n && npu_model_input_info(m, i, &t) == NPU_OK; i++) {
+		if (json)
+			printf("%s", i ? ", " : "");
+		print_io(&t, json);
+	}
+	n = npu_model_num_outputs(m);
+	if (json)
+		printf("],\n  \"outputs\": [");
+	else
+		printf("outputs    %zu\n", n);
+	for (i = 0; i < n && npu_model_output_info(m, i, &t) == NPU_OK; i++) {
+		if (json)
+			printf("%s", i ? ", " : "");
+		print_io(&t, json);
+	}
+	if (json)
+		printf("]\n}\n");
+	npu_model_destroy(m);
+	npu_engine_destroy(e);
+	return 0;
+}
+
 int npu_cmd_info(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -106,8 +231,10 @@ int npu_cmd_info(int argc, char **argv)
 			return 2;
 		}
 	}
+	if (optind + 1 == argc)
+		return model_info(argv[optind], json);
 	if (optind < argc) {
-		fprintf(stderr, "npu info: unexpected argument '%s'\n", argv[optind]);
+		fprintf(stderr, "npu info: unexpected argument '%s'\n", argv[optind + 1]);
 		info_usage(stderr);
 		return 2;
 	}

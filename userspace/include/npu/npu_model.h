@@ -28,8 +28,9 @@
  *            recently used dropped). A new shape never re-imports the model
  *            or recalibrates it. Thread-safe, read-only.
  *   session  the run state of one thread: tensors, arenas, jobs in flight.
- *            Single-threaded: a call while another thread is inside the
- *            same session fails with NPU_ERR_BUSY.
+ *            One run at a time: a call while another thread is inside the
+ *            same session, or while its async run is in flight
+ *            (npu_session_run_async), fails with NPU_ERR_BUSY.
  * A model keeps its engine alive and a session its model, so destroying
  * them in any order is safe; a session of a destroyed model reports an
  * error instead of running.
@@ -237,6 +238,14 @@ struct npu_engine_options {
 	 * from the environment, if set; "" for none.
 	 */
 	const char *trace_file;
+	/*
+	 * Async runs (npu_session_run_async): the engine's run workers,
+	 * started by the first async run (0: as many as the CPU pool has
+	 * threads), and how many runs may wait for one (0: 256; beyond,
+	 * npu_session_run_async() fails with NPU_ERR_BUSY).
+	 */
+	int async_threads;
+	size_t async_queue;
 };
 
 NPU_API void npu_engine_options_init_sized(struct npu_engine_options *opts,
@@ -415,6 +424,39 @@ struct npu_model_stats {
 
 NPU_API npu_status npu_model_get_stats(const struct npu_model *model,
 				       struct npu_model_stats *stats);
+
+/*
+ * What the model file says about itself (ONNX Runtime's ModelMetadata):
+ * the ModelProto's producer, domain, version and doc string, its graph's
+ * name and doc string, and its metadata_props, custom key/value pairs
+ * (by index or by key below). Absent strings are "", an absent
+ * model_version 0. A .npub gives what the model it was compiled from
+ * said. Strings live as long as the model. A model whose metadata_props
+ * has an entry without a key, or a key twice, fails to load (NPU_ERR_MODEL).
+ */
+struct npu_model_metadata {
+	size_t struct_size;		/* sizeof(struct npu_model_metadata) */
+	const char *producer_name;	/* "pytorch", "tf2onnx" */
+	const char *producer_version;
+	const char *domain;		/* reverse-DNS, "ai.onnx.ml" */
+	int64_t model_version;
+	const char *doc_string;
+	const char *graph_name;
+	const char *graph_doc_string;
+	size_t num_props;		/* metadata_props entries */
+};
+
+#define npu_model_metadata_init(md) \
+	((void)memset((md), 0, sizeof(*(md))), (md)->struct_size = sizeof(*(md)))
+
+NPU_API npu_status npu_model_get_metadata(const struct npu_model *model,
+					  struct npu_model_metadata *metadata);
+/* metadata_props entry 'index', in file order ('key' or 'value' may be NULL: not wanted). */
+NPU_API npu_status npu_model_metadata_prop(const struct npu_model *model, size_t index,
+					   const char **key, const char **value);
+/* The value of metadata_props key 'key'; NPU_ERR_NOT_FOUND if none. */
+NPU_API npu_status npu_model_metadata_find(const struct npu_model *model, const char *key,
+					   const char **value);
 
 /* ---- Plan ------------------------------------------------------------------ */
 
@@ -673,7 +715,27 @@ NPU_API size_t npu_session_npu_num_ops(const struct npu_session *session);
 NPU_API npu_status npu_session_npu_op(const struct npu_session *session,
 				      size_t index, struct npu_op_stats *stats);
 
-/* ---- Measured steps of a run ---------------------------------------------------- */
+/* ---- Run options, cancellation, async runs ------------------------------------------ */
+
+/*
+ * A cancel flag for runs (ONNX Runtime's RunOptions terminate): runs that
+ * borrow it through npu_run_options.cancel check it before every node,
+ * every If branch and every Loop and Scan iteration (so before every NPU
+ * job they submit), and end with NPU_ERR_CANCELLED once it is triggered:
+ * every job they submitted completed, nothing leaked, and the session
+ * runs normally afterwards. A run that starts with it triggered runs
+ * nothing. It stays triggered until reset. Thread-safe: trigger, reset and
+ * is_triggered from any thread while runs check it; trigger also from a
+ * signal handler (async-signal-safe). Destroy it once no run uses it.
+ */
+struct npu_cancel;
+
+NPU_API npu_status npu_cancel_create(struct npu_cancel **out);
+NPU_API void npu_cancel_destroy(struct npu_cancel *cancel);
+NPU_API void npu_cancel_trigger(struct npu_cancel *cancel);
+NPU_API void npu_cancel_reset(struct npu_cancel *cancel);
+/* 1 if triggered (and not reset since), else 0. */
+NPU_API int npu_cancel_is_triggered(const struct npu_cancel *cancel);
 
 struct npu_run_options {
 	size_t struct_size;	/* sizeof(struct npu_run_options) */
@@ -683,6 +745,8 @@ struct npu_run_options {
 	 * clock is read per node and nothing is recorded.
 	 */
 	int timings;
+	/* Borrowed for the run (an async run's: until its callback); NULL: none. */
+	struct npu_cancel *cancel;
 };
 
 NPU_API void npu_run_options_init_sized(struct npu_run_options *opts, size_t struct_size);
@@ -698,6 +762,48 @@ NPU_API npu_status npu_session_run_with(struct npu_session *session,
 					const struct npu_host_tensor *inputs,
 					size_t count,
 					const struct npu_run_options *opts);
+
+/*
+ * Called exactly once per accepted npu_session_run_async(), on one of the
+ * engine's run workers, when the run ended: 'status' is what
+ * npu_session_run_with() would have returned, npu_last_error() (on this
+ * thread) its message. Inside it the run's outputs are read with
+ * npu_session_output(); the session counts as running until it returns,
+ * so another run of the session started here fails with NPU_ERR_BUSY and
+ * npu_session_wait() here too; npu_session_destroy() here is allowed (it
+ * takes effect once the callback returned). Do not wait here for another
+ * session's run (npu_session_wait, npu_session_destroy of a session with
+ * a run queued): with every worker in such a callback, the queue stalls.
+ */
+typedef void (*npu_run_callback)(npu_status status, struct npu_session *session, void *arg);
+
+/*
+ * npu_session_run_with() on a library thread (ONNX Runtime's RunAsync):
+ * queues the run and returns at once; done(status, session, arg) reports
+ * its end. The 'inputs' array is copied, but the tensors' data and names,
+ * 'plan' and opts->cancel are borrowed until the callback. One run per
+ * session at a time: while it is queued or running, any other run of the
+ * session (sync or async) fails with NPU_ERR_BUSY. A run that is refused
+ * (bad arguments, busy session, full queue) returns an error and never
+ * calls done. Read the outputs with npu_session_output() in or after the
+ * callback (after: once npu_session_wait() returned, or the callback told
+ * the thread). The run holds the session's model, and so its engine: both
+ * may be destroyed while it runs.
+ */
+NPU_API npu_status npu_session_run_async(struct npu_session *session,
+					 struct npu_plan *plan,
+					 const struct npu_host_tensor *inputs,
+					 size_t count,
+					 const struct npu_run_options *opts,
+					 npu_run_callback done, void *arg);
+/*
+ * Block until the session has no async run in flight (its callback
+ * returned); NPU_OK at once if it has none. npu_session_destroy() waits
+ * the same way. NPU_ERR_BUSY when called from the session's own callback.
+ */
+NPU_API npu_status npu_session_wait(struct npu_session *session);
+
+/* ---- Measured steps of a run ---------------------------------------------------- */
 
 enum npu_step_kind {
 	NPU_STEP_CPU = 0,	/* one node on the host (If / Loop / Scan with their bodies) */

@@ -34,6 +34,7 @@ typedef enum npu_status {
 	NPU_ERR_BUSY,		/* resource still in use */
 	NPU_ERR_MODEL,		/* a model file is malformed */
 	NPU_ERR_INTERNAL,	/* a bug in libnpu-user */
+	NPU_ERR_CANCELLED,	/* the run's npu_cancel was triggered */
 } npu_status;
 
 /* A short constant name for a status, e.g. "invalid argument". */

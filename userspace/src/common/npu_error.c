@@ -19,6 +19,7 @@ const char *npu_status_str(npu_status status)
 	case NPU_ERR_BUSY: return "busy";
 	case NPU_ERR_MODEL: return "malformed model";
 	case NPU_ERR_INTERNAL: return "internal error";
+	case NPU_ERR_CANCELLED: return "cancelled";
 	}
 	return "unknown status";
 }

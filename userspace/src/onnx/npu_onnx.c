@@ -790,12 +790,21 @@ static npu_status import_body(struct importer *im, const Onnx__GraphProto *gp)
 npu_status npu_onnx_import(const void *data, size_t size, const char *source,
 			   struct npu_graph **out, struct npu_error *err)
 {
+	return npu_onnx_import_meta(data, size, source, out, NULL, err);
+}
+
+npu_status npu_onnx_import_meta(const void *data, size_t size, const char *source,
+				struct npu_graph **out, struct npu_onnx_meta **meta,
+				struct npu_error *err)
+{
 	Onnx__ModelProto *mp;
 	struct importer im = { 0 };
 	npu_status st = NPU_OK;
 	size_t i, j;
 
 	*out = NULL;
+	if (meta)
+		*meta = NULL;
 	if (!source)
 		source = "<memory>";
 	mp = onnx__model_proto__unpack(NULL, size, data);
@@ -864,6 +873,8 @@ npu_status npu_onnx_import(const void *data, size_t size, const char *source,
 	st = import_graph(&im, mp);
 	if (st == NPU_OK)
 		st = npu_onnx_lower_gradients(im.g, err);
+	if (st == NPU_OK && meta)
+		st = npu_onnx_meta_from_proto(mp, source, meta, err);
 out:
 	onnx__model_proto__free_unpacked(mp, NULL);
 	if (st != NPU_OK) {

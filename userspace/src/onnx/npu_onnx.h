@@ -29,6 +29,25 @@
  */
 npu_status npu_onnx_import(const void *data, size_t size, const char *source,
 			   struct npu_graph **out, struct npu_error *err);
+/*
+ * What the ModelProto says about itself (npu_model_get_metadata): strings
+ * are "" when absent, model_version 0; metadata_props keys are non-empty
+ * and unique (else the import fails naming the key).
+ */
+struct npu_onnx_meta {
+	char *producer_name, *producer_version, *domain, *doc_string;
+	char *graph_name, *graph_doc_string;
+	int64_t model_version;
+	size_t num_props;
+	char **keys, **values;
+};
+
+/* npu_onnx_import() that also returns the model's metadata (meta may be NULL). */
+npu_status npu_onnx_import_meta(const void *data, size_t size, const char *source,
+				struct npu_graph **out, struct npu_onnx_meta **meta,
+				struct npu_error *err);
+void npu_onnx_meta_free(struct npu_onnx_meta *meta);
+
 npu_status npu_onnx_import_file(const char *path, struct npu_graph **out,
 				struct npu_error *err);
 

@@ -15,6 +15,9 @@ npu_status npu_onnx_tensor_from_proto(const Onnx__TensorProto *tp,
 				      const char *what,
 				      struct npu_tensor **out,
 				      struct npu_error *err);
+/* The model's metadata (npu_onnx_meta.c); 'source' prefixes messages. */
+npu_status npu_onnx_meta_from_proto(const Onnx__ModelProto *mp, const char *source,
+				    struct npu_onnx_meta **out, struct npu_error *err);
 /*
  * Lower every Gradient node (ai.onnx.preview.training) of the top graph
  * into ordinary nodes (npu_onnx_gradient.c); re-sorts the graph.

@@ -18,6 +18,7 @@
 #include "runtime/npu_runtime.h"
 
 struct npu_compiled;
+struct npu_onnx_meta;
 struct npu_calib_cache;
 struct npu_keep_fp32;
 struct npu_mixed_result;
@@ -51,6 +52,8 @@ struct npu_engine_device {
 	bool owned;			/* opened by the engine */
 };
 
+struct npu_async;
+
 struct npu_engine {
 	atomic_int refs;		/* the caller's + one per model */
 	struct npu_engine_options opts;
@@ -59,7 +62,16 @@ struct npu_engine {
 	pthread_mutex_t lock;		/* devices */
 	struct npu_engine_device devs[8];
 	size_t num_devs;
+	struct npu_async *async;	/* run workers, started on first use (under lock) */
 };
+
+/*
+ * Queue fn(arg) for one of the engine's run workers (npu_async.c),
+ * starting them on first use; NPU_ERR_BUSY when the queue is full.
+ */
+npu_status npu_async_submit(struct npu_engine *engine, void (*fn)(void *arg), void *arg);
+/* Stop the workers once the queue is empty (engine teardown; may run on one). */
+void npu_async_shutdown(struct npu_async *async);
 
 void npu_engine_ref(struct npu_engine *engine);
 void npu_engine_unref(struct npu_engine *engine);
@@ -114,6 +126,7 @@ struct npu_model {
 	size_t npub_size;
 	struct npu_shape *npub_shapes;	/* its compiled input shapes */
 	struct npu_graph *base;		/* imported once, never modified */
+	struct npu_onnx_meta *meta;	/* what the ModelProto says about itself */
 	struct npu_io_info *inputs, *outputs;
 	size_t num_inputs, num_outputs;
 	struct npu_device *dev;		/* NULL on "cpu" (the engine owns it) */

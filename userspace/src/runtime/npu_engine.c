@@ -149,6 +149,20 @@ NPU_API npu_status npu_engine_create(const struct npu_engine_options *opts,
 			return st;
 		}
 	}
+	if (e->opts.async_threads < 0 || e->opts.async_threads > 1024) {
+		st = npu_api_fail(NPU_ERR_INVALID_ARG,
+				  "npu_engine_options: async_threads %d is out of range (0 to 1024)",
+				  e->opts.async_threads);
+		free(e);
+		return st;
+	}
+	if (e->opts.async_queue > (size_t)1 << 20) {
+		st = npu_api_fail(NPU_ERR_INVALID_ARG,
+				  "npu_engine_options: async_queue %zu is out of range (at most 1048576)",
+				  e->opts.async_queue);
+		free(e);
+		return st;
+	}
 	if (e->opts.threads < 0 || e->opts.threads > 1024 ||
 	    e->opts.log_level < NPU_LOG_ERROR || e->opts.log_level > NPU_LOG_DEBUG) {
 		st = npu_api_fail(NPU_ERR_INVALID_ARG,
@@ -218,6 +232,8 @@ void npu_engine_unref(struct npu_engine *e)
 
 	if (!e || atomic_fetch_sub(&e->refs, 1) != 1)
 		return;
+	/* No run is queued: each holds a session, hence a model of this engine. */
+	npu_async_shutdown(e->async);
 	for (i = 0; i < e->num_devs; i++) {
 		if (e->devs[i].owned)
 			npu_device_close(e->devs[i].dev);

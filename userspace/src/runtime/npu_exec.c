@@ -89,6 +89,7 @@ struct npu_exec {
 	double *submit_ms;			/* per node: when an async op began */
 	size_t inflight;			/* the async node in flight + 1, or 0 */
 	int trace_fd;				/* trace_file open, or -1 */
+	struct npu_cancel *cancel;		/* borrowed for a run, or NULL */
 	/* A timed run (npu_exec_run_timed): its steps, made on first use. */
 	bool timed, steps_valid;
 	struct npu_exec_step *steps;		/* in the order they started */
@@ -189,6 +190,24 @@ static uint64_t now_ns(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+void npu_exec_set_cancel(struct npu_exec *s, struct npu_cancel *cancel)
+{
+	s->cancel = cancel;
+}
+
+/* Whether the run was cancelled; 'where' says what it was about to do. */
+static npu_status check_cancel(struct npu_exec *s, const char *where, const char *what,
+			       struct npu_error *err)
+{
+	if (!s->cancel)
+		return NPU_OK;
+	atomic_fetch_add_explicit(&s->cancel->polls, 1, memory_order_relaxed);
+	if (!atomic_load_explicit(&s->cancel->triggered, memory_order_acquire))
+		return NPU_OK;
+	return npu_error_set(err, NPU_ERR_CANCELLED, "%s: run cancelled (npu_cancel_trigger) before %s%s",
+			     s->g->source, where, what);
 }
 
 /* Profiling, the trace file and timed runs share one clock read per edge. */
@@ -847,6 +866,16 @@ static npu_status rt_run(struct npu_op_ctx *ctx, const struct npu_graph *body,
 		c[s->num_children].body = body;
 		c[s->num_children++].exec = child;
 	}
+	/* Every iteration of a Loop or Scan, every If branch taken. */
+	child->cancel = s->cancel;
+	if (s->cancel) {
+		char label[300];
+
+		st = check_cancel(s, "a subgraph run of ",
+				  npu_node_label(s->g, node, label, sizeof(label)), ctx->err);
+		if (st != NPU_OK)
+			return st;
+	}
 	for (i = 0; i < body->num_inputs; i++)
 		all[i] = i < formal ? inputs[i] : ctx->inputs[declared + body->capture_slot[i - formal]];
 	if (s->observe && s->observe_subgraphs) {
@@ -857,6 +886,14 @@ static npu_status rt_run(struct npu_op_ctx *ctx, const struct npu_graph *body,
 		s->observe(s->observe_arg, &in, all);
 	}
 	st = npu_exec_run(child, all, ctx->err);
+	if (st == NPU_ERR_CANCELLED) {
+		/* Cancelled at a body node: say whose body, level by level. */
+		char label[300];
+		size_t len = strlen(ctx->err->msg);
+
+		snprintf(ctx->err->msg + len, sizeof(ctx->err->msg) - len, ", in a subgraph of %s",
+			 npu_node_label(s->g, node, label, sizeof(label)));
+	}
 	for (i = 0; st == NPU_OK && i < body->num_outputs; i++)
 		outputs[i] = npu_exec_output(child, i);
 	return st;
@@ -1232,6 +1269,13 @@ static npu_status run_nodes(struct npu_exec *s,
 		double t0;
 		bool async = s->defs[i]->submit && s->defs[i]->wait;
 
+		/* Before every node, so before every NPU job it would submit. */
+		if (s->cancel) {
+			st = check_cancel(s, "", npu_node_label(g, node, label, sizeof(label)),
+					  err);
+			if (st != NPU_OK)
+				return st;
+		}
 		for (j = 0; j < node->num_inputs; j++) {
 			ins[j] = NULL;
 			if (!node->inputs[j])

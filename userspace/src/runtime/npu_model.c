@@ -834,6 +834,7 @@ void npu_model_unref(struct npu_model *m)
 	free(m->plans);
 	npu_calib_cache_destroy(m->calib);
 	npu_graph_destroy(m->base);
+	npu_onnx_meta_free(m->meta);
 	free_io(m->inputs, m->num_inputs);
 	free_io(m->outputs, m->num_outputs);
 	free(m->npub_shapes);
@@ -1100,7 +1101,7 @@ static npu_status load(struct npu_model *m, const void *data, size_t size)
 	if (st)
 		return st;
 	atomic_fetch_add(&m->imports, 1);
-	if (npu_onnx_import(m->bytes, m->size, m->source, &m->base, &err))
+	if (npu_onnx_import_meta(m->bytes, m->size, m->source, &m->base, &m->meta, &err))
 		return npu_api_fail_err(&err);
 	m->num_inputs = m->base->num_inputs;
 	m->num_outputs = m->base->num_outputs;

@@ -11,6 +11,7 @@
 #ifndef NPU_RUNTIME_H
 #define NPU_RUNTIME_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -150,6 +151,21 @@ npu_status npu_exec_run_timed(struct npu_exec *s,
  */
 size_t npu_exec_steps(const struct npu_exec *s, const struct npu_exec_step **steps,
 		      uint64_t *start_ns, uint64_t *end_ns);
+
+/*
+ * Cancellation (npu_cancel in npu/npu_model.h): a flag any thread, or a
+ * signal handler, sets; a run that borrows it polls it before every node,
+ * every subgraph run (each If branch, Loop and Scan iteration) and so
+ * before every NPU job it submits, and stops with NPU_ERR_CANCELLED.
+ * 'polls' counts those checks (tests wait on it to know a run is inside).
+ */
+struct npu_cancel {
+	atomic_int triggered;
+	atomic_uint_least64_t polls;
+};
+
+/* Borrow 'cancel' (NULL: none) for this session's runs, its subgraphs' too. */
+void npu_exec_set_cancel(struct npu_exec *s, struct npu_cancel *cancel);
 
 /* Aggregated per op type, sorted by time (profiling) or node count. */
 size_t npu_exec_op_stats(const struct npu_exec *s,

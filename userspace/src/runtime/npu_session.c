@@ -40,7 +40,15 @@ struct npu_session {
 	struct npu_tensor *bound;
 	const struct npu_tensor **bound_ptrs;
 	struct npu_shape *bound_shapes;
+	/* An async run queued or running (npu_session_run_async). */
+	pthread_mutex_t async_lock;
+	pthread_cond_t async_done;
+	bool async_inflight;		/* under async_lock */
+	bool destroy_deferred;		/* npu_session_destroy() in its callback */
 };
+
+/* The session whose completion callback this thread is running. */
+static _Thread_local struct npu_session *in_callback;
 
 NPU_API void npu_session_options_init_sized(struct npu_session_options *o, size_t size)
 {
@@ -97,6 +105,8 @@ NPU_API npu_status npu_session_create(struct npu_model *m,
 		free(s);
 		return npu_api_fail(NPU_ERR_NO_MEMORY, "out of memory");
 	}
+	pthread_mutex_init(&s->async_lock, NULL);
+	pthread_cond_init(&s->async_done, NULL);
 	npu_model_ref(m);
 	s->model = m;
 	*out = s;
@@ -110,12 +120,10 @@ static void drop_state(struct plan_state *ps)
 	memset(ps, 0, sizeof(*ps));
 }
 
-NPU_API void npu_session_destroy(struct npu_session *s)
+static void session_free(struct npu_session *s)
 {
 	size_t i;
 
-	if (!s)
-		return;
 	for (i = 0; i < s->num_states; i++)
 		drop_state(&s->states[i]);
 	for (i = 0; i < s->model->num_inputs; i++)
@@ -126,8 +134,25 @@ NPU_API void npu_session_destroy(struct npu_session *s)
 	free(s->bound_shapes);
 	free(s->states);
 	npu_threadpool_destroy(s->pool);
+	pthread_mutex_destroy(&s->async_lock);
+	pthread_cond_destroy(&s->async_done);
 	npu_model_unref(s->model);
 	free(s);
+}
+
+NPU_API void npu_session_destroy(struct npu_session *s)
+{
+	if (!s)
+		return;
+	if (in_callback == s) {		/* the worker frees it once the callback returned */
+		s->destroy_deferred = true;
+		return;
+	}
+	pthread_mutex_lock(&s->async_lock);
+	while (s->async_inflight)
+		pthread_cond_wait(&s->async_done, &s->async_lock);
+	pthread_mutex_unlock(&s->async_lock);
+	session_free(s);
 }
 
 static bool enter(struct npu_session *s, const char *what)
@@ -136,7 +161,7 @@ static bool enter(struct npu_session *s, const char *what)
 
 	if (!atomic_compare_exchange_strong(&s->busy, &expected, true)) {
 		npu_api_fail(NPU_ERR_BUSY,
-			     "%s: the session is in use by another thread (a session is single-threaded: make one per thread)",
+			     "%s: the session is in use by another thread or by an async run not yet ended (npu_session_wait()); a session runs one run at a time: make one per thread",
 			     what);
 		return false;
 	}
@@ -202,7 +227,8 @@ static double now_s(void)
 }
 
 static npu_status run(struct npu_session *s, struct npu_plan *given,
-		      const struct npu_host_tensor *inputs, size_t count, bool timed)
+		      const struct npu_host_tensor *inputs, size_t count, bool timed,
+		      struct npu_cancel *cancel)
 {
 	struct npu_model *m = s->model;
 	struct npu_tensor *ts = s->bound;
@@ -225,6 +251,11 @@ static npu_status run(struct npu_session *s, struct npu_plan *given,
 		return npu_api_fail(NPU_ERR_INVALID_ARG,
 				    "npu_session_run_plan: the plan belongs to model %s, the session to %s",
 				    given->model->source, m->source);
+	/* Before binding and planning: a cancelled run compiles nothing. */
+	if (npu_cancel_is_triggered(cancel))
+		return npu_api_fail(NPU_ERR_CANCELLED,
+				    "%s: run cancelled (npu_cancel_trigger) before it started",
+				    m->source);
 	st = npu_model_bind_inputs(m, inputs, count, false, ts, ptrs);
 	if (st)
 		return st;
@@ -274,7 +305,9 @@ static npu_status run(struct npu_session *s, struct npu_plan *given,
 		goto out;
 	s->cur = ps;
 	t0 = now_s();
+	npu_exec_set_cancel(ps->exec, cancel);
 	st = npu_exec_run_timed(ps->exec, ptrs, timed, &err);
+	npu_exec_set_cancel(ps->exec, NULL);
 	s->last_run_s = now_s() - t0;
 	if (st)
 		npu_api_fail_err(&err);
@@ -293,7 +326,7 @@ NPU_API npu_status npu_session_run(struct npu_session *s, const struct npu_host_
 		return npu_api_fail(NPU_ERR_INVALID_ARG, "npu_session_run: session is NULL");
 	if (!enter(s, "npu_session_run"))
 		return NPU_ERR_BUSY;
-	st = run(s, NULL, inputs, count, false);
+	st = run(s, NULL, inputs, count, false, NULL);
 	leave(s);
 	return st;
 }
@@ -308,7 +341,7 @@ NPU_API npu_status npu_session_run_plan(struct npu_session *s, struct npu_plan *
 				    !s ? "session" : "plan");
 	if (!enter(s, "npu_session_run_plan"))
 		return NPU_ERR_BUSY;
-	st = run(s, plan, inputs, count, false);
+	st = run(s, plan, inputs, count, false, NULL);
 	leave(s);
 	return st;
 }
@@ -324,6 +357,25 @@ NPU_API void npu_run_options_init_sized(struct npu_run_options *o, size_t size)
 		memset((char *)o + sizeof(d), 0, size - sizeof(d));
 }
 
+/* The caller's run options, checked; 'what' names the call in messages. */
+static npu_status run_options(const struct npu_run_options *opts, struct npu_run_options *o,
+			      const char *what)
+{
+	npu_status st;
+
+	npu_run_options_init(o);
+	if (opts) {
+		st = npu_api_copy_options(o, sizeof(*o), opts, "npu_run_options");
+		if (st)
+			return st;
+	}
+	if (o->timings != 0 && o->timings != 1)
+		return npu_api_fail(NPU_ERR_INVALID_ARG,
+				    "%s: npu_run_options.timings is %d, must be 0 or 1", what,
+				    o->timings);
+	return NPU_OK;
+}
+
 NPU_API npu_status npu_session_run_with(struct npu_session *s, struct npu_plan *plan,
 					const struct npu_host_tensor *inputs, size_t count,
 					const struct npu_run_options *opts)
@@ -333,20 +385,128 @@ NPU_API npu_status npu_session_run_with(struct npu_session *s, struct npu_plan *
 
 	if (!s)
 		return npu_api_fail(NPU_ERR_INVALID_ARG, "npu_session_run_with: session is NULL");
-	npu_run_options_init(&o);
-	if (opts) {
-		st = npu_api_copy_options(&o, sizeof(o), opts, "npu_run_options");
-		if (st)
-			return st;
-	}
-	if (o.timings != 0 && o.timings != 1)
-		return npu_api_fail(NPU_ERR_INVALID_ARG,
-				    "npu_run_options: timings is %d, must be 0 or 1", o.timings);
+	st = run_options(opts, &o, "npu_session_run_with");
+	if (st)
+		return st;
 	if (!enter(s, "npu_session_run_with"))
 		return NPU_ERR_BUSY;
-	st = run(s, plan, inputs, count, o.timings);
+	st = run(s, plan, inputs, count, o.timings, o.cancel);
 	leave(s);
 	return st;
+}
+
+/* An async run: what npu_session_run_async() was given. */
+struct async_run {
+	struct npu_session *s;
+	struct npu_plan *plan;		/* a reference, or NULL */
+	struct npu_run_options opts;
+	npu_run_callback done;
+	void *arg;
+	size_t count;
+	struct npu_host_tensor inputs[];	/* the caller's array, copied */
+};
+
+/* On a run worker: run, report, then let waiters (and destroy) go on. */
+static void async_run_job(void *arg)
+{
+	struct async_run *r = arg;
+	struct npu_session *s = r->s;
+	bool deferred;
+	npu_status st;
+
+	st = run(s, r->plan, r->count ? r->inputs : NULL, r->count, r->opts.timings,
+		 r->opts.cancel);
+	npu_plan_unref(r->plan);
+	in_callback = s;
+	r->done(st, s, r->arg);
+	in_callback = NULL;
+	free(r);
+	pthread_mutex_lock(&s->async_lock);
+	deferred = s->destroy_deferred;
+	s->async_inflight = false;
+	leave(s);
+	pthread_cond_broadcast(&s->async_done);
+	pthread_mutex_unlock(&s->async_lock);
+	if (deferred)
+		session_free(s);
+}
+
+NPU_API npu_status npu_session_run_async(struct npu_session *s, struct npu_plan *plan,
+					 const struct npu_host_tensor *inputs, size_t count,
+					 const struct npu_run_options *opts,
+					 npu_run_callback done, void *arg)
+{
+	struct async_run *r;
+	npu_status st;
+
+	if (!s || !done)
+		return npu_api_fail(NPU_ERR_INVALID_ARG, "npu_session_run_async: %s is NULL",
+				    !s ? "session" : "the callback 'done'");
+	if (count && !inputs)
+		return npu_api_fail(NPU_ERR_INVALID_ARG,
+				    "npu_session_run_async: inputs is NULL with count %zu", count);
+	if (count > s->model->num_inputs)
+		return npu_api_fail(NPU_ERR_INVALID_ARG,
+				    "npu_session_run_async: %zu inputs given, model %s has %zu",
+				    count, s->model->source, s->model->num_inputs);
+	if (plan && plan->model != s->model)
+		return npu_api_fail(NPU_ERR_INVALID_ARG,
+				    "npu_session_run_async: the plan belongs to model %s, the session to %s",
+				    plan->model->source, s->model->source);
+	if (atomic_load(&s->model->destroyed))
+		return npu_api_fail(NPU_ERR_INVALID_ARG,
+				    "npu_session_run_async: the session's model (%s) was destroyed",
+				    s->model->source);
+	r = calloc(1, sizeof(*r) + (count + 1) * sizeof(r->inputs[0]));
+	if (!r)
+		return npu_api_fail(NPU_ERR_NO_MEMORY, "npu_session_run_async: out of memory");
+	st = run_options(opts, &r->opts, "npu_session_run_async");
+	if (st) {
+		free(r);
+		return st;
+	}
+	r->s = s;
+	r->done = done;
+	r->arg = arg;
+	r->count = count;
+	if (count)
+		memcpy(r->inputs, inputs, count * sizeof(*inputs));
+	if (!enter(s, "npu_session_run_async")) {
+		free(r);
+		return NPU_ERR_BUSY;
+	}
+	if (plan) {
+		npu_plan_ref(plan);
+		r->plan = plan;
+	}
+	pthread_mutex_lock(&s->async_lock);
+	s->async_inflight = true;
+	pthread_mutex_unlock(&s->async_lock);
+	st = npu_async_submit(s->model->engine, async_run_job, r);
+	if (st) {
+		pthread_mutex_lock(&s->async_lock);
+		s->async_inflight = false;
+		leave(s);
+		pthread_cond_broadcast(&s->async_done);
+		pthread_mutex_unlock(&s->async_lock);
+		npu_plan_unref(r->plan);
+		free(r);
+	}
+	return st;
+}
+
+NPU_API npu_status npu_session_wait(struct npu_session *s)
+{
+	if (!s)
+		return npu_api_fail(NPU_ERR_INVALID_ARG, "npu_session_wait: session is NULL");
+	if (in_callback == s)
+		return npu_api_fail(NPU_ERR_BUSY,
+				    "npu_session_wait: called from the session's own completion callback (its run ends when the callback returns)");
+	pthread_mutex_lock(&s->async_lock);
+	while (s->async_inflight)
+		pthread_cond_wait(&s->async_done, &s->async_lock);
+	pthread_mutex_unlock(&s->async_lock);
+	return NPU_OK;
 }
 
 /* The steps of the last run if it was timed; else an error for 'what'. */
