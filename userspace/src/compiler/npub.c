@@ -6,6 +6,7 @@
  */
 #include "compiler/npub.h"
 #include "compiler/lower.h"
+#include "common/npu_bytes.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -28,35 +29,6 @@ enum npub_tag {
 
 /* ---- Writing ---- */
 
-struct wbuf {
-	uint8_t *data;
-	size_t size, cap;
-	bool oom;
-};
-
-static void put(struct wbuf *w, const void *p, size_t n)
-{
-	if (w->oom)
-		return;
-	if (w->size + n > w->cap) {
-		size_t cap = w->cap ? w->cap : 1 << 16;
-		uint8_t *d;
-
-		while (cap < w->size + n)
-			cap *= 2;
-		d = realloc(w->data, cap);
-		if (!d) {
-			w->oom = true;
-			return;
-		}
-		w->data = d;
-		w->cap = cap;
-	}
-	if (n)
-		memcpy(w->data + w->size, p, n);
-	w->size += n;
-}
-
 /*
  * On-disk op kinds are enum npu_lop_kind, plus this one: a CONV with zero
  * insertion, whose geometry carries ins_h and ins_w after the 10 bytes of
@@ -75,40 +47,19 @@ static void put(struct wbuf *w, const void *p, size_t n)
  * weight. */
 #define NPUB_KIND_MATMUL_ACT	67
 
-static void put_u8(struct wbuf *w, uint8_t v) { put(w, &v, 1); }
-static void put_u16(struct wbuf *w, uint16_t v) { put(w, &v, 2); }
-static void put_u32(struct wbuf *w, uint32_t v) { put(w, &v, 4); }
-static void put_u64(struct wbuf *w, uint64_t v) { put(w, &v, 8); }
-static void put_f32(struct wbuf *w, float v) { put(w, &v, 4); }
-
-static void put_str(struct wbuf *w, const char *s)
-{
-	uint32_t n = s ? (uint32_t)strlen(s) : 0;
-
-	put_u32(w, n);
-	put(w, s, n);
-}
-
-static void put_blob(struct wbuf *w, const void *p, uint64_t n)
-{
-	put_u64(w, p ? n : 0);
-	if (p)
-		put(w, p, n);
-}
-
 /* Sections: tag, reserved, size (patched when the section ends). */
-static size_t begin_section(struct wbuf *w, uint32_t tag)
+static size_t begin_section(struct npu_wbuf *w, uint32_t tag)
 {
 	size_t at;
 
-	put_u32(w, tag);
-	put_u32(w, 0);
+	npu_put_u32(w, tag);
+	npu_put_u32(w, 0);
 	at = w->size;
-	put_u64(w, 0);
+	npu_put_u64(w, 0);
 	return at;
 }
 
-static void end_section(struct wbuf *w, size_t at)
+static void end_section(struct npu_wbuf *w, size_t at)
 {
 	uint64_t size = w->size - at - 8;
 
@@ -116,22 +67,22 @@ static void end_section(struct wbuf *w, size_t at)
 		memcpy(w->data + at, &size, 8);
 }
 
-static void put_quant(struct wbuf *w, const struct npu_lop_quant *q, uint32_t oc)
+static void put_quant(struct npu_wbuf *w, const struct npu_lop_quant *q, uint32_t oc)
 {
-	put_u8(w, (uint8_t)q->act_min);
-	put_u8(w, (uint8_t)q->act_max);
-	put_u16(w, (uint16_t)q->pre_act_zp);
+	npu_put_u8(w, (uint8_t)q->act_min);
+	npu_put_u8(w, (uint8_t)q->act_max);
+	npu_put_u16(w, (uint16_t)q->pre_act_zp);
 	/* An int16 op's bias is int64 (NPU_INSN_I16). */
 	if (q->bias64)
-		put_blob(w, q->bias64, (uint64_t)oc * 8);
+		npu_put_blob(w, q->bias64, (uint64_t)oc * 8);
 	else
-		put_blob(w, q->bias, (uint64_t)oc * 4);
-	put_blob(w, q->mult, (uint64_t)oc * 4);
-	put_blob(w, q->shift, oc);
+		npu_put_blob(w, q->bias, (uint64_t)oc * 4);
+	npu_put_blob(w, q->mult, (uint64_t)oc * 4);
+	npu_put_blob(w, q->shift, oc);
 	if (q->lut16)
-		put_blob(w, q->lut16, 1026);	/* 513 int16 knots */
+		npu_put_blob(w, q->lut16, 1026);	/* 513 int16 knots */
 	else
-		put_blob(w, q->lut, 256);
+		npu_put_blob(w, q->lut, 256);
 }
 
 /*
@@ -168,62 +119,62 @@ static bool codegen_defaults(const struct npu_codegen_options *o)
 	return !memcmp(o, &d, sizeof(d));
 }
 
-static void put_segment(struct wbuf *w, const struct npu_segment *seg, uint16_t major)
+static void put_segment(struct npu_wbuf *w, const struct npu_segment *seg, uint16_t major)
 {
 	const struct npu_segment_program *p = &seg->prog;
 	size_t i;
 
-	put_u32(w, (uint32_t)seg->index);
-	put_u32(w, (uint32_t)seg->num_nodes);
+	npu_put_u32(w, (uint32_t)seg->index);
+	npu_put_u32(w, (uint32_t)seg->num_nodes);
 	for (i = 0; i < seg->num_nodes; i++)
-		put_str(w, seg->node_keys[i]);
-	put_str(w, seg->first_node);
-	put_str(w, seg->last_node);
-	put_u64(w, seg->arena_size);
-	put_u64(w, seg->mem.sum_bytes);
-	put_u64(w, seg->mem.lower_bound);
-	put_u32(w, (uint32_t)p->num_acts);
+		npu_put_str(w, seg->node_keys[i]);
+	npu_put_str(w, seg->first_node);
+	npu_put_str(w, seg->last_node);
+	npu_put_u64(w, seg->arena_size);
+	npu_put_u64(w, seg->mem.sum_bytes);
+	npu_put_u64(w, seg->mem.lower_bound);
+	npu_put_u32(w, (uint32_t)p->num_acts);
 	for (i = 0; i < p->num_acts; i++) {
 		const struct npu_act *a = &p->acts[i];
 
-		put_u32(w, a->n);
-		put_u32(w, a->h);
-		put_u32(w, a->w);
-		put_u32(w, a->c);
-		put_u64(w, a->offset);
-		put_f32(w, a->q.scale);
+		npu_put_u32(w, a->n);
+		npu_put_u32(w, a->h);
+		npu_put_u32(w, a->w);
+		npu_put_u32(w, a->c);
+		npu_put_u64(w, a->offset);
+		npu_put_f32(w, a->q.scale);
 		/* An int16 tensor (zero point 0) writes 0x10000, which readers
 		 * before the 16x8 mode refuse as a zero point. */
-		put_u32(w, a->i16 ? 0x10000u : (uint32_t)a->q.zero_point);
+		npu_put_u32(w, a->i16 ? 0x10000u : (uint32_t)a->q.zero_point);
 	}
-	put_u32(w, (uint32_t)seg->num_inputs);
+	npu_put_u32(w, (uint32_t)seg->num_inputs);
 	for (i = 0; i < seg->num_inputs; i++) {
-		put_str(w, seg->inputs[i]->name);
-		put_u32(w, seg->input_acts[i]);
-		put_u32(w, layout_word(seg->input_layout[i], &p->acts[seg->input_acts[i]]));
+		npu_put_str(w, seg->inputs[i]->name);
+		npu_put_u32(w, seg->input_acts[i]);
+		npu_put_u32(w, layout_word(seg->input_layout[i], &p->acts[seg->input_acts[i]]));
 	}
-	put_u32(w, (uint32_t)seg->num_outputs);
+	npu_put_u32(w, (uint32_t)seg->num_outputs);
 	for (i = 0; i < seg->num_outputs; i++) {
-		put_str(w, seg->outputs[i]->name);
-		put_u32(w, seg->output_acts[i]);
-		put_u32(w, seg->output_layout[i]);
+		npu_put_str(w, seg->outputs[i]->name);
+		npu_put_u32(w, seg->output_acts[i]);
+		npu_put_u32(w, seg->output_layout[i]);
 	}
-	put_u32(w, (uint32_t)p->num_lops);
+	npu_put_u32(w, (uint32_t)p->num_lops);
 	for (i = 0; i < p->num_lops; i++) {
 		const struct npu_lop *l = &p->lops[i];
 		const struct npu_act *in = &p->acts[l->in], *out = &p->acts[l->out];
 
 		/* A conv with zero insertion has its own on-disk kind (see below). */
-		put_u32(w, l->kind == NPU_LOP_CONV && l->conv.phase_h ? NPUB_KIND_CONV_PHASES :
+		npu_put_u32(w, l->kind == NPU_LOP_CONV && l->conv.phase_h ? NPUB_KIND_CONV_PHASES :
 			   l->kind == NPU_LOP_CONV && l->conv.fold_w ? NPUB_KIND_CONV_FOLD :
 			   l->kind == NPU_LOP_CONV && (l->conv.ins_h || l->conv.ins_w) ?
 			   NPUB_KIND_CONV_INS :
 			   l->kind == NPU_LOP_MATMUL && l->matmul.batch ? NPUB_KIND_MATMUL_ACT :
 			   l->kind);
-		put_str(w, l->name);
-		put_u32(w, l->in);
-		put_u32(w, l->in2);
-		put_u32(w, l->out);
+		npu_put_str(w, l->name);
+		npu_put_u32(w, l->in);
+		npu_put_u32(w, l->in2);
+		npu_put_u32(w, l->out);
 		switch (l->kind) {
 		case NPU_LOP_CONV: {
 			const uint8_t g[10] = {
@@ -236,13 +187,13 @@ static void put_segment(struct wbuf *w, const struct npu_segment *seg, uint16_t 
 			uint32_t chans = l->conv.phase_h ?
 					 (uint32_t)l->conv.phase_h * f * l->conv.phase_w * out->c : out->c;
 
-			put(w, g, sizeof(g));
+			npu_put(w, g, sizeof(g));
 			if (l->conv.fold_w && !l->conv.phase_h) {
 				struct npu_fold_phase ph;
 				uint32_t R = l->conv.stride_w ? l->conv.fold_w / l->conv.stride_w : 0;
 
-				put_u8(w, l->conv.fold_w);
-				put_u16(w, l->conv.groups);
+				npu_put_u8(w, l->conv.fold_w);
+				npu_put_u16(w, l->conv.groups);
 				put_quant(w, &l->conv.q, out->c);
 				/* A fold without a CONV2D form has no weight to write
 				 * (the loader refuses such a file). */
@@ -250,39 +201,39 @@ static void put_segment(struct wbuf *w, const struct npu_segment *seg, uint16_t 
 							       l->conv.k_w, l->conv.stride_w,
 							       l->conv.pad_left, l->conv.fold_w,
 							       R - 1, &ph))
-					put_blob(w, NULL, 0);
+					npu_put_blob(w, NULL, 0);
 				else
-					put_blob(w, l->conv.weight, ph.weight_off + (uint64_t)out->c *
+					npu_put_blob(w, l->conv.weight, ph.weight_off + (uint64_t)out->c *
 						 l->conv.k_h * ph.k_w * l->conv.fold_w * in->c);
 				break;
 			}
 			if (l->conv.phase_h) {
-				put_u8(w, l->conv.phase_h);
-				put_u8(w, l->conv.phase_w);
-				put_u8(w, (uint8_t)f);
-				put_u16(w, l->conv.groups);
+				npu_put_u8(w, l->conv.phase_h);
+				npu_put_u8(w, l->conv.phase_w);
+				npu_put_u8(w, (uint8_t)f);
+				npu_put_u16(w, l->conv.groups);
 				put_quant(w, &l->conv.q, chans);
-				put_blob(w, l->conv.weight, (uint64_t)chans * f * in->c);
+				npu_put_blob(w, l->conv.weight, (uint64_t)chans * f * in->c);
 				break;
 			} else if (l->conv.ins_h || l->conv.ins_w) {
-				put_u8(w, l->conv.ins_h);
-				put_u8(w, l->conv.ins_w);
+				npu_put_u8(w, l->conv.ins_h);
+				npu_put_u8(w, l->conv.ins_w);
 			}
-			put_u16(w, l->conv.groups);
+			npu_put_u16(w, l->conv.groups);
 			put_quant(w, &l->conv.q, chans);
-			put_blob(w, l->conv.weight, (uint64_t)chans * l->conv.k_h * l->conv.k_w *
+			npu_put_blob(w, l->conv.weight, (uint64_t)chans * l->conv.k_h * l->conv.k_w *
 				 (in->c / l->conv.groups));
 			break;
 		}
 		case NPU_LOP_MATMUL:
 			if (l->matmul.batch) {
-				put_u32(w, l->matmul.batch);
-				put_u8(w, l->matmul.b_nk);
+				npu_put_u32(w, l->matmul.batch);
+				npu_put_u8(w, l->matmul.b_nk);
 				put_quant(w, &l->matmul.q, 1);
 				break;
 			}
 			put_quant(w, &l->matmul.q, out->c);
-			put_blob(w, l->matmul.weight, (uint64_t)out->c * in->c);
+			npu_put_blob(w, l->matmul.weight, (uint64_t)out->c * in->c);
 			break;
 		case NPU_LOP_POOL: {
 			const uint8_t g[12] = {
@@ -292,75 +243,75 @@ static void put_segment(struct wbuf *w, const struct npu_segment *seg, uint16_t 
 				(uint8_t)l->pool.act_min, (uint8_t)l->pool.act_max,
 			};
 
-			put(w, g, sizeof(g));
+			npu_put(w, g, sizeof(g));
 			break;
 		}
 		case NPU_LOP_ELTWISE:
-			put_u8(w, l->elt.mode);
-			put_u8(w, l->elt.bcast);
-			put_u8(w, l->elt.shift);
-			put_u8(w, (uint8_t)l->elt.act_min);
-			put_u8(w, (uint8_t)l->elt.act_max);
-			put_u32(w, (uint32_t)l->elt.mult_a);
-			put_u32(w, (uint32_t)l->elt.mult_b);
-			put_u16(w, (uint16_t)l->elt.zp_b);
-			put_u16(w, (uint16_t)l->elt.pre_act_zp);
-			put_blob(w, l->elt.b_const, l->elt.b_count);
+			npu_put_u8(w, l->elt.mode);
+			npu_put_u8(w, l->elt.bcast);
+			npu_put_u8(w, l->elt.shift);
+			npu_put_u8(w, (uint8_t)l->elt.act_min);
+			npu_put_u8(w, (uint8_t)l->elt.act_max);
+			npu_put_u32(w, (uint32_t)l->elt.mult_a);
+			npu_put_u32(w, (uint32_t)l->elt.mult_b);
+			npu_put_u16(w, (uint16_t)l->elt.zp_b);
+			npu_put_u16(w, (uint16_t)l->elt.pre_act_zp);
+			npu_put_blob(w, l->elt.b_const, l->elt.b_count);
 			if (l->elt.lut16)
-				put_blob(w, l->elt.lut16, 1026);
+				npu_put_blob(w, l->elt.lut16, 1026);
 			else
-				put_blob(w, l->elt.lut, 256);
+				npu_put_blob(w, l->elt.lut, 256);
 			break;
 		case NPU_LOP_LUT:
 			if (l->lut.table16)
-				put_blob(w, l->lut.table16, 1026);
+				npu_put_blob(w, l->lut.table16, 1026);
 			else
-				put_blob(w, l->lut.table, 256);
+				npu_put_blob(w, l->lut.table, 256);
 			break;
 		case NPU_LOP_ROWS:
-			put_u8(w, l->rows.opcode);
-			put_u8(w, l->rows.shift);
-			put_u8(w, l->rows.mode);
-			put_u32(w, (uint32_t)l->rows.mult);
-			put_u32(w, l->rows.eps);
-			put_blob(w, l->rows.consts, l->rows.consts_size);
+			npu_put_u8(w, l->rows.opcode);
+			npu_put_u8(w, l->rows.shift);
+			npu_put_u8(w, l->rows.mode);
+			npu_put_u32(w, (uint32_t)l->rows.mult);
+			npu_put_u32(w, l->rows.eps);
+			npu_put_blob(w, l->rows.consts, l->rows.consts_size);
 			break;
 		case NPU_LOP_RESIZE:
-			put_u8(w, l->resize.mode);
-			put_u32(w, l->resize.step_h);
-			put_u32(w, (uint32_t)l->resize.offset_h);
-			put_u32(w, l->resize.den_h);
-			put_u32(w, l->resize.step_w);
-			put_u32(w, (uint32_t)l->resize.offset_w);
-			put_u32(w, l->resize.den_w);
+			npu_put_u8(w, l->resize.mode);
+			npu_put_u32(w, l->resize.step_h);
+			npu_put_u32(w, (uint32_t)l->resize.offset_h);
+			npu_put_u32(w, l->resize.den_h);
+			npu_put_u32(w, l->resize.step_w);
+			npu_put_u32(w, (uint32_t)l->resize.offset_w);
+			npu_put_u32(w, l->resize.den_w);
 			break;
 		case NPU_LOP_COPY:
-			put_u32(w, l->copy.rows);
-			put_u32(w, l->copy.row_bytes);
-			put_u64(w, l->copy.src_off);
-			put_u64(w, l->copy.src_stride);
-			put_u64(w, l->copy.dst_off);
-			put_u64(w, l->copy.dst_stride);
-			put_u32(w, l->copy.count);
-			put_u64(w, l->copy.src_step);
-			put_u64(w, l->copy.dst_step);
-			put_blob(w, l->copy.lut, l->copy.lut ? 256 : 0);
+			npu_put_u32(w, l->copy.rows);
+			npu_put_u32(w, l->copy.row_bytes);
+			npu_put_u64(w, l->copy.src_off);
+			npu_put_u64(w, l->copy.src_stride);
+			npu_put_u64(w, l->copy.dst_off);
+			npu_put_u64(w, l->copy.dst_stride);
+			npu_put_u32(w, l->copy.count);
+			npu_put_u64(w, l->copy.src_step);
+			npu_put_u64(w, l->copy.dst_step);
+			npu_put_blob(w, l->copy.lut, l->copy.lut ? 256 : 0);
 			break;
 		}
 	}
 	/* Version 2: where the segment is, "" for the top-level graph. */
 	if (major >= 2)
-		put_str(w, seg->graph_path ? seg->graph_path : "");
+		npu_put_str(w, seg->graph_path ? seg->graph_path : "");
 	/* Version 2.1: codegen options other than the defaults. */
 	if (!codegen_defaults(&p->opts)) {
 		const struct npu_codegen_options *o = &p->opts;
 
-		put_u32(w, (uint32_t)o->no_array_modes | (uint32_t)o->no_out_lut << 1 |
+		npu_put_u32(w, (uint32_t)o->no_array_modes | (uint32_t)o->no_out_lut << 1 |
 			   (uint32_t)o->no_tile_search << 2 | (uint32_t)o->no_prefetch << 3 |
 			   (uint32_t)o->no_gap_split << 4 | (uint32_t)o->lut_last_producer_only << 5);
-		put_u8(w, (uint8_t)o->pixel_mm);
-		put_u8(w, (uint8_t)o->fuse);
-		put_u32(w, o->fuse_max_rows);
+		npu_put_u8(w, (uint8_t)o->pixel_mm);
+		npu_put_u8(w, (uint8_t)o->fuse);
+		npu_put_u32(w, o->fuse_max_rows);
 	}
 }
 
@@ -368,7 +319,7 @@ npu_status npu_npub_save(const char *path, const void *onnx, size_t onnx_size,
 			 const struct npu_graph *graph,
 			 const struct npu_compiled *c, struct npu_error *err)
 {
-	struct wbuf w = { 0 };
+	struct npu_wbuf w = { 0 };
 	uint32_t sections = 0, crc;
 	uint64_t file_size;
 	size_t at, i;
@@ -387,44 +338,44 @@ npu_status npu_npub_save(const char *path, const void *onnx, size_t onnx_size,
 	if (!npu_cpu_options_default(&c->cpu))
 		major = NPU_NPUB_VERSION_MAJOR;
 
-	put(&w, (uint8_t[NPUB_HEADER_SIZE]){ 0 }, NPUB_HEADER_SIZE);
+	npu_put(&w, (uint8_t[NPUB_HEADER_SIZE]){ 0 }, NPUB_HEADER_SIZE);
 	at = begin_section(&w, NPUB_MODEL);
-	put(&w, onnx, onnx_size);
+	npu_put(&w, onnx, onnx_size);
 	end_section(&w, at);
 	sections++;
 
 	at = begin_section(&w, NPUB_INPUTS);
-	put_u32(&w, (uint32_t)graph->num_inputs);
+	npu_put_u32(&w, (uint32_t)graph->num_inputs);
 	for (i = 0; i < graph->num_inputs; i++) {
-		put_str(&w, graph->inputs[i]->name);
-		put_u32(&w, (uint32_t)graph->inputs[i]->shape.rank);
+		npu_put_str(&w, graph->inputs[i]->name);
+		npu_put_u32(&w, (uint32_t)graph->inputs[i]->shape.rank);
 		for (j = 0; j < graph->inputs[i]->shape.rank; j++)
-			put_u64(&w, (uint64_t)graph->inputs[i]->shape.dims[j]);
+			npu_put_u64(&w, (uint64_t)graph->inputs[i]->shape.dims[j]);
 	}
 	end_section(&w, at);
 	sections++;
 
 	at = begin_section(&w, NPUB_STATS);
-	put_u64(&w, c->total_macs);
-	put_u64(&w, c->npu_macs);
+	npu_put_u64(&w, c->total_macs);
+	npu_put_u64(&w, c->npu_macs);
 	/* Version 2.2: the CPU options other than the defaults. */
 	if (!npu_cpu_options_default(&c->cpu)) {
-		put_u8(&w, c->cpu.no_fuse);
-		put_u8(&w, (uint8_t)c->cpu.nchwc);
-		put_u8(&w, (uint8_t)c->cpu.winograd);
+		npu_put_u8(&w, c->cpu.no_fuse);
+		npu_put_u8(&w, (uint8_t)c->cpu.nchwc);
+		npu_put_u8(&w, (uint8_t)c->cpu.winograd);
 	}
 	end_section(&w, at);
 	sections++;
 
 	at = begin_section(&w, NPUB_RECORDS);
-	put_u32(&w, (uint32_t)c->num_records);
+	npu_put_u32(&w, (uint32_t)c->num_records);
 	for (i = 0; i < c->num_records; i++) {
-		put_str(&w, c->records[i].node);
-		put_str(&w, c->records[i].op_type);
-		put_u32(&w, c->records[i].placement);
-		put_u32(&w, (uint32_t)c->records[i].segment);
-		put_u64(&w, c->records[i].macs);
-		put_str(&w, c->records[i].reason);
+		npu_put_str(&w, c->records[i].node);
+		npu_put_str(&w, c->records[i].op_type);
+		npu_put_u32(&w, c->records[i].placement);
+		npu_put_u32(&w, (uint32_t)c->records[i].segment);
+		npu_put_u64(&w, c->records[i].macs);
+		npu_put_str(&w, c->records[i].reason);
 	}
 	end_section(&w, at);
 	sections++;
@@ -469,78 +420,13 @@ npu_status npu_npub_save(const char *path, const void *onnx, size_t onnx_size,
 
 /* ---- Reading ---- */
 
-struct rbuf {
-	const uint8_t *p;
-	size_t left;
-	const char *where;	/* section name, for messages */
-	struct npu_error *err;
-	const char *source;
-	bool bad;
-};
-
-static bool take(struct rbuf *r, void *out, size_t n, const char *field)
-{
-	if (r->bad)
-		return false;
-	if (n > r->left) {
-		npu_error_set(r->err, NPU_ERR_MODEL, "%s: %s: truncated at field '%s' (needs %zu bytes, %zu left)",
-			      r->source, r->where, field, n, r->left);
-		r->bad = true;
-		return false;
-	}
-	if (out)
-		memcpy(out, r->p, n);
-	r->p += n;
-	r->left -= n;
-	return true;
-}
-
-static uint8_t get_u8(struct rbuf *r, const char *f) { uint8_t v = 0; take(r, &v, 1, f); return v; }
-static uint16_t get_u16(struct rbuf *r, const char *f) { uint16_t v = 0; take(r, &v, 2, f); return v; }
-static uint32_t get_u32(struct rbuf *r, const char *f) { uint32_t v = 0; take(r, &v, 4, f); return v; }
-static uint64_t get_u64(struct rbuf *r, const char *f) { uint64_t v = 0; take(r, &v, 8, f); return v; }
-static float get_f32(struct rbuf *r, const char *f) { float v = 0; take(r, &v, 4, f); return v; }
-
-static bool fail(struct rbuf *r, const char *fmt, const char *field, unsigned long long v)
+/* npub's messages put the field first: "field '%s' = %llu is too large". */
+static bool fail(struct npu_rbuf *r, const char *fmt, const char *field, unsigned long long v)
 {
 	char msg[200];
 
-	if (r->bad)
-		return false;
 	snprintf(msg, sizeof(msg), fmt, field, v);
-	npu_error_set(r->err, NPU_ERR_MODEL, "%s: %s: %s", r->source, r->where, msg);
-	r->bad = true;
-	return false;
-}
-
-static uint32_t get_count(struct rbuf *r, const char *field, uint32_t max)
-{
-	uint32_t n = get_u32(r, field);
-
-	if (!r->bad && n > max)
-		fail(r, "field '%s' = %llu is too large", field, n);
-	return r->bad ? 0 : n;
-}
-
-/* A NUL-terminated copy, owned by 'seg' when given, else malloc'ed. */
-static char *get_str(struct rbuf *r, const char *field)
-{
-	uint32_t n = get_count(r, field, NPUB_MAX_STRING);
-	char *s;
-
-	if (r->bad || n > r->left) {
-		take(r, NULL, n, field);
-		return NULL;
-	}
-	s = malloc(n + 1);
-	if (!s) {
-		npu_error_set(r->err, NPU_ERR_NO_MEMORY, "%s: out of memory", r->source);
-		r->bad = true;
-		return NULL;
-	}
-	take(r, s, n, field);
-	s[n] = '\0';
-	return s;
+	return npu_rbuf_fail(r, "%s", msg);
 }
 
 static void *seg_keep(struct npu_segment *seg, void *p)
@@ -560,10 +446,10 @@ static void *seg_keep(struct npu_segment *seg, void *p)
 }
 
 /* A blob that must be exactly 'want' bytes (or empty when 'optional'). */
-static void *get_blob(struct rbuf *r, struct npu_segment *seg, uint64_t want,
+static void *get_blob(struct npu_rbuf *r, struct npu_segment *seg, uint64_t want,
 		      bool optional, const char *field)
 {
-	uint64_t n = get_u64(r, field);
+	uint64_t n = npu_get_u64(r, field);
 	void *p;
 
 	if (r->bad)
@@ -575,7 +461,7 @@ static void *get_blob(struct rbuf *r, struct npu_segment *seg, uint64_t want,
 		return NULL;
 	}
 	if (n > r->left) {
-		take(r, NULL, n, field);
+		npu_take(r, NULL, n, field);
 		return NULL;
 	}
 	p = seg_keep(seg, malloc(n ? n : 1));
@@ -584,18 +470,18 @@ static void *get_blob(struct rbuf *r, struct npu_segment *seg, uint64_t want,
 		r->bad = true;
 		return NULL;
 	}
-	take(r, p, n, field);
+	npu_take(r, p, n, field);
 	return p;
 }
 
-static bool get_quant(struct rbuf *r, struct npu_segment *seg, bool i16,
+static bool get_quant(struct npu_rbuf *r, struct npu_segment *seg, bool i16,
 		      struct npu_lop_quant *q, uint32_t oc)
 {
 	uint32_t i;
 
-	q->act_min = (int8_t)get_u8(r, "act_min");
-	q->act_max = (int8_t)get_u8(r, "act_max");
-	q->pre_act_zp = (int16_t)get_u16(r, "pre_act_zp");
+	q->act_min = (int8_t)npu_get_u8(r, "act_min");
+	q->act_max = (int8_t)npu_get_u8(r, "act_max");
+	q->pre_act_zp = (int16_t)npu_get_u16(r, "pre_act_zp");
 	if (i16)
 		q->bias64 = get_blob(r, seg, (uint64_t)oc * 8, true, "bias");
 	else
@@ -616,7 +502,7 @@ static bool get_quant(struct rbuf *r, struct npu_segment *seg, bool i16,
 	return true;
 }
 
-static bool check_window(struct rbuf *r, uint32_t in, uint32_t out, uint32_t k,
+static bool check_window(struct npu_rbuf *r, uint32_t in, uint32_t out, uint32_t k,
 			 uint32_t s, uint32_t d, uint32_t p0, uint32_t p1,
 			 const char *what)
 {
@@ -628,14 +514,14 @@ static bool check_window(struct rbuf *r, uint32_t in, uint32_t out, uint32_t k,
 	return true;
 }
 
-static bool get_lop(struct rbuf *r, struct npu_segment *seg, struct npu_lop *l)
+static bool get_lop(struct npu_rbuf *r, struct npu_segment *seg, struct npu_lop *l)
 {
 	struct npu_segment_program *p = &seg->prog;
 	const struct npu_act *in, *out;
 	char *name;
 	bool ins, phases, fold, mm_act;
 
-	l->kind = get_u32(r, "kind");
+	l->kind = npu_get_u32(r, "kind");
 	ins = l->kind == NPUB_KIND_CONV_INS;
 	phases = l->kind == NPUB_KIND_CONV_PHASES;
 	fold = l->kind == NPUB_KIND_CONV_FOLD;
@@ -644,11 +530,11 @@ static bool get_lop(struct rbuf *r, struct npu_segment *seg, struct npu_lop *l)
 		l->kind = NPU_LOP_CONV;
 	if (mm_act)
 		l->kind = NPU_LOP_MATMUL;
-	name = seg_keep(seg, get_str(r, "name"));
+	name = seg_keep(seg, npu_get_str(r, "name", NPUB_MAX_STRING));
 	l->name = name ? name : "?";
-	l->in = get_u32(r, "in");
-	l->in2 = get_u32(r, "in2");
-	l->out = get_u32(r, "out");
+	l->in = npu_get_u32(r, "in");
+	l->in2 = npu_get_u32(r, "in2");
+	l->out = npu_get_u32(r, "out");
 	if (r->bad)
 		return false;
 	if (l->kind > NPU_LOP_ROWS)
@@ -661,25 +547,25 @@ static bool get_lop(struct rbuf *r, struct npu_segment *seg, struct npu_lop *l)
 	case NPU_LOP_CONV: {
 		uint8_t g[10];
 
-		take(r, g, sizeof(g), "conv geometry");
+		npu_take(r, g, sizeof(g), "conv geometry");
 		l->conv.k_h = g[0], l->conv.k_w = g[1], l->conv.stride_h = g[2];
 		l->conv.stride_w = g[3], l->conv.dil_h = g[4], l->conv.dil_w = g[5];
 		l->conv.pad_top = g[6], l->conv.pad_left = g[7];
 		l->conv.pad_bottom = g[8], l->conv.pad_right = g[9];
 		if (ins) {
-			l->conv.ins_h = get_u8(r, "ins_h");
-			l->conv.ins_w = get_u8(r, "ins_w");
+			l->conv.ins_h = npu_get_u8(r, "ins_h");
+			l->conv.ins_w = npu_get_u8(r, "ins_w");
 		}
 		if (phases) {
-			l->conv.phase_h = get_u8(r, "phase_h");
-			l->conv.phase_w = get_u8(r, "phase_w");
-			l->conv.fold_w = get_u8(r, "fold_w");
+			l->conv.phase_h = npu_get_u8(r, "phase_h");
+			l->conv.phase_w = npu_get_u8(r, "phase_w");
+			l->conv.fold_w = npu_get_u8(r, "fold_w");
 			if (l->conv.fold_w == 1)
 				l->conv.fold_w = 0;
 		}
 		if (fold)
-			l->conv.fold_w = get_u8(r, "fold_w");
-		l->conv.groups = get_u16(r, "groups");
+			l->conv.fold_w = npu_get_u8(r, "fold_w");
+		l->conv.groups = npu_get_u16(r, "groups");
 		if (r->bad)
 			return false;
 		if (fold) {
@@ -746,8 +632,8 @@ static bool get_lop(struct rbuf *r, struct npu_segment *seg, struct npu_lop *l)
 
 			uint8_t nk;
 
-			l->matmul.batch = get_u32(r, "batch");
-			nk = get_u8(r, "b_nk");
+			l->matmul.batch = npu_get_u32(r, "batch");
+			nk = npu_get_u8(r, "b_nk");
 			if (r->bad)
 				return false;
 			if (nk > 1)
@@ -775,7 +661,7 @@ static bool get_lop(struct rbuf *r, struct npu_segment *seg, struct npu_lop *l)
 	case NPU_LOP_POOL: {
 		uint8_t g[12] = { 0 };
 
-		take(r, g, sizeof(g), "pool geometry");
+		npu_take(r, g, sizeof(g), "pool geometry");
 		l->pool.mode = g[0], l->pool.flags = g[1], l->pool.k_h = g[2];
 		l->pool.k_w = g[3], l->pool.stride_h = g[4], l->pool.stride_w = g[5];
 		l->pool.pad_top = g[6], l->pool.pad_left = g[7], l->pool.pad_bottom = g[8];
@@ -793,15 +679,15 @@ static bool get_lop(struct rbuf *r, struct npu_segment *seg, struct npu_lop *l)
 		break;
 	}
 	case NPU_LOP_ELTWISE:
-		l->elt.mode = get_u8(r, "mode");
-		l->elt.bcast = get_u8(r, "bcast");
-		l->elt.shift = get_u8(r, "shift");
-		l->elt.act_min = (int8_t)get_u8(r, "act_min");
-		l->elt.act_max = (int8_t)get_u8(r, "act_max");
-		l->elt.mult_a = (int32_t)get_u32(r, "mult_a");
-		l->elt.mult_b = (int32_t)get_u32(r, "mult_b");
-		l->elt.zp_b = (int16_t)get_u16(r, "zp_b");
-		l->elt.pre_act_zp = (int16_t)get_u16(r, "pre_act_zp");
+		l->elt.mode = npu_get_u8(r, "mode");
+		l->elt.bcast = npu_get_u8(r, "bcast");
+		l->elt.shift = npu_get_u8(r, "shift");
+		l->elt.act_min = (int8_t)npu_get_u8(r, "act_min");
+		l->elt.act_max = (int8_t)npu_get_u8(r, "act_max");
+		l->elt.mult_a = (int32_t)npu_get_u32(r, "mult_a");
+		l->elt.mult_b = (int32_t)npu_get_u32(r, "mult_b");
+		l->elt.zp_b = (int16_t)npu_get_u16(r, "zp_b");
+		l->elt.pre_act_zp = (int16_t)npu_get_u16(r, "pre_act_zp");
 		if (r->bad)
 			return false;
 		if (l->elt.mode > NPU_ELT_MUL || l->elt.bcast > NPU_BCAST_SCALAR ||
@@ -810,7 +696,7 @@ static bool get_lop(struct rbuf *r, struct npu_segment *seg, struct npu_lop *l)
 		l->elt.b_count = l->elt.bcast == NPU_BCAST_SCALAR ? 1 :
 				 l->elt.bcast == NPU_BCAST_CHANNEL ? out->c : 0;
 		if (l->elt.bcast == NPU_BCAST_NONE) {
-			if (get_u64(r, "b") != 0)
+			if (npu_get_u64(r, "b") != 0)
 				return fail(r, "%s %llu: unexpected constant", "eltwise", 0);
 			if (l->in2 >= p->num_acts || npu_act_elems(&p->acts[l->in2]) != npu_act_elems(out))
 				return fail(r, "%s %llu: second input invalid", "eltwise", l->in2);
@@ -835,11 +721,11 @@ static bool get_lop(struct rbuf *r, struct npu_segment *seg, struct npu_lop *l)
 			l->lut.table = get_blob(r, seg, 256, false, "table");
 		break;
 	case NPU_LOP_ROWS:
-		l->rows.opcode = get_u8(r, "opcode");
-		l->rows.shift = get_u8(r, "shift");
-		l->rows.mode = get_u8(r, "mode");
-		l->rows.mult = (int32_t)get_u32(r, "mult");
-		l->rows.eps = get_u32(r, "eps");
+		l->rows.opcode = npu_get_u8(r, "opcode");
+		l->rows.shift = npu_get_u8(r, "shift");
+		l->rows.mode = npu_get_u8(r, "mode");
+		l->rows.mult = (int32_t)npu_get_u32(r, "mult");
+		l->rows.eps = npu_get_u32(r, "eps");
 		if (r->bad)
 			return false;
 		if (l->rows.opcode == NPU_OP_REDUCE) {
@@ -857,13 +743,13 @@ static bool get_lop(struct rbuf *r, struct npu_segment *seg, struct npu_lop *l)
 		l->rows.consts = get_blob(r, seg, l->rows.consts_size, false, "row consts");
 		break;
 	case NPU_LOP_RESIZE:
-		l->resize.mode = get_u8(r, "mode");
-		l->resize.step_h = get_u32(r, "step_h");
-		l->resize.offset_h = (int32_t)get_u32(r, "offset_h");
-		l->resize.den_h = get_u32(r, "den_h");
-		l->resize.step_w = get_u32(r, "step_w");
-		l->resize.offset_w = (int32_t)get_u32(r, "offset_w");
-		l->resize.den_w = get_u32(r, "den_w");
+		l->resize.mode = npu_get_u8(r, "mode");
+		l->resize.step_h = npu_get_u32(r, "step_h");
+		l->resize.offset_h = (int32_t)npu_get_u32(r, "offset_h");
+		l->resize.den_h = npu_get_u32(r, "den_h");
+		l->resize.step_w = npu_get_u32(r, "step_w");
+		l->resize.offset_w = (int32_t)npu_get_u32(r, "offset_w");
+		l->resize.den_w = npu_get_u32(r, "den_w");
 		if (r->bad)
 			return false;
 		if (l->resize.mode > NPU_RESIZE_BILINEAR || !l->resize.den_h ||
@@ -873,15 +759,15 @@ static bool get_lop(struct rbuf *r, struct npu_segment *seg, struct npu_lop *l)
 	case NPU_LOP_COPY: {
 		uint64_t in_end, out_end;
 
-		l->copy.rows = get_u32(r, "rows");
-		l->copy.row_bytes = get_u32(r, "row_bytes");
-		l->copy.src_off = get_u64(r, "src_off");
-		l->copy.src_stride = get_u64(r, "src_stride");
-		l->copy.dst_off = get_u64(r, "dst_off");
-		l->copy.dst_stride = get_u64(r, "dst_stride");
-		l->copy.count = get_u32(r, "count");
-		l->copy.src_step = get_u64(r, "src_step");
-		l->copy.dst_step = get_u64(r, "dst_step");
+		l->copy.rows = npu_get_u32(r, "rows");
+		l->copy.row_bytes = npu_get_u32(r, "row_bytes");
+		l->copy.src_off = npu_get_u64(r, "src_off");
+		l->copy.src_stride = npu_get_u64(r, "src_stride");
+		l->copy.dst_off = npu_get_u64(r, "dst_off");
+		l->copy.dst_stride = npu_get_u64(r, "dst_stride");
+		l->copy.count = npu_get_u32(r, "count");
+		l->copy.src_step = npu_get_u64(r, "src_step");
+		l->copy.dst_step = npu_get_u64(r, "dst_step");
 		if (r->bad)
 			return false;
 		/* Every byte it touches lies inside its two tensors. */
@@ -923,28 +809,28 @@ struct npu_npub {
 	uint16_t major;		/* the file's format version */
 };
 
-static bool get_segment(struct rbuf *r, struct npu_npub *f, struct npu_segment *seg)
+static bool get_segment(struct npu_rbuf *r, struct npu_npub *f, struct npu_segment *seg)
 {
 	struct npu_segment_program *p = &seg->prog;
 	size_t i;
 	char **names;
 
-	seg->index = (int)get_u32(r, "index");
-	seg->num_nodes = get_count(r, "nodes", NPUB_MAX_COUNT);
+	seg->index = (int)npu_get_u32(r, "index");
+	seg->num_nodes = npu_get_count(r, "nodes", NPUB_MAX_COUNT);
 	if (r->bad)
 		return false;
 	seg->node_keys = calloc(seg->num_nodes + 1, sizeof(*seg->node_keys));
 	if (!seg->node_keys)
 		return fail(r, "%s %llu: out of memory", "nodes", seg->num_nodes);
 	for (i = 0; i < seg->num_nodes && !r->bad; i++)
-		seg->node_keys[i] = get_str(r, "node");
-	seg->first_node = get_str(r, "first node");
-	seg->last_node = get_str(r, "last node");
-	seg->arena_size = get_u64(r, "arena size");
+		seg->node_keys[i] = npu_get_str(r, "node", NPUB_MAX_STRING);
+	seg->first_node = npu_get_str(r, "first node", NPUB_MAX_STRING);
+	seg->last_node = npu_get_str(r, "last node", NPUB_MAX_STRING);
+	seg->arena_size = npu_get_u64(r, "arena size");
 	seg->mem.arena_bytes = seg->arena_size;
-	seg->mem.sum_bytes = get_u64(r, "sum bytes");
-	seg->mem.lower_bound = get_u64(r, "lower bound");
-	p->num_acts = get_count(r, "tensors", NPUB_MAX_COUNT);
+	seg->mem.sum_bytes = npu_get_u64(r, "sum bytes");
+	seg->mem.lower_bound = npu_get_u64(r, "lower bound");
+	p->num_acts = npu_get_count(r, "tensors", NPUB_MAX_COUNT);
 	if (r->bad)
 		return false;
 	p->acts = calloc(p->num_acts + 1, sizeof(*p->acts));
@@ -953,13 +839,13 @@ static bool get_segment(struct rbuf *r, struct npu_npub *f, struct npu_segment *
 	for (i = 0; i < p->num_acts && !r->bad; i++) {
 		struct npu_act *a = &p->acts[i];
 
-		a->n = get_u32(r, "n");
-		a->h = get_u32(r, "h");
-		a->w = get_u32(r, "w");
-		a->c = get_u32(r, "c");
-		a->offset = get_u64(r, "offset");
-		a->q.scale = get_f32(r, "scale");
-		a->q.zero_point = (int32_t)get_u32(r, "zero point");
+		a->n = npu_get_u32(r, "n");
+		a->h = npu_get_u32(r, "h");
+		a->w = npu_get_u32(r, "w");
+		a->c = npu_get_u32(r, "c");
+		a->offset = npu_get_u64(r, "offset");
+		a->q.scale = npu_get_f32(r, "scale");
+		a->q.zero_point = (int32_t)npu_get_u32(r, "zero point");
 		if (a->q.zero_point == 0x10000) {
 			a->i16 = true;
 			a->q.zero_point = 0;
@@ -974,7 +860,7 @@ static bool get_segment(struct rbuf *r, struct npu_npub *f, struct npu_segment *
 			return fail(r, "%s %llu: bad quantization parameters", "tensor", i);
 	}
 	for (int io = 0; io < 2 && !r->bad; io++) {
-		size_t n = get_count(r, io ? "outputs" : "inputs", NPUB_MAX_COUNT);
+		size_t n = npu_get_count(r, io ? "outputs" : "inputs", NPUB_MAX_COUNT);
 		uint32_t *acts = calloc(n + 1, sizeof(*acts));
 		enum npu_layout *lay = calloc(n + 1, sizeof(*lay));
 
@@ -998,13 +884,13 @@ static bool get_segment(struct rbuf *r, struct npu_npub *f, struct npu_segment *
 			seg->num_inputs = n;
 		}
 		for (i = 0; i < n && !r->bad; i++) {
-			char *s = get_str(r, "value name");
+			char *s = npu_get_str(r, "value name", NPUB_MAX_STRING);
 			size_t at = io ? f->num_seg_out++ : f->num_seg_in++;
 			uint32_t word;
 
 			names[at] = s;
-			acts[i] = get_u32(r, "tensor");
-			word = get_u32(r, "layout");
+			acts[i] = npu_get_u32(r, "tensor");
+			word = npu_get_u32(r, "layout");
 			lay[i] = (enum npu_layout)(word & 0xff);
 			if (!r->bad && (acts[i] >= p->num_acts || lay[i] > NPU_LAYOUT_IM2COL ||
 					(lay[i] == NPU_LAYOUT_IM2COL && io) ||
@@ -1014,7 +900,7 @@ static bool get_segment(struct rbuf *r, struct npu_npub *f, struct npu_segment *
 				return fail(r, "%s %llu: tensor or layout out of range", "boundary value", i);
 		}
 	}
-	p->num_lops = get_count(r, "ops", NPUB_MAX_COUNT);
+	p->num_lops = npu_get_count(r, "ops", NPUB_MAX_COUNT);
 	if (r->bad)
 		return false;
 	p->lops = calloc(p->num_lops + 1, sizeof(*p->lops));
@@ -1032,7 +918,7 @@ static bool get_segment(struct rbuf *r, struct npu_npub *f, struct npu_segment *
 	for (i = 0; i < seg->num_outputs && !r->bad; i++)
 		p->acts[seg->output_acts[i]].internal = false;
 	if (f->major >= 2 && !r->bad) {
-		seg->graph_path = get_str(r, "subgraph path");
+		seg->graph_path = npu_get_str(r, "subgraph path", NPUB_MAX_STRING);
 		if (seg->graph_path && !seg->graph_path[0]) {
 			free(seg->graph_path);
 			seg->graph_path = NULL;
@@ -1042,10 +928,10 @@ static bool get_segment(struct rbuf *r, struct npu_npub *f, struct npu_segment *
 	 * defaults: the same code in every environment. */
 	if (f->major >= 2 && !r->bad && r->left) {
 		struct npu_codegen_options *o = &p->opts;
-		uint32_t flags = get_u32(r, "codegen flags");
-		uint8_t pmm = get_u8(r, "codegen pixel_mm"), fuse = get_u8(r, "codegen fuse");
+		uint32_t flags = npu_get_u32(r, "codegen flags");
+		uint8_t pmm = npu_get_u8(r, "codegen pixel_mm"), fuse = npu_get_u8(r, "codegen fuse");
 
-		o->fuse_max_rows = get_u32(r, "codegen fuse_rows");
+		o->fuse_max_rows = npu_get_u32(r, "codegen fuse_rows");
 		if (!r->bad && flags >> 6)
 			return fail(r, "%s: unknown flags %#llx", "codegen options", flags);
 		if (!r->bad && (pmm > NPU_CODEGEN_FORCE || fuse > NPU_CODEGEN_FORCE))
@@ -1098,21 +984,21 @@ void npu_npub_close(struct npu_npub *f)
 	free(f);
 }
 
-static npu_status parse_inputs(struct rbuf *r, struct npu_npub *f)
+static npu_status parse_inputs(struct npu_rbuf *r, struct npu_npub *f)
 {
 	size_t i;
 	uint32_t k;
 
-	f->num_inputs = get_count(r, "inputs", 4096);
+	f->num_inputs = npu_get_count(r, "inputs", 4096);
 	f->input_names = calloc(f->num_inputs + 1, sizeof(*f->input_names));
 	f->input_shapes = calloc(f->num_inputs + 1, sizeof(*f->input_shapes));
 	if (!f->input_names || !f->input_shapes)
 		return npu_error_set(r->err, NPU_ERR_NO_MEMORY, "%s: out of memory", r->source);
 	for (i = 0; i < f->num_inputs && !r->bad; i++) {
-		f->input_names[i] = get_str(r, "input name");
-		f->input_shapes[i].rank = (int)get_count(r, "rank", NPU_MAX_RANK);
+		f->input_names[i] = npu_get_str(r, "input name", NPUB_MAX_STRING);
+		f->input_shapes[i].rank = (int)npu_get_count(r, "rank", NPU_MAX_RANK);
 		for (k = 0; k < (uint32_t)f->input_shapes[i].rank && !r->bad; k++) {
-			f->input_shapes[i].dims[k] = (int64_t)get_u64(r, "dim");
+			f->input_shapes[i].dims[k] = (int64_t)npu_get_u64(r, "dim");
 			if (f->input_shapes[i].dims[k] <= 0 || f->input_shapes[i].dims[k] > (1ll << 32))
 				fail(r, "%s %llu: dimension out of range", "input", i);
 		}
@@ -1120,11 +1006,11 @@ static npu_status parse_inputs(struct rbuf *r, struct npu_npub *f)
 	return r->bad ? r->err->status : NPU_OK;
 }
 
-static npu_status parse_records(struct rbuf *r, struct npu_compiled *c)
+static npu_status parse_records(struct npu_rbuf *r, struct npu_compiled *c)
 {
 	size_t i;
 
-	c->num_records = get_count(r, "records", NPUB_MAX_COUNT);
+	c->num_records = npu_get_count(r, "records", NPUB_MAX_COUNT);
 	c->records = calloc(c->num_records + 1, sizeof(*c->records));
 	if (!c->records)
 		return npu_error_set(r->err, NPU_ERR_NO_MEMORY, "%s: out of memory", r->source);
@@ -1132,12 +1018,12 @@ static npu_status parse_records(struct rbuf *r, struct npu_compiled *c)
 		struct npu_placement_record *rec = &c->records[i];
 		char *reason;
 
-		rec->node = get_str(r, "node");
-		rec->op_type = get_str(r, "op type");
-		rec->placement = get_u32(r, "placement") ? NPU_PLACE_NPU : NPU_PLACE_CPU;
-		rec->segment = (int)get_u32(r, "segment");
-		rec->macs = get_u64(r, "macs");
-		reason = get_str(r, "reason");
+		rec->node = npu_get_str(r, "node", NPUB_MAX_STRING);
+		rec->op_type = npu_get_str(r, "op type", NPUB_MAX_STRING);
+		rec->placement = npu_get_u32(r, "placement") ? NPU_PLACE_NPU : NPU_PLACE_CPU;
+		rec->segment = (int)npu_get_u32(r, "segment");
+		rec->macs = npu_get_u64(r, "macs");
+		reason = npu_get_str(r, "reason", NPUB_MAX_STRING);
 		if (reason)
 			snprintf(rec->reason, sizeof(rec->reason), "%s", reason);
 		free(reason);
@@ -1149,7 +1035,7 @@ npu_status npu_npub_open(const void *data, size_t size, const char *source,
 			 struct npu_npub **out, struct npu_error *err)
 {
 	struct npu_npub *f = calloc(1, sizeof(*f));
-	struct rbuf hdr = { .where = "header", .err = err, .source = source };
+	struct npu_rbuf hdr = { .where = "header", .err = err, .source = source };
 	uint32_t magic, hs, crc, sections, reserved, s;
 	uint16_t major, minor;
 	uint64_t file_size;
@@ -1167,14 +1053,14 @@ npu_status npu_npub_open(const void *data, size_t size, const char *source,
 	f->size = size;
 	hdr.p = f->data;
 	hdr.left = size;
-	magic = get_u32(&hdr, "magic");
-	major = get_u16(&hdr, "version major");
-	minor = get_u16(&hdr, "version minor");
-	hs = get_u32(&hdr, "header size");
-	crc = get_u32(&hdr, "checksum");
-	file_size = get_u64(&hdr, "file size");
-	sections = get_u32(&hdr, "sections");
-	reserved = get_u32(&hdr, "reserved");
+	magic = npu_get_u32(&hdr, "magic");
+	major = npu_get_u16(&hdr, "version major");
+	minor = npu_get_u16(&hdr, "version minor");
+	hs = npu_get_u32(&hdr, "header size");
+	crc = npu_get_u32(&hdr, "checksum");
+	file_size = npu_get_u64(&hdr, "file size");
+	sections = npu_get_u32(&hdr, "sections");
+	reserved = npu_get_u32(&hdr, "reserved");
 	if (hdr.bad)
 		goto bad;
 	if (magic != NPU_NPUB_MAGIC) {
@@ -1198,13 +1084,13 @@ npu_status npu_npub_open(const void *data, size_t size, const char *source,
 	p = f->data + NPUB_HEADER_SIZE;
 	left = size - NPUB_HEADER_SIZE;
 	for (s = 0; s < sections; s++) {
-		struct rbuf sec = { .p = p, .left = left, .where = "section table", .err = err,
+		struct npu_rbuf sec = { .p = p, .left = left, .where = "section table", .err = err,
 				    .source = source };
-		uint32_t tag = get_u32(&sec, "tag");
+		uint32_t tag = npu_get_u32(&sec, "tag");
 		uint64_t len;
 
-		get_u32(&sec, "reserved");
-		len = get_u64(&sec, "size");
+		npu_get_u32(&sec, "reserved");
+		len = npu_get_u64(&sec, "size");
 		if (sec.bad)
 			goto bad;
 		if (len > sec.left) {
@@ -1226,13 +1112,13 @@ npu_status npu_npub_open(const void *data, size_t size, const char *source,
 			break;
 		case NPUB_STATS:
 			sec.where = "stats section";
-			f->c->total_macs = get_u64(&sec, "total macs");
-			f->c->npu_macs = get_u64(&sec, "npu macs");
+			f->c->total_macs = npu_get_u64(&sec, "total macs");
+			f->c->npu_macs = npu_get_u64(&sec, "npu macs");
 			/* 2.2: the CPU options compiled with, if not the defaults. */
 			if (!sec.bad && sec.left) {
-				uint8_t fuse = get_u8(&sec, "cpu fuse");
-				uint8_t nchwc = get_u8(&sec, "cpu nchwc");
-				uint8_t wino = get_u8(&sec, "cpu winograd");
+				uint8_t fuse = npu_get_u8(&sec, "cpu fuse");
+				uint8_t nchwc = npu_get_u8(&sec, "cpu nchwc");
+				uint8_t wino = npu_get_u8(&sec, "cpu winograd");
 
 				if (!sec.bad && (fuse > 1 || nchwc > NPU_CPU_ON || wino > NPU_CPU_ON))
 					fail(&sec, "%s: value %llu out of range", "cpu options",
