@@ -10,8 +10,8 @@
  *   codegen_ops.c       RESIZE, MATMUL, ELTWISE / LUT / SOFTMAX / LAYERNORM,
  *                       REDUCE, COPY
  *   codegen_cost.c      the cost model (plan_cost(), tile_search())
- *   codegen_fusion.c    cross-layer fusion: conv chains, Concat and
- *                       RESIZE -> ELTWISE tile loops
+ *   codegen_fusion.c    cross-layer fusion: fusion_plan(), conv chains
+ *   codegen_fusion_groups.c  the Concat and RESIZE -> ELTWISE tile loops
  *   codegen_prefetch.c  constants prefetched across ops
  *
  * Every function declared here is defined in the file named above its group.
@@ -353,19 +353,34 @@ void tile_search(const struct npu_segment_program *prog,
 
 /* ---- Cross-layer fusion (codegen_fusion.c) ------------------------------ */
 
+/* Whether two acts share bytes of the arena. */
+static inline bool overlap(const struct npu_act *a, const struct npu_act *b)
+{
+	return a->offset < b->offset + npu_act_bytes(b) && b->offset < a->offset + npu_act_bytes(a);
+}
+
+/* Whether act a is read by a lop other than lop 'self'. */
+bool read_elsewhere(const struct npu_segment_program *prog, uint32_t a, size_t self);
 /* Which lops run fused: fuse[i] for each lop i (the codes: codegen_fusion.c). */
 void fusion_plan(const struct npu_segment_program *prog, uint32_t sram,
 		 uint8_t *fuse);
-/* Emit the group fusion_plan() chose at lop i; *m: its lops. */
-npu_status gen_concat(struct emitter *e, size_t i, uint32_t sram, size_t *m);
-npu_status gen_resize_elt(struct emitter *e, size_t i, uint32_t sram, size_t *m);
 /* Emit the fused chain of n convs from lop i. */
 npu_status gen_fused(struct emitter *e, size_t i, uint32_t n, uint32_t sram);
-/* The predicted cycles of that group or chain (0: it does not plan). */
-uint64_t concat_group_cycles(const struct npu_segment_program *prog, size_t i, uint32_t sram);
-uint64_t resize_elt_cycles(const struct npu_segment_program *prog, size_t i, uint32_t sram);
+/* Its predicted cycles (0: it does not plan). */
 uint64_t fused_chain_cycles(const struct npu_segment_program *prog, size_t i, uint32_t n,
 			    uint32_t sram);
+
+/* ---- Concat and RESIZE -> ELTWISE groups (codegen_fusion_groups.c) ------ */
+
+/* The lops of the group at lop i (0: none plans there). */
+uint32_t concat_group_lops(const struct npu_segment_program *prog, size_t i, uint32_t sram);
+uint32_t resize_elt_lops(const struct npu_segment_program *prog, size_t i, uint32_t sram);
+/* Emit the group at lop i; *m: its lops. */
+npu_status gen_concat(struct emitter *e, size_t i, uint32_t sram, size_t *m);
+npu_status gen_resize_elt(struct emitter *e, size_t i, uint32_t sram, size_t *m);
+/* Its predicted cycles (0: it does not plan). */
+uint64_t concat_group_cycles(const struct npu_segment_program *prog, size_t i, uint32_t sram);
+uint64_t resize_elt_cycles(const struct npu_segment_program *prog, size_t i, uint32_t sram);
 
 /* ---- Constants prefetched across ops (codegen_prefetch.c) --------------- */
 

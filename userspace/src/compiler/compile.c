@@ -559,7 +559,7 @@ static void sink_resizes(struct npu_segment_program *p)
  * tile loop (gen_resize_elt(), gen_concat()), and the gate's output never
  * goes to DRAM. Nothing between may write its inputs or output.
  */
-#define CAT_GROUP_MAX 16	/* codegen_fusion.c CAT_MAX: inputs of a Concat loop */
+#define CAT_GROUP_MAX 16	/* codegen_fusion_groups.c CAT_MAX: inputs of a Concat loop */
 
 static bool is_gate(const struct npu_lop *l)
 {
