@@ -330,6 +330,7 @@ static inline uint64_t cost_dma(uint64_t rows, uint64_t row_bytes)
 	       rows * ((row_bytes + NPU_DMA_BYTES_PER_CYCLE - 1) / NPU_DMA_BYTES_PER_CYCLE);
 }
 
+/* a / b, rounded up. */
 static inline uint64_t div_up64(uint64_t a, uint64_t b)
 {
 	return (a + b - 1) / b;
