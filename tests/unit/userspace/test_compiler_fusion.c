@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * Cross-layer fusion (codegen.c, fusion_plan()): conv chains whose
+ * Cross-layer fusion (codegen_fusion.c, fusion_plan()): conv chains whose
  * intermediates stay in SRAM must give exactly the bytes of the same model
  * compiled with fusion off (fuse=off), over odd sizes, strides, kernels,
  * dilations, depthwise and fused activations, with tiles forced small
@@ -454,7 +454,7 @@ static void test_hoisted_reader_is_bit_identical(void **state)
 }
 
 /*
- * Constants prefetched across ops (codegen.c prefetch_consts()): the
+ * Constants prefetched across ops (codegen_prefetch.c prefetch_consts()): the
  * chain of eight convs unfused, with prefetch=0 and without, gives the
  * same bytes; with it, ops start without their BARRIER and some constant
  * load sits in front of the previous op's final SYNC store.

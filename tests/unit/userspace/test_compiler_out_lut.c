@@ -2,7 +2,7 @@
 /*
  * The output LUT of ISA 1.4 (NPU_CONV_OUT_LUT): a conv's or matmul's int8
  * activation table, emitted as the CONV2D / MATMUL flag instead of a LUT
- * instruction after it (codegen.c out_lut_fused()), must give exactly the
+ * instruction after it (codegen_internal.h out_lut_fused()), must give exactly the
  * bytes of the separate LUT (out_lut=0) in every code path that emits
  * one: the plain tile loop, the fused conv -> conv pair, the ConvTranspose
  * phases (joined, per phase, pixel-major MATMUL) and the MATMUL of a

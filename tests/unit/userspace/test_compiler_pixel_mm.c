@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * Pixel-major MATMULs (codegen.c, gen_pmm()): a phase-split ConvTranspose
+ * Pixel-major MATMULs (codegen_conv.c, gen_pmm()): a phase-split ConvTranspose
  * with one output channel, each (dy, dx) phase one MATMUL with the input
  * pixels on its n axis, and a 1x1 conv with few output channels, one
  * MATMUL per channel; a nearest RESIZE of step 1 puts each plane's pixels

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * RESIZE inside the ELTWISE tile loop (codegen.c, gen_resize_elt()): the
+ * RESIZE inside the ELTWISE tile loop (codegen_fusion_groups.c, gen_resize_elt()): the
  * FPN's `a + up(b)` whose upsampled tensor stays in SRAM must give exactly
  * the bytes of the same model compiled with fusion off (fuse=off), over
  * odd sizes, non-integer scales, bilinear and nearest, the resized tensor

@@ -568,7 +568,7 @@ static void test_attached_device_is_used_and_kept(void **state)
 /*
  * Per-op accounting on the NPU: every lowered op reports the DRAM bytes
  * its DMA moves, at least its int8 input and output tensors, and the ops
- * add up to their segment. conv1 -> conv2 may run fused (codegen.c,
+ * add up to their segment. conv1 -> conv2 may run fused (codegen_fusion.c,
  * cross-layer fusion): then c1 stays in SRAM, conv1 reports the pair's
  * bytes and conv2 none.
  */

@@ -559,7 +559,7 @@ static void sink_resizes(struct npu_segment_program *p)
  * tile loop (gen_resize_elt(), gen_concat()), and the gate's output never
  * goes to DRAM. Nothing between may write its inputs or output.
  */
-#define CAT_GROUP_MAX 16	/* codegen.c CAT_MAX: inputs of a Concat loop */
+#define CAT_GROUP_MAX 16	/* codegen_fusion_groups.c CAT_MAX: inputs of a Concat loop */
 
 static bool is_gate(const struct npu_lop *l)
 {
@@ -638,7 +638,7 @@ static void sink_gates(struct npu_segment_program *p)
 /*
  * A conv that reads a conv's output moves up to right behind it when the
  * lops between neither write what it reads or writes nor read what it
- * writes, so that the two can run as one fused chain (codegen.c,
+ * writes, so that the two can run as one fused chain (codegen_fusion.c,
  * fusion_plan(): chains are consecutive lops). Graph order often puts
  * another branch between them: det's Squeeze-and-Excitation pools after
  * the FPN convs.

@@ -15,7 +15,7 @@
  *               CPU                                              (partition.c)
  *   lower       NPU nodes -> lops over NHWC int8 activations     (lower.c)
  *   plan        liveness placement of each segment's tensors     (memplan.c)
- *   codegen     command streams and constant blobs               (codegen.c)
+ *   codegen     command streams and constant blobs               (codegen*.c)
  *   delegate    each segment becomes one "NpuSegment" node (domain
  *               "ai.npu") that the CPU runtime executes like any op: it
  *               quantizes its inputs into the device arena, runs the job

@@ -1615,7 +1615,7 @@ static uint64_t gap_split_cycles(uint32_t c, uint32_t out_h, uint32_t out_w, uin
 
 /*
  * What a grid costs: its two stages, plus the DMA of one band row of the
- * input. Stage 1 joins its producer's conv chain (codegen.c, the input
+ * input. Stage 1 joins its producer's conv chain (codegen_fusion.c, the input
  * teed), whose tiles are whole band rows, and the last tile's store is
  * not overlapped: a grid of a few tall bands serializes a large part of
  * the input's store.
