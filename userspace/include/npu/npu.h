@@ -13,5 +13,6 @@
 #include "npu/npu_device.h"	/* devices, buffers, command streams, jobs */
 #include "npu/npu_model.h"	/* engine, models, plans, sessions */
 #include "npu/npu_remote.h"	/* split computing: a tail on a server */
+#include "npu/npu_custom_op.h"	/* custom ops: an application's kernels */
 
 #endif /* NPU_H */
