@@ -8,6 +8,7 @@
  * clear error and the session stays usable.
  */
 #include <math.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -681,6 +682,70 @@ static void test_npub_needs_the_op_registered(void **state)
 	npu_engine_destroy(again);
 }
 
+/* Sessions on several threads run one model's custom node at once. */
+#define THREADS 4
+
+struct worker {
+	struct npu_model *m;
+	const float *x, *rz;
+	int bad;	/* runs that failed or differed */
+};
+
+static void *worker_main(void *arg)
+{
+	struct worker *w = arg;
+	struct npu_session *s;
+	struct npu_host_tensor in = host_x((float *)w->x), z;
+	int r;
+	size_t i;
+
+	if (npu_session_create(w->m, NULL, &s) != NPU_OK) {
+		w->bad++;
+		return NULL;
+	}
+	for (r = 0; r < 5; r++) {
+		if (npu_session_run(s, &in, 1) != NPU_OK || npu_session_output(s, 0, &z) != NPU_OK) {
+			w->bad++;
+			continue;
+		}
+		for (i = 0; i < N_X; i++)
+			if (fabsf(((const float *)z.data)[i] - w->rz[i]) > 1e-4f)
+				w->bad++;
+	}
+	npu_session_destroy(s);
+	return NULL;
+}
+
+static void test_sessions_on_threads_share_the_kernel(void **state)
+{
+	struct npu_engine *e = engine_with_ops();
+	struct npu_model *m = NULL;
+	struct worker w[THREADS];
+	pthread_t t[THREADS];
+	float x[N_X], ry[N_MID], rz[N_X];
+	int64_t rabove[N_MID];
+	size_t size, count;
+	void *buf = model(DOMAIN, "ScaledClip", 0, 1, 0, &size);
+	int i;
+
+	(void)state;
+	if (load(e, "cpu", buf, size, &m) != NPU_OK)
+		fail_msg("load: %s", npu_last_error());
+	free(buf);
+	input(x, 4);
+	reference(x, ry, rz, rabove, &count);
+	for (i = 0; i < THREADS; i++) {
+		w[i] = (struct worker){ .m = m, .x = x, .rz = rz };
+		assert_int_equal(pthread_create(&t[i], NULL, worker_main, &w[i]), 0);
+	}
+	for (i = 0; i < THREADS; i++) {
+		pthread_join(t[i], NULL);
+		assert_int_equal(w[i].bad, 0);
+	}
+	npu_model_destroy(m);
+	npu_engine_destroy(e);
+}
+
 /* Attribute getters: values, absent names and wrong types. */
 static npu_status attrs_compute(void *user, void *state, struct npu_kernel_context *ctx)
 {
@@ -752,6 +817,7 @@ int main(void)
 		cmocka_unit_test(test_output_never_allocated_fails_the_run),
 		cmocka_unit_test(test_failing_inference_fails_the_plan),
 		cmocka_unit_test(test_npub_needs_the_op_registered),
+		cmocka_unit_test(test_sessions_on_threads_share_the_kernel),
 		cmocka_unit_test(test_kernel_context_getters),
 	};
 
