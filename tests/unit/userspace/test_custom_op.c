@@ -263,6 +263,7 @@ static void *model(const char *domain, const char *op, int64_t mode, int two_out
 		clip_attrs[0].i = mode;
 		n->n_attribute = 1;
 	} else {
+		/* mode 1: without 'limit', which create() needs */
 		clip_attrs[0].name = "scale";
 		clip_attrs[0].type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT;
 		clip_attrs[0].has_f = 1;
@@ -271,7 +272,7 @@ static void *model(const char *domain, const char *op, int64_t mode, int two_out
 		clip_attrs[1].type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT;
 		clip_attrs[1].has_f = 1;
 		clip_attrs[1].f = LIMIT;
-		n->n_attribute = 2;
+		n->n_attribute = mode == 1 ? 1 : 2;
 	}
 	n->attribute = clip_attr_ptr;
 	tb_node(&m, "Conv", "conv2", "z", 2, "y", "w2");
@@ -609,6 +610,33 @@ static void test_output_never_allocated_fails_the_run(void **state)
 	misbehave(MODE_NO_OUTPUT, "did not allocate output 0 ('y')");
 }
 
+/* create() failing (an attribute missing) fails the plan with what it says, naming the node. */
+static void test_failing_create_fails_the_plan(void **state)
+{
+	struct npu_engine *e = engine_with_ops();
+	struct npu_model *m = NULL;
+	struct npu_session *s;
+	struct npu_host_tensor in;
+	float x[N_X];
+	size_t size;
+	void *buf = model(DOMAIN, "ScaledClip", 1, 1, 0, &size);
+
+	(void)state;
+	if (load(e, "cpu", buf, size, &m) != NPU_OK)
+		fail_msg("load: %s", npu_last_error());
+	free(buf);
+	assert_int_equal(npu_session_create(m, NULL, &s), NPU_OK);
+	input(x, 1);
+	in = host_x(x);
+	assert_int_equal(npu_session_run(s, &in, 1), NPU_ERR_INVALID_ARG);
+	assert_contains(npu_last_error(), "create() failed");
+	assert_contains(npu_last_error(), "no attribute 'limit'");
+	assert_contains(npu_last_error(), "'custom'");
+	npu_session_destroy(s);
+	npu_model_destroy(m);
+	npu_engine_destroy(e);
+}
+
 /* Shape inference runs when a plan is made: its failure fails the plan (the first run). */
 static void test_failing_inference_fails_the_plan(void **state)
 {
@@ -816,6 +844,7 @@ int main(void)
 		cmocka_unit_test(test_output_contradicting_inference_fails_the_run),
 		cmocka_unit_test(test_output_never_allocated_fails_the_run),
 		cmocka_unit_test(test_failing_inference_fails_the_plan),
+		cmocka_unit_test(test_failing_create_fails_the_plan),
 		cmocka_unit_test(test_npub_needs_the_op_registered),
 		cmocka_unit_test(test_sessions_on_threads_share_the_kernel),
 		cmocka_unit_test(test_kernel_context_getters),

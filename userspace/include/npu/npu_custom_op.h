@@ -92,7 +92,8 @@ struct npu_custom_op {
 	/*
 	 * Optional: per-node state, made once per plan from the attributes
 	 * (*state is passed to compute() and destroy()). An error fails the
-	 * plan (the load), naming the node.
+	 * plan (the first run of those shapes), naming the node, with the
+	 * message of the library call that failed in it, if any.
 	 */
 	npu_status (*create)(void *user, const struct npu_op_attrs *attrs, void **state);
 	void (*destroy)(void *user, void *state);
@@ -112,8 +113,9 @@ NPU_API void npu_custom_op_init_sized(struct npu_custom_op *op, size_t struct_si
 #define npu_custom_op_init(op) npu_custom_op_init_sized((op), sizeof(*(op)))
 
 /*
- * Register 'op' for the models 'engine' loads from now on (a model loaded
- * before keeps what it had). The strings are copied; 'user' is kept as
+ * Register 'op' for the models 'engine' loads from now on (a model whose
+ * load failed for want of it must be loaded again). The strings are
+ * copied; 'user' is kept as
  * given and must outlive the engine. NPU_ERR_INVALID_ARG for a missing
  * callback, name or a reserved domain, or bad counts; NPU_ERR_BUSY if the
  * engine has (domain, op_type, since_version) already.

@@ -361,6 +361,7 @@ static npu_status custom_prepare(const struct npu_op_def *def, struct npu_node *
 		return npu_error_set(err, NPU_ERR_NO_MEMORY, "out of memory");
 	cn->rec = rec;
 	if (rec->op.create) {
+		npu_api_fail(NPU_OK, "%s", "");	/* what create() leaves there is its own */
 		st = rec->op.create(rec->op.user, attrs_of(node), &cn->state);
 		if (st != NPU_OK) {
 			npu_error_set(err, st, REC_FMT ": create() failed: %s", REC_ARGS(rec),
