@@ -774,6 +774,97 @@ static void test_sessions_on_threads_share_the_kernel(void **state)
 	npu_engine_destroy(e);
 }
 
+/* ---- SumPresent(x0, [x1], ...): variadic, with omitted optional inputs ---- */
+
+static npu_status sum_infer(void *user, struct npu_infer_context *ctx)
+{
+	struct npu_tensor_info x;
+
+	(void)user;
+	npu_infer_input(ctx, 0, &x);
+	return npu_infer_set_output(ctx, 0, NPU_TYPE_FLOAT, x.rank, x.dims);
+}
+
+static npu_status sum_compute(void *user, void *state, struct npu_kernel_context *ctx)
+{
+	struct npu_host_tensor x;
+	float *y;
+	size_t i, k, present = 0;
+
+	(void)user;
+	(void)state;
+	npu_kernel_input(ctx, 0, &x);
+	if (npu_kernel_output(ctx, 0, NPU_TYPE_FLOAT, x.rank, x.dims, (void **)&y) != NPU_OK)
+		return NPU_ERR_INVALID_ARG;
+	for (k = 0; k < npu_kernel_num_inputs(ctx); k++) {
+		npu_status st = npu_kernel_input(ctx, k, &x);
+
+		if (st == NPU_ERR_NOT_FOUND)	/* an omitted optional input */
+			continue;
+		if (st != NPU_OK)
+			return st;
+		present++;
+		for (i = 0; i < x.nbytes / sizeof(float); i++)
+			y[i] += ((const float *)x.data)[i];
+	}
+	return present == 2 ? NPU_OK : NPU_ERR_INTERNAL;
+}
+
+static void test_variadic_op_with_omitted_inputs(void **state)
+{
+	static const int64_t xd[] = { 1, C_IN, HW, HW };
+	static struct tb_model tm;
+	struct npu_engine *e = engine_new();
+	struct npu_custom_op op;
+	struct npu_model *m = NULL;
+	struct npu_session *s;
+	struct npu_host_tensor in, y;
+	Onnx__NodeProto *n;
+	float x[N_X];
+	size_t size, i;
+	void *buf;
+
+	(void)state;
+	npu_custom_op_init(&op);
+	op.domain = DOMAIN;
+	op.op_type = "SumPresent";
+	op.since_version = 1;
+	op.min_inputs = 1;
+	op.max_inputs = -1;	/* variadic */
+	op.min_outputs = op.max_outputs = 1;
+	op.infer = sum_infer;
+	op.compute = sum_compute;
+	assert_int_equal(npu_engine_register_custom_op(e, &op), NPU_OK);
+	tb_init(&tm, 13);
+	onnx__operator_set_id_proto__init(&tm.opset[1]);
+	tm.opset[1].domain = DOMAIN;
+	tm.opset[1].has_version = 1;
+	tm.opset[1].version = 1;
+	tm.opset_ptr[1] = &tm.opset[1];
+	tm.model.n_opset_import = 2;
+	tb_input(&tm, "x", 4, xd);
+	tb_output(&tm, "y", 4, xd);
+	n = tb_node(&tm, "SumPresent", "sum", "y", 4, "x", "");	/* x, (omitted), x, (omitted) */
+	n->input[2] = "x";
+	n->input[3] = "";
+	n->domain = DOMAIN;
+	buf = tb_pack(&tm, &size);
+	if (load(e, "cpu", buf, size, &m) != NPU_OK)
+		fail_msg("load: %s", npu_last_error());
+	free(buf);
+	assert_int_equal(npu_session_create(m, NULL, &s), NPU_OK);
+	input(x, 5);
+	in = host_x(x);
+	if (npu_session_run(s, &in, 1) != NPU_OK)
+		fail_msg("run: %s", npu_last_error());
+	assert_int_equal(npu_session_output(s, 0, &y), NPU_OK);
+	for (i = 0; i < N_X; i++)
+		assert_true(((const float *)y.data)[i] == 2 * x[i]);
+	npu_session_destroy(s);
+	npu_model_destroy(m);
+	npu_engine_destroy(e);
+}
+
 /* Attribute getters: values, absent names and wrong types. */
 static npu_status attrs_compute(void *user, void *state, struct npu_kernel_context *ctx)
 {
@@ -848,6 +939,7 @@ int main(void)
 		cmocka_unit_test(test_npub_needs_the_op_registered),
 		cmocka_unit_test(test_sessions_on_threads_share_the_kernel),
 		cmocka_unit_test(test_kernel_context_getters),
+		cmocka_unit_test(test_variadic_op_with_omitted_inputs),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
