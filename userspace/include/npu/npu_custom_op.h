@@ -29,7 +29,8 @@
  * The reference is ONNX Runtime's OrtCustomOp (KernelContext, KernelInfo,
  * InferOutputShape). A custom op is the engine's: models that engine loads
  * (ONNX files and .npub files compiled from them) see it, other engines do
- * not. It always runs on the CPU, between NPU segments: the NPU compiler
+ * not; a node of a domain nobody registered fails the load. It always
+ * runs on the CPU, between NPU segments: the NPU compiler
  * never claims it (its placement reason is "custom op"), no graph pass
  * rewrites it and nothing folds it at load.
  *
@@ -81,12 +82,13 @@ struct npu_custom_op {
 	int min_outputs, max_outputs;
 	/*
 	 * Optional: output types and shapes from the inputs' and the
-	 * attributes, called when a model loads and a plan is made (input dims
-	 * -1 where not known yet, rank -1 when the rank is not known either),
-	 * and before every compute() on the actual shapes. An output's dims
-	 * may be -1 where they depend on the data. Without it, the outputs'
-	 * types and shapes are known only once compute() allocated them.
-	 * Return NPU_OK, or an error with npu_infer_set_error().
+	 * attributes, called when a plan is made (and at load when the model
+	 * leaves output types to inference: input dims -1 where not known
+	 * yet, rank -1 when the rank is not known either), and before every
+	 * compute() on the actual shapes. An output's dims may be -1 where
+	 * they depend on the data. Without it, the outputs' types and shapes
+	 * are known only once compute() allocated them. Return NPU_OK, or an
+	 * error with npu_infer_set_error(): the plan fails with it.
 	 */
 	npu_status (*infer)(void *user, struct npu_infer_context *ctx);
 	/*
