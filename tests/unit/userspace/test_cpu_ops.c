@@ -149,7 +149,7 @@ static npu_status t_infer(struct t_node *t)
 	enum npu_dtype dts[T_MAX];
 	struct npu_shape shapes[T_MAX];
 	struct npu_infer_ctx ctx = {
-		.node = &t->node, .out_dtypes = dts, .out_shapes = shapes,
+		.schema = t->schema, .node = &t->node, .out_dtypes = dts, .out_shapes = shapes,
 		.err = &t->err,
 	};
 	npu_status st;
@@ -917,7 +917,7 @@ static void test_conv_prepared_weights_match_per_call_packing(void **state)
 	assert_non_null(y0);
 	memcpy(y0, t->out_t[0].data, n * sizeof(float));
 	assert_non_null(t->def->prepare);
-	assert_int_equal(t->def->prepare(&t->node, NULL, &t->err), NPU_OK);
+	assert_int_equal(t->def->prepare(t->def, &t->node, NULL, &t->err), NPU_OK);
 	assert_non_null(t->node.op_state);
 	assert_int_equal(t_compute_again(t, n), NPU_OK);
 	assert_memory_equal(t->out_t[0].data, y0, n * sizeof(float));
@@ -925,7 +925,7 @@ static void test_conv_prepared_weights_match_per_call_packing(void **state)
 	assert_null(t->node.op_state);
 	/* Weights computed at run time: nothing to pack at plan time. */
 	t->vals[1].constant = NULL;
-	assert_int_equal(t->def->prepare(&t->node, NULL, &t->err), NPU_OK);
+	assert_int_equal(t->def->prepare(t->def, &t->node, NULL, &t->err), NPU_OK);
 	assert_null(t->node.op_state);
 	free(y0);
 	t_free(t);
@@ -971,7 +971,7 @@ static void test_gemm_prepared_b_matches_per_call_packing(void **state)
 		assert_non_null(y0);
 		memcpy(y0, t->out_t[0].data, n * sizeof(float));
 		assert_non_null(t->def->prepare);
-		assert_int_equal(t->def->prepare(&t->node, NULL, &t->err), NPU_OK);
+		assert_int_equal(t->def->prepare(t->def, &t->node, NULL, &t->err), NPU_OK);
 		assert_non_null(t->node.op_state);
 		assert_int_equal(t_compute_again(t, n), NPU_OK);
 		assert_memory_equal(t->out_t[0].data, y0, n * sizeof(float));
@@ -979,7 +979,7 @@ static void test_gemm_prepared_b_matches_per_call_packing(void **state)
 		assert_null(t->node.op_state);
 		/* B computed at run time: nothing to pack at plan time. */
 		t->vals[1].constant = NULL;
-		assert_int_equal(t->def->prepare(&t->node, NULL, &t->err), NPU_OK);
+		assert_int_equal(t->def->prepare(t->def, &t->node, NULL, &t->err), NPU_OK);
 		assert_null(t->node.op_state);
 		free(y0);
 		t_free(t);

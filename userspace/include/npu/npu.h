@@ -14,5 +14,6 @@
 #include "npu/npu_status.h"	/* npu_status, npu_status_str() */
 #include "npu/npu_device.h"	/* devices, buffers, command streams, jobs */
 #include "npu/npu_model.h"	/* engine, models, plans, sessions */
+#include "npu/npu_custom_op.h"	/* custom ops: an application's kernels */
 
 #endif /* NPU_H */

@@ -250,6 +250,9 @@ static void initial_placement(struct build *b)
 
 		if (b->cpu_only) {
 			place(b, n, NPU_PLACE_CPU, b->cpu_only);
+		} else if (npu_node_schema(b->g, n) && npu_node_schema(b->g, n)->opaque) {
+			place(b, n, NPU_PLACE_CPU,
+			      "custom op: the application's kernel runs it on the CPU");
 		} else if (has_subgraph(n)) {
 			place(b, n, NPU_PLACE_CPU,
 			      "control flow runs on the CPU; its subgraphs are compiled on their own (records below)");
@@ -268,7 +271,7 @@ static void initial_placement(struct build *b)
 			snprintf(why, sizeof(why), "%s%s", npu_reason(n),
 				 npu_node_int16(b->o, &b->pw, n, NULL, 0) ? ", int16 activations" : "");
 			place(b, n, NPU_PLACE_NPU, why);
-		} else if (!npu_cpu_op_find(n->domain, n->op_type, n->opset)) {
+		} else if (!npu_kernel_find(b->g, n)) {
 			/* The graph knows the op (it inferred), no kernel runs it. */
 			char both[sizeof(why) + 96];
 

@@ -577,6 +577,7 @@ struct npu_graph *npu_graph_clone(const struct npu_graph *src,
 	free(g->name);
 	g->name = dup_str(src->name);
 	g->ir_version = src->ir_version;
+	g->ops = src->ops;
 	g->opsets = calloc(src->num_opsets + 1, sizeof(*g->opsets));
 	if (!g->name || !g->opsets)
 		goto nomem;
@@ -657,4 +658,15 @@ nomem:
 fail:
 	npu_graph_destroy(g);
 	return NULL;
+}
+
+void npu_graph_set_ops(struct npu_graph *g, const struct npu_op_registry *ops)
+{
+	size_t i, a;
+
+	g->ops = ops;
+	for (i = 0; i < g->num_nodes; i++)
+		for (a = 0; a < g->nodes[i]->num_attrs; a++)
+			if (g->nodes[i]->attrs[a].type == NPU_ATTR_GRAPH && g->nodes[i]->attrs[a].g)
+				npu_graph_set_ops(g->nodes[i]->attrs[a].g, ops);
 }

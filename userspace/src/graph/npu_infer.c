@@ -169,17 +169,26 @@ static npu_status string_unsupported(const struct npu_graph *g, const struct npu
  * versions, say which, so that "not implemented at this version" reads
  * differently from "not implemented at all".
  */
-static npu_status op_unsupported(const struct npu_graph *g, const struct npu_node *node,
-				 const char *domain, struct npu_error *err)
+npu_status npu_graph_op_unsupported(const struct npu_graph *g, const struct npu_node *node,
+				   struct npu_error *err)
 {
+	const char *domain = is_default_domain(node->domain) ? "" : node->domain;
 	int lo, hi;
 	char label[300];
 
-	if (npu_op_schema_versions(domain, node->op_type, &lo, &hi))
+	if (npu_op_registry_versions(g->ops, domain, node->op_type, &lo, &hi))
 		return npu_error_set(err, NPU_ERR_UNSUPPORTED,
 				     "%s: %s: op '%s%s%s' version %d (the model's opset) is not implemented; this library implements it for opsets %d to %d",
 				     g->source, npu_node_label(g, node, label, sizeof(label)),
 				     domain, domain[0] ? "." : "", node->op_type, node->opset, lo, hi);
+	/* Not ONNX's or Microsoft's (ops we lack), nor the library's: an application's. */
+	if (domain[0] && strncmp(domain, "ai.onnx", 7) && strncmp(domain, "com.microsoft", 13) &&
+	    !npu_op_schema_domain_known(domain) &&
+	    !npu_op_registry_has_domain(g->ops, domain))
+		return npu_error_set(err, NPU_ERR_UNSUPPORTED,
+				     "%s: %s: unsupported op '%s.%s' (opset %d): no op of domain '%s' is registered (a custom op: register it on the engine with npu_engine_register_custom_op() before loading)",
+				     g->source, npu_node_label(g, node, label, sizeof(label)),
+				     domain, node->op_type, node->opset, domain);
 	return npu_error_set(err, NPU_ERR_UNSUPPORTED, "%s: %s: unsupported op '%s%s%s' (opset %d)",
 			     g->source, npu_node_label(g, node, label, sizeof(label)), domain,
 			     domain[0] ? "." : "", node->op_type, node->opset);
@@ -199,10 +208,9 @@ static npu_status infer_nodes(struct npu_graph *g, bool fold, enum npu_dtype *dt
 		struct npu_infer_ctx ctx;
 		bool unknown_rank = false, folded = false;
 
-		schema = npu_op_schema_find(node->domain, node->op_type, node->opset);
+		schema = npu_node_schema(g, node);
 		if (!schema)
-			return op_unsupported(g, node, is_default_domain(node->domain) ? ""
-					      : node->domain, err);
+			return npu_graph_op_unsupported(g, node, err);
 		for (j = 0; j < node->num_inputs; j++)
 			if (node->inputs[j] && node->inputs[j]->dtype == NPU_DTYPE_STRING &&
 			    !schema->strings)
@@ -223,6 +231,7 @@ static npu_status infer_nodes(struct npu_graph *g, bool fold, enum npu_dtype *dt
 			dtypes[j] = NPU_DTYPE_UNDEFINED;
 			memset(&shapes[j], 0, sizeof(shapes[j]));
 		}
+		ctx.schema = schema;
 		ctx.node = node;
 		ctx.out_dtypes = dtypes;
 		ctx.out_shapes = shapes;

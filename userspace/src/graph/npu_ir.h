@@ -99,6 +99,7 @@ enum npu_placement {
 };
 
 struct npu_value;
+struct npu_op_registry;
 
 struct npu_node {
 	char *name;
@@ -197,9 +198,17 @@ struct npu_graph {
 	size_t num_outputs;
 	struct npu_value **name_index;	/* open-addressing hash of values */
 	size_t name_index_cap;
+	/*
+	 * Ops the graph's loader added beside the built-in ones (an engine's
+	 * custom ops, graph/npu_op_schema.h); NULL: the built-in ones only.
+	 * Borrowed: its owner outlives the graph. Clones and subgraphs share it.
+	 */
+	const struct npu_op_registry *ops;
 };
 
 struct npu_graph *npu_graph_create(const char *source);
+/* Set g->ops on g and on every subgraph of its nodes. */
+void npu_graph_set_ops(struct npu_graph *g, const struct npu_op_registry *ops);
 void npu_graph_destroy(struct npu_graph *graph);
 /*
  * A deep copy (values at the same indices, constants and attributes

@@ -7,6 +7,7 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define NPU_OP_SCHEMA(sym) extern const struct npu_op_schema npu_schema_##sym;
@@ -95,6 +96,18 @@ bool npu_op_schema_versions(const char *domain, const char *op_type, int *lo, in
 	return any;
 }
 
+bool npu_op_schema_domain_known(const char *domain)
+{
+	const struct npu_op_schema *s;
+	const char *dom = canon_domain(domain);
+	size_t i;
+
+	for (i = 0; (s = npu_op_schema_at(i)); i++)
+		if (!strcmp(canon_domain(s->domain), dom))
+			return true;
+	return false;
+}
+
 static bool overlaps(const struct npu_op_schema *a, const struct npu_op_schema *b)
 {
 	return same_op(b, canon_domain(a->domain), a->op_type) &&
@@ -154,5 +167,153 @@ npu_status npu_op_schema_register(const struct npu_op_schema *const *schemas,
 		atomic_store_explicit(&npu_num_registered, n + count, memory_order_release);
 	}
 	pthread_mutex_unlock(&npu_register_lock);
+	return st;
+}
+
+/* ---- Kernel registries (an engine's custom ops) ---- */
+
+struct npu_op_registry {
+	pthread_mutex_t lock;		/* writers */
+	atomic_size_t count;		/* published entries */
+	struct npu_op_registry_entry {
+		const struct npu_op_schema *schema;
+		const struct npu_op_def *kernel;
+	} entries[NPU_OP_REGISTRY_MAX];
+};
+
+struct npu_op_registry *npu_op_registry_create(void)
+{
+	struct npu_op_registry *r = calloc(1, sizeof(*r));
+
+	if (r)
+		pthread_mutex_init(&r->lock, NULL);
+	return r;
+}
+
+void npu_op_registry_destroy(struct npu_op_registry *r)
+{
+	if (!r)
+		return;
+	pthread_mutex_destroy(&r->lock);
+	free(r);
+}
+
+/* r's entry for (domain, op_type) at opset: the highest since_version that covers it. */
+static const struct npu_op_registry_entry *registry_entry(const struct npu_op_registry *r,
+							  const char *domain, const char *op_type,
+							  int opset)
+{
+	const struct npu_op_registry_entry *best = NULL;
+	const char *dom = canon_domain(domain);
+	size_t i, n;
+
+	if (!r || !op_type)
+		return NULL;
+	n = atomic_load_explicit(&((struct npu_op_registry *)r)->count, memory_order_acquire);
+	for (i = 0; i < n; i++) {
+		const struct npu_op_schema *s = r->entries[i].schema;
+
+		if (same_op(s, dom, op_type) && opset >= s->since_version &&
+		    opset <= s->max_version &&
+		    (!best || s->since_version > best->schema->since_version))
+			best = &r->entries[i];
+	}
+	return best;
+}
+
+const struct npu_op_schema *npu_op_registry_schema(const struct npu_op_registry *r,
+						   const char *domain, const char *op_type,
+						   int opset)
+{
+	const struct npu_op_registry_entry *e = registry_entry(r, domain, op_type, opset);
+
+	return e ? e->schema : npu_op_schema_find(domain, op_type, opset);
+}
+
+const struct npu_op_def *npu_op_registry_kernel(const struct npu_op_registry *r,
+						const char *domain, const char *op_type,
+						int opset)
+{
+	const struct npu_op_registry_entry *e = registry_entry(r, domain, op_type, opset);
+
+	return e ? e->kernel : NULL;
+}
+
+bool npu_op_registry_versions(const struct npu_op_registry *r, const char *domain,
+			      const char *op_type, int *lo, int *hi)
+{
+	const char *dom = canon_domain(domain);
+	bool any = npu_op_schema_versions(domain, op_type, lo, hi);
+	size_t i, n;
+
+	if (!r || !op_type)
+		return any;
+	n = atomic_load_explicit(&((struct npu_op_registry *)r)->count, memory_order_acquire);
+	for (i = 0; i < n; i++) {
+		const struct npu_op_schema *s = r->entries[i].schema;
+
+		if (!same_op(s, dom, op_type))
+			continue;
+		if (!any || s->since_version < *lo)
+			*lo = s->since_version;
+		if (!any || s->max_version > *hi)
+			*hi = s->max_version;
+		any = true;
+	}
+	return any;
+}
+
+bool npu_op_registry_has_domain(const struct npu_op_registry *r, const char *domain)
+{
+	const char *dom = canon_domain(domain);
+	size_t i, n;
+
+	if (!r)
+		return false;
+	n = atomic_load_explicit(&((struct npu_op_registry *)r)->count, memory_order_acquire);
+	for (i = 0; i < n; i++)
+		if (!strcmp(canon_domain(r->entries[i].schema->domain), dom))
+			return true;
+	return false;
+}
+
+npu_status npu_op_registry_add(struct npu_op_registry *r, const struct npu_op_schema *s,
+			       const struct npu_op_def *kernel, struct npu_error *err)
+{
+	npu_status st = NPU_OK;
+	const char *dom;
+	size_t i, n;
+	int lo, hi;
+
+	if (!r || !s || !s->op_type || !s->op_type[0] || !s->domain || !s->infer)
+		return npu_error_set(err, NPU_ERR_INVALID_ARG,
+				     "op registry: a schema needs an op type, a domain and infer()");
+	if (s->since_version < 1 || s->max_version < s->since_version)
+		return npu_error_set(err, NPU_ERR_INVALID_ARG,
+				     "op '%s.%s': opset range %d to %d is empty",
+				     s->domain, s->op_type, s->since_version, s->max_version);
+	dom = canon_domain(s->domain);
+	pthread_mutex_lock(&r->lock);
+	n = atomic_load_explicit(&r->count, memory_order_relaxed);
+	if (npu_op_schema_versions(dom, s->op_type, &lo, &hi))
+		st = npu_error_set(err, NPU_ERR_BUSY,
+				   "op '%s%s%s' is built in (opsets %d to %d)",
+				   dom, dom[0] ? "." : "", s->op_type, lo, hi);
+	for (i = 0; st == NPU_OK && i < n; i++)
+		if (same_op(r->entries[i].schema, dom, s->op_type) &&
+		    r->entries[i].schema->since_version == s->since_version)
+			st = npu_error_set(err, NPU_ERR_BUSY,
+					   "op '%s.%s' version %d is registered already",
+					   s->domain, s->op_type, s->since_version);
+	if (st == NPU_OK && n == NPU_OP_REGISTRY_MAX)
+		st = npu_error_set(err, NPU_ERR_NO_MEMORY,
+				   "op '%s.%s': the registry holds %d ops at most",
+				   s->domain, s->op_type, NPU_OP_REGISTRY_MAX);
+	if (st == NPU_OK) {
+		r->entries[n].schema = s;
+		r->entries[n].kernel = kernel;
+		atomic_store_explicit(&r->count, n + 1, memory_order_release);
+	}
+	pthread_mutex_unlock(&r->lock);
 	return st;
 }

@@ -32,6 +32,7 @@
  * each of node->num_outputs. Unknown dims propagate as -1.
  */
 struct npu_infer_ctx {
+	const struct npu_op_schema *schema;	/* whose infer() this is */
 	const struct npu_node *node;
 	enum npu_dtype *out_dtypes;
 	struct npu_shape *out_shapes;
@@ -61,6 +62,13 @@ struct npu_op_schema {
 	 * it, a string input or output is rejected at load.
 	 */
 	bool strings;
+	/*
+	 * Opaque to the library: an application's op (a custom op). No pass
+	 * rewrites it, nothing folds it and the NPU never claims it; only the
+	 * kernel registered with it runs it. 'data' is the registrant's.
+	 */
+	bool opaque;
+	const void *data;
 };
 
 /* The schema for (domain, op_type) at 'opset', or NULL. "" = "ai.onnx". */
@@ -72,6 +80,8 @@ const struct npu_op_schema *npu_op_schema_find(const char *domain,
  */
 bool npu_op_schema_versions(const char *domain, const char *op_type,
 			    int *lo, int *hi);
+/* Whether any built-in or library-registered schema has 'domain'. */
+bool npu_op_schema_domain_known(const char *domain);
 /* Iterate all schemas, built-in then registered (`npu ops`, docs, tests). */
 const struct npu_op_schema *npu_op_schema_at(size_t index);
 
@@ -83,6 +93,60 @@ const struct npu_op_schema *npu_op_schema_at(size_t index);
  */
 npu_status npu_op_schema_register(const struct npu_op_schema *const *schemas,
 				  size_t count, struct npu_error *err);
+
+/*
+ * A kernel registry: ops (a schema and the kernel that runs it) that one
+ * owner adds beside the built-in ones; an engine's custom ops, and what
+ * execution providers register the same way. There is no global one: a
+ * graph carries the registry it was loaded with (npu_graph.ops), and two
+ * engines' registries never meet. Lookups search it, then the built-in
+ * schemas; kernels it lacks are the CPU's (npu_kernel_find, cpu_ops.h).
+ * Append-only, entries never move: readers take no lock.
+ */
+struct npu_op_def;	/* a kernel (cpu/ops/cpu_ops.h); opaque here */
+
+#define NPU_OP_REGISTRY_MAX 256
+
+struct npu_op_registry *npu_op_registry_create(void);
+void npu_op_registry_destroy(struct npu_op_registry *r);
+/*
+ * Add (schema, kernel), both outliving r. The schema covers opsets
+ * since_version..max_version; at a given opset the entry with the highest
+ * since_version at or below it wins, as in ONNX. NPU_ERR_BUSY when
+ * (domain, op_type, since_version) is registered already, in r or built
+ * in; NPU_ERR_INVALID_ARG for a schema without a name, domain or infer().
+ * Thread-safe.
+ */
+npu_status npu_op_registry_add(struct npu_op_registry *r, const struct npu_op_schema *schema,
+			       const struct npu_op_def *kernel, struct npu_error *err);
+/* r's schema, else the built-in one, for (domain, op_type) at 'opset'; r may be NULL. */
+const struct npu_op_schema *npu_op_registry_schema(const struct npu_op_registry *r,
+						   const char *domain, const char *op_type,
+						   int opset);
+/* The kernel r registered for that schema, or NULL (r may be NULL). */
+const struct npu_op_def *npu_op_registry_kernel(const struct npu_op_registry *r,
+						const char *domain, const char *op_type,
+						int opset);
+/* npu_op_schema_versions() over r's schemas and the built-in ones. */
+bool npu_op_registry_versions(const struct npu_op_registry *r, const char *domain,
+			      const char *op_type, int *lo, int *hi);
+/* Whether r has any op of 'domain'. */
+bool npu_op_registry_has_domain(const struct npu_op_registry *r, const char *domain);
+
+/* The schema of a node of g (g->ops, then the built-in ones), or NULL. */
+static inline const struct npu_op_schema *npu_node_schema(const struct npu_graph *g,
+							  const struct npu_node *node)
+{
+	return npu_op_registry_schema(g->ops, node->domain, node->op_type, node->opset);
+}
+
+/*
+ * The error for a node no schema describes: "not implemented at this
+ * version" (naming the versions there are), "no op of that domain is
+ * registered" (a custom domain), or "unsupported op"; names node and op.
+ */
+npu_status npu_graph_op_unsupported(const struct npu_graph *g, const struct npu_node *node,
+				    struct npu_error *err);
 
 /*
  * Constant folding: evaluate 'node' on its constant inputs 'ins' into

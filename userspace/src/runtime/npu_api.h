@@ -20,6 +20,7 @@
 struct npu_compiled;
 struct npu_onnx_meta;
 struct npu_calib_cache;
+struct npu_custom_record;
 struct npu_keep_fp32;
 struct npu_mixed_result;
 struct npu_threadpool;
@@ -63,6 +64,10 @@ struct npu_engine {
 	struct npu_engine_device devs[8];
 	size_t num_devs;
 	struct npu_async *async;	/* run workers, started on first use (under lock) */
+	/* Custom ops (npu_custom_op.c): the registry its models' graphs use. */
+	struct npu_op_registry *ops;
+	struct npu_custom_record **custom_ops;	/* under lock */
+	size_t num_custom_ops;
 };
 
 /*
@@ -74,6 +79,14 @@ npu_status npu_async_submit(struct npu_engine *engine, void (*fn)(void *arg), vo
 void npu_async_shutdown(struct npu_async *async);
 
 void npu_engine_ref(struct npu_engine *engine);
+/* Free the engine's custom op registrations (at its end). */
+void npu_custom_ops_free(struct npu_engine *engine);
+/*
+ * At load: every node of a custom domain (not one the library knows) has
+ * an op registered, and custom nodes have the input / output counts their
+ * registration allows; err names the node and the op.
+ */
+npu_status npu_custom_ops_check_graph(const struct npu_graph *g, struct npu_error *err);
 void npu_engine_unref(struct npu_engine *engine);
 void npu_engine_log(const struct npu_engine *engine, enum npu_log_level level,
 		    const char *fmt, ...) __attribute__((format(printf, 3, 4)));

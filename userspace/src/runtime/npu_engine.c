@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "cpu/kernels/cpu_kernels.h"
+#include "graph/npu_op_schema.h"
 
 #define NPU_STR_(x) #x
 #define NPU_STR(x) NPU_STR_(x)
@@ -215,6 +216,13 @@ NPU_API npu_status npu_engine_create(const struct npu_engine_options *opts,
 		free(e);
 		return st;
 	}
+	e->ops = npu_op_registry_create();
+	if (!e->ops) {
+		npu_threadpool_destroy(e->pool);
+		free((char *)e->opts.trace_file);
+		free(e);
+		return npu_api_fail(NPU_ERR_NO_MEMORY, "npu_engine_create: out of memory");
+	}
 	pthread_mutex_init(&e->lock, NULL);
 	atomic_init(&e->refs, 1);
 	*out = e;
@@ -240,6 +248,8 @@ void npu_engine_unref(struct npu_engine *e)
 		free(e->devs[i].name);
 	}
 	npu_threadpool_destroy(e->pool);
+	npu_op_registry_destroy(e->ops);
+	npu_custom_ops_free(e);
 	free((char *)e->opts.trace_file);
 	pthread_mutex_destroy(&e->lock);
 	free(e);

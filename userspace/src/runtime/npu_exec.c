@@ -117,11 +117,6 @@ struct npu_exec {
 	} io;
 };
 
-static bool is_default_domain(const char *d)
-{
-	return !d || !d[0] || !strcmp(d, "ai.onnx");
-}
-
 /*
  * Op spans for the trace file (npu_exec_options.trace_file, the engine's
  * npu_engine_options.trace_file): one complete event per node, on the same
@@ -629,13 +624,15 @@ void npu_exec_memory(const struct npu_exec *s, bool *planned,
 	npu_exec_plan_memory(s->p, planned, stats);
 }
 
-/* The op definition a node runs with: the runtime's own ops, else the CPU's. */
-static const struct npu_op_def *find_def(const struct npu_node *node)
+/*
+ * The op definition a node runs with: the runtime's own ops, else the
+ * graph's kernel registry (custom ops) and the CPU's (npu_kernel_find).
+ */
+static const struct npu_op_def *find_def(const struct npu_graph *g, const struct npu_node *node)
 {
 	if (node->domain && !strcmp(node->domain, NPU_SEGMENT_DOMAIN))
 		return !strcmp(node->op_type, NPU_SEGMENT_OP) ? npu_segment_op_def() : NULL;
-	return npu_cpu_op_find(is_default_domain(node->domain) ? "" : node->domain,
-			       node->op_type, node->opset);
+	return npu_kernel_find(g, node);
 }
 
 /* Every subgraph attribute gets its plan now, once, shared by the sessions. */
@@ -713,8 +710,8 @@ npu_status npu_exec_plan_create_with(struct npu_graph *g, const struct npu_cpu_o
 			p->max_io = node->num_inputs;
 		if (node->num_outputs > p->max_io)
 			p->max_io = node->num_outputs;
-		p->schemas[i] = npu_op_schema_find(node->domain, node->op_type, node->opset);
-		p->defs[i] = p->schemas[i] ? find_def(node) : NULL;
+		p->schemas[i] = npu_node_schema(g, node);
+		p->defs[i] = p->schemas[i] ? find_def(g, node) : NULL;
 		if (!p->defs[i]) {
 			bool described = p->schemas[i] != NULL;
 
@@ -756,7 +753,7 @@ npu_status npu_exec_plan_create_with(struct npu_graph *g, const struct npu_cpu_o
 	for (i = 0; i < nn; i++) {
 		if (!p->defs[i]->prepare)
 			continue;
-		st = p->defs[i]->prepare(g->nodes[i], &p->cpu, err);
+		st = p->defs[i]->prepare(p->defs[i], g->nodes[i], &p->cpu, err);
 		if (st != NPU_OK) {
 			/* Only nodes before i were prepared. */
 			for (j = i; j < nn; j++)
@@ -1087,6 +1084,7 @@ static npu_status infer_at_run_time(struct npu_exec *s, size_t ni,
 		tmpp[j] = &tmp[j];
 	}
 	copy.inputs = tmpp;
+	ctx.schema = s->schemas[ni];
 	ctx.node = &copy;
 	ctx.out_dtypes = dtypes;
 	ctx.out_shapes = shapes;

@@ -1103,6 +1103,9 @@ static npu_status load(struct npu_model *m, const void *data, size_t size)
 	atomic_fetch_add(&m->imports, 1);
 	if (npu_onnx_import_meta(m->bytes, m->size, m->source, &m->base, &m->meta, &err))
 		return npu_api_fail_err(&err);
+	npu_graph_set_ops(m->base, m->engine->ops);	/* the engine's custom ops */
+	if (npu_custom_ops_check_graph(m->base, &err))
+		return npu_api_fail_err(&err);
 	m->num_inputs = m->base->num_inputs;
 	m->num_outputs = m->base->num_outputs;
 	st = copy_io(&m->inputs, m->base->inputs, m->num_inputs);

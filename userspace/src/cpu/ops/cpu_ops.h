@@ -75,8 +75,8 @@ struct npu_op_ctx {
 struct npu_op_def {
 	const char *op_type;	/* "Conv" */
 	const char *domain;	/* "" (ai.onnx), NPU_CPU_FUSED_DOMAIN... */
-	npu_status (*prepare)(struct npu_node *node, const struct npu_cpu_options *cpu,
-			      struct npu_error *err);
+	npu_status (*prepare)(const struct npu_op_def *def, struct npu_node *node,
+			      const struct npu_cpu_options *cpu, struct npu_error *err);
 	void (*release)(struct npu_node *node);
 	npu_status (*compute)(struct npu_op_ctx *ctx);
 	/*
@@ -142,6 +142,13 @@ struct npu_cpu_act_params;
 npu_status npu_fused_conv_epilogue(const struct npu_node *node,
 				   struct npu_cpu_act_params *act,
 				   struct npu_error *err);
+
+/*
+ * The kernel a node of g runs with: the one registered in g's kernel
+ * registry (graph/npu_op_schema.h: custom ops) with the node's schema, else
+ * the CPU's. NULL if there is none.
+ */
+const struct npu_op_def *npu_kernel_find(const struct npu_graph *g, const struct npu_node *node);
 
 /* The kernel for (domain, op_type) at 'opset', or NULL if there is none. */
 const struct npu_op_def *npu_cpu_op_find(const char *domain,

@@ -116,8 +116,8 @@ int npu_conv_winograd_of(const struct npu_cpu_options *cpu)
 	return cpu->winograd == NPU_CPU_OFF ? NPU_CONV_WINOGRAD_OFF : NPU_CONV_WINOGRAD_ALL;
 }
 
-static npu_status conv_prepare(struct npu_node *node, const struct npu_cpu_options *cpu,
-			       struct npu_error *err)
+static npu_status conv_prepare(const struct npu_op_def *def, struct npu_node *node,
+			       const struct npu_cpu_options *cpu, struct npu_error *err)
 {
 	const struct npu_value *wv = node->num_inputs > 1 ? node->inputs[1] : NULL;
 	const struct npu_tensor *w = wv ? wv->constant : NULL;
@@ -127,6 +127,7 @@ static npu_status conv_prepare(struct npu_node *node, const struct npu_cpu_optio
 	size_t n;
 	int i;
 
+	(void)def;
 	node->op_state = NULL;
 	if (!w || w->dtype != NPU_DTYPE_FLOAT ||
 	    (w->shape.rank != 3 && w->shape.rank != 4) || group < 1)

@@ -210,9 +210,10 @@ static npu_status matmul_compute(struct npu_op_ctx *ctx)
 	return NPU_OK;
 }
 
-static npu_status matmul_prepare(struct npu_node *node, const struct npu_cpu_options *cpu,
-				  struct npu_error *err)
+static npu_status matmul_prepare(const struct npu_op_def *def, struct npu_node *node,
+				 const struct npu_cpu_options *cpu, struct npu_error *err)
 {
+	(void)def;
 	(void)cpu;
 	return npu_gemm_prepare_b(node, false, err);
 }
@@ -270,9 +271,10 @@ static npu_status gemm_compute(struct npu_op_ctx *ctx)
 	return NPU_OK;
 }
 
-static npu_status gemm_prepare(struct npu_node *node, const struct npu_cpu_options *cpu,
-				struct npu_error *err)
+static npu_status gemm_prepare(const struct npu_op_def *def, struct npu_node *node,
+			       const struct npu_cpu_options *cpu, struct npu_error *err)
 {
+	(void)def;
 	(void)cpu;
 	return npu_gemm_prepare_b(node, npu_node_attr_int_or(node, "transB", 0) != 0,
 				  err);

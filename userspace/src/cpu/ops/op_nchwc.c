@@ -180,13 +180,14 @@ static bool same_geometry(const struct npu_conv2d_params *a,
 	       a->groups == b->groups;
 }
 
-static npu_status nchwc_conv_prepare(struct npu_node *node, const struct npu_cpu_options *cpu,
-				     struct npu_error *err)
+static npu_status nchwc_conv_prepare(const struct npu_op_def *def, struct npu_node *node,
+				     const struct npu_cpu_options *cpu, struct npu_error *err)
 {
 	const struct npu_value *b = npu_op_input(node, 2);
 	struct nchwc_conv_state *s;
 	npu_status st;
 
+	(void)def;
 	(void)cpu;	/* the blocked kernels are direct: no Winograd choice */
 	node->op_state = NULL;
 	if (!npu_op_shape_known(&node->inputs[0]->shape) || !node->inputs[1]->constant)

@@ -41,7 +41,7 @@ static npu_status cpu_fold(struct npu_node *node, const struct npu_tensor *const
 	if (!def || !def->compute)
 		return NPU_OK;	/* no kernel: the node stays */
 	if (def->prepare) {
-		st = def->prepare(node, NULL, err);	/* folding: the default CPU options */
+		st = def->prepare(def, node, NULL, err);	/* folding: the default CPU options */
 		if (st != NPU_OK)
 			return st;
 	}
@@ -123,4 +123,12 @@ const struct npu_op_def *npu_cpu_op_find(const char *domain,
 const struct npu_op_def *npu_cpu_op_at(size_t index)
 {
 	return index < NPU_CPU_OP_COUNT ? npu_cpu_op_table[index] : NULL;
+}
+
+const struct npu_op_def *npu_kernel_find(const struct npu_graph *g, const struct npu_node *node)
+{
+	const struct npu_op_def *def = npu_op_registry_kernel(g->ops, node->domain, node->op_type,
+							       node->opset);
+
+	return def ? def : npu_cpu_op_find(node->domain, node->op_type, node->opset);
 }
