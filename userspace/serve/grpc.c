@@ -1830,12 +1830,22 @@ static int on_frame_send(nghttp2_session *session, const nghttp2_frame *frame, v
 	return 0;
 }
 
+/* Cancel what a stream has queued: the batcher drops it, never run, and calls its 'done'. */
+static void stream_cancel(struct gstream *s)
+{
+	struct gsub *m;
+
+	if (!s->streaming)
+		atomic_store(&s->req.cancelled, true);
+	for (m = s->subs; m; m = m->snext)
+		atomic_store(&m->req.cancelled, true);
+}
+
 static int on_stream_close(nghttp2_session *session, int32_t stream_id, uint32_t error_code,
 			   void *user_data)
 {
 	struct gconn *c = user_data;
 	struct gstream *s = nghttp2_session_get_stream_user_data(session, stream_id);
-	struct gsub *m;
 	int pending;
 
 	(void)error_code;
@@ -1853,13 +1863,13 @@ static int on_stream_close(nghttp2_session *session, int32_t stream_id, uint32_t
 	}
 	stream_drop_body(s);
 	/*
-	 * The client is gone (RST_STREAM) before the answer: work still queued
-	 * is dropped by the batcher; the stream is freed after its 'done'.
+	 * The client is gone (RST_STREAM) before the answer: the call is over
+	 * (no answer can reach it, so it no longer holds up a drain), work
+	 * still queued is dropped by the batcher; the stream is freed after
+	 * its 'done'.
 	 */
-	if (!s->streaming)
-		atomic_store(&s->req.cancelled, true);
-	for (m = s->subs; m; m = m->snext)
-		atomic_store(&m->req.cancelled, true);
+	call_done(s);
+	stream_cancel(s);
 	return 0;
 }
 
@@ -2097,6 +2107,20 @@ static void conn_goaway(struct gconn *c, uint64_t now)
 	}
 }
 
+/* The connection is done with: its calls end, their queued work is cancelled. */
+static void conn_abandon(struct gconn *c)
+{
+	struct gstream *s;
+
+	for (s = c->streams; s; s = s->next) {
+		call_done(s);
+		pthread_mutex_lock(&c->lock);
+		s->closed = 1;	/* answer_done frees it once its work is back */
+		pthread_mutex_unlock(&c->lock);
+		stream_cancel(s);
+	}
+}
+
 /* A connection, from the TLS handshake to its close; frees c. */
 static void *conn_main(void *arg)
 {
@@ -2176,7 +2200,14 @@ static void *conn_main(void *arg)
 				break;
 		}
 	}
-	/* Inferences still queued finish before their streams go. */
+	/*
+	 * The client is gone (EOF, a reset, eviction) or the server stops: no
+	 * answer can be sent any more. Every call of the connection is over
+	 * (none may stay counted in srv->in_flight and hold up a drain) and
+	 * what it queued is cancelled, as for RST_STREAM; the inferences
+	 * already running finish before their streams go, answered to no one.
+	 */
+	conn_abandon(c);
 	pthread_mutex_lock(&c->lock);
 	while (c->pending) {
 		pthread_mutex_unlock(&c->lock);
