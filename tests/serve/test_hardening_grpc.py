@@ -611,14 +611,19 @@ def test_connection_gone():
         x.shape.extend([1, ts.SLOW_ROWS, ts.SLOW_COLS])
         rq.raw_input_contents.append(b"\x00" * (4 * ts.SLOW_ROWS * ts.SLOW_COLS))
         msg = grpc_frame(rq.SerializeToString())
-        stream_msgs, calls = 8, 8
+        stream_msgs, calls = 4, 12
         total = stream_msgs + calls
         h = H2(s.grpc_port, window=0)   # reads nothing: no answer can be sent
         h.headers(1, "ModelStreamInfer")
-        sent = sum(h.send_data(1, msg) == len(msg) for _ in range(stream_msgs))
+        # The calls' bodies but their last byte, then every last byte at once:
+        # they queue together, whatever the speed of the client or the model.
+        sent = 0
         for k in range(calls):
             h.headers(3 + 2 * k, "ModelInfer")
-            sent += h.send_data(3 + 2 * k, msg, end=True) == len(msg)
+            sent += h.send_data(3 + 2 * k, msg[:-1]) == len(msg) - 1
+        h.send(b"".join(frame(DATA, END_STREAM, 3 + 2 * k, msg[-1:]) for k in range(calls)))
+        # The stream's messages queue behind them.
+        sent += sum(h.send_data(1, msg) == len(msg) for _ in range(stream_msgs))
 
         def queued():
             m = model_stats(s.port, "slow")
