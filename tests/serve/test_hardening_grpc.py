@@ -585,6 +585,72 @@ def test_stream_backpressure():
         s.stop()
 
 
+
+def test_connection_gone():
+    """A client that closes its TCP connection (no RST_STREAM) while its calls
+    wait in the queue, as tests/serve/hostile.py's grpc_no_read does at its
+    end: a ModelStreamInfer with messages in flight and ModelInfer calls, on a
+    connection whose window is shut (the answers cannot be sent). What it
+    queued is cancelled, never run, and none of its calls stays in flight:
+    the 2 s drain of SIGTERM ends with exit 0. Before the fix the server ran
+    every queued request for no one and counted the calls until then (the
+    ASan soak's two connections and calls left at SIGTERM)."""
+    _, pb, _ = stubs()
+    ts.calibrate_slow()
+    repo = os.path.join(WORK, "hg-gone")
+    ts.write(f"{repo}/slow/1/model.onnx", ts.make_model.slow(ts.SLOW_K, ts.SLOW_ROWS, ts.SLOW_COLS))
+    ts.write(f"{repo}/slow/config.pbtxt", SLOW_CONFIG % (ts.SLOW_ROWS, ts.SLOW_COLS,
+                                                         ts.SLOW_ROWS, ts.SLOW_COLS))
+    s = ts.Server("hg-gone", repo, "--exit-timeout-secs", "2")
+    if not ts.ok(s.up(), "server with the slow model starts"):
+        return
+    try:
+        rq = pb.ModelInferRequest(model_name="slow", id="gone")
+        x = rq.inputs.add()
+        x.name, x.datatype = "x0", "FP32"
+        x.shape.extend([1, ts.SLOW_ROWS, ts.SLOW_COLS])
+        rq.raw_input_contents.append(b"\x00" * (4 * ts.SLOW_ROWS * ts.SLOW_COLS))
+        msg = grpc_frame(rq.SerializeToString())
+        stream_msgs, calls = 4, 12
+        total = stream_msgs + calls
+        h = H2(s.grpc_port, window=0)   # reads nothing: no answer can be sent
+        h.headers(1, "ModelStreamInfer")
+        # The calls' bodies but their last byte, then every last byte at once:
+        # they queue together, whatever the speed of the client or the model.
+        sent = 0
+        for k in range(calls):
+            h.headers(3 + 2 * k, "ModelInfer")
+            sent += h.send_data(3 + 2 * k, msg[:-1]) == len(msg) - 1
+        h.send(b"".join(frame(DATA, END_STREAM, 3 + 2 * k, msg[-1:]) for k in range(calls)))
+        # The stream's messages queue behind them.
+        sent += sum(h.send_data(1, msg) == len(msg) for _ in range(stream_msgs))
+
+        def queued():
+            m = model_stats(s.port, "slow")
+            return m is not None and m["pending"] >= total // 2
+        ts.ok(sent == total and ts.wait_for(queued, 30),
+              "gRPC: %d of %d requests (a stream's messages and calls) sent on one connection, "
+              "half of them queued behind the slow model" % (sent, total),
+              model_stats(s.port, "slow"))
+        h.close()   # a FIN (or RST), no RST_STREAM: the client is simply gone
+
+        def quiet():
+            m = model_stats(s.port, "slow")
+            return m is not None and m["pending"] == 0 and m["executing"] == 0
+        ts.wait_for(quiet, 120)
+        m = model_stats(s.port, "slow") or {}
+        ran, dropped = m.get("inference_count", -1), m.get("cancelled", -1)
+        ts.ok(0 <= ran < total // 2 and dropped >= total // 2,
+              "gRPC: a connection closed with %d requests queued: they are cancelled (%s dropped "
+              "from the queue, %s ran)" % (total, dropped, ran), m)
+        t0 = time.time()
+        rc = s.stop(60)
+        ts.ok(rc == 0, "gRPC: no call of the closed connection stays in flight: SIGTERM with "
+              "--exit-timeout-secs 2 exits 0 (%s, %.1f s)" % (rc, time.time() - t0),
+              s.log_text()[-1000:])
+    finally:
+        s.stop()
+
 # ---- 6: TLS 1.2+ (defect 10) ----------------------------------------------------
 
 def tls_version_accepted(port, flag):
@@ -676,7 +742,7 @@ def test_drain():
 
 def main():
     tests = [test_auth_and_buffering, test_connections, test_emfile, test_cancel,
-             test_stream_backpressure, test_tls, test_drain]
+             test_connection_gone, test_stream_backpressure, test_tls, test_drain]
     only = os.environ.get("HG_ONLY")
     for t in tests:
         if only and only not in t.__name__:

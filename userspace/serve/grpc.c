@@ -55,6 +55,7 @@ struct grpc_server {
 	pthread_cond_t cond;
 	int in_flight;		/* calls received and not yet answered */
 	int conns;
+	int finishing;		/* connections past their loop, waiting for running inferences */
 	int evicting;		/* connections closed for a newcomer, not yet gone */
 	int stop;
 	atomic_int draining;	/* grpc_quiesce: GOAWAY everywhere, no new calls */
@@ -83,6 +84,7 @@ struct gconn {
 	uint64_t t_accept, t_idle;	/* accepted; the last stream closed (ns) */
 	atomic_int nstreams;	/* open streams, read by the acceptor */
 	int evicted;		/* closed by the acceptor for a newcomer (under srv->lock) */
+	int finishing;		/* counted in srv->finishing (under srv->lock) */
 	int got_settings;	/* the client's preface and SETTINGS came */
 	int closing;		/* GOAWAY sent for idleness: close once written */
 	int drain;		/* 1: shutdown notice sent, 2: final GOAWAY sent */
@@ -1830,12 +1832,22 @@ static int on_frame_send(nghttp2_session *session, const nghttp2_frame *frame, v
 	return 0;
 }
 
+/* Cancel what a stream has queued: the batcher drops it, never run, and calls its 'done'. */
+static void stream_cancel(struct gstream *s)
+{
+	struct gsub *m;
+
+	if (!s->streaming)
+		atomic_store(&s->req.cancelled, true);
+	for (m = s->subs; m; m = m->snext)
+		atomic_store(&m->req.cancelled, true);
+}
+
 static int on_stream_close(nghttp2_session *session, int32_t stream_id, uint32_t error_code,
 			   void *user_data)
 {
 	struct gconn *c = user_data;
 	struct gstream *s = nghttp2_session_get_stream_user_data(session, stream_id);
-	struct gsub *m;
 	int pending;
 
 	(void)error_code;
@@ -1853,13 +1865,13 @@ static int on_stream_close(nghttp2_session *session, int32_t stream_id, uint32_t
 	}
 	stream_drop_body(s);
 	/*
-	 * The client is gone (RST_STREAM) before the answer: work still queued
-	 * is dropped by the batcher; the stream is freed after its 'done'.
+	 * The client is gone (RST_STREAM) before the answer: the call is over
+	 * (no answer can reach it, so it no longer holds up a drain), work
+	 * still queued is dropped by the batcher; the stream is freed after
+	 * its 'done'.
 	 */
-	if (!s->streaming)
-		atomic_store(&s->req.cancelled, true);
-	for (m = s->subs; m; m = m->snext)
-		atomic_store(&m->req.cancelled, true);
+	call_done(s);
+	stream_cancel(s);
 	return 0;
 }
 
@@ -2097,6 +2109,22 @@ static void conn_goaway(struct gconn *c, uint64_t now)
 	}
 }
 
+/* The connection is done with: its calls end, their queued work is cancelled. */
+static void conn_abandon(struct gconn *c)
+{
+	struct gstream *s;
+
+	for (s = c->streams; s; s = s->next) {
+		call_done(s);
+		/* answer_done frees it once its work is back, before the session goes. */
+		nghttp2_session_set_stream_user_data(c->session, s->id, NULL);
+		pthread_mutex_lock(&c->lock);
+		s->closed = 1;
+		pthread_mutex_unlock(&c->lock);
+		stream_cancel(s);
+	}
+}
+
 /* A connection, from the TLS handshake to its close; frees c. */
 static void *conn_main(void *arg)
 {
@@ -2176,7 +2204,18 @@ static void *conn_main(void *arg)
 				break;
 		}
 	}
-	/* Inferences still queued finish before their streams go. */
+	/*
+	 * The client is gone (EOF, a reset, eviction) or the server stops: no
+	 * answer can be sent any more. Every call of the connection is over
+	 * (none may stay counted in srv->in_flight and hold up a drain) and
+	 * what it queued is cancelled, as for RST_STREAM; the inferences
+	 * already running finish before their streams go, answered to no one.
+	 */
+	conn_abandon(c);
+	pthread_mutex_lock(&srv->lock);
+	srv->finishing++;
+	c->finishing = 1;
+	pthread_mutex_unlock(&srv->lock);
 	pthread_mutex_lock(&c->lock);
 	while (c->pending) {
 		pthread_mutex_unlock(&c->lock);
@@ -2217,6 +2256,7 @@ drop:
 	if (c->evicted)
 		srv->evicting--;
 	srv->conns--;
+	srv->finishing -= c->finishing;
 	pthread_cond_broadcast(&srv->cond);
 	pthread_mutex_unlock(&srv->lock);
 	close(c->fd);
@@ -2545,7 +2585,7 @@ int grpc_wait_idle(struct grpc_server *s, int timeout_ms)
 void grpc_stop(struct grpc_server *s)
 {
 	struct timespec ts;
-	int stuck;
+	int stuck, logged = 0;
 
 	if (!s)
 		return;
@@ -2554,10 +2594,24 @@ void grpc_stop(struct grpc_server *s)
 	s->stop = 1;
 	clock_gettime(CLOCK_REALTIME, &ts);
 	ts.tv_sec += 10;
-	/* Connection threads see 'stop' within their poll timeout. */
-	while (s->conns > 0)
-		if (pthread_cond_timedwait(&s->cond, &s->lock, &ts) == ETIMEDOUT)
+	/*
+	 * Connection threads see 'stop' within their poll timeout, then wait
+	 * for their inferences still running (their queued ones are
+	 * cancelled): as long as a model run takes, which the repository's
+	 * drain after this waits for anyway. Only a thread that is neither
+	 * gone nor finishing after 10 s is stuck.
+	 */
+	while (s->conns > 0) {
+		if (pthread_cond_timedwait(&s->cond, &s->lock, &ts) != ETIMEDOUT)
+			continue;
+		if (s->conns > s->finishing)
 			break;
+		if (!logged)
+			serve_log(SERVE_LOG_INFO, "gRPC: %d connections wait for their running inferences",
+				  s->conns);
+		logged = 1;
+		ts.tv_sec += 10;
+	}
 	stuck = s->conns > 0;
 	pthread_mutex_unlock(&s->lock);
 	if (stuck)
