@@ -400,7 +400,9 @@ bool npu_device_sched_running(struct npu_device *ndev)
  * caller takes reset_lock afterwards and, under it, starts them again if
  * nothing holds them (npu_device_start_scheds()): the last word is always
  * said under the lock. Steps that make npu_device_sched_running() false
- * set their flag first and stop after, under sched_lock.
+ * set their flag first and stop after, under sched_lock. Never inside a
+ * fence-signalling section either, for the same reason
+ * (npu_device_reset_begin() comes after it).
  */
 void npu_device_stop_scheds(struct npu_device *ndev)
 {

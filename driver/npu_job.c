@@ -524,22 +524,25 @@ void npu_job_timeout_reinsert(struct npu_job *job)
 }
 
 /*
- * A fence-signalling section (dma_fence_begin_signalling()): lockdep
- * checks that nothing here allocates memory or takes a lock that is held
+ * A fence-signalling section (npu_device_reset_begin()): lockdep checks
+ * that nothing here allocates memory or takes a lock that is held
  * elsewhere across an allocation or a fence wait. reset_lock is taken
- * for writing; its readers only do MMIO.
+ * for writing; its readers only do MMIO. The schedulers stop before the
+ * section begins: stopping waits for a run_job in progress, which is a
+ * signalling section of its own, so waiting for it inside one is the
+ * inversion lockdep reports (make soak's fault campaign found it).
  */
 static enum drm_gpu_sched_stat npu_job_timedout(struct drm_sched_job *sched_job)
 {
 	struct npu_job *job = to_npu_job(sched_job);
 	struct npu_device *ndev = job->ndev;
 	enum drm_gpu_sched_stat stat = DRM_GPU_SCHED_STAT_NOMINAL;
-	bool cookie = dma_fence_begin_signalling();
+	bool cookie;
 	int idx;
 
 	/* Before reset_lock, and started again under it at the end. */
 	npu_device_stop_scheds(ndev);
-	down_write(&ndev->reset_lock);
+	cookie = npu_device_reset_begin(ndev);
 	if (!drm_dev_enter(&ndev->drm, &idx)) {
 		/* Unplugged: the job ends when unbind fails its fence. */
 		npu_job_timeout_reinsert(job);
@@ -571,8 +574,7 @@ out_exit:
 	drm_dev_exit(idx);
 out:
 	npu_device_start_scheds(ndev);
-	up_write(&ndev->reset_lock);
-	dma_fence_end_signalling(cookie);
+	npu_device_reset_end(ndev, cookie);
 	return stat;
 }
 
