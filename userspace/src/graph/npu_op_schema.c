@@ -74,6 +74,16 @@ const struct npu_op_schema *npu_op_schema_find(const char *domain,
 	return NULL;
 }
 
+/* [*lo, *hi] grown to take s's versions in; the first schema ('any' false) sets it. */
+static bool widen_versions(const struct npu_op_schema *s, bool any, int *lo, int *hi)
+{
+	if (!any || s->since_version < *lo)
+		*lo = s->since_version;
+	if (!any || s->max_version > *hi)
+		*hi = s->max_version;
+	return true;
+}
+
 bool npu_op_schema_versions(const char *domain, const char *op_type, int *lo, int *hi)
 {
 	const struct npu_op_schema *s;
@@ -84,15 +94,9 @@ bool npu_op_schema_versions(const char *domain, const char *op_type, int *lo, in
 	*lo = *hi = 0;
 	if (!op_type)
 		return false;
-	for (i = 0; (s = npu_op_schema_at(i)); i++) {
-		if (!same_op(s, dom, op_type))
-			continue;
-		if (!any || s->since_version < *lo)
-			*lo = s->since_version;
-		if (!any || s->max_version > *hi)
-			*hi = s->max_version;
-		any = true;
-	}
+	for (i = 0; (s = npu_op_schema_at(i)); i++)
+		if (same_op(s, dom, op_type))
+			any = widen_versions(s, any, lo, hi);
 	return any;
 }
 
@@ -252,13 +256,8 @@ bool npu_op_registry_versions(const struct npu_op_registry *r, const char *domai
 	for (i = 0; i < n; i++) {
 		const struct npu_op_schema *s = r->entries[i].schema;
 
-		if (!same_op(s, dom, op_type))
-			continue;
-		if (!any || s->since_version < *lo)
-			*lo = s->since_version;
-		if (!any || s->max_version > *hi)
-			*hi = s->max_version;
-		any = true;
+		if (same_op(s, dom, op_type))
+			any = widen_versions(s, any, lo, hi);
 	}
 	return any;
 }
