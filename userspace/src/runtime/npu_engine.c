@@ -130,6 +130,26 @@ void npu_engine_log(const struct npu_engine *e, enum npu_log_level level,
 		fprintf(stderr, "libnpu-user %s: %s\n", names[level], msg);
 }
 
+/* The numeric engine options within their ranges; the first one outside is named. */
+static npu_status check_ranges(const struct npu_engine_options *o)
+{
+	if (o->threads < 0 || o->threads > 1024)
+		return npu_api_fail(NPU_ERR_INVALID_ARG,
+				    "npu_engine_options: threads %d is out of range", o->threads);
+	if (o->log_level < NPU_LOG_ERROR || o->log_level > NPU_LOG_DEBUG)
+		return npu_api_fail(NPU_ERR_INVALID_ARG,
+				    "npu_engine_options: log_level %d is out of range", (int)o->log_level);
+	if (o->async_threads < 0 || o->async_threads > 1024)
+		return npu_api_fail(NPU_ERR_INVALID_ARG,
+				    "npu_engine_options: async_threads %d is out of range (0 to 1024)",
+				    o->async_threads);
+	if (o->async_queue > (size_t)1 << 20)
+		return npu_api_fail(NPU_ERR_INVALID_ARG,
+				    "npu_engine_options: async_queue %zu is out of range (at most 1048576)",
+				    o->async_queue);
+	return NPU_OK;
+}
+
 NPU_API npu_status npu_engine_create(const struct npu_engine_options *opts,
 				     struct npu_engine **out)
 {
@@ -150,27 +170,8 @@ NPU_API npu_status npu_engine_create(const struct npu_engine_options *opts,
 			return st;
 		}
 	}
-	if (e->opts.async_threads < 0 || e->opts.async_threads > 1024) {
-		st = npu_api_fail(NPU_ERR_INVALID_ARG,
-				  "npu_engine_options: async_threads %d is out of range (0 to 1024)",
-				  e->opts.async_threads);
-		free(e);
-		return st;
-	}
-	if (e->opts.async_queue > (size_t)1 << 20) {
-		st = npu_api_fail(NPU_ERR_INVALID_ARG,
-				  "npu_engine_options: async_queue %zu is out of range (at most 1048576)",
-				  e->opts.async_queue);
-		free(e);
-		return st;
-	}
-	if (e->opts.threads < 0 || e->opts.threads > 1024 ||
-	    e->opts.log_level < NPU_LOG_ERROR || e->opts.log_level > NPU_LOG_DEBUG) {
-		st = npu_api_fail(NPU_ERR_INVALID_ARG,
-				  "npu_engine_options: %s %d is out of range",
-				  e->opts.threads < 0 || e->opts.threads > 1024 ? "threads" : "log_level",
-				  e->opts.threads < 0 || e->opts.threads > 1024 ? e->opts.threads
-										 : (int)e->opts.log_level);
+	st = check_ranges(&e->opts);
+	if (st) {
 		free(e);
 		return st;
 	}
