@@ -182,9 +182,7 @@ npu_status npu_graph_op_unsupported(const struct npu_graph *g, const struct npu_
 				     g->source, npu_node_label(g, node, label, sizeof(label)),
 				     domain, domain[0] ? "." : "", node->op_type, node->opset, lo, hi);
 	/* Not ONNX's or Microsoft's (ops we lack), nor the library's: an application's. */
-	if (domain[0] && strncmp(domain, "ai.onnx", 7) && strncmp(domain, "com.microsoft", 13) &&
-	    !npu_op_schema_domain_known(domain) &&
-	    !npu_op_registry_has_domain(g->ops, domain))
+	if (!npu_op_domain_reserved(domain) && !npu_op_registry_has_domain(g->ops, domain))
 		return npu_error_set(err, NPU_ERR_UNSUPPORTED,
 				     "%s: %s: unsupported op '%s.%s' (opset %d): no op of domain '%s' is registered (a custom op: register it on the engine with npu_engine_register_custom_op() before loading)",
 				     g->source, npu_node_label(g, node, label, sizeof(label)),

@@ -100,6 +100,21 @@ bool npu_op_schema_versions(const char *domain, const char *op_type, int *lo, in
 	return any;
 }
 
+bool npu_op_domain_reserved(const char *d)
+{
+	static const char *const owned[] = { "ai.onnx", "ai.npu", "com.microsoft" };
+	size_t i, len;
+
+	if (!d || !d[0])
+		return true;
+	for (i = 0; i < sizeof(owned) / sizeof(owned[0]); i++) {
+		len = strlen(owned[i]);
+		if (!strncmp(d, owned[i], len) && (!d[len] || d[len] == '.'))
+			return true;
+	}
+	return npu_op_schema_domain_known(d);
+}
+
 bool npu_op_schema_domain_known(const char *domain)
 {
 	const struct npu_op_schema *s;

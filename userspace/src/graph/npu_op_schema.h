@@ -82,6 +82,13 @@ bool npu_op_schema_versions(const char *domain, const char *op_type,
 			    int *lo, int *hi);
 /* Whether any built-in or library-registered schema has 'domain'. */
 bool npu_op_schema_domain_known(const char *domain);
+/*
+ * Whether 'domain' is not an application's: the default one, ONNX's,
+ * Microsoft's and the library's ("ai.onnx", "ai.onnx.ml", "ai.npu"... and
+ * their sub-domains), or one with a built-in schema. Custom ops take any
+ * other.
+ */
+bool npu_op_domain_reserved(const char *domain);
 /* Iterate all schemas, built-in then registered (`npu ops`, docs, tests). */
 const struct npu_op_schema *npu_op_schema_at(size_t index);
 

@@ -585,8 +585,6 @@ out:
 
 /* ---- At load ---- */
 
-static bool reserved_domain(const char *d);
-
 npu_status npu_custom_ops_check_graph(const struct npu_graph *g, struct npu_error *err)
 {
 	size_t i, a;
@@ -596,7 +594,7 @@ npu_status npu_custom_ops_check_graph(const struct npu_graph *g, struct npu_erro
 		const struct npu_node *n = g->nodes[i];
 		const struct npu_op_schema *s = npu_node_schema(g, n);
 
-		if (!s && !reserved_domain(n->domain))	/* an application's domain */
+		if (!s && !npu_op_domain_reserved(n->domain))	/* an application's domain */
 			return npu_graph_op_unsupported(g, n, err);
 		if (s && s->opaque && s->infer == custom_infer) {
 			st = check_counts(s->data, n, err);
@@ -625,27 +623,11 @@ NPU_API void npu_custom_op_init_sized(struct npu_custom_op *op, size_t struct_si
 	op->struct_size = struct_size;
 }
 
-/* "ai.onnx", "ai.onnx.ml"...: the domain or a sub-domain of one we own. */
-static bool reserved_domain(const char *d)
-{
-	static const char *const owned[] = { "ai.onnx", "ai.npu", "com.microsoft" };
-	size_t i, len;
-
-	if (!d[0])
-		return true;
-	for (i = 0; i < sizeof(owned) / sizeof(owned[0]); i++) {
-		len = strlen(owned[i]);
-		if (!strncmp(d, owned[i], len) && (!d[len] || d[len] == '.'))
-			return true;
-	}
-	return npu_op_schema_domain_known(d);
-}
-
 static npu_status check_op(const struct npu_custom_op *op)
 {
 	const char *name = op->op_type && op->op_type[0] ? op->op_type : "(unnamed)";
 
-	if (!op->domain || reserved_domain(op->domain))
+	if (!op->domain || npu_op_domain_reserved(op->domain))
 		return npu_api_fail(NPU_ERR_INVALID_ARG,
 				    "npu_engine_register_custom_op: op '%s': domain '%s' is %s: a custom op needs a domain of its own",
 				    name, op->domain ? op->domain : "(null)",
