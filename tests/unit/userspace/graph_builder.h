@@ -142,6 +142,46 @@ static inline void gb_outputs(struct npu_graph *g, struct npu_value **v, size_t 
 }
 
 /*
+ * Every segment's stream, generated once at the canonical addresses and
+ * relocated (reloc.h), must be byte for byte the stream code generation
+ * makes at a session's real addresses.
+ */
+static inline void gb_check_relocation(const struct npu_compiled *c)
+{
+	const uint64_t base[NPU_RELOC_REGIONS] = { 0x40000000ull, 0x7f000000ull, 0 };
+	size_t i;
+
+	for (i = 0; i < c->num_segments; i++) {
+		const struct npu_segment *seg = c->segments[i];
+		struct npu_codegen_target t = {
+			.sram_size = c->dev_info.sram_size,
+			.arena_va = base[NPU_RELOC_ARENA],
+			.consts_va = base[NPU_RELOC_CONSTS],
+		};
+		struct npu_codegen_result res;
+		struct npu_error err = { 0 };
+		struct npu_cmdbuf *cb;
+		const void *want;
+		uint8_t *got;
+		size_t size;
+
+		assert_int_equal(npu_cmdbuf_create(&cb), NPU_OK);
+		if (npu_codegen_segment(&seg->prog, &t, cb, &res, &err) != NPU_OK)
+			fail_msg("codegen: %s", npu_error_msg(&err));
+		want = npu_cmdbuf_data(cb, &size);
+		assert_int_equal(size, seg->stream.size);
+		got = malloc(size);
+		assert_non_null(got);
+		memcpy(got, seg->stream.data, size);
+		npu_reloc_apply(got, seg->stream.relocs, seg->stream.num_relocs, base);
+		assert_memory_equal(got, want, size);
+		free(got);
+		npu_codegen_result_free(&res);
+		npu_cmdbuf_destroy(cb);
+	}
+}
+
+/*
  * Sort, infer and compile g for dev, calibrated by min/max on the one input
  * set x; small segments stay on the NPU, so a test compares NPU with CPU.
  * Needs "runtime/npu_runtime.h" (the graph runner).
@@ -166,6 +206,7 @@ static inline struct npu_compiled *gb_compile(struct npu_graph *g, struct npu_de
 	o.codegen = gb_codegen;
 	if (npu_compile_graph(g, &o, &c, &err) != NPU_OK)
 		fail_msg("compile: %s", err.msg);
+	gb_check_relocation(c);
 	return c;
 }
 

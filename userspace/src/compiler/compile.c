@@ -413,6 +413,13 @@ static bool segment_worth_it(const struct npu_graph *g, const struct span *s,
 	return false;
 }
 
+void npu_segment_stream_free(struct npu_segment_stream *s)
+{
+	free(s->data);
+	free(s->relocs);
+	memset(s, 0, sizeof(*s));
+}
+
 void npu_segment_free(struct npu_segment *seg)
 {
 	size_t i;
@@ -435,6 +442,8 @@ void npu_segment_free(struct npu_segment *seg)
 	free(seg->input_layout);
 	free(seg->output_layout);
 	npu_codegen_result_free(&seg->code);
+	npu_segment_stream_free(&seg->stream);
+	npu_segment_stream_free(&seg->profile_stream);
 	free(seg->first_node);
 	free(seg->last_node);
 	free(seg->graph_path);
@@ -1141,24 +1150,102 @@ static npu_status rewrite_segment(struct npu_graph *g, struct npu_segment *seg,
 }
 
 /*
- * The constants of one segment (weights, biases, tables) in a read-only
- * device buffer that every session's command stream points to. Their
- * content does not depend on where the arena or the blob will be.
+ * Generate a segment's code once, at the canonical addresses (reloc.h):
+ * the constants, the counts and the stream; with 'profile' only the
+ * stream with per-op timestamps (the counts stay those of the plain one).
  */
-static npu_status bind_consts(struct npu_segment *seg, struct npu_device *dev,
-			      uint32_t sram_size, struct npu_error *err)
+static npu_status segment_generate(struct npu_segment *seg, struct npu_device *dev,
+				   uint32_t sram_size, bool profile, struct npu_error *err)
 {
-	struct npu_codegen_target t = { .sram_size = sram_size };
+	struct npu_codegen_target t = {
+		.sram_size = sram_size,
+		.arena_va = NPU_RELOC_BASE(NPU_RELOC_ARENA),
+		.consts_va = NPU_RELOC_BASE(NPU_RELOC_CONSTS),
+		.profile_va = profile ? NPU_RELOC_BASE(NPU_RELOC_PROFILE) : 0,
+	};
+	struct npu_segment_stream *out = profile ? &seg->profile_stream : &seg->stream;
+	struct npu_codegen_result code = { 0 };
 	struct npu_cmdbuf *cb = NULL;
+	const void *data;
+	size_t size;
 	npu_status st;
-	void *map;
+	char what[64];
 
 	if (npu_cmdbuf_create(&cb))
 		return npu_error_set(err, NPU_ERR_NO_MEMORY, "compile: out of memory");
 	npu_cmdbuf_set_device(cb, dev);
-	npu_codegen_result_free(&seg->code);
-	st = npu_codegen_segment(&seg->prog, &t, cb, &seg->code, err);
+	st = npu_codegen_segment(&seg->prog, &t, cb, &code, err);
+	if (seg->compiled)
+		seg->compiled->codegen_runs++;
+	if (!st) {
+		uint64_t size_of[NPU_RELOC_REGIONS] = {
+			seg->arena_size, code.consts_size, 8 * (seg->prog.num_lops + 1)
+		};
+
+		npu_segment_stream_free(out);
+		data = npu_cmdbuf_data(cb, &size);
+		out->data = malloc(size);
+		if (!out->data)
+			st = npu_error_set(err, NPU_ERR_NO_MEMORY, "compile: out of memory");
+		else
+			memcpy(out->data, data, size);
+		out->size = size;
+		snprintf(what, sizeof(what), "NPU segment %d", seg->index);
+		if (!st)
+			st = npu_reloc_scan(out->data, size, size_of, what, &out->relocs,
+					    &out->num_relocs, err);
+	}
 	npu_cmdbuf_destroy(cb);
+	if (!st && !profile) {
+		npu_codegen_result_free(&seg->code);
+		seg->code = code;
+		seg->code_sram_size = sram_size;
+	} else {
+		npu_codegen_result_free(&code);
+	}
+	return st;
+}
+
+/*
+ * A stored stream (a compiled file's) on this device: it must fit its SRAM
+ * and use only opcodes it runs; npu_cs_validate() checks every instruction
+ * as the device will.
+ */
+static npu_status check_stored_stream(const struct npu_segment *seg, const struct npu_device_info *info,
+				      struct npu_error *err)
+{
+	char msg[256] = "";
+
+	if (seg->code_sram_size > info->sram_size)
+		return npu_error_set(err, NPU_ERR_UNSUPPORTED,
+				     "NPU segment %d: compiled for %u bytes of SRAM, the device has %u",
+				     seg->index, seg->code_sram_size, info->sram_size);
+	if (npu_cs_validate(seg->stream.data, seg->stream.size, info->sram_size, info->op_mask,
+			    msg, sizeof(msg)))
+		return npu_error_set(err, NPU_ERR_UNSUPPORTED,
+				     "NPU segment %d: its command stream does not run on this device: %s",
+				     seg->index, msg);
+	return NPU_OK;
+}
+
+/*
+ * The code of one segment, generated unless a compiled file brought it,
+ * and its constants (weights, biases, tables) in a read-only device buffer
+ * that every session's command stream points to.
+ */
+static npu_status bind_code(struct npu_segment *seg, struct npu_device *dev,
+			    const struct npu_device_info *info, bool profile,
+			    struct npu_error *err)
+{
+	npu_status st = NPU_OK;
+	void *map;
+
+	if (!seg->stream.data)
+		st = segment_generate(seg, dev, info->sram_size, false, err);
+	else
+		st = check_stored_stream(seg, info, err);
+	if (!st && profile && !seg->profile_stream.data)
+		st = segment_generate(seg, dev, seg->code_sram_size, true, err);
 	seg->dev = dev;
 	if (st || !seg->code.consts_size)
 		return st;
@@ -1176,8 +1263,9 @@ static npu_status bind_consts(struct npu_segment *seg, struct npu_device *dev,
 /*
  * Command streams are generated at bind time for the device but carry
  * this library's ISA version (npu_cmdbuf_reset()), which an older device
- * refuses job by job (BAD_HEADER): say so once, up front. A .npub holds
- * lowered ops, not streams, so it needs no ISA version of its own.
+ * refuses job by job (BAD_HEADER): say so once, up front. A .npub's
+ * stored streams carry the version they were generated for, and
+ * npu_cs_validate() checks them against the device at bind.
  */
 npu_status npu_compiled_isa_check(const struct npu_device_info *info,
 				  struct npu_error *err)
@@ -1219,7 +1307,7 @@ npu_status npu_compiled_bind(struct npu_compiled *c, struct npu_graph *graph,
 	c->dev = dev;
 	for (i = 0; i < c->num_segments && !st; i++) {
 		c->segments[i]->compiled = c;
-		st = bind_consts(c->segments[i], dev, c->dev_info.sram_size, err);
+		st = bind_code(c->segments[i], dev, &c->dev_info, c->profile_ops, err);
 	}
 	for (i = 0; i < c->num_segments && !st; i++) {
 		struct npu_segment *seg = c->segments[i];
@@ -1254,27 +1342,28 @@ static void segment_rt_free(struct npu_segment_rt *rt)
 	free(rt);
 }
 
-/* One session's command stream for a segment, addressing its arena. */
+/*
+ * One session's command stream for a segment: the segment's stream,
+ * relocated to the session's arena (and profile buffer). No code is
+ * generated here.
+ */
 static npu_status segment_rt_create(struct npu_compiled_run *run, struct npu_segment *seg,
 				    struct npu_segment_rt **out, struct npu_error *err)
 {
 	struct npu_device *dev = run->c->dev;
 	struct npu_segment_rt *rt = calloc(1, sizeof(*rt));
-	struct npu_codegen_target t = {
-		.sram_size = run->c->dev_info.sram_size,
-		.arena_va = npu_buffer_va(run->arena),
-		.consts_va = seg->consts ? npu_buffer_va(seg->consts) : 0,
+	const struct npu_segment_stream *s = run->c->profile_ops ? &seg->profile_stream
+								 : &seg->stream;
+	uint64_t base[NPU_RELOC_REGIONS] = {
+		npu_buffer_va(run->arena), seg->consts ? npu_buffer_va(seg->consts) : 0, 0
 	};
-	struct npu_codegen_result code = { 0 };
-	struct npu_cmdbuf *cb = NULL;
-	const void *stream;
 	npu_status st;
 	void *map;
 
 	*out = rt;
 	if (rt)
 		rt->outputs = calloc(seg->num_outputs + 1, sizeof(*rt->outputs));
-	if (!rt || !rt->outputs || npu_cmdbuf_create(&cb))
+	if (!rt || !rt->outputs)
 		return npu_error_set(err, NPU_ERR_NO_MEMORY, "NPU segment %d: out of memory",
 				     seg->index);
 	rt->seg = seg;
@@ -1282,36 +1371,28 @@ static npu_status segment_rt_create(struct npu_compiled_run *run, struct npu_seg
 	rt->arena = run->arena;
 	rt->arena_map = run->arena_map;
 	rt->group = &run->group;
-	npu_cmdbuf_set_device(cb, dev);
 	if (run->c->profile_ops) {
 		void *pmap;
 
 		rt->lop_cycles = calloc(seg->prog.num_lops + 1, sizeof(*rt->lop_cycles));
 		if (!rt->lop_cycles ||
 		    npu_buffer_alloc(dev, 8 * (seg->prog.num_lops + 1), 0, &rt->profile) ||
-		    npu_buffer_map(rt->profile, &pmap)) {
-			npu_cmdbuf_destroy(cb);
+		    npu_buffer_map(rt->profile, &pmap))
 			return npu_error_set(err, NPU_ERR_DEVICE, "NPU segment %d: profile buffer: %s",
 					     seg->index, npu_device_last_error(dev));
-		}
 		rt->profile_map = pmap;
-		t.profile_va = npu_buffer_va(rt->profile);
+		base[NPU_RELOC_PROFILE] = npu_buffer_va(rt->profile);
 	}
-	st = npu_codegen_segment(&seg->prog, &t, cb, &code, err);
-	if (!st) {
-		stream = npu_cmdbuf_data(cb, &rt->stream_size);
-		st = npu_buffer_alloc(dev, rt->stream_size, NPU_BUFFER_DEVICE_READ_ONLY, &rt->cmd);
-		if (!st)
-			st = npu_buffer_map(rt->cmd, &map);
-		if (!st)
-			memcpy(map, stream, rt->stream_size);
-		else
-			npu_error_set(err, st, "NPU segment %d: command buffer: %s",
-				      seg->index, npu_device_last_error(dev));
-	}
-	npu_codegen_result_free(&code);
-	npu_cmdbuf_destroy(cb);
-	return st;
+	rt->stream_size = s->size;
+	st = npu_buffer_alloc(dev, s->size, NPU_BUFFER_DEVICE_READ_ONLY, &rt->cmd);
+	if (!st)
+		st = npu_buffer_map(rt->cmd, &map);
+	if (st)
+		return npu_error_set(err, st, "NPU segment %d: command buffer: %s",
+				     seg->index, npu_device_last_error(dev));
+	memcpy(map, s->data, s->size);
+	npu_reloc_apply(map, s->relocs, s->num_relocs, base);
+	return NPU_OK;
 }
 
 npu_status npu_compiled_run_create(struct npu_compiled *c, struct npu_compiled_run **out,

@@ -37,6 +37,7 @@
 #include "compiler/memplan.h"
 #include "compiler/passes/passes.h"
 #include "compiler/quant.h"
+#include "compiler/reloc.h"
 #include "graph/npu_ir.h"
 #include "npu/npu_device.h"
 
@@ -223,6 +224,14 @@ struct npu_placement_record {
 };
 
 /* One NPU segment, compiled. */
+/* A relocatable command stream (reloc.h). */
+struct npu_segment_stream {
+	uint8_t *data;
+	size_t size;
+	struct npu_reloc *relocs;
+	size_t num_relocs;
+};
+
 struct npu_segment {
 	int index;
 	struct npu_segment_program prog;
@@ -234,8 +243,14 @@ struct npu_segment {
 	uint32_t *input_acts, *output_acts;
 	enum npu_layout *input_layout, *output_layout;
 	size_t num_inputs, num_outputs;
-	/* Generated code (constants, counts; the streams are per session). */
+	/* Generated code (constants, counts), made once at bind or read
+	 * from a compiled file. */
 	struct npu_codegen_result code;
+	/* Its command stream at the canonical addresses (reloc.h), and the
+	 * same with per-op timestamps when profiling: each session copies one
+	 * and relocates it to its own arena. */
+	struct npu_segment_stream stream, profile_stream;
+	uint32_t code_sram_size;	/* the SRAM the code was generated for */
 	struct npu_memplan_stats mem;
 	uint64_t arena_size;
 	size_t num_nodes;
@@ -264,6 +279,9 @@ struct npu_compiled {
 	uint64_t arena_sum_bytes;	/* every NPU tensor in its own buffer */
 	uint64_t arena_lower_bound;
 	double compile_ms;
+	/* Code generations while compiling and binding (0 for a compiled
+	 * file loaded without profiling: its code is stored). */
+	uint64_t codegen_runs;
 	bool profile_ops;		/* bind with per-op device timestamps */
 	struct npu_device *dev;		/* bound to (npu_compiled_bind) */
 	struct npu_device_info dev_info;
@@ -366,6 +384,7 @@ struct npu_graph *npu_subgraph_at(struct npu_graph *top, const char *path);
 
 /* Free one segment (and its device binding). */
 void npu_segment_free(struct npu_segment *seg);
+void npu_segment_stream_free(struct npu_segment_stream *s);
 
 /* ---- Stages (one file each) ---- */
 
