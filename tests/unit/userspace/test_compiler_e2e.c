@@ -296,7 +296,8 @@ static void npub_round_trip(const char *codegen)
 	if (npu_compile_graph(g, &o, &c, &err) != NPU_OK)
 		fail_msg("compile: %s", err.msg);
 	run_graph(g, x, first);
-	if (npu_npub_save(path, fake_onnx, sizeof(fake_onnx), g, c, &err) != NPU_OK)
+	if (npu_npub_save(path, &(struct npu_npub_source){ fake_onnx, sizeof(fake_onnx), NULL },
+			  g, c, &err) != NPU_OK)
 		fail_msg("save: %s", err.msg);
 
 	bytes = read_all(path, &size);
@@ -306,8 +307,10 @@ static void npub_round_trip(const char *codegen)
 	assert_int_equal(msize, sizeof(fake_onnx));
 	assert_memory_equal(model, fake_onnx, msize);
 	assert_int_equal(npu_npub_num_inputs(f), 1);
-	assert_int_equal(npu_compile_passes_pre(g2, &qdq, &err), NPU_OK);
-	assert_int_equal(npu_compile_passes_fuse(g2, &err), NPU_OK);
+	/* A finished file: its own graph, no import and no pass. */
+	npu_graph_destroy(g2);
+	g2 = npu_npub_take_graph(f);
+	assert_non_null(g2);
 	if (npu_npub_instantiate(f, g2, dev, false, &c2, &err) != NPU_OK)
 		fail_msg("instantiate: %s", err.msg);
 	assert_int_equal(c2->num_segments, c->num_segments);
@@ -315,8 +318,13 @@ static void npub_round_trip(const char *codegen)
 	assert_int_equal(c2->npu_macs, c->npu_macs);
 	for (i = 0; i < c->num_segments; i++)
 		assert_memory_equal(&c2->segments[i]->prog.opts, &o.codegen, sizeof(o.codegen));
-	/* Options other than the defaults need version 2.1. */
-	assert_int_equal(((const uint16_t *)bytes)[2], codegen ? 2 : 1);
+	/* Finished files are version 3, whatever the options. */
+	assert_int_equal(((const uint16_t *)bytes)[2], 3);
+	/* Loading generated no code: the streams came from the file. */
+	assert_int_equal(c2->codegen_runs, 0);
+	for (i = 0; i < c->num_segments; i++)
+		assert_memory_equal(c2->segments[i]->stream.data, c->segments[i]->stream.data,
+				    c->segments[i]->stream.size);
 	run_graph(g2, x, second);
 	assert_memory_equal(first, second, sizeof(first));
 
@@ -401,7 +409,7 @@ static void test_malformed_npub_is_rejected_with_a_reason(void **state)
 	o.calib_random = true;
 	o.cpu_only_placement = false;
 	assert_int_equal(npu_compile_graph(g, &o, &c, &err), NPU_OK);
-	assert_int_equal(npu_npub_save(path, "m", 1, g, c, &err), NPU_OK);
+	assert_int_equal(npu_npub_save(path, &(struct npu_npub_source){ "m", 1, NULL }, g, c, &err), NPU_OK);
 	bytes = read_all(path, &size);
 	copy = malloc(size);
 
@@ -441,7 +449,7 @@ static void test_malformed_npub_is_rejected_with_a_reason(void **state)
 		assert_non_null(cp);
 		assert_non_null(fd);
 		cp->copy.dst_off += 1;
-		assert_int_equal(npu_npub_save(path, "m", 1, g, c, &err), NPU_OK);
+		assert_int_equal(npu_npub_save(path, &(struct npu_npub_source){ "m", 1, NULL }, g, c, &err), NPU_OK);
 		free(bytes);
 		bytes = read_all(path, &size);
 		assert_int_equal(npu_npub_open(bytes, size, "copy.npub", &f, &err), NPU_ERR_MODEL);
@@ -449,7 +457,7 @@ static void test_malformed_npub_is_rejected_with_a_reason(void **state)
 		assert_non_null(strstr(err.msg, "outside its tensors"));
 		cp->copy.dst_off -= 1;
 		fd->conv.fold_w = 3;	/* 20 columns are not whole wide pixels of 3 */
-		assert_int_equal(npu_npub_save(path, "m", 1, g, c, &err), NPU_OK);
+		assert_int_equal(npu_npub_save(path, &(struct npu_npub_source){ "m", 1, NULL }, g, c, &err), NPU_OK);
 		free(bytes);
 		bytes = read_all(path, &size);
 		assert_int_equal(npu_npub_open(bytes, size, "fold.npub", &f, &err), NPU_ERR_MODEL);
@@ -1801,15 +1809,15 @@ static void run_attention(int64_t d)
 	}
 
 	/* The batched MATMUL survives a .npub round trip bit for bit. */
-	if (npu_npub_save(path, "m", 1, g, c, &err) != NPU_OK)
+	if (npu_npub_save(path, &(struct npu_npub_source){ "m", 1, NULL }, g, c, &err) != NPU_OK)
 		fail_msg("save: %s", err.msg);
 	bytes = read_all(path, &size);
 	if (npu_npub_open(bytes, size, path, &f, &err) != NPU_OK)
 		fail_msg("open: %s", err.msg);
-	assert_int_equal(npu_graph_sort(g2, &err), NPU_OK);
-	assert_int_equal(npu_graph_infer(g2, true, &err), NPU_OK);
-	assert_int_equal(npu_compile_passes_pre(g2, &qdq, &err), NPU_OK);
-	assert_int_equal(npu_compile_passes_fuse(g2, &err), NPU_OK);
+	/* A finished file: its own graph, no import and no pass. */
+	npu_graph_destroy(g2);
+	g2 = npu_npub_take_graph(f);
+	assert_non_null(g2);
 	if (npu_npub_instantiate(f, g2, dev, false, &c2, &err) != NPU_OK)
 		fail_msg("instantiate: %s", err.msg);
 	assert_int_equal(c2->num_segments, 1);

@@ -297,8 +297,7 @@ static void *compile_to_npub(struct npu_engine *e, const void *onnx, size_t onnx
  * A .npub records the CPU options it was compiled with (version 2.2) and
  * plans its CPU part by them, loaded with no options or with others; a
  * recompile for other shapes starts from them too unless options are
- * given. A file compiled with the defaults records nothing (version 1:
- * older readers keep reading it).
+ * given. A file compiled with the defaults records nothing.
  */
 static void test_npub_records_cpu_options_and_plans_by_them(void **state)
 {
@@ -315,9 +314,8 @@ static void test_npub_records_cpu_options_and_plans_by_them(void **state)
 
 	(void)state;
 	assert_int_equal(npu_cpu_options_parse(&want, spec, &err), NPU_OK);
-	assert_int_equal(((const uint16_t *)file)[2], 2);	/* major */
-	assert_int_equal(((const uint16_t *)file)[3], 2);	/* minor */
-	assert_int_equal(((const uint16_t *)dfile)[2], 1);
+	assert_int_equal(((const uint16_t *)file)[2], 3);	/* major: finished files */
+	assert_int_equal(((const uint16_t *)dfile)[2], 3);
 	for (i = 0; i < sizeof(loaders) / sizeof(loaders[0]); i++) {
 		struct npu_model *m = load(e, file, size, "m.npub", "sim", loaders[i]);
 		struct npu_plan *p = plan_of(m);

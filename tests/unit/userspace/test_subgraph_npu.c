@@ -620,7 +620,7 @@ static void test_npub_keeps_body_segments(void **state)
 	npu_session_destroy(sf);
 	npu_model_destroy(mf);
 
-	/* Version 2 on disk; a version this library does not know is refused by number. */
+	/* Version 3 on disk; a version this library does not know is refused by number. */
 	f = fopen(path, "rb");
 	assert_non_null(f);
 	fseek(f, 0, SEEK_END);
@@ -630,14 +630,14 @@ static void test_npub_keeps_body_segments(void **state)
 	assert_int_equal(fread(bytes, 1, (size_t)size, f), (size_t)size);
 	fclose(f);
 	memcpy(&major, bytes + 4, 2);
-	assert_int_equal(major, 2);
-	major = 3;
+	assert_int_equal(major, 3);
+	major = 4;
 	memcpy(bytes + 4, &major, 2);
 	mf = NULL;
-	assert_int_not_equal(npu_model_load_memory(engine, bytes, (size_t)size, "v3.npub", &mo, &mf),
+	assert_int_not_equal(npu_model_load_memory(engine, bytes, (size_t)size, "v4.npub", &mo, &mf),
 			     NPU_OK);
 	print_message("# %s\n", npu_last_error());
-	assert_non_null(strstr(npu_last_error(), "version 3 is not supported"));
+	assert_non_null(strstr(npu_last_error(), "version 4 is not supported"));
 	free(bytes);
 	unlink(path);
 	npu_model_destroy(mn);

@@ -409,7 +409,10 @@ NPU_API npu_status npu_model_output_info(const struct npu_model *model,
 
 struct npu_model_stats {
 	size_t struct_size;	/* sizeof(struct npu_model_stats) */
-	uint64_t imports;	/* ONNX imports: 1 after load, never more */
+	/* ONNX imports: 1 after loading an ONNX file, never more; 0 after
+	 * loading a compiled file, 1 once a plan at other shapes needs its
+	 * source model. */
+	uint64_t imports;
 	uint64_t calibrations;	/* calibration runs (NPU devices) */
 	uint64_t plans_built;	/* plans made (compilations on NPU devices) */
 	uint64_t plan_hits;	/* plan requests served from the cache */
@@ -417,6 +420,12 @@ struct npu_model_stats {
 	uint64_t plans_evicted;
 	uint64_t plans_cached;	/* now in the cache */
 	uint64_t plan_bytes;	/* their host memory, as counted for the bound */
+	/* Since 2.1. Compilations from the source graph (graph passes,
+	 * placement, lowering; NPU devices), and NPU segment code
+	 * generations: both 0 while a compiled file runs at its shapes
+	 * without per-op profiling. */
+	uint64_t compilations;
+	uint64_t codegens;
 };
 
 #define npu_model_stats_init(st) \

@@ -1135,6 +1135,9 @@ static npu_status rewrite_segment(struct npu_graph *g, struct npu_segment *seg,
 	if (!sn)
 		return err->status ? err->status : NPU_ERR_NO_MEMORY;
 	sn->opset = 1;
+	/* Which segment it runs: a compiled file binds its code by it. */
+	if (npu_node_set_attr_int(sn, "segment", seg->index))
+		return npu_error_set(err, NPU_ERR_NO_MEMORY, "compile: out of memory");
 	sn->placement = NPU_PLACE_NPU;
 	sn->placement_reason = "compiled NPU segment";
 	for (i = 0; i < seg->num_inputs; i++)
@@ -1280,8 +1283,8 @@ npu_status npu_compiled_isa_check(const struct npu_device_info *info,
 			     major, minor, NPU_ISA_VERSION_MAJOR, NPU_ISA_VERSION_MINOR);
 }
 
-npu_status npu_compiled_bind(struct npu_compiled *c, struct npu_graph *graph,
-			     struct npu_device *dev, struct npu_error *err)
+npu_status npu_compiled_attach(struct npu_compiled *c, struct npu_device *dev,
+				struct npu_error *err)
 {
 	npu_status st;
 	size_t i;
@@ -1309,6 +1312,17 @@ npu_status npu_compiled_bind(struct npu_compiled *c, struct npu_graph *graph,
 		c->segments[i]->compiled = c;
 		st = bind_code(c->segments[i], dev, &c->dev_info, c->profile_ops, err);
 	}
+	return st;
+}
+
+npu_status npu_compiled_bind(struct npu_compiled *c, struct npu_graph *graph,
+			     struct npu_device *dev, struct npu_error *err)
+{
+	npu_status st = npu_compiled_attach(c, dev, err);
+	size_t i;
+
+	if (st || !c->num_segments)
+		return st;
 	for (i = 0; i < c->num_segments && !st; i++) {
 		struct npu_segment *seg = c->segments[i];
 

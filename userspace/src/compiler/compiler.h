@@ -367,6 +367,13 @@ npu_status npu_compile_passes_fuse(struct npu_graph *graph,
 npu_status npu_compiled_bind(struct npu_compiled *c, struct npu_graph *graph,
 			     struct npu_device *device, struct npu_error *err);
 /*
+ * The device half of npu_compiled_bind(), for segments already bound to
+ * their NpuSegment nodes (a compiled file's graph): code (generated only
+ * if the segment brought none, or to profile) and constants on 'device'.
+ */
+npu_status npu_compiled_attach(struct npu_compiled *c, struct npu_device *device,
+			       struct npu_error *err);
+/*
  * NPU_OK when a device reporting 'info' runs this library's command
  * streams (same ISA major, minor at least ours); else NPU_ERR_UNSUPPORTED
  * naming both versions. npu_compiled_bind() checks it.

@@ -7,6 +7,8 @@
 #include "compiler/npub.h"
 #include "compiler/lower.h"
 #include "common/npu_bytes.h"
+#include "graph/npu_graph_io.h"
+#include "onnx/npu_onnx.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -21,6 +23,9 @@ enum npub_tag {
 	NPUB_STATS = 3,
 	NPUB_RECORDS = 4,
 	NPUB_SEGMENT = 5,
+	NPUB_GRAPH = 6,		/* 3.0: the graph as compiled (npu_graph_io.h) */
+	NPUB_CODE = 7,		/* 3.0: a segment's generated code */
+	NPUB_METADATA = 8,	/* 3.0: what the source model says about itself */
 };
 
 #define NPUB_HEADER_SIZE 32
@@ -315,7 +320,48 @@ static void put_segment(struct npu_wbuf *w, const struct npu_segment *seg, uint1
 	}
 }
 
-npu_status npu_npub_save(const char *path, const void *onnx, size_t onnx_size,
+/* A segment's code: the constants, the canonical stream and the counts. */
+static void put_code(struct npu_wbuf *w, size_t k, const struct npu_segment *seg)
+{
+	const struct npu_codegen_result *r = &seg->code;
+	size_t i, n = seg->prog.num_lops;
+
+	npu_put_u32(w, (uint32_t)k);
+	npu_put_u32(w, seg->code_sram_size);
+	npu_put_blob(w, r->consts, r->consts_size);
+	npu_put_blob(w, seg->stream.data, seg->stream.size);
+	npu_put_u64(w, r->macs);
+	npu_put_u64(w, r->ideal_mac_cycles);
+	npu_put_u64(w, r->instructions);
+	npu_put_u64(w, r->fused_groups);
+	npu_put_u64(w, r->dram_bytes);
+	for (i = 0; i < n; i++) {
+		npu_put_u64(w, r->lop_macs[i]);
+		npu_put_u64(w, r->lop_dram_bytes[i]);
+		npu_put_u64(w, r->lop_pred_cycles[i]);
+		npu_put_u8(w, r->lop_fused[i]);
+	}
+}
+
+static void put_metadata(struct npu_wbuf *w, const struct npu_onnx_meta *m)
+{
+	size_t i;
+
+	npu_put_str(w, m->producer_name);
+	npu_put_str(w, m->producer_version);
+	npu_put_str(w, m->domain);
+	npu_put_str(w, m->doc_string);
+	npu_put_str(w, m->graph_name);
+	npu_put_str(w, m->graph_doc_string);
+	npu_put_u64(w, (uint64_t)m->model_version);
+	npu_put_u32(w, (uint32_t)m->num_props);
+	for (i = 0; i < m->num_props; i++) {
+		npu_put_str(w, m->keys[i]);
+		npu_put_str(w, m->values[i]);
+	}
+}
+
+npu_status npu_npub_save(const char *path, const struct npu_npub_source *src,
 			 const struct npu_graph *graph,
 			 const struct npu_compiled *c, struct npu_error *err)
 {
@@ -325,22 +371,29 @@ npu_status npu_npub_save(const char *path, const void *onnx, size_t onnx_size,
 	size_t at, i;
 	int j;
 	FILE *f;
-	/*
-	 * Segments inside subgraphs need version 2, which readers of version 1
-	 * refuse by its number; other files stay version 1 for them.
-	 */
-	uint16_t major = 1;
+	/* Finished files (the graph and the code) are version 3. */
+	uint16_t major = NPU_NPUB_VERSION_MAJOR;
 
 	for (i = 0; i < c->num_segments; i++)
-		if ((c->segments[i]->graph_path && c->segments[i]->graph_path[0]) ||
-		    !codegen_defaults(&c->segments[i]->prog.opts))
-			major = NPU_NPUB_VERSION_MAJOR;
-	if (!npu_cpu_options_default(&c->cpu))
-		major = NPU_NPUB_VERSION_MAJOR;
-
+		if (!c->segments[i]->stream.data)
+			return npu_error_set(err, NPU_ERR_INVALID_ARG,
+					     "%s: NPU segment %zu has no code (not bound to a device)",
+					     path, i);
 	npu_put(&w, (uint8_t[NPUB_HEADER_SIZE]){ 0 }, NPUB_HEADER_SIZE);
-	at = begin_section(&w, NPUB_MODEL);
-	npu_put(&w, onnx, onnx_size);
+	if (src->onnx_size) {	/* optional: to compile again at other shapes */
+		at = begin_section(&w, NPUB_MODEL);
+		npu_put(&w, src->onnx, src->onnx_size);
+		end_section(&w, at);
+		sections++;
+	}
+	if (src->meta) {
+		at = begin_section(&w, NPUB_METADATA);
+		put_metadata(&w, src->meta);
+		end_section(&w, at);
+		sections++;
+	}
+	at = begin_section(&w, NPUB_GRAPH);
+	npu_graph_write_pruned(&w, graph);
 	end_section(&w, at);
 	sections++;
 
@@ -384,7 +437,10 @@ npu_status npu_npub_save(const char *path, const void *onnx, size_t onnx_size,
 		at = begin_section(&w, NPUB_SEGMENT);
 		put_segment(&w, c->segments[i], major);
 		end_section(&w, at);
-		sections++;
+		at = begin_section(&w, NPUB_CODE);
+		put_code(&w, i, c->segments[i]);
+		end_section(&w, at);
+		sections += 2;
 	}
 	if (w.oom) {
 		free(w.data);
@@ -807,6 +863,11 @@ struct npu_npub {
 	size_t *seg_in_base, *seg_out_base;
 	size_t num_seg_in, num_seg_out;
 	uint16_t major;		/* the file's format version */
+	/* 3.0: the graph as compiled, the source's metadata, which segments
+	 * came with their code. */
+	struct npu_graph *graph;
+	struct npu_onnx_meta *meta;
+	size_t num_code;
 };
 
 static bool get_segment(struct npu_rbuf *r, struct npu_npub *f, struct npu_segment *seg)
@@ -979,6 +1040,8 @@ void npu_npub_close(struct npu_npub *f)
 	free(f->seg_outputs);
 	free(f->seg_in_base);
 	free(f->seg_out_base);
+	npu_graph_destroy(f->graph);
+	npu_onnx_meta_free(f->meta);
 	npu_compiled_free(f->c);
 	free(f->data);
 	free(f);
@@ -1031,6 +1094,139 @@ static npu_status parse_records(struct npu_rbuf *r, struct npu_compiled *c)
 	return r->bad ? r->err->status : NPU_OK;
 }
 
+/* A u64 array of n entries into a malloc'ed copy (seg_keep'd by the caller). */
+static bool get_code_counts(struct npu_rbuf *r, struct npu_codegen_result *res, size_t n)
+{
+	size_t i;
+
+	res->lop_macs = calloc(n + 1, sizeof(*res->lop_macs));
+	res->lop_dram_bytes = calloc(n + 1, sizeof(*res->lop_dram_bytes));
+	res->lop_pred_cycles = calloc(n + 1, sizeof(*res->lop_pred_cycles));
+	res->lop_fused = calloc(n + 1, 1);
+	if (!res->lop_macs || !res->lop_dram_bytes || !res->lop_pred_cycles || !res->lop_fused) {
+		npu_error_set(r->err, NPU_ERR_NO_MEMORY, "%s: out of memory", r->source);
+		r->bad = true;
+		return false;
+	}
+	for (i = 0; i < n && !r->bad; i++) {
+		res->lop_macs[i] = npu_get_u64(r, "op macs");
+		res->lop_dram_bytes[i] = npu_get_u64(r, "op dram bytes");
+		res->lop_pred_cycles[i] = npu_get_u64(r, "op predicted cycles");
+		res->lop_fused[i] = npu_get_u8(r, "op fused");
+		if (!r->bad && res->lop_fused[i] > 1)
+			fail(r, "%s %llu: fused is not 0 or 1", "op", i);
+	}
+	return !r->bad;
+}
+
+/* A blob of at most 'max' bytes into a malloc'ed copy. */
+static uint8_t *get_any_blob(struct npu_rbuf *r, uint64_t max, size_t *size, const char *field)
+{
+	uint64_t n = npu_get_u64(r, field);
+	uint8_t *p;
+
+	*size = 0;
+	if (r->bad)
+		return NULL;
+	if (n > max || n > r->left) {
+		fail(r, "blob '%s' of %llu bytes is too large", field, n);
+		return NULL;
+	}
+	p = malloc(n ? n : 1);
+	if (!p) {
+		npu_error_set(r->err, NPU_ERR_NO_MEMORY, "%s: out of memory", r->source);
+		r->bad = true;
+		return NULL;
+	}
+	npu_take(r, p, n, field);
+	*size = (size_t)n;
+	return p;
+}
+
+/*
+ * 3.0: segment k's code, after its segment section. The stream's address
+ * fields are found again and must each fall in one of its buffers.
+ */
+static bool get_code(struct npu_rbuf *r, struct npu_npub *f)
+{
+	uint32_t k = npu_get_u32(r, "segment");
+	struct npu_codegen_result *res;
+	struct npu_segment *seg;
+	uint64_t size_of[NPU_RELOC_REGIONS];
+	struct npu_error scan = { 0 };
+	char what[64];
+
+	if (r->bad)
+		return false;
+	if (k != f->num_code || k >= f->c->num_segments)
+		return fail(r, "%s %llu does not follow its segment section", "code of segment", k);
+	seg = f->c->segments[k];
+	res = &seg->code;
+	seg->code_sram_size = npu_get_u32(r, "sram size");
+	res->consts = get_any_blob(r, 1ull << 32, &res->consts_size, "constants");
+	seg->stream.data = get_any_blob(r, NPU_CS_MAX_SIZE, &seg->stream.size, "stream");
+	res->macs = npu_get_u64(r, "macs");
+	res->ideal_mac_cycles = npu_get_u64(r, "ideal mac cycles");
+	res->instructions = npu_get_u64(r, "instructions");
+	res->fused_groups = npu_get_u64(r, "fused groups");
+	res->dram_bytes = npu_get_u64(r, "dram bytes");
+	if (r->bad || !get_code_counts(r, res, seg->prog.num_lops))
+		return false;
+	if (r->left)
+		return fail(r, "%s: %llu trailing bytes", "code", r->left);
+	size_of[NPU_RELOC_ARENA] = seg->arena_size;
+	size_of[NPU_RELOC_CONSTS] = res->consts_size;
+	size_of[NPU_RELOC_PROFILE] = 0;	/* a stored stream never profiles */
+	snprintf(what, sizeof(what), "code of segment %u", k);
+	if (npu_reloc_scan(seg->stream.data, seg->stream.size, size_of, what, &seg->stream.relocs,
+			   &seg->stream.num_relocs, &scan))
+		return npu_rbuf_fail(r, "%s", scan.msg);
+	f->num_code++;
+	return true;
+}
+
+/* 3.0: the source model's metadata; keys non-empty and unique, as on import. */
+static bool get_metadata(struct npu_rbuf *r, struct npu_npub *f)
+{
+	struct npu_onnx_meta *m = calloc(1, sizeof(*m));
+	size_t i, j;
+
+	if (!m || f->meta) {
+		free(m);
+		return m ? fail(r, "%s%.0llu section appears twice", "metadata", 0)
+			 : npu_rbuf_fail(r, "out of memory");
+	}
+	f->meta = m;
+	m->producer_name = npu_get_str(r, "producer name", NPUB_MAX_STRING);
+	m->producer_version = npu_get_str(r, "producer version", NPUB_MAX_STRING);
+	m->domain = npu_get_str(r, "domain", NPUB_MAX_STRING);
+	m->doc_string = npu_get_str(r, "doc string", 1u << 24);
+	m->graph_name = npu_get_str(r, "graph name", NPUB_MAX_STRING);
+	m->graph_doc_string = npu_get_str(r, "graph doc string", 1u << 24);
+	m->model_version = (int64_t)npu_get_u64(r, "model version");
+	m->num_props = npu_get_count(r, "metadata props", 1u << 16);
+	if (r->bad)
+		return false;
+	m->keys = calloc(m->num_props + 1, sizeof(*m->keys));
+	m->values = calloc(m->num_props + 1, sizeof(*m->values));
+	if (!m->keys || !m->values) {
+		m->num_props = 0;
+		return npu_rbuf_fail(r, "out of memory");
+	}
+	for (i = 0; i < m->num_props && !r->bad; i++) {
+		m->keys[i] = npu_get_str(r, "metadata key", NPUB_MAX_STRING);
+		m->values[i] = npu_get_str(r, "metadata value", 1u << 24);
+		if (!r->bad && (!m->keys[i] || !m->keys[i][0]))
+			return fail(r, "%s %llu has no key", "metadata prop", i);
+		for (j = 0; j < i && !r->bad; j++)
+			if (!strcmp(m->keys[i], m->keys[j]))
+				return fail(r, "%s %llu repeats a key", "metadata prop", i);
+	}
+	if (!r->bad && r->left)
+		fail(r, "%s: %llu trailing bytes", "metadata", r->left);
+	return !r->bad;
+}
+
 npu_status npu_npub_open(const void *data, size_t size, const char *source,
 			 struct npu_npub **out, struct npu_error *err)
 {
@@ -1068,7 +1264,7 @@ npu_status npu_npub_open(const void *data, size_t size, const char *source,
 		goto bad;
 	}
 	if (major < 1 || major > NPU_NPUB_VERSION_MAJOR) {
-		fail(&hdr, "%s %llu is not supported (this library reads versions 1 and 2)", "version", major);
+		fail(&hdr, "%s %llu is not supported (this library reads versions 1 to 3)", "version", major);
 		goto bad;
 	}
 	f->major = major;
@@ -1164,6 +1360,30 @@ npu_status npu_npub_open(const void *data, size_t size, const char *source,
 				goto bad;
 			break;
 		}
+		case NPUB_GRAPH:
+			sec.where = "graph section";
+			if (f->graph) {
+				fail(&sec, "%s%.0llu appears twice", "graph section", 0);
+				goto bad;
+			}
+			f->graph = npu_graph_read(&sec, source);
+			if (!f->graph)
+				goto bad;
+			if (sec.left) {
+				fail(&sec, "%s: %llu trailing bytes", "graph", sec.left);
+				goto bad;
+			}
+			break;
+		case NPUB_CODE:
+			sec.where = "code section";
+			if (!get_code(&sec, f))
+				goto bad;
+			break;
+		case NPUB_METADATA:
+			sec.where = "metadata section";
+			if (!get_metadata(&sec, f))
+				goto bad;
+			break;
 		default:
 			fail(&sec, "%s %llu is unknown", "section tag", tag);
 			goto bad;
@@ -1173,8 +1393,18 @@ npu_status npu_npub_open(const void *data, size_t size, const char *source,
 		fail(&hdr, "%s: %llu bytes after the last section", "file", left);
 		goto bad;
 	}
-	if (!f->model) {
+	/* Before 3.0 the model is what loading compiles; from 3.0 the graph
+	 * and every segment's code are what it runs. */
+	if (f->major < 3 && !f->model) {
 		fail(&hdr, "%s%.0llu: no model section", "file", 0);
+		goto bad;
+	}
+	if (f->major >= 3 && (!f->graph || f->num_code != f->c->num_segments)) {
+		fail(&hdr, "%s%.0llu: no graph section, or a segment without its code", "file", 0);
+		goto bad;
+	}
+	if (f->major < 3 && (f->graph || f->num_code || f->meta)) {
+		fail(&hdr, "%s%.0llu: a version 3 section in an older file", "file", 0);
 		goto bad;
 	}
 	*out = f;
@@ -1191,6 +1421,27 @@ const void *npu_npub_model(const struct npu_npub *f, size_t *size)
 {
 	*size = f->model_size;
 	return f->model;
+}
+
+bool npu_npub_finished(const struct npu_npub *f)
+{
+	return f->major >= 3;
+}
+
+struct npu_graph *npu_npub_take_graph(struct npu_npub *f)
+{
+	struct npu_graph *g = f->graph;
+
+	f->graph = NULL;
+	return g;
+}
+
+struct npu_onnx_meta *npu_npub_take_metadata(struct npu_npub *f)
+{
+	struct npu_onnx_meta *m = f->meta;
+
+	f->meta = NULL;
+	return m;
 }
 
 const struct npu_cpu_options *npu_npub_cpu_options(const struct npu_npub *f)
@@ -1231,6 +1482,19 @@ static bool im2col_of(const struct npu_act *v, const struct npu_act *a)
 	       window_fits(v->w, a->im2col.k_w, a->im2col.stride_w, a->im2col.pad_left, a->w);
 }
 
+/* Whether v is a float value of act a's dimensions (or a's im2col source). */
+static bool float_value_of(const struct npu_value *v, const struct npu_act *a)
+{
+	struct npu_act dims;
+
+	if (!v || v->dtype != NPU_DTYPE_FLOAT || v->shape.rank < 0)
+		return false;
+	npu_value_act_dims(v, &dims);
+	if (a->im2col.k_h)
+		return im2col_of(&dims, a);
+	return dims.n == a->n && dims.h == a->h && dims.w == a->w && dims.c == a->c;
+}
+
 static struct npu_value *find_float_value(struct npu_graph *g, const char *name,
 					  const struct npu_act *a)
 {
@@ -1247,6 +1511,64 @@ static struct npu_value *find_float_value(struct npu_graph *g, const char *name,
 	return v;
 }
 
+/*
+ * 3.0: bind each NpuSegment node of g (and of its subgraphs) to the
+ * segment its "segment" attribute names, checking that its values are the
+ * segment's boundary; every segment must be bound exactly once.
+ */
+static npu_status bind_nodes(struct npu_compiled *c, struct npu_graph *g, int depth,
+			     struct npu_error *err)
+{
+	size_t i, j, a;
+	npu_status st = NPU_OK;
+
+	if (depth > 32)
+		return npu_error_set(err, NPU_ERR_MODEL, "%s: subgraphs nest too deep", g->source);
+	for (i = 0; i < g->num_nodes && !st; i++) {
+		struct npu_node *n = g->nodes[i];
+		struct npu_segment *seg;
+		int64_t k;
+
+		for (a = 0; a < n->num_attrs && !st; a++)
+			if (n->attrs[a].type == NPU_ATTR_GRAPH && n->attrs[a].g)
+				st = bind_nodes(c, n->attrs[a].g, depth + 1, err);
+		if (st || strcmp(n->op_type, NPU_SEGMENT_OP) || strcmp(n->domain, NPU_SEGMENT_DOMAIN))
+			continue;
+		k = npu_node_attr_int_or(n, "segment", -1);
+		if (k < 0 || (uint64_t)k >= c->num_segments || c->segments[k]->graph)
+			return npu_error_set(err, NPU_ERR_MODEL,
+					     "%s: node '%s': segment %lld is not in the file, or bound twice",
+					     g->source, n->name, (long long)k);
+		seg = c->segments[k];
+		if (n->num_inputs != seg->num_inputs || n->num_outputs != seg->num_outputs)
+			return npu_error_set(err, NPU_ERR_MODEL,
+					     "%s: node '%s': %zu inputs and %zu outputs, segment %lld has %zu and %zu",
+					     g->source, n->name, n->num_inputs, n->num_outputs,
+					     (long long)k, seg->num_inputs, seg->num_outputs);
+		seg->inputs = calloc(seg->num_inputs + 1, sizeof(*seg->inputs));
+		seg->outputs = calloc(seg->num_outputs + 1, sizeof(*seg->outputs));
+		if (!seg->inputs || !seg->outputs)
+			return npu_error_set(err, NPU_ERR_NO_MEMORY, "out of memory");
+		for (j = 0; j < n->num_inputs; j++) {
+			if (!float_value_of(n->inputs[j], &seg->prog.acts[seg->input_acts[j]]))
+				return npu_error_set(err, NPU_ERR_MODEL,
+						     "%s: node '%s': input %zu does not match segment %lld's tensor",
+						     g->source, n->name, j, (long long)k);
+			seg->inputs[j] = n->inputs[j];
+		}
+		for (j = 0; j < n->num_outputs; j++) {
+			if (!float_value_of(n->outputs[j], &seg->prog.acts[seg->output_acts[j]]))
+				return npu_error_set(err, NPU_ERR_MODEL,
+						     "%s: node '%s': output %zu does not match segment %lld's tensor",
+						     g->source, n->name, j, (long long)k);
+			seg->outputs[j] = n->outputs[j];
+		}
+		seg->graph = g;
+		n->op_state = seg;
+	}
+	return st;
+}
+
 npu_status npu_npub_instantiate(struct npu_npub *f, struct npu_graph *graph,
 				struct npu_device *dev, bool profile_ops,
 				struct npu_compiled **out,
@@ -1257,6 +1579,22 @@ npu_status npu_npub_instantiate(struct npu_npub *f, struct npu_graph *graph,
 	npu_status st;
 
 	*out = NULL;
+	if (f->major >= 3) {
+		c->profile_ops = profile_ops;
+		st = bind_nodes(c, graph, 0, err);
+		for (k = 0; !st && k < c->num_segments; k++)
+			if (!c->segments[k]->graph)
+				st = npu_error_set(err, NPU_ERR_MODEL,
+						   "%s: NPU segment %zu has no node in the graph",
+						   graph->source, k);
+		if (!st)
+			st = npu_compiled_attach(c, dev, err);
+		if (st)
+			return st;
+		f->c = NULL;
+		*out = c;
+		return NPU_OK;
+	}
 	for (k = 0; k < c->num_segments; k++) {
 		struct npu_segment *seg = c->segments[k];
 		struct npu_graph *top = graph;

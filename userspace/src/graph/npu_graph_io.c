@@ -56,7 +56,9 @@ static void put_tensor(struct npu_wbuf *w, const struct npu_tensor *t)
 	npu_put_blob(w, t->nbytes ? t->data : NULL, t->nbytes);
 }
 
-static void put_attr(struct npu_wbuf *w, const struct npu_attr *a)
+static void write_graph(struct npu_wbuf *w, const struct npu_graph *g, bool pruned);
+
+static void put_attr(struct npu_wbuf *w, const struct npu_attr *a, bool pruned)
 {
 	size_t i;
 
@@ -80,7 +82,7 @@ static void put_attr(struct npu_wbuf *w, const struct npu_attr *a)
 	case NPU_ATTR_GRAPH:
 		npu_put_u8(w, a->g != NULL);
 		if (a->g)
-			npu_graph_write(w, a->g);
+			write_graph(w, a->g, pruned);
 		break;
 	case NPU_ATTR_FLOATS:
 		npu_put_u32(w, (uint32_t)a->count);
@@ -102,10 +104,60 @@ static void put_attr(struct npu_wbuf *w, const struct npu_attr *a)
 	}
 }
 
+/*
+ * Per value: its index as written, or SIZE_MAX when 'pruned' leaves it
+ * out (a constant no node reads and no output names: what a pass or the
+ * NPU segment rewrite left behind). NULL when out of memory.
+ */
+static size_t *value_slots(const struct npu_graph *g, bool pruned, size_t *kept)
+{
+	size_t *slot = calloc(g->num_values + 1, sizeof(*slot));
+	bool *used;
+	size_t i, j, n = 0;
+
+	if (!slot)
+		return NULL;
+	used = calloc(g->num_values + 1, sizeof(*used));
+	if (!used) {
+		free(slot);
+		return NULL;
+	}
+	for (i = 0; i < g->num_nodes; i++)
+		for (j = 0; j < g->nodes[i]->num_inputs; j++)
+			if (g->nodes[i]->inputs[j])
+				used[g->nodes[i]->inputs[j]->index] = true;
+	for (i = 0; i < g->num_values; i++) {
+		const struct npu_value *v = g->values[i];
+
+		if (!pruned || !v->constant || used[i] || v->is_graph_output)
+			slot[i] = n++;
+		else
+			slot[i] = SIZE_MAX;
+	}
+	free(used);
+	*kept = n;
+	return slot;
+}
+
 void npu_graph_write(struct npu_wbuf *w, const struct npu_graph *g)
 {
-	size_t i, j;
+	write_graph(w, g, false);
+}
+
+void npu_graph_write_pruned(struct npu_wbuf *w, const struct npu_graph *g)
+{
+	write_graph(w, g, true);
+}
+
+static void write_graph(struct npu_wbuf *w, const struct npu_graph *g, bool pruned)
+{
+	size_t i, j, kept = 0, *slot = value_slots(g, pruned, &kept);
 	int d;
+
+	if (!slot) {
+		w->oom = true;
+		return;
+	}
 
 	npu_put_u32(w, NPU_GRAPH_IO_VERSION);
 	npu_put_str(w, g->name);
@@ -115,7 +167,7 @@ void npu_graph_write(struct npu_wbuf *w, const struct npu_graph *g)
 		npu_put_str(w, g->opsets[i].domain);
 		npu_put_u64(w, (uint64_t)g->opsets[i].version);
 	}
-	npu_put_u32(w, (uint32_t)g->num_values);
+	npu_put_u32(w, (uint32_t)kept);
 	for (i = 0; i < g->num_values; i++) {
 		const struct npu_value *v = g->values[i];
 		uint8_t flags = (v->is_graph_input ? VALUE_GRAPH_INPUT : 0) |
@@ -123,6 +175,8 @@ void npu_graph_write(struct npu_wbuf *w, const struct npu_graph *g)
 				(v->rows_layout ? VALUE_ROWS_LAYOUT : 0) |
 				(v->constant ? VALUE_CONSTANT : 0);
 
+		if (slot[i] == SIZE_MAX)
+			continue;
 		for (d = 0; d < v->shape.rank; d++)
 			if (v->dim_params[d])
 				flags |= VALUE_DIM_NAMES;
@@ -138,10 +192,10 @@ void npu_graph_write(struct npu_wbuf *w, const struct npu_graph *g)
 	}
 	npu_put_u32(w, (uint32_t)g->num_inputs);
 	for (i = 0; i < g->num_inputs; i++)
-		npu_put_u32(w, (uint32_t)g->inputs[i]->index);
+		npu_put_u32(w, (uint32_t)slot[g->inputs[i]->index]);
 	npu_put_u32(w, (uint32_t)g->num_outputs);
 	for (i = 0; i < g->num_outputs; i++)
-		npu_put_u32(w, (uint32_t)g->outputs[i]->index);
+		npu_put_u32(w, (uint32_t)slot[g->outputs[i]->index]);
 	npu_put_u32(w, (uint32_t)g->num_captures);
 	for (i = 0; i < g->num_captures; i++)
 		npu_put_u32(w, (uint32_t)g->capture_slot[i]);
@@ -156,15 +210,16 @@ void npu_graph_write(struct npu_wbuf *w, const struct npu_graph *g)
 		npu_put_u8(w, (uint8_t)n->placement);
 		npu_put_u32(w, (uint32_t)n->num_inputs);
 		for (j = 0; j < n->num_inputs; j++)
-			npu_put_u32(w, n->inputs[j] ? (uint32_t)n->inputs[j]->index + 1 : 0);
+			npu_put_u32(w, n->inputs[j] ? (uint32_t)slot[n->inputs[j]->index] + 1 : 0);
 		npu_put_u32(w, (uint32_t)n->num_implicit_inputs);
 		npu_put_u32(w, (uint32_t)n->num_outputs);
 		for (j = 0; j < n->num_outputs; j++)
-			npu_put_u32(w, n->outputs[j] ? (uint32_t)n->outputs[j]->index + 1 : 0);
+			npu_put_u32(w, n->outputs[j] ? (uint32_t)slot[n->outputs[j]->index] + 1 : 0);
 		npu_put_u32(w, (uint32_t)n->num_attrs);
 		for (j = 0; j < n->num_attrs; j++)
-			put_attr(w, &n->attrs[j]);
+			put_attr(w, &n->attrs[j], pruned);
 	}
+	free(slot);
 }
 
 /* ---- Reading ---- */

@@ -25,6 +25,11 @@
 
 /* Append 'graph' (with its subgraphs) to w; w->oom on allocation failure. */
 void npu_graph_write(struct npu_wbuf *w, const struct npu_graph *graph);
+/*
+ * The same without the constants no node reads and no output names (what
+ * passes and the NPU segment rewrite leave behind); values are renumbered.
+ */
+void npu_graph_write_pruned(struct npu_wbuf *w, const struct npu_graph *graph);
 
 /*
  * Read a graph npu_graph_write() wrote from r; 'source' names the graph in

@@ -19,6 +19,7 @@
 
 struct npu_compiled;
 struct npu_onnx_meta;
+struct npu_npub;
 struct npu_calib_cache;
 struct npu_custom_record;
 struct npu_keep_fp32;
@@ -138,7 +139,12 @@ struct npu_model {
 	void *npub;			/* a loaded .npub file, or NULL */
 	size_t npub_size;
 	struct npu_shape *npub_shapes;	/* its compiled input shapes */
-	struct npu_graph *base;		/* imported once, never modified */
+	/* Imported once, never modified; a compiled file's only when a plan
+	 * at other shapes (or a quantization report) needs the source. */
+	struct npu_graph *base;
+	/* A compiled file's graph as compiled (npub.h), never modified. */
+	struct npu_graph *finished;
+	struct npu_npub *npub_open;	/* its file as parsed at load, until a plan takes it */
 	struct npu_onnx_meta *meta;	/* what the ModelProto says about itself */
 	struct npu_io_info *inputs, *outputs;
 	size_t num_inputs, num_outputs;
@@ -152,6 +158,7 @@ struct npu_model {
 	struct npu_calib_cache *calib;	/* under build_lock */
 	atomic_uint_least64_t imports, calibrations;
 	atomic_uint_least64_t plans_built, plan_hits, plan_misses, plans_evicted;
+	atomic_uint_least64_t compilations, codegens;
 };
 
 void npu_model_ref(struct npu_model *model);

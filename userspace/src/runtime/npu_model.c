@@ -254,12 +254,14 @@ static npu_status compile_plan(struct npu_model *m, struct npu_plan *p, struct n
 
 	if (m->npub && same_shapes(p->shapes, m->npub_shapes, m->num_inputs)) {
 		struct npu_qdq_table qdq = { 0 };
-		struct npu_npub *f = NULL;
+		struct npu_npub *f = m->npub_open;
 
-		st = npu_npub_open(m->npub, m->npub_size, m->source, &f, err);
-		if (!st)
+		m->npub_open = NULL;	/* the first plan takes the file as parsed at load */
+		st = f ? NPU_OK : npu_npub_open(m->npub, m->npub_size, m->source, &f, err);
+		/* Before version 3 the file holds the source: replay its passes. */
+		if (!st && !npu_npub_finished(f))
 			st = npu_compile_passes_pre(p->g, &qdq, err);
-		if (!st)
+		if (!st && !npu_npub_finished(f))
 			st = npu_compile_passes_fuse(p->g, err);
 		if (!st)
 			st = npu_npub_instantiate(f, p->g, m->dev, m->opts.profile != 0,
@@ -267,6 +269,7 @@ static npu_status compile_plan(struct npu_model *m, struct npu_plan *p, struct n
 		npu_qdq_table_free(&qdq);
 		npu_npub_close(f);
 	} else {
+		atomic_fetch_add(&m->compilations, 1);
 		npu_compile_options_init(&o);
 		o.runner = &npu_exec_graph_runner;
 		o.device = m->dev;
@@ -321,11 +324,37 @@ static uint64_t graph_bytes(const struct npu_graph *g)
 	return bytes;
 }
 
+/*
+ * The source graph (m->base): imported at load from an ONNX file or a
+ * compiled file before version 3; from a version 3 file only when first
+ * needed (other shapes, the CPU device, a quantization report). Under
+ * build_lock, or at load.
+ */
+static npu_status model_source(struct npu_model *m, struct npu_error *err)
+{
+	char buf[160];
+
+	if (m->base)
+		return NPU_OK;
+	if (!m->size)
+		return npu_error_set(err, NPU_ERR_UNSUPPORTED,
+				     "%s: this compiled model keeps no source model, so it runs only on an NPU device at the input shapes it was compiled for (%s%s)",
+				     m->source,
+				     m->num_inputs ? npu_shape_str(&m->npub_shapes[0], buf, sizeof(buf)) : "no inputs",
+				     m->num_inputs > 1 ? ", ..." : "");
+	atomic_fetch_add(&m->imports, 1);
+	if (npu_onnx_import(m->bytes, m->size, m->source, &m->base, err))
+		return err->status;
+	npu_graph_set_ops(m->base, m->engine->ops);	/* the engine's custom ops */
+	return npu_custom_ops_check_graph(m->base, err);
+}
+
 static npu_status build_plan(struct npu_model *m, const struct npu_shape *shapes,
 			     struct npu_plan **out)
 {
 	struct npu_error err = { 0 };
 	struct npu_plan *p;
+	bool finished;
 	size_t i;
 	npu_status st;
 
@@ -336,15 +365,21 @@ static npu_status build_plan(struct npu_model *m, const struct npu_shape *shapes
 	p->model = m;
 	atomic_init(&p->refs, 1);
 	p->shapes = malloc(sizeof(*p->shapes) * (m->num_inputs + 1));
-	p->g = npu_graph_clone(m->base, &err);
+	/* A compiled file at its shapes runs its graph as compiled: no import,
+	 * no inference, no pass, no code generation. */
+	finished = m->finished && on_npu(m) && same_shapes(shapes, m->npub_shapes, m->num_inputs);
+	st = finished ? NPU_OK : model_source(m, &err);
+	if (!st)
+		p->g = npu_graph_clone(finished ? m->finished : m->base, &err);
 	if (!p->shapes || !p->g) {
-		st = p->shapes ? err.status : NPU_ERR_NO_MEMORY;
+		st = !p->shapes ? NPU_ERR_NO_MEMORY : err.status ? err.status : NPU_ERR_NO_MEMORY;
 		goto fail;
 	}
 	memcpy(p->shapes, shapes, sizeof(*shapes) * m->num_inputs);
 	for (i = 0; i < m->num_inputs; i++)
 		p->g->inputs[i]->shape = shapes[i];
-	st = npu_graph_infer(p->g, true, &err);
+	if (!finished)
+		st = npu_graph_infer(p->g, true, &err);
 	if (!st && on_npu(m))
 		st = compile_plan(m, p, &err);
 	else if (!st)
@@ -364,6 +399,8 @@ static npu_status build_plan(struct npu_model *m, const struct npu_shape *shapes
 	p->bytes = graph_bytes(p->g);
 	for (i = 0; p->compiled && i < p->compiled->num_segments; i++)
 		p->bytes += p->compiled->segments[i]->code.consts_size;
+	if (p->compiled)
+		atomic_fetch_add(&m->codegens, p->compiled->codegen_runs);
 	atomic_fetch_add(&m->plans_built, 1);
 	*out = p;
 	return NPU_OK;
@@ -682,6 +719,11 @@ NPU_API npu_status npu_plan_quant_report(struct npu_plan *p, size_t max_samples,
 				    p->model->source);
 	report_options(p->model, &o);
 	/* The fp32 reference: the graph calibration runs, at the plan's shapes. */
+	pthread_mutex_lock(&p->model->build_lock);
+	st = model_source(p->model, &err);
+	pthread_mutex_unlock(&p->model->build_lock);
+	if (st)
+		return npu_api_fail_err(&err);
 	ref = npu_graph_clone(p->model->base, &err);
 	st = ref ? NPU_OK : err.status ? err.status : NPU_ERR_NO_MEMORY;
 	for (i = 0; !st && i < p->model->num_inputs; i++)
@@ -804,6 +846,7 @@ NPU_API npu_status npu_plan_mixed_precision(const struct npu_plan *p,
 NPU_API npu_status npu_plan_save_compiled(const struct npu_plan *p, const char *path)
 {
 	struct npu_error err = { 0 };
+	struct npu_npub_source src = { 0 };
 
 	if (!p || !path)
 		return npu_api_fail(NPU_ERR_INVALID_ARG, "npu_plan_save_compiled: NULL argument");
@@ -811,7 +854,11 @@ NPU_API npu_status npu_plan_save_compiled(const struct npu_plan *p, const char *
 		return npu_api_fail(NPU_ERR_INVALID_ARG,
 				    "%s: only a model loaded for an NPU device (sim, accel) can be saved compiled",
 				    p->model->source);
-	if (npu_npub_save(path, p->model->bytes, p->model->size, p->g, p->compiled, &err))
+	src.onnx = p->model->bytes;
+	src.onnx_size = p->model->size;
+	src.meta = p->model->meta;
+
+	if (npu_npub_save(path, &src, p->g, p->compiled, &err))
 		return npu_api_fail_err(&err);
 	return NPU_OK;
 }
@@ -839,6 +886,8 @@ void npu_model_unref(struct npu_model *m)
 	free_io(m->outputs, m->num_outputs);
 	free(m->npub_shapes);
 	free(m->npub);
+	npu_npub_close(m->npub_open);
+	npu_graph_destroy(m->finished);
 	free(m->bytes);
 	free(m->source);
 	free(m->device_name);
@@ -986,6 +1035,10 @@ static npu_status take_npub(struct npu_model *m, const void *data, size_t size)
 	st = npu_npub_open(data, size, m->source, &f, &err);
 	if (st)
 		return npu_api_fail_err(&err);
+	if (npu_npub_finished(f)) {
+		m->finished = npu_npub_take_graph(f);
+		m->meta = npu_npub_take_metadata(f);
+	}
 	model = npu_npub_model(f, &m->size);
 	m->bytes = malloc(m->size ? m->size : 1);
 	m->npub = malloc(size);
@@ -1004,7 +1057,10 @@ static npu_status take_npub(struct npu_model *m, const void *data, size_t size)
 		st = npu_api_fail(NPU_ERR_NO_MEMORY, "out of memory");
 	for (i = 0; !st && i < npu_npub_num_inputs(f); i++)
 		npu_npub_input(f, i, &m->npub_shapes[i]);
-	npu_npub_close(f);
+	if (!st && m->finished)
+		m->npub_open = f;	/* the first plan binds it without parsing again */
+	else
+		npu_npub_close(f);
 	return st;
 }
 
@@ -1083,6 +1139,41 @@ static void declared_output_types(struct npu_model *m)
 	npu_graph_destroy(g);
 }
 
+/*
+ * A version 3 compiled file: its inputs and outputs are its graph's, at
+ * the shapes it was compiled for (in the graph's input order), and nothing
+ * is imported.
+ */
+static npu_status load_finished(struct npu_model *m)
+{
+	struct npu_graph *g = m->finished;
+	struct npu_error err = { 0 };
+	npu_status st;
+	size_t i;
+
+	npu_graph_set_ops(g, m->engine->ops);	/* the engine's custom ops */
+	if (npu_custom_ops_check_graph(g, &err))
+		return npu_api_fail_err(&err);
+	m->num_inputs = g->num_inputs;
+	m->num_outputs = g->num_outputs;
+	st = copy_io(&m->inputs, g->inputs, m->num_inputs);
+	if (!st)
+		st = copy_io(&m->outputs, g->outputs, m->num_outputs);
+	if (st)
+		return npu_api_fail(st, "out of memory");
+	free(m->npub_shapes);
+	m->npub_shapes = calloc(m->num_inputs + 1, sizeof(*m->npub_shapes));
+	if (!m->npub_shapes)
+		return npu_api_fail(NPU_ERR_NO_MEMORY, "out of memory");
+	for (i = 0; i < m->num_inputs; i++) {
+		m->npub_shapes[i] = g->inputs[i]->shape;
+		if (npu_shape_numel(&g->inputs[i]->shape) < 0)
+			return npu_api_fail(NPU_ERR_MODEL, "%s: input '%s' has no fixed shape in the compiled graph",
+					    m->source, g->inputs[i]->name);
+	}
+	return NPU_OK;
+}
+
 static npu_status load(struct npu_model *m, const void *data, size_t size)
 {
 	struct npu_error err = { 0 };
@@ -1100,6 +1191,8 @@ static npu_status load(struct npu_model *m, const void *data, size_t size)
 	}
 	if (st)
 		return st;
+	if (m->finished)
+		return load_finished(m);
 	atomic_fetch_add(&m->imports, 1);
 	if (npu_onnx_import_meta(m->bytes, m->size, m->source, &m->base, &m->meta, &err))
 		return npu_api_fail_err(&err);
@@ -1273,6 +1366,8 @@ NPU_API npu_status npu_model_get_stats(const struct npu_model *cm, struct npu_mo
 	st.plans_evicted = atomic_load(&m->plans_evicted);
 	st.calibrations = atomic_load(&m->calibrations);
 	st.imports = atomic_load(&m->imports);
+	st.compilations = atomic_load(&m->compilations);
+	st.codegens = atomic_load(&m->codegens);
 	pthread_mutex_lock(&m->cache_lock);
 	st.plans_cached = m->num_plans;
 	st.plan_bytes = m->plan_bytes;
