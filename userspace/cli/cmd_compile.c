@@ -23,7 +23,7 @@ static void compile_usage(FILE *out)
 		"                   --calib-dir DIR | --calib random\n"
 		"                   [--calib-method minmax|mse|percentile|entropy]\n"
 		"                   [--percentile P] [--calib-seed N] [--calib-samples N]\n"
-		"                   [--explain] [-o OUT.npub] [--threads N] [--json]\n"
+		"                   [--explain] [-o OUT.npub [--no-source]] [--threads N] [--json]\n"
 		"                   [--quant-report [--report-samples N]]\n"
 		"                   [--accuracy-target COS] [--keep-fp32 NODE[,NODE]...]\n"
 		"                   [--int16 NODE[,NODE]...] [--precision int8|int16] [--codegen K=V,...]\n"
@@ -43,7 +43,10 @@ static void compile_usage(FILE *out)
 		"  --explain           print every node's placement and the reason\n"
 		"  --report F.html     with --explain: also write the placement as one offline\n"
 		"                      HTML file with a chart (Chart.js inline)\n"
-		"  -o OUT.npub         save the compiled model ('npu run OUT.npub' runs it)\n"
+		"  -o OUT.npub         save the compiled model ('npu run OUT.npub' runs it): its\n"
+		"                      graph and code, loaded without import, pass or codegen\n"
+		"  --no-source         leave the ONNX model out of OUT.npub: smaller, and it\n"
+		"                      then runs only at the compiled shapes on an NPU device\n"
 		"  --quant-report      per NPU node: SQNR and cosine of its int8 output against\n"
 		"                      fp32, local (the node alone) and end to end, worst local\n"
 		"                      SQNR first, on the calibration samples (--report-samples N\n"
@@ -382,6 +385,7 @@ int npu_cmd_compile(int argc, char **argv)
 {
 	bool calib_in = false;	/* inputs[0] read from the calibration set */
 	struct npu_model_options mo;
+	struct npu_save_options save;
 	struct npu_cli_model cm = { 0 }, ref = { 0 };
 	struct npu_npu_stats st;
 	int threads = 0;
@@ -393,6 +397,7 @@ int npu_cmd_compile(int argc, char **argv)
 	char b1[32], b2[32], b3[32];
 
 	npu_model_options_init(&mo);
+	npu_save_options_init(&save);
 	mo.device = "sim";
 	for (i = 1; i < (size_t)argc; i++) {
 		const char *a = argv[i], *v = i + 1 < (size_t)argc ? argv[i + 1] : NULL;
@@ -404,6 +409,8 @@ int npu_cmd_compile(int argc, char **argv)
 			explain = true;
 		} else if (!strcmp(a, "--json")) {
 			json = true;
+		} else if (!strcmp(a, "--no-source")) {
+			save.keep_source = 0;
 		} else if (!strcmp(a, "--quant-report")) {
 			qreport = true;
 		} else if (v && !strcmp(a, "--report-samples")) {
@@ -633,7 +640,7 @@ int npu_cmd_compile(int argc, char **argv)
 	if (qreport && quant_report(cm.plan, (size_t)report_samples, json))
 		goto out;
 	if (out) {
-		if (npu_plan_save_compiled(cm.plan, out) != NPU_OK) {
+		if (npu_plan_save_compiled_with(cm.plan, out, &save) != NPU_OK) {
 			fprintf(stderr, "npu compile: %s\n", npu_last_error());
 			goto out;
 		}

@@ -579,9 +579,36 @@ struct npu_mixed_precision {
 NPU_API npu_status npu_plan_mixed_precision(const struct npu_plan *plan,
 					    struct npu_mixed_precision *out);
 
-/* Save a plan compiled for an NPU device (.npub): 'npu run FILE.npub'. */
+/*
+ * Save a plan compiled for an NPU device as a finished compiled model
+ * (.npub: 'npu run FILE.npub'): its graph as compiled and each NPU
+ * segment's generated code, so that loading it imports nothing, runs no
+ * graph pass and generates no code (npu_model_stats counts them). Its
+ * inputs are fixed to the shapes it was compiled for.
+ */
 NPU_API npu_status npu_plan_save_compiled(const struct npu_plan *plan,
 					  const char *path);
+
+/* Since 2.1: how npu_plan_save_compiled_with() writes the file. */
+struct npu_save_options {
+	size_t struct_size;	/* sizeof(struct npu_save_options) */
+	/*
+	 * 1 (the default): keep the source ONNX model in the file, so that
+	 * the loaded model can also run on the CPU device or give a
+	 * quantization report (each imports it once). 0: only what running
+	 * on an NPU device needs; those other uses are then an error
+	 * (NPU_ERR_UNSUPPORTED) naming the compiled shapes.
+	 */
+	int keep_source;
+};
+
+NPU_API void npu_save_options_init_sized(struct npu_save_options *opts, size_t struct_size);
+#define npu_save_options_init(opts) \
+	npu_save_options_init_sized((opts), sizeof(*(opts)))
+
+/* npu_plan_save_compiled() with options; opts may be NULL (the defaults). */
+NPU_API npu_status npu_plan_save_compiled_with(const struct npu_plan *plan, const char *path,
+					       const struct npu_save_options *opts);
 
 /* ---- Session ----------------------------------------------------------------- */
 

@@ -1040,8 +1040,8 @@ npu_status npu_exec_create(struct npu_graph *g,
 		if (!s->arena) {
 			npu_exec_destroy(s);
 			return npu_error_set(err, NPU_ERR_NO_MEMORY,
-					     "out of memory for a %llu-byte tensor arena",
-					     (unsigned long long)bytes);
+					     "%s: out of memory for a %llu-byte tensor arena",
+					     g->source, (unsigned long long)bytes);
 		}
 	}
 	st = bind_segments(s, opts ? opts->segments_run : NULL, err);

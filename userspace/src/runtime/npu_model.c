@@ -843,19 +843,50 @@ NPU_API npu_status npu_plan_mixed_precision(const struct npu_plan *p,
 	return npu_api_copy_stats(out, &mp, sizeof(mp), "npu_mixed_precision");
 }
 
+NPU_API void npu_save_options_init_sized(struct npu_save_options *o, size_t size)
+{
+	struct npu_save_options d = { .struct_size = size, .keep_source = 1 };
+
+	if (!o || size < sizeof(size_t))
+		return;
+	memcpy(o, &d, size < sizeof(d) ? size : sizeof(d));
+	if (size > sizeof(d))
+		memset((char *)o + sizeof(d), 0, size - sizeof(d));
+}
+
 NPU_API npu_status npu_plan_save_compiled(const struct npu_plan *p, const char *path)
+{
+	return npu_plan_save_compiled_with(p, path, NULL);
+}
+
+NPU_API npu_status npu_plan_save_compiled_with(const struct npu_plan *p, const char *path,
+					       const struct npu_save_options *opts)
 {
 	struct npu_error err = { 0 };
 	struct npu_npub_source src = { 0 };
+	struct npu_save_options o;
+	npu_status st;
 
 	if (!p || !path)
 		return npu_api_fail(NPU_ERR_INVALID_ARG, "npu_plan_save_compiled: NULL argument");
+	npu_save_options_init(&o);
+	if (opts) {
+		st = npu_api_copy_options(&o, sizeof(o), opts, "npu_save_options");
+		if (st)
+			return st;
+	}
+	if (o.keep_source != 0 && o.keep_source != 1)
+		return npu_api_fail(NPU_ERR_INVALID_ARG,
+				    "npu_plan_save_compiled: npu_save_options.keep_source is %d, must be 0 or 1",
+				    o.keep_source);
 	if (!p->compiled)
 		return npu_api_fail(NPU_ERR_INVALID_ARG,
 				    "%s: only a model loaded for an NPU device (sim, accel) can be saved compiled",
 				    p->model->source);
-	src.onnx = p->model->bytes;
-	src.onnx_size = p->model->size;
+	if (o.keep_source) {
+		src.onnx = p->model->bytes;
+		src.onnx_size = p->model->size;
+	}
 	src.meta = p->model->meta;
 
 	if (npu_npub_save(path, &src, p->g, p->compiled, &err))
