@@ -851,7 +851,8 @@ static bool get_lop(struct npu_rbuf *r, struct npu_segment *seg, struct npu_lop 
 }
 
 struct npu_npub {
-	uint8_t *data;
+	const uint8_t *data;	/* the file: f->own, or the caller's (a view) */
+	uint8_t *own;
 	size_t size;
 	const uint8_t *model;
 	size_t model_size;
@@ -1043,7 +1044,7 @@ void npu_npub_close(struct npu_npub *f)
 	npu_graph_destroy(f->graph);
 	npu_onnx_meta_free(f->meta);
 	npu_compiled_free(f->c);
-	free(f->data);
+	free(f->own);
 	free(f);
 }
 
@@ -1230,6 +1231,12 @@ static bool get_metadata(struct npu_rbuf *r, struct npu_npub *f)
 npu_status npu_npub_open(const void *data, size_t size, const char *source,
 			 struct npu_npub **out, struct npu_error *err)
 {
+	return npu_npub_open_view(data, size, false, source, out, err);
+}
+
+npu_status npu_npub_open_view(const void *data, size_t size, bool borrow, const char *source,
+			      struct npu_npub **out, struct npu_error *err)
+{
 	struct npu_npub *f = calloc(1, sizeof(*f));
 	struct npu_rbuf hdr = { .where = "header", .err = err, .source = source };
 	uint32_t magic, hs, crc, sections, reserved, s;
@@ -1241,11 +1248,13 @@ npu_status npu_npub_open(const void *data, size_t size, const char *source,
 	*out = NULL;
 	if (!f || !(f->c = calloc(1, sizeof(*f->c))) ||
 	    !(f->c->segments = calloc(1, sizeof(*f->c->segments))) ||
-	    !(f->data = malloc(size ? size : 1))) {
+	    (!borrow && !(f->own = malloc(size ? size : 1)))) {
 		npu_npub_close(f);
 		return npu_error_set(err, NPU_ERR_NO_MEMORY, "%s: out of memory", source);
 	}
-	memcpy(f->data, data, size);
+	if (!borrow)
+		memcpy(f->own, data, size);
+	f->data = borrow ? data : f->own;
 	f->size = size;
 	hdr.p = f->data;
 	hdr.left = size;

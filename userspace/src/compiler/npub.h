@@ -37,6 +37,9 @@ bool npu_npub_detect(const void *data, size_t size);
 /* Parse and validate a whole file held in memory (copied). */
 npu_status npu_npub_open(const void *data, size_t size, const char *source,
 			 struct npu_npub **out, struct npu_error *err);
+/* The same; with 'borrow' the bytes are not copied and must outlive *out. */
+npu_status npu_npub_open_view(const void *data, size_t size, bool borrow, const char *source,
+			      struct npu_npub **out, struct npu_error *err);
 void npu_npub_close(struct npu_npub *p);
 
 /* Version 3: the graph and code are there (load with npu_npub_take_graph). */

@@ -136,7 +136,9 @@ struct npu_model {
 	char *source;
 	void *bytes;			/* the ONNX model */
 	size_t size;
+	bool bytes_in_npub;		/* bytes points into npub (not malloc'ed) */
 	void *npub;			/* a loaded .npub file, or NULL */
+	bool npub_mapped;		/* npub is a mapping of the file (munmap) */
 	size_t npub_size;
 	struct npu_shape *npub_shapes;	/* its compiled input shapes */
 	/* Imported once, never modified; a compiled file's only when a plan

@@ -13,7 +13,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "compiler/compiler.h"
 #include "compiler/npub.h"
@@ -257,7 +260,7 @@ static npu_status compile_plan(struct npu_model *m, struct npu_plan *p, struct n
 		struct npu_npub *f = m->npub_open;
 
 		m->npub_open = NULL;	/* the first plan takes the file as parsed at load */
-		st = f ? NPU_OK : npu_npub_open(m->npub, m->npub_size, m->source, &f, err);
+		st = f ? NPU_OK : npu_npub_open_view(m->npub, m->npub_size, true, m->source, &f, err);
 		/* Before version 3 the file holds the source: replay its passes. */
 		if (!st && !npu_npub_finished(f))
 			st = npu_compile_passes_pre(p->g, &qdq, err);
@@ -916,10 +919,14 @@ void npu_model_unref(struct npu_model *m)
 	free_io(m->inputs, m->num_inputs);
 	free_io(m->outputs, m->num_outputs);
 	free(m->npub_shapes);
-	free(m->npub);
+	if (m->npub_mapped)
+		munmap(m->npub, m->npub_size);
+	else
+		free(m->npub);
 	npu_npub_close(m->npub_open);
 	npu_graph_destroy(m->finished);
-	free(m->bytes);
+	if (!m->bytes_in_npub)
+		free(m->bytes);
 	free(m->source);
 	free(m->device_name);
 	npu_npy_free_names(m->calib_names, m->num_calib_names);
@@ -1063,7 +1070,16 @@ static npu_status take_npub(struct npu_model *m, const void *data, size_t size)
 	npu_status st;
 	size_t i;
 
-	st = npu_npub_open(data, size, m->source, &f, &err);
+	/* One copy of the file (none when it is mapped: npu_model_load_file),
+	 * which the parse and the source model view. */
+	if (!m->npub_mapped) {
+		m->npub = malloc(size ? size : 1);
+		if (!m->npub)
+			return npu_api_fail(NPU_ERR_NO_MEMORY, "out of memory");
+		memcpy(m->npub, data, size);
+	}
+	m->npub_size = size;
+	st = npu_npub_open_view(m->npub, size, true, m->source, &f, &err);
 	if (st)
 		return npu_api_fail_err(&err);
 	if (npu_npub_finished(f)) {
@@ -1071,15 +1087,8 @@ static npu_status take_npub(struct npu_model *m, const void *data, size_t size)
 		m->meta = npu_npub_take_metadata(f);
 	}
 	model = npu_npub_model(f, &m->size);
-	m->bytes = malloc(m->size ? m->size : 1);
-	m->npub = malloc(size);
-	if (!m->bytes || !m->npub) {
-		npu_npub_close(f);
-		return npu_api_fail(NPU_ERR_NO_MEMORY, "out of memory");
-	}
-	memcpy(m->bytes, model, m->size);
-	memcpy(m->npub, data, size);
-	m->npub_size = size;
+	m->bytes = (void *)model;	/* inside m->npub */
+	m->bytes_in_npub = true;
 	/* Recompiled for other shapes with the file's CPU options, unless given. */
 	if (!m->cpu)
 		m->cpu_opts = *npu_npub_cpu_options(f);
@@ -1104,7 +1113,7 @@ static npu_status order_npub_shapes(struct npu_model *m, const void *data, size_
 	npu_status st = by_input ? NPU_OK : npu_api_fail(NPU_ERR_NO_MEMORY, "out of memory");
 	size_t i, k;
 
-	if (!st && npu_npub_open(data, size, m->source, &f, &err))
+	if (!st && npu_npub_open_view(data, size, true, m->source, &f, &err))
 		st = npu_api_fail_err(&err);
 	if (!st && npu_npub_num_inputs(f) != m->num_inputs)
 		st = npu_api_fail(NPU_ERR_MODEL,
@@ -1242,9 +1251,14 @@ static npu_status load(struct npu_model *m, const void *data, size_t size)
 	return st;
 }
 
-NPU_API npu_status npu_model_load_memory(struct npu_engine *e, const void *data, size_t size,
-					 const char *name, const struct npu_model_options *opts,
-					 struct npu_model **out)
+/*
+ * npu_model_load_memory(); 'mapped': data is a private read-only mapping
+ * of a compiled file (of exactly size bytes) that the model adopts, even
+ * when loading fails, and unmaps when freed.
+ */
+static npu_status load_model(struct npu_engine *e, const void *data, size_t size, bool mapped,
+			     const char *name, const struct npu_model_options *opts,
+			     struct npu_model **out)
 {
 	struct npu_model *m;
 	bool nomem = false;
@@ -1257,8 +1271,16 @@ NPU_API npu_status npu_model_load_memory(struct npu_engine *e, const void *data,
 		return npu_api_fail(NPU_ERR_INVALID_ARG, "npu_model_load: %s is NULL",
 				    !e ? "engine" : "data");
 	m = calloc(1, sizeof(*m));
-	if (!m)
+	if (!m) {
+		if (mapped)
+			munmap((void *)data, size);
 		return npu_api_fail(NPU_ERR_NO_MEMORY, "out of memory");
+	}
+	if (mapped) {
+		m->npub = (void *)data;
+		m->npub_size = size;
+		m->npub_mapped = true;
+	}
 	atomic_init(&m->refs, 1);
 	npu_engine_ref(e);
 	m->engine = e;
@@ -1325,6 +1347,38 @@ NPU_API npu_status npu_model_load_memory(struct npu_engine *e, const void *data,
 	return NPU_OK;
 }
 
+NPU_API npu_status npu_model_load_memory(struct npu_engine *e, const void *data, size_t size,
+					 const char *name, const struct npu_model_options *opts,
+					 struct npu_model **out)
+{
+	return load_model(e, data, size, false, name, opts, out);
+}
+
+/* 'path' mapped read-only when it is a compiled file (.npub), else NULL. */
+static void *map_compiled_file(const char *path, size_t *size)
+{
+	struct stat sb;
+	void *p;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return NULL;
+	if (fstat(fd, &sb) || !S_ISREG(sb.st_mode) || sb.st_size < 32) {
+		close(fd);
+		return NULL;
+	}
+	p = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+	close(fd);
+	if (p == MAP_FAILED)
+		return NULL;
+	if (!npu_npub_detect(p, (size_t)sb.st_size)) {
+		munmap(p, (size_t)sb.st_size);
+		return NULL;
+	}
+	*size = (size_t)sb.st_size;
+	return p;
+}
+
 NPU_API npu_status npu_model_load_file(struct npu_engine *e, const char *path,
 				       const struct npu_model_options *opts,
 				       struct npu_model **out)
@@ -1338,6 +1392,10 @@ NPU_API npu_status npu_model_load_file(struct npu_engine *e, const char *path,
 		*out = NULL;
 	if (!path)
 		return npu_api_fail(NPU_ERR_INVALID_ARG, "npu_model_load_file: path is NULL");
+	/* A compiled file is used where it lies, mapped: nothing is copied. */
+	data = map_compiled_file(path, &size);
+	if (data)
+		return load_model(e, data, size, true, path, opts, out);
 	if (npu_read_file(path, &data, &size, &err))
 		return npu_api_fail_err(&err);
 	st = npu_model_load_memory(e, data, size, path, opts, out);
