@@ -265,6 +265,58 @@ static void test_corruptions_never_crash(void **state)
 }
 
 /* A stream of another format version is refused, naming the version. */
+/*
+ * The pruned form (a compiled file's graph section) leaves out constants
+ * no node reads: the Loop graph with two such constants added, one at the
+ * top and one in the body, reads back without them and is written again
+ * byte for byte.
+ */
+static void test_pruned_drops_unread_constants(void **state)
+{
+	struct npu_graph *g = loop_graph(), *h, *body = NULL;
+	struct npu_error err = { 0 };
+	struct npu_wbuf w, w2, full;
+	struct npu_shape shape = { .rank = 1, .dims = { 1000 } };
+	size_t i;
+
+	(void)state;
+	if (!g)
+		skip();
+	for (i = 0; i < g->nodes[0]->num_attrs; i++)
+		if (g->nodes[0]->attrs[i].type == NPU_ATTR_GRAPH)
+			body = g->nodes[0]->attrs[i].g;
+	assert_non_null(body);
+	for (i = 0; i < 2; i++) {
+		struct npu_graph *at = i ? body : g;
+		struct npu_value *v = npu_graph_add_value(at, i ? "dead_in_body" : "dead", &err);
+
+		assert_non_null(v);
+		v->constant = npu_tensor_create(NPU_DTYPE_FLOAT, &shape);
+		assert_non_null(v->constant);
+		v->dtype = NPU_DTYPE_FLOAT;
+		v->shape = shape;
+	}
+	assert_true(serialize(g, &full));
+	memset(&w, 0, sizeof(w));
+	npu_graph_write_pruned(&w, g);
+	assert_false(w.oom);
+	assert_true(w.size + 2 * 4000 <= full.size);
+	h = deserialize(&w, &err);
+	if (!h)
+		fail_msg("pruned bytes do not read back: %s", err.msg);
+	assert_null(npu_graph_find_value(h, "dead"));
+	assert_int_equal(h->num_values, g->num_values - 1);
+	memset(&w2, 0, sizeof(w2));
+	npu_graph_write_pruned(&w2, h);
+	assert_int_equal(w2.size, w.size);
+	assert_memory_equal(w2.data, w.data, w.size);
+	free(w.data);
+	free(w2.data);
+	free(full.data);
+	npu_graph_destroy(h);
+	npu_graph_destroy(g);
+}
+
 static void test_other_version_named(void **state)
 {
 	struct npu_graph *g = loop_graph();
@@ -292,6 +344,7 @@ int main(void)
 		cmocka_unit_test(test_node_models_round_trip),
 		cmocka_unit_test(test_truncations_are_errors),
 		cmocka_unit_test(test_corruptions_never_crash),
+		cmocka_unit_test(test_pruned_drops_unread_constants),
 		cmocka_unit_test(test_other_version_named),
 	};
 
