@@ -332,7 +332,25 @@ static int teardown(void **state)
 	return 0;
 }
 
-int main(void)
+/*
+ * --write-seeds DIR: the fuzzer's seeds (tests/fuzz/corpus/npub/): the
+ * model compiled without and with its source.
+ */
+static int write_seeds(const char *dir)
+{
+	static float y[YN];
+	char path[4096];
+
+	if (setup(NULL))
+		return 1;
+	snprintf(path, sizeof(path), "%s/conv-relu-conv.npub", dir);
+	compile_and_save(path, 0, y);
+	snprintf(path, sizeof(path), "%s/conv-relu-conv-source.npub", dir);
+	compile_and_save(path, 1, y);
+	return teardown(NULL);
+}
+
+int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_finished_file_loads_without_compiling),
@@ -340,5 +358,7 @@ int main(void)
 		cmocka_unit_test(test_damaged_files_are_errors),
 	};
 
+	if (argc == 3 && !strcmp(argv[1], "--write-seeds"))
+		return write_seeds(argv[2]);
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

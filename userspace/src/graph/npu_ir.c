@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/npu_alloc.h"
+
 size_t npu_dtype_size(enum npu_dtype dtype)
 {
 	switch (dtype) {
@@ -125,7 +127,7 @@ struct npu_tensor *npu_tensor_create(enum npu_dtype dtype,
 	if (t->nbytes) {
 		size_t alloc = (t->nbytes + 63) & ~(size_t)63;
 
-		t->data = aligned_alloc(64, alloc);
+		t->data = npu_alloc_aligned(alloc);
 		if (!t->data) {
 			free(t);
 			return NULL;
@@ -152,7 +154,7 @@ struct npu_tensor *npu_tensor_dup(const struct npu_tensor *tensor)
 	*t = *tensor;
 	t->data = NULL;
 	if (tensor->nbytes) {
-		t->data = aligned_alloc(64, (tensor->nbytes + 63) & ~(size_t)63);
+		t->data = npu_alloc_aligned(tensor->nbytes);
 		if (!t->data) {
 			free(t);
 			return NULL;

@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/npu_alloc.h"
+
 #define HEADER_BYTES 16u
 
 static uint64_t get_u64(const uint8_t *p)
@@ -112,7 +114,7 @@ struct npu_tensor *npu_str_tensor_create(const struct npu_shape *shape,
 	t = calloc(1, sizeof(*t));
 	if (!t)
 		return NULL;
-	t->data = aligned_alloc(64, (bytes + 63) & ~(size_t)63);
+	t->data = npu_alloc_aligned(bytes);
 	if (!t->data) {
 		free(t);
 		return NULL;

@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/npu_alloc.h"
 #include "cpu/kernels/cpu_kernels.h"
 #include "compiler/memplan.h"
 #include "cpu/ops/cpu_ops.h"
@@ -244,7 +245,7 @@ static void *buf_get(struct npu_exec *s, size_t need, size_t *cap)
 		return p;
 	}
 	*cap = (need + 63) & ~(size_t)63;
-	return aligned_alloc(64, *cap);
+	return npu_alloc_aligned(*cap);
 }
 
 static bool buf_put(struct npu_exec *s, void *data, size_t cap)
@@ -1036,7 +1037,7 @@ npu_status npu_exec_create(struct npu_graph *g,
 	if (s->p->arena_off) {
 		uint64_t bytes = s->p->mem.arena_bytes;
 
-		s->arena = aligned_alloc(64, bytes ? (bytes + 63) & ~(uint64_t)63 : 64);
+		s->arena = bytes <= SIZE_MAX ? npu_alloc_aligned((size_t)bytes) : NULL;
 		if (!s->arena) {
 			npu_exec_destroy(s);
 			return npu_error_set(err, NPU_ERR_NO_MEMORY,

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/npu_alloc.h"
 #include "compiler/compiler.h"
 #include "compiler/segment_rt.h"
 #include "compiler/memplan.h"
@@ -270,7 +271,7 @@ static npu_status run(struct npu_session *s, struct npu_plan *given,
 		size_t esize = npu_dtype_size(ts[i].dtype);
 
 		if (ts[i].nbytes && esize > 1 && (uintptr_t)ts[i].data % esize) {
-			void *copy = aligned_alloc(64, (ts[i].nbytes + 63) & ~(size_t)63);
+			void *copy = npu_alloc_aligned(ts[i].nbytes);
 
 			if (!copy) {
 				st = npu_api_fail(NPU_ERR_NO_MEMORY, "out of memory");
