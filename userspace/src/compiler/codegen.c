@@ -11,11 +11,6 @@
 
 #include "compiler/codegen_internal.h"
 
-uint64_t npu_act_bytes(const struct npu_act *a)
-{
-	return npu_act_elems(a) * npu_act_es(a);
-}
-
 /*
  * The MAC array mode of a CONV2D / MATMUL (ISA 1.5): the fastest for the
  * instruction's shape (npu_isa.h), so that a layer of 24 or 16 channels
@@ -514,14 +509,4 @@ npu_status npu_codegen_segment(const struct npu_segment_program *prog,
 				   (NPU_MAC_ROWS * NPU_MAC_COLS);
 	result->instructions = npu_cmdbuf_count(cb);
 	return NPU_OK;
-}
-
-void npu_codegen_result_free(struct npu_codegen_result *result)
-{
-	free(result->consts);
-	free(result->lop_macs);
-	free(result->lop_dram_bytes);
-	free(result->lop_pred_cycles);
-	free(result->lop_fused);
-	memset(result, 0, sizeof(*result));
 }

@@ -74,54 +74,6 @@ size_t make_slices(uint32_t out_c, uint32_t in_c, uint32_t groups,
 
 /* ---- Folded convolutions (few input channels) ------------------------- */
 
-static int64_t floor_div(int64_t a, int64_t b)
-{
-	int64_t q = a / b;
-
-	return q - (a % b != 0 && (a < 0) != (b < 0));
-}
-
-bool npu_conv_fold_phase(uint32_t in_w, uint32_t out_w, uint32_t in_c, uint32_t out_c,
-			 uint32_t k_h, uint32_t k_w, uint32_t stride_w, uint32_t pad_left,
-			 uint32_t fold_w, uint32_t r, struct npu_fold_phase *ph)
-{
-	int64_t off, last = 0, pr, in_w_v, out_w_v;
-	uint64_t woff = 0;
-	uint32_t R, i;
-
-	memset(ph, 0, sizeof(*ph));
-	if (!fold_w || !stride_w || !k_w || fold_w % stride_w || in_w % fold_w)
-		return false;
-	R = fold_w / stride_w;
-	if (out_w % R || r >= R)
-		return false;
-	in_w_v = in_w / fold_w;
-	out_w_v = out_w / R;
-	for (i = 0; i <= r; i++) {
-		/* Output column R m + i starts at input pixel F m + off. */
-		off = (int64_t)stride_w * i - pad_left;
-		ph->first = (int32_t)floor_div(off, fold_w);
-		last = floor_div(off + k_w - 1, fold_w);
-		ph->k_w = (uint32_t)(last - ph->first + 1);
-		ph->weight_off = woff;
-		woff += (uint64_t)out_c * k_h * ph->k_w * fold_w * in_c;
-	}
-	if (ph->first > 0)
-		return false;	/* would need an input offset, not a pad */
-	ph->pad_left = (uint32_t)-ph->first;
-	/* The exact right pad for out_w_v outputs; read fewer pixels if negative. */
-	pr = out_w_v - 1 + ph->k_w - in_w_v - ph->pad_left;
-	ph->in_w = (uint32_t)in_w_v;
-	if (pr < 0) {
-		ph->in_w = (uint32_t)(in_w_v + pr);
-		pr = 0;
-	}
-	ph->pad_right = (uint32_t)pr;
-	return ph->in_w >= 1 && ph->k_w <= 255 && ph->pad_left <= 255 && pr <= 255 &&
-	       ph->k_w <= ph->in_w + ph->pad_left + pr && in_w_v <= UINT16_MAX &&
-	       (uint64_t)fold_w * in_c <= UINT16_MAX;
-}
-
 /* Weight bytes per output channel of a conv lop (all phases when folded). */
 uint64_t conv_wpo(const struct npu_lop *l, const struct npu_act *in,
 		  const struct npu_act *out)

@@ -374,6 +374,14 @@ npu_status npu_compiled_bind(struct npu_compiled *c, struct npu_graph *graph,
 npu_status npu_compiled_attach(struct npu_compiled *c, struct npu_device *device,
 			       struct npu_error *err);
 /*
+ * Generate a segment's code once, at the canonical addresses (reloc.h):
+ * the constants, the counts and the stream into seg; with 'profile' only
+ * the stream with per-op timestamps. Counted in seg->compiled. The
+ * runtime-only library has no code generator: NPU_ERR_UNSUPPORTED.
+ */
+npu_status npu_segment_generate(struct npu_segment *seg, struct npu_device *dev,
+				uint32_t sram_size, bool profile, struct npu_error *err);
+/*
  * NPU_OK when a device reporting 'info' runs this library's command
  * streams (same ISA major, minor at least ours); else NPU_ERR_UNSUPPORTED
  * naming both versions. npu_compiled_bind() checks it.
@@ -388,6 +396,8 @@ npu_status npu_compiled_isa_check(const struct npu_device_info *info,
  * names no subgraph of 'top'.
  */
 struct npu_graph *npu_subgraph_at(struct npu_graph *top, const char *path);
+/* A control-flow node's key in a subgraph path: its first output's name. */
+const char *npu_subgraph_key(const struct npu_node *n);
 
 /* Free one segment (and its device binding). */
 void npu_segment_free(struct npu_segment *seg);

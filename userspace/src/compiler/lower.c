@@ -119,11 +119,6 @@ bool npu_lut_function_known(const char *op)
 	return false;
 }
 
-enum npu_layout npu_value_layout(const struct npu_value *v)
-{
-	return v->shape.rank == 4 && !v->rows_layout ? NPU_LAYOUT_NHWC : NPU_LAYOUT_ROWS;
-}
-
 /* A node the NPU runs the same whichever order a rank-4 value it reads
  * or writes is stored in (its lowering asks npu_value_layout()). */
 static bool layout_free_use(const struct npu_node *n)
@@ -168,25 +163,6 @@ void npu_mark_rows_layout(struct npu_graph *g)
 				if (g->nodes[j]->inputs[k] == v)
 					ok = layout_free_use(g->nodes[j]);
 		v->rows_layout = ok;
-	}
-}
-
-void npu_value_act_dims(const struct npu_value *v, struct npu_act *act)
-{
-	const int64_t *d = v->shape.dims;
-
-	memset(act, 0, sizeof(*act));
-	if (npu_value_layout(v) == NPU_LAYOUT_NHWC) {
-		act->n = (uint32_t)d[0];
-		act->c = (uint32_t)d[1];
-		act->h = (uint32_t)d[2];
-		act->w = (uint32_t)d[3];
-	} else {
-		int64_t numel = npu_shape_numel(&v->shape);
-
-		act->n = act->h = 1;
-		act->c = v->shape.rank ? (uint32_t)d[v->shape.rank - 1] : 1;
-		act->w = (uint32_t)(numel / (act->c ? act->c : 1));
 	}
 }
 

@@ -17,6 +17,7 @@
 
 #include <stddef.h>
 
+#include "common/npu_file.h"
 #include "graph/npu_ir.h"
 
 /* IR versions the importer accepts. */
@@ -69,9 +70,5 @@ npu_status npu_onnx_read_value(const void *data, size_t size, const char *source
 			       struct npu_error *err);
 npu_status npu_onnx_read_value_file(const char *path, enum npu_dtype kind,
 				    struct npu_tensor **out, char **name, struct npu_error *err);
-
-/* Read a whole file into a malloc'd buffer. */
-npu_status npu_read_file(const char *path, void **data, size_t *size,
-			 struct npu_error *err);
 
 #endif /* NPU_ONNX_H */

@@ -8,27 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-void npu_onnx_meta_free(struct npu_onnx_meta *m)
-{
-	size_t i;
-
-	if (!m)
-		return;
-	free(m->producer_name);
-	free(m->producer_version);
-	free(m->domain);
-	free(m->doc_string);
-	free(m->graph_name);
-	free(m->graph_doc_string);
-	for (i = 0; i < m->num_props; i++) {
-		free(m->keys[i]);
-		free(m->values[i]);
-	}
-	free(m->keys);
-	free(m->values);
-	free(m);
-}
-
 /* A copy of an optional proto string ("" when absent); false on ENOMEM. */
 static bool dup_str(char **dst, const char *src)
 {

@@ -163,6 +163,31 @@ struct npu_model {
 	atomic_uint_least64_t compilations, codegens;
 };
 
+/*
+ * The source graph m->base, imported on first need for a compiled file
+ * (under build_lock, or at load); NPU_ERR_UNSUPPORTED naming the compiled
+ * shapes when the file keeps no source.
+ */
+npu_status npu_model_source(struct npu_model *m, struct npu_error *err);
+
+/*
+ * What needs the importer or the compiler: npu_model_compile.c in
+ * libnpu-user, npu_no_compiler.c (each fails naming the library to use)
+ * in libnpu-runtime.
+ */
+/* Parse the model options only the compiler reads (calib_method, codegen). */
+npu_status npu_model_compile_options(struct npu_model *m);
+/* Import m->bytes into m->base (and m->meta when 'meta'); counts imports. */
+npu_status npu_model_import(struct npu_model *m, bool meta, struct npu_error *err);
+/* The CPU fusion passes of a plan on the CPU device. */
+npu_status npu_model_cpu_passes(struct npu_model *m, struct npu_graph *g, struct npu_error *err);
+/* A compiled file before version 3: the passes its segments were cut after. */
+npu_status npu_model_replay_passes(struct npu_graph *g, struct npu_error *err);
+/* Compile p->g for m's NPU device into p->compiled (p->mixed for a target). */
+npu_status npu_model_compile(struct npu_model *m, struct npu_plan *p, struct npu_error *err);
+void npu_model_compile_free(struct npu_model *m);
+void npu_plan_mixed_free(struct npu_plan *p);
+
 void npu_model_ref(struct npu_model *model);
 void npu_model_unref(struct npu_model *model);
 void npu_plan_ref(struct npu_plan *plan);

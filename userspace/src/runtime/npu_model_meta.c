@@ -5,9 +5,32 @@
  */
 #include "runtime/npu_api.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "onnx/npu_onnx.h"
+
+/* Here, not in the importer: a compiled file's reader makes them too. */
+void npu_onnx_meta_free(struct npu_onnx_meta *m)
+{
+	size_t i;
+
+	if (!m)
+		return;
+	free(m->producer_name);
+	free(m->producer_version);
+	free(m->domain);
+	free(m->doc_string);
+	free(m->graph_name);
+	free(m->graph_doc_string);
+	for (i = 0; i < m->num_props; i++) {
+		free(m->keys[i]);
+		free(m->values[i]);
+	}
+	free(m->keys);
+	free(m->values);
+	free(m);
+}
 
 NPU_API npu_status npu_model_get_metadata(const struct npu_model *m,
 					  struct npu_model_metadata *out)

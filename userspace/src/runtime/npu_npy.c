@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "onnx/npu_onnx.h"
+#include "common/npu_file.h"
 
 static const struct {
 	const char *descr;
