@@ -165,21 +165,31 @@ static void compile_and_save(const char *path, int keep_source, float *y)
 	free(onnx);
 }
 
+/* The model compiled and saved to a scratch file, read back (the caller frees). */
+static void *compiled_file(int keep_source, float *y, size_t *size)
+{
+	char path[] = "/tmp/npub-test-XXXXXX";
+	int fd = mkstemp(path);
+	void *file;
+
+	assert_true(fd >= 0);
+	close(fd);
+	compile_and_save(path, keep_source, y);
+	file = read_all(path, size);
+	unlink(path);
+	return file;
+}
+
 static void test_finished_file_loads_without_compiling(void **state)
 {
-	char path[] = "/tmp/npub-finished-XXXXXX";
 	static float want[YN], got[YN];
 	struct npu_model_stats st;
 	struct npu_model *m;
 	size_t size;
 	void *file;
-	int fd = mkstemp(path);
 
 	(void)state;
-	assert_true(fd >= 0);
-	close(fd);
-	compile_and_save(path, 1, want);
-	file = read_all(path, &size);
+	file = compiled_file(1, want, &size);
 
 	m = load(file, size, "small.npub", "sim", 0);
 	st = stats(m);
@@ -211,25 +221,18 @@ static void test_finished_file_loads_without_compiling(void **state)
 	assert_true(st.codegens >= 1);
 	npu_model_destroy(m);
 	free(file);
-	unlink(path);
 }
 
 static void test_file_without_source_names_what_it_cannot_do(void **state)
 {
-	char path[] = "/tmp/npub-nosource-XXXXXX";
 	static float want[YN], got[YN];
 	struct npu_model *m;
 	size_t size, with_size;
 	void *file;
-	int fd = mkstemp(path);
 
 	(void)state;
-	assert_true(fd >= 0);
-	close(fd);
-	compile_and_save(path, 1, want);
-	free(read_all(path, &with_size));
-	compile_and_save(path, 0, want);
-	file = read_all(path, &size);
+	free(compiled_file(1, want, &with_size));
+	file = compiled_file(0, want, &size);
 	assert_true(size < with_size);
 
 	m = load(file, size, "bare.npub", "sim", 0);
@@ -246,7 +249,6 @@ static void test_file_without_source_names_what_it_cannot_do(void **state)
 	assert_non_null(strstr(npu_last_error(), "1x32x40x40"));
 	npu_model_destroy(m);
 	free(file);
-	unlink(path);
 }
 
 /* Make the header's CRC-32 (offset 12, over everything after 32 bytes) right again. */
@@ -279,18 +281,13 @@ static void try_damaged(const uint8_t *b, size_t size, const char *name)
 
 static void test_damaged_files_are_errors(void **state)
 {
-	char path[] = "/tmp/npub-damaged-XXXXXX";
 	static float want[YN];
 	size_t size, n, flips = 0;
 	uint8_t *file, *copy;
 	uint32_t seed = 12345;
-	int fd = mkstemp(path);
 
 	(void)state;
-	assert_true(fd >= 0);
-	close(fd);
-	compile_and_save(path, 0, want);
-	file = read_all(path, &size);
+	file = compiled_file(0, want, &size);
 	copy = malloc(size);
 	assert_non_null(copy);
 	for (n = 0; n < size; n += n < 64 ? 1 : 61)
@@ -312,7 +309,6 @@ static void test_damaged_files_are_errors(void **state)
 		      size / 61 + 64, flips, size);
 	free(copy);
 	free(file);
-	unlink(path);
 }
 
 static int setup(void **state)

@@ -501,6 +501,20 @@ static void *seg_keep(struct npu_segment *seg, void *p)
 	return p;
 }
 
+/* The next n bytes (n <= r->left) into a malloc'ed copy; NULL and r bad on failure. */
+static uint8_t *copy_bytes(struct npu_rbuf *r, uint64_t n, const char *field)
+{
+	uint8_t *p = malloc(n ? n : 1);
+
+	if (!p) {
+		npu_error_set(r->err, NPU_ERR_NO_MEMORY, "%s: out of memory", r->source);
+		r->bad = true;
+		return NULL;
+	}
+	npu_take(r, p, n, field);
+	return p;
+}
+
 /* A blob that must be exactly 'want' bytes (or empty when 'optional'). */
 static void *get_blob(struct npu_rbuf *r, struct npu_segment *seg, uint64_t want,
 		      bool optional, const char *field)
@@ -520,13 +534,12 @@ static void *get_blob(struct npu_rbuf *r, struct npu_segment *seg, uint64_t want
 		npu_take(r, NULL, n, field);
 		return NULL;
 	}
-	p = seg_keep(seg, malloc(n ? n : 1));
-	if (!p) {
+	p = copy_bytes(r, n, field);
+	if (p && !seg_keep(seg, p)) {
 		npu_error_set(r->err, NPU_ERR_NO_MEMORY, "%s: out of memory", r->source);
 		r->bad = true;
 		return NULL;
 	}
-	npu_take(r, p, n, field);
 	return p;
 }
 
@@ -1133,14 +1146,9 @@ static uint8_t *get_any_blob(struct npu_rbuf *r, uint64_t max, size_t *size, con
 		fail(r, "blob '%s' of %llu bytes is too large", field, n);
 		return NULL;
 	}
-	p = malloc(n ? n : 1);
-	if (!p) {
-		npu_error_set(r->err, NPU_ERR_NO_MEMORY, "%s: out of memory", r->source);
-		r->bad = true;
-		return NULL;
-	}
-	npu_take(r, p, n, field);
-	*size = (size_t)n;
+	p = copy_bytes(r, n, field);
+	if (p)
+		*size = (size_t)n;
 	return p;
 }
 
