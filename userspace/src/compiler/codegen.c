@@ -364,7 +364,7 @@ npu_status npu_codegen_segment(const struct npu_segment_program *prog,
 {
 	struct emitter e = { .prog = prog, .t = target, .cb = cb, .res = result, .err = err };
 	npu_status st = NPU_OK;
-	uint8_t *fuse = NULL;	/* fuse[i]: how lop i runs fused (fusion_plan()) */
+	uint8_t *fuse = NULL;	/* fuse[i]: how lop i runs fused (choose_fusion()) */
 	size_t *starts = NULL, *first_lop = NULL, nops = 0;	/* each op or group */
 	size_t i;
 
@@ -391,13 +391,13 @@ npu_status npu_codegen_segment(const struct npu_segment_program *prog,
 	if (!fuse || !starts || !first_lop)
 		st = npu_error_set(err, NPU_ERR_NO_MEMORY, "codegen: out of memory");
 	else
-		fusion_plan(prog, target->sram_size, fuse);
+		choose_fusion(prog, target->sram_size, fuse);
 	for (i = 0; i < prog->num_lops && st == NPU_OK; i++) {
 		const struct npu_lop *l = &prog->lops[i];
 		uint64_t macs_before = result->macs;
 		size_t stream_before;
 		char why[160];
-		struct plan p;
+		struct tiling p;
 
 		npu_cmdbuf_data(cb, &stream_before);
 		first_lop[nops] = i;
@@ -443,13 +443,13 @@ npu_status npu_codegen_segment(const struct npu_segment_program *prog,
 			continue;
 		}
 		e.lop = l;
-		if (!plan_lop(prog, l, target->sram_size, &p, why, sizeof(why))) {
+		if (!tile_lop(prog, l, target->sram_size, &p, why, sizeof(why))) {
 			st = npu_error_set(err, NPU_ERR_UNSUPPORTED, "codegen: %s: %s",
 					   l->name, why);
 			break;
 		}
 		tile_search(prog, l, &p);
-		result->lop_pred_cycles[i] = plan_cost(prog, l, &p);
+		result->lop_pred_cycles[i] = tiling_cost(prog, l, &p);
 		switch (l->kind) {
 		case NPU_LOP_CONV:
 		case NPU_LOP_POOL:

@@ -342,7 +342,7 @@ uint64_t npu_phase_row_cycles(const struct npu_codegen_options *o, uint32_t in_w
  * Modeled cycles of one CONV2D of 'pixels' output pixels in the MAC array
  * mode code generation picks for it (ISA 1.5; npu_hw.h's cycle model).
  */
-/* Convolutions in one fused chain at most (codegen_fusion.c, fusion_plan()). */
+/* Convolutions in one fused chain at most (codegen_fusion.c, choose_fusion()). */
 #define NPU_FUSE_MAX 6
 
 uint64_t npu_conv_insn_cycles(const struct npu_codegen_options *o, uint64_t pixels,

@@ -246,11 +246,11 @@ uint64_t conv_lop_macs(const struct npu_segment_program *prog, const struct npu_
 }
 
 static npu_status gen_phases(struct emitter *e, const struct npu_lop *l,
-			     const struct plan *p);
+			     const struct tiling *p);
 static npu_status gen_pmm(struct emitter *e, const struct npu_lop *l, const struct pmm *m);
 
 npu_status gen_conv_or_pool(struct emitter *e, const struct npu_lop *l,
-			    const struct plan *p)
+			    const struct tiling *p)
 {
 	struct conv_tiles c = {
 		.l = l, .p = *p,
@@ -268,7 +268,7 @@ npu_status gen_conv_or_pool(struct emitter *e, const struct npu_lop *l,
 		struct pmm pm;
 
 		if (!pmm_layout(e->prog, l, p->rows, e->t->sram_size, &pm))
-			return npu_error_set(e->err, NPU_ERR_INTERNAL, "codegen: %s: plan lost",
+			return npu_error_set(e->err, NPU_ERR_INTERNAL, "codegen: %s: tiling lost",
 					     l->name);
 		return gen_pmm(e, l, &pm);
 	}
@@ -306,7 +306,7 @@ npu_status gen_conv_or_pool(struct emitter *e, const struct npu_lop *l,
 struct phase_tiles {
 	const struct npu_lop *l;
 	const struct npu_act *in, *out;
-	struct plan p;
+	struct tiling p;
 	struct slice *sl;	/* one per row phase, contiguous in the blob */
 	bool joined;		/* one slice, one CONV2D (npu_phase_row_cycles()) */
 	uint32_t row_tiles;	/* per image */
@@ -655,7 +655,7 @@ static npu_status gen_pmm(struct emitter *e, const struct npu_lop *l, const stru
 	return run_tiles(e, &ops, &c);
 }
 
-static npu_status gen_phases(struct emitter *e, const struct npu_lop *l, const struct plan *p)
+static npu_status gen_phases(struct emitter *e, const struct npu_lop *l, const struct tiling *p)
 {
 
 	struct phase_tiles c = {

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * codegen_cost.c - the cost model: a lop's cycles under a plan, predicted
+ * codegen_cost.c - the cost model: a lop's cycles under a tiling, predicted
  * before code exists, and the tile height search that uses it.
  */
 #include <stdlib.h>
@@ -10,7 +10,7 @@
 /* ---- Cost model -------------------------------------------------------- */
 
 /*
- * Predicted cycles of one lop under a plan, before any code exists: the
+ * Predicted cycles of one lop under a tiling, before any code exists: the
  * tile loop of run_tiles() replayed on the two engines of the cycle model
  * (npu_hw.h): each instruction costs NPU_CYCLES_INSN_OVERHEAD plus its
  * formula, a SYNC one starts when both engines are free, nothing starts
@@ -23,7 +23,7 @@
  */
 
 static uint64_t cost_conv(const struct npu_segment_program *prog,
-			  const struct npu_lop *l, const struct plan *p)
+			  const struct npu_lop *l, const struct tiling *p)
 {
 	struct conv_tiles c = {
 		.l = l, .p = *p,
@@ -126,7 +126,7 @@ static uint64_t cost_conv(const struct npu_segment_program *prog,
 }
 
 static uint64_t cost_flat(const struct npu_segment_program *prog,
-			  const struct npu_lop *l, const struct plan *p)
+			  const struct npu_lop *l, const struct tiling *p)
 {
 	const struct npu_act *out = &prog->acts[l->out];
 	uint32_t lanes = out->i16 ? NPU_VECTOR_LANES / 2 : NPU_VECTOR_LANES;
@@ -174,7 +174,7 @@ static uint64_t cost_flat(const struct npu_segment_program *prog,
 
 /* MATMUL with constant weights: gen_matmul()'s tile loop, slices outermost. */
 static uint64_t cost_matmul(const struct npu_segment_program *prog,
-			    const struct npu_lop *l, const struct plan *p)
+			    const struct npu_lop *l, const struct tiling *p)
 {
 	const struct npu_act *in = &prog->acts[l->in], *out = &prog->acts[l->out];
 	uint32_t lanes = out->i16 ? NPU_VECTOR_LANES / 2 : NPU_VECTOR_LANES;
@@ -296,8 +296,8 @@ uint64_t pmm_cost(const struct npu_segment_program *prog, const struct npu_lop *
 	return cost_end(&t);
 }
 
-uint64_t plan_cost(const struct npu_segment_program *prog,
-		   const struct npu_lop *l, const struct plan *p)
+uint64_t tiling_cost(const struct npu_segment_program *prog,
+		   const struct npu_lop *l, const struct tiling *p)
 {
 	struct pmm pm;
 
@@ -335,19 +335,19 @@ uint64_t plan_cost(const struct npu_segment_program *prog,
  * and the last store of an op outside the double-buffered overlap, so a
  * few more, smaller tiles often finish sooner; more tiles cost instruction
  * overhead and conv halo rows. Tries tile counts from the fewest up and
- * keeps the plan the cost model predicts fastest. The SRAM layout stays
+ * keeps the tiling the cost model predicts fastest. The SRAM layout stays
  * the one planned for the largest tile (a smaller tile uses a prefix of
  * each buffer). opts.no_tile_search keeps the largest tile.
  */
 void tile_search(const struct npu_segment_program *prog,
-		 const struct npu_lop *l, struct plan *p)
+		 const struct npu_lop *l, struct tiling *p)
 {
 	const struct npu_act *out = &prog->acts[l->out];
 	uint64_t total, k, best_cost, c;
 	uint32_t best = p->rows, last = p->rows, tries = 0;
-	struct plan t = *p;
+	struct tiling t = *p;
 
-	if (prog->opts.no_tile_search || p->pmm)	/* pmm_plan() searched its own */
+	if (prog->opts.no_tile_search || p->pmm)	/* pmm_tiling() searched its own */
 		return;
 	if ((l->kind == NPU_LOP_CONV && !l->conv.phase_h) || l->kind == NPU_LOP_POOL)
 		total = out->h;
@@ -358,7 +358,7 @@ void tile_search(const struct npu_segment_program *prog,
 		total = npu_act_elems(&prog->acts[l->in]) / prog->acts[l->in].c;
 	else
 		return;
-	best_cost = plan_cost(prog, l, p);
+	best_cost = tiling_cost(prog, l, p);
 	for (k = div_up64(total, p->rows) + 1; k <= total && tries < 40;
 	     k += k / 8 ? k / 8 : 1) {
 		uint32_t r = (uint32_t)div_up64(total, k);
@@ -368,7 +368,7 @@ void tile_search(const struct npu_segment_program *prog,
 		last = r;
 		tries++;
 		t.rows = r;
-		c = plan_cost(prog, l, &t);
+		c = tiling_cost(prog, l, &t);
 		if (c < best_cost) {
 			best_cost = c;
 			best = r;

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * codegen_fusion.c - cross-layer fusion: which lops run as one tile loop
- * through SRAM (fusion_plan()), and conv chains run depth-first, planned
+ * through SRAM (choose_fusion()), and conv chains run depth-first, planned
  * and emitted. The Concat and RESIZE -> ELTWISE groups it also takes are
  * in codegen_fusion_groups.c.
  */
@@ -29,7 +29,7 @@
  * SRAM: [consts 0 .. n-1][in0][in1][mid 0 (x2 if teed)] .. [out0][out1].
  * Whole layers only (one slice each), batch 1, no folded or phase-split
  * conv (zero insertion is fine), no int16; except that a ConvTranspose as
- * pixel-major MATMULs may end a chain (pmm_tail_ok()). fusion_plan()
+ * pixel-major MATMULs may end a chain (pmm_tail_ok()). choose_fusion()
  * picks the chains whose predicted cycles beat the ops apart; opts.fuse OFF
  * turns it off.
  */
@@ -352,7 +352,7 @@ static uint64_t fused_cost(const struct npu_segment_program *prog, const struct 
 }
 
 /*
- * The fusion planners' switches (prog->opts): fuse OFF, no fused group;
+ * The fusion choosers' switches (prog->opts): fuse OFF, no fused group;
  * FORCE, every group that can fuse does (conv chains as long as they go);
  * fuse_max_rows caps a group's tile rows (tests force halos and many
  * tiles). The best tile height for a fused chain, or false when none fits.
@@ -409,7 +409,7 @@ bool read_elsewhere(const struct npu_segment_program *prog, uint32_t a, size_t s
  * conv alone at its own best tiles or in a chain at the chain's
  * (dynamic programming over the lops, from the end).
  */
-void fusion_plan(const struct npu_segment_program *prog, uint32_t sram,
+void choose_fusion(const struct npu_segment_program *prog, uint32_t sram,
 		 uint8_t *fuse)
 {
 	bool force = prog->opts.fuse == NPU_CODEGEN_FORCE;
@@ -441,15 +441,15 @@ void fusion_plan(const struct npu_segment_program *prog, uint32_t sram,
 	for (i = L; i-- > 0;) {
 		const struct npu_lop *l = &prog->lops[i];
 		uint64_t alone = 0;
-		struct plan p;
+		struct tiling p;
 		char why[8];
 		uint32_t n;
 
 		len[i] = 1;
 		if (!fuse[i] && (fuse_conv_ok(prog, l) || pmm_tail_ok(prog, l)) &&
-		    plan_lop(prog, l, sram, &p, why, sizeof(why))) {
+		    tile_lop(prog, l, sram, &p, why, sizeof(why))) {
 			tile_search(prog, l, &p);
-			alone = plan_cost(prog, l, &p);
+			alone = tiling_cost(prog, l, &p);
 		}
 		best[i] = alone + best[i + 1];
 		for (n = 2; n <= FUSE_MAX && i + n <= L && !fuse[i + n - 1]; n++) {
@@ -573,7 +573,7 @@ static npu_status fused_store_tees(struct emitter *e, const struct fused *f, uin
 }
 
 /*
- * The predicted cycles of the chain fusion_plan() chose at lop i (0: it
+ * The predicted cycles of the chain choose_fusion() chose at lop i (0: it
  * does not plan), which npu_codegen_segment() puts on the chain's first lop.
  */
 uint64_t fused_chain_cycles(const struct npu_segment_program *prog, size_t i, uint32_t n,
@@ -585,7 +585,7 @@ uint64_t fused_chain_cycles(const struct npu_segment_program *prog, size_t i, ui
 	return fused_init(prog, i, n, &f) && fused_search(prog, &f, sram, &c) ? c : 0;
 }
 
-/* The fused chain of n convs starting at lop i (fusion_plan() chose it). */
+/* The fused chain of n convs starting at lop i (choose_fusion() chose it). */
 npu_status gen_fused(struct emitter *e, size_t i, uint32_t n, uint32_t sram)
 {
 	const struct npu_segment_program *prog = e->prog;
@@ -596,7 +596,7 @@ npu_status gen_fused(struct emitter *e, size_t i, uint32_t n, uint32_t sram)
 	npu_status st = NPU_OK;
 
 	if (!fused_init(prog, i, n, &f) || !fused_search(prog, &f, sram, &cost))
-		return npu_error_set(e->err, NPU_ERR_UNSUPPORTED, "codegen: %s: fusion plan changed",
+		return npu_error_set(e->err, NPU_ERR_UNSUPPORTED, "codegen: %s: fusion choice changed",
 				     prog->lops[i].name);
 	for (k = 0; k < n - f.pmm; k++)
 		if (put_slice_consts(&e->blob, &f.sl[k], f.l[k]->conv.weight,

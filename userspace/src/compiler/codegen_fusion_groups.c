@@ -3,7 +3,7 @@
  * codegen_fusion_groups.c - data movement run inside one tile loop: a
  * Concat's copies (with the RESIZEs and gates that make its inputs), and a
  * RESIZE feeding an ELTWISE (with the gate making its other operand);
- * fusion_plan() (codegen_fusion.c) takes them wherever they fit.
+ * choose_fusion() (codegen_fusion.c) takes them wherever they fit.
  */
 #include <string.h>
 
@@ -263,7 +263,7 @@ static void cat_search(struct cat_group *g, uint32_t lo, uint32_t sram)
 }
 
 /* The group at lop i with the tile rows cat_cost() likes best; false: none. */
-static bool cat_plan(const struct npu_segment_program *prog, size_t i, uint32_t sram,
+static bool cat_tiling(const struct npu_segment_program *prog, size_t i, uint32_t sram,
 		     struct cat_group *g)
 {
 	uint32_t cap = prog->opts.fuse_max_rows, lo = 0, hi;
@@ -465,7 +465,7 @@ static npu_status cat_store(struct emitter *e, void *ctx, size_t tile, int buf, 
 	return NPU_OK;
 }
 
-/* The Concat group starting at lop i (fusion_plan() chose it); *m its lops. */
+/* The Concat group starting at lop i (choose_fusion() chose it); *m its lops. */
 npu_status gen_concat(struct emitter *e, size_t i, uint32_t sram, size_t *m)
 {
 	struct cat_group g;
@@ -475,8 +475,8 @@ npu_status gen_concat(struct emitter *e, size_t i, uint32_t sram, size_t *m)
 	};
 	uint32_t k;
 
-	if (!cat_plan(e->prog, i, sram, &g))
-		return npu_error_set(e->err, NPU_ERR_UNSUPPORTED, "codegen: %s: fusion plan changed",
+	if (!cat_tiling(e->prog, i, sram, &g))
+		return npu_error_set(e->err, NPU_ERR_UNSUPPORTED, "codegen: %s: fusion choice changed",
 				     e->prog->lops[i].name);
 	e->lop = &e->prog->lops[i];
 	*m = g.lops;
@@ -661,7 +661,7 @@ static uint64_t rz_elt_cost(const struct rz_elt *f);
  * The tile rows the cost model likes best (rz_elt_cost(), tile counts from
  * the fewest up, as fused_search()); false: not one row fits.
  */
-static bool rz_elt_plan(const struct npu_segment_program *prog, size_t i, uint32_t sram,
+static bool rz_elt_tiling(const struct npu_segment_program *prog, size_t i, uint32_t sram,
 			struct rz_elt *f)
 {
 	uint32_t cap = prog->opts.fuse_max_rows, lo = 0, hi, r, best, last = 0, tries = 0;
@@ -871,7 +871,7 @@ static npu_status rz_elt_store(struct emitter *e, void *ctx, size_t tile, int bu
 }
 
 /* The RESIZE -> ELTWISE pair (or gate, RESIZE, ELTWISE) starting at lop i
- * (fusion_plan() chose it); *m: its lops. */
+ * (choose_fusion() chose it); *m: its lops. */
 npu_status gen_resize_elt(struct emitter *e, size_t i, uint32_t sram, size_t *m)
 {
 	struct rz_elt f;
@@ -881,8 +881,8 @@ npu_status gen_resize_elt(struct emitter *e, size_t i, uint32_t sram, size_t *m)
 	};
 	size_t off;
 
-	if (!rz_elt_plan(e->prog, i, sram, &f))
-		return npu_error_set(e->err, NPU_ERR_UNSUPPORTED, "codegen: %s: fusion plan changed",
+	if (!rz_elt_tiling(e->prog, i, sram, &f))
+		return npu_error_set(e->err, NPU_ERR_UNSUPPORTED, "codegen: %s: fusion choice changed",
 				     e->prog->lops[i].name);
 	e->lop = f.lr;
 	*m = f.lops;
@@ -900,7 +900,7 @@ npu_status gen_resize_elt(struct emitter *e, size_t i, uint32_t sram, size_t *m)
 }
 
 /*
- * The lops of the group at lop i, 0 when none plans there: fusion_plan()
+ * The lops of the group at lop i, 0 when none plans there: choose_fusion()
  * marks them, npu_codegen_segment() emits them with gen_concat() /
  * gen_resize_elt().
  */
@@ -908,14 +908,14 @@ uint32_t concat_group_lops(const struct npu_segment_program *prog, size_t i, uin
 {
 	struct cat_group cg;
 
-	return cat_plan(prog, i, sram, &cg) ? cg.lops : 0;
+	return cat_tiling(prog, i, sram, &cg) ? cg.lops : 0;
 }
 
 uint32_t resize_elt_lops(const struct npu_segment_program *prog, size_t i, uint32_t sram)
 {
 	struct rz_elt rz;
 
-	return rz_elt_plan(prog, i, sram, &rz) ? rz.lops : 0;
+	return rz_elt_tiling(prog, i, sram, &rz) ? rz.lops : 0;
 }
 
 /*
@@ -926,12 +926,12 @@ uint64_t concat_group_cycles(const struct npu_segment_program *prog, size_t i, u
 {
 	struct cat_group cg;
 
-	return cat_plan(prog, i, sram, &cg) ? cat_cost(&cg) : 0;
+	return cat_tiling(prog, i, sram, &cg) ? cat_cost(&cg) : 0;
 }
 
 uint64_t resize_elt_cycles(const struct npu_segment_program *prog, size_t i, uint32_t sram)
 {
 	struct rz_elt rz;
 
-	return rz_elt_plan(prog, i, sram, &rz) ? rz_elt_cost(&rz) : 0;
+	return rz_elt_tiling(prog, i, sram, &rz) ? rz_elt_cost(&rz) : 0;
 }

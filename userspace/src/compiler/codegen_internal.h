@@ -9,8 +9,8 @@
  *   codegen_conv.c      CONV2D / POOL, ConvTranspose phases, pixel-major MATMULs
  *   codegen_ops.c       RESIZE, MATMUL, ELTWISE / LUT / SOFTMAX / LAYERNORM,
  *                       REDUCE, COPY
- *   codegen_cost.c      the cost model (plan_cost(), tile_search())
- *   codegen_fusion.c    cross-layer fusion: fusion_plan(), conv chains
+ *   codegen_cost.c      the cost model (tiling_cost(), tile_search())
+ *   codegen_fusion.c    cross-layer fusion: choose_fusion(), conv chains
  *   codegen_fusion_groups.c  the Concat and RESIZE -> ELTWISE tile loops
  *   codegen_prefetch.c  constants prefetched across ops
  *
@@ -130,7 +130,7 @@ uint64_t conv_wpo(const struct npu_lop *l, const struct npu_act *in,
 		  const struct npu_act *out);
 
 /* How one lop is tiled: its slices, tile size and SRAM layout. */
-struct plan {
+struct tiling {
 	uint32_t chunk;		/* output channels per slice */
 	uint32_t rows;		/* output rows (or matrix rows / elements) per tile */
 	uint32_t sram_consts, sram_in[2], sram_in2[2], sram_out[2];
@@ -146,8 +146,8 @@ static inline uint64_t window_rows(uint64_t rows, uint32_t stride, uint32_t dil,
 }
 
 /* Plan 'l' for 'sram' bytes (no tile search yet); false: 'why' says why not. */
-bool plan_lop(const struct npu_segment_program *prog,
-	      const struct npu_lop *l, uint32_t sram, struct plan *p,
+bool tile_lop(const struct npu_segment_program *prog,
+	      const struct npu_lop *l, uint32_t sram, struct tiling *p,
 	      char *why, size_t why_size);
 
 /* Pixel-major MATMULs of a conv (codegen_tiling.c explains them). */
@@ -256,7 +256,7 @@ npu_status run_tiles(struct emitter *e, const struct tile_ops *ops, void *ctx);
 struct conv_tiles {
 	const struct npu_lop *l;
 	const struct npu_act *in, *out;
-	struct plan p;
+	struct tiling p;
 	struct slice *slices;
 	size_t num_slices, cur_slice;
 	uint32_t row_tiles;	/* per image */
@@ -282,7 +282,7 @@ uint64_t lop_taps(const struct npu_lop *l);
 uint64_t conv_lop_macs(const struct npu_segment_program *prog, const struct npu_lop *l);
 /* Emit a CONV or POOL lop under plan p (phases and pixel-major MATMULs too). */
 npu_status gen_conv_or_pool(struct emitter *e, const struct npu_lop *l,
-			    const struct plan *p);
+			    const struct tiling *p);
 /* The pixel-major MATMULs of 'rows' input rows at SRAM 'input' (fusion too). */
 npu_status pmm_emit(struct emitter *e, const struct npu_lop *l, const struct pmm *m,
 		    uint32_t consts, uint32_t input, uint32_t output, uint32_t rows,
@@ -294,12 +294,12 @@ npu_status pmm_blob(struct emitter *e, const struct npu_lop *l, const struct pmm
 /* ---- RESIZE, MATMUL, ELTWISE / LUT, REDUCE, COPY (codegen_ops.c) -------- */
 
 /* Emit one lop of that kind under plan p. */
-npu_status gen_resize(struct emitter *e, const struct npu_lop *l, const struct plan *p);
-npu_status gen_matmul(struct emitter *e, const struct npu_lop *l, const struct plan *p);
-npu_status gen_matmul_act(struct emitter *e, const struct npu_lop *l, const struct plan *p);
-npu_status gen_flat(struct emitter *e, const struct npu_lop *l, const struct plan *p);
-npu_status gen_reduce(struct emitter *e, const struct npu_lop *l, const struct plan *p);
-npu_status gen_copy(struct emitter *e, const struct npu_lop *l, const struct plan *p);
+npu_status gen_resize(struct emitter *e, const struct npu_lop *l, const struct tiling *p);
+npu_status gen_matmul(struct emitter *e, const struct npu_lop *l, const struct tiling *p);
+npu_status gen_matmul_act(struct emitter *e, const struct npu_lop *l, const struct tiling *p);
+npu_status gen_flat(struct emitter *e, const struct npu_lop *l, const struct tiling *p);
+npu_status gen_reduce(struct emitter *e, const struct npu_lop *l, const struct tiling *p);
+npu_status gen_copy(struct emitter *e, const struct npu_lop *l, const struct tiling *p);
 
 /* ---- Cost model (codegen_cost.c) ---------------------------------------- */
 
@@ -343,14 +343,14 @@ static inline uint64_t cost_end(const struct cost_engines *t)
 }
 
 /* Predicted cycles of lop l under plan p. */
-uint64_t plan_cost(const struct npu_segment_program *prog,
-		   const struct npu_lop *l, const struct plan *p);
+uint64_t tiling_cost(const struct npu_segment_program *prog,
+		   const struct npu_lop *l, const struct tiling *p);
 /* Predicted cycles of lop l as the pixel-major MATMULs of m. */
 uint64_t pmm_cost(const struct npu_segment_program *prog, const struct npu_lop *l,
 		  const struct pmm *m);
 /* Set p->rows to the tile height the cost model predicts fastest. */
 void tile_search(const struct npu_segment_program *prog,
-		 const struct npu_lop *l, struct plan *p);
+		 const struct npu_lop *l, struct tiling *p);
 
 /* ---- Cross-layer fusion (codegen_fusion.c) ------------------------------ */
 
@@ -363,7 +363,7 @@ static inline bool overlap(const struct npu_act *a, const struct npu_act *b)
 /* Whether act a is read by a lop other than lop 'self'. */
 bool read_elsewhere(const struct npu_segment_program *prog, uint32_t a, size_t self);
 /* Which lops run fused: fuse[i] for each lop i (the codes: codegen_fusion.c). */
-void fusion_plan(const struct npu_segment_program *prog, uint32_t sram,
+void choose_fusion(const struct npu_segment_program *prog, uint32_t sram,
 		 uint8_t *fuse);
 /* Emit the fused chain of n convs from lop i. */
 npu_status gen_fused(struct emitter *e, size_t i, uint32_t n, uint32_t sram);

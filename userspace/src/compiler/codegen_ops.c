@@ -14,7 +14,7 @@
 struct resize_tiles {
 	const struct npu_lop *l;
 	const struct npu_act *in, *out;
-	struct plan p;
+	struct tiling p;
 	uint32_t row_tiles;	/* per image */
 };
 
@@ -98,7 +98,7 @@ static npu_status resize_store(struct emitter *e, void *ctx, size_t tile, int bu
 }
 
 npu_status gen_resize(struct emitter *e, const struct npu_lop *l,
-		      const struct plan *p)
+		      const struct tiling *p)
 {
 	struct resize_tiles c = {
 		.l = l, .p = *p,
@@ -119,7 +119,7 @@ npu_status gen_resize(struct emitter *e, const struct npu_lop *l,
 struct mm_tiles {
 	const struct npu_lop *l;
 	const struct npu_act *in, *out;
-	struct plan p;
+	struct tiling p;
 	struct slice *slices;
 	size_t num_slices, cur_slice;
 	uint64_t m;
@@ -225,7 +225,7 @@ static npu_status mm_store(struct emitter *e, void *ctx, size_t tile, int buf,
 }
 
 npu_status gen_matmul_act(struct emitter *e, const struct npu_lop *l,
-			  const struct plan *p)
+			  const struct tiling *p)
 {
 	const struct npu_act *in = &e->prog->acts[l->in], *in2 = &e->prog->acts[l->in2];
 	const struct npu_act *out = &e->prog->acts[l->out];
@@ -334,7 +334,7 @@ npu_status gen_matmul_act(struct emitter *e, const struct npu_lop *l,
 }
 
 npu_status gen_matmul(struct emitter *e, const struct npu_lop *l,
-		      const struct plan *p)
+		      const struct tiling *p)
 {
 	struct mm_tiles c = {
 		.l = l, .p = *p,
@@ -374,7 +374,7 @@ struct flat_tiles {
 	const struct npu_lop *l;
 	const struct npu_act *a, *b, *out;
 	const struct npu_act *bvec;	/* broadcast activation, loaded once */
-	struct plan p;
+	struct tiling p;
 	uint64_t elems;		/* total elements */
 	uint64_t per_tile;	/* elements per tile */
 	uint32_t b_sram, lut_sram;
@@ -514,7 +514,7 @@ static npu_status flat_store(struct emitter *e, void *ctx, size_t tile, int buf,
 }
 
 npu_status gen_flat(struct emitter *e, const struct npu_lop *l,
-		    const struct plan *p)
+		    const struct tiling *p)
 {
 	struct flat_tiles c = {
 		.l = l, .p = *p,
@@ -569,7 +569,7 @@ oom:
 struct reduce_tiles {
 	const struct npu_lop *l;
 	const struct npu_act *in, *out;
-	struct plan p;
+	struct tiling p;
 	uint64_t rows;
 };
 
@@ -634,7 +634,7 @@ static npu_status reduce_store(struct emitter *e, void *ctx, size_t tile, int bu
 }
 
 npu_status gen_reduce(struct emitter *e, const struct npu_lop *l,
-		      const struct plan *p)
+		      const struct tiling *p)
 {
 	struct reduce_tiles c = {
 		.l = l, .p = *p,
@@ -655,7 +655,7 @@ npu_status gen_reduce(struct emitter *e, const struct npu_lop *l,
 struct copy_tiles {
 	const struct npu_lop *l;
 	const struct npu_act *in, *out;
-	struct plan p;
+	struct tiling p;
 	uint32_t pieces;	/* per row when rows are split, else 1 */
 	size_t blob_off;
 	uint64_t src_off, dst_off;	/* of the repetition being emitted */
@@ -747,7 +747,7 @@ static npu_status copy_store(struct emitter *e, void *ctx, size_t tile, int buf,
 }
 
 npu_status gen_copy(struct emitter *e, const struct npu_lop *l,
-		    const struct plan *p)
+		    const struct tiling *p)
 {
 	struct copy_tiles c = {
 		.l = l, .p = *p,

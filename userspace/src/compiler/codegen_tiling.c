@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * codegen_tiling.c - how each lop is cut to fit SRAM: output-channel slices,
- * folded convolutions, and the tiling plans (tile rows, SRAM layout) of every
+ * folded convolutions, and the tilings (tile rows, SRAM layout) of every
  * lop kind, which npu_lop_fits() answers the partitioner from.
  */
 #include <stdio.h>
@@ -92,13 +92,13 @@ uint64_t conv_wpo(const struct npu_lop *l, const struct npu_act *in,
 	       out->c;
 }
 
-/* ---- Tiling plans ----------------------------------------------------- */
+/* ---- Tilings --------------------------------------------------------- */
 
 /*
  * Lay out SRAM as [consts][in0][in1][in2_0][in2_1][out0][out1] for 'rows'
  * per tile; returns false when it does not fit.
  */
-static bool plan_layout(struct plan *p, uint64_t consts, uint64_t in_bytes,
+static bool tiling_layout(struct tiling *p, uint64_t consts, uint64_t in_bytes,
 			uint64_t in2_bytes, uint64_t out_bytes, uint32_t sram)
 {
 	uint64_t off = align_up(consts, SRAM_ALIGN);
@@ -126,7 +126,7 @@ static bool is_depthwise(const struct npu_lop *l, const struct npu_act *in,
 }
 
 /* Largest tile rows in [1, max_rows] that fit, by binary search; 0: none. */
-static uint32_t fit_rows(struct plan *p, uint64_t consts, uint32_t max_rows,
+static uint32_t fit_rows(struct tiling *p, uint64_t consts, uint32_t max_rows,
 			 uint64_t (*in_bytes)(const void *ctx, uint32_t rows),
 			 uint64_t (*out_bytes)(const void *ctx, uint32_t rows),
 			 uint64_t in2_per_row, const void *ctx, uint32_t sram)
@@ -135,16 +135,16 @@ static uint32_t fit_rows(struct plan *p, uint64_t consts, uint32_t max_rows,
 
 	while (lo < hi) {
 		uint32_t mid = lo + (hi - lo + 1) / 2;
-		struct plan t;
+		struct tiling t;
 
-		if (plan_layout(&t, consts, in_bytes(ctx, mid), in2_per_row * mid,
+		if (tiling_layout(&t, consts, in_bytes(ctx, mid), in2_per_row * mid,
 				out_bytes(ctx, mid), sram))
 			lo = mid;
 		else
 			hi = mid - 1;
 	}
 	if (lo)
-		plan_layout(p, consts, in_bytes(ctx, lo), in2_per_row * lo,
+		tiling_layout(p, consts, in_bytes(ctx, lo), in2_per_row * lo,
 			    out_bytes(ctx, lo), sram);
 	return lo;
 }
@@ -226,7 +226,7 @@ uint64_t npu_phase_row_cycles(const struct npu_codegen_options *o, uint32_t in_w
  * + 1 / 64) cycles per pixel instead of ceil(in_c / 32) * ceil(out_c / 32).
  *
  * Chosen when the cost model predicts it faster than the CONV2Ds
- * (plan_phases(), plan_conv()). opts.pixel_mm OFF keeps the CONV2Ds,
+ * (tile_phases(), tile_conv()). opts.pixel_mm OFF keeps the CONV2Ds,
  * FORCE takes the MATMULs whenever they fit, opts.fuse_max_rows
  * caps the tile at N input rows (tests).
  */
@@ -303,7 +303,7 @@ bool pmm_layout(const struct npu_segment_program *prog, const struct npu_lop *l,
 }
 
 /* The tile rows pmm_cost() likes best among those that fit; false: none. */
-static bool pmm_plan(const struct npu_segment_program *prog, const struct npu_lop *l,
+static bool pmm_tiling(const struct npu_segment_program *prog, const struct npu_lop *l,
 		     uint32_t sram, struct pmm *m)
 {
 	const struct npu_act *in = &prog->acts[l->in];
@@ -374,7 +374,7 @@ static uint32_t joined_rows(const struct npu_codegen_options *o, const struct np
 }
 
 /* p runs the pixel-major MATMULs of pm, in slices of 'chunk' channels. */
-static void plan_take_pmm(struct plan *p, const struct pmm *pm, uint32_t chunk)
+static void tiling_take_pmm(struct tiling *p, const struct pmm *pm, uint32_t chunk)
 {
 	p->pmm = true;
 	p->chunk = chunk;
@@ -387,33 +387,33 @@ static void plan_take_pmm(struct plan *p, const struct pmm *pm, uint32_t chunk)
 	p->sram_out[1] = pm->sram_out[1];
 }
 
-static bool plan_phases_conv(const struct npu_segment_program *prog,
-			     const struct npu_lop *l, uint32_t sram, struct plan *p,
+static bool tile_phases_conv(const struct npu_segment_program *prog,
+			     const struct npu_lop *l, uint32_t sram, struct tiling *p,
 			     char *why, size_t why_size);
 
-static bool plan_phases(const struct npu_segment_program *prog,
-			const struct npu_lop *l, uint32_t sram, struct plan *p,
+static bool tile_phases(const struct npu_segment_program *prog,
+			const struct npu_lop *l, uint32_t sram, struct tiling *p,
 			char *why, size_t why_size)
 {
 	struct pmm pm;
 
-	if (pmm_ok(prog, l) && pmm_plan(prog, l, sram, &pm)) {
-		struct plan conv = *p;
+	if (pmm_ok(prog, l) && pmm_tiling(prog, l, sram, &pm)) {
+		struct tiling conv = *p;
 
 		/* the phase CONV2Ds when they fit and the model prefers them */
-		if (prog->opts.pixel_mm == NPU_CODEGEN_FORCE || !plan_phases_conv(prog, l, sram, &conv, why, why_size) ||
-		    pmm_cost(prog, l, &pm) < plan_cost(prog, l, &conv)) {
-			plan_take_pmm(p, &pm, 1);
+		if (prog->opts.pixel_mm == NPU_CODEGEN_FORCE || !tile_phases_conv(prog, l, sram, &conv, why, why_size) ||
+		    pmm_cost(prog, l, &pm) < tiling_cost(prog, l, &conv)) {
+			tiling_take_pmm(p, &pm, 1);
 			return true;
 		}
 		*p = conv;
 		return true;
 	}
-	return plan_phases_conv(prog, l, sram, p, why, why_size);
+	return tile_phases_conv(prog, l, sram, p, why, why_size);
 }
 
-static bool plan_phases_conv(const struct npu_segment_program *prog,
-			     const struct npu_lop *l, uint32_t sram, struct plan *p,
+static bool tile_phases_conv(const struct npu_segment_program *prog,
+			     const struct npu_lop *l, uint32_t sram, struct tiling *p,
 			     char *why, size_t why_size)
 {
 	const struct npu_act *in = &prog->acts[l->in], *out = &prog->acts[l->out];
@@ -451,36 +451,36 @@ static bool plan_phases_conv(const struct npu_segment_program *prog,
 	return false;
 }
 
-static bool plan_conv_plain(const struct npu_segment_program *prog,
-			    const struct npu_lop *l, uint32_t sram, struct plan *p,
+static bool tile_conv_plain(const struct npu_segment_program *prog,
+			    const struct npu_lop *l, uint32_t sram, struct tiling *p,
 			    char *why, size_t why_size);
 
 /* A phase-split ConvTranspose, or a conv that pixel-major MATMULs (struct
  * pmm) may run faster than its CONV2Ds (each with its best tiles). */
-static bool plan_conv(const struct npu_segment_program *prog,
-		      const struct npu_lop *l, uint32_t sram, struct plan *p,
+static bool tile_conv(const struct npu_segment_program *prog,
+		      const struct npu_lop *l, uint32_t sram, struct tiling *p,
 		      char *why, size_t why_size)
 {
 	struct pmm pm;
 
 	if (l->conv.phase_h)
-		return plan_phases(prog, l, sram, p, why, why_size);
-	if (pmm_ok(prog, l) && pmm_plan(prog, l, sram, &pm)) {
-		struct plan conv = *p;
+		return tile_phases(prog, l, sram, p, why, why_size);
+	if (pmm_ok(prog, l) && pmm_tiling(prog, l, sram, &pm)) {
+		struct tiling conv = *p;
 
-		if (prog->opts.pixel_mm == NPU_CODEGEN_FORCE || !plan_conv_plain(prog, l, sram, &conv, why, why_size) ||
-		    (tile_search(prog, l, &conv), pmm_cost(prog, l, &pm) < plan_cost(prog, l, &conv))) {
-			plan_take_pmm(p, &pm, prog->acts[l->out].c);	/* one slice (fusion_plan()) */
+		if (prog->opts.pixel_mm == NPU_CODEGEN_FORCE || !tile_conv_plain(prog, l, sram, &conv, why, why_size) ||
+		    (tile_search(prog, l, &conv), pmm_cost(prog, l, &pm) < tiling_cost(prog, l, &conv))) {
+			tiling_take_pmm(p, &pm, prog->acts[l->out].c);	/* one slice (choose_fusion()) */
 			return true;
 		}
 		*p = conv;
 		return true;
 	}
-	return plan_conv_plain(prog, l, sram, p, why, why_size);
+	return tile_conv_plain(prog, l, sram, p, why, why_size);
 }
 
-static bool plan_conv_plain(const struct npu_segment_program *prog,
-			    const struct npu_lop *l, uint32_t sram, struct plan *p,
+static bool tile_conv_plain(const struct npu_segment_program *prog,
+			    const struct npu_lop *l, uint32_t sram, struct tiling *p,
 			    char *why, size_t why_size)
 {
 	const struct npu_act *in = &prog->acts[l->in], *out = &prog->acts[l->out];
@@ -560,8 +560,8 @@ void mm_act_consts(const struct npu_lop *l, uint32_t n, struct mm_act_consts *o)
 	o->size = (uint32_t)at;
 }
 
-static bool plan_matmul_act(const struct npu_segment_program *prog,
-			    const struct npu_lop *l, uint32_t sram, struct plan *p,
+static bool tile_matmul_act(const struct npu_segment_program *prog,
+			    const struct npu_lop *l, uint32_t sram, struct tiling *p,
 			    char *why, size_t why_size)
 {
 	const struct npu_act *in = &prog->acts[l->in], *in2 = &prog->acts[l->in2];
@@ -603,8 +603,8 @@ static bool plan_matmul_act(const struct npu_segment_program *prog,
 	return false;
 }
 
-static bool plan_matmul(const struct npu_segment_program *prog,
-			const struct npu_lop *l, uint32_t sram, struct plan *p,
+static bool tile_matmul(const struct npu_segment_program *prog,
+			const struct npu_lop *l, uint32_t sram, struct tiling *p,
 			char *why, size_t why_size)
 {
 	const struct npu_act *in = &prog->acts[l->in], *out = &prog->acts[l->out];
@@ -613,7 +613,7 @@ static bool plan_matmul(const struct npu_segment_program *prog,
 	uint32_t chunk = out->c;
 
 	if (l->matmul.batch)
-		return plan_matmul_act(prog, l, sram, p, why, why_size);
+		return tile_matmul_act(prog, l, sram, p, why, why_size);
 
 	if (m > UINT32_MAX) {
 		snprintf(why, why_size, "%llu rows exceed the MATMUL row limit",
@@ -640,8 +640,8 @@ static bool plan_matmul(const struct npu_segment_program *prog,
 	return false;
 }
 
-static bool plan_pool(const struct npu_segment_program *prog,
-		      const struct npu_lop *l, uint32_t sram, struct plan *p,
+static bool tile_pool(const struct npu_segment_program *prog,
+		      const struct npu_lop *l, uint32_t sram, struct tiling *p,
 		      char *why, size_t why_size)
 {
 	const struct npu_act *in = &prog->acts[l->in], *out = &prog->acts[l->out];
@@ -676,8 +676,8 @@ static uint64_t flat_out_bytes(const void *c, uint32_t rows)
 }
 
 /* Eltwise / LUT: tiles of whole channel vectors ("rows" of c elements). */
-static bool plan_flat(const struct npu_segment_program *prog,
-		      const struct npu_lop *l, uint32_t sram, struct plan *p,
+static bool tile_flat(const struct npu_segment_program *prog,
+		      const struct npu_lop *l, uint32_t sram, struct tiling *p,
 		      char *why, size_t why_size)
 {
 	const struct npu_act *out = &prog->acts[l->out];
@@ -720,8 +720,8 @@ static uint64_t reduce_out_bytes(const void *c, uint32_t rows)
 	return rows;
 }
 
-static bool plan_reduce(const struct npu_segment_program *prog,
-			const struct npu_lop *l, uint32_t sram, struct plan *p,
+static bool tile_reduce(const struct npu_segment_program *prog,
+			const struct npu_lop *l, uint32_t sram, struct tiling *p,
 			char *why, size_t why_size)
 {
 	const struct npu_act *in = &prog->acts[l->in];
@@ -783,8 +783,8 @@ static uint64_t resize_out_bytes(const void *c, uint32_t rows)
 	return (uint64_t)rows * x->out->w * x->out->c * (x->out->i16 ? 2u : 1u);
 }
 
-static bool plan_resize(const struct npu_segment_program *prog,
-			const struct npu_lop *l, uint32_t sram, struct plan *p,
+static bool tile_resize(const struct npu_segment_program *prog,
+			const struct npu_lop *l, uint32_t sram, struct tiling *p,
 			char *why, size_t why_size)
 {
 	const struct npu_act *in = &prog->acts[l->in], *out = &prog->acts[l->out];
@@ -802,7 +802,7 @@ static bool plan_resize(const struct npu_segment_program *prog,
 /*
  * COPY: a plain copy is one VA-to-VA DMA and needs no SRAM. A requantizing
  * copy streams whole rows through SRAM (LUT in place); a row too long for
- * SRAM goes in pieces ('rows' 0 in the plan means: p->chunk bytes each).
+ * SRAM goes in pieces ('rows' 0 in the tiling means: p->chunk bytes each).
  */
 static bool copy_in_bounds(uint64_t off, uint64_t stride, uint32_t rows,
 			   uint32_t row_bytes, uint64_t size)
@@ -811,8 +811,8 @@ static bool copy_in_bounds(uint64_t off, uint64_t stride, uint32_t rows,
 	       off + (uint64_t)(rows - 1) * stride + row_bytes <= size;
 }
 
-static bool plan_copy(const struct npu_segment_program *prog,
-		      const struct npu_lop *l, uint32_t sram, struct plan *p,
+static bool tile_copy(const struct npu_segment_program *prog,
+		      const struct npu_lop *l, uint32_t sram, struct tiling *p,
 		      char *why, size_t why_size)
 {
 	const struct npu_act *in = &prog->acts[l->in], *out = &prog->acts[l->out];
@@ -844,9 +844,9 @@ static bool plan_copy(const struct npu_segment_program *prog,
 	hi = l->copy.row_bytes / SRAM_ALIGN;
 	while (lo < hi) {
 		uint32_t mid = lo + (hi - lo + 1) / 2;
-		struct plan t;
+		struct tiling t;
 
-		if (plan_layout(&t, 256, (uint64_t)mid * SRAM_ALIGN, 0,
+		if (tiling_layout(&t, 256, (uint64_t)mid * SRAM_ALIGN, 0,
 				(uint64_t)mid * SRAM_ALIGN, sram))
 			lo = mid;
 		else
@@ -856,35 +856,35 @@ static bool plan_copy(const struct npu_segment_program *prog,
 		snprintf(why, why_size, "a requantizing copy does not fit in SRAM");
 		return false;
 	}
-	plan_layout(p, 256, (uint64_t)lo * SRAM_ALIGN, 0, (uint64_t)lo * SRAM_ALIGN, sram);
+	tiling_layout(p, 256, (uint64_t)lo * SRAM_ALIGN, 0, (uint64_t)lo * SRAM_ALIGN, sram);
 	p->chunk = lo * SRAM_ALIGN;
 	p->rows = 0;
 	return true;
 }
 
-bool plan_lop(const struct npu_segment_program *prog,
-	      const struct npu_lop *l, uint32_t sram, struct plan *p,
+bool tile_lop(const struct npu_segment_program *prog,
+	      const struct npu_lop *l, uint32_t sram, struct tiling *p,
 	      char *why, size_t why_size)
 {
 	memset(p, 0, sizeof(*p));
 	switch (l->kind) {
 	case NPU_LOP_CONV:
-		return plan_conv(prog, l, sram, p, why, why_size);
+		return tile_conv(prog, l, sram, p, why, why_size);
 	case NPU_LOP_MATMUL:
-		return plan_matmul(prog, l, sram, p, why, why_size);
+		return tile_matmul(prog, l, sram, p, why, why_size);
 	case NPU_LOP_POOL:
-		return plan_pool(prog, l, sram, p, why, why_size);
+		return tile_pool(prog, l, sram, p, why, why_size);
 	case NPU_LOP_ROWS:
 		if (l->rows.opcode == NPU_OP_REDUCE)
-			return plan_reduce(prog, l, sram, p, why, why_size);
+			return tile_reduce(prog, l, sram, p, why, why_size);
 		/* fall through */
 	case NPU_LOP_ELTWISE:
 	case NPU_LOP_LUT:
-		return plan_flat(prog, l, sram, p, why, why_size);
+		return tile_flat(prog, l, sram, p, why, why_size);
 	case NPU_LOP_RESIZE:
-		return plan_resize(prog, l, sram, p, why, why_size);
+		return tile_resize(prog, l, sram, p, why, why_size);
 	case NPU_LOP_COPY:
-		return plan_copy(prog, l, sram, p, why, why_size);
+		return tile_copy(prog, l, sram, p, why, why_size);
 	}
 	snprintf(why, why_size, "unknown op kind %d", (int)l->kind);
 	return false;
@@ -894,7 +894,7 @@ bool npu_lop_fits(const struct npu_segment_program *prog,
 		  const struct npu_lop *lop, uint32_t sram_size, char *why,
 		  size_t why_size)
 {
-	struct plan p;
+	struct tiling p;
 
-	return plan_lop(prog, lop, sram_size, &p, why, why_size);
+	return tile_lop(prog, lop, sram_size, &p, why, why_size);
 }
