@@ -302,6 +302,12 @@ static void test_outputs_without_producer_are_copied_once(void **state)
 		fail_msg("run: %s", npu_last_error());
 	assert_memory_equal(xi, x, sizeof(x));
 	assert_memory_equal(sh, c_data, sizeof(sh));
+	{	/* npu_session_output() gives the caller's memory, copied or not */
+		struct npu_host_tensor got;
+
+		assert_int_equal(npu_session_output(s, 1, &got), NPU_OK);
+		assert_ptr_equal(got.data, sh);
+	}
 	st = io_stats(s);
 	assert_int_equal(st.nodes_run, 0);
 	assert_int_equal(st.outputs_in_place, 0);

@@ -883,6 +883,9 @@ NPU_API npu_status npu_session_output(const struct npu_session *s, size_t index,
 	memcpy(out->dims, t->shape.dims, sizeof(out->dims));
 	out->data = t->data;
 	out->nbytes = t->nbytes;
+	/* Bound to caller memory: that, whether its producer wrote it or the run copied it. */
+	if (s->io_valid && s->out_caller_ptrs[index])
+		out->data = s->out_caller_ptrs[index]->data;
 	return NPU_OK;
 }
 
