@@ -318,6 +318,49 @@ static void test_outputs_without_producer_are_copied_once(void **state)
 	npu_engine_destroy(e);
 }
 
+static void async_done(npu_status st, struct npu_session *s, void *arg)
+{
+	(void)s;
+	*(npu_status *)arg = st;
+}
+
+/* An async run takes the same binding: caller memory borrowed until its callback. */
+static void test_async_run_writes_caller_memory(void **state)
+{
+	struct npu_engine *e = engine_new();
+	struct npu_model *m = load(e, "cpu");
+	struct npu_session *s;
+	struct npu_run_options ro;
+	struct npu_host_tensor in, out;
+	struct npu_io_stats st;
+	float x[N_X], y[N_X], z[N_X];
+	float *zb = aligned_alloc(64, sizeof(z));
+	npu_status done = NPU_ERR_INTERNAL;
+
+	(void)state;
+	assert_int_equal(npu_session_create(m, NULL, &s), NPU_OK);
+	input(x);
+	reference(s, x, y, z);
+	in = host("x", x, sizeof(x));
+	out = host("z", zb, sizeof(z));
+	npu_run_options_init(&ro);
+	ro.outputs = &out;
+	ro.num_outputs = 1;
+	memset(zb, 0, sizeof(z));
+	if (npu_session_run_async(s, NULL, &in, 1, &ro, async_done, &done) != NPU_OK)
+		fail_msg("run_async: %s", npu_last_error());
+	assert_int_equal(npu_session_wait(s), NPU_OK);
+	assert_int_equal(done, NPU_OK);
+	assert_memory_equal(zb, z, sizeof(z));
+	st = io_stats(s);
+	assert_int_equal(st.outputs_in_place, 1);
+	assert_true(st.nodes_skipped >= 1);
+	npu_session_destroy(s);
+	npu_model_destroy(m);
+	npu_engine_destroy(e);
+	free(zb);
+}
+
 /* A misaligned input is copied once, and counted. */
 static void test_misaligned_input_copy_is_counted(void **state)
 {
@@ -595,6 +638,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_outputs_in_caller_memory_on_cpu),
 		cmocka_unit_test(test_outputs_in_caller_memory_from_npu_segments_on_sim),
+		cmocka_unit_test(test_async_run_writes_caller_memory),
 		cmocka_unit_test(test_outputs_without_producer_are_copied_once),
 		cmocka_unit_test(test_misaligned_input_copy_is_counted),
 		cmocka_unit_test(test_bad_output_bindings_are_refused),
