@@ -4,7 +4,8 @@
  * older, shorter npu_model_options still loads (missing fields take their
  * defaults); a newer, longer one that sets a field this library does not
  * know is refused with a message saying so; an uninitialised one (size 0)
- * is refused too. Nothing is written past the caller's struct_size.
+ * is refused too. Nothing is written past the caller's struct_size. A
+ * run with 2.0.0's npu_run_options (before IO binding) still runs.
  */
 #include <npu/npu.h>
 
@@ -19,6 +20,40 @@ struct old_model_options {
 	const char *calib_dir;
 	const char *calib_method;
 };
+
+/* npu_run_options as 2.0.0 saw it, before IO binding. */
+struct old_run_options {
+	size_t struct_size;
+	int timings;
+	struct npu_cancel *cancel;
+};
+
+/* A run with 2.0.0's run options computes every output, as it did then. */
+static int run_with_old_options(struct npu_model *m)
+{
+	struct old_run_options ro = { .struct_size = sizeof(ro) };
+	struct npu_tensor_info info;
+	struct npu_host_tensor in = { 0 }, out;
+	struct npu_session *s;
+	static float x[4096];
+	size_t n = 1;
+	int d, bad;
+
+	if (npu_model_input_info(m, 0, &info) != NPU_OK ||
+	    npu_session_create(m, NULL, &s) != NPU_OK)
+		return 1;
+	in.dtype = info.dtype;
+	in.rank = info.rank;
+	for (d = 0; d < info.rank; d++)
+		n *= (size_t)(in.dims[d] = info.dims[d] > 0 ? info.dims[d] : 1);
+	in.data = x;
+	in.nbytes = n * sizeof(float);
+	bad = n > sizeof(x) / sizeof(x[0]) ||
+	      npu_session_run_with(s, NULL, &in, 1, (const struct npu_run_options *)&ro) != NPU_OK ||
+	      npu_session_output(s, 0, &out) != NPU_OK || out.nbytes != in.nbytes;
+	npu_session_destroy(s);
+	return bad;
+}
 
 struct future_model_options {
 	struct npu_model_options now;
@@ -55,6 +90,8 @@ int main(int argc, char **argv)
 	small.struct_size = offsetof(struct npu_model_stats, plans_built);
 	if (npu_model_get_stats(m, &small) != NPU_OK || small.imports != 1 || small.plans_built)
 		return fail("a shorter stats struct was not filled as far as it goes");
+	if (run_with_old_options(m))
+		return fail("a run with 2.0.0's shorter npu_run_options failed");
 	npu_model_destroy(m);
 	m = NULL;
 

@@ -248,6 +248,15 @@ def jbody(data):
         return None
 
 
+def tensor_copies(port, model):
+    """npu_serve_tensor_copies_total of a model (None when absent)."""
+    st, _, b = request(port, "GET", "/metrics")
+    for line in b.decode().splitlines() if st == 200 else []:
+        if line.startswith('npu_serve_tensor_copies_total{model="%s",' % model):
+            return int(float(line.split()[-1]))
+    return None
+
+
 def infer(port, model, inputs, outputs=None, version=None, params=None, binary_in=False,
           timeout=60):
     """inputs: [(name, datatype, shape, flat values)]. Returns (status, json, {name: values})."""
@@ -444,10 +453,16 @@ def test_infer(s):
     st, js, v = infer(s.port, "tadd", [("x", "FP32", [3, 4, 5], a), ("y", "FP32", [3, 4, 5], b)])
     ok(ref is not None and st == 200 and v["sum"] == ref,
        "test_add (a Triton config, backend onnxruntime): JSON outputs equal npu run", js)
+    copies = tensor_copies(s.port, "tadd")
     st, js, v = infer(s.port, "tadd", [("x", "FP32", [3, 4, 5], a), ("y", "FP32", [3, 4, 5], b)],
                       binary_in=True, params={"binary_data_output": True})
     ok(ref is not None and st == 200 and v["sum"] == ref,
        "test_add: binary outputs equal npu run", js)
+    # IO binding: inputs read in the request body, the output written by the
+    # session into the buffer the response sends.
+    ok(copies is not None and tensor_copies(s.port, "tadd") == copies,
+       "binary tensors both ways: no tensor copied (npu_serve_tensor_copies_total %s -> %s)" %
+       (copies, tensor_copies(s.port, "tadd")))
     c = rand_vals(60, 3)
     ref = npu_run(os.path.join(s.repo, "plain/1/model.onnx"), [("x", [3, 4, 5], c)], "y")
     st, js, v = infer(s.port, "plain", [("x", "FP32", [3, 4, 5], c)])
@@ -1867,12 +1882,14 @@ def test_bench_smoke():
     env = dict(os.environ, NPU=os.path.abspath(NPU) if os.sep in NPU else NPU, NPU_NO_BUILD="1")
     r = subprocess.run([bench, "--quick", "--secs", "1"], capture_output=True, text=True,
                        timeout=300, env=env)
-    # The load table's rows have 8 columns (the overhead table's 6).
+    # The load table's rows have 9 columns (the overhead table's 6); the
+    # last, copies per request, is a number for a server that counts them.
     cells = [x for x in (line.split("|")[1:-1] for line in r.stdout.splitlines()
-                         if line.startswith("| small CNN")) if len(x) == 8]
+                         if line.startswith("| small CNN")) if len(x) == 9]
     tiny = [line.split("|")[1:-1] for line in r.stdout.splitlines()
             if line.startswith("| loopback ")]
-    good = [x for x in cells if float(x[4]) > 0 and int(x[7]) == 0]
+    good = [x for x in cells if float(x[4]) > 0 and int(x[7]) == 0 and
+            x[8].strip().replace(".", "").isdigit()]
     ok(r.returncode == 0 and len(cells) == 4 and len(good) == 4 and len(tiny) == 2 and
        all(float(t[1]) > 0 and int(t[4]) == 0 for t in tiny),
        "bench/serve-bench --quick: HTTP and gRPC cells with throughput and 0 errors (%d of %d)" %

@@ -141,6 +141,72 @@ static void complete(struct scheduler *s, struct infer_request *r)
 
 /* ---- Running a batch --------------------------------------------------------- */
 
+/* Whether request r asks for config output i, and in binary. */
+static int asks(const struct scheduler *s, const struct infer_request *r, size_t i,
+		int *binary)
+{
+	int asked = r->num_outputs == 0;
+	size_t k;
+
+	*binary = r->binary_output;
+	for (k = 0; k < r->num_outputs; k++)
+		if (!strcmp(r->outputs[k].name, s->cfg->outputs[i].name)) {
+			asked = 1;
+			*binary = r->outputs[k].binary;
+		}
+	return asked;
+}
+
+/*
+ * IO binding for a batch: only the outputs some request asks for are
+ * computed; for a batch of one request, each output whose size the plan
+ * fixes is written by the session straight into the buffer the response
+ * sends (pre[i], handed to the request after the run). Best effort: an
+ * output left out here is computed in the session and copied as before.
+ */
+static void bind_outputs(struct instance *in, struct infer_request **reqs, size_t n,
+			 const struct npu_host_tensor *tin, size_t num_in,
+			 struct npu_host_tensor *outs, size_t *num_outs, void **pre,
+			 struct npu_plan **plan)
+{
+	struct scheduler *s = in->s;
+	const struct model_config *cfg = s->cfg;
+	size_t i, j;
+	int binary;
+
+	*num_outs = 0;
+	*plan = NULL;
+	if (n == 1 && npu_model_get_plan(s->model, tin, num_in, plan) != NPU_OK)
+		*plan = NULL;	/* the run reports what is wrong with the inputs */
+	for (i = 0; i < cfg->num_outputs; i++) {
+		struct npu_host_tensor *o = &outs[*num_outs];
+		struct npu_tensor_info info;
+		size_t bytes;
+		int d;
+
+		for (j = 0; j < n && !asks(s, reqs[j], i, &binary); j++)
+			;
+		if (j == n)
+			continue;
+		memset(o, 0, sizeof(*o));
+		o->name = cfg->outputs[i].name;
+		(*num_outs)++;
+		if (!*plan || npu_plan_output_info(*plan, s->out_index[i], &info) != NPU_OK ||
+		    !(bytes = npu_data_type_size(info.dtype)) || info.dtype == NPU_TYPE_STRING ||
+		    info.rank < 0)
+			continue;
+		for (d = 0; d < info.rank && info.dims[d] >= 0; d++)
+			bytes *= (size_t)info.dims[d];
+		if (d < info.rank || !bytes || !(pre[i] = malloc(bytes)))
+			continue;
+		o->dtype = info.dtype;
+		o->rank = info.rank;
+		memcpy(o->dims, info.dims, sizeof(o->dims));
+		o->data = pre[i];
+		o->nbytes = bytes;
+	}
+}
+
 static void fail_all(struct infer_request **reqs, size_t n, int status, const char *msg)
 {
 	size_t i;
@@ -156,8 +222,12 @@ static void run_batch(struct instance *in, struct infer_request **reqs, size_t n
 {
 	struct scheduler *s = in->s;
 	const struct model_config *cfg = s->cfg;
-	struct npu_host_tensor tin[SERVE_MAX_IO];
-	void *stacked[SERVE_MAX_IO] = { 0 };
+	struct npu_host_tensor tin[SERVE_MAX_IO], outs[SERVE_MAX_IO];
+	void *stacked[SERVE_MAX_IO] = { 0 }, *pre[SERVE_MAX_IO] = { 0 };
+	struct npu_plan *plan = NULL;
+	struct npu_io_stats io;
+	uint64_t copies = 0, copy_bytes = 0;
+	size_t num_outs = 0;
 	struct npu_run_options ro;
 	int64_t total = 0;
 	uint64_t t0 = serve_now_ns(), t1, t2, t3;
@@ -196,15 +266,20 @@ static void run_batch(struct instance *in, struct infer_request **reqs, size_t n
 				memcpy((char *)stacked[i] + off, reqs[j]->inputs[i].data,
 				       reqs[j]->inputs[i].nbytes);
 				off += reqs[j]->inputs[i].nbytes;
+				copies++;
+				copy_bytes += reqs[j]->inputs[i].nbytes;
 			}
 		}
 	}
+	bind_outputs(in, reqs, n, tin, reqs[0]->num_inputs, outs, &num_outs, pre, &plan);
 	t1 = serve_now_ns();
 	panel_device_begin(s->device);
 	/* Measure this run's steps only when the panel will keep its timeline. */
 	npu_run_options_init(&ro);
 	ro.timings = panel_timeline_due(s->stats);
-	if (npu_session_run_with(in->session, NULL, tin, reqs[0]->num_inputs, &ro) != NPU_OK) {
+	ro.outputs = outs;
+	ro.num_outputs = num_outs;
+	if (npu_session_run_with(in->session, plan, tin, reqs[0]->num_inputs, &ro) != NPU_OK) {
 		char msg[SERVE_ERR_MAX];
 
 		snprintf(msg, sizeof(msg), "inference failed: %s", npu_last_error());
@@ -217,6 +292,11 @@ static void run_batch(struct instance *in, struct infer_request **reqs, size_t n
 	}
 	t2 = serve_now_ns();
 	panel_device_end(s->device, in->session, t2 - t1);
+	npu_io_stats_init(&io);
+	if (npu_session_io_stats(in->session, &io) == NPU_OK) {
+		copies += io.input_copies + io.output_copies;
+		copy_bytes += io.input_copy_bytes + io.output_copy_bytes;
+	}
 	/* Compute output: split along dim 0. */
 	for (j = 0; j < n; j++) {
 		struct infer_request *r = reqs[j];
@@ -231,14 +311,9 @@ static void run_batch(struct instance *in, struct infer_request **reqs, size_t n
 			struct npu_host_tensor out;
 			struct infer_tensor *res;
 			size_t per, want = 0;
-			int asked = r->num_outputs == 0, binary = r->binary_output;
+			int binary;
 
-			for (k = 0; k < r->num_outputs; k++)
-				if (!strcmp(r->outputs[k].name, cfg->outputs[i].name)) {
-					asked = 1;
-					binary = r->outputs[k].binary;
-				}
-			if (!asked)
+			if (!asks(s, r, i, &binary))
 				continue;
 			if (npu_session_output(in->session, s->out_index[i], &out) != NPU_OK) {
 				r->status = serve_err(r->err, SERVE_INTERNAL, "output '%s': %s",
@@ -252,7 +327,12 @@ static void run_batch(struct instance *in, struct infer_request **reqs, size_t n
 			res->rank = out.rank;
 			memcpy(res->dims, out.dims, sizeof(out.dims));
 			res->binary = binary;
-			if (batching) {
+			if (pre[i] && out.data == pre[i]) {
+				/* The session wrote it into the response's buffer. */
+				res->data = pre[i];
+				pre[i] = NULL;
+				want = out.nbytes;
+			} else if (batching) {
 				if (out.rank < 1 || out.dims[0] != total) {
 					r->status = serve_err(r->err, SERVE_INTERNAL,
 							      "output '%s' has %" PRId64 " rows for a batch of %" PRId64,
@@ -266,11 +346,15 @@ static void run_batch(struct instance *in, struct infer_request **reqs, size_t n
 				/* A zero-element output may have no data pointer at all. */
 				if (res->data && want)
 					memcpy(res->data, (const char *)out.data + per * (size_t)off, want);
+				copies++;
+				copy_bytes += want;
 			} else {
 				want = out.nbytes;
 				res->data = malloc(want ? want : 1);
 				if (res->data && want)
 					memcpy(res->data, out.data, want);
+				copies++;
+				copy_bytes += want;
 			}
 			if (!res->data) {
 				r->status = serve_err(r->err, SERVE_INTERNAL, "out of memory");
@@ -284,6 +368,7 @@ static void run_batch(struct instance *in, struct infer_request **reqs, size_t n
 	panel_batch_timeline(s->stats, s->device, in->session, reqs[0], total, n, t0, t1, t2, t3);
 stats:
 	metrics_batch(s->stats, total, t1 - t0, t2 - t1, t3 - t2);
+	metrics_copies(s->stats, copies, copy_bytes);
 	{
 		uint64_t cycles = 0;
 
@@ -297,8 +382,11 @@ stats:
 		metrics_device(s->device, t2 - t1, cycles);
 	}
 out:
-	for (i = 0; i < SERVE_MAX_IO; i++)
+	npu_plan_release(plan);
+	for (i = 0; i < SERVE_MAX_IO; i++) {
 		free(stacked[i]);
+		free(pre[i]);	/* not handed to a request (a failed run) */
+	}
 	for (j = 0; j < n; j++) {
 		uint64_t now = serve_now_ns();
 

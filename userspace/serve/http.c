@@ -84,8 +84,9 @@ enum conn_state { CONN_RECEIVING, CONN_WAITING, CONN_DONE };
 struct conn {
 	struct http_server *srv;
 	struct client *client;
-	char *body;
-	size_t len, cap;
+	char *body;		/* body_mem + pad */
+	char *body_mem;		/* malloc'd */
+	size_t len, cap, pad;
 	size_t reserved;	/* of srv->buffered, returned when the request ends */
 	char *path;		/* the URL split into segments: args point into it */
 	const struct endpoint *ep;	/* the route, chosen on the headers */
@@ -109,7 +110,65 @@ struct response {
 	const char *disposition;	/* Content-Disposition */
 	const char *cache;	/* Cache-Control */
 	int static_body;	/* body is not malloc'd */
+	/* Sent after body, without copying them into it (binary outputs):
+	 * malloc'd, freed with the response. */
+	size_t num_parts;
+	void *parts[SERVE_MAX_IO];
+	size_t part_len[SERVE_MAX_IO];
 };
+
+/* What a response sent from several buffers frees once it is sent. */
+struct parts_holder {
+	size_t n;
+	void *mem[SERVE_MAX_IO + 1];
+};
+
+static void free_parts(void *cls)
+{
+	struct parts_holder *h = cls;
+	size_t i;
+
+	for (i = 0; i < h->n; i++)
+		free(h->mem[i]);
+	free(h);
+}
+
+static void free_response_parts(struct response *r)
+{
+	size_t i;
+
+	for (i = 0; i < r->num_parts; i++)
+		free(r->parts[i]);
+	r->num_parts = 0;
+}
+
+/* The body and its parts as one response (no copy of the parts). */
+static struct MHD_Response *parts_response(struct response *r)
+{
+	struct MHD_IoVec iov[SERVE_MAX_IO + 1];
+	struct parts_holder *h = calloc(1, sizeof(*h));
+	struct MHD_Response *resp;
+	size_t i;
+
+	if (!h)
+		return NULL;
+	iov[0].iov_base = r->body;
+	iov[0].iov_len = r->len;
+	h->mem[h->n++] = r->body;
+	for (i = 0; i < r->num_parts; i++) {
+		iov[i + 1].iov_base = r->parts[i];
+		iov[i + 1].iov_len = r->part_len[i];
+		h->mem[h->n++] = r->parts[i];
+	}
+	resp = MHD_create_response_from_iovec(iov, (unsigned int)(r->num_parts + 1), free_parts, h);
+	if (!resp) {
+		free(h);
+		return NULL;
+	}
+	r->num_parts = 0;	/* the response owns them now */
+	r->body = NULL;
+	return resp;
+}
 
 /* ---- Responses --------------------------------------------------------------- */
 
@@ -142,11 +201,15 @@ static enum MHD_Result send_response(struct MHD_Connection *conn, struct respons
 	struct MHD_Response *resp;
 	enum MHD_Result ret;
 
-	resp = MHD_create_response_from_buffer(r->len, r->body ? r->body : (void *)"",
-					       r->body && !r->static_body ? MHD_RESPMEM_MUST_FREE
-									  : MHD_RESPMEM_PERSISTENT);
+	if (r->num_parts && r->body)
+		resp = parts_response(r);
+	else
+		resp = MHD_create_response_from_buffer(r->len, r->body ? r->body : (void *)"",
+						       r->body && !r->static_body ?
+						       MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_PERSISTENT);
 	if (!resp) {
 		free(r->body);
+		free_response_parts(r);
 		return MHD_NO;
 	}
 	if (r->content_type)
@@ -415,9 +478,34 @@ static void infer_response(struct conn *c, struct response *r)
 		set_error(r, c->req.status, c->req.err);
 		return;
 	}
-	if (codec_encode(&c->req, &r->body, &r->len, &r->json_len)) {
+	size_t i;
+
+	if (codec_encode(&c->req, 1, &r->body, &r->len, &r->json_len)) {
 		set_error(r, SERVE_INTERNAL, "cannot encode the response");
 		return;
+	}
+	/* The binary outputs go out from the buffers the session wrote. */
+	for (i = 0; r->json_len && i < c->req.num_results; i++) {
+		struct infer_tensor *t = &c->req.results[i];
+
+		if (!t->binary || !t->nbytes)
+			continue;
+		if (!t->owned) {	/* not ours to hand over: copy, as before */
+			void *d = malloc(t->nbytes);
+
+			if (!d) {
+				free(r->body);
+				free_response_parts(r);
+				set_error(r, SERVE_INTERNAL, "out of memory");
+				return;
+			}
+			memcpy(d, t->data, t->nbytes);
+			t->data = d;
+		}
+		r->parts[r->num_parts] = t->data;
+		r->part_len[r->num_parts++] = t->nbytes;
+		t->owned = 0;	/* the response frees it */
+		t->data = NULL;
 	}
 	r->status = 200;
 	r->content_type = r->json_len ? "application/octet-stream" : "application/json";
@@ -974,20 +1062,30 @@ static int take_body(struct conn *c, const char *data, size_t n, struct response
 		return 0;
 	}
 	if (c->len + n + 1 > c->cap) {
-		size_t cap = c->cap ? c->cap : 4096;
+		size_t cap = c->cap ? c->cap : 4096, pad;
+		const char *hl = MHD_lookup_connection_value(c->mhd, MHD_HEADER_KIND,
+							     "Inference-Header-Content-Length");
+		unsigned long long json_len = hl ? strtoull(hl, NULL, 10) : 0;
 		char *nb;
 
 		while (cap < c->len + n + 1)
 			cap *= 2;
 		if (cap > s->o.max_body_bytes + 1)
 			cap = s->o.max_body_bytes + 1;
-		nb = realloc(c->body, cap);
+		/* 64 bytes to spare: the binary tensors after the JSON header start
+		 * 64-byte aligned, so the engine reads them where they are. */
+		nb = realloc(c->body_mem, cap + 64);
 		if (!nb) {
 			set_error(r, SERVE_INTERNAL, "out of memory for the request body");
 			r->close = 1;
 			return 0;
 		}
-		c->body = nb;
+		pad = (64 - ((uintptr_t)nb + json_len) % 64) % 64;
+		if (c->len && pad != c->pad)
+			memmove(nb + pad, nb + c->pad, c->len);
+		c->body_mem = nb;
+		c->body = nb + pad;
+		c->pad = pad;
 		c->cap = cap;
 	}
 	memcpy(c->body + c->len, data, n);
@@ -1208,7 +1306,7 @@ static void on_completed(void *cls, struct MHD_Connection *connection, void **co
 	infer_request_clear(&c->req);
 	pthread_mutex_destroy(&c->lock);
 	release_body(c);
-	free(c->body);
+	free(c->body_mem);
 	free(c->path);
 	free(c);
 	*con_cls = NULL;

@@ -297,18 +297,10 @@ static int decode_input(const json_t *in, size_t index, const struct model_confi
 			return serve_err(err, SERVE_INVALID,
 					 "input '%s': binary_data_size %zu but only %zu bytes of binary data remain in the body",
 					 ct->name, bytes, *bin_left);
-		if ((uintptr_t)*bin % 64) {
-			/* The engine's kernels load whole elements: hand
-			 * them aligned memory, not an offset into the body. */
-			t->data = malloc(bytes ? bytes : 1);
-			if (!t->data)
-				return serve_err(err, SERVE_INTERNAL, "out of memory");
-			memcpy(t->data, *bin, bytes);
-			t->owned = 1;
-		} else {
-			t->data = (void *)*bin;
-			t->owned = 0;
-		}
+		/* In place: the engine copies misaligned data itself, once,
+		 * and counts it (npu_io_stats.input_copies). */
+		t->data = (void *)*bin;
+		t->owned = 0;
 		t->nbytes = bytes;
 		*bin += bytes;
 		*bin_left -= bytes;
@@ -604,7 +596,7 @@ static json_t *data_json(const struct infer_tensor *t)
 	return a;
 }
 
-int codec_encode(const struct infer_request *req, char **out, size_t *len,
+int codec_encode(const struct infer_request *req, int header_only, char **out, size_t *len,
 		 size_t *json_len)
 {
 	json_t *root = json_object(), *outs = json_array();
@@ -642,10 +634,10 @@ int codec_encode(const struct infer_request *req, char **out, size_t *len,
 	if (!js)
 		return SERVE_INTERNAL;
 	jl = strlen(js);
-	if (!bin) {
+	if (!bin || header_only) {
 		*out = js;
 		*len = jl;
-		*json_len = 0;
+		*json_len = bin ? jl : 0;
 		return SERVE_OK;
 	}
 	buf = malloc(jl + bin);

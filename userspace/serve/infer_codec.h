@@ -41,8 +41,10 @@ int codec_decode(const char *body, size_t len, long long json_len,
 /*
  * The response for a finished request: JSON, or JSON then binary outputs
  * (*json_len set to the JSON's size, 0 when all is JSON). free() *out.
+ * header_only: *out is the JSON alone even with binary outputs, whose
+ * data the caller sends after it, in the order of req->results.
  */
-int codec_encode(const struct infer_request *req, char **out, size_t *len,
+int codec_encode(const struct infer_request *req, int header_only, char **out, size_t *len,
 		 size_t *json_len);
 
 /* {"error": msg} as a string to free(). */

@@ -153,6 +153,14 @@ void metrics_batch(struct model_stats *s, int64_t batch, uint64_t input_ns,
 	pthread_mutex_unlock(&s->lock);
 }
 
+void metrics_copies(struct model_stats *s, uint64_t copies, uint64_t bytes)
+{
+	pthread_mutex_lock(&s->lock);
+	s->copies += copies;
+	s->copy_bytes += bytes;
+	pthread_mutex_unlock(&s->lock);
+}
+
 void metrics_device(const char *device, uint64_t ns, uint64_t cycles)
 {
 	struct device_stats *d;
@@ -294,7 +302,7 @@ static void help(FILE *f, const char *name, const char *type, const char *text)
 }
 
 enum field { F_SUCCESS, F_FAIL, F_INFER_COUNT, F_EXEC_COUNT, F_REJ_FULL, F_REJ_TIMEOUT,
-	     F_CANCELLED, F_PENDING };
+	     F_CANCELLED, F_PENDING, F_COPIES, F_COPY_BYTES };
 
 static uint64_t field(const struct model_stats *s, enum field f)
 {
@@ -307,6 +315,8 @@ static uint64_t field(const struct model_stats *s, enum field f)
 	case F_REJ_TIMEOUT: return s->rejected_timeout;
 	case F_CANCELLED: return s->cancelled;
 	case F_PENDING: return (uint64_t)(s->pending > 0 ? s->pending : 0);
+	case F_COPIES: return s->copies;
+	case F_COPY_BYTES: return s->copy_bytes;
 	}
 	return 0;
 }
@@ -390,6 +400,11 @@ char *metrics_render(size_t *len)
 		     "Queued requests dropped unrun because their client went away.", F_CANCELLED);
 	model_series(f, "npu_serve_pending_requests", "gauge",
 		     "Requests waiting in the scheduler queue.", F_PENDING);
+	model_series(f, "npu_serve_tensor_copies_total", "counter",
+		     "Host copies of whole tensors between requests and responses: batch stacking, output scattering, the library's (npu_io_stats).",
+		     F_COPIES);
+	model_series(f, "npu_serve_tensor_copy_bytes_total", "counter",
+		     "Bytes of those copies.", F_COPY_BYTES);
 	histogram_series(f, "npu_serve_request_duration_seconds",
 			 "Whole request time, from arrival to the response.",
 			 offsetof(struct model_stats, h_request), time_bounds, METRICS_TIME_BUCKETS);

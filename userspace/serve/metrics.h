@@ -37,6 +37,9 @@ struct model_stats {
 	uint64_t execution_count;	/* batches run */
 	uint64_t rejected_queue_full, rejected_timeout;
 	uint64_t cancelled;		/* dropped from the queue: the client left */
+	/* Host copies of whole tensors between the request and the response
+	 * (stacking a batch, scattering outputs, the library's own). */
+	uint64_t copies, copy_bytes;
 	uint64_t last_inference_ms;	/* Unix ms */
 	int64_t pending;		/* queued now */
 	int64_t executing;		/* taken by an instance, not answered */
@@ -53,6 +56,8 @@ void metrics_pending(struct model_stats *s, int delta);
 void metrics_executing(struct model_stats *s, int delta);
 void metrics_rejected(struct model_stats *s, int timeout);
 void metrics_cancelled(struct model_stats *s);
+/* Host copies of tensors a batch made (see model_stats.copies). */
+void metrics_copies(struct model_stats *s, uint64_t copies, uint64_t bytes);
 /* One request finished: queue and whole-request times. */
 void metrics_request(struct model_stats *s, int success, uint64_t queue_ns,
 		     uint64_t request_ns);

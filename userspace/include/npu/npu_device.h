@@ -147,6 +147,8 @@ NPU_API void npu_buffer_free(struct npu_buffer *buf);
 NPU_API npu_status npu_buffer_map(struct npu_buffer *buf, void **ptr);
 NPU_API uint64_t npu_buffer_va(const struct npu_buffer *buf);
 NPU_API uint64_t npu_buffer_size(const struct npu_buffer *buf);
+/* The device the buffer belongs to (NULL for NULL). */
+NPU_API struct npu_device *npu_buffer_device(const struct npu_buffer *buf);
 /* accel only (NPU_ERR_UNSUPPORTED on sim): share as a dma-buf fd. */
 NPU_API npu_status npu_buffer_export_dmabuf(struct npu_buffer *buf, int *fd);
 NPU_API npu_status npu_buffer_import_dmabuf(struct npu_device *dev, int fd,

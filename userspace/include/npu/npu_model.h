@@ -61,6 +61,7 @@ extern "C" {
 #endif
 
 struct npu_device;
+struct npu_buffer;
 
 /* ---- Versions ---------------------------------------------------------- */
 
@@ -783,6 +784,43 @@ struct npu_run_options {
 	int timings;
 	/* Borrowed for the run (an async run's: until its callback); NULL: none. */
 	struct npu_cancel *cancel;
+	/*
+	 * IO binding (ONNX Runtime's IoBinding, TFLite's custom allocations);
+	 * the arrays, their names and memory are borrowed for the run (an
+	 * async run's: until its callback). See "IO binding" below.
+	 *
+	 * outputs: the outputs to compute, by name (0: all of them). Only the
+	 * nodes these need run; npu_session_output() of any other output
+	 * fails. An entry with data set is caller memory the output is
+	 * written to: dtype, rank and dims must be the output's and nbytes
+	 * exactly its size, data aligned to its element size. An entry with
+	 * data NULL (dtype 0, nbytes 0) only chooses the output, which then
+	 * lives in the session as usual.
+	 */
+	const struct npu_host_tensor *outputs;
+	size_t num_outputs;
+	/*
+	 * Inputs in buffers of the model's NPU device (npu_buffer_alloc or
+	 * npu_buffer_import_dmabuf on the device npu_engine_get_device()
+	 * gives for the model's device name), by name, in place of entries of
+	 * the run's 'inputs' (each model input given once, either way).
+	 */
+	const struct npu_device_tensor *device_inputs;
+	size_t num_device_inputs;
+};
+
+/*
+ * A model input in a device buffer (frozen layout): the tensor is nbytes
+ * of dense C-order data of dtype and shape at 'offset' in 'buffer'.
+ */
+struct npu_device_tensor {
+	const char *name;
+	enum npu_data_type dtype;
+	int rank;
+	int64_t dims[NPU_MODEL_MAX_RANK];
+	struct npu_buffer *buffer;
+	uint64_t offset;
+	size_t nbytes;
 };
 
 NPU_API void npu_run_options_init_sized(struct npu_run_options *opts, size_t struct_size);
@@ -838,6 +876,39 @@ NPU_API npu_status npu_session_run_async(struct npu_session *session,
  * the same way. NPU_ERR_BUSY when called from the session's own callback.
  */
 NPU_API npu_status npu_session_wait(struct npu_session *session);
+
+/* ---- IO binding: copies counted ----------------------------------------------- */
+
+/*
+ * Where the last run's data went (npu_run_options.outputs and
+ * device_inputs). A host copy is a memcpy of a whole tensor by the
+ * library: of an input whose data is not aligned to its element size (the
+ * kernels read whole elements), of an output whose producer could not
+ * write into the caller's memory (an output that is a model input or a
+ * constant, or the same value bound twice). Quantizing a float input into
+ * an NPU segment's device arena and dequantizing its outputs are
+ * conversions every run needs, not copies: they are not counted.
+ */
+struct npu_io_stats {
+	size_t struct_size;		/* sizeof(struct npu_io_stats) */
+	uint64_t input_copies, input_copy_bytes;
+	uint64_t output_copies, output_copy_bytes;
+	/* Zero-copy bindings: */
+	uint64_t inputs_in_place;	/* read where the caller put them */
+	uint64_t device_inputs;		/* ... of those, in device buffers */
+	uint64_t outputs_in_place;	/* written by their producer straight into
+					 * the caller's memory */
+	/* Nodes of the model's top-level graph that ran, and that did not
+	 * because no chosen output needs them. */
+	uint64_t nodes_run, nodes_skipped;
+};
+
+#define npu_io_stats_init(st) \
+	((void)memset((st), 0, sizeof(*(st))), (st)->struct_size = sizeof(*(st)))
+
+/* NPU_ERR_INVALID_ARG until a run succeeded. */
+NPU_API npu_status npu_session_io_stats(const struct npu_session *session,
+					struct npu_io_stats *stats);
 
 /* ---- Measured steps of a run ---------------------------------------------------- */
 

@@ -386,6 +386,11 @@ uint64_t npu_buffer_size(const struct npu_buffer *buf)
 	return buf ? buf->size : 0;
 }
 
+struct npu_device *npu_buffer_device(const struct npu_buffer *buf)
+{
+	return buf ? buf->dev : NULL;
+}
+
 npu_status npu_buffer_export_dmabuf(struct npu_buffer *buf, int *fd)
 {
 	if (!buf || !fd)

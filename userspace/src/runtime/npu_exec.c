@@ -101,6 +101,17 @@ struct npu_exec {
 	struct npu_op_stat *stats;
 	size_t num_stats;
 	/*
+	 * IO binding (npu_exec_bind_outputs): nodes no chosen output needs,
+	 * per value the caller tensor its producer writes into, and which
+	 * values hold caller memory now (never returned to the pool).
+	 */
+	bool skipping;
+	bool *skip;				/* per node */
+	bool *needed;				/* per value, scratch */
+	const struct npu_tensor **bind_of;	/* per value */
+	bool *caller_owned;			/* per value */
+	struct npu_exec_io iostat;		/* the last run */
+	/*
 	 * Per-node scratch of p->max_io entries each, so a node's input and
 	 * output count has no fixed cap (an If capturing hundreds of outer
 	 * values). One set per use: run_nodes, finish_node (called inside
@@ -271,6 +282,12 @@ static bool buf_put(struct npu_exec *s, void *data, size_t cap)
 
 static void release_value(struct npu_exec *s, size_t vi)
 {
+	if (s->caller_owned && s->caller_owned[vi]) {	/* the caller's memory */
+		s->caller_owned[vi] = false;
+		s->owned[vi].data = NULL;
+		s->view[vi] = NULL;
+		return;
+	}
 	if (s->arena) {		/* planned: the arena slot is simply reused */
 		s->owned[vi].data = NULL;
 		s->view[vi] = NULL;
@@ -282,6 +299,85 @@ static void release_value(struct npu_exec *s, size_t vi)
 		s->owned_cap[vi] = 0;
 	}
 	s->view[vi] = NULL;
+}
+
+/*
+ * t (dtype, shape, nbytes set) is value vi: place it in the caller memory
+ * bound to vi if that has exactly its type and shape.
+ */
+static bool in_caller_memory(struct npu_exec *s, size_t vi, struct npu_tensor *t)
+{
+	const struct npu_tensor *c = s->bind_of ? s->bind_of[vi] : NULL;
+	int d;
+
+	if (!c || c->dtype != t->dtype || c->nbytes != t->nbytes ||
+	    c->shape.rank != t->shape.rank)
+		return false;
+	for (d = 0; d < t->shape.rank; d++)
+		if (c->shape.dims[d] != t->shape.dims[d])
+			return false;
+	t->data = c->data;
+	s->caller_owned[vi] = true;
+	return true;
+}
+
+npu_status npu_exec_bind_outputs(struct npu_exec *s, const bool *wanted,
+				 const struct npu_tensor *const *caller, struct npu_error *err)
+{
+	struct npu_graph *g = s->g;
+	size_t i, j, k;
+
+	s->skipping = false;
+	if (!s->skip) {
+		if (!wanted && !caller)
+			return NPU_OK;
+		s->skip = calloc(g->num_nodes + 1, sizeof(*s->skip));
+		s->needed = calloc(g->num_values + 1, sizeof(*s->needed));
+		s->bind_of = calloc(g->num_values + 1, sizeof(*s->bind_of));
+		s->caller_owned = calloc(g->num_values + 1, sizeof(*s->caller_owned));
+		if (!s->skip || !s->needed || !s->bind_of || !s->caller_owned) {
+			free(s->skip);
+			free(s->needed);
+			free(s->bind_of);
+			free(s->caller_owned);
+			s->skip = NULL;
+			s->needed = NULL;
+			s->bind_of = NULL;
+			s->caller_owned = NULL;
+			return npu_error_set(err, NPU_ERR_NO_MEMORY, "out of memory");
+		}
+	}
+	memset(s->bind_of, 0, g->num_values * sizeof(*s->bind_of));
+	/* A value bound twice is written into the first; the session copies the rest. */
+	for (i = 0; caller && i < g->num_outputs; i++)
+		if (caller[i] && !s->bind_of[g->outputs[i]->index])
+			s->bind_of[g->outputs[i]->index] = caller[i];
+	memset(s->skip, 0, g->num_nodes * sizeof(*s->skip));
+	if (!wanted)
+		return NPU_OK;
+	/* Backwards from the chosen outputs: a node runs if a needed value is its output. */
+	memset(s->needed, 0, g->num_values * sizeof(*s->needed));
+	for (i = 0; i < g->num_outputs; i++)
+		if (wanted[i])
+			s->needed[g->outputs[i]->index] = true;
+	for (k = g->num_nodes; k-- > 0;) {
+		const struct npu_node *n = g->nodes[k];
+		bool need = n->num_outputs == 0;
+
+		for (j = 0; j < n->num_outputs; j++)
+			need |= n->outputs[j] && s->needed[n->outputs[j]->index];
+		s->skip[k] = !need;
+		s->skipping |= !need;
+		for (j = 0; need && j < n->num_inputs; j++)
+			if (n->inputs[j])
+				s->needed[n->inputs[j]->index] = true;
+	}
+	return NPU_OK;
+}
+
+const struct npu_exec_io *npu_exec_io(const struct npu_exec *s)
+{
+	return &s->iostat;
 }
 
 static int cmp_stat(const void *a, const void *b)
@@ -420,7 +516,8 @@ void npu_exec_destroy(struct npu_exec *s)
 		return;
 	if (s->owned && !s->arena)	/* arena tensors are freed with it */
 		for (i = 0; i < s->g->num_values; i++)
-			free(s->owned[i].data);
+			if (!s->caller_owned || !s->caller_owned[i])
+				free(s->owned[i].data);
 	for (i = 0; i < s->num_free; i++)
 		free(s->free_bufs[i].data);
 	free(s->free_bufs);
@@ -456,6 +553,10 @@ void npu_exec_destroy(struct npu_exec *s)
 	free(s->io.tmp);
 	free(s->io.tmpp);
 	free(s->io.sub_ins);
+	free(s->skip);
+	free(s->needed);
+	free(s->bind_of);
+	free(s->caller_owned);
 	free(s);
 }
 
@@ -796,7 +897,9 @@ static npu_status rt_alloc_bytes(struct npu_op_ctx *ctx, size_t index, enum npu_
 	t->dtype = dtype;
 	t->shape = *shape;
 	t->nbytes = nbytes;
-	t->data = t->nbytes ? buf_get(s, t->nbytes, &s->owned_cap[v->index]) : NULL;
+	t->data = NULL;
+	if (t->nbytes && !in_caller_memory(s, v->index, t))
+		t->data = buf_get(s, t->nbytes, &s->owned_cap[v->index]);
 	if (t->nbytes && !t->data)
 		return npu_error_set(ctx->err, NPU_ERR_NO_MEMORY,
 				     "%s: %s: out of memory for output '%s' (%zu bytes)", s->g->source,
@@ -1268,6 +1371,11 @@ static npu_status run_nodes(struct npu_exec *s,
 		double t0;
 		bool async = s->defs[i]->submit && s->defs[i]->wait;
 
+		if (s->skipping && s->skip[i]) {	/* no chosen output needs it */
+			s->iostat.nodes_skipped++;
+			continue;
+		}
+		s->iostat.nodes_run++;
 		/* Before every node, so before every NPU job it would submit. */
 		if (s->cancel) {
 			st = check_cancel(s, "", npu_node_label(g, node, label, sizeof(label)),
@@ -1360,7 +1468,9 @@ static npu_status run_nodes(struct npu_exec *s,
 			t->shape = shapes[j];
 			t->nbytes = (size_t)npu_shape_numel(&shapes[j]) * esize;
 			t->data = NULL;
-			if (t->nbytes && s->arena) {
+			if (t->nbytes && in_caller_memory(s, v->index, t)) {
+				/* its producer writes the caller's memory */
+			} else if (t->nbytes && s->arena) {
 				t->data = s->arena + s->p->arena_off[v->index];
 			} else if (t->nbytes) {
 				t->data = buf_get(s, t->nbytes,
@@ -1471,6 +1581,7 @@ npu_status npu_exec_run_timed(struct npu_exec *s,
 		}
 	}
 	s->inflight = 0;
+	memset(&s->iostat, 0, sizeof(s->iostat));
 	if (s->own_run)		/* a subgraph's iterations count in the enclosing run */
 		npu_compiled_run_begin(s->run);
 	if (timed)

@@ -111,6 +111,21 @@ npu_status npu_exec_run(struct npu_exec *s,
 const struct npu_tensor *npu_exec_output(const struct npu_exec *s,
 					    size_t index);
 
+/*
+ * IO binding for the following runs (npu_session.c): wanted[i] says
+ * whether graph output i is computed (NULL: all; nodes no wanted output
+ * needs are skipped), caller[i] is memory output i's producer writes into
+ * when its dtype and shape match (NULL, or a NULL entry: the executor's
+ * own). The caller tensors are borrowed until the next bind.
+ */
+npu_status npu_exec_bind_outputs(struct npu_exec *s, const bool *wanted,
+				 const struct npu_tensor *const *caller, struct npu_error *err);
+/* What the last run did with its top-level nodes. */
+struct npu_exec_io {
+	uint64_t nodes_run, nodes_skipped;
+};
+const struct npu_exec_io *npu_exec_io(const struct npu_exec *s);
+
 /* npu_exec as the compiler's graph runner (npu_compile_options.runner). */
 extern const struct npu_graph_runner npu_exec_graph_runner;
 

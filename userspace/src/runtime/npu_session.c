@@ -7,6 +7,7 @@
  */
 #include "runtime/npu_api.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -41,6 +42,14 @@ struct npu_session {
 	struct npu_tensor *bound;
 	const struct npu_tensor **bound_ptrs;
 	struct npu_shape *bound_shapes;
+	struct npu_host_tensor *merged;	/* host and device inputs of a run */
+	/* Per model output: IO binding of a run (npu_run_options.outputs). */
+	bool *wanted;			/* computed by the last run */
+	bool chose;			/* ... which chose its outputs */
+	struct npu_tensor *out_caller;	/* caller memory */
+	const struct npu_tensor **out_caller_ptrs;
+	struct npu_io_stats io;		/* the last run, if io_valid */
+	bool io_valid;
 	/* An async run queued or running (npu_session_run_async). */
 	pthread_mutex_t async_lock;
 	pthread_cond_t async_done;
@@ -93,10 +102,19 @@ NPU_API npu_status npu_session_create(struct npu_model *m,
 	s->bound = calloc(m->num_inputs + 1, sizeof(*s->bound));
 	s->bound_ptrs = calloc(m->num_inputs + 1, sizeof(*s->bound_ptrs));
 	s->bound_shapes = calloc(m->num_inputs + 1, sizeof(*s->bound_shapes));
+	s->merged = calloc(m->num_inputs + 1, sizeof(*s->merged));
+	s->wanted = calloc(m->num_outputs + 1, sizeof(*s->wanted));
+	s->out_caller = calloc(m->num_outputs + 1, sizeof(*s->out_caller));
+	s->out_caller_ptrs = calloc(m->num_outputs + 1, sizeof(*s->out_caller_ptrs));
 	if (m->engine->pool)
 		s->pool = npu_threadpool_create_view(m->engine->pool);
 	if (!s->states || !s->aligned || !s->bound || !s->bound_ptrs || !s->bound_shapes ||
+	    !s->merged || !s->wanted || !s->out_caller || !s->out_caller_ptrs ||
 	    (m->engine->pool && !s->pool)) {
+		free(s->merged);
+		free(s->wanted);
+		free(s->out_caller);
+		free(s->out_caller_ptrs);
 		free(s->states);
 		free(s->aligned);
 		free(s->bound);
@@ -133,6 +151,10 @@ static void session_free(struct npu_session *s)
 	free(s->bound);
 	free(s->bound_ptrs);
 	free(s->bound_shapes);
+	free(s->merged);
+	free(s->wanted);
+	free(s->out_caller);
+	free(s->out_caller_ptrs);
 	free(s->states);
 	npu_threadpool_destroy(s->pool);
 	pthread_mutex_destroy(&s->async_lock);
@@ -227,9 +249,203 @@ static double now_s(void)
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
+/* A device input as a host tensor over the buffer's mapping, checked. */
+static npu_status device_input(const struct npu_model *m, size_t k,
+			       const struct npu_device_tensor *d, struct npu_host_tensor *h)
+{
+	const char *name = d->name ? d->name : "(no name)";
+	size_t esize = npu_data_type_size(d->dtype);
+	uint64_t size;
+	void *map;
+
+	if (!d->name)
+		return npu_api_fail(NPU_ERR_INVALID_ARG,
+				    "%s: npu_run_options.device_inputs[%zu]: name is NULL (device inputs are given by name)",
+				    m->source, k);
+	if (!m->dev)
+		return npu_api_fail(NPU_ERR_INVALID_ARG,
+				    "%s: input '%s' is in a device buffer, but the model runs on the CPU (device \"%s\"): device buffers need a model loaded for an NPU device",
+				    m->source, name, m->device_name);
+	if (!d->buffer)
+		return npu_api_fail(NPU_ERR_INVALID_ARG, "%s: device input '%s': buffer is NULL",
+				    m->source, name);
+	if (npu_buffer_device(d->buffer) != m->dev)
+		return npu_api_fail(NPU_ERR_INVALID_ARG,
+				    "%s: device input '%s': the buffer belongs to another device than the model's (\"%s\"); allocate it on npu_engine_get_device(engine, \"%s\")",
+				    m->source, name, m->device_name, m->device_name);
+	size = npu_buffer_size(d->buffer);
+	if (d->offset > size || d->nbytes > size - d->offset)
+		return npu_api_fail(NPU_ERR_INVALID_ARG,
+				    "%s: device input '%s': %zu bytes at offset %llu do not fit in its %llu-byte buffer",
+				    m->source, name, d->nbytes, (unsigned long long)d->offset,
+				    (unsigned long long)size);
+	if (esize > 1 && d->offset % esize)
+		return npu_api_fail(NPU_ERR_INVALID_ARG,
+				    "%s: device input '%s': offset %llu is not aligned to its %s elements (%zu bytes)",
+				    m->source, name, (unsigned long long)d->offset,
+				    npu_data_type_name(d->dtype), esize);
+	if (npu_buffer_map(d->buffer, &map) != NPU_OK)
+		return npu_api_fail(NPU_ERR_INVALID_ARG, "%s: device input '%s': cannot map its buffer: %s",
+				    m->source, name, npu_device_last_error(m->dev));
+	memset(h, 0, sizeof(*h));
+	h->name = d->name;
+	h->dtype = d->dtype;
+	h->rank = d->rank;
+	memcpy(h->dims, d->dims, sizeof(h->dims));
+	h->data = (char *)map + d->offset;
+	h->nbytes = d->nbytes;
+	return NPU_OK;
+}
+
+/* "float [1,3,4,4] (192 bytes)" */
+static const char *tensor_str(enum npu_data_type dtype, int rank, const int64_t *dims,
+			      size_t nbytes, char *buf, size_t n)
+{
+	struct npu_shape sh = { .rank = rank };
+	char sbuf[160];
+
+	if (rank >= 0 && rank <= NPU_MAX_RANK)
+		memcpy(sh.dims, dims, (size_t)rank * sizeof(*dims));
+	else
+		sh.rank = 0;
+	snprintf(buf, n, "%s %s (%zu bytes)", npu_data_type_name(dtype),
+		 npu_shape_str(&sh, sbuf, sizeof(sbuf)), nbytes);
+	return buf;
+}
+
+/*
+ * npu_run_options.outputs against the plan: s->wanted and s->out_caller
+ * from it, every entry checked (a shape the plan leaves open is checked
+ * after the run).
+ */
+static npu_status bind_outputs(struct npu_session *s, const struct npu_plan *plan,
+			       const struct npu_run_options *o, bool *any_caller)
+{
+	const struct npu_model *m = s->model;
+	size_t k, i;
+
+	*any_caller = false;
+	memset(s->out_caller_ptrs, 0, m->num_outputs * sizeof(*s->out_caller_ptrs));
+	for (i = 0; i < m->num_outputs; i++)
+		s->wanted[i] = o->num_outputs == 0;
+	if (o->num_outputs && !o->outputs)
+		return npu_api_fail(NPU_ERR_INVALID_ARG,
+				    "%s: npu_run_options.outputs is NULL with num_outputs %zu",
+				    m->source, o->num_outputs);
+	for (k = 0; k < o->num_outputs; k++) {
+		const struct npu_host_tensor *h = &o->outputs[k];
+		const struct npu_tensor_info *want;
+		char a[240], b[240];
+		size_t esize;
+		int64_t numel = 1;
+		bool fixed = true;
+		int d;
+
+		if (!h->name)
+			return npu_api_fail(NPU_ERR_INVALID_ARG,
+					    "%s: npu_run_options.outputs[%zu]: name is NULL (outputs are chosen by name)",
+					    m->source, k);
+		for (i = 0; i < m->num_outputs && strcmp(m->outputs[i].name, h->name); i++)
+			;
+		if (i == m->num_outputs) {
+			char names[400] = "";
+			size_t j, len = 0;
+
+			for (j = 0; j < m->num_outputs && len < sizeof(names); j++)
+				len += (size_t)snprintf(names + len, sizeof(names) - len, "%s'%s'",
+							j ? ", " : "", m->outputs[j].name);
+			return npu_api_fail(NPU_ERR_INVALID_ARG,
+					    "%s: npu_run_options.outputs[%zu]: the model has no output '%s' (its outputs: %s)",
+					    m->source, k, h->name, names);
+		}
+		if (s->wanted[i])
+			return npu_api_fail(NPU_ERR_INVALID_ARG,
+					    "%s: output '%s' is chosen twice in npu_run_options.outputs",
+					    m->source, h->name);
+		s->wanted[i] = true;
+		if (!h->data) {
+			if (h->nbytes)
+				return npu_api_fail(NPU_ERR_INVALID_ARG,
+						    "%s: output '%s': %zu bytes of caller memory at NULL",
+						    m->source, h->name, h->nbytes);
+			continue;
+		}
+		want = &plan->outputs[i].info;
+		esize = npu_data_type_size(want->dtype);
+		for (d = 0; d < want->rank; d++) {
+			fixed &= want->dims[d] >= 0;
+			numel *= want->dims[d] >= 0 ? want->dims[d] : 1;
+		}
+		if (h->dtype != want->dtype || want->rank < 0 ||
+		    (fixed && (h->rank != want->rank ||
+			       memcmp(h->dims, want->dims, (size_t)want->rank * sizeof(*h->dims)) ||
+			       h->nbytes != (size_t)numel * esize)))
+			return npu_api_fail(NPU_ERR_INVALID_ARG,
+					    "%s: output '%s': the caller's memory is for %s, the output is %s",
+					    m->source, h->name,
+					    tensor_str(h->dtype, h->rank, h->dims, h->nbytes, a, sizeof(a)),
+					    tensor_str(want->dtype, want->rank, want->dims,
+						       fixed ? (size_t)numel * esize : 0, b, sizeof(b)));
+		if (esize > 1 && (uintptr_t)h->data % esize)
+			return npu_api_fail(NPU_ERR_INVALID_ARG,
+					    "%s: output '%s': caller memory %p is not aligned to its %s elements (%zu bytes)",
+					    m->source, h->name, h->data, npu_data_type_name(h->dtype),
+					    esize);
+		memset(&s->out_caller[i], 0, sizeof(s->out_caller[i]));
+		s->out_caller[i].dtype = (enum npu_dtype)h->dtype;
+		s->out_caller[i].shape.rank = h->rank;
+		memcpy(s->out_caller[i].shape.dims, h->dims,
+		       (size_t)(h->rank > 0 ? h->rank : 0) * sizeof(*h->dims));
+		s->out_caller[i].data = h->data;
+		s->out_caller[i].nbytes = h->nbytes;
+		s->out_caller_ptrs[i] = &s->out_caller[i];
+		*any_caller = true;
+	}
+	return NPU_OK;
+}
+
+/* After a run: outputs their producer did not write into caller memory are copied there. */
+static npu_status fill_caller_outputs(struct npu_session *s, struct npu_exec *exec)
+{
+	const struct npu_model *m = s->model;
+	size_t i;
+
+	for (i = 0; i < m->num_outputs; i++) {
+		const struct npu_tensor *c = s->out_caller_ptrs[i];
+		const struct npu_tensor *t = c ? npu_exec_output(exec, i) : NULL;
+		char a[240], b[240];
+
+		if (!c)
+			continue;
+		if (!t)
+			return npu_api_fail(NPU_ERR_INTERNAL, "%s: output '%s' was not computed",
+					    m->source, m->outputs[i].name);
+		if (t->data == c->data && t->nbytes == c->nbytes) {
+			s->io.outputs_in_place++;
+			continue;
+		}
+		if (t->dtype != c->dtype || t->nbytes != c->nbytes ||
+		    t->shape.rank != c->shape.rank ||
+		    memcmp(t->shape.dims, c->shape.dims,
+			   (size_t)(t->shape.rank > 0 ? t->shape.rank : 0) * sizeof(*t->shape.dims)))
+			return npu_api_fail(NPU_ERR_INVALID_ARG,
+					    "%s: output '%s': the caller's memory is for %s, the run gave %s",
+					    m->source, m->outputs[i].name,
+					    tensor_str((enum npu_data_type)c->dtype, c->shape.rank,
+						       c->shape.dims, c->nbytes, a, sizeof(a)),
+					    tensor_str((enum npu_data_type)t->dtype, t->shape.rank,
+						       t->shape.dims, t->nbytes, b, sizeof(b)));
+		if (t->nbytes)
+			memcpy(c->data, t->data, t->nbytes);
+		s->io.output_copies++;
+		s->io.output_copy_bytes += t->nbytes;
+	}
+	return NPU_OK;
+}
+
 static npu_status run(struct npu_session *s, struct npu_plan *given,
-		      const struct npu_host_tensor *inputs, size_t count, bool timed,
-		      struct npu_cancel *cancel)
+		      const struct npu_host_tensor *inputs, size_t count,
+		      const struct npu_run_options *o)
 {
 	struct npu_model *m = s->model;
 	struct npu_tensor *ts = s->bound;
@@ -239,11 +455,16 @@ static npu_status run(struct npu_session *s, struct npu_plan *given,
 	struct npu_plan *plan = given;
 	struct plan_state *ps = NULL;
 	void **aligned = s->aligned;
+	bool timed = o->timings != 0, any_caller = false;
+	struct npu_cancel *cancel = o->cancel;
 	size_t i;
 	npu_status st;
 	double t0;
 
 	s->last_timed = false;
+	s->io_valid = false;
+	s->chose = false;
+	npu_io_stats_init(&s->io);
 	if (atomic_load(&m->destroyed))
 		return npu_api_fail(NPU_ERR_INVALID_ARG,
 				    "npu_session_run: the session's model (%s) was destroyed",
@@ -257,6 +478,25 @@ static npu_status run(struct npu_session *s, struct npu_plan *given,
 		return npu_api_fail(NPU_ERR_CANCELLED,
 				    "%s: run cancelled (npu_cancel_trigger) before it started",
 				    m->source);
+	if (o->num_device_inputs) {
+		if (!o->device_inputs)
+			return npu_api_fail(NPU_ERR_INVALID_ARG,
+					    "%s: npu_run_options.device_inputs is NULL with num_device_inputs %zu",
+					    m->source, o->num_device_inputs);
+		if (count + o->num_device_inputs != m->num_inputs)
+			return npu_api_fail(NPU_ERR_INVALID_ARG,
+					    "%s: %zu host and %zu device inputs given, the model has %zu",
+					    m->source, count, o->num_device_inputs, m->num_inputs);
+		for (i = 0; i < count; i++)
+			s->merged[i] = inputs[i];
+		for (i = 0; i < o->num_device_inputs; i++) {
+			st = device_input(m, i, &o->device_inputs[i], &s->merged[count + i]);
+			if (st)
+				return st;
+		}
+		inputs = s->merged;
+		count += o->num_device_inputs;
+	}
 	st = npu_model_bind_inputs(m, inputs, count, false, ts, ptrs);
 	if (st)
 		return st;
@@ -280,8 +520,13 @@ static npu_status run(struct npu_session *s, struct npu_plan *given,
 			memcpy(copy, ts[i].data, ts[i].nbytes);
 			ts[i].data = copy;
 			aligned[i] = copy;
+			s->io.input_copies++;
+			s->io.input_copy_bytes += ts[i].nbytes;
+		} else {
+			s->io.inputs_in_place++;
 		}
 	}
+	s->io.device_inputs = o->num_device_inputs;
 	if (given) {
 		for (i = 0; i < m->num_inputs; i++)
 			if (memcmp(&shapes[i], &given->shapes[i], sizeof(shapes[i]))) {
@@ -305,15 +550,32 @@ static npu_status run(struct npu_session *s, struct npu_plan *given,
 	if (st)
 		goto out;
 	s->cur = ps;
+	st = bind_outputs(s, plan, o, &any_caller);
+	if (!st && npu_exec_bind_outputs(ps->exec, o->num_outputs ? s->wanted : NULL,
+					 any_caller ? s->out_caller_ptrs : NULL, &err))
+		st = npu_api_fail_err(&err);
+	if (st) {
+		/* Nothing ran: the last run's outputs are gone, none chosen. */
+		npu_exec_bind_outputs(ps->exec, NULL, NULL, &err);
+		goto out;
+	}
+	s->chose = o->num_outputs != 0;
 	t0 = now_s();
 	npu_exec_set_cancel(ps->exec, cancel);
 	st = npu_exec_run_timed(ps->exec, ptrs, timed, &err);
 	npu_exec_set_cancel(ps->exec, NULL);
 	s->last_run_s = now_s() - t0;
-	if (st)
+	if (st) {
 		npu_api_fail_err(&err);
-	else
-		s->last_timed = timed;
+		goto out;
+	}
+	st = fill_caller_outputs(s, ps->exec);
+	if (st)
+		goto out;
+	s->last_timed = timed;
+	s->io.nodes_run = npu_exec_io(ps->exec)->nodes_run;
+	s->io.nodes_skipped = npu_exec_io(ps->exec)->nodes_skipped;
+	s->io_valid = true;
 out:
 	return st;
 }
@@ -327,7 +589,10 @@ NPU_API npu_status npu_session_run(struct npu_session *s, const struct npu_host_
 		return npu_api_fail(NPU_ERR_INVALID_ARG, "npu_session_run: session is NULL");
 	if (!enter(s, "npu_session_run"))
 		return NPU_ERR_BUSY;
-	st = run(s, NULL, inputs, count, false, NULL);
+	struct npu_run_options o;
+
+	npu_run_options_init(&o);
+	st = run(s, NULL, inputs, count, &o);
 	leave(s);
 	return st;
 }
@@ -342,7 +607,10 @@ NPU_API npu_status npu_session_run_plan(struct npu_session *s, struct npu_plan *
 				    !s ? "session" : "plan");
 	if (!enter(s, "npu_session_run_plan"))
 		return NPU_ERR_BUSY;
-	st = run(s, plan, inputs, count, false, NULL);
+	struct npu_run_options o;
+
+	npu_run_options_init(&o);
+	st = run(s, plan, inputs, count, &o);
 	leave(s);
 	return st;
 }
@@ -391,7 +659,7 @@ NPU_API npu_status npu_session_run_with(struct npu_session *s, struct npu_plan *
 		return st;
 	if (!enter(s, "npu_session_run_with"))
 		return NPU_ERR_BUSY;
-	st = run(s, plan, inputs, count, o.timings, o.cancel);
+	st = run(s, plan, inputs, count, &o);
 	leave(s);
 	return st;
 }
@@ -415,8 +683,7 @@ static void async_run_job(void *arg)
 	bool deferred;
 	npu_status st;
 
-	st = run(s, r->plan, r->count ? r->inputs : NULL, r->count, r->opts.timings,
-		 r->opts.cancel);
+	st = run(s, r->plan, r->count ? r->inputs : NULL, r->count, &r->opts);
 	npu_plan_unref(r->plan);
 	in_callback = s;
 	r->done(st, s, r->arg);
@@ -603,6 +870,10 @@ NPU_API npu_status npu_session_output(const struct npu_session *s, size_t index,
 	if (index >= s->model->num_outputs)
 		return npu_api_fail(NPU_ERR_INVALID_ARG, "npu_session_output: %s has %zu outputs, not %zu",
 				    s->model->source, s->model->num_outputs, index + 1);
+	if (s->chose && !s->wanted[index])
+		return npu_api_fail(NPU_ERR_INVALID_ARG,
+				    "npu_session_output: output '%s' of %s was not computed: the last run chose its outputs (npu_run_options.outputs) without it",
+				    s->model->outputs[index].name, s->model->source);
 	t = npu_exec_output(s->cur->exec, index);
 	if (!t)
 		return npu_api_fail(NPU_ERR_INTERNAL, "npu_session_output: output %zu missing", index);
@@ -613,7 +884,20 @@ NPU_API npu_status npu_session_output(const struct npu_session *s, size_t index,
 	memcpy(out->dims, t->shape.dims, sizeof(out->dims));
 	out->data = t->data;
 	out->nbytes = t->nbytes;
+	/* Bound to caller memory: that, whether its producer wrote it or the run copied it. */
+	if (s->io_valid && s->out_caller_ptrs[index])
+		out->data = s->out_caller_ptrs[index]->data;
 	return NPU_OK;
+}
+
+NPU_API npu_status npu_session_io_stats(const struct npu_session *s, struct npu_io_stats *out)
+{
+	if (!s || !out)
+		return npu_api_fail(NPU_ERR_INVALID_ARG, "npu_session_io_stats: NULL argument");
+	if (!s->io_valid)
+		return npu_api_fail(NPU_ERR_INVALID_ARG,
+				    "npu_session_io_stats: the session has no successful run");
+	return npu_api_copy_stats(out, &s->io, sizeof(s->io), "npu_io_stats");
 }
 
 NPU_API const struct npu_plan *npu_session_plan(const struct npu_session *s)
