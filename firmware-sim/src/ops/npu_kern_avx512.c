@@ -67,269 +67,241 @@ NPU_TGT NPU_INLINE __m128i rq16(__m512i acc, __m512i mult, __m512i shift,
 	return _mm_unpacklo_epi64(l, h);
 }
 
-/* Per 128-bit lane q: [sum_q v0, sum_q v1, sum_q v2, sum_q v3]. */
-NPU_TGT NPU_INLINE __m512i red4(__m512i v0, __m512i v1, __m512i v2, __m512i v3)
-{
-	__m512i t0 = _mm512_add_epi32(_mm512_unpacklo_epi32(v0, v1),
-				      _mm512_unpackhi_epi32(v0, v1));
-	__m512i t1 = _mm512_add_epi32(_mm512_unpacklo_epi32(v2, v3),
-				      _mm512_unpackhi_epi32(v2, v3));
-
-	return _mm512_add_epi32(_mm512_unpacklo_epi64(t0, t1),
-				_mm512_unpackhi_epi64(t0, t1));
-}
-
-/* Lane 4 * g + j = total of s_g's column j over the four 128-bit lanes. */
-NPU_TGT NPU_INLINE __m512i red16(__m512i s0, __m512i s1, __m512i s2, __m512i s3)
-{
-	__m512i w01 = _mm512_add_epi32(_mm512_shuffle_i32x4(s0, s1, _MM_SHUFFLE(1, 0, 1, 0)),
-				       _mm512_shuffle_i32x4(s0, s1, _MM_SHUFFLE(3, 2, 3, 2)));
-	__m512i w23 = _mm512_add_epi32(_mm512_shuffle_i32x4(s2, s3, _MM_SHUFFLE(1, 0, 1, 0)),
-				       _mm512_shuffle_i32x4(s2, s3, _MM_SHUFFLE(3, 2, 3, 2)));
-
-	return _mm512_add_epi32(_mm512_shuffle_i32x4(w01, w23, _MM_SHUFFLE(2, 0, 2, 0)),
-				_mm512_shuffle_i32x4(w01, w23, _MM_SHUFFLE(3, 1, 3, 1)));
-}
-
-#define DOT_STEP(MR, LOAD_A, LOAD_B)						\
-	do {									\
-		__m512i u0 = _mm512_xor_si512(LOAD_A(a0), flip);		\
-		__m512i u1 = MR > 1 ? _mm512_xor_si512(LOAD_A(a1), flip) : u0;	\
-		__m512i u2 = MR > 1 ? _mm512_xor_si512(LOAD_A(a2), flip) : u0;	\
-		__m512i u3 = MR > 1 ? _mm512_xor_si512(LOAD_A(a3), flip) : u0;	\
-		__m512i w;							\
-		w = LOAD_B(b0);							\
-		c00 = _mm512_dpbusd_epi32(c00, u0, w);				\
-		if (MR > 1) {							\
-			c10 = _mm512_dpbusd_epi32(c10, u1, w);			\
-			c20 = _mm512_dpbusd_epi32(c20, u2, w);			\
-			c30 = _mm512_dpbusd_epi32(c30, u3, w);			\
-		}								\
-		w = LOAD_B(b1);							\
-		c01 = _mm512_dpbusd_epi32(c01, u0, w);				\
-		if (MR > 1) {							\
-			c11 = _mm512_dpbusd_epi32(c11, u1, w);			\
-			c21 = _mm512_dpbusd_epi32(c21, u2, w);			\
-			c31 = _mm512_dpbusd_epi32(c31, u3, w);			\
-		}								\
-		w = LOAD_B(b2);							\
-		c02 = _mm512_dpbusd_epi32(c02, u0, w);				\
-		if (MR > 1) {							\
-			c12 = _mm512_dpbusd_epi32(c12, u1, w);			\
-			c22 = _mm512_dpbusd_epi32(c22, u2, w);			\
-			c32 = _mm512_dpbusd_epi32(c32, u3, w);			\
-		}								\
-		w = LOAD_B(b3);							\
-		c03 = _mm512_dpbusd_epi32(c03, u0, w);				\
-		if (MR > 1) {							\
-			c13 = _mm512_dpbusd_epi32(c13, u1, w);			\
-			c23 = _mm512_dpbusd_epi32(c23, u2, w);			\
-			c33 = _mm512_dpbusd_epi32(c33, u3, w);			\
-		}								\
-	} while (0)
-
-#define LD_TAIL(p)	_mm512_maskz_loadu_epi8(tail, (const void *)((p) + kk))
-
 /*
- * One MR x 4 tile (MR = 4 or 1), returned reduced: lane 4 * i + j holds
- * sum_k u[i][k] * b[j][k]. The k tail is a masked load: zeros in b make
- * the 0x80 bytes of the tail of u contribute nothing.
+ * The GEMM in the outer-product form: a vector holds 16 output channels of
+ * one row, and each vpdpbusd adds one k-group (four bytes of the row,
+ * broadcast, times the channels' four weights) to them, so no horizontal
+ * sums are needed and the epilogue works on whole vectors of channels.
+ * vpdpbusd's broadcast operand is its signed one: the activations go in
+ * as they are, the weights as u8 = b ^ 0x80 (NPU_DOT_S8U8; npu_ops.c folds
+ * the +128 into the per-row term).
+ *
+ * gemm_prep_avx512() packs b once per instruction into panels of 32
+ * channels (two vectors; the last panel one when 16 channels are enough),
+ * k-group-major: panel p, group q is nv * 64 bytes, byte 64 * v + 4 * l + t
+ * = channel 32 * p + 16 * v + l, k index 4 * q + t, zero past n and k. It
+ * also lays the requantization out per 16-channel block as the even and
+ * odd 64-bit lanes vpmuldq works on.
+ *
+ * A register tile is GM_MR rows x one panel: 24 accumulators, two weight
+ * vectors, the rows' groups broadcast from memory. Rows of a tile at one
+ * stride (im2col rows, packed pixels of one output row) are read in place;
+ * others, and a last partial tile, are copied to a zero-padded buffer.
  */
-#define DEFINE_TILE(MR)								\
-NPU_TGT NPU_INLINE __m512i tile##MR(const int8_t *a0, const int8_t *a1,	\
-				    const int8_t *a2, const int8_t *a3,		\
-				    const int8_t *b0, const int8_t *b1,		\
-				    const int8_t *b2, const int8_t *b3,		\
-				    uint32_t k)					\
-{										\
-	const __m512i flip = _mm512_set1_epi8((char)0x80);			\
-	__m512i z = _mm512_setzero_si512();					\
-	__m512i c00 = z, c01 = z, c02 = z, c03 = z;				\
-	__m512i c10 = z, c11 = z, c12 = z, c13 = z;				\
-	__m512i c20 = z, c21 = z, c22 = z, c23 = z;				\
-	__m512i c30 = z, c31 = z, c32 = z, c33 = z;				\
-	uint32_t kk = 0;							\
-										\
-	(void)a1; (void)a2; (void)a3;						\
-	/* One loop body: full blocks load under an all-ones mask. */	\
-	for (; kk < k; kk += 64) {						\
-		__mmask64 tail = k - kk >= 64 ? ~0ull : ~0ull >> (64 - (k - kk)); \
-		DOT_STEP(MR, LD_TAIL, LD_TAIL);					\
-	}									\
-	return red16(red4(c00, c01, c02, c03), red4(c10, c11, c12, c13),	\
-		     red4(c20, c21, c22, c23), red4(c30, c31, c32, c33));	\
-}
+#define GM_MR	12
 
-DEFINE_TILE(1)
+struct gm_ep {
+	__m512i col, mult, mult_o, rnd_e, rnd_o, sh_e, sh_o;
+};
 
-/*
- * The 4 x 4 tile's k loop in assembly: GCC 12 does not keep 16 intrinsic
- * accumulators plus operands in the 32 zmm registers (it spills and
- * shuffles them every iteration, costing over half the throughput).
- * zmm0-15 accumulate c[i][j] = zmm(4 * i + j), zmm16-19 hold u = a ^ 0x80
- * of the four rows, zmm20 one column of b, zmm21 the 0x80 bytes.
- */
-#define NPU_STR(x) #x
-#define ACC_COL(b, r0, r1, r2, r3)					\
-	"vmovdqu8 (%[" b "],%[off]), %%zmm20%{%%k1%}%{z%}\n\t"		\
-	"vpdpbusd %%zmm20, %%zmm16, %%zmm" NPU_STR(r0) "\n\t"		\
-	"vpdpbusd %%zmm20, %%zmm17, %%zmm" NPU_STR(r1) "\n\t"		\
-	"vpdpbusd %%zmm20, %%zmm18, %%zmm" NPU_STR(r2) "\n\t"		\
-	"vpdpbusd %%zmm20, %%zmm19, %%zmm" NPU_STR(r3) "\n\t"
-#define ACC_COL_FULL(b, r0, r1, r2, r3)				\
-	"vmovdqu64 (%[" b "],%[off]), %%zmm20\n\t"			\
-	"vpdpbusd %%zmm20, %%zmm16, %%zmm" NPU_STR(r0) "\n\t"		\
-	"vpdpbusd %%zmm20, %%zmm17, %%zmm" NPU_STR(r1) "\n\t"		\
-	"vpdpbusd %%zmm20, %%zmm18, %%zmm" NPU_STR(r2) "\n\t"		\
-	"vpdpbusd %%zmm20, %%zmm19, %%zmm" NPU_STR(r3) "\n\t"
-#define LOAD_ROWS_FULL							\
-	"vpxord (%[a0],%[off]), %%zmm21, %%zmm16\n\t"			\
-	"vpxord (%[a1],%[off]), %%zmm21, %%zmm17\n\t"			\
-	"vpxord (%[a2],%[off]), %%zmm21, %%zmm18\n\t"			\
-	"vpxord (%[a3],%[off]), %%zmm21, %%zmm19\n\t"
-#define LOAD_ROWS							\
-	"vmovdqu8 (%[a0],%[off]), %%zmm16%{%%k1%}%{z%}\n\t"		\
-	"vmovdqu8 (%[a1],%[off]), %%zmm17%{%%k1%}%{z%}\n\t"		\
-	"vmovdqu8 (%[a2],%[off]), %%zmm18%{%%k1%}%{z%}\n\t"		\
-	"vmovdqu8 (%[a3],%[off]), %%zmm19%{%%k1%}%{z%}\n\t"		\
-	"vpxord %%zmm21, %%zmm16, %%zmm16\n\t"				\
-	"vpxord %%zmm21, %%zmm17, %%zmm17\n\t"				\
-	"vpxord %%zmm21, %%zmm18, %%zmm18\n\t"				\
-	"vpxord %%zmm21, %%zmm19, %%zmm19\n\t"
-#define STORE_ACC(r)	"vmovdqu64 %%zmm" NPU_STR(r) ", " NPU_STR(r) "*64(%[acc])\n\t"
+struct gm_pack {
+	uint32_t kq;		/* k-groups: ceil(k / 4) */
+	struct gm_ep *ep;	/* [ceil(n / 16)] */
+	uint8_t *b;		/* panels */
+};
 
-NPU_TGT NPU_INLINE __m512i tile4(const int8_t *a0, const int8_t *a1,
-				 const int8_t *a2, const int8_t *a3,
-				 const int8_t *b0, const int8_t *b1,
-				 const int8_t *b2, const int8_t *b3, uint32_t k)
+NPU_TGT static void *gemm_prep_avx512(const struct npu_gemm *g)
 {
-	__m512i acc[16];
-	uint64_t full = k / 64, off = 0;
-	uint64_t tail = k % 64 ? ~0ull >> (64 - k % 64) : 0;
+	uint32_t n = g->n, k = g->k, kq = (k + 3) / 4, nvt = (n + 15) / 16;
+	size_t size = 64 + (size_t)nvt * sizeof(struct gm_ep) + (size_t)nvt * kq * 64;
+	struct gm_pack *pp;
 
-	__asm__ volatile(
-		"vpxord %%zmm0, %%zmm0, %%zmm0\n\t"
-		"vmovdqa64 %%zmm0, %%zmm1\n\t" "vmovdqa64 %%zmm0, %%zmm2\n\t"
-		"vmovdqa64 %%zmm0, %%zmm3\n\t" "vmovdqa64 %%zmm0, %%zmm4\n\t"
-		"vmovdqa64 %%zmm0, %%zmm5\n\t" "vmovdqa64 %%zmm0, %%zmm6\n\t"
-		"vmovdqa64 %%zmm0, %%zmm7\n\t" "vmovdqa64 %%zmm0, %%zmm8\n\t"
-		"vmovdqa64 %%zmm0, %%zmm9\n\t" "vmovdqa64 %%zmm0, %%zmm10\n\t"
-		"vmovdqa64 %%zmm0, %%zmm11\n\t" "vmovdqa64 %%zmm0, %%zmm12\n\t"
-		"vmovdqa64 %%zmm0, %%zmm13\n\t" "vmovdqa64 %%zmm0, %%zmm14\n\t"
-		"vmovdqa64 %%zmm0, %%zmm15\n\t"
-		"movl $0x80808080, %%eax\n\t"
-		"vpbroadcastd %%eax, %%zmm21\n\t"
-		"test %[full], %[full]\n\t"
-		"jz 2f\n\t"
-		".p2align 4\n"
-		"1:\n\t"
-		LOAD_ROWS_FULL
-		ACC_COL_FULL("b0", 0, 4, 8, 12) ACC_COL_FULL("b1", 1, 5, 9, 13)
-		ACC_COL_FULL("b2", 2, 6, 10, 14) ACC_COL_FULL("b3", 3, 7, 11, 15)
-		"add $64, %[off]\n\t"
-		"dec %[full]\n\t"
-		"jnz 1b\n"
-		"2:\n\t"
-		"test %[tail], %[tail]\n\t"
-		"jz 3f\n\t"
-		"kmovq %[tail], %%k1\n\t"
-		LOAD_ROWS
-		ACC_COL("b0", 0, 4, 8, 12) ACC_COL("b1", 1, 5, 9, 13)
-		ACC_COL("b2", 2, 6, 10, 14) ACC_COL("b3", 3, 7, 11, 15)
-		"3:\n\t"
-		STORE_ACC(0) STORE_ACC(1) STORE_ACC(2) STORE_ACC(3)
-		STORE_ACC(4) STORE_ACC(5) STORE_ACC(6) STORE_ACC(7)
-		STORE_ACC(8) STORE_ACC(9) STORE_ACC(10) STORE_ACC(11)
-		STORE_ACC(12) STORE_ACC(13) STORE_ACC(14) STORE_ACC(15)
-		: [full] "+r"(full), [off] "+r"(off)
-		: [a0] "r"(a0), [a1] "r"(a1), [a2] "r"(a2), [a3] "r"(a3),
-		  [b0] "r"(b0), [b1] "r"(b1), [b2] "r"(b2), [b3] "r"(b3),
-		  [tail] "r"(tail), [acc] "r"(acc)
-		: "eax", "k1", "cc", "memory",
-		  "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7",
-		  "xmm8", "xmm9", "xmm10", "xmm11", "xmm12", "xmm13", "xmm14",
-		  "xmm15", "xmm16", "xmm17", "xmm18", "xmm19", "xmm20", "xmm21");
-	return red16(red4(acc[0], acc[1], acc[2], acc[3]),
-		     red4(acc[4], acc[5], acc[6], acc[7]),
-		     red4(acc[8], acc[9], acc[10], acc[11]),
-		     red4(acc[12], acc[13], acc[14], acc[15]));
-}
+	size = (size + 63) & ~(size_t)63;
+	pp = aligned_alloc(64, size);
+	if (!pp)
+		abort();
+	memset(pp, 0, size);
+	pp->kq = kq;
+	pp->ep = (struct gm_ep *)(void *)((char *)pp + 64);
+	pp->b = (uint8_t *)(pp->ep + nvt);
+	for (uint32_t j = 0; j < n; j++) {
+		uint32_t p = j / 32, nvp = n - 32 * p > 16 ? 2 : 1;
+		uint8_t *dst = pp->b + (size_t)p * kq * 128 + (j % 32 / 16) * 64 + (j % 16) * 4;
+		const int8_t *src = g->b + (size_t)j * g->ldb;
 
+		for (uint32_t kk = 0; kk < k; kk++)
+			dst[(size_t)(kk / 4) * nvp * 64 + kk % 4] = (uint8_t)(src[kk] ^ 0x80);
+	}
+	for (uint32_t bl = 0; bl < nvt; bl++) {
+		int32_t col[16], mult[16], sh[16];
+		int64_t me[8], mo[8], re[8], ro[8], se[8], so[8];
+		struct gm_ep *e = &pp->ep[bl];
 
-/* Requantizes a reduced tile and stores its valid mr x nv corner. */
-NPU_TGT NPU_INLINE void tile_store(const struct npu_gemm *g, const struct rq_vec *v,
-				   __m512i acc, __m512i row, uint32_t i0,
-				   uint32_t mr, uint32_t j0)
-{
-	const struct npu_rq *rq = &g->rq;
-	__m512i col = _mm512_broadcast_i32x4(_mm_loadu_si128((const void *)(rq->col + j0)));
-	__m512i mult = _mm512_broadcast_i32x4(_mm_loadu_si128((const void *)(rq->mult + j0)));
-	__m512i shift = _mm512_broadcast_i32x4(_mm_loadu_si128((const void *)(rq->shift + j0)));
-	uint32_t nv = g->n - j0 < 4 ? g->n - j0 : 4;
-	uint8_t bytes[16];
+		for (uint32_t l = 0; l < 16; l++) {
+			uint32_t j = 16 * bl + l;
 
-	acc = _mm512_add_epi32(_mm512_add_epi32(acc, col), row);
-	_mm_storeu_si128((void *)bytes, rq16(acc, mult, shift, v));
-	if (nv == 4)
-		for (uint32_t r = 0; r < mr; r++)
-			memcpy(g->orow[i0 + r] + j0, bytes + 4 * r, 4);
-	else
-		for (uint32_t r = 0; r < mr; r++)
-			memcpy(g->orow[i0 + r] + j0, bytes + 4 * r, nv);
-}
-
-/*
- * Columns are taken in blocks of about 32 KiB of b so the block stays in
- * L1 while every row tile passes over it; a row tile's k bytes then come
- * from L1 for all but the first column tile of a block.
- */
-NPU_TGT static void gemm_avx512vnni(const struct npu_gemm *g)
-{
-	const struct rq_vec v = rq_vec_init(&g->rq);
-	const __m512i row_idx = _mm512_set_epi32(3, 3, 3, 3, 2, 2, 2, 2,
-						 1, 1, 1, 1, 0, 0, 0, 0);
-	uint32_t m = g->m, n = g->n, k = g->k;
-	uint32_t nb = (32768 / k) & ~3u;
-
-	if (nb < 4)
-		nb = 4;
-	for (uint32_t jb = 0; jb < n; jb += nb) {
-		uint32_t je = n - jb < nb ? n : jb + nb, i0 = 0;
-
-		for (; i0 + 4 <= m; i0 += 4) {
-			const int8_t *a0 = g->arow[i0], *a1 = g->arow[i0 + 1];
-			const int8_t *a2 = g->arow[i0 + 2], *a3 = g->arow[i0 + 3];
-			__m512i row = _mm512_setzero_si512();
-
-			if (g->row)
-				row = _mm512_permutexvar_epi32(row_idx, _mm512_castsi128_si512(
-					_mm_loadu_si128((const void *)(g->row + i0))));
-			for (uint32_t j0 = jb; j0 < je; j0 += 4) {
-				/* Past n, repeat the last column and drop its results. */
-				const int8_t *b0 = g->b + (size_t)j0 * g->ldb;
-				const int8_t *b1 = g->b + (size_t)(j0 + 1 < n ? j0 + 1 : n - 1) * g->ldb;
-				const int8_t *b2 = g->b + (size_t)(j0 + 2 < n ? j0 + 2 : n - 1) * g->ldb;
-				const int8_t *b3 = g->b + (size_t)(j0 + 3 < n ? j0 + 3 : n - 1) * g->ldb;
-
-				tile_store(g, &v, tile4(a0, a1, a2, a3, b0, b1, b2, b3, k),
-					   row, i0, 4, j0);
-			}
+			col[l] = j < n ? g->rq.col[j] : 0;
+			mult[l] = j < n ? g->rq.mult[j] : 0;
+			sh[l] = j < n ? g->rq.shift[j] : 1;
 		}
-		for (; i0 < m; i0++) {
-			const int8_t *a0 = g->arow[i0];
-			__m512i row = _mm512_set1_epi32(g->row ? g->row[i0] : 0);
+		for (uint32_t i = 0; i < 8; i++) {
+			me[i] = mult[2 * i];
+			mo[i] = mult[2 * i + 1];
+			re[i] = (int64_t)1 << (sh[2 * i] - 1);
+			ro[i] = (int64_t)1 << (sh[2 * i + 1] - 1);
+			se[i] = sh[2 * i];
+			so[i] = sh[2 * i + 1];
+		}
+		e->col = _mm512_loadu_si512(col);
+		e->mult = _mm512_loadu_si512(me);
+		e->mult_o = _mm512_loadu_si512(mo);
+		e->rnd_e = _mm512_loadu_si512(re);
+		e->rnd_o = _mm512_loadu_si512(ro);
+		e->sh_e = _mm512_loadu_si512(se);
+		e->sh_o = _mm512_loadu_si512(so);
+	}
+	return pp;
+}
 
-			for (uint32_t j0 = jb; j0 < je; j0 += 4) {
-				const int8_t *b0 = g->b + (size_t)j0 * g->ldb;
-				const int8_t *b1 = g->b + (size_t)(j0 + 1 < n ? j0 + 1 : n - 1) * g->ldb;
-				const int8_t *b2 = g->b + (size_t)(j0 + 2 < n ? j0 + 2 : n - 1) * g->ldb;
-				const int8_t *b3 = g->b + (size_t)(j0 + 3 < n ? j0 + 3 : n - 1) * g->ldb;
+struct gm_consts {
+	__m512i lo, hi, zp;	/* act_min - zp_out, act_max - zp_out (int64); zp_out */
+};
 
-				tile_store(g, &v, tile1(a0, a0, a0, a0, b0, b1, b2, b3, k),
-					   row, i0, 1, j0);
-			}
+/*
+ * npu_requant() of 16 accumulators: vpmuldq on the even lanes and on the
+ * odd ones shifted down, the same 64-bit rounding and shift, the clamp
+ * before adding zp_out (clamp(v + zp, lo, hi) = clamp(v, lo - zp, hi - zp)
+ * + zp), and the low halves interleaved back.
+ */
+NPU_TGT NPU_INLINE __m128i gm_rq16(__m512i acc, const struct gm_ep *e,
+				   const struct gm_consts *c)
+{
+	__m512i pe = _mm512_mul_epi32(acc, e->mult);
+	__m512i po = _mm512_mul_epi32(_mm512_srli_epi64(acc, 32), e->mult_o);
+
+	pe = _mm512_srav_epi64(_mm512_add_epi64(pe, e->rnd_e), e->sh_e);
+	po = _mm512_srav_epi64(_mm512_add_epi64(po, e->rnd_o), e->sh_o);
+	pe = _mm512_min_epi64(_mm512_max_epi64(pe, c->lo), c->hi);
+	po = _mm512_min_epi64(_mm512_max_epi64(po, c->lo), c->hi);
+	return _mm512_cvtepi32_epi8(_mm512_add_epi32(c->zp, _mm512_mask_blend_epi32(
+		0xAAAA, pe, _mm512_slli_epi64(po, 32))));
+}
+
+/*
+ * One tile: rows a + r * lda (r < GM_MR), kf whole groups read in place,
+ * then the group 'tail' holds per row when k is not a multiple of 4;
+ * nv (1 or 2, a constant after inlining) vectors of channels from j0, of
+ * which nval < 32 are stored, for the first mr rows.
+ */
+NPU_TGT NPU_INLINE void gm_tile(int nv, const int8_t *a, ptrdiff_t lda, uint32_t kf,
+				const int32_t *tail, const uint8_t *bp,
+				const struct gm_ep *ep, const int32_t *row,
+				int8_t *const *orow, uint32_t mr, uint32_t j0,
+				uint32_t nval, const struct gm_consts *cc)
+{
+	__m512i c0[GM_MR], c1[GM_MR];
+
+#pragma GCC unroll 12
+	for (int r = 0; r < GM_MR; r++) {
+		__m512i rv = _mm512_set1_epi32(row[r]);
+
+		c0[r] = _mm512_add_epi32(ep[0].col, rv);
+		c1[r] = nv > 1 ? _mm512_add_epi32(ep[1].col, rv) : rv;
+	}
+	for (uint32_t q = 0; q < kf; q++, a += 4, bp += nv * 64) {
+		__m512i b0 = _mm512_load_si512((const void *)bp);
+		__m512i b1 = nv > 1 ? _mm512_load_si512((const void *)(bp + 64)) : b0;
+
+#pragma GCC unroll 12
+		for (int r = 0; r < GM_MR; r++) {
+			__m512i av = _mm512_set1_epi32(npu_ld_i32((const uint8_t *)a + r * lda));
+
+			c0[r] = _mm512_dpbusd_epi32(c0[r], b0, av);
+			if (nv > 1)
+				c1[r] = _mm512_dpbusd_epi32(c1[r], b1, av);
 		}
 	}
+	if (tail) {
+		__m512i b0 = _mm512_load_si512((const void *)bp);
+		__m512i b1 = nv > 1 ? _mm512_load_si512((const void *)(bp + 64)) : b0;
+
+#pragma GCC unroll 12
+		for (int r = 0; r < GM_MR; r++) {
+			__m512i av = _mm512_set1_epi32(tail[r]);
+
+			c0[r] = _mm512_dpbusd_epi32(c0[r], b0, av);
+			if (nv > 1)
+				c1[r] = _mm512_dpbusd_epi32(c1[r], b1, av);
+		}
+	}
+	__mmask16 m0 = nval >= 16 ? 0xFFFF : (__mmask16)((1u << nval) - 1);
+	__mmask16 m1 = nval >= 32 ? 0xFFFF : (__mmask16)((1u << (nval - 16)) - 1);
+
+#pragma GCC unroll 12
+	for (uint32_t r = 0; r < GM_MR; r++) {
+		if (r >= mr)
+			break;
+		_mm_mask_storeu_epi8(orow[r] + j0, m0, gm_rq16(c0[r], &ep[0], cc));
+		if (nv > 1)
+			_mm_mask_storeu_epi8(orow[r] + j0 + 16, m1, gm_rq16(c1[r], &ep[1], cc));
+	}
+}
+
+NPU_TGT static void gemm_avx512vnni(const struct npu_gemm *g)
+{
+	const struct gm_pack *pp = g->prep;
+	void *own = NULL;
+	uint32_t m = g->m, n = g->n, k = g->k, kfull = k / 4, kt = k % 4;
+	struct gm_consts cc = {
+		.lo = _mm512_set1_epi64((int64_t)g->rq.act_min - g->rq.zp_out),
+		.hi = _mm512_set1_epi64((int64_t)g->rq.act_max - g->rq.zp_out),
+		.zp = _mm512_set1_epi32(g->rq.zp_out),
+	};
+	int8_t *tmp = NULL;
+
+	if (!pp)
+		pp = own = gemm_prep_avx512(g);
+	size_t k4 = (size_t)pp->kq * 4;
+
+	for (uint32_t i0 = 0; i0 < m; i0 += GM_MR) {
+		uint32_t mr = m - i0 < GM_MR ? m - i0 : GM_MR, kf = kfull;
+		const int8_t *const *ar = g->arow + i0;
+		ptrdiff_t lda = mr > 1 ? ar[1] - ar[0] : 0;
+		int32_t row[GM_MR], tail[GM_MR];
+		const int32_t *tailp = NULL;
+		const int8_t *a = ar[0];
+		int uniform = mr == GM_MR;
+
+		for (uint32_t r = 2; r < mr && uniform; r++)
+			uniform = ar[r] - ar[r - 1] == lda;
+		if (uniform) {
+			if (kt) {
+				for (uint32_t r = 0; r < GM_MR; r++) {
+					tail[r] = 0;
+					memcpy(&tail[r], ar[r] + 4 * (size_t)kfull, kt);
+				}
+				tailp = tail;
+			}
+		} else {
+			/* Zero padding past k stays: only k bytes of a row are written. */
+			if (!tmp) {
+				tmp = calloc(GM_MR, k4);
+				if (!tmp)
+					abort();
+			}
+			for (uint32_t r = 0; r < mr; r++)
+				memcpy(tmp + r * k4, ar[r], k);
+			a = tmp;
+			lda = (ptrdiff_t)k4;
+			kf = pp->kq;
+		}
+		for (uint32_t r = 0; r < GM_MR; r++)
+			row[r] = g->row && r < mr ? g->row[i0 + r] : 0;
+		for (uint32_t j0 = 0; j0 < n; j0 += 32) {
+			const uint8_t *bp = pp->b + (size_t)(j0 / 32) * pp->kq * 128;
+			const struct gm_ep *ep = pp->ep + j0 / 16;
+			uint32_t nval = n - j0 < 32 ? n - j0 : 32;
+
+			if (nval > 16)
+				gm_tile(2, a, lda, kf, tailp, bp, ep, row, g->orow + i0, mr,
+					j0, nval, &cc);
+			else
+				gm_tile(1, a, lda, kf, tailp, bp, ep, row, g->orow + i0, mr,
+					j0, nval, &cc);
+		}
+	}
+	free(tmp);
+	free(own);
 }
 
 /* The taps [lo, hi) of one axis that land inside the input. */
@@ -621,8 +593,9 @@ static void lut_i8_avx512(const uint8_t *table, const uint8_t *src, uint8_t *dst
 
 const struct npu_kern npu_kern_avx512vnni = {
 	.name = "avx512vnni",
-	.dot_kind = NPU_DOT_U8S8,
+	.dot_kind = NPU_DOT_S8U8,
 	.gemm = gemm_avx512vnni,
+	.gemm_prep = gemm_prep_avx512,
 	.dw = dw_avx512,
 	.sum_i8 = sum_i8_avx512,
 	.dot16 = dot16_avx512,

@@ -191,20 +191,38 @@ static void fold_col(const struct npu_kern *kn, const struct npu_gemm *g,
 			c += -(uint32_t)(128 + g->za) *
 			     kn->sum_i8(g->b + j * g->ldb, g->k) +
 			     g->k * (uint32_t)g->za * (uint32_t)g->zb;
+		else if (kn->dot_kind == NPU_DOT_S8U8)
+			c += -(uint32_t)g->za * kn->sum_i8(g->b + j * g->ldb, g->k) +
+			     g->k * (uint32_t)g->za * (uint32_t)g->zb;
 		col[j] = (int32_t)c;
 	}
 }
 
-/* Per-row term of the VNNI form, needed only with a nonzero zb. */
+/*
+ * Per-row term of the VNNI forms: U8S8 needs it only with a nonzero zb,
+ * S8U8 always (the +128 of its unsigned weights).
+ */
 static void fold_rows(const struct npu_kern *kn, struct npu_gemm *g, int32_t *row)
 {
-	if (kn->dot_kind != NPU_DOT_U8S8 || !g->zb) {
+	uint32_t f = kn->dot_kind == NPU_DOT_S8U8 ? 128u + (uint32_t)g->zb :
+		     kn->dot_kind == NPU_DOT_U8S8 ? (uint32_t)g->zb : 0;
+
+	if (!f) {
 		g->row = NULL;
 		return;
 	}
 	for (uint32_t i = 0; i < g->m; i++)
-		row[i] = (int32_t)(-(uint32_t)g->zb * kn->sum_i8(g->arow[i], g->k));
+		row[i] = (int32_t)(-f * kn->sum_i8(g->arow[i], g->k));
 	g->row = row;
+}
+
+/* The kernel's once-per-instruction preparation of b, if it has one. */
+static void *gemm_prep(const struct npu_kern *kn, struct npu_gemm *g)
+{
+	void *p = kn->gemm_prep ? kn->gemm_prep(g) : NULL;
+
+	g->prep = p;
+	return p;
 }
 
 static int load_tables(struct chan_tables *t, const uint8_t *sram,
@@ -432,6 +450,7 @@ static void conv_gemm(const struct npu_kern *kn, const struct npu_insn_conv2d *i
 	int8_t **orow = malloc(sizeof(*orow) * chunk);
 	int32_t *row = malloc(sizeof(*row) * chunk);
 	int8_t *patch = direct ? NULL : malloc((size_t)chunk * k);
+	void *prep = NULL;
 
 	if (!arow || !orow || !row || (!direct && !patch))
 		abort();
@@ -447,6 +466,8 @@ static void conv_gemm(const struct npu_kern *kn, const struct npu_insn_conv2d *i
 		};
 
 		fold_col(kn, &gm, t->bias + g * cout_g, t->col + g * cout_g);
+		free(prep);
+		prep = gemm_prep(kn, &gm);
 		for (uint32_t p0 = 0; p0 < pixels; p0 += chunk) {
 			uint32_t m = pixels - p0 < chunk ? pixels - p0 : chunk;
 
@@ -481,6 +502,7 @@ static void conv_gemm(const struct npu_kern *kn, const struct npu_insn_conv2d *i
 		}
 	}
 out:
+	free(prep);
 	free(patch);
 	free(row);
 	free(orow);
@@ -648,6 +670,7 @@ static void conv_gemm_inserted(const struct npu_kern *kn,
 	int32_t *row = malloc(sizeof(*row) * chunk);
 	int8_t *patch = malloc((size_t)chunk * kmax);
 	int8_t *b = malloc((size_t)cout_g * kmax);
+	void *prep = NULL;
 	struct residue_classes rc;
 
 	if (!arow || !orow || !row || !patch || !b)
@@ -687,6 +710,8 @@ static void conv_gemm_inserted(const struct npu_kern *kn,
 					in->act_min, in->act_max },
 			};
 			fold_col(kn, &gm, t->bias + g * cout_g, t->col + g * cout_g);
+			free(prep);
+			prep = gemm_prep(kn, &gm);
 			npix = rows_h * cols_w;
 			for (uint32_t p = 0; p < npix; p++) {
 				uint32_t oh = rc.order_h[rc.start_h[rh] + p / cols_w];
@@ -712,6 +737,7 @@ static void conv_gemm_inserted(const struct npu_kern *kn,
 	}
 out:
 	residue_classes_fini(&rc);
+	free(prep);
 	free(b);
 	free(patch);
 	free(row);
@@ -1127,6 +1153,8 @@ void npu_op_matmul(const struct npu_insn_matmul *in, uint8_t *sram)
 	if (!arow || !orow || !row)
 		abort();
 	fold_col(kn, &gm, t.bias, t.col);
+	void *prep = gemm_prep(kn, &gm);
+
 	for (uint32_t i0 = 0; i0 < in->m && !ops_aborted(); i0 += chunk) {
 		gm.m = in->m - i0 < chunk ? in->m - i0 : chunk;
 		for (uint32_t i = 0; i < gm.m; i++) {
@@ -1138,6 +1166,7 @@ void npu_op_matmul(const struct npu_insn_matmul *in, uint8_t *sram)
 		kn->gemm(&gm);
 		ops_macs_done += (uint64_t)gm.m * gm.n * gm.k;
 	}
+	free(prep);
 	free(row);
 	free(orow);
 	free(arow);
