@@ -114,13 +114,25 @@ NPU_TGT static void *gemm_prep_avx512(const struct npu_gemm *g)
 	pp->kq = kq;
 	pp->ep = (struct gm_ep *)(void *)((char *)pp + 64);
 	pp->b = (uint8_t *)(pp->ep + nvt);
-	for (uint32_t j = 0; j < n; j++) {
-		uint32_t p = j / 32, nvp = n - 32 * p > 16 ? 2 : 1;
-		uint8_t *dst = pp->b + (size_t)p * kq * 128 + (j % 32 / 16) * 64 + (j % 16) * 4;
-		const int8_t *src = g->b + (size_t)j * g->ldb;
+	/* A 16-channel block's group q is one gather of a dword per channel. */
+	const __m512i flip = _mm512_set1_epi8((char)0x80);
+	const __m512i idx = _mm512_mullo_epi32(_mm512_set1_epi32((int32_t)g->ldb),
+		_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0));
 
-		for (uint32_t kk = 0; kk < k; kk++)
-			dst[(size_t)(kk / 4) * nvp * 64 + kk % 4] = (uint8_t)(src[kk] ^ 0x80);
+	for (uint32_t bl = 0; bl < nvt; bl++) {
+		uint32_t p = bl / 2, nvp = n - 32 * p > 16 ? 2 : 1, nc = n - 16 * bl;
+		__mmask16 mask = nc >= 16 ? 0xFFFF : (__mmask16)((1u << nc) - 1);
+		uint8_t *dst = pp->b + (size_t)p * kq * 128 + (bl % 2) * 64;
+		const int8_t *src = g->b + (size_t)16 * bl * g->ldb;
+
+		for (uint32_t q = 0; q < k / 4; q++, dst += nvp * 64)
+			_mm512_store_si512(dst, _mm512_maskz_xor_epi32(mask, flip,
+				_mm512_mask_i32gather_epi32(_mm512_setzero_si512(), mask, idx,
+							    src + 4 * q, 1)));
+		/* The k tail bytewise: a dword could reach past the last row. */
+		for (uint32_t l = 0; l < 16 && l < nc && k % 4; l++)
+			for (uint32_t t = 0; t < k % 4; t++)
+				dst[4 * l + t] = (uint8_t)(src[(size_t)l * g->ldb + k / 4 * 4 + t] ^ 0x80);
 	}
 	for (uint32_t bl = 0; bl < nvt; bl++) {
 		int32_t col[16], mult[16], sh[16];
