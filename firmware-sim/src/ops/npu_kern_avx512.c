@@ -327,16 +327,181 @@ static inline void tap_range(int64_t origin, uint32_t k, uint32_t dil, uint32_t 
 	*lo = (uint32_t)(l < *hi ? l : *hi);
 }
 
+/* VBMI is not part of this set's requirements (Cascade Lake has VNNI without it). */
+static int cpu_vbmi(void)
+{
+	static int vbmi = -1;
+	int has = __atomic_load_n(&vbmi, __ATOMIC_RELAXED);
+
+	if (has < 0) {
+		__builtin_cpu_init();
+		has = !!__builtin_cpu_supports("avx512vbmi");
+		__atomic_store_n(&vbmi, has, __ATOMIC_RELAXED);
+	}
+	return has;
+}
+
 /*
- * Depthwise: 16 channels per vector, taps accumulated with vpmulld; the
- * valid taps of each output pixel are found once, so the loop over taps
- * has no bounds checks.
+ * Depthwise with VNNI: four taps of 16 channels make one vpdpbusd. The
+ * four taps' 16 bytes are loaded into the four 128-bit lanes of a vector
+ * and vpermb turns it into per-channel dwords (byte 4 * l + t = tap t of
+ * channel l), flipped to u8 = x + 128; the weights (w - zp_w, int8 here)
+ * are packed the same way once per call, zero for the taps that pad a
+ * group. A tap in the padding reads zp_in, so every pixel sums all taps
+ * and the +128 and zp_in fold into the bias exactly:
+ * sum (x - zp_in) * w = sum u * w - (128 + zp_in) * sum w.
+ * Needs zp_in and every w - zp_w in int8, and VBMI (the caller checks);
+ * returns 0 (nothing done) else.
+ */
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx512vbmi")))
+static int dw_vnni(const struct npu_dw *d)
+{
+	uint32_t c = d->c, taps = d->k_h * d->k_w, ng = (taps + 3) / 4;
+	uint32_t ncb = (c + 15) / 16, cpad = ncb * 16;
+
+	if (d->zp_in < -128 || d->zp_in > 127)
+		return 0;
+	for (uint32_t t = 0; t < taps; t++)
+		for (uint32_t ch = 0; ch < c; ch++)
+			if (d->wt[(size_t)t * d->cpad + ch] < -128 ||
+			    d->wt[(size_t)t * d->cpad + ch] > 127)
+				return 0;
+
+	size_t wsize = (size_t)ncb * ng * 64;
+	int8_t *wp = aligned_alloc(64, wsize);
+	struct gm_ep *ep = aligned_alloc(64, (size_t)ncb * sizeof(*ep));
+	const int8_t **tp = malloc((size_t)ng * 4 * sizeof(*tp));
+	ptrdiff_t *off = malloc((size_t)taps * sizeof(*off));
+	int8_t *zpbuf = malloc(cpad);
+	const struct npu_rq *rq = &d->rq;
+	struct gm_consts cc = {
+		.lo = _mm512_set1_epi64((int64_t)rq->act_min - rq->zp_out),
+		.hi = _mm512_set1_epi64((int64_t)rq->act_max - rq->zp_out),
+		.zp = _mm512_set1_epi32(rq->zp_out),
+	};
+	const __m512i flip = _mm512_set1_epi8((char)0x80);
+	uint8_t perm[64];
+
+	if (!wp || !ep || !tp || !off || !zpbuf)
+		abort();
+	memset(wp, 0, wsize);
+	memset(zpbuf, (uint8_t)d->zp_in, cpad);
+	for (uint32_t t = 0; t < 64; t++)
+		perm[t] = (uint8_t)(16 * (t % 4) + t / 4);
+	const __m512i idx = _mm512_loadu_si512(perm);
+
+	for (uint32_t cb = 0; cb < ncb; cb++) {
+		int32_t col[16], mult[16], sh[16];
+		int64_t me[8], mo[8], re[8], ro[8], se[8], so[8];
+
+		for (uint32_t l = 0; l < 16; l++) {
+			uint32_t ch = 16 * cb + l;
+			uint32_t sum = 0;
+
+			if (ch >= c) {
+				col[l] = mult[l] = 0;
+				sh[l] = 1;
+				continue;
+			}
+			for (uint32_t t = 0; t < taps; t++) {
+				int32_t w = d->wt[(size_t)t * d->cpad + ch];
+
+				wp[((size_t)cb * ng + t / 4) * 64 + 4 * l + t % 4] = (int8_t)w;
+				sum += (uint32_t)w;
+			}
+			col[l] = (int32_t)((uint32_t)rq->col[ch] - (uint32_t)(128 + d->zp_in) * sum);
+			mult[l] = rq->mult[ch];
+			sh[l] = rq->shift[ch];
+		}
+		for (uint32_t i = 0; i < 8; i++) {
+			me[i] = mult[2 * i];
+			mo[i] = mult[2 * i + 1];
+			re[i] = (int64_t)1 << (sh[2 * i] - 1);
+			ro[i] = (int64_t)1 << (sh[2 * i + 1] - 1);
+			se[i] = sh[2 * i];
+			so[i] = sh[2 * i + 1];
+		}
+		ep[cb].col = _mm512_loadu_si512(col);
+		ep[cb].mult = _mm512_loadu_si512(me);
+		ep[cb].mult_o = _mm512_loadu_si512(mo);
+		ep[cb].rnd_e = _mm512_loadu_si512(re);
+		ep[cb].rnd_o = _mm512_loadu_si512(ro);
+		ep[cb].sh_e = _mm512_loadu_si512(se);
+		ep[cb].sh_o = _mm512_loadu_si512(so);
+	}
+	for (uint32_t t = 0; t < taps; t++)
+		off[t] = (ptrdiff_t)(t / d->k_w) * d->dil_h * (ptrdiff_t)d->in_rs +
+			 (ptrdiff_t)(t % d->k_w) * d->dil_w * (ptrdiff_t)d->in_ps;
+	for (uint32_t t = taps; t < ng * 4; t++)
+		tp[t] = zpbuf;
+
+	for (uint32_t oh = d->oh_begin; oh < d->oh_end; oh++) {
+		int64_t ih0 = (int64_t)oh * d->stride_h - d->pad_top;
+		uint32_t kh_lo, kh_hi;
+
+		tap_range(ih0, d->k_h, d->dil_h, d->in_h, &kh_lo, &kh_hi);
+		for (uint32_t ow = 0; ow < d->out_w; ow++) {
+			int64_t iw0 = (int64_t)ow * d->stride_w - d->pad_left;
+			int8_t *out = d->out + oh * d->out_rs + ow * d->out_ps;
+			uint32_t kw_lo, kw_hi;
+
+			tap_range(iw0, d->k_w, d->dil_w, d->in_w, &kw_lo, &kw_hi);
+			if (kh_lo == 0 && kh_hi == d->k_h && kw_lo == 0 && kw_hi == d->k_w) {
+				const int8_t *x0 = d->in + ih0 * (int64_t)d->in_rs +
+						   iw0 * (int64_t)d->in_ps;
+
+				for (uint32_t t = 0; t < taps; t++)
+					tp[t] = x0 + off[t];
+			} else {
+				for (uint32_t t = 0; t < taps; t++) {
+					uint32_t kh = t / d->k_w, kw = t % d->k_w;
+
+					tp[t] = kh >= kh_lo && kh < kh_hi && kw >= kw_lo && kw < kw_hi ?
+						d->in + (ih0 + (int64_t)kh * d->dil_h) * d->in_rs +
+						(iw0 + (int64_t)kw * d->dil_w) * d->in_ps : zpbuf;
+				}
+			}
+			for (uint32_t cb = 0; cb < ncb; cb++) {
+				uint32_t nc = c - 16 * cb;
+				__mmask16 m = nc >= 16 ? 0xFFFF : (__mmask16)((1u << nc) - 1);
+				const int8_t *w = wp + (size_t)cb * ng * 64;
+				__m512i acc = ep[cb].col;
+
+				for (uint32_t g = 0; g < ng; g++, w += 64) {
+					const int8_t *const *p = tp + 4 * g;
+					__m512i v = _mm512_castsi128_si512(_mm_maskz_loadu_epi8(m, p[0] + 16 * cb));
+
+					v = _mm512_inserti32x4(v, _mm_maskz_loadu_epi8(m, p[1] + 16 * cb), 1);
+					v = _mm512_inserti32x4(v, _mm_maskz_loadu_epi8(m, p[2] + 16 * cb), 2);
+					v = _mm512_inserti32x4(v, _mm_maskz_loadu_epi8(m, p[3] + 16 * cb), 3);
+					v = _mm512_xor_si512(_mm512_permutexvar_epi8(idx, v), flip);
+					acc = _mm512_dpbusd_epi32(acc, v, _mm512_load_si512((const void *)w));
+				}
+				_mm_mask_storeu_epi8(out + 16 * cb, m, gm_rq16(acc, &ep[cb], &cc));
+			}
+		}
+	}
+	free(zpbuf);
+	free(off);
+	free(tp);
+	free(ep);
+	free(wp);
+	return 1;
+}
+
+/*
+ * Depthwise without VBMI or with operands outside int8: 16 channels per
+ * vector, taps accumulated with vpmulld; the valid taps of each output
+ * pixel are found once, so the loop over taps has no bounds checks.
  */
 NPU_TGT static void dw_avx512(const struct npu_dw *d)
 {
 	const struct npu_rq *rq = &d->rq;
 	const struct rq_vec v = rq_vec_init(rq);
 	const __m512i zp = _mm512_set1_epi32(d->zp_in);
+
+	if (cpu_vbmi() && dw_vnni(d))
+		return;
 
 	for (uint32_t oh = d->oh_begin; oh < d->oh_end; oh++) {
 		int64_t ih0 = (int64_t)oh * d->stride_h - d->pad_top;
@@ -589,15 +754,7 @@ static void lut_i8_vbmi(const uint8_t *table, const uint8_t *src, uint8_t *dst, 
 
 static void lut_i8_avx512(const uint8_t *table, const uint8_t *src, uint8_t *dst, size_t n)
 {
-	static int vbmi = -1;
-	int has = __atomic_load_n(&vbmi, __ATOMIC_RELAXED);
-
-	if (has < 0) {
-		__builtin_cpu_init();
-		has = !!__builtin_cpu_supports("avx512vbmi");
-		__atomic_store_n(&vbmi, has, __ATOMIC_RELAXED);
-	}
-	if (has)
+	if (cpu_vbmi())
 		lut_i8_vbmi(table, src, dst, n);
 	else
 		npu_portable_lut_i8(table, src, dst, n);
