@@ -249,6 +249,25 @@ NPU_TGT NPU_INLINE void gm_tile(int nv, const int8_t *a, ptrdiff_t lda, uint32_t
 	}
 }
 
+/*
+ * Sum of a row's k int8, modulo 2^32: vpsadbw on u8 = a ^ 0x80, less 128
+ * per byte of every block (masked-off bytes load as 0, count as 0x80).
+ */
+NPU_TGT NPU_INLINE uint32_t row_sum(const int8_t *p, uint32_t k)
+{
+	const __m512i flip = _mm512_set1_epi8((char)0x80);
+	__m512i s = _mm512_setzero_si512();
+	uint32_t kk = 0;
+
+	for (; kk < k; kk += 64) {
+		__mmask64 m = k - kk >= 64 ? ~0ull : ~0ull >> (64 - (k - kk));
+
+		s = _mm512_add_epi64(s, _mm512_sad_epu8(_mm512_xor_si512(
+			_mm512_maskz_loadu_epi8(m, p + kk), flip), _mm512_setzero_si512()));
+	}
+	return (uint32_t)_mm512_reduce_add_epi64(s) - 128u * kk;
+}
+
 NPU_TGT static void gemm_avx512vnni(const struct npu_gemm *g)
 {
 	const struct gm_pack *pp = g->prep;
@@ -297,8 +316,10 @@ NPU_TGT static void gemm_avx512vnni(const struct npu_gemm *g)
 			lda = (ptrdiff_t)k4;
 			kf = pp->kq;
 		}
+		/* The S8U8 row term, -(128 + zb) * sum a, plus any the caller gave. */
 		for (uint32_t r = 0; r < GM_MR; r++)
-			row[r] = g->row && r < mr ? g->row[i0 + r] : 0;
+			row[r] = r >= mr ? 0 : (int32_t)((g->row ? (uint32_t)g->row[i0 + r] : 0) -
+				(128u + (uint32_t)g->zb) * row_sum(ar[r], k));
 		for (uint32_t j0 = 0; j0 < n; j0 += 32) {
 			const uint8_t *bp = pp->b + (size_t)(j0 / 32) * pp->kq * 128;
 			const struct gm_ep *ep = pp->ep + j0 / 16;

@@ -191,7 +191,7 @@ static void fold_col(const struct npu_kern *kn, const struct npu_gemm *g,
 			c += -(uint32_t)(128 + g->za) *
 			     kn->sum_i8(g->b + j * g->ldb, g->k) +
 			     g->k * (uint32_t)g->za * (uint32_t)g->zb;
-		else if (kn->dot_kind == NPU_DOT_S8U8)
+		else if (kn->dot_kind == NPU_DOT_S8U8 && g->za)
 			c += -(uint32_t)g->za * kn->sum_i8(g->b + j * g->ldb, g->k) +
 			     g->k * (uint32_t)g->za * (uint32_t)g->zb;
 		col[j] = (int32_t)c;
@@ -199,20 +199,17 @@ static void fold_col(const struct npu_kern *kn, const struct npu_gemm *g,
 }
 
 /*
- * Per-row term of the VNNI forms: U8S8 needs it only with a nonzero zb,
- * S8U8 always (the +128 of its unsigned weights).
+ * Per-row term of the U8S8 form, needed only with a nonzero zb (an S8U8
+ * kernel adds its own).
  */
 static void fold_rows(const struct npu_kern *kn, struct npu_gemm *g, int32_t *row)
 {
-	uint32_t f = kn->dot_kind == NPU_DOT_S8U8 ? 128u + (uint32_t)g->zb :
-		     kn->dot_kind == NPU_DOT_U8S8 ? (uint32_t)g->zb : 0;
-
-	if (!f) {
+	if (kn->dot_kind != NPU_DOT_U8S8 || !g->zb) {
 		g->row = NULL;
 		return;
 	}
 	for (uint32_t i = 0; i < g->m; i++)
-		row[i] = (int32_t)(-f * kn->sum_i8(g->arow[i], g->k));
+		row[i] = (int32_t)(-(uint32_t)g->zb * kn->sum_i8(g->arow[i], g->k));
 	g->row = row;
 }
 

@@ -207,7 +207,8 @@ enum npu_dot_kind {
 	/*
 	 * dot = sum a * ((b ^ 0x80) as u8), the VNNI form with the weights as
 	 * the unsigned side: col = bias - za * sum b + k * za * zb and
-	 * row = -(128 + zb) * sum a.
+	 * row = NULL: the kernel adds -(128 + zb) * sum a itself, from the
+	 * rows it reads anyway.
 	 */
 	NPU_DOT_S8U8,
 };
