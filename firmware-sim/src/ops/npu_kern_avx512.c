@@ -100,6 +100,35 @@ struct gm_pack {
 	uint8_t *b;		/* panels */
 };
 
+/* out[c] = dword c of every in[r], r = 0..15 (a 16 x 16 dword transpose). */
+NPU_TGT NPU_INLINE void transpose16x16(const __m512i in[16], __m512i out[16])
+{
+	__m512i t[16], u[16];
+
+	for (int i = 0; i < 8; i++) {
+		t[2 * i] = _mm512_unpacklo_epi32(in[2 * i], in[2 * i + 1]);
+		t[2 * i + 1] = _mm512_unpackhi_epi32(in[2 * i], in[2 * i + 1]);
+	}
+	/* u[4b + j]: per 128-bit lane L, dword 4L + j of rows 4b..4b+3 */
+	for (int b = 0; b < 4; b++) {
+		u[4 * b] = _mm512_unpacklo_epi64(t[4 * b], t[4 * b + 2]);
+		u[4 * b + 1] = _mm512_unpackhi_epi64(t[4 * b], t[4 * b + 2]);
+		u[4 * b + 2] = _mm512_unpacklo_epi64(t[4 * b + 1], t[4 * b + 3]);
+		u[4 * b + 3] = _mm512_unpackhi_epi64(t[4 * b + 1], t[4 * b + 3]);
+	}
+	for (int j = 0; j < 4; j++) {
+		__m512i x01 = _mm512_shuffle_i32x4(u[j], u[4 + j], _MM_SHUFFLE(1, 0, 1, 0));
+		__m512i y01 = _mm512_shuffle_i32x4(u[8 + j], u[12 + j], _MM_SHUFFLE(1, 0, 1, 0));
+		__m512i x23 = _mm512_shuffle_i32x4(u[j], u[4 + j], _MM_SHUFFLE(3, 2, 3, 2));
+		__m512i y23 = _mm512_shuffle_i32x4(u[8 + j], u[12 + j], _MM_SHUFFLE(3, 2, 3, 2));
+
+		out[j] = _mm512_shuffle_i32x4(x01, y01, _MM_SHUFFLE(2, 0, 2, 0));
+		out[4 + j] = _mm512_shuffle_i32x4(x01, y01, _MM_SHUFFLE(3, 1, 3, 1));
+		out[8 + j] = _mm512_shuffle_i32x4(x23, y23, _MM_SHUFFLE(2, 0, 2, 0));
+		out[12 + j] = _mm512_shuffle_i32x4(x23, y23, _MM_SHUFFLE(3, 1, 3, 1));
+	}
+}
+
 NPU_TGT static void *gemm_prep_avx512(const struct npu_gemm *g)
 {
 	uint32_t n = g->n, k = g->k, kq = (k + 3) / 4, nvt = (n + 15) / 16;
@@ -110,29 +139,35 @@ NPU_TGT static void *gemm_prep_avx512(const struct npu_gemm *g)
 	pp = aligned_alloc(64, size);
 	if (!pp)
 		abort();
-	memset(pp, 0, size);
+	/* No clearing: the transposes below write every byte of the panels. */
 	pp->kq = kq;
 	pp->ep = (struct gm_ep *)(void *)((char *)pp + 64);
 	pp->b = (uint8_t *)(pp->ep + nvt);
-	/* A 16-channel block's group q is one gather of a dword per channel. */
+	/*
+	 * A 16-channel block, 64 bytes of k at a time: 16 rows (zero past n
+	 * and k, flipped where loaded) transposed as 16 x 16 dwords give the
+	 * block's next 16 groups.
+	 */
 	const __m512i flip = _mm512_set1_epi8((char)0x80);
-	const __m512i idx = _mm512_mullo_epi32(_mm512_set1_epi32((int32_t)g->ldb),
-		_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0));
 
 	for (uint32_t bl = 0; bl < nvt; bl++) {
 		uint32_t p = bl / 2, nvp = n - 32 * p > 16 ? 2 : 1, nc = n - 16 * bl;
-		__mmask16 mask = nc >= 16 ? 0xFFFF : (__mmask16)((1u << nc) - 1);
 		uint8_t *dst = pp->b + (size_t)p * kq * 128 + (bl % 2) * 64;
 		const int8_t *src = g->b + (size_t)16 * bl * g->ldb;
 
-		for (uint32_t q = 0; q < k / 4; q++, dst += nvp * 64)
-			_mm512_store_si512(dst, _mm512_maskz_xor_epi32(mask, flip,
-				_mm512_mask_i32gather_epi32(_mm512_setzero_si512(), mask, idx,
-							    src + 4 * q, 1)));
-		/* The k tail bytewise: a dword could reach past the last row. */
-		for (uint32_t l = 0; l < 16 && l < nc && k % 4; l++)
-			for (uint32_t t = 0; t < k % 4; t++)
-				dst[4 * l + t] = (uint8_t)(src[(size_t)l * g->ldb + k / 4 * 4 + t] ^ 0x80);
+		for (uint32_t k0 = 0; k0 < k; k0 += 64) {
+			__mmask64 km = k - k0 >= 64 ? ~0ull : ~0ull >> (64 - (k - k0));
+			__m512i r[16], t[16];
+
+			for (uint32_t l = 0; l < 16; l++)
+				r[l] = l < nc ? _mm512_xor_si512(_mm512_maskz_loadu_epi8(
+						km, src + (size_t)l * g->ldb + k0),
+						_mm512_maskz_mov_epi8(km, flip)) :
+					_mm512_setzero_si512();
+			transpose16x16(r, t);
+			for (uint32_t c = 0; c < 16 && k0 / 4 + c < kq; c++)
+				_mm512_store_si512(dst + (size_t)(k0 / 4 + c) * nvp * 64, t[c]);
+		}
 	}
 	for (uint32_t bl = 0; bl < nvt; bl++) {
 		int32_t col[16], mult[16], sh[16];
