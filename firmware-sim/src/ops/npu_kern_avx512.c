@@ -398,6 +398,122 @@ static int cpu_vbmi(void)
 }
 
 /*
+ * dw_vnni() with dil_w 1: input rows are turned into per-channel dwords
+ * once, H[p] = (u[p], u[p + 1], u[p + 2], u[p + 3]) for u = x ^ 0x80 of
+ * the row padded with zp_in (position p is input column p - pad_left), so
+ * a kernel row's taps kw = 4 * j .. 4 * j + 3 of an output pixel are the
+ * one vector H[ow * stride_w + 4 * j]. The rows live in a ring of
+ * (k_h - 1) * dil_h + 1 slots, each built when first needed.
+ */
+#define NPU_TGT_VBMI __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx512vbmi")))
+
+NPU_TGT_VBMI static void dw_rows(const struct npu_dw *d, const int8_t *wp,
+				 const struct gm_ep *ep, const struct gm_consts *cc,
+				 __m512i idx, const int8_t *zpbuf, uint32_t ng,
+				 uint32_t ncb)
+{
+	const __m512i flip = _mm512_set1_epi8((char)0x80);
+	uint32_t c = d->c, ngw = ng / d->k_h;
+	uint32_t wpos = (d->out_w - 1) * d->stride_w + 4 * ngw;
+	uint32_t nslot = (d->k_h - 1) * d->dil_h + 1;
+	size_t row_bytes = (size_t)wpos * ncb * 64;
+	uint8_t *ring = aligned_alloc(64, nslot * row_bytes);
+	int64_t *tag = malloc(nslot * sizeof(*tag));
+
+	if (!ring || !tag)
+		abort();
+	for (uint32_t i = 0; i < nslot; i++)
+		tag[i] = INT64_MIN;
+	for (uint32_t oh = d->oh_begin; oh < d->oh_end; oh++) {
+		int64_t ih0 = (int64_t)oh * d->stride_h - d->pad_top;
+		const uint8_t *hrow[256];
+
+		for (uint32_t kh = 0; kh < d->k_h; kh++) {
+			int64_t ih = ih0 + (int64_t)kh * d->dil_h;
+			uint32_t slot = (uint32_t)(((ih % nslot) + nslot) % nslot);
+			uint8_t *h = ring + slot * row_bytes;
+
+			hrow[kh] = h;
+			if (tag[slot] == ih)
+				continue;
+			tag[slot] = ih;
+			if (ih < 0 || ih >= d->in_h) {
+				memset(h, (uint8_t)d->zp_in ^ 0x80, row_bytes);
+				continue;
+			}
+			const int8_t *x = d->in + ih * d->in_rs;
+
+			for (uint32_t p = 0; p < wpos; p++) {
+				const int8_t *px[4];
+
+				for (uint32_t t = 0; t < 4; t++) {
+					int64_t iw = (int64_t)p + t - d->pad_left;
+
+					px[t] = iw >= 0 && iw < d->in_w ? x + iw * d->in_ps : zpbuf;
+				}
+				for (uint32_t cb = 0; cb < ncb; cb++, h += 64) {
+					uint32_t nc = c - 16 * cb;
+					__mmask16 m = nc >= 16 ? 0xFFFF : (__mmask16)((1u << nc) - 1);
+					__m512i v = _mm512_castsi128_si512(_mm_maskz_loadu_epi8(m, px[0] + 16 * cb));
+
+					v = _mm512_inserti32x4(v, _mm_maskz_loadu_epi8(m, px[1] + 16 * cb), 1);
+					v = _mm512_inserti32x4(v, _mm_maskz_loadu_epi8(m, px[2] + 16 * cb), 2);
+					v = _mm512_inserti32x4(v, _mm_maskz_loadu_epi8(m, px[3] + 16 * cb), 3);
+					_mm512_store_si512(h, _mm512_xor_si512(
+						_mm512_permutexvar_epi8(idx, v), flip));
+				}
+			}
+		}
+		/* Four output pixels at a time: four independent accumulators. */
+		for (uint32_t ow = 0; ow < d->out_w; ow += 4) {
+			uint32_t npx = d->out_w - ow < 4 ? d->out_w - ow : 4;
+			int8_t *out = d->out + oh * d->out_rs + ow * d->out_ps;
+			size_t p0 = (size_t)ow * d->stride_w * ncb * 64;
+			size_t px = (size_t)d->stride_w * ncb * 64;	/* next pixel in H */
+			size_t jx = (size_t)4 * ncb * 64;		/* next group in H */
+			/* Past out_w, pixels redo the last one and are not stored. */
+			size_t o1 = (npx > 1 ? 1 : 0) * px, o2 = (npx > 2 ? 2 : npx - 1) * px;
+			size_t o3 = (npx > 3 ? 3 : npx - 1) * px;
+			for (uint32_t cb = 0; cb < ncb; cb++) {
+				uint32_t nc = c - 16 * cb;
+				__mmask16 m = nc >= 16 ? 0xFFFF : (__mmask16)((1u << nc) - 1);
+				const int8_t *w = wp + (size_t)cb * ng * 64;
+				__m512i a0 = ep[cb].col, a1 = a0, a2 = a0, a3 = a0;
+
+				for (uint32_t kh = 0; kh < d->k_h; kh++) {
+					const uint8_t *h = hrow[kh] + p0 + (size_t)cb * 64;
+
+					for (uint32_t j = 0; j < ngw; j++, w += 64, h += jx) {
+						__m512i wv = _mm512_load_si512((const void *)w);
+
+						a0 = _mm512_dpbusd_epi32(a0, _mm512_load_si512(
+							(const void *)h), wv);
+						a1 = _mm512_dpbusd_epi32(a1, _mm512_load_si512(
+							(const void *)(h + o1)), wv);
+						a2 = _mm512_dpbusd_epi32(a2, _mm512_load_si512(
+							(const void *)(h + o2)), wv);
+						a3 = _mm512_dpbusd_epi32(a3, _mm512_load_si512(
+							(const void *)(h + o3)), wv);
+					}
+				}
+				_mm_mask_storeu_epi8(out + 16 * cb, m, gm_rq16(a0, &ep[cb], cc));
+				if (npx > 1)
+					_mm_mask_storeu_epi8(out + d->out_ps + 16 * cb, m,
+							     gm_rq16(a1, &ep[cb], cc));
+				if (npx > 2)
+					_mm_mask_storeu_epi8(out + 2 * d->out_ps + 16 * cb, m,
+							     gm_rq16(a2, &ep[cb], cc));
+				if (npx > 3)
+					_mm_mask_storeu_epi8(out + 3 * d->out_ps + 16 * cb, m,
+							     gm_rq16(a3, &ep[cb], cc));
+			}
+		}
+	}
+	free(tag);
+	free(ring);
+}
+
+/*
  * Depthwise with VNNI: four taps of 16 channels make one vpdpbusd. The
  * four taps' 16 bytes are loaded into the four 128-bit lanes of a vector
  * and vpermb turns it into per-channel dwords (byte 4 * l + t = tap t of
@@ -409,11 +525,13 @@ static int cpu_vbmi(void)
  * Needs zp_in and every w - zp_w in int8, and VBMI (the caller checks);
  * returns 0 (nothing done) else.
  */
-__attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx512vbmi")))
-static int dw_vnni(const struct npu_dw *d)
+NPU_TGT_VBMI static int dw_vnni(const struct npu_dw *d)
 {
-	uint32_t c = d->c, taps = d->k_h * d->k_w, ng = (taps + 3) / 4;
+	uint32_t c = d->c, taps = d->k_h * d->k_w, ngw = (d->k_w + 3) / 4;
 	uint32_t ncb = (c + 15) / 16, cpad = ncb * 16;
+	/* Groups: kernel rows cut in fours with dil_w 1 (dw_rows), else all taps. */
+	int rows = d->dil_w == 1;
+	uint32_t ng = rows ? d->k_h * ngw : (taps + 3) / 4;
 
 	if (d->zp_in < -128 || d->zp_in > 127)
 		return 0;
@@ -462,7 +580,10 @@ static int dw_vnni(const struct npu_dw *d)
 			for (uint32_t t = 0; t < taps; t++) {
 				int32_t w = d->wt[(size_t)t * d->cpad + ch];
 
-				wp[((size_t)cb * ng + t / 4) * 64 + 4 * l + t % 4] = (int8_t)w;
+				uint32_t slot = rows ? (t / d->k_w * ngw + t % d->k_w / 4) * 4 +
+						       t % d->k_w % 4 : t;
+
+				wp[((size_t)cb * ng + slot / 4) * 64 + 4 * l + slot % 4] = (int8_t)w;
 				sum += (uint32_t)w;
 			}
 			col[l] = (int32_t)((uint32_t)rq->col[ch] - (uint32_t)(128 + d->zp_in) * sum);
@@ -484,6 +605,10 @@ static int dw_vnni(const struct npu_dw *d)
 		ep[cb].rnd_o = _mm512_loadu_si512(ro);
 		ep[cb].sh_e = _mm512_loadu_si512(se);
 		ep[cb].sh_o = _mm512_loadu_si512(so);
+	}
+	if (rows) {
+		dw_rows(d, wp, ep, &cc, idx, zpbuf, ng, ncb);
+		goto out;
 	}
 	for (uint32_t t = 0; t < taps; t++)
 		off[t] = (ptrdiff_t)(t / d->k_w) * d->dil_h * (ptrdiff_t)d->in_rs +
@@ -537,6 +662,7 @@ static int dw_vnni(const struct npu_dw *d)
 			}
 		}
 	}
+out:
 	free(zpbuf);
 	free(off);
 	free(tp);
