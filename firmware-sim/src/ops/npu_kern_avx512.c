@@ -272,7 +272,7 @@ NPU_TGT NPU_INLINE void gm_tile(int nv, const int8_t *a, ptrdiff_t lda, uint32_t
 		}
 	}
 	__mmask16 m0 = nval >= 16 ? 0xFFFF : (__mmask16)((1u << nval) - 1);
-	__mmask16 m1 = nval >= 32 ? 0xFFFF : (__mmask16)((1u << (nval - 16)) - 1);
+	__mmask16 m1 = nval >= 32 ? 0xFFFF : nval <= 16 ? 0 : (__mmask16)((1u << (nval - 16)) - 1);
 
 #pragma GCC unroll 12
 	for (uint32_t r = 0; r < GM_MR; r++) {
