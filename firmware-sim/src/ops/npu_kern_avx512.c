@@ -100,6 +100,30 @@ struct gm_pack {
 	uint8_t *b;		/* panels */
 };
 
+/* A 16-channel block's epilogue: its col, and mult, 2^(shift - 1) and
+ * shift as the even and odd 64-bit lanes vpmuldq and vpsravq work on. */
+NPU_TGT static void gm_ep_fill(struct gm_ep *e, const int32_t col[16],
+			       const int32_t mult[16], const int32_t sh[16])
+{
+	int64_t me[8], mo[8], re[8], ro[8], se[8], so[8];
+
+	for (uint32_t i = 0; i < 8; i++) {
+		me[i] = mult[2 * i];
+		mo[i] = mult[2 * i + 1];
+		re[i] = (int64_t)1 << (sh[2 * i] - 1);
+		ro[i] = (int64_t)1 << (sh[2 * i + 1] - 1);
+		se[i] = sh[2 * i];
+		so[i] = sh[2 * i + 1];
+	}
+	e->col = _mm512_loadu_si512(col);
+	e->mult = _mm512_loadu_si512(me);
+	e->mult_o = _mm512_loadu_si512(mo);
+	e->rnd_e = _mm512_loadu_si512(re);
+	e->rnd_o = _mm512_loadu_si512(ro);
+	e->sh_e = _mm512_loadu_si512(se);
+	e->sh_o = _mm512_loadu_si512(so);
+}
+
 /* out[c] = dword c of every in[r], r = 0..15 (a 16 x 16 dword transpose). */
 NPU_TGT NPU_INLINE void transpose16x16(const __m512i in[16], __m512i out[16])
 {
@@ -171,8 +195,6 @@ NPU_TGT static void *gemm_prep_avx512(const struct npu_gemm *g)
 	}
 	for (uint32_t bl = 0; bl < nvt; bl++) {
 		int32_t col[16], mult[16], sh[16];
-		int64_t me[8], mo[8], re[8], ro[8], se[8], so[8];
-		struct gm_ep *e = &pp->ep[bl];
 
 		for (uint32_t l = 0; l < 16; l++) {
 			uint32_t j = 16 * bl + l;
@@ -181,21 +203,7 @@ NPU_TGT static void *gemm_prep_avx512(const struct npu_gemm *g)
 			mult[l] = j < n ? g->rq.mult[j] : 0;
 			sh[l] = j < n ? g->rq.shift[j] : 1;
 		}
-		for (uint32_t i = 0; i < 8; i++) {
-			me[i] = mult[2 * i];
-			mo[i] = mult[2 * i + 1];
-			re[i] = (int64_t)1 << (sh[2 * i] - 1);
-			ro[i] = (int64_t)1 << (sh[2 * i + 1] - 1);
-			se[i] = sh[2 * i];
-			so[i] = sh[2 * i + 1];
-		}
-		e->col = _mm512_loadu_si512(col);
-		e->mult = _mm512_loadu_si512(me);
-		e->mult_o = _mm512_loadu_si512(mo);
-		e->rnd_e = _mm512_loadu_si512(re);
-		e->rnd_o = _mm512_loadu_si512(ro);
-		e->sh_e = _mm512_loadu_si512(se);
-		e->sh_o = _mm512_loadu_si512(so);
+		gm_ep_fill(&pp->ep[bl], col, mult, sh);
 	}
 	return pp;
 }
@@ -535,11 +543,6 @@ NPU_TGT_VBMI static int dw_vnni(const struct npu_dw *d)
 
 	if (d->zp_in < -128 || d->zp_in > 127)
 		return 0;
-	for (uint32_t t = 0; t < taps; t++)
-		for (uint32_t ch = 0; ch < c; ch++)
-			if (d->wt[(size_t)t * d->cpad + ch] < -128 ||
-			    d->wt[(size_t)t * d->cpad + ch] > 127)
-				return 0;
 
 	size_t wsize = (size_t)ncb * ng * 64;
 	int8_t *wp = aligned_alloc(64, wsize);
@@ -547,6 +550,7 @@ NPU_TGT_VBMI static int dw_vnni(const struct npu_dw *d)
 	const int8_t **tp = malloc((size_t)ng * 4 * sizeof(*tp));
 	ptrdiff_t *off = malloc((size_t)taps * sizeof(*off));
 	int8_t *zpbuf = malloc(cpad);
+	uint32_t *wsum = calloc(cpad, sizeof(*wsum));
 	const struct npu_rq *rq = &d->rq;
 	struct gm_consts cc = {
 		.lo = _mm512_set1_epi64((int64_t)rq->act_min - rq->zp_out),
@@ -555,8 +559,9 @@ NPU_TGT_VBMI static int dw_vnni(const struct npu_dw *d)
 	};
 	const __m512i flip = _mm512_set1_epi8((char)0x80);
 	uint8_t perm[64];
+	int fits = 1;
 
-	if (!wp || !ep || !tp || !off || !zpbuf)
+	if (!wp || !ep || !tp || !off || !zpbuf || !wsum)
 		abort();
 	memset(wp, 0, wsize);
 	memset(zpbuf, (uint8_t)d->zp_in, cpad);
@@ -564,47 +569,38 @@ NPU_TGT_VBMI static int dw_vnni(const struct npu_dw *d)
 		perm[t] = (uint8_t)(16 * (t % 4) + t / 4);
 	const __m512i idx = _mm512_loadu_si512(perm);
 
+	/* Tap (kh, kw) goes to byte 'slot' % 4 of group 'slot' / 4. */
+	for (uint32_t kh = 0, t = 0; kh < d->k_h && fits; kh++)
+		for (uint32_t kw = 0; kw < d->k_w && fits; kw++, t++) {
+			uint32_t slot = rows ? (kh * ngw + kw / 4) * 4 + kw % 4 : t;
+			const int32_t *src = d->wt + (size_t)t * d->cpad;
+			int8_t *dst = wp + (size_t)slot / 4 * 64 + slot % 4;
+
+			for (uint32_t ch = 0; ch < c; ch++) {
+				int32_t w = src[ch];
+
+				if (w < -128 || w > 127) {
+					fits = 0;
+					break;
+				}
+				dst[(size_t)(ch / 16) * ng * 64 + ch % 16 * 4] = (int8_t)w;
+				wsum[ch] += (uint32_t)w;
+			}
+		}
+	if (!fits)
+		goto out;
 	for (uint32_t cb = 0; cb < ncb; cb++) {
 		int32_t col[16], mult[16], sh[16];
-		int64_t me[8], mo[8], re[8], ro[8], se[8], so[8];
 
 		for (uint32_t l = 0; l < 16; l++) {
 			uint32_t ch = 16 * cb + l;
-			uint32_t sum = 0;
 
-			if (ch >= c) {
-				col[l] = mult[l] = 0;
-				sh[l] = 1;
-				continue;
-			}
-			for (uint32_t t = 0; t < taps; t++) {
-				int32_t w = d->wt[(size_t)t * d->cpad + ch];
-
-				uint32_t slot = rows ? (t / d->k_w * ngw + t % d->k_w / 4) * 4 +
-						       t % d->k_w % 4 : t;
-
-				wp[((size_t)cb * ng + slot / 4) * 64 + 4 * l + slot % 4] = (int8_t)w;
-				sum += (uint32_t)w;
-			}
-			col[l] = (int32_t)((uint32_t)rq->col[ch] - (uint32_t)(128 + d->zp_in) * sum);
-			mult[l] = rq->mult[ch];
-			sh[l] = rq->shift[ch];
+			col[l] = ch < c ? (int32_t)((uint32_t)rq->col[ch] -
+					(uint32_t)(128 + d->zp_in) * wsum[ch]) : 0;
+			mult[l] = ch < c ? rq->mult[ch] : 0;
+			sh[l] = ch < c ? rq->shift[ch] : 1;
 		}
-		for (uint32_t i = 0; i < 8; i++) {
-			me[i] = mult[2 * i];
-			mo[i] = mult[2 * i + 1];
-			re[i] = (int64_t)1 << (sh[2 * i] - 1);
-			ro[i] = (int64_t)1 << (sh[2 * i + 1] - 1);
-			se[i] = sh[2 * i];
-			so[i] = sh[2 * i + 1];
-		}
-		ep[cb].col = _mm512_loadu_si512(col);
-		ep[cb].mult = _mm512_loadu_si512(me);
-		ep[cb].mult_o = _mm512_loadu_si512(mo);
-		ep[cb].rnd_e = _mm512_loadu_si512(re);
-		ep[cb].rnd_o = _mm512_loadu_si512(ro);
-		ep[cb].sh_e = _mm512_loadu_si512(se);
-		ep[cb].sh_o = _mm512_loadu_si512(so);
+		gm_ep_fill(&ep[cb], col, mult, sh);
 	}
 	if (rows) {
 		dw_rows(d, wp, ep, &cc, idx, zpbuf, ng, ncb);
@@ -663,12 +659,13 @@ NPU_TGT_VBMI static int dw_vnni(const struct npu_dw *d)
 		}
 	}
 out:
+	free(wsum);
 	free(zpbuf);
 	free(off);
 	free(tp);
 	free(ep);
 	free(wp);
-	return 1;
+	return fits;
 }
 
 /*
