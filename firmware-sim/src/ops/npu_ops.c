@@ -471,26 +471,30 @@ static void conv_gemm(const struct npu_kern *kn, const struct npu_insn_conv2d *i
 			if (ops_aborted())
 				goto out;
 
-			for (uint32_t i = 0; i < m; i++) {
-				uint32_t oh = (p0 + i) / in->out_w;
-				uint32_t ow = (p0 + i) % in->out_w;
+			/* The chunk's first pixel once, then stepped: no division per row. */
+			uint32_t oh = p0 / in->out_w, ow = p0 % in->out_w;
 
+			for (uint32_t i = 0; i < m; i++) {
 				orow[i] = o->base + oh * o->rs + ow * o->ps + g * cout_g;
 				if (direct) {
 					arow[i] = input +
 						  (size_t)oh * in->stride_h * in->in_row_stride +
 						  (size_t)ow * in->stride_w * in->in_pixel_stride +
 						  g * cin_g;
-					continue;
+				} else {
+					arow[i] = patch + (size_t)i * k;
+					if (in->ins_h || in->ins_w)
+						gather_patch_inserted(in, input + g * cin_g, cin_g,
+								      eff_h, eff_w, oh, ow,
+								      patch + (size_t)i * k);
+					else
+						gather_patch(in, input + g * cin_g, cin_g, oh, ow,
+							     patch + (size_t)i * k);
 				}
-				arow[i] = patch + (size_t)i * k;
-				if (in->ins_h || in->ins_w)
-					gather_patch_inserted(in, input + g * cin_g, cin_g,
-							      eff_h, eff_w, oh, ow,
-							      patch + (size_t)i * k);
-				else
-					gather_patch(in, input + g * cin_g, cin_g, oh, ow,
-						     patch + (size_t)i * k);
+				if (++ow == in->out_w) {
+					ow = 0;
+					oh++;
+				}
 			}
 			gm.m = m;
 			fold_rows(kn, &gm, row);
