@@ -173,9 +173,16 @@ NPU_TGT static void *gemm_prep_avx512(const struct npu_gemm *g)
 	 * block's next 16 groups.
 	 */
 	const __m512i flip = _mm512_set1_epi8((char)0x80);
+	const __m512i ones = _mm512_set1_epi8(1);
+	/* Per channel, the sum of its b ^ 0x80 bytes: vpdpbusd on the packed groups. */
+	int32_t *usum = malloc((size_t)nvt * 16 * sizeof(*usum));
 
+	if (!usum)
+		abort();
 	for (uint32_t bl = 0; bl < nvt; bl++) {
 		uint32_t p = bl / 2, nvp = n - 32 * p > 16 ? 2 : 1, nc = n - 16 * bl;
+		__m512i us = _mm512_setzero_si512();
+
 		uint8_t *dst = pp->b + (size_t)p * kq * 128 + (bl % 2) * 64;
 		const int8_t *src = g->b + (size_t)16 * bl * g->ldb;
 
@@ -189,9 +196,12 @@ NPU_TGT static void *gemm_prep_avx512(const struct npu_gemm *g)
 						_mm512_maskz_mov_epi8(km, flip)) :
 					_mm512_setzero_si512();
 			transpose16x16(r, t);
-			for (uint32_t c = 0; c < 16 && k0 / 4 + c < kq; c++)
+			for (uint32_t c = 0; c < 16 && k0 / 4 + c < kq; c++) {
 				_mm512_store_si512(dst + (size_t)(k0 / 4 + c) * nvp * 64, t[c]);
+				us = _mm512_dpbusd_epi32(us, t[c], ones);
+			}
 		}
+		_mm512_storeu_si512(usum + 16 * bl, us);
 	}
 	for (uint32_t bl = 0; bl < nvt; bl++) {
 		int32_t col[16], mult[16], sh[16];
@@ -199,12 +209,15 @@ NPU_TGT static void *gemm_prep_avx512(const struct npu_gemm *g)
 		for (uint32_t l = 0; l < 16; l++) {
 			uint32_t j = 16 * bl + l;
 
-			col[l] = j < n ? g->rq.col[j] : 0;
+			/* The zp_in terms of NPU_DOT_S8U8: sum b = usum - 128 k. */
+			col[l] = j < n ? (int32_t)((uint32_t)g->rq.col[j] - (uint32_t)g->za *
+				((uint32_t)usum[j] - 128u * k) + k * (uint32_t)g->za * (uint32_t)g->zb) : 0;
 			mult[l] = j < n ? g->rq.mult[j] : 0;
 			sh[l] = j < n ? g->rq.shift[j] : 1;
 		}
 		gm_ep_fill(&pp->ep[bl], col, mult, sh);
 	}
+	free(usum);
 	return pp;
 }
 

@@ -178,8 +178,9 @@ static int chan_tables_init(struct chan_tables *t, uint32_t n)
 
 /*
  * Fills g->rq.col for columns [0, n) of b (the channels of one group):
- * for the VNNI form it folds zero points and the +128 bias of the u8
- * operand into the per-channel constant (npu_ops_internal.h).
+ * for the U8S8 form it folds zero points and the +128 bias of the u8
+ * operand into the per-channel constant (npu_ops_internal.h); an S8U8
+ * kernel folds its own when it packs b.
  */
 static void fold_col(const struct npu_kern *kn, const struct npu_gemm *g,
 		     const int32_t *bias, int32_t *col)
@@ -190,9 +191,6 @@ static void fold_col(const struct npu_kern *kn, const struct npu_gemm *g,
 		if (kn->dot_kind == NPU_DOT_U8S8)
 			c += -(uint32_t)(128 + g->za) *
 			     kn->sum_i8(g->b + j * g->ldb, g->k) +
-			     g->k * (uint32_t)g->za * (uint32_t)g->zb;
-		else if (kn->dot_kind == NPU_DOT_S8U8 && g->za)
-			c += -(uint32_t)g->za * kn->sum_i8(g->b + j * g->ldb, g->k) +
 			     g->k * (uint32_t)g->za * (uint32_t)g->zb;
 		col[j] = (int32_t)c;
 	}

@@ -206,9 +206,9 @@ enum npu_dot_kind {
 	NPU_DOT_U8S8,
 	/*
 	 * dot = sum a * ((b ^ 0x80) as u8), the VNNI form with the weights as
-	 * the unsigned side: col = bias - za * sum b + k * za * zb and
-	 * row = NULL: the kernel adds -(128 + zb) * sum a itself, from the
-	 * rows it reads anyway.
+	 * the unsigned side; col = bias and row = NULL: the kernel folds the
+	 * rest itself from what it reads anyway, -za * sum b + k * za * zb
+	 * per column when it packs b and -(128 + zb) * sum a per row.
 	 */
 	NPU_DOT_S8U8,
 };
