@@ -4,17 +4,16 @@
  *
  * vpdpbusd multiplies unsigned by signed bytes and adds groups of four
  * products into int32 lanes without intermediate saturation (unlike
- * vpmaddubsw, whose int16 sums saturate). The activation side is fed as
- * u = a ^ 0x80 = a + 128 and the weights as they are, so the kernel sums
- * u * b; npu_ops.c folds the +128 and both zero points back in per channel
- * and per row (NPU_DOT_U8S8). Everything is modulo 2^32, so the folding
- * is exact even when the accumulator wraps.
+ * vpmaddubsw, whose int16 sums saturate). The GEMM feeds the activations
+ * as the signed side and the weights as u = b ^ 0x80 = b + 128, and
+ * folds the +128 and both zero points back in per channel and per row
+ * itself (NPU_DOT_S8U8); the depthwise kernel feeds u = x ^ 0x80 and the
+ * weights minus zp_w, folding into the bias. Everything is modulo 2^32,
+ * so the folding is exact even when the accumulator wraps.
  *
- * The GEMM is the dot-product form: rows of a and columns of b are both
- * contiguous in k, which is how CONV2D weights and MATMUL's b are stored,
- * so nothing is repacked. A 4x4 tile keeps 16 accumulators in registers,
- * reduces them to one vector with lane 4 * i + j = out[i][j] and
- * requantizes 16 outputs at once in 64-bit lanes.
+ * The GEMM works in outer-product register tiles on weights packed once
+ * per instruction; the depthwise kernel turns four taps of 16 channels
+ * into per-channel dwords with vpermb (both below).
  */
 #include "npu_ops_internal.h"
 
@@ -73,8 +72,8 @@ NPU_TGT NPU_INLINE __m128i rq16(__m512i acc, __m512i mult, __m512i shift,
  * broadcast, times the channels' four weights) to them, so no horizontal
  * sums are needed and the epilogue works on whole vectors of channels.
  * vpdpbusd's broadcast operand is its signed one: the activations go in
- * as they are, the weights as u8 = b ^ 0x80 (NPU_DOT_S8U8; npu_ops.c folds
- * the +128 into the per-row term).
+ * as they are, the weights as u8 = b ^ 0x80 (NPU_DOT_S8U8: the packing
+ * folds zp_in's column term, the tiles the +128 and zp_w's row term).
  *
  * gemm_prep_avx512() packs b once per instruction into panels of 32
  * channels (two vectors; the last panel one when 16 channels are enough),
@@ -100,8 +99,10 @@ struct gm_pack {
 	uint8_t *b;		/* panels */
 };
 
-/* A 16-channel block's epilogue: its col, and mult, 2^(shift - 1) and
- * shift as the even and odd 64-bit lanes vpmuldq and vpsravq work on. */
+/*
+ * A 16-channel block's epilogue: its col, and mult, 2^(shift - 1) and
+ * shift as the even and odd 64-bit lanes vpmuldq and vpsravq work on.
+ */
 NPU_TGT static void gm_ep_fill(struct gm_ep *e, const int32_t col[16],
 			       const int32_t mult[16], const int32_t sh[16])
 {
