@@ -4,17 +4,16 @@
  *
  * vpdpbusd multiplies unsigned by signed bytes and adds groups of four
  * products into int32 lanes without intermediate saturation (unlike
- * vpmaddubsw, whose int16 sums saturate). The activation side is fed as
- * u = a ^ 0x80 = a + 128 and the weights as they are, so the kernel sums
- * u * b; npu_ops.c folds the +128 and both zero points back in per channel
- * and per row (NPU_DOT_U8S8). Everything is modulo 2^32, so the folding
- * is exact even when the accumulator wraps.
+ * vpmaddubsw, whose int16 sums saturate). The GEMM feeds the activations
+ * as the signed side and the weights as u = b ^ 0x80 = b + 128, and
+ * folds the +128 and both zero points back in per channel and per row
+ * itself (NPU_DOT_S8U8); the depthwise kernel feeds u = x ^ 0x80 and the
+ * weights minus zp_w, folding into the bias. Everything is modulo 2^32,
+ * so the folding is exact even when the accumulator wraps.
  *
- * The GEMM is the dot-product form: rows of a and columns of b are both
- * contiguous in k, which is how CONV2D weights and MATMUL's b are stored,
- * so nothing is repacked. A 4x4 tile keeps 16 accumulators in registers,
- * reduces them to one vector with lane 4 * i + j = out[i][j] and
- * requantizes 16 outputs at once in 64-bit lanes.
+ * The GEMM works in outer-product register tiles on weights packed once
+ * per instruction; the depthwise kernel turns four taps of 16 channels
+ * into per-channel dwords with vpermb (both below).
  */
 #include "npu_ops_internal.h"
 
@@ -67,269 +66,332 @@ NPU_TGT NPU_INLINE __m128i rq16(__m512i acc, __m512i mult, __m512i shift,
 	return _mm_unpacklo_epi64(l, h);
 }
 
-/* Per 128-bit lane q: [sum_q v0, sum_q v1, sum_q v2, sum_q v3]. */
-NPU_TGT NPU_INLINE __m512i red4(__m512i v0, __m512i v1, __m512i v2, __m512i v3)
-{
-	__m512i t0 = _mm512_add_epi32(_mm512_unpacklo_epi32(v0, v1),
-				      _mm512_unpackhi_epi32(v0, v1));
-	__m512i t1 = _mm512_add_epi32(_mm512_unpacklo_epi32(v2, v3),
-				      _mm512_unpackhi_epi32(v2, v3));
+/*
+ * The GEMM in the outer-product form: a vector holds 16 output channels of
+ * one row, and each vpdpbusd adds one k-group (four bytes of the row,
+ * broadcast, times the channels' four weights) to them, so no horizontal
+ * sums are needed and the epilogue works on whole vectors of channels.
+ * vpdpbusd's broadcast operand is its signed one: the activations go in
+ * as they are, the weights as u8 = b ^ 0x80 (NPU_DOT_S8U8: the packing
+ * folds zp_in's column term, the tiles the +128 and zp_w's row term).
+ *
+ * gemm_prep_avx512() packs b once per instruction into panels of 32
+ * channels (two vectors; the last panel one when 16 channels are enough),
+ * k-group-major: panel p, group q is nv * 64 bytes, byte 64 * v + 4 * l + t
+ * = channel 32 * p + 16 * v + l, k index 4 * q + t, zero past n and k. It
+ * also lays the requantization out per 16-channel block as the even and
+ * odd 64-bit lanes vpmuldq works on.
+ *
+ * A register tile is GM_MR rows x one panel: 24 accumulators, two weight
+ * vectors, the rows' groups broadcast from memory. Rows of a tile at one
+ * stride (im2col rows, packed pixels of one output row) are read in place;
+ * others, and a last partial tile, are copied to a zero-padded buffer.
+ */
+#define GM_MR	12
 
-	return _mm512_add_epi32(_mm512_unpacklo_epi64(t0, t1),
-				_mm512_unpackhi_epi64(t0, t1));
-}
+struct gm_ep {
+	__m512i col, mult, mult_o, rnd_e, rnd_o, sh_e, sh_o;
+};
 
-/* Lane 4 * g + j = total of s_g's column j over the four 128-bit lanes. */
-NPU_TGT NPU_INLINE __m512i red16(__m512i s0, __m512i s1, __m512i s2, __m512i s3)
-{
-	__m512i w01 = _mm512_add_epi32(_mm512_shuffle_i32x4(s0, s1, _MM_SHUFFLE(1, 0, 1, 0)),
-				       _mm512_shuffle_i32x4(s0, s1, _MM_SHUFFLE(3, 2, 3, 2)));
-	__m512i w23 = _mm512_add_epi32(_mm512_shuffle_i32x4(s2, s3, _MM_SHUFFLE(1, 0, 1, 0)),
-				       _mm512_shuffle_i32x4(s2, s3, _MM_SHUFFLE(3, 2, 3, 2)));
-
-	return _mm512_add_epi32(_mm512_shuffle_i32x4(w01, w23, _MM_SHUFFLE(2, 0, 2, 0)),
-				_mm512_shuffle_i32x4(w01, w23, _MM_SHUFFLE(3, 1, 3, 1)));
-}
-
-#define DOT_STEP(MR, LOAD_A, LOAD_B)						\
-	do {									\
-		__m512i u0 = _mm512_xor_si512(LOAD_A(a0), flip);		\
-		__m512i u1 = MR > 1 ? _mm512_xor_si512(LOAD_A(a1), flip) : u0;	\
-		__m512i u2 = MR > 1 ? _mm512_xor_si512(LOAD_A(a2), flip) : u0;	\
-		__m512i u3 = MR > 1 ? _mm512_xor_si512(LOAD_A(a3), flip) : u0;	\
-		__m512i w;							\
-		w = LOAD_B(b0);							\
-		c00 = _mm512_dpbusd_epi32(c00, u0, w);				\
-		if (MR > 1) {							\
-			c10 = _mm512_dpbusd_epi32(c10, u1, w);			\
-			c20 = _mm512_dpbusd_epi32(c20, u2, w);			\
-			c30 = _mm512_dpbusd_epi32(c30, u3, w);			\
-		}								\
-		w = LOAD_B(b1);							\
-		c01 = _mm512_dpbusd_epi32(c01, u0, w);				\
-		if (MR > 1) {							\
-			c11 = _mm512_dpbusd_epi32(c11, u1, w);			\
-			c21 = _mm512_dpbusd_epi32(c21, u2, w);			\
-			c31 = _mm512_dpbusd_epi32(c31, u3, w);			\
-		}								\
-		w = LOAD_B(b2);							\
-		c02 = _mm512_dpbusd_epi32(c02, u0, w);				\
-		if (MR > 1) {							\
-			c12 = _mm512_dpbusd_epi32(c12, u1, w);			\
-			c22 = _mm512_dpbusd_epi32(c22, u2, w);			\
-			c32 = _mm512_dpbusd_epi32(c32, u3, w);			\
-		}								\
-		w = LOAD_B(b3);							\
-		c03 = _mm512_dpbusd_epi32(c03, u0, w);				\
-		if (MR > 1) {							\
-			c13 = _mm512_dpbusd_epi32(c13, u1, w);			\
-			c23 = _mm512_dpbusd_epi32(c23, u2, w);			\
-			c33 = _mm512_dpbusd_epi32(c33, u3, w);			\
-		}								\
-	} while (0)
-
-#define LD_TAIL(p)	_mm512_maskz_loadu_epi8(tail, (const void *)((p) + kk))
+struct gm_pack {
+	uint32_t kq;		/* k-groups: ceil(k / 4) */
+	struct gm_ep *ep;	/* [ceil(n / 16)] */
+	uint8_t *b;		/* panels */
+};
 
 /*
- * One MR x 4 tile (MR = 4 or 1), returned reduced: lane 4 * i + j holds
- * sum_k u[i][k] * b[j][k]. The k tail is a masked load: zeros in b make
- * the 0x80 bytes of the tail of u contribute nothing.
+ * A 16-channel block's epilogue: its col, and mult, 2^(shift - 1) and
+ * shift as the even and odd 64-bit lanes vpmuldq and vpsravq work on.
  */
-#define DEFINE_TILE(MR)								\
-NPU_TGT NPU_INLINE __m512i tile##MR(const int8_t *a0, const int8_t *a1,	\
-				    const int8_t *a2, const int8_t *a3,		\
-				    const int8_t *b0, const int8_t *b1,		\
-				    const int8_t *b2, const int8_t *b3,		\
-				    uint32_t k)					\
-{										\
-	const __m512i flip = _mm512_set1_epi8((char)0x80);			\
-	__m512i z = _mm512_setzero_si512();					\
-	__m512i c00 = z, c01 = z, c02 = z, c03 = z;				\
-	__m512i c10 = z, c11 = z, c12 = z, c13 = z;				\
-	__m512i c20 = z, c21 = z, c22 = z, c23 = z;				\
-	__m512i c30 = z, c31 = z, c32 = z, c33 = z;				\
-	uint32_t kk = 0;							\
-										\
-	(void)a1; (void)a2; (void)a3;						\
-	/* One loop body: full blocks load under an all-ones mask. */	\
-	for (; kk < k; kk += 64) {						\
-		__mmask64 tail = k - kk >= 64 ? ~0ull : ~0ull >> (64 - (k - kk)); \
-		DOT_STEP(MR, LD_TAIL, LD_TAIL);					\
-	}									\
-	return red16(red4(c00, c01, c02, c03), red4(c10, c11, c12, c13),	\
-		     red4(c20, c21, c22, c23), red4(c30, c31, c32, c33));	\
+NPU_TGT static void gm_ep_fill(struct gm_ep *e, const int32_t col[16],
+			       const int32_t mult[16], const int32_t sh[16])
+{
+	int64_t me[8], mo[8], re[8], ro[8], se[8], so[8];
+
+	for (uint32_t i = 0; i < 8; i++) {
+		me[i] = mult[2 * i];
+		mo[i] = mult[2 * i + 1];
+		re[i] = (int64_t)1 << (sh[2 * i] - 1);
+		ro[i] = (int64_t)1 << (sh[2 * i + 1] - 1);
+		se[i] = sh[2 * i];
+		so[i] = sh[2 * i + 1];
+	}
+	e->col = _mm512_loadu_si512(col);
+	e->mult = _mm512_loadu_si512(me);
+	e->mult_o = _mm512_loadu_si512(mo);
+	e->rnd_e = _mm512_loadu_si512(re);
+	e->rnd_o = _mm512_loadu_si512(ro);
+	e->sh_e = _mm512_loadu_si512(se);
+	e->sh_o = _mm512_loadu_si512(so);
 }
 
-DEFINE_TILE(1)
-
-/*
- * The 4 x 4 tile's k loop in assembly: GCC 12 does not keep 16 intrinsic
- * accumulators plus operands in the 32 zmm registers (it spills and
- * shuffles them every iteration, costing over half the throughput).
- * zmm0-15 accumulate c[i][j] = zmm(4 * i + j), zmm16-19 hold u = a ^ 0x80
- * of the four rows, zmm20 one column of b, zmm21 the 0x80 bytes.
- */
-#define NPU_STR(x) #x
-#define ACC_COL(b, r0, r1, r2, r3)					\
-	"vmovdqu8 (%[" b "],%[off]), %%zmm20%{%%k1%}%{z%}\n\t"		\
-	"vpdpbusd %%zmm20, %%zmm16, %%zmm" NPU_STR(r0) "\n\t"		\
-	"vpdpbusd %%zmm20, %%zmm17, %%zmm" NPU_STR(r1) "\n\t"		\
-	"vpdpbusd %%zmm20, %%zmm18, %%zmm" NPU_STR(r2) "\n\t"		\
-	"vpdpbusd %%zmm20, %%zmm19, %%zmm" NPU_STR(r3) "\n\t"
-#define ACC_COL_FULL(b, r0, r1, r2, r3)				\
-	"vmovdqu64 (%[" b "],%[off]), %%zmm20\n\t"			\
-	"vpdpbusd %%zmm20, %%zmm16, %%zmm" NPU_STR(r0) "\n\t"		\
-	"vpdpbusd %%zmm20, %%zmm17, %%zmm" NPU_STR(r1) "\n\t"		\
-	"vpdpbusd %%zmm20, %%zmm18, %%zmm" NPU_STR(r2) "\n\t"		\
-	"vpdpbusd %%zmm20, %%zmm19, %%zmm" NPU_STR(r3) "\n\t"
-#define LOAD_ROWS_FULL							\
-	"vpxord (%[a0],%[off]), %%zmm21, %%zmm16\n\t"			\
-	"vpxord (%[a1],%[off]), %%zmm21, %%zmm17\n\t"			\
-	"vpxord (%[a2],%[off]), %%zmm21, %%zmm18\n\t"			\
-	"vpxord (%[a3],%[off]), %%zmm21, %%zmm19\n\t"
-#define LOAD_ROWS							\
-	"vmovdqu8 (%[a0],%[off]), %%zmm16%{%%k1%}%{z%}\n\t"		\
-	"vmovdqu8 (%[a1],%[off]), %%zmm17%{%%k1%}%{z%}\n\t"		\
-	"vmovdqu8 (%[a2],%[off]), %%zmm18%{%%k1%}%{z%}\n\t"		\
-	"vmovdqu8 (%[a3],%[off]), %%zmm19%{%%k1%}%{z%}\n\t"		\
-	"vpxord %%zmm21, %%zmm16, %%zmm16\n\t"				\
-	"vpxord %%zmm21, %%zmm17, %%zmm17\n\t"				\
-	"vpxord %%zmm21, %%zmm18, %%zmm18\n\t"				\
-	"vpxord %%zmm21, %%zmm19, %%zmm19\n\t"
-#define STORE_ACC(r)	"vmovdqu64 %%zmm" NPU_STR(r) ", " NPU_STR(r) "*64(%[acc])\n\t"
-
-NPU_TGT NPU_INLINE __m512i tile4(const int8_t *a0, const int8_t *a1,
-				 const int8_t *a2, const int8_t *a3,
-				 const int8_t *b0, const int8_t *b1,
-				 const int8_t *b2, const int8_t *b3, uint32_t k)
+/* out[c] = dword c of every in[r], r = 0..15 (a 16 x 16 dword transpose). */
+NPU_TGT NPU_INLINE void transpose16x16(const __m512i in[16], __m512i out[16])
 {
-	__m512i acc[16];
-	uint64_t full = k / 64, off = 0;
-	uint64_t tail = k % 64 ? ~0ull >> (64 - k % 64) : 0;
+	__m512i t[16], u[16];
 
-	__asm__ volatile(
-		"vpxord %%zmm0, %%zmm0, %%zmm0\n\t"
-		"vmovdqa64 %%zmm0, %%zmm1\n\t" "vmovdqa64 %%zmm0, %%zmm2\n\t"
-		"vmovdqa64 %%zmm0, %%zmm3\n\t" "vmovdqa64 %%zmm0, %%zmm4\n\t"
-		"vmovdqa64 %%zmm0, %%zmm5\n\t" "vmovdqa64 %%zmm0, %%zmm6\n\t"
-		"vmovdqa64 %%zmm0, %%zmm7\n\t" "vmovdqa64 %%zmm0, %%zmm8\n\t"
-		"vmovdqa64 %%zmm0, %%zmm9\n\t" "vmovdqa64 %%zmm0, %%zmm10\n\t"
-		"vmovdqa64 %%zmm0, %%zmm11\n\t" "vmovdqa64 %%zmm0, %%zmm12\n\t"
-		"vmovdqa64 %%zmm0, %%zmm13\n\t" "vmovdqa64 %%zmm0, %%zmm14\n\t"
-		"vmovdqa64 %%zmm0, %%zmm15\n\t"
-		"movl $0x80808080, %%eax\n\t"
-		"vpbroadcastd %%eax, %%zmm21\n\t"
-		"test %[full], %[full]\n\t"
-		"jz 2f\n\t"
-		".p2align 4\n"
-		"1:\n\t"
-		LOAD_ROWS_FULL
-		ACC_COL_FULL("b0", 0, 4, 8, 12) ACC_COL_FULL("b1", 1, 5, 9, 13)
-		ACC_COL_FULL("b2", 2, 6, 10, 14) ACC_COL_FULL("b3", 3, 7, 11, 15)
-		"add $64, %[off]\n\t"
-		"dec %[full]\n\t"
-		"jnz 1b\n"
-		"2:\n\t"
-		"test %[tail], %[tail]\n\t"
-		"jz 3f\n\t"
-		"kmovq %[tail], %%k1\n\t"
-		LOAD_ROWS
-		ACC_COL("b0", 0, 4, 8, 12) ACC_COL("b1", 1, 5, 9, 13)
-		ACC_COL("b2", 2, 6, 10, 14) ACC_COL("b3", 3, 7, 11, 15)
-		"3:\n\t"
-		STORE_ACC(0) STORE_ACC(1) STORE_ACC(2) STORE_ACC(3)
-		STORE_ACC(4) STORE_ACC(5) STORE_ACC(6) STORE_ACC(7)
-		STORE_ACC(8) STORE_ACC(9) STORE_ACC(10) STORE_ACC(11)
-		STORE_ACC(12) STORE_ACC(13) STORE_ACC(14) STORE_ACC(15)
-		: [full] "+r"(full), [off] "+r"(off)
-		: [a0] "r"(a0), [a1] "r"(a1), [a2] "r"(a2), [a3] "r"(a3),
-		  [b0] "r"(b0), [b1] "r"(b1), [b2] "r"(b2), [b3] "r"(b3),
-		  [tail] "r"(tail), [acc] "r"(acc)
-		: "eax", "k1", "cc", "memory",
-		  "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7",
-		  "xmm8", "xmm9", "xmm10", "xmm11", "xmm12", "xmm13", "xmm14",
-		  "xmm15", "xmm16", "xmm17", "xmm18", "xmm19", "xmm20", "xmm21");
-	return red16(red4(acc[0], acc[1], acc[2], acc[3]),
-		     red4(acc[4], acc[5], acc[6], acc[7]),
-		     red4(acc[8], acc[9], acc[10], acc[11]),
-		     red4(acc[12], acc[13], acc[14], acc[15]));
+	for (int i = 0; i < 8; i++) {
+		t[2 * i] = _mm512_unpacklo_epi32(in[2 * i], in[2 * i + 1]);
+		t[2 * i + 1] = _mm512_unpackhi_epi32(in[2 * i], in[2 * i + 1]);
+	}
+	/* u[4b + j]: per 128-bit lane L, dword 4L + j of rows 4b..4b+3 */
+	for (int b = 0; b < 4; b++) {
+		u[4 * b] = _mm512_unpacklo_epi64(t[4 * b], t[4 * b + 2]);
+		u[4 * b + 1] = _mm512_unpackhi_epi64(t[4 * b], t[4 * b + 2]);
+		u[4 * b + 2] = _mm512_unpacklo_epi64(t[4 * b + 1], t[4 * b + 3]);
+		u[4 * b + 3] = _mm512_unpackhi_epi64(t[4 * b + 1], t[4 * b + 3]);
+	}
+	for (int j = 0; j < 4; j++) {
+		__m512i x01 = _mm512_shuffle_i32x4(u[j], u[4 + j], _MM_SHUFFLE(1, 0, 1, 0));
+		__m512i y01 = _mm512_shuffle_i32x4(u[8 + j], u[12 + j], _MM_SHUFFLE(1, 0, 1, 0));
+		__m512i x23 = _mm512_shuffle_i32x4(u[j], u[4 + j], _MM_SHUFFLE(3, 2, 3, 2));
+		__m512i y23 = _mm512_shuffle_i32x4(u[8 + j], u[12 + j], _MM_SHUFFLE(3, 2, 3, 2));
+
+		out[j] = _mm512_shuffle_i32x4(x01, y01, _MM_SHUFFLE(2, 0, 2, 0));
+		out[4 + j] = _mm512_shuffle_i32x4(x01, y01, _MM_SHUFFLE(3, 1, 3, 1));
+		out[8 + j] = _mm512_shuffle_i32x4(x23, y23, _MM_SHUFFLE(2, 0, 2, 0));
+		out[12 + j] = _mm512_shuffle_i32x4(x23, y23, _MM_SHUFFLE(3, 1, 3, 1));
+	}
 }
 
-
-/* Requantizes a reduced tile and stores its valid mr x nv corner. */
-NPU_TGT NPU_INLINE void tile_store(const struct npu_gemm *g, const struct rq_vec *v,
-				   __m512i acc, __m512i row, uint32_t i0,
-				   uint32_t mr, uint32_t j0)
+NPU_TGT static void *gemm_prep_avx512(const struct npu_gemm *g)
 {
-	const struct npu_rq *rq = &g->rq;
-	__m512i col = _mm512_broadcast_i32x4(_mm_loadu_si128((const void *)(rq->col + j0)));
-	__m512i mult = _mm512_broadcast_i32x4(_mm_loadu_si128((const void *)(rq->mult + j0)));
-	__m512i shift = _mm512_broadcast_i32x4(_mm_loadu_si128((const void *)(rq->shift + j0)));
-	uint32_t nv = g->n - j0 < 4 ? g->n - j0 : 4;
-	uint8_t bytes[16];
+	uint32_t n = g->n, k = g->k, kq = (k + 3) / 4, nvt = (n + 15) / 16;
+	size_t size = 64 + (size_t)nvt * sizeof(struct gm_ep) + (size_t)nvt * kq * 64;
+	struct gm_pack *pp;
 
-	acc = _mm512_add_epi32(_mm512_add_epi32(acc, col), row);
-	_mm_storeu_si128((void *)bytes, rq16(acc, mult, shift, v));
-	if (nv == 4)
-		for (uint32_t r = 0; r < mr; r++)
-			memcpy(g->orow[i0 + r] + j0, bytes + 4 * r, 4);
-	else
-		for (uint32_t r = 0; r < mr; r++)
-			memcpy(g->orow[i0 + r] + j0, bytes + 4 * r, nv);
-}
+	size = (size + 63) & ~(size_t)63;
+	pp = aligned_alloc(64, size);
+	if (!pp)
+		abort();
+	/* No clearing: the transposes below write every byte of the panels. */
+	pp->kq = kq;
+	pp->ep = (struct gm_ep *)(void *)((char *)pp + 64);
+	pp->b = (uint8_t *)(pp->ep + nvt);
+	/*
+	 * A 16-channel block, 64 bytes of k at a time: 16 rows (zero past n
+	 * and k, flipped where loaded) transposed as 16 x 16 dwords give the
+	 * block's next 16 groups.
+	 */
+	const __m512i flip = _mm512_set1_epi8((char)0x80);
+	const __m512i ones = _mm512_set1_epi8(1);
+	/* Per channel, the sum of its b ^ 0x80 bytes: vpdpbusd on the packed groups. */
+	int32_t *usum = malloc((size_t)nvt * 16 * sizeof(*usum));
 
-/*
- * Columns are taken in blocks of about 32 KiB of b so the block stays in
- * L1 while every row tile passes over it; a row tile's k bytes then come
- * from L1 for all but the first column tile of a block.
- */
-NPU_TGT static void gemm_avx512vnni(const struct npu_gemm *g)
-{
-	const struct rq_vec v = rq_vec_init(&g->rq);
-	const __m512i row_idx = _mm512_set_epi32(3, 3, 3, 3, 2, 2, 2, 2,
-						 1, 1, 1, 1, 0, 0, 0, 0);
-	uint32_t m = g->m, n = g->n, k = g->k;
-	uint32_t nb = (32768 / k) & ~3u;
+	if (!usum)
+		abort();
+	for (uint32_t bl = 0; bl < nvt; bl++) {
+		uint32_t p = bl / 2, nvp = n - 32 * p > 16 ? 2 : 1, nc = n - 16 * bl;
+		__m512i us = _mm512_setzero_si512();
 
-	if (nb < 4)
-		nb = 4;
-	for (uint32_t jb = 0; jb < n; jb += nb) {
-		uint32_t je = n - jb < nb ? n : jb + nb, i0 = 0;
+		uint8_t *dst = pp->b + (size_t)p * kq * 128 + (bl % 2) * 64;
+		const int8_t *src = g->b + (size_t)16 * bl * g->ldb;
 
-		for (; i0 + 4 <= m; i0 += 4) {
-			const int8_t *a0 = g->arow[i0], *a1 = g->arow[i0 + 1];
-			const int8_t *a2 = g->arow[i0 + 2], *a3 = g->arow[i0 + 3];
-			__m512i row = _mm512_setzero_si512();
+		for (uint32_t k0 = 0; k0 < k; k0 += 64) {
+			__mmask64 km = k - k0 >= 64 ? ~0ull : ~0ull >> (64 - (k - k0));
+			__m512i r[16], t[16];
 
-			if (g->row)
-				row = _mm512_permutexvar_epi32(row_idx, _mm512_castsi128_si512(
-					_mm_loadu_si128((const void *)(g->row + i0))));
-			for (uint32_t j0 = jb; j0 < je; j0 += 4) {
-				/* Past n, repeat the last column and drop its results. */
-				const int8_t *b0 = g->b + (size_t)j0 * g->ldb;
-				const int8_t *b1 = g->b + (size_t)(j0 + 1 < n ? j0 + 1 : n - 1) * g->ldb;
-				const int8_t *b2 = g->b + (size_t)(j0 + 2 < n ? j0 + 2 : n - 1) * g->ldb;
-				const int8_t *b3 = g->b + (size_t)(j0 + 3 < n ? j0 + 3 : n - 1) * g->ldb;
-
-				tile_store(g, &v, tile4(a0, a1, a2, a3, b0, b1, b2, b3, k),
-					   row, i0, 4, j0);
+			for (uint32_t l = 0; l < 16; l++)
+				r[l] = l < nc ? _mm512_xor_si512(_mm512_maskz_loadu_epi8(
+						km, src + (size_t)l * g->ldb + k0),
+						_mm512_maskz_mov_epi8(km, flip)) :
+					_mm512_setzero_si512();
+			transpose16x16(r, t);
+			for (uint32_t c = 0; c < 16 && k0 / 4 + c < kq; c++) {
+				_mm512_store_si512(dst + (size_t)(k0 / 4 + c) * nvp * 64, t[c]);
+				us = _mm512_dpbusd_epi32(us, t[c], ones);
 			}
 		}
-		for (; i0 < m; i0++) {
-			const int8_t *a0 = g->arow[i0];
-			__m512i row = _mm512_set1_epi32(g->row ? g->row[i0] : 0);
+		_mm512_storeu_si512(usum + 16 * bl, us);
+	}
+	for (uint32_t bl = 0; bl < nvt; bl++) {
+		int32_t col[16], mult[16], sh[16];
 
-			for (uint32_t j0 = jb; j0 < je; j0 += 4) {
-				const int8_t *b0 = g->b + (size_t)j0 * g->ldb;
-				const int8_t *b1 = g->b + (size_t)(j0 + 1 < n ? j0 + 1 : n - 1) * g->ldb;
-				const int8_t *b2 = g->b + (size_t)(j0 + 2 < n ? j0 + 2 : n - 1) * g->ldb;
-				const int8_t *b3 = g->b + (size_t)(j0 + 3 < n ? j0 + 3 : n - 1) * g->ldb;
+		for (uint32_t l = 0; l < 16; l++) {
+			uint32_t j = 16 * bl + l;
 
-				tile_store(g, &v, tile1(a0, a0, a0, a0, b0, b1, b2, b3, k),
-					   row, i0, 1, j0);
-			}
+			/* The zp_in terms of NPU_DOT_S8U8: sum b = usum - 128 k. */
+			col[l] = j < n ? (int32_t)((uint32_t)g->rq.col[j] - (uint32_t)g->za *
+				((uint32_t)usum[j] - 128u * k) + k * (uint32_t)g->za * (uint32_t)g->zb) : 0;
+			mult[l] = j < n ? g->rq.mult[j] : 0;
+			sh[l] = j < n ? g->rq.shift[j] : 1;
+		}
+		gm_ep_fill(&pp->ep[bl], col, mult, sh);
+	}
+	free(usum);
+	return pp;
+}
+
+struct gm_consts {
+	__m512i lo, hi, zp;	/* act_min - zp_out, act_max - zp_out (int64); zp_out */
+};
+
+/*
+ * npu_requant() of 16 accumulators: vpmuldq on the even lanes and on the
+ * odd ones shifted down, the same 64-bit rounding and shift, the clamp
+ * before adding zp_out (clamp(v + zp, lo, hi) = clamp(v, lo - zp, hi - zp)
+ * + zp), and the low halves interleaved back.
+ */
+NPU_TGT NPU_INLINE __m128i gm_rq16(__m512i acc, const struct gm_ep *e,
+				   const struct gm_consts *c)
+{
+	__m512i pe = _mm512_mul_epi32(acc, e->mult);
+	__m512i po = _mm512_mul_epi32(_mm512_srli_epi64(acc, 32), e->mult_o);
+
+	pe = _mm512_srav_epi64(_mm512_add_epi64(pe, e->rnd_e), e->sh_e);
+	po = _mm512_srav_epi64(_mm512_add_epi64(po, e->rnd_o), e->sh_o);
+	pe = _mm512_min_epi64(_mm512_max_epi64(pe, c->lo), c->hi);
+	po = _mm512_min_epi64(_mm512_max_epi64(po, c->lo), c->hi);
+	return _mm512_cvtepi32_epi8(_mm512_add_epi32(c->zp, _mm512_mask_blend_epi32(
+		0xAAAA, pe, _mm512_slli_epi64(po, 32))));
+}
+
+/*
+ * One tile: rows a + r * lda (r < GM_MR), kf whole groups read in place,
+ * then the group 'tail' holds per row when k is not a multiple of 4;
+ * nv (1 or 2, a constant after inlining) vectors of channels from j0, of
+ * which nval < 32 are stored, for the first mr rows.
+ */
+NPU_TGT NPU_INLINE void gm_tile(int nv, const int8_t *a, ptrdiff_t lda, uint32_t kf,
+				const int32_t *tail, const uint8_t *bp,
+				const struct gm_ep *ep, const int32_t *row,
+				int8_t *const *orow, uint32_t mr, uint32_t j0,
+				uint32_t nval, const struct gm_consts *cc)
+{
+	__m512i c0[GM_MR], c1[GM_MR];
+
+#pragma GCC unroll 12
+	for (int r = 0; r < GM_MR; r++) {
+		__m512i rv = _mm512_set1_epi32(row[r]);
+
+		c0[r] = _mm512_add_epi32(ep[0].col, rv);
+		c1[r] = nv > 1 ? _mm512_add_epi32(ep[1].col, rv) : rv;
+	}
+	for (uint32_t q = 0; q < kf; q++, a += 4, bp += nv * 64) {
+		__m512i b0 = _mm512_load_si512((const void *)bp);
+		__m512i b1 = nv > 1 ? _mm512_load_si512((const void *)(bp + 64)) : b0;
+
+#pragma GCC unroll 12
+		for (int r = 0; r < GM_MR; r++) {
+			__m512i av = _mm512_set1_epi32(npu_ld_i32((const uint8_t *)a + r * lda));
+
+			c0[r] = _mm512_dpbusd_epi32(c0[r], b0, av);
+			if (nv > 1)
+				c1[r] = _mm512_dpbusd_epi32(c1[r], b1, av);
 		}
 	}
+	if (tail) {
+		__m512i b0 = _mm512_load_si512((const void *)bp);
+		__m512i b1 = nv > 1 ? _mm512_load_si512((const void *)(bp + 64)) : b0;
+
+#pragma GCC unroll 12
+		for (int r = 0; r < GM_MR; r++) {
+			__m512i av = _mm512_set1_epi32(tail[r]);
+
+			c0[r] = _mm512_dpbusd_epi32(c0[r], b0, av);
+			if (nv > 1)
+				c1[r] = _mm512_dpbusd_epi32(c1[r], b1, av);
+		}
+	}
+	__mmask16 m0 = nval >= 16 ? 0xFFFF : (__mmask16)((1u << nval) - 1);
+	__mmask16 m1 = nval >= 32 ? 0xFFFF : nval <= 16 ? 0 : (__mmask16)((1u << (nval - 16)) - 1);
+
+#pragma GCC unroll 12
+	for (uint32_t r = 0; r < GM_MR; r++) {
+		if (r >= mr)
+			break;
+		_mm_mask_storeu_epi8(orow[r] + j0, m0, gm_rq16(c0[r], &ep[0], cc));
+		if (nv > 1)
+			_mm_mask_storeu_epi8(orow[r] + j0 + 16, m1, gm_rq16(c1[r], &ep[1], cc));
+	}
+}
+
+/*
+ * Sum of a row's k int8, modulo 2^32: vpsadbw on u8 = a ^ 0x80, less 128
+ * per byte of every block (masked-off bytes load as 0, count as 0x80).
+ */
+NPU_TGT NPU_INLINE uint32_t row_sum(const int8_t *p, uint32_t k)
+{
+	const __m512i flip = _mm512_set1_epi8((char)0x80);
+	__m512i s = _mm512_setzero_si512();
+	uint32_t kk = 0;
+
+	for (; kk < k; kk += 64) {
+		__mmask64 m = k - kk >= 64 ? ~0ull : ~0ull >> (64 - (k - kk));
+
+		s = _mm512_add_epi64(s, _mm512_sad_epu8(_mm512_xor_si512(
+			_mm512_maskz_loadu_epi8(m, p + kk), flip), _mm512_setzero_si512()));
+	}
+	return (uint32_t)_mm512_reduce_add_epi64(s) - 128u * kk;
+}
+
+NPU_TGT static void gemm_avx512vnni(const struct npu_gemm *g)
+{
+	const struct gm_pack *pp = g->prep;
+	void *own = NULL;
+	uint32_t m = g->m, n = g->n, k = g->k, kfull = k / 4, kt = k % 4;
+	struct gm_consts cc = {
+		.lo = _mm512_set1_epi64((int64_t)g->rq.act_min - g->rq.zp_out),
+		.hi = _mm512_set1_epi64((int64_t)g->rq.act_max - g->rq.zp_out),
+		.zp = _mm512_set1_epi32(g->rq.zp_out),
+	};
+	int8_t *tmp = NULL;
+
+	if (!pp)
+		pp = own = gemm_prep_avx512(g);
+	size_t k4 = (size_t)pp->kq * 4;
+
+	for (uint32_t i0 = 0; i0 < m; i0 += GM_MR) {
+		uint32_t mr = m - i0 < GM_MR ? m - i0 : GM_MR, kf = kfull;
+		const int8_t *const *ar = g->arow + i0;
+		ptrdiff_t lda = mr > 1 ? ar[1] - ar[0] : 0;
+		int32_t row[GM_MR], tail[GM_MR];
+		const int32_t *tailp = NULL;
+		const int8_t *a = ar[0];
+		int uniform = mr == GM_MR;
+
+		for (uint32_t r = 2; r < mr && uniform; r++)
+			uniform = ar[r] - ar[r - 1] == lda;
+		if (uniform) {
+			if (kt) {
+				for (uint32_t r = 0; r < GM_MR; r++) {
+					tail[r] = 0;
+					memcpy(&tail[r], ar[r] + 4 * (size_t)kfull, kt);
+				}
+				tailp = tail;
+			}
+		} else {
+			/* Zero padding past k stays: only k bytes of a row are written. */
+			if (!tmp) {
+				tmp = calloc(GM_MR, k4);
+				if (!tmp)
+					abort();
+			}
+			for (uint32_t r = 0; r < mr; r++)
+				memcpy(tmp + r * k4, ar[r], k);
+			a = tmp;
+			lda = (ptrdiff_t)k4;
+			kf = pp->kq;
+		}
+		/* The S8U8 row term, -(128 + zb) * sum a, plus any the caller gave. */
+		for (uint32_t r = 0; r < GM_MR; r++)
+			row[r] = r >= mr ? 0 : (int32_t)((g->row ? (uint32_t)g->row[i0 + r] : 0) -
+				(128u + (uint32_t)g->zb) * row_sum(ar[r], k));
+		for (uint32_t j0 = 0; j0 < n; j0 += 32) {
+			const uint8_t *bp = pp->b + (size_t)(j0 / 32) * pp->kq * 128;
+			const struct gm_ep *ep = pp->ep + j0 / 16;
+			uint32_t nval = n - j0 < 32 ? n - j0 : 32;
+
+			if (nval > 16)
+				gm_tile(2, a, lda, kf, tailp, bp, ep, row, g->orow + i0, mr,
+					j0, nval, &cc);
+			else
+				gm_tile(1, a, lda, kf, tailp, bp, ep, row, g->orow + i0, mr,
+					j0, nval, &cc);
+		}
+	}
+	free(tmp);
+	free(own);
 }
 
 /* The taps [lo, hi) of one axis that land inside the input. */
@@ -343,16 +405,296 @@ static inline void tap_range(int64_t origin, uint32_t k, uint32_t dil, uint32_t 
 	*lo = (uint32_t)(l < *hi ? l : *hi);
 }
 
+/* VBMI is not part of this set's requirements (Cascade Lake has VNNI without it). */
+static int cpu_vbmi(void)
+{
+	static int vbmi = -1;
+	int has = __atomic_load_n(&vbmi, __ATOMIC_RELAXED);
+
+	if (has < 0) {
+		__builtin_cpu_init();
+		has = !!__builtin_cpu_supports("avx512vbmi");
+		__atomic_store_n(&vbmi, has, __ATOMIC_RELAXED);
+	}
+	return has;
+}
+
 /*
- * Depthwise: 16 channels per vector, taps accumulated with vpmulld; the
- * valid taps of each output pixel are found once, so the loop over taps
- * has no bounds checks.
+ * dw_vnni() with dil_w 1: input rows are turned into per-channel dwords
+ * once, H[p] = (u[p], u[p + 1], u[p + 2], u[p + 3]) for u = x ^ 0x80 of
+ * the row padded with zp_in (position p is input column p - pad_left), so
+ * a kernel row's taps kw = 4 * j .. 4 * j + 3 of an output pixel are the
+ * one vector H[ow * stride_w + 4 * j]. The rows live in a ring of
+ * (k_h - 1) * dil_h + 1 slots, each built when first needed.
+ */
+#define NPU_TGT_VBMI __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx512vbmi")))
+
+NPU_TGT_VBMI static void dw_rows(const struct npu_dw *d, const int8_t *wp,
+				 const struct gm_ep *ep, const struct gm_consts *cc,
+				 __m512i idx, const int8_t *zpbuf, uint32_t ng,
+				 uint32_t ncb)
+{
+	const __m512i flip = _mm512_set1_epi8((char)0x80);
+	uint32_t c = d->c, ngw = ng / d->k_h;
+	uint32_t wpos = (d->out_w - 1) * d->stride_w + 4 * ngw;
+	uint32_t nslot = (d->k_h - 1) * d->dil_h + 1;
+	size_t row_bytes = (size_t)wpos * ncb * 64;
+	uint8_t *ring = aligned_alloc(64, nslot * row_bytes);
+	int64_t *tag = malloc(nslot * sizeof(*tag));
+
+	if (!ring || !tag)
+		abort();
+	for (uint32_t i = 0; i < nslot; i++)
+		tag[i] = INT64_MIN;
+	for (uint32_t oh = d->oh_begin; oh < d->oh_end; oh++) {
+		int64_t ih0 = (int64_t)oh * d->stride_h - d->pad_top;
+		const uint8_t *hrow[256];
+
+		for (uint32_t kh = 0; kh < d->k_h; kh++) {
+			int64_t ih = ih0 + (int64_t)kh * d->dil_h;
+			uint32_t slot = (uint32_t)(((ih % nslot) + nslot) % nslot);
+			uint8_t *h = ring + slot * row_bytes;
+
+			hrow[kh] = h;
+			if (tag[slot] == ih)
+				continue;
+			tag[slot] = ih;
+			if (ih < 0 || ih >= d->in_h) {
+				memset(h, (uint8_t)d->zp_in ^ 0x80, row_bytes);
+				continue;
+			}
+			const int8_t *x = d->in + ih * d->in_rs;
+
+			for (uint32_t p = 0; p < wpos; p++) {
+				const int8_t *px[4];
+
+				for (uint32_t t = 0; t < 4; t++) {
+					int64_t iw = (int64_t)p + t - d->pad_left;
+
+					px[t] = iw >= 0 && iw < d->in_w ? x + iw * d->in_ps : zpbuf;
+				}
+				for (uint32_t cb = 0; cb < ncb; cb++, h += 64) {
+					uint32_t nc = c - 16 * cb;
+					__mmask16 m = nc >= 16 ? 0xFFFF : (__mmask16)((1u << nc) - 1);
+					__m512i v = _mm512_castsi128_si512(_mm_maskz_loadu_epi8(m, px[0] + 16 * cb));
+
+					v = _mm512_inserti32x4(v, _mm_maskz_loadu_epi8(m, px[1] + 16 * cb), 1);
+					v = _mm512_inserti32x4(v, _mm_maskz_loadu_epi8(m, px[2] + 16 * cb), 2);
+					v = _mm512_inserti32x4(v, _mm_maskz_loadu_epi8(m, px[3] + 16 * cb), 3);
+					_mm512_store_si512(h, _mm512_xor_si512(
+						_mm512_permutexvar_epi8(idx, v), flip));
+				}
+			}
+		}
+		/* Four output pixels at a time: four independent accumulators. */
+		for (uint32_t ow = 0; ow < d->out_w; ow += 4) {
+			uint32_t npx = d->out_w - ow < 4 ? d->out_w - ow : 4;
+			int8_t *out = d->out + oh * d->out_rs + ow * d->out_ps;
+			size_t p0 = (size_t)ow * d->stride_w * ncb * 64;
+			size_t px = (size_t)d->stride_w * ncb * 64;	/* next pixel in H */
+			size_t jx = (size_t)4 * ncb * 64;		/* next group in H */
+			/* Past out_w, pixels redo the last one and are not stored. */
+			size_t o1 = (npx > 1 ? 1 : 0) * px, o2 = (npx > 2 ? 2 : npx - 1) * px;
+			size_t o3 = (npx > 3 ? 3 : npx - 1) * px;
+			for (uint32_t cb = 0; cb < ncb; cb++) {
+				uint32_t nc = c - 16 * cb;
+				__mmask16 m = nc >= 16 ? 0xFFFF : (__mmask16)((1u << nc) - 1);
+				const int8_t *w = wp + (size_t)cb * ng * 64;
+				__m512i a0 = ep[cb].col, a1 = a0, a2 = a0, a3 = a0;
+
+				for (uint32_t kh = 0; kh < d->k_h; kh++) {
+					const uint8_t *h = hrow[kh] + p0 + (size_t)cb * 64;
+
+					for (uint32_t j = 0; j < ngw; j++, w += 64, h += jx) {
+						__m512i wv = _mm512_load_si512((const void *)w);
+
+						a0 = _mm512_dpbusd_epi32(a0, _mm512_load_si512(
+							(const void *)h), wv);
+						a1 = _mm512_dpbusd_epi32(a1, _mm512_load_si512(
+							(const void *)(h + o1)), wv);
+						a2 = _mm512_dpbusd_epi32(a2, _mm512_load_si512(
+							(const void *)(h + o2)), wv);
+						a3 = _mm512_dpbusd_epi32(a3, _mm512_load_si512(
+							(const void *)(h + o3)), wv);
+					}
+				}
+				_mm_mask_storeu_epi8(out + 16 * cb, m, gm_rq16(a0, &ep[cb], cc));
+				if (npx > 1)
+					_mm_mask_storeu_epi8(out + d->out_ps + 16 * cb, m,
+							     gm_rq16(a1, &ep[cb], cc));
+				if (npx > 2)
+					_mm_mask_storeu_epi8(out + 2 * d->out_ps + 16 * cb, m,
+							     gm_rq16(a2, &ep[cb], cc));
+				if (npx > 3)
+					_mm_mask_storeu_epi8(out + 3 * d->out_ps + 16 * cb, m,
+							     gm_rq16(a3, &ep[cb], cc));
+			}
+		}
+	}
+	free(tag);
+	free(ring);
+}
+
+/*
+ * Depthwise with VNNI: four taps of 16 channels make one vpdpbusd. The
+ * four taps' 16 bytes are loaded into the four 128-bit lanes of a vector
+ * and vpermb turns it into per-channel dwords (byte 4 * l + t = tap t of
+ * channel l), flipped to u8 = x + 128; the weights (w - zp_w, int8 here)
+ * are packed the same way once per call, zero for the taps that pad a
+ * group. A tap in the padding reads zp_in, so every pixel sums all taps
+ * and the +128 and zp_in fold into the bias exactly:
+ * sum (x - zp_in) * w = sum u * w - (128 + zp_in) * sum w.
+ * Needs zp_in and every w - zp_w in int8, and VBMI (the caller checks);
+ * returns 0 (nothing done) else.
+ */
+NPU_TGT_VBMI static int dw_vnni(const struct npu_dw *d)
+{
+	uint32_t c = d->c, taps = d->k_h * d->k_w, ngw = (d->k_w + 3) / 4;
+	uint32_t ncb = (c + 15) / 16, cpad = ncb * 16;
+	/* Groups: kernel rows cut in fours with dil_w 1 (dw_rows), else all taps. */
+	int rows = d->dil_w == 1;
+	uint32_t ng = rows ? d->k_h * ngw : (taps + 3) / 4;
+
+	if (d->zp_in < -128 || d->zp_in > 127)
+		return 0;
+
+	size_t wsize = (size_t)ncb * ng * 64;
+	int8_t *wp = aligned_alloc(64, wsize);
+	struct gm_ep *ep = aligned_alloc(64, (size_t)ncb * sizeof(*ep));
+	const int8_t **tp = malloc((size_t)ng * 4 * sizeof(*tp));
+	ptrdiff_t *off = malloc((size_t)taps * sizeof(*off));
+	int8_t *zpbuf = malloc(cpad);
+	uint32_t *wsum = calloc(cpad, sizeof(*wsum));
+	const struct npu_rq *rq = &d->rq;
+	struct gm_consts cc = {
+		.lo = _mm512_set1_epi64((int64_t)rq->act_min - rq->zp_out),
+		.hi = _mm512_set1_epi64((int64_t)rq->act_max - rq->zp_out),
+		.zp = _mm512_set1_epi32(rq->zp_out),
+	};
+	const __m512i flip = _mm512_set1_epi8((char)0x80);
+	uint8_t perm[64];
+	int fits = 1;
+
+	if (!wp || !ep || !tp || !off || !zpbuf || !wsum)
+		abort();
+	memset(wp, 0, wsize);
+	memset(zpbuf, (uint8_t)d->zp_in, cpad);
+	for (uint32_t t = 0; t < 64; t++)
+		perm[t] = (uint8_t)(16 * (t % 4) + t / 4);
+	const __m512i idx = _mm512_loadu_si512(perm);
+
+	/* Tap (kh, kw) goes to byte 'slot' % 4 of group 'slot' / 4. */
+	for (uint32_t kh = 0, t = 0; kh < d->k_h && fits; kh++)
+		for (uint32_t kw = 0; kw < d->k_w && fits; kw++, t++) {
+			uint32_t slot = rows ? (kh * ngw + kw / 4) * 4 + kw % 4 : t;
+			const int32_t *src = d->wt + (size_t)t * d->cpad;
+			int8_t *dst = wp + (size_t)slot / 4 * 64 + slot % 4;
+
+			for (uint32_t ch = 0; ch < c; ch++) {
+				int32_t w = src[ch];
+
+				if (w < -128 || w > 127) {
+					fits = 0;
+					break;
+				}
+				dst[(size_t)(ch / 16) * ng * 64 + ch % 16 * 4] = (int8_t)w;
+				wsum[ch] += (uint32_t)w;
+			}
+		}
+	if (!fits)
+		goto out;
+	for (uint32_t cb = 0; cb < ncb; cb++) {
+		int32_t col[16], mult[16], sh[16];
+
+		for (uint32_t l = 0; l < 16; l++) {
+			uint32_t ch = 16 * cb + l;
+
+			col[l] = ch < c ? (int32_t)((uint32_t)rq->col[ch] -
+					(uint32_t)(128 + d->zp_in) * wsum[ch]) : 0;
+			mult[l] = ch < c ? rq->mult[ch] : 0;
+			sh[l] = ch < c ? rq->shift[ch] : 1;
+		}
+		gm_ep_fill(&ep[cb], col, mult, sh);
+	}
+	if (rows) {
+		dw_rows(d, wp, ep, &cc, idx, zpbuf, ng, ncb);
+		goto out;
+	}
+	for (uint32_t t = 0; t < taps; t++)
+		off[t] = (ptrdiff_t)(t / d->k_w) * d->dil_h * (ptrdiff_t)d->in_rs +
+			 (ptrdiff_t)(t % d->k_w) * d->dil_w * (ptrdiff_t)d->in_ps;
+	for (uint32_t t = taps; t < ng * 4; t++)
+		tp[t] = zpbuf;
+
+	for (uint32_t oh = d->oh_begin; oh < d->oh_end; oh++) {
+		int64_t ih0 = (int64_t)oh * d->stride_h - d->pad_top;
+		uint32_t kh_lo, kh_hi;
+
+		tap_range(ih0, d->k_h, d->dil_h, d->in_h, &kh_lo, &kh_hi);
+		for (uint32_t ow = 0; ow < d->out_w; ow++) {
+			int64_t iw0 = (int64_t)ow * d->stride_w - d->pad_left;
+			int8_t *out = d->out + oh * d->out_rs + ow * d->out_ps;
+			uint32_t kw_lo, kw_hi;
+
+			tap_range(iw0, d->k_w, d->dil_w, d->in_w, &kw_lo, &kw_hi);
+			if (kh_lo == 0 && kh_hi == d->k_h && kw_lo == 0 && kw_hi == d->k_w) {
+				const int8_t *x0 = d->in + ih0 * (int64_t)d->in_rs +
+						   iw0 * (int64_t)d->in_ps;
+
+				for (uint32_t t = 0; t < taps; t++)
+					tp[t] = x0 + off[t];
+			} else {
+				for (uint32_t t = 0; t < taps; t++) {
+					uint32_t kh = t / d->k_w, kw = t % d->k_w;
+
+					tp[t] = kh >= kh_lo && kh < kh_hi && kw >= kw_lo && kw < kw_hi ?
+						d->in + (ih0 + (int64_t)kh * d->dil_h) * d->in_rs +
+						(iw0 + (int64_t)kw * d->dil_w) * d->in_ps : zpbuf;
+				}
+			}
+			for (uint32_t cb = 0; cb < ncb; cb++) {
+				uint32_t nc = c - 16 * cb;
+				__mmask16 m = nc >= 16 ? 0xFFFF : (__mmask16)((1u << nc) - 1);
+				const int8_t *w = wp + (size_t)cb * ng * 64;
+				__m512i acc = ep[cb].col;
+
+				for (uint32_t g = 0; g < ng; g++, w += 64) {
+					const int8_t *const *p = tp + 4 * g;
+					__m512i v = _mm512_castsi128_si512(_mm_maskz_loadu_epi8(m, p[0] + 16 * cb));
+
+					v = _mm512_inserti32x4(v, _mm_maskz_loadu_epi8(m, p[1] + 16 * cb), 1);
+					v = _mm512_inserti32x4(v, _mm_maskz_loadu_epi8(m, p[2] + 16 * cb), 2);
+					v = _mm512_inserti32x4(v, _mm_maskz_loadu_epi8(m, p[3] + 16 * cb), 3);
+					v = _mm512_xor_si512(_mm512_permutexvar_epi8(idx, v), flip);
+					acc = _mm512_dpbusd_epi32(acc, v, _mm512_load_si512((const void *)w));
+				}
+				_mm_mask_storeu_epi8(out + 16 * cb, m, gm_rq16(acc, &ep[cb], &cc));
+			}
+		}
+	}
+out:
+	free(wsum);
+	free(zpbuf);
+	free(off);
+	free(tp);
+	free(ep);
+	free(wp);
+	return fits;
+}
+
+/*
+ * Depthwise without VBMI or with operands outside int8: 16 channels per
+ * vector, taps accumulated with vpmulld; the valid taps of each output
+ * pixel are found once, so the loop over taps has no bounds checks.
  */
 NPU_TGT static void dw_avx512(const struct npu_dw *d)
 {
 	const struct npu_rq *rq = &d->rq;
 	const struct rq_vec v = rq_vec_init(rq);
 	const __m512i zp = _mm512_set1_epi32(d->zp_in);
+
+	if (cpu_vbmi() && dw_vnni(d))
+		return;
 
 	for (uint32_t oh = d->oh_begin; oh < d->oh_end; oh++) {
 		int64_t ih0 = (int64_t)oh * d->stride_h - d->pad_top;
@@ -605,15 +947,7 @@ static void lut_i8_vbmi(const uint8_t *table, const uint8_t *src, uint8_t *dst, 
 
 static void lut_i8_avx512(const uint8_t *table, const uint8_t *src, uint8_t *dst, size_t n)
 {
-	static int vbmi = -1;
-	int has = __atomic_load_n(&vbmi, __ATOMIC_RELAXED);
-
-	if (has < 0) {
-		__builtin_cpu_init();
-		has = !!__builtin_cpu_supports("avx512vbmi");
-		__atomic_store_n(&vbmi, has, __ATOMIC_RELAXED);
-	}
-	if (has)
+	if (cpu_vbmi())
 		lut_i8_vbmi(table, src, dst, n);
 	else
 		npu_portable_lut_i8(table, src, dst, n);
@@ -621,8 +955,9 @@ static void lut_i8_avx512(const uint8_t *table, const uint8_t *src, uint8_t *dst
 
 const struct npu_kern npu_kern_avx512vnni = {
 	.name = "avx512vnni",
-	.dot_kind = NPU_DOT_U8S8,
+	.dot_kind = NPU_DOT_S8U8,
 	.gemm = gemm_avx512vnni,
+	.gemm_prep = gemm_prep_avx512,
 	.dw = dw_avx512,
 	.sum_i8 = sum_i8_avx512,
 	.dot16 = dot16_avx512,

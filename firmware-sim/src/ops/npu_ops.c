@@ -178,8 +178,9 @@ static int chan_tables_init(struct chan_tables *t, uint32_t n)
 
 /*
  * Fills g->rq.col for columns [0, n) of b (the channels of one group):
- * for the VNNI form it folds zero points and the +128 bias of the u8
- * operand into the per-channel constant (npu_ops_internal.h).
+ * for the U8S8 form it folds zero points and the +128 bias of the u8
+ * operand into the per-channel constant (npu_ops_internal.h); an S8U8
+ * kernel folds its own when it packs b.
  */
 static void fold_col(const struct npu_kern *kn, const struct npu_gemm *g,
 		     const int32_t *bias, int32_t *col)
@@ -195,7 +196,10 @@ static void fold_col(const struct npu_kern *kn, const struct npu_gemm *g,
 	}
 }
 
-/* Per-row term of the VNNI form, needed only with a nonzero zb. */
+/*
+ * Per-row term of the U8S8 form, needed only with a nonzero zb (an S8U8
+ * kernel adds its own).
+ */
 static void fold_rows(const struct npu_kern *kn, struct npu_gemm *g, int32_t *row)
 {
 	if (kn->dot_kind != NPU_DOT_U8S8 || !g->zb) {
@@ -205,6 +209,15 @@ static void fold_rows(const struct npu_kern *kn, struct npu_gemm *g, int32_t *ro
 	for (uint32_t i = 0; i < g->m; i++)
 		row[i] = (int32_t)(-(uint32_t)g->zb * kn->sum_i8(g->arow[i], g->k));
 	g->row = row;
+}
+
+/* The kernel's once-per-instruction preparation of b, if it has one. */
+static void *gemm_prep(const struct npu_kern *kn, struct npu_gemm *g)
+{
+	void *p = kn->gemm_prep ? kn->gemm_prep(g) : NULL;
+
+	g->prep = p;
+	return p;
 }
 
 static int load_tables(struct chan_tables *t, const uint8_t *sram,
@@ -432,6 +445,7 @@ static void conv_gemm(const struct npu_kern *kn, const struct npu_insn_conv2d *i
 	int8_t **orow = malloc(sizeof(*orow) * chunk);
 	int32_t *row = malloc(sizeof(*row) * chunk);
 	int8_t *patch = direct ? NULL : malloc((size_t)chunk * k);
+	void *prep = NULL;
 
 	if (!arow || !orow || !row || (!direct && !patch))
 		abort();
@@ -447,32 +461,38 @@ static void conv_gemm(const struct npu_kern *kn, const struct npu_insn_conv2d *i
 		};
 
 		fold_col(kn, &gm, t->bias + g * cout_g, t->col + g * cout_g);
+		free(prep);
+		prep = gemm_prep(kn, &gm);
 		for (uint32_t p0 = 0; p0 < pixels; p0 += chunk) {
 			uint32_t m = pixels - p0 < chunk ? pixels - p0 : chunk;
 
 			if (ops_aborted())
 				goto out;
 
-			for (uint32_t i = 0; i < m; i++) {
-				uint32_t oh = (p0 + i) / in->out_w;
-				uint32_t ow = (p0 + i) % in->out_w;
+			/* The chunk's first pixel once, then stepped: no division per row. */
+			uint32_t oh = p0 / in->out_w, ow = p0 % in->out_w;
 
+			for (uint32_t i = 0; i < m; i++) {
 				orow[i] = o->base + oh * o->rs + ow * o->ps + g * cout_g;
 				if (direct) {
 					arow[i] = input +
 						  (size_t)oh * in->stride_h * in->in_row_stride +
 						  (size_t)ow * in->stride_w * in->in_pixel_stride +
 						  g * cin_g;
-					continue;
+				} else {
+					arow[i] = patch + (size_t)i * k;
+					if (in->ins_h || in->ins_w)
+						gather_patch_inserted(in, input + g * cin_g, cin_g,
+								      eff_h, eff_w, oh, ow,
+								      patch + (size_t)i * k);
+					else
+						gather_patch(in, input + g * cin_g, cin_g, oh, ow,
+							     patch + (size_t)i * k);
 				}
-				arow[i] = patch + (size_t)i * k;
-				if (in->ins_h || in->ins_w)
-					gather_patch_inserted(in, input + g * cin_g, cin_g,
-							      eff_h, eff_w, oh, ow,
-							      patch + (size_t)i * k);
-				else
-					gather_patch(in, input + g * cin_g, cin_g, oh, ow,
-						     patch + (size_t)i * k);
+				if (++ow == in->out_w) {
+					ow = 0;
+					oh++;
+				}
 			}
 			gm.m = m;
 			fold_rows(kn, &gm, row);
@@ -481,6 +501,7 @@ static void conv_gemm(const struct npu_kern *kn, const struct npu_insn_conv2d *i
 		}
 	}
 out:
+	free(prep);
 	free(patch);
 	free(row);
 	free(orow);
@@ -648,6 +669,7 @@ static void conv_gemm_inserted(const struct npu_kern *kn,
 	int32_t *row = malloc(sizeof(*row) * chunk);
 	int8_t *patch = malloc((size_t)chunk * kmax);
 	int8_t *b = malloc((size_t)cout_g * kmax);
+	void *prep = NULL;
 	struct residue_classes rc;
 
 	if (!arow || !orow || !row || !patch || !b)
@@ -687,6 +709,8 @@ static void conv_gemm_inserted(const struct npu_kern *kn,
 					in->act_min, in->act_max },
 			};
 			fold_col(kn, &gm, t->bias + g * cout_g, t->col + g * cout_g);
+			free(prep);
+			prep = gemm_prep(kn, &gm);
 			npix = rows_h * cols_w;
 			for (uint32_t p = 0; p < npix; p++) {
 				uint32_t oh = rc.order_h[rc.start_h[rh] + p / cols_w];
@@ -712,6 +736,7 @@ static void conv_gemm_inserted(const struct npu_kern *kn,
 	}
 out:
 	residue_classes_fini(&rc);
+	free(prep);
 	free(b);
 	free(patch);
 	free(row);
@@ -1127,6 +1152,8 @@ void npu_op_matmul(const struct npu_insn_matmul *in, uint8_t *sram)
 	if (!arow || !orow || !row)
 		abort();
 	fold_col(kn, &gm, t.bias, t.col);
+	void *prep = gemm_prep(kn, &gm);
+
 	for (uint32_t i0 = 0; i0 < in->m && !ops_aborted(); i0 += chunk) {
 		gm.m = in->m - i0 < chunk ? in->m - i0 : chunk;
 		for (uint32_t i = 0; i < gm.m; i++) {
@@ -1138,6 +1165,7 @@ void npu_op_matmul(const struct npu_insn_matmul *in, uint8_t *sram)
 		kn->gemm(&gm);
 		ops_macs_done += (uint64_t)gm.m * gm.n * gm.k;
 	}
+	free(prep);
 	free(row);
 	free(orow);
 	free(arow);

@@ -161,6 +161,12 @@ struct npu_gemm {
 	int32_t za, zb;
 	const int32_t *row;	/* [m], or NULL for zeros */
 	struct npu_rq rq;
+	/*
+	 * What the kernel's gemm_prep made of b and rq once per instruction
+	 * (NULL when the kernel has none, or did not get it: then it works
+	 * from b and rq itself).
+	 */
+	const void *prep;
 };
 
 /* Depthwise CONV2D (groups == in_c == out_c). */
@@ -198,12 +204,25 @@ enum npu_dot_kind {
 	 * (128 + za) * sum b + k * za * zb and row = -zb * sum a.
 	 */
 	NPU_DOT_U8S8,
+	/*
+	 * dot = sum a * ((b ^ 0x80) as u8), the VNNI form with the weights as
+	 * the unsigned side; col = bias and row = NULL: the kernel folds the
+	 * rest itself from what it reads anyway, -za * sum b + k * za * zb
+	 * per column when it packs b and -(128 + zb) * sum a per row.
+	 */
+	NPU_DOT_S8U8,
 };
 
 struct npu_kern {
 	const char *name;
 	enum npu_dot_kind dot_kind;
 	void (*gemm)(const struct npu_gemm *g);
+	/*
+	 * Optional: repacks b and the epilogue of g (b, ldb, n, k and rq with
+	 * col folded) into what gemm reads as g->prep, for every m; released
+	 * with free(). Never NULL when the hook exists (aborts without memory).
+	 */
+	void *(*gemm_prep)(const struct npu_gemm *g);
 	void (*dw)(const struct npu_dw *d);
 	/* sum of p[0..k) as int8, modulo 2^32 */
 	uint32_t (*sum_i8)(const int8_t *p, uint32_t k);

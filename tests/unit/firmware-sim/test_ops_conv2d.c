@@ -224,6 +224,82 @@ static void test_conv2d_random_shapes_match_reference(void **state)
 	ops_report_impls();
 }
 
+/*
+ * Shapes around the AVX-512 kernels' blocks, every implementation against
+ * the reference: the GEMM's 12-row tiles (pixel counts just off multiples
+ * of 12, rows at one stride or not: strided 1x1, gaps), 32-channel panels
+ * and 16-channel vectors (n just off multiples of 16), k not a multiple of
+ * 4 or 64; depthwise rows of four taps (k_w 1..9) and four output pixels
+ * (out_w just off multiples of 4), strides, dil_w 1 and 2, channel counts
+ * off 16, weights minus zp_w inside int8 (the VNNI kernel) and outside
+ * it (the fallback), accumulators that wrap.
+ */
+static void test_conv2d_vnni_blocks_match_reference(void **state)
+{
+	static const int chans[] = { 1, 3, 4, 5, 12, 15, 16, 17, 24, 31, 32, 33,
+				     47, 48, 49, 64, 65, 96, 97 };
+	struct ops_sram *s = ops_sram_new();
+	char what[96];
+
+	(void)state;
+	ops_seed(20261207);
+	for (int i = 0; i < 240; i++) {
+		struct conv_p p = conv_defaults;
+		int kind = i % 4;
+
+		p.in_c = pick(chans, 19);
+		p.out_c = pick(chans, 19);
+		p.sh = (int)ops_range(1, 3);
+		p.sw = (int)ops_range(1, 3);
+		if (kind == 0) {		/* 1x1: rows in place or copied */
+			p.k_h = p.k_w = 1;
+		} else if (kind == 1) {		/* im2col GEMM, groups sometimes */
+			p.k_h = (int)ops_range(1, 4);
+			p.k_w = (int)ops_range(1, 4);
+			p.pt = p.pl = p.pb = p.pr = (int)ops_range(0, 2);
+			if (!ops_range(0, 3)) {
+				int g = (int)ops_range(2, 3);
+
+				p.in_c = g * (int)ops_range(1, 20);
+				p.out_c = g * (int)ops_range(1, 20);
+				p.groups = g;
+			}
+		} else {			/* depthwise */
+			p.out_c = p.in_c;
+			p.groups = p.in_c;
+			p.k_h = (int)ops_range(1, 5);
+			p.k_w = (int)ops_range(1, 9);
+			p.dh = ops_range(0, 3) ? 1 : 2;
+			p.dw = kind == 3 && !ops_range(0, 2) ? 2 : 1;
+			p.pt = (int)ops_range(0, 3);
+			p.pl = (int)ops_range(0, 4);
+			p.pb = (int)ops_range(0, 3);
+			p.pr = (int)ops_range(0, 4);
+		}
+		p.in_h = p.dh * (p.k_h - 1) + (int)ops_range(1, 14);
+		p.in_w = p.dw * (p.k_w - 1) + (int)ops_range(1, 30);
+		p.zp_in = (int)ops_range(-128, 127);
+		/* 0 keeps w - zp_w in int8; the rest mostly leaves it. */
+		p.zp_w = ops_range(0, 2) ? 0 : (int)ops_range(-128, 127);
+		p.zp_out = (int)ops_range(-30, 30);
+		p.act_min = (int)ops_range(-128, -70);
+		p.act_max = (int)ops_range(70, 127);
+		p.flags = ops_range(0, 3) ? 0 : NPU_QUANT_PER_TENSOR;
+		if (!ops_range(0, 3)) {
+			p.in_gap = (int)ops_range(0, 9);
+			p.in_row_gap = (int)ops_range(0, 33);
+			p.out_gap = (int)ops_range(0, 9);
+		}
+		p.extreme = !ops_range(0, 11);
+		p.big_bias = !ops_range(0, 11);
+		snprintf(what, sizeof(what), "vnni block case #%d (%dx%dx%d -> %d, %dx%d, groups %d)",
+			 i, p.in_h, p.in_w, p.in_c, p.out_c, p.k_h, p.k_w, p.groups);
+		conv_golden(s, &p, what);
+	}
+	ops_sram_free(s);
+	ops_report_impls();
+}
+
 static void test_conv2d_edge_cases_match_reference(void **state)
 {
 	struct ops_sram *s = ops_sram_new();
@@ -723,6 +799,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_conv2d_random_shapes_match_reference),
 		cmocka_unit_test(test_conv2d_edge_cases_match_reference),
+		cmocka_unit_test(test_conv2d_vnni_blocks_match_reference),
 		cmocka_unit_test(test_conv2d_patch_runs_match_reference),
 		cmocka_unit_test(test_conv2d_large_shape_matches_reference),
 		cmocka_unit_test(test_conv2d_bad_shift_writes_nothing),

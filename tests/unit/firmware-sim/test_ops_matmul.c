@@ -113,6 +113,42 @@ static void test_matmul_random_shapes_match_reference(void **state)
 	ops_report_impls();
 }
 
+/*
+ * The AVX-512 GEMM's blocks: m over several 12-row tiles and just off
+ * their multiples, n over several 32-channel panels and just off 16, k
+ * around multiples of 4 and 64, rows at a stride other than k.
+ */
+static void test_matmul_vnni_blocks_match_reference(void **state)
+{
+	static const uint32_t ms[] = { 1, 11, 12, 13, 23, 24, 25, 59, 60, 61, 143 };
+	static const uint32_t ns[] = { 1, 15, 16, 17, 31, 32, 33, 63, 64, 65, 97, 130 };
+	static const uint32_t ks[] = { 1, 2, 3, 4, 5, 63, 64, 65, 67, 129, 255, 1027 };
+	struct ops_sram *s = ops_sram_new();
+	char what[64];
+
+	(void)state;
+	ops_seed(20261207);
+	for (int i = 0; i < 150; i++) {
+		struct mm_p p = mm_defaults;
+
+		p.m = ms[ops_range(0, 10)];
+		p.n = ns[ops_range(0, 11)];
+		p.k = ks[ops_range(0, 11)];
+		p.a_gap = ops_range(0, 2) ? 0 : (uint32_t)ops_range(1, 9);
+		p.zp_a = (int)ops_range(-128, 127);
+		p.zp_b = ops_range(0, 1) ? 0 : (int)ops_range(-128, 127);
+		p.zp_out = (int)ops_range(-30, 30);
+		p.act_min = (int)ops_range(-128, -70);
+		p.act_max = (int)ops_range(70, 127);
+		p.extreme = !ops_range(0, 9);
+		snprintf(what, sizeof(what), "vnni block matmul #%d (%ux%ux%u)", i,
+			 p.m, p.k, p.n);
+		mm_golden(s, &p, what);
+	}
+	ops_sram_free(s);
+	ops_report_impls();
+}
+
 static void test_matmul_edge_cases_match_reference(void **state)
 {
 	struct ops_sram *s = ops_sram_new();
@@ -173,6 +209,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_matmul_random_shapes_match_reference),
 		cmocka_unit_test(test_matmul_edge_cases_match_reference),
+		cmocka_unit_test(test_matmul_vnni_blocks_match_reference),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
