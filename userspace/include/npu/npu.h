@@ -13,7 +13,12 @@
 
 #include "npu/npu_status.h"	/* npu_status, npu_status_str() */
 #include "npu/npu_device.h"	/* devices, buffers, command streams, jobs */
-#include "npu/npu_model.h"	/* engine, models, plans, sessions */
+#include "npu/npu_version.h"	/* the version, npu_last_error() */
+#include "npu/npu_tensor.h"	/* host tensors, strings, sequences, tensor files */
+#include "npu/npu_engine.h"	/* the engine: devices, CPU threads, logging */
+#include "npu/npu_model.h"	/* models (and, through it, the two below) */
+#include "npu/npu_plan.h"	/* a model at one set of input shapes */
+#include "npu/npu_session.h"	/* runs: sync, async, IO binding, statistics */
 #include "npu/npu_custom_op.h"	/* custom ops: an application's kernels */
 
 #endif /* NPU_H */
