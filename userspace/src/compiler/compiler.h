@@ -451,8 +451,4 @@ struct npu_act_fn {
 
 bool npu_node_activation(const struct npu_node *n, struct npu_act_fn *fn);
 
-/* segment_op.c: the NpuSegment op the CPU runtime calls. */
-struct npu_op_def;
-const struct npu_op_def *npu_segment_op_def(void);
-
 #endif /* NPU_COMPILER_H */

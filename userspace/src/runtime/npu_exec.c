@@ -16,7 +16,7 @@
 #include "compiler/memplan.h"
 #include "cpu/ops/cpu_ops.h"
 #include "graph/npu_op_schema.h"
-#include "compiler/compiler.h"	/* the NpuSegment op */
+#include "compiler/compiler.h"	/* a compiled model's runs (NpuSegment state) */
 #include "graph/npu_str.h"
 
 struct rt_buffer {
@@ -727,13 +727,11 @@ void npu_exec_memory(const struct npu_exec *s, bool *planned,
 }
 
 /*
- * The op definition a node runs with: the runtime's own ops, else the
- * graph's kernel registry (custom ops) and the CPU's (npu_kernel_find).
+ * The op definition a node runs with: the graph's kernel registry (custom
+ * ops), a backend's (the NPU's segments) or the CPU's (npu_kernel_find).
  */
 static const struct npu_op_def *find_def(const struct npu_graph *g, const struct npu_node *node)
 {
-	if (node->domain && !strcmp(node->domain, NPU_SEGMENT_DOMAIN))
-		return !strcmp(node->op_type, NPU_SEGMENT_OP) ? npu_segment_op_def() : NULL;
 	return npu_kernel_find(g, node);
 }
 

@@ -146,9 +146,19 @@ npu_status npu_fused_conv_epilogue(const struct npu_node *node,
 /*
  * The kernel a node of g runs with: the one registered in g's kernel
  * registry (graph/npu_op_schema.h: custom ops) with the node's schema, else
- * the CPU's. NULL if there is none.
+ * one another backend registered (npu_kernel_register), else the CPU's.
+ * NULL if there is none.
  */
 const struct npu_op_def *npu_kernel_find(const struct npu_graph *g, const struct npu_node *node);
+
+/*
+ * A backend's kernel for the ops it owns (the NPU's NpuSegment, whose op
+ * runs a compiled segment), registered from its constructor at load, so
+ * that the runtime finds it like any other kernel rather than by name.
+ * At most NPU_KERNELS_MAX; an op registered twice keeps its first kernel.
+ */
+#define NPU_KERNELS_MAX 8
+void npu_kernel_register(const struct npu_op_def *def);
 
 /* The kernel for (domain, op_type) at 'opset', or NULL if there is none. */
 const struct npu_op_def *npu_cpu_op_find(const char *domain,

@@ -125,10 +125,38 @@ const struct npu_op_def *npu_cpu_op_at(size_t index)
 	return index < NPU_CPU_OP_COUNT ? npu_cpu_op_table[index] : NULL;
 }
 
+/* Other backends' kernels (constructors fill it at load; read-only after). */
+static const struct npu_op_def *backend_kernels[NPU_KERNELS_MAX];
+static size_t num_backend_kernels;
+
+void npu_kernel_register(const struct npu_op_def *def)
+{
+	if (def && num_backend_kernels < NPU_KERNELS_MAX)
+		backend_kernels[num_backend_kernels++] = def;
+}
+
+static const struct npu_op_def *backend_kernel(const struct npu_node *node)
+{
+	const char *dom = npu_cpu_op_domain(node->domain);
+	size_t i;
+
+	for (i = 0; i < num_backend_kernels; i++) {
+		const struct npu_op_def *def = backend_kernels[i];
+
+		if (!strcmp(def->op_type, node->op_type) &&
+		    !strcmp(npu_cpu_op_domain(def->domain), dom) &&
+		    npu_op_schema_find(dom, node->op_type, node->opset))
+			return def;
+	}
+	return NULL;
+}
+
 const struct npu_op_def *npu_kernel_find(const struct npu_graph *g, const struct npu_node *node)
 {
 	const struct npu_op_def *def = npu_op_registry_kernel(g->ops, node->domain, node->op_type,
 							       node->opset);
 
+	if (!def)
+		def = backend_kernel(node);
 	return def ? def : npu_cpu_op_find(node->domain, node->op_type, node->opset);
 }
