@@ -100,7 +100,7 @@ static void test_schema_only_op_fails_placement_naming_it(void **state)
 {
 	struct npu_error err = { 0 };
 	struct npu_graph *g = NULL;
-	struct npu_exec_plan *p = NULL;
+	struct npu_exec_schedule *p = NULL;
 	size_t size;
 	void *buf = one_op_model(TEST_DOMAIN, "Twice", &size);
 
@@ -108,7 +108,7 @@ static void test_schema_only_op_fails_placement_naming_it(void **state)
 	assert_int_equal(npu_onnx_import(buf, size, "twice.onnx", &g, &err), NPU_OK);
 	free(buf);
 	assert_int_equal(npu_graph_infer(g, true, &err), NPU_OK);
-	assert_int_equal(npu_exec_plan_create(g, &p, &err), NPU_ERR_UNSUPPORTED);
+	assert_int_equal(npu_exec_schedule_create(g, &p, &err), NPU_ERR_UNSUPPORTED);
 	assert_null(p);
 	if (!strstr(err.msg, "twice.onnx") ||
 	    !strstr(err.msg, "no CPU kernel for op 'test.schema_only.Twice' (opset 1)"))

@@ -224,7 +224,7 @@ static void test_models_of_one_engine_plan_by_their_own_cpu_options(void **state
 
 		p[i] = plan_of(m[i]);
 		assert_int_equal(npu_cpu_options_parse(&want, specs[i], &err), NPU_OK);
-		assert_memory_equal(npu_exec_plan_cpu(p[i]->exec), &want, sizeof(want));
+		assert_memory_equal(npu_exec_schedule_cpu(p[i]->exec), &want, sizeof(want));
 	}
 	/* fused / as imported */
 	assert_int_equal(count_op(p[0], "FusedConv"), 1);	/* conv3x3 + relu */
@@ -322,7 +322,7 @@ static void test_npub_records_cpu_options_and_plans_by_them(void **state)
 
 		assert_non_null(p->compiled);
 		assert_memory_equal(&p->compiled->cpu, &want, sizeof(want));
-		assert_memory_equal(npu_exec_plan_cpu(p->exec), &want, sizeof(want));
+		assert_memory_equal(npu_exec_schedule_cpu(p->exec), &want, sizeof(want));
 		if (!loaders[i])	/* other shapes recompile with the file's */
 			assert_memory_equal(&m->cpu_opts, &want, sizeof(want));
 		npu_plan_release(p);
@@ -332,7 +332,7 @@ static void test_npub_records_cpu_options_and_plans_by_them(void **state)
 		struct npu_model *m = load(e, dfile, dsize, "d.npub", "sim", NULL);
 		struct npu_plan *p = plan_of(m);
 
-		assert_memory_equal(npu_exec_plan_cpu(p->exec), &defaults, sizeof(defaults));
+		assert_memory_equal(npu_exec_schedule_cpu(p->exec), &defaults, sizeof(defaults));
 		npu_plan_release(p);
 		npu_model_destroy(m);
 	}

@@ -24,7 +24,7 @@
  *            ranges; immutable after load, so any number of threads share
  *            it. Thread-safe.
  *   plan     the model prepared for one concrete set of input shapes:
- *            the optimized graph, memory plan and, on NPU devices, the
+ *            the optimized graph, arena layout and, on NPU devices, the
  *            compiled segments. Made on first use of those shapes and kept
  *            in the model's cache (bounded by count and bytes, least
  *            recently used dropped). A new shape never re-imports the model

@@ -658,7 +658,7 @@ static npu_status finish_segment(struct build *b, const struct span *s,
 				 struct npu_segment *seg, uint32_t *act_of)
 {
 	struct npu_segment_program *p = &seg->prog;
-	struct npu_memplan_item *items;
+	struct npu_arena_item *items;
 	bool *written;
 	size_t i, cap;
 
@@ -813,7 +813,7 @@ static npu_status finish_segment(struct build *b, const struct span *s,
 	free(written);
 	for (i = 0; i < p->num_acts; i++)
 		items[i].size = npu_act_bytes(&p->acts[i]);
-	if (npu_memplan(items, p->num_acts, 64, &seg->mem)) {
+	if (npu_arena_layout(items, p->num_acts, 64, &seg->mem)) {
 		free(items);
 		return npu_error_set(b->err, NPU_ERR_NO_MEMORY, "compile: out of memory");
 	}

@@ -14,7 +14,7 @@
  *               segments whose transfers outweigh their gain back to the
  *               CPU                                              (partition.c)
  *   lower       NPU nodes -> lops over NHWC int8 activations     (lower.c)
- *   plan        liveness placement of each segment's tensors     (memplan.c)
+ *   arena       liveness placement of each segment's tensors     (arena.c)
  *   codegen     command streams and constant blobs               (codegen*.c)
  *   delegate    each segment becomes one "NpuSegment" node (domain
  *               "ai.npu") that the CPU runtime executes like any op: it
@@ -34,7 +34,7 @@
 #include <stdint.h>
 
 #include "compiler/codegen.h"
-#include "compiler/memplan.h"
+#include "compiler/arena.h"
 #include "compiler/passes/passes.h"
 #include "compiler/quant.h"
 #include "compiler/reloc.h"
@@ -251,7 +251,7 @@ struct npu_segment {
 	 * and relocates it to its own arena. */
 	struct npu_segment_stream stream, profile_stream;
 	uint32_t code_sram_size;	/* the SRAM the code was generated for */
-	struct npu_memplan_stats mem;
+	struct npu_arena_stats mem;
 	uint64_t arena_size;
 	size_t num_nodes;
 	/* The nodes it replaces, by their first output's (unique) name. */

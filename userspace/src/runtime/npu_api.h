@@ -105,7 +105,7 @@ struct npu_plan {
 	struct npu_model *model;
 	struct npu_shape *shapes;	/* per model input */
 	struct npu_graph *g;		/* planned (and compiled) copy */
-	struct npu_exec_plan *exec;
+	struct npu_exec_schedule *exec;
 	struct npu_compiled *compiled;	/* NPU devices */
 	struct npu_io_info *outputs;	/* concrete output shapes */
 	uint64_t bytes;			/* counted against the cache bound */

@@ -13,7 +13,7 @@
 
 #include "common/npu_alloc.h"
 #include "cpu/kernels/cpu_kernels.h"
-#include "compiler/memplan.h"
+#include "compiler/arena.h"
 #include "cpu/ops/cpu_ops.h"
 #include "graph/npu_op_schema.h"
 #include "compiler/compiler.h"	/* a compiled model's runs (NpuSegment state) */
@@ -29,7 +29,7 @@ struct rt_buffer {
  * node's op definition and prepared state (packed weights), which nodes
  * infer shapes at run time, liveness, and the host arena layout.
  */
-struct npu_exec_plan {
+struct npu_exec_schedule {
 	struct npu_graph *g;
 	struct npu_cpu_options cpu;		/* what prepare() and the ops saw */
 	const struct npu_op_def **defs;		/* per node */
@@ -38,20 +38,20 @@ struct npu_exec_plan {
 	size_t *last_use;			/* per value: last consuming node */
 	/* All shapes static: every intermediate lives in one planned arena. */
 	uint64_t *arena_off;			/* per value; NULL: reuse pool */
-	struct npu_memplan_stats mem;
+	struct npu_arena_stats mem;
 	/* Most inputs or outputs of one node, or inputs of one subgraph. */
 	size_t max_io;
-	/* The plans of the nodes' subgraphs (If branches, Loop bodies...). */
+	/* The schedules of the nodes' subgraphs (If branches, Loop bodies...). */
 	struct npu_exec_sub {
 		const struct npu_graph *body;
-		struct npu_exec_plan *plan;
+		struct npu_exec_schedule *schedule;
 	} *subs;
 	size_t num_subs;
 };
 
 struct npu_exec {
-	const struct npu_exec_plan *p;
-	struct npu_exec_plan *own_plan;		/* made by this session */
+	const struct npu_exec_schedule *p;
+	struct npu_exec_schedule *own_schedule;		/* made by this session */
 	struct npu_graph *g;
 	struct npu_threadpool *pool;
 	bool own_pool;
@@ -534,7 +534,7 @@ void npu_exec_destroy(struct npu_exec *s)
 	for (i = 0; i < s->num_children; i++)
 		npu_exec_destroy(s->children[i].exec);
 	free(s->children);
-	npu_exec_plan_destroy(s->own_plan);
+	npu_exec_schedule_destroy(s->own_schedule);
 	free(s->view);
 	free(s->owned);
 	free(s->owned_cap);
@@ -560,7 +560,7 @@ void npu_exec_destroy(struct npu_exec *s)
 	free(s);
 }
 
-void npu_exec_plan_destroy(struct npu_exec_plan *p)
+void npu_exec_schedule_destroy(struct npu_exec_schedule *p)
 {
 	size_t i;
 
@@ -571,7 +571,7 @@ void npu_exec_plan_destroy(struct npu_exec_plan *p)
 			if (p->defs[i] && p->defs[i]->release)
 				p->defs[i]->release(p->g->nodes[i]);
 	for (i = 0; i < p->num_subs; i++)
-		npu_exec_plan_destroy(p->subs[i].plan);
+		npu_exec_schedule_destroy(p->subs[i].schedule);
 	free(p->subs);
 	free(p->defs);
 	free(p->schemas);
@@ -583,7 +583,7 @@ void npu_exec_plan_destroy(struct npu_exec_plan *p)
 
 /*
  * When no node's output shape depends on data, place every tensor the
- * nodes produce in one arena by liveness (compiler/memplan.c, as for the
+ * nodes produce in one arena by liveness (compiler/arena.c, as for the
  * device arena): each lives from its node to its last reader; graph
  * outputs and never-read values (an asynchronous node may still write
  * them) to the end of the run. Otherwise tensors come from the reuse pool.
@@ -598,8 +598,8 @@ void npu_exec_plan_destroy(struct npu_exec_plan *p)
  * Returns how many inputs it placed; alias[v] = output index + 1 and
  * at[v] = byte offset in it.
  */
-static size_t plan_concat_in_place(struct npu_exec_plan *p,
-				   struct npu_memplan_item *items, size_t *alias,
+static size_t arena_concat_in_place(struct npu_exec_schedule *p,
+				   struct npu_arena_item *items, size_t *alias,
 				   uint64_t *at)
 {
 	struct npu_graph *g = p->g;
@@ -659,10 +659,10 @@ static size_t plan_concat_in_place(struct npu_exec_plan *p,
 	return placed;
 }
 
-static npu_status plan_arena(struct npu_exec_plan *p, struct npu_error *err)
+static npu_status layout_arena(struct npu_exec_schedule *p, struct npu_error *err)
 {
 	struct npu_graph *g = p->g;
-	struct npu_memplan_item *items;
+	struct npu_arena_item *items;
 	size_t *alias;
 	uint64_t *at;
 	size_t i, j;
@@ -695,8 +695,8 @@ static npu_status plan_arena(struct npu_exec_plan *p, struct npu_error *err)
 							       g->num_nodes : last);
 		}
 	}
-	plan_concat_in_place(p, items, alias, at);
-	if (npu_memplan(items, g->num_values, 64, &p->mem)) {
+	arena_concat_in_place(p, items, alias, at);
+	if (npu_arena_layout(items, g->num_values, 64, &p->mem)) {
 		free(items);
 		free(alias);
 		free(at);
@@ -713,17 +713,17 @@ static npu_status plan_arena(struct npu_exec_plan *p, struct npu_error *err)
 	return NPU_OK;
 }
 
-void npu_exec_plan_memory(const struct npu_exec_plan *p, bool *planned,
-			  struct npu_memplan_stats *stats)
+void npu_exec_schedule_memory(const struct npu_exec_schedule *p, bool *planned,
+			  struct npu_arena_stats *stats)
 {
 	*planned = p->arena_off != NULL;
 	*stats = p->mem;
 }
 
 void npu_exec_memory(const struct npu_exec *s, bool *planned,
-			struct npu_memplan_stats *stats)
+			struct npu_arena_stats *stats)
 {
-	npu_exec_plan_memory(s->p, planned, stats);
+	npu_exec_schedule_memory(s->p, planned, stats);
 }
 
 /*
@@ -735,8 +735,8 @@ static const struct npu_op_def *find_def(const struct npu_graph *g, const struct
 	return npu_kernel_find(g, node);
 }
 
-/* Every subgraph attribute gets its plan now, once, shared by the sessions. */
-static npu_status plan_subgraphs(struct npu_exec_plan *p, struct npu_error *err)
+/* Every subgraph attribute gets its schedule now, once, shared by the sessions. */
+static npu_status schedule_subgraphs(struct npu_exec_schedule *p, struct npu_error *err)
 {
 	size_t i, a, n = 0;
 	npu_status st;
@@ -755,8 +755,8 @@ static npu_status plan_subgraphs(struct npu_exec_plan *p, struct npu_error *err)
 		for (a = 0; a < node->num_attrs; a++) {
 			if (node->attrs[a].type != NPU_ATTR_GRAPH)
 				continue;
-			st = npu_exec_plan_create_with(node->attrs[a].g, &p->cpu,
-						       &p->subs[p->num_subs].plan, err);
+			st = npu_exec_schedule_create_with(node->attrs[a].g, &p->cpu,
+						       &p->subs[p->num_subs].schedule, err);
 			if (st != NPU_OK)
 				return st;
 			p->subs[p->num_subs++].body = node->attrs[a].g;
@@ -767,21 +767,21 @@ static npu_status plan_subgraphs(struct npu_exec_plan *p, struct npu_error *err)
 	return NPU_OK;
 }
 
-const struct npu_cpu_options *npu_exec_plan_cpu(const struct npu_exec_plan *p)
+const struct npu_cpu_options *npu_exec_schedule_cpu(const struct npu_exec_schedule *p)
 {
 	return &p->cpu;
 }
 
-npu_status npu_exec_plan_create(struct npu_graph *g, struct npu_exec_plan **out,
+npu_status npu_exec_schedule_create(struct npu_graph *g, struct npu_exec_schedule **out,
 				struct npu_error *err)
 {
-	return npu_exec_plan_create_with(g, NULL, out, err);
+	return npu_exec_schedule_create_with(g, NULL, out, err);
 }
 
-npu_status npu_exec_plan_create_with(struct npu_graph *g, const struct npu_cpu_options *cpu,
-				     struct npu_exec_plan **out, struct npu_error *err)
+npu_status npu_exec_schedule_create_with(struct npu_graph *g, const struct npu_cpu_options *cpu,
+				     struct npu_exec_schedule **out, struct npu_error *err)
 {
-	struct npu_exec_plan *p;
+	struct npu_exec_schedule *p;
 	size_t i, j, nn = g->num_nodes, nv = g->num_values;
 	char label[300];
 	npu_status st;
@@ -798,7 +798,7 @@ npu_status npu_exec_plan_create_with(struct npu_graph *g, const struct npu_cpu_o
 	p->dynamic = calloc(nn + 1, sizeof(*p->dynamic));
 	p->last_use = calloc(nv + 1, sizeof(*p->last_use));
 	if (!p->defs || !p->schemas || !p->dynamic || !p->last_use) {
-		npu_exec_plan_destroy(p);
+		npu_exec_schedule_destroy(p);
 		return npu_error_set(err, NPU_ERR_NO_MEMORY, "out of memory");
 	}
 	for (i = 0; i < nv; i++)
@@ -815,7 +815,7 @@ npu_status npu_exec_plan_create_with(struct npu_graph *g, const struct npu_cpu_o
 		if (!p->defs[i]) {
 			bool described = p->schemas[i] != NULL;
 
-			npu_exec_plan_destroy(p);
+			npu_exec_schedule_destroy(p);
 			st = npu_cpu_ops_check(err);
 			if (st != NPU_OK)
 				return st;
@@ -845,9 +845,9 @@ npu_status npu_exec_plan_create_with(struct npu_graph *g, const struct npu_cpu_o
 		if (p->schemas[i]->dynamic_outputs)
 			p->dynamic[i] = true;	/* shapes known only by running it */
 	}
-	st = plan_subgraphs(p, err);
+	st = schedule_subgraphs(p, err);
 	if (st != NPU_OK) {
-		npu_exec_plan_destroy(p);
+		npu_exec_schedule_destroy(p);
 		return st;
 	}
 	for (i = 0; i < nn; i++) {
@@ -859,13 +859,13 @@ npu_status npu_exec_plan_create_with(struct npu_graph *g, const struct npu_cpu_o
 			for (j = i; j < nn; j++)
 				p->defs[j] = NULL;
 			npu_graph_error_context(g, g->nodes[i], err);
-			npu_exec_plan_destroy(p);
+			npu_exec_schedule_destroy(p);
 			return st;
 		}
 	}
-	st = plan_arena(p, err);
+	st = layout_arena(p, err);
 	if (st != NPU_OK) {
-		npu_exec_plan_destroy(p);
+		npu_exec_schedule_destroy(p);
 		return st;
 	}
 	*out = p;
@@ -946,8 +946,8 @@ static npu_status rt_run(struct npu_op_ctx *ctx, const struct npu_graph *body,
 
 		for (i = 0; i < s->p->num_subs; i++)
 			if (s->p->subs[i].body == body)
-				eo.plan = s->p->subs[i].plan;
-		if (!eo.plan)
+				eo.schedule = s->p->subs[i].schedule;
+		if (!eo.schedule)
 			return npu_error_set(ctx->err, NPU_ERR_INTERNAL, "%s: a subgraph that was never planned",
 					     s->g->source);
 		if (s->observe_subgraphs) {
@@ -1053,23 +1053,23 @@ npu_status npu_exec_create(struct npu_graph *g,
 	npu_status st;
 
 	*out = NULL;
-	if (opts && opts->plan && opts->plan->g != g)
+	if (opts && opts->schedule && opts->schedule->g != g)
 		return npu_error_set(err, NPU_ERR_INTERNAL,
-				     "session: the execution plan is of another graph");
+				     "session: the execution schedule is of another graph");
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return npu_error_set(err, NPU_ERR_NO_MEMORY, "out of memory");
 	s->g = g;
 	s->trace_fd = -1;
-	if (opts && opts->plan) {
-		s->p = opts->plan;
+	if (opts && opts->schedule) {
+		s->p = opts->schedule;
 	} else {
-		st = npu_exec_plan_create_with(g, opts ? opts->cpu : NULL, &s->own_plan, err);
+		st = npu_exec_schedule_create_with(g, opts ? opts->cpu : NULL, &s->own_schedule, err);
 		if (st != NPU_OK) {
 			npu_exec_destroy(s);
 			return st;
 		}
-		s->p = s->own_plan;
+		s->p = s->own_schedule;
 	}
 	s->defs = s->p->defs;
 	s->schemas = s->p->schemas;
@@ -1620,15 +1620,15 @@ const struct npu_tensor *npu_exec_output(const struct npu_exec *s,
 	return s->view[s->g->outputs[index]->index];
 }
 
-/* A run for the compiler: the plan is shared by the runs of one graph. */
-struct runner_plan {
-	struct npu_exec_plan *plan;
+/* A run for the compiler: the schedule is shared by the runs of one graph. */
+struct runner_schedule {
+	struct npu_exec_schedule *schedule;
 	int refs;
 };
 
 struct runner_run {
 	struct npu_exec *exec;
-	struct runner_plan *rp;
+	struct runner_schedule *rs;
 };
 
 static void runner_close(void *run)
@@ -1638,9 +1638,9 @@ static void runner_close(void *run)
 	if (!r)
 		return;
 	npu_exec_destroy(r->exec);
-	if (r->rp && --r->rp->refs == 0) {
-		npu_exec_plan_destroy(r->rp->plan);
-		free(r->rp);
+	if (r->rs && --r->rs->refs == 0) {
+		npu_exec_schedule_destroy(r->rs->schedule);
+		free(r->rs);
 	}
 	free(r);
 }
@@ -1659,22 +1659,22 @@ static npu_status runner_open_as(struct npu_graph *g, int threads, struct npu_th
 	if (!r)
 		return npu_error_set(err, NPU_ERR_NO_MEMORY, "out of memory");
 	if (share) {
-		r->rp = ((struct runner_run *)share)->rp;
-		r->rp->refs++;
+		r->rs = ((struct runner_run *)share)->rs;
+		r->rs->refs++;
 	} else {
-		r->rp = calloc(1, sizeof(*r->rp));
-		if (!r->rp) {
+		r->rs = calloc(1, sizeof(*r->rs));
+		if (!r->rs) {
 			free(r);
 			return npu_error_set(err, NPU_ERR_NO_MEMORY, "out of memory");
 		}
-		r->rp->refs = 1;
-		st = npu_exec_plan_create(g, &r->rp->plan, err);
+		r->rs->refs = 1;
+		st = npu_exec_schedule_create(g, &r->rs->schedule, err);
 		if (st) {
 			runner_close(r);
 			return st;
 		}
 	}
-	o.plan = r->rp->plan;
+	o.schedule = r->rs->schedule;
 	st = npu_exec_create(g, &o, &r->exec, err);
 	if (st) {
 		runner_close(r);

@@ -117,7 +117,7 @@ void npu_plan_ref(struct npu_plan *p)
 
 static void plan_free(struct npu_plan *p)
 {
-	npu_exec_plan_destroy(p->exec);
+	npu_exec_schedule_destroy(p->exec);
 	npu_graph_destroy(p->g);
 	npu_compiled_free(p->compiled);
 	npu_plan_mixed_free(p);
@@ -258,7 +258,7 @@ static npu_status build_plan(struct npu_model *m, const struct npu_shape *shapes
 			       p->compiled->warnings[i]);
 	/* A compiled model's CPU part as compiled (a .npub: as recorded). */
 	if (!st)
-		st = npu_exec_plan_create_with(p->g, p->compiled ? &p->compiled->cpu : &m->cpu_opts,
+		st = npu_exec_schedule_create_with(p->g, p->compiled ? &p->compiled->cpu : &m->cpu_opts,
 					       &p->exec, &err);
 	if (!st)
 		st = copy_io(&p->outputs, p->g->outputs, p->g->num_outputs) ? NPU_ERR_NO_MEMORY

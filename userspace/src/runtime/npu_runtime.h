@@ -21,8 +21,8 @@
 struct npu_graph_runner;
 
 struct npu_threadpool;
-struct npu_exec_plan;
-struct npu_memplan_stats;
+struct npu_exec_schedule;
+struct npu_arena_stats;
 
 /*
  * What every session of one graph shares (op definitions, prepared op
@@ -30,27 +30,27 @@ struct npu_memplan_stats;
  * once, read-only afterwards, so sessions on many threads may use it.
  * The graph must outlive it.
  */
-npu_status npu_exec_plan_create(struct npu_graph *graph,
-				struct npu_exec_plan **out,
-				struct npu_error *err);
+npu_status npu_exec_schedule_create(struct npu_graph *graph,
+				    struct npu_exec_schedule **out,
+				    struct npu_error *err);
 /* The same with the model's CPU options (NULL: the defaults): ops prepare
  * and run by them (the convolutions' Winograd choice). */
-npu_status npu_exec_plan_create_with(struct npu_graph *graph,
-				     const struct npu_cpu_options *cpu,
-				     struct npu_exec_plan **out,
-				     struct npu_error *err);
-void npu_exec_plan_destroy(struct npu_exec_plan *plan);
-/* The CPU options the plan's ops were prepared with. */
-const struct npu_cpu_options *npu_exec_plan_cpu(const struct npu_exec_plan *plan);
-/* The host tensor memory of every session of the plan (see below). */
-void npu_exec_plan_memory(const struct npu_exec_plan *plan, bool *planned,
-			  struct npu_memplan_stats *stats);
+npu_status npu_exec_schedule_create_with(struct npu_graph *graph,
+					 const struct npu_cpu_options *cpu,
+					 struct npu_exec_schedule **out,
+					 struct npu_error *err);
+void npu_exec_schedule_destroy(struct npu_exec_schedule *schedule);
+/* The CPU options the schedule's ops were prepared with. */
+const struct npu_cpu_options *npu_exec_schedule_cpu(const struct npu_exec_schedule *schedule);
+/* The host tensor memory of every session of the schedule (see below). */
+void npu_exec_schedule_memory(const struct npu_exec_schedule *schedule, bool *planned,
+			      struct npu_arena_stats *stats);
 
 struct npu_exec_options {
 	int threads;		/* own pool when 'pool' is NULL; 0: all cores */
 	struct npu_threadpool *pool;	/* borrowed (a view of the engine's) */
-	/* Shared plan of the same graph; NULL: the session makes its own. */
-	const struct npu_exec_plan *plan;
+	/* Shared schedule of the same graph; NULL: the session makes its own. */
+	const struct npu_exec_schedule *schedule;
 	bool profile;
 	/*
 	 * Optional: called after every node with its outputs (NULL entries
@@ -72,7 +72,7 @@ struct npu_exec_options {
 	 * subgraph) has NpuSegment nodes.
 	 */
 	struct npu_compiled_run *segments_run;
-	/* Without 'plan': the CPU options of the session's own (NULL: defaults). */
+	/* Without 'schedule': the CPU options of the session's own (NULL: defaults). */
 	const struct npu_cpu_options *cpu;
 	/*
 	 * Append a Chrome trace span per node to this file (the engine's
@@ -93,7 +93,7 @@ struct npu_exec;
 /*
  * Run state for one thread: tensors, arena, async bookkeeping, and for a
  * graph compiled for an NPU its own run of the segments (device arena and
- * command streams). Without opts->plan it prepares every node itself. The
+ * command streams). Without opts->schedule it prepares every node itself. The
  * graph must outlive it.
  */
 npu_status npu_exec_create(struct npu_graph *graph,
@@ -135,7 +135,7 @@ extern const struct npu_graph_runner npu_exec_graph_runner;
  * reuse pool (*planned false).
  */
 void npu_exec_memory(const struct npu_exec *s, bool *planned,
-			struct npu_memplan_stats *stats);
+			struct npu_arena_stats *stats);
 
 /* This session's run of the NPU segments (NULL without any). */
 struct npu_compiled_run;

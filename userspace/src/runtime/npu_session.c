@@ -15,7 +15,7 @@
 #include "common/npu_alloc.h"
 #include "compiler/compiler.h"
 #include "compiler/segment_rt.h"
-#include "compiler/memplan.h"
+#include "compiler/arena.h"
 #include "cpu/kernels/cpu_kernels.h"
 
 #define NPU_DEFAULT_PLAN_STATES 4
@@ -223,7 +223,7 @@ static npu_status state_for(struct npu_session *s, struct npu_plan *plan,
 				s->cur = NULL;
 			drop_state(ps);
 		}
-		eo.plan = plan->exec;
+		eo.schedule = plan->exec;
 		eo.profile = s->model->opts.profile != 0;
 		eo.trace_file = s->model->engine->opts.trace_file;
 		st = npu_exec_create(plan->g, &eo, &ps->exec, &err);
@@ -958,11 +958,11 @@ static const struct npu_segment_rt *seg_rt(const struct npu_session *s, size_t i
 static void plan_stats(const struct npu_plan *p, struct npu_npu_stats *st)
 {
 	const struct npu_compiled *c = p->compiled;
-	struct npu_memplan_stats host;
+	struct npu_arena_stats host;
 	bool planned;
 	size_t i;
 
-	npu_exec_plan_memory(p->exec, &planned, &host);
+	npu_exec_schedule_memory(p->exec, &planned, &host);
 	st->host_arena_bytes = host.arena_bytes;
 	st->host_sum_bytes = host.sum_bytes;
 	st->host_lower_bound = host.lower_bound;

@@ -8,10 +8,10 @@
 
 #include <cmocka.h>
 
-#include "compiler/memplan.h"
+#include "compiler/arena.h"
 
-static void assert_plan_valid(const struct npu_memplan_item *it, size_t n,
-			      const struct npu_memplan_stats *st, uint64_t align)
+static void assert_plan_valid(const struct npu_arena_item *it, size_t n,
+			      const struct npu_arena_stats *st, uint64_t align)
 {
 	size_t i, j;
 
@@ -37,16 +37,16 @@ static void assert_plan_valid(const struct npu_memplan_item *it, size_t n,
 /* A chain a -> b -> c -> d: only neighbours are live together. */
 static void test_chain_reuses_memory(void **state)
 {
-	struct npu_memplan_item it[4] = {
+	struct npu_arena_item it[4] = {
 		{ .size = 1000, .first_step = 0, .last_step = 1 },
 		{ .size = 1000, .first_step = 1, .last_step = 2 },
 		{ .size = 1000, .first_step = 2, .last_step = 3 },
 		{ .size = 1000, .first_step = 3, .last_step = 4 },
 	};
-	struct npu_memplan_stats st;
+	struct npu_arena_stats st;
 
 	(void)state;
-	assert_int_equal(npu_memplan(it, 4, 64, &st), 0);
+	assert_int_equal(npu_arena_layout(it, 4, 64, &st), 0);
 	assert_plan_valid(it, 4, &st, 64);
 	assert_int_equal(st.sum_bytes, 4 * 1024);
 	assert_int_equal(st.lower_bound, 2 * 1024);
@@ -55,8 +55,8 @@ static void test_chain_reuses_memory(void **state)
 
 static void test_random_lifetimes_never_overlap(void **state)
 {
-	struct npu_memplan_item it[200];
-	struct npu_memplan_stats st;
+	struct npu_arena_item it[200];
+	struct npu_arena_stats st;
 	uint64_t seed = 11;
 	size_t i;
 
@@ -71,7 +71,7 @@ static void test_random_lifetimes_never_overlap(void **state)
 		it[i].last_step = b;
 		it[i].size = (seed >> 40) % 100000;	/* some are 0: unplaced */
 	}
-	assert_int_equal(npu_memplan(it, 200, 64, &st), 0);
+	assert_int_equal(npu_arena_layout(it, 200, 64, &st), 0);
 	assert_plan_valid(it, 200, &st, 64);
 	/* Greedy-by-size is within 1.5x of the bound on such inputs. */
 	assert_true(st.arena_bytes * 2 <= st.lower_bound * 3);
@@ -79,10 +79,10 @@ static void test_random_lifetimes_never_overlap(void **state)
 
 static void test_empty_plan(void **state)
 {
-	struct npu_memplan_stats st;
+	struct npu_arena_stats st;
 
 	(void)state;
-	assert_int_equal(npu_memplan(NULL, 0, 64, &st), 0);
+	assert_int_equal(npu_arena_layout(NULL, 0, 64, &st), 0);
 	assert_int_equal(st.arena_bytes, 0);
 	assert_int_equal(st.lower_bound, 0);
 }

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-#include "compiler/memplan.h"
+#include "compiler/arena.h"
 
 #include <stdbool.h>
 #include <stdlib.h>
@@ -9,8 +9,8 @@ static uint64_t align_up(uint64_t v, uint64_t align)
 	return (v + align - 1) & ~(align - 1);
 }
 
-static bool lifetimes_overlap(const struct npu_memplan_item *a,
-			      const struct npu_memplan_item *b)
+static bool lifetimes_overlap(const struct npu_arena_item *a,
+			      const struct npu_arena_item *b)
 {
 	return a->first_step <= b->last_step && b->first_step <= a->last_step;
 }
@@ -18,9 +18,9 @@ static bool lifetimes_overlap(const struct npu_memplan_item *a,
 /* Largest first; ties by earlier birth, so the order is deterministic. */
 static int by_size_desc(const void *pa, const void *pb, void *arg)
 {
-	const struct npu_memplan_item *items = arg;
-	const struct npu_memplan_item *a = &items[*(const size_t *)pa];
-	const struct npu_memplan_item *b = &items[*(const size_t *)pb];
+	const struct npu_arena_item *items = arg;
+	const struct npu_arena_item *a = &items[*(const size_t *)pa];
+	const struct npu_arena_item *b = &items[*(const size_t *)pb];
 
 	if (a->size != b->size)
 		return a->size < b->size ? 1 : -1;
@@ -31,16 +31,16 @@ static int by_size_desc(const void *pa, const void *pb, void *arg)
 
 static int by_offset(const void *pa, const void *pb)
 {
-	const struct npu_memplan_item *a = *(const struct npu_memplan_item *const *)pa;
-	const struct npu_memplan_item *b = *(const struct npu_memplan_item *const *)pb;
+	const struct npu_arena_item *a = *(const struct npu_arena_item *const *)pa;
+	const struct npu_arena_item *b = *(const struct npu_arena_item *const *)pb;
 
 	return a->offset < b->offset ? -1 : a->offset > b->offset;
 }
 
-int npu_memplan(struct npu_memplan_item *items, size_t count, uint64_t align,
-		struct npu_memplan_stats *stats)
+int npu_arena_layout(struct npu_arena_item *items, size_t count, uint64_t align,
+		struct npu_arena_stats *stats)
 {
-	const struct npu_memplan_item **placed = NULL;
+	const struct npu_arena_item **placed = NULL;
 	size_t *order = NULL, num_placed = 0, i, j;
 	uint32_t max_step = 0, step;
 	int rc = -1;
@@ -61,7 +61,7 @@ int npu_memplan(struct npu_memplan_item *items, size_t count, uint64_t align,
 	qsort_r(order, count, sizeof(*order), by_size_desc, items);
 
 	for (i = 0; i < count; i++) {
-		struct npu_memplan_item *it = &items[order[i]];
+		struct npu_arena_item *it = &items[order[i]];
 		size_t n = 0;
 		uint64_t offset = 0;
 
@@ -70,7 +70,7 @@ int npu_memplan(struct npu_memplan_item *items, size_t count, uint64_t align,
 		/* Placed tensors alive at the same time, by offset: first gap wins. */
 		for (j = 0; j < num_placed; j++) {
 			if (lifetimes_overlap(it, placed[j])) {
-				const struct npu_memplan_item *tmp = placed[n];
+				const struct npu_arena_item *tmp = placed[n];
 
 				placed[n++] = placed[j];
 				placed[j] = tmp;
