@@ -9,7 +9,6 @@
  */
 #include "runtime/npu_api.h"
 
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,11 +19,8 @@
 
 #include "compiler/compiler.h"
 #include "compiler/npub.h"
-#include "compiler/passes/passes.h"
-#include "compiler/quant_report.h"
 #include "graph/npu_str.h"
 #include "onnx/npu_onnx.h"
-#include "runtime/npu_mixed.h"
 #include "runtime/npu_npy.h"
 
 #define NPU_DEFAULT_MAX_PLANS 8
@@ -197,8 +193,8 @@ static uint64_t graph_bytes(const struct npu_graph *g)
 /*
  * The source graph (m->base): imported at load from an ONNX file or a
  * compiled file before version 3; from a version 3 file only when first
- * needed (other shapes, the CPU device, a quantization report). Under
- * build_lock, or at load.
+ * needed (the CPU device, a quantization report). Under build_lock, or at
+ * load.
  */
 npu_status npu_model_source(struct npu_model *m, struct npu_error *err)
 {
@@ -544,7 +540,6 @@ NPU_API npu_status npu_plan_placement(const struct npu_plan *p, size_t index,
 	return NPU_OK;
 }
 
-/* The options compile_plan() calibrated with: the same samples. */
 NPU_API void npu_save_options_init_sized(struct npu_save_options *o, size_t size)
 {
 	struct npu_save_options d = { .struct_size = size, .keep_source = 1 };

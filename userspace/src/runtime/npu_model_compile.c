@@ -212,6 +212,7 @@ void npu_plan_mixed_free(struct npu_plan *p)
 	free(p->mixed);
 }
 
+/* The options npu_model_compile() calibrated with: the same samples. */
 static void report_options(struct npu_model *m, struct npu_compile_options *o)
 {
 	npu_compile_options_init(o);
