@@ -495,6 +495,56 @@ static void test_nchwc_conv_batch_folded(void **state)
 	npu_threadpool_destroy(pool);
 }
 
+/*
+ * Strided 1x1 convolutions run as stride-1 ones on a copy of the pixels
+ * they read (npu_nchwc_conv_subsamples): 16 x 16 stride 2 (rows of two
+ * 4-pixel tiles) must; stride 2 and 3, odd sizes, odd channel counts,
+ * batch 1 / 3 / 8, residual, 1 and 2 threads (the pool's scratch or
+ * malloc holds the copy) all agree with the reference; a padded one, an
+ * NCHW input and a 3x3 never take it.
+ */
+static void test_nchwc_conv_strided_1x1(void **state)
+{
+	static const struct nc_case cases[] = {
+		{ 1, 64, 64, 16, 16, 1, 1, 2, 2, 1, 1, 0, 0, 0, 0, false, false, true, true, NPU_CPU_ACT_RELU, false, 1 },
+		{ 3, 40, 33, 16, 16, 1, 1, 2, 2, 1, 1, 0, 0, 0, 0, false, false, true, true, NPU_CPU_ACT_SIGMOID, false, 2 },
+		{ 8, 17, 40, 11, 9, 1, 1, 2, 2, 1, 1, 0, 0, 0, 0, false, false, false, true, NPU_CPU_ACT_CLIP, true, 2 },
+		{ 1, 48, 24, 13, 17, 1, 1, 3, 2, 1, 1, 0, 0, 0, 0, false, false, true, false, NPU_CPU_ACT_NONE, false, 1 },
+		{ 8, 96, 48, 6, 6, 1, 1, 2, 2, 1, 1, 0, 0, 0, 0, false, false, true, true, NPU_CPU_ACT_RELU, false, 1 },
+		/* never: padded, 3x3 */
+		{ 1, 64, 64, 16, 16, 1, 1, 2, 2, 1, 1, 1, 1, 1, 1, false, false, true, true, NPU_CPU_ACT_RELU, false, 2 },
+		{ 1, 64, 64, 16, 16, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, false, false, true, true, NPU_CPU_ACT_RELU, false, 1 },
+	};
+	struct npu_threadpool *pool = npu_threadpool_create(2);
+	struct rng r = { 0x5b2 };
+	size_t i;
+
+	(void)state;
+	assert_non_null(pool);
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const struct nc_case *cc = &cases[i];
+		struct npu_conv2d_params p = {
+			.batch = cc->batch, .in_c = cc->in_c, .in_h = cc->h,
+			.in_w = cc->w, .out_c = cc->out_c, .k_h = cc->kh,
+			.k_w = cc->kw, .stride_h = cc->sh, .stride_w = cc->sw,
+			.dil_h = 1, .dil_w = 1, .pad_top = cc->pt,
+			.pad_left = cc->pl, .groups = 1,
+		};
+		bool sub;
+
+		p.out_h = out_extent(cc->h, cc->kh, cc->sh, cc->dh, cc->pt, cc->pb);
+		p.out_w = out_extent(cc->w, cc->kw, cc->sw, cc->dw, cc->pl, cc->pr);
+		sub = npu_nchwc_conv_subsamples(&p, false);
+		if (i == 0)
+			assert_true(sub);
+		if (i >= 5)
+			assert_false(sub);
+		assert_false(npu_nchwc_conv_subsamples(&p, true));
+		check_nchwc_conv(&r, cc, pool);
+	}
+	npu_threadpool_destroy(pool);
+}
+
 /* Every activation kind, with and without post, on each tile path. */
 static void test_nchwc_conv_every_activation(void **state)
 {
@@ -630,6 +680,7 @@ int main(void)
 		cmocka_unit_test(test_nchwc_conv_random_cases),
 		cmocka_unit_test(test_nchwc_conv_small_planes),
 		cmocka_unit_test(test_nchwc_conv_batch_folded),
+		cmocka_unit_test(test_nchwc_conv_strided_1x1),
 		cmocka_unit_test(test_nchwc_conv_every_activation),
 		cmocka_unit_test(test_nchwc_global_avgpool),
 		cmocka_unit_test(test_nchwc_upsample_nearest),
