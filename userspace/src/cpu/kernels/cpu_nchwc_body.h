@@ -240,13 +240,15 @@ NPU_NC_FN(npu_nc_tile)(const struct npu_nc_conv *c, size_t n, size_t ob,
 	/* one lane (NCHW): where each pixel's input is, not a copy */
 	const float *xs[NPU_NC_NMAX(NPU_NC_XT)];
 	/* where pixel j's window starts in the input (gathering tiles) */
-	ptrdiff_t gh[NPU_NC_NMAX(NPU_NC_XT)] = { 0 }, gw[NPU_NC_NMAX(NPU_NC_XT)] = { 0 };
+	ptrdiff_t gh[NPU_NC_NMAX(NPU_NC_XT)] = { 0 };
+	ptrdiff_t gw[NPU_NC_NMAX(NPU_NC_XT)] = { 0 };
 	/*
 	 * A tile across images (c->fold): how much further pixel j's input
 	 * and output planes are than image n's (floats); cross: some real
 	 * pixel is in a later image.
 	 */
-	ptrdiff_t go[NPU_NC_NMAX(NPU_NC_XT)] = { 0 }, yo[NPU_NC_NMAX(NPU_NC_XT)] = { 0 };
+	ptrdiff_t go[NPU_NC_NMAX(NPU_NC_XT)] = { 0 };
+	ptrdiff_t yo[NPU_NC_NMAX(NPU_NC_XT)] = { 0 };
 	const size_t oplane = c->out_h * c->out_w;
 	size_t g, ky, kx, row, col, img;
 	bool cross = false;
@@ -346,7 +348,8 @@ NPU_NC_FN(npu_nc_tile)(const struct npu_nc_conv *c, size_t n, size_t ob,
 
 					if (ih >= 0 && ih < (ptrdiff_t)c->in_h &&
 					    iw >= 0 && iw < (ptrdiff_t)c->in_w) {
-						src = xp + go[j] + ((size_t)ih * c->in_w + (size_t)iw) * l;
+						src = xp + go[j] +
+						      ((size_t)ih * c->in_w + (size_t)iw) * l;
 						any = true;
 					}
 					if (l == 16)
