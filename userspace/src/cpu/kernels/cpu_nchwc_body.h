@@ -370,8 +370,18 @@ NPU_NC_FN(npu_nc_tile)(const struct npu_nc_conv *c, size_t n, size_t ob,
 			}
 		}
 	}
-	NPU_NC_FN(npu_nc_store)(c, acc, n, ob, oh, ow0, nt, m, nb,
-				cross ? yo : NULL);
+	/*
+	 * A whole tile in one image: the store with constant offsets,
+	 * unrolled (with m and yo at run time it ran as a loop: 1x1 8 x 16 x
+	 * 48 x 48 -> 96 0.905 -> 0.813 ms, 8 x 24 x 24 x 24 -> 144 0.326 ->
+	 * 0.298 ms; interleaved medians of 7).
+	 */
+	if (m == (size_t)nt && !cross)
+		NPU_NC_FN(npu_nc_store)(c, acc, n, ob, oh, ow0, nt, (size_t)nt,
+					nb, NULL);
+	else
+		NPU_NC_FN(npu_nc_store)(c, acc, n, ob, oh, ow0, nt, m, nb,
+					cross ? yo : NULL);
 }
 
 /* One depthwise tile: nt output pixels of row oh from ow0, block cb. */
