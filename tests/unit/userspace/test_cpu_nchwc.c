@@ -422,6 +422,129 @@ static void test_nchwc_conv_small_planes(void **state)
 	npu_threadpool_destroy(pool);
 }
 
+/*
+ * Batch folded into the tiles (npu_nchwc_conv_folds): on small planes at
+ * batch > 1 the one-group tiles run on from one image's last pixel to the
+ * next image's first, gathering their inputs and writing each pixel in
+ * its own image. Batches 1, 3 and 8, planes 2 x 2 to 5 x 5 and narrower
+ * than a tile, 3x3 with padding, 1x1 at strides 1 and 2, odd widths,
+ * channel counts not multiples of 16 (an odd output block count: a
+ * one-block tile), residual and sigmoid (written pixel by pixel across
+ * images), 1 and 2 threads (bitwise the same). 'fold' 1: the cost model
+ * must fold it on every ISA; 0: must not; -1: either.
+ */
+struct nc_fold_case {
+	struct nc_case cc;
+	int fold;
+};
+
+static const struct nc_fold_case nc_fold[] = {
+	/* 2 x 2, 540 KiB or more of weights a block pair: folds on every ISA */
+	{ { 8, 480, 64, 2, 2, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, false, false, true, true, NPU_CPU_ACT_RELU, false, 1 }, 1 },
+	{ { 3, 480, 40, 2, 2, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, false, false, true, true, NPU_CPU_ACT_SIGMOID, false, 2 }, 1 },
+	{ { 8, 450, 33, 2, 2, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, false, false, false, true, NPU_CPU_ACT_HARD_SWISH, true, 2 }, 1 },
+	/* batch 1 never folds */
+	{ { 1, 480, 64, 2, 2, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, false, false, true, true, NPU_CPU_ACT_RELU, false, 1 }, 0 },
+	/* 3 x 3 and 5 x 3 planes (odd widths), 3x3 pad 1 */
+	{ { 8, 96, 96, 3, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, false, false, true, true, NPU_CPU_ACT_RELU, false, 2 }, -1 },
+	{ { 3, 40, 17, 5, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, false, false, true, true, NPU_CPU_ACT_SIGMOID, true, 1 }, -1 },
+	/* 1x1 stride 1 (a flat plane) on 2 x 2 and 3 x 1, stride 2 on 5 x 5 */
+	{ { 8, 520, 48, 2, 2, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, false, false, true, true, NPU_CPU_ACT_CLIP, false, 2 }, -1 },
+	{ { 3, 257, 40, 3, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, false, false, true, false, NPU_CPU_ACT_NONE, true, 1 }, -1 },
+	{ { 8, 300, 33, 5, 5, 1, 1, 2, 2, 1, 1, 0, 0, 0, 0, false, false, true, true, NPU_CPU_ACT_RELU, false, 2 }, -1 },
+	/* stride 2 3x3 with padding onto 2 x 2 */
+	{ { 8, 272, 64, 4, 4, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, false, false, true, true, NPU_CPU_ACT_LEAKY_RELU, false, 1 }, -1 },
+	/* a big plane, an NCHW input and depthwise keep their tiles */
+	{ { 8, 64, 64, 24, 24, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, false, false, true, false, NPU_CPU_ACT_RELU, false, 2 }, 0 },
+	{ { 8, 3, 24, 3, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, false, true, true, true, NPU_CPU_ACT_NONE, false, 2 }, 0 },
+	{ { 8, 40, 40, 3, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, true, false, true, true, NPU_CPU_ACT_RELU, false, 1 }, 0 },
+};
+
+static void test_nchwc_conv_batch_folded(void **state)
+{
+	struct npu_threadpool *pool = npu_threadpool_create(2);
+	struct rng r = { 0xf01d };
+	size_t i, folded = 0;
+
+	(void)state;
+	assert_non_null(pool);
+	for (i = 0; i < sizeof(nc_fold) / sizeof(nc_fold[0]); i++) {
+		const struct nc_case *cc = &nc_fold[i].cc;
+		struct npu_conv2d_params p = {
+			.batch = cc->batch, .in_c = cc->in_c, .in_h = cc->h,
+			.in_w = cc->w, .out_c = cc->out_c, .k_h = cc->kh,
+			.k_w = cc->kw, .stride_h = cc->sh, .stride_w = cc->sw,
+			.dil_h = cc->dh, .dil_w = cc->dw, .pad_top = cc->pt,
+			.pad_left = cc->pl, .groups = cc->depthwise ? cc->in_c : 1,
+		};
+		bool f;
+
+		p.out_h = out_extent(cc->h, cc->kh, cc->sh, cc->dh, cc->pt, cc->pb);
+		p.out_w = out_extent(cc->w, cc->kw, cc->sw, cc->dw, cc->pl, cc->pr);
+		f = npu_nchwc_conv_folds(&p, cc->nchw, cc->threads);
+		/* the choice is the cost model's, not the thread count's */
+		assert_true(f == npu_nchwc_conv_folds(&p, cc->nchw, 3 - cc->threads));
+		if (nc_fold[i].fold >= 0 && f != (nc_fold[i].fold > 0))
+			fail_msg("case %zu (batch %zu, %zux%zu, %zu -> %zu, k%zu): "
+				 "folds %d, want %d", i, cc->batch, cc->h, cc->w,
+				 cc->in_c, cc->out_c, cc->kh, f, nc_fold[i].fold);
+		folded += f;
+		check_nchwc_conv(&r, cc, pool);
+	}
+	assert_true(folded >= 3);
+	npu_threadpool_destroy(pool);
+}
+
+/*
+ * Strided 1x1 convolutions run as stride-1 ones on a copy of the pixels
+ * they read (npu_nchwc_conv_subsamples): 16 x 16 stride 2 (rows of two
+ * 4-pixel tiles) must; stride 2 and 3, odd sizes, odd channel counts,
+ * batch 1 / 3 / 8, residual, 1 and 2 threads (the pool's scratch or
+ * malloc holds the copy) all agree with the reference; a padded one, an
+ * NCHW input and a 3x3 never take it.
+ */
+static void test_nchwc_conv_strided_1x1(void **state)
+{
+	static const struct nc_case cases[] = {
+		{ 1, 64, 64, 16, 16, 1, 1, 2, 2, 1, 1, 0, 0, 0, 0, false, false, true, true, NPU_CPU_ACT_RELU, false, 1 },
+		{ 3, 40, 33, 16, 16, 1, 1, 2, 2, 1, 1, 0, 0, 0, 0, false, false, true, true, NPU_CPU_ACT_SIGMOID, false, 2 },
+		{ 8, 17, 40, 11, 9, 1, 1, 2, 2, 1, 1, 0, 0, 0, 0, false, false, false, true, NPU_CPU_ACT_CLIP, true, 2 },
+		{ 1, 48, 24, 13, 17, 1, 1, 3, 2, 1, 1, 0, 0, 0, 0, false, false, true, false, NPU_CPU_ACT_NONE, false, 1 },
+		{ 8, 96, 48, 6, 6, 1, 1, 2, 2, 1, 1, 0, 0, 0, 0, false, false, true, true, NPU_CPU_ACT_RELU, false, 1 },
+		/* never: padded, 3x3 */
+		{ 1, 64, 64, 16, 16, 1, 1, 2, 2, 1, 1, 1, 1, 1, 1, false, false, true, true, NPU_CPU_ACT_RELU, false, 2 },
+		{ 1, 64, 64, 16, 16, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, false, false, true, true, NPU_CPU_ACT_RELU, false, 1 },
+	};
+	struct npu_threadpool *pool = npu_threadpool_create(2);
+	struct rng r = { 0x5b2 };
+	size_t i;
+
+	(void)state;
+	assert_non_null(pool);
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const struct nc_case *cc = &cases[i];
+		struct npu_conv2d_params p = {
+			.batch = cc->batch, .in_c = cc->in_c, .in_h = cc->h,
+			.in_w = cc->w, .out_c = cc->out_c, .k_h = cc->kh,
+			.k_w = cc->kw, .stride_h = cc->sh, .stride_w = cc->sw,
+			.dil_h = 1, .dil_w = 1, .pad_top = cc->pt,
+			.pad_left = cc->pl, .groups = 1,
+		};
+		bool sub;
+
+		p.out_h = out_extent(cc->h, cc->kh, cc->sh, cc->dh, cc->pt, cc->pb);
+		p.out_w = out_extent(cc->w, cc->kw, cc->sw, cc->dw, cc->pl, cc->pr);
+		sub = npu_nchwc_conv_subsamples(&p, false);
+		if (i == 0)
+			assert_true(sub);
+		if (i >= 5)
+			assert_false(sub);
+		assert_false(npu_nchwc_conv_subsamples(&p, true));
+		check_nchwc_conv(&r, cc, pool);
+	}
+	npu_threadpool_destroy(pool);
+}
+
 /* Every activation kind, with and without post, on each tile path. */
 static void test_nchwc_conv_every_activation(void **state)
 {
@@ -556,6 +679,8 @@ int main(void)
 		cmocka_unit_test(test_nchwc_conv_fixed_cases),
 		cmocka_unit_test(test_nchwc_conv_random_cases),
 		cmocka_unit_test(test_nchwc_conv_small_planes),
+		cmocka_unit_test(test_nchwc_conv_batch_folded),
+		cmocka_unit_test(test_nchwc_conv_strided_1x1),
 		cmocka_unit_test(test_nchwc_conv_every_activation),
 		cmocka_unit_test(test_nchwc_global_avgpool),
 		cmocka_unit_test(test_nchwc_upsample_nearest),

@@ -277,6 +277,21 @@ void npu_nchwc_conv_pack(const struct npu_conv2d_params *p, const float *w,
 void npu_nchwc_conv_f32(const struct npu_conv2d_params *p, bool nchw_input,
 			const float *x, const float *packed, float *y,
 			struct npu_threadpool *pool);
+/*
+ * Whether npu_nchwc_conv_f32 on 'threads' threads runs its tiles on
+ * across images (batch folded into a tile's pixels), as its cost model
+ * chooses: on small planes at batch > 1, never on an NCHW input or
+ * depthwise.
+ */
+bool npu_nchwc_conv_folds(const struct npu_conv2d_params *p, bool nchw_input,
+			  int threads);
+/*
+ * Whether npu_nchwc_conv_f32 runs a strided unpadded 1x1 convolution as
+ * a stride-1 one on a copy of the pixels it reads (a cost model of its
+ * tiles; the pool's scratch, or malloc, holds the copy).
+ */
+bool npu_nchwc_conv_subsamples(const struct npu_conv2d_params *p,
+			       bool nchw_input);
 
 /* Blocked x [N][Cb][hw][16] -> y [N][Cb][16]: the mean over hw. */
 void npu_nchwc_global_avgpool_f32(size_t batch, size_t c, size_t hw,

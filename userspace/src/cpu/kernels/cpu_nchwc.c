@@ -80,6 +80,15 @@ struct npu_nc_conv {
 	 * 0.15 ms. Row by row it is no gain (56 x 56 x 64: 1.15 -> 1.16 ms).
 	 */
 	bool tail_full;
+	/*
+	 * Segments and tiles run on across images (batch folded into the
+	 * pixels of a tile): units are segments of all images' planes end
+	 * to end, and a tile reaching past a plane's last pixel goes on at
+	 * the next image's first. Small late planes (2 x 2, 3 x 3) then keep
+	 * full tiles at batch > 1, and a pass over a block pair's weights
+	 * serves several images (npu_nc_fold_wins).
+	 */
+	bool fold;
 };
 
 /* Tile arrays hold the widest instance: XT / DT or the 4-pixel one. */
@@ -456,6 +465,7 @@ static void npu_nc_segment(const struct npu_nc_conv *c,
 			   int nb, size_t c0, size_t c1)
 {
 	static const int sizes[4] = { 0, 4, 2, 1 };
+	const size_t plane = c->out_h * c->out_w;
 	size_t p = c0;
 	int v, k;
 
@@ -471,11 +481,14 @@ static void npu_nc_segment(const struct npu_nc_conv *c,
 		npu_nc_tile_fn f = c->depthwise ? ops->dw[k][v] :
 				   ops->tile[k][nb - 1][v];
 
+		/* p past one plane (folded): on in the images after n */
 		for (; p + nt <= c1; p += nt)
-			f(c, n, ob, p / c->out_w, p % c->out_w, nt);
+			f(c, n + p / plane, ob, p % plane / c->out_w,
+			  p % c->out_w, nt);
 		/* The rest in one full tile, part written (see below). */
 		if (!k && p < c1 && c->tail_full && c1 - p > 4) {
-			f(c, n, ob, p / c->out_w, p % c->out_w, c1 - p);
+			f(c, n + p / plane, ob, p % plane / c->out_w,
+			  p % c->out_w, c1 - p);
 			return;
 		}
 	}
@@ -500,12 +513,15 @@ static void npu_nc_conv_task(void *ctx, size_t t)
 		nb = ob + 1 < c->ocb ? 2 : 1;
 	}
 	for (u = u0; u < u1; u++) {
-		size_t s = u % c->segs, c0 = s * c->seg_len;
-		size_t c1 = c0 + c->seg_len;
+		/* folded: one 'plane' of all images end to end */
+		size_t s = c->fold ? u : u % c->segs, c0 = s * c->seg_len;
+		size_t c1 = c0 + c->seg_len, end = c->fold ?
+			    c->p->batch * plane : plane;
 
-		if (c1 > plane)
-			c1 = plane;
-		npu_nc_segment(c, ops, u / c->segs, ob, nb, c0, c1);
+		if (c1 > end)
+			c1 = end;
+		npu_nc_segment(c, ops, c->fold ? 0 : u / c->segs, ob, nb, c0,
+			       c1);
 	}
 }
 
@@ -545,14 +561,90 @@ static bool npu_nc_cross_rows(const struct npu_nc_conv *c, size_t xt)
 	return c->out_h > 1 && 8 * rows > 9 * plane;
 }
 
-void npu_nchwc_conv_f32(const struct npu_conv2d_params *p, bool nchw_input,
-			const float *x, const float *packed, float *y,
-			struct npu_threadpool *pool)
+/*
+ * What one tile's pass over its block pair's weights costs on top of its
+ * multiply-adds, in npu_nc_run_cost's unit (one pixel of a tile), when
+ * the pair's tiles of all images run in one task: little while they stay
+ * in L1 or L2 across the tiles (1x1 512 -> 2048 on 2 x 2, batch 8, 64 KiB
+ * a pair: 4-pixel tiles per image ran as fast as 12-pixel ones across
+ * images), much when a pair outgrows L2 and comes from L3 or memory each
+ * pass (3x3 512 -> 512 on 3 x 3, batch 8, 576 KiB a pair: 9-pixel tiles
+ * per image 2.41 ms, 12-pixel ones across images 1.99 ms; cpu-conv-bench,
+ * Zen 5, one thread, interleaved).
+ */
+static size_t npu_nc_pass_cost(const struct npu_nc_conv *c)
+{
+	size_t bytes = 2 * c->wob * sizeof(float);
+
+	return bytes <= 32 * 1024 ? 0 : bytes <= 512 * 1024 ? 1 : 8;
+}
+
+/*
+ * Eighths of npu_nc_run_cost's unit for a run of len pixels in tiles of
+ * xt, 4, 2, 1 (tail_full: its last 5 .. xt - 1 in one full tile), each
+ * tile also paying one weight pass; gather (eighths) on every pixel.
+ */
+static size_t npu_nc_run_cost_w(size_t len, size_t xt, size_t pass,
+				bool tail_full, size_t gather)
+{
+	size_t full = len / xt, rest = len % xt, cost, tiles;
+
+	if (tail_full && rest > 4) {
+		cost = (full + 1) * xt;
+		tiles = full + 1;
+	} else {
+		cost = npu_nc_run_cost(len, xt);
+		tiles = full + rest / 4 + rest % 4 / 2 + rest % 2;
+	}
+	return cost * (8 + gather) + tiles * pass * 8;
+}
+
+/*
+ * Whether tiles run on across images: when batch x the cost of one plane
+ * (its tiles as chosen at batch 1, each a pass over the weights) is more
+ * than the batch's planes end to end as one run, whose tiles crossing a
+ * plane's end gather their inputs (about 1 in 8 of their time): on a late
+ * 2 x 2 or 3 x 3 plane a 4- or 9-pixel tile streams a block pair's
+ * weights for one image, a folded 12-pixel one for up to three. Not on an
+ * NCHW input (a gathered lane costs as much as its multiply-adds) nor
+ * depthwise (its weights are one vector a tap). 'flat': the plane is one
+ * row (1x1 stride 1): only tiles across a plane's end gather.
+ */
+static bool npu_nc_fold_wins(const struct npu_nc_conv *c, size_t xt,
+			     bool flat)
+{
+	size_t batch = c->p->batch, plane = c->out_h * c->out_w;
+	size_t pass = npu_nc_pass_cost(c), one, all;
+	bool rows = !c->tail_full && c->out_h > 1;
+
+	if (batch < 2 || c->nchw || c->depthwise)
+		return false;
+	if (rows)
+		one = c->out_h * npu_nc_run_cost_w(c->out_w, xt, pass, false, 0);
+	else
+		one = npu_nc_run_cost_w(plane, xt, pass, c->tail_full,
+					flat || c->out_h == 1 ? 0 : 1);
+	all = npu_nc_run_cost_w(batch * plane, xt, pass, true,
+				flat || c->out_h == 1 ? 0 : 1);
+	if (flat || c->out_h == 1)	/* a tile on each plane's end */
+		all += (batch - 1) * xt;
+	/* a clear gain only (1 in 16): big planes keep their tiles */
+	return 16 * all < 15 * batch * one;
+}
+
+/*
+ * c's geometry and split for p, on 't' threads (a non-empty output): how
+ * the tiles run (rows, across rows, a flat plane, across images).
+ */
+static void npu_nc_plan(struct npu_nc_conv *c, const struct npu_conv2d_params *p,
+			bool nchw_input, size_t t)
 {
 	const struct npu_nc_ops *ops = npu_nc_ops_get();
-	struct npu_nc_conv c = {
-		.p = p, .x = x, .w = packed, .y = y,
-		.bias = packed + npu_nc_weight_floats(p),
+	const size_t xt = (size_t)ops->xt;
+	bool flat = false;
+
+	*c = (struct npu_nc_conv){
+		.p = p,
 		.ocb = npu_nchwc_blocks(p->out_c),
 		.in_h = p->in_h, .in_w = p->in_w,
 		.out_h = p->out_h, .out_w = p->out_w,
@@ -563,47 +655,172 @@ void npu_nchwc_conv_f32(const struct npu_conv2d_params *p, bool nchw_input,
 		.depthwise = npu_nc_depthwise(p),
 		.nchw = nchw_input && !npu_nc_depthwise(p),
 	};
-	size_t macs, bands;
-
-	if (!p->batch || !p->out_c || !p->out_h || !p->out_w)
-		return;
-	c.wg = c.kh * c.kw * 256;
-	c.wob = npu_nchwc_blocks(p->in_c) * c.wg;
-	c.icg = c.nchw ? p->in_c : npu_nchwc_blocks(p->in_c);
-	c.kt = c.depthwise ? c.ocb : npu_div_up(c.ocb, 2);
+	c->wg = c->kh * c->kw * 256;
+	c->wob = npu_nchwc_blocks(p->in_c) * c->wg;
+	c->icg = c->nchw ? p->in_c : npu_nchwc_blocks(p->in_c);
+	c->kt = c->depthwise ? c->ocb : npu_div_up(c->ocb, 2);
 	/* 1x1, stride 1, no padding: the plane is one row of pixels. */
-	if (c.kh == 1 && c.kw == 1 && c.sh == 1 && c.sw == 1 && !c.pt &&
-	    !c.pl && c.in_h == c.out_h && c.in_w == c.out_w) {
-		size_t t = (size_t)npu_threadpool_size(pool);
-
-		c.in_w = c.out_w = c.in_h * c.in_w;
-		c.in_h = c.out_h = 1;
-		c.seg_len = (size_t)ops->xt * 16;
-		c.tail_full = !c.depthwise;
+	if (c->kh == 1 && c->kw == 1 && c->sh == 1 && c->sw == 1 && !c->pt &&
+	    !c->pl && c->in_h == c->out_h && c->in_w == c->out_w) {
+		flat = true;
+		c->in_w = c->out_w = c->in_h * c->in_w;
+		c->in_h = c->out_h = 1;
+		c->seg_len = xt * 16;
+		c->tail_full = !c->depthwise;
 		/*
 		 * A small plane (20 x 20 x 384 channels): segments short
 		 * enough that each thread gets several, or the last thread's
 		 * band would hold fewer of them (2 : 1 on two threads).
 		 */
-		if (t > 1 && c.out_w < 4 * t * c.seg_len)
-			c.seg_len = npu_round_up(npu_div_up(c.out_w, 4 * t),
-						 (size_t)ops->xt);
-	} else if (!c.depthwise && !c.nchw &&
-		   npu_nc_cross_rows(&c, (size_t)ops->xt)) {
-		size_t t = (size_t)npu_threadpool_size(pool);
-		size_t hw = c.out_h * c.out_w;
+		if (t > 1 && c->out_w < 4 * t * c->seg_len)
+			c->seg_len = npu_round_up(npu_div_up(c->out_w, 4 * t), xt);
+	} else if (!c->depthwise && !c->nchw && npu_nc_cross_rows(c, xt)) {
+		size_t hw = c->out_h * c->out_w;
 
 		/* Segments of whole tiles; a few per thread, as above. */
-		c.seg_len = npu_round_up(c.out_w, (size_t)ops->xt);
-		c.tail_full = true;
-		if (t > 1 && hw < 4 * t * c.seg_len)
-			c.seg_len = npu_round_up(npu_div_up(hw, 4 * t),
-						 (size_t)ops->xt);
+		c->seg_len = npu_round_up(c->out_w, xt);
+		c->tail_full = true;
+		if (t > 1 && hw < 4 * t * c->seg_len)
+			c->seg_len = npu_round_up(npu_div_up(hw, 4 * t), xt);
 	} else {
-		c.seg_len = c.out_w;
+		c->seg_len = c->out_w;
 	}
-	c.segs = npu_div_up(c.out_h * c.out_w, c.seg_len);
-	c.units = p->batch * c.segs;
+	if (npu_nc_fold_wins(c, xt, flat)) {
+		/* Segments of whole tiles over all images; as above. */
+		size_t all = p->batch * c->out_h * c->out_w;
+
+		c->fold = true;
+		c->tail_full = true;
+		c->seg_len = xt * 16;
+		if (t > 1 && all < 4 * t * c->seg_len)
+			c->seg_len = npu_round_up(npu_div_up(all, 4 * t), xt);
+	}
+	c->segs = npu_div_up((c->fold ? p->batch : 1) * c->out_h * c->out_w,
+			     c->seg_len);
+	c->units = c->fold ? c->segs : p->batch * c->segs;
+}
+
+/*
+ * A strided 1x1 convolution (downsampling) without padding: whether to
+ * copy the pixels it reads into a plane of its output's size first and
+ * run that as a flat 1x1 stride-1 plane (12-pixel tiles in plane order)
+ * instead of row by row on the strided input. A cost model of the tiles,
+ * in eighths of a pixel's multiply-adds for all block pairs: a tile
+ * shorter than a full one costs 1.3x per pixel (1x1 256 -> 512, 16 x 16
+ * stride 2, rows of two 4-pixel tiles: 155 GFLOP/s; the same on its 8 x
+ * 8 output at stride 1: 205, cpu-conv-bench, one thread), as many as 4
+ * at the least; the copy about 1/16 of a pixel's work.
+ */
+static size_t npu_nc_tiles_cost(size_t len, size_t xt)
+{
+	static const size_t sizes[4] = { 0, 4, 2, 1 };
+	size_t lo = xt < 4 ? xt : 4, cost = 0, k, nt;
+
+	for (k = 0; k < 4; k++) {
+		nt = k ? sizes[k] : xt;
+		if (nt == xt)
+			cost += len / nt * nt * 8;
+		else
+			cost += len / nt * (nt > lo ? nt : lo) *
+				(xt >= 8 ? 104 : 80) / 10;
+		len %= nt;
+	}
+	return cost;
+}
+
+static bool npu_nc_subsample_wins(const struct npu_conv2d_params *p,
+				  bool nchw_input, size_t xt)
+{
+	size_t plane = p->out_h * p->out_w, rows, flat;
+
+	if (npu_nc_depthwise(p) || nchw_input || p->k_h != 1 || p->k_w != 1 ||
+	    (p->stride_h == 1 && p->stride_w == 1) || p->pad_top ||
+	    p->pad_left || (p->out_h - 1) * p->stride_h >= p->in_h ||
+	    (p->out_w - 1) * p->stride_w >= p->in_w)
+		return false;
+	rows = p->out_h * npu_nc_tiles_cost(p->out_w, xt);
+	flat = npu_nc_tiles_cost(plane, xt) + plane / 2;
+	return flat < rows;
+}
+
+bool npu_nchwc_conv_subsamples(const struct npu_conv2d_params *p,
+			       bool nchw_input)
+{
+	return p->batch && p->out_c && p->out_h && p->out_w &&
+	       npu_nc_subsample_wins(p, nchw_input,
+				     (size_t)npu_nc_ops_get()->xt);
+}
+
+/* Task t: block t of all images: the strided pixels into a dense plane. */
+struct npu_nc_sub {
+	const struct npu_conv2d_params *p;
+	const float *x;
+	float *y;
+};
+
+static void npu_nc_subsample_task(void *ctx, size_t t)
+{
+	const struct npu_nc_sub *s = ctx;
+	const struct npu_conv2d_params *p = s->p;
+	const float *x = s->x + t * p->in_h * p->in_w * 16;
+	float *y = s->y + t * p->out_h * p->out_w * 16;
+	size_t i, j;
+
+	for (i = 0; i < p->out_h; i++) {
+		const float *row = x + i * p->stride_h * p->in_w * 16;
+
+		for (j = 0; j < p->out_w; j++, y += 16)
+			memcpy(y, row + j * p->stride_w * 16, 16 * sizeof(float));
+	}
+}
+
+bool npu_nchwc_conv_folds(const struct npu_conv2d_params *p, bool nchw_input,
+			  int threads)
+{
+	struct npu_nc_conv c;
+
+	if (!p->batch || !p->out_c || !p->out_h || !p->out_w)
+		return false;
+	npu_nc_plan(&c, p, nchw_input, threads > 1 ? (size_t)threads : 1);
+	return c.fold;
+}
+
+void npu_nchwc_conv_f32(const struct npu_conv2d_params *p, bool nchw_input,
+			const float *x, const float *packed, float *y,
+			struct npu_threadpool *pool)
+{
+	struct npu_nc_conv c;
+	size_t macs, bands;
+
+	if (!p->batch || !p->out_c || !p->out_h || !p->out_w)
+		return;
+	if (npu_nc_subsample_wins(p, nchw_input, (size_t)npu_nc_ops_get()->xt)) {
+		size_t blocks = p->batch * npu_nchwc_blocks(p->in_c);
+		size_t bytes = blocks * p->out_h * p->out_w * 16 * sizeof(float);
+		struct npu_conv2d_params q = *p;
+		struct npu_nc_sub s = { .p = p, .x = x };
+		float *own = NULL;
+
+		s.y = npu_threadpool_scratch(pool, bytes);
+		if (!s.y)
+			s.y = own = aligned_alloc(64, npu_round_up(bytes, 64));
+		/* no memory for the copy: the strided rows below */
+		if (s.y) {
+			npu_nc_run(pool, blocks, npu_nc_subsample_task, &s,
+				   bytes / sizeof(float) < NPU_NC_MIN_FLOATS);
+			q.in_h = q.out_h;
+			q.in_w = q.out_w;
+			q.stride_h = q.stride_w = 1;
+			npu_nchwc_conv_f32(&q, false, s.y, packed, y, pool);
+			free(own);
+			return;
+		}
+	}
+	npu_nc_plan(&c, p, nchw_input, (size_t)npu_threadpool_size(pool));
+	c.x = x;
+	c.w = packed;
+	c.y = y;
+	c.bias = packed + npu_nc_weight_floats(p);
 	macs = p->batch * p->out_h * p->out_w * p->out_c * c.kh * c.kw *
 	       (c.depthwise ? 1 : p->in_c);
 	bands = npu_nc_bands(pool, c.units, c.kt, macs >= NPU_NC_MIN_MACS);
