@@ -644,6 +644,9 @@ static void gather_live_taps(const struct npu_insn_conv2d *in,
 	}
 }
 
+/* Residue classes of fewer output pixels run on the portable GEMM. */
+#define INSERTED_PACK_MIN_PIXELS 16
+
 /*
  * int8 CONV2D with zero insertion: per residue class, a GEMM over the live
  * taps only, with the weights cut to match. What is skipped is exactly
@@ -687,6 +690,16 @@ static void conv_gemm_inserted(const struct npu_kern *kn,
 			const uint32_t *kw = rc.kw + (size_t)rw * in->k_w;
 			uint32_t rows_h = rc.start_h[rh + 1] - rc.start_h[rh];
 			uint32_t cols_w = rc.start_w[rw + 1] - rc.start_w[rw];
+			/*
+			 * A class of a few pixels does not repay packing its
+			 * weights, and with many such classes the host's work
+			 * would follow the classes instead of the MACs the cycle
+			 * model charges (issue 29 D-b): the portable kernel,
+			 * bit-identical, takes it unpacked.
+			 */
+			const struct npu_kern *kc =
+				(uint64_t)rows_h * cols_w < INSERTED_PACK_MIN_PIXELS ?
+				&npu_kern_portable : kn;
 			struct npu_gemm gm;
 
 			if (!cols_w)
@@ -708,9 +721,9 @@ static void conv_gemm_inserted(const struct npu_kern *kn,
 					t->shift + g * cout_g, in->zp_out,
 					in->act_min, in->act_max },
 			};
-			fold_col(kn, &gm, t->bias + g * cout_g, t->col + g * cout_g);
+			fold_col(kc, &gm, t->bias + g * cout_g, t->col + g * cout_g);
 			free(prep);
-			prep = gemm_prep(kn, &gm);
+			prep = gemm_prep(kc, &gm);
 			npix = rows_h * cols_w;
 			for (uint32_t p = 0; p < npix; p++) {
 				uint32_t oh = rc.order_h[rc.start_h[rh] + p / cols_w];
@@ -726,8 +739,8 @@ static void conv_gemm_inserted(const struct npu_kern *kn,
 					if (ops_aborted())
 						goto out;
 					gm.m = m;
-					fold_rows(kn, &gm, row);
-					kn->gemm(&gm);
+					fold_rows(kc, &gm, row);
+					kc->gemm(&gm);
 					ops_macs_done += (uint64_t)m * gm.n * gm.k;
 					m = 0;
 				}
