@@ -155,6 +155,11 @@ static npu_status backward(struct lowering *lw, const struct npu_node *n)
 	char label[300];
 	npu_status st;
 
+	if (!a || (n->num_inputs > 1 && !b))
+		return npu_error_set(lw->err, NPU_ERR_MODEL,
+				     "%s: %s: %s on the path to 'y' has an omitted input",
+				     lw->g->source, lw->label,
+				     npu_node_label(lw->g, n, label, sizeof(label)));
 	if (!strcmp(op, "Identity"))
 		return accumulate(lw, a, gy);
 	if (!strcmp(op, "Neg"))
