@@ -38,7 +38,7 @@ static int by_offset(const void *pa, const void *pb)
 }
 
 int npu_arena_layout(struct npu_arena_item *items, size_t count, uint64_t align,
-		struct npu_arena_stats *stats)
+		     struct npu_arena_stats *stats)
 {
 	const struct npu_arena_item **placed = NULL;
 	size_t *order = NULL, num_placed = 0, i, j;

@@ -29,6 +29,6 @@ struct npu_arena_stats {
 
 /* Returns 0, or -1 when out of memory. 'align' is a power of two. */
 int npu_arena_layout(struct npu_arena_item *items, size_t count, uint64_t align,
-		struct npu_arena_stats *stats);
+		     struct npu_arena_stats *stats);
 
 #endif /* NPU_COMPILER_ARENA_H */

@@ -297,7 +297,7 @@ uint64_t pmm_cost(const struct npu_segment_program *prog, const struct npu_lop *
 }
 
 uint64_t tiling_cost(const struct npu_segment_program *prog,
-		   const struct npu_lop *l, const struct tiling *p)
+		     const struct npu_lop *l, const struct tiling *p)
 {
 	struct pmm pm;
 

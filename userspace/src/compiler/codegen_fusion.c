@@ -410,7 +410,7 @@ bool read_elsewhere(const struct npu_segment_program *prog, uint32_t a, size_t s
  * (dynamic programming over the lops, from the end).
  */
 void choose_fusion(const struct npu_segment_program *prog, uint32_t sram,
-		 uint8_t *fuse)
+		   uint8_t *fuse)
 {
 	bool force = prog->opts.fuse == NPU_CODEGEN_FORCE;
 	size_t i, L = prog->num_lops;

@@ -264,7 +264,7 @@ static void cat_search(struct cat_group *g, uint32_t lo, uint32_t sram)
 
 /* The group at lop i with the tile rows cat_cost() likes best; false: none. */
 static bool cat_tiling(const struct npu_segment_program *prog, size_t i, uint32_t sram,
-		     struct cat_group *g)
+		       struct cat_group *g)
 {
 	uint32_t cap = prog->opts.fuse_max_rows, lo = 0, hi;
 
@@ -662,7 +662,7 @@ static uint64_t rz_elt_cost(const struct rz_elt *f);
  * the fewest up, as fused_search()); false: not one row fits.
  */
 static bool rz_elt_tiling(const struct npu_segment_program *prog, size_t i, uint32_t sram,
-			struct rz_elt *f)
+			  struct rz_elt *f)
 {
 	uint32_t cap = prog->opts.fuse_max_rows, lo = 0, hi, r, best, last = 0, tries = 0;
 	uint64_t k, c, best_cost;

@@ -344,7 +344,7 @@ static inline uint64_t cost_end(const struct cost_engines *t)
 
 /* Predicted cycles of lop l under plan p. */
 uint64_t tiling_cost(const struct npu_segment_program *prog,
-		   const struct npu_lop *l, const struct tiling *p);
+		     const struct npu_lop *l, const struct tiling *p);
 /* Predicted cycles of lop l as the pixel-major MATMULs of m. */
 uint64_t pmm_cost(const struct npu_segment_program *prog, const struct npu_lop *l,
 		  const struct pmm *m);
@@ -364,7 +364,7 @@ static inline bool overlap(const struct npu_act *a, const struct npu_act *b)
 bool read_elsewhere(const struct npu_segment_program *prog, uint32_t a, size_t self);
 /* Which lops run fused: fuse[i] for each lop i (the codes: codegen_fusion.c). */
 void choose_fusion(const struct npu_segment_program *prog, uint32_t sram,
-		 uint8_t *fuse);
+		   uint8_t *fuse);
 /* Emit the fused chain of n convs from lop i. */
 npu_status gen_fused(struct emitter *e, size_t i, uint32_t n, uint32_t sram);
 /* Its predicted cycles (0: it does not plan). */

@@ -99,7 +99,7 @@ uint64_t conv_wpo(const struct npu_lop *l, const struct npu_act *in,
  * per tile; returns false when it does not fit.
  */
 static bool tiling_layout(struct tiling *p, uint64_t consts, uint64_t in_bytes,
-			uint64_t in2_bytes, uint64_t out_bytes, uint32_t sram)
+			  uint64_t in2_bytes, uint64_t out_bytes, uint32_t sram)
 {
 	uint64_t off = align_up(consts, SRAM_ALIGN);
 	int i;
@@ -138,14 +138,14 @@ static uint32_t fit_rows(struct tiling *p, uint64_t consts, uint32_t max_rows,
 		struct tiling t;
 
 		if (tiling_layout(&t, consts, in_bytes(ctx, mid), in2_per_row * mid,
-				out_bytes(ctx, mid), sram))
+				  out_bytes(ctx, mid), sram))
 			lo = mid;
 		else
 			hi = mid - 1;
 	}
 	if (lo)
 		tiling_layout(p, consts, in_bytes(ctx, lo), in2_per_row * lo,
-			    out_bytes(ctx, lo), sram);
+			      out_bytes(ctx, lo), sram);
 	return lo;
 }
 
@@ -304,7 +304,7 @@ bool pmm_layout(const struct npu_segment_program *prog, const struct npu_lop *l,
 
 /* The tile rows pmm_cost() likes best among those that fit; false: none. */
 static bool pmm_tiling(const struct npu_segment_program *prog, const struct npu_lop *l,
-		     uint32_t sram, struct pmm *m)
+		       uint32_t sram, struct pmm *m)
 {
 	const struct npu_act *in = &prog->acts[l->in];
 	uint32_t r, best = 0;
@@ -847,7 +847,7 @@ static bool tile_copy(const struct npu_segment_program *prog,
 		struct tiling t;
 
 		if (tiling_layout(&t, 256, (uint64_t)mid * SRAM_ALIGN, 0,
-				(uint64_t)mid * SRAM_ALIGN, sram))
+				  (uint64_t)mid * SRAM_ALIGN, sram))
 			lo = mid;
 		else
 			hi = mid - 1;

@@ -599,8 +599,8 @@ void npu_exec_schedule_destroy(struct npu_exec_schedule *p)
  * at[v] = byte offset in it.
  */
 static size_t arena_concat_in_place(struct npu_exec_schedule *p,
-				   struct npu_arena_item *items, size_t *alias,
-				   uint64_t *at)
+				    struct npu_arena_item *items, size_t *alias,
+				    uint64_t *at)
 {
 	struct npu_graph *g = p->g;
 	size_t i, j, k, placed = 0;
@@ -714,7 +714,7 @@ static npu_status layout_arena(struct npu_exec_schedule *p, struct npu_error *er
 }
 
 void npu_exec_schedule_memory(const struct npu_exec_schedule *p, bool *planned,
-			  struct npu_arena_stats *stats)
+			      struct npu_arena_stats *stats)
 {
 	*planned = p->arena_off != NULL;
 	*stats = p->mem;
@@ -756,7 +756,7 @@ static npu_status schedule_subgraphs(struct npu_exec_schedule *p, struct npu_err
 			if (node->attrs[a].type != NPU_ATTR_GRAPH)
 				continue;
 			st = npu_exec_schedule_create_with(node->attrs[a].g, &p->cpu,
-						       &p->subs[p->num_subs].schedule, err);
+							   &p->subs[p->num_subs].schedule, err);
 			if (st != NPU_OK)
 				return st;
 			p->subs[p->num_subs++].body = node->attrs[a].g;
@@ -773,13 +773,13 @@ const struct npu_cpu_options *npu_exec_schedule_cpu(const struct npu_exec_schedu
 }
 
 npu_status npu_exec_schedule_create(struct npu_graph *g, struct npu_exec_schedule **out,
-				struct npu_error *err)
+				    struct npu_error *err)
 {
 	return npu_exec_schedule_create_with(g, NULL, out, err);
 }
 
 npu_status npu_exec_schedule_create_with(struct npu_graph *g, const struct npu_cpu_options *cpu,
-				     struct npu_exec_schedule **out, struct npu_error *err)
+					 struct npu_exec_schedule **out, struct npu_error *err)
 {
 	struct npu_exec_schedule *p;
 	size_t i, j, nn = g->num_nodes, nv = g->num_values;

@@ -255,7 +255,7 @@ static npu_status build_plan(struct npu_model *m, const struct npu_shape *shapes
 	/* A compiled model's CPU part as compiled (a .npub: as recorded). */
 	if (!st)
 		st = npu_exec_schedule_create_with(p->g, p->compiled ? &p->compiled->cpu : &m->cpu_opts,
-					       &p->exec, &err);
+						   &p->exec, &err);
 	if (!st)
 		st = copy_io(&p->outputs, p->g->outputs, p->g->num_outputs) ? NPU_ERR_NO_MEMORY
 									     : NPU_OK;
