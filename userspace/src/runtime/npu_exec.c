@@ -726,15 +726,6 @@ void npu_exec_memory(const struct npu_exec *s, bool *planned,
 	npu_exec_schedule_memory(s->p, planned, stats);
 }
 
-/*
- * The op definition a node runs with: the graph's kernel registry (custom
- * ops), a backend's (the NPU's segments) or the CPU's (npu_kernel_find).
- */
-static const struct npu_op_def *find_def(const struct npu_graph *g, const struct npu_node *node)
-{
-	return npu_kernel_find(g, node);
-}
-
 /* Every subgraph attribute gets its schedule now, once, shared by the sessions. */
 static npu_status schedule_subgraphs(struct npu_exec_schedule *p, struct npu_error *err)
 {
@@ -811,7 +802,8 @@ npu_status npu_exec_schedule_create_with(struct npu_graph *g, const struct npu_c
 		if (node->num_outputs > p->max_io)
 			p->max_io = node->num_outputs;
 		p->schemas[i] = npu_node_schema(g, node);
-		p->defs[i] = p->schemas[i] ? find_def(g, node) : NULL;
+		/* Custom ops, a backend's kernels (NPU segments), else the CPU's. */
+		p->defs[i] = p->schemas[i] ? npu_kernel_find(g, node) : NULL;
 		if (!p->defs[i]) {
 			bool described = p->schemas[i] != NULL;
 

@@ -1037,8 +1037,8 @@ NPU_API npu_status npu_model_load_memory(struct npu_engine *e, const void *data,
 	return load_model(e, data, size, false, name, opts, out);
 }
 
-/* 'path' mapped read-only when it is a compiled file (.npub), else NULL. */
-static void *map_compiled_file(const char *path, size_t *size)
+/* 'path' mapped read-only (a regular file of at least 32 bytes), else NULL. */
+static void *map_file(const char *path, size_t *size)
 {
 	struct stat sb;
 	void *p;
@@ -1054,10 +1054,6 @@ static void *map_compiled_file(const char *path, size_t *size)
 	close(fd);
 	if (p == MAP_FAILED)
 		return NULL;
-	if (!npu_npub_detect(p, (size_t)sb.st_size)) {
-		munmap(p, (size_t)sb.st_size);
-		return NULL;
-	}
 	*size = (size_t)sb.st_size;
 	return p;
 }
@@ -1075,10 +1071,22 @@ NPU_API npu_status npu_model_load_file(struct npu_engine *e, const char *path,
 		*out = NULL;
 	if (!path)
 		return npu_api_fail(NPU_ERR_INVALID_ARG, "npu_model_load_file: path is NULL");
-	/* A compiled file is used where it lies, mapped: nothing is copied. */
-	data = map_compiled_file(path, &size);
-	if (data)
+	/*
+	 * Mapped, read once: a compiled file is used where it lies (the model
+	 * keeps the mapping); an ONNX file is loaded from the mapping, which
+	 * copies it. npu_read_file names what is wrong with a file that
+	 * does not map.
+	 */
+	data = map_file(path, &size);
+	if (data && npu_npub_detect(data, size))
 		return load_model(e, data, size, true, path, opts, out);
+	if (data && size <= (1ull << 31)) {	/* larger: npu_read_file's error */
+		st = npu_model_load_memory(e, data, size, path, opts, out);
+		munmap(data, size);
+		return st;
+	}
+	if (data)
+		munmap(data, size);
 	if (npu_read_file(path, &data, &size, &err))
 		return npu_api_fail_err(&err);
 	st = npu_model_load_memory(e, data, size, path, opts, out);
