@@ -20,5 +20,6 @@
 #include "npu/npu_plan.h"	/* a model at one set of input shapes */
 #include "npu/npu_session.h"	/* runs: sync, async, IO binding, statistics */
 #include "npu/npu_custom_op.h"	/* custom ops: an application's kernels */
+#include "npu/npu_provider.h"	/* execution providers: who runs which nodes */
 
 #endif /* NPU_H */

@@ -156,6 +156,16 @@ struct npu_model_options {
 	 * value fails the load naming it.
 	 */
 	const char *cpu;
+	/*
+	 * Since 2.2. Execution providers in priority order, comma-separated
+	 * (npu/npu_provider.h): "npu" (the NPU 'device'; "sim" when that is
+	 * "cpu"), "cpu" (always last; added when not named) and providers the
+	 * application registered on the engine. Without "npu" no device is
+	 * opened. NULL: "npu,cpu" on an NPU device, else "cpu". A name nobody
+	 * registered, a name twice or "cpu" before another fails the load
+	 * naming it.
+	 */
+	const char *providers;
 };
 
 NPU_API void npu_model_options_init_sized(struct npu_model_options *opts,

@@ -4,6 +4,7 @@
  * and record the range (and histogram) of every float value it computes.
  */
 #include "compiler/compiler.h"
+#include "graph/npu_op_schema.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -118,7 +119,7 @@ static size_t walk_subgraphs(const struct npu_graph *g, struct npu_calib_sub *su
 	size_t i, a;
 
 	for (i = 0; i < g->num_nodes; i++)
-		for (a = 0; a < g->nodes[i]->num_attrs; a++) {
+		for (a = 0; a < g->nodes[i]->num_attrs && npu_node_subgraphs_open(g, g->nodes[i]); a++) {
 			const struct npu_graph *body = g->nodes[i]->attrs[a].g;
 
 			if (g->nodes[i]->attrs[a].type != NPU_ATTR_GRAPH || !body)

@@ -250,6 +250,10 @@ static void initial_placement(struct build *b)
 
 		if (b->cpu_only) {
 			place(b, n, NPU_PLACE_CPU, b->cpu_only);
+		} else if (npu_node_schema(b->g, n) && npu_node_schema(b->g, n)->owner) {
+			snprintf(why, sizeof(why), "taken by provider '%s'",
+				 npu_node_schema(b->g, n)->owner);
+			place(b, n, NPU_PLACE_CPU, why);
 		} else if (npu_node_schema(b->g, n) && npu_node_schema(b->g, n)->opaque) {
 			place(b, n, NPU_PLACE_CPU,
 			      "custom op: the application's kernel runs it on the CPU");
@@ -1209,7 +1213,7 @@ static npu_status for_subgraphs(struct npu_graph *g, struct npu_qdq_table *qdq,
 	for (i = 0; i < g->num_nodes; i++) {
 		const struct npu_node *n = g->nodes[i];
 
-		for (a = 0; a < n->num_attrs; a++) {
+		for (a = 0; a < n->num_attrs && npu_node_subgraphs_open(g, n); a++) {
 			if (n->attrs[a].type != NPU_ATTR_GRAPH || !n->attrs[a].g)
 				continue;
 			st = fn(n->attrs[a].g, qdq, err);
@@ -1372,7 +1376,7 @@ static npu_status compile_subgraphs(struct build *b)
 	for (i = 0; i < b->g->num_nodes && !st; i++) {
 		struct npu_node *n = b->g->nodes[i];
 
-		for (a = 0; a < n->num_attrs && !st; a++) {
+		for (a = 0; a < n->num_attrs && !st && npu_node_subgraphs_open(b->g, n); a++) {
 			/* Looked up each time: merging moves the records. */
 			const struct npu_placement_record *rec = record_of(b, n);
 			struct npu_graph *body = n->attrs[a].g;

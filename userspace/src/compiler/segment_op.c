@@ -330,6 +330,7 @@ static const struct npu_op_schema segment_op_schema = {
 	.since_version = 1,
 	.max_version = 1,
 	.infer = segment_infer,
+	.owner = "npu",
 };
 
 __attribute__((constructor)) static void segment_op_register(void)

@@ -26,7 +26,7 @@ struct npu_graph *npu_graph_create(const char *source)
 	return g;
 }
 
-static void free_attr(struct npu_attr *a)
+void npu_attr_free(struct npu_attr *a)
 {
 	size_t i;
 
@@ -54,7 +54,7 @@ static void free_node(struct npu_node *n)
 	free(n->inputs);
 	free(n->outputs);
 	for (i = 0; i < n->num_attrs; i++)
-		free_attr(&n->attrs[i]);
+		npu_attr_free(&n->attrs[i]);
 	free(n->attrs);
 	free(n);
 }
@@ -521,7 +521,7 @@ static struct npu_tensor *clone_tensor(const struct npu_tensor *t)
 	return c;
 }
 
-static bool clone_attr(struct npu_attr *dst, const struct npu_attr *src)
+bool npu_attr_clone(struct npu_attr *dst, const struct npu_attr *src)
 {
 	size_t i;
 
@@ -630,7 +630,7 @@ struct npu_graph *npu_graph_clone(const struct npu_graph *src,
 				goto nomem;
 			for (j = 0; j < sn->num_attrs; j++) {
 				n->num_attrs++;
-				if (!clone_attr(&n->attrs[j], &sn->attrs[j]))
+				if (!npu_attr_clone(&n->attrs[j], &sn->attrs[j]))
 					goto nomem;
 			}
 		}

@@ -152,6 +152,10 @@ float npu_node_attr_float_or(const struct npu_node *node, const char *name,
 const char *npu_node_attr_string_or(const struct npu_node *node,
 				    const char *name, const char *fallback);
 
+/* A deep copy of src into dst (false: out of memory; free dst either way). */
+bool npu_attr_clone(struct npu_attr *dst, const struct npu_attr *src);
+void npu_attr_free(struct npu_attr *a);
+
 /* ---- Tensors ---- */
 
 /* A tensor of 'shape' (all dims known), zero-filled, 64-byte aligned data. */
@@ -269,6 +273,21 @@ npu_status npu_graph_sort(struct npu_graph *graph, struct npu_error *err);
  */
 npu_status npu_graph_infer(struct npu_graph *graph, bool fold,
 			   struct npu_error *err);
+
+/*
+ * Replace 'nodes' (count of g's nodes, in g's order, forming a convex set:
+ * no path leaves the set and comes back into it) by one node
+ * (op_type, domain, name; opset 1) whose GRAPH attribute "body" holds
+ * them as a graph of their own. The body's inputs are the non-constant
+ * values the set reads and does not make (in order of first use), its
+ * outputs the values the set makes that a node outside it or the graph's
+ * outputs read; the new node has the same inputs and outputs. Constants
+ * the set reads are copied into the body. Nodes with subgraphs cannot be
+ * fused. g is sorted again; *out is the new node.
+ */
+npu_status npu_graph_fuse(struct npu_graph *g, struct npu_node *const *nodes, size_t count,
+			  const char *op_type, const char *domain, const char *name,
+			  struct npu_node **out, struct npu_error *err);
 
 /* ---- Passes: a named function list over the graph (compiler hooks) ---- */
 

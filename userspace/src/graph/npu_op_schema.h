@@ -22,8 +22,11 @@
  *   ai.npu      NPU segments (compiler/segment_op.c)
  *   ai.npu.cpu  ops graph passes and the importer make for the CPU
  *               (compiler/op_schemas.c, onnx/npu_onnx_gradient.c)
+ *   ai.npu.provider  an application's execution provider's subgraphs,
+ *               op_type = the provider's name (runtime/npu_provider.c)
  */
 #define NPU_DOMAIN_SEGMENT "ai.npu"
+#define NPU_DOMAIN_PROVIDER "ai.npu.provider"
 #define NPU_DOMAIN_CPU_INTERNAL "ai.npu.cpu"
 
 /*
@@ -68,6 +71,12 @@ struct npu_op_schema {
 	 * kernel registered with it runs it. 'data' is the registrant's.
 	 */
 	bool opaque;
+	/*
+	 * The execution provider whose nodes these are ("npu" for NPU
+	 * segments, an application's provider's name), else NULL: no other
+	 * provider is offered such a node, and placement records name it.
+	 */
+	const char *owner;
 	const void *data;
 };
 
@@ -145,6 +154,18 @@ static inline const struct npu_op_schema *npu_node_schema(const struct npu_graph
 							  const struct npu_node *node)
 {
 	return npu_op_registry_schema(g->ops, node->domain, node->op_type, node->opset);
+}
+
+/*
+ * Whether the compiler and the runtime look inside n's subgraph
+ * attributes (control flow's bodies and branches): not an opaque op's,
+ * whose subgraph is its owner's alone (an execution provider's).
+ */
+static inline bool npu_node_subgraphs_open(const struct npu_graph *g, const struct npu_node *n)
+{
+	const struct npu_op_schema *s = npu_node_schema(g, n);
+
+	return !(s && s->opaque);
 }
 
 /*

@@ -22,6 +22,9 @@ struct npu_onnx_meta;
 struct npu_npub;
 struct npu_calib_cache;
 struct npu_custom_record;
+struct npu_ep;
+struct npu_plan_placement;
+struct npu_provider_record;
 struct npu_keep_fp32;
 struct npu_mixed_result;
 struct npu_threadpool;
@@ -69,6 +72,9 @@ struct npu_engine {
 	struct npu_op_registry *ops;
 	struct npu_custom_record **custom_ops;	/* under lock */
 	size_t num_custom_ops;
+	/* Execution providers the application registered (npu_provider.c). */
+	struct npu_provider_record **providers;	/* under lock */
+	size_t num_providers;
 };
 
 /*
@@ -88,6 +94,19 @@ void npu_custom_ops_free(struct npu_engine *engine);
  * registration allows; err names the node and the op.
  */
 npu_status npu_custom_ops_check_graph(const struct npu_graph *g, struct npu_error *err);
+/*
+ * Run an application's kernel (a custom op's or a provider's compute) on
+ * op through a kernel context; 'label' names it in messages. With dtypes /
+ * shapes (per output), an output allocated otherwise fails the run; so
+ * does an error, or an output left unallocated.
+ */
+struct npu_kernel_context;
+struct npu_op_ctx;
+npu_status npu_kernel_context_run(struct npu_op_ctx *op, const char *label,
+				  const enum npu_dtype *dtypes, const struct npu_shape *shapes,
+				  npu_status (*compute)(void *user, void *state,
+							struct npu_kernel_context *ctx),
+				  void *user, void *state);
 void npu_engine_unref(struct npu_engine *engine);
 void npu_engine_log(const struct npu_engine *engine, enum npu_log_level level,
 		    const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -110,6 +129,9 @@ struct npu_plan {
 	struct npu_io_info *outputs;	/* concrete output shapes */
 	uint64_t bytes;			/* counted against the cache bound */
 	struct npu_mixed_result *mixed;	/* accuracy_target set: the search */
+	/* Where every node runs and why, by provider (npu_provider.c). */
+	struct npu_plan_placement *placements;
+	size_t num_placements;
 };
 
 struct npu_model {
@@ -151,6 +173,10 @@ struct npu_model {
 	struct npu_io_info *inputs, *outputs;
 	size_t num_inputs, num_outputs;
 	struct npu_device *dev;		/* NULL on "cpu" (the engine owns it) */
+	/* The providers a plan offers nodes to, in priority order, "cpu" last. */
+	const struct npu_ep **eps;
+	size_t num_eps;
+	char *providers;		/* opts.providers, copied */
 	/* The plan cache; builds are serialized by build_lock. */
 	pthread_mutex_t build_lock;
 	pthread_mutex_t cache_lock;

@@ -47,7 +47,7 @@ struct npu_infer_context {
 
 struct npu_kernel_context {
 	struct npu_op_ctx *op;
-	const struct npu_custom_record *rec;
+	const char *label;		/* "custom op 'a.B'", "provider 'x'" */
 	/* What infer() said for these inputs (have_expect), per output. */
 	bool have_expect;
 	const enum npu_dtype *dtypes;
@@ -446,7 +446,6 @@ NPU_API npu_status npu_kernel_output(struct npu_kernel_context *ctx, size_t inde
 				     enum npu_data_type dtype, int rank, const int64_t *dims,
 				     void **data)
 {
-	const struct npu_custom_record *rec;
 	const struct npu_value *v;
 	struct npu_shape s = { 0 };
 	struct npu_tensor *t;
@@ -458,7 +457,6 @@ NPU_API npu_status npu_kernel_output(struct npu_kernel_context *ctx, size_t inde
 		*data = NULL;
 	if (!ctx)
 		return npu_api_fail(NPU_ERR_INVALID_ARG, "npu_kernel_output: ctx is NULL");
-	rec = ctx->rec;
 	if (index >= ctx->op->num_outputs || !ctx->op->node->outputs[index])
 		return npu_api_fail(NPU_ERR_NOT_FOUND,
 				    "npu_kernel_output: node '%s' has no output %zu",
@@ -466,28 +464,28 @@ NPU_API npu_status npu_kernel_output(struct npu_kernel_context *ctx, size_t inde
 	v = ctx->op->node->outputs[index];
 	if (ctx->allocated[index])
 		return kernel_violation(ctx, NPU_ERR_INVALID_ARG,
-					REC_FMT ": output %zu ('%s') allocated twice",
-					REC_ARGS(rec), index, v->name);
+					"%s: output %zu ('%s') allocated twice",
+					ctx->label, index, v->name);
 	if (rank < 0 || rank > NPU_MODEL_MAX_RANK || (rank && !dims))
 		return kernel_violation(ctx, NPU_ERR_INVALID_ARG,
-					REC_FMT ": output %zu ('%s'): rank %d (0 to %d, with dims)",
-					REC_ARGS(rec), index, v->name, rank, NPU_MODEL_MAX_RANK);
+					"%s: output %zu ('%s'): rank %d (0 to %d, with dims)",
+					ctx->label, index, v->name, rank, NPU_MODEL_MAX_RANK);
 	if (!npu_dtype_size((enum npu_dtype)dtype) || dtype == NPU_TYPE_STRING)
 		return kernel_violation(ctx, NPU_ERR_INVALID_ARG,
-					REC_FMT ": output %zu ('%s'): type %d is not a numeric element type",
-					REC_ARGS(rec), index, v->name, (int)dtype);
+					"%s: output %zu ('%s'): type %d is not a numeric element type",
+					ctx->label, index, v->name, (int)dtype);
 	s.rank = rank;
 	for (d = 0; d < rank; d++) {
 		if (dims[d] < 0)
 			return kernel_violation(ctx, NPU_ERR_INVALID_ARG,
-						REC_FMT ": output %zu ('%s'): dim %d is %lld",
-						REC_ARGS(rec), index, v->name, d, (long long)dims[d]);
+						"%s: output %zu ('%s'): dim %d is %lld",
+						ctx->label, index, v->name, d, (long long)dims[d]);
 		s.dims[d] = dims[d];
 	}
 	if (npu_shape_numel(&s) < 0)
 		return kernel_violation(ctx, NPU_ERR_INVALID_ARG,
-					REC_FMT ": output %zu ('%s'): too many elements",
-					REC_ARGS(rec), index, v->name);
+					"%s: output %zu ('%s'): too many elements",
+					ctx->label, index, v->name);
 	if (ctx->have_expect) {
 		const struct npu_shape *e = &ctx->shapes[index];
 		bool ok = ctx->dtypes[index] == (enum npu_dtype)dtype && e->rank == rank;
@@ -496,8 +494,8 @@ NPU_API npu_status npu_kernel_output(struct npu_kernel_context *ctx, size_t inde
 			ok = e->dims[d] < 0 || e->dims[d] == dims[d];
 		if (!ok)
 			return kernel_violation(ctx, NPU_ERR_INVALID_ARG,
-						REC_FMT ": output %zu ('%s') allocated as %s; its shape inference said %s",
-						REC_ARGS(rec), index, v->name,
+						"%s: output %zu ('%s') allocated as %s; its shape inference said %s",
+						ctx->label, index, v->name,
 						shape_str((enum npu_dtype)dtype, &s, a, sizeof(a)),
 						shape_str(ctx->dtypes[index], e, b, sizeof(b)));
 	}
@@ -530,14 +528,52 @@ NPU_API void npu_kernel_set_error(struct npu_kernel_context *ctx, const char *fm
 	ctx->error_set = true;
 }
 
+npu_status npu_kernel_context_run(struct npu_op_ctx *op, const char *label,
+				  const enum npu_dtype *dtypes, const struct npu_shape *shapes,
+				  npu_status (*compute)(void *user, void *state,
+							struct npu_kernel_context *ctx),
+				  void *user, void *state)
+{
+	struct npu_kernel_context kc = {
+		.op = op, .label = label, .have_expect = dtypes != NULL,
+		.dtypes = dtypes, .shapes = shapes,
+	};
+	npu_status st;
+	size_t j;
+
+	kc.allocated = calloc(op->num_outputs + 1, sizeof(*kc.allocated));
+	if (!kc.allocated)
+		return npu_error_set(op->err, NPU_ERR_NO_MEMORY, "out of memory");
+	st = compute(user, state, &kc);
+	if (kc.violation) {
+		*op->err = kc.violation_err;
+		st = kc.violation;
+	} else if (st != NPU_OK) {
+		if (kc.error_set)
+			npu_error_set(op->err, st, "%s: %s", label, kc.user_err.msg);
+		else
+			npu_error_set(op->err, st, "%s: compute() returned '%s'", label,
+				      npu_status_str(st));
+	} else {
+		for (j = 0; j < op->num_outputs && st == NPU_OK; j++)
+			if (op->node->outputs[j] && !kc.allocated[j])
+				st = npu_error_set(op->err, NPU_ERR_INVALID_ARG,
+						   "%s: compute() did not allocate output %zu ('%s')",
+						   label, j, op->node->outputs[j]->name);
+	}
+	free(kc.allocated);
+	return st;
+}
+
 static npu_status custom_compute(struct npu_op_ctx *op)
 {
 	const struct custom_node *cn = op->node->op_state;
 	const struct npu_custom_record *rec;
-	struct npu_kernel_context kc = { 0 };
-	size_t n = op->num_outputs + 1, j;
+	size_t n = op->num_outputs + 1;
 	enum npu_dtype *dtypes;
 	struct npu_shape *shapes;
+	bool have_expect;
+	char label[300];
 	npu_status st;
 
 	if (!cn || !op->rt)
@@ -546,40 +582,20 @@ static npu_status custom_compute(struct npu_op_ctx *op)
 	rec = cn->rec;
 	dtypes = calloc(n, sizeof(*dtypes));
 	shapes = calloc(n, sizeof(*shapes));
-	kc.allocated = calloc(n, sizeof(*kc.allocated));
-	if (!dtypes || !shapes || !kc.allocated) {
+	if (!dtypes || !shapes) {
 		st = npu_error_set(op->err, NPU_ERR_NO_MEMORY, "out of memory");
 		goto out;
 	}
 	/* What the outputs must be for these inputs: checked at allocation. */
-	st = run_infer(rec, op->node, op->inputs, dtypes, shapes, &kc.have_expect, op->err);
+	st = run_infer(rec, op->node, op->inputs, dtypes, shapes, &have_expect, op->err);
 	if (st != NPU_OK)
 		goto out;
-	kc.op = op;
-	kc.rec = rec;
-	kc.dtypes = dtypes;
-	kc.shapes = shapes;
-	st = rec->op.compute(rec->op.user, cn->state, &kc);
-	if (kc.violation) {
-		*op->err = kc.violation_err;
-		st = kc.violation;
-	} else if (st != NPU_OK) {
-		if (kc.error_set)
-			npu_error_set(op->err, st, REC_FMT ": %s", REC_ARGS(rec), kc.user_err.msg);
-		else
-			npu_error_set(op->err, st, REC_FMT ": compute() returned '%s'",
-				      REC_ARGS(rec), npu_status_str(st));
-	} else {
-		for (j = 0; j < op->num_outputs && st == NPU_OK; j++)
-			if (op->node->outputs[j] && !kc.allocated[j])
-				st = npu_error_set(op->err, NPU_ERR_INVALID_ARG,
-						   REC_FMT ": compute() did not allocate output %zu ('%s')",
-						   REC_ARGS(rec), j, op->node->outputs[j]->name);
-	}
+	snprintf(label, sizeof(label), REC_FMT, REC_ARGS(rec));
+	st = npu_kernel_context_run(op, label, have_expect ? dtypes : NULL, shapes,
+				    rec->op.compute, rec->op.user, cn->state);
 out:
 	free(dtypes);
 	free(shapes);
-	free(kc.allocated);
 	return st;
 }
 

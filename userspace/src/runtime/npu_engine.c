@@ -6,6 +6,7 @@
  */
 #include "runtime/npu_api.h"
 #include "common/npu_struct_size.h"
+#include "runtime/npu_ep.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -251,6 +252,7 @@ void npu_engine_unref(struct npu_engine *e)
 	npu_threadpool_destroy(e->pool);
 	npu_op_registry_destroy(e->ops);
 	npu_custom_ops_free(e);
+	npu_providers_free(e);
 	free((char *)e->opts.trace_file);
 	pthread_mutex_destroy(&e->lock);
 	free(e);

@@ -734,7 +734,8 @@ static npu_status schedule_subgraphs(struct npu_exec_schedule *p, struct npu_err
 
 	for (i = 0; i < p->g->num_nodes; i++)
 		for (a = 0; a < p->g->nodes[i]->num_attrs; a++)
-			n += p->g->nodes[i]->attrs[a].type == NPU_ATTR_GRAPH;
+			n += p->g->nodes[i]->attrs[a].type == NPU_ATTR_GRAPH &&
+			     npu_node_subgraphs_open(p->g, p->g->nodes[i]);
 	if (!n)
 		return NPU_OK;
 	p->subs = calloc(n, sizeof(*p->subs));
@@ -744,7 +745,7 @@ static npu_status schedule_subgraphs(struct npu_exec_schedule *p, struct npu_err
 		const struct npu_node *node = p->g->nodes[i];
 
 		for (a = 0; a < node->num_attrs; a++) {
-			if (node->attrs[a].type != NPU_ATTR_GRAPH)
+			if (node->attrs[a].type != NPU_ATTR_GRAPH || !npu_node_subgraphs_open(p->g, node))
 				continue;
 			st = npu_exec_schedule_create_with(node->attrs[a].g, &p->cpu,
 							   &p->subs[p->num_subs].schedule, err);

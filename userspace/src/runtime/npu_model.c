@@ -8,6 +8,7 @@
  * calibration ranges live in the model, by value name, for every plan.
  */
 #include "runtime/npu_api.h"
+#include "runtime/npu_ep.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -117,6 +118,7 @@ static void plan_free(struct npu_plan *p)
 	npu_graph_destroy(p->g);
 	npu_compiled_free(p->compiled);
 	npu_plan_mixed_free(p);
+	npu_plan_placements_free(p);
 	free_io(p->outputs, p->model->num_outputs);
 	free(p->shapes);
 	free(p);
@@ -155,7 +157,8 @@ static bool same_shapes(const struct npu_shape *a, const struct npu_shape *b, si
 	return true;
 }
 
-static npu_status compile_plan(struct npu_model *m, struct npu_plan *p, struct npu_error *err)
+/* The npu provider's work on a plan: a compiled file's segments, or the compiler's. */
+npu_status npu_plan_compile_npu(struct npu_model *m, struct npu_plan *p, struct npu_error *err)
 {
 	npu_status st;
 
@@ -245,10 +248,9 @@ static npu_status build_plan(struct npu_model *m, const struct npu_shape *shapes
 		p->g->inputs[i]->shape = shapes[i];
 	if (!finished)
 		st = npu_graph_infer(p->g, true, &err);
-	if (!st && on_npu(m))
-		st = compile_plan(m, p, &err);
-	else if (!st)
-		st = npu_model_cpu_passes(m, p->g, &err);	/* fusion for the CPU kernels */
+	/* Each provider takes its nodes in turn, the CPU what is left. */
+	if (!st)
+		st = npu_plan_assign(m, p, finished, &err);
 	for (i = 0; !st && p->compiled && i < p->compiled->num_warnings; i++)
 		npu_engine_log(m->engine, NPU_LOG_WARNING, "%s: %s", m->source,
 			       p->compiled->warnings[i]);
@@ -517,29 +519,6 @@ NPU_API npu_status npu_plan_output_info(const struct npu_plan *p, size_t index,
 	return NPU_OK;
 }
 
-NPU_API size_t npu_plan_num_placements(const struct npu_plan *p)
-{
-	return p && p->compiled ? p->compiled->num_records : 0;
-}
-
-NPU_API npu_status npu_plan_placement(const struct npu_plan *p, size_t index,
-				      struct npu_node_placement *out)
-{
-	const struct npu_placement_record *r;
-
-	if (!p || !out || !p->compiled || index >= p->compiled->num_records)
-		return npu_api_fail(NPU_ERR_INVALID_ARG, "npu_plan_placement: no placement %zu",
-				    index);
-	r = &p->compiled->records[index];
-	out->node = r->node;
-	out->op_type = r->op_type;
-	out->on_npu = r->placement == NPU_PLACE_NPU;
-	out->segment = r->segment;
-	out->macs = r->macs;
-	out->reason = r->reason;
-	return NPU_OK;
-}
-
 NPU_API void npu_save_options_init_sized(struct npu_save_options *o, size_t size)
 {
 	struct npu_save_options d = { .struct_size = size, .keep_source = 1 };
@@ -633,6 +612,8 @@ void npu_model_unref(struct npu_model *m)
 	free(m->precision);
 	free(m->codegen);
 	free(m->cpu);
+	free(m->providers);
+	free(m->eps);
 	pthread_mutex_destroy(&m->build_lock);
 	pthread_mutex_destroy(&m->cache_lock);
 	npu_engine_unref(m->engine);
@@ -877,7 +858,7 @@ static npu_status load_finished(struct npu_model *m)
 	size_t i;
 
 	npu_graph_set_ops(g, m->engine->ops);	/* the engine's custom ops */
-	if (npu_custom_ops_check_graph(g, &err))
+	if (npu_providers_check_graph(g, &err) || npu_custom_ops_check_graph(g, &err))
 		return npu_api_fail_err(&err);
 	m->num_inputs = g->num_inputs;
 	m->num_outputs = g->num_outputs;
@@ -988,6 +969,8 @@ static npu_status load_model(struct npu_engine *e, const void *data, size_t size
 		m->opts.codegen = m->codegen;
 		m->cpu = dup_opt(m->opts.cpu, &nomem);
 		m->opts.cpu = m->cpu;
+		m->providers = dup_opt(m->opts.providers, &nomem);
+		m->opts.providers = m->providers;
 		m->opts.device = m->device_name;
 		m->opts.calib_dir = m->calib_dir;
 		m->opts.calib_method = m->calib_method;
@@ -998,6 +981,8 @@ static npu_status load_model(struct npu_engine *e, const void *data, size_t size
 		if (nomem || !m->plans)
 			st = npu_api_fail(NPU_ERR_NO_MEMORY, "out of memory");
 	}
+	if (!st)
+		st = npu_model_providers(m);	/* may set the device */
 	if (!st)
 		st = check_options(m);
 	if (!st)
