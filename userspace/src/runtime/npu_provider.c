@@ -782,6 +782,18 @@ static npu_status add_placement(struct npu_plan *p, const char *node, const char
 	return NPU_OK;
 }
 
+/* The NPU compiler's record of node 'name' in p, or NULL. */
+static const struct npu_placement_record *compiled_record(const struct npu_plan *p,
+							  const char *name)
+{
+	size_t i;
+
+	for (i = 0; p->compiled && i < p->compiled->num_records; i++)
+		if (!strcmp(p->compiled->records[i].node, name))
+			return &p->compiled->records[i];
+	return NULL;
+}
+
 static npu_status build_placements(struct npu_plan *p, const struct npu_ep_notes *nt)
 {
 	const struct npu_graph *g = p->g;
@@ -807,15 +819,20 @@ static npu_status build_placements(struct npu_plan *p, const struct npu_ep_notes
 	for (i = 0; !st && i < g->num_nodes; i++) {
 		const struct npu_node *n = g->nodes[i];
 		const struct npu_graph *body = body_of(n);
-		char why[160];
+		char why[512];
 
 		if (!is_provider_node(g, n) || !body)
 			continue;
-		snprintf(why, sizeof(why), "taken by provider '%s' (%s: %zu nodes)", n->op_type,
-			 n->name, body->num_nodes);
-		for (j = 0; !st && j < body->num_nodes; j++)
+		for (j = 0; !st && j < body->num_nodes; j++) {
+			const struct npu_placement_record *r = compiled_record(p, body->nodes[j]->name);
+
+			/* With why an earlier provider (the NPU) left it. */
+			snprintf(why, sizeof(why), "taken by provider '%s' (%s: %zu nodes)%s%s",
+				 n->op_type, n->name, body->num_nodes, r ? "; npu: " : "",
+				 r ? r->reason : "");
 			st = add_placement(p, body->nodes[j]->name, body->nodes[j]->op_type,
 					   npu_node_schema(g, n)->owner, false, -1, 0, why, nt);
+		}
 	}
 	return st;
 }
