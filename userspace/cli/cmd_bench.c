@@ -21,7 +21,7 @@
 static void bench_usage(FILE *out)
 {
 	fprintf(out,
-		"usage: npu bench MODEL [--device cpu|sim|accel] [--shape NAME=DIMS]...\n"
+		"usage: npu bench MODEL [--device cpu|sim|accel] [--providers LIST] [--shape NAME=DIMS]...\n"
 		"                 [--iters N] [--warmup N] [--threads N] [--seed N] [--per-op]\n"
 		"                 [--json] [--report OUT.html]\n"
 		"                 [--calib-dir DIR | --calib random]   (sim, accel: see npu compile)\n"
@@ -342,6 +342,8 @@ int npu_cmd_bench(int argc, char **argv)
 			mo.profile = 1;
 		} else if (v && !strcmp(a, "--device")) {
 			mo.device = v, i++;
+		} else if (v && !strcmp(a, "--providers")) {
+			mo.providers = v, i++;
 		} else if (v && !strcmp(a, "--calib") && !strcmp(v, "random")) {
 			mo.calib_random = 1, i++;	/* timing only: noise will do */
 		} else if (v && (!strcmp(a, "--calib-dir") || !strcmp(a, "--calib"))) {

@@ -19,7 +19,7 @@
 static void compile_usage(FILE *out)
 {
 	fprintf(out,
-		"usage: npu compile MODEL.onnx [--device sim|accel] [--shape NAME=DIMS]...\n"
+		"usage: npu compile MODEL.onnx [--device sim|accel] [--providers LIST] [--shape NAME=DIMS]...\n"
 		"                   --calib-dir DIR | --calib random\n"
 		"                   [--calib-method minmax|mse|percentile|entropy]\n"
 		"                   [--percentile P] [--calib-seed N] [--calib-samples N]\n"
@@ -40,7 +40,8 @@ static void compile_usage(FILE *out)
 		"                      (--calib DIR is the same as --calib-dir DIR)\n"
 		"  --calib-method M    activation ranges: minmax (default), mse, percentile,\n"
 		"                      entropy (see Documentation/compiler.md)\n"
-		"  --explain           print every node's placement and the reason\n"
+		"  --explain           print every node's placement (its provider) and the reason\n"
+		"  --providers LIST    execution providers in priority order (default npu,cpu)\n"
 		"  --report F.html     with --explain: also write the placement as one offline\n"
 		"                      HTML file with a chart (Chart.js inline)\n"
 		"  -o OUT.npub         save the compiled model ('npu run OUT.npub' runs it): its\n"
@@ -420,6 +421,8 @@ int npu_cmd_compile(int argc, char **argv)
 			i++;
 		} else if (v && !strcmp(a, "--device")) {
 			mo.device = v, i++;
+		} else if (v && !strcmp(a, "--providers")) {
+			mo.providers = v, i++;
 		} else if (v && !strcmp(a, "--shape")) {
 			if (num_shapes == MAX_SHAPES) {
 				fprintf(stderr, "npu compile: too many --shape options\n");
@@ -540,12 +543,15 @@ int npu_cmd_compile(int argc, char **argv)
 			npu_cli_json_string(stdout, p.node);
 			printf(", \"op\": ");
 			npu_cli_json_string(stdout, p.op_type);
-			printf(", \"device\": \"%s\", \"segment\": %d, \"macs\": %llu, \"reason\": ",
-			       p.on_npu ? "npu" : "cpu", p.segment, (unsigned long long)p.macs);
+			printf(", \"device\": \"%s\", \"provider\": ", p.on_npu ? "npu" : "cpu");
+			npu_cli_json_string(stdout, npu_plan_placement_provider(cm.plan, i));
+			printf(", \"segment\": %d, \"macs\": %llu, \"reason\": ", p.segment,
+			       (unsigned long long)p.macs);
 			npu_cli_json_string(stdout, p.reason);
 			printf("}");
 		} else if (explain) {
-			printf("  %s: %s (%s)", p.node, p.on_npu ? "npu" : "cpu", p.reason);
+			printf("  %s: %s (%s)", p.node, npu_plan_placement_provider(cm.plan, i),
+			       p.reason);
 			if (p.on_npu)
 				printf(" [segment %d]", p.segment);
 			printf("\n");

@@ -38,6 +38,7 @@ static int make_dirs(const char *dir)
 struct run_args {
 	const char *model;
 	const char *device;
+	const char *providers;	/* --providers LIST */
 	const char *calib_dir;	/* NPU devices: --calib-dir DIR or --calib random */
 	const char *int16, *precision;	/* --int16 NODES, --precision int8|int16 */
 	const char *codegen;		/* --codegen K=V,... */
@@ -65,7 +66,7 @@ struct run_args {
 static void run_usage(FILE *out)
 {
 	fprintf(out,
-		"usage: npu run MODEL.onnx [--device cpu|sim|accel]\n"
+		"usage: npu run MODEL.onnx [--device cpu|sim|accel] [--providers LIST]\n"
 		"               [--input NAME=FILE.npy|FILE.pb]... [--random-inputs SEED]\n"
 		"               [--shape NAME=DIMS]... [--output-dir DIR] [--threads N]\n"
 		"               [--repeat N] [--profile] [--quiet]\n"
@@ -80,6 +81,8 @@ static void run_usage(FILE *out)
 		"  --input NAME=FILE    input from a .npy or a serialized TensorProto (.pb)\n"
 		"  --random-inputs SEED uniform [0,1) floats (ints in [0,10)) for inputs not given\n"
 		"  --shape NAME=DIMS    fix dynamic dims of an input, e.g. x=1x3x640x640\n"
+		"  --providers LIST     execution providers in priority order (default npu,cpu\n"
+		"                       on an NPU device, else cpu): npu takes what the NPU runs\n"
 		"  --threads N          CPU threads (default: all cores)\n"
 		"  --repeat N           run N times, report the median and minimum time\n"
 		"  --profile            time every node, print the time per op type\n"
@@ -169,6 +172,8 @@ static int parse_run_args(int argc, char **argv, struct run_args *a)
 			i++;
 			if (!strcmp(o, "--device")) {
 				a->device = v;
+			} else if (!strcmp(o, "--providers")) {
+				a->providers = v;
 			} else if (!strcmp(o, "--calib") && !strcmp(v, "random")) {
 				a->calib_random = 1;
 			} else if (!strcmp(o, "--calib-dir") || !strcmp(o, "--calib")) {
@@ -314,6 +319,7 @@ int npu_cmd_run(int argc, char **argv)
 	opts.profile = a.profile;
 	/* sim / accel: the model is compiled, NPU segments + CPU fallback. */
 	opts.device = a.device;
+	opts.providers = a.providers;
 	opts.calib_dir = a.calib_dir;
 	opts.calib_random = a.calib_random;
 	opts.int16 = a.int16;
@@ -323,6 +329,7 @@ int npu_cmd_run(int argc, char **argv)
 	if (npu_cli_open(&cm, a.model, &opts, a.threads, "run"))
 		goto out;
 	m = cm.model;
+	a.device = npu_model_device(m);	/* the providers decide: "cpu" without npu */
 	for (i = 0; i < a.num_shapes; i++)
 		if (npu_cli_apply_shape(&cm, a.shapes[i], "run")) {
 			rc = 2;

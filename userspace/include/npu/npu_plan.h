@@ -55,11 +55,19 @@ struct npu_node_placement {
 	const char *reason;	/* "CONV2D on the MAC array", "op not in the NPU ISA" */
 };
 
-/* Placements of a plan compiled for an NPU device (0 on "cpu"). */
+/*
+ * Placements of every node of the plan, by the provider that runs it
+ * (npu/npu_provider.h; since 2.2 also on "cpu", where all are the CPU's).
+ */
 NPU_API size_t npu_plan_num_placements(const struct npu_plan *plan);
 NPU_API npu_status npu_plan_placement(const struct npu_plan *plan,
 				      size_t index,
 				      struct npu_node_placement *placement);
+/*
+ * Since 2.2: the execution provider that runs placement 'index' ("npu",
+ * "cpu" or an application's), or NULL when there is no such placement.
+ */
+NPU_API const char *npu_plan_placement_provider(const struct npu_plan *plan, size_t index);
 
 /*
  * The quantization report of a plan compiled for an NPU device: per NPU

@@ -63,7 +63,6 @@ extern "C" {
 #endif
 
 struct npu_engine;
-struct npu_plan;
 
 /* One node of the model (valid during the callback that was given it). */
 struct npu_provider_node;
@@ -152,12 +151,6 @@ NPU_API void npu_provider_init_sized(struct npu_provider *provider, size_t struc
  */
 NPU_API npu_status npu_engine_register_provider(struct npu_engine *engine,
 						const struct npu_provider *provider);
-
-/*
- * The provider that runs placement 'index' of npu_plan_placement() ("npu",
- * "cpu" or an application's), or NULL when there is no such placement.
- */
-NPU_API const char *npu_plan_placement_provider(const struct npu_plan *plan, size_t index);
 
 #ifdef __cplusplus
 }
