@@ -83,6 +83,13 @@ const char *npu_cli_cpu_env(char *buf, size_t size)
 int npu_cli_open(struct npu_cli_model *cm, const char *path,
 		 const struct npu_model_options *opts, int threads, const char *cmd)
 {
+	return npu_cli_open_setup(cm, path, opts, threads, cmd, NULL, NULL);
+}
+
+int npu_cli_open_setup(struct npu_cli_model *cm, const char *path,
+		       const struct npu_model_options *opts, int threads, const char *cmd,
+		       int (*setup)(struct npu_engine *engine, void *arg), void *arg)
+{
 	struct npu_engine_options eo;
 	struct npu_model_options mo;
 	char cpu[128];
@@ -95,6 +102,7 @@ int npu_cli_open(struct npu_cli_model *cm, const char *path,
 		opts = &mo;
 	}
 	if (npu_engine_create(&eo, &cm->engine) != NPU_OK ||
+	    (setup && setup(cm->engine, arg)) ||
 	    npu_model_load_file(cm->engine, path, opts, &cm->model) != NPU_OK) {
 		fprintf(stderr, "npu %s: %s\n", cmd, npu_last_error());
 		npu_cli_close(cm);

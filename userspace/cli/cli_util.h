@@ -54,6 +54,13 @@ const char *npu_cli_cpu_env(char *buf, size_t size);
 
 /* Engine and model (CPU options from the environment without --cpu);
  * prints the error and returns non-zero. */
+/*
+ * npu_cli_open() with setup(engine, arg) called between creating the engine
+ * and loading the model (registering a provider); non-zero fails the open.
+ */
+int npu_cli_open_setup(struct npu_cli_model *cm, const char *path,
+		       const struct npu_model_options *opts, int threads, const char *cmd,
+		       int (*setup)(struct npu_engine *engine, void *arg), void *arg);
 int npu_cli_open(struct npu_cli_model *cm, const char *path,
 		 const struct npu_model_options *opts, int threads,
 		 const char *cmd);

@@ -57,6 +57,7 @@ struct run_args {
 	int quiet;
 	/* Split computing: this model is the head, the tail is on a server. */
 	const char *remote, *remote_model, *remote_version;
+	const char *remote_cut;	/* --remote-cut: the whole model, its tail a provider */
 	double remote_timeout;
 	double link_mbit, link_rtt_ms;
 	int link_rtt_only;	/* --link-rtt: the round trip without pacing */
@@ -74,7 +75,8 @@ static void run_usage(FILE *out)
 		"               [--int16 NODE[,NODE]...] [--precision int8|int16] [--codegen K=V,...]\n"
 		"               [--cpu K=V,...]   (see npu compile)\n"
 		"               [--remote http://HOST:PORT --remote-model NAME [--remote-version V]\n"
-		"                [--remote-timeout S] [--link MBIT[,RTT_MS] | --link-rtt MS] [--upload-inputs]]\n\n"
+		"                [--remote-timeout S] [--link MBIT[,RTT_MS] | --link-rtt MS]\n"
+		"                [--upload-inputs | --remote-cut TENSOR[,TENSOR]...]]\n\n"
 		"Runs the model and writes DIR/<output name>.npy for every output\n"
 		"(--device sim|accel compiles it: NPU segments, CPU for the rest)\n"
 		"(characters outside [A-Za-z0-9_.-] become '_'; DIR defaults to '.').\n"
@@ -90,6 +92,10 @@ static void run_usage(FILE *out)
 		"                       outputs go to the tail model NAME on an npu serve at URL\n"
 		"                       (KServe v2, binary tensors) and the tail's outputs are\n"
 		"                       written. The inputs never leave this process.\n"
+		"  --remote-cut LIST    MODEL is the whole model: the execution provider 'remote'\n"
+		"                       takes every node downstream of these tensors (where npu\n"
+		"                       split --at cut it) and runs them as NAME on the server;\n"
+		"                       --providers defaults to remote,npu,cpu (remote,cpu on cpu)\n"
 		"  --remote-version V   that version of the tail (default: the server's policy)\n"
 		"  --remote-timeout S   per request (default 30)\n"
 		"  --link MBIT[,RTT_MS] emulate a link: pace the request and the reply at MBIT\n"
@@ -139,6 +145,16 @@ static int cmp_double(const void *a, const void *b)
 	double x = *(const double *)a, y = *(const double *)b;
 
 	return x < y ? -1 : x > y;
+}
+
+static struct npu_remote_options cut_ro;
+
+/* --remote-cut: the tail as the execution provider "remote". */
+static int register_remote(struct npu_engine *engine, void *arg)
+{
+	const struct run_args *a = arg;
+
+	return npu_remote_register_provider(engine, &cut_ro, a->remote_cut) != NPU_OK;
 }
 
 static int parse_run_args(int argc, char **argv, struct run_args *a)
@@ -202,6 +218,8 @@ static int parse_run_args(int argc, char **argv, struct run_args *a)
 				a->remote = v;
 			} else if (!strcmp(o, "--remote-model")) {
 				a->remote_model = v;
+			} else if (!strcmp(o, "--remote-cut")) {
+				a->remote_cut = v;
 			} else if (!strcmp(o, "--remote-version")) {
 				a->remote_version = v;
 			} else if (!strcmp(o, "--remote-timeout")) {
@@ -267,6 +285,10 @@ static int parse_run_args(int argc, char **argv, struct run_args *a)
 		fprintf(stderr, "npu run: --remote-version, --remote-timeout, --link, --link-rtt and --upload-inputs need --remote\n");
 		return -1;
 	}
+	if (a->remote_cut && (!a->remote || a->upload_inputs)) {
+		fprintf(stderr, "npu run: --remote-cut needs --remote and excludes --upload-inputs\n");
+		return -1;
+	}
 	if (a->link_rtt_only && a->link_mbit > 0) {
 		fprintf(stderr, "npu run: --link and --link-rtt exclude each other\n");
 		return -1;
@@ -326,7 +348,19 @@ int npu_cmd_run(int argc, char **argv)
 	opts.precision = a.precision;
 	opts.codegen = a.codegen;
 	opts.cpu = a.cpu;
-	if (npu_cli_open(&cm, a.model, &opts, a.threads, "run"))
+	if (a.remote_cut) {
+		npu_remote_options_init(&cut_ro);
+		cut_ro.url = a.remote;
+		cut_ro.model = a.remote_model;
+		cut_ro.version = a.remote_version;
+		cut_ro.timeout_s = a.remote_timeout;
+		cut_ro.link_mbit = a.link_mbit;
+		cut_ro.link_rtt_ms = a.link_rtt_ms;
+		if (!opts.providers)
+			opts.providers = strcmp(a.device, "cpu") ? "remote,npu,cpu" : "remote,cpu";
+	}
+	if (npu_cli_open_setup(&cm, a.model, &opts, a.threads, "run",
+			       a.remote_cut ? register_remote : NULL, &a))
 		goto out;
 	m = cm.model;
 	a.device = npu_model_device(m);	/* the providers decide: "cpu" without npu */
@@ -432,7 +466,7 @@ int npu_cmd_run(int argc, char **argv)
 			goto out;
 		}
 	}
-	if (a.remote) {
+	if (a.remote && !a.remote_cut) {
 		struct npu_remote_options ro;
 
 		npu_remote_options_init(&ro);

@@ -86,6 +86,13 @@ NPU_API npu_status npu_provider_node_input(const struct npu_provider_node *node,
 NPU_API npu_status npu_provider_node_output(const struct npu_provider_node *node, size_t index,
 					    struct npu_tensor_info *info);
 NPU_API const struct npu_op_attrs *npu_provider_node_attrs(const struct npu_provider_node *node);
+/*
+ * During can_run(): whether input 'index' of the node is made by a node
+ * this provider took in this pass. Nodes are offered in an order that
+ * runs the graph (a node after those making its inputs), so a provider
+ * can take "everything downstream of X" (the remote provider's tail).
+ */
+NPU_API bool npu_provider_node_input_taken(const struct npu_provider_node *node, size_t index);
 
 /* The subgraph's nodes in an order that runs them (each after its inputs). */
 NPU_API size_t npu_provider_subgraph_num_nodes(const struct npu_provider_subgraph *sg);
@@ -107,7 +114,8 @@ struct npu_provider {
 	size_t struct_size;	/* sizeof(struct npu_provider) */
 	/*
 	 * How models name it in npu_model_options.providers: 1 to 31 of
-	 * [a-z0-9_], starting with a letter; not "cpu", "npu" or "remote".
+	 * [a-z0-9_], starting with a letter; not "cpu" or "npu" ("remote" is
+	 * libnpu-remote's: npu_remote_register_provider()).
 	 */
 	const char *name;
 	void *user;		/* passed to every callback */
@@ -138,6 +146,8 @@ struct npu_provider {
 	npu_status (*serialize)(void *user, const void *state, void **data, size_t *size);
 	npu_status (*deserialize)(void *user, const struct npu_provider_subgraph *sg,
 				  const void *data, size_t size, void **state);
+	/* Optional: when the engine goes (after its models), e.g. to free user. */
+	void (*destroy)(void *user);
 };
 
 NPU_API void npu_provider_init_sized(struct npu_provider *provider, size_t struct_size);

@@ -94,6 +94,21 @@ NPU_API npu_status npu_remote_run_split(struct npu_remote *remote,
 					const struct npu_host_tensor *inputs,
 					size_t count);
 
+/*
+ * Split computing as an execution provider: register "remote" on the
+ * engine, taking every node downstream of 'cut' (comma-separated tensor
+ * names of the model, where `npu split --at` cut it) and running them as
+ * one request to opts->model on the server. A model loaded with providers
+ * "remote,npu,cpu" (or "remote,cpu") then runs its head here and its tail
+ * there, as one model: npu_session_run() does both. When a plan is made,
+ * the tail's metadata is checked against the tensors the head will send
+ * (as npu_remote_check()); requests of one plan go one at a time. The
+ * engine keeps the options (copied) until it is destroyed.
+ */
+NPU_API npu_status npu_remote_register_provider(struct npu_engine *engine,
+						const struct npu_remote_options *opts,
+						const char *cut);
+
 /* The tail's outputs of the last request; valid until the next one. */
 NPU_API size_t npu_remote_num_outputs(const struct npu_remote *remote);
 NPU_API npu_status npu_remote_output(const struct npu_remote *remote, size_t index,

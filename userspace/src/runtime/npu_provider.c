@@ -352,6 +352,29 @@ out:
 
 /* ---- Taking nodes: an application's provider ---- */
 
+/* The capability pass on this thread (npu_provider_node_input_taken()). */
+struct capability_pass {
+	const struct npu_graph *g;
+	const bool *take;	/* per node of g so far */
+};
+
+static _Thread_local const struct capability_pass *current_pass;
+
+NPU_API bool npu_provider_node_input_taken(const struct npu_provider_node *pn, size_t index)
+{
+	const struct npu_node *n = node_of(pn);
+	const struct capability_pass *pass = current_pass;
+	size_t i;
+
+	if (!pn || !pass || index >= n->num_inputs || !n->inputs[index] ||
+	    !n->inputs[index]->producer)
+		return false;
+	for (i = 0; i < pass->g->num_nodes; i++)
+		if (pass->g->nodes[i] == n->inputs[index]->producer)
+			return pass->take[i];
+	return false;
+}
+
 static bool has_subgraph(const struct npu_node *n)
 {
 	size_t a;
@@ -500,6 +523,7 @@ static npu_status user_assign(const struct npu_ep *ep, struct npu_ep_ctx *ctx)
 	bool *take = NULL;
 	size_t *parent = NULL, *comp = NULL, *starts = NULL;
 	struct npu_node **members = NULL;
+	struct capability_pass pass;
 	npu_status st = NPU_OK;
 	char why[256];
 
@@ -514,6 +538,9 @@ static npu_status user_assign(const struct npu_ep *ep, struct npu_ep_ctx *ctx)
 		st = npu_error_set(ctx->err, NPU_ERR_NO_MEMORY, "out of memory");
 		goto out;
 	}
+	/* g's order runs the graph: each node is offered after its producers. */
+	pass = (struct capability_pass){ .g = g, .take = take };
+	current_pass = &pass;
 	for (i = 0; i < n && !st; i++) {
 		const struct npu_node *node = g->nodes[i];
 		const struct npu_op_schema *s = npu_node_schema(g, node);
@@ -527,6 +554,7 @@ static npu_status user_assign(const struct npu_ep *ep, struct npu_ep_ctx *ctx)
 		if (!take[i])
 			st = note(ctx, node->name, ep->name, why[0] ? why : "not taken");
 	}
+	current_pass = NULL;
 	if (!st)
 		st = cluster_order(g, take, ctx->err);
 	for (start = 0; !st && start < n;) {
@@ -935,7 +963,7 @@ static npu_status check_provider(const struct npu_provider *p)
 			return npu_api_fail(NPU_ERR_INVALID_ARG,
 					    "npu_engine_register_provider: name '%s': character '%c' (1 to %d of [a-z0-9_])",
 					    name, p->name[i], NAME_MAX_LEN);
-	if (!strcmp(name, "cpu") || !strcmp(name, "npu") || !strcmp(name, "remote"))
+	if (!strcmp(name, "cpu") || !strcmp(name, "npu"))
 		return npu_api_fail(NPU_ERR_INVALID_ARG,
 				    "npu_engine_register_provider: name '%s' is the library's", name);
 	if (!p->can_run || !p->compile || !p->compute)
@@ -1018,6 +1046,8 @@ void npu_providers_free(struct npu_engine *e)
 	size_t i;
 
 	for (i = 0; i < e->num_providers; i++) {
+		if (e->providers[i]->p.destroy)
+			e->providers[i]->p.destroy(e->providers[i]->p.user);
 		free(e->providers[i]->name);
 		free(e->providers[i]);
 	}
