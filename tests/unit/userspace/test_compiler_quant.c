@@ -12,6 +12,7 @@
 
 #include "compiler/compiler.h"
 #include "compiler/quant.h"
+#include "compiler/boundary.h"
 #include "compiler/segment_rt.h"
 
 static double lcg_uniform(uint64_t *s)

@@ -512,7 +512,7 @@ static void test_bad_registrations_and_lists(void **state)
 	struct npu_engine *e = engine_new(true);
 	struct npu_model *m = NULL;
 	struct npu_provider p;
-	static const char *const bad_names[] = { "", "Upper", "cpu", "npu", "remote", "has-dash",
+	static const char *const bad_names[] = { "", "Upper", "cpu", "npu", "has-dash",
 						 "1digit", "a_name_that_is_far_too_long_for_it" };
 	size_t i;
 

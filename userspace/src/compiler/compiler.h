@@ -19,7 +19,8 @@
  *   delegate    each segment becomes one "NpuSegment" node (domain
  *               "ai.npu") that the CPU runtime executes like any op: it
  *               quantizes its inputs into the device arena, runs the job
- *               and dequantizes the outputs                      (segment_op.c)
+ *               and dequantizes the outputs (compile.c; its kernel:
+ *               runtime/npu_segment_op.c, boundary.c)
  *
  * Subgraphs (If branches, Loop / Scan bodies) go through the same stages:
  * the control-flow node stays on the CPU, calibration ranges the values
@@ -302,7 +303,7 @@ void npu_compiled_warn(struct npu_compiled *c, const char *fmt, ...)
 
 /*
  * A segment group's run state for one session: segments of one session
- * share its arena, so at most one is in flight (segment_op.c).
+ * share its arena, so at most one is in flight (runtime/npu_segment_op.c).
  */
 struct npu_segment_group {
 	struct npu_segment_rt *inflight;

@@ -2,9 +2,10 @@
 /*
  * The schemas of the ops the compiler's CPU passes make (domain ai.npu.cpu):
  * FusedConv and FusedConvTranspose (passes/pass_cpu_fuse.c), and the
- * blocked-layout ops (passes/pass_cpu_nchwc.c). They are not ONNX ops, so
- * the compiler, which makes them, registers them with the graph; their
- * kernels are the CPU's (cpu/ops/op_conv.c, op_nchwc.c).
+ * blocked-layout ops (passes/pass_cpu_nchwc.c), and NpuSegment (domain
+ * ai.npu, compile.c). They are not ONNX ops, so the compiler, which makes
+ * them, registers them with the graph; their kernels are the CPU's
+ * (cpu/ops/op_conv.c, op_nchwc.c) and the runtime's (npu_segment_op.c).
  */
 #include "compiler/compiler.h"
 
@@ -240,6 +241,32 @@ static const struct npu_op_schema nchwc_upsample_schema = {
 	.since_version = 1, .max_version = 1, .infer = nchwc_upsample_infer,
 };
 
+/* ---- NpuSegment (compile.c makes it; runtime/npu_segment_op.c runs it) ---- */
+
+static npu_status segment_infer(struct npu_infer_ctx *ctx)
+{
+	const struct npu_node *n = ctx->node;
+	size_t i;
+
+	/* Shapes were fixed at compile time; the outputs already carry them. */
+	for (i = 0; i < n->num_outputs; i++) {
+		ctx->out_dtypes[i] = NPU_DTYPE_FLOAT;
+		ctx->out_shapes[i] = n->outputs[i]->shape;
+	}
+	return NPU_OK;
+}
+
+/* What an NpuSegment is, for the graph; the compiler owns the domain. */
+static const struct npu_op_schema segment_op_schema = {
+	.op_type = NPU_SEGMENT_OP,
+	.domain = NPU_SEGMENT_DOMAIN,
+	.since_version = 1,
+	.max_version = 1,
+	.infer = segment_infer,
+	.owner = "npu",
+};
+
+
 static const struct npu_op_schema *const cpu_pass_schemas[] = {
 	&fused_conv_schema,
 	&fused_convt_schema,
@@ -248,13 +275,14 @@ static const struct npu_op_schema *const cpu_pass_schemas[] = {
 	&nchwc_conv_schema,
 	&nchwc_gap_schema,
 	&nchwc_upsample_schema,
+	&segment_op_schema,
 };
 
 __attribute__((constructor)) static void cpu_pass_schemas_register(void)
 {
 	struct npu_error err;
 
-	/* Only a second owner of these ai.npu.cpu ops could make this fail. */
+	/* Only a second owner of these ai.npu.cpu / ai.npu ops could make this fail. */
 	(void)npu_op_schema_register(cpu_pass_schemas,
 				     sizeof(cpu_pass_schemas) / sizeof(cpu_pass_schemas[0]),
 				     &err);

@@ -6,6 +6,7 @@
  */
 #include "compiler/quant_report.h"
 #include "compiler/lower.h"
+#include "compiler/boundary.h"
 #include "compiler/segment_rt.h"
 
 #include <math.h>

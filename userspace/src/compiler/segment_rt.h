@@ -57,14 +57,4 @@ static inline double npu_segment_rt_run_wall_ms(const struct npu_segment_rt *rt)
 	return rt && rt->epoch == rt->group->epoch ? rt->run_wall_ms : 0;
 }
 
-/*
- * The boundary conversions of a segment, fp32 NCHW (or rows) <-> int8 NHWC
- * (or rows) with act's parameters; the quantization report reuses them so
- * that its emulation quantizes exactly as a run does.
- */
-void npu_segment_quantize_in(const struct npu_tensor *t, const struct npu_act *a,
-			     enum npu_layout layout, int8_t *dst);
-void npu_segment_dequantize_out(const int8_t *src, const struct npu_act *a,
-				enum npu_layout layout, struct npu_tensor *t);
-
 #endif /* NPU_COMPILER_SEGMENT_RT_H */

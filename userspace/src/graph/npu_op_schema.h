@@ -19,7 +19,7 @@
 /*
  * The internal domains, one owner each: only names live here, the owner
  * registers its ops' schemas.
- *   ai.npu      NPU segments (compiler/segment_op.c)
+ *   ai.npu      NPU segments (compiler/op_schemas.c; kernel runtime/npu_segment_op.c)
  *   ai.npu.cpu  ops graph passes and the importer make for the CPU
  *               (compiler/op_schemas.c, onnx/npu_onnx_gradient.c)
  *   ai.npu.provider  an application's execution provider's subgraphs,
