@@ -113,6 +113,8 @@ struct npu_graph_runner {
 			  struct npu_error *err);
 	const struct npu_tensor *(*output)(void *run, size_t index);
 	void (*close)(void *run);	/* NULL is fine */
+	/* Optional: the modeled NPU cycles of the last run (NPU segments). */
+	uint64_t (*npu_cycles)(void *run);
 	/*
 	 * Optional: open() whose observer also sees every run of a subgraph
 	 * (If branches, Loop / Scan bodies, each iteration): first a node with

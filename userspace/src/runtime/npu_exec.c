@@ -17,6 +17,7 @@
 #include "cpu/ops/cpu_ops.h"
 #include "graph/npu_op_schema.h"
 #include "compiler/compiler.h"	/* a compiled model's runs (NpuSegment state) */
+#include "compiler/segment_rt.h"
 #include "graph/npu_str.h"
 
 struct rt_buffer {
@@ -1703,7 +1704,19 @@ static const struct npu_tensor *runner_output(void *run, size_t index)
 	return npu_exec_output(((struct runner_run *)run)->exec, index);
 }
 
+static uint64_t runner_npu_cycles(void *run)
+{
+	const struct npu_compiled_run *cr = npu_exec_compiled_run(((struct runner_run *)run)->exec);
+	uint64_t cycles = 0;
+	size_t i;
+
+	for (i = 0; cr && i < cr->c->num_segments; i++)
+		cycles += npu_segment_rt_run_cycles(cr->rts[i]);
+	return cycles;
+}
+
 const struct npu_graph_runner npu_exec_graph_runner = {
+	.npu_cycles = runner_npu_cycles,
 	.open = runner_open,
 	.run = runner_run,
 	.output = runner_output,

@@ -17,7 +17,7 @@
 #include "compiler/passes/passes.h"
 #include "compiler/quant_report.h"
 #include "onnx/npu_onnx.h"
-#include "runtime/npu_mixed.h"
+#include "compiler/mixed.h"
 #include "runtime/npu_npy.h"
 
 /* Calibration .npy files for the plan's graph (see npu_compile_options). */

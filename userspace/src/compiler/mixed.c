@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
- * npu_mixed.c - mixed precision: keep the most sensitive layers in fp32 on
- * the CPU until held-out samples reach an accuracy target (npu_mixed.h).
+ * mixed.c - mixed precision: keep the most sensitive layers in fp32 on
+ * the CPU until held-out samples reach an accuracy target (mixed.h).
  */
-#include "runtime/npu_mixed.h"
+#include "compiler/mixed.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -11,8 +11,6 @@
 #include <string.h>
 
 #include "compiler/quant_report.h"
-#include "compiler/segment_rt.h"
-#include "runtime/npu_runtime.h"
 
 /* ---- The calibration samples, split: [first, first + count) ---- */
 
@@ -132,25 +130,24 @@ static double cosine_of(const double *d)
 static npu_status run_holdout(struct search *s, struct npu_graph *g, double (*dots)[3],
 			      struct trial *t)
 {
-	struct npu_exec_options eo = { .threads = s->opts->threads, .pool = s->opts->pool };
+	const struct npu_graph_runner *runner = s->opts->runner;
 	struct npu_tensor **set = calloc(g->num_inputs + 1, sizeof(*set));
-	struct npu_exec *ex = NULL;
+	void *ex = NULL;
 	bool fill = dots == NULL;
 	npu_status st;
 	size_t k, i;
 
 	if (!set)
 		return npu_error_set(s->err, NPU_ERR_NO_MEMORY, "accuracy target: out of memory");
-	st = npu_exec_create(g, &eo, &ex, s->err);
+	st = runner->open(g, s->opts->threads, s->opts->pool, NULL, NULL, NULL, &ex, s->err);
 	for (k = 0; !st && k < s->hold_set.count; k++) {
 		bool owned = false;
-		const struct npu_compiled_run *run;
 
 		st = npu_calib_get_sample(g, s->opts, s->hold_set.first + k, set, &owned, s->err);
 		if (!st)
-			st = npu_exec_run(ex, (const struct npu_tensor *const *)set, s->err);
+			st = runner->run(ex, (const struct npu_tensor *const *)set, s->err);
 		for (i = 0; !st && i < s->num_outputs; i++) {
-			const struct npu_tensor *y = npu_exec_output(ex, i);
+			const struct npu_tensor *y = runner->output(ex, i);
 
 			if (!y || y->dtype != NPU_DTYPE_FLOAT)
 				continue;
@@ -165,16 +162,16 @@ static npu_status run_holdout(struct search *s, struct npu_graph *g, double (*do
 				acc(dots[i], s->ref[k][i]->data, y->data, y->nbytes / sizeof(float));
 			}
 		}
-		run = t ? npu_exec_compiled_run(ex) : NULL;
-		for (i = 0; !st && run && i < run->c->num_segments; i++)
-			t->cycles += npu_segment_rt_run_cycles(run->rts[i]);
+		if (!st && t && runner->npu_cycles)
+			t->cycles += runner->npu_cycles(ex);
 		npu_calib_sample_release(set, g->num_inputs, owned);
 		if (st)
 			npu_error_prefix(s->err, "accuracy target, held-out sample %zu", k);
 	}
 	if (t && s->hold_set.count)
 		t->cycles /= s->hold_set.count;
-	npu_exec_destroy(ex);
+	if (ex && runner->close)
+		runner->close(ex);
 	free(set);
 	return st;
 }

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * npu_mixed.h - mixed precision: compile a graph so that its outputs reach
+ * mixed.h - mixed precision: compile a graph so that its outputs reach
  * a cosine against fp32 on held-out calibration samples (internal; the
  * public form is npu_model_options.accuracy_target).
  *
@@ -20,8 +20,8 @@
  * takes that group along. (Ranking by local SQNR alone needed 101 of
  * det's nodes for 0.99 where this needs 21: Documentation/compiler.md.)
  */
-#ifndef NPU_RUNTIME_MIXED_H
-#define NPU_RUNTIME_MIXED_H
+#ifndef NPU_COMPILER_MIXED_H
+#define NPU_COMPILER_MIXED_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -69,4 +69,4 @@ npu_status npu_mixed_compile(struct npu_graph *graph, const struct npu_compile_o
 			     struct npu_mixed_result *res, struct npu_error *err);
 void npu_mixed_result_free(struct npu_mixed_result *res);
 
-#endif /* NPU_RUNTIME_MIXED_H */
+#endif /* NPU_COMPILER_MIXED_H */
