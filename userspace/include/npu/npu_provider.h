@@ -126,8 +126,10 @@ struct npu_provider {
 	bool (*can_run)(void *user, const struct npu_provider_node *node, char *why,
 			size_t why_size);
 	/*
-	 * Compile one subgraph it took into *state (required), once per plan.
-	 * An error fails the plan with npu_last_error_set()'s message.
+	 * Compile one subgraph it took into *state (required), when a plan's
+	 * kernels are prepared (once per plan, and once more where an NPU
+	 * model's calibration runs the graph). An error fails the plan with
+	 * npu_last_error_set()'s message.
 	 */
 	npu_status (*compile)(void *user, const struct npu_provider_subgraph *sg, void **state);
 	/*

@@ -555,6 +555,10 @@ static npu_status user_assign(const struct npu_ep *ep, struct npu_ep_ctx *ctx)
 			st = note(ctx, node->name, ep->name, why[0] ? why : "not taken");
 	}
 	current_pass = NULL;
+	for (i = 0; i < n && !take[i]; i++)
+		;
+	if (i == n)
+		goto out;	/* took nothing: the graph stays as it is */
 	if (!st)
 		st = cluster_order(g, take, ctx->err);
 	for (start = 0; !st && start < n;) {
