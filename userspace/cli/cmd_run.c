@@ -147,14 +147,26 @@ static int cmp_double(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-static struct npu_remote_options cut_ro;
+/* The tail on the server, from --remote and the options that go with it. */
+static void remote_options(const struct run_args *a, struct npu_remote_options *ro)
+{
+	npu_remote_options_init(ro);
+	ro->url = a->remote;
+	ro->model = a->remote_model;
+	ro->version = a->remote_version;
+	ro->timeout_s = a->remote_timeout;
+	ro->link_mbit = a->link_mbit;
+	ro->link_rtt_ms = a->link_rtt_ms;
+}
 
 /* --remote-cut: the tail as the execution provider "remote". */
 static int register_remote(struct npu_engine *engine, void *arg)
 {
 	const struct run_args *a = arg;
+	struct npu_remote_options ro;
 
-	return npu_remote_register_provider(engine, &cut_ro, a->remote_cut) != NPU_OK;
+	remote_options(a, &ro);
+	return npu_remote_register_provider(engine, &ro, a->remote_cut) != NPU_OK;
 }
 
 static int parse_run_args(int argc, char **argv, struct run_args *a)
@@ -348,17 +360,8 @@ int npu_cmd_run(int argc, char **argv)
 	opts.precision = a.precision;
 	opts.codegen = a.codegen;
 	opts.cpu = a.cpu;
-	if (a.remote_cut) {
-		npu_remote_options_init(&cut_ro);
-		cut_ro.url = a.remote;
-		cut_ro.model = a.remote_model;
-		cut_ro.version = a.remote_version;
-		cut_ro.timeout_s = a.remote_timeout;
-		cut_ro.link_mbit = a.link_mbit;
-		cut_ro.link_rtt_ms = a.link_rtt_ms;
-		if (!opts.providers)
-			opts.providers = strcmp(a.device, "cpu") ? "remote,npu,cpu" : "remote,cpu";
-	}
+	if (a.remote_cut && !opts.providers)
+		opts.providers = strcmp(a.device, "cpu") ? "remote,npu,cpu" : "remote,cpu";
 	if (npu_cli_open_setup(&cm, a.model, &opts, a.threads, "run",
 			       a.remote_cut ? register_remote : NULL, &a))
 		goto out;
@@ -469,13 +472,7 @@ int npu_cmd_run(int argc, char **argv)
 	if (a.remote && !a.remote_cut) {
 		struct npu_remote_options ro;
 
-		npu_remote_options_init(&ro);
-		ro.url = a.remote;
-		ro.model = a.remote_model;
-		ro.version = a.remote_version;
-		ro.timeout_s = a.remote_timeout;
-		ro.link_mbit = a.link_mbit;
-		ro.link_rtt_ms = a.link_rtt_ms;
+		remote_options(&a, &ro);
 		if (npu_remote_create(&ro, &remote) != NPU_OK) {
 			fprintf(stderr, "npu run: %s\n", npu_last_error());
 			rc = 2;
