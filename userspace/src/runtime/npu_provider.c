@@ -257,8 +257,11 @@ static npu_status provider_prepare(const struct npu_op_def *def, struct npu_node
 
 	(void)cpu;
 	node->op_state = NULL;
-	if (!body)
-		return npu_error_set(err, NPU_ERR_MODEL, "provider '%s' node '%s': no subgraph",
+	/* A compiled file's node is checked here: nothing inferred it. */
+	if (!body || body->num_inputs != node->num_inputs ||
+	    body->num_outputs != node->num_outputs)
+		return npu_error_set(err, NPU_ERR_MODEL,
+				     "provider '%s' node '%s': its subgraph is missing or does not match its inputs and outputs",
 				     rec->name, node->name);
 	pn = calloc(1, sizeof(*pn));
 	if (!pn)
