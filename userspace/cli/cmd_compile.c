@@ -569,7 +569,12 @@ int npu_cmd_compile(int argc, char **argv)
 		printf("  \"host_arena_bytes\": %llu, \"host_sum_bytes\": %llu, \"host_lower_bound\": %llu,\n",
 		       (unsigned long long)st.host_arena_bytes, (unsigned long long)st.host_sum_bytes,
 		       (unsigned long long)st.host_lower_bound);
-		printf("  \"compile_ms\": %.1f", st.compile_ms);
+		printf("  \"compile_ms\": %.1f,\n  \"warnings\": [", st.compile_ms);
+		for (i = 0; i < npu_plan_num_warnings(cm.plan); i++) {
+			printf("%s", i ? ", " : "");
+			npu_cli_json_string(stdout, npu_plan_warning(cm.plan, i));
+		}
+		printf("]");
 	} else {
 		printf("%zu nodes: %zu on the NPU in %zu segment(s), %zu on the CPU; %.1f%% of %.3f GMACs on the NPU\n",
 		       npu_plan_num_placements(cm.plan), on_npu, st.segments,
@@ -585,6 +590,8 @@ int npu_cmd_compile(int argc, char **argv)
 		       human_bytes(st.host_sum_bytes, b2, sizeof(b2)),
 		       human_bytes(st.host_lower_bound, b3, sizeof(b3)));
 		printf("compile time: %.0f ms\n", st.compile_ms);
+		for (i = 0; explain && i < npu_plan_num_warnings(cm.plan); i++)
+			printf("warning: %s\n", npu_plan_warning(cm.plan, i));
 	}
 	mixed_precision(cm.plan, json);
 	if (report) {

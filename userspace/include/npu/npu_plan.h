@@ -70,6 +70,14 @@ NPU_API npu_status npu_plan_placement(const struct npu_plan *plan,
 NPU_API const char *npu_plan_placement_provider(const struct npu_plan *plan, size_t index);
 
 /*
+ * Since 2.2: what compiling the plan lost and could not avoid (a bias that
+ * saturates int32, weight scales widened for a bias), one line per node;
+ * the engine's log says the count once per model, at warning level.
+ */
+NPU_API size_t npu_plan_num_warnings(const struct npu_plan *plan);
+NPU_API const char *npu_plan_warning(const struct npu_plan *plan, size_t index);
+
+/*
  * The quantization report of a plan compiled for an NPU device: per NPU
  * node, SQNR (dB) and cosine of its int8 output (dequantized) against the
  * fp32 output, 'local' (the node alone, on fp32 inputs quantized with its

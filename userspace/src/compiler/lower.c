@@ -838,7 +838,8 @@ static bool requant_arrays(struct npu_lower_ctx *lc, const char *name, uint32_t 
  * BatchNorm folding leaves behind), coarsen that channel's weight scale
  * until it does. The weights of that row lose precision they could not use
  * anyway; the bias, which would otherwise saturate to a wrong offset, stays
- * exact.
+ * exact. A dead channel (every weight under 1e-6 of the layer's largest:
+ * its output is its bias) loses nothing worth a warning.
  */
 static void widen_for_bias(struct npu_lower_ctx *lc, const char *name, const float *w,
 			   size_t oc, size_t per, float in_scale, const float *bias,
@@ -847,18 +848,27 @@ static void widen_for_bias(struct npu_lower_ctx *lc, const char *name, const flo
 	const double limit = 1073741824.0;	/* 2^30: half the accumulator */
 	size_t c, i, widened = 0, first = 0;
 	double worst = 1.0;
+	float layer_max = 0;
 
 	if (lc->want16)
 		return;	/* the 16x8 mode's int64 accumulator holds any bias */
+	for (i = 0; bias && i < oc * per; i++)
+		layer_max = fmaxf(layer_max, fabsf(w[i]));
 
 	for (c = 0; bias && c < oc; c++) {
 		double need = fabs((double)bias[c] * bias_mul) / ((double)in_scale * limit);
 
+		float row_max = 0;
+
 		if (!(need > scales[c]) || !isfinite(need))
 			continue;
-		if (!widened++)
-			first = c;
-		worst = fmax(worst, need / scales[c]);
+		for (i = 0; i < per; i++)
+			row_max = fmaxf(row_max, fabsf(w[c * per + i]));
+		if (row_max > 1e-6f * layer_max) {
+			if (!widened++)
+				first = c;
+			worst = fmax(worst, need / scales[c]);
+		}
 		scales[c] = (float)need;
 		for (i = 0; i < per; i++) {
 			float v = nearbyintf(w[c * per + i] / scales[c]);

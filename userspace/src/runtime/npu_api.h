@@ -137,6 +137,7 @@ struct npu_plan {
 struct npu_model {
 	atomic_int refs;		/* the caller's + sessions' + plan users' */
 	atomic_bool destroyed;		/* the caller dropped it */
+	atomic_bool warned;		/* its compile warnings were summed up once */
 	struct npu_engine *engine;
 	struct npu_model_options opts;	/* strings point into the model */
 	char *device_name;		/* "cpu", "sim", ... */

@@ -251,9 +251,15 @@ static npu_status build_plan(struct npu_model *m, const struct npu_shape *shapes
 	/* Each provider takes its nodes in turn, the CPU what is left. */
 	if (!st)
 		st = npu_plan_assign(m, p, finished, &err);
+	/* One line per model; each warning at info level (npu compile --explain). */
 	for (i = 0; !st && p->compiled && i < p->compiled->num_warnings; i++)
-		npu_engine_log(m->engine, NPU_LOG_WARNING, "%s: %s", m->source,
+		npu_engine_log(m->engine, NPU_LOG_INFO, "%s: %s", m->source,
 			       p->compiled->warnings[i]);
+	if (!st && p->compiled && p->compiled->num_warnings && !atomic_exchange(&m->warned, true))
+		npu_engine_log(m->engine, NPU_LOG_WARNING,
+			       "%s: %zu compile warning%s, the first: %s (npu compile --explain lists them)",
+			       m->source, p->compiled->num_warnings,
+			       p->compiled->num_warnings > 1 ? "s" : "", p->compiled->warnings[0]);
 	/* A compiled model's CPU part as compiled (a .npub: as recorded). */
 	if (!st)
 		st = npu_exec_schedule_create_with(p->g, p->compiled ? &p->compiled->cpu : &m->cpu_opts,
@@ -517,6 +523,17 @@ NPU_API npu_status npu_plan_output_info(const struct npu_plan *p, size_t index,
 		return npu_api_fail(NPU_ERR_INVALID_ARG, "npu_plan_output_info: no output %zu", index);
 	fill_info(info, &p->outputs[index]);
 	return NPU_OK;
+}
+
+NPU_API size_t npu_plan_num_warnings(const struct npu_plan *p)
+{
+	return p && p->compiled ? p->compiled->num_warnings : 0;
+}
+
+NPU_API const char *npu_plan_warning(const struct npu_plan *p, size_t index)
+{
+	return p && p->compiled && index < p->compiled->num_warnings ? p->compiled->warnings[index]
+								       : NULL;
 }
 
 NPU_API void npu_save_options_init_sized(struct npu_save_options *o, size_t size)
