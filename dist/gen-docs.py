@@ -7,8 +7,9 @@
       (not npu-serve.1: `npu serve` runs npu-serve, whose page is npu-serve.8)
       (SUBCOMMAND... is what meson expects; `npu --help` must list exactly
       those, or the build fails naming the difference)
-  gen-docs.py serve-man NPU_SERVE VERSION OUT
-      npu-serve.8 with help2man from the server's --help
+  gen-docs.py prog-man PROGRAM VERSION SECTION NAME OUT
+      PROGRAM.SECTION with help2man from PROGRAM's --help (npu-serve.8,
+      npu-ocr.1), with dist/PROGRAM.h2m when there is one
   gen-docs.py completion NPU OUT
       the bash completion of npu: its subcommands from `npu --help`, each
       one's flags from `npu SUBCOMMAND --help`
@@ -103,10 +104,13 @@ def cmd_man(npu, version, outdir, expected):
             f.write(page)
 
 
-def cmd_serve_man(serve, version, out):
-    help2man(["--section=8", "--name=the NPU inference server (KServe v2 / Triton protocol, HTTP and gRPC)",
-              "--version-string=" + version, "--help-option=--help",
-              "--include=" + os.path.join(os.path.dirname(__file__), "npu-serve.h2m"), serve], out)
+def cmd_prog_man(prog, version, section, name, out):
+    argv = ["--section=" + section, "--name=" + name, "--version-string=" + version,
+            "--help-option=--help"]
+    inc = os.path.join(os.path.dirname(__file__), os.path.basename(prog) + ".h2m")
+    if os.path.exists(inc):
+        argv.append("--include=" + inc)
+    help2man(argv + [prog], out)
 
 
 def cmd_completion(npu, out):
@@ -241,8 +245,8 @@ def cmd_libman(version, out, headers):
 def main(argv):
     if len(argv) >= 5 and argv[1] == "man":
         cmd_man(argv[2], argv[3], argv[4], argv[5:])
-    elif len(argv) == 5 and argv[1] == "serve-man":
-        cmd_serve_man(argv[2], argv[3], argv[4])
+    elif len(argv) == 7 and argv[1] == "prog-man":
+        cmd_prog_man(argv[2], argv[3], argv[4], argv[5], argv[6])
     elif len(argv) == 4 and argv[1] == "completion":
         cmd_completion(argv[2], argv[3])
     elif len(argv) >= 5 and argv[1] == "libman":
