@@ -10,12 +10,13 @@ TSAN_DIR   := $(BUILD)/tsan
 FUZZ_DIR   := $(BUILD)/fuzz
 BIN        := $(BUILD)/bin
 
-.PHONY: all deps userspace asan tsan fuzz driver check kselftest vm-check demo clean help
+.PHONY: all deps userspace install asan tsan fuzz driver check kselftest vm-check demo clean help
 
 all: userspace
 
 help:
 	@echo "make            build userspace, firmware-sim and the CLI (build/bin/npu)"
+	@echo "make install    install into PREFIX (default /usr/local), DESTDIR staged"
 	@echo "make check      run every test suite (unit, ASan+UBSan, fuzz, conformance, VM)"
 	@echo "make kselftest  run the driver kselftests in the VM"
 	@echo "make kselftest-debug  the VM suite on a KASAN/lockdep/kmemleak kernel"
@@ -36,6 +37,15 @@ userspace: deps $(MESON_DIR)/build.ninja
 	ninja -C $(MESON_DIR)
 	@mkdir -p $(BIN)
 	@for p in $(BIN_PROGRAMS); do ln -sf "../meson/$$p" $(BIN)/; done
+
+# Install (meson install): libraries, headers, pkg-config files, npu,
+# npu-serve, man pages, bash completion, the firmware image, under PREFIX,
+# staged under DESTDIR when it is set. Debian packages: dpkg-buildpackage
+# (debian/, README "Install").
+PREFIX ?= /usr/local
+install: userspace
+	meson configure $(MESON_DIR) -Dprefix=$(PREFIX)
+	meson install -C $(MESON_DIR) $(if $(DESTDIR),--destdir "$(DESTDIR)")
 
 $(ASAN_DIR)/build.ninja: | deps
 	meson setup $(ASAN_DIR) --buildtype=debug -Db_sanitize=address,undefined -Db_lundef=false
