@@ -648,6 +648,43 @@ static void test_vec_tanh_accuracy_and_special_values(void **state)
 	free(y);
 }
 
+static void test_vec_erf_accuracy_and_special_values(void **state)
+{
+	struct rng r = { 0x5eed0007u };
+	size_t n = 200013, i;	/* odd: the tail vector too */
+	float *x = alloc_floats(n), *y = alloc_floats(n);
+	float sx[9] = { 0.0f, -0.0f, 5.0f, -5.0f, INFINITY, -INFINITY, NAN, 1e-30f,
+			0.927734375f };
+	float sy[9];
+	double worst = 0;
+
+	(void)state;
+	/* A sweep over both halves and past the clamp, then small values. */
+	for (i = 0; i < n; i++)
+		x[i] = i < n / 2 ? -6.0f + 12.0f * (float)i / (float)(n / 2) :
+		       (rng_float(&r) - 0.5f) * (i % 3 ? 4.0f : 1e-3f);
+	npu_vec_erf_f32(x, y, n);
+	for (i = 0; i < n; i++) {
+		double ref = erf((double)x[i]), e = fabs(y[i] - ref);
+
+		if (ref != 0 && e / fabs(ref) > worst)
+			worst = e / fabs(ref);
+		/* 2 ulp of a float (the portable path has no fused FMA) */
+		if (!(e <= 2.5e-7 * fabs(ref) + 1e-30))
+			fail_msg("erf(%.9g) = %.9g, want %.9g (rel %.3g)", x[i],
+				 y[i], ref, e / fabs(ref));
+	}
+	print_message("erf: worst relative error %.3g\n", worst);
+	npu_vec_erf_f32(sx, sy, 9);
+	assert_true(sy[0] == 0.0f && sy[1] == 0.0f && signbit(sy[1]));
+	assert_true(sy[2] == 1.0f && sy[3] == -1.0f && sy[4] == 1.0f && sy[5] == -1.0f);
+	assert_true(isnan(sy[6]));
+	assert_true(fabs(sy[7] - 1.1283791670955126e-30) <= 2e-37);
+	assert_true(fabs(sy[8] - erf(0.927734375)) <= 2.5e-7 * erf(0.927734375));
+	free(x);
+	free(y);
+}
+
 /* ---- convolution ---- */
 
 struct conv_case {
@@ -1670,6 +1707,7 @@ int main(void)
 		cmocka_unit_test(test_vec_exp_accuracy_over_full_range),
 		cmocka_unit_test(test_vec_exp_special_values),
 		cmocka_unit_test(test_vec_tanh_accuracy_and_special_values),
+		cmocka_unit_test(test_vec_erf_accuracy_and_special_values),
 		cmocka_unit_test(test_conv2d_matches_reference_random_shapes),
 		cmocka_unit_test(test_conv2d_every_activation_each_path),
 		cmocka_unit_test(test_conv2d_larger_layers),

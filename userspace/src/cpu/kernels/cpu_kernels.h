@@ -327,6 +327,8 @@ void npu_vec_act_f32(const struct npu_cpu_act_params *act, const float *x,
 void npu_vec_exp_f32(const float *x, float *y, size_t n);
 /* tanh, about 2 ulp (Cephes' tanhf on vectors); y may equal x. */
 void npu_vec_tanh_f32(const float *x, float *y, size_t n);
+/* erf, about 2 ulp (a faithfully rounded erff on vectors); y may equal x. */
+void npu_vec_erf_f32(const float *x, float *y, size_t n);
 
 enum npu_vec_binop { NPU_VEC_ADD, NPU_VEC_SUB, NPU_VEC_MUL, NPU_VEC_DIV };
 

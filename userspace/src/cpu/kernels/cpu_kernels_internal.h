@@ -93,6 +93,7 @@ struct npu_vec_ops {
 		    const float *res, const float *x, float *y, size_t n);
 	void (*exp)(const float *x, float *y, size_t n);
 	void (*tanh)(const float *x, float *y, size_t n);
+	void (*erf)(const float *x, float *y, size_t n);
 	/* y[i] += w * x[i * stride] */
 	void (*fma_row)(float *y, const float *x, size_t stride, float w,
 			size_t n);

@@ -186,6 +186,11 @@ void npu_vec_tanh_f32(const float *x, float *y, size_t n)
 	npu_vec_ops_get()->tanh(x, y, n);
 }
 
+void npu_vec_erf_f32(const float *x, float *y, size_t n)
+{
+	npu_vec_ops_get()->erf(x, y, n);
+}
+
 void npu_vec_binary_f32(enum npu_vec_binop op, const float *a, size_t sa,
 			const float *b, size_t sb, float *y, size_t n)
 {
