@@ -1160,7 +1160,7 @@ static void test_conv_winograd_choice_follows_params(void **state)
 		.out_w = 6, .k_h = 3, .k_w = 3, .stride_h = 1, .stride_w = 1, .dil_h = 1,
 		.dil_w = 1, .pad_top = 1, .pad_left = 1, .groups = 1,
 	};
-	struct npu_conv2d_params big = small, strided = small;
+	struct npu_conv2d_params big = small, strided = small, thin;
 	size_t plain;
 
 	(void)state;
@@ -1169,6 +1169,17 @@ static void test_conv_winograd_choice_follows_params(void **state)
 	strided.out_h = strided.out_w = 3;
 	assert_false(npu_conv2d_f32_takes_winograd(&small));
 	assert_true(npu_conv2d_f32_takes_winograd(&big));
+	/* Few input channels: direct (4 at 40 wide: 10 tiles in 16 slots). */
+	thin = big;
+	thin.in_c = 1;
+	assert_false(npu_conv2d_f32_takes_winograd(&thin));
+	thin.in_c = 4;
+	assert_false(npu_conv2d_f32_takes_winograd(&thin));
+	thin.in_w = thin.out_w = 64;
+	assert_true(npu_conv2d_f32_takes_winograd(&thin));
+	thin.in_c = 1;
+	thin.winograd = NPU_CONV_WINOGRAD_ALL;
+	assert_true(npu_conv2d_f32_takes_winograd(&thin));
 	small.winograd = big.winograd = strided.winograd = NPU_CONV_WINOGRAD_ALL;
 	assert_true(npu_conv2d_f32_takes_winograd(&small));
 	assert_true(npu_conv2d_f32_takes_winograd(&big));
@@ -1551,6 +1562,9 @@ static void test_threadpool_back_to_back_short_runs(void **state)
 
 /* ---- pooling ---- */
 
+/* check_pool: every this many inputs a NaN (0: none); max skips them. */
+static size_t pool_nan_every;
+
 static void check_pool(struct rng *r, const struct npu_pool2d_params *p,
 		       bool max, struct npu_threadpool *pool)
 {
@@ -1560,6 +1574,8 @@ static void check_pool(struct rng *r, const struct npu_pool2d_params *p,
 	size_t pl, oh, ow, kh, kw;
 
 	fill_random(r, x, xs);
+	for (pl = 0; pool_nan_every && pl < xs; pl += pool_nan_every)
+		x[pl] = NAN;
 	fill_nan(y, ys);
 	y[ys] = 99.0f;
 	if (max)
@@ -1689,6 +1705,43 @@ static void test_pool2d_common_layers(void **state)
 	check_pool(&r, &p, true, NULL);
 }
 
+/*
+ * 2x2 stride-2 max pooling (its own row kernel): odd and even input
+ * sizes, rows around the vector widths, batch 1 / 3 / 8, with and without
+ * the pool, a ceil_mode extra column (the generic path), NaN inputs.
+ */
+static void test_pool2d_max2x2(void **state)
+{
+	struct npu_threadpool *pool = npu_threadpool_create(2);
+	struct rng r = { 0x5eed000cu };
+	static const size_t ws[] = { 2, 3, 5, 16, 17, 31, 32, 33, 34, 35, 40, 63,
+				     64, 65, 66, 67, 97 };
+	static const size_t bs[] = { 1, 3, 8 };
+	size_t wi, b, h;
+
+	(void)state;
+	assert_non_null(pool);
+	for (wi = 0; wi < sizeof(ws) / sizeof(ws[0]); wi++)
+	for (b = 0; b < 3; b++)
+	for (h = 2; h <= 7; h += 5) {
+		struct npu_pool2d_params p = {
+			.batch = bs[b], .channels = 2, .in_h = h, .in_w = ws[wi],
+			.out_h = h / 2, .out_w = ws[wi] / 2, .k_h = 2, .k_w = 2,
+			.stride_h = 2, .stride_w = 2, .dil_h = 1, .dil_w = 1,
+		};
+
+		pool_nan_every = wi % 3 ? 0 : 7;
+		check_pool(&r, &p, true, b == 1 ? NULL : pool);
+		if (ws[wi] % 2) {	/* ceil_mode: a last window half outside */
+			p.out_w++;
+			p.pad_right = 1;
+			check_pool(&r, &p, true, pool);
+		}
+	}
+	pool_nan_every = 0;
+	npu_threadpool_destroy(pool);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1726,6 +1779,7 @@ int main(void)
 		cmocka_unit_test(test_threadpool_back_to_back_short_runs),
 		cmocka_unit_test(test_pool2d_matches_reference_random_shapes),
 		cmocka_unit_test(test_pool2d_common_layers),
+		cmocka_unit_test(test_pool2d_max2x2),
 	};
 	const char *wino = getenv("NPU_CPU_WINOGRAD");
 	const char *stats = getenv("NPU_POOL_STATS");

@@ -270,6 +270,39 @@ NPU_V_TARGET static void NPU_V_FN(max_row)(float *y, const float *x,
 		y[i] = x[i * stride] > y[i] ? x[i * stride] : y[i];
 }
 
+/*
+ * A 2x2 stride-2 max-pool output row from input rows x0 and x1: y[j] =
+ * the max of x0[2 j], x0[2 j + 1], x1[2 j], x1[2 j + 1], taken in that
+ * order from -FLT_MAX as max_row would (a NaN does not win; bitwise
+ * the generic path's result). Reads x0 / x1 [0 .. 2 n - 1] only.
+ */
+NPU_V_TARGET static void NPU_V_FN(max2x2_row)(float *y, const float *x0,
+					      const float *x1, size_t n)
+{
+	size_t j = 0;
+
+	/* The odd taps' pair load reads up to 2 j + 2 VL: inside while
+	 * j + VL < n. */
+	for (; j + VL < n; j += VL) {
+		V m = V_SET1(-FLT_MAX);
+
+		m = V_MAX(V_LOAD_S2(x0 + 2 * j), m);
+		m = V_MAX(V_LOAD_S2(x0 + 2 * j + 1), m);
+		m = V_MAX(V_LOAD_S2(x1 + 2 * j), m);
+		m = V_MAX(V_LOAD_S2(x1 + 2 * j + 1), m);
+		V_STORE(y + j, m);
+	}
+	for (; j < n; j++) {
+		float m = -FLT_MAX, v;
+
+		v = x0[2 * j]; m = v > m ? v : m;
+		v = x0[2 * j + 1]; m = v > m ? v : m;
+		v = x1[2 * j]; m = v > m ? v : m;
+		v = x1[2 * j + 1]; m = v > m ? v : m;
+		y[j] = m;
+	}
+}
+
 /* y[i] = a[i * sa] op b[i * sb], sa / sb in {0, 1}; y may alias a or b. */
 NPU_V_TARGET static void NPU_V_FN(binary_row)(enum npu_vec_binop op,
 					      const float *a, size_t sa,
@@ -619,4 +652,5 @@ const struct npu_vec_ops NPU_V_FN(npu_vec_ops) = {
 	.erf = NPU_V_FN(erf_row),
 	.fma_row = NPU_V_FN(fma_row),
 	.max_row = NPU_V_FN(max_row),
+	.max2x2 = NPU_V_FN(max2x2_row),
 };
