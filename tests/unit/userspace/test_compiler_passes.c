@@ -1101,6 +1101,49 @@ static void test_cpu_nchwc_leaves_isolated_conv(void **state)
 	}
 }
 
+/*
+ * A group-1 conv on a plain value: reordered in when it has 24 channels
+ * (blocking pads 24 to 32, while reading NCHW costs 1.4-2.3x), read as
+ * NCHW with 8 (blocking would double the work). x [1,24,7,9]: Floor(x)
+ * -> conv 1x1 (32) -> conv 1x1 (16) = o1; Floor(conv 1x1 (8) of x) ->
+ * conv 3x3 (16) -> conv 1x1 (16) = o2.
+ */
+static void test_cpu_nchwc_reorders_wide_plain_inputs(void **state)
+{
+	struct npu_graph *g = graph13();
+	uint32_t seed = 4;
+	int64_t dx[4] = { 1, 24, 7, 9 };
+	struct npu_value *x = input(g, "x", 4, dx), *f = shaped(g, "f", 1, 24, 7, 9);
+	struct npu_value *c1 = shaped(g, "c1", 1, 32, 7, 9), *o1 = shaped(g, "o1", 1, 16, 7, 9);
+	struct npu_value *e = shaped(g, "e", 1, 8, 7, 9), *ef = shaped(g, "ef", 1, 8, 7, 9);
+	struct npu_value *c4 = shaped(g, "c4", 1, 16, 7, 9), *o2 = shaped(g, "o2", 1, 16, 7, 9);
+
+	(void)state;
+	g->inputs = calloc(1, sizeof(*g->inputs));
+	assert_non_null(g->inputs);
+	g->inputs[0] = x;
+	g->num_inputs = 1;
+	node(g, "Floor", "floor", &x, 1, f);
+	conv_node(g, "c1", f, 32, 1, 1, 1, &seed, c1);
+	conv_node(g, "c2", c1, 16, 1, 1, 1, &seed, o1);
+	mark_output(g, o1);
+	conv_node(g, "e", x, 8, 1, 1, 1, &seed, e);
+	node(g, "Floor", "efloor", &e, 1, ef);
+	conv_node(g, "c4", ef, 16, 3, 1, 1, &seed, c4);
+	conv_node(g, "c5", c4, 16, 1, 1, 1, &seed, o2);
+	mark_output(g, o2);
+	{
+		struct npu_graph *b = check_blocked_matches_plain(g, dx, 3.0f);
+
+		/* c1, c2, c4, c5; e (read only by Floor) stays plain */
+		assert_int_equal(count_domain_op(b, "ai.npu.cpu", "NchwcConv"), 4);
+		assert_int_equal(count_domain_op(b, "", "Conv"), 1);
+		/* f reordered for c1; ef (8 channels) read as it is by c4 */
+		assert_int_equal(count_domain_op(b, "ai.npu.cpu", "NchwcReorderInput"), 1);
+		npu_graph_destroy(b);
+	}
+}
+
 /* The fusion test's graph: SAME pads, residuals, SE, ConvTranspose. */
 static void test_cpu_nchwc_keeps_fused_graph_outputs(void **state)
 {
@@ -1130,6 +1173,7 @@ int main(void)
 		cmocka_unit_test(test_cpu_fuse_leaves_lookalikes),
 		cmocka_unit_test(test_cpu_nchwc_matches_plain_graph),
 		cmocka_unit_test(test_cpu_nchwc_leaves_isolated_conv),
+		cmocka_unit_test(test_cpu_nchwc_reorders_wide_plain_inputs),
 		cmocka_unit_test(test_cpu_nchwc_keeps_fused_graph_outputs),
 	};
 

@@ -8,7 +8,9 @@
  * weights packed) against npu_conv2d_f32_prepacked on the same shape,
  * interleaved, and prints both medians and their ratio. A one-group conv
  * with fewer than 8 input channels reads its input as NCHW (nchw_input,
- * as a first layer does).
+ * as a first layer does); NPU_BENCH_NCHW_IN=1 in the environment makes
+ * every one-group conv read NCHW (what a blocked conv after a plain op
+ * did before the layout pass reordered such inputs).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -72,7 +74,9 @@ static int npu_bench_nchwc(const struct npu_conv2d_params *p, const float *x,
 	static double tn[NPU_BENCH_MAX_REPS], tb[NPU_BENCH_MAX_REPS];
 	size_t icb = npu_nchwc_blocks(p->in_c), ocb = npu_nchwc_blocks(p->out_c);
 	size_t hw = p->in_h * p->in_w, ohw = p->out_h * p->out_w;
-	bool nchw_in = p->groups == 1 && p->in_c < 8;
+	bool nchw_in = p->groups == 1 &&
+		       (p->in_c < 8 || (getenv("NPU_BENCH_NCHW_IN") &&
+					!strcmp(getenv("NPU_BENCH_NCHW_IN"), "1")));
 	size_t nw = npu_conv2d_f32_packed_floats(p);
 	size_t nb = npu_nchwc_conv_packed_floats(p);
 	float *xb, *yb, *y, *packed = NULL, *pb;
