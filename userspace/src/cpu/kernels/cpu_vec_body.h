@@ -13,6 +13,9 @@
  *   V_LOAD_S2(p)    lanes p[0], p[2], ...; reads p[0 .. 2 * VL - 1]
  *   V_GATHER(p, s)  lanes p[0], p[s], ...
  *   V_STORE_ZIP(p, a, b)  p[2 i] = a[i], p[2 i + 1] = b[i] (2 VL floats)
+ *   V_LOAD_N(p, n)  lanes p[0 .. n - 1], the rest 0 (0 < n < VL; reads
+ *                   nothing past p[n - 1])
+ *   V_STORE_N(p, v, n)  p[0 .. n - 1] = the first n lanes of v
  */
 
 /*
@@ -103,20 +106,14 @@ NPU_V_TARGET static void NPU_V_FN(epi_row)(const struct npu_cpu_act_params *a,
 	}
 #undef NPU_ACT_LOOP
 	if (i < n) {
-		float tmp[VL] = { 0 }, rt[VL] = { 0 };
-		V v;
+		V v = V_ADD(V_LOAD_N(x + i, n - i), vb);
 
-		memcpy(tmp, x + i, (n - i) * sizeof(float));
-		v = V_ADD(V_LOAD(tmp), vb);
-		if (res) {
-			memcpy(rt, res + i, (n - i) * sizeof(float));
-			v = V_ADD(v, V_LOAD(rt));
-		}
+		if (res)
+			v = V_ADD(v, V_LOAD_N(res + i, n - i));
 		v = NPU_V_FN(act_v)(a, v);
 		if (post)
 			v = V_FMA(v, ps, pb);
-		V_STORE(tmp, v);
-		memcpy(y + i, tmp, (n - i) * sizeof(float));
+		V_STORE_N(y + i, v, n - i);
 	}
 }
 
@@ -133,13 +130,8 @@ NPU_V_TARGET static void NPU_V_FN(exp_row)(const float *x, float *y, size_t n)
 
 	for (; i + VL <= n; i += VL)
 		V_STORE(y + i, NPU_V_FN(exp_v)(V_LOAD(x + i)));
-	if (i < n) {
-		float tmp[VL] = { 0 };
-
-		memcpy(tmp, x + i, (n - i) * sizeof(float));
-		V_STORE(tmp, NPU_V_FN(exp_v)(V_LOAD(tmp)));
-		memcpy(y + i, tmp, (n - i) * sizeof(float));
-	}
+	if (i < n)
+		V_STORE_N(y + i, NPU_V_FN(exp_v)(V_LOAD_N(x + i, n - i)), n - i);
 }
 
 /*
@@ -169,13 +161,8 @@ NPU_V_TARGET static void NPU_V_FN(tanh_row)(const float *x, float *y, size_t n)
 
 	for (; i + VL <= n; i += VL)
 		V_STORE(y + i, NPU_V_FN(tanh_v)(V_LOAD(x + i)));
-	if (i < n) {
-		float tmp[VL] = { 0 };
-
-		memcpy(tmp, x + i, (n - i) * sizeof(float));
-		V_STORE(tmp, NPU_V_FN(tanh_v)(V_LOAD(tmp)));
-		memcpy(y + i, tmp, (n - i) * sizeof(float));
-	}
+	if (i < n)
+		V_STORE_N(y + i, NPU_V_FN(tanh_v)(V_LOAD_N(x + i, n - i)), n - i);
 }
 
 /*
@@ -216,13 +203,8 @@ NPU_V_TARGET static void NPU_V_FN(erf_row)(const float *x, float *y, size_t n)
 
 	for (; i + VL <= n; i += VL)
 		V_STORE(y + i, NPU_V_FN(erf_v)(V_LOAD(x + i)));
-	if (i < n) {
-		float tmp[VL] = { 0 };
-
-		memcpy(tmp, x + i, (n - i) * sizeof(float));
-		V_STORE(tmp, NPU_V_FN(erf_v)(V_LOAD(tmp)));
-		memcpy(y + i, tmp, (n - i) * sizeof(float));
-	}
+	if (i < n)
+		V_STORE_N(y + i, NPU_V_FN(erf_v)(V_LOAD_N(x + i, n - i)), n - i);
 }
 
 NPU_V_TARGET static void NPU_V_FN(fma_row)(float *y, const float *x,
