@@ -1144,6 +1144,41 @@ static void test_cpu_nchwc_reorders_wide_plain_inputs(void **state)
 	}
 }
 
+/* Max and Min of two blocked values run blocked, lane by lane: x
+ * [2,16,6,6] -> Max(conv 3x3, conv 1x1) -> Min(., conv 1x1) -> conv. */
+static void test_cpu_nchwc_max_min_lanewise(void **state)
+{
+	struct npu_graph *g = graph13();
+	uint32_t seed = 6;
+	int64_t dx[4] = { 2, 16, 6, 6 };
+	struct npu_value *x = input(g, "x", 4, dx), *a = shaped(g, "a", 2, 16, 6, 6);
+	struct npu_value *b = shaped(g, "b", 2, 16, 6, 6), *m = shaped(g, "m", 2, 16, 6, 6);
+	struct npu_value *d = shaped(g, "d", 2, 16, 6, 6), *n = shaped(g, "n", 2, 16, 6, 6);
+	struct npu_value *o = shaped(g, "o", 2, 24, 6, 6);
+
+	(void)state;
+	g->inputs = calloc(1, sizeof(*g->inputs));
+	assert_non_null(g->inputs);
+	g->inputs[0] = x;
+	g->num_inputs = 1;
+	conv_node(g, "ca", x, 16, 3, 1, 1, &seed, a);
+	conv_node(g, "cb", x, 16, 1, 1, 1, &seed, b);
+	binop(g, "Max", "max", a, b, m);
+	conv_node(g, "cd", x, 16, 1, 1, 1, &seed, d);
+	binop(g, "Min", "min", m, d, n);
+	conv_node(g, "co", n, 24, 1, 1, 1, &seed, o);
+	mark_output(g, o);
+	{
+		struct npu_graph *bl = check_blocked_matches_plain(g, dx, 2.0f);
+
+		assert_int_equal(count_domain_op(bl, "ai.npu.cpu", "NchwcConv"), 4);
+		/* x in once (16 channels), o out; Max and Min on rank 5 */
+		assert_int_equal(count_domain_op(bl, "ai.npu.cpu", "NchwcReorderInput"), 1);
+		assert_int_equal(count_domain_op(bl, "ai.npu.cpu", "NchwcReorderOutput"), 1);
+		npu_graph_destroy(bl);
+	}
+}
+
 /* The fusion test's graph: SAME pads, residuals, SE, ConvTranspose. */
 static void test_cpu_nchwc_keeps_fused_graph_outputs(void **state)
 {
@@ -1174,6 +1209,7 @@ int main(void)
 		cmocka_unit_test(test_cpu_nchwc_matches_plain_graph),
 		cmocka_unit_test(test_cpu_nchwc_leaves_isolated_conv),
 		cmocka_unit_test(test_cpu_nchwc_reorders_wide_plain_inputs),
+		cmocka_unit_test(test_cpu_nchwc_max_min_lanewise),
 		cmocka_unit_test(test_cpu_nchwc_keeps_fused_graph_outputs),
 	};
 

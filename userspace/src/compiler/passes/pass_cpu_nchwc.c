@@ -22,7 +22,7 @@
  *  - Concat on the channels, when every input but the last fills whole
  *    blocks: Concat on the blocks;
  *  - elementwise ops that act lane by lane (activations; Add, Sub, Mul,
- *    Div of two blocked values with the same channels, or of one and a
+ *    Div, Max, Min of two blocked values with the same channels, or of one and a
  *    scalar constant, or of one and a plain value shaped as the output,
  *    which is reordered): the same op on the rank-5 values.
  * The original output value is then written by an NchwcReorderOutput of
@@ -339,7 +339,8 @@ static bool is_lanewise_unary(const struct npu_node *n)
 static bool is_lanewise_binary(const struct npu_node *n)
 {
 	return (is_onnx(n, "Add") || is_onnx(n, "Sub") || is_onnx(n, "Mul") ||
-		is_onnx(n, "Div")) && n->num_inputs == 2 && n->num_outputs == 1 &&
+		is_onnx(n, "Div") || is_onnx(n, "Max") || is_onnx(n, "Min")) &&
+	       n->num_inputs == 2 && n->num_outputs == 1 &&
 	       n->inputs[0] && n->inputs[1];
 }
 
