@@ -272,7 +272,7 @@ static npu_status index_readers(struct nchwc *c)
  * Whether a group-1 conv on plain x runs faster on a reordered copy:
  * reading NCHW, a tile loads each pixel's channels one by one, planes
  * apart; blocked, it pays for the pad lanes of the last block. On
- * AVX-512 (cpu-conv-bench --nchwc, NPU_BENCH_NCHW_IN=1, batch 8, one
+ * AVX-512 (cpu-conv-bench --nchwc --nchw-in, batch 8, one
  * thread) the NCHW read took 1.4-2.3x the blocked one's time (1x1 58,
  * 116, 232 channels; 3x3 16 and 64), the reorder moves the input once:
  * reorder when the pad lanes add at most half the work, so the 3
