@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include "compiler/passes/passes.h"
+#include "cpu/kernels/cpu_kernels.h"
 #include "runtime/npu_runtime.h"
 
 /* The fusion tests count ops of the plain layout; the blocked ones ask for it. */
@@ -1075,7 +1076,7 @@ static void test_cpu_nchwc_matches_plain_graph(void **state)
 	npu_graph_destroy(b);
 }
 
-/* A conv between plain ops gains nothing blocked: it stays as it is. */
+/* A 1x1 conv between plain ops gains nothing blocked: it stays as it is. */
 static void test_cpu_nchwc_leaves_isolated_conv(void **state)
 {
 	struct npu_graph *g = graph13();
@@ -1089,7 +1090,7 @@ static void test_cpu_nchwc_leaves_isolated_conv(void **state)
 	assert_non_null(g->inputs);
 	g->inputs[0] = x;
 	g->num_inputs = 1;
-	conv_node(g, "conv", x, 32, 3, 1, 1, &seed, c);
+	conv_node(g, "conv", x, 32, 1, 1, 1, &seed, c);
 	node(g, "Floor", "floor", &c, 1, f);
 	mark_output(g, f);
 	{
@@ -1179,6 +1180,48 @@ static void test_cpu_nchwc_max_min_lanewise(void **state)
 	}
 }
 
+/*
+ * A 3x3 conv between plain ops that the NCHW kernels would run by im2col
+ * (a plane of 8 x 10: rows too short for the row tiles) goes blocked with
+ * its reorders, since the blocked kernel is faster on such planes;
+ * whether it is im2col depends on the ISA's tiles, so the count follows
+ * npu_conv2d_f32_takes_im2col. x [2,32,8,10] -> Floor -> conv 3x3 (64)
+ * -> Floor.
+ */
+static void test_cpu_nchwc_blocks_isolated_im2col_conv(void **state)
+{
+	struct npu_graph *g = graph13();
+	uint32_t seed = 8;
+	int64_t dx[4] = { 2, 32, 8, 10 };
+	struct npu_value *x = input(g, "x", 4, dx), *f = shaped(g, "f", 2, 32, 8, 10);
+	struct npu_value *c = shaped(g, "c", 2, 64, 8, 10), *o = shaped(g, "o", 2, 64, 8, 10);
+	struct npu_conv2d_params p = {
+		.batch = 2, .in_c = 32, .in_h = 8, .in_w = 10, .out_c = 64, .out_h = 8,
+		.out_w = 10, .k_h = 3, .k_w = 3, .stride_h = 1, .stride_w = 1,
+		.dil_h = 1, .dil_w = 1, .pad_top = 1, .pad_left = 1, .groups = 1,
+	};
+	int want = npu_conv2d_f32_takes_im2col(&p);
+
+	(void)state;
+	g->inputs = calloc(1, sizeof(*g->inputs));
+	assert_non_null(g->inputs);
+	g->inputs[0] = x;
+	g->num_inputs = 1;
+	node(g, "Floor", "floor", &x, 1, f);
+	conv_node(g, "conv", f, 64, 3, 1, 1, &seed, c);
+	node(g, "Floor", "floor2", &c, 1, o);
+	mark_output(g, o);
+	print_message("im2col on this ISA: %d\n", want);
+	{
+		struct npu_graph *b = check_blocked_matches_plain(g, dx, 3.0f);
+
+		assert_int_equal(count_domain_op(b, "ai.npu.cpu", "NchwcConv"), want);
+		assert_int_equal(count_domain_op(b, "ai.npu.cpu", "NchwcReorderInput"), want);
+		assert_int_equal(count_domain_op(b, "ai.npu.cpu", "NchwcReorderOutput"), want);
+		npu_graph_destroy(b);
+	}
+}
+
 /* The fusion test's graph: SAME pads, residuals, SE, ConvTranspose. */
 static void test_cpu_nchwc_keeps_fused_graph_outputs(void **state)
 {
@@ -1210,6 +1253,7 @@ int main(void)
 		cmocka_unit_test(test_cpu_nchwc_leaves_isolated_conv),
 		cmocka_unit_test(test_cpu_nchwc_reorders_wide_plain_inputs),
 		cmocka_unit_test(test_cpu_nchwc_max_min_lanewise),
+		cmocka_unit_test(test_cpu_nchwc_blocks_isolated_im2col_conv),
 		cmocka_unit_test(test_cpu_nchwc_keeps_fused_graph_outputs),
 	};
 

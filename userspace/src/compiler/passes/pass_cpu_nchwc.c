@@ -291,7 +291,8 @@ static npu_status convert_conv(struct nchwc *c, struct npu_node *n)
 	struct npu_value *x = n->inputs[0], *xb = twin_of(c, x);
 	npu_status st;
 
-	if (!xb && !has_blocked_reader(c, n->outputs[0]))
+	if (!xb && !has_blocked_reader(c, n->outputs[0]) &&
+	    !npu_nchwc_conv_alone_pays(n, c->opts))
 		return NPU_OK;
 	if (!xb && (npu_node_attr_int_or(n, "group", 1) > 1 || reorder_pays(x))) {
 		xb = blocked_input(c, x);
