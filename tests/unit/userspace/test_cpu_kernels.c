@@ -1180,6 +1180,12 @@ static void test_conv_winograd_choice_follows_params(void **state)
 	thin.in_c = 1;
 	thin.winograd = NPU_CONV_WINOGRAD_ALL;
 	assert_true(npu_conv2d_f32_takes_winograd(&thin));
+	/* 12 wide: 3 tiles in a row of 8 slots, direct; 16 wide: 4 of 8. */
+	thin = big;
+	thin.in_w = thin.out_w = 12;
+	assert_false(npu_conv2d_f32_takes_winograd(&thin));
+	thin.in_w = thin.out_w = 16;
+	assert_true(npu_conv2d_f32_takes_winograd(&thin));
 	small.winograd = big.winograd = strided.winograd = NPU_CONV_WINOGRAD_ALL;
 	assert_true(npu_conv2d_f32_takes_winograd(&small));
 	assert_true(npu_conv2d_f32_takes_winograd(&big));
