@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include "compiler/passes/passes.h"
+#include "cpu/kernels/cpu_kernels.h"
 #include "runtime/npu_runtime.h"
 
 /* The fusion tests count ops of the plain layout; the blocked ones ask for it. */
@@ -1075,7 +1076,7 @@ static void test_cpu_nchwc_matches_plain_graph(void **state)
 	npu_graph_destroy(b);
 }
 
-/* A conv between plain ops gains nothing blocked: it stays as it is. */
+/* A 1x1 conv between plain ops gains nothing blocked: it stays as it is. */
 static void test_cpu_nchwc_leaves_isolated_conv(void **state)
 {
 	struct npu_graph *g = graph13();
@@ -1089,7 +1090,7 @@ static void test_cpu_nchwc_leaves_isolated_conv(void **state)
 	assert_non_null(g->inputs);
 	g->inputs[0] = x;
 	g->num_inputs = 1;
-	conv_node(g, "conv", x, 32, 3, 1, 1, &seed, c);
+	conv_node(g, "conv", x, 32, 1, 1, 1, &seed, c);
 	node(g, "Floor", "floor", &c, 1, f);
 	mark_output(g, f);
 	{
@@ -1098,6 +1099,126 @@ static void test_cpu_nchwc_leaves_isolated_conv(void **state)
 		assert_int_equal(count_domain_op(blocked, "ai.npu.cpu", "NchwcConv"), 0);
 		assert_int_equal(count_domain_op(blocked, "ai.npu.cpu", "NchwcReorderOutput"), 0);
 		npu_graph_destroy(blocked);
+	}
+}
+
+/*
+ * A group-1 conv on a plain value: reordered in when it has 24 channels
+ * (blocking pads 24 to 32, while reading NCHW costs 1.4-2.3x), read as
+ * NCHW with 8 (blocking would double the work). x [1,24,7,9]: Floor(x)
+ * -> conv 1x1 (32) -> conv 1x1 (16) = o1; Floor(conv 1x1 (8) of x) ->
+ * conv 3x3 (16) -> conv 1x1 (16) = o2.
+ */
+static void test_cpu_nchwc_reorders_wide_plain_inputs(void **state)
+{
+	struct npu_graph *g = graph13();
+	uint32_t seed = 4;
+	int64_t dx[4] = { 1, 24, 7, 9 };
+	struct npu_value *x = input(g, "x", 4, dx), *f = shaped(g, "f", 1, 24, 7, 9);
+	struct npu_value *c1 = shaped(g, "c1", 1, 32, 7, 9), *o1 = shaped(g, "o1", 1, 16, 7, 9);
+	struct npu_value *e = shaped(g, "e", 1, 8, 7, 9), *ef = shaped(g, "ef", 1, 8, 7, 9);
+	struct npu_value *c4 = shaped(g, "c4", 1, 16, 7, 9), *o2 = shaped(g, "o2", 1, 16, 7, 9);
+
+	(void)state;
+	g->inputs = calloc(1, sizeof(*g->inputs));
+	assert_non_null(g->inputs);
+	g->inputs[0] = x;
+	g->num_inputs = 1;
+	node(g, "Floor", "floor", &x, 1, f);
+	conv_node(g, "c1", f, 32, 1, 1, 1, &seed, c1);
+	conv_node(g, "c2", c1, 16, 1, 1, 1, &seed, o1);
+	mark_output(g, o1);
+	conv_node(g, "e", x, 8, 1, 1, 1, &seed, e);
+	node(g, "Floor", "efloor", &e, 1, ef);
+	conv_node(g, "c4", ef, 16, 3, 1, 1, &seed, c4);
+	conv_node(g, "c5", c4, 16, 1, 1, 1, &seed, o2);
+	mark_output(g, o2);
+	{
+		struct npu_graph *b = check_blocked_matches_plain(g, dx, 3.0f);
+
+		/* c1, c2, c4, c5; e (read only by Floor) stays plain */
+		assert_int_equal(count_domain_op(b, "ai.npu.cpu", "NchwcConv"), 4);
+		assert_int_equal(count_domain_op(b, "", "Conv"), 1);
+		/* f reordered for c1; ef (8 channels) read as it is by c4 */
+		assert_int_equal(count_domain_op(b, "ai.npu.cpu", "NchwcReorderInput"), 1);
+		npu_graph_destroy(b);
+	}
+}
+
+/* Max and Min of two blocked values run blocked, lane by lane: x
+ * [2,16,6,6] -> Max(conv 3x3, conv 1x1) -> Min(., conv 1x1) -> conv. */
+static void test_cpu_nchwc_max_min_lanewise(void **state)
+{
+	struct npu_graph *g = graph13();
+	uint32_t seed = 6;
+	int64_t dx[4] = { 2, 16, 6, 6 };
+	struct npu_value *x = input(g, "x", 4, dx), *a = shaped(g, "a", 2, 16, 6, 6);
+	struct npu_value *b = shaped(g, "b", 2, 16, 6, 6), *m = shaped(g, "m", 2, 16, 6, 6);
+	struct npu_value *d = shaped(g, "d", 2, 16, 6, 6), *n = shaped(g, "n", 2, 16, 6, 6);
+	struct npu_value *o = shaped(g, "o", 2, 24, 6, 6);
+
+	(void)state;
+	g->inputs = calloc(1, sizeof(*g->inputs));
+	assert_non_null(g->inputs);
+	g->inputs[0] = x;
+	g->num_inputs = 1;
+	conv_node(g, "ca", x, 16, 3, 1, 1, &seed, a);
+	conv_node(g, "cb", x, 16, 1, 1, 1, &seed, b);
+	binop(g, "Max", "max", a, b, m);
+	conv_node(g, "cd", x, 16, 1, 1, 1, &seed, d);
+	binop(g, "Min", "min", m, d, n);
+	conv_node(g, "co", n, 24, 1, 1, 1, &seed, o);
+	mark_output(g, o);
+	{
+		struct npu_graph *bl = check_blocked_matches_plain(g, dx, 2.0f);
+
+		assert_int_equal(count_domain_op(bl, "ai.npu.cpu", "NchwcConv"), 4);
+		/* x in once (16 channels), o out; Max and Min on rank 5 */
+		assert_int_equal(count_domain_op(bl, "ai.npu.cpu", "NchwcReorderInput"), 1);
+		assert_int_equal(count_domain_op(bl, "ai.npu.cpu", "NchwcReorderOutput"), 1);
+		npu_graph_destroy(bl);
+	}
+}
+
+/*
+ * A 3x3 conv between plain ops that the NCHW kernels would run by im2col
+ * (a plane of 8 x 10: rows too short for the row tiles) goes blocked with
+ * its reorders, since the blocked kernel is faster on such planes;
+ * whether it is im2col depends on the ISA's tiles, so the count follows
+ * npu_conv2d_f32_takes_im2col. x [2,32,8,10] -> Floor -> conv 3x3 (64)
+ * -> Floor.
+ */
+static void test_cpu_nchwc_blocks_isolated_im2col_conv(void **state)
+{
+	struct npu_graph *g = graph13();
+	uint32_t seed = 8;
+	int64_t dx[4] = { 2, 32, 8, 10 };
+	struct npu_value *x = input(g, "x", 4, dx), *f = shaped(g, "f", 2, 32, 8, 10);
+	struct npu_value *c = shaped(g, "c", 2, 64, 8, 10), *o = shaped(g, "o", 2, 64, 8, 10);
+	struct npu_conv2d_params p = {
+		.batch = 2, .in_c = 32, .in_h = 8, .in_w = 10, .out_c = 64, .out_h = 8,
+		.out_w = 10, .k_h = 3, .k_w = 3, .stride_h = 1, .stride_w = 1,
+		.dil_h = 1, .dil_w = 1, .pad_top = 1, .pad_left = 1, .groups = 1,
+	};
+	int want = npu_conv2d_f32_takes_im2col(&p);
+
+	(void)state;
+	g->inputs = calloc(1, sizeof(*g->inputs));
+	assert_non_null(g->inputs);
+	g->inputs[0] = x;
+	g->num_inputs = 1;
+	node(g, "Floor", "floor", &x, 1, f);
+	conv_node(g, "conv", f, 64, 3, 1, 1, &seed, c);
+	node(g, "Floor", "floor2", &c, 1, o);
+	mark_output(g, o);
+	print_message("im2col on this ISA: %d\n", want);
+	{
+		struct npu_graph *b = check_blocked_matches_plain(g, dx, 3.0f);
+
+		assert_int_equal(count_domain_op(b, "ai.npu.cpu", "NchwcConv"), want);
+		assert_int_equal(count_domain_op(b, "ai.npu.cpu", "NchwcReorderInput"), want);
+		assert_int_equal(count_domain_op(b, "ai.npu.cpu", "NchwcReorderOutput"), want);
+		npu_graph_destroy(b);
 	}
 }
 
@@ -1130,6 +1251,9 @@ int main(void)
 		cmocka_unit_test(test_cpu_fuse_leaves_lookalikes),
 		cmocka_unit_test(test_cpu_nchwc_matches_plain_graph),
 		cmocka_unit_test(test_cpu_nchwc_leaves_isolated_conv),
+		cmocka_unit_test(test_cpu_nchwc_reorders_wide_plain_inputs),
+		cmocka_unit_test(test_cpu_nchwc_max_min_lanewise),
+		cmocka_unit_test(test_cpu_nchwc_blocks_isolated_im2col_conv),
 		cmocka_unit_test(test_cpu_nchwc_keeps_fused_graph_outputs),
 	};
 

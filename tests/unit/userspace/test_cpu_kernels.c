@@ -648,6 +648,43 @@ static void test_vec_tanh_accuracy_and_special_values(void **state)
 	free(y);
 }
 
+static void test_vec_erf_accuracy_and_special_values(void **state)
+{
+	struct rng r = { 0x5eed0007u };
+	size_t n = 200013, i;	/* odd: the tail vector too */
+	float *x = alloc_floats(n), *y = alloc_floats(n);
+	float sx[9] = { 0.0f, -0.0f, 5.0f, -5.0f, INFINITY, -INFINITY, NAN, 1e-30f,
+			0.927734375f };
+	float sy[9];
+	double worst = 0;
+
+	(void)state;
+	/* A sweep over both halves and past the clamp, then small values. */
+	for (i = 0; i < n; i++)
+		x[i] = i < n / 2 ? -6.0f + 12.0f * (float)i / (float)(n / 2) :
+		       (rng_float(&r) - 0.5f) * (i % 3 ? 4.0f : 1e-3f);
+	npu_vec_erf_f32(x, y, n);
+	for (i = 0; i < n; i++) {
+		double ref = erf((double)x[i]), e = fabs(y[i] - ref);
+
+		if (ref != 0 && e / fabs(ref) > worst)
+			worst = e / fabs(ref);
+		/* 2 ulp of a float (the portable path has no fused FMA) */
+		if (!(e <= 2.5e-7 * fabs(ref) + 1e-30))
+			fail_msg("erf(%.9g) = %.9g, want %.9g (rel %.3g)", x[i],
+				 y[i], ref, e / fabs(ref));
+	}
+	print_message("erf: worst relative error %.3g\n", worst);
+	npu_vec_erf_f32(sx, sy, 9);
+	assert_true(sy[0] == 0.0f && sy[1] == 0.0f && signbit(sy[1]));
+	assert_true(sy[2] == 1.0f && sy[3] == -1.0f && sy[4] == 1.0f && sy[5] == -1.0f);
+	assert_true(isnan(sy[6]));
+	assert_true(fabs(sy[7] - 1.1283791670955126e-30) <= 2e-37);
+	assert_true(fabs(sy[8] - erf(0.927734375)) <= 2.5e-7 * erf(0.927734375));
+	free(x);
+	free(y);
+}
+
 /* ---- convolution ---- */
 
 struct conv_case {
@@ -1123,7 +1160,7 @@ static void test_conv_winograd_choice_follows_params(void **state)
 		.out_w = 6, .k_h = 3, .k_w = 3, .stride_h = 1, .stride_w = 1, .dil_h = 1,
 		.dil_w = 1, .pad_top = 1, .pad_left = 1, .groups = 1,
 	};
-	struct npu_conv2d_params big = small, strided = small;
+	struct npu_conv2d_params big = small, strided = small, thin;
 	size_t plain;
 
 	(void)state;
@@ -1132,6 +1169,23 @@ static void test_conv_winograd_choice_follows_params(void **state)
 	strided.out_h = strided.out_w = 3;
 	assert_false(npu_conv2d_f32_takes_winograd(&small));
 	assert_true(npu_conv2d_f32_takes_winograd(&big));
+	/* Few input channels: direct (4 at 40 wide: 10 tiles in 16 slots). */
+	thin = big;
+	thin.in_c = 1;
+	assert_false(npu_conv2d_f32_takes_winograd(&thin));
+	thin.in_c = 4;
+	assert_false(npu_conv2d_f32_takes_winograd(&thin));
+	thin.in_w = thin.out_w = 64;
+	assert_true(npu_conv2d_f32_takes_winograd(&thin));
+	thin.in_c = 1;
+	thin.winograd = NPU_CONV_WINOGRAD_ALL;
+	assert_true(npu_conv2d_f32_takes_winograd(&thin));
+	/* 12 wide: 3 tiles in a row of 8 slots, direct; 16 wide: 4 of 8. */
+	thin = big;
+	thin.in_w = thin.out_w = 12;
+	assert_false(npu_conv2d_f32_takes_winograd(&thin));
+	thin.in_w = thin.out_w = 16;
+	assert_true(npu_conv2d_f32_takes_winograd(&thin));
 	small.winograd = big.winograd = strided.winograd = NPU_CONV_WINOGRAD_ALL;
 	assert_true(npu_conv2d_f32_takes_winograd(&small));
 	assert_true(npu_conv2d_f32_takes_winograd(&big));
@@ -1514,6 +1568,9 @@ static void test_threadpool_back_to_back_short_runs(void **state)
 
 /* ---- pooling ---- */
 
+/* check_pool: every this many inputs a NaN (0: none); max skips them. */
+static size_t pool_nan_every;
+
 static void check_pool(struct rng *r, const struct npu_pool2d_params *p,
 		       bool max, struct npu_threadpool *pool)
 {
@@ -1523,6 +1580,8 @@ static void check_pool(struct rng *r, const struct npu_pool2d_params *p,
 	size_t pl, oh, ow, kh, kw;
 
 	fill_random(r, x, xs);
+	for (pl = 0; pool_nan_every && pl < xs; pl += pool_nan_every)
+		x[pl] = NAN;
 	fill_nan(y, ys);
 	y[ys] = 99.0f;
 	if (max)
@@ -1652,6 +1711,43 @@ static void test_pool2d_common_layers(void **state)
 	check_pool(&r, &p, true, NULL);
 }
 
+/*
+ * 2x2 stride-2 max pooling (its own row kernel): odd and even input
+ * sizes, rows around the vector widths, batch 1 / 3 / 8, with and without
+ * the pool, a ceil_mode extra column (the generic path), NaN inputs.
+ */
+static void test_pool2d_max2x2(void **state)
+{
+	struct npu_threadpool *pool = npu_threadpool_create(2);
+	struct rng r = { 0x5eed000cu };
+	static const size_t ws[] = { 2, 3, 5, 16, 17, 31, 32, 33, 34, 35, 40, 63,
+				     64, 65, 66, 67, 97 };
+	static const size_t bs[] = { 1, 3, 8 };
+	size_t wi, b, h;
+
+	(void)state;
+	assert_non_null(pool);
+	for (wi = 0; wi < sizeof(ws) / sizeof(ws[0]); wi++)
+	for (b = 0; b < 3; b++)
+	for (h = 2; h <= 7; h += 5) {
+		struct npu_pool2d_params p = {
+			.batch = bs[b], .channels = 2, .in_h = h, .in_w = ws[wi],
+			.out_h = h / 2, .out_w = ws[wi] / 2, .k_h = 2, .k_w = 2,
+			.stride_h = 2, .stride_w = 2, .dil_h = 1, .dil_w = 1,
+		};
+
+		pool_nan_every = wi % 3 ? 0 : 7;
+		check_pool(&r, &p, true, b == 1 ? NULL : pool);
+		if (ws[wi] % 2) {	/* ceil_mode: a last window half outside */
+			p.out_w++;
+			p.pad_right = 1;
+			check_pool(&r, &p, true, pool);
+		}
+	}
+	pool_nan_every = 0;
+	npu_threadpool_destroy(pool);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1670,6 +1766,7 @@ int main(void)
 		cmocka_unit_test(test_vec_exp_accuracy_over_full_range),
 		cmocka_unit_test(test_vec_exp_special_values),
 		cmocka_unit_test(test_vec_tanh_accuracy_and_special_values),
+		cmocka_unit_test(test_vec_erf_accuracy_and_special_values),
 		cmocka_unit_test(test_conv2d_matches_reference_random_shapes),
 		cmocka_unit_test(test_conv2d_every_activation_each_path),
 		cmocka_unit_test(test_conv2d_larger_layers),
@@ -1688,6 +1785,7 @@ int main(void)
 		cmocka_unit_test(test_threadpool_back_to_back_short_runs),
 		cmocka_unit_test(test_pool2d_matches_reference_random_shapes),
 		cmocka_unit_test(test_pool2d_common_layers),
+		cmocka_unit_test(test_pool2d_max2x2),
 	};
 	const char *wino = getenv("NPU_CPU_WINOGRAD");
 	const char *stats = getenv("NPU_POOL_STATS");

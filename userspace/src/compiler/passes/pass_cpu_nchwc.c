@@ -9,9 +9,10 @@
  * take them blocked) is rewritten in place to read the blocked twins of
  * its inputs and write a blocked twin of its output:
  *  - Conv / FusedConv, 2-D, constant W and B, group 1 or depthwise:
- *    NchwcConv. A group-1 conv reads a plain NCHW input as it is (the
- *    model's first layer keeps its 3 channels); a depthwise one, or a
- *    residual Z, gets an NchwcReorderInput. A conv on a plain input whose
+ *    NchwcConv. A group-1 conv reads a plain NCHW input as it is when
+ *    blocking would pad it by more than half (the model's first layer
+ *    keeps its 3 channels); a wider one, a depthwise one, or a residual
+ *    Z, gets an NchwcReorderInput. A conv on a plain input whose
  *    output no blocked op would read stays plain, and so does one the
  *    NCHW kernels run as Winograd (fewer multiplies than direct);
  *  - GlobalAveragePool: NchwcGlobalAveragePool;
@@ -21,7 +22,7 @@
  *  - Concat on the channels, when every input but the last fills whole
  *    blocks: Concat on the blocks;
  *  - elementwise ops that act lane by lane (activations; Add, Sub, Mul,
- *    Div of two blocked values with the same channels, or of one and a
+ *    Div, Max, Min of two blocked values with the same channels, or of one and a
  *    scalar constant, or of one and a plain value shaped as the output,
  *    which is reordered): the same op on the rank-5 values.
  * The original output value is then written by an NchwcReorderOutput of
@@ -267,14 +268,33 @@ static npu_status index_readers(struct nchwc *c)
 	return NPU_OK;
 }
 
+/*
+ * Whether a group-1 conv on plain x runs faster on a reordered copy:
+ * reading NCHW, a tile loads each pixel's channels one by one, planes
+ * apart; blocked, it pays for the pad lanes of the last block. On
+ * AVX-512 (cpu-conv-bench --nchwc --nchw-in, batch 8, one
+ * thread) the NCHW read took 1.4-2.3x the blocked one's time (1x1 58,
+ * 116, 232 channels; 3x3 16 and 64), the reorder moves the input once:
+ * reorder when the pad lanes add at most half the work, so the 3
+ * channels of a first layer still read NCHW.
+ */
+static bool reorder_pays(const struct npu_value *x)
+{
+	int64_t ch = x->shape.rank == 4 ? x->shape.dims[1] : -1;
+
+	return ch > 0 && 2 * npu_nchwc_blocks((size_t)ch) * NPU_NCHWC_BLOCK <=
+			 3 * (size_t)ch;
+}
+
 static npu_status convert_conv(struct nchwc *c, struct npu_node *n)
 {
 	struct npu_value *x = n->inputs[0], *xb = twin_of(c, x);
 	npu_status st;
 
-	if (!xb && !has_blocked_reader(c, n->outputs[0]))
+	if (!xb && !has_blocked_reader(c, n->outputs[0]) &&
+	    !npu_nchwc_conv_alone_pays(n, c->opts))
 		return NPU_OK;
-	if (!xb && npu_node_attr_int_or(n, "group", 1) > 1) {
+	if (!xb && (npu_node_attr_int_or(n, "group", 1) > 1 || reorder_pays(x))) {
 		xb = blocked_input(c, x);
 		if (!xb)
 			return c->err->status;
@@ -320,7 +340,8 @@ static bool is_lanewise_unary(const struct npu_node *n)
 static bool is_lanewise_binary(const struct npu_node *n)
 {
 	return (is_onnx(n, "Add") || is_onnx(n, "Sub") || is_onnx(n, "Mul") ||
-		is_onnx(n, "Div")) && n->num_inputs == 2 && n->num_outputs == 1 &&
+		is_onnx(n, "Div") || is_onnx(n, "Max") || is_onnx(n, "Min")) &&
+	       n->num_inputs == 2 && n->num_outputs == 1 &&
 	       n->inputs[0] && n->inputs[1];
 }
 

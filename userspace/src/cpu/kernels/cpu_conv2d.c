@@ -683,6 +683,16 @@ bool npu_conv2d_f32_takes_winograd(const struct npu_conv2d_params *p)
 	return pl.wino;
 }
 
+bool npu_conv2d_f32_takes_im2col(const struct npu_conv2d_params *p)
+{
+	struct npu_conv_plan pl;
+
+	if (p->groups != 1 || p->k_h * p->k_w < 2)
+		return false;
+	npu_conv_plan(p, &pl);
+	return !pl.wino && !pl.indirect && !pl.pointwise && pl.kdim;
+}
+
 bool npu_conv2d_f32_prepacked(const struct npu_conv2d_params *p,
 			      const float *x, const float *w,
 			      const float *packed, const float *bias,

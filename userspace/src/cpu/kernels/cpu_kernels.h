@@ -217,6 +217,14 @@ bool npu_conv2d_f32_prepacked(const struct npu_conv2d_params *p,
  * blocked kernels are direct.
  */
 bool npu_conv2d_f32_takes_winograd(const struct npu_conv2d_params *p);
+/*
+ * Whether npu_conv2d_f32 runs p (one group, a window larger than 1x1) by
+ * im2col into GEMM panels, an image at a time: not Winograd, and rows too
+ * short for the row tiles (or an ISA without them). The blocked kernel
+ * did such convolutions 1.6-2.2x faster at batch 8 (3x3 on 8 x 8 and
+ * 8 x 10 planes, 32-128 channels).
+ */
+bool npu_conv2d_f32_takes_im2col(const struct npu_conv2d_params *p);
 
 /*
  * ConvTranspose whose stride equals its kernel, no padding, dilation 1,
@@ -327,6 +335,8 @@ void npu_vec_act_f32(const struct npu_cpu_act_params *act, const float *x,
 void npu_vec_exp_f32(const float *x, float *y, size_t n);
 /* tanh, about 2 ulp (Cephes' tanhf on vectors); y may equal x. */
 void npu_vec_tanh_f32(const float *x, float *y, size_t n);
+/* erf, about 2 ulp (a faithfully rounded erff on vectors); y may equal x. */
+void npu_vec_erf_f32(const float *x, float *y, size_t n);
 
 enum npu_vec_binop { NPU_VEC_ADD, NPU_VEC_SUB, NPU_VEC_MUL, NPU_VEC_DIV };
 

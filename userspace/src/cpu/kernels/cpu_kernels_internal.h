@@ -93,11 +93,15 @@ struct npu_vec_ops {
 		    const float *res, const float *x, float *y, size_t n);
 	void (*exp)(const float *x, float *y, size_t n);
 	void (*tanh)(const float *x, float *y, size_t n);
+	void (*erf)(const float *x, float *y, size_t n);
 	/* y[i] += w * x[i * stride] */
 	void (*fma_row)(float *y, const float *x, size_t stride, float w,
 			size_t n);
 	/* y[i] = max(y[i], x[i * stride]) */
 	void (*max_row)(float *y, const float *x, size_t stride, size_t n);
+	/* y[j] = max of x0[2 j], x0[2 j + 1], x1[2 j], x1[2 j + 1] (2x2
+	 * stride-2 max pooling, as max_row from -FLT_MAX would) */
+	void (*max2x2)(float *y, const float *x0, const float *x1, size_t n);
 	/* y[i] = a[i * sa] op b[i * sb], sa / sb in {0, 1} */
 	void (*binary)(enum npu_vec_binop op, const float *a, size_t sa,
 		       const float *b, size_t sb, float *y, size_t n);
@@ -163,6 +167,10 @@ static inline float npu_flush_subnormal(float v)
  */
 #define NPU_WINO_MIN_HW 10
 #define NPU_WINO_MAX_PAIRS 65536
+/* Input channels (times the share of tile slots used) below which the
+ * direct convolution wins: 1-3 channels at 61 x 40 1.5-2.3x, 2-4 at
+ * 64 x 64 even (cpu-conv-bench, batch 8). */
+#define NPU_WINO_MIN_IN_C 4
 
 struct npu_wino_plan {
 	size_t th_n, tw_n;	/* tiles down / across */

@@ -134,6 +134,29 @@ struct npu_nc_ops {
 	{ FN(npu_nc_tile_##nt##_2_16_1), FN(npu_nc_tile_##nt##_2_16_2),	\
 	  FN(npu_nc_tile_##nt##_2_16_0), FN(npu_nc_tile_##nt##_2_1_0) },	\
 }
+/* The same with every stride on the any-stride tiles. */
+#define NPU_NC_TABLE_ANY(FN, X, D) {					\
+	.xt = X, .dt = D,						\
+	.tile = {							\
+		NPU_NC_TROW_ANY(FN, X), NPU_NC_TROW_ANY(FN, 4),		\
+		NPU_NC_TROW_ANY(FN, 2), NPU_NC_TROW_ANY(FN, 1),		\
+	},								\
+	.dw = {								\
+		NPU_NC_DROW_ANY(FN, D), NPU_NC_DROW_ANY(FN, 4),		\
+		NPU_NC_DROW_ANY(FN, 2), NPU_NC_DROW_ANY(FN, 1),		\
+	},								\
+}
+#define NPU_NC_TROW_ANY(FN, nt) NPU_NC_TROW_ANY_(FN, nt)
+#define NPU_NC_TROW_ANY_(FN, nt) {					\
+	{ FN(npu_nc_tile_##nt##_1_16_0), FN(npu_nc_tile_##nt##_1_16_0),	\
+	  FN(npu_nc_tile_##nt##_1_16_0), FN(npu_nc_tile_##nt##_1_1_0) },	\
+	{ FN(npu_nc_tile_##nt##_2_16_0), FN(npu_nc_tile_##nt##_2_16_0),	\
+	  FN(npu_nc_tile_##nt##_2_16_0), FN(npu_nc_tile_##nt##_2_1_0) },	\
+}
+#define NPU_NC_DROW_ANY(FN, nt) NPU_NC_DROW_ANY_(FN, nt)
+#define NPU_NC_DROW_ANY_(FN, nt) {					\
+	FN(npu_nc_dw_##nt##_0), FN(npu_nc_dw_##nt##_0), FN(npu_nc_dw_##nt##_0) \
+}
 #define NPU_NC_DROW(FN, nt) NPU_NC_DROW_(FN, nt)
 #define NPU_NC_DROW_(FN, nt) {						\
 	FN(npu_nc_dw_##nt##_1), FN(npu_nc_dw_##nt##_2), FN(npu_nc_dw_##nt##_0) \
@@ -149,6 +172,7 @@ struct npu_nc_ops {
 #define NPU_NC_FMA(a, b, c) _mm512_fmadd_ps(a, b, c)
 #define NPU_NC_XT 12
 #define NPU_NC_DT 8
+#define NPU_NC_SW_CONST 1
 #include "cpu_nchwc_body.h"	/* npu_nc_ops_avx512 */
 
 /* AVX2: a block is two ymm, so fewer pixels a tile (16 registers). */
@@ -161,6 +185,9 @@ struct npu_nc_ops {
 #define NPU_NC_FMA(a, b, c) _mm256_fmadd_ps(a, b, c)
 #define NPU_NC_XT 3
 #define NPU_NC_DT 6
+/* The blocked layout runs here only when asked for (nchwc=1): one
+ * tile for every stride (about 220 KB less code). */
+#define NPU_NC_SW_CONST 0
 #include "cpu_nchwc_body.h"	/* npu_nc_ops_avx2 */
 
 /* Portable: SSE (the x86-64 baseline), four xmm a block, no FMA. */
@@ -173,6 +200,7 @@ struct npu_nc_ops {
 #define NPU_NC_FMA(a, b, c) ((a) * (b) + (c))
 #define NPU_NC_XT 3
 #define NPU_NC_DT 3
+#define NPU_NC_SW_CONST 0
 #include "cpu_nchwc_body.h"	/* npu_nc_ops_portable */
 
 static const struct npu_nc_ops *npu_nc_ops_get(void)

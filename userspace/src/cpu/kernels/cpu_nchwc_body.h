@@ -12,6 +12,8 @@
  *                    build is ISO C, so GCC contracts nothing itself)
  *   NPU_NC_XT        output pixels of a one-group register tile
  *   NPU_NC_DT        output pixels of a depthwise register tile
+ *   NPU_NC_SW_CONST  1: tiles for stride 1 and 2 of their own (the
+ *                    stride a constant), 0: the any-stride tiles serve
  * The tiles take and return no vectors by value: helpers work through
  * pointers, always inlined. It ends with the ISA's table of tiles,
  * NPU_NC_FN(npu_nc_ops), and undefines the parameters above.
@@ -455,11 +457,19 @@ NPU_NC_FN(npu_nc_tile_##nt##_##nb##_##l##_##swc)(const struct npu_nc_conv *c, \
 {									\
 	NPU_NC_FN(npu_nc_tile)(c, n, ob, oh, ow0, m, nt, nb, l, swc);	\
 }
+/* Stride 1 and 2 by their own instances where NPU_NC_SW_CONST (the
+ * table points them at the any-stride one otherwise). */
+#if NPU_NC_SW_CONST
 #define NPU_NC_INST_NT(nt)						\
 	NPU_NC_INST(nt, 1, 16, 1) NPU_NC_INST(nt, 2, 16, 1)		\
 	NPU_NC_INST(nt, 1, 16, 2) NPU_NC_INST(nt, 2, 16, 2)		\
 	NPU_NC_INST(nt, 1, 16, 0) NPU_NC_INST(nt, 2, 16, 0)		\
 	NPU_NC_INST(nt, 1, 1, 0) NPU_NC_INST(nt, 2, 1, 0)
+#else
+#define NPU_NC_INST_NT(nt)						\
+	NPU_NC_INST(nt, 1, 16, 0) NPU_NC_INST(nt, 2, 16, 0)		\
+	NPU_NC_INST(nt, 1, 1, 0) NPU_NC_INST(nt, 2, 1, 0)
+#endif
 #define NPU_NC_DW_INST(nt, swc)						\
 NPU_NC_TARGET static void						\
 NPU_NC_FN(npu_nc_dw_##nt##_##swc)(const struct npu_nc_conv *c, size_t n, \
@@ -468,8 +478,12 @@ NPU_NC_FN(npu_nc_dw_##nt##_##swc)(const struct npu_nc_conv *c, size_t n, \
 	(void)m;							\
 	NPU_NC_FN(npu_nc_dw_tile)(c, n, cb, oh, ow0, nt, swc);		\
 }
+#if NPU_NC_SW_CONST
 #define NPU_NC_DW_INST_NT(nt)						\
 	NPU_NC_DW_INST(nt, 1) NPU_NC_DW_INST(nt, 2) NPU_NC_DW_INST(nt, 0)
+#else
+#define NPU_NC_DW_INST_NT(nt) NPU_NC_DW_INST(nt, 0)
+#endif
 
 NPU_NC_INST_NT(NPU_NC_XT)
 NPU_NC_INST_NT(4)
@@ -485,8 +499,13 @@ NPU_NC_DW_INST_NT(1)
 #undef NPU_NC_DW_INST_NT
 #undef NV
 
+#if NPU_NC_SW_CONST
 static const struct npu_nc_ops NPU_NC_FN(npu_nc_ops) =
 	NPU_NC_TABLE(NPU_NC_FN, NPU_NC_XT, NPU_NC_DT);
+#else
+static const struct npu_nc_ops NPU_NC_FN(npu_nc_ops) =
+	NPU_NC_TABLE_ANY(NPU_NC_FN, NPU_NC_XT, NPU_NC_DT);
+#endif
 
 #undef NPU_NC_FN
 #undef NPU_NC_TARGET
@@ -497,3 +516,4 @@ static const struct npu_nc_ops NPU_NC_FN(npu_nc_ops) =
 #undef NPU_NC_FMA
 #undef NPU_NC_XT
 #undef NPU_NC_DT
+#undef NPU_NC_SW_CONST

@@ -35,6 +35,8 @@
 #define V_GATHER(p, s) _mm512_i32gather_ps(_mm512_mullo_epi32( \
 	_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, \
 			  15), _mm512_set1_epi32((int)(s))), p, 4)
+#define V_LOAD_N(p, n) _mm512_maskz_loadu_ps((__mmask16)((1u << (n)) - 1), p)
+#define V_STORE_N(p, v, n) _mm512_mask_storeu_ps(p, (__mmask16)((1u << (n)) - 1), v)
 #define V_STORE_ZIP(p, a, b) do { \
 	_mm512_storeu_ps(p, _mm512_permutex2var_ps(a, _mm512_setr_epi32( \
 		0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23), b)); \
@@ -62,6 +64,8 @@
 #undef V_LOAD_S2
 #undef V_GATHER
 #undef V_STORE_ZIP
+#undef V_LOAD_N
+#undef V_STORE_N
 
 /* ---- AVX2 + FMA ---- */
 __attribute__((target(NPU_TARGET_AVX2)))
@@ -87,6 +91,14 @@ static inline __m256 npu_load_s2_avx2(const float *p)
 			_mm256_shuffle_ps(a, b, 0x88)), 0xd8));
 }
 
+/* Lanes 0 .. n - 1 set: masked loads and stores of a row's tail. */
+__attribute__((target(NPU_TARGET_AVX2)))
+static inline __m256i npu_mask_n_avx2(size_t n)
+{
+	return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)n),
+				  _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
 #define NPU_V_FN(name) name##_avx2
 #define NPU_V_TARGET __attribute__((target(NPU_TARGET_AVX2)))
 #define V __m256
@@ -110,6 +122,8 @@ static inline __m256 npu_load_s2_avx2(const float *p)
 #define V_GATHER(p, s) _mm256_i32gather_ps(p, _mm256_mullo_epi32( \
 	_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), \
 	_mm256_set1_epi32((int)(s))), 4)
+#define V_LOAD_N(p, n) _mm256_maskload_ps(p, npu_mask_n_avx2(n))
+#define V_STORE_N(p, v, n) _mm256_maskstore_ps(p, npu_mask_n_avx2(n), v)
 #define V_STORE_ZIP(p, a, b) do { \
 	__m256 zl_ = _mm256_unpacklo_ps(a, b), zh_ = _mm256_unpackhi_ps(a, b); \
 	_mm256_storeu_ps(p, _mm256_permute2f128_ps(zl_, zh_, 0x20)); \
@@ -136,6 +150,8 @@ static inline __m256 npu_load_s2_avx2(const float *p)
 #undef V_LOAD_S2
 #undef V_GATHER
 #undef V_STORE_ZIP
+#undef V_LOAD_N
+#undef V_STORE_N
 
 /* ---- Portable: one lane ---- */
 static inline float npu_maxf(float a, float b)
@@ -168,6 +184,9 @@ static inline float npu_minf(float a, float b)
 #define V_LOAD_S2(p) (*(p))
 #define V_GATHER(p, s) (*(p))
 #define V_STORE_ZIP(p, a, b) ((p)[0] = (a), (p)[1] = (b))
+/* One lane: a row has no tail. */
+#define V_LOAD_N(p, n) (*(p))
+#define V_STORE_N(p, v, n) (*(p) = (v))
 #include "cpu_vec_body.h"
 
 void npu_vec_act_f32(const struct npu_cpu_act_params *act, const float *x,
@@ -184,6 +203,11 @@ void npu_vec_exp_f32(const float *x, float *y, size_t n)
 void npu_vec_tanh_f32(const float *x, float *y, size_t n)
 {
 	npu_vec_ops_get()->tanh(x, y, n);
+}
+
+void npu_vec_erf_f32(const float *x, float *y, size_t n)
+{
+	npu_vec_ops_get()->erf(x, y, n);
 }
 
 void npu_vec_binary_f32(enum npu_vec_binop op, const float *a, size_t sa,

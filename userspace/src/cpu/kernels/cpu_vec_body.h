@@ -13,6 +13,9 @@
  *   V_LOAD_S2(p)    lanes p[0], p[2], ...; reads p[0 .. 2 * VL - 1]
  *   V_GATHER(p, s)  lanes p[0], p[s], ...
  *   V_STORE_ZIP(p, a, b)  p[2 i] = a[i], p[2 i + 1] = b[i] (2 VL floats)
+ *   V_LOAD_N(p, n)  lanes p[0 .. n - 1], the rest 0 (0 < n < VL; reads
+ *                   nothing past p[n - 1])
+ *   V_STORE_N(p, v, n)  p[0 .. n - 1] = the first n lanes of v
  */
 
 /*
@@ -103,20 +106,14 @@ NPU_V_TARGET static void NPU_V_FN(epi_row)(const struct npu_cpu_act_params *a,
 	}
 #undef NPU_ACT_LOOP
 	if (i < n) {
-		float tmp[VL] = { 0 }, rt[VL] = { 0 };
-		V v;
+		V v = V_ADD(V_LOAD_N(x + i, n - i), vb);
 
-		memcpy(tmp, x + i, (n - i) * sizeof(float));
-		v = V_ADD(V_LOAD(tmp), vb);
-		if (res) {
-			memcpy(rt, res + i, (n - i) * sizeof(float));
-			v = V_ADD(v, V_LOAD(rt));
-		}
+		if (res)
+			v = V_ADD(v, V_LOAD_N(res + i, n - i));
 		v = NPU_V_FN(act_v)(a, v);
 		if (post)
 			v = V_FMA(v, ps, pb);
-		V_STORE(tmp, v);
-		memcpy(y + i, tmp, (n - i) * sizeof(float));
+		V_STORE_N(y + i, v, n - i);
 	}
 }
 
@@ -133,13 +130,8 @@ NPU_V_TARGET static void NPU_V_FN(exp_row)(const float *x, float *y, size_t n)
 
 	for (; i + VL <= n; i += VL)
 		V_STORE(y + i, NPU_V_FN(exp_v)(V_LOAD(x + i)));
-	if (i < n) {
-		float tmp[VL] = { 0 };
-
-		memcpy(tmp, x + i, (n - i) * sizeof(float));
-		V_STORE(tmp, NPU_V_FN(exp_v)(V_LOAD(tmp)));
-		memcpy(y + i, tmp, (n - i) * sizeof(float));
-	}
+	if (i < n)
+		V_STORE_N(y + i, NPU_V_FN(exp_v)(V_LOAD_N(x + i, n - i)), n - i);
 }
 
 /*
@@ -169,13 +161,50 @@ NPU_V_TARGET static void NPU_V_FN(tanh_row)(const float *x, float *y, size_t n)
 
 	for (; i + VL <= n; i += VL)
 		V_STORE(y + i, NPU_V_FN(tanh_v)(V_LOAD(x + i)));
-	if (i < n) {
-		float tmp[VL] = { 0 };
+	if (i < n)
+		V_STORE_N(y + i, NPU_V_FN(tanh_v)(V_LOAD_N(x + i, n - i)), n - i);
+}
 
-		memcpy(tmp, x + i, (n - i) * sizeof(float));
-		V_STORE(tmp, NPU_V_FN(tanh_v)(V_LOAD(tmp)));
-		memcpy(y + i, tmp, (n - i) * sizeof(float));
-	}
+/*
+ * erf(x), N. Juffa's faithfully rounded erff on vectors: x + x P(x^2)
+ * for |x| <= 0.927734375, else sign(x) (1 - exp(Q(|x|))); both halves
+ * computed, the lane's one selected. Under 1 ulp with a correctly
+ * rounded exp, about 2 with exp_v; NaN passed on, +-1 at +-inf.
+ */
+NPU_V_TARGET static inline V NPU_V_FN(erf_v)(V x)
+{
+	V ax = V_MAX(x, V_SUB(V_SET1(0.0f), x)), s = V_MUL(x, x), t, r, u, b;
+
+	r = V_SET1(-5.96761703e-4f);
+	r = V_FMA(r, s, V_SET1(4.99119423e-3f));
+	r = V_FMA(r, s, V_SET1(-2.67681349e-2f));
+	r = V_FMA(r, s, V_SET1(1.12819925e-1f));
+	r = V_FMA(r, s, V_SET1(-3.76125336e-1f));
+	r = V_FMA(r, s, V_SET1(1.28379166e-1f));
+	r = V_FMA(r, x, x);
+	/* Past 4, erf rounds to 1: the clamp keeps Q finite. */
+	t = V_MIN(ax, V_SET1(4.0f));
+	b = V_FMA(V_SET1(-1.72853470e-5f), t, V_SET1(3.83197126e-4f));
+	u = V_FMA(V_SET1(-3.88396438e-3f), t, V_SET1(2.42546219e-2f));
+	b = V_FMA(b, V_MUL(t, t), u);
+	b = V_FMA(b, t, V_SET1(-1.06777877e-1f));
+	b = V_FMA(b, t, V_SET1(-6.34846687e-1f));
+	b = V_FMA(b, t, V_SET1(-1.28717512e-1f));
+	b = V_FMA(b, t, V_SUB(V_SET1(0.0f), t));
+	b = V_SUB(V_SET1(1.0f), NPU_V_FN(exp_v)(b));
+	b = V_SEL_GT(V_SET1(0.0f), x, V_SUB(V_SET1(0.0f), b), b);
+	/* A NaN lane is not > the bound: r, which passes it on. */
+	return V_SEL_GT(ax, V_SET1(0.927734375f), b, r);
+}
+
+NPU_V_TARGET static void NPU_V_FN(erf_row)(const float *x, float *y, size_t n)
+{
+	size_t i = 0;
+
+	for (; i + VL <= n; i += VL)
+		V_STORE(y + i, NPU_V_FN(erf_v)(V_LOAD(x + i)));
+	if (i < n)
+		V_STORE_N(y + i, NPU_V_FN(erf_v)(V_LOAD_N(x + i, n - i)), n - i);
 }
 
 NPU_V_TARGET static void NPU_V_FN(fma_row)(float *y, const float *x,
@@ -221,6 +250,39 @@ NPU_V_TARGET static void NPU_V_FN(max_row)(float *y, const float *x,
 	}
 	for (; i < n; i++)
 		y[i] = x[i * stride] > y[i] ? x[i * stride] : y[i];
+}
+
+/*
+ * A 2x2 stride-2 max-pool output row from input rows x0 and x1: y[j] =
+ * the max of x0[2 j], x0[2 j + 1], x1[2 j], x1[2 j + 1], taken in that
+ * order from -FLT_MAX as max_row would (a NaN does not win; bitwise
+ * the generic path's result). Reads x0 / x1 [0 .. 2 n - 1] only.
+ */
+NPU_V_TARGET static void NPU_V_FN(max2x2_row)(float *y, const float *x0,
+					      const float *x1, size_t n)
+{
+	size_t j = 0;
+
+	/* The odd taps' pair load reads up to 2 j + 2 VL: inside while
+	 * j + VL < n. */
+	for (; j + VL < n; j += VL) {
+		V m = V_SET1(-FLT_MAX);
+
+		m = V_MAX(V_LOAD_S2(x0 + 2 * j), m);
+		m = V_MAX(V_LOAD_S2(x0 + 2 * j + 1), m);
+		m = V_MAX(V_LOAD_S2(x1 + 2 * j), m);
+		m = V_MAX(V_LOAD_S2(x1 + 2 * j + 1), m);
+		V_STORE(y + j, m);
+	}
+	for (; j < n; j++) {
+		float m = -FLT_MAX, v;
+
+		v = x0[2 * j]; m = v > m ? v : m;
+		v = x0[2 * j + 1]; m = v > m ? v : m;
+		v = x1[2 * j]; m = v > m ? v : m;
+		v = x1[2 * j + 1]; m = v > m ? v : m;
+		y[j] = m;
+	}
 }
 
 /* y[i] = a[i * sa] op b[i * sb], sa / sb in {0, 1}; y may alias a or b. */
@@ -569,6 +631,8 @@ const struct npu_vec_ops NPU_V_FN(npu_vec_ops) = {
 	.epi = NPU_V_FN(epi_row),
 	.exp = NPU_V_FN(exp_row),
 	.tanh = NPU_V_FN(tanh_row),
+	.erf = NPU_V_FN(erf_row),
 	.fma_row = NPU_V_FN(fma_row),
 	.max_row = NPU_V_FN(max_row),
+	.max2x2 = NPU_V_FN(max2x2_row),
 };

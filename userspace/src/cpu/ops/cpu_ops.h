@@ -112,6 +112,14 @@ npu_status npu_cpu_apply_fused_activation(const struct npu_node *n,
  * direct kernels.
  */
 bool npu_nchwc_conv_preferred(const struct npu_node *conv, const struct npu_cpu_options *cpu);
+/*
+ * Whether a preferred group-1 'conv' pays for its reorders in and out
+ * even with no blocked op around it: the NCHW kernel would take im2col
+ * (npu_conv2d_f32_takes_im2col: melspec's 8 x 10 CNN at batch 8, 32 ->
+ * 64 3x3, 0.316 ms NCHW, 0.146 ms blocked) and blocking pads neither
+ * side's channels by more than half.
+ */
+bool npu_nchwc_conv_alone_pays(const struct npu_node *conv, const struct npu_cpu_options *cpu);
 
 /* The Conv kernels' Winograd choice (enum npu_conv_winograd) under cpu (NULL: defaults). */
 int npu_conv_winograd_of(const struct npu_cpu_options *cpu);

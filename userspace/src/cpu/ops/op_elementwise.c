@@ -839,8 +839,9 @@ UNARY_IMPL(double, f64, )
 /*
  * fp32 unary ops over the pool: the activations the kernels vectorize
  * (Relu, LeakyRelu, HardSigmoid, HardSwish, Sigmoid, Clip) through
- * npu_vec_act_f32, the libm ones through npu_unary_f32. NaN inputs stay
- * NaN in the vectorized ones (as in ONNX Runtime).
+ * npu_vec_act_f32, Erf and Tanh through their vector kernels (about
+ * 2 ulp), the libm ones through npu_unary_f32. NaN inputs stay NaN in
+ * the vectorized ones (as in ONNX Runtime).
  */
 struct npu_unary_f32_job {
 	enum npu_unary_kind k;
@@ -857,6 +858,10 @@ static void npu_unary_f32_range(void *ctx, size_t begin, size_t end)
 	if (job->act.kind != NPU_CPU_ACT_NONE)
 		npu_vec_act_f32(&job->act, job->x + begin, job->y + begin,
 				end - begin);
+	else if (job->k == UN_ERF)
+		npu_vec_erf_f32(job->x + begin, job->y + begin, end - begin);
+	else if (job->k == UN_TANH)
+		npu_vec_tanh_f32(job->x + begin, job->y + begin, end - begin);
 	else
 		npu_unary_f32(job->k, &job->p, job->x + begin, job->y + begin,
 			      (int64_t)(end - begin));
@@ -895,7 +900,7 @@ static void npu_unary_f32_par(enum npu_unary_kind k,
 		break;
 	default: break;
 	}
-	if (job.act.kind != NPU_CPU_ACT_NONE)
+	if (job.act.kind != NPU_CPU_ACT_NONE || k == UN_ERF || k == UN_TANH)
 		grain = NPU_VEC_GRAIN;
 	plane = npu_elt_plane(shape, (size_t)n);
 	npu_threadpool_parallel_for_planes(pool, (size_t)n / plane, plane, grain,

@@ -150,6 +150,26 @@ bool npu_nchwc_conv_preferred(const struct npu_node *conv, const struct npu_cpu_
 	return !npu_conv2d_f32_takes_winograd(&p);
 }
 
+static bool npu_nchwc_pads_little(size_t c)
+{
+	return 2 * npu_nchwc_blocks(c) * NPU_NCHWC_BLOCK <= 3 * c;
+}
+
+bool npu_nchwc_conv_alone_pays(const struct npu_node *conv, const struct npu_cpu_options *cpu)
+{
+	struct npu_error err = { 0 };
+	struct npu_conv2d_params p;
+
+	if (!npu_nchwc_conv_preferred(conv, cpu) ||
+	    npu_node_attr_int_or(conv, "group", 1) != 1 ||
+	    npu_nchwc_conv_params(conv, &conv->inputs[0]->shape,
+				  &conv->inputs[1]->shape, &p, &err))
+		return false;
+	p.winograd = (enum npu_conv_winograd)npu_conv_winograd_of(cpu);
+	return npu_nchwc_pads_little(p.in_c) && npu_nchwc_pads_little(p.out_c) &&
+	       npu_conv2d_f32_takes_im2col(&p);
+}
+
 /* Weights and bias packed at plan time for the shapes the plan has. */
 struct nchwc_conv_state {
 	struct npu_conv2d_params p;

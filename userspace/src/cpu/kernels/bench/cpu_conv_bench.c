@@ -2,13 +2,15 @@
 /*
  * cpu_conv_bench - GFLOP/s of npu_conv2d_f32 (and time of the pooling
  * kernels) on a few typical layer shapes, or one given on the command line:
- * cpu-conv-bench [--threads N] [--min-ms MS] [--nchwc]
+ * cpu-conv-bench [--threads N] [--min-ms MS] [--nchwc] [--nchw-in]
  *                [N,C,H,W,OC,K,STRIDE,PAD,GROUPS]...
  * --nchwc times the blocked NCHW16c convolution (input already blocked,
  * weights packed) against npu_conv2d_f32_prepacked on the same shape,
  * interleaved, and prints both medians and their ratio. A one-group conv
  * with fewer than 8 input channels reads its input as NCHW (nchw_input,
- * as a first layer does).
+ * as a first layer does); --nchw-in makes every one-group conv read
+ * NCHW (what a blocked conv after a plain op did before the layout pass
+ * reordered such inputs).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -65,6 +67,8 @@ static double npu_median(double *v, int n)
  * The blocked convolution next to the NCHW one, alternating run by run so
  * both see the same machine state; medians of each.
  */
+static bool npu_nchw_in_mode;
+
 static int npu_bench_nchwc(const struct npu_conv2d_params *p, const float *x,
 			   const float *wt, const float *bias,
 			   struct npu_threadpool *pool, double min_ms)
@@ -72,7 +76,7 @@ static int npu_bench_nchwc(const struct npu_conv2d_params *p, const float *x,
 	static double tn[NPU_BENCH_MAX_REPS], tb[NPU_BENCH_MAX_REPS];
 	size_t icb = npu_nchwc_blocks(p->in_c), ocb = npu_nchwc_blocks(p->out_c);
 	size_t hw = p->in_h * p->in_w, ohw = p->out_h * p->out_w;
-	bool nchw_in = p->groups == 1 && p->in_c < 8;
+	bool nchw_in = p->groups == 1 && (p->in_c < 8 || npu_nchw_in_mode);
 	size_t nw = npu_conv2d_f32_packed_floats(p);
 	size_t nb = npu_nchwc_conv_packed_floats(p);
 	float *xb, *yb, *y, *packed = NULL, *pb;
@@ -236,6 +240,10 @@ int main(int argc, char **argv)
 			npu_nchwc_mode = true;
 			continue;
 		}
+		if (!strcmp(argv[i], "--nchw-in")) {
+			npu_nchw_in_mode = true;
+			continue;
+		}
 		if (i + 1 >= argc)
 			goto usage;
 		if (!strcmp(argv[i], "--threads"))
@@ -268,7 +276,7 @@ int main(int argc, char **argv)
 	npu_threadpool_destroy(pool);
 	return rc ? 1 : 0;
 usage:
-	fprintf(stderr, "usage: %s [--threads N] [--min-ms MS] [--nchwc] "
+	fprintf(stderr, "usage: %s [--threads N] [--min-ms MS] [--nchwc] [--nchw-in] "
 		"[--isa portable|avx2|avx512] [--winograd auto|0|all] "
 		"[N,C,H,W,OC,K,STRIDE,PAD,GROUPS]...\n", argv[0]);
 	return 2;
