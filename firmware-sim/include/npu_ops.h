@@ -91,7 +91,7 @@ unsigned int npu_ops_pool_threads(const struct npu_ops_pool *pool);
 void npu_ops_set_pool(struct npu_ops_pool *pool);
 /*
  * Tests: split every instruction of at least this much work (MACs, or
- * element operations) into items, instead of the default 2^20; 0 splits
+ * element operations) into items, instead of the default 2^22; 0 splits
  * whatever has two units of work (rows, pixels, element ranges).
  * Returns the previous value. Not thread-safe against running ops.
  */

@@ -135,9 +135,10 @@ static unsigned int ops_threads(void)
 
 /*
  * Work below this many MACs (or element operations for the vector ops)
- * is not split: waking the workers costs tens of microseconds.
+ * is not split: 2^22 MACs take some 30 us on one thread, and waking a
+ * worker costs several microseconds, more on a loaded host.
  */
-#define NPU_PAR_MIN_WORK	(1ull << 20)
+#define NPU_PAR_MIN_WORK	(1ull << 22)
 
 /*
  * Units of work per item for 'units' units of 'unit_work' each: 'serial'
@@ -1687,9 +1688,9 @@ void npu_op_pool(const struct npu_insn_pool *in, uint8_t *sram)
 
 /*
  * The vector ops count an element as this much work against
- * NPU_PAR_MIN_WORK: split from 128 Ki elements.
+ * NPU_PAR_MIN_WORK: split from 256 Ki elements.
  */
-#define NPU_PAR_VEC_WORK	8
+#define NPU_PAR_VEC_WORK	16
 
 /* ELTWISE over elements [item * range, + range) (npu_op_eltwise). */
 struct elt_job {

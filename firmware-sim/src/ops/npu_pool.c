@@ -17,18 +17,24 @@
 struct npu_ops_pool {
 	pthread_mutex_t lock;
 	pthread_cond_t start;		/* a new task, or stop */
-	pthread_cond_t done;		/* the last worker left the task */
+	pthread_cond_t done;		/* the task's last item finished */
 	unsigned int threads;		/* including the caller */
 	unsigned int started;		/* workers created */
 	pthread_t *tids;
 	/* The current task, written under 'lock' before 'gen' is bumped. */
-	uint64_t gen;
+	uint32_t gen;
 	bool stop;
 	npu_pool_fn fn;
 	void *ctx;
 	uint32_t items;
-	atomic_uint next;
-	unsigned int busy;		/* workers not yet done with 'gen' */
+	/*
+	 * gen << 32 | the next item to take: a worker that wakes late, after
+	 * the caller has finished the task alone and started the next, sees
+	 * another generation and takes nothing, so nobody waits for a worker
+	 * the host has not scheduled yet.
+	 */
+	_Atomic uint64_t claim;
+	atomic_uint finished;		/* items of the task done */
 };
 
 struct pool_worker {
@@ -36,15 +42,27 @@ struct pool_worker {
 	unsigned int id;
 };
 
-static void pool_take(struct npu_ops_pool *p, npu_pool_fn fn, void *ctx,
-		      uint32_t items, unsigned int id)
+/* Runs items of task 'gen' until none is left. */
+static void pool_take(struct npu_ops_pool *p, uint32_t gen, npu_pool_fn fn,
+		      void *ctx, uint32_t items, unsigned int id)
 {
-	for (;;) {
-		uint32_t i = atomic_fetch_add_explicit(&p->next, 1, memory_order_relaxed);
+	uint64_t c = atomic_load_explicit(&p->claim, memory_order_relaxed);
 
-		if (i >= items)
+	for (;;) {
+		if ((uint32_t)(c >> 32) != gen || (uint32_t)c >= items)
 			return;
-		fn(ctx, i, id);
+		if (!atomic_compare_exchange_weak_explicit(&p->claim, &c, c + 1,
+							   memory_order_acquire,
+							   memory_order_relaxed))
+			continue;
+		fn(ctx, (uint32_t)c, id);
+		if (atomic_fetch_add_explicit(&p->finished, 1, memory_order_acq_rel) + 1 ==
+		    items) {
+			pthread_mutex_lock(&p->lock);
+			pthread_cond_signal(&p->done);
+			pthread_mutex_unlock(&p->lock);
+		}
+		c = atomic_load_explicit(&p->claim, memory_order_relaxed);
 	}
 }
 
@@ -53,7 +71,7 @@ static void *pool_main(void *arg)
 	struct pool_worker *w = arg;
 	struct npu_ops_pool *p = w->pool;
 	unsigned int id = w->id;
-	uint64_t seen = 0;
+	uint32_t seen = 0;
 
 	free(w);
 	pthread_mutex_lock(&p->lock);
@@ -69,10 +87,8 @@ static void *pool_main(void *arg)
 		uint32_t items = p->items;
 
 		pthread_mutex_unlock(&p->lock);
-		pool_take(p, fn, ctx, items, id);
+		pool_take(p, seen, fn, ctx, items, id);
 		pthread_mutex_lock(&p->lock);
-		if (--p->busy == 0)
-			pthread_cond_signal(&p->done);
 	}
 	pthread_mutex_unlock(&p->lock);
 	return NULL;
@@ -96,7 +112,8 @@ struct npu_ops_pool *npu_ops_pool_create(unsigned int threads)
 	pthread_mutex_init(&p->lock, NULL);
 	pthread_cond_init(&p->start, NULL);
 	pthread_cond_init(&p->done, NULL);
-	atomic_init(&p->next, 0);
+	atomic_init(&p->claim, 0);
+	atomic_init(&p->finished, 0);
 	for (unsigned int i = 1; i < threads; i++) {
 		struct pool_worker *w = malloc(sizeof(*w));
 
@@ -141,25 +158,30 @@ unsigned int npu_ops_pool_threads(const struct npu_ops_pool *p)
 void npu_pool_run(struct npu_ops_pool *p, uint32_t items, npu_pool_fn fn,
 		  void *ctx)
 {
+	uint32_t gen;
+
 	if (!p || p->threads < 2 || items < 2) {
 		for (uint32_t i = 0; i < items; i++)
 			fn(ctx, i, 0);
 		return;
 	}
 	pthread_mutex_lock(&p->lock);
+	gen = ++p->gen;
 	p->fn = fn;
 	p->ctx = ctx;
 	p->items = items;
-	atomic_store_explicit(&p->next, 0, memory_order_relaxed);
-	p->busy = p->threads - 1;
-	p->gen++;
+	atomic_store_explicit(&p->finished, 0, memory_order_relaxed);
+	atomic_store_explicit(&p->claim, (uint64_t)gen << 32, memory_order_release);
 	pthread_cond_broadcast(&p->start);
 	pthread_mutex_unlock(&p->lock);
 
-	pool_take(p, fn, ctx, items, 0);
+	pool_take(p, gen, fn, ctx, items, 0);
 
-	pthread_mutex_lock(&p->lock);
-	while (p->busy)
-		pthread_cond_wait(&p->done, &p->lock);
-	pthread_mutex_unlock(&p->lock);
+	/* Only items a worker has taken can be outstanding: wait for those. */
+	if (atomic_load_explicit(&p->finished, memory_order_acquire) != items) {
+		pthread_mutex_lock(&p->lock);
+		while (atomic_load_explicit(&p->finished, memory_order_acquire) != items)
+			pthread_cond_wait(&p->done, &p->lock);
+		pthread_mutex_unlock(&p->lock);
+	}
 }
