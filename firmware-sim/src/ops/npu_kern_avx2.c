@@ -28,13 +28,14 @@ NPU_TGT NPU_INLINE __m256i ld16(const int8_t *p, __m256i zp)
  * gemm_prep_avx2() widens b - zb to int16 once per instruction into
  * panels of 16 columns, [k pair][column][2] (64 bytes a pair, k padded to
  * even with zeros), and lays the epilogue out per 8 columns. A tile is
- * GM2_MR rows x 16 columns in 12 int32 accumulators: per k pair two panel
- * loads, and per row one broadcast of (a - za) as an int16 pair and two
- * vpmaddwd. Each pair sum is at most 2 * 255 * 255 and the int32 lanes
+ * GM2_MR rows x 16 columns in 8 int32 accumulators (with the panel, the
+ * broadcast and the products they fit the 16 ymm registers; 6 rows
+ * spill): per k pair two panel loads, and per row one broadcast of
+ * (a - za) as an int16 pair and two vpmaddwd. Each pair sum is at most 2 * 255 * 255 and the int32 lanes
  * wrap like the device's accumulator, so the sums are the exact ones
  * (NPU_DOT_EXACT) bit for bit.
  */
-#define GM2_MR	6
+#define GM2_MR	4
 
 /* The epilogue of 8 columns: 64-bit even / odd lanes as in elt_rq256(). */
 struct gm2_ep {
@@ -188,7 +189,7 @@ NPU_TGT static void gemm_avx2(const struct npu_gemm *g)
 				__m256i b0 = _mm256_load_si256((const void *)bp);
 				__m256i b1 = _mm256_load_si256((const void *)(bp + 16));
 
-#pragma GCC unroll 6
+#pragma GCC unroll 4
 				for (int r = 0; r < GM2_MR; r++) {
 					__m256i av = _mm256_set1_epi32(
 						npu_ld_i32((const uint8_t *)(a16 + r * lda + 2 * q)));
