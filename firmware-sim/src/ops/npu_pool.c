@@ -9,6 +9,7 @@
  * only its own outputs, and then the result does not depend on it.
  */
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 
@@ -148,6 +149,14 @@ struct npu_ops_pool *npu_ops_pool_create(unsigned int threads)
 	atomic_init(&p->finished, 0);
 	atomic_init(&p->gen_pub, 0);
 	atomic_init(&p->stop_pub, false);
+	/*
+	 * Workers take no signals: a host such as QEMU handles its
+	 * process-directed signals on threads of its own choosing.
+	 */
+	sigset_t all, old;
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
 	for (unsigned int i = 1; i < threads; i++) {
 		struct pool_worker *w = malloc(sizeof(*w));
 
@@ -161,8 +170,10 @@ struct npu_ops_pool *npu_ops_pool_create(unsigned int threads)
 		}
 		p->started++;
 	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	return p;
 fail:
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	npu_ops_pool_destroy(p);
 	return NULL;
 }
