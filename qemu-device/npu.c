@@ -22,6 +22,7 @@
 #include "hw/pci/msix.h"
 #include "hw/pci/pci_device.h"
 #include "hw/pci/pcie.h"
+#include "hw/qdev-properties.h"
 #include "migration/blocker.h"
 #include "migration/vmstate.h"
 #include "qom/object.h"
@@ -70,6 +71,7 @@ struct NpuState {
 
     struct npu_sim *sim;
     Error *migration_blocker;
+    uint32_t threads;           /* property: host threads per job, 0: auto */
 };
 
 /* ---- Host operations for firmware-sim ---- */
@@ -367,9 +369,16 @@ static void npu_reset(DeviceState *dev)
 static void npu_realize(PCIDevice *pci, Error **errp)
 {
     NpuState *s = NPU(pci);
-    unsigned int i;
+    unsigned int i, threads;
 
     pci_config_set_revision(pci->config, NPU_PCI_REVISION);
+
+    if (s->threads > NPU_SIM_MAX_THREADS) {
+        error_setg(errp, "npu: threads=%u is outside 0..%u "
+                   "(0: two, or one on a single-CPU host)",
+                   s->threads, NPU_SIM_MAX_THREADS);
+        return;
+    }
 
     /*
      * No vmstate: the device's state is firmware-sim's (2 MiB of SRAM, the
@@ -392,6 +401,17 @@ static void npu_realize(PCIDevice *pci, Error **errp)
         return;
     }
     npu_sim_set_async_boot(s->sim, true);
+    threads = s->threads;
+    if (!threads) {
+        threads = sysconf(_SC_NPROCESSORS_ONLN) >= 2 ? 2 : 1;
+    }
+    if (npu_sim_set_threads(s->sim, threads)) {
+        error_setg(errp, "npu: cannot start %u simulator threads", threads);
+        npu_sim_destroy(s->sim);
+        s->sim = NULL;
+        migrate_del_blocker(&s->migration_blocker);
+        return;
+    }
 
     memory_region_init_io(&s->mmio, OBJECT(s), &npu_mmio_ops, s, "npu-regs",
                           NPU_BAR_REGS_SIZE);
@@ -462,6 +482,11 @@ static const VMStateDescription vmstate_npu = {
     .unmigratable = 1,
 };
 
+static const Property npu_properties[] = {
+    /* Host threads one job's instructions are split over (hardware.md). */
+    DEFINE_PROP_UINT32("threads", NpuState, threads, 0),
+};
+
 static void npu_class_init(ObjectClass *klass, void *data)
 {
     DeviceClass *dc = DEVICE_CLASS(klass);
@@ -477,6 +502,7 @@ static void npu_class_init(ObjectClass *klass, void *data)
     dc->desc = "NPU (firmware-sim) accelerator";
     dc->vmsd = &vmstate_npu;
     device_class_set_legacy_reset(dc, npu_reset);
+    device_class_set_props(dc, npu_properties);
     set_bit(DEVICE_CATEGORY_MISC, dc->categories);
 }
 

@@ -72,6 +72,32 @@ struct npu_ops_poll {
 };
 void npu_ops_set_poll(const struct npu_ops_poll *poll);
 /*
+ * Host threads for one instruction: npu_op_*() split the independent work
+ * of a large CONV2D, MATMUL, ELTWISE, LUT, POOL or RESIZE (output pixel
+ * chunks, row bands, element ranges) over the pool set on the calling
+ * thread, which takes part. Every output element is computed by exactly
+ * one thread from inputs no thread writes, so the result is the same
+ * byte for byte for any thread count; small instructions are not split.
+ * A pool of 'threads' (1..NPU_OPS_MAX_THREADS, 1 = no workers) starts
+ * threads - 1 workers once; NULL when the count is outside that range or
+ * a thread or memory cannot be had. One pool serves one caller at a time.
+ * npu_ops_set_pool(NULL) (the default) runs everything on the caller.
+ */
+#define NPU_OPS_MAX_THREADS	64
+struct npu_ops_pool;
+struct npu_ops_pool *npu_ops_pool_create(unsigned int threads);
+void npu_ops_pool_destroy(struct npu_ops_pool *pool);
+unsigned int npu_ops_pool_threads(const struct npu_ops_pool *pool);
+void npu_ops_set_pool(struct npu_ops_pool *pool);
+/*
+ * Tests: split every instruction of at least this much work (MACs, or
+ * element operations) into items, instead of the default 2^22; 0 splits
+ * whatever has two units of work (rows, pixels, element ranges).
+ * Returns the previous value. Not thread-safe against running ops.
+ */
+uint64_t npu_ops_set_split_min(uint64_t work);
+
+/*
  * Multiply-accumulates npu_op_conv2d() / npu_op_matmul() have performed on
  * this thread so far: the work done, which tests hold to the MACs the
  * cycle model charges (npu_op_footprint.macs; issue 29 D-b).

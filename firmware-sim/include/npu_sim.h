@@ -46,6 +46,21 @@ struct npu_sim *npu_sim_create(const struct npu_sim_host_ops *ops,
 			       void *opaque);
 void npu_sim_destroy(struct npu_sim *sim);
 
+/*
+ * Host threads one job's instructions run on (hardware.md, "Host
+ * threads"): 1 (the default) runs everything on the thread that calls
+ * npu_sim_job_execute(); n > 1 starts n - 1 workers once, which take part
+ * in the large CONV2D, MATMUL, ELTWISE, LUT, POOL and RESIZE
+ * instructions. The device model stays one NPU: modeled cycles, MACs,
+ * statuses and every byte written are the same for every count. Call it
+ * on the serialized side while no job executes. Returns 0, or -1 with
+ * the count outside 1..NPU_SIM_MAX_THREADS or when the workers cannot be
+ * started (the previous setting is kept).
+ */
+#define NPU_SIM_MAX_THREADS	64
+int npu_sim_set_threads(struct npu_sim *sim, unsigned int threads);
+unsigned int npu_sim_threads(const struct npu_sim *sim);
+
 /* 32-bit aligned register access at a BAR0 offset (see npu_hw.h). */
 uint32_t npu_sim_reg_read(struct npu_sim *sim, uint32_t offset);
 void npu_sim_reg_write(struct npu_sim *sim, uint32_t offset, uint32_t value);

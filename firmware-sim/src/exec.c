@@ -589,7 +589,9 @@ void npu_exec_job(struct npu_sim *sim, struct npu_sim_job *job)
 		status = npu_check_desc(sim, run, &job->desc);
 	if (status == NPU_JOB_OK) {
 		npu_ops_set_poll(&poll);
+		npu_ops_set_pool(sim->pool);
 		status = npu_exec_stream(sim, run, &error_offset);
+		npu_ops_set_pool(NULL);
 		npu_ops_set_poll(NULL);
 	}
 	if (status == NPU_JOB_OK && npu_aborted(sim, run))

@@ -123,8 +123,34 @@ void npu_sim_destroy(struct npu_sim *sim)
 {
 	if (!sim)
 		return;
+	npu_ops_pool_destroy(sim->pool);
 	free(sim->sram);
 	free(sim);
+}
+
+int npu_sim_set_threads(struct npu_sim *sim, unsigned int threads)
+{
+	struct npu_ops_pool *pool = NULL;
+
+	_Static_assert(NPU_SIM_MAX_THREADS <= NPU_OPS_MAX_THREADS,
+		       "a simulator thread count the ops pool cannot take");
+	if (!sim || threads < 1 || threads > NPU_SIM_MAX_THREADS)
+		return -1;
+	if (threads == npu_sim_threads(sim))
+		return 0;
+	if (threads > 1) {
+		pool = npu_ops_pool_create(threads);
+		if (!pool)
+			return -1;
+	}
+	npu_ops_pool_destroy(sim->pool);
+	sim->pool = pool;
+	return 0;
+}
+
+unsigned int npu_sim_threads(const struct npu_sim *sim)
+{
+	return sim ? npu_ops_pool_threads(sim->pool) : 0;
 }
 
 static uint32_t npu_sim_status(const struct npu_sim *sim)

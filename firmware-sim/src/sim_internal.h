@@ -152,6 +152,7 @@ struct npu_sim {
 	bool sram_clear_pending;	/* reset happened: zero SRAM at next fetch */
 	struct npu_queue queues[NPU_NUM_QUEUES];
 
+	struct npu_ops_pool *pool;	/* npu_sim_set_threads(); NULL: 1 */
 	struct npu_sim_run run;
 	struct npu_tlb_entry tlb[NPU_TLB_MAX_ENTRIES];
 	uint8_t *sram;

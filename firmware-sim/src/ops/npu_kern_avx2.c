@@ -6,9 +6,9 @@
  * (a - za) and (b - zb) lie in -255..255, so each vpmaddwd pair sum is at
  * most 2 * 255 * 255 and never overflows its int32 lane. That computes the
  * exact sum directly (NPU_DOT_EXACT), no correction terms needed.
- * The GEMM tile is 4 rows x 2 columns: 8 accumulators plus operands fit
- * the 16 ymm registers.
  */
+#include <stdlib.h>
+
 #include "npu_ops_internal.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -23,75 +23,192 @@ NPU_TGT NPU_INLINE __m256i ld16(const int8_t *p, __m256i zp)
 		_mm_loadu_si128((const __m128i *)(const void *)p)), zp);
 }
 
-/* [sum v0, sum v1, sum v2, sum v3] */
-NPU_TGT NPU_INLINE __m128i hsum4(__m256i v0, __m256i v1, __m256i v2, __m256i v3)
-{
-	__m256i h = _mm256_hadd_epi32(_mm256_hadd_epi32(v0, v1),
-				      _mm256_hadd_epi32(v2, v3));
+/*
+ * GEMM in outer-product tiles (the AVX-512 kernel's shape with vpmaddwd):
+ * gemm_prep_avx2() widens b - zb to int16 once per instruction into
+ * panels of 16 columns, [k pair][column][2] (64 bytes a pair, k padded to
+ * even with zeros), and lays the epilogue out per 8 columns. A tile is
+ * GM2_MR rows x 16 columns in 8 int32 accumulators (with the panel, the
+ * broadcast and the products they fit the 16 ymm registers; 6 rows
+ * spill): per k pair two panel loads, and per row one broadcast of
+ * (a - za) as an int16 pair and two vpmaddwd. Each pair sum is at most 2 * 255 * 255 and the int32 lanes
+ * wrap like the device's accumulator, so the sums are the exact ones
+ * (NPU_DOT_EXACT) bit for bit.
+ */
+#define GM2_MR	4
 
-	return _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
+/* The epilogue of 8 columns: 64-bit even / odd lanes as in elt_rq256(). */
+struct gm2_ep {
+	__m256i col, mult;		/* int32 per column */
+	__m256i rnd_e, rnd_o, cnt_e, cnt_o;	/* int64: columns 0,2,4,6 / 1,3,5,7 */
+};
+
+struct gm2_pack {
+	uint32_t kq, npanel;		/* k pairs, panels of 16 columns */
+	struct gm2_ep *ep;		/* [npanel * 2] */
+	int16_t *b;			/* [npanel][kq][16][2] */
+};
+
+NPU_TGT static void *gemm_prep_avx2(const struct npu_gemm *g)
+{
+	uint32_t kq = (g->k + 1) / 2, npanel = (g->n + 15) / 16;
+	size_t ep_bytes = (size_t)npanel * 2 * sizeof(struct gm2_ep);
+	size_t b_bytes = (size_t)npanel * kq * 64;
+	size_t head = (sizeof(struct gm2_pack) + 63) & ~(size_t)63;
+	uint8_t *mem = aligned_alloc(64, head + ep_bytes + b_bytes);
+	struct gm2_pack *pp = (struct gm2_pack *)(void *)mem;
+
+	if (!mem)
+		abort();
+	pp->kq = kq;
+	pp->npanel = npanel;
+	pp->ep = (struct gm2_ep *)(void *)(mem + head);
+	pp->b = (int16_t *)(void *)(mem + head + ep_bytes);
+	memset(pp->b, 0, b_bytes);
+	for (uint32_t j = 0; j < g->n; j++) {
+		const int8_t *src = g->b + (size_t)j * g->ldb;
+		int16_t *dst = pp->b + (size_t)(j / 16) * kq * 32 + (j % 16) * 2;
+
+		for (uint32_t kk = 0; kk < g->k; kk++)
+			dst[(size_t)(kk / 2) * 32 + kk % 2] = (int16_t)(src[kk] - g->zb);
+	}
+	for (uint32_t e = 0; e < npanel * 2; e++) {
+		int32_t col[8], mult[8];
+		int64_t rnd[8], cnt[8];
+
+		for (uint32_t i = 0; i < 8; i++) {
+			uint32_t j = e * 8 + i;
+			/* Columns past n: mult 0, shift 1, never stored. */
+			uint32_t sh = j < g->n ? (uint32_t)g->rq.shift[j] : 1;
+
+			col[i] = j < g->n ? g->rq.col[j] : 0;
+			mult[i] = j < g->n ? g->rq.mult[j] : 0;
+			rnd[i] = (int64_t)1 << (sh - 1);
+			cnt[i] = sh;
+		}
+		pp->ep[e].col = _mm256_loadu_si256((const void *)col);
+		pp->ep[e].mult = _mm256_loadu_si256((const void *)mult);
+		pp->ep[e].rnd_e = _mm256_setr_epi64x(rnd[0], rnd[2], rnd[4], rnd[6]);
+		pp->ep[e].rnd_o = _mm256_setr_epi64x(rnd[1], rnd[3], rnd[5], rnd[7]);
+		pp->ep[e].cnt_e = _mm256_setr_epi64x(cnt[0], cnt[2], cnt[4], cnt[6]);
+		pp->ep[e].cnt_o = _mm256_setr_epi64x(cnt[1], cnt[3], cnt[5], cnt[7]);
+	}
+	return pp;
+}
+
+struct gm2_consts {
+	__m256i lo, hi, zp, zero;	/* int64 */
+};
+
+/* (prod + rnd) >> cnt, arithmetic, + zp_out, clamped: int64 lanes. */
+NPU_TGT NPU_INLINE __m256i gm2_rq4(__m256i prod, __m256i rnd, __m256i cnt,
+				   const struct gm2_consts *c)
+{
+	__m256i v = _mm256_add_epi64(prod, rnd);
+	__m256i sgn = _mm256_cmpgt_epi64(c->zero, v);
+
+	v = _mm256_xor_si256(_mm256_srlv_epi64(_mm256_xor_si256(v, sgn), cnt), sgn);
+	v = _mm256_add_epi64(v, c->zp);
+	v = _mm256_blendv_epi8(v, c->lo, _mm256_cmpgt_epi64(c->lo, v));
+	return _mm256_blendv_epi8(v, c->hi, _mm256_cmpgt_epi64(v, c->hi));
+}
+
+/* npu_requant() of the accumulators of 8 columns, written to out[0..nval). */
+NPU_TGT NPU_INLINE void gm2_store8(__m256i acc, const struct gm2_ep *e,
+				   const struct gm2_consts *c, int8_t *out,
+				   uint32_t nval)
+{
+	__m256i pe = _mm256_mul_epi32(acc, e->mult);
+	__m256i po = _mm256_mul_epi32(_mm256_srli_epi64(acc, 32),
+				      _mm256_srli_epi64(e->mult, 32));
+	__m256i r = _mm256_blend_epi32(gm2_rq4(pe, e->rnd_e, e->cnt_e, c),
+				       _mm256_slli_epi64(gm2_rq4(po, e->rnd_o, e->cnt_o, c), 32),
+				       0xAA);
+	/* Every lane is within int8 already: the saturating packs are exact. */
+	__m128i w = _mm_packs_epi32(_mm256_castsi256_si128(r), _mm256_extracti128_si256(r, 1));
+	int64_t b = _mm_cvtsi128_si64(_mm_packs_epi16(w, w));
+
+	memcpy(out, &b, nval < 8 ? nval : 8);
 }
 
 NPU_TGT static void gemm_avx2(const struct npu_gemm *g)
 {
-	const struct npu_rq *rq = &g->rq;
-	const __m256i za = _mm256_set1_epi16((int16_t)g->za);
-	const __m256i zb = _mm256_set1_epi16((int16_t)g->zb);
+	const struct gm2_pack *pp = g->prep;
+	void *own = NULL;
 	uint32_t m = g->m, n = g->n, k = g->k;
+	struct gm2_consts cc = {
+		.lo = _mm256_set1_epi64x(g->rq.act_min),
+		.hi = _mm256_set1_epi64x(g->rq.act_max),
+		.zp = _mm256_set1_epi64x(g->rq.zp_out),
+		.zero = _mm256_setzero_si256(),
+	};
+	const __m256i za = _mm256_set1_epi16((int16_t)g->za);
+	int16_t *a16;
 
-	for (uint32_t i0 = 0; i0 < m; i0 += 4) {
-		/* Past m, repeat the last row and drop its results. */
-		const int8_t *a[4];
-		uint32_t mr = m - i0 < 4 ? m - i0 : 4;
+	if (!pp)
+		pp = own = gemm_prep_avx2(g);
+	size_t lda = (size_t)pp->kq * 2;	/* int16 per packed row */
 
-		for (uint32_t r = 0; r < 4; r++)
-			a[r] = g->arow[r < mr ? i0 + r : m - 1];
-		for (uint32_t j0 = 0; j0 < n; j0 += 2) {
-			const int8_t *b0 = g->b + (size_t)j0 * g->ldb;
-			const int8_t *b1 = g->b + (size_t)(j0 + 1 < n ? j0 + 1 : j0) * g->ldb;
-			__m256i c00 = _mm256_setzero_si256(), c01 = c00, c10 = c00;
-			__m256i c11 = c00, c20 = c00, c21 = c00, c30 = c00, c31 = c00;
-			uint32_t s[4][2], kk = 0;
-			__m128i h;
+	a16 = aligned_alloc(32, (GM2_MR * lda * sizeof(*a16) + 31) & ~(size_t)31);
+	if (!a16)
+		abort();
+	for (uint32_t i0 = 0; i0 < m; i0 += GM2_MR) {
+		uint32_t mr = m - i0 < GM2_MR ? m - i0 : GM2_MR;
+		int32_t row[GM2_MR];
 
-			for (; kk + 16 <= k; kk += 16) {
-				__m256i a0 = ld16(a[0] + kk, za), a1 = ld16(a[1] + kk, za);
-				__m256i a2 = ld16(a[2] + kk, za), a3 = ld16(a[3] + kk, za);
-				__m256i w = ld16(b0 + kk, zb);
+		/* (a - za) as int16, k padded with zeros; rows past m are zero. */
+		for (uint32_t r = 0; r < GM2_MR; r++) {
+			int16_t *dst = a16 + r * lda;
+			uint32_t kk = 0;
 
-				c00 = _mm256_add_epi32(c00, _mm256_madd_epi16(a0, w));
-				c10 = _mm256_add_epi32(c10, _mm256_madd_epi16(a1, w));
-				c20 = _mm256_add_epi32(c20, _mm256_madd_epi16(a2, w));
-				c30 = _mm256_add_epi32(c30, _mm256_madd_epi16(a3, w));
-				w = ld16(b1 + kk, zb);
-				c01 = _mm256_add_epi32(c01, _mm256_madd_epi16(a0, w));
-				c11 = _mm256_add_epi32(c11, _mm256_madd_epi16(a1, w));
-				c21 = _mm256_add_epi32(c21, _mm256_madd_epi16(a2, w));
-				c31 = _mm256_add_epi32(c31, _mm256_madd_epi16(a3, w));
+			row[r] = r < mr && g->row ? g->row[i0 + r] : 0;
+			if (r >= mr) {
+				memset(dst, 0, lda * sizeof(*dst));
+				continue;
 			}
-			h = hsum4(c00, c01, c10, c11);
-			_mm_storeu_si128((void *)s[0], h);
-			h = hsum4(c20, c21, c30, c31);
-			_mm_storeu_si128((void *)s[2], h);
+			for (const int8_t *src = g->arow[i0 + r]; kk + 16 <= k; kk += 16)
+				_mm256_storeu_si256((void *)(dst + kk), ld16(src + kk, za));
 			for (; kk < k; kk++)
-				for (uint32_t r = 0; r < 4; r++) {
-					s[r][0] += (uint32_t)((a[r][kk] - g->za) * (b0[kk] - g->zb));
-					s[r][1] += (uint32_t)((a[r][kk] - g->za) * (b1[kk] - g->zb));
-				}
-			for (uint32_t r = 0; r < mr; r++)
-				for (uint32_t j = 0; j < 2 && j0 + j < n; j++) {
-					uint32_t acc = s[r][j] + (uint32_t)rq->col[j0 + j];
+				dst[kk] = (int16_t)(g->arow[i0 + r][kk] - g->za);
+			for (; kk < lda; kk++)
+				dst[kk] = 0;
+		}
+		for (uint32_t p = 0; p < pp->npanel; p++) {
+			const int16_t *bp = pp->b + (size_t)p * pp->kq * 32;
+			const struct gm2_ep *ep = pp->ep + 2 * p;
+			__m256i c0[GM2_MR], c1[GM2_MR];
+			uint32_t j0 = p * 16, nval = n - j0 < 16 ? n - j0 : 16;
 
-					if (g->row)
-						acc += (uint32_t)g->row[i0 + r];
-					g->orow[i0 + r][j0 + j] =
-						npu_requant((int32_t)acc, rq->mult[j0 + j],
-							    (uint32_t)rq->shift[j0 + j],
-							    rq->zp_out, rq->act_min,
-							    rq->act_max);
+			for (int r = 0; r < GM2_MR; r++) {
+				__m256i rv = _mm256_set1_epi32(row[r]);
+
+				c0[r] = _mm256_add_epi32(ep[0].col, rv);
+				c1[r] = _mm256_add_epi32(ep[1].col, rv);
+			}
+			for (uint32_t q = 0; q < pp->kq; q++, bp += 32) {
+				__m256i b0 = _mm256_load_si256((const void *)bp);
+				__m256i b1 = _mm256_load_si256((const void *)(bp + 16));
+
+#pragma GCC unroll 4
+				for (int r = 0; r < GM2_MR; r++) {
+					__m256i av = _mm256_set1_epi32(
+						npu_ld_i32((const uint8_t *)(a16 + r * lda + 2 * q)));
+
+					c0[r] = _mm256_add_epi32(c0[r], _mm256_madd_epi16(av, b0));
+					c1[r] = _mm256_add_epi32(c1[r], _mm256_madd_epi16(av, b1));
 				}
+			}
+			for (uint32_t r = 0; r < mr; r++) {
+				int8_t *out = g->orow[i0 + r] + j0;
+
+				gm2_store8(c0[r], &ep[0], &cc, out, nval);
+				if (nval > 8)
+					gm2_store8(c1[r], &ep[1], &cc, out + 8, nval - 8);
+			}
 		}
 	}
+	free(a16);
+	free(own);
 }
 
 /* Depthwise: 8 channels per vector, scalar requantization. */
@@ -311,6 +428,7 @@ const struct npu_kern npu_kern_avx2 = {
 	.name = "avx2",
 	.dot_kind = NPU_DOT_EXACT,
 	.gemm = gemm_avx2,
+	.gemm_prep = gemm_prep_avx2,
 	.dw = dw_avx2,
 	.sum_i8 = npu_portable_sum_i8,
 	.dot16 = dot16_avx2,

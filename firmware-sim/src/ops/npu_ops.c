@@ -10,6 +10,7 @@
  * time, so the packed buffer stays in L2 and the weights are used as
  * stored ([out_c][k_h][k_w][in_c / groups] is already [n][k]).
  */
+#include <stdatomic.h>
 #include <stdlib.h>
 
 #include "npu_ops_internal.h"
@@ -112,6 +113,132 @@ uint64_t npu_ops_host_macs(void)
 static int ops_aborted(void)
 {
 	return ops_poll && ops_poll->aborted(ops_poll->ctx);
+}
+
+/*
+ * The pool the ops split work over (npu_ops.h), per calling thread like
+ * the poll. Each item runs with the caller's poll and counts its MACs into
+ * the task, which the caller adds to its own count: the workers' counters
+ * stay untouched, so npu_ops_host_macs() of the calling thread sees all.
+ */
+static _Thread_local struct npu_ops_pool *ops_pool;
+
+void npu_ops_set_pool(struct npu_ops_pool *pool)
+{
+	ops_pool = pool;
+}
+
+static unsigned int ops_threads(void)
+{
+	return npu_ops_pool_threads(ops_pool);
+}
+
+/*
+ * Work below this many MACs (or element operations for the vector ops)
+ * is not split: 2^22 MACs take some 30 us on one thread, and waking a
+ * worker costs several microseconds, more on a loaded host.
+ */
+#define NPU_PAR_MIN_WORK	(1ull << 22)
+
+/*
+ * Units of work per item for 'units' units of 'unit_work' each: 'serial'
+ * (what the op uses alone), cut so that each thread gets about four items
+ * when the op is large enough to split, rounded up to 'align' units.
+ */
+static uint64_t par_min_work = NPU_PAR_MIN_WORK;
+
+uint64_t npu_ops_set_split_min(uint64_t work)
+{
+	uint64_t old = par_min_work;
+
+	par_min_work = work;
+	return old;
+}
+
+static uint32_t par_chunk(uint32_t units, uint64_t unit_work, uint32_t serial,
+			  uint32_t align)
+{
+	unsigned int threads = ops_threads();
+	uint64_t want;
+
+	if (threads < 2 || (uint64_t)units * unit_work < par_min_work)
+		return serial;
+	want = (units + 4ull * threads - 1) / (4ull * threads);
+	want = (want + align - 1) / align * align;
+	return want < serial ? (uint32_t)want : serial;
+}
+
+struct par_task {
+	npu_pool_fn fn;
+	void *ctx;
+	const struct npu_ops_poll *poll;
+	_Atomic uint64_t macs;
+};
+
+static void par_item(void *arg, uint32_t item, unsigned int worker)
+{
+	struct par_task *t = arg;
+	const struct npu_ops_poll *saved = ops_poll;
+	uint64_t macs0 = ops_macs_done;
+
+	ops_poll = t->poll;
+	t->fn(t->ctx, item, worker);
+	atomic_fetch_add_explicit(&t->macs, ops_macs_done - macs0,
+				  memory_order_relaxed);
+	ops_macs_done = macs0;
+	ops_poll = saved;
+}
+
+/* fn(ctx, item, worker) for item < items, split over the pool if any. */
+static void ops_parallel(uint32_t items, npu_pool_fn fn, void *ctx)
+{
+	struct par_task t = { .fn = fn, .ctx = ctx, .poll = ops_poll };
+
+	if (ops_threads() < 2 || items < 2) {
+		for (uint32_t i = 0; i < items; i++)
+			fn(ctx, i, 0);
+		return;
+	}
+	atomic_init(&t.macs, 0);
+	npu_pool_run(ops_pool, items, par_item, &t);
+	ops_macs_done += atomic_load_explicit(&t.macs, memory_order_relaxed);
+}
+
+/* Per-thread GEMM row pointers and im2col rows of the CONV2D / MATMUL drivers. */
+struct gemm_scratch {
+	const int8_t **arow;
+	int8_t **orow;
+	int32_t *row;
+	int8_t *patch;
+};
+
+static struct gemm_scratch *gemm_scratch_alloc(unsigned int n, uint32_t chunk,
+					       size_t patch_len)
+{
+	struct gemm_scratch *s = calloc(n, sizeof(*s));
+
+	if (!s)
+		abort();
+	for (unsigned int i = 0; i < n; i++) {
+		s[i].arow = malloc(sizeof(*s[i].arow) * chunk);
+		s[i].orow = malloc(sizeof(*s[i].orow) * chunk);
+		s[i].row = malloc(sizeof(*s[i].row) * chunk);
+		s[i].patch = patch_len ? malloc(patch_len) : NULL;
+		if (!s[i].arow || !s[i].orow || !s[i].row || (patch_len && !s[i].patch))
+			abort();
+	}
+	return s;
+}
+
+static void gemm_scratch_free(struct gemm_scratch *s, unsigned int n)
+{
+	for (unsigned int i = 0; i < n; i++) {
+		free(s[i].arow);
+		free(s[i].orow);
+		free(s[i].row);
+		free(s[i].patch);
+	}
+	free(s);
 }
 
 /* POOL: output pixels between polls, a window of up to 65,025 taps each. */
@@ -299,6 +426,28 @@ static void out_lut_apply(const uint8_t *table, const struct out_target *o,
 	}
 }
 
+/* One band of output rows of a depthwise CONV2D (conv_depthwise). */
+struct dw_job {
+	const struct npu_kern *kn;
+	const struct npu_dw *proto;
+	uint64_t row_macs;
+	uint32_t band;
+};
+
+static void dw_band(void *arg, uint32_t item, unsigned int worker)
+{
+	const struct dw_job *j = arg;
+	struct npu_dw d = *j->proto;
+
+	(void)worker;
+	if (ops_aborted())
+		return;
+	d.oh_begin = item * j->band;
+	d.oh_end = d.out_h - d.oh_begin < j->band ? d.out_h : d.oh_begin + j->band;
+	j->kn->dw(&d);
+	ops_macs_done += (uint64_t)(d.oh_end - d.oh_begin) * j->row_macs;
+}
+
 static void conv_depthwise(const struct npu_kern *kn,
 			   const struct npu_insn_conv2d *in, const uint8_t *sram,
 			   const struct chan_tables *t, const struct out_target *o)
@@ -332,13 +481,12 @@ static void conv_depthwise(const struct npu_kern *kn,
 	uint64_t row_macs = (uint64_t)in->out_w * c * taps;
 	uint32_t band = row_macs >= NPU_OPS_SLICE_MACS ? 1 :
 			(uint32_t)(NPU_OPS_SLICE_MACS / (row_macs ? row_macs : 1));
+	struct dw_job j = {
+		.kn = kn, .proto = &d, .row_macs = row_macs,
+		.band = par_chunk(in->out_h, row_macs, band, 1),
+	};
 
-	for (d.oh_begin = 0; d.oh_begin < in->out_h && !ops_aborted();
-	     d.oh_begin = d.oh_end) {
-		d.oh_end = in->out_h - d.oh_begin < band ? in->out_h : d.oh_begin + band;
-		kn->dw(&d);
-		ops_macs_done += (uint64_t)(d.oh_end - d.oh_begin) * row_macs;
-	}
+	ops_parallel((in->out_h + j.band - 1) / j.band, dw_band, &j);
 	free(wt);
 }
 
@@ -424,6 +572,63 @@ static void gather_patch_inserted(const struct npu_insn_conv2d *in,
 	}
 }
 
+/* One GEMM over a chunk of output pixels of one group (conv_gemm). */
+struct conv_gemm_job {
+	const struct npu_kern *kn;
+	const struct npu_insn_conv2d *in;
+	const struct out_target *o;
+	const int8_t *input;		/* the group's first channel */
+	struct npu_gemm proto;		/* all but arow, orow, m and row */
+	struct gemm_scratch *scr;
+	uint32_t g, cin_g, pixels, chunk;
+	int direct;
+	int64_t eff_h, eff_w;
+};
+
+static void conv_gemm_chunk(void *arg, uint32_t item, unsigned int worker)
+{
+	const struct conv_gemm_job *j = arg;
+	const struct npu_insn_conv2d *in = j->in;
+	const struct gemm_scratch *s = &j->scr[worker];
+	uint32_t p0 = item * j->chunk, k = j->proto.k;
+	uint32_t m = j->pixels - p0 < j->chunk ? j->pixels - p0 : j->chunk;
+	struct npu_gemm gm = j->proto;
+
+	if (ops_aborted())
+		return;
+	gm.arow = s->arow;
+	gm.orow = s->orow;
+
+	/* The chunk's first pixel once, then stepped: no division per row. */
+	uint32_t oh = p0 / in->out_w, ow = p0 % in->out_w;
+
+	for (uint32_t i = 0; i < m; i++) {
+		s->orow[i] = j->o->base + oh * j->o->rs + ow * j->o->ps + j->g * gm.n;
+		if (j->direct) {
+			s->arow[i] = j->input +
+				     (size_t)oh * in->stride_h * in->in_row_stride +
+				     (size_t)ow * in->stride_w * in->in_pixel_stride;
+		} else {
+			s->arow[i] = s->patch + (size_t)i * k;
+			if (in->ins_h || in->ins_w)
+				gather_patch_inserted(in, j->input, j->cin_g,
+						      j->eff_h, j->eff_w, oh, ow,
+						      s->patch + (size_t)i * k);
+			else
+				gather_patch(in, j->input, j->cin_g, oh, ow,
+					     s->patch + (size_t)i * k);
+		}
+		if (++ow == in->out_w) {
+			ow = 0;
+			oh++;
+		}
+	}
+	gm.m = m;
+	fold_rows(j->kn, &gm, s->row);
+	j->kn->gemm(&gm);
+	ops_macs_done += (uint64_t)m * gm.n * gm.k;
+}
+
 static void conv_gemm(const struct npu_kern *kn, const struct npu_insn_conv2d *in,
 		      const uint8_t *sram, const struct chan_tables *t,
 		      const struct out_target *o)
@@ -432,26 +637,25 @@ static void conv_gemm(const struct npu_kern *kn, const struct npu_insn_conv2d *i
 	uint32_t cin_g = in->in_c / groups, cout_g = in->out_c / groups;
 	uint32_t k = (uint32_t)in->k_h * in->k_w * cin_g;
 	uint32_t pixels = (uint32_t)in->out_h * in->out_w;
-	uint32_t chunk = slice_rows(k, cout_g, chunk_rows(k));
+	uint32_t chunk = par_chunk(pixels, (uint64_t)k * cout_g,
+				   slice_rows(k, cout_g, chunk_rows(k)), 12);
+	unsigned int threads = ops_threads();
 	int direct = in->k_h == 1 && in->k_w == 1 && !in->pad_top &&
 		     !in->pad_left && !in->pad_bottom && !in->pad_right &&
 		     !in->ins_h && !in->ins_w;
 	/* Zero insertion: the extent of the inserted input, its period. */
 	int64_t uh = in->ins_h + 1, uw = in->ins_w + 1;
-	int64_t eff_h = ((int64_t)in->in_h - 1) * uh + 1;
-	int64_t eff_w = ((int64_t)in->in_w - 1) * uw + 1;
-	const int8_t *input = (const int8_t *)(sram + in->input);
-	const int8_t **arow = malloc(sizeof(*arow) * chunk);
-	int8_t **orow = malloc(sizeof(*orow) * chunk);
-	int32_t *row = malloc(sizeof(*row) * chunk);
-	int8_t *patch = direct ? NULL : malloc((size_t)chunk * k);
+	struct conv_gemm_job j = {
+		.kn = kn, .in = in, .o = o, .cin_g = cin_g, .pixels = pixels,
+		.chunk = chunk, .direct = direct,
+		.eff_h = ((int64_t)in->in_h - 1) * uh + 1,
+		.eff_w = ((int64_t)in->in_w - 1) * uw + 1,
+		.scr = gemm_scratch_alloc(threads, chunk, direct ? 0 : (size_t)chunk * k),
+	};
 	void *prep = NULL;
 
-	if (!arow || !orow || !row || (!direct && !patch))
-		abort();
-	for (uint32_t g = 0; g < groups; g++) {
-		struct npu_gemm gm = {
-			.arow = arow, .orow = orow,
+	for (uint32_t g = 0; g < groups && !ops_aborted(); g++) {
+		j.proto = (struct npu_gemm){
 			.b = (const int8_t *)(sram + in->weight) + (size_t)g * cout_g * k,
 			.ldb = k, .n = cout_g, .k = k,
 			.za = in->zp_in, .zb = in->zp_w,
@@ -459,53 +663,15 @@ static void conv_gemm(const struct npu_kern *kn, const struct npu_insn_conv2d *i
 				t->shift + g * cout_g, in->zp_out,
 				in->act_min, in->act_max },
 		};
-
-		fold_col(kn, &gm, t->bias + g * cout_g, t->col + g * cout_g);
+		j.g = g;
+		j.input = (const int8_t *)(sram + in->input) + g * cin_g;
+		fold_col(kn, &j.proto, t->bias + g * cout_g, t->col + g * cout_g);
 		free(prep);
-		prep = gemm_prep(kn, &gm);
-		for (uint32_t p0 = 0; p0 < pixels; p0 += chunk) {
-			uint32_t m = pixels - p0 < chunk ? pixels - p0 : chunk;
-
-			if (ops_aborted())
-				goto out;
-
-			/* The chunk's first pixel once, then stepped: no division per row. */
-			uint32_t oh = p0 / in->out_w, ow = p0 % in->out_w;
-
-			for (uint32_t i = 0; i < m; i++) {
-				orow[i] = o->base + oh * o->rs + ow * o->ps + g * cout_g;
-				if (direct) {
-					arow[i] = input +
-						  (size_t)oh * in->stride_h * in->in_row_stride +
-						  (size_t)ow * in->stride_w * in->in_pixel_stride +
-						  g * cin_g;
-				} else {
-					arow[i] = patch + (size_t)i * k;
-					if (in->ins_h || in->ins_w)
-						gather_patch_inserted(in, input + g * cin_g, cin_g,
-								      eff_h, eff_w, oh, ow,
-								      patch + (size_t)i * k);
-					else
-						gather_patch(in, input + g * cin_g, cin_g, oh, ow,
-							     patch + (size_t)i * k);
-				}
-				if (++ow == in->out_w) {
-					ow = 0;
-					oh++;
-				}
-			}
-			gm.m = m;
-			fold_rows(kn, &gm, row);
-			kn->gemm(&gm);
-			ops_macs_done += (uint64_t)m * gm.n * gm.k;
-		}
+		prep = gemm_prep(kn, &j.proto);
+		ops_parallel((pixels + chunk - 1) / chunk, conv_gemm_chunk, &j);
 	}
-out:
 	free(prep);
-	free(patch);
-	free(row);
-	free(orow);
-	free(arow);
+	gemm_scratch_free(j.scr, threads);
 }
 
 /*
@@ -1129,6 +1295,39 @@ void npu_op_conv2d(const struct npu_insn_conv2d *in, uint8_t *sram)
 	free(t.bias);
 }
 
+/* One GEMM over a chunk of MATMUL rows. */
+struct matmul_job {
+	const struct npu_kern *kn;
+	const struct npu_insn_matmul *in;
+	const struct out_target *o;
+	const uint8_t *sram;
+	struct npu_gemm proto;
+	struct gemm_scratch *scr;
+	uint32_t chunk;
+};
+
+static void matmul_chunk(void *arg, uint32_t item, unsigned int worker)
+{
+	const struct matmul_job *j = arg;
+	const struct gemm_scratch *s = &j->scr[worker];
+	uint32_t i0 = item * j->chunk;
+	struct npu_gemm gm = j->proto;
+
+	if (ops_aborted())
+		return;
+	gm.arow = s->arow;
+	gm.orow = s->orow;
+	gm.m = j->in->m - i0 < j->chunk ? j->in->m - i0 : j->chunk;
+	for (uint32_t i = 0; i < gm.m; i++) {
+		s->arow[i] = (const int8_t *)(j->sram + j->in->a) +
+			     (size_t)(i0 + i) * j->in->a_stride;
+		s->orow[i] = j->o->base + (size_t)(i0 + i) * j->o->rs;
+	}
+	fold_rows(j->kn, &gm, s->row);
+	j->kn->gemm(&gm);
+	ops_macs_done += (uint64_t)gm.m * gm.n * gm.k;
+}
+
 void npu_op_matmul(const struct npu_insn_matmul *in, uint8_t *sram)
 {
 	const struct npu_kern *kn = kern_get();
@@ -1151,37 +1350,25 @@ void npu_op_matmul(const struct npu_insn_matmul *in, uint8_t *sram)
 	out_target_init(&o, &fp, sram + in->output, in->out_stride, 0,
 			in->m, 1, in->n);
 
-	const int8_t **arow = malloc(sizeof(*arow) * chunk);
-	int8_t **orow = malloc(sizeof(*orow) * chunk);
-	int32_t *row = malloc(sizeof(*row) * chunk);
-	struct npu_gemm gm = {
-		.arow = arow, .orow = orow,
-		.b = (const int8_t *)(sram + in->b), .ldb = in->k,
-		.n = in->n, .k = in->k, .za = in->zp_a, .zb = in->zp_b,
-		.rq = { t.col, t.mult, t.shift, in->zp_out,
-			in->act_min, in->act_max },
+	unsigned int threads = ops_threads();
+	struct matmul_job j = {
+		.kn = kn, .in = in, .o = &o, .sram = sram,
+		.chunk = par_chunk(in->m, (uint64_t)in->k * in->n, chunk, 12),
+		.proto = {
+			.b = (const int8_t *)(sram + in->b), .ldb = in->k,
+			.n = in->n, .k = in->k, .za = in->zp_a, .zb = in->zp_b,
+			.rq = { t.col, t.mult, t.shift, in->zp_out,
+				in->act_min, in->act_max },
+		},
 	};
 
-	if (!arow || !orow || !row)
-		abort();
-	fold_col(kn, &gm, t.bias, t.col);
-	void *prep = gemm_prep(kn, &gm);
+	j.scr = gemm_scratch_alloc(threads, j.chunk, 0);
+	fold_col(kn, &j.proto, t.bias, t.col);
+	void *prep = gemm_prep(kn, &j.proto);
 
-	for (uint32_t i0 = 0; i0 < in->m && !ops_aborted(); i0 += chunk) {
-		gm.m = in->m - i0 < chunk ? in->m - i0 : chunk;
-		for (uint32_t i = 0; i < gm.m; i++) {
-			arow[i] = (const int8_t *)(sram + in->a) +
-				  (size_t)(i0 + i) * in->a_stride;
-			orow[i] = o.base + (size_t)(i0 + i) * o.rs;
-		}
-		fold_rows(kn, &gm, row);
-		kn->gemm(&gm);
-		ops_macs_done += (uint64_t)gm.m * gm.n * gm.k;
-	}
+	ops_parallel((in->m + j.chunk - 1) / j.chunk, matmul_chunk, &j);
 	free(prep);
-	free(row);
-	free(orow);
-	free(arow);
+	gemm_scratch_free(j.scr, threads);
 	if (ops_aborted()) {
 		/* A partial result of an aborted job: never copied into SRAM. */
 		free(o.tmp);
@@ -1388,26 +1575,28 @@ static void resize_i16(const struct npu_insn_resize *in, uint8_t *sram)
 	free(res);
 }
 
-void npu_op_pool(const struct npu_insn_pool *in, uint8_t *sram)
+/* POOL (int8) over a band of output rows (npu_op_pool). */
+struct pool_job {
+	const struct npu_insn_pool *in;
+	const uint8_t *sram;
+	const struct out_target *o;
+	int32_t *acc;		/* [threads][c] */
+	uint32_t band;
+	atomic_int aborted;	/* an item stopped at a poll */
+};
+
+static void pool_band(void *arg, uint32_t item, unsigned int worker)
 {
-	struct npu_op_footprint fp;
-	struct out_target o;
+	struct pool_job *j = arg;
+	const struct npu_insn_pool *in = j->in;
+	const struct out_target *o = j->o;
 	uint32_t c = in->c;
 	uint32_t poll = pool_poll_pixels(in), since_poll = 0;
-	int32_t *acc;
+	int32_t *acc = j->acc + (size_t)worker * c;
+	uint32_t oh0 = item * j->band;
+	uint32_t oh1 = in->out_h - oh0 < j->band ? in->out_h : oh0 + j->band;
 
-	if (npu_op_pool_check(in, &fp))
-		return;
-	if (in->hdr.flags & NPU_INSN_I16) {
-		pool_i16(in, sram);
-		return;
-	}
-	acc = malloc(sizeof(*acc) * c);
-	if (!acc)
-		abort();
-	out_target_init(&o, &fp, sram + in->output, in->out_row_stride,
-			in->out_pixel_stride, in->out_h, in->out_w, c);
-	for (uint32_t oh = 0; oh < in->out_h; oh++) {
+	for (uint32_t oh = oh0; oh < oh1; oh++) {
 		int32_t h0 = (int32_t)(oh * in->stride_h) - in->pad_top;
 		int32_t h1 = h0 + in->k_h;
 
@@ -1416,15 +1605,14 @@ void npu_op_pool(const struct npu_insn_pool *in, uint8_t *sram)
 		for (uint32_t ow = 0; ow < in->out_w; ow++) {
 			int32_t w0 = (int32_t)(ow * in->stride_w) - in->pad_left;
 			int32_t w1 = w0 + in->k_w;
-			int8_t *dst = o.base + oh * o.rs + ow * o.ps;
+			int8_t *dst = o->base + oh * o->rs + ow * o->ps;
 			int64_t count, valid;
 
 			if (++since_poll == poll) {
 				since_poll = 0;
 				if (ops_aborted()) {
-					/* A partial result: never copied into SRAM. */
-					free(o.tmp);
-					free(acc);
+					atomic_store_explicit(&j->aborted, 1,
+							      memory_order_relaxed);
 					return;
 				}
 			}
@@ -1438,7 +1626,7 @@ void npu_op_pool(const struct npu_insn_pool *in, uint8_t *sram)
 				acc[ch] = in->mode == NPU_POOL_MAX ? -128 : 0;
 			for (int32_t ih = h0; ih < h1; ih++)
 				for (int32_t iw = w0; iw < w1; iw++) {
-					const int8_t *src = (const int8_t *)sram + in->input +
+					const int8_t *src = (const int8_t *)j->sram + in->input +
 							    (size_t)ih * in->in_row_stride +
 							    (size_t)iw * in->in_pixel_stride;
 
@@ -1460,13 +1648,96 @@ void npu_op_pool(const struct npu_insn_pool *in, uint8_t *sram)
 			}
 		}
 	}
+}
+
+void npu_op_pool(const struct npu_insn_pool *in, uint8_t *sram)
+{
+	struct npu_op_footprint fp;
+	struct out_target o;
+	unsigned int threads = ops_threads();
+	struct pool_job j = { .in = in, .sram = sram, .o = &o };
+
+	if (npu_op_pool_check(in, &fp))
+		return;
+	if (in->hdr.flags & NPU_INSN_I16) {
+		pool_i16(in, sram);
+		return;
+	}
+	atomic_init(&j.aborted, 0);
+	j.acc = malloc(sizeof(*j.acc) * in->c * threads);
+	if (!j.acc)
+		abort();
+	out_target_init(&o, &fp, sram + in->output, in->out_row_stride,
+			in->out_pixel_stride, in->out_h, in->out_w, in->c);
+	j.band = par_chunk(in->out_h, (uint64_t)in->out_w * in->c * in->k_h * in->k_w,
+			   in->out_h, 1);
+	ops_parallel((in->out_h + j.band - 1) / j.band, pool_band, &j);
+	free(j.acc);
+	/* A band stopped early: a partial result. (Bands that ran whole are not.) */
+	if (atomic_load_explicit(&j.aborted, memory_order_relaxed)) {
+		/* A partial result: never copied into SRAM. */
+		free(o.tmp);
+		return;
+	}
 	out_target_finish(&o, sram + in->output, in->out_row_stride,
-			  in->out_pixel_stride, in->out_h, in->out_w, c);
-	free(acc);
+			  in->out_pixel_stride, in->out_h, in->out_w, in->c);
 }
 
 /* A channel broadcast shorter than this runs over b repeated to about this length. */
 #define NPU_ELT_MIN_PERIOD	256
+
+/*
+ * The vector ops count an element as this much work against
+ * NPU_PAR_MIN_WORK: split from 256 Ki elements.
+ */
+#define NPU_PAR_VEC_WORK	16
+
+/* ELTWISE over elements [item * range, + range) (npu_op_eltwise). */
+struct elt_job {
+	const struct npu_kern *kn;
+	const struct npu_elt *e;
+	const int8_t *a, *b;
+	int8_t *out;
+	uint32_t n, bcast;
+	uint32_t period;	/* channel broadcast: the length of b, else 0 */
+	uint32_t range;		/* a multiple of period */
+};
+
+static void elt_range(void *arg, uint32_t item, unsigned int worker)
+{
+	const struct elt_job *j = arg;
+	uint32_t r0 = item * j->range;
+	uint32_t r1 = j->n - r0 < j->range ? j->n : r0 + j->range;
+
+	(void)worker;
+	if (!j->period) {
+		j->kn->elt_i8(j->e, j->a + r0,
+			      j->bcast == NPU_BCAST_SCALAR ? j->b : j->b + r0,
+			      j->bcast == NPU_BCAST_SCALAR, j->out + r0, r1 - r0);
+		return;
+	}
+	for (uint32_t i0 = r0; i0 < r1; i0 += j->period)
+		j->kn->elt_i8(j->e, j->a + i0, j->b, 0, j->out + i0,
+			      r1 - i0 < j->period ? r1 - i0 : j->period);
+}
+
+/* LUT over elements [item * range, + range) (npu_op_lut). */
+struct lut_job {
+	const struct npu_kern *kn;
+	const uint8_t *table, *src;
+	uint8_t *dst;
+	uint32_t n, range;
+};
+
+static void lut_range(void *arg, uint32_t item, unsigned int worker)
+{
+	const struct lut_job *j = arg;
+	uint32_t r0 = item * j->range;
+	uint32_t r1 = j->n - r0 < j->range ? j->n : r0 + j->range;
+
+	(void)worker;
+	j->kn->lut_i8(j->table, j->src + r0, j->dst + r0, r1 - r0);
+}
 
 void npu_op_eltwise(const struct npu_insn_eltwise *in, uint8_t *sram)
 {
@@ -1501,24 +1772,26 @@ void npu_op_eltwise(const struct npu_insn_eltwise *in, uint8_t *sram)
 		out = tmp;
 	}
 
-	if (in->bcast != NPU_BCAST_CHANNEL) {
-		kn->elt_i8(&e, a, b, in->bcast == NPU_BCAST_SCALAR, out, n);
-	} else {
-		uint32_t period = in->channels;
+	struct elt_job j = {
+		.kn = kn, .e = &e, .a = a, .b = b, .out = out, .n = n,
+		.bcast = in->bcast,
+	};
 
+	if (in->bcast == NPU_BCAST_CHANNEL) {
+		j.period = in->channels;
 		/* Few channels: whole copies of b, so each kernel call runs long. */
-		if (period < NPU_ELT_MIN_PERIOD) {
-			uint32_t copies = (NPU_ELT_MIN_PERIOD + period - 1) / period;
+		if (j.period < NPU_ELT_MIN_PERIOD) {
+			uint32_t copies = (NPU_ELT_MIN_PERIOD + j.period - 1) / j.period;
 
 			for (uint32_t r = 0; r < copies; r++)
-				memcpy(rep + (size_t)r * period, b, period);
-			period *= copies;
-			b = rep;
+				memcpy(rep + (size_t)r * j.period, b, j.period);
+			j.period *= copies;
+			j.b = rep;
 		}
-		for (uint32_t i0 = 0; i0 < n; i0 += period)
-			kn->elt_i8(&e, a + i0, b, 0, out + i0,
-				   n - i0 < period ? n - i0 : period);
 	}
+	/* Ranges of whole periods of b, or of whole cache lines. */
+	j.range = par_chunk(n, NPU_PAR_VEC_WORK, n ? n : 1, j.period ? j.period : 64);
+	ops_parallel((n + j.range - 1) / j.range, elt_range, &j);
 	if (tmp) {
 		memcpy(sram + in->output, tmp, n);
 		free(tmp);
@@ -1548,7 +1821,13 @@ void npu_op_lut(const struct npu_insn_lut *in, uint8_t *sram)
 			abort();
 		dst = tmp;
 	}
-	kern_get()->lut_i8(table, src, dst, in->count);
+	struct lut_job j = {
+		.kn = kern_get(), .table = table, .src = src, .dst = dst,
+		.n = in->count,
+	};
+
+	j.range = par_chunk(j.n, NPU_PAR_VEC_WORK, j.n ? j.n : 1, 64);
+	ops_parallel((j.n + j.range - 1) / j.range, lut_range, &j);
 	if (tmp) {
 		memcpy(sram + in->output, tmp, in->count);
 		free(tmp);
@@ -1559,6 +1838,17 @@ void npu_op_lut(const struct npu_insn_lut *in, uint8_t *sram)
  * RESIZE: per output pixel the two source rows / columns and weights are
  * computed once, then a channel-inner loop the compiler vectorizes.
  */
+/* RESIZE (int8) over a band of output rows (npu_op_resize). */
+struct resize_job {
+	const struct npu_insn_resize *in;
+	const uint8_t *sram;
+	const struct out_target *o;
+	const uint32_t *cols;
+	uint32_t band;
+};
+
+static void resize_band(void *arg, uint32_t item, unsigned int worker);
+
 void npu_op_resize(const struct npu_insn_resize *in, uint8_t *sram)
 {
 	struct npu_op_footprint fp;
@@ -1575,7 +1865,32 @@ void npu_op_resize(const struct npu_insn_resize *in, uint8_t *sram)
 	out_target_init(&o, &fp, sram + in->output, in->out_row_stride,
 			in->out_pixel_stride, in->out_h, in->out_w, c);
 	cols = resize_cols(in);
-	for (uint32_t oy = 0; oy < in->out_h; oy++) {
+
+	struct resize_job j = {
+		.in = in, .sram = sram, .o = &o, .cols = cols,
+		.band = par_chunk(in->out_h, (uint64_t)in->out_w * c *
+				  (in->mode == NPU_RESIZE_NEAREST ? 1 : 4), in->out_h, 1),
+	};
+
+	ops_parallel((in->out_h + j.band - 1) / j.band, resize_band, &j);
+	out_target_finish(&o, sram + in->output, in->out_row_stride,
+			  in->out_pixel_stride, in->out_h, in->out_w, c);
+	free(cols);
+}
+
+static void resize_band(void *arg, uint32_t item, unsigned int worker)
+{
+	const struct resize_job *j = arg;
+	const struct npu_insn_resize *in = j->in;
+	const uint8_t *sram = j->sram;
+	const struct out_target o = *j->o;
+	const uint32_t *cols = j->cols;
+	uint32_t c = in->c;
+	uint32_t oy0 = item * j->band;
+	uint32_t oy1 = in->out_h - oy0 < j->band ? in->out_h : oy0 + j->band;
+
+	(void)worker;
+	for (uint32_t oy = oy0; oy < oy1; oy++) {
 		uint32_t y0, y1, fy;
 
 		npu_resize_coord(oy, in->step_h, in->offset_h, in->den_h, in->in_h,
@@ -1608,7 +1923,4 @@ void npu_op_resize(const struct npu_insn_resize *in, uint8_t *sram)
 						    ((int64_t)1 << 31)) >> 32);
 		}
 	}
-	out_target_finish(&o, sram + in->output, in->out_row_stride,
-			  in->out_pixel_stride, in->out_h, in->out_w, c);
-	free(cols);
 }

@@ -307,4 +307,13 @@ void npu_resize_coord(uint32_t o, uint32_t step, int32_t offset, uint32_t den,
 uint32_t npu_load_quant(const uint8_t *sram, uint32_t quant, uint32_t flags,
 			uint32_t n, int32_t *mult, int32_t *shift);
 
+/*
+ * npu_pool.c: fn(ctx, item, worker) for every item < items, on the pool's
+ * threads and the caller (worker 0 .. threads - 1: per-thread scratch),
+ * returning when all are done; inline on the caller without a pool.
+ */
+typedef void (*npu_pool_fn)(void *ctx, uint32_t item, unsigned int worker);
+void npu_pool_run(struct npu_ops_pool *pool, uint32_t items, npu_pool_fn fn,
+		  void *ctx);
+
 #endif /* NPU_OPS_INTERNAL_H */

@@ -179,24 +179,63 @@ static inline void ops_tally_bytes(const uint8_t *p, size_t n, int lo, int hi)
  */
 typedef void (*ops_run_fn)(const void *insn, uint8_t *sram);
 
+/*
+ * Every implementation also runs on pools of 2 and 3 host threads with
+ * every op of two units of work or more split (npu_ops_set_split_min(0)),
+ * so the splits are uneven and small ones happen too: the same bytes and
+ * the same host MACs as on one thread.
+ */
+static struct npu_ops_pool *ops_pools[4];
+
+static inline struct npu_ops_pool *ops_test_pool(unsigned int threads)
+{
+	if (threads < 2)
+		return NULL;
+	if (!ops_pools[threads]) {
+		ops_pools[threads] = npu_ops_pool_create(threads);
+		assert_non_null(ops_pools[threads]);
+	}
+	return ops_pools[threads];
+}
+
 static inline void ops_golden(struct ops_sram *s, const void *insn,
 			      ops_run_fn ref, ops_run_fn fast, const char *what)
 {
 	memcpy(s->ref, s->init, NPU_SRAM_SIZE);
 	ref(insn, s->ref);
 	for (int i = 0; i < OPS_NUM_IMPLS; i++) {
+		uint64_t macs1 = 0;
+
 		if (npu_ops_set_impl(ops_impls[i]))
 			continue;
-		memcpy(s->fast, s->init, NPU_SRAM_SIZE);
-		fast(insn, s->fast);
-		if (memcmp(s->fast, s->ref, NPU_SRAM_SIZE)) {
-			size_t at = 0;
+		for (unsigned int threads = 1; threads <= 3; threads++) {
+			uint64_t macs0 = npu_ops_host_macs(), split = 0;
 
-			while (s->fast[at] == s->ref[at])
-				at++;
-			fail_msg("%s: %s differs from the reference at SRAM 0x%zx "
-				 "(%d vs %d)", what, ops_impls[i], at,
-				 (int8_t)s->fast[at], (int8_t)s->ref[at]);
+			if (threads > 1)
+				split = npu_ops_set_split_min(0);
+			npu_ops_set_pool(ops_test_pool(threads));
+			memcpy(s->fast, s->init, NPU_SRAM_SIZE);
+			fast(insn, s->fast);
+			npu_ops_set_pool(NULL);
+			if (threads > 1)
+				npu_ops_set_split_min(split);
+			if (threads == 1)
+				macs1 = npu_ops_host_macs() - macs0;
+			else if (npu_ops_host_macs() - macs0 != macs1)
+				fail_msg("%s: %s on %u threads counts %llu MACs, on one %llu",
+					 what, ops_impls[i], threads,
+					 (unsigned long long)(npu_ops_host_macs() - macs0),
+					 (unsigned long long)macs1);
+			if (memcmp(s->fast, s->ref, NPU_SRAM_SIZE)) {
+				size_t at = 0;
+
+				while (s->fast[at] == s->ref[at])
+					at++;
+				fail_msg("%s: %s on %u thread(s) differs from the reference "
+					 "at SRAM 0x%zx (%d vs %d)", what, ops_impls[i],
+					 threads, at, (int8_t)s->fast[at],
+					 (int8_t)s->ref[at]);
+			}
 		}
 	}
 }

@@ -74,6 +74,53 @@ static void wrong_device_path_fails_clearly(void **state)
 	assert_int_equal(o.backend, NPU_BACKEND_SIM);
 }
 
+/*
+ * The simulator's host threads: npu_device_options.sim_threads and the
+ * spec "sim:threads=N"; 0 is the default, more than 64 fails the open
+ * with the value and the range, and a spec with no count, 0, a sign or
+ * junk is not a device spec. (The in-process sim, on the host and in the VM.)
+ */
+static void sim_threads_option_and_spec(void **state)
+{
+	static const char *const bad[] = {
+		"sim:threads=", "sim:threads=0", "sim:threads=-1", "sim:threads=2x",
+		"sim:threads=99999999999", "sim:threads", "sim:", "sim:threads=+2",
+	};
+	struct npu_device_options o;
+	struct npu_device *dev = (void *)1;
+	char err[512];
+
+	(void)state;
+	npu_device_options_init(&o);
+	assert_int_equal(o.sim_threads, 0);
+	assert_int_equal(npu_device_options_parse(&o, "sim:threads=3"), NPU_OK);
+	assert_int_equal(o.backend, NPU_BACKEND_SIM);
+	assert_int_equal(o.sim_threads, 3);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		npu_device_options_init(&o);
+		if (npu_device_options_parse(&o, bad[i]) != NPU_ERR_INVALID_ARG)
+			fail_msg("'%s' parsed as a device spec", bad[i]);
+		assert_int_equal(o.sim_threads, 0);
+	}
+
+	npu_device_options_init(&o);
+	o.backend = NPU_BACKEND_SIM;
+	o.sim_threads = 65;
+	assert_int_equal(npu_device_open(&o, &dev, err, sizeof(err)),
+			 NPU_ERR_INVALID_ARG);
+	assert_null(dev);
+	assert_non_null(strstr(err, "sim_threads 65 is outside 1..64"));
+	o.sim_threads = UINT32_MAX;
+	assert_int_equal(npu_device_open(&o, &dev, err, sizeof(err)),
+			 NPU_ERR_INVALID_ARG);
+	for (uint32_t t = 0; t <= 3; t++) {
+		o.sim_threads = t;
+		if (npu_device_open(&o, &dev, err, sizeof(err)))
+			fail_msg("sim_threads %u: %s", t, err);
+		npu_device_close(dev);
+	}
+}
+
 static void buffers_map_and_free(void **state)
 {
 	struct npu_device *dev = open_dev();
@@ -441,6 +488,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(open_reports_device_info),
 		cmocka_unit_test(wrong_device_path_fails_clearly),
+		cmocka_unit_test(sim_threads_option_and_spec),
 		cmocka_unit_test(buffers_map_and_free),
 		cmocka_unit_test(dmabuf_export_matches_backend),
 		cmocka_unit_test(builder_rejects_bad_instructions),

@@ -81,13 +81,19 @@ struct npu_device_options {
 	uint64_t sim_memory_bytes;	/* DMA arena; 0: 256 MiB */
 	uint32_t sim_watchdog_cycles;	/* 0: the firmware's default */
 	uint32_t sim_ring_entries;	/* per queue, power of two; 0: 1024 */
+	/*
+	 * Host threads the simulated NPU splits one job's large instructions
+	 * over (outputs and modeled cycles do not depend on it), 1..64;
+	 * 0: min(2, online CPUs). Also "sim:threads=N" in the device spec.
+	 */
+	uint32_t sim_threads;
 };
 
 NPU_API void npu_device_options_init(struct npu_device_options *opts);
 /*
  * Apply a device spec as the CLI's --device takes it: "sim", "accel",
- * "auto" or an accel node path ("/dev/accel/accel0"). NPU_ERR_INVALID_ARG
- * for anything else. The path string must outlive the open call.
+ * "auto" or an accel node path ("/dev/accel/accel0"); "sim:threads=N"
+ * (N >= 1) also sets sim_threads. NPU_ERR_INVALID_ARG for anything else. The path string must outlive the open call.
  */
 NPU_API npu_status npu_device_options_parse(struct npu_device_options *opts,
 				    const char *spec);

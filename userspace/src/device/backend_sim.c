@@ -22,6 +22,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "device/device_internal.h"
 #include "npu_sim.h"
@@ -593,6 +594,25 @@ static npu_status sim_boot(struct npu_device *dev,
 
 static void sim_close(struct npu_device *dev);
 
+/* The simulator's host threads (npu_device_options.sim_threads). */
+static npu_status sim_set_threads(struct npu_device *dev, struct sim_backend *be,
+				  uint32_t threads)
+{
+	if (!threads) {
+		long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+
+		threads = cpus >= 2 ? 2 : 1;
+	}
+	if (threads > NPU_SIM_MAX_THREADS)
+		return npu_dev_error(dev, NPU_ERR_INVALID_ARG,
+				     "sim_threads %u is outside 1..%u", threads,
+				     NPU_SIM_MAX_THREADS);
+	if (npu_sim_set_threads(be->sim, threads))
+		return npu_dev_error(dev, NPU_ERR_NO_MEMORY,
+				     "sim: cannot start %u simulator threads", threads);
+	return NPU_OK;
+}
+
 static npu_status sim_open(struct npu_device *dev,
 			   const struct npu_device_options *opts,
 			   const char *path)
@@ -654,6 +674,9 @@ static npu_status sim_open(struct npu_device *dev,
 		st = npu_dev_error(dev, NPU_ERR_NO_MEMORY, "npu_sim_create failed");
 		goto fail;
 	}
+	st = sim_set_threads(dev, be, opts->sim_threads);
+	if (st)
+		goto fail;
 	st = sim_boot(dev, opts);
 	if (st)
 		goto fail;

@@ -36,6 +36,24 @@ npu_status npu_device_options_parse(struct npu_device_options *opts,
 		return NPU_ERR_INVALID_ARG;
 	if (!strcmp(spec, "sim")) {
 		opts->backend = NPU_BACKEND_SIM;
+	} else if (!strncmp(spec, "sim:threads=", 12)) {
+		/* decimal digits only, 1 .. UINT32_MAX; npu_device_open checks the range */
+		const char *p = spec + 12;
+		uint64_t n = 0;
+
+		if (!*p)
+			return NPU_ERR_INVALID_ARG;
+		for (; *p; p++) {
+			if (*p < '0' || *p > '9')
+				return NPU_ERR_INVALID_ARG;
+			n = n * 10 + (uint64_t)(*p - '0');
+			if (n > UINT32_MAX)
+				return NPU_ERR_INVALID_ARG;
+		}
+		if (!n)
+			return NPU_ERR_INVALID_ARG;
+		opts->backend = NPU_BACKEND_SIM;
+		opts->sim_threads = (uint32_t)n;
 	} else if (!strcmp(spec, "accel")) {
 		opts->backend = NPU_BACKEND_ACCEL;
 	} else if (!strcmp(spec, "auto")) {
