@@ -26,6 +26,7 @@
 #include "migration/blocker.h"
 #include "migration/vmstate.h"
 #include "qom/object.h"
+#include "system/tcg.h"
 #include "trace.h"
 
 #include "npu_sim.h"
@@ -403,7 +404,11 @@ static void npu_realize(PCIDevice *pci, Error **errp)
     npu_sim_set_async_boot(s->sim, true);
     threads = s->threads;
     if (!threads) {
-        threads = sysconf(_SC_NPROCESSORS_ONLN) >= 2 ? 2 : 1;
+        /*
+         * Under TCG the guest's vCPU threads already keep the host's cores
+         * busy: a second simulator thread only competes with them.
+         */
+        threads = !tcg_enabled() && sysconf(_SC_NPROCESSORS_ONLN) >= 2 ? 2 : 1;
     }
     if (npu_sim_set_threads(s->sim, threads)) {
         error_setg(errp, "npu: cannot start %u simulator threads", threads);

@@ -96,6 +96,7 @@ static void sim_threads_option_and_spec(void **state)
 	assert_int_equal(npu_device_options_parse(&o, "sim:threads=3"), NPU_OK);
 	assert_int_equal(o.backend, NPU_BACKEND_SIM);
 	assert_int_equal(o.sim_threads, 3);
+	assert_true(o.flags & NPU_DEVICE_SIM_THREADS);
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		npu_device_options_init(&o);
 		if (npu_device_options_parse(&o, bad[i]) != NPU_ERR_INVALID_ARG)
@@ -103,9 +104,14 @@ static void sim_threads_option_and_spec(void **state)
 		assert_int_equal(o.sim_threads, 0);
 	}
 
+	/* Without the flag the field is not read (a 2.1 program's padding). */
 	npu_device_options_init(&o);
 	o.backend = NPU_BACKEND_SIM;
 	o.sim_threads = 65;
+	if (npu_device_open(&o, &dev, err, sizeof(err)))
+		fail_msg("sim_threads without NPU_DEVICE_SIM_THREADS was read: %s", err);
+	npu_device_close(dev);
+	o.flags |= NPU_DEVICE_SIM_THREADS;
 	assert_int_equal(npu_device_open(&o, &dev, err, sizeof(err)),
 			 NPU_ERR_INVALID_ARG);
 	assert_null(dev);

@@ -66,6 +66,12 @@ enum npu_backend {
  * CLI does.
  */
 #define NPU_DEVICE_NO_ENV	(1u << 0)
+/*
+ * Since 2.2: sim_threads holds the simulator's host thread count. Without
+ * it the field is not read, so a program built before it (whose struct
+ * had padding there) keeps the default.
+ */
+#define NPU_DEVICE_SIM_THREADS	(1u << 1)
 
 /*
  * Options of npu_device_open(); zero-initialise (or npu_device_options_init)
@@ -77,23 +83,25 @@ struct npu_device_options {
 	const char *path;		/* accel node; NULL: first npu node */
 	const char *trace_file;		/* append a Chrome trace of every job */
 	uint32_t flags;			/* NPU_DEVICE_* */
+	/*
+	 * sim, with NPU_DEVICE_SIM_THREADS in flags: the host threads the
+	 * simulated NPU splits one job's large instructions over (outputs and
+	 * modeled cycles do not depend on it), 1..64; 0: min(2, online CPUs).
+	 * Also "sim:threads=N" in the device spec. It sits in what was
+	 * padding, so the struct keeps its 1.x size and layout.
+	 */
+	uint32_t sim_threads;
 	/* sim only */
 	uint64_t sim_memory_bytes;	/* DMA arena; 0: 256 MiB */
 	uint32_t sim_watchdog_cycles;	/* 0: the firmware's default */
 	uint32_t sim_ring_entries;	/* per queue, power of two; 0: 1024 */
-	/*
-	 * Host threads the simulated NPU splits one job's large instructions
-	 * over (outputs and modeled cycles do not depend on it), 1..64;
-	 * 0: min(2, online CPUs). Also "sim:threads=N" in the device spec.
-	 */
-	uint32_t sim_threads;
 };
 
 NPU_API void npu_device_options_init(struct npu_device_options *opts);
 /*
  * Apply a device spec as the CLI's --device takes it: "sim", "accel",
  * "auto" or an accel node path ("/dev/accel/accel0"); "sim:threads=N"
- * (N >= 1) also sets sim_threads. NPU_ERR_INVALID_ARG for anything else. The path string must outlive the open call.
+ * (N >= 1) also sets sim_threads and NPU_DEVICE_SIM_THREADS. NPU_ERR_INVALID_ARG for anything else. The path string must outlive the open call.
  */
 NPU_API npu_status npu_device_options_parse(struct npu_device_options *opts,
 				    const char *spec);

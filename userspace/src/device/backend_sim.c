@@ -674,7 +674,7 @@ static npu_status sim_open(struct npu_device *dev,
 		st = npu_dev_error(dev, NPU_ERR_NO_MEMORY, "npu_sim_create failed");
 		goto fail;
 	}
-	st = sim_set_threads(dev, be, opts->sim_threads);
+	st = sim_set_threads(dev, be, opts->flags & NPU_DEVICE_SIM_THREADS ? opts->sim_threads : 0);
 	if (st)
 		goto fail;
 	st = sim_boot(dev, opts);

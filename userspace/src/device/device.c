@@ -54,6 +54,7 @@ npu_status npu_device_options_parse(struct npu_device_options *opts,
 			return NPU_ERR_INVALID_ARG;
 		opts->backend = NPU_BACKEND_SIM;
 		opts->sim_threads = (uint32_t)n;
+		opts->flags |= NPU_DEVICE_SIM_THREADS;
 	} else if (!strcmp(spec, "accel")) {
 		opts->backend = NPU_BACKEND_ACCEL;
 	} else if (!strcmp(spec, "auto")) {
