@@ -42,7 +42,8 @@ static int64_t w1_dims[] = { C_MID, C_IN, 1, 1 }, w2_dims[] = { C_IN, C_MID, 1, 
 
 /* ---- The provider: Relu, Mul by a scalar, Sigmoid ------------------------- */
 
-enum misbehave { OK_RUN, FAIL_COMPILE, FAIL_COMPUTE, WRONG_SHAPE, NO_OUTPUT, FAIL_LOAD };
+enum misbehave { OK_RUN, FAIL_COMPILE, FAIL_COMPUTE, WRONG_SHAPE, NO_OUTPUT, FAIL_LOAD,
+		 FAIL_SAVE };
 
 struct counts {
 	int compiled, deserialized, released, computed;
@@ -163,6 +164,8 @@ static void ew_release(void *user, void *state)
 static npu_status ew_serialize(void *user, const void *state, void **data, size_t *size)
 {
 	(void)user;
+	if (counts.mode == FAIL_SAVE)
+		return npu_last_error_set(NPU_ERR_NO_MEMORY, "the test provider cannot save its state");
 	*data = malloc(sizeof(struct ew_prog));
 	if (!*data)
 		return NPU_ERR_NO_MEMORY;
@@ -592,6 +595,15 @@ static void test_failing_compile_fails_the_plan(void **state)
 	assert_int_equal(counts.compiled, 1);	/* the second plan compiled */
 }
 
+/* serialize() failing fails the plan; what compile() made is released. */
+static void test_failing_serialize_fails_the_plan(void **state)
+{
+	(void)state;
+	check_misbehaviour(FAIL_SAVE, "serialize() failed: the test provider cannot save its state",
+			   true);
+	assert_int_equal(counts.released, counts.compiled);	/* none leaked */
+}
+
 static void test_failing_compute_fails_the_run(void **state)
 {
 	(void)state;
@@ -618,6 +630,7 @@ int main(void)
 		cmocka_unit_test(test_npu_before_provider),
 		cmocka_unit_test(test_bad_registrations_and_lists),
 		cmocka_unit_test(test_failing_compile_fails_the_plan),
+		cmocka_unit_test(test_failing_serialize_fails_the_plan),
 		cmocka_unit_test(test_failing_compute_fails_the_run),
 		cmocka_unit_test(test_wrong_output_shape_fails_the_run),
 		cmocka_unit_test(test_unallocated_output_fails_the_run),

@@ -285,7 +285,6 @@ static npu_status provider_prepare(const struct npu_op_def *def, struct npu_node
 		free(pn);
 		return st;
 	}
-	node->op_state = pn;
 	if (!blob && p->serialize) {
 		void *data = NULL;
 		size_t size = 0;
@@ -293,13 +292,18 @@ static npu_status provider_prepare(const struct npu_op_def *def, struct npu_node
 		npu_api_fail(NPU_OK, "%s", "");
 		st = p->serialize(p->user, pn->state, &data, &size);
 		if (st == NPU_OK && set_blob(node, data, size) != NPU_OK)
-			st = NPU_ERR_NO_MEMORY;
+			st = npu_api_fail(NPU_ERR_NO_MEMORY, "out of memory");
 		free(data);
-		if (st != NPU_OK)
-			return npu_error_set(err, st, "%s: serialize() failed: %s", pn->label,
-					     npu_last_error()[0] ? npu_last_error()
-								 : npu_status_str(st));
+		if (st != NPU_OK) {
+			npu_error_set(err, st, "%s: serialize() failed: %s", pn->label,
+				      npu_last_error()[0] ? npu_last_error() : npu_status_str(st));
+			if (p->release)
+				p->release(p->user, pn->state);
+			free(pn);
+			return st;
+		}
 	}
+	node->op_state = pn;
 	return NPU_OK;
 }
 
