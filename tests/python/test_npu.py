@@ -43,6 +43,26 @@ def conv_model(path, c_in=4, c_mid=8, hw=16, seed=0):
     return path
 
 
+def test_only_the_outputs_asked_for_are_computed(tmp_path):
+    """Two outputs of two branches: asking for one skips the other's nodes."""
+    nodes = [helper.make_node("Relu", ["x"], ["a"]), helper.make_node("Neg", ["x"], ["b"]),
+             helper.make_node("Sigmoid", ["b"], ["c"])]
+    g = helper.make_graph(nodes, "two", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])],
+                          [helper.make_tensor_value_info("a", TensorProto.FLOAT, [4]),
+                           helper.make_tensor_value_info("c", TensorProto.FLOAT, [4])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 8
+    onnx.save(m, str(tmp_path / "two.onnx"))
+    s = npu.InferenceSession(str(tmp_path / "two.onnx"))
+    x = np.array([-1, 0, 1, 2], np.float32)
+    (a,) = s.run(["a"], {"x": x})
+    assert np.array_equal(a, np.maximum(x, 0))
+    r = s.last_run()
+    assert r["nodes_run"] == 1 and r["nodes_skipped"] == 2, r
+    c, a2 = s.run(["c", "a"], {"x": x})
+    assert np.allclose(c, 1 / (1 + np.exp(x))) and np.array_equal(a2, a)
+
+
 def typed_model(path, elem):
     """x -> Identity -> y and x -> Add(x, x) -> z of one element type."""
     nodes = [helper.make_node("Identity", ["x"], ["y"]), helper.make_node("Add", ["x", "x"], ["z"])]
@@ -75,6 +95,9 @@ def test_ort_interface(model):
     assert y.shape == (1, 4, 16, 16) and y.dtype == np.float32
     (y2,) = s.run(["y"], {"x": x_of()})
     assert np.array_equal(y, y2)
+    # The output array was written in place by the run (IO binding), not copied.
+    r = s.last_run()
+    assert r["outputs_in_place"] == 1 and r["output_copies"] == 0, r
     assert s.run([], {"x": x_of()}) == []
     assert isinstance(npu.__version__, str) and npu.__version__.count(".") == 2
 

@@ -31,6 +31,7 @@ typedef struct {
 	int running;			/* runs in flight */
 	bool closed;
 	struct npu_npu_stats last;	/* the last run's NPU figures (under lock) */
+	struct npu_io_stats io;		/* ... and its copies */
 	double last_seconds;
 } SessionObject;
 
@@ -233,6 +234,8 @@ static void give_back(SessionObject *self, struct npu_session *s, bool ran)
 	if (ran) {
 		npu_npu_stats_init(&self->last);
 		npu_session_npu_stats(s, &self->last);
+		npu_io_stats_init(&self->io);
+		npu_session_io_stats(s, &self->io);
 		self->last_seconds = npu_session_last_run_seconds(s);
 	}
 	if (self->num_idle == self->cap_idle) {
@@ -270,7 +273,9 @@ static PyObject *session_run(SessionObject *self, PyObject *args)
 {
 	PyObject *names, *feed, *key, *value, *result = NULL;
 	PyArrayObject **arrays = NULL;
-	struct npu_host_tensor *ins = NULL;
+	struct npu_host_tensor *ins = NULL, *bound = NULL;
+	struct npu_plan *plan = NULL;
+	struct npu_run_options ro;
 	size_t n_in, i, n_out;
 	Py_ssize_t pos = 0, *want = NULL, num_want;
 	struct npu_session *s;
@@ -391,52 +396,110 @@ static PyObject *session_run(SessionObject *self, PyObject *args)
 		}
 		Py_DECREF(seq);
 	}
+	/*
+	 * The plan for these shapes gives the outputs' shapes: those fully
+	 * known are allocated as arrays first and written in place by the run
+	 * (IO binding: no copy); the others (sized by the data) are copied
+	 * after. Only the outputs asked for are computed.
+	 */
+	Py_BEGIN_ALLOW_THREADS
+	st = npu_model_get_plan(self->model, ins, n_in, &plan);
+	Py_END_ALLOW_THREADS
+	if (st != NPU_OK) {
+		PyErr_SetString(st == NPU_ERR_INVALID_ARG ? PyExc_ValueError : PyExc_RuntimeError,
+				npu_last_error());
+		goto out;
+	}
+	result = PyList_New(num_want);
+	bound = PyMem_Calloc((size_t)num_want + 1, sizeof(*bound));
+	if (!result || !bound) {
+		if (result)
+			PyErr_NoMemory();
+		goto fail;
+	}
+	for (pos = 0; pos < num_want; pos++) {
+		struct npu_tensor_info info;
+		npy_intp dims[NPU_MODEL_MAX_RANK];
+		bool known;
+		PyObject *a;
+		int t;
+
+		npu_plan_output_info(plan, (size_t)want[pos], &info);
+		bound[pos].name = info.name;
+		t = npy_type(info.dtype);
+		known = t >= 0 && info.rank >= 0;
+		for (d = 0; known && d < info.rank; d++)
+			known = info.dims[d] >= 0;
+		if (!known)
+			continue;	/* chosen, copied after the run */
+		for (d = 0; d < info.rank; d++)
+			dims[d] = (npy_intp)info.dims[d];
+		a = PyArray_SimpleNew(info.rank, dims, t);
+		if (!a)
+			goto fail;
+		PyList_SET_ITEM(result, pos, a);
+		bound[pos].dtype = info.dtype;
+		bound[pos].rank = info.rank;
+		memcpy(bound[pos].dims, info.dims, sizeof(bound[pos].dims));
+		bound[pos].data = PyArray_DATA((PyArrayObject *)a);
+		bound[pos].nbytes = (size_t)PyArray_NBYTES((PyArrayObject *)a);
+	}
 	s = take_session(self);
 	if (!s) {
 		fail(PyExc_RuntimeError);
-		goto out;
+		goto fail;
 	}
+	npu_run_options_init(&ro);
+	ro.outputs = bound;
+	ro.num_outputs = (size_t)num_want;
 	Py_BEGIN_ALLOW_THREADS
-	st = npu_session_run(s, ins, n_in);
+	st = num_want ? npu_session_run_with(s, plan, ins, n_in, &ro)
+		      : npu_session_run_plan(s, plan, ins, n_in);
 	Py_END_ALLOW_THREADS
 	if (st != NPU_OK) {
 		PyErr_SetString(st == NPU_ERR_INVALID_ARG ? PyExc_ValueError : PyExc_RuntimeError,
 				npu_last_error());
 		give_back(self, s, false);
-		goto out;
+		goto fail;
 	}
-	result = PyList_New(num_want);
-	for (pos = 0; result && pos < num_want; pos++) {
+	for (pos = 0; pos < num_want; pos++) {
 		struct npu_host_tensor out;
 		npy_intp dims[NPU_MODEL_MAX_RANK];
 		PyObject *a;
 		int t;
 
+		if (bound[pos].data)
+			continue;	/* written in place */
 		if (npu_session_output(s, (size_t)want[pos], &out) != NPU_OK) {
-			Py_CLEAR(result);
 			fail(PyExc_RuntimeError);
-			break;
+			give_back(self, s, true);
+			goto fail;
 		}
 		t = npy_type(out.dtype);
 		if (t < 0) {
-			Py_CLEAR(result);
 			PyErr_Format(PyExc_TypeError, "output '%s': type %s is not supported from Python",
 				     out.name, npu_data_type_name(out.dtype));
-			break;
+			give_back(self, s, true);
+			goto fail;
 		}
 		for (d = 0; d < out.rank; d++)
 			dims[d] = (npy_intp)out.dims[d];
 		a = PyArray_SimpleNew(out.rank, dims, t);
 		if (!a) {
-			Py_CLEAR(result);
-			break;
+			give_back(self, s, true);
+			goto fail;
 		}
 		if (out.nbytes)
 			memcpy(PyArray_DATA((PyArrayObject *)a), out.data, out.nbytes);
 		PyList_SET_ITEM(result, pos, a);
 	}
 	give_back(self, s, true);
+	goto out;
+fail:
+	Py_CLEAR(result);
 out:
+	npu_plan_release(plan);
+	PyMem_Free(bound);
 	for (i = 0; arrays && i < n_in; i++)
 		Py_XDECREF(arrays[i]);
 	PyMem_Free(arrays);
@@ -454,12 +517,16 @@ static PyObject *session_last_run(SessionObject *self, PyObject *unused)
 	if (check_open(self))
 		return NULL;
 	pthread_mutex_lock(&self->lock);
-	r = Py_BuildValue("{s:d,s:K,s:I,s:n,s:K,s:K}", "seconds", self->last_seconds,
+	r = Py_BuildValue("{s:d,s:K,s:I,s:n,s:K,s:K,s:K,s:K,s:K,s:K}", "seconds", self->last_seconds,
 			  "npu_cycles", (unsigned long long)self->last.last_cycles,
 			  "clock_mhz", (unsigned int)self->last.clock_mhz,
 			  "segments", (Py_ssize_t)self->last.segments,
 			  "npu_macs", (unsigned long long)self->last.npu_macs,
-			  "total_macs", (unsigned long long)self->last.total_macs);
+			  "total_macs", (unsigned long long)self->last.total_macs,
+			  "outputs_in_place", (unsigned long long)self->io.outputs_in_place,
+			  "output_copies", (unsigned long long)self->io.output_copies,
+			  "nodes_run", (unsigned long long)self->io.nodes_run,
+			  "nodes_skipped", (unsigned long long)self->io.nodes_skipped);
 	pthread_mutex_unlock(&self->lock);
 	return r;
 }
