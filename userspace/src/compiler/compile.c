@@ -228,16 +228,6 @@ static npu_status check_int16(struct build *b)
 	return NPU_OK;
 }
 
-static bool has_subgraph(const struct npu_node *n)
-{
-	size_t a;
-
-	for (a = 0; a < n->num_attrs; a++)
-		if (n->attrs[a].type == NPU_ATTR_GRAPH && n->attrs[a].g)
-			return true;
-	return false;
-}
-
 static void initial_placement(struct build *b)
 {
 	size_t i;
@@ -257,7 +247,7 @@ static void initial_placement(struct build *b)
 		} else if (npu_node_schema(b->g, n) && npu_node_schema(b->g, n)->opaque) {
 			place(b, n, NPU_PLACE_CPU,
 			      "custom op: the application's kernel runs it on the CPU");
-		} else if (has_subgraph(n)) {
+		} else if (npu_node_has_subgraph(n)) {
 			place(b, n, NPU_PLACE_CPU,
 			      "control flow runs on the CPU; its subgraphs are compiled on their own (records below)");
 		} else if (keep) {
@@ -295,54 +285,19 @@ static void initial_placement(struct build *b)
  */
 static npu_status cluster_order(struct build *b)
 {
-	struct npu_graph *g = b->g;
-	size_t n = g->num_nodes, i, j, k, done;
-	size_t *indeg = calloc(n + 1, sizeof(*indeg));
-	bool *taken = calloc(n + 1, sizeof(*taken));
-	struct npu_node **order = calloc(n + 1, sizeof(*order));
-	enum npu_placement last = NPU_PLACE_NPU;
+	bool *npu = calloc(b->g->num_nodes + 1, sizeof(*npu));
+	npu_status st;
+	size_t i;
 
-	if (!indeg || !taken || !order) {
-		free(indeg);
-		free(taken);
-		free(order);
+	if (!npu)
 		return npu_error_set(b->err, NPU_ERR_NO_MEMORY, "compile: out of memory");
-	}
-	for (i = 0; i < n; i++)
-		for (j = 0; j < g->nodes[i]->num_inputs; j++)
-			indeg[i] += g->nodes[i]->inputs[j] && g->nodes[i]->inputs[j]->producer;
-	for (done = 0; done < n; done++) {
-		size_t pick = n;
-
-		for (i = 0; i < n; i++) {
-			if (taken[i] || indeg[i])
-				continue;
-			if (pick == n)
-				pick = i;
-			if (g->nodes[i]->placement == last) {
-				pick = i;
-				break;
-			}
-		}
-		if (pick == n)
-			break;	/* cycle: npu_graph_sort reports it */
-		taken[pick] = true;
-		order[done] = g->nodes[pick];
-		last = g->nodes[pick]->placement;
-		for (k = 0; k < g->nodes[pick]->num_outputs; k++) {
-			const struct npu_value *v = g->nodes[pick]->outputs[k];
-
-			for (i = 0; v && i < n; i++)
-				for (j = 0; j < g->nodes[i]->num_inputs; j++)
-					indeg[i] -= g->nodes[i]->inputs[j] == v;
-		}
-	}
-	if (done == n && n)	/* a graph of constants alone has no node array */
-		memcpy(g->nodes, order, n * sizeof(*order));
-	free(indeg);
-	free(taken);
-	free(order);
-	return done == n ? NPU_OK : npu_error_set(b->err, NPU_ERR_MODEL, "compile: graph has a cycle");
+	for (i = 0; i < b->g->num_nodes; i++)
+		npu[i] = b->g->nodes[i]->placement == NPU_PLACE_NPU;
+	st = npu_graph_cluster_order(b->g, npu, true, b->err);
+	if (st)
+		npu_error_prefix(b->err, "compile");
+	free(npu);
+	return st;
 }
 
 /* Consecutive NPU nodes in the clustered order: [first, end). */

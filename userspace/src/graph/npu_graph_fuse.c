@@ -3,7 +3,8 @@
  * npu_graph_fuse.c - a set of nodes becomes one node that carries them as
  * its "body" subgraph: how an execution provider's claim enters the plan
  * (runtime/npu_provider.c), kept whole so that a compiled file can store
- * it and the provider compile it again.
+ * it and the provider compile it again. And the order that keeps the nodes
+ * of one side (a provider's, the NPU's) together before they are grouped.
  */
 #include "graph/npu_ir.h"
 
@@ -206,4 +207,71 @@ out:
 	free(ins);
 	free(outs);
 	return st;
+}
+
+bool npu_node_has_subgraph(const struct npu_node *n)
+{
+	size_t a;
+
+	for (a = 0; a < n->num_attrs; a++)
+		if (n->attrs[a].type == NPU_ATTR_GRAPH && n->attrs[a].g)
+			return true;
+	return false;
+}
+
+npu_status npu_graph_cluster_order(struct npu_graph *g, bool *side, bool first,
+				   struct npu_error *err)
+{
+	size_t n = g->num_nodes, i, j, k, done;
+	size_t *indeg = calloc(n + 1, sizeof(*indeg));
+	bool *placed = calloc(n + 1, sizeof(*placed));
+	bool *side2 = calloc(n + 1, sizeof(*side2));
+	struct npu_node **order = calloc(n + 1, sizeof(*order));
+	bool last = first;
+
+	if (!indeg || !placed || !side2 || !order) {
+		free(indeg);
+		free(placed);
+		free(side2);
+		free(order);
+		return npu_error_set(err, NPU_ERR_NO_MEMORY, "out of memory");
+	}
+	for (i = 0; i < n; i++)
+		for (j = 0; j < g->nodes[i]->num_inputs; j++)
+			indeg[i] += g->nodes[i]->inputs[j] && g->nodes[i]->inputs[j]->producer;
+	for (done = 0; done < n; done++) {
+		size_t pick = n;
+
+		for (i = 0; i < n; i++) {
+			if (placed[i] || indeg[i])
+				continue;
+			if (pick == n)
+				pick = i;
+			if (side[i] == last) {
+				pick = i;
+				break;
+			}
+		}
+		if (pick == n)
+			break;
+		placed[pick] = true;
+		order[done] = g->nodes[pick];
+		side2[done] = last = side[pick];
+		for (k = 0; k < g->nodes[pick]->num_outputs; k++) {
+			const struct npu_value *v = g->nodes[pick]->outputs[k];
+
+			for (i = 0; v && i < n; i++)
+				for (j = 0; j < g->nodes[i]->num_inputs; j++)
+					indeg[i] -= g->nodes[i]->inputs[j] == v;
+		}
+	}
+	if (done == n && n) {	/* a graph of constants alone has no node array */
+		memcpy(g->nodes, order, n * sizeof(*order));
+		memcpy(side, side2, n * sizeof(*side));
+	}
+	free(indeg);
+	free(placed);
+	free(side2);
+	free(order);
+	return done == n ? NPU_OK : npu_error_set(err, NPU_ERR_MODEL, "graph has a cycle");
 }

@@ -289,6 +289,19 @@ npu_status npu_graph_fuse(struct npu_graph *g, struct npu_node *const *nodes, si
 			  const char *op_type, const char *domain, const char *name,
 			  struct npu_node **out, struct npu_error *err);
 
+/*
+ * Reorder g's nodes topologically, taking among the ready nodes the first
+ * on the side of the node placed just before ('first' before any), so that
+ * each side's nodes form as few runs as the dependencies allow (the NPU's
+ * segments, a provider's subgraphs). side[] holds one flag per node of g's
+ * order and is reordered with the nodes. NPU_ERR_MODEL on a cycle.
+ */
+npu_status npu_graph_cluster_order(struct npu_graph *g, bool *side, bool first,
+				   struct npu_error *err);
+
+/* Whether n has a subgraph attribute (control flow: If, Loop, Scan). */
+bool npu_node_has_subgraph(const struct npu_node *n);
+
 /* ---- Passes: a named function list over the graph (compiler hooks) ---- */
 
 struct npu_pass {

@@ -26,9 +26,13 @@ struct npu_plan;
 struct npu_provider_record;
 
 /* Why providers left nodes while a plan is made: one entry per refusal. */
+struct npu_ep_note {
+	char *node, *why;
+	const char *provider;	/* the ep's name */
+};
+
 struct npu_ep_notes {
-	char **node, **why;
-	const char **provider;
+	struct npu_ep_note *list;
 	size_t count;
 };
 

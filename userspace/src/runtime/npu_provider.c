@@ -196,17 +196,29 @@ static const struct npu_graph *body_of(const struct npu_node *node)
 	return a && a->type == NPU_ATTR_GRAPH ? a->g : NULL;
 }
 
+/* node's subgraph, checked against its inputs and outputs (a compiled file's
+ * node is not inferred); NULL with err set. */
+static const struct npu_graph *checked_body(const struct npu_node *node, struct npu_error *err)
+{
+	const struct npu_graph *body = body_of(node);
+
+	if (body && body->num_inputs == node->num_inputs &&
+	    body->num_outputs == node->num_outputs)
+		return body;
+	npu_error_set(err, NPU_ERR_MODEL,
+		      "provider '%s' node '%s': its subgraph is missing or does not match its inputs and outputs",
+		      node->op_type, node->name);
+	return NULL;
+}
+
 /* Outputs are the subgraph's, as they were inferred when it was taken. */
 static npu_status provider_infer(struct npu_infer_ctx *ctx)
 {
-	const struct npu_graph *body = body_of(ctx->node);
+	const struct npu_graph *body = checked_body(ctx->node, ctx->err);
 	size_t j;
 
-	if (!body || body->num_outputs != ctx->node->num_outputs ||
-	    body->num_inputs != ctx->node->num_inputs)
-		return npu_error_set(ctx->err, NPU_ERR_MODEL,
-				     "provider '%s' node '%s': its subgraph is missing or does not match its inputs and outputs",
-				     ctx->node->op_type, ctx->node->name);
+	if (!body)
+		return ctx->err->status;
 	for (j = 0; j < body->num_outputs; j++) {
 		ctx->out_dtypes[j] = body->outputs[j]->dtype;
 		ctx->out_shapes[j] = body->outputs[j]->shape;
@@ -248,7 +260,7 @@ static npu_status provider_prepare(const struct npu_op_def *def, struct npu_node
 {
 	const struct npu_provider_record *rec = record_of_def(def);
 	const struct npu_provider *p = &rec->p;
-	const struct npu_graph *body = body_of(node);
+	const struct npu_graph *body = checked_body(node, err);
 	const struct npu_attr *blob = npu_node_attr(node, "blob");
 	const struct npu_provider_subgraph *sg = (const struct npu_provider_subgraph *)body;
 	struct provider_node *pn;
@@ -257,12 +269,8 @@ static npu_status provider_prepare(const struct npu_op_def *def, struct npu_node
 
 	(void)cpu;
 	node->op_state = NULL;
-	/* A compiled file's node is checked here: nothing inferred it. */
-	if (!body || body->num_inputs != node->num_inputs ||
-	    body->num_outputs != node->num_outputs)
-		return npu_error_set(err, NPU_ERR_MODEL,
-				     "provider '%s' node '%s': its subgraph is missing or does not match its inputs and outputs",
-				     rec->name, node->name);
+	if (!body)
+		return err->status;
 	pn = calloc(1, sizeof(*pn));
 	if (!pn)
 		return npu_error_set(err, NPU_ERR_NO_MEMORY, "out of memory");
@@ -382,39 +390,22 @@ NPU_API bool npu_provider_node_input_taken(const struct npu_provider_node *pn, s
 	return false;
 }
 
-static bool has_subgraph(const struct npu_node *n)
-{
-	size_t a;
-
-	for (a = 0; a < n->num_attrs; a++)
-		if (n->attrs[a].type == NPU_ATTR_GRAPH)
-			return true;
-	return n->num_implicit_inputs != 0;
-}
-
 static npu_status note(struct npu_ep_ctx *ctx, const char *node, const char *provider,
 		       const char *why)
 {
 	struct npu_ep_notes *nt = &ctx->notes;
-	size_t n = nt->count + 1;
-	char **nodes = realloc(nt->node, n * sizeof(*nodes));
-	char **whys = nodes ? realloc(nt->why, n * sizeof(*whys)) : NULL;
-	const char **provs = whys ? realloc(nt->provider, n * sizeof(*provs)) : NULL;
+	struct npu_ep_note *l = realloc(nt->list, (nt->count + 1) * sizeof(*l));
 
-	if (nodes)
-		nt->node = nodes;
-	if (whys)
-		nt->why = whys;
-	if (provs)
-		nt->provider = provs;
-	if (!provs)
+	if (!l)
 		return npu_error_set(ctx->err, NPU_ERR_NO_MEMORY, "out of memory");
-	nt->node[nt->count] = strdup(node);
-	nt->why[nt->count] = strdup(why);
-	nt->provider[nt->count] = provider;
-	if (!nt->node[nt->count] || !nt->why[nt->count]) {
-		free(nt->node[nt->count]);
-		free(nt->why[nt->count]);
+	nt->list = l;
+	l = &l[nt->count];
+	l->node = strdup(node);
+	l->why = strdup(why);
+	l->provider = provider;
+	if (!l->node || !l->why) {
+		free(l->node);
+		free(l->why);
 		return npu_error_set(ctx->err, NPU_ERR_NO_MEMORY, "out of memory");
 	}
 	nt->count++;
@@ -426,87 +417,11 @@ static void notes_free(struct npu_ep_notes *nt)
 	size_t i;
 
 	for (i = 0; i < nt->count; i++) {
-		free(nt->node[i]);
-		free(nt->why[i]);
+		free(nt->list[i].node);
+		free(nt->list[i].why);
 	}
-	free(nt->node);
-	free(nt->why);
-	free(nt->provider);
+	free(nt->list);
 	memset(nt, 0, sizeof(*nt));
-}
-
-static size_t node_index(const struct npu_graph *g, const struct npu_node *n)
-{
-	size_t i;
-
-	for (i = 0; i < g->num_nodes; i++)
-		if (g->nodes[i] == n)
-			return i;
-	return SIZE_MAX;
-}
-
-/*
- * Reorder g's nodes topologically, staying with the side (taken or not) of
- * the node just placed while the dependencies allow, so that taken nodes
- * form as few runs as they can; take[] follows the nodes.
- */
-static npu_status cluster_order(struct npu_graph *g, bool *take, struct npu_error *err)
-{
-	size_t n = g->num_nodes, i, j, k, done;
-	size_t *pending = calloc(n + 1, sizeof(*pending));
-	bool *placed = calloc(n + 1, sizeof(*placed));
-	struct npu_node **order = calloc(n + 1, sizeof(*order));
-	bool *take2 = calloc(n + 1, sizeof(*take2));
-	bool side = false;
-
-	if (!pending || !placed || !order || !take2) {
-		free(pending);
-		free(placed);
-		free(order);
-		free(take2);
-		return npu_error_set(err, NPU_ERR_NO_MEMORY, "out of memory");
-	}
-	/* pending[i]: inputs of node i made by nodes not placed yet. */
-	for (i = 0; i < n; i++)
-		for (j = 0; j < g->nodes[i]->num_inputs; j++) {
-			const struct npu_value *v = g->nodes[i]->inputs[j];
-
-			if (v && v->producer && node_index(g, v->producer) != SIZE_MAX)
-				pending[i]++;
-		}
-	for (done = 0; done < n; done++) {
-		size_t pick = SIZE_MAX;
-
-		for (i = 0; i < n && pick == SIZE_MAX; i++)
-			if (!placed[i] && !pending[i] && take[i] == side)
-				pick = i;
-		for (i = 0; i < n && pick == SIZE_MAX; i++)
-			if (!placed[i] && !pending[i])
-				pick = i;
-		if (pick == SIZE_MAX)	/* a cycle: the graph was sorted, so never */
-			break;
-		placed[pick] = true;
-		side = take[pick];
-		order[done] = g->nodes[pick];
-		take2[done] = take[pick];
-		for (i = 0; i < n; i++)
-			for (j = 0; j < g->nodes[i]->num_inputs; j++) {
-				const struct npu_value *v = g->nodes[i]->inputs[j];
-
-				for (k = 0; v && k < g->nodes[pick]->num_outputs; k++)
-					if (g->nodes[pick]->outputs[k] == v)
-						pending[i]--;
-			}
-	}
-	if (done == n) {
-		memcpy(g->nodes, order, n * sizeof(*order));
-		memcpy(take, take2, n * sizeof(*take));
-	}
-	free(pending);
-	free(placed);
-	free(order);
-	free(take2);
-	return NPU_OK;
 }
 
 static size_t uf_find(size_t *parent, size_t i)
@@ -552,7 +467,8 @@ static npu_status user_assign(const struct npu_ep *ep, struct npu_ep_ctx *ctx)
 		const struct npu_node *node = g->nodes[i];
 		const struct npu_op_schema *s = npu_node_schema(g, node);
 
-		if (!s || s->opaque || s->owner || has_subgraph(node))
+		if (!s || s->opaque || s->owner || npu_node_has_subgraph(node) ||
+		    node->num_implicit_inputs)
 			continue;
 		why[0] = 0;
 		take[i] = p->can_run(p->user, (const struct npu_provider_node *)node, why,
@@ -566,8 +482,9 @@ static npu_status user_assign(const struct npu_ep *ep, struct npu_ep_ctx *ctx)
 		;
 	if (i == n)
 		goto out;	/* took nothing: the graph stays as it is */
+	/* The taken nodes next to one another where the dependencies allow. */
 	if (!st)
-		st = cluster_order(g, take, ctx->err);
+		st = npu_graph_cluster_order(g, take, false, ctx->err);
 	for (start = 0; !st && start < n;) {
 		size_t end = start;
 
@@ -690,19 +607,20 @@ npu_status npu_model_providers(struct npu_model *m)
 	bool device_given = strcmp(m->device_name, "cpu") != 0;
 	bool names_npu = false;
 	const struct npu_ep *eps[NPU_PROVIDERS_MAX];
-	size_t n = 0, i;
-	const char *s;
+	const char *s, *why = NULL;
+	size_t n = 0, i, len = 0;
+	npu_status st;
 
 	if (!list) {
 		if (device_given)
 			eps[n++] = &builtin_npu;
 		eps[n++] = &builtin_cpu;
 	}
+	/* Registered providers are read under the lock, the message too. */
 	pthread_mutex_lock(&m->engine->lock);
-	for (s = list; s && *s;) {
+	for (s = list; s && *s && !why;) {
 		const char *t = s;
 		const struct npu_ep *ep;
-		size_t len;
 
 		while (*t && *t != ',')
 			t++;
@@ -714,28 +632,25 @@ npu_status npu_model_providers(struct npu_model *m)
 		while (len && isspace((unsigned char)s[len - 1]))
 			len--;
 		ep = len ? find_ep(m->engine, s, len) : NULL;
-		if (!ep) {
-			pthread_mutex_unlock(&m->engine->lock);
-			return list_fail(m, len ? "no provider" : "an empty name", s, (int)len);
-		}
-		for (i = 0; i < n; i++)
-			if (eps[i] == ep) {
-				pthread_mutex_unlock(&m->engine->lock);
-				return list_fail(m, "names twice", s, (int)len);
-			}
-		if (n && eps[n - 1] == &builtin_cpu) {
-			pthread_mutex_unlock(&m->engine->lock);
-			return list_fail(m, "'cpu' takes every node left, so it comes last, not before",
-					 s, (int)len);
-		}
-		if (n == NPU_PROVIDERS_MAX - 1) {
-			pthread_mutex_unlock(&m->engine->lock);
-			return list_fail(m, "too many providers, at", s, (int)len);
-		}
-		eps[n++] = ep;
-		s = *t ? t + 1 : t;
+		for (i = 0; ep && i < n && eps[i] != ep; i++)
+			;
+		if (!ep)
+			why = len ? "no provider" : "an empty name";
+		else if (i < n)
+			why = "names twice";
+		else if (n && eps[n - 1] == &builtin_cpu)
+			why = "'cpu' takes every node left, so it comes last, not before";
+		else if (n == NPU_PROVIDERS_MAX - 1)
+			why = "too many providers, at";
+		else
+			eps[n++] = ep;
+		if (!why)
+			s = *t ? t + 1 : t;
 	}
+	st = why ? list_fail(m, why, s, (int)len) : NPU_OK;
 	pthread_mutex_unlock(&m->engine->lock);
+	if (st)
+		return st;
 	if (!n || eps[n - 1] != &builtin_cpu)
 		eps[n++] = &builtin_cpu;	/* the last resort, named or not */
 	for (i = 0; i < n; i++)
@@ -801,9 +716,9 @@ static npu_status add_placement(struct npu_plan *p, const char *node, const char
 	used = (size_t)snprintf(buf, sizeof(buf), "%s", reason);
 	/* Why the providers before the one that runs it did not take it. */
 	for (i = 0; nt && i < nt->count && used < sizeof(buf); i++)
-		if (!strcmp(nt->node[i], node) && strcmp(nt->provider[i], provider))
+		if (!strcmp(nt->list[i].node, node) && strcmp(nt->list[i].provider, provider))
 			used += (size_t)snprintf(buf + used, sizeof(buf) - used, "; %s: %s",
-						 nt->provider[i], nt->why[i]);
+						 nt->list[i].provider, nt->list[i].why);
 	pl->node = strdup(node);
 	pl->op_type = strdup(op_type);
 	pl->reason = strdup(buf);
