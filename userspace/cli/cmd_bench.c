@@ -4,7 +4,10 @@
  * modeled time, utilization and MAC share when it runs on an NPU device.
  * Prints what it measured; nothing here is a pass / fail threshold.
  */
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +15,7 @@
 #include <time.h>
 
 #include "cli_util.h"
+#include "npu/npu_device.h"
 #include "npu/npu_model.h"
 #include "npu_cli.h"
 #include "report.h"
@@ -21,8 +25,9 @@
 static void bench_usage(FILE *out)
 {
 	fprintf(out,
-		"usage: npu bench MODEL [--device cpu|sim|accel] [--providers LIST] [--shape NAME=DIMS]...\n"
-		"                 [--iters N] [--warmup N] [--threads N] [--seed N] [--per-op]\n"
+		"usage: npu bench MODEL [--device cpu|sim|sim:N|accel|accel:K|accel:*] [--providers LIST]\n"
+		"                 [--shape NAME=DIMS]... [--iters N] [--warmup N] [--threads N] [--seed N]\n"
+		"                 [--parallel data|auto] [--sessions N] [--per-op]\n"
 		"                 [--json] [--report OUT.html]\n"
 		"                 [--calib-dir DIR | --calib random]   (sim, accel: see npu compile)\n"
 		"                 [--int16 NODE[,NODE]...] [--precision int8|int16] [--codegen K=V,...]\n"
@@ -32,6 +37,14 @@ static void bench_usage(FILE *out)
 		"also the modeled NPU time, the NPU utilization (ideal MAC cycles / modeled\n"
 		"cycles over NPU segments), the share of MACs on the NPU and the CPU time.\n"
 		"  --iters N     timed runs (default 20)    --warmup N  untimed runs (default 3)\n"
+		"  --parallel M  on a device set (sim:4, accel:*): after the latency runs, N\n"
+		"                sessions on their own threads run --iters runs each, every\n"
+		"                run on the device with the least modeled work outstanding\n"
+		"                (data: data parallel; auto picks it). Reports runs and\n"
+		"                modeled time per device, modeled throughput against one\n"
+		"                device's, and the wall-clock throughput (which this host's\n"
+		"                cores bound, not the devices). Default with a set: data.\n"
+		"  --sessions N  sessions of --parallel (default: one per device)\n"
 		"  --per-op      time every NPU op on the device (timestamps around each op)\n"
 		"                and print its roofline: ideal MAC cycles / modeled cycles;\n"
 		"                on the CPU, milliseconds per run of each op type (host\n"
@@ -48,6 +61,149 @@ static double now_ms(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+/* One thread of the --parallel phase: its own session, 'iters' runs. */
+struct bench_worker {
+	pthread_t thread;
+	struct npu_model *model;
+	const struct npu_host_tensor *inputs;
+	size_t num_inputs;
+	int iters;
+	atomic_bool *failed;
+	char error[512];
+};
+
+static void *bench_worker_main(void *arg)
+{
+	struct bench_worker *w = arg;
+	struct npu_session *s = NULL;
+	int k;
+
+	if (npu_session_create(w->model, NULL, &s) != NPU_OK) {
+		snprintf(w->error, sizeof(w->error), "%s", npu_last_error());
+		atomic_store(w->failed, true);
+		return NULL;
+	}
+	for (k = 0; k < w->iters && !atomic_load(w->failed); k++)
+		if (npu_session_run(s, w->inputs, w->num_inputs) != NPU_OK) {
+			snprintf(w->error, sizeof(w->error), "run %d: %s", k, npu_last_error());
+			atomic_store(w->failed, true);
+		}
+	npu_session_destroy(s);
+	return NULL;
+}
+
+/* What the --parallel phase measured. */
+struct bench_parallel {
+	int sessions;
+	size_t devices;
+	double wall_ms;
+	uint64_t runs[NPU_DEVICE_SET_MAX], cycles[NPU_DEVICE_SET_MAX];
+	const char *names[NPU_DEVICE_SET_MAX];
+	uint32_t clock_mhz;
+	double busiest_ms;	/* modeled: the device that worked longest */
+};
+
+static int bench_parallel_run(struct npu_model *m, const struct npu_host_tensor *inputs,
+			      size_t num_inputs, int sessions, int iters,
+			      struct bench_parallel *out)
+{
+	struct npu_model_device_stats before[NPU_DEVICE_SET_MAX], ds;
+	struct bench_worker *w = calloc((size_t)sessions, sizeof(*w));
+	atomic_bool failed = false;
+	int started = 0, k, rc = 0;
+	size_t d;
+	double t0;
+
+	if (!w) {
+		fprintf(stderr, "npu bench: out of memory\n");
+		return 1;
+	}
+	out->sessions = sessions;
+	out->devices = npu_model_num_devices(m);
+	for (d = 0; d < out->devices; d++) {
+		npu_model_device_stats_init(&before[d]);
+		npu_model_device_stats(m, d, &before[d]);
+	}
+	t0 = now_ms();
+	for (k = 0; k < sessions; k++) {
+		w[k] = (struct bench_worker){ .model = m, .inputs = inputs, .num_inputs = num_inputs,
+					      .iters = iters, .failed = &failed };
+		if (pthread_create(&w[k].thread, NULL, bench_worker_main, &w[k])) {
+			fprintf(stderr, "npu bench: cannot start session thread %d\n", k);
+			atomic_store(&failed, true);
+			rc = 1;
+			break;
+		}
+		started++;
+	}
+	for (k = 0; k < started; k++)
+		pthread_join(w[k].thread, NULL);
+	out->wall_ms = now_ms() - t0;
+	for (k = 0; k < started; k++)
+		if (w[k].error[0]) {
+			fprintf(stderr, "npu bench: --parallel session %d: %s\n", k, w[k].error);
+			rc = 1;
+		}
+	out->busiest_ms = 0;
+	for (d = 0; d < out->devices; d++) {
+		npu_model_device_stats_init(&ds);
+		npu_model_device_stats(m, d, &ds);
+		out->names[d] = ds.name;
+		out->runs[d] = ds.runs - before[d].runs;
+		out->cycles[d] = ds.modeled_cycles - before[d].modeled_cycles;
+		out->clock_mhz = ds.clock_mhz ? ds.clock_mhz : out->clock_mhz;
+	}
+	for (d = 0; d < out->devices; d++) {
+		double ms = out->cycles[d] / (out->clock_mhz ? out->clock_mhz : 1000) / 1e3;
+
+		if (ms > out->busiest_ms)
+			out->busiest_ms = ms;
+	}
+	free(w);
+	return rc;
+}
+
+static void bench_parallel_print(const struct bench_parallel *p, int iters, double run_ms,
+				 bool json)
+{
+	double total = (double)p->sessions * iters, one = run_ms > 0 ? 1000.0 / run_ms : 0;
+	double modeled = p->busiest_ms > 0 ? 1000.0 * total / p->busiest_ms : 0;
+	size_t d;
+
+	if (json) {
+		printf(",\n \"parallel\": {\"mode\": \"data\", \"sessions\": %d, \"runs\": %.0f,\n"
+		       "  \"modeled_latency_ms\": %.4f, \"modeled_throughput_per_s\": %.3f,\n"
+		       "  \"modeled_throughput_one_device_per_s\": %.3f, \"modeled_scaling\": %.4f,\n"
+		       "  \"wall_ms\": %.3f, \"wall_throughput_per_s\": %.3f,\n  \"devices\": [",
+		       p->sessions, total, run_ms, modeled, one, one > 0 ? modeled / one : 0,
+		       p->wall_ms, p->wall_ms > 0 ? 1000.0 * total / p->wall_ms : 0);
+		for (d = 0; d < p->devices; d++) {
+			double ms = p->cycles[d] / (p->clock_mhz ? p->clock_mhz : 1000) / 1e3;
+
+			printf("%s\n   {\"name\": ", d ? "," : "");
+			npu_cli_json_string(stdout, p->names[d]);
+			printf(", \"runs\": %llu, \"modeled_busy_ms\": %.4f, \"utilization\": %.4f}",
+			       (unsigned long long)p->runs[d], ms,
+			       p->busiest_ms > 0 ? ms / p->busiest_ms : 0);
+		}
+		printf("]}");
+		return;
+	}
+	printf("  parallel (data): %d sessions x %d runs over %zu devices\n", p->sessions, iters,
+	       p->devices);
+	for (d = 0; d < p->devices; d++) {
+		double ms = p->cycles[d] / (p->clock_mhz ? p->clock_mhz : 1000) / 1e3;
+
+		printf("    %-20s %5llu runs, modeled busy %9.3f ms, utilization %5.1f%%\n",
+		       p->names[d], (unsigned long long)p->runs[d], ms,
+		       p->busiest_ms > 0 ? 100.0 * ms / p->busiest_ms : 0);
+	}
+	printf("    modeled: latency %.3f ms per run, throughput %.1f runs/s (one device: %.1f, x%.2f)\n",
+	       run_ms, modeled, one, one > 0 ? modeled / one : 0);
+	printf("    wall clock: %.1f runs/s (host-bound: this machine's cores run every device)\n",
+	       p->wall_ms > 0 ? 1000.0 * total / p->wall_ms : 0);
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -323,7 +479,10 @@ int npu_cmd_bench(int argc, char **argv)
 	unsigned long long seed = 1;
 	double *lat = NULL, load_ms, sum = 0, npu_wall = 0, cycles = 0, ideal = 0;
 	bool json = false, on_npu;
-	const char *report = NULL;
+	const char *report = NULL, *parallel = NULL;
+	int sessions = 0;
+	struct bench_parallel par = { 0 };
+	bool par_ran = false;
 	struct rusage ru;
 
 	npu_model_options_init(&mo);
@@ -379,6 +538,22 @@ int npu_cmd_bench(int argc, char **argv)
 			else
 				threads = n;
 			i++;
+		} else if (v && !strcmp(a, "--parallel")) {
+			if (!strcmp(v, "pipeline") || !strcmp(v, "tiles")) {
+				fprintf(stderr, "npu bench: --parallel %s: not built yet; data (or auto) spreads runs over the devices\n",
+					v);
+				return 2;
+			}
+			if (strcmp(v, "data") && strcmp(v, "auto")) {
+				fprintf(stderr, "npu bench: --parallel '%s': expected data or auto\n", v);
+				return 2;
+			}
+			parallel = v, i++;
+		} else if (v && !strcmp(a, "--sessions")) {
+			sessions = npu_cli_parse_int("bench", a, v, 1, 1024);
+			if (sessions < 0)
+				return 2;
+			i++;
 		} else if (v && !strcmp(a, "--seed")) {
 			seed = strtoull(v, NULL, 10), i++;
 		} else if (a[0] == '-') {
@@ -432,8 +607,23 @@ int npu_cmd_bench(int argc, char **argv)
 		ideal += (double)st.ideal_mac_cycles;
 	}
 	qsort(lat, (size_t)iters, sizeof(*lat), cmp_double);
-	getrusage(RUSAGE_SELF, &ru);
 	on_npu = st.segments > 0;
+	if (sessions && !parallel)
+		parallel = "data";
+	if (parallel && npu_model_num_devices(cm.model) == 0) {
+		fprintf(stderr, "npu bench: --parallel needs an NPU device set (--device sim:N, accel:*)\n");
+		goto out;
+	}
+	if (!parallel && npu_model_num_devices(cm.model) > 1)
+		parallel = "data";
+	if (parallel) {
+		if (!sessions)
+			sessions = (int)npu_model_num_devices(cm.model);
+		if (bench_parallel_run(cm.model, inputs, (size_t)n_in, sessions, iters, &par))
+			goto out;
+		par_ran = true;
+	}
+	getrusage(RUSAGE_SELF, &ru);
 	if (json) {
 		printf("{\"model\": ");
 		npu_cli_json_string(stdout, model);
@@ -493,6 +683,10 @@ int npu_cmd_bench(int argc, char **argv)
 			}
 			printf("]");
 		}
+		if (par_ran)
+			bench_parallel_print(&par, iters,
+					     cycles / iters / (st.clock_mhz ? st.clock_mhz : 1000) / 1e3,
+					     true);
 		printf("}\n");
 	} else {
 		printf("%s on %s, %d threads, %d runs after %d warm-up:\n", model, mo.device,
@@ -520,6 +714,10 @@ int npu_cmd_bench(int argc, char **argv)
 				       ss.dram_bytes / 1048576.0);
 			}
 		}
+		if (par_ran)
+			bench_parallel_print(&par, iters,
+					     cycles / iters / (st.clock_mhz ? st.clock_mhz : 1000) / 1e3,
+					     false);
 		if (mo.profile && on_npu)
 			print_op_table(cm.session);
 		if (mo.profile && !on_npu)

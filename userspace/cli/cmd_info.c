@@ -16,20 +16,22 @@
 static void info_usage(FILE *out)
 {
 	fprintf(out,
-		"usage: npu info [--device sim|accel|auto|/dev/accel/accelN] [--json]\n"
+		"usage: npu info [--device sim|sim:N|accel|accel:K|accel:*|auto|/dev/accel/accelN] [--json]\n"
 		"       npu info [--json] MODEL.onnx|MODEL.npub\n"
 		"\n"
-		"Open the NPU and print its identity and capabilities: backend, firmware\n"
+		"Open the NPUs and print each one's identity and capabilities: backend, firmware\n"
 		"and ISA versions, supported opcodes, queues, MAC array, SRAM, clock, DMA\n"
 		"bandwidth and the device VA range.\n"
 		"Given a model: its inputs and outputs as declared, and its metadata\n"
 		"(producer, version, domain, model version, doc strings, graph name and\n"
 		"the metadata_props key/value pairs).\n"
 		"\n"
-		"  --device D   sim: the in-process simulator; accel: the first npu\n"
-		"               /dev/accel node; a path: that node; auto (default): accel\n"
-		"               if present, else sim. NPU_DEVICE sets the default.\n"
-		"  --json       one JSON object on stdout, for scripts\n");
+		"  --device D   sim: the in-process simulator (sim:N: N of them); accel: the\n"
+		"               first npu /dev/accel node, accel:K the K-th, accel:* every one;\n"
+		"               a path: that node; auto (default): every accel node if there\n"
+		"               is one, else sim. NPU_DEVICE sets the default.\n"
+		"  --json       one JSON object on stdout, for scripts: the first device's\n"
+		"               fields, and a \"devices\" array with every device's\n");
 }
 
 static const char *const cap_names[] = {
@@ -192,6 +194,56 @@ static int model_info(const char *path, bool json)
 	return 0;
 }
 
+/* One device's identity and capabilities: JSON fields (no braces) or text. */
+static void print_device(const struct npu_device_info *in, const char *name, bool json,
+			 const char *ind)
+{
+	double tops = 2.0 * in->mac_rows * in->mac_cols * in->clock_mhz / 1e6;
+
+	if (json) {
+		printf("\n%s\"device\": ", ind);
+		npu_cli_json_string(stdout, name);
+		printf(",\n%s\"name\": \"%s\",\n%s\"backend\": \"%s\",\n%s\"driver\": \"%s\",\n",
+		       ind, in->name, ind, npu_backend_name(in->backend), ind, in->driver);
+		printf("%s\"fw_version\": \"", ind); print_version(stdout, in->fw_version);
+		printf("\",\n%s\"hw_version\": \"", ind); print_version(stdout, in->hw_version);
+		printf("\",\n%s\"isa_version\": \"", ind); print_version(stdout, in->isa_version);
+		printf("\",\n%s\"caps\": %u,\n%s\"cap_names\": [", ind, in->caps, ind);
+		print_list(stdout, true, in->caps, 0);
+		printf("],\n%s\"op_mask\": %u,\n%s\"ops\": [", ind, in->op_mask, ind);
+		print_list(stdout, true, UINT32_MAX, in->op_mask);
+		printf("],\n%s\"num_queues\": %u,\n%s\"mac_rows\": %u,\n%s\"mac_cols\": %u,\n"
+		       "%s\"sram_bytes\": %u,\n%s\"clock_mhz\": %u,\n%s\"dma_bytes_per_cycle\": %u,\n"
+		       "%s\"peak_tops_int8\": %.3f,\n%s\"context_id\": %u,\n"
+		       "%s\"va_start\": %" PRIu64 ",\n%s\"va_end\": %" PRIu64 ",\n"
+		       "%s\"memory_bytes\": %" PRIu64,
+		       ind, in->num_queues, ind, in->mac_rows, ind, in->mac_cols, ind, in->sram_size,
+		       ind, in->clock_mhz, ind, in->dma_bytes_per_cycle, ind, tops, ind,
+		       in->context_id, ind, in->va_start, ind, in->va_end, ind, in->memory_bytes);
+		return;
+	}
+	printf("device     %s (backend %s, driver %s)\n", in->name,
+	       npu_backend_name(in->backend), in->driver);
+	printf("firmware   "); print_version(stdout, in->fw_version);
+	printf("\nhardware   "); print_version(stdout, in->hw_version);
+	printf(", ISA "); print_version(stdout, in->isa_version);
+	printf("\ncaps       0x%08x: ", in->caps);
+	print_list(stdout, false, in->caps, 0);
+	printf("\nops        0x%08x: ", in->op_mask);
+	print_list(stdout, false, UINT32_MAX, in->op_mask);
+	printf("\nqueues     %u (queue 0 runs first when both have work)\n", in->num_queues);
+	printf("MAC array  %u x %u int8 (%u MACs/cycle, peak %.2f TOPS)\n",
+	       in->mac_rows, in->mac_cols, in->mac_rows * in->mac_cols, tops);
+	printf("SRAM       %u KiB\n", in->sram_size >> 10);
+	printf("clock      %u MHz\n", in->clock_mhz);
+	printf("DMA        %u bytes/cycle (%.1f GB/s)\n", in->dma_bytes_per_cycle,
+	       (double)in->dma_bytes_per_cycle * in->clock_mhz / 1000.0);
+	printf("context    %u, VA 0x%" PRIx64 " - 0x%" PRIx64 "\n",
+	       in->context_id, in->va_start, in->va_end);
+	if (in->memory_bytes)
+		printf("memory     %" PRIu64 " MiB simulated DMA space\n", in->memory_bytes >> 20);
+}
+
 int npu_cmd_info(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -200,12 +252,14 @@ int npu_cmd_info(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
+	struct npu_device_spec_entry entries[NPU_DEVICE_SET_MAX];
 	struct npu_device_options opts;
 	struct npu_device_info in;
 	struct npu_device *dev;
+	const char *spec = NULL;
 	char err[512];
 	bool json = false;
-	double tops;
+	size_t count, i;
 	int c;
 
 	if (npu_cli_device_default(&opts, "info"))	/* NPU_DEVICE, else auto */
@@ -214,11 +268,9 @@ int npu_cmd_info(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "d:jh", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'd':
-			if (npu_device_options_parse(&opts, optarg)) {
-				fprintf(stderr, "npu info: --device '%s': expected sim, accel, auto or a /dev/accel/accelN path\n",
-					optarg);
-				return 2;
-			}
+			spec = strcmp(optarg, "auto") ? optarg : NULL;
+			if (!spec)
+				opts.backend = NPU_BACKEND_AUTO, opts.path = NULL;
 			break;
 		case 'j':
 			json = true;
@@ -238,54 +290,47 @@ int npu_cmd_info(int argc, char **argv)
 		info_usage(stderr);
 		return 2;
 	}
-	if (npu_device_open(&opts, &dev, err, sizeof(err))) {
+	if (!spec) {
+		/* auto: every npu accel node, else the simulator */
+		spec = opts.backend == NPU_BACKEND_SIM ? "sim" :
+		       opts.backend == NPU_BACKEND_ACCEL || npu_device_list_accel(NULL, 0) ? "accel:*" :
+		       "sim";
+		if (opts.path)
+			spec = opts.path;
+	}
+	if (npu_device_spec_resolve(spec, entries, NPU_DEVICE_SET_MAX, &count, err, sizeof(err))) {
 		fprintf(stderr, "npu info: %s\n", err);
 		return 1;
 	}
-	npu_device_get_info(dev, &in);
-	tops = 2.0 * in.mac_rows * in.mac_cols * in.clock_mhz / 1e6;
-	if (json) {
-		printf("{\n  \"name\": \"%s\",\n  \"backend\": \"%s\",\n  \"driver\": \"%s\",\n",
-		       in.name, npu_backend_name(in.backend), in.driver);
-		printf("  \"fw_version\": \""); print_version(stdout, in.fw_version);
-		printf("\",\n  \"hw_version\": \""); print_version(stdout, in.hw_version);
-		printf("\",\n  \"isa_version\": \""); print_version(stdout, in.isa_version);
-		printf("\",\n  \"caps\": %u,\n  \"cap_names\": [", in.caps);
-		print_list(stdout, true, in.caps, 0);
-		printf("],\n  \"op_mask\": %u,\n  \"ops\": [", in.op_mask);
-		print_list(stdout, true, UINT32_MAX, in.op_mask);
-		printf("],\n  \"num_queues\": %u,\n  \"mac_rows\": %u,\n  \"mac_cols\": %u,\n"
-		       "  \"sram_bytes\": %u,\n  \"clock_mhz\": %u,\n  \"dma_bytes_per_cycle\": %u,\n"
-		       "  \"peak_tops_int8\": %.3f,\n  \"context_id\": %u,\n"
-		       "  \"va_start\": %" PRIu64 ",\n  \"va_end\": %" PRIu64 ",\n"
-		       "  \"memory_bytes\": %" PRIu64 "\n}\n",
-		       in.num_queues, in.mac_rows, in.mac_cols, in.sram_size,
-		       in.clock_mhz, in.dma_bytes_per_cycle, tops, in.context_id,
-		       in.va_start, in.va_end, in.memory_bytes);
-	} else {
-		printf("device     %s (backend %s, driver %s)\n", in.name,
-		       npu_backend_name(in.backend), in.driver);
-		printf("firmware   "); print_version(stdout, in.fw_version);
-		printf("\nhardware   "); print_version(stdout, in.hw_version);
-		printf(", ISA "); print_version(stdout, in.isa_version);
-		printf("\ncaps       0x%08x: ", in.caps);
-		print_list(stdout, false, in.caps, 0);
-		printf("\nops        0x%08x: ", in.op_mask);
-		print_list(stdout, false, UINT32_MAX, in.op_mask);
-		printf("\nqueues     %u (queue 0 runs first when both have work)\n",
-		       in.num_queues);
-		printf("MAC array  %u x %u int8 (%u MACs/cycle, peak %.2f TOPS)\n",
-		       in.mac_rows, in.mac_cols, in.mac_rows * in.mac_cols, tops);
-		printf("SRAM       %u KiB\n", in.sram_size >> 10);
-		printf("clock      %u MHz\n", in.clock_mhz);
-		printf("DMA        %u bytes/cycle (%.1f GB/s)\n", in.dma_bytes_per_cycle,
-		       (double)in.dma_bytes_per_cycle * in.clock_mhz / 1000.0);
-		printf("context    %u, VA 0x%" PRIx64 " - 0x%" PRIx64 "\n",
-		       in.context_id, in.va_start, in.va_end);
-		if (in.memory_bytes)
-			printf("memory     %" PRIu64 " MiB simulated DMA space\n",
-			       in.memory_bytes >> 20);
+	if (json)
+		printf("{");
+	for (i = 0; i < count; i++) {
+		if (entries[i].options.backend == NPU_BACKEND_ACCEL)
+			entries[i].options.path = entries[i].name;
+		entries[i].options.trace_file = opts.trace_file;
+		if (npu_device_open(&entries[i].options, &dev, err, sizeof(err))) {
+			fprintf(stderr, "npu info: %s: %s\n", entries[i].name, err);
+			if (json)
+				printf("}\n");
+			return 1;
+		}
+		npu_device_get_info(dev, &in);
+		if (json && !i) {	/* the first device's fields, as before 2.3 */
+			print_device(&in, entries[i].name, true, "  ");
+			printf(",\n  \"devices\": [");
+		}
+		if (json) {
+			printf("%s\n   {", i ? "," : "");
+			print_device(&in, entries[i].name, true, "    ");
+			printf("}");
+		} else {
+			if (count > 1)
+				printf("%s[%zu] %s\n", i ? "\n" : "", i, entries[i].name);
+			print_device(&in, entries[i].name, false, "");
+		}
+		npu_device_close(dev);
 	}
-	npu_device_close(dev);
+	if (json)
+		printf("]\n}\n");
 	return 0;
 }

@@ -106,6 +106,46 @@ NPU_API void npu_device_options_init(struct npu_device_options *opts);
 NPU_API npu_status npu_device_options_parse(struct npu_device_options *opts,
 				    const char *spec);
 
+/* Since 2.3: several devices. */
+#define NPU_DEVICE_PATH_MAX	64
+/* The most devices one spec (and so one model) may name. */
+#define NPU_DEVICE_SET_MAX	16
+
+/*
+ * The accel nodes driven by "npu", in minor order: the first 'max' paths
+ * ("/dev/accel/accelN") go to paths (may be NULL with max 0). Returns how
+ * many there are, which may exceed max.
+ */
+NPU_API size_t npu_device_list_accel(char (*paths)[NPU_DEVICE_PATH_MAX], size_t max);
+
+/* One device of a spec (npu_device_spec_resolve). */
+struct npu_device_spec_entry {
+	/* The device's own name, the same for every spec that names it:
+	 * "sim", "sim#2" (the third simulated NPU), "sim:threads=4",
+	 * "/dev/accel/accel1". */
+	char name[NPU_DEVICE_PATH_MAX];
+	/* Its options; options.path is NULL: an accel device's name is its
+	 * node path, which the caller points options.path at to open it. */
+	struct npu_device_options options;
+};
+
+/*
+ * The devices a spec names: "sim" or "sim:1" (one simulated NPU),
+ * "sim:N" (N independent simulated NPUs, 1..NPU_DEVICE_SET_MAX, called
+ * "sim", "sim#1", ...), "sim#K" (one of them), "sim:threads=T" or
+ * "sim:N:threads=T", "accel" or "accel:0"
+ * (the first npu accel node), "accel:K" (the K-th), "accel:*" (every one),
+ * an accel node path, or a comma-separated list of accel specs and paths
+ * ("accel:0,accel:1"). At most 'max' entries are written and *count says
+ * how many. NPU_ERR_INVALID_ARG for a malformed spec or a device named
+ * twice, NPU_ERR_NOT_FOUND for an accel device that does not exist; errmsg
+ * says which part of the spec is wrong.
+ */
+NPU_API npu_status npu_device_spec_resolve(const char *spec,
+					   struct npu_device_spec_entry *entries,
+					   size_t max, size_t *count,
+					   char *errmsg, size_t errmsg_size);
+
 /*
  * Open a device. opts may be NULL (the defaults). On failure
  * *out is NULL and, if errmsg is not NULL, errmsg holds the reason, e.g.

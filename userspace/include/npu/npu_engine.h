@@ -84,13 +84,24 @@ NPU_API void npu_engine_destroy(struct npu_engine *engine);
 NPU_API int npu_engine_threads(const struct npu_engine *engine);
 
 /*
- * The device called 'name' ("sim", "accel" or an accel node path such as
- * "/dev/accel/accel0"), opened on first use and shared by every model of
- * the engine. The engine owns it: do not close it.
+ * The device called 'name' ("sim", "sim#K", "accel", "accel:K" or an accel
+ * node path such as "/dev/accel/accel0": npu_device_spec_resolve() says
+ * which device each names), opened on first use and shared by every model
+ * of the engine. The engine owns it: do not close it.
  */
 NPU_API npu_status npu_engine_get_device(struct npu_engine *engine,
 					 const char *name,
 					 struct npu_device **out);
+/*
+ * Since 2.3: every device a spec names ("sim:4", "accel:*",
+ * "accel:0,accel:1", or one device), in the spec's order, each opened on
+ * first use and shared as npu_engine_get_device()'s. At most 'max' fit;
+ * *count says how many the spec named. A model whose device is a set runs
+ * on all of them (npu_model_options.device).
+ */
+NPU_API npu_status npu_engine_get_devices(struct npu_engine *engine, const char *spec,
+					  struct npu_device **devs, size_t max,
+					  size_t *count);
 /*
  * Use an application's own device for models that ask for 'name'. The
  * application keeps ownership and closes it after the engine is gone.

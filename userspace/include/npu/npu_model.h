@@ -192,6 +192,32 @@ NPU_API void npu_model_destroy(struct npu_model *model);
 
 NPU_API const char *npu_model_name(const struct npu_model *model);
 NPU_API const char *npu_model_device(const struct npu_model *model);
+
+/*
+ * Since 2.3: the devices a model runs on. A device spec naming a set
+ * ("sim:4", "accel:*", "accel:0,accel:1") gives the model every one of
+ * them: plans are compiled once and their code and constants put on each
+ * device when it is first used; each run goes to the device with the
+ * least modeled work outstanding (data parallel). 0 on "cpu".
+ */
+NPU_API size_t npu_model_num_devices(const struct npu_model *model);
+
+/* What a model's runs did on one of its devices. */
+struct npu_model_device_stats {
+	size_t struct_size;		/* sizeof(struct npu_model_device_stats) */
+	const char *name;		/* the engine's name: "sim#1", "/dev/accel/accel0" */
+	uint64_t runs;			/* runs done on it */
+	uint64_t inflight;		/* runs on it now */
+	uint64_t modeled_cycles;	/* NPU cycles its jobs took, modeled, summed */
+	uint32_t clock_mhz;		/* its modeled clock (0 before a plan ran) */
+};
+
+NPU_API void npu_model_device_stats_init_sized(struct npu_model_device_stats *stats,
+					       size_t struct_size);
+#define npu_model_device_stats_init(stats) \
+	npu_model_device_stats_init_sized((stats), sizeof(*(stats)))
+NPU_API npu_status npu_model_device_stats(const struct npu_model *model, size_t index,
+					  struct npu_model_device_stats *out);
 NPU_API size_t npu_model_num_inputs(const struct npu_model *model);
 NPU_API size_t npu_model_num_outputs(const struct npu_model *model);
 /*

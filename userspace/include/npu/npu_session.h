@@ -30,6 +30,14 @@ struct npu_session_options {
 	size_t struct_size;	/* sizeof(struct npu_session_options) */
 	/* Run states of plans kept for a switch back (0: 4). */
 	size_t max_plan_states;
+	/*
+	 * Since 2.3, for a model on several devices (npu_model_num_devices):
+	 * bit k lets this session's runs use device k. Each run goes to the
+	 * allowed device with the least modeled work outstanding. 0: any.
+	 * Device inputs (npu_run_options.device_inputs) pin a run to their
+	 * device.
+	 */
+	uint64_t device_mask;
 };
 
 NPU_API void npu_session_options_init_sized(struct npu_session_options *opts,
@@ -62,6 +70,8 @@ NPU_API npu_status npu_session_output(const struct npu_session *session,
 				      struct npu_host_tensor *out);
 /* The plan of the last run (borrowed; valid until the next run). */
 NPU_API const struct npu_plan *npu_session_plan(const struct npu_session *session);
+/* Since 2.3: which of the model's devices the last run went to (0 before a run). */
+NPU_API size_t npu_session_last_device(const struct npu_session *session);
 /* Seconds of the last run. */
 NPU_API double npu_session_last_run_seconds(const struct npu_session *session);
 

@@ -20,12 +20,12 @@ extern "C" {
 /* ---- Versions ---------------------------------------------------------- */
 
 #define NPU_API_VERSION_MAJOR 2
-#define NPU_API_VERSION_MINOR 2
+#define NPU_API_VERSION_MINOR 3
 #define NPU_API_VERSION_PATCH 0
 #define NPU_API_VERSION \
 	(NPU_API_VERSION_MAJOR * 10000 + NPU_API_VERSION_MINOR * 100 + NPU_API_VERSION_PATCH)
 
-/* The library's version, "2.2.0", and NPU_API_VERSION as it was built. */
+/* The library's version, "2.3.0", and NPU_API_VERSION as it was built. */
 NPU_API const char *npu_version(void);
 NPU_API int npu_api_version(void);
 

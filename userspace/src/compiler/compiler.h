@@ -297,6 +297,14 @@ struct npu_compiled {
 	size_t num_int16_nodes;
 	/* The CPU options compiled with (npu_compile_options.cpu). */
 	struct npu_cpu_options cpu;
+	/*
+	 * The same code on the other devices of the model's set: replica k
+	 * (1 ..) is replica_dev[k] with replica_consts[k][segment], made by
+	 * npu_compiled_replicate(). Replica 0 is 'dev' with each segment's
+	 * 'consts'.
+	 */
+	struct npu_device *replica_dev[NPU_DEVICE_SET_MAX];
+	struct npu_buffer **replica_consts[NPU_DEVICE_SET_MAX];
 };
 
 /* Record a warning on 'c' (dropped when out of memory or c is NULL). */
@@ -321,15 +329,26 @@ struct npu_segment_group {
  */
 struct npu_compiled_run {
 	struct npu_compiled *c;
+	size_t replica;			/* the device it runs on (npu_compiled.replica_dev) */
+	struct npu_device *dev;
 	struct npu_buffer *arena;
 	void *arena_map;
 	struct npu_segment_group group;
 	struct npu_segment_rt **rts;	/* per segment (segment_rt.h) */
 };
 
-npu_status npu_compiled_run_create(struct npu_compiled *c,
+/* A run on replica 'replica' of c (0: c->dev), which must exist. */
+npu_status npu_compiled_run_create(struct npu_compiled *c, size_t replica,
 				   struct npu_compiled_run **out,
 				   struct npu_error *err);
+/*
+ * Replica 'replica' (1 .. NPU_DEVICE_SET_MAX - 1) of c on 'device': the
+ * same command streams, checked against that device as a compiled file's
+ * are, and the constants uploaded to it. Made once (a no-op when it
+ * exists); the caller serializes calls and their runs' creation.
+ */
+npu_status npu_compiled_replicate(struct npu_compiled *c, size_t replica,
+				  struct npu_device *device, struct npu_error *err);
 void npu_compiled_run_destroy(struct npu_compiled_run *run);
 /* A run of the session begins: per-run totals of its segments start over
  * (a subgraph's segment runs once per iteration). */

@@ -18,6 +18,7 @@ struct npu_segment_rt {
 	struct npu_tensor **outputs;	/* seg->num_outputs: where wait() writes */
 	double submit_ms;		/* host time the submit took */
 	struct npu_device *dev;
+	struct npu_buffer *consts;	/* the segment's constants on dev, or NULL */
 	struct npu_buffer *arena;	/* shared by every segment of a model */
 	void *arena_map;
 	struct npu_buffer *cmd;		/* this session's stream */

@@ -59,7 +59,18 @@ static struct accel_backend *to_accel(struct npu_device *dev)
 
 bool npu_accel_find_node(char *path, size_t path_size)
 {
-	char p[64];
+	char first[1][NPU_DEVICE_PATH_MAX];
+
+	if (!npu_device_list_accel(first, 1))
+		return false;
+	snprintf(path, path_size, "%s", first[0]);
+	return true;
+}
+
+NPU_API size_t npu_device_list_accel(char (*paths)[NPU_DEVICE_PATH_MAX], size_t max)
+{
+	char p[NPU_DEVICE_PATH_MAX];
+	size_t found = 0;
 	int i;
 
 	for (i = 0; i < 64; i++) {
@@ -77,11 +88,12 @@ bool npu_accel_find_node(char *path, size_t path_size)
 		drmFreeVersion(ver);
 		close(fd);
 		if (ours) {
-			snprintf(path, path_size, "%s", p);
-			return true;
+			if (paths && found < max)
+				snprintf(paths[found], NPU_DEVICE_PATH_MAX, "%s", p);
+			found++;
 		}
 	}
-	return false;
+	return found;
 }
 
 static npu_status get_param(struct npu_device *dev, uint32_t param,

@@ -68,6 +68,203 @@ npu_status npu_device_options_parse(struct npu_device_options *opts,
 	return NPU_OK;
 }
 
+static npu_status spec_fail(char *errmsg, size_t errmsg_size, npu_status st,
+			    const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+static npu_status spec_fail(char *errmsg, size_t errmsg_size, npu_status st,
+			    const char *fmt, ...)
+{
+	va_list ap;
+
+	if (errmsg && errmsg_size) {
+		va_start(ap, fmt);
+		vsnprintf(errmsg, errmsg_size, fmt, ap);
+		va_end(ap);
+	}
+	return st;
+}
+
+/* Decimal digits [lo, hi] from s up to 'end'; false if anything else. */
+static bool parse_count(const char *s, const char *end, uint64_t lo, uint64_t hi, uint64_t *out)
+{
+	uint64_t n = 0;
+
+	if (s == end)
+		return false;
+	for (; s < end; s++) {
+		if (*s < '0' || *s > '9')
+			return false;
+		n = n * 10 + (uint64_t)(*s - '0');
+		if (n > hi)
+			return false;
+	}
+	*out = n;
+	return n >= lo;
+}
+
+/* "sim", "sim:N", "sim:threads=T", "sim:N:threads=T". */
+static npu_status resolve_sim(const char *spec, struct npu_device_spec_entry *entries,
+			      size_t max, size_t *count, char *errmsg, size_t errmsg_size)
+{
+	const char *p = spec + 3, *colon;
+	uint64_t n = 1, first = 0, threads = 0;
+	size_t i;
+
+	if (*p == '#') {	/* one of them, by index: a name resolve gave */
+		colon = strchr(p + 1, ':');
+		if (!colon)
+			colon = p + strlen(p);
+		if (!parse_count(p + 1, colon, 0, NPU_DEVICE_SET_MAX - 1, &first))
+			return spec_fail(errmsg, errmsg_size, NPU_ERR_INVALID_ARG,
+					 "device '%s': sim#K takes an index 0..%d",
+					 spec, NPU_DEVICE_SET_MAX - 1);
+		p = colon;
+	} else if (*p == ':' && p[1] >= '0' && p[1] <= '9') {
+		colon = strchr(p + 1, ':');
+		if (!colon)
+			colon = p + strlen(p);
+		if (!parse_count(p + 1, colon, 1, NPU_DEVICE_SET_MAX, &n))
+			return spec_fail(errmsg, errmsg_size, NPU_ERR_INVALID_ARG,
+					 "device '%s': the simulated NPU count must be 1..%d",
+					 spec, NPU_DEVICE_SET_MAX);
+		p = colon;
+	}
+	if (!strncmp(p, ":threads=", 9)) {
+		if (!parse_count(p + 9, p + strlen(p), 1, UINT32_MAX, &threads))
+			return spec_fail(errmsg, errmsg_size, NPU_ERR_INVALID_ARG,
+					 "device '%s': threads= takes a count of host threads, 1 or more",
+					 spec);
+		p += strlen(p);
+	}
+	if (*p)
+		return spec_fail(errmsg, errmsg_size, NPU_ERR_INVALID_ARG,
+				 "device '%s': expected sim, sim:N, sim#K, sim:threads=T or sim:N:threads=T",
+				 spec);
+	*count = (size_t)n;
+	for (i = 0; i < n && i < max; i++) {
+		struct npu_device_spec_entry *e = &entries[i];
+		char index[24] = "";
+
+		memset(e, 0, sizeof(*e));
+		npu_device_options_init(&e->options);
+		e->options.backend = NPU_BACKEND_SIM;
+		if (first + i)
+			snprintf(index, sizeof(index), "#%zu", (size_t)first + i);
+		if (threads) {
+			e->options.sim_threads = (uint32_t)threads;
+			e->options.flags |= NPU_DEVICE_SIM_THREADS;
+			snprintf(e->name, sizeof(e->name), "sim%s:threads=%u", index,
+				 (unsigned int)threads);
+		} else {
+			snprintf(e->name, sizeof(e->name), "sim%s", index);
+		}
+	}
+	return NPU_OK;
+}
+
+static npu_status add_accel(const char *spec, const char *path, struct npu_device_spec_entry *entries,
+			    size_t max, size_t *count, char *errmsg, size_t errmsg_size)
+{
+	size_t i;
+
+	if (strlen(path) >= NPU_DEVICE_PATH_MAX)
+		return spec_fail(errmsg, errmsg_size, NPU_ERR_INVALID_ARG,
+				 "device '%s': the path is longer than %d bytes", spec,
+				 NPU_DEVICE_PATH_MAX - 1);
+	for (i = 0; i < *count && i < max; i++)
+		if (!strcmp(entries[i].name, path))
+			return spec_fail(errmsg, errmsg_size, NPU_ERR_INVALID_ARG,
+					 "device '%s': %s is named twice", spec, path);
+	if (*count >= NPU_DEVICE_SET_MAX)
+		return spec_fail(errmsg, errmsg_size, NPU_ERR_INVALID_ARG,
+				 "device '%s': more than %d devices", spec, NPU_DEVICE_SET_MAX);
+	if (*count < max) {
+		struct npu_device_spec_entry *e = &entries[*count];
+
+		memset(e, 0, sizeof(*e));
+		npu_device_options_init(&e->options);
+		e->options.backend = NPU_BACKEND_ACCEL;
+		snprintf(e->name, sizeof(e->name), "%s", path);
+	}
+	(*count)++;
+	return NPU_OK;
+}
+
+/* One item of an accel list: "accel", "accel:K", "accel:*" or a path. */
+static npu_status resolve_accel_item(const char *spec, const char *item, size_t len,
+				     struct npu_device_spec_entry *entries, size_t max,
+				     size_t *count, char *errmsg, size_t errmsg_size)
+{
+	char nodes[NPU_DEVICE_SET_MAX][NPU_DEVICE_PATH_MAX], path[NPU_DEVICE_PATH_MAX];
+	size_t found, i;
+	uint64_t k = 0;
+	npu_status st;
+
+	if (len >= sizeof(path))
+		return spec_fail(errmsg, errmsg_size, NPU_ERR_INVALID_ARG,
+				 "device '%s': '%.*s...' is too long", spec, 32, item);
+	memcpy(path, item, len);
+	path[len] = '\0';
+	if (path[0] == '/')
+		return add_accel(spec, path, entries, max, count, errmsg, errmsg_size);
+	found = npu_device_list_accel(nodes, NPU_DEVICE_SET_MAX);
+	if (found > NPU_DEVICE_SET_MAX)
+		found = NPU_DEVICE_SET_MAX;
+	if (!strcmp(path, "accel:*")) {
+		if (!found)
+			return spec_fail(errmsg, errmsg_size, NPU_ERR_NOT_FOUND,
+					 "device '%s': no /dev/accel/accel* node is driven by \"npu\" (is the npu module loaded? use sim for the simulator)",
+					 spec);
+		for (i = 0, st = NPU_OK; i < found && !st; i++)
+			st = add_accel(spec, nodes[i], entries, max, count, errmsg, errmsg_size);
+		return st;
+	}
+	if (strcmp(path, "accel") &&
+	    (strncmp(path, "accel:", 6) || !parse_count(path + 6, path + len, 0, 1000, &k)))
+		return spec_fail(errmsg, errmsg_size, NPU_ERR_INVALID_ARG,
+				 "device '%s': '%s' is not a device (sim, sim:N, accel, accel:K, accel:* or /dev/accel/accelN)",
+				 spec, path);
+	if (k >= found)
+		return spec_fail(errmsg, errmsg_size, NPU_ERR_NOT_FOUND,
+				 "device '%s': there is no npu accel device %llu (%zu found%s)",
+				 spec, (unsigned long long)k, found,
+				 found ? "" : "; is the npu module loaded? use sim for the simulator");
+	return add_accel(spec, nodes[k], entries, max, count, errmsg, errmsg_size);
+}
+
+NPU_API npu_status npu_device_spec_resolve(const char *spec, struct npu_device_spec_entry *entries,
+					   size_t max, size_t *count, char *errmsg,
+					   size_t errmsg_size)
+{
+	const char *item;
+	npu_status st;
+
+	if (errmsg && errmsg_size)
+		errmsg[0] = '\0';
+	if (!spec || !count || (max && !entries))
+		return spec_fail(errmsg, errmsg_size, NPU_ERR_INVALID_ARG,
+				 "npu_device_spec_resolve: NULL argument");
+	*count = 0;
+	if (!strncmp(spec, "sim", 3) && (!spec[3] || spec[3] == ':' || spec[3] == '#'))
+		return resolve_sim(spec, entries, max, count, errmsg, errmsg_size);
+	/* The list's form first: a typo is reported before a missing device. */
+	if (!*spec || spec[0] == ',' || spec[strlen(spec) - 1] == ',' || strstr(spec, ",,"))
+		return spec_fail(errmsg, errmsg_size, NPU_ERR_INVALID_ARG,
+				 "device '%s': an empty name in the list", spec);
+	for (item = spec;; ) {
+		const char *end = strchr(item, ',');
+		size_t len = end ? (size_t)(end - item) : strlen(item);
+
+		st = resolve_accel_item(spec, item, len, entries, max, count, errmsg, errmsg_size);
+		if (st)
+			return st;
+		if (!end)
+			break;
+		item = end + 1;
+	}
+	return NPU_OK;
+}
+
 const char *npu_backend_name(enum npu_backend backend)
 {
 	switch (backend) {

@@ -57,6 +57,17 @@ struct npu_engine_device {
 	bool owned;			/* opened by the engine */
 };
 
+/*
+ * The devices 'spec' names (npu_device_spec_resolve), each opened on first
+ * use under its own name, so "accel", "accel:0" and its node path are one
+ * device, and "sim:4" shares its first with "sim". A device the
+ * application attached under the spec's exact name comes first. names[i]
+ * (optional) is the engine's name of devs[i], valid as long as the engine.
+ */
+npu_status npu_engine_open_devices(struct npu_engine *engine, const char *spec,
+				   struct npu_device **devs, const char **names, size_t max,
+				   size_t *count);
+
 struct npu_async;
 
 struct npu_engine {
@@ -65,7 +76,9 @@ struct npu_engine {
 	struct npu_threadpool *pool;	/* shared; NULL with one thread */
 	int threads;
 	pthread_mutex_t lock;		/* devices */
-	struct npu_engine_device devs[8];
+	/* Every device a model named (each once): up to one set's worth of
+	 * each kind, and a few more attached or named singly. */
+	struct npu_engine_device devs[2 * NPU_DEVICE_SET_MAX];
 	size_t num_devs;
 	struct npu_async *async;	/* run workers, started on first use (under lock) */
 	/* Custom ops (npu_custom_op.c): the registry its models' graphs use. */
@@ -132,7 +145,18 @@ struct npu_plan {
 	/* Where every node runs and why, by provider (npu_provider.c). */
 	struct npu_plan_placement *placements;
 	size_t num_placements;
+	/* Its NPU code put on the model's other devices (npu_plan_on_device). */
+	pthread_mutex_t replica_lock;
+	/* The modeled NPU cycles of one run (the work it adds to its
+	 * device's queue): the compiler's estimate until a run measured it. */
+	atomic_uint_least64_t work_cycles;
 };
+
+/*
+ * Make 'plan' runnable on device 'index' of its model's set (its code's
+ * replica there, made once); NPU_OK at once for device 0.
+ */
+npu_status npu_plan_on_device(struct npu_plan *plan, size_t index);
 
 struct npu_model {
 	atomic_int refs;		/* the caller's + sessions' + plan users' */
@@ -174,6 +198,19 @@ struct npu_model {
 	struct npu_io_info *inputs, *outputs;
 	size_t num_inputs, num_outputs;
 	struct npu_device *dev;		/* NULL on "cpu" (the engine owns it) */
+	/*
+	 * Every device of the model's set, devs[0] == dev, and what runs did
+	 * on each (npu_session.c picks one per run). One device but for a
+	 * spec naming several ("sim:4").
+	 */
+	struct npu_device *devs[NPU_DEVICE_SET_MAX];
+	const char *dev_names[NPU_DEVICE_SET_MAX];	/* the engine's */
+	size_t num_devs;
+	pthread_mutex_t load_lock;	/* picking a device */
+	struct npu_model_device_load {
+		uint64_t outstanding_cycles;	/* modeled work of runs in flight (load_lock) */
+		atomic_uint_least64_t runs, inflight, modeled_cycles;
+	} load[NPU_DEVICE_SET_MAX];
 	/* The providers a plan offers nodes to, in priority order, "cpu" last. */
 	const struct npu_ep **eps;
 	size_t num_eps;

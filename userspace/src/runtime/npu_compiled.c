@@ -156,6 +156,64 @@ npu_status npu_compiled_attach(struct npu_compiled *c, struct npu_device *dev,
 	return st;
 }
 
+npu_status npu_compiled_replicate(struct npu_compiled *c, size_t replica,
+				  struct npu_device *dev, struct npu_error *err)
+{
+	struct npu_device_info info;
+	struct npu_buffer **consts;
+	npu_status st;
+	size_t i;
+
+	if (!replica || c->replica_dev[replica])
+		return NPU_OK;
+	if (replica >= NPU_DEVICE_SET_MAX)
+		return npu_error_set(err, NPU_ERR_INVALID_ARG, "device %zu of a set of at most %d",
+				     replica, NPU_DEVICE_SET_MAX);
+	if (!c->num_segments) {
+		c->replica_dev[replica] = dev;
+		return NPU_OK;
+	}
+	st = npu_device_get_info(dev, &info);
+	if (st)
+		return npu_error_set(err, st, "device %zu of the set: %s", replica,
+				     npu_device_last_error(dev));
+	st = npu_compiled_isa_check(&info, err);
+	for (i = 0; i < c->num_segments && !st; i++)
+		st = check_stored_stream(c->segments[i], &info, err);
+	if (st) {
+		npu_error_prefix(err, "device %zu of the set", replica);
+		return st;
+	}
+	consts = calloc(c->num_segments, sizeof(*consts));
+	if (!consts)
+		return npu_error_set(err, NPU_ERR_NO_MEMORY, "out of memory");
+	for (i = 0; i < c->num_segments && !st; i++) {
+		const struct npu_segment *seg = c->segments[i];
+		void *map;
+
+		if (!seg->code.consts_size)
+			continue;
+		st = npu_buffer_alloc(dev, seg->code.consts_size, NPU_BUFFER_DEVICE_READ_ONLY,
+				      &consts[i]);
+		if (!st)
+			st = npu_buffer_map(consts[i], &map);
+		if (st)
+			npu_error_set(err, st, "constants of NPU segment %d on device %zu of the set: %s",
+				      seg->index, replica, npu_device_last_error(dev));
+		else
+			memcpy(map, seg->code.consts, seg->code.consts_size);
+	}
+	if (st) {
+		for (i = 0; i < c->num_segments; i++)
+			npu_buffer_free(consts[i]);
+		free(consts);
+		return st;
+	}
+	c->replica_consts[replica] = consts;
+	c->replica_dev[replica] = dev;
+	return NPU_OK;
+}
+
 static void segment_rt_free(struct npu_segment_rt *rt)
 {
 	if (!rt)
@@ -179,12 +237,14 @@ static void segment_rt_free(struct npu_segment_rt *rt)
 static npu_status segment_rt_create(struct npu_compiled_run *run, struct npu_segment *seg,
 				    struct npu_segment_rt **out, struct npu_error *err)
 {
-	struct npu_device *dev = run->c->dev;
+	struct npu_device *dev = run->dev;
 	struct npu_segment_rt *rt = calloc(1, sizeof(*rt));
 	const struct npu_segment_stream *s = run->c->profile_ops ? &seg->profile_stream
 								 : &seg->stream;
+	struct npu_buffer *consts = run->replica ? run->c->replica_consts[run->replica][seg->index]
+						 : seg->consts;
 	uint64_t base[NPU_RELOC_REGIONS] = {
-		npu_buffer_va(run->arena), seg->consts ? npu_buffer_va(seg->consts) : 0, 0
+		npu_buffer_va(run->arena), consts ? npu_buffer_va(consts) : 0, 0
 	};
 	npu_status st;
 	void *map;
@@ -197,6 +257,7 @@ static npu_status segment_rt_create(struct npu_compiled_run *run, struct npu_seg
 				     seg->index);
 	rt->seg = seg;
 	rt->dev = dev;
+	rt->consts = consts;
 	rt->arena = run->arena;
 	rt->arena_map = run->arena_map;
 	rt->group = &run->group;
@@ -224,31 +285,35 @@ static npu_status segment_rt_create(struct npu_compiled_run *run, struct npu_seg
 	return NPU_OK;
 }
 
-npu_status npu_compiled_run_create(struct npu_compiled *c, struct npu_compiled_run **out,
-				   struct npu_error *err)
+npu_status npu_compiled_run_create(struct npu_compiled *c, size_t replica,
+				   struct npu_compiled_run **out, struct npu_error *err)
 {
 	struct npu_compiled_run *run;
 	npu_status st = NPU_OK;
 	size_t i;
 
 	*out = NULL;
+	if (replica >= NPU_DEVICE_SET_MAX || (replica && !c->replica_dev[replica]))
+		return npu_error_set(err, NPU_ERR_INTERNAL, "NPU segments: no replica %zu", replica);
 	run = calloc(1, sizeof(*run));
 	if (!run)
 		return npu_error_set(err, NPU_ERR_NO_MEMORY, "out of memory");
 	run->c = c;
+	run->replica = replica;
+	run->dev = replica ? c->replica_dev[replica] : c->dev;
 	run->rts = calloc(c->num_segments + 1, sizeof(*run->rts));
 	if (!run->rts) {
 		free(run);
 		return npu_error_set(err, NPU_ERR_NO_MEMORY, "out of memory");
 	}
 	if (c->num_segments) {
-		st = npu_buffer_alloc(c->dev, c->arena_bytes, 0, &run->arena);
+		st = npu_buffer_alloc(run->dev, c->arena_bytes, 0, &run->arena);
 		if (!st)
 			st = npu_buffer_map(run->arena, &run->arena_map);
 		if (st)
 			npu_error_set(err, st, "device arena of %llu bytes: %s",
 				      (unsigned long long)c->arena_bytes,
-				      npu_device_last_error(c->dev));
+				      npu_device_last_error(run->dev));
 	}
 	for (i = 0; i < c->num_segments && !st; i++)
 		st = segment_rt_create(run, c->segments[i], &run->rts[i], err);
@@ -305,7 +370,7 @@ void *npu_compiled_run_node_state(const struct npu_compiled_run *run,
 
 void npu_compiled_free(struct npu_compiled *c)
 {
-	size_t i;
+	size_t i, k;
 
 	if (!c)
 		return;
@@ -315,6 +380,11 @@ void npu_compiled_free(struct npu_compiled *c)
 	for (i = 0; i < c->num_int16_nodes; i++)
 		free(c->int16_nodes[i]);
 	free(c->int16_nodes);
+	for (k = 1; k < NPU_DEVICE_SET_MAX; k++) {
+		for (i = 0; c->replica_consts[k] && i < c->num_segments; i++)
+			npu_buffer_free(c->replica_consts[k][i]);
+		free(c->replica_consts[k]);
+	}
 	for (i = 0; i < c->num_segments; i++)
 		npu_segment_free(c->segments[i]);
 	free(c->segments);

@@ -268,18 +268,6 @@ NPU_API int npu_engine_threads(const struct npu_engine *e)
 	return e ? e->threads : 0;
 }
 
-/* "sim", "accel" or an accel node: what --device and options.device take. */
-static npu_status check_device_name(const char *name, struct npu_device_options *o)
-{
-	npu_device_options_init(o);
-	if (!name || !strcmp(name, "auto") || !strcmp(name, "cpu") ||
-	    npu_device_options_parse(o, name) != NPU_OK)
-		return npu_api_fail(NPU_ERR_INVALID_ARG,
-				    "unknown NPU device '%s' (sim, accel or /dev/accel/accelN)",
-				    name ? name : "(null)");
-	return NPU_OK;
-}
-
 static struct npu_engine_device *find_device(struct npu_engine *e, const char *name)
 {
 	size_t i;
@@ -308,64 +296,131 @@ static npu_status add_device(struct npu_engine *e, const char *name,
 	return NPU_OK;
 }
 
+npu_status npu_engine_open_devices(struct npu_engine *e, const char *spec,
+				   struct npu_device **devs, const char **names, size_t max,
+				   size_t *count)
+{
+	struct npu_device_spec_entry entries[NPU_DEVICE_SET_MAX];
+	struct npu_engine_device *d;
+	char msg[512];
+	size_t n, i;
+	npu_status st;
+
+	*count = 0;
+	if (!spec || !strcmp(spec, "auto") || !strcmp(spec, "cpu"))
+		return npu_api_fail(NPU_ERR_INVALID_ARG,
+				    "unknown NPU device '%s' (sim, sim:N, accel, accel:K, accel:* or /dev/accel/accelN)",
+				    spec ? spec : "(null)");
+	pthread_mutex_lock(&e->lock);
+	d = find_device(e, spec);
+	if (d) {
+		pthread_mutex_unlock(&e->lock);
+		if (max) {
+			devs[0] = d->dev;
+			if (names)
+				names[0] = d->name;
+		}
+		*count = 1;
+		return NPU_OK;
+	}
+	pthread_mutex_unlock(&e->lock);
+	st = npu_device_spec_resolve(spec, entries, NPU_DEVICE_SET_MAX, &n, msg, sizeof(msg));
+	if (st)
+		return npu_api_fail(st, "%s", msg);
+	if (n > max)
+		return npu_api_fail(NPU_ERR_INVALID_ARG, "device '%s' names %zu devices; %zu fit here",
+				    spec, n, max);
+	pthread_mutex_lock(&e->lock);
+	for (i = 0; i < n && !st; i++) {
+		struct npu_device_options *o = &entries[i].options;
+		struct npu_device *dev;
+
+		d = find_device(e, entries[i].name);
+		if (d) {
+			devs[i] = d->dev;
+			if (names)
+				names[i] = d->name;
+			continue;
+		}
+		if (o->backend == NPU_BACKEND_ACCEL)
+			o->path = entries[i].name;
+		o->trace_file = e->opts.trace_file;	/* the engine's, for its devices */
+		st = npu_device_open(o, &dev, msg, sizeof(msg));
+		if (st) {
+			st = npu_api_fail(st, "device '%s': %s", entries[i].name, msg);
+			break;
+		}
+		st = add_device(e, entries[i].name, dev, true);
+		if (st) {
+			npu_device_close(dev);
+			break;
+		}
+		devs[i] = dev;
+		if (names)
+			names[i] = e->devs[e->num_devs - 1].name;
+		npu_engine_log(e, NPU_LOG_INFO, "opened device '%s'", entries[i].name);
+	}
+	pthread_mutex_unlock(&e->lock);
+	if (!st)
+		*count = n;
+	return st;
+}
+
+NPU_API npu_status npu_engine_get_devices(struct npu_engine *e, const char *spec,
+					  struct npu_device **devs, size_t max, size_t *count)
+{
+	if (count)
+		*count = 0;
+	if (!e || !count || (max && !devs))
+		return npu_api_fail(NPU_ERR_INVALID_ARG, "npu_engine_get_devices: NULL argument");
+	return npu_engine_open_devices(e, spec, devs, NULL, max, count);
+}
+
 NPU_API npu_status npu_engine_get_device(struct npu_engine *e, const char *name,
 					 struct npu_device **out)
 {
-	struct npu_device_options o;
-	struct npu_engine_device *d;
-	struct npu_device *dev;
-	char msg[512];
+	struct npu_device *devs[NPU_DEVICE_SET_MAX];
+	size_t n;
 	npu_status st;
 
 	if (!e || !out)
 		return npu_api_fail(NPU_ERR_INVALID_ARG, "npu_engine_get_device: NULL argument");
 	*out = NULL;
-	st = check_device_name(name, &o);
+	st = npu_engine_open_devices(e, name, devs, NULL, NPU_DEVICE_SET_MAX, &n);
 	if (st)
 		return st;
-	pthread_mutex_lock(&e->lock);
-	d = find_device(e, name);
-	if (d) {
-		*out = d->dev;
-		pthread_mutex_unlock(&e->lock);
-		return NPU_OK;
-	}
-	o.trace_file = e->opts.trace_file;	/* the engine's, for its devices */
-	st = npu_device_open(&o, &dev, msg, sizeof(msg));
-	if (st) {
-		pthread_mutex_unlock(&e->lock);
-		return npu_api_fail(st, "device '%s': %s", name, msg);
-	}
-	st = add_device(e, name, dev, true);
-	if (st) {
-		npu_device_close(dev);
-		dev = NULL;
-	}
-	pthread_mutex_unlock(&e->lock);
-	if (!st)
-		npu_engine_log(e, NPU_LOG_INFO, "opened device '%s'", name);
-	*out = dev;
-	return st;
+	if (n != 1)
+		return npu_api_fail(NPU_ERR_INVALID_ARG,
+				    "device '%s' names %zu devices: npu_engine_get_device takes one (npu_engine_get_devices takes a set)",
+				    name, n);
+	*out = devs[0];
+	return NPU_OK;
 }
 
 NPU_API npu_status npu_engine_attach_device(struct npu_engine *e, const char *name,
 					    struct npu_device *dev)
 {
-	struct npu_device_options o;
+	struct npu_device_spec_entry entry;
+	char msg[256];
+	size_t n = 0;
 	npu_status st;
 
-	if (!e || !dev)
+	if (!e || !dev || !name)
 		return npu_api_fail(NPU_ERR_INVALID_ARG, "npu_engine_attach_device: NULL argument");
-	st = check_device_name(name, &o);
-	if (st)
-		return st;
+	/* One device's name; an accel name need not exist on this machine. */
+	st = npu_device_spec_resolve(name, &entry, 1, &n, msg, sizeof(msg));
+	if ((st && st != NPU_ERR_NOT_FOUND) || (!st && n != 1) || !strcmp(name, "cpu") ||
+	    !strcmp(name, "auto"))
+		return npu_api_fail(NPU_ERR_INVALID_ARG,
+				    "npu_engine_attach_device: '%s' does not name one device (sim, sim#K, accel, accel:K or /dev/accel/accelN)",
+				    name);
 	pthread_mutex_lock(&e->lock);
-	if (find_device(e, name))
+	if (find_device(e, name) || (!st && find_device(e, entry.name)))
 		st = npu_api_fail(NPU_ERR_BUSY,
 				  "npu_engine_attach_device: the engine has a device '%s' already",
 				  name);
 	else
-		st = add_device(e, name, dev, false);
+		st = add_device(e, !st ? entry.name : name, dev, false);
 	pthread_mutex_unlock(&e->lock);
 	return st;
 }

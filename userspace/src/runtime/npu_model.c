@@ -114,6 +114,7 @@ void npu_plan_ref(struct npu_plan *p)
 
 static void plan_free(struct npu_plan *p)
 {
+	pthread_mutex_destroy(&p->replica_lock);
 	npu_exec_schedule_destroy(p->exec);
 	npu_graph_destroy(p->g);
 	npu_compiled_free(p->compiled);
@@ -232,6 +233,7 @@ static npu_status build_plan(struct npu_model *m, const struct npu_shape *shapes
 		return npu_api_fail(NPU_ERR_NO_MEMORY, "out of memory");
 	p->model = m;
 	atomic_init(&p->refs, 1);
+	pthread_mutex_init(&p->replica_lock, NULL);
 	p->shapes = malloc(sizeof(*p->shapes) * (m->num_inputs + 1));
 	/* A compiled file at its shapes runs its graph as compiled: no import,
 	 * no inference, no pass, no code generation. */
@@ -270,8 +272,16 @@ static npu_status build_plan(struct npu_model *m, const struct npu_shape *shapes
 	if (st)
 		goto fail;
 	p->bytes = graph_bytes(p->g);
-	for (i = 0; p->compiled && i < p->compiled->num_segments; i++)
-		p->bytes += p->compiled->segments[i]->code.consts_size;
+	for (i = 0; p->compiled && i < p->compiled->num_segments; i++) {
+		const struct npu_codegen_result *code = &p->compiled->segments[i]->code;
+		uint64_t predicted = 0;
+		size_t k;
+
+		p->bytes += code->consts_size;
+		for (k = 0; code->lop_pred_cycles && k < p->compiled->segments[i]->prog.num_lops; k++)
+			predicted += code->lop_pred_cycles[k];
+		atomic_fetch_add(&p->work_cycles, predicted ? predicted : code->ideal_mac_cycles);
+	}
 	if (p->compiled)
 		atomic_fetch_add(&m->codegens, p->compiled->codegen_runs);
 	atomic_fetch_add(&m->plans_built, 1);
@@ -633,6 +643,7 @@ void npu_model_unref(struct npu_model *m)
 	free(m->eps);
 	pthread_mutex_destroy(&m->build_lock);
 	pthread_mutex_destroy(&m->cache_lock);
+	pthread_mutex_destroy(&m->load_lock);
 	npu_engine_unref(m->engine);
 	free(m);
 }
@@ -968,6 +979,7 @@ static npu_status load_model(struct npu_engine *e, const void *data, size_t size
 	m->engine = e;
 	pthread_mutex_init(&m->build_lock, NULL);
 	pthread_mutex_init(&m->cache_lock, NULL);
+	pthread_mutex_init(&m->load_lock, NULL);
 	npu_model_options_init(&m->opts);
 	st = opts ? npu_api_copy_options(&m->opts, sizeof(m->opts), opts, "npu_model_options")
 		  : NPU_OK;
@@ -1006,8 +1018,12 @@ static npu_status load_model(struct npu_engine *e, const void *data, size_t size
 		st = split_keep_fp32(m);
 	if (!st)
 		st = split_int16(m);
-	if (!st && strcmp(m->device_name, "cpu"))
-		st = npu_engine_get_device(e, m->device_name, &m->dev);
+	if (!st && strcmp(m->device_name, "cpu")) {
+		st = npu_engine_open_devices(e, m->device_name, m->devs, m->dev_names,
+					     NPU_DEVICE_SET_MAX, &m->num_devs);
+		if (!st)
+			m->dev = m->devs[0];
+	}
 	if (!st)
 		st = load(m, data, size);
 	/* int8 ranges from noise are poor: an NPU model needs real samples,
@@ -1104,6 +1120,61 @@ NPU_API const char *npu_model_name(const struct npu_model *m)
 NPU_API const char *npu_model_device(const struct npu_model *m)
 {
 	return m ? m->device_name : "";
+}
+
+NPU_API size_t npu_model_num_devices(const struct npu_model *m)
+{
+	return m ? m->num_devs : 0;
+}
+
+NPU_API void npu_model_device_stats_init_sized(struct npu_model_device_stats *o, size_t size)
+{
+	struct npu_model_device_stats d = { .struct_size = size };
+
+	if (!o || size < sizeof(size_t))
+		return;
+	memcpy(o, &d, size < sizeof(d) ? size : sizeof(d));
+	if (size > sizeof(d))
+		memset((char *)o + sizeof(d), 0, size - sizeof(d));
+}
+
+NPU_API npu_status npu_model_device_stats(const struct npu_model *m, size_t index,
+					  struct npu_model_device_stats *out)
+{
+	struct npu_model_device_stats st = { .struct_size = sizeof(st) };
+	struct npu_device_info info;
+
+	if (!m || !out)
+		return npu_api_fail(NPU_ERR_INVALID_ARG, "npu_model_device_stats: NULL argument");
+	if (index >= m->num_devs)
+		return npu_api_fail(NPU_ERR_INVALID_ARG,
+				    "npu_model_device_stats: %s has %zu device%s, no device %zu",
+				    m->source, m->num_devs, m->num_devs == 1 ? "" : "s", index);
+	st.name = m->dev_names[index];
+	st.runs = atomic_load(&m->load[index].runs);
+	st.inflight = atomic_load(&m->load[index].inflight);
+	st.modeled_cycles = atomic_load(&m->load[index].modeled_cycles);
+	if (npu_device_get_info(m->devs[index], &info) == NPU_OK)
+		st.clock_mhz = info.clock_mhz;
+	return npu_api_copy_stats(out, &st, sizeof(st), "npu_model_device_stats");
+}
+
+npu_status npu_plan_on_device(struct npu_plan *p, size_t index)
+{
+	struct npu_error err = { 0 };
+	npu_status st = NPU_OK;
+
+	if (!index || !p->compiled)
+		return NPU_OK;
+	pthread_mutex_lock(&p->replica_lock);
+	st = npu_compiled_replicate(p->compiled, index, p->model->devs[index], &err);
+	pthread_mutex_unlock(&p->replica_lock);
+	if (st) {
+		npu_error_prefix(&err, "%s on device '%s'", p->model->source,
+				 p->model->dev_names[index]);
+		return npu_api_fail_err(&err);
+	}
+	return NPU_OK;
 }
 
 NPU_API size_t npu_model_num_inputs(const struct npu_model *m)

@@ -72,6 +72,10 @@ struct npu_exec_options {
 	 * subgraph) has NpuSegment nodes.
 	 */
 	struct npu_compiled_run *segments_run;
+	/* Without segments_run: which device of the model's set the session's
+	 * own run of the segments is on (a replica npu_compiled_replicate()
+	 * made; 0: the one compiled for). */
+	size_t device_replica;
 	/* Without 'schedule': the CPU options of the session's own (NULL: defaults). */
 	const struct npu_cpu_options *cpu;
 	/*

@@ -120,8 +120,8 @@ static npu_status segment_submit(struct npu_op_ctx *ctx)
 			.queue = 1,
 		};
 
-		if (seg->consts)
-			uses[n++] = (struct npu_buffer_use){ seg->consts, NPU_ACCESS_READ_ONLY };
+		if (rt->consts)
+			uses[n++] = (struct npu_buffer_use){ rt->consts, NPU_ACCESS_READ_ONLY };
 		if (rt->profile)
 			uses[n++] = (struct npu_buffer_use){ rt->profile, NPU_ACCESS_READ_WRITE };
 		s.num_buffers = n;

@@ -22,6 +22,7 @@
 
 struct plan_state {
 	struct npu_plan *plan;		/* a reference */
+	size_t device;			/* of the model's set */
 	struct npu_exec *exec;
 	uint64_t last_used;
 };
@@ -33,6 +34,8 @@ struct npu_session {
 	struct plan_state *states;
 	size_t num_states, max_states;
 	struct plan_state *cur;		/* of the last run */
+	uint64_t device_mask;		/* the devices its runs may use */
+	size_t pinned;			/* a run's device inputs' device + 1, or 0 */
 	uint64_t clock;
 	double last_run_s;
 	bool last_timed;		/* the last run succeeded and measured its steps */
@@ -96,7 +99,19 @@ NPU_API npu_status npu_session_create(struct npu_model *m,
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return npu_api_fail(NPU_ERR_NO_MEMORY, "out of memory");
-	s->max_states = o.max_plan_states ? o.max_plan_states : NPU_DEFAULT_PLAN_STATES;
+	/* A state per plan and device: each device of a set may take a run. */
+	s->max_states = (o.max_plan_states ? o.max_plan_states : NPU_DEFAULT_PLAN_STATES) *
+			(m->num_devs > 1 ? m->num_devs : 1);
+	s->device_mask = o.device_mask;
+	if (m->num_devs < 64)
+		s->device_mask &= (1ull << m->num_devs) - 1;
+	if (o.device_mask && m->num_devs && !s->device_mask)
+		return npu_api_fail(NPU_ERR_INVALID_ARG,
+				    "npu_session_create: device_mask 0x%llx names none of %s's %zu device%s",
+				    (unsigned long long)o.device_mask, m->source, m->num_devs,
+				    m->num_devs == 1 ? "" : "s");
+	if (!s->device_mask)
+		s->device_mask = m->num_devs >= 64 ? UINT64_MAX : (1ull << m->num_devs) - 1;
 	s->states = calloc(s->max_states, sizeof(*s->states));
 	s->aligned = calloc(m->num_inputs + 1, sizeof(*s->aligned));
 	s->bound = calloc(m->num_inputs + 1, sizeof(*s->bound));
@@ -196,18 +211,18 @@ static void leave(struct npu_session *s)
 	atomic_store(&s->busy, false);
 }
 
-/* This session's execution state for 'plan', made (or recycled) on first use. */
-static npu_status state_for(struct npu_session *s, struct npu_plan *plan,
+/* This session's execution state for 'plan' on 'device', made (or recycled) on first use. */
+static npu_status state_for(struct npu_session *s, struct npu_plan *plan, size_t device,
 			    struct plan_state **out)
 {
-	struct npu_exec_options eo = { .pool = s->pool, .threads = 1 };
+	struct npu_exec_options eo = { .pool = s->pool, .threads = 1, .device_replica = device };
 	struct npu_error err = { 0 };
 	struct plan_state *ps = NULL;
 	size_t i;
 	npu_status st;
 
 	for (i = 0; i < s->num_states; i++)
-		if (s->states[i].plan == plan) {
+		if (s->states[i].plan == plan && s->states[i].device == device) {
 			ps = &s->states[i];
 			break;
 		}
@@ -226,15 +241,18 @@ static npu_status state_for(struct npu_session *s, struct npu_plan *plan,
 		eo.schedule = plan->exec;
 		eo.profile = s->model->opts.profile != 0;
 		eo.trace_file = s->model->engine->opts.trace_file;
-		st = npu_exec_create(plan->g, &eo, &ps->exec, &err);
+		st = npu_plan_on_device(plan, device);
+		if (!st && npu_exec_create(plan->g, &eo, &ps->exec, &err))
+			st = npu_api_fail_err(&err);
 		if (st) {
 			*ps = s->states[--s->num_states];
 			memset(&s->states[s->num_states], 0, sizeof(*ps));
-			return npu_api_fail_err(&err);
+			return st;
 		}
 		npu_plan_ref(plan);
 		npu_model_ref(s->model);	/* as npu_plan_release() drops one */
 		ps->plan = plan;
+		ps->device = device;
 	}
 	ps->last_used = ++s->clock;
 	*out = ps;
@@ -251,10 +269,11 @@ static double now_s(void)
 
 /* A device input as a host tensor over the buffer's mapping, checked. */
 static npu_status device_input(const struct npu_model *m, size_t k,
-			       const struct npu_device_tensor *d, struct npu_host_tensor *h)
+			       const struct npu_device_tensor *d, struct npu_host_tensor *h,
+			       size_t *pinned)
 {
 	const char *name = d->name ? d->name : "(no name)";
-	size_t esize = npu_data_type_size(d->dtype);
+	size_t esize = npu_data_type_size(d->dtype), on;
 	uint64_t size;
 	void *map;
 
@@ -269,10 +288,17 @@ static npu_status device_input(const struct npu_model *m, size_t k,
 	if (!d->buffer)
 		return npu_api_fail(NPU_ERR_INVALID_ARG, "%s: device input '%s': buffer is NULL",
 				    m->source, name);
-	if (npu_buffer_device(d->buffer) != m->dev)
+	for (on = 0; on < m->num_devs && npu_buffer_device(d->buffer) != m->devs[on]; on++)
+		;
+	if (on == m->num_devs)
 		return npu_api_fail(NPU_ERR_INVALID_ARG,
 				    "%s: device input '%s': the buffer belongs to another device than the model's (\"%s\"); allocate it on npu_engine_get_device(engine, \"%s\")",
-				    m->source, name, m->device_name, m->device_name);
+				    m->source, name, m->device_name, m->dev_names[0]);
+	if (*pinned && *pinned != on + 1)
+		return npu_api_fail(NPU_ERR_INVALID_ARG,
+				    "%s: device input '%s' is on device '%s', an earlier one on '%s': a run's device inputs must be on one device",
+				    m->source, name, m->dev_names[on], m->dev_names[*pinned - 1]);
+	*pinned = on + 1;
 	size = npu_buffer_size(d->buffer);
 	if (d->offset > size || d->nbytes > size - d->offset)
 		return npu_api_fail(NPU_ERR_INVALID_ARG,
@@ -443,6 +469,67 @@ static npu_status fill_caller_outputs(struct npu_session *s, struct npu_exec *ex
 	return NPU_OK;
 }
 
+/*
+ * The device of the model's set a run goes to: the one its device inputs
+ * are on, else the allowed one with the least modeled work outstanding
+ * (then the fewest runs in flight, then the first), which takes the run's
+ * work (*work) until device_done(). Runs one after another thus stay on
+ * the first device; runs at once spread.
+ */
+static bool lighter(const struct npu_model_device_load *a, const struct npu_model_device_load *b)
+{
+	uint64_t ai = atomic_load(&a->inflight), bi = atomic_load(&b->inflight);
+
+	if (a->outstanding_cycles != b->outstanding_cycles)
+		return a->outstanding_cycles < b->outstanding_cycles;
+	return ai < bi;
+}
+
+static size_t pick_device(struct npu_session *s, struct npu_plan *plan, uint64_t *work)
+{
+	struct npu_model *m = s->model;
+	size_t best = SIZE_MAX, k;
+
+	*work = atomic_load(&plan->work_cycles);
+	pthread_mutex_lock(&m->load_lock);
+	if (s->pinned) {
+		best = s->pinned - 1;
+	} else if (m->num_devs <= 1) {
+		best = 0;
+	} else {
+		for (k = 0; k < m->num_devs; k++)
+			if ((k >= 64 || (s->device_mask >> k & 1)) &&
+			    (best == SIZE_MAX || lighter(&m->load[k], &m->load[best])))
+				best = k;
+	}
+	m->load[best].outstanding_cycles += *work;
+	atomic_fetch_add(&m->load[best].inflight, 1);
+	pthread_mutex_unlock(&m->load_lock);
+	return best;
+}
+
+/* A run picked for 'device' ended; 'ps' after one that ran. */
+static void device_done(struct npu_model *m, size_t device, uint64_t work,
+			const struct plan_state *ps)
+{
+	const struct npu_compiled_run *r = ps ? npu_exec_compiled_run(ps->exec) : NULL;
+	uint64_t cycles = 0;
+	size_t i;
+
+	pthread_mutex_lock(&m->load_lock);
+	m->load[device].outstanding_cycles -= work;
+	pthread_mutex_unlock(&m->load_lock);
+	atomic_fetch_sub(&m->load[device].inflight, 1);
+	if (!ps)
+		return;
+	for (i = 0; r && i < r->c->num_segments; i++)
+		cycles += npu_segment_rt_run_cycles(r->rts[i]);
+	atomic_fetch_add(&m->load[device].runs, 1);
+	atomic_fetch_add(&m->load[device].modeled_cycles, cycles);
+	if (cycles)	/* the measure of the next run's work */
+		atomic_store(&ps->plan->work_cycles, cycles);
+}
+
 static npu_status run(struct npu_session *s, struct npu_plan *given,
 		      const struct npu_host_tensor *inputs, size_t count,
 		      const struct npu_run_options *o)
@@ -457,13 +544,15 @@ static npu_status run(struct npu_session *s, struct npu_plan *given,
 	void **aligned = s->aligned;
 	bool timed = o->timings != 0, any_caller = false;
 	struct npu_cancel *cancel = o->cancel;
-	size_t i;
+	size_t i, device = SIZE_MAX;
+	uint64_t work = 0;
 	npu_status st;
 	double t0;
 
 	s->last_timed = false;
 	s->io_valid = false;
 	s->chose = false;
+	s->pinned = 0;
 	npu_io_stats_init(&s->io);
 	if (atomic_load(&m->destroyed))
 		return npu_api_fail(NPU_ERR_INVALID_ARG,
@@ -490,7 +579,8 @@ static npu_status run(struct npu_session *s, struct npu_plan *given,
 		for (i = 0; i < count; i++)
 			s->merged[i] = inputs[i];
 		for (i = 0; i < o->num_device_inputs; i++) {
-			st = device_input(m, i, &o->device_inputs[i], &s->merged[count + i]);
+			st = device_input(m, i, &o->device_inputs[i], &s->merged[count + i],
+					  &s->pinned);
 			if (st)
 				return st;
 		}
@@ -544,7 +634,8 @@ static npu_status run(struct npu_session *s, struct npu_plan *given,
 		if (st)
 			goto out;
 	}
-	st = state_for(s, plan, &ps);
+	device = pick_device(s, plan, &work);
+	st = state_for(s, plan, device, &ps);
 	if (!given)
 		npu_plan_unref(plan);	/* the state holds its own reference */
 	if (st)
@@ -565,6 +656,8 @@ static npu_status run(struct npu_session *s, struct npu_plan *given,
 	st = npu_exec_run_timed(ps->exec, ptrs, timed, &err);
 	npu_exec_set_cancel(ps->exec, NULL);
 	s->last_run_s = now_s() - t0;
+	device_done(m, device, work, st ? NULL : ps);
+	device = SIZE_MAX;
 	if (st) {
 		npu_api_fail_err(&err);
 		goto out;
@@ -577,6 +670,8 @@ static npu_status run(struct npu_session *s, struct npu_plan *given,
 	s->io.nodes_skipped = npu_exec_io(ps->exec)->nodes_skipped;
 	s->io_valid = true;
 out:
+	if (device != SIZE_MAX)		/* picked, never ran */
+		device_done(m, device, work, NULL);
 	return st;
 }
 
@@ -898,6 +993,11 @@ NPU_API npu_status npu_session_io_stats(const struct npu_session *s, struct npu_
 		return npu_api_fail(NPU_ERR_INVALID_ARG,
 				    "npu_session_io_stats: the session has no successful run");
 	return npu_api_copy_stats(out, &s->io, sizeof(s->io), "npu_io_stats");
+}
+
+NPU_API size_t npu_session_last_device(const struct npu_session *s)
+{
+	return s && s->cur ? s->cur->device : 0;
 }
 
 NPU_API const struct npu_plan *npu_session_plan(const struct npu_session *s)
