@@ -1477,6 +1477,82 @@ def test_poll():
     return s
 
 
+# ---- Several NPUs (--device sim:2, instance_group gpus) ----------------------
+
+MULTI_CONFIG = """max_batch_size: 4
+input { name: "x0" data_type: TYPE_FP32 dims: [ 16 ] }
+output { name: "y" data_type: TYPE_FP32 dims: [ 16 ] }
+dynamic_batching { }
+instance_group { kind: KIND_NPU count: 1 %s }
+parameters { key: "keep_small_segments" value { string_value: "true" } }
+parameters { key: "calib" value { string_value: "random" } }
+"""
+
+
+def device_cycles(port):
+    """npu_serve_device_cycles_total by device."""
+    st, _, b = request(port, "GET", "/metrics")
+    out = {}
+    for line in b.decode().splitlines() if st == 200 else []:
+        if line.startswith('npu_serve_device_cycles_total{device="'):
+            out[line.split('"')[1]] = int(float(line.split()[-1]))
+    return out
+
+
+def test_multi_npu():
+    """npu serve --device sim:2: an instance group places an instance on
+    each NPU (Triton's per-GPU count), 'gpus' pins instances to NPUs, the
+    metrics count every NPU, and a 'gpus' naming a missing NPU fails that
+    model's load, naming it."""
+    repo = os.path.join(WORK, "repo-npus")
+    for name, extra in (("spread", ""), ("pinned", "gpus: [ 1 ]"), ("missing", "gpus: [ 0, 3 ]")):
+        onnx_model(f"{repo}/{name}/1/model.onnx", "Relu", 1, "N,16")
+        write(f"{repo}/{name}/config.pbtxt", MULTI_CONFIG % extra)
+    onnx_model(f"{repo}/twice/1/model.onnx", "Relu", 1, "N,16")
+    write(f"{repo}/twice/config.pbtxt", MULTI_CONFIG % "gpus: [ 1, 1 ]")
+    s = Server("npus", repo, "--device", "sim:2")
+    if not ok(s.up(), "sim:2: the server starts", s.log_text()):
+        return s
+    log = s.log_text()
+    ok("loaded model 'spread' version 1" in log and "2 instances" in
+       [ln for ln in log.splitlines() if "loaded model 'spread'" in ln][0],
+       "sim:2: count 1 puts an instance on each of the 2 NPUs", log[-1500:])
+    idx = index_of(s.port, "missing")
+    ok(idx.get("1", {}).get("state") == "UNAVAILABLE" and
+       "NPU 3" in idx.get("1", {}).get("reason", ""),
+       "sim:2: gpus [0, 3] fails that model's load naming NPU 3 (%s)" %
+       idx.get("1", {}).get("reason", "")[:160], idx)
+    idx = index_of(s.port, "twice")
+    bad = idx.get(None, idx.get("1", {}))
+    ok(bad.get("state") == "UNAVAILABLE" and "listed twice" in bad.get("reason", ""),
+       "sim:2: gpus [1, 1] is a config error", idx)
+    st, _, b = request(s.port, "GET", "/v2/models/pinned/config")
+    cfg = jbody(b) or {}
+    ok(st == 200 and cfg.get("instance_group", [{}])[0].get("gpus") == [1],
+       "the config echoes gpus [1]", b)
+
+    def one(model):
+        def fn(t, i):
+            # In the range random calibration saw, as the onnpu test's.
+            x = [((7 * t + 3 * i + k) % 32 - 8) / 32.0 for k in range(16)]
+            st, js, v = infer(s.port, model, [("x0", "FP32", [1, 16], x)])
+            return st == 200 and all(abs(a - max(b, 0.0)) < 0.02 for a, b in zip(v["y"], x))
+        return fn
+
+    res = concurrent(4, 4, one("pinned"))
+    cyc = device_cycles(s.port)
+    ok(len(res) == 16 and all(res) and cyc.get("sim#1", 0) > 0 and cyc.get("sim", 0) == 0,
+       "gpus [1]: 16 requests right, all on NPU 1 (cycles %s)" % cyc, res)
+    res = concurrent(8, 6, one("spread"))
+    cyc = device_cycles(s.port)
+    ok(len(res) == 48 and all(res) and cyc.get("sim", 0) > 0,
+       "48 concurrent requests over both NPUs: every output right, NPU 0 ran too (cycles %s)" %
+       cyc, res)
+    rc, out = promtool(request(s.metrics_port, "GET", "/metrics")[2])
+    ok(rc == 0, "promtool: the per-NPU series are clean", out)
+    return s
+
+
 # ---- TLS and bearer tokens (--tls-cert/--tls-key, --api-token, --admin-token) ----
 
 def https_request(port, cafile, method, path, body=None, headers=None, timeout=30):
@@ -1919,7 +1995,7 @@ def main():
                     fn(s)
             except Exception as e:  # a broken section fails, the rest still run
                 ok(False, "%s: %s: %s" % (name, type(e).__name__, e))
-        for fn in (test_explicit, test_poll, test_security):
+        for fn in (test_explicit, test_poll, test_security, test_multi_npu):
             try:
                 servers.append(fn())
             except Exception as e:

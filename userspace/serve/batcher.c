@@ -26,6 +26,9 @@ struct instance {
 	pthread_t thread;
 	int started;
 	int index;
+	/* The device its runs go to: the model's, or one NPU of its set. */
+	char device[SERVE_NAME_MAX];
+	uint64_t device_mask;		/* its session's (0: the model's one device) */
 };
 
 struct scheduler {
@@ -273,7 +276,7 @@ static void run_batch(struct instance *in, struct infer_request **reqs, size_t n
 	}
 	bind_outputs(in, reqs, n, tin, reqs[0]->num_inputs, outs, &num_outs, pre, &plan);
 	t1 = serve_now_ns();
-	panel_device_begin(s->device);
+	panel_device_begin(in->device);
 	/* Measure this run's steps only when the panel will keep its timeline. */
 	npu_run_options_init(&ro);
 	ro.timings = panel_timeline_due(s->stats);
@@ -287,11 +290,11 @@ static void run_batch(struct instance *in, struct infer_request **reqs, size_t n
 			  reqs[0]->model, reqs[0]->version, msg);
 		fail_all(reqs, n, SERVE_INTERNAL, msg);
 		t2 = t3 = serve_now_ns();
-		panel_device_end(s->device, in->session, t2 - t1);
+		panel_device_end(in->device, in->session, t2 - t1);
 		goto stats;
 	}
 	t2 = serve_now_ns();
-	panel_device_end(s->device, in->session, t2 - t1);
+	panel_device_end(in->device, in->session, t2 - t1);
 	npu_io_stats_init(&io);
 	if (npu_session_io_stats(in->session, &io) == NPU_OK) {
 		copies += io.input_copies + io.output_copies;
@@ -365,21 +368,21 @@ static void run_batch(struct instance *in, struct infer_request **reqs, size_t n
 		}
 	}
 	t3 = serve_now_ns();
-	panel_batch_timeline(s->stats, s->device, in->session, reqs[0], total, n, t0, t1, t2, t3);
+	panel_batch_timeline(s->stats, in->device, in->session, reqs[0], total, n, t0, t1, t2, t3);
 stats:
 	metrics_batch(s->stats, total, t1 - t0, t2 - t1, t3 - t2);
 	metrics_copies(s->stats, copies, copy_bytes);
 	{
 		uint64_t cycles = 0;
 
-		if (strcmp(s->device, "cpu")) {
+		if (strcmp(in->device, "cpu")) {
 			struct npu_npu_stats ns;
 
 			npu_npu_stats_init(&ns);
 			if (npu_session_npu_stats(in->session, &ns) == NPU_OK)
 				cycles = ns.last_cycles;
 		}
-		metrics_device(s->device, t2 - t1, cycles);
+		metrics_device(in->device, t2 - t1, cycles);
 	}
 out:
 	npu_plan_release(plan);
@@ -838,6 +841,65 @@ static void destroy(struct scheduler *s)
 	free(s);
 }
 
+int scheduler_num_instances(const struct scheduler *s)
+{
+	return s->num_instances;
+}
+
+/*
+ * The instances and their devices. On a model with one device (or the
+ * CPU) the groups' counts add up. On a set of NPUs (npu serve --device
+ * sim:4), as Triton places 'count' instances on each GPU a group lists
+ * (every GPU without 'gpus'), each group places 'count' instances on each
+ * NPU it lists, each instance's runs pinned to its NPU.
+ */
+static int place_instances(struct scheduler *s, const struct model_config *cfg, char *err)
+{
+	size_t devs = npu_model_num_devices(s->model), k;
+	int g, c, groups = cfg->num_groups ? cfg->num_groups : 1;
+
+	s->num_instances = 0;
+	for (g = 0; g < groups; g++) {
+		int count = cfg->num_groups ? cfg->group_count[g] : cfg->instance_count;
+		uint64_t gpus = cfg->num_groups ? cfg->group_gpus[g] : 0;
+
+		if (count < 1)
+			count = 1;
+		if (!devs && gpus) {	/* a Triton repository's KIND_GPU on the CPU */
+			serve_log(SERVE_LOG_INFO, "instance_group %d: 'gpus' ignored on device '%s'",
+				  g, s->device);
+			gpus = 0;
+		}
+		for (k = devs; gpus && k < 64; k++)
+			if (gpus >> k & 1)
+				return serve_err(err, SERVE_INVALID,
+						 "instance_group %d: 'gpus' lists NPU %zu, but device '%s' has %zu NPU%s (npu serve --device sim:N or accel:* for more)",
+						 g, k, s->device, devs, devs == 1 ? "" : "s");
+		for (k = 0; k < (devs > 1 ? devs : 1); k++) {
+			struct npu_model_device_stats ds;
+
+			if (gpus && !(gpus >> k & 1))
+				continue;
+			npu_model_device_stats_init(&ds);
+			for (c = 0; c < count; c++) {
+				struct instance *in = &s->inst[s->num_instances];
+
+				if (s->num_instances == 64)
+					return serve_err(err, SERVE_INVALID,
+							 "more than 64 instances (instance_group counts times NPUs)");
+				if (devs > 1 && npu_model_device_stats(s->model, k, &ds) == NPU_OK) {
+					snprintf(in->device, sizeof(in->device), "%s", ds.name);
+					in->device_mask = 1ull << k;
+				} else {
+					snprintf(in->device, sizeof(in->device), "%s", s->device);
+				}
+				s->num_instances++;
+			}
+		}
+	}
+	return SERVE_OK;
+}
+
 int scheduler_create(const struct model_config *cfg, struct npu_model *model,
 		     const char *device, struct model_stats *stats,
 		     const struct scheduler_limits *limits, struct scheduler **out, char *err)
@@ -898,13 +960,19 @@ int scheduler_create(const struct model_config *cfg, struct npu_model *model,
 					 cfg->outputs[i].name);
 		}
 	}
-	s->num_instances = cfg->instance_count > 0 ? cfg->instance_count : 1;
-	if (s->num_instances > 64)
-		s->num_instances = 64;
+	r = place_instances(s, cfg, err);
+	if (r) {
+		destroy(s);
+		return r;
+	}
 	for (l = 0; l < s->num_instances; l++) {
+		struct npu_session_options so;
+
 		s->inst[l].s = s;
 		s->inst[l].index = l;
-		if (npu_session_create(model, NULL, &s->inst[l].session) != NPU_OK) {
+		npu_session_options_init(&so);
+		so.device_mask = s->inst[l].device_mask;
+		if (npu_session_create(model, &so, &s->inst[l].session) != NPU_OK) {
 			r = serve_err(err, SERVE_INTERNAL, "session of instance %d: %s", l,
 				      npu_last_error());
 			destroy(s);

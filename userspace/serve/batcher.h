@@ -98,6 +98,8 @@ int scheduler_create(const struct model_config *cfg, struct npu_model *model,
  * for a bad priority.
  */
 int scheduler_enqueue(struct scheduler *s, struct infer_request *req, char *err);
+/* Its instances: the groups' counts, times the NPUs each group spans. */
+int scheduler_num_instances(const struct scheduler *s);
 /* Stop taking requests, run everything queued, join, free. */
 void scheduler_drain_destroy(struct scheduler *s);
 

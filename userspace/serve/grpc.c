@@ -1466,6 +1466,15 @@ static void call_config(struct gstream *s, Inference__ModelConfigRequest *rq)
 		g->kind = (Inference__ModelInstanceGroup__Kind)enum_value(
 			&inference__model_instance_group__kind__descriptor, jstr(e, "kind"), 0);
 		g->count = (int32_t)json_integer_value(json_object_get(e, "count"));
+		{
+			json_t *gpus = json_object_get(e, "gpus"), *gpu;
+			size_t k;
+
+			if (json_array_size(gpus))
+				NEW(g->gpus, json_array_size(gpus));
+			json_array_foreach(gpus, k, gpu)
+				g->gpus[g->n_gpus++] = (int32_t)json_integer_value(gpu);
+		}
 		mc->instance_group[mc->n_instance_group++] = g;
 	}
 

@@ -319,15 +319,25 @@ static int parse_instance_group(struct ctx *x, const struct pbtxt_node *n,
 				struct model_config *c, int *groups)
 {
 	const struct pbtxt_node *f;
-	int64_t count = 1;
+	int64_t count = 1, gpu;
+	uint64_t gpus = 0;
 	enum instance_kind kind = KIND_AUTO;
 
 	if (want_kind(x, n, 1))
 		return SERVE_INVALID;
+	if (*groups == CONFIG_MAX_GROUPS)
+		return bad(x, n, "more than %d instance groups", CONFIG_MAX_GROUPS);
 	for (f = n->child; f; f = f->next) {
 		if (!strcmp(f->name, "count")) {
 			if (get_int(x, f, 1, 64, &count))
 				return SERVE_INVALID;
+		} else if (!strcmp(f->name, "gpus")) {
+			/* The NPUs of the server's --device set, by index. */
+			if (get_int(x, f, 0, NPU_DEVICE_SET_MAX - 1, &gpu))
+				return SERVE_INVALID;
+			if (gpus >> gpu & 1)
+				return bad(x, f, "'gpus': device %" PRId64 " is listed twice", gpu);
+			gpus |= 1ull << gpu;
 		} else if (!strcmp(f->name, "kind")) {
 			if (want_kind(x, f, 0))
 				return SERVE_INVALID;
@@ -345,7 +355,7 @@ static int parse_instance_group(struct ctx *x, const struct pbtxt_node *n,
 			} else
 				return bad(x, f, "'kind': '%s' is not supported (KIND_CPU, KIND_NPU, KIND_AUTO, KIND_GPU)",
 					   f->text);
-		} else if (!strcmp(f->name, "name") || !strcmp(f->name, "gpus") ||
+		} else if (!strcmp(f->name, "name") ||
 			   !strcmp(f->name, "profile") || !strcmp(f->name, "passive") ||
 			   !strcmp(f->name, "host_policy") || !strcmp(f->name, "rate_limiter") ||
 			   !strcmp(f->name, "secondary_devices")) {
@@ -356,11 +366,16 @@ static int parse_instance_group(struct ctx *x, const struct pbtxt_node *n,
 	}
 	if (*groups && kind != c->kind)
 		return bad(x, n, "instance groups of different kinds are not supported");
+	if (gpus && kind == KIND_CPU)
+		return bad(x, n, "'gpus' places instances on NPUs: not with KIND_CPU");
 	c->kind = kind;
 	c->instance_count = (*groups ? c->instance_count : 0) + (int)count;
 	if (c->instance_count > 64)
 		return bad(x, n, "more than 64 instances");
+	c->group_count[*groups] = (int)count;
+	c->group_gpus[*groups] = gpus;
 	(*groups)++;
+	c->num_groups = *groups;
 	return 0;
 }
 
@@ -847,8 +862,25 @@ json_t *config_to_json(const struct model_config *c)
 		json_object_set_new(db, "priority_queue_policy", levels);
 		json_object_set_new(o, "dynamic_batching", db);
 	}
-	ig = json_pack("[{s:i, s:s}]", "count", c->instance_count, "kind",
-		       c->kind == KIND_CPU ? "KIND_CPU" : c->kind == KIND_NPU ? "KIND_NPU" : "KIND_AUTO");
+	ig = json_array();
+	for (i = 0; i < (size_t)(c->num_groups ? c->num_groups : 1); i++) {
+		json_t *g = json_pack("{s:i, s:s}", "count",
+				      c->num_groups ? c->group_count[i] : c->instance_count, "kind",
+				      c->kind == KIND_CPU ? "KIND_CPU" :
+				      c->kind == KIND_NPU ? "KIND_NPU" : "KIND_AUTO");
+		uint64_t gpus = c->num_groups ? c->group_gpus[i] : 0;
+		json_t *list = json_array();
+		int k;
+
+		for (k = 0; k < 64; k++)
+			if (gpus >> k & 1)
+				json_array_append_new(list, json_integer(k));
+		if (json_array_size(list))
+			json_object_set_new(g, "gpus", list);
+		else
+			json_decref(list);
+		json_array_append_new(ig, g);
+	}
 	json_object_set_new(o, "instance_group", ig);
 	params = json_object();
 	for (i = 0; i < c->num_params; i++)

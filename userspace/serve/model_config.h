@@ -35,6 +35,8 @@ struct queue_policy {
 
 enum instance_kind { KIND_AUTO, KIND_CPU, KIND_NPU };
 
+#define CONFIG_MAX_GROUPS 8
+
 struct model_config {
 	char name[SERVE_NAME_MAX];
 	char platform[64];
@@ -61,7 +63,16 @@ struct model_config {
 	int level_policy_set[CONFIG_MAX_LEVELS + 1];
 
 	enum instance_kind kind;
-	int instance_count;		/* total over the instance groups */
+	int instance_count;		/* total over the instance groups, per device */
+	/*
+	 * Each group's count and 'gpus' (bit k: device k of the model's
+	 * set, the server's --device; 0: every device). As Triton places
+	 * 'count' instances on each listed GPU, a group places 'count'
+	 * instances on each of its NPUs (scheduler_create()).
+	 */
+	int num_groups;
+	int group_count[CONFIG_MAX_GROUPS];
+	uint64_t group_gpus[CONFIG_MAX_GROUPS];
 
 	size_t num_params;
 	char param_key[CONFIG_MAX_PARAMS][64];

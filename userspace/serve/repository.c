@@ -479,8 +479,8 @@ static int load_version(struct repository *r, const char *name,
 	serve_log(SERVE_LOG_INFO,
 		  "loaded model '%s' version %" PRId64 " from %s on %s: %zu inputs, %zu outputs, max_batch_size %d, %d instance%s, %s (%.0f ms)",
 		  name, v, file, mv->device, mv->cfg.num_inputs, mv->cfg.num_outputs,
-		  mv->cfg.max_batch_size, mv->cfg.instance_count,
-		  mv->cfg.instance_count == 1 ? "" : "s",
+		  mv->cfg.max_batch_size, scheduler_num_instances(mv->sched),
+		  scheduler_num_instances(mv->sched) == 1 ? "" : "s",
 		  mv->cfg.dynamic_batching ? "dynamic batching" : "no batching",
 		  (serve_now_ns() - t0) / 1e6);
 	*out = mv;
