@@ -6,6 +6,7 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli_util.h"
@@ -262,15 +263,17 @@ int npu_cmd_info(int argc, char **argv)
 	size_t count, i;
 	int c;
 
-	if (npu_cli_device_default(&opts, "info"))	/* NPU_DEVICE, else auto */
-		return 2;
+	/* NPU_DEVICE, any spec (npu_device_spec_resolve), else auto. */
+	npu_device_options_init(&opts);
+	opts.trace_file = getenv("NPU_TRACE_FILE");
+	spec = getenv("NPU_DEVICE");
+	if (spec && (!*spec || !strcmp(spec, "auto")))
+		spec = NULL;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "d:jh", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'd':
 			spec = strcmp(optarg, "auto") ? optarg : NULL;
-			if (!spec)
-				opts.backend = NPU_BACKEND_AUTO, opts.path = NULL;
 			break;
 		case 'j':
 			json = true;
@@ -290,14 +293,8 @@ int npu_cmd_info(int argc, char **argv)
 		info_usage(stderr);
 		return 2;
 	}
-	if (!spec) {
-		/* auto: every npu accel node, else the simulator */
-		spec = opts.backend == NPU_BACKEND_SIM ? "sim" :
-		       opts.backend == NPU_BACKEND_ACCEL || npu_device_list_accel(NULL, 0) ? "accel:*" :
-		       "sim";
-		if (opts.path)
-			spec = opts.path;
-	}
+	if (!spec)	/* auto: every npu accel node, else the simulator */
+		spec = npu_device_list_accel(NULL, 0) ? "accel:*" : "sim";
 	if (npu_device_spec_resolve(spec, entries, NPU_DEVICE_SET_MAX, &count, err, sizeof(err))) {
 		fprintf(stderr, "npu info: %s\n", err);
 		return 1;
