@@ -558,6 +558,73 @@ static void test_device_inputs(void **state)
 	npu_engine_destroy(e);
 }
 
+/*
+ * A device that fails jobs (its watchdog ends every job after 64 cycles):
+ * a run there is run again on the other device, which succeeds, so the
+ * failing one is taken out of rotation; a model on it alone fails.
+ */
+static void test_failover(void **state)
+{
+	struct npu_engine *e = engine_new();
+	struct npu_device_options o;
+	struct npu_device *bad;
+	struct npu_session_options so;
+	struct npu_model *one, *set, *alone;
+	struct npu_session *ref, *s;
+	struct npu_model_device_stats ds;
+	float want[N_X], got[N_X], x[N_X];
+	struct npu_host_tensor in;
+	char msg[256];
+
+	(void)state;
+	npu_device_options_init(&o);
+	o.backend = NPU_BACKEND_SIM;
+	o.sim_watchdog_cycles = 64;
+	assert_int_equal(npu_device_open(&o, &bad, msg, sizeof(msg)), NPU_OK);
+	assert_int_equal(npu_engine_attach_device(e, "sim#1", bad), NPU_OK);
+	assert_int_equal(load(e, "sim", &one), NPU_OK);
+	assert_int_equal(load(e, "sim:2", &set), NPU_OK);
+	assert_int_equal(npu_session_create(one, NULL, &ref), NPU_OK);
+	run_one(ref, 9, want);
+
+	/* The session prefers the failing device; its run ends on device 0. */
+	npu_session_options_init(&so);
+	so.device_mask = 1u << 1;
+	assert_int_equal(npu_session_create(set, &so, &s), NPU_OK);
+	run_one(s, 9, got);
+	assert_memory_equal(got, want, sizeof(got));
+	assert_int_equal(npu_session_last_device(s), 0);
+	npu_model_device_stats_init(&ds);
+	assert_int_equal(npu_model_device_stats(set, 1, &ds), NPU_OK);
+	assert_int_equal(ds.failovers, 1);
+	assert_int_equal(ds.out_of_rotation, 1);
+	assert_int_equal(ds.runs, 0);
+	/* Out of rotation: the next run goes to device 0 at once. */
+	run_one(s, 9, got);
+	assert_memory_equal(got, want, sizeof(got));
+	assert_int_equal(npu_model_device_stats(set, 1, &ds), NPU_OK);
+	assert_int_equal(ds.failovers, 1);
+	assert_int_equal(npu_model_device_stats(set, 0, &ds), NPU_OK);
+	assert_int_equal(ds.runs, 2);
+	assert_int_equal(ds.out_of_rotation, 0);
+	npu_session_destroy(s);
+
+	/* On the failing device alone there is nowhere to retry. */
+	assert_int_equal(load(e, "sim#1", &alone), NPU_OK);
+	assert_int_equal(npu_session_create(alone, NULL, &s), NPU_OK);
+	input(x, 9);
+	in = host_x(x);
+	assert_int_equal(npu_session_run(s, &in, 1), NPU_ERR_JOB_FAILED);
+	npu_session_destroy(s);
+
+	npu_session_destroy(ref);
+	npu_model_destroy(alone);
+	npu_model_destroy(set);
+	npu_model_destroy(one);
+	npu_engine_destroy(e);
+	npu_device_close(bad);
+}
+
 /* A model's device spec that names nothing that exists fails its load. */
 static void test_bad_model_devices(void **state)
 {
@@ -582,6 +649,7 @@ int main(void)
 		cmocka_unit_test(test_data_parallel),
 		cmocka_unit_test(test_device_mask),
 		cmocka_unit_test(test_device_inputs),
+		cmocka_unit_test(test_failover),
 		cmocka_unit_test(test_bad_model_devices),
 	};
 

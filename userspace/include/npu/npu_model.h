@@ -210,6 +210,15 @@ struct npu_model_device_stats {
 	uint64_t inflight;		/* runs on it now */
 	uint64_t modeled_cycles;	/* NPU cycles its jobs took, modeled, summed */
 	uint32_t clock_mhz;		/* its modeled clock (0 before a plan ran) */
+	/*
+	 * A run that fails on a device of a set as a device fails (a job
+	 * error or hang, the device out of memory) runs again on another;
+	 * failovers counts those runs here. When the other succeeds this one
+	 * is taken out of rotation: no run is sent to it until the model is
+	 * loaded again (unless every device of a session's mask is out).
+	 */
+	uint32_t out_of_rotation;
+	uint64_t failovers;
 };
 
 NPU_API void npu_model_device_stats_init_sized(struct npu_model_device_stats *stats,

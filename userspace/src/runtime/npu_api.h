@@ -210,6 +210,8 @@ struct npu_model {
 	struct npu_model_device_load {
 		uint64_t outstanding_cycles;	/* modeled work of runs in flight (load_lock) */
 		atomic_uint_least64_t runs, inflight, modeled_cycles;
+		atomic_uint_least64_t failovers;	/* runs that failed here, run again elsewhere */
+		atomic_bool out_of_rotation;	/* failed where another succeeded */
 	} load[NPU_DEVICE_SET_MAX];
 	/* The providers a plan offers nodes to, in priority order, "cpu" last. */
 	const struct npu_ep **eps;

@@ -1154,6 +1154,8 @@ NPU_API npu_status npu_model_device_stats(const struct npu_model *m, size_t inde
 	st.runs = atomic_load(&m->load[index].runs);
 	st.inflight = atomic_load(&m->load[index].inflight);
 	st.modeled_cycles = atomic_load(&m->load[index].modeled_cycles);
+	st.failovers = atomic_load(&m->load[index].failovers);
+	st.out_of_rotation = atomic_load(&m->load[index].out_of_rotation);
 	if (npu_device_get_info(m->devs[index], &info) == NPU_OK)
 		st.clock_mhz = info.clock_mhz;
 	return npu_api_copy_stats(out, &st, sizeof(st), "npu_model_device_stats");

@@ -485,27 +485,54 @@ static bool lighter(const struct npu_model_device_load *a, const struct npu_mode
 	return ai < bi;
 }
 
-static size_t pick_device(struct npu_session *s, struct npu_plan *plan, uint64_t *work)
+/* Device k among 'mask' (bits past 63: always), and in rotation. */
+static bool can_take(const struct npu_model *m, size_t k, uint64_t mask)
+{
+	return (k >= 64 || (mask >> k & 1)) && !atomic_load(&m->load[k].out_of_rotation);
+}
+
+/*
+ * 'avoid': devices a failed attempt of this run used. SIZE_MAX when no
+ * device is left to retry on (a first attempt always gets one).
+ */
+static size_t pick_device(struct npu_session *s, struct npu_plan *plan, uint64_t avoid,
+			  uint64_t *work)
 {
 	struct npu_model *m = s->model;
 	size_t best = SIZE_MAX, k;
+	int pass;
 
 	*work = atomic_load(&plan->work_cycles);
 	pthread_mutex_lock(&m->load_lock);
 	if (s->pinned) {
-		best = s->pinned - 1;
+		best = avoid ? SIZE_MAX : s->pinned - 1;
 	} else if (m->num_devs <= 1) {
-		best = 0;
+		best = avoid ? SIZE_MAX : 0;
 	} else {
-		for (k = 0; k < m->num_devs; k++)
-			if ((k >= 64 || (s->device_mask >> k & 1)) &&
-			    (best == SIZE_MAX || lighter(&m->load[k], &m->load[best])))
+		/* The session's devices; when they all failed, any other. */
+		for (pass = 0; pass < 2 && best == SIZE_MAX; pass++)
+			for (k = 0; k < m->num_devs; k++)
+				if (can_take(m, k, (pass ? UINT64_MAX : s->device_mask) & ~avoid) &&
+				    (best == SIZE_MAX || lighter(&m->load[k], &m->load[best])))
+					best = k;
+		/* All out of rotation: a first attempt still tries its own. */
+		for (k = 0; best == SIZE_MAX && !avoid && k < m->num_devs; k++)
+			if (k >= 64 || (s->device_mask >> k & 1))
 				best = k;
 	}
-	m->load[best].outstanding_cycles += *work;
-	atomic_fetch_add(&m->load[best].inflight, 1);
+	if (best != SIZE_MAX) {
+		m->load[best].outstanding_cycles += *work;
+		atomic_fetch_add(&m->load[best].inflight, 1);
+	}
 	pthread_mutex_unlock(&m->load_lock);
 	return best;
+}
+
+/* A failure that another device of the set may not have. */
+static bool device_failure(npu_status st)
+{
+	return st == NPU_ERR_DEVICE || st == NPU_ERR_JOB_FAILED || st == NPU_ERR_TIMEOUT ||
+	       st == NPU_ERR_NO_MEMORY;
 }
 
 /* A run picked for 'device' ended; 'ps' after one that ran. */
@@ -542,10 +569,11 @@ static npu_status run(struct npu_session *s, struct npu_plan *given,
 	struct npu_plan *plan = given;
 	struct plan_state *ps = NULL;
 	void **aligned = s->aligned;
-	bool timed = o->timings != 0, any_caller = false;
+	bool timed = o->timings != 0, any_caller = false, own_plan = false;
 	struct npu_cancel *cancel = o->cancel;
-	size_t i, device = SIZE_MAX;
-	uint64_t work = 0;
+	size_t i, device = SIZE_MAX, failed = SIZE_MAX;
+	uint64_t work = 0, avoid = 0;
+	char first_error[NPU_ERROR_MSG_MAX];
 	npu_status st;
 	double t0;
 
@@ -633,35 +661,58 @@ static npu_status run(struct npu_session *s, struct npu_plan *given,
 		st = npu_model_plan_for(m, shapes, &plan);
 		if (st)
 			goto out;
+		own_plan = true;
 	}
-	device = pick_device(s, plan, &work);
-	st = state_for(s, plan, device, &ps);
-	if (!given)
-		npu_plan_unref(plan);	/* the state holds its own reference */
+	/*
+	 * On a set of devices, a run that fails as a device fails (a job
+	 * error, a hang the watchdog ended, a device out of memory) is run
+	 * again on another; if that one succeeds, the first device is taken
+	 * out of rotation. A run that fails everywhere is the run's fault.
+	 */
+	for (;;) {
+		device = pick_device(s, plan, avoid, &work);
+		if (device == SIZE_MAX)
+			break;
+		st = state_for(s, plan, device, &ps);
+		if (!st) {
+			s->cur = ps;
+			st = bind_outputs(s, plan, o, &any_caller);
+			if (!st && npu_exec_bind_outputs(ps->exec, o->num_outputs ? s->wanted : NULL,
+							 any_caller ? s->out_caller_ptrs : NULL, &err))
+				st = npu_api_fail_err(&err);
+			if (st) {
+				/* Nothing ran: the last run's outputs are gone, none chosen. */
+				npu_exec_bind_outputs(ps->exec, NULL, NULL, &err);
+				goto out;
+			}
+			s->chose = o->num_outputs != 0;
+			t0 = now_s();
+			npu_exec_set_cancel(ps->exec, cancel);
+			st = npu_exec_run_timed(ps->exec, ptrs, timed, &err);
+			npu_exec_set_cancel(ps->exec, NULL);
+			s->last_run_s = now_s() - t0;
+			if (st)
+				npu_api_fail_err(&err);
+		}
+		device_done(m, device, work, st ? NULL : ps);
+		if (!st || !device_failure(st) || m->num_devs < 2 || s->pinned)
+			break;
+		if (failed == SIZE_MAX) {
+			failed = device;
+			snprintf(first_error, sizeof(first_error), "%s", npu_last_error());
+		}
+		avoid |= device < 64 ? 1ull << device : 0;
+		atomic_fetch_add(&m->load[device].failovers, 1);
+	}
+	device = SIZE_MAX;
+	if (!st && failed != SIZE_MAX &&
+	    !atomic_exchange(&m->load[failed].out_of_rotation, true))
+		npu_engine_log(m->engine, NPU_LOG_WARNING,
+			       "%s: device '%s' taken out of rotation: a run failed there and succeeded on '%s' (%s)",
+			       m->source, m->dev_names[failed], m->dev_names[s->cur->device],
+			       first_error);
 	if (st)
 		goto out;
-	s->cur = ps;
-	st = bind_outputs(s, plan, o, &any_caller);
-	if (!st && npu_exec_bind_outputs(ps->exec, o->num_outputs ? s->wanted : NULL,
-					 any_caller ? s->out_caller_ptrs : NULL, &err))
-		st = npu_api_fail_err(&err);
-	if (st) {
-		/* Nothing ran: the last run's outputs are gone, none chosen. */
-		npu_exec_bind_outputs(ps->exec, NULL, NULL, &err);
-		goto out;
-	}
-	s->chose = o->num_outputs != 0;
-	t0 = now_s();
-	npu_exec_set_cancel(ps->exec, cancel);
-	st = npu_exec_run_timed(ps->exec, ptrs, timed, &err);
-	npu_exec_set_cancel(ps->exec, NULL);
-	s->last_run_s = now_s() - t0;
-	device_done(m, device, work, st ? NULL : ps);
-	device = SIZE_MAX;
-	if (st) {
-		npu_api_fail_err(&err);
-		goto out;
-	}
 	st = fill_caller_outputs(s, ps->exec);
 	if (st)
 		goto out;
@@ -672,6 +723,8 @@ static npu_status run(struct npu_session *s, struct npu_plan *given,
 out:
 	if (device != SIZE_MAX)		/* picked, never ran */
 		device_done(m, device, work, NULL);
+	if (own_plan)
+		npu_plan_unref(plan);	/* a state holds its own reference */
 	return st;
 }
 
