@@ -80,6 +80,7 @@ NPU_API npu_status npu_session_create(struct npu_model *m,
 {
 	struct npu_session_options o;
 	struct npu_session *s;
+	uint64_t all;
 	npu_status st;
 
 	if (!out)
@@ -96,22 +97,19 @@ NPU_API npu_status npu_session_create(struct npu_model *m,
 		if (st)
 			return st;
 	}
+	all = m->num_devs >= 64 ? UINT64_MAX : (1ull << m->num_devs) - 1;
+	if (o.device_mask && m->num_devs && !(o.device_mask & all))
+		return npu_api_fail(NPU_ERR_INVALID_ARG,
+				    "npu_session_create: device_mask 0x%llx names none of %s's %zu device%s",
+				    (unsigned long long)o.device_mask, m->source, m->num_devs,
+				    m->num_devs == 1 ? "" : "s");
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return npu_api_fail(NPU_ERR_NO_MEMORY, "out of memory");
 	/* A state per plan and device: each device of a set may take a run. */
 	s->max_states = (o.max_plan_states ? o.max_plan_states : NPU_DEFAULT_PLAN_STATES) *
 			(m->num_devs > 1 ? m->num_devs : 1);
-	s->device_mask = o.device_mask;
-	if (m->num_devs < 64)
-		s->device_mask &= (1ull << m->num_devs) - 1;
-	if (o.device_mask && m->num_devs && !s->device_mask)
-		return npu_api_fail(NPU_ERR_INVALID_ARG,
-				    "npu_session_create: device_mask 0x%llx names none of %s's %zu device%s",
-				    (unsigned long long)o.device_mask, m->source, m->num_devs,
-				    m->num_devs == 1 ? "" : "s");
-	if (!s->device_mask)
-		s->device_mask = m->num_devs >= 64 ? UINT64_MAX : (1ull << m->num_devs) - 1;
+	s->device_mask = o.device_mask & all ? o.device_mask & all : all;
 	s->states = calloc(s->max_states, sizeof(*s->states));
 	s->aligned = calloc(m->num_inputs + 1, sizeof(*s->aligned));
 	s->bound = calloc(m->num_inputs + 1, sizeof(*s->bound));
