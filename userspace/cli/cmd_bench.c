@@ -100,6 +100,7 @@ struct bench_parallel {
 	size_t devices;
 	double wall_ms;
 	uint64_t runs[NPU_DEVICE_SET_MAX], cycles[NPU_DEVICE_SET_MAX];
+	uint64_t peak_bytes[NPU_DEVICE_SET_MAX];
 	const char *names[NPU_DEVICE_SET_MAX];
 	uint32_t clock_mhz;
 	double busiest_ms;	/* modeled: the device that worked longest */
@@ -153,6 +154,7 @@ static int bench_parallel_run(struct npu_model *m, const struct npu_host_tensor 
 		out->names[d] = ds.name;
 		out->runs[d] = ds.runs - before[d].runs;
 		out->cycles[d] = ds.modeled_cycles - before[d].modeled_cycles;
+		out->peak_bytes[d] = ds.memory_peak_bytes;
 		out->clock_mhz = ds.clock_mhz ? ds.clock_mhz : out->clock_mhz;
 	}
 	for (d = 0; d < out->devices; d++) {
@@ -184,9 +186,10 @@ static void bench_parallel_print(const struct bench_parallel *p, int iters, doub
 
 			printf("%s\n   {\"name\": ", d ? "," : "");
 			npu_cli_json_string(stdout, p->names[d]);
-			printf(", \"runs\": %llu, \"modeled_busy_ms\": %.4f, \"utilization\": %.4f}",
+			printf(", \"runs\": %llu, \"modeled_busy_ms\": %.4f, \"utilization\": %.4f, \"peak_memory_bytes\": %llu}",
 			       (unsigned long long)p->runs[d], ms,
-			       p->busiest_ms > 0 ? ms / p->busiest_ms : 0);
+			       p->busiest_ms > 0 ? ms / p->busiest_ms : 0,
+			       (unsigned long long)p->peak_bytes[d]);
 		}
 		printf("]}");
 		return;
@@ -196,9 +199,10 @@ static void bench_parallel_print(const struct bench_parallel *p, int iters, doub
 	for (d = 0; d < p->devices; d++) {
 		double ms = p->cycles[d] / (p->clock_mhz ? p->clock_mhz : 1000) / 1e3;
 
-		printf("    %-20s %5llu runs, modeled busy %9.3f ms, utilization %5.1f%%\n",
+		printf("    %-20s %5llu runs, modeled busy %9.3f ms, utilization %5.1f%%, peak memory %.1f MiB\n",
 		       p->names[d], (unsigned long long)p->runs[d], ms,
-		       p->busiest_ms > 0 ? 100.0 * ms / p->busiest_ms : 0);
+		       p->busiest_ms > 0 ? 100.0 * ms / p->busiest_ms : 0,
+		       p->peak_bytes[d] / 1048576.0);
 	}
 	printf("    modeled: latency %.3f ms per run, throughput %.1f runs/s (one device: %.1f, x%.2f)\n",
 	       run_ms, modeled, one, one > 0 ? modeled / one : 0);

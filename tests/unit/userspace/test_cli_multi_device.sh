@@ -34,6 +34,7 @@ assert doc["npu_segments"] == 1, doc
 assert doc["modeled_latency_ms"] == doc["modeled_npu_ms"] > 0, doc
 assert p["modeled_throughput_per_s"] > 0 and p["wall_throughput_per_s"] > 0, p
 assert sum(d["modeled_busy_ms"] for d in p["devices"]) > 0, p
+assert all(d["peak_memory_bytes"] > 0 for d in p["devices"] if d["runs"]), p
 PY
 
 fails() {	# fails CODE TEXT CMD...: exits CODE, stderr says TEXT

@@ -451,6 +451,8 @@ static void test_data_parallel(void **state)
 		assert_true(ds.modeled_cycles > 0);
 		assert_int_equal(ds.inflight, 0);
 		assert_true(ds.clock_mhz > 0);
+		/* Each device holds the plan's constants and a session's arena. */
+		assert_true(ds.memory_peak_bytes >= ds.memory_bytes && ds.memory_bytes > 0);
 	}
 	assert_string_equal(ds.name, "sim#2");
 	assert_int_equal(npu_model_device_stats(set, 3, &ds), NPU_ERR_INVALID_ARG);

@@ -379,6 +379,12 @@ NPU_API npu_status npu_device_reap(struct npu_device *dev,
 NPU_API int npu_device_poll_fd(struct npu_device *dev);
 /* Async jobs submitted and not yet reaped. */
 NPU_API unsigned int npu_device_inflight(struct npu_device *dev);
+/*
+ * Since 2.3: the bytes of this handle's buffers on the device (sizes
+ * rounded up to pages), now and at most since it was opened. Imported
+ * dma-bufs count too.
+ */
+NPU_API void npu_device_memory(struct npu_device *dev, uint64_t *in_use, uint64_t *peak);
 
 /* "OK", "MMU_UNMAPPED", ... for a device job status. */
 NPU_API const char *npu_job_status_str(uint32_t device_status);

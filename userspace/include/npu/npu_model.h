@@ -219,6 +219,9 @@ struct npu_model_device_stats {
 	 */
 	uint32_t out_of_rotation;
 	uint64_t failovers;
+	/* Device memory of the engine's handle (every model's buffers on it):
+	 * now and at most (npu_device_memory()). */
+	uint64_t memory_bytes, memory_peak_bytes;
 };
 
 NPU_API void npu_model_device_stats_init_sized(struct npu_model_device_stats *stats,

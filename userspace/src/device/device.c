@@ -470,8 +470,25 @@ static void buffer_put_locked(struct npu_device *dev, struct npu_buffer *buf)
 		dev->buffers = buf->next;
 	if (buf->next)
 		buf->next->prev = buf->prev;
+	dev->mem_bytes -= buf->size;
 	dev->ops->buffer_free(dev, buf);
 	free(buf);
+}
+
+NPU_API void npu_device_memory(struct npu_device *dev, uint64_t *in_use, uint64_t *peak)
+{
+	uint64_t now = 0, most = 0;
+
+	if (dev) {
+		pthread_mutex_lock(&dev->lock);
+		now = dev->mem_bytes;
+		most = dev->mem_peak;
+		pthread_mutex_unlock(&dev->lock);
+	}
+	if (in_use)
+		*in_use = now;
+	if (peak)
+		*peak = most;
 }
 
 void npu_device_close(struct npu_device *dev)
@@ -564,6 +581,9 @@ npu_status npu_buffer_alloc(struct npu_device *dev, uint64_t size,
 	if (dev->buffers)
 		dev->buffers->prev = buf;
 	dev->buffers = buf;
+	dev->mem_bytes += buf->size;
+	if (dev->mem_bytes > dev->mem_peak)
+		dev->mem_peak = dev->mem_bytes;
 	pthread_mutex_unlock(&dev->lock);
 	*out = buf;
 	return NPU_OK;
@@ -647,6 +667,9 @@ npu_status npu_buffer_import_dmabuf(struct npu_device *dev, int fd,
 	if (dev->buffers)
 		dev->buffers->prev = buf;
 	dev->buffers = buf;
+	dev->mem_bytes += buf->size;
+	if (dev->mem_bytes > dev->mem_peak)
+		dev->mem_peak = dev->mem_bytes;
 	pthread_mutex_unlock(&dev->lock);
 	*out = buf;
 	return NPU_OK;

@@ -78,6 +78,7 @@ struct npu_device {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;		/* a job completed */
 	struct npu_buffer *buffers;	/* all live buffers */
+	uint64_t mem_bytes, mem_peak;	/* their sizes (page-rounded): now, at most */
 	struct npu_job *jobs;		/* all live jobs */
 	struct npu_job *cq_head, *cq_tail;	/* async completions, unreaped */
 	struct npu_job *pending;	/* sim: jobs waiting for dependencies */

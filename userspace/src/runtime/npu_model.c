@@ -1156,6 +1156,7 @@ NPU_API npu_status npu_model_device_stats(const struct npu_model *m, size_t inde
 	st.modeled_cycles = atomic_load(&m->load[index].modeled_cycles);
 	st.failovers = atomic_load(&m->load[index].failovers);
 	st.out_of_rotation = atomic_load(&m->load[index].out_of_rotation);
+	npu_device_memory(m->devs[index], &st.memory_bytes, &st.memory_peak_bytes);
 	if (npu_device_get_info(m->devs[index], &info) == NPU_OK)
 		st.clock_mhz = info.clock_mhz;
 	return npu_api_copy_stats(out, &st, sizeof(st), "npu_model_device_stats");
