@@ -1079,7 +1079,9 @@ def config_from_grpc(cfg):
                      for t in cfg.input],
            "output": [{"name": t.name, "data_type": dt(t.data_type), "dims": list(t.dims)}
                       for t in cfg.output],
-           "instance_group": [{"count": g.count, "kind": kind(g.kind)} for g in cfg.instance_group],
+           "instance_group": [dict({"count": g.count, "kind": kind(g.kind)},
+                                   **({"gpus": list(g.gpus)} if g.gpus else {}))
+                              for g in cfg.instance_group],
            "parameters": {k: {"string_value": v.string_value} for k, v in cfg.parameters.items()}}
     vp = cfg.version_policy.WhichOneof("policy_choice")
     out["version_policy"] = {
