@@ -97,7 +97,7 @@ NPU_API npu_status npu_session_create(struct npu_model *m,
 		if (st)
 			return st;
 	}
-	all = m->num_devs >= 64 ? UINT64_MAX : (1ull << m->num_devs) - 1;
+	all = (1ull << m->num_devs) - 1;	/* num_devs <= NPU_DEVICE_SET_MAX */
 	if (o.device_mask && m->num_devs && !(o.device_mask & all))
 		return npu_api_fail(NPU_ERR_INVALID_ARG,
 				    "npu_session_create: device_mask 0x%llx names none of %s's %zu device%s",
@@ -467,13 +467,7 @@ static npu_status fill_caller_outputs(struct npu_session *s, struct npu_exec *ex
 	return NPU_OK;
 }
 
-/*
- * The device of the model's set a run goes to: the one its device inputs
- * are on, else the allowed one with the least modeled work outstanding
- * (then the fewest runs in flight, then the first), which takes the run's
- * work (*work) until device_done(). Runs one after another thus stay on
- * the first device; runs at once spread.
- */
+/* Less modeled work outstanding, then fewer runs in flight. */
 static bool lighter(const struct npu_model_device_load *a, const struct npu_model_device_load *b)
 {
 	uint64_t ai = atomic_load(&a->inflight), bi = atomic_load(&b->inflight);
@@ -483,15 +477,20 @@ static bool lighter(const struct npu_model_device_load *a, const struct npu_mode
 	return ai < bi;
 }
 
-/* Device k among 'mask' (bits past 63: always), and in rotation. */
+/* Device k is among 'mask' and in rotation (a set has at most 16). */
 static bool can_take(const struct npu_model *m, size_t k, uint64_t mask)
 {
-	return (k >= 64 || (mask >> k & 1)) && !atomic_load(&m->load[k].out_of_rotation);
+	return (mask >> k & 1) && !atomic_load(&m->load[k].out_of_rotation);
 }
 
 /*
- * 'avoid': devices a failed attempt of this run used. SIZE_MAX when no
- * device is left to retry on (a first attempt always gets one).
+ * The device of the model's set a run goes to: the one its device inputs
+ * are on, else the allowed one with the least modeled work outstanding
+ * (then the fewest runs in flight, then the first), which takes the run's
+ * work (*work) until device_done(). Runs one after another thus stay on
+ * the first device; runs at once spread. 'avoid': devices a failed
+ * attempt of this run used. SIZE_MAX when no device is left to retry on
+ * (a first attempt always gets one).
  */
 static size_t pick_device(struct npu_session *s, struct npu_plan *plan, uint64_t avoid,
 			  uint64_t *work)
@@ -515,7 +514,7 @@ static size_t pick_device(struct npu_session *s, struct npu_plan *plan, uint64_t
 					best = k;
 		/* All out of rotation: a first attempt still tries its own. */
 		for (k = 0; best == SIZE_MAX && !avoid && k < m->num_devs; k++)
-			if (k >= 64 || (s->device_mask >> k & 1))
+			if (s->device_mask >> k & 1)
 				best = k;
 	}
 	if (best != SIZE_MAX) {
@@ -699,7 +698,7 @@ static npu_status run(struct npu_session *s, struct npu_plan *given,
 			failed = device;
 			snprintf(first_error, sizeof(first_error), "%s", npu_last_error());
 		}
-		avoid |= device < 64 ? 1ull << device : 0;
+		avoid |= 1ull << device;
 		atomic_fetch_add(&m->load[device].failovers, 1);
 	}
 	device = SIZE_MAX;
