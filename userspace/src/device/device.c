@@ -29,61 +29,6 @@ void npu_device_options_init(struct npu_device_options *opts)
 	memset(opts, 0, sizeof(*opts));
 }
 
-npu_status npu_device_options_parse(struct npu_device_options *opts,
-				    const char *spec)
-{
-	if (!opts || !spec)
-		return NPU_ERR_INVALID_ARG;
-	if (!strcmp(spec, "sim")) {
-		opts->backend = NPU_BACKEND_SIM;
-	} else if (!strncmp(spec, "sim:threads=", 12)) {
-		/* decimal digits only, 1 .. UINT32_MAX; npu_device_open checks the range */
-		const char *p = spec + 12;
-		uint64_t n = 0;
-
-		if (!*p)
-			return NPU_ERR_INVALID_ARG;
-		for (; *p; p++) {
-			if (*p < '0' || *p > '9')
-				return NPU_ERR_INVALID_ARG;
-			n = n * 10 + (uint64_t)(*p - '0');
-			if (n > UINT32_MAX)
-				return NPU_ERR_INVALID_ARG;
-		}
-		if (!n)
-			return NPU_ERR_INVALID_ARG;
-		opts->backend = NPU_BACKEND_SIM;
-		opts->sim_threads = (uint32_t)n;
-		opts->flags |= NPU_DEVICE_SIM_THREADS;
-	} else if (!strcmp(spec, "accel")) {
-		opts->backend = NPU_BACKEND_ACCEL;
-	} else if (!strcmp(spec, "auto")) {
-		opts->backend = NPU_BACKEND_AUTO;
-	} else if (spec[0] == '/') {
-		opts->backend = NPU_BACKEND_ACCEL;
-		opts->path = spec;
-	} else {
-		return NPU_ERR_INVALID_ARG;
-	}
-	return NPU_OK;
-}
-
-static npu_status spec_fail(char *errmsg, size_t errmsg_size, npu_status st,
-			    const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-
-static npu_status spec_fail(char *errmsg, size_t errmsg_size, npu_status st,
-			    const char *fmt, ...)
-{
-	va_list ap;
-
-	if (errmsg && errmsg_size) {
-		va_start(ap, fmt);
-		vsnprintf(errmsg, errmsg_size, fmt, ap);
-		va_end(ap);
-	}
-	return st;
-}
-
 /* Decimal digits [lo, hi] from s up to 'end'; false if anything else. */
 static bool parse_count(const char *s, const char *end, uint64_t lo, uint64_t hi, uint64_t *out)
 {
@@ -102,6 +47,53 @@ static bool parse_count(const char *s, const char *end, uint64_t lo, uint64_t hi
 	return n >= lo;
 }
 
+npu_status npu_device_options_parse(struct npu_device_options *opts,
+				    const char *spec)
+{
+	if (!opts || !spec)
+		return NPU_ERR_INVALID_ARG;
+	if (!strcmp(spec, "sim")) {
+		opts->backend = NPU_BACKEND_SIM;
+	} else if (!strncmp(spec, "sim:threads=", 12)) {
+		/* decimal digits only, 1 .. UINT32_MAX; npu_device_open checks the range */
+		uint64_t n;
+
+		if (!parse_count(spec + 12, spec + strlen(spec), 1, UINT32_MAX, &n))
+			return NPU_ERR_INVALID_ARG;
+		opts->backend = NPU_BACKEND_SIM;
+		opts->sim_threads = (uint32_t)n;
+		opts->flags |= NPU_DEVICE_SIM_THREADS;
+	} else if (!strcmp(spec, "accel")) {
+		opts->backend = NPU_BACKEND_ACCEL;
+	} else if (!strcmp(spec, "auto")) {
+		opts->backend = NPU_BACKEND_AUTO;
+	} else if (spec[0] == '/') {
+		opts->backend = NPU_BACKEND_ACCEL;
+		opts->path = spec;
+	} else {
+		return NPU_ERR_INVALID_ARG;
+	}
+	return NPU_OK;
+}
+
+static npu_status open_fail(char *errmsg, size_t errmsg_size, npu_status st,
+			    const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static npu_status open_fail(char *errmsg, size_t errmsg_size, npu_status st,
+			    const char *fmt, ...)
+{
+	va_list ap;
+
+	if (errmsg && errmsg_size) {
+		va_start(ap, fmt);
+		vsnprintf(errmsg, errmsg_size, fmt, ap);
+		va_end(ap);
+	}
+	return st;
+}
+
+
 /* "sim", "sim:N", "sim:threads=T", "sim:N:threads=T". */
 static npu_status resolve_sim(const char *spec, struct npu_device_spec_entry *entries,
 			      size_t max, size_t *count, char *errmsg, size_t errmsg_size)
@@ -115,7 +107,7 @@ static npu_status resolve_sim(const char *spec, struct npu_device_spec_entry *en
 		if (!colon)
 			colon = p + strlen(p);
 		if (!parse_count(p + 1, colon, 0, NPU_DEVICE_SET_MAX - 1, &first))
-			return spec_fail(errmsg, errmsg_size, NPU_ERR_INVALID_ARG,
+			return open_fail(errmsg, errmsg_size, NPU_ERR_INVALID_ARG,
 					 "device '%s': sim#K takes an index 0..%d",
 					 spec, NPU_DEVICE_SET_MAX - 1);
 		p = colon;
@@ -124,20 +116,20 @@ static npu_status resolve_sim(const char *spec, struct npu_device_spec_entry *en
 		if (!colon)
 			colon = p + strlen(p);
 		if (!parse_count(p + 1, colon, 1, NPU_DEVICE_SET_MAX, &n))
-			return spec_fail(errmsg, errmsg_size, NPU_ERR_INVALID_ARG,
+			return open_fail(errmsg, errmsg_size, NPU_ERR_INVALID_ARG,
 					 "device '%s': the simulated NPU count must be 1..%d",
 					 spec, NPU_DEVICE_SET_MAX);
 		p = colon;
 	}
 	if (!strncmp(p, ":threads=", 9)) {
 		if (!parse_count(p + 9, p + strlen(p), 1, UINT32_MAX, &threads))
-			return spec_fail(errmsg, errmsg_size, NPU_ERR_INVALID_ARG,
+			return open_fail(errmsg, errmsg_size, NPU_ERR_INVALID_ARG,
 					 "device '%s': threads= takes a count of host threads, 1 or more",
 					 spec);
 		p += strlen(p);
 	}
 	if (*p)
-		return spec_fail(errmsg, errmsg_size, NPU_ERR_INVALID_ARG,
+		return open_fail(errmsg, errmsg_size, NPU_ERR_INVALID_ARG,
 				 "device '%s': expected sim, sim:N, sim#K, sim:threads=T or sim:N:threads=T",
 				 spec);
 	*count = (size_t)n;
@@ -168,15 +160,15 @@ static npu_status add_accel(const char *spec, const char *path, struct npu_devic
 	size_t i;
 
 	if (strlen(path) >= NPU_DEVICE_PATH_MAX)
-		return spec_fail(errmsg, errmsg_size, NPU_ERR_INVALID_ARG,
+		return open_fail(errmsg, errmsg_size, NPU_ERR_INVALID_ARG,
 				 "device '%s': the path is longer than %d bytes", spec,
 				 NPU_DEVICE_PATH_MAX - 1);
 	for (i = 0; i < *count && i < max; i++)
 		if (!strcmp(entries[i].name, path))
-			return spec_fail(errmsg, errmsg_size, NPU_ERR_INVALID_ARG,
+			return open_fail(errmsg, errmsg_size, NPU_ERR_INVALID_ARG,
 					 "device '%s': %s is named twice", spec, path);
 	if (*count >= NPU_DEVICE_SET_MAX)
-		return spec_fail(errmsg, errmsg_size, NPU_ERR_INVALID_ARG,
+		return open_fail(errmsg, errmsg_size, NPU_ERR_INVALID_ARG,
 				 "device '%s': more than %d devices", spec, NPU_DEVICE_SET_MAX);
 	if (*count < max) {
 		struct npu_device_spec_entry *e = &entries[*count];
@@ -201,7 +193,7 @@ static npu_status resolve_accel_item(const char *spec, const char *item, size_t 
 	npu_status st;
 
 	if (len >= sizeof(path))
-		return spec_fail(errmsg, errmsg_size, NPU_ERR_INVALID_ARG,
+		return open_fail(errmsg, errmsg_size, NPU_ERR_INVALID_ARG,
 				 "device '%s': '%.*s...' is too long", spec, 32, item);
 	memcpy(path, item, len);
 	path[len] = '\0';
@@ -212,7 +204,7 @@ static npu_status resolve_accel_item(const char *spec, const char *item, size_t 
 		found = NPU_DEVICE_SET_MAX;
 	if (!strcmp(path, "accel:*")) {
 		if (!found)
-			return spec_fail(errmsg, errmsg_size, NPU_ERR_NOT_FOUND,
+			return open_fail(errmsg, errmsg_size, NPU_ERR_NOT_FOUND,
 					 "device '%s': no /dev/accel/accel* node is driven by \"npu\" (is the npu module loaded? use sim for the simulator)",
 					 spec);
 		for (i = 0, st = NPU_OK; i < found && !st; i++)
@@ -221,11 +213,11 @@ static npu_status resolve_accel_item(const char *spec, const char *item, size_t 
 	}
 	if (strcmp(path, "accel") &&
 	    (strncmp(path, "accel:", 6) || !parse_count(path + 6, path + len, 0, 1000, &k)))
-		return spec_fail(errmsg, errmsg_size, NPU_ERR_INVALID_ARG,
+		return open_fail(errmsg, errmsg_size, NPU_ERR_INVALID_ARG,
 				 "device '%s': '%s' is not a device (sim, sim:N, accel, accel:K, accel:* or /dev/accel/accelN)",
 				 spec, path);
 	if (k >= found)
-		return spec_fail(errmsg, errmsg_size, NPU_ERR_NOT_FOUND,
+		return open_fail(errmsg, errmsg_size, NPU_ERR_NOT_FOUND,
 				 "device '%s': there is no npu accel device %llu (%zu found%s)",
 				 spec, (unsigned long long)k, found,
 				 found ? "" : "; is the npu module loaded? use sim for the simulator");
@@ -242,14 +234,14 @@ NPU_API npu_status npu_device_spec_resolve(const char *spec, struct npu_device_s
 	if (errmsg && errmsg_size)
 		errmsg[0] = '\0';
 	if (!spec || !count || (max && !entries))
-		return spec_fail(errmsg, errmsg_size, NPU_ERR_INVALID_ARG,
+		return open_fail(errmsg, errmsg_size, NPU_ERR_INVALID_ARG,
 				 "npu_device_spec_resolve: NULL argument");
 	*count = 0;
 	if (!strncmp(spec, "sim", 3) && (!spec[3] || spec[3] == ':' || spec[3] == '#'))
 		return resolve_sim(spec, entries, max, count, errmsg, errmsg_size);
 	/* The list's form first: a typo is reported before a missing device. */
 	if (!*spec || spec[0] == ',' || spec[strlen(spec) - 1] == ',' || strstr(spec, ",,"))
-		return spec_fail(errmsg, errmsg_size, NPU_ERR_INVALID_ARG,
+		return open_fail(errmsg, errmsg_size, NPU_ERR_INVALID_ARG,
 				 "device '%s': an empty name in the list", spec);
 	for (item = spec;; ) {
 		const char *end = strchr(item, ',');
@@ -324,22 +316,6 @@ const char *npu_device_last_error(const struct npu_device *dev)
 	return last_failure.dev == dev ? npu_error_msg(&last_failure.err) : "";
 }
 
-static npu_status open_fail(char *errmsg, size_t errmsg_size, npu_status st,
-			    const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-
-static npu_status open_fail(char *errmsg, size_t errmsg_size, npu_status st,
-			    const char *fmt, ...)
-{
-	va_list ap;
-
-	if (errmsg && errmsg_size) {
-		va_start(ap, fmt);
-		vsnprintf(errmsg, errmsg_size, fmt, ap);
-		va_end(ap);
-	}
-	return st;
-}
 
 /* Resolve backend + path from the options, else by auto-detection. */
 static npu_status pick_backend(const struct npu_device_options *o,
