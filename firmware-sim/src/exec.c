@@ -5,6 +5,7 @@
  * the two-engine timing model with hazard detection, and the watchdog.
  * Compute instructions are checked and run by ops/ (npu_ops.h).
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "sim_internal.h"
@@ -289,10 +290,40 @@ static uint32_t npu_dma_copy_row(struct npu_sim *sim, struct npu_sim_run *run,
 	return status;
 }
 
+/*
+ * DMA_COPY with the weight codec (ISA 1.6): read the compressed stream,
+ * decode it whole, then write SRAM, so a malformed stream (BAD_PARAM)
+ * writes nothing. DRAM moved the compressed bytes only.
+ */
+static uint32_t npu_run_dma_decode(struct npu_sim *sim, struct npu_sim_run *run,
+				   const struct npu_insn_dma_copy *insn)
+{
+	uint8_t *src = malloc(insn->src_bytes);
+	uint8_t *out = malloc(insn->row_bytes);
+	uint32_t status = NPU_JOB_ERR_DMA;
+
+	if (src && out) {
+		status = npu_mmu_read(sim, run, insn->src, src, insn->src_bytes);
+		if (status == NPU_JOB_OK)
+			status = npu_wcodec_decode(src, insn->src_bytes, out,
+						   insn->row_bytes, NULL);
+		if (status == NPU_JOB_OK) {
+			memcpy(sim->sram + insn->dst, out, insn->row_bytes);
+			run->dma_bytes += insn->src_bytes;
+		}
+	}
+	free(src);
+	free(out);
+	return status;
+}
+
 static uint32_t npu_run_dma_copy(struct npu_sim *sim, struct npu_sim_run *run,
 				 const struct npu_insn_dma_copy *insn)
 {
 	uint64_t since_poll = 0;
+
+	if (insn->codec)
+		return npu_run_dma_decode(sim, run, insn);
 
 	for (uint32_t r = 0; r < insn->rows; r++) {
 		uint32_t status;
@@ -465,10 +496,16 @@ static uint32_t npu_issue_insn(struct npu_sim *sim, struct npu_sim_run *run,
 		start = other->free_at;
 	if (run->sync_floor > start)
 		start = run->sync_floor;
+	uint64_t op_cycles = plan->op_cycles;
+
 	if (npu_hazard(other, start, &plan->fp))
 		return NPU_JOB_ERR_HAZARD;
-	end = npu_add_sat(start, npu_add_sat(NPU_CYCLES_INSN_OVERHEAD,
-					     plan->op_cycles));
+	/* N:M sparse weights (ISA 1.6): tiles of zero weights are skipped. */
+	if (insn->hdr.opcode == NPU_OP_CONV2D && NPU_SPARSE_M(insn->conv2d.flags))
+		op_cycles = npu_op_conv2d_cycles_sram(&insn->conv2d, sim->sram);
+	else if (insn->hdr.opcode == NPU_OP_MATMUL && NPU_SPARSE_M(insn->matmul.flags))
+		op_cycles = npu_op_matmul_cycles_sram(&insn->matmul, sim->sram);
+	end = npu_add_sat(start, npu_add_sat(NPU_CYCLES_INSN_OVERHEAD, op_cycles));
 	if (run->watchdog_cycles && end > run->watchdog_cycles)
 		return NPU_JOB_ERR_WATCHDOG;
 	status = npu_run_insn(sim, run, insn, plan, start);

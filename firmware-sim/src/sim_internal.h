@@ -28,7 +28,7 @@
 				 NPU_CAP_WATCHDOG | NPU_CAP_TIMESTAMP | \
 				 NPU_CAP_ZERO_INSERT | NPU_CAP_RESIZE | \
 				 NPU_CAP_INT16 | NPU_CAP_OUT_LUT | \
-				 NPU_CAP_ARRAY_MODES)
+				 NPU_CAP_ARRAY_MODES | NPU_CAP_SPARSE)
 #define NPU_TLB_MAX_ENTRIES	4096
 /* Recent instructions per engine kept for hazard checks (hardware.md). */
 #define NPU_HAZARD_WINDOW	64

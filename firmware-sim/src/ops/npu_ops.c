@@ -630,8 +630,8 @@ static void conv_gemm_chunk(void *arg, uint32_t item, unsigned int worker)
 }
 
 static void conv_gemm(const struct npu_kern *kn, const struct npu_insn_conv2d *in,
-		      const uint8_t *sram, const struct chan_tables *t,
-		      const struct out_target *o)
+		      const uint8_t *sram, const int8_t *weight,
+		      const struct chan_tables *t, const struct out_target *o)
 {
 	uint32_t groups = in->groups;
 	uint32_t cin_g = in->in_c / groups, cout_g = in->out_c / groups;
@@ -656,7 +656,7 @@ static void conv_gemm(const struct npu_kern *kn, const struct npu_insn_conv2d *i
 
 	for (uint32_t g = 0; g < groups && !ops_aborted(); g++) {
 		j.proto = (struct npu_gemm){
-			.b = (const int8_t *)(sram + in->weight) + (size_t)g * cout_g * k,
+			.b = weight + (size_t)g * cout_g * k,
 			.ldb = k, .n = cout_g, .k = k,
 			.za = in->zp_in, .zb = in->zp_w,
 			.rq = { t->col + g * cout_g, t->mult + g * cout_g,
@@ -1255,6 +1255,26 @@ out:
 	free(w);
 }
 
+/*
+ * N:M sparse weights (ISA 1.6) as the dense matrix they stand for, so every
+ * kernel runs them unchanged and bit-identically; NULL if the positions
+ * are malformed (the op then writes nothing, as for a bad shift).
+ */
+static int8_t *sparse_dense(const uint8_t *w, uint32_t flags, uint64_t rows,
+			    uint64_t k, int32_t zp)
+{
+	uint32_t n = NPU_SPARSE_N(flags), m = NPU_SPARSE_M(flags);
+	int8_t *dense;
+
+	if (npu_sparse_check_data(w, rows, k, n, m, NULL))
+		return NULL;
+	dense = malloc(rows * k);
+	if (!dense)
+		abort();
+	npu_sparse_expand(w, rows, k, n, m, (int8_t)zp, dense);
+	return dense;
+}
+
 void npu_op_conv2d(const struct npu_insn_conv2d *in, uint8_t *sram)
 {
 	const struct npu_kern *kn = kern_get();
@@ -1262,6 +1282,7 @@ void npu_op_conv2d(const struct npu_insn_conv2d *in, uint8_t *sram)
 	struct chan_tables t;
 	struct out_target o;
 	uint8_t table[256];
+	int8_t *dense = NULL;
 
 	if (npu_op_conv2d_check(in, &fp))
 		return;
@@ -1269,8 +1290,17 @@ void npu_op_conv2d(const struct npu_insn_conv2d *in, uint8_t *sram)
 		conv2d_i16(kn, in, sram);
 		return;
 	}
-	if (load_tables(&t, sram, in->bias, in->quant, in->flags, in->out_c))
+	if (NPU_SPARSE_M(in->flags)) {
+		dense = sparse_dense(sram + in->weight, in->flags,
+				     (uint64_t)in->out_c * in->k_h * in->k_w,
+				     in->in_c / in->groups, in->zp_w);
+		if (!dense)
+			return;
+	}
+	if (load_tables(&t, sram, in->bias, in->quant, in->flags, in->out_c)) {
+		free(dense);
 		return;
+	}
 	if (in->flags & NPU_CONV_OUT_LUT)
 		memcpy(table, sram + in->lut, sizeof(table));
 	out_target_init(&o, &fp, sram + in->output, in->out_row_stride,
@@ -1281,7 +1311,9 @@ void npu_op_conv2d(const struct npu_insn_conv2d *in, uint8_t *sram)
 	else if (in->groups == in->in_c && in->groups == in->out_c)
 		conv_depthwise(kn, in, sram, &t, &o);
 	else
-		conv_gemm(kn, in, sram, &t, &o);
+		conv_gemm(kn, in, sram, dense ? dense : (const int8_t *)(sram + in->weight),
+			  &t, &o);
+	free(dense);
 	if (ops_aborted()) {
 		/* A partial result of an aborted job: never copied into SRAM. */
 		free(o.tmp);
@@ -1336,6 +1368,7 @@ void npu_op_matmul(const struct npu_insn_matmul *in, uint8_t *sram)
 	struct out_target o;
 	uint32_t chunk = slice_rows(in->k, in->n, 1024);
 	uint8_t table[256];
+	int8_t *dense = NULL;
 
 	if (npu_op_matmul_check(in, &fp))
 		return;
@@ -1343,8 +1376,15 @@ void npu_op_matmul(const struct npu_insn_matmul *in, uint8_t *sram)
 		matmul_i16(kn, in, sram);
 		return;
 	}
-	if (load_tables(&t, sram, in->bias, in->quant, in->flags, in->n))
+	if (NPU_SPARSE_M(in->flags)) {
+		dense = sparse_dense(sram + in->b, in->flags, in->n, in->k, in->zp_b);
+		if (!dense)
+			return;
+	}
+	if (load_tables(&t, sram, in->bias, in->quant, in->flags, in->n)) {
+		free(dense);
 		return;
+	}
 	if (in->flags & NPU_CONV_OUT_LUT)
 		memcpy(table, sram + in->lut, sizeof(table));
 	out_target_init(&o, &fp, sram + in->output, in->out_stride, 0,
@@ -1355,7 +1395,7 @@ void npu_op_matmul(const struct npu_insn_matmul *in, uint8_t *sram)
 		.kn = kn, .in = in, .o = &o, .sram = sram,
 		.chunk = par_chunk(in->m, (uint64_t)in->k * in->n, chunk, 12),
 		.proto = {
-			.b = (const int8_t *)(sram + in->b), .ldb = in->k,
+			.b = dense ? dense : (const int8_t *)(sram + in->b), .ldb = in->k,
 			.n = in->n, .k = in->k, .za = in->zp_a, .zb = in->zp_b,
 			.rq = { t.col, t.mult, t.shift, in->zp_out,
 				in->act_min, in->act_max },
@@ -1368,6 +1408,7 @@ void npu_op_matmul(const struct npu_insn_matmul *in, uint8_t *sram)
 
 	ops_parallel((in->m + j.chunk - 1) / j.chunk, matmul_chunk, &j);
 	free(prep);
+	free(dense);
 	gemm_scratch_free(j.scr, threads);
 	if (ops_aborted()) {
 		/* A partial result of an aborted job: never copied into SRAM. */

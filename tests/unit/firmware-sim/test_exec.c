@@ -207,10 +207,10 @@ static void reserved_bits_and_unknown_flags_fail_bad_encoding(void **state)
 	offset = sim_test_emit_copy(&f->stream, 0, NPU_SPACE_SRAM, 0,
 				    NPU_SPACE_SRAM, 64, 1, 8, 0, 0);
 	copy = (struct npu_insn_dma_copy *)(f->stream.buf + offset);
-	copy->reserved0 = 1;
+	copy->codec = 2;	/* no such codec */
 	expect(f, NPU_JOB_ERR_BAD_ENCODING, offset);
-	copy->reserved0 = 0;
-	copy->reserved1 = 0x100;
+	copy->codec = 0;
+	copy->src_bytes = 0x100;	/* without a codec */
 	expect(f, NPU_JOB_ERR_BAD_ENCODING, offset);
 }
 
