@@ -90,6 +90,11 @@ void npu_ops_pool_destroy(struct npu_ops_pool *pool);
 unsigned int npu_ops_pool_threads(const struct npu_ops_pool *pool);
 void npu_ops_set_pool(struct npu_ops_pool *pool);
 /*
+ * npu_op_*() keep this thread's decoded sparse weights (ISA 1.6) between
+ * instructions; the executor frees them at the end of each job.
+ */
+void npu_ops_release_caches(void);
+/*
  * Tests: split every instruction of at least this much work (MACs, or
  * element operations) into items, instead of the default 2^22; 0 splits
  * whatever has two units of work (rows, pixels, element ranges).

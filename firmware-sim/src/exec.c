@@ -630,6 +630,7 @@ void npu_exec_job(struct npu_sim *sim, struct npu_sim_job *job)
 		status = npu_exec_stream(sim, run, &error_offset);
 		npu_ops_set_pool(NULL);
 		npu_ops_set_poll(NULL);
+		npu_ops_release_caches();
 	}
 	if (status == NPU_JOB_OK && npu_aborted(sim, run))
 		status = NPU_JOB_ERR_ABORTED;

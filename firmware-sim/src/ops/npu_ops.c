@@ -1255,26 +1255,6 @@ out:
 	free(w);
 }
 
-/*
- * N:M sparse weights (ISA 1.6) as the dense matrix they stand for, so every
- * kernel runs them unchanged and bit-identically; NULL if the positions
- * are malformed (the op then writes nothing, as for a bad shift).
- */
-static int8_t *sparse_dense(const uint8_t *w, uint32_t flags, uint64_t rows,
-			    uint64_t k, int32_t zp)
-{
-	uint32_t n = NPU_SPARSE_N(flags), m = NPU_SPARSE_M(flags);
-	int8_t *dense;
-
-	if (npu_sparse_check_data(w, rows, k, n, m, NULL))
-		return NULL;
-	dense = malloc(rows * k);
-	if (!dense)
-		abort();
-	npu_sparse_expand(w, rows, k, n, m, (int8_t)zp, dense);
-	return dense;
-}
-
 void npu_op_conv2d(const struct npu_insn_conv2d *in, uint8_t *sram)
 {
 	const struct npu_kern *kn = kern_get();
@@ -1282,7 +1262,7 @@ void npu_op_conv2d(const struct npu_insn_conv2d *in, uint8_t *sram)
 	struct chan_tables t;
 	struct out_target o;
 	uint8_t table[256];
-	int8_t *dense = NULL;
+	const int8_t *dense = NULL;
 
 	if (npu_op_conv2d_check(in, &fp))
 		return;
@@ -1290,17 +1270,16 @@ void npu_op_conv2d(const struct npu_insn_conv2d *in, uint8_t *sram)
 		conv2d_i16(kn, in, sram);
 		return;
 	}
+	/* N:M sparse (ISA 1.6): the dense kernels on the expanded weights */
 	if (NPU_SPARSE_M(in->flags)) {
-		dense = sparse_dense(sram + in->weight, in->flags,
-				     (uint64_t)in->out_c * in->k_h * in->k_w,
-				     in->in_c / in->groups, in->zp_w);
+		dense = npu_sparse_dense(sram + in->weight, (uint64_t)in->out_c * in->k_h * in->k_w,
+					 in->in_c / in->groups, NPU_SPARSE_N(in->flags),
+					 NPU_SPARSE_M(in->flags), (int8_t)in->zp_w);
 		if (!dense)
 			return;
 	}
-	if (load_tables(&t, sram, in->bias, in->quant, in->flags, in->out_c)) {
-		free(dense);
+	if (load_tables(&t, sram, in->bias, in->quant, in->flags, in->out_c))
 		return;
-	}
 	if (in->flags & NPU_CONV_OUT_LUT)
 		memcpy(table, sram + in->lut, sizeof(table));
 	out_target_init(&o, &fp, sram + in->output, in->out_row_stride,
@@ -1313,7 +1292,6 @@ void npu_op_conv2d(const struct npu_insn_conv2d *in, uint8_t *sram)
 	else
 		conv_gemm(kn, in, sram, dense ? dense : (const int8_t *)(sram + in->weight),
 			  &t, &o);
-	free(dense);
 	if (ops_aborted()) {
 		/* A partial result of an aborted job: never copied into SRAM. */
 		free(o.tmp);
@@ -1368,7 +1346,7 @@ void npu_op_matmul(const struct npu_insn_matmul *in, uint8_t *sram)
 	struct out_target o;
 	uint32_t chunk = slice_rows(in->k, in->n, 1024);
 	uint8_t table[256];
-	int8_t *dense = NULL;
+	const int8_t *dense = NULL;
 
 	if (npu_op_matmul_check(in, &fp))
 		return;
@@ -1377,14 +1355,13 @@ void npu_op_matmul(const struct npu_insn_matmul *in, uint8_t *sram)
 		return;
 	}
 	if (NPU_SPARSE_M(in->flags)) {
-		dense = sparse_dense(sram + in->b, in->flags, in->n, in->k, in->zp_b);
+		dense = npu_sparse_dense(sram + in->b, in->n, in->k, NPU_SPARSE_N(in->flags),
+					 NPU_SPARSE_M(in->flags), (int8_t)in->zp_b);
 		if (!dense)
 			return;
 	}
-	if (load_tables(&t, sram, in->bias, in->quant, in->flags, in->n)) {
-		free(dense);
+	if (load_tables(&t, sram, in->bias, in->quant, in->flags, in->n))
 		return;
-	}
 	if (in->flags & NPU_CONV_OUT_LUT)
 		memcpy(table, sram + in->lut, sizeof(table));
 	out_target_init(&o, &fp, sram + in->output, in->out_stride, 0,
@@ -1408,7 +1385,6 @@ void npu_op_matmul(const struct npu_insn_matmul *in, uint8_t *sram)
 
 	ops_parallel((in->m + j.chunk - 1) / j.chunk, matmul_chunk, &j);
 	free(prep);
-	free(dense);
 	gemm_scratch_free(j.scr, threads);
 	if (ops_aborted()) {
 		/* A partial result of an aborted job: never copied into SRAM. */

@@ -829,10 +829,11 @@ uint32_t npu_op_conv2d_check_sram(const struct npu_insn_conv2d *insn,
 
 	if (st || !m)
 		return st;
-	return npu_sparse_check_data(sram + insn->weight,
-				     (uint64_t)insn->out_c * insn->k_h * insn->k_w,
-				     insn->in_c / insn->groups,
-				     NPU_SPARSE_N(insn->flags), m, NULL);
+	/* through the cache: the op then expands what was checked */
+	return npu_sparse_dense(sram + insn->weight,
+				(uint64_t)insn->out_c * insn->k_h * insn->k_w,
+				insn->in_c / insn->groups, NPU_SPARSE_N(insn->flags), m,
+				(int8_t)insn->zp_w) ? NPU_JOB_OK : NPU_JOB_ERR_BAD_PARAM;
 }
 
 uint32_t npu_op_matmul_check_sram(const struct npu_insn_matmul *insn,
@@ -844,6 +845,6 @@ uint32_t npu_op_matmul_check_sram(const struct npu_insn_matmul *insn,
 
 	if (st || !m)
 		return st;
-	return npu_sparse_check_data(sram + insn->b, insn->n, insn->k,
-				     NPU_SPARSE_N(insn->flags), m, NULL);
+	return npu_sparse_dense(sram + insn->b, insn->n, insn->k, NPU_SPARSE_N(insn->flags), m,
+				(int8_t)insn->zp_b) ? NPU_JOB_OK : NPU_JOB_ERR_BAD_PARAM;
 }

@@ -36,6 +36,8 @@ static uint32_t sparse_pos(const uint8_t *idx, uint64_t j, uint32_t bits)
 	uint64_t bit = j * bits;
 	uint32_t v = 0;
 
+	if (8 % bits == 0)	/* 1, 2 or 4 bits never straddle a byte */
+		return (idx[bit / 8] >> (bit % 8)) & ((1u << bits) - 1);
 	for (uint32_t b = 0; b < bits; b++, bit++)
 		v |= (uint32_t)((idx[bit / 8] >> (bit % 8)) & 1) << b;
 	return v;
@@ -161,6 +163,102 @@ static uint64_t div_up(uint64_t a, uint64_t b)
 	return (a + b - 1) / b;
 }
 
+/*
+ * Decoded weights, per host thread: a job runs one instruction's tiles
+ * (and a fused chain's few convs) over and over with the same packed
+ * weights, so the executor's position check, cycle count and the fast
+ * path's expansion decode them once and compare the packed bytes after
+ * that. npu_ops_release_caches() (the executor, at the end of each job)
+ * frees them.
+ */
+#define SPARSE_CACHE	8
+
+struct sparse_entry {
+	uint8_t *packed;	/* copy of the operand, npu_sparse_bytes() long */
+	int8_t *dense;		/* expanded, rows * k */
+	uint64_t len, rows, k;
+	uint32_t n, m;
+	int8_t fill;
+	int valid;		/* positions passed npu_sparse_check_data() */
+	/* the last live-tile count and what it was for */
+	uint64_t tiles, tiles_key[5];
+};
+
+static _Thread_local struct sparse_entry sparse_cache[SPARSE_CACHE];
+static _Thread_local unsigned int sparse_next;
+
+static void entry_free(struct sparse_entry *e)
+{
+	free(e->packed);
+	free(e->dense);
+	memset(e, 0, sizeof(*e));
+}
+
+void npu_ops_release_caches(void)
+{
+	for (unsigned int i = 0; i < SPARSE_CACHE; i++)
+		entry_free(&sparse_cache[i]);
+	sparse_next = 0;
+}
+
+/* The decoded weights at w, checked; NULL when a position is malformed. */
+static struct sparse_entry *sparse_get(const uint8_t *w, uint64_t rows, uint64_t k,
+				       uint32_t n, uint32_t m, int8_t fill)
+{
+	uint64_t len = npu_sparse_bytes(rows, k, n, m);
+	struct sparse_entry *e;
+
+	for (unsigned int i = 0; i < SPARSE_CACHE; i++) {
+		e = &sparse_cache[i];
+		if (e->packed && e->len == len && e->rows == rows && e->k == k && e->n == n &&
+		    e->m == m && e->fill == fill && !memcmp(e->packed, w, len))
+			return e->valid ? e : NULL;
+	}
+	e = &sparse_cache[sparse_next++ % SPARSE_CACHE];
+	entry_free(e);
+	e->packed = malloc(len + 1);
+	e->dense = malloc(rows * k + 1);
+	if (!e->packed || !e->dense)
+		abort();
+	memcpy(e->packed, w, len);
+	e->len = len;
+	e->rows = rows;
+	e->k = k;
+	e->n = n;
+	e->m = m;
+	e->fill = fill;
+	e->valid = npu_sparse_check_data(w, rows, k, n, m, NULL) == NPU_JOB_OK;
+	if (e->valid)
+		npu_sparse_expand(w, rows, k, n, m, fill, e->dense);
+	return e->valid ? e : NULL;
+}
+
+const int8_t *npu_sparse_dense(const uint8_t *w, uint64_t rows, uint64_t k, uint32_t n,
+			       uint32_t m, int8_t fill)
+{
+	struct sparse_entry *e = sparse_get(w, rows, k, n, m, fill);
+
+	return e ? e->dense : NULL;
+}
+
+/* Live tiles through the cache (recounted when the shape asked changes). */
+static uint64_t cached_tiles(const uint8_t *w, uint64_t rows, uint64_t k, uint32_t n,
+			     uint32_t m, int8_t fill, uint32_t groups, uint32_t cout_g,
+			     uint64_t taps, uint32_t arows, uint32_t acols)
+{
+	struct sparse_entry *e = sparse_get(w, rows, k, n, m, fill);
+	uint64_t key[5] = { groups, cout_g, taps, arows, acols };
+	uint64_t kept = k / m * n;
+
+	if (!e)		/* refused at execution anyway: price what it names */
+		return npu_sparse_live_tiles(w, groups, cout_g, taps, kept, fill, arows, acols);
+	if (memcmp(e->tiles_key, key, sizeof(key))) {
+		e->tiles = npu_sparse_live_tiles(w, groups, cout_g, taps, kept, fill, arows, acols);
+		memcpy(e->tiles_key, key, sizeof(key));
+	}
+	return e->tiles;
+}
+
 uint64_t npu_op_conv2d_cycles_sram(const struct npu_insn_conv2d *in,
 				   const uint8_t *sram)
 {
@@ -180,9 +278,8 @@ uint64_t npu_op_conv2d_cycles_sram(const struct npu_insn_conv2d *in,
 	cout_g = in->out_c / in->groups;
 	taps = (uint64_t)in->k_h * in->k_w;
 	return div_up((uint64_t)in->out_h * in->out_w, a.parts) *
-	       npu_sparse_live_tiles(sram + in->weight, in->groups, cout_g, taps,
-				     (uint64_t)cin_g / m * n, (int8_t)in->zp_w,
-				     a.rows, a.cols);
+	       cached_tiles(sram + in->weight, (uint64_t)in->out_c * taps, cin_g, n, m,
+			    (int8_t)in->zp_w, in->groups, cout_g, taps, a.rows, a.cols);
 }
 
 uint64_t npu_op_matmul_cycles_sram(const struct npu_insn_matmul *in,
@@ -199,9 +296,8 @@ uint64_t npu_op_matmul_cycles_sram(const struct npu_insn_matmul *in,
 	npu_array_shape((in->flags & NPU_CONV_ARRAY_MASK) >> NPU_CONV_ARRAY_SHIFT,
 			0, &a);
 	return div_up(in->m, a.parts) *
-	       npu_sparse_live_tiles(sram + in->b, 1, in->n, 1,
-				     (uint64_t)in->k / m * n, (int8_t)in->zp_b,
-				     a.rows, a.cols);
+	       cached_tiles(sram + in->b, in->n, in->k, n, m, (int8_t)in->zp_b, 1, in->n, 1,
+			    a.rows, a.cols);
 }
 
 /* ---- The weight codec ---------------------------------------------------- */

@@ -567,5 +567,8 @@ int main(void)
 		cmocka_unit_test(test_wcodec_round_trips_and_shrinks),
 	};
 
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	int rc = cmocka_run_group_tests(tests, NULL, NULL);
+
+	npu_ops_release_caches();
+	return rc;
 }
