@@ -158,8 +158,11 @@ npu_status cmd_matmul(const struct npu_codegen_options *o, struct npu_cmdbuf *cb
 		      const struct npu_insn_matmul *insn)
 {
 	struct npu_insn_matmul mm = *insn;
+	uint32_t m = NPU_SPARSE_M(mm.flags);
+	/* N:M sparse (ISA 1.6): the array's rows carry the kept weights */
+	uint32_t k = m ? mm.k / m * NPU_SPARSE_N(mm.flags) : mm.k;
 
-	mm.flags |= NPU_CONV_ARRAY(matmul_mode(o, mm.m, mm.k, mm.n, mm.hdr.flags & NPU_INSN_I16));
+	mm.flags |= NPU_CONV_ARRAY(matmul_mode(o, mm.m, k, mm.n, mm.hdr.flags & NPU_INSN_I16));
 	return npu_cmdbuf_matmul(cb, &mm);
 }
 

@@ -268,7 +268,7 @@ npu_status run_tiles(struct emitter *e, const struct tile_ops *ops, void *ctx);
 
 /* ---- ISA 1.6 sparse weights and the weight codec (codegen_sparse.c) ----- */
 
-/* Marks the slices of conv lop l whose weights go 2:4 sparse / through the codec. */
+/* Marks the slices of conv / matmul lop l whose weights go 2:4 sparse / through the codec. */
 void sparse_slices(const struct emitter *e, const struct npu_lop *l, struct slice *sl,
 		   size_t n);
 /* put_slice_consts()'s weights of a sparse slice, packed. */
@@ -282,9 +282,11 @@ uint32_t sparse_flags(const struct slice *sl);
 /* emit_consts() of a slice's block, through the codec when it was compressed. */
 npu_status emit_slice_consts(struct emitter *e, const struct npu_lop *l, struct slice *sl,
 			     uint32_t sram);
-/* Tallies a sparse slice's CONV2D 'cv' (before its mode is set) on lop l (--explain). */
+/* Tallies a sparse slice's CONV2D / MATMUL (before its mode is set) on lop l (--explain). */
 void sparse_note_conv(struct emitter *e, const struct npu_lop *l, const struct slice *sl,
 		      const struct npu_insn_conv2d *cv);
+void sparse_note_matmul(struct emitter *e, const struct npu_lop *l, const struct slice *sl,
+			const struct npu_insn_matmul *mm);
 
 /* ---- CONV2D, POOL, ConvTranspose phases, pixel-major MATMULs (codegen_conv.c) */
 

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
- * codegen_sparse.c - the ISA 1.6 forms of a conv's constants: int8
- * weights that are 2:4 sparse along the input channels go to the device
- * as NPU_CONV_SPARSE(2, 4) (values and 2-bit positions: 5/8 of the
+ * codegen_sparse.c - the ISA 1.6 forms of a conv's or FC's constants:
+ * int8 weights that are 2:4 sparse along the input channels (k) go to the
+ * device as NPU_CONV_SPARSE(2, 4) (values and 2-bit positions: 5/8 of the
  * bytes, half the MAC rows, zero tiles skipped), and a slice's constant
  * block goes through the DMA weight codec when that shrinks it. Both need
  * NPU_CAP_SPARSE; opts.no_sparse / no_wcodec turn them off. The device
@@ -39,16 +39,21 @@ void sparse_slices(const struct emitter *e, const struct npu_lop *l, struct slic
 {
 	const struct npu_act *in = &e->prog->acts[l->in];
 	const struct npu_act *out = &e->prog->acts[l->out];
-	uint32_t cin_g = in->c / (l->conv.groups ? l->conv.groups : 1);
+	bool mm = l->kind == NPU_LOP_MATMUL;
+	uint32_t cin_g = mm ? in->c : in->c / (l->conv.groups ? l->conv.groups : 1);
 	bool codec = !e->prog->opts.no_wcodec && (e->t->caps & NPU_CAP_SPARSE);
 	bool sparse = !e->prog->opts.no_sparse && (e->t->caps & NPU_CAP_SPARSE) &&
-		      l->kind == NPU_LOP_CONV && !in->i16 && !out->i16 &&
-		      !l->conv.ins_h && !l->conv.ins_w && !l->conv.fold_w &&
-		      !l->conv.phase_h && cin_g >= SPARSE_M && cin_g % SPARSE_M == 0 &&
-		      conv_wpo(l, in, out) == (uint64_t)l->conv.k_h * l->conv.k_w * cin_g &&
-		      weights_2_4(l->conv.weight, (uint64_t)out->c * l->conv.k_h * l->conv.k_w,
-				  cin_g);
+		      !in->i16 && !out->i16 && cin_g >= SPARSE_M && cin_g % SPARSE_M == 0;
 	size_t i;
+
+	if (sparse && mm)	/* FC weights [n][k]: groups along k */
+		sparse = !l->matmul.batch && weights_2_4(l->matmul.weight, out->c, cin_g);
+	else if (sparse)
+		sparse = l->kind == NPU_LOP_CONV && !l->conv.ins_h && !l->conv.ins_w &&
+			 !l->conv.fold_w && !l->conv.phase_h &&
+			 conv_wpo(l, in, out) == (uint64_t)l->conv.k_h * l->conv.k_w * cin_g &&
+			 weights_2_4(l->conv.weight, (uint64_t)out->c * l->conv.k_h * l->conv.k_w,
+				     cin_g);
 
 	for (i = 0; i < n; i++) {
 		sl[i].sparse_k = sparse ? cin_g : 0;
@@ -160,6 +165,27 @@ void sparse_note_conv(struct emitter *e, const struct npu_lop *l, const struct s
 	npu_array_shape(mode, 0, &a);
 	dense = npu_conv_insn_cycles(o, pixels, taps, cv->groups, cv->in_c, cv->out_c, false);
 	sparse = div_up(pixels, a.parts) * sl->live_tiles[mode];
+	e->res->lop_sparse[i] = 1;
+	if (dense > sparse)
+		e->res->lop_sparse_cycles_saved[i] += dense - sparse;
+}
+
+void sparse_note_matmul(struct emitter *e, const struct npu_lop *l, const struct slice *sl,
+			const struct npu_insn_matmul *mm)
+{
+	const struct npu_codegen_options *o = &e->prog->opts;
+	uint32_t kept = mm->k / SPARSE_M * SPARSE_N;
+	struct npu_array_shape a;
+	uint64_t dense, sparse;
+	uint32_t mode;
+	size_t i = lop_index(e, l);
+
+	if (!sl->sparse_k || i == SIZE_MAX)
+		return;
+	mode = o->no_array_modes ? 0 : npu_matmul_fastest_mode(mm->m, kept, mm->n, 0);
+	npu_array_shape(mode, 0, &a);
+	dense = matmul_cycles(o, mm->m, mm->k, mm->n, false);
+	sparse = div_up(mm->m, a.parts) * sl->live_tiles[mode];
 	e->res->lop_sparse[i] = 1;
 	if (dense > sparse)
 		e->res->lop_sparse_cycles_saved[i] += dense - sparse;
