@@ -1098,8 +1098,8 @@ static void explain_sparse(struct npu_compiled *c)
 					continue;
 				snprintf(rec->reason + used, sizeof(rec->reason) - used,
 					 r->lop_sparse[i] ?
-					 "; 2:4 sparse weights: %llu MAC cycles, %llu weight DRAM bytes saved" :
-					 "; compressed weights: %llu MAC cycles, %llu weight DRAM bytes saved",
+					 "; 2:4 sparse weights: %llu MAC cycles, %llu DRAM bytes of constants saved" :
+					 "; compressed weights: %llu MAC cycles, %llu DRAM bytes of constants saved",
 					 (unsigned long long)r->lop_sparse_cycles_saved[i],
 					 (unsigned long long)r->lop_weight_bytes_saved[i]);
 				break;
