@@ -170,6 +170,8 @@ uint32_t npu_op_reduce_validate(const struct npu_insn_reduce *insn,
  * has more); 'out' holds npu_sparse_bytes(). npu_sparse_live_tiles(): the
  * tiles of arows kept weights x acols output channels, per group and tap,
  * whose kept values are not all 'fill': what the cycle model charges.
+ * A pair that is not N:M (2 <= m <= 8, 1 <= n < m) gets 0 bytes, -1 from
+ * pack and BAD_PARAM from the check, never a division by zero.
  */
 uint32_t npu_sparse_bits(uint32_t m);
 uint64_t npu_sparse_bytes(uint64_t rows, uint64_t k, uint32_t n, uint32_t m);

@@ -25,7 +25,11 @@ uint32_t npu_sparse_bits(uint32_t m)
 
 uint64_t npu_sparse_bytes(uint64_t rows, uint64_t k, uint32_t n, uint32_t m)
 {
-	uint64_t kept = rows * (k / m) * n;
+	uint64_t kept;
+
+	if (m < 2)	/* not an N:M form (the validator refuses it first) */
+		return 0;
+	kept = rows * (k / m) * n;
 
 	return kept + (kept * npu_sparse_bits(m) + 7) / 8;
 }
@@ -46,9 +50,15 @@ static uint32_t sparse_pos(const uint8_t *idx, uint64_t j, uint32_t bits)
 uint32_t npu_sparse_check_data(const uint8_t *w, uint64_t rows, uint64_t k,
 			       uint32_t n, uint32_t m, struct npu_isa_check *c)
 {
-	uint64_t groups = rows * (k / m), kept = groups * n;
+	uint64_t groups, kept;
 	uint32_t bits = npu_sparse_bits(m);
-	const uint8_t *idx = w + kept;
+	const uint8_t *idx;
+
+	if (m < 2 || m > NPU_SPARSE_MAX_M || !n || n >= m)
+		return npu_isa_fail(c, PARAM, "flags", "sparse %u:%u is not an N:M form", n, m);
+	groups = rows * (k / m);
+	kept = groups * n;
+	idx = w + kept;
 
 	for (uint64_t g = 0; g < groups; g++) {
 		int32_t prev = -1;
@@ -76,10 +86,12 @@ uint32_t npu_sparse_check_data(const uint8_t *w, uint64_t rows, uint64_t k,
 void npu_sparse_expand(const uint8_t *w, uint64_t rows, uint64_t k, uint32_t n,
 		       uint32_t m, int8_t fill, int8_t *dense)
 {
-	uint64_t groups = rows * (k / m), kept = groups * n;
+	uint64_t groups = m ? rows * (k / m) : 0, kept = groups * n;
 	uint32_t bits = npu_sparse_bits(m);
 
 	memset(dense, fill, rows * k);
+	if (m < 2)	/* not an N:M form: nothing kept */
+		return;
 	for (uint64_t g = 0; g < groups; g++)
 		for (uint32_t j = 0; j < n; j++)
 			dense[g * m + sparse_pos(w + kept, g * n + j, bits)] =
@@ -89,9 +101,15 @@ void npu_sparse_expand(const uint8_t *w, uint64_t rows, uint64_t k, uint32_t n,
 int npu_sparse_pack(const int8_t *dense, uint64_t rows, uint64_t k, uint32_t n,
 		    uint32_t m, int8_t fill, uint8_t *out)
 {
-	uint64_t groups = rows * (k / m), kept = groups * n;
+	uint64_t groups, kept;
 	uint32_t bits = npu_sparse_bits(m);
-	uint8_t *idx = out + kept;
+	uint8_t *idx;
+
+	if (m < 2 || m > NPU_SPARSE_MAX_M || !n || n >= m || k % m)
+		return -1;
+	groups = rows * (k / m);
+	kept = groups * n;
+	idx = out + kept;
 
 	memset(idx, 0, (kept * bits + 7) / 8);
 	for (uint64_t g = 0; g < groups; g++) {

@@ -488,6 +488,13 @@ static void test_sparse_bad_forms_are_refused(void **state)
 
 	assert_int_equal(npu_sparse_pack(dense, 1, 4, 2, 4, 0, out), -1);
 	assert_int_equal(npu_sparse_pack(dense, 1, 4, 3, 4, 0, out), 0);
+	/* the helpers refuse what is not N:M, never divide by M = 0 */
+	assert_int_equal(npu_sparse_pack(dense, 1, 4, 2, 0, 0, out), -1);
+	assert_int_equal(npu_sparse_pack(dense, 1, 4, 2, 9, 0, out), -1);
+	assert_int_equal(npu_sparse_pack(dense, 1, 6, 2, 4, 0, out), -1);	/* 4 does not divide 6 */
+	assert_int_equal(npu_sparse_bytes(1, 4, 2, 0), 0);
+	assert_int_equal(npu_sparse_check_data(out, 1, 4, 2, 0, &chk), NPU_JOB_ERR_BAD_PARAM);
+	assert_int_equal(npu_sparse_check_data(out, 1, 4, 4, 4, &chk), NPU_JOB_ERR_BAD_PARAM);
 }
 
 static void test_wcodec_round_trips_and_shrinks(void **state)
