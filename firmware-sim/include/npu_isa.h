@@ -199,7 +199,8 @@ uint64_t npu_op_matmul_cycles_sram(const struct npu_insn_matmul *insn,
  * bytes. npu_wcodec_encode(): the shortest stream of src (dst holds
  * npu_wcodec_max_bytes(len)); returns its length. npu_wcodec_decode():
  * exactly dst_len bytes from exactly src_len stream bytes, else BAD_PARAM
- * naming the block and why ('dst' may then hold a partial result).
+ * naming the block and why ('dst' may then hold a partial result; NULL:
+ * check the stream only, writing nothing).
  */
 uint64_t npu_wcodec_max_bytes(uint32_t len);
 uint32_t npu_wcodec_encode(const uint8_t *src, uint32_t len, uint8_t *dst);

@@ -90,9 +90,16 @@ void npu_ops_pool_destroy(struct npu_ops_pool *pool);
 unsigned int npu_ops_pool_threads(const struct npu_ops_pool *pool);
 void npu_ops_set_pool(struct npu_ops_pool *pool);
 /*
- * npu_op_*() keep this thread's decoded sparse weights (ISA 1.6) between
- * instructions; the executor frees them at the end of each job.
+ * Decoded sparse weights (ISA 1.6) kept between instructions and jobs: a
+ * cache the caller owns and lends to this thread's npu_op_*() calls
+ * (npu_ops_set_cache(NULL): none lent), else this thread's own, which
+ * npu_ops_release_caches() frees. Entries are keyed by the packed bytes
+ * themselves (compared on every use), so SRAM changes are always seen.
  */
+struct npu_ops_cache;
+struct npu_ops_cache *npu_ops_cache_create(void);
+void npu_ops_cache_destroy(struct npu_ops_cache *cache);
+void npu_ops_set_cache(struct npu_ops_cache *cache);
 void npu_ops_release_caches(void);
 /*
  * Tests: split every instruction of at least this much work (MACs, or

@@ -298,22 +298,27 @@ static uint32_t npu_dma_copy_row(struct npu_sim *sim, struct npu_sim_run *run,
 static uint32_t npu_run_dma_decode(struct npu_sim *sim, struct npu_sim_run *run,
 				   const struct npu_insn_dma_copy *insn)
 {
-	uint8_t *src = malloc(insn->src_bytes);
-	uint8_t *out = malloc(insn->row_bytes);
-	uint32_t status = NPU_JOB_ERR_DMA;
+	/* stream and output in buffers the simulator keeps (bounded by the check) */
+	uint64_t need = (uint64_t)insn->src_bytes + insn->row_bytes;
+	uint32_t status;
 
-	if (src && out) {
-		status = npu_mmu_read(sim, run, insn->src, src, insn->src_bytes);
-		if (status == NPU_JOB_OK)
-			status = npu_wcodec_decode(src, insn->src_bytes, out,
-						   insn->row_bytes, NULL);
-		if (status == NPU_JOB_OK) {
-			memcpy(sim->sram + insn->dst, out, insn->row_bytes);
-			run->dma_bytes += insn->src_bytes;
-		}
+	if (need > sim->codec_cap) {
+		uint8_t *p = realloc(sim->codec_buf, need);
+
+		if (!p)
+			return NPU_JOB_ERR_DMA;
+		sim->codec_buf = p;
+		sim->codec_cap = need;
 	}
-	free(src);
-	free(out);
+	status = npu_mmu_read(sim, run, insn->src, sim->codec_buf, insn->src_bytes);
+	/* decoded aside whole, so a malformed stream writes nothing to SRAM */
+	if (status == NPU_JOB_OK)
+		status = npu_wcodec_decode(sim->codec_buf, insn->src_bytes,
+					   sim->codec_buf + insn->src_bytes, insn->row_bytes, NULL);
+	if (status == NPU_JOB_OK) {
+		memcpy(sim->sram + insn->dst, sim->codec_buf + insn->src_bytes, insn->row_bytes);
+		run->dma_bytes += insn->src_bytes;
+	}
 	return status;
 }
 
@@ -627,10 +632,11 @@ void npu_exec_job(struct npu_sim *sim, struct npu_sim_job *job)
 	if (status == NPU_JOB_OK) {
 		npu_ops_set_poll(&poll);
 		npu_ops_set_pool(sim->pool);
+		npu_ops_set_cache(sim->ops_cache);
 		status = npu_exec_stream(sim, run, &error_offset);
 		npu_ops_set_pool(NULL);
 		npu_ops_set_poll(NULL);
-		npu_ops_release_caches();
+		npu_ops_set_cache(NULL);
 	}
 	if (status == NPU_JOB_OK && npu_aborted(sim, run))
 		status = NPU_JOB_ERR_ABORTED;

@@ -153,6 +153,9 @@ struct npu_sim {
 	struct npu_queue queues[NPU_NUM_QUEUES];
 
 	struct npu_ops_pool *pool;	/* npu_sim_set_threads(); NULL: 1 */
+	struct npu_ops_cache *ops_cache;	/* decoded sparse weights (ISA 1.6) */
+	uint8_t *codec_buf;		/* a weight-codec stream read from VA, decoded */
+	uint64_t codec_cap;
 	struct npu_sim_run run;
 	struct npu_tlb_entry tlb[NPU_TLB_MAX_ENTRIES];
 	uint8_t *sram;

@@ -182,14 +182,17 @@ static uint64_t div_up(uint64_t a, uint64_t b)
 }
 
 /*
- * Decoded weights, per host thread: a job runs one instruction's tiles
- * (and a fused chain's few convs) over and over with the same packed
- * weights, so the executor's position check, cycle count and the fast
- * path's expansion decode them once and compare the packed bytes after
- * that. npu_ops_release_caches() (the executor, at the end of each job)
- * frees them.
+ * Decoded weights: a job runs one instruction's tiles (and a fused
+ * chain's few convs) over and over with the same packed weights, and the
+ * next job of the same model the same ones again, so the executor's
+ * position check, cycle count and the fast path's expansion decode them
+ * once and compare the packed bytes after that (never trusted: any change
+ * decodes anew). The simulator owns a cache (npu_ops_cache_create()) and
+ * lends it to the ops for each job (npu_ops_set_cache()); without one the
+ * ops use a per-thread one that npu_ops_release_caches() frees.
  */
-#define SPARSE_CACHE	8
+#define SPARSE_CACHE	128		/* a model's sparse layers, all of them */
+#define SPARSE_CACHE_BYTES (64u << 20)	/* packed + dense bytes at most */
 
 struct sparse_entry {
 	uint8_t *packed;	/* copy of the operand, npu_sparse_bytes() long */
@@ -202,8 +205,14 @@ struct sparse_entry {
 	uint64_t tiles, tiles_key[5];
 };
 
-static _Thread_local struct sparse_entry sparse_cache[SPARSE_CACHE];
-static _Thread_local unsigned int sparse_next;
+struct npu_ops_cache {
+	struct sparse_entry e[SPARSE_CACHE];
+	unsigned int next;
+	uint64_t bytes;
+};
+
+static _Thread_local struct npu_ops_cache *ops_cache_lent;
+static _Thread_local struct npu_ops_cache ops_cache_own;
 
 static void entry_free(struct sparse_entry *e)
 {
@@ -212,11 +221,52 @@ static void entry_free(struct sparse_entry *e)
 	memset(e, 0, sizeof(*e));
 }
 
-void npu_ops_release_caches(void)
+static void cache_clear(struct npu_ops_cache *c)
 {
 	for (unsigned int i = 0; i < SPARSE_CACHE; i++)
-		entry_free(&sparse_cache[i]);
-	sparse_next = 0;
+		entry_free(&c->e[i]);
+	c->next = 0;
+	c->bytes = 0;
+}
+
+/* The next slot, evicting in turn until the new entry fits the budget. */
+static struct sparse_entry *cache_slot(struct npu_ops_cache *c, uint64_t need)
+{
+	struct sparse_entry *e = &c->e[c->next++ % SPARSE_CACHE];
+
+	c->bytes -= e->len + e->rows * e->k;
+	entry_free(e);
+	for (unsigned int i = 0; i < SPARSE_CACHE && c->bytes + need > SPARSE_CACHE_BYTES; i++) {
+		struct sparse_entry *old = &c->e[(c->next + i) % SPARSE_CACHE];
+
+		c->bytes -= old->len + old->rows * old->k;
+		entry_free(old);
+	}
+	c->bytes += need;
+	return e;
+}
+
+struct npu_ops_cache *npu_ops_cache_create(void)
+{
+	return calloc(1, sizeof(struct npu_ops_cache));
+}
+
+void npu_ops_cache_destroy(struct npu_ops_cache *cache)
+{
+	if (!cache)
+		return;
+	cache_clear(cache);
+	free(cache);
+}
+
+void npu_ops_set_cache(struct npu_ops_cache *cache)
+{
+	ops_cache_lent = cache;
+}
+
+void npu_ops_release_caches(void)
+{
+	cache_clear(&ops_cache_own);
 }
 
 /* The decoded weights at w, checked; NULL when a position is malformed. */
@@ -224,16 +274,16 @@ static struct sparse_entry *sparse_get(const uint8_t *w, uint64_t rows, uint64_t
 				       uint32_t n, uint32_t m, int8_t fill)
 {
 	uint64_t len = npu_sparse_bytes(rows, k, n, m);
+	struct npu_ops_cache *c = ops_cache_lent ? ops_cache_lent : &ops_cache_own;
 	struct sparse_entry *e;
 
 	for (unsigned int i = 0; i < SPARSE_CACHE; i++) {
-		e = &sparse_cache[i];
+		e = &c->e[i];
 		if (e->packed && e->len == len && e->rows == rows && e->k == k && e->n == n &&
 		    e->m == m && e->fill == fill && !memcmp(e->packed, w, len))
 			return e->valid ? e : NULL;
 	}
-	e = &sparse_cache[sparse_next++ % SPARSE_CACHE];
-	entry_free(e);
+	e = cache_slot(c, len + rows * k);
 	e->packed = malloc(len + 1);
 	e->dense = malloc(rows * k + 1);
 	if (!e->packed || !e->dense)
@@ -391,7 +441,7 @@ uint32_t npu_wcodec_decode(const uint8_t *src, uint32_t src_len, uint8_t *dst,
 
 	for (uint32_t at = 0, blk = 0; at < dst_len; at += NPU_WCODEC_BLOCK, blk++) {
 		uint32_t l = dst_len - at < NPU_WCODEC_BLOCK ? dst_len - at : NPU_WCODEC_BLOCK;
-		uint32_t hdr, w, mask, cnt, bytes, bit = 0;
+		uint32_t hdr, w, mask, cnt, bytes;
 
 		if (pos >= src_len)
 			return npu_isa_fail(c, PARAM, "src_bytes",
@@ -423,21 +473,37 @@ uint32_t npu_wcodec_decode(const uint8_t *src, uint32_t src_len, uint8_t *dst,
 			return npu_isa_fail(c, PARAM, "src_bytes",
 					    "codec block %u: %u value bytes run past "
 					    "src_bytes %u", blk, bytes, src_len);
-		for (uint32_t i = 0; i < l; i++) {
-			uint32_t v = 0;
+		if (w == 8 && cnt == l) {	/* raw bytes */
+			if (dst)
+				memcpy(dst + at, src + pos, l);
+		} else {
+			/* a bit buffer: each byte read once, each value one shift */
+			const uint8_t *p = src + pos;
+			uint64_t acc = 0;
+			uint32_t have = 0;
 
-			if (w && (mask >> i & 1)) {
-				for (uint32_t b = 0; b < w; b++, bit++)
-					v |= (uint32_t)((src[pos + bit / 8] >> (bit % 8)) & 1) << b;
-				if (v >> (w - 1))	/* sign-extend */
-					v |= ~0u << w;
+			for (uint32_t i = 0; i < l; i++) {
+				uint32_t v = 0;
+
+				if (w && (mask >> i & 1)) {
+					while (have < w) {
+						acc |= (uint64_t)*p++ << have;
+						have += 8;
+					}
+					v = (uint32_t)(acc & ((1u << w) - 1));
+					acc >>= w;
+					have -= w;
+					if (v >> (w - 1))	/* sign-extend */
+						v |= ~0u << w;
+				}
+				if (dst)
+					dst[at + i] = (uint8_t)v;
 			}
-			dst[at + i] = (uint8_t)v;
+			if (acc)	/* what is left of the last byte is padding */
+				return npu_isa_fail(c, PARAM, "src",
+						    "codec block %u: padding bits of its last "
+						    "byte are not 0", blk);
 		}
-		if (bit % 8 && src[pos + bit / 8] >> (bit % 8))
-			return npu_isa_fail(c, PARAM, "src",
-					    "codec block %u: padding bits of its last "
-					    "byte are not 0", blk);
 		pos += bytes;
 	}
 	if (pos != src_len)
