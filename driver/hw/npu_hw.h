@@ -49,13 +49,16 @@ typedef uint64_t npu_le64;
 #define NPU_HW_VERSION_MAJOR		1
 #define NPU_HW_VERSION_MINOR		0
 #define NPU_ISA_VERSION_MAJOR		1
-#define NPU_ISA_VERSION_MINOR		5	/* 1.1: CONV2D zero insertion, RESIZE;
+#define NPU_ISA_VERSION_MINOR		6	/* 1.1: CONV2D zero insertion, RESIZE;
 						   1.2: int16 activations (NPU_INSN_I16);
 						   1.3: SOFTMAX, LAYERNORM, REDUCE;
 						   1.4: CONV2D / MATMUL output LUT
 						   (NPU_CONV_OUT_LUT);
 						   1.5: MAC array modes
-						   (NPU_CONV_ARRAY()) */
+						   (NPU_CONV_ARRAY());
+						   1.6: N:M sparse weights
+						   (NPU_CONV_SPARSE()), the
+						   DMA weight codec */
 #define NPU_VERSION(major, minor)	(((major) << 16) | (minor))
 
 /* Fixed device parameters, reported through the identity registers. */
@@ -112,6 +115,7 @@ typedef uint64_t npu_le64;
 #define NPU_CAP_INT16			(1u << 10)	/* NPU_INSN_I16, 16x8 (ISA 1.2) */
 #define NPU_CAP_OUT_LUT			(1u << 11)	/* NPU_CONV_OUT_LUT (ISA 1.4) */
 #define NPU_CAP_ARRAY_MODES		(1u << 12)	/* NPU_CONV_ARRAY() (ISA 1.5) */
+#define NPU_CAP_SPARSE			(1u << 13)	/* NPU_CONV_SPARSE(), DMA codec (ISA 1.6) */
 
 /*
  * Control and status. Writing NPU_CTRL_RESET resets every queue, the MMU,
@@ -521,17 +525,36 @@ struct npu_insn_header {
  * DMA_COPY: 'rows' rows of 'row_bytes' bytes; row r is read at
  * src + r * src_stride and written at dst + r * dst_stride. A 1-D copy is
  * rows = 1. Source and destination must not overlap when both are SRAM.
+ *
+ * The weight codec (ISA 1.6): with codec NPU_DMA_CODEC_BLOCK the source is
+ * a compressed stream of 'src_bytes' bytes in device VA that the DMA
+ * engine decodes into the 'row_bytes' bytes written at SRAM 'dst' (rows 1,
+ * src_space VA, dst_space SRAM; strides unused and 0). The stream is a
+ * sequence of blocks, one per 16 output bytes (the last one shorter):
+ *   header byte: bits 0..3 width w (0..8), bit 4 NPU_WCODEC_MASK, bits
+ *   5..7 zero; with MASK a little-endian uint16 follows, bit i set when
+ *   byte i of the block is nonzero (bits past the block's length zero);
+ *   then the block's values (every byte, or the masked ones) as w-bit
+ *   two's complement numbers packed LSB first, ceil(count * w / 8) bytes.
+ * w = 0 is a block of zeros (no mask). The stream must end exactly at
+ * src_bytes; a malformed one fails the job with BAD_PARAM at execution and
+ * writes nothing. Without the codec src_bytes must be 0.
  */
+#define NPU_DMA_CODEC_NONE		0
+#define NPU_DMA_CODEC_BLOCK		1
+#define NPU_WCODEC_BLOCK		16
+#define NPU_WCODEC_MASK			(1u << 4)
+
 struct npu_insn_dma_copy {
 	struct npu_insn_header hdr;
 	uint8_t src_space;	/* NPU_SPACE_* */
 	uint8_t dst_space;
-	uint16_t reserved0;
+	uint16_t codec;		/* NPU_DMA_CODEC_* (ISA 1.6; reserved, 0, before) */
 	uint32_t rows;
 	uint64_t src;
 	uint64_t dst;
 	uint32_t row_bytes;
-	uint32_t reserved1;
+	uint32_t src_bytes;	/* the compressed stream with a codec, else 0 */
 	uint64_t src_stride;
 	uint64_t dst_stride;
 };
@@ -613,6 +636,31 @@ struct npu_insn_dma_fill {
 #define NPU_CONV_ARRAY(mode)		((uint32_t)(mode) << NPU_CONV_ARRAY_SHIFT)
 #define NPU_ARRAY_NUM_MODES		6
 
+/*
+ * N:M sparse weights (ISA 1.6), CONV2D and MATMUL flags bits 8..15:
+ * NPU_CONV_SPARSE(n, m) says the weights keep n of every m consecutive
+ * input channels (MATMUL: elements of k) in each weight row (one output
+ * channel and tap). m = 0 (n = 0) is dense; else 2 <= m <= 8, 1 <= n < m,
+ * and m divides in_c / groups (MATMUL: k). Int8 only, no zero insertion.
+ * With G = rows * K / m groups (rows = out_c * k_h * k_w taps, K = cin_g;
+ * MATMUL rows = n, K = k) 'weight' holds G * n int8 values (group by
+ * group, n each, in increasing position) then the G * n positions in the
+ * group, ceil(log2 m) bits each, packed LSB first: ceil(G * n * bits / 8)
+ * bytes. Positions must increase within a group and be < m (BAD_PARAM at
+ * execution). The weights not kept are zp_w (they add nothing). The MAC
+ * array's rows carry kept weights (each row's multiplexer picks its
+ * activation by position), so cycles count cin_g * n / m rows, and a tile
+ * whose kept weights are all zp_w is skipped (Documentation/isa.md).
+ */
+#define NPU_CONV_SPARSE_SHIFT		8
+#define NPU_CONV_SPARSE_MASK		(0xffu << NPU_CONV_SPARSE_SHIFT)
+#define NPU_CONV_SPARSE(n, m)		((((uint32_t)(n) & 0xf) | \
+					  (((uint32_t)(m) & 0xf) << 4)) << \
+					 NPU_CONV_SPARSE_SHIFT)
+#define NPU_SPARSE_N(flags)		(((flags) >> NPU_CONV_SPARSE_SHIFT) & 0xf)
+#define NPU_SPARSE_M(flags)		(((flags) >> (NPU_CONV_SPARSE_SHIFT + 4)) & 0xf)
+#define NPU_SPARSE_MAX_M		8
+
 struct npu_insn_conv2d {
 	struct npu_insn_header hdr;
 	uint32_t input;		/* SRAM offsets */
@@ -621,7 +669,8 @@ struct npu_insn_conv2d {
 	uint32_t quant;
 	uint32_t output;
 	uint32_t flags;		/* NPU_QUANT_PER_TENSOR, NPU_CONV_NO_BIAS,
-				   NPU_CONV_OUT_LUT, NPU_CONV_ARRAY() */
+				   NPU_CONV_OUT_LUT, NPU_CONV_ARRAY(),
+				   NPU_CONV_SPARSE() */
 	uint16_t in_h, in_w;
 	uint16_t in_c, out_c;
 	uint16_t out_h, out_w;
@@ -649,7 +698,8 @@ struct npu_insn_matmul {
 	struct npu_insn_header hdr;
 	uint32_t a, b, bias, quant, output;
 	uint32_t flags;		/* NPU_QUANT_PER_TENSOR, NPU_CONV_NO_BIAS,
-				   NPU_CONV_OUT_LUT, NPU_CONV_ARRAY() */
+				   NPU_CONV_OUT_LUT, NPU_CONV_ARRAY(),
+				   NPU_CONV_SPARSE() */
 	uint32_t m, k, n;
 	uint32_t a_stride, out_stride;
 	int16_t zp_a, zp_b, zp_out;
@@ -861,6 +911,8 @@ struct npu_insn_barrier {
  * Cycle model (Documentation/isa.md derives it):
  *   every instruction:  NPU_CYCLES_INSN_OVERHEAD
  *   DMA:      NPU_CYCLES_DMA_SETUP + rows * ceil(row_bytes / DMA_BYTES_PER_CYCLE)
+ *             with the weight codec (1.6): DMA_SETUP + max(ceil(src_bytes /
+ *             DMA_BYTES_PER_CYCLE), ceil(row_bytes / WCODEC_BYTES_PER_CYCLE))
  *   CONV2D:   ceil(out_h * out_w / parts) * taps_h * taps_w * groups
  *               * ceil(in_c/groups / MAC_ROWS) * ceil(out_c/groups / MAC_COLS)
  *             depthwise: ceil(out_h * out_w / (MAC_ROWS * parts))
@@ -868,7 +920,12 @@ struct npu_insn_barrier {
  *             taps_h = k_h without zero insertion, else the taps of the
  *             densest output phase: ceil(k_h / ((ins_h + 1) /
  *             gcd(dil_h, ins_h + 1))) (taps on inserted zeros are skipped)
+ *             N:M sparse (1.6): ceil(out_h * out_w / parts) * the tiles of
+ *             ceil(cin_g * n / m / MAC_ROWS) x ceil(cout_g / MAC_COLS) over
+ *             taps and groups whose kept weights are not all zp_w
  *   MATMUL:   ceil(m / parts) * ceil(k / MAC_ROWS) * ceil(n / MAC_COLS)
+ *             N:M sparse: ceil(m / parts) * the nonzero tiles of
+ *             ceil(k * n_keep / m_group / MAC_ROWS) x ceil(n / MAC_COLS)
  *             (parts, and MAC_ROWS x MAC_COLS, from the array mode; 1 and
  *             32 x 32 in mode 0; npu_isa.h's npu_conv2d_cycles() and
  *             npu_matmul_cycles() compute both)
@@ -887,6 +944,7 @@ struct npu_insn_barrier {
  */
 #define NPU_CYCLES_INSN_OVERHEAD	16
 #define NPU_CYCLES_DMA_SETUP		64
+#define NPU_WCODEC_BYTES_PER_CYCLE	256	/* the weight decoder's output */
 #define NPU_CYCLES_VEC_ROW		8
 
 /* The layouts are the contract; C++ users of this header check them too. */

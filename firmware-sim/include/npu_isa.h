@@ -157,4 +157,54 @@ uint32_t npu_op_reduce_validate(const struct npu_insn_reduce *insn,
 				struct npu_op_footprint *fp,
 				struct npu_isa_check *c);
 
+/*
+ * N:M sparse weights (ISA 1.6, NPU_CONV_SPARSE()). A weight matrix of
+ * 'rows' rows of k int8 (CONV2D: out_c * k_h * k_w rows of cin_g; MATMUL:
+ * n rows of k), m dividing k, is stored as rows * k / m groups of n values
+ * followed by their positions, npu_sparse_bits(m) bits each, LSB first.
+ * npu_sparse_bytes(): that size. npu_sparse_check_data(): the positions
+ * increase within each group and are < m (BAD_PARAM naming the group
+ * otherwise). npu_sparse_expand(): the dense rows, 'fill' (zp_w) where no
+ * weight is kept. npu_sparse_pack(): the inverse, for a dense matrix whose
+ * every group has at most n values other than 'fill' (returns -1 if one
+ * has more); 'out' holds npu_sparse_bytes(). npu_sparse_live_tiles(): the
+ * tiles of arows kept weights x acols output channels, per group and tap,
+ * whose kept values are not all 'fill': what the cycle model charges.
+ * A pair that is not N:M (2 <= m <= 8, 1 <= n < m) gets 0 bytes, -1 from
+ * pack and BAD_PARAM from the check, never a division by zero.
+ */
+uint32_t npu_sparse_bits(uint32_t m);
+uint64_t npu_sparse_bytes(uint64_t rows, uint64_t k, uint32_t n, uint32_t m);
+uint32_t npu_sparse_check_data(const uint8_t *w, uint64_t rows, uint64_t k,
+			       uint32_t n, uint32_t m, struct npu_isa_check *c);
+void npu_sparse_expand(const uint8_t *w, uint64_t rows, uint64_t k, uint32_t n,
+		       uint32_t m, int8_t fill, int8_t *dense);
+int npu_sparse_pack(const int8_t *dense, uint64_t rows, uint64_t k, uint32_t n,
+		    uint32_t m, int8_t fill, uint8_t *out);
+uint64_t npu_sparse_live_tiles(const uint8_t *w, uint32_t groups,
+			       uint32_t cout_g, uint64_t taps, uint64_t kept,
+			       int8_t fill, uint32_t arows, uint32_t acols);
+/*
+ * Data-dependent cycles of a checked sparse CONV2D / MATMUL (zero tiles
+ * skipped); the static check reports every tile. Dense: the static ones.
+ */
+uint64_t npu_op_conv2d_cycles_sram(const struct npu_insn_conv2d *insn,
+				   const uint8_t *sram);
+uint64_t npu_op_matmul_cycles_sram(const struct npu_insn_matmul *insn,
+				   const uint8_t *sram);
+
+/*
+ * The DMA weight codec (ISA 1.6, NPU_DMA_CODEC_BLOCK; npu_hw.h has the
+ * format). npu_wcodec_max_bytes(): the longest valid stream of 'len'
+ * bytes. npu_wcodec_encode(): the shortest stream of src (dst holds
+ * npu_wcodec_max_bytes(len)); returns its length. npu_wcodec_decode():
+ * exactly dst_len bytes from exactly src_len stream bytes, else BAD_PARAM
+ * naming the block and why ('dst' may then hold a partial result; NULL:
+ * check the stream only, writing nothing).
+ */
+uint64_t npu_wcodec_max_bytes(uint32_t len);
+uint32_t npu_wcodec_encode(const uint8_t *src, uint32_t len, uint8_t *dst);
+uint32_t npu_wcodec_decode(const uint8_t *src, uint32_t src_len, uint8_t *dst,
+			   uint32_t dst_len, struct npu_isa_check *c);
+
 #endif /* NPU_ISA_H */

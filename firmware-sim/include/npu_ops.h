@@ -90,6 +90,18 @@ void npu_ops_pool_destroy(struct npu_ops_pool *pool);
 unsigned int npu_ops_pool_threads(const struct npu_ops_pool *pool);
 void npu_ops_set_pool(struct npu_ops_pool *pool);
 /*
+ * Decoded sparse weights (ISA 1.6) kept between instructions and jobs: a
+ * cache the caller owns and lends to this thread's npu_op_*() calls
+ * (npu_ops_set_cache(NULL): none lent), else this thread's own, which
+ * npu_ops_release_caches() frees. Entries are keyed by the packed bytes
+ * themselves (compared on every use), so SRAM changes are always seen.
+ */
+struct npu_ops_cache;
+struct npu_ops_cache *npu_ops_cache_create(void);
+void npu_ops_cache_destroy(struct npu_ops_cache *cache);
+void npu_ops_set_cache(struct npu_ops_cache *cache);
+void npu_ops_release_caches(void);
+/*
  * Tests: split every instruction of at least this much work (MACs, or
  * element operations) into items, instead of the default 2^22; 0 splits
  * whatever has two units of work (rows, pixels, element ranges).

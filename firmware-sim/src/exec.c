@@ -5,6 +5,7 @@
  * the two-engine timing model with hazard detection, and the watchdog.
  * Compute instructions are checked and run by ops/ (npu_ops.h).
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "sim_internal.h"
@@ -289,10 +290,45 @@ static uint32_t npu_dma_copy_row(struct npu_sim *sim, struct npu_sim_run *run,
 	return status;
 }
 
+/*
+ * DMA_COPY with the weight codec (ISA 1.6): read the compressed stream,
+ * decode it whole, then write SRAM, so a malformed stream (BAD_PARAM)
+ * writes nothing. DRAM moved the compressed bytes only.
+ */
+static uint32_t npu_run_dma_decode(struct npu_sim *sim, struct npu_sim_run *run,
+				   const struct npu_insn_dma_copy *insn)
+{
+	/* stream and output in buffers the simulator keeps (bounded by the check) */
+	uint64_t need = (uint64_t)insn->src_bytes + insn->row_bytes;
+	uint32_t status;
+
+	if (need > sim->codec_cap) {
+		uint8_t *p = realloc(sim->codec_buf, need);
+
+		if (!p)
+			return NPU_JOB_ERR_DMA;
+		sim->codec_buf = p;
+		sim->codec_cap = need;
+	}
+	status = npu_mmu_read(sim, run, insn->src, sim->codec_buf, insn->src_bytes);
+	/* decoded aside whole, so a malformed stream writes nothing to SRAM */
+	if (status == NPU_JOB_OK)
+		status = npu_wcodec_decode(sim->codec_buf, insn->src_bytes,
+					   sim->codec_buf + insn->src_bytes, insn->row_bytes, NULL);
+	if (status == NPU_JOB_OK) {
+		memcpy(sim->sram + insn->dst, sim->codec_buf + insn->src_bytes, insn->row_bytes);
+		run->dma_bytes += insn->src_bytes;
+	}
+	return status;
+}
+
 static uint32_t npu_run_dma_copy(struct npu_sim *sim, struct npu_sim_run *run,
 				 const struct npu_insn_dma_copy *insn)
 {
 	uint64_t since_poll = 0;
+
+	if (insn->codec)
+		return npu_run_dma_decode(sim, run, insn);
 
 	for (uint32_t r = 0; r < insn->rows; r++) {
 		uint32_t status;
@@ -465,10 +501,16 @@ static uint32_t npu_issue_insn(struct npu_sim *sim, struct npu_sim_run *run,
 		start = other->free_at;
 	if (run->sync_floor > start)
 		start = run->sync_floor;
+	uint64_t op_cycles = plan->op_cycles;
+
 	if (npu_hazard(other, start, &plan->fp))
 		return NPU_JOB_ERR_HAZARD;
-	end = npu_add_sat(start, npu_add_sat(NPU_CYCLES_INSN_OVERHEAD,
-					     plan->op_cycles));
+	/* N:M sparse weights (ISA 1.6): tiles of zero weights are skipped. */
+	if (insn->hdr.opcode == NPU_OP_CONV2D && NPU_SPARSE_M(insn->conv2d.flags))
+		op_cycles = npu_op_conv2d_cycles_sram(&insn->conv2d, sim->sram);
+	else if (insn->hdr.opcode == NPU_OP_MATMUL && NPU_SPARSE_M(insn->matmul.flags))
+		op_cycles = npu_op_matmul_cycles_sram(&insn->matmul, sim->sram);
+	end = npu_add_sat(start, npu_add_sat(NPU_CYCLES_INSN_OVERHEAD, op_cycles));
 	if (run->watchdog_cycles && end > run->watchdog_cycles)
 		return NPU_JOB_ERR_WATCHDOG;
 	status = npu_run_insn(sim, run, insn, plan, start);
@@ -590,9 +632,11 @@ void npu_exec_job(struct npu_sim *sim, struct npu_sim_job *job)
 	if (status == NPU_JOB_OK) {
 		npu_ops_set_poll(&poll);
 		npu_ops_set_pool(sim->pool);
+		npu_ops_set_cache(sim->ops_cache);
 		status = npu_exec_stream(sim, run, &error_offset);
 		npu_ops_set_pool(NULL);
 		npu_ops_set_poll(NULL);
+		npu_ops_set_cache(NULL);
 	}
 	if (status == NPU_JOB_OK && npu_aborted(sim, run))
 		status = NPU_JOB_ERR_ABORTED;

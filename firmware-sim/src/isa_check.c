@@ -187,6 +187,54 @@ static uint64_t dma_cycles(uint32_t rows, uint32_t row_bytes)
 				 NPU_DMA_BYTES_PER_CYCLE);
 }
 
+/*
+ * DMA_COPY with the weight codec (ISA 1.6): a stream of src_bytes in VA
+ * decoded into row_bytes at SRAM dst. DRAM moves the compressed bytes and
+ * the decoder writes 256 bytes a cycle, so the slower side sets the pace.
+ * The stream itself is data, checked while it is decoded.
+ */
+static uint32_t check_dma_decode(const struct npu_insn_dma_copy *in,
+				 struct npu_isa_check *c, struct npu_op_footprint *f)
+{
+	struct npu_sram_range dst = { 0, 0 };
+	uint64_t in_cyc, out_cyc;
+	uint32_t st;
+
+	if (in->src_space != NPU_SPACE_VA || in->dst_space != NPU_SPACE_SRAM)
+		return npu_isa_fail(c, PARAM, "src_space",
+				    "the weight codec reads VA (src_space 0) into SRAM "
+				    "(dst_space 1), not %u -> %u", in->src_space, in->dst_space);
+	if (in->rows != 1)
+		return npu_isa_fail(c, PARAM, "rows", "rows is %u, the weight codec "
+				    "decodes one row", in->rows);
+	if (in->src_stride || in->dst_stride)
+		return npu_isa_fail(c, PARAM, "src_stride",
+				    "strides must be 0 with the weight codec");
+	if (!in->row_bytes)
+		return npu_isa_fail(c, PARAM, "row_bytes", "row_bytes is 0");
+	if (!in->src_bytes)
+		return npu_isa_fail(c, PARAM, "src_bytes", "src_bytes is 0");
+	if (in->src_bytes > npu_wcodec_max_bytes(in->row_bytes))
+		return npu_isa_fail(c, PARAM, "src_bytes",
+				    "src_bytes %u exceeds %" PRIu64 ", the largest stream "
+				    "of %u bytes", in->src_bytes,
+				    npu_wcodec_max_bytes(in->row_bytes), in->row_bytes);
+	st = dma_operand(c, "src", NPU_SPACE_VA, in->src, in->src_bytes,
+			 NPU_ACCESS_READ, &dst);
+	if (st)
+		return st;
+	st = dma_operand(c, "dst", NPU_SPACE_SRAM, in->dst, in->row_bytes,
+			 NPU_ACCESS_WRITE, &dst);
+	if (st)
+		return st;
+	f->writes[f->num_writes++] = dst;
+	in_cyc = (in->src_bytes + NPU_DMA_BYTES_PER_CYCLE - 1) / NPU_DMA_BYTES_PER_CYCLE;
+	out_cyc = ((uint64_t)in->row_bytes + NPU_WCODEC_BYTES_PER_CYCLE - 1) /
+		  NPU_WCODEC_BYTES_PER_CYCLE;
+	f->cycles = NPU_CYCLES_DMA_SETUP + (in_cyc > out_cyc ? in_cyc : out_cyc);
+	return NPU_JOB_OK;
+}
+
 static uint32_t check_dma_copy(const struct npu_insn_dma_copy *in,
 			       struct npu_isa_check *c, struct npu_op_footprint *f)
 {
@@ -194,10 +242,14 @@ static uint32_t check_dma_copy(const struct npu_insn_dma_copy *in,
 	uint64_t src_extent, dst_extent;
 	uint32_t st;
 
-	if (in->reserved0)
-		return npu_isa_fail(c, ENC, "reserved0", "reserved field reserved0 is not 0");
-	if (in->reserved1)
-		return npu_isa_fail(c, ENC, "reserved1", "reserved field reserved1 is not 0");
+	if (in->codec > NPU_DMA_CODEC_BLOCK)
+		return npu_isa_fail(c, ENC, "codec", "codec %u is not 0 (none) or 1 (block)",
+				    in->codec);
+	if (!in->codec && in->src_bytes)
+		return npu_isa_fail(c, ENC, "src_bytes",
+				    "src_bytes is %u without a codec (must be 0)", in->src_bytes);
+	if (in->codec)
+		return check_dma_decode(in, c, f);
 	if (in->src_space > NPU_SPACE_SRAM)
 		return npu_isa_fail(c, PARAM, "src_space",
 				    "src_space %u is not 0 (va) or 1 (sram)", in->src_space);

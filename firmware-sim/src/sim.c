@@ -100,7 +100,10 @@ struct npu_sim *npu_sim_create(const struct npu_sim_host_ops *ops,
 	if (!sim)
 		return NULL;
 	sim->sram = calloc(1, NPU_SRAM_SIZE);
-	if (!sim->sram) {
+	sim->ops_cache = npu_ops_cache_create();
+	if (!sim->sram || !sim->ops_cache) {
+		npu_ops_cache_destroy(sim->ops_cache);
+		free(sim->sram);
 		free(sim);
 		return NULL;
 	}
@@ -124,6 +127,8 @@ void npu_sim_destroy(struct npu_sim *sim)
 	if (!sim)
 		return;
 	npu_ops_pool_destroy(sim->pool);
+	npu_ops_cache_destroy(sim->ops_cache);
+	free(sim->codec_buf);
 	free(sim->sram);
 	free(sim);
 }

@@ -28,7 +28,7 @@
 				 NPU_CAP_WATCHDOG | NPU_CAP_TIMESTAMP | \
 				 NPU_CAP_ZERO_INSERT | NPU_CAP_RESIZE | \
 				 NPU_CAP_INT16 | NPU_CAP_OUT_LUT | \
-				 NPU_CAP_ARRAY_MODES)
+				 NPU_CAP_ARRAY_MODES | NPU_CAP_SPARSE)
 #define NPU_TLB_MAX_ENTRIES	4096
 /* Recent instructions per engine kept for hazard checks (hardware.md). */
 #define NPU_HAZARD_WINDOW	64
@@ -153,6 +153,9 @@ struct npu_sim {
 	struct npu_queue queues[NPU_NUM_QUEUES];
 
 	struct npu_ops_pool *pool;	/* npu_sim_set_threads(); NULL: 1 */
+	struct npu_ops_cache *ops_cache;	/* decoded sparse weights (ISA 1.6) */
+	uint8_t *codec_buf;		/* a weight-codec stream read from VA, decoded */
+	uint64_t codec_cap;
 	struct npu_sim_run run;
 	struct npu_tlb_entry tlb[NPU_TLB_MAX_ENTRIES];
 	uint8_t *sram;

@@ -120,6 +120,7 @@ enum drm_npu_job_status {
 #define DRM_NPU_CAP_INT16		(1u << 10)	/* ISA 1.2 */
 #define DRM_NPU_CAP_OUT_LUT		(1u << 11)	/* ISA 1.4 */
 #define DRM_NPU_CAP_ARRAY_MODES		(1u << 12)	/* ISA 1.5 */
+#define DRM_NPU_CAP_SPARSE		(1u << 13)	/* ISA 1.6: N:M sparse weights, DMA codec */
 
 /*
  * DRM_NPU_PARAM_OP_MASK: bit DRM_NPU_OP_BIT(opcode) is set when the device

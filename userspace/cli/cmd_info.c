@@ -38,7 +38,7 @@ static void info_usage(FILE *out)
 static const char *const cap_names[] = {
 	"int8", "int32_bias", "per_channel_quant", "depthwise", "dilation",
 	"mmu", "watchdog", "timestamp", "zero_insert", "resize", "int16",
-	"out_lut", "array_modes",
+	"out_lut", "array_modes", "sparse",
 };
 
 static const uint8_t all_opcodes[] = {

@@ -52,6 +52,8 @@ static const struct field dma_copy_fields[] = {
 	NUMF(struct npu_insn_dma_copy, row_bytes),
 	NUMF(struct npu_insn_dma_copy, src_stride),
 	NUMF(struct npu_insn_dma_copy, dst_stride),
+	NUMF(struct npu_insn_dma_copy, codec),		/* ISA 1.6: 1 the weight codec */
+	NUMF(struct npu_insn_dma_copy, src_bytes),
 	{ "bytes", 0, 4, false, F_BYTES, 0 },
 	{ NULL, 0, 0, false, F_NUM, 0 },
 };
@@ -205,6 +207,7 @@ static const struct {
 	{ "flags", "array3", NPU_CONV_ARRAY(3) },
 	{ "flags", "array4", NPU_CONV_ARRAY(4) },
 	{ "flags", "array5", NPU_CONV_ARRAY(5) },
+	{ "flags", "sparse24", NPU_CONV_SPARSE(2, 4) },	/* ISA 1.6; other N:M numerically */
 	{ "flags", "count_pad", NPU_POOL_COUNT_PAD },
 };
 

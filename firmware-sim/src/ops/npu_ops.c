@@ -630,8 +630,8 @@ static void conv_gemm_chunk(void *arg, uint32_t item, unsigned int worker)
 }
 
 static void conv_gemm(const struct npu_kern *kn, const struct npu_insn_conv2d *in,
-		      const uint8_t *sram, const struct chan_tables *t,
-		      const struct out_target *o)
+		      const uint8_t *sram, const int8_t *weight,
+		      const struct chan_tables *t, const struct out_target *o)
 {
 	uint32_t groups = in->groups;
 	uint32_t cin_g = in->in_c / groups, cout_g = in->out_c / groups;
@@ -656,7 +656,7 @@ static void conv_gemm(const struct npu_kern *kn, const struct npu_insn_conv2d *i
 
 	for (uint32_t g = 0; g < groups && !ops_aborted(); g++) {
 		j.proto = (struct npu_gemm){
-			.b = (const int8_t *)(sram + in->weight) + (size_t)g * cout_g * k,
+			.b = weight + (size_t)g * cout_g * k,
 			.ldb = k, .n = cout_g, .k = k,
 			.za = in->zp_in, .zb = in->zp_w,
 			.rq = { t->col + g * cout_g, t->mult + g * cout_g,
@@ -1262,12 +1262,21 @@ void npu_op_conv2d(const struct npu_insn_conv2d *in, uint8_t *sram)
 	struct chan_tables t;
 	struct out_target o;
 	uint8_t table[256];
+	const int8_t *dense = NULL;
 
 	if (npu_op_conv2d_check(in, &fp))
 		return;
 	if (in->hdr.flags & NPU_INSN_I16) {
 		conv2d_i16(kn, in, sram);
 		return;
+	}
+	/* N:M sparse (ISA 1.6): the dense kernels on the expanded weights */
+	if (NPU_SPARSE_M(in->flags)) {
+		dense = npu_sparse_dense(sram + in->weight, (uint64_t)in->out_c * in->k_h * in->k_w,
+					 in->in_c / in->groups, NPU_SPARSE_N(in->flags),
+					 NPU_SPARSE_M(in->flags), (int8_t)in->zp_w);
+		if (!dense)
+			return;
 	}
 	if (load_tables(&t, sram, in->bias, in->quant, in->flags, in->out_c))
 		return;
@@ -1281,7 +1290,8 @@ void npu_op_conv2d(const struct npu_insn_conv2d *in, uint8_t *sram)
 	else if (in->groups == in->in_c && in->groups == in->out_c)
 		conv_depthwise(kn, in, sram, &t, &o);
 	else
-		conv_gemm(kn, in, sram, &t, &o);
+		conv_gemm(kn, in, sram, dense ? dense : (const int8_t *)(sram + in->weight),
+			  &t, &o);
 	if (ops_aborted()) {
 		/* A partial result of an aborted job: never copied into SRAM. */
 		free(o.tmp);
@@ -1336,12 +1346,19 @@ void npu_op_matmul(const struct npu_insn_matmul *in, uint8_t *sram)
 	struct out_target o;
 	uint32_t chunk = slice_rows(in->k, in->n, 1024);
 	uint8_t table[256];
+	const int8_t *dense = NULL;
 
 	if (npu_op_matmul_check(in, &fp))
 		return;
 	if (in->hdr.flags & NPU_INSN_I16) {
 		matmul_i16(kn, in, sram);
 		return;
+	}
+	if (NPU_SPARSE_M(in->flags)) {
+		dense = npu_sparse_dense(sram + in->b, in->n, in->k, NPU_SPARSE_N(in->flags),
+					 NPU_SPARSE_M(in->flags), (int8_t)in->zp_b);
+		if (!dense)
+			return;
 	}
 	if (load_tables(&t, sram, in->bias, in->quant, in->flags, in->n))
 		return;
@@ -1355,7 +1372,7 @@ void npu_op_matmul(const struct npu_insn_matmul *in, uint8_t *sram)
 		.kn = kn, .in = in, .o = &o, .sram = sram,
 		.chunk = par_chunk(in->m, (uint64_t)in->k * in->n, chunk, 12),
 		.proto = {
-			.b = (const int8_t *)(sram + in->b), .ldb = in->k,
+			.b = dense ? dense : (const int8_t *)(sram + in->b), .ldb = in->k,
 			.n = in->n, .k = in->k, .za = in->zp_a, .zb = in->zp_b,
 			.rq = { t.col, t.mult, t.shift, in->zp_out,
 				in->act_min, in->act_max },

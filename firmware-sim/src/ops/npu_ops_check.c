@@ -326,12 +326,15 @@ uint32_t npu_matmul_fastest_mode(uint64_t m, uint64_t k, uint64_t n, int i16)
  * NPU_CONV_OUT_LUT, so it is 0 without (as the reserved word it was), and
  * the stage is int8 only; modes 6 and 7 do not exist.
  */
+static uint32_t sparse_chk(struct npu_isa_check *c,
+			   const struct npu_insn_header *hdr, uint32_t flags);
+
 static uint32_t out_lut_chk(struct npu_isa_check *c,
 			    const struct npu_insn_header *hdr, uint32_t flags,
 			    uint32_t lut)
 {
 	if (flags & ~(NPU_QUANT_PER_TENSOR | NPU_CONV_NO_BIAS | NPU_CONV_OUT_LUT |
-		      NPU_CONV_ARRAY_MASK))
+		      NPU_CONV_ARRAY_MASK | NPU_CONV_SPARSE_MASK))
 		return npu_isa_fail(c, ENC, "flags", "flags 0x%x has unknown bits",
 				    flags);
 	if ((flags & NPU_CONV_ARRAY_MASK) >> NPU_CONV_ARRAY_SHIFT >=
@@ -348,7 +351,42 @@ static uint32_t out_lut_chk(struct npu_isa_check *c,
 		return npu_isa_fail(c, ENC, "flags",
 				    "flag OUT_LUT with header flag I16: the output "
 				    "LUT is int8 only");
+	return sparse_chk(c, hdr, flags);
+}
+
+/*
+ * N:M sparse weights (ISA 1.6): m = 0 is dense (n must be 0), else
+ * 2 <= m <= 8 and 1 <= n < m; int8 activations only.
+ */
+static uint32_t sparse_chk(struct npu_isa_check *c,
+			   const struct npu_insn_header *hdr, uint32_t flags)
+{
+	uint32_t n = NPU_SPARSE_N(flags), m = NPU_SPARSE_M(flags);
+
+	if (!m && !n)
+		return NPU_JOB_OK;
+	if (m < 2 || m > NPU_SPARSE_MAX_M || n < 1 || n >= m)
+		return npu_isa_fail(c, ENC, "flags",
+				    "flags 0x%x: sparse %u:%u is not N:M with "
+				    "2 <= M <= %u and 1 <= N < M", flags, n, m,
+				    NPU_SPARSE_MAX_M);
+	if (hdr->flags & NPU_INSN_I16)
+		return npu_isa_fail(c, ENC, "flags",
+				    "sparse weights (%u:%u) with header flag I16: "
+				    "the sparse form is int8 only", n, m);
 	return NPU_JOB_OK;
+}
+
+/* The weight operand's bytes: dense rows x k, or the N:M form of it. */
+static uint32_t weight_range(struct npu_isa_check *c, const char *field,
+			     uint32_t base, uint32_t flags, uint64_t rows,
+			     uint64_t k, struct npu_sram_range *r)
+{
+	uint32_t n = NPU_SPARSE_N(flags), m = NPU_SPARSE_M(flags);
+
+	if (!m)
+		return sram_range(c, field, base, rows, k, 1, r);
+	return sram_range(c, field, base, 1, 1, npu_sparse_bytes(rows, k, n, m), r);
 }
 
 /* The output LUT's 256-byte table, a read of the op, when the flag is set. */
@@ -399,6 +437,19 @@ uint32_t npu_op_conv2d_validate(const struct npu_insn_conv2d *in,
 	TRY(zp_chk(c, "zp_w", in->zp_w));
 	TRY(zp_act_chk(c, "zp_out", in->zp_out, i16));
 	TRY(act_chk(c, in->act_min, in->act_max));
+	if (NPU_SPARSE_M(in->flags)) {
+		uint32_t m = NPU_SPARSE_M(in->flags);
+
+		if ((in->in_c / in->groups) % m)
+			return npu_isa_fail(c, PARAM, "flags",
+					    "sparse %u:%u does not divide the %u input "
+					    "channels per group", NPU_SPARSE_N(in->flags),
+					    m, in->in_c / in->groups);
+		if (in->ins_h || in->ins_w)
+			return npu_isa_fail(c, PARAM, "ins_h",
+					    "sparse weights with zero insertion are "
+					    "not defined");
+	}
 	TRY(out_dim_chk(c, "out_h", in->in_h, in->ins_h, in->pad_top,
 			in->pad_bottom, in->k_h, in->stride_h, in->dil_h,
 			in->out_h));
@@ -416,8 +467,8 @@ uint32_t npu_op_conv2d_validate(const struct npu_insn_conv2d *in,
 	TRY(tensor_range(c, "input", in->input, in->in_h, in->in_w,
 			 in->in_c * es, in->in_row_stride, in->in_pixel_stride,
 			 &f.reads[0]));
-	TRY(sram_range(c, "weight", in->weight, in->out_c,
-		       (uint32_t)in->k_h * in->k_w, cin_g, &f.reads[1]));
+	TRY(weight_range(c, "weight", in->weight, in->flags,
+			 (uint64_t)in->out_c * in->k_h * in->k_w, cin_g, &f.reads[1]));
 	TRY(quant_range(c, in->quant, in->flags, in->out_c, &f.reads[2]));
 	TRY(tensor_range(c, "output", in->output, in->out_h, in->out_w,
 			 in->out_c * es, in->out_row_stride, in->out_pixel_stride,
@@ -439,6 +490,18 @@ uint32_t npu_op_conv2d_validate(const struct npu_insn_conv2d *in,
 				     in->groups, in->in_c, in->out_c, i16,
 				     (in->flags & NPU_CONV_ARRAY_MASK) >>
 				     NPU_CONV_ARRAY_SHIFT);
+	if (NPU_SPARSE_M(in->flags)) {
+		/* The array's rows carry kept weights; every tile counted here. */
+		struct npu_array_shape a;
+		uint64_t kept_g = cin_g / NPU_SPARSE_M(in->flags) *
+				  NPU_SPARSE_N(in->flags);
+
+		npu_array_shape((in->flags & NPU_CONV_ARRAY_MASK) >>
+				NPU_CONV_ARRAY_SHIFT, 0, &a);
+		f.cycles = div_up((uint64_t)in->out_h * in->out_w, a.parts) * taps *
+			   in->groups * div_up(kept_g, a.rows) *
+			   div_up(in->out_c / in->groups, a.cols);
+	}
 	f.macs = (uint64_t)in->out_h * in->out_w * in->out_c * taps * cin_g;
 	if (fp)
 		*fp = f;
@@ -464,6 +527,11 @@ uint32_t npu_op_matmul_validate(const struct npu_insn_matmul *in,
 	TRY(zp_chk(c, "zp_b", in->zp_b));
 	TRY(zp_act_chk(c, "zp_out", in->zp_out, i16));
 	TRY(act_chk(c, in->act_min, in->act_max));
+	if (NPU_SPARSE_M(in->flags) && in->k % NPU_SPARSE_M(in->flags))
+		return npu_isa_fail(c, PARAM, "flags",
+				    "sparse %u:%u does not divide k %u",
+				    NPU_SPARSE_N(in->flags), NPU_SPARSE_M(in->flags),
+				    in->k);
 	/* Strides are bytes; rows hold k (n) elements of es bytes. */
 	if (in->m > 1 && in->a_stride < (uint64_t)in->k * es)
 		return npu_isa_fail(c, PARAM, "a_stride", "a_stride %u < k %u x %u bytes",
@@ -476,7 +544,7 @@ uint32_t npu_op_matmul_validate(const struct npu_insn_matmul *in,
 	TRY(sram_range(c, "a", in->a, 1, 1,
 		       (uint64_t)(in->m - 1) * in->a_stride + (uint64_t)in->k * es,
 		       &f.reads[0]));
-	TRY(sram_range(c, "b", in->b, in->n, in->k, 1, &f.reads[1]));
+	TRY(weight_range(c, "b", in->b, in->flags, in->n, in->k, &f.reads[1]));
 	TRY(quant_range(c, in->quant, in->flags, in->n, &f.reads[2]));
 	TRY(sram_range(c, "output", in->output, 1, 1,
 		       (uint64_t)(in->m - 1) * in->out_stride + (uint64_t)in->n * es,
@@ -488,7 +556,9 @@ uint32_t npu_op_matmul_validate(const struct npu_insn_matmul *in,
 	}
 	TRY(out_lut_range(c, in->flags, in->lut, &f));
 	f.num_writes = 1;
-	f.cycles = npu_matmul_cycles(in->m, in->k, in->n, i16,
+	f.cycles = npu_matmul_cycles(in->m, NPU_SPARSE_M(in->flags) ?
+				     in->k / NPU_SPARSE_M(in->flags) *
+				     NPU_SPARSE_N(in->flags) : in->k, in->n, i16,
 				     (in->flags & NPU_CONV_ARRAY_MASK) >>
 				     NPU_CONV_ARRAY_SHIFT);
 	f.macs = (uint64_t)in->m * in->k * in->n;
@@ -753,13 +823,28 @@ uint32_t npu_load_quant(const uint8_t *sram, uint32_t quant, uint32_t flags,
 uint32_t npu_op_conv2d_check_sram(const struct npu_insn_conv2d *insn,
 				  const uint8_t *sram)
 {
-	return npu_load_quant(sram, insn->quant, insn->flags, insn->out_c,
-			      NULL, NULL);
+	uint32_t m = NPU_SPARSE_M(insn->flags);
+	uint32_t st = npu_load_quant(sram, insn->quant, insn->flags, insn->out_c,
+				     NULL, NULL);
+
+	if (st || !m)
+		return st;
+	/* through the cache: the op then expands what was checked */
+	return npu_sparse_dense(sram + insn->weight,
+				(uint64_t)insn->out_c * insn->k_h * insn->k_w,
+				insn->in_c / insn->groups, NPU_SPARSE_N(insn->flags), m,
+				(int8_t)insn->zp_w) ? NPU_JOB_OK : NPU_JOB_ERR_BAD_PARAM;
 }
 
 uint32_t npu_op_matmul_check_sram(const struct npu_insn_matmul *insn,
 				  const uint8_t *sram)
 {
-	return npu_load_quant(sram, insn->quant, insn->flags, insn->n,
-			      NULL, NULL);
+	uint32_t m = NPU_SPARSE_M(insn->flags);
+	uint32_t st = npu_load_quant(sram, insn->quant, insn->flags, insn->n,
+				     NULL, NULL);
+
+	if (st || !m)
+		return st;
+	return npu_sparse_dense(sram + insn->b, insn->n, insn->k, NPU_SPARSE_N(insn->flags), m,
+				(int8_t)insn->zp_b) ? NPU_JOB_OK : NPU_JOB_ERR_BAD_PARAM;
 }

@@ -303,6 +303,14 @@ uint32_t npu_conv_taps(uint32_t k, uint32_t dil, uint32_t ins);
 void npu_resize_coord(uint32_t o, uint32_t step, int32_t offset, uint32_t den,
 		      uint32_t in, uint32_t *i0, uint32_t *i1, uint32_t *frac);
 
+/*
+ * N:M sparse weights (ISA 1.6) expanded to their dense rows through this
+ * thread's cache (npu_sparse.c); NULL when a position is malformed. Valid
+ * until the next call on the thread or npu_ops_release_caches().
+ */
+const int8_t *npu_sparse_dense(const uint8_t *w, uint64_t rows, uint64_t k, uint32_t n,
+			       uint32_t m, int8_t fill);
+
 /* Loads the per-channel quant table; 0 or NPU_JOB_ERR_BAD_PARAM. */
 uint32_t npu_load_quant(const uint8_t *sram, uint32_t quant, uint32_t flags,
 			uint32_t n, int32_t *mult, int32_t *shift);

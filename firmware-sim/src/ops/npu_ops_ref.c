@@ -67,6 +67,35 @@ static int64_t ld_bias(const uint8_t *sram, uint32_t bias, uint32_t i, int i16)
 	return npu_ld_i32(sram + bias + 4 * (size_t)i);
 }
 
+/*
+ * Weight (row, col) of a k-column weight matrix at 'w': dense, or looked
+ * up in its N:M group (ISA 1.6) straight from the format, zp where the
+ * group keeps no weight at that position.
+ */
+static int32_t ref_weight(const uint8_t *w, uint32_t flags, uint64_t row,
+			  uint64_t k, uint64_t col, int32_t zp, uint64_t rows)
+{
+	uint32_t n = NPU_SPARSE_N(flags), m = NPU_SPARSE_M(flags), bits = 0;
+	uint64_t group, kept;
+
+	if (!m)
+		return (int8_t)w[row * k + col];
+	while ((1u << bits) < m)
+		bits++;
+	group = row * (k / m) + col / m;
+	kept = rows * (k / m) * n;
+	for (uint32_t j = 0; j < n; j++) {
+		uint64_t bit = (group * n + j) * bits;
+		uint32_t pos = 0;
+
+		for (uint32_t b = 0; b < bits; b++, bit++)
+			pos |= (uint32_t)((w[kept + bit / 8] >> (bit % 8)) & 1) << b;
+		if (pos == col % m)
+			return (int8_t)w[group * n + j];
+	}
+	return zp;
+}
+
 void npu_ref_conv2d(const struct npu_insn_conv2d *in, uint8_t *sram)
 {
 	const uint8_t *input = sram + in->input;
@@ -82,7 +111,8 @@ void npu_ref_conv2d(const struct npu_insn_conv2d *in, uint8_t *sram)
 	res = malloc((size_t)in->out_h * in->out_w * in->out_c * es);
 	if (!mult || !shift || !res)
 		abort();
-	if (npu_load_quant(sram, in->quant, in->flags, in->out_c, mult, shift))
+	if (npu_load_quant(sram, in->quant, in->flags, in->out_c, mult, shift) ||
+	    npu_op_conv2d_check_sram(in, sram))
 		goto out;
 
 	for (uint32_t oh = 0; oh < in->out_h; oh++)
@@ -107,8 +137,10 @@ void npu_ref_conv2d(const struct npu_insn_conv2d *in, uint8_t *sram)
 				     (int64_t)kw * in->dil_w;
 			int64_t uh = in->ins_h + 1, uw = in->ins_w + 1;
 			int32_t x = in->zp_in;
-			int32_t w = weight[(((size_t)oc * in->k_h + kh) * in->k_w + kw) *
-					   cin_g + ic];
+			int32_t w = ref_weight((const uint8_t *)weight, in->flags,
+					       ((uint64_t)oc * in->k_h + kh) * in->k_w + kw,
+					       cin_g, ic, in->zp_w,
+					       (uint64_t)in->out_c * in->k_h * in->k_w);
 
 			if (ih >= 0 && ih < ((int64_t)in->in_h - 1) * uh + 1 &&
 			    iw >= 0 && iw < ((int64_t)in->in_w - 1) * uw + 1 &&
@@ -145,7 +177,8 @@ void npu_ref_matmul(const struct npu_insn_matmul *in, uint8_t *sram)
 	res = malloc((size_t)in->m * in->n * es);
 	if (!mult || !shift || !res)
 		abort();
-	if (npu_load_quant(sram, in->quant, in->flags, in->n, mult, shift))
+	if (npu_load_quant(sram, in->quant, in->flags, in->n, mult, shift) ||
+	    npu_op_matmul_check_sram(in, sram))
 		goto out;
 
 	for (uint32_t i = 0; i < in->m; i++)
@@ -157,7 +190,8 @@ void npu_ref_matmul(const struct npu_insn_matmul *in, uint8_t *sram)
 		for (uint32_t k = 0; k < in->k; k++) {
 			int32_t a = ld_act(sram + in->a + (size_t)i * in->a_stride +
 					   (size_t)k * es, i16);
-			int32_t b = (int8_t)sram[in->b + (size_t)j * in->k + k];
+			int32_t b = ref_weight(sram + in->b, in->flags, j, in->k, k,
+					       in->zp_b, in->n);
 
 			acc += (uint64_t)(int64_t)((a - in->zp_a) * (b - in->zp_b));
 		}

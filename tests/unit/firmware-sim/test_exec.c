@@ -13,6 +13,7 @@
 
 #include <cmocka.h>
 
+#include "npu_isa.h"
 #include "sim_test_host.h"
 
 #define MEM_SIZE	(8u << 20)
@@ -207,10 +208,10 @@ static void reserved_bits_and_unknown_flags_fail_bad_encoding(void **state)
 	offset = sim_test_emit_copy(&f->stream, 0, NPU_SPACE_SRAM, 0,
 				    NPU_SPACE_SRAM, 64, 1, 8, 0, 0);
 	copy = (struct npu_insn_dma_copy *)(f->stream.buf + offset);
-	copy->reserved0 = 1;
+	copy->codec = 2;	/* no such codec */
 	expect(f, NPU_JOB_ERR_BAD_ENCODING, offset);
-	copy->reserved0 = 0;
-	copy->reserved1 = 0x100;
+	copy->codec = 0;
+	copy->src_bytes = 0x100;	/* without a codec */
 	expect(f, NPU_JOB_ERR_BAD_ENCODING, offset);
 }
 
@@ -292,6 +293,134 @@ static void dma_2d_copy_moves_strided_rows(void **state)
 	}
 	assert_int_equal(sim_test_reg(&f->host, NPU_REG_PERF_DMA_BYTES_LO),
 			 320 * 3 + 8 * 24);
+}
+
+/*
+ * ISA 1.6: a DMA_COPY with the weight codec decodes the stream into SRAM,
+ * charges DRAM the compressed bytes (cycles and PERF_DMA_BYTES), and a
+ * corrupted stream fails the job at that instruction writing nothing.
+ */
+static struct npu_insn_dma_copy codec_copy(uint64_t src, uint32_t src_bytes, uint32_t dst,
+					   uint32_t bytes)
+{
+	struct npu_insn_dma_copy d = {
+		.hdr = { .opcode = NPU_OP_DMA_COPY, .size = sizeof(d) },
+		.src_space = NPU_SPACE_VA, .dst_space = NPU_SPACE_SRAM,
+		.codec = NPU_DMA_CODEC_BLOCK, .rows = 1, .src = src, .dst = dst,
+		.row_bytes = bytes, .src_bytes = src_bytes,
+	};
+
+	return d;
+}
+
+static void dma_codec_decodes_and_charges_compressed_bytes(void **state)
+{
+	struct fixture *f = *state;
+	static uint8_t raw[4096], enc[4096 + 3 * 256], out[4096];
+	struct npu_insn_dma_copy d;
+	struct npu_completion c;
+	uint32_t n, offset;
+
+	for (size_t i = 0; i < sizeof(raw); i++)	/* 3 of 4 zero, small values */
+		raw[i] = i % 4 ? 0 : (uint8_t)((int)(i % 13) - 6);
+	n = npu_wcodec_encode(raw, sizeof(raw), enc);
+	assert_true(n < sizeof(raw) / 2);
+	sim_test_write(&f->host, f->data, enc, n);
+	d = codec_copy(DATA_VA, n, 64, sizeof(raw));
+	sim_test_emit(&f->stream, &d, sizeof(d));
+	sim_test_emit_copy(&f->stream, NPU_INSN_SYNC, NPU_SPACE_SRAM, 64, NPU_SPACE_VA,
+			   DATA_VA + 0x8000, 1, sizeof(raw), 0, 0);
+	c = run(f);
+	assert_int_equal(c.status, NPU_JOB_OK);
+	sim_test_read(&f->host, f->data + 0x8000, out, sizeof(out));
+	assert_memory_equal(out, raw, sizeof(raw));
+	assert_int_equal(sim_test_reg(&f->host, NPU_REG_PERF_DMA_BYTES_LO), n + sizeof(raw));
+	/* decode: 64 + max(ceil(n / 64), 4096 / 256); then the plain copy back */
+	assert_int_equal(c.cycles, 2 * OVERHEAD + 64 + (n + 63) / 64 + 64 + sizeof(raw) / 64);
+
+	/* the stream one byte short: BAD_PARAM at the decode, SRAM untouched */
+	sim_test_stream_init(&f->stream);
+	sim_test_emit_fill(&f->stream, 0, NPU_SPACE_SRAM, 64, 0x5a, 1, sizeof(raw), 0);
+	d = codec_copy(DATA_VA, n - 1, 64, sizeof(raw));
+	offset = sim_test_emit(&f->stream, &d, sizeof(d));
+	expect(f, NPU_JOB_ERR_BAD_PARAM, offset);
+	sim_test_stream_init(&f->stream);
+	sim_test_emit_copy(&f->stream, NPU_INSN_SYNC, NPU_SPACE_SRAM, 64, NPU_SPACE_VA,
+			   DATA_VA + 0x8000, 1, sizeof(raw), 0, 0);
+	assert_int_equal(run(f).status, NPU_JOB_OK);
+	sim_test_read(&f->host, f->data + 0x8000, out, sizeof(out));
+	for (size_t i = 0; i < sizeof(out); i++)
+		assert_int_equal(out[i], 0x5a);
+	/* a corrupted header (width 9) */
+	enc[0] = 9;
+	sim_test_write(&f->host, f->data, enc, n);
+	sim_test_stream_init(&f->stream);
+	d = codec_copy(DATA_VA, n, 64, sizeof(raw));
+	offset = sim_test_emit(&f->stream, &d, sizeof(d));
+	expect(f, NPU_JOB_ERR_BAD_PARAM, offset);
+	/* encodings the validator refuses up front */
+	sim_test_stream_init(&f->stream);
+	d = codec_copy(DATA_VA, n, 64, sizeof(raw));
+	d.rows = 2;
+	offset = sim_test_emit(&f->stream, &d, sizeof(d));
+	expect(f, NPU_JOB_ERR_BAD_PARAM, offset);
+	sim_test_stream_init(&f->stream);
+	d = codec_copy(DATA_VA, sizeof(raw) + 3 * 256 + 1, 64, sizeof(raw));
+	offset = sim_test_emit(&f->stream, &d, sizeof(d));
+	expect(f, NPU_JOB_ERR_BAD_PARAM, offset);
+	sim_test_stream_init(&f->stream);
+	d = codec_copy(DATA_VA, n, 64, sizeof(raw));
+	d.dst_space = NPU_SPACE_VA;
+	offset = sim_test_emit(&f->stream, &d, sizeof(d));
+	expect(f, NPU_JOB_ERR_BAD_PARAM, offset);
+}
+
+/*
+ * ISA 1.6: a sparse MATMUL is priced at issue from its weights in SRAM:
+ * all-zero kept weights skip every tile; a wrong position in SRAM fails
+ * the job with BAD_PARAM at the instruction.
+ */
+static void sparse_matmul_skips_zero_tiles_and_refuses_bad_positions(void **state)
+{
+	struct fixture *f = *state;
+	struct npu_insn_matmul mm = {
+		.hdr = { .opcode = NPU_OP_MATMUL, .size = sizeof(mm) },
+		.a = 0, .b = 0x10000, .quant = 0x8000, .output = 0x9000,
+		.flags = NPU_QUANT_PER_TENSOR | NPU_CONV_NO_BIAS | NPU_CONV_SPARSE(2, 4),
+		.m = 64, .k = 256, .n = 64, .a_stride = 256, .out_stride = 64,
+		.act_min = -128, .act_max = 127,
+	};
+	/* the weights: 64 rows x 128 kept values, then positions (0, 1) = 0x4 per group */
+	static uint8_t w[64 * 128 + 64 * 128 * 2 / 8];
+	uint8_t q[5] = { 0, 0, 0, 0x40, 20 };	/* mult 2^30, shift 20 */
+	struct npu_completion c;
+	uint32_t offset;
+
+	memset(w, 0, sizeof(w));
+	memset(w + 64 * 128, 0x44, 64 * 128 * 2 / 8);	/* (0, 1) in every group */
+	sim_test_write(&f->host, f->data, w, sizeof(w));
+	sim_test_write(&f->host, f->data + 0x8000, q, sizeof(q));
+	sim_test_emit_copy(&f->stream, 0, NPU_SPACE_VA, DATA_VA, NPU_SPACE_SRAM, 0x10000, 1,
+			   sizeof(w), 0, 0);
+	sim_test_emit_copy(&f->stream, 0, NPU_SPACE_VA, DATA_VA + 0x8000, NPU_SPACE_SRAM,
+			   0x8000, 1, sizeof(q), 0, 0);
+	mm.hdr.flags = NPU_INSN_SYNC;
+	sim_test_emit(&f->stream, &mm, sizeof(mm));
+	c = run(f);
+	assert_int_equal(c.status, NPU_JOB_OK);
+	/* the two copies, then the matmul with no tile left: its overhead only */
+	assert_int_equal(c.cycles, 64 + (sizeof(w) + 63) / 64 + 64 + 1 + 3 * OVERHEAD);
+	/* one nonzero weight: one tile per row of a (64 cycles) */
+	w[5] = 3;
+	sim_test_write(&f->host, f->data, w, sizeof(w));
+	c = run(f);
+	assert_int_equal(c.status, NPU_JOB_OK);
+	assert_int_equal(c.cycles, 64 + (sizeof(w) + 63) / 64 + 64 + 1 + 3 * OVERHEAD + 64);
+	/* group 0's positions (1, 1): refused where the matmul runs */
+	w[64 * 128] = 0x5;
+	sim_test_write(&f->host, f->data, w, sizeof(w));
+	offset = HDR + 2 * sizeof(struct npu_insn_dma_copy);
+	expect(f, NPU_JOB_ERR_BAD_PARAM, offset);
 }
 
 static void dma_row_arithmetic_overflow_is_bad_param(void **state)
@@ -877,6 +1006,8 @@ int main(void)
 		T(fault_on_a_later_stream_page_names_that_instruction),
 		T(stream_range_crossing_the_va_limit_is_unmapped),
 		T(dma_2d_copy_moves_strided_rows),
+		T(dma_codec_decodes_and_charges_compressed_bytes),
+		T(sparse_matmul_skips_zero_tiles_and_refuses_bad_positions),
 		T(dma_row_arithmetic_overflow_is_bad_param),
 		T(dma_zero_dims_and_bad_spaces_are_bad_param),
 		T(dma_va_ranges_that_wrap_are_unmapped),

@@ -155,6 +155,7 @@ static inline void gb_check_relocation(const struct npu_compiled *c)
 		const struct npu_segment *seg = c->segments[i];
 		struct npu_codegen_target t = {
 			.sram_size = c->dev_info.sram_size,
+			.caps = c->dev_info.caps,
 			.arena_va = base[NPU_RELOC_ARENA],
 			.consts_va = base[NPU_RELOC_CONSTS],
 		};
@@ -259,7 +260,8 @@ static inline struct npu_device *gb_sim_device(void)
 static inline void gb_segment_stream(const struct npu_compiled *c, struct npu_cmdbuf **cb,
 				     struct npu_codegen_result *res)
 {
-	struct npu_codegen_target t = { .sram_size = c->dev_info.sram_size };
+	struct npu_codegen_target t = { .sram_size = c->dev_info.sram_size,
+					.caps = c->dev_info.caps };
 	struct npu_error err = { 0 };
 
 	memset(res, 0, sizeof(*res));

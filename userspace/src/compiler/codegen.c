@@ -112,14 +112,19 @@ npu_status npu_codegen_options_parse(struct npu_codegen_options *o, const char *
 				n.no_prefetch = !on;
 			else if (!strcmp(item, "gap_split"))
 				n.no_gap_split = !on;
+			else if (!strcmp(item, "sparse"))
+				n.no_sparse = !on;
+			else if (!strcmp(item, "wcodec"))
+				n.no_wcodec = !on;
 			else
 				return npu_error_set(err, NPU_ERR_INVALID_ARG,
-						     "unknown option '%s' (array_modes, out_lut, tile_search, prefetch, gap_split, lut_producer, pixel_mm, fuse, fuse_rows)", item);
+						     "unknown option '%s' (array_modes, out_lut, tile_search, prefetch, gap_split, sparse, wcodec, lut_producer, pixel_mm, fuse, fuse_rows)", item);
 		} else if (strcmp(item, "array_modes") && strcmp(item, "out_lut") &&
 			   strcmp(item, "tile_search") && strcmp(item, "prefetch") &&
-			   strcmp(item, "gap_split")) {
+			   strcmp(item, "gap_split") && strcmp(item, "sparse") &&
+			   strcmp(item, "wcodec")) {
 			return npu_error_set(err, NPU_ERR_INVALID_ARG,
-					     "unknown option '%s' (array_modes, out_lut, tile_search, prefetch, gap_split, lut_producer, pixel_mm, fuse, fuse_rows)", item);
+					     "unknown option '%s' (array_modes, out_lut, tile_search, prefetch, gap_split, sparse, wcodec, lut_producer, pixel_mm, fuse, fuse_rows)", item);
 		}
 		if (!ok)
 			return npu_error_set(err, NPU_ERR_INVALID_ARG, "%s cannot be '%s' (%s)", item, v,
@@ -140,8 +145,11 @@ npu_status cmd_conv2d(const struct npu_codegen_options *o, struct npu_cmdbuf *cb
 		      const struct npu_insn_conv2d *insn)
 {
 	struct npu_insn_conv2d cv = *insn;
+	uint32_t m = NPU_SPARSE_M(cv.flags);
+	/* N:M sparse (ISA 1.6): the array's rows carry the kept weights */
+	uint32_t in_c = m ? cv.in_c / m * NPU_SPARSE_N(cv.flags) : cv.in_c;
 
-	cv.flags |= NPU_CONV_ARRAY(conv_mode(o, (uint64_t)cv.out_h * cv.out_w, cv.groups, cv.in_c,
+	cv.flags |= NPU_CONV_ARRAY(conv_mode(o, (uint64_t)cv.out_h * cv.out_w, cv.groups, in_c,
 					     cv.out_c, cv.hdr.flags & NPU_INSN_I16));
 	return npu_cmdbuf_conv2d(cb, &cv);
 }
@@ -150,8 +158,11 @@ npu_status cmd_matmul(const struct npu_codegen_options *o, struct npu_cmdbuf *cb
 		      const struct npu_insn_matmul *insn)
 {
 	struct npu_insn_matmul mm = *insn;
+	uint32_t m = NPU_SPARSE_M(mm.flags);
+	/* N:M sparse (ISA 1.6): the array's rows carry the kept weights */
+	uint32_t k = m ? mm.k / m * NPU_SPARSE_N(mm.flags) : mm.k;
 
-	mm.flags |= NPU_CONV_ARRAY(matmul_mode(o, mm.m, mm.k, mm.n, mm.hdr.flags & NPU_INSN_I16));
+	mm.flags |= NPU_CONV_ARRAY(matmul_mode(o, mm.m, k, mm.n, mm.hdr.flags & NPU_INSN_I16));
 	return npu_cmdbuf_matmul(cb, &mm);
 }
 
@@ -190,6 +201,16 @@ int blob_put(struct blob *b, const void *src, size_t size, size_t *off)
 npu_status emit_consts(struct emitter *e, size_t blob_off, size_t size,
 		       uint32_t sram)
 {
+	return emit_consts_codec(e, blob_off, 0, size, sram);
+}
+
+/*
+ * The same for a block stored in the blob as a weight-codec stream of
+ * 'stream' bytes (ISA 1.6; 0: stored as is), decoded into 'size' bytes.
+ */
+npu_status emit_consts_codec(struct emitter *e, size_t blob_off, size_t stream,
+			     size_t size, uint32_t sram)
+{
 	if (!size)
 		return NPU_OK;
 	EMIT(e, npu_cmdbuf_barrier(e->cb));
@@ -206,6 +227,17 @@ npu_status emit_consts(struct emitter *e, size_t blob_off, size_t size,
 	}
 	if (e->num_const_loads < e->cap_const_loads)
 		e->const_loads[e->num_const_loads++] = npu_cmdbuf_count(e->cb);
+	if (stream) {
+		struct npu_insn_dma_copy d = {
+			.src_space = NPU_SPACE_VA, .dst_space = NPU_SPACE_SRAM,
+			.codec = NPU_DMA_CODEC_BLOCK, .rows = 1,
+			.src = e->t->consts_va + blob_off, .dst = sram,
+			.row_bytes = (uint32_t)size, .src_bytes = (uint32_t)stream,
+		};
+
+		EMIT(e, npu_cmdbuf_dma_copy(e->cb, &d));
+		return NPU_OK;
+	}
 	EMIT(e, npu_cmdbuf_dma_copy_1d(e->cb, 0, NPU_SPACE_SRAM, sram, NPU_SPACE_VA,
 				       e->t->consts_va + blob_off, (uint32_t)size));
 	return NPU_OK;
@@ -220,7 +252,8 @@ int put_slice_consts(struct blob *b, struct slice *s, const int8_t *weight,
 	uint8_t *quant;
 	int rc;
 
-	if (blob_put(b, weight + (size_t)s->oc0 * wpo, (size_t)c * wpo, &off))
+	if (s->sparse_k ? sparse_put_weights(b, s, weight, wpo, &off) :
+			  blob_put(b, weight + (size_t)s->oc0 * wpo, (size_t)c * wpo, &off))
 		return -1;
 	s->blob_off = start;
 	s->w_off = (uint32_t)(off - start);
@@ -247,7 +280,7 @@ int put_slice_consts(struct blob *b, struct slice *s, const int8_t *weight,
 		s->lut_off = (uint32_t)(off - start);
 	}
 	s->blob_size = b->size - start;
-	return 0;
+	return wcodec_block(b, s, start);
 }
 
 /*
@@ -319,8 +352,12 @@ static uint64_t stream_dram_bytes(const struct npu_cmdbuf *cb, size_t from, size
 			struct npu_insn_dma_copy d;
 
 			memcpy(&d, p + from, sizeof(d));
-			bytes += (uint64_t)d.rows * d.row_bytes *
-				 ((d.src_space == NPU_SPACE_VA) + (d.dst_space == NPU_SPACE_VA));
+			if (d.codec)	/* ISA 1.6: DRAM moves the compressed stream */
+				bytes += d.src_bytes;
+			else
+				bytes += (uint64_t)d.rows * d.row_bytes *
+					 ((d.src_space == NPU_SPACE_VA) +
+					  (d.dst_space == NPU_SPACE_VA));
 		} else if (h.opcode == NPU_OP_DMA_FILL &&
 			   h.size >= sizeof(struct npu_insn_dma_fill)) {
 			struct npu_insn_dma_fill d;
@@ -373,13 +410,13 @@ npu_status npu_codegen_segment(const struct npu_segment_program *prog,
 	result->lop_dram_bytes = calloc(prog->num_lops + 1, sizeof(*result->lop_dram_bytes));
 	result->lop_pred_cycles = calloc(prog->num_lops + 1, sizeof(*result->lop_pred_cycles));
 	result->lop_fused = calloc(prog->num_lops + 1, 1);
+	result->lop_sparse = calloc(prog->num_lops + 1, 1);
+	result->lop_sparse_cycles_saved = calloc(prog->num_lops + 1, sizeof(uint64_t));
+	result->lop_weight_bytes_saved = calloc(prog->num_lops + 1, sizeof(uint64_t));
 	if (!result->lop_macs || !result->lop_dram_bytes || !result->lop_pred_cycles ||
-	    !result->lop_fused) {
-		free(result->lop_macs);
-		free(result->lop_dram_bytes);
-		free(result->lop_pred_cycles);
-		free(result->lop_fused);
-		memset(result, 0, sizeof(*result));
+	    !result->lop_fused || !result->lop_sparse || !result->lop_sparse_cycles_saved ||
+	    !result->lop_weight_bytes_saved) {
+		npu_codegen_result_free(result);
 		return npu_error_set(err, NPU_ERR_NO_MEMORY, "codegen: out of memory");
 	}
 	if (target->profile_va &&
@@ -496,11 +533,7 @@ npu_status npu_codegen_segment(const struct npu_segment_program *prog,
 	free(first_lop);
 	if (st != NPU_OK) {
 		free(e.blob.data);
-		free(result->lop_macs);
-		free(result->lop_dram_bytes);
-		free(result->lop_pred_cycles);
-		free(result->lop_fused);
-		memset(result, 0, sizeof(*result));
+		npu_codegen_result_free(result);
 		return st;
 	}
 	result->consts = e.blob.data;

@@ -256,11 +256,17 @@ struct npu_codegen_options {
 	enum npu_codegen_choice pixel_mm;	/* pixel-major 1x1 convolutions */
 	enum npu_codegen_choice fuse;		/* depth-first conv chains and pairs */
 	uint32_t fuse_max_rows;		/* a fused group's tile rows at most; 0: no cap */
+	/* ISA 1.6 (codegen_sparse.c): int8 conv weights that are 2:4 sparse
+	 * along the input channels as NPU_CONV_SPARSE(2, 4), weight blocks
+	 * through the DMA weight codec where it shrinks them; on devices
+	 * with NPU_CAP_SPARSE. */
+	bool no_sparse;			/* dense weights only */
+	bool no_wcodec;			/* constants DMA'd as they are */
 };
 
 /*
  * Set options from "key=value[,key=value...]": array_modes, out_lut,
- * tile_search, prefetch, gap_split = 0|1; lut_producer = any|last;
+ * tile_search, prefetch, gap_split, sparse, wcodec = 0|1; lut_producer = any|last;
  * pixel_mm, fuse = auto|off|force (1 = auto, 0 = off); fuse_rows = N. Keys not
  * given keep their value. An unknown key or value fails naming it.
  */
@@ -293,10 +299,20 @@ struct npu_codegen_result {
 	uint64_t macs;			/* MACs the stream will execute */
 	uint64_t ideal_mac_cycles;	/* macs / MAC array size */
 	uint64_t instructions;
+	/*
+	 * Per lop (malloc'ed; not in .npub, which keeps what --explain
+	 * printed): 2:4 sparse weights (ISA 1.6) ran its convolutions, the
+	 * modeled MAC cycles they saved, and the DRAM weight bytes the sparse
+	 * form and the weight codec saved.
+	 */
+	uint8_t *lop_sparse;
+	uint64_t *lop_sparse_cycles_saved;
+	uint64_t *lop_weight_bytes_saved;
 };
 
 struct npu_codegen_target {
 	uint32_t sram_size;
+	uint32_t caps;		/* the device's NPU_CAP_* (NPU_CAP_SPARSE: ISA 1.6 forms) */
 	uint64_t arena_va;	/* device VA of the activation arena */
 	uint64_t consts_va;	/* device VA where the constant blob will be */
 	/*

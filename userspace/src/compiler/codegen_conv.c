@@ -65,7 +65,7 @@ static npu_status conv_consts(struct emitter *e, void *ctx, size_t tile, bool *c
 	if (!*changed || c->pool)
 		return NPU_OK;
 	c->cur_slice = s;
-	return emit_consts(e, c->slices[s].blob_off, c->slices[s].blob_size, c->p.sram_consts);
+	return emit_slice_consts(e, c->l, &c->slices[s], c->p.sram_consts);
 }
 
 static npu_status conv_load(struct emitter *e, void *ctx, size_t tile, int buf)
@@ -130,7 +130,8 @@ static npu_status conv_compute(struct emitter *e, void *ctx, size_t tile, int bu
 			.bias = bias_es(q) ? c->p.sram_consts + sl->bias_off : 0,
 			.quant = c->p.sram_consts + sl->quant_off,
 			.output = c->p.sram_out[buf],
-			.flags = (bias_es(q) ? 0 : NPU_CONV_NO_BIAS) | out_lut_flag(&e->prog->opts, q),
+			.flags = (bias_es(q) ? 0 : NPU_CONV_NO_BIAS) | out_lut_flag(&e->prog->opts, q) |
+				 sparse_flags(sl),
 			.in_h = (uint16_t)w.in_h, .in_w = (uint16_t)c->in->w,
 			.in_c = (uint16_t)sl->in_c, .out_c = (uint16_t)oc,
 			.out_h = (uint16_t)(r1 - r0), .out_w = (uint16_t)c->out->w,
@@ -174,6 +175,7 @@ static npu_status conv_compute(struct emitter *e, void *ctx, size_t tile, int bu
 				EMIT(e, cmd_conv2d(&e->prog->opts, e->cb, &f));
 			}
 		} else {
+			sparse_note_conv(e, l, sl, &cv);
 			EMIT(e, cmd_conv2d(&e->prog->opts, e->cb, &cv));
 		}
 		if (lut_insn(&e->prog->opts, q))
@@ -284,6 +286,7 @@ npu_status gen_conv_or_pool(struct emitter *e, const struct npu_lop *l,
 			return npu_error_set(e->err, NPU_ERR_NO_MEMORY, "codegen: %s: out of memory", l->name);
 		c.num_slices = make_slices(c.out->c, c.in->c, l->conv.groups, p->chunk,
 					   c.slices, max);
+		sparse_slices(e, l, c.slices, c.num_slices);
 		for (i = 0; i < c.num_slices; i++) {
 			if (put_slice_consts(&e->blob, &c.slices[i], l->conv.weight, wpo, &l->conv.q)) {
 				free(c.slices);

@@ -490,7 +490,8 @@ static npu_status fused_conv(struct emitter *e, const struct npu_lop *l,
 		.bias = q->bias ? consts + sl->bias_off : 0,
 		.quant = consts + sl->quant_off,
 		.output = output,
-		.flags = (q->bias ? 0 : NPU_CONV_NO_BIAS) | out_lut_flag(&e->prog->opts, q),
+		.flags = (q->bias ? 0 : NPU_CONV_NO_BIAS) | out_lut_flag(&e->prog->opts, q) |
+			 sparse_flags(sl),
 		.in_h = (uint16_t)w->in_h, .in_w = (uint16_t)in->w,
 		.in_c = (uint16_t)sl->in_c, .out_c = (uint16_t)out->c,
 		.out_h = (uint16_t)out_h, .out_w = (uint16_t)out->w,
@@ -509,6 +510,7 @@ static npu_status fused_conv(struct emitter *e, const struct npu_lop *l,
 		.lut = out_lut_at(&e->prog->opts, q, consts + sl->lut_off),
 	};
 
+	sparse_note_conv(e, l, sl, &cv);
 	EMIT(e, cmd_conv2d(&e->prog->opts, e->cb, &cv));
 	if (lut_insn(&e->prog->opts, q))
 		EMIT(e, npu_cmdbuf_lut(e->cb, 0, output, output, consts + sl->lut_off,
@@ -599,6 +601,8 @@ npu_status gen_fused(struct emitter *e, size_t i, uint32_t n, uint32_t sram)
 		return npu_error_set(e->err, NPU_ERR_UNSUPPORTED, "codegen: %s: fusion choice changed",
 				     prog->lops[i].name);
 	for (k = 0; k < n - f.pmm; k++)
+		sparse_slices(e, f.l[k], &f.sl[k], 1);
+	for (k = 0; k < n - f.pmm; k++)
 		if (put_slice_consts(&e->blob, &f.sl[k], f.l[k]->conv.weight,
 				     conv_wpo(f.l[k], f.act[k], f.act[k + 1]), &f.l[k]->conv.q))
 			return npu_error_set(e->err, NPU_ERR_NO_MEMORY,
@@ -609,7 +613,7 @@ npu_status gen_fused(struct emitter *e, size_t i, uint32_t n, uint32_t sram)
 	for (k = 0; k < n && !st; k++)
 		st = f.pmm && k == n - 1 ?
 		     emit_consts(e, pm_blob_off, f.pm.consts, f.consts_at[k]) :
-		     emit_consts(e, f.sl[k].blob_off, f.sl[k].blob_size, f.consts_at[k]);
+		     emit_slice_consts(e, f.l[k], &f.sl[k], f.consts_at[k]);
 	if (!st)
 		st = fused_load(e, &f, 0);
 	for (t = 0; t < f.tiles && !st; t++) {

@@ -13,6 +13,7 @@
  *   codegen_fusion.c    cross-layer fusion: choose_fusion(), conv chains
  *   codegen_fusion_groups.c  the Concat and RESIZE -> ELTWISE tile loops
  *   codegen_prefetch.c  constants prefetched across ops
+ *   codegen_sparse.c    ISA 1.6: 2:4 sparse weights, the weight codec
  *
  * Every function declared here is defined in the file named above its group.
  */
@@ -114,6 +115,19 @@ struct slice {
 	/* Offsets in the constant blob of this slice's block. */
 	size_t blob_off, blob_size;
 	uint32_t w_off, bias_off, quant_off, lut_off;	/* within the block */
+	/*
+	 * ISA 1.6 (codegen_sparse.c): sparse_k != 0, the weights are packed
+	 * 2:4 over that many input channels (sparse_saved bytes fewer);
+	 * codec_ok, the block may go through the weight codec, and then
+	 * codec_size != 0 is its stream's size in the blob (blob_size stays
+	 * the block's size in SRAM); live_tiles[mode], the MAC tiles the
+	 * device runs per pixel in each array mode.
+	 */
+	uint32_t sparse_k;
+	bool codec_ok;
+	size_t codec_size;
+	uint64_t sparse_saved;
+	uint64_t live_tiles[NPU_ARRAY_NUM_MODES];
 };
 
 /* Bytes of one slice's constants in SRAM: weights, bias, mult, shift, LUT. */
@@ -233,6 +247,8 @@ static inline uint64_t arena(const struct emitter *e, uint64_t off)
 /* Copy a constant block from the blob into SRAM at 'sram' (after a SYNC). */
 npu_status emit_consts(struct emitter *e, size_t blob_off, size_t size,
 		       uint32_t sram);
+npu_status emit_consts_codec(struct emitter *e, size_t blob_off, size_t stream,
+			     size_t size, uint32_t sram);
 /* Build the slice's constant block: weights, bias, mult[] + shift[], LUT. */
 int put_slice_consts(struct blob *b, struct slice *s, const int8_t *weight,
 		     uint64_t wpo, const struct npu_lop_quant *q);
@@ -249,6 +265,28 @@ struct tile_ops {
 
 /* The double-buffered tile loop shared by every op. */
 npu_status run_tiles(struct emitter *e, const struct tile_ops *ops, void *ctx);
+
+/* ---- ISA 1.6 sparse weights and the weight codec (codegen_sparse.c) ----- */
+
+/* Marks the slices of conv / matmul lop l whose weights go 2:4 sparse / through the codec. */
+void sparse_slices(const struct emitter *e, const struct npu_lop *l, struct slice *sl,
+		   size_t n);
+/* put_slice_consts()'s weights of a sparse slice, packed. */
+int sparse_put_weights(struct blob *b, struct slice *s, const int8_t *weight, uint64_t wpo,
+		       size_t *off);
+/* The slice's block [start, b->size) as a codec stream when that saves enough. */
+int wcodec_block(struct blob *b, struct slice *s, size_t start);
+/* NPU_CONV_SPARSE(2, 4) for a sparse slice's CONV2D, else 0. */
+uint32_t sparse_flags(const struct slice *sl);
+
+/* emit_consts() of a slice's block, through the codec when it was compressed. */
+npu_status emit_slice_consts(struct emitter *e, const struct npu_lop *l, struct slice *sl,
+			     uint32_t sram);
+/* Tallies a sparse slice's CONV2D / MATMUL (before its mode is set) on lop l (--explain). */
+void sparse_note_conv(struct emitter *e, const struct npu_lop *l, const struct slice *sl,
+		      const struct npu_insn_conv2d *cv);
+void sparse_note_matmul(struct emitter *e, const struct npu_lop *l, const struct slice *sl,
+			const struct npu_insn_matmul *mm);
 
 /* ---- CONV2D, POOL, ConvTranspose phases, pixel-major MATMULs (codegen_conv.c) */
 

@@ -145,7 +145,7 @@ static npu_status mm_consts(struct emitter *e, void *ctx, size_t tile, bool *cha
 	if (!*changed)
 		return NPU_OK;
 	c->cur_slice = s;
-	return emit_consts(e, c->slices[s].blob_off, c->slices[s].blob_size, c->p.sram_consts);
+	return emit_slice_consts(e, c->l, &c->slices[s], c->p.sram_consts);
 }
 
 static npu_status mm_load(struct emitter *e, void *ctx, size_t tile, int buf)
@@ -182,7 +182,8 @@ static npu_status mm_compute(struct emitter *e, void *ctx, size_t tile, int buf)
 			.bias = bias_es(q) ? c->p.sram_consts + sl->bias_off : 0,
 			.quant = c->p.sram_consts + sl->quant_off,
 			.output = c->p.sram_out[buf],
-			.flags = (bias_es(q) ? 0 : NPU_CONV_NO_BIAS) | out_lut_flag(&e->prog->opts, q),
+			.flags = (bias_es(q) ? 0 : NPU_CONV_NO_BIAS) | out_lut_flag(&e->prog->opts, q) |
+				 sparse_flags(sl),
 			.m = (uint32_t)(r1 - r0), .k = c->in->c, .n = n,
 			.a_stride = c->in->c * npu_act_es(c->in), .out_stride = n * npu_act_es(c->out),
 			.zp_a = (int16_t)c->in->q.zero_point, .zp_b = 0,
@@ -191,6 +192,7 @@ static npu_status mm_compute(struct emitter *e, void *ctx, size_t tile, int buf)
 			.lut = out_lut_at(&e->prog->opts, q, c->p.sram_consts + sl->lut_off),
 		};
 
+		sparse_note_matmul(e, c->l, sl, &mm);
 		EMIT(e, cmd_matmul(&e->prog->opts, e->cb, &mm));
 		if (lut_insn(&e->prog->opts, q))
 			EMIT(e, npu_cmdbuf_lut(e->cb, i16_flag(c->out), mm.output, mm.output,
@@ -353,6 +355,7 @@ npu_status gen_matmul(struct emitter *e, const struct npu_lop *l,
 	if (!c.slices)
 		return npu_error_set(e->err, NPU_ERR_NO_MEMORY, "codegen: %s: out of memory", l->name);
 	c.num_slices = make_slices(c.out->c, c.in->c, 1, p->chunk, c.slices, c.out->c);
+	sparse_slices(e, l, c.slices, c.num_slices);
 	for (i = 0; i < c.num_slices; i++) {
 		if (put_slice_consts(&e->blob, &c.slices[i], l->matmul.weight, c.in->c,
 				     &l->matmul.q)) {

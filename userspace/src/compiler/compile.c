@@ -1074,6 +1074,40 @@ static npu_status rewrite_segment(struct npu_graph *g, struct npu_segment *seg,
 	return NPU_OK;
 }
 
+/*
+ * --explain: the nodes whose convolutions code generation gave 2:4 sparse
+ * weights or compressed weight streams (ISA 1.6, codegen_sparse.c) say so
+ * in their reason, with the modeled MAC cycles and DRAM bytes saved.
+ */
+static void explain_sparse(struct npu_compiled *c)
+{
+	size_t s, i, j;
+
+	for (s = 0; s < c->num_segments; s++) {
+		const struct npu_segment *seg = c->segments[s];
+		const struct npu_codegen_result *r = &seg->code;
+
+		for (i = 0; r->lop_sparse && i < seg->prog.num_lops; i++) {
+			if (!r->lop_sparse[i] && !r->lop_weight_bytes_saved[i])
+				continue;
+			for (j = 0; j < c->num_records; j++) {
+				struct npu_placement_record *rec = &c->records[j];
+				size_t used = strlen(rec->reason);
+
+				if (strcmp(rec->node, seg->prog.lops[i].name))
+					continue;
+				snprintf(rec->reason + used, sizeof(rec->reason) - used,
+					 r->lop_sparse[i] ?
+					 "; 2:4 sparse weights: %llu MAC cycles, %llu DRAM bytes of constants saved" :
+					 "; compressed weights: %llu MAC cycles, %llu DRAM bytes of constants saved",
+					 (unsigned long long)r->lop_sparse_cycles_saved[i],
+					 (unsigned long long)r->lop_weight_bytes_saved[i]);
+				break;
+			}
+		}
+	}
+}
+
 /* The counts of a profiled generation stay those of the plain one. */
 npu_status npu_segment_generate(struct npu_segment *seg, struct npu_device *dev,
 				 uint32_t sram_size, bool profile, struct npu_error *err)
@@ -1086,12 +1120,16 @@ npu_status npu_segment_generate(struct npu_segment *seg, struct npu_device *dev,
 	};
 	struct npu_segment_stream *out = profile ? &seg->profile_stream : &seg->stream;
 	struct npu_codegen_result code = { 0 };
+	struct npu_device_info info;
 	struct npu_cmdbuf *cb = NULL;
 	const void *data;
 	size_t size;
 	npu_status st;
 	char what[64];
 
+	/* The ISA 1.6 forms (sparse weights, weight codec) where the device has them. */
+	if (dev && npu_device_get_info(dev, &info) == NPU_OK)
+		t.caps = info.caps;
 	if (npu_cmdbuf_create(&cb))
 		return npu_error_set(err, NPU_ERR_NO_MEMORY, "compile: out of memory");
 	npu_cmdbuf_set_device(cb, dev);
@@ -1445,6 +1483,8 @@ npu_status npu_compile_graph(struct npu_graph *graph,
 	b.c->profile_ops = opts->profile_ops;
 	if (!st && !opts->cpu_only_placement)
 		st = npu_compiled_bind(b.c, graph, opts->device, err);
+	if (!st)
+		explain_sparse(b.c);
 	b.c->compile_ms = now_ms() - t0;
 	npu_calib_table_free(&b.calib);
 	npu_qdq_table_free(&b.qdq);

@@ -313,7 +313,8 @@ static void put_segment(struct npu_wbuf *w, const struct npu_segment *seg, uint1
 
 		npu_put_u32(w, (uint32_t)o->no_array_modes | (uint32_t)o->no_out_lut << 1 |
 			   (uint32_t)o->no_tile_search << 2 | (uint32_t)o->no_prefetch << 3 |
-			   (uint32_t)o->no_gap_split << 4 | (uint32_t)o->lut_last_producer_only << 5);
+			   (uint32_t)o->no_gap_split << 4 | (uint32_t)o->lut_last_producer_only << 5 |
+			   (uint32_t)o->no_sparse << 6 | (uint32_t)o->no_wcodec << 7);
 		npu_put_u8(w, (uint8_t)o->pixel_mm);
 		npu_put_u8(w, (uint8_t)o->fuse);
 		npu_put_u32(w, o->fuse_max_rows);
@@ -1007,7 +1008,7 @@ static bool get_segment(struct npu_rbuf *r, struct npu_npub *f, struct npu_segme
 		uint8_t pmm = npu_get_u8(r, "codegen pixel_mm"), fuse = npu_get_u8(r, "codegen fuse");
 
 		o->fuse_max_rows = npu_get_u32(r, "codegen fuse_rows");
-		if (!r->bad && flags >> 6)
+		if (!r->bad && flags >> 8)
 			return fail(r, "%s: unknown flags %#llx", "codegen options", flags);
 		if (!r->bad && (pmm > NPU_CODEGEN_FORCE || fuse > NPU_CODEGEN_FORCE))
 			return fail(r, "%s: choice %llu is not auto, off or force", "codegen options",
@@ -1018,6 +1019,8 @@ static bool get_segment(struct npu_rbuf *r, struct npu_npub *f, struct npu_segme
 		o->no_prefetch = flags >> 3 & 1;
 		o->no_gap_split = flags >> 4 & 1;
 		o->lut_last_producer_only = flags >> 5 & 1;
+		o->no_sparse = flags >> 6 & 1;
+		o->no_wcodec = flags >> 7 & 1;
 		o->pixel_mm = (enum npu_codegen_choice)pmm;
 		o->fuse = (enum npu_codegen_choice)fuse;
 	}

@@ -30,6 +30,9 @@ void npu_codegen_result_free(struct npu_codegen_result *result)
 	free(result->lop_dram_bytes);
 	free(result->lop_pred_cycles);
 	free(result->lop_fused);
+	free(result->lop_sparse);
+	free(result->lop_sparse_cycles_saved);
+	free(result->lop_weight_bytes_saved);
 	memset(result, 0, sizeof(*result));
 }
 
