@@ -178,6 +178,11 @@ npu_status npu_compiled_replicate(struct npu_compiled *c, size_t replica,
 		return npu_error_set(err, st, "device %zu of the set: %s", replica,
 				     npu_device_last_error(dev));
 	st = npu_compiled_isa_check(&info, err);
+	/* The code may use every capability of the device it was made for. */
+	if (!st && (c->dev_info.caps & ~info.caps))
+		st = npu_error_set(err, NPU_ERR_UNSUPPORTED,
+				   "the device lacks capabilities 0x%x the code was generated for",
+				   c->dev_info.caps & ~info.caps);
 	for (i = 0; i < c->num_segments && !st; i++)
 		st = check_stored_stream(c->segments[i], &info, err);
 	if (st) {
