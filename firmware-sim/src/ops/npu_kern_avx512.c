@@ -712,7 +712,9 @@ NPU_TGT static void dw_avx512(const struct npu_dw *d)
 				__mmask16 mask = (__mmask16)((1u << nc) - 1);
 				__m512i acc = _mm512_loadu_si512((const void *)(rq->col + c0));
 
-				for (uint32_t kh = kh_lo; kh < kh_hi; kh++) {
+				/* No column tap (padding wider than the kernel): the
+				 * row pointer below would leave the input. */
+				for (uint32_t kh = kh_lo; kw_lo < kw_hi && kh < kh_hi; kh++) {
 					const int8_t *x = d->in + (ih0 + (int64_t)kh * d->dil_h) * d->in_rs +
 							  (iw0 + (int64_t)kw_lo * d->dil_w) * d->in_ps + c0;
 					const int32_t *w = d->wt + (size_t)(kh * d->k_w + kw_lo) * d->cpad + c0;
