@@ -157,11 +157,11 @@ DEFINE_DEBUGFS_ATTRIBUTE(npu_debugfs_pause_fops, npu_debugfs_pause_get,
 /*
  * Fault injection points. With CONFIG_FAULT_INJECTION_DEBUG_FS each is a
  * fault_attr (Documentation/fault-injection/fault-injection.rst) in a
- * directory fail_<name>/ of every device's debugfs, shared by the
- * devices as xe's are: e.g. times 1, probability 100 fails the next pass
- * through the point. Without it (Debian's stock kernel) each device has
- * a one-shot knob npu_inject_<name> instead: write 1, and the next pass
- * fails.
+ * directory fail_<name>/ of the device's debugfs, one per device (with
+ * several NPUs a hang armed on one must not hit another): e.g. times 1,
+ * probability 100 fails the next pass through the point on that device.
+ * Without it (Debian's stock kernel) each device has a one-shot knob
+ * npu_inject_<name> instead: write 1, and the next pass fails.
  */
 static const char * const npu_inject_names[NPU_INJECT_COUNT] = {
 	[NPU_INJECT_HANG] = "hang",
@@ -169,12 +169,6 @@ static const char * const npu_inject_names[NPU_INJECT_COUNT] = {
 	[NPU_INJECT_BOOT_FAIL] = "boot_fail",
 	[NPU_INJECT_TLB_TIMEOUT] = "tlb_timeout",
 };
-
-#ifdef CONFIG_FAULT_INJECTION
-static struct fault_attr npu_fail_attrs[NPU_INJECT_COUNT] = {
-	[0 ... NPU_INJECT_COUNT - 1] = FAULT_ATTR_INITIALIZER,
-};
-#endif
 
 bool npu_inject(struct npu_device *ndev, enum npu_inject_point point)
 {
@@ -185,9 +179,9 @@ bool npu_inject(struct npu_device *ndev, enum npu_inject_point point)
 	 * Only once armed: a task's fail-nth counts every should_fail() it
 	 * passes, and the ioctl tests' fail-nth runs must not land here.
 	 */
-	if (!READ_ONCE(npu_fail_attrs[point].probability))
+	if (!READ_ONCE(ndev->inject.attrs[point].probability))
 		return false;
-	return should_fail(&npu_fail_attrs[point], 1);
+	return should_fail(&ndev->inject.attrs[point], 1);
 #else
 	return false;
 #endif
@@ -199,9 +193,13 @@ static void npu_debugfs_init_hooks(struct npu_device *ndev, struct dentry *root)
 	int i;
 
 	for (i = 0; i < NPU_INJECT_COUNT; i++) {
+#ifdef CONFIG_FAULT_INJECTION
+		ndev->inject.attrs[i] =
+			(struct fault_attr)FAULT_ATTR_INITIALIZER;
+#endif
 #ifdef CONFIG_FAULT_INJECTION_DEBUG_FS
 		snprintf(name, sizeof(name), "fail_%s", npu_inject_names[i]);
-		fault_create_debugfs_attr(name, root, &npu_fail_attrs[i]);
+		fault_create_debugfs_attr(name, root, &ndev->inject.attrs[i]);
 #else
 		snprintf(name, sizeof(name), "npu_inject_%s", npu_inject_names[i]);
 		debugfs_create_atomic_t(name, 0600, root, &ndev->inject.once[i]);

@@ -9,6 +9,7 @@
 #define __NPU_DRV_H__
 
 #include <linux/atomic.h>
+#include <linux/fault-inject.h>
 #include <linux/idr.h>
 #include <linux/io.h>
 #include <linux/kref.h>
@@ -76,6 +77,10 @@ enum npu_inject_point {
 struct npu_inject {
 	/* One-shot knobs, on kernels without CONFIG_FAULT_INJECTION_DEBUG_FS. */
 	atomic_t once[NPU_INJECT_COUNT];
+#ifdef CONFIG_FAULT_INJECTION
+	/* The device's own: an armed point fails on this device only. */
+	struct fault_attr attrs[NPU_INJECT_COUNT];
+#endif
 	/* Schedulers hold jobs back while set; under reset_lock. */
 	bool paused;
 };

@@ -643,7 +643,13 @@ TEST(idle_bos_are_reclaimed_and_come_back_with_their_data)
 	EXPECT_EQ(NPU_JOB_OK, info.status);
 	EXPECT_EQ(0, memcmp(check.map, bos[0].map, 4096));
 
-	/* Evict again; odd BOs come back through a job first, even ones through the CPU. */
+	/*
+	 * Evict again; odd BOs come back through a job first, even ones
+	 * through the CPU. A job holds its BOs until it is freed, a little
+	 * after it reports DONE: wait for that, or bos[0] stays resident.
+	 */
+	for (i = 0; i < 5000 && npu_counter("jobs") > 0; i++)
+		usleep(1000);
 	ASSERT_EQ(0, npu_write_file("/proc/sys/vm/drop_caches", "2"));
 	for (i = 0; i < RECLAIM_BOS; i++) {
 		if (i % 2) {

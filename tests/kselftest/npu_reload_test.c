@@ -4,7 +4,6 @@
  * last: it takes the device away. Needs root; the module path for insmod
  * comes from $NPU_KO (the VM runner sets it).
  */
-#include <dirent.h>
 #include <linux/userfaultfd.h>
 #include <poll.h>
 #include <pthread.h>
@@ -19,23 +18,26 @@
 
 #define DRV_DIR "/sys/bus/pci/drivers/npu"
 
-/* The PCI address bound to npu, e.g. "0000:01:00.0". */
+/*
+ * The PCI address of the device the tests open (NPU_DEV, else accel0),
+ * e.g. "0000:01:00.0": with several NPUs, not just any one bound to npu.
+ */
 static int bound_device(char *bdf, size_t len)
 {
-	DIR *d = opendir(DRV_DIR);
-	struct dirent *e;
-	int ret = -ENOENT;
+	const char *dev = getenv("NPU_DEV") ?: NPU_DEV_PATH;
+	char path[128], link[512], *p;
+	ssize_t n;
 
-	if (!d)
+	if (strrchr(dev, '/'))
+		dev = strrchr(dev, '/') + 1;
+	snprintf(path, sizeof(path), "/sys/class/accel/%.64s/device", dev);
+	n = readlink(path, link, sizeof(link) - 1);
+	if (n < 0)
 		return -errno;
-	while ((e = readdir(d)))
-		if (strchr(e->d_name, ':')) {
-			snprintf(bdf, len, "%s", e->d_name);
-			ret = 0;
-			break;
-		}
-	closedir(d);
-	return ret;
+	link[n] = 0;
+	p = strrchr(link, '/');
+	snprintf(bdf, len, "%.63s", p ? p + 1 : link);
+	return 0;
 }
 
 static int wait_for_device(int timeout_ms)

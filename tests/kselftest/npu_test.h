@@ -438,6 +438,30 @@ static inline const char *npu_debugfs_dir(void)
 		snprintf(dir, sizeof(dir), "%s", getenv("NPU_DEBUGFS"));
 		return dir;
 	}
+	/*
+	 * The directory of the device the tests open (NPU_DEV, else accel0):
+	 * with several NPUs (tools/npu-vm --npus) it is one of many.
+	 */
+	{
+		const char *dev = getenv("NPU_DEV") ?: NPU_DEV_PATH;
+		char path[128], link[512], *p;
+		ssize_t n;
+
+		if (strrchr(dev, '/'))
+			dev = strrchr(dev, '/') + 1;
+		snprintf(path, sizeof(path), "/sys/class/accel/%.64s/device", dev);
+		n = readlink(path, link, sizeof(link) - 1);
+		if (n > 0) {
+			link[n] = 0;
+			p = strrchr(link, '/');
+			snprintf(dir, sizeof(dir), "/sys/kernel/debug/accel/%.200s",
+				 p ? p + 1 : link);
+			snprintf(path, sizeof(path), "%.100s/npu_counters", dir);
+			if (!access(path, F_OK))
+				return dir;
+			dir[0] = 0;
+		}
+	}
 	if (glob("/sys/kernel/debug/accel/*/npu_counters", 0, NULL, &g))
 		return NULL;
 	snprintf(dir, sizeof(dir), "%s", g.gl_pathv[0]);

@@ -4,13 +4,35 @@
 NPU_KVER=$(uname -r)
 NPU_KO=/lib/modules/$NPU_KVER/extra/npu.ko
 
-# The sysfs directory of our PCI device (vendor 0x1234, device 0x4e50).
-npu_pci_dev() {
+# NPU functions tools/npu-vm put in this guest (--npus; 1 if unknown).
+NPU_VM_NPUS=$(sed -n 's/^NPU_VM_NPUS=//p' /npu/config 2>/dev/null)
+NPU_VM_NPUS=${NPU_VM_NPUS:-1}
+
+# The sysfs directories of our PCI devices (vendor 0x1234, device 0x4e50),
+# one a line, in PCI address order.
+npu_pci_devs() {
 	for d in /sys/bus/pci/devices/*; do
 		if [ "$(cat "$d/vendor")" = 0x1234 ] && [ "$(cat "$d/device")" = 0x4e50 ]; then
 			echo "$d"
-			return 0
 		fi
+	done
+}
+
+# The first of them (the lowest PCI address).
+npu_pci_dev() {
+	d=$(npu_pci_devs | head -n 1)
+	[ -n "$d" ] && echo "$d"
+}
+
+# Wait up to 5 s for /dev/accel/accel0 .. accel<N-1>.
+npu_wait_accel() {
+	i=0
+	while [ $i -lt 50 ]; do
+		k=0
+		while [ $k -lt "$1" ] && [ -e /dev/accel/accel$k ]; do k=$((k + 1)); done
+		[ $k -ge "$1" ] && return 0
+		sleep 0.1
+		i=$((i + 1))
 	done
 	return 1
 }

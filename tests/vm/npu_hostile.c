@@ -189,6 +189,10 @@ static int write_str(const char *dir, const char *file, const char *s)
 	return n == (int)strlen(s) ? 0 : -1;
 }
 
+/*
+ * The NPU with the lowest PCI address: with several (tools/npu-vm --npus),
+ * the one 10-hostile.sh unbinds and disables (guest-lib.sh npu_pci_dev).
+ */
 static bool find_device(void)
 {
 	DIR *d = opendir("/sys/bus/pci/devices");
@@ -197,7 +201,7 @@ static bool find_device(void)
 
 	if (!d)
 		return false;
-	while (!found && (e = readdir(d))) {
+	while ((e = readdir(d))) {
 		char dir[512];
 		unsigned long v, id;
 
@@ -206,7 +210,8 @@ static bool find_device(void)
 		snprintf(dir, sizeof(dir), "/sys/bus/pci/devices/%s", e->d_name);
 		if (read_hex(dir, "vendor", &v) || read_hex(dir, "device", &id))
 			continue;
-		if (v == NPU_PCI_VENDOR_ID && id == NPU_PCI_DEVICE_ID) {
+		if (v == NPU_PCI_VENDOR_ID && id == NPU_PCI_DEVICE_ID &&
+		    (!found || strcmp(dir, dev_dir) < 0)) {
 			snprintf(dev_dir, sizeof(dev_dir), "%s", dir);
 			found = true;
 		}

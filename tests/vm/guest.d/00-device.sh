@@ -27,3 +27,11 @@ echo "$r 5 - BAR2 (MSI-X) is present"
 parent=$(basename "$(dirname "$(readlink -f "$dev")")")
 [ "$parent" != pci0000:00 ] && r=ok || r="not ok"
 echo "$r 6 - it is behind a PCIe root port ($parent)"
+# tools/npu-vm --npus N: N functions, each at its own address behind a
+# root port of its own.
+set -- $(npu_pci_devs)
+[ $# = "$NPU_VM_NPUS" ] && r=ok || r="not ok"
+echo "$r 7 - $NPU_VM_NPUS NPU functions (tools/npu-vm --npus $NPU_VM_NPUS; found $#: $(for d; do basename "$d"; done | tr '\n' ' '))"
+parents=$(for d; do basename "$(dirname "$(readlink -f "$d")")"; done | sort -u | wc -l)
+[ "$parents" = $# ] && r=ok || r="not ok"
+echo "$r 8 - each behind a root port of its own ($parents root ports for $# functions)"

@@ -17,11 +17,10 @@ if ! grep -q '^npu ' /proc/modules; then
 		exit 1
 	fi
 fi
-i=0
-while [ ! -e /dev/accel/accel0 ] && [ $i -lt 50 ]; do
-	sleep 0.1
-	i=$((i + 1))
-done
+# Every NPU the VM has (tools/npu-vm --npus; npu_multi_test needs two).
+. /npu/guest-lib.sh
+npu_wait_accel "$NPU_VM_NPUS" ||
+	echo "# only $(ls /dev/accel 2>/dev/null | tr '\n' ' ')of $NPU_VM_NPUS NPUs came up"
 
 tests=$(cat "$KSFT/TESTS" 2>/dev/null)
 [ -n "$tests" ] || tests=$(cd "$KSFT" && ls *_test 2>/dev/null)
