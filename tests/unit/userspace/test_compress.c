@@ -588,6 +588,9 @@ static void test_bad_inputs_are_clear_errors(void **state)
 	void *model = residual_cnn(&size), *gemm, *relu = relu_model(&rsize);
 	int64_t gd[2] = { 1, 32 };
 	char *cal = sample_dir("bad", 2, 4, cnn_in, 6), *gcal = sample_dir("gbad", 1, 2, gd, 7);
+	int64_t g6d[2] = { 1, 6 };
+	char *cal24 = sample_dir("bad24", 24, 4, cnn_in, 8), *g6 = sample_dir("g6", 2, 2, g6d, 9);
+	struct npu_compress_result *r;
 
 	(void)state;
 	npu_compress_options_init(&o);
@@ -597,10 +600,23 @@ static void test_bad_inputs_are_clear_errors(void **state)
 	o.sparsity = -0.1;
 	expect_error(model, size, &o, "outside [0, 1)");
 	o.sparsity = 0.5;
-	o.method = NPU_PRUNE_NM;	/* 3:8 along conv1's 8 inputs is fine, se2's 4 are not */
+	/* 3:8 along conv1's 8 inputs is fine, se2's 4 are not: skipped, named */
+	o.method = NPU_PRUNE_NM;
 	o.nm_n = 3;
 	o.nm_m = 8;
-	expect_error(model, size, &o, "'se2' (Conv): N:M 3:8 does not divide its 4 input channels");
+	o.calib_dir = cal24;
+	assert_int_equal(npu_compress_memory(model, size, "cnn", &o, &r), NPU_OK);
+	assert_string_equal(layer(r, "se2")->pattern, "skipped");
+	assert_non_null(strstr(layer(r, "se2")->note, "N:M does not divide"));
+	assert_string_equal(layer(r, "conv1")->pattern, "N:M");
+	npu_compress_result_free(r);
+	o.calib_dir = cal;
+	/* ... and a model where M divides no layer is an error naming it */
+	gemm = gemm_model(&gsize, 6, 8);
+	o.calib_dir = g6;
+	expect_error(gemm, gsize, &o, "'fc' (Gemm): N:M 3:8 does not divide its 6 input channels");
+	o.calib_dir = cal;
+	free(gemm);
 	o.method = NPU_PRUNE_MAGNITUDE;
 	expect_error(relu, rsize, &o, "no prunable layer");
 	o.calib_dir = "/nonexistent/calib";
@@ -616,6 +632,8 @@ static void test_bad_inputs_are_clear_errors(void **state)
 	free(model);
 	free(relu);
 	remove_dir(cal);
+	remove_dir(cal24);
+	remove_dir(g6);
 	remove_dir(gcal);
 }
 

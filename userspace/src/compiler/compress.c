@@ -1703,7 +1703,8 @@ npu_status npu_compress_model(const void *data, size_t size, const char *source,
 			    .seed = 0x243f6a8885a308d3ull };
 	struct cz_out o = { 0 };
 	double *level = NULL;
-	size_t i, prunable = 0, nu;
+	size_t i, prunable = 0, nu, nm_bad = 0;
+	char nm_msg[400];
 	npu_status st;
 
 	memset(res, 0, sizeof(*res));
@@ -1723,16 +1724,23 @@ npu_status npu_compress_model(const void *data, size_t size, const char *source,
 		st = shaped_graph(&c, err);
 	if (!st)
 		st = find_layers(&c, err);
+	/* N:M: a layer M does not divide is skipped (named in the report); a
+	 * model where none is left is an error naming the first. */
 	for (i = 0; !st && i < c.nl; i++) {
-		const struct cz_layer *l = &c.L[i];
+		struct cz_layer *l = &c.L[i];
+		int64_t in = l->kind == CZ_CONV ? l->I : l->K;
 
+		if (!l->skip && cfg->o.method == NPU_PRUNE_NM && in % cfg->o.nm_m) {
+			if (!nm_bad)
+				snprintf(nm_msg, sizeof(nm_msg), "%s: %s: N:M %d:%d does not divide its %lld input channels",
+					 source, l->label, cfg->o.nm_n, cfg->o.nm_m, (long long)in);
+			nm_bad++;
+			l->skip = "N:M does not divide its input channels";
+		}
 		prunable += !l->skip;
-		if (!l->skip && cfg->o.method == NPU_PRUNE_NM && (l->kind == CZ_CONV ? l->I : l->K) % cfg->o.nm_m)
-			st = npu_error_set(err, NPU_ERR_INVALID_ARG,
-					   "%s: %s: N:M %d:%d does not divide its %lld input channels",
-					   source, l->label, cfg->o.nm_n, cfg->o.nm_m,
-					   (long long)(l->kind == CZ_CONV ? l->I : l->K));
 	}
+	if (!st && !prunable && nm_bad)
+		st = npu_error_set(err, NPU_ERR_INVALID_ARG, "%s", nm_msg);
 	if (!st && !prunable)
 		st = npu_error_set(err, NPU_ERR_INVALID_ARG,
 				   "%s: no prunable layer: no Conv (groups 1), Gemm or MatMul with float initializer weights%s",
