@@ -402,8 +402,10 @@ static void assert_reconstruction_helps(const struct npu_compress_result *r)
 
 		if (strstr(l->note, "did not help"))
 			fail_msg("%s: %s", l->node, l->note);
+		/* > 60 dB: nothing to repair (a layer that lost output channels only,
+		 * fed by the model's input): float noise, not a pruning error */
 		if (!strcmp(l->pattern, "skipped") || !strcmp(l->pattern, "dense") ||
-		    !isfinite(l->sqnr_magnitude_db) || *l->note)
+		    !isfinite(l->sqnr_magnitude_db) || l->sqnr_magnitude_db > 60 || *l->note)
 			continue;
 		if (!(l->sqnr_db > l->sqnr_magnitude_db))
 			fail_msg("%s: SQNR %.2f dB after reconstruction, %.2f dB plain magnitude",
@@ -459,6 +461,7 @@ static void test_channel_pruning_keeps_graph_valid_and_smaller(void **state)
 	assert_string_equal(l->pattern, "channels");
 	assert_reconstruction_helps(r);
 	/* It runs on our CPU path and stays close to the original. */
+	assert_int_equal(r->sequential, 1);	/* the sequential pass raised the cosine */
 	assert_true(r->cosine > 0.9);
 	assert_true(run_cosine(model, size, r->onnx, r->onnx_size, cnn_in) > 0.9);
 	npu_compress_result_free(r);

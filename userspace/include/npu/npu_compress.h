@@ -95,6 +95,12 @@ struct npu_compress_result {
 	/* Lowest output cosine, compressed against original, over the float
 	 * outputs and the held-out (else calibration) samples. */
 	double cosine;
+	/* 1: the sequential pass was kept: each layer re-solved, in order, on
+	 * the inputs the layers pruned before it give, toward the original
+	 * outputs; the layers' SQNRs are then measured that way. 0: one-shot
+	 * only (no_reconstruct, or the sequential pass did not raise the
+	 * held-out cosine). */
+	int sequential;
 };
 
 NPU_API npu_status npu_compress_file(const char *path, const struct npu_compress_options *opts,

@@ -51,6 +51,17 @@ struct cz_layer {
 	int32_t out_base;	/* first class of its outputs; -1: not a producer */
 	int32_t *in_cls;	/* class of each input channel (-1: fixed); NULL: none */
 	int group_id;		/* channel group (a unit), -1 */
+	/* The sequential pass: statistics on the inputs the pruned layers
+	 * before it give. */
+	bool refine;		/* re-solved in pass 1: refined in its wave */
+	int wave;		/* refined layers on the longest path before it */
+	int64_t K1;		/* inputs per output in the pruned model */
+	double *hp;		/* [(K1+1)^2] Xp^T Xp */
+	double *cx;		/* [(K1+1) x (K+1)] Xp^T X */
+	float *memo_q;		/* the last solve, while the levels stay */
+	bool memo_hp;
+	double memo_mag, memo_db;
+	const char *memo_note;
 };
 
 /* A constant sliced along 'axis' by channel classes (BN, depthwise, Mul). */
@@ -85,6 +96,7 @@ struct cz_ctx {
 	size_t ncal, neval;
 	struct npu_tensor **ref;	/* neval x outputs: the original's outputs */
 	uint64_t seed;
+	bool memo;		/* reuse each layer's last solve (fixed levels) */
 };
 
 static const struct npu_cz_samples *eval_src(const struct cz_ctx *c)
@@ -1056,6 +1068,109 @@ static uint64_t nonzeros(const float *q, int64_t rows, size_t n, int64_t K)
 	return z;
 }
 
+/* The layer's last solve, when the levels and its statistics are the same. */
+static bool memo_get(struct cz_ctx *c, struct cz_layer *l, float *q, size_t n,
+		     struct npu_compress_layer *r)
+{
+	if (!c->memo || !l->memo_q || l->memo_hp != (l->hp != NULL))
+		return false;
+	memcpy(q, l->memo_q, sizeof(float) * (size_t)l->O * n);
+	r->sqnr_magnitude_db = l->memo_mag;
+	r->sqnr_db = l->memo_db;
+	r->note = l->memo_note;
+	return true;
+}
+
+static void memo_put(struct cz_ctx *c, struct cz_layer *l, const float *q, size_t n,
+		     const struct npu_compress_layer *r)
+{
+	if (!c->memo)
+		return;
+	free(l->memo_q);
+	l->memo_q = malloc(sizeof(float) * (size_t)l->O * n + 1);
+	if (!l->memo_q)
+		return;
+	memcpy(l->memo_q, q, sizeof(float) * (size_t)l->O * n);
+	l->memo_hp = l->hp != NULL;
+	l->memo_mag = r->sqnr_magnitude_db;
+	l->memo_db = r->sqnr_db;
+	l->memo_note = r->note;
+}
+
+/*
+ * The sequential pass for layer l (l->hp set): re-solve toward the
+ * original outputs from the inputs the already-pruned layers before it
+ * give. wa, qm (plain mask), q (pass 1) are rows of n (the original
+ * columns); idx[m] are the columns the pruned model still feeds. q becomes
+ * the better of the two solves; both SQNRs of the report are then measured
+ * on those inputs against the original outputs.
+ */
+static npu_status refine_layer(struct cz_ctx *c, struct cz_layer *l, size_t n, const float *wa,
+			       const float *qm, float *q, const size_t *idx, size_t m,
+			       const bool *keep, const bool *rk, struct npu_compress_layer *r,
+			       struct npu_error *err)
+{
+	size_t k1f = (size_t)l->K1 + 1, full = (size_t)l->K + 1, O = (size_t)l->O, i, j, row, nn;
+	double *hpm = malloc(sizeof(double) * m * m + 1), *t = malloc(sizeof(double) * O * m + 1);
+	float *w0 = malloc(sizeof(float) * O * m + 1), *qm_m = malloc(sizeof(float) * O * m + 1);
+	float *q1 = malloc(sizeof(float) * O * m + 1), *q2 = malloc(sizeof(float) * O * m + 1);
+	bool *km = keep ? malloc(sizeof(bool) * O * m + 1) : NULL;
+	double *h = layer_h(l, &nn), s_mag, s1, s2;
+	npu_status st = NPU_OK;
+
+	if (!hpm || !t || !w0 || !qm_m || !q1 || !q2 || (keep && !km) || !h) {
+		st = npu_error_set(err, NPU_ERR_NO_MEMORY, "out of memory");
+		goto out;
+	}
+	for (i = 0; i < m; i++)
+		for (j = 0; j < m; j++)
+			hpm[i * m + j] = l->hp[i * k1f + j];
+	for (row = 0; row < O; row++)
+		for (i = 0; i < m; i++) {
+			double a = 0;
+
+			for (j = 0; j < n; j++)
+				a += l->cx[i * full + j] * wa[row * n + j];
+			t[row * m + i] = a;
+			w0[row * m + i] = wa[row * n + idx[i]];
+			qm_m[row * m + i] = qm[row * n + idx[i]];
+			q1[row * m + i] = q[row * n + idx[i]];
+			if (km)
+				km[row * m + i] = keep[row * n + idx[i]];
+		}
+	st = npu_cz_solve_cross(hpm, m, t, w0, O, km, c->cfg->o.damping, q2);
+	if (st) {
+		st = npu_error_set(err, st, "%s: %s: reconstruction failed (%s)", c->source, l->label,
+				   npu_status_str(st));
+		goto out;
+	}
+	s_mag = npu_cz_sqnr_cross_db(h, n, wa, hpm, m, t, qm_m, O, rk);
+	s1 = npu_cz_sqnr_cross_db(h, n, wa, hpm, m, t, q1, O, rk);
+	s2 = npu_cz_sqnr_cross_db(h, n, wa, hpm, m, t, q2, O, rk);
+	if (s2 >= s1) {
+		for (row = 0; row < O; row++) {
+			for (j = 0; j < n; j++)
+				q[row * n + j] = 0;
+			for (i = 0; i < m; i++)
+				q[row * n + idx[i]] = q2[row * m + i];
+		}
+	}
+	r->sqnr_magnitude_db = s_mag;
+	r->sqnr_db = s2 >= s1 ? s2 : s1;
+	r->note = r->sqnr_db >= s_mag ? "" : "reconstruction did not help on the pruned model's inputs";
+out:
+	if (h != l->h)
+		free(h);
+	free(hpm);
+	free(t);
+	free(w0);
+	free(qm_m);
+	free(q1);
+	free(q2);
+	free(km);
+	return st;
+}
+
 static npu_status apply_mask(struct cz_ctx *c, struct cz_layer *l, double s, struct cz_out *o,
 			     struct npu_error *err)
 {
@@ -1091,7 +1206,7 @@ static npu_status apply_mask(struct cz_ctx *c, struct cz_layer *l, double s, str
 	r->sqnr_magnitude_db = r->sqnr_db = npu_cz_sqnr_db(h, n, wa, qm, (size_t)l->O, NULL);
 	if (!c->cfg->o.no_reconstruct && short_of_rows(o, l, r)) {
 		/* magnitude only */
-	} else if (!c->cfg->o.no_reconstruct) {
+	} else if (!c->cfg->o.no_reconstruct && !memo_get(c, l, q, n, r)) {
 		memcpy(q, wa, sizeof(float) * (size_t)l->O * n);
 		st = npu_cz_solve_masked(h, n, q, (size_t)l->O, keep, c->cfg->o.damping);
 		if (st) {
@@ -1105,6 +1220,19 @@ static npu_status apply_mask(struct cz_ctx *c, struct cz_layer *l, double s, str
 			r->sqnr_db = r->sqnr_magnitude_db;
 			r->note = "reconstruction did not help: magnitude weights kept";
 		}
+		l->refine = true;
+		if (l->hp) {
+			size_t *idx = malloc(sizeof(size_t) * n + 1);
+
+			for (i = 0; idx && i < n; i++)
+				idx[i] = i;
+			st = idx ? refine_layer(c, l, n, wa, qm, q, idx, n, keep, NULL, r, err)
+				 : npu_error_set(err, NPU_ERR_NO_MEMORY, "out of memory");
+			free(idx);
+			if (st)
+				goto out;
+		}
+		memo_put(c, l, q, n, r);
 	}
 	r->pattern = c->cfg->o.method == NPU_PRUNE_NM ? "N:M" : "unstructured";
 	r->macs_after = l->positions * nonzeros(q, l->O, n, l->K);
@@ -1177,6 +1305,8 @@ static npu_status apply_channels_layer(struct cz_ctx *c, struct cz_layer *l, con
 	}
 	for (i = 0; i < (size_t)l->O * n; i++)
 		qm[i] = q[i] = ck[i % n] ? wa[i] : 0.0f;
+	if (!c->cfg->o.no_reconstruct && memo_get(c, l, q, n, r))
+		goto counted;
 	if (any_col) {
 		/* Its inputs lost channels: re-solve from what is left. */
 		h = layer_h(l, &n);
@@ -1202,6 +1332,24 @@ static npu_status apply_channels_layer(struct cz_ctx *c, struct cz_layer *l, con
 			}
 		}
 	}
+	if (!c->cfg->o.no_reconstruct && l->rows >= (uint64_t)l->K + 1) {
+		l->refine = true;
+		if (l->hp) {
+			size_t *idx = malloc(sizeof(size_t) * n + 1), m = 0;
+
+			for (i = 0; idx && i < n; i++)
+				if (ck[i])
+					idx[m++] = i;
+			st = idx ? refine_layer(c, l, n, wa, qm, q, idx, m, NULL, rk, r, err)
+				 : npu_error_set(err, NPU_ERR_NO_MEMORY, "out of memory");
+			free(idx);
+			if (st)
+				goto out;
+		}
+	}
+	if (!c->cfg->o.no_reconstruct)
+		memo_put(c, l, q, n, r);
+counted:
 	{
 		uint64_t cols = 0;
 
@@ -1407,28 +1555,40 @@ static npu_status run_set(struct cz_ctx *c, struct npu_graph *g, const struct np
 	return st;
 }
 
+/* The candidate as bytes and as a graph at the calibration shapes. */
+static npu_status load_model(struct cz_ctx *c, const struct cz_out *o, struct npu_graph **g,
+			     void **data, size_t *len, struct npu_error *err)
+{
+	npu_status st;
+	size_t i;
+
+	*g = NULL;
+	st = npu_onnx_replace_constants(c->data, c->size, c->source, o->names,
+					(const struct npu_tensor *const *)o->t, o->n, o->attrs,
+					o->na, c->cfg->o.method == NPU_PRUNE_CHANNELS, data, len,
+					err);
+	if (!st)
+		st = npu_onnx_import(*data, *len, c->source, g, err);
+	for (i = 0; !st && i < (*g)->num_inputs && i < c->g->num_inputs; i++)
+		(*g)->inputs[i]->shape = c->g->inputs[i]->shape;
+	if (!st)
+		st = npu_graph_infer(*g, true, err);
+	if (st)
+		npu_error_prefix(err, "the compressed model does not load (a bug: please report)");
+	return st;
+}
+
 /* The candidate's bytes (*bytes, *size: may be NULL) and its lowest cosine on a set. */
 static npu_status evaluate(struct cz_ctx *c, const struct cz_out *o, bool held_out, size_t max,
 			   double *cos, void **bytes, size_t *size, struct npu_error *err)
 {
 	struct npu_graph *g = NULL;
 	void *data = NULL;
-	size_t len = 0, i, count;
+	size_t len = 0, count;
 	npu_status st;
 	struct npu_tensor **refs = held_out ? c->ref + c->ncal * c->g->num_outputs : c->ref;
 
-	st = npu_onnx_replace_constants(c->data, c->size, c->source, o->names,
-					(const struct npu_tensor *const *)o->t, o->n, o->attrs,
-					o->na, c->cfg->o.method == NPU_PRUNE_CHANNELS, &data, &len,
-					err);
-	if (!st)
-		st = npu_onnx_import(data, len, c->source, &g, err);
-	for (i = 0; !st && i < g->num_inputs && i < c->g->num_inputs; i++)
-		g->inputs[i]->shape = c->g->inputs[i]->shape;
-	if (!st)
-		st = npu_graph_infer(g, true, err);
-	if (st)
-		npu_error_prefix(err, "the compressed model does not load (a bug: please report)");
+	st = load_model(c, o, &g, &data, &len, err);
 	count = held_out ? c->neval : c->ncal;
 	if (max && count > max)
 		count = max;
@@ -1442,6 +1602,292 @@ static npu_status evaluate(struct cz_ctx *c, const struct cz_out *o, bool held_o
 	} else {
 		free(data);
 	}
+	return st;
+}
+
+/* ---- The sequential pass: layer by layer on the pruned model's inputs ---- */
+
+struct cz_ref {
+	struct cz_layer *l;
+	struct cz_layer g1;	/* its geometry in the pruned model */
+	const struct npu_value *x1;
+	uint64_t *pos;
+	float *xt;		/* original rows, transposed: (K+1) x cap */
+	size_t nrows, cap;
+};
+
+struct cz_p2 {
+	struct cz_ctx *c;
+	struct cz_ref *e;
+	size_t ne;
+};
+
+static size_t rows_wanted(const struct cz_ctx *c, const struct cz_layer *l)
+{
+	size_t n = (size_t)l->K + 1, per = (2 * n + c->ncal - 1) / (c->ncal ? c->ncal : 1);
+	size_t want = c->cfg->o.rows_per_sample > per ? c->cfg->o.rows_per_sample : per;
+
+	return want > l->positions ? (size_t)l->positions : want;
+}
+
+/* Sample rows of the original input (positions kept for the pruned one). */
+static void p2_take(struct cz_ctx *c, struct cz_ref *e, const struct npu_tensor *x)
+{
+	const struct cz_layer *l = e->l;
+	size_t n = (size_t)l->K + 1, want = e->cap, t, i;
+	uint64_t P = l->positions;
+	float *v = malloc(sizeof(float) * n);
+
+	e->nrows = 0;
+	if (!v || !x || x->dtype != NPU_DTYPE_FLOAT || x->nbytes / sizeof(float) <
+	    (l->kind == CZ_CONV ? (uint64_t)(l->N * l->C * l->H * l->W) : P * (uint64_t)l->K)) {
+		free(v);
+		return;
+	}
+	for (t = 0; t < want; t++) {
+		uint64_t p = want == P ? t : (t * P + lcg(&c->seed) % (P / want)) / want;
+
+		if (p >= P || !input_row(l, x->data, p, v))
+			continue;
+		for (i = 0; i < n; i++)
+			e->xt[i * e->cap + e->nrows] = v[i];
+		e->pos[e->nrows++] = p;
+	}
+	free(v);
+}
+
+/* The same positions of the pruned model's input: Hp and Cx. */
+static void p2_pruned(struct cz_ref *e, const struct npu_tensor *x)
+{
+	const struct cz_layer *l1 = &e->g1;
+	size_t n1 = (size_t)l1->K + 1, n = (size_t)e->l->K + 1, R = e->nrows, t, i, j, k;
+	float *pt = malloc(sizeof(float) * n1 * (R ? R : 1)), *v = malloc(sizeof(float) * n1);
+
+	if (!pt || !v || !R || !x || x->dtype != NPU_DTYPE_FLOAT || x->nbytes / sizeof(float) <
+	    (l1->kind == CZ_CONV ? (uint64_t)(l1->N * l1->C * l1->H * l1->W)
+				  : l1->positions * (uint64_t)l1->K)) {
+		free(pt);
+		free(v);
+		return;
+	}
+	for (t = 0; t < R; t++) {
+		if (!input_row(l1, x->data, e->pos[t], v))
+			memset(v, 0, sizeof(float) * n1);
+		for (i = 0; i < n1; i++)
+			pt[i * R + t] = v[i];
+	}
+	for (i = 0; i < n1; i++) {
+		const float *a = pt + i * R;
+
+		for (j = i; j < n1; j++) {
+			const float *b = pt + j * R;
+			float s = 0;
+
+			for (k = 0; k < R; k++)
+				s += a[k] * b[k];
+			e->l->hp[i * n1 + j] += s;
+		}
+		for (j = 0; j < n; j++) {
+			const float *b = e->xt + j * e->cap;
+			float s = 0;
+
+			for (k = 0; k < R; k++)
+				s += a[k] * b[k];
+			e->l->cx[i * n + j] += s;
+		}
+	}
+	free(pt);
+	free(v);
+}
+
+static void p2_observe_orig(void *arg, const struct npu_node *node,
+			    const struct npu_tensor *const *outs)
+{
+	struct cz_p2 *p = arg;
+	size_t i, k;
+
+	for (i = 0; i < node->num_outputs; i++)
+		for (k = 0; k < p->ne; k++)
+			if (node->outputs[i] && node->outputs[i] == p->e[k].l->x)
+				p2_take(p->c, &p->e[k], outs[i]);
+}
+
+static void p2_observe_pruned(void *arg, const struct npu_node *node,
+			      const struct npu_tensor *const *outs)
+{
+	struct cz_p2 *p = arg;
+	size_t i, k;
+
+	for (i = 0; i < node->num_outputs; i++)
+		for (k = 0; k < p->ne; k++)
+			if (node->outputs[i] && node->outputs[i] == p->e[k].x1)
+				p2_pruned(&p->e[k], outs[i]);
+}
+
+/* Find a refined layer in g1 and its input there; its statistics allocated. */
+static bool p2_layer(struct cz_ctx *c, struct npu_graph *g1, struct cz_ref *e)
+{
+	const struct cz_layer *l = e->l;
+	const struct npu_value *x1;
+	size_t i;
+
+	for (i = 0; i < g1->num_nodes; i++)
+		if (g1->nodes[i]->num_outputs && g1->nodes[i]->outputs[0] &&
+		    !strcmp(g1->nodes[i]->outputs[0]->name, l->node->outputs[0]->name))
+			break;
+	if (i == g1->num_nodes || !g1->nodes[i]->inputs[0])
+		return false;
+	e->x1 = x1 = g1->nodes[i]->inputs[0];
+	e->g1 = *l;
+	if (l->kind == CZ_CONV) {
+		if (x1->shape.rank != 4 || x1->shape.dims[0] != l->N || x1->shape.dims[2] != l->H ||
+		    x1->shape.dims[3] != l->W || x1->shape.dims[1] <= 0)
+			return false;
+		e->g1.C = e->g1.I = x1->shape.dims[1];
+		e->g1.K = e->g1.I * l->kh * l->kw;
+	} else if (npu_shape_numel(&x1->shape) != npu_shape_numel(&l->x->shape)) {
+		return false;
+	}
+	e->cap = rows_wanted(c, l);
+	e->pos = malloc(sizeof(uint64_t) * (e->cap + 1));
+	e->xt = malloc(sizeof(float) * ((size_t)l->K + 1) * (e->cap + 1));
+	e->l->K1 = e->g1.K;
+	e->l->hp = calloc(((size_t)e->g1.K + 1) * ((size_t)e->g1.K + 1), sizeof(double));
+	e->l->cx = calloc(((size_t)e->g1.K + 1) * ((size_t)l->K + 1), sizeof(double));
+	return e->pos && e->xt && e->l->hp && e->l->cx;
+}
+
+/* Hp and Cx of the layers of 'wave', on the model o1 (earlier waves refined). */
+static npu_status wave_statistics(struct cz_ctx *c, const struct cz_out *o1, int wave,
+				  struct npu_error *err)
+{
+	const struct npu_graph_runner *r = c->cfg->runner;
+	struct cz_p2 p = { .c = c };
+	struct npu_graph *g1 = NULL;
+	struct npu_tensor **set = NULL;
+	void *data = NULL, *run0 = NULL, *run1 = NULL;
+	size_t len, i, k, q, j;
+	npu_status st;
+
+	st = load_model(c, o1, &g1, &data, &len, err);
+	free(data);
+	if (!st && (!(p.e = calloc(c->nl + 1, sizeof(*p.e))) ||
+		    !(set = calloc(c->g->num_inputs + 1, sizeof(*set)))))
+		st = npu_error_set(err, NPU_ERR_NO_MEMORY, "out of memory");
+	for (i = 0; !st && i < c->nl; i++) {
+		if (!c->L[i].refine || c->L[i].wave != wave)
+			continue;
+		p.e[p.ne].l = &c->L[i];
+		if (p2_layer(c, g1, &p.e[p.ne])) {
+			p.ne++;
+			continue;
+		}
+		free(p.e[p.ne].pos);
+		free(p.e[p.ne].xt);
+		free(c->L[i].hp);
+		free(c->L[i].cx);
+		c->L[i].hp = c->L[i].cx = NULL;
+		memset(&p.e[p.ne], 0, sizeof(p.e[p.ne]));
+	}
+	if (!st && p.ne)
+		st = r->open(c->g, 1, NULL, p2_observe_orig, &p, NULL, &run0, err);
+	if (!st && p.ne)
+		st = r->open(g1, 1, NULL, p2_observe_pruned, &p, NULL, &run1, err);
+	for (k = 0; !st && p.ne && k < c->ncal; k++) {
+		st = c->cfg->calib.sample(c->cfg->calib.arg, c->g, k, set, err);
+		for (i = 0; !st && i < c->g->num_inputs; i++)
+			for (q = 0; q < p.ne; q++)
+				if (p.e[q].l->x == c->g->inputs[i])
+					p2_take(c, &p.e[q], set[i]);
+		if (!st)
+			st = r->run(run0, (const struct npu_tensor *const *)set, err);
+		for (i = 0; !st && i < g1->num_inputs; i++)
+			for (q = 0; q < p.ne; q++)
+				if (p.e[q].x1 == g1->inputs[i])
+					p2_pruned(&p.e[q], set[i]);
+		if (!st)
+			st = r->run(run1, (const struct npu_tensor *const *)set, err);
+		if (st)
+			npu_error_prefix(err, "%s: calibration sample %zu (sequential pass)", c->source, k);
+		release(set, c->g->num_inputs);
+	}
+	if (run0 && r->close)
+		r->close(run0);
+	if (run1 && r->close)
+		r->close(run1);
+	for (q = 0; q < p.ne; q++) {	/* mirror Hp's upper triangle */
+		size_t n1 = (size_t)p.e[q].g1.K + 1;
+
+		for (i = 0; i < n1; i++)
+			for (j = i + 1; j < n1; j++)
+				p.e[q].l->hp[j * n1 + i] = p.e[q].l->hp[i * n1 + j];
+		free(p.e[q].pos);
+		free(p.e[q].xt);
+	}
+	free(p.e);
+	free(set);
+	npu_graph_destroy(g1);
+	return st;
+}
+
+/* Each refined layer's wave: refined layers on the longest path before it. */
+static int layer_waves(struct cz_ctx *c)
+{
+	int *d = calloc(c->g->num_values + 1, sizeof(int)), top = -1;
+	size_t i, k, li;
+
+	if (!d)
+		return -1;
+	for (i = 0; i < c->g->num_nodes; i++) {
+		const struct npu_node *n = c->g->nodes[i];
+		int din = 0;
+
+		for (k = 0; k < n->num_inputs; k++)
+			if (n->inputs[k] && n->inputs[k]->index < c->g->num_values &&
+			    d[n->inputs[k]->index] > din)
+				din = d[n->inputs[k]->index];
+		for (li = 0; li < c->nl; li++)
+			if (c->L[li].node == n && c->L[li].refine) {
+				c->L[li].wave = din;
+				top = din > top ? din : top;
+				din++;
+				break;
+			}
+		for (k = 0; k < n->num_outputs; k++)
+			if (n->outputs[k] && n->outputs[k]->index < c->g->num_values)
+				d[n->outputs[k]->index] = din;
+	}
+	free(d);
+	return top;
+}
+
+/*
+ * Wave by wave, each refined layer re-solved on the inputs the model
+ * pruned so far gives it, toward the original outputs (SparseGPT's
+ * sequential order; layers of one wave do not feed each other). *o is
+ * replaced by the result.
+ */
+static npu_status sequential(struct cz_ctx *c, const double *level, struct cz_out *o,
+			     struct npu_error *err)
+{
+	int top = layer_waves(c), w;
+	npu_status st = NPU_OK;
+
+	c->memo = true;
+	for (w = 0; !st && w <= top; w++) {
+		struct cz_out next = { 0 };
+
+		st = wave_statistics(c, o, w, err);
+		if (!st)
+			st = apply(c, level, &next, err);
+		if (!st) {
+			out_free(o);
+			*o = next;
+		} else {
+			out_free(&next);
+		}
+	}
+	c->memo = false;
 	return st;
 }
 
@@ -1619,6 +2065,9 @@ static void ctx_free(struct cz_ctx *c)
 		free(c->L[i].b);
 		free(c->L[i].h);
 		free(c->L[i].in_cls);
+		free(c->L[i].hp);
+		free(c->L[i].cx);
+		free(c->L[i].memo_q);
 	}
 	free(c->L);
 	free(c->reader);
@@ -1780,6 +2229,31 @@ npu_status npu_compress_model(const void *data, size_t size, const char *source,
 		st = too_few(&c, o.lack, err);
 	if (!st)
 		st = evaluate(&c, &o, true, 0, &res->cosine, &res->onnx, &res->onnx_size, err);
+	/* The sequential pass, kept when the held-out cosine agrees. */
+	if (!st && !cfg->o.no_reconstruct) {
+		struct cz_out seq = { 0 };
+		void *bytes = NULL;
+		size_t len = 0;
+		double cos = -2;
+
+		st = apply(&c, level, &seq, err);	/* a copy of pass 1 to refine */
+		if (!st)
+			st = sequential(&c, level, &seq, err);
+		if (!st)
+			st = evaluate(&c, &seq, true, 0, &cos, &bytes, &len, err);
+		if (!st && cos >= res->cosine) {
+			out_free(&o);
+			o = seq;
+			free(res->onnx);
+			res->onnx = bytes;
+			res->onnx_size = len;
+			res->cosine = cos;
+			res->sequential = 1;
+		} else {
+			out_free(&seq);
+			free(bytes);
+		}
+	}
 	if (!st)
 		st = fill_result(&c, &o, res, err);
 	if (st)

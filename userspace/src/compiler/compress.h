@@ -49,6 +49,17 @@ npu_status npu_cz_solve_shared(const double *h, size_t n, const float *w, size_t
 /* A mask per row keep[rows * n]: the OBS sweep, in place on w. */
 npu_status npu_cz_solve_masked(const double *h, size_t n, float *w, size_t rows,
 			       const bool *keep, double damping);
+/*
+ * The sequential pass: Hp = Xp^T Xp of the pruned model's inputs, targets
+ * t = Xp^T X w (the original outputs): out = (Hp + lambda I)^-1 (t +
+ * lambda w0), then the mask keep[rows * n] (NULL: none) by the OBS sweep.
+ */
+npu_status npu_cz_solve_cross(const double *hp, size_t n, const double *t, const float *w0,
+			      size_t rows, const bool *keep, double damping, float *out);
+/* SQNR of Xp q against X w: sum w'Hw / sum (q'Hp q - 2 q't + w'Hw). */
+double npu_cz_sqnr_cross_db(const double *h, size_t n, const float *w, const double *hp,
+			    size_t n1, const double *t, const float *q, size_t rows,
+			    const bool *row_used);
 /* 10 log10(sum w'Hw / sum (w-q)'H(w-q)) over the rows used (NULL: all). */
 double npu_cz_sqnr_db(const double *h, size_t n, const float *w, const float *q, size_t rows,
 		      const bool *row_used);

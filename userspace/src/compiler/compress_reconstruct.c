@@ -12,6 +12,9 @@
  *     sweep of SparseGPT: each pruned weight's error is spread over the
  *     later columns by the Cholesky factor of (H + lambda I)^-1, one
  *     factorization shared by every output.
+ * The sequential pass (npu_cz_solve_cross) solves the same problems on
+ * the inputs the already-pruned layers give (Hp = Xp^T Xp) toward the
+ * original outputs (t = Xp^T X w).
  */
 #include "compiler/compress.h"
 
@@ -256,6 +259,79 @@ double npu_cz_sqnr_db(const double *h, size_t n, const float *w, const float *q,
 	}
 	free(d);
 	free(x);
+	if (err <= 0)
+		return INFINITY;
+	return 10.0 * log10(sig / err);
+}
+
+npu_status npu_cz_solve_cross(const double *hp, size_t n, const double *t, const float *w0,
+			      size_t rows, const bool *keep, double damping, float *out)
+{
+	double *a = malloc(sizeof(*a) * n * n + 1), *b = malloc(sizeof(*b) * n + 1);
+	double lambda = damping * npu_cz_mean_diag(hp, n);
+	npu_status st = NPU_OK;
+	size_t i, r;
+	int tries;
+
+	if (!a || !b) {
+		st = NPU_ERR_NO_MEMORY;
+		goto out;
+	}
+	if (lambda <= 0)
+		lambda = 1e-8;
+	for (tries = 0; tries < 8; tries++, lambda *= 10) {
+		memcpy(a, hp, sizeof(*a) * n * n);
+		for (i = 0; i < n; i++)
+			a[i * n + i] += lambda;
+		if (cholesky(a, n))
+			break;
+	}
+	if (tries == 8) {
+		st = NPU_ERR_INTERNAL;
+		goto out;
+	}
+	/* The unconstrained optimum, pulled toward w0 by the ridge ... */
+	for (r = 0; r < rows; r++) {
+		for (i = 0; i < n; i++)
+			b[i] = t[r * n + i] + lambda * w0[r * n + i];
+		chol_solve(a, n, b);
+		for (i = 0; i < n; i++)
+			out[r * n + i] = (float)b[i];
+	}
+	/* ... then the mask, its error spread by the OBS sweep on the same H. */
+	if (keep)
+		st = npu_cz_solve_masked(hp, n, out, rows, keep, damping);
+out:
+	free(a);
+	free(b);
+	return st;
+}
+
+double npu_cz_sqnr_cross_db(const double *h, size_t n, const float *w, const double *hp,
+			    size_t n1, const double *t, const float *q, size_t rows,
+			    const bool *row_used)
+{
+	double sig = 0, err = 0;
+	size_t r, i, j;
+
+	for (r = 0; r < rows; r++) {
+		double s = 0, e = 0;
+
+		if (row_used && !row_used[r])
+			continue;
+		for (i = 0; i < n; i++)
+			for (j = 0; j < n; j++)
+				s += (double)w[r * n + i] * h[i * n + j] * w[r * n + j];
+		for (i = 0; i < n1; i++) {
+			double hq = 0;
+
+			for (j = 0; j < n1; j++)
+				hq += hp[i * n1 + j] * q[r * n1 + j];
+			e += q[r * n1 + i] * (hq - 2 * t[r * n1 + i]);
+		}
+		sig += s;
+		err += e + s;
+	}
 	if (err <= 0)
 		return INFINITY;
 	return 10.0 * log10(sig / err);
