@@ -36,6 +36,9 @@ static void compress_usage(FILE *out)
 		"  --accuracy-target C per-layer sparsity by sensitivity so that the lowest\n"
 		"                      output cosine against the original stays >= C\n"
 		"  --no-reconstruct    plain magnitude masks (for comparison)\n"
+		"The report's SQNR columns: each layer's output against the original, plain\n"
+		"magnitude and reconstructed; measured on the pruned model's inputs when the\n"
+		"sequential pass was kept (the last line says which).\n"
 		"  --report FILE       the report as JSON\n");
 }
 
@@ -61,8 +64,8 @@ static int write_report(const char *path, const char *model, const char *method,
 	npu_cli_json_string(f, model);
 	fprintf(f, ",\n  \"method\": ");
 	npu_cli_json_string(f, method);
-	fprintf(f, ",\n  \"calib_samples\": %zu, \"eval_samples\": %zu,\n  \"cosine\": ",
-		r->calib_samples, r->eval_samples);
+	fprintf(f, ",\n  \"calib_samples\": %zu, \"eval_samples\": %zu, \"sequential\": %s,\n  \"cosine\": ",
+		r->calib_samples, r->eval_samples, r->sequential ? "true" : "false");
 	json_num(f, r->cosine);
 	fprintf(f, ",\n  \"macs_before\": %llu, \"macs_after\": %llu,\n"
 		   "  \"weight_bytes_before\": %llu, \"weight_bytes_after\": %llu,\n"
@@ -133,9 +136,11 @@ static void print_report(const struct npu_compress_result *r)
 	       (unsigned long long)r->weight_bytes_before, (unsigned long long)r->weight_bytes_after,
 	       r->weight_bytes_before ? 100.0 * (double)(r->weight_bytes_before - r->weight_bytes_after) /
 					(double)r->weight_bytes_before : 0);
-	printf("output cosine vs the original: %.6f (lowest over %zu %s sample%s)\n", r->cosine,
+	printf("output cosine vs the original: %.6f (lowest over %zu %s sample%s; %s)\n", r->cosine,
 	       r->eval_samples, r->eval_samples == r->calib_samples ? "calibration" : "held-out",
-	       r->eval_samples == 1 ? "" : "s");
+	       r->eval_samples == 1 ? "" : "s",
+	       r->sequential ? "layers re-solved in order on the pruned model's inputs"
+			     : "one-shot reconstruction on the original inputs");
 }
 
 static int parse_double(const char *opt, const char *v, double *out)
