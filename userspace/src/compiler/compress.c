@@ -2223,6 +2223,8 @@ npu_status npu_compress_model(const void *data, size_t size, const char *source,
 		for (i = 0; i < num_units(&c); i++)
 			level[i] = cfg->o.method == NPU_PRUNE_NM ? 1 : cfg->o.sparsity;
 	}
+	for (i = 0; i < c.nl; i++)	/* the search's trials refine nothing */
+		c.L[i].refine = false;
 	if (!st)
 		st = apply(&c, level, &o, err);
 	if (!st && o.n_lack && !o.n_rec)
