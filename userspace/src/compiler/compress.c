@@ -1203,10 +1203,12 @@ static npu_status apply_mask(struct cz_ctx *c, struct cz_layer *l, double s, str
 	}
 	for (i = 0; i < (size_t)l->O * n; i++)
 		qm[i] = q[i] = keep[i] ? wa[i] : 0.0f;
+	if (!c->cfg->o.no_reconstruct && memo_get(c, l, q, n, r))
+		goto emit;	/* solved in an earlier wave */
 	r->sqnr_magnitude_db = r->sqnr_db = npu_cz_sqnr_db(h, n, wa, qm, (size_t)l->O, NULL);
 	if (!c->cfg->o.no_reconstruct && short_of_rows(o, l, r)) {
 		/* magnitude only */
-	} else if (!c->cfg->o.no_reconstruct && !memo_get(c, l, q, n, r)) {
+	} else if (!c->cfg->o.no_reconstruct) {
 		memcpy(q, wa, sizeof(float) * (size_t)l->O * n);
 		st = npu_cz_solve_masked(h, n, q, (size_t)l->O, keep, c->cfg->o.damping);
 		if (st) {
@@ -1234,6 +1236,7 @@ static npu_status apply_mask(struct cz_ctx *c, struct cz_layer *l, double s, str
 		}
 		memo_put(c, l, q, n, r);
 	}
+emit:
 	r->pattern = c->cfg->o.method == NPU_PRUNE_NM ? "N:M" : "unstructured";
 	r->macs_after = l->positions * nonzeros(q, l->O, n, l->K);
 	r->weight_bytes_after = sizeof(float) * nonzeros(q, l->O, n, l->K);
