@@ -15,6 +15,10 @@
  *    pinned; a group is pruned by its weakest free classes.
  * 3. Reconstruction (compress_reconstruct.c), report, and the model
  *    written back; its outputs are compared with the original's.
+ * 4. The sequential pass: wave by wave (layers that do not feed each
+ *    other), each re-solved layer again on the inputs the model pruned so
+ *    far gives it, toward the original outputs; kept when the held-out
+ *    cosine is at least the one-shot model's.
  * --accuracy-target: each unit (layer, or channel group) is tried at a
  * few levels alone on the calibration set, a greedy assignment spends
  * the cosine budget on the best MACs per cosine lost, and the result is
