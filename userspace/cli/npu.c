@@ -40,6 +40,9 @@ static const struct npu_cli_command commands[] = {
 #ifdef NPU_CLI_HAVE_SPLIT
 	{ "split", "cut a model into a head (device) and a tail (server)", npu_cmd_split },
 #endif
+#ifdef NPU_CLI_HAVE_COMPRESS
+	{ "compress", "prune a model with reconstruction from calibration data", npu_cmd_compress },
+#endif
 #ifdef NPU_CLI_HAVE_ONNX_TEST
 	{ "onnx-test", "run ONNX backend test directories", npu_cmd_onnx_test },
 #endif

@@ -15,5 +15,6 @@ int npu_cmd_compile(int argc, char **argv);
 int npu_cmd_bench(int argc, char **argv);
 int npu_cmd_serve(int argc, char **argv);
 int npu_cmd_split(int argc, char **argv);
+int npu_cmd_compress(int argc, char **argv);
 
 #endif /* NPU_CLI_H */

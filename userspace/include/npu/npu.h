@@ -21,5 +21,6 @@
 #include "npu/npu_session.h"	/* runs: sync, async, IO binding, statistics */
 #include "npu/npu_custom_op.h"	/* custom ops: an application's kernels */
 #include "npu/npu_provider.h"	/* execution providers: who runs which nodes */
+#include "npu/npu_compress.h"	/* pruning with reconstruction (npu compress) */
 
 #endif /* NPU_H */

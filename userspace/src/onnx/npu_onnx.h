@@ -71,4 +71,24 @@ npu_status npu_onnx_read_value(const void *data, size_t size, const char *source
 npu_status npu_onnx_read_value_file(const char *path, enum npu_dtype kind,
 				    struct npu_tensor **out, char **name, struct npu_error *err);
 
+/*
+ * A copy of the serialized model (*out malloc'd) whose initializers (or
+ * Constant nodes of the main graph) names[i] hold tensors[i] instead,
+ * as raw data; drop_value_info removes the graph's value_info (shapes of
+ * inner values, stale once channels are pruned). A name that is neither
+ * is an error naming it. attrs[] set INT attributes of nodes.
+ */
+struct npu_onnx_int_attr {
+	const char *node_output;	/* the node: the one whose first output this is */
+	const char *attr;		/* an INT attribute it has ("group") */
+	int64_t value;
+};
+
+npu_status npu_onnx_replace_constants(const void *data, size_t size, const char *source,
+				      const char *const *names,
+				      const struct npu_tensor *const *tensors, size_t count,
+				      const struct npu_onnx_int_attr *attrs, size_t num_attrs,
+				      bool drop_value_info, void **out, size_t *out_size,
+				      struct npu_error *err);
+
 #endif /* NPU_ONNX_H */

@@ -14,6 +14,7 @@
 
 #include "compiler/compiler.h"
 #include "onnx/npu_onnx.h"
+#include "npu/npu_compress.h"
 
 #define RUNTIME_ONLY "libnpu-runtime runs compiled models (.npub) only"
 
@@ -130,4 +131,38 @@ NPU_API npu_status npu_plan_mixed_precision(const struct npu_plan *plan,
 		return npu_api_fail(NPU_ERR_INVALID_ARG, "npu_plan_mixed_precision: NULL argument");
 	/* No search ran: the zero answer, as libnpu-user gives without a target. */
 	return npu_api_copy_stats(out, &mp, sizeof(mp), "npu_mixed_precision");
+}
+
+NPU_API void npu_compress_options_init_sized(struct npu_compress_options *o, size_t size)
+{
+	struct npu_compress_options d = { .struct_size = size, .method = NPU_PRUNE_MAGNITUDE,
+					  .sparsity = 0.5 };	/* as npu_compress_api.c */
+
+	if (!o || size < sizeof(size_t))
+		return;
+	memcpy(o, &d, size < sizeof(d) ? size : sizeof(d));
+	if (size > sizeof(d))
+		memset((char *)o + sizeof(d), 0, size - sizeof(d));
+}
+
+NPU_API npu_status npu_compress_memory(const void *data, size_t size, const char *name,
+				       const struct npu_compress_options *opts,
+				       struct npu_compress_result **out)
+{
+	(void)data, (void)size, (void)opts;
+	if (out)
+		*out = NULL;
+	return npu_api_fail(NPU_ERR_UNSUPPORTED, "%s: compression imports the ONNX model, and "
+			    RUNTIME_ONLY, name ? name : "npu_compress");
+}
+
+NPU_API npu_status npu_compress_file(const char *path, const struct npu_compress_options *opts,
+				     struct npu_compress_result **out)
+{
+	return npu_compress_memory(NULL, 0, path, opts, out);
+}
+
+NPU_API void npu_compress_result_free(struct npu_compress_result *result)
+{
+	(void)result;	/* npu_compress_*() never makes one here */
 }
