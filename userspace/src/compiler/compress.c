@@ -332,6 +332,13 @@ static uint64_t lcg(uint64_t *s)
 	return *s >> 11;
 }
 
+/* The t-th of 'want' row positions among P: all of them, or one drawn
+ * from each of 'want' equal strides. */
+static uint64_t sample_position(struct cz_ctx *c, uint64_t t, uint64_t want, uint64_t P)
+{
+	return want == P ? t : (t * P + lcg(&c->seed) % (P / want)) / want;
+}
+
 /* Row p of layer l's im2col / matrix input into v[0..K), v[K] = 1. */
 static bool input_row(const struct cz_layer *l, const float *x, uint64_t p, float *v)
 {
@@ -397,7 +404,7 @@ static void accumulate(struct cz_ctx *c, struct cz_layer *l, const struct npu_te
 		return;
 	}
 	for (t = 0; t < want; t++) {
-		uint64_t p = want == P ? t : (t * P + lcg(&c->seed) % (P / want)) / want;
+		uint64_t p = sample_position(c, t, want, P);
 
 		if (p >= P || !input_row(l, x->data, p, v))
 			continue;
@@ -1652,7 +1659,7 @@ static void p2_take(struct cz_ctx *c, struct cz_ref *e, const struct npu_tensor 
 		return;
 	}
 	for (t = 0; t < want; t++) {
-		uint64_t p = want == P ? t : (t * P + lcg(&c->seed) % (P / want)) / want;
+		uint64_t p = sample_position(c, t, want, P);
 
 		if (p >= P || !input_row(l, x->data, p, v))
 			continue;

@@ -153,6 +153,28 @@ out:
 	return st;
 }
 
+/*
+ * The Cholesky factor of h + lambda I (n x n) into a, damping ten times
+ * more each time it does not factor (dead inputs make h singular), eight
+ * tries at most; *lambda is the damping used. False if none factored.
+ */
+static bool damped_cholesky(const double *h, size_t n, double *a, double *lambda)
+{
+	size_t i;
+	int tries;
+
+	if (*lambda <= 0)
+		*lambda = 1e-8;
+	for (tries = 0; tries < 8; tries++, *lambda *= 10) {
+		memcpy(a, h, sizeof(*a) * n * n);
+		for (i = 0; i < n; i++)
+			a[i * n + i] += *lambda;
+		if (cholesky(a, n))
+			return true;
+	}
+	return false;
+}
+
 npu_status npu_cz_solve_masked(const double *h, size_t n, float *w, size_t rows,
 			       const bool *keep, double damping)
 {
@@ -161,23 +183,12 @@ npu_status npu_cz_solve_masked(const double *h, size_t n, float *w, size_t rows,
 	double lambda = damping * npu_cz_mean_diag(h, n);
 	npu_status st = NPU_OK;
 	size_t i, j, r;
-	int tries;
 
 	if (!a || !inv || !row) {
 		st = NPU_ERR_NO_MEMORY;
 		goto out;
 	}
-	if (lambda <= 0)
-		lambda = 1e-8;
-	for (tries = 0; tries < 8; tries++, lambda *= 10) {
-		for (i = 0; i < n * n; i++)
-			a[i] = h[i];
-		for (i = 0; i < n; i++)
-			a[i * n + i] += lambda;
-		if (cholesky(a, n))
-			break;
-	}
-	if (tries == 8) {
+	if (!damped_cholesky(h, n, a, &lambda)) {
 		st = NPU_ERR_INTERNAL;
 		goto out;
 	}
@@ -271,22 +282,12 @@ npu_status npu_cz_solve_cross(const double *hp, size_t n, const double *t, const
 	double lambda = damping * npu_cz_mean_diag(hp, n);
 	npu_status st = NPU_OK;
 	size_t i, r;
-	int tries;
 
 	if (!a || !b) {
 		st = NPU_ERR_NO_MEMORY;
 		goto out;
 	}
-	if (lambda <= 0)
-		lambda = 1e-8;
-	for (tries = 0; tries < 8; tries++, lambda *= 10) {
-		memcpy(a, hp, sizeof(*a) * n * n);
-		for (i = 0; i < n; i++)
-			a[i * n + i] += lambda;
-		if (cholesky(a, n))
-			break;
-	}
-	if (tries == 8) {
+	if (!damped_cholesky(hp, n, a, &lambda)) {
 		st = NPU_ERR_INTERNAL;
 		goto out;
 	}
