@@ -382,20 +382,34 @@ static void add_block(struct cz_layer *l, const float *blk, size_t rows)
 		}
 }
 
+/* x is layer l's float input, whole. */
+static bool input_fits(const struct cz_layer *l, const struct npu_tensor *x)
+{
+	return x && x->dtype == NPU_DTYPE_FLOAT &&
+	       x->nbytes / sizeof(float) >=
+	       (l->kind == CZ_CONV ? (uint64_t)(l->N * l->C * l->H * l->W)
+				   : l->positions * (uint64_t)l->K);
+}
+
+/* Rows sampled per calibration sample: enough over the set for a
+ * well-posed solve, at least rows_per_sample, at most every position. */
+static size_t rows_wanted(const struct cz_ctx *c, const struct cz_layer *l)
+{
+	size_t n = (size_t)l->K + 1, per = (2 * n + c->ncal - 1) / (c->ncal ? c->ncal : 1);
+	size_t want = c->cfg->o.rows_per_sample > per ? c->cfg->o.rows_per_sample : per;
+
+	return want > l->positions ? (size_t)l->positions : want;
+}
+
 static void accumulate(struct cz_ctx *c, struct cz_layer *l, const struct npu_tensor *x)
 {
 	size_t n = (size_t)l->K + 1, want, t, fill = 0, i;
-	uint64_t P = l->positions, per;
+	uint64_t P = l->positions;
 	float *v, *blk;
 
-	if (!x || x->dtype != NPU_DTYPE_FLOAT || x->nbytes / sizeof(float) <
-	    (l->kind == CZ_CONV ? (uint64_t)(l->N * l->C * l->H * l->W) : P * (uint64_t)l->K))
+	if (!input_fits(l, x))
 		return;
-	/* Enough rows over the set for a well-posed solve, at least rows_per_sample. */
-	per = (2 * n + c->ncal - 1) / (c->ncal ? c->ncal : 1);
-	want = c->cfg->o.rows_per_sample > per ? c->cfg->o.rows_per_sample : per;
-	if (want > P)
-		want = P;
+	want = rows_wanted(c, l);
 	v = malloc(sizeof(float) * n);
 	blk = malloc(sizeof(float) * n * CZ_BLOCK);
 	if (!v || !blk) {
@@ -1636,14 +1650,6 @@ struct cz_p2 {
 	size_t ne;
 };
 
-static size_t rows_wanted(const struct cz_ctx *c, const struct cz_layer *l)
-{
-	size_t n = (size_t)l->K + 1, per = (2 * n + c->ncal - 1) / (c->ncal ? c->ncal : 1);
-	size_t want = c->cfg->o.rows_per_sample > per ? c->cfg->o.rows_per_sample : per;
-
-	return want > l->positions ? (size_t)l->positions : want;
-}
-
 /* Sample rows of the original input (positions kept for the pruned one). */
 static void p2_take(struct cz_ctx *c, struct cz_ref *e, const struct npu_tensor *x)
 {
@@ -1653,8 +1659,7 @@ static void p2_take(struct cz_ctx *c, struct cz_ref *e, const struct npu_tensor 
 	float *v = malloc(sizeof(float) * n);
 
 	e->nrows = 0;
-	if (!v || !x || x->dtype != NPU_DTYPE_FLOAT || x->nbytes / sizeof(float) <
-	    (l->kind == CZ_CONV ? (uint64_t)(l->N * l->C * l->H * l->W) : P * (uint64_t)l->K)) {
+	if (!v || !input_fits(l, x)) {
 		free(v);
 		return;
 	}
@@ -1677,9 +1682,7 @@ static void p2_pruned(struct cz_ref *e, const struct npu_tensor *x)
 	size_t n1 = (size_t)l1->K + 1, n = (size_t)e->l->K + 1, R = e->nrows, t, i, j, k;
 	float *pt = malloc(sizeof(float) * n1 * (R ? R : 1)), *v = malloc(sizeof(float) * n1);
 
-	if (!pt || !v || !R || !x || x->dtype != NPU_DTYPE_FLOAT || x->nbytes / sizeof(float) <
-	    (l1->kind == CZ_CONV ? (uint64_t)(l1->N * l1->C * l1->H * l1->W)
-				  : l1->positions * (uint64_t)l1->K)) {
+	if (!pt || !v || !R || !input_fits(l1, x)) {
 		free(pt);
 		free(v);
 		return;
