@@ -1090,6 +1090,10 @@ static npu_status parse_records(struct npu_rbuf *r, struct npu_compiled *c)
 {
 	size_t i;
 
+	if (c->records) {	/* a second placement section would leak the first */
+		npu_rbuf_fail(r, "%s", "a second placement section");
+		return r->err->status;
+	}
 	c->num_records = npu_get_count(r, "records", NPUB_MAX_COUNT);
 	c->records = calloc(c->num_records + 1, sizeof(*c->records));
 	if (!c->records)
