@@ -458,6 +458,8 @@ static int npu_device_restart_locked(struct npu_device *ndev)
 	int q, ret;
 
 	lockdep_assert_held_write(&ndev->reset_lock);
+	/* Counted before a fence of this reset signals: who sees one, sees it. */
+	atomic_inc(&ndev->reset_count);
 	if (npu_device_reset_hw(ndev))
 		npu_device_wedge(ndev, "device reset timed out");
 	for (q = 0; q < NPU_NUM_QUEUES; q++)
@@ -475,7 +477,6 @@ static int npu_device_restart_locked(struct npu_device *ndev)
 static void npu_device_resume_locked(struct npu_device *ndev)
 {
 	lockdep_assert_held_write(&ndev->reset_lock);
-	atomic_inc(&ndev->reset_count);
 	ndev->reset_prepared = false;
 	npu_device_start_scheds(ndev);
 	npu_dbg(ndev, RESET, "reset %d done\n", atomic_read(&ndev->reset_count));
