@@ -365,6 +365,22 @@ int npu_cli_parse_int(const char *cmd, const char *opt, const char *v,
 	return (int)n;
 }
 
+int npu_cli_parse_parallel(const char *cmd, const char *v, enum npu_parallel_mode *mode)
+{
+	if (!strcmp(v, "data"))
+		*mode = NPU_PARALLEL_DATA;
+	else if (!strcmp(v, "pipeline"))
+		*mode = NPU_PARALLEL_PIPELINE;
+	else if (!strcmp(v, "auto"))
+		*mode = NPU_PARALLEL_AUTO;
+	else if (!strcmp(v, "tiles"))
+		fprintf(stderr, "npu %s: --parallel tiles: not built yet (data, pipeline or auto)\n",
+			cmd);
+	else
+		fprintf(stderr, "npu %s: --parallel '%s': expected data, pipeline or auto\n", cmd, v);
+	return !strcmp(v, "data") || !strcmp(v, "pipeline") || !strcmp(v, "auto") ? 0 : -1;
+}
+
 int npu_cli_parse_link(const char *v, double *mbit, double *rtt_ms)
 {
 	char *end;

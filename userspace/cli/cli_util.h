@@ -109,6 +109,12 @@ void npu_cli_json_string(FILE *f, const char *s);
 int npu_cli_parse_int(const char *cmd, const char *opt, const char *v,
 		      int min, int max);
 
+/*
+ * --parallel data|pipeline|auto into *mode; prints and returns -1 when
+ * invalid ("tiles": not built yet).
+ */
+int npu_cli_parse_parallel(const char *cmd, const char *v, enum npu_parallel_mode *mode);
+
 /* --link MBIT[,RTT_MS]: Mbit/s > 0 and a round trip >= 0 ms; -1 if malformed. */
 int npu_cli_parse_link(const char *v, double *mbit, double *rtt_ms);
 

@@ -27,7 +27,7 @@ static void bench_usage(FILE *out)
 	fprintf(out,
 		"usage: npu bench MODEL [--device cpu|sim|sim:N|accel|accel:K|accel:*] [--providers LIST]\n"
 		"                 [--shape NAME=DIMS]... [--iters N] [--warmup N] [--threads N] [--seed N]\n"
-		"                 [--parallel data|auto] [--sessions N] [--per-op]\n"
+		"                 [--parallel data|pipeline|auto] [--sessions N] [--per-op]\n"
 		"                 [--json] [--report OUT.html]\n"
 		"                 [--calib-dir DIR | --calib random]   (sim, accel: see npu compile)\n"
 		"                 [--int16 NODE[,NODE]...] [--precision int8|int16] [--codegen K=V,...]\n"
@@ -38,12 +38,14 @@ static void bench_usage(FILE *out)
 		"cycles over NPU segments), the share of MACs on the NPU and the CPU time.\n"
 		"  --iters N     timed runs (default 20)    --warmup N  untimed runs (default 3)\n"
 		"  --parallel M  on a device set (sim:4, accel:*): after the latency runs, N\n"
-		"                sessions on their own threads run --iters runs each, every\n"
-		"                run on the device with the least modeled work outstanding\n"
-		"                (data: data parallel; auto picks it). Reports runs and\n"
-		"                modeled time per device, modeled throughput against one\n"
+		"                sessions on their own threads run --iters runs each.\n"
+		"                data: every run on the device with the least modeled work\n"
+		"                outstanding; pipeline: the NPU work cut into one stage per\n"
+		"                device, each run passing through them all; auto: the cost\n"
+		"                model picks (default). Reports the cost model's figures, runs\n"
+		"                and modeled time per device, modeled throughput against one\n"
 		"                device's, and the wall-clock throughput (which this host's\n"
-		"                cores bound, not the devices). Default with a set: data.\n"
+		"                cores bound, not the devices).\n"
 		"  --sessions N  sessions of --parallel (default: one per device)\n"
 		"  --per-op      time every NPU op on the device (timestamps around each op)\n"
 		"                and print its roofline: ideal MAC cycles / modeled cycles;\n"
@@ -104,7 +106,13 @@ struct bench_parallel {
 	const char *names[NPU_DEVICE_SET_MAX];
 	uint32_t clock_mhz;
 	double busiest_ms;	/* modeled: the device that worked longest */
+	struct npu_parallel_info info;	/* the mode and the cost model's figures */
 };
+
+static const char *mode_name(enum npu_parallel_mode m)
+{
+	return m == NPU_PARALLEL_PIPELINE ? "pipeline" : "data";
+}
 
 static int bench_parallel_run(struct npu_model *m, const struct npu_host_tensor *inputs,
 			      size_t num_inputs, int sessions, int iters,
@@ -175,12 +183,19 @@ static void bench_parallel_print(const struct bench_parallel *p, int iters, doub
 	size_t d;
 
 	if (json) {
-		printf(",\n \"parallel\": {\"mode\": \"data\", \"sessions\": %d, \"runs\": %.0f,\n"
+		printf(",\n \"parallel\": {\"mode\": \"%s\", \"stages\": %zu, \"sessions\": %d, \"runs\": %.0f,\n"
 		       "  \"modeled_latency_ms\": %.4f, \"modeled_throughput_per_s\": %.3f,\n"
 		       "  \"modeled_throughput_one_device_per_s\": %.3f, \"modeled_scaling\": %.4f,\n"
-		       "  \"wall_ms\": %.3f, \"wall_throughput_per_s\": %.3f,\n  \"devices\": [",
-		       p->sessions, total, run_ms, modeled, one, one > 0 ? modeled / one : 0,
-		       p->wall_ms, p->wall_ms > 0 ? 1000.0 * total / p->wall_ms : 0);
+		       "  \"wall_ms\": %.3f, \"wall_throughput_per_s\": %.3f,\n"
+		       "  \"cost_model\": {\"data_scaling\": %.4f, \"pipeline_scaling\": %.4f, \"crossing_bytes\": %llu, \"device_bytes_max\": %llu, \"model_bytes\": %llu, \"why\": ",
+		       mode_name(p->info.mode), p->info.stages, p->sessions, total, run_ms, modeled,
+		       one, one > 0 ? modeled / one : 0, p->wall_ms,
+		       p->wall_ms > 0 ? 1000.0 * total / p->wall_ms : 0, p->info.data_speedup,
+		       p->info.pipeline_speedup, (unsigned long long)p->info.crossing_bytes,
+		       (unsigned long long)p->info.device_bytes_max,
+		       (unsigned long long)p->info.model_bytes);
+		npu_cli_json_string(stdout, p->info.why);
+		printf("},\n  \"devices\": [");
 		for (d = 0; d < p->devices; d++) {
 			double ms = p->cycles[d] / (p->clock_mhz ? p->clock_mhz : 1000) / 1e3;
 
@@ -194,8 +209,9 @@ static void bench_parallel_print(const struct bench_parallel *p, int iters, doub
 		printf("]}");
 		return;
 	}
-	printf("  parallel (data): %d sessions x %d runs over %zu devices\n", p->sessions, iters,
-	       p->devices);
+	printf("  parallel (%s): %d sessions x %d runs over %zu devices\n",
+	       mode_name(p->info.mode), p->sessions, iters, p->devices);
+	printf("    cost model: %s\n", p->info.why);
 	for (d = 0; d < p->devices; d++) {
 		double ms = p->cycles[d] / (p->clock_mhz ? p->clock_mhz : 1000) / 1e3;
 
@@ -543,15 +559,8 @@ int npu_cmd_bench(int argc, char **argv)
 				threads = n;
 			i++;
 		} else if (v && !strcmp(a, "--parallel")) {
-			if (!strcmp(v, "pipeline") || !strcmp(v, "tiles")) {
-				fprintf(stderr, "npu bench: --parallel %s: not built yet; data (or auto) spreads runs over the devices\n",
-					v);
+			if (npu_cli_parse_parallel("bench", v, &mo.parallel))
 				return 2;
-			}
-			if (strcmp(v, "data") && strcmp(v, "auto")) {
-				fprintf(stderr, "npu bench: --parallel '%s': expected data or auto\n", v);
-				return 2;
-			}
 			parallel = v, i++;
 		} else if (v && !strcmp(a, "--sessions")) {
 			sessions = npu_cli_parse_int("bench", a, v, 1, 1024);
@@ -623,6 +632,8 @@ int npu_cmd_bench(int argc, char **argv)
 	if (parallel) {
 		if (!sessions)
 			sessions = (int)npu_model_num_devices(cm.model);
+		npu_parallel_info_init(&par.info);
+		npu_plan_parallel_info(cm.plan, &par.info);
 		if (bench_parallel_run(cm.model, inputs, (size_t)n_in, sessions, iters, &par))
 			goto out;
 		par_ran = true;

@@ -5,7 +5,9 @@
  * runs go to the device with the least modeled work outstanding, with
  * outputs bit-identical to one device's on every device; per-device
  * counters; sessions limited to devices by mask; device inputs pinning a
- * run to their device.
+ * run to their device; pipeline mode (a chain the compiler cuts into one
+ * stage per device, and two segments around a CPU op), bit-identical
+ * too, with runs at once from several sessions.
  *
  *	x[1,4,8,8] -> Conv 1x1 (8) -> Relu -> test.Gate -> Conv 1x1 (4) -> z
  *
@@ -643,6 +645,240 @@ static void test_bad_model_devices(void **state)
 	npu_engine_destroy(e);
 }
 
+/* ---- Pipeline mode ----------------------------------------------------------- */
+
+/*
+ * A chain the compiler cuts into stages, with a skip across the cuts:
+ *	x[1,8,16,16] -> (Conv 1x1 -> Relu) x5 -> Conv 1x1 -> + r3 -> z
+ */
+#define CH 8
+#define CHW 16
+#define N_CX (CH * CHW * CHW)
+#define CHAIN 6
+
+static float cw[CHAIN][CH * CH];
+static int64_t cw_dims[] = { CH, CH, 1, 1 };
+
+static void *chain_model(size_t *size)
+{
+	static const int64_t xd[] = { 1, CH, CHW, CHW };
+	static char names[CHAIN][3][8];
+	static struct tb_model m;
+	Onnx__TensorProto *t;
+	const char *prev = "x";
+	int i, l;
+
+	tb_init(&m, 13);
+	tb_input(&m, "x", 4, xd);
+	tb_output(&m, "z", 4, xd);
+	for (l = 0; l < CHAIN; l++) {
+		for (i = 0; i < CH * CH; i++)
+			cw[l][i] = (float)(((i + l * 17) * 7) % 13 - 6) / (float)(6 + l);
+		snprintf(names[l][0], 8, "w%d", l);
+		snprintf(names[l][1], 8, "c%d", l);
+		snprintf(names[l][2], 8, "r%d", l);
+		t = tb_init_tensor(&m, names[l][0], ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 4,
+				   cw_dims);
+		t->n_float_data = CH * CH;
+		t->float_data = cw[l];
+		tb_node(&m, "Conv", names[l][1], names[l][1], 2, prev, names[l][0]);
+		if (l == CHAIN - 1)
+			break;
+		tb_node(&m, "Relu", names[l][2], names[l][2], 1, names[l][1], NULL);
+		prev = names[l][2];
+	}
+	tb_node(&m, "Add", "skip", "z", 2, names[CHAIN - 1][1], "r3");
+	return tb_pack(&m, size);
+}
+
+static npu_status load_chain(struct npu_engine *e, const char *device,
+			     enum npu_parallel_mode mode, struct npu_model **m)
+{
+	struct npu_model_options mo;
+	size_t size;
+	void *buf = chain_model(&size);
+	npu_status st;
+
+	npu_model_options_init(&mo);
+	mo.device = device;
+	mo.calib_random = 1;
+	mo.keep_small_segments = 1;
+	mo.parallel = mode;
+	st = npu_model_load_memory(e, buf, size, "chain.onnx", &mo, m);
+	free(buf);
+	return st;
+}
+
+static void chain_run(struct npu_session *s, int seed, float *z)
+{
+	static const int64_t xd[] = { 1, CH, CHW, CHW };
+	float x[N_CX];
+	struct npu_host_tensor in = { .name = "x", .dtype = NPU_TYPE_FLOAT, .rank = 4,
+				      .data = x, .nbytes = sizeof(x) };
+	struct npu_host_tensor out;
+	size_t i;
+
+	memcpy(in.dims, xd, sizeof(xd));
+	for (i = 0; i < N_CX; i++)
+		x[i] = (float)(((i + (size_t)seed * 977) * 2654435761u) % 2000) / 1000.0f - 1.0f;
+	if (npu_session_run(s, &in, 1) != NPU_OK)
+		fail_msg("run: %s", npu_last_error());
+	assert_int_equal(npu_session_output(s, 0, &out), NPU_OK);
+	assert_int_equal(out.nbytes, N_CX * sizeof(float));
+	memcpy(z, out.data, out.nbytes);
+}
+
+struct chain_worker {
+	struct npu_model *m;
+	float (*want)[N_CX];
+	int mismatches, runs;
+	pthread_t thread;
+};
+
+static void *chain_worker_main(void *arg)
+{
+	struct chain_worker *w = arg;
+	struct npu_session *s;
+	float mine[N_CX];
+	int seed;
+
+	if (npu_session_create(w->m, NULL, &s) != NPU_OK)
+		return NULL;
+	for (seed = 0; seed < 4; seed++) {
+		chain_run(s, seed, mine);
+		w->mismatches += memcmp(mine, w->want[seed], sizeof(mine)) != 0;
+		w->runs++;
+	}
+	npu_session_destroy(s);
+	return NULL;
+}
+
+static void test_pipeline(void **state)
+{
+	struct npu_engine *e = engine_new();
+	struct npu_model *one, *pipe, *autom, *bad;
+	struct npu_session *ref, *s;
+	struct npu_parallel_info pi;
+	struct npu_model_device_stats ds;
+	static float want[4][N_CX], got[N_CX];
+	struct chain_worker w[3];
+	size_t k;
+	int seed;
+
+	(void)state;
+	assert_int_equal(load_chain(e, "sim", NPU_PARALLEL_AUTO, &one), NPU_OK);
+	if (load_chain(e, "sim:3", NPU_PARALLEL_PIPELINE, &pipe) != NPU_OK)
+		fail_msg("load on sim:3, pipeline: %s", npu_last_error());
+	assert_int_equal(npu_session_create(one, NULL, &ref), NPU_OK);
+	for (seed = 0; seed < 4; seed++)
+		chain_run(ref, seed, want[seed]);
+
+	/* The compiler cut the chain: three stages, each on its device. */
+	assert_int_equal(npu_session_create(pipe, NULL, &s), NPU_OK);
+	for (seed = 0; seed < 4; seed++) {
+		chain_run(s, seed, got);
+		assert_memory_equal(got, want[seed], sizeof(got));
+	}
+	npu_parallel_info_init(&pi);
+	assert_int_equal(npu_plan_parallel_info(npu_session_plan(s), &pi), NPU_OK);
+	assert_int_equal(pi.mode, NPU_PARALLEL_PIPELINE);
+	assert_int_equal(pi.devices, 3);
+	assert_int_equal(pi.stages, 3);
+	assert_true(pi.stage_cycles_max < pi.run_cycles);
+	assert_true(pi.pipeline_speedup > 1.5);
+	assert_true(pi.crossing_bytes > 0);	/* the skip and the chain cross the cuts */
+	assert_true(pi.device_bytes_max < pi.model_bytes);
+	assert_contains(pi.why, "pipeline (asked for): 3 stages");
+	for (k = 0; k < 3; k++) {
+		npu_model_device_stats_init(&ds);
+		assert_int_equal(npu_model_device_stats(pipe, k, &ds), NPU_OK);
+		assert_int_equal(ds.runs, 4);	/* every run passes every stage */
+		assert_true(ds.modeled_cycles > 0);
+		assert_int_equal(ds.inflight, 0);
+	}
+	assert_int_equal(npu_session_last_device(s), 0);
+	npu_session_destroy(s);
+
+	/* Runs at once from three sessions fill the pipeline, bit-identical. */
+	for (k = 0; k < 3; k++) {
+		w[k] = (struct chain_worker){ .m = pipe, .want = want };
+		assert_int_equal(pthread_create(&w[k].thread, NULL, chain_worker_main, &w[k]), 0);
+	}
+	for (k = 0; k < 3; k++) {
+		pthread_join(w[k].thread, NULL);
+		assert_int_equal(w[k].runs, 4);
+		assert_int_equal(w[k].mismatches, 0);
+	}
+
+	/* auto: the cost model keeps data parallel and says why. */
+	assert_int_equal(load_chain(e, "sim:3", NPU_PARALLEL_AUTO, &autom), NPU_OK);
+	assert_int_equal(npu_session_create(autom, NULL, &s), NPU_OK);
+	chain_run(s, 1, got);
+	assert_memory_equal(got, want[1], sizeof(got));
+	npu_parallel_info_init(&pi);
+	assert_int_equal(npu_plan_parallel_info(npu_session_plan(s), &pi), NPU_OK);
+	assert_int_equal(pi.mode, NPU_PARALLEL_DATA);
+	assert_int_equal(pi.stages, 1);
+	assert_true(pi.data_speedup == 3.0);
+	assert_contains(pi.why, "data parallel (auto)");
+	npu_session_destroy(s);
+
+	/* Bad mode values and arguments. */
+	assert_int_equal(load_chain(e, "sim:2", (enum npu_parallel_mode)7, &bad),
+			 NPU_ERR_INVALID_ARG);
+	assert_contains(npu_last_error(), "npu_model_options.parallel 7");
+	assert_int_equal(npu_plan_parallel_info(NULL, &pi), NPU_ERR_INVALID_ARG);
+
+	npu_session_destroy(ref);
+	npu_model_destroy(autom);
+	npu_model_destroy(pipe);
+	npu_model_destroy(one);
+	npu_engine_destroy(e);
+}
+
+/* The gate model's two segments (a CPU op between them) on two devices. */
+static void test_pipeline_around_cpu_op(void **state)
+{
+	struct npu_engine *e = engine_new();
+	struct npu_model_options mo;
+	struct npu_model *one, *pipe;
+	struct npu_session *ref, *s;
+	struct npu_parallel_info pi;
+	float want[N_X], got[N_X];
+	size_t size;
+	void *buf;
+	int seed;
+
+	(void)state;
+	assert_int_equal(load(e, "sim", &one), NPU_OK);
+	npu_model_options_init(&mo);
+	mo.device = "sim:2";
+	mo.calib_random = 1;
+	mo.keep_small_segments = 1;
+	mo.parallel = NPU_PARALLEL_PIPELINE;
+	buf = model(&size);
+	assert_int_equal(npu_model_load_memory(e, buf, size, "gate.onnx", &mo, &pipe), NPU_OK);
+	free(buf);
+	assert_int_equal(npu_session_create(one, NULL, &ref), NPU_OK);
+	assert_int_equal(npu_session_create(pipe, NULL, &s), NPU_OK);
+	for (seed = 0; seed < 3; seed++) {
+		run_one(ref, seed, want);
+		run_one(s, seed, got);
+		assert_memory_equal(got, want, sizeof(got));
+	}
+	npu_parallel_info_init(&pi);
+	assert_int_equal(npu_plan_parallel_info(npu_session_plan(s), &pi), NPU_OK);
+	assert_int_equal(pi.mode, NPU_PARALLEL_PIPELINE);
+	assert_int_equal(pi.stages, 2);
+	assert_int_equal(device_runs(pipe, 0), 3);
+	assert_int_equal(device_runs(pipe, 1), 3);
+	npu_session_destroy(s);
+	npu_session_destroy(ref);
+	npu_model_destroy(pipe);
+	npu_model_destroy(one);
+	npu_engine_destroy(e);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -653,6 +889,8 @@ int main(void)
 		cmocka_unit_test(test_device_inputs),
 		cmocka_unit_test(test_failover),
 		cmocka_unit_test(test_bad_model_devices),
+		cmocka_unit_test(test_pipeline),
+		cmocka_unit_test(test_pipeline_around_cpu_op),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

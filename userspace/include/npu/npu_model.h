@@ -71,6 +71,22 @@ struct npu_device;
 
 struct npu_model;
 
+/*
+ * A model on a set of devices. DATA: each run on one device, runs at once
+ * spread by least outstanding modeled work; every device holds the whole
+ * model. PIPELINE: the NPU work is cut into one stage per device
+ * (consecutive segments of similar modeled cost); a run passes through
+ * the devices in turn and runs at once (sessions, async runs) fill the
+ * pipeline; each device holds its stage's constants. AUTO: the cost model
+ * picks (npu_model_parallel_estimate()): data parallel unless one device
+ * cannot hold the model.
+ */
+enum npu_parallel_mode {
+	NPU_PARALLEL_AUTO = 0,
+	NPU_PARALLEL_DATA = 1,
+	NPU_PARALLEL_PIPELINE = 2,
+};
+
 struct npu_model_options {
 	size_t struct_size;	/* sizeof(struct npu_model_options) */
 	/*
@@ -166,6 +182,11 @@ struct npu_model_options {
 	 * naming it.
 	 */
 	const char *providers;
+	/*
+	 * Since 2.3. How runs use a set of several devices ("sim:4",
+	 * "accel:*"; one device: ignored). Documentation/multi-npu.md.
+	 */
+	enum npu_parallel_mode parallel;
 };
 
 NPU_API void npu_model_options_init_sized(struct npu_model_options *opts,
@@ -230,6 +251,7 @@ NPU_API void npu_model_device_stats_init_sized(struct npu_model_device_stats *st
 	npu_model_device_stats_init_sized((stats), sizeof(*(stats)))
 NPU_API npu_status npu_model_device_stats(const struct npu_model *model, size_t index,
 					  struct npu_model_device_stats *out);
+
 NPU_API size_t npu_model_num_inputs(const struct npu_model *model);
 NPU_API size_t npu_model_num_outputs(const struct npu_model *model);
 /*

@@ -14,6 +14,7 @@
 
 #include "npu/npu_status.h"
 #include "npu/npu_tensor.h"
+#include "npu/npu_model.h"	/* enum npu_parallel_mode */
 
 #ifdef __cplusplus
 extern "C" {
@@ -74,6 +75,36 @@ NPU_API const char *npu_plan_placement_provider(const struct npu_plan *plan, siz
  * saturates int32, weight scales widened for a bias), one line per node;
  * the engine's log says the count once per model, at warning level.
  */
+/*
+ * How a plan's runs use the model's devices, and the cost model's figures
+ * (modeled NPU cycles: the compiler's prediction per segment).
+ */
+struct npu_parallel_info {
+	size_t struct_size;		/* sizeof(struct npu_parallel_info) */
+	enum npu_parallel_mode mode;	/* DATA or PIPELINE, as resolved */
+	size_t devices;			/* of the model's set */
+	size_t stages;			/* pipeline stages (1 in data mode) */
+	uint64_t run_cycles;		/* one run, all of its NPU work */
+	/* The slowest device's share of one run: the modeled interval
+	 * between runs at full load in pipeline mode. */
+	uint64_t stage_cycles_max;
+	/* Modeled throughput against one device: data parallel,
+	 * 'devices'; pipeline, run_cycles / stage_cycles_max. */
+	double data_speedup, pipeline_speedup;
+	/* Bytes that cross from one stage's device to the next per run
+	 * (through the host); 0 in data mode. */
+	uint64_t crossing_bytes;
+	/* Device memory of the fullest device: constants and one session's
+	 * arena; and the same for the whole model on one device. */
+	uint64_t device_bytes_max, model_bytes;
+	char why[256];			/* the cost model's reasoning, one line */
+};
+
+NPU_API void npu_parallel_info_init_sized(struct npu_parallel_info *info, size_t struct_size);
+#define npu_parallel_info_init(info) npu_parallel_info_init_sized((info), sizeof(*(info)))
+NPU_API npu_status npu_plan_parallel_info(const struct npu_plan *plan,
+					  struct npu_parallel_info *out);
+
 NPU_API size_t npu_plan_num_warnings(const struct npu_plan *plan);
 NPU_API const char *npu_plan_warning(const struct npu_plan *plan, size_t index);
 

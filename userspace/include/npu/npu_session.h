@@ -70,7 +70,10 @@ NPU_API npu_status npu_session_output(const struct npu_session *session,
 				      struct npu_host_tensor *out);
 /* The plan of the last run (borrowed; valid until the next run). */
 NPU_API const struct npu_plan *npu_session_plan(const struct npu_session *session);
-/* Since 2.3: which of the model's devices the last run went to (0 before a run). */
+/*
+ * Since 2.3: which of the model's devices the last run went to (0 before
+ * a run); in pipeline mode, the device of its first stage (0).
+ */
 NPU_API size_t npu_session_last_device(const struct npu_session *session);
 /* Seconds of the last run. */
 NPU_API double npu_session_last_run_seconds(const struct npu_session *session);

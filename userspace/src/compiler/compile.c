@@ -35,6 +35,7 @@ struct build {
 	struct npu_qdq_table qdq;
 	struct npu_qmap qmap;
 	struct npu_pw_groups pw;	/* pointwise groups: one LUT each */
+	bool subgraph;			/* a control-flow body: never cut in stages */
 	struct npu_error *err;
 };
 
@@ -339,6 +340,15 @@ static bool in_span(const struct npu_graph *g, const struct span *s,
  * stays on the NPU only if its modeled time plus that cost beats the
  * CPU's estimate (30 GFLOP/s for MACs, 1 ns per element otherwise).
  */
+/* The cost model's NPU cycles for one node: MACs, vector lanes, DMA in and out. */
+static double node_cycles(const struct npu_node *n)
+{
+	double out = (double)npu_shape_numel(&n->outputs[0]->shape);
+
+	return (double)npu_node_macs(n) / (NPU_MAC_ROWS * NPU_MAC_COLS) +
+	       out / NPU_VECTOR_LANES + 2.0 * out / NPU_DMA_BYTES_PER_CYCLE;
+}
+
 static bool segment_worth_it(const struct npu_graph *g, const struct span *s,
 			     char *why, size_t why_size)
 {
@@ -351,8 +361,7 @@ static bool segment_worth_it(const struct npu_graph *g, const struct span *s,
 
 		macs += (double)npu_node_macs(n);
 		elems += out;
-		npu_cycles += (double)npu_node_macs(n) / (NPU_MAC_ROWS * NPU_MAC_COLS) +
-			      out / NPU_VECTOR_LANES + 2.0 * out / NPU_DMA_BYTES_PER_CYCLE;
+		npu_cycles += node_cycles(n);
 		for (j = 0; j < n->num_inputs; j++) {
 			const struct npu_value *v = n->inputs[j];
 
@@ -871,6 +880,208 @@ static npu_status lower_spans(struct build *b, const struct span *spans,
 	return NPU_OK;
 }
 
+/*
+ * Cutting span s before node 'at' (s->first < at < s->end) is allowed
+ * unless a pointwise group (one LUT) would lie on both sides. Its price:
+ * the elements of the values made before the cut and read after it.
+ */
+static bool cut_allowed(const struct build *b, const struct span *s, size_t at)
+{
+	const struct npu_pw_group *grp = npu_pointwise_group_of(&b->pw, b->g->nodes[at]);
+	size_t j, k;
+
+	for (j = 0; grp && j < grp->count; j++)
+		for (k = s->first; k < at; k++)
+			if (b->g->nodes[k] == grp->nodes[j])
+				return false;
+	return true;
+}
+
+static double cut_crossing(const struct npu_graph *g, const struct span *s, size_t at)
+{
+	double elems = 0;
+	size_t i, j, k;
+
+	for (i = s->first; i < at; i++) {
+		const struct npu_node *n = g->nodes[i];
+
+		for (j = 0; j < n->num_outputs; j++) {
+			const struct npu_value *v = n->outputs[j];
+			bool read_after = false;
+
+			for (k = at; v && k < s->end && !read_after; k++) {
+				size_t a;
+
+				for (a = 0; a < g->nodes[k]->num_inputs; a++)
+					read_after |= g->nodes[k]->inputs[a] == v;
+			}
+			if (read_after)
+				elems += (double)npu_shape_numel(&v->shape);
+		}
+	}
+	return elems;
+}
+
+/* The graph index of the node lop 'name' was lowered from, or SIZE_MAX. */
+static size_t lop_node(const struct npu_graph *g, const char *name)
+{
+	size_t i;
+
+	for (i = 0; name && *name && i < g->num_nodes; i++)
+		if (g->nodes[i]->name && !strcmp(g->nodes[i]->name, name))
+			return i;
+	return SIZE_MAX;
+}
+
+/*
+ * Per node (graph order): the code generator's predicted cycles of what
+ * was lowered from it, the segments of b->c generated once for pricing.
+ * A lop carries its source node's name (a fused activation or pointwise
+ * group is priced on the node that stands for it); a fused group (lops in
+ * one tile loop) has its cycles on its first lop, spread here over the
+ * group by the nodes' MACs. A named node no lop names was folded into
+ * another (a pointwise group's members, a fused activation): it costs
+ * nothing of its own; unnamed ones keep the plain estimate (node_cycles()).
+ */
+static npu_status price_nodes(struct build *b, double *cost)
+{
+	struct npu_codegen_target t = {
+		.sram_size = b->dev.sram_size, .caps = b->dev.caps,
+		.arena_va = NPU_RELOC_BASE(NPU_RELOC_ARENA),
+		.consts_va = NPU_RELOC_BASE(NPU_RELOC_CONSTS),
+	};
+	size_t n = b->g->num_nodes, k, l, j, end;
+	size_t *node_of = calloc(n + 1, sizeof(*node_of));
+	bool *priced = calloc(n + 1, sizeof(*priced));
+	npu_status st = NPU_OK;
+
+	if (!priced || !node_of) {
+		free(priced);
+		free(node_of);
+		return npu_error_set(b->err, NPU_ERR_NO_MEMORY, "compile: out of memory");
+	}
+	for (j = 0; j < n; j++)
+		cost[j] = 0;
+	for (k = 0; k < b->c->num_segments && !st; k++) {
+		const struct npu_segment_program *prog = &b->c->segments[k]->prog;
+		struct npu_codegen_result code = { 0 };
+		struct npu_cmdbuf *cb = NULL;
+		size_t *idx;
+
+		idx = realloc(node_of, (prog->num_lops + 1) * sizeof(*idx));
+		if (!idx || npu_cmdbuf_create(&cb)) {
+			if (idx)
+				node_of = idx;
+			st = npu_error_set(b->err, NPU_ERR_NO_MEMORY, "compile: out of memory");
+			break;
+		}
+		node_of = idx;
+		npu_cmdbuf_set_device(cb, b->o->device);
+		st = npu_codegen_segment(prog, &t, cb, &code, b->err);
+		for (l = 0; l < prog->num_lops; l++)
+			node_of[l] = lop_node(b->g, prog->lops[l].name);
+		for (l = 0; !st && l < prog->num_lops; l = end) {
+			double macs = 0;
+
+			for (end = l + 1; end < prog->num_lops && code.lop_fused[end]; end++)
+				;
+			for (j = l; j < end; j++)
+				macs += node_of[j] == SIZE_MAX ? 1 :
+					(double)npu_node_macs(b->g->nodes[node_of[j]]) + 1;
+			for (j = l; j < end; j++) {
+				double w = node_of[j] == SIZE_MAX ? 1 :
+					   (double)npu_node_macs(b->g->nodes[node_of[j]]) + 1;
+
+				if (node_of[j] == SIZE_MAX)
+					continue;
+				cost[node_of[j]] += (double)code.lop_pred_cycles[l] * w / macs;
+				priced[node_of[j]] = true;
+			}
+		}
+		npu_codegen_result_free(&code);
+		npu_cmdbuf_destroy(cb);
+	}
+	/* A named node no lop names was folded into one that does. */
+	for (j = 0; j < n; j++)
+		if (!priced[j] && b->g->nodes[j]->placement == NPU_PLACE_NPU &&
+		    !(b->g->nodes[j]->name && *b->g->nodes[j]->name))
+			cost[j] = node_cycles(b->g->nodes[j]);
+	free(priced);
+	free(node_of);
+	return st;
+}
+
+/*
+ * Pipeline stages (npu_compile_options.pipeline_stages): split the spans
+ * so that the NPU work falls into 'stages' parts of similar modeled cost
+ * ('cost' per node, price_nodes()).
+ * Each cut goes where the fewest elements cross among the positions whose
+ * cost so far is within a quarter of a stage of the ideal point (a span's
+ * own end is a cut for free); the runtime then puts consecutive segments
+ * on different devices. Returns the new span count.
+ */
+static size_t cut_stages(struct build *b, struct span *spans, size_t count, const double *cost)
+{
+	double *prefix, total = 0, share;
+	size_t n = b->g->num_nodes, i, k, stages = (size_t)b->o->pipeline_stages;
+	struct span *out;
+	size_t num_out = 0;
+
+	if (stages < 2 || !count)
+		return count;
+	prefix = calloc(n + 1, sizeof(*prefix));	/* NPU cost before node i */
+	out = calloc(n + 1, sizeof(*out));
+	if (!prefix || !out) {
+		free(prefix);
+		free(out);
+		return count;	/* no cut is still a correct program */
+	}
+	for (k = 0; k < count; k++)
+		for (i = spans[k].first; i < spans[k].end; i++) {
+			prefix[i] = total;
+			total += cost[i];
+		}
+	share = total / (double)stages;
+	for (k = 0; k < count; k++) {
+		struct span cur = spans[k];
+		size_t stage;
+
+		for (stage = 1; stage < stages && share > 0; stage++) {
+			double ideal = share * (double)stage, best_cross = 0, best_dist = 0;
+			size_t best = 0;
+
+			/* Already cut there by a span boundary, or not in this span. */
+			if (prefix[cur.first] >= ideal - share / 4 ||
+			    prefix[cur.end - 1] + cost[cur.end - 1] <= ideal + share / 4)
+				continue;
+			for (i = cur.first + 1; i < cur.end; i++) {
+				double dist = prefix[i] > ideal ? prefix[i] - ideal : ideal - prefix[i];
+				double cross;
+
+				if (dist > share / 4 || !cut_allowed(b, &cur, i))
+					continue;
+				cross = cut_crossing(b->g, &cur, i);
+				if (!best || cross < best_cross ||
+				    (cross == best_cross && dist < best_dist)) {
+					best = i;
+					best_cross = cross;
+					best_dist = dist;
+				}
+			}
+			if (!best)
+				continue;
+			out[num_out].first = cur.first;
+			out[num_out++].end = best;
+			cur.first = best;
+		}
+		out[num_out++] = cur;
+	}
+	memcpy(spans, out, num_out * sizeof(*spans));
+	free(prefix);
+	free(out);
+	return num_out;
+}
+
 static void drop_segments(struct npu_compiled *c)
 {
 	size_t i;
@@ -883,6 +1094,7 @@ static void drop_segments(struct npu_compiled *c)
 static npu_status partition(struct build *b)
 {
 	struct span *spans = calloc(b->g->num_nodes + 1, sizeof(*spans));
+	double *cost = NULL;	/* per node, for pipeline cuts */
 	size_t count, i, round;
 	npu_status st = NPU_OK;
 
@@ -931,10 +1143,27 @@ static npu_status partition(struct build *b)
 		if (changed)
 			continue;
 		drop_segments(b->c);
+		if (!b->subgraph && b->o->pipeline_stages > 1) {
+			/* Price the uncut segments with the code generator's model, then cut. */
+			st = lower_spans(b, spans, count, &changed);
+			if (st)
+				break;
+			if (changed)
+				continue;
+			if (!cost)
+				cost = calloc(b->g->num_nodes + 1, sizeof(*cost));
+			st = cost ? price_nodes(b, cost)
+				  : npu_error_set(b->err, NPU_ERR_NO_MEMORY, "compile: out of memory");
+			drop_segments(b->c);
+			if (st)
+				break;
+			count = cut_stages(b, spans, count, cost);
+		}
 		st = lower_spans(b, spans, count, &changed);
 		if (st || !changed)
 			break;
 	}
+	free(cost);
 	free(spans);
 	return st;
 }
@@ -1377,7 +1606,7 @@ static npu_status compile_subgraphs(struct build *b)
 			struct build sb = {
 				.g = body, .o = b->o, .dev = b->dev, .err = b->err,
 				.top_calib = b->top_calib, .keep_found = b->keep_found,
-				.qdq = b->qdq,
+				.qdq = b->qdq, .subgraph = true,
 			};
 			char *path, *prefix;
 

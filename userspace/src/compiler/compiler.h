@@ -207,6 +207,13 @@ struct npu_compile_options {
 	/* A named node without an int16 form stays int8 instead of failing
 	 * (the accuracy-target search names its candidates blindly). */
 	bool int16_lenient;
+	/*
+	 * > 1: cut the top-level graph's NPU work into at least this many
+	 * segments of similar modeled cost, at the points where the fewest
+	 * elements cross, so that pipeline mode can run consecutive segments
+	 * on different devices (Documentation/multi-npu.md).
+	 */
+	int pipeline_stages;
 };
 
 struct npu_keep_fp32 {
@@ -329,26 +336,37 @@ struct npu_segment_group {
  */
 struct npu_compiled_run {
 	struct npu_compiled *c;
-	size_t replica;			/* the device it runs on (npu_compiled.replica_dev) */
+	size_t replica;			/* its device (npu_compiled.replica_dev) */
 	struct npu_device *dev;
-	struct npu_buffer *arena;
-	void *arena_map;
+	size_t *seg_replica;		/* per segment: the replica it runs on */
+	/* Per replica its segments use: the session's arena there. */
+	bool used[NPU_DEVICE_SET_MAX];
+	struct npu_buffer *arenas[NPU_DEVICE_SET_MAX];
+	void *arena_maps[NPU_DEVICE_SET_MAX];
+	uint64_t arena_bytes[NPU_DEVICE_SET_MAX];
 	struct npu_segment_group group;
 	struct npu_segment_rt **rts;	/* per segment (segment_rt.h) */
 };
 
-/* A run on replica 'replica' of c (0: c->dev), which must exist. */
+/*
+ * A run on replica 'replica' of c (0: c->dev); with seg_replicas (per
+ * segment), segment i runs on replica seg_replicas[i] instead (pipeline
+ * mode), with an arena on each device used. The replicas must exist.
+ */
 npu_status npu_compiled_run_create(struct npu_compiled *c, size_t replica,
+				   const size_t *seg_replicas,
 				   struct npu_compiled_run **out,
 				   struct npu_error *err);
 /*
  * Replica 'replica' (1 .. NPU_DEVICE_SET_MAX - 1) of c on 'device': the
  * same command streams, checked against that device as a compiled file's
- * are, and the constants uploaded to it. Made once (a no-op when it
- * exists); the caller serializes calls and their runs' creation.
+ * are (once), and the constants of the segments in 'want' (NULL: all)
+ * uploaded to it, each once; the caller serializes calls and their runs'
+ * creation.
  */
 npu_status npu_compiled_replicate(struct npu_compiled *c, size_t replica,
-				  struct npu_device *device, struct npu_error *err);
+				  struct npu_device *device, const bool *want,
+				  struct npu_error *err);
 void npu_compiled_run_destroy(struct npu_compiled_run *run);
 /* A run of the session begins: per-run totals of its segments start over
  * (a subgraph's segment runs once per iteration). */

@@ -150,13 +150,35 @@ struct npu_plan {
 	/* The modeled NPU cycles of one run (the work it adds to its
 	 * device's queue): the compiler's estimate until a run measured it. */
 	atomic_uint_least64_t work_cycles;
+	/*
+	 * How its runs use the model's devices (npu_multi.c): the mode and
+	 * the cost model's estimate and reason. In pipeline mode, the device
+	 * of each NPU segment (compiled->num_segments entries, consecutive
+	 * segments on one device form a stage) and each device's predicted
+	 * cycles per run; pipeline_ready once every replica holds its
+	 * segments (under replica_lock).
+	 */
+	struct npu_parallel_info parallel;
+	size_t *seg_device;
+	uint64_t stage_cycles[NPU_DEVICE_SET_MAX];
+	bool pipeline_ready;
 };
 
 /*
  * Make 'plan' runnable on device 'index' of its model's set (its code's
- * replica there, made once); NPU_OK at once for device 0.
+ * replica there, made once); NPU_OK at once for device 0. index ==
+ * NPU_PLAN_PIPELINE: every device holding its pipeline stage.
  */
+#define NPU_PLAN_PIPELINE NPU_DEVICE_SET_MAX
 npu_status npu_plan_on_device(struct npu_plan *plan, size_t index);
+/*
+ * After compiling: resolve the model's npu_model_options.parallel for
+ * 'plan' with the cost model, and in pipeline mode assign its segments
+ * to devices (npu_multi.c).
+ */
+npu_status npu_plan_parallel_setup(struct npu_plan *plan);
+/* The pipeline_stages a plan of 'm' compiles with (0: no cut). */
+int npu_model_pipeline_stages(const struct npu_model *m);
 
 struct npu_model {
 	atomic_int refs;		/* the caller's + sessions' + plan users' */

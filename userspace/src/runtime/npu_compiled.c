@@ -156,67 +156,71 @@ npu_status npu_compiled_attach(struct npu_compiled *c, struct npu_device *dev,
 	return st;
 }
 
+/* Segment i's constants are on replica k (none to put there counts). */
+static bool replica_has(const struct npu_compiled *c, size_t k, size_t i)
+{
+	return !c->segments[i]->code.consts_size || (c->replica_consts[k] && c->replica_consts[k][i]);
+}
+
 npu_status npu_compiled_replicate(struct npu_compiled *c, size_t replica,
-				  struct npu_device *dev, struct npu_error *err)
+				  struct npu_device *dev, const bool *want,
+				  struct npu_error *err)
 {
 	struct npu_device_info info;
 	struct npu_buffer **consts;
-	npu_status st;
+	npu_status st = NPU_OK;
 	size_t i;
 
-	if (!replica || c->replica_dev[replica])
+	if (!replica)
 		return NPU_OK;
 	if (replica >= NPU_DEVICE_SET_MAX)
 		return npu_error_set(err, NPU_ERR_INVALID_ARG, "device %zu of a set of at most %d",
 				     replica, NPU_DEVICE_SET_MAX);
-	if (!c->num_segments) {
+	if (!c->replica_dev[replica]) {
+		/* First use of the device: its code must run there. */
+		st = npu_device_get_info(dev, &info);
+		if (st)
+			return npu_error_set(err, st, "device %zu of the set: %s", replica,
+					     npu_device_last_error(dev));
+		st = c->num_segments ? npu_compiled_isa_check(&info, err) : NPU_OK;
+		/* The code may use every capability of the device it was made for. */
+		if (!st && (c->dev_info.caps & ~info.caps))
+			st = npu_error_set(err, NPU_ERR_UNSUPPORTED,
+					   "the device lacks capabilities 0x%x the code was generated for",
+					   c->dev_info.caps & ~info.caps);
+		for (i = 0; i < c->num_segments && !st; i++)
+			st = check_stored_stream(c->segments[i], &info, err);
+		if (st) {
+			npu_error_prefix(err, "device %zu of the set", replica);
+			return st;
+		}
+		consts = calloc(c->num_segments + 1, sizeof(*consts));
+		if (!consts)
+			return npu_error_set(err, NPU_ERR_NO_MEMORY, "out of memory");
+		c->replica_consts[replica] = consts;
 		c->replica_dev[replica] = dev;
-		return NPU_OK;
 	}
-	st = npu_device_get_info(dev, &info);
-	if (st)
-		return npu_error_set(err, st, "device %zu of the set: %s", replica,
-				     npu_device_last_error(dev));
-	st = npu_compiled_isa_check(&info, err);
-	/* The code may use every capability of the device it was made for. */
-	if (!st && (c->dev_info.caps & ~info.caps))
-		st = npu_error_set(err, NPU_ERR_UNSUPPORTED,
-				   "the device lacks capabilities 0x%x the code was generated for",
-				   c->dev_info.caps & ~info.caps);
-	for (i = 0; i < c->num_segments && !st; i++)
-		st = check_stored_stream(c->segments[i], &info, err);
-	if (st) {
-		npu_error_prefix(err, "device %zu of the set", replica);
-		return st;
-	}
-	consts = calloc(c->num_segments, sizeof(*consts));
-	if (!consts)
-		return npu_error_set(err, NPU_ERR_NO_MEMORY, "out of memory");
+	consts = c->replica_consts[replica];
 	for (i = 0; i < c->num_segments && !st; i++) {
 		const struct npu_segment *seg = c->segments[i];
 		void *map;
 
-		if (!seg->code.consts_size)
+		if ((want && !want[i]) || replica_has(c, replica, i))
 			continue;
 		st = npu_buffer_alloc(dev, seg->code.consts_size, NPU_BUFFER_DEVICE_READ_ONLY,
 				      &consts[i]);
 		if (!st)
 			st = npu_buffer_map(consts[i], &map);
-		if (st)
+		if (st) {
 			npu_error_set(err, st, "constants of NPU segment %d on device %zu of the set: %s",
 				      seg->index, replica, npu_device_last_error(dev));
-		else
-			memcpy(map, seg->code.consts, seg->code.consts_size);
-	}
-	if (st) {
-		for (i = 0; i < c->num_segments; i++)
 			npu_buffer_free(consts[i]);
-		free(consts);
-		return st;
+			consts[i] = NULL;
+		} else {
+			memcpy(map, seg->code.consts, seg->code.consts_size);
+		}
 	}
-	c->replica_consts[replica] = consts;
-	c->replica_dev[replica] = dev;
-	return NPU_OK;
+	return st;
 }
 
 static void segment_rt_free(struct npu_segment_rt *rt)
@@ -240,16 +244,17 @@ static void segment_rt_free(struct npu_segment_rt *rt)
  * generated here.
  */
 static npu_status segment_rt_create(struct npu_compiled_run *run, struct npu_segment *seg,
-				    struct npu_segment_rt **out, struct npu_error *err)
+				    size_t replica, struct npu_segment_rt **out,
+				    struct npu_error *err)
 {
-	struct npu_device *dev = run->dev;
+	struct npu_device *dev = replica ? run->c->replica_dev[replica] : run->c->dev;
 	struct npu_segment_rt *rt = calloc(1, sizeof(*rt));
 	const struct npu_segment_stream *s = run->c->profile_ops ? &seg->profile_stream
 								 : &seg->stream;
-	struct npu_buffer *consts = run->replica ? run->c->replica_consts[run->replica][seg->index]
-						 : seg->consts;
+	struct npu_buffer *consts = replica ? run->c->replica_consts[replica][seg->index]
+					    : seg->consts;
 	uint64_t base[NPU_RELOC_REGIONS] = {
-		npu_buffer_va(run->arena), consts ? npu_buffer_va(consts) : 0, 0
+		npu_buffer_va(run->arenas[replica]), consts ? npu_buffer_va(consts) : 0, 0
 	};
 	npu_status st;
 	void *map;
@@ -263,8 +268,8 @@ static npu_status segment_rt_create(struct npu_compiled_run *run, struct npu_seg
 	rt->seg = seg;
 	rt->dev = dev;
 	rt->consts = consts;
-	rt->arena = run->arena;
-	rt->arena_map = run->arena_map;
+	rt->arena = run->arenas[replica];
+	rt->arena_map = run->arena_maps[replica];
 	rt->group = &run->group;
 	if (run->c->profile_ops) {
 		void *pmap;
@@ -291,15 +296,21 @@ static npu_status segment_rt_create(struct npu_compiled_run *run, struct npu_seg
 }
 
 npu_status npu_compiled_run_create(struct npu_compiled *c, size_t replica,
+				   const size_t *seg_replicas,
 				   struct npu_compiled_run **out, struct npu_error *err)
 {
 	struct npu_compiled_run *run;
 	npu_status st = NPU_OK;
-	size_t i;
+	size_t i, k;
 
 	*out = NULL;
-	if (replica >= NPU_DEVICE_SET_MAX || (replica && !c->replica_dev[replica]))
-		return npu_error_set(err, NPU_ERR_INTERNAL, "NPU segments: no replica %zu", replica);
+	for (i = 0; i <= c->num_segments; i++) {
+		k = i < c->num_segments && seg_replicas ? seg_replicas[i] : replica;
+		if (k >= NPU_DEVICE_SET_MAX || (k && !c->replica_dev[k]) ||
+		    (i < c->num_segments && k && !replica_has(c, k, i)))
+			return npu_error_set(err, NPU_ERR_INTERNAL,
+					     "NPU segments: no replica %zu of segment %zu", k, i);
+	}
 	run = calloc(1, sizeof(*run));
 	if (!run)
 		return npu_error_set(err, NPU_ERR_NO_MEMORY, "out of memory");
@@ -307,21 +318,37 @@ npu_status npu_compiled_run_create(struct npu_compiled *c, size_t replica,
 	run->replica = replica;
 	run->dev = replica ? c->replica_dev[replica] : c->dev;
 	run->rts = calloc(c->num_segments + 1, sizeof(*run->rts));
-	if (!run->rts) {
-		free(run);
+	run->seg_replica = calloc(c->num_segments + 1, sizeof(*run->seg_replica));
+	if (!run->rts || !run->seg_replica) {
+		npu_compiled_run_destroy(run);
 		return npu_error_set(err, NPU_ERR_NO_MEMORY, "out of memory");
 	}
-	if (c->num_segments) {
-		st = npu_buffer_alloc(run->dev, c->arena_bytes, 0, &run->arena);
+	/* One arena per device the run's segments are on, as large as its largest needs. */
+	for (i = 0; i < c->num_segments; i++) {
+		run->seg_replica[i] = seg_replicas ? seg_replicas[i] : replica;
+		k = run->seg_replica[i];
+		if (c->segments[i]->arena_size > run->arena_bytes[k])
+			run->arena_bytes[k] = c->segments[i]->arena_size;
+		run->used[k] = true;
+	}
+	for (k = 0; k < NPU_DEVICE_SET_MAX && !st; k++) {
+		struct npu_device *dev = k ? c->replica_dev[k] : c->dev;
+
+		if (!run->used[k])
+			continue;
+		/* Sessions on one device see the same arena size whatever the mode. */
+		if (!seg_replicas)
+			run->arena_bytes[k] = c->arena_bytes;
+		st = npu_buffer_alloc(dev, run->arena_bytes[k], 0, &run->arenas[k]);
 		if (!st)
-			st = npu_buffer_map(run->arena, &run->arena_map);
+			st = npu_buffer_map(run->arenas[k], &run->arena_maps[k]);
 		if (st)
 			npu_error_set(err, st, "device arena of %llu bytes: %s",
-				      (unsigned long long)c->arena_bytes,
-				      npu_device_last_error(run->dev));
+				      (unsigned long long)run->arena_bytes[k],
+				      npu_device_last_error(dev));
 	}
 	for (i = 0; i < c->num_segments && !st; i++)
-		st = segment_rt_create(run, c->segments[i], &run->rts[i], err);
+		st = segment_rt_create(run, c->segments[i], run->seg_replica[i], &run->rts[i], err);
 	if (st) {
 		npu_compiled_run_destroy(run);
 		return st;
@@ -342,10 +369,12 @@ void npu_compiled_run_destroy(struct npu_compiled_run *run)
 
 	if (!run)
 		return;
-	for (i = 0; i < run->c->num_segments; i++)
+	for (i = 0; run->rts && i < run->c->num_segments; i++)
 		segment_rt_free(run->rts[i]);
 	free(run->rts);
-	npu_buffer_free(run->arena);
+	free(run->seg_replica);
+	for (i = 0; i < NPU_DEVICE_SET_MAX; i++)
+		npu_buffer_free(run->arenas[i]);
 	free(run);
 }
 

@@ -1013,7 +1013,8 @@ static struct npu_compiled *compiled_in(const struct npu_graph *g)
 }
 
 static npu_status bind_segments(struct npu_exec *s, struct npu_compiled_run *shared,
-				size_t replica, struct npu_error *err)
+				size_t replica, const size_t *seg_replicas,
+				struct npu_error *err)
 {
 	struct npu_compiled *c = shared ? NULL : compiled_in(s->g);
 	size_t i;
@@ -1027,7 +1028,7 @@ static npu_status bind_segments(struct npu_exec *s, struct npu_compiled_run *sha
 	if (!s->node_states)
 		return npu_error_set(err, NPU_ERR_NO_MEMORY, "out of memory");
 	if (!shared) {
-		st = npu_compiled_run_create(c, replica, &s->run, err);
+		st = npu_compiled_run_create(c, replica, seg_replicas, &s->run, err);
 		if (st != NPU_OK)
 			return st;
 		s->own_run = true;
@@ -1140,7 +1141,8 @@ npu_status npu_exec_create(struct npu_graph *g,
 					     g->source, (unsigned long long)bytes);
 		}
 	}
-	st = bind_segments(s, opts ? opts->segments_run : NULL, opts ? opts->device_replica : 0, err);
+	st = bind_segments(s, opts ? opts->segments_run : NULL, opts ? opts->device_replica : 0,
+			   opts ? opts->segment_replicas : NULL, err);
 	if (st != NPU_OK) {
 		npu_exec_destroy(s);
 		return st;

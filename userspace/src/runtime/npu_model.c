@@ -121,6 +121,7 @@ static void plan_free(struct npu_plan *p)
 	npu_plan_mixed_free(p);
 	npu_plan_placements_free(p);
 	free_io(p->outputs, p->model->num_outputs);
+	free(p->seg_device);
 	free(p->shapes);
 	free(p);
 }
@@ -284,6 +285,11 @@ static npu_status build_plan(struct npu_model *m, const struct npu_shape *shapes
 	}
 	if (p->compiled)
 		atomic_fetch_add(&m->codegens, p->compiled->codegen_runs);
+	st = npu_plan_parallel_setup(p);
+	if (st) {
+		plan_free(p);
+		return st;
+	}
 	atomic_fetch_add(&m->plans_built, 1);
 	*out = p;
 	return NPU_OK;
@@ -681,6 +687,10 @@ static npu_status check_options(struct npu_model *m)
 		return npu_api_fail(NPU_ERR_INVALID_ARG,
 				    "npu_model_options.calib_percentile %g: expected (0, 100]",
 				    m->opts.calib_percentile);
+	if (m->opts.parallel < NPU_PARALLEL_AUTO || m->opts.parallel > NPU_PARALLEL_PIPELINE)
+		return npu_api_fail(NPU_ERR_INVALID_ARG,
+				    "npu_model_options.parallel %d: expected NPU_PARALLEL_AUTO, _DATA or _PIPELINE",
+				    (int)m->opts.parallel);
 	if (m->opts.calib_samples < 0)
 		return npu_api_fail(NPU_ERR_INVALID_ARG, "npu_model_options.calib_samples %d is negative",
 				    m->opts.calib_samples);
@@ -1162,19 +1172,44 @@ NPU_API npu_status npu_model_device_stats(const struct npu_model *m, size_t inde
 	return npu_api_copy_stats(out, &st, sizeof(st), "npu_model_device_stats");
 }
 
+/* Every device of a pipeline holds its stage's constants (replica_lock held). */
+static npu_status pipeline_ready(struct npu_plan *p, size_t *failed, struct npu_error *err)
+{
+	const struct npu_compiled *c = p->compiled;
+	bool *want = calloc(c->num_segments + 1, sizeof(*want));
+	npu_status st = NPU_OK;
+	size_t k, i;
+
+	if (!want)
+		return npu_error_set(err, NPU_ERR_NO_MEMORY, "out of memory");
+	for (k = 1; k < p->parallel.stages && !st; k++) {
+		for (i = 0; i < c->num_segments; i++)
+			want[i] = p->seg_device[i] == k;
+		*failed = k;
+		st = npu_compiled_replicate(p->compiled, k, p->model->devs[k], want, err);
+	}
+	free(want);
+	p->pipeline_ready = !st;
+	return st;
+}
+
 npu_status npu_plan_on_device(struct npu_plan *p, size_t index)
 {
 	struct npu_error err = { 0 };
 	npu_status st = NPU_OK;
+	size_t failed = index;
 
 	if (!index || !p->compiled)
 		return NPU_OK;
 	pthread_mutex_lock(&p->replica_lock);
-	st = npu_compiled_replicate(p->compiled, index, p->model->devs[index], &err);
+	if (index == NPU_PLAN_PIPELINE)
+		st = p->pipeline_ready ? NPU_OK : pipeline_ready(p, &failed, &err);
+	else
+		st = npu_compiled_replicate(p->compiled, index, p->model->devs[index], NULL, &err);
 	pthread_mutex_unlock(&p->replica_lock);
 	if (st) {
 		npu_error_prefix(&err, "%s on device '%s'", p->model->source,
-				 p->model->dev_names[index]);
+				 p->model->dev_names[failed]);
 		return npu_api_fail_err(&err);
 	}
 	return NPU_OK;

@@ -76,6 +76,9 @@ struct npu_exec_options {
 	 * own run of the segments is on (a replica npu_compiled_replicate()
 	 * made; 0: the one compiled for). */
 	size_t device_replica;
+	/* Pipeline mode: per NPU segment of the compiled model, the device
+	 * of the set it runs on (NULL: all on device_replica). Borrowed. */
+	const size_t *segment_replicas;
 	/* Without 'schedule': the CPU options of the session's own (NULL: defaults). */
 	const struct npu_cpu_options *cpu;
 	/*

@@ -213,7 +213,11 @@ static void leave(struct npu_session *s)
 static npu_status state_for(struct npu_session *s, struct npu_plan *plan, size_t device,
 			    struct plan_state **out)
 {
-	struct npu_exec_options eo = { .pool = s->pool, .threads = 1, .device_replica = device };
+	bool pipeline = device == NPU_PLAN_PIPELINE;
+	struct npu_exec_options eo = {
+		.pool = s->pool, .threads = 1, .device_replica = pipeline ? 0 : device,
+		.segment_replicas = pipeline ? plan->seg_device : NULL,
+	};
 	struct npu_error err = { 0 };
 	struct plan_state *ps = NULL;
 	size_t i;
@@ -467,6 +471,9 @@ static npu_status fill_caller_outputs(struct npu_session *s, struct npu_exec *ex
 	return NPU_OK;
 }
 
+/* In pick_device()'s avoid mask: a pipeline attempt of the run failed. */
+#define PIPELINE_FAILED (1ull << 63)
+
 /* Less modeled work outstanding, then fewer runs in flight. */
 static bool lighter(const struct npu_model_device_load *a, const struct npu_model_device_load *b)
 {
@@ -501,6 +508,20 @@ static size_t pick_device(struct npu_session *s, struct npu_plan *plan, uint64_t
 
 	*work = atomic_load(&plan->work_cycles);
 	pthread_mutex_lock(&m->load_lock);
+	/*
+	 * A pipeline run takes every stage's work on its device. Device
+	 * inputs pin a run to their device; a pipeline that failed as a
+	 * device fails runs again on one device (avoid's PIPELINE_FAILED).
+	 */
+	if (plan->seg_device && !s->pinned && !(avoid & PIPELINE_FAILED)) {
+		for (k = 0; k < plan->parallel.stages; k++) {
+			m->load[k].outstanding_cycles += plan->stage_cycles[k];
+			atomic_fetch_add(&m->load[k].inflight, 1);
+		}
+		pthread_mutex_unlock(&m->load_lock);
+		return NPU_PLAN_PIPELINE;
+	}
+	avoid &= ~PIPELINE_FAILED;
 	if (s->pinned) {
 		best = avoid ? SIZE_MAX : s->pinned - 1;
 	} else if (m->num_devs <= 1) {
@@ -532,14 +553,40 @@ static bool device_failure(npu_status st)
 	       st == NPU_ERR_NO_MEMORY;
 }
 
+/* A pipeline run ended: each stage's device gives its work back and counts what it did. */
+static void pipeline_done(struct npu_model *m, struct npu_plan *plan, const struct plan_state *ps)
+{
+	const struct npu_compiled_run *r = ps ? npu_exec_compiled_run(ps->exec) : NULL;
+	uint64_t cycles[NPU_DEVICE_SET_MAX] = { 0 };
+	size_t i, k;
+
+	pthread_mutex_lock(&m->load_lock);
+	for (k = 0; k < plan->parallel.stages; k++)
+		m->load[k].outstanding_cycles -= plan->stage_cycles[k];
+	pthread_mutex_unlock(&m->load_lock);
+	for (i = 0; r && i < r->c->num_segments; i++)
+		cycles[r->seg_replica[i]] += npu_segment_rt_run_cycles(r->rts[i]);
+	for (k = 0; k < plan->parallel.stages; k++) {
+		atomic_fetch_sub(&m->load[k].inflight, 1);
+		if (!ps)
+			continue;
+		atomic_fetch_add(&m->load[k].runs, 1);
+		atomic_fetch_add(&m->load[k].modeled_cycles, cycles[k]);
+	}
+}
+
 /* A run picked for 'device' ended; 'ps' after one that ran. */
-static void device_done(struct npu_model *m, size_t device, uint64_t work,
-			const struct plan_state *ps)
+static void device_done(struct npu_model *m, struct npu_plan *plan, size_t device,
+			uint64_t work, const struct plan_state *ps)
 {
 	const struct npu_compiled_run *r = ps ? npu_exec_compiled_run(ps->exec) : NULL;
 	uint64_t cycles = 0;
 	size_t i;
 
+	if (device == NPU_PLAN_PIPELINE) {
+		pipeline_done(m, plan, ps);
+		return;
+	}
 	pthread_mutex_lock(&m->load_lock);
 	m->load[device].outstanding_cycles -= work;
 	pthread_mutex_unlock(&m->load_lock);
@@ -691,9 +738,17 @@ static npu_status run(struct npu_session *s, struct npu_plan *given,
 			if (st)
 				npu_api_fail_err(&err);
 		}
-		device_done(m, device, work, st ? NULL : ps);
+		device_done(m, plan, device, work, st ? NULL : ps);
 		if (!st || !device_failure(st) || m->num_devs < 2 || s->pinned)
 			break;
+		if (device == NPU_PLAN_PIPELINE) {
+			/* Which stage failed is not known: no device leaves the rotation. */
+			npu_engine_log(m->engine, NPU_LOG_WARNING,
+				       "%s: a pipeline run failed (%s); running it on one device",
+				       m->source, npu_last_error());
+			avoid |= PIPELINE_FAILED;
+			continue;
+		}
 		if (failed == SIZE_MAX) {
 			failed = device;
 			snprintf(first_error, sizeof(first_error), "%s", npu_last_error());
@@ -719,7 +774,7 @@ static npu_status run(struct npu_session *s, struct npu_plan *given,
 	s->io_valid = true;
 out:
 	if (device != SIZE_MAX)		/* picked, never ran */
-		device_done(m, device, work, NULL);
+		device_done(m, plan, device, work, NULL);
 	if (own_plan)
 		npu_plan_unref(plan);	/* a state holds its own reference */
 	return st;
@@ -1047,7 +1102,7 @@ NPU_API npu_status npu_session_io_stats(const struct npu_session *s, struct npu_
 
 NPU_API size_t npu_session_last_device(const struct npu_session *s)
 {
-	return s && s->cur ? s->cur->device : 0;
+	return s && s->cur && s->cur->device != NPU_PLAN_PIPELINE ? s->cur->device : 0;
 }
 
 NPU_API const struct npu_plan *npu_session_plan(const struct npu_session *s)
