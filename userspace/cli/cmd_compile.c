@@ -19,7 +19,8 @@
 static void compile_usage(FILE *out)
 {
 	fprintf(out,
-		"usage: npu compile MODEL.onnx [--device sim|accel] [--providers LIST] [--shape NAME=DIMS]...\n"
+		"usage: npu compile MODEL.onnx [--device sim|sim:N|accel|accel:K|accel:*] [--providers LIST]\n"
+		"                   [--parallel data|pipeline|auto] [--shape NAME=DIMS]...\n"
 		"                   --calib-dir DIR | --calib random\n"
 		"                   [--calib-method minmax|mse|percentile|entropy]\n"
 		"                   [--percentile P] [--calib-seed N] [--calib-samples N]\n"
@@ -40,7 +41,12 @@ static void compile_usage(FILE *out)
 		"                      (--calib DIR is the same as --calib-dir DIR)\n"
 		"  --calib-method M    activation ranges: minmax (default), mse, percentile,\n"
 		"                      entropy (see Documentation/compiler.md)\n"
-		"  --explain           print every node's placement (its provider) and the reason\n"
+		"  --explain           print every node's placement (its provider) and the reason;\n"
+		"                      on a device set, how runs use the devices and why\n"
+		"  --parallel M        on a device set (sim:4, accel:*): pipeline cuts the NPU\n"
+		"                      work into one stage per device (a saved .npub keeps the\n"
+		"                      cut); data and auto (the cost model: data parallel\n"
+		"                      unless asked) leave it whole. Documentation/multi-npu.md\n"
 		"  --providers LIST    execution providers in priority order (default npu,cpu)\n"
 		"  --report F.html     with --explain: also write the placement as one offline\n"
 		"                      HTML file with a chart (Chart.js inline)\n"
@@ -389,6 +395,7 @@ int npu_cmd_compile(int argc, char **argv)
 	struct npu_save_options save;
 	struct npu_cli_model cm = { 0 }, ref = { 0 };
 	struct npu_npu_stats st;
+	struct npu_parallel_info pi;
 	int threads = 0;
 	struct npu_host_tensor *inputs = NULL;	/* one per model input */
 	const char *model = NULL, *out = NULL, *shapes[MAX_SHAPES], *report = NULL, *eval = NULL;
@@ -421,6 +428,10 @@ int npu_cmd_compile(int argc, char **argv)
 			i++;
 		} else if (v && !strcmp(a, "--device")) {
 			mo.device = v, i++;
+		} else if (v && !strcmp(a, "--parallel")) {
+			if (npu_cli_parse_parallel("compile", v, &mo.parallel))
+				return 2;
+			i++;
 		} else if (v && !strcmp(a, "--providers")) {
 			mo.providers = v, i++;
 		} else if (v && !strcmp(a, "--shape")) {
@@ -529,6 +540,8 @@ int npu_cmd_compile(int argc, char **argv)
 		goto out;
 	npu_npu_stats_init(&st);
 	npu_plan_npu_stats(cm.plan, &st);
+	npu_parallel_info_init(&pi);
+	npu_plan_parallel_info(cm.plan, &pi);
 	if (json)
 		printf("{\n  \"model\": "), npu_cli_json_string(stdout, model), printf(",\n  \"placement\": [");
 	else if (explain)
@@ -575,6 +588,16 @@ int npu_cmd_compile(int argc, char **argv)
 			npu_cli_json_string(stdout, npu_plan_warning(cm.plan, i));
 		}
 		printf("]");
+		if (npu_model_num_devices(cm.model) > 1) {
+			printf(",\n  \"parallel\": {\"mode\": \"%s\", \"devices\": %zu, \"stages\": %zu, \"data_scaling\": %.4f, \"pipeline_scaling\": %.4f, \"crossing_bytes\": %llu, \"device_bytes_max\": %llu, \"model_bytes\": %llu, \"why\": ",
+			       pi.mode == NPU_PARALLEL_PIPELINE ? "pipeline" : "data", pi.devices,
+			       pi.stages, pi.data_speedup, pi.pipeline_speedup,
+			       (unsigned long long)pi.crossing_bytes,
+			       (unsigned long long)pi.device_bytes_max,
+			       (unsigned long long)pi.model_bytes);
+			npu_cli_json_string(stdout, pi.why);
+			printf("}");
+		}
 	} else {
 		printf("%zu nodes: %zu on the NPU in %zu segment(s), %zu on the CPU; %.1f%% of %.3f GMACs on the NPU\n",
 		       npu_plan_num_placements(cm.plan), on_npu, st.segments,
@@ -590,6 +613,8 @@ int npu_cmd_compile(int argc, char **argv)
 		       human_bytes(st.host_sum_bytes, b2, sizeof(b2)),
 		       human_bytes(st.host_lower_bound, b3, sizeof(b3)));
 		printf("compile time: %.0f ms\n", st.compile_ms);
+		if (explain && npu_model_num_devices(cm.model) > 1)
+			printf("devices: %zu, %s\n", pi.devices, pi.why);
 		for (i = 0; explain && i < npu_plan_num_warnings(cm.plan); i++)
 			printf("warning: %s\n", npu_plan_warning(cm.plan, i));
 	}

@@ -42,6 +42,7 @@ struct run_args {
 	const char *calib_dir;	/* NPU devices: --calib-dir DIR or --calib random */
 	const char *int16, *precision;	/* --int16 NODES, --precision int8|int16 */
 	const char *codegen;		/* --codegen K=V,... */
+	enum npu_parallel_mode parallel;	/* --parallel data|pipeline|auto */
 	const char *cpu;		/* --cpu K=V,... */
 	int calib_random;
 	const char *inputs[MAX_ARGS];
@@ -67,7 +68,8 @@ struct run_args {
 static void run_usage(FILE *out)
 {
 	fprintf(out,
-		"usage: npu run MODEL.onnx [--device cpu|sim|accel] [--providers LIST]\n"
+		"usage: npu run MODEL.onnx [--device cpu|sim|sim:N|accel|accel:K|accel:*] [--providers LIST]\n"
+		"               [--parallel data|pipeline|auto]   (a device set: see npu bench)\n"
 		"               [--input NAME=FILE.npy|FILE.pb]... [--random-inputs SEED]\n"
 		"               [--shape NAME=DIMS]... [--output-dir DIR] [--threads N]\n"
 		"               [--repeat N] [--profile] [--quiet]\n"
@@ -216,6 +218,9 @@ static int parse_run_args(int argc, char **argv, struct run_args *a)
 				a->precision = v;
 			} else if (!strcmp(o, "--codegen")) {
 				a->codegen = v;
+			} else if (!strcmp(o, "--parallel")) {
+				if (npu_cli_parse_parallel("run", v, &a->parallel))
+					return -1;
 			} else if (!strcmp(o, "--cpu")) {
 				a->cpu = v;
 			} else if (!strcmp(o, "--input")) {
@@ -359,6 +364,7 @@ int npu_cmd_run(int argc, char **argv)
 	opts.int16 = a.int16;
 	opts.precision = a.precision;
 	opts.codegen = a.codegen;
+	opts.parallel = a.parallel;
 	opts.cpu = a.cpu;
 	if (a.remote_cut && !opts.providers)
 		opts.providers = strcmp(a.device, "cpu") ? "remote,npu,cpu" : "remote,cpu";
