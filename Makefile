@@ -31,7 +31,8 @@ $(MESON_DIR)/build.ninja: | deps
 	meson setup $(MESON_DIR) --buildtype=debugoptimized
 
 # Programs a user runs, linked into build/bin/.
-BIN_PROGRAMS := userspace/cli/npu firmware-sim/npu-fwgen tools/render-text examples/ocr/npu-ocr
+BIN_PROGRAMS := userspace/cli/npu userspace/serve/npu-serve firmware-sim/npu-fwgen tools/render-text \
+	examples/ocr/npu-ocr
 
 userspace: deps $(MESON_DIR)/build.ninja
 	ninja -C $(MESON_DIR)

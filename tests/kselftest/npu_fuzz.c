@@ -857,6 +857,16 @@ static void op_submit_random(struct ffile *f, int uring)
 	struct drm_npu_submit s;
 	int nrefs = 0, i, mutated = 0, ret;
 	uint32_t len = 8 * (1 + rn(32));
+	struct fbo cmd;
+
+	/*
+	 * Its own command buffer, as a checked job's: a stream rewritten in a
+	 * shared one before an earlier job read it would run that job with
+	 * this one's VAs, which its refs do not hold (their BOs may close, a
+	 * checked job's buffer get the VA, and the earlier job write there).
+	 */
+	if (bo_make(f, 8192, 0, &cmd))
+		return;
 
 	/*
 	 * A stream over the public BOs, or garbage. The buffers a stream
@@ -893,10 +903,10 @@ static void op_submit_random(struct ffile *f, int uring)
 		/* A flipped bit in the header or the first opcode. */
 		if (chance(10))
 			cs.buf[rn(sizeof(struct npu_cs_header) + 1)] ^= 1 << rn(8);
-		memcpy(f->cmd.map, cs.buf, cs.len);
+		memcpy(cmd.map, cs.buf, cs.len);
 		len = cs.len;
 	} else {
-		uint32_t *w = f->cmd.map;
+		uint32_t *w = cmd.map;
 
 		for (i = 0; i < 64; i++)
 			w[i] = chance(50) ? (uint32_t)rnd() | 0x80000000u : rn(16);
@@ -907,10 +917,10 @@ static void op_submit_random(struct ffile *f, int uring)
 				.isa_minor = NPU_ISA_VERSION_MINOR,
 			};
 
-			memcpy(f->cmd.map, &h, sizeof(h));
+			memcpy(cmd.map, &h, sizeof(h));
 		}
 	}
-	npu_submit_init(&s, f->cmd.handle, len, rn(2));
+	npu_submit_init(&s, cmd.handle, len, rn(2));
 	for (i = rn(3); i > 0 && nrefs < 8; i--)
 		refs[nrefs++] = (struct drm_npu_bo_ref){ pick_handle(f), 1 + rn(3) };
 	s.bo_refs = (uintptr_t)refs;
@@ -959,7 +969,7 @@ static void op_submit_random(struct ffile *f, int uring)
 		struct io_uring_sqe *sqe = io_uring_get_sqe(&f->ring);
 
 		if (!sqe)
-			return;
+			goto out;
 		if (chance(10))
 			us.flags = 1 + rn(3);
 		if (chance(10))
@@ -976,7 +986,7 @@ static void op_submit_random(struct ffile *f, int uring)
 		atomic_fetch_add(&sh->ops, 1);
 		if (s.job_id)
 			remember_job(f, s.job_id);
-		return;
+		goto out;
 	}
 	ret = fuzz_ioctl(f->fd, DRM_IOCTL_NPU_SUBMIT, &s);
 	if (!ret) {
@@ -988,6 +998,8 @@ static void op_submit_random(struct ffile *f, int uring)
 				(unsigned long long)s.reserved);
 		after_submit(f, &s);
 	}
+out:
+	bo_drop(f, &cmd);	/* a job holds its mapping */
 }
 
 /*

@@ -1491,12 +1491,12 @@ parameters { key: "calib" value { string_value: "random" } }
 """
 
 
-def device_cycles(port):
-    """npu_serve_device_cycles_total by device."""
+def device_cycles(port, series="npu_serve_device_cycles_total"):
+    """A per-device series (cycles by default) by device."""
     st, _, b = request(port, "GET", "/metrics")
     out = {}
     for line in b.decode().splitlines() if st == 200 else []:
-        if line.startswith('npu_serve_device_cycles_total{device="'):
+        if line.startswith(series + '{device="'):
             out[line.split('"')[1]] = int(float(line.split()[-1]))
     return out
 
@@ -1512,6 +1512,10 @@ def test_multi_npu():
         write(f"{repo}/{name}/config.pbtxt", MULTI_CONFIG % extra)
     onnx_model(f"{repo}/twice/1/model.onnx", "Relu", 1, "N,16")
     write(f"{repo}/twice/config.pbtxt", MULTI_CONFIG % "gpus: [ 1, 1 ]")
+    for name, mode in (("piped", "pipeline"), ("badpar", "sideways")):
+        onnx_model(f"{repo}/{name}/1/model.onnx", "Relu", 1, "N,16")
+        write(f"{repo}/{name}/config.pbtxt", MULTI_CONFIG % "" +
+              'parameters { key: "parallel" value { string_value: "%s" } }\n' % mode)
     s = Server("npus", repo, "--device", "sim:2")
     if not ok(s.up(), "sim:2: the server starts", s.log_text()):
         return s
@@ -1528,6 +1532,12 @@ def test_multi_npu():
     bad = idx.get(None, idx.get("1", {}))
     ok(bad.get("state") == "UNAVAILABLE" and "listed twice" in bad.get("reason", ""),
        "sim:2: gpus [1, 1] is a config error", idx)
+    idx = index_of(s.port, "badpar")
+    ok(idx.get("1", {}).get("state") == "UNAVAILABLE" and
+       "parameter parallel 'sideways'" in idx.get("1", {}).get("reason", ""),
+       "parameter parallel 'sideways' fails that model's load, naming it", idx)
+    idx = index_of(s.port, "piped")
+    ok(idx.get("1", {}).get("state") == "READY", "parameter parallel 'pipeline' loads", idx)
     st, _, b = request(s.port, "GET", "/v2/models/pinned/config")
     cfg = jbody(b) or {}
     ok(st == 200 and cfg.get("instance_group", [{}])[0].get("gpus") == [1],
@@ -1545,11 +1555,17 @@ def test_multi_npu():
     cyc = device_cycles(s.port)
     ok(len(res) == 16 and all(res) and cyc.get("sim#1", 0) > 0 and cyc.get("sim", 0) == 0,
        "gpus [1]: 16 requests right, all on NPU 1 (cycles %s)" % cyc, res)
+    res = concurrent(4, 4, one("piped"))
+    ok(len(res) == 16 and all(res), "16 requests to a model in pipeline mode: every output right", res)
     res = concurrent(8, 6, one("spread"))
     cyc = device_cycles(s.port)
     ok(len(res) == 48 and all(res) and cyc.get("sim", 0) > 0,
        "48 concurrent requests over both NPUs: every output right, NPU 0 ran too (cycles %s)" %
        cyc, res)
+    fo = device_cycles(s.port, "npu_serve_device_failovers_total")
+    rot = device_cycles(s.port, "npu_serve_device_out_of_rotation")
+    ok(fo == {"sim": 0, "sim#1": 0} and rot == {"sim": 0, "sim#1": 0},
+       "both NPUs healthy: no failover, none out of rotation (%s, %s)" % (fo, rot))
     rc, out = promtool(request(s.metrics_port, "GET", "/metrics")[2])
     ok(rc == 0, "promtool: the per-NPU series are clean", out)
     return s

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -59,7 +60,35 @@ struct scheduler {
 
 	int num_instances;
 	struct instance inst[64];
+	/* Per NPU of the model's set: the failovers already in the metrics. */
+	_Atomic uint64_t failovers_seen[NPU_DEVICE_SET_MAX];
 };
+
+/*
+ * The model's failovers per NPU since the last look, into the metrics:
+ * each count is taken once (the largest seen wins the compare-exchange,
+ * so instances looking at once add each failover once).
+ */
+static void device_health(struct scheduler *s)
+{
+	size_t k, devs = npu_model_num_devices(s->model);
+
+	for (k = 0; devs > 1 && k < devs && k < NPU_DEVICE_SET_MAX; k++) {
+		struct npu_model_device_stats ds;
+		uint64_t seen;
+
+		npu_model_device_stats_init(&ds);
+		if (npu_model_device_stats(s->model, k, &ds) != NPU_OK)
+			continue;
+		seen = atomic_load(&s->failovers_seen[k]);
+		while (ds.failovers > seen &&
+		       !atomic_compare_exchange_weak(&s->failovers_seen[k], &seen, ds.failovers))
+			;
+		if (ds.failovers > seen || ds.out_of_rotation)
+			metrics_device_health(ds.name, ds.failovers > seen ? ds.failovers - seen : 0,
+					      ds.out_of_rotation != 0);
+	}
+}
 
 void infer_request_clear(struct infer_request *req)
 {
@@ -374,6 +403,8 @@ stats:
 	metrics_copies(s->stats, copies, copy_bytes);
 	{
 		uint64_t cycles = 0;
+		const char *device = in->device;
+		struct npu_model_device_stats ds;
 
 		if (strcmp(in->device, "cpu")) {
 			struct npu_npu_stats ns;
@@ -382,7 +413,14 @@ stats:
 			if (npu_session_npu_stats(in->session, &ns) == NPU_OK)
 				cycles = ns.last_cycles;
 		}
-		metrics_device(in->device, t2 - t1, cycles);
+		/* A run that failed over ran on another NPU than its instance's. */
+		npu_model_device_stats_init(&ds);
+		if (npu_model_num_devices(s->model) > 1 &&
+		    npu_model_device_stats(s->model, npu_session_last_device(in->session),
+					   &ds) == NPU_OK)
+			device = ds.name;
+		metrics_device(device, t2 - t1, cycles);
+		device_health(s);
 	}
 out:
 	npu_plan_release(plan);

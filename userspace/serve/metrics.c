@@ -21,6 +21,8 @@ static const double size_bounds[METRICS_SIZE_BUCKETS] = {
 struct device_stats {
 	char name[SERVE_NAME_MAX];
 	uint64_t busy_ns, cycles, runs;
+	uint64_t failovers;
+	int out_of_rotation;
 	struct device_stats *next;
 };
 
@@ -161,26 +163,46 @@ void metrics_copies(struct model_stats *s, uint64_t copies, uint64_t bytes)
 	pthread_mutex_unlock(&s->lock);
 }
 
+/* The device's entry, made on first use; NULL when out of memory. Registry lock held. */
+static struct device_stats *device_entry(const char *device)
+{
+	struct device_stats *d;
+
+	for (d = devices; d; d = d->next)
+		if (!strcmp(d->name, device))
+			return d;
+	d = calloc(1, sizeof(*d));
+	if (d) {
+		snprintf(d->name, sizeof(d->name), "%s", device);
+		d->next = devices;
+		devices = d;
+	}
+	return d;
+}
+
 void metrics_device(const char *device, uint64_t ns, uint64_t cycles)
 {
 	struct device_stats *d;
 
 	pthread_mutex_lock(&registry_lock);
-	for (d = devices; d; d = d->next)
-		if (!strcmp(d->name, device))
-			break;
-	if (!d) {
-		d = calloc(1, sizeof(*d));
-		if (d) {
-			snprintf(d->name, sizeof(d->name), "%s", device);
-			d->next = devices;
-			devices = d;
-		}
-	}
+	d = device_entry(device);
 	if (d) {
 		d->busy_ns += ns;
 		d->cycles += cycles;
 		d->runs++;
+	}
+	pthread_mutex_unlock(&registry_lock);
+}
+
+void metrics_device_health(const char *device, uint64_t failovers, int out_of_rotation)
+{
+	struct device_stats *d;
+
+	pthread_mutex_lock(&registry_lock);
+	d = device_entry(device);
+	if (d) {
+		d->failovers += failovers;
+		d->out_of_rotation |= out_of_rotation;
 	}
 	pthread_mutex_unlock(&registry_lock);
 }
@@ -442,6 +464,20 @@ char *metrics_render(size_t *len)
 		fputs("npu_serve_device_cycles_total{device=\"", f);
 		label(f, d->name);
 		fprintf(f, "\"} %" PRIu64 "\n", d->cycles);
+	}
+	help(f, "npu_serve_device_failovers_total", "counter",
+	     "Runs that failed on the device as a device fails and ran again on another NPU of the set.");
+	for (d = devices; d; d = d->next) {
+		fputs("npu_serve_device_failovers_total{device=\"", f);
+		label(f, d->name);
+		fprintf(f, "\"} %" PRIu64 "\n", d->failovers);
+	}
+	help(f, "npu_serve_device_out_of_rotation", "gauge",
+	     "1 once a model took the device out of rotation (a run failed there and succeeded on another NPU).");
+	for (d = devices; d; d = d->next) {
+		fputs("npu_serve_device_out_of_rotation{device=\"", f);
+		label(f, d->name);
+		fprintf(f, "\"} %d\n", d->out_of_rotation);
 	}
 	help(f, "npu_serve_http_responses_total", "counter",
 	     "HTTP responses by status class.");

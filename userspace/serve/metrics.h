@@ -66,6 +66,11 @@ void metrics_batch(struct model_stats *s, int64_t batch, uint64_t input_ns,
 		   uint64_t infer_ns, uint64_t output_ns);
 /* A device was busy for 'ns' (and 'cycles' modeled NPU cycles). */
 void metrics_device(const char *device, uint64_t ns, uint64_t cycles);
+/*
+ * A device's runs that failed there and ran again on another NPU of the
+ * set ('failovers' more), and whether a model took it out of rotation.
+ */
+void metrics_device_health(const char *device, uint64_t failovers, int out_of_rotation);
 /* Requests that failed before reaching a model (bad input, unknown model). */
 void metrics_http_request(int status);
 

@@ -453,6 +453,20 @@ static int load_version(struct repository *r, const char *name,
 					 calib_param);
 		}
 	}
+	/* A model on several NPUs (Documentation/multi-npu.md). */
+	calib_param = config_param(base, "parallel");
+	if (calib_param) {
+		if (!strcmp(calib_param, "data")) {
+			mo.parallel = NPU_PARALLEL_DATA;
+		} else if (!strcmp(calib_param, "pipeline")) {
+			mo.parallel = NPU_PARALLEL_PIPELINE;
+		} else if (strcmp(calib_param, "auto")) {
+			free_version(mv);
+			return serve_err(err, SERVE_INVALID,
+					 "parameter parallel '%s': expected data, pipeline or auto",
+					 calib_param);
+		}
+	}
 	if (npu_model_load_file(r->engine, file, &mo, &mv->model) != NPU_OK) {
 		st = serve_err(err, SERVE_INVALID, "%s", npu_last_error());
 		free_version(mv);

@@ -879,6 +879,50 @@ static void test_pipeline_around_cpu_op(void **state)
 	npu_engine_destroy(e);
 }
 
+/*
+ * A pipeline whose second NPU fails every job: the run falls back to one
+ * device (device 0, whose other stages' constants come back), same outputs.
+ */
+static void test_pipeline_failover(void **state)
+{
+	struct npu_engine *e = engine_new();
+	struct npu_device_options o;
+	struct npu_device *bad;
+	struct npu_model *one, *pipe;
+	struct npu_session *ref, *s;
+	struct npu_parallel_info pi;
+	static float want[N_CX], got[N_CX];
+	char msg[256];
+	int seed;
+
+	(void)state;
+	npu_device_options_init(&o);
+	o.backend = NPU_BACKEND_SIM;
+	o.sim_watchdog_cycles = 64;
+	assert_int_equal(npu_device_open(&o, &bad, msg, sizeof(msg)), NPU_OK);
+	assert_int_equal(npu_engine_attach_device(e, "sim#1", bad), NPU_OK);
+	assert_int_equal(load_chain(e, "sim", NPU_PARALLEL_AUTO, &one), NPU_OK);
+	assert_int_equal(load_chain(e, "sim:2", NPU_PARALLEL_PIPELINE, &pipe), NPU_OK);
+	assert_int_equal(npu_session_create(one, NULL, &ref), NPU_OK);
+	assert_int_equal(npu_session_create(pipe, NULL, &s), NPU_OK);
+	for (seed = 0; seed < 2; seed++) {
+		chain_run(ref, seed, want);
+		chain_run(s, seed, got);
+		assert_memory_equal(got, want, sizeof(got));
+		assert_int_equal(npu_session_last_device(s), 0);
+	}
+	npu_parallel_info_init(&pi);
+	assert_int_equal(npu_plan_parallel_info(npu_session_plan(s), &pi), NPU_OK);
+	assert_int_equal(pi.stages, 2);
+	assert_true(device_runs(pipe, 0) >= 2);
+	npu_session_destroy(s);
+	npu_session_destroy(ref);
+	npu_model_destroy(pipe);
+	npu_model_destroy(one);
+	npu_engine_destroy(e);
+	npu_device_close(bad);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -891,6 +935,7 @@ int main(void)
 		cmocka_unit_test(test_bad_model_devices),
 		cmocka_unit_test(test_pipeline),
 		cmocka_unit_test(test_pipeline_around_cpu_op),
+		cmocka_unit_test(test_pipeline_failover),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

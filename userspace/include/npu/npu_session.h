@@ -35,7 +35,8 @@ struct npu_session_options {
 	 * bit k lets this session's runs use device k. Each run goes to the
 	 * allowed device with the least modeled work outstanding. 0: any.
 	 * Device inputs (npu_run_options.device_inputs) pin a run to their
-	 * device.
+	 * device. In pipeline mode, a mask without every stage's device
+	 * runs the session data parallel.
 	 */
 	uint64_t device_mask;
 };

@@ -367,6 +367,13 @@ npu_status npu_compiled_run_create(struct npu_compiled *c, size_t replica,
 npu_status npu_compiled_replicate(struct npu_compiled *c, size_t replica,
 				  struct npu_device *device, const bool *want,
 				  struct npu_error *err);
+/*
+ * Pipeline mode: the device compiled for (replica 0) keeps the constants
+ * of the segments in 'keep' only; npu_compiled_home_consts() uploads the
+ * others again (a run that falls back to that device alone).
+ */
+void npu_compiled_drop_home_consts(struct npu_compiled *c, const bool *keep);
+npu_status npu_compiled_home_consts(struct npu_compiled *c, struct npu_error *err);
 void npu_compiled_run_destroy(struct npu_compiled_run *run);
 /* A run of the session begins: per-run totals of its segments start over
  * (a subgraph's segment runs once per iteration). */

@@ -162,6 +162,7 @@ struct npu_plan {
 	size_t *seg_device;
 	uint64_t stage_cycles[NPU_DEVICE_SET_MAX];
 	bool pipeline_ready;
+	atomic_bool pipeline_off;	/* a pipeline run failed: data parallel from then on */
 };
 
 /*

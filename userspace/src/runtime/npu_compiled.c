@@ -223,6 +223,44 @@ npu_status npu_compiled_replicate(struct npu_compiled *c, size_t replica,
 	return st;
 }
 
+void npu_compiled_drop_home_consts(struct npu_compiled *c, const bool *keep)
+{
+	size_t i;
+
+	for (i = 0; i < c->num_segments; i++)
+		if (!keep[i]) {
+			npu_buffer_free(c->segments[i]->consts);
+			c->segments[i]->consts = NULL;
+		}
+}
+
+npu_status npu_compiled_home_consts(struct npu_compiled *c, struct npu_error *err)
+{
+	npu_status st = NPU_OK;
+	size_t i;
+
+	for (i = 0; i < c->num_segments && !st; i++) {
+		struct npu_segment *seg = c->segments[i];
+		void *map;
+
+		if (seg->consts || !seg->code.consts_size)
+			continue;
+		st = npu_buffer_alloc(c->dev, seg->code.consts_size, NPU_BUFFER_DEVICE_READ_ONLY,
+				      &seg->consts);
+		if (!st)
+			st = npu_buffer_map(seg->consts, &map);
+		if (st) {
+			npu_error_set(err, st, "constants of NPU segment %d: %s", seg->index,
+				      npu_device_last_error(c->dev));
+			npu_buffer_free(seg->consts);
+			seg->consts = NULL;
+		} else {
+			memcpy(map, seg->code.consts, seg->code.consts_size);
+		}
+	}
+	return st;
+}
+
 static void segment_rt_free(struct npu_segment_rt *rt)
 {
 	if (!rt)
@@ -307,7 +345,9 @@ npu_status npu_compiled_run_create(struct npu_compiled *c, size_t replica,
 	for (i = 0; i <= c->num_segments; i++) {
 		k = i < c->num_segments && seg_replicas ? seg_replicas[i] : replica;
 		if (k >= NPU_DEVICE_SET_MAX || (k && !c->replica_dev[k]) ||
-		    (i < c->num_segments && k && !replica_has(c, k, i)))
+		    (i < c->num_segments && k && !replica_has(c, k, i)) ||
+		    (i < c->num_segments && !k && c->segments[i]->code.consts_size &&
+		     !c->segments[i]->consts))
 			return npu_error_set(err, NPU_ERR_INTERNAL,
 					     "NPU segments: no replica %zu of segment %zu", k, i);
 	}

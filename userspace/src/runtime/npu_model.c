@@ -1199,11 +1199,13 @@ npu_status npu_plan_on_device(struct npu_plan *p, size_t index)
 	npu_status st = NPU_OK;
 	size_t failed = index;
 
-	if (!index || !p->compiled)
+	if (!p->compiled || (!index && !p->seg_device))
 		return NPU_OK;
 	pthread_mutex_lock(&p->replica_lock);
 	if (index == NPU_PLAN_PIPELINE)
 		st = p->pipeline_ready ? NPU_OK : pipeline_ready(p, &failed, &err);
+	else if (!index)	/* a pipeline's run on device 0 alone */
+		st = npu_compiled_home_consts(p->compiled, &err);
 	else
 		st = npu_compiled_replicate(p->compiled, index, p->model->devs[index], NULL, &err);
 	pthread_mutex_unlock(&p->replica_lock);

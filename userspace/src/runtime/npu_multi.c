@@ -111,6 +111,21 @@ out:
 	return used;
 }
 
+/* Device 0 holds only its stage's constants (until a run falls back to it alone). */
+static void drop_home_consts(struct npu_plan *p)
+{
+	struct npu_compiled *c = p->compiled;
+	bool *keep = calloc(c->num_segments + 1, sizeof(*keep));
+	size_t i;
+
+	if (!keep)
+		return;	/* they stay: more memory, still correct */
+	for (i = 0; i < c->num_segments; i++)
+		keep[i] = p->seg_device[i] == 0;
+	npu_compiled_drop_home_consts(c, keep);
+	free(keep);
+}
+
 npu_status npu_plan_parallel_setup(struct npu_plan *p)
 {
 	struct npu_model *m = p->model;
@@ -176,6 +191,7 @@ npu_status npu_plan_parallel_setup(struct npu_plan *p)
 					pi->device_bytes_max = dev_consts[k] + dev_arena[k];
 			p->seg_device = group;
 			group = NULL;
+			drop_home_consts(p);
 		}
 	}
 	if (devs < 2)

@@ -510,10 +510,14 @@ static size_t pick_device(struct npu_session *s, struct npu_plan *plan, uint64_t
 	pthread_mutex_lock(&m->load_lock);
 	/*
 	 * A pipeline run takes every stage's work on its device. Device
-	 * inputs pin a run to their device; a pipeline that failed as a
-	 * device fails runs again on one device (avoid's PIPELINE_FAILED).
+	 * inputs pin a run to their device, a session's mask without every
+	 * stage's device keeps it off the pipeline, and a pipeline that
+	 * failed as a device fails runs again on one device (avoid's
+	 * PIPELINE_FAILED).
 	 */
-	if (plan->seg_device && !s->pinned && !(avoid & PIPELINE_FAILED)) {
+	if (plan->seg_device && !s->pinned && !(avoid & PIPELINE_FAILED) &&
+	    !atomic_load(&plan->pipeline_off) &&
+	    (~s->device_mask & ((1ull << plan->parallel.stages) - 1)) == 0) {
 		for (k = 0; k < plan->parallel.stages; k++) {
 			m->load[k].outstanding_cycles += plan->stage_cycles[k];
 			atomic_fetch_add(&m->load[k].inflight, 1);
@@ -742,10 +746,11 @@ static npu_status run(struct npu_session *s, struct npu_plan *given,
 		if (!st || !device_failure(st) || m->num_devs < 2 || s->pinned)
 			break;
 		if (device == NPU_PLAN_PIPELINE) {
-			/* Which stage failed is not known: no device leaves the rotation. */
-			npu_engine_log(m->engine, NPU_LOG_WARNING,
-				       "%s: a pipeline run failed (%s); running it on one device",
-				       m->source, npu_last_error());
+			/* The run again on one device; the plan's later runs too. */
+			if (!atomic_exchange(&plan->pipeline_off, true))
+				npu_engine_log(m->engine, NPU_LOG_WARNING,
+					       "%s: a pipeline run failed (%s); it and the runs after it run data parallel",
+					       m->source, npu_last_error());
 			avoid |= PIPELINE_FAILED;
 			continue;
 		}
