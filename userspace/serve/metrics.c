@@ -389,13 +389,47 @@ static void histogram_series(FILE *f, const char *name, const char *text,
 	}
 }
 
+enum device_field {
+	DEVICE_BUSY, DEVICE_UTILIZATION, DEVICE_CYCLES, DEVICE_FAILOVERS, DEVICE_OUT_OF_ROTATION,
+};
+
+/* One per-device series; the registry lock held. */
+static void device_series(FILE *f, const char *name, const char *type, const char *text,
+			  enum device_field which, double up)
+{
+	struct device_stats *d;
+
+	help(f, name, type, text);
+	for (d = devices; d; d = d->next) {
+		fprintf(f, "%s{device=\"", name);
+		label(f, d->name);
+		fputs("\"} ", f);
+		switch (which) {
+		case DEVICE_BUSY:
+			fprintf(f, "%.9g\n", d->busy_ns / 1e9);
+			break;
+		case DEVICE_UTILIZATION:
+			fprintf(f, "%.6f\n", up > 0 ? d->busy_ns / 1e9 / up : 0.0);
+			break;
+		case DEVICE_CYCLES:
+			fprintf(f, "%" PRIu64 "\n", d->cycles);
+			break;
+		case DEVICE_FAILOVERS:
+			fprintf(f, "%" PRIu64 "\n", d->failovers);
+			break;
+		case DEVICE_OUT_OF_ROTATION:
+			fprintf(f, "%d\n", d->out_of_rotation);
+			break;
+		}
+	}
+}
+
 char *metrics_render(size_t *len)
 {
 	static const char *const status_names[] = { "2xx", "4xx", "404", "5xx", "501", "503" };
 	char *buf = NULL;
 	size_t size = 0;
 	FILE *f = open_memstream(&buf, &size);
-	struct device_stats *d;
 	double up;
 	int i;
 
@@ -444,41 +478,19 @@ char *metrics_render(size_t *len)
 			 offsetof(struct model_stats, h_output), time_bounds, METRICS_TIME_BUCKETS);
 	histogram_series(f, "npu_serve_batch_size", "Requests (batch elements) per executed batch.",
 			 offsetof(struct model_stats, h_batch), size_bounds, METRICS_SIZE_BUCKETS);
-	help(f, "npu_serve_device_busy_seconds_total", "counter",
-	     "Time the device spent running batches.");
-	for (d = devices; d; d = d->next) {
-		fputs("npu_serve_device_busy_seconds_total{device=\"", f);
-		label(f, d->name);
-		fprintf(f, "\"} %.9g\n", d->busy_ns / 1e9);
-	}
-	help(f, "npu_serve_device_utilization_ratio", "gauge",
-	     "Busy time of the device over the server's uptime (instances add up).");
-	for (d = devices; d; d = d->next) {
-		fputs("npu_serve_device_utilization_ratio{device=\"", f);
-		label(f, d->name);
-		fprintf(f, "\"} %.6f\n", up > 0 ? d->busy_ns / 1e9 / up : 0.0);
-	}
-	help(f, "npu_serve_device_cycles_total", "counter",
-	     "Modeled NPU cycles of the device's batches (0 on the CPU).");
-	for (d = devices; d; d = d->next) {
-		fputs("npu_serve_device_cycles_total{device=\"", f);
-		label(f, d->name);
-		fprintf(f, "\"} %" PRIu64 "\n", d->cycles);
-	}
-	help(f, "npu_serve_device_failovers_total", "counter",
-	     "Runs that failed on the device as a device fails and ran again on another NPU of the set.");
-	for (d = devices; d; d = d->next) {
-		fputs("npu_serve_device_failovers_total{device=\"", f);
-		label(f, d->name);
-		fprintf(f, "\"} %" PRIu64 "\n", d->failovers);
-	}
-	help(f, "npu_serve_device_out_of_rotation", "gauge",
-	     "1 once a model took the device out of rotation (a run failed there and succeeded on another NPU).");
-	for (d = devices; d; d = d->next) {
-		fputs("npu_serve_device_out_of_rotation{device=\"", f);
-		label(f, d->name);
-		fprintf(f, "\"} %d\n", d->out_of_rotation);
-	}
+	device_series(f, "npu_serve_device_busy_seconds_total", "counter",
+		      "Time the device spent running batches.", DEVICE_BUSY, up);
+	device_series(f, "npu_serve_device_utilization_ratio", "gauge",
+		      "Busy time of the device over the server's uptime (instances add up).",
+		      DEVICE_UTILIZATION, up);
+	device_series(f, "npu_serve_device_cycles_total", "counter",
+		      "Modeled NPU cycles of the device's batches (0 on the CPU).", DEVICE_CYCLES, up);
+	device_series(f, "npu_serve_device_failovers_total", "counter",
+		      "Runs that failed on the device as a device fails and ran again on another NPU of the set.",
+		      DEVICE_FAILOVERS, up);
+	device_series(f, "npu_serve_device_out_of_rotation", "gauge",
+		      "1 once a model took the device out of rotation (a run failed there and succeeded on another NPU).",
+		      DEVICE_OUT_OF_ROTATION, up);
 	help(f, "npu_serve_http_responses_total", "counter",
 	     "HTTP responses by status class.");
 	for (i = 0; i < 6; i++)

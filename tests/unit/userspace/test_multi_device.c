@@ -563,14 +563,31 @@ static void test_device_inputs(void **state)
 }
 
 /*
- * A device that fails jobs (its watchdog ends every job after 64 cycles):
- * a run there is run again on the other device, which succeeds, so the
- * failing one is taken out of rotation; a model on it alone fails.
+ * A simulated NPU whose watchdog ends every job after 64 cycles, attached
+ * to 'e' as "sim#1": the second device of every "sim:N" set fails jobs.
+ */
+static struct npu_device *attach_failing_sim1(struct npu_engine *e)
+{
+	struct npu_device_options o;
+	struct npu_device *bad;
+	char msg[256];
+
+	npu_device_options_init(&o);
+	o.backend = NPU_BACKEND_SIM;
+	o.sim_watchdog_cycles = 64;
+	assert_int_equal(npu_device_open(&o, &bad, msg, sizeof(msg)), NPU_OK);
+	assert_int_equal(npu_engine_attach_device(e, "sim#1", bad), NPU_OK);
+	return bad;
+}
+
+/*
+ * A device that fails jobs: a run there is run again on the other device,
+ * which succeeds, so the failing one is taken out of rotation; a model on
+ * it alone fails.
  */
 static void test_failover(void **state)
 {
 	struct npu_engine *e = engine_new();
-	struct npu_device_options o;
 	struct npu_device *bad;
 	struct npu_session_options so;
 	struct npu_model *one, *set, *alone;
@@ -578,14 +595,9 @@ static void test_failover(void **state)
 	struct npu_model_device_stats ds;
 	float want[N_X], got[N_X], x[N_X];
 	struct npu_host_tensor in;
-	char msg[256];
 
 	(void)state;
-	npu_device_options_init(&o);
-	o.backend = NPU_BACKEND_SIM;
-	o.sim_watchdog_cycles = 64;
-	assert_int_equal(npu_device_open(&o, &bad, msg, sizeof(msg)), NPU_OK);
-	assert_int_equal(npu_engine_attach_device(e, "sim#1", bad), NPU_OK);
+	bad = attach_failing_sim1(e);
 	assert_int_equal(load(e, "sim", &one), NPU_OK);
 	assert_int_equal(load(e, "sim:2", &set), NPU_OK);
 	assert_int_equal(npu_session_create(one, NULL, &ref), NPU_OK);
@@ -886,21 +898,15 @@ static void test_pipeline_around_cpu_op(void **state)
 static void test_pipeline_failover(void **state)
 {
 	struct npu_engine *e = engine_new();
-	struct npu_device_options o;
 	struct npu_device *bad;
 	struct npu_model *one, *pipe;
 	struct npu_session *ref, *s;
 	struct npu_parallel_info pi;
 	static float want[N_CX], got[N_CX];
-	char msg[256];
 	int seed;
 
 	(void)state;
-	npu_device_options_init(&o);
-	o.backend = NPU_BACKEND_SIM;
-	o.sim_watchdog_cycles = 64;
-	assert_int_equal(npu_device_open(&o, &bad, msg, sizeof(msg)), NPU_OK);
-	assert_int_equal(npu_engine_attach_device(e, "sim#1", bad), NPU_OK);
+	bad = attach_failing_sim1(e);
 	assert_int_equal(load_chain(e, "sim", NPU_PARALLEL_AUTO, &one), NPU_OK);
 	assert_int_equal(load_chain(e, "sim:2", NPU_PARALLEL_PIPELINE, &pipe), NPU_OK);
 	assert_int_equal(npu_session_create(one, NULL, &ref), NPU_OK);
