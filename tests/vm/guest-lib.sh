@@ -48,3 +48,15 @@ npu_unload_driver() {
 	grep -q '^npu ' /proc/modules || return 0
 	rmmod npu
 }
+
+# TAP lines of a guest.d script: ok / notok number them, notok sets rc.
+n=0
+rc=0
+ok() { n=$((n + 1)); echo "ok $n - $*"; }
+notok() { n=$((n + 1)); echo "not ok $n - $*"; rc=1; }
+
+# jobs_completed of the device behind /dev/accel/accel<k> (debugfs).
+npu_jobs_completed() {
+	b=$(basename "$(readlink -f /sys/class/accel/accel$1/device)")
+	sed -n 's/^jobs_completed //p' /sys/kernel/debug/accel/$b/npu_counters 2>/dev/null
+}

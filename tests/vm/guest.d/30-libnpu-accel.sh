@@ -8,11 +8,7 @@
 # test_device_jobs); tests/vm/run copies them there from the meson build.
 . /npu/guest-lib.sh
 export PATH=/npu/bin:/npu/vm:$PATH
-n=0
-ok() { n=$((n + 1)); echo "ok $n - $*"; }
-notok() { n=$((n + 1)); echo "not ok $n - $*"; rc=1; }
 skip() { n=$((n + 1)); echo "ok $n - $1 # SKIP $2"; }
-rc=0
 
 if ! command -v npu >/dev/null; then
 	echo "ok 1 - libnpu-user on accel # SKIP no npu CLI in /npu/bin (make)"

@@ -7,10 +7,6 @@
 . /npu/guest-lib.sh
 export PATH=/npu/bin:/npu/vm:$PATH
 D=/npu/data
-n=0
-rc=0
-ok() { n=$((n + 1)); echo "ok $n - $*"; }
-notok() { n=$((n + 1)); echo "not ok $n - $*"; rc=1; }
 
 if [ ! -f $D/det.npub ] || ! command -v npu >/dev/null; then
 	echo "ok 1 - compiled model on accel # SKIP no model data or npu CLI in the guest"

@@ -8,10 +8,6 @@
 . /npu/guest-lib.sh
 export PATH=/npu/bin:/npu/vm:$PATH
 D=/npu/data
-n=0
-rc=0
-ok() { n=$((n + 1)); echo "ok $n - $*"; }
-notok() { n=$((n + 1)); echo "not ok $n - $*"; rc=1; }
 
 if [ "$NPU_VM_NPUS" -lt 2 ]; then
 	echo "ok 1 - several NPUs # SKIP one NPU in this guest (tools/npu-vm --npus 2)"
@@ -45,11 +41,6 @@ if [ ! -f $D/det.npub ] || ! command -v npu >/dev/null; then
 	ok "det on two NPUs # SKIP no model data or npu CLI in the guest"
 	exit $rc
 fi
-# jobs_completed of the device behind accel<k>.
-completed() {
-	b=$(basename "$(readlink -f /sys/class/accel/accel$1/device)")
-	sed -n 's/^jobs_completed //p' /sys/kernel/debug/accel/$b/npu_counters 2>/dev/null
-}
 
 # Interrupts taken so far on the MSI-X vectors of accel<k> (/proc/interrupts).
 irqs_of() {
@@ -66,8 +57,8 @@ if [ ! -d /tmp/sim-det ]; then
 		--output-dir /tmp/sim-det --quiet >/tmp/run-sim.txt 2>&1 ||
 		notok "npu run det.npub --device sim: $(tail -n 3 /tmp/run-sim.txt)"
 fi
-c0=$(completed 0)
-c1=$(completed 1)
+c0=$(npu_jobs_completed 0)
+c1=$(npu_jobs_completed 1)
 i0=$(irqs_of 0)
 i1=$(irqs_of 1)
 # Both at once: two processes, one per device.
@@ -102,8 +93,8 @@ for k in 0 1; do
 	fi
 done
 if [ -n "$c0" ] && [ -n "$c1" ]; then
-	d0=$(( $(completed 0) - c0 ))
-	d1=$(( $(completed 1) - c1 ))
+	d0=$(( $(npu_jobs_completed 0) - c0 ))
+	d1=$(( $(npu_jobs_completed 1) - c1 ))
 	[ $d0 -gt 0 ] && [ $d1 -gt 0 ] &&
 		ok "each device ran its own process's jobs (accel0 +$d0, accel1 +$d1 jobs)" ||
 		notok "each device ran its own process's jobs (accel0 +$d0, accel1 +$d1 jobs)"

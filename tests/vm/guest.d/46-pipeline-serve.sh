@@ -10,10 +10,6 @@
 . /npu/guest-lib.sh
 export PATH=/npu/bin:/npu/vm:$PATH
 D=/npu/data
-n=0
-rc=0
-ok() { n=$((n + 1)); echo "ok $n - $*"; }
-notok() { n=$((n + 1)); echo "not ok $n - $*"; rc=1; }
 
 if [ "$NPU_VM_NPUS" -lt 2 ]; then
 	echo "ok 1 - pipeline and serving on several NPUs # SKIP one NPU in this guest"
@@ -27,18 +23,14 @@ npu_load_driver || { echo "not ok 1 - npu.ko loads"; exit 1; }
 grep -q " /sys/kernel/debug " /proc/mounts || mount -t debugfs debugfs /sys/kernel/debug
 npu_wait_accel 2 || { echo "not ok 1 - two accel nodes"; exit 1; }
 
-completed() {
-	b=$(basename "$(readlink -f /sys/class/accel/accel$1/device)")
-	sed -n 's/^jobs_completed //p' /sys/kernel/debug/accel/$b/npu_counters 2>/dev/null
-}
 
 # ---- pipeline: det in two stages, one per NPU ----
 if [ ! -d /tmp/sim-det ]; then
 	npu run $D/det.npub --device sim --input x=$D/calib/input.npy \
 		--output-dir /tmp/sim-det --quiet >/tmp/run-sim.txt 2>&1
 fi
-c0=$(completed 0)
-c1=$(completed 1)
+c0=$(npu_jobs_completed 0)
+c1=$(npu_jobs_completed 1)
 rm -rf /tmp/pipe-det
 if npu run $D/det-p2.npub --device 'accel:*' --parallel pipeline \
 	--input x=$D/calib/input.npy --output-dir /tmp/pipe-det --quiet >/tmp/pipe.txt 2>&1; then
@@ -47,8 +39,8 @@ if npu run $D/det-p2.npub --device 'accel:*' --parallel pipeline \
 		[ -f "$f" ] || { same=0; break; }
 		cmp -s "$f" "/tmp/pipe-det/$(basename "$f")" || same=0
 	done
-	d0=$(( $(completed 0) - c0 ))
-	d1=$(( $(completed 1) - c1 ))
+	d0=$(( $(npu_jobs_completed 0) - c0 ))
+	d1=$(( $(npu_jobs_completed 1) - c1 ))
 	if [ $same = 1 ] && [ $d0 -gt 0 ] && [ $d1 -gt 0 ]; then
 		ok "det in two pipeline stages on accel0 and accel1: outputs equal sim's, bit for bit (accel0 +$d0, accel1 +$d1 jobs)"
 	else
