@@ -72,6 +72,26 @@ static npu_status check_stored_stream(const struct npu_segment *seg, const struc
 	return NPU_OK;
 }
 
+/* Segment seg's constants in a new read-only buffer on dev (NULL on failure). */
+static npu_status upload_consts(struct npu_device *dev, const struct npu_segment *seg,
+				struct npu_buffer **out)
+{
+	npu_status st;
+	void *map;
+
+	*out = NULL;
+	st = npu_buffer_alloc(dev, seg->code.consts_size, NPU_BUFFER_DEVICE_READ_ONLY, out);
+	if (!st)
+		st = npu_buffer_map(*out, &map);
+	if (st) {
+		npu_buffer_free(*out);
+		*out = NULL;
+		return st;
+	}
+	memcpy(map, seg->code.consts, seg->code.consts_size);
+	return NPU_OK;
+}
+
 /*
  * The code of one segment, generated unless a compiled file brought it,
  * and its constants (weights, biases, tables) in a read-only device buffer
@@ -82,7 +102,6 @@ static npu_status bind_code(struct npu_segment *seg, struct npu_device *dev,
 			    struct npu_error *err)
 {
 	npu_status st = NPU_OK;
-	void *map;
 
 	if (!seg->stream.data)
 		st = npu_segment_generate(seg, dev, info->sram_size, false, err);
@@ -93,14 +112,10 @@ static npu_status bind_code(struct npu_segment *seg, struct npu_device *dev,
 	seg->dev = dev;
 	if (st || !seg->code.consts_size)
 		return st;
-	st = npu_buffer_alloc(dev, seg->code.consts_size, NPU_BUFFER_DEVICE_READ_ONLY,
-			      &seg->consts);
-	if (!st)
-		st = npu_buffer_map(seg->consts, &map);
+	st = upload_consts(dev, seg, &seg->consts);
 	if (st)
 		return npu_error_set(err, st, "compile: constants of NPU segment %d: %s",
 				     seg->index, npu_device_last_error(dev));
-	memcpy(map, seg->code.consts, seg->code.consts_size);
 	return NPU_OK;
 }
 
@@ -202,23 +217,12 @@ npu_status npu_compiled_replicate(struct npu_compiled *c, size_t replica,
 	}
 	consts = c->replica_consts[replica];
 	for (i = 0; i < c->num_segments && !st; i++) {
-		const struct npu_segment *seg = c->segments[i];
-		void *map;
-
 		if ((want && !want[i]) || replica_has(c, replica, i))
 			continue;
-		st = npu_buffer_alloc(dev, seg->code.consts_size, NPU_BUFFER_DEVICE_READ_ONLY,
-				      &consts[i]);
-		if (!st)
-			st = npu_buffer_map(consts[i], &map);
-		if (st) {
+		st = upload_consts(dev, c->segments[i], &consts[i]);
+		if (st)
 			npu_error_set(err, st, "constants of NPU segment %d on device %zu of the set: %s",
-				      seg->index, replica, npu_device_last_error(dev));
-			npu_buffer_free(consts[i]);
-			consts[i] = NULL;
-		} else {
-			memcpy(map, seg->code.consts, seg->code.consts_size);
-		}
+				      c->segments[i]->index, replica, npu_device_last_error(dev));
 	}
 	return st;
 }
@@ -241,22 +245,13 @@ npu_status npu_compiled_home_consts(struct npu_compiled *c, struct npu_error *er
 
 	for (i = 0; i < c->num_segments && !st; i++) {
 		struct npu_segment *seg = c->segments[i];
-		void *map;
 
 		if (seg->consts || !seg->code.consts_size)
 			continue;
-		st = npu_buffer_alloc(c->dev, seg->code.consts_size, NPU_BUFFER_DEVICE_READ_ONLY,
-				      &seg->consts);
-		if (!st)
-			st = npu_buffer_map(seg->consts, &map);
-		if (st) {
+		st = upload_consts(c->dev, seg, &seg->consts);
+		if (st)
 			npu_error_set(err, st, "constants of NPU segment %d: %s", seg->index,
 				      npu_device_last_error(c->dev));
-			npu_buffer_free(seg->consts);
-			seg->consts = NULL;
-		} else {
-			memcpy(map, seg->code.consts, seg->code.consts_size);
-		}
 	}
 	return st;
 }
