@@ -715,13 +715,13 @@ static void test_prune_and_quantize_in_one_step(void **state)
 	if (getenv("NPU_TEST_VERBOSE"))
 		printf("fp32 pruned cosine %.6f (%.6f without quantize), int8 %.6f, sequential %d / %d\n", r->cosine, fp->cosine, r->quantized_cosine, r->sequential, fp->sequential);
 	/* The pruning is the same as without quantize when the sequential
-	 * pass is judged the same way, and int8 costs a little more cosine. */
+	 * pass is judged the same way; int8 moves the cosine a little. */
 	if (r->sequential == fp->sequential) {
 		assert_int_equal(r->onnx_size, fp->onnx_size);
 		assert_memory_equal(r->onnx, fp->onnx, r->onnx_size);
 	}
 	assert_true(r->quantized_cosine > 0.8 && r->quantized_cosine <= 1.0);
-	assert_true(r->quantized_cosine < r->cosine);
+	assert_true(fabs(r->quantized_cosine - r->cosine) < 0.02);
 	assert_int_equal(npu_engine_create(NULL, &eng), NPU_OK);
 	a = run_sim(eng, npub, NULL, 0, NULL, &n1);
 	b = run_sim(eng, NULL, r->onnx, r->onnx_size, cal, &n2);
@@ -775,6 +775,49 @@ static void test_quantized_accuracy_target(void **state)
 	remove_dir(ev);
 }
 
+/* int16 (the 16x8 mode) and mixed precision go through the same compile. */
+static void test_int16_and_mixed(void **state)
+{
+	struct npu_compress_options o;
+	struct npu_compress_result *r8, *r16, *rm;
+	size_t size;
+	void *model = residual_cnn(&size);
+	char *cal = sample_dir("q16cal", 24, 4, cnn_in, 16), *ev = sample_dir("q16ev", 6, 4, cnn_in, 17);
+	char npub[256];
+	struct stat sb;
+
+	(void)state;
+	snprintf(npub, sizeof(npub), "/tmp/npu-test-compress-16-%d.npub", (int)getpid());
+	npu_compress_options_init(&o);
+	o.method = NPU_PRUNE_NM;
+	o.calib_dir = cal;
+	o.eval_dir = ev;
+	o.npub_path = npub;
+	o.quantize = "int8";
+	assert_int_equal(npu_compress_memory(model, size, "cnn", &o, &r8), NPU_OK);
+	o.quantize = "int16";
+	assert_int_equal(npu_compress_memory(model, size, "cnn", &o, &r16), NPU_OK);
+	assert_int_equal(stat(npub, &sb), 0);
+	o.quantize = "mixed";
+	o.accuracy_target = 0.9;
+	assert_int_equal(npu_compress_memory(model, size, "cnn", &o, &rm), NPU_OK);
+	if (getenv("NPU_TEST_VERBOSE"))
+		printf("2:4: fp32 %.6f, int8 %.6f, int16 %.6f; mixed at 0.9: %.6f\n", r8->cosine,
+		       r8->quantized_cosine, r16->quantized_cosine, rm->quantized_cosine);
+	/* Against the pruned fp32 model's cosine, int16 moves it less than
+	 * int8 may (here pruning, not quantization, is most of the error). */
+	assert_true(fabs(r16->quantized_cosine - r16->cosine) < 0.005);
+	assert_true(fabs(r8->quantized_cosine - r8->cosine) < 0.02);
+	assert_true(rm->quantized_cosine >= 0.9);
+	npu_compress_result_free(r8);
+	npu_compress_result_free(r16);
+	npu_compress_result_free(rm);
+	unlink(npub);
+	free(model);
+	remove_dir(cal);
+	remove_dir(ev);
+}
+
 static void test_bad_quantize_options(void **state)
 {
 	struct npu_compress_options o;
@@ -814,6 +857,7 @@ int main(void)
 		cmocka_unit_test(test_bad_inputs_are_clear_errors),
 		cmocka_unit_test(test_prune_and_quantize_in_one_step),
 		cmocka_unit_test(test_quantized_accuracy_target),
+		cmocka_unit_test(test_int16_and_mixed),
 		cmocka_unit_test(test_bad_quantize_options),
 	};
 
