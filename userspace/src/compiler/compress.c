@@ -24,9 +24,11 @@
  * the cosine budget on the best MACs per cosine lost, and the result is
  * checked on the held-out set (the budget halved until it holds).
  * quantize: the pruned model is compiled for the NPU by the caller's
- * quantizer (the runtime's load and plan); the held-out checks (target,
- * sequential pass kept or not) then judge the quantized model against
- * the original fp32 one, and the last compile writes the .npub.
+ * quantizer (the runtime's load and plan); the target's held-out check
+ * then judges the quantized model against the original fp32 one, and the
+ * model chosen (the sequential pass kept or not on its fp32 cosine, which
+ * predicts OCR accuracy better than the int8 one: compress.md) is
+ * compiled once more into the .npub.
  */
 #include "compiler/compress.h"
 
@@ -2316,47 +2318,35 @@ npu_status npu_compress_model(const void *data, size_t size, const char *source,
 		st = too_few(&c, o.lack, err);
 	if (!st)
 		st = evaluate(&c, &o, true, 0, &res->cosine, &res->onnx, &res->onnx_size, err);
-	/* With quantize: the one-shot model compiled (saved now when no
-	 * sequential pass can replace it). */
-	if (!st && cfg->o.quantize)
-		st = quantized(&c, res->onnx, res->onnx_size,
-			       cfg->o.no_reconstruct ? cfg->o.npub_path : NULL, &res->quantized_cosine,
-			       err);
-	/* The sequential pass, kept when the held-out cosine agrees (that of
-	 * the quantized models with quantize). */
+	/* The sequential pass, kept when the held-out cosine (fp32) agrees. */
 	if (!st && !cfg->o.no_reconstruct) {
 		struct cz_out seq = { 0 };
 		void *bytes = NULL;
 		size_t len = 0;
-		double cos = -2, qcos = -2;
-		bool keep;
+		double cos = -2;
 
 		st = apply(&c, level, &seq, err);	/* a copy of pass 1 to refine */
 		if (!st)
 			st = sequential(&c, level, &seq, err);
 		if (!st)
 			st = evaluate(&c, &seq, true, 0, &cos, &bytes, &len, err);
-		if (!st && cfg->o.quantize)
-			st = quantized(&c, bytes, len, cfg->o.npub_path, &qcos, err);
-		keep = cfg->o.quantize ? qcos >= res->quantized_cosine : cos >= res->cosine;
-		if (!st && keep) {
+		if (!st && cos >= res->cosine) {
 			out_free(&o);
 			o = seq;
 			free(res->onnx);
 			res->onnx = bytes;
 			res->onnx_size = len;
 			res->cosine = cos;
-			if (cfg->o.quantize)
-				res->quantized_cosine = qcos;
 			res->sequential = 1;
 		} else {
 			out_free(&seq);
 			free(bytes);
 		}
-		/* The one-shot model stays: its .npub replaces the other's. */
-		if (!st && !keep && cfg->o.quantize)
-			st = quantized(&c, res->onnx, res->onnx_size, cfg->o.npub_path, &qcos, err);
 	}
+	/* With quantize: the chosen model compiled, its cosine, its .npub. */
+	if (!st && cfg->o.quantize)
+		st = quantized(&c, res->onnx, res->onnx_size, cfg->o.npub_path,
+			       &res->quantized_cosine, err);
 	if (!st)
 		st = fill_result(&c, &o, res, err);
 	if (st)
