@@ -119,3 +119,65 @@ def test_channel_pruned_model_is_valid_smaller_and_matches_onnxruntime(tmp_path)
     ref = np.load(tmp_path / "ref" / "y.npy")
     assert ref.shape == ours.shape
     assert np.max(np.abs(ours - ref)) <= 1e-4
+
+
+def calib_dir(path, count, seed):
+    path.mkdir()
+    rng = np.random.default_rng(seed)
+    for k in range(count):
+        np.save(path / ("s%02d.npy" % k), rng.standard_normal((1, 8, HW, HW)).astype(np.float32))
+    return str(path)
+
+
+def test_prune_and_quantize_in_one_step_matches_compiling_the_pruned_model(tmp_path):
+    """npu compress --quantize int8 -o X.npub: the .npub runs on sim with the
+    same outputs, bit for bit, as `npu compile` of the pruned .onnx with the
+    same calibration samples; the report gives the int8 cosine."""
+    model = residual_cnn(str(tmp_path / "cnn.onnx"))
+    calib = calib_dir(tmp_path / "calib", 24, 1)
+    held = calib_dir(tmp_path / "held", 6, 2)
+    npub, pruned, report = (str(tmp_path / n) for n in ("one.npub", "pruned.onnx", "r.json"))
+    r = subprocess.run([NPU, "compress", model, "--prune", "channels", "--sparsity", "0.25",
+                        "--calib-dir", calib, "--eval-dir", held, "--quantize", "int8",
+                        "--device", "sim", "--pruned-onnx", pruned, "--report", report, "-o", npub],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert "quantized (int8 on sim) cosine vs the original fp32" in r.stdout
+    rep = json.loads(open(report).read())
+    assert rep["quantize"] == "int8" and 0.8 < rep["quantized_cosine"] <= 1.0
+    onnx.checker.check_model(onnx.load(pruned), full_check=True)
+    sep = str(tmp_path / "sep.npub")
+    r = subprocess.run([NPU, "compile", pruned, "--device", "sim", "--calib-dir", calib, "-o", sep],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    x = np.random.default_rng(3).standard_normal((1, 8, HW, HW)).astype(np.float32)
+    np.save(tmp_path / "x.npy", x)
+    outs = []
+    for f in (npub, sep):
+        o = str(tmp_path / ("out-" + os.path.basename(f)))
+        r = subprocess.run([NPU, "run", f, "--device", "sim", "--input", "x=" + str(tmp_path / "x.npy"),
+                            "--output-dir", o], capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+        outs.append(np.load(os.path.join(o, "y.npy")))
+    assert outs[0].tobytes() == outs[1].tobytes()
+
+
+@pytest.mark.parametrize("args,want", [
+    (["--quantize", "int8", "-o", "OUT.onnx"], "should be a .npub"),
+    (["--quantize", "int4", "-o", "OUT.npub"], "--quantize 'int4': expected int8, int16 or mixed"),
+    (["--quantize", "int8", "-o", "OUT.npub", "NOCALIB"], "--quantize int8 calibrates the pruned model on --calib-dir"),
+    (["--quantize", "mixed", "-o", "OUT.npub"], "--quantize mixed needs --accuracy-target"),
+    (["-o", "OUT.npub"], "needs --quantize"),
+    (["--device", "sim", "-o", "OUT.onnx"], "--device goes with --quantize"),
+])
+def test_bad_quantize_flags_are_named(tmp_path, args, want):
+    model = residual_cnn(str(tmp_path / "cnn.onnx"))
+    calib = calib_dir(tmp_path / "calib", 2, 1)
+    cmd = [NPU, "compress", model, "--prune", "magnitude"]
+    if "NOCALIB" not in args:
+        cmd += ["--calib-dir", calib]
+    cmd += [str(tmp_path / a) if a.startswith("OUT.") else a for a in args if a != "NOCALIB"]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert want in r.stderr, r.stderr
+    assert not os.path.exists(tmp_path / "OUT.npub") and not os.path.exists(tmp_path / "OUT.onnx")

@@ -2,10 +2,13 @@
 /*
  * npu compress: prune a model with one-shot reconstruction from
  * calibration samples (issue 35; npu/npu_compress.h): prints the report
- * per layer, writes it as JSON with --report, and the model with -o.
+ * per layer, writes it as JSON with --report, and the model with -o:
+ * the pruned .onnx, or with --quantize the pruned model calibrated and
+ * compiled for the NPU as a .npub.
  */
 #include <errno.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,7 +22,9 @@ static void compress_usage(FILE *out)
 	fprintf(out,
 		"usage: npu compress MODEL.onnx --prune magnitude|nm:N:M|channels [--sparsity S]\n"
 		"                    --calib-dir DIR [--eval-dir DIR] [--accuracy-target COS]\n"
-		"                    [--no-reconstruct] [--report FILE.json] -o OUT.onnx\n\n"
+		"                    [--no-reconstruct] [--report FILE.json] -o OUT.onnx\n"
+		"       npu compress MODEL.onnx --prune ... --calib-dir DIR --quantize int8|int16|mixed\n"
+		"                    [--device sim|accel] [--pruned-onnx FILE.onnx] -o OUT.npub\n\n"
 		"Prunes the weights of Conv (groups 1), Gemm and MatMul layers and re-solves\n"
 		"what is kept so each layer reproduces its original outputs on the\n"
 		"calibration samples (least squares, bias corrected). OUT.onnx is the same\n"
@@ -36,6 +41,13 @@ static void compress_usage(FILE *out)
 		"  --accuracy-target C per-layer sparsity by sensitivity so that the lowest\n"
 		"                      output cosine against the original stays >= C\n"
 		"  --no-reconstruct    plain magnitude masks (for comparison)\n"
+		"  --quantize Q        then calibrate the pruned model on the same --calib-dir and\n"
+		"                      compile it as `npu compile` does: int8, int16 (16x8\n"
+		"                      mode) or mixed (mixed precision to --accuracy-target);\n"
+		"                      -o is then a .npub, and --accuracy-target judges the\n"
+		"                      quantized model against the original fp32 one\n"
+		"  --device D          with --quantize: the NPU to compile for (default sim)\n"
+		"  --pruned-onnx FILE  with --quantize: also write the pruned .onnx\n"
 		"The report's SQNR columns: each layer's output against the original, plain\n"
 		"magnitude and reconstructed; measured on the pruned model's inputs when the\n"
 		"sequential pass was kept (the last line says which).\n"
@@ -51,7 +63,7 @@ static void json_num(FILE *f, double v)
 }
 
 static int write_report(const char *path, const char *model, const char *method,
-			const struct npu_compress_result *r)
+			const char *quantize, const struct npu_compress_result *r)
 {
 	FILE *f = fopen(path, "w");
 	size_t i;
@@ -64,6 +76,16 @@ static int write_report(const char *path, const char *model, const char *method,
 	npu_cli_json_string(f, model);
 	fprintf(f, ",\n  \"method\": ");
 	npu_cli_json_string(f, method);
+	fprintf(f, ",\n  \"quantize\": ");
+	if (quantize)
+		npu_cli_json_string(f, quantize);
+	else
+		fputs("null", f);
+	fprintf(f, ", \"quantized_cosine\": ");
+	if (quantize)
+		json_num(f, r->quantized_cosine);
+	else
+		fputs("null", f);
 	fprintf(f, ",\n  \"calib_samples\": %zu, \"eval_samples\": %zu, \"sequential\": %s,\n  \"cosine\": ",
 		r->calib_samples, r->eval_samples, r->sequential ? "true" : "false");
 	json_num(f, r->cosine);
@@ -113,7 +135,7 @@ static void print_db(double v)
 		printf(" %8s", "exact");
 }
 
-static void print_report(const struct npu_compress_result *r)
+static void print_report(const struct npu_compress_result *r, const struct npu_compress_options *o)
 {
 	size_t i;
 
@@ -141,6 +163,32 @@ static void print_report(const struct npu_compress_result *r)
 	       r->eval_samples == 1 ? "" : "s",
 	       r->sequential ? "layers re-solved in order on the pruned model's inputs"
 			     : "one-shot reconstruction on the original inputs");
+	if (o->quantize)
+		printf("quantized (%s on %s) cosine vs the original fp32: %.6f (lowest over the same %zu sample%s)\n",
+		       o->quantize, o->device ? o->device : "sim", r->quantized_cosine,
+		       r->eval_samples, r->eval_samples == 1 ? "" : "s");
+}
+
+static bool ends_with(const char *s, const char *tail)
+{
+	size_t n = strlen(s), t = strlen(tail);
+
+	return n >= t && !strcmp(s + n - t, tail);
+}
+
+static int write_file(const char *path, const void *data, size_t size)
+{
+	FILE *f = fopen(path, "wb");
+	bool ok = f && fwrite(data, 1, size, f) == size;
+
+	if (f && fclose(f))
+		ok = false;
+	if (!ok) {
+		fprintf(stderr, "npu compress: %s: %s\n", path, strerror(errno));
+		return 1;
+	}
+	printf("wrote %s (%zu bytes)\n", path, size);
+	return 0;
 }
 
 static int parse_double(const char *opt, const char *v, double *out)
@@ -160,9 +208,8 @@ int npu_cmd_compress(int argc, char **argv)
 {
 	struct npu_compress_options o;
 	struct npu_compress_result *r = NULL;
-	const char *model = NULL, *out = NULL, *report = NULL, *method = NULL;
+	const char *model = NULL, *out = NULL, *report = NULL, *method = NULL, *pruned = NULL;
 	int i, rc = 1;
-	FILE *f;
 
 	npu_compress_options_init(&o);
 	for (i = 1; i < argc; i++) {
@@ -204,6 +251,16 @@ int npu_cmd_compress(int argc, char **argv)
 			o.calib_dir = v, i++;
 		} else if (!strcmp(a, "--eval-dir")) {
 			o.eval_dir = v, i++;
+		} else if (!strcmp(a, "--quantize")) {
+			if (strcmp(v, "int8") && strcmp(v, "int16") && strcmp(v, "mixed")) {
+				fprintf(stderr, "npu compress: --quantize '%s': expected int8, int16 or mixed\n", v);
+				return 2;
+			}
+			o.quantize = v, i++;
+		} else if (!strcmp(a, "--device")) {
+			o.device = v, i++;
+		} else if (!strcmp(a, "--pruned-onnx")) {
+			pruned = v, i++;
 		} else if (!strcmp(a, "--report")) {
 			report = v, i++;
 		} else if (!strcmp(a, "-o")) {
@@ -219,25 +276,56 @@ int npu_cmd_compress(int argc, char **argv)
 			return 2;
 		}
 	}
+	if (o.quantize && !o.calib_dir) {
+		fprintf(stderr, "npu compress: --quantize %s calibrates the pruned model on --calib-dir DIR, which is missing\n",
+			o.quantize);
+		return 2;
+	}
 	if (!model || !method || !out || !o.calib_dir) {
 		fprintf(stderr, "npu compress: %s\n", !model ? "no model given" : !method ? "--prune METHOD is required" :
 			!o.calib_dir ? "--calib-dir DIR is required" : "-o OUT.onnx is required");
 		compress_usage(stderr);
 		return 2;
 	}
+	if (o.quantize && ends_with(out, ".onnx")) {
+		fprintf(stderr, "npu compress: --quantize %s writes a compiled model: -o %s should be a .npub (without --quantize, -o writes the pruned .onnx)\n",
+			o.quantize, out);
+		return 2;
+	}
+	if (!o.quantize && ends_with(out, ".npub")) {
+		fprintf(stderr, "npu compress: -o %s: a .npub is a compiled model, which needs --quantize int8|int16|mixed\n",
+			out);
+		return 2;
+	}
+	if (!o.quantize && (o.device || pruned)) {
+		fprintf(stderr, "npu compress: %s goes with --quantize int8|int16|mixed\n",
+			o.device ? "--device" : "--pruned-onnx");
+		return 2;
+	}
+	if (o.quantize && !strcmp(o.quantize, "mixed") && !(o.accuracy_target > 0)) {
+		fprintf(stderr, "npu compress: --quantize mixed needs --accuracy-target COS (the cosine against the original fp32 model it must keep)\n");
+		return 2;
+	}
+	if (o.device && !strcmp(o.device, "cpu")) {
+		fprintf(stderr, "npu compress: --device cpu: --quantize compiles for an NPU (sim or accel)\n");
+		return 2;
+	}
+	if (o.quantize)
+		o.npub_path = out;
 	if (npu_compress_file(model, &o, &r) != NPU_OK) {
 		fprintf(stderr, "npu compress: %s\n", npu_last_error());
 		return 1;
 	}
-	print_report(r);
-	if (report && write_report(report, model, method, r))
+	print_report(r, &o);
+	if (report && write_report(report, model, method, o.quantize, r))
 		goto out;
-	f = fopen(out, "wb");
-	if (!f || fwrite(r->onnx, 1, r->onnx_size, f) != r->onnx_size || fclose(f)) {
-		fprintf(stderr, "npu compress: %s: %s\n", out, strerror(errno));
+	if (o.quantize) {	/* the library wrote the .npub */
+		printf("wrote %s\n", out);
+		if (pruned && write_file(pruned, r->onnx, r->onnx_size))
+			goto out;
+	} else if (write_file(out, r->onnx, r->onnx_size)) {
 		goto out;
 	}
-	printf("wrote %s (%zu bytes)\n", out, r->onnx_size);
 	rc = 0;
 out:
 	npu_compress_result_free(r);

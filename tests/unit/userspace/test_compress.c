@@ -640,6 +640,212 @@ static void test_bad_inputs_are_clear_errors(void **state)
 	remove_dir(gcal);
 }
 
+/* A model on sim: loaded from a file (a .npub) or from ONNX bytes compiled
+ * with calib_dir at cnn_in; its output on the sin input, copied. */
+static float *run_sim(struct npu_engine *eng, const char *path, const void *onnx, size_t size,
+		      const char *calib_dir, size_t *nbytes)
+{
+	struct npu_model_options mo;
+	struct npu_model *m;
+	struct npu_plan *p;
+	struct npu_session *s;
+	struct npu_host_tensor in = { .name = "x", .dtype = NPU_TYPE_FLOAT, .rank = 4 }, out;
+	static float x[8 * HW * HW];
+	float *copy;
+	size_t i;
+
+	for (i = 0; i < 8 * HW * HW; i++)
+		x[i] = sinf((float)i * 0.37f);
+	memcpy(in.dims, cnn_in, sizeof(cnn_in));
+	in.data = x;
+	in.nbytes = sizeof(x);
+	npu_model_options_init(&mo);
+	mo.device = "sim";
+	mo.calib_dir = calib_dir;
+	if (path)
+		assert_int_equal(npu_model_load_file(eng, path, &mo, &m), NPU_OK);
+	else
+		assert_int_equal(npu_model_load_memory(eng, onnx, size, "pruned", &mo, &m), NPU_OK);
+	assert_int_equal(npu_model_get_plan(m, &in, 1, &p), NPU_OK);
+	assert_int_equal(npu_session_create(m, NULL, &s), NPU_OK);
+	assert_int_equal(npu_session_run_plan(s, p, &in, 1), NPU_OK);
+	assert_int_equal(npu_session_output(s, 0, &out), NPU_OK);
+	copy = malloc(out.nbytes);
+	assert_non_null(copy);
+	memcpy(copy, out.data, out.nbytes);
+	*nbytes = out.nbytes;
+	npu_session_destroy(s);
+	npu_plan_release(p);
+	npu_model_destroy(m);
+	return copy;
+}
+
+/*
+ * Prune and quantize in one step: the .npub loads and runs on sim, and
+ * its outputs are bit-identical to compiling the pruned ONNX separately
+ * with the same calibration samples and options.
+ */
+static void test_prune_and_quantize_in_one_step(void **state)
+{
+	struct npu_compress_options o;
+	struct npu_compress_result *r, *fp;
+	struct npu_engine *eng;
+	size_t size, n1, n2, i;
+	void *model = residual_cnn(&size);
+	char *cal = sample_dir("qcal", 24, 4, cnn_in, 11), *ev = sample_dir("qev", 6, 4, cnn_in, 12);
+	char npub[256];
+	float *a, *b;
+	struct stat sb;
+	int differ = 0;
+
+	(void)state;
+	snprintf(npub, sizeof(npub), "/tmp/npu-test-compress-%d.npub", (int)getpid());
+	npu_compress_options_init(&o);
+	o.method = NPU_PRUNE_CHANNELS;
+	o.sparsity = 0.25;
+	o.calib_dir = cal;
+	o.eval_dir = ev;
+	assert_int_equal(npu_compress_memory(model, size, "cnn", &o, &fp), NPU_OK);
+	assert_true(fp->quantized_cosine == 0);	/* no quantize: no quantized model */
+	o.quantize = "int8";
+	o.npub_path = npub;
+	assert_int_equal(npu_compress_memory(model, size, "cnn", &o, &r), NPU_OK);
+	assert_int_equal(stat(npub, &sb), 0);
+	assert_true(sb.st_size > 0);
+	if (getenv("NPU_TEST_VERBOSE"))
+		printf("fp32 pruned cosine %.6f (%.6f without quantize), int8 %.6f, sequential %d / %d\n", r->cosine, fp->cosine, r->quantized_cosine, r->sequential, fp->sequential);
+	/* The pruning is the same as without quantize (the sequential pass
+	 * is judged in fp32 both ways); int8 moves the cosine a little. */
+	assert_int_equal(r->sequential, fp->sequential);
+	assert_int_equal(r->onnx_size, fp->onnx_size);
+	assert_memory_equal(r->onnx, fp->onnx, r->onnx_size);
+	assert_true(r->quantized_cosine > 0.8 && r->quantized_cosine <= 1.0);
+	assert_true(fabs(r->quantized_cosine - r->cosine) < 0.02);
+	assert_int_equal(npu_engine_create(NULL, &eng), NPU_OK);
+	a = run_sim(eng, npub, NULL, 0, NULL, &n1);
+	b = run_sim(eng, NULL, r->onnx, r->onnx_size, cal, &n2);
+	assert_int_equal(n1, n2);
+	for (i = 0; i < n1 / sizeof(float); i++)
+		differ += memcmp(&a[i], &b[i], sizeof(float)) != 0;
+	if (differ)
+		fail_msg("%d of %zu outputs of the one-step .npub differ from compiling the pruned .onnx",
+			 differ, n1 / sizeof(float));
+	free(a);
+	free(b);
+	npu_engine_destroy(eng);
+	npu_compress_result_free(r);
+	npu_compress_result_free(fp);
+	unlink(npub);
+	free(model);
+	remove_dir(cal);
+	remove_dir(ev);
+}
+
+/* --accuracy-target with quantize judges the int8 model against the fp32 original. */
+static void test_quantized_accuracy_target(void **state)
+{
+	struct npu_compress_options o;
+	struct npu_compress_result *r;
+	size_t size;
+	void *model = residual_cnn(&size);
+	char *cal = sample_dir("qtcal", 24, 4, cnn_in, 13), *ev = sample_dir("qtev", 6, 4, cnn_in, 14);
+	char npub[256];
+
+	(void)state;
+	snprintf(npub, sizeof(npub), "/tmp/npu-test-compress-t-%d.npub", (int)getpid());
+	npu_compress_options_init(&o);
+	o.sparsity = 0.9;
+	o.calib_dir = cal;
+	o.eval_dir = ev;
+	o.accuracy_target = 0.98;
+	o.quantize = "int8";
+	o.npub_path = npub;
+	assert_int_equal(npu_compress_memory(model, size, "cnn", &o, &r), NPU_OK);
+	if (getenv("NPU_TEST_VERBOSE"))
+		printf("target 0.98: fp32 pruned cosine %.6f, int8 %.6f, MACs %llu -> %llu\n",
+		       r->cosine, r->quantized_cosine, (unsigned long long)r->macs_before,
+		       (unsigned long long)r->macs_after);
+	assert_true(r->quantized_cosine >= 0.98);
+	assert_true(r->macs_after < r->macs_before);
+	npu_compress_result_free(r);
+	unlink(npub);
+	free(model);
+	remove_dir(cal);
+	remove_dir(ev);
+}
+
+/* int16 (the 16x8 mode) and mixed precision go through the same compile. */
+static void test_int16_and_mixed(void **state)
+{
+	struct npu_compress_options o;
+	struct npu_compress_result *r8, *r16, *rm;
+	size_t size;
+	void *model = residual_cnn(&size);
+	char *cal = sample_dir("q16cal", 24, 4, cnn_in, 16), *ev = sample_dir("q16ev", 6, 4, cnn_in, 17);
+	char npub[256];
+	struct stat sb;
+
+	(void)state;
+	snprintf(npub, sizeof(npub), "/tmp/npu-test-compress-16-%d.npub", (int)getpid());
+	npu_compress_options_init(&o);
+	o.method = NPU_PRUNE_NM;
+	o.calib_dir = cal;
+	o.eval_dir = ev;
+	o.npub_path = npub;
+	o.quantize = "int8";
+	assert_int_equal(npu_compress_memory(model, size, "cnn", &o, &r8), NPU_OK);
+	o.quantize = "int16";
+	assert_int_equal(npu_compress_memory(model, size, "cnn", &o, &r16), NPU_OK);
+	assert_int_equal(stat(npub, &sb), 0);
+	o.quantize = "mixed";
+	o.accuracy_target = 0.9;
+	assert_int_equal(npu_compress_memory(model, size, "cnn", &o, &rm), NPU_OK);
+	if (getenv("NPU_TEST_VERBOSE"))
+		printf("2:4: fp32 %.6f, int8 %.6f, int16 %.6f; mixed at 0.9: %.6f\n", r8->cosine,
+		       r8->quantized_cosine, r16->quantized_cosine, rm->quantized_cosine);
+	/* Against the pruned fp32 model's cosine, int16 moves it less than
+	 * int8 may (here pruning, not quantization, is most of the error). */
+	assert_true(fabs(r16->quantized_cosine - r16->cosine) < 0.005);
+	assert_true(fabs(r8->quantized_cosine - r8->cosine) < 0.02);
+	assert_true(rm->quantized_cosine >= 0.9);
+	npu_compress_result_free(r8);
+	npu_compress_result_free(r16);
+	npu_compress_result_free(rm);
+	unlink(npub);
+	free(model);
+	remove_dir(cal);
+	remove_dir(ev);
+}
+
+static void test_bad_quantize_options(void **state)
+{
+	struct npu_compress_options o;
+	size_t size;
+	void *model = residual_cnn(&size);
+	char *cal = sample_dir("qbad", 24, 4, cnn_in, 15);
+
+	(void)state;
+	npu_compress_options_init(&o);
+	o.calib_dir = cal;
+	o.quantize = "int4";
+	o.npub_path = "/tmp/npu-test-compress-never.npub";
+	expect_error(model, size, &o, "npu_compress_options.quantize 'int4': expected int8, int16 or mixed");
+	o.quantize = "int8";
+	o.npub_path = NULL;
+	expect_error(model, size, &o, "npu_compress_options.npub_path");
+	o.quantize = "mixed";
+	o.npub_path = "/tmp/npu-test-compress-never.npub";
+	expect_error(model, size, &o, "'mixed' needs accuracy_target");
+	o.quantize = "int8";
+	o.device = "cpu";
+	expect_error(model, size, &o, "npu_compress_options.device 'cpu'");
+	o.device = NULL;
+	o.calib_dir = NULL;
+	expect_error(model, size, &o, "calibration samples");
+	free(model);
+	remove_dir(cal);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -648,6 +854,10 @@ int main(void)
 		cmocka_unit_test(test_magnitude_reconstruction_beats_magnitude),
 		cmocka_unit_test(test_accuracy_target_met_on_held_out_set),
 		cmocka_unit_test(test_bad_inputs_are_clear_errors),
+		cmocka_unit_test(test_prune_and_quantize_in_one_step),
+		cmocka_unit_test(test_quantized_accuracy_target),
+		cmocka_unit_test(test_int16_and_mixed),
+		cmocka_unit_test(test_bad_quantize_options),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

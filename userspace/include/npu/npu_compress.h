@@ -60,6 +60,20 @@ struct npu_compress_options {
 	double damping;
 	/* im2col rows sampled per calibration sample and layer; 0: 256. */
 	size_t rows_per_sample;
+	/*
+	 * Prune, then quantize and compile in one step. quantize:
+	 * NULL (only prune), "int8", "int16" (npu_model_options.precision)
+	 * or "mixed" (npu_model_options.accuracy_target = accuracy_target,
+	 * which it then needs). The pruned model is calibrated on calib_dir
+	 * and compiled for 'device' (NULL: "sim") exactly as
+	 * npu_model_load_memory() + npu_model_get_plan() do at the
+	 * calibration samples' shapes, and saved as a .npub at npub_path
+	 * (required with quantize). With accuracy_target, the held-out check
+	 * judges the quantized model against the original fp32 one.
+	 */
+	const char *quantize;
+	const char *device;
+	const char *npub_path;
 };
 
 NPU_API void npu_compress_options_init_sized(struct npu_compress_options *opts,
@@ -101,6 +115,13 @@ struct npu_compress_result {
 	 * only (no_reconstruct, or the sequential pass did not raise the
 	 * held-out cosine). */
 	int sequential;
+	/*
+	 * With npu_compress_options.quantize: the lowest output
+	 * cosine of the compiled (quantized) model on the device against the
+	 * ORIGINAL fp32 model, over the held-out (else calibration) samples;
+	 * the .npub is at npu_compress_options.npub_path. 0 without quantize.
+	 */
+	double quantized_cosine;
 };
 
 NPU_API npu_status npu_compress_file(const char *path, const struct npu_compress_options *opts,

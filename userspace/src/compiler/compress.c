@@ -23,6 +23,12 @@
  * few levels alone on the calibration set, a greedy assignment spends
  * the cosine budget on the best MACs per cosine lost, and the result is
  * checked on the held-out set (the budget halved until it holds).
+ * quantize: the pruned model is compiled for the NPU by the caller's
+ * quantizer (the runtime's load and plan); the target's held-out check
+ * then judges the quantized model against the original fp32 one, and the
+ * model chosen (the sequential pass kept or not on its fp32 cosine, which
+ * predicts OCR accuracy better than the int8 one: compress.md) is
+ * compiled once more into the .npub.
  */
 #include "compiler/compress.h"
 
@@ -1523,13 +1529,12 @@ static npu_status apply(struct cz_ctx *c, const double *level, struct cz_out *o,
 
 /* ---- Running models: the original's outputs, a candidate's cosine ---- */
 
-static double cosine(const struct npu_tensor *a, const struct npu_tensor *b)
+double npu_cz_cosine(const float *x, size_t na, const float *y, size_t nb)
 {
-	const float *x = a->data, *y = b->data;
-	size_t n = a->nbytes / sizeof(float), i;
+	size_t n = na, i;
 	double xy = 0, xx = 0, yy = 0;
 
-	if (a->nbytes != b->nbytes)
+	if (na != nb)
 		return 0;
 	for (i = 0; i < n; i++) {
 		xy += (double)x[i] * y[i];
@@ -1539,6 +1544,12 @@ static double cosine(const struct npu_tensor *a, const struct npu_tensor *b)
 	if (xx == 0 && yy == 0)
 		return 1;
 	return xx > 0 && yy > 0 ? xy / sqrt(xx * yy) : 0;
+}
+
+static double cosine(const struct npu_tensor *a, const struct npu_tensor *b)
+{
+	return npu_cz_cosine(a->data, a->nbytes / sizeof(float), b->data,
+			     b->nbytes / sizeof(float));
 }
 
 /* Run g over 'count' samples of src; refs (NULL) stores the outputs, else
@@ -1606,6 +1617,16 @@ static npu_status load_model(struct cz_ctx *c, const struct cz_out *o, struct np
 	return st;
 }
 
+/* The candidate as bytes only. */
+static npu_status load_bytes(struct cz_ctx *c, const struct cz_out *o, void **data, size_t *len,
+			     struct npu_error *err)
+{
+	return npu_onnx_replace_constants(c->data, c->size, c->source, o->names,
+					  (const struct npu_tensor *const *)o->t, o->n, o->attrs,
+					  o->na, c->cfg->o.method == NPU_PRUNE_CHANNELS, data, len,
+					  err);
+}
+
 /* The candidate's bytes (*bytes, *size: may be NULL) and its lowest cosine on a set. */
 static npu_status evaluate(struct cz_ctx *c, const struct cz_out *o, bool held_out, size_t max,
 			   double *cos, void **bytes, size_t *size, struct npu_error *err)
@@ -1630,6 +1651,37 @@ static npu_status evaluate(struct cz_ctx *c, const struct cz_out *o, bool held_o
 	} else {
 		free(data);
 	}
+	return st;
+}
+
+/*
+ * With quantize: the candidate (its ONNX bytes) compiled for the NPU,
+ * its lowest cosine on the held-out set against the original fp32
+ * outputs, and (save_path non-NULL) its .npub written there.
+ */
+static npu_status quantized(struct cz_ctx *c, const void *bytes, size_t len, const char *save_path,
+			    double *cos, struct npu_error *err)
+{
+	const struct npu_cz_quantizer *q = &c->cfg->quant;
+
+	return q->run(q->arg, bytes, len, c->g, eval_src(c), c->neval,
+		      c->ref + c->ncal * c->g->num_outputs, save_path, cos, err);
+}
+
+/* The candidate's held-out cosine: of the quantized model with quantize, else fp32. */
+static npu_status check_cosine(struct cz_ctx *c, const struct cz_out *o, double *cos,
+			       struct npu_error *err)
+{
+	void *bytes = NULL;
+	size_t len = 0;
+	npu_status st;
+
+	if (!c->cfg->o.quantize)
+		return evaluate(c, o, true, 0, cos, NULL, NULL, err);
+	st = load_bytes(c, o, &bytes, &len, err);
+	if (!st)
+		st = quantized(c, bytes, len, NULL, cos, err);
+	free(bytes);
 	return st;
 }
 
@@ -2023,8 +2075,8 @@ static npu_status search(struct cz_ctx *c, double *level, struct npu_error *err)
 		for (u = 0; u < nu; u++)
 			level[u] = level_value(c, at[u]);
 		st = apply(c, level, &o, err);
-		if (!st)
-			st = evaluate(c, &o, true, 0, &cs, NULL, NULL, err);
+		if (!st)	/* with quantize: the quantized model's cosine */
+			st = check_cosine(c, &o, &cs, err);
 		out_free(&o);
 		if (!st && cs >= target)
 			goto out;
@@ -2067,6 +2119,24 @@ static npu_status check_options(const struct npu_cz_config *cfg, const char *sou
 	if (o->accuracy_target < 0 || o->accuracy_target > 1 || isnan(o->accuracy_target))
 		return npu_error_set(err, NPU_ERR_INVALID_ARG,
 				     "accuracy target %g: a cosine in (0, 1]", o->accuracy_target);
+	if (o->quantize && strcmp(o->quantize, "int8") && strcmp(o->quantize, "int16") &&
+	    strcmp(o->quantize, "mixed"))
+		return npu_error_set(err, NPU_ERR_INVALID_ARG,
+				     "npu_compress_options.quantize '%s': expected int8, int16 or mixed",
+				     o->quantize);
+	if (o->quantize && !o->npub_path)
+		return npu_error_set(err, NPU_ERR_INVALID_ARG,
+				     "npu_compress_options.npub_path: quantize '%s' writes a compiled model (.npub) and needs its path",
+				     o->quantize);
+	if (o->quantize && !strcmp(o->quantize, "mixed") && !(o->accuracy_target > 0))
+		return npu_error_set(err, NPU_ERR_INVALID_ARG,
+				     "npu_compress_options.quantize 'mixed' needs accuracy_target (the cosine mixed precision keeps)");
+	if (o->quantize && o->device && !strcmp(o->device, "cpu"))
+		return npu_error_set(err, NPU_ERR_INVALID_ARG,
+				     "npu_compress_options.device 'cpu': quantize compiles for an NPU device (sim, accel)");
+	if (o->quantize && !cfg->quant.run)
+		return npu_error_set(err, NPU_ERR_UNSUPPORTED,
+				     "npu_compress_options.quantize: no compiler to quantize with");
 	if (!(o->damping > 0) || !cfg->runner || !cfg->calib.count || !cfg->calib.sample)
 		return npu_error_set(err, NPU_ERR_INVALID_ARG, "%s: compression needs calibration samples",
 				     source);
@@ -2248,7 +2318,7 @@ npu_status npu_compress_model(const void *data, size_t size, const char *source,
 		st = too_few(&c, o.lack, err);
 	if (!st)
 		st = evaluate(&c, &o, true, 0, &res->cosine, &res->onnx, &res->onnx_size, err);
-	/* The sequential pass, kept when the held-out cosine agrees. */
+	/* The sequential pass, kept when the held-out cosine (fp32) agrees. */
 	if (!st && !cfg->o.no_reconstruct) {
 		struct cz_out seq = { 0 };
 		void *bytes = NULL;
@@ -2273,6 +2343,10 @@ npu_status npu_compress_model(const void *data, size_t size, const char *source,
 			free(bytes);
 		}
 	}
+	/* With quantize: the chosen model compiled, its cosine, its .npub. */
+	if (!st && cfg->o.quantize)
+		st = quantized(&c, res->onnx, res->onnx_size, cfg->o.npub_path,
+			       &res->quantized_cosine, err);
 	if (!st)
 		st = fill_result(&c, &o, res, err);
 	if (st)

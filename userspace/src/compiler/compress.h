@@ -24,11 +24,27 @@ struct npu_cz_samples {
 	void *arg;
 };
 
+/*
+ * With o.quantize: compile the pruned model (its ONNX bytes) for the NPU
+ * the way the runtime loads a model (calibrated on o.calib_dir), run it
+ * on 'count' samples of src at g's input shapes, and set *cos to the
+ * lowest cosine of its float outputs against refs[k * g->num_outputs + i]
+ * (the original fp32 model's). save_path non-NULL: write the .npub there.
+ */
+struct npu_cz_quantizer {
+	npu_status (*run)(void *arg, const void *onnx, size_t size, const struct npu_graph *g,
+			  const struct npu_cz_samples *src, size_t count,
+			  struct npu_tensor *const *refs, const char *save_path, double *cos,
+			  struct npu_error *err);
+	void *arg;
+};
+
 struct npu_cz_config {
 	struct npu_compress_options o;	/* defaults filled in, checked */
 	const struct npu_graph_runner *runner;
 	struct npu_cz_samples calib;
 	struct npu_cz_samples eval;	/* count NULL: the calibration set */
+	struct npu_cz_quantizer quant;	/* run NULL: no quantization */
 };
 
 /*
@@ -39,6 +55,8 @@ npu_status npu_compress_model(const void *data, size_t size, const char *source,
 			      const struct npu_cz_config *cfg,
 			      struct npu_compress_result *res, struct npu_error *err);
 void npu_compress_result_clear(struct npu_compress_result *res);
+/* Cosine of two float tensors' data (0 when their sizes differ; 1 if both are 0). */
+double npu_cz_cosine(const float *a, size_t na, const float *b, size_t nb);
 
 /* ---- compress_reconstruct.c: H is n x n (X^T X), weights rows x n ---- */
 
