@@ -661,37 +661,49 @@ static void test_bad_model_devices(void **state)
 
 /*
  * A chain the compiler cuts into stages, with a skip across the cuts:
- *	x[1,8,16,16] -> (Conv 1x1 -> Relu) x5 -> Conv 1x1 -> + r3 -> z
+ *	x[1,C,H,H] -> (Conv 1x1 -> Relu) x5 -> Conv 1x1 -> + r3 -> z
+ * C x H x H is 8 x 16 x 16, or 512 x 2 x 2 (1.5 MiB of int8 weights: most
+ * of its device memory); both have N_CX elements.
  */
-#define CH 8
-#define CHW 16
-#define N_CX (CH * CHW * CHW)
+#define N_CX 2048
 #define CHAIN 6
+#define CH_MAX 512
 
-static float cw[CHAIN][CH * CH];
-static int64_t cw_dims[] = { CH, CH, 1, 1 };
+static int chain_ch = 8, chain_hw = 16;
+static float cw[CHAIN][CH_MAX * CH_MAX];
+
+static void chain_dims(int64_t *d)
+{
+	d[0] = 1;
+	d[1] = chain_ch;
+	d[2] = d[3] = chain_hw;
+}
 
 static void *chain_model(size_t *size)
 {
-	static const int64_t xd[] = { 1, CH, CHW, CHW };
+	static int64_t xd[4], cw_dims[4];
 	static char names[CHAIN][3][8];
 	static struct tb_model m;
 	Onnx__TensorProto *t;
 	const char *prev = "x";
 	int i, l;
 
+	chain_dims(xd);
+	cw_dims[0] = cw_dims[1] = chain_ch;
+	cw_dims[2] = cw_dims[3] = 1;
 	tb_init(&m, 13);
 	tb_input(&m, "x", 4, xd);
 	tb_output(&m, "z", 4, xd);
 	for (l = 0; l < CHAIN; l++) {
-		for (i = 0; i < CH * CH; i++)
-			cw[l][i] = (float)(((i + l * 17) * 7) % 13 - 6) / (float)(6 + l);
+		for (i = 0; i < chain_ch * chain_ch; i++)
+			cw[l][i] = (float)(((i + l * 17) * 7) % 13 - 6) / (float)(6 + l) /
+				   (float)(chain_ch / 8);
 		snprintf(names[l][0], 8, "w%d", l);
 		snprintf(names[l][1], 8, "c%d", l);
 		snprintf(names[l][2], 8, "r%d", l);
 		t = tb_init_tensor(&m, names[l][0], ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 4,
 				   cw_dims);
-		t->n_float_data = CH * CH;
+		t->n_float_data = (size_t)(chain_ch * chain_ch);
 		t->float_data = cw[l];
 		tb_node(&m, "Conv", names[l][1], names[l][1], 2, prev, names[l][0]);
 		if (l == CHAIN - 1)
@@ -723,14 +735,13 @@ static npu_status load_chain(struct npu_engine *e, const char *device,
 
 static void chain_run(struct npu_session *s, int seed, float *z)
 {
-	static const int64_t xd[] = { 1, CH, CHW, CHW };
 	float x[N_CX];
 	struct npu_host_tensor in = { .name = "x", .dtype = NPU_TYPE_FLOAT, .rank = 4,
 				      .data = x, .nbytes = sizeof(x) };
 	struct npu_host_tensor out;
 	size_t i;
 
-	memcpy(in.dims, xd, sizeof(xd));
+	chain_dims(in.dims);
 	for (i = 0; i < N_CX; i++)
 		x[i] = (float)(((i + (size_t)seed * 977) * 2654435761u) % 2000) / 1000.0f - 1.0f;
 	if (npu_session_run(s, &in, 1) != NPU_OK)
@@ -929,6 +940,91 @@ static void test_pipeline_failover(void **state)
 	npu_device_close(bad);
 }
 
+/*
+ * auto on three NPUs too small for the whole model: the cost model cuts
+ * it in pipeline stages, each NPU holding one; outputs as one large NPU's.
+ */
+static void test_auto_pipeline_when_the_model_does_not_fit(void **state)
+{
+	struct npu_engine *big = engine_new(), *small = engine_new();
+	struct npu_device *devs[3];
+	struct npu_device_options o;
+	struct npu_model *one, *set, *m;
+	struct npu_session *ref, *s;
+	struct npu_parallel_info pi;
+	static float want[N_CX], got[N_CX];
+	uint64_t model_bytes, stage_bytes;
+	char msg[256];
+	size_t k;
+
+	(void)state;
+	chain_ch = 512;
+	chain_hw = 2;
+	assert_int_equal(load_chain(big, "sim", NPU_PARALLEL_AUTO, &one), NPU_OK);
+	assert_int_equal(load_chain(big, "sim:3", NPU_PARALLEL_PIPELINE, &set), NPU_OK);
+	assert_int_equal(npu_session_create(one, NULL, &ref), NPU_OK);
+	assert_int_equal(npu_session_create(set, NULL, &s), NPU_OK);
+	chain_run(ref, 3, want);
+	chain_run(s, 3, got);
+	assert_memory_equal(got, want, sizeof(got));
+	npu_parallel_info_init(&pi);
+	assert_int_equal(npu_plan_parallel_info(npu_session_plan(s), &pi), NPU_OK);
+	model_bytes = pi.model_bytes;
+	stage_bytes = pi.device_bytes_max;
+	npu_session_destroy(s);
+	assert_true(stage_bytes < model_bytes / 2);
+
+	/* Three NPUs with memory for a stage, not for the model. */
+	for (k = 0; k < 3; k++) {
+		npu_device_options_init(&o);
+		o.backend = NPU_BACKEND_SIM;
+		o.sim_memory_bytes = (model_bytes + stage_bytes) / 2 + (64 << 10);
+		if (npu_device_open(&o, &devs[k], msg, sizeof(msg)) != NPU_OK)
+			fail_msg("a sim of %llu bytes: %s", (unsigned long long)o.sim_memory_bytes, msg);
+		assert_int_equal(npu_engine_attach_device(small, k ? (k == 1 ? "sim#1" : "sim#2") : "sim",
+							  devs[k]), NPU_OK);
+	}
+	if (load_chain(small, "sim:3", NPU_PARALLEL_AUTO, &m) != NPU_OK)
+		fail_msg("load: %s", npu_last_error());
+	assert_int_equal(npu_session_create(m, NULL, &s), NPU_OK);
+	chain_run(s, 3, got);
+	assert_memory_equal(got, want, sizeof(got));
+	npu_parallel_info_init(&pi);
+	assert_int_equal(npu_plan_parallel_info(npu_session_plan(s), &pi), NPU_OK);
+	assert_int_equal(pi.mode, NPU_PARALLEL_PIPELINE);
+	assert_true(pi.stages >= 2);
+	assert_contains(pi.why, "pipeline (auto: the model does not fit one device)");
+	for (k = 0; k < pi.stages; k++)
+		assert_true(device_runs(m, k) == 1);
+	npu_session_destroy(s);
+	npu_model_destroy(m);
+
+	/* Asked for data parallel, the same model does not load there. */
+	assert_int_equal(load_chain(small, "sim:3", NPU_PARALLEL_DATA, &m), NPU_OK);
+	assert_int_equal(npu_session_create(m, NULL, &s), NPU_OK);
+	{
+		float x[N_CX] = { 0 };
+		struct npu_host_tensor in = { .name = "x", .dtype = NPU_TYPE_FLOAT, .rank = 4,
+					      .data = x, .nbytes = sizeof(x) };
+
+		chain_dims(in.dims);
+		assert_int_equal(npu_session_run(s, &in, 1), NPU_ERR_NO_MEMORY);
+		assert_contains(npu_last_error(), "constants of NPU segment");
+	}
+	npu_session_destroy(s);
+	npu_model_destroy(m);
+
+	npu_session_destroy(ref);
+	npu_model_destroy(set);
+	npu_model_destroy(one);
+	npu_engine_destroy(small);
+	npu_engine_destroy(big);
+	for (k = 0; k < 3; k++)
+		npu_device_close(devs[k]);
+	chain_ch = 8;
+	chain_hw = 16;
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -942,6 +1038,7 @@ int main(void)
 		cmocka_unit_test(test_pipeline),
 		cmocka_unit_test(test_pipeline_around_cpu_op),
 		cmocka_unit_test(test_pipeline_failover),
+		cmocka_unit_test(test_auto_pipeline_when_the_model_does_not_fit),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -78,8 +78,8 @@ struct npu_model;
  * (consecutive segments of similar modeled cost); a run passes through
  * the devices in turn and runs at once (sessions, async runs) fill the
  * pipeline; each device holds its stage's constants. AUTO: the cost model
- * picks (npu_model_parallel_estimate()): data parallel unless one device
- * cannot hold the model.
+ * picks (npu_plan_parallel_info() says what and why): data parallel unless
+ * one device cannot hold the model, then a pipeline.
  */
 enum npu_parallel_mode {
 	NPU_PARALLEL_AUTO = 0,

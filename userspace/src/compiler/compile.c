@@ -1710,6 +1710,7 @@ npu_status npu_compile_graph(struct npu_graph *graph,
 	if (!st)
 		st = check_keep_fp32(&b);
 	b.c->profile_ops = opts->profile_ops;
+	b.c->defer_consts = opts->defer_consts;
 	if (!st && !opts->cpu_only_placement)
 		st = npu_compiled_bind(b.c, graph, opts->device, err);
 	if (!st)

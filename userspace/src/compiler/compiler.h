@@ -214,6 +214,8 @@ struct npu_compile_options {
 	 * on different devices (Documentation/multi-npu.md).
 	 */
 	int pipeline_stages;
+	/* Bind without uploading the constants (npu_compiled.defer_consts). */
+	bool defer_consts;
 };
 
 struct npu_keep_fp32 {
@@ -293,6 +295,12 @@ struct npu_compiled {
 	 * file loaded without profiling: its code is stored). */
 	uint64_t codegen_runs;
 	bool profile_ops;		/* bind with per-op device timestamps */
+	/*
+	 * Bound without the constants on 'dev': the caller puts them there
+	 * (npu_compiled_home_consts()), all of them or one pipeline stage's,
+	 * once it knows how the model's devices are used.
+	 */
+	bool defer_consts;
 	struct npu_device *dev;		/* bound to (npu_compiled_bind) */
 	struct npu_device_info dev_info;
 	/* What lost accuracy and could not be avoided, e.g. an int32 bias
@@ -368,12 +376,13 @@ npu_status npu_compiled_replicate(struct npu_compiled *c, size_t replica,
 				  struct npu_device *device, const bool *want,
 				  struct npu_error *err);
 /*
- * Pipeline mode: the device compiled for (replica 0) keeps the constants
- * of the segments in 'keep' only; npu_compiled_home_consts() uploads the
- * others again (a run that falls back to that device alone).
+ * The constants on the device compiled for (replica 0), after a bind that
+ * deferred them: of the segments in 'want' (NULL: all) that lack them,
+ * each uploaded once. Pipeline mode puts one stage's there, and all when
+ * a run falls back to that device alone.
  */
-void npu_compiled_drop_home_consts(struct npu_compiled *c, const bool *keep);
-npu_status npu_compiled_home_consts(struct npu_compiled *c, struct npu_error *err);
+npu_status npu_compiled_home_consts(struct npu_compiled *c, const bool *want,
+				    struct npu_error *err);
 void npu_compiled_run_destroy(struct npu_compiled_run *run);
 /* A run of the session begins: per-run totals of its segments start over
  * (a subgraph's segment runs once per iteration). */

@@ -1594,15 +1594,17 @@ static npu_status bind_nodes(struct npu_compiled *c, struct npu_graph *g, int de
 }
 
 npu_status npu_npub_instantiate(struct npu_npub *f, struct npu_graph *graph,
-				struct npu_device *dev, bool profile_ops,
+				struct npu_device *dev, unsigned int flags,
 				struct npu_compiled **out,
 				struct npu_error *err)
 {
 	struct npu_compiled *c = f->c;
+	bool profile_ops = flags & NPU_NPUB_PROFILE_OPS;
 	size_t k, i;
 	npu_status st;
 
 	*out = NULL;
+	c->defer_consts = flags & NPU_NPUB_DEFER_CONSTS;
 	if (f->major >= 3) {
 		c->profile_ops = profile_ops;
 		st = bind_nodes(c, graph, 0, err);

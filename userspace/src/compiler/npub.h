@@ -57,16 +57,20 @@ const char *npu_npub_input(const struct npu_npub *p, size_t index,
 /* The CPU options the file was compiled with (the defaults before 2.2). */
 const struct npu_cpu_options *npu_npub_cpu_options(const struct npu_npub *p);
 
+/* npu_npub_instantiate() flags. */
+#define NPU_NPUB_PROFILE_OPS	(1u << 0)	/* per-op timestamps (code generated) */
+#define NPU_NPUB_DEFER_CONSTS	(1u << 1)	/* npu_compiled.defer_consts */
+
 /*
  * Attach the file's segments to 'graph' and bind them to 'dev'; the
  * segments move into *out. Version 3: 'graph' is a copy of the file's
  * graph, whose NpuSegment nodes name their segment; no code is generated
- * unless profile_ops asks for per-op timestamps. Before: 'graph' is the
- * embedded model imported with the stored shapes, inferred, and through
- * npu_compile_passes_pre/fuse, and the code is generated.
+ * unless NPU_NPUB_PROFILE_OPS asks for per-op timestamps. Before: 'graph'
+ * is the embedded model imported with the stored shapes, inferred, and
+ * through npu_compile_passes_pre/fuse, and the code is generated.
  */
 npu_status npu_npub_instantiate(struct npu_npub *p, struct npu_graph *graph,
-				struct npu_device *dev, bool profile_ops,
+				struct npu_device *dev, unsigned int flags,
 				struct npu_compiled **out,
 				struct npu_error *err);
 

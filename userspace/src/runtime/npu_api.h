@@ -163,6 +163,9 @@ struct npu_plan {
 	uint64_t stage_cycles[NPU_DEVICE_SET_MAX];
 	bool pipeline_ready;
 	atomic_bool pipeline_off;	/* a pipeline run failed: data parallel from then on */
+	/* auto chose a pipeline: the model does not fit one device. */
+	bool auto_pipeline;
+	char auto_why[160];
 };
 
 /*
@@ -174,12 +177,16 @@ struct npu_plan {
 npu_status npu_plan_on_device(struct npu_plan *plan, size_t index);
 /*
  * After compiling: resolve the model's npu_model_options.parallel for
- * 'plan' with the cost model, and in pipeline mode assign its segments
- * to devices (npu_multi.c).
+ * 'plan' with the cost model, in pipeline mode assign its segments to
+ * devices, and put the constants on the devices (npu_multi.c).
+ * NPU_ERR_NO_MEMORY with *retry_pipeline set: auto, and the model does
+ * not fit one device; the plan is to be built again cut in stages.
  */
-npu_status npu_plan_parallel_setup(struct npu_plan *plan);
-/* The pipeline_stages a plan of 'm' compiles with (0: no cut). */
-int npu_model_pipeline_stages(const struct npu_model *m);
+npu_status npu_plan_parallel_setup(struct npu_plan *plan, bool *retry_pipeline);
+/* The pipeline_stages a plan compiles with (0: no cut). */
+int npu_plan_pipeline_stages(const struct npu_plan *plan);
+/* A plan on a device set binds without constants (npu_compiled.defer_consts). */
+bool npu_plan_defers_consts(const struct npu_plan *plan);
 
 struct npu_model {
 	atomic_int refs;		/* the caller's + sessions' + plan users' */

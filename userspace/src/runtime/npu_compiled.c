@@ -110,7 +110,7 @@ static npu_status bind_code(struct npu_segment *seg, struct npu_device *dev,
 	if (!st && profile && !seg->profile_stream.data)
 		st = npu_segment_generate(seg, dev, seg->code_sram_size, true, err);
 	seg->dev = dev;
-	if (st || !seg->code.consts_size)
+	if (st || !seg->code.consts_size || seg->compiled->defer_consts)
 		return st;
 	st = upload_consts(dev, seg, &seg->consts);
 	if (st)
@@ -227,18 +227,8 @@ npu_status npu_compiled_replicate(struct npu_compiled *c, size_t replica,
 	return st;
 }
 
-void npu_compiled_drop_home_consts(struct npu_compiled *c, const bool *keep)
-{
-	size_t i;
-
-	for (i = 0; i < c->num_segments; i++)
-		if (!keep[i]) {
-			npu_buffer_free(c->segments[i]->consts);
-			c->segments[i]->consts = NULL;
-		}
-}
-
-npu_status npu_compiled_home_consts(struct npu_compiled *c, struct npu_error *err)
+npu_status npu_compiled_home_consts(struct npu_compiled *c, const bool *want,
+				    struct npu_error *err)
 {
 	npu_status st = NPU_OK;
 	size_t i;
@@ -246,7 +236,7 @@ npu_status npu_compiled_home_consts(struct npu_compiled *c, struct npu_error *er
 	for (i = 0; i < c->num_segments && !st; i++) {
 		struct npu_segment *seg = c->segments[i];
 
-		if (seg->consts || !seg->code.consts_size)
+		if ((want && !want[i]) || seg->consts || !seg->code.consts_size)
 			continue;
 		st = upload_consts(c->dev, seg, &seg->consts);
 		if (st)

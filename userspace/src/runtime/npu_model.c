@@ -173,7 +173,9 @@ npu_status npu_plan_compile_npu(struct npu_model *m, struct npu_plan *p, struct 
 		if (!st && !npu_npub_finished(f))
 			st = npu_model_replay_passes(p->g, err);
 		if (!st)
-			st = npu_npub_instantiate(f, p->g, m->dev, m->opts.profile != 0,
+			st = npu_npub_instantiate(f, p->g, m->dev,
+						  (m->opts.profile ? NPU_NPUB_PROFILE_OPS : 0) |
+						  (npu_plan_defers_consts(p) ? NPU_NPUB_DEFER_CONSTS : 0),
 						  &p->compiled, err);
 		npu_npub_close(f);
 	} else {
@@ -220,7 +222,7 @@ npu_status npu_model_source(struct npu_model *m, struct npu_error *err)
 }
 
 static npu_status build_plan(struct npu_model *m, const struct npu_shape *shapes,
-			     struct npu_plan **out)
+			     bool auto_pipeline, bool *retry_pipeline, struct npu_plan **out)
 {
 	struct npu_error err = { 0 };
 	struct npu_plan *p;
@@ -233,6 +235,7 @@ static npu_status build_plan(struct npu_model *m, const struct npu_shape *shapes
 	if (!p)
 		return npu_api_fail(NPU_ERR_NO_MEMORY, "out of memory");
 	p->model = m;
+	p->auto_pipeline = auto_pipeline;
 	atomic_init(&p->refs, 1);
 	pthread_mutex_init(&p->replica_lock, NULL);
 	p->shapes = malloc(sizeof(*p->shapes) * (m->num_inputs + 1));
@@ -285,7 +288,7 @@ static npu_status build_plan(struct npu_model *m, const struct npu_shape *shapes
 	}
 	if (p->compiled)
 		atomic_fetch_add(&m->codegens, p->compiled->codegen_runs);
-	st = npu_plan_parallel_setup(p);
+	st = npu_plan_parallel_setup(p, retry_pipeline);
 	if (st) {
 		plan_free(p);
 		return st;
@@ -360,7 +363,16 @@ npu_status npu_model_plan_for(struct npu_model *m, const struct npu_shape *shape
 		return NPU_OK;
 	}
 	atomic_fetch_add(&m->plan_misses, 1);
-	st = build_plan(m, shapes, &p);
+	{
+		bool retry = false;
+
+		st = build_plan(m, shapes, false, &retry, &p);
+		/* auto: the model does not fit one device, so it is cut in stages. */
+		if (st == NPU_ERR_NO_MEMORY && retry) {
+			npu_engine_log(m->engine, NPU_LOG_INFO, "%s", npu_last_error());
+			st = build_plan(m, shapes, true, NULL, &p);
+		}
+	}
 	if (st == NPU_OK) {
 		char buf[160];
 
@@ -1205,7 +1217,7 @@ npu_status npu_plan_on_device(struct npu_plan *p, size_t index)
 	if (index == NPU_PLAN_PIPELINE)
 		st = p->pipeline_ready ? NPU_OK : pipeline_ready(p, &failed, &err);
 	else if (!index)	/* a pipeline's run on device 0 alone */
-		st = npu_compiled_home_consts(p->compiled, &err);
+		st = npu_compiled_home_consts(p->compiled, NULL, &err);
 	else
 		st = npu_compiled_replicate(p->compiled, index, p->model->devs[index], NULL, &err);
 	pthread_mutex_unlock(&p->replica_lock);

@@ -20,9 +20,20 @@
 
 #include "compiler/compiler.h"
 
-int npu_model_pipeline_stages(const struct npu_model *m)
+static bool wants_pipeline(const struct npu_plan *p)
 {
-	return m->num_devs > 1 && m->opts.parallel == NPU_PARALLEL_PIPELINE ? (int)m->num_devs : 0;
+	return p->model->num_devs > 1 &&
+	       (p->model->opts.parallel == NPU_PARALLEL_PIPELINE || p->auto_pipeline);
+}
+
+int npu_plan_pipeline_stages(const struct npu_plan *p)
+{
+	return wants_pipeline(p) ? (int)p->model->num_devs : 0;
+}
+
+bool npu_plan_defers_consts(const struct npu_plan *p)
+{
+	return p->model->num_devs > 1;
 }
 
 /* The compiler's predicted cycles of one run of a segment. */
@@ -111,22 +122,58 @@ out:
 	return used;
 }
 
-/* Device 0 holds only its stage's constants (until a run falls back to it alone). */
-static void drop_home_consts(struct npu_plan *p)
+/*
+ * The constants on device 0, compiled for: its stage's in pipeline mode,
+ * else all of them. In auto mode, a model that does not fit the device
+ * (constants and one arena against the device's free memory, where the
+ * device says how much it has; else the upload failing) asks for a
+ * pipeline instead (*retry).
+ */
+static npu_status home_consts(struct npu_plan *p, bool *retry)
 {
+	struct npu_model *m = p->model;
 	struct npu_compiled *c = p->compiled;
-	bool *keep = calloc(c->num_segments + 1, sizeof(*keep));
+	struct npu_error err = { 0 };
+	struct npu_device_info info;
+	uint64_t used = 0, peak = 0;
+	bool *want = NULL, fits = true;
 	size_t i;
+	npu_status st;
 
-	if (!keep)
-		return;	/* they stay: more memory, still correct */
-	for (i = 0; i < c->num_segments; i++)
-		keep[i] = p->seg_device[i] == 0;
-	npu_compiled_drop_home_consts(c, keep);
-	free(keep);
+	if (!c || !c->defer_consts || !c->num_segments)
+		return NPU_OK;
+	if (p->seg_device) {
+		want = calloc(c->num_segments, sizeof(*want));
+		if (!want)
+			return npu_api_fail(NPU_ERR_NO_MEMORY, "out of memory");
+		for (i = 0; i < c->num_segments; i++)
+			want[i] = p->seg_device[i] == 0;
+	} else if (m->opts.parallel == NPU_PARALLEL_AUTO && retry &&
+		   npu_device_get_info(c->dev, &info) == NPU_OK && info.memory_bytes) {
+		npu_device_memory(c->dev, &used, &peak);
+		fits = p->parallel.model_bytes + used <= info.memory_bytes;
+		if (!fits)
+			snprintf(p->auto_why, sizeof(p->auto_why),
+				 "the model needs %llu bytes of device memory and '%s' has %llu free",
+				 (unsigned long long)p->parallel.model_bytes, m->dev_names[0],
+				 (unsigned long long)(info.memory_bytes - used));
+	}
+	st = fits ? npu_compiled_home_consts(c, want, &err) : NPU_ERR_NO_MEMORY;
+	free(want);
+	if (st == NPU_ERR_NO_MEMORY && !p->seg_device && m->opts.parallel == NPU_PARALLEL_AUTO &&
+	    retry) {
+		if (fits)	/* the upload's own message, cut to fit */
+			snprintf(p->auto_why, sizeof(p->auto_why), "%.150s", err.msg);
+		*retry = true;
+		return npu_api_fail(st, "%s: %s: to be cut in pipeline stages", m->source,
+				    p->auto_why);
+	}
+	if (st)
+		npu_error_prefix(&err, "%s", m->source);
+	return st ? npu_api_fail_err(&err) : NPU_OK;
 }
 
-npu_status npu_plan_parallel_setup(struct npu_plan *p)
+npu_status npu_plan_parallel_setup(struct npu_plan *p, bool *retry)
 {
 	struct npu_model *m = p->model;
 	struct npu_parallel_info *pi = &p->parallel;
@@ -135,7 +182,7 @@ npu_status npu_plan_parallel_setup(struct npu_plan *p)
 	uint64_t *costs, consts = 0, arena_max = 0;
 	uint64_t dev_consts[NPU_DEVICE_SET_MAX] = { 0 }, dev_arena[NPU_DEVICE_SET_MAX] = { 0 };
 	size_t *group;
-	bool want_pipeline = m->opts.parallel == NPU_PARALLEL_PIPELINE && devs > 1;
+	bool want_pipeline = wants_pipeline(p);
 
 	npu_parallel_info_init(pi);
 	pi->mode = NPU_PARALLEL_DATA;
@@ -191,7 +238,6 @@ npu_status npu_plan_parallel_setup(struct npu_plan *p)
 					pi->device_bytes_max = dev_consts[k] + dev_arena[k];
 			p->seg_device = group;
 			group = NULL;
-			drop_home_consts(p);
 		}
 	}
 	if (devs < 2)
@@ -201,7 +247,8 @@ npu_status npu_plan_parallel_setup(struct npu_plan *p)
 			 "no NPU segment: runs spread over the devices as they come");
 	else if (pi->mode == NPU_PARALLEL_PIPELINE)
 		snprintf(pi->why, sizeof(pi->why),
-			 "pipeline (asked for): %zu stages, slowest %.0f%% of a run, modeled throughput %.2fx one device, %llu bytes cross per run",
+			 "pipeline (%s): %zu stages, slowest %.0f%% of a run, modeled throughput %.2fx one device, %llu bytes cross per run",
+			 p->auto_pipeline ? "auto: the model does not fit one device" : "asked for",
 			 pi->stages, 100.0 * (double)pi->stage_cycles_max / (double)pi->run_cycles,
 			 pi->pipeline_speedup, (unsigned long long)pi->crossing_bytes);
 	else
@@ -211,7 +258,7 @@ npu_status npu_plan_parallel_setup(struct npu_plan *p)
 			 pi->data_speedup, n, pi->pipeline_speedup);
 	free(costs);
 	free(group);
-	return NPU_OK;
+	return home_consts(p, retry);
 }
 
 NPU_API void npu_parallel_info_init_sized(struct npu_parallel_info *o, size_t size)
