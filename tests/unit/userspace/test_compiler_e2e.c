@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <zlib.h>
 
 #include "compiler/compiler.h"
 #include "compiler/npub.h"
@@ -438,6 +439,7 @@ static void test_malformed_npub_is_rejected_with_a_reason(void **state)
 	{
 		struct npu_segment_program *p = &c->segments[0]->prog;
 		struct npu_lop *cp = NULL, *fd = NULL;
+		uint32_t fold;
 		size_t k;
 
 		for (k = 0; k < p->num_lops; k++) {
@@ -456,12 +458,55 @@ static void test_malformed_npub_is_rejected_with_a_reason(void **state)
 		assert_non_null(strstr(err.msg, "copy"));
 		assert_non_null(strstr(err.msg, "outside its tensors"));
 		cp->copy.dst_off -= 1;
+		fold = fd->conv.fold_w;
 		fd->conv.fold_w = 3;	/* 20 columns are not whole wide pixels of 3 */
 		assert_int_equal(npu_npub_save(path, &(struct npu_npub_source){ "m", 1, NULL }, g, c, &err), NPU_OK);
 		free(bytes);
 		bytes = read_all(path, &size);
 		assert_int_equal(npu_npub_open(bytes, size, "fold.npub", &f, &err), NPU_ERR_MODEL);
 		assert_non_null(strstr(err.msg, "fold_w 3"));
+		fd->conv.fold_w = fold;
+	}
+
+	/* Each section that may appear once, twice (checksum and size right). */
+	assert_int_equal(npu_npub_save(path, &(struct npu_npub_source){ "m", 1, NULL }, g, c, &err), NPU_OK);
+	free(bytes);
+	bytes = read_all(path, &size);
+	{
+		size_t at = 32, tested = 0;
+		uint32_t sections, s;
+
+		memcpy(&sections, bytes + 24, 4);
+		for (s = 0; s < sections; s++) {
+			uint32_t tag, crc;
+			uint64_t len, total;
+			uint8_t *dup;
+
+			memcpy(&tag, bytes + at, 4);
+			memcpy(&len, bytes + at + 8, 8);
+			if (tag != 5 && tag != 7) {	/* segments and code repeat */
+				total = size + 16 + len;
+				dup = malloc(total);
+				memcpy(dup, bytes, size);
+				memcpy(dup + size, bytes + at, 16 + len);
+				memcpy(dup + 16, &total, 8);
+				sections++;
+				memcpy(dup + 24, &sections, 4);
+				sections--;
+				crc = (uint32_t)crc32_z(0, dup + 32, total - 32);
+				memcpy(dup + 12, &crc, 4);
+				memset(&err, 0, sizeof(err));
+				assert_int_equal(npu_npub_open(dup, total, "twice.npub", &f, &err),
+						 NPU_ERR_MODEL);
+				assert_null(f);
+				if (!strstr(err.msg, "appears twice"))
+					fail_msg("tag %u twice: %s", tag, err.msg);
+				free(dup);
+				tested++;
+			}
+			at += 16 + len;
+		}
+		assert_true(tested >= 4);	/* inputs, stats, records, graph, ... */
 	}
 
 	free(copy);

@@ -1090,10 +1090,6 @@ static npu_status parse_records(struct npu_rbuf *r, struct npu_compiled *c)
 {
 	size_t i;
 
-	if (c->records) {	/* a second placement section would leak the first */
-		npu_rbuf_fail(r, "%s", "a second placement section");
-		return r->err->status;
-	}
 	c->num_records = npu_get_count(r, "records", NPUB_MAX_COUNT);
 	c->records = calloc(c->num_records + 1, sizeof(*c->records));
 	if (!c->records)
@@ -1254,7 +1250,7 @@ npu_status npu_npub_open_view(const void *data, size_t size, bool borrow, const 
 {
 	struct npu_npub *f = calloc(1, sizeof(*f));
 	struct npu_rbuf hdr = { .where = "header", .err = err, .source = source };
-	uint32_t magic, hs, crc, sections, reserved, s;
+	uint32_t magic, hs, crc, sections, reserved, s, seen = 0;
 	uint16_t major, minor;
 	uint64_t file_size;
 	const uint8_t *p;
@@ -1320,6 +1316,15 @@ npu_status npu_npub_open_view(const void *data, size_t size, bool borrow, const 
 		sec.left = (size_t)len;
 		p = sec.p + len;
 		left -= 16 + (size_t)len;
+		/* Segments and their code repeat; a second of another would
+		 * overwrite (and leak) the first's. */
+		if (tag < 32 && tag != NPUB_SEGMENT && tag != NPUB_CODE) {
+			if (seen >> tag & 1) {
+				fail(&sec, "%s %llu appears twice", "section tag", tag);
+				goto bad;
+			}
+			seen |= 1u << tag;
+		}
 		switch (tag) {
 		case NPUB_MODEL:
 			f->model = sec.p;
@@ -1386,10 +1391,6 @@ npu_status npu_npub_open_view(const void *data, size_t size, bool borrow, const 
 		}
 		case NPUB_GRAPH:
 			sec.where = "graph section";
-			if (f->graph) {
-				fail(&sec, "%s%.0llu appears twice", "graph section", 0);
-				goto bad;
-			}
 			f->graph = npu_graph_read(&sec, source);
 			if (!f->graph)
 				goto bad;
