@@ -65,6 +65,12 @@ grep -q "^devices: 2, pipeline (asked for): 2 stages" "$dir/explain.txt"
 "$npu" compile "$model" --device sim:2 --calib random --shape x0=2,64,64 --explain \
 	>"$dir/explain.txt"
 grep -q "^devices: 2, data parallel (auto): modeled throughput 2.00x" "$dir/explain.txt"
+# The accuracy search runs its candidates on the device set, in both modes.
+for mode in data pipeline; do
+	"$npu" compile "$model" --device sim:2 --parallel $mode --calib random --shape x0=2,64,64 \
+		--accuracy-target 0.9 >"$dir/mixed.txt"
+	grep -q "accuracy vs fp32 CPU" "$dir/mixed.txt"
+done
 
 fails() {	# fails CODE TEXT CMD...: exits CODE, stderr says TEXT
 	code=$1 text=$2

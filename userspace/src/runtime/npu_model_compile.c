@@ -190,7 +190,8 @@ npu_status npu_model_compile(struct npu_model *m, struct npu_plan *p, struct npu
 	o.cpu = m->cpu_opts;
 	o.bias_correction = m->opts.bias_correction;
 	o.pipeline_stages = npu_plan_pipeline_stages(p);
-	o.defer_consts = npu_plan_defers_consts(p);
+	/* The accuracy search runs its candidates on the device: they need theirs. */
+	o.defer_consts = npu_plan_defers_consts(p) && !(m->opts.accuracy_target > 0);
 	if (m->opts.accuracy_target > 0) {
 		p->mixed = calloc(1, sizeof(*p->mixed));
 		st = p->mixed ? npu_mixed_compile(p->g, &o, m->opts.accuracy_target,
