@@ -334,12 +334,6 @@ static bool in_span(const struct npu_graph *g, const struct span *s,
 	return false;
 }
 
-/*
- * The cost model: a segment pays a job submission and the CPU-side
- * quantize / layout conversion of everything crossing its boundary. It
- * stays on the NPU only if its modeled time plus that cost beats the
- * CPU's estimate (30 GFLOP/s for MACs, 1 ns per element otherwise).
- */
 /* The cost model's NPU cycles for one node: MACs, vector lanes, DMA in and out. */
 static double node_cycles(const struct npu_node *n)
 {
@@ -349,6 +343,12 @@ static double node_cycles(const struct npu_node *n)
 	       out / NPU_VECTOR_LANES + 2.0 * out / NPU_DMA_BYTES_PER_CYCLE;
 }
 
+/*
+ * The cost model: a segment pays a job submission and the CPU-side
+ * quantize / layout conversion of everything crossing its boundary. It
+ * stays on the NPU only if its modeled time plus that cost beats the
+ * CPU's estimate (30 GFLOP/s for MACs, 1 ns per element otherwise).
+ */
 static bool segment_worth_it(const struct npu_graph *g, const struct span *s,
 			     char *why, size_t why_size)
 {
