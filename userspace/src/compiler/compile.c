@@ -1001,7 +1001,8 @@ static npu_status price_nodes(struct build *b, double *cost)
 		npu_codegen_result_free(&code);
 		npu_cmdbuf_destroy(cb);
 	}
-	/* A named node no lop names was folded into one that does. */
+	/* Named nodes no lop names were folded into one that does (cost 0);
+	 * unnamed ones, which no lop can name, get the plain estimate. */
 	for (j = 0; j < n; j++)
 		if (!priced[j] && b->g->nodes[j]->placement == NPU_PLACE_NPU &&
 		    !(b->g->nodes[j]->name && *b->g->nodes[j]->name))
