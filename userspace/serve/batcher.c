@@ -413,7 +413,8 @@ stats:
 			if (npu_session_npu_stats(in->session, &ns) == NPU_OK)
 				cycles = ns.last_cycles;
 		}
-		/* A run that failed over ran on another NPU than its instance's. */
+		/* A run that failed over ran on another NPU than its instance's
+		 * (a pipeline run counts on its first stage's). */
 		npu_model_device_stats_init(&ds);
 		if (npu_model_num_devices(s->model) > 1 &&
 		    npu_model_device_stats(s->model, npu_session_last_device(in->session),

@@ -454,17 +454,18 @@ static int load_version(struct repository *r, const char *name,
 		}
 	}
 	/* A model on several NPUs (Documentation/multi-npu.md). */
-	calib_param = config_param(base, "parallel");
-	if (calib_param) {
-		if (!strcmp(calib_param, "data")) {
+	{
+		const char *mode = config_param(base, "parallel");
+
+		if (mode && !strcmp(mode, "data")) {
 			mo.parallel = NPU_PARALLEL_DATA;
-		} else if (!strcmp(calib_param, "pipeline")) {
+		} else if (mode && !strcmp(mode, "pipeline")) {
 			mo.parallel = NPU_PARALLEL_PIPELINE;
-		} else if (strcmp(calib_param, "auto")) {
+		} else if (mode && strcmp(mode, "auto")) {
 			free_version(mv);
 			return serve_err(err, SERVE_INVALID,
 					 "parameter parallel '%s': expected data, pipeline or auto",
-					 calib_param);
+					 mode);
 		}
 	}
 	if (npu_model_load_file(r->engine, file, &mo, &mv->model) != NPU_OK) {
