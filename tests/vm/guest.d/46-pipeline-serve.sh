@@ -105,7 +105,12 @@ for c in 1 2 3 4; do
 	client $c &
 	eval cpid$c=$!
 done
-sleep 2
+# Mid-load: once 4 of the 32 have been answered (at most 60 s).
+i=0
+while [ "$(cat /tmp/client.* 2>/dev/null | wc -l)" -lt 4 ] && [ $i -lt 600 ]; do
+	sleep 0.1
+	i=$((i + 1))
+done
 b1=$(basename "$(readlink -f /sys/class/accel/accel1/device)")
 dbg=/sys/kernel/debug/accel/$b1
 if [ -d $dbg/fail_hang ]; then
