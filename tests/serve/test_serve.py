@@ -1780,9 +1780,41 @@ def slow_tls_reader(port, cert, api):
                    frame(4, 0, 0, struct.pack(">HI", 4, 2**31 - 1)) +          # initial window
                    frame(8, 0, 0, struct.pack(">I", 2**31 - 1 - 65535)) +      # connection window
                    frame(1, 4, 1, hb))
+        # The request within the server's flow-control windows, as a client
+        # must: reading its SETTINGS and WINDOW_UPDATEs while sending (a
+        # client that overruns them gets a GOAWAY, which the server cannot
+        # deliver to one that reads nothing: both would wait).
+        win = {"stream": 65535, "conn": 65535, "init": 65535}
+
+        def pump():
+            nonlocal buf
+            b = so.recv(1 << 16)
+            if not b:
+                raise OSError("the server closed the connection while the request was sent")
+            buf += b
+            while len(buf) >= 9 and len(buf) >= 9 + int.from_bytes(buf[:3], "big"):
+                ln, kind, flags = int.from_bytes(buf[:3], "big"), buf[3], buf[4]
+                sid = int.from_bytes(buf[5:9], "big") & 0x7FFFFFFF
+                payload, buf = buf[9:9 + ln], buf[9 + ln:]
+                if kind == 4 and not flags & 1:
+                    for j in range(0, len(payload) - 5, 6):
+                        ident, val = struct.unpack(">HI", payload[j:j + 6])
+                        if ident == 4:
+                            win["stream"] += val - win["init"]
+                            win["init"] = val
+                    so.sendall(frame(4, 1, 0, b""))  # SETTINGS ack
+                elif kind == 8:
+                    inc = struct.unpack(">I", payload)[0] & 0x7FFFFFFF
+                    win["conn" if sid == 0 else "stream"] += inc
+                elif kind in (3, 7):
+                    raise OSError("RST_STREAM or GOAWAY while sending: %r" % payload[:40])
         for i in range(0, len(body), 16384):
-            so.sendall(frame(0, 1 if i + 16384 >= len(body) else 0, 1, body[i:i + 16384]))
-        so.sendall(frame(4, 1, 0, b""))  # SETTINGS ack
+            chunk = body[i:i + 16384]
+            while min(win["stream"], win["conn"]) < len(chunk):
+                pump()
+            win["stream"] -= len(chunk)
+            win["conn"] -= len(chunk)
+            so.sendall(frame(0, 1 if i + 16384 >= len(body) else 0, 1, chunk))
         time.sleep(2)
         while not done and len(data) < len(body) + 4096:
             b = so.recv(1 << 16)
