@@ -19,6 +19,13 @@
 /* A request whose client went away before it ran (HTTP has no code for it: nginx's 499). */
 #define SERVE_CANCELLED 499
 
+/*
+ * A tensor of a request or a response. BYTES tensors (dtype
+ * NPU_TYPE_STRING) hold their elements as Triton serializes them on the
+ * wire, each a 4-byte little-endian length then that many bytes, in row-
+ * major order; nbytes is their total, so a binary or gRPC raw input is
+ * used in place.
+ */
 struct infer_tensor {
 	char name[SERVE_NAME_MAX];
 	enum npu_data_type dtype;
