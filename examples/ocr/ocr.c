@@ -79,8 +79,8 @@ struct ocr {
 	struct bucket buckets[MAX_BUCKETS];
 	int num_buckets;
 	char tmp_dir[4096];	/* NPU devices: where calibration samples go */
-	char **keys;		/* keys[0] = blank */
-	int num_keys;
+	struct ctc_dict dict;
+	struct ctc_opts ctc;
 	float *rec_x;		/* one rec input of the widest bucket */
 };
 
@@ -315,30 +315,14 @@ static int parse_buckets(struct ocr *r, const char *list)
 	return r->rec_x ? 0 : -1;
 }
 
-/* ppocr_keys_v1.txt: one character per line; CTC index 0 is the blank and
- * PaddleOCR appends a space as the last class. */
 static int load_dict(struct ocr *r, const char *path)
 {
-	FILE *f = fopen(path, "r");
-	char buf[256];
-	int cap = 8192;
+	char err[512];
 
-	if (!f) {
-		fprintf(stderr, "npu-ocr: dictionary %s: %s\n", path, strerror(errno));
+	if (ctc_dict_load(path, &r->dict, err, sizeof(err))) {
+		fprintf(stderr, "npu-ocr: %s\n", err);
 		return -1;
 	}
-	r->keys = calloc((size_t)cap, sizeof(*r->keys));
-	if (!r->keys) {
-		fclose(f);
-		return -1;
-	}
-	r->keys[r->num_keys++] = strdup("");
-	while (fgets(buf, sizeof(buf), f) && r->num_keys < cap - 1) {
-		buf[strcspn(buf, "\r\n")] = 0;
-		r->keys[r->num_keys++] = strdup(buf);
-	}
-	r->keys[r->num_keys++] = strdup(" ");
-	fclose(f);
 	return 0;
 }
 
@@ -561,103 +545,6 @@ out:
 	return rc;
 }
 
-/*
- * The Chinese dictionary has full-width forms of ASCII punctuation
- * (U+FF01..U+FF5E, e.g. "，" "（"): next to ASCII text they are the ASCII
- * characters (NFKC maps them the same way).
- */
-static void ascii_fullwidth(char *s)
-{
-	char *w = s, *p = s;
-
-	while (*p) {
-		unsigned char a = (unsigned char)p[0], b = (unsigned char)p[1];
-		unsigned char c = b ? (unsigned char)p[2] : 0;
-		/* U+FF01..U+FF5E: EF BC 81..BF, EF BD 80..9E */
-		int cp = a == 0xef && (b == 0xbc || b == 0xbd) && c >= 0x80 && c <= 0xbf ?
-			 0xff00 + (b - 0xbc) * 64 + (c - 0x80) : 0;
-
-		if (cp >= 0xff01 && cp <= 0xff5e) {
-			unsigned char prev = w > s ? (unsigned char)w[-1] : 0;
-			unsigned char next = (unsigned char)p[3];
-
-			if ((prev && prev < 0x80) || (next && next < 0x80)) {
-				*w++ = (char)(cp - 0xff01 + 0x21);
-				p += 3;
-				continue;
-			}
-		}
-		*w++ = *p++;
-	}
-	*w = 0;
-}
-
-static bool is_alpha(char c)
-{
-	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
-}
-
-static bool is_digit(char c)
-{
-	return c >= '0' && c <= '9';
-}
-
-/*
- * Latin text's two commonest misreadings by the Chinese model, fixed by
- * the characters around them: a 0 in a run of letters with no other digit
- * is the letter O ("ST0P", "p0stcode"; lower case when its neighbours are,
- * upper case at the start of a word), an O in a run of digits is 0
- * ("2O19"); and a comma, semicolon or colon right after a letter and
- * before a letter or digit lost its space ("window,88607"; "1,234" and
- * "10:30" are digits on both sides and stay).
- */
-static void latin_fixes(char *s)
-{
-	char out[LINE_TEXT];
-	size_t n = strlen(s), i, j, k, w = 0;
-
-	for (i = 0; i < n; i = j) {
-		size_t letters = 0, digits = 0, zeros = 0, ohs = 0;
-		bool upper;
-
-		for (j = i; j < n && (is_alpha(s[j]) || is_digit(s[j])); j++) {
-			letters += is_alpha(s[j]);
-			digits += is_digit(s[j]);
-			zeros += s[j] == '0';
-			ohs += s[j] == 'O' || s[j] == 'o';
-		}
-		if (j == i) {
-			j = i + 1;
-			continue;
-		}
-		if (letters && zeros && zeros == digits) {
-			for (k = i; k < j; k++) {
-				if (s[k] != '0')
-					continue;
-				/* upper case at a word's start, else as the next (at
-				 * the end: the previous) letter, lower after a lower-case one */
-				upper = k == i || (k + 1 < j ? s[k + 1] >= 'A' && s[k + 1] <= 'Z' :
-						   s[k - 1] >= 'A' && s[k - 1] <= 'Z');
-				if (k > i && s[k - 1] >= 'a' && s[k - 1] <= 'z')
-					upper = false;
-				s[k] = upper ? 'O' : 'o';
-			}
-		} else if (digits && ohs && ohs == letters && digits >= 2) {
-			for (k = i; k < j; k++)
-				if (s[k] == 'O' || s[k] == 'o')
-					s[k] = '0';
-		}
-	}
-	for (i = 0; i < n && w + 2 < sizeof(out); i++) {
-		out[w++] = s[i];
-		if ((s[i] == ',' || s[i] == ';' || s[i] == ':') && i > 0 && is_alpha(s[i - 1]) &&
-		    i + 1 < n && (is_alpha(s[i + 1]) || is_digit(s[i + 1])))
-			out[w++] = ' ';
-	}
-	out[w] = 0;
-	memcpy(s, out, w + 1);
-}
-
 /* Recognition + CTC greedy decoding (CTCLabelDecode): argmax per step,
  * repeats merged, blanks dropped; the score is the mean probability of the
  * kept steps. */
@@ -667,12 +554,7 @@ static int recognize(struct ocr *r, const struct rgb_image *img, struct line *l)
 	struct npu_host_tensor out;
 	struct crop c;
 	struct bucket *b;
-	const float *p;
-	int64_t t, steps, classes;
-	int prev = 0, kept = 0, width, space = r->num_keys - 1;
-	size_t len = 0;
-	double sum = 0;
-	float gap_space = 0;
+	int width;
 
 	crop_of(&l->q, &c);
 	width = crop_rec_width(&c, REC_H);
@@ -689,59 +571,13 @@ static int recognize(struct ocr *r, const struct rgb_image *img, struct line *l)
 		fprintf(stderr, "npu-ocr: recognition: %s\n", npu_last_error());
 		return -1;
 	}
-	if (out.dtype != NPU_TYPE_FLOAT || out.rank != 3 || out.dims[2] != r->num_keys) {
+	if (out.dtype != NPU_TYPE_FLOAT || out.rank != 3 || out.dims[2] != r->dict.num_keys) {
 		fprintf(stderr, "npu-ocr: recognition output has %lld classes, the dictionary %d\n",
-			(long long)(out.rank == 3 ? out.dims[2] : -1), r->num_keys);
+			(long long)(out.rank == 3 ? out.dims[2] : -1), r->dict.num_keys);
 		return -1;
 	}
-	steps = out.dims[1];
-	classes = out.dims[2];
-	p = out.data;
-	l->text[0] = 0;
-	for (t = 0; t < steps; t++) {
-		const float *row = p + t * classes;
-		int64_t k, best = 0;
-
-		for (k = 1; k < classes; k++)
-			if (row[k] > row[best])
-				best = k;
-		if (best && best != prev) {
-			const char *str = r->keys[best];
-			size_t n = strlen(str);
-
-			/* A word gap the argmax read as blank: the space class
-			 * rises there (0.01..0.2) and stays ~0 inside words;
-			 * 0.008 is 2 steps of an int8 softmax output (1/255). */
-			if (len && l->text[len - 1] != ' ' && best != space &&
-			    gap_space >= r->o->space_thresh && len + 1 < sizeof(l->text)) {
-				l->text[len++] = ' ';
-				l->text[len] = 0;
-			}
-			if (len + n < sizeof(l->text)) {
-				memcpy(l->text + len, str, n + 1);
-				len += n;
-			}
-			sum += row[best];
-			kept++;
-			gap_space = 0;
-		} else if (!best && row[space] > gap_space) {
-			gap_space = row[space];
-		}
-		prev = (int)best;
-	}
-	ascii_fullwidth(l->text);
-	if (r->o->latin_fixes)
-		latin_fixes(l->text);
-	/* The dictionary's space class lands at a crop's edges: not text. */
-	len = strlen(l->text);
-	while (len && l->text[len - 1] == ' ')
-		l->text[--len] = 0;
-	if (l->text[0] == ' ') {
-		size_t lead = strspn(l->text, " ");
-
-		memmove(l->text, l->text + lead, len - lead + 1);
-	}
-	l->score = kept ? (float)(sum / kept) : 0.0f;
+	l->score = ctc_decode(out.data, out.dims[1], out.dims[2], &r->dict, &r->ctc, l->text,
+			      sizeof(l->text));
 	return 0;
 }
 
@@ -1019,6 +855,8 @@ int main(int argc, char **argv)
 	r.resize.limit_min = !strcmp(o.det_limit_type, "min");
 	r.resize.min_side = o.det_min_side;
 	db_opts_default(&r.db);
+	r.ctc.space_thresh = (float)o.space_thresh;
+	r.ctc.latin_fixes = o.latin_fixes;
 	r.npu = strcmp(o.device, "cpu") != 0;
 	if (parse_buckets(&r, o.rec_widths))
 		goto out;
@@ -1065,9 +903,7 @@ out:
 		npu_engine_destroy(r.eng);
 	if (r.tmp_dir[0] && !o.save_calib)
 		rmdir(r.tmp_dir);
-	for (i = 0; i < r.num_keys; i++)
-		free(r.keys[i]);
-	free(r.keys);
+	ctc_dict_free(&r.dict);
 	free(r.rec_x);
 	free(det);
 	free(rec);

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
 #include "ppocr.h"
 
+#include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -418,4 +420,209 @@ void rec_input(const struct rgb_image *img, const struct crop *c, int rec_h, int
 				nchw[ch * plane + (size_t)y * bucket_w + x] =
 					(sample(img, ix, iy, 2 - ch) / 255.0f - 0.5f) / 0.5f;
 		}
+}
+
+/* ---- CTCLabelDecode ---------------------------------------------------- */
+
+#define CTC_TEXT_MAX 1024
+
+int ctc_dict_load(const char *path, struct ctc_dict *d, char *err, size_t err_size)
+{
+	FILE *f = fopen(path, "r");
+	char buf[256];
+	int cap = 8192;
+
+	d->keys = NULL;
+	d->num_keys = 0;
+	if (!f) {
+		snprintf(err, err_size, "dictionary %s: %s", path, strerror(errno));
+		return -1;
+	}
+	d->keys = calloc((size_t)cap, sizeof(*d->keys));
+	if (!d->keys) {
+		fclose(f);
+		snprintf(err, err_size, "dictionary %s: out of memory", path);
+		return -1;
+	}
+	d->keys[d->num_keys++] = strdup("");
+	while (fgets(buf, sizeof(buf), f) && d->num_keys < cap - 1) {
+		buf[strcspn(buf, "\r\n")] = 0;
+		d->keys[d->num_keys++] = strdup(buf);
+	}
+	d->keys[d->num_keys++] = strdup(" ");
+	fclose(f);
+	for (cap = 0; cap < d->num_keys; cap++)
+		if (!d->keys[cap]) {
+			ctc_dict_free(d);
+			snprintf(err, err_size, "dictionary %s: out of memory", path);
+			return -1;
+		}
+	return 0;
+}
+
+void ctc_dict_free(struct ctc_dict *d)
+{
+	int i;
+
+	for (i = 0; d->keys && i < d->num_keys; i++)
+		free(d->keys[i]);
+	free(d->keys);
+	d->keys = NULL;
+	d->num_keys = 0;
+}
+
+/*
+ * The Chinese dictionary has full-width forms of ASCII punctuation
+ * (U+FF01..U+FF5E, e.g. "，" "（"): next to ASCII text they are the ASCII
+ * characters (NFKC maps them the same way).
+ */
+static void ascii_fullwidth(char *s)
+{
+	char *w = s, *p = s;
+
+	while (*p) {
+		unsigned char a = (unsigned char)p[0], b = (unsigned char)p[1];
+		unsigned char c = b ? (unsigned char)p[2] : 0;
+		/* U+FF01..U+FF5E: EF BC 81..BF, EF BD 80..9E */
+		int cp = a == 0xef && (b == 0xbc || b == 0xbd) && c >= 0x80 && c <= 0xbf ?
+			 0xff00 + (b - 0xbc) * 64 + (c - 0x80) : 0;
+
+		if (cp >= 0xff01 && cp <= 0xff5e) {
+			unsigned char prev = w > s ? (unsigned char)w[-1] : 0;
+			unsigned char next = (unsigned char)p[3];
+
+			if ((prev && prev < 0x80) || (next && next < 0x80)) {
+				*w++ = (char)(cp - 0xff01 + 0x21);
+				p += 3;
+				continue;
+			}
+		}
+		*w++ = *p++;
+	}
+	*w = 0;
+}
+
+static bool is_alpha(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+}
+
+static bool is_digit(char c)
+{
+	return c >= '0' && c <= '9';
+}
+
+/*
+ * Latin text's two commonest misreadings by the Chinese model, fixed by
+ * the characters around them: a 0 in a run of letters with no other digit
+ * is the letter O ("ST0P", "p0stcode"; lower case when its neighbours are,
+ * upper case at the start of a word), an O in a run of digits is 0
+ * ("2O19"); and a comma, semicolon or colon right after a letter and
+ * before a letter or digit lost its space ("window,88607"; "1,234" and
+ * "10:30" are digits on both sides and stay).
+ */
+static void latin_fixes(char *s)
+{
+	char out[CTC_TEXT_MAX];
+	size_t n = strlen(s), i, j, k, w = 0;
+
+	for (i = 0; i < n; i = j) {
+		size_t letters = 0, digits = 0, zeros = 0, ohs = 0;
+		bool upper;
+
+		for (j = i; j < n && (is_alpha(s[j]) || is_digit(s[j])); j++) {
+			letters += is_alpha(s[j]);
+			digits += is_digit(s[j]);
+			zeros += s[j] == '0';
+			ohs += s[j] == 'O' || s[j] == 'o';
+		}
+		if (j == i) {
+			j = i + 1;
+			continue;
+		}
+		if (letters && zeros && zeros == digits) {
+			for (k = i; k < j; k++) {
+				if (s[k] != '0')
+					continue;
+				/* upper case at a word's start, else as the next (at
+				 * the end: the previous) letter, lower after a lower-case one */
+				upper = k == i || (k + 1 < j ? s[k + 1] >= 'A' && s[k + 1] <= 'Z' :
+						   s[k - 1] >= 'A' && s[k - 1] <= 'Z');
+				if (k > i && s[k - 1] >= 'a' && s[k - 1] <= 'z')
+					upper = false;
+				s[k] = upper ? 'O' : 'o';
+			}
+		} else if (digits && ohs && ohs == letters && digits >= 2) {
+			for (k = i; k < j; k++)
+				if (s[k] == 'O' || s[k] == 'o')
+					s[k] = '0';
+		}
+	}
+	for (i = 0; i < n && w + 2 < sizeof(out); i++) {
+		out[w++] = s[i];
+		if ((s[i] == ',' || s[i] == ';' || s[i] == ':') && i > 0 && is_alpha(s[i - 1]) &&
+		    i + 1 < n && (is_alpha(s[i + 1]) || is_digit(s[i + 1])))
+			out[w++] = ' ';
+	}
+	out[w] = 0;
+	memcpy(s, out, w + 1);
+}
+
+float ctc_decode(const float *probs, int64_t steps, int64_t classes, const struct ctc_dict *d,
+		 const struct ctc_opts *o, char *text, size_t size)
+{
+	char buf[CTC_TEXT_MAX];
+	int64_t t, space = d->num_keys - 1;
+	int64_t prev = 0;
+	size_t len = 0;
+	double sum = 0;
+	float gap_space = 0;
+	int kept = 0;
+
+	buf[0] = 0;
+	for (t = 0; t < steps; t++) {
+		const float *row = probs + t * classes;
+		int64_t k, best = 0;
+
+		for (k = 1; k < classes; k++)
+			if (row[k] > row[best])
+				best = k;
+		if (best && best != prev && best < d->num_keys) {
+			const char *str = d->keys[best];
+			size_t n = strlen(str);
+
+			/* A word gap the argmax read as blank: the space class
+			 * rises there (0.01..0.2) and stays ~0 inside words;
+			 * 0.008 is 2 steps of an int8 softmax output (1/255). */
+			if (len && buf[len - 1] != ' ' && best != space &&
+			    gap_space >= o->space_thresh && len + 1 < sizeof(buf)) {
+				buf[len++] = ' ';
+				buf[len] = 0;
+			}
+			if (len + n < sizeof(buf)) {
+				memcpy(buf + len, str, n + 1);
+				len += n;
+			}
+			sum += row[best];
+			kept++;
+			gap_space = 0;
+		} else if (!best && space < classes && row[space] > gap_space) {
+			gap_space = row[space];
+		}
+		prev = best;
+	}
+	ascii_fullwidth(buf);
+	if (o->latin_fixes)
+		latin_fixes(buf);
+	/* The dictionary's space class lands at a crop's edges: not text. */
+	len = strlen(buf);
+	while (len && buf[len - 1] == ' ')
+		buf[--len] = 0;
+	if (buf[0] == ' ') {
+		size_t lead = strspn(buf, " ");
+
+		memmove(buf, buf + lead, len - lead + 1);
+	}
+	snprintf(text, size, "%s", buf);
+	return kept ? (float)(sum / kept) : 0.0f;
 }

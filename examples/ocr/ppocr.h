@@ -10,6 +10,8 @@
 #define PPOCR_H
 
 #include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 
 #include "text_boxes.h"	/* struct rgb_image */
 
@@ -86,5 +88,39 @@ int crop_rec_width(const struct crop *c, int rec_h);
  */
 void rec_input(const struct rgb_image *img, const struct crop *c, int rec_h, int width,
 	       int bucket_w, float *nchw);
+
+/* The rec model's classes (CTCLabelDecode's character list). */
+struct ctc_dict {
+	char **keys;		/* keys[0] is the CTC blank, the last the space */
+	int num_keys;
+};
+
+/*
+ * ppocr_keys_v1.txt: one character per line; class 0 is the blank and
+ * PaddleOCR appends a space as the last class. Returns 0, or -1 with the
+ * reason (naming the file) in err.
+ */
+int ctc_dict_load(const char *path, struct ctc_dict *d, char *err, size_t err_size);
+void ctc_dict_free(struct ctc_dict *d);
+
+struct ctc_opts {
+	/* Insert a space where the space class reached this in the blank
+	 * steps between two characters (1: only where it wins the argmax). */
+	float space_thresh;
+	/* A 0 among letters is O, an O among digits 0, a space after a
+	 * letter's comma or colon. */
+	bool latin_fixes;
+};
+
+/*
+ * CTC greedy decoding (CTCLabelDecode) of one crop's steps x classes
+ * probabilities: argmax per step, repeats merged, blanks dropped, word
+ * gaps kept (ctc_opts), full-width ASCII punctuation next to ASCII made
+ * ASCII, spaces at the ends trimmed. Writes the text (NUL-terminated, cut
+ * at size - 1 bytes) and returns the score: the mean probability of the
+ * kept steps (0 when none).
+ */
+float ctc_decode(const float *probs, int64_t steps, int64_t classes, const struct ctc_dict *d,
+		 const struct ctc_opts *o, char *text, size_t size);
 
 #endif /* PPOCR_H */
