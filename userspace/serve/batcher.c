@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "backend.h"
 #include "batcher.h"
 #include "panel.h"
 
@@ -23,7 +24,8 @@ struct level_queue {
 
 struct instance {
 	struct scheduler *s;
-	struct npu_session *session;
+	struct npu_session *session;	/* an engine model's */
+	struct backend_instance *backend;	/* a backend library's (backend.h) */
 	pthread_t thread;
 	int started;
 	int index;
@@ -34,7 +36,8 @@ struct instance {
 
 struct scheduler {
 	const struct model_config *cfg;
-	struct npu_model *model;
+	struct npu_model *model;	/* NULL for a backend library's model */
+	struct backend_model *backend;
 	char device[SERVE_NAME_MAX];
 	struct model_stats *stats;
 	size_t out_index[SERVE_MAX_IO];	/* config output -> model output */
@@ -71,7 +74,7 @@ struct scheduler {
  */
 static void device_health(struct scheduler *s)
 {
-	size_t k, devs = npu_model_num_devices(s->model);
+	size_t k, devs = s->model ? npu_model_num_devices(s->model) : 0;
 
 	for (k = 0; devs > 1 && k < devs && k < NPU_DEVICE_SET_MAX; k++) {
 		struct npu_model_device_stats ds;
@@ -254,7 +257,7 @@ static void run_batch(struct instance *in, struct infer_request **reqs, size_t n
 {
 	struct scheduler *s = in->s;
 	const struct model_config *cfg = s->cfg;
-	struct npu_host_tensor tin[SERVE_MAX_IO], outs[SERVE_MAX_IO];
+	struct npu_host_tensor tin[SERVE_MAX_IO], outs[SERVE_MAX_IO], bouts[SERVE_MAX_IO];
 	void *stacked[SERVE_MAX_IO] = { 0 }, *pre[SERVE_MAX_IO] = { 0 };
 	struct npu_plan *plan = NULL;
 	struct npu_io_stats io;
@@ -303,9 +306,27 @@ static void run_batch(struct instance *in, struct infer_request **reqs, size_t n
 			}
 		}
 	}
-	bind_outputs(in, reqs, n, tin, reqs[0]->num_inputs, outs, &num_outs, pre, &plan);
+	memset(bouts, 0, sizeof(bouts));
+	if (in->session)
+		bind_outputs(in, reqs, n, tin, reqs[0]->num_inputs, outs, &num_outs, pre, &plan);
 	t1 = serve_now_ns();
 	panel_device_begin(in->device);
+	if (in->backend) {
+		char msg[SERVE_ERR_MAX];
+		int st = backend_execute(in->backend, tin, reqs[0]->num_inputs, bouts, msg);
+
+		t2 = serve_now_ns();
+		panel_device_end(in->device, NULL, t2 - t1);
+		if (st) {
+			if (st != SERVE_INVALID)
+				serve_log(SERVE_LOG_WARN, "model '%s' version %" PRId64 ": %s",
+					  reqs[0]->model, reqs[0]->version, msg);
+			fail_all(reqs, n, st, msg);
+			t3 = t2;
+			goto stats;
+		}
+		goto split;
+	}
 	/* Measure this run's steps only when the panel will keep its timeline. */
 	npu_run_options_init(&ro);
 	ro.timings = panel_timeline_due(s->stats);
@@ -329,6 +350,7 @@ static void run_batch(struct instance *in, struct infer_request **reqs, size_t n
 		copies += io.input_copies + io.output_copies;
 		copy_bytes += io.input_copy_bytes + io.output_copy_bytes;
 	}
+split:
 	/* Compute output: split along dim 0. */
 	for (j = 0; j < n; j++) {
 		struct infer_request *r = reqs[j];
@@ -347,7 +369,9 @@ static void run_batch(struct instance *in, struct infer_request **reqs, size_t n
 
 			if (!asks(s, r, i, &binary))
 				continue;
-			if (npu_session_output(in->session, s->out_index[i], &out) != NPU_OK) {
+			if (in->backend) {
+				out = bouts[i];
+			} else if (npu_session_output(in->session, s->out_index[i], &out) != NPU_OK) {
 				r->status = serve_err(r->err, SERVE_INTERNAL, "output '%s': %s",
 						      cfg->outputs[i].name, npu_last_error());
 				break;
@@ -363,6 +387,11 @@ static void run_batch(struct instance *in, struct infer_request **reqs, size_t n
 				/* The session wrote it into the response's buffer. */
 				res->data = pre[i];
 				pre[i] = NULL;
+				want = out.nbytes;
+			} else if (in->backend && !batching && bouts[i].data) {
+				/* A backend's output is the response's: handed over whole. */
+				res->data = bouts[i].data;
+				bouts[i].data = NULL;
 				want = out.nbytes;
 			} else if (batching) {
 				if (out.rank < 1 || out.dims[0] != total) {
@@ -406,7 +435,7 @@ stats:
 		const char *device = in->device;
 		struct npu_model_device_stats ds;
 
-		if (strcmp(in->device, "cpu")) {
+		if (in->session && strcmp(in->device, "cpu")) {
 			struct npu_npu_stats ns;
 
 			npu_npu_stats_init(&ns);
@@ -416,7 +445,7 @@ stats:
 		/* A run that failed over ran on another NPU than its instance's
 		 * (a pipeline run counts on its first stage's). */
 		npu_model_device_stats_init(&ds);
-		if (npu_model_num_devices(s->model) > 1 &&
+		if (s->model && npu_model_num_devices(s->model) > 1 &&
 		    npu_model_device_stats(s->model, npu_session_last_device(in->session),
 					   &ds) == NPU_OK)
 			device = ds.name;
@@ -428,6 +457,7 @@ out:
 	for (i = 0; i < SERVE_MAX_IO; i++) {
 		free(stacked[i]);
 		free(pre[i]);	/* not handed to a request (a failed run) */
+		free(bouts[i].data);	/* a backend's output nobody took */
 	}
 	for (j = 0; j < n; j++) {
 		uint64_t now = serve_now_ns();
@@ -872,9 +902,11 @@ static void destroy(struct scheduler *s)
 {
 	int i;
 
-	for (i = 0; i < s->num_instances; i++)
+	for (i = 0; i < s->num_instances; i++) {
 		if (s->inst[i].session)
 			npu_session_destroy(s->inst[i].session);
+		backend_instance_destroy(s->inst[i].backend);
+	}
 	pthread_cond_destroy(&s->cond);
 	pthread_mutex_destroy(&s->lock);
 	free(s);
@@ -894,7 +926,7 @@ int scheduler_num_instances(const struct scheduler *s)
  */
 static int place_instances(struct scheduler *s, const struct model_config *cfg, char *err)
 {
-	size_t devs = npu_model_num_devices(s->model), k;
+	size_t devs = s->model ? npu_model_num_devices(s->model) : 0, k;
 	int g, c, groups = cfg->num_groups ? cfg->num_groups : 1;
 
 	s->num_instances = 0;
@@ -939,9 +971,9 @@ static int place_instances(struct scheduler *s, const struct model_config *cfg, 
 	return SERVE_OK;
 }
 
-int scheduler_create(const struct model_config *cfg, struct npu_model *model,
-		     const char *device, struct model_stats *stats,
-		     const struct scheduler_limits *limits, struct scheduler **out, char *err)
+static int create(const struct model_config *cfg, struct npu_model *model,
+		  struct backend_model *backend, const char *device, struct model_stats *stats,
+		  const struct scheduler_limits *limits, struct scheduler **out, char *err)
 {
 	struct scheduler *s = calloc(1, sizeof(*s));
 	size_t i, j;
@@ -952,6 +984,7 @@ int scheduler_create(const struct model_config *cfg, struct npu_model *model,
 		return serve_err(err, SERVE_INTERNAL, "out of memory");
 	s->cfg = cfg;
 	s->model = model;
+	s->backend = backend;
 	s->stats = stats;
 	snprintf(s->device, sizeof(s->device), "%s", device);
 	pthread_mutex_init(&s->lock, NULL);
@@ -977,11 +1010,12 @@ int scheduler_create(const struct model_config *cfg, struct npu_model *model,
 		s->limits.shape_memory = 1;
 	if (s->limits.shape_memory > MAX_SHAPE_MEMORY)
 		s->limits.shape_memory = MAX_SHAPE_MEMORY;
+	/* A backend compiles no plan: its new shapes cost nothing. */
 	for (i = 0; i < cfg->num_inputs; i++)
 		for (l = 0; l < cfg->inputs[i].rank; l++)
-			s->variable_dims |= cfg->inputs[i].dims[l] < 0;
+			s->variable_dims |= model && cfg->inputs[i].dims[l] < 0;
 	s->shape_window_start = serve_now_ns();
-	for (i = 0; i < cfg->num_outputs; i++) {
+	for (i = 0; model && i < cfg->num_outputs; i++) {
 		int found = 0;
 
 		for (j = 0; j < npu_model_num_outputs(model) && !found; j++) {
@@ -1009,6 +1043,14 @@ int scheduler_create(const struct model_config *cfg, struct npu_model *model,
 
 		s->inst[l].s = s;
 		s->inst[l].index = l;
+		if (backend) {
+			r = backend_instance_create(backend, &s->inst[l].backend, err);
+			if (r) {
+				destroy(s);
+				return r;
+			}
+			continue;
+		}
 		npu_session_options_init(&so);
 		so.device_mask = s->inst[l].device_mask;
 		if (npu_session_create(model, &so, &s->inst[l].session) != NPU_OK) {
@@ -1018,7 +1060,7 @@ int scheduler_create(const struct model_config *cfg, struct npu_model *model,
 			return r;
 		}
 	}
-	r = warm_up(s, err);
+	r = model ? warm_up(s, err) : SERVE_OK;
 	if (r) {
 		destroy(s);
 		return r;
@@ -1033,6 +1075,20 @@ int scheduler_create(const struct model_config *cfg, struct npu_model *model,
 	}
 	*out = s;
 	return SERVE_OK;
+}
+
+int scheduler_create(const struct model_config *cfg, struct npu_model *model,
+		     const char *device, struct model_stats *stats,
+		     const struct scheduler_limits *limits, struct scheduler **out, char *err)
+{
+	return create(cfg, model, NULL, device, stats, limits, out, err);
+}
+
+int scheduler_create_backend(const struct model_config *cfg, struct backend_model *backend,
+			     struct model_stats *stats, const struct scheduler_limits *limits,
+			     struct scheduler **out, char *err)
+{
+	return create(cfg, NULL, backend, "cpu", stats, limits, out, err);
 }
 
 void scheduler_drain_destroy(struct scheduler *s)

@@ -97,6 +97,15 @@ int scheduler_create(const struct model_config *cfg, struct npu_model *model,
 		     const char *device, struct model_stats *stats,
 		     const struct scheduler_limits *limits, struct scheduler **out, char *err);
 /*
+ * The same for a model of a backend library (backend.h): each instance
+ * gets its own step state, on the CPU; no warm-up. The backend model must
+ * outlive the scheduler.
+ */
+struct backend_model;
+int scheduler_create_backend(const struct model_config *cfg, struct backend_model *backend,
+			     struct model_stats *stats, const struct scheduler_limits *limits,
+			     struct scheduler **out, char *err);
+/*
  * Queue a validated request. One whose 'cancelled' is set while it waits
  * is dropped before the next batch is formed and completes with
  * SERVE_CANCELLED, never run. On an error the request is not queued and

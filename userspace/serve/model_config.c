@@ -417,6 +417,116 @@ static int parse_parameter(struct ctx *x, const struct pbtxt_node *n,
 	return 0;
 }
 
+/*
+ * One input_map / output_map entry: { key: "k" value: "v" } in text
+ * format, {"k": "v"} as a map in JSON (one or more entries).
+ */
+static int parse_map(struct ctx *x, const struct pbtxt_node *n, struct ensemble_map *m,
+		     size_t *num)
+{
+	const struct pbtxt_node *f;
+	char key[SERVE_NAME_MAX] = "", value[SERVE_NAME_MAX] = "";
+	int text_form = 0;
+	size_t i;
+
+	if (want_kind(x, n, 1))
+		return SERVE_INVALID;
+	for (f = n->child; f; f = f->next)
+		text_form |= !strcmp(f->name, "key") || !strcmp(f->name, "value");
+	for (f = n->child; f; f = f->next) {
+		if (text_form) {
+			if (strcmp(f->name, "key") && strcmp(f->name, "value"))
+				return bad(x, f, "unknown field '%s' in '%s'", f->name, n->name);
+			if (get_str(x, f, f->name[0] == 'k' ? key : value, sizeof(key)))
+				return SERVE_INVALID;
+			continue;
+		}
+		snprintf(key, sizeof(key), "%s", f->name);
+		if (get_str(x, f, value, sizeof(value)))
+			return SERVE_INVALID;
+		goto add;
+	}
+	if (!text_form)
+		return SERVE_OK;
+add:
+	if (!key[0] || !value[0])
+		return bad(x, n, "'%s' needs a 'key' and a 'value'", n->name);
+	for (i = 0; i < *num; i++)
+		if (!strcmp(m[i].key, key))
+			return bad(x, n, "'%s': '%s' is mapped twice", n->name, key);
+	if (*num >= SERVE_MAX_IO)
+		return bad(x, n, "'%s': more than %d entries", n->name, SERVE_MAX_IO);
+	snprintf(m[*num].key, sizeof(m[0].key), "%s", key);
+	snprintf(m[*num].value, sizeof(m[0].value), "%s", value);
+	(*num)++;
+	if (!text_form && f && f->next) {
+		/* The JSON map's other entries. */
+		for (f = f->next; f; f = f->next) {
+			for (i = 0; i < *num; i++)
+				if (!strcmp(m[i].key, f->name))
+					return bad(x, f, "'%s': '%s' is mapped twice", n->name, f->name);
+			if (*num >= SERVE_MAX_IO)
+				return bad(x, f, "'%s': more than %d entries", n->name, SERVE_MAX_IO);
+			snprintf(m[*num].key, sizeof(m[0].key), "%s", f->name);
+			if (get_str(x, f, m[*num].value, sizeof(m[0].value)))
+				return SERVE_INVALID;
+			(*num)++;
+		}
+	}
+	return SERVE_OK;
+}
+
+/* ensemble_scheduling { step [ { model_name model_version input_map output_map } ] } */
+static int parse_ensemble(struct ctx *x, const struct pbtxt_node *n, struct model_config *c)
+{
+	const struct pbtxt_node *f, *g;
+	int64_t v;
+
+	if (want_kind(x, n, 1))
+		return SERVE_INVALID;
+	c->num_steps = 0;
+	for (f = n->child; f; f = f->next) {
+		struct ensemble_step *st;
+
+		if (strcmp(f->name, "step"))
+			return bad(x, f, "unknown field '%s' in 'ensemble_scheduling'", f->name);
+		if (want_kind(x, f, 1))
+			return SERVE_INVALID;
+		if (c->num_steps == CONFIG_MAX_STEPS)
+			return bad(x, f, "more than %d ensemble steps", CONFIG_MAX_STEPS);
+		st = &c->steps[c->num_steps];
+		memset(st, 0, sizeof(*st));
+		st->version = -1;
+		for (g = f->child; g; g = g->next) {
+			if (!strcmp(g->name, "model_name")) {
+				if (get_str(x, g, st->model, sizeof(st->model)))
+					return SERVE_INVALID;
+			} else if (!strcmp(g->name, "model_version")) {
+				if (get_int(x, g, -1, INT64_MAX, &v))
+					return SERVE_INVALID;
+				st->version = v ? v : -1;
+			} else if (!strcmp(g->name, "input_map")) {
+				if (parse_map(x, g, st->in, &st->num_in))
+					return SERVE_INVALID;
+			} else if (!strcmp(g->name, "output_map")) {
+				if (parse_map(x, g, st->out, &st->num_out))
+					return SERVE_INVALID;
+			} else {
+				return bad(x, g, "unknown field '%s' in an ensemble 'step'", g->name);
+			}
+		}
+		if (!st->model[0])
+			return bad(x, f, "ensemble step %zu has no 'model_name'", c->num_steps);
+		if (!st->num_out)
+			return bad(x, f, "ensemble step %zu ('%s') has no 'output_map'", c->num_steps,
+				   st->model);
+		c->num_steps++;
+	}
+	if (!c->num_steps)
+		return bad(x, n, "'ensemble_scheduling' has no 'step'");
+	return SERVE_OK;
+}
+
 static int config_from_tree(struct model_config *c, const struct pbtxt_node *root,
 			    struct ctx *x)
 {
@@ -483,8 +593,10 @@ static int config_from_tree(struct model_config *c, const struct pbtxt_node *roo
 		} else if (!strcmp(f->name, "parameters")) {
 			if (parse_parameter(x, f, c))
 				return SERVE_INVALID;
-		} else if (!strcmp(f->name, "sequence_batching") ||
-			   !strcmp(f->name, "ensemble_scheduling")) {
+		} else if (!strcmp(f->name, "ensemble_scheduling")) {
+			if (parse_ensemble(x, f, c))
+				return SERVE_INVALID;
+		} else if (!strcmp(f->name, "sequence_batching")) {
 			return bad(x, f, "'%s' is not supported", f->name);
 		} else {
 			int known = 0;
@@ -499,11 +611,15 @@ static int config_from_tree(struct model_config *c, const struct pbtxt_node *roo
 		}
 	}
 	if (c->platform[0] && strcmp(c->platform, "onnxruntime_onnx") &&
-	    strcmp(c->platform, "npu"))
-		return bad(x, NULL, "'platform' '%s' is not supported (onnxruntime_onnx, npu)",
+	    strcmp(c->platform, "npu") && strcmp(c->platform, "ensemble"))
+		return bad(x, NULL, "'platform' '%s' is not supported (onnxruntime_onnx, npu, ensemble)",
 			   c->platform);
-	if (c->backend[0] && strcmp(c->backend, "onnxruntime") && strcmp(c->backend, "npu"))
-		return bad(x, NULL, "'backend' '%s' is not supported (onnxruntime, npu)", c->backend);
+	if (!strcmp(c->platform, "ensemble") != (c->num_steps > 0))
+		return bad(x, NULL, c->num_steps ? "'ensemble_scheduling' needs platform \"ensemble\""
+						 : "platform \"ensemble\" needs 'ensemble_scheduling'");
+	/* Any other backend is a library of C steps (npu_serve_backend.h). */
+	if (c->backend[0] && c->num_steps)
+		return bad(x, NULL, "an ensemble has no 'backend'");
 	for (i = 0; i < c->num_preferred; i++)
 		if (c->max_batch_size && c->preferred[i] > c->max_batch_size)
 			return bad(x, NULL, "'preferred_batch_size' %" PRId64 " exceeds max_batch_size %d",
@@ -890,5 +1006,24 @@ json_t *config_to_json(const struct model_config *c)
 	if (c->default_model_filename[0])
 		json_object_set_new(o, "default_model_filename",
 				    json_string(c->default_model_filename));
+	if (c->num_steps) {
+		json_t *steps = json_array();
+
+		for (i = 0; i < c->num_steps; i++) {
+			const struct ensemble_step *st = &c->steps[i];
+			json_t *in = json_object(), *out = json_object();
+			size_t k;
+
+			for (k = 0; k < st->num_in; k++)
+				json_object_set_new(in, st->in[k].key, json_string(st->in[k].value));
+			for (k = 0; k < st->num_out; k++)
+				json_object_set_new(out, st->out[k].key, json_string(st->out[k].value));
+			json_array_append_new(steps, json_pack("{s:s, s:I, s:o, s:o}",
+							       "model_name", st->model,
+							       "model_version", (json_int_t)st->version,
+							       "input_map", in, "output_map", out));
+		}
+		json_object_set_new(o, "ensemble_scheduling", json_pack("{s:o}", "step", steps));
+	}
 	return o;
 }

@@ -36,6 +36,21 @@ struct queue_policy {
 enum instance_kind { KIND_AUTO, KIND_CPU, KIND_NPU };
 
 #define CONFIG_MAX_GROUPS 8
+#define CONFIG_MAX_STEPS 8
+
+/* One input_map / output_map entry: the step model's tensor, the ensemble's. */
+struct ensemble_map {
+	char key[SERVE_NAME_MAX];
+	char value[SERVE_NAME_MAX];
+};
+
+/* A step of ensemble_scheduling. */
+struct ensemble_step {
+	char model[SERVE_NAME_MAX];
+	int64_t version;		/* -1: the latest loaded */
+	size_t num_in, num_out;
+	struct ensemble_map in[SERVE_MAX_IO], out[SERVE_MAX_IO];
+};
 
 struct model_config {
 	char name[SERVE_NAME_MAX];
@@ -73,6 +88,10 @@ struct model_config {
 	int num_groups;
 	int group_count[CONFIG_MAX_GROUPS];
 	uint64_t group_gpus[CONFIG_MAX_GROUPS];
+
+	/* platform "ensemble": its steps (ensemble.c runs them). */
+	size_t num_steps;
+	struct ensemble_step steps[CONFIG_MAX_STEPS];
 
 	size_t num_params;
 	char param_key[CONFIG_MAX_PARAMS][64];

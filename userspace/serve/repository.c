@@ -11,6 +11,8 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "backend.h"
+#include "ensemble.h"
 #include "infer_codec.h"
 #include "repository.h"
 
@@ -22,8 +24,10 @@ struct model_version {
 	uint64_t fingerprint;
 	char device[SERVE_NAME_MAX];
 	struct model_config cfg;
-	struct npu_model *model;
-	struct scheduler *sched;
+	struct npu_model *model;	/* an engine model's */
+	struct backend_model *backend;	/* a backend library's */
+	struct scheduler *sched;	/* either's */
+	struct ensemble *ens;		/* an ensemble's (no scheduler of its own) */
 	struct model_stats *stats;
 	/*
 	 * Requests being decoded hold a reference, taken under the model's
@@ -58,6 +62,7 @@ struct model_entry {
 
 struct repository {
 	struct repo_options opts;
+	struct ensemble_host ens_host;	/* what ensembles call back */
 	struct codec_limits limits;
 	char path[4096];
 	char device[SERVE_NAME_MAX];
@@ -66,6 +71,7 @@ struct repository {
 	pthread_mutex_t op_lock;	/* one load / unload at a time */
 	struct model_entry *models;
 
+	int load_depth;			/* under op_lock: ensembles loading their steps */
 	pthread_t poller;
 	int polling;
 	pthread_mutex_t poll_lock;
@@ -171,13 +177,32 @@ static char *read_text(const char *path, size_t *len)
 	return buf;
 }
 
-/* The model file of a version directory ("" if none). */
+/*
+ * The model file of a version directory ("" if none). An ensemble's and a
+ * backend library's model have none: their version directory stands for
+ * it. Parameter "model_file" names a file elsewhere (backend_resolve_file():
+ * relative to the model's directory, or cache:PATH in the model cache).
+ */
 static void model_file(const struct repository *r, const char *name, int64_t v,
 		       const struct model_config *cfg, char *out, size_t size)
 {
 	static const char *const defaults[] = { "model.onnx", "model.npub" };
+	const char *ref = cfg ? config_param(cfg, "model_file") : NULL;
 	size_t i;
 
+	if (cfg && (cfg->num_steps || backend_is_library(cfg) || ref)) {
+		char dir[8192], err[SERVE_ERR_MAX];
+
+		snprintf(out, size, "%s/%s/%" PRId64, r->path, name, v);
+		if (!is_dir(out)) {
+			out[0] = '\0';
+		} else if (ref) {
+			snprintf(dir, sizeof(dir), "%s/%s", r->path, name);
+			if (backend_resolve_file(dir, ref, out, size, err))
+				out[0] = '\0';
+		}
+		return;
+	}
 	if (cfg && cfg->default_model_filename[0]) {
 		snprintf(out, size, "%s/%s/%" PRId64 "/%s", r->path, name, v,
 			 cfg->default_model_filename);
@@ -372,7 +397,9 @@ static void free_version(struct model_version *mv)
 	while (mv->refs)
 		pthread_cond_wait(&mv->ref_cond, &mv->ref_lock);
 	pthread_mutex_unlock(&mv->ref_lock);
+	ensemble_drain_destroy(mv->ens);
 	scheduler_drain_destroy(mv->sched);
+	backend_model_close(mv->backend);
 	if (mv->model)
 		npu_model_destroy(mv->model);
 	pthread_cond_destroy(&mv->ref_cond);
@@ -393,6 +420,64 @@ static const char *resolve_device(const struct repository *r, const struct model
 	if (c->kind == KIND_NPU)
 		return strcmp(r->device, "cpu") ? r->device : "sim";
 	return r->device;
+}
+
+static void log_loaded(const char *name, const struct model_version *mv, const char *file,
+		       uint64_t t0)
+{
+	int n = mv->sched ? scheduler_num_instances(mv->sched) : 0;
+
+	if (mv->ens) {
+		serve_log(SERVE_LOG_INFO,
+			  "loaded ensemble '%s' version %" PRId64 ": %zu steps, %zu inputs, %zu outputs (%.0f ms)",
+			  name, mv->version, mv->cfg.num_steps, mv->cfg.num_inputs,
+			  mv->cfg.num_outputs, (serve_now_ns() - t0) / 1e6);
+		return;
+	}
+	serve_log(SERVE_LOG_INFO,
+		  "loaded model '%s' version %" PRId64 " from %s on %s: %zu inputs, %zu outputs, max_batch_size %d, %d instance%s, %s (%.0f ms)",
+		  name, mv->version, file, mv->device, mv->cfg.num_inputs, mv->cfg.num_outputs,
+		  mv->cfg.max_batch_size, n, n == 1 ? "" : "s",
+		  mv->cfg.dynamic_batching ? "dynamic batching" : "no batching",
+		  (serve_now_ns() - t0) / 1e6);
+}
+
+/* An ensemble, or a model of a backend library: no engine model. */
+static int load_composite(struct repository *r, const char *name, struct model_version *mv,
+			  const char *version_dir, uint64_t t0, struct model_version **out,
+			  char *err)
+{
+	struct scheduler_limits sl;
+	char model_dir[8192];
+	int st;
+
+	snprintf(mv->device, sizeof(mv->device), "cpu");
+	mv->stats = metrics_model(name, mv->version);
+	if (!mv->stats) {
+		free_version(mv);
+		return serve_err(err, SERVE_INTERNAL, "out of memory");
+	}
+	if (mv->cfg.num_steps) {
+		st = ensemble_create(&mv->cfg, &r->ens_host, mv->stats, &mv->ens, err);
+	} else {
+		snprintf(model_dir, sizeof(model_dir), "%s/%s", r->path, name);
+		st = backend_model_open(&mv->cfg, model_dir, version_dir, r->opts.backend_dir,
+					&mv->backend, err);
+		if (!st) {
+			sl.default_max_queue_size = r->opts.default_max_queue_size;
+			sl.max_new_shapes_per_minute = -1;
+			sl.shape_memory = 1;
+			st = scheduler_create_backend(&mv->cfg, mv->backend, mv->stats, &sl,
+						      &mv->sched, err);
+		}
+	}
+	if (st) {
+		free_version(mv);
+		return st;
+	}
+	log_loaded(name, mv, version_dir, t0);
+	*out = mv;
+	return SERVE_OK;
 }
 
 static int load_version(struct repository *r, const char *name,
@@ -419,6 +504,8 @@ static int load_version(struct repository *r, const char *name,
 		free_version(mv);
 		return serve_err(err, SERVE_NOT_FOUND, "version %" PRId64 " has no model file", v);
 	}
+	if (base->num_steps || backend_is_library(base))
+		return load_composite(r, name, mv, file, t0, out, err);
 	npu_model_options_init(&mo);
 	mo.device = mv->device;
 	calib_param = config_param(base, "calib_dir");
@@ -491,13 +578,7 @@ static int load_version(struct repository *r, const char *name,
 		free_version(mv);
 		return st;
 	}
-	serve_log(SERVE_LOG_INFO,
-		  "loaded model '%s' version %" PRId64 " from %s on %s: %zu inputs, %zu outputs, max_batch_size %d, %d instance%s, %s (%.0f ms)",
-		  name, v, file, mv->device, mv->cfg.num_inputs, mv->cfg.num_outputs,
-		  mv->cfg.max_batch_size, scheduler_num_instances(mv->sched),
-		  scheduler_num_instances(mv->sched) == 1 ? "" : "s",
-		  mv->cfg.dynamic_batching ? "dynamic batching" : "no batching",
-		  (serve_now_ns() - t0) / 1e6);
+	log_loaded(name, mv, file, t0);
 	*out = mv;
 	return SERVE_OK;
 }
@@ -580,6 +661,8 @@ static size_t unique_versions(struct model_version **v, size_t n)
 	return k;
 }
 
+static struct model_version *pick(struct model_entry *e, int64_t version);
+
 static int do_load(struct repository *r, const char *name, const json_t *override,
 		   int64_t only, char *err)
 {
@@ -608,6 +691,35 @@ static int do_load(struct repository *r, const char *name, const json_t *overrid
 	st = read_config(r, name, override, &cfg, &given, &cfg_fp, err);
 	if (st)
 		goto failed_model;
+	/* An ensemble's steps load first, as Triton's composing models do. */
+	for (i = 0; i < cfg.num_steps; i++) {
+		struct model_entry *se = get_entry(r, cfg.steps[i].model, 0);
+		char msg[SERVE_ERR_MAX];
+		int loaded;
+
+		if (!strcmp(cfg.steps[i].model, name))
+			continue;	/* ensemble_create() says what is wrong */
+		if (se) {
+			pthread_rwlock_rdlock(&se->lock);
+			loaded = pick(se, cfg.steps[i].version) != NULL;
+			pthread_rwlock_unlock(&se->lock);
+			if (loaded)
+				continue;
+		}
+		if (r->load_depth >= 4) {
+			st = serve_err(err, SERVE_INVALID,
+				       "failed to load '%s': ensembles nest more than 4 deep", name);
+			goto failed_model;
+		}
+		r->load_depth++;
+		st = do_load(r, cfg.steps[i].model, NULL, -1, msg);
+		r->load_depth--;
+		if (st) {
+			st = serve_err(err, st, "failed to load ensemble '%s': step %zu: %s", name, i,
+				       msg);
+			goto failed_model;
+		}
+	}
 	navail = list_versions(r, name, &cfg, avail, refused, sizeof(refused));
 	if (refused[0]) {
 		/* '01' next to '1' is ambiguous: which one did the operator mean? */
@@ -638,6 +750,21 @@ static int do_load(struct repository *r, const char *name, const json_t *overrid
 		nsel = select_versions(&cfg, avail, navail, sel);
 	}
 	nsel = dedupe_sorted(sel, nsel);
+	if (!nsel && config_param(&cfg, "model_file")) {
+		char file[8192];
+
+		/* Say why the file it names is not there. */
+		st = backend_resolve_file(dir, config_param(&cfg, "model_file"), file, sizeof(file),
+					  err);
+		if (st) {
+			char msg[SERVE_ERR_MAX];
+
+			snprintf(msg, sizeof(msg), "%s", err);
+			st = serve_err(err, st, "failed to load '%s': parameter model_file %s", name,
+				       msg);
+			goto failed_model;
+		}
+	}
 	if (!nsel) {
 		st = serve_err(err, SERVE_INVALID,
 			       "failed to load '%s': no version directory (1, 2, ...) with %s selected by the version policy",
@@ -960,9 +1087,127 @@ int repository_infer(struct repository *r, const char *name, int64_t version,
 	if (!st) {
 		snprintf(req->model, sizeof(req->model), "%s", name);
 		req->version = mv->version;
-		st = scheduler_enqueue(mv->sched, req, err);
+		st = mv->ens ? ensemble_enqueue(mv->ens, req, err)
+			     : scheduler_enqueue(mv->sched, req, err);
 		if (st)
 			infer_request_clear(req);
+	}
+	version_put(mv);
+	return st;
+}
+
+/* ---- Ensembles' calls ------------------------------------------------------------ */
+
+static int ens_step_config(void *arg, const char *name, int64_t version,
+			   const struct model_config **cfg, char *err)
+{
+	struct repository *r = arg;
+	struct model_entry *e = get_entry(r, name, 0);
+	struct model_version *mv = NULL;
+
+	/* Under op_lock (a load): no version of it is freed meanwhile. */
+	if (e) {
+		pthread_rwlock_rdlock(&e->lock);
+		mv = pick(e, version);
+		pthread_rwlock_unlock(&e->lock);
+	}
+	if (!mv)
+		return not_found(err, name, version, e != NULL);
+	*cfg = &mv->cfg;
+	return SERVE_OK;
+}
+
+/*
+ * A request an ensemble built, against the step model's config: inputs
+ * put in the config's order, each of the config's datatype and shape,
+ * the batch read off dim 0 when the model batches, the outputs it asks
+ * for among the model's.
+ */
+static int check_request(const struct model_config *cfg, struct infer_request *req, char *err)
+{
+	struct infer_tensor in[SERVE_MAX_IO];
+	int b = cfg->max_batch_size > 0, d;
+	size_t i, k;
+
+	if (req->num_inputs != cfg->num_inputs)
+		return serve_err(err, SERVE_INVALID, "%zu inputs for a model of %zu", req->num_inputs,
+				 cfg->num_inputs);
+	for (i = 0; i < cfg->num_inputs; i++) {
+		const struct config_tensor *c = &cfg->inputs[i];
+		struct infer_tensor *t;
+		size_t elems = 1, es;
+
+		for (k = 0; k < req->num_inputs && strcmp(req->inputs[k].name, c->name); k++)
+			;
+		if (k == req->num_inputs)
+			return serve_err(err, SERVE_INVALID, "input '%s' is missing", c->name);
+		t = &req->inputs[k];
+		if (t->dtype != c->dtype)
+			return serve_err(err, SERVE_INVALID, "input '%s' is %s, the model takes %s",
+					 c->name, serve_dtype_name(t->dtype), serve_dtype_name(c->dtype));
+		if (t->rank != c->rank + b)
+			return serve_err(err, SERVE_INVALID, "input '%s' has rank %d, the model takes %d",
+					 c->name, t->rank, c->rank + b);
+		for (d = 0; d < t->rank; d++) {
+			if (d >= b && c->dims[d - b] >= 0 && t->dims[d] != c->dims[d - b])
+				return serve_err(err, SERVE_INVALID,
+						 "input '%s': dim %d is %" PRId64 ", the model takes %" PRId64,
+						 c->name, d, t->dims[d], c->dims[d - b]);
+			elems *= (size_t)t->dims[d];
+		}
+		if (b && (t->dims[0] < 1 || t->dims[0] > cfg->max_batch_size))
+			return serve_err(err, SERVE_INVALID,
+					 "input '%s': batch %" PRId64 " is outside 1..%d", c->name,
+					 t->dims[0], cfg->max_batch_size);
+		es = npu_data_type_size(t->dtype);
+		if (t->dtype != NPU_TYPE_STRING && t->nbytes != es * elems)
+			return serve_err(err, SERVE_INVALID, "input '%s': %zu bytes for %zu elements",
+					 c->name, t->nbytes, elems);
+		in[i] = *t;
+		if (b)
+			req->batch = t->dims[0];
+	}
+	memcpy(req->inputs, in, sizeof(in[0]) * cfg->num_inputs);
+	if (!b)
+		req->batch = 1;
+	for (i = 0; i < req->num_outputs; i++) {
+		for (k = 0; k < cfg->num_outputs && strcmp(req->outputs[i].name, cfg->outputs[k].name);
+		     k++)
+			;
+		if (k == cfg->num_outputs)
+			return serve_err(err, SERVE_INVALID, "'%s' is not an output of the model",
+					 req->outputs[i].name);
+	}
+	return SERVE_OK;
+}
+
+static int ens_submit(void *arg, const char *name, int64_t version, struct infer_request *req,
+		      char *err)
+{
+	struct repository *r = arg;
+	struct model_entry *e = get_entry(r, name, 0);
+	struct model_version *mv = NULL;
+	int st;
+
+	if (e) {
+		pthread_rwlock_rdlock(&e->lock);
+		mv = pick(e, version);
+		if (mv)
+			version_get(mv);
+		pthread_rwlock_unlock(&e->lock);
+	}
+	if (!mv) {
+		/* Unloaded since the ensemble loaded: it cannot serve now. */
+		not_found(err, name, version, e != NULL);
+		return SERVE_UNAVAILABLE;
+	}
+	st = check_request(&mv->cfg, req, err);
+	if (!st) {
+		snprintf(req->model, sizeof(req->model), "%s", name);
+		req->version = mv->version;
+		req->t_arrive = serve_now_ns();
+		st = mv->ens ? ensemble_enqueue(mv->ens, req, err)
+			     : scheduler_enqueue(mv->sched, req, err);
 	}
 	version_put(mv);
 	return st;
@@ -1183,6 +1428,9 @@ int repository_create(const struct repo_options *o, struct repository **out, cha
 	if (!r)
 		return serve_err(err, SERVE_INTERNAL, "out of memory");
 	r->opts = *o;
+	r->ens_host.arg = r;
+	r->ens_host.step_config = ens_step_config;
+	r->ens_host.submit = ens_submit;
 	if (!r->opts.max_json_bytes)
 		r->opts.max_json_bytes = CODEC_DEFAULT_MAX_JSON_BYTES;
 	if (!r->opts.json_value_slack)

@@ -26,6 +26,7 @@ struct repo_options {
 	int poll_secs;
 	int strict_readiness;
 	size_t num_load;		/* --load-model (explicit mode; "*" all) */
+	const char *backend_dir;	/* --backend-directory: backend libraries (NULL: none) */
 	char **load_models;
 	/* Limits (Documentation/serving.md, "Limits and hardening"); 0: the default. */
 	size_t max_json_bytes;		/* JSON part of an inference body (8 MiB) */

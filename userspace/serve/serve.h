@@ -6,6 +6,9 @@
  *   model_config.c  the ModelConfig subset, from pbtxt, JSON or the model
  *   repository.c    the model repository: versions, load, swap, unload, poll
  *   batcher.c       the dynamic batcher and the instances (sessions)
+ *   backend.c       models run by a backend library of C steps
+ *                   (<npu/npu_serve_backend.h>) instead of the engine
+ *   ensemble.c      ensemble_scheduling: steps run through their models' batchers
  *   infer_codec.c   inference requests and responses (JSON + binary)
  *   metrics.c       statistics and the Prometheus text format
  *   http.c          the HTTP/REST front end (libmicrohttpd)

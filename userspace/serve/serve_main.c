@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "http.h"
@@ -65,6 +66,10 @@ static void usage(FILE *out)
 		"  --device D                 device of KIND_AUTO instances: cpu (default), sim, sim:N,\n"
 		"                             accel, accel:K, accel:* (a set: instances on each NPU)\n"
 		"  --threads N                CPU threads of the engine (default: all cores)\n"
+		"  --backend-directory DIR    backend libraries (libnpu_serve_NAME.so) of models whose\n"
+		"                             config names a backend (default: ../lib/npu-serve/backends\n"
+		"                             beside this program, else " NPU_SERVE_BACKEND_DIR ";\n"
+		"                             run from its build tree, the tree's)\n"
 		"  --exit-timeout-secs N      longest drain at exit (default 30)\n"
 		"  --max-json-bytes N         largest JSON part of an inference request (default\n"
 		"                             8388608; binary tensor data is bounded by the body limit)\n"
@@ -84,6 +89,33 @@ static void usage(FILE *out)
 		"  --panel-chartjs FILE       Chart.js served to the panel (default\n"
 		"                             /usr/share/javascript/chart.js/chart.min.js, libjs-chart.js)\n"
 		"  --log-verbose N            0: info (default), 1: debug\n");
+}
+
+/*
+ * Where backend libraries are: the build tree's when this program runs
+ * from it (uninstalled), else beside it in its prefix
+ * (bin/../lib/npu-serve/backends), else where it was installed to.
+ */
+static const char *default_backend_dir(char *buf, size_t size)
+{
+	char exe[4096];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	char *slash;
+	struct stat st;
+
+	if (n <= 0)
+		return NPU_SERVE_BACKEND_DIR;
+	exe[n] = '\0';
+	if (!strncmp(exe, NPU_SERVE_BUILD_ROOT "/", strlen(NPU_SERVE_BUILD_ROOT "/")))
+		return NPU_SERVE_BUILD_BACKEND_DIR;
+	slash = strrchr(exe, '/');
+	if (slash) {
+		*slash = '\0';
+		snprintf(buf, size, "%s/../lib/npu-serve/backends", exe);
+		if (stat(buf, &st) == 0 && S_ISDIR(st.st_mode))
+			return buf;
+	}
+	return NPU_SERVE_BACKEND_DIR;
 }
 
 static int parse_int(const char *flag, const char *v, long lo, long hi, long *out)
@@ -233,7 +265,7 @@ int main(int argc, char **argv)
 	static struct serve_auth auth;
 	/* Static: reachable (not leaked) when a bad flag returns early. */
 	static char *tls_cert, *tls_key;
-	char err[SERVE_ERR_MAX];
+	char err[SERVE_ERR_MAX], backend_dir[4200];
 	sigset_t set;
 
 	static char *load_models[256];
@@ -295,6 +327,8 @@ int main(int argc, char **argv)
 			continue;
 		if (!strcmp(flag, "--model-repository") || !strcmp(flag, "--model-store")) {
 			ro.path = val;
+		} else if (!strcmp(flag, "--backend-directory")) {
+			ro.backend_dir = val;
 		} else if (!strcmp(flag, "--http-port")) {
 			if (parse_int(flag, val, 0, 65535, &x))
 				return 2;
@@ -429,6 +463,8 @@ int main(int argc, char **argv)
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 	signal(SIGPIPE, SIG_IGN);
 
+	if (!ro.backend_dir)
+		ro.backend_dir = default_backend_dir(backend_dir, sizeof(backend_dir));
 	if (repository_create(&ro, &repo, err)) {
 		serve_log(SERVE_LOG_ERROR, "%s", err);
 		return 1;
