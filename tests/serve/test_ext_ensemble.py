@@ -187,7 +187,11 @@ def test_ensembles(s):
     ok(c == "INVALID_ARGUMENT" and "X[1] is negative" in str(r),
        "gRPC: a step's bad-input failure is INVALID_ARGUMENT", (c, r))
     c, r = ts.grpc_call(grpc, stub.ModelConfig, pb.ModelConfigRequest(name="ens"))
-    ok(c == "OK" and r.config.platform == "ensemble", "gRPC ModelConfig of the ensemble", (c, r))
+    ok(c == "OK" and r.config.platform == "ensemble" and
+       [p.model_name for p in r.config.ensemble_scheduling.step] == ["relu4", "scale3"] and
+       dict(r.config.ensemble_scheduling.step[1].input_map) == {"X": "MID"} and
+       dict(r.config.ensemble_scheduling.step[1].output_map) == {"Y": "OUT"},
+       "gRPC ModelConfig of the ensemble, with its steps", (c, r))
     ch.close()
 
     # The ensemble's requests count in its statistics, and its steps' in theirs.

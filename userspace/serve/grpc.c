@@ -1456,6 +1456,48 @@ static void call_config(struct gstream *s, Inference__ModelConfigRequest *rq)
 		mc->scheduling_choice_case = INFERENCE__MODEL_CONFIG__SCHEDULING_CHOICE_DYNAMIC_BATCHING;
 	}
 
+	db = json_object_get(json_object_get(j, "ensemble_scheduling"), "step");
+	if (db) {
+		Inference__ModelEnsembling *en;
+
+		NEW(en, 1);
+		inference__model_ensembling__init(en);
+		NEW(en->step, json_array_size(db));
+		json_array_foreach(db, i, e) {
+			Inference__ModelEnsembling__Step *sp;
+
+			NEW(sp, 1);
+			inference__model_ensembling__step__init(sp);
+			sp->model_name = (char *)jstr(e, "model_name");
+			sp->model_version = json_integer_value(json_object_get(e, "model_version"));
+			v = json_object_get(e, "input_map");
+			NEW(sp->input_map, json_object_size(v));
+			json_object_foreach(v, key, params) {
+				Inference__ModelEnsembling__Step__InputMapEntry *me;
+
+				NEW(me, 1);
+				inference__model_ensembling__step__input_map_entry__init(me);
+				me->key = (char *)key;
+				me->value = (char *)json_string_value(params);
+				sp->input_map[sp->n_input_map++] = me;
+			}
+			v = json_object_get(e, "output_map");
+			NEW(sp->output_map, json_object_size(v));
+			json_object_foreach(v, key, params) {
+				Inference__ModelEnsembling__Step__OutputMapEntry *me;
+
+				NEW(me, 1);
+				inference__model_ensembling__step__output_map_entry__init(me);
+				me->key = (char *)key;
+				me->value = (char *)json_string_value(params);
+				sp->output_map[sp->n_output_map++] = me;
+			}
+			en->step[en->n_step++] = sp;
+		}
+		mc->ensemble_scheduling = en;
+		mc->scheduling_choice_case = INFERENCE__MODEL_CONFIG__SCHEDULING_CHOICE_ENSEMBLE_SCHEDULING;
+	}
+
 	ig = json_object_get(j, "instance_group");
 	NEW(mc->instance_group, json_array_size(ig));
 	json_array_foreach(ig, i, e) {
