@@ -115,6 +115,15 @@ def make_repo(repo):
     write(f"{repo}/idle/1/model.onnx", make_model.model("Neg", 1, "N,4".split(","), 1))
     # A model that fails to load: its reason is on the panel.
     write(f"{repo}/broken/1/model.onnx", b"this is not an ONNX file")
+    # An ensemble of idle twice: shown as its steps.
+    write(f"{repo}/pipe/1/.keep", b"")
+    write(f"{repo}/pipe/config.pbtxt", """platform: "ensemble"
+input [ { name: "IN" data_type: TYPE_FP32 dims: [ -1, 4 ] } ]
+output [ { name: "OUT" data_type: TYPE_FP32 dims: [ -1, 4 ] } ]
+ensemble_scheduling { step [
+  { model_name: "idle" input_map { key: "x0" value: "IN" } output_map { key: "y" value: "A" } },
+  { model_name: "idle" input_map { key: "x0" value: "A" } output_map { key: "y" value: "OUT" } } ] }
+""")
 
 
 class Server:
@@ -245,7 +254,7 @@ def shot(drv, name):
 
 def models_table(drv):
     return drv.execute_script(
-        "return Array.from(document.querySelectorAll('#models tbody tr')).map("
+        "return Array.from(document.querySelectorAll('#models tbody tr:not(.steps)')).map("
         "tr => Array.from(tr.children).slice(0, 4).map(td => td.textContent));")
 
 
@@ -273,6 +282,11 @@ def test_panel(drv, s):
         ok(("relu", "2") in names and ("onnpu", "1") in names and ("idle", "1") in names,
            "models and versions are listed", rows)
         ok(state_of(drv, "relu").get("2") == "READY", "relu version 2 is READY", rows)
+        steps = drv.execute_script(
+            "const r = document.querySelector('#models tr.steps[data-ensemble=\"pipe\"]');"
+            "return r ? r.textContent : null;")
+        ok(state_of(drv, "pipe").get("1") == "READY" and steps == "steps: idle \u2192 idle",
+           "an ensemble is listed with its steps", (rows, steps))
         # The failure reason is the repository index's: the admin scope's.
         broken = [r for r in rows if r[0] == "broken"]
         ok(broken and broken[0][2] == "UNAVAILABLE" and not broken[0][3],
@@ -302,20 +316,20 @@ def test_panel(drv, s):
         drv.find_element("id", "token-apply").click()
         ok(wait_js(drv, "document.querySelector(\"button.btn-unload[data-model='relu']\")", 10),
            "the admin token shows load / unload / reload buttons")
-        ok(wait_js(drv, "Array.from(document.querySelectorAll('#models tbody tr')).some(tr => "
+        ok(wait_js(drv, "Array.from(document.querySelectorAll('#models tbody tr:not(.steps)')).some(tr => "
                    "tr.dataset.model === 'broken' && tr.children[2].textContent === 'UNAVAILABLE' && "
                    "tr.children[3].textContent.length > 10)", 10),
            "with the admin token a failed load shows its reason", models_table(drv))
 
         drv.find_element("css selector", "button.btn-unload[data-model='relu']").click()
-        ok(wait_js(drv, "Array.from(document.querySelectorAll('#models tbody tr')).some(tr => "
+        ok(wait_js(drv, "Array.from(document.querySelectorAll('#models tbody tr:not(.steps)')).some(tr => "
                    "tr.dataset.model === 'relu' && tr.children[2].textContent === 'UNAVAILABLE')", 20),
            "Unload: relu's state changes to UNAVAILABLE", models_table(drv))
         ok(wait_js(drv, "npuPanel.actions.some(a => a.op === 'unload' && a.status === 200)", 5),
            "the unload button called the repository API (200)")
         shot(drv, "panel-unloaded.png")
         drv.find_element("css selector", "button.btn-load[data-model='relu']").click()
-        ok(wait_js(drv, "Array.from(document.querySelectorAll('#models tbody tr')).some(tr => "
+        ok(wait_js(drv, "Array.from(document.querySelectorAll('#models tbody tr:not(.steps)')).some(tr => "
                    "tr.dataset.model === 'relu' && tr.dataset.version === '2' && "
                    "tr.children[2].textContent === 'READY')", 30),
            "Load: relu version 2 is READY again", models_table(drv))
@@ -324,7 +338,7 @@ def test_panel(drv, s):
         shutil.copytree(os.path.join(s.repo, "relu", "2"), os.path.join(s.repo, "relu", "3"))
         before = load.counts.copy()
         drv.find_element("css selector", "button.btn-reload[data-model='relu']").click()
-        ok(wait_js(drv, "Array.from(document.querySelectorAll('#models tbody tr')).some(tr => "
+        ok(wait_js(drv, "Array.from(document.querySelectorAll('#models tbody tr:not(.steps)')).some(tr => "
                    "tr.dataset.model === 'relu' && tr.dataset.version === '3' && "
                    "tr.children[2].textContent === 'READY')", 30),
            "Reload under load: relu version 3 READY", models_table(drv))

@@ -642,6 +642,16 @@ static int h_panel_state(struct conn *c, struct args *a, struct response *r)
 	if (auth_check(au, AUTH_ADMIN, authz) != AUTH_OK)
 		json_array_foreach(models, i, m)
 			json_object_del(m, "reason");
+	/* An ensemble is shown as its steps. */
+	json_array_foreach(models, i, m) {
+		const char *v = json_string_value(json_object_get(m, "version"));
+		json_t *steps = repository_ensemble_steps(c->srv->repo,
+							  json_string_value(json_object_get(m, "name")),
+							  v ? strtoll(v, NULL, 10) : -1);
+
+		if (steps)
+			json_object_set_new(m, "steps", steps);
+	}
 	json_object_set_new(j, "models", models);
 	json_object_set_new(j, "server", json_pack(
 		"{s:s, s:s, s:b, s:b, s:b}", "version", npu_version(),

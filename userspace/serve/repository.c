@@ -1096,6 +1096,26 @@ int repository_infer(struct repository *r, const char *name, int64_t version,
 	return st;
 }
 
+json_t *repository_ensemble_steps(struct repository *r, const char *name, int64_t version)
+{
+	struct model_entry *e = get_entry(r, name, 0);
+	struct model_version *mv;
+	json_t *steps = NULL;
+	size_t i;
+
+	if (!e)
+		return NULL;
+	pthread_rwlock_rdlock(&e->lock);
+	mv = pick(e, version);
+	if (mv && mv->cfg.num_steps) {
+		steps = json_array();
+		for (i = 0; i < mv->cfg.num_steps; i++)
+			json_array_append_new(steps, json_string(mv->cfg.steps[i].model));
+	}
+	pthread_rwlock_unlock(&e->lock);
+	return steps;
+}
+
 /* ---- Ensembles' calls ------------------------------------------------------------ */
 
 static int ens_step_config(void *arg, const char *name, int64_t version,

@@ -74,6 +74,9 @@ int repository_infer(struct repository *r, const char *name, int64_t version,
 		     const char *body, size_t len, long long json_len,
 		     struct infer_request *req, char *err);
 
+/* A loaded ensemble version's step models, in order (NULL: not an ensemble). */
+json_t *repository_ensemble_steps(struct repository *r, const char *name, int64_t version);
+
 json_t *repository_model_metadata(struct repository *r, const char *name,
 				  int64_t version, char *err, int *status);
 json_t *repository_model_config(struct repository *r, const char *name,

@@ -239,7 +239,7 @@ function drawModels(st) {
 	const seen = new Set();
 	st.models.forEach((m) => {
 		rows.push({ name: m.name, version: m.version || '', state: m.state || '', reason: m.reason || '',
-			first: !seen.has(m.name) });
+			first: !seen.has(m.name), steps: m.steps || null });
 		seen.add(m.name);
 	});
 	const sig = JSON.stringify(rows) + manage;
@@ -274,6 +274,17 @@ function drawModels(st) {
 		}
 		tr.appendChild(td);
 		body.appendChild(tr);
+		if (r.steps) {
+			// An ensemble: its steps in order, on a row of their own.
+			const st = document.createElement('tr');
+			const sd = document.createElement('td');
+			st.className = 'steps';
+			st.dataset.ensemble = r.name;
+			sd.colSpan = 5;
+			sd.textContent = 'steps: ' + r.steps.join(' \u2192 ');
+			st.appendChild(sd);
+			body.appendChild(st);
+		}
 	});
 }
 
