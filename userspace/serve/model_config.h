@@ -36,6 +36,14 @@ struct queue_policy {
 enum instance_kind { KIND_AUTO, KIND_CPU, KIND_NPU };
 
 #define CONFIG_MAX_GROUPS 8
+#define CONFIG_MAX_RESOURCES 8
+
+/* A rate_limiter resource an instance holds while it runs a batch (rate_limiter.h). */
+struct config_resource {
+	char name[64];
+	int global;		/* shared by every device, not per device */
+	uint32_t count;
+};
 
 struct model_config {
 	char name[SERVE_NAME_MAX];
@@ -73,6 +81,12 @@ struct model_config {
 	int num_groups;
 	int group_count[CONFIG_MAX_GROUPS];
 	uint64_t group_gpus[CONFIG_MAX_GROUPS];
+	/* Each group's rate_limiter { resources [...] priority }. */
+	int group_num_resources[CONFIG_MAX_GROUPS];
+	struct config_resource group_resources[CONFIG_MAX_GROUPS][CONFIG_MAX_RESOURCES];
+	uint32_t group_priority[CONFIG_MAX_GROUPS];
+
+	int response_cache;		/* response_cache { enable: true } */
 
 	size_t num_params;
 	char param_key[CONFIG_MAX_PARAMS][64];
