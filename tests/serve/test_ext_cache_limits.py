@@ -190,6 +190,12 @@ def test_cache(s, grpc, pb, stub):
     hit2, miss2, _ = cache_stats(p, "cached")
     ok(st == 200 and hit2 == hit and miss2 == miss + 1,
        "cache: after a reload the same request misses", (st, hit, hit2, miss, miss2))
+    # The config says so, over REST and gRPC.
+    st, cfg = get(p, "/v2/models/cached/config")
+    c, r = ts.grpc_call(grpc, stub.ModelConfig, pb.ModelConfigRequest(name="cached"))
+    ok(st == 200 and cfg["response_cache"] == {"enable": True} and c == "OK" and
+       r.config.response_cache.enable, "cache: response_cache in the config (REST and gRPC)",
+       (cfg, c, r))
     # Not cacheable: refused at load with the reason.
     st, idx = post(p, "/v2/repository/index", {})
     reasons = {m["name"]: m.get("reason", "") for m in idx or []}
@@ -267,6 +273,16 @@ def test_rate_limit(s, s2, tdir, tdir2):
        res)
     n = metric(s.metrics_port, "npu_serve_queue_rejected_full_total", "rl_b")
     ok(n is not None and n >= len(rej), "rate limit: those rejections are counted (%s)" % n)
+
+
+def test_rl_config(s, grpc, pb, stub):
+    st, cfg = get(s.port, "/v2/models/rl_a/config")
+    c, r = ts.grpc_call(grpc, stub.ModelConfig, pb.ModelConfigRequest(name="rl_a"))
+    want = {"resources": [{"name": "R", "global": False, "count": 1}], "priority": 0}
+    ok(st == 200 and cfg["instance_group"][0].get("rate_limiter") == want and c == "OK" and
+       r.config.instance_group[0].rate_limiter.resources[0].name == "R" and
+       r.config.instance_group[0].rate_limiter.resources[0].count == 1,
+       "rate limit: rate_limiter in the config (REST and gRPC)", (cfg, c, r))
 
 
 def test_trace(s, tdir, grpc, pb, stub, s2):
@@ -393,7 +409,8 @@ def test_logging(s, ldir, grpc, pb, stub, s2):
 
 def test_tokens(repo, grpc, pb, pbg):
     s = ts.Server("cl-tokens", repo, "--api-token", "apitok", "--admin-token", "admintok",
-                  "--model-control-mode", "explicit", "--load-model", "uncached")
+                  "--model-control-mode", "explicit", "--load-model", "uncached",
+                  "--load-model", "cached", "--cache-config", "local,size=1000")
     try:
         if not ok(s.up(), "tokens: the server starts", s.log_text()):
             return
@@ -421,6 +438,15 @@ def test_tokens(repo, grpc, pb, pbg):
             c2 = e.code().name
         ok(c == "PERMISSION_DENIED" and c2 == "OK", "tokens: gRPC settings calls need the admin token",
            (c, c2))
+        body = json.dumps({"inputs": [{"name": "x0", "datatype": "FP32", "shape": [1, 4],
+                                       "data": [1, 2, 3, 4]}]})
+        sts = [ts.request(s.port, "POST", "/v2/models/cached/infer", body,
+                          dict(JSON_HDR, **api))[0] for _ in range(2)]
+        st, _, b = ts.request(s.port, "GET", "/v2/models/cached/stats", None, api)
+        inf = json.loads(b)["model_stats"][0]["inference_stats"] if st == 200 else {}
+        ok(sts == [200, 200] and inf["cache_hit"]["count"] == 0 and inf["cache_miss"]["count"] == 2
+           and metric(s.metrics_port, "npu_serve_cache_entries", "cached") == 0,
+           "cache: a response larger than the cache is not stored", (sts, inf))
         st, j = post(s.port, "/v2/trace/setting", {"trace_file": "t.json"}, adm)
         ok(st == 400 and "--trace-dir" in j["error"], "trace: without --trace-dir a trace_file is refused", j)
         st, j = post(s.port, "/v2/trace/setting", {"trace_level": ["TIMESTAMPS"]}, adm)
@@ -459,6 +485,7 @@ def main():
            "server metadata lists trace and logging", (r, j))
         for fn, args in ((test_cache, (s, grpc, pb, stub)),
                          (test_trace, (s, tdir, grpc, pb, stub, s2)),
+                         (test_rl_config, (s, grpc, pb, stub)),
                          (test_rate_limit, (s, s2, tdir, tdir2)),
                          (test_logging, (s, ldir, grpc, pb, stub, s2))):
             try:

@@ -1634,6 +1634,26 @@ static void call_config(struct gstream *s, Inference__ModelConfigRequest *rq)
 			json_array_foreach(gpus, k, gpu)
 				g->gpus[g->n_gpus++] = (int32_t)json_integer_value(gpu);
 		}
+		if (json_object_get(e, "rate_limiter")) {
+			json_t *rl = json_object_get(e, "rate_limiter"), *res, *x;
+			size_t k;
+
+			NEW(g->rate_limiter, 1);
+			inference__model_rate_limiter__init(g->rate_limiter);
+			g->rate_limiter->priority = (uint32_t)juint(rl, "priority");
+			res = json_object_get(rl, "resources");
+			NEW(g->rate_limiter->resources, json_array_size(res));
+			json_array_foreach(res, k, x) {
+				Inference__ModelRateLimiter__Resource *rr;
+
+				NEW(rr, 1);
+				inference__model_rate_limiter__resource__init(rr);
+				rr->name = (char *)jstr(x, "name");
+				rr->global = json_is_true(json_object_get(x, "global"));
+				rr->count = (uint32_t)juint(x, "count");
+				g->rate_limiter->resources[g->rate_limiter->n_resources++] = rr;
+			}
+		}
 		mc->instance_group[mc->n_instance_group++] = g;
 	}
 
@@ -1649,6 +1669,12 @@ static void call_config(struct gstream *s, Inference__ModelConfigRequest *rq)
 		inference__model_parameter__init(pe->value);
 		pe->value->string_value = (char *)jstr(v, "string_value");
 		mc->parameters[mc->n_parameters++] = pe;
+	}
+
+	if (json_is_true(json_object_get(json_object_get(j, "response_cache"), "enable"))) {
+		NEW(mc->response_cache, 1);
+		inference__model_response_cache__init(mc->response_cache);
+		mc->response_cache->enable = 1;
 	}
 
 	r.config = mc;

@@ -1015,7 +1015,8 @@ json_t *config_to_json(const struct model_config *c)
 		json_object_set_new(params, c->param_key[i],
 				    json_pack("{s:s}", "string_value", c->param_value[i]));
 	json_object_set_new(o, "parameters", params);
-	json_object_set_new(o, "response_cache", json_pack("{s:b}", "enable", c->response_cache));
+	if (c->response_cache)
+		json_object_set_new(o, "response_cache", json_pack("{s:b}", "enable", 1));
 	if (c->default_model_filename[0])
 		json_object_set_new(o, "default_model_filename",
 				    json_string(c->default_model_filename));
