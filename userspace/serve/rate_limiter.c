@@ -87,8 +87,10 @@ int rate_limiter_resource_arg(const char *value, char *err)
 		return -1;
 	}
 	p = device ? &pools[num_pools++] : &defaults[num_defaults++];
-	snprintf(p->name, sizeof(p->name), "%s", name);
-	snprintf(p->device, sizeof(p->device), "%s", device ? device : "");
+	/* Lengths checked above. */
+	snprintf(p->name, sizeof(p->name), "%.*s", (int)sizeof(p->name) - 1, name);
+	snprintf(p->device, sizeof(p->device), "%.*s", (int)sizeof(p->device) - 1,
+		 device ? device : "");
 	p->count = (uint32_t)v;
 	p->fixed = 1;
 	return 0;
