@@ -139,8 +139,8 @@ def test_cache(s, grpc, pb, stub):
     st2, b2 = raw_infer(p, "cached", x)
     st3, b3 = raw_infer(p, "uncached", x)
     hit, miss, _ = cache_stats(p, "cached")
-    ok(st1 == st2 == st3 == 200 and b1 == b2, "cache: a hit answers byte for byte what the miss did",
-       (st1, st2, b1, b2))
+    ok(st1 == st2 == st3 == 200 and b1 == b2,
+       "cache: a hit answers byte for byte what the miss did", (st1, st2, b1, b2))
     ok(b1.replace(b'"cached"', b'"uncached"') == b3,
        "cache: the cached answer equals the uncached model's", (b1, b3))
     ok((hit, miss) == (1, 1), "cache: statistics cache_hit 1, cache_miss 1", (hit, miss))
@@ -242,9 +242,7 @@ def rl_run(s, tdir, prefix):
     body = {"inputs": slow_input()}
     fns = [lambda m=m: post(p, "/v2/models/%s/infer" % m, body)[0]
            for m in ("rl_a", "rl_b", "rl_a", "rl_b")]
-    res = []
-    for i, f in enumerate(fns):
-        res.append(None)
+    # Staggered by 20 ms: both models' requests are waiting while the first runs.
     res = run_concurrently([lambda f=f, i=i: (time.sleep(0.02 * i), f())[1]
                             for i, f in enumerate(fns)])
     post(p, "/v2/trace/setting", {"trace_level": ["OFF"]})
