@@ -11,6 +11,7 @@
 #include "backend.h"
 #include "batcher.h"
 #include "panel.h"
+#include "rate_limiter.h"
 
 #define MAX_BATCH_REQUESTS 1024
 #define MAX_SHAPE_MEMORY 256
@@ -29,6 +30,7 @@ struct instance {
 	pthread_t thread;
 	int started;
 	int index;
+	int group;			/* its instance_group (rate_limiter resources) */
 	/* The device its runs go to: the model's, or one NPU of its set. */
 	char device[SERVE_NAME_MAX];
 	uint64_t device_mask;		/* its session's (0: the model's one device) */
@@ -265,7 +267,7 @@ static void run_batch(struct instance *in, struct infer_request **reqs, size_t n
 	size_t num_outs = 0;
 	struct npu_run_options ro;
 	int64_t total = 0;
-	uint64_t t0 = serve_now_ns(), t1, t2, t3;
+	uint64_t t0 = serve_now_ns(), t1 = 0, t2 = 0, t3 = 0;
 	size_t i, j;
 	int batching = cfg->max_batch_size > 0;
 
@@ -462,6 +464,10 @@ out:
 	for (j = 0; j < n; j++) {
 		uint64_t now = serve_now_ns();
 
+		reqs[j]->t_compute_start = t0;
+		reqs[j]->t_input_end = t1;
+		reqs[j]->t_output_start = t2;
+		reqs[j]->t_compute_end = t3;
 		/* Never counted twice: out of 'executing' first. */
 		metrics_executing(s->stats, -1);
 		metrics_request(s->stats, reqs[j]->status == SERVE_OK, queue_ns[j],
@@ -698,8 +704,14 @@ static void *instance_main(void *arg)
 			queue_ns[i] = now - batch[i]->t_enqueue;
 			metrics_pending(s->stats, -1);
 		}
+		/* The rate limiter's resources of its group, held while it runs. */
+		rate_limiter_acquire(s->cfg, in->group, in->device);
+		now = serve_now_ns();
+		for (i = 0; i < n; i++)
+			queue_ns[i] = now - batch[i]->t_enqueue;
 		metrics_executing(s->stats, (int)n);
 		run_batch(in, batch, n, queue_ns);
+		rate_limiter_release(s->cfg, in->group, in->device);
 		pthread_mutex_lock(&s->lock);
 	}
 	pthread_mutex_unlock(&s->lock);
@@ -958,6 +970,7 @@ static int place_instances(struct scheduler *s, const struct model_config *cfg, 
 				if (s->num_instances == 64)
 					return serve_err(err, SERVE_INVALID,
 							 "more than 64 instances (instance_group counts times NPUs)");
+				in->group = cfg->num_groups ? g : -1;
 				if (devs > 1 && npu_model_device_stats(s->model, k, &ds) == NPU_OK) {
 					snprintf(in->device, sizeof(in->device), "%s", ds.name);
 					in->device_mask = 1ull << k;
@@ -1034,6 +1047,9 @@ static int create(const struct model_config *cfg, struct npu_model *model,
 		}
 	}
 	r = place_instances(s, cfg, err);
+	if (!r)
+		for (l = 0; l < s->num_instances && !r; l++)
+			r = rate_limiter_register(cfg, s->inst[l].group, s->inst[l].device, err);
 	if (r) {
 		destroy(s);
 		return r;

@@ -53,6 +53,9 @@ struct infer_request {
 	char model[SERVE_NAME_MAX];
 	int64_t version;
 	uint64_t t_arrive, t_enqueue, t_deadline;
+	/* Its batch's phases, set by the instance that ran it (0: not reached):
+	 * Triton's COMPUTE_START, COMPUTE_INPUT_END, COMPUTE_OUTPUT_START, COMPUTE_END. */
+	uint64_t t_compute_start, t_input_end, t_output_start, t_compute_end;
 	uint64_t seq;		/* order of arrival (preserve_ordering) */
 	int status;		/* SERVE_OK or an error */
 	char err[SERVE_ERR_MAX];

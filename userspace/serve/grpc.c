@@ -26,7 +26,9 @@
 
 #include "grpc.h"
 #include "grpc_service.pb-c.h"
+#include "logging.h"
 #include "metrics.h"
+#include "trace.h"
 
 #define SERVICE "/inference.GRPCInferenceService/"
 #define ACCEPT_BACKOFF_MS 100	/* out of fds or memory: wait this long, then accept again */
@@ -506,7 +508,7 @@ static void call_statistics(struct gstream *s, Inference__ModelStatisticsRequest
 	ms = calloc(n + 1, sizeof(*ms));
 	mp = calloc(n + 1, sizeof(*mp));
 	is = calloc(n + 1, sizeof(*is));
-	durs = calloc(6 * (n + 1), sizeof(*durs));
+	durs = calloc(8 * (n + 1), sizeof(*durs));
 	if (!ms || !mp || !is || !durs) {
 		respond_error(s, GRPC_INTERNAL, "out of memory");
 		goto out;
@@ -514,7 +516,8 @@ static void call_statistics(struct gstream *s, Inference__ModelStatisticsRequest
 	json_array_foreach(arr, i, e) {
 		json_t *st = json_object_get(e, "inference_stats");
 		static const char *const names[] = { "success", "fail", "queue", "compute_input",
-						     "compute_infer", "compute_output" };
+						     "compute_infer", "compute_output", "cache_hit",
+						     "cache_miss" };
 		int k;
 
 		inference__model_statistics__init(&ms[i]);
@@ -524,14 +527,16 @@ static void call_statistics(struct gstream *s, Inference__ModelStatisticsRequest
 		ms[i].last_inference = (uint64_t)json_integer_value(json_object_get(e, "last_inference"));
 		ms[i].inference_count = (uint64_t)json_integer_value(json_object_get(e, "inference_count"));
 		ms[i].execution_count = (uint64_t)json_integer_value(json_object_get(e, "execution_count"));
-		for (k = 0; k < 6; k++)
-			fill_duration(&durs[6 * i + (size_t)k], json_object_get(st, names[k]));
-		is[i].success = &durs[6 * i];
-		is[i].fail = &durs[6 * i + 1];
-		is[i].queue = &durs[6 * i + 2];
-		is[i].compute_input = &durs[6 * i + 3];
-		is[i].compute_infer = &durs[6 * i + 4];
-		is[i].compute_output = &durs[6 * i + 5];
+		for (k = 0; k < 8; k++)
+			fill_duration(&durs[8 * i + (size_t)k], json_object_get(st, names[k]));
+		is[i].success = &durs[8 * i];
+		is[i].fail = &durs[8 * i + 1];
+		is[i].queue = &durs[8 * i + 2];
+		is[i].compute_input = &durs[8 * i + 3];
+		is[i].compute_infer = &durs[8 * i + 4];
+		is[i].compute_output = &durs[8 * i + 5];
+		is[i].cache_hit = &durs[8 * i + 6];
+		is[i].cache_miss = &durs[8 * i + 7];
 		ms[i].inference_stats = &is[i];
 		mp[i] = &ms[i];
 	}
@@ -638,6 +643,160 @@ static void call_unload(struct gstream *s, Inference__RepositoryModelUnloadReque
 		respond_error(s, status_to_grpc(st), err);
 	else
 		respond(s, &r.base);
+}
+
+/* TraceSetting: Triton's trace extension (trace.h), the settings as HTTP's JSON. */
+static void call_trace(struct gstream *s, Inference__TraceSettingRequest *rq)
+{
+	Inference__TraceSettingResponse r = INFERENCE__TRACE_SETTING_RESPONSE__INIT;
+	Inference__TraceSettingResponse__SettingsEntry ent[8], *ep[8];
+	Inference__TraceSettingResponse__SettingValue val[8];
+	char *strs[8][4], err[SERVE_ERR_MAX];
+	const char *model = rq->model_name && rq->model_name[0] ? rq->model_name : NULL;
+	json_t *in = json_object(), *out = NULL, *v;
+	const char *key;
+	size_t i, n = 0;
+	int st = SERVE_OK;
+
+	if (model) {
+		json_t *m = repository_model_metadata(s->conn->srv->repo, model, -1, err, &st);
+
+		if (!m) {
+			json_decref(in);
+			respond_error(s, status_to_grpc(st), err);
+			return;
+		}
+		json_decref(m);
+	}
+	for (i = 0; i < rq->n_settings; i++) {
+		Inference__TraceSettingRequest__SettingValue *sv = rq->settings[i]->value;
+		const char *k = rq->settings[i]->key;
+		json_t *x;
+		size_t j;
+
+		if (!sv || !sv->n_value) {
+			x = json_null();	/* a model's setting back to the server's */
+		} else if (!strcmp(k, "trace_level")) {
+			x = json_array();
+			for (j = 0; j < sv->n_value; j++)
+				json_array_append_new(x, json_string(sv->value[j]));
+		} else if (sv->n_value > 1) {
+			st = serve_err(err, SERVE_INVALID, "trace setting '%.64s' takes one value", k);
+			break;
+		} else {
+			x = json_string(sv->value[0]);
+		}
+		json_object_set_new(in, k, x);
+	}
+	if (!st) {
+		if (rq->n_settings)
+			st = trace_settings_update(model, in, &out, err);
+		else
+			out = trace_settings_json(model);
+	}
+	json_decref(in);
+	if (st || !out) {
+		json_decref(out);
+		respond_error(s, status_to_grpc(st ? st : SERVE_INTERNAL), st ? err : "out of memory");
+		return;
+	}
+	json_object_foreach(out, key, v) {
+		if (n == 8)
+			break;
+		inference__trace_setting_response__settings_entry__init(&ent[n]);
+		inference__trace_setting_response__setting_value__init(&val[n]);
+		ent[n].key = (char *)key;
+		ent[n].value = &val[n];
+		if (json_is_array(v)) {
+			for (i = 0; i < json_array_size(v) && i < 4; i++)
+				strs[n][i] = (char *)json_string_value(json_array_get(v, i));
+			val[n].n_value = i;
+		} else {
+			strs[n][0] = (char *)json_string_value(v);
+			val[n].n_value = 1;
+		}
+		val[n].value = strs[n];
+		ep[n] = &ent[n];
+		n++;
+	}
+	r.n_settings = n;
+	r.settings = ep;
+	respond(s, &r.base);
+	json_decref(out);
+}
+
+/* LogSettings: Triton's logging extension (logging.h), the settings as HTTP's JSON. */
+static void call_log_settings(struct gstream *s, Inference__LogSettingsRequest *rq)
+{
+	Inference__LogSettingsResponse r = INFERENCE__LOG_SETTINGS_RESPONSE__INIT;
+	Inference__LogSettingsResponse__SettingsEntry ent[8], *ep[8];
+	Inference__LogSettingsResponse__SettingValue val[8];
+	char err[SERVE_ERR_MAX];
+	json_t *in = json_object(), *out = NULL, *v;
+	const char *key;
+	size_t i, n = 0;
+	int st = SERVE_OK;
+
+	for (i = 0; i < rq->n_settings && !st; i++) {
+		Inference__LogSettingsRequest__SettingValue *sv = rq->settings[i]->value;
+		json_t *x = NULL;
+
+		switch (sv ? sv->parameter_choice_case : 0) {
+		case INFERENCE__LOG_SETTINGS_REQUEST__SETTING_VALUE__PARAMETER_CHOICE_BOOL_PARAM:
+			x = json_boolean(sv->bool_param);
+			break;
+		case INFERENCE__LOG_SETTINGS_REQUEST__SETTING_VALUE__PARAMETER_CHOICE_UINT32_PARAM:
+			x = json_integer(sv->uint32_param);
+			break;
+		case INFERENCE__LOG_SETTINGS_REQUEST__SETTING_VALUE__PARAMETER_CHOICE_STRING_PARAM:
+			x = json_string(sv->string_param);
+			break;
+		default:
+			st = serve_err(err, SERVE_INVALID, "log setting '%.64s' has no value",
+				       rq->settings[i]->key);
+		}
+		if (x)
+			json_object_set_new(in, rq->settings[i]->key, x);
+	}
+	if (!st) {
+		if (rq->n_settings)
+			st = log_settings_update(in, &out, err);
+		else
+			out = log_settings_json();
+	}
+	json_decref(in);
+	if (st || !out) {
+		json_decref(out);
+		respond_error(s, status_to_grpc(st ? st : SERVE_INTERNAL), st ? err : "out of memory");
+		return;
+	}
+	json_object_foreach(out, key, v) {
+		if (n == 8)
+			break;
+		inference__log_settings_response__settings_entry__init(&ent[n]);
+		inference__log_settings_response__setting_value__init(&val[n]);
+		ent[n].key = (char *)key;
+		ent[n].value = &val[n];
+		if (json_is_boolean(v)) {
+			val[n].parameter_choice_case =
+				INFERENCE__LOG_SETTINGS_RESPONSE__SETTING_VALUE__PARAMETER_CHOICE_BOOL_PARAM;
+			val[n].bool_param = json_is_true(v);
+		} else if (json_is_integer(v)) {
+			val[n].parameter_choice_case =
+				INFERENCE__LOG_SETTINGS_RESPONSE__SETTING_VALUE__PARAMETER_CHOICE_UINT32_PARAM;
+			val[n].uint32_param = (uint32_t)json_integer_value(v);
+		} else {
+			val[n].parameter_choice_case =
+				INFERENCE__LOG_SETTINGS_RESPONSE__SETTING_VALUE__PARAMETER_CHOICE_STRING_PARAM;
+			val[n].string_param = (char *)json_string_value(v);
+		}
+		ep[n] = &ent[n];
+		n++;
+	}
+	r.n_settings = n;
+	r.settings = ep;
+	respond(s, &r.base);
+	json_decref(out);
 }
 
 /* Called by an instance thread. */
@@ -1517,6 +1676,26 @@ static void call_config(struct gstream *s, Inference__ModelConfigRequest *rq)
 			json_array_foreach(gpus, k, gpu)
 				g->gpus[g->n_gpus++] = (int32_t)json_integer_value(gpu);
 		}
+		if (json_object_get(e, "rate_limiter")) {
+			json_t *rl = json_object_get(e, "rate_limiter"), *res, *x;
+			size_t k;
+
+			NEW(g->rate_limiter, 1);
+			inference__model_rate_limiter__init(g->rate_limiter);
+			g->rate_limiter->priority = (uint32_t)juint(rl, "priority");
+			res = json_object_get(rl, "resources");
+			NEW(g->rate_limiter->resources, json_array_size(res));
+			json_array_foreach(res, k, x) {
+				Inference__ModelRateLimiter__Resource *rr;
+
+				NEW(rr, 1);
+				inference__model_rate_limiter__resource__init(rr);
+				rr->name = (char *)jstr(x, "name");
+				rr->global = json_is_true(json_object_get(x, "global"));
+				rr->count = (uint32_t)juint(x, "count");
+				g->rate_limiter->resources[g->rate_limiter->n_resources++] = rr;
+			}
+		}
 		mc->instance_group[mc->n_instance_group++] = g;
 	}
 
@@ -1532,6 +1711,12 @@ static void call_config(struct gstream *s, Inference__ModelConfigRequest *rq)
 		inference__model_parameter__init(pe->value);
 		pe->value->string_value = (char *)jstr(v, "string_value");
 		mc->parameters[mc->n_parameters++] = pe;
+	}
+
+	if (json_is_true(json_object_get(json_object_get(j, "response_cache"), "enable"))) {
+		NEW(mc->response_cache, 1);
+		inference__model_response_cache__init(mc->response_cache);
+		mc->response_cache->enable = 1;
 	}
 
 	r.config = mc;
@@ -1556,7 +1741,8 @@ out:
 static int call_allowed(struct gstream *s, const char *method)
 {
 	enum auth_scope scope = !strcmp(method, "ServerLive") || !strcmp(method, "ServerReady") ?
-		AUTH_OPEN : !strncmp(method, "Repository", 10) ? AUTH_ADMIN : AUTH_API;
+		AUTH_OPEN : !strncmp(method, "Repository", 10) || !strcmp(method, "TraceSetting") ||
+		!strcmp(method, "LogSettings") ? AUTH_ADMIN : AUTH_API;
 	enum auth_result r = auth_check(s->conn->srv->o.auth, scope, s->authz);
 
 	if (r == AUTH_OK)
@@ -1606,6 +1792,8 @@ static void dispatch(struct gstream *s)
 	CALL("RepositoryIndex", inference__repository_index_request__descriptor);
 	CALL("RepositoryModelLoad", inference__repository_model_load_request__descriptor);
 	CALL("RepositoryModelUnload", inference__repository_model_unload_request__descriptor);
+	CALL("TraceSetting", inference__trace_setting_request__descriptor);
+	CALL("LogSettings", inference__log_settings_request__descriptor);
 #undef CALL
 	if (!d) {
 		char msg[SERVE_ERR_MAX];
@@ -1643,7 +1831,7 @@ static void dispatch(struct gstream *s)
 	} else if (d == &inference__server_metadata_request__descriptor) {
 		Inference__ServerMetadataResponse r = INFERENCE__SERVER_METADATA_RESPONSE__INIT;
 		static char *ext[] = { "binary_tensor_data", "model_repository", "statistics",
-				       "schedule_policy", "model_configuration" };
+				       "schedule_policy", "model_configuration", "trace", "logging" };
 
 		r.name = "npu-serve";
 		r.version = (char *)npu_version();
@@ -1662,6 +1850,10 @@ static void dispatch(struct gstream *s)
 		call_index(s, (Inference__RepositoryIndexRequest *)m);
 	} else if (d == &inference__repository_model_load_request__descriptor) {
 		call_load(s, (Inference__RepositoryModelLoadRequest *)m);
+	} else if (d == &inference__trace_setting_request__descriptor) {
+		call_trace(s, (Inference__TraceSettingRequest *)m);
+	} else if (d == &inference__log_settings_request__descriptor) {
+		call_log_settings(s, (Inference__LogSettingsRequest *)m);
 	} else {
 		call_unload(s, (Inference__RepositoryModelUnloadRequest *)m);
 	}

@@ -21,8 +21,10 @@
 
 #include "http.h"
 #include "infer_codec.h"
+#include "logging.h"
 #include "metrics.h"
 #include "panel.h"
+#include "trace.h"
 
 #define MAX_SEGMENTS 12
 
@@ -292,10 +294,10 @@ static int h_server_meta(struct conn *c, struct args *a, struct response *r)
 {
 	(void)c;
 	(void)a;
-	set_json(r, 200, json_pack("{s:s, s:s, s:[s, s, s, s, s]}", "name", "npu-serve",
+	set_json(r, 200, json_pack("{s:s, s:s, s:[s, s, s, s, s, s, s]}", "name", "npu-serve",
 				   "version", npu_version(), "extensions",
 				   "binary_tensor_data", "model_repository", "statistics",
-				   "schedule_policy", "model_configuration"));
+				   "schedule_policy", "model_configuration", "trace", "logging"));
 	return 0;
 }
 
@@ -454,6 +456,63 @@ static int h_unload(struct conn *c, struct args *a, struct response *r)
 		set_error(r, st, err);
 	else
 		set_empty(r, 200);
+	return 0;
+}
+
+/* GET/POST v2[/models/{m}]/trace/setting: Triton's trace extension (trace.h). */
+static int h_trace(struct conn *c, struct args *a, struct response *r)
+{
+	char err[SERVE_ERR_MAX];
+	json_t *j, *out;
+	int bad, st;
+
+	if (a->model) {
+		/* Settings only for a model the repository has. */
+		json_t *m = repository_model_metadata(c->srv->repo, a->model, -1, err, &st);
+
+		if (!m) {
+			set_error(r, st, err);
+			return 0;
+		}
+		json_decref(m);
+	}
+	j = c->len ? body_json(c, r, &bad) : NULL;
+	if (c->len && bad)
+		return 0;
+	if (!j) {
+		set_json(r, 200, trace_settings_json(a->model));
+		return 0;
+	}
+	st = trace_settings_update(a->model, j, &out, err);
+	json_decref(j);
+	if (st)
+		set_error(r, st, err);
+	else
+		set_json(r, 200, out);
+	return 0;
+}
+
+/* GET/POST v2/logging: Triton's logging extension (logging.h). */
+static int h_logging(struct conn *c, struct args *a, struct response *r)
+{
+	char err[SERVE_ERR_MAX];
+	json_t *j, *out;
+	int bad, st;
+
+	(void)a;
+	j = c->len ? body_json(c, r, &bad) : NULL;
+	if (c->len && bad)
+		return 0;
+	if (!j) {
+		set_json(r, 200, log_settings_json());
+		return 0;
+	}
+	st = log_settings_update(j, &out, err);
+	json_decref(j);
+	if (st)
+		set_error(r, st, err);
+	else
+		set_json(r, 200, out);
 	return 0;
 }
 
@@ -721,6 +780,13 @@ static const struct endpoint endpoints[] = {
 	{ "POST", "v2/repository/models/{m}/unload", h_unload, 0, AUTH_ADMIN },
 	{ "POST", "v2/repository/models/{m}/versions/{v}/load", h_load, 0, AUTH_ADMIN },
 	{ "POST", "v2/repository/models/{m}/versions/{v}/unload", h_unload, 0, AUTH_ADMIN },
+	/* Trace and logging settings choose what the server writes: management calls. */
+	{ "GET", "v2/trace/setting", h_trace, 0, AUTH_ADMIN },
+	{ "POST", "v2/trace/setting", h_trace, 0, AUTH_ADMIN },
+	{ "GET", "v2/models/{m}/trace/setting", h_trace, 0, AUTH_ADMIN },
+	{ "POST", "v2/models/{m}/trace/setting", h_trace, 0, AUTH_ADMIN },
+	{ "GET", "v2/logging", h_logging, 0, AUTH_ADMIN },
+	{ "POST", "v2/logging", h_logging, 0, AUTH_ADMIN },
 	{ "GET", "metrics", h_metrics, 1, AUTH_OPEN },
 	{ "GET", "", h_panel_index, 0, AUTH_OPEN },
 	{ "GET", "panel/chart.js", h_panel_chartjs, 0, AUTH_OPEN },

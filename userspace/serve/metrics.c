@@ -237,6 +237,30 @@ void metrics_foreach(void (*fn)(struct model_stats *s, void *arg), void *arg)
 
 /* ---- Statistics extension (JSON) ----------------------------------------- */
 
+void metrics_cache(struct model_stats *s, int hit, uint64_t ns)
+{
+	struct duration_stat *d = hit ? &s->cache_hit : &s->cache_miss;
+
+	pthread_mutex_lock(&s->lock);
+	d->count++;
+	d->ns += ns;
+	if (hit) {
+		/* A hit is a successful request that never reached the model. */
+		s->success.count++;
+		s->success.ns += ns;
+	}
+	pthread_mutex_unlock(&s->lock);
+}
+
+void metrics_cache_usage(struct model_stats *s, int64_t entries, int64_t bytes, int evicted)
+{
+	pthread_mutex_lock(&s->lock);
+	s->cache_entries += entries;
+	s->cache_bytes += bytes;
+	s->cache_evictions += evicted != 0;
+	pthread_mutex_unlock(&s->lock);
+}
+
 static json_t *dur(const struct duration_stat *d)
 {
 	return json_pack("{s:I, s:I}", "count", (json_int_t)d->count, "ns", (json_int_t)d->ns);
@@ -288,6 +312,13 @@ json_t *metrics_stats_json(const char *model, int64_t version)
 			      "cancelled", (json_int_t)s->cancelled,
 			      "pending", (json_int_t)s->pending,
 			      "executing", (json_int_t)s->executing);
+		if (o) {
+			/* Triton's InferStatistics cache_hit / cache_miss. */
+			json_t *is = json_object_get(o, "inference_stats");
+
+			json_object_set_new(is, "cache_hit", dur(&s->cache_hit));
+			json_object_set_new(is, "cache_miss", dur(&s->cache_miss));
+		}
 		pthread_mutex_unlock(&s->lock);
 		if (o)
 			json_array_append_new(arr, o);
@@ -324,7 +355,8 @@ static void help(FILE *f, const char *name, const char *type, const char *text)
 }
 
 enum field { F_SUCCESS, F_FAIL, F_INFER_COUNT, F_EXEC_COUNT, F_REJ_FULL, F_REJ_TIMEOUT,
-	     F_CANCELLED, F_PENDING, F_COPIES, F_COPY_BYTES };
+	     F_CANCELLED, F_PENDING, F_COPIES, F_COPY_BYTES, F_CACHE_HITS, F_CACHE_MISSES,
+	     F_CACHE_ENTRIES, F_CACHE_BYTES, F_CACHE_EVICTIONS };
 
 static uint64_t field(const struct model_stats *s, enum field f)
 {
@@ -339,6 +371,11 @@ static uint64_t field(const struct model_stats *s, enum field f)
 	case F_PENDING: return (uint64_t)(s->pending > 0 ? s->pending : 0);
 	case F_COPIES: return s->copies;
 	case F_COPY_BYTES: return s->copy_bytes;
+	case F_CACHE_HITS: return s->cache_hit.count;
+	case F_CACHE_MISSES: return s->cache_miss.count;
+	case F_CACHE_ENTRIES: return (uint64_t)(s->cache_entries > 0 ? s->cache_entries : 0);
+	case F_CACHE_BYTES: return (uint64_t)(s->cache_bytes > 0 ? s->cache_bytes : 0);
+	case F_CACHE_EVICTIONS: return s->cache_evictions;
 	}
 	return 0;
 }
@@ -461,6 +498,20 @@ char *metrics_render(size_t *len)
 		     F_COPIES);
 	model_series(f, "npu_serve_tensor_copy_bytes_total", "counter",
 		     "Bytes of those copies.", F_COPY_BYTES);
+	model_series(f, "npu_serve_cache_hits_total", "counter",
+		     "Requests answered from the response cache (Triton's nv_cache_num_hits_per_model).",
+		     F_CACHE_HITS);
+	model_series(f, "npu_serve_cache_misses_total", "counter",
+		     "Response cache lookups that missed (Triton's nv_cache_num_misses_per_model).",
+		     F_CACHE_MISSES);
+	model_series(f, "npu_serve_cache_entries", "gauge",
+		     "Responses of the version held in the response cache.", F_CACHE_ENTRIES);
+	model_series(f, "npu_serve_cache_bytes", "gauge",
+		     "Bytes the version's responses take in the response cache (keys included).",
+		     F_CACHE_BYTES);
+	model_series(f, "npu_serve_cache_evictions_total", "counter",
+		     "The version's responses evicted from the response cache to make room.",
+		     F_CACHE_EVICTIONS);
 	histogram_series(f, "npu_serve_request_duration_seconds",
 			 "Whole request time, from arrival to the response.",
 			 offsetof(struct model_stats, h_request), time_bounds, METRICS_TIME_BUCKETS);

@@ -40,6 +40,11 @@ struct model_stats {
 	/* Host copies of whole tensors between the request and the response
 	 * (stacking a batch, scattering outputs, the library's own). */
 	uint64_t copies, copy_bytes;
+	/* The response cache (response_cache.h): lookups that hit and missed,
+	 * and the entries and bytes the version holds in it now. */
+	struct duration_stat cache_hit, cache_miss;
+	int64_t cache_entries, cache_bytes;
+	uint64_t cache_evictions;
 	uint64_t last_inference_ms;	/* Unix ms */
 	int64_t pending;		/* queued now */
 	int64_t executing;		/* taken by an instance, not answered */
@@ -61,6 +66,10 @@ void metrics_copies(struct model_stats *s, uint64_t copies, uint64_t bytes);
 /* One request finished: queue and whole-request times. */
 void metrics_request(struct model_stats *s, int success, uint64_t queue_ns,
 		     uint64_t request_ns);
+/* A response cache lookup: a hit, or a miss (lookup and insertion time). */
+void metrics_cache(struct model_stats *s, int hit, uint64_t ns);
+/* Entries and bytes the version holds in the cache changed; an eviction. */
+void metrics_cache_usage(struct model_stats *s, int64_t entries, int64_t bytes, int evicted);
 /* One batch ran: its size and compute phases. */
 void metrics_batch(struct model_stats *s, int64_t batch, uint64_t input_ns,
 		   uint64_t infer_ns, uint64_t output_ns);

@@ -110,7 +110,7 @@ static int get_str(struct ctx *x, const struct pbtxt_node *n, char *out, size_t 
 static const char *const ignored_fields[] = {
 	"optimization", "model_warmup", "model_operations",
 	"model_transaction_policy", "model_repository_agents",
-	"response_cache", "metric_tags", "cc_model_filenames", "runtime",
+	"metric_tags", "cc_model_filenames", "runtime",
 	"batch_input", "batch_output",
 };
 
@@ -315,6 +315,62 @@ static int parse_version_policy(struct ctx *x, const struct pbtxt_node *n,
 	return 0;
 }
 
+/* instance_group's rate_limiter { resources { name count global } priority } */
+static int parse_rate_limiter(struct ctx *x, const struct pbtxt_node *n,
+			      struct model_config *c, int g)
+{
+	const struct pbtxt_node *f, *r;
+	int64_t v;
+
+	if (want_kind(x, n, 1))
+		return SERVE_INVALID;
+	for (f = n->child; f; f = f->next) {
+		if (!strcmp(f->name, "priority")) {
+			if (get_int(x, f, 0, UINT32_MAX, &v))
+				return SERVE_INVALID;
+			c->group_priority[g] = (uint32_t)v;
+		} else if (!strcmp(f->name, "resources")) {
+			struct config_resource *res;
+			int k, have_count = 0;
+
+			if (want_kind(x, f, 1))
+				return SERVE_INVALID;
+			if (c->group_num_resources[g] == CONFIG_MAX_RESOURCES)
+				return bad(x, f, "more than %d rate_limiter resources", CONFIG_MAX_RESOURCES);
+			res = &c->group_resources[g][c->group_num_resources[g]];
+			memset(res, 0, sizeof(*res));
+			for (r = f->child; r; r = r->next) {
+				if (!strcmp(r->name, "name")) {
+					if (get_str(x, r, res->name, sizeof(res->name)))
+						return SERVE_INVALID;
+				} else if (!strcmp(r->name, "global")) {
+					if (get_bool(x, r, &res->global))
+						return SERVE_INVALID;
+				} else if (!strcmp(r->name, "count")) {
+					if (get_int(x, r, 0, UINT32_MAX, &v))
+						return SERVE_INVALID;
+					res->count = (uint32_t)v;
+					have_count = 1;
+				} else {
+					return bad(x, r, "unknown field '%s' in 'resources'", r->name);
+				}
+			}
+			if (!res->name[0])
+				return bad(x, f, "a rate_limiter resource without a 'name'");
+			if (!have_count)
+				return bad(x, f, "rate_limiter resource '%s' without a 'count'", res->name);
+			for (k = 0; k < c->group_num_resources[g]; k++)
+				if (!strcmp(c->group_resources[g][k].name, res->name))
+					return bad(x, f, "rate_limiter resource '%s' is listed twice",
+						   res->name);
+			c->group_num_resources[g]++;
+		} else {
+			return bad(x, f, "unknown field '%s' in 'rate_limiter'", f->name);
+		}
+	}
+	return 0;
+}
+
 static int parse_instance_group(struct ctx *x, const struct pbtxt_node *n,
 				struct model_config *c, int *groups)
 {
@@ -327,6 +383,8 @@ static int parse_instance_group(struct ctx *x, const struct pbtxt_node *n,
 		return SERVE_INVALID;
 	if (*groups == CONFIG_MAX_GROUPS)
 		return bad(x, n, "more than %d instance groups", CONFIG_MAX_GROUPS);
+	c->group_num_resources[*groups] = 0;
+	c->group_priority[*groups] = 0;
 	for (f = n->child; f; f = f->next) {
 		if (!strcmp(f->name, "count")) {
 			if (get_int(x, f, 1, 64, &count))
@@ -338,6 +396,9 @@ static int parse_instance_group(struct ctx *x, const struct pbtxt_node *n,
 			if (gpus >> gpu & 1)
 				return bad(x, f, "'gpus': device %" PRId64 " is listed twice", gpu);
 			gpus |= 1ull << gpu;
+		} else if (!strcmp(f->name, "rate_limiter")) {
+			if (parse_rate_limiter(x, f, c, *groups))
+				return SERVE_INVALID;
 		} else if (!strcmp(f->name, "kind")) {
 			if (want_kind(x, f, 0))
 				return SERVE_INVALID;
@@ -357,7 +418,7 @@ static int parse_instance_group(struct ctx *x, const struct pbtxt_node *n,
 					   f->text);
 		} else if (!strcmp(f->name, "name") ||
 			   !strcmp(f->name, "profile") || !strcmp(f->name, "passive") ||
-			   !strcmp(f->name, "host_policy") || !strcmp(f->name, "rate_limiter") ||
+			   !strcmp(f->name, "host_policy") ||
 			   !strcmp(f->name, "secondary_devices")) {
 			/* accepted, no effect */
 		} else {
@@ -527,6 +588,56 @@ static int parse_ensemble(struct ctx *x, const struct pbtxt_node *n, struct mode
 	return SERVE_OK;
 }
 
+static int parse_response_cache(struct ctx *x, const struct pbtxt_node *n,
+				struct model_config *c)
+{
+	const struct pbtxt_node *f;
+
+	if (want_kind(x, n, 1))
+		return SERVE_INVALID;
+	for (f = n->child; f; f = f->next) {
+		if (strcmp(f->name, "enable"))
+			return bad(x, f, "unknown field '%s' in 'response_cache'", f->name);
+		if (get_bool(x, f, &c->response_cache))
+			return SERVE_INVALID;
+	}
+	return 0;
+}
+
+/*
+ * As Triton: a response cache is refused where a response depends on more
+ * than the request's inputs (a sequence's state) or is made by other models
+ * (an ensemble's steps cache their own).
+ */
+static int check_response_cache(struct ctx *x, const struct pbtxt_node *root)
+{
+	const struct pbtxt_node *f, *cache = NULL, *seq = NULL, *ens = NULL;
+	int enable = 0;
+
+	for (f = root->child; f; f = f->next) {
+		if (!strcmp(f->name, "response_cache"))
+			cache = f;
+		else if (!strcmp(f->name, "sequence_batching"))
+			seq = f;
+		else if (!strcmp(f->name, "platform") && f->kind != PBTXT_MESSAGE && f->text &&
+			 !strcmp(f->text, "ensemble"))
+			ens = f;
+		else if (!strcmp(f->name, "ensemble_scheduling") && !ens)
+			ens = f;
+	}
+	if (!cache || cache->kind != PBTXT_MESSAGE)
+		return 0;
+	for (f = cache->child; f; f = f->next)
+		if (!strcmp(f->name, "enable") && f->kind != PBTXT_MESSAGE && f->text &&
+		    (!strcmp(f->text, "true") || !strcmp(f->text, "True") || !strcmp(f->text, "1")))
+			enable = 1;
+	if (enable && seq)
+		return bad(x, cache, "'response_cache' is not supported for models with 'sequence_batching' (a response depends on the sequence's state, not only on the request)");
+	if (enable && ens)
+		return bad(x, cache, "'response_cache' is not supported for ensembles (platform \"ensemble\"): enable it on the steps' models");
+	return 0;
+}
+
 static int config_from_tree(struct model_config *c, const struct pbtxt_node *root,
 			    struct ctx *x)
 {
@@ -535,6 +646,8 @@ static int config_from_tree(struct model_config *c, const struct pbtxt_node *roo
 	int groups = 0, have_inputs = 0, have_outputs = 0;
 	size_t i;
 
+	if (check_response_cache(x, root))
+		return SERVE_INVALID;
 	for (f = root->child; f; f = f->next) {
 		if (!strcmp(f->name, "name")) {
 			char name[SERVE_NAME_MAX];
@@ -595,6 +708,9 @@ static int config_from_tree(struct model_config *c, const struct pbtxt_node *roo
 				return SERVE_INVALID;
 		} else if (!strcmp(f->name, "ensemble_scheduling")) {
 			if (parse_ensemble(x, f, c))
+				return SERVE_INVALID;
+		} else if (!strcmp(f->name, "response_cache")) {
+			if (parse_response_cache(x, f, c))
 				return SERVE_INVALID;
 		} else if (!strcmp(f->name, "sequence_batching")) {
 			return bad(x, f, "'%s' is not supported", f->name);
@@ -995,6 +1111,18 @@ json_t *config_to_json(const struct model_config *c)
 			json_object_set_new(g, "gpus", list);
 		else
 			json_decref(list);
+		if (c->num_groups && (c->group_num_resources[i] || c->group_priority[i])) {
+			json_t *res = json_array();
+			int r;
+
+			for (r = 0; r < c->group_num_resources[i]; r++)
+				json_array_append_new(res, json_pack("{s:s, s:b, s:I}",
+					"name", c->group_resources[i][r].name,
+					"global", c->group_resources[i][r].global,
+					"count", (json_int_t)c->group_resources[i][r].count));
+			json_object_set_new(g, "rate_limiter", json_pack("{s:o, s:I}", "resources", res,
+					    "priority", (json_int_t)c->group_priority[i]));
+		}
 		json_array_append_new(ig, g);
 	}
 	json_object_set_new(o, "instance_group", ig);
@@ -1003,6 +1131,8 @@ json_t *config_to_json(const struct model_config *c)
 		json_object_set_new(params, c->param_key[i],
 				    json_pack("{s:s}", "string_value", c->param_value[i]));
 	json_object_set_new(o, "parameters", params);
+	if (c->response_cache)
+		json_object_set_new(o, "response_cache", json_pack("{s:b}", "enable", 1));
 	if (c->default_model_filename[0])
 		json_object_set_new(o, "default_model_filename",
 				    json_string(c->default_model_filename));

@@ -52,6 +52,15 @@ struct ensemble_step {
 	struct ensemble_map in[SERVE_MAX_IO], out[SERVE_MAX_IO];
 };
 
+#define CONFIG_MAX_RESOURCES 8
+
+/* A rate_limiter resource an instance holds while it runs a batch (rate_limiter.h). */
+struct config_resource {
+	char name[64];
+	int global;		/* shared by every device, not per device */
+	uint32_t count;
+};
+
 struct model_config {
 	char name[SERVE_NAME_MAX];
 	char platform[64];
@@ -88,6 +97,12 @@ struct model_config {
 	int num_groups;
 	int group_count[CONFIG_MAX_GROUPS];
 	uint64_t group_gpus[CONFIG_MAX_GROUPS];
+	/* Each group's rate_limiter { resources [...] priority }. */
+	int group_num_resources[CONFIG_MAX_GROUPS];
+	struct config_resource group_resources[CONFIG_MAX_GROUPS][CONFIG_MAX_RESOURCES];
+	uint32_t group_priority[CONFIG_MAX_GROUPS];
+
+	int response_cache;		/* response_cache { enable: true } */
 
 	/* platform "ensemble": its steps (ensemble.c runs them). */
 	size_t num_steps;

@@ -15,6 +15,8 @@
 #include "ensemble.h"
 #include "infer_codec.h"
 #include "repository.h"
+#include "response_cache.h"
+#include "trace.h"
 
 #define MAX_VERSIONS CONFIG_MAX_VERSIONS
 #define MAX_CONFIG_BYTES (1 << 20)
@@ -29,6 +31,7 @@ struct model_version {
 	struct scheduler *sched;	/* either's */
 	struct ensemble *ens;		/* an ensemble's (no scheduler of its own) */
 	struct model_stats *stats;
+	uint64_t load_id;		/* its response cache entries' (never reused) */
 	/*
 	 * Requests being decoded hold a reference, taken under the model's
 	 * lock and dropped after the enqueue: decoding runs outside the lock,
@@ -400,6 +403,8 @@ static void free_version(struct model_version *mv)
 	ensemble_drain_destroy(mv->ens);
 	scheduler_drain_destroy(mv->sched);
 	backend_model_close(mv->backend);
+	if (mv->load_id)
+		response_cache_purge(mv->load_id);
 	if (mv->model)
 		npu_model_destroy(mv->model);
 	pthread_cond_destroy(&mv->ref_cond);
@@ -570,6 +575,11 @@ static int load_version(struct repository *r, const char *name,
 		free_version(mv);
 		return serve_err(err, SERVE_INTERNAL, "out of memory");
 	}
+	/* A reload, even of the same version number, never sees older entries. */
+	mv->load_id = response_cache_new_load_id();
+	if (mv->cfg.response_cache && !response_cache_size())
+		serve_log(SERVE_LOG_WARN, "model '%s': response_cache is enabled but the server has no cache (--cache-config local,size=BYTES): responses are not cached",
+			  name);
 	sl.default_max_queue_size = r->opts.default_max_queue_size;
 	sl.max_new_shapes_per_minute = r->opts.max_new_shapes_per_minute;
 	sl.shape_memory = mo.max_plans;	/* as many shapes as the plan cache holds */
@@ -1085,12 +1095,26 @@ int repository_infer(struct repository *r, const char *name, int64_t version,
 	 * the writer-preferring lock, the model's other requests. */
 	st = codec_decode(body, len, json_len, &mv->cfg, &r->limits, req, err);
 	if (!st) {
+		int hit = 0;
+
 		snprintf(req->model, sizeof(req->model), "%s", name);
 		req->version = mv->version;
+		trace_begin(req);
+		if (mv->cfg.response_cache)
+			hit = response_cache_lookup(mv->load_id, mv->stats, req);
+		if (hit == 1) {
+			/* Answered from the cache: neither queued nor run. */
+			version_put(mv);
+			req->done(req, req->done_arg);
+			return SERVE_OK;
+		}
 		st = mv->ens ? ensemble_enqueue(mv->ens, req, err)
 			     : scheduler_enqueue(mv->sched, req, err);
-		if (st)
+		if (st) {
+			response_cache_abandon(req);
+			trace_abandon(req);
 			infer_request_clear(req);
+		}
 	}
 	version_put(mv);
 	return st;
@@ -1223,11 +1247,23 @@ static int ens_submit(void *arg, const char *name, int64_t version, struct infer
 	}
 	st = check_request(&mv->cfg, req, err);
 	if (!st) {
+		int hit = 0;
+
 		snprintf(req->model, sizeof(req->model), "%s", name);
 		req->version = mv->version;
 		req->t_arrive = serve_now_ns();
+		/* A step model's own response cache answers its steps too. */
+		if (mv->cfg.response_cache)
+			hit = response_cache_lookup(mv->load_id, mv->stats, req);
+		if (hit == 1) {
+			version_put(mv);
+			req->done(req, req->done_arg);
+			return SERVE_OK;
+		}
 		st = mv->ens ? ensemble_enqueue(mv->ens, req, err)
 			     : scheduler_enqueue(mv->sched, req, err);
+		if (st)
+			response_cache_abandon(req);
 	}
 	version_put(mv);
 	return st;

@@ -13,6 +13,10 @@
  *   metrics.c       statistics and the Prometheus text format
  *   http.c          the HTTP/REST front end (libmicrohttpd)
  *   grpc.c          the gRPC front end (nghttp2 + protobuf-c)
+ *   response_cache.c  Triton's response cache (LRU by bytes, XXH3 keys)
+ *   rate_limiter.c  Triton's rate limiter: resources shared by instances
+ *   trace.c         Triton's trace extension: settings, sampling, trace files
+ *   logging.c       serve_log() and Triton's logging extension
  *   serve_main.c    flags, signals, start and drain
  */
 #ifndef NPU_SERVE_H

@@ -14,8 +14,12 @@
 #include <unistd.h>
 
 #include "http.h"
+#include "logging.h"
 #include "panel.h"
+#include "rate_limiter.h"
 #include "repository.h"
+#include "response_cache.h"
+#include "trace.h"
 #ifdef NPU_SERVE_HAVE_GRPC
 #include "grpc.h"
 #endif
@@ -88,6 +92,15 @@ static void usage(FILE *out)
 		"                             also accepted wherever the API token is\n"
 		"  --panel-chartjs FILE       Chart.js served to the panel (default\n"
 		"                             /usr/share/javascript/chart.js/chart.min.js, libjs-chart.js)\n"
+		"  --cache-config local,size=BYTES[,max_entries=N]  the response cache of models whose\n"
+		"                             config has response_cache { enable: true } (default:\n"
+		"                             none; max_entries default 65536)\n"
+		"  --rate-limit M             execution_count: instances run a batch only when their\n"
+		"                             instance_group's rate_limiter resources are free; off (default)\n"
+		"  --rate-limit-resource NAME:COUNT[:DEVICE]  a resource's count (default: the most\n"
+		"                             any instance needs); repeatable\n"
+		"  --trace-dir DIR            trace files (the trace extension's trace_file) go here only\n"
+		"  --log-dir DIR              the logging extension's log_file goes here only\n"
 		"  --log-verbose N            0: info (default), 1: debug\n");
 }
 
@@ -423,6 +436,20 @@ int main(int argc, char **argv)
 			}
 		} else if (!strcmp(flag, "--panel-chartjs")) {
 			ho.chartjs_path = val;
+		} else if (!strcmp(flag, "--cache-config") || !strcmp(flag, "--rate-limit") ||
+			   !strcmp(flag, "--rate-limit-resource") || !strcmp(flag, "--trace-dir") ||
+			   !strcmp(flag, "--log-dir")) {
+			int bad = !strcmp(flag, "--cache-config") ? response_cache_config_arg(val, err) :
+				  !strcmp(flag, "--rate-limit") ? rate_limiter_mode_arg(val, err) :
+				  !strcmp(flag, "--rate-limit-resource") ?
+					rate_limiter_resource_arg(val, err) :
+				  !strcmp(flag, "--trace-dir") ? trace_dir_arg(val, err) :
+				  log_dir_arg(val, err);
+
+			if (bad) {
+				fprintf(stderr, "npu serve: %s\n", err);
+				return 2;
+			}
 		} else if (!strcmp(flag, "--log-verbose")) {
 			if (parse_int(flag, val, 0, 10, &x))
 				return 2;
@@ -566,10 +593,12 @@ int main(int argc, char **argv)
 #endif
 	repository_destroy(repo);
 	panel_stop();
+	trace_shutdown();
 	free(tls_cert);
 	free(tls_key);
 	free(auth.api_token);
 	free(auth.admin_token);
 	serve_log(SERVE_LOG_INFO, "stopped");
+	log_shutdown();
 	return 0;
 }

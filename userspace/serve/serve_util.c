@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* npu-serve: logging, errors, clocks and datatype names. */
+/* npu-serve: errors, clocks and datatype names (serve_log: logging.c). */
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
@@ -7,31 +7,6 @@
 #include <time.h>
 
 #include "serve.h"
-
-int serve_verbose = SERVE_LOG_INFO;
-static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
-
-void serve_log(enum serve_log_level level, const char *fmt, ...)
-{
-	static const char *const names[] = { "error", "warning", "info", "debug" };
-	struct timespec ts;
-	struct tm tm;
-	va_list ap;
-
-	if ((int)level > serve_verbose)
-		return;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	gmtime_r(&ts.tv_sec, &tm);
-	pthread_mutex_lock(&log_lock);
-	fprintf(stderr, "%02d:%02d:%02d.%03ld npu-serve %s: ", tm.tm_hour, tm.tm_min,
-		tm.tm_sec, ts.tv_nsec / 1000000, names[level]);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-	fflush(stderr);
-	pthread_mutex_unlock(&log_lock);
-}
 
 int serve_err(char *err, int status, const char *fmt, ...)
 {
