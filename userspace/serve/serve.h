@@ -7,6 +7,8 @@
  *   repository.c    the model repository: versions, load, swap, unload, poll
  *   batcher.c       the dynamic batcher and the instances (sessions)
  *   infer_codec.c   inference requests and responses (JSON + binary)
+ *   bytes.c         BYTES tensors: Triton's serialized form, the engine's strings
+ *   shm.c           the system shared-memory extension's regions
  *   metrics.c       statistics and the Prometheus text format
  *   http.c          the HTTP/REST front end (libmicrohttpd)
  *   grpc.c          the gRPC front end (nghttp2 + protobuf-c)
