@@ -284,7 +284,8 @@ static int result_to_region(struct infer_request *r, struct infer_tensor *spec,
 	if (res->nbytes > spec->nbytes) {
 		r->status = serve_err(r->err, SERVE_INVALID,
 				      "output '%s' is %zu bytes but shared_memory_byte_size of region '%s' gives %zu",
-				      res->name, res->nbytes, shm_region_name(spec->shm), spec->nbytes);
+				      res->name, res->nbytes, shm_region_name(spec->shm),
+				      spec->nbytes);
 		return -1;
 	}
 	if (res->nbytes)
@@ -385,7 +386,8 @@ static void run_batch(struct instance *in, struct infer_request **reqs, size_t n
 
 		if (tin[i].dtype != NPU_TYPE_STRING)
 			continue;
-		if (bytes_to_engine(tin[i].data, tin[i].nbytes, elements(&tin[i]), &conv, &cb, msg)) {
+		if (bytes_to_engine(tin[i].data, tin[i].nbytes, elements(&tin[i]), &conv, &cb,
+				    msg)) {
 			fail_all(reqs, n, SERVE_INTERNAL, msg);
 			goto out;
 		}
@@ -470,7 +472,8 @@ static void run_batch(struct instance *in, struct infer_request **reqs, size_t n
 					if (out.rank < 1 || out.dims[0] != total) {
 						r->status = serve_err(r->err, SERVE_INTERNAL,
 								      "output '%s' has %" PRId64 " rows for a batch of %" PRId64,
-								      res->name, out.rank ? out.dims[0] : 0, total);
+								      res->name,
+								      out.rank ? out.dims[0] : 0, total);
 						break;
 					}
 					per = count / (size_t)total;
@@ -478,7 +481,8 @@ static void run_batch(struct instance *in, struct infer_request **reqs, size_t n
 					first = per * (size_t)off;
 					count = per * (size_t)res->dims[0];
 				}
-				if (bytes_from_engine(&out, first, count, &res->data, &want, r->err)) {
+				if (bytes_from_engine(&out, first, count, &res->data, &want,
+						      r->err)) {
 					r->status = SERVE_INTERNAL;
 					break;
 				}

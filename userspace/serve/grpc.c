@@ -691,7 +691,9 @@ static void shm_output_params(Inference__ModelInferResponse__InferOutputTensor *
 	size_t k, n = t->shm_offset ? 3 : 2;
 
 	for (k = 0; k < n; k++) {
-		inference__model_infer_response__infer_output_tensor__parameters_entry__init(&sp->e[i][k]);
+		Inference__ModelInferResponse__InferOutputTensor__ParametersEntry *e = &sp->e[i][k];
+
+		inference__model_infer_response__infer_output_tensor__parameters_entry__init(e);
 		inference__infer_parameter__init(&sp->v[i][k]);
 		sp->e[i][k].key = (char *)keys[k];
 		sp->e[i][k].value = &sp->v[i][k];
@@ -702,7 +704,8 @@ static void shm_output_params(Inference__ModelInferResponse__InferOutputTensor *
 		} else {
 			sp->v[i][k].parameter_choice_case =
 				INFERENCE__INFER_PARAMETER__PARAMETER_CHOICE_INT64_PARAM;
-			sp->v[i][k].int64_param = k == 1 ? (int64_t)t->nbytes : (int64_t)t->shm_offset;
+			sp->v[i][k].int64_param = k == 1 ? (int64_t)t->nbytes
+							 : (int64_t)t->shm_offset;
 		}
 		sp->p[i][k] = &sp->e[i][k];
 	}
@@ -848,9 +851,11 @@ static int shm_param_json(json_t *o, const char *key, const Inference__InferPara
 		return 0;
 	if (!v)
 		json_object_set_new(o, key, json_null());
-	else if (v->parameter_choice_case == INFERENCE__INFER_PARAMETER__PARAMETER_CHOICE_STRING_PARAM)
+	else if (v->parameter_choice_case ==
+		 INFERENCE__INFER_PARAMETER__PARAMETER_CHOICE_STRING_PARAM)
 		json_object_set_new(o, key, json_string(v->string_param));
-	else if (v->parameter_choice_case == INFERENCE__INFER_PARAMETER__PARAMETER_CHOICE_INT64_PARAM)
+	else if (v->parameter_choice_case ==
+		 INFERENCE__INFER_PARAMETER__PARAMETER_CHOICE_INT64_PARAM)
 		json_object_set_new(o, key, json_integer(v->int64_param));
 	else
 		json_object_set_new(o, key, json_boolean(v->bool_param));

@@ -601,8 +601,8 @@ static int h_shm_register(struct conn *c, struct args *a, struct response *r)
 	key = json_object_get(j, "key");
 	off = json_object_get(j, "offset");
 	size = json_object_get(j, "byte_size");
-	if (!json_is_string(key) || (off && (!json_is_integer(off) || json_integer_value(off) < 0)) ||
-	    !json_is_integer(size) || json_integer_value(size) <= 0) {
+	if (!json_is_string(key) || !json_is_integer(size) || json_integer_value(size) <= 0 ||
+	    (off && (!json_is_integer(off) || json_integer_value(off) < 0))) {
 		json_decref(j);
 		set_error(r, SERVE_INVALID,
 			  "the register request needs {\"key\": string, \"offset\": integer >= 0, \"byte_size\": integer > 0}");
