@@ -332,6 +332,14 @@ int backend_model_open(struct model_config *cfg, const char *model_dir, const ch
 		st = match_side(cfg, m->step, 0, m->out_map, err);
 	if (st)
 		goto fail;
+	/* A batch's BYTES outputs would have to be split element by element. */
+	for (i = 0; cfg->max_batch_size > 0 && i < cfg->num_outputs; i++)
+		if (cfg->outputs[i].dtype == NPU_TYPE_STRING) {
+			st = serve_err(err, SERVE_INVALID,
+				       "output '%s' is BYTES: a backend model with BYTES outputs takes max_batch_size 0",
+				       cfg->outputs[i].name);
+			goto fail;
+		}
 	*out = m;
 	return SERVE_OK;
 fail:

@@ -10,8 +10,10 @@
 
 #include "backend.h"
 #include "batcher.h"
+#include "bytes.h"
 #include "panel.h"
 #include "rate_limiter.h"
+#include "shm.h"
 
 #define MAX_BATCH_REQUESTS 1024
 #define MAX_SHAPE_MEMORY 256
@@ -99,9 +101,16 @@ void infer_request_clear(struct infer_request *req)
 {
 	size_t i;
 
-	for (i = 0; i < req->num_inputs; i++)
+	for (i = 0; i < req->num_inputs; i++) {
 		if (req->inputs[i].owned)
 			free(req->inputs[i].data);
+		shm_release(req->inputs[i].shm);
+		req->inputs[i].shm = NULL;
+	}
+	for (i = 0; i < req->num_outputs; i++) {
+		shm_release(req->outputs[i].shm);
+		req->outputs[i].shm = NULL;
+	}
 	for (i = 0; i < req->num_results; i++)
 		if (req->results[i].owned)
 			free(req->results[i].data);
@@ -194,17 +203,30 @@ static int asks(const struct scheduler *s, const struct infer_request *r, size_t
 	return asked;
 }
 
+/* The output request r names 'name' in (NULL: asked for all outputs, or not this one). */
+static struct infer_tensor *out_spec(struct infer_request *r, const char *name)
+{
+	size_t k;
+
+	for (k = 0; k < r->num_outputs; k++)
+		if (!strcmp(r->outputs[k].name, name))
+			return &r->outputs[k];
+	return NULL;
+}
+
 /*
  * IO binding for a batch: only the outputs some request asks for are
  * computed; for a batch of one request, each output whose size the plan
  * fixes is written by the session straight into the buffer the response
- * sends (pre[i], handed to the request after the run). Best effort: an
- * output left out here is computed in the session and copied as before.
+ * sends (pre[i], handed to the request after the run), or into the
+ * shared memory region the request names for it (shm_at[i]). Best
+ * effort: an output left out here is computed in the session and copied
+ * as before.
  */
 static void bind_outputs(struct instance *in, struct infer_request **reqs, size_t n,
 			 const struct npu_host_tensor *tin, size_t num_in,
 			 struct npu_host_tensor *outs, size_t *num_outs, void **pre,
-			 struct npu_plan **plan)
+			 void **shm_at, struct npu_plan **plan)
 {
 	struct scheduler *s = in->s;
 	const struct model_config *cfg = s->cfg;
@@ -234,14 +256,66 @@ static void bind_outputs(struct instance *in, struct infer_request **reqs, size_
 			continue;
 		for (d = 0; d < info.rank && info.dims[d] >= 0; d++)
 			bytes *= (size_t)info.dims[d];
-		if (d < info.rank || !bytes || !(pre[i] = malloc(bytes)))
+		if (d < info.rank || !bytes)
 			continue;
+		{
+			struct infer_tensor *spec = out_spec(reqs[0], cfg->outputs[i].name);
+
+			if (spec && spec->shm) {
+				/* Too small: left to the copy, which says so. */
+				if (bytes > spec->nbytes)
+					continue;
+				shm_at[i] = spec->data;
+			} else if (!(pre[i] = malloc(bytes))) {
+				continue;
+			}
+		}
 		o->dtype = info.dtype;
 		o->rank = info.rank;
 		memcpy(o->dims, info.dims, sizeof(o->dims));
-		o->data = pre[i];
+		o->data = pre[i] ? pre[i] : shm_at[i];
 		o->nbytes = bytes;
 	}
+}
+
+/*
+ * A result the request asked into shared memory: copied there unless the
+ * session wrote it in place already. Returns nonzero (r->status set) when
+ * the region is too small.
+ */
+static int result_to_region(struct infer_request *r, struct infer_tensor *spec,
+			    struct infer_tensor *res, uint64_t *copies, uint64_t *copy_bytes)
+{
+	if (res->nbytes > spec->nbytes) {
+		r->status = serve_err(r->err, SERVE_INVALID,
+				      "output '%s' is %zu bytes but shared_memory_byte_size of region '%s' gives %zu",
+				      res->name, res->nbytes, shm_region_name(spec->shm),
+				      spec->nbytes);
+		return -1;
+	}
+	if (res->nbytes)
+		memcpy(spec->data, res->data, res->nbytes);
+	(*copies)++;
+	*copy_bytes += res->nbytes;
+	if (res->owned)
+		free(res->data);
+	res->data = NULL;
+	res->owned = 0;
+	res->binary = 0;
+	res->shm = spec->shm;
+	res->shm_offset = spec->shm_offset;
+	return 0;
+}
+
+/* The number of elements of a host tensor's shape. */
+static size_t elements(const struct npu_host_tensor *t)
+{
+	size_t n = 1;
+	int d;
+
+	for (d = 0; d < t->rank; d++)
+		n *= (size_t)t->dims[d];
+	return n;
 }
 
 static void fail_all(struct infer_request **reqs, size_t n, int status, const char *msg)
@@ -261,6 +335,7 @@ static void run_batch(struct instance *in, struct infer_request **reqs, size_t n
 	const struct model_config *cfg = s->cfg;
 	struct npu_host_tensor tin[SERVE_MAX_IO], outs[SERVE_MAX_IO], bouts[SERVE_MAX_IO];
 	void *stacked[SERVE_MAX_IO] = { 0 }, *pre[SERVE_MAX_IO] = { 0 };
+	void *shm_at[SERVE_MAX_IO] = { 0 };
 	struct npu_plan *plan = NULL;
 	struct npu_io_stats io;
 	uint64_t copies = 0, copy_bytes = 0;
@@ -309,8 +384,30 @@ static void run_batch(struct instance *in, struct infer_request **reqs, size_t n
 		}
 	}
 	memset(bouts, 0, sizeof(bouts));
+	/* BYTES inputs of an engine model: Triton's serialized form to the
+	 * engine's string tensor (a backend reads the serialized form). */
+	for (i = 0; in->session && i < reqs[0]->num_inputs; i++) {
+		char msg[SERVE_ERR_MAX];
+		void *conv;
+		size_t cb;
+
+		if (tin[i].dtype != NPU_TYPE_STRING)
+			continue;
+		if (bytes_to_engine(tin[i].data, tin[i].nbytes, elements(&tin[i]), &conv, &cb,
+				    msg)) {
+			fail_all(reqs, n, SERVE_INTERNAL, msg);
+			goto out;
+		}
+		free(stacked[i]);
+		stacked[i] = conv;
+		tin[i].data = conv;
+		tin[i].nbytes = cb;
+		copies++;
+		copy_bytes += cb;
+	}
 	if (in->session)
-		bind_outputs(in, reqs, n, tin, reqs[0]->num_inputs, outs, &num_outs, pre, &plan);
+		bind_outputs(in, reqs, n, tin, reqs[0]->num_inputs, outs, &num_outs, pre, shm_at,
+			     &plan);
 	t1 = serve_now_ns();
 	panel_device_begin(in->device);
 	if (in->backend) {
@@ -365,7 +462,7 @@ split:
 		r->num_results = 0;
 		for (i = 0; i < cfg->num_outputs; i++) {
 			struct npu_host_tensor out;
-			struct infer_tensor *res;
+			struct infer_tensor *res, *spec;
 			size_t per, want = 0;
 			int binary;
 
@@ -385,7 +482,41 @@ split:
 			res->rank = out.rank;
 			memcpy(res->dims, out.dims, sizeof(out.dims));
 			res->binary = binary;
-			if (pre[i] && out.data == pre[i]) {
+			spec = out_spec(r, res->name);
+			if (shm_at[i] && out.data == shm_at[i]) {
+				/* The session wrote it into the client's region. */
+				res->shm = spec->shm;
+				res->shm_offset = spec->shm_offset;
+				res->nbytes = out.nbytes;
+				res->binary = 0;
+				continue;
+			}
+			if (out.dtype == NPU_TYPE_STRING && in->session) {
+				/* The engine's strings to Triton's serialized form:
+				 * this request's rows of them. */
+				size_t count = elements(&out), first = 0;
+
+				if (batching) {
+					if (out.rank < 1 || out.dims[0] != total) {
+						r->status = serve_err(r->err, SERVE_INTERNAL,
+								      "output '%s' has %" PRId64 " rows for a batch of %" PRId64,
+								      res->name,
+								      out.rank ? out.dims[0] : 0, total);
+						break;
+					}
+					per = count / (size_t)total;
+					res->dims[0] = batch_of(s, r);
+					first = per * (size_t)off;
+					count = per * (size_t)res->dims[0];
+				}
+				if (bytes_from_engine(&out, first, count, &res->data, &want,
+						      r->err)) {
+					r->status = SERVE_INTERNAL;
+					break;
+				}
+				copies++;
+				copy_bytes += want;
+			} else if (pre[i] && out.data == pre[i]) {
 				/* The session wrote it into the response's buffer. */
 				res->data = pre[i];
 				pre[i] = NULL;
@@ -425,6 +556,14 @@ split:
 			}
 			res->nbytes = want;
 			res->owned = 1;
+			if (spec && spec->shm) {
+				if (result_to_region(r, spec, res, &copies, &copy_bytes))
+					break;
+			} else if (res->dtype == NPU_TYPE_STRING && !res->binary &&
+				   !bytes_utf8(res->data, res->nbytes)) {
+				/* Not UTF-8: no JSON string holds it (Documentation/serving.md, "BYTES"). */
+				res->binary = 1;
+			}
 		}
 	}
 	t3 = serve_now_ns();
@@ -852,6 +991,8 @@ static int warm_up(struct scheduler *s, char *err)
 	for (i = 0; i < cfg->num_inputs; i++) {
 		int d;
 
+		if (cfg->inputs[i].dtype == NPU_TYPE_STRING)
+			return SERVE_OK;	/* no zeros for strings: plans on use */
 		for (d = 0; d < cfg->inputs[i].rank; d++)
 			if (cfg->inputs[i].dims[d] < 0)
 				return SERVE_OK;	/* shapes not known: plans on use */

@@ -35,6 +35,14 @@ struct infer_tensor {
 	size_t nbytes;
 	int owned;		/* data is malloc'd and freed with the request */
 	int binary;		/* outputs: send in the binary section */
+	/*
+	 * System shared memory (shm.h): an input read from, an output asked
+	 * into (data, nbytes: the room there) or a result written into region
+	 * 'shm' at 'shm_offset'. Inputs and outputs hold a reference, released
+	 * by infer_request_clear(); results point at their output's.
+	 */
+	struct shm_region *shm;
+	uint64_t shm_offset;
 };
 
 struct infer_request {

@@ -29,6 +29,7 @@
 #include "logging.h"
 #include "metrics.h"
 #include "trace.h"
+#include "shm.h"
 
 #define SERVICE "/inference.GRPCInferenceService/"
 #define ACCEPT_BACKOFF_MS 100	/* out of fds or memory: wait this long, then accept again */
@@ -833,14 +834,55 @@ static void stream_infer_done(struct infer_request *req, void *arg)
 	pthread_mutex_unlock(&c->lock);
 }
 
+/* The parameters of outputs written into shared memory (region, size, offset). */
+struct shm_out_params {
+	Inference__ModelInferResponse__InferOutputTensor__ParametersEntry e[SERVE_MAX_IO][3];
+	Inference__ModelInferResponse__InferOutputTensor__ParametersEntry *p[SERVE_MAX_IO][3];
+	Inference__InferParameter v[SERVE_MAX_IO][3];
+};
+
+/* Output i's shared-memory parameters, as Triton's: no contents, the region's. */
+static void shm_output_params(Inference__ModelInferResponse__InferOutputTensor *ot,
+			      const struct infer_tensor *t, struct shm_out_params *sp, size_t i)
+{
+	static const char *const keys[] = { "shared_memory_region", "shared_memory_byte_size",
+					    "shared_memory_offset" };
+	size_t k, n = t->shm_offset ? 3 : 2;
+
+	for (k = 0; k < n; k++) {
+		Inference__ModelInferResponse__InferOutputTensor__ParametersEntry *e = &sp->e[i][k];
+
+		inference__model_infer_response__infer_output_tensor__parameters_entry__init(e);
+		inference__infer_parameter__init(&sp->v[i][k]);
+		sp->e[i][k].key = (char *)keys[k];
+		sp->e[i][k].value = &sp->v[i][k];
+		if (k == 0) {
+			sp->v[i][k].parameter_choice_case =
+				INFERENCE__INFER_PARAMETER__PARAMETER_CHOICE_STRING_PARAM;
+			sp->v[i][k].string_param = (char *)shm_region_name(t->shm);
+		} else {
+			sp->v[i][k].parameter_choice_case =
+				INFERENCE__INFER_PARAMETER__PARAMETER_CHOICE_INT64_PARAM;
+			sp->v[i][k].int64_param = k == 1 ? (int64_t)t->nbytes
+							 : (int64_t)t->shm_offset;
+		}
+		sp->p[i][k] = &sp->e[i][k];
+	}
+	ot->n_parameters = n;
+	ot->parameters = sp->p[i];
+}
+
 /*
  * A finished request as a ModelInferResponse; the arrays are the caller's
- * and the message points into req until it is packed.
+ * and the message points into req until it is packed. An output in shared
+ * memory gets an empty raw_output_contents entry (the indices stay the
+ * outputs') and its region's parameters.
  */
 static void fill_infer_response(Inference__ModelInferResponse *r, const struct infer_request *req,
 				Inference__ModelInferResponse__InferOutputTensor *ot,
 				Inference__ModelInferResponse__InferOutputTensor **op,
-				ProtobufCBinaryData *raw, char *ver, size_t ver_size)
+				ProtobufCBinaryData *raw, struct shm_out_params *sp,
+				char *ver, size_t ver_size)
 {
 	size_t i;
 
@@ -857,8 +899,10 @@ static void fill_infer_response(Inference__ModelInferResponse *r, const struct i
 		ot[i].n_shape = (size_t)t->rank;
 		ot[i].shape = (int64_t *)t->dims;
 		op[i] = &ot[i];
-		raw[i].data = t->data;
-		raw[i].len = t->nbytes;
+		raw[i].data = t->shm ? NULL : t->data;
+		raw[i].len = t->shm ? 0 : t->nbytes;
+		if (t->shm)
+			shm_output_params(&ot[i], t, sp, i);
 	}
 	r->n_outputs = req->num_results;
 	r->outputs = op;
@@ -871,13 +915,14 @@ static void infer_answer(struct gstream *s)
 	Inference__ModelInferResponse r = INFERENCE__MODEL_INFER_RESPONSE__INIT;
 	Inference__ModelInferResponse__InferOutputTensor ot[SERVE_MAX_IO], *op[SERVE_MAX_IO];
 	ProtobufCBinaryData raw[SERVE_MAX_IO];
+	struct shm_out_params sp;
 	char ver[32];
 
 	if (s->req.status) {
 		respond_error(s, status_to_grpc(s->req.status), s->req.err);
 		return;
 	}
-	fill_infer_response(&r, &s->req, ot, op, raw, ver, sizeof(ver));
+	fill_infer_response(&r, &s->req, ot, op, raw, &sp, ver, sizeof(ver));
 	respond(s, &r.base);
 }
 
@@ -892,6 +937,33 @@ static int contents_bytes(const Inference__InferTensorContents *c, enum npu_data
 	*len = 0;
 	if (!c)
 		return 0;
+	if (t == NPU_TYPE_STRING) {
+		/* bytes_contents, serialized as Triton's raw form (bytes.h). */
+		size_t total = 0, off = 0;
+
+		for (i = 0; i < c->n_bytes_contents; i++) {
+			if (c->bytes_contents[i].len > UINT32_MAX)
+				return -1;
+			total += 4 + c->bytes_contents[i].len;
+		}
+		b = malloc(total + 1);
+		if (!b)
+			return -1;
+		for (i = 0; i < c->n_bytes_contents; i++) {
+			size_t l = c->bytes_contents[i].len;
+
+			b[off] = (uint8_t)l;
+			b[off + 1] = (uint8_t)(l >> 8);
+			b[off + 2] = (uint8_t)(l >> 16);
+			b[off + 3] = (uint8_t)(l >> 24);
+			if (l)
+				memcpy(b + off + 4, c->bytes_contents[i].data, l);
+			off += 4 + l;
+		}
+		*out = b;
+		*len = total;
+		return 0;
+	}
 	switch (t) {
 	case NPU_TYPE_FLOAT: n = c->n_fp32_contents; break;
 	case NPU_TYPE_DOUBLE: n = c->n_fp64_contents; break;
@@ -928,6 +1000,28 @@ static int contents_bytes(const Inference__InferTensorContents *c, enum npu_data
 }
 
 /*
+ * A shared-memory parameter of an input or output into the REST form's
+ * parameters (o), typed as sent: the decoder checks the types.
+ */
+static int shm_param_json(json_t *o, const char *key, const Inference__InferParameter *v)
+{
+	if (strcmp(key, "shared_memory_region") && strcmp(key, "shared_memory_byte_size") &&
+	    strcmp(key, "shared_memory_offset"))
+		return 0;
+	if (!v)
+		json_object_set_new(o, key, json_null());
+	else if (v->parameter_choice_case ==
+		 INFERENCE__INFER_PARAMETER__PARAMETER_CHOICE_STRING_PARAM)
+		json_object_set_new(o, key, json_string(v->string_param));
+	else if (v->parameter_choice_case ==
+		 INFERENCE__INFER_PARAMETER__PARAMETER_CHOICE_INT64_PARAM)
+		json_object_set_new(o, key, json_integer(v->int64_param));
+	else
+		json_object_set_new(o, key, json_boolean(v->bool_param));
+	return !strcmp(key, "shared_memory_region");
+}
+
+/*
  * A ModelInferRequest in the REST form (a JSON header and binary tensors),
  * so both protocols share one decoder and its checks: *body (malloc'd) of
  * *len bytes whose first *hl are the JSON. Returns GRPC_OK or a status
@@ -938,7 +1032,8 @@ static int infer_body(const Inference__ModelInferRequest *rq, char **body, size_
 {
 	json_t *root = json_object(), *inputs = json_array(), *outputs = json_array(), *params;
 	uint8_t *blobs[SERVE_MAX_IO] = { 0 };
-	size_t blen[SERVE_MAX_IO] = { 0 }, total = 0, i, k;
+	size_t blen[SERVE_MAX_IO] = { 0 }, total = 0, i, k, raw = 0, num_shm = 0;
+	json_t *shm_in[SERVE_MAX_IO] = { 0 };
 	char *hdr = NULL;
 	int code = GRPC_OK;
 
@@ -948,10 +1043,19 @@ static int infer_body(const Inference__ModelInferRequest *rq, char **body, size_
 		snprintf(err, SERVE_ERR_MAX, "too many inputs");
 		goto out;
 	}
-	if (rq->n_raw_input_contents && rq->n_raw_input_contents != rq->n_inputs) {
+	/* Inputs in shared memory have no raw_input_contents entry (Triton's clients). */
+	for (i = 0; i < rq->n_inputs; i++) {
+		shm_in[i] = json_object();
+		for (k = 0; k < rq->inputs[i]->n_parameters; k++)
+			if (shm_param_json(shm_in[i], rq->inputs[i]->parameters[k]->key,
+					   rq->inputs[i]->parameters[k]->value))
+				num_shm++;
+	}
+	if (rq->n_raw_input_contents && rq->n_raw_input_contents != rq->n_inputs - num_shm) {
 		code = GRPC_INVALID_ARGUMENT;
-		snprintf(err, SERVE_ERR_MAX, "raw_input_contents has %zu entries but there are %zu inputs",
-			 rq->n_raw_input_contents, rq->n_inputs);
+		snprintf(err, SERVE_ERR_MAX,
+			 "raw_input_contents has %zu entries but there are %zu inputs not in shared memory",
+			 rq->n_raw_input_contents, rq->n_inputs - num_shm);
 		goto out;
 	}
 	if (rq->id[0])
@@ -972,9 +1076,15 @@ static int infer_body(const Inference__ModelInferRequest *rq, char **body, size_
 
 		for (k = 0; k < t->n_shape; k++)
 			json_array_append_new(shape, json_integer(t->shape[k]));
+		if (json_object_get(shm_in[i], "shared_memory_region")) {
+			json_array_append_new(inputs, json_pack("{s:s, s:s, s:o, s:O}",
+				"name", t->name, "datatype", t->datatype, "shape", shape,
+				"parameters", shm_in[i]));
+			continue;
+		}
 		if (rq->n_raw_input_contents) {
-			blobs[i] = rq->raw_input_contents[i].data;
-			blen[i] = rq->raw_input_contents[i].len;
+			blobs[i] = rq->raw_input_contents[raw].data;
+			blen[i] = rq->raw_input_contents[raw++].len;
 		} else {
 			enum npu_data_type dt = serve_dtype_parse(t->datatype);
 
@@ -993,9 +1103,15 @@ static int infer_body(const Inference__ModelInferRequest *rq, char **body, size_
 			"parameters", "binary_data_size", (json_int_t)blen[i]));
 	}
 	json_object_set(root, "inputs", inputs);
-	for (i = 0; i < rq->n_outputs; i++)
-		json_array_append_new(outputs, json_pack("{s:s, s:{s:b}}", "name",
-			rq->outputs[i]->name, "parameters", "binary_data", 1));
+	for (i = 0; i < rq->n_outputs; i++) {
+		json_t *op = json_pack("{s:b}", "binary_data", 1);
+
+		for (k = 0; k < rq->outputs[i]->n_parameters; k++)
+			shm_param_json(op, rq->outputs[i]->parameters[k]->key,
+				       rq->outputs[i]->parameters[k]->value);
+		json_array_append_new(outputs, json_pack("{s:s, s:o}", "name",
+			rq->outputs[i]->name, "parameters", op));
+	}
 	if (rq->n_outputs)
 		json_object_set(root, "outputs", outputs);
 	hdr = json_dumps(root, JSON_COMPACT);
@@ -1022,6 +1138,8 @@ out:
 	if (!rq->n_raw_input_contents)
 		for (i = 0; i < SERVE_MAX_IO; i++)
 			free(blobs[i]);
+	for (i = 0; i < SERVE_MAX_IO; i++)
+		json_decref(shm_in[i]);
 	free(hdr);
 	json_decref(inputs);
 	json_decref(outputs);
@@ -1062,6 +1180,78 @@ static void call_infer(struct gstream *s, Inference__ModelInferRequest *rq)
 		pthread_mutex_unlock(&s->conn->lock);
 		respond_error(s, status_to_grpc(st), err);
 	}
+}
+
+/* ---- System shared memory (shm.h) ------------------------------------------------------ */
+
+static void call_shm_status(struct gstream *s, Inference__SystemSharedMemoryStatusRequest *rq)
+{
+	Inference__SystemSharedMemoryStatusResponse r =
+		INFERENCE__SYSTEM_SHARED_MEMORY_STATUS_RESPONSE__INIT;
+	Inference__SystemSharedMemoryStatusResponse__RegionsEntry *e = NULL, **ep = NULL;
+	Inference__SystemSharedMemoryStatusResponse__RegionStatus *rs = NULL;
+	char err[SERVE_ERR_MAX];
+	struct shm_info *info;
+	size_t n, i;
+	int st = shm_status(rq->name, &info, &n, err);
+
+	if (st) {
+		respond_error(s, status_to_grpc(st), err);
+		return;
+	}
+	e = calloc(n + 1, sizeof(*e));
+	ep = calloc(n + 1, sizeof(*ep));
+	rs = calloc(n + 1, sizeof(*rs));
+	if (!e || !ep || !rs) {
+		respond_error(s, GRPC_INTERNAL, "out of memory");
+		goto out;
+	}
+	for (i = 0; i < n; i++) {
+		inference__system_shared_memory_status_response__regions_entry__init(&e[i]);
+		inference__system_shared_memory_status_response__region_status__init(&rs[i]);
+		rs[i].name = info[i].name;
+		rs[i].key = info[i].key;
+		rs[i].offset = info[i].offset;
+		rs[i].byte_size = info[i].byte_size;
+		e[i].key = info[i].name;
+		e[i].value = &rs[i];
+		ep[i] = &e[i];
+	}
+	r.n_regions = n;
+	r.regions = ep;
+	respond(s, &r.base);
+out:
+	free(e);
+	free(ep);
+	free(rs);
+	free(info);
+}
+
+static void call_shm_register(struct gstream *s, Inference__SystemSharedMemoryRegisterRequest *rq)
+{
+	Inference__SystemSharedMemoryRegisterResponse r =
+		INFERENCE__SYSTEM_SHARED_MEMORY_REGISTER_RESPONSE__INIT;
+	char err[SERVE_ERR_MAX];
+	int st = shm_register(rq->name, rq->key, rq->offset, rq->byte_size, err);
+
+	if (st)
+		respond_error(s, status_to_grpc(st), err);
+	else
+		respond(s, &r.base);
+}
+
+static void call_shm_unregister(struct gstream *s,
+				Inference__SystemSharedMemoryUnregisterRequest *rq)
+{
+	Inference__SystemSharedMemoryUnregisterResponse r =
+		INFERENCE__SYSTEM_SHARED_MEMORY_UNREGISTER_RESPONSE__INIT;
+	char err[SERVE_ERR_MAX];
+	int st = shm_unregister(rq->name, err);
+
+	if (st)
+		respond_error(s, status_to_grpc(st), err);
+	else
+		respond(s, &r.base);
 }
 
 /* ---- ModelStreamInfer ---------------------------------------------------------------- */
@@ -1135,6 +1325,7 @@ static void stream_send(struct gstream *s, const char *error, const char *model,
 	Inference__ModelInferResponse ir = INFERENCE__MODEL_INFER_RESPONSE__INIT;
 	Inference__ModelInferResponse__InferOutputTensor ot[SERVE_MAX_IO], *op[SERVE_MAX_IO];
 	ProtobufCBinaryData raw[SERVE_MAX_IO];
+	struct shm_out_params sp;
 	char ver[32];
 	size_t n;
 	uint8_t *p;
@@ -1145,7 +1336,7 @@ static void stream_send(struct gstream *s, const char *error, const char *model,
 		ir.model_name = (char *)(model ? model : "");
 		ir.id = (char *)(id ? id : "");
 	} else {
-		fill_infer_response(&ir, req, ot, op, raw, ver, sizeof(ver));
+		fill_infer_response(&ir, req, ot, op, raw, &sp, ver, sizeof(ver));
 	}
 	r.infer_response = &ir;
 	n = protobuf_c_message_get_packed_size(&r.base);
@@ -1740,9 +1931,11 @@ out:
  */
 static int call_allowed(struct gstream *s, const char *method)
 {
+	/* Registering maps server memory: a management call, as on REST. */
 	enum auth_scope scope = !strcmp(method, "ServerLive") || !strcmp(method, "ServerReady") ?
 		AUTH_OPEN : !strncmp(method, "Repository", 10) || !strcmp(method, "TraceSetting") ||
-		!strcmp(method, "LogSettings") ? AUTH_ADMIN : AUTH_API;
+		!strcmp(method, "LogSettings") || !strcmp(method, "SystemSharedMemoryRegister") ||
+		!strcmp(method, "SystemSharedMemoryUnregister") ? AUTH_ADMIN : AUTH_API;
 	enum auth_result r = auth_check(s->conn->srv->o.auth, scope, s->authz);
 
 	if (r == AUTH_OK)
@@ -1794,6 +1987,11 @@ static void dispatch(struct gstream *s)
 	CALL("RepositoryModelUnload", inference__repository_model_unload_request__descriptor);
 	CALL("TraceSetting", inference__trace_setting_request__descriptor);
 	CALL("LogSettings", inference__log_settings_request__descriptor);
+	CALL("SystemSharedMemoryStatus", inference__system_shared_memory_status_request__descriptor);
+	CALL("SystemSharedMemoryRegister",
+	     inference__system_shared_memory_register_request__descriptor);
+	CALL("SystemSharedMemoryUnregister",
+	     inference__system_shared_memory_unregister_request__descriptor);
 #undef CALL
 	if (!d) {
 		char msg[SERVE_ERR_MAX];
@@ -1831,7 +2029,8 @@ static void dispatch(struct gstream *s)
 	} else if (d == &inference__server_metadata_request__descriptor) {
 		Inference__ServerMetadataResponse r = INFERENCE__SERVER_METADATA_RESPONSE__INIT;
 		static char *ext[] = { "binary_tensor_data", "model_repository", "statistics",
-				       "schedule_policy", "model_configuration", "trace", "logging" };
+				       "schedule_policy", "model_configuration", "trace", "logging",
+				       "system_shared_memory" };
 
 		r.name = "npu-serve";
 		r.version = (char *)npu_version();
@@ -1854,6 +2053,12 @@ static void dispatch(struct gstream *s)
 		call_trace(s, (Inference__TraceSettingRequest *)m);
 	} else if (d == &inference__log_settings_request__descriptor) {
 		call_log_settings(s, (Inference__LogSettingsRequest *)m);
+	} else if (d == &inference__system_shared_memory_status_request__descriptor) {
+		call_shm_status(s, (Inference__SystemSharedMemoryStatusRequest *)m);
+	} else if (d == &inference__system_shared_memory_register_request__descriptor) {
+		call_shm_register(s, (Inference__SystemSharedMemoryRegisterRequest *)m);
+	} else if (d == &inference__system_shared_memory_unregister_request__descriptor) {
+		call_shm_unregister(s, (Inference__SystemSharedMemoryUnregisterRequest *)m);
 	} else {
 		call_unload(s, (Inference__RepositoryModelUnloadRequest *)m);
 	}

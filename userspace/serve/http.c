@@ -25,6 +25,7 @@
 #include "metrics.h"
 #include "panel.h"
 #include "trace.h"
+#include "shm.h"
 
 #define MAX_SEGMENTS 12
 
@@ -74,6 +75,7 @@ struct client {
 
 struct args {
 	const char *asset;	/* {a}: a panel asset's file name */
+	const char *region;	/* {r}: a shared memory region's name */
 	const char *model;
 	const char *version;	/* NULL: not in the path */
 	int64_t v;		/* -1 */
@@ -294,10 +296,11 @@ static int h_server_meta(struct conn *c, struct args *a, struct response *r)
 {
 	(void)c;
 	(void)a;
-	set_json(r, 200, json_pack("{s:s, s:s, s:[s, s, s, s, s, s, s]}", "name", "npu-serve",
+	set_json(r, 200, json_pack("{s:s, s:s, s:[s, s, s, s, s, s, s, s]}", "name", "npu-serve",
 				   "version", npu_version(), "extensions",
 				   "binary_tensor_data", "model_repository", "statistics",
-				   "schedule_policy", "model_configuration", "trace", "logging"));
+				   "schedule_policy", "model_configuration", "trace", "logging",
+				   "system_shared_memory"));
 	return 0;
 }
 
@@ -618,6 +621,77 @@ static int h_infer(struct conn *c, struct args *a, struct response *r)
 	return 0;
 }
 
+/* ---- System shared memory (shm.h) -------------------------------------------------- */
+
+static int h_shm_status(struct conn *c, struct args *a, struct response *r)
+{
+	char err[SERVE_ERR_MAX];
+	struct shm_info *info;
+	json_t *j;
+	size_t n, i;
+	int st;
+
+	(void)c;
+	st = shm_status(a->region, &info, &n, err);
+	if (st) {
+		set_error(r, st, err);
+		return 0;
+	}
+	j = json_array();
+	for (i = 0; i < n; i++)
+		json_array_append_new(j, json_pack("{s:s, s:s, s:I, s:I}", "name", info[i].name,
+						   "key", info[i].key,
+						   "offset", (json_int_t)info[i].offset,
+						   "byte_size", (json_int_t)info[i].byte_size));
+	free(info);
+	set_json(r, 200, j);
+	return 0;
+}
+
+static int h_shm_register(struct conn *c, struct args *a, struct response *r)
+{
+	char err[SERVE_ERR_MAX];
+	json_t *j, *key, *off, *size;
+	int bad, st;
+
+	j = body_json(c, r, &bad);
+	if (bad)
+		return 0;
+	key = json_object_get(j, "key");
+	off = json_object_get(j, "offset");
+	size = json_object_get(j, "byte_size");
+	if (!json_is_string(key) || !json_is_integer(size) || json_integer_value(size) <= 0 ||
+	    (off && (!json_is_integer(off) || json_integer_value(off) < 0))) {
+		json_decref(j);
+		set_error(r, SERVE_INVALID,
+			  "the register request needs {\"key\": string, \"offset\": integer >= 0, \"byte_size\": integer > 0}");
+		return 0;
+	}
+	st = shm_register(a->region, json_string_value(key),
+			  off ? (uint64_t)json_integer_value(off) : 0,
+			  (uint64_t)json_integer_value(size), err);
+	json_decref(j);
+	if (st)
+		set_error(r, st, err);
+	else
+		set_empty(r, 200);
+	return 0;
+}
+
+static int h_shm_unregister(struct conn *c, struct args *a, struct response *r)
+{
+	char err[SERVE_ERR_MAX];
+	int st;
+
+	(void)c;
+	st = shm_unregister(a->region, err);
+	if (st)
+		set_error(r, st, err);
+	else
+		set_empty(r, 200);
+	return 0;
+}
+
 /* ---- The panel -------------------------------------------------------------------- */
 
 static int h_panel_asset(struct conn *c, struct args *a, struct response *r)
@@ -787,6 +861,12 @@ static const struct endpoint endpoints[] = {
 	{ "POST", "v2/models/{m}/trace/setting", h_trace, 0, AUTH_ADMIN },
 	{ "GET", "v2/logging", h_logging, 0, AUTH_ADMIN },
 	{ "POST", "v2/logging", h_logging, 0, AUTH_ADMIN },
+	/* Registering maps server memory: a management call (Documentation/serving.md). */
+	{ "GET", "v2/systemsharedmemory/status", h_shm_status, 0, AUTH_API },
+	{ "GET", "v2/systemsharedmemory/region/{r}/status", h_shm_status, 0, AUTH_API },
+	{ "POST", "v2/systemsharedmemory/region/{r}/register", h_shm_register, 0, AUTH_ADMIN },
+	{ "POST", "v2/systemsharedmemory/unregister", h_shm_unregister, 0, AUTH_ADMIN },
+	{ "POST", "v2/systemsharedmemory/region/{r}/unregister", h_shm_unregister, 0, AUTH_ADMIN },
 	{ "GET", "metrics", h_metrics, 1, AUTH_OPEN },
 	{ "GET", "", h_panel_index, 0, AUTH_OPEN },
 	{ "GET", "panel/chart.js", h_panel_chartjs, 0, AUTH_OPEN },
@@ -829,6 +909,8 @@ static int match(const char *pattern, char **seg, size_t n, struct args *a)
 			a->version = seg[i];
 		else if (!strcmp(ps[i], "{a}"))
 			a->asset = seg[i];
+		else if (!strcmp(ps[i], "{r}"))
+			a->region = seg[i];
 		else if (strcmp(ps[i], seg[i]))
 			return 0;
 	}

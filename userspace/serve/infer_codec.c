@@ -9,7 +9,9 @@
 
 #include <jansson.h>
 
+#include "bytes.h"
 #include "infer_codec.h"
+#include "shm.h"
 
 #define MAX_JSON_DEPTH 16
 #define MAX_ELEMENTS (1ull << 31)
@@ -78,7 +80,42 @@ struct flat {
 	const char *name;
 	char *err;
 	int status;
+	size_t used, cap;	/* BYTES: serialized so far, and room */
 };
+
+/* A BYTES element, serialized onto f->buf (grown as needed). */
+static int put_bytes(struct flat *f, const json_t *v)
+{
+	size_t len;
+	unsigned char *p;
+
+	if (!json_is_string(v))
+		return f->status = serve_err(f->err, SERVE_INVALID,
+					     "input '%s': data[%zu] is not a string (datatype BYTES)",
+					     f->name, f->count);
+	len = json_string_length(v);
+	if (len > UINT32_MAX)
+		return f->status = serve_err(f->err, SERVE_INVALID,
+					     "input '%s': data[%zu] is over 4 GiB", f->name, f->count);
+	if (f->cap - f->used < 4 + len) {
+		size_t cap = f->cap * 2 > f->used + 4 + len ? f->cap * 2 : f->used + 4 + len;
+		char *b = realloc(f->buf, cap);
+
+		if (!b)
+			return f->status = serve_err(f->err, SERVE_INTERNAL, "out of memory");
+		f->buf = b;
+		f->cap = cap;
+	}
+	p = (unsigned char *)f->buf + f->used;
+	p[0] = (unsigned char)len;
+	p[1] = (unsigned char)(len >> 8);
+	p[2] = (unsigned char)(len >> 16);
+	p[3] = (unsigned char)(len >> 24);
+	memcpy(p + 4, json_string_value(v), len);
+	f->used += 4 + len;
+	f->count++;
+	return 0;
+}
 
 static int put(struct flat *f, const json_t *v)
 {
@@ -91,6 +128,8 @@ static int put(struct flat *f, const json_t *v)
 		return f->status = serve_err(f->err, SERVE_INVALID,
 					     "input '%s': 'data' has more elements than its shape (%zu)",
 					     f->name, f->max);
+	if (f->dtype == NPU_TYPE_STRING)
+		return put_bytes(f, v);
 	p = f->buf + f->count * es;
 	if (f->dtype == NPU_TYPE_BOOL) {
 		if (!json_is_boolean(v))
@@ -199,6 +238,43 @@ static int get_bool_param(const json_t *params, const char *key, int *out, char 
 	return 0;
 }
 
+/*
+ * The shared-memory parameters of an input or output (Triton's
+ * extension): 0 with *region NULL when there are none, else the region,
+ * offset (default 0) and byte size, or an error naming 'what'.
+ */
+static int shm_params(const json_t *params, const char *what, const char **region,
+		      uint64_t *offset, uint64_t *size, char *err)
+{
+	const json_t *r = json_object_get(params, "shared_memory_region"),
+		     *sz = json_object_get(params, "shared_memory_byte_size"),
+		     *off = json_object_get(params, "shared_memory_offset");
+
+	*region = NULL;
+	*offset = 0;
+	if (!r && !sz && !off)
+		return SERVE_OK;
+	if (!r || !sz)
+		return serve_err(err, SERVE_INVALID,
+				 "%s: shared memory needs both parameters.shared_memory_region and parameters.shared_memory_byte_size",
+				 what);
+	if (!json_is_string(r))
+		return serve_err(err, SERVE_INVALID,
+				 "%s: parameters.shared_memory_region is not a string", what);
+	if (!json_is_integer(sz) || json_integer_value(sz) < 0)
+		return serve_err(err, SERVE_INVALID,
+				 "%s: parameters.shared_memory_byte_size is not a non-negative integer",
+				 what);
+	if (off && (!json_is_integer(off) || json_integer_value(off) < 0))
+		return serve_err(err, SERVE_INVALID,
+				 "%s: parameters.shared_memory_offset is not a non-negative integer",
+				 what);
+	*region = json_string_value(r);
+	*size = (uint64_t)json_integer_value(sz);
+	*offset = off ? (uint64_t)json_integer_value(off) : 0;
+	return SERVE_OK;
+}
+
 static int decode_input(const json_t *in, size_t index, const struct model_config *cfg,
 			struct infer_request *req, const char **bin, size_t *bin_left,
 			char *err)
@@ -207,9 +283,11 @@ static int decode_input(const json_t *in, size_t index, const struct model_confi
 	const struct config_tensor *ct = NULL;
 	struct infer_tensor *t;
 	enum npu_data_type dtype;
-	uint64_t elems = 1;
+	uint64_t elems = 1, shm_off = 0, shm_size = 0;
 	size_t i, bytes;
-	int b = cfg->max_batch_size > 0, k, r;
+	int b = cfg->max_batch_size > 0, k, r, is_bytes;
+	const char *region = NULL;
+	char what[SERVE_NAME_MAX + 16];
 
 	if (!json_is_object(in))
 		return serve_err(err, SERVE_INVALID, "inputs[%zu] is not an object", index);
@@ -272,13 +350,40 @@ static int decode_input(const json_t *in, size_t index, const struct model_confi
 					 "input '%s': batch size %" PRId64 " exceeds max_batch_size %d of model '%s'",
 					 ct->name, t->dims[0], cfg->max_batch_size, cfg->name);
 	}
-	bytes = (size_t)elems * npu_data_type_size(dtype);
+	/* BYTES: the serialized size is only known from the data. */
+	is_bytes = dtype == NPU_TYPE_STRING;
+	bytes = is_bytes ? 0 : (size_t)elems * npu_data_type_size(dtype);
 	params = json_object_get(in, "parameters");
 	if (params && !json_is_object(params))
 		return serve_err(err, SERVE_INVALID, "input '%s': 'parameters' is not an object",
 				 ct->name);
 	v = params ? json_object_get(params, "binary_data_size") : NULL;
 	data = json_object_get(in, "data");
+	snprintf(what, sizeof(what), "input '%s'", ct->name);
+	r = params ? shm_params(params, what, &region, &shm_off, &shm_size, err) : SERVE_OK;
+	if (r)
+		return r;
+	if (params && region) {
+		void *p;
+
+		if (data || v)
+			return serve_err(err, SERVE_INVALID,
+					 "input '%s' has both shared memory parameters and %s",
+					 ct->name, data ? "'data'" : "parameters.binary_data_size");
+		if (!is_bytes && shm_size != bytes)
+			return serve_err(err, SERVE_INVALID,
+					 "input '%s': shared_memory_byte_size %" PRIu64 " but shape of %" PRIu64 " %s elements needs %zu bytes",
+					 ct->name, shm_size, elems, serve_dtype_name(dtype), bytes);
+		r = shm_acquire(region, shm_off, shm_size, what, &t->shm, &p, err);
+		if (r)
+			return r;
+		/* In place: the session reads the region itself. */
+		t->shm_offset = shm_off;
+		t->data = p;
+		t->nbytes = (size_t)shm_size;
+		t->owned = 0;
+		return is_bytes ? bytes_check(p, t->nbytes, elems, what, err) : SERVE_OK;
+	}
 	if (v) {
 		if (!json_is_integer(v) || json_integer_value(v) < 0)
 			return serve_err(err, SERVE_INVALID,
@@ -288,7 +393,16 @@ static int decode_input(const json_t *in, size_t index, const struct model_confi
 			return serve_err(err, SERVE_INVALID,
 					 "input '%s' has both 'data' and parameters.binary_data_size",
 					 ct->name);
-		if ((uint64_t)json_integer_value(v) != bytes)
+		if (is_bytes) {
+			bytes = (size_t)json_integer_value(v);
+			if (bytes > *bin_left)
+				return serve_err(err, SERVE_INVALID,
+						 "input '%s': binary_data_size %zu but only %zu bytes of binary data remain in the body",
+						 ct->name, bytes, *bin_left);
+			r = bytes_check(*bin, bytes, elems, what, err);
+			if (r)
+				return r;
+		} else if ((uint64_t)json_integer_value(v) != bytes)
 			return serve_err(err, SERVE_INVALID,
 					 "input '%s': binary_data_size %" JSON_INTEGER_FORMAT " but shape of %" PRIu64 " %s elements needs %zu bytes",
 					 ct->name, json_integer_value(v), elems,
@@ -312,7 +426,7 @@ static int decode_input(const json_t *in, size_t index, const struct model_confi
 	if (!json_is_array(data))
 		return serve_err(err, SERVE_INVALID, "input '%s': 'data' is not an array", ct->name);
 	{
-		struct flat f = { dtype, NULL, 0, (size_t)elems, ct->name, err, 0 };
+		struct flat f = { dtype, NULL, 0, (size_t)elems, ct->name, err, 0, 0, 0 };
 		size_t leaves = 0;
 
 		if (count_leaves(data, 0, (size_t)elems, &leaves))
@@ -327,15 +441,27 @@ static int decode_input(const json_t *in, size_t index, const struct model_confi
 			return serve_err(err, SERVE_INVALID,
 					 "input '%s': 'data' has %zu elements but shape needs %" PRIu64,
 					 ct->name, leaves, elems);
-		f.buf = malloc(bytes ? bytes : 1);
-		if (!f.buf)
-			return serve_err(err, SERVE_INTERNAL, "out of memory");
-		t->data = f.buf;
-		t->nbytes = bytes;
-		t->owned = 1;
-		r = flatten(&f, data, 0);
-		if (r)
-			return r;
+		if (is_bytes) {
+			/* Grown by put_bytes(): the strings' lengths are the data's. */
+			r = flatten(&f, data, 0);
+			t->data = f.buf;
+			t->nbytes = f.used;
+			t->owned = 1;
+			if (r)
+				return r;
+			if (!t->data && !(t->data = malloc(1)))
+				return serve_err(err, SERVE_INTERNAL, "out of memory");
+		} else {
+			f.buf = malloc(bytes ? bytes : 1);
+			if (!f.buf)
+				return serve_err(err, SERVE_INTERNAL, "out of memory");
+			t->data = f.buf;
+			t->nbytes = bytes;
+			t->owned = 1;
+			r = flatten(&f, data, 0);
+			if (r)
+				return r;
+		}
 		if (f.count != elems)
 			return serve_err(err, SERVE_INVALID,
 					 "input '%s': 'data' has %zu elements but shape needs %" PRIu64,
@@ -555,6 +681,24 @@ int codec_decode(const char *body, size_t len, long long json_len,
 			}
 			if (op && get_bool_param(op, "binary_data", &o->binary, err, "output"))
 				goto out;
+			if (op) {
+				char what[SERVE_NAME_MAX + 16];
+				const char *region = NULL;
+				uint64_t off = 0, size = 0;
+				void *p;
+
+				snprintf(what, sizeof(what), "output '%s'", o->name);
+				if (shm_params(op, what, &region, &off, &size, err))
+					goto out;
+				if (region) {
+					if (shm_acquire(region, off, size, what, &o->shm, &p, err))
+						goto out;
+					o->data = p;
+					o->nbytes = (size_t)size;
+					o->shm_offset = off;
+					o->binary = 0;
+				}
+			}
 		}
 	}
 	r = SERVE_OK;
@@ -572,6 +716,27 @@ static json_t *data_json(const struct infer_tensor *t)
 	json_t *a = json_array();
 	size_t n = npu_data_type_size(t->dtype), i, count = n ? t->nbytes / n : 0;
 	const char *p = t->data;
+
+	if (t->dtype == NPU_TYPE_STRING) {
+		/* One JSON string per element; the batcher sends an output
+		 * that is not UTF-8 in binary (bytes_utf8), so none is NULL. */
+		const unsigned char *q = t->data;
+		size_t off = 0;
+
+		while (t->nbytes - off >= 4) {
+			size_t len = (size_t)q[off] | (size_t)q[off + 1] << 8 |
+				     (size_t)q[off + 2] << 16 | (size_t)q[off + 3] << 24;
+			json_t *v;
+
+			off += 4;
+			if (len > t->nbytes - off)
+				break;
+			v = json_stringn((const char *)q + off, len);
+			json_array_append_new(a, v ? v : json_null());
+			off += len;
+		}
+		return a;
+	}
 
 	for (i = 0; i < count; i++, p += n) {
 		json_t *v;
@@ -619,7 +784,17 @@ int codec_encode(const struct infer_request *req, int header_only, char **out, s
 		json_object_set_new(o, "name", json_string(t->name));
 		json_object_set_new(o, "datatype", json_string(serve_dtype_name(t->dtype)));
 		json_object_set_new(o, "shape", shape);
-		if (t->binary) {
+		if (t->shm) {
+			/* Written into the region: its parameters, no data (Triton's). */
+			json_t *p = json_pack("{s:s, s:I}", "shared_memory_region",
+					      shm_region_name(t->shm), "shared_memory_byte_size",
+					      (json_int_t)t->nbytes);
+
+			if (t->shm_offset)
+				json_object_set_new(p, "shared_memory_offset",
+						    json_integer((json_int_t)t->shm_offset));
+			json_object_set_new(o, "parameters", p);
+		} else if (t->binary) {
 			json_object_set_new(o, "parameters",
 					    json_pack("{s:I}", "binary_data_size", (json_int_t)t->nbytes));
 			bin += t->nbytes;

@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "metrics.h"
+#include "shm.h"
 
 /* Seconds; the last bucket is +Inf. */
 static const double time_bounds[METRICS_TIME_BUCKETS] = {
@@ -552,6 +553,7 @@ char *metrics_render(size_t *len)
 	for (i = 0; i < LIMIT_COUNT; i++)
 		fprintf(f, "npu_serve_limit_hits_total{limit=\"%s\"} %" PRIu64 "\n",
 			limit_names[i], atomic_load(&limit_hits[i]));
+	shm_metrics(f);
 	help(f, "npu_serve_uptime_seconds", "gauge", "Seconds since the server started.");
 	fprintf(f, "npu_serve_uptime_seconds %.3f\n", up);
 	pthread_mutex_unlock(&registry_lock);

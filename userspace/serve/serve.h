@@ -10,6 +10,8 @@
  *                   (<npu/npu_serve_backend.h>) instead of the engine
  *   ensemble.c      ensemble_scheduling: steps run through their models' batchers
  *   infer_codec.c   inference requests and responses (JSON + binary)
+ *   bytes.c         BYTES tensors: Triton's serialized form, the engine's strings
+ *   shm.c           the system shared-memory extension's regions
  *   metrics.c       statistics and the Prometheus text format
  *   http.c          the HTTP/REST front end (libmicrohttpd)
  *   grpc.c          the gRPC front end (nghttp2 + protobuf-c)

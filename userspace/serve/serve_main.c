@@ -20,6 +20,7 @@
 #include "repository.h"
 #include "response_cache.h"
 #include "trace.h"
+#include "shm.h"
 #ifdef NPU_SERVE_HAVE_GRPC
 #include "grpc.h"
 #endif
@@ -82,6 +83,9 @@ static void usage(FILE *out)
 		"  --max-new-shapes-per-minute N  input shapes not seen lately (each compiles a plan)\n"
 		"                             a version of a variable-dim model takes per minute\n"
 		"                             (default 60; -1: no limit); over it: 503\n"
+		"  --shm-max-regions N        system shared memory regions clients may register\n"
+		"                             (default 64)\n"
+		"  --shm-max-bytes N          bytes of shared memory they may map in all (default 4 GiB)\n"
 		"  --port-file FILE           write 'http=', 'grpc=' and 'metrics=PORT' lines once listening\n"
 		"  --tls-cert FILE            serve HTTPS (and /metrics on --metrics-port) and gRPC over\n"
 		"                             TLS (ALPN h2) with this PEM certificate chain; needs --tls-key\n"
@@ -270,6 +274,8 @@ int main(int argc, char **argv)
 	int grpc_bound = -1;
 	struct repository *repo = NULL;
 	const char *port_file = NULL;
+	size_t shm_max_regions = 0;
+	uint64_t shm_max_bytes = 0;
 	long metrics_port = 8002, grpc_port_flag = 8001, exit_timeout = 30, x;
 #ifdef NPU_SERVE_HAVE_GRPC
 	struct grpc_options go = { 0 };
@@ -416,6 +422,14 @@ int main(int argc, char **argv)
 			if (parse_int(flag, val, -1, 1000000, &x))
 				return 2;
 			ro.max_new_shapes_per_minute = x ? (int)x : -1;
+		} else if (!strcmp(flag, "--shm-max-regions")) {
+			if (parse_int(flag, val, 1, 65536, &x))
+				return 2;
+			shm_max_regions = (size_t)x;
+		} else if (!strcmp(flag, "--shm-max-bytes")) {
+			if (parse_int(flag, val, 4096, 1L << 50, &x))
+				return 2;
+			shm_max_bytes = (uint64_t)x;
 		} else if (!strcmp(flag, "--port-file")) {
 			port_file = val;
 		} else if (!strcmp(flag, "--tls-cert") || !strcmp(flag, "--tls-key")) {
@@ -492,6 +506,7 @@ int main(int argc, char **argv)
 
 	if (!ro.backend_dir)
 		ro.backend_dir = default_backend_dir(backend_dir, sizeof(backend_dir));
+	shm_set_limits(shm_max_regions, shm_max_bytes);
 	if (repository_create(&ro, &repo, err)) {
 		serve_log(SERVE_LOG_ERROR, "%s", err);
 		return 1;
@@ -592,6 +607,7 @@ int main(int argc, char **argv)
 	grpc_stop(grpc);
 #endif
 	repository_destroy(repo);
+	shm_shutdown();
 	panel_stop();
 	trace_shutdown();
 	free(tls_cert);

@@ -44,6 +44,8 @@ static const struct {
 	{ NPU_TYPE_FLOAT16, "FP16" },
 	{ NPU_TYPE_FLOAT, "FP32" },
 	{ NPU_TYPE_DOUBLE, "FP64" },
+	/* Serialized as Triton does (bytes.h); config name TYPE_STRING. */
+	{ NPU_TYPE_STRING, "BYTES" },
 };
 
 #define NUM_DTYPES (sizeof(dtypes) / sizeof(dtypes[0]))
@@ -77,6 +79,7 @@ const char *serve_config_dtype_name(enum npu_data_type t)
 		[NPU_TYPE_INT16] = "TYPE_INT16", [NPU_TYPE_INT32] = "TYPE_INT32",
 		[NPU_TYPE_INT64] = "TYPE_INT64", [NPU_TYPE_FLOAT16] = "TYPE_FP16",
 		[NPU_TYPE_FLOAT] = "TYPE_FP32", [NPU_TYPE_DOUBLE] = "TYPE_FP64",
+		[NPU_TYPE_STRING] = "TYPE_STRING",
 	};
 
 	if ((unsigned)t < sizeof(names) / sizeof(names[0]) && names[t])
@@ -86,7 +89,9 @@ const char *serve_config_dtype_name(enum npu_data_type t)
 
 enum npu_data_type serve_config_dtype_parse(const char *name)
 {
-	if (strncmp(name, "TYPE_", 5))
+	if (strncmp(name, "TYPE_", 5) || !strcmp(name, "TYPE_BYTES"))
 		return NPU_TYPE_UNDEFINED;
+	if (!strcmp(name, "TYPE_STRING"))
+		return NPU_TYPE_STRING;
 	return serve_dtype_parse(name + 5);
 }
