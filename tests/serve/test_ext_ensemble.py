@@ -98,6 +98,13 @@ parameters { key: "step" value: { string_value: "scale" } }
 parameters { key: "factor" value: { string_value: "3" } }
 instance_group [ { count: 2 } ]
 """)
+    write(f"{repo}/lengths/1/.keep", "")
+    write(f"{repo}/lengths/config.pbtxt", """
+backend: "test"
+parameters { key: "step" value: { string_value: "lengths" } }
+input [ { name: "S" data_type: TYPE_STRING dims: [ -1 ] } ]
+output [ { name: "L" data_type: TYPE_INT32 dims: [ -1 ] } ]
+""")
     write(f"{repo}/check/1/.keep", "")
     write(f"{repo}/check/config.pbtxt", """
 backend: "test"
@@ -148,6 +155,23 @@ def test_ensembles(s):
     ok(st == 200 and [i["name"] for i in md.get("inputs", [])] == ["IN"] and
        [o["name"] for o in md.get("outputs", [])] == ["OUT", "MID"],
        "its metadata lists the ensemble's own inputs and outputs", md)
+
+    # BYTES into a C step, as JSON strings and as binary elements.
+    words = ["a", "hello", "", "n\u00e4he"]
+    st, _, b = ts.request(s.port, "POST", "/v2/models/lengths/infer", {
+        "inputs": [{"name": "S", "datatype": "BYTES", "shape": [4], "data": words}]})
+    out = (ts.jbody(b) or {}).get("outputs", [{}])[0]
+    want = [len(w.encode()) for w in words]
+    ok(st == 200 and out.get("data") == want and out.get("datatype") == "INT32",
+       "BYTES as JSON strings into a C step: their UTF-8 lengths", (st, b[:200]))
+    blob = b"".join(struct.pack("<I", len(w.encode())) + w.encode() for w in words)
+    head = json.dumps({"inputs": [{"name": "S", "datatype": "BYTES", "shape": [4],
+                                   "parameters": {"binary_data_size": len(blob)}}]}).encode()
+    st, _, b = ts.request(s.port, "POST", "/v2/models/lengths/infer", head + blob,
+                          {"Inference-Header-Content-Length": str(len(head))})
+    out = (ts.jbody(b) or {}).get("outputs", [{}])[0]
+    ok(st == 200 and out.get("data") == want, "and as binary length-prefixed elements",
+       (st, b[:200]))
 
     # Many at once: every answer its own.
     def one(k):
@@ -426,6 +450,18 @@ def test_ocr(work):
         ok(len(scores) == len(wtext) and
            all(abs(a - b["score"]) < 1e-3 for a, b in zip(scores, want["lines"])),
            "the same scores", (scores, [ln["score"] for ln in want["lines"]]))
+    # JSON in and out: the image as a JSON string cannot be (it is not
+    # UTF-8), so binary in, the lines as JSON strings out.
+    blob = bytes_elem(open(images[0], "rb").read())
+    head = json.dumps({"inputs": [{"name": "IMAGE", "datatype": "BYTES", "shape": [1],
+                                   "parameters": {"binary_data_size": len(blob)}}],
+                       "outputs": [{"name": "TEXT"}]}).encode()
+    st, _, b = ts.request(s.port, "POST", "/v2/models/ocr/infer", head + blob,
+                          {"Inference-Header-Content-Length": str(len(head))}, timeout=300)
+    out = (ts.jbody(b) or {}).get("outputs", [{}])
+    ok(st == 200 and len(out) == 1 and out[0].get("datatype") == "BYTES" and
+       out[0].get("data") == [ln["text"] for ln in ref[0]["lines"]],
+       "TEXT asked for alone comes back as JSON strings", (st, b[:300]))
     # gRPC: raw BYTES in, the same answer.
     grpc, pb, pbg = ts.grpc_stubs()
     ch = grpc.insecure_channel("127.0.0.1:%d" % s.grpc_port)
