@@ -11,6 +11,7 @@
 #include <jansson.h>
 
 #include "serve.h"
+#include "sequence.h"
 
 #define CONFIG_MAX_PREFERRED 16
 #define CONFIG_MAX_LEVELS 16
@@ -73,6 +74,8 @@ struct model_config {
 	int num_groups;
 	int group_count[CONFIG_MAX_GROUPS];
 	uint64_t group_gpus[CONFIG_MAX_GROUPS];
+
+	struct sequence_config sequence;	/* sequence_batching (sequence.c) */
 
 	size_t num_params;
 	char param_key[CONFIG_MAX_PARAMS][64];

@@ -6,6 +6,7 @@
  *   model_config.c  the ModelConfig subset, from pbtxt, JSON or the model
  *   repository.c    the model repository: versions, load, swap, unload, poll
  *   batcher.c       the dynamic batcher and the instances (sessions)
+ *   sequence.c      the sequence batcher's config, live sequences and state
  *   infer_codec.c   inference requests and responses (JSON + binary)
  *   metrics.c       statistics and the Prometheus text format
  *   http.c          the HTTP/REST front end (libmicrohttpd)
