@@ -798,13 +798,14 @@ int config_complete(struct model_config *c, const struct npu_model *m,
 				c->dynamic_batching = 1;
 		}
 	}
+	/* First: a control or state the model lacks says more than an input count. */
+	r = sequence_config_check(c, m, err);
+	if (r)
+		return r;
 	r = complete_side(c, m, 1, config_given, err);
 	if (r)
 		return r;
-	r = complete_side(c, m, 0, config_given, err);
-	if (r)
-		return r;
-	return sequence_config_check(c, m, err);
+	return complete_side(c, m, 0, config_given, err);
 }
 
 /* ---- To JSON -------------------------------------------------------------- */
