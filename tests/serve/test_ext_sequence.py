@@ -430,6 +430,22 @@ def test_bad_inputs(s, grpc, pb, st):
        "the refusals (%s)" % rej)
 
 
+def test_panel(s):
+    """The panel's state carries a sequence model's live correlation ids."""
+    def panel_ids():
+        code, _, b = ts.request(s.port, "GET", "/v2/panel/state")
+        for x in (ts.jbody(b) or {}).get("series", []) if code == 200 else []:
+            if x.get("model") == "acc" and x.get("sequences"):
+                return sorted(e["sequence_id"] for e in x["sequences"]["live"])
+        return None
+
+    a = acc_step(s.port, 4242, [1, 1, 1, 1], start=True)
+    seen = ts.wait_for(lambda: panel_ids() == [4242], 4)
+    b = acc_step(s.port, 4242, [1, 1, 1, 1], end=True)
+    ok(a[0] == 200 and seen and b[0] == 200 and ts.wait_for(lambda: panel_ids() == [], 4),
+       "the panel's state lists the live correlation ids (4242, then none)", panel_ids())
+
+
 def test_bad_configs(s):
     """Explicit loads of 'accx' with config overrides the server must refuse."""
     base = {"name": "accx", "max_batch_size": 4,
@@ -523,6 +539,7 @@ def test_bounds_and_timeout():
            "the model's statistics list the live correlation ids with their state", live)
         ok(metric(s.metrics_port, "npu_serve_sequences_active", "acc") == 2,
            "npu_serve_sequences_active is 2")
+
         time.sleep(1.2)   # > 0.4 s idle: both time out (the instances reap them)
         act = metric(s.metrics_port, "npu_serve_sequences_active", "acc")
         tmo = metric(s.metrics_port, "npu_serve_sequences_timed_out_total", "acc")
@@ -563,6 +580,7 @@ def main():
         test_grpc_stream(s, grpc, pb, st)
         test_grpc_unary(s, grpc, pb, st)
         test_bad_inputs(s, grpc, pb, st)
+        test_panel(s)
         test_bad_configs(s)
         code, _, _ = ts.request(s.port, "GET", "/v2/health/ready")
         ok(code == 200, "the server is ready after everything")

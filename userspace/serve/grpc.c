@@ -2043,6 +2043,15 @@ static void answer_done(struct gconn *c)
 	subs = c->sub_done;
 	c->sub_done = NULL;
 	pthread_mutex_unlock(&c->lock);
+	/* Answer in the order they finished (pushed newest first): a sequence's stay in order. */
+	for (m = NULL; subs; ) {
+		struct gsub *nx = subs->next_done;
+
+		subs->next_done = m;
+		m = subs;
+		subs = nx;
+	}
+	subs = m;
 	while ((m = subs)) {
 		int closed, left;
 
