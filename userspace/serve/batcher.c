@@ -1077,7 +1077,8 @@ int scheduler_create(const struct model_config *cfg, struct npu_model *model,
 	if (cfg->sequence.enabled) {
 		struct seq_limits sl = { limits->max_sequences, limits->max_sequence_state_bytes };
 
-		r = sequence_table_create(cfg, model, stats, &sl, s->num_instances, &s->seqs, err);
+		r = sequence_table_create(cfg, model, stats, &sl, s->num_instances, &s->lock,
+					  &s->seqs, err);
 		if (r) {
 			destroy(s);
 			return r;

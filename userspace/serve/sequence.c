@@ -689,16 +689,16 @@ struct seq_table {
 	int num_instances, slots_per_instance, num_slots;
 	unsigned char *slot_used;
 	uint64_t pass;
-	/* Live sequences, oldest first; the list and its counts also under info_lock. */
+	/* Live sequences, oldest first. Everything here is under the scheduler's lock. */
 	struct sequence *head, *tail;
 	size_t live, state_bytes;
-	pthread_mutex_t info_lock;
+	pthread_mutex_t *lock;		/* the scheduler's */
 	struct gone gone[RECENT_GONE];
 	size_t gone_next;
 	struct seq_table *next_table;
 };
 
-/* Every table, for the statistics JSON (lock order: tables_lock, then a table's info_lock). */
+/* Every table, for the statistics JSON (lock order: tables_lock, then a scheduler's lock). */
 static pthread_mutex_t tables_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct seq_table *tables;
 
@@ -724,7 +724,8 @@ static size_t type_size(enum npu_data_type t)
 
 int sequence_table_create(const struct model_config *cfg, struct npu_model *model,
 			  struct model_stats *stats, const struct seq_limits *lim,
-			  int num_instances, struct seq_table **out, char *err)
+			  int num_instances, pthread_mutex_t *sched_lock, struct seq_table **out,
+			  char *err)
 {
 	const struct sequence_config *sc = &cfg->sequence;
 	struct seq_table *t = calloc(1, sizeof(*t));
@@ -770,7 +771,7 @@ int sequence_table_create(const struct model_config *cfg, struct npu_model *mode
 		free(t);
 		return serve_err(err, SERVE_INTERNAL, "out of memory");
 	}
-	pthread_mutex_init(&t->info_lock, NULL);
+	t->lock = sched_lock;
 	pthread_mutex_lock(&tables_lock);
 	t->next_table = tables;
 	tables = t;
@@ -794,7 +795,6 @@ static void seq_free_state(struct seq_table *t, struct sequence *s)
 /* Unlink and free: 'how' 0 ended, 1 timed out, 2 the table goes. */
 static void seq_remove(struct seq_table *t, struct sequence *s, int how)
 {
-	pthread_mutex_lock(&t->info_lock);
 	if (s->prev)
 		s->prev->next = s->next;
 	else
@@ -805,7 +805,6 @@ static void seq_remove(struct seq_table *t, struct sequence *s, int how)
 		t->tail = s->prev;
 	t->live--;
 	seq_free_state(t, s);
-	pthread_mutex_unlock(&t->info_lock);
 	if (s->slot >= 0)
 		t->slot_used[s->slot] = 0;
 	if (how < 2) {
@@ -834,7 +833,6 @@ void sequence_table_destroy(struct seq_table *t)
 	pthread_mutex_unlock(&tables_lock);
 	while (t->head)
 		seq_remove(t, t->head, 2);
-	pthread_mutex_destroy(&t->info_lock);
 	free(t->slot_used);
 	free(t);
 }
@@ -938,7 +936,6 @@ int sequence_admit(struct seq_table *t, struct infer_request *req, uint64_t now,
 			s->state_rank[i] = st->initial_rank;
 			memcpy(s->state_dims[i], st->initial_dims, sizeof(st->initial_dims));
 		}
-		pthread_mutex_lock(&t->info_lock);
 		s->prev = t->tail;
 		if (t->tail)
 			t->tail->next = s;
@@ -947,7 +944,6 @@ int sequence_admit(struct seq_table *t, struct infer_request *req, uint64_t now,
 		t->tail = s;
 		t->live++;
 		t->state_bytes += bytes;
-		pthread_mutex_unlock(&t->info_lock);
 		metrics_sequence(t->stats, 1, 1, 0, 0, 0);
 	} else if (!s) {
 		for (i = 0; i < RECENT_GONE; i++) {
@@ -1275,9 +1271,7 @@ void sequence_batch_ran(struct seq_table *t, struct npu_session *session,
 			}
 			if (per)
 				memcpy(copy, (const char *)out.data + per * j, per);
-			pthread_mutex_lock(&t->info_lock);
 			t->state_bytes = t->state_bytes - s->state_bytes[i] + per;
-			pthread_mutex_unlock(&t->info_lock);
 			free(s->state[i]);
 			s->state[i] = copy;
 			s->state_bytes[i] = per;
@@ -1313,7 +1307,7 @@ json_t *sequence_stats_json(const struct model_stats *stats)
 		const struct sequence *s;
 
 		live = json_array();
-		pthread_mutex_lock(&t->info_lock);
+		pthread_mutex_lock(t->lock);
 		for (s = t->head; s; s = s->next) {
 			size_t bytes = 0, i;
 			json_t *e;
@@ -1336,7 +1330,7 @@ json_t *sequence_stats_json(const struct model_stats *stats)
 			      "max_state_bytes", (json_int_t)t->lim.max_state_bytes,
 			      "strategy", t->sc->strategy == SEQ_DIRECT ? "direct" : "oldest",
 			      "live", live);
-		pthread_mutex_unlock(&t->info_lock);
+		pthread_mutex_unlock(t->lock);
 	}
 	pthread_mutex_unlock(&tables_lock);
 	return o;

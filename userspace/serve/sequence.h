@@ -15,6 +15,7 @@
 #define NPU_SERVE_SEQUENCE_H
 
 #include <jansson.h>
+#include <pthread.h>
 
 #include "serve.h"
 
@@ -104,9 +105,11 @@ struct seq_limits {
 	size_t max_state_bytes;		/* their state tensors */
 };
 
+/* sched_lock: the scheduler's lock, which the JSON takes to read the table. */
 int sequence_table_create(const struct model_config *cfg, struct npu_model *model,
 			  struct model_stats *stats, const struct seq_limits *lim,
-			  int num_instances, struct seq_table **out, char *err);
+			  int num_instances, pthread_mutex_t *sched_lock, struct seq_table **out,
+			  char *err);
 void sequence_table_destroy(struct seq_table *t);
 
 /*
@@ -142,7 +145,11 @@ void sequence_batch_ran(struct seq_table *t, struct npu_session *session,
 /* After a request of 'seq' completed: the sequence may run its next one. */
 void sequence_release(struct seq_table *t, struct sequence *seq, uint64_t now);
 
-/* The "sequence_stats" object of model 'stats' (counters and live ids); NULL: none. */
+/*
+ * The "sequence_stats" object of model 'stats' (live ids; metrics.c adds
+ * the counters); NULL: none. Takes the scheduler's lock: call it holding
+ * no scheduler lock.
+ */
 json_t *sequence_stats_json(const struct model_stats *stats);
 
 #endif /* NPU_SERVE_SEQUENCE_H */
