@@ -65,6 +65,8 @@ struct scheduler {
 	uint64_t shape_window_start;
 	int new_shapes_in_window;
 
+	struct seq_table *seqs;		/* a sequence model's live sequences (sequence.c) */
+
 	int num_instances;
 	struct instance inst[64];
 	/* Per NPU of the model's set: the failovers already in the metrics. */
@@ -275,6 +277,20 @@ static void bind_outputs(struct instance *in, struct infer_request **reqs, size_
 		memcpy(o->dims, info.dims, sizeof(o->dims));
 		o->data = pre[i] ? pre[i] : shm_at[i];
 		o->nbytes = bytes;
+	}
+	if (s->seqs) {
+		/* State outputs are computed for the next request of each sequence. */
+		const char *names[SEQ_MAX_STATES];
+		size_t k, ns = sequence_state_outputs(s->seqs, names, SEQ_MAX_STATES);
+
+		for (k = 0; k < ns && *num_outs < SERVE_MAX_IO; k++) {
+			for (j = 0; j < *num_outs && strcmp(outs[j].name, names[k]); j++)
+				;
+			if (j < *num_outs)
+				continue;
+			memset(&outs[*num_outs], 0, sizeof(outs[0]));
+			outs[(*num_outs)++].name = names[k];
+		}
 	}
 }
 
@@ -600,7 +616,13 @@ out:
 		free(pre[i]);	/* not handed to a request (a failed run) */
 		free(bouts[i].data);	/* a backend's output nobody took */
 	}
+	if (s->seqs) {
+		pthread_mutex_lock(&s->lock);
+		sequence_batch_ran(s->seqs, in->session, reqs, n);
+		pthread_mutex_unlock(&s->lock);
+	}
 	for (j = 0; j < n; j++) {
+		struct sequence *sq = reqs[j]->sequence;
 		uint64_t now = serve_now_ns();
 
 		reqs[j]->t_compute_start = t0;
@@ -614,6 +636,13 @@ out:
 		if (reqs[j]->status == SERVE_OK)
 			panel_request_done(s->stats, now - reqs[j]->t_arrive);
 		complete(s, reqs[j]);
+		if (sq) {
+			/* Only once it is answered: its sequence's responses leave in order. */
+			pthread_mutex_lock(&s->lock);
+			sequence_release(s->seqs, sq, serve_now_ns());
+			pthread_cond_broadcast(&s->cond);
+			pthread_mutex_unlock(&s->lock);
+		}
 	}
 }
 
@@ -665,6 +694,8 @@ static uint64_t expire(struct scheduler *s, uint64_t now, struct infer_request *
 			if ((r->t_deadline && r->t_deadline <= now) || is_cancelled(r)) {
 				unlink_req(&s->q[l], prev, r);
 				s->pending--;
+				if (s->seqs)
+					sequence_dropped(s->seqs, r, now);
 				r->next = *expired;
 				*expired = r;
 			} else {
@@ -705,7 +736,7 @@ static void timed_wait(struct scheduler *s, uint64_t until_ns)
  * The head is the oldest request of the highest non-empty level; every
  * compatible request follows in priority order up to max_batch_size.
  */
-static size_t form_batch(struct scheduler *s, uint64_t now, struct infer_request **out,
+static size_t form_batch(struct scheduler *s, int inst, uint64_t now, struct infer_request **out,
 			 uint64_t *wake)
 {
 	const struct model_config *cfg = s->cfg;
@@ -718,7 +749,13 @@ static size_t form_batch(struct scheduler *s, uint64_t now, struct infer_request
 		head = s->q[l].head;
 	if (!head)
 		return 0;
-	if (cfg->max_batch_size <= 0 || !cfg->dynamic_batching) {
+	if (s->seqs) {
+		/* One level: a sequence's requests stay in their order. */
+		n = sequence_form_batch(s->seqs, inst, s->q[1].head, now, s->stopping, out,
+					MAX_BATCH_REQUESTS, wake);
+		if (!n)
+			return 0;
+	} else if (cfg->max_batch_size <= 0 || !cfg->dynamic_batching) {
 		out[0] = head;
 		n = 1;
 	} else {
@@ -802,6 +839,12 @@ static void *instance_main(void *arg)
 		size_t n, i;
 
 		deadline = expire(s, now, &expired);
+		if (s->seqs) {
+			uint64_t idle = sequence_reap(s->seqs, now);
+
+			if (idle && (!deadline || idle < deadline))
+				deadline = idle;
+		}
 		if (expired) {
 			pthread_mutex_unlock(&s->lock);
 			while (expired) {
@@ -828,7 +871,7 @@ static void *instance_main(void *arg)
 			pthread_mutex_lock(&s->lock);
 			continue;
 		}
-		n = form_batch(s, now, batch, &wake);
+		n = form_batch(s, in->index, now, batch, &wake);
 		if (!n) {
 			if (s->stopping && !s->pending)
 				break;
@@ -928,7 +971,7 @@ int scheduler_enqueue(struct scheduler *s, struct infer_request *req, char *err)
 	int level = req->priority;
 	uint64_t timeout;
 
-	if (level == 0)
+	if (level == 0 || s->seqs)	/* a sequence model has one level */
 		level = s->cfg->priority_levels ? s->cfg->default_priority_level : 1;
 	if (level < 1 || level > s->levels)
 		return serve_err(err, SERVE_INVALID,
@@ -954,6 +997,16 @@ int scheduler_enqueue(struct scheduler *s, struct infer_request *req, char *err)
 		pthread_mutex_unlock(&s->lock);
 		metrics_request(s->stats, 0, 0, serve_now_ns() - req->t_arrive);
 		return SERVE_UNAVAILABLE;
+	}
+	req->sequence = NULL;
+	if (s->seqs) {
+		int st = sequence_admit(s->seqs, req, serve_now_ns(), err);
+
+		if (st) {
+			pthread_mutex_unlock(&s->lock);
+			metrics_request(s->stats, 0, 0, serve_now_ns() - req->t_arrive);
+			return st;
+		}
 	}
 	timeout = q->policy.default_timeout_us;
 	if (req->timeout_us && (q->policy.allow_timeout_override || !timeout))
@@ -988,6 +1041,8 @@ static int warm_up(struct scheduler *s, char *err)
 	size_t nsizes = 0, i, k;
 	int b = cfg->max_batch_size > 0, r = SERVE_OK, inst;
 
+	if (cfg->sequence.enabled)
+		return SERVE_OK;	/* its control and state inputs are the table's: plans on use */
 	for (i = 0; i < cfg->num_inputs; i++) {
 		int d;
 
@@ -1060,6 +1115,7 @@ static void destroy(struct scheduler *s)
 			npu_session_destroy(s->inst[i].session);
 		backend_instance_destroy(s->inst[i].backend);
 	}
+	sequence_table_destroy(s->seqs);
 	pthread_cond_destroy(&s->cond);
 	pthread_mutex_destroy(&s->lock);
 	free(s);
@@ -1213,6 +1269,16 @@ static int create(const struct model_config *cfg, struct npu_model *model,
 		if (npu_session_create(model, &so, &s->inst[l].session) != NPU_OK) {
 			r = serve_err(err, SERVE_INTERNAL, "session of instance %d: %s", l,
 				      npu_last_error());
+			destroy(s);
+			return r;
+		}
+	}
+	if (cfg->sequence.enabled) {
+		struct seq_limits sl = { limits->max_sequences, limits->max_sequence_state_bytes };
+
+		r = sequence_table_create(cfg, model, stats, &sl, s->num_instances, &s->lock,
+					  &s->seqs, err);
+		if (r) {
 			destroy(s);
 			return r;
 		}

@@ -56,6 +56,10 @@ struct infer_request {
 	int priority;		/* 0: the default level */
 	uint64_t timeout_us;	/* 0: the queue policy's */
 	int64_t batch;		/* dim 0 when batching, else 1 */
+	/* parameters.sequence_id (a uint64, or a string in seq_str), _start, _end. */
+	uint64_t seq_id;
+	char seq_str[SERVE_NAME_MAX];
+	int seq_start, seq_end;
 
 	/* Set by the scheduler: */
 	char model[SERVE_NAME_MAX];
@@ -65,6 +69,7 @@ struct infer_request {
 	 * Triton's COMPUTE_START, COMPUTE_INPUT_END, COMPUTE_OUTPUT_START, COMPUTE_END. */
 	uint64_t t_compute_start, t_input_end, t_output_start, t_compute_end;
 	uint64_t seq;		/* order of arrival (preserve_ordering) */
+	struct sequence *sequence;	/* a sequence model's: its live sequence */
 	int status;		/* SERVE_OK or an error */
 	char err[SERVE_ERR_MAX];
 	size_t num_results;
@@ -96,6 +101,8 @@ struct scheduler_limits {
 	 */
 	int max_new_shapes_per_minute;
 	size_t shape_memory;
+	/* Sequence models: live sequences and their state bytes (0: the defaults). */
+	size_t max_sequences, max_sequence_state_bytes;
 };
 
 /*

@@ -1068,6 +1068,39 @@ static int infer_body(const Inference__ModelInferRequest *rq, char **body, size_
 		if ((!strcmp(key, "priority") || !strcmp(key, "timeout")) && p &&
 		    p->parameter_choice_case == INFERENCE__INFER_PARAMETER__PARAMETER_CHOICE_INT64_PARAM)
 			json_object_set_new(params, key, json_integer(p->int64_param));
+		/* Sequence parameters as they came: the decoder checks their types. */
+		if ((!strcmp(key, "sequence_id") || !strcmp(key, "sequence_start") ||
+		     !strcmp(key, "sequence_end")) && p) {
+			json_t *v;
+
+			switch (p->parameter_choice_case) {
+			case INFERENCE__INFER_PARAMETER__PARAMETER_CHOICE_BOOL_PARAM:
+				v = json_boolean(p->bool_param);
+				break;
+			case INFERENCE__INFER_PARAMETER__PARAMETER_CHOICE_INT64_PARAM:
+				v = json_integer(p->int64_param);
+				break;
+			case INFERENCE__INFER_PARAMETER__PARAMETER_CHOICE_UINT64_PARAM:
+				if (p->uint64_param > INT64_MAX) {
+					code = GRPC_INVALID_ARGUMENT;
+					snprintf(err, SERVE_ERR_MAX,
+						 "parameters.%s: %" PRIu64 " is above 2^63-1, the largest id npu-serve takes",
+						 key, p->uint64_param);
+					json_decref(params);
+					goto out;
+				}
+				v = json_integer((json_int_t)p->uint64_param);
+				break;
+			case INFERENCE__INFER_PARAMETER__PARAMETER_CHOICE_STRING_PARAM:
+				v = json_string(p->string_param);
+				break;
+			default:
+				v = json_real(p->double_param);
+				break;
+			}
+			if (v)
+				json_object_set_new(params, key, v);
+		}
 	}
 	json_object_set_new(root, "parameters", params);
 	for (i = 0; i < rq->n_inputs; i++) {
@@ -1671,6 +1704,110 @@ static Inference__ModelQueuePolicy *queue_policy(struct arena *ap, json_t *j)
 	return q;
 }
 
+/* The "sequence_batching" of GET .../config as Triton's ModelSequenceBatching. */
+static Inference__ModelSequenceBatching *sequence_batching(struct arena *ap, json_t *sb)
+{
+	Inference__ModelSequenceBatching *b;
+	json_t *arr = json_object_get(sb, "control_input"), *e, *strat;
+	size_t i, k;
+
+#define ANEW(p, count) do { if (!((p) = arena_new(ap, (count) * sizeof(*(p))))) return NULL; } while (0)
+	ANEW(b, 1);
+	inference__model_sequence_batching__init(b);
+	b->max_sequence_idle_microseconds = juint(sb, "max_sequence_idle_microseconds");
+	ANEW(b->control_input, json_array_size(arr));
+	json_array_foreach(arr, i, e) {
+		Inference__ModelSequenceBatching__ControlInput *ci;
+		Inference__ModelSequenceBatching__Control *c;
+		json_t *cj = json_array_get(json_object_get(e, "control"), 0), *v;
+
+		ANEW(ci, 1);
+		inference__model_sequence_batching__control_input__init(ci);
+		ci->name = (char *)jstr(e, "name");
+		ANEW(ci->control, 1);
+		ANEW(c, 1);
+		inference__model_sequence_batching__control__init(c);
+		c->kind = (Inference__ModelSequenceBatching__Control__Kind)enum_value(
+			&inference__model_sequence_batching__control__kind__descriptor, jstr(cj, "kind"), 0);
+		c->data_type = (Inference__DataType)enum_value(&inference__data_type__descriptor,
+							       jstr(cj, "data_type"), 0);
+		if ((v = json_object_get(cj, "int32_false_true"))) {
+			ANEW(c->int32_false_true, 2);
+			for (k = 0; k < 2; k++)
+				c->int32_false_true[k] = (int32_t)json_integer_value(json_array_get(v, k));
+			c->n_int32_false_true = 2;
+		} else if ((v = json_object_get(cj, "fp32_false_true"))) {
+			ANEW(c->fp32_false_true, 2);
+			for (k = 0; k < 2; k++)
+				c->fp32_false_true[k] = (float)json_number_value(json_array_get(v, k));
+			c->n_fp32_false_true = 2;
+		} else if ((v = json_object_get(cj, "bool_false_true"))) {
+			ANEW(c->bool_false_true, 2);
+			for (k = 0; k < 2; k++)
+				c->bool_false_true[k] = json_is_true(json_array_get(v, k));
+			c->n_bool_false_true = 2;
+		}
+		ci->control[ci->n_control++] = c;
+		b->control_input[b->n_control_input++] = ci;
+	}
+	arr = json_object_get(sb, "state");
+	ANEW(b->state, json_array_size(arr));
+	json_array_foreach(arr, i, e) {
+		Inference__ModelSequenceBatching__State *st;
+		Inference__ModelSequenceBatching__InitialState *is;
+		json_t *init = json_array_get(json_object_get(e, "initial_state"), 0);
+		json_t *dims = json_object_get(e, "dims"), *d;
+		size_t q;
+
+		ANEW(st, 1);
+		inference__model_sequence_batching__state__init(st);
+		st->input_name = (char *)jstr(e, "input_name");
+		st->output_name = (char *)jstr(e, "output_name");
+		st->data_type = (Inference__DataType)enum_value(&inference__data_type__descriptor,
+								jstr(e, "data_type"), 0);
+		ANEW(st->dims, json_array_size(dims));
+		json_array_foreach(dims, q, d)
+			st->dims[st->n_dims++] = json_integer_value(d);
+		ANEW(st->initial_state, 1);
+		ANEW(is, 1);
+		inference__model_sequence_batching__initial_state__init(is);
+		is->data_type = st->data_type;
+		is->name = (char *)jstr(init, "name");
+		dims = json_object_get(init, "dims");
+		ANEW(is->dims, json_array_size(dims));
+		json_array_foreach(dims, q, d)
+			is->dims[is->n_dims++] = json_integer_value(d);
+		is->state_data_case = INFERENCE__MODEL_SEQUENCE_BATCHING__INITIAL_STATE__STATE_DATA_ZERO_DATA;
+		is->zero_data = 1;
+		st->initial_state[st->n_initial_state++] = is;
+		b->state[b->n_state++] = st;
+	}
+	if ((strat = json_object_get(sb, "direct"))) {
+		ANEW(b->direct, 1);
+		inference__model_sequence_batching__strategy_direct__init(b->direct);
+		b->direct->max_queue_delay_microseconds = juint(strat, "max_queue_delay_microseconds");
+		b->direct->minimum_slot_utilization =
+			(float)json_number_value(json_object_get(strat, "minimum_slot_utilization"));
+		b->strategy_choice_case = INFERENCE__MODEL_SEQUENCE_BATCHING__STRATEGY_CHOICE_DIRECT;
+	} else if ((strat = json_object_get(sb, "oldest"))) {
+		json_t *pref = json_object_get(strat, "preferred_batch_size"), *v;
+
+		ANEW(b->oldest, 1);
+		inference__model_sequence_batching__strategy_oldest__init(b->oldest);
+		b->oldest->max_candidate_sequences =
+			(int32_t)json_integer_value(json_object_get(strat, "max_candidate_sequences"));
+		b->oldest->max_queue_delay_microseconds = juint(strat, "max_queue_delay_microseconds");
+		b->oldest->preserve_ordering = json_is_true(json_object_get(strat, "preserve_ordering"));
+		ANEW(b->oldest->preferred_batch_size, json_array_size(pref));
+		json_array_foreach(pref, i, v)
+			b->oldest->preferred_batch_size[b->oldest->n_preferred_batch_size++] =
+				(int32_t)json_integer_value(v);
+		b->strategy_choice_case = INFERENCE__MODEL_SEQUENCE_BATCHING__STRATEGY_CHOICE_OLDEST;
+	}
+#undef ANEW
+	return b;
+}
+
 /*
  * The config as REST GET .../config gives it (repository_model_config:
  * the config as used, completed from the model), as Triton's ModelConfig.
@@ -1806,6 +1943,11 @@ static void call_config(struct gstream *s, Inference__ModelConfigRequest *rq)
 		mc->scheduling_choice_case = INFERENCE__MODEL_CONFIG__SCHEDULING_CHOICE_DYNAMIC_BATCHING;
 	}
 
+	if ((db = json_object_get(j, "sequence_batching"))) {
+		if (!(mc->sequence_batching = sequence_batching(&a, db)))
+			goto oom;
+		mc->scheduling_choice_case = INFERENCE__MODEL_CONFIG__SCHEDULING_CHOICE_SEQUENCE_BATCHING;
+	}
 	db = json_object_get(json_object_get(j, "ensemble_scheduling"), "step");
 	if (db) {
 		Inference__ModelEnsembling *en;
@@ -2339,6 +2481,15 @@ static void answer_done(struct gconn *c)
 	subs = c->sub_done;
 	c->sub_done = NULL;
 	pthread_mutex_unlock(&c->lock);
+	/* Answer in the order they finished (pushed newest first): a sequence's stay in order. */
+	for (m = NULL; subs; ) {
+		struct gsub *nx = subs->next_done;
+
+		subs->next_done = m;
+		m = subs;
+		subs = nx;
+	}
+	subs = m;
 	while ((m = subs)) {
 		int closed, left;
 

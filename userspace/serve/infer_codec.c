@@ -604,6 +604,8 @@ int codec_decode(const char *body, size_t len, long long json_len,
 			}
 			req->timeout_us = (uint64_t)json_integer_value(v);
 		}
+		if (sequence_parse_params(params, req, err))
+			goto out;
 	}
 	inputs = json_object_get(root, "inputs");
 	if (!json_is_array(inputs) || !json_array_size(inputs)) {

@@ -9,6 +9,7 @@
 
 #include "metrics.h"
 #include "shm.h"
+#include "sequence.h"
 
 /* Seconds; the last bucket is +Inf. */
 static const double time_bounds[METRICS_TIME_BUCKETS] = {
@@ -98,6 +99,18 @@ void metrics_rejected(struct model_stats *s, int timeout)
 		s->rejected_timeout++;
 	else
 		s->rejected_queue_full++;
+	pthread_mutex_unlock(&s->lock);
+}
+
+void metrics_sequence(struct model_stats *s, int active_delta, unsigned started, unsigned ended,
+		      unsigned timed_out, unsigned rejected)
+{
+	pthread_mutex_lock(&s->lock);
+	s->seq_active += active_delta;
+	s->seq_started += started;
+	s->seq_ended += ended;
+	s->seq_timed_out += timed_out;
+	s->seq_rejected += rejected;
 	pthread_mutex_unlock(&s->lock);
 }
 
@@ -274,7 +287,8 @@ json_t *metrics_stats_json(const char *model, int64_t version)
 
 	pthread_mutex_lock(&registry_lock);
 	for (s = models; s; s = s->next) {
-		json_t *o, *batches;
+		json_t *o, *batches, *seq;
+		json_int_t seq_counts[5];
 		char v[32];
 		int k;
 
@@ -320,7 +334,27 @@ json_t *metrics_stats_json(const char *model, int64_t version)
 			json_object_set_new(is, "cache_hit", dur(&s->cache_hit));
 			json_object_set_new(is, "cache_miss", dur(&s->cache_miss));
 		}
+		seq_counts[0] = (json_int_t)(s->seq_active > 0 ? s->seq_active : 0);
+		seq_counts[1] = (json_int_t)s->seq_started;
+		seq_counts[2] = (json_int_t)s->seq_ended;
+		seq_counts[3] = (json_int_t)s->seq_timed_out;
+		seq_counts[4] = (json_int_t)s->seq_rejected;
 		pthread_mutex_unlock(&s->lock);
+		/* A sequence model's counters and live correlation ids (outside s->lock). */
+		seq = sequence_stats_json(s);
+		if (!seq && (seq_counts[1] || seq_counts[4]))
+			seq = json_object();
+		if (seq) {
+			json_object_set_new(seq, "active", json_integer(seq_counts[0]));
+			json_object_set_new(seq, "started", json_integer(seq_counts[1]));
+			json_object_set_new(seq, "ended", json_integer(seq_counts[2]));
+			json_object_set_new(seq, "timed_out", json_integer(seq_counts[3]));
+			json_object_set_new(seq, "rejected", json_integer(seq_counts[4]));
+			if (o)
+				json_object_set_new(o, "sequence_stats", seq);
+			else
+				json_decref(seq);
+		}
 		if (o)
 			json_array_append_new(arr, o);
 	}
@@ -357,7 +391,8 @@ static void help(FILE *f, const char *name, const char *type, const char *text)
 
 enum field { F_SUCCESS, F_FAIL, F_INFER_COUNT, F_EXEC_COUNT, F_REJ_FULL, F_REJ_TIMEOUT,
 	     F_CANCELLED, F_PENDING, F_COPIES, F_COPY_BYTES, F_CACHE_HITS, F_CACHE_MISSES,
-	     F_CACHE_ENTRIES, F_CACHE_BYTES, F_CACHE_EVICTIONS };
+	     F_CACHE_ENTRIES, F_CACHE_BYTES, F_CACHE_EVICTIONS,
+	     F_SEQ_ACTIVE, F_SEQ_STARTED, F_SEQ_ENDED, F_SEQ_TIMED_OUT, F_SEQ_REJECTED };
 
 static uint64_t field(const struct model_stats *s, enum field f)
 {
@@ -377,6 +412,11 @@ static uint64_t field(const struct model_stats *s, enum field f)
 	case F_CACHE_ENTRIES: return (uint64_t)(s->cache_entries > 0 ? s->cache_entries : 0);
 	case F_CACHE_BYTES: return (uint64_t)(s->cache_bytes > 0 ? s->cache_bytes : 0);
 	case F_CACHE_EVICTIONS: return s->cache_evictions;
+	case F_SEQ_ACTIVE: return (uint64_t)(s->seq_active > 0 ? s->seq_active : 0);
+	case F_SEQ_STARTED: return s->seq_started;
+	case F_SEQ_ENDED: return s->seq_ended;
+	case F_SEQ_TIMED_OUT: return s->seq_timed_out;
+	case F_SEQ_REJECTED: return s->seq_rejected;
 	}
 	return 0;
 }
@@ -513,6 +553,19 @@ char *metrics_render(size_t *len)
 	model_series(f, "npu_serve_cache_evictions_total", "counter",
 		     "The version's responses evicted from the response cache to make room.",
 		     F_CACHE_EVICTIONS);
+	model_series(f, "npu_serve_sequences_active", "gauge",
+		     "Live sequences of a sequence-batched model (correlation ids with state).",
+		     F_SEQ_ACTIVE);
+	model_series(f, "npu_serve_sequences_started_total", "counter",
+		     "Sequences started (requests with sequence_start).", F_SEQ_STARTED);
+	model_series(f, "npu_serve_sequences_ended_total", "counter",
+		     "Sequences ended by a request with sequence_end.", F_SEQ_ENDED);
+	model_series(f, "npu_serve_sequences_timed_out_total", "counter",
+		     "Sequences freed after max_sequence_idle_microseconds without a request.",
+		     F_SEQ_TIMED_OUT);
+	model_series(f, "npu_serve_sequence_requests_rejected_total", "counter",
+		     "Sequence requests refused: no or unknown correlation id, a START for a live one, the sequence or state bound.",
+		     F_SEQ_REJECTED);
 	histogram_series(f, "npu_serve_request_duration_seconds",
 			 "Whole request time, from arrival to the response.",
 			 offsetof(struct model_stats, h_request), time_bounds, METRICS_TIME_BUCKETS);

@@ -51,6 +51,9 @@ struct model_stats {
 	struct histogram h_request, h_queue, h_input, h_infer, h_output;
 	struct histogram h_batch;	/* batch sizes */
 	struct duration_stat batch_infer[METRICS_MAX_BATCH_STATS + 1];	/* [size] */
+	/* Sequence models (sequence.c): live now, and since the start. */
+	int64_t seq_active;
+	uint64_t seq_started, seq_ended, seq_timed_out, seq_rejected;
 	struct model_stats *next;
 };
 
@@ -63,6 +66,9 @@ void metrics_rejected(struct model_stats *s, int timeout);
 void metrics_cancelled(struct model_stats *s);
 /* Host copies of tensors a batch made (see model_stats.copies). */
 void metrics_copies(struct model_stats *s, uint64_t copies, uint64_t bytes);
+/* Sequences: live ones more (or fewer), started, ended, timed out, requests refused. */
+void metrics_sequence(struct model_stats *s, int active_delta, unsigned started, unsigned ended,
+		      unsigned timed_out, unsigned rejected);
 /* One request finished: queue and whole-request times. */
 void metrics_request(struct model_stats *s, int success, uint64_t queue_ns,
 		     uint64_t request_ns);

@@ -713,7 +713,8 @@ static int config_from_tree(struct model_config *c, const struct pbtxt_node *roo
 			if (parse_response_cache(x, f, c))
 				return SERVE_INVALID;
 		} else if (!strcmp(f->name, "sequence_batching")) {
-			return bad(x, f, "'%s' is not supported", f->name);
+			if (sequence_config_parse(c, f, x->origin, x->err))
+				return SERVE_INVALID;
 		} else {
 			int known = 0;
 
@@ -916,29 +917,34 @@ static int complete_side(struct model_config *c, const struct npu_model *m,
 		return serve_err(err, SERVE_INVALID, "the model has %zu %ss, more than %d",
 				 n, what, SERVE_MAX_IO);
 	if (!given || !*num) {
-		*num = n;
+		*num = 0;
 		for (i = 0; i < n; i++) {
 			struct npu_tensor_info info;
+			struct config_tensor *x = &t[*num];
 			int k;
 
 			if ((inputs ? npu_model_input_info(m, i, &info)
 				    : output_info(m, i, &info)) != NPU_OK)
 				return serve_err(err, SERVE_INTERNAL, "%s", npu_last_error());
-			memset(&t[i], 0, sizeof(t[i]));
-			snprintf(t[i].name, sizeof(t[i].name), "%s", info.name);
-			t[i].dtype = info.dtype;
+			/* The server feeds sequence controls and states itself. */
+			if (sequence_implicit_tensor(c, info.name, inputs))
+				continue;
+			(*num)++;
+			memset(x, 0, sizeof(*x));
+			snprintf(x->name, sizeof(x->name), "%s", info.name);
+			x->dtype = info.dtype;
 			if (info.rank < 0) {
-				t[i].rank = 1;
-				t[i].dims[0] = -1;
+				x->rank = 1;
+				x->dims[0] = -1;
 				continue;
 			}
 			if (b && info.rank < 1)
 				return serve_err(err, SERVE_INVALID,
 						 "max_batch_size is %d but %s '%s' has no batch dim",
 						 c->max_batch_size, what, info.name);
-			t[i].rank = info.rank - b;
-			for (k = 0; k < t[i].rank; k++)
-				t[i].dims[k] = info.dims[k + b];
+			x->rank = info.rank - b;
+			for (k = 0; k < x->rank; k++)
+				x->dims[k] = info.dims[k + b];
 		}
 		return SERVE_OK;
 	}
@@ -980,9 +986,21 @@ static int complete_side(struct model_config *c, const struct npu_model *m,
 						 "config %s '%s': dims[%d] is %" PRId64 " but the model has %" PRId64,
 						 what, t[j].name, k, t[j].dims[k], info.dims[k + b]);
 	}
-	if (inputs && *num != n)
-		return serve_err(err, SERVE_INVALID,
-				 "the config lists %zu inputs but the model has %zu", *num, n);
+	if (inputs) {
+		size_t implicit = 0;
+
+		for (i = 0; i < n; i++) {
+			struct npu_tensor_info info;
+
+			if (npu_model_input_info(m, i, &info) == NPU_OK &&
+			    sequence_implicit_tensor(c, info.name, 1))
+				implicit++;
+		}
+		if (*num + implicit != n)
+			return serve_err(err, SERVE_INVALID,
+					 "the config lists %zu inputs but the model has %zu%s", *num,
+					 n - implicit, implicit ? " besides the sequence controls and states" : "");
+	}
 	return SERVE_OK;
 }
 
@@ -1011,6 +1029,10 @@ int config_complete(struct model_config *c, const struct npu_model *m,
 				c->dynamic_batching = 1;
 		}
 	}
+	/* First: a control or state the model lacks says more than an input count. */
+	r = sequence_config_check(c, m, err);
+	if (r)
+		return r;
 	r = complete_side(c, m, 1, config_given, err);
 	if (r)
 		return r;
@@ -1094,6 +1116,8 @@ json_t *config_to_json(const struct model_config *c)
 		json_object_set_new(db, "priority_queue_policy", levels);
 		json_object_set_new(o, "dynamic_batching", db);
 	}
+	if (c->sequence.enabled)
+		json_object_set_new(o, "sequence_batching", sequence_config_json(&c->sequence));
 	ig = json_array();
 	for (i = 0; i < (size_t)(c->num_groups ? c->num_groups : 1); i++) {
 		json_t *g = json_pack("{s:i, s:s}", "count",

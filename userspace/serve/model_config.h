@@ -11,6 +11,7 @@
 #include <jansson.h>
 
 #include "serve.h"
+#include "sequence.h"
 
 #define CONFIG_MAX_PREFERRED 16
 #define CONFIG_MAX_LEVELS 16
@@ -107,6 +108,8 @@ struct model_config {
 	/* platform "ensemble": its steps (ensemble.c runs them). */
 	size_t num_steps;
 	struct ensemble_step steps[CONFIG_MAX_STEPS];
+
+	struct sequence_config sequence;	/* sequence_batching (sequence.c) */
 
 	size_t num_params;
 	char param_key[CONFIG_MAX_PARAMS][64];

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "panel.h"
+#include "sequence.h"
 
 #define LAT_MAX 2048		/* latencies kept per second per series */
 #define MAX_SPANS 64
@@ -619,7 +620,7 @@ json_t *panel_state_json(void)
 		json_t *t = json_array(), *rps = json_array(), *ips = json_array(),
 		       *p50 = json_array(), *p90 = json_array(), *p99 = json_array(),
 		       *q = json_array(), *ex = json_array(), *fl = json_array(),
-		       *rj = json_array(), *hist = json_object();
+		       *rj = json_array(), *hist = json_object(), *seqs;
 		char v[32];
 		int b;
 
@@ -635,6 +636,8 @@ json_t *panel_state_json(void)
 			json_array_append_new(fl, json_integer(RING(x->failures, x->head, x->count, k)));
 			json_array_append_new(rj, json_integer(RING(x->rejections, x->head, x->count, k)));
 		}
+		/* A sequence model's live correlation ids (taken before the stats lock). */
+		seqs = sequence_stats_json(x->s);
 		pthread_mutex_lock(&x->s->lock);
 		for (b = 1; b <= METRICS_MAX_BATCH_STATS; b++)
 			if (x->s->batch_infer[b].count) {
@@ -655,6 +658,9 @@ json_t *panel_state_json(void)
 			"p50_ms", p50, "p90_ms", p90, "p99_ms", p99, "queue", q, "executing", ex,
 			"failures", fl, "rejections", rj, "batch_sizes", hist));
 		pthread_mutex_unlock(&x->s->lock);
+		if (seqs)
+			json_object_set_new(json_array_get(series, json_array_size(series) - 1),
+					    "sequences", seqs);
 	}
 	for (d = devices; d; d = d->next) {
 		json_t *t = json_array(), *busy = json_array(), *npu = json_array(),

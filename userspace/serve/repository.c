@@ -582,6 +582,8 @@ static int load_version(struct repository *r, const char *name,
 			  name);
 	sl.default_max_queue_size = r->opts.default_max_queue_size;
 	sl.max_new_shapes_per_minute = r->opts.max_new_shapes_per_minute;
+	sl.max_sequences = r->opts.max_sequences;
+	sl.max_sequence_state_bytes = r->opts.max_sequence_state_bytes;
 	sl.shape_memory = mo.max_plans;	/* as many shapes as the plan cache holds */
 	st = scheduler_create(&mv->cfg, mv->model, mv->device, mv->stats, &sl, &mv->sched, err);
 	if (st) {

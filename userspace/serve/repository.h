@@ -36,6 +36,9 @@ struct repo_options {
 	/* Models with a variable dim: new input shapes (plans to compile) a
 	 * version takes per minute; 0: the default (60), -1: no limit. */
 	int max_new_shapes_per_minute;
+	/* Sequence models: live sequences and their state bytes per version
+	 * (0: SEQ_DEFAULT_MAX_SEQUENCES, SEQ_DEFAULT_MAX_STATE_BYTES). */
+	size_t max_sequences, max_sequence_state_bytes;
 };
 
 #define REPO_DEFAULT_MAX_QUEUE_SIZE 1024

@@ -9,6 +9,7 @@
  *   backend.c       models run by a backend library of C steps
  *                   (<npu/npu_serve_backend.h>) instead of the engine
  *   ensemble.c      ensemble_scheduling: steps run through their models' batchers
+ *   sequence.c      the sequence batcher's config, live sequences and state
  *   infer_codec.c   inference requests and responses (JSON + binary)
  *   bytes.c         BYTES tensors: Triton's serialized form, the engine's strings
  *   shm.c           the system shared-memory extension's regions

@@ -86,6 +86,10 @@ static void usage(FILE *out)
 		"  --shm-max-regions N        system shared memory regions clients may register\n"
 		"                             (default 64)\n"
 		"  --shm-max-bytes N          bytes of shared memory they may map in all (default 4 GiB)\n"
+		"  --max-sequences N          live sequences of a sequence_batching model version\n"
+		"                             (default 1024); a START over it answers 503\n"
+		"  --max-sequence-state-bytes N  implicit state bytes those sequences hold, per\n"
+		"                             version (default 67108864); over it: 503\n"
 		"  --port-file FILE           write 'http=', 'grpc=' and 'metrics=PORT' lines once listening\n"
 		"  --tls-cert FILE            serve HTTPS (and /metrics on --metrics-port) and gRPC over\n"
 		"                             TLS (ALPN h2) with this PEM certificate chain; needs --tls-key\n"
@@ -430,6 +434,14 @@ int main(int argc, char **argv)
 			if (parse_int(flag, val, 4096, 1L << 50, &x))
 				return 2;
 			shm_max_bytes = (uint64_t)x;
+		} else if (!strcmp(flag, "--max-sequences")) {
+			if (parse_int(flag, val, 1, 1L << 24, &x))
+				return 2;
+			ro.max_sequences = (size_t)x;
+		} else if (!strcmp(flag, "--max-sequence-state-bytes")) {
+			if (parse_int(flag, val, 1, 1L << 40, &x))
+				return 2;
+			ro.max_sequence_state_bytes = (size_t)x;
 		} else if (!strcmp(flag, "--port-file")) {
 			port_file = val;
 		} else if (!strcmp(flag, "--tls-cert") || !strcmp(flag, "--tls-key")) {

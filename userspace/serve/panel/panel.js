@@ -288,6 +288,20 @@ function drawModels(st) {
 	});
 }
 
+// Sequence models: their live correlation ids (sequence_stats of the model's statistics).
+function drawSequences(st) {
+	const box = el('sequences');
+	const lines = st.series.filter((s) => s.sequences).map((s) => {
+		const q = s.sequences, live = q.live || [];
+		const ids = live.slice(0, 32).map((e) => e.sequence_id + ' (' + e.requests + ' req, idle ' +
+			e.idle_ms + ' ms)').join(', ');
+		return seriesLabel(s) + ': ' + live.length + ' live sequence' + (live.length === 1 ? '' : 's') +
+			' of ' + q.max_sequences + ' (' + q.strategy + ')' + (ids ? ': ' + ids : '') +
+			(live.length > 32 ? ', ...' : '');
+	});
+	box.textContent = lines.length ? 'Sequences: ' + lines.join('; ') : '';
+}
+
 async function manageModel(name, op) {
 	const out = el('action-result');
 	const path = 'v2/repository/models/' + encodeURIComponent(name) + '/' + (op === 'unload' ? 'unload' : 'load');
@@ -356,6 +370,7 @@ async function poll() {
 			st.server.model_control_mode + (st.server.tls ? ', HTTPS' : '');
 		showTokenBoxes(st);
 		drawModels(st);
+		drawSequences(st);
 		drawModelCharts(st);
 		drawDeviceCharts(st);
 		drawTimeline(st);
