@@ -40,7 +40,23 @@ struct ensemble {
 
 	pthread_mutex_t lock;
 	pthread_cond_t idle;
-	int in_flight;
+	int in_flight;			/* runs started or waiting for their sequence */
+	struct ens_seq *seqs;		/* sequences with a run in flight */
+};
+
+/*
+ * A sequence's requests go through the ensemble one at a time, in order:
+ * a stateful step sees them in the order the client sent them even when
+ * an earlier step of the next one could finish first.
+ */
+#define ENS_SEQ_MAX_WAITING 64
+
+struct ens_seq {
+	uint64_t id;
+	char str[SERVE_NAME_MAX];
+	struct ens_run *wait_head, *wait_tail;	/* runs behind the one in flight */
+	size_t waiting;
+	struct ens_seq *next;
 };
 
 enum { STEP_WAITING, STEP_RUNNING, STEP_DONE };
@@ -49,6 +65,7 @@ enum { STEP_WAITING, STEP_RUNNING, STEP_DONE };
 struct ens_run {
 	struct ensemble *e;
 	struct infer_request *req;
+	struct ens_run *next_waiting;	/* in its sequence's queue */
 	pthread_mutex_t lock;
 	int running;
 	int failed;
@@ -360,11 +377,72 @@ static int asks(const struct infer_request *r, const char *name, int *binary)
 	return 0;
 }
 
+static int has_sequence(const struct infer_request *req)
+{
+	return req->seq_id || req->seq_str[0];
+}
+
+/* Under e->lock: the sequence's entry, or where to link a new one. */
+static struct ens_seq **find_seq(struct ensemble *e, uint64_t id, const char *str)
+{
+	struct ens_seq **pp;
+
+	for (pp = &e->seqs; *pp; pp = &(*pp)->next)
+		if ((*pp)->id == id && !strcmp((*pp)->str, str))
+			return pp;
+	return pp;
+}
+
+static int start_run(struct ens_run *run, char *err);
+
+/*
+ * A request of sequence (id, str) has left: start the sequence's next
+ * waiting run, or forget the sequence.
+ */
+static void sequence_next(struct ensemble *e, uint64_t id, const char *str)
+{
+	struct ens_seq **pp, *sq;
+	struct ens_run *next;
+	char err[SERVE_ERR_MAX];
+
+	if (!id && !str[0])
+		return;
+	for (;;) {
+		pthread_mutex_lock(&e->lock);
+		pp = find_seq(e, id, str);
+		sq = *pp;
+		next = sq ? sq->wait_head : NULL;
+		if (next) {
+			sq->wait_head = next->next_waiting;
+			if (!sq->wait_head)
+				sq->wait_tail = NULL;
+			sq->waiting--;
+		} else if (sq) {
+			*pp = sq->next;
+			free(sq);
+		}
+		pthread_mutex_unlock(&e->lock);
+		if (!next || !start_run(next, err))
+			return;
+		/* It could not start: it fails, and the one after it goes. */
+		next->req->status = serve_err(next->req->err, SERVE_UNAVAILABLE, "%s", err);
+		metrics_request(e->stats, 0, 0, serve_now_ns() - next->req->t_arrive);
+		next->req->done(next->req, next->req->done_arg);
+		run_free(next);
+		pthread_mutex_lock(&e->lock);
+		if (!--e->in_flight)
+			pthread_cond_broadcast(&e->idle);
+		pthread_mutex_unlock(&e->lock);
+	}
+}
+
 /* The last step is back: the ensemble's outputs to the request, and done. */
 static void finish(struct ens_run *run)
 {
 	struct ensemble *e = run->e;
 	struct infer_request *req = run->req;
+	char seq_str[SERVE_NAME_MAX];
+	uint64_t seq_id;
 	size_t i;
 
 	if (!run->failed) {
@@ -398,7 +476,11 @@ static void finish(struct ens_run *run)
 	}
 	metrics_request(e->stats, req->status == SERVE_OK, 0, serve_now_ns() - req->t_arrive);
 	run_free(run);
+	/* The front end may free the request in done(): its id first. */
+	seq_id = req->seq_id;
+	snprintf(seq_str, sizeof(seq_str), "%s", req->seq_str);
 	req->done(req, req->done_arg);
+	sequence_next(e, seq_id, seq_str);
 	pthread_mutex_lock(&e->lock);
 	if (!--e->in_flight)
 		pthread_cond_broadcast(&e->idle);
@@ -489,6 +571,11 @@ static int submit_step(struct ens_run *run, int i, char *err)
 	sreq->binary_output = 1;
 	sreq->priority = run->req->priority;
 	sreq->timeout_us = run->req->timeout_us;
+	/* A sequence's parameters go to every step, as Triton's ensembles do. */
+	sreq->seq_id = run->req->seq_id;
+	snprintf(sreq->seq_str, sizeof(sreq->seq_str), "%s", run->req->seq_str);
+	sreq->seq_start = run->req->seq_start;
+	sreq->seq_end = run->req->seq_end;
 	sreq->done = step_done;
 	sreq->done_arg = sr;
 	st = e->host->submit(e->host->arg, s->cfg->model, s->cfg->version, sreq, err);
@@ -571,11 +658,25 @@ static void step_done(struct infer_request *sreq, void *arg)
 	launch(run, which, n);
 }
 
+/* Queue the run's first steps; nothing runs on an error. */
+static int start_run(struct ens_run *run, char *err)
+{
+	int which[CONFIG_MAX_STEPS];
+	size_t n = take_ready(run, which);
+	int st;
+
+	/* The first step queued or not at all: then the caller answers. */
+	st = submit_step(run, which[0], err);
+	if (st)
+		return st;
+	launch(run, which + 1, n - 1);
+	return SERVE_OK;
+}
+
 int ensemble_enqueue(struct ensemble *e, struct infer_request *req, char *err)
 {
 	struct ens_run *run = calloc(1, sizeof(*run));
-	int which[CONFIG_MAX_STEPS];
-	size_t i, n;
+	size_t i;
 	int st;
 
 	if (!run)
@@ -589,21 +690,52 @@ int ensemble_enqueue(struct ensemble *e, struct infer_request *req, char *err)
 		run->have[i] = 1;
 	}
 	pthread_mutex_lock(&e->lock);
+	if (has_sequence(req)) {
+		struct ens_seq **pp = find_seq(e, req->seq_id, req->seq_str), *sq = *pp;
+
+		if (sq && sq->waiting >= ENS_SEQ_MAX_WAITING) {
+			pthread_mutex_unlock(&e->lock);
+			run_free(run);
+			return serve_err(err, SERVE_UNAVAILABLE,
+					 "ensemble '%s': %d requests of this sequence are already waiting",
+					 e->cfg->name, ENS_SEQ_MAX_WAITING);
+		}
+		if (sq) {
+			/* Behind the sequence's request in flight. */
+			if (sq->wait_tail)
+				sq->wait_tail->next_waiting = run;
+			else
+				sq->wait_head = run;
+			sq->wait_tail = run;
+			sq->waiting++;
+			e->in_flight++;
+			pthread_mutex_unlock(&e->lock);
+			return SERVE_OK;
+		}
+		sq = calloc(1, sizeof(*sq));
+		if (!sq) {
+			pthread_mutex_unlock(&e->lock);
+			run_free(run);
+			return serve_err(err, SERVE_INTERNAL, "out of memory");
+		}
+		sq->id = req->seq_id;
+		snprintf(sq->str, sizeof(sq->str), "%s", req->seq_str);
+		*pp = sq;
+	}
 	e->in_flight++;
 	pthread_mutex_unlock(&e->lock);
-	n = take_ready(run, which);
-	/* The first step queued or not at all: then the caller answers. */
-	st = submit_step(run, which[0], err);
+	st = start_run(run, err);
 	if (st) {
 		run_free(run);
+		metrics_request(e->stats, 0, 0, serve_now_ns() - req->t_arrive);
+		/* Its sequence's next waiting run (if one came meanwhile) goes. */
+		sequence_next(e, req->seq_id, req->seq_str);
 		pthread_mutex_lock(&e->lock);
 		if (!--e->in_flight)
 			pthread_cond_broadcast(&e->idle);
 		pthread_mutex_unlock(&e->lock);
-		metrics_request(e->stats, 0, 0, serve_now_ns() - req->t_arrive);
 		return st;
 	}
-	launch(run, which + 1, n - 1);
 	return SERVE_OK;
 }
 
