@@ -83,6 +83,19 @@ ensemble_scheduling {
 """
 
 
+NPU_ENS_CONFIG = """
+platform: "ensemble"
+input [ { name: "IN" data_type: TYPE_FP32 dims: [ -1, 16 ] } ]
+output [ { name: "OUT" data_type: TYPE_FP32 dims: [ -1, 16 ] } ]
+ensemble_scheduling {
+  step [
+    { model_name: "onnpu" input_map { key: "x0" value: "IN" } output_map { key: "y" value: "R" } },
+    { model_name: "scale16" input_map { key: "X" value: "R" } output_map { key: "Y" value: "OUT" } }
+  ]
+}
+"""
+
+
 def test_repo(repo):
     ts.onnx_model(f"{repo}/relu4/1/model.onnx", "Relu", 1, "N,4")
     write(f"{repo}/relu4/config.pbtxt", 'max_batch_size: 8\ndynamic_batching { }\n')
@@ -110,8 +123,19 @@ output [ { name: "L" data_type: TYPE_INT32 dims: [ -1 ] } ]
 backend: "test"
 parameters { key: "step" value: { string_value: "check" } }
 """)
+    # A step on the NPU simulator, the next on the CPU.
+    ts.onnx_model(f"{repo}/onnpu/1/model.onnx", "Relu", 1, "N,16")
+    write(f"{repo}/onnpu/config.pbtxt", ts.NPU_CONFIG)
+    write(f"{repo}/scale16/1/.keep", "")
+    write(f"{repo}/scale16/config.pbtxt", """
+backend: "test"
+input [ { name: "X" data_type: TYPE_FP32 dims: [ -1, 16 ] } ]
+output [ { name: "Y" data_type: TYPE_FP32 dims: [ -1, 16 ] } ]
+parameters { key: "step" value: { string_value: "scale" } }
+parameters { key: "factor" value: { string_value: "3" } }
+""")
     for name, cfg in (("ens", ENS_CONFIG), ("diamond", DIAMOND_CONFIG),
-                      ("checked", CHECKED_CONFIG)):
+                      ("checked", CHECKED_CONFIG), ("npu_then_cpu", NPU_ENS_CONFIG)):
         write(f"{repo}/{name}/1/.keep", "")
         write(f"{repo}/{name}/config.pbtxt", cfg)
 
@@ -172,6 +196,20 @@ def test_ensembles(s):
     out = (ts.jbody(b) or {}).get("outputs", [{}])[0]
     ok(st == 200 and out.get("data") == want, "and as binary length-prefixed elements",
        (st, b[:200]))
+
+    # Steps on different devices: int8 Relu on the simulator, then the C step.
+    v = ts.rand_vals(32, 5)
+    st1, _, direct = ts.infer(s.port, "onnpu", [("x0", "FP32", [2, 16], v)])
+    st2, js, vals = ts.infer(s.port, "npu_then_cpu", [("IN", "FP32", [2, 16], v)])
+    ok(st1 == 200 and st2 == 200 and vals["OUT"] == ts.f32([3 * a for a in direct["y"]]) and
+       direct["y"] != relu(v),
+       "a step on the NPU simulator (int8) then one on the CPU: 3 x the NPU model's own answer",
+       (st1, st2, js))
+    st, _, b = ts.request(s.port, "GET", "/metrics")
+    sim = [ln for ln in b.decode().splitlines()
+           if ln.startswith("npu_serve_device_cycles_total") and 'device="sim' in ln]
+    ok(st == 200 and sim and float(sim[0].split()[-1]) > 0,
+       "and the simulator's modeled cycles are in the metrics", sim)
 
     # Many at once: every answer its own.
     def one(k):
