@@ -381,6 +381,12 @@ BAD_BACKENDS = [
      "is TYPE_INT32 in the config but TYPE_FP32 in step 'check'"),
     ("create fails", 'backend: "test"\nparameters { key: "step" value: { string_value: "needs" } }\n',
      "parameter 'must' is missing"),
+    ("a state the step lacks", 'backend: "test"\n'
+     'parameters { key: "step" value: { string_value: "check" } }\n'
+     'sequence_batching { oldest { } state [ { input_name: "S" output_name: "S_OUT" '
+     'data_type: TYPE_FP32 dims: [ 4 ] initial_state { zero_data: true data_type: TYPE_FP32 '
+     'dims: [ 4 ] } } ] }\n',
+     "state input 'S': step 'check' has no TYPE_FP32 input of that name"),
     ("model_file outside", 'parameters { key: "model_file" value: { string_value: "../relu4/1/model.onnx" } }\n',
      "'..' is not allowed"),
     ("model_file absolute", 'parameters { key: "model_file" value: { string_value: "/etc/passwd" } }\n',
@@ -549,7 +555,7 @@ def test_wakeword(s):
     ch.close()
     # Without a sequence id: the stateful step says what is missing.
     st, msg = ww_post(s.port, "wakeword", [("AUDIO", streams[11][0])])
-    ok(st == 400 and "ww_audio" in str(msg) and "sequence_id" in str(msg),
+    ok(st == 400 and "ww_frames" in str(msg) and "sequence_id" in str(msg),
        "a chunk without sequence_id: 400 naming the step and the parameter", (st, msg))
 
 

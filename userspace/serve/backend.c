@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 
 #include "backend.h"
+#include "sequence.h"
 
 struct backend_model {
 	void *lib;
@@ -18,8 +19,6 @@ struct backend_model {
 	char name[SERVE_NAME_MAX];
 	char model_dir[4096];
 	const struct model_config *cfg;
-	/* Config order -> the step's declared order. */
-	size_t in_map[SERVE_MAX_IO], out_map[SERVE_MAX_IO];
 };
 
 struct npu_serve_context {
@@ -200,9 +199,13 @@ static int valid_backend_name(const char *s)
 	return i > 0 && i <= 48;
 }
 
-/* The config's tensors against the step's: complete them, or match them by name. */
+/*
+ * The config's tensors against the step's: complete them, or match them
+ * by name. A sequence model's control and state tensors are the step's
+ * but not the config's (the server sets them).
+ */
 static int match_side(struct model_config *cfg, const struct npu_serve_step *st, int inputs,
-		      size_t *map, char *err)
+		      char *err)
 {
 	const struct npu_serve_io *io = inputs ? st->inputs : st->outputs;
 	size_t nio = inputs ? st->num_inputs : st->num_outputs;
@@ -217,24 +220,29 @@ static int match_side(struct model_config *cfg, const struct npu_serve_step *st,
 	if (!*num) {
 		/* Completed from the step: any dims of its rank. */
 		for (i = 0; i < nio; i++) {
+			struct config_tensor *c = &t[*num];
+
+			if (sequence_implicit_tensor(cfg, io[i].name, inputs))
+				continue;
 			if (io[i].rank < 0)
 				return serve_err(err, SERVE_INVALID,
 						 "step '%s': %s '%s' takes any rank, so the config must list it with its dims",
 						 st->name, what, io[i].name);
-			memset(&t[i], 0, sizeof(t[i]));
-			snprintf(t[i].name, sizeof(t[i].name), "%s", io[i].name);
-			t[i].dtype = io[i].dtype;
-			t[i].rank = io[i].rank - (cfg->max_batch_size > 0);
-			for (j = 0; j < (size_t)t[i].rank; j++)
-				t[i].dims[j] = -1;
-			map[i] = i;
+			memset(c, 0, sizeof(*c));
+			snprintf(c->name, sizeof(c->name), "%s", io[i].name);
+			c->dtype = io[i].dtype;
+			c->rank = io[i].rank - (cfg->max_batch_size > 0);
+			for (j = 0; j < (size_t)c->rank; j++)
+				c->dims[j] = -1;
+			(*num)++;
 		}
-		*num = nio;
 		return SERVE_OK;
 	}
-	if (*num != nio)
+	for (i = j = 0; i < nio; i++)
+		j += !sequence_implicit_tensor(cfg, io[i].name, inputs);
+	if (*num != j)
 		return serve_err(err, SERVE_INVALID, "the config lists %zu %ss, step '%s' has %zu",
-				 *num, what, st->name, nio);
+				 *num, what, st->name, j);
 	for (i = 0; i < *num; i++) {
 		for (j = 0; j < nio && strcmp(io[j].name, t[i].name); j++)
 			;
@@ -250,9 +258,59 @@ static int match_side(struct model_config *cfg, const struct npu_serve_step *st,
 					 "%s '%s' has rank %d in the config (with the batch dim) but %d in step '%s'",
 					 what, t[i].name, t[i].rank + (cfg->max_batch_size > 0),
 					 io[j].rank, st->name);
-		map[i] = j;
 	}
 	return SERVE_OK;
+}
+
+static const struct npu_serve_io *find_io(const struct npu_serve_io *io, size_t n,
+					  const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (!strcmp(io[i].name, name))
+			return &io[i];
+	return NULL;
+}
+
+/* A sequence model's controls and states are the step's inputs and outputs. */
+static int match_sequence(const struct model_config *cfg, const struct npu_serve_step *st,
+			  char *err)
+{
+	const struct sequence_config *sc = &cfg->sequence;
+	const struct npu_serve_io *io;
+	size_t i;
+
+	for (i = 0; sc->enabled && i < sc->num_controls; i++) {
+		io = find_io(st->inputs, st->num_inputs, sc->controls[i].input);
+		if (!io || io->dtype != sc->controls[i].dtype)
+			return serve_err(err, SERVE_INVALID,
+					 "sequence_batching control input '%s': step '%s' has no %s input of that name",
+					 sc->controls[i].input, st->name,
+					 serve_config_dtype_name(sc->controls[i].dtype));
+	}
+	for (i = 0; sc->enabled && i < sc->num_states; i++) {
+		const struct seq_state *s = &sc->states[i];
+
+		io = find_io(st->inputs, st->num_inputs, s->input);
+		if (!io || io->dtype != s->dtype)
+			return serve_err(err, SERVE_INVALID,
+					 "sequence_batching state input '%s': step '%s' has no %s input of that name",
+					 s->input, st->name, serve_config_dtype_name(s->dtype));
+		io = find_io(st->outputs, st->num_outputs, s->output);
+		if (!io || io->dtype != s->dtype)
+			return serve_err(err, SERVE_INVALID,
+					 "sequence_batching state output '%s': step '%s' has no %s output of that name",
+					 s->output, st->name, serve_config_dtype_name(s->dtype));
+	}
+	return SERVE_OK;
+}
+
+int backend_output_index(const struct backend_model *m, const char *name)
+{
+	const struct npu_serve_io *io = find_io(m->step->outputs, m->step->num_outputs, name);
+
+	return io ? (int)(io - m->step->outputs) : -1;
 }
 
 int backend_model_open(struct model_config *cfg, const char *model_dir, const char *version_dir,
@@ -327,9 +385,13 @@ int backend_model_open(struct model_config *cfg, const char *model_dir, const ch
 			       cfg->backend, m->step->name);
 		goto fail;
 	}
-	st = match_side(cfg, m->step, 1, m->in_map, err);
+	st = sequence_config_check(cfg, NULL, err);
 	if (!st)
-		st = match_side(cfg, m->step, 0, m->out_map, err);
+		st = match_side(cfg, m->step, 1, err);
+	if (!st)
+		st = match_side(cfg, m->step, 0, err);
+	if (!st)
+		st = match_sequence(cfg, m->step, err);
 	if (st)
 		goto fail;
 	/* A batch's BYTES outputs would have to be split element by element. */
@@ -402,9 +464,14 @@ int backend_execute(struct backend_instance *in, const struct npu_host_tensor *i
 	memset(tin, 0, sizeof(tin));
 	memset(tout, 0, sizeof(tout));
 	for (i = 0; i < num_inputs; i++) {
-		struct npu_serve_tensor *t = &tin[m->in_map[i]];
+		const struct npu_serve_io *io = find_io(st->inputs, st->num_inputs, inputs[i].name);
+		struct npu_serve_tensor *t;
 
-		t->name = st->inputs[m->in_map[i]].name;
+		if (!io)
+			return serve_err(err, SERVE_INTERNAL, "step '%s' has no input '%s'", st->name,
+					 inputs[i].name);
+		t = &tin[io - st->inputs];
+		t->name = io->name;
 		t->dtype = inputs[i].dtype;
 		t->rank = inputs[i].rank;
 		memcpy(t->dims, inputs[i].dims, sizeof(t->dims));
@@ -425,7 +492,6 @@ int backend_execute(struct backend_instance *in, const struct npu_host_tensor *i
 			host_error(&ctx, "failed");
 		return r == NPU_SERVE_STEP_BAD_INPUT ? SERVE_INVALID : SERVE_INTERNAL;
 	}
-	for (i = 0; i < st->num_outputs; i++)
-		outs[i] = tout[m->out_map[i]];
+	memcpy(outs, tout, sizeof(tout[0]) * st->num_outputs);
 	return SERVE_OK;
 }

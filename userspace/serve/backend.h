@@ -30,9 +30,13 @@ void backend_model_close(struct backend_model *m);
 int backend_instance_create(struct backend_model *m, struct backend_instance **out, char *err);
 void backend_instance_destroy(struct backend_instance *in);
 
+/* The step's output 'name' (its index in backend_execute()'s outs), or -1. */
+int backend_output_index(const struct backend_model *m, const char *name);
+
 /*
- * Run one call on inputs in the config's order. On success output i (the
- * config's order) is in *outs[i] (data malloc'd, the caller frees it).
+ * Run one call on inputs found by name (the config's, and a sequence
+ * model's controls and states). On success the step's output k is in
+ * outs[k], its declared order (data malloc'd, the caller frees it).
  * Returns SERVE_OK, SERVE_INVALID (the step blamed the input) or
  * SERVE_INTERNAL, with the step's message in err.
  */

@@ -480,12 +480,13 @@ split:
 			struct npu_host_tensor out;
 			struct infer_tensor *res, *spec;
 			size_t per, want = 0;
-			int binary;
+			int binary, bi = 0;
 
 			if (!asks(s, r, i, &binary))
 				continue;
 			if (in->backend) {
-				out = bouts[i];
+				bi = backend_output_index(s->backend, cfg->outputs[i].name);
+				out = bouts[bi];
 			} else if (npu_session_output(in->session, s->out_index[i], &out) != NPU_OK) {
 				r->status = serve_err(r->err, SERVE_INTERNAL, "output '%s': %s",
 						      cfg->outputs[i].name, npu_last_error());
@@ -537,10 +538,11 @@ split:
 				res->data = pre[i];
 				pre[i] = NULL;
 				want = out.nbytes;
-			} else if (in->backend && !batching && bouts[i].data) {
+			} else if (in->backend && !batching && bouts[bi].data &&
+				   !sequence_implicit_tensor(cfg, cfg->outputs[i].name, 0)) {
 				/* A backend's output is the response's: handed over whole. */
-				res->data = bouts[i].data;
-				bouts[i].data = NULL;
+				res->data = bouts[bi].data;
+				bouts[bi].data = NULL;
 				want = out.nbytes;
 			} else if (batching) {
 				if (out.rank < 1 || out.dims[0] != total) {
@@ -614,13 +616,14 @@ out:
 	for (i = 0; i < SERVE_MAX_IO; i++) {
 		free(stacked[i]);
 		free(pre[i]);	/* not handed to a request (a failed run) */
-		free(bouts[i].data);	/* a backend's output nobody took */
 	}
 	if (s->seqs) {
 		pthread_mutex_lock(&s->lock);
-		sequence_batch_ran(s->seqs, in->session, reqs, n);
+		sequence_batch_ran(s->seqs, in->session, bouts, SERVE_MAX_IO, reqs, n);
 		pthread_mutex_unlock(&s->lock);
 	}
+	for (i = 0; i < SERVE_MAX_IO; i++)
+		free(bouts[i].data);	/* a backend's output nobody took */
 	for (j = 0; j < n; j++) {
 		struct sequence *sq = reqs[j]->sequence;
 		uint64_t now = serve_now_ns();

@@ -504,7 +504,8 @@ int sequence_config_check(const struct model_config *c, const struct npu_model *
 			return serve_err(err, SERVE_INVALID,
 					 "sequence_batching oldest: preferred_batch_size %" PRId64 " exceeds max_batch_size %d",
 					 sc->preferred[i], c->max_batch_size);
-	for (i = 0; i < sc->num_controls; i++) {
+	/* A backend model (m NULL) is checked against its step (backend.c). */
+	for (i = 0; m && i < sc->num_controls; i++) {
 		const struct seq_control *ctl = &sc->controls[i];
 
 		if (find_tensor(m, 1, ctl->input, &info) < 0)
@@ -521,7 +522,7 @@ int sequence_config_check(const struct model_config *c, const struct npu_model *
 					 "sequence_batching control input '%s' must have shape [1]%s in the model",
 					 ctl->input, b ? " after the batch dim" : "");
 	}
-	for (i = 0; i < sc->num_states; i++) {
+	for (i = 0; m && i < sc->num_states; i++) {
 		const struct seq_state *st = &sc->states[i];
 		int r;
 
@@ -744,7 +745,8 @@ int sequence_table_create(const struct model_config *cfg, struct npu_model *mode
 		t->lim.max_sequences = SEQ_DEFAULT_MAX_SEQUENCES;
 	if (!t->lim.max_state_bytes)
 		t->lim.max_state_bytes = SEQ_DEFAULT_MAX_STATE_BYTES;
-	for (i = 0; i < sc->num_states; i++) {
+	/* A backend's states are checked against its step (backend.c). */
+	for (i = 0; model && i < sc->num_states; i++) {
 		idx = find_tensor(model, 0, sc->states[i].output, &info);
 		if (idx < 0) {
 			free(t);
@@ -1223,7 +1225,22 @@ size_t sequence_state_outputs(const struct seq_table *t, const char **names, siz
 	return i;
 }
 
+/* A backend's output 'name' among its outputs (data set: it ran). */
+static int backend_out(const struct npu_host_tensor *outs, size_t num, const char *name,
+		       struct npu_host_tensor *out)
+{
+	size_t i;
+
+	for (i = 0; outs && i < num; i++)
+		if (outs[i].data && outs[i].name && !strcmp(outs[i].name, name)) {
+			*out = outs[i];
+			return 1;
+		}
+	return 0;
+}
+
 void sequence_batch_ran(struct seq_table *t, struct npu_session *session,
+			const struct npu_host_tensor *outs, size_t num_outs,
 			struct infer_request **reqs, size_t n)
 {
 	const struct sequence_config *sc = t->sc;
@@ -1239,7 +1256,8 @@ void sequence_batch_ran(struct seq_table *t, struct npu_session *session,
 			ok |= reqs[j]->status == SERVE_OK && reqs[j]->sequence;
 		if (!ok)
 			break;
-		if (npu_session_output(session, t->state_out[i], &out) != NPU_OK ||
+		if ((session ? npu_session_output(session, t->state_out[i], &out) != NPU_OK
+			     : !backend_out(outs, num_outs, sc->states[i].output, &out)) ||
 		    (b && (out.rank < 1 || out.dims[0] != (int64_t)n)) ||
 		    (out.dtype != sc->states[i].dtype)) {
 			for (j = 0; j < n; j++)

@@ -85,7 +85,10 @@ int sequence_config_parse(struct model_config *c, const struct pbtxt_node *n,
 			  const char *origin, char *err);
 /* Whether 'name' is a control or state input (inputs) or a state output. */
 int sequence_implicit_tensor(const struct model_config *c, const char *name, int inputs);
-/* Check the controls and states against the model (config_complete). */
+/*
+ * Check the controls and states against the model (config_complete); m
+ * NULL (a backend model): only what needs no model.
+ */
 int sequence_config_check(const struct model_config *c, const struct npu_model *m, char *err);
 /* "sequence_batching" for GET .../config. */
 json_t *sequence_config_json(const struct sequence_config *sc);
@@ -137,10 +140,12 @@ size_t sequence_form_batch(struct seq_table *t, int inst, struct infer_request *
 size_t sequence_state_outputs(const struct seq_table *t, const char **names, size_t max);
 /*
  * After the run of batch 'reqs' (before their completion): keep each
- * successful request's state output as its sequence's next state, take
- * out the inputs the table added.
+ * successful request's state output as its sequence's next state (from
+ * the session, or for a backend model (session NULL) from its outputs
+ * 'outs', found by name), take out the inputs the table added.
  */
 void sequence_batch_ran(struct seq_table *t, struct npu_session *session,
+			const struct npu_host_tensor *outs, size_t num_outs,
 			struct infer_request **reqs, size_t n);
 /* After a request of 'seq' completed: the sequence may run its next one. */
 void sequence_release(struct seq_table *t, struct sequence *seq, uint64_t now);
