@@ -30,82 +30,6 @@ const char *config_param(const struct model_config *c, const char *key)
 
 /* ---- From the field tree ------------------------------------------------ */
 
-struct ctx {
-	const char *origin;
-	char *err;
-};
-
-static int bad(struct ctx *x, const struct pbtxt_node *n, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static int bad(struct ctx *x, const struct pbtxt_node *n, const char *fmt, ...)
-{
-	va_list ap;
-	int k;
-
-	if (n && n->line > 0)
-		k = snprintf(x->err, SERVE_ERR_MAX, "%s:%d:%d: ", x->origin, n->line, n->col);
-	else
-		k = snprintf(x->err, SERVE_ERR_MAX, "%s: ", x->origin);
-	if (k < 0 || k >= SERVE_ERR_MAX)
-		return SERVE_INVALID;
-	va_start(ap, fmt);
-	vsnprintf(x->err + k, SERVE_ERR_MAX - (size_t)k, fmt, ap);
-	va_end(ap);
-	return SERVE_INVALID;
-}
-
-static int want_kind(struct ctx *x, const struct pbtxt_node *n, int message)
-{
-	if (message && n->kind != PBTXT_MESSAGE)
-		return bad(x, n, "'%s' must be a message ({ ... })", n->name);
-	if (!message && n->kind == PBTXT_MESSAGE)
-		return bad(x, n, "'%s' must be a value, not a message", n->name);
-	return 0;
-}
-
-static int get_int(struct ctx *x, const struct pbtxt_node *n, int64_t lo,
-		   int64_t hi, int64_t *out)
-{
-	char *end;
-	long long v;
-
-	if (want_kind(x, n, 0))
-		return SERVE_INVALID;
-	errno = 0;
-	v = strtoll(n->text, &end, 0);
-	if (errno || end == n->text || *end)
-		return bad(x, n, "'%s': '%s' is not an integer", n->name, n->text);
-	if (v < lo || v > hi)
-		return bad(x, n, "'%s': %lld is outside [%" PRId64 ", %" PRId64 "]",
-			   n->name, v, lo, hi);
-	*out = v;
-	return 0;
-}
-
-static int get_bool(struct ctx *x, const struct pbtxt_node *n, int *out)
-{
-	if (want_kind(x, n, 0))
-		return SERVE_INVALID;
-	if (!strcmp(n->text, "true") || !strcmp(n->text, "True") || !strcmp(n->text, "1"))
-		*out = 1;
-	else if (!strcmp(n->text, "false") || !strcmp(n->text, "False") || !strcmp(n->text, "0"))
-		*out = 0;
-	else
-		return bad(x, n, "'%s': '%s' is not true or false", n->name, n->text);
-	return 0;
-}
-
-static int get_str(struct ctx *x, const struct pbtxt_node *n, char *out, size_t size)
-{
-	if (want_kind(x, n, 0))
-		return SERVE_INVALID;
-	if (n->text_len >= size || strlen(n->text) != n->text_len)
-		return bad(x, n, "'%s': the string is too long or holds a NUL", n->name);
-	memcpy(out, n->text, n->text_len + 1);
-	return 0;
-}
-
 /* Fields Triton's ModelConfig has that we accept and ignore. */
 static const char *const ignored_fields[] = {
 	"optimization", "model_warmup", "model_operations",
@@ -114,37 +38,37 @@ static const char *const ignored_fields[] = {
 	"batch_input", "batch_output",
 };
 
-static int parse_tensor(struct ctx *x, const struct pbtxt_node *n,
+static int parse_tensor(struct pbtxt_ctx *x, const struct pbtxt_node *n,
 			struct config_tensor *t)
 {
 	const struct pbtxt_node *f;
 	int have_name = 0, have_type = 0, have_dims = 0;
 
-	if (want_kind(x, n, 1))
+	if (pbtxt_want(x, n, 1))
 		return SERVE_INVALID;
 	memset(t, 0, sizeof(*t));
 	for (f = n->child; f; f = f->next) {
 		if (!strcmp(f->name, "name")) {
-			if (get_str(x, f, t->name, sizeof(t->name)))
+			if (pbtxt_str(x, f, t->name, sizeof(t->name)))
 				return SERVE_INVALID;
 			have_name = 1;
 		} else if (!strcmp(f->name, "data_type")) {
-			if (want_kind(x, f, 0))
+			if (pbtxt_want(x, f, 0))
 				return SERVE_INVALID;
 			t->dtype = serve_config_dtype_parse(f->text);
 			if (t->dtype == NPU_TYPE_UNDEFINED)
-				return bad(x, f, "'data_type': '%s' is not a supported type (TYPE_FP32, TYPE_INT64, ...)",
+				return pbtxt_bad(x, f, "'data_type': '%s' is not a supported type (TYPE_FP32, TYPE_INT64, ...)",
 					   f->text);
 			have_type = 1;
 		} else if (!strcmp(f->name, "dims")) {
 			int64_t v;
 
 			if (t->rank >= NPU_MODEL_MAX_RANK)
-				return bad(x, f, "'dims': more than %d dims", NPU_MODEL_MAX_RANK);
-			if (get_int(x, f, -1, INT32_MAX, &v))
+				return pbtxt_bad(x, f, "'dims': more than %d dims", NPU_MODEL_MAX_RANK);
+			if (pbtxt_int(x, f, -1, INT32_MAX, &v))
 				return SERVE_INVALID;
 			if (v == 0)
-				return bad(x, f, "'dims': 0 is not a valid dim (-1 means any)");
+				return pbtxt_bad(x, f, "'dims': 0 is not a valid dim (-1 means any)");
 			t->dims[t->rank++] = v;
 			have_dims = 1;
 		} else if (!strcmp(f->name, "format") || !strcmp(f->name, "optional") ||
@@ -152,84 +76,84 @@ static int parse_tensor(struct ctx *x, const struct pbtxt_node *n,
 			   !strcmp(f->name, "label_filename")) {
 			/* accepted, no effect */
 		} else if (!strcmp(f->name, "reshape") || !strcmp(f->name, "is_shape_tensor")) {
-			return bad(x, f, "'%s' is not supported", f->name);
+			return pbtxt_bad(x, f, "'%s' is not supported", f->name);
 		} else {
-			return bad(x, f, "unknown field '%s' in '%s'", f->name, n->name);
+			return pbtxt_bad(x, f, "unknown field '%s' in '%s'", f->name, n->name);
 		}
 	}
 	if (!have_name)
-		return bad(x, n, "'%s' without a 'name'", n->name);
+		return pbtxt_bad(x, n, "'%s' without a 'name'", n->name);
 	if (!have_type)
-		return bad(x, n, "'%s' '%s' without a 'data_type'", n->name, t->name);
+		return pbtxt_bad(x, n, "'%s' '%s' without a 'data_type'", n->name, t->name);
 	(void)have_dims;	/* no dims: a scalar (or only the batch dim) */
 	return 0;
 }
 
-static int parse_queue_policy(struct ctx *x, const struct pbtxt_node *n,
+static int parse_queue_policy(struct pbtxt_ctx *x, const struct pbtxt_node *n,
 			      struct queue_policy *q)
 {
 	const struct pbtxt_node *f;
 	int64_t v;
 
-	if (want_kind(x, n, 1))
+	if (pbtxt_want(x, n, 1))
 		return SERVE_INVALID;
 	for (f = n->child; f; f = f->next) {
 		if (!strcmp(f->name, "max_queue_size")) {
-			if (get_int(x, f, 0, INT32_MAX, &v))
+			if (pbtxt_int(x, f, 0, INT32_MAX, &v))
 				return SERVE_INVALID;
 			q->max_queue_size = (uint64_t)v;
 		} else if (!strcmp(f->name, "default_timeout_microseconds")) {
-			if (get_int(x, f, 0, INT64_MAX, &v))
+			if (pbtxt_int(x, f, 0, INT64_MAX, &v))
 				return SERVE_INVALID;
 			q->default_timeout_us = (uint64_t)v;
 		} else if (!strcmp(f->name, "allow_timeout_override")) {
-			if (get_bool(x, f, &q->allow_timeout_override))
+			if (pbtxt_bool(x, f, &q->allow_timeout_override))
 				return SERVE_INVALID;
 		} else if (!strcmp(f->name, "timeout_action")) {
-			if (want_kind(x, f, 0))
+			if (pbtxt_want(x, f, 0))
 				return SERVE_INVALID;
 			if (!strcmp(f->text, "REJECT"))
 				q->timeout_action_delay = 0;
 			else if (!strcmp(f->text, "DELAY"))
 				q->timeout_action_delay = 1;
 			else
-				return bad(x, f, "'timeout_action': '%s' is not REJECT or DELAY", f->text);
+				return pbtxt_bad(x, f, "'timeout_action': '%s' is not REJECT or DELAY", f->text);
 		} else {
-			return bad(x, f, "unknown field '%s' in '%s'", f->name, n->name);
+			return pbtxt_bad(x, f, "unknown field '%s' in '%s'", f->name, n->name);
 		}
 	}
 	return 0;
 }
 
-static int parse_dynamic_batching(struct ctx *x, const struct pbtxt_node *n,
+static int parse_dynamic_batching(struct pbtxt_ctx *x, const struct pbtxt_node *n,
 				  struct model_config *c)
 {
 	const struct pbtxt_node *f, *g;
 	int64_t v;
 
-	if (want_kind(x, n, 1))
+	if (pbtxt_want(x, n, 1))
 		return SERVE_INVALID;
 	c->dynamic_batching = 1;
 	for (f = n->child; f; f = f->next) {
 		if (!strcmp(f->name, "preferred_batch_size")) {
 			if (c->num_preferred >= CONFIG_MAX_PREFERRED)
-				return bad(x, f, "more than %d preferred_batch_size", CONFIG_MAX_PREFERRED);
-			if (get_int(x, f, 1, INT32_MAX, &v))
+				return pbtxt_bad(x, f, "more than %d preferred_batch_size", CONFIG_MAX_PREFERRED);
+			if (pbtxt_int(x, f, 1, INT32_MAX, &v))
 				return SERVE_INVALID;
 			c->preferred[c->num_preferred++] = v;
 		} else if (!strcmp(f->name, "max_queue_delay_microseconds")) {
-			if (get_int(x, f, 0, INT64_MAX / 1000, &v))
+			if (pbtxt_int(x, f, 0, INT64_MAX / 1000, &v))
 				return SERVE_INVALID;
 			c->max_queue_delay_us = (uint64_t)v;
 		} else if (!strcmp(f->name, "preserve_ordering")) {
-			if (get_bool(x, f, &c->preserve_ordering))
+			if (pbtxt_bool(x, f, &c->preserve_ordering))
 				return SERVE_INVALID;
 		} else if (!strcmp(f->name, "priority_levels")) {
-			if (get_int(x, f, 0, CONFIG_MAX_LEVELS, &v))
+			if (pbtxt_int(x, f, 0, CONFIG_MAX_LEVELS, &v))
 				return SERVE_INVALID;
 			c->priority_levels = (int)v;
 		} else if (!strcmp(f->name, "default_priority_level")) {
-			if (get_int(x, f, 0, CONFIG_MAX_LEVELS, &v))
+			if (pbtxt_int(x, f, 0, CONFIG_MAX_LEVELS, &v))
 				return SERVE_INVALID;
 			c->default_priority_level = (int)v;
 		} else if (!strcmp(f->name, "default_queue_policy")) {
@@ -240,138 +164,138 @@ static int parse_dynamic_batching(struct ctx *x, const struct pbtxt_node *n,
 			int64_t key = -1;
 			const struct pbtxt_node *val = NULL;
 
-			if (want_kind(x, f, 1))
+			if (pbtxt_want(x, f, 1))
 				return SERVE_INVALID;
 			for (g = f->child; g; g = g->next) {
 				if (!strcmp(g->name, "key")) {
-					if (get_int(x, g, 1, CONFIG_MAX_LEVELS, &key))
+					if (pbtxt_int(x, g, 1, CONFIG_MAX_LEVELS, &key))
 						return SERVE_INVALID;
 				} else if (!strcmp(g->name, "value")) {
 					val = g;
 				} else {
-					return bad(x, g, "unknown field '%s' in 'priority_queue_policy'", g->name);
+					return pbtxt_bad(x, g, "unknown field '%s' in 'priority_queue_policy'", g->name);
 				}
 			}
 			if (key < 0 || !val)
-				return bad(x, f, "'priority_queue_policy' needs a 'key' and a 'value'");
+				return pbtxt_bad(x, f, "'priority_queue_policy' needs a 'key' and a 'value'");
 			memset(&c->level_policy[key], 0, sizeof(c->level_policy[key]));
 			if (parse_queue_policy(x, val, &c->level_policy[key]))
 				return SERVE_INVALID;
 			c->level_policy_set[key] = 1;
 		} else {
-			return bad(x, f, "unknown field '%s' in 'dynamic_batching'", f->name);
+			return pbtxt_bad(x, f, "unknown field '%s' in 'dynamic_batching'", f->name);
 		}
 	}
 	if (c->priority_levels && (c->default_priority_level < 1 ||
 				   c->default_priority_level > c->priority_levels))
-		return bad(x, n, "'default_priority_level' %d must be in [1, priority_levels %d]",
+		return pbtxt_bad(x, n, "'default_priority_level' %d must be in [1, priority_levels %d]",
 			   c->default_priority_level, c->priority_levels);
 	return 0;
 }
 
-static int parse_version_policy(struct ctx *x, const struct pbtxt_node *n,
+static int parse_version_policy(struct pbtxt_ctx *x, const struct pbtxt_node *n,
 				struct model_config *c)
 {
 	const struct pbtxt_node *f, *g;
 	int64_t v;
 
-	if (want_kind(x, n, 1))
+	if (pbtxt_want(x, n, 1))
 		return SERVE_INVALID;
 	for (f = n->child; f; f = f->next) {
-		if (want_kind(x, f, 1))
+		if (pbtxt_want(x, f, 1))
 			return SERVE_INVALID;
 		if (!strcmp(f->name, "latest")) {
 			c->vp_kind = VP_LATEST;
 			c->vp_latest = 1;
 			for (g = f->child; g; g = g->next) {
 				if (strcmp(g->name, "num_versions"))
-					return bad(x, g, "unknown field '%s' in 'latest'", g->name);
-				if (get_int(x, g, 1, 1000, &v))
+					return pbtxt_bad(x, g, "unknown field '%s' in 'latest'", g->name);
+				if (pbtxt_int(x, g, 1, 1000, &v))
 					return SERVE_INVALID;
 				c->vp_latest = (int)v;
 			}
 		} else if (!strcmp(f->name, "all")) {
 			c->vp_kind = VP_ALL;
 			if (f->child)
-				return bad(x, f->child, "unknown field '%s' in 'all'", f->child->name);
+				return pbtxt_bad(x, f->child, "unknown field '%s' in 'all'", f->child->name);
 		} else if (!strcmp(f->name, "specific")) {
 			c->vp_kind = VP_SPECIFIC;
 			c->vp_count = 0;
 			for (g = f->child; g; g = g->next) {
 				if (strcmp(g->name, "versions"))
-					return bad(x, g, "unknown field '%s' in 'specific'", g->name);
+					return pbtxt_bad(x, g, "unknown field '%s' in 'specific'", g->name);
 				if (c->vp_count >= CONFIG_MAX_VERSIONS)
-					return bad(x, g, "more than %d versions", CONFIG_MAX_VERSIONS);
-				if (get_int(x, g, 1, INT64_MAX, &v))
+					return pbtxt_bad(x, g, "more than %d versions", CONFIG_MAX_VERSIONS);
+				if (pbtxt_int(x, g, 1, INT64_MAX, &v))
 					return SERVE_INVALID;
 				c->vp_versions[c->vp_count++] = v;
 			}
 			if (!c->vp_count)
-				return bad(x, f, "'specific' lists no 'versions'");
+				return pbtxt_bad(x, f, "'specific' lists no 'versions'");
 		} else {
-			return bad(x, f, "unknown version policy '%s' (latest, all, specific)", f->name);
+			return pbtxt_bad(x, f, "unknown version policy '%s' (latest, all, specific)", f->name);
 		}
 	}
 	return 0;
 }
 
 /* instance_group's rate_limiter { resources { name count global } priority } */
-static int parse_rate_limiter(struct ctx *x, const struct pbtxt_node *n,
+static int parse_rate_limiter(struct pbtxt_ctx *x, const struct pbtxt_node *n,
 			      struct model_config *c, int g)
 {
 	const struct pbtxt_node *f, *r;
 	int64_t v;
 
-	if (want_kind(x, n, 1))
+	if (pbtxt_want(x, n, 1))
 		return SERVE_INVALID;
 	for (f = n->child; f; f = f->next) {
 		if (!strcmp(f->name, "priority")) {
-			if (get_int(x, f, 0, UINT32_MAX, &v))
+			if (pbtxt_int(x, f, 0, UINT32_MAX, &v))
 				return SERVE_INVALID;
 			c->group_priority[g] = (uint32_t)v;
 		} else if (!strcmp(f->name, "resources")) {
 			struct config_resource *res;
 			int k, have_count = 0;
 
-			if (want_kind(x, f, 1))
+			if (pbtxt_want(x, f, 1))
 				return SERVE_INVALID;
 			if (c->group_num_resources[g] == CONFIG_MAX_RESOURCES)
-				return bad(x, f, "more than %d rate_limiter resources", CONFIG_MAX_RESOURCES);
+				return pbtxt_bad(x, f, "more than %d rate_limiter resources", CONFIG_MAX_RESOURCES);
 			res = &c->group_resources[g][c->group_num_resources[g]];
 			memset(res, 0, sizeof(*res));
 			for (r = f->child; r; r = r->next) {
 				if (!strcmp(r->name, "name")) {
-					if (get_str(x, r, res->name, sizeof(res->name)))
+					if (pbtxt_str(x, r, res->name, sizeof(res->name)))
 						return SERVE_INVALID;
 				} else if (!strcmp(r->name, "global")) {
-					if (get_bool(x, r, &res->global))
+					if (pbtxt_bool(x, r, &res->global))
 						return SERVE_INVALID;
 				} else if (!strcmp(r->name, "count")) {
-					if (get_int(x, r, 0, UINT32_MAX, &v))
+					if (pbtxt_int(x, r, 0, UINT32_MAX, &v))
 						return SERVE_INVALID;
 					res->count = (uint32_t)v;
 					have_count = 1;
 				} else {
-					return bad(x, r, "unknown field '%s' in 'resources'", r->name);
+					return pbtxt_bad(x, r, "unknown field '%s' in 'resources'", r->name);
 				}
 			}
 			if (!res->name[0])
-				return bad(x, f, "a rate_limiter resource without a 'name'");
+				return pbtxt_bad(x, f, "a rate_limiter resource without a 'name'");
 			if (!have_count)
-				return bad(x, f, "rate_limiter resource '%s' without a 'count'", res->name);
+				return pbtxt_bad(x, f, "rate_limiter resource '%s' without a 'count'", res->name);
 			for (k = 0; k < c->group_num_resources[g]; k++)
 				if (!strcmp(c->group_resources[g][k].name, res->name))
-					return bad(x, f, "rate_limiter resource '%s' is listed twice",
+					return pbtxt_bad(x, f, "rate_limiter resource '%s' is listed twice",
 						   res->name);
 			c->group_num_resources[g]++;
 		} else {
-			return bad(x, f, "unknown field '%s' in 'rate_limiter'", f->name);
+			return pbtxt_bad(x, f, "unknown field '%s' in 'rate_limiter'", f->name);
 		}
 	}
 	return 0;
 }
 
-static int parse_instance_group(struct ctx *x, const struct pbtxt_node *n,
+static int parse_instance_group(struct pbtxt_ctx *x, const struct pbtxt_node *n,
 				struct model_config *c, int *groups)
 {
 	const struct pbtxt_node *f;
@@ -379,28 +303,28 @@ static int parse_instance_group(struct ctx *x, const struct pbtxt_node *n,
 	uint64_t gpus = 0;
 	enum instance_kind kind = KIND_AUTO;
 
-	if (want_kind(x, n, 1))
+	if (pbtxt_want(x, n, 1))
 		return SERVE_INVALID;
 	if (*groups == CONFIG_MAX_GROUPS)
-		return bad(x, n, "more than %d instance groups", CONFIG_MAX_GROUPS);
+		return pbtxt_bad(x, n, "more than %d instance groups", CONFIG_MAX_GROUPS);
 	c->group_num_resources[*groups] = 0;
 	c->group_priority[*groups] = 0;
 	for (f = n->child; f; f = f->next) {
 		if (!strcmp(f->name, "count")) {
-			if (get_int(x, f, 1, 64, &count))
+			if (pbtxt_int(x, f, 1, 64, &count))
 				return SERVE_INVALID;
 		} else if (!strcmp(f->name, "gpus")) {
 			/* The NPUs of the server's --device set, by index. */
-			if (get_int(x, f, 0, NPU_DEVICE_SET_MAX - 1, &gpu))
+			if (pbtxt_int(x, f, 0, NPU_DEVICE_SET_MAX - 1, &gpu))
 				return SERVE_INVALID;
 			if (gpus >> gpu & 1)
-				return bad(x, f, "'gpus': device %" PRId64 " is listed twice", gpu);
+				return pbtxt_bad(x, f, "'gpus': device %" PRId64 " is listed twice", gpu);
 			gpus |= 1ull << gpu;
 		} else if (!strcmp(f->name, "rate_limiter")) {
 			if (parse_rate_limiter(x, f, c, *groups))
 				return SERVE_INVALID;
 		} else if (!strcmp(f->name, "kind")) {
-			if (want_kind(x, f, 0))
+			if (pbtxt_want(x, f, 0))
 				return SERVE_INVALID;
 			if (!strcmp(f->text, "KIND_CPU"))
 				kind = KIND_CPU;
@@ -414,7 +338,7 @@ static int parse_instance_group(struct ctx *x, const struct pbtxt_node *n,
 					  x->origin, f->line, f->col, f->text);
 				kind = KIND_AUTO;
 			} else
-				return bad(x, f, "'kind': '%s' is not supported (KIND_CPU, KIND_NPU, KIND_AUTO, KIND_GPU)",
+				return pbtxt_bad(x, f, "'kind': '%s' is not supported (KIND_CPU, KIND_NPU, KIND_AUTO, KIND_GPU)",
 					   f->text);
 		} else if (!strcmp(f->name, "name") ||
 			   !strcmp(f->name, "profile") || !strcmp(f->name, "passive") ||
@@ -422,17 +346,17 @@ static int parse_instance_group(struct ctx *x, const struct pbtxt_node *n,
 			   !strcmp(f->name, "secondary_devices")) {
 			/* accepted, no effect */
 		} else {
-			return bad(x, f, "unknown field '%s' in 'instance_group'", f->name);
+			return pbtxt_bad(x, f, "unknown field '%s' in 'instance_group'", f->name);
 		}
 	}
 	if (*groups && kind != c->kind)
-		return bad(x, n, "instance groups of different kinds are not supported");
+		return pbtxt_bad(x, n, "instance groups of different kinds are not supported");
 	if (gpus && kind == KIND_CPU)
-		return bad(x, n, "'gpus' places instances on NPUs: not with KIND_CPU");
+		return pbtxt_bad(x, n, "'gpus' places instances on NPUs: not with KIND_CPU");
 	c->kind = kind;
 	c->instance_count = (*groups ? c->instance_count : 0) + (int)count;
 	if (c->instance_count > 64)
-		return bad(x, n, "more than 64 instances");
+		return pbtxt_bad(x, n, "more than 64 instances");
 	c->group_count[*groups] = (int)count;
 	c->group_gpus[*groups] = gpus;
 	(*groups)++;
@@ -440,38 +364,38 @@ static int parse_instance_group(struct ctx *x, const struct pbtxt_node *n,
 	return 0;
 }
 
-static int parse_parameter(struct ctx *x, const struct pbtxt_node *n,
+static int parse_parameter(struct pbtxt_ctx *x, const struct pbtxt_node *n,
 			   struct model_config *c)
 {
 	const struct pbtxt_node *f, *g;
 	char key[64] = "", value[256] = "";
 	int have_value = 0;
 
-	if (want_kind(x, n, 1))
+	if (pbtxt_want(x, n, 1))
 		return SERVE_INVALID;
 	for (f = n->child; f; f = f->next) {
 		if (!strcmp(f->name, "key")) {
-			if (get_str(x, f, key, sizeof(key)))
+			if (pbtxt_str(x, f, key, sizeof(key)))
 				return SERVE_INVALID;
 		} else if (!strcmp(f->name, "value")) {
-			if (want_kind(x, f, 1))
+			if (pbtxt_want(x, f, 1))
 				return SERVE_INVALID;
 			for (g = f->child; g; g = g->next) {
 				if (strcmp(g->name, "string_value"))
-					return bad(x, g, "unknown field '%s' in a parameter value (string_value)",
+					return pbtxt_bad(x, g, "unknown field '%s' in a parameter value (string_value)",
 						   g->name);
-				if (get_str(x, g, value, sizeof(value)))
+				if (pbtxt_str(x, g, value, sizeof(value)))
 					return SERVE_INVALID;
 				have_value = 1;
 			}
 		} else {
-			return bad(x, f, "unknown field '%s' in 'parameters'", f->name);
+			return pbtxt_bad(x, f, "unknown field '%s' in 'parameters'", f->name);
 		}
 	}
 	if (!key[0] || !have_value)
-		return bad(x, n, "'parameters' needs a 'key' and a 'value { string_value: ... }'");
+		return pbtxt_bad(x, n, "'parameters' needs a 'key' and a 'value { string_value: ... }'");
 	if (c->num_params >= CONFIG_MAX_PARAMS)
-		return bad(x, n, "more than %d parameters", CONFIG_MAX_PARAMS);
+		return pbtxt_bad(x, n, "more than %d parameters", CONFIG_MAX_PARAMS);
 	snprintf(c->param_key[c->num_params], sizeof(c->param_key[0]), "%s", key);
 	snprintf(c->param_value[c->num_params], sizeof(c->param_value[0]), "%s", value);
 	c->num_params++;
@@ -482,7 +406,7 @@ static int parse_parameter(struct ctx *x, const struct pbtxt_node *n,
  * One input_map / output_map entry: { key: "k" value: "v" } in text
  * format, {"k": "v"} as a map in JSON (one or more entries).
  */
-static int parse_map(struct ctx *x, const struct pbtxt_node *n, struct ensemble_map *m,
+static int parse_map(struct pbtxt_ctx *x, const struct pbtxt_node *n, struct ensemble_map *m,
 		     size_t *num)
 {
 	const struct pbtxt_node *f;
@@ -490,20 +414,20 @@ static int parse_map(struct ctx *x, const struct pbtxt_node *n, struct ensemble_
 	int text_form = 0;
 	size_t i;
 
-	if (want_kind(x, n, 1))
+	if (pbtxt_want(x, n, 1))
 		return SERVE_INVALID;
 	for (f = n->child; f; f = f->next)
 		text_form |= !strcmp(f->name, "key") || !strcmp(f->name, "value");
 	for (f = n->child; f; f = f->next) {
 		if (text_form) {
 			if (strcmp(f->name, "key") && strcmp(f->name, "value"))
-				return bad(x, f, "unknown field '%s' in '%s'", f->name, n->name);
-			if (get_str(x, f, f->name[0] == 'k' ? key : value, sizeof(key)))
+				return pbtxt_bad(x, f, "unknown field '%s' in '%s'", f->name, n->name);
+			if (pbtxt_str(x, f, f->name[0] == 'k' ? key : value, sizeof(key)))
 				return SERVE_INVALID;
 			continue;
 		}
 		snprintf(key, sizeof(key), "%s", f->name);
-		if (get_str(x, f, value, sizeof(value)))
+		if (pbtxt_str(x, f, value, sizeof(value)))
 			return SERVE_INVALID;
 		goto add;
 	}
@@ -511,12 +435,12 @@ static int parse_map(struct ctx *x, const struct pbtxt_node *n, struct ensemble_
 		return SERVE_OK;
 add:
 	if (!key[0] || !value[0])
-		return bad(x, n, "'%s' needs a 'key' and a 'value'", n->name);
+		return pbtxt_bad(x, n, "'%s' needs a 'key' and a 'value'", n->name);
 	for (i = 0; i < *num; i++)
 		if (!strcmp(m[i].key, key))
-			return bad(x, n, "'%s': '%s' is mapped twice", n->name, key);
+			return pbtxt_bad(x, n, "'%s': '%s' is mapped twice", n->name, key);
 	if (*num >= SERVE_MAX_IO)
-		return bad(x, n, "'%s': more than %d entries", n->name, SERVE_MAX_IO);
+		return pbtxt_bad(x, n, "'%s': more than %d entries", n->name, SERVE_MAX_IO);
 	snprintf(m[*num].key, sizeof(m[0].key), "%s", key);
 	snprintf(m[*num].value, sizeof(m[0].value), "%s", value);
 	(*num)++;
@@ -525,11 +449,11 @@ add:
 		for (f = f->next; f; f = f->next) {
 			for (i = 0; i < *num; i++)
 				if (!strcmp(m[i].key, f->name))
-					return bad(x, f, "'%s': '%s' is mapped twice", n->name, f->name);
+					return pbtxt_bad(x, f, "'%s': '%s' is mapped twice", n->name, f->name);
 			if (*num >= SERVE_MAX_IO)
-				return bad(x, f, "'%s': more than %d entries", n->name, SERVE_MAX_IO);
+				return pbtxt_bad(x, f, "'%s': more than %d entries", n->name, SERVE_MAX_IO);
 			snprintf(m[*num].key, sizeof(m[0].key), "%s", f->name);
-			if (get_str(x, f, m[*num].value, sizeof(m[0].value)))
+			if (pbtxt_str(x, f, m[*num].value, sizeof(m[0].value)))
 				return SERVE_INVALID;
 			(*num)++;
 		}
@@ -538,32 +462,32 @@ add:
 }
 
 /* ensemble_scheduling { step [ { model_name model_version input_map output_map } ] } */
-static int parse_ensemble(struct ctx *x, const struct pbtxt_node *n, struct model_config *c)
+static int parse_ensemble(struct pbtxt_ctx *x, const struct pbtxt_node *n, struct model_config *c)
 {
 	const struct pbtxt_node *f, *g;
 	int64_t v;
 
-	if (want_kind(x, n, 1))
+	if (pbtxt_want(x, n, 1))
 		return SERVE_INVALID;
 	c->num_steps = 0;
 	for (f = n->child; f; f = f->next) {
 		struct ensemble_step *st;
 
 		if (strcmp(f->name, "step"))
-			return bad(x, f, "unknown field '%s' in 'ensemble_scheduling'", f->name);
-		if (want_kind(x, f, 1))
+			return pbtxt_bad(x, f, "unknown field '%s' in 'ensemble_scheduling'", f->name);
+		if (pbtxt_want(x, f, 1))
 			return SERVE_INVALID;
 		if (c->num_steps == CONFIG_MAX_STEPS)
-			return bad(x, f, "more than %d ensemble steps", CONFIG_MAX_STEPS);
+			return pbtxt_bad(x, f, "more than %d ensemble steps", CONFIG_MAX_STEPS);
 		st = &c->steps[c->num_steps];
 		memset(st, 0, sizeof(*st));
 		st->version = -1;
 		for (g = f->child; g; g = g->next) {
 			if (!strcmp(g->name, "model_name")) {
-				if (get_str(x, g, st->model, sizeof(st->model)))
+				if (pbtxt_str(x, g, st->model, sizeof(st->model)))
 					return SERVE_INVALID;
 			} else if (!strcmp(g->name, "model_version")) {
-				if (get_int(x, g, -1, INT64_MAX, &v))
+				if (pbtxt_int(x, g, -1, INT64_MAX, &v))
 					return SERVE_INVALID;
 				st->version = v ? v : -1;
 			} else if (!strcmp(g->name, "input_map")) {
@@ -573,32 +497,32 @@ static int parse_ensemble(struct ctx *x, const struct pbtxt_node *n, struct mode
 				if (parse_map(x, g, st->out, &st->num_out))
 					return SERVE_INVALID;
 			} else {
-				return bad(x, g, "unknown field '%s' in an ensemble 'step'", g->name);
+				return pbtxt_bad(x, g, "unknown field '%s' in an ensemble 'step'", g->name);
 			}
 		}
 		if (!st->model[0])
-			return bad(x, f, "ensemble step %zu has no 'model_name'", c->num_steps);
+			return pbtxt_bad(x, f, "ensemble step %zu has no 'model_name'", c->num_steps);
 		if (!st->num_out)
-			return bad(x, f, "ensemble step %zu ('%s') has no 'output_map'", c->num_steps,
+			return pbtxt_bad(x, f, "ensemble step %zu ('%s') has no 'output_map'", c->num_steps,
 				   st->model);
 		c->num_steps++;
 	}
 	if (!c->num_steps)
-		return bad(x, n, "'ensemble_scheduling' has no 'step'");
+		return pbtxt_bad(x, n, "'ensemble_scheduling' has no 'step'");
 	return SERVE_OK;
 }
 
-static int parse_response_cache(struct ctx *x, const struct pbtxt_node *n,
+static int parse_response_cache(struct pbtxt_ctx *x, const struct pbtxt_node *n,
 				struct model_config *c)
 {
 	const struct pbtxt_node *f;
 
-	if (want_kind(x, n, 1))
+	if (pbtxt_want(x, n, 1))
 		return SERVE_INVALID;
 	for (f = n->child; f; f = f->next) {
 		if (strcmp(f->name, "enable"))
-			return bad(x, f, "unknown field '%s' in 'response_cache'", f->name);
-		if (get_bool(x, f, &c->response_cache))
+			return pbtxt_bad(x, f, "unknown field '%s' in 'response_cache'", f->name);
+		if (pbtxt_bool(x, f, &c->response_cache))
 			return SERVE_INVALID;
 	}
 	return 0;
@@ -609,7 +533,7 @@ static int parse_response_cache(struct ctx *x, const struct pbtxt_node *n,
  * than the request's inputs (a sequence's state) or is made by other models
  * (an ensemble's steps cache their own).
  */
-static int check_response_cache(struct ctx *x, const struct pbtxt_node *root)
+static int check_response_cache(struct pbtxt_ctx *x, const struct pbtxt_node *root)
 {
 	const struct pbtxt_node *f, *cache = NULL, *seq = NULL, *ens = NULL;
 	int enable = 0;
@@ -632,14 +556,14 @@ static int check_response_cache(struct ctx *x, const struct pbtxt_node *root)
 		    (!strcmp(f->text, "true") || !strcmp(f->text, "True") || !strcmp(f->text, "1")))
 			enable = 1;
 	if (enable && seq)
-		return bad(x, cache, "'response_cache' is not supported for models with 'sequence_batching' (a response depends on the sequence's state, not only on the request)");
+		return pbtxt_bad(x, cache, "'response_cache' is not supported for models with 'sequence_batching' (a response depends on the sequence's state, not only on the request)");
 	if (enable && ens)
-		return bad(x, cache, "'response_cache' is not supported for ensembles (platform \"ensemble\"): enable it on the steps' models");
+		return pbtxt_bad(x, cache, "'response_cache' is not supported for ensembles (platform \"ensemble\"): enable it on the steps' models");
 	return 0;
 }
 
 static int config_from_tree(struct model_config *c, const struct pbtxt_node *root,
-			    struct ctx *x)
+			    struct pbtxt_ctx *x)
 {
 	const struct pbtxt_node *f;
 	int64_t v;
@@ -652,24 +576,24 @@ static int config_from_tree(struct model_config *c, const struct pbtxt_node *roo
 		if (!strcmp(f->name, "name")) {
 			char name[SERVE_NAME_MAX];
 
-			if (get_str(x, f, name, sizeof(name)))
+			if (pbtxt_str(x, f, name, sizeof(name)))
 				return SERVE_INVALID;
 			if (name[0] && c->name[0] && strcmp(name, c->name))
-				return bad(x, f, "'name' is '%s' but the model directory is '%s'",
+				return pbtxt_bad(x, f, "'name' is '%s' but the model directory is '%s'",
 					   name, c->name);
 		} else if (!strcmp(f->name, "platform")) {
-			if (get_str(x, f, c->platform, sizeof(c->platform)))
+			if (pbtxt_str(x, f, c->platform, sizeof(c->platform)))
 				return SERVE_INVALID;
 		} else if (!strcmp(f->name, "backend")) {
-			if (get_str(x, f, c->backend, sizeof(c->backend)))
+			if (pbtxt_str(x, f, c->backend, sizeof(c->backend)))
 				return SERVE_INVALID;
 		} else if (!strcmp(f->name, "default_model_filename")) {
-			if (get_str(x, f, c->default_model_filename, sizeof(c->default_model_filename)))
+			if (pbtxt_str(x, f, c->default_model_filename, sizeof(c->default_model_filename)))
 				return SERVE_INVALID;
 			if (strchr(c->default_model_filename, '/') || c->default_model_filename[0] == '.')
-				return bad(x, f, "'default_model_filename' must be a plain file name");
+				return pbtxt_bad(x, f, "'default_model_filename' must be a plain file name");
 		} else if (!strcmp(f->name, "max_batch_size")) {
-			if (get_int(x, f, 0, 1 << 20, &v))
+			if (pbtxt_int(x, f, 0, 1 << 20, &v))
 				return SERVE_INVALID;
 			c->max_batch_size = (int)v;
 		} else if (!strcmp(f->name, "input") || !strcmp(f->name, "output")) {
@@ -685,13 +609,13 @@ static int config_from_tree(struct model_config *c, const struct pbtxt_node *roo
 				have_outputs = 1;
 			}
 			if (*num >= SERVE_MAX_IO)
-				return bad(x, f, "more than %d '%s' tensors", SERVE_MAX_IO, f->name);
+				return pbtxt_bad(x, f, "more than %d '%s' tensors", SERVE_MAX_IO, f->name);
 			if (parse_tensor(x, f, is_in ? &c->inputs[*num] : &c->outputs[*num]))
 				return SERVE_INVALID;
 			for (i = 0; i < *num; i++)
 				if (!strcmp((is_in ? c->inputs : c->outputs)[i].name,
 					    (is_in ? c->inputs : c->outputs)[*num].name))
-					return bad(x, f, "%s '%s' is listed twice", f->name,
+					return pbtxt_bad(x, f, "%s '%s' is listed twice", f->name,
 						   (is_in ? c->inputs : c->outputs)[i].name);
 			(*num)++;
 		} else if (!strcmp(f->name, "version_policy")) {
@@ -722,28 +646,28 @@ static int config_from_tree(struct model_config *c, const struct pbtxt_node *roo
 				if (!strcmp(f->name, ignored_fields[i]))
 					known = 1;
 			if (!known)
-				return bad(x, f, "unknown field '%s'", f->name);
+				return pbtxt_bad(x, f, "unknown field '%s'", f->name);
 			serve_log(SERVE_LOG_WARN, "%s:%d:%d: '%s' is ignored", x->origin,
 				  f->line, f->col, f->name);
 		}
 	}
 	if (c->platform[0] && strcmp(c->platform, "onnxruntime_onnx") &&
 	    strcmp(c->platform, "npu") && strcmp(c->platform, "ensemble"))
-		return bad(x, NULL, "'platform' '%s' is not supported (onnxruntime_onnx, npu, ensemble)",
+		return pbtxt_bad(x, NULL, "'platform' '%s' is not supported (onnxruntime_onnx, npu, ensemble)",
 			   c->platform);
 	if (!strcmp(c->platform, "ensemble") != (c->num_steps > 0))
-		return bad(x, NULL, c->num_steps ? "'ensemble_scheduling' needs platform \"ensemble\""
+		return pbtxt_bad(x, NULL, c->num_steps ? "'ensemble_scheduling' needs platform \"ensemble\""
 						 : "platform \"ensemble\" needs 'ensemble_scheduling'");
 	/* Any other backend is a library of C steps (npu_serve_backend.h). */
 	if (c->backend[0] && c->num_steps)
-		return bad(x, NULL, "an ensemble has no 'backend'");
+		return pbtxt_bad(x, NULL, "an ensemble has no 'backend'");
 	for (i = 0; i < c->num_preferred; i++)
 		if (c->max_batch_size && c->preferred[i] > c->max_batch_size)
-			return bad(x, NULL, "'preferred_batch_size' %" PRId64 " exceeds max_batch_size %d",
+			return pbtxt_bad(x, NULL, "'preferred_batch_size' %" PRId64 " exceeds max_batch_size %d",
 				   c->preferred[i], c->max_batch_size);
 	for (i = 1; i <= CONFIG_MAX_LEVELS; i++)
 		if (c->level_policy_set[i] && (int)i > c->priority_levels)
-			return bad(x, NULL, "'priority_queue_policy' for level %zu but priority_levels is %d",
+			return pbtxt_bad(x, NULL, "'priority_queue_policy' for level %zu but priority_levels is %d",
 				   i, c->priority_levels);
 	return SERVE_OK;
 }
@@ -753,7 +677,7 @@ int config_parse_pbtxt(struct model_config *c, const char *text, size_t len,
 {
 	char perr[256];
 	struct pbtxt_node *root = pbtxt_parse(text, len, perr, sizeof(perr));
-	struct ctx x = { origin, err };
+	struct pbtxt_ctx x = { origin, NULL, err };
 	int r;
 
 	if (!root)
@@ -844,7 +768,7 @@ static struct pbtxt_node *json_to_nodes(const char *name, const json_t *j, int d
 int config_parse_json(struct model_config *c, const json_t *json, char *err)
 {
 	struct pbtxt_node *root;
-	struct ctx x = { "config override", err };
+	struct pbtxt_ctx x = { "config override", NULL, err };
 	int r;
 
 	if (!json_is_object(json))

@@ -1,12 +1,15 @@
 // SPDX-License-Identifier: MIT
 /* pbtxt: a small protobuf text format parser (see pbtxt.h). */
 #include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "pbtxt.h"
+#include "serve.h"
 
 #define PBTXT_MAX_DEPTH 32
 
@@ -446,4 +449,88 @@ void pbtxt_free(struct pbtxt_node *node)
 		free(node);
 		node = next;
 	}
+}
+
+/* ---- Field readers ------------------------------------------------------------ */
+
+int pbtxt_bad(const struct pbtxt_ctx *x, const struct pbtxt_node *n, const char *fmt, ...)
+{
+	va_list ap;
+	int k;
+
+	if (n && n->line > 0)
+		k = snprintf(x->err, SERVE_ERR_MAX, "%s:%d:%d: %s%s", x->origin, n->line, n->col,
+			     x->what ? x->what : "", x->what ? ": " : "");
+	else
+		k = snprintf(x->err, SERVE_ERR_MAX, "%s: %s%s", x->origin, x->what ? x->what : "",
+			     x->what ? ": " : "");
+	if (k < 0 || k >= SERVE_ERR_MAX)
+		return SERVE_INVALID;
+	va_start(ap, fmt);
+	vsnprintf(x->err + k, SERVE_ERR_MAX - (size_t)k, fmt, ap);
+	va_end(ap);
+	return SERVE_INVALID;
+}
+
+int pbtxt_want(const struct pbtxt_ctx *x, const struct pbtxt_node *n, int message)
+{
+	if (message && n->kind != PBTXT_MESSAGE)
+		return pbtxt_bad(x, n, "'%s' must be a message ({ ... })", n->name);
+	if (!message && n->kind == PBTXT_MESSAGE)
+		return pbtxt_bad(x, n, "'%s' must be a value, not a message", n->name);
+	return 0;
+}
+
+int pbtxt_int(const struct pbtxt_ctx *x, const struct pbtxt_node *n, int64_t lo, int64_t hi,
+	      int64_t *out)
+{
+	char *end;
+	long long v;
+
+	if (pbtxt_want(x, n, 0))
+		return SERVE_INVALID;
+	errno = 0;
+	v = strtoll(n->text, &end, 0);
+	if (errno || end == n->text || *end)
+		return pbtxt_bad(x, n, "'%s': '%s' is not an integer", n->name, n->text);
+	if (v < lo || v > hi)
+		return pbtxt_bad(x, n, "'%s': %lld is outside [%" PRId64 ", %" PRId64 "]",
+				 n->name, v, lo, hi);
+	*out = v;
+	return 0;
+}
+
+int pbtxt_double(const struct pbtxt_ctx *x, const struct pbtxt_node *n, double *out)
+{
+	char *end;
+
+	if (pbtxt_want(x, n, 0))
+		return SERVE_INVALID;
+	*out = strtod(n->text, &end);
+	if (end == n->text || *end)
+		return pbtxt_bad(x, n, "'%s': '%s' is not a number", n->name, n->text);
+	return 0;
+}
+
+int pbtxt_bool(const struct pbtxt_ctx *x, const struct pbtxt_node *n, int *out)
+{
+	if (pbtxt_want(x, n, 0))
+		return SERVE_INVALID;
+	if (!strcmp(n->text, "true") || !strcmp(n->text, "True") || !strcmp(n->text, "1"))
+		*out = 1;
+	else if (!strcmp(n->text, "false") || !strcmp(n->text, "False") || !strcmp(n->text, "0"))
+		*out = 0;
+	else
+		return pbtxt_bad(x, n, "'%s': '%s' is not true or false", n->name, n->text);
+	return 0;
+}
+
+int pbtxt_str(const struct pbtxt_ctx *x, const struct pbtxt_node *n, char *out, size_t size)
+{
+	if (pbtxt_want(x, n, 0))
+		return SERVE_INVALID;
+	if (n->text_len >= size || strlen(n->text) != n->text_len)
+		return pbtxt_bad(x, n, "'%s': the string is too long or holds a NUL", n->name);
+	memcpy(out, n->text, n->text_len + 1);
+	return 0;
 }

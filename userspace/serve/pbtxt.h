@@ -12,6 +12,7 @@
 #define NPU_SERVE_PBTXT_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 enum pbtxt_kind {
 	PBTXT_SCALAR,	/* number or identifier, as written */
@@ -36,5 +37,28 @@ struct pbtxt_node {
 struct pbtxt_node *pbtxt_parse(const char *text, size_t len, char *err,
 			       size_t errlen);
 void pbtxt_free(struct pbtxt_node *node);
+
+/*
+ * Reading a field's value for a schema (model_config.c, sequence.c).
+ * Errors go to err (SERVE_ERR_MAX bytes) as "ORIGIN:LINE:COL: [WHAT: ]
+ * reason" and the readers return SERVE_INVALID (0 on success).
+ */
+struct pbtxt_ctx {
+	const char *origin;	/* "config.pbtxt", "config override" */
+	const char *what;	/* a prefix for the reason, or NULL */
+	char *err;
+};
+
+int pbtxt_bad(const struct pbtxt_ctx *x, const struct pbtxt_node *n, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* The field is a message (message 1) or a value (0). */
+int pbtxt_want(const struct pbtxt_ctx *x, const struct pbtxt_node *n, int message);
+int pbtxt_int(const struct pbtxt_ctx *x, const struct pbtxt_node *n, int64_t lo, int64_t hi,
+	      int64_t *out);
+int pbtxt_double(const struct pbtxt_ctx *x, const struct pbtxt_node *n, double *out);
+/* true / True / 1, false / False / 0. */
+int pbtxt_bool(const struct pbtxt_ctx *x, const struct pbtxt_node *n, int *out);
+/* A string of at most size - 1 bytes, without NUL. */
+int pbtxt_str(const struct pbtxt_ctx *x, const struct pbtxt_node *n, char *out, size_t size);
 
 #endif /* NPU_SERVE_PBTXT_H */

@@ -15,116 +15,37 @@
 
 /* ---- Config ------------------------------------------------------------------ */
 
-struct pctx {
-	const char *origin;
-	char *err;
-};
-
-static int bad(struct pctx *x, const struct pbtxt_node *n, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static int bad(struct pctx *x, const struct pbtxt_node *n, const char *fmt, ...)
+static int name_of(const struct pbtxt_ctx *x, const struct pbtxt_node *n, char *out)
 {
-	va_list ap;
-	int k;
-
-	if (n && n->line > 0)
-		k = snprintf(x->err, SERVE_ERR_MAX, "%s:%d:%d: sequence_batching: ", x->origin,
-			     n->line, n->col);
-	else
-		k = snprintf(x->err, SERVE_ERR_MAX, "%s: sequence_batching: ", x->origin);
-	if (k < 0 || k >= SERVE_ERR_MAX)
-		return SERVE_INVALID;
-	va_start(ap, fmt);
-	vsnprintf(x->err + k, SERVE_ERR_MAX - (size_t)k, fmt, ap);
-	va_end(ap);
-	return SERVE_INVALID;
-}
-
-static int is_msg(struct pctx *x, const struct pbtxt_node *n, int message)
-{
-	if (message && n->kind != PBTXT_MESSAGE)
-		return bad(x, n, "'%s' must be a message ({ ... })", n->name);
-	if (!message && n->kind == PBTXT_MESSAGE)
-		return bad(x, n, "'%s' must be a value, not a message", n->name);
-	return 0;
-}
-
-static int int_of(struct pctx *x, const struct pbtxt_node *n, int64_t lo, int64_t hi,
-		  int64_t *out)
-{
-	char *end;
-	long long v;
-
-	if (is_msg(x, n, 0))
-		return SERVE_INVALID;
-	errno = 0;
-	v = strtoll(n->text, &end, 0);
-	if (errno || end == n->text || *end)
-		return bad(x, n, "'%s': '%s' is not an integer", n->name, n->text);
-	if (v < lo || v > hi)
-		return bad(x, n, "'%s': %lld is outside [%" PRId64 ", %" PRId64 "]", n->name, v,
-			   lo, hi);
-	*out = v;
-	return 0;
-}
-
-static int double_of(struct pctx *x, const struct pbtxt_node *n, double *out)
-{
-	char *end;
-
-	if (is_msg(x, n, 0))
-		return SERVE_INVALID;
-	*out = strtod(n->text, &end);
-	if (end == n->text || *end)
-		return bad(x, n, "'%s': '%s' is not a number", n->name, n->text);
-	return 0;
-}
-
-static int bool_of(struct pctx *x, const struct pbtxt_node *n, int *out)
-{
-	if (is_msg(x, n, 0))
-		return SERVE_INVALID;
-	if (!strcmp(n->text, "true") || !strcmp(n->text, "True") || !strcmp(n->text, "1"))
-		*out = 1;
-	else if (!strcmp(n->text, "false") || !strcmp(n->text, "False") || !strcmp(n->text, "0"))
-		*out = 0;
-	else
-		return bad(x, n, "'%s': '%s' is not true or false", n->name, n->text);
-	return 0;
-}
-
-static int name_of(struct pctx *x, const struct pbtxt_node *n, char *out)
-{
-	if (is_msg(x, n, 0))
+	if (pbtxt_want(x, n, 0))
 		return SERVE_INVALID;
 	if (n->text_len >= SERVE_NAME_MAX || strlen(n->text) != n->text_len || !n->text_len)
-		return bad(x, n, "'%s': empty, too long or holding a NUL", n->name);
+		return pbtxt_bad(x, n, "'%s': empty, too long or holding a NUL", n->name);
 	memcpy(out, n->text, n->text_len + 1);
 	return 0;
 }
 
-static int dtype_of(struct pctx *x, const struct pbtxt_node *n, enum npu_data_type *out)
+static int dtype_of(const struct pbtxt_ctx *x, const struct pbtxt_node *n, enum npu_data_type *out)
 {
-	if (is_msg(x, n, 0))
+	if (pbtxt_want(x, n, 0))
 		return SERVE_INVALID;
 	*out = serve_config_dtype_parse(n->text);
 	if (*out == NPU_TYPE_UNDEFINED)
-		return bad(x, n, "'%s': '%s' is not a supported type (TYPE_FP32, TYPE_INT32, ...)",
+		return pbtxt_bad(x, n, "'%s': '%s' is not a supported type (TYPE_FP32, TYPE_INT32, ...)",
 			   n->name, n->text);
 	return 0;
 }
 
-static int dim_of(struct pctx *x, const struct pbtxt_node *n, int *rank, int64_t *dims)
+static int dim_of(const struct pbtxt_ctx *x, const struct pbtxt_node *n, int *rank, int64_t *dims)
 {
 	int64_t v;
 
 	if (*rank >= NPU_MODEL_MAX_RANK)
-		return bad(x, n, "'dims': more than %d dims", NPU_MODEL_MAX_RANK);
-	if (int_of(x, n, -1, INT32_MAX, &v))
+		return pbtxt_bad(x, n, "'dims': more than %d dims", NPU_MODEL_MAX_RANK);
+	if (pbtxt_int(x, n, -1, INT32_MAX, &v))
 		return SERVE_INVALID;
 	if (v == 0)
-		return bad(x, n, "'dims': 0 is not a valid dim (-1 means any)");
+		return pbtxt_bad(x, n, "'dims': 0 is not a valid dim (-1 means any)");
 	dims[(*rank)++] = v;
 	return 0;
 }
@@ -135,17 +56,17 @@ static const char *const control_kinds[] = {
 };
 
 /* control_input { name: "START" control [ { kind: CONTROL_SEQUENCE_START int32_false_true: [0, 1] } ] } */
-static int parse_control_input(struct pctx *x, const struct pbtxt_node *n, struct sequence_config *sc)
+static int parse_control_input(const struct pbtxt_ctx *x, const struct pbtxt_node *n, struct sequence_config *sc)
 {
 	struct seq_control *ctl;
 	const struct pbtxt_node *f, *g;
 	int have_control = 0, have_kind = 0, values = 0, have_type = 0;
 	size_t i;
 
-	if (is_msg(x, n, 1))
+	if (pbtxt_want(x, n, 1))
 		return SERVE_INVALID;
 	if (sc->num_controls == SEQ_MAX_CONTROLS)
-		return bad(x, n, "more than %d control inputs", SEQ_MAX_CONTROLS);
+		return pbtxt_bad(x, n, "more than %d control inputs", SEQ_MAX_CONTROLS);
 	ctl = &sc->controls[sc->num_controls];
 	memset(ctl, 0, sizeof(*ctl));
 	for (f = n->child; f; f = f->next) {
@@ -155,20 +76,20 @@ static int parse_control_input(struct pctx *x, const struct pbtxt_node *n, struc
 			continue;
 		}
 		if (strcmp(f->name, "control"))
-			return bad(x, f, "unknown field '%s' in 'control_input'", f->name);
-		if (is_msg(x, f, 1))
+			return pbtxt_bad(x, f, "unknown field '%s' in 'control_input'", f->name);
+		if (pbtxt_want(x, f, 1))
 			return SERVE_INVALID;
 		if (have_control++)
-			return bad(x, f, "control input '%s' has more than one 'control' (one each)",
+			return pbtxt_bad(x, f, "control input '%s' has more than one 'control' (one each)",
 				   ctl->input);
 		for (g = f->child; g; g = g->next) {
 			if (!strcmp(g->name, "kind")) {
-				if (is_msg(x, g, 0))
+				if (pbtxt_want(x, g, 0))
 					return SERVE_INVALID;
 				for (i = 0; i < 4 && strcmp(g->text, control_kinds[i]); i++)
 					;
 				if (i == 4)
-					return bad(x, g, "'kind': '%s' is not CONTROL_SEQUENCE_START, _READY, _END or _CORRID",
+					return pbtxt_bad(x, g, "'kind': '%s' is not CONTROL_SEQUENCE_START, _READY, _END or _CORRID",
 						   g->text);
 				ctl->kind = (enum seq_control_kind)i;
 				have_kind = 1;
@@ -181,15 +102,15 @@ static int parse_control_input(struct pctx *x, const struct pbtxt_node *n, struc
 				int b;
 
 				if (values && ctl->dtype != t)
-					return bad(x, g, "control input '%s' mixes int32_false_true, fp32_false_true and bool_false_true",
+					return pbtxt_bad(x, g, "control input '%s' mixes int32_false_true, fp32_false_true and bool_false_true",
 						   ctl->input);
 				if (values == 2)
-					return bad(x, g, "'%s' takes two values: false, then true", g->name);
+					return pbtxt_bad(x, g, "'%s' takes two values: false, then true", g->name);
 				if (t == NPU_TYPE_BOOL) {
-					if (bool_of(x, g, &b))
+					if (pbtxt_bool(x, g, &b))
 						return SERVE_INVALID;
 					v = b;
-				} else if (double_of(x, g, &v)) {
+				} else if (pbtxt_double(x, g, &v)) {
 					return SERVE_INVALID;
 				}
 				ctl->dtype = t;
@@ -199,48 +120,48 @@ static int parse_control_input(struct pctx *x, const struct pbtxt_node *n, struc
 					return SERVE_INVALID;
 				have_type = 1;
 			} else {
-				return bad(x, g, "unknown field '%s' in 'control'", g->name);
+				return pbtxt_bad(x, g, "unknown field '%s' in 'control'", g->name);
 			}
 		}
 	}
 	if (!ctl->input[0])
-		return bad(x, n, "a 'control_input' without a 'name'");
+		return pbtxt_bad(x, n, "a 'control_input' without a 'name'");
 	if (!have_control || !have_kind)
-		return bad(x, n, "control input '%s' needs a 'control { kind: ... }'", ctl->input);
+		return pbtxt_bad(x, n, "control input '%s' needs a 'control { kind: ... }'", ctl->input);
 	if (ctl->kind == SEQ_CONTROL_CORRID) {
 		if (!have_type || values)
-			return bad(x, n, "control input '%s': CONTROL_SEQUENCE_CORRID takes a 'data_type' (TYPE_UINT64, TYPE_INT64, TYPE_UINT32, TYPE_INT32 or TYPE_STRING) and no false/true values",
+			return pbtxt_bad(x, n, "control input '%s': CONTROL_SEQUENCE_CORRID takes a 'data_type' (TYPE_UINT64, TYPE_INT64, TYPE_UINT32, TYPE_INT32 or TYPE_STRING) and no false/true values",
 				   ctl->input);
 		if (ctl->dtype != NPU_TYPE_UINT64 && ctl->dtype != NPU_TYPE_INT64 &&
 		    ctl->dtype != NPU_TYPE_UINT32 && ctl->dtype != NPU_TYPE_INT32 &&
 		    ctl->dtype != NPU_TYPE_STRING)
-			return bad(x, n, "control input '%s': CONTROL_SEQUENCE_CORRID's data_type must be TYPE_UINT64, TYPE_INT64, TYPE_UINT32, TYPE_INT32 or TYPE_STRING",
+			return pbtxt_bad(x, n, "control input '%s': CONTROL_SEQUENCE_CORRID's data_type must be TYPE_UINT64, TYPE_INT64, TYPE_UINT32, TYPE_INT32 or TYPE_STRING",
 				   ctl->input);
 	} else if (values != 2 || have_type) {
-		return bad(x, n, "control input '%s': %s takes two values (false, true) in int32_false_true, fp32_false_true or bool_false_true, and no data_type",
+		return pbtxt_bad(x, n, "control input '%s': %s takes two values (false, true) in int32_false_true, fp32_false_true or bool_false_true, and no data_type",
 			   ctl->input, control_kinds[ctl->kind]);
 	}
 	for (i = 0; i < sc->num_controls; i++) {
 		if (!strcmp(sc->controls[i].input, ctl->input))
-			return bad(x, n, "control input '%s' is listed twice", ctl->input);
+			return pbtxt_bad(x, n, "control input '%s' is listed twice", ctl->input);
 		if (sc->controls[i].kind == ctl->kind)
-			return bad(x, n, "two control inputs of kind %s", control_kinds[ctl->kind]);
+			return pbtxt_bad(x, n, "two control inputs of kind %s", control_kinds[ctl->kind]);
 	}
 	sc->num_controls++;
 	return 0;
 }
 
-static int parse_state(struct pctx *x, const struct pbtxt_node *n, struct sequence_config *sc)
+static int parse_state(const struct pbtxt_ctx *x, const struct pbtxt_node *n, struct sequence_config *sc)
 {
 	struct seq_state *st;
 	const struct pbtxt_node *f, *g;
 	int have_type = 0, have_dims = 0, have_init = 0;
 	size_t i;
 
-	if (is_msg(x, n, 1))
+	if (pbtxt_want(x, n, 1))
 		return SERVE_INVALID;
 	if (sc->num_states == SEQ_MAX_STATES)
-		return bad(x, n, "more than %d states", SEQ_MAX_STATES);
+		return pbtxt_bad(x, n, "more than %d states", SEQ_MAX_STATES);
 	st = &sc->states[sc->num_states];
 	memset(st, 0, sizeof(*st));
 	for (f = n->child; f; f = f->next) {
@@ -262,13 +183,13 @@ static int parse_state(struct pctx *x, const struct pbtxt_node *n, struct sequen
 			int zero = 0, init_type = 0;
 			enum npu_data_type t = NPU_TYPE_UNDEFINED;
 
-			if (is_msg(x, f, 1))
+			if (pbtxt_want(x, f, 1))
 				return SERVE_INVALID;
 			if (have_init++)
-				return bad(x, f, "state '%s' has more than one 'initial_state'", st->input);
+				return pbtxt_bad(x, f, "state '%s' has more than one 'initial_state'", st->input);
 			for (g = f->child; g; g = g->next) {
 				if (!strcmp(g->name, "zero_data")) {
-					if (bool_of(x, g, &zero))
+					if (pbtxt_bool(x, g, &zero))
 						return SERVE_INVALID;
 				} else if (!strcmp(g->name, "data_type")) {
 					if (dtype_of(x, g, &t))
@@ -277,26 +198,26 @@ static int parse_state(struct pctx *x, const struct pbtxt_node *n, struct sequen
 				} else if (!strcmp(g->name, "dims")) {
 					int64_t v;
 
-					if (int_of(x, g, 1, INT32_MAX, &v))
+					if (pbtxt_int(x, g, 1, INT32_MAX, &v))
 						return SERVE_INVALID;
 					if (st->initial_rank >= NPU_MODEL_MAX_RANK)
-						return bad(x, g, "'dims': more than %d dims", NPU_MODEL_MAX_RANK);
+						return pbtxt_bad(x, g, "'dims': more than %d dims", NPU_MODEL_MAX_RANK);
 					st->initial_dims[st->initial_rank++] = v;
 				} else if (!strcmp(g->name, "name")) {
 					if (name_of(x, g, st->initial_name))
 						return SERVE_INVALID;
 				} else if (!strcmp(g->name, "data_file")) {
-					return bad(x, g, "state '%s': initial_state 'data_file' is not supported (zero_data: true)",
+					return pbtxt_bad(x, g, "state '%s': initial_state 'data_file' is not supported (zero_data: true)",
 						   st->input);
 				} else {
-					return bad(x, g, "unknown field '%s' in 'initial_state'", g->name);
+					return pbtxt_bad(x, g, "unknown field '%s' in 'initial_state'", g->name);
 				}
 			}
 			if (!zero)
-				return bad(x, f, "state '%s': initial_state needs 'zero_data: true'",
+				return pbtxt_bad(x, f, "state '%s': initial_state needs 'zero_data: true'",
 					   st->input);
 			if (init_type && t != st->dtype && have_type)
-				return bad(x, f, "state '%s': initial_state data_type %s but the state is %s",
+				return pbtxt_bad(x, f, "state '%s': initial_state data_type %s but the state is %s",
 					   st->input, serve_config_dtype_name(t),
 					   serve_config_dtype_name(st->dtype));
 			st->has_initial = 1;
@@ -304,73 +225,73 @@ static int parse_state(struct pctx *x, const struct pbtxt_node *n, struct sequen
 			   !strcmp(f->name, "use_growable_memory")) {
 			/* GPU memory hints: nothing to do on the host */
 		} else {
-			return bad(x, f, "unknown field '%s' in 'state'", f->name);
+			return pbtxt_bad(x, f, "unknown field '%s' in 'state'", f->name);
 		}
 	}
 	if (!st->input[0] || !st->output[0] || !have_type)
-		return bad(x, n, "a 'state' needs 'input_name', 'output_name' and 'data_type'");
+		return pbtxt_bad(x, n, "a 'state' needs 'input_name', 'output_name' and 'data_type'");
 	if (!have_dims)
-		return bad(x, n, "state '%s' needs 'dims' (without the batch dim)", st->input);
+		return pbtxt_bad(x, n, "state '%s' needs 'dims' (without the batch dim)", st->input);
 	if (st->has_initial) {
 		if (st->initial_rank != st->rank)
-			return bad(x, n, "state '%s': initial_state has %d dims but the state has %d",
+			return pbtxt_bad(x, n, "state '%s': initial_state has %d dims but the state has %d",
 				   st->input, st->initial_rank, st->rank);
 		for (i = 0; i < (size_t)st->rank; i++)
 			if (st->dims[i] > 0 && st->initial_dims[i] != st->dims[i])
-				return bad(x, n, "state '%s': initial_state dims[%zu] is %" PRId64 " but the state's is %" PRId64,
+				return pbtxt_bad(x, n, "state '%s': initial_state dims[%zu] is %" PRId64 " but the state's is %" PRId64,
 					   st->input, i, st->initial_dims[i], st->dims[i]);
 	} else {
 		for (i = 0; i < (size_t)st->rank; i++)
 			if (st->dims[i] < 0)
-				return bad(x, n, "state '%s' has a variable dim: give its START shape in initial_state { zero_data: true dims: [...] }",
+				return pbtxt_bad(x, n, "state '%s' has a variable dim: give its START shape in initial_state { zero_data: true dims: [...] }",
 					   st->input);
 		st->initial_rank = st->rank;
 		memcpy(st->initial_dims, st->dims, sizeof(st->dims));
 	}
 	if (st->dtype == NPU_TYPE_STRING)
-		return bad(x, n, "state '%s': TYPE_STRING state is not supported", st->input);
+		return pbtxt_bad(x, n, "state '%s': TYPE_STRING state is not supported", st->input);
 	for (i = 0; i < sc->num_states; i++)
 		if (!strcmp(sc->states[i].input, st->input) ||
 		    !strcmp(sc->states[i].output, st->output))
-			return bad(x, n, "state '%s' / '%s' is listed twice", st->input, st->output);
+			return pbtxt_bad(x, n, "state '%s' / '%s' is listed twice", st->input, st->output);
 	sc->num_states++;
 	return 0;
 }
 
-static int parse_strategy(struct pctx *x, const struct pbtxt_node *n, struct sequence_config *sc,
+static int parse_strategy(const struct pbtxt_ctx *x, const struct pbtxt_node *n, struct sequence_config *sc,
 			  int *have_strategy)
 {
 	const struct pbtxt_node *f;
 	int64_t v;
 
-	if (is_msg(x, n, 1))
+	if (pbtxt_want(x, n, 1))
 		return SERVE_INVALID;
 	if ((*have_strategy)++)
-		return bad(x, n, "give one strategy: 'direct' or 'oldest'");
+		return pbtxt_bad(x, n, "give one strategy: 'direct' or 'oldest'");
 	sc->strategy = n->name[0] == 'd' ? SEQ_DIRECT : SEQ_OLDEST;
 	for (f = n->child; f; f = f->next) {
 		if (!strcmp(f->name, "max_queue_delay_microseconds")) {
-			if (int_of(x, f, 0, INT64_MAX / 1000, &v))
+			if (pbtxt_int(x, f, 0, INT64_MAX / 1000, &v))
 				return SERVE_INVALID;
 			sc->max_queue_delay_us = (uint64_t)v;
 		} else if (sc->strategy == SEQ_DIRECT && !strcmp(f->name, "minimum_slot_utilization")) {
-			if (double_of(x, f, &sc->minimum_slot_utilization))
+			if (pbtxt_double(x, f, &sc->minimum_slot_utilization))
 				return SERVE_INVALID;
 		} else if (sc->strategy == SEQ_OLDEST && !strcmp(f->name, "max_candidate_sequences")) {
-			if (int_of(x, f, 1, INT32_MAX, &v))
+			if (pbtxt_int(x, f, 1, INT32_MAX, &v))
 				return SERVE_INVALID;
 			sc->max_candidates = (int)v;
 		} else if (sc->strategy == SEQ_OLDEST && !strcmp(f->name, "preferred_batch_size")) {
 			if (sc->num_preferred == SEQ_MAX_PREFERRED)
-				return bad(x, f, "more than %d preferred_batch_size", SEQ_MAX_PREFERRED);
-			if (int_of(x, f, 1, INT32_MAX, &v))
+				return pbtxt_bad(x, f, "more than %d preferred_batch_size", SEQ_MAX_PREFERRED);
+			if (pbtxt_int(x, f, 1, INT32_MAX, &v))
 				return SERVE_INVALID;
 			sc->preferred[sc->num_preferred++] = v;
 		} else if (sc->strategy == SEQ_OLDEST && !strcmp(f->name, "preserve_ordering")) {
-			if (bool_of(x, f, &sc->preserve_ordering))
+			if (pbtxt_bool(x, f, &sc->preserve_ordering))
 				return SERVE_INVALID;
 		} else {
-			return bad(x, f, "unknown field '%s' in '%s'", f->name, n->name);
+			return pbtxt_bad(x, f, "unknown field '%s' in '%s'", f->name, n->name);
 		}
 	}
 	return 0;
@@ -380,20 +301,20 @@ int sequence_config_parse(struct model_config *c, const struct pbtxt_node *n,
 			  const char *origin, char *err)
 {
 	struct sequence_config *sc = &c->sequence;
-	struct pctx x = { origin, err };
+	struct pbtxt_ctx x = { origin, "sequence_batching", err };
 	const struct pbtxt_node *f;
 	int have_strategy = 0;
 	int64_t v;
 	size_t i, k;
 
-	if (is_msg(&x, n, 1))
+	if (pbtxt_want(&x, n, 1))
 		return SERVE_INVALID;
 	memset(sc, 0, sizeof(*sc));
 	sc->enabled = 1;
 	sc->strategy = SEQ_DIRECT;	/* Triton's default */
 	for (f = n->child; f; f = f->next) {
 		if (!strcmp(f->name, "max_sequence_idle_microseconds")) {
-			if (int_of(&x, f, 0, INT64_MAX / 1000, &v))
+			if (pbtxt_int(&x, f, 0, INT64_MAX / 1000, &v))
 				return SERVE_INVALID;
 			sc->max_idle_us = (uint64_t)v;
 		} else if (!strcmp(f->name, "control_input")) {
@@ -408,12 +329,12 @@ int sequence_config_parse(struct model_config *c, const struct pbtxt_node *n,
 		} else if (!strcmp(f->name, "iterative_sequence")) {
 			int it;
 
-			if (bool_of(&x, f, &it))
+			if (pbtxt_bool(&x, f, &it))
 				return SERVE_INVALID;
 			if (it)
-				return bad(&x, f, "'iterative_sequence' is not supported");
+				return pbtxt_bad(&x, f, "'iterative_sequence' is not supported");
 		} else {
-			return bad(&x, f, "unknown field '%s'", f->name);
+			return pbtxt_bad(&x, f, "unknown field '%s'", f->name);
 		}
 	}
 	if (!sc->max_idle_us)
@@ -421,7 +342,7 @@ int sequence_config_parse(struct model_config *c, const struct pbtxt_node *n,
 	for (i = 0; i < sc->num_controls; i++)
 		for (k = 0; k < sc->num_states; k++)
 			if (!strcmp(sc->controls[i].input, sc->states[k].input))
-				return bad(&x, n, "'%s' is both a control input and a state input",
+				return pbtxt_bad(&x, n, "'%s' is both a control input and a state input",
 					   sc->controls[i].input);
 	return SERVE_OK;
 }
