@@ -427,6 +427,58 @@ def ocr_repo(repo, widths):
         f.write('parameters { key: "rec_widths" value: { string_value: "%s" } }\n' % widths)
 
 
+def png_to_ppm(png):
+    """An 8-bit RGB or RGBA, non-interlaced PNG (render-text's) as a binary PPM."""
+    import zlib
+    pos, idat, w = 8, b"", 0
+    while pos < len(png):
+        n, kind = struct.unpack(">I4s", png[pos:pos + 8])
+        body = png[pos + 8:pos + 8 + n]
+        if kind == b"IHDR":
+            w, h, depth, color = struct.unpack(">IIBB", body[:10])
+            assert depth == 8 and color in (2, 6) and body[12] == 0
+            bpp = 3 if color == 2 else 4
+        elif kind == b"IDAT":
+            idat += body
+        pos += 12 + n
+    raw, stride = zlib.decompress(idat), w * bpp
+    prev, rows = bytearray(stride), []
+    for y in range(h):
+        f, line = raw[y * (stride + 1)], bytearray(raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)])
+        for i in range(stride):
+            a = line[i - bpp] if i >= bpp else 0
+            b, c = prev[i], prev[i - bpp] if i >= bpp else 0
+            if f == 1:
+                line[i] = (line[i] + a) & 255
+            elif f == 2:
+                line[i] = (line[i] + b) & 255
+            elif f == 3:
+                line[i] = (line[i] + (a + b) // 2) & 255
+            elif f == 4:
+                p = a + b - c
+                pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
+                line[i] = (line[i] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 255
+        rows.append(bytes(line) if bpp == 3 else
+                    b"".join(bytes(line[i:i + 3]) for i in range(0, stride, 4)))
+        prev = line
+    return b"P6\n%d %d\n255\n" % (w, h) + b"".join(rows)
+
+
+def ppm_to_png(ppm):
+    """A binary PPM (djpeg's) as an 8-bit RGB PNG, unfiltered."""
+    import zlib
+    head = ppm.split(b"\n", 3)
+    w, h = map(int, head[1].split())
+    pix = head[3]
+    raw = b"".join(b"\0" + pix[y * w * 3:(y + 1) * w * 3] for y in range(h))
+
+    def chunk(kind, body):
+        return struct.pack(">I", len(body)) + kind + body + \
+            struct.pack(">I", zlib.crc32(kind + body) & 0xffffffff)
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0)) +
+            chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b""))
+
+
 def bytes_elem(data):
     return struct.pack("<I", len(data)) + data
 
@@ -638,6 +690,31 @@ def test_ocr(work):
     ok(c == "OK" and lines == [ln["text"] for ln in ref[-1]["lines"]],
        "gRPC: the image as bytes_contents, the same text", (c, lines))
     ch.close()
+    # The same image as a JPEG (cjpeg): the lines, boxes and scores npu-ocr
+    # reads in the JPEG's pixels (djpeg's, written back as a PNG).
+    ppm = os.path.join(work, "ocr-jpeg.ppm")
+    with open(ppm, "wb") as f:
+        f.write(png_to_ppm(open(images[1], "rb").read()))
+    jpg = subprocess.run(["cjpeg", "-quality", "90", ppm], capture_output=True, timeout=60)
+    dec = subprocess.run(["djpeg", "-pnm"], input=jpg.stdout, capture_output=True, timeout=60)
+    if jpg.returncode == 0 and jpg.stdout[:3] == b"\xff\xd8\xff" and dec.returncode == 0:
+        back = os.path.join(work, "ocr-jpeg.png")
+        with open(back, "wb") as f:
+            f.write(ppm_to_png(dec.stdout))
+        r = subprocess.run([ocr_bin, "--json", "--rec-widths", "960", "--det", det,
+                            "--rec", os.path.join(ASSETS, "ch_PP-OCRv4_rec_infer.onnx"),
+                            "--dict", os.path.join(ASSETS, "ppocr_keys_v1.txt"), back],
+                           capture_output=True, text=True, timeout=600)
+        want = json.loads(r.stdout.splitlines()[0]) if r.returncode == 0 else {"lines": None}
+        st, got = ocr_http(s.port, jpg.stdout, True)
+        wpts = [c for ln in want["lines"] or [] for p in ln["points"] for c in p]
+        ok(st == 200 and want["lines"] is not None and
+           got[0] == [ln["text"] for ln in want["lines"]] and len(got[1]) == len(wpts) and
+           all(abs(a - b) <= 0.5 for a, b in zip(got[1], wpts)),
+           "a JPEG: the lines and boxes npu-ocr reads in its decoded pixels", (st, got, want))
+    else:
+        ok(False, "cjpeg and djpeg (libjpeg-turbo-progs) make and decode a JPEG",
+           (jpg.stderr[-200:], dec.stderr[-200:]))
     # Bad images: the request's fault, named.
     st, msg = ocr_http(s.port, b"GIF89a not an image", True)
     ok(st == 400 and "neither a PNG nor a JPEG" in str(msg), "a GIF: 400 naming the formats",
