@@ -96,6 +96,22 @@ ensemble_scheduling {
 """
 
 
+def twice_model(path):
+    """A model of com.example.Twice (tests/serve/test_ops.c) between two Relus."""
+    from onnx import TensorProto, helper, save
+    g = helper.make_graph([
+        helper.make_node("Relu", ["x"], ["r"]),
+        helper.make_node("Twice", ["r"], ["t"], domain="com.example"),
+        helper.make_node("Neg", ["t"], ["y"])],
+        "twice", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13),
+                                            helper.make_opsetid("com.example", 1)])
+    m.ir_version = 8
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    save(m, path)
+
+
 def test_repo(repo):
     ts.onnx_model(f"{repo}/relu4/1/model.onnx", "Relu", 1, "N,4")
     write(f"{repo}/relu4/config.pbtxt", 'max_batch_size: 8\ndynamic_batching { }\n')
@@ -123,6 +139,10 @@ output [ { name: "L" data_type: TYPE_INT32 dims: [ -1 ] } ]
 backend: "test"
 parameters { key: "step" value: { string_value: "check" } }
 """)
+    # A model with a custom op from a custom-op library.
+    twice_model(f"{repo}/twice/1/model.onnx")
+    write(f"{repo}/twice/config.pbtxt",
+          'model_operations { op_library_filename: "libnpu_serve_test_ops.so" }\n')
     # A step on the NPU simulator, the next on the CPU.
     ts.onnx_model(f"{repo}/onnpu/1/model.onnx", "Relu", 1, "N,16")
     write(f"{repo}/onnpu/config.pbtxt", ts.NPU_CONFIG)
@@ -196,6 +216,15 @@ def test_ensembles(s):
     out = (ts.jbody(b) or {}).get("outputs", [{}])[0]
     ok(st == 200 and out.get("data") == want, "and as binary length-prefixed elements",
        (st, b[:200]))
+
+    # A custom op registered by the library the config names.
+    st, js, vals = ts.infer(s.port, "twice", [("x", "FP32", [1, 4], [1.5, -2, 3, 0.25])])
+    ok(st == 200 and vals["y"] == [-3, 0, -6, -0.5],
+       "model_operations: the custom-op library's com.example.Twice runs (-2 relu(x))", (st, js))
+    st, _, b = ts.request(s.port, "GET", "/v2/models/twice/config")
+    ok(st == 200 and (ts.jbody(b) or {}).get("model_operations") ==
+       {"op_library_filename": ["libnpu_serve_test_ops.so"]},
+       "its config shows the library", b[:300])
 
     # Steps on different devices: int8 Relu on the simulator, then the C step.
     v = ts.rand_vals(32, 5)
@@ -387,6 +416,13 @@ BAD_BACKENDS = [
      'data_type: TYPE_FP32 dims: [ 4 ] initial_state { zero_data: true data_type: TYPE_FP32 '
      'dims: [ 4 ] } } ] }\n',
      "state input 'S': step 'check' has no TYPE_FP32 input of that name"),
+    ("no op library", 'model_operations { op_library_filename: "libnope.so" }\n',
+     "no op library 'libnope.so'"),
+    ("an op library without the entry",
+     'model_operations { op_library_filename: "libnpu_serve_test.so" }\n',
+     "exports no npu_custom_ops_register"),
+    ("an op library path", 'model_operations { op_library_filename: "../x.so" }\n',
+     "must be a plain file name"),
     ("model_file outside", 'parameters { key: "model_file" value: { string_value: "../relu4/1/model.onnx" } }\n',
      "'..' is not allowed"),
     ("model_file absolute", 'parameters { key: "model_file" value: { string_value: "/etc/passwd" } }\n',
@@ -401,6 +437,8 @@ def test_bad_configs(s, repo):
         name = "bad%d" % i
         write(f"{repo}/{name}/1/.keep", "")
         write(f"{repo}/{name}/config.pbtxt", cfg.replace("SELF", name))
+        if "model_operations" in cfg:
+            twice_model(f"{repo}/{name}/1/model.onnx")
         st, _, b = ts.request(s.port, "POST", "/v2/repository/models/%s/load" % name)
         msg = (ts.jbody(b) or {}).get("error", "")
         ok(st == 400 or st == 404, "refused: %s (%d)" % (what, st), msg)

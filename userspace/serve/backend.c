@@ -4,11 +4,15 @@
  */
 #include <dlfcn.h>
 #include <errno.h>
+#include <limits.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+
+#include <npu/npu_custom_op.h>
 
 #include "backend.h"
 #include "sequence.h"
@@ -81,6 +85,94 @@ int backend_resolve_file(const char *model_dir, const char *ref, char *path, siz
 				 rel != ref ? ": run tools/fetch-models (or make demo) to fill the model cache"
 					    : "");
 	return SERVE_OK;
+}
+
+/* ---- Custom-op libraries ------------------------------------------------- */
+
+struct op_library {
+	char path[PATH_MAX];
+	void *lib;
+	int status;			/* its registration's, repeated to every model */
+	char err[SERVE_ERR_MAX];
+	struct op_library *next;
+};
+
+static pthread_mutex_t op_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct op_library *op_libraries;
+
+int backend_load_op_library(struct npu_engine *engine, const char *file, const char *model_dir,
+			    const char *version_dir, const char *backend_dir, char *err)
+{
+	const char *dirs[3] = { version_dir, model_dir, backend_dir };
+	npu_custom_ops_register_fn entry;
+	struct op_library *l;
+	char path[8192], real[PATH_MAX];
+	size_t i;
+	int st;
+
+	real[0] = '\0';
+	for (i = 0; i < 3 && !real[0]; i++) {
+		if (!dirs[i])
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dirs[i], file);
+		if (!is_regular(path) || !realpath(path, real))
+			real[0] = '\0';
+	}
+	if (!real[0])
+		return serve_err(err, SERVE_NOT_FOUND,
+				 "model_operations: no op library '%s' in the version directory, the model directory or the backend directory (%s)",
+				 file, backend_dir ? backend_dir : "none");
+	pthread_mutex_lock(&op_lock);
+	for (l = op_libraries; l; l = l->next)
+		if (!strcmp(l->path, real))
+			break;
+	if (!l) {
+		l = calloc(1, sizeof(*l));
+		if (!l) {
+			pthread_mutex_unlock(&op_lock);
+			return serve_err(err, SERVE_INTERNAL, "out of memory");
+		}
+		snprintf(l->path, sizeof(l->path), "%s", real);
+		l->lib = dlopen(real, RTLD_NOW | RTLD_LOCAL);
+		if (!l->lib) {
+			st = serve_err(err, SERVE_INVALID, "model_operations: %s", dlerror());
+			free(l);
+			pthread_mutex_unlock(&op_lock);
+			return st;
+		}
+		*(void **)&entry = dlsym(l->lib, NPU_CUSTOM_OPS_ENTRY);
+		if (!entry)
+			l->status = serve_err(l->err, SERVE_INVALID,
+					      "model_operations: %s exports no %s", file,
+					      NPU_CUSTOM_OPS_ENTRY);
+		else if (entry(engine) != NPU_OK)
+			l->status = serve_err(l->err, SERVE_INVALID, "model_operations: %s: %s",
+					      file, npu_last_error());
+		else
+			serve_log(SERVE_LOG_INFO, "custom-op library %s registered its ops", real);
+		/* Kept even when it failed: ops it registered are the engine's. */
+		l->next = op_libraries;
+		op_libraries = l;
+	}
+	st = l->status;
+	if (st)
+		snprintf(err, SERVE_ERR_MAX, "%s", l->err);
+	pthread_mutex_unlock(&op_lock);
+	return st;
+}
+
+void backend_op_libraries_close(void)
+{
+	struct op_library *l, *next;
+
+	pthread_mutex_lock(&op_lock);
+	for (l = op_libraries; l; l = next) {
+		next = l->next;
+		dlclose(l->lib);
+		free(l);
+	}
+	op_libraries = NULL;
+	pthread_mutex_unlock(&op_lock);
 }
 
 /* ---- The host table a step calls back through -------------------------- */

@@ -44,6 +44,19 @@ int backend_execute(struct backend_instance *in, const struct npu_host_tensor *i
 		    size_t num_inputs, struct npu_host_tensor *outs, char *err);
 
 /*
+ * Load custom-op library 'file' (model_operations op_library_filename:
+ * a plain name found in version_dir, model_dir, then backend_dir) and
+ * register its ops on 'engine' (<npu/npu_custom_op.h>,
+ * NPU_CUSTOM_OPS_ENTRY), once per library for the server. The libraries
+ * stay loaded until backend_op_libraries_close(), after the engine is
+ * destroyed.
+ */
+struct npu_engine;
+int backend_load_op_library(struct npu_engine *engine, const char *file, const char *model_dir,
+			    const char *version_dir, const char *backend_dir, char *err);
+void backend_op_libraries_close(void);
+
+/*
  * A path a parameter or model file names: relative to model_dir, or
  * "cache:REL" under the model cache ($NPU_CACHE, else ~/.cache/npu-stack).
  * Absolute paths and ".." components are refused (a config override

@@ -32,7 +32,7 @@ const char *config_param(const struct model_config *c, const char *key)
 
 /* Fields Triton's ModelConfig has that we accept and ignore. */
 static const char *const ignored_fields[] = {
-	"optimization", "model_warmup", "model_operations",
+	"optimization", "model_warmup",
 	"model_transaction_policy", "model_repository_agents",
 	"metric_tags", "cc_model_filenames", "runtime",
 	"batch_input", "batch_output",
@@ -461,6 +461,32 @@ add:
 	return SERVE_OK;
 }
 
+/* model_operations { op_library_filename: [ "libops.so", ... ] } */
+static int parse_model_operations(struct pbtxt_ctx *x, const struct pbtxt_node *n,
+				  struct model_config *c)
+{
+	const struct pbtxt_node *f;
+
+	if (pbtxt_want(x, n, 1))
+		return SERVE_INVALID;
+	for (f = n->child; f; f = f->next) {
+		char *lib;
+
+		if (strcmp(f->name, "op_library_filename"))
+			return pbtxt_bad(x, f, "unknown field '%s' in 'model_operations'", f->name);
+		if (c->num_op_libraries == CONFIG_MAX_OP_LIBRARIES)
+			return pbtxt_bad(x, f, "more than %d op libraries", CONFIG_MAX_OP_LIBRARIES);
+		lib = c->op_libraries[c->num_op_libraries];
+		if (pbtxt_str(x, f, lib, SERVE_NAME_MAX))
+			return SERVE_INVALID;
+		if (!lib[0] || strchr(lib, '/') || lib[0] == '.')
+			return pbtxt_bad(x, f, "'op_library_filename' '%s' must be a plain file name (the model's directories and --backend-directory are searched)",
+					 lib);
+		c->num_op_libraries++;
+	}
+	return 0;
+}
+
 /* ensemble_scheduling { step [ { model_name model_version input_map output_map } ] } */
 static int parse_ensemble(struct pbtxt_ctx *x, const struct pbtxt_node *n, struct model_config *c)
 {
@@ -632,6 +658,9 @@ static int config_from_tree(struct model_config *c, const struct pbtxt_node *roo
 				return SERVE_INVALID;
 		} else if (!strcmp(f->name, "ensemble_scheduling")) {
 			if (parse_ensemble(x, f, c))
+				return SERVE_INVALID;
+		} else if (!strcmp(f->name, "model_operations")) {
+			if (parse_model_operations(x, f, c))
 				return SERVE_INVALID;
 		} else if (!strcmp(f->name, "response_cache")) {
 			if (parse_response_cache(x, f, c))
@@ -1084,6 +1113,14 @@ json_t *config_to_json(const struct model_config *c)
 	if (c->default_model_filename[0])
 		json_object_set_new(o, "default_model_filename",
 				    json_string(c->default_model_filename));
+	if (c->num_op_libraries) {
+		json_t *libs = json_array();
+
+		for (i = 0; i < c->num_op_libraries; i++)
+			json_array_append_new(libs, json_string(c->op_libraries[i]));
+		json_object_set_new(o, "model_operations",
+				    json_pack("{s:o}", "op_library_filename", libs));
+	}
 	if (c->num_steps) {
 		json_t *steps = json_array();
 

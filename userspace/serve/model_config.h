@@ -38,6 +38,7 @@ enum instance_kind { KIND_AUTO, KIND_CPU, KIND_NPU };
 
 #define CONFIG_MAX_GROUPS 8
 #define CONFIG_MAX_STEPS 8
+#define CONFIG_MAX_OP_LIBRARIES 4
 
 /* One input_map / output_map entry: the step model's tensor, the ensemble's. */
 struct ensemble_map {
@@ -110,6 +111,10 @@ struct model_config {
 	struct ensemble_step steps[CONFIG_MAX_STEPS];
 
 	struct sequence_config sequence;	/* sequence_batching (sequence.c) */
+
+	/* model_operations { op_library_filename }: custom-op libraries. */
+	size_t num_op_libraries;
+	char op_libraries[CONFIG_MAX_OP_LIBRARIES][SERVE_NAME_MAX];
 
 	size_t num_params;
 	char param_key[CONFIG_MAX_PARAMS][64];

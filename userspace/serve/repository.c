@@ -560,6 +560,19 @@ static int load_version(struct repository *r, const char *name,
 					 mode);
 		}
 	}
+	/* Custom-op libraries register their ops before the model that needs them loads. */
+	for (size_t k = 0; k < base->num_op_libraries; k++) {
+		char model_dir[8192], version_dir[8192 + 32];
+
+		snprintf(model_dir, sizeof(model_dir), "%s/%s", r->path, name);
+		snprintf(version_dir, sizeof(version_dir), "%s/%" PRId64, model_dir, v);
+		st = backend_load_op_library(r->engine, base->op_libraries[k], model_dir,
+					     version_dir, r->opts.backend_dir, err);
+		if (st) {
+			free_version(mv);
+			return st;
+		}
+	}
 	if (npu_model_load_file(r->engine, file, &mo, &mv->model) != NPU_OK) {
 		st = serve_err(err, SERVE_INVALID, "%s", npu_last_error());
 		free_version(mv);
@@ -1597,6 +1610,7 @@ void repository_destroy(struct repository *r)
 		free(e);
 	}
 	npu_engine_destroy(r->engine);
+	backend_op_libraries_close();	/* the engine held their ops */
 	pthread_cond_destroy(&r->poll_cond);
 	pthread_mutex_destroy(&r->poll_lock);
 	pthread_mutex_destroy(&r->op_lock);

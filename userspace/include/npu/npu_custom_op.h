@@ -125,6 +125,17 @@ NPU_API void npu_custom_op_init_sized(struct npu_custom_op *op, size_t struct_si
 NPU_API npu_status npu_engine_register_custom_op(struct npu_engine *engine,
 						 const struct npu_custom_op *op);
 
+/*
+ * A custom-op library: a shared object that registers its ops on an
+ * engine it is given, as ONNX Runtime's RegisterCustomOps does. It
+ * exports NPU_CUSTOM_OPS_ENTRY; npu-serve loads the libraries a model's
+ * config lists in model_operations { op_library_filename } (each once per
+ * server) and calls it with the server's engine before the model loads.
+ * Return NPU_OK, or the first npu_engine_register_custom_op() error.
+ */
+#define NPU_CUSTOM_OPS_ENTRY "npu_custom_ops_register"
+typedef npu_status (*npu_custom_ops_register_fn)(struct npu_engine *engine);
+
 /* ---- Attributes (infer, create and compute) ---------------------------- */
 
 /*
