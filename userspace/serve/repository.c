@@ -469,8 +469,11 @@ static int load_composite(struct repository *r, const char *name, struct model_v
 		st = backend_model_open(&mv->cfg, model_dir, version_dir, r->opts.backend_dir,
 					&mv->backend, err);
 		if (!st) {
+			memset(&sl, 0, sizeof(sl));
 			sl.default_max_queue_size = r->opts.default_max_queue_size;
 			sl.max_new_shapes_per_minute = -1;
+			sl.max_sequences = r->opts.max_sequences;
+			sl.max_sequence_state_bytes = r->opts.max_sequence_state_bytes;
 			sl.shape_memory = 1;
 			st = scheduler_create_backend(&mv->cfg, mv->backend, mv->stats, &sl,
 						      &mv->sched, err);
@@ -593,6 +596,7 @@ static int load_version(struct repository *r, const char *name,
 	if (mv->cfg.response_cache && !response_cache_size())
 		serve_log(SERVE_LOG_WARN, "model '%s': response_cache is enabled but the server has no cache (--cache-config local,size=BYTES): responses are not cached",
 			  name);
+	memset(&sl, 0, sizeof(sl));
 	sl.default_max_queue_size = r->opts.default_max_queue_size;
 	sl.max_new_shapes_per_minute = r->opts.max_new_shapes_per_minute;
 	sl.max_sequences = r->opts.max_sequences;
