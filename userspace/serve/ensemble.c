@@ -665,6 +665,10 @@ static int start_run(struct ens_run *run, char *err)
 	size_t n = take_ready(run, which);
 	int st;
 
+	/* ensemble_create() saw every step become ready: one is, now. */
+	if (!n)
+		return serve_err(err, SERVE_INTERNAL, "ensemble '%s': no step can start",
+				 run->e->cfg->name);
 	/* The first step queued or not at all: then the caller answers. */
 	st = submit_step(run, which[0], err);
 	if (st)
