@@ -404,6 +404,7 @@ static void sequence_next(struct ensemble *e, uint64_t id, const char *str)
 	struct ens_seq **pp, *sq;
 	struct ens_run *next;
 	char err[SERVE_ERR_MAX];
+	int st;
 
 	if (!id && !str[0])
 		return;
@@ -422,10 +423,13 @@ static void sequence_next(struct ensemble *e, uint64_t id, const char *str)
 			free(sq);
 		}
 		pthread_mutex_unlock(&e->lock);
-		if (!next || !start_run(next, err))
+		if (!next)
+			return;
+		st = start_run(next, err);
+		if (!st)
 			return;
 		/* It could not start: it fails, and the one after it goes. */
-		next->req->status = serve_err(next->req->err, SERVE_UNAVAILABLE, "%s", err);
+		next->req->status = serve_err(next->req->err, st, "%s", err);
 		metrics_request(e->stats, 0, 0, serve_now_ns() - next->req->t_arrive);
 		next->req->done(next->req, next->req->done_arg);
 		run_free(next);
