@@ -20,7 +20,6 @@
 struct backend_model {
 	void *lib;
 	const struct npu_serve_step *step;
-	char name[SERVE_NAME_MAX];
 	char model_dir[4096];
 	const struct model_config *cfg;
 };
