@@ -1,9 +1,9 @@
 #!/bin/sh
 # PP-OCRv4 compiled for the NPU, on the real driver: the same .npub (det,
-# rec, and rec16 = rec in the 16x8 mode) gives bit-identical outputs on
-# accel and on sim, and examples/ocr-detect finds the rendered text on
-# accel. Data: /npu/data, made on the host by
-# tests/models/prepare (tests/vm/run copies it).
+# rec, rec16 = rec in the 16x8 mode, and det-24 = det with 2:4 sparse
+# weights) gives bit-identical outputs on accel and on sim, and
+# examples/ocr-detect finds the rendered text on accel. Data: /npu/data,
+# made on the host by tests/models/prepare and tests/vm/run.
 . /npu/guest-lib.sh
 export PATH=/npu/bin:/npu/vm:$PATH
 D=/npu/data
@@ -62,6 +62,33 @@ for m in rec rec16; do
 		notok "PP-OCRv4 $m compiled: outputs on accel differ from sim's"
 	fi
 done
+# det pruned to 2:4 structured sparsity (npu compress): its sparse weights
+# take the NPU's sparse path on the real driver too, bit for bit as on
+# sim, in fewer modeled cycles than the dense det.
+if [ -f $D/det-24.npub ]; then
+	for dev in accel sim; do
+		if npu run $D/det-24.npub --device $dev --input x=$D/calib/input.npy \
+			--output-dir /tmp/$dev-det24 >/tmp/run-det24-$dev.txt 2>&1; then
+			ok "npu run det-24.npub (2:4 sparse) --device $dev: $(grep '^modeled:' /tmp/run-det24-$dev.txt)"
+		else
+			notok "npu run det-24.npub --device $dev: $(tail -n 3 /tmp/run-det24-$dev.txt)"
+		fi
+	done
+	if identical det24; then
+		ok "det 2:4 sparse: outputs on accel equal sim's, bit for bit"
+	else
+		notok "det 2:4 sparse: outputs on accel differ from sim's"
+	fi
+	sparse=$(sed -n 's/^modeled: \([0-9.]*\) ms.*/\1/p' /tmp/run-det24-sim.txt)
+	# the dense det's run on sim above
+	dense=$(sed -n 's/^modeled: \([0-9.]*\) ms.*/\1/p' /tmp/run-sim.txt)
+	if [ -n "$sparse" ] && [ -n "$dense" ] &&
+	   awk -v s="$sparse" -v d="$dense" 'BEGIN { exit !(s < d) }'; then
+		ok "det 2:4 sparse: $sparse ms modeled against the dense det's $dense ms"
+	else
+		notok "det 2:4 sparse: modeled '$sparse' ms is not under the dense det's '$dense' ms"
+	fi
+fi
 if command -v ocr-detect >/dev/null &&
    ocr-detect $D/det.npub $D/input.png --device accel --truth $D/truth.txt \
 	>/tmp/ocr-accel.txt 2>&1; then
