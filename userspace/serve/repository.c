@@ -1093,6 +1093,34 @@ int repository_model_ready(struct repository *r, const char *name, int64_t versi
 	return ready;
 }
 
+/*
+ * A decoded request to version 'mv': answered from its response cache
+ * ('done' called), or queued on its ensemble or scheduler. A client's
+ * request (traced) gets a trace. On an error nothing is queued.
+ */
+static int dispatch(struct model_version *mv, const char *name, struct infer_request *req,
+		    int traced, char *err)
+{
+	int st;
+
+	snprintf(req->model, sizeof(req->model), "%s", name);
+	req->version = mv->version;
+	if (traced)
+		trace_begin(req);
+	if (mv->cfg.response_cache && response_cache_lookup(mv->load_id, mv->stats, req) == 1) {
+		/* Answered from the cache: neither queued nor run. */
+		req->done(req, req->done_arg);
+		return SERVE_OK;
+	}
+	st = mv->ens ? ensemble_enqueue(mv->ens, req, err) : scheduler_enqueue(mv->sched, req, err);
+	if (st) {
+		response_cache_abandon(req);
+		if (traced)
+			trace_abandon(req);
+	}
+	return st;
+}
+
 int repository_infer(struct repository *r, const char *name, int64_t version,
 		     const char *body, size_t len, long long json_len,
 		     struct infer_request *req, char *err)
@@ -1114,26 +1142,9 @@ int repository_infer(struct repository *r, const char *name, int64_t version,
 	 * the writer-preferring lock, the model's other requests. */
 	st = codec_decode(body, len, json_len, &mv->cfg, &r->limits, req, err);
 	if (!st) {
-		int hit = 0;
-
-		snprintf(req->model, sizeof(req->model), "%s", name);
-		req->version = mv->version;
-		trace_begin(req);
-		if (mv->cfg.response_cache)
-			hit = response_cache_lookup(mv->load_id, mv->stats, req);
-		if (hit == 1) {
-			/* Answered from the cache: neither queued nor run. */
-			version_put(mv);
-			req->done(req, req->done_arg);
-			return SERVE_OK;
-		}
-		st = mv->ens ? ensemble_enqueue(mv->ens, req, err)
-			     : scheduler_enqueue(mv->sched, req, err);
-		if (st) {
-			response_cache_abandon(req);
-			trace_abandon(req);
+		st = dispatch(mv, name, req, 1, err);
+		if (st)
 			infer_request_clear(req);
-		}
 	}
 	version_put(mv);
 	return st;
@@ -1266,23 +1277,9 @@ static int ens_submit(void *arg, const char *name, int64_t version, struct infer
 	}
 	st = check_request(&mv->cfg, req, err);
 	if (!st) {
-		int hit = 0;
-
-		snprintf(req->model, sizeof(req->model), "%s", name);
-		req->version = mv->version;
 		req->t_arrive = serve_now_ns();
 		/* A step model's own response cache answers its steps too. */
-		if (mv->cfg.response_cache)
-			hit = response_cache_lookup(mv->load_id, mv->stats, req);
-		if (hit == 1) {
-			version_put(mv);
-			req->done(req, req->done_arg);
-			return SERVE_OK;
-		}
-		st = mv->ens ? ensemble_enqueue(mv->ens, req, err)
-			     : scheduler_enqueue(mv->sched, req, err);
-		if (st)
-			response_cache_abandon(req);
+		st = dispatch(mv, name, req, 0, err);
 	}
 	version_put(mv);
 	return st;
