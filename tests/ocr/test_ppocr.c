@@ -2,7 +2,9 @@
 /*
  * PaddleOCR's processing in examples/ocr/ppocr.c on inputs whose answer is
  * known: det input sizes, a rotated text region found as a rotated box,
- * reading order, crops of tall boxes turned, rec widths. TAP output.
+ * reading order, crops of tall boxes turned, rec widths, CTC decoding
+ * (repeats, blanks, word gaps, full-width punctuation, Latin fixes). TAP
+ * output.
  */
 #include <math.h>
 #include <stdio.h>
@@ -133,12 +135,69 @@ static void test_crops(void)
 	check(!c.turned && crop_rec_width(&c, 48) == 480, "a 300x30 crop reads 480 wide at height 48");
 }
 
+/*
+ * CTC decoding on a dictionary of blank, "a", "b", "0", "，" (full-width
+ * comma), "x", space: each step's probabilities put 'p' on one class and
+ * the rest evenly on the others but the space (the last class), which
+ * gets none.
+ */
+static void steps(float *probs, const int *best, int n, int classes, float p)
+{
+	int t, k;
+
+	for (t = 0; t < n; t++)
+		for (k = 0; k < classes; k++)
+			probs[t * classes + k] = k == best[t] ? p :
+						 k == classes - 1 ? 0 : (1 - p) / (float)(classes - 2);
+}
+
+static void test_ctc(void)
+{
+	static char blank[] = "", a[] = "a", b[] = "b", zero[] = "0", comma[] = "\xef\xbc\x8c",
+		    x[] = "x", space[] = " ";
+	char *keys[] = { blank, a, b, zero, comma, x, space };
+	struct ctc_dict d = { keys, 7 };
+	struct ctc_opts o = { 0.008f, false };
+	float probs[16 * 7];
+	char text[64];
+	float score;
+	/* a a _ b _ b: repeats merge, a blank separates two b's */
+	const int ab[] = { 1, 1, 0, 2, 0, 2 };
+	/* a , x: the full-width comma between ASCII letters becomes ',' */
+	const int comma_run[] = { 1, 4, 5 };
+	/* a 0 b: a 0 among letters is an o with latin fixes on */
+	const int a0b[] = { 1, 3, 2 };
+
+	steps(probs, ab, 6, 7, 0.9f);
+	score = ctc_decode(probs, 6, 7, &d, &o, text, sizeof(text));
+	check(!strcmp(text, "abb") && fabsf(score - 0.9f) < 1e-6f,
+	      "CTC: repeats merge, a blank parts two of a kind; the score is the kept steps' mean");
+	/* The same with the space class at 0.05 in the blank steps: a word gap. */
+	probs[2 * 7 + 6] = 0.05f;
+	probs[4 * 7 + 6] = 0.05f;
+	ctc_decode(probs, 6, 7, &d, &o, text, sizeof(text));
+	check(!strcmp(text, "a b b"), "CTC: the space class rising in a blank step is a word gap");
+	steps(probs, comma_run, 3, 7, 0.8f);
+	ctc_decode(probs, 3, 7, &d, &o, text, sizeof(text));
+	check(!strcmp(text, "a,x"), "CTC: a full-width comma next to ASCII is ASCII");
+	steps(probs, a0b, 3, 7, 0.8f);
+	ctc_decode(probs, 3, 7, &d, &o, text, sizeof(text));
+	check(!strcmp(text, "a0b"), "CTC: latin fixes off keeps the 0");
+	o.latin_fixes = true;
+	ctc_decode(probs, 3, 7, &d, &o, text, sizeof(text));
+	check(!strcmp(text, "aob"), "CTC: latin fixes on: a 0 among letters is an o");
+	steps(probs, (const int[]){ 0, 0, 0 }, 3, 7, 0.9f);
+	score = ctc_decode(probs, 3, 7, &d, &o, text, sizeof(text));
+	check(!text[0] && score == 0, "CTC: all blanks read as nothing, score 0");
+}
+
 int main(void)
 {
 	test_det_sizes();
 	test_rotated_box();
 	test_reading_order();
 	test_crops();
+	test_ctc();
 	printf("1..%d\n", count);
 	return failed ? 1 : 0;
 }
