@@ -86,6 +86,28 @@ int backend_resolve_file(const char *model_dir, const char *ref, char *path, siz
 	return SERVE_OK;
 }
 
+/*
+ * A library file found where a model's libraries are looked for: its
+ * version directory, its directory, then the backend directory (each may
+ * be NULL). Returns 0 with the path, or -1 when none holds it.
+ */
+static int find_library(const char *version_dir, const char *model_dir,
+			const char *backend_dir, const char *file, char *path, size_t size)
+{
+	const char *dirs[3] = { version_dir, model_dir, backend_dir };
+	size_t i;
+
+	for (i = 0; i < 3; i++) {
+		if (!dirs[i])
+			continue;
+		snprintf(path, size, "%s/%s", dirs[i], file);
+		if (is_regular(path))
+			return 0;
+	}
+	path[0] = '\0';
+	return -1;
+}
+
 /* ---- Custom-op libraries ------------------------------------------------- */
 
 struct op_library {
@@ -102,22 +124,13 @@ static struct op_library *op_libraries;
 int backend_load_op_library(struct npu_engine *engine, const char *file, const char *model_dir,
 			    const char *version_dir, const char *backend_dir, char *err)
 {
-	const char *dirs[3] = { version_dir, model_dir, backend_dir };
 	npu_custom_ops_register_fn entry;
 	struct op_library *l;
 	char path[8192], real[PATH_MAX];
-	size_t i;
 	int st;
 
-	real[0] = '\0';
-	for (i = 0; i < 3 && !real[0]; i++) {
-		if (!dirs[i])
-			continue;
-		snprintf(path, sizeof(path), "%s/%s", dirs[i], file);
-		if (!is_regular(path) || !realpath(path, real))
-			real[0] = '\0';
-	}
-	if (!real[0])
+	if (find_library(version_dir, model_dir, backend_dir, file, path, sizeof(path)) ||
+	    !realpath(path, real))
 		return serve_err(err, SERVE_NOT_FOUND,
 				 "model_operations: no op library '%s' in the version directory, the model directory or the backend directory (%s)",
 				 file, backend_dir ? backend_dir : "none");
@@ -407,12 +420,11 @@ int backend_output_index(const struct backend_model *m, const char *name)
 int backend_model_open(struct model_config *cfg, const char *model_dir, const char *version_dir,
 		       const char *backend_dir, struct backend_model **out, char *err)
 {
-	const char *dirs[3] = { version_dir, model_dir, backend_dir };
 	const char *want = config_param(cfg, "step");
 	npu_serve_backend_steps_fn entry;
 	const struct npu_serve_step *steps;
 	struct backend_model *m;
-	char path[8192];
+	char path[8192], file[SERVE_NAME_MAX];
 	size_t i, count = 0;
 	int st;
 
@@ -422,15 +434,8 @@ int backend_model_open(struct model_config *cfg, const char *model_dir, const ch
 				 "'backend' '%s': a backend name is 1 to 48 of a-z, 0-9, '_' and '-'",
 				 cfg->backend);
 	path[0] = '\0';
-	for (i = 0; i < 3; i++) {
-		if (!dirs[i])
-			continue;
-		snprintf(path, sizeof(path), "%s/libnpu_serve_%s.so", dirs[i], cfg->backend);
-		if (is_regular(path))
-			break;
-		path[0] = '\0';
-	}
-	if (!path[0])
+	snprintf(file, sizeof(file), "libnpu_serve_%s.so", cfg->backend);
+	if (find_library(version_dir, model_dir, backend_dir, file, path, sizeof(path)))
 		return serve_err(err, SERVE_NOT_FOUND,
 				 "backend '%s': no libnpu_serve_%s.so in the version directory, the model directory or the backend directory (%s)",
 				 cfg->backend, cfg->backend, backend_dir ? backend_dir : "none");
