@@ -427,6 +427,21 @@ static const char *resolve_device(const struct repository *r, const struct model
 	return r->device;
 }
 
+/*
+ * What a version's scheduler bounds: the server's limits, with this
+ * model's budget of new shapes and memory of recent ones.
+ */
+static void scheduler_limits_of(const struct repository *r, int new_shapes_per_minute,
+				size_t shape_memory, struct scheduler_limits *sl)
+{
+	memset(sl, 0, sizeof(*sl));
+	sl->default_max_queue_size = r->opts.default_max_queue_size;
+	sl->max_new_shapes_per_minute = new_shapes_per_minute;
+	sl->max_sequences = r->opts.max_sequences;
+	sl->max_sequence_state_bytes = r->opts.max_sequence_state_bytes;
+	sl->shape_memory = shape_memory;
+}
+
 static void log_loaded(const char *name, const struct model_version *mv, const char *file,
 		       uint64_t t0)
 {
@@ -469,12 +484,8 @@ static int load_composite(struct repository *r, const char *name, struct model_v
 		st = backend_model_open(&mv->cfg, model_dir, version_dir, r->opts.backend_dir,
 					&mv->backend, err);
 		if (!st) {
-			memset(&sl, 0, sizeof(sl));
-			sl.default_max_queue_size = r->opts.default_max_queue_size;
-			sl.max_new_shapes_per_minute = -1;
-			sl.max_sequences = r->opts.max_sequences;
-			sl.max_sequence_state_bytes = r->opts.max_sequence_state_bytes;
-			sl.shape_memory = 1;
+			/* A backend compiles no plan: no budget of new shapes. */
+			scheduler_limits_of(r, -1, 1, &sl);
 			st = scheduler_create_backend(&mv->cfg, mv->backend, mv->stats, &sl,
 						      &mv->sched, err);
 		}
@@ -596,12 +607,8 @@ static int load_version(struct repository *r, const char *name,
 	if (mv->cfg.response_cache && !response_cache_size())
 		serve_log(SERVE_LOG_WARN, "model '%s': response_cache is enabled but the server has no cache (--cache-config local,size=BYTES): responses are not cached",
 			  name);
-	memset(&sl, 0, sizeof(sl));
-	sl.default_max_queue_size = r->opts.default_max_queue_size;
-	sl.max_new_shapes_per_minute = r->opts.max_new_shapes_per_minute;
-	sl.max_sequences = r->opts.max_sequences;
-	sl.max_sequence_state_bytes = r->opts.max_sequence_state_bytes;
-	sl.shape_memory = mo.max_plans;	/* as many shapes as the plan cache holds */
+	/* As many recent shapes as the plan cache holds. */
+	scheduler_limits_of(r, r->opts.max_new_shapes_per_minute, mo.max_plans, &sl);
 	st = scheduler_create(&mv->cfg, mv->model, mv->device, mv->stats, &sl, &mv->sched, err);
 	if (st) {
 		free_version(mv);
