@@ -190,19 +190,24 @@ static void complete(struct scheduler *s, struct infer_request *r)
 /* ---- Running a batch --------------------------------------------------------- */
 
 /* Whether request r asks for config output i, and in binary. */
-static int asks(const struct scheduler *s, const struct infer_request *r, size_t i,
-		int *binary)
+int infer_request_asks(const struct infer_request *r, const char *name, int *binary)
 {
 	int asked = r->num_outputs == 0;
 	size_t k;
 
 	*binary = r->binary_output;
 	for (k = 0; k < r->num_outputs; k++)
-		if (!strcmp(r->outputs[k].name, s->cfg->outputs[i].name)) {
+		if (!strcmp(r->outputs[k].name, name)) {
 			asked = 1;
 			*binary = r->outputs[k].binary;
 		}
 	return asked;
+}
+
+static int asks(const struct scheduler *s, const struct infer_request *r, size_t i,
+		int *binary)
+{
+	return infer_request_asks(r, s->cfg->outputs[i].name, binary);
 }
 
 /* The output request r names 'name' in (NULL: asked for all outputs, or not this one). */

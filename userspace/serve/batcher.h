@@ -88,6 +88,8 @@ struct infer_request {
 };
 
 void infer_request_clear(struct infer_request *req);	/* frees owned data */
+/* Whether 'r' asks for output 'name' (no outputs named: all), and in binary. */
+int infer_request_asks(const struct infer_request *r, const char *name, int *binary);
 
 struct scheduler;
 

@@ -362,21 +362,6 @@ static void run_free(struct ens_run *run)
 	free(run);
 }
 
-static int asks(const struct infer_request *r, const char *name, int *binary)
-{
-	size_t k;
-
-	*binary = r->binary_output;
-	if (!r->num_outputs)
-		return 1;
-	for (k = 0; k < r->num_outputs; k++)
-		if (!strcmp(r->outputs[k].name, name)) {
-			*binary = r->outputs[k].binary;
-			return 1;
-		}
-	return 0;
-}
-
 static int has_sequence(const struct infer_request *req)
 {
 	return req->seq_id || req->seq_str[0];
@@ -457,7 +442,7 @@ static void finish(struct ens_run *run)
 			struct infer_tensor *res;
 			int binary;
 
-			if (!asks(req, e->cfg->outputs[i].name, &binary))
+			if (!infer_request_asks(req, e->cfg->outputs[i].name, &binary))
 				continue;
 			res = &req->results[req->num_results++];
 			*res = *v;
