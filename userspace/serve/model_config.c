@@ -402,9 +402,28 @@ static int parse_parameter(struct pbtxt_ctx *x, const struct pbtxt_node *n,
 	return 0;
 }
 
+/* Entry (key, value) into map 'm': both given, the key once, within the bound. */
+static int map_add(struct pbtxt_ctx *x, const struct pbtxt_node *at, const char *map,
+		   struct ensemble_map *m, size_t *num, const char *key, const char *value)
+{
+	size_t i;
+
+	if (!key[0] || !value[0])
+		return pbtxt_bad(x, at, "'%s' needs a 'key' and a 'value'", map);
+	for (i = 0; i < *num; i++)
+		if (!strcmp(m[i].key, key))
+			return pbtxt_bad(x, at, "'%s': '%s' is mapped twice", map, key);
+	if (*num >= SERVE_MAX_IO)
+		return pbtxt_bad(x, at, "'%s': more than %d entries", map, SERVE_MAX_IO);
+	snprintf(m[*num].key, sizeof(m[0].key), "%s", key);
+	snprintf(m[*num].value, sizeof(m[0].value), "%s", value);
+	(*num)++;
+	return 0;
+}
+
 /*
- * One input_map / output_map entry: { key: "k" value: "v" } in text
- * format, {"k": "v"} as a map in JSON (one or more entries).
+ * An input_map / output_map: one entry { key: "k" value: "v" } in text
+ * format, or {"k": "v", ...} as a map in JSON.
  */
 static int parse_map(struct pbtxt_ctx *x, const struct pbtxt_node *n, struct ensemble_map *m,
 		     size_t *num)
@@ -412,52 +431,24 @@ static int parse_map(struct pbtxt_ctx *x, const struct pbtxt_node *n, struct ens
 	const struct pbtxt_node *f;
 	char key[SERVE_NAME_MAX] = "", value[SERVE_NAME_MAX] = "";
 	int text_form = 0;
-	size_t i;
 
 	if (pbtxt_want(x, n, 1))
 		return SERVE_INVALID;
 	for (f = n->child; f; f = f->next)
 		text_form |= !strcmp(f->name, "key") || !strcmp(f->name, "value");
-	for (f = n->child; f; f = f->next) {
-		if (text_form) {
+	if (text_form) {
+		for (f = n->child; f; f = f->next) {
 			if (strcmp(f->name, "key") && strcmp(f->name, "value"))
 				return pbtxt_bad(x, f, "unknown field '%s' in '%s'", f->name, n->name);
 			if (pbtxt_str(x, f, f->name[0] == 'k' ? key : value, sizeof(key)))
 				return SERVE_INVALID;
-			continue;
 		}
-		snprintf(key, sizeof(key), "%s", f->name);
-		if (pbtxt_str(x, f, value, sizeof(value)))
+		return map_add(x, n, n->name, m, num, key, value);
+	}
+	for (f = n->child; f; f = f->next)
+		if (pbtxt_str(x, f, value, sizeof(value)) ||
+		    map_add(x, f, n->name, m, num, f->name, value))
 			return SERVE_INVALID;
-		goto add;
-	}
-	if (!text_form)
-		return SERVE_OK;
-add:
-	if (!key[0] || !value[0])
-		return pbtxt_bad(x, n, "'%s' needs a 'key' and a 'value'", n->name);
-	for (i = 0; i < *num; i++)
-		if (!strcmp(m[i].key, key))
-			return pbtxt_bad(x, n, "'%s': '%s' is mapped twice", n->name, key);
-	if (*num >= SERVE_MAX_IO)
-		return pbtxt_bad(x, n, "'%s': more than %d entries", n->name, SERVE_MAX_IO);
-	snprintf(m[*num].key, sizeof(m[0].key), "%s", key);
-	snprintf(m[*num].value, sizeof(m[0].value), "%s", value);
-	(*num)++;
-	if (!text_form && f && f->next) {
-		/* The JSON map's other entries. */
-		for (f = f->next; f; f = f->next) {
-			for (i = 0; i < *num; i++)
-				if (!strcmp(m[i].key, f->name))
-					return pbtxt_bad(x, f, "'%s': '%s' is mapped twice", n->name, f->name);
-			if (*num >= SERVE_MAX_IO)
-				return pbtxt_bad(x, f, "'%s': more than %d entries", n->name, SERVE_MAX_IO);
-			snprintf(m[*num].key, sizeof(m[0].key), "%s", f->name);
-			if (pbtxt_str(x, f, m[*num].value, sizeof(m[0].value)))
-				return SERVE_INVALID;
-			(*num)++;
-		}
-	}
 	return SERVE_OK;
 }
 
