@@ -432,6 +432,27 @@ BAD_BACKENDS = [
 ]
 
 
+def test_json_override(s, repo):
+    """An ensemble given as a load request's JSON config: the maps as JSON objects."""
+    write(f"{repo}/jens/1/.keep", "")
+    cfg = {"platform": "ensemble",
+           "input": [{"name": "IN", "data_type": "TYPE_FP32", "dims": [-1, 4]}],
+           "output": [{"name": "OUT", "data_type": "TYPE_FP32", "dims": [-1, 4]}],
+           "ensemble_scheduling": {"step": [
+               {"model_name": "relu4", "input_map": {"x0": "IN"}, "output_map": {"y": "R"}},
+               {"model_name": "scale3", "input_map": {"X": "R"}, "output_map": {"Y": "OUT"}}]}}
+    st, _, b = ts.request(s.port, "POST", "/v2/repository/models/jens/load",
+                          {"parameters": {"config": json.dumps(cfg)}})
+    ok(st == 200, "an ensemble from a JSON config override loads", b[:300])
+    st, js, vals = ts.infer(s.port, "jens", [("IN", "FP32", [1, 4], [1, -2, 3, -4])])
+    ok(st == 200 and vals["OUT"] == [3, 0, 9, 0], "and answers", (st, js))
+    cfg["ensemble_scheduling"]["step"][1]["input_map"] = {"X": ""}
+    st, _, b = ts.request(s.port, "POST", "/v2/repository/models/jens/load",
+                          {"parameters": {"config": json.dumps(cfg)}})
+    ok(st == 400 and "needs a 'key' and a 'value'" in (ts.jbody(b) or {}).get("error", ""),
+       "a JSON map entry without a value is refused", b[:300])
+
+
 def test_bad_configs(s, repo):
     for i, (what, cfg, want) in enumerate(BAD_ENSEMBLES + BAD_BACKENDS):
         name = "bad%d" % i
@@ -778,6 +799,7 @@ def main():
                   "--model-control-mode", "explicit")
     if ok(s.up(), "npu serve starts in explicit mode", s.log_text()[-500:]):
         test_unloaded_step(s)
+        test_json_override(s, repo)
         test_bad_configs(s, repo)
     ok(s.stop() == 0, "it drains and exits 0")
     test_ocr(work)
